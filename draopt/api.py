@@ -1,0 +1,146 @@
+"""The Python API: objects in, allocated ResourceClaims out.
+
+    objects = load_files(["cluster.yaml"])
+    outcome = allocate(objects, node="node-1")
+    outcome.claims   # ResourceClaims with status.allocation set
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .decode import decode, deterministic_share_id, random_share_id
+from .errors import AllocationError, InputError
+from .features import Features
+from .inventory import build_inventory
+from .loader import ObjectSet
+from .models import AllocationResult, Node, ResourceClaim
+from .problem import claim_key, prepare
+
+POLICIES = ("first-fit", "first-fit-documented", "optimal")
+ENGINES = ("cp-sat", "reference")
+
+
+@dataclass
+class AllocateOutcome:
+    node: str | None
+    claims: list[ResourceClaim]                 # the claims allocated (status.allocation set)
+    results: list[AllocationResult] | None      # None: unschedulable
+    reason: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def allocated(self) -> bool:
+        return self.results is not None
+
+
+def _cel_env(features: Features):
+    from .cel import CelEnvironment
+    return CelEnvironment(list_type_attributes=features.list_type_attributes)
+
+
+def select_claims(objects: ObjectSet, refs: list[str] | None) -> tuple[list[ResourceClaim], list[ResourceClaim]]:
+    """(claims to allocate, claims in use). Default: every claim without status.allocation."""
+    by_key = {}
+    for c in objects.resource_claims:
+        key = claim_key(c)
+        if key in by_key:
+            raise InputError(f"ResourceClaim {key}: given twice")
+        by_key[key] = c
+    if not refs:
+        todo = [c for c in objects.resource_claims if c.status.allocation is None]
+    else:
+        todo = []
+        for ref in refs:
+            key = ref if "/" in ref else f"default/{ref}"
+            claim = by_key.get(key)
+            if claim is None:
+                raise InputError(f"--claim {ref}: no ResourceClaim {key} in the input")
+            if claim.status.allocation is not None:
+                raise InputError(f"--claim {ref}: ResourceClaim {key} already has status.allocation")
+            if claim in todo:
+                raise InputError(f"--claim {ref}: named twice")
+            todo.append(claim)
+    in_use = [c for c in objects.resource_claims if c.status.allocation is not None]
+    return todo, in_use
+
+
+def _candidate_nodes(objects: ObjectSet, node: str | None) -> list[Node | None]:
+    if node:
+        for n in objects.nodes:
+            if n.name == node:
+                return [n]
+        if objects.nodes:
+            raise InputError(f"--node {node}: no Node {node} in the input (nodes: "
+                             f"{', '.join(n.name for n in objects.nodes)})")
+        return [Node(api_version="v1", kind="Node", metadata={"name": node})]
+    if not objects.nodes:
+        return [None]
+    return sorted(objects.nodes, key=lambda n: n.name)
+
+
+def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] | None = None,
+             features: Features | None = None, policy: str = "first-fit", engine: str = "cp-sat",
+             deterministic_share_ids: bool = False, time_limit: float | None = None) -> AllocateOutcome:
+    """Allocate the claims together on the node (or on the first node, by name, where they fit)."""
+    if policy not in POLICIES:
+        raise InputError(f"--policy: unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+    if engine not in ENGINES:
+        raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    features = features or Features.from_gates()
+    start = time.perf_counter()
+    todo, in_use = select_claims(objects, claims)
+    stats: dict[str, Any] = {"build_ms": 0.0, "solve_ms": 0.0, "variables": 0, "constraints": 0}
+    if not todo:
+        stats["allocate_ms"] = (time.perf_counter() - start) * 1000
+        return AllocateOutcome(node, [], [], stats=stats)
+    classes = {c.name: c for c in objects.device_classes}
+    cel_env = _cel_env(features)
+    reasons = []
+    for candidate in _candidate_nodes(objects, node):
+        inventory = build_inventory(objects.resource_slices, candidate, in_use, features,
+                                    objects.taint_rules, classes, cel_env)
+        try:
+            problem = prepare(todo, inventory, classes, features, cel_env)
+            chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
+        except AllocationError:
+            raise
+        for k in ("build_ms", "solve_ms", "variables", "constraints"):
+            stats[k] += run_stats.get(k, 0)
+        name = candidate.name if candidate is not None else None
+        if chosen is None:
+            if inventory.invalid_pools:
+                reasons.append(f"node {name}: invalid resource pools were encountered: " +
+                               "; ".join(f"{p.id}: {p.invalid_reason}" for p in inventory.invalid_pools))
+            else:
+                reasons.append(f"node {name}: cannot allocate all claims" if name else "cannot allocate all claims")
+            continue
+        share = deterministic_share_id if deterministic_share_ids else random_share_id
+        results = decode(problem, chosen, selected, share)
+        out = []
+        for claim, result in zip(todo, results):
+            c = claim.model_copy(deep=True)
+            c.status = c.status.model_copy(update={"allocation": result})
+            c.status.model_fields_set.add("allocation")
+            c.model_fields_set.add("status")
+            out.append(c)
+        stats["allocate_ms"] = (time.perf_counter() - start) * 1000
+        return AllocateOutcome(name, out, results, stats=stats)
+    stats["allocate_ms"] = (time.perf_counter() - start) * 1000
+    reason = "; ".join(reasons)
+    if any("invalid resource pools" in r for r in reasons):
+        # Kubernetes reports this as an error when no node could take the claims.
+        raise AllocationError(reason)
+    return AllocateOutcome(node, [], None, reason=reason, stats=stats)
+
+
+def _solve(problem, policy: str, engine: str, time_limit: float | None):
+    if engine == "reference":
+        from .reference import ReferenceAllocator
+        t = time.perf_counter()
+        ref = ReferenceAllocator(problem, kubernetes_defects=(policy == "first-fit"))
+        chosen = ref.allocate()
+        return chosen, ref.selected_sub, {"solve_ms": (time.perf_counter() - t) * 1000}
+    from .solver import solve_problem
+    return solve_problem(problem, policy=policy, time_limit=time_limit)

@@ -1,0 +1,87 @@
+"""Device-assignment variables: one boolean per (claim, request, sub-request, candidate device).
+
+A device is a candidate for a (sub-)request when it passes everything that does not depend
+on other choices: class and request selectors, per-device node selection, binding-condition
+gate, not held by an allocated claim (unless admin access), its taints tolerated, its
+capacity big enough on its own, counters allowed by the gate. `ExactCount` takes `count`
+candidates, `All` takes every matching device (and fails if one of them is no candidate),
+a `firstAvailable` request takes exactly one of its sub-requests. At most 32 results per claim.
+"""
+from __future__ import annotations
+
+from ..problem import MAX_RESULTS, RequestSpec
+from .base import ModelData
+
+
+def is_candidate(m: ModelData, spec: RequestSpec, dev) -> bool:
+    p = m.problem
+    f = p.features
+    allocated = p.inventory.allocated
+    if not spec.admin_access and dev.id in allocated.devices:
+        return False
+    if not p.selectable(spec, dev):
+        return False
+    if f.consumable_capacity and not p.capacity_ok(spec, dev, None):
+        return False
+    if not f.partitionable_devices and dev.device.consumes_counters:
+        return False
+    if p.taint_blocks(spec, dev):
+        return False
+    return True
+
+
+def encode(m: ModelData) -> None:
+    cp = m.cp
+    p = m.problem
+    for claim in p.claims:
+        claim_xs = []
+        for group in claim.requests:
+            selectors = []
+            for spec in group.alternatives:
+                m.specs.append(spec)
+                if group.has_subrequests:
+                    sel = cp.NewBoolVar(f"sub[{spec.key}]")
+                    selectors.append(sel)
+                else:
+                    sel = None   # a plain request is always "selected"
+                m.select[spec.key] = sel
+                pool = spec.all_devices if spec.mode == "All" else p.devices
+                devs = [d for d in pool if is_candidate(m, spec, d)]
+                m.by_spec[spec.key] = devs
+                xs = []
+                for d in devs:
+                    v = cp.NewBoolVar(f"x[{spec.key},{d.index}]")
+                    m.x[(spec.key, d.index)] = v
+                    m.by_device.setdefault(d.index, []).append(spec)
+                    xs.append(v)
+                claim_xs.extend(xs)
+                if spec.mode == "All":
+                    if len(devs) < len(spec.all_devices) or not devs:
+                        # A matching device cannot be used, or none matches: this alternative fails.
+                        if sel is not None:
+                            m.add(cp.Add(sel == 0))
+                        else:
+                            m.infeasible_reasons.append(
+                                f"claim {claim.key}, request {spec.full_name}: not every matching device is usable"
+                                if devs else f"claim {claim.key}, request {spec.full_name}: no matching device")
+                        for v in xs:
+                            m.add(cp.Add(v == 0))
+                        continue
+                    for v in xs:
+                        m.add(cp.Add(v == (1 if sel is None else sel)))
+                else:
+                    if len(devs) < spec.count:
+                        if sel is None:
+                            m.infeasible_reasons.append(
+                                f"claim {claim.key}, request {spec.full_name}: {len(devs)} candidate devices, "
+                                f"{spec.count} needed")
+                        else:
+                            m.add(cp.Add(sel == 0))
+                        for v in xs:
+                            m.add(cp.Add(v == 0))
+                        continue
+                    m.add(cp.Add(sum(xs) == (spec.count if sel is None else spec.count * sel)))
+            if selectors:
+                m.add(cp.AddExactlyOne(selectors))
+        if claim_xs:
+            m.add(cp.Add(sum(claim_xs) <= MAX_RESULTS))

@@ -1,0 +1,62 @@
+"""The reduced problem the encodings share: candidate pairs and their variables."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from math import gcd
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from ..inventory import DeviceEntry
+from ..problem import Problem, RequestSpec
+from ..quantity import Quantity
+
+
+@dataclass
+class ModelData:
+    """What `apply` builds and `invert` needs (cvxpy-style reduction data)."""
+    problem: Problem
+    cp: cp_model.CpModel
+    kubernetes_quirks: bool                       # reproduce kube-scheduler behaviour that is static
+    specs: list[RequestSpec] = field(default_factory=list)             # every (sub-)request
+    select: dict[tuple[int, int, int], Any] = field(default_factory=dict)  # spec key -> selector bool (None: plain request)
+    x: dict[tuple[tuple[int, int, int], int], Any] = field(default_factory=dict)  # (spec key, dev idx) -> bool
+    by_spec: dict[tuple[int, int, int], list[DeviceEntry]] = field(default_factory=dict)
+    by_device: dict[int, list[RequestSpec]] = field(default_factory=dict)
+    consumed: dict[tuple[tuple[int, int, int], int], dict[str, Quantity]] = field(default_factory=dict)
+    used: dict[int, Any] = field(default_factory=dict)   # device idx -> "chosen by any request"
+    infeasible_reasons: list[str] = field(default_factory=list)
+    n_constraints: int = 0
+
+    def pairs(self):
+        for spec in self.specs:
+            for dev in self.by_spec[spec.key]:
+                yield spec, dev, self.x[(spec.key, dev.index)]
+
+    def device_used(self, dev: DeviceEntry):
+        """A boolean true iff any request picks the device (created once)."""
+        var = self.used.get(dev.index)
+        if var is None:
+            xs = [self.x[(s.key, dev.index)] for s in self.by_device.get(dev.index, [])]
+            var = self.cp.NewBoolVar(f"used[{dev.index}]")
+            self.cp.AddMaxEquality(var, xs) if xs else self.cp.Add(var == 0)
+            self.used[dev.index] = var
+        return var
+
+    def add(self, ct):
+        self.n_constraints += 1
+        return ct
+
+
+def scale_to_int(values: list[Fraction]) -> tuple[list[int], Fraction]:
+    """Exact integers proportional to `values` (common denominator, then common divisor)."""
+    den = 1
+    for v in values:
+        den = den * v.denominator // gcd(den, v.denominator)
+    ints = [int(v * den) for v in values]
+    g = 0
+    for i in ints:
+        g = gcd(g, abs(i))
+    g = g or 1
+    return [i // g for i in ints], Fraction(g, den)

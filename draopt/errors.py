@@ -1,0 +1,18 @@
+"""Error types. Every user-facing error names the object and the field."""
+from __future__ import annotations
+
+
+class DraoptError(Exception):
+    """Base class: invalid input or an allocation error (CLI exit code 2)."""
+
+
+class InputError(DraoptError):
+    """A file, document or field cannot be read or is not valid."""
+
+
+class AllocationError(DraoptError):
+    """Allocation must stop, as Kubernetes' allocator stops (CEL runtime error, invalid pool under All, ...)."""
+
+
+class Unschedulable(Exception):
+    """No allocation exists on the node (CLI exit code 1). Not an input error."""

@@ -1,0 +1,11 @@
+"""Pydantic v2 models of the Kubernetes objects draopt reads and writes."""
+from .base import K8sModel, ObjectMeta, TypedObject
+from .core import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from .resource import (
+    AllocationResult, CapacityRequestPolicy, CounterSet, Device, DeviceAllocationConfiguration,
+    DeviceAllocationResult, DeviceAttribute, DeviceClaim, DeviceClass, DeviceConstraint,
+    DeviceRequest, DeviceRequestAllocationResult, DeviceSubRequest, DeviceTaint, DeviceTaintRule,
+    DeviceToleration, ExactDeviceRequest, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+)
+
+__all__ = [n for n in dir() if not n.startswith("_")]

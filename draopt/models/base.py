@@ -1,0 +1,60 @@
+"""Shared pydantic base for Kubernetes objects.
+
+Kubernetes JSON uses camelCase; Python code uses snake_case. Unknown fields are
+kept (``extra="allow"``) and re-emitted by :func:`to_k8s`, never dropped.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class K8sModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=False,
+        protected_namespaces=(),
+    )
+
+    def to_k8s(self) -> dict[str, Any]:
+        """The object as Kubernetes JSON: the fields that were set (read or assigned), unknown
+        ones included; defaults that were never set are not invented."""
+        return self.model_dump(by_alias=True, exclude_unset=True, exclude_none=True, mode="json")
+
+
+class ObjectMeta(K8sModel):
+    name: str = ""
+    namespace: str | None = None
+    uid: str | None = None
+    generation: int | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    creation_timestamp: str | None = None
+
+
+class TypedObject(K8sModel):
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = ObjectMeta()
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or "default"
+
+    @property
+    def ref(self) -> str:
+        """`kind namespace/name` or `kind name`, as used in error messages."""
+        if self.metadata.namespace is not None or self.kind in NAMESPACED_KINDS:
+            return f"{self.kind} {self.namespace}/{self.name}"
+        return f"{self.kind} {self.name}"
+
+
+NAMESPACED_KINDS = {"ResourceClaim", "ResourceClaimTemplate", "Pod", "PodGroup"}

@@ -1,0 +1,36 @@
+"""core/v1 objects: Node and node selectors."""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import K8sModel, TypedObject
+
+
+class NodeSelectorRequirement(K8sModel):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class NodeSelectorTerm(K8sModel):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(K8sModel):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class NodeSpec(K8sModel):
+    unschedulable: bool | None = None
+    taints: list[dict[str, Any]] = []
+
+
+class NodeStatus(K8sModel):
+    allocatable: dict[str, str] = {}
+    capacity: dict[str, str] = {}
+
+
+class Node(TypedObject):
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()

@@ -1,0 +1,288 @@
+"""resource.k8s.io/v1 objects (also read from v1beta2, and v1alpha3 for DeviceTaintRule)."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import model_validator
+
+from .base import K8sModel, TypedObject
+from .core import NodeSelector
+
+
+# ---------------------------------------------------------------- selectors / config
+class CELDeviceSelector(K8sModel):
+    expression: str
+
+
+class DeviceSelector(K8sModel):
+    cel: CELDeviceSelector | None = None
+
+
+class OpaqueDeviceConfiguration(K8sModel):
+    driver: str
+    parameters: Any = None
+
+
+class DeviceClassConfiguration(K8sModel):
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceClassSpec(K8sModel):
+    selectors: list[DeviceSelector] = []
+    config: list[DeviceClassConfiguration] = []
+    extended_resource_name: str | None = None
+
+
+class DeviceClass(TypedObject):
+    spec: DeviceClassSpec = DeviceClassSpec()
+
+
+# ---------------------------------------------------------------- ResourceSlice
+class DeviceAttribute(K8sModel):
+    """Exactly one field is set; list forms need DRAListTypeAttributes."""
+    bool_: bool | None = None
+    int_: int | None = None
+    string: str | None = None
+    version: str | None = None
+    bools: list[bool] | None = None
+    ints: list[int] | None = None
+    strings: list[str] | None = None
+    versions: list[str] | None = None
+
+    model_config = {"alias_generator": lambda f: {"bool_": "bool", "int_": "int"}.get(f, f)}
+
+    def typed(self) -> tuple[str, Any] | None:
+        """(type, value) of the one field set, or None for an unknown/empty value."""
+        for kind in ("bool_", "int_", "string", "version", "bools", "ints", "strings", "versions"):
+            v = getattr(self, kind)
+            if v is not None:
+                return kind.rstrip("_"), v
+        return None
+
+
+class CapacityRequestPolicyRange(K8sModel):
+    min: str | None = None
+    max: str | None = None
+    step: str | None = None
+
+
+class CapacityRequestPolicy(K8sModel):
+    default: str | None = None
+    valid_values: list[str] | None = None
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
+class DeviceCapacity(K8sModel):
+    value: str
+    request_policy: CapacityRequestPolicy | None = None
+
+
+class Counter(K8sModel):
+    value: str
+
+
+class CounterSet(K8sModel):
+    name: str
+    counters: dict[str, Counter] = {}
+
+
+class DeviceCounterConsumption(K8sModel):
+    counter_set: str
+    counters: dict[str, Counter] = {}
+    compatibility_groups: list[str] | None = None
+
+
+class DeviceTaint(K8sModel):
+    key: str
+    value: str | None = None
+    effect: str
+    time_added: str | None = None
+
+
+class Device(K8sModel):
+    name: str
+    attributes: dict[str, DeviceAttribute] = {}
+    capacity: dict[str, DeviceCapacity] = {}
+    consumes_counters: list[DeviceCounterConsumption] = []
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    taints: list[DeviceTaint] = []
+    binds_to_node: bool | None = None
+    binding_conditions: list[str] = []
+    binding_failure_conditions: list[str] = []
+    allow_multiple_allocations: bool | None = None
+    node_allocatable_resources: dict[str, Any] | None = None
+
+
+class ResourcePool(K8sModel):
+    name: str
+    generation: int = 0
+    resource_slice_count: int = 1
+
+
+class ResourceSliceSpec(K8sModel):
+    driver: str
+    pool: ResourcePool
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    per_device_node_selection: bool | None = None
+    devices: list[Device] = []
+    shared_counters: list[CounterSet] = []
+    skip_node_operations: bool | None = None
+
+
+class ResourceSlice(TypedObject):
+    spec: ResourceSliceSpec
+
+
+# ---------------------------------------------------------------- ResourceClaim
+class DeviceToleration(K8sModel):
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+
+class CapacityRequirements(K8sModel):
+    requests: dict[str, str] = {}
+
+
+class DerivedAttribute(K8sModel):
+    name: str
+    expression: str
+
+
+class _RequestFields(K8sModel):
+    device_class_name: str = ""
+    selectors: list[DeviceSelector] = []
+    allocation_mode: str | None = None
+    count: int | None = None
+    tolerations: list[DeviceToleration] = []
+    capacity: CapacityRequirements | None = None
+    derived_attributes: list[DerivedAttribute] = []
+
+
+class ExactDeviceRequest(_RequestFields):
+    admin_access: bool | None = None
+
+
+class DeviceSubRequest(_RequestFields):
+    name: str
+
+
+class DeviceRequest(K8sModel):
+    name: str
+    exactly: ExactDeviceRequest | None = None
+    first_available: list[DeviceSubRequest] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1beta1_flat(cls, data: Any) -> Any:
+        # v1beta1 had the exact request's fields directly on the request.
+        if isinstance(data, dict) and "exactly" not in data and "firstAvailable" not in data and \
+                "deviceClassName" in data:
+            data = dict(data)
+            exact = {k: data.pop(k) for k in list(data) if k != "name"}
+            data["exactly"] = exact
+        return data
+
+
+class DeviceConstraint(K8sModel):
+    requests: list[str] = []
+    match_attribute: str | None = None
+    distinct_attribute: str | None = None
+
+
+class DeviceClaimConfiguration(K8sModel):
+    requests: list[str] = []
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceClaim(K8sModel):
+    requests: list[DeviceRequest] = []
+    constraints: list[DeviceConstraint] = []
+    config: list[DeviceClaimConfiguration] = []
+
+
+class ResourceClaimSpec(K8sModel):
+    devices: DeviceClaim = DeviceClaim()
+
+
+class DeviceRequestAllocationResult(K8sModel):
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool | None = None
+    tolerations: list[DeviceToleration] | None = None
+    binding_conditions: list[str] | None = None
+    binding_failure_conditions: list[str] | None = None
+    share_id: str | None = None
+    consumed_capacity: dict[str, str] | None = None
+
+    model_config = {"alias_generator": lambda f: "shareID" if f == "share_id" else
+                    __import__("pydantic.alias_generators", fromlist=["to_camel"]).to_camel(f)}
+
+
+class DeviceAllocationConfiguration(K8sModel):
+    source: str
+    requests: list[str] | None = None
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceAllocationResult(K8sModel):
+    results: list[DeviceRequestAllocationResult] = []
+    config: list[DeviceAllocationConfiguration] = []
+
+
+class AllocationResult(K8sModel):
+    devices: DeviceAllocationResult = DeviceAllocationResult()
+    node_selector: NodeSelector | None = None
+    allocation_timestamp: str | None = None
+
+
+class ResourceClaimConsumerReference(K8sModel):
+    api_group: str | None = None
+    resource: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class ResourceClaimStatus(K8sModel):
+    allocation: AllocationResult | None = None
+    reserved_for: list[ResourceClaimConsumerReference] = []
+
+
+class ResourceClaim(TypedObject):
+    spec: ResourceClaimSpec = ResourceClaimSpec()
+    status: ResourceClaimStatus = ResourceClaimStatus()
+
+
+class ResourceClaimTemplateSpec(K8sModel):
+    metadata: dict[str, Any] = {}
+    spec: ResourceClaimSpec = ResourceClaimSpec()
+
+
+class ResourceClaimTemplate(TypedObject):
+    spec: ResourceClaimTemplateSpec = ResourceClaimTemplateSpec()
+
+
+# ---------------------------------------------------------------- DeviceTaintRule
+class DeviceTaintSelector(K8sModel):
+    device_class_name: str | None = None
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+    selectors: list[DeviceSelector] = []
+
+
+class DeviceTaintRuleSpec(K8sModel):
+    device_selector: DeviceTaintSelector | None = None
+    taint: DeviceTaint
+
+
+class DeviceTaintRule(TypedObject):
+    spec: DeviceTaintRuleSpec

@@ -1,0 +1,400 @@
+"""Plain-Python first-fit: a direct backtracking search in Kubernetes' order.
+
+This is the small, obviously-correct reference the CP-SAT encodings are tested against. It
+follows the kube-scheduler's allocator (`structured`, incubating/experimental variants) step
+by step: claims in order, requests in order, sub-requests tried in order, each device of a
+request after the previous one in search order, backtracking on failure, first full solution
+wins. CEL selectors are evaluated lazily, in the same order, so runtime errors surface exactly
+when Kubernetes' would.
+
+`kubernetes_defects=True` (the default, what `first-fit` means) reproduces the allocator's
+known defects; `False` gives the documented semantics (see docs/semantics.md):
+  * DEFECT distinct-last-only: distinctAttribute keeps one stored value per request name, and
+    a backtrack deletes it, so devices of one request are not all compared with each other.
+  * DEFECT counter-leak: counters are reserved before the taint, constraint and capacity
+    checks and not released when those reject the device (nor on backtrack of a
+    multi-allocatable device).
+  * DEFECT admin-counters: admin-access allocations consume counters.
+  * DEFECT match-intersection (list-type attributes): the running intersection is not
+    restored on backtrack.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from .constraints import AttrValue, constraint_applies, normalise
+from .errors import AllocationError
+from .inventory import DeviceEntry, DeviceID, Pool, available_counters, device_id_str
+from .problem import MAX_RESULTS, ClaimSpec, Problem, RequestSpec
+from .quantity import Quantity
+from .rules import lookup_attribute
+
+
+@dataclass
+class Chosen:
+    """One device picked for one (sub-)request: a future DeviceRequestAllocationResult."""
+    request: RequestSpec
+    device: DeviceEntry
+    consumed: dict[str, Quantity] | None = None   # only for multi-allocatable devices
+
+
+class _MaxSize(Exception):
+    """errAllocationResultMaxSizeExceeded: a claim would need more than 32 results."""
+
+
+class SearchLimit(Exception):
+    """The search visited more nodes than allowed (Kubernetes has a 10 s filter timeout)."""
+
+
+# ----------------------------------------------------------------------------- constraints
+class _Constraint:
+    def __init__(self, names: list[str], attribute: str, list_types: bool, defects: bool, values):
+        self.names, self.attribute, self.list_types, self.defects = names, attribute, list_types, defects
+        self.values = values   # callable (RequestSpec, DeviceEntry) -> raw attribute or None
+
+    def applies(self, req: RequestSpec) -> bool:
+        return constraint_applies(self.names, req.request_name, req.sub_name)
+
+
+def _attr_set(raw: Any) -> AttrValue | None:
+    return normalise(raw, True)
+
+
+class MatchConstraint(_Constraint):
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.num = 0
+        self.first: AttrValue | None = None     # scalar mode: first device's value
+        self.intersection: AttrValue | None = None
+        self.stack: list[AttrValue | None] = []
+
+    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        if self.names and not self.applies(req):
+            return True
+        raw = self.values(req, dev)
+        if raw is None:
+            return False
+        if self.num == 0:
+            if self.list_types:
+                s = _attr_set(raw)
+                if s is None:
+                    return False
+                self.stack.append(self.intersection)
+                self.intersection = s
+            else:
+                self.first = normalise(raw, False)   # may be None: unknown type still gets picked
+            self.num = 1
+            return True
+        if self.list_types:
+            s = _attr_set(raw)
+            if s is None or self.intersection is None or s[0] != self.intersection[0] or \
+                    not (s[1] & self.intersection[1]):
+                return False
+            self.stack.append(self.intersection)
+            self.intersection = (s[0], s[1] & self.intersection[1])
+        else:
+            v = normalise(raw, False)
+            if v is None or self.first is None or v != self.first:
+                return False
+        self.num += 1
+        return True
+
+    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
+        if self.names and not self.applies(req):
+            return
+        self.num -= 1
+        if self.list_types and not self.defects and self.stack:
+            self.intersection = self.stack.pop()
+
+
+class DistinctConstraint(_Constraint):
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.num = 0
+        self.by_request: dict[str, AttrValue | None] = {}   # Kubernetes: one value per request name
+        self.all: list[AttrValue | None] = []                # documented semantics: every device
+
+    def _clashes(self, new: AttrValue | None, existing: list[AttrValue | None]) -> bool:
+        for old in existing:
+            if self.list_types:
+                if new is None:
+                    return True
+                if old is None:
+                    continue
+            else:
+                if new is None:
+                    return True     # unknown type
+                if old is None:
+                    continue
+            if new[0] == old[0] and (new[1] & old[1]):
+                return True
+        return False
+
+    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        if self.names and not self.applies(req):
+            return True
+        raw = self.values(req, dev)
+        if raw is None:
+            return False
+        v = normalise(raw, self.list_types)
+        if self.num > 0:
+            existing = list(self.by_request.values()) if self.defects else self.all
+            if self._clashes(v, existing):
+                return False
+        self.by_request[req.request_name] = v
+        self.all.append(v)
+        self.num += 1
+        return True
+
+    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
+        if self.names and not self.applies(req):
+            return
+        self.by_request.pop(req.request_name, None)
+        self.all.pop()
+        self.num -= 1
+
+
+# ----------------------------------------------------------------------------- search
+@dataclass
+class _Slot:
+    claim: int
+    request: int
+    sub: int          # -1: not inside a chosen sub-request
+    device: int
+
+
+class ReferenceAllocator:
+    def __init__(self, problem: Problem, *, kubernetes_defects: bool = True, node_limit: int | None = None):
+        self.p = problem
+        self.f = problem.features
+        self.defects = kubernetes_defects
+        self.node_limit = node_limit
+        self.nodes_visited = 0
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
+        self.available: dict[int, dict[str, dict[str, Fraction]]] = {}   # pool id() -> counter sets
+        self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}
+        self.results: list[list[Chosen]] = [[] for _ in problem.claims]
+        self.selected_sub: dict[tuple[int, int], int] = {}
+        self.constraints = [self._make_constraints(c) for c in problem.claims]
+
+    def _make_constraints(self, claim: ClaimSpec) -> list[_Constraint]:
+        out: list[_Constraint] = []
+        for c in claim.constraints:
+            cls = MatchConstraint if c.match_attribute is not None else DistinctConstraint
+            name = c.match_attribute if c.match_attribute is not None else c.distinct_attribute
+            out.append(cls(list(c.requests), name, self.f.list_type_attributes, self.defects,
+                           lambda req, dev, n=name: self.p.attribute_for_constraint(req, dev, n)))
+        return out
+
+    # ------------------------------------------------------------------ public
+    def allocate(self) -> list[list[Chosen]] | None:
+        """The first-fit allocation, None if there is none. Raises AllocationError."""
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 20000))
+        try:
+            done = self._claim(0)
+        except _MaxSize:
+            done = False
+        finally:
+            sys.setrecursionlimit(old)
+        if not done:
+            return None
+        return self.results
+
+    # ------------------------------------------------------------------ recursion
+    def _tick(self) -> None:
+        self.nodes_visited += 1
+        if self.node_limit is not None and self.nodes_visited > self.node_limit:
+            raise SearchLimit(f"search stopped after {self.node_limit} steps")
+
+    def _claim(self, ci: int) -> bool:
+        if ci >= len(self.p.claims):
+            return True
+        return self._request(ci, 0)
+
+    def _next_request(self, ci: int, ri: int) -> bool:
+        if ri >= len(self.p.claims[ci].requests):
+            try:
+                return self._claim(ci + 1)
+            except _MaxSize:
+                return False   # not fatal: an earlier claim's other choice may need fewer devices
+        return self._request(ci, ri)
+
+    def _request(self, ci: int, ri: int) -> bool:
+        if ri >= len(self.p.claims[ci].requests):
+            return self._next_request(ci, ri)
+        group = self.p.claims[ci].requests[ri]
+        if not group.has_subrequests:
+            return self._device(group.alternatives[0], 0, 0)
+        all_exceeded = True
+        for si, alt in enumerate(group.alternatives):
+            try:
+                ok = self._device(alt, 0, 0)
+            except _MaxSize:
+                continue
+            all_exceeded = False
+            if ok:
+                self.selected_sub[(ci, ri)] = si
+                return True
+        if all_exceeded:
+            raise _MaxSize()
+        return False
+
+    def _device(self, req: RequestSpec, k: int, start: int) -> bool:
+        self._tick()
+        ci = req.claim_index
+        if req.mode == "All" and not req.all_devices:
+            return False
+        if k >= req.count:
+            return self._next_request(ci, req.request_index + 1)
+        if len(self.results[ci]) + req.count - k > MAX_RESULTS:
+            raise _MaxSize()
+        if req.mode == "All":
+            dev = req.all_devices[k]
+            undo = self._allocate_device(req, dev, must=True)
+            if undo is None:
+                return False
+            try:
+                done = self._device(req, k + 1, 0)
+            except BaseException:
+                undo()
+                raise
+            if not done:
+                undo()
+            return done
+        devices = self.p.devices
+        for i in range(start, len(devices)):
+            dev = devices[i]
+            if dev.pool.incomplete or dev.pool.invalid:
+                continue
+            if req.admin_access:
+                if ci in self.allocating.get(dev.id, ()):
+                    continue
+            elif self._in_use(dev.id):
+                continue
+            if not self.p.selectable(req, dev):
+                continue
+            if self.f.consumable_capacity and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+                continue
+            undo = self._allocate_device(req, dev, must=False)
+            if undo is None:
+                continue
+            try:
+                done = self._device(req, k + 1, i + 1)
+            except BaseException:
+                undo()
+                raise
+            if done:
+                return True
+            undo()
+        return False
+
+    # ------------------------------------------------------------------ one device
+    def _in_use(self, did: DeviceID) -> bool:
+        return did in self.p.inventory.allocated.devices or bool(self.allocating.get(did))
+
+    def _allocate_device(self, req: RequestSpec, dev: DeviceEntry, must: bool):
+        ci = req.claim_index
+        multi = self.f.consumable_capacity and dev.multi_allocatable
+        if not multi and req.admin_access and ci in self.allocating.get(dev.id, ()):
+            return None
+        if not req.admin_access and self._in_use(dev.id):
+            return None
+        consumes = dev.device.consumes_counters
+        if not self.f.partitionable_devices and consumes:
+            return None
+        capacity_in_use = dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity
+        skip_counters = multi and capacity_in_use
+        counts_counters = bool(consumes) and not skip_counters and (self.defects or not req.admin_access)
+        if counts_counters and not self._take_counters(dev):
+            return None
+
+        def release_counters_if_clean():
+            # Kubernetes never releases here (DEFECT counter-leak).
+            if counts_counters and not self.defects:
+                self._release_counters(dev)
+
+        if self.p.taint_blocks(req, dev):
+            release_counters_if_clean()
+            return None
+        added: list[_Constraint] = []
+        for c in self.constraints[ci]:
+            if not c.add(req, dev):
+                if must:
+                    raise AllocationError(
+                        f"claim {self.p.claims[ci].key}, request {req.own_name}: cannot add device "
+                        f"{device_id_str(dev.id)} because a claim constraint would not be satisfied")
+                for prev in added:
+                    prev.remove(req, dev)
+                release_counters_if_clean()
+                return None
+            added.append(c)
+        slot = self.allocating.setdefault(dev.id, set())
+        if not multi:
+            slot.add(ci)
+        consumed = None
+        if self.f.consumable_capacity:
+            if not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+                return None   # Kubernetes leaves constraint and counter state as is here
+            if multi:
+                consumed = self.p.consumption(req, dev)
+                per = self.allocating_capacity.setdefault(dev.id, {})
+                for n, v in consumed.items():
+                    per[n] = per.get(n, Fraction(0)) + v.value
+        self.results[ci].append(Chosen(req, dev, consumed))
+        n_before = len(self.results[ci]) - 1
+
+        def undo():
+            for c in self.constraints[ci]:
+                c.remove(req, dev)
+            self.allocating[dev.id].discard(ci)
+            if multi:
+                if consumed:
+                    per = self.allocating_capacity[dev.id]
+                    for n, v in consumed.items():
+                        per[n] -= v.value
+                    if all(v == 0 for v in per.values()):
+                        del self.allocating_capacity[dev.id]
+                if counts_counters and not self.defects:
+                    self._release_counters(dev)
+            elif counts_counters:
+                self._release_counters(dev)
+            del self.results[ci][n_before:]
+        return undo
+
+    # ------------------------------------------------------------------ counters
+    def _available(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
+        got = self.available.get(id(pool))
+        if got is None:
+            got = self.available[id(pool)] = available_counters(pool, self.p.inventory.allocated)
+        return got
+
+    def _take_counters(self, dev: DeviceEntry) -> bool:
+        avail = self._available(dev.pool)
+        used = self.consumed.setdefault(id(dev.pool), {})
+        for c in dev.device.consumes_counters:
+            cs = used.setdefault(c.counter_set, {})
+            for n, v in c.counters.items():
+                cs[n] = cs.get(n, Fraction(0)) + self.p.counter_value(v.value)
+        for set_name, counters in avail.items():
+            cs = used.get(set_name, {})
+            for n, v in counters.items():
+                if v < cs.get(n, 0):
+                    self._release_counters(dev)
+                    return False
+        return True
+
+    def _release_counters(self, dev: DeviceEntry) -> None:
+        used = self.consumed[id(dev.pool)]
+        for c in dev.device.consumes_counters:
+            for n, v in c.counters.items():
+                used[c.counter_set][n] -= self.p.counter_value(v.value)
+
+
+def reference_first_fit(problem: Problem, *, kubernetes_defects: bool = True,
+                        node_limit: int | None = None) -> list[list[Chosen]] | None:
+    return ReferenceAllocator(problem, kubernetes_defects=kubernetes_defects, node_limit=node_limit).allocate()

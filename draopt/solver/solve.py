@@ -1,0 +1,119 @@
+"""Policies on top of the model: first-fit (kube-scheduler's choice) and optimal."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from ..errors import AllocationError
+from ..problem import Problem
+from ..reference import ReferenceAllocator, SearchLimit
+from .build import apply, first_fit_order, invert
+
+REPLAY_NODE_LIMIT = 200_000
+
+
+def _solver(time_limit: float | None) -> cp_model.CpSolver:
+    s = cp_model.CpSolver()
+    s.parameters.num_workers = 1
+    s.parameters.random_seed = 0
+    if time_limit:
+        s.parameters.max_time_in_seconds = time_limit
+    return s
+
+
+def path_dependent(problem: Problem) -> list[str]:
+    """Why Kubernetes' answer on this problem depends on its search path (so first-fit must
+    replay the search): lazily evaluated CEL that fails somewhere, and the allocator's defects."""
+    why = []
+    f = problem.features
+    has_counters = f.partitionable_devices and any(d.device.consumes_counters for d in problem.devices)
+    for claim in problem.claims:
+        for c in claim.constraints:
+            if c.distinct_attribute is not None:
+                why.append("distinctAttribute (DEFECT distinct-last-only)")
+            elif f.list_type_attributes:
+                why.append("list-type matchAttribute (DEFECT match-intersection)")
+            elif has_counters:
+                why.append("constraints with counters (DEFECT counter-leak)")
+        for group in claim.requests:
+            for spec in group.alternatives:
+                if spec.mode == "All" and claim.constraints:
+                    why.append("All request under a constraint (constraint failures are errors)")
+    if has_counters:
+        if f.device_taints and any(d.taints for d in problem.devices if d.device.consumes_counters):
+            why.append("tainted counter devices (DEFECT counter-leak)")
+        if f.consumable_capacity and any(d.multi_allocatable for d in problem.devices if d.device.consumes_counters):
+            why.append("multi-allocatable counter devices (DEFECT counter-leak)")
+    return why
+
+
+def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: float | None = None):
+    """Returns (chosen per claim or None, selected sub-requests, stats)."""
+    stats: dict[str, Any] = {}
+    quirks = policy == "first-fit"
+    t0 = time.perf_counter()
+    try:
+        m = apply(problem, kubernetes_quirks=quirks)
+    except AllocationError:
+        if not quirks:
+            raise
+        # A CEL runtime error somewhere: Kubernetes only fails if its search reaches it.
+        return _replay(problem, stats, t0, ["CEL runtime error on some device"])
+    stats["build_ms"] = (time.perf_counter() - t0) * 1000
+    stats["variables"] = len(m.cp.Proto().variables)
+    stats["constraints"] = len(m.cp.Proto().constraints)
+    if m.infeasible_reasons:
+        stats["solve_ms"] = 0.0
+        return None, {}, stats
+    if policy == "optimal":
+        from .optimal import add_packing_objective
+        add_packing_objective(m)
+    solver = _solver(time_limit)
+    if policy in ("first-fit", "first-fit-documented"):
+        order = first_fit_order(m)
+        m.cp.AddDecisionStrategy(order, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        solver.parameters.search_branching = cp_model.FIXED_SEARCH
+        # Presolve may drop feasible solutions that are not "needed"; the lexicographic
+        # first one must survive, so keep them all.
+        solver.parameters.keep_all_feasible_solutions_in_presolve = True
+    t1 = time.perf_counter()
+    status = solver.Solve(m.cp)
+    stats["solve_ms"] = (time.perf_counter() - t1) * 1000
+    stats["status"] = solver.StatusName(status)
+    why = path_dependent(problem) if quirks else []
+    if status == cp_model.INFEASIBLE:
+        # Restrictive defects cannot create solutions, but distinct-last-only can, and an
+        # All request under a constraint fails with an error rather than unschedulable.
+        if any("distinct" in w or "All request" in w for w in why):
+            return _replay(problem, stats, t0, why)
+        return None, {}, stats
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise AllocationError(f"solver stopped without an answer ({solver.StatusName(status)}); "
+                              "raise --time-limit")
+    chosen, selected = invert(m, lambda v: solver.BooleanValue(v))
+    if quirks:
+        if why:
+            # A solution exists under the documented rules; Kubernetes' search may still take a
+            # different path. Replay it (restrictive defects cannot create solutions, so an
+            # infeasible model needs no replay).
+            return _replay(problem, stats, t0, why, fallback=(chosen, selected))
+    return chosen, selected, stats
+
+
+def _replay(problem: Problem, stats: dict, t0: float, why: list[str], fallback=None):
+    t = time.perf_counter()
+    ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=REPLAY_NODE_LIMIT)
+    try:
+        chosen = ref.allocate()
+        selected = ref.selected_sub
+    except SearchLimit:
+        if fallback is None:
+            raise AllocationError("the kube-scheduler search did not finish within its step limit") from None
+        chosen, selected = fallback
+        stats["replay_truncated"] = True
+    stats["replay"] = sorted(set(why))
+    stats["solve_ms"] = stats.get("solve_ms", 0.0) + (time.perf_counter() - t) * 1000
+    stats.setdefault("build_ms", (t - t0) * 1000)
+    return chosen, selected, stats
