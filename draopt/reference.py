@@ -15,6 +15,8 @@ known defects; `False` gives the documented semantics (see docs/semantics.md):
     checks and not released when those reject the device (nor on backtrack of a
     multi-allocatable device).
   * DEFECT admin-counters: admin-access allocations consume counters.
+  * QUIRK admin-blocks-batch: inside one run, a device an admin-access request took counts as
+    "allocating" and blocks non-admin requests searched later.
   * DEFECT match-intersection (list-type attributes): the running intersection is not
     restored on backtrack.
 """
@@ -173,7 +175,8 @@ class ReferenceAllocator:
         self.defects = kubernetes_defects
         self.node_limit = node_limit
         self.nodes_visited = 0
-        self.allocating: dict[DeviceID, set[int]] = {}
+        self.allocating: dict[DeviceID, set[int]] = {}        # claims using a device (non-admin)
+        self.allocating_admin: dict[DeviceID, set[int]] = {}  # claims using it with admin access
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.available: dict[int, dict[str, dict[str, Fraction]]] = {}   # pool id() -> counter sets
         self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}
@@ -272,9 +275,9 @@ class ReferenceAllocator:
             if dev.pool.incomplete or dev.pool.invalid:
                 continue
             if req.admin_access:
-                if ci in self.allocating.get(dev.id, ()):
+                if self._used_by_claim(dev.id, ci):
                     continue
-            elif self._in_use(dev.id):
+            elif self._in_use(dev.id, ci):
                 continue
             if not self.p.selectable(req, dev):
                 continue
@@ -294,15 +297,21 @@ class ReferenceAllocator:
         return False
 
     # ------------------------------------------------------------------ one device
-    def _in_use(self, did: DeviceID) -> bool:
-        return did in self.p.inventory.allocated.devices or bool(self.allocating.get(did))
+    def _in_use(self, did: DeviceID, ci: int) -> bool:
+        """In use for a non-admin request of claim `ci`."""
+        admin = self.allocating_admin.get(did)
+        return did in self.p.inventory.allocated.devices or bool(self.allocating.get(did)) or \
+            bool(admin) and (self.defects or ci in admin)
+
+    def _used_by_claim(self, did: DeviceID, ci: int) -> bool:
+        return ci in self.allocating.get(did, ()) or ci in self.allocating_admin.get(did, ())
 
     def _allocate_device(self, req: RequestSpec, dev: DeviceEntry, must: bool):
         ci = req.claim_index
         multi = self.f.consumable_capacity and dev.multi_allocatable
-        if not multi and req.admin_access and ci in self.allocating.get(dev.id, ()):
+        if not multi and req.admin_access and self._used_by_claim(dev.id, ci):
             return None
-        if not req.admin_access and self._in_use(dev.id):
+        if not req.admin_access and self._in_use(dev.id, ci):
             return None
         consumes = dev.device.consumes_counters
         if not self.f.partitionable_devices and consumes:
@@ -333,7 +342,7 @@ class ReferenceAllocator:
                 release_counters_if_clean()
                 return None
             added.append(c)
-        slot = self.allocating.setdefault(dev.id, set())
+        slot = (self.allocating_admin if req.admin_access else self.allocating).setdefault(dev.id, set())
         if not multi:
             slot.add(ci)
         consumed = None
@@ -351,7 +360,7 @@ class ReferenceAllocator:
         def undo():
             for c in self.constraints[ci]:
                 c.remove(req, dev)
-            self.allocating[dev.id].discard(ci)
+            slot.discard(ci)
             if multi:
                 if consumed:
                     per = self.allocating_capacity[dev.id]

@@ -64,8 +64,14 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
     stats["build_ms"] = (time.perf_counter() - t0) * 1000
     stats["variables"] = len(m.cp.Proto().variables)
     stats["constraints"] = len(m.cp.Proto().constraints)
+    why = path_dependent(problem) if quirks else []
+    # Restrictive defects cannot create solutions, but distinct-last-only can, and an All
+    # request under a constraint fails with an error rather than unschedulable: those replay.
+    replay_if_infeasible = any("distinct" in w or "All request" in w for w in why)
     if m.infeasible_reasons:
         stats["solve_ms"] = 0.0
+        if replay_if_infeasible:
+            return _replay(problem, stats, t0, why)
         return None, {}, stats
     if policy == "optimal":
         from .optimal import add_packing_objective
@@ -75,18 +81,16 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
         order = first_fit_order(m)
         m.cp.AddDecisionStrategy(order, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
         solver.parameters.search_branching = cp_model.FIXED_SEARCH
-        # Presolve may drop feasible solutions that are not "needed"; the lexicographic
-        # first one must survive, so keep them all.
-        solver.parameters.keep_all_feasible_solutions_in_presolve = True
+        # Presolve may remove feasible solutions (even with keep_all_feasible_solutions_in_presolve
+        # it was seen to lose the lexicographically first one), so the search runs on the model
+        # exactly as built.
+        solver.parameters.cp_model_presolve = False
     t1 = time.perf_counter()
     status = solver.Solve(m.cp)
     stats["solve_ms"] = (time.perf_counter() - t1) * 1000
     stats["status"] = solver.StatusName(status)
-    why = path_dependent(problem) if quirks else []
     if status == cp_model.INFEASIBLE:
-        # Restrictive defects cannot create solutions, but distinct-last-only can, and an
-        # All request under a constraint fails with an error rather than unschedulable.
-        if any("distinct" in w or "All request" in w for w in why):
+        if replay_if_infeasible:
             return _replay(problem, stats, t0, why)
         return None, {}, stats
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

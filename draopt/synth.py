@@ -1,0 +1,147 @@
+"""Random and parametric DRA instances, as Kubernetes objects (dicts).
+
+Used by the property tests (random small instances that exercise every feature) and by the
+benchmarks (large regular clusters). Everything is driven by a `random.Random`, so a seed
+gives the same instance every time.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+V1 = "resource.k8s.io/v1"
+
+SELECTORS = [
+    'device.attributes["{d}"].model == "a"',
+    'device.attributes["{d}"].numa == 0',
+    '"model" in device.attributes["{d}"] && device.attributes["{d}"].model != "c"',
+    'device.capacity["{d}"].memory.compareTo(quantity("2Gi")) >= 0',
+    'device.attributes["{d}"].version.isGreaterThan(semver("1.1.0"))',
+]
+
+
+def _device(rng: random.Random, name: str, *, multi: bool, counter_set: str | None, taint: bool,
+            list_attrs: bool) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "name": name,
+        "attributes": {
+            "model": {"string": rng.choice("abc")},
+            "numa": {"int": rng.randint(0, 2)},
+            "version": {"version": rng.choice(["1.0.0", "1.2.0", "2.0.0-rc.1", "2.0.0"])},
+        },
+        "capacity": {"memory": {"value": rng.choice(["1Gi", "2Gi", "4Gi"])}},
+    }
+    if list_attrs:
+        d["attributes"]["links"] = {"strings": rng.sample(["l0", "l1", "l2", "l3"], rng.randint(1, 2))}
+    if multi:
+        d["allowMultipleAllocations"] = True
+        d["capacity"]["bandwidth"] = {"value": "10G", "requestPolicy": rng.choice([
+            {"default": "1G", "validRange": {"min": "1G", "step": "1G"}},
+            {"default": "2G", "validValues": ["1G", "2G", "5G"]},
+            {"default": "1G", "validRange": {"min": "500M", "max": "8G"}},
+        ])}
+    if counter_set:
+        d["consumesCounters"] = [{"counterSet": counter_set, "counters": {"mem": {"value": rng.choice(["2Gi", "4Gi", "6Gi"])}}}]
+    if taint:
+        d["taints"] = [{"key": rng.choice(["maint", "bad"]), "value": "true",
+                        "effect": rng.choice(["NoSchedule", "NoExecute", "None"])}]
+    return d
+
+
+def random_instance(rng: random.Random, *, features: set[str] | None = None) -> dict[str, Any]:
+    """One node, a few pools, classes, maybe allocated claims, and 1-3 claims to allocate.
+    `features`: subset of {"counters", "capacity", "taints", "admin", "prioritized", "constraints",
+    "all", "lists"}; default all."""
+    feats = features if features is not None else {"counters", "capacity", "taints", "admin", "prioritized",
+                                                    "constraints", "all", "lists"}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "labels": {"zone": "z1"}}}
+    objects: list[dict[str, Any]] = []
+    drivers = ["gpu.example.com", "nic.example.com"][: rng.randint(1, 2)]
+    for drv in drivers:
+        objects.append({"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": drv.split(".")[0]},
+                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{drv}"'}}]}})
+    device_ids = []
+    for pi in range(rng.randint(1, 3)):
+        drv = rng.choice(drivers)
+        pool = f"pool-{pi}"
+        use_counters = "counters" in feats and rng.random() < 0.4
+        n_slices = rng.randint(1, 2)
+        slices = []
+        if use_counters:
+            slices.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{pool}-counters"},
+                           "spec": {"driver": drv, "pool": {"name": pool, "generation": 1, "resourceSliceCount": n_slices + 1},
+                                    "nodeName": "node-1",
+                                    "sharedCounters": [{"name": f"cs-{k}", "counters": {"mem": {"value": rng.choice(["6Gi", "8Gi", "12Gi"])}}}
+                                                       for k in range(2)]}})
+        for si in range(n_slices):
+            devs = []
+            for di in range(rng.randint(1, 4)):
+                name = f"dev-{si}-{di}"
+                devs.append(_device(rng, name, multi="capacity" in feats and rng.random() < 0.25,
+                                    counter_set=f"cs-{rng.randint(0, 1)}" if use_counters else None,
+                                    taint="taints" in feats and rng.random() < 0.2,
+                                    list_attrs="lists" in feats))
+                device_ids.append((drv, pool, name, devs[-1]))
+            slices.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{pool}-s{si}"},
+                           "spec": {"driver": drv, "pool": {"name": pool, "generation": 1,
+                                                            "resourceSliceCount": n_slices + (1 if use_counters else 0)},
+                                    "nodeName": "node-1", "devices": devs}})
+        objects.extend(slices)
+    # an allocated claim holding one or two devices
+    if rng.random() < 0.4 and device_ids:
+        held = rng.sample(device_ids, min(len(device_ids), rng.randint(1, 2)))
+        results = []
+        for drv, pool, name, dev in held:
+            r = {"request": "r", "driver": drv, "pool": pool, "device": name}
+            if dev.get("allowMultipleAllocations"):
+                r["shareID"] = "00000000-0000-0000-0000-000000000001"
+                r["consumedCapacity"] = {"memory": dev["capacity"]["memory"]["value"], "bandwidth": "2G"}
+            results.append(r)
+        objects.append({"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "running", "namespace": "default", "uid": "u-run"},
+                        "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 1}}]}},
+                        "status": {"allocation": {"devices": {"results": results}}}})
+    claims = []
+    classes = [drv.split(".")[0] for drv in drivers]
+    for ci in range(rng.randint(1, 3)):
+        requests = []
+        for ri in range(rng.randint(1, 2)):
+            cls = rng.choice(classes)
+            drv = drivers[classes.index(cls)]
+
+            def exact(sub: bool) -> dict[str, Any]:
+                e: dict[str, Any] = {"deviceClassName": cls}
+                if "all" in feats and rng.random() < 0.1:
+                    e["allocationMode"] = "All"
+                else:
+                    e["allocationMode"] = "ExactCount"
+                    e["count"] = rng.choice([1, 1, 1, 2, 3])
+                if rng.random() < 0.4:
+                    e["selectors"] = [{"cel": {"expression": rng.choice(SELECTORS).format(d=drv)}}]
+                if "taints" in feats and rng.random() < 0.3:
+                    e["tolerations"] = [rng.choice([{"key": "maint", "operator": "Exists"},
+                                                    {"operator": "Exists", "effect": "NoSchedule"},
+                                                    {"key": "bad", "operator": "Equal", "value": "true"}])]
+                if "capacity" in feats and rng.random() < 0.3:
+                    e["capacity"] = {"requests": {"bandwidth": rng.choice(["1G", "1500M", "3G", "6G"])}}
+                if not sub and "admin" in feats and rng.random() < 0.1:
+                    e["adminAccess"] = True
+                return e
+
+            if "prioritized" in feats and rng.random() < 0.25:
+                requests.append({"name": f"req-{ri}", "firstAvailable": [
+                    dict(exact(True), name=f"alt{k}") for k in range(rng.randint(2, 3))]})
+            else:
+                requests.append({"name": f"req-{ri}", "exactly": exact(False)})
+        spec: dict[str, Any] = {"requests": requests}
+        if "constraints" in feats and rng.random() < 0.35:
+            kind = rng.choice(["matchAttribute", "distinctAttribute"])
+            attr = rng.choice(["numa", "model"] + (["links"] if "lists" in feats else []))
+            domain = drivers[0] if len(drivers) == 1 else "gpu.example.com"
+            c = {kind: f"{domain}/{attr}"}
+            if rng.random() < 0.5:
+                c["requests"] = [r["name"] for r in requests]
+            spec["constraints"] = [c]
+        claims.append({"apiVersion": V1, "kind": "ResourceClaim",
+                       "metadata": {"name": f"claim-{ci}", "namespace": "default", "uid": f"uid-{ci}"},
+                       "spec": {"devices": spec}})
+    return {"node": node, "objects": objects, "claims": claims}

@@ -1,0 +1,55 @@
+"""Shared helpers: build prepared problems from dict instances and run every solver."""
+from __future__ import annotations
+
+from draopt.api import _cel_env, select_claims
+from draopt.decode import decode, deterministic_share_id
+from draopt.errors import AllocationError
+from draopt.features import Features
+from draopt.inventory import build_inventory
+from draopt.loader import ObjectSet, parse_object
+from draopt.problem import prepare
+from draopt.reference import ReferenceAllocator
+from draopt.solver import solve_problem
+
+
+def objects_from(instance: dict) -> ObjectSet:
+    objs = ObjectSet()
+    for i, doc in enumerate(instance["objects"] + [instance["node"]] + instance["claims"]):
+        objs.add(parse_object(doc, f"doc {i}"))
+    return objs
+
+
+def problem_from(instance: dict, features: Features):
+    objs = objects_from(instance)
+    todo, in_use = select_claims(objs, None)
+    classes = {c.name: c for c in objs.device_classes}
+    env = _cel_env(features)
+    inv = build_inventory(objs.resource_slices, objs.nodes[0], in_use, features, objs.taint_rules, classes, env)
+    return prepare(todo, inv, classes, features, env)
+
+
+def summary(chosen):
+    if chosen is None:
+        return None
+    return [[(c.request.full_name, "/".join(c.device.id)) for c in claim] for claim in chosen]
+
+
+def run_reference(problem, defects: bool):
+    try:
+        ref = ReferenceAllocator(problem, kubernetes_defects=defects)
+        chosen = ref.allocate()
+        return ("ok", summary(chosen), chosen, ref.selected_sub)
+    except AllocationError as e:
+        return ("error", str(e), None, None)
+
+
+def run_cpsat(problem, policy: str):
+    try:
+        chosen, selected, stats = solve_problem(problem, policy=policy)
+        return ("ok", summary(chosen), chosen, selected)
+    except AllocationError as e:
+        return ("error", str(e), None, None)
+
+
+def decoded(problem, chosen, selected):
+    return decode(problem, chosen, selected, deterministic_share_id)
