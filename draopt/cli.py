@@ -15,6 +15,9 @@ from .features import Features, parse_gates
 from .loader import dump_objects, load_files
 
 
+_COMMAND_MODULES: list = []
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own errors: exit 2 with usage, as for bad input
         self.print_usage(sys.stderr)
@@ -43,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--time-limit", type=float, default=None, metavar="S", help="solver time limit in seconds")
     a.add_argument("-o", "--output", default="yaml", choices=("yaml", "json"))
     a.add_argument("--stats", action="store_true", help="print one JSON line of timings to stderr")
+    a.set_defaults(func=cmd_allocate)
+    for module in _COMMAND_MODULES:
+        module.register(sub)
     return p
 
 
@@ -65,11 +71,23 @@ def cmd_allocate(args) -> int:
     return 0
 
 
+def _command_modules():
+    import importlib
+    mods = []
+    for name in ("validate", "taint_impact"):
+        try:
+            mods.append(importlib.import_module(f"draopt.{name}"))
+        except ModuleNotFoundError:
+            continue
+    return mods
+
+
 def main(argv: list[str] | None = None) -> int:
+    global _COMMAND_MODULES
+    _COMMAND_MODULES = _command_modules()
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "allocate":
-            return cmd_allocate(args)
+        return args.func(args)
     except DraoptError as e:
         print(f"draopt: error: {e}", file=sys.stderr)
         return 2

@@ -5,9 +5,9 @@ kept (``extra="allow"``) and re-emitted by :func:`to_k8s`, never dropped.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 
 
@@ -58,3 +58,21 @@ class TypedObject(K8sModel):
 
 
 NAMESPACED_KINDS = {"ResourceClaim", "ResourceClaimTemplate", "Pod", "PodGroup"}
+
+
+def _to_str(v: Any) -> Any:
+    # YAML reads `value: 10` as a number; Kubernetes accepts it as the quantity "10".
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        return repr(v) if isinstance(v, float) else str(v)
+    return v
+
+
+def _check_quantity(v: str) -> str:
+    from ..quantity import Quantity
+    Quantity.parse(v)   # raises QuantityError (a ValueError): pydantic names the field
+    return v
+
+
+QuantityStr = Annotated[str, BeforeValidator(_to_str), AfterValidator(_check_quantity)]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import K8sModel, TypedObject
+from .base import K8sModel, QuantityStr, TypedObject
 
 
 class NodeSelectorRequirement(K8sModel):
@@ -27,8 +27,8 @@ class NodeSpec(K8sModel):
 
 
 class NodeStatus(K8sModel):
-    allocatable: dict[str, str] = {}
-    capacity: dict[str, str] = {}
+    allocatable: dict[str, QuantityStr] = {}
+    capacity: dict[str, QuantityStr] = {}
 
 
 class Node(TypedObject):

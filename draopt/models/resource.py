@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import model_validator
 
-from .base import K8sModel, TypedObject
+from .base import K8sModel, QuantityStr, TypedObject
 from .core import NodeSelector
 
 
@@ -61,24 +61,24 @@ class DeviceAttribute(K8sModel):
 
 
 class CapacityRequestPolicyRange(K8sModel):
-    min: str | None = None
-    max: str | None = None
-    step: str | None = None
+    min: QuantityStr | None = None
+    max: QuantityStr | None = None
+    step: QuantityStr | None = None
 
 
 class CapacityRequestPolicy(K8sModel):
-    default: str | None = None
-    valid_values: list[str] | None = None
+    default: QuantityStr | None = None
+    valid_values: list[QuantityStr] | None = None
     valid_range: CapacityRequestPolicyRange | None = None
 
 
 class DeviceCapacity(K8sModel):
-    value: str
+    value: QuantityStr
     request_policy: CapacityRequestPolicy | None = None
 
 
 class Counter(K8sModel):
-    value: str
+    value: QuantityStr
 
 
 class CounterSet(K8sModel):
@@ -147,7 +147,7 @@ class DeviceToleration(K8sModel):
 
 
 class CapacityRequirements(K8sModel):
-    requests: dict[str, str] = {}
+    requests: dict[str, QuantityStr] = {}
 
 
 class DerivedAttribute(K8sModel):
@@ -221,7 +221,7 @@ class DeviceRequestAllocationResult(K8sModel):
     binding_conditions: list[str] | None = None
     binding_failure_conditions: list[str] | None = None
     share_id: str | None = None
-    consumed_capacity: dict[str, str] | None = None
+    consumed_capacity: dict[str, QuantityStr] | None = None
 
     model_config = {"alias_generator": lambda f: "shareID" if f == "share_id" else
                     __import__("pydantic.alias_generators", fromlist=["to_camel"]).to_camel(f)}
