@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_allocate(args) -> int:
+    api.warm_up()
     t0 = time.perf_counter()
     objects = load_files(args.filename)
     load_ms = (time.perf_counter() - t0) * 1000

@@ -95,6 +95,8 @@ class Problem:
         self.features = features
         self.cel_env = cel_env
         self._match_cache: dict[tuple[tuple[int, int, int], int], bool] = {}
+        self._expr_cache: dict[tuple[str | None, int], bool] = {}   # one evaluation per expression and device
+        self._consumption_cache: dict = {}
         self._derived_cache: dict[tuple[tuple[int, int, int], int], dict[str, Any]] = {}
         self._quantity_cache: dict[str, Fraction] = {}
 
@@ -118,13 +120,17 @@ class Problem:
         for owner, selectors in ((f"class {cls.name}", cls.spec.selectors),
                                  (f"claim {claim_key(claim)}", req.fields.selectors)):
             for i, sel in enumerate(selectors):
-                expr = self._compile(sel.cel.expression if sel.cel else None, owner, i, req)
-                try:
-                    ok = expr.matches(dev.cel)
-                except Exception as e:  # CelRuntimeError (or a library error on odd input)
-                    raise AllocationError(
-                        f"{owner}: selector #{i} on device {device_id_str(dev.id)}: CEL runtime error: {e} "
-                        f"(request {req.full_name}, expression {expr.expression!r})") from None
+                text = sel.cel.expression if sel.cel else None
+                ok = self._expr_cache.get((text, dev.index))
+                if ok is None:
+                    expr = self._compile(text, owner, i, req)
+                    try:
+                        ok = expr.matches(dev.cel)
+                    except Exception as e:  # CelRuntimeError (or a library error on odd input)
+                        raise AllocationError(
+                            f"{owner}: selector #{i} on device {device_id_str(dev.id)}: CEL runtime error: {e} "
+                            f"(request {req.full_name}, expression {expr.expression!r})") from None
+                    self._expr_cache[(text, dev.index)] = ok
                 if not ok:
                     return False
         if dev.slice.spec.per_device_node_selection:
@@ -149,7 +155,10 @@ class Problem:
     def consumption(self, req: RequestSpec, dev: DeviceEntry):
         """Capacity one allocation of `dev` for `req` consumes, or None if it cannot (policy,
         unknown capacity name). Only meaningful with DRAConsumableCapacity."""
-        return consumption(dev.device.capacity, req.capacity_requests)
+        key = (req.key, dev.index)
+        if key not in self._consumption_cache:
+            self._consumption_cache[key] = consumption(dev.device.capacity, req.capacity_requests)
+        return self._consumption_cache[key]
 
     def capacity_ok(self, req: RequestSpec, dev: DeviceEntry,
                     allocating: dict[str, Fraction] | None) -> bool:

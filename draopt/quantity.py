@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import math
+from functools import lru_cache
 from fractions import Fraction
 from typing import Optional, Tuple, Union
 
@@ -467,7 +468,9 @@ class Quantity:
         return self.value != 0
 
 
+@lru_cache(maxsize=8192)
 def _parse(s: str) -> Quantity:
+    # Quantities are immutable, so equal strings can share one parsed value.
     if len(s) == 0:
         raise QuantityError(f"invalid quantity {s!r}: {_ERR_FORMAT}")
     if s == "0":

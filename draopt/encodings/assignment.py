@@ -40,7 +40,7 @@ def encode(m: ModelData) -> None:
             for spec in group.alternatives:
                 m.specs.append(spec)
                 if group.has_subrequests:
-                    sel = cp.NewBoolVar(f"sub[{spec.key}]")
+                    sel = cp.new_bool_var(f"sub[{spec.key}]")
                     selectors.append(sel)
                 else:
                     sel = None   # a plain request is always "selected"
@@ -50,7 +50,7 @@ def encode(m: ModelData) -> None:
                 m.by_spec[spec.key] = devs
                 xs = []
                 for d in devs:
-                    v = cp.NewBoolVar(f"x[{spec.key},{d.index}]")
+                    v = cp.new_bool_var(f"x[{spec.key},{d.index}]")
                     m.x[(spec.key, d.index)] = v
                     m.by_device.setdefault(d.index, []).append(spec)
                     xs.append(v)
@@ -59,16 +59,16 @@ def encode(m: ModelData) -> None:
                     if len(devs) < len(spec.all_devices) or not devs:
                         # A matching device cannot be used, or none matches: this alternative fails.
                         if sel is not None:
-                            m.add(cp.Add(sel == 0))
+                            m.add(cp.add(sel == 0))
                         else:
                             m.infeasible_reasons.append(
                                 f"claim {claim.key}, request {spec.full_name}: not every matching device is usable"
                                 if devs else f"claim {claim.key}, request {spec.full_name}: no matching device")
                         for v in xs:
-                            m.add(cp.Add(v == 0))
+                            m.add(cp.add(v == 0))
                         continue
                     for v in xs:
-                        m.add(cp.Add(v == (1 if sel is None else sel)))
+                        m.add(cp.add(v == (1 if sel is None else sel)))
                 else:
                     if len(devs) < spec.count:
                         if sel is None:
@@ -76,12 +76,12 @@ def encode(m: ModelData) -> None:
                                 f"claim {claim.key}, request {spec.full_name}: {len(devs)} candidate devices, "
                                 f"{spec.count} needed")
                         else:
-                            m.add(cp.Add(sel == 0))
+                            m.add(cp.add(sel == 0))
                         for v in xs:
-                            m.add(cp.Add(v == 0))
+                            m.add(cp.add(v == 0))
                         continue
-                    m.add(cp.Add(sum(xs) == (spec.count if sel is None else spec.count * sel)))
+                    m.add(cp.add(sum(xs) == (spec.count if sel is None else spec.count * sel)))
             if selectors:
-                m.add(cp.AddExactlyOne(selectors))
+                m.add(cp.add_exactly_one(selectors))
         if claim_xs:
-            m.add(cp.Add(sum(claim_xs) <= MAX_RESULTS))
+            m.add(cp.add(sum(claim_xs) <= MAX_RESULTS))

@@ -26,7 +26,7 @@ def _values(m: ModelData, claim, constraint_name: str, names: list[str]):
                 lit = m.x[(spec.key, dev.index)]
                 raw = p.attribute_for_constraint(spec, dev, constraint_name)
                 if raw is None:
-                    m.add(m.cp.Add(lit == 0))
+                    m.add(m.cp.add(lit == 0))
                     continue
                 out.append((lit, normalise(raw, p.features.list_type_attributes)))
     return out
@@ -45,17 +45,17 @@ def encode(m: ModelData) -> None:
                 if v is None:   # unknown type: only alone
                     others = [o for o in lits if o is not lit]
                     if others:
-                        m.add(cp.Add(sum(others) == 0).OnlyEnforceIf(lit))
+                        m.add(cp.add(sum(others) == 0).only_enforce_if(lit))
             typed = [(lit, v) for lit, v in items if v is not None]
             elements = sorted({(v[0], e) for _, v in typed for e in v[1]}, key=repr)
             if c.match_attribute is not None:
-                chosen = {e: cp.NewBoolVar(f"match[{claim.index},{ci},{e!r}]") for e in elements}
+                chosen = {e: cp.new_bool_var(f"match[{claim.index},{ci},{e!r}]") for e in elements}
                 if chosen:
-                    m.add(cp.AddAtMostOne(list(chosen.values())))
+                    m.add(cp.add_at_most_one(list(chosen.values())))
                 for lit, v in typed:
-                    m.add(cp.AddBoolOr([chosen[(v[0], e)] for e in v[1]]).OnlyEnforceIf(lit))
+                    m.add(cp.add_bool_or([chosen[(v[0], e)] for e in v[1]]).only_enforce_if(lit))
             else:
                 for e in elements:
                     holders = [lit for lit, v in typed if v[0] == e[0] and e[1] in v[1]]
                     if len(holders) > 1:
-                        m.add(cp.AddAtMostOne(holders))
+                        m.add(cp.add_at_most_one(holders))

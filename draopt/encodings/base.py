@@ -39,8 +39,8 @@ class ModelData:
         var = self.used.get(dev.index)
         if var is None:
             xs = [self.x[(s.key, dev.index)] for s in self.by_device.get(dev.index, [])]
-            var = self.cp.NewBoolVar(f"used[{dev.index}]")
-            self.cp.AddMaxEquality(var, xs) if xs else self.cp.Add(var == 0)
+            var = self.cp.new_bool_var(f"used[{dev.index}]")
+            self.cp.add_max_equality(var, xs) if xs else self.cp.add(var == 0)
             self.used[dev.index] = var
         return var
 

@@ -29,7 +29,7 @@ def encode(m: ModelData) -> None:
                 if dev.multi_allocatable and p.features.consumable_capacity and dev.id in p.inventory.allocated.capacity:
                     continue   # counter check skipped: capacity already in use
                 for spec in m.by_device[dev.index]:
-                    m.add(cp.Add(m.x[(spec.key, dev.index)] == 0))
+                    m.add(cp.add(m.x[(spec.key, dev.index)] == 0))
             continue
         # terms[(set, counter)] = [(amount, literal)]
         terms: dict[tuple[str, str], list] = {}
@@ -55,4 +55,4 @@ def encode(m: ModelData) -> None:
                 continue   # cannot be exceeded
             ints, unit = scale_to_int([a for a, _ in items] + [cap])
             bound = ints[-1]
-            m.add(cp.Add(sum(k * lit for k, (_, lit) in zip(ints, items)) <= bound))
+            m.add(cp.add(sum(k * lit for k, (_, lit) in zip(ints, items)) <= bound))

@@ -23,17 +23,17 @@ def encode(m: ModelData) -> None:
         xs = {s.key: m.x[(s.key, dev.index)] for s in specs}
         non_admin = [xs[s.key] for s in specs if not s.admin_access]
         if len(non_admin) > 1:
-            m.add(cp.AddAtMostOne(non_admin))
+            m.add(cp.add_at_most_one(non_admin))
         by_claim: dict[int, list] = {}
         for s in specs:
             by_claim.setdefault(s.claim_index, []).append(xs[s.key])
         for group in by_claim.values():
             if len(group) > 1:
-                m.add(cp.AddAtMostOne(group))
+                m.add(cp.add_at_most_one(group))
         if m.kubernetes_quirks:
             for a in specs:
                 if not a.admin_access:
                     continue
                 for n in specs:
                     if not n.admin_access and n.claim_index != a.claim_index and order[n.key] > order[a.key]:
-                        m.add(cp.AddBoolOr([xs[a.key].Not(), xs[n.key].Not()]))
+                        m.add(cp.add_bool_or([xs[a.key].negated(), xs[n.key].negated()]))

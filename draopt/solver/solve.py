@@ -62,8 +62,8 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
         # A CEL runtime error somewhere: Kubernetes only fails if its search reaches it.
         return _replay(problem, stats, t0, ["CEL runtime error on some device"])
     stats["build_ms"] = (time.perf_counter() - t0) * 1000
-    stats["variables"] = len(m.cp.Proto().variables)
-    stats["constraints"] = len(m.cp.Proto().constraints)
+    stats["variables"] = len(m.cp.proto.variables)
+    stats["constraints"] = len(m.cp.proto.constraints)
     why = path_dependent(problem) if quirks else []
     # Restrictive defects cannot create solutions, but distinct-last-only can, and an All
     # request under a constraint fails with an error rather than unschedulable: those replay.
@@ -79,24 +79,24 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
     solver = _solver(time_limit)
     if policy in ("first-fit", "first-fit-documented"):
         order = first_fit_order(m)
-        m.cp.AddDecisionStrategy(order, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        m.cp.add_decision_strategy(order, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
         solver.parameters.search_branching = cp_model.FIXED_SEARCH
         # Presolve may remove feasible solutions (even with keep_all_feasible_solutions_in_presolve
         # it was seen to lose the lexicographically first one), so the search runs on the model
         # exactly as built.
         solver.parameters.cp_model_presolve = False
     t1 = time.perf_counter()
-    status = solver.Solve(m.cp)
+    status = solver.solve(m.cp)
     stats["solve_ms"] = (time.perf_counter() - t1) * 1000
-    stats["status"] = solver.StatusName(status)
+    stats["status"] = solver.status_name(status)
     if status == cp_model.INFEASIBLE:
         if replay_if_infeasible:
             return _replay(problem, stats, t0, why)
         return None, {}, stats
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise AllocationError(f"solver stopped without an answer ({solver.StatusName(status)}); "
+        raise AllocationError(f"solver stopped without an answer ({solver.status_name(status)}); "
                               "raise --time-limit")
-    chosen, selected = invert(m, lambda v: solver.BooleanValue(v))
+    chosen, selected = invert(m, lambda v: solver.boolean_value(v))
     if quirks:
         if why:
             # A solution exists under the documented rules; Kubernetes' search may still take a
