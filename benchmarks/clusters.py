@@ -236,3 +236,38 @@ def _split(total: int, size: int) -> list[int]:
     if total % size:
         parts.append(total % size)
     return parts
+
+
+# ----------------------------------------------------------------------------- solver stats
+class SolverStats:
+    """Collects the per-node stats dicts of `draopt.solver.solve_problem` (status, replay,
+    replay_truncated, ...) by wrapping `draopt.api._solve`: `api.allocate` copies only
+    build_ms/solve_ms/variables/constraints into `outcome.stats`, so `outcome.stats.get("replay")`
+    is always None there (as of this writing)."""
+
+    def __init__(self) -> None:
+        from draopt import api
+        self.api = api
+        self.runs: list[dict[str, Any]] = []
+        self._orig = api._solve
+
+        def wrapped(*a, **kw):
+            out = self._orig(*a, **kw)
+            self.runs.append(dict(out[2]))
+            return out
+        api._solve = wrapped
+
+    def take(self) -> list[dict[str, Any]]:
+        got, self.runs = self.runs, []
+        return got
+
+    def replay(self, outcome_stats: dict[str, Any] | None, runs: list[dict[str, Any]]) -> list[str] | None:
+        """The replay reasons of one allocate call: from outcome.stats if draopt reports them,
+        else from the solver stats collected for that call."""
+        if outcome_stats and outcome_stats.get("replay"):
+            return list(outcome_stats["replay"])
+        why = sorted({w for r in runs for w in (r.get("replay") or [])})
+        return why or None
+
+    def close(self) -> None:
+        self.api._solve = self._orig

@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .constraints import constraint_applies, normalise
-from .inventory import available_counters
+from .inventory import available_counters, compatibility_groups, in_use_groups
 from .models import AllocationResult
 from .problem import MAX_RESULTS, Problem, RequestSpec
 from .rules import consumption, taint_blocks
@@ -112,6 +112,7 @@ def check(problem: Problem, results: list[AllocationResult]) -> list[str]:
             limit = problem.counter_value(dev.device.capacity[n].value)
             if v + already.get(n, 0) > limit:
                 errors.append(f"device {'/'.join(did)}: capacity {n} over-used ({v + already.get(n, 0)} > {limit})")
+    errors += _check_compatibility(problem, results)
     pools = {id(d.pool): d.pool for d in inv.devices}
     for pid, use in counter_use.items():
         avail = available_counters(pools[pid], inv.allocated)
@@ -181,4 +182,26 @@ def _check_constraints(problem: Problem, claim, picked, where) -> list[str]:
                     if va[0] == vb[0] and va[1] & vb[1]:
                         errors.append(f"{where} constraints[{i}]: distinctAttribute {name}: "
                                       f"{'/'.join(values[a][0].id)} and {'/'.join(values[b][0].id)} share a value")
+    return errors
+
+
+def _check_compatibility(problem: Problem, results: list[AllocationResult]) -> list[str]:
+    f = problem.features
+    if not (f.partitionable_devices and f.compatibility_groups):
+        return []
+    groups: dict[tuple, list] = {}
+    for result in results:
+        for r in result.devices.results:
+            dev = problem.inventory.by_id.get((r.driver, r.pool, r.device))
+            if dev is None:
+                continue
+            for c in dev.device.consumes_counters:
+                key = (id(dev.pool), c.counter_set)
+                if key not in groups:
+                    groups[key] = [dev.pool, c.counter_set, in_use_groups(problem, dev.pool, c.counter_set)]
+                groups[key][2].append(compatibility_groups(dev.device, c.counter_set))
+    errors = []
+    for pool, counter_set, sets in groups.values():
+        if sets and not frozenset.intersection(*sets):
+            errors.append(f"pool {pool.id}: devices on counter set {counter_set} share no compatibility group")
     return errors

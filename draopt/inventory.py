@@ -226,6 +226,33 @@ def _build_pool(driver: str, name: str, slices: list[ResourceSlice], features: F
     return pool
 
 
+def _has_compatibility_groups(pool: Pool) -> bool:
+    return any(c.compatibility_groups for s in pool.slices + pool.other_slices
+               for d in s.spec.devices for c in d.consumes_counters)
+
+
+def compatibility_groups(device: Device, counter_set: str) -> frozenset[str] | None:
+    """The device's groups on a counter set it consumes (empty set: no groups), None if it
+    does not consume that set. A device without groups pairs only with devices without groups,
+    so "no groups" is represented by the empty-string group."""
+    for c in device.consumes_counters:
+        if c.counter_set == counter_set:
+            return frozenset(c.compatibility_groups) if c.compatibility_groups else frozenset([""])
+    return None
+
+
+def in_use_groups(problem, pool: Pool, counter_set: str) -> list[frozenset[str]]:
+    allocated = problem.inventory.allocated
+    out = []
+    for s in pool.slices + pool.other_slices:
+        for d in s.spec.devices:
+            if allocated.holds((pool.driver, pool.name, d.name)):
+                g = compatibility_groups(d, counter_set)
+                if g is not None:
+                    out.append(g)
+    return out
+
+
 def gather_pools(all_slices: list[ResourceSlice], node: Node | None, features: Features) -> list[Pool]:
     node_name = node.name if node is not None else ""
     # Kubernetes looks at the node's own slices, then at slices without nodeName.
@@ -259,6 +286,10 @@ def gather_pools(all_slices: list[ResourceSlice], node: Node | None, features: F
                 plain.append(Pool(driver=driver, name=name, generation=gen, incomplete=True))
                 continue
             pool = _build_pool(driver, name, slices, features, same_gen)
+        if not features.compatibility_groups and _has_compatibility_groups(pool):
+            # Gate off: the scheduler treats pools with grouped devices as incomplete.
+            plain.append(Pool(driver=driver, name=name, generation=gen, incomplete=True))
+            continue
         (with_binding if pool.has_binding_conditions else plain).append(pool)
     plain.sort(key=lambda p: (p.driver, p.name))
     with_binding.sort(key=lambda p: (p.driver, p.name))

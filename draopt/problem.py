@@ -7,6 +7,8 @@ compiled selectors, the node's devices in search order, and a cached selector or
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -18,6 +20,7 @@ from .models import DeviceClass, ResourceClaim
 from .models.resource import DeviceConstraint, DeviceToleration, _RequestFields
 from .nodeselect import node_matches
 from .quantity import Quantity
+from .constraints import constraint_applies
 from .rules import consumption, fits_capacity, lookup_attribute, taint_blocks
 
 MAX_RESULTS = 32           # resourceapi.AllocationResultsMaxSize
@@ -138,6 +141,9 @@ class Problem:
             if not node_matches(self.inventory.node, d.node_name, d.all_nodes, d.node_selector,
                                 f"{dev.where}: nodeSelector"):
                 return False
+        if self.features.derived_attributes and req.fields.derived_attributes:
+            # Evaluated once per candidate, after the selectors; a runtime error aborts.
+            self.derived_attributes(req, dev)
         return True
 
     def _compile(self, expression: str | None, owner: str, i: int, req: RequestSpec):
@@ -195,12 +201,17 @@ class Problem:
         claim = self.claims[req.claim_index].claim
         for i, da in enumerate(req.fields.derived_attributes):
             try:
-                expr = self.cel_env.compile(da.expression)
+                expr = self.cel_env.compile(da.expression, selector=False)
             except CelCompileError as e:
                 raise AllocationError(f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
                                       f"({da.name}): CEL compile error: {e}") from None
             try:
-                out[da.name] = expr.evaluate(dev.cel)
+                value = expr.evaluate(dev.cel)
+                if not _derived_value_ok(value, self.features.list_type_attributes):
+                    raise ValueError(f"must evaluate to a string, int, bool or semantic version"
+                                     f"{' (or a list of them)' if self.features.list_type_attributes else ''}, "
+                                     f"got {type(value).__name__}")
+                out[da.name] = value
             except Exception as e:  # noqa: BLE001
                 raise AllocationError(f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
                                       f"({da.name}) on device {device_id_str(dev.id)}: CEL runtime error: {e} "
@@ -216,6 +227,43 @@ class Problem:
 
 
 # ---------------------------------------------------------------------- preparation
+DERIVED_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z_][A-Za-z0-9_]*$")
+MAX_DERIVED = 32
+
+
+def _derived_value_ok(value: Any, list_types: bool) -> bool:
+    import semver
+    scalar = (bool, int, str, semver.Version)
+    if isinstance(value, scalar):
+        return True
+    if list_types and isinstance(value, (list, tuple)) and value:
+        kinds = {type(v) for v in value}
+        return len(kinds) == 1 and isinstance(value[0], scalar)
+    return False
+
+
+def _validate_derived(claim: ResourceClaim, fields: _RequestFields, request_name: str, sub_name: str,
+                      constraints: list[DeviceConstraint], where: str) -> None:
+    derived = fields.derived_attributes
+    full = f"{request_name}/{sub_name}" if sub_name else request_name
+    if len(derived) > MAX_DERIVED:
+        raise _request_error(claim, f"{where}.derivedAttributes",
+                             f"request {full}: {len(derived)} derived attributes, at most {MAX_DERIVED}")
+    seen = set()
+    for i, da in enumerate(derived):
+        w = f"{where}.derivedAttributes[{i}].name"
+        if len(da.name) > 253 + 1 + 32 or not DERIVED_NAME.match(da.name):
+            raise _request_error(claim, w, f"request {full}: {da.name!r} is not a DNS subdomain, '/' and a C identifier")
+        if da.name in seen:
+            raise _request_error(claim, w, f"request {full}: duplicate derived attribute {da.name!r}")
+        seen.add(da.name)
+        used = any((c.match_attribute == da.name or c.distinct_attribute == da.name) and
+                   constraint_applies(list(c.requests), request_name, sub_name) for c in constraints)
+        if not used:
+            raise _request_error(claim, w, f"request {full}: derived attribute {da.name!r} is not used by any "
+                                           "matchAttribute/distinctAttribute constraint of this request")
+
+
 def _request_error(claim: ResourceClaim, what: str, msg: str) -> AllocationError:
     return AllocationError(f"ResourceClaim {claim_key(claim)}: {what}: {msg}")
 
@@ -275,6 +323,8 @@ def _make_request(problem: Problem, claim: ResourceClaim, ci: int, ri: int, si: 
             raise _request_error(claim, f"{where}.selectors[{i}]",
                                  f"request {full}: CEL expression empty (unsupported selector type?)")
     admin = bool(getattr(fields, "admin_access", None)) if has_admin_field else False
+    if problem.features.derived_attributes and fields.derived_attributes:
+        _validate_derived(claim, fields, name, sub, claim.spec.devices.constraints, where)
     if has_admin_field and not problem.features.admin_access:
         raise _request_error(claim, f"{where}.adminAccess",
                              f"request {full}: admin access is requested, but the feature is disabled")

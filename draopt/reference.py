@@ -29,7 +29,8 @@ from typing import Any
 
 from .constraints import AttrValue, constraint_applies, normalise
 from .errors import AllocationError
-from .inventory import DeviceEntry, DeviceID, Pool, available_counters, device_id_str
+from .inventory import (DeviceEntry, DeviceID, Pool, available_counters, compatibility_groups, device_id_str,
+                        in_use_groups)
 from .problem import MAX_RESULTS, ClaimSpec, Problem, RequestSpec
 from .quantity import Quantity
 from .rules import lookup_attribute
@@ -182,6 +183,7 @@ class ReferenceAllocator:
         self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}
         self.results: list[list[Chosen]] = [[] for _ in problem.claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
+        self.compat: dict[tuple[int, str], frozenset[str]] = {}   # running intersection per counter set
         self.constraints = [self._make_constraints(c) for c in problem.claims]
 
     def _make_constraints(self, claim: ClaimSpec) -> list[_Constraint]:
@@ -321,8 +323,14 @@ class ReferenceAllocator:
         counts_counters = bool(consumes) and not skip_counters and (self.defects or not req.admin_access)
         if counts_counters and not self._take_counters(dev):
             return None
+        compat_undo = self._take_compatibility(dev)
+        if compat_undo is None:
+            if counts_counters:
+                self._release_counters(dev)
+            return None
 
         def release_counters_if_clean():
+            compat_undo()
             # Kubernetes never releases here (DEFECT counter-leak).
             if counts_counters and not self.defects:
                 self._release_counters(dev)
@@ -348,6 +356,7 @@ class ReferenceAllocator:
         consumed = None
         if self.f.consumable_capacity:
             if not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+                compat_undo()
                 return None   # Kubernetes leaves constraint and counter state as is here
             if multi:
                 consumed = self.p.consumption(req, dev)
@@ -358,6 +367,7 @@ class ReferenceAllocator:
         n_before = len(self.results[ci]) - 1
 
         def undo():
+            compat_undo()
             for c in self.constraints[ci]:
                 c.remove(req, dev)
             slot.discard(ci)
@@ -373,6 +383,39 @@ class ReferenceAllocator:
             elif counts_counters:
                 self._release_counters(dev)
             del self.results[ci][n_before:]
+        return undo
+
+    # ------------------------------------------------------------------ compatibility groups
+    def _take_compatibility(self, dev: DeviceEntry):
+        """Record the device's groups on each counter set it draws on if every device on the
+        set (allocated or chosen) still shares a group; returns an undo function or None.
+        Kubernetes has no implementation yet: this follows the documented semantics."""
+        f = self.f
+        if not (f.partitionable_devices and f.compatibility_groups and dev.device.consumes_counters):
+            return lambda: None
+        added = []
+        for c in dev.device.consumes_counters:
+            key = (id(dev.pool), c.counter_set)
+            current = self.compat.get(key)
+            if current is None:
+                fixed = in_use_groups(self.p, dev.pool, c.counter_set)
+                current = frozenset.intersection(*fixed) if fixed else None
+            mine = compatibility_groups(dev.device, c.counter_set)
+            new = mine if current is None else current & mine
+            if not new:
+                for k, old in reversed(added):
+                    self.compat[k] = old
+                return None
+            added.append((key, self.compat.get(key)))
+            self.compat[key] = new
+
+        def undo():
+            for k, old in reversed(added):
+                if old is None:
+                    self.compat.pop(k, None)
+                else:
+                    self.compat[k] = old
+            added.clear()
         return undo
 
     # ------------------------------------------------------------------ counters

@@ -42,6 +42,8 @@ def _device(rng: random.Random, name: str, *, multi: bool, counter_set: str | No
         ])}
     if counter_set:
         d["consumesCounters"] = [{"counterSet": counter_set, "counters": {"mem": {"value": rng.choice(["2Gi", "4Gi", "6Gi"])}}}]
+        if rng.random() < 0.4:
+            d["consumesCounters"][0]["compatibilityGroups"] = rng.choice([["mig"], ["vgpu"], ["mig", "vgpu"]])
     if taint:
         d["taints"] = [{"key": rng.choice(["maint", "bad"]), "value": "true",
                         "effect": rng.choice(["NoSchedule", "NoExecute", "None"])}]

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from ..encodings import assignment, attributes, capacity, counters, usage
+from ..encodings import assignment, attributes, capacity, compatibility, counters, usage
 from ..encodings.base import ModelData
 from ..problem import Problem
 from ..reference import Chosen
 
-ENCODINGS = (assignment, usage, counters, capacity, attributes)
+ENCODINGS = (assignment, usage, counters, compatibility, capacity, attributes)
 
 
 def apply(problem: Problem, *, kubernetes_quirks: bool = True) -> ModelData:
