@@ -130,6 +130,9 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
             raise
         for k in ("build_ms", "solve_ms", "variables", "constraints"):
             stats[k] += run_stats.get(k, 0)
+        for k in ("status", "replay", "replay_truncated"):
+            if k in run_stats:
+                stats[k] = run_stats[k]
         name = candidate.name if candidate is not None else None
         if chosen is None:
             if inventory.invalid_pools:

@@ -9,13 +9,10 @@ import json
 import sys
 import time
 
-from . import api
+from . import api, taint_impact, validate
 from .errors import DraoptError
 from .features import Features, parse_gates
 from .loader import dump_objects, load_files
-
-
-_COMMAND_MODULES: list = []
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,8 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("-o", "--output", default="yaml", choices=("yaml", "json"))
     a.add_argument("--stats", action="store_true", help="print one JSON line of timings to stderr")
     a.set_defaults(func=cmd_allocate)
-    for module in _COMMAND_MODULES:
-        module.register(sub)
+    pl = sub.add_parser("place", help="place pending pods and PodGroups on nodes: kube-scheduler "
+                                      "simulation (first-fit) or one optimal CP-SAT model")
+    pl.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    pl.add_argument("--policy", default="first-fit", choices=("first-fit", "optimal"))
+    pl.add_argument("--compare", action="store_true", help="run both policies and print both summaries")
+    pl.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="optimal: solver time limit")
+    pl.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
+    pl.set_defaults(func=cmd_place)
+    validate.register(sub)
+    taint_impact.register(sub)
     return p
 
 
@@ -72,20 +78,28 @@ def cmd_allocate(args) -> int:
     return 0
 
 
-def _command_modules():
-    import importlib
-    mods = []
-    for name in ("validate", "taint_impact"):
-        try:
-            mods.append(importlib.import_module(f"draopt.{name}"))
-        except ModuleNotFoundError:
-            continue
-    return mods
+def cmd_place(args) -> int:
+    from .placement import place, pod_table, summary_table
+    api.warm_up()
+    objects = load_files(args.filename)
+    features = Features.from_gates(parse_gates(args.feature_gates))
+    outcome = place(objects, policy=args.policy, features=features, time_limit=args.time_limit)
+    results = [outcome.result]
+    if args.compare:
+        other = "optimal" if args.policy == "first-fit" else "first-fit"
+        results.append(place(objects, policy=other, features=features, time_limit=args.time_limit).result)
+    if args.output == "table":
+        print(pod_table(outcome.result, len(outcome.cluster.nodes)))
+        print()
+        print(summary_table(results))
+    else:
+        sys.stdout.write(dump_objects(outcome.objects, args.output))
+        for r in results:
+            print(json.dumps(r.summary(), sort_keys=True, default=str), file=sys.stderr)
+    return 0 if all(p.placed for p in outcome.result.pods) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    global _COMMAND_MODULES
-    _COMMAND_MODULES = _command_modules()
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

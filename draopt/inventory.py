@@ -109,10 +109,46 @@ class AllocatedState:
     shared: set[DeviceID] = field(default_factory=set)                  # multi-allocation shares
     capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
     claims_by_device: dict[DeviceID, list[str]] = field(default_factory=dict)
+    shared_count: dict[DeviceID, int] = field(default_factory=dict)
 
     def holds(self, did: DeviceID) -> bool:
         """IsDeviceAllocated: the device consumes its counters."""
         return did in self.devices or did in self.shared or did in self.capacity
+
+    def add_result(self, claim_key: str, did: DeviceID, *, admin: bool, share: bool,
+                   consumed: dict[str, Fraction] | None) -> None:
+        """Record one allocation result of a claim (as the scheduler's allocated-state tracker)."""
+        self.claims_by_device.setdefault(did, []).append(claim_key)
+        if admin:
+            return
+        if share:
+            self.shared_count[did] = self.shared_count.get(did, 0) + 1
+            self.shared.add(did)
+            per = self.capacity.setdefault(did, {})
+            for n, v in (consumed or {}).items():
+                per[n] = per.get(n, Fraction(0)) + v
+        else:
+            self.devices.add(did)
+
+    def remove_result(self, claim_key: str, did: DeviceID, *, admin: bool, share: bool,
+                      consumed: dict[str, Fraction] | None) -> None:
+        """Undo add_result (a gang that could not be placed whole gives its devices back)."""
+        users = self.claims_by_device.get(did, [])
+        if claim_key in users:
+            users.remove(claim_key)
+        if admin:
+            return
+        if share:
+            self.shared_count[did] -= 1
+            per = self.capacity[did]
+            for n, v in (consumed or {}).items():
+                per[n] -= v
+            if self.shared_count[did] == 0:
+                del self.shared_count[did]
+                self.shared.discard(did)
+                del self.capacity[did]
+        else:
+            self.devices.discard(did)
 
 
 def allocated_state(claims: Iterable[ResourceClaim], features: Features) -> AllocatedState:
@@ -128,6 +164,7 @@ def allocated_state(claims: Iterable[ResourceClaim], features: Features) -> Allo
                 continue  # admin access never marks a device in use
             if features.consumable_capacity and r.share_id:
                 state.shared.add(did)
+                state.shared_count[did] = state.shared_count.get(did, 0) + 1
                 per = state.capacity.setdefault(did, {})
                 for name, q in (r.consumed_capacity or {}).items():
                     v = parse_quantity(q, f"ResourceClaim {claim.namespace}/{claim.name}: "
@@ -253,11 +290,21 @@ def in_use_groups(problem, pool: Pool, counter_set: str) -> list[frozenset[str]]
     return out
 
 
-def gather_pools(all_slices: list[ResourceSlice], node: Node | None, features: Features) -> list[Pool]:
+def slices_by_node(all_slices: list[ResourceSlice]) -> dict[str, list[ResourceSlice]]:
+    """Index: node name -> its slices (nodeName set); key "" -> slices without nodeName."""
+    index: dict[str, list[ResourceSlice]] = {"": []}
+    for s in all_slices:
+        index.setdefault(s.spec.node_name or "", []).append(s)
+    return index
+
+
+def gather_pools(all_slices: list[ResourceSlice], node: Node | None, features: Features,
+                 index: dict[str, list[ResourceSlice]] | None = None) -> list[Pool]:
     node_name = node.name if node is not None else ""
     # Kubernetes looks at the node's own slices, then at slices without nodeName.
-    for_node = [s for s in all_slices if s.spec.node_name and s.spec.node_name == node_name] + \
-               [s for s in all_slices if not s.spec.node_name]
+    if index is None:
+        index = slices_by_node(all_slices)
+    for_node = (index.get(node_name, []) if node_name else []) + index.get("", [])
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in for_node:
         if not features.partitionable_devices and (s.spec.per_device_node_selection is not None
@@ -338,8 +385,11 @@ class Inventory:
 
 def build_inventory(slices: list[ResourceSlice], node: Node | None, allocated_claims: list[ResourceClaim],
                     features: Features, taint_rules: list[DeviceTaintRule] = (), classes=None,
-                    cel_env=None) -> Inventory:
-    pools = gather_pools(slices, node, features)
+                    cel_env=None, *, index: dict[str, list[ResourceSlice]] | None = None,
+                    allocated: AllocatedState | None = None) -> Inventory:
+    """The node's candidate devices. `allocated` (shared, e.g. cluster-wide and updated as pods
+    are placed) replaces the state computed from `allocated_claims`."""
+    pools = gather_pools(slices, node, features, index)
     devices: list[DeviceEntry] = []
     for pool in pools:
         if pool.incomplete or pool.invalid:
@@ -365,4 +415,4 @@ def build_inventory(slices: list[ResourceSlice], node: Node | None, allocated_cl
                                       cel_env, lambda e=entry: e.cel):
                     entry.taints.append(rule.spec.taint)
     return Inventory(node=node, pools=pools, devices=devices, by_id={d.id: d for d in devices},
-                     allocated=allocated_state(allocated_claims, features))
+                     allocated=allocated if allocated is not None else allocated_state(allocated_claims, features))

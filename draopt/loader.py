@@ -11,8 +11,8 @@ import yaml
 from pydantic import ValidationError
 
 from .errors import InputError
-from .models import (DeviceClass, DeviceTaintRule, Node, ResourceClaim, ResourceClaimTemplate,
-                     ResourceSlice)
+from .models import (DeviceClass, DeviceTaintRule, Namespace, Node, Pod, PodGroup, PriorityClass,
+                     ResourceClaim, ResourceClaimTemplate, ResourceSlice)
 from .models.base import TypedObject
 
 RESOURCE_GROUP = "resource.k8s.io"
@@ -26,6 +26,10 @@ KINDS: dict[str, tuple[type[TypedObject], tuple[str, ...]]] = {
     "DeviceTaintRule": (DeviceTaintRule, ("resource.k8s.io/v1", "resource.k8s.io/v1beta2",
                                           "resource.k8s.io/v1alpha3")),
     "Node": (Node, ("v1",)),
+    "Pod": (Pod, ("v1",)),
+    "PodGroup": (PodGroup, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2")),
+    "Namespace": (Namespace, ("v1",)),
+    "PriorityClass": (PriorityClass, ("scheduling.k8s.io/v1",)),
 }
 
 
@@ -38,11 +42,17 @@ class ObjectSet:
     claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
     taint_rules: list[DeviceTaintRule] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    pod_groups: list[PodGroup] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
     extra: dict[str, list[Any]] = field(default_factory=dict)
 
     _BY_KIND = {"DeviceClass": "device_classes", "ResourceSlice": "resource_slices",
                 "ResourceClaim": "resource_claims", "ResourceClaimTemplate": "claim_templates",
-                "DeviceTaintRule": "taint_rules", "Node": "nodes"}
+                "DeviceTaintRule": "taint_rules", "Node": "nodes",
+                "Pod": "pods", "PodGroup": "pod_groups", "Namespace": "namespaces",
+                "PriorityClass": "priority_classes"}
 
     def add(self, obj: TypedObject) -> None:
         getattr(self, self._BY_KIND[obj.kind]).append(obj)

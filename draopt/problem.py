@@ -91,15 +91,17 @@ class Problem:
     """Claims to allocate together on one node, with everything needed to solve and decode."""
 
     def __init__(self, claims: list[ClaimSpec], inventory: Inventory, features: Features, cel_env: Any,
-                 classes: dict[str, DeviceClass] | None = None):
+                 classes: dict[str, DeviceClass] | None = None, expr_cache: dict | None = None):
         self.claims = claims
         self.classes = classes or {}
         self.inventory = inventory
         self.features = features
         self.cel_env = cel_env
         self._match_cache: dict[tuple[tuple[int, int, int], int], bool] = {}
-        self._expr_cache: dict[tuple[str | None, int], bool] = {}   # one evaluation per expression and device
+        # One evaluation per expression and device; may be shared by many problems (placement).
+        self._expr_cache: dict[tuple[str | None, int], bool] = expr_cache if expr_cache is not None else {}
         self._consumption_cache: dict = {}
+        self._dedicated_fit: dict[tuple[tuple[int, int, int], int], bool] = {}
         self._derived_cache: dict[tuple[tuple[int, int, int], int], dict[str, Any]] = {}
         self._quantity_cache: dict[str, Fraction] = {}
 
@@ -124,7 +126,7 @@ class Problem:
                                  (f"claim {claim_key(claim)}", req.fields.selectors)):
             for i, sel in enumerate(selectors):
                 text = sel.cel.expression if sel.cel else None
-                ok = self._expr_cache.get((text, dev.index))
+                ok = self._expr_cache.get((text, id(dev.device)))
                 if ok is None:
                     expr = self._compile(text, owner, i, req)
                     try:
@@ -133,7 +135,7 @@ class Problem:
                         raise AllocationError(
                             f"{owner}: selector #{i} on device {device_id_str(dev.id)}: CEL runtime error: {e} "
                             f"(request {req.full_name}, expression {expr.expression!r})") from None
-                    self._expr_cache[(text, dev.index)] = ok
+                    self._expr_cache[(text, id(dev.device))] = ok
                 if not ok:
                     return False
         if dev.slice.spec.per_device_node_selection:
@@ -169,6 +171,15 @@ class Problem:
     def capacity_ok(self, req: RequestSpec, dev: DeviceEntry,
                     allocating: dict[str, Fraction] | None) -> bool:
         """CmpRequestOverCapacity (every device, multi-allocatable or not)."""
+        if not dev.multi_allocatable:
+            # Only shares of multi-allocatable devices accumulate: the answer is fixed.
+            key = (req.key, dev.index)
+            hit = self._dedicated_fit.get(key)
+            if hit is None:
+                used = self.consumption(req, dev)
+                hit = self._dedicated_fit[key] = used is not None and fits_capacity(
+                    dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), None)
+            return hit
         used = self.consumption(req, dev)
         if used is None:
             return False
@@ -269,8 +280,8 @@ def _request_error(claim: ResourceClaim, what: str, msg: str) -> AllocationError
 
 
 def prepare(claims: list[ResourceClaim], inventory: Inventory, classes: dict[str, DeviceClass],
-            features: Features, cel_env: Any) -> Problem:
-    problem = Problem([], inventory, features, cel_env, classes)
+            features: Features, cel_env: Any, expr_cache: dict | None = None) -> Problem:
+    problem = Problem([], inventory, features, cel_env, classes, expr_cache)
     for ci, claim in enumerate(claims):
         spec = claim.spec.devices
         groups: list[RequestGroup] = []

@@ -7,5 +7,9 @@ from .resource import (
     DeviceRequest, DeviceRequestAllocationResult, DeviceSubRequest, DeviceTaint, DeviceTaintRule,
     DeviceToleration, ExactDeviceRequest, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 )
+from .workload import (
+    Container, GangSchedulingPolicy, Namespace, NodeAllocatableMapping, NodeAllocatableOverhead,
+    NodeAllocatableResource, NodeAllocatableResources, Pod, PodGroup, PodResourceClaim, PriorityClass,
+)
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,94 @@
+"""Cluster-wide state for placing many pods: nodes, per-node device inventories built once,
+one shared allocated-device state, and node resources in use.
+
+Devices of pools that several nodes can reach (allNodes, node selectors) appear in each of
+those nodes' inventories under the same DeviceID, so one allocation is seen everywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from ..features import Features
+from ..inventory import AllocatedState, Inventory, allocated_state, build_inventory, slices_by_node
+from ..loader import ObjectSet
+from ..models import Node, ResourceClaim
+from ..nodeselect import node_selector_matches
+from ..quantity import Quantity
+
+
+def _allocatable(node: Node) -> dict[str, Fraction]:
+    out = {}
+    for name, value in (node.status.allocatable or {}).items():
+        out[name] = Quantity.parse(value).value
+    return out
+
+
+@dataclass
+class NodeState:
+    node: Node
+    index: int
+    allocatable: dict[str, Fraction]
+    used: dict[str, Fraction] = field(default_factory=dict)
+    version: int = 0               # bumped whenever something on the node changes
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def fits(self, demand: dict[str, Fraction]) -> str | None:
+        """None if the demand fits next to what is used, else the first resource that does not.
+        A resource the node does not publish is unlimited, except extended resources."""
+        for r, v in demand.items():
+            if v <= 0:
+                continue
+            cap = self.allocatable.get(r)
+            if cap is None:
+                if r in ("cpu", "memory", "pods", "ephemeral-storage") or r.startswith("hugepages-"):
+                    continue   # nodes without status.allocatable are not limited (simulation input)
+                return r
+            if self.used.get(r, 0) + v > cap:
+                return r
+        return None
+
+    def take(self, demand: dict[str, Fraction], sign: int = 1) -> None:
+        for r, v in demand.items():
+            self.used[r] = self.used.get(r, Fraction(0)) + sign * v
+        self.version += 1
+
+
+class Cluster:
+    def __init__(self, objects: ObjectSet, features: Features, cel_env: Any, allocated_claims: list[ResourceClaim]):
+        self.objects = objects
+        self.features = features
+        self.cel_env = cel_env
+        self.classes = {c.name: c for c in objects.device_classes}
+        self.index = slices_by_node(objects.resource_slices)
+        self.nodes = [NodeState(n, i, _allocatable(n)) for i, n in enumerate(sorted(objects.nodes, key=lambda n: n.name))]
+        self.by_name = {n.name: n for n in self.nodes}
+        self.allocated: AllocatedState = allocated_state(allocated_claims, features)
+        self.expr_cache: dict = {}
+        self._inventories: dict[str, Inventory] = {}
+
+    def inventory(self, node: NodeState) -> Inventory:
+        inv = self._inventories.get(node.name)
+        if inv is None:
+            inv = build_inventory(self.objects.resource_slices, node.node, [], self.features,
+                                  self.objects.taint_rules, self.classes, self.cel_env,
+                                  index=self.index, allocated=self.allocated)
+            self._inventories[node.name] = inv
+        return inv
+
+    def node_matches(self, node: NodeState, selector: dict[str, str], node_selector=None) -> bool:
+        labels = node.node.metadata.labels or {}
+        if any(labels.get(k) != v for k, v in selector.items()):
+            return False
+        if node_selector is not None and not node_selector_matches(node_selector, node.node):
+            return False
+        return True
+
+    def bump_all(self) -> None:
+        """Shared devices changed: every node's cached answers are stale."""
+        for n in self.nodes:
+            n.version += 1

@@ -1,0 +1,203 @@
+"""The kube-scheduler, simulated: pods one at a time in queue order, each node filtered with
+the first-fit allocator, the best-scoring node taken, no choice ever revisited.
+
+Scoring: only DRA's prioritized-list score differs between nodes here (sum over the pod's
+firstAvailable requests of 8 - chosen sub-request index). Ties go to the first node in name
+order (documented deterministic tie-break; the real scheduler picks randomly among ties and
+adds other score plugins). Gangs (PodGroups with a gang policy) are placed pod by pod, as
+Kubernetes does; a gang that ends the queue with fewer than minCount pods placed gives back
+what it took (the Permit stage times out), and a second pass offers that room to the others.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import Any
+
+from ..errors import AllocationError
+from ..models import AllocationResult, ResourceClaim
+from ..nodeselect import node_selector_matches
+from ..problem import prepare
+from ..reference import ReferenceAllocator, SearchLimit
+from .cluster import Cluster, NodeState
+from .result import PlacementResult, PodPlacement
+
+MAX_SUBREQUEST_SCORE = 8
+SEARCH_LIMIT = 100_000
+
+
+class ClaimBook:
+    """Which claims are allocated, where, and how to undo it."""
+
+    def __init__(self, cluster: Cluster, claims: dict[str, ResourceClaim]):
+        self.cluster = cluster
+        self.claims = claims
+        self.allocations: dict[str, tuple[AllocationResult, str]] = {}
+        self._signature: dict[str, str] = {}
+
+    def allocation(self, key: str) -> AllocationResult | None:
+        got = self.allocations.get(key)
+        if got is not None:
+            return got[0]
+        return self.claims[key].status.allocation
+
+    def signature(self, key: str) -> str:
+        sig = self._signature.get(key)
+        if sig is None:
+            sig = self._signature[key] = json.dumps(self.claims[key].spec.to_k8s(), sort_keys=True)
+        return sig
+
+    def commit(self, key: str, result: AllocationResult, node: str) -> None:
+        """Record the allocation in the shared device state."""
+        self.allocations[key] = (result, node)
+        for r in result.devices.results:
+            did = (r.driver, r.pool, r.device)
+            consumed = {n: _q(v) for n, v in (r.consumed_capacity or {}).items()}
+            self.cluster.allocated.add_result(key, did, admin=bool(r.admin_access), share=bool(r.share_id),
+                                              consumed=consumed)
+
+    def release(self, key: str) -> None:
+        result, node = self.allocations.pop(key)
+        for r in result.devices.results:
+            did = (r.driver, r.pool, r.device)
+            consumed = {n: _q(v) for n, v in (r.consumed_capacity or {}).items()}
+            self.cluster.allocated.remove_result(key, did, admin=bool(r.admin_access), share=bool(r.share_id),
+                                                 consumed=consumed)
+
+
+def _q(v: str):
+    from ..quantity import Quantity
+    return Quantity.parse(v).value
+
+
+def prioritized_score(problem, selected: dict[tuple[int, int], int]) -> int:
+    score = 0
+    for claim in problem.claims:
+        for ri, group in enumerate(claim.requests):
+            if group.has_subrequests:
+                score += MAX_SUBREQUEST_SCORE - selected.get((claim.index, ri), 0)
+    return score
+
+
+def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict,
+             share_id) -> tuple[str | None, Any]:
+    """Filter one node for one pod. Returns (None, (problem, chosen, selected, score)) when the
+    pod fits, else (reason, None)."""
+    if node.node.spec.unschedulable:
+        return "node is unschedulable", None
+    if not cluster.node_matches(node, pod.node_selector):
+        return "node(s) didn't match Pod's node affinity/selector", None
+    short = node.fits(pod.resources)
+    if short is not None:
+        return f"Insufficient {short}", None
+    todo: list[str] = []
+    for use in pod.claims:
+        alloc = book.allocation(use.key)
+        if alloc is not None:
+            if alloc.node_selector is not None and not node_selector_matches(alloc.node_selector, node.node):
+                return "node(s) did not match the allocation of a resource claim", None
+        elif use.key not in todo:
+            todo.append(use.key)
+    if not todo:
+        return None, (None, None, {}, 0)
+    sig = (tuple(book.signature(k) for k in todo), node.name)
+    hit = cache.get(sig)
+    if hit is not None and hit[0] == node.version:
+        return hit[1]
+    inventory = cluster.inventory(node)
+    try:
+        problem = prepare([book.claims[k] for k in todo], inventory, cluster.classes, cluster.features,
+                          cluster.cel_env, cluster.expr_cache)
+        ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=SEARCH_LIMIT)
+        chosen = ref.allocate()
+    except AllocationError as e:
+        answer = (f"resource claim error: {e}", None)
+    except SearchLimit:
+        answer = ("device allocation timed out", None)
+    else:
+        if chosen is None:
+            answer = ("cannot allocate all claims", None)
+        else:
+            answer = (None, (problem, chosen, ref.selected_sub, prioritized_score(problem, ref.selected_sub)))
+    if answer[0] is not None:
+        cache[sig] = (node.version, answer)
+    return answer
+
+
+def simulate(cluster: Cluster, workload, *, share_id=None) -> PlacementResult:
+    """Place workload.pending in queue order; returns what Kubernetes would do."""
+    from ..decode import decode, deterministic_share_id
+    share_id = share_id or deterministic_share_id
+    t0 = time.perf_counter()
+    book = ClaimBook(cluster, workload.claims)
+    cache: dict = {}
+    by_pod: dict[str, PodPlacement] = {}
+    demand_of = {p.key: p for p in workload.pending}
+
+    def place(pod) -> PodPlacement:
+        pl = PodPlacement(pod.key, None, pod.priority, pod.group)
+        best = None
+        max_score = None
+        for node in cluster.nodes:
+            reason, fit = try_node(cluster, book, pod, node, cache, share_id)
+            if reason is not None:
+                pl.reasons[reason] += 1
+                continue
+            problem, chosen, selected, score = fit
+            if max_score is None:
+                max_score = MAX_SUBREQUEST_SCORE * sum(
+                    1 for c in (problem.claims if problem else []) for g in c.requests if g.has_subrequests)
+            if best is None or score > best[1]:
+                best = (node, score, problem, chosen, selected)
+            if score >= max_score:
+                break
+        if best is None:
+            return pl
+        node, score, problem, chosen, selected = best
+        pl.node, pl.prioritized_score = node.name, score
+        pl.reasons.clear()
+        touched_shared = False
+        if problem is not None:
+            results = decode(problem, chosen, selected, share_id)
+            for claim, result in zip(problem.claims, results):
+                pl.new_claims[claim.key] = result
+                book.commit(claim.key, result, node.name)
+            # Devices other nodes can reach too (allNodes, node selectors) change their answers.
+            touched_shared = any(c.device.slice.spec.node_name != node.name for cl in chosen for c in cl)
+        node.take(pod.resources)
+        if touched_shared:
+            cluster.bump_all()
+        return pl
+
+    def unplace(pl: PodPlacement) -> None:
+        pod = demand_of[pl.pod]
+        node = cluster.by_name[pl.node]
+        for key in pl.new_claims:
+            book.release(key)
+        node.take(pod.resources, -1)
+        cluster.bump_all()
+        pl.node, pl.new_claims = None, {}
+        pl.reasons = Counter({"pod group could not be placed whole (minCount not reached)": len(cluster.nodes)})
+
+    for pod in workload.pending:
+        by_pod[pod.key] = place(pod)
+    # Gangs short of minCount release what they hold; then the others get a second chance.
+    failed_gangs = set()
+    for key, gang in workload.groups.items():
+        if gang.policy != "gang":
+            continue
+        placed = [by_pod[p] for p in gang.pods if p in by_pod and by_pod[p].placed]
+        if len(placed) < gang.min_count:
+            failed_gangs.add(key)
+            for pl in placed:
+                unplace(pl)
+    if failed_gangs:
+        for pod in workload.pending:
+            pl = by_pod[pod.key]
+            if not pl.placed and pod.group not in failed_gangs:
+                by_pod[pod.key] = place(pod)
+    elapsed = time.perf_counter() - t0
+    pods = [by_pod[p.key] for p in workload.pending]
+    stats = {"solve_s": round(elapsed, 3), "pods_per_s": round(len(pods) / elapsed, 1) if elapsed else None}
+    return PlacementResult("first-fit", pods, dict(book.allocations), stats)

@@ -1,0 +1,475 @@
+"""One CP-SAT model that chooses nodes and devices for all pending pods at once.
+
+Pods with the same requirements are interchangeable, so they are grouped into classes and
+the model counts them: k[c, n] pods of class c on node n. Devices on a node that every class
+sees alike (same candidacy, node-local, no counters, not multi-allocatable) are grouped too:
+z[c, r, n, e] devices of group e serve request r of class c's pods on n. Devices that draw on
+counters, serve multiple allocations or sit in pools several nodes reach stay single. This
+keeps the model about linear in (pod classes x candidate nodes x device groups) instead of
+pods x nodes x devices.
+
+Scope: pods whose claims are private and made of plain ExactCount requests (any class,
+selectors, tolerations, consumable-capacity requests) are optimised. Pods that use
+firstAvailable, matchAttribute/distinctAttribute, admin access, derived attributes, All, or
+claims shared with other pods keep the placement first-fit gave them (together with their
+whole gang), and the model packs everything else around them.
+
+Objective, lexicographic in two phases: (1) priority-weighted placed pods, gangs whole;
+(2) with (1) held at its best, the fewest touched nodes and counter sets. The model is
+warm-started from the first-fit placement and required to be at least as good, so the
+answer is never worse than first-fit; the proven bound and gap of phase 1 are reported.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from ..decode import decode, deterministic_share_id
+from ..encodings.base import scale_to_int
+from ..errors import AllocationError
+from ..inventory import DeviceEntry, available_counters
+from ..problem import prepare
+from ..reference import Chosen
+from ..rules import taint_blocks
+from .cluster import Cluster, NodeState
+from .firstfit import ClaimBook, simulate, try_node
+from .result import PlacementResult, PodPlacement, weight
+
+
+@dataclass
+class PodClass:
+    key: tuple
+    pods: list[Any]                       # PodDemand, queue order
+    group: str | None
+    priority: int
+    resources: dict[str, Fraction]
+    slots: list[tuple[int, int, int]] = field(default_factory=list)   # (claim index, request index, count)
+    nodes: list[NodeState] = field(default_factory=list)
+    rep_problem: dict[str, Any] = field(default_factory=dict)          # node name -> representative Problem
+
+
+def _simple_claim(claim) -> bool:
+    d = claim.spec.devices
+    if d.constraints:
+        return False
+    for r in d.requests:
+        e = r.exactly
+        if e is None or r.first_available:
+            return False
+        if (e.allocation_mode or "ExactCount") != "ExactCount" or e.admin_access or e.derived_attributes:
+            return False
+    return True
+
+
+def classify(workload, book: ClaimBook, ff: PlacementResult):
+    """(classes, fixed pod keys): which pods the model optimises, which keep first-fit's answer."""
+    users = defaultdict(list)
+    for pod in workload.pending:
+        for use in pod.claims:
+            users[use.key].append(pod.key)
+    complex_groups = set()
+    simple: dict[str, bool] = {}
+    for pod in workload.pending:
+        ok = True
+        for use in pod.claims:
+            claim = book.claims[use.key]
+            if claim.status.allocation is not None or len(set(users[use.key])) > 1 or not _simple_claim(claim):
+                ok = False
+        simple[pod.key] = ok
+        if not ok and pod.group:
+            complex_groups.add(pod.group)
+    classes: dict[tuple, PodClass] = {}
+    fixed = []
+    for pod in workload.pending:
+        if not simple[pod.key] or pod.group in complex_groups:
+            fixed.append(pod.key)
+            continue
+        sig = tuple(book.signature(u.key) for u in pod.claims)
+        res = tuple(sorted((k, v) for k, v in pod.resources.items()))
+        key = (sig, res, tuple(sorted(pod.node_selector.items())), pod.priority, pod.group)
+        c = classes.get(key)
+        if c is None:
+            c = classes[key] = PodClass(key, [], pod.group, pod.priority, dict(pod.resources))
+            for ci, use in enumerate(pod.claims):
+                for ri, r in enumerate(book.claims[use.key].spec.devices.requests):
+                    c.slots.append((ci, ri, r.exactly.count or 1))
+        c.pods.append(pod)
+    return list(classes.values()), fixed
+
+
+def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit: PlacementResult | None = None,
+             share_id=None) -> PlacementResult:
+    t0 = time.perf_counter()
+    share_id = share_id or deterministic_share_id
+    # First-fit on a copy of the state gives the warm start and the floor.
+    if first_fit is None:
+        first_fit = simulate(_fresh(cluster), workload, share_id=share_id)
+    ff_by_pod = {p.pod: p for p in first_fit.pods}
+    book = ClaimBook(cluster, workload.claims)
+    classes, fixed = classify(workload, book, first_fit)
+    fixed_set = set(fixed)
+    # Fixed pods: commit first-fit's decisions into the state the model packs around.
+    by_key = {p.key: p for p in workload.pending}
+    for key in fixed:
+        pl = ff_by_pod[key]
+        if pl.placed:
+            for ck, result in pl.new_claims.items():
+                book.commit(ck, result, pl.node)
+            cluster.by_name[pl.node].take(by_key[key].resources)
+    cluster.bump_all()
+
+    m = cp_model.CpModel()
+    k: dict[tuple[int, str], Any] = {}
+    z: dict[tuple[int, int, str, int], Any] = {}
+    groups_by_node: dict[str, list[list[DeviceEntry]]] = {}
+    usage_terms: dict[tuple, list] = defaultdict(list)      # device id -> [(coef, var)] (non-multi usage)
+    device_of_group: dict[tuple[str, int], list[DeviceEntry]] = {}
+    cand: dict[tuple[int, int, str], list[int]] = {}        # (class, slot, node) -> group indexes
+
+    # Candidate nodes and devices per class.
+    for ci, c in enumerate(classes):
+        rep = c.pods[0]
+        for node in cluster.nodes:
+            reason, fit = try_node(cluster, book, rep, node, {}, share_id)
+            if reason is None:
+                c.nodes.append(node)
+                if fit[0] is not None:
+                    c.rep_problem[node.name] = fit[0]
+    for node in cluster.nodes:
+        users = [(ci, c) for ci, c in enumerate(classes) if node in c.nodes]
+        if not users:
+            continue
+        inv = cluster.inventory(node)
+        pattern: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for ci, c in users:
+            problem = c.rep_problem.get(node.name)
+            if problem is None:
+                continue
+            specs = [s for claim in problem.claims for g in claim.requests for s in g.alternatives]
+            for si, spec in enumerate(specs):
+                for dev in inv.devices:
+                    if _candidate(problem, spec, dev):
+                        pattern[dev.index].append((ci, si))
+        groups: dict[tuple, list[DeviceEntry]] = {}
+        for dev in inv.devices:
+            pat = tuple(pattern.get(dev.index, ()))
+            if not pat:
+                continue
+            single = bool(dev.device.consumes_counters) or dev.multi_allocatable or \
+                dev.slice.spec.node_name != node.name
+            gkey = (pat, dev.index) if single else (pat,)
+            groups.setdefault(gkey, []).append(dev)
+        glist = list(groups.values())
+        groups_by_node[node.name] = glist
+        for gi, devs in enumerate(glist):
+            device_of_group[(node.name, gi)] = devs
+            for ci, si in pattern[devs[0].index]:
+                cand.setdefault((ci, si, node.name), []).append(gi)
+
+    placed_total = []
+    for ci, c in enumerate(classes):
+        n_pods = len(c.pods)
+        per_node = []
+        for node in c.nodes:
+            slots_ok = True
+            if c.slots and node.name not in c.rep_problem:
+                slots_ok = False
+            for si, (_, _, count) in enumerate(c.slots):
+                if not cand.get((ci, si, node.name)):
+                    slots_ok = False
+            if not slots_ok:
+                continue
+            cap = n_pods
+            for r, v in c.resources.items():
+                if v > 0 and r in node.allocatable:
+                    cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
+            if cap <= 0:
+                continue
+            var = m.new_int_var(0, cap, f"k[{ci},{node.name}]")
+            k[(ci, node.name)] = var
+            per_node.append(var)
+            for si, (_, _, count) in enumerate(c.slots):
+                zs = []
+                for gi in cand[(ci, si, node.name)]:
+                    devs = device_of_group[(node.name, gi)]
+                    hi = cap * count if devs[0].multi_allocatable and cluster.features.consumable_capacity else len(devs)
+                    hi = min(hi, cap * count)
+                    zv = m.new_int_var(0, hi, f"z[{ci},{si},{node.name},{gi}]")
+                    z[(ci, si, node.name, gi)] = zv
+                    zs.append(zv)
+                m.add(sum(zs) == count * var)
+        c.total = m.new_int_var(0, n_pods, f"placed[{ci}]")
+        m.add(c.total == sum(per_node)) if per_node else m.add(c.total == 0)
+        placed_total.append(c.total)
+
+    # Device groups: usage, multi-allocation capacity, counters.
+    used_lit: dict[tuple, Any] = {}
+    for node in cluster.nodes:
+        for gi, devs in enumerate(groups_by_node.get(node.name, [])):
+            terms = [(key, v) for key, v in z.items() if key[2] == node.name and key[3] == gi]
+            if not terms:
+                continue
+            dev = devs[0]
+            if dev.multi_allocatable and cluster.features.consumable_capacity:
+                problem_of = {ci: classes[ci].rep_problem[node.name] for (ci, _, _, _), _ in terms}
+                already = cluster.allocated.capacity.get(dev.id, {})
+                for cap_name, cap in dev.device.capacity.items():
+                    limit = problem_of[terms[0][0][0]].counter_value(cap.value) - already.get(cap_name, 0)
+                    amounts = []
+                    for (ci, si, _, _), v in terms:
+                        problem = problem_of[ci]
+                        specs = [s for cl in problem.claims for g in cl.requests for s in g.alternatives]
+                        used = problem.consumption(specs[si], dev)
+                        amounts.append(used[cap_name].value)
+                    ints, _ = scale_to_int(amounts + [limit])
+                    m.add(sum(a * v for a, (_, v) in zip(ints, terms)) <= ints[-1])
+                lit = m.new_bool_var(f"used[{dev.id}]")
+                m.add(sum(v for _, v in terms) >= 1).only_enforce_if(lit)
+                m.add(sum(v for _, v in terms) == 0).only_enforce_if(lit.negated())
+                used_lit[dev.id] = lit
+            else:
+                if len(devs) == 1:
+                    usage_terms[dev.id].extend(v for _, v in terms)
+                else:
+                    m.add(sum(v for _, v in terms) <= len(devs))
+    for did, vs in usage_terms.items():
+        m.add(sum(vs) <= 1)
+        if len(vs) == 1:
+            used_lit[did] = vs[0]
+        else:
+            lit = m.new_bool_var(f"used[{did}]")
+            m.add(sum(vs) == lit)
+            used_lit[did] = lit
+    touched_sets = []
+    if cluster.features.partitionable_devices:
+        seen_pools = {}
+        for node in cluster.nodes:
+            for devs in groups_by_node.get(node.name, []):
+                for dev in devs:
+                    if dev.device.consumes_counters and dev.id in used_lit:
+                        seen_pools.setdefault(id(dev.pool), (dev.pool, {}))[1][dev.id] = dev
+        for pool, devs in seen_pools.values():
+            avail = available_counters(pool, cluster.allocated)
+            per_counter: dict[tuple[str, str], list] = defaultdict(list)
+            per_set: dict[str, list] = defaultdict(list)
+            for did, dev in devs.items():
+                if dev.multi_allocatable and did in cluster.allocated.capacity:
+                    continue
+                for cc in dev.device.consumes_counters:
+                    per_set[cc.counter_set].append(used_lit[did])
+                    for name, val in cc.counters.items():
+                        per_counter[(cc.counter_set, name)].append((Fraction(_qv(val.value)), used_lit[did]))
+            for (set_name, name), items in per_counter.items():
+                cap = avail.get(set_name, {}).get(name)
+                if cap is None:
+                    continue
+                ints, _ = scale_to_int([a for a, _ in items] + [cap])
+                m.add(sum(a * lit for a, (_, lit) in zip(ints, items)) <= ints[-1])
+            for set_name, lits in per_set.items():
+                t = m.new_bool_var(f"touched[{pool.id},{set_name}]")
+                m.add_max_equality(t, lits)
+                touched_sets.append(t)
+
+    # Node resources.
+    touched_nodes = []
+    for node in cluster.nodes:
+        ks = [(ci, v) for (ci, name), v in k.items() if name == node.name]
+        if not ks:
+            continue
+        for r in {r for ci, _ in ks for r in classes[ci].resources}:
+            if r not in node.allocatable:
+                continue
+            free = node.allocatable[r] - node.used.get(r, 0)
+            amounts = [classes[ci].resources.get(r, Fraction(0)) for ci, _ in ks]
+            if sum(amounts) == 0:
+                continue
+            ints, _ = scale_to_int(amounts + [free])
+            m.add(sum(a * v for a, (_, v) in zip(ints, ks)) <= ints[-1])
+        t = m.new_bool_var(f"node_used[{node.name}]")
+        for _, v in ks:
+            m.add(v == 0).only_enforce_if(t.negated())
+        touched_nodes.append(t)
+
+    # Gangs: all or nothing (at least minCount pods, or none).
+    by_group = defaultdict(list)
+    for ci, c in enumerate(classes):
+        if c.group is not None and workload.groups[c.group].policy == "gang":
+            by_group[c.group].append(c.total)
+    for g, totals in by_group.items():
+        gang = workload.groups[g]
+        on = m.new_bool_var(f"gang[{g}]")
+        size = sum(len(classes[ci].pods) for ci, c in enumerate(classes) if c.group == g)
+        m.add(sum(totals) >= gang.min_count * on)
+        m.add(sum(totals) <= size * on)
+
+    objective = sum(weight(c.priority) * c.total for c in classes)
+    ff_value = sum(weight(ff_by_pod[p.key].priority) for c in classes for p in c.pods if ff_by_pod[p.key].placed)
+    m.add(objective >= ff_value)
+    _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster)
+    m.maximize(objective)
+    build_s = time.perf_counter() - t0
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 2
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = max(0.1, time_limit * 0.8 - build_s)
+    status = solver.solve(m)
+    stats: dict[str, Any] = {"build_s": round(build_s, 3), "classes": len(classes), "fixed_pods": len(fixed),
+                             "variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
+                             "status": solver.status_name(status)}
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        stats["fallback"] = "no solution within the time limit: first-fit placement kept"
+        first_fit.policy = "optimal"
+        first_fit.stats.update(stats)
+        return first_fit
+    best, bound = solver.objective_value, solver.best_objective_bound
+    stats.update({"objective": int(best), "bound": int(bound), "first_fit_objective": ff_value,
+                  "gap": round((bound - best) / bound, 4) if bound else 0.0})
+    values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
+    # Phase 2: hold the weighted count, touch as few nodes and counter sets as possible.
+    remaining = time_limit - (time.perf_counter() - t0)
+    if status == cp_model.OPTIMAL and remaining > 1 and (touched_nodes or touched_sets):
+        m.add(objective >= int(best))
+        m.clear_hints()
+        for key, v in list(k.items()) + list(z.items()):
+            m.add_hint(v, values[key])
+        m.minimize(sum(touched_nodes) + sum(touched_sets))
+        solver.parameters.max_time_in_seconds = remaining * 0.8
+        s2 = solver.solve(m)
+        if s2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
+            stats["packing_status"] = solver.status_name(s2)
+            stats["touched"] = int(solver.objective_value)
+    result = _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id)
+    stats["solve_s"] = round(time.perf_counter() - t0, 3)
+    result.stats.update(stats)
+    return result
+
+
+def _qv(value: str) -> Fraction:
+    from ..quantity import Quantity
+    return Quantity.parse(value).value
+
+
+def _candidate(problem, spec, dev: DeviceEntry) -> bool:
+    f = problem.features
+    if dev.id in problem.inventory.allocated.devices:
+        return False
+    if not problem.selectable(spec, dev):
+        return False
+    if f.consumable_capacity and not problem.capacity_ok(spec, dev, None):
+        return False
+    if not f.partitionable_devices and dev.device.consumes_counters:
+        return False
+    if f.device_taints and taint_blocks(dev.taints, spec.tolerations):
+        return False
+    if f.compatibility_groups and any(c.compatibility_groups for c in dev.device.consumes_counters):
+        return False   # not modelled in the aggregated model: left to first-fit
+    return True
+
+
+def _fresh(cluster: Cluster) -> Cluster:
+    import copy
+    fresh = Cluster.__new__(Cluster)
+    fresh.__dict__.update(cluster.__dict__)
+    fresh.allocated = copy.deepcopy(cluster.allocated)
+    fresh.nodes = [copy.copy(n) for n in cluster.nodes]
+    for n in fresh.nodes:
+        n.used = dict(n.used)
+    fresh.by_name = {n.name: n for n in fresh.nodes}
+    fresh._inventories = {}
+    return fresh
+
+
+def _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster) -> None:
+    """Warm start: first-fit's placement as a solution hint."""
+    count = defaultdict(int)
+    zcount = defaultdict(int)
+    for ci, c in enumerate(classes):
+        for pod in c.pods:
+            pl = ff_by_pod[pod.key]
+            if not pl.placed:
+                continue
+            count[(ci, pl.node)] += 1
+            results = [r for use in pod.claims for r in pl.new_claims[use.key].devices.results] \
+                if all(use.key in pl.new_claims for use in pod.claims) else []
+            # Map each result back to its slot and device group.
+            pos = 0
+            for si, (_, _, n) in enumerate(c.slots):
+                for r in results[pos:pos + n]:
+                    for gi in cand.get((ci, si, pl.node), []):
+                        devs = groups_by_node[pl.node][gi]
+                        if any(d.id == (r.driver, r.pool, r.device) for d in devs):
+                            zcount[(ci, si, pl.node, gi)] += 1
+                            break
+                pos += n
+    for key, v in k.items():
+        m.add_hint(v, count.get(key, 0))
+    for key, v in z.items():
+        m.add_hint(v, zcount.get(key, 0))
+
+
+def _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id):
+    ff_by_pod = {p.pod: p for p in first_fit.pods}
+    placements: dict[str, PodPlacement] = {}
+    for key in fixed_set:
+        pl = ff_by_pod[key]
+        placements[key] = PodPlacement(key, pl.node, pl.priority, pl.group, dict(pl.new_claims), pl.reasons,
+                                       pl.prioritized_score)
+    taken: dict[tuple, int] = defaultdict(int)   # device id -> shares taken in decode
+    for ci, c in enumerate(classes):
+        queue = list(c.pods)
+        for node in c.nodes:
+            n_here = values.get((ci, node.name), 0)
+            if not n_here:
+                continue
+            remaining = {si: {gi: values.get((ci, si, node.name, gi), 0) for gi in cand.get((ci, si, node.name), [])}
+                         for si in range(len(c.slots))}
+            for _ in range(n_here):
+                pod = queue.pop(0)
+                problem = prepare([book.claims[u.key] for u in pod.claims], cluster.inventory(node), cluster.classes,
+                                  cluster.features, cluster.cel_env, cluster.expr_cache)
+                specs = [s for cl in problem.claims for g in cl.requests for s in g.alternatives]
+                chosen = [[] for _ in problem.claims]
+                for si, (claim_i, _, count) in enumerate(c.slots):
+                    for _ in range(count):
+                        gi = next(g for g, left in remaining[si].items() if left > 0)
+                        remaining[si][gi] -= 1
+                        devs = groups_by_node[node.name][gi]
+                        dev = _free_device(devs, taken, cluster)
+                        inv_dev = problem.inventory.by_id[dev.id]
+                        consumed = problem.consumption(specs[si], inv_dev) \
+                            if inv_dev.multi_allocatable and cluster.features.consumable_capacity else None
+                        chosen[claim_i].append(Chosen(specs[si], inv_dev, consumed))
+                results = decode(problem, chosen, {}, share_id)
+                pl = PodPlacement(pod.key, node.name, pod.priority, pod.group)
+                for claim, result in zip(problem.claims, results):
+                    pl.new_claims[claim.key] = result
+                    book.commit(claim.key, result, node.name)
+                node.take(pod.resources)
+                placements[pod.key] = pl
+        for pod in queue:
+            ffp = ff_by_pod[pod.key]
+            reasons = ffp.reasons if ffp.reasons else {"not placed by the optimal model (capacity used elsewhere)": 1}
+            placements[pod.key] = PodPlacement(pod.key, None, pod.priority, pod.group, reasons=type(ffp.reasons)(reasons))
+    pods = [placements[p.key] for p in workload.pending]
+    claims = {}
+    for pl in pods:
+        for ck, res in pl.new_claims.items():
+            claims[ck] = (res, pl.node)
+    return PlacementResult("optimal", pods, claims, {})
+
+
+def _free_device(devs: list[DeviceEntry], taken: dict, cluster: Cluster) -> DeviceEntry:
+    for d in devs:
+        if d.multi_allocatable and cluster.features.consumable_capacity:
+            taken[d.id] += 1
+            return d
+        if taken[d.id] == 0 and d.id not in cluster.allocated.devices:
+            taken[d.id] = 1
+            return d
+    raise AllocationError(f"internal: no free device left in a group of {len(devs)} on decode")
