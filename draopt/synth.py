@@ -147,3 +147,76 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
                        "metadata": {"name": f"claim-{ci}", "namespace": "default", "uid": f"uid-{ci}"},
                        "spec": {"devices": spec}})
     return {"node": node, "objects": objects, "claims": claims}
+
+
+def random_placement_instance(rng: random.Random) -> list[dict[str, Any]]:
+    """A small cluster with pending pods and PodGroups: nodes with GPUs (some partitioned
+    through counter sets), claim templates of several sizes, priorities, gangs."""
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"},
+         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+    for n in range(rng.randint(1, 4)):
+        node = f"node-{n}"
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {"zone": rng.choice("ab")}},
+                     "status": {"allocatable": {"cpu": str(rng.choice([4, 8, 16])), "memory": "64Gi", "pods": "20"}}})
+        partitioned = rng.random() < 0.4
+        devices = []
+        count = 2 if partitioned else 1
+        if partitioned:
+            docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-counters"},
+                         "spec": {"driver": "gpu.example.com", "nodeName": node,
+                                  "pool": {"name": node, "generation": 1, "resourceSliceCount": 2},
+                                  "sharedCounters": [{"name": "gpu-0", "counters": {"mem": {"value": "8"}}}]}})
+            for name, size in rng.sample([("7g", 7), ("4g", 4), ("2g", 2), ("1g-a", 1), ("1g-b", 1), ("3g", 3)], 4):
+                devices.append({"name": f"mig-{name}", "attributes": {"size": {"int": size}, "model": {"string": "a"}},
+                                "consumesCounters": [{"counterSet": "gpu-0", "counters": {"mem": {"value": str(size)}}}]})
+        else:
+            for g in range(rng.randint(1, 4)):
+                devices.append({"name": f"gpu-{g}", "attributes": {"size": {"int": 8}, "model": {"string": rng.choice("ab")}}})
+        docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
+                     "spec": {"driver": "gpu.example.com", "nodeName": node,
+                              "pool": {"name": node, "generation": 1, "resourceSliceCount": count}, "devices": devices}})
+    templates = []
+    for t in range(3):
+        exactly: dict[str, Any] = {"deviceClassName": "gpu", "count": rng.choice([1, 1, 2])}
+        if rng.random() < 0.4:
+            exactly["selectors"] = [{"cel": {"expression": f'device.attributes["gpu.example.com"].size >= {rng.choice([1, 2, 4])}'}}]
+        spec: dict[str, Any] = {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
+        if rng.random() < 0.15:   # some pods the optimal model leaves to first-fit
+            spec = {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+                {"name": "a", "deviceClassName": "gpu",
+                 "selectors": [{"cel": {"expression": 'device.attributes["gpu.example.com"].model == "a"'}}]},
+                {"name": "any", "deviceClassName": "gpu"}]}]}}
+        templates.append(f"tpl-{t}")
+        docs.append({"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": f"tpl-{t}", "namespace": "ml"},
+                     "spec": {"spec": spec}})
+    groups = []
+    for g in range(rng.randint(0, 2)):
+        groups.append((f"gang-{g}", rng.randint(2, 3)))
+        docs.append({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": f"gang-{g}", "namespace": "ml"},
+                     "spec": {"schedulingPolicy": {"gang": {"minCount": groups[-1][1]}}}})
+    n_pods = rng.randint(2, 9)
+    members = {name: 0 for name, _ in groups}
+    for p in range(n_pods):
+        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
+                               "metadata": {"name": f"pod-{p}", "namespace": "ml", "uid": f"uid-pod-{p}",
+                                            "creationTimestamp": f"2026-11-30T10:00:{p:02d}Z"},
+                               "spec": {"priority": rng.choice([0, 0, 10, 100]),
+                                        "containers": [{"name": "c", "resources": {"requests": {"cpu": str(rng.choice([1, 2, 4]))}}}]}}
+        if rng.random() < 0.85:
+            pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": rng.choice(templates)}]
+        if groups and rng.random() < 0.5:
+            name = rng.choice(groups)[0]
+            pod["spec"]["schedulingGroup"] = {"podGroupName": name}
+            members[name] += 1
+        if rng.random() < 0.15:
+            pod["spec"]["nodeSelector"] = {"zone": rng.choice("ab")}
+        docs.append(pod)
+    # A gang whose minCount exceeds its members could never be placed: keep it meaningful.
+    for d in docs:
+        if d["kind"] == "PodGroup":
+            name = d["metadata"]["name"]
+            d["spec"]["schedulingPolicy"]["gang"]["minCount"] = max(1, min(d["spec"]["schedulingPolicy"]["gang"]["minCount"],
+                                                                       members[name] or 1))
+    return docs

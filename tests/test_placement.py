@@ -1,0 +1,60 @@
+"""Batch placement: the gang-stranding case, and on random clusters optimal places at least
+as many priority-weighted pods as first-fit while every placement passes the checker."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from draopt.features import Features
+from draopt.loader import ObjectSet, load_files, parse_object
+from draopt.placement import place
+from draopt.placement.check import check_placement
+from draopt.synth import random_placement_instance
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def objects(docs) -> ObjectSet:
+    objs = ObjectSet()
+    for i, d in enumerate(docs):
+        objs.add(parse_object(d, f"doc {i}"))
+    return objs
+
+
+def test_gang_stranded_by_first_fit_placed_whole_by_optimal():
+    objs = load_files([str(ROOT / "examples" / "gang-stranding.yaml")])
+    ff = place(objs, policy="first-fit")
+    opt = place(objs, policy="optimal", time_limit=10)
+    assert [p.placed for p in ff.result.pods] == [False, False]   # trainer-0 took the 7g slice; the gang fails
+    assert [p.node for p in opt.result.pods] == ["node-1", "node-1"]
+    devices = {k: a.devices.results[0].device for k, (a, _) in opt.result.claims.items()}
+    assert devices["ml/trainer-1-gpu"] == "gpu-0-7g"
+    assert devices["ml/trainer-0-gpu"].startswith("gpu-0-1g")
+    assert check_placement(ff) == [] and check_placement(opt) == []
+    assert opt.result.stats["status"] == "OPTIMAL" and opt.result.stats["gap"] == 0
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=2**32 - 1))
+def test_optimal_never_worse_than_first_fit(seed):
+    docs = random_placement_instance(random.Random(seed))
+    objs = objects(docs)
+    features = Features.all_enabled()
+    ff = place(objs, policy="first-fit", features=features)
+    opt = place(objs, policy="optimal", features=features, time_limit=10)
+    assert check_placement(ff) == [], seed
+    assert check_placement(opt) == [], seed
+    assert opt.result.weighted_placed() >= ff.result.weighted_placed(), seed
+
+
+def test_random_instances_are_not_trivial():
+    gains = 0
+    for seed in range(40):
+        objs = objects(random_placement_instance(random.Random(seed)))
+        ff = place(objs, policy="first-fit")
+        opt = place(objs, policy="optimal", time_limit=10)
+        gains += opt.result.weighted_placed() > ff.result.weighted_placed()
+    assert gains >= 1   # some instances where the joint model does better
