@@ -53,6 +53,16 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
     pl.set_defaults(func=cmd_place)
+    ex = sub.add_parser("explain", help="why claims cannot be allocated or pods not placed: device rejections "
+                                        "per node and the smallest set of requirements that cannot hold together")
+    ex.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    ex.add_argument("--claim", action="append", metavar="NAMESPACE/NAME", help="claims to explain (allocated together)")
+    ex.add_argument("--pod", action="append", metavar="NAMESPACE/NAME",
+                    help="pods to explain after a first-fit placement (default: every pod it could not place)")
+    ex.add_argument("--node", help="only this node")
+    ex.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
+    ex.set_defaults(func=cmd_explain)
     validate.register(sub)
     taint_impact.register(sub)
     return p
@@ -97,6 +107,49 @@ def cmd_place(args) -> int:
         for r in results:
             print(json.dumps(r.summary(), sort_keys=True, default=str), file=sys.stderr)
     return 0 if all(p.placed for p in outcome.result.pods) else 1
+
+
+def cmd_explain(args) -> int:
+    from . import explain
+    api.warm_up()
+    objects = load_files(args.filename)
+    features = Features.from_gates(parse_gates(args.feature_gates))
+    sections: list[tuple[str, list]] = []
+    if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
+        from .placement import place
+        from .placement.firstfit import ClaimBook
+        outcome = place(objects, policy="first-fit", features=features)
+        book = ClaimBook(outcome.cluster, outcome.workload.claims)
+        book.allocations.update(outcome.result.claims)
+        wanted = args.pod or [p.pod for p in outcome.result.pods if not p.placed]
+        known = {p.key for p in outcome.workload.pending + outcome.workload.running}
+        for ref in wanted:
+            key = ref if "/" in ref else f"default/{ref}"
+            if key not in known:
+                raise DraoptError(f"--pod {ref}: no Pod {key} in the input")
+            exps = explain.explain_pod(outcome.cluster, book, outcome.workload.pod(key))
+            if args.node:
+                exps = [e for e in exps if e.node == args.node]
+            pl = next(p for p in outcome.result.pods if p.pod == key) if key in {
+                p.pod for p in outcome.result.pods} else None
+            if pl is not None and not pl.placed:
+                sections.append((f"pod {key}: first-fit could not place it: "
+                                 f"{pl.reason_text(len(outcome.cluster.nodes))}", []))
+                if pl.explanation:
+                    sections.append((f"pod {key}: when it failed", []))
+                    sections[-1] = (sections[-1][0] + "\n" + pl.explanation, [])
+            sections.append((f"pod {key}: in the state after first-fit", exps))
+    else:
+        sections.append(("claims " + ", ".join(args.claim or ["(all pending)"]),
+                         explain.explain_claims(objects, args.claim, features, args.node)))
+    if args.output == "json":
+        print(json.dumps([{"subject": title, "nodes": [e.to_json() for e in exps]} for title, exps in sections],
+                         indent=2))
+    else:
+        for title, exps in sections:
+            print(f"== {title}")
+            print(explain.render(exps))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,6 +56,11 @@ def encode(m: ModelData) -> None:
                     xs.append(v)
                 claim_xs.extend(xs)
                 if spec.mode == "All":
+                    need = f"claim {claim.key} request {spec.full_name}: all {len(spec.all_devices)} matching devices"
+                    if (len(devs) < len(spec.all_devices) or not devs) and m.explain:
+                        # Keep the unmeetable requirement, guarded, so that explain can name it.
+                        m.add(cp.add(sum(xs) == max(1, len(spec.all_devices)) * (1 if sel is None else sel)), need)
+                        continue
                     if len(devs) < len(spec.all_devices) or not devs:
                         # A matching device cannot be used, or none matches: this alternative fails.
                         if sel is not None:
@@ -68,9 +73,10 @@ def encode(m: ModelData) -> None:
                             m.add(cp.add(v == 0))
                         continue
                     for v in xs:
-                        m.add(cp.add(v == (1 if sel is None else sel)))
+                        m.add(cp.add(v == (1 if sel is None else sel)), need)
                 else:
-                    if len(devs) < spec.count:
+                    need = f"claim {claim.key} request {spec.full_name}: {spec.count} device(s)"
+                    if len(devs) < spec.count and not m.explain:
                         if sel is None:
                             m.infeasible_reasons.append(
                                 f"claim {claim.key}, request {spec.full_name}: {len(devs)} candidate devices, "
@@ -80,8 +86,8 @@ def encode(m: ModelData) -> None:
                         for v in xs:
                             m.add(cp.add(v == 0))
                         continue
-                    m.add(cp.add(sum(xs) == (spec.count if sel is None else spec.count * sel)))
+                    m.add(cp.add(sum(xs) == (spec.count if sel is None else spec.count * sel)), need)
             if selectors:
                 m.add(cp.add_exactly_one(selectors))
         if claim_xs:
-            m.add(cp.add(sum(claim_xs) <= MAX_RESULTS))
+            m.add(cp.add(sum(claim_xs) <= MAX_RESULTS), f"claim {claim.key}: at most {MAX_RESULTS} results")

@@ -13,7 +13,7 @@ from ..constraints import constraint_applies, normalise
 from .base import ModelData
 
 
-def _values(m: ModelData, claim, constraint_name: str, names: list[str]):
+def _values(m: ModelData, claim, constraint_name: str, names: list[str], requirement: str):
     """[(literal, value or None)] for the claim's pairs the constraint covers; pairs without
     the attribute are forced to 0."""
     p = m.problem
@@ -26,7 +26,7 @@ def _values(m: ModelData, claim, constraint_name: str, names: list[str]):
                 lit = m.x[(spec.key, dev.index)]
                 raw = p.attribute_for_constraint(spec, dev, constraint_name)
                 if raw is None:
-                    m.add(m.cp.add(lit == 0))
+                    m.add(m.cp.add(lit == 0), requirement)
                     continue
                 out.append((lit, normalise(raw, p.features.list_type_attributes)))
     return out
@@ -37,7 +37,10 @@ def encode(m: ModelData) -> None:
     for claim in m.problem.claims:
         for ci, c in enumerate(claim.constraints):
             name = c.match_attribute if c.match_attribute is not None else c.distinct_attribute
-            items = _values(m, claim, name, list(c.requests))
+            kind = "matchAttribute" if c.match_attribute is not None else "distinctAttribute"
+            need = f"claim {claim.key} constraints[{ci}]: {kind} {name}" + \
+                (f" over {', '.join(c.requests)}" if c.requests else "")
+            items = _values(m, claim, name, list(c.requests), need)
             if not items:
                 continue
             lits = [lit for lit, _ in items]
@@ -45,17 +48,17 @@ def encode(m: ModelData) -> None:
                 if v is None:   # unknown type: only alone
                     others = [o for o in lits if o is not lit]
                     if others:
-                        m.add(cp.add(sum(others) == 0).only_enforce_if(lit))
+                        m.add(cp.add(sum(others) == 0).only_enforce_if(lit), need)
             typed = [(lit, v) for lit, v in items if v is not None]
             elements = sorted({(v[0], e) for _, v in typed for e in v[1]}, key=repr)
             if c.match_attribute is not None:
                 chosen = {e: cp.new_bool_var(f"match[{claim.index},{ci},{e!r}]") for e in elements}
                 if chosen:
-                    m.add(cp.add_at_most_one(list(chosen.values())))
+                    m.at_most_one(list(chosen.values()), need)
                 for lit, v in typed:
-                    m.add(cp.add_bool_or([chosen[(v[0], e)] for e in v[1]]).only_enforce_if(lit))
+                    m.add(cp.add_bool_or([chosen[(v[0], e)] for e in v[1]]).only_enforce_if(lit), need)
             else:
                 for e in elements:
                     holders = [lit for lit, v in typed if v[0] == e[0] and e[1] in v[1]]
                     if len(holders) > 1:
-                        m.add(cp.add_at_most_one(holders))
+                        m.at_most_one(holders, need)

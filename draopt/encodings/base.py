@@ -28,6 +28,8 @@ class ModelData:
     used: dict[int, Any] = field(default_factory=dict)   # device idx -> "chosen by any request"
     infeasible_reasons: list[str] = field(default_factory=list)
     n_constraints: int = 0
+    explain: bool = False                          # guard requirements with assumption literals
+    guards: dict[str, Any] = field(default_factory=dict)   # requirement text -> literal
 
     def pairs(self):
         for spec in self.specs:
@@ -44,9 +46,23 @@ class ModelData:
             self.used[dev.index] = var
         return var
 
-    def add(self, ct):
+    def add(self, ct, requirement: str | None = None):
+        """Count a constraint; in explain mode, a named requirement is enforced only under its
+        guard literal so that an infeasible model yields the requirements that clash."""
         self.n_constraints += 1
+        if self.explain and requirement is not None:
+            guard = self.guards.get(requirement)
+            if guard is None:
+                guard = self.guards[requirement] = self.cp.new_bool_var(f"guard[{requirement}]")
+            ct.only_enforce_if(guard)
         return ct
+
+    def at_most_one(self, lits, requirement: str | None = None):
+        """AtMostOne, as a linear constraint when it may need a guard (CP-SAT's AtMostOne
+        takes no enforcement literal)."""
+        if self.explain and requirement is not None:
+            return self.add(self.cp.add(sum(lits) <= 1), requirement)
+        return self.add(self.cp.add_at_most_one(lits))
 
 
 def scale_to_int(values: list[Fraction]) -> tuple[list[int], Fraction]:

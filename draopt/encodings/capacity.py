@@ -32,4 +32,5 @@ def encode(m: ModelData) -> None:
             if sum(amounts) <= limit:
                 continue
             ints, _ = scale_to_int(amounts + [limit])
-            m.add(cp.add(sum(k * m.x[(s.key, dev.index)] for k, s in zip(ints, specs)) <= ints[-1]))
+            m.add(cp.add(sum(k * m.x[(s.key, dev.index)] for k, s in zip(ints, specs)) <= ints[-1]),
+                  f"device {'/'.join(dev.id)}: capacity {name} {cap.value}")

@@ -41,6 +41,7 @@ def encode(m: ModelData) -> None:
                 continue   # one group common to all: nothing can clash
             groups = sorted(set().union(*[g for _, g in chosen]))
             witness = {g: cp.new_bool_var(f"compat[{pool.id},{set_name},{g}]") for g in groups}
-            m.add(cp.add_at_most_one(list(witness.values())))
+            need = f"pool {pool.id}: compatibility groups on counter set {set_name}"
+            m.at_most_one(list(witness.values()), need)
             for dev, g_set in chosen:
-                m.add(cp.add_bool_or([witness[g] for g in sorted(g_set)]).only_enforce_if(m.device_used(dev)))
+                m.add(cp.add_bool_or([witness[g] for g in sorted(g_set)]).only_enforce_if(m.device_used(dev)), need)

@@ -55,4 +55,10 @@ def encode(m: ModelData) -> None:
                 continue   # cannot be exceeded
             ints, unit = scale_to_int([a for a, _ in items] + [cap])
             bound = ints[-1]
-            m.add(cp.add(sum(k * lit for k, (_, lit) in zip(ints, items)) <= bound))
+            m.add(cp.add(sum(k * lit for k, (_, lit) in zip(ints, items)) <= bound),
+                  f"pool {pool.id}: counter {set_name}/{counter} ({_fmt(cap)} left)")
+
+
+def _fmt(value) -> str:
+    from ..quantity import Quantity
+    return str(Quantity.from_fraction(value, "BinarySI"))

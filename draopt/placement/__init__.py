@@ -65,9 +65,11 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
         if pl.placed:
             d.setdefault("spec", {})["nodeName"] = pl.node
         else:
+            message = pl.reason_text(n_nodes or sum(pl.reasons.values()))
+            if pl.explanation:
+                message += "\n" + pl.explanation
             d.setdefault("status", {})["conditions"] = [{
-                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                "message": pl.reason_text(n_nodes or sum(pl.reasons.values()))}]
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]
         out.append(d)
         if pl.placed:
             for use in pod.claims:
@@ -106,4 +108,6 @@ def pod_table(result: PlacementResult, n_nodes: int) -> str:
         where = pl.node or "-"
         why = "" if pl.placed else pl.reason_text(n_nodes)
         lines.append(f"{pl.pod:40s} {where:20s} {why}")
+        if not pl.placed and pl.explanation:
+            lines.extend("    " + line for line in pl.explanation.splitlines())
     return "\n".join(lines)

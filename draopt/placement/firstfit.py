@@ -125,7 +125,10 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     return answer
 
 
-def simulate(cluster: Cluster, workload, *, share_id=None) -> PlacementResult:
+EXPLAIN_NODES = 5
+
+
+def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: bool = True) -> PlacementResult:
     """Place workload.pending in queue order; returns what Kubernetes would do."""
     from ..decode import decode, deterministic_share_id
     share_id = share_id or deterministic_share_id
@@ -153,6 +156,11 @@ def simulate(cluster: Cluster, workload, *, share_id=None) -> PlacementResult:
             if score >= max_score:
                 break
         if best is None:
+            if explain_failures and any(r.startswith(("cannot allocate", "resource claim error")) for r in pl.reasons):
+                # Explain the device side now, in the state that made it fail.
+                from ..explain import explain_pod, render
+                exps = [e for e in explain_pod(cluster, book, pod, EXPLAIN_NODES) if not e.reason]
+                pl.explanation = render(exps)
             return pl
         node, score, problem, chosen, selected = best
         pl.node, pl.prioritized_score = node.name, score
@@ -173,12 +181,15 @@ def simulate(cluster: Cluster, workload, *, share_id=None) -> PlacementResult:
     def unplace(pl: PodPlacement) -> None:
         pod = demand_of[pl.pod]
         node = cluster.by_name[pl.node]
+        pl_node = pl.node
         for key in pl.new_claims:
             book.release(key)
         node.take(pod.resources, -1)
         cluster.bump_all()
         pl.node, pl.new_claims = None, {}
         pl.reasons = Counter({"pod group could not be placed whole (minCount not reached)": len(cluster.nodes)})
+        pl.explanation = (f"placed on {pl_node} first, then released: its PodGroup {pod.group} did not reach minCount "
+                          f"{workload.groups[pod.group].min_count}")
 
     for pod in workload.pending:
         by_pod[pod.key] = place(pod)

@@ -17,6 +17,7 @@ class PodPlacement:
     new_claims: dict[str, AllocationResult] = field(default_factory=dict)   # claims this pod allocated
     reasons: Counter = field(default_factory=Counter)                       # why nodes were rejected
     prioritized_score: int = 0
+    explanation: str = ""                                                   # device-level, when it failed
 
     @property
     def placed(self) -> bool:

@@ -11,8 +11,8 @@ from ..reference import Chosen
 ENCODINGS = (assignment, usage, counters, compatibility, capacity, attributes)
 
 
-def apply(problem: Problem, *, kubernetes_quirks: bool = True) -> ModelData:
-    m = ModelData(problem=problem, cp=cp_model.CpModel(), kubernetes_quirks=kubernetes_quirks)
+def apply(problem: Problem, *, kubernetes_quirks: bool = True, explain: bool = False) -> ModelData:
+    m = ModelData(problem=problem, cp=cp_model.CpModel(), kubernetes_quirks=kubernetes_quirks, explain=explain)
     for enc in ENCODINGS:
         enc.encode(m)
     return m
