@@ -1,0 +1,60 @@
+"""Explanations: device rejection reasons and the minimal set of requirements in conflict."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from draopt.explain import explain_claims
+from draopt.features import Features
+from draopt.loader import load_text
+
+import test_features as tf
+
+ROOT = Path(__file__).resolve().parents[1]
+ALL = Features.all_enabled()
+
+
+def test_counter_conflict_names_both_requests_and_the_counter():
+    objs = load_text(tf.CLASS + tf.COUNTERS + tf.NODE + tf.claim("a", tf.ONE) + tf.claim("b", tf.ONE))
+    (ex,) = explain_claims(objs, None, ALL)
+    assert not ex.fits
+    assert ex.conflict == ["claim default/a request req-0: 1 device(s)", "claim default/b request req-0: 1 device(s)",
+                           "pool dra.example.com/pool: counter gpu-1-counters/memory (8Gi left)"]
+
+
+def test_match_attribute_conflict_is_minimal():
+    # gpu-0 is on numa 0, the only NIC on numa 1: the constraint and both requests clash,
+    # the unrelated third request is not part of the explanation.
+    text = tf.NUMA.replace("numa: {int: 1}}}", "numa: {int: 0}}}") + tf.NODE + tf.claim(
+        "a", tf.DERIVED + "    - name: extra\n      exactly: {deviceClassName: gpu.example.com, count: 1}\n",
+        tf.DERIVED_CONSTRAINT)
+    (ex,) = explain_claims(load_text(text), None, ALL)
+    assert not ex.fits
+    assert ex.conflict == ["claim default/a constraints[0]: matchAttribute derived/numa over gpu, nic",
+                           "claim default/a request gpu: 1 device(s)", "claim default/a request nic: 1 device(s)"]
+
+
+def test_rejection_reasons_per_request():
+    objs = load_text(tf.CLASS + tf.TAINTED + tf.NODE + tf.claim("a", tf.ONE.replace("resource.example.com}",
+                                                                                    "resource.example.com, count: 3}")))
+    (ex,) = explain_claims(objs, None, ALL)
+    reasons = ex.rejections["default/a req-0"]
+    assert reasons["usable"] == 2
+    assert reasons["taint example.com/unhealthy=true:NoSchedule not tolerated"] == 1
+    assert ex.conflict == ["claim default/a request req-0: 3 device(s)"]
+
+
+def test_fitting_claims_have_no_conflict():
+    (ex,) = explain_claims(load_text(tf.CLASS + tf.TAINTED + tf.NODE + tf.claim("a", tf.ONE)), None, ALL)
+    assert ex.fits and ex.conflict == []
+
+
+def test_cli_explains_unplaced_gang_pods():
+    p = subprocess.run([sys.executable, "-m", "draopt", "explain", "-f", str(ROOT / "examples" / "gang-stranding.yaml"),
+                        "-o", "json"], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    subjects = [s["subject"] for s in json.loads(p.stdout)]
+    assert any("ml/trainer-1" in s and "cannot allocate all claims" in s for s in subjects)
+    assert any("when it failed" in s and "claim ml/trainer-1-gpu request gpu: 1 device(s)" in s for s in subjects)
