@@ -84,7 +84,7 @@ def _jobs_to_pods(jobs: list[dict[str, Any]], ns: str, rng: random.Random, docs:
 
 
 # ----------------------------------------------------------------------------- (a) GPU fleet
-def gpu_fleet(*, nodes: int = 500, gpus: int = 8, pods: int = 4000, gang_pod_share: float = 0.2,
+def gpu_fleet(*, nodes: int = 500, gpus: int = 8, pods: int = 4000, gang_pod_share: float = 0.15,
               seed: int = 7) -> dict[str, Any]:
     """`nodes` nodes (cpu 96, memory 768Gi, pods 110), each with a per-node pool of `gpus`
     whole GPUs (driver gpu.example.com, class `gpu`). About `pods` pending pods: single-GPU

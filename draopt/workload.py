@@ -100,10 +100,13 @@ class Workload:
     node_allocatable: dict[str, dict[str, Fraction]]
 
     def pod(self, key: str) -> PodDemand:
-        for p in self.pending + self.running:
-            if p.key == key:
-                return p
-        raise KeyError(key)
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = self.__dict__["_index"] = {p.key: p for p in self.pending + self.running}
+        try:
+            return index[key]
+        except KeyError:
+            raise KeyError(key) from None
 
 
 # ------------------------------------------------------------------ helpers

@@ -25,6 +25,9 @@ def _allocatable(node: Node) -> dict[str, Fraction]:
     return out
 
 
+_BASIC = frozenset(("cpu", "memory", "pods", "ephemeral-storage"))
+
+
 @dataclass
 class NodeState:
     node: Node
@@ -40,15 +43,17 @@ class NodeState:
     def fits(self, demand: dict[str, Fraction]) -> str | None:
         """None if the demand fits next to what is used, else the first resource that does not.
         A resource the node does not publish is unlimited, except extended resources."""
+        used, allocatable = self.used, self.allocatable
         for r, v in demand.items():
-            if v <= 0:
+            if not v:
                 continue
-            cap = self.allocatable.get(r)
+            cap = allocatable.get(r)
             if cap is None:
-                if r in ("cpu", "memory", "pods", "ephemeral-storage") or r.startswith("hugepages-"):
+                if r in _BASIC or r.startswith("hugepages-"):
                     continue   # nodes without status.allocatable are not limited (simulation input)
                 return r
-            if self.used.get(r, 0) + v > cap:
+            u = used.get(r)
+            if (v if u is None else u + v) > cap:
                 return r
         return None
 

@@ -135,18 +135,40 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
     t0 = time.perf_counter()
     book = ClaimBook(cluster, workload.claims)
     cache: dict = {}
+    explained: dict[tuple, str] = {}
     by_pod: dict[str, PodPlacement] = {}
     demand_of = {p.key: p for p in workload.pending}
+
+    def kind(pod):
+        """Pods of one kind fail on the same nodes; None when the pod uses an allocated claim."""
+        if any(book.allocation(u.key) is not None for u in pod.claims):
+            return None
+        return (tuple(book.signature(u.key) for u in pod.claims), tuple(sorted(pod.resources.items())),
+                tuple(sorted(pod.node_selector.items())))
+
+    # While nodes only fill up, a node that rejected a kind of pod rejects it again: each kind
+    # remembers the first node still worth trying (reset whenever something is released).
+    first_open: dict = {}
+    skipped_reasons: dict = {}
 
     def place(pod) -> PodPlacement:
         pl = PodPlacement(pod.key, None, pod.priority, pod.group)
         best = None
         max_score = None
-        for node in cluster.nodes:
+        sig = kind(pod)
+        start = first_open.get(sig, 0) if sig is not None else 0
+        if start:
+            pl.reasons.update(skipped_reasons[sig])
+        contiguous = True
+        for node in cluster.nodes[start:]:
             reason, fit = try_node(cluster, book, pod, node, cache, share_id)
             if reason is not None:
                 pl.reasons[reason] += 1
+                if contiguous and sig is not None:
+                    first_open[sig] = node.index + 1
+                    skipped_reasons.setdefault(sig, Counter())[reason] += 1
                 continue
+            contiguous = False
             problem, chosen, selected, score = fit
             if max_score is None:
                 max_score = MAX_SUBREQUEST_SCORE * sum(
@@ -157,10 +179,15 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
                 break
         if best is None:
             if explain_failures and any(r.startswith(("cannot allocate", "resource claim error")) for r in pl.reasons):
-                # Explain the device side now, in the state that made it fail.
-                from ..explain import explain_pod, render
-                exps = [e for e in explain_pod(cluster, book, pod, EXPLAIN_NODES) if not e.reason]
-                pl.explanation = render(exps)
+                # Explain the device side now, in the state that made it fail; once per kind of
+                # pod (same claims), which keeps large simulations fast.
+                sig = tuple(book.signature(u.key) for u in pod.claims)
+                if sig not in explained:
+                    from ..explain import explain_pod, render
+                    exps = [e for e in explain_pod(cluster, book, pod, EXPLAIN_NODES) if not e.reason]
+                    explained[sig] = (pod.key, render(exps))
+                first, text = explained[sig]
+                pl.explanation = text if first == pod.key else f"(as for {first}, the first pod like it that failed)\n{text}"
             return pl
         node, score, problem, chosen, selected = best
         pl.node, pl.prioritized_score = node.name, score
@@ -186,6 +213,8 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
             book.release(key)
         node.take(pod.resources, -1)
         cluster.bump_all()
+        first_open.clear()
+        skipped_reasons.clear()
         pl.node, pl.new_claims = None, {}
         pl.reasons = Counter({"pod group could not be placed whole (minCount not reached)": len(cluster.nodes)})
         pl.explanation = (f"placed on {pl_node} first, then released: its PodGroup {pod.group} did not reach minCount "
