@@ -349,7 +349,8 @@ def _make_request(problem: Problem, claim: ResourceClaim, ci: int, ri: int, si: 
     mode = fields.allocation_mode or "ExactCount"
     req = RequestSpec(ci, ri, si, name, sub, fields, cls, mode, 0, admin)
     if mode == "ExactCount":
-        count = 1 if fields.count is None else fields.count
+        # API defaulting: an unset (or zero) count in ExactCount mode means 1.
+        count = 1 if not fields.count else fields.count
         if count < 1:
             raise _request_error(claim, f"{where}.count", f"request {full}: count must be at least 1, got {count}")
         req.count = count

@@ -140,8 +140,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
                 c.nodes.append(node)
                 if fit[0] is not None:
                     c.rep_problem[node.name] = fit[0]
+        c.node_names = {n.name for n in c.nodes}
     for node in cluster.nodes:
-        users = [(ci, c) for ci, c in enumerate(classes) if node in c.nodes]
+        users = [(ci, c) for ci, c in enumerate(classes) if node.name in c.node_names]
         if not users:
             continue
         inv = cluster.inventory(node)
@@ -208,10 +209,16 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         placed_total.append(c.total)
 
     # Device groups: usage, multi-allocation capacity, counters.
+    z_by_group: dict[tuple[str, int], list] = defaultdict(list)
+    for key, v in z.items():
+        z_by_group[(key[2], key[3])].append((key, v))
+    k_by_node: dict[str, list] = defaultdict(list)
+    for (ci, name), v in k.items():
+        k_by_node[name].append((ci, v))
     used_lit: dict[tuple, Any] = {}
     for node in cluster.nodes:
         for gi, devs in enumerate(groups_by_node.get(node.name, [])):
-            terms = [(key, v) for key, v in z.items() if key[2] == node.name and key[3] == gi]
+            terms = z_by_group.get((node.name, gi), [])
             if not terms:
                 continue
             dev = devs[0]
@@ -278,7 +285,7 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     # Node resources.
     touched_nodes = []
     for node in cluster.nodes:
-        ks = [(ci, v) for (ci, name), v in k.items() if name == node.name]
+        ks = k_by_node.get(node.name, [])
         if not ks:
             continue
         for r in {r for ci, _ in ks for r in classes[ci].resources}:
