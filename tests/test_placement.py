@@ -58,3 +58,36 @@ def test_random_instances_are_not_trivial():
         opt = place(objs, policy="optimal", time_limit=10)
         gains += opt.result.weighted_placed() > ff.result.weighted_placed()
     assert gains >= 1   # some instances where the joint model does better
+
+
+def _zoned(nodes_per_zone: int, pods_per_zone: int) -> ObjectSet:
+    docs = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "one", "namespace": "ml"},
+             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}}]
+    for zone in "ab":
+        for n in range(nodes_per_zone):
+            name = f"{zone}-node-{n}"
+            docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"zone": zone}}})
+            docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                         "spec": {"driver": "gpu.example.com", "nodeName": name,
+                                  "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                                  "devices": [{"name": f"gpu-{g}"} for g in range(2)]}})
+        for p in range(pods_per_zone):
+            docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{zone}-pod-{p}", "namespace": "ml"},
+                         "spec": {"nodeSelector": {"zone": zone}, "containers": [{"name": "c"}],
+                                  "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one"}]}})
+    return objects(docs)
+
+
+def test_independent_parts_are_solved_apart():
+    opt = place(_zoned(2, 6), policy="optimal", time_limit=10)   # 4 GPUs per zone, 6 pods per zone
+    assert opt.result.stats["components"] == 2
+    assert len(opt.result.placed_pods()) == 8
+    assert check_placement(opt) == []
+
+
+def test_cheap_bound_proves_first_fit_optimal():
+    opt = place(_zoned(2, 3), policy="optimal", time_limit=10)   # everything fits
+    assert opt.result.stats["proof"] == "first-fit reaches the per-class capacity bound"
+    assert opt.result.stats["gap"] == 0.0 and len(opt.result.placed_pods()) == 6

@@ -123,14 +123,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
             cluster.by_name[pl.node].take(by_key[key].resources)
     cluster.bump_all()
 
-    m = cp_model.CpModel()
-    k: dict[tuple[int, str], Any] = {}
-    z: dict[tuple[int, int, str, int], Any] = {}
     groups_by_node: dict[str, list[list[DeviceEntry]]] = {}
-    usage_terms: dict[tuple, list] = defaultdict(list)      # device id -> [(coef, var)] (non-multi usage)
     device_of_group: dict[tuple[str, int], list[DeviceEntry]] = {}
     cand: dict[tuple[int, int, str], list[int]] = {}        # (class, slot, node) -> group indexes
-
     # Candidate nodes and devices per class.
     for ci, c in enumerate(classes):
         rep = c.pods[0]
@@ -172,185 +167,125 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
             for ci, si in pattern[devs[0].index]:
                 cand.setdefault((ci, si, node.name), []).append(gi)
 
-    placed_total = []
-    for ci, c in enumerate(classes):
-        n_pods = len(c.pods)
-        per_node = []
+    prepare_s = time.perf_counter() - t0
+    ff_value = sum(weight(ff_by_pod[p.key].priority) for c in classes for p in c.pods if ff_by_pod[p.key].placed)
+    stats: dict[str, Any] = {"classes": len(classes), "fixed_pods": len(fixed), "first_fit_objective": ff_value}
+    # A cheap bound first: each class alone, on every node it fits, cannot place more.
+    bound = _class_bound(classes)
+    stats["cheap_bound"] = bound
+    values: dict = {}
+    if bound <= ff_value:
+        stats.update({"status": "OPTIMAL", "objective": ff_value, "bound": ff_value, "gap": 0.0,
+                      "proof": "first-fit reaches the per-class capacity bound"})
+        values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand)
+    else:
+        components = _components(cluster, classes, workload)
+        stats["components"] = len(components)
+        total = sum(len(cs) * max(1, len(ns)) for cs, ns in components)
+        agg = {"objective": 0, "bound": 0, "variables": 0, "constraints": 0, "status": "OPTIMAL"}
+        for comp_classes, comp_nodes in components:
+            left = max(0.2, time_limit - (time.perf_counter() - t0))
+            budget = left * len(comp_classes) * max(1, len(comp_nodes)) / max(1, total)
+            total -= len(comp_classes) * max(1, len(comp_nodes))
+            vals, st = _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by_pod,
+                                        groups_by_node, device_of_group, cand, budget)
+            if vals is None:
+                vals = _first_fit_values([classes[i] for i in comp_classes], ff_by_pod, groups_by_node, cand,
+                                         index=comp_classes)
+                st["fallback"] = "no solution within the time limit: first-fit kept"
+                agg["status"] = "FEASIBLE"
+            values.update(vals)
+            for key in ("objective", "bound", "variables", "constraints", "touched"):
+                if key in st:
+                    agg[key] = agg.get(key, 0) + st[key]
+            if st.get("status") != "OPTIMAL":
+                agg["status"] = st.get("status", "UNKNOWN")
+            if "fallback" in st:
+                agg["fallback"] = st["fallback"]
+        stats.update(agg)
+        stats["gap"] = round((agg["bound"] - agg["objective"]) / agg["bound"], 4) if agg["bound"] else 0.0
+    stats["prepare_s"] = round(prepare_s, 3)
+    result = _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id)
+    stats["solve_s"] = round(time.perf_counter() - t0, 3)
+    result.stats.update(stats)
+    return result
+
+
+def _class_bound(classes) -> int:
+    """Priority-weighted pods each class could place if it had the cluster to itself."""
+    total = 0
+    for c in classes:
+        alone = 0
         for node in c.nodes:
-            slots_ok = True
-            if c.slots and node.name not in c.rep_problem:
-                slots_ok = False
-            for si, (_, _, count) in enumerate(c.slots):
-                if not cand.get((ci, si, node.name)):
-                    slots_ok = False
-            if not slots_ok:
-                continue
-            cap = n_pods
+            cap = len(c.pods)
             for r, v in c.resources.items():
                 if v > 0 and r in node.allocatable:
                     cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
-            if cap <= 0:
-                continue
-            var = m.new_int_var(0, cap, f"k[{ci},{node.name}]")
-            k[(ci, node.name)] = var
-            per_node.append(var)
-            for si, (_, _, count) in enumerate(c.slots):
-                zs = []
-                for gi in cand[(ci, si, node.name)]:
-                    devs = device_of_group[(node.name, gi)]
-                    hi = cap * count if devs[0].multi_allocatable and cluster.features.consumable_capacity else len(devs)
-                    hi = min(hi, cap * count)
-                    zv = m.new_int_var(0, hi, f"z[{ci},{si},{node.name},{gi}]")
-                    z[(ci, si, node.name, gi)] = zv
-                    zs.append(zv)
-                m.add(sum(zs) == count * var)
-        c.total = m.new_int_var(0, n_pods, f"placed[{ci}]")
-        m.add(c.total == sum(per_node)) if per_node else m.add(c.total == 0)
-        placed_total.append(c.total)
+            alone += max(0, cap)
+        total += weight(c.priority) * min(len(c.pods), alone)
+    return total
 
-    # Device groups: usage, multi-allocation capacity, counters.
-    z_by_group: dict[tuple[str, int], list] = defaultdict(list)
-    for key, v in z.items():
-        z_by_group[(key[2], key[3])].append((key, v))
-    k_by_node: dict[str, list] = defaultdict(list)
-    for (ci, name), v in k.items():
-        k_by_node[name].append((ci, v))
-    used_lit: dict[tuple, Any] = {}
-    for node in cluster.nodes:
-        for gi, devs in enumerate(groups_by_node.get(node.name, [])):
-            terms = z_by_group.get((node.name, gi), [])
-            if not terms:
-                continue
-            dev = devs[0]
-            if dev.multi_allocatable and cluster.features.consumable_capacity:
-                problem_of = {ci: classes[ci].rep_problem[node.name] for (ci, _, _, _), _ in terms}
-                already = cluster.allocated.capacity.get(dev.id, {})
-                for cap_name, cap in dev.device.capacity.items():
-                    limit = problem_of[terms[0][0][0]].counter_value(cap.value) - already.get(cap_name, 0)
-                    amounts = []
-                    for (ci, si, _, _), v in terms:
-                        problem = problem_of[ci]
-                        specs = [s for cl in problem.claims for g in cl.requests for s in g.alternatives]
-                        used = problem.consumption(specs[si], dev)
-                        amounts.append(used[cap_name].value)
-                    ints, _ = scale_to_int(amounts + [limit])
-                    m.add(sum(a * v for a, (_, v) in zip(ints, terms)) <= ints[-1])
-                lit = m.new_bool_var(f"used[{dev.id}]")
-                m.add(sum(v for _, v in terms) >= 1).only_enforce_if(lit)
-                m.add(sum(v for _, v in terms) == 0).only_enforce_if(lit.negated())
-                used_lit[dev.id] = lit
-            else:
-                if len(devs) == 1:
-                    usage_terms[dev.id].extend(v for _, v in terms)
-                else:
-                    m.add(sum(v for _, v in terms) <= len(devs))
-    for did, vs in usage_terms.items():
-        m.add(sum(vs) <= 1)
-        if len(vs) == 1:
-            used_lit[did] = vs[0]
-        else:
-            lit = m.new_bool_var(f"used[{did}]")
-            m.add(sum(vs) == lit)
-            used_lit[did] = lit
-    touched_sets = []
-    if cluster.features.partitionable_devices:
-        seen_pools = {}
-        for node in cluster.nodes:
-            for devs in groups_by_node.get(node.name, []):
-                for dev in devs:
-                    if dev.device.consumes_counters and dev.id in used_lit:
-                        seen_pools.setdefault(id(dev.pool), (dev.pool, {}))[1][dev.id] = dev
-        for pool, devs in seen_pools.values():
-            avail = available_counters(pool, cluster.allocated)
-            per_counter: dict[tuple[str, str], list] = defaultdict(list)
-            per_set: dict[str, list] = defaultdict(list)
-            for did, dev in devs.items():
-                if dev.multi_allocatable and did in cluster.allocated.capacity:
-                    continue
-                for cc in dev.device.consumes_counters:
-                    per_set[cc.counter_set].append(used_lit[did])
-                    for name, val in cc.counters.items():
-                        per_counter[(cc.counter_set, name)].append((Fraction(_qv(val.value)), used_lit[did]))
-            for (set_name, name), items in per_counter.items():
-                cap = avail.get(set_name, {}).get(name)
-                if cap is None:
-                    continue
-                ints, _ = scale_to_int([a for a, _ in items] + [cap])
-                m.add(sum(a * lit for a, (_, lit) in zip(ints, items)) <= ints[-1])
-            for set_name, lits in per_set.items():
-                t = m.new_bool_var(f"touched[{pool.id},{set_name}]")
-                m.add_max_equality(t, lits)
-                touched_sets.append(t)
 
-    # Node resources.
-    touched_nodes = []
-    for node in cluster.nodes:
-        ks = k_by_node.get(node.name, [])
-        if not ks:
-            continue
-        for r in {r for ci, _ in ks for r in classes[ci].resources}:
-            if r not in node.allocatable:
-                continue
-            free = node.allocatable[r] - node.used.get(r, 0)
-            amounts = [classes[ci].resources.get(r, Fraction(0)) for ci, _ in ks]
-            if sum(amounts) == 0:
-                continue
-            ints, _ = scale_to_int(amounts + [free])
-            m.add(sum(a * v for a, (_, v) in zip(ints, ks)) <= ints[-1])
-        t = m.new_bool_var(f"node_used[{node.name}]")
-        for _, v in ks:
-            m.add(v == 0).only_enforce_if(t.negated())
-        touched_nodes.append(t)
-
-    # Gangs: all or nothing (at least minCount pods, or none).
+def _components(cluster, classes, workload) -> list[tuple[list[int], list]]:
+    """Independent parts: classes linked to the nodes they fit on, gangs linking their classes,
+    nodes linked through pools they share (networkx connected components)."""
+    import networkx as nx
+    g = nx.Graph()
+    for ci, c in enumerate(classes):
+        g.add_node(("class", ci))
+        for node in c.nodes:
+            g.add_edge(("class", ci), ("node", node.name))
     by_group = defaultdict(list)
     for ci, c in enumerate(classes):
-        if c.group is not None and workload.groups[c.group].policy == "gang":
-            by_group[c.group].append(c.total)
-    for g, totals in by_group.items():
-        gang = workload.groups[g]
-        on = m.new_bool_var(f"gang[{g}]")
-        size = sum(len(classes[ci].pods) for ci, c in enumerate(classes) if c.group == g)
-        m.add(sum(totals) >= gang.min_count * on)
-        m.add(sum(totals) <= size * on)
+        if c.group:
+            by_group[c.group].append(ci)
+    for members in by_group.values():
+        for a, b in zip(members, members[1:]):
+            g.add_edge(("class", a), ("class", b))
+    shared = defaultdict(list)
+    for node in cluster.nodes:
+        if not g.has_node(("node", node.name)):
+            continue
+        for pool in cluster.inventory(node).pools:
+            if any(sl.spec.node_name != node.name for sl in pool.slices):
+                shared[(pool.driver, pool.name)].append(node.name)
+    for names in shared.values():
+        for a, b in zip(names, names[1:]):
+            g.add_edge(("node", a), ("node", b))
+    out = []
+    for comp in nx.connected_components(g):
+        cs = sorted(i for kind, i in comp if kind == "class")
+        ns = [cluster.by_name[n] for kind, n in sorted(comp, key=str) if kind == "node"]
+        ns.sort(key=lambda n: n.index)
+        if cs:
+            out.append((cs, ns))
+    out.sort(key=lambda cn: cn[0][0])
+    return out
 
-    objective = sum(weight(c.priority) * c.total for c in classes)
-    ff_value = sum(weight(ff_by_pod[p.key].priority) for c in classes for p in c.pods if ff_by_pod[p.key].placed)
-    m.add(objective >= ff_value)
-    _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster)
-    m.maximize(objective)
-    build_s = time.perf_counter() - t0
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 2
-    solver.parameters.random_seed = 0
-    solver.parameters.max_time_in_seconds = max(0.1, time_limit * 0.8 - build_s)
-    status = solver.solve(m)
-    stats: dict[str, Any] = {"build_s": round(build_s, 3), "classes": len(classes), "fixed_pods": len(fixed),
-                             "variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
-                             "status": solver.status_name(status)}
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        stats["fallback"] = "no solution within the time limit: first-fit placement kept"
-        first_fit.policy = "optimal"
-        first_fit.stats.update(stats)
-        return first_fit
-    best, bound = solver.objective_value, solver.best_objective_bound
-    stats.update({"objective": int(best), "bound": int(bound), "first_fit_objective": ff_value,
-                  "gap": round((bound - best) / bound, 4) if bound else 0.0})
-    values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
-    # Phase 2: hold the weighted count, touch as few nodes and counter sets as possible.
-    remaining = time_limit - (time.perf_counter() - t0)
-    if status == cp_model.OPTIMAL and remaining > 1 and (touched_nodes or touched_sets):
-        m.add(objective >= int(best))
-        m.clear_hints()
-        for key, v in list(k.items()) + list(z.items()):
-            m.add_hint(v, values[key])
-        m.minimize(sum(touched_nodes) + sum(touched_sets))
-        solver.parameters.max_time_in_seconds = remaining * 0.8
-        s2 = solver.solve(m)
-        if s2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
-            stats["packing_status"] = solver.status_name(s2)
-            stats["touched"] = int(solver.objective_value)
+
+def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, index=None) -> dict:
+    """First-fit's placement expressed in the model's variables (k and z counts)."""
+    values: dict = defaultdict(int)
+    for pos, c in enumerate(classes):
+        ci = index[pos] if index is not None else pos
+        for pod in c.pods:
+            pl = ff_by_pod[pod.key]
+            if not pl.placed:
+                continue
+            values[(ci, pl.node)] += 1
+            if not all(u.key in pl.new_claims for u in pod.claims):
+                continue
+            results = [r for u in pod.claims for r in pl.new_claims[u.key].devices.results]
+            at = 0
+            for si, (_, _, n) in enumerate(c.slots):
+                for r in results[at:at + n]:
+                    for gi in cand.get((ci, si, pl.node), []):
+                        if any(d.id == (r.driver, r.pool, r.device) for d in groups_by_node[pl.node][gi]):
+                            values[(ci, si, pl.node, gi)] += 1
+                            break
+                at += n
+    return dict(values)
+
     result = _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id)
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
     result.stats.update(stats)
@@ -392,11 +327,13 @@ def _fresh(cluster: Cluster) -> Cluster:
     return fresh
 
 
-def _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster) -> None:
+def _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine=None) -> None:
     """Warm start: first-fit's placement as a solution hint."""
     count = defaultdict(int)
     zcount = defaultdict(int)
     for ci, c in enumerate(classes):
+        if mine is not None and ci not in mine:
+            continue
         for pod in c.pods:
             pl = ff_by_pod[pod.key]
             if not pl.placed:
@@ -480,3 +417,196 @@ def _free_device(devs: list[DeviceEntry], taken: dict, cluster: Cluster) -> Devi
             taken[d.id] = 1
             return d
     raise AllocationError(f"internal: no free device left in a group of {len(devs)} on decode")
+
+
+def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by_pod, groups_by_node,
+                     device_of_group, cand, time_limit):
+    """Build and solve the model of one independent part; returns (values, stats)."""
+    t0 = time.perf_counter()
+    m = cp_model.CpModel()
+    k: dict[tuple[int, str], Any] = {}
+    z: dict[tuple[int, int, str, int], Any] = {}
+    usage_terms: dict[tuple, list] = defaultdict(list)
+    mine = set(comp_classes)
+    node_names = {n.name for n in comp_nodes}
+    placed_total = []
+    for ci, c in enumerate(classes):
+        if ci not in mine:
+            continue
+        n_pods = len(c.pods)
+        per_node = []
+        for node in c.nodes:
+            if node.name not in node_names:
+                continue
+            slots_ok = True
+            if c.slots and node.name not in c.rep_problem:
+                slots_ok = False
+            for si, (_, _, count) in enumerate(c.slots):
+                if not cand.get((ci, si, node.name)):
+                    slots_ok = False
+            if not slots_ok:
+                continue
+            cap = n_pods
+            for r, v in c.resources.items():
+                if v > 0 and r in node.allocatable:
+                    cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
+            if cap <= 0:
+                continue
+            var = m.new_int_var(0, cap, f"k[{ci},{node.name}]")
+            k[(ci, node.name)] = var
+            per_node.append(var)
+            for si, (_, _, count) in enumerate(c.slots):
+                zs = []
+                for gi in cand[(ci, si, node.name)]:
+                    devs = device_of_group[(node.name, gi)]
+                    hi = cap * count if devs[0].multi_allocatable and cluster.features.consumable_capacity else len(devs)
+                    hi = min(hi, cap * count)
+                    zv = m.new_int_var(0, hi, f"z[{ci},{si},{node.name},{gi}]")
+                    z[(ci, si, node.name, gi)] = zv
+                    zs.append(zv)
+                m.add(sum(zs) == count * var)
+        c.total = m.new_int_var(0, n_pods, f"placed[{ci}]")
+        m.add(c.total == sum(per_node)) if per_node else m.add(c.total == 0)
+        placed_total.append(c.total)
+
+    # Device groups: usage, multi-allocation capacity, counters.
+    z_by_group: dict[tuple[str, int], list] = defaultdict(list)
+    for key, v in z.items():
+        z_by_group[(key[2], key[3])].append((key, v))
+    k_by_node: dict[str, list] = defaultdict(list)
+    for (ci, name), v in k.items():
+        k_by_node[name].append((ci, v))
+    used_lit: dict[tuple, Any] = {}
+    for node in comp_nodes:
+        for gi, devs in enumerate(groups_by_node.get(node.name, [])):
+            terms = z_by_group.get((node.name, gi), [])
+            if not terms:
+                continue
+            dev = devs[0]
+            if dev.multi_allocatable and cluster.features.consumable_capacity:
+                problem_of = {ci: classes[ci].rep_problem[node.name] for (ci, _, _, _), _ in terms}
+                already = cluster.allocated.capacity.get(dev.id, {})
+                for cap_name, cap in dev.device.capacity.items():
+                    limit = problem_of[terms[0][0][0]].counter_value(cap.value) - already.get(cap_name, 0)
+                    amounts = []
+                    for (ci, si, _, _), v in terms:
+                        problem = problem_of[ci]
+                        specs = [s for cl in problem.claims for g in cl.requests for s in g.alternatives]
+                        used = problem.consumption(specs[si], dev)
+                        amounts.append(used[cap_name].value)
+                    ints, _ = scale_to_int(amounts + [limit])
+                    m.add(sum(a * v for a, (_, v) in zip(ints, terms)) <= ints[-1])
+                lit = m.new_bool_var(f"used[{dev.id}]")
+                m.add(sum(v for _, v in terms) >= 1).only_enforce_if(lit)
+                m.add(sum(v for _, v in terms) == 0).only_enforce_if(lit.negated())
+                used_lit[dev.id] = lit
+            else:
+                if len(devs) == 1:
+                    usage_terms[dev.id].extend(v for _, v in terms)
+                else:
+                    m.add(sum(v for _, v in terms) <= len(devs))
+    for did, vs in usage_terms.items():
+        m.add(sum(vs) <= 1)
+        if len(vs) == 1:
+            used_lit[did] = vs[0]
+        else:
+            lit = m.new_bool_var(f"used[{did}]")
+            m.add(sum(vs) == lit)
+            used_lit[did] = lit
+    touched_sets = []
+    if cluster.features.partitionable_devices:
+        seen_pools = {}
+        for node in comp_nodes:
+            for devs in groups_by_node.get(node.name, []):
+                for dev in devs:
+                    if dev.device.consumes_counters and dev.id in used_lit:
+                        seen_pools.setdefault(id(dev.pool), (dev.pool, {}))[1][dev.id] = dev
+        for pool, devs in seen_pools.values():
+            avail = available_counters(pool, cluster.allocated)
+            per_counter: dict[tuple[str, str], list] = defaultdict(list)
+            per_set: dict[str, list] = defaultdict(list)
+            for did, dev in devs.items():
+                if dev.multi_allocatable and did in cluster.allocated.capacity:
+                    continue
+                for cc in dev.device.consumes_counters:
+                    per_set[cc.counter_set].append(used_lit[did])
+                    for name, val in cc.counters.items():
+                        per_counter[(cc.counter_set, name)].append((Fraction(_qv(val.value)), used_lit[did]))
+            for (set_name, name), items in per_counter.items():
+                cap = avail.get(set_name, {}).get(name)
+                if cap is None:
+                    continue
+                ints, _ = scale_to_int([a for a, _ in items] + [cap])
+                m.add(sum(a * lit for a, (_, lit) in zip(ints, items)) <= ints[-1])
+            for set_name, lits in per_set.items():
+                t = m.new_bool_var(f"touched[{pool.id},{set_name}]")
+                m.add_max_equality(t, lits)
+                touched_sets.append(t)
+
+    # Node resources.
+    touched_nodes = []
+    for node in comp_nodes:
+        ks = k_by_node.get(node.name, [])
+        if not ks:
+            continue
+        for r in {r for ci, _ in ks for r in classes[ci].resources}:
+            if r not in node.allocatable:
+                continue
+            free = node.allocatable[r] - node.used.get(r, 0)
+            amounts = [classes[ci].resources.get(r, Fraction(0)) for ci, _ in ks]
+            if sum(amounts) == 0:
+                continue
+            ints, _ = scale_to_int(amounts + [free])
+            m.add(sum(a * v for a, (_, v) in zip(ints, ks)) <= ints[-1])
+        t = m.new_bool_var(f"node_used[{node.name}]")
+        for _, v in ks:
+            m.add(v == 0).only_enforce_if(t.negated())
+        touched_nodes.append(t)
+
+    # Gangs: all or nothing (at least minCount pods, or none).
+    by_group = defaultdict(list)
+    for ci, c in enumerate(classes):
+        if ci in mine and c.group is not None and workload.groups[c.group].policy == "gang":
+            by_group[c.group].append(c.total)
+    for g, totals in by_group.items():
+        gang = workload.groups[g]
+        on = m.new_bool_var(f"gang[{g}]")
+        size = sum(len(c.pods) for c in classes if c.group == g)
+        m.add(sum(totals) >= gang.min_count * on)
+        m.add(sum(totals) <= size * on)
+
+    objective = sum(weight(classes[ci].priority) * classes[ci].total for ci in comp_classes)
+    ff_value = sum(weight(ff_by_pod[p.key].priority) for ci in comp_classes for p in classes[ci].pods
+                   if ff_by_pod[p.key].placed)
+    m.add(objective >= ff_value)
+    _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine)
+    m.maximize(objective)
+    build_s = time.perf_counter() - t0
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 2
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = max(0.1, time_limit * 0.8 - build_s)
+    status = solver.solve(m)
+    stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
+                             "status": solver.status_name(status)}
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        stats["objective"] = stats["bound"] = ff_value
+        return None, stats
+    best, bound = solver.objective_value, solver.best_objective_bound
+    stats.update({"objective": int(best), "bound": int(bound)})
+    values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
+    # Phase 2: hold the weighted count, touch as few nodes and counter sets as possible.
+    remaining = time_limit - (time.perf_counter() - t0)
+    if status == cp_model.OPTIMAL and remaining > 1 and (touched_nodes or touched_sets):
+        m.add(objective >= int(best))
+        m.clear_hints()
+        for key, v in list(k.items()) + list(z.items()):
+            m.add_hint(v, values[key])
+        m.minimize(sum(touched_nodes) + sum(touched_sets))
+        solver.parameters.max_time_in_seconds = remaining * 0.8
+        s2 = solver.solve(m)
+        if s2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
+            stats["packing_status"] = solver.status_name(s2)
+            stats["touched"] = int(solver.objective_value)
+    return values, stats
