@@ -189,7 +189,7 @@ def run_policy(objs, policy: str, time_limit: float, meta: dict[str, Any]) -> di
 
 def fmt_table(rows: list[dict[str, Any]], unit: str) -> str:
     cols = ["policy", "placed", "by prio 1000/100/0", "weighted", "devices", f"free {unit}", f"stranded {unit}",
-            "wall s", "solve s", "build s", "pods/s", "status", "objective", "bound", "gap", "valid"]
+            "wall s", "solve s", "prep s", "pods/s", "status", "objective", "bound", "gap", "valid"]
     lines = []
     for r in rows:
         st = r["stats"]
@@ -203,8 +203,10 @@ def fmt_table(rows: list[dict[str, Any]], unit: str) -> str:
         else:
             status = st.get("status", "?") + ("/fallback" if st.get("fallback") else "")
             objective = str(st.get("objective", r["objective"]))
-            bound, gap = str(st.get("bound", "-")), str(st.get("gap", "-"))
-            build = str(st.get("build_s", "-"))
+            bound = str(st.get("bound", "-"))
+            gap = f"{(st['bound'] - st['objective']) / st['bound']:.6f}" if st.get("bound") and "objective" in st \
+                else str(st.get("gap", "-"))
+            build = str(st.get("prepare_s", st.get("build_s", "-")))
         lines.append([r["policy"], f"{r['placed']}/{r['pods']}", prio, str(r["weighted"]), str(r["devices"]),
                       str(r["free"]), str(r["stranded"]), f"{r['wall_s']:.2f}", str(st.get("solve_s", "-")), build,
                       str(st.get("pods_per_s", "-")) if r["policy"] == "first-fit" else "-",
@@ -225,8 +227,8 @@ def scenario(title: str, gen: dict[str, Any], time_limit: float, target: str) ->
     print(fmt_table(rows, meta["unit"]))
     ff, opt = rows
     st = opt["stats"]
-    extra = {k: st[k] for k in ("classes", "fixed_pods", "variables", "constraints", "first_fit_objective",
-                                "packing_status", "touched", "fallback") if k in st}
+    extra = {k: st[k] for k in ("classes", "fixed_pods", "components", "cheap_bound", "proof", "variables",
+                                "constraints", "first_fit_objective", "packing_status", "touched", "fallback") if k in st}
     print(f"   optimal model: {extra}")
     for r in rows:
         errs = (r["local_errors"] or []) + (r["check_errors"] or [])
@@ -254,6 +256,17 @@ def scenario(title: str, gen: dict[str, Any], time_limit: float, target: str) ->
     return rows
 
 
+def _git_head() -> str:
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "draopt"], cwd=root, capture_output=True, text=True).stdout
+    except OSError:
+        return "unknown commit"
+    return f"{head}{' + uncommitted draopt changes' if dirty.strip() else ''}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="(a) 50 nodes / 400 pods, (b) 8 nodes")
@@ -267,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     api.warm_up()
     gen_a = (lambda: gpu_fleet(nodes=50, pods=400)) if args.quick else (lambda: gpu_fleet(nodes=500, pods=4000))
     gen_b = (lambda: mig_fleet(nodes=8)) if args.quick else (lambda: mig_fleet(nodes=32))
-    print(f"bench_place: {'quick' if args.quick else 'full'} run; check_placement "
+    print(f"bench_place: {'quick' if args.quick else 'full'} run; draopt at {_git_head()}; check_placement "
           f"{'available' if check_placement else 'not available (local check only)'}")
     print("free = devices (a: GPUs; b: MIG counter units) not in use after placement; stranded = the free ones "
           "where no still-pending pod would fit on its own (count/profile + node cpu/memory/pods)")

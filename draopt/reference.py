@@ -183,7 +183,8 @@ class ReferenceAllocator:
         self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}
         self.results: list[list[Chosen]] = [[] for _ in problem.claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
-        self.compat: dict[tuple[int, str], frozenset[str]] = {}   # running intersection per counter set
+        self.compat: dict[tuple[int, str], frozenset[str]] = {}
+        self.counted_multi: dict[DeviceID, bool] = {}   # documented mode: multi device drew its counters   # running intersection per counter set
         self.constraints = [self._make_constraints(c) for c in problem.claims]
 
     def _make_constraints(self, claim: ClaimSpec) -> list[_Constraint]:
@@ -318,15 +319,25 @@ class ReferenceAllocator:
         consumes = dev.device.consumes_counters
         if not self.f.partitionable_devices and consumes:
             return None
-        capacity_in_use = dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity
-        skip_counters = multi and capacity_in_use
-        counts_counters = bool(consumes) and not skip_counters and (self.defects or not req.admin_access)
+        if self.defects:
+            # Kubernetes: a multi-allocatable device's counters are skipped once capacity is in use.
+            capacity_in_use = dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity
+            counts_counters = bool(consumes) and not (multi and capacity_in_use)
+        elif multi:
+            # Documented: drawn once, by the first non-admin allocation.
+            counts_counters = bool(consumes) and not req.admin_access and \
+                dev.id not in self.p.inventory.allocated.capacity and not self.counted_multi.get(dev.id)
+        else:
+            counts_counters = bool(consumes) and not req.admin_access
         if counts_counters and not self._take_counters(dev):
             return None
+        if counts_counters and multi and not self.defects:
+            self.counted_multi[dev.id] = True
         compat_undo = self._take_compatibility(dev)
         if compat_undo is None:
             if counts_counters:
                 self._release_counters(dev)
+                self.counted_multi.pop(dev.id, None)
             return None
 
         def release_counters_if_clean():
@@ -334,6 +345,7 @@ class ReferenceAllocator:
             # Kubernetes never releases here (DEFECT counter-leak).
             if counts_counters and not self.defects:
                 self._release_counters(dev)
+                self.counted_multi.pop(dev.id, None)
 
         if self.p.taint_blocks(req, dev):
             release_counters_if_clean()
@@ -380,6 +392,7 @@ class ReferenceAllocator:
                         del self.allocating_capacity[dev.id]
                 if counts_counters and not self.defects:
                     self._release_counters(dev)
+                    self.counted_multi.pop(dev.id, None)
             elif counts_counters:
                 self._release_counters(dev)
             del self.results[ci][n_before:]

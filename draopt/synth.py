@@ -55,7 +55,8 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
     `features`: subset of {"counters", "capacity", "taints", "admin", "prioritized", "constraints",
     "all", "lists"}; default all."""
     feats = features if features is not None else {"counters", "capacity", "taints", "admin", "prioritized",
-                                                    "constraints", "all", "lists"}
+                                                    "constraints", "all", "lists", "derived", "binding",
+                                                    "taint-rules", "shared-pools"}
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "labels": {"zone": "z1"}}}
     objects: list[dict[str, Any]] = []
     drivers = ["gpu.example.com", "nic.example.com"][: rng.randint(1, 2)]
@@ -63,7 +64,7 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
         objects.append({"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": drv.split(".")[0]},
                         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{drv}"'}}]}})
     device_ids = []
-    for pi in range(rng.randint(1, 3)):
+    for pi in range(rng.randint(2, 3)):
         drv = rng.choice(drivers)
         pool = f"pool-{pi}"
         use_counters = "counters" in feats and rng.random() < 0.4
@@ -77,18 +78,36 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
                                                        for k in range(2)]}})
         for si in range(n_slices):
             devs = []
-            for di in range(rng.randint(1, 4)):
+            for di in range(rng.randint(2, 5)):
                 name = f"dev-{si}-{di}"
                 devs.append(_device(rng, name, multi="capacity" in feats and rng.random() < 0.25,
                                     counter_set=f"cs-{rng.randint(0, 1)}" if use_counters else None,
                                     taint="taints" in feats and rng.random() < 0.2,
                                     list_attrs="lists" in feats))
                 device_ids.append((drv, pool, name, devs[-1]))
+            if "binding" in feats and rng.random() < 0.15:
+                for d in devs:
+                    d["bindingConditions"] = ["example.com/attached"]
+                    d["bindingFailureConditions"] = ["example.com/failed"]
+                    d["bindsToNode"] = rng.random() < 0.5
+            where: dict[str, Any] = {"nodeName": "node-1"}
+            if "shared-pools" in feats and not use_counters and pi == 2:
+                where = rng.choice([{"allNodes": True}, {"nodeSelector": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}]}}])
             slices.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{pool}-s{si}"},
-                           "spec": {"driver": drv, "pool": {"name": pool, "generation": 1,
-                                                            "resourceSliceCount": n_slices + (1 if use_counters else 0)},
-                                    "nodeName": "node-1", "devices": devs}})
+                           "spec": dict({"driver": drv, "pool": {"name": pool, "generation": 1,
+                                                                 "resourceSliceCount": n_slices + (1 if use_counters else 0)},
+                                         "devices": devs}, **where)})
         objects.extend(slices)
+    if "taint-rules" in feats and rng.random() < 0.3 and device_ids:
+        drv, pool, name, _ = rng.choice(device_ids)
+        selector = rng.choice([{"driver": drv, "pool": pool, "device": name}, {"driver": drv, "pool": pool},
+                               {"deviceClassName": drv.split(".")[0]}])
+        objects.append({"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule",
+                        "metadata": {"name": f"rule-{rng.randint(0, 99)}"},
+                        "spec": {"deviceSelector": selector,
+                                 "taint": {"key": rng.choice(["maint", "bad"]), "value": "true",
+                                           "effect": rng.choice(["NoSchedule", "NoExecute", "None"])}}})
     # an allocated claim holding one or two devices
     if rng.random() < 0.4 and device_ids:
         held = rng.sample(device_ids, min(len(device_ids), rng.randint(1, 2)))
@@ -104,7 +123,7 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
                         "status": {"allocation": {"devices": {"results": results}}}})
     claims = []
     classes = [drv.split(".")[0] for drv in drivers]
-    for ci in range(rng.randint(1, 3)):
+    for ci in range(rng.choice([1, 1, 2, 2, 3])):
         requests = []
         for ri in range(rng.randint(1, 2)):
             cls = rng.choice(classes)
@@ -116,7 +135,7 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
                     e["allocationMode"] = "All"
                 else:
                     e["allocationMode"] = "ExactCount"
-                    e["count"] = rng.choice([1, 1, 1, 2, 3])
+                    e["count"] = rng.choice([1, 1, 1, 1, 2, 3])
                 if rng.random() < 0.4:
                     e["selectors"] = [{"cel": {"expression": rng.choice(SELECTORS).format(d=drv)}}]
                 if "taints" in feats and rng.random() < 0.3:
@@ -135,7 +154,21 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
             else:
                 requests.append({"name": f"req-{ri}", "exactly": exact(False)})
         spec: dict[str, Any] = {"requests": requests}
-        if "constraints" in feats and rng.random() < 0.35:
+        if "derived" in feats and rng.random() < 0.15:
+            kind = rng.choice(["matchAttribute", "distinctAttribute"])
+            for r in requests:
+                target = r.get("exactly") or (r.get("firstAvailable") or [{}])[0]
+                drv = drivers[classes.index(target["deviceClassName"])]
+                target["derivedAttributes"] = [{"name": "derived/numa",
+                                                "expression": f'device.attributes["{drv}"].numa % 2'}]
+            if all("exactly" in r for r in requests):
+                spec["constraints"] = [{kind: "derived/numa"}]
+            else:
+                for r in requests:   # a derived attribute must be used: drop it where no constraint can
+                    for target in [r.get("exactly")] + list(r.get("firstAvailable") or []):
+                        if target:
+                            target.pop("derivedAttributes", None)
+        elif "constraints" in feats and rng.random() < 0.35:
             kind = rng.choice(["matchAttribute", "distinctAttribute"])
             attr = rng.choice(["numa", "model"] + (["links"] if "lists" in feats else []))
             domain = drivers[0] if len(drivers) == 1 else "gpu.example.com"

@@ -35,11 +35,14 @@ def summary(chosen):
 
 
 def run_reference(problem, defects: bool):
+    """The reference search, with the step budget first-fit gives its replays."""
+    from draopt.reference import SearchLimit
+    from draopt.solver.solve import REPLAY_NODE_LIMIT
     try:
-        ref = ReferenceAllocator(problem, kubernetes_defects=defects)
+        ref = ReferenceAllocator(problem, kubernetes_defects=defects, node_limit=REPLAY_NODE_LIMIT)
         chosen = ref.allocate()
         return ("ok", summary(chosen), chosen, ref.selected_sub)
-    except AllocationError as e:
+    except (AllocationError, SearchLimit) as e:
         return ("error", str(e), None, None)
 
 

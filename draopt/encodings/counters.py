@@ -38,7 +38,15 @@ def encode(m: ModelData) -> None:
             if multi:
                 if dev.id in p.inventory.allocated.capacity:
                     continue
-                lits = [m.device_used(dev)]
+                if m.kubernetes_quirks:
+                    lits = [m.device_used(dev)]   # admin-access shares draw too (DEFECT admin-counters)
+                else:
+                    users = [m.x[(s.key, dev.index)] for s in m.by_device[dev.index] if not s.admin_access]
+                    if not users:
+                        continue
+                    lit = m.cp.new_bool_var(f"draws[{dev.index}]")
+                    m.cp.add_max_equality(lit, users)
+                    lits = [lit]
             else:
                 lits = [m.x[(s.key, dev.index)] for s in m.by_device[dev.index]
                         if m.kubernetes_quirks or not s.admin_access]
