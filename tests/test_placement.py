@@ -91,3 +91,28 @@ def test_cheap_bound_proves_first_fit_optimal():
     opt = place(_zoned(2, 3), policy="optimal", time_limit=10)   # everything fits
     assert opt.result.stats["proof"] == "first-fit reaches the per-class capacity bound"
     assert opt.result.stats["gap"] == 0.0 and len(opt.result.placed_pods()) == 6
+
+
+def test_node_allocatable_resources_of_devices_count_against_the_node():
+    docs = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "xpu"},
+             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "xpu.example.com"'}}]}},
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+             "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "10"}}},
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-xpus"},
+             "spec": {"driver": "xpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                      "devices": [{"name": f"xpu-{i}", "nodeAllocatableResources": {
+                          "overhead": {"cpu": {"perPod": "2"}}}} for i in range(2)]}},
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "xpu", "namespace": "ml"},
+             "spec": {"spec": {"devices": {"requests": [{"name": "x", "exactly": {"deviceClassName": "xpu"}}]}}}}]
+    for p in range(2):
+        docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{p}", "namespace": "ml"},
+                     "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "x"}]}}],
+                              "resourceClaims": [{"name": "x", "resourceClaimTemplateName": "xpu"}]}})
+    on = Features.from_gates({"DRANodeAllocatableResources": True})
+    ff = place(objects(docs), policy="first-fit", features=on)
+    assert [p.placed for p in ff.result.pods] == [True, False]   # 1 + 2 cpu each: the second would need 6 of 4
+    assert "node-allocatable" in ff.result.pods[1].reason_text(1)
+    off = place(objects(docs), policy="first-fit")
+    assert [p.placed for p in off.result.pods] == [True, True]
+    opt = place(objects(docs), policy="optimal", features=on, time_limit=5)
+    assert [p.placed for p in opt.result.pods] == [True, False]

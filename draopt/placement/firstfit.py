@@ -80,6 +80,47 @@ def prioritized_score(problem, selected: dict[tuple[int, int], int]) -> int:
     return score
 
 
+def _plus(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def device_resources(cluster: Cluster, book: ClaimBook, pod, node: NodeState, new) -> dict:
+    """Node-allocatable resources the pod's devices add (DRANodeAllocatableResources): a
+    device's mapping counts once, for the claim that allocates it; overhead for every pod."""
+    if not cluster.features.node_allocatable_resources:
+        return {}
+    from ..workload import containers_referencing, node_allocatable_demand
+    out: dict = {}
+    by_claim = {}
+    if new is not None:
+        problem, chosen = new
+        for claim, picks in zip(problem.claims, chosen):
+            by_claim[claim.key] = [(c.device.device, {n: q.value for n, q in (c.consumed or {}).items()} or None, True)
+                                   for c in picks]
+    inv = cluster.inventory(node)
+    for use in pod.claims:
+        if use.key not in by_claim:
+            alloc = book.allocation(use.key)
+            if alloc is None:
+                continue
+            devs = []
+            for r in alloc.devices.results:
+                entry = inv.by_id.get((r.driver, r.pool, r.device))
+                if entry is not None:
+                    consumed = {n: _q(v) for n, v in (r.consumed_capacity or {}).items()} or None
+                    devs.append((entry.device, consumed, False))
+            by_claim[use.key] = devs
+        n_containers = containers_referencing(pod.pod, use.name)
+        for device, consumed, mapped in by_claim[use.key]:
+            if device.node_allocatable_resources:
+                for k, v in node_allocatable_demand(device, pod, n_containers, consumed, mapping=mapped).items():
+                    out[k] = out.get(k, 0) + v
+    return out
+
+
 def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict,
              share_id) -> tuple[str | None, Any]:
     """Filter one node for one pod. Returns (None, (problem, chosen, selected, score)) when the
@@ -100,8 +141,14 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         elif use.key not in todo:
             todo.append(use.key)
     if not todo:
+        extra = device_resources(cluster, book, pod, node, None)
+        short = node.fits(_plus(pod.resources, extra)) if extra else None
+        if short is not None:
+            return f"Insufficient {short} (node-allocatable resources of devices)", None
         return None, (None, None, {}, 0)
     sig = (tuple(book.signature(k) for k in todo), node.name)
+    if cluster.features.node_allocatable_resources:
+        sig += (tuple(sorted(pod.resources.items())),)
     hit = cache.get(sig)
     if hit is not None and hit[0] == node.version:
         return hit[1]
@@ -119,7 +166,12 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         if chosen is None:
             answer = ("cannot allocate all claims", None)
         else:
-            answer = (None, (problem, chosen, ref.selected_sub, prioritized_score(problem, ref.selected_sub)))
+            extra = device_resources(cluster, book, pod, node, (problem, chosen))
+            short = node.fits(_plus(pod.resources, extra)) if extra else None
+            if short is not None:
+                answer = (f"Insufficient {short} (node-allocatable resources of devices)", None)
+            else:
+                answer = (None, (problem, chosen, ref.selected_sub, prioritized_score(problem, ref.selected_sub)))
     if answer[0] is not None:
         cache[sig] = (node.version, answer)
     return answer
@@ -150,6 +202,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
     # remembers the first node still worth trying (reset whenever something is released).
     first_open: dict = {}
     skipped_reasons: dict = {}
+    taken: dict = {}   # pod -> node resources it holds (requests plus device-derived)
 
     def place(pod) -> PodPlacement:
         pl = PodPlacement(pod.key, None, pod.priority, pod.group)
@@ -200,7 +253,9 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
                 book.commit(claim.key, result, node.name)
             # Devices other nodes can reach too (allNodes, node selectors) change their answers.
             touched_shared = any(c.device.slice.spec.node_name != node.name for cl in chosen for c in cl)
-        node.take(pod.resources)
+        taken[pod.key] = _plus(pod.resources, device_resources(cluster, book, pod, node, (problem, chosen))
+                               if problem is not None else device_resources(cluster, book, pod, node, None))
+        node.take(taken[pod.key])
         if touched_shared:
             cluster.bump_all()
         return pl
@@ -211,7 +266,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
         pl_node = pl.node
         for key in pl.new_claims:
             book.release(key)
-        node.take(pod.resources, -1)
+        node.take(taken.pop(pod.key), -1)
         cluster.bump_all()
         first_open.clear()
         skipped_reasons.clear()

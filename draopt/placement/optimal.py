@@ -74,8 +74,11 @@ def classify(workload, book: ClaimBook, ff: PlacementResult):
             users[use.key].append(pod.key)
     complex_groups = set()
     simple: dict[str, bool] = {}
+    # Device-derived node resources are not in the aggregated model: those pods keep first-fit's answer.
+    derived_node_resources = book.cluster.features.node_allocatable_resources and any(
+        d.node_allocatable_resources for s in book.cluster.objects.resource_slices for d in s.spec.devices)
     for pod in workload.pending:
-        ok = True
+        ok = not (derived_node_resources and pod.claims)
         for use in pod.claims:
             claim = book.claims[use.key]
             if claim.status.allocation is not None or len(set(users[use.key])) > 1 or not _simple_claim(claim):
