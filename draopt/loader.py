@@ -146,25 +146,37 @@ def load_text(text: str, source: str = "<input>") -> ObjectSet:
     return objects
 
 
+def read_source(path: str) -> tuple[str, str]:
+    """(text, source name) of a file; `-` reads stdin. Errors name the file."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(path).read_text(encoding="utf-8"), path
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a YAML or JSON file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+
+
+def raw_documents(paths: Iterable[str]) -> list[tuple[Any, str]]:
+    """Every document of the files, Lists flattened, unvalidated, each with where it came from."""
+    out: list[tuple[Any, str]] = []
+    for path in paths:
+        text, source = read_source(path)
+        for index, doc in enumerate(_documents(text, source)):
+            out.extend(_flatten(doc, f"{source} document {index + 1}"))
+    return out
+
+
 def load_files(paths: Iterable[str]) -> ObjectSet:
     """Load files in order; `-` reads stdin."""
     objects = ObjectSet()
     for path in paths:
-        if path == "-":
-            text, source = sys.stdin.read(), "<stdin>"
-        else:
-            p = Path(path)
-            try:
-                text = p.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise InputError(f"{path}: no such file") from None
-            except IsADirectoryError:
-                raise InputError(f"{path}: is a directory, expected a YAML or JSON file") from None
-            except UnicodeDecodeError:
-                raise InputError(f"{path}: not UTF-8 text") from None
-            except OSError as e:
-                raise InputError(f"{path}: cannot read: {e.strerror}") from None
-            source = path
+        text, source = read_source(path)
         objects.extend(load_text(text, source))
     return objects
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .errors import AllocationError, InputError
+from .errors import AllocationError
 from .features import Features
 from .inventory import DeviceEntry, Inventory, device_id_str
 from .models import DeviceClass, ResourceClaim
@@ -184,6 +184,21 @@ class Problem:
         if used is None:
             return False
         return fits_capacity(dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), allocating)
+
+    def usable_alone(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        """Everything that does not depend on other choices: not held by an allocated claim
+        (unless admin access), selectors, capacity on its own, counters allowed by the gate,
+        taints tolerated."""
+        f = self.features
+        if not req.admin_access and dev.id in self.inventory.allocated.devices:
+            return False
+        if not self.selectable(req, dev):
+            return False
+        if f.consumable_capacity and not self.capacity_ok(req, dev, None):
+            return False
+        if not f.partitionable_devices and dev.device.consumes_counters:
+            return False
+        return not self.taint_blocks(req, dev)
 
     def taint_blocks(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         return self.features.device_taints and taint_blocks(dev.taints, req.tolerations)

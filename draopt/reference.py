@@ -23,7 +23,7 @@ known defects; `False` gives the documented semantics (see docs/semantics.md):
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -33,7 +33,6 @@ from .inventory import (DeviceEntry, DeviceID, Pool, available_counters, compati
                         in_use_groups)
 from .problem import MAX_RESULTS, ClaimSpec, Problem, RequestSpec
 from .quantity import Quantity
-from .rules import lookup_attribute
 
 
 @dataclass

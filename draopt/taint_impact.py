@@ -27,7 +27,6 @@ from .features import Features, parse_gates
 from .inventory import taint_rule_selects
 from .loader import KINDS, ObjectSet, parse_object
 from .models import DeviceTaint, DeviceToleration, ResourceClaim, ResourceSlice
-from .models.resource import DeviceTaintRule
 from .rules import tolerates
 from .validate import read_documents
 

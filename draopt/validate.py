@@ -17,13 +17,12 @@ import json
 import re
 import sys
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .cel import CelCompileError, CelEnvironment
-from .errors import DraoptError, InputError
+from .errors import DraoptError
 from .features import DEFAULT_GATES, Features, parse_gates
-from .loader import KINDS, _documents, _flatten
+from .loader import KINDS, raw_documents
 
 # ------------------------------------------------------------------ limits (resource.k8s.io/v1)
 DRIVER_NAME_MAX = 63
@@ -1052,25 +1051,7 @@ EXTRA_KINDS = {"Namespace": ("v1",), "Pod": ("v1",)}
 def read_documents(paths: Iterable[str]) -> list[tuple[dict, str]]:
     """Every document (lists flattened) of the files, with its source; `-` reads stdin.
     Unreadable input raises InputError."""
-    out: list[tuple[Any, str]] = []
-    for path in paths:
-        if path == "-":
-            text, source = sys.stdin.read(), "<stdin>"
-        else:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise InputError(f"{path}: no such file") from None
-            except IsADirectoryError:
-                raise InputError(f"{path}: is a directory, expected a YAML or JSON file") from None
-            except UnicodeDecodeError:
-                raise InputError(f"{path}: not UTF-8 text") from None
-            except OSError as e:
-                raise InputError(f"{path}: cannot read: {e.strerror}") from None
-            source = path
-        for index, doc in enumerate(_documents(text, source)):
-            out.extend(_flatten(doc, f"{source} document {index + 1}"))
-    return out
+    return raw_documents(paths)
 
 
 def object_ref(doc: Any) -> str:

@@ -14,21 +14,7 @@ from .base import ModelData
 
 
 def is_candidate(m: ModelData, spec: RequestSpec, dev) -> bool:
-    p = m.problem
-    f = p.features
-    allocated = p.inventory.allocated
-    if not spec.admin_access and dev.id in allocated.devices:
-        return False
-    if not p.selectable(spec, dev):
-        return False
-    if f.consumable_capacity and not p.capacity_ok(spec, dev, None):
-        return False
-    if not f.partitionable_devices and dev.device.consumes_counters:
-        return False
-    if p.taint_blocks(spec, dev):
-        return False
-    return True
-
+    return m.problem.usable_alone(spec, dev)
 
 def encode(m: ModelData) -> None:
     cp = m.cp

@@ -2,7 +2,6 @@
 optimal CP-SAT model, on the same input and with the same output."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +10,7 @@ from ..features import Features
 from ..loader import ObjectSet
 from .cluster import Cluster
 from .firstfit import simulate
-from .result import PlacementResult, PodPlacement
+from .result import PlacementResult, PodPlacement  # noqa: F401  (re-exported)
 
 PLACE_POLICIES = ("first-fit", "optimal")
 

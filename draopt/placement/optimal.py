@@ -35,7 +35,6 @@ from ..errors import AllocationError
 from ..inventory import DeviceEntry, available_counters
 from ..problem import prepare
 from ..reference import Chosen
-from ..rules import taint_blocks
 from .cluster import Cluster, NodeState
 from .firstfit import ClaimBook, simulate, try_node
 from .result import PlacementResult, PodPlacement, weight
@@ -289,11 +288,6 @@ def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, index=None) -> d
                 at += n
     return dict(values)
 
-    result = _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id)
-    stats["solve_s"] = round(time.perf_counter() - t0, 3)
-    result.stats.update(stats)
-    return result
-
 
 def _qv(value: str) -> Fraction:
     from ..quantity import Quantity
@@ -301,21 +295,11 @@ def _qv(value: str) -> Fraction:
 
 
 def _candidate(problem, spec, dev: DeviceEntry) -> bool:
-    f = problem.features
-    if dev.id in problem.inventory.allocated.devices:
+    if not problem.usable_alone(spec, dev):
         return False
-    if not problem.selectable(spec, dev):
-        return False
-    if f.consumable_capacity and not problem.capacity_ok(spec, dev, None):
-        return False
-    if not f.partitionable_devices and dev.device.consumes_counters:
-        return False
-    if f.device_taints and taint_blocks(dev.taints, spec.tolerations):
-        return False
-    if f.compatibility_groups and any(c.compatibility_groups for c in dev.device.consumes_counters):
+    if problem.features.compatibility_groups and any(c.compatibility_groups for c in dev.device.consumes_counters):
         return False   # not modelled in the aggregated model: left to first-fit
     return True
-
 
 def _fresh(cluster: Cluster) -> Cluster:
     import copy
@@ -332,33 +316,10 @@ def _fresh(cluster: Cluster) -> Cluster:
 
 def _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine=None) -> None:
     """Warm start: first-fit's placement as a solution hint."""
-    count = defaultdict(int)
-    zcount = defaultdict(int)
-    for ci, c in enumerate(classes):
-        if mine is not None and ci not in mine:
-            continue
-        for pod in c.pods:
-            pl = ff_by_pod[pod.key]
-            if not pl.placed:
-                continue
-            count[(ci, pl.node)] += 1
-            results = [r for use in pod.claims for r in pl.new_claims[use.key].devices.results] \
-                if all(use.key in pl.new_claims for use in pod.claims) else []
-            # Map each result back to its slot and device group.
-            pos = 0
-            for si, (_, _, n) in enumerate(c.slots):
-                for r in results[pos:pos + n]:
-                    for gi in cand.get((ci, si, pl.node), []):
-                        devs = groups_by_node[pl.node][gi]
-                        if any(d.id == (r.driver, r.pool, r.device) for d in devs):
-                            zcount[(ci, si, pl.node, gi)] += 1
-                            break
-                pos += n
-    for key, v in k.items():
-        m.add_hint(v, count.get(key, 0))
-    for key, v in z.items():
-        m.add_hint(v, zcount.get(key, 0))
-
+    values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand)
+    for key, v in list(k.items()) + list(z.items()):
+        if mine is None or key[0] in mine:
+            m.add_hint(v, values.get(key, 0))
 
 def _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id):
     ff_by_pod = {p.pod: p for p in first_fit.pods}
