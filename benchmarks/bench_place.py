@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="(a) 50 nodes / 400 pods, (b) 8 nodes")
     ap.add_argument("--time-limit", type=float, default=None, help="optimal time limit, s (default 60; --quick 20)")
-    ap.add_argument("--only", choices=["a", "b"], help="one scenario only")
+    ap.add_argument("--only", choices=["a", "b", "b2"], help="one scenario only")
     ap.add_argument("--profile", choices=["first-fit-a", "optimal-a", "first-fit-b", "optimal-b"],
                     help="cProfile one policy on one scenario and print the top functions instead")
     args = ap.parse_args(argv)
@@ -303,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         scenario("(a) gpu-fleet" + (" (quick)" if args.quick else ""), gen_a(), time_limit, "speed")
     if args.only in (None, "b"):
         scenario("(b) mig-fleet" + (" (quick)" if args.quick else ""), gen_b(), time_limit, "gain")
+    if args.only in (None, "b2"):
+        # The same fleet and jobs with one priority: fragmentation, not priority, decides.
+        gen_b2 = mig_fleet(nodes=8 if args.quick else 32, uniform_priority=True)
+        scenario("(b2) mig-fleet, one priority" + (" (quick)" if args.quick else ""), gen_b2, time_limit, "gain")
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")
     return 0
 

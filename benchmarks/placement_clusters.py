@@ -152,7 +152,8 @@ MIG_PROFILES = [("7g", 7, 1), ("4g", 4, 1), ("3g", 3, 1), ("2g", 2, 2), ("1g", 1
 
 
 def mig_fleet(*, nodes: int = 32, gpus: int = 8, units: int = 7, demand_ratio: float = 1.1,
-              any_share: float = 0.08, gang_share: float = 0.25, seed: int = 11) -> dict[str, Any]:
+              any_share: float = 0.08, gang_share: float = 0.25, seed: int = 11,
+              uniform_priority: bool = False) -> dict[str, Any]:
     """`nodes` nodes (cpu 128, memory 1024Gi, pods 110) x `gpus` MIG-partitionable GPUs. Each
     node has one pool (= node name): a counter slice with one counter set per GPU
     (gpu-<j>: memory = `units`), and per GPU a device slice with its possible partitions, big
@@ -220,6 +221,9 @@ def mig_fleet(*, nodes: int = 32, gpus: int = 8, units: int = 7, demand_ratio: f
                 rng.choices(["1g", "2g", "3g", "4g", "7g"], weights=[40, 25, 15, 12, 8])[0]
             jobs.append(job(1, prof, rng.choices(list(PRIORITIES), weights=[50, 35, 15])[0], False))
         asked += jobs[-1]["size"] * jobs[-1]["units"]
+    if uniform_priority:   # one batch of equally important inference jobs
+        for j in jobs:
+            j["prio"] = "low"
     _jobs_to_pods(jobs, ns, rng, docs, meta)
     by_prof: dict[str, int] = {}
     for p in meta["pods"].values():
@@ -231,7 +235,7 @@ def mig_fleet(*, nodes: int = 32, gpus: int = 8, units: int = 7, demand_ratio: f
                         f"({', '.join(f'{k}: {v}' for k, v in sorted(by_prof.items()))}; "
                         f"{n_gang} of them in {len(meta['gangs'])} gangs of 2-6, minCount = size); "
                         f"asked units {int(asked)} vs supply {supply} ({asked / supply:.2f}x, 'any' counted "
-                        f"as 1); priorities 0/100/1000; seed {seed}")
+                        f"as 1); priorities {'all 0' if uniform_priority else '0/100/1000'}; seed {seed}")
     meta["supply"] = supply
     meta["demand"] = int(asked)
     return {"docs": docs, "meta": meta}

@@ -128,8 +128,16 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     groups_by_node: dict[str, list[list[DeviceEntry]]] = {}
     device_of_group: dict[tuple[str, int], list[DeviceEntry]] = {}
     cand: dict[tuple[int, int, str], list[int]] = {}        # (class, slot, node) -> group indexes
-    # Candidate nodes and devices per class.
+    # Candidate nodes and devices per class. Classes that differ only in priority or gang fit
+    # the same nodes and devices: the work is done once per kind (claims, resources, selector).
+    fit_kind: dict[tuple, int] = {}
     for ci, c in enumerate(classes):
+        kind = c.key[:3]
+        first = fit_kind.setdefault(kind, ci)
+        if first != ci:
+            c.nodes, c.rep_problem = classes[first].nodes, classes[first].rep_problem
+            c.node_names = classes[first].node_names
+            continue
         rep = c.pods[0]
         for node in cluster.nodes:
             reason, fit = try_node(cluster, book, rep, node, {}, share_id)
@@ -144,14 +152,19 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
             continue
         inv = cluster.inventory(node)
         pattern: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        by_kind: dict[tuple, list[tuple[int, list[bool]]]] = {}
         for ci, c in users:
             problem = c.rep_problem.get(node.name)
             if problem is None:
                 continue
-            specs = [s for claim in problem.claims for g in claim.requests for s in g.alternatives]
-            for si, spec in enumerate(specs):
-                for dev in inv.devices:
-                    if _candidate(problem, spec, dev):
+            kind = c.key[:3]
+            if kind not in by_kind:
+                specs = [s for claim in problem.claims for g in claim.requests for s in g.alternatives]
+                by_kind[kind] = [(si, [_candidate(problem, spec, dev) for dev in inv.devices])
+                                 for si, spec in enumerate(specs)]
+            for si, usable in by_kind[kind]:
+                for dev, ok in zip(inv.devices, usable):
+                    if ok:
                         pattern[dev.index].append((ci, si))
         groups: dict[tuple, list[DeviceEntry]] = {}
         for dev in inv.devices:
@@ -192,8 +205,7 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
             vals, st = _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by_pod,
                                         groups_by_node, device_of_group, cand, budget)
             if vals is None:
-                vals = _first_fit_values([classes[i] for i in comp_classes], ff_by_pod, groups_by_node, cand,
-                                         index=comp_classes)
+                vals = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=set(comp_classes))
                 st["fallback"] = "no solution within the time limit: first-fit kept"
                 agg["status"] = "FEASIBLE"
             values.update(vals)
@@ -213,20 +225,35 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     return result
 
 
+def kind_of(classes, ci: int) -> int:
+    """The first class of the same kind (claims, resources, selector): it indexes k and z."""
+    kinds = classes[ci].__dict__.setdefault("_kind_rep", None)
+    if kinds is None:
+        first = {}
+        for i, c in enumerate(classes):
+            c._kind_rep = first.setdefault(c.key[:3], i)
+    return classes[ci]._kind_rep
+
+
 def _class_bound(classes) -> int:
-    """Priority-weighted pods each class could place if it had the cluster to itself."""
-    total = 0
+    """Priority-weighted pods each kind of pod could place if it had the cluster to itself: its
+    highest-priority pods, as many as fit on its nodes' free resources."""
+    by_kind: dict[tuple, list] = defaultdict(list)
     for c in classes:
+        by_kind[c.key[:3]].append(c)
+    total = 0
+    for members in by_kind.values():
+        c = members[0]
+        pods = sorted((weight(m.priority) for m in members for _ in m.pods), reverse=True)
         alone = 0
         for node in c.nodes:
-            cap = len(c.pods)
+            cap = len(pods)
             for r, v in c.resources.items():
                 if v > 0 and r in node.allocatable:
                     cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
             alone += max(0, cap)
-        total += weight(c.priority) * min(len(c.pods), alone)
+        total += sum(pods[:alone])
     return total
-
 
 def _components(cluster, classes, workload) -> list[tuple[list[int], list]]:
     """Independent parts: classes linked to the nodes they fit on, gangs linking their classes,
@@ -265,25 +292,30 @@ def _components(cluster, classes, workload) -> list[tuple[list[int], list]]:
     return out
 
 
-def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, index=None) -> dict:
-    """First-fit's placement expressed in the model's variables (k and z counts)."""
+def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only: set[int] | None = None) -> dict:
+    """First-fit's placement expressed in the model's variables (k and z counts per kind,
+    placed pods per class)."""
     values: dict = defaultdict(int)
-    for pos, c in enumerate(classes):
-        ci = index[pos] if index is not None else pos
+    for ci, c in enumerate(classes):
+        if only is not None and ci not in only:
+            continue
+        f = kind_of(classes, ci)
+        values[("total", ci)] += 0
         for pod in c.pods:
             pl = ff_by_pod[pod.key]
             if not pl.placed:
                 continue
-            values[(ci, pl.node)] += 1
+            values[("total", ci)] += 1
+            values[(f, pl.node)] += 1
             if not all(u.key in pl.new_claims for u in pod.claims):
                 continue
             results = [r for u in pod.claims for r in pl.new_claims[u.key].devices.results]
             at = 0
             for si, (_, _, n) in enumerate(c.slots):
                 for r in results[at:at + n]:
-                    for gi in cand.get((ci, si, pl.node), []):
+                    for gi in cand.get((f, si, pl.node), []):
                         if any(d.id == (r.driver, r.pool, r.device) for d in groups_by_node[pl.node][gi]):
-                            values[(ci, si, pl.node, gi)] += 1
+                            values[(f, si, pl.node, gi)] += 1
                             break
                 at += n
     return dict(values)
@@ -316,10 +348,12 @@ def _fresh(cluster: Cluster) -> Cluster:
 
 def _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine=None) -> None:
     """Warm start: first-fit's placement as a solution hint."""
-    values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand)
+    values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=mine)
     for key, v in list(k.items()) + list(z.items()):
-        if mine is None or key[0] in mine:
-            m.add_hint(v, values.get(key, 0))
+        m.add_hint(v, values.get(key, 0))
+    for ci in (mine if mine is not None else range(len(classes))):
+        m.add_hint(classes[ci].total, values.get(("total", ci), 0))
+
 
 def _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id):
     ff_by_pod = {p.pod: p for p in first_fit.pods}
@@ -329,16 +363,30 @@ def _decode(cluster, workload, book, classes, values, groups_by_node, cand, firs
         placements[key] = PodPlacement(key, pl.node, pl.priority, pl.group, dict(pl.new_claims), pl.reasons,
                                        pl.prioritized_score)
     taken: dict[tuple, int] = defaultdict(int)   # device id -> shares taken in decode
-    for ci, c in enumerate(classes):
-        queue = list(c.pods)
+    kinds: dict[int, list[int]] = defaultdict(list)
+    for ci in range(len(classes)):
+        kinds[kind_of(classes, ci)].append(ci)
+    for f, members in kinds.items():
+        c = classes[f]
+        # Which pods of the kind are placed: each class's share, first in queue order.
+        chosen_pods = []
+        for ci in members:
+            n = values.get(("total", ci), 0)
+            chosen_pods.extend(classes[ci].pods[:n])
+            for pod in classes[ci].pods[n:]:
+                ffp = ff_by_pod[pod.key]
+                reasons = ffp.reasons if ffp.reasons else {"not placed by the optimal model (capacity used elsewhere)": 1}
+                placements[pod.key] = PodPlacement(pod.key, None, pod.priority, pod.group,
+                                                   reasons=type(ffp.reasons)(reasons))
+        chosen_pods.sort(key=lambda p: p.queue_key)
         for node in c.nodes:
-            n_here = values.get((ci, node.name), 0)
+            n_here = values.get((f, node.name), 0)
             if not n_here:
                 continue
-            remaining = {si: {gi: values.get((ci, si, node.name, gi), 0) for gi in cand.get((ci, si, node.name), [])}
+            remaining = {si: {gi: values.get((f, si, node.name, gi), 0) for gi in cand.get((f, si, node.name), [])}
                          for si in range(len(c.slots))}
             for _ in range(n_here):
-                pod = queue.pop(0)
+                pod = chosen_pods.pop(0)
                 problem = prepare([book.claims[u.key] for u in pod.claims], cluster.inventory(node), cluster.classes,
                                   cluster.features, cluster.cel_env, cluster.expr_cache)
                 specs = [s for cl in problem.claims for g in cl.requests for s in g.alternatives]
@@ -347,8 +395,7 @@ def _decode(cluster, workload, book, classes, values, groups_by_node, cand, firs
                     for _ in range(count):
                         gi = next(g for g, left in remaining[si].items() if left > 0)
                         remaining[si][gi] -= 1
-                        devs = groups_by_node[node.name][gi]
-                        dev = _free_device(devs, taken, cluster)
+                        dev = _free_device(groups_by_node[node.name][gi], taken, cluster)
                         inv_dev = problem.inventory.by_id[dev.id]
                         consumed = problem.consumption(specs[si], inv_dev) \
                             if inv_dev.multi_allocatable and cluster.features.consumable_capacity else None
@@ -360,10 +407,8 @@ def _decode(cluster, workload, book, classes, values, groups_by_node, cand, firs
                     book.commit(claim.key, result, node.name)
                 node.take(pod.resources)
                 placements[pod.key] = pl
-        for pod in queue:
-            ffp = ff_by_pod[pod.key]
-            reasons = ffp.reasons if ffp.reasons else {"not placed by the optimal model (capacity used elsewhere)": 1}
-            placements[pod.key] = PodPlacement(pod.key, None, pod.priority, pod.group, reasons=type(ffp.reasons)(reasons))
+        if chosen_pods:
+            raise AllocationError(f"internal: {len(chosen_pods)} pods chosen by the model but not given a node")
     pods = [placements[p.key] for p in workload.pending]
     claims = {}
     for pl in pods:
@@ -393,22 +438,22 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
     usage_terms: dict[tuple, list] = defaultdict(list)
     mine = set(comp_classes)
     node_names = {n.name for n in comp_nodes}
-    placed_total = []
-    for ci, c in enumerate(classes):
-        if ci not in mine:
-            continue
-        n_pods = len(c.pods)
+    # Classes of one kind (same claims, resources, selector) differ only in priority or gang:
+    # nodes and devices are modelled once per kind (k, z indexed by the kind's first class),
+    # and each class only gets its share of the kind's placed pods.
+    kinds: dict[int, list[int]] = defaultdict(list)
+    for ci in comp_classes:
+        kinds[kind_of(classes, ci)].append(ci)
+    for f, members in kinds.items():
+        c = classes[f]
+        n_pods = sum(len(classes[ci].pods) for ci in members)
         per_node = []
         for node in c.nodes:
             if node.name not in node_names:
                 continue
-            slots_ok = True
             if c.slots and node.name not in c.rep_problem:
-                slots_ok = False
-            for si, (_, _, count) in enumerate(c.slots):
-                if not cand.get((ci, si, node.name)):
-                    slots_ok = False
-            if not slots_ok:
+                continue
+            if any(not cand.get((f, si, node.name)) for si in range(len(c.slots))):
                 continue
             cap = n_pods
             for r, v in c.resources.items():
@@ -416,22 +461,22 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
                     cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
             if cap <= 0:
                 continue
-            var = m.new_int_var(0, cap, f"k[{ci},{node.name}]")
-            k[(ci, node.name)] = var
+            var = m.new_int_var(0, cap, f"k[{f},{node.name}]")
+            k[(f, node.name)] = var
             per_node.append(var)
             for si, (_, _, count) in enumerate(c.slots):
                 zs = []
-                for gi in cand[(ci, si, node.name)]:
+                for gi in cand[(f, si, node.name)]:
                     devs = device_of_group[(node.name, gi)]
                     hi = cap * count if devs[0].multi_allocatable and cluster.features.consumable_capacity else len(devs)
                     hi = min(hi, cap * count)
-                    zv = m.new_int_var(0, hi, f"z[{ci},{si},{node.name},{gi}]")
-                    z[(ci, si, node.name, gi)] = zv
+                    zv = m.new_int_var(0, hi, f"z[{f},{si},{node.name},{gi}]")
+                    z[(f, si, node.name, gi)] = zv
                     zs.append(zv)
                 m.add(sum(zs) == count * var)
-        c.total = m.new_int_var(0, n_pods, f"placed[{ci}]")
-        m.add(c.total == sum(per_node)) if per_node else m.add(c.total == 0)
-        placed_total.append(c.total)
+        for ci in members:
+            classes[ci].total = m.new_int_var(0, len(classes[ci].pods), f"placed[{ci}]")
+        m.add(sum(classes[ci].total for ci in members) == sum(per_node))
 
     # Device groups: usage, multi-allocation capacity, counters.
     z_by_group: dict[tuple[str, int], list] = defaultdict(list)
@@ -554,11 +599,13 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
     stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
                              "status": solver.status_name(status)}
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        stats["objective"] = stats["bound"] = ff_value
+        stats["objective"] = ff_value
+        stats["bound"] = _class_bound([classes[ci] for ci in comp_classes])   # nothing better is proven
         return None, stats
     best, bound = solver.objective_value, solver.best_objective_bound
     stats.update({"objective": int(best), "bound": int(bound)})
     values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
+    values.update({("total", ci): solver.value(classes[ci].total) for ci in comp_classes})
     # Phase 2: hold the weighted count, touch as few nodes and counter sets as possible.
     remaining = time_limit - (time.perf_counter() - t0)
     if status == cp_model.OPTIMAL and remaining > 1 and (touched_nodes or touched_sets):
@@ -566,11 +613,15 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
         m.clear_hints()
         for key, v in list(k.items()) + list(z.items()):
             m.add_hint(v, values[key])
+        for ci in comp_classes:
+            m.add_hint(classes[ci].total, values[("total", ci)])
         m.minimize(sum(touched_nodes) + sum(touched_sets))
-        solver.parameters.max_time_in_seconds = remaining * 0.8
+        # Packing is a secondary goal: a bounded share of what is left.
+        solver.parameters.max_time_in_seconds = min(remaining * 0.5, 2.0 + 2 * (time.perf_counter() - t0))
         s2 = solver.solve(m)
         if s2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
+            values.update({("total", ci): solver.value(classes[ci].total) for ci in comp_classes})
             stats["packing_status"] = solver.status_name(s2)
             stats["touched"] = int(solver.objective_value)
     return values, stats
