@@ -89,7 +89,7 @@ def test_independent_parts_are_solved_apart():
 
 def test_cheap_bound_proves_first_fit_optimal():
     opt = place(_zoned(2, 3), policy="optimal", time_limit=10)   # everything fits
-    assert opt.result.stats["proof"] == "first-fit reaches the per-class capacity bound"
+    assert opt.result.stats["proof"] == "first-fit reaches the per-kind capacity bound"
     assert opt.result.stats["gap"] == 0.0 and len(opt.result.placed_pods()) == 6
 
 
@@ -116,3 +116,27 @@ def test_node_allocatable_resources_of_devices_count_against_the_node():
     assert [p.placed for p in off.result.pods] == [True, True]
     opt = place(objects(docs), policy="optimal", features=on, time_limit=5)
     assert [p.placed for p in opt.result.pods] == [True, False]
+
+
+def test_optimal_prefers_first_subrequests_of_prioritized_lists():
+    import yaml
+    import test_features as tf
+    docs = [d for d in yaml.safe_load_all(tf.CATS) if d] + [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "any", "namespace": "ml"},
+         "spec": {"spec": {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "resource.example.com"}}]}}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "cat", "namespace": "ml"},
+         "spec": {"spec": {"devices": {"requests": yaml.safe_load(tf.PRIORITIZED.replace("    - name", "- name")
+                                                                                 .replace("\n    ", "\n"))}}}}]
+    for i, tpl in enumerate(["any", "cat"]):
+        docs.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"p{i}", "namespace": "ml", "creationTimestamp": f"2026-11-30T10:00:0{i}Z"},
+                     "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "x", "resourceClaimTemplateName": tpl}]}})
+    ff = place(objects(docs), policy="first-fit")
+    opt = place(objects(docs), policy="optimal", time_limit=10)
+    def picks(out):
+        return {k: [(r.request, r.device) for r in a.devices.results] for k, (a, _) in out.result.claims.items()}
+    assert picks(ff)["ml/p1-x"] == [("req-0/small-white", "small-white-cat-1"), ("req-0/small-white", "small-white-cat-2")]
+    assert picks(opt)["ml/p1-x"] == [("req-0/large-black", "large-black-cat")]
+    assert opt.result.stats["subrequest_index_sum"] == 0
+    assert check_placement(ff) == [] and check_placement(opt) == []

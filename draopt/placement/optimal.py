@@ -48,21 +48,34 @@ class PodClass:
     priority: int
     resources: dict[str, Fraction]
     slots: list[tuple[int, int, int]] = field(default_factory=list)   # (claim index, request index, count)
+    slot_alt: list[int | None] = field(default_factory=list)         # the sub-request a slot belongs to
+    alts: int = 0                                                     # sub-requests of its prioritized list
+    list_request: tuple[int, int] | None = None                       # (claim index, request index) of it
     nodes: list[NodeState] = field(default_factory=list)
     rep_problem: dict[str, Any] = field(default_factory=dict)          # node name -> representative Problem
 
 
-def _simple_claim(claim) -> bool:
+def _plain(fields, admin_ok: bool = False) -> bool:
+    if (fields.allocation_mode or "ExactCount") != "ExactCount" or fields.derived_attributes:
+        return False
+    return admin_ok or not getattr(fields, "admin_access", None)
+
+
+def _simple_claim(claim) -> int | None:
+    """How many firstAvailable requests the claim has if the model can take it (plain
+    ExactCount requests and sub-requests, no constraints), else None."""
     d = claim.spec.devices
     if d.constraints:
-        return False
+        return None
+    lists = 0
     for r in d.requests:
-        e = r.exactly
-        if e is None or r.first_available:
-            return False
-        if (e.allocation_mode or "ExactCount") != "ExactCount" or e.admin_access or e.derived_attributes:
-            return False
-    return True
+        if r.first_available:
+            if r.exactly is not None or not all(_plain(sub) for sub in r.first_available):
+                return None
+            lists += 1
+        elif r.exactly is None or not _plain(r.exactly):
+            return None
+    return lists
 
 
 def classify(workload, book: ClaimBook, ff: PlacementResult):
@@ -78,10 +91,16 @@ def classify(workload, book: ClaimBook, ff: PlacementResult):
         d.node_allocatable_resources for s in book.cluster.objects.resource_slices for d in s.spec.devices)
     for pod in workload.pending:
         ok = not (derived_node_resources and pod.claims)
+        lists = 0
         for use in pod.claims:
             claim = book.claims[use.key]
-            if claim.status.allocation is not None or len(set(users[use.key])) > 1 or not _simple_claim(claim):
+            n = _simple_claim(claim)
+            if claim.status.allocation is not None or len(set(users[use.key])) > 1 or n is None:
                 ok = False
+            else:
+                lists += n
+        if lists > 1:   # one prioritized list per pod is modelled (its alternatives counted per node)
+            ok = False
         simple[pod.key] = ok
         if not ok and pod.group:
             complex_groups.add(pod.group)
@@ -97,9 +116,18 @@ def classify(workload, book: ClaimBook, ff: PlacementResult):
         c = classes.get(key)
         if c is None:
             c = classes[key] = PodClass(key, [], pod.group, pod.priority, dict(pod.resources))
+            # Slots in the order of Problem's flattened specs: claims, requests, sub-requests.
             for ci, use in enumerate(pod.claims):
                 for ri, r in enumerate(book.claims[use.key].spec.devices.requests):
-                    c.slots.append((ci, ri, r.exactly.count or 1))
+                    if r.first_available:
+                        for a, sub in enumerate(r.first_available):
+                            c.slots.append((ci, ri, sub.count or 1))
+                            c.slot_alt.append(a)
+                        c.alts = len(r.first_available)
+                        c.list_request = (ci, ri)
+                    else:
+                        c.slots.append((ci, ri, r.exactly.count or 1))
+                        c.slot_alt.append(None)
         c.pods.append(pod)
     return list(classes.values()), fixed
 
@@ -189,35 +217,33 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     bound = _class_bound(classes)
     stats["cheap_bound"] = bound
     values: dict = {}
-    if bound <= ff_value:
-        stats.update({"status": "OPTIMAL", "objective": ff_value, "bound": ff_value, "gap": 0.0,
-                      "proof": "first-fit reaches the per-class capacity bound"})
-        values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand)
-    else:
-        components = _components(cluster, classes, workload)
-        stats["components"] = len(components)
-        total = sum(len(cs) * max(1, len(ns)) for cs, ns in components)
-        agg = {"objective": 0, "bound": 0, "variables": 0, "constraints": 0, "status": "OPTIMAL"}
-        for comp_classes, comp_nodes in components:
-            left = max(0.2, time_limit - (time.perf_counter() - t0))
-            budget = left * len(comp_classes) * max(1, len(comp_nodes)) / max(1, total)
-            total -= len(comp_classes) * max(1, len(comp_nodes))
-            vals, st = _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by_pod,
-                                        groups_by_node, device_of_group, cand, budget)
-            if vals is None:
-                vals = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=set(comp_classes))
-                st["fallback"] = "no solution within the time limit: first-fit kept"
-                agg["status"] = "FEASIBLE"
-            values.update(vals)
-            for key in ("objective", "bound", "variables", "constraints", "touched"):
-                if key in st:
-                    agg[key] = agg.get(key, 0) + st[key]
-            if st.get("status") != "OPTIMAL":
-                agg["status"] = st.get("status", "UNKNOWN")
-            if "fallback" in st:
-                agg["fallback"] = st["fallback"]
-        stats.update(agg)
-        stats["gap"] = round((agg["bound"] - agg["objective"]) / agg["bound"], 4) if agg["bound"] else 0.0
+    proven = bound <= ff_value
+    if proven:
+        stats["proof"] = "first-fit reaches the per-kind capacity bound"
+    components = _components(cluster, classes, workload)
+    stats["components"] = len(components)
+    total = sum(len(cs) * max(1, len(ns)) for cs, ns in components)
+    agg = {"objective": 0, "bound": 0, "variables": 0, "constraints": 0, "status": "OPTIMAL"}
+    for comp_classes, comp_nodes in components:
+        left = max(0.2, time_limit - (time.perf_counter() - t0))
+        budget = left * len(comp_classes) * max(1, len(comp_nodes)) / max(1, total)
+        total -= len(comp_classes) * max(1, len(comp_nodes))
+        vals, st = _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by_pod,
+                                    groups_by_node, device_of_group, cand, budget, proven_optimal=proven)
+        if vals is None:
+            vals = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=set(comp_classes),
+                                     book_claims=book.claims)
+            st["fallback"] = "no solution within the time limit: first-fit kept"
+        values.update(vals)
+        for key in ("objective", "bound", "variables", "constraints", "touched", "subrequest_index_sum"):
+            if key in st:
+                agg[key] = agg.get(key, 0) + st[key]
+        if st.get("status") != "OPTIMAL":
+            agg["status"] = st.get("status", "UNKNOWN")
+        if "fallback" in st:
+            agg["fallback"] = st["fallback"]
+    stats.update(agg)
+    stats["gap"] = round((agg["bound"] - agg["objective"]) / agg["bound"], 4) if agg["bound"] else 0.0
     stats["prepare_s"] = round(prepare_s, 3)
     result = _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id)
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
@@ -292,7 +318,14 @@ def _components(cluster, classes, workload) -> list[tuple[list[int], list]]:
     return out
 
 
-def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only: set[int] | None = None) -> dict:
+def pod_list_names(c: PodClass, pod, claims) -> list[str]:
+    """Sub-request names of the pod's prioritized list, in order."""
+    ci, ri = c.list_request
+    return [sub.name for sub in claims[pod.claims[ci].key].spec.devices.requests[ri].first_available]
+
+
+def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only: set[int] | None = None,
+                      book_claims=None) -> dict:
     """First-fit's placement expressed in the model's variables (k and z counts per kind,
     placed pods per class)."""
     values: dict = defaultdict(int)
@@ -310,8 +343,16 @@ def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only: set[int] |
             if not all(u.key in pl.new_claims for u in pod.claims):
                 continue
             results = [r for u in pod.claims for r in pl.new_claims[u.key].devices.results]
+            alt = None
+            if c.alts:
+                subs = [r.request.split("/", 1)[1] for r in results if "/" in r.request]
+                lst = pod_list_names(c, pod, book_claims)
+                alt = lst.index(subs[0]) if subs and subs[0] in lst else 0
+                values[("alt", f, pl.node, alt)] += 1
             at = 0
             for si, (_, _, n) in enumerate(c.slots):
+                if c.slot_alt[si] is not None and c.slot_alt[si] != alt:
+                    continue
                 for r in results[at:at + n]:
                     for gi in cand.get((f, si, pl.node), []):
                         if any(d.id == (r.driver, r.pool, r.device) for d in groups_by_node[pl.node][gi]):
@@ -346,9 +387,9 @@ def _fresh(cluster: Cluster) -> Cluster:
     return fresh
 
 
-def _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine=None) -> None:
+def _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine=None, workload=None) -> None:
     """Warm start: first-fit's placement as a solution hint."""
-    values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=mine)
+    values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=mine, book_claims=workload.claims)
     for key, v in list(k.items()) + list(z.items()):
         m.add_hint(v, values.get(key, 0))
     for ci in (mine if mine is not None else range(len(classes))):
@@ -385,13 +426,22 @@ def _decode(cluster, workload, book, classes, values, groups_by_node, cand, firs
                 continue
             remaining = {si: {gi: values.get((f, si, node.name, gi), 0) for gi in cand.get((f, si, node.name), [])}
                          for si in range(len(c.slots))}
+            alt_left = {a: values.get(("alt", f, node.name, a), 0) for a in range(c.alts)}
             for _ in range(n_here):
                 pod = chosen_pods.pop(0)
                 problem = prepare([book.claims[u.key] for u in pod.claims], cluster.inventory(node), cluster.classes,
                                   cluster.features, cluster.cel_env, cluster.expr_cache)
                 specs = [s for cl in problem.claims for g in cl.requests for s in g.alternatives]
                 chosen = [[] for _ in problem.claims]
+                selected = {}
+                alt = None
+                if c.alts:
+                    alt = next(a for a in range(c.alts) if alt_left[a] > 0)
+                    alt_left[alt] -= 1
+                    selected[c.list_request] = alt
                 for si, (claim_i, _, count) in enumerate(c.slots):
+                    if c.slot_alt[si] is not None and c.slot_alt[si] != alt:
+                        continue
                     for _ in range(count):
                         gi = next(g for g, left in remaining[si].items() if left > 0)
                         remaining[si][gi] -= 1
@@ -400,7 +450,7 @@ def _decode(cluster, workload, book, classes, values, groups_by_node, cand, firs
                         consumed = problem.consumption(specs[si], inv_dev) \
                             if inv_dev.multi_allocatable and cluster.features.consumable_capacity else None
                         chosen[claim_i].append(Chosen(specs[si], inv_dev, consumed))
-                results = decode(problem, chosen, {}, share_id)
+                results = decode(problem, chosen, selected, share_id)
                 pl = PodPlacement(pod.key, node.name, pod.priority, pod.group)
                 for claim, result in zip(problem.claims, results):
                     pl.new_claims[claim.key] = result
@@ -429,7 +479,7 @@ def _free_device(devs: list[DeviceEntry], taken: dict, cluster: Cluster) -> Devi
 
 
 def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by_pod, groups_by_node,
-                     device_of_group, cand, time_limit):
+                     device_of_group, cand, time_limit, proven_optimal: bool = False):
     """Build and solve the model of one independent part; returns (values, stats)."""
     t0 = time.perf_counter()
     m = cp_model.CpModel()
@@ -438,6 +488,7 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
     usage_terms: dict[tuple, list] = defaultdict(list)
     mine = set(comp_classes)
     node_names = {n.name for n in comp_nodes}
+    preference = []   # prioritized lists: sub-request index x pods using it (less is better)
     # Classes of one kind (same claims, resources, selector) differ only in priority or gang:
     # nodes and devices are modelled once per kind (k, z indexed by the kind's first class),
     # and each class only gets its share of the kind's placed pods.
@@ -453,7 +504,12 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
                 continue
             if c.slots and node.name not in c.rep_problem:
                 continue
-            if any(not cand.get((f, si, node.name)) for si in range(len(c.slots))):
+            # Sub-requests usable here (all their slots have candidates); plain slots must all have.
+            usable_alts = [a for a in range(c.alts)
+                           if all(cand.get((f, si, node.name)) for si, sa in enumerate(c.slot_alt) if sa == a)]
+            if any(not cand.get((f, si, node.name)) for si, sa in enumerate(c.slot_alt) if sa is None):
+                continue
+            if c.alts and not usable_alts:
                 continue
             cap = n_pods
             for r, v in c.resources.items():
@@ -464,7 +520,19 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
             var = m.new_int_var(0, cap, f"k[{f},{node.name}]")
             k[(f, node.name)] = var
             per_node.append(var)
+            alt_var = {}
+            for a in usable_alts:
+                alt_var[a] = m.new_int_var(0, cap, f"k[{f},{node.name},alt{a}]")
+                k[("alt", f, node.name, a)] = alt_var[a]
+                if a:
+                    preference.append(a * alt_var[a])
+            if c.alts:
+                m.add(sum(alt_var.values()) == var)
             for si, (_, _, count) in enumerate(c.slots):
+                a = c.slot_alt[si]
+                if a is not None and a not in alt_var:
+                    continue
+                per = var if a is None else alt_var[a]
                 zs = []
                 for gi in cand[(f, si, node.name)]:
                     devs = device_of_group[(node.name, gi)]
@@ -473,7 +541,7 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
                     zv = m.new_int_var(0, hi, f"z[{f},{si},{node.name},{gi}]")
                     z[(f, si, node.name, gi)] = zv
                     zs.append(zv)
-                m.add(sum(zs) == count * var)
+                m.add(sum(zs) == count * per)
         for ci in members:
             classes[ci].total = m.new_int_var(0, len(classes[ci].pods), f"placed[{ci}]")
         m.add(sum(classes[ci].total for ci in members) == sum(per_node))
@@ -483,8 +551,9 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
     for key, v in z.items():
         z_by_group[(key[2], key[3])].append((key, v))
     k_by_node: dict[str, list] = defaultdict(list)
-    for (ci, name), v in k.items():
-        k_by_node[name].append((ci, v))
+    for key, v in k.items():
+        if key[0] != "alt":
+            k_by_node[key[1]].append((key[0], v))
     used_lit: dict[tuple, Any] = {}
     for node in comp_nodes:
         for gi, devs in enumerate(groups_by_node.get(node.name, [])):
@@ -588,34 +657,42 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
     ff_value = sum(weight(ff_by_pod[p.key].priority) for ci in comp_classes for p in classes[ci].pods
                    if ff_by_pod[p.key].placed)
     m.add(objective >= ff_value)
-    _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine)
-    m.maximize(objective)
+    _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine, workload)
     build_s = time.perf_counter() - t0
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 2
     solver.parameters.random_seed = 0
-    solver.parameters.max_time_in_seconds = max(0.1, time_limit * 0.8 - build_s)
-    status = solver.solve(m)
-    stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
-                             "status": solver.status_name(status)}
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        stats["objective"] = ff_value
-        stats["bound"] = _class_bound([classes[ci] for ci in comp_classes])   # nothing better is proven
-        return None, stats
-    best, bound = solver.objective_value, solver.best_objective_bound
-    stats.update({"objective": int(best), "bound": int(bound)})
-    values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
-    values.update({("total", ci): solver.value(classes[ci].total) for ci in comp_classes})
+    stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints)}
+    if proven_optimal:
+        # The cheap bound already proves first-fit's count optimal: only phases 2 and 3 remain.
+        status, best, bound = cp_model.OPTIMAL, ff_value, ff_value
+        values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=mine, book_claims=workload.claims)
+        values = {key: values.get(key, 0) for key in list(k) + list(z)} | \
+            {("total", ci): values.get(("total", ci), 0) for ci in comp_classes}
+    else:
+        m.maximize(objective)
+        solver.parameters.max_time_in_seconds = max(0.1, time_limit * 0.8 - build_s)
+        status = solver.solve(m)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            stats.update({"status": solver.status_name(status), "objective": ff_value,
+                          "bound": _class_bound([classes[ci] for ci in comp_classes])})  # nothing better proven
+            return None, stats
+        best, bound = solver.objective_value, solver.best_objective_bound
+        values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
+        values.update({("total", ci): solver.value(classes[ci].total) for ci in comp_classes})
+    stats.update({"status": "OPTIMAL" if status == cp_model.OPTIMAL else solver.status_name(status),
+                  "objective": int(best), "bound": int(bound)})
     # Phase 2: hold the weighted count, touch as few nodes and counter sets as possible.
     remaining = time_limit - (time.perf_counter() - t0)
-    if status == cp_model.OPTIMAL and remaining > 1 and (touched_nodes or touched_sets):
+    if status == cp_model.OPTIMAL and remaining > 1 and (touched_nodes or touched_sets or preference):
         m.add(objective >= int(best))
         m.clear_hints()
         for key, v in list(k.items()) + list(z.items()):
             m.add_hint(v, values[key])
         for ci in comp_classes:
             m.add_hint(classes[ci].total, values[("total", ci)])
-        m.minimize(sum(touched_nodes) + sum(touched_sets))
+        # Then the most preferred sub-requests, then the fewest touched nodes and counter sets.
+        m.minimize((len(touched_nodes) + len(touched_sets) + 1) * sum(preference) + sum(touched_nodes) + sum(touched_sets))
         # Packing is a secondary goal: a bounded share of what is left.
         solver.parameters.max_time_in_seconds = min(remaining * 0.5, 2.0 + 2 * (time.perf_counter() - t0))
         s2 = solver.solve(m)
@@ -623,5 +700,6 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
             values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
             values.update({("total", ci): solver.value(classes[ci].total) for ci in comp_classes})
             stats["packing_status"] = solver.status_name(s2)
-            stats["touched"] = int(solver.objective_value)
+            stats["touched"] = sum(solver.value(t) for t in touched_nodes + touched_sets)
+            stats["subrequest_index_sum"] = int(solver.value(sum(preference))) if preference else 0
     return values, stats
