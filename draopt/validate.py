@@ -87,22 +87,22 @@ def _full(pattern: str, s: str) -> bool:
     return re.fullmatch(pattern, s) is not None
 
 
-def is_dns1123_label(s: str) -> list[str]:
+def _length_and_pattern(s: str, limit: int, pattern: str, message: str, what: str = "") -> list[str]:
+    """Kubernetes' usual pair of checks: a maximum length, then a pattern."""
     out = []
-    if len(s) > 63:
-        out.append("must be no more than 63 characters")
-    if not _full(_DNS1123_LABEL, s):
-        out.append(_LABEL_MSG)
+    if len(s) > limit:
+        out.append(f"{what}must be no more than {limit} characters")
+    if not _full(pattern, s):
+        out.append(message)
     return out
+
+
+def is_dns1123_label(s: str) -> list[str]:
+    return _length_and_pattern(s, 63, _DNS1123_LABEL, _LABEL_MSG)
 
 
 def is_dns1123_subdomain(s: str) -> list[str]:
-    out = []
-    if len(s) > 253:
-        out.append("must be no more than 253 characters")
-    if not _full(_DNS1123_SUBDOMAIN, s):
-        out.append(_SUBDOMAIN_MSG)
-    return out
+    return _length_and_pattern(s, 253, _DNS1123_SUBDOMAIN, _SUBDOMAIN_MSG)
 
 
 def is_c_identifier(s: str) -> list[str]:
@@ -126,21 +126,11 @@ def is_qualified_label_name(s: str) -> list[str]:
                 " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     if not name:
         return ["name part must be non-empty"]
-    out = []
-    if len(name) > 63:
-        out.append("name part must be no more than 63 characters")
-    if not _full(_QUALIFIED_NAME, name):
-        out.append(_QNAME_MSG)
-    return out
+    return _length_and_pattern(name, 63, _QUALIFIED_NAME, _QNAME_MSG, "name part ")
 
 
 def is_label_value(s: str) -> list[str]:
-    out = []
-    if len(s) > 63:
-        out.append("must be no more than 63 characters")
-    if not _full(_LABEL_VALUE, s):
-        out.append(_LABEL_VALUE_MSG)
-    return out
+    return _length_and_pattern(s, 63, _LABEL_VALUE, _LABEL_VALUE_MSG)
 
 
 # ------------------------------------------------------------------ findings
@@ -262,13 +252,19 @@ class _Ctx:
         for msg in check(s):
             self.invalid(path, s, msg)
 
-    def driver_name(self, s: Any, path: str) -> None:
-        """ValidateCSIDriverName."""
+    def _required_string(self, s: Any, path: str) -> bool:
+        """A required string field: reports it missing or mistyped; True if it can be checked."""
         if not s:
             self.required(path)
-            return
+            return False
         if not isinstance(s, str):
             self.invalid(path, s, "must be a string")
+            return False
+        return True
+
+    def driver_name(self, s: Any, path: str) -> None:
+        """ValidateCSIDriverName."""
+        if not self._required_string(s, path):
             return
         if len(s) > DRIVER_NAME_MAX:
             self.too_long(path, DRIVER_NAME_MAX)
@@ -276,11 +272,7 @@ class _Ctx:
             self.invalid(path, s, msg)
 
     def pool_name(self, s: Any, path: str) -> None:
-        if not s:
-            self.required(path)
-            return
-        if not isinstance(s, str):
-            self.invalid(path, s, "must be a string")
+        if not self._required_string(s, path):
             return
         if len(s) > POOL_NAME_MAX:
             self.too_long(path, POOL_NAME_MAX)
