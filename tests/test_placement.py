@@ -140,3 +140,23 @@ def test_optimal_prefers_first_subrequests_of_prioritized_lists():
     assert picks(opt)["ml/p1-x"] == [("req-0/large-black", "large-black-cat")]
     assert opt.result.stats["subrequest_index_sum"] == 0
     assert check_placement(ff) == [] and check_placement(opt) == []
+
+
+def test_extended_resource_requests_become_device_claims():
+    docs = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
+             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}],
+                      "extendedResourceName": "example.com/gpu"}},
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-gpus"},
+             "spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                      "devices": [{"name": f"gpu-{i}"} for i in range(3)]}}]
+    for p, (res, n) in enumerate([("example.com/gpu", "2"), ("deviceclass.resource.kubernetes.io/gpu.example.com", "1"),
+                                  ("example.com/gpu", "1")]):
+        docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{p}", "namespace": "ml",
+                                                                   "creationTimestamp": f"2026-11-30T10:00:0{p}Z"},
+                     "spec": {"containers": [{"name": "c", "resources": {"requests": {res: n}, "limits": {res: n}}}]}})
+    out = place(objects(docs), policy="first-fit")
+    assert [p.placed for p in out.result.pods] == [True, True, False]   # 2 + 1 of 3 GPUs
+    alloc = out.result.claims["ml/p0-extended-resources"][0]
+    assert [r.device for r in alloc.devices.results] == ["gpu-0", "gpu-1"]
+    assert check_placement(out) == []

@@ -68,6 +68,9 @@ def check_placement(outcome) -> list[str]:
     for pod in workload.running:
         for r, v in pod.resources.items():
             used[pod.node_name][r] += v
+    from .firstfit import ClaimBook, device_resources
+    book = ClaimBook(cluster, workload.claims)
+    book.allocations.update(result.claims)
     placed = set()
     for pl in result.pods:
         if not pl.placed:
@@ -82,6 +85,8 @@ def check_placement(outcome) -> list[str]:
         if any(labels.get(k) != v for k, v in pod.node_selector.items()):
             errors.append(f"pod {pl.pod}: node {pl.node} does not match its nodeSelector")
         for r, v in pod.resources.items():
+            used[pl.node][r] += v
+        for r, v in device_resources(cluster, book, pod, node, None).items():   # DRANodeAllocatableResources
             used[pl.node][r] += v
         for use in pod.claims:
             alloc = result.claims[use.key][0] if use.key in result.claims else workload.claims[use.key].status.allocation
