@@ -20,6 +20,7 @@ DEFAULT_GATES: dict[str, bool] = {
     "DRADeviceCompatibilityGroups": False,
     "DRADerivedAttributes": False,
     "DRANodeAllocatableResources": False,
+    "DRAWorkloadResourceClaims": False,
 }
 
 
@@ -38,6 +39,7 @@ class Features:
     compatibility_groups: bool = False
     derived_attributes: bool = False
     node_allocatable_resources: bool = False
+    workload_resource_claims: bool = False
     gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES), compare=False, hash=False)
 
     @classmethod
@@ -58,6 +60,7 @@ class Features:
             compatibility_groups=g["DRADeviceCompatibilityGroups"],
             derived_attributes=g["DRADerivedAttributes"],
             node_allocatable_resources=g["DRANodeAllocatableResources"],
+            workload_resource_claims=g["DRAWorkloadResourceClaims"],
             gates=g,
         )
 

@@ -380,7 +380,8 @@ class _Expander:
                              f"and resourceClaimTemplateName must be set")
         ns = pod.namespace
         group_key = _key(group) if group is not None else None
-        matches = group is not None and any(
+        # Without DRAWorkloadResourceClaims the API server drops PodGroup.spec.resourceClaims.
+        matches = group is not None and self.features.workload_resource_claims and any(
             g.name == pc.name and (g.resource_claim_name or None) == (pc.resource_claim_name or None)
             and (g.resource_claim_template_name or None) == (pc.resource_claim_template_name or None)
             for g in group.spec.resource_claims)

@@ -73,8 +73,12 @@ def device_class(name, extended=None, ts=None):
     return d
 
 
+WORKLOAD_CLAIMS = Features.from_gates({"DRAWorkloadResourceClaims": True})
+
+
 def expand_docs(*objs, features=None):
-    return expand(load_text(docs(*objs), "test"), features or Features.from_gates())
+    # Workload claims need the (alpha) DRAWorkloadResourceClaims gate; tests of the gate pass features.
+    return expand(load_text(docs(*objs), "test"), features or WORKLOAD_CLAIMS)
 
 
 # ------------------------------------------------------------------ loader
@@ -137,7 +141,7 @@ def test_shared_existing_claim_is_one_claim():
 
 # ------------------------------------------------------------------ workload claims (seed example)
 def test_training_group_workload_claims():
-    w = expand(load_files([str(DATA / "training-group.yaml")]), Features.from_gates())
+    w = expand(load_files([str(DATA / "training-group.yaml")]), WORKLOAD_CLAIMS)
     p1, p2 = w.pod("some-ns/training-group-pod-1"), w.pod("some-ns/training-group-pod-2")
     by1 = {u.name: u for u in p1.claims}
     # Not matching the PodGroup: reserved for the pod; the template makes a claim per pod.
@@ -371,7 +375,7 @@ def test_missing_objects_name_the_field(objs, match):
 
 # ------------------------------------------------------------------ node allocatable
 def test_node_allocatable_parsing():
-    w = expand(load_files([str(DATA / "training-group.yaml")]), Features.from_gates())
+    w = expand(load_files([str(DATA / "training-group.yaml")]), WORKLOAD_CLAIMS)
     assert w.node_allocatable == {"my-node": {"cpu": Fraction(791, 100), "memory": 32 * GI, "pods": 110,
                                               "example.com/foo": 4}}
 
@@ -406,3 +410,11 @@ def test_node_allocatable_device_multiplier_per_container_and_upstream_shape():
     bad = Device.model_validate({"name": "b", "nodeAllocatableResources": {"mapping": {"cpu": {"capacityKey": "x"}}}})
     with pytest.raises(InputError, match=r"nodeAllocatableResources.cpu.mapping.capacityKey"):
         node_allocatable_demand(bad, None, 1)
+
+
+def test_workload_claims_gate_off_gives_per_pod_claims():
+    # The API server drops PodGroup.spec.resourceClaims without DRAWorkloadResourceClaims.
+    w = expand(load_files([str(DATA / "training-group.yaml")]), Features.from_gates())
+    uses = {u.name: u for p in w.pending for u in p.claims}
+    assert all(u.for_group is None for u in uses.values())
+    assert "some-ns/training-group-pod-1-pg-claim-template" in w.claims
