@@ -147,11 +147,8 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
     for candidate in _candidate_nodes(objects, node):
         inventory = build_inventory(objects.resource_slices, candidate, in_use, features,
                                     objects.taint_rules, classes, cel_env)
-        try:
-            problem = prepare(todo, inventory, classes, features, cel_env)
-            chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
-        except AllocationError:
-            raise
+        problem = prepare(todo, inventory, classes, features, cel_env)
+        chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
         for k in ("build_ms", "solve_ms", "variables", "constraints"):
             stats[k] += run_stats.get(k, 0)
         for k in ("status", "replay", "replay_truncated"):

@@ -141,10 +141,6 @@ def _check_counts(problem: Problem, claim, picked, where) -> list[str]:
                 errors.append(f"{where} request {spec.full_name}: All needs {sorted(want)}, got {sorted(have)}")
         elif len(got) != spec.count:
             errors.append(f"{where} request {spec.full_name}: {len(got)} devices, {spec.count} requested")
-        if group.has_subrequests:
-            idx = spec.sub_index
-            # An earlier sub-request is never worse for the checker; preference is the solver's job.
-            _ = idx
     return errors
 
 
