@@ -308,15 +308,17 @@ def prepare(claims: list[ResourceClaim], inventory: Inventory, classes: dict[str
                 if request.exactly is not None:
                     raise _request_error(claim, where, "exactly and firstAvailable are mutually exclusive")
                 if not features.prioritized_list:
-                    raise _request_error(claim, where, "has subrequests, but the DRAPrioritizedList feature is disabled")
+                    raise _request_error(claim, where, f"request {request.name}: has subrequests, but the "
+                                                       "DRAPrioritizedList feature is disabled")
                 if len(request.first_available) > MAX_SUBREQUESTS:
                     raise _request_error(claim, where, f"firstAvailable has {len(request.first_available)} "
                                                        f"sub-requests, at most {MAX_SUBREQUESTS} are allowed")
                 if not features.consumable_capacity:
                     for sub in request.first_available:
                         if sub.capacity is not None:
-                            raise _request_error(claim, f"{where}, subrequest {sub.name}",
-                                                 "has capacity requests, but the DRAConsumableCapacity feature is disabled")
+                            raise _request_error(claim, f"{where}.firstAvailable ({sub.name})",
+                                                 f"subrequest {sub.name}: has capacity requests, but the "
+                                                 "DRAConsumableCapacity feature is disabled")
                 alts = [_make_request(problem, claim, ci, ri, si, request.name, sub.name, sub, False,
                                       f"{where}.firstAvailable[{si}]")
                         for si, sub in enumerate(request.first_available)]
@@ -326,7 +328,8 @@ def prepare(claims: list[ResourceClaim], inventory: Inventory, classes: dict[str
                 if request.exactly is None:
                     raise _request_error(claim, where, "missing device class name (unsupported request type?)")
                 if not features.consumable_capacity and request.exactly.capacity is not None:
-                    raise _request_error(claim, where, "has capacity requests, but the DRAConsumableCapacity feature is disabled")
+                    raise _request_error(claim, where, f"request {request.name}: has capacity requests, but the "
+                                                       "DRAConsumableCapacity feature is disabled")
                 r = _make_request(problem, claim, ci, ri, -1, request.name, "", request.exactly,
                                   request.exactly.admin_access is not None, f"{where}.exactly")
                 min_devices += r.count
