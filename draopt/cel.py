@@ -669,7 +669,10 @@ def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = F
     attributes: Dict[str, Dict[str, Any]] = {}
     for name, attr in (device.get("attributes") or {}).items():
         try:
-            value = _attribute_value(attr, list_type_attributes)
+            # Like Kubernetes' getAttributeValue, list values are read whatever the gate says
+            # (with DRAListTypeAttributes off the API server drops them on write; objects that
+            # still carry them are evaluated as they are).
+            value = _attribute_value(attr, True)
         except ValueError as e:
             error = error or f"attribute {name}: {e}"
             continue

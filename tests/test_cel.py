@@ -238,12 +238,10 @@ def test_includes_needs_list_type_attributes(env_plain, dev_plain):
     assert m(env_plain, d, 'device.attributes["dra.example.com"].model == "a100"')
 
 
-def test_list_attributes_disabled_make_device_fail(env_plain, dev_plain):
-    # With the feature off, list values are dropped; a device whose attribute
-    # has no value left fails every evaluation, like in Kubernetes.
-    with pytest.raises(CelRuntimeError) as ei:
-        m(env_plain, dev_plain, "true")
-    assert "unsupported attribute value" in str(ei.value)
+def test_list_attributes_read_with_the_gate_off(env_plain, dev_plain):
+    # Kubernetes' getAttributeValue reads list values whatever the gate says (Go test
+    # list-attributes-disabled-*-with-lists: selectors evaluate, no error).
+    assert m(env_plain, dev_plain, "true")
     d = make_cel_device(DRIVER, {"name": "x", "attributes": {"model": {"string": "a"}}})
     assert m(env_plain, d, 'device.attributes["dra.example.com"].model == "a"')
 
@@ -369,3 +367,10 @@ def test_benchmark(env, dev):
         prog = cenv.program(cenv.compile(e))
         us = _bench(lambda: prog.evaluate(act), 2000)
         print(f"  cel-python       {name:22s} {us:7.2f} us/eval")
+
+
+def test_attribute_without_value_fails_every_evaluation(env_plain):
+    d = make_cel_device(DRIVER, {"name": "x", "attributes": {"model": {}}})
+    with pytest.raises(CelRuntimeError) as ei:
+        m(env_plain, d, "true")
+    assert "unsupported attribute value" in str(ei.value)
