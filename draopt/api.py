@@ -144,6 +144,7 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
     classes = {c.name: c for c in objects.device_classes}
     cel_env = _cel_env(features)
     reasons = []
+    invalid_pools = False
     for candidate in _candidate_nodes(objects, node):
         inventory = build_inventory(objects.resource_slices, candidate, in_use, features,
                                     objects.taint_rules, classes, cel_env)
@@ -157,6 +158,7 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
         name = candidate.name if candidate is not None else None
         if chosen is None:
             if inventory.invalid_pools:
+                invalid_pools = True
                 reasons.append(f"node {name}: invalid resource pools were encountered: " +
                                "; ".join(f"{p.id}: {p.invalid_reason}" for p in inventory.invalid_pools))
             else:
@@ -176,7 +178,7 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
         return AllocateOutcome(name, out, results, stats=stats)
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
     reason = "; ".join(reasons)
-    if any("invalid resource pools" in r for r in reasons):
+    if invalid_pools:
         # Kubernetes reports this as an error when no node could take the claims.
         raise AllocationError(reason)
     return AllocateOutcome(node, [], None, reason=reason, stats=stats)

@@ -46,6 +46,14 @@ class ModelData:
             self.used[dev.index] = var
         return var
 
+    def counter_consumers(self) -> list[list[DeviceEntry]]:
+        """Candidate devices that draw on counters, grouped by pool (search order kept)."""
+        by_pool: dict[int, list[DeviceEntry]] = {}
+        for dev in self.problem.devices:
+            if dev.device.consumes_counters and self.by_device.get(dev.index):
+                by_pool.setdefault(id(dev.pool), []).append(dev)
+        return list(by_pool.values())
+
     def add(self, ct, requirement: str | None = None):
         """Count a constraint; in explain mode, a named requirement is enforced only under its
         guard literal so that an infeasible model yields the requirements that clash."""

@@ -16,11 +16,7 @@ def encode(m: ModelData) -> None:
     if not (p.features.partitionable_devices and p.features.compatibility_groups):
         return
     cp = m.cp
-    by_pool: dict[int, list] = {}
-    for dev in p.devices:
-        if dev.device.consumes_counters and m.by_device.get(dev.index):
-            by_pool.setdefault(id(dev.pool), []).append(dev)
-    for devs in by_pool.values():
+    for devs in m.counter_consumers():
         pool = devs[0].pool
         for set_name in sorted(pool.counter_sets):
             fixed = in_use_groups(p, pool, set_name)

@@ -17,11 +17,7 @@ def encode(m: ModelData) -> None:
     if not p.features.partitionable_devices:
         return
     cp = m.cp
-    consumers_by_pool: dict[int, list] = {}
-    for dev in p.devices:
-        if dev.device.consumes_counters and m.by_device.get(dev.index):
-            consumers_by_pool.setdefault(id(dev.pool), []).append(dev)
-    for devs in consumers_by_pool.values():
+    for devs in m.counter_consumers():
         pool = devs[0].pool
         avail = available_counters(pool, p.inventory.allocated)
         if any(v < 0 for cs in avail.values() for v in cs.values()):
