@@ -13,7 +13,7 @@ from typing import Any
 from .decode import decode, deterministic_share_id, random_share_id
 from .errors import AllocationError, InputError
 from .features import Features
-from .inventory import build_inventory
+from .inventory import allocated_state, build_inventory, slices_by_node
 from .loader import ObjectSet
 from .models import AllocationResult, Node, ResourceClaim
 from .problem import claim_key, prepare
@@ -145,9 +145,11 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
     cel_env = _cel_env(features)
     reasons = []
     invalid_pools = False
+    index = slices_by_node(objects.resource_slices)
+    allocated = allocated_state(in_use, features)   # the same for every node tried
     for candidate in _candidate_nodes(objects, node):
         inventory = build_inventory(objects.resource_slices, candidate, in_use, features,
-                                    objects.taint_rules, classes, cel_env)
+                                    objects.taint_rules, classes, cel_env, index=index, allocated=allocated)
         problem = prepare(todo, inventory, classes, features, cel_env)
         chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
         for k in ("build_ms", "solve_ms", "variables", "constraints"):
