@@ -67,3 +67,22 @@ def test_generator_covers_outcomes():
     """The random instances are not trivial: both allocated and unschedulable cases occur."""
     outcomes = {_compare(seed, "first-fit-documented", False) for seed in range(150)}
     assert {"allocated", "unschedulable"} <= outcomes
+
+
+@settings(**dict(SETTINGS, max_examples=200))
+@given(st.integers(min_value=0, max_value=2**32 - 1))
+def test_optimal_allocation_is_valid_and_as_feasible_as_first_fit(seed):
+    rng = random.Random(seed)
+    instance = random_instance(rng)
+    features = _features(rng)
+    try:
+        problem = problem_from(instance, features)
+    except AllocationError:
+        return
+    ff = run_cpsat(problem, "first-fit-documented")
+    opt = run_cpsat(problem, "optimal")
+    assert ff[0] == opt[0], (seed, ff[1], opt[1])
+    if ff[0] == "ok":
+        assert (ff[2] is None) == (opt[2] is None), seed
+        if opt[2] is not None:
+            assert check(problem, decoded(problem, opt[2], opt[3])) == [], seed
