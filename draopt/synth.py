@@ -215,7 +215,11 @@ def random_placement_instance(rng: random.Random) -> list[dict[str, Any]]:
         if rng.random() < 0.4:
             exactly["selectors"] = [{"cel": {"expression": f'device.attributes["gpu.example.com"].size >= {rng.choice([1, 2, 4])}'}}]
         spec: dict[str, Any] = {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
-        if rng.random() < 0.15:   # some pods the optimal model leaves to first-fit
+        if rng.random() < 0.2:    # two devices on the same model (the model counts values per node)
+            spec = {"devices": {"requests": [{"name": "a", "exactly": {"deviceClassName": "gpu"}},
+                                             {"name": "b", "exactly": {"deviceClassName": "gpu"}}],
+                                "constraints": [{"matchAttribute": "gpu.example.com/model"}]}}
+        elif rng.random() < 0.15:   # a prioritized list (alternatives counted per node)
             spec = {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
                 {"name": "a", "deviceClassName": "gpu",
                  "selectors": [{"cel": {"expression": 'device.attributes["gpu.example.com"].model == "a"'}}]},

@@ -42,7 +42,8 @@ def test_gang_stranded_by_first_fit_placed_whole_by_optimal():
 def test_optimal_never_worse_than_first_fit(seed):
     docs = random_placement_instance(random.Random(seed))
     objs = objects(docs)
-    features = Features.all_enabled()
+    # Every gate on (list types: matchAttribute pods keep first-fit's answer), or the defaults.
+    features = Features.all_enabled() if seed % 2 else Features.from_gates()
     ff = place(objs, policy="first-fit", features=features)
     opt = place(objs, policy="optimal", features=features, time_limit=10)
     assert check_placement(ff) == [], seed
@@ -160,3 +161,38 @@ def test_extended_resource_requests_become_device_claims():
     alloc = out.result.claims["ml/p0-extended-resources"][0]
     assert [r.device for r in alloc.devices.results] == ["gpu-0", "gpu-1"]
     assert check_placement(out) == []
+
+
+def test_optimal_aligns_gpu_and_nic_that_first_fit_strands():
+    V1 = "resource.k8s.io/v1"
+    docs = [{"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
+            {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "nic"},
+             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "nic.example.com"'}}]}},
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+            {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "n1-gpus"},
+             "spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                      "devices": [{"name": "gpu-0", "attributes": {"resource.kubernetes.io/pcieRoot": {"string": "r1"}}},
+                                  {"name": "gpu-1", "attributes": {"resource.kubernetes.io/pcieRoot": {"string": "r0"}}}]}},
+            {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "n1-nics"},
+             "spec": {"driver": "nic.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                      "devices": [{"name": "nic-0", "attributes": {"resource.kubernetes.io/pcieRoot": {"string": "r1"}}}]}},
+            {"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": "gpu", "namespace": "ml"},
+             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}},
+            {"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": "gpu-nic", "namespace": "ml"},
+             "spec": {"spec": {"devices": {
+                 "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}},
+                              {"name": "nic", "exactly": {"deviceClassName": "nic"}}],
+                 "constraints": [{"requests": ["gpu", "nic"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}}}]
+    for i, tpl in enumerate(["gpu", "gpu-nic"]):
+        docs.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"p{i}", "namespace": "ml", "creationTimestamp": f"2026-11-30T10:00:0{i}Z"},
+                     "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "x", "resourceClaimTemplateName": tpl}]}})
+    ff = place(objects(docs), policy="first-fit")
+    opt = place(objects(docs), policy="optimal", time_limit=10)
+    assert [p.placed for p in ff.result.pods] == [True, False]   # p0 took gpu-0, the only GPU on root r1
+    assert [p.placed for p in opt.result.pods] == [True, True]
+    picks = {k: [r.device for r in a.devices.results] for k, (a, _) in opt.result.claims.items()}
+    assert picks == {"ml/p0-x": ["gpu-1"], "ml/p1-x": ["gpu-0", "nic-0"]}
+    assert opt.result.stats["fixed_pods"] == 0
+    assert check_placement(opt) == []

@@ -9,15 +9,18 @@ keeps the model about linear in (pod classes x candidate nodes x device groups) 
 pods x nodes x devices.
 
 Scope: pods whose claims are private and made of plain ExactCount requests (any class,
-selectors, tolerations, consumable-capacity requests) are optimised. Pods that use
-firstAvailable, matchAttribute/distinctAttribute, admin access, derived attributes, All, or
-claims shared with other pods keep the placement first-fit gave them (together with their
-whole gang), and the model packs everything else around them.
+selectors, tolerations, consumable-capacity requests) are optimised, with one choice dimension
+per pod: a prioritized list (pods counted per node and sub-request) or a scalar matchAttribute
+(pods counted per node and attribute value; device groups never mix values). Pods with more
+than one of those, distinctAttribute, admin access, derived attributes, All, list-type
+matching, device-derived node resources, or claims shared with other pods keep the placement
+first-fit gave them (together with their whole gang); the model packs everything else around
+them.
 
-Objective, lexicographic in two phases: (1) priority-weighted placed pods, gangs whole;
-(2) with (1) held at its best, the fewest touched nodes and counter sets. The model is
-warm-started from the first-fit placement and required to be at least as good, so the
-answer is never worse than first-fit; the proven bound and gap of phase 1 are reported.
+Objective, lexicographic: (1) priority-weighted placed pods, gangs whole; then, with (1) held
+at its best, (2) the most preferred sub-requests and (3) the fewest touched nodes and counter
+sets. The model is warm-started from the first-fit placement and required to be at least as
+good, so the answer is never worse than first-fit; the proven bound and gap of (1) are reported.
 """
 from __future__ import annotations
 
@@ -51,6 +54,8 @@ class PodClass:
     slot_alt: list[int | None] = field(default_factory=list)         # the sub-request a slot belongs to
     alts: int = 0                                                     # sub-requests of its prioritized list
     list_request: tuple[int, int] | None = None                       # (claim index, request index) of it
+    match: str | None = None                                          # matchAttribute name, if any
+    match_slots: set[int] = field(default_factory=set)                # the slots it covers
     nodes: list[NodeState] = field(default_factory=list)
     rep_problem: dict[str, Any] = field(default_factory=dict)          # node name -> representative Problem
 
@@ -61,11 +66,11 @@ def _plain(fields, admin_ok: bool = False) -> bool:
     return admin_ok or not getattr(fields, "admin_access", None)
 
 
-def _simple_claim(claim) -> int | None:
-    """How many firstAvailable requests the claim has if the model can take it (plain
-    ExactCount requests and sub-requests, no constraints), else None."""
+def _simple_claim(claim) -> tuple[int, int] | None:
+    """(firstAvailable requests, matchAttribute constraints) of the claim if the model can take
+    it (plain ExactCount requests and sub-requests, constraints only matchAttribute), else None."""
     d = claim.spec.devices
-    if d.constraints:
+    if any(c.match_attribute is None for c in d.constraints):
         return None
     lists = 0
     for r in d.requests:
@@ -75,7 +80,7 @@ def _simple_claim(claim) -> int | None:
             lists += 1
         elif r.exactly is None or not _plain(r.exactly):
             return None
-    return lists
+    return lists, len(d.constraints)
 
 
 def classify(workload, book: ClaimBook, ff: PlacementResult):
@@ -91,15 +96,18 @@ def classify(workload, book: ClaimBook, ff: PlacementResult):
         d.node_allocatable_resources for s in book.cluster.objects.resource_slices for d in s.spec.devices)
     for pod in workload.pending:
         ok = not (derived_node_resources and pod.claims)
-        lists = 0
+        lists = matches = 0
         for use in pod.claims:
             claim = book.claims[use.key]
             n = _simple_claim(claim)
             if claim.status.allocation is not None or len(set(users[use.key])) > 1 or n is None:
                 ok = False
             else:
-                lists += n
-        if lists > 1:   # one prioritized list per pod is modelled (its alternatives counted per node)
+                lists += n[0]
+                matches += n[1]
+        # One choice dimension per pod is modelled: a prioritized list (which sub-request) or a
+        # matchAttribute (which value), each counted per node.
+        if lists + matches > 1 or (matches and book.cluster.features.list_type_attributes):
             ok = False
         simple[pod.key] = ok
         if not ok and pod.group:
@@ -128,6 +136,12 @@ def classify(workload, book: ClaimBook, ff: PlacementResult):
                     else:
                         c.slots.append((ci, ri, r.exactly.count or 1))
                         c.slot_alt.append(None)
+                for con in book.claims[use.key].spec.devices.constraints:
+                    names = set(con.requests)
+                    requests = book.claims[use.key].spec.devices.requests
+                    c.match = con.match_attribute
+                    c.match_slots = {si for si, (sci, sri, _) in enumerate(c.slots)
+                                     if sci == ci and (not names or requests[sri].name in names)}
         c.pods.append(pod)
     return list(classes.values()), fixed
 
@@ -174,6 +188,7 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
                 if fit[0] is not None:
                     c.rep_problem[node.name] = fit[0]
         c.node_names = {n.name for n in c.nodes}
+    match_names = sorted({c.match for c in classes if c.match})
     for node in cluster.nodes:
         users = [(ci, c) for ci, c in enumerate(classes) if node.name in c.node_names]
         if not users:
@@ -192,7 +207,7 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
                                  for si, spec in enumerate(specs)]
             for si, usable in by_kind[kind]:
                 for dev, ok in zip(inv.devices, usable):
-                    if ok:
+                    if ok and (si not in c.match_slots or match_value(dev, c.match) is not None):
                         pattern[dev.index].append((ci, si))
         groups: dict[tuple, list[DeviceEntry]] = {}
         for dev in inv.devices:
@@ -201,7 +216,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
                 continue
             single = bool(dev.device.consumes_counters) or dev.multi_allocatable or \
                 dev.slice.spec.node_name != node.name
-            gkey = (pat, dev.index) if single else (pat,)
+            # Devices with different values of a matched attribute must not share a group.
+            values = tuple(match_value(dev, name) for name in match_names)
+            gkey = (pat, values, dev.index) if single else (pat, values)
             groups.setdefault(gkey, []).append(dev)
         glist = list(groups.values())
         groups_by_node[node.name] = glist
@@ -350,6 +367,7 @@ def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only: set[int] |
                 alt = lst.index(subs[0]) if subs and subs[0] in lst else 0
                 values[("alt", f, pl.node, alt)] += 1
             at = 0
+            matched = None
             for si, (_, _, n) in enumerate(c.slots):
                 if c.slot_alt[si] is not None and c.slot_alt[si] != alt:
                     continue
@@ -357,9 +375,21 @@ def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only: set[int] |
                     for gi in cand.get((f, si, pl.node), []):
                         if any(d.id == (r.driver, r.pool, r.device) for d in groups_by_node[pl.node][gi]):
                             values[(f, si, pl.node, gi)] += 1
+                            if si in c.match_slots:
+                                matched = match_value(groups_by_node[pl.node][gi][0], c.match)
                             break
                 at += n
+            if c.match and matched is not None:
+                values[("val", f, pl.node, matched)] += 1
     return dict(values)
+
+
+def match_value(dev: DeviceEntry, name: str) -> str | None:
+    """The device's scalar value of a matched attribute (as a stable string), None without it."""
+    from ..constraints import normalise
+    from ..rules import lookup_attribute
+    v = normalise(lookup_attribute(dev.device.attributes, dev.driver, name), False)
+    return None if v is None else repr((v[0], next(iter(v[1]))))
 
 
 def _qv(value: str) -> Fraction:
@@ -427,6 +457,8 @@ def _decode(cluster, workload, book, classes, values, groups_by_node, cand, firs
             remaining = {si: {gi: values.get((f, si, node.name, gi), 0) for gi in cand.get((f, si, node.name), [])}
                          for si in range(len(c.slots))}
             alt_left = {a: values.get(("alt", f, node.name, a), 0) for a in range(c.alts)}
+            value_left = {key[3]: n for key, n in values.items()
+                          if isinstance(key[0], str) and key[0] == "val" and key[1] == f and key[2] == node.name}
             for _ in range(n_here):
                 pod = chosen_pods.pop(0)
                 problem = prepare([book.claims[u.key] for u in pod.claims], cluster.inventory(node), cluster.classes,
@@ -439,11 +471,17 @@ def _decode(cluster, workload, book, classes, values, groups_by_node, cand, firs
                     alt = next(a for a in range(c.alts) if alt_left[a] > 0)
                     alt_left[alt] -= 1
                     selected[c.list_request] = alt
+                value = None
+                if c.match:
+                    value = next(v for v, left in value_left.items() if left > 0)
+                    value_left[value] -= 1
                 for si, (claim_i, _, count) in enumerate(c.slots):
                     if c.slot_alt[si] is not None and c.slot_alt[si] != alt:
                         continue
                     for _ in range(count):
-                        gi = next(g for g, left in remaining[si].items() if left > 0)
+                        gi = next(g for g, left in remaining[si].items() if left > 0 and (
+                            si not in c.match_slots or
+                            match_value(groups_by_node[node.name][g][0], c.match) == value))
                         remaining[si][gi] -= 1
                         dev = _free_device(groups_by_node[node.name][gi], taken, cluster)
                         inv_dev = problem.inventory.by_id[dev.id]
@@ -528,11 +566,31 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
                     preference.append(a * alt_var[a])
             if c.alts:
                 m.add(sum(alt_var.values()) == var)
+            val_var = {}
+            if c.match:
+                # matchAttribute: each pod takes one value; its covered slots use devices with it.
+                present = sorted({match_value(device_of_group[(node.name, gi)][0], c.match)
+                                  for si in c.match_slots for gi in cand[(f, si, node.name)]})
+                for v in present:
+                    val_var[v] = m.new_int_var(0, cap, f"k[{f},{node.name},{v}]")
+                    k[("val", f, node.name, v)] = val_var[v]
+                m.add(sum(val_var.values()) == var)
             for si, (_, _, count) in enumerate(c.slots):
                 a = c.slot_alt[si]
                 if a is not None and a not in alt_var:
                     continue
                 per = var if a is None else alt_var[a]
+                if si in c.match_slots:
+                    by_value = defaultdict(list)
+                    for gi in cand[(f, si, node.name)]:
+                        devs = device_of_group[(node.name, gi)]
+                        hi = min(len(devs), cap * count)
+                        zv = m.new_int_var(0, hi, f"z[{f},{si},{node.name},{gi}]")
+                        z[(f, si, node.name, gi)] = zv
+                        by_value[match_value(devs[0], c.match)].append(zv)
+                    for v, zs in by_value.items():
+                        m.add(sum(zs) == count * val_var[v])
+                    continue
                 zs = []
                 for gi in cand[(f, si, node.name)]:
                     devs = device_of_group[(node.name, gi)]
@@ -552,7 +610,7 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
         z_by_group[(key[2], key[3])].append((key, v))
     k_by_node: dict[str, list] = defaultdict(list)
     for key, v in k.items():
-        if key[0] != "alt":
+        if not isinstance(key[0], str):   # ("alt", ...) and ("val", ...) split a kind's count
             k_by_node[key[1]].append((key[0], v))
     used_lit: dict[tuple, Any] = {}
     for node in comp_nodes:
