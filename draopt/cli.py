@@ -15,6 +15,16 @@ from .features import Features, parse_gates
 from .loader import dump_objects, load_files
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the time limit must be more than 0 seconds")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own errors: exit 2 with usage, as for bad input
         self.print_usage(sys.stderr)
@@ -40,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cp-sat (default) or the plain-Python reference search")
     a.add_argument("--deterministic-share-ids", action="store_true",
                    help="derive shareIDs from claim UID and request instead of random UUIDs")
-    a.add_argument("--time-limit", type=float, default=None, metavar="S", help="solver time limit in seconds")
+    a.add_argument("--time-limit", type=_positive_seconds, default=None, metavar="S", help="solver time limit in seconds")
     a.add_argument("-o", "--output", default="yaml", choices=("yaml", "json"))
     a.add_argument("--stats", action="store_true", help="print one JSON line of timings to stderr")
     a.set_defaults(func=cmd_allocate)
@@ -49,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
     pl.add_argument("--policy", default="first-fit", choices=("first-fit", "optimal"))
     pl.add_argument("--compare", action="store_true", help="run both policies and print both summaries")
-    pl.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="optimal: solver time limit")
+    pl.add_argument("--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit")
     pl.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
     pl.set_defaults(func=cmd_place)

@@ -152,3 +152,40 @@ def test_unknown_fields_are_kept(tmp_path):
     out = json.loads(p.stdout)["items"][0]
     assert out["spec"]["devices"]["futureField"] == {"x": 1}
     assert out["metadata"]["annotations"] == {"team": "ml"}
+
+
+POD = """apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ml}
+spec:
+  containers: [{name: c}]
+"""
+
+
+@pytest.mark.parametrize("docs,args,needle", [
+    ([POD.replace("[{name: c}]", "[{name: c, resources: {requests: {cpu: lots}}}]")], [],
+     "spec.containers[0].resources.requests.cpu"),
+    ([POD.replace("spec:\n", "spec:\n  schedulingGroup: {podGroupName: nope}\n")], [],
+     "spec.schedulingGroup.podGroupName: PodGroup ml/nope not found"),
+    ([POD.replace("[{name: c}]", "[{name: c}]\n  resourceClaims: [{name: x, resourceClaimTemplateName: nope}]")], [],
+     "resourceClaimTemplateName"),
+    ([POD], ["--time-limit", "0"], "the time limit must be more than 0 seconds"),
+    ([POD], ["--policy", "best"], "invalid choice"),
+])
+def test_place_bad_input_exit_2(tmp_path, docs, args, needle):
+    p = run("place", "-f", write(tmp_path, *docs), *args)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert needle in p.stderr, p.stderr
+
+
+def test_place_and_explain_exit_codes(tmp_path):
+    f = write(tmp_path, POD)
+    p = run("place", "-f", f)
+    assert p.returncode == 1 and "no Node objects in the input" in p.stdout
+    p = run("place", "-f", str(ROOT / "examples" / "gang-stranding.yaml"), "--policy", "optimal", "-o", "json")
+    assert p.returncode == 0
+    items = json.loads(p.stdout)["items"]
+    assert sorted(i["spec"]["nodeName"] for i in items if i["kind"] == "Pod") == ["node-1", "node-1"]
+    assert all(i["status"]["reservedFor"] for i in items if i["kind"] == "ResourceClaim")
+    p = run("explain", "-f", f, "--pod", "ml/none")
+    assert p.returncode == 2 and "no Pod ml/none" in p.stderr

@@ -231,6 +231,8 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
             if score >= max_score:
                 break
         if best is None:
+            if not cluster.nodes:
+                pl.reasons["no Node objects in the input"] += 1
             if explain_failures and any(r.startswith(("cannot allocate", "resource claim error")) for r in pl.reasons):
                 # Explain the device side now, in the state that made it fail; once per kind of
                 # pod (same claims), which keeps large simulations fast.
