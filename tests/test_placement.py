@@ -196,3 +196,10 @@ def test_optimal_aligns_gpu_and_nic_that_first_fit_strands():
     assert picks == {"ml/p0-x": ["gpu-1"], "ml/p1-x": ["gpu-0", "nic-0"]}
     assert opt.result.stats["fixed_pods"] == 0
     assert check_placement(opt) == []
+
+
+def test_optimal_placement_is_deterministic():
+    import json
+    docs = random_placement_instance(random.Random(23))
+    runs = {json.dumps(place(objects(docs), policy="optimal", time_limit=20).objects, sort_keys=True) for _ in range(3)}
+    assert len(runs) == 1

@@ -252,7 +252,8 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
                                      book_claims=book.claims)
             st["fallback"] = "no solution within the time limit: first-fit kept"
         values.update(vals)
-        for key in ("objective", "bound", "variables", "constraints", "touched", "subrequest_index_sum"):
+        for key in ("objective", "bound", "variables", "constraints", "touched", "subrequest_index_sum",
+                    "count_s", "packing_s"):
             if key in st:
                 agg[key] = agg.get(key, 0) + st[key]
         if st.get("status") != "OPTIMAL":
@@ -390,6 +391,13 @@ def match_value(dev: DeviceEntry, name: str) -> str | None:
     from ..rules import lookup_attribute
     v = normalise(lookup_attribute(dev.device.attributes, dev.driver, name), False)
     return None if v is None else repr((v[0], next(iter(v[1]))))
+
+
+def _limit(solver: cp_model.CpSolver, seconds: float, wall_left: float) -> None:
+    """A budget in deterministic time (reproducible answers), and the wall-clock time left as
+    a hard stop (the time limit is a promise; a search cut by it may differ between runs)."""
+    solver.parameters.max_deterministic_time = seconds
+    solver.parameters.max_time_in_seconds = max(0.1, min(3 * seconds, wall_left))
 
 
 def _qv(value: str) -> Fraction:
@@ -718,7 +726,10 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
     _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine, workload)
     build_s = time.perf_counter() - t0
     solver = cp_model.CpSolver()
+    # Same input, same placement: workers interleaved deterministically, and limits counted in
+    # CP-SAT's deterministic time (wall time only as a hard stop at the time limit).
     solver.parameters.num_workers = 2
+    solver.parameters.interleave_search = True
     solver.parameters.random_seed = 0
     stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints)}
     if proven_optimal:
@@ -729,8 +740,9 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
             {("total", ci): values.get(("total", ci), 0) for ci in comp_classes}
     else:
         m.maximize(objective)
-        solver.parameters.max_time_in_seconds = max(0.1, time_limit * 0.8 - build_s)
+        _limit(solver, max(0.1, time_limit * 0.8 - build_s), time_limit - (time.perf_counter() - t0))
         status = solver.solve(m)
+        stats["count_s"] = round(solver.wall_time, 3)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             stats.update({"status": solver.status_name(status), "objective": ff_value,
                           "bound": _class_bound([classes[ci] for ci in comp_classes])})  # nothing better proven
@@ -752,8 +764,9 @@ def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by
         # Then the most preferred sub-requests, then the fewest touched nodes and counter sets.
         m.minimize((len(touched_nodes) + len(touched_sets) + 1) * sum(preference) + sum(touched_nodes) + sum(touched_sets))
         # Packing is a secondary goal: a bounded share of what is left.
-        solver.parameters.max_time_in_seconds = min(remaining * 0.5, 2.0 + 2 * (time.perf_counter() - t0))
+        _limit(solver, min(remaining * 0.5, 2.0 + (time.perf_counter() - t0)), remaining * 0.9)
         s2 = solver.solve(m)
+        stats["packing_s"] = round(solver.wall_time, 3)
         if s2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
             values.update({("total", ci): solver.value(classes[ci].total) for ci in comp_classes})
