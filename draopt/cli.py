@@ -73,6 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
     ex.set_defaults(func=cmd_explain)
+    pn = sub.add_parser("plan", help="how many more nodes like a template node the pending pods need")
+    pn.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    pn.add_argument("--node-template", required=True, metavar="NAME", help="the Node to copy (with its slices)")
+    pn.add_argument("--policy", default="first-fit", choices=("first-fit", "optimal"))
+    pn.add_argument("--max-nodes", type=int, default=256, metavar="N", help="give up beyond N copies")
+    pn.add_argument("--time-limit", type=_positive_seconds, default=60.0, metavar="S",
+                    help="optimal: solver time limit per placement")
+    pn.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    pn.add_argument("-o", "--output", default="table", choices=("table", "json"))
+    pn.set_defaults(func=cmd_plan)
     validate.register(sub)
     taint_impact.register(sub)
     return p
@@ -160,6 +170,21 @@ def cmd_explain(args) -> int:
             print(f"== {title}")
             print(explain.render(exps))
     return 0
+
+
+def cmd_plan(args) -> int:
+    from .planning import nodes_needed
+    api.warm_up()
+    objects = load_files(args.filename)
+    features = Features.from_gates(parse_gates(args.feature_gates))
+    plan = nodes_needed(objects, args.node_template, policy=args.policy, features=features,
+                        max_extra=args.max_nodes, time_limit=args.time_limit)
+    if args.output == "json":
+        print(json.dumps({"template": plan.template, "policy": plan.policy, "extra_nodes": plan.extra_nodes,
+                          "tried": {str(k): {"placed": v[0], "pods": v[1]} for k, v in sorted(plan.tried.items())}}))
+    else:
+        print(plan.table())
+    return 0 if plan.extra_nodes is not None else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,118 @@
+"""Capacity planning: how many more nodes like this one do the pending pods need?
+
+`nodes_needed` copies a template node (its Node object and every ResourceSlice pinned to it
+by nodeName, pools renamed after the copy) and searches for the smallest number of copies
+with which a placement policy places every pending pod: doubling first, then bisection.
+Placement need not be monotone in the number of nodes (first-fit is a heuristic), so the
+answer is checked: `k` places everything, and `k - 1` was tried and did not.
+
+`sweep` runs many what-if studies; locally by default, or on a Dask cluster.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from .errors import InputError
+from .features import Features
+from .loader import ObjectSet
+
+
+def with_copies(objects: ObjectSet, template: str, count: int) -> ObjectSet:
+    """The objects plus `count` copies of node `template` and of the slices pinned to it."""
+    node = next((n for n in objects.nodes if n.name == template), None)
+    if node is None:
+        raise InputError(f"--node-template {template}: no Node {template} in the input")
+    out = copy.copy(objects)
+    out.nodes = list(objects.nodes)
+    out.resource_slices = list(objects.resource_slices)
+    own = [s for s in objects.resource_slices if s.spec.node_name == template]
+    for i in range(count):
+        name = f"{template}-plan-{i}"
+        n = node.model_copy(deep=True)
+        n.metadata.name = name
+        if "kubernetes.io/hostname" in n.metadata.labels:
+            n.metadata.labels["kubernetes.io/hostname"] = name
+        out.nodes.append(n)
+        for s in own:
+            c = s.model_copy(deep=True)
+            c.metadata.name = f"{s.name}-plan-{i}"
+            c.spec.node_name = name
+            # Pools are per driver and name: a copied node's pool must not merge with the original.
+            c.spec.pool.name = f"{s.spec.pool.name}-plan-{i}"
+            out.resource_slices.append(c)
+    return out
+
+
+@dataclass
+class PlanResult:
+    template: str
+    policy: str
+    extra_nodes: int | None                 # None: not enough within max_extra
+    tried: dict[int, tuple[int, int]] = field(default_factory=dict)   # copies -> (placed, pods)
+
+    def table(self) -> str:
+        lines = [f"{'extra nodes':>12s}  {'placed':>8s}  {'pods':>6s}"]
+        for k in sorted(self.tried):
+            placed, pods = self.tried[k]
+            lines.append(f"{k:12d}  {placed:8d}  {pods:6d}")
+        verdict = (f"{self.extra_nodes} more node(s) like {self.template} place every pending pod ({self.policy})"
+                   if self.extra_nodes is not None else
+                   f"more than {max(self.tried)} nodes like {self.template} would be needed ({self.policy})")
+        return "\n".join(lines + [verdict])
+
+
+def nodes_needed(objects: ObjectSet, template: str, *, policy: str = "first-fit",
+                 features: Features | None = None, max_extra: int = 256, time_limit: float = 60.0) -> PlanResult:
+    from .placement import place
+    if max_extra < 0:
+        raise InputError(f"--max-nodes: must be 0 or more, got {max_extra}")
+    result = PlanResult(template, policy, None)
+
+    def placed_all(k: int) -> bool:
+        if k not in result.tried:
+            out = place(with_copies(objects, template, k), policy=policy, features=features, time_limit=time_limit)
+            pods = out.result.pods
+            result.tried[k] = (sum(p.placed for p in pods), len(pods))
+        placed, pods = result.tried[k]
+        return placed == pods
+
+    if placed_all(0):
+        result.extra_nodes = 0
+        return result
+    lo, hi = 0, 1                       # lo fails, hi to be tried
+    while not placed_all(min(hi, max_extra)):
+        if hi >= max_extra:
+            return result
+        lo, hi = hi, hi * 2
+    hi = min(hi, max_extra)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if placed_all(mid):
+            hi = mid
+        else:
+            lo = mid
+    placed_all(hi - 1)                  # recorded, so the table shows the step
+    result.extra_nodes = hi
+    return result
+
+
+def sweep(studies: Iterable[Any], run: Callable[[Any], Any], *, engine: str = "local",
+          address: str | None = None) -> list[Any]:
+    """`run(study)` for every study, in order. engine "local" runs them here, one after the
+    other; "dask" hands them to Dask (a local cluster, or the scheduler at `address`)."""
+    studies = list(studies)
+    if engine == "local":
+        return [run(s) for s in studies]
+    if engine == "dask":
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError:
+            raise InputError("--engine dask: install the extra: pip install 'draopt[sweep]'") from None
+        client = Client(address) if address else Client(LocalCluster(processes=True))
+        try:
+            return client.gather(client.map(run, studies, pure=False))
+        finally:
+            client.close()
+    raise InputError(f"--engine: unknown engine {engine!r} (known: local, dask)")
