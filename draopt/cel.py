@@ -838,19 +838,22 @@ class CelEnvironment:
     def _compile(self, expression: str, selector: bool) -> CompiledExpression:
         if not isinstance(expression, str):
             raise CelCompileError(f"compilation failed: expression must be a string, got {type(expression).__name__}")
+        # The rewritten form (unknown domains as empty maps) is what runs; compiling it alone
+        # saves a compile. Errors are reported for the expression as written.
+        rewritten = _rewrite(expression)
         try:
-            expr = self._env.compile(expression)
+            expr = self._env.compile(rewritten)
         except RuntimeError as e:
-            raise CelCompileError(_compile_message(str(e))) from None
+            if rewritten == expression:
+                raise CelCompileError(_compile_message(str(e))) from None
+            try:
+                self._env.compile(expression)
+            except RuntimeError as original:
+                raise CelCompileError(_compile_message(str(original))) from None
+            raise CelCompileError(_compile_message(str(e))) from None  # pragma: no cover - rewrite broke it
         rtype = expr.return_type()
         type_name = rtype.name()
         if selector and not (rtype == _BOOL_TYPE or rtype == _DYN_TYPE):
             shown = type_name.lower() if rtype.name().isupper() else type_name
             raise CelCompileError(f"must evaluate to bool or the unknown type, not {shown}")
-        rewritten = _rewrite(expression)
-        if rewritten != expression:
-            try:
-                expr = self._env.compile(rewritten)
-            except RuntimeError:  # pragma: no cover - rewriting should never break an expression
-                pass
         return CompiledExpression(expression, expr, self, type_name)
