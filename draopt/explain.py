@@ -176,10 +176,9 @@ def explain_pod(cluster, book, pod, max_device_nodes: int | None = None) -> list
     deep = 0
     for node in cluster.nodes:
         ex = NodeExplanation(node.name)
-        if node.node.spec.unschedulable:
-            ex.reason = "node is unschedulable"
-        elif not cluster.node_matches(node, pod.node_selector):
-            ex.reason = "does not match the pod's nodeSelector"
+        rejected = cluster.node_rejects(node, pod)
+        if rejected is not None:
+            ex.reason = rejected
         elif node.fits(pod.resources) is not None:
             r = node.fits(pod.resources)
             ex.reason = f"insufficient {r} ({pod.resources[r]} requested, " \

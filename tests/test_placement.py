@@ -203,3 +203,27 @@ def test_optimal_placement_is_deterministic():
     docs = random_placement_instance(random.Random(23))
     runs = {json.dumps(place(objects(docs), policy="optimal", time_limit=20).objects, sort_keys=True) for _ in range(3)}
     assert len(runs) == 1
+
+
+def test_node_taints_tolerations_and_required_node_affinity():
+    docs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a-control-plane", "labels": {"zone": "a"}},
+             "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}},
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b-worker", "labels": {"zone": "b"}},
+             "spec": {"taints": [{"key": "gpu", "value": "true", "effect": "PreferNoSchedule"}]}}]
+    pods = {"plain": {}, "tolerant": {"tolerations": [{"key": "node-role.kubernetes.io/control-plane",
+                                                       "operator": "Exists", "effect": "NoSchedule"}]},
+            "zone-c": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["c"]}]}]}}}}}
+    for name, extra in pods.items():
+        docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
+                     "spec": dict({"containers": [{"name": "c"}]}, **extra)})
+    for policy in ("first-fit", "optimal"):
+        out = place(objects(docs), policy=policy, time_limit=5)
+        where = {p.pod: p.node for p in out.result.pods}
+        assert where["ml/plain"] == "b-worker" and where["ml/zone-c"] is None, policy   # PreferNoSchedule is no bar
+        assert where["ml/tolerant"] == ("a-control-plane" if policy == "first-fit" else where["ml/tolerant"]) \
+            and where["ml/tolerant"] is not None
+        assert check_placement(out) == []
+    ff = place(objects(docs), policy="first-fit")
+    zone_c = next(p for p in ff.result.pods if p.pod == "ml/zone-c")
+    assert "didn't match Pod's node affinity" in zone_c.reason_text(2)

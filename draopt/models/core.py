@@ -1,7 +1,6 @@
 """core/v1 objects: Node and node selectors."""
 from __future__ import annotations
 
-from typing import Any
 
 from .base import K8sModel, QuantityStr, TypedObject
 
@@ -21,9 +20,24 @@ class NodeSelector(K8sModel):
     node_selector_terms: list[NodeSelectorTerm] = []
 
 
+class Taint(K8sModel):
+    key: str
+    value: str | None = None
+    effect: str
+    time_added: str | None = None
+
+
+class Toleration(K8sModel):
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+
 class NodeSpec(K8sModel):
     unschedulable: bool | None = None
-    taints: list[dict[str, Any]] = []
+    taints: list[Taint] = []
 
 
 class NodeStatus(K8sModel):

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import model_validator
 
 from .base import K8sModel, QuantityStr, TypedObject
+from .core import NodeSelector, Toleration
 
 
 # ---------------------------------------------------------------- Pod
@@ -43,6 +44,14 @@ class PodSchedulingGroup(K8sModel):
     pod_group_name: str | None = None
 
 
+class NodeAffinity(K8sModel):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+
+
+class Affinity(K8sModel):
+    node_affinity: NodeAffinity | None = None
+
+
 class PodSpec(K8sModel):
     node_name: str | None = None
     node_selector: dict[str, str] = {}
@@ -54,6 +63,8 @@ class PodSpec(K8sModel):
     init_containers: list[Container] = []
     overhead: dict[str, QuantityStr] = {}
     resources: ResourceRequirements | None = None   # pod-level resources (PodLevelResources)
+    tolerations: list[Toleration] = []
+    affinity: Affinity | None = None
 
 
 class PodResourceClaimStatus(K8sModel):

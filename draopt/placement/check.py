@@ -81,9 +81,9 @@ def check_placement(outcome) -> list[str]:
         if node is None:
             errors.append(f"pod {pl.pod}: placed on unknown node {pl.node}")
             continue
-        labels = node.node.metadata.labels or {}
-        if any(labels.get(k) != v for k, v in pod.node_selector.items()):
-            errors.append(f"pod {pl.pod}: node {pl.node} does not match its nodeSelector")
+        rejected = cluster.node_rejects(node, pod)
+        if rejected is not None:
+            errors.append(f"pod {pl.pod}: node {pl.node}: {rejected}")
         for r, v in pod.resources.items():
             used[pl.node][r] += v
         for r, v in device_resources(cluster, book, pod, node, None).items():   # DRANodeAllocatableResources

@@ -16,6 +16,7 @@ from ..loader import ObjectSet
 from ..models import Node, ResourceClaim
 from ..nodeselect import node_selector_matches
 from ..quantity import Quantity
+from ..rules import tolerates
 
 
 def _allocatable(node: Node) -> dict[str, Fraction]:
@@ -84,6 +85,21 @@ class Cluster:
                                   index=self.index, allocated=self.allocated)
             self._inventories[node.name] = inv
         return inv
+
+    def node_rejects(self, node: NodeState, pod) -> str | None:
+        """The kube-scheduler's node filters other than resources and devices: unschedulable,
+        nodeSelector, required node affinity, taints (NoSchedule/NoExecute not tolerated)."""
+        if node.node.spec.unschedulable:
+            return "node is unschedulable"
+        spec = pod.pod.spec
+        required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
+            if spec.affinity is not None and spec.affinity.node_affinity is not None else None
+        if not self.node_matches(node, pod.node_selector, required):
+            return "node(s) didn't match Pod's node affinity/selector"
+        for taint in node.node.spec.taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in spec.tolerations):
+                return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
+        return None
 
     def node_matches(self, node: NodeState, selector: dict[str, str], node_selector=None) -> bool:
         labels = node.node.metadata.labels or {}

@@ -80,6 +80,15 @@ def prioritized_score(problem, selected: dict[tuple[int, int], int]) -> int:
     return score
 
 
+def _scheduling_constraints(pod) -> str:
+    """A pod's node affinity and tolerations, as a key (pods alike in these fail alike)."""
+    spec = pod.pod.spec
+    if spec.affinity is None and not spec.tolerations:
+        return ""
+    return json.dumps([spec.affinity.to_k8s() if spec.affinity else None, [t.to_k8s() for t in spec.tolerations]],
+                      sort_keys=True)
+
+
 def _plus(a: dict, b: dict) -> dict:
     out = dict(a)
     for k, v in b.items():
@@ -125,10 +134,9 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
              share_id) -> tuple[str | None, Any]:
     """Filter one node for one pod. Returns (None, (problem, chosen, selected, score)) when the
     pod fits, else (reason, None)."""
-    if node.node.spec.unschedulable:
-        return "node is unschedulable", None
-    if not cluster.node_matches(node, pod.node_selector):
-        return "node(s) didn't match Pod's node affinity/selector", None
+    rejected = cluster.node_rejects(node, pod)
+    if rejected is not None:
+        return rejected, None
     short = node.fits(pod.resources)
     if short is not None:
         return f"Insufficient {short}", None
@@ -196,7 +204,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
         if any(book.allocation(u.key) is not None for u in pod.claims):
             return None
         return (tuple(book.signature(u.key) for u in pod.claims), tuple(sorted(pod.resources.items())),
-                tuple(sorted(pod.node_selector.items())))
+                tuple(sorted(pod.node_selector.items())), _scheduling_constraints(pod))
 
     # While nodes only fill up, a node that rejected a kind of pod rejects it again: each kind
     # remembers the first node still worth trying (reset whenever something is released).

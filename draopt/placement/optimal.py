@@ -39,7 +39,7 @@ from ..inventory import DeviceEntry, available_counters
 from ..problem import prepare
 from ..reference import Chosen
 from .cluster import Cluster, NodeState
-from .firstfit import ClaimBook, simulate, try_node
+from .firstfit import ClaimBook, _scheduling_constraints, simulate, try_node
 from .result import PlacementResult, PodPlacement, weight
 
 
@@ -120,7 +120,8 @@ def classify(workload, book: ClaimBook, ff: PlacementResult):
             continue
         sig = tuple(book.signature(u.key) for u in pod.claims)
         res = tuple(sorted((k, v) for k, v in pod.resources.items()))
-        key = (sig, res, tuple(sorted(pod.node_selector.items())), pod.priority, pod.group)
+        key = (sig, res, tuple(sorted(pod.node_selector.items())) + (("", _scheduling_constraints(pod)),),
+               pod.priority, pod.group)
         c = classes.get(key)
         if c is None:
             c = classes[key] = PodClass(key, [], pod.group, pod.priority, dict(pod.resources))
