@@ -525,7 +525,8 @@ class _Expander:
                 if bool(gc.resource_claim_name) == bool(gc.resource_claim_template_name):
                     raise InputError(f"{g.ref}: field spec.resourceClaims[{i}]: exactly one of "
                                      f"resourceClaimName and resourceClaimTemplateName must be set")
-        demands = [self.demand(p) for p in self.o.pods]
+        # Finished pods hold nothing (the scheduler does not count Succeeded/Failed pods).
+        demands = [self.demand(p) for p in self.o.pods if p.status.phase not in ("Succeeded", "Failed")]
         pending = sorted((d for d in demands if d.node_name is None), key=lambda d: d.queue_key)
         running = [d for d in demands if d.node_name is not None]
 

@@ -418,3 +418,11 @@ def test_workload_claims_gate_off_gives_per_pod_claims():
     uses = {u.name: u for p in w.pending for u in p.claims}
     assert all(u.for_group is None for u in uses.values())
     assert "some-ns/training-group-pod-1-pg-claim-template" in w.claims
+
+
+def test_finished_pods_are_ignored():
+    done = pod("done", node="n1")
+    done["status"] = {"phase": "Succeeded"}
+    w = expand_docs(done, pod("run", node="n1"), pod("new"))
+    assert [p.key for p in w.running] == ["default/run"]
+    assert [p.key for p in w.pending] == ["default/new"]
