@@ -215,6 +215,22 @@ class _Ctx:
     def too_many(self, path: str, n: int, limit: int) -> None:
         self.err(path, "Too many", f"must have at most {limit} items", n)
 
+    def within(self, items: list, path: str, limit: int) -> bool:
+        """True if the list is short enough to be checked item by item; else reports it."""
+        if len(items) > limit:
+            self.too_many(path, len(items), limit)
+            return False
+        return True
+
+    def objects(self, items: list, path: str):
+        """(path, item) of the list's entries that are objects; the others are reported."""
+        for i, item in enumerate(items):
+            p = f"{path}[{i}]"
+            if not isinstance(item, dict):
+                self.invalid(p, item, "must be of type object")
+                continue
+            yield p, item
+
     def too_long(self, path: str, limit: int) -> None:
         self.err(path, "Too long", f"may not be more than {limit} bytes")
 
@@ -528,14 +544,8 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
         ctx.unique_list(devices, "spec.devices", lambda d: d.get("name") if isinstance(d, dict) else None)
 
     counters = ctx.get(spec, "sharedCounters", "spec", list, [])
-    if len(counters) > MAX_COUNTER_SETS:
-        ctx.too_many("spec.sharedCounters", len(counters), MAX_COUNTER_SETS)
-    else:
-        for i, cs in enumerate(counters):
-            p = f"spec.sharedCounters[{i}]"
-            if not isinstance(cs, dict):
-                ctx.invalid(p, cs, "must be of type object")
-                continue
+    if ctx.within(counters, "spec.sharedCounters", MAX_COUNTER_SETS):
+        for p, cs in ctx.objects(counters, "spec.sharedCounters"):
             ctx.names(cs.get("name"), f"{p}.name", is_dns1123_label)
             _counters(ctx, cs.get("counters"), f"{p}.counters", MAX_COUNTERS_PER_SET)
         ctx.unique_list(counters, "spec.sharedCounters", lambda c: c.get("name") if isinstance(c, dict) else None)
@@ -613,14 +623,8 @@ def _validate_device(ctx: _Ctx, d: Any, p: str, per_device: bool) -> None:
             _validate_taint(ctx, t, f"{p}.taints[{i}]")
 
     cc = ctx.get(d, "consumesCounters", p, list, [])
-    if len(cc) > MAX_CONSUMPTIONS_PER_DEVICE:
-        ctx.too_many(f"{p}.consumesCounters", len(cc), MAX_CONSUMPTIONS_PER_DEVICE)
-    else:
-        for i, c in enumerate(cc):
-            cp = f"{p}.consumesCounters[{i}]"
-            if not isinstance(c, dict):
-                ctx.invalid(cp, c, "must be of type object")
-                continue
+    if ctx.within(cc, f"{p}.consumesCounters", MAX_CONSUMPTIONS_PER_DEVICE):
+        for cp, c in ctx.objects(cc, f"{p}.consumesCounters"):
             ctx.names(c.get("counterSet"), f"{cp}.counterSet", is_dns1123_label)
             _counters(ctx, c.get("counters"), f"{cp}.counters", MAX_COUNTERS_PER_CONSUMPTION)
             groups = c.get("compatibilityGroups")
@@ -810,14 +814,8 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
             _validate_request(ctx, r, f"{dp}.requests[{i}]", constraint_attrs)
         ctx.unique_list(requests, f"{dp}.requests", lambda r: r.get("name") if isinstance(r, dict) else None)
 
-    if len(constraints) > MAX_CONSTRAINTS:
-        ctx.too_many(f"{dp}.constraints", len(constraints), MAX_CONSTRAINTS)
-    else:
-        for i, c in enumerate(constraints):
-            cp = f"{dp}.constraints[{i}]"
-            if not isinstance(c, dict):
-                ctx.invalid(cp, c, "must be of type object")
-                continue
+    if ctx.within(constraints, f"{dp}.constraints", MAX_CONSTRAINTS):
+        for cp, c in ctx.objects(constraints, f"{dp}.constraints"):
             _request_refs(ctx, c.get("requests"), f"{cp}.requests", names)
             match, distinct = c.get("matchAttribute"), c.get("distinctAttribute")
             if match is not None and distinct is not None:
@@ -832,14 +830,8 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
             else:
                 ctx.required(f"{cp}.matchAttribute")
 
-    if len(config) > MAX_CONFIG:
-        ctx.too_many(f"{dp}.config", len(config), MAX_CONFIG)
-    else:
-        for i, c in enumerate(config):
-            cp = f"{dp}.config[{i}]"
-            if not isinstance(c, dict):
-                ctx.invalid(cp, c, "must be of type object")
-                continue
+    if ctx.within(config, f"{dp}.config", MAX_CONFIG):
+        for cp, c in ctx.objects(config, f"{dp}.config"):
             _request_refs(ctx, c.get("requests"), f"{cp}.requests", names)
             ctx.opaque(c, cp)
 
@@ -901,14 +893,9 @@ def _validate_request(ctx: _Ctx, r: Any, rp: str, constraint_attrs: dict[str, se
         ctx.invalid(rp, None, "exactly one of `exactly` or `firstAvailable` is required, but multiple fields "
                               "are set")
     elif has_fa:
-        if len(fa) > MAX_FIRST_AVAILABLE:
-            ctx.too_many(f"{rp}.firstAvailable", len(fa), MAX_FIRST_AVAILABLE)
+        if not ctx.within(fa, f"{rp}.firstAvailable", MAX_FIRST_AVAILABLE):
             return
-        for j, s in enumerate(fa):
-            sp = f"{rp}.firstAvailable[{j}]"
-            if not isinstance(s, dict):
-                ctx.invalid(sp, s, "must be of type object")
-                continue
+        for sp, s in ctx.objects(fa, f"{rp}.firstAvailable"):
             ctx.names(s.get("name"), f"{sp}.name", is_dns1123_label)
             if "adminAccess" in s:
                 ctx.note(f"{sp}.adminAccess", "not a field of a sub-request (unknown field, dropped)")
@@ -930,14 +917,8 @@ def _validate_exact(ctx: _Ctx, e: dict, p: str, req_name: str, constraint_attrs:
     ctx.selectors(e.get("selectors"), f"{p}.selectors")
 
     derived = ctx.get(e, "derivedAttributes", p, list, [])
-    if len(derived) > MAX_DERIVED_ATTRIBUTES:
-        ctx.too_many(f"{p}.derivedAttributes", len(derived), MAX_DERIVED_ATTRIBUTES)
-    else:
-        for k, da in enumerate(derived):
-            dp = f"{p}.derivedAttributes[{k}]"
-            if not isinstance(da, dict):
-                ctx.invalid(dp, da, "must be of type object")
-                continue
+    if ctx.within(derived, f"{p}.derivedAttributes", MAX_DERIVED_ATTRIBUTES):
+        for dp, da in ctx.objects(derived, f"{p}.derivedAttributes"):
             dname = da.get("name")
             if not dname:
                 ctx.required(f"{dp}.name")
