@@ -25,13 +25,20 @@ def _features(rng: random.Random) -> Features:
     return Features.from_gates(gates)
 
 
-def _compare(seed: int, policy: str, defects: bool):
+def _problem(seed: int):
+    """The seed's random instance, prepared; None if preparing it is already an error."""
     rng = random.Random(seed)
     instance = random_instance(rng)
     features = _features(rng)
     try:
-        problem = problem_from(instance, features)
+        return problem_from(instance, features)
     except AllocationError:
+        return None
+
+
+def _compare(seed: int, policy: str, defects: bool):
+    problem = _problem(seed)
+    if problem is None:
         return "error"
     ref = run_reference(problem, defects)
     cps = run_cpsat(problem, policy)
@@ -72,12 +79,8 @@ def test_generator_covers_outcomes():
 @settings(**dict(SETTINGS, max_examples=200))
 @given(st.integers(min_value=0, max_value=2**32 - 1))
 def test_optimal_allocation_is_valid_and_as_feasible_as_first_fit(seed):
-    rng = random.Random(seed)
-    instance = random_instance(rng)
-    features = _features(rng)
-    try:
-        problem = problem_from(instance, features)
-    except AllocationError:
+    problem = _problem(seed)
+    if problem is None:
         return
     ff = run_cpsat(problem, "first-fit-documented")
     opt = run_cpsat(problem, "optimal")
