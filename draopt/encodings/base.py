@@ -30,6 +30,7 @@ class ModelData:
     n_constraints: int = 0
     explain: bool = False                          # guard requirements with assumption literals
     guards: dict[str, Any] = field(default_factory=dict)   # requirement text -> literal
+    _positive: dict[int, Any] = field(default_factory=dict)
 
     def pairs(self):
         for spec in self.specs:
@@ -53,6 +54,29 @@ class ModelData:
             if dev.device.consumes_counters and self.by_device.get(dev.index):
                 by_pool.setdefault(id(dev.pool), []).append(dev)
         return list(by_pool.values())
+
+    def counter_value(self, value: str):
+        return self.problem.counter_value(value)
+
+    def positive(self, var):
+        """A literal true iff `var` > 0 (the variable itself when it is a boolean)."""
+        if var.proto.domain[-1] <= 1:
+            return var
+        hit = self._positive.get(var.index)
+        if hit is None:
+            hit = self._positive[var.index] = self.any_of([var], f"pos[{var.name}]")
+        return hit
+
+    def any_of(self, xs: list, name: str):
+        """A new boolean true iff some variable of `xs` is positive."""
+        lit = self.cp.new_bool_var(name)
+        if all(v.proto.domain[-1] <= 1 for v in xs):
+            self.cp.add_max_equality(lit, xs)
+        else:
+            self.cp.add(sum(xs) >= lit)
+            for v in xs:
+                self.cp.add(v <= v.proto.domain[-1] * lit)
+        return lit
 
     def add(self, ct, requirement: str | None = None):
         """Count a constraint; in explain mode, a named requirement is enforced only under its

@@ -6,10 +6,50 @@ device twice within one claim. Kubernetes quirk (first-fit only): inside one all
 a device an admin-access request took is "allocating" and blocks non-admin requests that come
 later in the search order. A multi-allocatable device may serve several requests (capacity
 and distinctAttribute limit that elsewhere).
+
+`limit_device` is the rule; the per-node `encode` and the cluster model both call it. A term
+may stand for a group of `size` identical devices and for `mult` identical pods (counted
+classes): then "one request at most" becomes "at most `size` devices taken", and "never twice
+within one claim" becomes "at most `size` per pod of the claim's owner".
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Hashable
+
 from .base import ModelData
+
+
+@dataclass(frozen=True)
+class DeviceUse:
+    """One (sub-)request's variable on a device or device group."""
+    var: Any                 # devices of the group it takes (a bool for one device)
+    admin: bool
+    owner: Hashable          # the claim (instance) that takes it
+    mult: Any = None         # pods that owner stands for: None (one), or a count variable
+
+
+def limit_device(m, uses: list[DeviceUse], size: int = 1, multi_allocatable: bool = False) -> None:
+    if len(uses) < 1 or multi_allocatable:
+        return
+    cp = m.cp
+    non_admin = [u.var for u in uses if not u.admin]
+    if len(non_admin) > 1 or (non_admin and size > 1 and len(uses) > 1):
+        if size == 1:
+            m.add(cp.add_at_most_one(non_admin))
+        else:
+            m.add(cp.add(sum(non_admin) <= size))
+    by_owner: dict[Hashable, list[DeviceUse]] = {}
+    for u in uses:
+        by_owner.setdefault(u.owner, []).append(u)
+    for group in by_owner.values():
+        if not any(u.admin for u in group):
+            continue   # non-admin uses are already limited above
+        if len(group) > 1 and size == 1 and all(u.mult is None for u in group):
+            m.add(cp.add_at_most_one([u.var for u in group]))
+        elif len(group) > 1 or group[0].mult is not None:
+            mult = 1 if group[0].mult is None else group[0].mult
+            m.add(cp.add(sum(u.var for u in group) <= size * mult))
 
 
 def encode(m: ModelData) -> None:
@@ -21,15 +61,7 @@ def encode(m: ModelData) -> None:
         if len(specs) < 2 or (f.consumable_capacity and dev.multi_allocatable):
             continue
         xs = {s.key: m.x[(s.key, dev.index)] for s in specs}
-        non_admin = [xs[s.key] for s in specs if not s.admin_access]
-        if len(non_admin) > 1:
-            m.add(cp.add_at_most_one(non_admin))
-        by_claim: dict[int, list] = {}
-        for s in specs:
-            by_claim.setdefault(s.claim_index, []).append(xs[s.key])
-        for group in by_claim.values():
-            if len(group) > 1:
-                m.add(cp.add_at_most_one(group))
+        limit_device(m, [DeviceUse(xs[s.key], s.admin_access, s.claim_index) for s in specs])
         if m.kubernetes_quirks:
             for a in specs:
                 if not a.admin_access:
