@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -23,6 +24,17 @@ def _positive_seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r}: the time limit must be more than 0 seconds")
     return value
+
+
+def _input_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-R", "--recursive", action="store_true",
+                   help="-f DIR: read the directory's subdirectories too")
+    p.add_argument("--strict", action="store_true",
+                   help="kinds draopt does not use are errors (exit 2) instead of notes")
+
+
+def _load(args):
+    return load_files(args.filename, recursive=args.recursive, strict=args.strict)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--time-limit", type=_positive_seconds, default=None, metavar="S", help="solver time limit in seconds")
     a.add_argument("-o", "--output", default="yaml", choices=("yaml", "json"))
     a.add_argument("--stats", action="store_true", help="print one JSON line of timings to stderr")
+    _input_flags(a)
     a.set_defaults(func=cmd_allocate)
     pl = sub.add_parser("place", help="place pending pods and PodGroups on nodes: kube-scheduler "
                                       "simulation (first-fit) or one optimal CP-SAT model")
@@ -62,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit")
     pl.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
+    _input_flags(pl)
     pl.set_defaults(func=cmd_place)
     ex = sub.add_parser("explain", help="why claims cannot be allocated or pods not placed: device rejections "
                                         "per node and the smallest set of requirements that cannot hold together")
@@ -72,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--node", help="only this node")
     ex.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
+    _input_flags(ex)
     ex.set_defaults(func=cmd_explain)
     pn = sub.add_parser("plan", help="how many more nodes like a template node the pending pods need")
     pn.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
@@ -82,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="optimal: solver time limit per placement")
     pn.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     pn.add_argument("-o", "--output", default="table", choices=("table", "json"))
+    _input_flags(pn)
     pn.set_defaults(func=cmd_plan)
     validate.register(sub)
     taint_impact.register(sub)
@@ -91,8 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_allocate(args) -> int:
     api.warm_up()
     t0 = time.perf_counter()
-    objects = load_files(args.filename)
+    objects = _load(args)
     load_ms = (time.perf_counter() - t0) * 1000
+    args.partial_stats = {"load_ms": round(load_ms, 3)}
     features = Features.from_gates(parse_gates(args.feature_gates))
     outcome = api.allocate(objects, node=args.node, claims=args.claim, features=features, policy=args.policy,
                            engine=args.engine, deterministic_share_ids=args.deterministic_share_ids,
@@ -101,6 +118,7 @@ def cmd_allocate(args) -> int:
         stats = {"load_ms": round(load_ms, 3)}
         stats.update({k: (round(v, 3) if isinstance(v, float) else v) for k, v in outcome.stats.items()})
         print(json.dumps(stats, sort_keys=True), file=sys.stderr)
+        args.partial_stats = None
     if not outcome.allocated:
         print(f"draopt: unschedulable: {outcome.reason}", file=sys.stderr)
         return 1
@@ -111,7 +129,7 @@ def cmd_allocate(args) -> int:
 def cmd_place(args) -> int:
     from .placement import place, pod_table, summary_table
     api.warm_up()
-    objects = load_files(args.filename)
+    objects = _load(args)
     features = Features.from_gates(parse_gates(args.feature_gates))
     outcome = place(objects, policy=args.policy, features=features, time_limit=args.time_limit)
     results = [outcome.result]
@@ -132,7 +150,7 @@ def cmd_place(args) -> int:
 def cmd_explain(args) -> int:
     from . import explain
     api.warm_up()
-    objects = load_files(args.filename)
+    objects = _load(args)
     features = Features.from_gates(parse_gates(args.feature_gates))
     sections: list[tuple[str, list]] = []
     if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
@@ -175,7 +193,7 @@ def cmd_explain(args) -> int:
 def cmd_plan(args) -> int:
     from .planning import nodes_needed
     api.warm_up()
-    objects = load_files(args.filename)
+    objects = _load(args)
     features = Features.from_gates(parse_gates(args.feature_gates))
     plan = nodes_needed(objects, args.node_template, policy=args.policy, features=features,
                         max_extra=args.max_nodes, time_limit=args.time_limit)
@@ -188,18 +206,50 @@ def cmd_plan(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. No traceback for any input: input errors exit 2 with the message; a closed
+    output pipe (`draopt place ... | head`) ends quietly with 141 (128 + SIGPIPE), as a program
+    killed by SIGPIPE would; with `--stats`, the timings line is printed on the error path too."""
     args = build_parser().parse_args(argv)
+    start = time.perf_counter()
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()      # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
     except DraoptError as e:
-        print(f"draopt: error: {e}", file=sys.stderr)
+        _error(args, start, e, str(e))
         return 2
-    except RecursionError:
-        print("draopt: error: the input is too deeply nested or the search too deep", file=sys.stderr)
+    except RecursionError as e:
+        _error(args, start, e, "the input is too deeply nested or the search too deep")
+        return 2
+    except MemoryError as e:
+        _error(args, start, e, "out of memory: the input is too large")
         return 2
     except KeyboardInterrupt:
         return 130
-    return 2
+
+
+def _error(args, start: float, exc: BaseException, message: str) -> None:
+    try:
+        print(f"draopt: error: {message}", file=sys.stderr)
+        stats = getattr(args, "partial_stats", {}) if getattr(args, "stats", False) else None
+        if stats is not None:
+            stats = dict(stats, error=type(exc).__name__,
+                         total_ms=round((time.perf_counter() - start) * 1000, 3))
+            print(json.dumps(stats, sort_keys=True), file=sys.stderr)
+    except BrokenPipeError:
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -10,24 +10,27 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
+from . import controllers
+from .convert import SERVED_VERSIONS, ConversionError, schema_for, slice_layout_error, to_v1
 from .errors import InputError
 from .models import (DeviceClass, DeviceTaintRule, Namespace, Node, Pod, PodGroup, PriorityClass,
                      ResourceClaim, ResourceClaimTemplate, ResourceSlice)
 from .models.base import TypedObject
+from .strict import describe, unknown_fields
 
 RESOURCE_GROUP = "resource.k8s.io"
 
 # kind -> (model, accepted apiVersions)
 KINDS: dict[str, tuple[type[TypedObject], tuple[str, ...]]] = {
-    "DeviceClass": (DeviceClass, ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")),
-    "ResourceSlice": (ResourceSlice, ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")),
-    "ResourceClaim": (ResourceClaim, ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")),
-    "ResourceClaimTemplate": (ResourceClaimTemplate, ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")),
-    "DeviceTaintRule": (DeviceTaintRule, ("resource.k8s.io/v1", "resource.k8s.io/v1beta2",
-                                          "resource.k8s.io/v1alpha3")),
+    "DeviceClass": (DeviceClass, SERVED_VERSIONS["DeviceClass"]),
+    "ResourceSlice": (ResourceSlice, SERVED_VERSIONS["ResourceSlice"]),
+    "ResourceClaim": (ResourceClaim, SERVED_VERSIONS["ResourceClaim"]),
+    "ResourceClaimTemplate": (ResourceClaimTemplate, SERVED_VERSIONS["ResourceClaimTemplate"]),
+    "DeviceTaintRule": (DeviceTaintRule, SERVED_VERSIONS["DeviceTaintRule"]),
     "Node": (Node, ("v1",)),
     "Pod": (Pod, ("v1",)),
-    "PodGroup": (PodGroup, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2")),
+    "PodGroup": (PodGroup, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3",
+                            "scheduling.k8s.io/v1alpha2")),
     "Namespace": (Namespace, ("v1",)),
     "PriorityClass": (PriorityClass, ("scheduling.k8s.io/v1",)),
 }
@@ -47,6 +50,11 @@ class ObjectSet:
     namespaces: list[Namespace] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     extra: dict[str, list[Any]] = field(default_factory=dict)
+    # Workload controllers (documents, where from), expanded into `pods` by `finish`; kinds skipped
+    # (kind -> count); pods made by controllers: pod key -> (controller key, index) (queue order).
+    controllers: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    creation_order: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     _BY_KIND = {"DeviceClass": "device_classes", "ResourceSlice": "resource_slices",
                 "ResourceClaim": "resource_claims", "ResourceClaimTemplate": "claim_templates",
@@ -60,6 +68,10 @@ class ObjectSet:
     def extend(self, other: "ObjectSet") -> None:
         for attr in self._BY_KIND.values():
             getattr(self, attr).extend(getattr(other, attr))
+        self.controllers.extend(other.controllers)
+        for kind, n in other.skipped.items():
+            self.skipped[kind] = self.skipped.get(kind, 0) + n
+        self.creation_order.update(other.creation_order)
 
 
 def _location(loc: tuple[Any, ...]) -> str:
@@ -82,6 +94,11 @@ def describe_validation_error(what: str, err: ValidationError) -> str:
     return "\n".join(lines)
 
 
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", bool: "a boolean", int: "an integer", float: "a number"}.get(
+        type(value), type(value).__name__)
+
+
 def parse_object(doc: Any, source: str) -> TypedObject:
     """Validate one document into its model; `source` names it in errors."""
     if not isinstance(doc, dict):
@@ -91,6 +108,8 @@ def parse_object(doc: Any, source: str) -> TypedObject:
     what = f"{source}: {kind or '(no kind)'} {name or '(no name)'}"
     if not kind:
         raise InputError(f"{what}: field kind: missing")
+    if not isinstance(kind, str):
+        raise InputError(f"{source}: field kind: expected a string, got {_type_name(kind)}")
     if kind not in KINDS:
         raise InputError(f"{what}: field kind: unsupported kind {kind!r} (supported: {', '.join(KINDS)})")
     model, versions = KINDS[kind]
@@ -100,10 +119,18 @@ def parse_object(doc: Any, source: str) -> TypedObject:
                          f"(accepted: {', '.join(versions)})")
     if not name:
         raise InputError(f"{what}: field metadata.name: missing")
+    unknown = unknown_fields(doc, schema_for(model, api_version))   # strict decoding, as written
     try:
-        return model.model_validate(doc)
+        obj = model.model_validate(to_v1(doc))                        # older versions as v1
+    except ConversionError as e:
+        raise InputError(f"{what}: {e}") from None
     except ValidationError as e:
         raise InputError(describe_validation_error(what, e)) from None
+    if unknown:   # kept (fields of newer versions survive), but said once per object
+        print(f"warning: {obj.ref}: {describe(unknown)} ({source})", file=sys.stderr)
+    if isinstance(obj, ResourceSlice) and (problem := slice_layout_error(obj)):
+        raise InputError(f"{what}: {problem}")
+    return obj
 
 
 def _documents(text: str, source: str) -> Iterable[Any]:
@@ -138,12 +165,53 @@ def _flatten(doc: Any, source: str) -> Iterable[tuple[Any, str]]:
         yield doc, source
 
 
-def load_text(text: str, source: str = "<input>") -> ObjectSet:
+def _route(doc: Any, source: str, objects: ObjectSet) -> None:
+    """A document into `objects`: a modelled kind is parsed, a workload controller kept for
+    `finish`, any other kind counted as skipped."""
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    if kind is not None and not isinstance(kind, str):
+        meta = doc.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        raise InputError(f"{source}: (no kind) {name if isinstance(name, str) and name else '(no name)'}: "
+                         f"field kind: expected a string, got {_type_name(kind)}")
+    if isinstance(kind, str) and kind and kind not in KINDS:
+        if kind in controllers.CONTROLLER_KINDS:
+            controllers.check_api_version(doc, source)
+            objects.controllers.append((doc, source))
+        else:
+            objects.skipped[kind] = objects.skipped.get(kind, 0) + 1
+        return
+    objects.add(parse_object(doc, source))
+
+
+def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> ObjectSet:
+    """After every input is read: skipped kinds reported (one note per kind on `notes`, default
+    stderr; errors with `strict`), controllers expanded into the Pods they would create."""
+    if objects.skipped:
+        lines = [f"skipped {n} {kind} object(s): not used for placement"
+                 for kind, n in sorted(objects.skipped.items())]
+        if strict:
+            raise InputError("; ".join(lines) + " (--strict)")
+        stream = notes if notes is not None else sys.stderr
+        for line in lines:
+            print(f"note: {line}", file=stream)
+        objects.skipped = {}
+    if objects.controllers:
+        created = controllers.expand(objects.controllers, [p.to_k8s() for p in objects.pods], objects.nodes)
+        for doc, where in created.pods:
+            objects.add(parse_object(doc, where))
+        objects.creation_order.update(created.order)
+        objects.controllers = []
+    return objects
+
+
+def load_text(text: str, source: str = "<input>", *, strict: bool = False, notes: Any = None,
+              _finish: bool = True) -> ObjectSet:
     objects = ObjectSet()
     for index, doc in enumerate(_documents(text, source)):
         for item, where in _flatten(doc, f"{source} document {index + 1}"):
-            objects.add(parse_object(item, where))
-    return objects
+            _route(item, where, objects)
+    return finish(objects, strict=strict, notes=notes) if _finish else objects
 
 
 def read_source(path: str) -> tuple[str, str]:
@@ -162,23 +230,52 @@ def read_source(path: str) -> tuple[str, str]:
         raise InputError(f"{path}: cannot read: {e.strerror}") from None
 
 
-def raw_documents(paths: Iterable[str]) -> list[tuple[Any, str]]:
+FILE_EXTENSIONS = (".json", ".yaml", ".yml")   # kubectl's, for files found in a directory
+
+
+def expand_paths(paths: Iterable[str], recursive: bool = False) -> list[str]:
+    """Files to read: a directory gives its .json/.yaml/.yml files sorted by name, as `kubectl -f
+    DIR` does (with `recursive`, those of its subdirectories too, walked in name order); files and
+    `-` are kept as given."""
+    out: list[str] = []
+    for path in paths:
+        p = Path(path)
+        if path == "-" or not p.is_dir():
+            out.append(path)
+            continue
+        try:
+            entries = sorted(p.iterdir(), key=lambda e: e.name)
+        except OSError as e:
+            raise InputError(f"{path}: cannot read the directory: {e.strerror}") from None
+        for entry in entries:
+            if entry.is_dir():
+                if recursive:
+                    out.extend(expand_paths([str(entry)], recursive))
+            elif entry.suffix in FILE_EXTENSIONS:
+                out.append(str(entry))
+    return out
+
+
+def raw_documents(paths: Iterable[str], recursive: bool = False) -> list[tuple[Any, str]]:
     """Every document of the files, Lists flattened, unvalidated, each with where it came from."""
     out: list[tuple[Any, str]] = []
-    for path in paths:
+    for path in expand_paths(paths, recursive):
         text, source = read_source(path)
         for index, doc in enumerate(_documents(text, source)):
             out.extend(_flatten(doc, f"{source} document {index + 1}"))
     return out
 
 
-def load_files(paths: Iterable[str]) -> ObjectSet:
-    """Load files in order; `-` reads stdin."""
+def load_files(paths: Iterable[str], *, recursive: bool = False, strict: bool = False,
+               notes: Any = None) -> ObjectSet:
+    """Load files in order; `-` reads stdin; a directory gives its .json/.yaml/.yml files (see
+    :func:`expand_paths`). Kinds draopt does not use are skipped with a note on `notes` (default
+    stderr), an error with `strict`; workload controllers become their Pods."""
     objects = ObjectSet()
-    for path in paths:
+    for path in expand_paths(paths, recursive):
         text, source = read_source(path)
-        objects.extend(load_text(text, source))
-    return objects
+        objects.extend(load_text(text, source, _finish=False))
+    return finish(objects, strict=strict, notes=notes)
 
 
 def dump_objects(objs: list[dict[str, Any]], fmt: str) -> str:

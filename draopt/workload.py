@@ -509,11 +509,17 @@ class _Expander:
         resources = {k: v for k, v in resources.items() if v or k in ("cpu", "memory", "pods")}
         priority = self.priority(pod, pod.spec)
         return PodDemand(pod=pod, key=key, priority=priority,
-                         queue_key=(-priority, _queue_time(pod), key),
+                         queue_key=(-priority, _queue_time(pod), *self._created(key)),
                          node_name=pod.spec.node_name or None,
                          node_selector=dict(pod.spec.node_selector), resources=resources,
                          claims=claims, group=_key(group) if group is not None else None,
                          extended_resources=ext_totals)
+
+    def _created(self, key: str) -> tuple:
+        """Queue tie-break after priority and creation time: the pod's key; a pod made from a
+        workload controller (draopt.controllers) sorts by (controller key, creation index)."""
+        order = getattr(self.o, "creation_order", {}).get(key)
+        return (*order, key) if order else (key,)
 
     # -------------------------------------------------------------- all
     def run(self) -> Workload:

@@ -109,7 +109,6 @@ def test_unschedulable_exit_1(tmp_path):
 
 @pytest.mark.parametrize("docs,needle", [
     (["kind: [unclosed"], "invalid YAML"),
-    (["apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"], "unsupported kind 'ConfigMap'"),
     (["apiVersion: resource.k8s.io/v1alpha1\nkind: DeviceClass\nmetadata: {name: x}\n"], "field apiVersion"),
     (["apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nspec: {}\n"], "field metadata.name"),
     ([SLICE.replace("40Gi", "40Gii")], "spec.devices[0].capacity.memory.value"),
