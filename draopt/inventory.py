@@ -348,9 +348,9 @@ def taint_rule_selects(rule: DeviceTaintRule, driver: str, pool: str, device: De
                        class_matches, cel_env, cel_device) -> bool:
     sel = rule.spec.device_selector
     if sel is None:
-        return False
-    if not (sel.device_class_name or sel.driver or sel.pool or sel.device or sel.selectors):
-        return False  # an empty selector selects nothing
+        # Kubernetes' ResourceSlice tracker applies a rule without a selector to every device
+        # (the API reference: "The empty selector matches all devices").
+        return True
     if sel.driver and sel.driver != driver:
         return False
     if sel.pool and sel.pool != pool:

@@ -256,7 +256,8 @@ def analyze(inputs: Inputs, features: Features | None = None, rule_name: str | N
         impact = RuleImpact(rule=rule.name, taint=taint.to_k8s(), effect=taint.effect, selector_empty=empty,
                             evaluates_eviction=taint.effect in ("NoExecute", "None"))
         if empty:
-            impact.notes.append("the rule has no selector fields: it selects no device")
+            impact.notes.append("the rule has no selector fields: it selects every device (the empty selector "
+                                "matches all devices)")
         if sel is not None and sel.device_class_name and sel.device_class_name not in classes:
             impact.notes.append(f"DeviceClass {sel.device_class_name!r} is not in the input: no device matches it")
         if not features.device_taint_rules:

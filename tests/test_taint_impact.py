@@ -95,10 +95,15 @@ def test_result_tolerations_take_precedence(tmp_path):
     assert {c.claim for c in imp.evicted_claims} == {"admin/debug"}
 
 
-def test_empty_selector_selects_nothing():
+def test_empty_selector_selects_every_device():
+    # API reference (DeviceTaintSelector): "The empty selector matches all devices."
     imp = impacts()["nothing"]
-    assert imp.selector_empty and imp.devices == [] and imp.claims == []
-    assert any("selects no device" in n for n in imp.notes)
+    published = [f"{s['spec']['driver']}/{s['spec']['pool']['name']}/{d['name']}"
+                 for s in yaml.safe_load_all(DATA.read_text()) if s and s["kind"] == "ResourceSlice"
+                 for d in s["spec"].get("devices", [])]
+    assert imp.selector_empty and sorted(imp.devices) == sorted(published) and len(published) == 5
+    assert any("selects every device" in n for n in imp.notes)
+    assert "ml/train" in {c.claim for c in imp.evicted_claims}
 
 
 def test_no_schedule_reports_devices_without_eviction():

@@ -1,11 +1,13 @@
 """Shared pydantic base for Kubernetes objects.
 
 Kubernetes JSON uses camelCase; Python code uses snake_case. Unknown fields are
-kept (``extra="allow"``) and re-emitted by :func:`to_k8s`, never dropped.
+kept (``extra="allow"``) and re-emitted by :func:`to_k8s`, never dropped; `draopt.strict`
+finds them. A model's ``k8s_fields`` lists the fields Kubernetes declares that draopt does
+not read (they are not unknown).
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -34,6 +36,10 @@ class ObjectMeta(K8sModel):
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     creation_timestamp: str | None = None
+
+    k8s_fields: ClassVar[tuple[str, ...]] = (
+        "generateName", "selfLink", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
+        "ownerReferences", "finalizers", "managedFields")
 
 
 class TypedObject(K8sModel):

@@ -1,6 +1,7 @@
 """core/v1 objects: Node and node selectors."""
 from __future__ import annotations
 
+from typing import ClassVar
 
 from .base import K8sModel, QuantityStr, TypedObject
 
@@ -39,10 +40,17 @@ class NodeSpec(K8sModel):
     unschedulable: bool | None = None
     taints: list[Taint] = []
 
+    k8s_fields: ClassVar[tuple[str, ...]] = ("podCIDR", "podCIDRs", "providerID", "configSource", "externalID",
+                                             "podPreemptionPolicy")
+
 
 class NodeStatus(K8sModel):
     allocatable: dict[str, QuantityStr] = {}
     capacity: dict[str, QuantityStr] = {}
+
+    k8s_fields: ClassVar[tuple[str, ...]] = (
+        "phase", "conditions", "addresses", "daemonEndpoints", "nodeInfo", "images", "volumesInUse",
+        "volumesAttached", "config", "runtimeHandlers", "features", "declaredFeatures")
 
 
 class Node(TypedObject):

@@ -1,9 +1,7 @@
 """resource.k8s.io/v1 objects (also read from v1beta2, and v1alpha3 for DeviceTaintRule)."""
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import model_validator
+from typing import Any, ClassVar
 
 from .base import K8sModel, QuantityStr, TypedObject
 from .core import NodeSelector
@@ -130,7 +128,8 @@ class ResourceSliceSpec(K8sModel):
     per_device_node_selection: bool | None = None
     devices: list[Device] = []
     shared_counters: list[CounterSet] = []
-    skip_node_operations: bool | None = None
+    partition_type_attribute: str | None = None
+    skip_node_operations: list[str] | None = None
 
 
 class ResourceSlice(TypedObject):
@@ -178,17 +177,6 @@ class DeviceRequest(K8sModel):
     exactly: ExactDeviceRequest | None = None
     first_available: list[DeviceSubRequest] = []
 
-    @model_validator(mode="before")
-    @classmethod
-    def _v1beta1_flat(cls, data: Any) -> Any:
-        # v1beta1 had the exact request's fields directly on the request.
-        if isinstance(data, dict) and "exactly" not in data and "firstAvailable" not in data and \
-                "deviceClassName" in data:
-            data = dict(data)
-            exact = {k: data.pop(k) for k in list(data) if k != "name"}
-            data["exactly"] = exact
-        return data
-
 
 class DeviceConstraint(K8sModel):
     requests: list[str] = []
@@ -222,6 +210,7 @@ class DeviceRequestAllocationResult(K8sModel):
     binding_failure_conditions: list[str] | None = None
     share_id: str | None = None
     consumed_capacity: dict[str, QuantityStr] | None = None
+    skip_node_operations: list[str] | None = None
 
     model_config = {"alias_generator": lambda f: "shareID" if f == "share_id" else
                     __import__("pydantic.alias_generators", fromlist=["to_camel"]).to_camel(f)}
@@ -255,6 +244,8 @@ class ResourceClaimStatus(K8sModel):
     allocation: AllocationResult | None = None
     reserved_for: list[ResourceClaimConsumerReference] = []
 
+    k8s_fields: ClassVar[tuple[str, ...]] = ("devices",)      # AllocatedDeviceStatus, written by drivers
+
 
 class ResourceClaim(TypedObject):
     spec: ResourceClaimSpec = ResourceClaimSpec()
@@ -286,3 +277,5 @@ class DeviceTaintRuleSpec(K8sModel):
 
 class DeviceTaintRule(TypedObject):
     spec: DeviceTaintRuleSpec
+
+    k8s_fields: ClassVar[tuple[str, ...]] = ("status",)

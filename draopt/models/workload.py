@@ -6,7 +6,7 @@ Only the fields draopt reads are typed; everything else is kept (``extra="allow"
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import model_validator
 
@@ -32,6 +32,12 @@ class Container(K8sModel):
     resources: ResourceRequirements = ResourceRequirements()
     restart_policy: str | None = None      # "Always" on an init container = sidecar
 
+    k8s_fields: ClassVar[tuple[str, ...]] = (
+        "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resizePolicy", "restartPolicyRules",
+        "volumeMounts", "volumeDevices", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
+        "terminationMessagePath", "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin",
+        "stdinOnce", "tty")
+
 
 class PodResourceClaim(K8sModel):
     """spec.resourceClaims[] of a Pod (and of a PodGroup: same structure)."""
@@ -47,9 +53,13 @@ class PodSchedulingGroup(K8sModel):
 class NodeAffinity(K8sModel):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
 
+    k8s_fields: ClassVar[tuple[str, ...]] = ("preferredDuringSchedulingIgnoredDuringExecution",)
+
 
 class Affinity(K8sModel):
     node_affinity: NodeAffinity | None = None
+
+    k8s_fields: ClassVar[tuple[str, ...]] = ("podAffinity", "podAntiAffinity")
 
 
 class PodSpec(K8sModel):
@@ -66,6 +76,14 @@ class PodSpec(K8sModel):
     tolerations: list[Toleration] = []
     affinity: Affinity | None = None
 
+    k8s_fields: ClassVar[tuple[str, ...]] = (
+        "volumes", "ephemeralContainers", "restartPolicy", "terminationGracePeriodSeconds", "activeDeadlineSeconds",
+        "dnsPolicy", "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "hostNetwork", "hostPID",
+        "hostIPC", "shareProcessNamespace", "securityContext", "imagePullSecrets", "hostname", "subdomain",
+        "schedulerName", "hostAliases", "dnsConfig", "readinessGates", "runtimeClassName", "enableServiceLinks",
+        "preemptionPolicy", "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates",
+        "hostnameOverride", "evictionResponders")
+
 
 class PodResourceClaimStatus(K8sModel):
     name: str
@@ -81,6 +99,12 @@ class PodStatus(K8sModel):
     phase: str | None = None
     resource_claim_statuses: list[PodResourceClaimStatus] = []
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
+
+    k8s_fields: ClassVar[tuple[str, ...]] = (
+        "observedGeneration", "conditions", "message", "reason", "nominatedNodeName", "hostIP", "hostIPs", "podIP",
+        "podIPs", "startTime", "initContainerStatuses", "containerStatuses", "qosClass",
+        "ephemeralContainerStatuses", "resize", "allocatedResources", "resources",
+        "nodeAllocatableResourceClaimStatuses", "volumeHealth")
 
 
 class Pod(TypedObject):
@@ -104,9 +128,16 @@ class PodGroupSpec(K8sModel):
     priority: int | None = None
     priority_class_name: str | None = None
 
+    # scheduling.k8s.io v1alpha2 (1.36), v1alpha3 and v1beta1 (later)
+    k8s_fields: ClassVar[tuple[str, ...]] = (
+        "podGroupTemplateRef", "workloadRef", "parentCompositePodGroupName", "schedulingConstraints",
+        "disruptionMode", "preemptionPolicy")
+
 
 class PodGroupStatus(K8sModel):
     resource_claim_statuses: list[PodResourceClaimStatus] = []
+
+    k8s_fields: ClassVar[tuple[str, ...]] = ("conditions",)
 
 
 class PodGroup(TypedObject):
@@ -116,13 +147,15 @@ class PodGroup(TypedObject):
 
 # ---------------------------------------------------------------- Namespace, PriorityClass
 class Namespace(TypedObject):
-    pass
+    k8s_fields: ClassVar[tuple[str, ...]] = ("spec", "status")
 
 
 class PriorityClass(TypedObject):
     value: int = 0
     global_default: bool | None = None
     preemption_policy: str | None = None
+
+    k8s_fields: ClassVar[tuple[str, ...]] = ("description",)
 
 
 # ---------------------------------------------------------------- node-allocatable resources

@@ -21,7 +21,9 @@ from ..rules import tolerates
 
 def _allocatable(node: Node) -> dict[str, Fraction]:
     out = {}
-    for name, value in (node.status.allocatable or {}).items():
+    # The API server defaults a missing status.allocatable to status.capacity (SetDefaults_NodeStatus).
+    given = "allocatable" in node.status.model_fields_set
+    for name, value in ((node.status.allocatable if given else node.status.capacity) or {}).items():
         out[name] = Quantity.parse(value).value
     return out
 
