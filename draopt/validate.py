@@ -20,9 +20,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
 from .cel import CelCompileError, CelEnvironment
+from .convert import ConversionError, schema_for, to_v1
 from .errors import DraoptError
 from .features import DEFAULT_GATES, Features, parse_gates
 from .loader import KINDS, raw_documents
+from .quantity import Quantity, QuantityError
+from .strict import unknown_fields
 
 # ------------------------------------------------------------------ limits (resource.k8s.io/v1)
 DRIVER_NAME_MAX = 63
@@ -150,6 +153,8 @@ class Finding:
     def error_string(self) -> str:
         """Kubernetes' field.Error.Error()."""
         t = self.type
+        if t == "Unknown field":
+            return f'unknown field "{self.field}"'
         if t in ("Required value", "Forbidden", "Too long", "Internal error"):
             return f"{self.field}: {t}" + (f": {self.message}" if self.message else "")
         if t == "Too many":
@@ -417,6 +422,135 @@ def _drop(ctx: _Ctx, d: dict, key: str, path: str, gate: str, enabled: bool) -> 
         d.pop(key)
 
 
+# ------------------------------------------------------------------ node selectors (core/v1 validation)
+NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+NODE_FIELD_SELECTOR_KEYS = ("metadata.name",)
+
+
+def _node_selector(ctx: _Ctx, sel: Any, path: str, one_term: bool = False) -> None:
+    """ValidateNodeSelector (pkg/apis/core/validation), and the DRA rule of exactly one term."""
+    if not isinstance(sel, dict):
+        ctx.invalid(path, sel, "must be of type object")
+        return
+    terms = sel.get("nodeSelectorTerms")
+    tp = f"{path}.nodeSelectorTerms"
+    if terms is not None and not isinstance(terms, list):
+        ctx.invalid(tp, terms, "must be of type array")
+        return
+    if not terms:
+        ctx.required(tp, "must have at least one node selector term")
+    for i, term in enumerate(terms or []):
+        p = f"{tp}[{i}]"
+        if not isinstance(term, dict):
+            ctx.invalid(p, term, "must be of type object")
+            continue
+        for key, check in (("matchExpressions", _node_selector_requirement),
+                           ("matchFields", _node_field_selector_requirement)):
+            reqs = ctx.get(term, key, p, list, [])
+            for rp, req in ctx.objects(reqs, f"{p}.{key}"):
+                check(ctx, req, rp)
+    if one_term and (not isinstance(terms, list) or len(terms) != 1):
+        ctx.invalid(tp, terms, "must have exactly one node selector term")
+
+
+def _node_selector_requirement(ctx: _Ctx, req: dict, p: str) -> None:
+    op, values = req.get("operator"), req.get("values") or []
+    if op in ("In", "NotIn"):
+        if not values:
+            ctx.required(f"{p}.values", "must be specified when `operator` is 'In' or 'NotIn'")
+    elif op in ("Exists", "DoesNotExist"):
+        if values:
+            ctx.forbidden(f"{p}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+    elif op in ("Gt", "Lt"):
+        if len(values) != 1:
+            ctx.required(f"{p}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'")
+    else:
+        ctx.invalid(f"{p}.operator", op, "not a valid selector operator")
+    ctx.label_name(req.get("key"), f"{p}.key")
+    if isinstance(values, list):
+        for i, v in enumerate(values):
+            ctx.label_value(v, f"{p}.values[{i}]")
+
+
+def _node_field_selector_requirement(ctx: _Ctx, req: dict, p: str) -> None:
+    op, values = req.get("operator"), req.get("values") or []
+    if op in ("In", "NotIn"):
+        if len(values) != 1:
+            ctx.required(f"{p}.values", "must be only one value when `operator` is 'In' or 'NotIn' for node field "
+                                        "selector")
+    else:
+        ctx.invalid(f"{p}.operator", op, "not a valid selector operator")
+    if req.get("key") not in NODE_FIELD_SELECTOR_KEYS:
+        ctx.invalid(f"{p}.key", req.get("key"), "not a valid field selector key")
+    elif isinstance(values, list):
+        for i, v in enumerate(values):
+            ctx.names(v, f"{p}.values[{i}]", is_dns1123_subdomain)
+
+
+# ------------------------------------------------------------------ quantities (resource.Quantity decoding)
+_QUANTITY_PATHS: dict[str, tuple[str, ...]] = {
+    "ResourceSlice": (
+        "spec.sharedCounters[*].counters{*}.value",
+        "spec.devices[*].capacity{*}.value",
+        "spec.devices[*].capacity{*}.requestPolicy.default",
+        "spec.devices[*].capacity{*}.requestPolicy.validValues[*]",
+        "spec.devices[*].capacity{*}.requestPolicy.validRange.min",
+        "spec.devices[*].capacity{*}.requestPolicy.validRange.max",
+        "spec.devices[*].capacity{*}.requestPolicy.validRange.step",
+        "spec.devices[*].consumesCounters[*].counters{*}.value",
+    ),
+    "ResourceClaim": (
+        "spec.devices.requests[*].exactly.capacity.requests{*}",
+        "spec.devices.requests[*].firstAvailable[*].capacity.requests{*}",
+        "status.allocation.devices.results[*].consumedCapacity{*}",
+    ),
+    "ResourceClaimTemplate": (
+        "spec.spec.devices.requests[*].exactly.capacity.requests{*}",
+        "spec.spec.devices.requests[*].firstAvailable[*].capacity.requests{*}",
+    ),
+    "Node": ("status.capacity{*}", "status.allocatable{*}"),
+    "Pod": (
+        "spec.containers[*].resources.requests{*}", "spec.containers[*].resources.limits{*}",
+        "spec.initContainers[*].resources.requests{*}", "spec.initContainers[*].resources.limits{*}",
+        "spec.overhead{*}", "spec.resources.requests{*}", "spec.resources.limits{*}",
+    ),
+}
+_QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def _at(data: Any, pattern: str, path: str = ""):
+    """(path, value) of every value at `pattern`: `a.b` fields, `[*]` list items, `{*}` map values."""
+    if not pattern:
+        yield path, data
+        return
+    if pattern.startswith("[*]"):
+        if isinstance(data, list):
+            for i, v in enumerate(data):
+                yield from _at(v, pattern[3:].lstrip("."), f"{path}[{i}]")
+        return
+    if pattern.startswith("{*}"):
+        if isinstance(data, dict):
+            for k, v in data.items():
+                yield from _at(v, pattern[3:].lstrip("."), f"{path}[{k}]")
+        return
+    head = re.match(r"[A-Za-z]+", pattern).group(0)
+    if isinstance(data, dict) and data.get(head) is not None:
+        yield from _at(data[head], pattern[len(head):].lstrip("."), f"{path}.{head}" if path else head)
+
+
+def _quantities(ctx: _Ctx, doc: dict, kind: str) -> None:
+    """Every quantity decodes (the API server rejects the whole request otherwise)."""
+    for pattern in _QUANTITY_PATHS.get(kind, ()):
+        for path, v in _at(doc, pattern):
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                ctx.invalid(path, v, _QUANTITY_MSG)
+                continue
+            try:
+                Quantity.parse(v if isinstance(v, str) else repr(v) if isinstance(v, float) else str(v))
+            except QuantityError:
+                ctx.invalid(path, v, _QUANTITY_MSG)
+
+
 # ------------------------------------------------------------------ DeviceClass
 def _validate_device_class(ctx: _Ctx, doc: dict) -> None:
     spec = ctx.get(doc, "spec", "", dict, {})
@@ -505,9 +639,7 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
             ctx.invalid("spec.nodeName", "", "must be either unset or set to a non-empty string")
     if spec.get("nodeSelector") is not None:
         set_fields.append("`nodeSelector`")
-        terms = spec["nodeSelector"].get("nodeSelectorTerms") if isinstance(spec["nodeSelector"], dict) else None
-        if not isinstance(terms, list) or len(terms) != 1:
-            ctx.invalid("spec.nodeSelector.nodeSelectorTerms", terms, "must have exactly one node selector term")
+        _node_selector(ctx, spec["nodeSelector"], "spec.nodeSelector", one_term=True)
     for key in ("allNodes", "perDeviceNodeSelection"):
         if spec.get(key) is not None:
             if spec[key] is True:
@@ -643,6 +775,7 @@ def _validate_device(ctx: _Ctx, d: Any, p: str, per_device: bool) -> None:
                 ctx.invalid(f"{p}.nodeName", "", "must not be empty")
         if d.get("nodeSelector") is not None:
             set_fields.append("`nodeSelector`")
+            _node_selector(ctx, d["nodeSelector"], f"{p}.nodeSelector", one_term=True)
         if d.get("allNodes") is not None:
             if d["allNodes"] is True:
                 set_fields.append("`allNodes`")
@@ -781,9 +914,6 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
         if not isinstance(r, dict):
             continue
         rp = f"{dp}.requests[{i}]"
-        if "exactly" not in r and "firstAvailable" not in r and "deviceClassName" in r:
-            ctx.note(rp, "v1beta1 layout (fields directly on the request): validated as `exactly`")
-            r = requests[i] = {"name": r.get("name"), "exactly": {k: v for k, v in r.items() if k != "name"}}
         _drop(ctx, r, "firstAvailable", rp, "DRAPrioritizedList", f.prioritized_list)
         subs = [(r.get("exactly"), f"{rp}.exactly")] if isinstance(r.get("exactly"), dict) else []
         subs += [(s, f"{rp}.firstAvailable[{j}]") for j, s in enumerate(r.get("firstAvailable") or [])
@@ -1006,9 +1136,11 @@ def _validate_taint_rule(ctx: _Ctx, doc: dict) -> None:
                 ctx.names(sel["device"], f"{sp}.device", is_dns1123_label)
             ctx.selectors(sel.get("selectors"), f"{sp}.selectors")
             if not any(sel.get(k) for k in ("deviceClassName", "driver", "pool", "device", "selectors")):
-                ctx.note(sp, "empty selector: the rule selects no device")
+                ctx.note(sp, "empty selector: the rule selects every device (the empty selector matches all "
+                             "devices)")
     else:
-        ctx.note("spec.deviceSelector", "no selector: the rule selects no device")
+        ctx.note("spec.deviceSelector", "no selector: the rule selects every device (Kubernetes applies a rule "
+                                        "without selector to all devices)")
     taint = spec.get("taint")
     if taint is None:
         ctx.required("spec.taint")
@@ -1033,15 +1165,56 @@ def object_ref(doc: Any) -> str:
     kind = doc.get("kind") or "(no kind)"
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     name = meta.get("name") or "(no name)"
-    if kind in ("ResourceClaim", "ResourceClaimTemplate", "Pod") or meta.get("namespace"):
+    if kind in NAMESPACED or meta.get("namespace"):
         return f"{kind} {meta.get('namespace') or 'default'}/{name}"
     return f"{kind} {name}"
+
+
+NAMESPACED = ("ResourceClaim", "ResourceClaimTemplate", "Pod", "PodGroup")
+
+
+def _validate_pod(ctx: _Ctx, doc: dict) -> None:
+    """The parts of core/v1 Pod validation that decide which devices a pod gets: its claims, the
+    containers' references to them, and the required node affinity."""
+    spec = ctx.get(doc, "spec", "", dict, {})
+    claims = ctx.get(spec, "resourceClaims", "spec", list, [])
+    names: list[str] = []
+    for p, c in ctx.objects(claims, "spec.resourceClaims"):
+        ctx.names(c.get("name"), f"{p}.name", is_dns1123_label)
+        if isinstance(c.get("name"), str):
+            names.append(c["name"])
+        given = [k for k in ("resourceClaimName", "resourceClaimTemplateName") if c.get(k)]
+        if not given:
+            ctx.invalid(p, c, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
+        elif len(given) > 1:
+            ctx.invalid(p, c, "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified")
+        for k in given:
+            ctx.names(c[k], f"{p}.{k}", is_dns1123_subdomain)
+    ctx.unique_list(claims, "spec.resourceClaims", lambda c: c.get("name") if isinstance(c, dict) else None)
+    known = sorted(set(names))
+    for key in ("containers", "initContainers"):
+        for cp, container in ctx.objects(ctx.get(spec, key, "spec", list, []), f"spec.{key}"):
+            res = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+            refs = ctx.get(res, "claims", f"{cp}.resources", list, [])
+            for rp, ref in ctx.objects(refs, f"{cp}.resources.claims"):
+                name = ref.get("name")
+                if not name:
+                    ctx.required(rp, "")
+                elif name not in known:
+                    ctx.err(rp, "Not found", "must be one of the names in pod.spec.resourceClaims" +
+                            (": " + ", ".join(known) if known else " which is empty"), name)
+    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity.get("nodeAffinity"), dict) else {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is not None:
+        _node_selector(ctx, required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
 
 
 _VALIDATORS = {
     "DeviceClass": _validate_device_class,
     "ResourceSlice": _validate_resource_slice,
     "DeviceTaintRule": _validate_taint_rule,
+    "Pod": _validate_pod,
 }
 
 
@@ -1053,6 +1226,7 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
     for doc, _ in docs:
         if isinstance(doc, dict) and doc.get("kind") == "Namespace" and isinstance(doc.get("metadata"), dict):
             namespaces[doc["metadata"].get("name")] = doc
+    seen: dict[tuple[str, str, str], str] = {}     # (kind, namespace, name) -> where first given
     for doc, source in docs:
         report.objects += 1
         ctx = _Ctx(report, object_ref(doc), source, features, cel)
@@ -1064,12 +1238,13 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
         if not kind:
             ctx.required("kind")
             continue
+        if not isinstance(kind, str):
+            ctx.invalid("kind", kind, "must be of type string")
+            continue
         versions = KINDS[kind][1] if kind in KINDS else EXTRA_KINDS.get(kind)
         if versions is None:
             ctx.note("kind", f"kind {kind!r} is not validated by draopt")
             continue
-        if kind in ("ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"):
-            versions = tuple(versions) + ("resource.k8s.io/v1beta1",)
         if doc.get("apiVersion") not in versions:
             ctx.invalid("apiVersion", doc.get("apiVersion"), f"{kind} is served as: " + ", ".join(versions))
             continue
@@ -1077,14 +1252,31 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             ctx.note("kind", "DeviceTaintRule is not served: feature gates DRADeviceTaints and "
                              "DRADeviceTaintRules must be enabled (not validated)")
             continue
+        # Strict decoding (kubectl's default field validation): unknown fields of the version
+        # as written; then the object in its v1 (internal) form, as the API server validates it.
+        if kind in KINDS:
+            for path in unknown_fields(doc, schema_for(KINDS[kind][0], doc.get("apiVersion"))):
+                ctx.err(path, "Unknown field")
+        try:
+            doc = to_v1(doc)
+        except ConversionError as e:
+            ctx.invalid(e.path, None, e.message)
+            continue
         meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
         name = meta.get("name")
-        namespaced = kind in ("ResourceClaim", "ResourceClaimTemplate", "Pod")
+        namespaced = kind in NAMESPACED
         name_check = is_dns1123_label if kind == "Namespace" else is_dns1123_subdomain
         if not name and not meta.get("generateName"):
             ctx.required("metadata.name", "name or generateName is required")
         elif name:
             ctx.names(name, "metadata.name", name_check)
+            key = (kind, (meta.get("namespace") or "default") if namespaced else "", name)
+            if key in seen:
+                ctx.duplicate("metadata.name", name)
+                ctx.note("metadata.name", f"the same {kind} is also given in {seen[key]}: kubectl apply would "
+                                          "apply the later one over the earlier (kubectl create: AlreadyExists)")
+            else:
+                seen[key] = source
         if namespaced and meta.get("namespace"):
             ctx.names(meta["namespace"], "metadata.namespace", is_dns1123_label)
         if kind == "ResourceClaim":
@@ -1095,6 +1287,7 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
                                  namespaces)
         elif kind in _VALIDATORS:
             _VALIDATORS[kind](ctx, doc)
+        _quantities(ctx, doc, kind)
     return report
 
 
