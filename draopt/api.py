@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ class AllocateOutcome:
     results: list[AllocationResult] | None      # None: unschedulable
     reason: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)   # for the user (the CLI prints them on stderr)
 
     @property
     def allocated(self) -> bool:
@@ -87,15 +89,25 @@ def warm_up() -> None:
 
 
 def select_claims(objects: ObjectSet, refs: list[str] | None) -> tuple[list[ResourceClaim], list[ResourceClaim]]:
-    """(claims to allocate, claims in use). Default: every claim without status.allocation."""
-    by_key = {}
+    """(claims to allocate, claims in use). Default: every claim without status.allocation.
+
+    A claim given again with status.allocation (draopt's own output read back) replaces the
+    pending claim of the same namespace/name, wherever either comes in the input."""
+    by_key: dict[str, ResourceClaim] = {}
     for c in objects.resource_claims:
         key = claim_key(c)
-        if key in by_key:
-            raise InputError(f"ResourceClaim {key}: given twice")
+        prev = by_key.get(key)
+        if prev is not None:
+            if (prev.status.allocation is None) == (c.status.allocation is None):
+                state = "pending" if c.status.allocation is None else "with status.allocation"
+                raise InputError(f"ResourceClaim {key}: given twice, both {state} (an allocated copy may "
+                                 f"replace a pending one, nothing else)")
+            if prev.status.allocation is not None:
+                continue        # the allocated copy stays
         by_key[key] = c
+    claims = list(by_key.values())
     if not refs:
-        todo = [c for c in objects.resource_claims if c.status.allocation is None]
+        todo = [c for c in claims if c.status.allocation is None]
     else:
         todo = []
         for ref in refs:
@@ -108,7 +120,7 @@ def select_claims(objects: ObjectSet, refs: list[str] | None) -> tuple[list[Reso
             if claim in todo:
                 raise InputError(f"--claim {ref}: named twice")
             todo.append(claim)
-    in_use = [c for c in objects.resource_claims if c.status.allocation is not None]
+    in_use = [c for c in claims if c.status.allocation is not None]
     return todo, in_use
 
 
@@ -139,8 +151,11 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
     todo, in_use = select_claims(objects, claims)
     stats: dict[str, Any] = {"build_ms": 0.0, "solve_ms": 0.0, "variables": 0, "constraints": 0}
     if not todo:
+        _nothing_to_allocate(objects)
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-        return AllocateOutcome(node, [], [], stats=stats)
+        return AllocateOutcome(node, [], [], stats=stats,
+                               notes=["nothing to allocate: every ResourceClaim in the input has status.allocation"
+                                      if objects.resource_claims else "nothing to allocate: no ResourceClaim in the input"])
     classes = {c.name: c for c in objects.device_classes}
     cel_env = _cel_env(features)
     reasons = []
@@ -178,12 +193,52 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
             out.append(c)
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
         return AllocateOutcome(name, out, results, stats=stats)
-    stats["allocate_ms"] = (time.perf_counter() - start) * 1000
     reason = "; ".join(reasons)
     if invalid_pools:
         # Kubernetes reports this as an error when no node could take the claims.
         raise AllocationError(reason)
+    if not objects.nodes and not node:
+        reason += (" (no Node objects in the input: only devices of allNodes slices were tried; "
+                   "give the Nodes, e.g. `kubectl get nodes -o yaml`, or --node NAME)")
+    if len(todo) > 1:
+        reason += _failing_claims(objects, todo, in_use, node, features, policy, engine, time_limit)
+    stats["allocate_ms"] = (time.perf_counter() - start) * 1000
     return AllocateOutcome(node, [], None, reason=reason, stats=stats)
+
+
+def _nothing_to_allocate(objects: ObjectSet) -> None:
+    """No pending claim: an input of templates (and pods) is for `draopt place`."""
+    if objects.resource_claims or not objects.claim_templates:
+        return
+    n = len(objects.claim_templates)
+    raise InputError(f"nothing to allocate: the input has no ResourceClaim, only {n} ResourceClaimTemplate(s) "
+                     f"({', '.join(f'{t.namespace}/{t.name}' for t in objects.claim_templates[:3])}"
+                     f"{', ...' if n > 3 else ''}): templates become claims for Pods; use `draopt place` "
+                     f"with the Pods (or a Deployment, Job, ...) that reference them")
+
+
+def _failing_claims(objects: ObjectSet, todo: list[ResourceClaim], in_use: list[ResourceClaim],
+                    node: str | None, features: Features, policy: str, engine: str,
+                    time_limit: float | None) -> str:
+    """Which of the claims allocated together fail: each tried alone (the others not in use)."""
+    alone_fails = []
+    for c in todo:
+        one = copy.copy(objects)
+        one.resource_claims = [c] + in_use
+        try:
+            out = allocate(one, node=node, features=features, policy=policy, engine=engine, time_limit=time_limit)
+        except AllocationError as e:
+            alone_fails.append(f"{claim_key(c)} ({e})")
+            continue
+        if not out.allocated:
+            alone_fails.append(claim_key(c))
+    keys = ", ".join(claim_key(c) for c in todo)
+    if alone_fails:
+        return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); "
+                f"alone, these fit on no node: {', '.join(alone_fails)}; "
+                f"allocate one with --claim NAMESPACE/NAME")
+    return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); each fits "
+            f"alone, not all together; allocate them one at a time with --claim NAMESPACE/NAME")
 
 
 def _solve(problem, policy: str, engine: str, time_limit: float | None):

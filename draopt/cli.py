@@ -119,6 +119,8 @@ def cmd_allocate(args) -> int:
         stats.update({k: (round(v, 3) if isinstance(v, float) else v) for k, v in outcome.stats.items()})
         print(json.dumps(stats, sort_keys=True), file=sys.stderr)
         args.partial_stats = None
+    for note in outcome.notes:
+        print(f"note: {note}", file=sys.stderr)
     if not outcome.allocated:
         print(f"draopt: unschedulable: {outcome.reason}", file=sys.stderr)
         return 1
@@ -199,10 +201,11 @@ def cmd_plan(args) -> int:
                         max_extra=args.max_nodes, time_limit=args.time_limit)
     if args.output == "json":
         print(json.dumps({"template": plan.template, "policy": plan.policy, "extra_nodes": plan.extra_nodes,
-                          "tried": {str(k): {"placed": v[0], "pods": v[1]} for k, v in sorted(plan.tried.items())}}))
+                          "tried": {str(k): {"placed": v[0], "pods": v[1]} for k, v in sorted(plan.tried.items())},
+                          "blocked": plan.blocked}))
     else:
         print(plan.table())
-    return 0 if plan.extra_nodes is not None else 1
+    return 0 if plan.extra_nodes is not None and not plan.blocked else 1
 
 
 def main(argv: list[str] | None = None) -> int:

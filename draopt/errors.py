@@ -14,5 +14,14 @@ class AllocationError(DraoptError):
     """Allocation must stop, as Kubernetes' allocator stops (CEL runtime error, invalid pool under All, ...)."""
 
 
+class DeviceCelError(AllocationError):
+    """A CEL expression failed on one device: `owner` ("class X" or "claim ns/name", with the
+    selector), `cause` (the CEL message), `device`; messages can group devices by cause."""
+
+    def __init__(self, message: str, *, owner: str, cause: str, device: str):
+        super().__init__(message)
+        self.owner, self.cause, self.device = owner, cause, device
+
+
 class Unschedulable(Exception):
     """No allocation exists on the node (CLI exit code 1). Not an input error."""

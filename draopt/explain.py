@@ -18,7 +18,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from .errors import AllocationError
+from .errors import AllocationError, DeviceCelError
 from .inventory import available_counters
 from .problem import Problem, prepare
 from .rules import taint_blocks
@@ -43,7 +43,7 @@ class NodeExplanation:
         if self.error:
             out.append(f"  error: {self.error}")
         for req, reasons in self.rejections.items():
-            parts = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+            parts = ", ".join(_count(n, r) for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
             out.append(f"  request {req}: {parts}")
         if self.conflict:
             out.append("  cannot be met together: " + "; ".join(self.conflict))
@@ -52,6 +52,17 @@ class NodeExplanation:
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "fits": self.fits, "reason": self.reason, "error": self.error,
                 "rejections": {k: dict(v) for k, v in self.rejections.items()}, "conflict": self.conflict}
+
+
+CEL_RUNTIME = "CEL runtime error of "
+
+
+def _count(n: int, reason: str) -> str:
+    """`6 in use`; a CEL runtime error, counted once per distinct cause:
+    `CEL runtime error on 6 devices of class X selector #0: no such key: index`."""
+    if reason.startswith(CEL_RUNTIME):
+        return f"CEL runtime error on {n} device{'s' if n != 1 else ''} of {reason[len(CEL_RUNTIME):]}"
+    return f"{n} {reason}"
 
 
 def device_rejection(problem: Problem, spec, dev) -> str | None:
@@ -65,6 +76,8 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
     try:
         if not problem.selectable(spec, dev):
             return "not matching class/request selectors"
+    except DeviceCelError as e:
+        return f"{CEL_RUNTIME}{e.owner}: {e.cause}"       # the device is left out: one line per cause
     except AllocationError as e:
         return f"CEL error: {e}"
     if f.consumable_capacity and not problem.capacity_ok(spec, dev, None):

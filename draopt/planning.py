@@ -51,16 +51,45 @@ class PlanResult:
     policy: str
     extra_nodes: int | None                 # None: not enough within max_extra
     tried: dict[int, tuple[int, int]] = field(default_factory=dict)   # copies -> (placed, pods)
+    # Pods no number of copies can place (pod -> why): every node, the template included,
+    # rejects them for a reason a copy of the template repeats (a resource claim error such as
+    # a CEL runtime error or a missing DeviceClass, an untolerated taint, an unschedulable node).
+    blocked: dict[str, str] = field(default_factory=dict)
 
     def table(self) -> str:
         lines = [f"{'extra nodes':>12s}  {'placed':>8s}  {'pods':>6s}"]
         for k in sorted(self.tried):
             placed, pods = self.tried[k]
             lines.append(f"{k:12d}  {placed:8d}  {pods:6d}")
-        verdict = (f"{self.extra_nodes} more node(s) like {self.template} place every pending pod ({self.policy})"
-                   if self.extra_nodes is not None else
-                   f"more than {max(self.tried)} nodes like {self.template} would be needed ({self.policy})")
-        return "\n".join(lines + [verdict])
+        out = lines
+        if self.blocked:
+            out.append(f"no number of nodes like {self.template} can place {len(self.blocked)} pod(s):")
+            out.extend(f"  {pod}: {why}" for pod, why in sorted(self.blocked.items()))
+        others = max(self.tried[0][1] - len(self.blocked), 0) if 0 in self.tried else None
+        if self.extra_nodes is None:
+            out.append(f"more than {max(self.tried)} nodes like {self.template} would be needed ({self.policy})")
+        elif not self.blocked:
+            out.append(f"{self.extra_nodes} more node(s) like {self.template} place every pending pod ({self.policy})")
+        elif others and self.extra_nodes == 0:
+            out.append(f"the {others} other pending pod(s) need no extra node ({self.policy})")
+        elif others:
+            out.append(f"{self.extra_nodes} more node(s) like {self.template} place the {others} other pending "
+                       f"pod(s) ({self.policy})")
+        return "\n".join(out)
+
+
+# Reasons a copy of the template node gives again, whatever the state of the cluster.
+_NODE_COUNT_CANNOT_HELP = ("resource claim error", "node is unschedulable", "node(s) had untolerated taint")
+
+
+def _blocked(pods) -> dict[str, str]:
+    out = {}
+    for p in pods:
+        if p.placed or not p.reasons:
+            continue
+        if all(r.startswith(_NODE_COUNT_CANNOT_HELP) for r in p.reasons):
+            out[p.pod] = "; ".join(sorted(p.reasons))
+    return out
 
 
 def nodes_needed(objects: ObjectSet, template: str, *, policy: str = "first-fit",
@@ -75,8 +104,10 @@ def nodes_needed(objects: ObjectSet, template: str, *, policy: str = "first-fit"
             out = place(with_copies(objects, template, k), policy=policy, features=features, time_limit=time_limit)
             pods = out.result.pods
             result.tried[k] = (sum(p.placed for p in pods), len(pods))
+            if k == 0:
+                result.blocked = _blocked(pods)
         placed, pods = result.tried[k]
-        return placed == pods
+        return placed >= pods - len(result.blocked)
 
     if placed_all(0):
         result.extra_nodes = 0

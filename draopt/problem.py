@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .errors import AllocationError
+from .errors import AllocationError, DeviceCelError
 from .features import Features
 from .inventory import DeviceEntry, Inventory, device_id_str
 from .models import DeviceClass, ResourceClaim
@@ -132,9 +132,10 @@ class Problem:
                     try:
                         ok = expr.matches(dev.cel)
                     except Exception as e:  # CelRuntimeError (or a library error on odd input)
-                        raise AllocationError(
+                        raise DeviceCelError(
                             f"{owner}: selector #{i} on device {device_id_str(dev.id)}: CEL runtime error: {e} "
-                            f"(request {req.full_name}, expression {expr.expression!r})") from None
+                            f"(request {req.full_name}, expression {expr.expression!r})",
+                            owner=f"{owner} selector #{i}", cause=str(e), device=device_id_str(dev.id)) from None
                     self._expr_cache[(text, id(dev.device))] = ok
                 if not ok:
                     return False
@@ -239,9 +240,11 @@ class Problem:
                                      f"got {type(value).__name__}")
                 out[da.name] = value
             except Exception as e:  # noqa: BLE001
-                raise AllocationError(f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
-                                      f"({da.name}) on device {device_id_str(dev.id)}: CEL runtime error: {e} "
-                                      f"(expression {da.expression!r})") from None
+                raise DeviceCelError(f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
+                                     f"({da.name}) on device {device_id_str(dev.id)}: CEL runtime error: {e} "
+                                     f"(expression {da.expression!r})",
+                                     owner=f"claim {claim_key(claim)} derivedAttributes[{i}]", cause=str(e),
+                                     device=device_id_str(dev.id)) from None
         self._derived_cache[key] = out
         return out
 

@@ -11,6 +11,7 @@ what it took (the Permit stage times out), and a second pass offers that room to
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from typing import Any
@@ -159,7 +160,8 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         sig += (tuple(sorted(pod.resources.items())),)
     hit = cache.get(sig)
     if hit is not None and hit[0] == node.version:
-        return hit[1]
+        reason, fit = hit[1]
+        return (_specific(reason, todo) if reason is not None else None), fit
     inventory = cluster.inventory(node)
     try:
         problem = prepare([book.claims[k] for k in todo], inventory, cluster.classes, cluster.features,
@@ -181,8 +183,23 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
             else:
                 answer = (None, (problem, chosen, ref.selected_sub, prioritized_score(problem, ref.selected_sub)))
     if answer[0] is not None:
-        cache[sig] = (node.version, answer)
+        cache[sig] = (node.version, (_generic(answer[0], todo), None))
     return answer
+
+
+def _generic(text: str, keys: list[str]) -> str:
+    """`text` with the claim keys replaced by their positions: cached answers are shared by pods
+    whose claims look alike, and each pod's message must name its own claims."""
+    for i, k in enumerate(keys):
+        text = re.sub(rf"(?<![\w./-]){re.escape(k)}(?![\w.-])", f"\x00{i}\x00", text)
+    return text
+
+
+def _specific(text: str, keys: list[str]) -> str:
+    """The inverse of :func:`_generic` for another pod's claims (in the same positions)."""
+    for i, k in enumerate(keys):
+        text = text.replace(f"\x00{i}\x00", k)
+    return text
 
 
 EXPLAIN_NODES = 5
@@ -217,9 +234,10 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
         best = None
         max_score = None
         sig = kind(pod)
+        keys = [u.key for u in pod.claims]
         start = first_open.get(sig, 0) if sig is not None else 0
         if start:
-            pl.reasons.update(skipped_reasons[sig])
+            pl.reasons.update({_specific(r, keys): n for r, n in skipped_reasons[sig].items()})
         contiguous = True
         for node in cluster.nodes[start:]:
             reason, fit = try_node(cluster, book, pod, node, cache, share_id)
@@ -227,7 +245,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
                 pl.reasons[reason] += 1
                 if contiguous and sig is not None:
                     first_open[sig] = node.index + 1
-                    skipped_reasons.setdefault(sig, Counter())[reason] += 1
+                    skipped_reasons.setdefault(sig, Counter())[_generic(reason, keys)] += 1
                 continue
             contiguous = False
             problem, chosen, selected, score = fit
@@ -248,9 +266,15 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
                 if sig not in explained:
                     from ..explain import explain_pod, render
                     exps = [e for e in explain_pod(cluster, book, pod, EXPLAIN_NODES) if not e.reason]
-                    explained[sig] = (pod.key, render(exps))
+                    for e in exps:      # an error the headline already gives is not repeated per node
+                        if e.error and any(e.error in r for r in pl.reasons):
+                            e.error = ""
+                    exps = [e for e in exps if len(e.lines()) > 1]
+                    explained[sig] = (pod.key, _generic(render(exps), keys))
                 first, text = explained[sig]
-                pl.explanation = text if first == pod.key else f"(as for {first}, the first pod like it that failed)\n{text}"
+                text = _specific(text, keys)
+                pl.explanation = text if first == pod.key or not text else \
+                    f"(as for {first}, the first pod like it that failed)\n{text}"
             return pl
         node, score, problem, chosen, selected = best
         pl.node, pl.prioritized_score = node.name, score
