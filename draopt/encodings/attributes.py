@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..constraints import constraint_applies, normalise
-from .base import ModelData
+from .base import ModelData, upper_bound
 
 
 @dataclass
@@ -41,7 +41,7 @@ def limit_match(m, terms: list[AttributeTerm], need: str, name: str, *, mult=Non
     if counted:
         # Scalar values only (the caller checks): each pod picks one element, every covered
         # request takes its `count` devices among devices with that element.
-        chosen = {e: cp.new_int_var(0, _ub_of(mult), f"match[{name},{e!r}]") for e in elements}
+        chosen = {e: cp.new_int_var(0, upper_bound(mult), f"match[{name},{e!r}]") for e in elements}
         m.add(cp.add(sum(chosen.values()) == mult), need)
         by_req: dict = {}
         for t in typed:
@@ -56,7 +56,7 @@ def limit_match(m, terms: list[AttributeTerm], need: str, name: str, *, mult=Non
         m.at_most_one(list(chosen.values()), need)
     for t in typed:
         witnesses = [chosen[(t.value[0], e)] for e in t.value[1]]
-        if t.size == 1 and _ub_of(t.var) <= 1:
+        if t.size == 1 and upper_bound(t.var) <= 1:
             m.add(cp.add_bool_or(witnesses).only_enforce_if(t.var), need)
         else:
             m.add(cp.add(t.var <= t.size * sum(witnesses)), need)
@@ -73,7 +73,7 @@ def limit_distinct(m, terms: list[AttributeTerm], need: str, *, mult=None) -> No
         if mult is None:
             if len(holders) > 1:
                 m.at_most_one(holders, need)
-            elif holders and _ub_of(holders[0]) > 1:
+            elif holders and upper_bound(holders[0]) > 1:
                 m.add(cp.add(holders[0] <= 1), need)
         else:
             m.add(cp.add(sum(holders) <= mult), need)
@@ -86,15 +86,9 @@ def _unknown_alone(m, terms: list[AttributeTerm], need: str) -> None:
             others = [o.var for o in terms if o is not t]
             if others:
                 m.add(m.cp.add(sum(others) == 0).only_enforce_if(m.positive(t.var)), need)
-            if _ub_of(t.var) > 1:
+            if upper_bound(t.var) > 1:
                 m.add(m.cp.add(t.var <= 1), need)
 
-
-def _ub_of(var) -> int:
-    if isinstance(var, int):
-        return var
-    proto = getattr(var, "proto", None)
-    return proto.domain[-1] if proto is not None else 1
 
 
 def constraint_name(c) -> tuple[str, str]:

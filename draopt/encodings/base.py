@@ -60,7 +60,7 @@ class ModelData:
 
     def positive(self, var):
         """A literal true iff `var` > 0 (the variable itself when it is a boolean)."""
-        if var.proto.domain[-1] <= 1:
+        if upper_bound(var) <= 1:
             return var
         hit = self._positive.get(var.index)
         if hit is None:
@@ -70,12 +70,12 @@ class ModelData:
     def any_of(self, xs: list, name: str):
         """A new boolean true iff some variable of `xs` is positive."""
         lit = self.cp.new_bool_var(name)
-        if all(v.proto.domain[-1] <= 1 for v in xs):
+        if all(upper_bound(v) <= 1 for v in xs):
             self.cp.add_max_equality(lit, xs)
         else:
             self.cp.add(sum(xs) >= lit)
             for v in xs:
-                self.cp.add(v <= v.proto.domain[-1] * lit)
+                self.cp.add(v <= upper_bound(v) * lit)
         return lit
 
     def add(self, ct, requirement: str | None = None):
@@ -95,6 +95,14 @@ class ModelData:
         if self.explain and requirement is not None:
             return self.add(self.cp.add(sum(lits) <= 1), requirement)
         return self.add(self.cp.add_at_most_one(lits))
+
+
+def upper_bound(var) -> int:
+    """The largest value of a CP-SAT variable (a plain int is its own bound)."""
+    if isinstance(var, int):
+        return var
+    domain = var.proto.domain
+    return domain[len(domain) - 1]   # the proto's repeated field has no negative indexing
 
 
 def scale_to_int(values: list[Fraction]) -> tuple[list[int], Fraction]:

@@ -10,7 +10,7 @@ call it. A use's variable may count several allocations (pods of a counted class
 """
 from __future__ import annotations
 
-from .base import ModelData, scale_to_int
+from .base import ModelData, scale_to_int, upper_bound
 
 
 def limit_shares(m, dev, already: dict, uses: list) -> None:
@@ -19,16 +19,12 @@ def limit_shares(m, dev, already: dict, uses: list) -> None:
     for name, cap in dev.device.capacity.items():
         limit = m.counter_value(cap.value) - already.get(name, 0)
         amounts = [consumed[name].value for _, consumed in uses]
-        if sum(amounts) <= limit and all(_ub(v) <= 1 for v, _ in uses):
+        if sum(amounts) <= limit and all(upper_bound(v) <= 1 for v, _ in uses):
             continue
         ints, _ = scale_to_int(amounts + [limit])
         m.add(cp.add(sum(k * v for k, (v, _) in zip(ints, uses)) <= ints[-1]),
               f"device {'/'.join(dev.id)}: capacity {name} {cap.value}")
 
-
-def _ub(var) -> int:
-    dom = getattr(var, "proto", None)
-    return dom.domain[-1] if dom is not None else 1
 
 
 def encode(m: ModelData) -> None:

@@ -131,24 +131,40 @@ def device_resources(cluster: Cluster, book: ClaimBook, pod, node: NodeState, ne
     return out
 
 
+def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
+    """The node filters that need no device allocation: the scheduler's node filters, node
+    resources, and the node selectors of the pod's claims that are allocated already."""
+    rejected = cluster.node_rejects(node, pod)
+    if rejected is not None:
+        return rejected
+    short = node.fits(pod.resources)
+    if short is not None:
+        return f"Insufficient {short}"
+    for use in pod.claims:
+        alloc = book.allocation(use.key)
+        if alloc is not None and alloc.node_selector is not None and \
+                not node_selector_matches(alloc.node_selector, node.node):
+            return "node(s) did not match the allocation of a resource claim"
+    return None
+
+
+def pending_claims(book: ClaimBook, pod) -> list[str]:
+    """The pod's claims that still need an allocation, each once, in the pod's order."""
+    todo: list[str] = []
+    for use in pod.claims:
+        if book.allocation(use.key) is None and use.key not in todo:
+            todo.append(use.key)
+    return todo
+
+
 def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict,
              share_id) -> tuple[str | None, Any]:
     """Filter one node for one pod. Returns (None, (problem, chosen, selected, score)) when the
     pod fits, else (reason, None)."""
-    rejected = cluster.node_rejects(node, pod)
+    rejected = node_filter(cluster, book, pod, node)
     if rejected is not None:
         return rejected, None
-    short = node.fits(pod.resources)
-    if short is not None:
-        return f"Insufficient {short}", None
-    todo: list[str] = []
-    for use in pod.claims:
-        alloc = book.allocation(use.key)
-        if alloc is not None:
-            if alloc.node_selector is not None and not node_selector_matches(alloc.node_selector, node.node):
-                return "node(s) did not match the allocation of a resource claim", None
-        elif use.key not in todo:
-            todo.append(use.key)
+    todo = pending_claims(book, pod)
     if not todo:
         extra = device_resources(cluster, book, pod, node, None)
         short = node.fits(_plus(pod.resources, extra)) if extra else None

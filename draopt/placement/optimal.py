@@ -1,417 +1,616 @@
-"""One CP-SAT model that chooses nodes and devices for all pending pods at once.
+"""`place --policy optimal`: the one placement model (`model.py`), solved in phases.
 
-Pods with the same requirements are interchangeable, so they are grouped into classes and
-the model counts them: k[c, n] pods of class c on node n. Devices on a node that every class
-sees alike (same candidacy, node-local, no counters, not multi-allocatable) are grouped too:
-z[c, r, n, e] devices of group e serve request r of class c's pods on n. Devices that draw on
-counters, serve multiple allocations or sit in pools several nodes reach stay single. This
-keeps the model about linear in (pod classes x candidate nodes x device groups) instead of
-pods x nodes x devices.
+Objective, lexicographic (each phase holds the previous phases' values):
+1. the most priority-weighted placed pods (weight `max(1, 1 + priority)`), gangs whole;
+2. the most preferred sub-requests of prioritized lists (least sum of chosen indexes);
+3. packing: fewest touched nodes, then fewest counter sets newly drawn on, then the least
+   counter amounts and shared capacity taken, then fewest devices, then devices early in
+   Kubernetes' search order (the same tie-breaks as `allocate --policy optimal`).
 
-Scope: pods whose claims are private and made of plain ExactCount requests (any class,
-selectors, tolerations, consumable-capacity requests) are optimised, with one choice dimension
-per pod: a prioritized list (pods counted per node and sub-request) or a scalar matchAttribute
-(pods counted per node and attribute value; device groups never mix values). Pods with more
-than one of those, distinctAttribute, admin access, derived attributes, All, list-type
-matching, device-derived node resources, or claims shared with other pods keep the placement
-first-fit gave them (together with their whole gang); the model packs everything else around
-them.
-
-Objective, lexicographic: (1) priority-weighted placed pods, gangs whole; then, with (1) held
-at its best, (2) the most preferred sub-requests and (3) the fewest touched nodes and counter
-sets. The model is warm-started from the first-fit placement and required to be at least as
-good, so the answer is never worse than first-fit; the proven bound and gap of (1) are reported.
+Phase 1 is warm-started from the first-fit placement and required to place at least as much
+(priority-weighted); the status is `OPTIMAL` only when every phase is proven optimal, else
+`FEASIBLE` with the proven bound and gap of phase 1 and what was proven (`proven`).
 """
 from __future__ import annotations
 
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field
-from fractions import Fraction
+from collections import Counter, defaultdict
 from typing import Any
 
 from ortools.sat.python import cp_model
 
-from ..decode import decode, deterministic_share_id
-from ..encodings.base import scale_to_int
-from ..errors import AllocationError
-from ..inventory import DeviceEntry, available_counters
-from ..problem import prepare
+from ..decode import deterministic_share_id
+from ..encodings.base import upper_bound
+from ..problem import ClaimSpec
 from ..reference import Chosen
-from .cluster import Cluster, NodeState
-from .firstfit import ClaimBook, _scheduling_constraints, simulate, try_node
+from .cluster import Cluster
+from .firstfit import ClaimBook, simulate
+from .model import Built, Prepared, build, prepare_cluster
+from .reductions import GroupDevices, SplitComponents
 from .result import PlacementResult, PodPlacement, weight
-
-
-@dataclass
-class PodClass:
-    key: tuple
-    pods: list[Any]                       # PodDemand, queue order
-    group: str | None
-    priority: int
-    resources: dict[str, Fraction]
-    slots: list[tuple[int, int, int]] = field(default_factory=list)   # (claim index, request index, count)
-    slot_alt: list[int | None] = field(default_factory=list)         # the sub-request a slot belongs to
-    alts: int = 0                                                     # sub-requests of its prioritized list
-    list_request: tuple[int, int] | None = None                       # (claim index, request index) of it
-    match: str | None = None                                          # matchAttribute name, if any
-    match_slots: set[int] = field(default_factory=set)                # the slots it covers
-    nodes: list[NodeState] = field(default_factory=list)
-    rep_problem: dict[str, Any] = field(default_factory=dict)          # node name -> representative Problem
-
-
-def _plain(fields, admin_ok: bool = False) -> bool:
-    if (fields.allocation_mode or "ExactCount") != "ExactCount" or fields.derived_attributes:
-        return False
-    return admin_ok or not getattr(fields, "admin_access", None)
-
-
-def _simple_claim(claim) -> tuple[int, int] | None:
-    """(firstAvailable requests, matchAttribute constraints) of the claim if the model can take
-    it (plain ExactCount requests and sub-requests, constraints only matchAttribute), else None."""
-    d = claim.spec.devices
-    if any(c.match_attribute is None for c in d.constraints):
-        return None
-    lists = 0
-    for r in d.requests:
-        if r.first_available:
-            if r.exactly is not None or not all(_plain(sub) for sub in r.first_available):
-                return None
-            lists += 1
-        elif r.exactly is None or not _plain(r.exactly):
-            return None
-    return lists, len(d.constraints)
-
-
-def classify(workload, book: ClaimBook, ff: PlacementResult):
-    """(classes, fixed pod keys): which pods the model optimises, which keep first-fit's answer."""
-    users = defaultdict(list)
-    for pod in workload.pending:
-        for use in pod.claims:
-            users[use.key].append(pod.key)
-    complex_groups = set()
-    simple: dict[str, bool] = {}
-    # Device-derived node resources are not in the aggregated model: those pods keep first-fit's answer.
-    derived_node_resources = book.cluster.features.node_allocatable_resources and any(
-        d.node_allocatable_resources for s in book.cluster.objects.resource_slices for d in s.spec.devices)
-    for pod in workload.pending:
-        ok = not (derived_node_resources and pod.claims)
-        lists = matches = 0
-        for use in pod.claims:
-            claim = book.claims[use.key]
-            n = _simple_claim(claim)
-            if claim.status.allocation is not None or len(set(users[use.key])) > 1 or n is None:
-                ok = False
-            else:
-                lists += n[0]
-                matches += n[1]
-        # One choice dimension per pod is modelled: a prioritized list (which sub-request) or a
-        # matchAttribute (which value), each counted per node.
-        if lists + matches > 1 or (matches and book.cluster.features.list_type_attributes):
-            ok = False
-        simple[pod.key] = ok
-        if not ok and pod.group:
-            complex_groups.add(pod.group)
-    classes: dict[tuple, PodClass] = {}
-    fixed = []
-    for pod in workload.pending:
-        if not simple[pod.key] or pod.group in complex_groups:
-            fixed.append(pod.key)
-            continue
-        sig = tuple(book.signature(u.key) for u in pod.claims)
-        res = tuple(sorted((k, v) for k, v in pod.resources.items()))
-        key = (sig, res, tuple(sorted(pod.node_selector.items())) + (("", _scheduling_constraints(pod)),),
-               pod.priority, pod.group)
-        c = classes.get(key)
-        if c is None:
-            c = classes[key] = PodClass(key, [], pod.group, pod.priority, dict(pod.resources))
-            # Slots in the order of Problem's flattened specs: claims, requests, sub-requests.
-            for ci, use in enumerate(pod.claims):
-                for ri, r in enumerate(book.claims[use.key].spec.devices.requests):
-                    if r.first_available:
-                        for a, sub in enumerate(r.first_available):
-                            c.slots.append((ci, ri, sub.count or 1))
-                            c.slot_alt.append(a)
-                        c.alts = len(r.first_available)
-                        c.list_request = (ci, ri)
-                    else:
-                        c.slots.append((ci, ri, r.exactly.count or 1))
-                        c.slot_alt.append(None)
-                for con in book.claims[use.key].spec.devices.constraints:
-                    names = set(con.requests)
-                    requests = book.claims[use.key].spec.devices.requests
-                    c.match = con.match_attribute
-                    c.match_slots = {si for si, (sci, sri, _) in enumerate(c.slots)
-                                     if sci == ci and (not names or requests[sri].name in names)}
-        c.pods.append(pod)
-    return list(classes.values()), fixed
 
 
 def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit: PlacementResult | None = None,
              share_id=None) -> PlacementResult:
     t0 = time.perf_counter()
+    deadline = t0 + time_limit
     share_id = share_id or deterministic_share_id
-    # First-fit on a copy of the state gives the warm start and the floor.
     if first_fit is None:
         first_fit = simulate(_fresh(cluster), workload, share_id=share_id)
     ff_by_pod = {p.pod: p for p in first_fit.pods}
     book = ClaimBook(cluster, workload.claims)
-    classes, fixed = classify(workload, book, first_fit)
-    fixed_set = set(fixed)
-    # Fixed pods: commit first-fit's decisions into the state the model packs around.
-    by_key = {p.key: p for p in workload.pending}
-    for key in fixed:
-        pl = ff_by_pod[key]
-        if pl.placed:
-            for ck, result in pl.new_claims.items():
-                book.commit(ck, result, pl.node)
-            cluster.by_name[pl.node].take(by_key[key].resources)
-    cluster.bump_all()
-
-    groups_by_node: dict[str, list[list[DeviceEntry]]] = {}
-    device_of_group: dict[tuple[str, int], list[DeviceEntry]] = {}
-    cand: dict[tuple[int, int, str], list[int]] = {}        # (class, slot, node) -> group indexes
-    # Candidate nodes and devices per class. Classes that differ only in priority or gang fit
-    # the same nodes and devices: the work is done once per kind (claims, resources, selector).
-    fit_kind: dict[tuple, int] = {}
-    for ci, c in enumerate(classes):
-        kind = c.key[:3]
-        first = fit_kind.setdefault(kind, ci)
-        if first != ci:
-            c.nodes, c.rep_problem = classes[first].nodes, classes[first].rep_problem
-            c.node_names = classes[first].node_names
-            continue
-        rep = c.pods[0]
-        for node in cluster.nodes:
-            reason, fit = try_node(cluster, book, rep, node, {}, share_id)
-            if reason is None:
-                c.nodes.append(node)
-                if fit[0] is not None:
-                    c.rep_problem[node.name] = fit[0]
-        c.node_names = {n.name for n in c.nodes}
-    match_names = sorted({c.match for c in classes if c.match})
-    for node in cluster.nodes:
-        users = [(ci, c) for ci, c in enumerate(classes) if node.name in c.node_names]
-        if not users:
-            continue
-        inv = cluster.inventory(node)
-        pattern: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        by_kind: dict[tuple, list[tuple[int, list[bool]]]] = {}
-        for ci, c in users:
-            problem = c.rep_problem.get(node.name)
-            if problem is None:
-                continue
-            kind = c.key[:3]
-            if kind not in by_kind:
-                specs = [s for claim in problem.claims for g in claim.requests for s in g.alternatives]
-                by_kind[kind] = [(si, [_candidate(problem, spec, dev) for dev in inv.devices])
-                                 for si, spec in enumerate(specs)]
-            for si, usable in by_kind[kind]:
-                for dev, ok in zip(inv.devices, usable):
-                    if ok and (si not in c.match_slots or match_value(dev, c.match) is not None):
-                        pattern[dev.index].append((ci, si))
-        groups: dict[tuple, list[DeviceEntry]] = {}
-        for dev in inv.devices:
-            pat = tuple(pattern.get(dev.index, ()))
-            if not pat:
-                continue
-            single = bool(dev.device.consumes_counters) or dev.multi_allocatable or \
-                dev.slice.spec.node_name != node.name
-            # Devices with different values of a matched attribute must not share a group.
-            values = tuple(match_value(dev, name) for name in match_names)
-            gkey = (pat, values, dev.index) if single else (pat, values)
-            groups.setdefault(gkey, []).append(dev)
-        glist = list(groups.values())
-        groups_by_node[node.name] = glist
-        for gi, devs in enumerate(glist):
-            device_of_group[(node.name, gi)] = devs
-            for ci, si in pattern[devs[0].index]:
-                cand.setdefault((ci, si, node.name), []).append(gi)
-
-    prepare_s = time.perf_counter() - t0
-    ff_value = sum(weight(ff_by_pod[p.key].priority) for c in classes for p in c.pods if ff_by_pod[p.key].placed)
-    stats: dict[str, Any] = {"classes": len(classes), "fixed_pods": len(fixed), "first_fit_objective": ff_value}
-    # A cheap bound first: each class alone, on every node it fits, cannot place more.
-    bound = _class_bound(classes)
-    stats["cheap_bound"] = bound
-    values: dict = {}
-    proven = bound <= ff_value
-    if proven:
-        stats["proof"] = "first-fit reaches the per-kind capacity bound"
-    components = _components(cluster, classes, workload)
-    stats["components"] = len(components)
-    total = sum(len(cs) * max(1, len(ns)) for cs, ns in components)
-    agg = {"objective": 0, "bound": 0, "variables": 0, "constraints": 0, "status": "OPTIMAL"}
-    for comp_classes, comp_nodes in components:
-        left = max(0.2, time_limit - (time.perf_counter() - t0))
-        budget = left * len(comp_classes) * max(1, len(comp_nodes)) / max(1, total)
-        total -= len(comp_classes) * max(1, len(comp_nodes))
-        vals, st = _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by_pod,
-                                    groups_by_node, device_of_group, cand, budget, proven_optimal=proven)
-        if vals is None:
-            vals = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=set(comp_classes),
-                                     book_claims=book.claims)
-            st["fallback"] = "no solution within the time limit: first-fit kept"
-        values.update(vals)
-        for key in ("objective", "bound", "variables", "constraints", "touched", "subrequest_index_sum",
-                    "count_s", "packing_s"):
+    prep = prepare_cluster(cluster, workload, book)
+    stats: dict[str, Any] = {
+        "kinds": len(prep.kinds), "counted_kinds": sum(1 for k in prep.kinds if k.counted),
+        "pods_counted": sum(len(k.pods) for k in prep.kinds if k.counted),
+        "pods_single": sum(len(k.pods) for k in prep.kinds if not k.counted),
+        "not_counted_because": dict(Counter(k.why_not_counted for k in prep.kinds if not k.counted)),
+        "pinned_pods": 0, "fixed_pods": 0, "prepare_s": round(time.perf_counter() - t0, 3)}
+    parts = _components(prep, cluster, workload)
+    stats["components"] = len(parts)
+    agg = {"objective": 0, "bound": 0, "variables": 0, "constraints": 0}
+    proven = {"placed": True, "preferences": True, "packing": True}
+    statuses = Counter()
+    solutions = []
+    weights = [sum(len(prep.kinds[i].pods) for i in kinds) * max(1, len(nodes)) for kinds, nodes in parts]
+    left_weight = sum(weights)
+    for (kind_ids, node_names), w in zip(parts, weights):
+        now = time.perf_counter()
+        budget = max(0.05, (deadline - now) * w / max(1, left_weight))
+        left_weight -= w
+        sol, st = _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget,
+                              min(deadline, now + budget * 1.5 + 0.5))
+        solutions.append(_decode_part(prep, cluster, workload, book, sol, kind_ids, ff_by_pod, share_id))
+        for key in ("objective", "bound", "variables", "constraints"):
+            agg[key] += st.get(key, 0)
+        agg["subrequest_index_sum"] = agg.get("subrequest_index_sum", 0) + st.get("preferences_value", 0)
+        if "proof" in st:
+            stats["proof"] = st["proof"]
+        for key in proven:
+            proven[key] = proven[key] and st["proven"][key]
+        statuses[st["status"]] += 1
+        for key in ("floor_dropped", "fallback"):
             if key in st:
-                agg[key] = agg.get(key, 0) + st[key]
-        if st.get("status") != "OPTIMAL":
-            agg["status"] = st.get("status", "UNKNOWN")
-        if "fallback" in st:
-            agg["fallback"] = st["fallback"]
+                stats[key] = st[key]
+    placements = SplitComponents.invert(solutions)
     stats.update(agg)
+    stats["proven"] = proven
+    stats["status"] = "OPTIMAL" if all(proven.values()) and not stats.get("fallback") else \
+        ("FEASIBLE" if not stats.get("fallback") else "UNKNOWN")
+    stats["part_status"] = dict(statuses)
     stats["gap"] = round((agg["bound"] - agg["objective"]) / agg["bound"], 4) if agg["bound"] else 0.0
-    stats["prepare_s"] = round(prepare_s, 3)
-    result = _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id)
+    stats["first_fit_objective"] = first_fit.weighted_placed()
+    pods = [placements[p.key] for p in workload.pending]
+    claims = {ck: (res, pl.node) for pl in pods for ck, res in pl.new_claims.items()}
+    result = PlacementResult("optimal", pods, claims, {})
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
+    stats["summary"] = _summary(stats)
     result.stats.update(stats)
     return result
 
 
-def kind_of(classes, ci: int) -> int:
-    """The first class of the same kind (claims, resources, selector): it indexes k and z."""
-    kinds = classes[ci].__dict__.setdefault("_kind_rep", None)
-    if kinds is None:
-        first = {}
-        for i, c in enumerate(classes):
-            c._kind_rep = first.setdefault(c.key[:3], i)
-    return classes[ci]._kind_rep
+def _summary(stats: dict) -> str:
+    p = stats["proven"]
+    done = [name for name, ok in (("placed pods", p["placed"]), ("sub-request preferences", p["preferences"]),
+                                  ("packing", p["packing"])) if ok]
+    not_done = [name for name, ok in (("placed pods", p["placed"]), ("sub-request preferences", p["preferences"]),
+                                      ("packing", p["packing"])) if not ok]
+    text = f"proven optimal: {', '.join(done) or 'nothing'}"
+    if not_done:
+        text += f"; best found, not proven: {', '.join(not_done)} (gap of placed pods {stats['gap']})"
+    return text
 
 
-def _class_bound(classes) -> int:
-    """Priority-weighted pods each kind of pod could place if it had the cluster to itself: its
-    highest-priority pods, as many as fit on its nodes' free resources."""
-    by_kind: dict[tuple, list] = defaultdict(list)
-    for c in classes:
-        by_kind[c.key[:3]].append(c)
-    total = 0
-    for members in by_kind.values():
-        c = members[0]
-        pods = sorted((weight(m.priority) for m in members for _ in m.pods), reverse=True)
-        alone = 0
-        for node in c.nodes:
-            cap = len(pods)
-            for r, v in c.resources.items():
-                if v > 0 and r in node.allocatable:
-                    cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
-            alone += max(0, cap)
-        total += sum(pods[:alone])
-    return total
-
-def _components(cluster, classes, workload) -> list[tuple[list[int], list]]:
-    """Independent parts: classes linked to the nodes they fit on, gangs linking their classes,
-    nodes linked through pools they share (networkx connected components)."""
-    import networkx as nx
-    g = nx.Graph()
-    for ci, c in enumerate(classes):
-        g.add_node(("class", ci))
-        for node in c.nodes:
-            g.add_edge(("class", ci), ("node", node.name))
-    by_group = defaultdict(list)
-    for ci, c in enumerate(classes):
-        if c.group:
-            by_group[c.group].append(ci)
-    for members in by_group.values():
-        for a, b in zip(members, members[1:]):
-            g.add_edge(("class", a), ("class", b))
-    shared = defaultdict(list)
-    for node in cluster.nodes:
-        if not g.has_node(("node", node.name)):
-            continue
-        for pool in cluster.inventory(node).pools:
-            if any(sl.spec.node_name != node.name for sl in pool.slices):
-                shared[(pool.driver, pool.name)].append(node.name)
+def _components(prep: Prepared, cluster: Cluster, workload) -> list[tuple[list[int], set[str]]]:
+    """Independent parts: kinds linked to the nodes they may use, gangs linking kinds, nodes
+    linked by columns (devices) several of them reach."""
+    items: list = [("kind", k.index) for k in prep.kinds]
+    links = []
+    gang_of: dict[str, Any] = {}
+    for kind in prep.kinds:
+        for pod in kind.pods:
+            for node in prep.pod_nodes.get(pod.key, []):
+                links.append((("kind", kind.index), ("node", node.name)))
+            if pod.group is not None:
+                first = gang_of.setdefault(pod.group, ("kind", kind.index))
+                links.append((first, ("kind", kind.index)))
+    shared: dict[Any, list[str]] = defaultdict(list)
+    for node_name, refs in prep.refs.items():
+        for ref in refs:
+            if ref.node is None:
+                shared[ref.key].append(node_name)
     for names in shared.values():
         for a, b in zip(names, names[1:]):
-            g.add_edge(("node", a), ("node", b))
+            links.append((("node", a), ("node", b)))
+    nodes = sorted({b for _, b in links if b[0] == "node"} | {a for a, _ in links if a[0] == "node"})
+    parts = SplitComponents().apply(items + nodes, links)
     out = []
-    for comp in nx.connected_components(g):
-        cs = sorted(i for kind, i in comp if kind == "class")
-        ns = [cluster.by_name[n] for kind, n in sorted(comp, key=str) if kind == "node"]
-        ns.sort(key=lambda n: n.index)
-        if cs:
-            out.append((cs, ns))
-    out.sort(key=lambda cn: cn[0][0])
+    for part in parts:
+        kinds = sorted(i for t, i in part if t == "kind")
+        if kinds:
+            out.append((kinds, {n for t, n in part if t == "node"}))
     return out
 
 
-def pod_list_names(c: PodClass, pod, claims) -> list[str]:
-    """Sub-request names of the pod's prioritized list, in order."""
-    ci, ri = c.list_request
-    return [sub.name for sub in claims[pod.claims[ci].key].spec.devices.requests[ri].first_available]
+def _solver(seconds: float, hard_stop: float) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    # Same input, same placement: workers interleaved deterministically, limits in CP-SAT's
+    # deterministic time, wall time only as a hard stop.
+    solver.parameters.num_workers = 2
+    solver.parameters.interleave_search = True
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = max(0.05, seconds)
+    solver.parameters.max_time_in_seconds = max(0.05, hard_stop - time.perf_counter())
+    return solver
 
 
-def _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only: set[int] | None = None,
-                      book_claims=None) -> dict:
-    """First-fit's placement expressed in the model's variables (k and z counts per kind,
-    placed pods per class)."""
-    values: dict = defaultdict(int)
-    for ci, c in enumerate(classes):
-        if only is not None and ci not in only:
+def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget, hard_stop):
+    t0 = time.perf_counter()
+    b = build(prep, cluster, workload, book, kind_ids, node_names)
+    m = b.model.cp
+    stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
+                             "proven": {"placed": False, "preferences": False, "packing": False}}
+    pods = [p for i in kind_ids for p in prep.kinds[i].pods]
+    floor = sum(weight(p.priority) for p in pods if ff_by_pod[p.key].placed)
+    hint = _first_fit_hint(b, prep, book, ff_by_pod)
+    for var, value in hint.items():
+        m.add_hint(var, value)
+    if not b.totals and not b.placed:
+        stats.update({"status": "OPTIMAL", "objective": 0, "bound": 0,
+                      "proven": {"placed": True, "preferences": True, "packing": True}})
+        return {}, stats
+    # A cheap bound first: the pods that have a node at all, each placed alone.
+    cheap = sum(weight(p.priority) for p in pods if prep.pod_nodes.get(p.key))
+    stats["cheap_bound"] = cheap
+    floor_lit = m.new_bool_var("at_least_first_fit")
+    m.add(b.objective >= floor).only_enforce_if(floor_lit)
+    m.add_assumptions([floor_lit])
+    if floor >= cheap:
+        # First-fit already places every pod that could be placed: phase 1 needs no search.
+        stats["proof"] = "first-fit places every pod that has a feasible node"
+        m.add(b.objective == floor)
+        m.clear_hints()
+        for var, value in hint.items():
+            m.add_hint(var, value)
+        solver = _solver(budget * 0.3, hard_stop)
+        status = solver.solve(m)
+        if status == cp_model.FEASIBLE:
+            status = cp_model.OPTIMAL   # the count is proven by the bound; no objective was searched
+    else:
+        m.maximize(b.objective)
+        solver = _solver(budget * 0.7, hard_stop)
+        status = solver.solve(m)
+    if status == cp_model.INFEASIBLE:
+        # First-fit's placement breaks a documented rule (a Kubernetes defect it reproduces):
+        # solve without the floor and say so.
+        m.clear_assumptions()
+        stats["floor_dropped"] = "first-fit's placement is not valid under the documented rules (Kubernetes defect)"
+        solver = _solver(budget * 0.5, hard_stop)
+        status = solver.solve(m)
+    stats["count_s"] = round(solver.wall_time, 3)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        stats.update({"status": solver.status_name(status), "objective": floor, "bound": floor,
+                      "fallback": "no placement found within the time limit: first-fit's placement is returned"})
+        return {"fallback": True}, stats
+    if "proof" in stats:
+        best = bound = floor
+    else:
+        best, bound = int(round(solver.objective_value)), int(round(solver.best_objective_bound))
+    stats.update({"objective": best, "bound": bound})
+    stats["proven"]["placed"] = status == cp_model.OPTIMAL
+    values = _values(solver, b)
+    # Phase 2: preferences; phase 3: packing. Each holds what the phases before reached.
+    m.add(b.objective >= best)
+    levels = [("preferences", sum(b.preference) if b.preference else None),
+              ("packing", _packing_objective(b))]
+    for name, expr in levels:
+        if expr is None:
+            stats["proven"][name] = True
             continue
-        f = kind_of(classes, ci)
-        values[("total", ci)] += 0
-        for pod in c.pods:
+        remaining = hard_stop - time.perf_counter()
+        if remaining < 0.05:
+            break
+        m.clear_hints()
+        for var, value in values.items():
+            m.add_hint(var, value)
+        m.minimize(expr)
+        solver = _solver(max(0.05, remaining * 0.4), hard_stop)
+        s2 = solver.solve(m)
+        stats[f"{name}_s"] = round(solver.wall_time, 3)
+        if s2 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            break
+        values = _values(solver, b)
+        stats["proven"][name] = s2 == cp_model.OPTIMAL
+        stats[f"{name}_value"] = int(round(solver.objective_value))
+        m.add(expr <= int(round(solver.objective_value)))
+    stats["status"] = "OPTIMAL" if all(stats["proven"].values()) else "FEASIBLE"
+    stats["build_solve_s"] = round(time.perf_counter() - t0, 3)
+    return {"built": b, "values": values}, stats
+
+
+def _values(solver, b: Built) -> dict:
+    out = {}
+    for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()):
+        out[var] = solver.value(var)
+    for o in b.owners:
+        if not o.counted:
+            out[o.mult] = solver.value(o.mult)
+        for v in o.sel.values():
+            out[v] = solver.value(v)
+        for ts in o.terms.values():
+            for t in ts:
+                out[t.var] = solver.value(t.var)
+        for chosen in o.witness.values():
+            for v in chosen.values():
+                out[v] = solver.value(v)
+    return out
+
+
+def _packing_objective(b: Built):
+    """Phase 3 as one weighted sum whose weights keep the levels apart (lower levels are left
+    out when the weights would not fit CP-SAT's 64-bit arithmetic)."""
+    p = b.packing
+    order = sum(i * v for i, v in p["order"]) if p["order"] else 0
+    order_max = sum(i * upper_bound(v) for i, v in p["order"]) + 1
+    devices = sum(p["devices"]) if p["devices"] else 0
+    devices_max = sum(upper_bound(v) for v in p["devices"]) + 1
+    amount_terms = []
+    if p["amounts"]:
+        total = sum(a * upper_bound(v) for a, v in p["amounts"]) or 1
+        amount_terms = [(int(round(1000 * a / total)), v) for a, v in p["amounts"]]
+    amount = sum(c * v for c, v in amount_terms) if amount_terms else 0
+    amount_max = sum(c * upper_bound(v) for c, v in amount_terms) + 1
+    w_dev = order_max
+    w_amount = w_dev * devices_max
+    w_sets = w_amount * amount_max
+    w_nodes = w_sets * (len(p["counter_sets"]) + 1)
+    if w_nodes * (len(p["nodes"]) + 1) > 2 ** 60:
+        # Too fine for one objective: keep nodes, counter sets and devices.
+        w_sets = devices_max
+        w_nodes = w_sets * (len(p["counter_sets"]) + 1)
+        order, amount, w_amount = 0, 0, 0
+        w_dev = 1
+    expr = w_nodes * sum(p["nodes"]) + w_sets * sum(p["counter_sets"]) + w_amount * amount + w_dev * devices + order
+    if not p["nodes"] and not p["counter_sets"] and not p["devices"]:
+        return None
+    return expr
+
+
+# ====================================================================== warm start
+def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) -> dict:
+    """First-fit's placement in the model's variables."""
+    hint: dict = defaultdict(int)
+    for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()):
+        hint[var] = 0
+    owner_at = {(o.kind.index, o.node.name): o for o in b.owners if o.counted}
+    owner_of_claim = {o.problem.claims[o.claim_index].key: o for o in b.owners if not o.counted}
+    for o in b.owners:
+        if not o.counted:
+            hint[o.mult] = 0
+        for v in o.sel.values():
+            hint[v] = 0
+        for ts in o.terms.values():
+            for t in ts:
+                hint[t.var] = 0
+    for kind in b.kinds:
+        for pod in kind.pods:
             pl = ff_by_pod[pod.key]
             if not pl.placed:
                 continue
-            values[("total", ci)] += 1
-            values[(f, pl.node)] += 1
-            if not all(u.key in pl.new_claims for u in pod.claims):
-                continue
-            results = [r for u in pod.claims for r in pl.new_claims[u.key].devices.results]
-            alt = None
-            if c.alts:
-                subs = [r.request.split("/", 1)[1] for r in results if "/" in r.request]
-                lst = pod_list_names(c, pod, book_claims)
-                alt = lst.index(subs[0]) if subs and subs[0] in lst else 0
-                values[("alt", f, pl.node, alt)] += 1
-            at = 0
-            matched = None
-            for si, (_, _, n) in enumerate(c.slots):
-                if c.slot_alt[si] is not None and c.slot_alt[si] != alt:
+            if kind.counted:
+                if (kind.index, pl.node) not in b.k:
                     continue
-                for r in results[at:at + n]:
-                    for gi in cand.get((f, si, pl.node), []):
-                        if any(d.id == (r.driver, r.pool, r.device) for d in groups_by_node[pl.node][gi]):
-                            values[(f, si, pl.node, gi)] += 1
-                            if si in c.match_slots:
-                                matched = match_value(groups_by_node[pl.node][gi][0], c.match)
-                            break
-                at += n
-            if c.match and matched is not None:
-                values[("val", f, pl.node, matched)] += 1
-    return dict(values)
+                hint[b.k[(kind.index, pl.node)]] += 1
+                hint[b.totals[(kind.index, (pod.priority, pod.group))]] += 1
+                o = owner_at.get((kind.index, pl.node))
+                results = [] if o is None else \
+                    [(o, r) for ck in _pod_pending(pod, book) for r in pl.new_claims.get(ck, _empty()).devices.results]
+                _hint_results(hint, prep, pl.node, results, counted=True)
+            else:
+                if (pod.key, pl.node) not in b.y:
+                    continue
+                hint[b.y[(pod.key, pl.node)]] = 1
+                hint[b.placed[pod.key]] = 1
+                for ck, alloc in pl.new_claims.items():
+                    o = owner_of_claim.get(ck)
+                    if o is None:
+                        continue
+                    hint[o.mult] = 1
+                    _hint_results(hint, prep, pl.node, [(o, r) for r in alloc.devices.results], counted=False)
+    return dict(hint)
 
 
-def match_value(dev: DeviceEntry, name: str) -> str | None:
-    """The device's scalar value of a matched attribute (as a stable string), None without it."""
-    from ..constraints import normalise
-    from ..rules import lookup_attribute
-    v = normalise(lookup_attribute(dev.device.attributes, dev.driver, name), False)
-    return None if v is None else repr((v[0], next(iter(v[1]))))
+def _empty():
+    from ..models import AllocationResult
+    from ..models.resource import DeviceAllocationResult
+    return AllocationResult(devices=DeviceAllocationResult(results=[]))
 
 
-def _limit(solver: cp_model.CpSolver, seconds: float, wall_left: float) -> None:
-    """A budget in deterministic time (reproducible answers), and the wall-clock time left as
-    a hard stop (the time limit is a promise; a search cut by it may differ between runs)."""
-    solver.parameters.max_deterministic_time = seconds
-    solver.parameters.max_time_in_seconds = max(0.1, min(3 * seconds, wall_left))
+def _pod_pending(pod, book) -> list[str]:
+    out = []
+    for u in pod.claims:
+        if u.key not in out:
+            out.append(u.key)
+    return out
 
 
-def _qv(value: str) -> Fraction:
-    from ..quantity import Quantity
-    return Quantity.parse(value).value
+def _hint_results(hint, prep, node, results, counted: bool) -> None:
+    seen_sel = set()
+    for o, r in results:
+        ref = prep.ref_of.get((node, (r.driver, r.pool, r.device)))
+        for key, ts in o.terms.items():
+            for t in ts:
+                if t.spec.full_name == r.request and ref is not None and t.ref.key == ref.key:
+                    hint[t.var] += 1
+                    sel = o.sel.get(key)
+                    if sel is not None and sel is not o.mult and (id(o), key, r.request) not in seen_sel:
+                        seen_sel.add((id(o), key, r.request))
+                        hint[sel] += 1
+                    break
 
 
-def _candidate(problem, spec, dev: DeviceEntry) -> bool:
-    if not problem.usable_alone(spec, dev):
-        return False
-    if problem.features.compatibility_groups and any(c.compatibility_groups for c in dev.device.consumes_counters):
-        return False   # not modelled in the aggregated model: left to first-fit
-    return True
+# ====================================================================== decode (invert)
+def _decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, sol: dict, kind_ids, ff_by_pod,
+                 share_id) -> dict[str, PodPlacement]:
+    """Invert the reductions for one part: nodes to the pods of counted kinds, devices out of
+    groups, then AllocationResults as Kubernetes writes them."""
+    out: dict[str, PodPlacement] = {}
+    kinds = [prep.kinds[i] for i in kind_ids]
+    if sol.get("fallback"):
+        for kind in kinds:
+            for pod in kind.pods:
+                ff = ff_by_pod[pod.key]
+                out[pod.key] = PodPlacement(pod.key, ff.node, pod.priority, pod.group, dict(ff.new_claims),
+                                            Counter(ff.reasons), ff.prioritized_score, ff.explanation)
+        return out
+    b: Built | None = sol.get("built")
+    val = sol.get("values", {})
+    taken: dict = {}
+    if b is not None:
+        _mark_shared_taken(b, val, taken)
+    for kind in kinds:
+        if kind.counted:
+            _decode_counted(prep, b, val, kind, book, share_id, taken, out)
+        else:
+            _decode_unit(prep, b, val, kind, book, share_id, taken, out)
+    for kind in kinds:
+        for pod in kind.pods:
+            pl = out.get(pod.key)
+            if pl is None:
+                pl = out[pod.key] = PodPlacement(pod.key, None, pod.priority, pod.group)
+            if not pl.placed:
+                ff = ff_by_pod[pod.key]
+                if ff.placed:
+                    pl.reasons = Counter({"not placed by the optimum (its room serves pods of more weight)":
+                                          len(cluster.nodes)})
+                else:
+                    pl.reasons = Counter(ff.reasons)
+                    pl.explanation = ff.explanation
+    return out
+
+
+def _mark_shared_taken(b: Built, val: dict, taken: dict) -> None:
+    """Nothing to pre-mark: devices are handed out in one pass (kept for symmetry of invert)."""
+    return None
+
+
+def _pick(ref, n: int, taken: dict, reusable: bool) -> list:
+    return GroupDevices.invert(ref, n, taken, reusable)
+
+
+def _decode_counted(prep, b, val, kind, book, share_id, taken, out) -> None:
+    owners = {o.node.name: o for o in b.owners if o.counted and o.kind is kind} if b is not None else {}
+    per_node = [(name, val.get(var, 0)) for (ki, name), var in sorted(b.k.items(), key=lambda kv: kv[0][1])
+                if ki == kind.index] if b is not None else []
+    # Which pods: each (priority, gang) class gets its count, in queue order.
+    chosen_pods = []
+    for (ki, ck), var in (b.totals.items() if b is not None else []):
+        if ki != kind.index:
+            continue
+        chosen_pods.extend(b.class_pods[(ki, ck)][:val.get(var, 0)])
+    order = {p.key: i for i, p in enumerate(kind.pods)}
+    chosen_pods.sort(key=lambda p: order[p.key])
+    slots = [name for name, count in per_node for _ in range(count)]
+    if len(slots) != len(chosen_pods):
+        raise RuntimeError(f"internal: {len(chosen_pods)} pods of a kind chosen, {len(slots)} node slots")
+    on_node: dict[str, list] = defaultdict(list)
+    for pod, name in zip(chosen_pods, slots):
+        on_node[name].append(pod)
+    for name, pods in on_node.items():
+        o = owners.get(name)
+        for pod in pods:
+            pl = out[pod.key] = PodPlacement(pod.key, name, pod.priority, pod.group)
+            if o is None:
+                continue
+            left = {t.var: val.get(t.var, 0) for ts in o.terms.values() for t in ts}
+            sel_left = {k: val.get(v, 0) for k, v in o.sel.items()} if not o.__dict__.get("_sel_left") else o._sel_left
+            o._sel_left = sel_left
+            o.__dict__.setdefault("_left", left)
+            _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val)
+
+
+def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val) -> None:
+    """One pod's share of a counted owner's devices (greedy; exact for what `countable` admits)."""
+    p = o.problem
+    left = o._left
+    sel_left = o._sel_left
+    wit_left = o.__dict__.setdefault("_wit_left", {key: {e: val.get(v, 0) for e, v in ch.items()}
+                                                   for key, ch in o.witness.items()})
+    chosen_lists: list[list[Chosen]] = [[] for _ in p.claims]
+    selected: dict = {}
+    for claim in p.claims:
+        # The pod's matchAttribute element (at most one counted choice per pod).
+        witness: dict = {}
+        for ci, c in enumerate(claim.constraints):
+            if (claim.index, ci) in wit_left:
+                counts = wit_left[(claim.index, ci)]
+                e = next((e for e in sorted(counts, key=repr) if counts[e] > 0), None)
+                if e is not None:
+                    counts[e] -= 1
+                    witness[ci] = e
+        for ri, g in enumerate(claim.requests):
+            alts = g.alternatives
+            if g.has_subrequests:
+                spec = next((s for s in alts if sel_left.get(s.key, 0) > 0), None)
+                if spec is None:
+                    raise RuntimeError(f"internal: no sub-request left for {pod.key}")
+                sel_left[spec.key] -= 1
+                selected[(claim.index, ri)] = spec.sub_index
+            else:
+                spec = alts[0]
+            ts = o.terms.get(spec.key, [])
+            need = spec.count
+            allowed = _allowed_terms(o, claim, spec, ts, witness)
+            picks = _choose_terms(o, claim, spec, allowed, left, need)
+            for t in picks:
+                left[t.var] -= 1
+                reusable = spec.admin_access or (p.features.consumable_capacity and t.entry.multi_allocatable)
+                dev = _pick(t.ref, 1, taken, reusable)[0]
+                entry = p.inventory.by_id[dev.id]
+                consumed = p.consumption(spec, entry) if entry.multi_allocatable and p.features.consumable_capacity \
+                    else None
+                chosen_lists[claim.index].append(Chosen(spec, entry, consumed))
+    _write_claims(p, [book.claims[u] for u in _pod_claim_keys(pod, book, len(p.claims))], chosen_lists, selected,
+                  share_id, pl)
+
+
+def _pod_claim_keys(pod, book, n: int) -> list[str]:
+    out = []
+    for u in pod.claims:
+        if book.allocation(u.key) is None and u.key not in out:
+            out.append(u.key)
+    if len(out) != n:
+        raise RuntimeError(f"internal: pod {pod.key} has {len(out)} pending claims, its kind {n}")
+    return out
+
+
+def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
+    from ..constraints import constraint_applies, normalise
+    out = []
+    for t in ts:
+        ok = True
+        for ci, e in witness.items():
+            c = claim.constraints[ci]
+            if not constraint_applies(list(c.requests), spec.request_name, spec.sub_name):
+                continue
+            raw = t.problem.attribute_for_constraint(t.spec, t.entry, c.match_attribute)
+            v = normalise(raw, t.problem.features.list_type_attributes) if raw is not None else None
+            if v is None or (v[0], next(iter(v[1]))) != e:
+                ok = False
+        if ok:
+            out.append(t)
+    return out
+
+
+def _choose_terms(o, claim, spec, allowed, left, need) -> list:
+    """`need` column picks for one pod: distinct values when a distinctAttribute covers the
+    request (most remaining first), a column at most once per pod when it is shared or admin."""
+    from ..constraints import constraint_applies, normalise
+    distinct = [c.distinct_attribute for c in claim.constraints if c.distinct_attribute is not None and
+                constraint_applies(list(c.requests), spec.request_name, spec.sub_name)]
+    once = spec.admin_access or (o.problem.features.consumable_capacity and
+                                 any(t.entry.multi_allocatable for t in allowed))
+    picks = []
+    if distinct:
+        def value(t):
+            raw = t.problem.attribute_for_constraint(t.spec, t.entry, distinct[0])
+            v = normalise(raw, t.problem.features.list_type_attributes)
+            return (v[0], next(iter(v[1])))
+        by_value: dict = defaultdict(list)
+        for t in allowed:
+            if left.get(t.var, 0) > 0:
+                by_value[value(t)].append(t)
+        ranked = sorted(by_value, key=lambda e: (-sum(left[t.var] for t in by_value[e]), repr(e)))
+        for e in ranked[:need]:
+            picks.append(next(t for t in by_value[e] if left[t.var] > 0))
+    else:
+        for t in allowed:
+            avail = left.get(t.var, 0)
+            n = min(avail, need - len(picks), 1 if once else avail)
+            picks.extend([t] * n)
+            if len(picks) == need:
+                break
+    if len(picks) != need:
+        raise RuntimeError(f"internal: request {spec.full_name}: {len(picks)} of {need} devices dealt")
+    return picks
+
+
+def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
+    for pod in kind.pods:
+        node = None
+        if b is not None:
+            for n in prep.pod_nodes.get(pod.key, []):
+                var = b.y.get((pod.key, n.name))
+                if var is not None and val.get(var, 0):
+                    node = n.name
+                    break
+        out[pod.key] = PodPlacement(pod.key, node, pod.priority, pod.group)
+    if b is None:
+        return
+    for o in b.owners:
+        if o.counted or o.kind is not kind or not val.get(o.mult, 0):
+            continue
+        key = o.problem.claims[o.claim_index].key
+        users = [u for u in o.kind.users[key] if out[u].placed]
+        anchor = out[users[0]].node
+        p = prep.problems.get((kind.index, anchor)) or o.problem
+        claim = p.claims[o.claim_index]
+        chosen: list[Chosen] = []
+        selected = {}
+        for ri, g in enumerate(claim.requests):
+            for s in g.alternatives:
+                sel = o.sel.get(s.key)
+                if sel is None or not val.get(sel, 0):
+                    continue
+                if g.has_subrequests:
+                    selected[(claim.index, ri)] = s.sub_index
+                for t in o.terms.get(s.key, []):
+                    n = val.get(t.var, 0)
+                    if not n:
+                        continue
+                    reusable = s.admin_access or (p.features.consumable_capacity and t.entry.multi_allocatable)
+                    for dev in _pick(t.ref, n, taken, reusable):
+                        entry = p.inventory.by_id.get(dev.id)
+                        if entry is None:
+                            raise RuntimeError(f"internal: device {dev.id} not reachable from {anchor}")
+                        spec = p.claims[claim.index].requests[ri].alternatives[max(0, s.sub_index)]
+                        consumed = p.consumption(spec, entry) if entry.multi_allocatable and \
+                            p.features.consumable_capacity else None
+                        chosen.append(Chosen(spec, entry, consumed))
+        lists: list[list[Chosen]] = [[] for _ in p.claims]
+        lists[claim.index] = chosen
+        results = _results(p, lists, selected, share_id, only=claim.index)
+        for u in users:
+            out[u].new_claims[key] = results
+        # The claim is reported once, with the first user (as the scheduler allocates it once).
+        for u in users[1:]:
+            out[u].new_claims.pop(key, None)
+
+
+def _results(problem, lists, selected, share_id, only: int):
+    order = {}
+    for claim in problem.claims:
+        for ri, g in enumerate(claim.requests):
+            for s in g.alternatives:
+                order[s.key] = ri
+    ordered = [sorted(ch, key=lambda c: (order[c.request.key], c.device.index)) for ch in lists]
+    claim = problem.claims[only]
+    from ..decode import decode_claim
+    return decode_claim(problem, claim, ordered[only], selected, share_id)
+
+
+def _write_claims(p, claims, chosen_lists, selected, share_id, pl: PodPlacement) -> None:
+    order = {}
+    for claim in p.claims:
+        for ri, g in enumerate(claim.requests):
+            for s in g.alternatives:
+                order[s.key] = ri
+    for claim, real in zip(p.claims, claims):
+        spec = ClaimSpec(claim.index, real, claim.requests, claim.constraints)
+        ordered = sorted(chosen_lists[claim.index], key=lambda c: (order[c.request.key], c.device.index))
+        from ..decode import decode_claim
+        pl.new_claims[f"{real.namespace}/{real.name}"] = decode_claim(p, spec, ordered, selected, share_id)
+
 
 def _fresh(cluster: Cluster) -> Cluster:
     import copy
@@ -424,354 +623,3 @@ def _fresh(cluster: Cluster) -> Cluster:
     fresh.by_name = {n.name: n for n in fresh.nodes}
     fresh._inventories = {}
     return fresh
-
-
-def _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine=None, workload=None) -> None:
-    """Warm start: first-fit's placement as a solution hint."""
-    values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=mine, book_claims=workload.claims)
-    for key, v in list(k.items()) + list(z.items()):
-        m.add_hint(v, values.get(key, 0))
-    for ci in (mine if mine is not None else range(len(classes))):
-        m.add_hint(classes[ci].total, values.get(("total", ci), 0))
-
-
-def _decode(cluster, workload, book, classes, values, groups_by_node, cand, first_fit, fixed_set, share_id):
-    ff_by_pod = {p.pod: p for p in first_fit.pods}
-    placements: dict[str, PodPlacement] = {}
-    for key in fixed_set:
-        pl = ff_by_pod[key]
-        placements[key] = PodPlacement(key, pl.node, pl.priority, pl.group, dict(pl.new_claims), pl.reasons,
-                                       pl.prioritized_score)
-    taken: dict[tuple, int] = defaultdict(int)   # device id -> shares taken in decode
-    kinds: dict[int, list[int]] = defaultdict(list)
-    for ci in range(len(classes)):
-        kinds[kind_of(classes, ci)].append(ci)
-    for f, members in kinds.items():
-        c = classes[f]
-        # Which pods of the kind are placed: each class's share, first in queue order.
-        chosen_pods = []
-        for ci in members:
-            n = values.get(("total", ci), 0)
-            chosen_pods.extend(classes[ci].pods[:n])
-            for pod in classes[ci].pods[n:]:
-                ffp = ff_by_pod[pod.key]
-                reasons = ffp.reasons if ffp.reasons else {"not placed by the optimal model (capacity used elsewhere)": 1}
-                placements[pod.key] = PodPlacement(pod.key, None, pod.priority, pod.group,
-                                                   reasons=type(ffp.reasons)(reasons))
-        chosen_pods.sort(key=lambda p: p.queue_key)
-        for node in c.nodes:
-            n_here = values.get((f, node.name), 0)
-            if not n_here:
-                continue
-            remaining = {si: {gi: values.get((f, si, node.name, gi), 0) for gi in cand.get((f, si, node.name), [])}
-                         for si in range(len(c.slots))}
-            alt_left = {a: values.get(("alt", f, node.name, a), 0) for a in range(c.alts)}
-            value_left = {key[3]: n for key, n in values.items()
-                          if isinstance(key[0], str) and key[0] == "val" and key[1] == f and key[2] == node.name}
-            for _ in range(n_here):
-                pod = chosen_pods.pop(0)
-                problem = prepare([book.claims[u.key] for u in pod.claims], cluster.inventory(node), cluster.classes,
-                                  cluster.features, cluster.cel_env, cluster.expr_cache)
-                specs = [s for cl in problem.claims for g in cl.requests for s in g.alternatives]
-                chosen = [[] for _ in problem.claims]
-                selected = {}
-                alt = None
-                if c.alts:
-                    alt = next(a for a in range(c.alts) if alt_left[a] > 0)
-                    alt_left[alt] -= 1
-                    selected[c.list_request] = alt
-                value = None
-                if c.match:
-                    value = next(v for v, left in value_left.items() if left > 0)
-                    value_left[value] -= 1
-                for si, (claim_i, _, count) in enumerate(c.slots):
-                    if c.slot_alt[si] is not None and c.slot_alt[si] != alt:
-                        continue
-                    for _ in range(count):
-                        gi = next(g for g, left in remaining[si].items() if left > 0 and (
-                            si not in c.match_slots or
-                            match_value(groups_by_node[node.name][g][0], c.match) == value))
-                        remaining[si][gi] -= 1
-                        dev = _free_device(groups_by_node[node.name][gi], taken, cluster)
-                        inv_dev = problem.inventory.by_id[dev.id]
-                        consumed = problem.consumption(specs[si], inv_dev) \
-                            if inv_dev.multi_allocatable and cluster.features.consumable_capacity else None
-                        chosen[claim_i].append(Chosen(specs[si], inv_dev, consumed))
-                results = decode(problem, chosen, selected, share_id)
-                pl = PodPlacement(pod.key, node.name, pod.priority, pod.group)
-                for claim, result in zip(problem.claims, results):
-                    pl.new_claims[claim.key] = result
-                    book.commit(claim.key, result, node.name)
-                node.take(pod.resources)
-                placements[pod.key] = pl
-        if chosen_pods:
-            raise AllocationError(f"internal: {len(chosen_pods)} pods chosen by the model but not given a node")
-    pods = [placements[p.key] for p in workload.pending]
-    claims = {}
-    for pl in pods:
-        for ck, res in pl.new_claims.items():
-            claims[ck] = (res, pl.node)
-    return PlacementResult("optimal", pods, claims, {})
-
-
-def _free_device(devs: list[DeviceEntry], taken: dict, cluster: Cluster) -> DeviceEntry:
-    for d in devs:
-        if d.multi_allocatable and cluster.features.consumable_capacity:
-            taken[d.id] += 1
-            return d
-        if taken[d.id] == 0 and d.id not in cluster.allocated.devices:
-            taken[d.id] = 1
-            return d
-    raise AllocationError(f"internal: no free device left in a group of {len(devs)} on decode")
-
-
-def _solve_component(cluster, workload, classes, comp_classes, comp_nodes, ff_by_pod, groups_by_node,
-                     device_of_group, cand, time_limit, proven_optimal: bool = False):
-    """Build and solve the model of one independent part; returns (values, stats)."""
-    t0 = time.perf_counter()
-    m = cp_model.CpModel()
-    k: dict[tuple[int, str], Any] = {}
-    z: dict[tuple[int, int, str, int], Any] = {}
-    usage_terms: dict[tuple, list] = defaultdict(list)
-    mine = set(comp_classes)
-    node_names = {n.name for n in comp_nodes}
-    preference = []   # prioritized lists: sub-request index x pods using it (less is better)
-    # Classes of one kind (same claims, resources, selector) differ only in priority or gang:
-    # nodes and devices are modelled once per kind (k, z indexed by the kind's first class),
-    # and each class only gets its share of the kind's placed pods.
-    kinds: dict[int, list[int]] = defaultdict(list)
-    for ci in comp_classes:
-        kinds[kind_of(classes, ci)].append(ci)
-    for f, members in kinds.items():
-        c = classes[f]
-        n_pods = sum(len(classes[ci].pods) for ci in members)
-        per_node = []
-        for node in c.nodes:
-            if node.name not in node_names:
-                continue
-            if c.slots and node.name not in c.rep_problem:
-                continue
-            # Sub-requests usable here (all their slots have candidates); plain slots must all have.
-            usable_alts = [a for a in range(c.alts)
-                           if all(cand.get((f, si, node.name)) for si, sa in enumerate(c.slot_alt) if sa == a)]
-            if any(not cand.get((f, si, node.name)) for si, sa in enumerate(c.slot_alt) if sa is None):
-                continue
-            if c.alts and not usable_alts:
-                continue
-            cap = n_pods
-            for r, v in c.resources.items():
-                if v > 0 and r in node.allocatable:
-                    cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
-            if cap <= 0:
-                continue
-            var = m.new_int_var(0, cap, f"k[{f},{node.name}]")
-            k[(f, node.name)] = var
-            per_node.append(var)
-            alt_var = {}
-            for a in usable_alts:
-                alt_var[a] = m.new_int_var(0, cap, f"k[{f},{node.name},alt{a}]")
-                k[("alt", f, node.name, a)] = alt_var[a]
-                if a:
-                    preference.append(a * alt_var[a])
-            if c.alts:
-                m.add(sum(alt_var.values()) == var)
-            val_var = {}
-            if c.match:
-                # matchAttribute: each pod takes one value; its covered slots use devices with it.
-                present = sorted({match_value(device_of_group[(node.name, gi)][0], c.match)
-                                  for si in c.match_slots for gi in cand[(f, si, node.name)]})
-                for v in present:
-                    val_var[v] = m.new_int_var(0, cap, f"k[{f},{node.name},{v}]")
-                    k[("val", f, node.name, v)] = val_var[v]
-                m.add(sum(val_var.values()) == var)
-            for si, (_, _, count) in enumerate(c.slots):
-                a = c.slot_alt[si]
-                if a is not None and a not in alt_var:
-                    continue
-                per = var if a is None else alt_var[a]
-                if si in c.match_slots:
-                    by_value = defaultdict(list)
-                    for gi in cand[(f, si, node.name)]:
-                        devs = device_of_group[(node.name, gi)]
-                        hi = min(len(devs), cap * count)
-                        zv = m.new_int_var(0, hi, f"z[{f},{si},{node.name},{gi}]")
-                        z[(f, si, node.name, gi)] = zv
-                        by_value[match_value(devs[0], c.match)].append(zv)
-                    for v, zs in by_value.items():
-                        m.add(sum(zs) == count * val_var[v])
-                    continue
-                zs = []
-                for gi in cand[(f, si, node.name)]:
-                    devs = device_of_group[(node.name, gi)]
-                    hi = cap * count if devs[0].multi_allocatable and cluster.features.consumable_capacity else len(devs)
-                    hi = min(hi, cap * count)
-                    zv = m.new_int_var(0, hi, f"z[{f},{si},{node.name},{gi}]")
-                    z[(f, si, node.name, gi)] = zv
-                    zs.append(zv)
-                m.add(sum(zs) == count * per)
-        for ci in members:
-            classes[ci].total = m.new_int_var(0, len(classes[ci].pods), f"placed[{ci}]")
-        m.add(sum(classes[ci].total for ci in members) == sum(per_node))
-
-    # Device groups: usage, multi-allocation capacity, counters.
-    z_by_group: dict[tuple[str, int], list] = defaultdict(list)
-    for key, v in z.items():
-        z_by_group[(key[2], key[3])].append((key, v))
-    k_by_node: dict[str, list] = defaultdict(list)
-    for key, v in k.items():
-        if not isinstance(key[0], str):   # ("alt", ...) and ("val", ...) split a kind's count
-            k_by_node[key[1]].append((key[0], v))
-    used_lit: dict[tuple, Any] = {}
-    for node in comp_nodes:
-        for gi, devs in enumerate(groups_by_node.get(node.name, [])):
-            terms = z_by_group.get((node.name, gi), [])
-            if not terms:
-                continue
-            dev = devs[0]
-            if dev.multi_allocatable and cluster.features.consumable_capacity:
-                problem_of = {ci: classes[ci].rep_problem[node.name] for (ci, _, _, _), _ in terms}
-                already = cluster.allocated.capacity.get(dev.id, {})
-                for cap_name, cap in dev.device.capacity.items():
-                    limit = problem_of[terms[0][0][0]].counter_value(cap.value) - already.get(cap_name, 0)
-                    amounts = []
-                    for (ci, si, _, _), v in terms:
-                        problem = problem_of[ci]
-                        specs = [s for cl in problem.claims for g in cl.requests for s in g.alternatives]
-                        used = problem.consumption(specs[si], dev)
-                        amounts.append(used[cap_name].value)
-                    ints, _ = scale_to_int(amounts + [limit])
-                    m.add(sum(a * v for a, (_, v) in zip(ints, terms)) <= ints[-1])
-                lit = m.new_bool_var(f"used[{dev.id}]")
-                m.add(sum(v for _, v in terms) >= 1).only_enforce_if(lit)
-                m.add(sum(v for _, v in terms) == 0).only_enforce_if(lit.negated())
-                used_lit[dev.id] = lit
-            else:
-                if len(devs) == 1:
-                    usage_terms[dev.id].extend(v for _, v in terms)
-                else:
-                    m.add(sum(v for _, v in terms) <= len(devs))
-    for did, vs in usage_terms.items():
-        m.add(sum(vs) <= 1)
-        if len(vs) == 1:
-            used_lit[did] = vs[0]
-        else:
-            lit = m.new_bool_var(f"used[{did}]")
-            m.add(sum(vs) == lit)
-            used_lit[did] = lit
-    touched_sets = []
-    if cluster.features.partitionable_devices:
-        seen_pools = {}
-        for node in comp_nodes:
-            for devs in groups_by_node.get(node.name, []):
-                for dev in devs:
-                    if dev.device.consumes_counters and dev.id in used_lit:
-                        seen_pools.setdefault(id(dev.pool), (dev.pool, {}))[1][dev.id] = dev
-        for pool, devs in seen_pools.values():
-            avail = available_counters(pool, cluster.allocated)
-            per_counter: dict[tuple[str, str], list] = defaultdict(list)
-            per_set: dict[str, list] = defaultdict(list)
-            for did, dev in devs.items():
-                if dev.multi_allocatable and did in cluster.allocated.capacity:
-                    continue
-                for cc in dev.device.consumes_counters:
-                    per_set[cc.counter_set].append(used_lit[did])
-                    for name, val in cc.counters.items():
-                        per_counter[(cc.counter_set, name)].append((Fraction(_qv(val.value)), used_lit[did]))
-            for (set_name, name), items in per_counter.items():
-                cap = avail.get(set_name, {}).get(name)
-                if cap is None:
-                    continue
-                ints, _ = scale_to_int([a for a, _ in items] + [cap])
-                m.add(sum(a * lit for a, (_, lit) in zip(ints, items)) <= ints[-1])
-            for set_name, lits in per_set.items():
-                t = m.new_bool_var(f"touched[{pool.id},{set_name}]")
-                m.add_max_equality(t, lits)
-                touched_sets.append(t)
-
-    # Node resources.
-    touched_nodes = []
-    for node in comp_nodes:
-        ks = k_by_node.get(node.name, [])
-        if not ks:
-            continue
-        for r in {r for ci, _ in ks for r in classes[ci].resources}:
-            if r not in node.allocatable:
-                continue
-            free = node.allocatable[r] - node.used.get(r, 0)
-            amounts = [classes[ci].resources.get(r, Fraction(0)) for ci, _ in ks]
-            if sum(amounts) == 0:
-                continue
-            ints, _ = scale_to_int(amounts + [free])
-            m.add(sum(a * v for a, (_, v) in zip(ints, ks)) <= ints[-1])
-        t = m.new_bool_var(f"node_used[{node.name}]")
-        for _, v in ks:
-            m.add(v == 0).only_enforce_if(t.negated())
-        touched_nodes.append(t)
-
-    # Gangs: all or nothing (at least minCount pods, or none).
-    by_group = defaultdict(list)
-    for ci, c in enumerate(classes):
-        if ci in mine and c.group is not None and workload.groups[c.group].policy == "gang":
-            by_group[c.group].append(c.total)
-    for g, totals in by_group.items():
-        gang = workload.groups[g]
-        on = m.new_bool_var(f"gang[{g}]")
-        size = sum(len(c.pods) for c in classes if c.group == g)
-        m.add(sum(totals) >= gang.min_count * on)
-        m.add(sum(totals) <= size * on)
-
-    objective = sum(weight(classes[ci].priority) * classes[ci].total for ci in comp_classes)
-    ff_value = sum(weight(ff_by_pod[p.key].priority) for ci in comp_classes for p in classes[ci].pods
-                   if ff_by_pod[p.key].placed)
-    m.add(objective >= ff_value)
-    _hint(m, classes, k, z, ff_by_pod, groups_by_node, cand, cluster, mine, workload)
-    build_s = time.perf_counter() - t0
-    solver = cp_model.CpSolver()
-    # Same input, same placement: workers interleaved deterministically, and limits counted in
-    # CP-SAT's deterministic time (wall time only as a hard stop at the time limit).
-    solver.parameters.num_workers = 2
-    solver.parameters.interleave_search = True
-    solver.parameters.random_seed = 0
-    stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints)}
-    if proven_optimal:
-        # The cheap bound already proves first-fit's count optimal: only phases 2 and 3 remain.
-        status, best, bound = cp_model.OPTIMAL, ff_value, ff_value
-        values = _first_fit_values(classes, ff_by_pod, groups_by_node, cand, only=mine, book_claims=workload.claims)
-        values = {key: values.get(key, 0) for key in list(k) + list(z)} | \
-            {("total", ci): values.get(("total", ci), 0) for ci in comp_classes}
-    else:
-        m.maximize(objective)
-        _limit(solver, max(0.1, time_limit * 0.8 - build_s), time_limit - (time.perf_counter() - t0))
-        status = solver.solve(m)
-        stats["count_s"] = round(solver.wall_time, 3)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            stats.update({"status": solver.status_name(status), "objective": ff_value,
-                          "bound": _class_bound([classes[ci] for ci in comp_classes])})  # nothing better proven
-            return None, stats
-        best, bound = solver.objective_value, solver.best_objective_bound
-        values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
-        values.update({("total", ci): solver.value(classes[ci].total) for ci in comp_classes})
-    stats.update({"status": "OPTIMAL" if status == cp_model.OPTIMAL else solver.status_name(status),
-                  "objective": int(best), "bound": int(bound)})
-    # Phase 2: hold the weighted count, touch as few nodes and counter sets as possible.
-    remaining = time_limit - (time.perf_counter() - t0)
-    if status == cp_model.OPTIMAL and remaining > 1 and (touched_nodes or touched_sets or preference):
-        m.add(objective >= int(best))
-        m.clear_hints()
-        for key, v in list(k.items()) + list(z.items()):
-            m.add_hint(v, values[key])
-        for ci in comp_classes:
-            m.add_hint(classes[ci].total, values[("total", ci)])
-        # Then the most preferred sub-requests, then the fewest touched nodes and counter sets.
-        m.minimize((len(touched_nodes) + len(touched_sets) + 1) * sum(preference) + sum(touched_nodes) + sum(touched_sets))
-        # Packing is a secondary goal: a bounded share of what is left.
-        _limit(solver, min(remaining * 0.5, 2.0 + (time.perf_counter() - t0)), remaining * 0.9)
-        s2 = solver.solve(m)
-        stats["packing_s"] = round(solver.wall_time, 3)
-        if s2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            values = {key: solver.value(v) for key, v in list(k.items()) + list(z.items())}
-            values.update({("total", ci): solver.value(classes[ci].total) for ci in comp_classes})
-            stats["packing_status"] = solver.status_name(s2)
-            stats["touched"] = sum(solver.value(t) for t in touched_nodes + touched_sets)
-            stats["subrequest_index_sum"] = int(solver.value(sum(preference))) if preference else 0
-    return values, stats

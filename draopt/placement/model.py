@@ -1,0 +1,689 @@
+"""The one placement model: every pending pod, candidate node and device of the cluster in one
+CP-SAT model, built from the same rule functions as the per-node allocation model
+(`draopt.encodings`: usage, counters, compatibility, capacity, attributes).
+
+Owners take devices. An owner is either
+* a counted kind on one node (`CountIdenticalPods`): `k` identical pods of the kind go there,
+  its variables count devices over all of them; or
+* one pending claim of a unit (a pod, or pods that share claims), over every node its pods
+  may use: `active` if the claim is allocated, its devices tied to its pods' nodes by the reach
+  rule (a chosen device must be reachable from the node of every placed pod that uses it).
+Columns are devices, or groups of identical node-local devices (`GroupDevices`). Every rule
+holds across owners: a device is given once (pools several nodes reach are counted once),
+counter sets and shared capacity are respected cluster-wide, node cpu/memory/pods and
+device-derived node resources per node, gangs all or nothing.
+
+The objective is lexicographic and solved in phases (see `draopt/placement/objective.py`):
+(1) priority-weighted placed pods, (2) most preferred sub-requests, (3) packing.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from ..constraints import constraint_applies, normalise
+from ..encodings import attributes, capacity, compatibility, counters, usage
+from ..encodings.attributes import AttributeTerm, constraint_name
+from ..encodings.base import scale_to_int, upper_bound
+from ..errors import AllocationError
+from ..inventory import in_use_groups
+from ..problem import MAX_RESULTS, Problem, prepare
+from ..quantity import Quantity
+from .cluster import Cluster, NodeState
+from .firstfit import ClaimBook, _scheduling_constraints, node_filter
+from .reductions import (CountIdenticalPods, DeviceRef, GroupDevices, Kind, attribute_pattern, countable,
+                         device_pattern_extra)
+from .result import weight
+
+
+class ModelTooLarge(Exception):
+    pass
+
+
+@dataclass(eq=False)
+class Term:
+    """Devices of one column taken by one (sub-)request of one owner."""
+    owner: "Owner"
+    spec: Any                 # RequestSpec of `problem`
+    problem: Problem          # the node problem the candidacy was decided in
+    ref: DeviceRef
+    var: Any
+    reach: set[str] = field(default_factory=set)   # nodes from which the request may use it
+    entry: Any = None         # the DeviceEntry of `problem` (first device of the column)
+
+
+@dataclass(eq=False)
+class Owner:
+    index: int
+    kind: Kind
+    node: NodeState | None     # counted kinds: the node; units: None (spans nodes)
+    mult: Any                  # counted: pods of the kind there (int var); unit claim: active (bool)
+    problem: Problem           # representative problem (its claims give specs and constraints)
+    claim_index: int | None    # units: the one claim of `problem` this owner allocates
+    sel: dict = field(default_factory=dict)       # spec key -> selection variable (count or bool)
+    witness: dict = field(default_factory=dict)   # (claim index, constraint index) -> {element: var}
+    terms: dict = field(default_factory=dict)     # spec key -> [Term]
+
+    @property
+    def counted(self) -> bool:
+        return self.node is not None
+
+    def claims(self):
+        if self.claim_index is None:
+            return self.problem.claims
+        return [self.problem.claims[self.claim_index]]
+
+
+class PlacementModel:
+    """The CP-SAT model plus what the encodings' rule functions need (`add`, `at_most_one`,
+    `any_of`, `positive`, `counter_value`)."""
+
+    def __init__(self):
+        self.cp = cp_model.CpModel()
+        self.n_constraints = 0
+        self.explain = False
+        self._positive: dict[int, Any] = {}
+        self._quantities: dict[str, Fraction] = {}
+
+    def add(self, ct, requirement: str | None = None):
+        self.n_constraints += 1
+        return ct
+
+    def at_most_one(self, lits, requirement: str | None = None):
+        return self.add(self.cp.add_at_most_one(lits))
+
+    def counter_value(self, value: str) -> Fraction:
+        got = self._quantities.get(value)
+        if got is None:
+            got = self._quantities[value] = Quantity.parse(value).value
+        return got
+
+    def any_of(self, xs: list, name: str):
+        lit = self.cp.new_bool_var(name)
+        if all(upper_bound(v) <= 1 for v in xs):
+            self.cp.add_max_equality(lit, xs)
+        else:
+            self.cp.add(sum(xs) >= lit)
+            for v in xs:
+                self.cp.add(v <= upper_bound(v) * lit)
+        return lit
+
+    def positive(self, var):
+        if upper_bound(var) <= 1:
+            return var
+        hit = self._positive.get(var.index)
+        if hit is None:
+            hit = self._positive[var.index] = self.any_of([var], f"pos[{var.name}]")
+        return hit
+
+
+# ====================================================================== the prepared problem
+@dataclass
+class Prepared:
+    """Kinds, their candidate nodes and node problems, device columns per node."""
+    kinds: list[Kind]
+    reduction_data: dict
+    pod_nodes: dict[str, list[NodeState]]                   # pod -> nodes it may use
+    problems: dict[tuple[int, str], Problem]                # (kind, node) -> problem of its pending claims
+    refs: dict[str, list[DeviceRef]]                        # node -> columns
+    ref_of: dict[tuple[str, tuple], DeviceRef]              # (node, device id) -> its column
+    reasons: dict[str, dict[str, int]]                      # pod -> why nodes were ruled out
+    node_resources_of_devices: bool
+
+
+def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
+    features = cluster.features
+    derived_node_resources = bool(features.node_allocatable_resources) and any(
+        d.node_allocatable_resources for s in cluster.objects.resource_slices for d in s.spec.devices)
+    pending = list(workload.pending)
+    problems: dict[tuple[int, str], Problem] = {}
+    probe: dict[tuple, tuple[str | None, Problem | None]] = {}
+
+    def node_problem(keys: list[str], node: NodeState, sig: tuple):
+        hit = probe.get((sig, node.name))
+        if hit is None:
+            try:
+                p = prepare([book.claims[k] for k in keys], cluster.inventory(node), cluster.classes, features,
+                            cluster.cel_env, cluster.expr_cache)
+                hit = (_quick_reject(p), p)
+            except AllocationError as e:
+                hit = (f"resource claim error: {e}", None)
+            probe[(sig, node.name)] = hit
+        return hit
+
+    rep_node: dict[str, NodeState] = {}
+
+    def is_countable(pod) -> str | None:
+        keys = [u.key for u in pod.claims if book.allocation(u.key) is None]
+        for node in cluster.nodes:
+            if node_filter(cluster, book, pod, node) is None:
+                reason, p = node_problem(keys, node, tuple(book.signature(k) for k in keys))
+                if p is not None:
+                    return countable(p, features, derived_node_resources and bool(keys))
+        return None   # fits nowhere: counting is harmless
+
+    kinds, data = CountIdenticalPods().apply(pending, book, _scheduling_constraints, is_countable)
+    pod_nodes: dict[str, list[NodeState]] = {}
+    reasons: dict[str, dict[str, int]] = {}
+    for kind in kinds:
+        # Counted kinds share one problem per node (claims alike); a unit's problem holds its own claims.
+        sig = tuple(book.signature(k) for k in kind.claim_keys) if kind.counted else ("unit",) + tuple(kind.claim_keys)
+        # Counted pods are identical: the representative's nodes are everybody's.
+        for pod in (kind.pods[:1] if kind.counted else kind.pods):
+            nodes = []
+            why: dict[str, int] = defaultdict(int)
+            own = [u.key for u in pod.claims if book.allocation(u.key) is None]
+            for node in cluster.nodes:
+                reason = node_filter(cluster, book, pod, node)
+                if reason is None and kind.claim_keys:
+                    reason, p = node_problem(kind.claim_keys, node, sig)
+                    if reason is None and not kind.counted and own != kind.claim_keys:
+                        # A unit: the pod's own claims must fit here too.
+                        reason, _ = node_problem(own, node, tuple(book.signature(k) for k in own))
+                    if p is not None and reason is None:
+                        problems[(kind.index, node.name)] = p
+                if reason is None:
+                    nodes.append(node)
+                else:
+                    why[reason] += 1
+            for member in (kind.pods if kind.counted else [pod]):
+                pod_nodes[member.key] = nodes
+                reasons[member.key] = dict(why)
+            rep_node.setdefault(pod.key, nodes[0] if nodes else None)
+    # Columns per node: devices alike for every owner that may use the node share a column.
+    users_of_node: dict[str, list[Problem]] = defaultdict(list)
+    for (ki, name), p in problems.items():
+        users_of_node[name].append(p)
+    refs: dict[str, list[DeviceRef]] = {}
+    ref_of: dict[tuple[str, tuple], DeviceRef] = {}
+    shared: dict[tuple, DeviceRef] = {}
+    for node in cluster.nodes:
+        ps = users_of_node.get(node.name)
+        if not ps:
+            continue
+        inv = cluster.inventory(node)
+        patterns = []
+        for entry in inv.devices:
+            pat = []
+            for p in ps:
+                names = sorted({constraint_name(c)[1] for cl in p.claims for c in cl.constraints})
+                for cl in p.claims:
+                    for g in cl.requests:
+                        for s in g.alternatives:
+                            ok = _candidate(p, s, entry)
+                            pat.append(ok)
+                            if ok and names:
+                                pat.append(attribute_pattern(p, s, entry, names))
+            if not any(x is True for x in pat):
+                continue
+            patterns.append((entry, (tuple(map(repr, pat)), device_pattern_extra(entry))))
+        node_refs = []
+        for ref in GroupDevices().apply(node.name, patterns, features):
+            if ref.node is None:
+                # Reached from several nodes: one column for all of them.
+                ref = shared.setdefault(ref.key, ref)
+            node_refs.append(ref)
+            for e in ref.entries:
+                ref_of[(node.name, e.id)] = ref
+        refs[node.name] = node_refs
+    return Prepared(kinds, data, pod_nodes, problems, refs, ref_of, reasons, derived_node_resources)
+
+
+def _candidate(problem: Problem, spec, entry) -> bool:
+    if spec.mode == "All":
+        return entry in spec.all_devices and problem.usable_alone(spec, entry)
+    return problem.usable_alone(spec, entry)
+
+
+def _quick_reject(problem: Problem) -> str | None:
+    """A cheap necessary check: every plain request has enough candidates on the node."""
+    for claim in problem.claims:
+        for g in claim.requests:
+            if g.has_subrequests:
+                if not any(_enough(problem, s) for s in g.alternatives):
+                    return "cannot allocate all claims"
+            elif not _enough(problem, g.alternatives[0]):
+                return "cannot allocate all claims"
+    return None
+
+
+def _enough(problem: Problem, spec) -> bool:
+    if spec.mode == "All":
+        return bool(spec.all_devices) and all(problem.usable_alone(spec, d) for d in spec.all_devices)
+    n = 0
+    for d in problem.devices:
+        if problem.usable_alone(spec, d):
+            n += 1
+            if n >= spec.count:
+                return True
+    return False
+
+
+# ====================================================================== building
+@dataclass
+class Built:
+    model: PlacementModel
+    owners: list[Owner]
+    kinds: list[Kind]
+    k: dict[tuple[int, str], Any]            # counted kind, node -> pods there
+    y: dict[tuple[str, str], Any]            # unit pod, node -> placed there
+    placed: dict[str, Any]                   # unit pod -> placed
+    totals: dict[tuple[int, tuple], Any]     # counted kind, (priority, group) -> pods placed
+    class_pods: dict[tuple[int, tuple], list]
+    objective: Any
+    preference: list
+    packing: dict[str, list]
+    floor: int
+
+
+def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids: list[int],
+          node_names: set[str]) -> Built:
+    """The model of one independent part: the kinds `kind_ids` over the nodes `node_names`."""
+    features = cluster.features
+    m = PlacementModel()
+    cp = m.cp
+    owners: list[Owner] = []
+    k: dict = {}
+    y: dict = {}
+    placed: dict = {}
+    totals: dict = {}
+    class_pods: dict = {}
+    node_demand: dict[str, list] = defaultdict(list)      # node -> [(resources, var)]
+    preference = []
+    kinds = [prep.kinds[i] for i in kind_ids]
+
+    def free(node: NodeState, resources: dict) -> int:
+        cap = 10 ** 9
+        for r, v in resources.items():
+            if v > 0 and r in node.allocatable:
+                cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
+        return cap
+
+    for kind in kinds:
+        if kind.counted:
+            rep = kind.pods[0]
+            per_node = []
+            for node in prep.pod_nodes[rep.key]:
+                if node.name not in node_names:
+                    continue
+                cap = min(len(kind.pods), free(node, rep.resources))
+                if cap <= 0:
+                    continue
+                var = cp.new_int_var(0, cap, f"k[{kind.index},{node.name}]")
+                k[(kind.index, node.name)] = var
+                per_node.append(var)
+                node_demand[node.name].append((rep.resources, var))
+                p = prep.problems.get((kind.index, node.name))
+                if p is not None:
+                    owner = Owner(len(owners), kind, node, var, p, None)
+                    owners.append(owner)
+                    _add_requests(m, prep, owner, cap, preference)
+            classes: dict[tuple, list] = defaultdict(list)
+            for pod in kind.pods:
+                classes[(pod.priority, pod.group)].append(pod)
+            for ck, pods in classes.items():
+                totals[(kind.index, ck)] = cp.new_int_var(0, len(pods), f"placed[{kind.index},{ck}]")
+                class_pods[(kind.index, ck)] = pods
+            m.add(cp.add(sum(totals[(kind.index, ck)] for ck in classes) == sum(per_node)))
+            continue
+        # A unit: pods with their own node variables, one owner per pending claim.
+        for pod in kind.pods:
+            vs = []
+            for node in prep.pod_nodes[pod.key]:
+                if node.name not in node_names or free(node, pod.resources) <= 0:
+                    continue
+                v = y[(pod.key, node.name)] = cp.new_bool_var(f"y[{pod.key},{node.name}]")
+                vs.append(v)
+                node_demand[node.name].append((pod.resources, v))
+            placed[pod.key] = cp.new_bool_var(f"placed[{pod.key}]")
+            m.add(cp.add(sum(vs) == placed[pod.key]))
+        if not kind.claim_keys:
+            continue
+        for ci, key in enumerate(kind.claim_keys):
+            users = kind.users[key]
+            active = cp.new_bool_var(f"active[{key}]")
+            for u in users:
+                m.add(cp.add(active >= placed[u]))
+            m.add(cp.add(active <= sum(placed[u] for u in users)))
+            nodes = sorted({n.name for u in users for n in prep.pod_nodes[u] if n.name in node_names
+                            and (u, n.name) in y})
+            problems = [(n, prep.problems[(kind.index, n)]) for n in nodes if (kind.index, n) in prep.problems]
+            if not problems:
+                m.add(cp.add(active == 0))
+                continue
+            owner = Owner(len(owners), kind, None, active, problems[0][1], ci)
+            owners.append(owner)
+            _add_unit_requests(m, prep, owner, problems, users, y, placed, preference)
+    # Global rules over every owner: who may share a device, shared capacity, counters.
+    by_ref: dict[Any, list[Term]] = defaultdict(list)
+    for o in owners:
+        for ts in o.terms.values():
+            for t in ts:
+                by_ref[t.ref.key].append(t)
+    refs = {t.ref.key: t.ref for ts in by_ref.values() for t in ts}
+    for key, ts in by_ref.items():
+        ref = refs[key]
+        multi = features.consumable_capacity and ref.first.multi_allocatable
+        usage.limit_device(m, [usage.DeviceUse(t.var, t.spec.admin_access, (t.owner.index, t.spec.claim_index),
+                                               t.owner.mult if t.owner.counted else None) for t in ts],
+                           size=ref.size, multi_allocatable=multi)
+        if multi:
+            capacity.limit_shares(m, ref.first, cluster.allocated.capacity.get(ref.first.id, {}),
+                                  [(t.var, t.problem.consumption(t.spec, t.entry)) for t in ts])
+    counter_pools: dict[tuple, list] = defaultdict(list)
+    if features.partitionable_devices:
+        for key, ts in by_ref.items():
+            e = refs[key].first
+            if e.device.consumes_counters:
+                counter_pools[(e.pool.driver, e.pool.name)].append((e, [(t.var, t.spec.admin_access) for t in ts]))
+        for devices in counter_pools.values():
+            pool = devices[0][0].pool
+            counters.limit_pool(m, pool, cluster.allocated, features, devices, quirks=False)
+            if features.compatibility_groups:
+                from ..inventory import compatibility_groups
+                for set_name in sorted(pool.counter_sets):
+                    fixed = in_use_groups(_AllocatedView(cluster), pool, set_name)
+                    compatibility.limit_counter_set(
+                        m, pool, set_name, fixed,
+                        [(e, m.any_of([v for v, _ in users], f"used[{'/'.join(e.id)}]")) for e, users in devices
+                         if compatibility_groups(e.device, set_name) is not None])
+    # Device-derived node resources (units only; counted kinds never have them).
+    if prep.node_resources_of_devices:
+        _device_node_resources(m, cluster, workload, book, owners, y, node_demand)
+    # Node resources.
+    touched_nodes = []
+    for node in cluster.nodes:
+        terms = node_demand.get(node.name)
+        if not terms:
+            continue
+        for r in sorted({r for res, _ in terms for r in res}):
+            if r not in node.allocatable:
+                continue
+            amounts = [Fraction(res.get(r, 0)) for res, _ in terms]
+            if not any(amounts):
+                continue
+            left = node.allocatable[r] - node.used.get(r, 0)
+            ints, _ = scale_to_int(amounts + [left])
+            m.add(cp.add(sum(a * v for a, (_, v) in zip(ints, terms)) <= ints[-1]))
+        t = cp.new_bool_var(f"node_used[{node.name}]")
+        for _, v in terms:
+            m.add(cp.add(v <= upper_bound(v) * t))
+        touched_nodes.append(t)
+    # Gangs: at least minCount pods placed, or none.
+    gang_terms: dict[str, list] = defaultdict(list)
+    for (ki, (prio, group)), var in totals.items():
+        if group is not None:
+            gang_terms[group].append(var)
+    for pod_key, var in placed.items():
+        group = workload.pod(pod_key).group
+        if group is not None:
+            gang_terms[group].append(var)
+    for g, vs in gang_terms.items():
+        gang = workload.groups.get(g)
+        if gang is None or gang.policy != "gang":
+            continue
+        on = cp.new_bool_var(f"gang[{g}]")
+        m.add(cp.add(sum(vs) >= gang.min_count * on))
+        m.add(cp.add(sum(vs) <= len(gang.pods) * on))
+    objective = sum(weight(prio) * var for (ki, (prio, _)), var in totals.items()) + \
+        sum(weight(workload.pod(p).priority) * var for p, var in placed.items())
+    packing = _packing_terms(m, owners, by_ref, refs, cluster, touched_nodes)
+    return Built(m, owners, kinds, k, y, placed, totals, class_pods, objective, preference, packing, 0)
+
+
+class _AllocatedView:
+    """What `in_use_groups` needs: the allocated state of the cluster (before this placement)."""
+
+    def __init__(self, cluster: Cluster):
+        self.inventory = type("Inv", (), {"allocated": cluster.allocated})()
+
+
+def _specs(problem: Problem, claim_indexes=None):
+    for claim in problem.claims:
+        if claim_indexes is not None and claim.index not in claim_indexes:
+            continue
+        for g in claim.requests:
+            yield claim, g
+
+
+def _add_requests(m: PlacementModel, prep: Prepared, owner: Owner, cap: int, preference: list) -> None:
+    """A counted kind on one node: `cap` pods at most, each with the kind's claims."""
+    cp = m.cp
+    p = owner.problem
+    node = owner.node
+    refs = prep.refs.get(node.name, [])
+    claim_terms: dict[int, list] = defaultdict(list)
+    for claim, g in _specs(p):
+        if g.has_subrequests:
+            sels = []
+            for s in g.alternatives:
+                v = cp.new_int_var(0, cap, f"sel[{owner.index},{s.key}]")
+                owner.sel[s.key] = v
+                sels.append(v)
+                if s.sub_index:
+                    preference.append(s.sub_index * v)
+            m.add(cp.add(sum(sels) == owner.mult))
+        else:
+            owner.sel[g.alternatives[0].key] = owner.mult
+        for s in g.alternatives:
+            ts = []
+            for ref in refs:
+                e = ref.first if ref.node is not None else p.inventory.by_id.get(ref.first.id)
+                if e is None or not _candidate(p, s, e):
+                    continue
+                multi = p.features.consumable_capacity and e.multi_allocatable
+                hi = min(cap * s.count, cap if multi else ref.size)
+                v = cp.new_int_var(0, hi, f"z[{owner.index},{s.key},{ref.key}]")
+                if multi:
+                    m.add(cp.add(v <= owner.sel[s.key]))   # each pod takes a shared device once per request
+                ts.append(Term(owner, s, p, ref, v, {node.name}, e))
+            owner.terms[s.key] = ts
+            claim_terms[claim.index].extend(t.var for t in ts)
+            m.add(cp.add(sum(t.var for t in ts) == s.count * owner.sel[s.key]),
+                  f"claim {claim.key} request {s.full_name}: {s.count} device(s)")
+    for claim in p.claims:
+        if claim_terms[claim.index]:
+            m.add(cp.add(sum(claim_terms[claim.index]) <= MAX_RESULTS * owner.mult))
+    _add_constraints(m, owner, counted=True)
+
+
+def _add_unit_requests(m: PlacementModel, prep: Prepared, owner: Owner, problems: list[tuple[str, Problem]],
+                       users: list[str], y: dict, placed: dict, preference: list) -> None:
+    """One pending claim of a unit, over the nodes its pods may use."""
+    cp = m.cp
+    ci = owner.claim_index
+    rep = owner.problem
+    claim = rep.claims[ci]
+    claim_vars = []
+    for ri, g in enumerate(claim.requests):
+        if g.has_subrequests:
+            sels = []
+            for s in g.alternatives:
+                v = cp.new_bool_var(f"sel[{owner.index},{s.key}]")
+                owner.sel[s.key] = v
+                sels.append(v)
+                if s.sub_index:
+                    preference.append(s.sub_index * v)
+            m.add(cp.add(sum(sels) == owner.mult))
+        else:
+            owner.sel[g.alternatives[0].key] = owner.mult
+        for s in g.alternatives:
+            by_ref: dict[Any, Term] = {}
+            all_nodes: dict[str, list] = {}
+            for node_name, p in problems:
+                spec = _same_spec(p, s)
+                for ref in prep.refs.get(node_name, []):
+                    e = ref.first if ref.node is not None else p.inventory.by_id.get(ref.first.id)
+                    if e is None or not _candidate(p, spec, e):
+                        continue
+                    t = by_ref.get(ref.key)
+                    if t is None:
+                        v = cp.new_int_var(0, ref.size, f"z[{owner.index},{s.key},{ref.key}]") if ref.size > 1 \
+                            else cp.new_bool_var(f"z[{owner.index},{s.key},{ref.key}]")
+                        t = by_ref[ref.key] = Term(owner, spec, p, ref, v, set(), e)
+                    t.reach.add(node_name)
+                if spec.mode == "All":
+                    all_nodes[node_name] = spec
+            ts = list(by_ref.values())
+            owner.terms[s.key] = ts
+            claim_vars.extend(t.var for t in ts)
+            sel = owner.sel[s.key]
+            if s.mode == "All":
+                _all_request(m, owner, s, ts, problems, all_nodes, users, y, sel)
+            else:
+                m.add(cp.add(sum(t.var for t in ts) == s.count * sel),
+                      f"claim {claim.key} request {s.full_name}: {s.count} device(s)")
+            # Reach: a device goes only with pods on nodes that can use it.
+            for t in ts:
+                for u in users:
+                    near = [y[(u, n)] for n in sorted(t.reach) if (u, n) in y]
+                    hi = upper_bound(t.var)
+                    m.add(cp.add(t.var <= hi * (sum(near) + 1 - placed[u])))
+    if claim_vars:
+        m.add(cp.add(sum(claim_vars) <= MAX_RESULTS))
+    _add_constraints(m, owner, counted=False)
+
+
+def _same_spec(problem: Problem, spec):
+    claim = problem.claims[spec.claim_index]
+    group = claim.requests[spec.request_index]
+    return group.alternatives[max(0, spec.sub_index)]
+
+
+def _all_request(m, owner, s, ts, problems, all_nodes, users, y, sel) -> None:
+    """allocationMode All: on the node of a pod that uses the claim, every matching device."""
+    cp = m.cp
+    by_key = {t.ref.key: t for t in ts}
+    for t in ts:
+        m.add(cp.add(t.var <= t.ref.size * sel))
+    for node_name, spec in all_nodes.items():
+        p = dict(problems)[node_name]
+        usable = bool(spec.all_devices) and all(p.usable_alone(spec, d) for d in spec.all_devices)
+        for u in users:
+            yv = y.get((u, node_name))
+            if yv is None:
+                continue
+            if not usable:
+                m.add(cp.add(yv + sel <= 1))
+                continue
+            for d in spec.all_devices:
+                t = None
+                for tt in ts:
+                    if node_name in tt.reach and any(x.id == d.id for x in tt.ref.entries):
+                        t = tt
+                        break
+                if t is None:
+                    m.add(cp.add(yv + sel <= 1))
+                    break
+                m.add(cp.add(t.var >= t.ref.size * (yv + sel - 1)))
+    del by_key
+
+
+def _add_constraints(m: PlacementModel, owner: Owner, counted: bool) -> None:
+    """matchAttribute / distinctAttribute of the owner's claims."""
+    for claim in owner.claims():
+        for ci, c in enumerate(claim.constraints):
+            kind, name = constraint_name(c)
+            need = f"claim {claim.key} constraints[{ci}]: {kind} {name}"
+            terms = []
+            for g in claim.requests:
+                for s in g.alternatives:
+                    if not constraint_applies(list(c.requests), s.request_name, s.sub_name):
+                        continue
+                    for t in owner.terms.get(s.key, []):
+                        raw = t.problem.attribute_for_constraint(t.spec, t.entry, name)
+                        if raw is None:
+                            m.add(m.cp.add(t.var == 0), need)
+                            continue
+                        terms.append(AttributeTerm(t.var, normalise(raw, t.problem.features.list_type_attributes),
+                                                   t.ref.size, s.key, s.count))
+            if not terms:
+                continue
+            tag = f"{owner.index},{claim.index},{ci}"
+            if c.match_attribute is not None:
+                owner.witness[(claim.index, ci)] = attributes.limit_match(
+                    m, terms, need, tag, mult=owner.mult if counted else None, counted=counted)
+            else:
+                attributes.limit_distinct(m, terms, need, mult=owner.mult if counted else None)
+
+
+def _device_node_resources(m, cluster, workload, book, owners, y, node_demand) -> None:
+    """DRANodeAllocatableResources: a device that maps to node resources adds them to the node
+    of the pod that uses it (mapping once per claim; overhead per pod)."""
+    from ..workload import containers_referencing, node_allocatable_demand
+    cp = m.cp
+    for o in owners:
+        if o.counted:
+            continue
+        key = o.problem.claims[o.claim_index].key
+        users = o.kind.users[key]
+        for ts in o.terms.values():
+            for t in ts:
+                if not t.entry.device.node_allocatable_resources:
+                    continue
+                consumed = None
+                if t.entry.multi_allocatable and cluster.features.consumable_capacity:
+                    got = t.problem.consumption(t.spec, t.entry)
+                    consumed = {n: q.value for n, q in (got or {}).items()} or None
+                for i, u in enumerate(users):
+                    pod = workload.pod(u)
+                    use = next(x for x in pod.claims if x.key == key)
+                    demand = node_allocatable_demand(t.entry.device, pod, containers_referencing(pod.pod, use.name),
+                                                     consumed, mapping=(i == 0))
+                    if not demand:
+                        continue
+                    for n in sorted(t.reach):
+                        yv = y.get((u, n))
+                        if yv is None:
+                            continue
+                        both = cp.new_bool_var(f"nar[{o.index},{u},{n}]")
+                        m.add(cp.add(both >= yv + m.positive(t.var) - 1))
+                        node_demand[n].append((demand, both))
+
+
+def _packing_terms(m: PlacementModel, owners, by_ref, refs, cluster, touched_nodes) -> dict[str, list]:
+    """Phase 3's terms, most important first: touched nodes, counter sets newly drawn on,
+    counter amounts and shared capacity taken (normalised), devices taken, search order."""
+    cp = m.cp
+    sets: dict[tuple, list] = defaultdict(list)
+    amounts = []
+    devices = []
+    order = []
+    for key, ts in by_ref.items():
+        ref = refs[key]
+        e = ref.first
+        for t in ts:
+            devices.append(t.var)
+            order.append((e.index, t.var))
+            if t.entry.multi_allocatable and cluster.features.consumable_capacity:
+                for q in (t.problem.consumption(t.spec, t.entry) or {}).values():
+                    amounts.append((q.value, t.var))
+        if e.device.consumes_counters and cluster.features.partitionable_devices:
+            used = m.positive(ts[0].var) if len(ts) == 1 else m.any_of([t.var for t in ts], f"taken[{key}]")
+            for c in e.device.consumes_counters:
+                sets[(e.pool.driver, e.pool.name, c.counter_set)].append(used)
+                for v in c.counters.values():
+                    amounts.append((m.counter_value(v.value), used))
+    fresh = []
+    for (driver, pool, set_name), lits in sets.items():
+        if _set_in_use(cluster, driver, pool, set_name):
+            continue
+        t = cp.new_bool_var(f"set_used[{driver}/{pool}/{set_name}]")
+        cp.add_max_equality(t, lits)
+        fresh.append(t)
+    return {"nodes": touched_nodes, "counter_sets": fresh, "amounts": amounts, "devices": devices, "order": order}
+
+
+def _set_in_use(cluster: Cluster, driver: str, pool: str, set_name: str) -> bool:
+    for s in cluster.objects.resource_slices:
+        if s.spec.driver != driver or s.spec.pool.name != pool:
+            continue
+        for d in s.spec.devices:
+            if cluster.allocated.holds((driver, pool, d.name)) and \
+                    any(c.counter_set == set_name for c in d.consumes_counters):
+                return True
+    return False
