@@ -141,7 +141,7 @@ def load_inputs(paths: list[str]) -> Inputs:
         kind = doc.get("kind") if isinstance(doc, dict) else None
         if kind == "Pod":
             pods.append(doc)
-        elif kind in KINDS:
+        elif (kind is not None and not isinstance(kind, str)) or kind in KINDS:   # a non-string kind: an error
             objects.add(parse_object(doc, source))
         # Namespaces and other kinds are not needed here.
     return Inputs(objects, pods)
