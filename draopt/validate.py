@@ -1163,6 +1163,8 @@ def object_ref(doc: Any) -> str:
     if not isinstance(doc, dict):
         return "(not an object)"
     kind = doc.get("kind") or "(no kind)"
+    if not isinstance(kind, str):
+        kind = "(invalid kind)"
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     name = meta.get("name") or "(no name)"
     if kind in NAMESPACED or meta.get("namespace"):
