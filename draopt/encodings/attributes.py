@@ -71,8 +71,10 @@ def limit_distinct(m, terms: list[AttributeTerm], need: str, *, mult=None) -> No
     for e in elements:
         holders = [t.var for t in typed if t.value[0] == e[0] and e[1] in t.value[1]]
         if mult is None:
-            if len(holders) > 1:
+            if len(holders) > 1 and all(upper_bound(h) <= 1 for h in holders):
                 m.at_most_one(holders, need)
+            elif len(holders) > 1:
+                m.add(cp.add(sum(holders) <= 1), need)
             elif holders and upper_bound(holders[0]) > 1:
                 m.add(cp.add(holders[0] <= 1), need)
         else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable
 
-from .base import ModelData
+from .base import ModelData, upper_bound
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def limit_device(m, uses: list[DeviceUse], size: int = 1, multi_allocatable: boo
     cp = m.cp
     non_admin = [u.var for u in uses if not u.admin]
     if len(non_admin) > 1 or (non_admin and size > 1 and len(uses) > 1):
-        if size == 1:
+        if size == 1 and all(upper_bound(v) <= 1 for v in non_admin):
             m.add(cp.add_at_most_one(non_admin))
         else:
             m.add(cp.add(sum(non_admin) <= size))
@@ -45,7 +45,7 @@ def limit_device(m, uses: list[DeviceUse], size: int = 1, multi_allocatable: boo
     for group in by_owner.values():
         if not any(u.admin for u in group):
             continue   # non-admin uses are already limited above
-        if len(group) > 1 and size == 1 and all(u.mult is None for u in group):
+        if len(group) > 1 and size == 1 and all(u.mult is None and upper_bound(u.var) <= 1 for u in group):
             m.add(cp.add_at_most_one([u.var for u in group]))
         elif len(group) > 1 or group[0].mult is not None:
             mult = 1 if group[0].mult is None else group[0].mult

@@ -314,8 +314,15 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
         pod = demand_of[pl.pod]
         node = cluster.by_name[pl.node]
         pl_node = pl.node
-        for key in pl.new_claims:
-            book.release(key)
+        for key, result in pl.new_claims.items():
+            # A claim that another placed pod uses stays allocated (its reservation remains);
+            # that pod now holds the allocation.
+            heir = next((other for other in by_pod.values() if other is not pl and other.placed and
+                         any(u.key == key for u in demand_of[other.pod].claims)), None)
+            if heir is not None:
+                heir.new_claims[key] = result
+            else:
+                book.release(key)
         node.take(taken.pop(pod.key), -1)
         cluster.bump_all()
         first_open.clear()

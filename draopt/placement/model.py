@@ -29,7 +29,7 @@ from ..constraints import constraint_applies, normalise
 from ..encodings import attributes, capacity, compatibility, counters, usage
 from ..encodings.attributes import AttributeTerm, constraint_name
 from ..encodings.base import scale_to_int, upper_bound
-from ..errors import AllocationError
+from ..errors import AllocationError, DeviceCelError
 from ..inventory import in_use_groups
 from ..problem import MAX_RESULTS, Problem, prepare
 from ..quantity import Quantity
@@ -234,9 +234,20 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
 
 
 def _candidate(problem: Problem, spec, entry) -> bool:
-    if spec.mode == "All":
-        return entry in spec.all_devices and problem.usable_alone(spec, entry)
-    return problem.usable_alone(spec, entry)
+    if spec.mode == "All" and entry not in spec.all_devices:
+        return False
+    return _usable(problem, spec, entry)
+
+
+def _usable(problem: Problem, spec, entry) -> bool:
+    """usable_alone, where a CEL runtime error on the device makes it no candidate: an
+    allocator that evaluates every candidate cannot take it (Kubernetes' first-fit fails only
+    if its search reaches the device; see docs/placement.md)."""
+    try:
+        return problem.usable_alone(spec, entry)
+    except DeviceCelError as e:
+        problem.__dict__.setdefault("cel_skipped", {})[(spec.key, entry.id)] = str(e)
+        return False
 
 
 def _quick_reject(problem: Problem) -> str | None:
@@ -253,10 +264,10 @@ def _quick_reject(problem: Problem) -> str | None:
 
 def _enough(problem: Problem, spec) -> bool:
     if spec.mode == "All":
-        return bool(spec.all_devices) and all(problem.usable_alone(spec, d) for d in spec.all_devices)
+        return bool(spec.all_devices) and all(_usable(problem, spec, d) for d in spec.all_devices)
     n = 0
     for d in problem.devices:
-        if problem.usable_alone(spec, d):
+        if _usable(problem, spec, d):
             n += 1
             if n >= spec.count:
                 return True
@@ -562,7 +573,7 @@ def _all_request(m, owner, s, ts, problems, all_nodes, users, y, sel) -> None:
         m.add(cp.add(t.var <= t.ref.size * sel))
     for node_name, spec in all_nodes.items():
         p = dict(problems)[node_name]
-        usable = bool(spec.all_devices) and all(p.usable_alone(spec, d) for d in spec.all_devices)
+        usable = bool(spec.all_devices) and all(_usable(p, spec, d) for d in spec.all_devices)
         for u in users:
             yv = y.get((u, node_name))
             if yv is None:

@@ -46,6 +46,10 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         "pods_single": sum(len(k.pods) for k in prep.kinds if not k.counted),
         "not_counted_because": dict(Counter(k.why_not_counted for k in prep.kinds if not k.counted)),
         "pinned_pods": 0, "fixed_pods": 0, "prepare_s": round(time.perf_counter() - t0, 3)}
+    skipped = {k for p in {id(p): p for p in prep.problems.values()}.values()
+               for k in p.__dict__.get("cel_skipped", {})}
+    if skipped:
+        stats["cel_error_candidates_skipped"] = len(skipped)
     parts = _components(prep, cluster, workload)
     stats["components"] = len(parts)
     agg = {"objective": 0, "bound": 0, "variables": 0, "constraints": 0}
@@ -394,8 +398,8 @@ def _mark_shared_taken(b: Built, val: dict, taken: dict) -> None:
     return None
 
 
-def _pick(ref, n: int, taken: dict, reusable: bool) -> list:
-    return GroupDevices.invert(ref, n, taken, reusable)
+def _pick(ref, n: int, taken: dict, reusable: bool, exclude=()) -> list:
+    return GroupDevices.invert(ref, n, taken, reusable, exclude)
 
 
 def _decode_counted(prep, b, val, kind, book, share_id, taken, out) -> None:
@@ -557,8 +561,12 @@ def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
         claim = p.claims[o.claim_index]
         chosen: list[Chosen] = []
         selected = {}
-        for ri, g in enumerate(claim.requests):
-            for s in g.alternatives:
+        in_claim: set = set()
+        # Requests that need free devices first, admin access after (it may reuse any other).
+        order = sorted(((ri, g, s) for ri, g in enumerate(claim.requests) for s in g.alternatives),
+                       key=lambda x: x[2].admin_access)
+        for ri, g, s in order:
+            if True:
                 sel = o.sel.get(s.key)
                 if sel is None or not val.get(sel, 0):
                     continue
@@ -569,7 +577,9 @@ def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
                     if not n:
                         continue
                     reusable = s.admin_access or (p.features.consumable_capacity and t.entry.multi_allocatable)
-                    for dev in _pick(t.ref, n, taken, reusable):
+                    for dev in _pick(t.ref, n, taken, reusable, in_claim):
+                        if not (p.features.consumable_capacity and dev.multi_allocatable):
+                            in_claim.add(dev.id)
                         entry = p.inventory.by_id.get(dev.id)
                         if entry is None:
                             raise RuntimeError(f"internal: device {dev.id} not reachable from {anchor}")

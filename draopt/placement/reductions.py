@@ -58,6 +58,8 @@ def countable(problem: Problem, features, node_resources_of_devices: bool) -> st
                 choices += 1
             elif len(covered) > 1:
                 return "distinctAttribute over several requests"
+            elif any(o.match_attribute is not None for o in claim.constraints):
+                return "distinctAttribute next to a matchAttribute"
     if choices > 1:
         return "more than one choice per pod (prioritized lists, matchAttribute)"
     return None
@@ -206,16 +208,20 @@ class GroupDevices:
         return out
 
     @staticmethod
-    def invert(ref: DeviceRef, count: int, taken: dict, reusable: bool = False) -> list[Any]:
+    def invert(ref: DeviceRef, count: int, taken: dict, reusable: bool = False, exclude=()) -> list[Any]:
         """`count` devices of the group, the first free ones in search order (`taken` records
         them; `reusable`: admin access or shares, which may take a device others took)."""
         out = []
         for e in ref.entries:
             if len(out) == count:
                 break
-            if reusable or not taken.get(e.id):
+            if e.id in exclude:
+                continue   # never the same device twice in one claim
+            if reusable:
+                out.append(e)   # admin access and shares neither need nor block a free device
+            elif not taken.get(e.id):
                 out.append(e)
-                taken[e.id] = taken.get(e.id, 0) + 1
+                taken[e.id] = 1
         if len(out) < count:
             raise RuntimeError(f"internal: {count} devices wanted from a group of {ref.size}, {len(out)} free")
         return out
