@@ -326,6 +326,9 @@ def prepare(claims: list[ResourceClaim], inventory: Inventory, classes: dict[str
                                       f"{where}.firstAvailable[{si}]")
                         for si, sub in enumerate(request.first_available)]
                 min_devices += min(a.count for a in alts)
+                # A sub-request of more devices than a claim can hold can never be chosen: left out
+                # (no model needs coefficients that large); all of them too large fails below.
+                alts = [a for a in alts if a.count <= MAX_RESULTS] or alts
                 groups.append(RequestGroup(request.name, alts, True))
             else:
                 if request.exactly is None:
