@@ -8,7 +8,8 @@ under `features_for(seed)` (every third seed every gate on), both checked with
 
   instances     clusters drawn
   invalid       DraoptError from reading or first-fit (the generator should avoid these)
-  crashes       any other exception (optimal rejecting what first-fit read counts here)
+  crashes       any other exception (optimal rejecting what first-fit read counts here), or
+                the process dying (placement runs in a child process, restarted after that)
   ff_bad        first-fit placements the checker rejects (its documented defects excepted)
   ff_defect     first-fit placements whose only violations are the allocator's known defects
   opt_bad       optimal placements the checker rejects
@@ -42,7 +43,7 @@ from collections import Counter, defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from draopt.synth_cluster import FAMILIES, audit, features_for, random_cluster  # noqa: E402
+from draopt.synth_cluster import FAMILIES, IsolatedAudit, features_for, random_cluster  # noqa: E402
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -53,7 +54,7 @@ def _range(text: str) -> tuple[int, int]:
     return lo_i, hi_i
 
 
-def run_family(family: str, seeds: range, nodes, pods, time_limit: float, reorders: int,
+def run_family(audit, family: str, seeds: range, nodes, pods, time_limit: float, reorders: int,
                examples: int, verbose: bool) -> dict:
     row: dict = defaultdict(int)
     row["family"] = family
@@ -160,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
           f"pods {args.pods[0]}-{args.pods[1]}; time limit {args.time_limit} s; reorders {args.reorders}", flush=True)
     rows = []
     t0 = time.perf_counter()
-    for family in families:
-        t = time.perf_counter()
-        rows.append(run_family(family, seeds, args.nodes, args.pods, args.time_limit, args.reorders,
-                               args.examples, args.verbose))
-        print(f"  {family}: {time.perf_counter() - t:.1f} s", flush=True)
+    with IsolatedAudit() as audit:   # a native abort counts as a crash of that seed
+        for family in families:
+            t = time.perf_counter()
+            rows.append(run_family(audit, family, seeds, args.nodes, args.pods, args.time_limit, args.reorders,
+                                   args.examples, args.verbose))
+            print(f"  {family}: {time.perf_counter() - t:.1f} s", flush=True)
     print()
     print(table(rows))
     total = {c: sum(r.get(c, 0) for r in rows) for c in COLUMNS[1:12]}

@@ -68,6 +68,9 @@ class _Gen:
         # Devices per node scale with pods per node, so that supply and demand are close and
         # where first-fit puts things matters (neither "everything fits" nor "nothing does").
         self.per_node = max(1, round(1.3 * self.n_pods / len(self.node_names)))
+        # Admin access on partitionable GPUs: first-fit's allocator lets admin-access allocations
+        # consume counters (a known defect); the documented semantics do not.
+        self.admin_mig = "admin" in features and rng.random() < 0.5
         self.namespaces: dict[str, dict[str, str]] = {"ml": {}}
         self.classes: dict[str, dict[str, Any]] = {}
         self.nodes: list[dict[str, Any]] = []
@@ -76,6 +79,8 @@ class _Gen:
         self.claims: list[dict[str, Any]] = []
         self.groups: list[dict[str, Any]] = []
         self.pods: list[dict[str, Any]] = []
+        self.running: list[dict[str, Any]] = []          # pods bound to nodes, holding allocated claims
+        self.rules: list[dict[str, Any]] = []            # DeviceTaintRules
         self.priority_classes: list[dict[str, Any]] = []
         self.zones: dict[str, str] = {}
         self.tainted_nodes: set[str] = set()
@@ -233,11 +238,12 @@ class _Gen:
                         {"cpu": {"mapping": {"deviceMultiplier": "2"}}}])
         mig = []
         counters = []
-        if "mig-gang" in f:
+        if "mig-gang" in f or self.admin_mig:
             for g in range(rng.randint(1, max(1, min(3, self.per_node // 3)))):
                 cs = f"gpu-{len(gpus) + g}-counters"
                 counters.append({"name": cs, "counters": {"memory": {"value": "8"}, "compute": {"value": "7"}}})
                 names = ["7g", "4g", "3g", "2g", "2g", "1g", "1g", "1g"]
+                groups = rng.random() < 0.3
                 for k, prof in enumerate(n for n in names if rng.random() < 0.8):
                     mem, comp = PROFILES[prof]
                     mig.append({"name": f"gpu-{len(gpus) + g}-mig-{prof}-{k}",
@@ -247,6 +253,8 @@ class _Gen:
                                                PCIE: {"string": rng.choice(roots)}},
                                 "consumesCounters": [{"counterSet": cs, "counters": {
                                     "memory": {"value": str(mem)}, "compute": {"value": str(comp)}}}]})
+                    if groups:   # read with DRADeviceCompatibilityGroups on
+                        mig[-1]["consumesCounters"][0]["compatibilityGroups"] = rng.choice([["a"], ["b"], ["a", "b"]])
         local = {"nodeName": node}
         if gpus or mig:
             devices = gpus + mig
@@ -303,6 +311,8 @@ class _Gen:
                     (0.5, self.k_plain_gpu)]
         if "admin" in f:
             out += [(2.0, self.k_admin), (1.0, self.k_plain_gpu)]
+            if self.admin_mig:
+                out += [(2.0, self.k_mig_single)]
         if "shared" in f:
             out += [(3.0, self.k_shared)]
         if "lists" in f:
@@ -310,7 +320,7 @@ class _Gen:
         if "mig-gang" in f:
             out += [(2.0, self.k_mig_gang), (1.5, self.k_mig_single)]
         if "all" in f:
-            out += [(2.5, self.k_all), (1.5, self.k_fpga_one)]
+            out += [(2.5, self.k_all), (2.5, self.k_fpga_one)]
         if "network" in f:
             out += [(1.5, self.k_network)]
         if "extended" in f:
@@ -390,6 +400,13 @@ class _Gen:
         rng = self.rng
         self.namespaces["ops"] = {ADMIN_LABEL: "true"}
         exact: dict[str, Any] = {"deviceClassName": self.gpu_class(), "adminAccess": True}
+        if self.admin_mig and rng.random() < 0.6:
+            self.mig_template()   # the class
+            prof = rng.choice(["7g", "4g", "1g"])
+            exact = {"deviceClassName": "mig", "adminAccess": True, "allocationMode": "ExactCount", "count": 1,
+                     "selectors": [_sel(f'{_attr(GPU, "profile")} == "{prof}"')]}
+            t = self.template(f"monitor-mig-{prof}", [{"name": "watch", "exactly": exact}], ns="ops")
+            return [self.pod([("monitor", "template", t)], ns="ops", small=True)]
         if rng.random() < 0.4:
             exact["allocationMode"] = "All"
             if rng.random() < 0.5:
@@ -554,6 +571,15 @@ class _Gen:
             self.node_devices(node)
         if "network" in self.features:
             self.network_pools()
+        if rng.random() < (0.5 if "mixed" in self.features else 0.25):
+            self.in_use()
+        if "taints" in self.features and rng.random() < 0.4:
+            node = rng.choice(self.node_names)
+            self.rules.append({"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule",
+                               "metadata": {"name": f"maintenance-{node}"},
+                               "spec": {"deviceSelector": {"driver": GPU, "pool": f"{node}-gpu"},
+                                        "taint": {"key": "maintenance", "value": "true",
+                                                  "effect": rng.choice(["NoSchedule", "NoExecute"])}}})
         kinds = self.kinds()
         weights = [w for w, _ in kinds]
         makers = [k for _, k in kinds]
@@ -562,6 +588,46 @@ class _Gen:
         self.add_gangs()
         self.add_scheduling_constraints()
         return self.assemble()
+
+    def in_use(self) -> None:
+        """One or two running pods, each holding an allocated claim on some devices of a node."""
+        rng = self.rng
+        local = [d for d in self.slices if d["spec"].get("nodeName") and d["spec"].get("devices")]
+        for k in range(rng.randint(1, 2)):
+            if not local:
+                return
+            sl = rng.choice(local)
+            driver, node = sl["spec"]["driver"], sl["spec"]["nodeName"]
+            held = rng.sample(sl["spec"]["devices"], min(len(sl["spec"]["devices"]), rng.randint(1, 2)))
+            kind = held[0]["attributes"].get("type", {}).get("string")
+            if driver == NIC:
+                cls = self.nic_class()
+            elif driver == FPGA:
+                cls = self.device_class("fpga", f'device.driver == "{FPGA}"')
+            elif kind == "mig":
+                cls = self.device_class("mig", f'device.driver == "{GPU}" && {_attr(GPU, "type")} == "mig"')
+                held = held[:1]
+            else:
+                cls = self.gpu_class()
+                held = [d for d in held if d["attributes"].get("type", {}).get("string") == "gpu"][:2] or held[:1]
+            name, pod = f"running-{k}-dev", f"running-{k}"
+            self.claims.append({
+                "apiVersion": V1, "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}"},
+                "spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": cls, "count": len(held)}}]}},
+                "status": {"allocation": {
+                    "devices": {"results": [{"request": "dev", "driver": driver, "pool": sl["spec"]["pool"]["name"],
+                                             "device": d["name"]} for d in held]},
+                    "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                        {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+                    "reservedFor": [{"resource": "pods", "name": pod, "uid": f"uid-{pod}"}]}})
+            self.running.append({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": pod, "namespace": "ml", "uid": f"uid-{pod}"},
+                "spec": {"nodeName": node, "priority": 0,
+                         "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+                         "resourceClaims": [{"name": "dev", "resourceClaimName": name}]},
+                "status": {"phase": "Running"}})
 
     def add_gangs(self) -> None:
         rng = self.rng
@@ -589,7 +655,8 @@ class _Gen:
         namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": dict({"name": ns}, **({"labels": labels} if labels else {}))}
                       for ns, labels in sorted(self.namespaces.items())]
         return (namespaces + self.priority_classes + [self.classes[k] for k in sorted(self.classes)] + self.nodes
-                + self.slices + list(self.templates.values()) + self.claims + self.groups + self.pods)
+                + self.slices + self.rules + list(self.templates.values()) + self.claims + self.groups
+                + self.running + self.pods)
 
 
 def random_cluster(rng: random.Random, family: str, *, nodes: tuple[int, int] = (1, 4),
@@ -769,5 +836,44 @@ def audit(docs: list[dict[str, Any]], *, features=None, time_limit: float = 10.0
     return out
 
 
-__all__ = ["FAMILIES", "BASE_FAMILIES", "random_cluster", "features_for", "audit", "Audit", "objects_of",
+class IsolatedAudit:
+    """:func:`audit` in a child process, so that native code aborting the process (a CP-SAT
+    check failure, a segfault) is counted as a crash of that instance instead of ending the test
+    run or the benchmark. The child is started once and replaced only after such a death.
+    Use as a context manager, or call :meth:`close`."""
+
+    DIED = "the placement process died (exit code {code}; -6: an abort, e.g. a CP-SAT check failure)"
+
+    def __init__(self) -> None:
+        self._pool = None
+
+    def __call__(self, docs: list[dict[str, Any]], **kwargs: Any) -> Audit:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+        if self._pool is None:
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+        future = self._pool.submit(audit, docs, **kwargs)
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            codes = [p.exitcode for p in getattr(self._pool, "_processes", {}).values()]
+            self.close()
+            return Audit(crash=self.DIED.format(code=codes[0] if codes else "?"))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> "IsolatedAudit":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+__all__ = ["FAMILIES", "IsolatedAudit", "BASE_FAMILIES", "random_cluster", "features_for", "audit", "Audit", "objects_of",
            "reordered_first_fit"]
