@@ -147,17 +147,15 @@ def to_v1(doc: dict) -> dict:
     out["apiVersion"] = V1
     if kind == "ResourceSlice":
         _slice_v1beta1(out)
-    elif kind == "ResourceClaim":
-        out["spec"] = _claim_spec_v1beta1(out.get("spec"))
-        if out["spec"] is None:
-            del out["spec"]
+    elif kind == "ResourceClaim" and "spec" in out:
+        out["spec"] = _claim_spec_v1beta1(out["spec"])
     elif kind == "ResourceClaimTemplate" and isinstance(out.get("spec"), dict) and "spec" in out["spec"]:
         out["spec"]["spec"] = _claim_spec_v1beta1(out["spec"]["spec"])
     return out
 
 
 # ------------------------------------------------------------------ schemas per version
-_V1BETA1_SCHEMAS: dict[str, Obj] = {}
+_SCHEMAS: dict[str, Obj] = {}      # kind -> schema (v1beta1; DeviceTaintRule: v1/v1beta2)
 
 
 def _v1beta1_request_schema() -> Obj:
@@ -170,11 +168,24 @@ def _v1beta1_request_schema() -> Obj:
     return req
 
 
+# DeviceTaintSelector lost `deviceClassName` and `selectors` in 1.35 (v1alpha3 of 1.33/1.34 had
+# them; v1beta2 and v1 never did). draopt still applies them, but they are unknown fields there.
+_TAINT_SELECTOR_1_34_FIELDS = ("deviceClassName", "selectors")
+
+
 def schema_for(model: type, api_version: Any) -> Obj:
     """The strict-decoding schema of a kind in the version it is written in."""
+    if model.__name__ == "DeviceTaintRule" and api_version != V1ALPHA3:
+        cached = _SCHEMAS.get("DeviceTaintRule")
+        if cached is None:
+            cached = copy_schema(model_schema(model))
+            for key in _TAINT_SELECTOR_1_34_FIELDS:
+                cached["spec"]["deviceSelector"].pop(key, None)
+            _SCHEMAS["DeviceTaintRule"] = cached
+        return cached
     if api_version != V1BETA1 or model.__name__ not in ("ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"):
         return model_schema(model)
-    cached = _V1BETA1_SCHEMAS.get(model.__name__)
+    cached = _SCHEMAS.get(model.__name__)
     if cached is not None:
         return cached
     schema = copy_schema(model_schema(model))
@@ -186,7 +197,7 @@ def schema_for(model: type, api_version: Any) -> Obj:
     else:
         spec = schema["spec"] if model.__name__ == "ResourceClaim" else schema["spec"]["spec"]
         spec["devices"]["requests"] = ListOf(_v1beta1_request_schema())
-    _V1BETA1_SCHEMAS[model.__name__] = schema
+    _SCHEMAS[model.__name__] = schema
     return schema
 
 
@@ -206,4 +217,4 @@ def slice_layout_error(slice_obj: Any) -> str | None:
             "in a separate ResourceSlice of the same pool and count it in resourceSliceCount)")
 
 
-__all__ = ["SERVED_VERSIONS", "ConversionError", "to_v1", "schema_for", "slice_layout_error"]
+__all__ = ["SERVED_VERSIONS", "ConversionError", "schema_for", "slice_layout_error", "to_v1"]

@@ -414,6 +414,14 @@ class _Ctx:
             seen.add(k)
 
 
+def _dict(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
 # ------------------------------------------------------------------ feature gates: dropped fields
 def _drop(ctx: _Ctx, d: dict, key: str, path: str, gate: str, enabled: bool) -> None:
     if not enabled and isinstance(d, dict) and d.get(key) not in (None, [], {}):
@@ -661,7 +669,7 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
     advanced = any(isinstance(d, dict) and (d.get("taints") or d.get("consumesCounters") or
                                             any(isinstance(a, dict) and any(a.get(k) is not None
                                                                             for k in _LIST_ATTR_KEYS)
-                                                for a in (d.get("attributes") or {}).values()))
+                                                for a in _dict(d.get("attributes")).values()))
                    for d in devices)
     limit = MAX_DEVICES_ADVANCED if advanced else MAX_DEVICES
     if len(devices) > limit:
@@ -701,7 +709,7 @@ def _counters(ctx: _Ctx, counters: Any, path: str, limit: int) -> None:
 
 def _attribute_values(d: dict) -> int:
     n = 0
-    for attr in (d.get("attributes") or {}).values():
+    for attr in _dict(d.get("attributes")).values():
         if not isinstance(attr, dict):
             n += 1
             continue
@@ -731,7 +739,10 @@ def _validate_device(ctx: _Ctx, d: Any, p: str, per_device: bool) -> None:
     for name, cap in caps.items():
         ctx.qualified_name(name, f"{p}.capacity")
         cp = f"{p}.capacity[{name}]"
-        if not isinstance(cap, dict) or cap.get("value") is None:
+        if not isinstance(cap, dict):
+            ctx.invalid(cp, cap, "must be of type object (`{value: ...}`)")
+            continue
+        if cap.get("value") is None:
             ctx.required(f"{cp}.value")
             continue
         if cap.get("requestPolicy") is not None and not multi:
@@ -916,7 +927,7 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
         rp = f"{dp}.requests[{i}]"
         _drop(ctx, r, "firstAvailable", rp, "DRAPrioritizedList", f.prioritized_list)
         subs = [(r.get("exactly"), f"{rp}.exactly")] if isinstance(r.get("exactly"), dict) else []
-        subs += [(s, f"{rp}.firstAvailable[{j}]") for j, s in enumerate(r.get("firstAvailable") or [])
+        subs += [(s, f"{rp}.firstAvailable[{j}]") for j, s in enumerate(_list(r.get("firstAvailable")))
                  if isinstance(s, dict)]
         if isinstance(r.get("exactly"), dict):
             _drop(ctx, r["exactly"], "adminAccess", f"{rp}.exactly", "DRAAdminAccess", f.admin_access)
@@ -933,7 +944,7 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
     for r in requests:
         if isinstance(r, dict) and isinstance(r.get("name"), str):
             fa = r.get("firstAvailable")
-            names[r["name"]] = ({s.get("name") for s in fa if isinstance(s, dict)}
+            names[r["name"]] = ({s["name"] for s in fa if isinstance(s, dict) and isinstance(s.get("name"), str)}
                                 if isinstance(fa, list) and fa else None)
     constraint_attrs = _constraint_attributes(constraints)
 
@@ -1273,7 +1284,9 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
         elif name:
             ctx.names(name, "metadata.name", name_check)
             key = (kind, (meta.get("namespace") or "default") if namespaced else "", name)
-            if key in seen:
+            if not all(isinstance(k, str) for k in key):
+                pass      # a wrong type is reported by the name checks
+            elif key in seen:
                 ctx.duplicate("metadata.name", name)
                 ctx.note("metadata.name", f"the same {kind} is also given in {seen[key]}: kubectl apply would "
                                           "apply the later one over the earlier (kubectl create: AlreadyExists)")

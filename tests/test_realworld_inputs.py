@@ -114,7 +114,7 @@ def test_combined_counter_and_device_slices(rel, slices):
                                          "`sharedCounters` or `devices`.*1.34"):
         load_files([rw(rel)])
     p = subprocess.run([sys.executable, "-m", "draopt", "place", "-f", rw(rel)], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
+                       cwd=ROOT, timeout=120, check=False)
     assert p.returncode == 2 and slices[0] in p.stderr and "Traceback" not in p.stderr
 
 
