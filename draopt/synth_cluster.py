@@ -377,14 +377,14 @@ class _Gen:
     def k_distinct_count(self) -> list[dict[str, Any]]:
         attr = self.rng.choice(["numa", "numa", PCIE, "uuid"])
         n = self.rng.choice([2, 2, 3])
-        name = f"distinct-{attr.rsplit('/', 1)[-1]}-{n}"
+        name = f"distinct-{attr.rsplit('/', 1)[-1].lower()}-{n}"
         full = attr if "/" in attr else f"{GPU}/{attr}"
         t = self.template(name, [self.gpu_request("gpu", n)], [{"distinctAttribute": full}])
         return [self.pod([("gpus", "template", t)])]
 
     def k_distinct_requests(self) -> list[dict[str, Any]]:
         attr = self.rng.choice([f"{GPU}/numa", PCIE])
-        t = self.template(f"distinct-pair-{attr.rsplit('/', 1)[-1]}",
+        t = self.template(f"distinct-pair-{attr.rsplit('/', 1)[-1].lower()}",
                           [self.gpu_request("a"), self.gpu_request("b", self.rng.choice([1, 2]))],
                           [{"distinctAttribute": attr, "requests": ["a", "b"]}])
         return [self.pod([("gpus", "template", t)])]
@@ -766,8 +766,8 @@ def reordered_first_fit(docs: list[dict[str, Any]], priorities: dict[str, int], 
     pods = [d for d in docs if d.get("kind") == "Pod"]
     for t in range(tries):
         keys = [f'{p["metadata"].get("namespace", "default")}/{p["metadata"]["name"]}' for p in pods]
-        # Half the orders keep the priority tiers and shuffle inside them; half shuffle everything.
-        tiers = t % 2 == 0
+        # Half the orders (by chance) keep the priority tiers and shuffle inside them; half shuffle all.
+        tiers = rng.random() < 0.5
         ranks = sorted(range(len(pods)), key=lambda i: ((-priorities.get(keys[i], 0)) if tiers else 0, rng.random()))
         shuffled = copy.deepcopy(docs)
         spods = [d for d in shuffled if d.get("kind") == "Pod"]
@@ -847,25 +847,37 @@ class IsolatedAudit:
     def __init__(self) -> None:
         self._pool = None
 
-    def __call__(self, docs: list[dict[str, Any]], **kwargs: Any) -> Audit:
+    def __call__(self, docs: list[dict[str, Any]], *, timeout: float | None = None, **kwargs: Any) -> Audit:
+        """audit(docs, **kwargs) in the child. `timeout` (default: 4 x time_limit + 60 s) ends a
+        child that does not answer; that counts as a crash too."""
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import ProcessPoolExecutor, TimeoutError as FutureTimeout
         from concurrent.futures.process import BrokenProcessPool
         if self._pool is None:
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
             self._pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+        if timeout is None:
+            timeout = 4 * float(kwargs.get("time_limit", 10.0)) + 60
         future = self._pool.submit(audit, docs, **kwargs)
         try:
-            return future.result()
+            return future.result(timeout=timeout)
         except BrokenProcessPool:
             codes = [p.exitcode for p in getattr(self._pool, "_processes", {}).values()]
             self.close()
             return Audit(crash=self.DIED.format(code=codes[0] if codes else "?"))
+        except FutureTimeout:
+            for proc in list(getattr(self._pool, "_processes", {}).values()):
+                proc.kill()
+            self.close()
+            return Audit(crash=f"no answer within {timeout:.0f} s (time limit {kwargs.get('time_limit', 10.0)} s)")
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            try:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+            except Exception:   # noqa: BLE001 - a broken pool has nothing left to shut down
+                pass
             self._pool = None
 
     def __enter__(self) -> "IsolatedAudit":

@@ -36,7 +36,7 @@ from draopt.synth_cluster import FAMILIES, IsolatedAudit, features_for, objects_
 # 8 families x 64 seeds = 512 instances; each family's examples are drawn independently.
 EXAMPLES_PER_FAMILY = 64
 TIME_LIMIT = 10.0
-REORDERS = 2
+REORDERS = 1
 # The seeds are opaque: shrinking them finds nothing smaller, so failures are reported as drawn.
 SETTINGS = settings(max_examples=EXAMPLES_PER_FAMILY, deadline=None, derandomize=True, database=None,
                     phases=[Phase.explicit, Phase.generate],
@@ -94,6 +94,16 @@ def test_generator_draws_valid_input(family):
         except DraoptError as e:
             invalid.append((seed, str(e)))
     assert len(invalid) < 0.05 * len(VALIDITY_SEEDS), invalid[:5]
+
+
+def test_draws_pass_api_validation():
+    """What a Kubernetes API server would accept (`draopt validate`), under the seed's gates."""
+    from draopt.validate import validate_documents
+    for family in FAMILIES:
+        for seed in range(12):
+            docs = random_cluster(random.Random(seed), family)
+            report = validate_documents([(d, f"doc {i}") for i, d in enumerate(docs)], features_for(seed))
+            assert report.findings == [], (family, seed, [f.error_string() for f in report.findings[:3]])
 
 
 def test_families_draw_their_feature():
@@ -157,7 +167,7 @@ def test_same_seed_same_cluster():
         random_cluster(random.Random(0), "no-such-family")
 
 
-NONTRIVIAL_SEEDS = range(40)
+NONTRIVIAL_SEEDS = range(32)
 
 
 def test_draws_are_not_trivial(audit):
@@ -168,7 +178,7 @@ def test_draws_are_not_trivial(audit):
         hits = 0
         for seed in NONTRIVIAL_SEEDS:
             a = audit(random_cluster(random.Random(seed), family), features=features_for(seed),
-                      time_limit=TIME_LIMIT, reorders=REORDERS, seed=seed)
+                      time_limit=TIME_LIMIT, reorders=2, seed=seed)
             hits += a.nontrivial
         shares[family] = hits / len(NONTRIVIAL_SEEDS)
     print("non-trivial share per family:", shares)
