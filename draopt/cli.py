@@ -134,6 +134,8 @@ def cmd_place(args) -> int:
     objects = _load(args)
     features = Features.from_gates(parse_gates(args.feature_gates))
     outcome = place(objects, policy=args.policy, features=features, time_limit=args.time_limit)
+    if not outcome.result.pods:
+        print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)
     results = [outcome.result]
     if args.compare:
         other = "optimal" if args.policy == "first-fit" else "first-fit"
@@ -178,8 +180,15 @@ def cmd_explain(args) -> int:
                 if pl.explanation:
                     sections.append((f"pod {key}: when it failed", []))
                     sections[-1] = (sections[-1][0] + "\n" + pl.explanation, [])
-            sections.append((f"pod {key}: in the state after first-fit", exps))
+            if exps or args.pod:
+                sections.append((f"pod {key}: in the state after first-fit", exps))
+        if not wanted:
+            print("note: nothing to explain: first-fit places every pending pod", file=sys.stderr)
     else:
+        if not args.claim and not api.select_claims(objects, None)[0]:
+            api._nothing_to_allocate(objects)       # only templates: an error that points to `place`
+            print("note: nothing to explain: no pending ResourceClaim in the input", file=sys.stderr)
+            return 0
         sections.append(("claims " + ", ".join(args.claim or ["(all pending)"]),
                          explain.explain_claims(objects, args.claim, features, args.node)))
     if args.output == "json":
