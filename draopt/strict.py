@@ -129,4 +129,4 @@ def describe(paths: list[str], limit: int = 10) -> str:
     return shown
 
 
-__all__ = ["Obj", "ListOf", "MapOf", "model_schema", "copy_schema", "unknown_fields", "describe"]
+__all__ = ["ListOf", "MapOf", "Obj", "copy_schema", "describe", "model_schema", "unknown_fields"]
