@@ -363,10 +363,10 @@ class _Expander:
         template = r.template(spec, "spec")
         tspec = copy.deepcopy(template.get("spec") or {})
         tolerations = list(r.get(tspec, "spec.template.spec", "tolerations", list, []))
-        known = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
+        known = {(repr(t.get("key")), repr(t.get("effect"))) for t in tolerations if isinstance(t, dict)}
         extra = DAEMONSET_TOLERATIONS + ([NETWORK_UNAVAILABLE] if tspec.get("hostNetwork") is True else [])
         for t in extra:
-            if (t["key"], t["effect"]) not in known:
+            if (repr(t["key"]), repr(t["effect"])) not in known:
                 tolerations.append(dict(t))
         tspec["tolerations"] = tolerations
         try:

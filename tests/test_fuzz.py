@@ -181,8 +181,85 @@ data: {a: b}
 SMALL = [d for d in SMALL if d]
 
 
+CONTROLLERS = [d for d in yaml.safe_load_all("""
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {namespace: ml, name: db, uid: 1234}
+spec:
+  replicas: 2
+  serviceName: db
+  ordinals: {start: 1}
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      tolerations: [{operator: Exists}]
+      resourceClaims: [{name: g, resourceClaimTemplateName: mig-devices}]
+      containers: [{name: c, resources: {claims: [{name: g, request: mig}]}}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {namespace: kube-system, name: monitor, generation: 3}
+spec:
+  selector: {matchLabels: {app: monitor}}
+  template:
+    metadata: {labels: {app: monitor}}
+    spec:
+      hostNetwork: true
+      nodeSelector: {zone: a}
+      tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]
+      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution:
+        {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: Exists}]}]}}}
+      containers: [{name: c, resources: {requests: {cpu: 100m, memory: 64Mi}}}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {namespace: ml, name: nightly, creationTimestamp: '2026-07-01T10:00:00Z'}
+spec:
+  schedule: '0 3 * * *'
+  jobTemplate:
+    metadata: {labels: {run: nightly}}
+    spec:
+      parallelism: 2
+      template:
+        spec:
+          restartPolicy: OnFailure
+          tolerations: [{operator: Exists}]
+          containers: [{name: c, resources: {limits: {example.com/gpu: '1'}}}]
+---
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {namespace: ml, name: train}
+spec:
+  replicatedJobs:
+  - name: workers
+    replicas: 2
+    template:
+      spec:
+        parallelism: 1
+        completions: 1
+        template:
+          spec:
+            restartPolicy: Never
+            tolerations: [{operator: Exists}]
+            resourceClaims: [{name: g, resourceClaimTemplateName: mig-devices}]
+            containers: [{name: c, resources: {claims: [{name: g}]}}]
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {namespace: ml, name: web-7d4b9c, ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: d}]}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web, pod-template-hash: 7d4b9c}}
+    spec: {containers: [{name: c}]}
+""") if d]
+
+
 def _seeds() -> list[list[dict[str, Any]]]:
-    seeds = [SMALL]
+    base = [d for d in SMALL if d.get("kind") not in ("Deployment", "Job", "LeaderWorkerSet", "Pod", "PodGroup")]
+    seeds = [SMALL, base + CONTROLLERS]
     for path in sorted((ROOT / "examples").glob("*.yaml")):
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
         seeds.append(docs)
@@ -217,9 +294,9 @@ def _get(node: Any, path: tuple) -> Any:
     return node
 
 
-def mutate(docs: list[Any], rnd) -> list[Any]:
+def mutate(docs: list[Any], rnd, max_ops: int = 4) -> list[Any]:
     docs = copy.deepcopy(docs)
-    for _ in range(rnd.randint(1, 4)):
+    for _ in range(rnd.randint(1, max_ops)):
         op = rnd.choice(["odd", "odd", "delete", "delete", "add", "type", "dropdoc", "dupdoc", "list"])
         if not docs:
             return docs
@@ -292,14 +369,20 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@settings(max_examples=1500, **SETTINGS)
+@settings(max_examples=1000, **SETTINGS)
 @given(st.randoms(use_true_random=False))
 def test_mutated_small_documents_never_traceback(rnd):
     run_everything(mutate(SEEDS[0], rnd), engine="reference")
 
 
+@settings(max_examples=600, **SETTINGS)
+@given(st.randoms(use_true_random=False))
+def test_mutated_controllers_never_traceback(rnd):
+    run_everything(mutate(SEEDS[1], rnd), engine="reference")
+
+
 @settings(max_examples=400, **SETTINGS)
-@given(st.sampled_from(range(1, len(SEEDS))), st.randoms(use_true_random=False))
+@given(st.sampled_from(range(2, len(SEEDS))), st.randoms(use_true_random=False))
 def test_mutated_examples_never_traceback(seed, rnd):
     run_everything(mutate(SEEDS[seed], rnd), engine="reference")
 
