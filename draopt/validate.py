@@ -617,7 +617,7 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
             for name, cap in (d.get("capacity") or {}).items() if isinstance(d.get("capacity"), dict) else []:
                 _drop(ctx, cap, "requestPolicy", f"{p}.capacity[{name}]", "DRAConsumableCapacity", False)
         if not f.compatibility_groups:
-            for j, cc in enumerate(d.get("consumesCounters") or []):
+            for j, cc in enumerate(_list(d.get("consumesCounters"))):
                 _drop(ctx, cc, "compatibilityGroups", f"{p}.consumesCounters[{j}]",
                       "DRADeviceCompatibilityGroups", False)
         if not f.list_type_attributes and isinstance(d.get("attributes"), dict):
@@ -893,7 +893,7 @@ def _constraint_attributes(constraints: list) -> dict[str, set[str]]:
         name = c.get("matchAttribute") or c.get("distinctAttribute")
         if not isinstance(name, str):
             continue
-        reqs = c.get("requests") or []
+        reqs = _list(c.get("requests"))
         for r in (reqs if reqs else [""]):
             if isinstance(r, str):
                 attrs.setdefault(r, set()).add(name)
@@ -985,7 +985,7 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
             if ns is None:
                 ctx.note(path, f"adminAccess needs the `{ADMIN_NAMESPACE_LABEL}: true` label on namespace "
                                f"{namespace!r}, which is not in the input: not checked")
-            elif ((ns.get("metadata") or {}).get("labels") or {}).get(ADMIN_NAMESPACE_LABEL) != "true":
+            elif _dict(_dict(ns.get("metadata")).get("labels")).get(ADMIN_NAMESPACE_LABEL) != "true":
                 ctx.forbidden(path, f"admin access to devices requires the `{ADMIN_NAMESPACE_LABEL}: true` "
                                     "label on the containing namespace")
             break
