@@ -15,7 +15,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
