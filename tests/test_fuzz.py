@@ -392,10 +392,6 @@ def test_mutated_documents_cp_sat_engine(rnd):
     run_everything(mutate(SEEDS[0], rnd), engine="cp-sat")
 
 
-# Known: draopt/validate.py (another change in progress) still raises TypeError/AttributeError on
-# some wrong types (a list/mapping where a string is expected, a number where a list is): remove
-# the mark when it is fixed; `strict=False` so the fix shows as XPASS.
-@pytest.mark.xfail(strict=False, reason="validate.py: wrong types give TypeError/AttributeError")
 @settings(max_examples=1000, **SETTINGS)
 @given(st.sampled_from(range(len(SEEDS))), st.randoms(use_true_random=False))
 def test_validate_mutated_documents_never_traceback(seed, rnd):
