@@ -9,7 +9,8 @@ misplaced fields are reported instead of silently ignored.
 A schema is derived from each model: its declared fields (by their JSON names), plus the
 fields listed in the model's ``k8s_fields`` class variable - fields Kubernetes declares but
 draopt does not read (``metadata.managedFields``, ``spec.volumes`` of a Pod, ...), whose
-content is not looked into.
+content is not looked into; ``k8s_field_models`` names the model a field kept as a plain
+mapping is checked against.
 
 Schemas are plain data: ``None`` (anything), :class:`Obj` (an object with fixed fields),
 :class:`ListOf` and :class:`MapOf` (free keys).
@@ -72,6 +73,8 @@ def model_schema(model: type[BaseModel]) -> Obj:
         schema[info.alias or name] = _schema_of_type(info.annotation)
     for extra in getattr(model, "k8s_fields", ()):
         schema.setdefault(extra, None)
+    for alias, typed in getattr(model, "k8s_field_models", {}).items():
+        schema[alias] = model_schema(typed)      # a field read as a plain mapping, checked as this model
     return schema
 
 

@@ -278,3 +278,10 @@ def test_validate_lists_every_unknown_field_with_its_path():
     assert [f.error_string() for f in report.findings] == [
         'unknown field "metadata.lables"', 'unknown field "spec.spec"',
         'unknown field "status.allocation.devices.result"']
+
+
+def test_claim_template_metadata_is_checked_as_object_meta():
+    tmpl = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t"},
+            "spec": {"metadata": {"labels": {"a": "b"}, "annotations": {}, "lables": {"c": "d"}},
+                     "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "g"}}]}}}}
+    assert unknown_fields(tmpl, model_schema(ResourceClaimTemplate)) == ["spec.metadata.lables"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from .base import K8sModel, QuantityStr, TypedObject
+from .base import K8sModel, ObjectMeta, QuantityStr, TypedObject
 from .core import NodeSelector
 
 
@@ -255,6 +255,8 @@ class ResourceClaim(TypedObject):
 class ResourceClaimTemplateSpec(K8sModel):
     metadata: dict[str, Any] = {}
     spec: ResourceClaimSpec = ResourceClaimSpec()
+
+    k8s_field_models: ClassVar[dict[str, type]] = {"metadata": ObjectMeta}
 
 
 class ResourceClaimTemplate(TypedObject):
