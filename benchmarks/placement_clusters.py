@@ -12,6 +12,9 @@ from typing import Any
 
 V1 = "resource.k8s.io/v1"
 GPU_DRIVER = "gpu.example.com"
+NIC_DRIVER = "nic.example.com"
+PCIE = "resource.kubernetes.io/pcieRoot"
+ADMIN_LABEL = "resource.kubernetes.io/admin-access"
 PRIORITIES = {"low": 0, "mid": 100, "high": 1000}
 _T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=timezone.utc)
 
@@ -31,22 +34,50 @@ def _node(name: str, cpu: int, mem_gi: int, pods: int) -> dict[str, Any]:
             "status": {"allocatable": {"cpu": str(cpu), "memory": f"{mem_gi}Gi", "pods": str(pods)}}}
 
 
-def _template(name: str, ns: str, cls: str, count: int, selector: str | None = None) -> dict[str, Any]:
-    e: dict[str, Any] = {"deviceClassName": cls, "allocationMode": "ExactCount", "count": count}
-    if selector:
-        e["selectors"] = [{"cel": {"expression": selector}}]
-    return {"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "namespace": ns},
-            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": e}]}}}}
+def _claim_spec(requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A claim's `spec` from requests {name, cls, count, admin?, selector?}, and what the
+    independent check needs to know about it (meta)."""
+    reqs = []
+    for r in requests:
+        e: dict[str, Any] = {"deviceClassName": r["cls"], "allocationMode": "ExactCount", "count": r["count"]}
+        if r.get("selector"):
+            e["selectors"] = [{"cel": {"expression": r["selector"]}}]
+        if r.get("admin"):
+            e["adminAccess"] = True
+        reqs.append({"name": r["name"], "exactly": e})
+    spec: dict[str, Any] = {"devices": {"requests": reqs}}
+    if constraints:
+        spec["devices"]["constraints"] = constraints
+    return spec
 
 
-def _pod(name: str, ns: str, prio: str, t: int, template: str, cpu: int, mem_gi: int,
-         group: str | None) -> dict[str, Any]:
+def _claim_meta(requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    match = [c["matchAttribute"] for c in constraints or [] if "matchAttribute" in c]
+    distinct = [c["distinctAttribute"] for c in constraints or [] if "distinctAttribute" in c]
+    return {"requests": {r["name"]: {"driver": r["driver"], "count": r["count"], "admin": bool(r.get("admin")),
+                                     "profile": r.get("profile")} for r in requests},
+            "match": match, "distinct": distinct}
+
+
+def _add_template(docs: list[dict[str, Any]], meta: dict[str, Any], name: str, ns: str,
+                  requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None) -> None:
+    docs.append({"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "namespace": ns},
+                 "spec": {"spec": _claim_spec(requests, constraints)}})
+    meta["templates"][(ns, name)] = _claim_meta(requests, constraints)
+
+
+def _pod(name: str, ns: str, prio: str, t: int, template: str | None, cpu: int, mem_gi: int,
+         group: str | None, *, claim_name: str = "gpu", claim: str | None = None) -> dict[str, Any]:
+    """A pending pod with one pod claim `claim_name`: from `template`, or the existing
+    ResourceClaim `claim` (shared with other pods)."""
+    ref = {"name": claim_name, "resourceClaimName": claim} if claim else \
+        {"name": claim_name, "resourceClaimTemplateName": template}
     spec: dict[str, Any] = {
         "priorityClassName": prio,
         "containers": [{"name": "main", "image": "worker:latest",
                         "resources": {"requests": {"cpu": str(cpu), "memory": f"{mem_gi}Gi"},
-                                      "claims": [{"name": "gpu"}]}}],
-        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}
+                                      "claims": [{"name": claim_name}]}}],
+        "resourceClaims": [ref]}
     if group:
         spec["schedulingGroup"] = {"podGroupName": group}
     return {"apiVersion": "v1", "kind": "Pod",
@@ -62,59 +93,104 @@ def _pod_group(name: str, ns: str, min_count: int, prio: str) -> dict[str, Any]:
 
 def _jobs_to_pods(jobs: list[dict[str, Any]], ns: str, rng: random.Random, docs: list[dict[str, Any]],
                   meta: dict[str, Any]) -> None:
-    """Shuffle jobs (a single pod or a gang), give them consecutive creation times, emit the
-    PodGroups and Pods, and record each pod's demand in meta."""
+    """Shuffle jobs (a single pod, a gang, or pods sharing one ResourceClaim), give them
+    consecutive creation times, emit the PodGroups, ResourceClaims and Pods, and record each
+    pod's demand and claims in meta. A job may set its own namespace `ns`, pod claim name
+    `claim_name` (default gpu) and `template` (looked up in meta['templates'])."""
     rng.shuffle(jobs)
     t = 0
     for j, job in enumerate(jobs):
-        if job["size"] == 1 and not job.get("gang"):
-            name = f"pod-{j:05d}"
-            docs.append(_pod(name, ns, job["prio"], t, job["template"], job["cpu"], job["mem"], None))
-            meta["pods"][f"{ns}/{name}"] = dict(job, group=None)
+        jns = job.get("ns", ns)
+        cname = job.get("claim_name", "gpu")
+        tspec = job.get("claim_meta") or meta["templates"].get((jns, job["template"]))
+
+        def emit(name: str, group: str | None, claim: str | None = None) -> None:
+            nonlocal t
+            docs.append(_pod(name, jns, job["prio"], t, job["template"], job["cpu"], job["mem"], group,
+                             claim_name=cname, claim=claim))
+            key = f"{jns}/{name}"
+            ckey = f"{jns}/{claim}" if claim else f"{key}-{cname}"
+            meta["pods"][key] = dict(job, group=f"{jns}/{group}" if group else None, claims=[ckey])
+            if tspec is not None:
+                meta["claims"].setdefault(ckey, dict(tspec, users=[]))["users"].append(key)
             t += 1
+        if job.get("shared"):
+            claim = f"shared-{j:05d}"
+            docs.append({"apiVersion": V1, "kind": "ResourceClaim",
+                         "metadata": {"name": claim, "namespace": jns, "uid": f"uid-{jns}-{claim}"},
+                         "spec": job["claim_spec"]})
+            for k in range(job["size"]):
+                emit(f"{claim}-user-{k}", None, claim)
+            continue
+        if job["size"] == 1 and not job.get("gang"):
+            emit(f"pod-{j:05d}", None)
             continue
         g = f"gang-{j:05d}"
-        docs.append(_pod_group(g, ns, job["min"], job["prio"]))
-        meta["gangs"][f"{ns}/{g}"] = {"min": job["min"], "size": job["size"]}
+        docs.append(_pod_group(g, jns, job["min"], job["prio"]))
+        meta["gangs"][f"{jns}/{g}"] = {"min": job["min"], "size": job["size"]}
         for k in range(job["size"]):
-            name = f"{g}-{k}"
-            docs.append(_pod(name, ns, job["prio"], t, job["template"], job["cpu"], job["mem"], g))
-            meta["pods"][f"{ns}/{name}"] = dict(job, group=f"{ns}/{g}")
-            t += 1
+            emit(f"{g}-{k}", g)
+
+
+def _new_meta(unit: str) -> dict[str, Any]:
+    return {"pods": {}, "gangs": {}, "devices": {}, "counters": {}, "node_alloc": {}, "claims": {},
+            "templates": {}, "unit": unit}
+
+
+def _gpu_class(driver: str = GPU_DRIVER, name: str = "gpu") -> dict[str, Any]:
+    return {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+
+
+def _gpu_request(count: int, name: str = "gpu", **extra: Any) -> dict[str, Any]:
+    return dict({"name": name, "cls": "gpu", "driver": GPU_DRIVER, "count": count}, **extra)
 
 
 # ----------------------------------------------------------------------------- (a) GPU fleet
 def gpu_fleet(*, nodes: int = 500, gpus: int = 8, pods: int = 4000, gang_pod_share: float = 0.15,
-              seed: int = 7) -> dict[str, Any]:
+              seed: int = 7, feature_share: float = 0.0) -> dict[str, Any]:
     """`nodes` nodes (cpu 96, memory 768Gi, pods 110), each with a per-node pool of `gpus`
     whole GPUs (driver gpu.example.com, class `gpu`). About `pods` pending pods: single-GPU
     pods, and gangs (PodGroups of 2-8 pods, minCount = size, every pod of a gang asking for the
     same 1-4 GPUs) making up ~gang_pod_share of the pods. Templates: gpu-1 .. gpu-4 (one per
     GPU count). Priorities (PriorityClass low/mid/high = 0/100/1000): singles 50/35/15 %,
-    gangs 40/40/20 %. Pods ask 12 cpu and 48Gi per GPU (cpu binds with the GPUs)."""
+    gangs 40/40/20 %. Pods ask 12 cpu and 48Gi per GPU (cpu binds with the GPUs).
+
+    feature_share > 0 (scenario (d)): GPUs also carry `numa` (0 for the first half of a node's
+    GPUs, 1 for the rest), and single-GPU pods making up ~feature_share of all pods become, in
+    turn (a third each):
+    * distinct: template gpu-2-distinct-numa, 2 GPUs with `distinctAttribute: gpu.example.com/numa`
+      (24 cpu, 96Gi);
+    * admin: a monitoring pod in namespace `monitoring` (labelled
+      resource.kubernetes.io/admin-access: "true"), template gpu-admin: 1 GPU with
+      `adminAccess: true` (any GPU, in use or not; 1 cpu, 4Gi);
+    * shared: a ResourceClaim shared-<n> (1 GPU) in namespace ml used by 2 pods through
+      `resourceClaimName` (6 cpu, 24Gi each): both pods on the GPU's node, the GPU counted once.
+    The conversion draws from its own random stream (seed + 1)."""
     rng = random.Random(seed)
     ns = "ml"
-    docs: list[dict[str, Any]] = [
-        {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"},
-         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}]}}]
+    docs: list[dict[str, Any]] = [_gpu_class()]
     docs += _priority_classes()
-    meta: dict[str, Any] = {"pods": {}, "gangs": {}, "devices": {}, "counters": {}, "node_alloc": {},
-                            "unit": "GPUs"}
+    meta = _new_meta("GPUs")
+    numa = feature_share > 0
     for i in range(nodes):
         name = f"gpu-node-{i:03d}"
         docs.append(_node(name, 96, 768, 110))
         meta["node_alloc"][name] = {"cpu": 96, "memory": 768, "pods": 110}
         devs = []
         for j in range(gpus):
-            devs.append({"name": f"gpu-{j}", "attributes": {"model": {"string": "h100"}, "index": {"int": j}},
-                         "capacity": {"memory": {"value": "80Gi"}}})
-            meta["devices"][(GPU_DRIVER, name, f"gpu-{j}")] = {"node": name, "units": 1, "profile": None,
-                                                                "counter": None}
+            attrs: dict[str, Any] = {"model": {"string": "h100"}, "index": {"int": j}}
+            if numa:
+                attrs["numa"] = {"int": j * 2 // gpus}
+            devs.append({"name": f"gpu-{j}", "attributes": attrs, "capacity": {"memory": {"value": "80Gi"}}})
+            meta["devices"][(GPU_DRIVER, name, f"gpu-{j}")] = {
+                "node": name, "driver": GPU_DRIVER, "units": 1, "profile": None, "counter": None,
+                "attrs": {f"{GPU_DRIVER}/numa": j * 2 // gpus} if numa else {}}
         docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
                      "spec": {"driver": GPU_DRIVER, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
                               "nodeName": name, "devices": devs}})
     for c in range(1, 5):
-        docs.append(_template(f"gpu-{c}", ns, "gpu", c))
+        _add_template(docs, meta, f"gpu-{c}", ns, [_gpu_request(c)])
     jobs: list[dict[str, Any]] = []
     gang_pods = int(pods * gang_pod_share)
     n = 0
@@ -129,14 +205,138 @@ def gpu_fleet(*, nodes: int = 500, gpus: int = 8, pods: int = 4000, gang_pod_sha
         prio = rng.choices(list(PRIORITIES), weights=[50, 35, 15])[0]
         jobs.append({"size": 1, "gpus": 1, "template": "gpu-1", "prio": prio, "cpu": _gpu_cpu(1), "mem": 48,
                      "profile": None})
+    features = _mix_features(jobs, docs, meta, ns, int(pods * feature_share), random.Random(seed + 1)) if numa else {}
     _jobs_to_pods(jobs, ns, rng, docs, meta)
-    demand = sum(p["gpus"] for p in meta["pods"].values())
+    demand = sum(p["gpus"] for p in meta["pods"].values()) - features.get("shared", 0) // 2
     meta["describe"] = (f"{nodes} nodes x {gpus} GPUs (per-node pool, class gpu), node cpu 96 / memory 768Gi / "
                         f"pods 110; {len(meta['pods'])} pending pods: {sum(1 for p in meta['pods'].values() if not p['group'])} "
-                        f"single-GPU + {sum(1 for p in meta['pods'].values() if p['group'])} pods in "
+                        f"not in a gang + {sum(1 for p in meta['pods'].values() if p['group'])} pods in "
                         f"{len(meta['gangs'])} gangs (2-8 pods, minCount = size, 1-4 GPUs per pod); "
                         f"templates gpu-1..gpu-4; priorities 0/100/1000; GPU demand {demand} vs supply "
                         f"{nodes * gpus} ({demand / (nodes * gpus):.2f}x); seed {seed}")
+    if features:
+        meta["describe"] += (f"; feature pods ({sum(features.values())}, {feature_share:.0%} of {pods}): "
+                             f"{features['distinct']} distinct (2 GPUs, distinctAttribute numa), "
+                             f"{features['admin']} admin (1 GPU adminAccess, namespace monitoring), "
+                             f"{features['shared']} sharing {features['shared'] // 2} ResourceClaims in pairs")
+    meta["supply"] = nodes * gpus
+    meta["demand"] = demand
+    meta["features"] = features
+    return {"docs": docs, "meta": meta}
+
+
+def _mix_features(jobs: list[dict[str, Any]], docs: list[dict[str, Any]], meta: dict[str, Any], ns: str,
+                  n_pods: int, rng: random.Random) -> dict[str, int]:
+    """Turn single-GPU jobs into distinct / admin / shared jobs, n_pods pods in all (see gpu_fleet)."""
+    docs.append({"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": "monitoring", "labels": {ADMIN_LABEL: "true"}}})
+    _add_template(docs, meta, "gpu-2-distinct-numa", ns, [_gpu_request(2)],
+                  [{"distinctAttribute": f"{GPU_DRIVER}/numa"}])
+    _add_template(docs, meta, "gpu-admin", "monitoring", [_gpu_request(1, admin=True)])
+    shared_spec = _claim_spec([_gpu_request(1)])
+    singles = [i for i, j in enumerate(jobs) if j["size"] == 1 and not j.get("gang")]
+    rng.shuffle(singles)
+    made = {"distinct": 0, "admin": 0, "shared": 0}
+    turn = 0
+    drop: set[int] = set()
+    while sum(made.values()) < n_pods and singles:
+        i = singles.pop()
+        kind = ("distinct", "admin", "shared")[turn % 3]
+        turn += 1
+        prio = jobs[i]["prio"]
+        if kind == "distinct":
+            jobs[i] = {"size": 1, "gpus": 2, "template": "gpu-2-distinct-numa", "prio": prio, "cpu": _gpu_cpu(2),
+                       "mem": 96, "profile": None, "feature": "distinct"}
+            made["distinct"] += 1
+        elif kind == "admin":
+            jobs[i] = {"size": 1, "gpus": 0, "admin_gpus": 1, "template": "gpu-admin", "ns": "monitoring",
+                       "claim_name": "monitor", "prio": prio, "cpu": 1, "mem": 4, "profile": None, "feature": "admin"}
+            made["admin"] += 1
+        else:
+            if not singles:
+                break
+            drop.add(singles.pop())       # two single pods become two pods sharing one claim
+            tspec = _claim_meta([_gpu_request(1)])
+            jobs[i] = {"size": 2, "shared": True, "gpus": 1, "template": "", "claim_spec": shared_spec,
+                       "claim_meta": tspec, "prio": prio, "cpu": 6, "mem": 24, "profile": None, "feature": "shared"}
+            made["shared"] += 2
+    jobs[:] = [j for i, j in enumerate(jobs) if i not in drop]
+    return made
+
+
+# ----------------------------------------------------------------------------- (c) GPU + NIC fleet
+def gpu_nic_fleet(*, nodes: int = 5000, gpus: int = 8, roots: int = 4, pods: int = 40000,
+                  nic_share: float = 0.3, gang_pod_share: float = 0.25, gang_size: int = 8,
+                  seed: int = 13) -> dict[str, Any]:
+    """`nodes` nodes (cpu 96, memory 768Gi, pods 110), each with `gpus` GPUs (driver
+    gpu.example.com, class gpu) and `roots` NICs (driver nic.example.com, class nic), one
+    per-node pool per driver. The node has `roots` PCIe roots; each root holds gpus/roots GPUs
+    and one NIC; GPUs and NICs carry `resource.kubernetes.io/pcieRoot` (pci0000:00, ...).
+
+    `pods` pending pods, 1 GPU each (12 cpu, 48Gi; GPU demand = supply when pods = 8 x nodes):
+    * gangs of `gang_size` pods (PodGroup minCount = size), ~gang_pod_share of the pods, half of
+      the gangs GPU-only, half GPU+NIC;
+    * single pods, `nic_share` of them GPU+NIC, the rest one GPU.
+    GPU+NIC pods use template gpu-nic: one claim with requests gpu (1 GPU) and nic (1 NIC) and
+    `matchAttribute: resource.kubernetes.io/pcieRoot` (the NIC on the GPU's root). GPU-only pods
+    use gpu-1. Priorities 0/100/1000 (singles 50/35/15 %, gangs 40/40/20 %)."""
+    rng = random.Random(seed)
+    ns = "train"
+    docs: list[dict[str, Any]] = [_gpu_class(), _gpu_class(NIC_DRIVER, "nic")]
+    docs += _priority_classes()
+    meta = _new_meta("GPUs")
+    per_root = gpus // roots
+    for i in range(nodes):
+        name = f"node-{i:04d}"
+        docs.append(_node(name, 96, 768, 110))
+        meta["node_alloc"][name] = {"cpu": 96, "memory": 768, "pods": 110}
+        gdevs, ndevs = [], []
+        for j in range(gpus):
+            root = f"pci{j // per_root:04x}:00"
+            gdevs.append({"name": f"gpu-{j}", "attributes": {"model": {"string": "h100"}, "index": {"int": j},
+                                                            PCIE: {"string": root}}})
+            meta["devices"][(GPU_DRIVER, name, f"gpu-{j}")] = {"node": name, "driver": GPU_DRIVER, "units": 1,
+                                                                "profile": None, "counter": None,
+                                                                "attrs": {PCIE: root}}
+        for r in range(roots):
+            root = f"pci{r:04x}:00"
+            ndevs.append({"name": f"nic-{r}", "attributes": {"model": {"string": "cx7"}, PCIE: {"string": root}}})
+            meta["devices"][(NIC_DRIVER, name, f"nic-{r}")] = {"node": name, "driver": NIC_DRIVER, "units": 1,
+                                                               "profile": None, "counter": None,
+                                                               "attrs": {PCIE: root}}
+        for driver, devs, what in ((GPU_DRIVER, gdevs, "gpus"), (NIC_DRIVER, ndevs, "nics")):
+            docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{name}-{what}"},
+                         "spec": {"driver": driver, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                                  "nodeName": name, "devices": devs}})
+    _add_template(docs, meta, "gpu-1", ns, [_gpu_request(1)])
+    _add_template(docs, meta, "gpu-nic", ns,
+                  [_gpu_request(1), {"name": "nic", "cls": "nic", "driver": NIC_DRIVER, "count": 1}],
+                  [{"matchAttribute": PCIE, "requests": ["gpu", "nic"]}])
+    jobs: list[dict[str, Any]] = []
+    n = 0
+    gang_pods = int(pods * gang_pod_share)
+    while n + gang_size <= gang_pods:
+        nic = rng.random() < 0.5
+        prio = rng.choices(list(PRIORITIES), weights=[40, 40, 20])[0]
+        jobs.append({"size": gang_size, "min": gang_size, "gang": True, "gpus": 1, "nic": nic,
+                     "template": "gpu-nic" if nic else "gpu-1", "prio": prio, "cpu": 12, "mem": 48, "profile": None})
+        n += gang_size
+    for _ in range(pods - n):
+        nic = rng.random() < nic_share
+        prio = rng.choices(list(PRIORITIES), weights=[50, 35, 15])[0]
+        jobs.append({"size": 1, "gpus": 1, "nic": nic, "template": "gpu-nic" if nic else "gpu-1", "prio": prio,
+                     "cpu": 12, "mem": 48, "profile": None})
+    _jobs_to_pods(jobs, ns, rng, docs, meta)
+    pp = meta["pods"].values()
+    n_nic = sum(1 for p in pp if p["nic"])
+    demand = sum(p["gpus"] for p in pp)
+    meta["describe"] = (f"{nodes} nodes x ({gpus} GPUs + {roots} NICs on {roots} PCIe roots, {per_root} GPUs + 1 NIC "
+                        f"per root, attribute {PCIE}), node cpu 96 / memory 768Gi / pods 110; {len(meta['pods'])} "
+                        f"pending pods, 1 GPU each: {sum(1 for p in pp if not p['group'])} single + "
+                        f"{sum(1 for p in pp if p['group'])} in {len(meta['gangs'])} gangs of {gang_size} "
+                        f"(minCount {gang_size}); {n_nic} of them GPU+NIC (one claim, matchAttribute pcieRoot); "
+                        f"priorities 0/100/1000; GPU demand {demand} vs supply {nodes * gpus} "
+                        f"({demand / (nodes * gpus):.2f}x), NIC demand {n_nic} vs {nodes * roots}; seed {seed}")
     meta["supply"] = nodes * gpus
     meta["demand"] = demand
     return {"docs": docs, "meta": meta}
@@ -172,8 +372,7 @@ def mig_fleet(*, nodes: int = 32, gpus: int = 8, units: int = 7, demand_ratio: f
         {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "mig"},
          "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}]}}]
     docs += _priority_classes()
-    meta: dict[str, Any] = {"pods": {}, "gangs": {}, "devices": {}, "counters": {}, "node_alloc": {},
-                            "unit": "MIG units"}
+    meta = _new_meta("MIG units")
     for i in range(nodes):
         name = f"mig-node-{i:02d}"
         docs.append(_node(name, 128, 1024, 110))
@@ -193,14 +392,16 @@ def mig_fleet(*, nodes: int = 32, gpus: int = 8, units: int = 7, demand_ratio: f
                                  "attributes": {"profile": {"string": prof}, "gpu": {"int": j}},
                                  "consumesCounters": [{"counterSet": f"gpu-{j}",
                                                        "counters": {"memory": {"value": str(u)}}}]})
-                    meta["devices"][(GPU_DRIVER, name, dname)] = {"node": name, "units": u, "profile": prof,
-                                                                   "counter": (name, f"gpu-{j}")}
+                    meta["devices"][(GPU_DRIVER, name, dname)] = {
+                        "node": name, "driver": GPU_DRIVER, "units": u, "profile": prof, "counter": (name, f"gpu-{j}"),
+                        "attrs": {}}
             docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpu-{j}"},
                          "spec": {"driver": GPU_DRIVER, "pool": pool, "nodeName": name, "devices": devs}})
     sel = 'device.attributes["gpu.example.com"].profile == "{}"'
     for prof, _, _ in MIG_PROFILES:
-        docs.append(_template(f"mig-{prof}", ns, "mig", 1, sel.format(prof)))
-    docs.append(_template("mig-any", ns, "mig", 1))
+        _add_template(docs, meta, f"mig-{prof}", ns, [{"name": "gpu", "cls": "mig", "driver": GPU_DRIVER, "count": 1,
+                                                       "selector": sel.format(prof), "profile": prof}])
+    _add_template(docs, meta, "mig-any", ns, [{"name": "gpu", "cls": "mig", "driver": GPU_DRIVER, "count": 1}])
     units_of = {p: u for p, u, _ in MIG_PROFILES}
     supply = nodes * gpus * units
     target = demand_ratio * supply
