@@ -25,8 +25,11 @@ the instance, `draopt.synth_cluster.features_for(seed)` its gates.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from draopt.errors import DraoptError
@@ -165,6 +168,23 @@ def test_same_seed_same_cluster():
         assert random_cluster(random.Random(7), family) == random_cluster(random.Random(7), family)
     with pytest.raises(ValueError):
         random_cluster(random.Random(0), "no-such-family")
+
+
+@pytest.mark.parametrize("index", range(len(FAMILIES)))
+def test_place_compare_cli(tmp_path, index):
+    """`draopt place --compare` on one instance per family: both summary rows, exit 0 or 1, no
+    traceback (issue 7: a crash of optimal printed a traceback and no table)."""
+    family, seed = FAMILIES[index], index
+    path = tmp_path / f"{family}.yaml"
+    path.write_text(yaml.safe_dump_all(random_cluster(random.Random(seed), family), sort_keys=False))
+    gates = ",".join(f"{g}={'true' if on else 'false'}" for g, on in sorted(features_for(seed).gates.items()))
+    run = subprocess.run([sys.executable, "-m", "draopt", "place", "-f", str(path), "--compare", "--time-limit", "10",
+                          "--feature-gates", gates], capture_output=True, text=True, timeout=300)
+    where = _where(family, seed)
+    assert "Traceback" not in run.stderr, f"{where}: {run.stderr[-2000:]}"
+    assert run.returncode in (0, 1), f"{where}: exit {run.returncode}: {run.stderr[-2000:]}"
+    rows = [line.split()[0] for line in run.stdout.splitlines() if line.split()[:1] in (["first-fit"], ["optimal"])]
+    assert rows == ["first-fit", "optimal"] or rows == ["optimal", "first-fit"], f"{where}: {run.stdout[-2000:]}"
 
 
 NONTRIVIAL_SEEDS = range(32)
