@@ -289,11 +289,15 @@ class Built:
     preference: list
     packing: dict[str, list]
     floor: int
+    node_classes: list = field(default_factory=list)   # interchangeable nodes (patterns.NodeClass)
 
 
 def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids: list[int],
-          node_names: set[str]) -> Built:
-    """The model of one independent part: the kinds `kind_ids` over the nodes `node_names`."""
+          node_names: set[str], *, one_node: bool = False, patterns: bool = True,
+          pattern_seconds: float = 5.0) -> Built:
+    """The model of one independent part: the kinds `kind_ids` over the nodes `node_names`.
+    `one_node`: the model of one node alone (no gangs, no interchangeable-node reduction),
+    used to enumerate that reduction's configurations."""
     features = cluster.features
     m = PlacementModel()
     cp = m.cp
@@ -314,12 +318,43 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
                 cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
         return cap
 
+    # Interchangeable nodes: counted per configuration (patterns.py), not one by one.
+    node_classes_used = []
+    pattern_sum: dict[int, list] = defaultdict(list)       # kind -> [(pods per node, count var)]
+    pattern_nodes: set[str] = set()
+    node_count_terms: list = []
+    pattern_devices: list = []
+    pattern_sets: list = []
+    if patterns and not one_node:
+        from .patterns import enumerate_configurations, node_classes
+        for nc in node_classes(prep, kinds, node_names, cluster):
+            rep_node = nc.nodes[0]
+            caps = [min(len(prep.kinds[ki].pods), free(rep_node, prep.kinds[ki].pods[0].resources))
+                    for ki in nc.kinds]
+            if not enumerate_configurations(nc, prep, cluster, workload, book, caps, pattern_seconds):
+                continue
+            node_classes_used.append(nc)
+            pattern_nodes.update(n.name for n in nc.nodes)
+            nc.vars = []
+            for ci, conf in enumerate(nc.configurations):
+                v = cp.new_int_var(0, len(nc.nodes), f"nodes_with[{rep_node.name},{conf.counts}]")
+                nc.vars.append(v)
+                for ki, n in zip(nc.kinds, conf.counts):
+                    if n:
+                        pattern_sum[ki].append((n, v))
+                node_count_terms.append(v)
+                if conf.devices:
+                    pattern_devices.append((conf.devices, v))
+                if conf.fresh_sets:
+                    pattern_sets.append((conf.fresh_sets, v))
+            if nc.vars:
+                m.add(cp.add(sum(nc.vars) <= len(nc.nodes)))
     for kind in kinds:
         if kind.counted:
             rep = kind.pods[0]
-            per_node = []
+            per_node = [n * v for n, v in pattern_sum.get(kind.index, [])]
             for node in prep.pod_nodes[rep.key]:
-                if node.name not in node_names:
+                if node.name not in node_names or node.name in pattern_nodes:
                     continue
                 cap = min(len(kind.pods), free(node, rep.resources))
                 if cap <= 0:
@@ -433,7 +468,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
         group = workload.pod(pod_key).group
         if group is not None:
             gang_terms[group].append(var)
-    for g, vs in gang_terms.items():
+    for g, vs in ([] if one_node else gang_terms.items()):
         gang = workload.groups.get(g)
         if gang is None or gang.policy != "gang":
             continue
@@ -443,7 +478,10 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     objective = sum(weight(prio) * var for (ki, (prio, _)), var in totals.items()) + \
         sum(weight(workload.pod(p).priority) * var for p, var in placed.items())
     packing = _packing_terms(m, owners, by_ref, refs, cluster, touched_nodes)
-    return Built(m, owners, kinds, k, y, placed, totals, class_pods, objective, preference, packing, 0)
+    packing["nodes"] = packing["nodes"] + node_count_terms
+    packing["devices"] = packing["devices"] + pattern_devices
+    packing["counter_sets"] = packing["counter_sets"] + pattern_sets
+    return Built(m, owners, kinds, k, y, placed, totals, class_pods, objective, preference, packing, 0, node_classes_used)
 
 
 class _AllocatedView:

@@ -33,7 +33,7 @@ from .result import PlacementResult, PodPlacement, weight
 def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit: PlacementResult | None = None,
              share_id=None) -> PlacementResult:
     t0 = time.perf_counter()
-    deadline = t0 + time_limit
+    deadline = t0 + time_limit * 0.95   # the rest for decoding
     share_id = share_id or deterministic_share_id
     if first_fit is None:
         first_fit = simulate(_fresh(cluster), workload, share_id=share_id)
@@ -68,6 +68,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         for key in ("objective", "bound", "variables", "constraints"):
             agg[key] += st.get(key, 0)
         agg["subrequest_index_sum"] = agg.get("subrequest_index_sum", 0) + st.get("preferences_value", 0)
+        for key in ("count_s", "preferences_s", "packing_s"):
+            if key in st:
+                agg[key] = round(agg.get(key, 0) + st[key], 3)
         if "proof" in st:
             stats["proof"] = st["proof"]
         for key in proven:
@@ -112,9 +115,13 @@ def _components(prep: Prepared, cluster: Cluster, workload) -> list[tuple[list[i
     links = []
     gang_of: dict[str, Any] = {}
     for kind in prep.kinds:
+        # Pods of a counted kind share their nodes: the first pod's list stands for all.
+        seen_nodes = set()
         for pod in kind.pods:
-            for node in prep.pod_nodes.get(pod.key, []):
-                links.append((("kind", kind.index), ("node", node.name)))
+            nodes = prep.pod_nodes.get(pod.key, [])
+            if id(nodes) not in seen_nodes:
+                seen_nodes.add(id(nodes))
+                links.extend((("kind", kind.index), ("node", node.name)) for node in nodes)
             if pod.group is not None:
                 first = gang_of.setdefault(pod.group, ("kind", kind.index))
                 links.append((first, ("kind", kind.index)))
@@ -150,7 +157,7 @@ def _solver(seconds: float, hard_stop: float) -> cp_model.CpSolver:
 
 def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget, hard_stop):
     t0 = time.perf_counter()
-    b = build(prep, cluster, workload, book, kind_ids, node_names)
+    b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget))
     m = b.model.cp
     stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
                              "proven": {"placed": False, "preferences": False, "packing": False}}
@@ -218,7 +225,8 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         for var, value in values.items():
             m.add_hint(var, value)
         m.minimize(expr)
-        solver = _solver(max(0.05, remaining * 0.4), hard_stop)
+        # Secondary goals get a bounded share: at most what phase 1 took plus a second.
+        solver = _solver(max(0.05, min(remaining * 0.4, stats["count_s"] + 1.0)), hard_stop)
         s2 = solver.solve(m)
         stats[f"{name}_s"] = round(solver.wall_time, 3)
         if s2 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -234,7 +242,8 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
 
 def _values(solver, b: Built) -> dict:
     out = {}
-    for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()):
+    for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()) + \
+            [v for nc in b.node_classes for v in nc.vars]:
         out[var] = solver.value(var)
     for o in b.owners:
         if not o.counted:
@@ -254,10 +263,17 @@ def _packing_objective(b: Built):
     """Phase 3 as one weighted sum whose weights keep the levels apart (lower levels are left
     out when the weights would not fit CP-SAT's 64-bit arithmetic)."""
     p = b.packing
+
+    def weighted(items):
+        """(sum, its largest value) of variables or (coefficient, variable) pairs."""
+        pairs = [x if isinstance(x, tuple) else (1, x) for x in items]
+        return (sum(c * v for c, v in pairs) if pairs else 0), sum(c * upper_bound(v) for c, v in pairs)
     order = sum(i * v for i, v in p["order"]) if p["order"] else 0
     order_max = sum(i * upper_bound(v) for i, v in p["order"]) + 1
-    devices = sum(p["devices"]) if p["devices"] else 0
-    devices_max = sum(upper_bound(v) for v in p["devices"]) + 1
+    devices, devices_max = weighted(p["devices"])
+    devices_max += 1
+    nodes, nodes_max = weighted(p["nodes"])
+    sets, sets_max = weighted(p["counter_sets"])
     amount_terms = []
     if p["amounts"]:
         total = sum(a * upper_bound(v) for a, v in p["amounts"]) or 1
@@ -267,14 +283,14 @@ def _packing_objective(b: Built):
     w_dev = order_max
     w_amount = w_dev * devices_max
     w_sets = w_amount * amount_max
-    w_nodes = w_sets * (len(p["counter_sets"]) + 1)
-    if w_nodes * (len(p["nodes"]) + 1) > 2 ** 60:
+    w_nodes = w_sets * (sets_max + 1)
+    if w_nodes * (nodes_max + 1) > 2 ** 60:
         # Too fine for one objective: keep nodes, counter sets and devices.
         w_sets = devices_max
-        w_nodes = w_sets * (len(p["counter_sets"]) + 1)
+        w_nodes = w_sets * (sets_max + 1)
         order, amount, w_amount = 0, 0, 0
         w_dev = 1
-    expr = w_nodes * sum(p["nodes"]) + w_sets * sum(p["counter_sets"]) + w_amount * amount + w_dev * devices + order
+    expr = w_nodes * nodes + w_sets * sets + w_amount * amount + w_dev * devices + order
     if not p["nodes"] and not p["counter_sets"] and not p["devices"]:
         return None
     return expr
@@ -284,6 +300,7 @@ def _packing_objective(b: Built):
 def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) -> dict:
     """First-fit's placement in the model's variables."""
     hint: dict = defaultdict(int)
+    ff_counts: dict[str, Counter] = defaultdict(Counter)
     for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()):
         hint[var] = 0
     owner_at = {(o.kind.index, o.node.name): o for o in b.owners if o.counted}
@@ -302,10 +319,11 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
             if not pl.placed:
                 continue
             if kind.counted:
+                hint[b.totals[(kind.index, (pod.priority, pod.group))]] += 1
                 if (kind.index, pl.node) not in b.k:
+                    ff_counts[pl.node][kind.index] += 1   # an interchangeable node, or none of the model's
                     continue
                 hint[b.k[(kind.index, pl.node)]] += 1
-                hint[b.totals[(kind.index, (pod.priority, pod.group))]] += 1
                 o = owner_at.get((kind.index, pl.node))
                 results = [] if o is None else \
                     [(o, r) for ck in _pod_pending(pod, book) for r in pl.new_claims.get(ck, _empty()).devices.results]
@@ -321,6 +339,16 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
                         continue
                     hint[o.mult] = 1
                     _hint_results(hint, prep, pl.node, [(o, r) for r in alloc.devices.results], counted=False)
+    # Interchangeable nodes: first-fit's node contents as configurations.
+    for nc in b.node_classes:
+        index = {conf.counts: v for conf, v in zip(nc.configurations, nc.vars)}
+        for v in nc.vars:
+            hint[v] = 0
+        for node in nc.nodes:
+            counts = tuple(ff_counts[node.name][ki] for ki in nc.kinds)
+            v = index.get(counts)
+            if v is not None:
+                hint[v] += 1
     return dict(hint)
 
 
@@ -372,9 +400,10 @@ def _decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, so
     taken: dict = {}
     if b is not None:
         _mark_shared_taken(b, val, taken)
+    assignment = _pattern_assignment(b, val) if b is not None else {}
     for kind in kinds:
         if kind.counted:
-            _decode_counted(prep, b, val, kind, book, share_id, taken, out)
+            _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment)
         else:
             _decode_unit(prep, b, val, kind, book, share_id, taken, out)
     for kind in kinds:
@@ -402,10 +431,53 @@ def _pick(ref, n: int, taken: dict, reusable: bool, exclude=()) -> list:
     return GroupDevices.invert(ref, n, taken, reusable, exclude)
 
 
-def _decode_counted(prep, b, val, kind, book, share_id, taken, out) -> None:
+def _pattern_assignment(b: Built, val: dict) -> dict[str, tuple]:
+    """Interchangeable nodes: each node of a class gets the configurations the solution
+    counts, in node order (the reduction's invert)."""
+    out: dict[str, tuple] = {}
+    for nc in b.node_classes:
+        confs = [conf for conf, v in zip(nc.configurations, nc.vars) for _ in range(val.get(v, 0))]
+        for node, conf in zip(nc.nodes, confs):
+            out[node.name] = (nc, conf)
+    return out
+
+
+def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
+    """The representative node's owner of `kind` with `conf`'s values, mapped onto `node`:
+    its own problem and device columns, the representative's variables as keys."""
+    from .model import Owner, Term
+    from .patterns import representative_owners
+    rep = representative_owners(nc, prep, cluster, workload, book).get(kind.index)
+    if rep is None:
+        return None, {}
+    rep_refs = {r.key: i for i, r in enumerate(prep.refs[nc.nodes[0].name])}
+    refs = prep.refs[node.name]
+    o = Owner(-1, kind, node, None, prep.problems[(kind.index, node.name)], None)
+    val: dict = {}
+    for key, v in rep.sel.items():
+        o.sel[key] = ("sel", key)
+        val[("sel", key)] = conf.values.get((kind.index, "sel", key), 0)
+    for key, ts in rep.terms.items():
+        o.terms[key] = []
+        for pos, t in enumerate(ts):
+            var = ("term", key, pos)
+            o.terms[key].append(Term(o, t.spec, t.problem, refs[rep_refs[t.ref.key]], var, {node.name}, t.entry))
+            val[var] = conf.values.get((kind.index, "term", key, pos), 0)
+    for wkey, chosen in rep.witness.items():
+        o.witness[wkey] = {e: ("wit", wkey, e) for e in chosen}
+        for e in chosen:
+            val[("wit", wkey, e)] = conf.values.get((kind.index, "wit", wkey, e), 0)
+    return o, val
+
+
+def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment) -> None:
     owners = {o.node.name: o for o in b.owners if o.counted and o.kind is kind} if b is not None else {}
-    per_node = [(name, val.get(var, 0)) for (ki, name), var in sorted(b.k.items(), key=lambda kv: kv[0][1])
-                if ki == kind.index] if b is not None else []
+    per_node = [(name, val.get(var, 0)) for (ki, name), var in b.k.items() if ki == kind.index] if b is not None else []
+    for name, (nc, conf) in assignment.items():
+        if kind.index in nc.kinds:
+            per_node.append((name, conf.counts[nc.kinds.index(kind.index)]))
+    index = {n.name: n.index for n in cluster.nodes}
+    per_node.sort(key=lambda nk: index[nk[0]])
     # Which pods: each (priority, gang) class gets its count, in queue order.
     chosen_pods = []
     for (ki, ck), var in (b.totals.items() if b is not None else []):
@@ -421,16 +493,19 @@ def _decode_counted(prep, b, val, kind, book, share_id, taken, out) -> None:
     for pod, name in zip(chosen_pods, slots):
         on_node[name].append(pod)
     for name, pods in on_node.items():
-        o = owners.get(name)
+        if name in assignment:
+            nc, conf = assignment[name]
+            o, local = _view_owner(prep, cluster, workload, book, nc, conf, kind, cluster.by_name[name])
+        else:
+            o, local = owners.get(name), val
+        if o is not None:
+            o._left = {t.var: local.get(t.var, 0) for ts in o.terms.values() for t in ts}
+            o._sel_left = {k: local.get(v, 0) for k, v in o.sel.items()}
+            o._wit_left = {key: {e: local.get(v, 0) for e, v in ch.items()} for key, ch in o.witness.items()}
         for pod in pods:
             pl = out[pod.key] = PodPlacement(pod.key, name, pod.priority, pod.group)
-            if o is None:
-                continue
-            left = {t.var: val.get(t.var, 0) for ts in o.terms.values() for t in ts}
-            sel_left = {k: val.get(v, 0) for k, v in o.sel.items()} if not o.__dict__.get("_sel_left") else o._sel_left
-            o._sel_left = sel_left
-            o.__dict__.setdefault("_left", left)
-            _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val)
+            if o is not None:
+                _deal_one_pod(prep, o, pod, book, share_id, taken, pl, local)
 
 
 def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val) -> None:
@@ -438,8 +513,7 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val) -> None:
     p = o.problem
     left = o._left
     sel_left = o._sel_left
-    wit_left = o.__dict__.setdefault("_wit_left", {key: {e: val.get(v, 0) for e, v in ch.items()}
-                                                   for key, ch in o.witness.items()})
+    wit_left = o._wit_left
     chosen_lists: list[list[Chosen]] = [[] for _ in p.claims]
     selected: dict = {}
     for claim in p.claims:

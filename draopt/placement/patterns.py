@@ -1,0 +1,182 @@
+"""Interchangeable nodes (a reduction, applied only where exact).
+
+Nodes in the same state (same free resources, the same counted kinds of pods may use them,
+the same device columns with the same candidacy and constrained attribute values, no device
+shared with other nodes, no unit pod that may land there) are interchangeable. For such a
+class of N nodes, `apply` enumerates every *configuration* (how many pods of each kind one
+node holds) that the one model accepts on one node of the class, each solved once on a
+representative node with the packing objective (fewest counter sets, least amounts, fewest
+devices); the cluster model then only counts how many nodes take each configuration
+(Gilmore-Gomory), which is exact because the nodes are identical and independent. `invert`
+hands the configurations out to the nodes in order and maps the representative's device
+columns to each node's own (identical nodes list their columns in the same order).
+
+Feasible configurations are downward closed (fewer pods always fit), so the enumeration
+extends a configuration only while it stays feasible. A class whose enumeration would need
+more than MAX_CHECKS one-node solves keeps the per-node form.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from ..encodings.attributes import constraint_name
+from .reductions import attribute_pattern
+
+MAX_CHECKS = 400
+
+
+@dataclass
+class Configuration:
+    counts: tuple[int, ...]                 # pods per kind (in NodeClass.kinds order)
+    values: dict[tuple, int]                # (kind, "sel"|"term"|"wit", key...) -> value on the representative
+    devices: int = 0
+    fresh_sets: int = 0
+
+
+@dataclass
+class NodeClass:
+    nodes: list[Any]                        # NodeState, node order
+    kinds: list[int]                        # counted kinds that may use them
+    configurations: list[Configuration] = field(default_factory=list)
+    rep_owners: dict[int, Any] = field(default_factory=dict)   # kind -> Owner on the representative
+
+
+def node_classes(prep, kinds, node_names: set[str], cluster) -> list[NodeClass]:
+    """Classes of at least two interchangeable nodes."""
+    kinds_on: dict[str, list[int]] = {}
+    blocked: set[str] = set()
+    for kind in kinds:
+        if kind.counted:
+            for node in prep.pod_nodes.get(kind.pods[0].key, []):
+                kinds_on.setdefault(node.name, []).append(kind.index)
+        else:
+            for pod in kind.pods:
+                for node in prep.pod_nodes.get(pod.key, []):
+                    blocked.add(node.name)
+    groups: dict[tuple, list] = {}
+    for node in cluster.nodes:
+        if node.name not in node_names or node.name in blocked or node.name not in kinds_on:
+            continue
+        refs = prep.refs.get(node.name, [])
+        if any(r.node is None for r in refs) or any(e.device.node_allocatable_resources for r in refs for e in r.entries):
+            continue
+        sig = _signature(prep, node, kinds_on[node.name], refs)
+        if sig is not None:
+            groups.setdefault(sig, []).append(node)
+    return [NodeClass(nodes, list(kinds_on[nodes[0].name])) for nodes in groups.values() if len(nodes) >= 2]
+
+
+def _signature(prep, node, kind_ids: list[int], refs) -> tuple | None:
+    from .model import _candidate
+    parts: list[Any] = [tuple(sorted(node.allocatable.items())), tuple(sorted(node.used.items())), tuple(kind_ids)]
+    for ki in kind_ids:
+        p = prep.problems.get((ki, node.name))
+        if p is None:
+            parts.append((ki, None))
+            continue
+        names = sorted({constraint_name(c)[1] for cl in p.claims for c in cl.constraints})
+        for cl in p.claims:
+            for g in cl.requests:
+                for s in g.alternatives:
+                    row = []
+                    for i, ref in enumerate(refs):
+                        e = ref.first
+                        if _candidate(p, s, e):
+                            row.append((i, ref.size, attribute_pattern(p, s, e, names) if names else (),
+                                        repr(sorted((c.counter_set, sorted((n, v.value) for n, v in c.counters.items()))
+                                                    for c in e.device.consumes_counters)),
+                                        bool(e.multi_allocatable), repr(sorted((n, c.value) for n, c in e.device.capacity.items()))))
+                    parts.append((ki, s.key, tuple(row)))
+    return tuple(parts)
+
+
+def enumerate_configurations(nc: NodeClass, prep, cluster, workload, book, caps: list[int],
+                             seconds: float = 5.0) -> bool:
+    """Fill nc.configurations (non-empty ones); False if the class is too large to enumerate
+    (more than MAX_CHECKS one-node solves, or more than `seconds`)."""
+    import time
+    stop = time.perf_counter() + seconds
+    rep = nc.nodes[0]
+    checks = [0]
+    found: list[Configuration] = []
+
+    def feasible(counts: tuple[int, ...]) -> Configuration | None:
+        checks[0] += 1
+        return _solve_one_node(nc, prep, cluster, workload, book, rep, counts)
+
+    def extend(prefix: list[int], i: int) -> bool:
+        if checks[0] > MAX_CHECKS or time.perf_counter() > stop:
+            return False
+        if i == len(nc.kinds):
+            return True
+        c = 0
+        while True:
+            counts = tuple(prefix + [c] + [0] * (len(nc.kinds) - i - 1))
+            if c > 0:
+                if c > caps[i]:
+                    break
+                conf = feasible(counts)
+                if conf is None:
+                    break
+                found.append(conf)
+            if not extend(prefix + [c], i + 1):
+                return False
+            c += 1
+        return True
+
+    if not extend([], 0):
+        return False
+    nc.configurations = found
+    return True
+
+
+def _solve_one_node(nc, prep, cluster, workload, book, rep, counts) -> Configuration | None:
+    """The one model on the representative node with these pods per kind, packed."""
+    from .model import build
+    from .optimal import _packing_objective
+    b = build(prep, cluster, workload, book, nc.kinds, {rep.name}, one_node=True)
+    m = b.model.cp
+    for ki, n in zip(nc.kinds, counts):
+        var = b.k.get((ki, rep.name))
+        if var is None:
+            if n:
+                return None
+            continue
+        m.add(var == n)
+    expr = _packing_objective(b)
+    if expr is not None:
+        m.minimize(expr)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = 5.0
+    status = solver.solve(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    values: dict[tuple, int] = {}
+    devices = 0
+    for o in b.owners:
+        for key, v in o.sel.items():
+            values[(o.kind.index, "sel", key)] = solver.value(v)
+        for key, ts in o.terms.items():
+            for pos, t in enumerate(ts):
+                n = solver.value(t.var)
+                values[(o.kind.index, "term", key, pos)] = n
+                devices += n
+        for wkey, chosen in o.witness.items():
+            for e, v in chosen.items():
+                values[(o.kind.index, "wit", wkey, e)] = solver.value(v)
+    fresh = sum(solver.value(t) for t in b.packing["counter_sets"])
+    return Configuration(tuple(counts), values, devices, fresh)
+
+
+def representative_owners(nc, prep, cluster, workload, book) -> dict[int, Any]:
+    """Owners built on the representative node (their terms give positions to map)."""
+    if not nc.rep_owners:
+        from .model import build
+        b = build(prep, cluster, workload, book, nc.kinds, {nc.nodes[0].name}, one_node=True)
+        nc.rep_owners = {o.kind.index: o for o in b.owners}
+    return nc.rep_owners
