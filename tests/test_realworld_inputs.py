@@ -160,3 +160,30 @@ def test_node_with_capacity_only_has_allocatable_capacity():
     node["status"]["allocatable"] = {"cpu": "32", "memory": "64Gi", "pods": "110"}   # given: it counts
     out = place(load_text(yaml.safe_dump_all([node, *pods])), policy="first-fit")
     assert [p.placed for p in out.result.pods] == [True, True, True]
+
+
+def test_rule_without_selector_selects_every_device():
+    """Kubernetes' ResourceSlice tracker applies a DeviceTaintRule without deviceSelector to every
+    device (applyPatches: a nil selector filters nothing)."""
+    docs = [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-gpu"},
+         "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                  "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "default"},
+         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+         "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}},
+    ]
+    rule = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "all"},
+            "spec": {"taint": {"key": "example.com/drain", "effect": "NoSchedule"}}}
+    assert place(load_text(yaml.safe_dump_all(docs)), policy="first-fit").result.pods[0].placed
+    out = place(load_text(yaml.safe_dump_all([*docs, rule])), policy="first-fit")
+    assert not out.result.pods[0].placed
+    rule["spec"]["deviceSelector"] = {"device": "gpu-0"}
+    out = place(load_text(yaml.safe_dump_all([*docs, rule])), policy="first-fit")
+    claim = next(o for o in out.objects if o["kind"] == "ResourceClaim")
+    assert [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]] == ["gpu-1"]
