@@ -15,7 +15,7 @@ from draopt import taint_impact
 from draopt.errors import InputError
 from draopt.loader import load_files, load_text
 from draopt.placement import place
-from draopt.validate import validate_files
+from draopt.validate import validate_documents, validate_files
 
 ROOT = Path(__file__).resolve().parents[1]
 REALWORLD = ROOT.parent / "shared" / "realworld"
@@ -187,3 +187,15 @@ def test_rule_without_selector_selects_every_device():
     out = place(load_text(yaml.safe_dump_all([*docs, rule])), policy="first-fit")
     claim = next(o for o in out.objects if o["kind"] == "ResourceClaim")
     assert [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]] == ["gpu-1"]
+
+
+def test_intel_lower_case_pod_once_its_api_version_is_added():
+    docs = [d for d in yaml.safe_load_all(Path(rw("rough/r08-intel-lowercase-pod.yaml")).read_text()) if d]
+    for d in docs:
+        d.setdefault("apiVersion", "v1")
+    got = [str(f) for f in validate_documents([(d, "r08") for d in docs]).findings]
+    assert got == ['Pod default/test-inline-claim: unknown field "apiversion"',
+                   'Pod default/test-inline-claim: unknown field "spec.restartpolicy"',
+                   'Pod default/test-inline-claim: unknown field "spec.resourceclaims"',
+                   'Pod default/test-inline-claim: spec.containers[0].resources.claims[0]: Not found: "resource": '
+                   'must be one of the names in pod.spec.resourceClaims which is empty']
