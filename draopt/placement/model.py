@@ -353,8 +353,8 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
         if kind.counted:
             rep = kind.pods[0]
             per_node = [n * v for n, v in pattern_sum.get(kind.index, [])]
-            for node in prep.pod_nodes[rep.key]:
-                if node.name not in node_names or node.name in pattern_nodes:
+            for node in _nodes_within(prep, rep.key, node_names, cluster):
+                if node.name in pattern_nodes:
                     continue
                 cap = min(len(kind.pods), free(node, rep.resources))
                 if cap <= 0:
@@ -368,6 +368,8 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
                     owner = Owner(len(owners), kind, node, var, p, None)
                     owners.append(owner)
                     _add_requests(m, prep, owner, cap, preference)
+            if one_node:
+                continue   # a configuration check: only what one node holds matters
             classes: dict[tuple, list] = defaultdict(list)
             for pod in kind.pods:
                 classes[(pod.priority, pod.group)].append(pod)
@@ -442,8 +444,8 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
         _device_node_resources(m, cluster, workload, book, owners, y, node_demand)
     # Node resources.
     touched_nodes = []
-    for node in cluster.nodes:
-        terms = node_demand.get(node.name)
+    for node in sorted((cluster.by_name[n] for n in node_demand), key=lambda n: n.index):
+        terms = node_demand[node.name]
         if not terms:
             continue
         for r in sorted({r for res, _ in terms for r in res}):
@@ -728,11 +730,26 @@ def _packing_terms(m: PlacementModel, owners, by_ref, refs, cluster, touched_nod
 
 
 def _set_in_use(cluster: Cluster, driver: str, pool: str, set_name: str) -> bool:
-    for s in cluster.objects.resource_slices:
-        if s.spec.driver != driver or s.spec.pool.name != pool:
-            continue
-        for d in s.spec.devices:
-            if cluster.allocated.holds((driver, pool, d.name)) and \
-                    any(c.counter_set == set_name for c in d.consumes_counters):
-                return True
-    return False
+    """Counter sets some allocated device draws on (computed once per cluster state)."""
+    cache = cluster.__dict__.get("_sets_in_use")
+    if cache is None:
+        cache = set()
+        for s in cluster.objects.resource_slices:
+            for d in s.spec.devices:
+                if d.consumes_counters and cluster.allocated.holds((s.spec.driver, s.spec.pool.name, d.name)):
+                    cache.update((s.spec.driver, s.spec.pool.name, c.counter_set) for c in d.consumes_counters)
+        cluster.__dict__["_sets_in_use"] = cache
+    return (driver, pool, set_name) in cache
+
+
+def _nodes_within(prep: Prepared, pod_key: str, node_names: set[str], cluster: Cluster) -> list[NodeState]:
+    """The pod's candidate nodes that are in `node_names`, in node order."""
+    nodes = prep.pod_nodes[pod_key]
+    if len(node_names) * 4 < len(nodes):
+        names = prep.__dict__.setdefault("_name_sets", {})
+        key = id(nodes)
+        if key not in names:
+            names[key] = {n.name for n in nodes}
+        inside = names[key]
+        return sorted((cluster.by_name[n] for n in node_names if n in inside), key=lambda n: n.index)
+    return [n for n in nodes if n.name in node_names]
