@@ -326,9 +326,11 @@ def prepare(claims: list[ResourceClaim], inventory: Inventory, classes: dict[str
                                       f"{where}.firstAvailable[{si}]")
                         for si, sub in enumerate(request.first_available)]
                 min_devices += min(a.count for a in alts)
-                # A sub-request of more devices than a claim can hold can never be chosen: left out
-                # (no model needs coefficients that large); all of them too large fails below.
-                alts = [a for a in alts if a.count <= MAX_RESULTS] or alts
+                # A sub-request of more devices than a claim can hold can never be chosen; its count
+                # is capped just above the limit, as infeasible as before, so no model needs
+                # coefficients beyond 64 bits (all of them too large fails below).
+                for a in alts:
+                    a.count = min(a.count, MAX_RESULTS + 1)
                 groups.append(RequestGroup(request.name, alts, True))
             else:
                 if request.exactly is None:
