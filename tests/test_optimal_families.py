@@ -12,7 +12,7 @@ mixed), on random seeds, through the public API only (`draopt.placement.place` a
 * optimal places at least as many priority-weighted pods as first-fit, and as first-fit in a
   few other queue orders (each of those is a valid placement too);
 * no pod is pinned to first-fit's answer (`fixed_pods` / `pinned_pods` in the stats are 0);
-* the status is honest: OPTIMAL only with a zero gap;
+* the status is honest: OPTIMAL (only with a zero gap) or FEASIBLE, with a gap >= 0;
 * and the draws are not trivial: in every family, first-fit is beaten or short of the bound.
 
 `first-fit` reproduces the allocator's distinct-last-only and match-intersection defects on
@@ -79,8 +79,11 @@ def test_optimal_on_family(audit, family, seed):
     assert a.stats.get("fixed_pods", 0) == 0 and a.stats.get("pinned_pods", 0) == 0, \
         f"{where}: pods pinned to first-fit's answer: fixed_pods={a.stats.get('fixed_pods', 0)}, " \
         f"pinned_pods={a.stats.get('pinned_pods', 0)}"
-    if a.stats.get("status") == "OPTIMAL":
-        assert a.stats.get("gap") == 0, f"{where}: status OPTIMAL with gap {a.stats.get('gap')}"
+    status, gap = a.stats.get("status"), a.stats.get("gap")
+    assert status in ("OPTIMAL", "FEASIBLE"), f"{where}: status {status!r}"
+    assert isinstance(gap, (int, float)) and gap >= 0, f"{where}: gap {gap!r}"
+    if status == "OPTIMAL":
+        assert gap == 0, f"{where}: status OPTIMAL with gap {gap}"
 
 
 VALIDITY_SEEDS = range(60)
