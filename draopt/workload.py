@@ -562,9 +562,13 @@ class _Expander:
                                        + ", ".join(x.key for x, _ in v) for k, v in list(beyond.items())[1:]))
 
         groups: dict[str, Gang] = {}
+        by_group: dict[str, list] = {}
+        for d in demands:
+            if d.group is not None:
+                by_group.setdefault(d.group, []).append(d)
         for g in self.o.pod_groups:
             gkey = _key(g)
-            members = sorted((d for d in demands if d.group == gkey), key=lambda d: d.queue_key)
+            members = sorted(by_group.get(gkey, ()), key=lambda d: d.queue_key)
             policy = g.spec.scheduling_policy
             if policy is not None and policy.gang is not None:
                 kind, min_count = "gang", policy.gang.min_count
