@@ -1,9 +1,10 @@
 """Batch placement (`draopt.placement.place`): kube-scheduler first-fit simulation vs the
 optimal CP-SAT model (one cluster-wide model), on generated (seeded) scenarios:
 
-  growth: gpu-fleet at 62 / 125 / 250 / 500 nodes with 8 pods per node: model size
-      (variables, constraints) and optimal time against pods x candidate nodes, with the
-      ratios between consecutive sizes (growth about linear in pods x candidate nodes).
+  growth: gpu-fleet at 62 / 125 / 250 / 500 nodes with 8 pods per node, nodes all alike and no
+      two alike: model size (variables, constraints) and optimal time against pods x candidate
+      nodes, with the ratios between consecutive sizes (growth about linear in pods x candidate
+      nodes).
   (a) gpu-fleet: 500 nodes x 8 whole GPUs, 4,000 pending pods (single-GPU pods + gangs).
       Targets: first-fit >= 200 pods/s; optimal within --time-limit (60 s), gap reported.
   (b) mig-fleet: 32 nodes x 8 MIG-partitionable GPUs (counter sets), pods asking for a profile
@@ -13,6 +14,8 @@ optimal CP-SAT model (one cluster-wide model), on generated (seeded) scenarios:
   (c) gpu-nic-fleet: 5,000 nodes x (8 GPUs + 4 NICs on 4 PCIe roots), 40,000 pods: single-GPU,
       GPU+NIC aligned (matchAttribute resource.kubernetes.io/pcieRoot), gangs of 8. Target:
       optimal within 2 x --time-limit (120 s) with gap <= 1 %.
+  (c2) the same with no two nodes alike (node memory 768Gi + 1..5000 Mi: no fit changes, but
+      no node is interchangeable with another). Same target.
   (d) the (a) cluster with 10 % of the pods using distinctAttribute, admin access or a claim
       shared by two pods. Target: optimal within --time-limit (60 s), no pinned pods, gap printed.
 
@@ -25,7 +28,7 @@ profile, GPU+NIC on one PCIe root, distinct NUMA nodes, admin access, shared cla
 
   python benchmarks/bench_place.py            # everything, full size (~15 min)
   python benchmarks/bench_place.py --quick    # small sizes, 20 s limit (~2 min)
-  python benchmarks/bench_place.py --only c   # one scenario: growth, a, b, b2, c, d
+  python benchmarks/bench_place.py --only c   # one scenario: growth, a, b, b2, c, c2, d
   python benchmarks/bench_place.py --profile optimal-a   # cProfile of one run, top functions
 """
 from __future__ import annotations
@@ -41,7 +44,8 @@ import sys
 import time
 import traceback
 from collections import Counter, defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -293,6 +297,8 @@ def run_policy(objs, policy: str, time_limit: float, meta: dict[str, Any]) -> di
 
 
 def _gap(st: dict[str, Any]) -> str:
+    if st.get("fallback"):
+        return "n/a (no solution)"
     if st.get("bound") and "objective" in st:
         return f"{(st['bound'] - st['objective']) / st['bound']:.6f}"
     return str(st.get("gap", "-"))
@@ -369,13 +375,16 @@ def scenario(title: str, gen: dict[str, Any], time_limit: float, target: str) ->
         print(f"   target optimal within {time_limit:g} s with a solution and gap: wall {opt['wall_s']:.1f} s, "
               f"status {st.get('status')}, gap {_gap(st)} -> {'MET' if within else 'NOT MET'}")
     elif target == "large":
-        gap = float(_gap(st)) if _gap(st) not in ("-", "None") else 1.0
-        ok = within and gap <= 0.01 and valid
+        try:
+            gap = float(_gap(st))
+        except ValueError:
+            gap = None
+        ok = within and gap is not None and gap <= 0.01 and valid
         print(f"   target optimal within {time_limit:g} s with gap <= 1 %: wall {opt['wall_s']:.1f} s, status "
-              f"{st.get('status')}, gap {gap:.4%} -> {'MET' if ok else 'NOT MET'}")
+              f"{st.get('status')}, gap {_gap(st) if gap is None else f'{gap:.4%}'} -> {'MET' if ok else 'NOT MET'}")
     elif target == "features":
         for f, (n, k) in sorted(opt["features"].items()):
-            n_ff, k_ff = ff["features"].get(f, (0, 0))
+            k_ff = ff["features"].get(f, (0, 0))[1]
             moved = sum(1 for p, node in opt["nodes_of"].items()
                         if meta["pods"][p].get("feature") == f and node != ff["nodes_of"].get(p))
             print(f"   {f} pods: {n}; placed first-fit {k_ff}, optimal {k}; optimal put {moved} of them elsewhere "
@@ -399,37 +408,45 @@ def scenario(title: str, gen: dict[str, Any], time_limit: float, target: str) ->
 
 # ----------------------------------------------------------------------------- growth
 def growth(sizes: list[int], pods_per_node: int, time_limit: float) -> list[dict[str, Any]]:
-    """Optimal on the same workload (gpu_fleet, same mix and seed) at several sizes."""
+    """Optimal on the same workload (gpu_fleet, same mix and seed) at several sizes: nodes all
+    alike (the interchangeable-nodes reduction applies) and no two nodes alike (it cannot)."""
     print(f"\n== growth: gpu-fleet at {'/'.join(map(str, sizes))} nodes, {pods_per_node} pods per node "
           f"(same mix and seed as (a)); optimal time_limit={time_limit:g} s")
+    print("   nodes alike: the (a) cluster; no two alike: node memory 768Gi + (1..n)Mi (changes no fit; no node is "
+          "interchangeable with another, so the model holds every node)")
     print("   pods x cand = pending pods x their candidate nodes: every node is a candidate for every pod here "
           "(no selectors, taints or node filters; every pod shape fits an empty node)")
     rows = []
-    for n in sizes:
-        gen = gpu_fleet(nodes=n, pods=pods_per_node * n)
-        objs = objects_from_docs(gen["docs"])
-        r = run_policy(objs, "optimal", time_limit, gen["meta"])
-        r["nodes"], r["pxc"] = n, len(gen["meta"]["pods"]) * n
-        rows.append(r)
-    cols = ["nodes", "pods", "pods x cand", "kinds", "variables", "constraints", "vars/(pods x cand)", "prep s",
+    for distinct in (False, True):
+        for n in sizes:
+            gen = gpu_fleet(nodes=n, pods=pods_per_node * n, distinct_nodes=distinct)
+            objs = objects_from_docs(gen["docs"])
+            r = run_policy(objs, "optimal", time_limit, gen["meta"])
+            r["nodes"], r["pxc"], r["alike"] = n, len(gen["meta"]["pods"]) * n, "no two alike" if distinct else "all alike"
+            rows.append(r)
+    cols = ["nodes", "", "pods", "pods x cand", "kinds", "variables", "constraints", "vars/(pods x cand)", "prep s",
             "phase 1 s", "solve s", "wall s", "peak RSS MiB", "status", "gap", "valid",
-            "x pods x cand", "x variables", "x constraints", "x wall"]
+            "x pods x cand", "x variables", "x constraints", "x solve s"]
     lines = []
     prev = None
     for r in rows:
         st = r["stats"]
         v, c = st.get("variables", 0), st.get("constraints", 0)
+        if prev and prev["alike"] != r["alike"]:
+            prev = None
 
-        def ratio(a, b):
-            return f"{a / b:.2f}" if prev and b else "-"
+        def ratio(key: Callable[[dict[str, Any]], Any], r: dict[str, Any] = r,
+                  prev: dict[str, Any] | None = prev) -> str:
+            a, b = key(r), prev and key(prev)
+            return f"{a / b:.2f}" if prev and a is not None and b else "-"
         valid = "FAILED" if r.get("failed") else "ok" if not r["n_local_errors"] and not r["n_check_errors"] else \
             f"{r['n_local_errors'] + r['n_check_errors']} errors"
-        lines.append([str(r["nodes"]), str(r["pods"]), str(r["pxc"]), str(st.get("kinds", "-")), str(v), str(c),
-                      f"{v / r['pxc']:.4f}", str(st.get("prepare_s", "-")), str(st.get("count_s", "-")),
+        lines.append([str(r["nodes"]), r["alike"], str(r["pods"]), str(r["pxc"]), str(st.get("kinds", "-")), str(v),
+                      str(c), f"{v / r['pxc']:.4f}", str(st.get("prepare_s", "-")), str(st.get("count_s", "-")),
                       str(st.get("solve_s", "-")), f"{r['wall_s']:.2f}", f"{r['rss_mib']:.0f}",
                       str(st.get("status", "?")), _gap(st), valid,
-                      ratio(r["pxc"], prev and prev["pxc"]), ratio(v, prev and prev["stats"].get("variables")),
-                      ratio(c, prev and prev["stats"].get("constraints")), ratio(r["wall_s"], prev and prev["wall_s"])])
+                      ratio(lambda x: x["pxc"]), ratio(lambda x: x["stats"].get("variables")),
+                      ratio(lambda x: x["stats"].get("constraints")), ratio(lambda x: x["stats"].get("solve_s"))])
         prev = r
     print(_table(cols, lines))
     print("   x ...: ratio to the previous size. phase 1 s: the placed-pods solve; solve s: optimize() in all "
@@ -441,8 +458,8 @@ def _git_head() -> str:
     import subprocess
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "draopt"], cwd=root, capture_output=True, text=True).stdout
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "draopt"], cwd=root, capture_output=True, text=True, check=False).stdout
     except OSError:
         return "unknown commit"
     return f"{head}{' + uncommitted draopt changes' if dirty.strip() else ''}"
@@ -455,8 +472,8 @@ def main(argv: list[str] | None = None) -> int:
                          "(c) 250 nodes / 2,000 pods")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="optimal time limit, s (default 60; --quick 20); (c) gets twice this")
-    ap.add_argument("--only", choices=["growth", "a", "b", "b2", "c", "d"], help="one scenario only")
-    ap.add_argument("--profile", choices=[f"{p}-{w}" for p in ("first-fit", "optimal") for w in "abcd"],
+    ap.add_argument("--only", choices=["growth", "a", "b", "b2", "c", "c2", "d"], help="one scenario only")
+    ap.add_argument("--profile", choices=[f"{p}-{w}" for p in ("first-fit", "optimal") for w in ("a", "b", "b2", "c", "c2", "d")],
                     help="cProfile one policy on one scenario and print the top functions instead")
     args = ap.parse_args(argv)
     time_limit = args.time_limit or (20.0 if args.quick else 60.0)
@@ -467,6 +484,8 @@ def main(argv: list[str] | None = None) -> int:
         # The same fleet and jobs with one priority: fragmentation, not priority, decides.
         "b2": lambda: mig_fleet(nodes=8 if q else 32, uniform_priority=True),
         "c": lambda: gpu_nic_fleet(nodes=250, pods=2000) if q else gpu_nic_fleet(nodes=5000, pods=40000),
+        "c2": lambda: gpu_nic_fleet(nodes=250, pods=2000, distinct_nodes=True) if q else
+        gpu_nic_fleet(nodes=5000, pods=40000, distinct_nodes=True),
         "d": lambda: gpu_fleet(nodes=50, pods=400, feature_share=0.1) if q else
         gpu_fleet(nodes=500, pods=4000, feature_share=0.1),
     }
@@ -502,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
         scenario("(b2) mig-fleet, one priority" + tag, gens["b2"](), time_limit, "gain")
     if args.only in (None, "c"):
         scenario("(c) gpu-nic-fleet" + tag, gens["c"](), time_limit * 2, "large")
+    if args.only in (None, "c2"):
+        scenario("(c2) gpu-nic-fleet, no two nodes alike" + tag, gens["c2"](), time_limit * 2, "large")
     if args.only in (None, "d"):
         scenario("(d) gpu-fleet with distinct / admin / shared claims" + tag, gens["d"](), time_limit, "features")
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")

@@ -28,10 +28,20 @@ def _priority_classes() -> list[dict[str, Any]]:
             for n, v in PRIORITIES.items()]
 
 
-def _node(name: str, cpu: int, mem_gi: int, pods: int) -> dict[str, Any]:
+def _node(name: str, cpu: int, mem_gi: int, pods: int, extra_mi: int = 0) -> dict[str, Any]:
+    mem = f"{mem_gi * 1024 + extra_mi}Mi" if extra_mi else f"{mem_gi}Gi"
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": {"cpu": str(cpu), "memory": f"{mem_gi}Gi", "pods": str(pods)}}}
+            "status": {"allocatable": {"cpu": str(cpu), "memory": mem, "pods": str(pods)}}}
+
+
+def _add_node(docs: list[dict[str, Any]], meta: dict[str, Any], name: str, i: int, distinct: bool) -> None:
+    """A GPU node: cpu 96, memory 768Gi, pods 110. distinct: memory 768Gi + (i + 1)Mi, so that no
+    two nodes are alike (as kubelet reservations make them in real clusters); pods ask at most
+    half the memory, so this changes no fit, only which nodes are interchangeable."""
+    extra = i + 1 if distinct else 0
+    docs.append(_node(name, 96, 768, 110, extra))
+    meta["node_alloc"][name] = {"cpu": 96, "memory": 768 + extra / 1024, "pods": 110}
 
 
 def _claim_spec(requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -104,7 +114,8 @@ def _jobs_to_pods(jobs: list[dict[str, Any]], ns: str, rng: random.Random, docs:
         cname = job.get("claim_name", "gpu")
         tspec = job.get("claim_meta") or meta["templates"].get((jns, job["template"]))
 
-        def emit(name: str, group: str | None, claim: str | None = None) -> None:
+        def emit(name: str, group: str | None, claim: str | None = None, job: dict[str, Any] = job,
+                 jns: str = jns, cname: str = cname, tspec: dict[str, Any] | None = tspec) -> None:
             nonlocal t
             docs.append(_pod(name, jns, job["prio"], t, job["template"], job["cpu"], job["mem"], group,
                              claim_name=cname, claim=claim))
@@ -148,7 +159,7 @@ def _gpu_request(count: int, name: str = "gpu", **extra: Any) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- (a) GPU fleet
 def gpu_fleet(*, nodes: int = 500, gpus: int = 8, pods: int = 4000, gang_pod_share: float = 0.15,
-              seed: int = 7, feature_share: float = 0.0) -> dict[str, Any]:
+              seed: int = 7, feature_share: float = 0.0, distinct_nodes: bool = False) -> dict[str, Any]:
     """`nodes` nodes (cpu 96, memory 768Gi, pods 110), each with a per-node pool of `gpus`
     whole GPUs (driver gpu.example.com, class `gpu`). About `pods` pending pods: single-GPU
     pods, and gangs (PodGroups of 2-8 pods, minCount = size, every pod of a gang asking for the
@@ -166,7 +177,10 @@ def gpu_fleet(*, nodes: int = 500, gpus: int = 8, pods: int = 4000, gang_pod_sha
       `adminAccess: true` (any GPU, in use or not; 1 cpu, 4Gi);
     * shared: a ResourceClaim shared-<n> (1 GPU) in namespace ml used by 2 pods through
       `resourceClaimName` (6 cpu, 24Gi each): both pods on the GPU's node, the GPU counted once.
-    The conversion draws from its own random stream (seed + 1)."""
+    The conversion draws from its own random stream (seed + 1).
+
+    distinct_nodes: every node's allocatable memory differs by a few MiB (no fit changes; no two
+    nodes interchangeable)."""
     rng = random.Random(seed)
     ns = "ml"
     docs: list[dict[str, Any]] = [_gpu_class()]
@@ -175,8 +189,7 @@ def gpu_fleet(*, nodes: int = 500, gpus: int = 8, pods: int = 4000, gang_pod_sha
     numa = feature_share > 0
     for i in range(nodes):
         name = f"gpu-node-{i:03d}"
-        docs.append(_node(name, 96, 768, 110))
-        meta["node_alloc"][name] = {"cpu": 96, "memory": 768, "pods": 110}
+        _add_node(docs, meta, name, i, distinct_nodes)
         devs = []
         for j in range(gpus):
             attrs: dict[str, Any] = {"model": {"string": "h100"}, "index": {"int": j}}
@@ -208,7 +221,8 @@ def gpu_fleet(*, nodes: int = 500, gpus: int = 8, pods: int = 4000, gang_pod_sha
     features = _mix_features(jobs, docs, meta, ns, int(pods * feature_share), random.Random(seed + 1)) if numa else {}
     _jobs_to_pods(jobs, ns, rng, docs, meta)
     demand = sum(p["gpus"] for p in meta["pods"].values()) - features.get("shared", 0) // 2
-    meta["describe"] = (f"{nodes} nodes x {gpus} GPUs (per-node pool, class gpu), node cpu 96 / memory 768Gi / "
+    meta["describe"] = (f"{nodes} nodes x {gpus} GPUs (per-node pool, class gpu), node cpu 96 / memory 768Gi"
+                        f"{' + (1..nodes)Mi, no two nodes alike' if distinct_nodes else ''} / "
                         f"pods 110; {len(meta['pods'])} pending pods: {sum(1 for p in meta['pods'].values() if not p['group'])} "
                         f"not in a gang + {sum(1 for p in meta['pods'].values() if p['group'])} pods in "
                         f"{len(meta['gangs'])} gangs (2-8 pods, minCount = size, 1-4 GPUs per pod); "
@@ -267,7 +281,7 @@ def _mix_features(jobs: list[dict[str, Any]], docs: list[dict[str, Any]], meta: 
 # ----------------------------------------------------------------------------- (c) GPU + NIC fleet
 def gpu_nic_fleet(*, nodes: int = 5000, gpus: int = 8, roots: int = 4, pods: int = 40000,
                   nic_share: float = 0.3, gang_pod_share: float = 0.25, gang_size: int = 8,
-                  seed: int = 13) -> dict[str, Any]:
+                  seed: int = 13, distinct_nodes: bool = False) -> dict[str, Any]:
     """`nodes` nodes (cpu 96, memory 768Gi, pods 110), each with `gpus` GPUs (driver
     gpu.example.com, class gpu) and `roots` NICs (driver nic.example.com, class nic), one
     per-node pool per driver. The node has `roots` PCIe roots; each root holds gpus/roots GPUs
@@ -279,7 +293,8 @@ def gpu_nic_fleet(*, nodes: int = 5000, gpus: int = 8, roots: int = 4, pods: int
     * single pods, `nic_share` of them GPU+NIC, the rest one GPU.
     GPU+NIC pods use template gpu-nic: one claim with requests gpu (1 GPU) and nic (1 NIC) and
     `matchAttribute: resource.kubernetes.io/pcieRoot` (the NIC on the GPU's root). GPU-only pods
-    use gpu-1. Priorities 0/100/1000 (singles 50/35/15 %, gangs 40/40/20 %)."""
+    use gpu-1. Priorities 0/100/1000 (singles 50/35/15 %, gangs 40/40/20 %).
+    distinct_nodes: as in gpu_fleet."""
     rng = random.Random(seed)
     ns = "train"
     docs: list[dict[str, Any]] = [_gpu_class(), _gpu_class(NIC_DRIVER, "nic")]
@@ -288,8 +303,7 @@ def gpu_nic_fleet(*, nodes: int = 5000, gpus: int = 8, roots: int = 4, pods: int
     per_root = gpus // roots
     for i in range(nodes):
         name = f"node-{i:04d}"
-        docs.append(_node(name, 96, 768, 110))
-        meta["node_alloc"][name] = {"cpu": 96, "memory": 768, "pods": 110}
+        _add_node(docs, meta, name, i, distinct_nodes)
         gdevs, ndevs = [], []
         for j in range(gpus):
             root = f"pci{j // per_root:04x}:00"
@@ -331,7 +345,8 @@ def gpu_nic_fleet(*, nodes: int = 5000, gpus: int = 8, roots: int = 4, pods: int
     n_nic = sum(1 for p in pp if p["nic"])
     demand = sum(p["gpus"] for p in pp)
     meta["describe"] = (f"{nodes} nodes x ({gpus} GPUs + {roots} NICs on {roots} PCIe roots, {per_root} GPUs + 1 NIC "
-                        f"per root, attribute {PCIE}), node cpu 96 / memory 768Gi / pods 110; {len(meta['pods'])} "
+                        f"per root, attribute {PCIE}), node cpu 96 / memory 768Gi"
+                        f"{' + (1..nodes)Mi, no two nodes alike' if distinct_nodes else ''} / pods 110; {len(meta['pods'])} "
                         f"pending pods, 1 GPU each: {sum(1 for p in pp if not p['group'])} single + "
                         f"{sum(1 for p in pp if p['group'])} in {len(meta['gangs'])} gangs of {gang_size} "
                         f"(minCount {gang_size}); {n_nic} of them GPU+NIC (one claim, matchAttribute pcieRoot); "
