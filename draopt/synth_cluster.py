@@ -593,12 +593,17 @@ class _Gen:
         """One or two running pods, each holding an allocated claim on some devices of a node."""
         rng = self.rng
         local = [d for d in self.slices if d["spec"].get("nodeName") and d["spec"].get("devices")]
+        taken: set[tuple[str, str]] = set()                 # (slice, device): no device held twice
+        drawn: dict[tuple[str, str], dict[str, int]] = {}   # (slice, counter set) -> counters drawn
         for k in range(rng.randint(1, 2)):
             if not local:
                 return
             sl = rng.choice(local)
             driver, node = sl["spec"]["driver"], sl["spec"]["nodeName"]
-            held = rng.sample(sl["spec"]["devices"], min(len(sl["spec"]["devices"]), rng.randint(1, 2)))
+            free = [d for d in sl["spec"]["devices"] if (sl["metadata"]["name"], d["name"]) not in taken]
+            if not free:
+                continue
+            held = rng.sample(free, min(len(free), rng.randint(1, 2)))
             kind = held[0]["attributes"].get("type", {}).get("string")
             if driver == NIC:
                 cls = self.nic_class()
@@ -610,6 +615,16 @@ class _Gen:
             else:
                 cls = self.gpu_class()
                 held = [d for d in held if d["attributes"].get("type", {}).get("string") == "gpu"][:2] or held[:1]
+            if kind == "mig":   # in-use partitions stay within their counter set
+                cs = held[0]["consumesCounters"][0]
+                key = (sl["metadata"]["name"], cs["counterSet"])
+                use = {n: int(v["value"]) for n, v in cs["counters"].items()}
+                now = drawn.setdefault(key, {"memory": 0, "compute": 0})
+                if now["memory"] + use["memory"] > 8 or now["compute"] + use["compute"] > 7:
+                    continue
+                for n, v in use.items():
+                    now[n] += v
+            taken.update((sl["metadata"]["name"], d["name"]) for d in held)
             name, pod = f"running-{k}-dev", f"running-{k}"
             self.claims.append({
                 "apiVersion": V1, "kind": "ResourceClaim",
