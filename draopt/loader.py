@@ -133,6 +133,72 @@ def parse_object(doc: Any, source: str) -> TypedObject:
     return obj
 
 
+class _YamlLoader(yaml.SafeLoader):
+    """YAML read as Kubernetes reads it (YAML converted to JSON): timestamps and binary scalars stay
+    the strings written, sets become mappings to null, and mapping keys that are numbers, booleans
+    or null become strings."""
+
+    def construct_mapping(self, node, deep=False):
+        if not isinstance(node, yaml.MappingNode):
+            return super().construct_mapping(node, deep=deep)    # raises its error
+        self.flatten_mapping(node)                                # merge keys (<<)
+        data = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (list, dict, set, tuple)):
+                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                        "found a key that is not a string", key_node.start_mark)
+            data[_key_text(key)] = self.construct_object(value_node, deep=deep)
+        return data
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return "null" if key is None else str(key)
+
+
+_YamlLoader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_scalar)
+_YamlLoader.add_constructor("tag:yaml.org,2002:binary", yaml.SafeLoader.construct_scalar)
+_YamlLoader.add_constructor("tag:yaml.org,2002:set", _YamlLoader.construct_yaml_map)
+
+
+MAX_ALIAS_EXPANSION = 10         # expanded nodes per node written, beyond MIN_ALIAS_BUDGET
+MIN_ALIAS_BUDGET = 100_000
+
+
+def _check_aliasing(root: Any, source: str) -> None:
+    """Refuse a YAML document whose aliases expand it far beyond its text ("billion laughs"), as
+    the Kubernetes YAML decoder refuses excessive aliasing: nodes counted once as written and
+    once per use."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = ([c for kv in node.value for c in kv] if isinstance(node, yaml.MappingNode) else
+                    list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        if done:
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            open_nodes.discard(id(node))
+            continue
+        if id(node) in open_nodes:
+            raise InputError(f"{source}: YAML document at line {root.start_mark.line + 1}: an alias refers to "
+                             f"a node that contains it (line {node.start_mark.line + 1}): not JSON")
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    expanded = sizes[id(root)]
+    if expanded > MIN_ALIAS_BUDGET + MAX_ALIAS_EXPANSION * len(sizes):
+        line = root.start_mark.line + 1
+        raise InputError(f"{source}: YAML document at line {line}: excessive aliasing ({len(sizes)} nodes "
+                         f"written expand to {expanded}): refused, as Kubernetes' YAML decoder does")
+
+
 def _documents(text: str, source: str) -> Iterable[Any]:
     stripped = text.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
@@ -142,8 +208,12 @@ def _documents(text: str, source: str) -> Iterable[Any]:
             raise InputError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
         yield from (data if isinstance(data, list) else [data])
         return
+    loader = _YamlLoader(text)
     try:
-        for doc in yaml.safe_load_all(text):
+        while loader.check_node():
+            node = loader.get_node()
+            _check_aliasing(node, source)
+            doc = loader.construct_document(node)
             if doc is not None:
                 yield doc
     except yaml.YAMLError as e:

@@ -296,7 +296,7 @@ def _get(node: Any, path: tuple) -> Any:
 def mutate(docs: list[Any], rnd, max_ops: int = 4) -> list[Any]:
     docs = copy.deepcopy(docs)
     for _ in range(rnd.randint(1, max_ops)):
-        op = rnd.choice(["odd", "odd", "delete", "delete", "add", "type", "dropdoc", "dupdoc", "list"])
+        op = rnd.choice(["odd", "odd", "delete", "delete", "add", "type", "dropdoc", "dupdoc", "list", "oddkey"])
         if not docs:
             return docs
         i = rnd.randrange(len(docs))
@@ -325,6 +325,10 @@ def mutate(docs: list[Any], rnd, max_ops: int = 4) -> list[Any]:
                 target[rnd.choice(KEYS)] = copy.deepcopy(rnd.choice(ODD + [[{}], {"name": "x"}]))
             else:
                 target.append(copy.deepcopy(rnd.choice(ODD)))
+        elif op == "oddkey":
+            target = parent[key] if isinstance(parent[key], dict) else parent
+            if isinstance(target, dict):
+                target[rnd.choice([1, 0, True, None, 2.5])] = copy.deepcopy(rnd.choice(ODD))
         elif op == "type":
             v = parent[key]
             parent[key] = rnd.choice([[v], {"value": v}, str(v), json.dumps(v) if not isinstance(v, float) else v])
@@ -334,12 +338,13 @@ def mutate(docs: list[Any], rnd, max_ops: int = 4) -> list[Any]:
 FEATURES = Features.from_gates()
 
 
-def run_everything(docs: list[Any], engine: str, with_validate: bool = False) -> None:
+def run_everything(docs: list[Any], engine: str, with_validate: bool = False, as_yaml: bool = False) -> None:
     """Load, allocate and place (and validate) the documents; only DraoptErrors may escape."""
     if with_validate:
         run_validate(docs)
+    text = yaml.safe_dump_all(docs) if as_yaml else json.dumps(docs, allow_nan=True)
     try:
-        objects = load_text(json.dumps(docs, allow_nan=True), "fuzz", notes=io.StringIO())
+        objects = load_text(text, "fuzz", notes=io.StringIO())
     except DraoptError:
         return
     try:
@@ -371,13 +376,13 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
 @settings(max_examples=1000, **SETTINGS)
 @given(st.randoms(use_true_random=False))
 def test_mutated_small_documents_never_traceback(rnd):
-    run_everything(mutate(SEEDS[0], rnd), engine="reference")
+    run_everything(mutate(SEEDS[0], rnd), engine="reference", as_yaml=rnd.random() < 0.5)
 
 
 @settings(max_examples=600, **SETTINGS)
 @given(st.randoms(use_true_random=False))
 def test_mutated_controllers_never_traceback(rnd):
-    run_everything(mutate(SEEDS[1], rnd), engine="reference")
+    run_everything(mutate(SEEDS[1], rnd), engine="reference", as_yaml=rnd.random() < 0.5)
 
 
 @settings(max_examples=400, **SETTINGS)

@@ -285,3 +285,50 @@ def test_directory_input_sorted_like_kubectl(tmp_path):
     assert [c.name for c in objs.resource_claims] == ["first", "second"]
     with pytest.raises(InputError, match="no such file"):
         load_files([str(d / "missing")])
+
+
+def test_yaml_read_as_kubernetes_reads_it(capsys, tmp_path):
+    """Unquoted timestamps, numeric keys, sets and binary scalars are read as YAML-to-JSON makes
+    them (strings and mappings), so `-o json` never meets a type JSON has not got."""
+    f = tmp_path / "odd.yaml"
+    f.write_text("""
+apiVersion: v1
+kind: Node
+metadata: {name: n1, creationTimestamp: 2026-07-01T10:00:00Z}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  namespace: default
+  creationTimestamp: 2026-07-01T10:00:00Z
+  annotations: {1: x, true: y}
+spec:
+  containers: [{name: c}]
+  extra: !!set {a, b}
+  blob: !!binary aGVsbG8=
+""")
+    assert cli.main(["place", "-f", str(f), "-o", "json"]) == 0
+    pod = json.loads(capsys.readouterr().out)["items"][0]
+    assert pod["metadata"]["creationTimestamp"] == "2026-07-01T10:00:00Z"
+    assert pod["metadata"]["annotations"] == {"1": "x", "true": "y"}
+    assert pod["spec"]["extra"] == {"a": None, "b": None} and pod["spec"]["blob"] == "aGVsbG8="
+    assert pod["spec"]["nodeName"] == "n1"
+
+
+def test_yaml_alias_bomb_is_refused(capsys, tmp_path):
+    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata: {name: lol}", "data:",
+             "  a0: &a0 [" + ",".join(["lol"] * 10) + "]"]
+    lines += [f"  a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    f = tmp_path / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    assert cli.main(["allocate", "-f", str(f)]) == 2
+    assert "excessive aliasing" in capsys.readouterr().err
+    f.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: &d {self: *d}\n")
+    assert cli.main(["allocate", "-f", str(f)]) == 2
+    assert "an alias refers to a node that contains it" in capsys.readouterr().err
+    # Anchors used as people use them are fine.
+    f.write_text(docs(CLASS, NODE, SLICE, claim("a").replace("requests:", "requests: &reqs").replace(
+        "kind: ResourceClaim", "kind: ResourceClaim"), claim("b")))
+    assert len(load_files([str(f)]).resource_claims) == 2
