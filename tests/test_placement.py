@@ -194,7 +194,7 @@ def test_optimal_aligns_gpu_and_nic_that_first_fit_strands():
     assert [p.placed for p in opt.result.pods] == [True, True]
     picks = {k: [r.device for r in a.devices.results] for k, (a, _) in opt.result.claims.items()}
     assert picks == {"ml/p0-x": ["gpu-1"], "ml/p1-x": ["gpu-0", "nic-0"]}
-    assert opt.result.stats["fixed_pods"] == 0
+    assert opt.result.stats["pinned_pods"] == 0
     assert check_placement(opt) == []
 
 

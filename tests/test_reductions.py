@@ -187,3 +187,11 @@ def test_every_family_is_reachable_by_the_model():
         out = place(objs, policy="optimal", features=features_for(11), time_limit=10)
         assert out.result.stats["pinned_pods"] == 0
         assert check_placement(out) == []
+
+
+def test_no_solution_in_time_says_so_and_counts_the_pinned_pods():
+    out = place(fleet(30, 150, shared=5), policy="optimal", time_limit=0.01)
+    st = out.result.stats
+    assert st["status"] == "UNKNOWN" and st["pinned_pods"] == 150
+    assert "first-fit's placement is returned" in st["summary"]
+    assert check_placement(out) == []

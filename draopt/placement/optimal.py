@@ -45,7 +45,7 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         "pods_counted": sum(len(k.pods) for k in prep.kinds if k.counted),
         "pods_single": sum(len(k.pods) for k in prep.kinds if not k.counted),
         "not_counted_because": dict(Counter(k.why_not_counted for k in prep.kinds if not k.counted)),
-        "pinned_pods": 0, "fixed_pods": 0, "prepare_s": round(time.perf_counter() - t0, 3)}
+        "pinned_pods": 0, "prepare_s": round(time.perf_counter() - t0, 3)}
     skipped = {k for p in {id(p): p for p in prep.problems.values()}.values()
                for k in p.__dict__.get("cel_skipped", {})}
     if skipped:
@@ -79,6 +79,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         for key in ("floor_dropped", "fallback"):
             if key in st:
                 stats[key] = st[key]
+        if "fallback" in st:
+            # Pods of a part with no solution in time keep first-fit's answer: said, counted.
+            stats["pinned_pods"] += sum(len(prep.kinds[i].pods) for i in kind_ids)
     placements = SplitComponents.invert(solutions)
     stats.update(agg)
     stats["proven"] = proven
@@ -102,6 +105,8 @@ def _summary(stats: dict) -> str:
                                   ("packing", p["packing"])) if ok]
     not_done = [name for name, ok in (("placed pods", p["placed"]), ("sub-request preferences", p["preferences"]),
                                       ("packing", p["packing"])) if not ok]
+    if stats.get("fallback"):
+        return f"{stats['fallback']} for {stats['pinned_pods']} pod(s); nothing proven"
     text = f"proven optimal: {', '.join(done) or 'nothing'}"
     if not_done:
         text += f"; best found, not proven: {', '.join(not_done)} (gap of placed pods {stats['gap']})"
