@@ -633,13 +633,14 @@ def check_api_version(doc: dict[str, Any], source: str) -> None:
     kind = doc.get("kind")
     versions = CONTROLLER_KINDS[kind]
     api_version = doc.get("apiVersion")
-    if api_version not in versions:
-        meta = doc.get("metadata")
-        name = meta.get("name") if isinstance(meta, dict) else None
-        shown = api_version if isinstance(api_version, str) else ("missing" if api_version is None else
-                                                                   _type(api_version))
-        raise InputError(f"{source}: {kind} {name if isinstance(name, str) and name else '(no name)'}: "
-                         f"field apiVersion: {shown!r} is not served for {kind} (accepted: {', '.join(versions)})")
+    if api_version in versions:
+        return
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    what = f"{source}: {kind} {name if isinstance(name, str) and name else '(no name)'}: field apiVersion"
+    if api_version is None:
+        raise InputError(f"{what}: missing (accepted: {', '.join(versions)})")
+    raise InputError(f"{what}: {api_version!r} is not served for {kind} (accepted: {', '.join(versions)})")
 
 
 __all__ = ["CONTROLLER_KINDS", "Created", "expand", "check_api_version", "template_hash", "generate_name"]

@@ -114,6 +114,8 @@ def parse_object(doc: Any, source: str) -> TypedObject:
         raise InputError(f"{what}: field kind: unsupported kind {kind!r} (supported: {', '.join(KINDS)})")
     model, versions = KINDS[kind]
     api_version = doc.get("apiVersion")
+    if api_version is None:
+        raise InputError(f"{what}: field apiVersion: missing (accepted: {', '.join(versions)})")
     if api_version not in versions:
         raise InputError(f"{what}: field apiVersion: {api_version!r} is not served for {kind} "
                          f"(accepted: {', '.join(versions)})")
