@@ -162,6 +162,7 @@ class _Reader:
         uid = meta.get("uid")
         self.uid = uid if isinstance(uid, str) and uid else stable_uid(self.kind, self.namespace, name)
         self.creation = meta.get("creationTimestamp")
+        self.template_paths: dict[int, str] = {}      # id(pod template) -> its path, for errors
 
     def error(self, path: str, message: str) -> InputError:
         return InputError(f"{self.what}: field {path}: {message}")
@@ -192,6 +193,7 @@ class _Reader:
         full = f"{path}.{key}" if path else key
         if t is None:
             raise self.error(full, "missing")
+        self.template_paths[id(t)] = full
         for sub, want in (("metadata", dict), ("spec", dict)):
             v = t.get(sub)
             if v is not None and not isinstance(v, want):
@@ -222,9 +224,12 @@ def _expected(kind: type | tuple) -> str:
 # ------------------------------------------------------------------ result
 @dataclass
 class Created:
-    """Pods made from controllers: documents (to be read as Pods), where each came from, order."""
+    """Pods made from controllers: documents (to be read as Pods), where each came from, order.
+    `repeats`: indexes of pods whose template was already read for an earlier pod (its errors
+    and warnings were given once, for the template)."""
     pods: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     order: dict[str, tuple[str, int]] = field(default_factory=dict)   # pod key -> (controller key, index)
+    repeats: set[int] = field(default_factory=set)
 
 
 def _owner(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
@@ -271,6 +276,7 @@ class _Expander:
         self.controllers = controllers
         self.out = Created()
         self.taken: set[str] = {f"{_ns(p)}/{_name(p)}" for p in existing_pods}
+        self.checked: set[tuple[int, str]] = set()     # (reader, template path) validated
 
     # ---------------------------------------------------------- pods
     def owned_pods(self, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
@@ -302,7 +308,13 @@ class _Expander:
                              f"and not owned by it")
         self.taken.add(key)
         doc = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-        self.out.pods.append((doc, f"{r.what}: pod {name} from its template,"))
+        tpath = r.template_paths.get(id(template), "spec.template")
+        if (id(r), tpath) in self.checked:
+            self.out.repeats.add(len(self.out.pods))
+        else:
+            self.checked.add((id(r), tpath))
+            _check_template(r, doc, tpath)
+        self.out.pods.append((doc, f"{r.what}: {tpath} (as pod {name})"))
         self.out.order[key] = order or (f"{r.namespace}/{r.name}", len(self.out.order))
 
     # ---------------------------------------------------------- controllers
@@ -400,7 +412,9 @@ class _Expander:
                    for t in node.spec.taints):
                 continue
             update = {"tolerations": tolerations, "affinity": _pin_to_node(tspec.get("affinity"), node.name)}
-            self.pod(r, {"metadata": template.get("metadata"), "spec": tspec},
+            pinned = {"metadata": template.get("metadata"), "spec": tspec}
+            r.template_paths[id(pinned)] = "spec.template"
+            self.pod(r, pinned,
                      generate_name(r.name + "-", r.namespace, r.name, index), owner,
                      labels={"controller-revision-hash": revision, "pod-template-generation": str(generation)},
                      spec_update=update, order=(f"{r.namespace}/{r.name}", index))
@@ -564,6 +578,23 @@ class _Expander:
             else:
                 getattr(self, f"do_{kind}")(r)
         return self.out
+
+
+def _check_template(r: _Reader, doc: dict[str, Any], tpath: str) -> None:
+    """The pod template read as a Pod; errors name the template's fields in the controller."""
+    from pydantic import ValidationError
+    from .models.workload import Pod
+    try:
+        Pod.model_validate(doc)
+    except ValidationError as e:
+        errors = e.errors()
+        lines = []
+        for err in errors[:5]:
+            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+            lines.append(f"{r.what}: field {tpath}{loc}: {err['msg']}")
+        if len(errors) > 5:
+            lines.append(f"{r.what}: ... and {len(errors) - 5} more problems")
+        raise InputError("\n".join(lines)) from None
 
 
 def _phase(pod: dict[str, Any]) -> str | None:

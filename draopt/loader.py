@@ -270,8 +270,11 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
         objects.skipped = {}
     if objects.controllers:
         created = controllers.expand(objects.controllers, [p.to_k8s() for p in objects.pods], objects.nodes)
-        for doc, where in created.pods:
-            objects.add(parse_object(doc, where))
+        for i, (doc, where) in enumerate(created.pods):
+            if i in created.repeats:    # its template was read (and warned about) for an earlier pod
+                objects.add(Pod.model_validate(doc))
+            else:
+                objects.add(parse_object(doc, where))
         objects.creation_order.update(created.order)
         objects.controllers = []
     return objects

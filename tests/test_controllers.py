@@ -406,3 +406,17 @@ def test_cli_directory_notes_and_strict(tmp_path, capsys):
     assert cli.main(["place", "-f", str(d), "--strict"]) == 2
     _, err = capsys.readouterr()
     assert "skipped 1 ServiceAccount object(s)" in err and "--strict" in err
+
+
+def test_template_errors_name_the_controllers_field_and_warnings_come_once(capsys):
+    bad = DEPLOYMENT.replace("      containers:\n      - name: ctr\n", "      containers: ctr\n      x:\n      - name: ctr\n")
+    with pytest.raises(InputError, match=r"Deployment ml/infer: field spec.template.spec.containers: "
+                                         r"Input should be a valid list"):
+        load_text(docs(TEMPLATE, bad), "t")
+    typo = DEPLOYMENT.replace("      resourceClaims:", "      nodeSelectr: {gpu: 'true'}\n      resourceClaims:")
+    objs = load_text(docs(TEMPLATE, typo), "t")
+    assert len(objs.pods) == 4
+    err = capsys.readouterr().err
+    # The misspelled field is reported once for the template, not once per replica.
+    assert err.count('unknown field "spec.nodeSelectr"') == 1, err
+    assert "Deployment ml/infer: spec.template" in err
