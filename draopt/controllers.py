@@ -33,7 +33,8 @@ What each controller makes (``N`` = the object's name):
 * JobSet: for each ``replicatedJobs[i]``, ``replicas`` (default 1) Jobs ``<N>-<job>-<j>``
   (completion mode defaulted to Indexed, as JobSet's webhook does), labels and annotations
   ``jobset.sigs.k8s.io/{jobset-name,replicatedjob-name,replicatedjob-replicas,job-index,
-  job-global-index,job-key}``; then each Job's pods.
+  job-global-index,job-key,restart-attempt}``; then each Job's pods, with ``spec.subdomain``
+  (``spec.network.subdomain``, default the JobSet's name) unless ``enableDNSHostnames`` is false.
 * LeaderWorkerSet: for each group ``i`` (``spec.replicas``, default 1) the leader ``<N>-<i>``
   (leaderTemplate, else workerTemplate; owner StatefulSet N) and workers ``<N>-<i>-<j>`` for
   ``j`` in 1..size-1 (owner StatefulSet ``<N>-<i>``), labels
@@ -421,7 +422,7 @@ class _Expander:
 
     def job(self, r: _Reader, spec: dict, path: str, job_name: str, job_uid: str,
             job_labels: dict[str, str], job_annotations: dict[str, str], order: tuple[str, int],
-            default_indexed: bool = False) -> int:
+            default_indexed: bool = False, spec_update: dict[str, Any] | None = None) -> int:
         """The pods of one Job (spec at `path`); returns how many were made."""
         template = r.template(spec, path)
         if r.get(spec, path, "suspend", bool, False):
@@ -452,7 +453,8 @@ class _Expander:
                 want = min(parallelism, completions - done) - len(active)
             for i in range(max(0, want)):
                 self.pod(r, template, generate_name(job_name + "-", r.namespace, job_name, i), owner,
-                         labels=labels, annotations=job_annotations, order=(order[0], order[1] + i))
+                         labels=labels, annotations=job_annotations, spec_update=spec_update,
+                         order=(order[0], order[1] + i))
                 made += 1
             return made
         busy = {_completion_index(p) for p in active + succeeded}
@@ -461,7 +463,7 @@ class _Expander:
             self.pod(r, template, generate_name(f"{job_name}-{i}-", r.namespace, job_name, i), owner,
                      labels=dict(labels, **{JOB_INDEX_KEY: str(i)}),
                      annotations=dict(job_annotations, **{JOB_INDEX_KEY: str(i)}),
-                     spec_update={"hostname": f"{job_name}-{i}"}, order=(order[0], order[1] + i))
+                     spec_update=dict(spec_update or {}, hostname=f"{job_name}-{i}"), order=(order[0], order[1] + i))
             made += 1
         return made
 
@@ -492,6 +494,10 @@ class _Expander:
         if r.get(spec, "spec", "suspend", bool, False):
             return
         rjobs = r.get(spec, "spec", "replicatedJobs", list, [])
+        # spec.network.enableDNSHostnames (default true): pods get the subdomain (default: the name).
+        network = r.get(spec, "spec", "network", dict, {})
+        dns = r.get(network, "spec.network", "enableDNSHostnames", bool, True)
+        subdomain = (r.get(network, "spec.network", "subdomain", str, "") or r.name) if dns else ""
         global_index = 0
         order = 0
         for i, rj in enumerate(rjobs):
@@ -517,11 +523,13 @@ class _Expander:
                          "jobset.sigs.k8s.io/job-index": str(j),
                          "jobset.sigs.k8s.io/job-global-index": str(global_index),
                          "jobset.sigs.k8s.io/job-key": hashlib.sha1(
-                             f"{r.namespace}/{job_name}".encode()).hexdigest()}
+                             f"{r.namespace}/{job_name}".encode()).hexdigest(),
+                         "jobset.sigs.k8s.io/restart-attempt": "0"}
                 global_index += 1
                 order += self.job(r, jspec, f"{path}.template.spec", job_name,
                                   stable_uid("Job", r.namespace, job_name), marks, marks,
-                                  (f"{r.namespace}/{r.name}", order), default_indexed=True)
+                                  (f"{r.namespace}/{r.name}", order), default_indexed=True,
+                                  spec_update={"subdomain": subdomain} if subdomain else None)
 
     def do_LeaderWorkerSet(self, r: _Reader) -> None:
         spec = r.get(r.doc, "", "spec", dict, {})

@@ -359,6 +359,8 @@ spec:
     assert labels["jobset.sigs.k8s.io/job-global-index"] == "1"
     assert labels["batch.kubernetes.io/job-completion-index"] == "1"
     assert objs.pods[3].to_k8s()["metadata"]["ownerReferences"][0]["name"] == "train-workers-1"
+    assert objs.pods[3].to_k8s()["spec"]["subdomain"] == "train"
+    assert objs.pods[3].to_k8s()["spec"]["hostname"] == "train-workers-1-1"
     assert all(p.placed for p in place(objs, policy="first-fit").result.pods)
 
 
