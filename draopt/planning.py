@@ -28,6 +28,10 @@ def with_copies(objects: ObjectSet, template: str, count: int) -> ObjectSet:
     out.nodes = list(objects.nodes)
     out.resource_slices = list(objects.resource_slices)
     own = [s for s in objects.resource_slices if s.spec.node_name == template]
+    daemons = [p for p in objects.pods if _daemon_pod_of(p, template)]
+    if daemons:
+        out.pods = list(objects.pods)
+        out.creation_order = dict(objects.creation_order)
     for i in range(count):
         name = f"{template}-plan-{i}"
         n = node.model_copy(deep=True)
@@ -42,7 +46,41 @@ def with_copies(objects: ObjectSet, template: str, count: int) -> ObjectSet:
             # Pools are per driver and name: a copied node's pool must not merge with the original.
             c.spec.pool.name = f"{s.spec.pool.name}-plan-{i}"
             out.resource_slices.append(c)
+        for p in daemons:     # the DaemonSet controller makes its pod on the new node too
+            out.pods.append(_daemon_pod_copy(p, template, name, out))
     return out
+
+
+def _daemon_pod_of(pod, node: str) -> bool:
+    """A pending pod a DaemonSet made for `node` (pinned to it by required node affinity)."""
+    owners = (pod.metadata.model_extra or {}).get("ownerReferences") or []
+    if pod.spec.node_name or not any(isinstance(o, dict) and o.get("kind") == "DaemonSet" for o in owners):
+        return False
+    na = pod.spec.affinity.node_affinity if pod.spec.affinity is not None else None
+    req = na.required_during_scheduling_ignored_during_execution if na is not None else None
+    return req is not None and any(f.key == "metadata.name" and f.values == [node]
+                                   for t in req.node_selector_terms for f in t.match_fields)
+
+
+def _daemon_pod_copy(pod, template: str, node: str, out: ObjectSet):
+    from .controllers import generate_name
+    owner = next(o for o in pod.metadata.model_extra["ownerReferences"] if o.get("kind") == "DaemonSet")
+    c = pod.model_copy(deep=True)
+    c.metadata.name = generate_name(f"{owner.get('name')}-", pod.namespace, str(owner.get("name")), hash_node(node))
+    for t in c.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms:
+        for f in t.match_fields:
+            if f.key == "metadata.name" and f.values == [template]:
+                f.values = [node]
+    order = out.creation_order.get(f"{pod.namespace}/{pod.name}")
+    if order is not None:
+        out.creation_order[f"{c.namespace}/{c.name}"] = (order[0], order[1] + hash_node(node))
+    return c
+
+
+def hash_node(name: str) -> int:
+    """A stable index for a node made by planning (DaemonSet pod names and order)."""
+    import hashlib
+    return 1_000_000 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
 
 
 @dataclass

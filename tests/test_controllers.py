@@ -422,3 +422,21 @@ def test_template_errors_name_the_controllers_field_and_warnings_come_once(capsy
     # The misspelled field is reported once for the template, not once per replica.
     assert err.count('unknown field "spec.nodeSelectr"') == 1, err
     assert "Deployment ml/infer: spec.template" in err
+
+
+def test_plan_gives_new_nodes_their_daemonset_pods():
+    """A DaemonSet that takes one of each node's two GPUs: every added node keeps one GPU for the
+    Deployment's 4 pods, so 3 more nodes are needed, not 2."""
+    from draopt.planning import nodes_needed, with_copies
+    ds = DEPLOYMENT.replace("Deployment", "DaemonSet").replace("name: infer", "name: agent") \
+        .replace("app: infer", "app: agent").replace("  replicas: 4\n", "")
+    objs = load_text(docs(CLASS, TEMPLATE, node("a", 2), ds, DEPLOYMENT), "t")
+    copies = with_copies(objs, "a", 2)
+    pinned = sorted(p.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+                    .node_selector_terms[0].match_fields[0].values[0]
+                    for p in copies.pods if p.name.startswith("agent-"))
+    assert pinned == ["a", "a-plan-0", "a-plan-1"]
+    assert len(objs.pods) == 5                 # the input's own set is left as it was
+    plan = nodes_needed(objs, "a")
+    assert plan.extra_nodes == 3
+    assert plan.tried[3] == (8, 8)
