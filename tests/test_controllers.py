@@ -440,3 +440,20 @@ def test_plan_gives_new_nodes_their_daemonset_pods():
     plan = nodes_needed(objs, "a")
     assert plan.extra_nodes == 3
     assert plan.tried[3] == (8, 8)
+
+
+def test_daemonset_pod_runs_on_a_cordoned_node():
+    """The DaemonSet controller's toleration of node.kubernetes.io/unschedulable lets its pod past
+    the scheduler's NodeUnschedulable filter; a plain pod stays out."""
+    ds = DEPLOYMENT.replace("Deployment", "DaemonSet").replace("  replicas: 4\n", "")
+    cordoned = node("a", 1).replace("spec: {taints: []}", "spec: {unschedulable: true, taints: []}")
+    plain = """
+apiVersion: v1
+kind: Pod
+metadata: {namespace: ml, name: plain}
+spec: {containers: [{name: c}]}
+"""
+    out = place(load_text(docs(CLASS, TEMPLATE, cordoned, ds, plain), "t"), policy="first-fit")
+    where = {p.pod: p.node for p in out.result.pods}
+    assert where.pop("ml/plain") is None
+    assert list(where.values()) == ["a"]

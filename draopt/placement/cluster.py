@@ -14,6 +14,7 @@ from ..features import Features
 from ..inventory import AllocatedState, Inventory, allocated_state, build_inventory, slices_by_node
 from ..loader import ObjectSet
 from ..models import Node, ResourceClaim
+from ..models.core import Taint
 from ..nodeselect import node_selector_matches
 from ..quantity import Quantity
 from ..rules import tolerates
@@ -66,6 +67,10 @@ class NodeState:
         self.version += 1
 
 
+# The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).
+_UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
 class Cluster:
     def __init__(self, objects: ObjectSet, features: Features, cel_env: Any, allocated_claims: list[ResourceClaim]):
         self.objects = objects
@@ -91,9 +96,9 @@ class Cluster:
     def node_rejects(self, node: NodeState, pod) -> str | None:
         """The kube-scheduler's node filters other than resources and devices: unschedulable,
         nodeSelector, required node affinity, taints (NoSchedule/NoExecute not tolerated)."""
-        if node.node.spec.unschedulable:
-            return "node is unschedulable"
         spec = pod.pod.spec
+        if node.node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
+            return "node is unschedulable"     # NodeUnschedulable: unless the pod tolerates the taint
         required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
             if spec.affinity is not None and spec.affinity.node_affinity is not None else None
         if not self.node_matches(node, pod.node_selector, required):
