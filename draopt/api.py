@@ -21,6 +21,7 @@ from .problem import claim_key, prepare
 from .solver import solve_problem
 
 POLICIES = ("first-fit", "first-fit-documented", "optimal")
+MAX_PROBED = 16     # pending claims tried one by one to name the failing ones
 ENGINES = ("cp-sat", "reference")
 
 
@@ -220,9 +221,10 @@ def _nothing_to_allocate(objects: ObjectSet) -> None:
 def _failing_claims(objects: ObjectSet, todo: list[ResourceClaim], in_use: list[ResourceClaim],
                     node: str | None, features: Features, policy: str, engine: str,
                     time_limit: float | None) -> str:
-    """Which of the claims allocated together fail: each tried alone (the others not in use)."""
+    """Which of the claims allocated together fail: each tried alone (the others not in use);
+    at most MAX_PROBED of them, so a failing run over many claims stays quick."""
     alone_fails = []
-    for c in todo:
+    for c in todo[:MAX_PROBED]:
         one = copy.copy(objects)
         one.resource_claims = [c] + in_use
         try:
@@ -232,7 +234,8 @@ def _failing_claims(objects: ObjectSet, todo: list[ResourceClaim], in_use: list[
             continue
         if not out.allocated:
             alone_fails.append(claim_key(c))
-    keys = ", ".join(claim_key(c) for c in todo)
+    keys = ", ".join(claim_key(c) for c in todo[:MAX_PROBED]) + (
+        f", ... ({len(todo) - MAX_PROBED} more, not tried alone)" if len(todo) > MAX_PROBED else "")
     if alone_fails:
         return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); "
                 f"alone, these fit on no node: {', '.join(alone_fails)}; "
