@@ -240,7 +240,8 @@ def _failing_claims(objects: ObjectSet, todo: list[ResourceClaim], in_use: list[
         return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); "
                 f"alone, these fit on no node: {', '.join(alone_fails)}; "
                 f"allocate one with --claim NAMESPACE/NAME")
-    return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); each fits "
+    each = "each fits" if len(todo) <= MAX_PROBED else f"the first {MAX_PROBED} fit"
+    return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); {each} "
             f"alone, not all together; allocate them one at a time with --claim NAMESPACE/NAME")
 
 
