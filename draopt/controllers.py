@@ -85,6 +85,7 @@ CONTROLLER_KINDS: dict[str, tuple[str, ...]] = {
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"    # k8s.io/apimachinery/pkg/util/rand
 MAX_GENERATED_NAME = 58                           # 63 - 5 random characters (names.SimpleNameGenerator)
 MAX_PODS_PER_CONTROLLER = 100_000                 # beyond this the input is not a cluster
+MAX_INDEXED_COMPLETIONS = 100_000                 # batch/v1 validation, completionMode Indexed
 JOB_INDEX_KEY = "batch.kubernetes.io/job-completion-index"
 DAEMONSET_TOLERATIONS = [
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
@@ -278,6 +279,7 @@ class _Expander:
         self.out = Created()
         self.taken: set[str] = {f"{_ns(p)}/{_name(p)}" for p in existing_pods}
         self.checked: set[tuple[int, str]] = set()     # (reader, template path) validated
+        self.made: dict[int, int] = {}                  # reader -> pods made
 
     # ---------------------------------------------------------- pods
     def owned_pods(self, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
@@ -303,6 +305,10 @@ class _Expander:
         meta["ownerReferences"] = [owner]
         spec = copy.deepcopy(template.get("spec") or {})
         spec.update(spec_update or {})
+        self.made[id(r)] = self.made.get(id(r), 0) + 1
+        if self.made[id(r)] > MAX_PODS_PER_CONTROLLER:
+            raise InputError(f"{r.what}: it would create more than {MAX_PODS_PER_CONTROLLER} pods, more than "
+                             f"draopt simulates")
         key = f"{r.namespace}/{name}"
         if key in self.taken:
             raise InputError(f"{r.what}: the pod {key} it would create is already in the input "
@@ -437,6 +443,9 @@ class _Expander:
                                                     f"\"Indexed\", \"NonIndexed\"")
         if mode == "Indexed" and completions is None:
             raise r.error(f"{path}.completions", "required when completionMode is Indexed")
+        if mode == "Indexed" and completions is not None and completions > MAX_INDEXED_COMPLETIONS:
+            raise r.error(f"{path}.completions", f"must be less than or equal to {MAX_INDEXED_COMPLETIONS} "
+                                                 f"when completionMode is Indexed")
         owned = self.owned_pods(r.namespace, "Job", job_name)
         active = [p for p in owned if not _finished(p)]
         succeeded = [p for p in owned if _phase(p) == "Succeeded"]
@@ -458,8 +467,9 @@ class _Expander:
                 made += 1
             return made
         busy = {_completion_index(p) for p in active + succeeded}
-        free = [i for i in range(completions or 0) if i not in busy]
-        for i in free[:max(0, parallelism - len(active))]:
+        want = max(0, parallelism - len(active))
+        free = [i for i in range(min(completions or 0, len(busy) + want)) if i not in busy][:want]
+        for i in free:
             self.pod(r, template, generate_name(f"{job_name}-{i}-", r.namespace, job_name, i), owner,
                      labels=dict(labels, **{JOB_INDEX_KEY: str(i)}),
                      annotations=dict(job_annotations, **{JOB_INDEX_KEY: str(i)}),
@@ -544,9 +554,8 @@ class _Expander:
         worker_t = r.template(lwt, path, "workerTemplate")
         leader_t = r.template(lwt, path, "leaderTemplate") if lwt.get("leaderTemplate") is not None else worker_t
         revision = template_hash({"leader": leader_t, "worker": worker_t, "size": size})
-        have = {_name(p) for p in self.existing if _ns(p) == r.namespace and (
-            _owned_by(p, "StatefulSet", r.name) or any(_owned_by(p, "StatefulSet", f"{r.name}-{i}")
-                                                        for i in range(groups)))}
+        have = {_name(p) for p in self.existing if _ns(p) == r.namespace and any(
+            _is_group_set(o, r.name) for o in _owner_names(p, "StatefulSet"))}
         leader_owner = _owner("apps/v1", "StatefulSet", r.name, stable_uid("StatefulSet", r.namespace, r.name))
         seq = 0
         for i in range(groups):
@@ -603,6 +612,18 @@ def _check_template(r: _Reader, doc: dict[str, Any], tpath: str) -> None:
         if len(errors) > 5:
             lines.append(f"{r.what}: ... and {len(errors) - 5} more problems")
         raise InputError("\n".join(lines)) from None
+
+
+def _owner_names(doc: dict[str, Any], kind: str) -> list[str]:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    return [r["name"] for r in refs if isinstance(r, dict) and r.get("kind") == kind
+            and isinstance(r.get("name"), str)] if isinstance(refs, list) else []
+
+
+def _is_group_set(owner: str, lws: str) -> bool:
+    """The LeaderWorkerSet's leader StatefulSet (its name) or a group's worker one (`<name>-<i>`)."""
+    return owner == lws or (owner.startswith(lws + "-") and owner[len(lws) + 1:].isdigit())
 
 
 def _phase(pod: dict[str, Any]) -> str | None:

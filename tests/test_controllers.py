@@ -457,3 +457,21 @@ spec: {containers: [{name: c}]}
     where = {p.pod: p.node for p in out.result.pods}
     assert where.pop("ml/plain") is None
     assert list(where.values()) == ["a"]
+
+
+def test_huge_counts_are_refused_quickly():
+    job = JOB.replace("completions: 10", "completionMode: Indexed\n  completions: 9223372036854775807")
+    with pytest.raises(InputError, match=r"field spec.completions: must be less than or equal to 100000"):
+        load_text(docs(TEMPLATE, job), "t")
+    lws = """
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {namespace: ml, name: big}
+spec:
+  replicas: 100000
+  leaderWorkerTemplate: {size: 100000, workerTemplate: {spec: {containers: [{name: c}]}}}
+"""
+    with pytest.raises(InputError, match=r"LeaderWorkerSet ml/big: it would create more than 100000 pods"):
+        load_text(docs(lws), "t")
+    with pytest.raises(InputError, match=r"Deployment ml/infer: field spec.replicas: 2147483648 is more than"):
+        load_text(docs(TEMPLATE, DEPLOYMENT.replace("replicas: 4", "replicas: 2147483648")), "t")
