@@ -20,7 +20,6 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from ..decode import deterministic_share_id
-from ..encodings.base import upper_bound
 from ..problem import ClaimSpec
 from ..reference import Chosen
 from .cluster import Cluster
@@ -265,39 +264,13 @@ def _values(solver, b: Built) -> dict:
 
 
 def _packing_objective(b: Built):
-    """Phase 3 as one weighted sum whose weights keep the levels apart (lower levels are left
-    out when the weights would not fit CP-SAT's 64-bit arithmetic)."""
+    """Phase 3: the packing levels of `draopt.solver.optimal` (one definition for both models)."""
+    from ..solver.optimal import lexicographic, packing_levels
     p = b.packing
-
-    def weighted(items):
-        """(sum, its largest value) of variables or (coefficient, variable) pairs."""
-        pairs = [x if isinstance(x, tuple) else (1, x) for x in items]
-        return (sum(c * v for c, v in pairs) if pairs else 0), sum(c * upper_bound(v) for c, v in pairs)
-    order = sum(i * v for i, v in p["order"]) if p["order"] else 0
-    order_max = sum(i * upper_bound(v) for i, v in p["order"]) + 1
-    devices, devices_max = weighted(p["devices"])
-    devices_max += 1
-    nodes, nodes_max = weighted(p["nodes"])
-    sets, sets_max = weighted(p["counter_sets"])
-    amount_terms = []
-    if p["amounts"]:
-        total = sum(a * upper_bound(v) for a, v in p["amounts"]) or 1
-        amount_terms = [(int(round(1000 * a / total)), v) for a, v in p["amounts"]]
-    amount = sum(c * v for c, v in amount_terms) if amount_terms else 0
-    amount_max = sum(c * upper_bound(v) for c, v in amount_terms) + 1
-    w_dev = order_max
-    w_amount = w_dev * devices_max
-    w_sets = w_amount * amount_max
-    w_nodes = w_sets * (sets_max + 1)
-    if w_nodes * (nodes_max + 1) > 2 ** 60:
-        # Too fine for one objective: keep nodes, counter sets and devices.
-        w_sets = devices_max
-        w_nodes = w_sets * (sets_max + 1)
-        order, amount, w_amount = 0, 0, 0
-        w_dev = 1
-    expr = w_nodes * nodes + w_sets * sets + w_amount * amount + w_dev * devices + order
     if not p["nodes"] and not p["counter_sets"] and not p["devices"]:
         return None
+    expr, _ = lexicographic(packing_levels(nodes=p["nodes"], counter_sets=p["counter_sets"], amounts=p["amounts"],
+                                           devices=p["devices"], order=p["order"]))
     return expr
 
 

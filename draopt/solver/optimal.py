@@ -1,27 +1,79 @@
-"""The `optimal` policy for one node: among all valid allocations, the best, not the first.
+"""The packing objective, one definition for both models: `allocate --policy optimal` (one
+node, `add_packing_objective`) and phase 3 of `place --policy optimal` (the cluster model,
+`draopt/placement/optimal.py`).
 
-Lexicographic objective (weights keep the levels apart):
-1. prioritized lists: the lowest sub-request indexes (most preferred alternatives);
-2. the fewest counter sets newly drawn on (keeps whole partitionable GPUs free);
-3. the least counter amount and consumable capacity taken (smallest fitting devices);
-4. among equals, devices earlier in Kubernetes' search order (a deterministic, familiar choice).
+Levels, most important first (`lexicographic` keeps them apart with weights):
+1. prioritized lists: the lowest sub-request indexes (most preferred alternatives; in the
+   cluster model this is its own phase, before packing);
+2. the fewest touched nodes (cluster model only);
+3. the fewest counter sets newly drawn on (keeps whole partitionable GPUs free);
+4. the least counter amount and consumable capacity taken (smallest fitting devices),
+   normalised to at most 1000 so that one step of level 3 always outweighs it;
+5. the fewest devices (cluster model; `All` and alternatives can change the count);
+6. among equals, devices earlier in Kubernetes' search order (a deterministic, familiar choice).
 """
 from __future__ import annotations
 
 from fractions import Fraction
 
-from ..encodings.base import ModelData
+from ..encodings.base import ModelData, upper_bound
+
+MAX_WEIGHT = 2 ** 60
+
+
+def weighted_sum(items) -> tuple:
+    """(expression, largest value) of variables or (coefficient, variable) pairs."""
+    pairs = [x if isinstance(x, tuple) else (1, x) for x in items]
+    return (sum(c * v for c, v in pairs) if pairs else 0), sum(c * upper_bound(v) for c, v in pairs)
+
+
+def normalised_amounts(items: list) -> list:
+    """(amount, variable) pairs as integer coefficients summing to at most 1000."""
+    total = sum(a * upper_bound(v) for a, v in items) or Fraction(1)
+    return [(int(round(1000 * a / total)), v) for a, v in items]
+
+
+def lexicographic(levels: list[tuple]):
+    """One objective from (expression, largest value) levels, most important first. Lower
+    levels are dropped (and the fact returned) when the weights would not fit 64 bits."""
+    weight, expr, kept = 1, 0, len(levels)
+    total_max = 0
+    for i in range(len(levels) - 1, -1, -1):
+        e, hi = levels[i]
+        if weight * (hi + 1) + total_max > MAX_WEIGHT:
+            # Drop every level below this one and restart the weights.
+            expr, weight, total_max, kept = 0, 1, 0, i + 1
+            # (levels[i] is re-added below with weight 1)
+        expr = expr + weight * e
+        total_max += weight * hi
+        weight *= hi + 1
+    return expr, kept
+
+
+def packing_levels(*, preferences=(), nodes=(), counter_sets=(), amounts=(), devices=(), order=()) -> list[tuple]:
+    """The levels above as (expression, largest value), empty levels left out."""
+    levels = []
+    for items in (preferences, nodes, counter_sets):
+        if items:
+            levels.append(weighted_sum(items))
+    if amounts:
+        levels.append(weighted_sum(normalised_amounts(list(amounts))))
+    if devices:
+        levels.append(weighted_sum(devices))
+    if order:
+        levels.append(weighted_sum(list(order)))
+    return levels
 
 
 def add_packing_objective(m: ModelData) -> None:
     p = m.problem
     cp = m.cp
-    level1 = []
+    preferences = []
     for spec in m.specs:
         sel = m.select[spec.key]
         if sel is not None and spec.sub_index > 0:
-            level1.append(spec.sub_index * sel)
-    level2, level3_items = [], []
+            preferences.append((spec.sub_index, sel))
+    amounts = []
     allocated = p.inventory.allocated
     touched: dict[tuple, list] = {}
     for dev in p.devices:
@@ -31,7 +83,8 @@ def add_packing_objective(m: ModelData) -> None:
         for c in dev.device.consumes_counters:
             touched.setdefault((id(dev.pool), c.counter_set), []).append(used)
             for v in c.counters.values():
-                level3_items.append((p.counter_value(v.value), used))
+                amounts.append((p.counter_value(v.value), used))
+    fresh = []
     for (pool_id, set_name), lits in touched.items():
         pool = next(d.pool for d in p.devices if id(d.pool) == pool_id)
         already = any(allocated.holds((pool.driver, pool.name, d.name))
@@ -41,19 +94,14 @@ def add_packing_objective(m: ModelData) -> None:
             continue   # drawing on a set already in use costs nothing new
         t = cp.new_bool_var(f"touched[{set_name}]")
         cp.add_max_equality(t, lits)
-        level2.append(t)
+        fresh.append(t)
     for (key, idx), consumed in m.consumed.items():
         if consumed:
             lit = m.x[(key, idx)]
             for q in consumed.values():
-                level3_items.append((q.value, lit))
-    level3 = 0
-    if level3_items:
-        total = sum(a for a, _ in level3_items) or Fraction(1)
-        # Normalised to at most 1000 so that one step of level 2 always outweighs level 3.
-        level3 = sum(int(round(1000 * a / total)) * lit for a, lit in level3_items)
-    level4 = [(dev_index, lit) for (_, dev_index), lit in m.x.items()]
-    w3 = sum(i for i, _ in level4) + 1
-    w2 = 1001 * w3
-    w1 = w2 * (len(level2) + 1)
-    cp.minimize(w1 * sum(level1) + w2 * sum(level2) + w3 * level3 + sum(i * lit for i, lit in level4))
+                amounts.append((q.value, lit))
+    order = [(dev_index, lit) for (_, dev_index), lit in m.x.items()]
+    levels = packing_levels(preferences=preferences, counter_sets=fresh, amounts=amounts, order=order)
+    if levels:
+        expr, _ = lexicographic(levels)
+        cp.minimize(expr)
