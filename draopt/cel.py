@@ -68,7 +68,6 @@ import semver as _semver
 from cel_expr_python import cel as _cel
 from cel_expr_python.ext import ext_bindings as _ext_bindings
 from cel_expr_python.ext import ext_optional as _ext_optional
-from cel_expr_python.ext import ext_strings as _ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from .quantity import DECIMAL_SI, Quantity, QuantityError
@@ -87,6 +86,22 @@ __all__ = [
     "CelEnvironment",
     "make_cel_device",
 ]
+
+# cel-cpp's default RuntimeOptions.comprehension_max_iterations (not configurable in the binding)
+_ITERATION_BUDGET = 10_000
+
+# Extensions of Kubernetes' base environment that cel-cpp provides, at the versions
+# Kubernetes pins (apiserver/pkg/cel/environment/base.go): strings v2 (1.29), two-variable
+# comprehensions (1.32), lists v3 (1.34; cel-cpp's lists v2 has the same functions: slice,
+# flatten, lists.range, reverse, distinct, sort, sortBy; v3 changed cel-go's cost estimates only).
+_EXTENSIONS_YAML = """
+extensions:
+  - name: strings
+    version: 2
+  - name: lists
+    version: 2
+  - name: two-var-comprehensions
+"""
 
 # resourceapi.ResourceSliceMaxAttributeValuesPerDevice ("includes" limit)
 MAX_INCLUDES_LIST = 48
@@ -392,6 +407,85 @@ def _fn_sets_intersects(a, b):
     return any(any(_cel_equal(x, y) for x in a) for y in b)
 
 
+# Kubernetes lists library (k8s.io/apiserver/pkg/cel/library/lists.go)
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _cel_compare(a, b) -> int:
+    """traits.Comparer.Compare for the comparable kinds (numbers compare across types)."""
+    ta, tb = type(a), type(b)
+    num = (int, float)
+    if (ta in num and tb in num) or ta is tb:
+        try:
+            return (a > b) - (a < b)
+        except TypeError:
+            pass
+    raise ValueError("no such overload")
+
+
+def _fn_list_is_sorted(lst):
+    for i in range(1, len(lst)):
+        if _cel_compare(lst[i - 1], lst[i]) == 1:
+            return False
+    return True
+
+
+def _fn_list_sum(lst):
+    acc = None
+    for x in lst:
+        acc = x if acc is None else acc + x
+        if type(acc) is int and not _INT64_MIN <= acc <= _INT64_MAX:
+            raise ValueError("integer overflow")
+    return 0 if acc is None else acc
+
+
+def _list_extreme(name, prefer):
+    def impl(lst):
+        if not lst:
+            raise ValueError(f"{name} called on empty list")
+        best = lst[0]
+        for x in lst[1:]:
+            if _cel_compare(best, x) == prefer:
+                best = x
+        return best
+    return impl
+
+
+_fn_list_min = _list_extreme("min", 1)
+_fn_list_max = _list_extreme("max", -1)
+
+
+def _fn_list_index_of(lst, item):
+    for i, x in enumerate(lst):
+        if _cel_equal(x, item):
+            return i
+    return -1
+
+
+def _fn_str_index_of(s, sub, offset=None):
+    if offset is None:
+        return s.find(sub)
+    if offset < 0 or offset > len(s):
+        raise ValueError(f"index out of range: {offset}")
+    return s.find(sub, offset)
+
+
+def _fn_str_last_index_of(s, sub, offset=None):
+    if offset is None:
+        return s.rfind(sub)
+    if offset < 0 or offset > len(s):
+        raise ValueError(f"index out of range: {offset}")
+    return s.rfind(sub, 0, offset + len(sub))
+
+
+def _fn_list_last_index_of(lst, item):
+    for i in range(len(lst) - 1, -1, -1):
+        if _cel_equal(lst[i], item):
+            return i
+    return -1
+
+
 def _fn_gt(a, b):
     if type(a) is _QMsg:
         return _fn_q_gt(a, b)
@@ -484,6 +578,34 @@ def _build_functions(list_type_attributes: bool):
         _decl("sets.equivalent", [("list_sets_equivalent_list", T.BOOL, [T.LIST, T.LIST], False, _fn_sets_equivalent)]),
         _decl("sets.intersects", [("list_sets_intersects_list", T.BOOL, [T.LIST, T.LIST], False, _fn_sets_intersects)]),
     ]
+    # Kubernetes lists library: one overload per element type as Kubernetes declares them
+    # (cel-cpp calls one implementation per runtime kind; all list overloads share it).
+    comparable = [("int", T.INT), ("uint", T.UINT), ("double", T.DOUBLE), ("bool", T.BOOL),
+                  ("duration", T.DURATION), ("timestamp", T.TIMESTAMP), ("string", T.STRING), ("bytes", T.BYTES)]
+    summable = [("int", T.INT), ("uint", T.UINT), ("double", T.DOUBLE), ("duration", T.DURATION)]
+    fns.append(_decl("isSorted", [(f"list_{n}_is_sorted_bool", T.BOOL, [T.List(t)], True, _fn_list_is_sorted)
+                                  for n, t in comparable]))
+    # The binding converts an implementation's result to the return type of the overload that
+    # carries it, so that overload (the least used element type: duration, bytes) returns dyn.
+    def _first_dyn(ovs):
+        return [(ovs[-1][0], T.DYN) + ovs[-1][2:]] + ovs[:-1]
+    fns.append(_decl("sum", _first_dyn([(f"list_{n}_sum_{n}", t, [T.List(t)], True, _fn_list_sum)
+                                        for n, t in summable])))
+    fns.append(_decl("min", _first_dyn([(f"list_{n}_min_{n}", t, [T.List(t)], True, _fn_list_min)
+                                        for n, t in comparable])))
+    fns.append(_decl("max", _first_dyn([(f"list_{n}_max_{n}", t, [T.List(t)], True, _fn_list_max)
+                                        for n, t in comparable])))
+    elem = comparable + [("quantity", QT), ("semver", ST), ("list", T.LIST), ("map", T.MAP)]
+    # indexOf / lastIndexOf are declared by the strings extension too, and cel-cpp cannot add
+    # overloads to a function an extension declares: member calls are renamed (_rename_members)
+    # to one function with the strings extension's overloads and the lists library's.
+    for name, lst_impl, str_impl in (("indexOf", _fn_list_index_of, _fn_str_index_of),
+                                     ("lastIndexOf", _fn_list_last_index_of, _fn_str_last_index_of)):
+        fns.append(_decl(_RENAMED[name], [
+            (f"string_{name}", T.INT, [T.STRING, T.STRING], True, str_impl),
+            (f"string_{name}_int", T.INT, [T.STRING, T.STRING, T.INT], True, str_impl),
+        ] + [(f"list_{n}_{name}_int", T.INT, [T.List(t), t], True, lst_impl) for n, t in elem]))
+    fns.append(_decl(_TICK, [(f"{_TICK}_int", T.BOOL, [T.INT], False, _fn_tick)]))
     if list_type_attributes:
         # Kubernetes declares one overload dra_includes_dyn_dyn.  cel-cpp never
         # matches dyn parameters at runtime, so enumerate the concrete kinds.
@@ -585,6 +707,260 @@ def _rewrite(src: str) -> str:
         return src
     out.append("".join(t for _, t in toks[pos:]))
     return "".join(out)
+
+
+# --------------------------------------------------------------------------
+# Cross-type numeric ordering (cel.CrossTypeNumericComparisons, Kubernetes >= 1.28)
+#
+# cel-cpp's checker has no such option, but its runtime compares numbers of
+# different types.  When the checker rejects ``a < b`` for two different
+# numeric types, the right operand is wrapped in ``dyn(...)`` and the
+# expression compiled again; the comparison then runs on the values.
+
+_NUMERIC_OVERLOAD = re.compile(
+    r"<input>:(\d+):(\d+): found no matching overload for '_(<|<=|>|>=)_' applied to "
+    r"'\((int|uint|double), (int|uint|double)\)'"
+)
+
+
+def _token_spans(src: str):
+    """Tokens with their start offsets: [(kind, text, start)]."""
+    return [(m.lastgroup, m.group(), m.start()) for m in _TOKEN_RE.finditer(src)]
+
+
+def _rewrite_numeric(src: str, message: str) -> Optional[str]:
+    m = _NUMERIC_OVERLOAD.search(message)
+    if m is None or m.group(4) == m.group(5):
+        return None
+    line, col = int(m.group(1)), int(m.group(2))
+    lines = src.split("\n")
+    if line > len(lines):
+        return None
+    offset = sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
+    op = m.group(3)
+    if src[offset : offset + len(op)] != op:
+        return None
+    start = offset + len(op)
+    toks = [t for t in _token_spans(src) if t[2] >= start and t[0] != "ws"]
+    depth = 0
+    first = last = None
+    prev = None
+    for i, (kind, text, pos) in enumerate(toks):
+        nxt = toks[i + 1][1] if i + 1 < len(toks) else ""
+        if kind == "other":
+            if text in "([{":
+                depth += 1
+            elif text in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0:
+                if text in ",:<>=" or (text == "!" and nxt == "=") or (text == "&" and nxt == "&") \
+                        or (text == "|" and nxt == "|") or (text == "?" and prev not in (".", "[")):
+                    break
+        elif kind == "id" and text == "in" and depth == 0:
+            break
+        if first is None:
+            first = pos
+        last = pos + len(text)
+        prev = text
+    if first is None:
+        return None
+    return src[:first] + "dyn(" + src[first:last] + ")" + src[last:]
+
+
+# --------------------------------------------------------------------------
+# Runtime cost (Kubernetes' 1,000,000 per-call limit)
+#
+# cel-cpp does not track cost.  Kubernetes' cost (cel-go's runtime cost
+# tracker) is essentially 1 per identifier, field selection and function
+# call, 10 per list literal and 30 per map literal, plus, for every
+# comprehension iteration, the loop condition and step.  Only comprehensions
+# can make a selector expensive, so an expression without one runs untouched;
+# in an expression with comprehensions, each macro body is prefixed with a
+# call ``__dra_tick(C)`` where C is the static cost of one iteration (the body
+# counted as above plus the loop overhead cel-go's expansion of that macro
+# costs).  The ticks add up per evaluation; past the limit the evaluation
+# fails with Kubernetes' "operation cancelled: actual cost limit exceeded".
+
+_TICK = "__dra_tick"
+_COST_STATE = threading.local()
+_COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+
+# cost of one iteration beyond its body: loop condition + step of cel-go's expansion
+# (calibrated on the runtime costs of k8s.io/apiextensions-apiserver/.../celcoststability_test.go,
+# e.g. "self.array.all(e, e > 0)" on 8 elements = 43 = 2 + 8 * (3 + 2) + 1).
+_LOOP_OVERHEAD = {
+    "all": 3, "exists": 4, "exists_one": 2, "existsOne": 2,
+    "filter": 7, "map": 13, "transformList": 13, "transformMap": 13, "transformMapEntry": 13,
+}
+# arguments before the body: number of iteration variables (one or two)
+_PREDICATE_MACROS = {"all", "exists", "exists_one", "existsOne", "filter"}
+_TRANSFORM_MACROS = {"map", "transformList", "transformMap", "transformMapEntry"}
+_TYPE_NAMES = {"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type", "dyn"}
+
+
+def _fn_tick(c):
+    st = _COST_STATE
+    st.cost += c
+    if st.cost > st.limit:
+        raise ValueError(_COST_EXCEEDED)
+    return True
+
+
+def _split_args(sig, toks, open_idx):
+    """Given the significant-token index of '(' return (close_idx, [arg token-index ranges])."""
+    depth = 0
+    args = []
+    start = open_idx + 1
+    k = open_idx
+    while k < len(sig):
+        kind, t = toks[sig[k]]
+        if kind == "other":
+            if t in "([{":
+                depth += 1
+            elif t in ")]}":
+                depth -= 1
+                if depth == 0:
+                    args.append((start, k))
+                    return k, args
+            elif t == "," and depth == 1:
+                args.append((start, k))
+                start = k + 1
+        k += 1
+    return None, None
+
+
+_RENAMED = {"indexOf": "__dra_indexOf", "lastIndexOf": "__dra_lastIndexOf"}
+_RENAMED_BACK = {v: k for k, v in _RENAMED.items()}
+
+
+def _rename_members(src: str) -> str:
+    if "ndexOf" not in src:
+        return src
+    toks = _tokenize(src)
+    sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
+    for j, i in enumerate(sig):
+        kind, t = toks[i]
+        if kind == "id" and t in _RENAMED and j > 0 and toks[sig[j - 1]][1] == "." \
+                and j + 1 < len(sig) and toks[sig[j + 1]][1] == "(":
+            toks[i] = (kind, _RENAMED[t])
+    return "".join(t for _, t in toks)
+
+
+_ALWAYS_PRESENT = {"driver", "allowMultipleAllocations", "attributes", "capacity"}
+_LITERAL_CHECKS = {"matches": '"".matches({})', "duration": "duration({})", "timestamp": "timestamp({})"}
+
+
+def _rewrite_has(src: str) -> str:
+    """``has(device.driver)`` (and the other device fields) is true, as on Kubernetes'
+    device object; here they are variables, for which cel-cpp's has() means something else."""
+    if "has" not in src:
+        return src
+    toks = _tokenize(src)
+    sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
+    for j in range(len(sig) - 5):
+        w = [toks[sig[j + x]][1] for x in range(6)]
+        if w[0] == "has" and w[1] == "(" and w[2] == "device" and w[3] == "." and w[4] in _ALWAYS_PRESENT \
+                and w[5] == ")" and (j == 0 or toks[sig[j - 1]][1] != "."):
+            for x in range(6):
+                toks[sig[j + x]] = ("ws", "")
+            toks[sig[j]] = ("id", "true")
+    return "".join(t for _, t in toks)
+
+
+def _literal_problem(cenv, src: str) -> Optional[str]:
+    """Kubernetes' AST validators (ValidateRegexLiterals, ValidateDurationLiterals,
+    ValidateTimestampLiterals): a literal argument that cannot be parsed is a compile error."""
+    if not any(name in src for name in _LITERAL_CHECKS):
+        return None
+    toks = [t for t in _tokenize(src) if t[0] != "ws"]
+    for j in range(len(toks) - 3):
+        name = toks[j][1]
+        if toks[j][0] == "id" and name in _LITERAL_CHECKS and toks[j + 1][1] == "(" \
+                and toks[j + 2][0] == "str" and toks[j + 3][1] in (")", ","):
+            if name != "matches" and j > 0 and toks[j - 1][1] == ".":
+                continue
+            probe = _LITERAL_CHECKS[name].format(toks[j + 2][1])
+            try:
+                r = cenv._env.compile(probe).eval()
+            except RuntimeError:
+                continue  # not a plain literal call: left to the compiler
+            if r.type() == _ERROR_TYPE:
+                what = {"matches": "regular expression", "duration": "duration", "timestamp": "timestamp"}[name]
+                return f"invalid {what} literal {toks[j + 2][1]}: {_runtime_message(str(r.value()))}"
+    return None
+
+
+def _instrument(src: str):
+    """Return (instrumented source, static cost outside loop bodies, has comprehensions)."""
+    toks = _tokenize(src)
+    sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
+    out = []
+    cost = 0
+    loops = False
+    pos = 0
+    j = 0
+    operand_end = False
+    while j < len(sig):
+        kind, t = toks[sig[j]]
+        nxt = toks[sig[j + 1]][1] if j + 1 < len(sig) else ""
+        prev = toks[sig[j - 1]][1] if j > 0 else ""
+        if kind == "id" and prev == "." and nxt == "(" and t in _LOOP_OVERHEAD:
+            close, args = _split_args(sig, toks, j + 1)
+            if not args:
+                nvars = 0
+            elif t in _PREDICATE_MACROS:
+                nvars = len(args) - 1 if len(args) in (2, 3) else 0
+            elif t == "map":
+                nvars = 1 if len(args) in (2, 3) else 0
+            else:
+                nvars = 2 if len(args) in (3, 4) else 0
+            if close is not None and nvars in (1, 2) and all(
+                b - a == 1 and toks[sig[a]][0] == "id" for a, b in args[:nvars]
+            ):
+                texts = ["".join(x for _, x in toks[sig[a] : sig[b]]) for a, b in args]
+                inner = [_instrument(x) for x in texts[nvars:]]
+                per_iter = _LOOP_OVERHEAD[t] + sum(c for _, c, _ in inner)
+                tick = f"{_TICK}({per_iter})"
+                bodies = [x for x, _, _ in inner]
+                if t in _PREDICATE_MACROS:
+                    new_body = [f"{tick} && ({bodies[0]})"]
+                elif len(bodies) == 1:  # transform only: add an always-true filter
+                    new_body = [tick, f"({bodies[0]})"]
+                else:  # filter + transform
+                    new_body = [f"{tick} && ({bodies[0]})", bodies[1]]
+                out.append("".join(x for _, x in toks[pos : sig[j]]))
+                out.append(t + "(" + ", ".join(texts[:nvars] + new_body) + ")")
+                pos = sig[close] + 1
+                j = close + 1
+                cost += 1
+                loops = True
+                operand_end = True
+                continue
+        if kind == "id":
+            if nxt == "(":
+                cost += 0 if t == "has" else 1
+            elif t in ("true", "false", "null"):
+                pass
+            elif t == "in":
+                cost += 1
+            elif prev == "." or t not in _TYPE_NAMES:
+                cost += 1
+            operand_end = t not in ("in",)
+        elif kind == "str":
+            operand_end = True
+        else:
+            if t == "[":
+                cost += 1 if operand_end else 10
+            elif t == "{":
+                cost += 30
+            elif t in "+-*/%<>!" or (t == "=" and prev not in ("=", "!", "<", ">")):
+                cost += 1
+            operand_end = t.isalnum() or t in ")]}"
+        j += 1
+    out.append("".join(x for _, x in toks[pos:]))
+    return "".join(out), cost, loops
 
 
 # --------------------------------------------------------------------------
@@ -708,6 +1084,8 @@ _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 
 
 def _runtime_message(msg: str) -> str:
+    for new, old in _RENAMED_BACK.items():
+        msg = msg.replace(new, old)
     m = _KEY_NOT_FOUND.match(msg)
     if m:
         return f"no such key: {m.group(1)}"
@@ -723,6 +1101,8 @@ def _compile_message(msg: str) -> str:
         msg = msg[len("INVALID_ARGUMENT: ") :]
     if msg.endswith("[INVALID_ARGUMENT]"):
         msg = msg[: -len("[INVALID_ARGUMENT]")].rstrip()
+    for new, old in _RENAMED_BACK.items():
+        msg = msg.replace(new, old)
     return "compilation failed: " + msg
 
 
@@ -742,13 +1122,16 @@ def _to_python(v):
 class CompiledExpression:
     """A compiled CEL expression bound to its environment."""
 
-    __slots__ = ("expression", "output_type", "_expr", "_cenv")
+    __slots__ = ("expression", "output_type", "_expr", "_cenv", "_loops", "_base_cost")
 
-    def __init__(self, expression: str, expr, cenv: "CelEnvironment", output_type: str):
+    def __init__(self, expression: str, expr, cenv: "CelEnvironment", output_type: str,
+                 loops: bool = False, base_cost: int = 0):
         self.expression = expression
         self.output_type = output_type
         self._expr = expr
         self._cenv = cenv
+        self._loops = loops
+        self._base_cost = base_cost
 
     def _eval(self, device: CelDevice):
         if device.error is not None:
@@ -756,7 +1139,40 @@ class CompiledExpression:
         act = device._activations.get(self._cenv)
         if act is None:
             act = device._activation(self._cenv)
-        return self._expr.eval(act)
+        if not self._loops:
+            try:
+                return self._expr.eval(act)
+            except RuntimeError as e:
+                raise CelRuntimeError(_runtime_message(str(e))) from None
+        st = _COST_STATE
+        st.cost = self._base_cost
+        st.limit = self._cenv.cost_limit
+        try:
+            r = self._expr.eval(act)
+        except RuntimeError as e:
+            if st.cost > st.limit:
+                raise CelRuntimeError(_COST_EXCEEDED) from None
+            if "Iteration budget exceeded" in str(e):
+                raise CelRuntimeError(
+                    f"more than {_ITERATION_BUDGET} comprehension iterations in one evaluation: cel-cpp stops "
+                    f"there (estimated cost so far {st.cost}, Kubernetes' limit {st.limit}); draopt cannot "
+                    "evaluate this expression"
+                ) from None
+            raise CelRuntimeError(_runtime_message(str(e))) from None
+        if st.cost > st.limit:
+            raise CelRuntimeError(_COST_EXCEEDED)
+        return r
+
+    def cost(self, device: CelDevice) -> int:
+        """The estimated Kubernetes runtime cost of one evaluation on ``device``
+        (0 for an expression without comprehensions is not returned: its static cost is)."""
+        if not self._loops:
+            return self._base_cost
+        try:
+            self._eval(device)
+        except CelRuntimeError:
+            pass
+        return _COST_STATE.cost
 
     def matches(self, device: CelDevice) -> bool:
         """Evaluate as a selector; the result must be a bool."""
@@ -788,7 +1204,7 @@ class CelEnvironment:
 
     def __init__(self, *, list_type_attributes: bool = False, cost_limit: int = 1_000_000):
         self.list_type_attributes = list_type_attributes
-        self.cost_limit = cost_limit  # accepted for API compatibility; not enforced (see module doc)
+        self.cost_limit = cost_limit  # Kubernetes' runtime cost limit (see "Runtime cost")
         T = _T
         variables = {
             "device.driver": T.STRING,
@@ -801,8 +1217,8 @@ class CelEnvironment:
         self._env = _cel.NewEnv(
             _POOL,
             variables=variables,
+            config=_cel.NewEnvConfigFromYaml(_EXTENSIONS_YAML),
             extensions=[
-                _ext_strings.ExtStrings(),
                 _ext_bindings.ExtBindings(),
                 _ext_optional.ExtOptional(),
             ],
@@ -840,20 +1256,40 @@ class CelEnvironment:
             raise CelCompileError(f"compilation failed: expression must be a string, got {type(expression).__name__}")
         # The rewritten form (unknown domains as empty maps) is what runs; compiling it alone
         # saves a compile. Errors are reported for the expression as written.
-        rewritten = _rewrite(expression)
-        try:
-            expr = self._env.compile(rewritten)
-        except RuntimeError as e:
+        problem = _literal_problem(self, expression)
+        if problem:
+            raise CelCompileError(f"compilation failed: {problem}")
+        rewritten, base_cost, loops = _instrument(_rename_members(_rewrite(_rewrite_has(expression))))
+        if "transformMap" in rewritten and re.search(r"\.\s*transformMap(Entry)?\s*\(", rewritten):
+            raise CelCompileError(
+                "compilation failed: transformMap and transformMapEntry are not supported by draopt "
+                "(the cel-cpp binding has no implementation of cel.@mapInsert)"
+            )
+        src = rewritten
+        for _ in range(32):
+            try:
+                expr = self._env.compile(src)
+                break
+            except RuntimeError as e:
+                fixed = _rewrite_numeric(src, str(e))
+                if fixed is None:
+                    error = e
+                    break
+                src = fixed
+        else:  # pragma: no cover - more than 32 mixed-type comparisons
+            raise CelCompileError("compilation failed: too many mixed-type numeric comparisons")
+        if src is not None and "expr" not in locals():
             if rewritten == expression:
-                raise CelCompileError(_compile_message(str(e))) from None
+                raise CelCompileError(_compile_message(str(error))) from None
             try:
                 self._env.compile(expression)
             except RuntimeError as original:
-                raise CelCompileError(_compile_message(str(original))) from None
-            raise CelCompileError(_compile_message(str(e))) from None  # pragma: no cover - rewrite broke it
+                if _rewrite_numeric(expression, str(original)) is None:
+                    raise CelCompileError(_compile_message(str(original))) from None
+            raise CelCompileError(_compile_message(str(error))) from None
         rtype = expr.return_type()
         type_name = rtype.name()
         if selector and not (rtype == _BOOL_TYPE or rtype == _DYN_TYPE):
             shown = type_name.lower() if rtype.name().isupper() else type_name
             raise CelCompileError(f"must evaluate to bool or the unknown type, not {shown}")
-        return CompiledExpression(expression, expr, self, type_name)
+        return CompiledExpression(expression, expr, self, type_name, loops, base_cost)
