@@ -26,7 +26,7 @@ an independent check written here from the generator's own numbers (no device tw
 counters, node cpu/memory/pods, claims on their pods' node with the right driver / count /
 profile, GPU+NIC on one PCIe root, distinct NUMA nodes, admin access, shared claims, gangs whole).
 
-  python benchmarks/bench_place.py            # everything, full size (~15 min)
+  python benchmarks/bench_place.py            # everything, full size (~11 min)
   python benchmarks/bench_place.py --quick    # small sizes, 20 s limit (~2 min)
   python benchmarks/bench_place.py --only c   # one scenario: growth, a, b, b2, c, c2, d
   python benchmarks/bench_place.py --profile optimal-a   # cProfile of one run, top functions
