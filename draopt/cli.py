@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     pn.set_defaults(func=cmd_plan)
     validate.register(sub)
     taint_impact.register(sub)
+    from . import simulate, trace
+    trace.register(sub)
+    simulate.register(sub)
     return p
 
 
@@ -144,6 +147,9 @@ def cmd_place(args) -> int:
         print(pod_table(outcome.result, len(outcome.cluster.nodes)))
         print()
         print(summary_table(results))
+        for r in results:
+            if r.stats.get("summary"):   # what the optimal model proved, in words
+                print(f"{r.policy}: {r.stats['summary']}")
     else:
         sys.stdout.write(dump_objects(outcome.objects, args.output))
         for r in results:
