@@ -59,7 +59,9 @@ def place(objects: ObjectSet, *, policy: str = "first-fit", features: Features |
 
 
 def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_limit: float) -> PlaceOutcome:
+    import time
     from ..errors import InputError
+    started = time.perf_counter()
     from ..workload import expand
     if policy not in PLACE_POLICIES:
         raise InputError(f"--policy: unknown placement policy {policy!r} (known: {', '.join(PLACE_POLICIES)})")
@@ -70,7 +72,7 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
         result = simulate(cluster, workload)
     else:
         from .optimal import optimize
-        result = optimize(cluster, workload, time_limit=time_limit)
+        result = optimize(cluster, workload, time_limit=time_limit, started=started)
     result.stats["nodes"] = len(cluster.nodes)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
 

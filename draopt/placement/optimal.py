@@ -30,9 +30,11 @@ from .result import PlacementResult, PodPlacement, weight
 
 
 def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit: PlacementResult | None = None,
-             share_id=None) -> PlacementResult:
+             share_id=None, started: float | None = None) -> PlacementResult:
+    """`started`: when the caller's clock for `time_limit` started (reading and expanding the
+    input count too); default now."""
     t0 = time.perf_counter()
-    deadline = t0 + time_limit * 0.95   # the rest for decoding
+    deadline = (started if started is not None else t0) + time_limit * 0.95   # the rest for decoding
     share_id = share_id or deterministic_share_id
     if first_fit is None:
         first_fit = simulate(_fresh(cluster), workload, share_id=share_id)
@@ -65,8 +67,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
                               min(deadline, now + budget * 1.5 + 0.5))
         solutions.append(_decode_part(prep, cluster, workload, book, sol, kind_ids, ff_by_pod, share_id))
         for key in ("objective", "bound", "variables", "constraints"):
-            agg[key] += st.get(key, 0)
+            agg[key] = None if agg[key] is None or (key in st and st[key] is None) else agg[key] + st.get(key, 0)
         agg["subrequest_index_sum"] = agg.get("subrequest_index_sum", 0) + st.get("preferences_value", 0)
+        agg["cheap_bound"] = agg.get("cheap_bound", 0) + st.get("cheap_bound", 0)
         for key in ("count_s", "preferences_s", "packing_s"):
             if key in st:
                 agg[key] = round(agg.get(key, 0) + st[key], 3)
@@ -87,7 +90,8 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     stats["status"] = "OPTIMAL" if all(proven.values()) and not stats.get("fallback") else \
         ("FEASIBLE" if not stats.get("fallback") else "UNKNOWN")
     stats["part_status"] = dict(statuses)
-    stats["gap"] = round((agg["bound"] - agg["objective"]) / agg["bound"], 4) if agg["bound"] else 0.0
+    stats["gap"] = None if agg["bound"] is None else \
+        (round((agg["bound"] - agg["objective"]) / agg["bound"], 4) if agg["bound"] else 0.0)
     stats["first_fit_objective"] = first_fit.weighted_placed()
     pods = [placements[p.key] for p in workload.pending]
     claims = {ck: (res, pl.node) for pl in pods for ck, res in pl.new_claims.items()}
@@ -167,26 +171,29 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
                              "proven": {"placed": False, "preferences": False, "packing": False}}
     pods = [p for i in kind_ids for p in prep.kinds[i].pods]
     floor = sum(weight(p.priority) for p in pods if ff_by_pod[p.key].placed)
-    hint = _first_fit_hint(b, prep, book, ff_by_pod)
-    for var, value in hint.items():
-        m.add_hint(var, value)
     if not b.totals and not b.placed:
         stats.update({"status": "OPTIMAL", "objective": 0, "bound": 0,
                       "proven": {"placed": True, "preferences": True, "packing": True}})
         return {}, stats
+    hint = _first_fit_hint(b, prep, book, ff_by_pod)
+    # First-fit's placement as a complete solution (auxiliary variables included), so that the
+    # search starts from it however large the model; if it breaks a documented rule (a
+    # Kubernetes defect first-fit reproduces), the partial hint.
+    full = _complete_hint(m, hint, max(0.5, budget * 0.1), hard_stop)
+    stats["warm_start"] = "complete" if full is not None else "partial"
+    for var, value in (full or hint).items():
+        m.add_hint(var, value)
     # A cheap bound first: the pods that have a node at all, each placed alone.
     cheap = sum(weight(p.priority) for p in pods if prep.pod_nodes.get(p.key))
     stats["cheap_bound"] = cheap
-    floor_lit = m.new_bool_var("at_least_first_fit")
-    m.add(b.objective >= floor).only_enforce_if(floor_lit)
-    m.add_assumptions([floor_lit])
-    if floor >= cheap:
+    if full is not None:
+        m.add(b.objective >= floor)   # never worse than first-fit (a hard constraint: parallel search)
+    else:
+        stats["floor_dropped"] = "first-fit's placement is not valid under the documented rules (Kubernetes defect)"
+    if floor >= cheap and full is not None:
         # First-fit already places every pod that could be placed: phase 1 needs no search.
         stats["proof"] = "first-fit places every pod that has a feasible node"
         m.add(b.objective == floor)
-        m.clear_hints()
-        for var, value in hint.items():
-            m.add_hint(var, value)
         solver = _solver(budget * 0.3, hard_stop)
         status = solver.solve(m)
         if status == cp_model.FEASIBLE:
@@ -195,16 +202,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         m.maximize(b.objective)
         solver = _solver(budget * 0.7, hard_stop)
         status = solver.solve(m)
-    if status == cp_model.INFEASIBLE:
-        # First-fit's placement breaks a documented rule (a Kubernetes defect it reproduces):
-        # solve without the floor and say so.
-        m.clear_assumptions()
-        stats["floor_dropped"] = "first-fit's placement is not valid under the documented rules (Kubernetes defect)"
-        solver = _solver(budget * 0.5, hard_stop)
-        status = solver.solve(m)
     stats["count_s"] = round(solver.wall_time, 3)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        stats.update({"status": solver.status_name(status), "objective": floor, "bound": floor,
+        stats.update({"status": solver.status_name(status), "objective": floor, "bound": None,
                       "fallback": "no placement found within the time limit: first-fit's placement is returned"})
         return {"fallback": True}, stats
     if "proof" in stats:
@@ -242,6 +242,22 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     stats["status"] = "OPTIMAL" if all(stats["proven"].values()) else "FEASIBLE"
     stats["build_solve_s"] = round(time.perf_counter() - t0, 3)
     return {"built": b, "values": values}, stats
+
+
+def _complete_hint(m: cp_model.CpModel, hint: dict, seconds: float, hard_stop: float) -> dict | None:
+    """Every variable's value in first-fit's placement: the hinted variables fixed in a copy
+    of the model, the rest found by propagation. None if the placement breaks the model."""
+    copy = m.clone()
+    for var, value in hint.items():
+        copy.add(copy.get_int_var_from_proto_index(var.index) == value)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = max(0.05, min(seconds, hard_stop - time.perf_counter()))
+    if solver.solve(copy) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    values = solver.response_proto.solution
+    return {m.get_int_var_from_proto_index(i): values[i] for i in range(len(values))}
 
 
 def _values(solver, b: Built) -> dict:
