@@ -44,16 +44,79 @@ undeclared references at compile time.  Its quirks are worked around here:
   ``device.capacity`` so that ``device.foo`` is a compile error, like the
   Kubernetes object type.
 
-Not reproduced (see also the report): runtime cost limits (cel-cpp has no
-cost tracking in this binding, ``cost_limit`` is accepted but not
-enforced), Kubernetes' cross-type numeric comparisons at compile time
-(``1 < 1.5`` is a compile error here), and the URL/IP/CIDR/format/lists/
-two-variable-comprehension libraries of the Kubernetes base environment.
-Available: the standard library and macros, ``matches``, strings extension,
-``cel.bind``, optional types, ``quantity``/``isQuantity`` and methods,
-``semver``/``isSemver`` and methods, ``find``/``findAll``,
-``sets.contains/equivalent/intersects`` and (with list-type attributes)
-``includes``.
+Kubernetes' base environment (apiserver/pkg/cel/environment/base.go, up to 1.34)
+------------------------------------------------------------------------------
+Provided: the standard library and macros, optional types, ``cel.bind``,
+strings extension v2 (no string ``reverse()``, which is v3), cel-go's lists
+extension (``slice``, ``flatten``, ``lists.range``, ``reverse``, ``distinct``,
+``sort``, ``sortBy``; cel-cpp's "lists" version 2 has the functions of the
+version 3 Kubernetes pins, which changed cel-go's cost estimates only), sets
+(``sets.contains/equivalent/intersects``), two-variable comprehensions
+(``all``/``exists``/``existsOne``/``exists_one``/``transformList`` with two
+variables), the Kubernetes lists library (``isSorted``, ``sum``, ``min``,
+``max``, ``indexOf``, ``lastIndexOf``), regex ``find``/``findAll``, quantity,
+semver, and (list-type attributes) ``includes``.  Workarounds:
+
+* ``indexOf``/``lastIndexOf`` exist in both the strings extension and the
+  lists library; cel-cpp cannot add overloads to an extension's function, so
+  member calls are renamed before compiling to one function holding both
+  (string forms reimplemented after cel-go's ext/strings.go) and renamed back
+  in messages.
+* Results of ``sum``/``min``/``max`` are converted by the binding to the return
+  type of the overload carrying the implementation; that overload is the
+  duration/bytes one, declared ``dyn``: ``[1, 2].sum()`` is typed ``dyn`` here,
+  ``int`` in Kubernetes (a selector ``[1].sum()`` compiles here and fails when
+  evaluated).  ``sum()`` over durations fails (the binding cannot return them).
+* Cross-type numeric ordering (``1 < 1.5``, ``2u > 1``; Kubernetes enables
+  ``cel.CrossTypeNumericComparisons``): cel-cpp's checker rejects it but its
+  runtime compares across types, so when the checker reports no overload of
+  ``<``/``<=``/``>``/``>=`` for two different numeric types, the right operand
+  is wrapped in ``dyn()`` and the expression compiled again.  ``1 == 1.0``
+  stays a compile error, as in cel-go.
+* Kubernetes' AST validators (regex, duration and timestamp literals): a
+  literal argument of ``matches``, ``duration`` or ``timestamp`` that does not
+  parse is a compile error.
+* ``has(device.driver)`` (and ``allowMultipleAllocations``, ``attributes``,
+  ``capacity``) is true, as on Kubernetes' device object.
+* The two-variable ``exists_one`` is compiled as ``existsOne`` (cel-cpp knows
+  only that spelling).
+
+Runtime cost
+------------
+Kubernetes stops an evaluation whose actual cost passes 1,000,000 ("operation
+cancelled: actual cost limit exceeded").  cel-cpp does not count cost, so
+draopt estimates it: 1 per identifier, field selection, index, operator and
+function call, 10 per list literal, 30 per map literal (cel-go's runtime cost
+tracker with the Kubernetes options), and for every comprehension iteration
+the body's cost plus the loop condition/step overhead of cel-go's expansion of
+that macro (all 3, exists 4, exists_one 2, filter 7, map/transform* 13;
+calibrated on celcoststability_test.go: ``self.array.all(e, e > 0)`` over 8
+elements costs 43 there, 43 here).  Expressions without comprehensions cannot
+come near the limit and run untouched; in the others every macro body gets a
+``__dra_tick(cost)`` call.  Differences from Kubernetes' figure: the
+size-dependent costs Kubernetes' cost.go gives to string and list functions
+(``matches``, ``split``, ``sort``, ``lists.range``...) count 1 here, ``sortBy``
+iterations are not counted, and ``has()`` counts 0 (Kubernetes'
+``PresenceTestHasCost(false)``).  :meth:`CompiledExpression.cost` returns the
+estimate.
+
+Not reproduced
+--------------
+* cel-cpp stops after 10,000 comprehension iterations in one evaluation
+  (``comprehension_max_iterations``, not settable through the binding).
+  Kubernetes has no such limit: its cost limit allows a few hundred thousand
+  cheap iterations.  Past 10,000 iterations draopt reports "cost limit
+  exceeded" when every loop receiver's size is written in the expression and
+  the full evaluation would pass the limit (the DRA "expensive" test case), and
+  otherwise a CelRuntimeError saying it cannot evaluate the expression.
+* ``transformMap``/``transformMapEntry`` (cel-cpp's binding has no
+  ``cel.@mapInsert`` implementation): refused at compile time with a message.
+* ``cel.HomogeneousAggregateLiterals``: ``[1, "a"]`` compiles here; in
+  Kubernetes it is a compile error.  Duplicate map-literal keys fail at runtime
+  in both.
+* The URL, IP, CIDR and ``format`` libraries, ``strings.quote`` checks, and
+  the compile-time ``format()`` argument checks of the strings extension.
+* The API server's estimated (worst-case) cost check is not applied.
 """
 
 from __future__ import annotations
@@ -463,20 +526,27 @@ def _fn_list_index_of(lst, item):
     return -1
 
 
+def _str_offset(s, sub, offset):
+    # cel-go ext/strings.go: a negative offset is an error; one past the end finds only ""
+    if offset < 0:
+        raise ValueError(f"index out of range: {offset}")
+    if offset > len(s):
+        return len(s) if sub == "" else -1
+    return None
+
+
 def _fn_str_index_of(s, sub, offset=None):
     if offset is None:
         return s.find(sub)
-    if offset < 0 or offset > len(s):
-        raise ValueError(f"index out of range: {offset}")
-    return s.find(sub, offset)
+    r = _str_offset(s, sub, offset)
+    return s.find(sub, offset) if r is None else r
 
 
 def _fn_str_last_index_of(s, sub, offset=None):
     if offset is None:
         return s.rfind(sub)
-    if offset < 0 or offset > len(s):
-        raise ValueError(f"index out of range: {offset}")
-    return s.rfind(sub, 0, offset + len(sub))
+    r = _str_offset(s, sub, offset)
+    return s.rfind(sub, 0, offset + len(sub)) if r is None else r
 
 
 def _fn_list_last_index_of(lst, item):
@@ -892,13 +962,53 @@ def _literal_problem(cenv, src: str) -> Optional[str]:
     return None
 
 
+def _receiver_size(sig, toks, dot_idx) -> Optional[int]:
+    """Number of elements of a macro receiver known from the source: a list literal or
+    ``lists.range(N)`` with an integer literal N (None otherwise)."""
+    if dot_idx == 0:
+        return None
+    end = dot_idx - 1
+    closer = toks[sig[end]][1]
+    if closer not in ("]", ")"):
+        return None
+    opener = "[" if closer == "]" else "("
+    depth = 0
+    k = end
+    commas = 0
+    while k >= 0:
+        t = toks[sig[k]][1] if toks[sig[k]][0] == "other" else None
+        if t in ("]", ")", "}"):
+            depth += 1
+        elif t in ("[", "(", "{"):
+            depth -= 1
+            if depth == 0:
+                break
+        elif t == "," and depth == 1:
+            commas += 1
+        k -= 1
+    if k < 0 or toks[sig[k]][1] != opener:
+        return None
+    if opener == "[":
+        if k > 0 and (toks[sig[k - 1]][0] in ("id", "str") or toks[sig[k - 1]][1] in (")", "]", "}")
+                      or toks[sig[k - 1]][1].isdigit()):
+            return None  # an index, not a list literal
+        return 0 if end == k + 1 else commas + 1
+    inner = "".join(toks[sig[x]][1] for x in range(k + 1, end))
+    if k >= 3 and toks[sig[k - 1]][1] == "range" and toks[sig[k - 2]][1] == "." \
+            and toks[sig[k - 3]][1] == "lists" and inner.isdigit():
+        return int(inner)
+    return None
+
+
 def _instrument(src: str):
-    """Return (instrumented source, static cost outside loop bodies, has comprehensions)."""
+    """Return (instrumented source, static cost outside loop bodies, has comprehensions,
+    static cost with the loops when every receiver's size is known from the source, else None)."""
     toks = _tokenize(src)
     sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
     out = []
     cost = 0
     loops = False
+    total_extra = 0  # cost of the loops, for the static total
     pos = 0
     j = 0
     operand_end = False
@@ -921,9 +1031,15 @@ def _instrument(src: str):
             ):
                 texts = ["".join(x for _, x in toks[sig[a] : sig[b]]) for a, b in args]
                 inner = [_instrument(x) for x in texts[nvars:]]
-                per_iter = _LOOP_OVERHEAD[t] + sum(c for _, c, _ in inner)
+                per_iter = _LOOP_OVERHEAD[t] + sum(x[1] for x in inner)
+                size = _receiver_size(sig, toks, j - 1)
+                if total_extra is not None:
+                    if size is None or any(x[3] is None for x in inner):
+                        total_extra = None
+                    else:
+                        total_extra += size * (_LOOP_OVERHEAD[t] + sum(x[3] for x in inner))
                 tick = f"{_TICK}({per_iter})"
-                bodies = [x for x, _, _ in inner]
+                bodies = [x[0] for x in inner]
                 if t in _PREDICATE_MACROS:
                     new_body = [f"{tick} && ({bodies[0]})"]
                 elif len(bodies) == 1:  # transform only: add an always-true filter
@@ -931,7 +1047,9 @@ def _instrument(src: str):
                 else:  # filter + transform
                     new_body = [f"{tick} && ({bodies[0]})", bodies[1]]
                 out.append("".join(x for _, x in toks[pos : sig[j]]))
-                out.append(t + "(" + ", ".join(texts[:nvars] + new_body) + ")")
+                # cel-cpp knows the two-variable form as existsOne only
+                name = "existsOne" if t == "exists_one" and nvars == 2 else t
+                out.append(name + "(" + ", ".join(texts[:nvars] + new_body) + ")")
                 pos = sig[close] + 1
                 j = close + 1
                 cost += 1
@@ -960,7 +1078,7 @@ def _instrument(src: str):
             operand_end = t.isalnum() or t in ")]}"
         j += 1
     out.append("".join(x for _, x in toks[pos:]))
-    return "".join(out), cost, loops
+    return "".join(out), cost, loops, (None if total_extra is None else cost + total_extra)
 
 
 # --------------------------------------------------------------------------
@@ -1122,10 +1240,11 @@ def _to_python(v):
 class CompiledExpression:
     """A compiled CEL expression bound to its environment."""
 
-    __slots__ = ("expression", "output_type", "_expr", "_cenv", "_loops", "_base_cost")
+    __slots__ = ("expression", "output_type", "_expr", "_cenv", "_loops", "_base_cost", "_static_cost")
 
     def __init__(self, expression: str, expr, cenv: "CelEnvironment", output_type: str,
-                 loops: bool = False, base_cost: int = 0):
+                 loops: bool = False, base_cost: int = 0, static_cost: Optional[int] = None):
+        self._static_cost = static_cost
         self.expression = expression
         self.output_type = output_type
         self._expr = expr
@@ -1151,6 +1270,10 @@ class CompiledExpression:
             r = self._expr.eval(act)
         except RuntimeError as e:
             if st.cost > st.limit:
+                raise CelRuntimeError(_COST_EXCEEDED) from None
+            if "Iteration budget exceeded" in str(e) and self._static_cost is not None \
+                    and self._static_cost > st.limit:
+                # every receiver's size is in the source: the full evaluation would exceed the limit
                 raise CelRuntimeError(_COST_EXCEEDED) from None
             if "Iteration budget exceeded" in str(e):
                 raise CelRuntimeError(
@@ -1259,7 +1382,7 @@ class CelEnvironment:
         problem = _literal_problem(self, expression)
         if problem:
             raise CelCompileError(f"compilation failed: {problem}")
-        rewritten, base_cost, loops = _instrument(_rename_members(_rewrite(_rewrite_has(expression))))
+        rewritten, base_cost, loops, static_cost = _instrument(_rename_members(_rewrite(_rewrite_has(expression))))
         if "transformMap" in rewritten and re.search(r"\.\s*transformMap(Entry)?\s*\(", rewritten):
             raise CelCompileError(
                 "compilation failed: transformMap and transformMapEntry are not supported by draopt "
@@ -1292,4 +1415,4 @@ class CelEnvironment:
         if selector and not (rtype == _BOOL_TYPE or rtype == _DYN_TYPE):
             shown = type_name.lower() if rtype.name().isupper() else type_name
             raise CelCompileError(f"must evaluate to bool or the unknown type, not {shown}")
-        return CompiledExpression(expression, expr, self, type_name, loops, base_cost)
+        return CompiledExpression(expression, expr, self, type_name, loops, base_cost, static_cost)

@@ -374,3 +374,82 @@ def test_attribute_without_value_fails_every_evaluation(env_plain):
     with pytest.raises(CelRuntimeError) as ei:
         m(env_plain, d, "true")
     assert "unsupported attribute value" in str(ei.value)
+
+
+# --------------------------------------------------------------------------
+# Kubernetes base-environment libraries, behaviour fixes and the cost limit (issue 10)
+
+
+def test_kubernetes_lists_library_on_attributes(env, dev):
+    assert m(env, dev, 'device.attributes["dra.example.com"].ids.sum() == 3')
+    assert m(env, dev, 'device.attributes["dra.example.com"].ids.max() == 2')
+    assert m(env, dev, 'device.attributes["dra.example.com"].ids.isSorted()')
+    assert m(env, dev, 'device.attributes["dra.example.com"].links.indexOf("b") == 1')
+    assert m(env, dev, 'device.attributes["dra.example.com"].model.indexOf("1") == 1')  # strings' indexOf still there
+    assert m(env, dev, 'device.attributes["dra.example.com"].links.lastIndexOf("z") == -1')
+
+
+def test_cel_go_lists_and_two_variable_comprehensions(env, dev):
+    assert m(env, dev, 'device.attributes["dra.example.com"].ids.reverse() == [2, 1]')
+    assert m(env, dev, 'lists.range(3).all(i, v, i == v)')
+    assert m(env, dev, 'device.attributes["dra.example.com"].links.transformList(i, v, v + "x") == ["ax", "bx"]')
+    assert m(env, dev, 'device.attributes.exists(domain, attrs, domain == "other.example.com" && attrs.name)')
+    assert m(env, dev, '[1, 2].exists_one(i, v, v == 2)')
+
+
+def test_cross_type_numeric_comparisons(env, dev):
+    assert m(env, dev, 'device.attributes["dra.example.com"].numa < 0.5')
+    assert m(env, dev, '2u > 1 && 1 < 1.5 && (1.5 >= 1 ? true : false)')
+    assert m(env, dev, 'device.capacity["dra.example.com"].memory.asApproximateFloat() > 42949672959')
+    with pytest.raises(CelCompileError):
+        env.compile("1 == 1.0")  # equality stays same-type at compile time, as in cel-go
+
+
+def test_presence_of_device_fields(env, dev):
+    assert m(env, dev, "has(device.driver) && has(device.attributes) && has(device.capacity)")
+    assert not m(env, dev, "has(device.attributes.nope)")
+
+
+def test_literal_validators_reject_at_compile_time(env):
+    for expr in ("device.driver.matches('(')", "duration('5 minutes') > duration('1s')"):
+        with pytest.raises(CelCompileError) as ei:
+            env.compile(expr)
+        assert "invalid" in str(ei.value)
+
+
+def test_strings_extension_at_version_2(env):
+    with pytest.raises(CelCompileError) as ei:
+        env.compile("'abc'.reverse() == 'cba'")
+    assert "reverse" in str(ei.value)
+
+
+def test_transform_map_is_refused_clearly(env):
+    with pytest.raises(CelCompileError) as ei:
+        env.compile("{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}")
+    assert "not supported by draopt" in str(ei.value)
+
+
+def test_runtime_cost_limit(env, dev):
+    nested = "lists.range(50).all(a, lists.range(50).all(b, lists.range(2).all(c, a + b + c >= 0)))"
+    c = env.compile(nested)
+    assert c.matches(dev) is True  # 7,550 iterations: well within the limit
+    assert 30_000 < c.cost(dev) < 200_000
+    small = CelEnvironment(list_type_attributes=True, cost_limit=10_000)
+    with pytest.raises(CelRuntimeError) as ei:
+        small.compile(nested).matches(dev)
+    assert str(ei.value) == "operation cancelled: actual cost limit exceeded"
+    # a loop of 9,000 cheap steps runs (Kubernetes has no iteration limit)
+    assert m(env, dev, "lists.range(9000).all(x, x >= 0)")
+
+
+def test_cost_of_simple_selectors_is_small(env, dev):
+    c = env.compile('device.attributes["dra.example.com"].model == "a100"')
+    assert 0 < c.cost(dev) < 10
+    loop = env.compile('device.attributes["dra.example.com"].ids.all(x, x > 0)')
+    # cel-go: receiver + 2 iterations * (loop condition and step 3 + body 2) + result
+    assert 10 <= loop.cost(dev) <= 25
+
+
+def test_evaluation_errors_never_escape_as_other_exceptions(env, dev):
+    with pytest.raises(CelRuntimeError):
+        env.compile("[duration('1m'), duration('1s')].sum() == duration('61s')").matches(dev)
