@@ -17,7 +17,7 @@ under `features_for(seed)` (every third seed every gate on), both checked with
                 queue order (--reorders)
   pinned        instances with pods kept at first-fit's answer (fixed_pods / pinned_pods), and
                 those pods in all
-  dishonest     status OPTIMAL with a non-zero gap
+  dishonest     status OPTIMAL with a non-zero gap; bad_status: neither OPTIMAL nor FEASIBLE
   better        optimal above first-fit; nontriv: better, or first-fit below the bound or
                 below first-fit in another order
   gain          mean (optimal - first-fit) weighted pods, and mean relative gain over instances
@@ -52,6 +52,10 @@ def _range(text: str) -> tuple[int, int]:
     if lo_i < 1 or hi_i < lo_i:
         raise argparse.ArgumentTypeError(f"{text!r}: want LOW,HIGH with 1 <= LOW <= HIGH")
     return lo_i, hi_i
+
+
+def _brief(stats: dict) -> str:
+    return json.dumps({k: v for k, v in stats.items() if isinstance(v, (int, float, str)) and k != "summary"})
 
 
 def run_family(audit, family: str, seeds: range, nodes, pods, time_limit: float, reorders: int,
@@ -98,6 +102,10 @@ def run_family(audit, family: str, seeds: range, nodes, pods, time_limit: float,
         if a.pinned:
             row["pinned"] += 1
             row["pinned_pods"] += a.pinned
+            note("pinned", f"{a.pinned} pods; stats {_brief(a.stats)}")
+        if a.status not in ("OPTIMAL", "FEASIBLE"):
+            row["bad_status"] += 1
+            note("status", f"status {a.status!r}; stats {_brief(a.stats)}")
         if a.dishonest:
             row["dishonest"] += 1
             note("dishonest", f"status {a.status} gap {a.gap}")
@@ -117,7 +125,7 @@ def run_family(audit, family: str, seeds: range, nodes, pods, time_limit: float,
 
 
 COLUMNS = ["family", "instances", "pods", "invalid", "crashes", "ff_bad", "ff_defect", "opt_bad", "worse",
-           "pinned", "pinned_pods", "dishonest", "better", "nontriv", "gain", "gain_pct", "opt_s_mean", "opt_s_max"]
+           "pinned", "pinned_pods", "dishonest", "bad_status", "better", "nontriv", "gain", "gain_pct", "opt_s_mean", "opt_s_max"]
 
 
 def table(rows: list[dict]) -> str:
@@ -169,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {family}: {time.perf_counter() - t:.1f} s", flush=True)
     print()
     print(table(rows))
-    total = {c: sum(r.get(c, 0) for r in rows) for c in COLUMNS[1:12]}
+    total = {c: sum(r.get(c, 0) for r in rows) for c in COLUMNS[1:13]}
     print("\ntotal: " + ", ".join(f"{k} {v}" for k, v in total.items()) + f"; {time.perf_counter() - t0:.1f} s")
     for r in rows:
         for kind, msgs in r["samples"].items():

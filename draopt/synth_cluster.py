@@ -13,7 +13,8 @@ random attribute values, priorities 0/10/100 and gangs:
   together with a ``matchAttribute``;
 * ``admin``: claims with ``adminAccess`` requests in a namespace labelled for it, among normal pods;
 * ``shared``: ResourceClaims referenced by 2-3 pods each (sometimes one gang, sometimes on a
-  network-attached device), plus private claims from templates;
+  network-attached device, its pods then sometimes pinned to different nodes), plus private
+  claims from templates;
 * ``lists``: claims with two ``firstAvailable`` requests of 2-3 sub-requests each;
 * ``mig-gang``: partitionable GPUs (``sharedCounters`` / ``consumesCounters``), MIG-like
   profiles of several sizes, gangs of 2-4 pods;
@@ -428,7 +429,8 @@ class _Gen:
         rng = self.rng
         k = len(self.claims)
         requests = [self.gpu_request("gpu", rng.choice([1, 1, 2]))]
-        if "network" in self.features and rng.random() < 0.4:
+        network = "network" in self.features and rng.random() < 0.5
+        if network:   # a network-attached device: the pods sharing it may run on different nodes
             requests = [{"name": "mem", "exactly": {"deviceClassName": "cxl", "count": 1}}]
         self.claims.append({"apiVersion": V1, "kind": "ResourceClaim",
                             "metadata": {"name": f"shared-{k}", "namespace": "ml", "uid": f"uid-shared-{k}"},
@@ -439,8 +441,17 @@ class _Gen:
             if rng.random() < 0.4:
                 claims.append(("own", "template", self.template("gpu-1", [self.gpu_request("gpu", 1)])))
             pods.append(self.pod(claims))
-        if rng.random() < 0.4:
+            if network and rng.random() < 0.5:
+                pods[-1]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": rng.choice(self.node_names)}
+        r = rng.random()
+        if r < 0.35:
             self.pod_group(pods, rng.randint(2, len(pods)))
+        elif r < 0.6:   # some users of the claim in a gang, the others not
+            members = rng.sample(pods, rng.randint(1, len(pods) - 1))
+            members.append(self.pod([("shared", "claim", f"shared-{k}")] if rng.random() < 0.5 else
+                                    [("own", "template", self.template("gpu-2", [self.gpu_request("gpu", 2)]))]))
+            pods.append(members[-1])
+            self.pod_group(members, len(members))
         return pods
 
     # lists
@@ -687,6 +698,8 @@ def random_cluster(rng: random.Random, family: str, *, nodes: tuple[int, int] = 
         features.add("mixed")
     else:
         features = {family}
+        if family == "shared" and rng.random() < 0.5:
+            features.add("network")   # claims shared through network-attached devices
     return _Gen(rng, features, nodes, pods).run()
 
 
@@ -700,7 +713,8 @@ def features_for(seed: int):
 
 # ---------------------------------------------------------------------- checking both policies
 # Violations first-fit is expected to show: the kube-scheduler's known allocator defects, which
-# `first-fit` reproduces on purpose (docs/dra-semantics: distinct-last-only, match-intersection).
+# `first-fit` reproduces on purpose (docs/dra-semantics: distinct-last-only, and match-intersection
+# with list-type attributes).
 FIRST_FIT_DEFECTS = ("distinctAttribute", "matchAttribute")
 
 
@@ -817,8 +831,12 @@ def audit(docs: list[dict[str, Any]], *, features=None, time_limit: float = 10.0
     out.pods = len(ff.result.pods)
     out.ff_weighted = ff.result.weighted_placed()
     try:
+        # match-intersection only exists with list-type attributes (DRAListTypeAttributes).
+        from .features import Features
+        list_types = (features or Features.from_gates()).list_type_attributes
+        defects = FIRST_FIT_DEFECTS if list_types else FIRST_FIT_DEFECTS[:1]
         for e in check_placement(ff):
-            (out.ff_defects if any(d in e for d in FIRST_FIT_DEFECTS) else out.ff_errors).append(e)
+            (out.ff_defects if any(d in e for d in defects) else out.ff_errors).append(e)
     except Exception as e:   # noqa: BLE001
         out.crash = "checker on first-fit: " + _crash_text(e)
         return out
