@@ -357,6 +357,8 @@ class _Ctx:
         except CelCompileError as e:
             self.invalid(path, expr, str(e))
             return
+        if compiled.exceeds_estimated_cost_limit():  # the API server's worst-case estimate (see draopt.cel)
+            self.forbidden(path, "too complex, exceeds cost limit")
         if not selector:
             t = compiled.output_type.upper()
             if t.startswith("MAP") or t in ("NULL_TYPE", "DOUBLE", "BYTES", "UINT", "DURATION", "TIMESTAMP"):
