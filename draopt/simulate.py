@@ -91,6 +91,7 @@ class SimCluster:
     node_objects: list = field(default_factory=list)
     res_scale: list[int] = field(default_factory=list)
     cap_scale: int = 1
+    group: np.ndarray = None        # [N] kind of node: same devices, same pods pass its filters
     total: float = 0.0
 
     @property
@@ -274,6 +275,9 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
         pod_shape.append(si)
     c = SimCluster([x.name for x in nodes], res_names, alloc, cap, present, invs, shapes, pod_shape,
                    [p.key for p in pending], capacity_name, objects, [x.node for x in nodes], res_scale, cap_scale)
+    kinds: dict[str, int] = {}
+    ok = np.stack([s.node_ok for s in shapes], axis=1)          # [N, shapes]
+    c.group = np.array([kinds.setdefault((int(group_of[i]), ok[i].tobytes()), len(kinds)) for i in range(n)])
     c.total = float(cap[present].sum())
     if c.total <= 0:
         raise InputError(f"simulate: the cluster publishes no device capacity {capacity_name!r}")
@@ -382,13 +386,37 @@ def _fgd(st: State, s: Shape, cand: np.ndarray, use, frag: FragModel) -> tuple[i
 
 
 # ------------------------------------------------------------------ optimal (batch, offline)
+def relevant_nodes(st: State, batch: list[Shape]) -> list[int]:
+    """Nodes the optimal model needs for `batch`, two exact reductions: a node where no pod of
+    the batch fits alone can take none; of nodes in the same state (kind of node, free
+    resources, capacity left per device), no more than one per pod can be used."""
+    c = st.c
+    fits = np.zeros(c.n, dtype=bool)
+    seen: set[int] = set()
+    for s in batch:
+        if s.index not in seen:
+            seen.add(s.index)
+            fits |= st.feasible(s)[0]
+    out: list[int] = []
+    per_state: dict[bytes, int] = {}
+    limit = len(batch)
+    for i in np.flatnonzero(fits):
+        key = c.group[i].tobytes() + st.free[i].tobytes() + st.left[i].tobytes()
+        k = per_state.get(key, 0)
+        if k < limit:
+            per_state[key] = k + 1
+            out.append(int(i))
+    return out
+
+
 def residual_objects(st: State, shape_counts: list[tuple[Shape, str]], *, priority: bool = True):
     """What is left of the cluster as Kubernetes objects, and pods to place on it: every node
     with its free resources as allocatable, every device with its capacity left (no request
     policy: a pod asks for what one allocation consumes), pods asking for that consumption."""
     c = st.c
     docs: list[dict] = [cl.to_k8s() for cl in c.objects.device_classes]
-    for i, name in enumerate(c.nodes):
+    for i in relevant_nodes(st, [s for s, _ in shape_counts]):
+        name = c.nodes[i]
         free = st.free[i]
         allocatable = {}
         for j, r in enumerate(c.resources):
