@@ -527,7 +527,8 @@ def _add_requests(m: PlacementModel, prep: Prepared, owner: Owner, cap: int, pre
                 if e is None or not _candidate(p, s, e):
                     continue
                 multi = p.features.consumable_capacity and e.multi_allocatable
-                hi = min(cap * s.count, cap if multi else ref.size)
+                # A shared device serves each pod once; admin access may take a device every pod takes.
+                hi = min(cap * s.count, cap if multi else ref.size * (cap if s.admin_access else 1))
                 v = cp.new_int_var(0, hi, f"z[{owner.index},{s.key},{ref.key}]")
                 if multi:
                     m.add(cp.add(v <= owner.sel[s.key]))   # each pod takes a shared device once per request

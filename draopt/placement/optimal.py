@@ -78,7 +78,8 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         for key in proven:
             proven[key] = proven[key] and st["proven"][key]
         statuses[st["status"]] += 1
-        for key in ("floor_dropped", "fallback"):
+        stats["first_fit_in_model"] = stats.get("first_fit_in_model", True) and st.get("first_fit_in_model", True)
+        for key in ("floor_dropped", "fallback", "no_better_found"):
             if key in st:
                 stats[key] = st[key]
         if "fallback" in st:
@@ -111,6 +112,8 @@ def _summary(stats: dict) -> str:
     if stats.get("fallback"):
         return f"{stats['fallback']} for {stats['pinned_pods']} pod(s); nothing proven"
     text = f"proven optimal: {', '.join(done) or 'nothing'}"
+    if stats.get("no_better_found"):
+        text = f"{stats['no_better_found']} (first-fit's placement kept, bound {stats['bound']}); " + text
     if not_done:
         text += f"; best found, not proven: {', '.join(not_done)} (gap of placed pods {stats['gap']})"
     return text
@@ -176,13 +179,11 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
                       "proven": {"placed": True, "preferences": True, "packing": True}})
         return {}, stats
     hint = _first_fit_hint(b, prep, book, ff_by_pod)
-    # First-fit's placement as a complete solution (auxiliary variables included), so that the
-    # search starts from it however large the model; if it breaks a documented rule (a
-    # Kubernetes defect first-fit reproduces), the partial hint.
+    # First-fit's placement as a complete solution of the model (auxiliary variables found by
+    # propagation): the floor, the incumbent, and the start of phases 2 and 3. None if it breaks
+    # a documented rule (first-fit reproduces Kubernetes' allocator defects).
     full = _complete_hint(m, hint, max(0.5, budget * 0.1), hard_stop)
-    stats["warm_start"] = "complete" if full is not None else "partial"
-    for var, value in (full or hint).items():
-        m.add_hint(var, value)
+    stats["first_fit_in_model"] = full is not None
     # A cheap bound first: the pods that have a node at all, each placed alone.
     cheap = sum(weight(p.priority) for p in pods if prep.pod_nodes.get(p.key))
     stats["cheap_bound"] = cheap
@@ -193,27 +194,33 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     if floor >= cheap and full is not None:
         # First-fit already places every pod that could be placed: phase 1 needs no search.
         stats["proof"] = "first-fit places every pod that has a feasible node"
-        m.add(b.objective == floor)
-        solver = _solver(budget * 0.3, hard_stop)
-        status = solver.solve(m)
-        if status == cp_model.FEASIBLE:
-            status = cp_model.OPTIMAL   # the count is proven by the bound; no objective was searched
+        status, best, bound, values = cp_model.OPTIMAL, floor, floor, full
+        stats["count_s"] = 0.0
     else:
+        # No hint: measured, a first-fit hint holds the search near first-fit (on the 100-node
+        # mixed fleet: 141,548 with it, 142,720 without, bound 142,726). First-fit's placement
+        # is kept as the incumbent in case the search finds nothing better in time.
         m.maximize(b.objective)
         solver = _solver(budget * 0.7, hard_stop)
         status = solver.solve(m)
-    stats["count_s"] = round(solver.wall_time, 3)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        stats.update({"status": solver.status_name(status), "objective": floor, "bound": None,
-                      "fallback": "no placement found within the time limit: first-fit's placement is returned"})
-        return {"fallback": True}, stats
-    if "proof" in stats:
-        best = bound = floor
-    else:
-        best, bound = int(round(solver.objective_value)), int(round(solver.best_objective_bound))
+        stats["count_s"] = round(solver.wall_time, 3)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            best, bound = int(round(solver.objective_value)), int(round(solver.best_objective_bound))
+            values = _values(solver, b)
+        elif status == cp_model.INFEASIBLE and full is not None:
+            # Nothing reaches first-fit's objective: impossible, since first-fit's placement is a
+            # solution of the model; report it rather than hide it.
+            raise RuntimeError("internal: the placement model rejects first-fit's placement it accepted before")
+        elif full is not None:
+            stats["no_better_found"] = "no placement better than first-fit's found within the time limit"
+            status, best, values = cp_model.FEASIBLE, floor, full
+            bound = min(cheap, int(solver.best_objective_bound)) if solver.best_objective_bound else cheap
+        else:
+            stats.update({"status": solver.status_name(status), "objective": floor, "bound": None,
+                          "fallback": "no placement found within the time limit: first-fit's placement is returned"})
+            return {"fallback": True}, stats
     stats.update({"objective": best, "bound": bound})
     stats["proven"]["placed"] = status == cp_model.OPTIMAL
-    values = _values(solver, b)
     # Phase 2: preferences; phase 3: packing. Each holds what the phases before reached.
     m.add(b.objective >= best)
     levels = [("preferences", sum(b.preference) if b.preference else None),
