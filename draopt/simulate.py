@@ -654,7 +654,7 @@ def simulate(c: SimCluster, *, levels: list[float], policies: list[str], runs: i
 
 # ------------------------------------------------------------------ output
 COLUMNS = ["inflation", "policy", "runs", "unallocated_pct", "std_pct", "min_pct", "max_pct", "arrived_pct",
-           "placed", "failed", "bound_unallocated_pct", "gap", "status", "seconds"]
+           "placed", "failed", "bound_unallocated_pct", "gap", "status"]   # deterministic: no timings
 
 
 def aggregate(records: list[Record], order: list[str]) -> list[dict[str, Any]]:
@@ -676,12 +676,12 @@ def aggregate(records: list[Record], order: list[str]) -> list[dict[str, Any]]:
                      "failed": round(float(np.mean([r.failed for r in rs])), 1),
                      "bound_unallocated_pct": round(float(np.mean(bounds)) * 100, 3) if bounds else "",
                      "gap": round(float(max(gaps)), 4) if gaps else "",
-                     "status": ",".join(statuses), "seconds": round(float(np.mean([r.seconds for r in rs])), 2)})
+                     "status": ",".join(statuses)})
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    cols = [c for c in COLUMNS if c not in ("seconds",)]
+    cols = list(COLUMNS)
     if not any(r["status"] for r in rows):
         cols = [c for c in cols if c not in ("bound_unallocated_pct", "gap", "status")]
     text = [[str(r[c]) for c in cols] for r in rows]
