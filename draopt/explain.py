@@ -32,6 +32,7 @@ class NodeExplanation:
     rejections: dict[str, Counter] = field(default_factory=dict)
     conflict: list[str] = field(default_factory=list)
     error: str = ""
+    pools: list[str] = field(default_factory=list)    # pools and slices left out, and why
 
     def lines(self) -> list[str]:
         head = f"node {self.node}:" if self.node else "cluster-wide devices:"
@@ -42,6 +43,7 @@ class NodeExplanation:
         out = [head]
         if self.error:
             out.append(f"  error: {self.error}")
+        out.extend(f"  {p}" for p in self.pools)
         for req, reasons in self.rejections.items():
             parts = ", ".join(_count(n, r) for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
             out.append(f"  request {req}: {parts}")
@@ -51,7 +53,8 @@ class NodeExplanation:
 
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "fits": self.fits, "reason": self.reason, "error": self.error,
-                "rejections": {k: dict(v) for k, v in self.rejections.items()}, "conflict": self.conflict}
+                "rejections": {k: dict(v) for k, v in self.rejections.items()}, "conflict": self.conflict,
+                "pools": self.pools}
 
 
 CEL_RUNTIME = "CEL runtime error of "
@@ -139,6 +142,34 @@ def minimal_conflict(problem: Problem, time_limit: float = 10.0) -> list[str] | 
     return [names[i] for i in core]
 
 
+def pool_notes(inventory, all_slices, features) -> list[str]:
+    """Why pools (and slices) that reach the node give no devices: incomplete (not every slice of
+    the pool's generation is in the input), invalid, or left out by a feature gate."""
+    notes = []
+    for pool in inventory.pools:
+        if pool.invalid:
+            notes.append(f"pool {pool.id} is invalid, none of its devices is used: {pool.invalid_reason}")
+        if not pool.incomplete:
+            continue
+        same = [s for s in all_slices if s.spec.driver == pool.driver and s.spec.pool.name == pool.name
+                and s.spec.pool.generation == pool.generation]
+        want = same[0].spec.pool.resource_slice_count if same else 0
+        if len(same) != want:
+            notes.append(f"pool {pool.id} is incomplete, none of its devices is used: {len(same)} of its "
+                         f"{want} ResourceSlices (generation {pool.generation}) are in the input")
+        else:
+            notes.append(f"pool {pool.id} is treated as incomplete: its devices have compatibilityGroups "
+                         f"and DRADeviceCompatibilityGroups is off")
+    if not features.partitionable_devices:
+        node = inventory.node.name if inventory.node is not None else None
+        for s in all_slices:
+            if (s.spec.shared_counters or s.spec.per_device_node_selection is not None) and \
+                    (s.spec.node_name in (None, "", node)):
+                notes.append(f"ResourceSlice {s.name} is left out: it uses sharedCounters or "
+                             f"perDeviceNodeSelection and DRAPartitionableDevices is off")
+    return notes
+
+
 def explain_problem(problem: Problem, node_name: str | None) -> NodeExplanation:
     ex = NodeExplanation(node_name)
     for claim in problem.claims:
@@ -172,12 +203,14 @@ def explain_claims(objects, claims, features, node: str | None = None) -> list[N
     for candidate in api._candidate_nodes(objects, node):
         inv = build_inventory(objects.resource_slices, candidate, in_use, features, objects.taint_rules, classes, cel_env)
         name = candidate.name if candidate is not None else None
+        notes = pool_notes(inv, objects.resource_slices, features)
         try:
             problem = prepare(todo, inv, classes, features, cel_env)
         except AllocationError as e:
-            out.append(NodeExplanation(name, error=str(e)))
+            out.append(NodeExplanation(name, error=str(e), pools=notes))
             continue
         out.append(explain_problem(problem, name))
+        out[-1].pools = notes if not out[-1].fits else []
     return out
 
 
@@ -216,14 +249,16 @@ def explain_pod(cluster, book, pod, max_device_nodes: int | None = None) -> list
             ex.reason = "(devices not analysed: node limit)"
             continue
         deep += 1
+        notes = pool_notes(cluster.inventory(node), cluster.objects.resource_slices, cluster.features)
         try:
             problem = prepare([book.claims[k] for k in todo], cluster.inventory(node), cluster.classes,
                               cluster.features, cluster.cel_env, cluster.expr_cache)
         except AllocationError as e:
-            ex.error = str(e)
+            ex.error, ex.pools = str(e), notes
             continue
         got = explain_problem(problem, node.name)
         ex.rejections, ex.conflict, ex.fits, ex.error = got.rejections, got.conflict, got.fits, got.error
+        ex.pools = notes if not ex.fits else []
     return out
 
 

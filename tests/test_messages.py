@@ -332,3 +332,38 @@ def test_yaml_alias_bomb_is_refused(capsys, tmp_path):
     f.write_text(docs(CLASS, NODE, SLICE, claim("a").replace("requests:", "requests: &reqs").replace(
         "kind: ResourceClaim", "kind: ResourceClaim"), claim("b")))
     assert len(load_files([str(f)]).resource_claims) == 2
+
+
+# ------------------------------------------------------------------ explain: pools that give no devices
+def test_explain_names_an_incomplete_pool(capsys, tmp_path):
+    """rough/r13's shape: one slice of a 3-slice pool captured (`kubectl get resourceslice NAME`)."""
+    f = tmp_path / "c.yaml"
+    f.write_text(docs(CLASS, NODE, SLICE.replace("resourceSliceCount: 1", "resourceSliceCount: 3"), claim("a")))
+    assert cli.main(["explain", "-f", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "pool gpu.example.com/node-1 is incomplete, none of its devices is used: 1 of its 3 " \
+           "ResourceSlices (generation 1) are in the input" in out
+    assert cli.main(["explain", "-f", str(f), "-o", "json"]) == 0
+    (section,) = json.loads(capsys.readouterr().out)
+    assert section["nodes"][0]["pools"][0].startswith("pool gpu.example.com/node-1 is incomplete")
+
+
+def test_explain_names_a_gate_that_drops_slices(capsys, tmp_path):
+    counters = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-1-counters}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: node-1, generation: 1, resourceSliceCount: 2}
+  sharedCounters: [{name: gpu-0, counters: {memory: {value: 40Gi}}}]
+"""
+    f = tmp_path / "c.yaml"
+    f.write_text(docs(CLASS, NODE, SLICE.replace("resourceSliceCount: 1", "resourceSliceCount: 2"), counters,
+                      claim("a", 5)))
+    assert cli.main(["explain", "-f", str(f), "--feature-gates", "DRAPartitionableDevices=false"]) == 0
+    out = capsys.readouterr().out
+    assert "ResourceSlice node-1-counters is left out: it uses sharedCounters or perDeviceNodeSelection and " \
+           "DRAPartitionableDevices is off" in out
+    assert "pool gpu.example.com/node-1 is incomplete, none of its devices is used: 2 of its 2" not in out
