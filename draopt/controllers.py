@@ -50,7 +50,8 @@ values differ from a live cluster's but are stable across runs. An owner without
 intermediate ReplicaSets, StatefulSets and Jobs are derived the same way.
 
 Pods already in the input that the controller owns (``ownerReferences``: kind and name) count:
-only the missing replicas, ordinals, indexes or nodes are created. A Deployment with one of its
+only the missing replicas, ordinals, indexes or nodes are created (a Deployment's pods are those
+owned by a ReplicaSet ``<N>-<their pod-template-hash label>``). A Deployment with one of its
 ReplicaSets in the input, or a CronJob/JobSet with one of its Jobs in the input, leaves the pods
 to those objects.
 
@@ -326,10 +327,10 @@ class _Expander:
 
     # ---------------------------------------------------------- controllers
     def replica_set(self, r: _Reader, spec: dict, path: str, rs_name: str, rs_uid: str,
-                    template: dict, extra_labels: dict[str, str], order_key: str) -> None:
+                    template: dict, extra_labels: dict[str, str], order_key: str, have: int | None = None) -> None:
         replicas = r.count(spec, path, "replicas", 1)
-        have = len([p for p in self.owned_pods(r.namespace, "ReplicaSet", rs_name)
-                    if not _finished(p)])
+        if have is None:
+            have = len([p for p in self.owned_pods(r.namespace, "ReplicaSet", rs_name) if not _finished(p)])
         owner = _owner("apps/v1", "ReplicaSet", rs_name, rs_uid)
         for i in range(have, replicas):
             self.pod(r, template, generate_name(rs_name + "-", r.namespace, rs_name, i), owner,
@@ -348,8 +349,12 @@ class _Expander:
         h = template_hash(template, r.get(r.doc.get("status"), "status", "collisionCount", int, 0))
         rs_name = f"{r.name}-{h}"
         rs_uid = stable_uid("ReplicaSet", r.namespace, rs_name)
+        # Its pods in the input (a dump without the ReplicaSets): owned by a ReplicaSet
+        # `<name>-<pod-template-hash>` of this Deployment, whatever hash the cluster computed.
+        have = len([p for p in self.existing if _ns(p) == r.namespace and not _finished(p) and any(
+            o == f"{r.name}-{_label(p, 'pod-template-hash')}" for o in _owner_names(p, "ReplicaSet"))])
         self.replica_set(r, spec, "spec", rs_name, rs_uid, template, {"pod-template-hash": h},
-                         f"{r.namespace}/{r.name}")
+                         f"{r.namespace}/{r.name}", have=have)
 
     def do_StatefulSet(self, r: _Reader) -> None:
         spec = r.get(r.doc, "", "spec", dict, {})
@@ -612,6 +617,13 @@ def _check_template(r: _Reader, doc: dict[str, Any], tpath: str) -> None:
         if len(errors) > 5:
             lines.append(f"{r.what}: ... and {len(errors) - 5} more problems")
         raise InputError("\n".join(lines)) from None
+
+
+def _label(doc: dict[str, Any], key: str) -> str | None:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    value = labels.get(key) if isinstance(labels, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _owner_names(doc: dict[str, Any], kind: str) -> list[str]:

@@ -475,3 +475,17 @@ spec:
         load_text(docs(lws), "t")
     with pytest.raises(InputError, match=r"Deployment ml/infer: field spec.replicas: 2147483648 is more than"):
         load_text(docs(TEMPLATE, DEPLOYMENT.replace("replicas: 4", "replicas: 2147483648")), "t")
+
+
+def test_deployment_counts_its_pods_in_a_dump_without_replicasets():
+    """`kubectl get deployments,pods -o yaml`: 3 of 4 replicas running under the cluster's own
+    ReplicaSet hash; one more pod is made, not four."""
+    running = [{"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"infer-6d9f8c7b5-{s}", "namespace": "ml",
+                             "labels": {"app": "infer", "pod-template-hash": "6d9f8c7b5"},
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                  "name": "infer-6d9f8c7b5", "uid": "u", "controller": True}]},
+                "spec": {"nodeName": "n1", "containers": [{"name": "ctr"}]}, "status": {"phase": "Running"}}
+               for s in ("7xq2k", "b2lm9", "k4dzt")]
+    objs = load_text(docs(TEMPLATE, DEPLOYMENT, *[yaml.safe_dump(p) for p in running]), "t")
+    assert len([p for p in objs.pods if not p.spec.node_name]) == 1
