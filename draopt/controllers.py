@@ -496,7 +496,11 @@ class _Expander:
         if r.get(spec, "spec", "suspend", bool, False):
             return
         if any(_ns(j) == r.namespace and _owned_by(j, "CronJob", r.name) for j in jobs):
-            return
+            return      # its Job is in the input and makes the pods
+        if any(_ns(p) == r.namespace and not _finished(p) and any(
+                o.startswith(f"{r.name}-") and o[len(r.name) + 1:].isdigit() for o in _owner_names(p, "Job"))
+               for p in self.existing):
+            return      # a Job of this CronJob is running (its pods are in the input)
         minutes = _minutes(r.creation)
         if minutes is None:
             minutes = int(hashlib.sha256(f"{r.namespace}/{r.name}".encode()).hexdigest(), 16) % 30_000_000
