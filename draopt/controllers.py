@@ -55,9 +55,14 @@ owned by a ReplicaSet ``<N>-<their pod-template-hash label>``). A Deployment wit
 ReplicaSets in the input, or a CronJob/JobSet with one of its Jobs in the input, leaves the pods
 to those objects.
 
-Queue order: the controller creates its pods in index order; :func:`creation_order` gives each
-created pod ``(namespace/controller name, index)``, which the placement queue uses after
-priority and creation time in place of the pod's own name.
+Queue order: the controller creates its pods in index order. :func:`expand` records each pod's
+``(namespace/controller name, index)`` (``Created.order``, kept as ``ObjectSet.creation_order``),
+which the placement queue uses after priority and creation time, before the pod's own name. The
+pods carry the controller's ``creationTimestamp`` when it has one.
+
+Limits: at most 100000 pods per controller; Indexed Jobs at most 100000 completions (batch/v1).
+A pod template's errors name the controller's field (``spec.template.spec.containers``), and
+its unknown-field warnings are given once per template.
 """
 from __future__ import annotations
 
