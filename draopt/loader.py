@@ -246,6 +246,7 @@ def _route(doc: Any, source: str, objects: ObjectSet) -> None:
         name = meta.get("name") if isinstance(meta, dict) else None
         raise InputError(f"{source}: (no kind) {name if isinstance(name, str) and name else '(no name)'}: "
                          f"field kind: expected a string, got {_type_name(kind)}")
+    doc = _generated_name(doc, source)
     if isinstance(kind, str) and kind and kind not in KINDS:
         if kind in controllers.CONTROLLER_KINDS:
             controllers.check_api_version(doc, source)
@@ -254,6 +255,17 @@ def _route(doc: Any, source: str, objects: ObjectSet) -> None:
             objects.skipped[kind] = objects.skipped.get(kind, 0) + 1
         return
     objects.add(parse_object(doc, source))
+
+
+def _generated_name(doc: Any, source: str) -> Any:
+    """`metadata.generateName` without a name (a manifest for `kubectl create`): the name the API
+    server would give, with a stable suffix from where the document came (see draopt.controllers)."""
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    if not isinstance(meta, dict) or meta.get("name") or not isinstance(meta.get("generateName"), str) \
+            or not meta["generateName"]:
+        return doc
+    name = controllers.generate_name(meta["generateName"], str(meta.get("namespace") or "default"), source, 0)
+    return dict(doc, metadata=dict(meta, name=name))
 
 
 def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> ObjectSet:

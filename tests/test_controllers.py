@@ -489,3 +489,15 @@ def test_deployment_counts_its_pods_in_a_dump_without_replicasets():
                for s in ("7xq2k", "b2lm9", "k4dzt")]
     objs = load_text(docs(TEMPLATE, DEPLOYMENT, *[yaml.safe_dump(p) for p in running]), "t")
     assert len([p for p in objs.pods if not p.spec.node_name]) == 1
+
+
+def test_generate_name_manifests_get_stable_names():
+    """Manifests for `kubectl create` (metadata.generateName, no name): named as the API server
+    would, with a stable suffix."""
+    job = JOB.replace("metadata: {namespace: ml, name: example-dra-job}", "metadata: {namespace: ml, generateName: pi-}")
+    text = docs(TEMPLATE, job, "apiVersion: v1\nkind: Pod\nmetadata: {namespace: ml, generateName: p-}\n"
+                               "spec: {containers: [{name: c}]}\n")
+    names = pod_names(load_text(text, "t"))
+    assert names == pod_names(load_text(text, "t"))
+    assert re.fullmatch(f"p-{SUFFIX}", names[0]), names
+    assert all(re.fullmatch(f"pi-{SUFFIX}-{SUFFIX}", n) for n in names[1:]) and len(names) == 3, names
