@@ -64,6 +64,7 @@ class Owner:
     mult: Any                  # counted: pods of the kind there (int var); unit claim: active (bool)
     problem: Problem           # representative problem (its claims give specs and constraints)
     claim_index: int | None    # units: the one claim of `problem` this owner allocates
+    claim_key: str = ""        # units: that claim (problems are shared by claims alike)
     sel: dict = field(default_factory=dict)       # spec key -> selection variable (count or bool)
     witness: dict = field(default_factory=dict)   # (claim index, constraint index) -> {element: var}
     terms: dict = field(default_factory=dict)     # spec key -> [Term]
@@ -170,8 +171,8 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
     pod_nodes: dict[str, list[NodeState]] = {}
     reasons: dict[str, dict[str, int]] = {}
     for kind in kinds:
-        # Counted kinds share one problem per node (claims alike); a unit's problem holds its own claims.
-        sig = tuple(book.signature(k) for k in kind.claim_keys) if kind.counted else ("unit",) + tuple(kind.claim_keys)
+        # Kinds and units with claims alike share one problem per node (owners name their own claims).
+        sig = tuple(book.signature(k) for k in kind.claim_keys)
         # Counted pods are identical: the representative's nodes are everybody's.
         for pod in (kind.pods[:1] if kind.counted else kind.pods):
             nodes = []
@@ -403,7 +404,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
             if not problems:
                 m.add(cp.add(active == 0))
                 continue
-            owner = Owner(len(owners), kind, None, active, problems[0][1], ci)
+            owner = Owner(len(owners), kind, None, active, problems[0][1], ci, claim_key=key)
             owners.append(owner)
             _add_unit_requests(m, prep, owner, problems, users, y, placed, preference)
     # Global rules over every owner: who may share a device, shared capacity, counters.
@@ -671,7 +672,7 @@ def _device_node_resources(m, cluster, workload, book, owners, y, node_demand) -
     for o in owners:
         if o.counted:
             continue
-        key = o.problem.claims[o.claim_index].key
+        key = o.claim_key
         users = o.kind.users[key]
         for ts in o.terms.values():
             for t in ts:

@@ -182,7 +182,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     # First-fit's placement as a complete solution of the model (auxiliary variables found by
     # propagation): the floor, the incumbent, and the start of phases 2 and 3. None if it breaks
     # a documented rule (first-fit reproduces Kubernetes' allocator defects).
-    full = _complete_hint(m, hint, max(0.5, budget * 0.1), hard_stop)
+    full = _complete_hint(m, hint, max(1.0, budget * 0.25), hard_stop)
     stats["first_fit_in_model"] = full is not None
     # A cheap bound first: the pods that have a node at all, each placed alone.
     cheap = sum(weight(p.priority) for p in pods if prep.pod_nodes.get(p.key))
@@ -305,7 +305,7 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
     for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()):
         hint[var] = 0
     owner_at = {(o.kind.index, o.node.name): o for o in b.owners if o.counted}
-    owner_of_claim = {o.problem.claims[o.claim_index].key: o for o in b.owners if not o.counted}
+    owner_of_claim = {o.claim_key: o for o in b.owners if not o.counted}
     for o in b.owners:
         if not o.counted:
             hint[o.mult] = 0
@@ -629,7 +629,7 @@ def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
     for o in b.owners:
         if o.counted or o.kind is not kind or not val.get(o.mult, 0):
             continue
-        key = o.problem.claims[o.claim_index].key
+        key = o.claim_key
         users = [u for u in o.kind.users[key] if out[u].placed]
         anchor = out[users[0]].node
         p = prep.problems.get((kind.index, anchor)) or o.problem
@@ -664,7 +664,7 @@ def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
                         chosen.append(Chosen(spec, entry, consumed))
         lists: list[list[Chosen]] = [[] for _ in p.claims]
         lists[claim.index] = chosen
-        results = _results(p, lists, selected, share_id, only=claim.index)
+        results = _results(p, lists, selected, share_id, only=claim.index, real=book.claims[key])
         for u in users:
             out[u].new_claims[key] = results
         # The claim is reported once, with the first user (as the scheduler allocates it once).
@@ -672,7 +672,7 @@ def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
             out[u].new_claims.pop(key, None)
 
 
-def _results(problem, lists, selected, share_id, only: int):
+def _results(problem, lists, selected, share_id, only: int, real=None):
     order = {}
     for claim in problem.claims:
         for ri, g in enumerate(claim.requests):
@@ -680,6 +680,8 @@ def _results(problem, lists, selected, share_id, only: int):
                 order[s.key] = ri
     ordered = [sorted(ch, key=lambda c: (order[c.request.key], c.device.index)) for ch in lists]
     claim = problem.claims[only]
+    if real is not None:   # the problem may belong to a claim alike: write this one
+        claim = ClaimSpec(claim.index, real, claim.requests, claim.constraints)
     from ..decode import decode_claim
     return decode_claim(problem, claim, ordered[only], selected, share_id)
 
