@@ -322,14 +322,20 @@ FILE_EXTENSIONS = (".json", ".yaml", ".yml")   # kubectl's, for files found in a
 
 def expand_paths(paths: Iterable[str], recursive: bool = False) -> list[str]:
     """Files to read: a directory gives its .json/.yaml/.yml files sorted by name, as `kubectl -f
-    DIR` does (with `recursive`, those of its subdirectories too, walked in name order); files and
-    `-` are kept as given."""
+    DIR` does (with `recursive`, those of its subdirectories too, walked in name order, each
+    directory once even through symbolic links); files and `-` are kept as given."""
     out: list[str] = []
-    for path in paths:
+    seen: set[Path] = set()
+
+    def walk(path: str, top: bool) -> None:
         p = Path(path)
-        if path == "-" or not p.is_dir():
+        if top and (path == "-" or not p.is_dir()):
             out.append(path)
-            continue
+            return
+        real = p.resolve()
+        if real in seen:
+            return
+        seen.add(real)
         try:
             entries = sorted(p.iterdir(), key=lambda e: e.name)
         except OSError as e:
@@ -337,9 +343,13 @@ def expand_paths(paths: Iterable[str], recursive: bool = False) -> list[str]:
         for entry in entries:
             if entry.is_dir():
                 if recursive:
-                    out.extend(expand_paths([str(entry)], recursive))
+                    walk(str(entry), False)
             elif entry.suffix in FILE_EXTENSIONS:
                 out.append(str(entry))
+
+    for path in paths:
+        seen.clear()        # per -f argument: a directory given twice is read twice, as kubectl does
+        walk(path, True)
     return out
 
 

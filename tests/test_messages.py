@@ -367,3 +367,11 @@ spec:
     assert "ResourceSlice node-1-counters is left out: it uses sharedCounters or perDeviceNodeSelection and " \
            "DRAPartitionableDevices is off" in out
     assert "pool gpu.example.com/node-1 is incomplete, none of its devices is used: 2 of its 2" not in out
+
+
+def test_recursive_directory_with_a_link_loop(tmp_path):
+    d = tmp_path / "in"
+    (d / "sub").mkdir(parents=True)
+    (d / "sub" / "up").symlink_to(d)
+    (d / "c.yaml").write_text(docs(CLASS, NODE, SLICE, claim("a")))
+    assert len(load_files([str(d)], recursive=True).resource_claims) == 1
