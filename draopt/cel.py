@@ -55,7 +55,12 @@ version 3 Kubernetes pins, which changed cel-go's cost estimates only), sets
 (``all``/``exists``/``existsOne``/``exists_one``/``transformList``/
 ``transformMap``/``transformMapEntry``), the Kubernetes lists library (``isSorted``, ``sum``, ``min``,
 ``max``, ``indexOf``, ``lastIndexOf``), regex ``find``/``findAll``, quantity,
-semver, and (list-type attributes) ``includes``.  Workarounds:
+semver, the IP and CIDR libraries (``ip``, ``isIP``, ``ip.isCanonical``,
+``family``, ``is*`` tests, ``cidr``, ``isCIDR``, ``containsIP``,
+``containsCIDR``, ``masked``, ``prefixLength``; messages holding the
+canonical text, Go net/netip semantics through Python's ipaddress), the
+format library (``format.<name>()``, ``format.named()``, ``validate()``), and
+(list-type attributes) ``includes``.  Workarounds:
 
 * ``indexOf``/``lastIndexOf`` exist in both the strings extension and the
   lists library; cel-cpp cannot add overloads to an extension's function, so
@@ -76,6 +81,10 @@ semver, and (list-type attributes) ``includes``.  Workarounds:
 * Kubernetes' AST validators (regex, duration and timestamp literals): a
   literal argument of ``matches``, ``duration`` or ``timestamp`` that does not
   parse is a compile error.
+* ``format.named(n)`` and ``<Format>.validate(s)`` return optionals, which a
+  Python implementation cannot return through the binding: they are rewritten
+  to ``cel.bind`` + ``optional.of``/``optional.none()`` around helpers that
+  return a plain Format / list of messages.
 * ``cel.HomogeneousAggregateLiterals``: after compiling, the checked AST
   (``Expression.serialize()``, decoded with a minimal description of
   cel.expr.CheckedExpr) is walked and a list literal whose elements, or a map
@@ -131,12 +140,16 @@ Not reproduced
   exceeded" when every loop receiver's size is written in the expression and
   the full evaluation would pass the limit (the DRA "expensive" test case), and
   otherwise a CelRuntimeError saying it cannot evaluate the expression.
-* The URL, IP, CIDR and ``format`` libraries, ``strings.quote`` checks, and
-  the compile-time ``format()`` argument checks of the strings extension.
+* The URL library (``url()``, ``isURL()``...), ``string(ip)`` /
+  ``string(cidr)`` conversions (cel-cpp cannot add overloads to ``string``),
+  the type names ``net.IP``/``net.CIDR`` (here ``kubernetes.IP``...), and the
+  compile-time ``format()`` argument checks of the strings extension (they
+  fail at runtime here).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import threading
 from fractions import Fraction
@@ -207,17 +220,22 @@ _T = _cel.Type
 def _make_pool():
     F = descriptor_pb2.FieldDescriptorProto
     fdp = descriptor_pb2.FileDescriptorProto(name="draopt_kubernetes_cel.proto", package="kubernetes", syntax="proto3")
-    for name in ("Quantity", "Semver"):
+    for name in ("Quantity", "Semver", "IP", "CIDR", "Format"):
         m = fdp.message_type.add(name=name)
         m.field.add(name="v", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
     q = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Quantity"))
     s = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Semver"))
-    return pool, q, s
+    others = [message_factory.GetMessageClass(pool.FindMessageTypeByName(f"kubernetes.{n}"))
+              for n in ("IP", "CIDR", "Format")]
+    return (pool, q, s, *others)
 
 
-_POOL, _QMsg, _SMsg = _make_pool()
+_POOL, _QMsg, _SMsg, _IPMsg, _CIDRMsg, _FormatMsg = _make_pool()
+_IPT = _T("kubernetes.IP")
+_CIDRT = _T("kubernetes.CIDR")
+_FORMATT = _T("kubernetes.Format")
 _QT = _T("kubernetes.Quantity")
 _ST = _T("kubernetes.Semver")
 
@@ -486,6 +504,236 @@ def _fn_sets_intersects(a, b):
     return any(any(_cel_equal(x, y) for x in a) for y in b)
 
 
+# Kubernetes IP and CIDR libraries (k8s.io/apiserver/pkg/cel/library/ip.go, cidr.go), after
+# Go's net/netip semantics.  Values are messages holding the canonical text.
+
+
+def _parse_ip(s: str):
+    if "%" in s:
+        raise ValueError(f'IP address "{s}" with zone value is not allowed')
+    try:
+        a = ipaddress.ip_address(s)
+    except ValueError as e:
+        raise ValueError(f'IP Address "{s}" parse error during conversion from string: {e}') from None
+    if a.version == 6 and a.ipv4_mapped is not None:
+        raise ValueError(f'IPv4-mapped IPv6 address "{s}" is not allowed')
+    return a
+
+
+def _parse_cidr(s: str):
+    if "%" in s:
+        raise ValueError(f'CIDR "{s}" with zone value is not allowed')
+    addr, sep, bits = s.partition("/")
+    try:
+        if not sep or not bits.isdigit() or (len(bits) > 1 and bits[0] == "0"):
+            raise ValueError("no '/' or invalid prefix length")
+        iface = ipaddress.ip_interface(s)
+    except ValueError as e:
+        raise ValueError(f"network address parse error during conversion from string: {e}") from None
+    if iface.version == 6 and iface.ip.ipv4_mapped is not None:
+        raise ValueError(f'IPv4-mapped IPv6 address "{s}" is not allowed')
+    return iface
+
+
+def _ip_py(m):
+    return ipaddress.ip_address(m.v)
+
+
+def _cidr_py(m):
+    return ipaddress.ip_interface(m.v)
+
+
+def _fn_ip(s):
+    return _IPMsg(v=str(_parse_ip(s)))
+
+
+def _fn_is_ip(s):
+    try:
+        _parse_ip(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _fn_ip_is_canonical(s):
+    return str(_parse_ip(s)) == s
+
+
+def _fn_ip_family(m):
+    return _ip_py(m).version
+
+
+def _fn_ip_is_unspecified(m):
+    return _ip_py(m).is_unspecified
+
+
+def _fn_ip_is_loopback(m):
+    a = _ip_py(m)
+    return a in _V4_LOOPBACK if a.version == 4 else a == _V6_LOOPBACK
+
+
+def _fn_ip_is_link_local_multicast(m):
+    a = _ip_py(m)
+    if a.version == 4:
+        return a in _V4_LL_MULTICAST
+    b = a.packed
+    return b[0] == 0xFF and (b[1] & 0x0F) == 0x02
+
+
+def _fn_ip_is_link_local_unicast(m):
+    a = _ip_py(m)
+    return a in (_V4_LL_UNICAST if a.version == 4 else _V6_LL_UNICAST)
+
+
+def _fn_ip_is_global_unicast(m):
+    a = _ip_py(m)
+    if a.is_unspecified or a.is_multicast or _fn_ip_is_loopback(m) or _fn_ip_is_link_local_unicast(m):
+        return False
+    return not (a.version == 4 and a == _V4_BROADCAST)
+
+
+_V4_LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+_V6_LOOPBACK = ipaddress.ip_address("::1")
+_V4_LL_MULTICAST = ipaddress.ip_network("224.0.0.0/24")
+_V4_LL_UNICAST = ipaddress.ip_network("169.254.0.0/16")
+_V6_LL_UNICAST = ipaddress.ip_network("fe80::/10")
+_V4_BROADCAST = ipaddress.ip_address("255.255.255.255")
+
+
+def _cidr_text(iface) -> str:
+    return f"{iface.ip}/{iface.network.prefixlen}"
+
+
+def _fn_cidr(s):
+    return _CIDRMsg(v=_cidr_text(_parse_cidr(s)))
+
+
+def _fn_is_cidr(s):
+    try:
+        _parse_cidr(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _fn_cidr_contains_ip(m, other):
+    net = _cidr_py(m).network
+    a = _ip_py(other) if type(other) is _IPMsg else _parse_ip(other)
+    return a.version == net.version and a in net
+
+
+def _fn_cidr_contains_cidr(m, other):
+    net = _cidr_py(m).network
+    o = (_cidr_py(other) if type(other) is _CIDRMsg else _parse_cidr(other)).network
+    return o.version == net.version and o.subnet_of(net)
+
+
+def _fn_cidr_ip(m):
+    return _IPMsg(v=str(_cidr_py(m).ip))
+
+
+def _fn_cidr_masked(m):
+    net = _cidr_py(m).network
+    return _CIDRMsg(v=f"{net.network_address}/{net.prefixlen}")
+
+
+def _fn_cidr_prefix_length(m):
+    return _cidr_py(m).network.prefixlen
+
+
+# Kubernetes format library (k8s.io/apiserver/pkg/cel/library/format.go)
+
+_DNS1035_RE = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+                f"regex used for validation is '{_DNS1035_RE}')")
+_UUID_RE = re.compile(r"(?i)^(?:urn:uuid:)?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?$")
+
+
+def _mask_trailing_dash(s: str) -> str:
+    return s[:-1] + "a" if len(s) > 1 and s.endswith("-") else s
+
+
+def _dns1035_label(s: str) -> list:
+    from .validate import _length_and_pattern
+    return _length_and_pattern(s, 63, _DNS1035_RE, _DNS1035_MSG)
+
+
+def _validate_uri(s: str) -> list:
+    # Go's url.ParseRequestURI: an absolute URI or an absolute path, no fragment handling needed
+    if not s:
+        return [f'parse "{s}": empty url']
+    if s.startswith("/"):
+        return []
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", s, re.S)
+    if not m:
+        return [f'parse "{s}": invalid URI for request']
+    return []
+
+
+def _validate_byte(s: str) -> list:
+    import base64
+    try:
+        base64.b64decode(s, validate=True)
+        return []
+    except Exception:
+        return ["invalid base64"]
+
+
+def _validate_date(s: str) -> list:
+    import datetime as _dt
+    try:
+        if not _DATE_RE.match(s):
+            raise ValueError
+        _dt.date.fromisoformat(s)
+        return []
+    except ValueError:
+        return ["invalid date"]
+
+
+def _format_validators():
+    from . import validate as v
+    return {
+        "dns1123Label": lambda s: v.is_dns1123_label(s),
+        "dns1123Subdomain": lambda s: v.is_dns1123_subdomain(s),
+        "dns1035Label": _dns1035_label,
+        "qualifiedName": lambda s: v.is_qualified_label_name(s),
+        "dns1123LabelPrefix": lambda s: v.is_dns1123_label(_mask_trailing_dash(s)),
+        "dns1123SubdomainPrefix": lambda s: v.is_dns1123_subdomain(_mask_trailing_dash(s)),
+        "dns1035LabelPrefix": lambda s: _dns1035_label(_mask_trailing_dash(s)),
+        "labelValue": lambda s: v.is_label_value(s),
+        "uri": _validate_uri,
+        "uuid": lambda s: [] if _UUID_RE.match(s) else ["does not match the UUID format"],
+        "byte": _validate_byte,
+        "date": _validate_date,
+        "datetime": lambda s: [] if _DATETIME_RE.match(s) else ["invalid datetime"],
+    }
+
+
+_FORMAT_NAMES = ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName", "dns1123LabelPrefix",
+                 "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date",
+                 "datetime")
+_FORMATS: Dict[str, Any] = {}  # filled on first use (draopt.validate imports this module)
+
+
+def _fn_format_known(name):
+    return name in _FORMAT_NAMES
+
+
+def _fn_format_named(name):
+    if name not in _FORMAT_NAMES:
+        raise ValueError(f"unknown format {name}")
+    return _FormatMsg(v=name)
+
+
+def _fn_format_errors(fmt, s):
+    if not _FORMATS:
+        _FORMATS.update(_format_validators())
+    return list(_FORMATS[fmt.v](s))
+
+
 # Kubernetes lists library (k8s.io/apiserver/pkg/cel/library/lists.go)
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -691,6 +939,38 @@ def _build_functions(list_type_attributes: bool):
             (f"string_{name}", T.INT, [T.STRING, T.STRING], True, str_impl),
             (f"string_{name}_int", T.INT, [T.STRING, T.STRING, T.INT], True, str_impl),
         ] + [(f"list_{n}_{name}_int", T.INT, [T.List(t), t], True, lst_impl) for n, t in elem]))
+    # IP / CIDR (Kubernetes 1.30)
+    IPT, CIDRT = _IPT, _CIDRT
+    fns += [
+        _decl("ip", [("string_to_ip", IPT, [T.STRING], False, _fn_ip),
+                     ("cidr_ip", IPT, [CIDRT], True, _fn_cidr_ip)]),
+        _decl("isIP", [("is_ip", T.BOOL, [T.STRING], False, _fn_is_ip)]),
+        _decl("ip.isCanonical", [("ip_is_canonical", T.BOOL, [T.STRING], False, _fn_ip_is_canonical)]),
+        _decl("family", [("ip_family", T.INT, [IPT], True, _fn_ip_family)]),
+        _decl("isUnspecified", [("ip_is_unspecified", T.BOOL, [IPT], True, _fn_ip_is_unspecified)]),
+        _decl("isLoopback", [("ip_is_loopback", T.BOOL, [IPT], True, _fn_ip_is_loopback)]),
+        _decl("isLinkLocalMulticast", [("ip_is_link_local_multicast", T.BOOL, [IPT], True,
+                                        _fn_ip_is_link_local_multicast)]),
+        _decl("isLinkLocalUnicast", [("ip_is_link_local_unicast", T.BOOL, [IPT], True, _fn_ip_is_link_local_unicast)]),
+        _decl("isGlobalUnicast", [("ip_is_global_unicast", T.BOOL, [IPT], True, _fn_ip_is_global_unicast)]),
+        _decl("cidr", [("string_to_cidr", CIDRT, [T.STRING], False, _fn_cidr)]),
+        _decl("isCIDR", [("is_cidr", T.BOOL, [T.STRING], False, _fn_is_cidr)]),
+        _decl("containsIP", [("cidr_contains_ip_string", T.BOOL, [CIDRT, T.STRING], True, _fn_cidr_contains_ip),
+                             ("cidr_contains_ip_ip", T.BOOL, [CIDRT, IPT], True, _fn_cidr_contains_ip)]),
+        _decl("containsCIDR", [("cidr_contains_cidr_string", T.BOOL, [CIDRT, T.STRING], True, _fn_cidr_contains_cidr),
+                               ("cidr_contains_cidr", T.BOOL, [CIDRT, CIDRT], True, _fn_cidr_contains_cidr)]),
+        _decl("masked", [("cidr_masked", CIDRT, [CIDRT], True, _fn_cidr_masked)]),
+        _decl("prefixLength", [("cidr_prefix_length", T.INT, [CIDRT], True, _fn_cidr_prefix_length)]),
+    ]
+    # format library (Kubernetes 1.31): format.<name>() and, through _rewrite_format,
+    # format.named() and <Format>.validate()
+    for fname in _FORMAT_NAMES:
+        fns.append(_decl(f"format.{fname}", [(f"format.{fname}", _FORMATT, [], False,
+                                               (lambda n: (lambda: _FormatMsg(v=n)))(fname))]))
+    fns.append(_decl(_FORMAT_KNOWN, [(_FORMAT_KNOWN, T.BOOL, [T.STRING], False, _fn_format_known)]))
+    fns.append(_decl(_FORMAT_NAMED, [(_FORMAT_NAMED, _FORMATT, [T.STRING], False, _fn_format_named)]))
+    fns.append(_decl(_FORMAT_ERRORS, [(_FORMAT_ERRORS, T.List(T.STRING), [_FORMATT, T.STRING], True,
+                                       _fn_format_errors)]))
     fns.append(_decl(_TICK, [(f"{_TICK}_int", T.BOOL, [T.INT], False, _fn_tick)]))
     fns.append(_decl(_TO_MAP, [(f"{_TO_MAP}_list", T.Map(T.DYN, T.DYN), [T.LIST], True, _fn_to_map)]))
     fns.append(_decl(_MERGE_MAPS, [(f"{_MERGE_MAPS}_list", T.Map(T.DYN, T.DYN), [T.LIST], True, _fn_merge_maps)]))
@@ -1078,6 +1358,7 @@ def _split_args(sig, toks, open_idx):
 
 _RENAMED = {"indexOf": "__dra_indexOf", "lastIndexOf": "__dra_lastIndexOf"}
 _RENAMED_BACK = {v: k for k, v in _RENAMED.items()}
+_RENAMED_BACK.update({"__dra_format_errors": "validate"})
 
 
 def _rename_members(src: str) -> str:
@@ -1091,6 +1372,91 @@ def _rename_members(src: str) -> str:
                 and j + 1 < len(sig) and toks[sig[j + 1]][1] == "(":
             toks[i] = (kind, _RENAMED[t])
     return "".join(t for _, t in toks)
+
+
+_FORMAT_KNOWN = "__dra_format_known"
+_FORMAT_NAMED = "__dra_format_named"
+_FORMAT_ERRORS = "__dra_format_errors"
+
+
+def _matching(sig, toks, k, step):
+    """Index (in sig) of the bracket matching the one at sig index k, scanning by step (+1/-1)."""
+    depth = 0
+    while 0 <= k < len(sig):
+        kind, t = toks[sig[k]]
+        if kind == "other":
+            if t in "([{":
+                depth += step
+            elif t in ")]}":
+                depth -= step
+            if depth == 0:
+                return k
+        k += step
+    return None
+
+
+def _postfix_start(sig, toks, k):
+    """Start (sig index) of the postfix expression ending at sig index k."""
+    while True:
+        kind, t = toks[sig[k]]
+        if kind == "other" and t in ")]}":
+            m = _matching(sig, toks, k, -1)
+            if m is None:
+                return None
+            prev = toks[sig[m - 1]] if m > 0 else ("", "")
+            if t == ")" and prev[0] == "id":
+                k = m - 1
+                continue
+            if t == "]" and (prev[0] in ("id", "str") or prev[1] in (")", "]", "}")):
+                k = m - 1
+                continue
+            k = m
+        if k > 1 and toks[sig[k - 1]][1] == "." and toks[sig[k]][0] == "id":
+            k -= 2
+            continue
+        return k
+
+
+def _rewrite_format(src: str) -> str:
+    """``format.named(n)`` and ``<Format>.validate(s)`` return optionals, which functions
+    implemented in Python cannot: they are rewritten around helpers returning plain values."""
+    if "named" not in src and "validate" not in src:
+        return src
+    for _ in range(64):
+        toks = _tokenize(src)
+        sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
+        done = True
+        for j in range(1, len(sig) - 1):
+            kind, t = toks[sig[j]]
+            if kind != "id" or toks[sig[j - 1]][1] != "." or toks[sig[j + 1]][1] != "(":
+                continue
+            if t == "named" and j >= 2 and toks[sig[j - 2]][1] == "format" and \
+                    (j < 3 or toks[sig[j - 3]][1] != "."):
+                close = _matching(sig, toks, j + 1, 1)
+                if close is None:
+                    return src
+                arg = "".join(x for _, x in toks[sig[j + 1] + 1 : sig[close]])
+                new = (f"cel.bind(__dra_fn, ({arg}), {_FORMAT_KNOWN}(__dra_fn) ? "
+                       f"optional.of({_FORMAT_NAMED}(__dra_fn)) : optional.none())")
+                start = sig[j - 2]
+            elif t == "validate":
+                close = _matching(sig, toks, j + 1, 1)
+                rs = _postfix_start(sig, toks, j - 2) if j >= 2 else None
+                if close is None or rs is None:
+                    return src
+                recv = "".join(x for _, x in toks[sig[rs] : sig[j - 1]])
+                arg = "".join(x for _, x in toks[sig[j + 1] + 1 : sig[close]])
+                new = (f"cel.bind(__dra_fv, ({recv}).{_FORMAT_ERRORS}({arg}), "
+                       f"__dra_fv.size() == 0 ? optional.none() : optional.of(__dra_fv))")
+                start = sig[rs]
+            else:
+                continue
+            src = "".join(x for _, x in toks[:start]) + new + "".join(x for _, x in toks[sig[close] + 1 :])
+            done = False
+            break
+        if done:
+            return src
+    return src
 
 
 _ALWAYS_PRESENT = {"driver", "allowMultipleAllocations", "attributes", "capacity"}
@@ -1526,9 +1892,12 @@ class CompiledExpression:
         """Evaluate to a Python value (bool/int/float/str/bytes/None/
         semver.Version/Quantity/list/dict)."""
         r = self._eval(device)
-        if r.type() == _ERROR_TYPE:
-            raise CelRuntimeError(_runtime_message(str(r.value())))
-        return _to_python(r.plain_value())
+        try:
+            if r.type() == _ERROR_TYPE:
+                raise CelRuntimeError(_runtime_message(str(r.value())))
+            return _to_python(r.plain_value())
+        except TypeError:  # the binding cannot convert some values (optionals) to Python
+            raise CelRuntimeError(f"a result of type {r.type().name()} cannot be returned to Python") from None
 
     def __repr__(self):
         return f"CompiledExpression({self.expression!r})"
@@ -1594,7 +1963,7 @@ class CelEnvironment:
         problem = _literal_problem(self, expression)
         if problem:
             raise CelCompileError(f"compilation failed: {problem}")
-        prepared = _rename_members(_rewrite(_rewrite_has(expression)))
+        prepared = _rename_members(_rewrite(_rewrite_format(_rewrite_has(expression))))
         rewritten, base_cost, loops, static_cost = _instrument(prepared)
         src = rewritten
         for _ in range(32):

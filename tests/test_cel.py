@@ -479,3 +479,27 @@ def test_estimated_cost_and_validate(env):
     report = validate.validate_documents([(claim, "test")], Features.all_enabled())
     hits = [f for f in report.findings if "too complex, exceeds cost limit" in f.error_string()]
     assert len(hits) == 1 and hits[0].field == "spec.devices.requests[0].exactly.selectors[0].cel.expression"
+
+
+def test_ip_and_cidr_libraries(env, dev):
+    # semantics of Go's net/netip, which Kubernetes' ip.go/cidr.go use
+    assert m(env, dev, 'cidr("192.168.0.0/24").containsIP(ip("192.168.0.1"))')
+    assert not m(env, dev, 'cidr("192.168.0.0/24").containsIP("192.168.1.1")')
+    assert not m(env, dev, 'cidr("192.168.0.0/24").containsIP("::1")')
+    assert m(env, dev, 'cidr("192.168.0.0/16").containsCIDR("192.168.10.0/24")')
+    assert not m(env, dev, 'cidr("192.168.10.0/24").containsCIDR(cidr("192.168.0.0/16"))')
+    assert m(env, dev, 'cidr("192.168.1.5/24").masked() == cidr("192.168.1.0/24")')
+    assert m(env, dev, 'cidr("192.168.1.5/24").ip() == ip("192.168.1.5")')
+    assert m(env, dev, 'cidr("2001:db8::/32").prefixLength() == 32')
+    assert m(env, dev, '!isCIDR("10.0.0.0/33") && isCIDR("10.0.0.0/8") && !isIP("::ffff:1.2.3.4")')
+    with pytest.raises(CelRuntimeError) as ei:
+        m(env, dev, 'ip("fe80::1%eth0").isLinkLocalUnicast()')
+    assert "zone" in str(ei.value)
+
+
+def test_format_library(env, dev):
+    assert m(env, dev, 'format.named("labelValue").value().validate("ok").orValue([]) == []')
+    assert m(env, dev, 'format.dns1123Label().validate("Not_A_Label").value().size() == 1')
+    assert m(env, dev, 'cel.bind(f, format.dns1035Label(), f.validate("1abc").hasValue() && !f.validate("abc").hasValue())')
+    assert m(env, dev, 'device.attributes["dra.example.com"].model.matches("^a") && '
+                       '!format.dns1123Label().validate(device.attributes["dra.example.com"].model).hasValue()')
