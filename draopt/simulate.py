@@ -50,6 +50,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import InputError
+from .quantity import Quantity
 
 ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd")
 POLICIES = ONLINE_POLICIES + ("optimal-batch",)
@@ -268,7 +269,18 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
                         else:
                             cons[rows, e.index] = cap[ri, e.index]   # taken whole
             nominal = cons[compat]
-            request = count * (float(nominal.min()) if nominal.size else 0.0)
+            if nominal.size:
+                request = count * float(nominal.min())
+            elif claim is not None:
+                # No device anywhere serves it: it still arrives, with what it asks for.
+                ex = claim.spec.devices.requests[0].exactly
+                asked = ((ex.capacity.requests if ex.capacity is not None else None) or {}).get(capacity_name)
+                if asked is None:
+                    raise InputError(f"simulate: Pod {p.key}: no device of the cluster can serve its claim, and "
+                                     f"the claim asks for no {capacity_name}: its demand is unknown")
+                request = count * float(Quantity.parse(asked).value * cap_scale)
+            else:
+                request = 0.0
             node_ok = np.array([cluster.node_rejects(node, p) is None for node in nodes], dtype=bool)
             shapes.append(Shape(si, demand, count, compat, cons, request, claim_spec, res, node_ok, placement))
         shapes[si].pods.append(p.key)

@@ -240,3 +240,11 @@ def test_openb_shapes_and_capacity(tmp_path):
     u = {r.level: r.unallocated for r in records}
     assert u[0.5] == pytest.approx(1 - records[0].arrived)          # all placed: unallocated = 1 - arrived
     assert 0 < u[1.0] < 0.2
+
+
+def test_task_no_node_can_serve_still_arrives(tmp_path):
+    c = small(tmp_path, "sn,cpu_milli,memory_mib,gpu,model\na,8000,8192,2,T4\n",
+              "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nv,100,128,2,1000,V100M32\nt,100,128,1,500,\n")
+    v = shape_of(c, "v")
+    assert v.request == 2000 and not v.compat.any()
+    assert sim.place_one(sim.State(c), v, "first-fit", None) is None
