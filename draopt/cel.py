@@ -60,7 +60,9 @@ semver, the IP and CIDR libraries (``ip``, ``isIP``, ``ip.isCanonical``,
 ``containsCIDR``, ``masked``, ``prefixLength``; messages holding the
 canonical text, Go net/netip semantics through Python's ipaddress), the
 format library (``format.<name>()``, ``format.named()``, ``validate()``), and
-(list-type attributes) ``includes``.  Workarounds:
+``includes`` (in the allocator's environment always, as Kubernetes'
+StoredExpressions; with ``new_expressions=True``, which ``draopt validate``
+uses, only with DRAListTypeAttributes).  Workarounds:
 
 * ``indexOf``/``lastIndexOf`` exist in both the strings extension and the
   lists library; cel-cpp cannot add overloads to an extension's function, so
@@ -1906,8 +1908,13 @@ class CompiledExpression:
 class CelEnvironment:
     """The Kubernetes DRA selector environment."""
 
-    def __init__(self, *, list_type_attributes: bool = False, cost_limit: int = 1_000_000):
+    def __init__(self, *, list_type_attributes: bool = False, cost_limit: int = 1_000_000,
+                 new_expressions: bool = False):
+        """``new_expressions``: the environment the API server validates new objects with.
+        Otherwise the allocator's (Kubernetes' StoredExpressions), where ``includes`` exists
+        whatever DRAListTypeAttributes says (its versioned option ignores the gate there)."""
         self.list_type_attributes = list_type_attributes
+        self.new_expressions = new_expressions
         self.cost_limit = cost_limit  # Kubernetes' runtime cost limit (see "Runtime cost")
         T = _T
         variables = {
@@ -1926,7 +1933,7 @@ class CelEnvironment:
                 _ext_bindings.ExtBindings(),
                 _ext_optional.ExtOptional(),
             ],
-            functions=_build_functions(list_type_attributes),
+            functions=_build_functions(list_type_attributes or not new_expressions),
         )
         self._cache: Dict[Tuple[str, bool], Any] = {}
         self._lock = threading.Lock()

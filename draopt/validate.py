@@ -1235,7 +1235,7 @@ _VALIDATORS = {
 
 def validate_documents(docs: list[tuple[Any, str]], features: Features | None = None) -> Report:
     features = features or Features.from_gates()
-    cel = CelEnvironment(list_type_attributes=features.list_type_attributes)
+    cel = CelEnvironment(list_type_attributes=features.list_type_attributes, new_expressions=True)
     report = Report()
     namespaces = {}
     for doc, _ in docs:

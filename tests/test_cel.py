@@ -230,12 +230,20 @@ def test_compile_errors(env, expr, message):
         env.compile(expr)
 
 
-def test_includes_needs_list_type_attributes(env_plain, dev_plain):
+def test_includes_needs_list_type_attributes_in_new_expressions(dev_plain):
+    # dynamic-resource-allocation cel/compile_test.go includes-function-compilation-error (NewExpressions)
+    new = CelEnvironment(new_expressions=True)
     with pytest.raises(CelCompileError) as ei:
-        env_plain.compile('device.attributes["dra.example.com"].model.includes("a100")')
+        new.compile('device.attributes["dra.example.com"].model.includes("a100")')
     assert "includes" in str(ei.value)
     d = make_cel_device(DRIVER, {"attributes": {"model": {"string": "a100"}}})
-    assert m(env_plain, d, 'device.attributes["dra.example.com"].model == "a100"')
+    assert m(new, d, 'device.attributes["dra.example.com"].model == "a100"')
+
+
+def test_includes_in_the_allocator_environment_whatever_the_gate(env_plain):
+    # StoredExpressions ignore the versioned option's feature gate (compile_test.go comment)
+    d = make_cel_device(DRIVER, {"attributes": {"model": {"string": "a100"}}})
+    assert m(env_plain, d, 'device.attributes["dra.example.com"].model.includes("a100")')
 
 
 def test_list_attributes_read_with_the_gate_off(env_plain, dev_plain):
