@@ -5,13 +5,14 @@ and one node gives the devices `allocate --policy optimal` gives."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
 import test_features as tf
 from draopt import api
 from draopt.features import Features
-from draopt.loader import ObjectSet, load_text, parse_object
+from draopt.loader import ObjectSet, load_files, load_text, parse_object
 from draopt.placement import build_cluster, place
 from draopt.placement.check import check_placement
 from draopt.placement.firstfit import ClaimBook, _scheduling_constraints
@@ -190,10 +191,28 @@ def test_every_family_is_reachable_by_the_model():
 
 
 def test_no_better_placement_in_time_keeps_first_fit_and_says_so():
-    out = place(fleet(30, 150, shared=5), policy="optimal", time_limit=0.01)
+    out = place(fleet(80, 600, shared=20), policy="optimal", time_limit=0.01)
     st = out.result.stats
     # First-fit's placement is a solution of the model: kept as the incumbent, not "pinned".
     assert st["status"] == "FEASIBLE" and st["pinned_pods"] == 0 and st["first_fit_in_model"]
     assert "no placement better than first-fit's found" in st["summary"]
     assert st["objective"] == out.result.weighted_placed() and st["gap"] is not None
     assert check_placement(out) == []
+
+
+# ---------------------------------------------------------------- regressions (found by fuzz_place.py)
+DATA = Path(__file__).resolve().parent / "data" / "placement"
+
+
+@pytest.mark.parametrize("name", ["shared-claim-with-unplaceable-user.yaml", "shared-network-claim-on-two-nodes.yaml",
+                                  "shared-claim-failed-gang.yaml"])
+def test_units_of_pods_sharing_claims(name):
+    """A pod of a unit is judged by the claims it uses: another pod's claim that fits nowhere,
+    or a shared network-attached claim whose pods sit on different nodes, must not keep it off
+    its nodes; a gang that fails gives back only claims no placed pod still uses."""
+    objs = load_files([str(DATA / name)])
+    ff = place(objs, policy="first-fit")
+    opt = place(objs, policy="optimal", time_limit=10)
+    assert check_placement(ff) == [] and check_placement(opt) == []
+    assert opt.result.weighted_placed() >= ff.result.weighted_placed() > 0
+    assert opt.result.stats["pinned_pods"] == 0 and "floor_dropped" not in opt.result.stats

@@ -167,7 +167,9 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
                     return countable(p, features, derived_node_resources and bool(keys))
         return None   # fits nowhere: counting is harmless
 
-    kinds, data = CountIdenticalPods().apply(pending, book, _scheduling_constraints, is_countable)
+    node_local_only = all(s.spec.node_name and not s.spec.per_device_node_selection
+                          for s in cluster.objects.resource_slices if s.spec.devices)
+    kinds, data = CountIdenticalPods().apply(pending, book, _scheduling_constraints, is_countable, node_local_only)
     pod_nodes: dict[str, list[NodeState]] = {}
     reasons: dict[str, dict[str, int]] = {}
     for kind in kinds:
@@ -181,12 +183,19 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
             for node in cluster.nodes:
                 reason = node_filter(cluster, book, pod, node)
                 if reason is None and kind.claim_keys:
-                    reason, p = node_problem(kind.claim_keys, node, sig)
-                    if reason is None and not kind.counted and own != kind.claim_keys:
-                        # A unit: the pod's own claims must fit here too.
-                        reason, _ = node_problem(own, node, tuple(book.signature(k) for k in own))
-                    if p is not None and reason is None:
-                        problems[(kind.index, node.name)] = p
+                    if kind.counted:
+                        reason, p = node_problem(kind.claim_keys, node, sig)
+                        if p is not None and reason is None:
+                            problems[(kind.index, node.name)] = p
+                    else:
+                        # A unit: each pod is judged by the claims it uses; the unit's problem on
+                        # the node only gives the columns (another pod's claim may not fit here).
+                        if own:
+                            reason, _ = node_problem(own, node, tuple(book.signature(k) for k in own))
+                        if reason is None and (kind.index, node.name) not in problems:
+                            _, p = node_problem(kind.claim_keys, node, sig)
+                            if p is not None:
+                                problems[(kind.index, node.name)] = p
                 if reason is None:
                     nodes.append(node)
                 else:
@@ -291,6 +300,7 @@ class Built:
     packing: dict[str, list]
     floor: int
     node_classes: list = field(default_factory=list)   # interchangeable nodes (patterns.NodeClass)
+    unit_parts: dict = field(default_factory=dict)     # counted units: (kind, node) -> [(pods placed, count var)]
 
 
 def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids: list[int],
@@ -309,6 +319,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     totals: dict = {}
     class_pods: dict = {}
     node_demand: dict[str, list] = defaultdict(list)      # node -> [(resources, var)]
+    unit_parts: dict[tuple[int, str], list] = {}           # counted units: (kind, node) -> [(pods, count)]
     preference = []
     kinds = [prep.kinds[i] for i in kind_ids]
 
@@ -357,13 +368,28 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
             for node in _nodes_within(prep, rep.key, node_names, cluster):
                 if node.name in pattern_nodes:
                     continue
-                cap = min(len(kind.pods), free(node, rep.resources))
+                size = kind.unit_size
+                cap = min(len(kind.units) if size > 1 else len(kind.pods), free(node, rep.resources))
                 if cap <= 0:
                     continue
                 var = cp.new_int_var(0, cap, f"k[{kind.index},{node.name}]")
                 k[(kind.index, node.name)] = var
-                per_node.append(var)
-                node_demand[node.name].append((rep.resources, var))
+                if size == 1:
+                    per_node.append(var)
+                    node_demand[node.name].append((rep.resources, var))
+                else:
+                    # Units alike: k[j] units with j of their pods placed here (their claims once each).
+                    parts = []
+                    for j in range(1, size + 1):
+                        cap_j = min(len(kind.units), free(node, rep.resources) // j)
+                        if cap_j <= 0:
+                            continue
+                        kj = cp.new_int_var(0, cap_j, f"k[{kind.index},{node.name},{j}]")
+                        parts.append((j, kj))
+                        node_demand[node.name].append(({r: v * j for r, v in rep.resources.items()}, kj))
+                    m.add(cp.add(var == sum(kj for _, kj in parts)))
+                    per_node.append(sum(j * kj for j, kj in parts))
+                    unit_parts[(kind.index, node.name)] = parts
                 p = prep.problems.get((kind.index, node.name))
                 if p is not None:
                     owner = Owner(len(owners), kind, node, var, p, None)
@@ -484,7 +510,8 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     packing["nodes"] = packing["nodes"] + node_count_terms
     packing["devices"] = packing["devices"] + pattern_devices
     packing["counter_sets"] = packing["counter_sets"] + pattern_sets
-    return Built(m, owners, kinds, k, y, placed, totals, class_pods, objective, preference, packing, 0, node_classes_used)
+    return Built(m, owners, kinds, k, y, placed, totals, class_pods, objective, preference, packing, 0,
+                 node_classes_used, unit_parts)
 
 
 class _AllocatedView:

@@ -70,7 +70,7 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
             agg[key] = None if agg[key] is None or (key in st and st[key] is None) else agg[key] + st.get(key, 0)
         agg["subrequest_index_sum"] = agg.get("subrequest_index_sum", 0) + st.get("preferences_value", 0)
         agg["cheap_bound"] = agg.get("cheap_bound", 0) + st.get("cheap_bound", 0)
-        for key in ("count_s", "preferences_s", "packing_s"):
+        for key in ("build_s", "warm_start_s", "count_s", "preferences_s", "packing_s"):
             if key in st:
                 agg[key] = round(agg.get(key, 0) + st[key], 3)
         if "proof" in st:
@@ -171,6 +171,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget))
     m = b.model.cp
     stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
+                             "build_s": round(time.perf_counter() - t0, 3),
                              "proven": {"placed": False, "preferences": False, "packing": False}}
     pods = [p for i in kind_ids for p in prep.kinds[i].pods]
     floor = sum(weight(p.priority) for p in pods if ff_by_pod[p.key].placed)
@@ -182,7 +183,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     # First-fit's placement as a complete solution of the model (auxiliary variables found by
     # propagation): the floor, the incumbent, and the start of phases 2 and 3. None if it breaks
     # a documented rule (first-fit reproduces Kubernetes' allocator defects).
+    t1 = time.perf_counter()
     full = _complete_hint(m, hint, max(1.0, budget * 0.25), hard_stop)
+    stats["warm_start_s"] = round(time.perf_counter() - t1, 3)
     stats["first_fit_in_model"] = full is not None
     # A cheap bound first: the pods that have a node at all, each placed alone.
     cheap = sum(weight(p.priority) for p in pods if prep.pod_nodes.get(p.key))
@@ -315,6 +318,9 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
             for t in ts:
                 hint[t.var] = 0
     for kind in b.kinds:
+        if kind.counted and kind.unit_size > 1:
+            _hint_units(hint, b, prep, kind, ff_by_pod, owner_at)
+            continue
         for pod in kind.pods:
             pl = ff_by_pod[pod.key]
             if not pl.placed:
@@ -351,6 +357,31 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
             if v is not None:
                 hint[v] += 1
     return dict(hint)
+
+
+def _hint_units(hint, b, prep, kind, ff_by_pod, owner_at) -> None:
+    """First-fit's placement of counted units: per node, units by pods placed."""
+    for (ki, name), parts in b.unit_parts.items():
+        if ki == kind.index:
+            for _, kj in parts:
+                hint.setdefault(kj, 0)
+    for unit, claims in zip(kind.units, kind.unit_claims):
+        placed = [ff_by_pod[p.key] for p in unit if ff_by_pod[p.key].placed]
+        if not placed:
+            continue
+        node = placed[0].node
+        parts = dict(b.unit_parts.get((kind.index, node), []))
+        if len(placed) not in parts or any(pl.node != node for pl in placed):
+            continue   # not expressible: the completion of the hint will say so
+        hint[parts[len(placed)]] += 1
+        hint[b.k[(kind.index, node)]] += 1
+        hint[b.totals[(kind.index, (unit[0].priority, unit[0].group))]] += len(placed)
+        o = owner_at.get((kind.index, node))
+        if o is None:
+            continue
+        results = [(o, r) for pl in placed for ck in claims if ck in pl.new_claims
+                   for r in pl.new_claims[ck].devices.results]
+        _hint_results(hint, prep, node, results, counted=True)
 
 
 def _empty():
@@ -403,7 +434,9 @@ def _decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, so
         _mark_shared_taken(b, val, taken)
     assignment = _pattern_assignment(b, val) if b is not None else {}
     for kind in kinds:
-        if kind.counted:
+        if kind.counted and kind.unit_size > 1:
+            _decode_units(prep, cluster, b, val, kind, book, share_id, taken, out)
+        elif kind.counted:
             _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment)
         else:
             _decode_unit(prep, b, val, kind, book, share_id, taken, out)
@@ -509,7 +542,36 @@ def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken
                 _deal_one_pod(prep, o, pod, book, share_id, taken, pl, local)
 
 
-def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val) -> None:
+def _decode_units(prep, cluster, b, val, kind, book, share_id, taken, out) -> None:
+    """Counted units alike: each (node, pods placed) slot to the next unit in queue order; the
+    unit's first pods are placed, its claims allocated once, reported with its first pod."""
+    if b is None:
+        return
+    index = {n.name: n.index for n in cluster.nodes}
+    slots = []
+    for (ki, name), parts in sorted(b.unit_parts.items(), key=lambda kv: index[kv[0][1]]):
+        if ki == kind.index:
+            for j, kj in parts:
+                slots.extend([(name, j)] * val.get(kj, 0))
+    if len(slots) > len(kind.units):
+        raise RuntimeError(f"internal: {len(slots)} unit slots for {len(kind.units)} units")
+    owners = {o.node.name: o for o in b.owners if o.counted and o.kind is kind}
+    ready = set()
+    for (name, j), unit, claims in zip(slots, kind.units, kind.unit_claims):
+        for pod in unit[:j]:
+            out[pod.key] = PodPlacement(pod.key, name, pod.priority, pod.group)
+        o = owners.get(name)
+        if o is None:
+            continue
+        if name not in ready:
+            ready.add(name)
+            o._left = {t.var: val.get(t.var, 0) for ts in o.terms.values() for t in ts}
+            o._sel_left = {k: val.get(v, 0) for k, v in o.sel.items()}
+            o._wit_left = {key: {e: val.get(v, 0) for e, v in ch.items()} for key, ch in o.witness.items()}
+        _deal_one_pod(prep, o, unit[0], book, share_id, taken, out[unit[0].key], val, claim_keys=claims)
+
+
+def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None) -> None:
     """One pod's share of a counted owner's devices (greedy; exact for what `countable` admits)."""
     p = o.problem
     left = o._left
@@ -549,8 +611,8 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val) -> None:
                 consumed = p.consumption(spec, entry) if entry.multi_allocatable and p.features.consumable_capacity \
                     else None
                 chosen_lists[claim.index].append(Chosen(spec, entry, consumed))
-    _write_claims(p, [book.claims[u] for u in _pod_claim_keys(pod, book, len(p.claims))], chosen_lists, selected,
-                  share_id, pl)
+    keys = claim_keys if claim_keys is not None else _pod_claim_keys(pod, book, len(p.claims))
+    _write_claims(p, [book.claims[u] for u in keys], chosen_lists, selected, share_id, pl)
 
 
 def _pod_claim_keys(pod, book, n: int) -> list[str]:

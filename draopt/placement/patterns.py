@@ -49,7 +49,7 @@ def node_classes(prep, kinds, node_names: set[str], cluster) -> list[NodeClass]:
     kinds_on: dict[str, list[int]] = {}
     blocked: set[str] = set()
     for kind in kinds:
-        if kind.counted:
+        if kind.counted and kind.unit_size == 1:
             for node in prep.pod_nodes.get(kind.pods[0].key, []):
                 kinds_on.setdefault(node.name, []).append(kind.index)
         else:

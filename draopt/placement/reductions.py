@@ -84,12 +84,21 @@ class Kind:
     why_not_counted: str = ""
     claim_keys: list[str] = field(default_factory=list)    # pending claims (a unit: every pod's)
     users: dict[str, list[str]] = field(default_factory=dict)   # claim key -> pods using it
+    units: list[list[Any]] = field(default_factory=list)   # counted units alike: their pods
+    unit_claims: list[list[str]] = field(default_factory=list)   # and their claims (same order)
+
+    @property
+    def unit_size(self) -> int:
+        """Pods per counted unit (1: counted pods)."""
+        return len(self.units[0]) if self.units else 1
 
 
 class CountIdenticalPods:
     """apply(pending pods) -> kinds; invert(pods per (kind, node)) -> node per pod."""
 
-    def apply(self, pods: list, book, scheduling_key, is_countable: Callable[[Any], str | None]) -> tuple[list[Kind], dict]:
+    def apply(self, pods: list, book, scheduling_key, is_countable: Callable[[Any], str | None],
+              node_local_only: bool = False) -> tuple[list[Kind], dict]:
+        """`node_local_only`: every device of the cluster is node-local (units can be counted)."""
         users: dict[str, list[str]] = defaultdict(list)
         for pod in pods:
             for use in pod.claims:
@@ -136,10 +145,46 @@ class CountIdenticalPods:
                 for u in m.claims:
                     if book.allocation(u.key) is None and u.key not in claim_keys:
                         claim_keys.append(u.key)
+            # Units alike (pods alike that all use all the unit's claims, no gang, devices only
+            # node-local) are counted too: a unit then lives on one node, with 1..m pods placed.
+            ukey = self._unit_key(members, claim_keys, book, scheduling_key, node_local_only)
+            if ukey is not None:
+                kind = by_key.get(ukey)
+                if kind is not None:
+                    kind.pods.extend(members)
+                    kind.units.append(list(members))
+                    kind.unit_claims.append(claim_keys)
+                    for k in claim_keys:
+                        kind.users[k] = list(users[k])
+                    continue
+                why = is_countable(members[0])
+                if why is None:
+                    kind = Kind(len(kinds), list(members), True, "", claim_keys)
+                    kind.units, kind.unit_claims = [list(members)], [claim_keys]
+                    kind.users = {k: list(users[k]) for k in claim_keys}
+                    kinds.append(kind)
+                    by_key[ukey] = kind
+                    continue
             kind = Kind(len(kinds), list(members), False, "claims shared between pods", claim_keys)
             kind.users = {k: list(users[k]) for k in claim_keys}
             kinds.append(kind)
         return kinds, {"kinds": kinds}
+
+    @staticmethod
+    def _unit_key(members, claim_keys, book, scheduling_key, node_local_only: bool):
+        """A key for counting units alike, or None when counting them would not be exact."""
+        if not node_local_only:
+            return None   # a claim on devices several nodes reach may serve pods on several nodes
+        first = members[0]
+        for pod in members:
+            own = [u.key for u in pod.claims if book.allocation(u.key) is None]
+            if sorted(set(own)) != sorted(claim_keys) or pod.group is not None or pod.priority != first.priority:
+                return None
+            if kind_key(book, pod, scheduling_key)[1:] != kind_key(book, first, scheduling_key)[1:]:
+                return None
+        order = [next(u.key for u in first.claims if u.key == k) for k in claim_keys]
+        return ("unit", len(members), tuple(book.signature(k) for k in order)) + \
+            kind_key(book, first, scheduling_key)[1:] + (first.priority,)
 
     def invert(self, data: dict, per_node: dict[int, list[tuple[str, int]]], placed: dict[int, int]) -> dict[str, str]:
         """per_node: kind -> [(node, pods there)] in node order; placed: kind -> pods placed
