@@ -59,7 +59,9 @@ semver, the IP and CIDR libraries (``ip``, ``isIP``, ``ip.isCanonical``,
 ``family``, ``is*`` tests, ``cidr``, ``isCIDR``, ``containsIP``,
 ``containsCIDR``, ``masked``, ``prefixLength``; messages holding the
 canonical text, Go net/netip semantics through Python's ipaddress), the
-format library (``format.<name>()``, ``format.named()``, ``validate()``), and
+format library (``format.<name>()``, ``format.named()``, ``validate()``), the
+URL library (``url``, ``isURL``, ``getScheme``/``getHost``/``getHostname``/
+``getPort``/``getEscapedPath``/``getQuery``), and
 ``includes`` (in the allocator's environment always, as Kubernetes'
 StoredExpressions; with ``new_expressions=True``, which ``draopt validate``
 uses, only with DRAListTypeAttributes).  Workarounds:
@@ -142,9 +144,10 @@ Not reproduced
   exceeded" when every loop receiver's size is written in the expression and
   the full evaluation would pass the limit (the DRA "expensive" test case), and
   otherwise a CelRuntimeError saying it cannot evaluate the expression.
-* The URL library (``url()``, ``isURL()``...), ``string(ip)`` /
-  ``string(cidr)`` conversions (cel-cpp cannot add overloads to ``string``),
-  the type names ``net.IP``/``net.CIDR`` (here ``kubernetes.IP``...), and the
+* ``string(ip)`` / ``string(cidr)`` conversions (cel-cpp cannot add overloads to ``string``),
+  the type names ``net.IP``/``net.CIDR``/``net.URL`` (here ``kubernetes.IP``...),
+  URL parsing beyond what ``url()`` checks here (an absolute URI or path, no
+  space or bad port in the host: a subset of Go's url.ParseRequestURI), and the
   compile-time ``format()`` argument checks of the strings extension (they
   fail at runtime here).
 """
@@ -222,7 +225,7 @@ _T = _cel.Type
 def _make_pool():
     F = descriptor_pb2.FieldDescriptorProto
     fdp = descriptor_pb2.FileDescriptorProto(name="draopt_kubernetes_cel.proto", package="kubernetes", syntax="proto3")
-    for name in ("Quantity", "Semver", "IP", "CIDR", "Format"):
+    for name in ("Quantity", "Semver", "IP", "CIDR", "Format", "URL"):
         m = fdp.message_type.add(name=name)
         m.field.add(name="v", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
     pool = descriptor_pool.DescriptorPool()
@@ -230,11 +233,12 @@ def _make_pool():
     q = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Quantity"))
     s = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Semver"))
     others = [message_factory.GetMessageClass(pool.FindMessageTypeByName(f"kubernetes.{n}"))
-              for n in ("IP", "CIDR", "Format")]
+              for n in ("IP", "CIDR", "Format", "URL")]
     return (pool, q, s, *others)
 
 
-_POOL, _QMsg, _SMsg, _IPMsg, _CIDRMsg, _FormatMsg = _make_pool()
+_POOL, _QMsg, _SMsg, _IPMsg, _CIDRMsg, _FormatMsg, _URLMsg = _make_pool()
+_URLT = _T("kubernetes.URL")
 _IPT = _T("kubernetes.IP")
 _CIDRT = _T("kubernetes.CIDR")
 _FORMATT = _T("kubernetes.Format")
@@ -643,6 +647,100 @@ def _fn_cidr_prefix_length(m):
     return _cidr_py(m).network.prefixlen
 
 
+# Kubernetes URL library (k8s.io/apiserver/pkg/cel/library/urls.go): Go's url.ParseRequestURI
+# (an absolute URI or an absolute path) and the accessors of its result.
+
+_URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(.*)$", re.S)
+
+
+def _parse_url(s: str):
+    def fail(why):
+        raise ValueError(f'URL parse error during conversion from string: parse "{s}": {why}')
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in s):
+        fail("net/url: invalid control character in URL")
+    if not s:
+        fail("empty url")
+    if s.startswith("/"):
+        return "", "", s
+    m = _URL_SCHEME.match(s)
+    if not m:
+        fail("invalid URI for request")
+    scheme, rest = m.group(1), m.group(2)
+    if rest.startswith("//"):
+        rest = rest[2:]
+        cut = min([i for i in (rest.find("/"), rest.find("?")) if i >= 0] or [len(rest)])
+        host = rest[:cut].rpartition("@")[2]
+        if " " in host:
+            fail('invalid character " " in host name')
+        if not host.startswith("["):
+            port = host.rpartition(":")[2] if ":" in host else ""
+            if port and not port.isdigit():
+                fail(f'invalid port ":{port}" after host')
+        return scheme, rest[:cut], rest[cut:]
+    if not rest.startswith("/"):
+        return scheme, "", rest  # opaque
+    return scheme, "", rest
+
+
+def _url_parts(m):
+    scheme, host, tail = _parse_url(m.v)
+    path, _, query = tail.partition("#")[0].partition("?")
+    return scheme, host, path, query
+
+
+def _fn_url(s):
+    _parse_url(s)
+    return _URLMsg(v=s)
+
+
+def _fn_is_url(s):
+    try:
+        _parse_url(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _fn_url_scheme(m):
+    return _url_parts(m)[0]
+
+
+def _fn_url_host(m):
+    host = _url_parts(m)[1]
+    return host.rpartition("@")[2]
+
+
+def _url_host_port(m):
+    host = _fn_url_host(m)
+    if host.startswith("["):
+        end = host.find("]")
+        return host[1:end], host[end + 2:] if host[end + 1:end + 2] == ":" else ""
+    name, sep, port = host.rpartition(":")
+    return (name, port) if sep else (host, "")
+
+
+def _fn_url_hostname(m):
+    return _url_host_port(m)[0]
+
+
+def _fn_url_port(m):
+    return _url_host_port(m)[1]
+
+
+def _fn_url_escaped_path(m):
+    from urllib.parse import quote, unquote
+    path = _url_parts(m)[2]
+    return quote(unquote(path), safe="/:@!$&'()*+,;=-._~")
+
+
+def _fn_url_query(m):
+    from urllib.parse import parse_qs
+    out: Dict[str, list] = {}
+    for k, vs in parse_qs(_url_parts(m)[3], keep_blank_values=True).items():
+        out[k] = vs
+    return out
+
+
 # Kubernetes format library (k8s.io/apiserver/pkg/cel/library/format.go)
 
 _DNS1035_RE = "[a-z]([-a-z0-9]*[a-z0-9])?"
@@ -963,6 +1061,18 @@ def _build_functions(list_type_attributes: bool):
                                ("cidr_contains_cidr", T.BOOL, [CIDRT, CIDRT], True, _fn_cidr_contains_cidr)]),
         _decl("masked", [("cidr_masked", CIDRT, [CIDRT], True, _fn_cidr_masked)]),
         _decl("prefixLength", [("cidr_prefix_length", T.INT, [CIDRT], True, _fn_cidr_prefix_length)]),
+    ]
+    # URLs (Kubernetes base environment since 1.0)
+    URLT = _URLT
+    fns += [
+        _decl("url", [("string_to_url", URLT, [T.STRING], False, _fn_url)]),
+        _decl("isURL", [("is_url_string", T.BOOL, [T.STRING], False, _fn_is_url)]),
+        _decl("getScheme", [("url_get_scheme", T.STRING, [URLT], True, _fn_url_scheme)]),
+        _decl("getHost", [("url_get_host", T.STRING, [URLT], True, _fn_url_host)]),
+        _decl("getHostname", [("url_get_hostname", T.STRING, [URLT], True, _fn_url_hostname)]),
+        _decl("getPort", [("url_get_port", T.STRING, [URLT], True, _fn_url_port)]),
+        _decl("getEscapedPath", [("url_get_escaped_path", T.STRING, [URLT], True, _fn_url_escaped_path)]),
+        _decl("getQuery", [("url_get_query", T.Map(T.STRING, T.List(T.STRING)), [URLT], True, _fn_url_query)]),
     ]
     # format library (Kubernetes 1.31): format.<name>() and, through _rewrite_format,
     # format.named() and <Format>.validate()
