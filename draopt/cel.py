@@ -117,8 +117,10 @@ the body's cost plus the loop condition/step overhead of cel-go's expansion of
 that macro (all 3, exists 4, exists_one 2, filter 7, map/transform* 13;
 calibrated on celcoststability_test.go: ``self.array.all(e, e > 0)`` over 8
 elements costs 43 there, 43 here).  Expressions without comprehensions cannot
-come near the limit and run untouched; in the others every macro body gets a
-``__dra_tick(cost)`` call.  Differences from Kubernetes' figure: the
+come near the limit and run untouched, and so do those whose loops are all
+bounded (see ``estimated_cost`` below) with a worst case under the limit; in
+the others every macro body gets a ``__dra_tick(cost)`` call (one Python call
+per iteration).  Differences from Kubernetes' figure: the
 size-dependent costs Kubernetes' cost.go gives to string and list functions
 (``matches``, ``split``, ``sort``, ``lists.range``...) count 1 here, ``sortBy``
 iterations are not counted, and ``has()`` counts 0 (Kubernetes'
@@ -320,17 +322,25 @@ def _fn_q_sign(a):
     return _q_py(a).sign()
 
 
+@lru_cache(maxsize=65536)
+def _q_compare_keys(x: str, y: str) -> int:
+    # the value keys are exact (integer or fraction text); equal keys are equal values
+    if x == y:
+        return 0
+    fx, fy = Fraction(x), Fraction(y)
+    return (fx > fy) - (fx < fy)
+
+
 def _fn_q_gt(a, b):
-    return _q_py(a).value > _q_py(b).value
+    return _q_compare_keys(a.v, b.v) == 1
 
 
 def _fn_q_lt(a, b):
-    return _q_py(a).value < _q_py(b).value
+    return _q_compare_keys(a.v, b.v) == -1
 
 
 def _fn_q_cmp(a, b):
-    x, y = _q_py(a).value, _q_py(b).value
-    return (x > y) - (x < y)
+    return _q_compare_keys(a.v, b.v)
 
 
 def _fn_q_float(a):
@@ -418,16 +428,22 @@ def _fn_is_semver_n(s, n):
     return not isinstance(_semver_literal(s, bool(n)), Exception)
 
 
+@lru_cache(maxsize=65536)
+def _s_compare_keys(x: str, y: str) -> int:
+    # keys are versions without build metadata, which comparisons ignore
+    return 0 if x == y else _semver.Version.parse(x).compare(_semver.Version.parse(y))
+
+
 def _fn_s_cmp(a, b):
-    return _s_py(a).compare(_s_py(b))
+    return _s_compare_keys(a.v, b.v)
 
 
 def _fn_s_gt(a, b):
-    return _s_py(a).compare(_s_py(b)) == 1
+    return _s_compare_keys(a.v, b.v) == 1
 
 
 def _fn_s_lt(a, b):
-    return _s_py(a).compare(_s_py(b)) == -1
+    return _s_compare_keys(a.v, b.v) == -1
 
 
 def _fn_s_major(a):
@@ -1668,7 +1684,7 @@ def _receiver_size(sig, toks, dot_idx, worst: bool = False) -> Optional[int]:
     return None
 
 
-def _instrument(src: str, worst: bool = False):
+def _instrument(src: str, worst: bool = False, ticks: bool = True):
     """Return (instrumented source, static cost outside loop bodies, has comprehensions,
     static cost with the loops when every receiver's size is known from the source, else None)."""
     toks = _tokenize(src)
@@ -1698,7 +1714,7 @@ def _instrument(src: str, worst: bool = False):
                 b - a == 1 and toks[sig[a]][0] == "id" for a, b in args[:nvars]
             ):
                 texts = ["".join(x for _, x in toks[sig[a] : sig[b]]) for a, b in args]
-                inner = [_instrument(x, worst) for x in texts[nvars:]]
+                inner = [_instrument(x, worst, ticks) for x in texts[nvars:]]
                 per_iter = _LOOP_OVERHEAD[t] + sum(x[1] for x in inner)
                 size = _receiver_size(sig, toks, j - 1, worst)
                 if total_extra is not None:
@@ -1708,7 +1724,9 @@ def _instrument(src: str, worst: bool = False):
                         total_extra += size * (_LOOP_OVERHEAD[t] + sum(x[3] for x in inner))
                 tick = f"{_TICK}({per_iter})"
                 bodies = [x[0] for x in inner]
-                if t in _PREDICATE_MACROS:
+                if not ticks:
+                    new_body = list(bodies)
+                elif t in _PREDICATE_MACROS:
                     new_body = [f"{tick} && ({bodies[0]})"]
                 elif len(bodies) == 1:  # transform only: add an always-true filter
                     new_body = [tick, f"({bodies[0]})"]
@@ -1914,12 +1932,14 @@ def _to_python(v):
 class CompiledExpression:
     """A compiled CEL expression bound to its environment."""
 
-    __slots__ = ("expression", "output_type", "_expr", "_cenv", "_loops", "_base_cost", "_static_cost", "_prepared")
+    __slots__ = ("expression", "output_type", "_expr", "_cenv", "_loops", "_base_cost", "_static_cost", "_prepared",
+                 "_ticked")
 
     def __init__(self, expression: str, expr, cenv: "CelEnvironment", output_type: str,
                  loops: bool = False, base_cost: int = 0, static_cost: Optional[int] = None):
         self._static_cost = static_cost
         self._prepared = expression
+        self._ticked: Optional[str] = None  # counting source of a bounded loop expression
         self.expression = expression
         self.output_type = output_type
         self._expr = expr
@@ -1937,6 +1957,10 @@ class CompiledExpression:
             try:
                 return self._expr.eval(act)
             except RuntimeError as e:
+                if "Iteration budget exceeded" in str(e):
+                    raise CelRuntimeError(
+                        f"more than {_ITERATION_BUDGET} comprehension iterations in one evaluation: cel-cpp "
+                        "stops there; draopt cannot evaluate this expression") from None
                 raise CelRuntimeError(_runtime_message(str(e))) from None
         st = _COST_STATE
         st.cost = self._base_cost
@@ -1966,7 +1990,7 @@ class CompiledExpression:
         can bound the loops: literal lists, ``lists.range(N)``, the device's attribute and
         capacity maps (32 entries) and list attributes (48 values)); None when a loop's
         size cannot be bounded from the expression."""
-        if not self._loops:
+        if not self._loops and self._ticked is None:
             return self._base_cost
         return _instrument(self._prepared, worst=True)[3]
 
@@ -1977,8 +2001,12 @@ class CompiledExpression:
         return est is not None and est > self._cenv.cost_limit
 
     def cost(self, device: CelDevice) -> int:
-        """The estimated Kubernetes runtime cost of one evaluation on ``device``
-        (0 for an expression without comprehensions is not returned: its static cost is)."""
+        """The estimated Kubernetes runtime cost of one evaluation on ``device`` (see
+        "Runtime cost"); also when the evaluation fails."""
+        if self._ticked is not None:  # bounded loops run uncounted: count with a separate compile
+            counting = CompiledExpression(self.expression, self._cenv._compile_source(self._ticked), self._cenv,
+                                          self.output_type, True, self._base_cost, self._static_cost)
+            return counting.cost(device)
         if not self._loops:
             return self._base_cost
         try:
@@ -2082,20 +2110,19 @@ class CelEnvironment:
             raise CelCompileError(f"compilation failed: {problem}")
         prepared = _rename_members(_rewrite(_rewrite_format(_rewrite_has(expression))))
         rewritten, base_cost, loops, static_cost = _instrument(prepared)
-        src = rewritten
-        for _ in range(32):
-            try:
-                expr = self._env.compile(src)
-                break
-            except RuntimeError as e:
-                fixed = _rewrite_numeric(src, str(e))
-                if fixed is None:
-                    error = e
-                    break
-                src = fixed
-        else:  # pragma: no cover - more than 32 mixed-type comparisons
-            raise CelCompileError("compilation failed: too many mixed-type numeric comparisons")
-        if src is not None and "expr" not in locals():
+        ticked = None
+        if loops:
+            worst_cost = _instrument(prepared, worst=True, ticks=False)[3]
+            if worst_cost is not None and worst_cost <= self.cost_limit:
+                # every loop is bounded and even the worst case stays under the limit: no need
+                # to count at runtime (a tick is a Python call per iteration); the counting
+                # version is compiled only if cost() asks
+                ticked = rewritten
+                rewritten = _instrument(prepared, ticks=False)[0]
+                loops = False
+        try:
+            expr = self._compile_source(rewritten)
+        except RuntimeError as error:
             if rewritten == expression:
                 raise CelCompileError(_compile_message(str(error))) from None
             try:
@@ -2114,4 +2141,18 @@ class CelEnvironment:
             raise CelCompileError(f"must evaluate to bool or the unknown type, not {shown}")
         compiled = CompiledExpression(expression, expr, self, type_name, loops, base_cost, static_cost)
         compiled._prepared = prepared
+        compiled._ticked = ticked
         return compiled
+
+    def _compile_source(self, src: str):
+        """Compile rewritten source; a mixed-type numeric ordering the checker refuses is
+        retried with its right operand as dyn (see _rewrite_numeric).  Raises RuntimeError."""
+        for _ in range(32):
+            try:
+                return self._env.compile(src)
+            except RuntimeError as e:
+                fixed = _rewrite_numeric(src, str(e))
+                if fixed is None:
+                    raise
+                src = fixed
+        raise RuntimeError("too many mixed-type numeric comparisons")
