@@ -43,6 +43,7 @@ import json
 import math
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable
@@ -398,7 +399,7 @@ def _fgd(st: State, s: Shape, cand: np.ndarray, use, frag: FragModel) -> tuple[i
 
 
 # ------------------------------------------------------------------ optimal (batch, offline)
-def relevant_nodes(st: State, batch: list[Shape]) -> list[int]:
+def relevant_nodes(st: State, batch: list[Shape], keep: set[int] = frozenset()) -> list[int]:
     """Nodes the optimal model needs for `batch`, two exact reductions: a node where no pod of
     the batch fits alone can take none; of nodes in the same state (kind of node, free
     resources, capacity left per device), no more than one per pod can be used."""
@@ -415,19 +416,20 @@ def relevant_nodes(st: State, batch: list[Shape]) -> list[int]:
     for i in np.flatnonzero(fits):
         key = c.group[i].tobytes() + st.free[i].tobytes() + st.left[i].tobytes()
         k = per_state.get(key, 0)
-        if k < limit:
+        if k < limit or i in keep:
             per_state[key] = k + 1
             out.append(int(i))
     return out
 
 
-def residual_objects(st: State, shape_counts: list[tuple[Shape, str]], *, priority: bool = True):
+def residual_objects(st: State, shape_counts: list[tuple[Shape, str]], *, priority: bool = True,
+                     keep: set[int] = frozenset()):
     """What is left of the cluster as Kubernetes objects, and pods to place on it: every node
     with its free resources as allocatable, every device with its capacity left (no request
     policy: a pod asks for what one allocation consumes), pods asking for that consumption."""
     c = st.c
     docs: list[dict] = [cl.to_k8s() for cl in c.objects.device_classes]
-    for i in relevant_nodes(st, [s for s, _ in shape_counts]):
+    for i in relevant_nodes(st, [s for s, _ in shape_counts], keep):
         name = c.nodes[i]
         free = st.free[i]
         allocatable = {}
@@ -495,13 +497,20 @@ def _object_set(docs: list[dict], source: str = "<simulate>"):
     return objects
 
 
-def solve_optimal(st: State, batch: list[Shape], *, time_limit: float, apply: bool = True) -> dict:
+def solve_optimal(st: State, batch: list[Shape], *, time_limit: float, apply: bool = True,
+                  hint: list | None = None) -> dict:
     """Place `batch` on what is left with draopt's optimal model, maximising device capacity
-    placed; update the state when `apply`. Returns the solver's summary."""
+    placed; update the state when `apply`. `hint`: a placement of the batch ((node, devices) or
+    None per pod) the model starts from instead of first-fit's (it never returns less).
+    Returns the solver's summary."""
     from .placement import place
     names = [f"p{k:06d}" for k in range(len(batch))]
-    objs = residual_objects(st, list(zip(batch, names)))
-    outcome = place(objs, policy="optimal", time_limit=time_limit)
+    keep = {h[0] for h in hint if h is not None} if hint else frozenset()
+    objs = residual_objects(st, list(zip(batch, names)), keep=keep)
+    if hint is None:
+        outcome = place(objs, policy="optimal", time_limit=time_limit)
+    else:
+        outcome = _optimize_from(st, objs, batch, names, hint, time_limit)
     c = st.c
     index = {name: i for i, name in enumerate(c.nodes)}
     placed_request = 0.0
@@ -525,6 +534,49 @@ def solve_optimal(st: State, batch: list[Shape], *, time_limit: float, apply: bo
     return {"placed_request": placed_request, "bound": float(stats.get("bound", 0) or 0),
             "objective": float(stats.get("objective", 0) or 0), "gap": stats.get("gap"),
             "status": stats.get("status"), "solve_s": stats.get("solve_s")}
+
+
+def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: list, time_limit: float):
+    """draopt's optimal model (`draopt.placement.optimal.optimize`) warm-started from `hint`."""
+    from types import SimpleNamespace
+
+    from .features import Features
+    from .models import AllocationResult
+    from .placement import _no_gc_pauses, build_cluster
+    from .placement.optimal import optimize
+    from .placement.result import PlacementResult, PodPlacement
+    from .workload import expand
+    c = st.c
+    started = time.perf_counter()
+    with _no_gc_pauses():
+        features = Features.from_gates()
+        workload = expand(objs, features)
+        cluster = build_cluster(objs, workload, features)
+        pods = []
+        for name, s, h in zip(names, batch, hint):
+            demand = workload.pod(f"sim/{name}")
+            if h is None:
+                pods.append(PodPlacement(demand.key, None, demand.priority))
+                continue
+            node, devs = h
+            claims = {}
+            for use in demand.claims:
+                request = s.claim_spec["devices"]["requests"][0]["name"]
+                results = []
+                for k, d in enumerate(devs):
+                    e = c.devices[node].devices[d]
+                    r = {"request": request, "driver": e.pool.driver, "pool": e.pool.name, "device": e.device.name,
+                         "consumedCapacity": {c.capacity_name: _quantity(s.cons[node, d], c.cap_scale)}}
+                    if e.multi_allocatable:
+                        r["shareID"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"draopt:{use.key}:{request}:{k}"))
+                    results.append(r)
+                claims[use.key] = AllocationResult.model_validate({"devices": {"results": results}, "nodeSelector": {
+                    "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                            "values": [c.nodes[node]]}]}]}})
+            pods.append(PodPlacement(demand.key, c.nodes[node], demand.priority, None, claims))
+        hint_result = PlacementResult("hint", pods, {ck: (a, pl.node) for pl in pods for ck, a in pl.new_claims.items()})
+        result = optimize(cluster, workload, time_limit=time_limit, first_fit=hint_result, started=started)
+    return SimpleNamespace(result=result, workload=workload)
 
 
 # ------------------------------------------------------------------ the protocol
@@ -589,7 +641,9 @@ class Record:
 
 
 def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[float], policy: str, run: int, *,
-               frag: FragModel | None, batch: int, time_limit: float) -> list[Record]:
+               frag: FragModel | None, batch: int, time_limit: float, log: list | None = None) -> list[Record]:
+    """One policy over one run's arrivals: a Record per level. `log` (online policies) gets
+    (node, devices) or None per arrival."""
     st = State(c)
     stops = [int(np.searchsorted(cum, lv * c.total, side="right")) for lv in levels]
     out: list[Record] = []
@@ -620,6 +674,8 @@ def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[flo
                 st.failed += 1
             else:
                 st.take(s, got[0], got[1])
+            if log is not None:
+                log.append(got)
             record(k)
     while len(out) < len(levels):
         record(len(seq))
@@ -627,13 +683,27 @@ def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[flo
 
 
 def offline(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[float], run: int, *,
-            time_limit: float) -> list[Record]:
+            time_limit: float, logs: dict[str, list] | None = None) -> list[Record]:
+    """All arrivals of each level placed at once by the optimal model, warm-started from the
+    online policy (of `logs`, first-fit's when empty) that allocated most at that level: the
+    answer is never worse than any online policy's, and the bound is the model's."""
+    if not logs:
+        logs = {"first-fit": []}
+        run_policy(c, seq, cum, levels, "first-fit", run, frag=None, batch=1, time_limit=time_limit,
+                   log=logs["first-fit"])
+    allocated = {}
+    for pol, log in logs.items():
+        acc = np.zeros(len(seq) + 1)
+        for i, (si, got) in enumerate(zip(seq, log), start=1):
+            acc[i] = acc[i - 1] + (sum(c.shapes[si].cons[got[0], d] for d in got[1]) if got else 0.0)
+        allocated[pol] = acc
     out = []
     for lv in levels:
         k = int(np.searchsorted(cum, lv * c.total, side="right"))
         t0 = time.perf_counter()
         st = State(c)
-        got = solve_optimal(st, [c.shapes[i] for i in seq[:k]], time_limit=time_limit)
+        best = max(logs, key=lambda pol: (allocated[pol][k], -list(logs).index(pol)))
+        got = solve_optimal(st, [c.shapes[i] for i in seq[:k]], time_limit=time_limit, hint=logs[best][:k])
         bound = got["bound"]
         out.append(Record(lv, OFFLINE, run, 1.0 - st.allocated / c.total, float(cum[k - 1]) / c.total if k else 0.0,
                           st.placed, st.failed, round(time.perf_counter() - t0, 3), gap=got["gap"],
@@ -651,14 +721,17 @@ def simulate(c: SimCluster, *, levels: list[float], policies: list[str], runs: i
     for run in range(runs):
         rng = np.random.default_rng([seed, run])
         seq, cum = arrivals(c, max(levels), rng)
+        logs: dict[str, list] = {}
         for policy in policies:
             t0 = time.perf_counter()
-            records += run_policy(c, seq, cum, levels, policy, run, frag=frag, batch=batch, time_limit=time_limit)
+            log = logs.setdefault(policy, []) if policy in ONLINE_POLICIES else None
+            records += run_policy(c, seq, cum, levels, policy, run, frag=frag, batch=batch, time_limit=time_limit,
+                                  log=log)
             if progress:
                 progress(f"run {run}: {policy}: {len(seq)} arrivals in {time.perf_counter() - t0:.1f} s")
         if offline_optimum:
             t0 = time.perf_counter()
-            records += offline(c, seq, cum, levels, run, time_limit=time_limit)
+            records += offline(c, seq, cum, levels, run, time_limit=time_limit, logs=logs)
             if progress:
                 progress(f"run {run}: {OFFLINE}: {len(levels)} level(s) in {time.perf_counter() - t0:.1f} s")
     return records
