@@ -216,3 +216,17 @@ def test_units_of_pods_sharing_claims(name):
     assert check_placement(ff) == [] and check_placement(opt) == []
     assert opt.result.weighted_placed() >= ff.result.weighted_placed() > 0
     assert opt.result.stats["pinned_pods"] == 0 and "floor_dropped" not in opt.result.stats
+
+
+def test_units_alike_are_counted_and_decoded_whole():
+    """Pods sharing a claim on node-local devices are counted as units (k[j] units with j pods
+    on a node); the decoded placement holds exactly what the model counted."""
+    objs = fleet(4, 24, shared=6)
+    out = place(objs, policy="optimal", time_limit=20)
+    st = out.result.stats
+    assert st["pods_single"] == 0 and st["counted_kinds"] == st["kinds"]
+    assert out.result.weighted_placed() == st["objective"]
+    for s in range(6):
+        users = [p for p in out.result.pods if p.pod in (f"ml/p{s}", f"ml/p{s + 6}")]
+        assert len({p.node for p in users if p.placed}) <= 1   # a unit lives on one node
+    assert check_placement(out) == []

@@ -97,6 +97,10 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     pods = [placements[p.key] for p in workload.pending]
     claims = {ck: (res, pl.node) for pl in pods for ck, res in pl.new_claims.items()}
     result = PlacementResult("optimal", pods, claims, {})
+    if result.weighted_placed() != stats["objective"]:
+        # The inverse of the reductions must place exactly what the model chose.
+        raise RuntimeError(f"internal: the model places {stats['objective']} (weighted), its decoding "
+                           f"{result.weighted_placed()}")
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
     stats["summary"] = _summary(stats)
     result.stats.update(stats)
@@ -273,7 +277,7 @@ def _complete_hint(m: cp_model.CpModel, hint: dict, seconds: float, hard_stop: f
 def _values(solver, b: Built) -> dict:
     out = {}
     for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()) + \
-            [v for nc in b.node_classes for v in nc.vars]:
+            [v for nc in b.node_classes for v in nc.vars] + [kj for parts in b.unit_parts.values() for _, kj in parts]:
         out[var] = solver.value(var)
     for o in b.owners:
         if not o.counted:
