@@ -36,9 +36,12 @@ undeclared references at compile time.  Its quirks are worked around here:
   rephrased as Kubernetes' ``no such key: x``.
 * Python mappings cannot be lazy, so "an unknown domain is an empty map" is
   implemented by rewriting ``device.attributes[K]`` / ``device.capacity[K]``
-  into ``(K in device.attributes ? device.attributes[K] : <empty>)`` before
-  compiling (``"dom" in device.attributes`` and iteration still see only the
-  real domains, exactly as in Kubernetes).
+  (and ``device.attributes.dom``) into ``(K in device.attributes ?
+  device.attributes[K] : <empty>)`` before compiling; ``[?K]`` / ``.?dom``
+  become ``optional.of(...)`` of that and ``has(device.attributes.dom)`` is
+  true, because Kubernetes' mapper ``Find`` reports every domain as found
+  (``"dom" in device.attributes`` and iteration still see only the real
+  domains, exactly as in Kubernetes).
 * ``device`` is declared as the qualified variables ``device.driver``,
   ``device.allowMultipleAllocations``, ``device.attributes`` and
   ``device.capacity`` so that ``device.foo`` is a compile error, like the
@@ -1161,39 +1164,46 @@ def _rewrite(src: str) -> str:
             and toks[sig[j + 1]][1] == "."
             and toks[sig[j + 2]][0] == "id"
             and toks[sig[j + 2]][1] in ("attributes", "capacity")
-            and toks[sig[j + 3]][1] == "["
+            and toks[sig[j + 3]][1] in ("[", ".")
             and (j == 0 or toks[sig[j - 1]][1] != ".")
-            and not (j + 4 < len(sig) and toks[sig[j + 4]][1] == "?")
         ):
-            # find matching ']'
-            depth = 0
-            k = j + 3
-            end = None
-            while k < len(sig):
-                t = toks[sig[k]][1]
-                if toks[sig[k]][0] == "other":
-                    if t in "[({":
-                        depth += 1
-                    elif t in "])}":
-                        depth -= 1
-                        if depth == 0:
-                            end = k
-                            break
-                k += 1
-            if end is None:
-                break  # unbalanced: let the compiler report it
             field = toks[sig[j + 2]][1]
             var = "device." + field
             empty = _EMPTY_ATTRS if field == "attributes" else _EMPTY_CAP
-            key_src = "".join(t for _, t in toks[sig[j + 3] + 1 : sig[end]])
-            key_sig = [toks[x] for x in range(sig[j + 3] + 1, sig[end]) if toks[x][0] != "ws"]
+            optional = False
+            if toks[sig[j + 3]][1] == "[":
+                end = _matching(sig, toks, j + 3, 1)
+                if end is None:
+                    break  # unbalanced: let the compiler report it
+                first = j + 4
+                if first < end and toks[sig[first]][1] == "?":  # device.attributes[?K]
+                    optional = True
+                    first += 1
+                if first >= end:
+                    j += 1
+                    continue
+                key_src = "".join(t for _, t in toks[sig[first] : sig[end]])
+                key_sig = [toks[sig[x]] for x in range(first, end)]
+                literal = key_sig[0][1] if len(key_sig) == 1 and key_sig[0][0] == "str" else None
+            else:  # device.attributes.dom / device.attributes.?dom (a domain without dots)
+                k = j + 4
+                if k < len(sig) and toks[sig[k]][1] == "?":
+                    optional = True
+                    k += 1
+                if k >= len(sig) or toks[sig[k]][0] != "id" or (k + 1 < len(sig) and toks[sig[k + 1]][1] == "("):
+                    j += 1
+                    continue
+                end = k
+                literal = '"' + toks[sig[k]][1] + '"'
             out.append("".join(t for _, t in toks[pos:i0]))
-            if len(key_sig) == 1 and key_sig[0][0] == "str":
-                lit = key_sig[0][1]
-                out.append(f"({lit} in {var} ? {var}[{lit}] : {empty})")
+            if literal is not None:
+                lookup = f"({literal} in {var} ? {var}[{literal}] : {empty})"
             else:
                 inner = _rewrite(key_src)
-                out.append(f"cel.bind({_BIND_VAR}, ({inner}), {_BIND_VAR} in {var} ? {var}[{_BIND_VAR}] : {empty})")
+                lookup = f"cel.bind({_BIND_VAR}, ({inner}), {_BIND_VAR} in {var} ? {var}[{_BIND_VAR}] : {empty})"
+            # Kubernetes' mapper finds every domain (Find returns the empty map), so an
+            # optional lookup always has a value; "in" and iteration see the real domains only
+            out.append(f"optional.of({lookup})" if optional else lookup)
             pos = sig[end] + 1
             j = end + 1
             changed = True
@@ -1599,10 +1609,19 @@ def _rewrite_has(src: str) -> str:
     toks = _tokenize(src)
     sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
     for j in range(len(sig) - 5):
+        if toks[sig[j]][1] != "has":
+            continue
         w = [toks[sig[j + x]][1] for x in range(6)]
         if w[0] == "has" and w[1] == "(" and w[2] == "device" and w[3] == "." and w[4] in _ALWAYS_PRESENT \
                 and w[5] == ")" and (j == 0 or toks[sig[j - 1]][1] != "."):
             for x in range(6):
+                toks[sig[j + x]] = ("ws", "")
+            toks[sig[j]] = ("id", "true")
+        elif w[0] == "has" and w[1] == "(" and w[2] == "device" and w[3] == "." and w[4] in ("attributes", "capacity") \
+                and w[5] == "." and j + 7 < len(sig) and toks[sig[j + 6]][0] == "id" and toks[sig[j + 7]][1] == ")" \
+                and (j == 0 or toks[sig[j - 1]][1] != "."):
+            # has(device.attributes.dom): Kubernetes' mapper finds every domain (the empty map)
+            for x in range(8):
                 toks[sig[j + x]] = ("ws", "")
             toks[sig[j]] = ("id", "true")
     return "".join(t for _, t in toks)
