@@ -152,9 +152,11 @@ Not reproduced
 * ``string(ip)`` / ``string(cidr)`` conversions (cel-cpp cannot add overloads to ``string``),
   the type names ``net.IP``/``net.CIDR``/``net.URL`` (here ``kubernetes.IP``...),
   URL parsing beyond what ``url()`` checks here (an absolute URI or path, no
-  space or bad port in the host: a subset of Go's url.ParseRequestURI), and the
-  compile-time ``format()`` argument checks of the strings extension (they
-  fail at runtime here).
+  space or bad port in the host: a subset of Go's url.ParseRequestURI), and
+  cel-go's compile-time ``format()`` checks beyond a call on literals (a
+  ``"...".format([...])`` that uses no variable is evaluated when compiling and
+  its error is a compile error; with variables the error comes at runtime;
+  cel-cpp formats a double with ``%d`` where cel-go refuses it).
 """
 
 from __future__ import annotations
@@ -1627,9 +1629,37 @@ def _rewrite_has(src: str) -> str:
     return "".join(t for _, t in toks)
 
 
+def _format_literal_problem(cenv, src: str) -> Optional[str]:
+    """cel-go's strings extension checks ``"<literal>".format([...])`` when compiling (its
+    format validator): a clause that does not fit its argument is a compile error.  Here the
+    call is evaluated at compile time when it uses no variable."""
+    toks = [t for t in _tokenize(src) if t[0] != "ws"]
+    sig = list(range(len(toks)))
+    for j in range(len(toks) - 3):
+        if toks[j][0] == "str" and toks[j + 1][1] == "." and toks[j + 2][1] == "format" and toks[j + 3][1] == "(" \
+                and (j == 0 or toks[j - 1][1] != "."):
+            close = _matching(sig, toks, j + 3, 1)
+            if close is None:
+                return None
+            snippet = "".join(t for _, t in toks[j : close + 1])
+            if "device" in snippet:
+                continue
+            try:
+                r = cenv._env.compile(snippet).eval()
+            except RuntimeError:
+                continue  # uses a variable (an iteration variable...) or does not compile alone
+            if r.type() == _ERROR_TYPE:
+                return _runtime_message(str(r.value()))
+    return None
+
+
 def _literal_problem(cenv, src: str) -> Optional[str]:
     """Kubernetes' AST validators (ValidateRegexLiterals, ValidateDurationLiterals,
     ValidateTimestampLiterals): a literal argument that cannot be parsed is a compile error."""
+    if ".format" in src or "format(" in src:
+        problem = _format_literal_problem(cenv, src)
+        if problem:
+            return problem
     if not any(name in src for name in _LITERAL_CHECKS):
         return None
     toks = [t for t in _tokenize(src) if t[0] != "ws"]
