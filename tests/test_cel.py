@@ -456,7 +456,7 @@ def test_runtime_cost_limit(env, dev):
     with pytest.raises(CelRuntimeError) as ei:
         small.compile(nested).matches(dev)
     assert str(ei.value) == "operation cancelled: actual cost limit exceeded"
-    # a loop of 9,000 cheap steps runs (Kubernetes has no iteration limit)
+    # a loop of 9,000 cheap steps runs (and more: test_no_iteration_limit_only_the_cost_limit)
     assert m(env, dev, "lists.range(9000).all(x, x >= 0)")
 
 
@@ -519,3 +519,22 @@ def test_format_library(env, dev):
     assert m(env, dev, 'cel.bind(f, format.dns1035Label(), f.validate("1abc").hasValue() && !f.validate("abc").hasValue())')
     assert m(env, dev, 'device.attributes["dra.example.com"].model.matches("^a") && '
                        '!format.dns1123Label().validate(device.attributes["dra.example.com"].model).hasValue()')
+
+
+def test_no_iteration_limit_only_the_cost_limit(env, dev):
+    # cel-cpp stops at 10,000 iterations per evaluation; Kubernetes has only its cost limit
+    assert m(env, dev, "lists.range(20000).all(x, x >= 0)")
+    assert m(env, dev, "lists.range(120).all(x, lists.range(120).all(y, x + y >= 0))")
+    assert m(env, dev, "cel.bind(k, 19990, lists.range(20000).exists(x, x == k))")
+    assert m(env, dev, 'lists.range(15000).filter(x, x % 1000 == 0).map(x, x / 1000) == lists.range(15)')
+    assert m(env, dev, 'lists.range(12000).transformMap(i, v, v * 2)[11999] == 23998')
+    assert m(env, dev, 'lists.range(12000).all(x, x < 11000 || device.attributes["dra.example.com"].model == "a100")')
+    # errors as cel-go: all() absorbs an error when another element decides
+    assert not m(env, dev, "lists.range(20000).all(x, x / (x - 5) >= 0)")
+    with pytest.raises(CelRuntimeError) as ei:
+        m(env, dev, "lists.range(20000).exists_one(x, x / (x - 15000) > 100)")
+    assert "divi" in str(ei.value)
+    # and the cost limit still applies
+    with pytest.raises(CelRuntimeError) as ei:
+        m(env, dev, "lists.range(400000).all(x, true)")
+    assert str(ei.value) == "operation cancelled: actual cost limit exceeded"
