@@ -531,6 +531,13 @@ class _Expander:
                 if bool(gc.resource_claim_name) == bool(gc.resource_claim_template_name):
                     raise InputError(f"{g.ref}: field spec.resourceClaims[{i}]: exactly one of "
                                      f"resourceClaimName and resourceClaimTemplateName must be set")
+        seen_pods: set[str] = set()
+        for p in self.o.pods:
+            key = _key(p)
+            if key in seen_pods:
+                # One object per namespace/name, as the API server holds it.
+                raise InputError(f"Pod {key}: given twice (field metadata.name): one object per namespace and name")
+            seen_pods.add(key)
         # Finished pods hold nothing (the scheduler does not count Succeeded/Failed pods).
         demands = [self.demand(p) for p in self.o.pods if p.status.phase not in ("Succeeded", "Failed")]
         pending = sorted((d for d in demands if d.node_name is None), key=lambda d: d.queue_key)

@@ -190,8 +190,17 @@ def test_every_family_is_reachable_by_the_model():
         assert check_placement(out) == []
 
 
-def test_no_better_placement_in_time_keeps_first_fit_and_says_so():
-    out = place(fleet(80, 600, shared=20), policy="optimal", time_limit=0.01)
+def test_no_better_placement_in_time_keeps_first_fit_and_says_so(monkeypatch):
+    from draopt.placement import optimal as opt_mod
+    original = opt_mod._solver
+
+    def no_time(seconds, hard_stop):   # every search stops before finding anything
+        solver = original(seconds, hard_stop)
+        solver.parameters.max_deterministic_time = 0.0
+        solver.parameters.max_time_in_seconds = 0.0
+        return solver
+    monkeypatch.setattr(opt_mod, "_solver", no_time)
+    out = place(fleet(8, 60, shared=4), policy="optimal", time_limit=10)
     st = out.result.stats
     # First-fit's placement is a solution of the model: kept as the incumbent, not "pinned".
     assert st["status"] == "FEASIBLE" and st["pinned_pods"] == 0 and st["first_fit_in_model"]

@@ -78,6 +78,11 @@ class Cluster:
         self.cel_env = cel_env
         self.classes = {c.name: c for c in objects.device_classes}
         self.index = slices_by_node(objects.resource_slices)
+        names = [n.name for n in objects.nodes]
+        twice = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
+        if twice:
+            from ..errors import InputError
+            raise InputError(f"Node {twice[0]}: given twice (field metadata.name): one object per name")
         self.nodes = [NodeState(n, i, _allocatable(n)) for i, n in enumerate(sorted(objects.nodes, key=lambda n: n.name))]
         self.by_name = {n.name: n for n in self.nodes}
         self.allocated: AllocatedState = allocated_state(allocated_claims, features)

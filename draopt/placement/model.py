@@ -395,6 +395,11 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
                     owner = Owner(len(owners), kind, node, var, p, None)
                     owners.append(owner)
                     _add_requests(m, prep, owner, cap, preference)
+            if kind.unit_size > 1:
+                # No more units placed than there are (each counts once, whatever pods it places).
+                unit_vars = [k[(kind.index, n)] for (ki, n) in unit_parts if ki == kind.index]
+                if unit_vars:
+                    m.add(cp.add(sum(unit_vars) <= len(kind.units)))
             if one_node:
                 continue   # a configuration check: only what one node holds matters
             classes: dict[tuple, list] = defaultdict(list)
