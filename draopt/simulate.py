@@ -153,7 +153,6 @@ def _quantity(k: float, scale: int) -> str:
 def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> SimCluster:
     """The cluster and the pending pods of `objects` as arrays (see the module docstring for
     what the fast path supports; anything else is an InputError naming the object)."""
-    from .api import _cel_env
     from .features import Features
     from .placement import build_cluster
     from .problem import prepare
@@ -880,6 +879,10 @@ def cmd_simulate(args) -> int:
     from .loader import load_files
     levels = parse_levels(args.inflation)
     policies = parse_policies(args.policy)
+    if args.plot:
+        import importlib.util
+        if importlib.util.find_spec("matplotlib") is None:      # checked before a long run, not after
+            raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'")
     t0 = time.perf_counter()
     if args.trace.lower().endswith(".csv"):
         from .trace import read_tasks, workload_objects
@@ -890,7 +893,7 @@ def cmd_simulate(args) -> int:
     c = build(objects, capacity_name=args.capacity)
     say = None if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr, flush=True))
     if say:
-        say(f"{c.n} nodes, capacity {c.total:g} {c.capacity_name}, {len(c.pod_keys)} trace pods in "
+        say(f"{c.n} nodes, capacity {c.total:,.0f} {c.capacity_name}, {len(c.pod_keys)} trace pods in "
             f"{len(c.shapes)} shapes (loaded in {time.perf_counter() - t0:.1f} s)")
     records = simulate(c, levels=levels, policies=policies, runs=args.runs, seed=args.seed, batch=args.batch,
                        time_limit=args.time_limit, offline_optimum=args.offline_optimum, progress=say)
