@@ -23,10 +23,11 @@ semver selectors: 8-17 us median, 5-13 us best round, on a loaded 2-core
 machine; cel-go takes 14-25 us).  cel-expr-python 0.1.3 exposes no runtime
 options (cost tracking, comprehension budget, cross-type numeric checks); its
 environment YAML gives the cel-cpp extensions at chosen versions.  The other
-maintained binding on PyPI, ``common-expression-language`` (Rust cel crate),
-was downloaded but not adopted: no Kubernetes libraries, cost tracking or
-two-variable comprehensions either, and every function would be a Python
-callback as here.
+maintained binding on PyPI, ``common-expression-language`` 0.10 (Rust cel
+crate), was downloaded and its API read (cel/cel.pyi) but not adopted: it has
+``compile(expression)`` without declarations (so no type checking, which
+Kubernetes' compile errors need), no cost or limit options and no extension
+configuration; its functions are Python callbacks too.
 
 ``cel-expr-python`` (the C++ cel-cpp binding) is used.  It is 10-30x faster,
 has ``cel.bind``, optional syntax and the strings extension, and detects
