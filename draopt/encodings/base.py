@@ -13,8 +13,33 @@ from ..problem import Problem, RequestSpec
 from ..quantity import Quantity
 
 
+class LiteralHelpers:
+    """Literals derived from variables, shared by the per-node model (`ModelData`) and the
+    cluster model (`draopt.placement.model.PlacementModel`); needs `cp` and `_positive`."""
+
+    def positive(self, var):
+        """A literal true iff `var` > 0 (the variable itself when it is a boolean)."""
+        if upper_bound(var) <= 1:
+            return var
+        hit = self._positive.get(var.index)
+        if hit is None:
+            hit = self._positive[var.index] = self.any_of([var], f"pos[{var.name}]")
+        return hit
+
+    def any_of(self, xs: list, name: str):
+        """A new boolean true iff some variable of `xs` is positive."""
+        lit = self.cp.new_bool_var(name)
+        if all(upper_bound(v) <= 1 for v in xs):
+            self.cp.add_max_equality(lit, xs)
+        else:
+            self.cp.add(sum(xs) >= lit)
+            for v in xs:
+                self.cp.add(v <= upper_bound(v) * lit)
+        return lit
+
+
 @dataclass
-class ModelData:
+class ModelData(LiteralHelpers):
     """What `apply` builds and `invert` needs (cvxpy-style reduction data)."""
     problem: Problem
     cp: cp_model.CpModel
@@ -57,26 +82,6 @@ class ModelData:
 
     def counter_value(self, value: str):
         return self.problem.counter_value(value)
-
-    def positive(self, var):
-        """A literal true iff `var` > 0 (the variable itself when it is a boolean)."""
-        if upper_bound(var) <= 1:
-            return var
-        hit = self._positive.get(var.index)
-        if hit is None:
-            hit = self._positive[var.index] = self.any_of([var], f"pos[{var.name}]")
-        return hit
-
-    def any_of(self, xs: list, name: str):
-        """A new boolean true iff some variable of `xs` is positive."""
-        lit = self.cp.new_bool_var(name)
-        if all(upper_bound(v) <= 1 for v in xs):
-            self.cp.add_max_equality(lit, xs)
-        else:
-            self.cp.add(sum(xs) >= lit)
-            for v in xs:
-                self.cp.add(v <= upper_bound(v) * lit)
-        return lit
 
     def add(self, ct, requirement: str | None = None):
         """Count a constraint; in explain mode, a named requirement is enforced only under its

@@ -28,7 +28,7 @@ from ortools.sat.python import cp_model
 from ..constraints import constraint_applies, normalise
 from ..encodings import attributes, capacity, compatibility, counters, usage
 from ..encodings.attributes import AttributeTerm, constraint_name
-from ..encodings.base import scale_to_int, upper_bound
+from ..encodings.base import LiteralHelpers, scale_to_int, upper_bound
 from ..errors import AllocationError, DeviceCelError
 from ..inventory import in_use_groups
 from ..problem import MAX_RESULTS, Problem, prepare
@@ -79,7 +79,7 @@ class Owner:
         return [self.problem.claims[self.claim_index]]
 
 
-class PlacementModel:
+class PlacementModel(LiteralHelpers):
     """The CP-SAT model plus what the encodings' rule functions need (`add`, `at_most_one`,
     `any_of`, `positive`, `counter_value`)."""
 
@@ -102,24 +102,6 @@ class PlacementModel:
         if got is None:
             got = self._quantities[value] = Quantity.parse(value).value
         return got
-
-    def any_of(self, xs: list, name: str):
-        lit = self.cp.new_bool_var(name)
-        if all(upper_bound(v) <= 1 for v in xs):
-            self.cp.add_max_equality(lit, xs)
-        else:
-            self.cp.add(sum(xs) >= lit)
-            for v in xs:
-                self.cp.add(v <= upper_bound(v) * lit)
-        return lit
-
-    def positive(self, var):
-        if upper_bound(var) <= 1:
-            return var
-        hit = self._positive.get(var.index)
-        if hit is None:
-            hit = self._positive[var.index] = self.any_of([var], f"pos[{var.name}]")
-        return hit
 
 
 # ====================================================================== the prepared problem
@@ -534,6 +516,22 @@ def _specs(problem: Problem, claim_indexes=None):
             yield claim, g
 
 
+def _select(m: PlacementModel, owner: Owner, g, cap: int, preference: list) -> None:
+    """A request's selection: its owner's multiplicity for a plain request; for a prioritized
+    list, one count per sub-request (how many of the owner's pods take it), summing to it."""
+    if not g.has_subrequests:
+        owner.sel[g.alternatives[0].key] = owner.mult
+        return
+    sels = []
+    for s in g.alternatives:
+        v = m.cp.new_int_var(0, cap, f"sel[{owner.index},{s.key}]")
+        owner.sel[s.key] = v
+        sels.append(v)
+        if s.sub_index:
+            preference.append(s.sub_index * v)
+    m.add(m.cp.add(sum(sels) == owner.mult))
+
+
 def _add_requests(m: PlacementModel, prep: Prepared, owner: Owner, cap: int, preference: list) -> None:
     """A counted kind on one node: `cap` pods at most, each with the kind's claims."""
     cp = m.cp
@@ -542,17 +540,7 @@ def _add_requests(m: PlacementModel, prep: Prepared, owner: Owner, cap: int, pre
     refs = prep.refs.get(node.name, [])
     claim_terms: dict[int, list] = defaultdict(list)
     for claim, g in _specs(p):
-        if g.has_subrequests:
-            sels = []
-            for s in g.alternatives:
-                v = cp.new_int_var(0, cap, f"sel[{owner.index},{s.key}]")
-                owner.sel[s.key] = v
-                sels.append(v)
-                if s.sub_index:
-                    preference.append(s.sub_index * v)
-            m.add(cp.add(sum(sels) == owner.mult))
-        else:
-            owner.sel[g.alternatives[0].key] = owner.mult
+        _select(m, owner, g, cap, preference)
         for s in g.alternatives:
             ts = []
             for ref in refs:
@@ -585,17 +573,7 @@ def _add_unit_requests(m: PlacementModel, prep: Prepared, owner: Owner, problems
     claim = rep.claims[ci]
     claim_vars = []
     for ri, g in enumerate(claim.requests):
-        if g.has_subrequests:
-            sels = []
-            for s in g.alternatives:
-                v = cp.new_bool_var(f"sel[{owner.index},{s.key}]")
-                owner.sel[s.key] = v
-                sels.append(v)
-                if s.sub_index:
-                    preference.append(s.sub_index * v)
-            m.add(cp.add(sum(sels) == owner.mult))
-        else:
-            owner.sel[g.alternatives[0].key] = owner.mult
+        _select(m, owner, g, 1, preference)
         for s in g.alternatives:
             by_ref: dict[Any, Term] = {}
             all_nodes: dict[str, list] = {}
