@@ -252,6 +252,8 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         values = _values(solver, b)
         stats["proven"][name] = s2 == cp_model.OPTIMAL
         stats[f"{name}_value"] = int(round(solver.objective_value))
+        # Phase 1 holds as "at least": a later phase may place more than phase 1 found.
+        stats["objective"] = max(stats["objective"], int(solver.value(b.objective)))
         m.add(expr <= int(round(solver.objective_value)))
     stats["status"] = "OPTIMAL" if all(stats["proven"].values()) else "FEASIBLE"
     stats["build_solve_s"] = round(time.perf_counter() - t0, 3)
