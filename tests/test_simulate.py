@@ -248,3 +248,16 @@ def test_task_no_node_can_serve_still_arrives(tmp_path):
     v = shape_of(c, "v")
     assert v.request == 2000 and not v.compat.any()
     assert sim.place_one(sim.State(c), v, "first-fit", None) is None
+
+
+def test_trace_as_yaml_equals_trace_as_csv(files, tmp_path, capsys):
+    cluster, tasks_csv = files
+    pods = tmp_path / "pods.yaml"
+    assert main(["trace", "import", "--pods", tasks_csv, "-o", str(pods)]) == 0
+    args = ["simulate", "-f", cluster, "--inflation", "0.9,1.1", "--runs", "2", "--seed", "5", "--quiet",
+            "--policy", "first-fit,best-fit,least-allocated,fgd", "-o", "csv"]
+    assert main(args + ["--trace", tasks_csv]) == 0
+    from_csv = capsys.readouterr().out
+    assert main(args + ["--trace", str(pods)]) == 0
+    assert capsys.readouterr().out == from_csv
+    assert len(from_csv.strip().splitlines()) == 1 + 2 * 4
