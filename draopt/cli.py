@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit")
     pl.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
+    pl.add_argument("--stats", action="store_true",
+                    help="one JSON line per policy on stderr: load_s, place_s, pods_per_s, peak RSS and "
+                         "the policy's own figures (optimal: model size, phase times, status, gap)")
     _input_flags(pl)
     pl.set_defaults(func=cmd_place)
     ex = sub.add_parser("explain", help="why claims cannot be allocated or pods not placed: device rejections "
@@ -134,15 +137,31 @@ def cmd_allocate(args) -> int:
 def cmd_place(args) -> int:
     from .placement import place, pod_table, summary_table
     api.warm_up()
+    t0 = time.perf_counter()
     objects = _load(args)
+    load_s = time.perf_counter() - t0
     features = Features.from_gates(parse_gates(args.feature_gates))
-    outcome = place(objects, policy=args.policy, features=features, time_limit=args.time_limit)
+
+    def run(policy):
+        t = time.perf_counter()
+        out = place(objects, policy=policy, features=features, time_limit=args.time_limit)
+        if args.stats:
+            import resource
+            elapsed = time.perf_counter() - t
+            line = {"policy": policy, "load_s": round(load_s, 3), "place_s": round(elapsed, 3),
+                    "pods": len(out.result.pods), "placed": len(out.result.placed_pods()),
+                    "pods_per_s": round(len(out.result.pods) / elapsed, 1) if elapsed else None,
+                    "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            line.update({k: v for k, v in out.result.stats.items() if k not in line})
+            print(json.dumps(line, sort_keys=True, default=str), file=sys.stderr)
+        return out
+    outcome = run(args.policy)
     if not outcome.result.pods:
         print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)
     results = [outcome.result]
     if args.compare:
         other = "optimal" if args.policy == "first-fit" else "first-fit"
-        results.append(place(objects, policy=other, features=features, time_limit=args.time_limit).result)
+        results.append(run(other).result)
     if args.output == "table":
         print(pod_table(outcome.result, len(outcome.cluster.nodes)))
         print()

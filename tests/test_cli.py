@@ -188,3 +188,14 @@ def test_place_and_explain_exit_codes(tmp_path):
     assert all(i["status"]["reservedFor"] for i in items if i["kind"] == "ResourceClaim")
     p = run("explain", "-f", f, "--pod", "ml/none")
     assert p.returncode == 2 and "no Pod ml/none" in p.stderr
+
+
+def test_place_stats_one_json_line_per_policy():
+    r = run("place", "-f", str(ROOT / "examples" / "gang-stranding.yaml"), "--policy", "optimal", "--compare",
+            "--stats", "-o", "table")
+    lines = [json.loads(x) for x in r.stderr.splitlines() if x.startswith("{")]
+    assert [x["policy"] for x in lines] == ["optimal", "first-fit"]
+    opt = lines[0]
+    assert opt["placed"] == 2 and opt["status"] == "OPTIMAL" and opt["variables"] > 0
+    assert opt["load_s"] >= 0 and opt["place_s"] > 0 and opt["pods_per_s"] > 0 and opt["peak_rss_mib"] > 0
+    assert lines[1]["placed"] == 0
