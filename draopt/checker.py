@@ -194,7 +194,7 @@ def _check_compatibility(problem: Problem, results: list[AllocationResult]) -> l
             for c in dev.device.consumes_counters:
                 key = (id(dev.pool), c.counter_set)
                 if key not in groups:
-                    groups[key] = [dev.pool, c.counter_set, in_use_groups(problem, dev.pool, c.counter_set)]
+                    groups[key] = [dev.pool, c.counter_set, in_use_groups(problem.inventory.allocated, dev.pool, c.counter_set)]
                 groups[key][2].append(compatibility_groups(dev.device, c.counter_set))
     errors = []
     for pool, counter_set, sets in groups.values():

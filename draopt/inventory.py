@@ -278,8 +278,8 @@ def compatibility_groups(device: Device, counter_set: str) -> frozenset[str] | N
     return None
 
 
-def in_use_groups(problem, pool: Pool, counter_set: str) -> list[frozenset[str]]:
-    allocated = problem.inventory.allocated
+def in_use_groups(allocated: "AllocatedState", pool: Pool, counter_set: str) -> list[frozenset[str]]:
+    """Compatibility groups of the allocated devices drawing on a counter set of the pool."""
     out = []
     for s in pool.slices + pool.other_slices:
         for d in s.spec.devices:
@@ -287,6 +287,16 @@ def in_use_groups(problem, pool: Pool, counter_set: str) -> list[frozenset[str]]
                 g = compatibility_groups(d, counter_set)
                 if g is not None:
                     out.append(g)
+    return out
+
+
+def counter_sets_in_use(allocated: "AllocatedState", pool: Pool) -> set[str]:
+    """Counter sets of the pool that some allocated device draws on (its slices on every node)."""
+    out: set[str] = set()
+    for s in pool.slices + pool.other_slices:
+        for d in s.spec.devices:
+            if d.consumes_counters and allocated.holds((pool.driver, pool.name, d.name)):
+                out.update(c.counter_set for c in d.consumes_counters)
     return out
 
 

@@ -410,7 +410,7 @@ class ReferenceAllocator:
             key = (id(dev.pool), c.counter_set)
             current = self.compat.get(key)
             if current is None:
-                fixed = in_use_groups(self.p, dev.pool, c.counter_set)
+                fixed = in_use_groups(self.p.inventory.allocated, dev.pool, c.counter_set)
                 current = frozenset.intersection(*fixed) if fixed else None
             mine = compatibility_groups(dev.device, c.counter_set)
             new = mine if current is None else current & mine

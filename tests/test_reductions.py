@@ -72,7 +72,7 @@ def setup(objs, features=None):
 # ---------------------------------------------------------------- CountIdenticalPods
 def test_identical_pods_become_counted_kinds_and_shared_claims_units():
     w, c, book = setup(fleet(3, 8, shared=1))
-    kinds, data = CountIdenticalPods().apply(list(w.pending), book, _scheduling_constraints, lambda pod: None)
+    kinds = CountIdenticalPods().apply(list(w.pending), book, _scheduling_constraints, lambda pod: None)
     pods = [p.key for k in kinds for p in k.pods]
     assert sorted(pods) == sorted(p.key for p in w.pending)          # a partition of the pods
     unit = [k for k in kinds if not k.counted]
@@ -84,7 +84,7 @@ def test_identical_pods_become_counted_kinds_and_shared_claims_units():
     k0 = max(counted, key=lambda k: len(k.pods))
     n = len(k0.pods)
     assert n >= 2
-    got = CountIdenticalPods().invert(data, {k0.index: [("n0", 1), ("n2", n - 1)]}, {k0.index: n})
+    got = CountIdenticalPods.invert(k0.pods, [("n0", 1), ("n2", n - 1)])
     assert [got[p.key] for p in k0.pods] == ["n0"] + ["n2"] * (n - 1)
 
 

@@ -47,6 +47,6 @@ def encode(m: ModelData) -> None:
     for devs in m.counter_consumers():
         pool = devs[0].pool
         for set_name in sorted(pool.counter_sets):
-            limit_counter_set(m, pool, set_name, in_use_groups(p, pool, set_name),
+            limit_counter_set(m, pool, set_name, in_use_groups(p.inventory.allocated, pool, set_name),
                               [(d, m.device_used(d)) for d in devs
                                if compatibility_groups(d.device, set_name) is not None])

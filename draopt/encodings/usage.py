@@ -34,7 +34,7 @@ def limit_device(m, uses: list[DeviceUse], size: int = 1, multi_allocatable: boo
         return
     cp = m.cp
     non_admin = [u.var for u in uses if not u.admin]
-    if len(non_admin) > 1 or (non_admin and size > 1 and len(uses) > 1):
+    if len(non_admin) > 1:   # one use alone is bounded by its variable's range (at most `size`)
         if size == 1 and all(upper_bound(v) <= 1 for v in non_admin):
             m.add(cp.add_at_most_one(non_admin))
         else:

@@ -30,7 +30,7 @@ from ..encodings import attributes, capacity, compatibility, counters, usage
 from ..encodings.attributes import AttributeTerm, constraint_name
 from ..encodings.base import LiteralHelpers, scale_to_int, upper_bound
 from ..errors import AllocationError, DeviceCelError
-from ..inventory import in_use_groups
+from ..inventory import counter_sets_in_use, in_use_groups
 from ..problem import MAX_RESULTS, Problem, prepare
 from ..quantity import Quantity
 from .cluster import Cluster, NodeState
@@ -109,12 +109,10 @@ class PlacementModel(LiteralHelpers):
 class Prepared:
     """Kinds, their candidate nodes and node problems, device columns per node."""
     kinds: list[Kind]
-    reduction_data: dict
     pod_nodes: dict[str, list[NodeState]]                   # pod -> nodes it may use
     problems: dict[tuple[int, str], Problem]                # (kind, node) -> problem of its pending claims
     refs: dict[str, list[DeviceRef]]                        # node -> columns
     ref_of: dict[tuple[str, tuple], DeviceRef]              # (node, device id) -> its column
-    reasons: dict[str, dict[str, int]]                      # pod -> why nodes were ruled out
     node_resources_of_devices: bool
 
 
@@ -138,8 +136,6 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
             probe[(sig, node.name)] = hit
         return hit
 
-    rep_node: dict[str, NodeState] = {}
-
     def is_countable(pod) -> str | None:
         keys = [u.key for u in pod.claims if book.allocation(u.key) is None]
         for node in cluster.nodes:
@@ -151,16 +147,14 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
 
     node_local_only = all(s.spec.node_name and not s.spec.per_device_node_selection
                           for s in cluster.objects.resource_slices if s.spec.devices)
-    kinds, data = CountIdenticalPods().apply(pending, book, _scheduling_constraints, is_countable, node_local_only)
+    kinds = CountIdenticalPods().apply(pending, book, _scheduling_constraints, is_countable, node_local_only)
     pod_nodes: dict[str, list[NodeState]] = {}
-    reasons: dict[str, dict[str, int]] = {}
     for kind in kinds:
         # Kinds and units with claims alike share one problem per node (owners name their own claims).
         sig = tuple(book.signature(k) for k in kind.claim_keys)
         # Counted pods are identical: the representative's nodes are everybody's.
         for pod in (kind.pods[:1] if kind.counted else kind.pods):
             nodes = []
-            why: dict[str, int] = defaultdict(int)
             own = [u.key for u in pod.claims if book.allocation(u.key) is None]
             for node in cluster.nodes:
                 reason = node_filter(cluster, book, pod, node)
@@ -180,12 +174,8 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
                                 problems[(kind.index, node.name)] = p
                 if reason is None:
                     nodes.append(node)
-                else:
-                    why[reason] += 1
             for member in (kind.pods if kind.counted else [pod]):
                 pod_nodes[member.key] = nodes
-                reasons[member.key] = dict(why)
-            rep_node.setdefault(pod.key, nodes[0] if nodes else None)
     # Columns per node: devices alike for every owner that may use the node share a column.
     users_of_node: dict[str, list[Problem]] = defaultdict(list)
     for (ki, name), p in problems.items():
@@ -222,7 +212,7 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
             for e in ref.entries:
                 ref_of[(node.name, e.id)] = ref
         refs[node.name] = node_refs
-    return Prepared(kinds, data, pod_nodes, problems, refs, ref_of, reasons, derived_node_resources)
+    return Prepared(kinds, pod_nodes, problems, refs, ref_of, derived_node_resources)
 
 
 def _candidate(problem: Problem, spec, entry) -> bool:
@@ -280,7 +270,6 @@ class Built:
     objective: Any
     preference: list
     packing: dict[str, list]
-    floor: int
     node_classes: list = field(default_factory=list)   # interchangeable nodes (patterns.NodeClass)
     unit_parts: dict = field(default_factory=dict)     # counted units: (kind, node) -> [(pods placed, count var)]
 
@@ -448,7 +437,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
             if features.compatibility_groups:
                 from ..inventory import compatibility_groups
                 for set_name in sorted(pool.counter_sets):
-                    fixed = in_use_groups(_AllocatedView(cluster), pool, set_name)
+                    fixed = in_use_groups(cluster.allocated, pool, set_name)
                     compatibility.limit_counter_set(
                         m, pool, set_name, fixed,
                         [(e, m.any_of([v for v, _ in users], f"used[{'/'.join(e.id)}]")) for e, users in devices
@@ -497,15 +486,8 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     packing["nodes"] = packing["nodes"] + node_count_terms
     packing["devices"] = packing["devices"] + pattern_devices
     packing["counter_sets"] = packing["counter_sets"] + pattern_sets
-    return Built(m, owners, kinds, k, y, placed, totals, class_pods, objective, preference, packing, 0,
+    return Built(m, owners, kinds, k, y, placed, totals, class_pods, objective, preference, packing,
                  node_classes_used, unit_parts)
-
-
-class _AllocatedView:
-    """What `in_use_groups` needs: the allocated state of the cluster (before this placement)."""
-
-    def __init__(self, cluster: Cluster):
-        self.inventory = type("Inv", (), {"allocated": cluster.allocated})()
 
 
 def _specs(problem: Problem, claim_indexes=None):
@@ -620,7 +602,6 @@ def _same_spec(problem: Problem, spec):
 def _all_request(m, owner, s, ts, problems, all_nodes, users, y, sel) -> None:
     """allocationMode All: on the node of a pod that uses the claim, every matching device."""
     cp = m.cp
-    by_key = {t.ref.key: t for t in ts}
     for t in ts:
         m.add(cp.add(t.var <= t.ref.size * sel))
     for node_name, spec in all_nodes.items():
@@ -643,7 +624,6 @@ def _all_request(m, owner, s, ts, problems, all_nodes, users, y, sel) -> None:
                     m.add(cp.add(yv + sel <= 1))
                     break
                 m.add(cp.add(t.var >= t.ref.size * (yv + sel - 1)))
-    del by_key
 
 
 def _add_constraints(m: PlacementModel, owner: Owner, counted: bool) -> None:
@@ -713,6 +693,7 @@ def _packing_terms(m: PlacementModel, owners, by_ref, refs, cluster, touched_nod
     counter amounts and shared capacity taken (normalised), devices taken, search order."""
     cp = m.cp
     sets: dict[tuple, list] = defaultdict(list)
+    pools: dict[int, Any] = {}
     amounts = []
     devices = []
     order = []
@@ -728,30 +709,19 @@ def _packing_terms(m: PlacementModel, owners, by_ref, refs, cluster, touched_nod
         if e.device.consumes_counters and cluster.features.partitionable_devices:
             used = m.positive(ts[0].var) if len(ts) == 1 else m.any_of([t.var for t in ts], f"taken[{key}]")
             for c in e.device.consumes_counters:
-                sets[(e.pool.driver, e.pool.name, c.counter_set)].append(used)
+                sets[(id(e.pool), c.counter_set)].append(used)
+                pools[id(e.pool)] = e.pool
                 for v in c.counters.values():
                     amounts.append((m.counter_value(v.value), used))
     fresh = []
-    for (driver, pool, set_name), lits in sets.items():
-        if _set_in_use(cluster, driver, pool, set_name):
-            continue
-        t = cp.new_bool_var(f"set_used[{driver}/{pool}/{set_name}]")
+    for (pool_id, set_name), lits in sets.items():
+        pool = pools[pool_id]
+        if set_name in counter_sets_in_use(cluster.allocated, pool):
+            continue   # drawing on a set already in use costs nothing new
+        t = cp.new_bool_var(f"set_used[{pool.id}/{set_name}]")
         cp.add_max_equality(t, lits)
         fresh.append(t)
     return {"nodes": touched_nodes, "counter_sets": fresh, "amounts": amounts, "devices": devices, "order": order}
-
-
-def _set_in_use(cluster: Cluster, driver: str, pool: str, set_name: str) -> bool:
-    """Counter sets some allocated device draws on (computed once per cluster state)."""
-    cache = cluster.__dict__.get("_sets_in_use")
-    if cache is None:
-        cache = set()
-        for s in cluster.objects.resource_slices:
-            for d in s.spec.devices:
-                if d.consumes_counters and cluster.allocated.holds((s.spec.driver, s.spec.pool.name, d.name)):
-                    cache.update((s.spec.driver, s.spec.pool.name, c.counter_set) for c in d.consumes_counters)
-        cluster.__dict__["_sets_in_use"] = cache
-    return (driver, pool, set_name) in cache
 
 
 def _nodes_within(prep: Prepared, pod_key: str, node_names: set[str], cluster: Cluster) -> list[NodeState]:

@@ -23,9 +23,9 @@ from ..decode import deterministic_share_id
 from ..problem import ClaimSpec
 from ..reference import Chosen
 from .cluster import Cluster
-from .firstfit import ClaimBook, simulate
+from .firstfit import ClaimBook, pending_claims, simulate
 from .model import Built, Prepared, build, prepare_cluster
-from .reductions import GroupDevices, SplitComponents
+from .reductions import CountIdenticalPods, GroupDevices, SplitComponents
 from .result import PlacementResult, PodPlacement, weight
 
 
@@ -301,9 +301,8 @@ def _packing_objective(b: Built):
     p = b.packing
     if not p["nodes"] and not p["counter_sets"] and not p["devices"]:
         return None
-    expr, _ = lexicographic(packing_levels(nodes=p["nodes"], counter_sets=p["counter_sets"], amounts=p["amounts"],
-                                           devices=p["devices"], order=p["order"]))
-    return expr
+    return lexicographic(packing_levels(nodes=p["nodes"], counter_sets=p["counter_sets"], amounts=p["amounts"],
+                                        devices=p["devices"], order=p["order"]))
 
 
 # ====================================================================== warm start
@@ -339,8 +338,8 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
                 hint[b.k[(kind.index, pl.node)]] += 1
                 o = owner_at.get((kind.index, pl.node))
                 results = [] if o is None else \
-                    [(o, r) for ck in _pod_pending(pod, book) for r in pl.new_claims.get(ck, _empty()).devices.results]
-                _hint_results(hint, prep, pl.node, results, counted=True)
+                    [(o, r) for alloc in pl.new_claims.values() for r in alloc.devices.results]
+                _hint_results(hint, prep, pl.node, results)
             else:
                 if (pod.key, pl.node) not in b.y:
                     continue
@@ -351,7 +350,7 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
                     if o is None:
                         continue
                     hint[o.mult] = 1
-                    _hint_results(hint, prep, pl.node, [(o, r) for r in alloc.devices.results], counted=False)
+                    _hint_results(hint, prep, pl.node, [(o, r) for r in alloc.devices.results])
     # Interchangeable nodes: first-fit's node contents as configurations.
     for nc in b.node_classes:
         index = {conf.counts: v for conf, v in zip(nc.configurations, nc.vars)}
@@ -387,24 +386,10 @@ def _hint_units(hint, b, prep, kind, ff_by_pod, owner_at) -> None:
             continue
         results = [(o, r) for pl in placed for ck in claims if ck in pl.new_claims
                    for r in pl.new_claims[ck].devices.results]
-        _hint_results(hint, prep, node, results, counted=True)
+        _hint_results(hint, prep, node, results)
 
 
-def _empty():
-    from ..models import AllocationResult
-    from ..models.resource import DeviceAllocationResult
-    return AllocationResult(devices=DeviceAllocationResult(results=[]))
-
-
-def _pod_pending(pod, book) -> list[str]:
-    out = []
-    for u in pod.claims:
-        if u.key not in out:
-            out.append(u.key)
-    return out
-
-
-def _hint_results(hint, prep, node, results, counted: bool) -> None:
+def _hint_results(hint, prep, node, results) -> None:
     seen_sel = set()
     for o, r in results:
         ref = prep.ref_of.get((node, (r.driver, r.pool, r.device)))
@@ -436,8 +421,6 @@ def _decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, so
     b: Built | None = sol.get("built")
     val = sol.get("values", {})
     taken: dict = {}
-    if b is not None:
-        _mark_shared_taken(b, val, taken)
     assignment = _pattern_assignment(b, val) if b is not None else {}
     for kind in kinds:
         if kind.counted and kind.unit_size > 1:
@@ -460,15 +443,6 @@ def _decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, so
                     pl.reasons = Counter(ff.reasons)
                     pl.explanation = ff.explanation
     return out
-
-
-def _mark_shared_taken(b: Built, val: dict, taken: dict) -> None:
-    """Nothing to pre-mark: devices are handed out in one pass (kept for symmetry of invert)."""
-    return None
-
-
-def _pick(ref, n: int, taken: dict, reusable: bool, exclude=()) -> list:
-    return GroupDevices.invert(ref, n, taken, reusable, exclude)
 
 
 def _pattern_assignment(b: Built, val: dict) -> dict[str, tuple]:
@@ -526,12 +500,10 @@ def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken
         chosen_pods.extend(b.class_pods[(ki, ck)][:val.get(var, 0)])
     order = {p.key: i for i, p in enumerate(kind.pods)}
     chosen_pods.sort(key=lambda p: order[p.key])
-    slots = [name for name, count in per_node for _ in range(count)]
-    if len(slots) != len(chosen_pods):
-        raise RuntimeError(f"internal: {len(chosen_pods)} pods of a kind chosen, {len(slots)} node slots")
     on_node: dict[str, list] = defaultdict(list)
-    for pod, name in zip(chosen_pods, slots):
-        on_node[name].append(pod)
+    node_of = CountIdenticalPods.invert(chosen_pods, per_node)
+    for pod in chosen_pods:
+        on_node[node_of[pod.key]].append(pod)
     for name, pods in on_node.items():
         if name in assignment:
             nc, conf = assignment[name]
@@ -539,9 +511,7 @@ def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken
         else:
             o, local = owners.get(name), val
         if o is not None:
-            o._left = {t.var: local.get(t.var, 0) for ts in o.terms.values() for t in ts}
-            o._sel_left = {k: local.get(v, 0) for k, v in o.sel.items()}
-            o._wit_left = {key: {e: local.get(v, 0) for e, v in ch.items()} for key, ch in o.witness.items()}
+            _start_dealing(o, local)
         for pod in pods:
             pl = out[pod.key] = PodPlacement(pod.key, name, pod.priority, pod.group)
             if o is not None:
@@ -571,10 +541,16 @@ def _decode_units(prep, cluster, b, val, kind, book, share_id, taken, out) -> No
             continue
         if name not in ready:
             ready.add(name)
-            o._left = {t.var: val.get(t.var, 0) for ts in o.terms.values() for t in ts}
-            o._sel_left = {k: val.get(v, 0) for k, v in o.sel.items()}
-            o._wit_left = {key: {e: val.get(v, 0) for e, v in ch.items()} for key, ch in o.witness.items()}
+            _start_dealing(o, val)
         _deal_one_pod(prep, o, unit[0], book, share_id, taken, out[unit[0].key], val, claim_keys=claims)
+
+
+def _start_dealing(o, val: dict) -> None:
+    """What a counted owner has left to deal to its pods: device counts per column,
+    sub-request counts, matchAttribute elements."""
+    o._left = {t.var: val.get(t.var, 0) for ts in o.terms.values() for t in ts}
+    o._sel_left = {k: val.get(v, 0) for k, v in o.sel.items()}
+    o._wit_left = {key: {e: val.get(v, 0) for e, v in ch.items()} for key, ch in o.witness.items()}
 
 
 def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None) -> None:
@@ -612,23 +588,15 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None)
             for t in picks:
                 left[t.var] -= 1
                 reusable = spec.admin_access or (p.features.consumable_capacity and t.entry.multi_allocatable)
-                dev = _pick(t.ref, 1, taken, reusable)[0]
+                dev = GroupDevices.invert(t.ref, 1, taken, reusable)[0]
                 entry = p.inventory.by_id[dev.id]
                 consumed = p.consumption(spec, entry) if entry.multi_allocatable and p.features.consumable_capacity \
                     else None
                 chosen_lists[claim.index].append(Chosen(spec, entry, consumed))
-    keys = claim_keys if claim_keys is not None else _pod_claim_keys(pod, book, len(p.claims))
+    keys = claim_keys if claim_keys is not None else pending_claims(book, pod)
+    if len(keys) != len(p.claims):
+        raise RuntimeError(f"internal: pod {pod.key} has {len(keys)} pending claims, its kind {len(p.claims)}")
     _write_claims(p, [book.claims[u] for u in keys], chosen_lists, selected, share_id, pl)
-
-
-def _pod_claim_keys(pod, book, n: int) -> list[str]:
-    out = []
-    for u in pod.claims:
-        if book.allocation(u.key) is None and u.key not in out:
-            out.append(u.key)
-    if len(out) != n:
-        raise RuntimeError(f"internal: pod {pod.key} has {len(out)} pending claims, its kind {n}")
-    return out
 
 
 def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
@@ -720,7 +688,7 @@ def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
                     if not n:
                         continue
                     reusable = s.admin_access or (p.features.consumable_capacity and t.entry.multi_allocatable)
-                    for dev in _pick(t.ref, n, taken, reusable, in_claim):
+                    for dev in GroupDevices.invert(t.ref, n, taken, reusable, in_claim):
                         if not (p.features.consumable_capacity and dev.multi_allocatable):
                             in_claim.add(dev.id)
                         entry = p.inventory.by_id.get(dev.id)

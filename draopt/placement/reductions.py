@@ -97,7 +97,7 @@ class CountIdenticalPods:
     """apply(pending pods) -> kinds; invert(pods per (kind, node)) -> node per pod."""
 
     def apply(self, pods: list, book, scheduling_key, is_countable: Callable[[Any], str | None],
-              node_local_only: bool = False) -> tuple[list[Kind], dict]:
+              node_local_only: bool = False) -> list[Kind]:
         """`node_local_only`: every device of the cluster is node-local (units can be counted)."""
         users: dict[str, list[str]] = defaultdict(list)
         for pod in pods:
@@ -168,7 +168,7 @@ class CountIdenticalPods:
             kind = Kind(len(kinds), list(members), False, "claims shared between pods", claim_keys)
             kind.users = {k: list(users[k]) for k in claim_keys}
             kinds.append(kind)
-        return kinds, {"kinds": kinds}
+        return kinds
 
     @staticmethod
     def _unit_key(members, claim_keys, book, scheduling_key, node_local_only: bool):
@@ -186,23 +186,14 @@ class CountIdenticalPods:
         return ("unit", len(members), tuple(book.signature(k) for k in order)) + \
             kind_key(book, first, scheduling_key)[1:] + (first.priority,)
 
-    def invert(self, data: dict, per_node: dict[int, list[tuple[str, int]]], placed: dict[int, int]) -> dict[str, str]:
-        """per_node: kind -> [(node, pods there)] in node order; placed: kind -> pods placed
-        (only counted kinds). Pods of a kind take the nodes in queue order."""
-        out: dict[str, str] = {}
-        for kind in data["kinds"]:
-            if not kind.counted:
-                continue
-            slots = [n for n, k in per_node.get(kind.index, []) for _ in range(k)]
-            for pod, node in zip(_placed_first(kind.pods, placed.get(kind.index, 0)), slots):
-                out[pod.key] = node
-        return out
-
-
-def _placed_first(pods: list, n: int) -> list:
-    """Which n pods of a kind are placed: highest priority first, then queue order (gangs:
-    the model decides per gang; see model.py, which passes the chosen pods in order)."""
-    return pods[:n]
+    @staticmethod
+    def invert(chosen: list, per_node: list[tuple[str, int]]) -> dict[str, str]:
+        """The chosen pods of a kind (queue order) take the slots `per_node` counts: [(node,
+        pods there)] in node order. Returns pod key -> node."""
+        slots = [n for n, k in per_node for _ in range(k)]
+        if len(slots) != len(chosen):
+            raise RuntimeError(f"internal: {len(chosen)} pods of a kind chosen, {len(slots)} node slots")
+        return {pod.key: node for pod, node in zip(chosen, slots)}
 
 
 # ------------------------------------------------------------------ device groups

@@ -17,6 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..encodings.base import ModelData, upper_bound
+from ..inventory import counter_sets_in_use
 
 MAX_WEIGHT = 2 ** 60
 
@@ -34,20 +35,16 @@ def normalised_amounts(items: list) -> list:
 
 
 def lexicographic(levels: list[tuple]):
-    """One objective from (expression, largest value) levels, most important first. Lower
-    levels are dropped (and the fact returned) when the weights would not fit 64 bits."""
-    weight, expr, kept = 1, 0, len(levels)
-    total_max = 0
-    for i in range(len(levels) - 1, -1, -1):
-        e, hi = levels[i]
+    """One objective from (expression, largest value) levels, most important first. When the
+    weights would not fit 64 bits, the levels below the one that overflows are dropped."""
+    weight, expr, total_max = 1, 0, 0
+    for e, hi in reversed(levels):
         if weight * (hi + 1) + total_max > MAX_WEIGHT:
-            # Drop every level below this one and restart the weights.
-            expr, weight, total_max, kept = 0, 1, 0, i + 1
-            # (levels[i] is re-added below with weight 1)
+            expr, weight, total_max = 0, 1, 0   # drop every less important level
         expr = expr + weight * e
         total_max += weight * hi
         weight *= hi + 1
-    return expr, kept
+    return expr
 
 
 def packing_levels(*, preferences=(), nodes=(), counter_sets=(), amounts=(), devices=(), order=()) -> list[tuple]:
@@ -85,12 +82,9 @@ def add_packing_objective(m: ModelData) -> None:
             for v in c.counters.values():
                 amounts.append((p.counter_value(v.value), used))
     fresh = []
+    pools = {id(d.pool): d.pool for d in p.devices}
     for (pool_id, set_name), lits in touched.items():
-        pool = next(d.pool for d in p.devices if id(d.pool) == pool_id)
-        already = any(allocated.holds((pool.driver, pool.name, d.name))
-                      for s in pool.slices for d in s.spec.devices
-                      if any(c.counter_set == set_name for c in d.consumes_counters))
-        if already:
+        if set_name in counter_sets_in_use(allocated, pools[pool_id]):
             continue   # drawing on a set already in use costs nothing new
         t = cp.new_bool_var(f"touched[{set_name}]")
         cp.add_max_equality(t, lits)
@@ -103,5 +97,4 @@ def add_packing_objective(m: ModelData) -> None:
     order = [(dev_index, lit) for (_, dev_index), lit in m.x.items()]
     levels = packing_levels(preferences=preferences, counter_sets=fresh, amounts=amounts, order=order)
     if levels:
-        expr, _ = lexicographic(levels)
-        cp.minimize(expr)
+        cp.minimize(lexicographic(levels))
