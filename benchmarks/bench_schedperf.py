@@ -1,0 +1,169 @@
+"""Kubernetes' scheduler_perf DRA workloads (benchmarks/schedperf_workloads.py) through draopt,
+next to the pods/s Kubernetes' CI asserts for the real scheduler (issue 11).
+
+Per workload, in one run: the file written (kind: List, YAML or JSON) and its size; reading it
+(`draopt.loader.load_files`); expanding the workload (`draopt.workload.expand` plus the cluster
+state, as `draopt place` does before placing); first-fit placement (`draopt.placement.place`,
+policy first-fit: pods/s over the whole call, expansion included) and optimal (`--time-limit`
+seconds: time, status, gap). Every run is a forked child: its peak RSS (getrusage ru_maxrss,
+the parent's few MiB included) is its own, and a crash fails one run, not the benchmark.
+
+Target (issue 11): first-fit >= 500 pods/s on every workload on 2 cores; reading <= 2 s;
+optimal within 60 s with its gap.
+
+  python benchmarks/bench_schedperf.py                       # every workload, full size
+  python benchmarks/bench_schedperf.py --only basic,partitionable --no-optimal
+  python benchmarks/bench_schedperf.py --scale 0.1           # smaller instances
+  python benchmarks/bench_schedperf.py --only partitionable --profile   # cProfile of first-fit
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import multiprocessing
+import os
+import pstats
+import resource
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import schedperf_workloads as sw  # noqa: E402
+
+
+def _rss_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _measure(path: str, policy: str, time_limit: float, profile: bool) -> dict[str, Any]:
+    from draopt import api
+    from draopt.features import Features
+    from draopt.loader import load_files
+    from draopt.placement import build_cluster, place
+    from draopt.workload import expand
+    api.warm_up()
+    out: dict[str, Any] = {"policy": policy}
+    t = time.perf_counter()
+    objects = load_files([path])
+    out["load_s"] = time.perf_counter() - t
+    features = Features.from_gates()
+    if policy == "first-fit":
+        # Expansion alone (the same work place() starts with), for the breakdown.
+        t = time.perf_counter()
+        workload = expand(objects, features)
+        build_cluster(objects, workload, features)
+        out["expand_s"] = time.perf_counter() - t
+        del workload
+    prof = cProfile.Profile() if profile else None
+    t = time.perf_counter()
+    if prof:
+        prof.enable()
+    outcome = place(objects, policy=policy, features=features, time_limit=time_limit)
+    if prof:
+        prof.disable()
+    out["place_s"] = time.perf_counter() - t
+    res = outcome.result
+    out["pods"] = len(res.pods)
+    out["placed"] = len(res.placed_pods())
+    out["status"] = res.stats.get("status")
+    out["gap"] = res.stats.get("gap")
+    out["rss_mib"] = _rss_mib()
+    if prof:
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(35)
+        out["profile"] = s.getvalue()
+    return out
+
+
+def _child(conn, *args) -> None:
+    try:
+        conn.send(("ok", _measure(*args)))
+    except BaseException:   # noqa: BLE001  (reported by the parent as a failed run)
+        conn.send(("error", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def run(path: str, policy: str, time_limit: float, profile: bool = False) -> dict[str, Any]:
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, path, policy, time_limit, profile))
+    proc.start()
+    send.close()
+    try:
+        status, payload = recv.recv()
+    except EOFError:
+        status, payload = "error", "the child process died without an answer"
+    proc.join()
+    if status == "ok":
+        return payload
+    print(f"   FAILED {policy}: exit code {proc.exitcode}\n" + "\n".join("     " + x for x in payload.splitlines()))
+    return {"policy": policy, "failed": True}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help=f"comma-separated workloads (default: all of {', '.join(sw.WORKLOADS)})")
+    ap.add_argument("--no-optimal", action="store_true", help="first-fit only")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply node / slice / pod counts (default 1: as configured)")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="optimal's time limit in seconds (default 60)")
+    ap.add_argument("--format", default="yaml", choices=("yaml", "json"), help="file format written and read")
+    ap.add_argument("--profile", action="store_true", help="print a cProfile of each first-fit run")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    args = ap.parse_args(argv)
+    names = [n for n in args.only.split(",") if n] or list(sw.WORKLOADS)
+    for n in names:
+        if n not in sw.WORKLOADS:
+            ap.error(f"unknown workload {n!r} (known: {', '.join(sw.WORKLOADS)})")
+    rows = []
+    print(f"scheduler_perf DRA workloads, scale {args.scale}, {args.format}, optimal time limit {args.time_limit:g} s, "
+          f"{os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            w = sw.WORKLOADS[name]
+            path = os.path.join(tmp, f"{name}.{args.format}")
+            t = time.perf_counter()
+            size = sw.write(name, path, fmt=args.format, scale=args.scale)
+            write_s = time.perf_counter() - t
+            print(f"\n== {name}: {w.source}  ({size / 1e6:.1f} MB written in {write_s:.1f} s)")
+            ff = run(path, "first-fit", args.time_limit, args.profile)
+            row: dict[str, Any] = {"workload": name, "bytes": size, "threshold": w.threshold, "first_fit": ff}
+            if not ff.get("failed"):
+                pps = ff["pods"] / ff["place_s"] if ff["place_s"] else float("inf")
+                ff["pods_per_s"] = pps
+                ratio = f"  ({pps / w.threshold:.1f}x Kubernetes' {w.threshold:g})" if w.threshold else ""
+                print(f"   read {ff['load_s']:.2f} s   expand {ff['expand_s']:.2f} s   first-fit {ff['place_s']:.2f} s "
+                      f"= {pps:,.0f} pods/s{ratio}   placed {ff['placed']}/{ff['pods']}   peak RSS {ff['rss_mib']:.0f} MiB")
+                if ff.get("profile"):
+                    print(ff["profile"])
+            if not args.no_optimal:
+                opt = run(path, "optimal", args.time_limit)
+                row["optimal"] = opt
+                if not opt.get("failed"):
+                    print(f"   optimal {opt['place_s']:.1f} s   status {opt['status']}   gap {opt['gap']}   "
+                          f"placed {opt['placed']}/{opt['pods']}   peak RSS {opt['rss_mib']:.0f} MiB")
+            rows.append(row)
+    print("\nworkload               read_s  first-fit pods/s  k8s threshold  ratio  optimal_s  status     gap")
+    for r in rows:
+        ff, opt = r["first_fit"], r.get("optimal") or {}
+        pps = ff.get("pods_per_s")
+        thr = r["threshold"]
+        print(f"{r['workload']:22s} {ff.get('load_s', float('nan')):6.2f}  {pps if pps is not None else float('nan'):16,.0f}  "
+              f"{thr if thr else '-':>13}  {(f'{pps / thr:5.1f}x' if thr and pps else '    -'):>5}  "
+              f"{opt.get('place_s', float('nan')):9.1f}  {str(opt.get('status', '-')):9s}  {opt.get('gap', '-')}")
+    if args.json:
+        for r in rows:
+            r["first_fit"].pop("profile", None)
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
