@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import simulate, trace
     trace.register(sub)
     simulate.register(sub)
+    from . import report
+    report.register(sub, _input_flags, _positive_seconds)
     return p
 
 

@@ -1,0 +1,169 @@
+"""`draopt compare`: measures checked on clusters small enough to work out by hand."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from draopt import trace
+from draopt.errors import InputError
+from draopt.features import Features
+from draopt.loader import ObjectSet, load_files, parse_object
+from draopt.report import compare, measure_policy, to_html
+
+ROOT = Path(__file__).resolve().parents[1]
+GANG = ROOT / "examples" / "gang-stranding.yaml"
+
+# node-a: 2 GPUs, node-b: 1 GPU, node-c: 1 GPU but 1 cpu (no pod fits there: every pod asks 2).
+# p1 (created first) asks 1 GPU, p2 asks 2 GPUs.
+#   first-fit: p1 -> node-a (first by name); p2 fits nowhere (1 GPU left on a and on b).
+#   optimal:   p2 -> node-a, p1 -> node-b (the only way to place both).
+STRANDING = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: default}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: two-gpu, namespace: default}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu, count: 2}}]}}}
+""" + "".join(f"""---
+apiVersion: v1
+kind: Node
+metadata: {{name: {node}}}
+status: {{allocatable: {{cpu: "{cpu}", memory: 64Gi, pods: "110"}}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: {node}-gpus}}
+spec:
+  driver: gpu.example.com
+  nodeName: {node}
+  pool: {{name: {node}, generation: 1, resourceSliceCount: 1}}
+  devices: [{", ".join(f"{{name: gpu-{i}}}" for i in range(gpus))}]
+""" for node, cpu, gpus in (("node-a", 8, 2), ("node-b", 8, 1), ("node-c", 1, 1))) + "".join(f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {pod}, namespace: default, uid: {pod}, creationTimestamp: "2026-11-30T10:00:0{i}Z"}}
+spec:
+  containers: [{{name: main, image: x, resources: {{requests: {{cpu: "2"}}, claims: [{{name: gpu}}]}}}}]
+  resourceClaims: [{{name: gpu, resourceClaimTemplateName: {template}}}]
+""" for i, (pod, template) in enumerate((("p1", "one-gpu"), ("p2", "two-gpu"))))
+
+
+@pytest.fixture()
+def stranding(tmp_path):
+    path = tmp_path / "stranding.yaml"
+    path.write_text(STRANDING)
+    return path
+
+
+def test_measures_by_hand(stranding):
+    ff, opt = compare(load_files([str(stranding)]), ["first-fit", "optimal"], time_limit=20)
+    assert (ff.placed, ff.pods, ff.devices_total, ff.devices_used) == (1, 2, 4, 1)
+    assert ff.free_devices == 3 and ff.shapes == 2
+    # node-c's GPU: no shape fits there (cpu) -> stranded. node-a's and node-b's free GPU: the
+    # 1-GPU shape (half the pods) fits, the 2-GPU shape does not -> 1/2 each.
+    assert ff.stranded_devices == 1
+    assert ff.fragmentation == 2                # 1/2 + 1/2 + 1
+    assert ff.fragmentation_pct == pytest.approx(66.667)
+    assert ff.status == "heuristic" and not ff.proven and ff.gap is None
+    assert (opt.placed, opt.devices_used, opt.free_devices) == (2, 3, 1)
+    assert opt.stranded_devices == 1 and opt.fragmentation == 1   # node-c's GPU only
+    assert opt.status == "OPTIMAL" and opt.proven and opt.gap == 0
+    assert opt.weighted_placed == 2 and opt.weighted_pods == 2
+
+
+def test_counters_of_partitioned_gpu():
+    """examples/gang-stranding.yaml: first-fit places nothing (the gang fails whole); optimal
+    takes the 7g and one 1g slice: all 8 units of the counter set, and the other 1g slice can
+    no longer be allocated (its counters are gone), so nothing is free."""
+    ff, opt = compare(load_files([str(GANG)]), ["first-fit", "optimal"], time_limit=20)
+    assert ff.counters == {"memory": {"used": 0, "total": 8}}
+    assert (ff.placed, ff.devices_used, ff.free_devices, ff.stranded_devices, ff.fragmentation) == (0, 0, 3, 0, 0)
+    assert opt.counters == {"memory": {"used": 8, "total": 8}}
+    assert (opt.placed, opt.devices_used, opt.free_devices, opt.stranded_devices) == (2, 2, 0, 0)
+
+
+def test_shared_gpu_capacity():
+    """One node, 2 GPUs shared as consumable capacity (openb style). t0 takes 300 milli of gpu-0;
+    t1 (2 whole GPUs) no longer fits. Free: 0.7 + 1 GPU; the shared shape (half the pods) fits,
+    the 2-GPU one does not: fragmentation 1.7 / 2."""
+    node = trace.TraceNode("n0", 64000, 262144, 2, "V100")
+    tasks = [trace.Task("t0", 1000, 1024, 1, 300, creation_time=0), trace.Task("t1", 1000, 1024, 2, 1000, creation_time=1)]
+    docs = trace.class_objects({"V100"}) + trace.node_objects([node]) + trace.slice_objects([node]) + \
+        trace.workload_objects(tasks)
+    objs = ObjectSet()
+    for i, d in enumerate(docs):
+        objs.add(parse_object(d, f"doc {i}"))
+    r = measure_policy(objs, "first-fit", features=Features.from_gates(), time_limit=10)
+    assert r.placed == 1 and r.devices_used == 1
+    assert r.capacity == {trace.CAPACITY: {"used": 300, "total": 2000}}
+    assert r.free_devices == pytest.approx(1.7) and r.stranded_devices == 0
+    assert r.fragmentation == pytest.approx(0.85)
+
+
+def test_needs_two_distinct_known_policies():
+    objs = load_files([str(GANG)])
+    with pytest.raises(InputError, match="two or more"):
+        compare(objs, ["optimal"])
+    with pytest.raises(InputError, match="given twice"):
+        compare(objs, ["optimal", "optimal"])
+    with pytest.raises(InputError, match="unknown placement policy 'best'"):
+        compare(objs, ["first-fit", "best"])
+
+
+def _run(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "draopt", "compare", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_cli_table_json_and_self_contained_html(stranding, tmp_path):
+    html_path = tmp_path / "report.html"
+    p = _run("-f", str(stranding), "--policy", "first-fit", "--policy", "optimal", "--time-limit", "20",
+             "-o", "json", "--html", str(html_path))
+    assert p.returncode == 0, p.stderr
+    got = {r["policy"]: r for r in json.loads(p.stdout)["policies"]}
+    assert got["first-fit"]["stranded_devices"] == 1 and got["optimal"]["placed"] == 2
+    assert got["optimal"]["proven"] is True and got["first-fit"]["proven"] is False
+    page = html_path.read_text()
+    assert page.count("<svg") == 7                      # one plot per measure
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
+    assert "<script" not in page and "<link" not in page and "@import" not in page
+    t = _run("-f", str(stranding), "--time-limit", "20")
+    assert t.returncode == 0, t.stderr
+    lines = {line.split()[0]: line.split()[1:] for line in t.stdout.splitlines() if line.strip()}
+    assert lines["stranded_devices"] == ["1", "1"] and lines["placed"] == ["1", "2"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--policy", "first-fit"], "two or more policies"),
+    (["--policy", "first-fit", "--policy", "nope"], "unknown placement policy 'nope'"),
+    (["--time-limit", "0"], "more than 0 seconds"),
+])
+def test_cli_bad_input_exits_2(stranding, args, message):
+    p = _run("-f", str(stranding), *args)
+    assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_cli_bad_yaml_exits_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Node\nmetadata: {name: [\n")
+    p = _run("-f", str(bad))
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "bad.yaml" in p.stderr
+
+
+def test_html_escapes_names():
+    from draopt.report import PolicyReport
+    r = PolicyReport("<ff>", 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0.1, "heuristic", None)
+    page = to_html([r, r], ["<in>.yaml"])
+    assert "<ff>" not in page and "&lt;ff&gt;" in page and "&lt;in&gt;.yaml" in page
