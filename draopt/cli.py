@@ -109,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.register(sub)
     from . import report
     report.register(sub, _input_flags, _positive_seconds)
+    from . import sweep
+    sweep.register(sub)
     return p
 
 

@@ -6,7 +6,7 @@ with which a placement policy places every pending pod: doubling first, then bis
 Placement need not be monotone in the number of nodes (first-fit is a heuristic), so the
 answer is checked: `k` places everything, and `k - 1` was tried and did not.
 
-`sweep` runs many what-if studies; locally by default, or on a Dask cluster.
+`sweep` (now in `draopt.sweep`, re-exported here) runs many what-if studies.
 """
 from __future__ import annotations
 
@@ -167,21 +167,4 @@ def nodes_needed(objects: ObjectSet, template: str, *, policy: str = "first-fit"
     return result
 
 
-def sweep(studies: Iterable[Any], run: Callable[[Any], Any], *, engine: str = "local",
-          address: str | None = None) -> list[Any]:
-    """`run(study)` for every study, in order. engine "local" runs them here, one after the
-    other; "dask" hands them to Dask (a local cluster, or the scheduler at `address`)."""
-    studies = list(studies)
-    if engine == "local":
-        return [run(s) for s in studies]
-    if engine == "dask":
-        try:
-            from dask.distributed import Client, LocalCluster
-        except ImportError:
-            raise InputError("--engine dask: install the extra: pip install 'draopt[sweep]'") from None
-        client = Client(address) if address else Client(LocalCluster(processes=True))
-        try:
-            return client.gather(client.map(run, studies, pure=False))
-        finally:
-            client.close()
-    raise InputError(f"--engine: unknown engine {engine!r} (known: local, dask)")
+from .sweep import sweep  # noqa: E402,F401  (moved to draopt.sweep; kept importable from here)

@@ -35,6 +35,11 @@ from .problem import MAX_RESULTS, ClaimSpec, Problem, RequestSpec
 from .quantity import Quantity
 
 
+# Skips that give the same search with less work (first-fit at cluster scale, issue 11); False
+# runs the plain search (tests compare both).
+FAST_PATHS = True
+
+
 @dataclass
 class Chosen:
     """One device picked for one (sub-)request: a future DeviceRequestAllocationResult."""

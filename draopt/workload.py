@@ -324,6 +324,23 @@ class _Expander:
         self.ext_mapping = device_class_mapping(objects.device_classes) if features.extended_resource else {}
         self.group_claims: dict[tuple[str, str], str] = {}   # (group key, claim name) -> claim key
         self._generated: set[str] = set()                      # keys of the claims made here
+        # Extended-resource claims by (namespace, owning pod name), in self.claims order: finding
+        # a pod's claim must not scan every claim for every pod (quadratic on large inputs).
+        self._extended_by_owner: dict[tuple[str, str], list[str]] = {}
+        for key, c in self.claims.items():
+            self._index_extended(key, c)
+
+    def _index_extended(self, key: str, c: ResourceClaim) -> None:
+        if c.metadata.annotations.get(EXTENDED_CLAIM_ANNOTATION) != "true":
+            return
+        owners = (c.metadata.model_extra or {}).get("ownerReferences") or []
+        for name in dict.fromkeys(o.get("name") for o in owners if isinstance(o, dict) and o.get("kind") == "Pod"):
+            if isinstance(name, str):
+                self._extended_by_owner.setdefault((c.namespace, name), []).append(key)
+
+    def _add_claim(self, key: str, claim: ResourceClaim) -> None:
+        self.claims[key] = claim
+        self._index_extended(key, claim)
 
     # -------------------------------------------------------------- priorities
     def priority(self, obj, spec) -> int:
@@ -405,8 +422,8 @@ class _Expander:
             key = f"{ns}/{name}"
             if key not in self.claims:
                 t = self._template(pod, i, pc)
-                self.claims[key] = self._generate(name, ns, t, self._owner(group.api_version or POD_GROUP_API_VERSION,
-                                                                          "PodGroup", group), pc.name)
+                self._add_claim(key, self._generate(name, ns, t, self._owner(group.api_version or POD_GROUP_API_VERSION,
+                                                                            "PodGroup", group), pc.name))
                 self._generated.add(key)
             self.group_claims[(group_key, pc.name)] = key
             return ClaimUse(pc.name, key, key in self._generated, group_key)
@@ -417,7 +434,7 @@ class _Expander:
         key = f"{ns}/{name}"
         if key not in self.claims:
             t = self._template(pod, i, pc)
-            self.claims[key] = self._generate(name, ns, t, self._owner("v1", "Pod", pod), pc.name)
+            self._add_claim(key, self._generate(name, ns, t, self._owner("v1", "Pod", pod), pc.name))
             self._generated.add(key)
         return ClaimUse(pc.name, key, key in self._generated, None)
 
@@ -458,9 +475,8 @@ class _Expander:
         st = pod.status.extended_resource_claim_status
         if st is not None and st.resource_claim_name and f"{ns}/{st.resource_claim_name}" in self.claims:
             return ClaimUse(EXTENDED_CLAIM_USE, f"{ns}/{st.resource_claim_name}", False, None)
-        for key, c in self.claims.items():
-            if c.namespace != ns or c.metadata.annotations.get(EXTENDED_CLAIM_ANNOTATION) != "true":
-                continue
+        for key in self._extended_by_owner.get((ns, pod.name), ()):
+            c = self.claims[key]
             owners = (c.metadata.model_extra or {}).get("ownerReferences") or []
             if any(isinstance(o, dict) and o.get("kind") == "Pod" and o.get("name") == pod.name and
                    (not pod.metadata.uid or not o.get("uid") or o.get("uid") == pod.metadata.uid)
@@ -476,7 +492,7 @@ class _Expander:
                             "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
                             "ownerReferences": [self._owner("v1", "Pod", pod)]},
                "spec": {"devices": {"requests": requests}}}
-        self.claims[key] = ResourceClaim.model_validate(doc)
+        self._add_claim(key, ResourceClaim.model_validate(doc))
         self._generated.add(key)
         return ClaimUse(EXTENDED_CLAIM_USE, key, True, None)
 

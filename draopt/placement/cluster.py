@@ -72,6 +72,10 @@ _UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedul
 
 
 class Cluster:
+    # First-fit's fast paths (cached successful node answers, allocator skips): same answers,
+    # less work; False gives the plain search (tests compare both).
+    incremental: bool = True
+
     def __init__(self, objects: ObjectSet, features: Features, cel_env: Any, allocated_claims: list[ResourceClaim]):
         self.objects = objects
         self.features = features

@@ -177,7 +177,19 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     hit = cache.get(sig)
     if hit is not None and hit[0] == node.version:
         reason, fit = hit[1]
-        return (_specific(reason, todo) if reason is not None else None), fit
+        if reason is not None:
+            return _specific(reason, todo), None
+        # A success of a pod whose pending claims read the same, with nothing changed on the
+        # node since: the allocator would choose the same devices again.
+        problem, chosen, selected, score = fit
+        problem = _rebind(problem, [book.claims[k] for k in todo])
+        extra = device_resources(cluster, book, pod, node, (problem, chosen))
+        short = node.fits(_plus(pod.resources, extra)) if extra else None
+        if short is not None:
+            reason = f"Insufficient {short} (node-allocatable resources of devices)"
+            cache[sig] = (node.version, (_generic(reason, todo), None))   # as a fresh search would
+            return reason, None
+        return None, (problem, chosen, selected, score)
     inventory = cluster.inventory(node)
     try:
         problem = prepare([book.claims[k] for k in todo], inventory, cluster.classes, cluster.features,
@@ -200,7 +212,21 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
                 answer = (None, (problem, chosen, ref.selected_sub, prioritized_score(problem, ref.selected_sub)))
     if answer[0] is not None:
         cache[sig] = (node.version, (_generic(answer[0], todo), None))
+    elif cluster.incremental:
+        cache[sig] = (node.version, answer)
     return answer
+
+
+def _rebind(problem, claims):
+    """The solved problem with another pod's claims (same specs) in place of its own: decoding
+    and node-allocatable resources then name the new claims; requests and devices are shared."""
+    from ..problem import ClaimSpec, Problem
+    if all(c.claim is new for c, new in zip(problem.claims, claims)):
+        return problem
+    out = Problem.__new__(Problem)
+    out.__dict__.update(problem.__dict__)
+    out.claims = [ClaimSpec(c.index, new, c.requests, c.constraints) for c, new in zip(problem.claims, claims)]
+    return out
 
 
 def _generic(text: str, keys: list[str]) -> str:

@@ -1,0 +1,140 @@
+"""First-fit's fast paths (issue 11) give the same placements as before, bit for bit.
+
+Two checks:
+* the same run with the fast paths switched off (``draopt.reference.FAST_PATHS`` and
+  ``Cluster.incremental``: the allocator's skips and try_node's cache of successful answers)
+  gives the same node per pod, devices per claim and reasons for unplaced pods, on random
+  clusters of every draopt.synth_cluster family and on the scheduler_perf workloads at small
+  scale;
+* golden placements written by the code before the fast paths existed (commit 3f36bb4) for
+  fixed seeds, so that a bug shared by both paths cannot hide. They were generated with
+
+      git archive 3f36bb4 | tar -x -C /tmp/base
+      PYTHONPATH=/tmp/base python tests/test_firstfit_incremental.py --write-golden
+
+  (tests/data/firstfit_golden.json: generated output, do not edit by hand).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "data" / "firstfit_golden.json"
+sys.path.insert(0, str(HERE.parent / "benchmarks"))
+
+import schedperf_workloads as sw  # noqa: E402
+
+from draopt.errors import DraoptError  # noqa: E402
+from draopt.synth_cluster import FAMILIES, features_for, objects_of, random_cluster  # noqa: E402
+
+GOLDEN_SEEDS = range(4)
+SCHEDPERF_SCALES = {"basic": 0.02, "extended-resource-25": 0.02, "prioritized-list": 0.02, "partitionable": 0.02}
+
+
+def golden_instances():
+    """(label, documents, features) of the golden set."""
+    for family in FAMILIES:
+        for seed in GOLDEN_SEEDS:
+            rng = random.Random(f"ff-golden-{family}-{seed}")
+            yield f"{family}-{seed}", random_cluster(rng, family, nodes=(2, 6), pods=(4, 16)), features_for(seed)
+    for name, scale in SCHEDPERF_SCALES.items():
+        yield f"schedperf-{name}", sw.objects(name, scale=scale), None
+
+
+def _first_fit(objects, features):
+    """place()'s first-fit with draopt's own node choice (every node filtered, best DRA score,
+    first by name on ties): the node choice is not what is tested here."""
+    from draopt.features import Features
+    from draopt.placement import build_cluster
+    from draopt.placement.firstfit import simulate
+    from draopt.workload import expand
+    features = features or Features.from_gates()
+    workload = expand(objects, features)
+    return simulate(build_cluster(objects, workload, features), workload)
+
+
+def digest(docs, features) -> dict:
+    """What first-fit decided, in plain data: per pod its node, the devices of the claims it
+    allocated, the prioritized-list score and, when unplaced, why (reasons per node count)."""
+    try:
+        result = _first_fit(objects_of(docs), features)
+    except DraoptError as e:
+        return {"error": type(e).__name__, "message": str(e)}
+    pods = []
+    for pl in result.pods:
+        pods.append({"pod": pl.pod, "node": pl.node, "score": pl.prioritized_score,
+                     "claims": {k: v.to_k8s() for k, v in sorted(pl.new_claims.items())},
+                     "reasons": dict(sorted(pl.reasons.items()))})
+    return {"pods": pods,
+            "claims": {k: [a.to_k8s(), n] for k, (a, n) in sorted(result.claims.items())}}
+
+
+@contextmanager
+def fast_paths(on: bool):
+    from draopt import reference
+    from draopt.placement.cluster import Cluster
+    old = reference.FAST_PATHS, Cluster.incremental
+    reference.FAST_PATHS, Cluster.incremental = on, on
+    try:
+        yield
+    finally:
+        reference.FAST_PATHS, Cluster.incremental = old
+
+
+# ------------------------------------------------------------------------------------ tests
+def test_golden_placements_unchanged():
+    golden = json.loads(GOLDEN.read_text())
+    labels = []
+    for label, docs, features in golden_instances():
+        labels.append(label)
+        assert label in golden["instances"], f"{label}: no golden placement (regenerate, see module doc)"
+        got = json.loads(json.dumps(digest(docs, features)))
+        assert got == golden["instances"][label], label
+    assert sorted(labels) == sorted(golden["instances"])
+    # The set is not trivial: pods placed and pods refused, several families with claims.
+    placed = sum(1 for d in golden["instances"].values() for p in d.get("pods", []) if p["node"])
+    unplaced = sum(1 for d in golden["instances"].values() for p in d.get("pods", []) if not p["node"])
+    assert placed > 100 and unplaced > 10
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fast_paths_match_plain_search(family):
+    for seed in range(10, 22):
+        rng = random.Random(f"ff-fast-{family}-{seed}")
+        docs = random_cluster(rng, family, nodes=(2, 8), pods=(4, 24))
+        features = features_for(seed)
+        with fast_paths(False):
+            plain = digest(docs, features)
+        with fast_paths(True):
+            fast = digest(docs, features)
+        assert fast == plain, f"{family} seed {seed}"
+
+
+@pytest.mark.parametrize("name", sorted(sw.WORKLOADS))
+def test_fast_paths_match_plain_search_schedperf(name):
+    docs = sw.objects(name, scale=0.03)
+    with fast_paths(False):
+        plain = digest(docs, None)
+    with fast_paths(True):
+        fast = digest(docs, None)
+    assert fast == plain
+    assert any(p["node"] for p in fast["pods"])
+
+
+if __name__ == "__main__":
+    if "--write-golden" not in sys.argv:
+        sys.exit("usage: PYTHONPATH=<tree of commit 3f36bb4> python tests/test_firstfit_incremental.py --write-golden")
+    import draopt
+    print("draopt from", os.path.dirname(draopt.__file__))
+    data = {"_generated_by": "git archive 3f36bb4 | tar -x -C /tmp/base; "
+                             "PYTHONPATH=/tmp/base python tests/test_firstfit_incremental.py --write-golden",
+            "instances": {label: digest(docs, features) for label, docs, features in golden_instances()}}
+    GOLDEN.write_text(json.dumps(data, indent=None, sort_keys=True, separators=(",", ":")) + "\n")
+    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes, {len(data['instances'])} instances)")

@@ -1,0 +1,171 @@
+"""Sweeps: the same rows on a Dask local cluster, a process pool and here; resumable; the
+rows are what `draopt simulate` / `draopt compare` give for the same inputs."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from draopt import simulate as sim
+from draopt import sweep as sw
+from draopt import trace
+from draopt.errors import InputError
+from draopt.loader import load_files
+
+ROOT = Path(__file__).resolve().parents[1]
+GANG = ROOT / "examples" / "gang-stranding.yaml"
+
+MODELS = ("T4", "V100M16", "P100")
+NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(
+    f"n-{i:02d},{16000 * (1 + i % 3)},{65536 * (1 + i % 3)},{(1, 2, 4, 8)[i % 4]},{MODELS[i % 3]}\n" for i in range(12))
+TASKS = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n" + "".join(
+    f"t-{i:02d},{1000 * (1 + i % 4)},{2048 * (1 + i % 3)},{(1, 1, 2, 1, 4)[i % 5]},"
+    f"{(1000, 300, 1000, 600, 1000)[i % 5]},{'T4' if i % 7 == 0 else ''}\n" for i in range(20))
+
+
+def strip(rows):
+    return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sweep")
+    (d / "nodes.csv").write_text(NODES)
+    (d / "tasks.csv").write_text(TASKS)
+    cluster = d / "cluster.yaml"
+    cluster.write_text(trace.dump_yaml(trace.import_trace(str(d / "nodes.csv"), None)))
+    return sw.Grid(study="simulate", clusters=[[str(cluster)]], traces=[str(d / "tasks.csv")], nodes=[6, 0],
+                   policies=["first-fit", "best-fit", "fgd"], seeds=[0, 1], inflation=[0.8, 1.0])
+
+
+@pytest.fixture(scope="module")
+def serial_rows(grid):
+    return sw.run_sweep(grid.scenarios(), engine="serial", progress=False)
+
+
+def test_grid_order_and_inputs_in_rows(grid, serial_rows):
+    assert len(serial_rows) == 2 * 3 * 2 * 2
+    first = serial_rows[0]
+    assert (first["nodes"], first["policy"], first["seed"], first["inflation"]) == (6, "first-fit", 0, 0.8)
+    assert all(r["key"] == sw.scenario_key(r) for r in serial_rows)
+    assert {r["nodes_in_cluster"] for r in serial_rows} == {6, 12}
+    assert all(0 <= r["unallocated_pct"] <= 100 and r["status"] == "heuristic" for r in serial_rows)
+
+
+def test_rows_are_draopt_simulate_runs(grid, serial_rows):
+    """A row with seed S and level L is run 0 of `draopt simulate --seed S --runs 1`."""
+    objects = load_files(grid.clusters[0])
+    objects.extend(sim._object_set(trace.workload_objects(trace.read_tasks(grid.traces[0]))))
+    c = sim.build(objects)
+    for seed in grid.seeds:
+        records = sim.simulate(c, levels=grid.inflation, policies=grid.policies, runs=1, seed=seed)
+        for rec in records:
+            row = next(r for r in serial_rows if (r["nodes"], r["seed"], r["policy"], r["inflation"]) ==
+                       (0, seed, rec.policy, rec.level))
+            assert row["unallocated_pct"] == pytest.approx(rec.unallocated * 100, abs=1e-6)
+            assert (row["placed"], row["failed"]) == (rec.placed, rec.failed)
+
+
+def test_dask_local_cluster_equals_process_pool(grid, serial_rows, tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    scenarios = grid.scenarios()
+    pool = sw.run_sweep(scenarios, str(tmp_path / "pool.parquet"), engine="processes", workers=2, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        on_dask = sw.run_sweep(scenarios, str(tmp_path / "dask.parquet"), engine="dask", client=client,
+                               progress=False)
+    assert strip(on_dask) == strip(pool) == strip(serial_rows)
+    # The files hold the same rows (in the order they finished).
+    key = lambda r: r["key"]  # noqa: E731
+    assert sorted(strip(sw.read_rows(str(tmp_path / "dask.parquet"))), key=key) == \
+        sorted(strip(sw.read_rows(str(tmp_path / "pool.parquet"))), key=key)
+
+
+def test_resume_runs_only_what_is_missing(grid, serial_rows, tmp_path):
+    out = str(tmp_path / "out.parquet")
+    scenarios = grid.scenarios()
+    sw.run_sweep(scenarios[:5], out, engine="serial", progress=False)
+    ran = []
+
+    def recording(s):
+        ran.append(sw.scenario_key(s))
+        return sw.run_scenario(s)
+    rows = sw.run_sweep(scenarios, out, engine="serial", progress=False, run=recording)
+    assert ran == [sw.scenario_key(s) for s in scenarios[5:]]
+    assert strip(rows) == strip(serial_rows)
+    assert len(sw.read_rows(out)) == len(scenarios)
+    ran.clear()
+    sw.run_sweep(scenarios, out, engine="serial", progress=False, run=recording)
+    assert ran == []
+
+
+def test_place_study_measures_as_compare(tmp_path):
+    from draopt.features import Features
+    from draopt.report import measure_policy
+    g = sw.Grid(study="place", clusters=[[str(GANG)]], policies=["first-fit", "optimal"], time_limit=20)
+    rows = sw.run_sweep(g.scenarios(), engine="serial", progress=False)
+    assert [(r["policy"], r["placed"]) for r in rows] == [("first-fit", 0), ("optimal", 2)]
+    direct = measure_policy(load_files([str(GANG)]), "optimal", features=Features.from_gates(), time_limit=20)
+    assert rows[1]["stranded_devices"] == direct.stranded_devices and rows[1]["status"] == direct.status == "OPTIMAL"
+    assert rows[0]["seed"] is None and rows[0]["inflation"] is None
+
+
+def test_with_nodes_spreads_over_the_names():
+    objects = load_files([str(ROOT / "examples" / "cluster.yaml")])
+    names = sorted(n.name for n in objects.nodes)
+    if len(names) < 2:
+        pytest.skip("examples/cluster.yaml has one node")
+    sub = sw.with_nodes(objects, 1)
+    assert [n.name for n in sub.nodes] == names[:1]
+    assert all(not s.spec.node_name or s.spec.node_name == names[0] for s in sub.resource_slices)
+    with pytest.raises(InputError, match="cluster has"):
+        sw.with_nodes(objects, len(names) + 1)
+
+
+def test_generic_sweep_keeps_order_on_every_engine():
+    assert sw.sweep([3, 1, 2], np.negative) == [-3, -1, -2]
+    assert sw.sweep([3, 1, 2], abs, engine="processes", workers=2) == [3, 1, 2]
+    with pytest.raises(InputError, match="unknown engine"):
+        sw.sweep([1], abs, engine="slurm")
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "draopt", "sweep", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_cli_runs_resumes_and_reads_a_grid_file(grid, serial_rows, tmp_path):
+    out = str(tmp_path / "cli.parquet")
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(f"study: simulate\nclusters: {grid.clusters[0][0]}\ntraces: {grid.traces[0]}\n"
+                    "nodes: [6, 0]\npolicies: first-fit,best-fit,fgd\nseeds: '0:2'\ninflation: [0.8, 1.0]\n")
+    p = _cli("--grid", str(spec), "--engine", "serial", "--quiet", "-o", out)
+    assert p.returncode == 0, p.stderr
+    assert strip(sw.read_rows(out)) == strip(serial_rows)
+    assert "24 scenarios (0 already in" in p.stderr
+    p = _cli("--grid", str(spec), "--seeds", "0:3", "--engine", "serial", "--quiet", "-o", out)
+    assert p.returncode == 0, p.stderr
+    assert "36 scenarios (24 already in" in p.stderr and len(sw.read_rows(out)) == 36
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cluster", "nope.yaml", "--trace", "x.csv"], "nope.yaml: no such file"),
+    (["--cluster", str(GANG), "--study", "place", "--policy", "fgd"], "unknown policy 'fgd' for the place study"),
+    (["--cluster", str(GANG), "--study", "place", "--nodes", "two"], "--nodes 'two'"),
+    (["--cluster", str(GANG), "--study", "place", "--nodes", "5"], "5 nodes asked for, the cluster has 1"),
+    (["--cluster", str(GANG), "--study", "simulate"], "needs a task pool"),
+    (["--cluster", str(GANG), "--study", "place", "--engine", "serial", "--workers", "0"], "--workers 0"),
+])
+def test_cli_bad_input_exits_2(args, message, tmp_path):
+    p = _cli(*args, "--quiet", "--engine", "serial", "-o", str(tmp_path / "x.parquet"))
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_cli_bad_grid_file_exits_2(tmp_path):
+    spec = tmp_path / "grid.yaml"
+    spec.write_text("study: simulate\nspeed: 3\n")
+    p = _cli("--grid", str(spec), "-o", str(tmp_path / "x.parquet"))
+    assert p.returncode == 2 and "unknown field 'speed'" in p.stderr
