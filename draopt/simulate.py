@@ -841,6 +841,9 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", default="table", choices=("table", "csv"))
     p.add_argument("--plot", metavar="FILE.png", help="plot the curves (needs matplotlib: draopt[plot])")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--stats", action="store_true",
+                   help="print one JSON line of timings to stderr (load_s, build_s, simulate_s, per-policy "
+                        "seconds and arrivals/s, peak RSS)")
     p.set_defaults(func=cmd_simulate)
 
 
@@ -875,6 +878,31 @@ def parse_policies(text: str) -> list[str]:
     return list(dict.fromkeys(got))
 
 
+def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate_s: float) -> dict[str, Any]:
+    """`simulate --stats`: phase times, and per policy the seconds and arrivals over all runs
+    (an online policy's last level holds its run's totals; the offline optimum solves each
+    level on its own, so its seconds add up over levels), arrivals per second, peak RSS."""
+    import resource
+    per: dict[str, dict[str, float]] = {}
+    last: dict[tuple[str, int], Record] = {}
+    for r in records:
+        if r.policy == OFFLINE:
+            p = per.setdefault(r.policy, {"seconds": 0.0, "arrivals": 0})
+            p["seconds"] += r.seconds
+            p["arrivals"] += r.placed + r.failed
+        elif (r.policy, r.run) not in last or r.level >= last[(r.policy, r.run)].level:
+            last[(r.policy, r.run)] = r
+    for (policy, _), r in last.items():
+        p = per.setdefault(policy, {"seconds": 0.0, "arrivals": 0})
+        p["seconds"] += r.seconds
+        p["arrivals"] += r.placed + r.failed
+    for p in per.values():
+        p["seconds"] = round(p["seconds"], 3)
+        p["arrivals_per_s"] = round(p["arrivals"] / p["seconds"], 1) if p["seconds"] else None
+    return {"load_s": round(load_s, 3), "build_s": round(build_s, 3), "simulate_s": round(simulate_s, 3),
+            "policies": per, "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
 def cmd_simulate(args) -> int:
     from .loader import load_files
     levels = parse_levels(args.inflation)
@@ -890,13 +918,20 @@ def cmd_simulate(args) -> int:
         objects.extend(_object_set(workload_objects(read_tasks(args.trace, what="--trace")), args.trace))
     else:
         objects = load_files(list(args.filename) + [args.trace])
+    load_s = time.perf_counter() - t0
+    t_build = time.perf_counter()
     c = build(objects, capacity_name=args.capacity)
+    build_s = time.perf_counter() - t_build
     say = None if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr, flush=True))
     if say:
         say(f"{c.n} nodes, capacity {c.total:,.0f} {c.capacity_name}, {len(c.pod_keys)} trace pods in "
             f"{len(c.shapes)} shapes (loaded in {time.perf_counter() - t0:.1f} s)")
+    t_sim = time.perf_counter()
     records = simulate(c, levels=levels, policies=policies, runs=args.runs, seed=args.seed, batch=args.batch,
                        time_limit=args.time_limit, offline_optimum=args.offline_optimum, progress=say)
+    if getattr(args, "stats", False):
+        print(json.dumps(stats_line(records, load_s=load_s, build_s=build_s,
+                                    simulate_s=time.perf_counter() - t_sim), sort_keys=True), file=sys.stderr)
     rows = aggregate(records, policies + [OFFLINE])
     if args.output == "csv":
         sys.stdout.write(to_csv(rows))
