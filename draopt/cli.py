@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import time
+from fractions import Fraction
 
 from . import api, taint_impact, validate
 from .errors import DraoptError
@@ -91,15 +92,24 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
     _input_flags(ex)
     ex.set_defaults(func=cmd_explain)
-    pn = sub.add_parser("plan", help="how many more nodes like a template node the pending pods need")
+    pn = sub.add_parser("plan", help="the cheapest mix of new nodes (several node types, each a template Node "
+                                     "and a cost) that places the pending pods, proven by CP-SAT; next to a "
+                                     "first-fit-decreasing estimate (cluster-autoscaler)")
     pn.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
-    pn.add_argument("--node-template", required=True, metavar="NAME", help="the Node to copy (with its slices)")
-    pn.add_argument("--policy", default="first-fit", choices=("first-fit", "optimal"))
-    pn.add_argument("--max-nodes", type=int, default=256, metavar="N", help="give up beyond N copies")
+    pn.add_argument("--node-type", action="append", default=[], metavar="NODE=COST",
+                    help="a node type: the Node NODE of the input (with its slices) as template, at COST "
+                         "per node (repeatable)")
+    pn.add_argument("--node-types", metavar="FILE",
+                    help="node types from YAML: a list of {template: NODE, cost: COST, name: optional}")
+    pn.add_argument("--node-template", action="append", default=[], metavar="NODE",
+                    help="shorthand for --node-type NODE=1 (count nodes)")
+    pn.add_argument("--max-nodes", type=int, default=256, metavar="N", help="at most N new nodes per type")
     pn.add_argument("--time-limit", type=_positive_seconds, default=60.0, metavar="S",
-                    help="optimal: solver time limit per placement")
+                    help="CP-SAT time for the whole plan (deterministic time units)")
     pn.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     pn.add_argument("-o", "--output", default="table", choices=("table", "json"))
+    pn.add_argument("--stats", action="store_true",
+                    help="one JSON line on stderr: load_s, estimator and solver phase times, model size, status")
     _input_flags(pn)
     pn.set_defaults(func=cmd_plan)
     validate.register(sub)
@@ -231,19 +241,31 @@ def cmd_explain(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .planning import nodes_needed
+    from .planning import NodeType, load_node_types, parse_node_type, plan
     api.warm_up()
+    t0 = time.perf_counter()
     objects = _load(args)
+    load_s = time.perf_counter() - t0
+    args.partial_stats = {"load_s": round(load_s, 3)}
+    types = [parse_node_type(text) for text in args.node_type]
+    if args.node_types:
+        types += load_node_types(args.node_types)
+    types += [NodeType(name, name, Fraction(1)) for name in args.node_template]
     features = Features.from_gates(parse_gates(args.feature_gates))
-    plan = nodes_needed(objects, args.node_template, policy=args.policy, features=features,
-                        max_extra=args.max_nodes, time_limit=args.time_limit)
+    result = plan(objects, types, features=features, time_limit=args.time_limit, max_nodes=args.max_nodes)
+    if args.stats:
+        import resource
+        line = {"load_s": round(load_s, 3), "pods": result.pods, "placed": result.placed,
+                "candidates": result.candidates,
+                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+        line.update(result.stats)
+        print(json.dumps(line, sort_keys=True, default=str), file=sys.stderr)
+        args.partial_stats = None
     if args.output == "json":
-        print(json.dumps({"template": plan.template, "policy": plan.policy, "extra_nodes": plan.extra_nodes,
-                          "tried": {str(k): {"placed": v[0], "pods": v[1]} for k, v in sorted(plan.tried.items())},
-                          "blocked": plan.blocked}))
+        print(json.dumps(result.to_json(), sort_keys=True))
     else:
-        print(plan.table())
-    return 0 if plan.extra_nodes is not None and not plan.blocked else 1
+        print(result.table())
+    return 0 if result.placed == result.pods else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,9 @@ answer is checked: `k` places everything, and `k - 1` was tried and did not.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Callable, Iterable
 
 from .errors import InputError
@@ -19,11 +21,16 @@ from .features import Features
 from .loader import ObjectSet
 
 
-def with_copies(objects: ObjectSet, template: str, count: int) -> ObjectSet:
-    """The objects plus `count` copies of node `template` and of the slices pinned to it."""
+def with_copies(objects: ObjectSet, template: str, count: int, *, prefix: str | None = None,
+                flag: str = "--node-template") -> ObjectSet:
+    """The objects plus `count` copies of node `template` and of the slices pinned to it.
+    Copies are named `{prefix}-plan-{i}` (prefix: the template's name unless given); their
+    slices and pools get the same suffix."""
     node = next((n for n in objects.nodes if n.name == template), None)
     if node is None:
-        raise InputError(f"--node-template {template}: no Node {template} in the input")
+        raise InputError(f"{flag} {template}: no Node {template} in the input")
+    tag = "" if prefix is None else f"-{prefix}"
+    prefix = template if prefix is None else prefix
     out = copy.copy(objects)
     out.nodes = list(objects.nodes)
     out.resource_slices = list(objects.resource_slices)
@@ -33,7 +40,7 @@ def with_copies(objects: ObjectSet, template: str, count: int) -> ObjectSet:
         out.pods = list(objects.pods)
         out.creation_order = dict(objects.creation_order)
     for i in range(count):
-        name = f"{template}-plan-{i}"
+        name = f"{prefix}-plan-{i}"
         n = node.model_copy(deep=True)
         n.metadata.name = name
         if "kubernetes.io/hostname" in n.metadata.labels:
@@ -41,10 +48,10 @@ def with_copies(objects: ObjectSet, template: str, count: int) -> ObjectSet:
         out.nodes.append(n)
         for s in own:
             c = s.model_copy(deep=True)
-            c.metadata.name = f"{s.name}-plan-{i}"
+            c.metadata.name = f"{s.name}{tag}-plan-{i}"
             c.spec.node_name = name
             # Pools are per driver and name: a copied node's pool must not merge with the original.
-            c.spec.pool.name = f"{s.spec.pool.name}-plan-{i}"
+            c.spec.pool.name = f"{s.spec.pool.name}{tag}-plan-{i}"
             out.resource_slices.append(c)
         for p in daemons:     # the DaemonSet controller makes its pod on the new node too
             out.pods.append(_daemon_pod_copy(p, template, name, out))
@@ -165,6 +172,539 @@ def nodes_needed(objects: ObjectSet, template: str, *, policy: str = "first-fit"
     placed_all(hi - 1)                  # recorded, so the table shows the step
     result.extra_nodes = hi
     return result
+
+
+# ====================================================================== several node types
+# `plan` buys nodes of several types, each a template Node (with its slices) and a cost. The
+# CP-SAT placement model (draopt.placement.model) is built over the cluster plus candidate
+# copies of every type; each candidate gets an "opened" literal, pods only go to opened nodes,
+# and the model minimises the cost of the opened nodes once the most pods are placed. Copies of
+# one type that the interchangeable-nodes reduction (patterns.py) groups are counted, not
+# enumerated. Side by side: what a first-fit-decreasing estimator would buy, one type at a time,
+# as the cluster-autoscaler's binpacking estimator does.
+
+@dataclass(frozen=True)
+class NodeType:
+    """A node that can be bought: a Node of the input (and the slices pinned to it), at a cost."""
+    name: str
+    template: str
+    cost: Fraction
+
+
+def parse_cost(value: Any, where: str) -> Fraction:
+    """A cost: a number more than 0, read exactly ("3.06" is 306/100)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        raise InputError(f"{where}: the cost must be a number more than 0, got {value!r}")
+    try:
+        cost = Fraction(str(value).strip())
+    except (ValueError, ZeroDivisionError):
+        raise InputError(f"{where}: the cost must be a number more than 0, got {value!r}") from None
+    if cost <= 0:
+        raise InputError(f"{where}: the cost must be more than 0, got {value!r}")
+    return cost
+
+
+def parse_node_type(text: str) -> NodeType:
+    """`NODE=COST` (the command line's --node-type): the Node named NODE is the template."""
+    node, sep, cost = text.partition("=")
+    node = node.strip()
+    if not sep or not node:
+        raise InputError(f"--node-type {text}: expected NODE=COST, e.g. gpu-node-1=32.5")
+    return NodeType(node, node, parse_cost(cost, f"--node-type {text}"))
+
+
+def load_node_types(path: str) -> list[NodeType]:
+    """Node types from YAML: a list (or `nodeTypes:` holding one) of {template, cost, name}
+    entries; `name` defaults to the template's."""
+    import yaml
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except OSError as e:
+        raise InputError(f"--node-types {path}: cannot read the file: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise InputError(f"--node-types {path}: not valid YAML: {e}") from None
+    if isinstance(data, dict) and set(data) == {"nodeTypes"}:
+        data = data["nodeTypes"]
+    if not isinstance(data, list) or not data:
+        raise InputError(f"--node-types {path}: expected a non-empty list of node types "
+                         "(entries with template and cost; or nodeTypes: [...])")
+    out = []
+    for i, entry in enumerate(data):
+        where = f"--node-types {path}: entry {i}"
+        if not isinstance(entry, dict):
+            raise InputError(f"{where}: expected a mapping with template and cost, got {entry!r}")
+        unknown = sorted(set(map(str, entry)) - {"name", "template", "cost"})
+        if unknown:
+            raise InputError(f"{where}: unknown field {unknown[0]} (known: name, template, cost)")
+        template = entry.get("template")
+        if not isinstance(template, str) or not template:
+            raise InputError(f"{where}: field template: the name of a Node in the input is required")
+        if "cost" not in entry:
+            raise InputError(f"{where}: field cost: required")
+        name = entry.get("name", template)
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{where}: field name: must be a non-empty string, got {name!r}")
+        out.append(NodeType(name, template, parse_cost(entry["cost"], f"{where}: field cost")))
+    return out
+
+
+def check_node_types(objects: ObjectSet, node_types: list[NodeType]) -> None:
+    if not node_types:
+        raise InputError("no node types: give --node-type NODE=COST (repeatable), --node-types FILE "
+                         "or --node-template NODE")
+    names = {n.name for n in objects.nodes}
+    seen: set[str] = set()
+    for t in node_types:
+        if t.name in seen:
+            raise InputError(f"node type {t.name}: given twice (one entry per name)")
+        seen.add(t.name)
+        if t.template not in names:
+            raise InputError(f"node type {t.name}: template {t.template}: no Node {t.template} in the input")
+        if not t.cost > 0:
+            raise InputError(f"node type {t.name}: the cost must be more than 0, got {t.cost}")
+        clash = sorted(n for n in names if n.startswith(f"{t.name}-plan-"))
+        if clash:
+            raise InputError(f"node type {t.name}: Node {clash[0]} exists already; copies are named "
+                             f"{t.name}-plan-N: rename the type")
+
+
+def _with_types(objects: ObjectSet, counts: list[tuple[NodeType, int]]):
+    """The objects plus `count` copies of each type; (objects, node -> type name,
+    DaemonSet pod made for a copy -> its node)."""
+    out, type_of, daemon_of = objects, {}, {}
+    for t, count in counts:
+        before = {f"{p.namespace}/{p.name}" for p in out.pods}
+        out = with_copies(out, t.template, count, prefix=t.name, flag=f"node type {t.name}: template")
+        for i in range(count):
+            type_of[f"{t.name}-plan-{i}"] = t.name
+        for p in out.pods:
+            key = f"{p.namespace}/{p.name}"
+            if key not in before:
+                daemon_of[key] = next(f.values[0] for term in p.spec.affinity.node_affinity
+                                      .required_during_scheduling_ignored_during_execution.node_selector_terms
+                                      for f in term.match_fields if f.key == "metadata.name")
+    return out, type_of, daemon_of
+
+
+def _cluster_for(objs: ObjectSet, features: Features, type_of: dict[str, str], order: list[str]):
+    """Workload and cluster, the input's nodes first (name order), then the copies by type (in
+    `order`) and index: first-fit opens copies in that order."""
+    from .placement import build_cluster
+    from .workload import expand
+    workload = expand(objs, features)
+    cluster = build_cluster(objs, workload, features)
+    rank = {name: i for i, name in enumerate(order)}
+
+    def key(n):
+        if n.name not in type_of:
+            return (0, 0, 0, n.name)
+        t = type_of[n.name]
+        return (1, rank[t], int(n.name[len(t) + len("-plan-"):]), "")
+    cluster.nodes = sorted(cluster.nodes, key=key)
+    for i, n in enumerate(cluster.nodes):
+        n.index = i
+    return workload, cluster
+
+
+def _ffd_score(pod, allocatable: dict) -> float:
+    """The cluster-autoscaler's DecreasingPodOrderer score: cpu request / node cpu + memory
+    request / node memory (kubernetes/autoscaler cluster-autoscaler/estimator/
+    decreasing_pod_orderer.go @ 2fc0cb0ab57c0928896d8327a3e8e63613c2f32c)."""
+    score = 0.0
+    for r in ("cpu", "memory"):
+        cap = allocatable.get(r)
+        if cap:
+            score += float(pod.resources.get(r, 0) / cap)
+    return score
+
+
+@dataclass
+class FfdEstimate:
+    """What a first-fit-decreasing estimator buys with nodes of one type."""
+    node_type: NodeType
+    nodes: int                                   # new nodes with pods
+    placed: int                                  # pending pods placed (input's pods)
+    pods: int
+    capped: bool = False                         # stopped at max_nodes copies
+    placement: dict[str, Any] = field(default_factory=dict)   # pod -> PodPlacement
+    used: set[str] = field(default_factory=set)  # copies with pods
+    seconds: float = 0.0
+
+    @property
+    def cost(self) -> Fraction:
+        return self.node_type.cost * self.nodes
+
+
+def ffd_estimate(objects: ObjectSet, node_type: NodeType, *, features: Features | None = None,
+                 max_nodes: int = 256) -> FfdEstimate:
+    """The cluster-autoscaler's binpacking estimate for one node type (kubernetes/autoscaler
+    cluster-autoscaler/estimator/binpacking_estimator.go @ 006685c4641726f573c75e865d015404b8f408ea):
+    the pods the kube-scheduler leaves pending on the cluster, sorted by decreasing score, each
+    put on the first new node that takes it, a new node opened when none does. Every step is
+    draopt's kube-scheduler simulation (first-fit, DRA allocator included)."""
+    import time
+    from .placement import build_cluster
+    from .placement.firstfit import simulate
+    from .quantity import Quantity
+    from .workload import expand
+    t0 = time.perf_counter()
+    features = features or Features.from_gates()
+    workload = expand(objects, features)
+    base = simulate(build_cluster(objects, workload, features), workload, explain_failures=False)
+    real = [p.pod for p in base.pods]
+    on_cluster = {p.pod for p in base.pods if p.placed}
+    left = len(real) - len(on_cluster)
+    template = next(n for n in objects.nodes if n.name == node_type.template)
+    allocatable = {r: Quantity.parse(v).value for r, v in (template.status.allocatable or {}).items()}
+    k = min(left, 8, max_nodes)
+    while True:
+        objs, type_of, daemon_of = _with_types(objects, [(node_type, k)])
+        wl, cluster = _cluster_for(objs, features, type_of, [node_type.name])
+        by_key = {d.key: d for d in wl.pending}
+        index = {n.name: n.index for n in cluster.nodes}
+        daemons = sorted((by_key[p] for p in daemon_of), key=lambda d: index[daemon_of[d.key]])
+        placed_first = [d for d in wl.pending if d.key in on_cluster]
+        rest = [d for d in wl.pending if d.key not in on_cluster and d.key not in daemon_of]
+        # Stable: equal scores keep the scheduler's queue order (Go's sort.Slice does not promise that).
+        rest.sort(key=lambda d: -_ffd_score(d, allocatable))
+        wl.pending = daemons + placed_first + rest
+        res = simulate(cluster, wl, explain_failures=False)
+        placement = {p.pod: p for p in res.pods}
+        used = {p.node for p in res.pods if p.placed and p.pod not in daemon_of and p.node in type_of}
+        last_used = k > 0 and f"{node_type.name}-plan-{k - 1}" in used
+        if not last_used or k >= left or k >= max_nodes:
+            break
+        k = min(2 * k, left, max_nodes)
+    placed = sum(1 for key in real if placement[key].placed)
+    return FfdEstimate(node_type, len(used), placed, len(real), capped=last_used and k >= max_nodes and k < left,
+                       placement={key: placement[key] for key in real} | {key: placement[key] for key in daemon_of},
+                       used=used, seconds=time.perf_counter() - t0)
+
+
+@dataclass
+class OneFewer:
+    removed: str                 # node type one node fewer of
+    mix: dict[str, int]
+    verdict: str                 # "infeasible (proven)", "feasible", "not proven (time limit)"
+
+
+@dataclass
+class MixPlan:
+    """The cheapest mix of new nodes found by the CP-SAT model, and what it proves."""
+    node_types: list[NodeType]
+    mix: dict[str, int]                          # type -> new nodes
+    cost: Fraction
+    status: str                                  # CP-SAT status of the cost phase (OPTIMAL / FEASIBLE / ...)
+    bound: Fraction                              # proven lower bound on the cost
+    proven_minimal: bool
+    why_not_proven: str
+    pods: int                                    # pending pods of the input
+    placed: int                                  # placed with the mix
+    placed_proven: bool                          # no mix of these types places more (proven)
+    candidates: dict[str, int]                   # copies per type in the model
+    ffd: list[FfdEstimate]
+    one_fewer: list[OneFewer] = field(default_factory=list)
+    blocked: dict[str, str] = field(default_factory=dict)     # pod -> why no node of any type or cluster takes it
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float:
+        return 0.0 if not self.cost else float((self.cost - self.bound) / self.cost)
+
+    def ffd_best(self) -> FfdEstimate | None:
+        """The cheapest single-type estimate among those that place the most pods."""
+        if not self.ffd:
+            return None
+        most = max(e.placed for e in self.ffd)
+        return min((e for e in self.ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.ffd_best()
+        return {
+            "node_types": [{"name": t.name, "template": t.template, "cost": _num(t.cost)} for t in self.node_types],
+            "mix": self.mix, "cost": _num(self.cost), "status": self.status, "bound": _num(self.bound),
+            "gap": round(self.gap, 6), "proven_minimal": self.proven_minimal, "why_not_proven": self.why_not_proven,
+            "pods": self.pods, "placed": self.placed, "placed_proven": self.placed_proven,
+            "candidates": self.candidates, "blocked": self.blocked,
+            "one_fewer": [{"removed": o.removed, "mix": o.mix, "verdict": o.verdict} for o in self.one_fewer],
+            "ffd": {e.node_type.name: {"nodes": e.nodes, "cost": _num(e.cost), "placed": e.placed, "pods": e.pods,
+                                       "capped": e.capped} for e in self.ffd},
+            "ffd_best": None if best is None else {"node_type": best.node_type.name, "nodes": best.nodes,
+                                                   "cost": _num(best.cost), "placed": best.placed},
+        }
+
+    def table(self) -> str:
+        rows = [("node type", "template", "cost", "candidates", "optimal mix", "ffd nodes", "ffd cost", "ffd placed")]
+        for e, t in zip(self.ffd, self.node_types):
+            rows.append((t.name, t.template, _fmt(t.cost), str(self.candidates.get(t.name, 0)),
+                         str(self.mix.get(t.name, 0)), str(e.nodes) + ("+" if e.capped else ""), _fmt(e.cost),
+                         f"{e.placed}/{e.pods}"))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        out = ["  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip()
+               for r in rows]
+        out.append("")
+        mix = _mix_text(self.mix)
+        out.append(f"cheapest mix: {mix}, cost {_fmt(self.cost)}; places {self.placed} of {self.pods} pending pod(s)")
+        if self.proven_minimal:
+            out.append("proven minimal: CP-SAT proved no cheaper mix of these node types places as many pods")
+        else:
+            out.append(f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, "
+                       f"gap {self.gap:.1%}")
+        for o in self.one_fewer:
+            out.append(f"one {o.removed} fewer ({_mix_text(o.mix)}): {o.verdict}")
+        best = self.ffd_best()
+        if best is not None:
+            out.append(f"first-fit decreasing (cluster-autoscaler's estimator), cheapest single type: "
+                       f"{best.nodes} x {best.node_type.name}, cost {_fmt(best.cost)}, places {best.placed} of "
+                       f"{best.pods}")
+        if self.blocked:
+            out.append(f"no node of any type (nor of the cluster) takes {len(self.blocked)} pod(s):")
+            out.extend(f"  {pod}: {why}" for pod, why in sorted(self.blocked.items()))
+        return "\n".join(out)
+
+
+def _num(v: Fraction) -> int | float:
+    return int(v) if v.denominator == 1 else float(v)
+
+
+def _fmt(v: Fraction) -> str:
+    return str(int(v)) if v.denominator == 1 else f"{float(v):.6g}"
+
+
+def _mix_text(mix: dict[str, int]) -> str:
+    used = [f"{n} x {t}" for t, n in mix.items() if n]
+    return " + ".join(used) if used else "no new node"
+
+
+def _solver(seconds: float):
+    from ortools.sat.python import cp_model
+    solver = cp_model.CpSolver()
+    # Same input, same answer: deterministic interleaved workers and deterministic time; the
+    # wall clock only as a generous hard stop.
+    solver.parameters.num_workers = 2
+    solver.parameters.interleave_search = True
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = max(0.05, seconds)
+    solver.parameters.max_time_in_seconds = max(0.1, 3 * seconds + 1)
+    return solver
+
+
+def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features | None = None,
+         time_limit: float = 60.0, max_nodes: int = 256) -> MixPlan:
+    """The cheapest mix of new nodes of `node_types` with which the most pending pods (every
+    one, when any mix can) are placed, decided by the CP-SAT placement model; the first-fit-
+    decreasing estimate of every type side by side; and the one-fewer check of the mix."""
+    import time
+    from .placement.firstfit import ClaimBook
+    from .placement.model import build, prepare_cluster
+    from .placement.optimal import _complete_hint, _first_fit_hint
+    from .placement.result import PodPlacement, weight
+    from ortools.sat.python import cp_model
+    from .encodings.base import scale_to_int, upper_bound
+    t0 = time.perf_counter()
+    if max_nodes < 1:
+        raise InputError(f"--max-nodes: must be 1 or more, got {max_nodes}")
+    check_node_types(objects, node_types)
+    features = features or Features.from_gates()
+    stats: dict[str, Any] = {}
+    ffd = [ffd_estimate(objects, t, features=features, max_nodes=max_nodes) for t in node_types]
+    stats["ffd_s"] = round(time.perf_counter() - t0, 3)
+    most = max(e.placed for e in ffd)
+    best_ffd = min((e for e in ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
+    ub = best_ffd.cost
+    # Candidates per type: enough for every mix no dearer than the best estimate (a mix with
+    # more than ub / cost nodes of a type costs more), at least the type's own estimate, one at least.
+    # A cost-optimal mix opens no node without a pod either, so no more copies than pods that fit one
+    # (the estimate's count of placed pods, checked against the model's own candidacy below).
+    caps = {t.name: max(1, min(max_nodes, max(e.nodes, min(int(ub // t.cost), e.placed))))
+            for t, e in zip(node_types, ffd)}
+    cost_of = {t.name: t.cost for t in node_types}
+    by_cost = [t.name for t in sorted(node_types, key=lambda t: t.cost)]   # stable: ties keep the given order
+    # The model is built again with more candidates if the mix found could be beaten by a mix
+    # with more copies of a type than there were candidates (at most a few rounds).
+    for _round in range(4):
+        t1 = time.perf_counter()
+        objs, type_of, daemon_of = _with_types(objects, [(t, caps[t.name]) for t in node_types])
+        workload, cluster = _cluster_for(objs, features, type_of, by_cost)
+        book = ClaimBook(cluster, workload.claims)
+        prep = prepare_cluster(cluster, workload, book)
+        real = [d for d in workload.pending if d.key not in daemon_of]
+        # Pods a copy of each type may take (a cost-optimal mix opens no more copies than that).
+        fits = {t.name: 0 for t in node_types}
+        for d in real:
+            for name in {type_of[n.name] for n in prep.pod_nodes.get(d.key, []) if n.name in type_of}:
+                fits[name] += 1
+        blocked = {}
+        for d in real:
+            if not prep.pod_nodes.get(d.key):
+                pl = best_ffd.placement.get(d.key)
+                why = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
+                blocked[d.key] = why
+        if not prep.kinds:
+            return MixPlan(node_types, {t.name: 0 for t in node_types}, Fraction(0), "OPTIMAL", Fraction(0), True, "",
+                           len(real), 0, True, caps, ffd, [], blocked, stats)
+        b = build(prep, cluster, workload, book, [k.index for k in prep.kinds], {n.name for n in cluster.nodes},
+                  pattern_seconds=min(5.0, 0.1 * time_limit))
+        cp = b.model.cp
+        stats["build_s"] = round(time.perf_counter() - t1, 3)
+        stats["pattern_classes"] = len(b.node_classes)
+        # Opened nodes: interchangeable nodes (a pattern class) are opened cheapest first; every
+        # other copy has its own literal that every pod placed there needs.
+        on_node: dict[str, list] = {}
+        for (ki, n), v in b.k.items():
+            on_node.setdefault(n, []).append(v)
+        for (pod, n), v in b.y.items():
+            on_node.setdefault(n, []).append(v)
+        opened: dict[str, Any] = {}
+        count_terms: dict[str, list] = {t.name: [] for t in node_types}
+        in_class = set()
+        for ci, nc in enumerate(b.node_classes):
+            in_class.update(n.name for n in nc.nodes)
+            members = sorted(nc.nodes, key=lambda n: (cost_of.get(type_of.get(n.name), Fraction(0)), n.index))
+            if not any(n.name in type_of for n in members):
+                continue
+            ladder = [cp.new_bool_var(f"opened[{n.name}]") for n in members]
+            for a, c in zip(ladder, ladder[1:]):
+                cp.add(a >= c)
+            cp.add(sum(ladder) == sum(nc.vars))
+            for n, lit in zip(members, ladder):
+                if n.name in type_of:
+                    opened[n.name] = lit
+                    count_terms[type_of[n.name]].append(lit)
+        for node in cluster.nodes:
+            name = node.name
+            if name not in type_of or name in in_class:
+                continue
+            lit = opened[name] = cp.new_bool_var(f"opened[{name}]")
+            for v in on_node.get(name, []):
+                cp.add(v <= upper_bound(v) * lit)
+            count_terms[type_of[name]].append(lit)
+        # Copies of a type are alike: open them in index order (symmetry).
+        for t in node_types:
+            lits = [opened[f"{t.name}-plan-{i}"] for i in range(caps[t.name])
+                    if f"{t.name}-plan-{i}" in opened and f"{t.name}-plan-{i}" not in in_class]
+            for a, c in zip(lits, lits[1:]):
+                cp.add(a >= c)
+        # A copy's DaemonSet pods run exactly when it is opened; they are not pods to place.
+        kind_of = {p.key: kind for kind in prep.kinds for p in kind.pods}
+        daemon_kinds = set()
+        for key, node in daemon_of.items():
+            kind = kind_of[key]
+            if len(kind.pods) != 1 or node in in_class:
+                raise RuntimeError(f"internal: DaemonSet pod {key} of a copy is not on its own")
+            daemon_kinds.add(kind.index)
+            placed_var = b.placed.get(key)
+            if placed_var is None:
+                placed_var = sum(v for (ki, _), v in b.totals.items() if ki == kind.index)
+            cp.add(placed_var == opened[node])
+        counts = {t.name: cp.new_int_var(0, caps[t.name], f"new_nodes[{t.name}]") for t in node_types}
+        for t in node_types:
+            cp.add(counts[t.name] == sum(count_terms[t.name]))
+        ints, scale = scale_to_int([t.cost for t in node_types])
+        cost_expr = sum(c * counts[t.name] for c, t in zip(ints, node_types))
+        placed_expr = sum(weight(prio) * v for (ki, (prio, _)), v in b.totals.items() if ki not in daemon_kinds) + \
+            sum(weight(workload.pod(p).priority) * v for p, v in b.placed.items() if p not in daemon_of)
+        pods_expr = sum(v for (ki, _), v in b.totals.items() if ki not in daemon_kinds) + \
+            sum(v for p, v in b.placed.items() if p not in daemon_of)
+        cheap = sum(weight(d.priority) for d in real if prep.pod_nodes.get(d.key))
+        stats.update(variables=len(cp.proto.variables), constraints=len(cp.proto.constraints))
+        # The estimate's placement as a solution of the model: the incumbent, and a bound on the cost.
+        t2 = time.perf_counter()
+        ff_by_pod = {}
+        for d in workload.pending:
+            pl = best_ffd.placement.get(d.key)
+            keep = pl is not None and pl.placed and pl.node in cluster.by_name and \
+                (d.key not in daemon_of or daemon_of[d.key] in best_ffd.used)
+            ff_by_pod[d.key] = pl if keep else PodPlacement(d.key, None, d.priority, d.group)
+        hint = _first_fit_hint(b, prep, book, ff_by_pod)
+        for name, lit in opened.items():
+            if name not in in_class:
+                hint[lit] = int(name in best_ffd.used)
+        full = _complete_hint(cp, hint, max(1.0, 0.1 * time_limit), time.perf_counter() + max(1.0, 0.2 * time_limit))
+        stats["hint_s"] = round(time.perf_counter() - t2, 3)
+        stats["ffd_in_model"] = full is not None
+        floor = 0
+        if full is not None:
+            floor = sum(weight(ff_by_pod[d.key].priority) for d in real if ff_by_pod[d.key].placed)
+            hint_cost = sum(c * full[counts[t.name]] for c, t in zip(ints, node_types))
+            cp.add(placed_expr >= floor)
+            for var, value in full.items():
+                cp.add_hint(var, value)
+        # Phase 1: the most pods (priority-weighted).
+        t3 = time.perf_counter()
+        if full is not None and floor >= cheap:
+            best_placed, placed_proven = floor, True
+            stats["placed_proof"] = "the estimate places every pod that has a feasible node"
+        else:
+            cp.maximize(placed_expr)
+            solver = _solver(0.4 * time_limit)
+            status = solver.solve(cp)
+            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                raise RuntimeError(f"internal: the planning model has no solution ({solver.status_name(status)})")
+            best_placed = int(round(solver.objective_value))
+            # Proven for any number of nodes when every pod with a node is placed, or when the
+            # candidates are as many as the pods that fit each type.
+            placed_proven = best_placed >= cheap or (
+                status == cp_model.OPTIMAL and all(caps[t.name] >= fits[t.name] for t in node_types))
+            solution = solver.response_proto.solution
+            cp.clear_hints()
+            for i in range(len(solution)):
+                cp.add_hint(cp.get_int_var_from_proto_index(i), solution[i])
+        stats["placed_s"] = round(time.perf_counter() - t3, 3)
+        # Phase 2: the least cost with those pods placed.
+        t4 = time.perf_counter()
+        cp.add(placed_expr >= best_placed)
+        if full is not None and best_placed <= floor:
+            cp.add(cost_expr <= hint_cost)   # never dearer than the estimate (its placement is a solution)
+        cp.minimize(cost_expr)
+        solver = _solver(0.4 * time_limit)
+        status = solver.solve(cp)
+        stats["cost_s"] = round(time.perf_counter() - t4, 3)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            raise RuntimeError(f"internal: the planning model lost its solution ({solver.status_name(status)})")
+        mix = {t.name: solver.value(counts[t.name]) for t in node_types}
+        cost = sum(cost_of[t] * n for t, n in mix.items())
+        bound = Fraction(math.ceil(solver.best_objective_bound - 1e-6)) * scale   # the objective is integral
+        placed = 0 if isinstance(pods_expr, int) else solver.value(pods_expr)
+        status_name = solver.status_name(status)
+        # Proven minimal: the cost phase is proven, the pods phase too, and the candidates cover
+        # every cheaper mix (n + 1 copies of a type would cost more than the mix found).
+        short = [t.name for t in node_types if (caps[t.name] + 1) * t.cost <= cost and caps[t.name] < fits[t.name]]
+        reasons = []
+        if status != cp_model.OPTIMAL:
+            reasons.append(f"CP-SAT stopped at the time limit ({status_name})")
+        if not placed_proven:
+            reasons.append("the most pods placeable was not proven")
+        if short:
+            reasons.append(f"the candidate copies of {', '.join(short)} may be too few (--max-nodes {max_nodes})")
+        grow = {name: min(max_nodes, fits[name], int(cost // cost_of[name])) for name in short}
+        if all(grow[name] <= caps[name] for name in short):
+            break
+        caps.update({name: max(caps[name], grow[name]) for name in short})
+        stats["rounds"] = _round + 2
+    # One fewer: the mix less one node of each type it uses places fewer pods (proven if infeasible).
+    t5 = time.perf_counter()
+    checks = []
+    used_types = [t for t in node_types if mix[t.name] > 0]
+    for t in used_types:
+        c = cp.clone()
+        c.clear_objective()
+        c.clear_hints()
+        for s in node_types:
+            var = c.get_int_var_from_proto_index(counts[s.name].index)
+            c.add(var <= mix[s.name] - (1 if s is t else 0))
+        s2 = _solver(0.2 * time_limit / max(1, len(used_types))).solve(c)
+        verdict = {cp_model.INFEASIBLE: "does not place them all (proven infeasible)",
+                   cp_model.OPTIMAL: "places them all", cp_model.FEASIBLE: "places them all"}.get(
+            s2, "not proven either way (time limit)")
+        checks.append(OneFewer(t.name, {s.name: mix[s.name] - (1 if s is t else 0) for s in node_types}, verdict))
+    stats["one_fewer_s"] = round(time.perf_counter() - t5, 3)
+    stats["status"] = status_name
+    stats["solve_s"] = round(time.perf_counter() - t0, 3)
+    return MixPlan(node_types, mix, cost, status_name, bound, not reasons, "; ".join(reasons), len(real), placed,
+                   placed_proven, caps, ffd, checks, blocked, stats)
+
 
 
 from .sweep import sweep  # noqa: E402,F401  (moved to draopt.sweep; kept importable from here)

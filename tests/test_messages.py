@@ -217,7 +217,7 @@ def test_plan_missing_device_class(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     assert len(out["blocked"]) == 4
     assert all("could not retrieve device class rdma-net" in why for why in out["blocked"].values())
-    assert out["tried"] == {"0": {"placed": 0, "pods": 4}}
+    assert out["placed"] == 0 and out["pods"] == 4 and out["mix"] == {"node-1": 0}
 
 
 # ------------------------------------------------------------------ robustness of the CLI

@@ -1,9 +1,11 @@
-"""Capacity planning: nodes needed for the pending pods, and what-if sweeps."""
+"""Capacity planning: nodes needed for the pending pods (one template, several node types with costs),
+and what-if sweeps."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -46,11 +48,134 @@ def test_sweep_local_runs_in_order():
         sweep([1], lambda x: x, engine="slurm")
 
 
-def test_cli_plan():
+def test_cli_plan_template_shorthand():
+    """--node-template is one node type at cost 1. First-fit would need a node more on this
+    example (above); the model places the gang on node-1 itself, and says so next to the
+    estimator's answer."""
     p = subprocess.run([sys.executable, "-m", "draopt", "plan", "-f", str(GANG), "--node-template", "node-1",
-                        "-o", "json"], capture_output=True, text=True, cwd=ROOT)
+                        "-o", "json", "--stats"], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["extra_nodes"] == 1
+    out = json.loads(p.stdout)
+    assert out["mix"] == {"node-1": 0} and out["proven_minimal"] and out["placed"] == out["pods"] == 2
+    assert out["ffd"]["node-1"]["nodes"] == 1
+    stats = json.loads(p.stderr.strip().splitlines()[-1])
+    assert {"load_s", "ffd_s", "build_s", "cost_s", "variables", "constraints", "status"} <= set(stats)
+
+
+# ------------------------------------------------------------------ several node types
+# Hand-computed optima (draopt/plan_scenarios.py, 40 pods, costs gpu-8 32, gpu-2 9, cpu 3):
+# * training: 2 GPUs + 24 cpu + 96Gi a pod: a gpu-8 takes 4, a gpu-2 takes 1; the cluster's own
+#   two GPU nodes take 5, so 35 are left: min 32a + 9b with 4a + b >= 35 is a=8, b=3: 283
+#   (first-fit decreasing with gpu-8 only: 9 nodes, 288);
+# * inference: 1 GPU + 12 cpu a pod: a gpu-8 takes 8 (cpu-bound), a gpu-2 takes 2; the cluster
+#   takes 10, 30 are left: min 32a + 9b with 8a + 2b >= 30 is a=3, b=3: 123 (estimate: 4 x gpu-8, 128).
+EXPECTED_COST = {"training": 283, "inference": 123, "mixed": None}
+
+
+@pytest.fixture(scope="module")
+def plans():
+    from draopt.plan_scenarios import MIXES, scenario
+    from draopt.planning import plan
+    out = {}
+    for mix in MIXES:
+        objs, types = scenario(mix, 40)
+        out[mix] = (objs, types, plan(objs, types, time_limit=30))
+    return out
+
+
+@pytest.mark.parametrize("mix", ["training", "inference", "mixed"])
+def test_cheapest_mix_is_proven_and_never_above_the_estimate(plans, mix):
+    objs, types, p = plans[mix]
+    assert p.status == "OPTIMAL" and p.proven_minimal and p.bound == p.cost and p.gap == 0
+    assert p.placed == p.pods == 40 and not p.blocked
+    assert sum(1 for n in p.mix.values() if n) >= 2          # a mix of types, not one type
+    best = p.ffd_best()
+    assert best.placed == 40 and p.cost <= best.cost
+    assert all(p.cost <= e.cost for e in p.ffd if e.placed == 40)
+    assert p.cost == sum(t.cost * p.mix[t.name] for t in types)
+    if EXPECTED_COST[mix] is not None:
+        assert p.cost == EXPECTED_COST[mix]
+    if mix in ("training", "inference"):
+        assert p.cost < best.cost                            # the estimator buys more here
+
+
+@pytest.mark.parametrize("mix", ["training", "inference", "mixed"])
+def test_one_fewer_of_each_type_does_not_place_everything(plans, mix):
+    """The plan's own check, and independently `place --policy optimal` on the cluster with the
+    mix's copies: everything placed with the mix, not with one node fewer of any type used."""
+    from draopt.placement import place
+    from draopt.planning import _with_types
+    objs, types, p = plans[mix]
+    used = [t for t in types if p.mix[t.name]]
+    assert [o.removed for o in p.one_fewer] == [t.name for t in used]
+    assert all(o.verdict == "does not place them all (proven infeasible)" for o in p.one_fewer)
+    with_mix, _, _ = _with_types(objs, [(t, p.mix[t.name]) for t in types])
+    out = place(with_mix, policy="optimal", time_limit=30).result
+    assert len(out.placed_pods()) == 40
+    for t in used:
+        fewer, _, _ = _with_types(objs, [(s, p.mix[s.name] - (s is t)) for s in types])
+        out = place(fewer, policy="optimal", time_limit=30).result
+        assert len(out.placed_pods()) < 40 and out.stats["proven"]["placed"]
+
+
+def test_estimate_follows_the_autoscaler_order():
+    """Pods by decreasing cpu/node-cpu + memory/node-memory, each on the first new node that
+    takes it. The template node is full (a running pod); 3 pods of 3 cpu and 3 of 5 cpu on
+    8-cpu nodes: decreasing order packs 5+3 three times (3 nodes); first fit in the queue order
+    (3, 3, 3, 5, 5, 5) would pack 3+3, 3+5, 5, 5 (4 nodes)."""
+    from draopt.planning import NodeType, ffd_estimate
+    from draopt.synth_cluster import objects_of
+
+    def pod(name, cpu, second, node=None):
+        d = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": name, "namespace": "d", "creationTimestamp": f"2026-01-01T00:00:{second:02d}Z"},
+             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}
+        if node:
+            d["spec"]["nodeName"] = node
+            d["status"] = {"phase": "Running"}
+        return d
+    docs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+             "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "10"}}}, pod("running", 8, 0, "n")]
+    docs += [pod(f"p{i}", cpu, i + 1) for i, cpu in enumerate([3, 3, 3, 5, 5, 5])]
+    objs = objects_of(docs)
+    e = ffd_estimate(objs, NodeType("n", "n", Fraction(1)))
+    assert e.placed == 6 and e.nodes == 3
+    assert {e.placement[f"d/p{i}"].node for i in (3, 0)} == {"n-plan-0"}   # the first 5 and the first 3
+
+
+def test_plan_input_errors(tmp_path):
+    from draopt.planning import NodeType, load_node_types, parse_node_type, plan
+    objs = load_files([str(GANG)])
+    with pytest.raises(InputError, match="no node types"):
+        plan(objs, [])
+    with pytest.raises(InputError, match="node type x: template nope: no Node nope in the input"):
+        plan(objs, [NodeType("x", "nope", Fraction(1))])
+    for text in ("node-1=abc", "node-1=-2", "node-1=0", "node-1", "=3", "node-1=nan"):
+        with pytest.raises(InputError, match=r"--node-type"):
+            parse_node_type(text)
+    assert parse_node_type("node-1=3.06").cost == Fraction(306, 100)
+    with pytest.raises(InputError, match="given twice"):
+        plan(objs, [NodeType("a", "node-1", Fraction(1)), NodeType("a", "node-1", Fraction(2))])
+    bad = {"missing.yaml": None, "list.yaml": "nodeTypes: {a: 1}\n", "field.yaml": "- {template: node-1, cost: 1, price: 2}\n",
+           "cost.yaml": "- {template: node-1, cost: true}\n", "tmpl.yaml": "- {cost: 1}\n", "yaml.yaml": "- [\n"}
+    for name, text in bad.items():
+        f = tmp_path / name
+        if text is not None:
+            f.write_text(text)
+        with pytest.raises(InputError, match=f"--node-types {f}"):
+            load_node_types(str(f))
+    good = tmp_path / "types.yaml"
+    good.write_text("nodeTypes:\n- {name: spot, template: node-1, cost: 0.5}\n- {template: node-1, cost: 2}\n")
+    assert load_node_types(str(good)) == [NodeType("spot", "node-1", Fraction(1, 2)), NodeType("node-1", "node-1", Fraction(2))]
+
+
+@pytest.mark.parametrize("args", [["--node-type", "nope=1"], ["--node-type", "node-1=cheap"], [],
+                                  ["--node-types", "/nonexistent/types.yaml"], ["--node-template", "nope"]])
+def test_cli_plan_bad_input_exits_2(args, capsys):
+    from draopt import cli
+    assert cli.main(["plan", "-f", str(GANG)] + args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("draopt: error: ") and "Traceback" not in err
 
 
 def test_sweep_on_dask_or_a_clear_message():
@@ -61,3 +186,20 @@ def test_sweep_on_dask_or_a_clear_message():
             sweep([1], abs, engine="dask")
     else:
         assert sweep([-1, -2], abs, engine="dask") == [1, 2]
+
+
+def test_new_nodes_of_a_type_run_its_daemonset_pods():
+    """A DaemonSet takes one of each node's two GPUs (tests/test_controllers.py): every new node
+    keeps one GPU for the Deployment's 4 pods, so 3 new nodes, and the DaemonSet's pods on the
+    candidate copies are not pods to place (they run exactly on the nodes bought)."""
+    from test_controllers import CLASS, DEPLOYMENT, TEMPLATE, docs, node
+    from draopt.loader import load_text
+    from draopt.planning import NodeType, plan
+    ds = DEPLOYMENT.replace("Deployment", "DaemonSet").replace("name: infer", "name: agent") \
+        .replace("app: infer", "app: agent").replace("  replicas: 4\n", "")
+    objs = load_text(docs(CLASS, TEMPLATE, node("a", 2), ds, DEPLOYMENT), "t")
+    p = plan(objs, [NodeType("a", "a", Fraction(5))], time_limit=20)
+    assert p.mix == {"a": 3} and p.cost == 15 and p.proven_minimal
+    assert p.pods == 5 and p.placed == 5            # the Deployment's 4 and the DaemonSet's pod on a
+    assert p.ffd[0].nodes == 3
+    assert [o.verdict for o in p.one_fewer] == ["does not place them all (proven infeasible)"]
