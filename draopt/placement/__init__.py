@@ -53,12 +53,30 @@ def _no_gc_pauses():
 
 
 def place(objects: ObjectSet, *, policy: str = "first-fit", features: Features | None = None,
-          time_limit: float = 60.0) -> PlaceOutcome:
+          time_limit: float = 60.0, scheduler_config=None, seed: int = 0, tie_break: str = "random") -> PlaceOutcome:
+    """`scheduler_config` (first-fit): a draopt.scheduler.SchedulerConfig, a file path or
+    `builtin:<name>`; None: Kubernetes 1.36's default profile. `seed`: the random tie-break's
+    seed; `tie_break`: random (as kube-scheduler) or name (the first node by name)."""
     with _no_gc_pauses():
-        return _place(objects, policy=policy, features=features, time_limit=time_limit)
+        return _place(objects, policy=policy, features=features, time_limit=time_limit,
+                      scheduler_config=scheduler_config, seed=seed, tie_break=tie_break)
 
 
-def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_limit: float) -> PlaceOutcome:
+def scheduler_for(scheduler_config, cluster: Cluster, workload, *, seed: int = 0, tie_break: str = "random"):
+    """The draopt.scheduler.Scheduler first-fit runs with (None for the built-in name-order)."""
+    from ..scheduler import SchedulerConfig, Scheduler, load_config
+    cfg = scheduler_config
+    if cfg is None:
+        cfg = SchedulerConfig.default()
+    elif isinstance(cfg, str):
+        cfg = load_config(cfg)
+    if cfg.name_order:
+        return None
+    return Scheduler(cfg, cluster, workload, seed=seed, tie_break=tie_break)
+
+
+def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_limit: float,
+           scheduler_config=None, seed: int = 0, tie_break: str = "random") -> PlaceOutcome:
     import time
     from ..errors import InputError
     started = time.perf_counter()
@@ -69,7 +87,11 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
     workload = expand(objects, features)
     cluster = build_cluster(objects, workload, features)
     if policy == "first-fit":
-        result = simulate(cluster, workload)
+        sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
+        result = simulate(cluster, workload, scheduler=sched)
+        result.stats["scheduler"] = sched.config.source if sched is not None else "builtin:name-order"
+        if sched is not None:
+            result.stats["tie_break"] = tie_break if tie_break == "name" else f"random (seed {seed})"
     else:
         from .optimal import optimize
         result = optimize(cluster, workload, time_limit=time_limit, started=started)

@@ -194,7 +194,8 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     try:
         problem = prepare([book.claims[k] for k in todo], inventory, cluster.classes, cluster.features,
                           cluster.cel_env, cluster.expr_cache)
-        ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=SEARCH_LIMIT)
+        ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=SEARCH_LIMIT,
+                                 shape=sig[0] if cluster.incremental else None)
         chosen = ref.allocate()
     except AllocationError as e:
         answer = (f"resource claim error: {e}", None)
@@ -247,8 +248,13 @@ def _specific(text: str, keys: list[str]) -> str:
 EXPLAIN_NODES = 5
 
 
-def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: bool = True) -> PlacementResult:
-    """Place workload.pending in queue order; returns what Kubernetes would do."""
+def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: bool = True,
+             scheduler=None) -> PlacementResult:
+    """Place workload.pending in queue order; returns what Kubernetes would do.
+
+    `scheduler` (a draopt.scheduler.Scheduler): kube-scheduler's node choice with a profile
+    (score plugins, percentageOfNodesToScore, random ties); None: every node is filtered and
+    the node with the best DRA score is taken, the first by name on ties."""
     from ..decode import decode, deterministic_share_id
     share_id = share_id or deterministic_share_id
     t0 = time.perf_counter()
@@ -278,7 +284,14 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
         sig = kind(pod)
         keys = [u.key for u in pod.claims]
         start = first_open.get(sig, 0) if sig is not None else 0
-        if start:
+        if scheduler is not None:
+            found = scheduler.select(pod, lambda node: try_node(cluster, book, pod, node, cache, share_id), pl, sig,
+                                     first_open, skipped_reasons, _generic, _specific)
+            if found is not None:
+                node, (problem, chosen, selected, score) = found
+                best = (node, score, problem, chosen, selected)
+            start = len(cluster.nodes)      # the loop below is draopt's own node choice
+        elif start:
             pl.reasons.update({_specific(r, keys): n for r, n in skipped_reasons[sig].items()})
         contiguous = True
         for node in cluster.nodes[start:]:
@@ -332,6 +345,8 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
         taken[pod.key] = _plus(pod.resources, device_resources(cluster, book, pod, node, (problem, chosen))
                                if problem is not None else device_resources(cluster, book, pod, node, None))
         node.take(taken[pod.key])
+        if scheduler is not None:
+            scheduler.placed(pod, node, taken[pod.key])
         if touched_shared:
             cluster.bump_all()
         return pl
@@ -349,6 +364,8 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
                 heir.new_claims[key] = result
             else:
                 book.release(key)
+        if scheduler is not None:
+            scheduler.placed(pod, node, taken[pod.key], -1)
         node.take(taken.pop(pod.key), -1)
         cluster.bump_all()
         first_open.clear()

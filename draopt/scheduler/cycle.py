@@ -1,0 +1,665 @@
+"""One scheduling cycle per pod, as kube-scheduler runs it with a configured profile: filter
+nodes from a rotating start until enough feasible ones are found, score them with the
+profile's plugins (normalised to 0-100, weighted, summed) and pick the best, ties at random.
+
+Sources (kubernetes/kubernetes, pkg/scheduler/schedule_one.go, commit
+003b4460edb52bc9a9fe6cf54294e5b3e4681610):
+* schedulePod: one feasible node is taken without scoring;
+* findNodesThatPassFilters / numFeasibleNodesToFind: nodes are checked from
+  nextStartNodeIndex; the search stops once numFeasibleNodesToFind feasible nodes are found (all
+  nodes below 100; else percentageOfNodesToScore of them, the profile's value over the global
+  one, 0 meaning adaptive 50 - nodes/125 with at least 5 %, and never fewer than 100); one node
+  is enough when the profile has no score plugins; the start index then moves by the number of
+  nodes processed (feasible + rejected);
+* selectHost (before the heap-based version; the same distribution): the highest total score,
+  ties broken uniformly at random (reservoir sampling).
+Nodes are in name order (the real scheduler's node tree interleaves zones); filters are run one
+node after the other (the real scheduler runs 16 in parallel and may check a few more nodes).
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..rules import tolerates
+from . import scores as S
+from .config import HOSTNAME, Profile, SchedulerConfig
+from .podinfo import PodInfo, SpreadRule, pod_info
+
+MIN_FEASIBLE_NODES = 100
+MIN_FEASIBLE_PERCENTAGE = 5
+# pkg/scheduler/util/pod_resources.go: the requests scoring assumes for a container without one.
+DEFAULT_MILLI_CPU = 100
+DEFAULT_MEMORY = 200 * 1024 * 1024
+TIE_BREAKS = ("random", "name")
+_NATIVE = ("cpu", "memory", "ephemeral-storage", "pods")
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all: int) -> int:
+    """numFeasibleNodesToFind."""
+    if num_all < MIN_FEASIBLE_NODES:
+        return num_all
+    if percentage == 0:
+        percentage = max(50 - num_all // 125, MIN_FEASIBLE_PERCENTAGE)
+    n = num_all * percentage // 100
+    return max(n, MIN_FEASIBLE_NODES)
+
+
+def units(resource: str, value: Fraction | int) -> int:
+    """A quantity as the scheduler holds it: cpu in millicores, the rest in units (rounded up)."""
+    v = Fraction(value) * 1000 if resource == "cpu" else Fraction(value)
+    return -((-v.numerator) // v.denominator)
+
+
+def is_scalar(resource: str) -> bool:
+    """schedutil.IsScalarResourceName: extended, hugepages, attachable volumes, native-prefixed."""
+    if resource.startswith(("hugepages-", "attachable-volumes-", "requests.")):
+        return True
+    if "/" not in resource:
+        return False
+    domain = resource.split("/", 1)[0]
+    return True if not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) else \
+        resource.startswith("kubernetes.io/")
+
+
+def nonzero_requests(pod) -> tuple[int, int]:
+    """(milli-cpu, memory) with 100m / 200Mi for a container that requests none (scoring only):
+    component-helpers PodRequests with NonMissingContainerRequests."""
+    from ..workload import effective_container_requests, q
+
+    def one(c) -> tuple[int, int]:
+        r = effective_container_requests(c.resources)
+        cpu = units("cpu", q(r["cpu"])) if "cpu" in r else DEFAULT_MILLI_CPU
+        mem = units("memory", q(r["memory"])) if "memory" in r else DEFAULT_MEMORY
+        return cpu, mem
+    cpu = mem = 0
+    side_cpu = side_mem = 0
+    init_cpu = init_mem = 0
+    for c in pod.spec.containers:
+        a, b = one(c)
+        cpu, mem = cpu + a, mem + b
+    for c in pod.spec.init_containers:
+        a, b = one(c)
+        if c.restart_policy == "Always":
+            cpu, mem = cpu + a, mem + b
+            side_cpu, side_mem = side_cpu + a, side_mem + b
+            init_cpu, init_mem = max(init_cpu, side_cpu), max(init_mem, side_mem)
+        else:
+            init_cpu, init_mem = max(init_cpu, a + side_cpu), max(init_mem, b + side_mem)
+    cpu, mem = max(cpu, init_cpu), max(mem, init_mem)
+    level = effective_container_requests(pod.spec.resources)
+    if "cpu" in level:
+        cpu = units("cpu", q(level["cpu"]))
+    if "memory" in level:
+        mem = units("memory", q(level["memory"]))
+    over = pod.spec.overhead or {}
+    if "cpu" in over:
+        cpu += units("cpu", q(over["cpu"]))
+    if "memory" in over:
+        mem += units("memory", q(over["memory"]))
+    return cpu, mem
+
+
+class Scheduler:
+    """kube-scheduler's node choice inside `draopt.placement.firstfit.simulate`."""
+
+    def __init__(self, config: SchedulerConfig, cluster, workload, *, seed: int = 0, tie_break: str = "random"):
+        if tie_break not in TIE_BREAKS:
+            raise InputError(f"--tie-break: {tie_break!r}: must be random or name")
+        self.config = config
+        self.cluster = cluster
+        self.nodes = cluster.nodes
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.tie_break = tie_break
+        self.next_start = 0
+        n = len(self.nodes)
+        self.labels = [nd.node.metadata.labels or {} for nd in self.nodes]
+        self.ns_labels = {ns.name: dict(ns.metadata.labels or {}) for ns in cluster.objects.namespaces}
+        self._infos: dict[str, PodInfo] = {}
+        self._nonzero: dict[str, tuple[int, int]] = {}
+        tracked = {"cpu", "memory"}
+        for prof in config.profiles.values():
+            tracked.update(r for r, _ in prof.fit.resources)
+            tracked.update(r for r, _ in prof.balanced_resources)
+        self.alloc = {r: np.array([units(r, nd.allocatable.get(r, 0)) for nd in self.nodes], dtype=np.int64)
+                      for r in tracked}
+        self.used = {r: np.array([units(r, nd.used.get(r, 0)) for nd in self.nodes], dtype=np.int64) for r in tracked}
+        self.nz_cpu = self.used["cpu"].copy()
+        self.nz_mem = self.used["memory"].copy()
+        self.pods_on: list[list[PodInfo]] = [[] for _ in range(n)]
+        self.anti_pods: list[tuple[PodInfo, int]] = []
+        self.affinity_pods: list[tuple[PodInfo, int]] = []     # existing pods with any affinity terms
+        for d in workload.running:
+            idx = self._index(d.node_name)
+            if idx is None:
+                continue
+            nzc, nzm = self.nonzero(d)
+            self.nz_cpu[idx] += nzc - units("cpu", d.resources.get("cpu", 0))
+            self.nz_mem[idx] += nzm - units("memory", d.resources.get("memory", 0))
+            self._add_pod(self.info(d), idx)
+        self.prefer_taints = [[t for t in nd.node.spec.taints if t.effect == "PreferNoSchedule"] for nd in self.nodes]
+        self.any_prefer_taints = any(self.prefer_taints)
+        self.epoch = 0                     # placements and releases so far
+        self.fail_memo: dict[Any, tuple[int, Counter]] = {}
+        self.fit_cache: dict[Any, dict[int, tuple[int, int, str | None]]] = {}   # kind -> node -> (version, DRA score, reason)
+        self.stats = Counter()
+
+    # ------------------------------------------------------------------ pods
+    def _index(self, name: str | None) -> int | None:
+        nd = self.cluster.by_name.get(name) if name else None
+        return nd.index if nd is not None else None
+
+    def info(self, demand) -> PodInfo:
+        got = self._infos.get(demand.key)
+        if got is None:
+            got = self._infos[demand.key] = pod_info(demand.pod)
+        return got
+
+    def nonzero(self, demand) -> tuple[int, int]:
+        got = self._nonzero.get(demand.key)
+        if got is None:
+            got = self._nonzero[demand.key] = nonzero_requests(demand.pod)
+        return got
+
+    def _add_pod(self, info: PodInfo, idx: int, sign: int = 1) -> None:
+        if sign > 0:
+            self.pods_on[idx].append(info)
+            if info.required_anti:
+                self.anti_pods.append((info, idx))
+            if info.has_pod_affinity:
+                self.affinity_pods.append((info, idx))
+        else:
+            self.pods_on[idx].remove(info)
+            if info.required_anti:
+                self.anti_pods.remove((info, idx))
+            if info.has_pod_affinity:
+                self.affinity_pods.remove((info, idx))
+
+    def placed(self, demand, node, taken: dict[str, Fraction], sign: int = 1) -> None:
+        """A pod was bound to `node` (sign -1: released) holding `taken` node resources."""
+        idx = node.index
+        self.epoch += 1
+        for r, arr in self.used.items():
+            v = taken.get(r)
+            if v:
+                arr[idx] += sign * units(r, v)
+        nzc, nzm = self.nonzero(demand)
+        self.nz_cpu[idx] += sign * (nzc + units("cpu", taken.get("cpu", 0)) - units("cpu", demand.resources.get("cpu", 0)))
+        self.nz_mem[idx] += sign * (nzm + units("memory", taken.get("memory", 0))
+                                    - units("memory", demand.resources.get("memory", 0)))
+        self._add_pod(self.info(demand), idx, sign)
+
+    # ------------------------------------------------------------------ the cycle
+    def profile(self, demand) -> Profile | None:
+        return self.config.profile_for(self.info(demand).scheduler_name)
+
+    def no_profile_reason(self, demand) -> str:
+        name = self.info(demand).scheduler_name
+        return (f"no scheduler profile {name!r} (spec.schedulerName) in {self.config.source} "
+                f"(profiles: {', '.join(sorted(self.config.profiles))})")
+
+    def select(self, demand, try_fn, pl, sig, first_open: dict, skipped_reasons: dict, generic, specific):
+        """Filter and score for `demand`; returns (node, fit) or None (reasons in pl.reasons).
+        `try_fn(node)` is firstfit's try_node for this pod: (reason, fit)."""
+        prof = self.profile(demand)
+        nodes = self.nodes
+        n = len(nodes)
+        if prof is None:
+            pl.reasons[self.no_profile_reason(demand)] += max(n, 1)
+            return None
+        if n == 0:
+            return None
+        info = self.info(demand)
+        pct = prof.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.config.percentage_of_nodes_to_score
+        to_find = num_feasible_nodes_to_find(pct, n) if prof.score_weights else 1
+        hard = self._hard_filters(demand, info, prof)
+        keys = [u.key for u in demand.claims]
+        frontier = first_open.get(sig, 0) if sig is not None else 0
+        skipped_before = Counter(skipped_reasons.get(sig) or ()) if frontier else Counter()   # generic
+        kcache = self.fit_cache.setdefault(sig, {}) if sig is not None else None
+        start = self.next_start
+        memo_key = (sig, prof.name) if sig is not None and hard is None else None
+        if memo_key is not None:
+            memo = self.fail_memo.get(memo_key)
+            if memo is not None and memo[0] == self.epoch:
+                # Nothing changed since this kind of pod failed everywhere: it fails again
+                # (every node processed, so the start index is where it was).
+                pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
+                return None
+        feasible: list[int] = []
+        dra: list[int] = []
+        fits: dict[int, Any] = {}
+        rejected: Counter = Counter()          # generic reasons (claim keys as positions)
+        processed = 0
+        for i in range(n):
+            idx = start + i
+            if idx >= n:
+                idx -= n
+            processed += 1
+            if idx < frontier:
+                continue                      # rejects this kind of pod (nodes only filled up since)
+            node = nodes[idx]
+            if hard is not None:
+                reason = hard(idx)
+                if reason is not None:
+                    rejected[reason] += 1
+                    continue
+            if kcache is not None:
+                # Pods of one kind get the same answer from a node that has not changed since
+                # (firstfit's kind: same claims, requests, selectors, tolerations).
+                hit = kcache.get(idx)
+                if hit is not None and hit[0] == node.version:
+                    if hit[2] is not None:
+                        rejected[hit[2]] += 1
+                        continue
+                    feasible.append(idx)
+                    dra.append(hit[1])
+                    if len(feasible) >= to_find:
+                        break
+                    continue
+            reason, fit = try_fn(node)
+            if reason is not None:
+                reason = generic(reason, keys)
+                rejected[reason] += 1
+                if kcache is not None:
+                    kcache[idx] = (node.version, 0, reason)
+                    if idx == frontier:
+                        frontier += 1
+                        first_open[sig] = frontier
+                        skipped_reasons.setdefault(sig, Counter())[reason] += 1
+                continue
+            fits[idx] = fit
+            if kcache is not None:
+                kcache[idx] = (node.version, fit[3], None)
+            feasible.append(idx)
+            dra.append(fit[3])
+            if len(feasible) >= to_find:
+                break
+        self.next_start = (start + processed) % n
+        if not feasible:
+            rejected.update(skipped_before)
+            if memo_key is not None:
+                self.fail_memo[memo_key] = (self.epoch, rejected)
+            pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
+            return None
+        if len(feasible) == 1:
+            chosen = feasible[0]
+        else:
+            total = self.score(demand, info, prof, np.array(feasible, dtype=np.int64), np.array(dra, dtype=np.int64))
+            chosen = self._pick(feasible, total)
+        self.stats["scored_nodes"] += len(feasible)
+        fit = fits.get(chosen)
+        if fit is None:
+            reason, fit = try_fn(nodes[chosen])
+            if reason is not None:
+                raise RuntimeError(f"internal: node {nodes[chosen].name} passed for {demand.key} from the cache "
+                                   f"but fails now: {reason}")
+        return nodes[chosen], fit
+
+    def _pick(self, feasible: list[int], total: np.ndarray) -> int:
+        best = int(total.max())
+        tied = np.flatnonzero(total == best)
+        if len(tied) == 1:
+            return feasible[int(tied[0])]
+        if self.tie_break == "name":
+            return min(feasible[int(t)] for t in tied)
+        # selectHost keeps each tied node with probability 1/count (reservoir sampling): a
+        # uniform choice among the ties, drawn here in one step.
+        return feasible[int(tied[self.rng.randrange(len(tied))])]
+
+    # ------------------------------------------------------------------ filters
+    def _hard_filters(self, demand, info: PodInfo, prof: Profile):
+        checks = []
+        if "PodTopologySpread" in prof.filters:
+            rules = [r for r in info.spread if r.when_unsatisfiable == "DoNotSchedule"] if info.spread else \
+                self._default_rules(info, prof, "DoNotSchedule")
+            if rules:
+                checks.append(self._spread_filter(demand, info, rules))
+        if "InterPodAffinity" in prof.filters and (info.required_affinity or info.required_anti or self.anti_pods):
+            f = self._affinity_filter(info)
+            if f is not None:
+                checks.append(f)
+        if not checks:
+            return None
+        if len(checks) == 1:
+            return checks[0]
+
+        def both(idx: int) -> str | None:
+            for c in checks:
+                r = c(idx)
+                if r is not None:
+                    return r
+            return None
+        return both
+
+    def _default_rules(self, info: PodInfo, prof: Profile, when: str) -> list[SpreadRule]:
+        """Default constraints apply to pods a ReplicaSet, StatefulSet or ReplicationController
+        owns (helper.DefaultSelector): their selector is approximated as "pods of the same owner"."""
+        if info.owner is None:
+            return []
+        owner = info.owner
+        rules = []
+        for c in prof.default_spread_constraints:
+            if c.when_unsatisfiable != when:
+                continue
+            rules.append(SpreadRule(c.max_skew, c.topology_key, c.when_unsatisfiable,
+                                    _OwnerMatch(owner), 1, True, False))
+        return rules
+
+    def _node_eligible(self, demand, rule: SpreadRule, idx: int) -> bool:
+        """matchNodeInclusionPolicies: node affinity/selector (Honor by default), taints (Ignore)."""
+        cl = self.cluster
+        node = self.nodes[idx]
+        spec = demand.pod.spec
+        if rule.honor_node_affinity:
+            required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
+                if spec.affinity is not None and spec.affinity.node_affinity is not None else None
+            if not cl.node_matches(node, demand.node_selector, required):
+                return False
+        if rule.honor_taints:
+            for t in node.node.spec.taints:
+                if t.effect in ("NoSchedule", "NoExecute") and not any(tolerates(x, t) for x in spec.tolerations):
+                    return False
+        return True
+
+    def _count(self, rule: SpreadRule, info: PodInfo, idx: int) -> int:
+        sel = rule.selector
+        if isinstance(sel, _OwnerMatch):
+            return sum(1 for p in self.pods_on[idx] if p.namespace == info.namespace and p.owner == sel.owner)
+        return sum(1 for p in self.pods_on[idx] if p.namespace == info.namespace and sel(p.labels))
+
+    def _spread_filter(self, demand, info: PodInfo, rules: list[SpreadRule]):
+        """PodTopologySpread Filter (podtopologyspread/filtering.go): skew = pods matching in the
+        node's domain + (1 if the pod matches itself) - the smallest count over the domains (0 when
+        fewer domains than minDomains) must not exceed maxSkew. Domains: values of the nodes that
+        have every constraint's key and pass the inclusion policies."""
+        keys = [r.topology_key for r in rules]
+        counts: list[dict[str, int]] = [dict() for _ in rules]
+        for idx in range(len(self.nodes)):
+            labels = self.labels[idx]
+            if any(k not in labels for k in keys):
+                continue
+            for ci, r in enumerate(rules):
+                if not self._node_eligible(demand, r, idx):
+                    continue
+                v = labels[r.topology_key]
+                counts[ci][v] = counts[ci].get(v, 0) + self._count(r, info, idx)
+        mins = []
+        for ci, r in enumerate(rules):
+            c = counts[ci]
+            mins.append(0 if not c or len(c) < r.min_domains else min(c.values()))
+        selfs = [1 if (r.selector.owner == info.owner if isinstance(r.selector, _OwnerMatch) else r.selector(info.labels))
+                 else 0 for r in rules]
+
+        def check(idx: int) -> str | None:
+            labels = self.labels[idx]
+            for ci, r in enumerate(rules):
+                v = labels.get(r.topology_key)
+                if v is None:
+                    return "node(s) didn't match pod topology spread constraints (missing required label)"
+                if counts[ci].get(v, 0) + selfs[ci] - mins[ci] > r.max_skew:
+                    return "node(s) didn't match pod topology spread constraints"
+            return None
+        return check
+
+    def _affinity_filter(self, info: PodInfo):
+        """InterPodAffinity Filter (interpodaffinity/filtering.go): the pod's required affinity
+        (every term's domain holds a pod matching all terms, or no pod anywhere matches and the
+        pod matches its own terms), its required anti-affinity (no matching pod in the domain),
+        and existing pods' required anti-affinity against this pod."""
+        ns = self.ns_labels
+        aff: Counter = Counter()
+        anti: Counter = Counter()
+        existing: Counter = Counter()
+        if info.required_affinity or info.required_anti:
+            for idx, pods in enumerate(self.pods_on):
+                if not pods:
+                    continue
+                labels = self.labels[idx]
+                for p in pods:
+                    if info.required_affinity and all(t.matches(p, ns) for t in info.required_affinity):
+                        for t in info.required_affinity:
+                            v = labels.get(t.topology_key)
+                            if v is not None:
+                                aff[(t.topology_key, v)] += 1
+                    for t in info.required_anti:
+                        if t.matches(p, ns):
+                            v = labels.get(t.topology_key)
+                            if v is not None:
+                                anti[(t.topology_key, v)] += 1
+        for p, idx in self.anti_pods:
+            labels = self.labels[idx]
+            for t in p.required_anti:
+                if t.matches(info, ns):
+                    v = labels.get(t.topology_key)
+                    if v is not None:
+                        existing[(t.topology_key, v)] += 1
+        if not (info.required_affinity or anti or existing):
+            return None
+        self_match = all(t.matches(info, ns) for t in info.required_affinity)
+
+        def check(idx: int) -> str | None:
+            labels = self.labels[idx]
+            if info.required_affinity:
+                exist = True
+                for t in info.required_affinity:
+                    v = labels.get(t.topology_key)
+                    if v is None:
+                        return "node(s) didn't match pod affinity rules"
+                    if aff[(t.topology_key, v)] <= 0:
+                        exist = False
+                if not exist and not (not aff and self_match):
+                    return "node(s) didn't match pod affinity rules"
+            for t in info.required_anti:
+                v = labels.get(t.topology_key)
+                if v is not None and anti[(t.topology_key, v)] > 0:
+                    return "node(s) didn't match pod anti-affinity rules"
+            if existing:
+                for (k, v) in existing:
+                    if labels.get(k) == v:
+                        return "node(s) didn't satisfy existing pods anti-affinity rules"
+            return None
+        return check
+
+    # ------------------------------------------------------------------ scores
+    def score(self, demand, info: PodInfo, prof: Profile, fe: np.ndarray, dra: np.ndarray) -> np.ndarray:
+        total = np.zeros(len(fe), dtype=np.int64)
+        for plugin, weight in prof.score_weights.items():
+            s = self._plugin_score(plugin, demand, info, prof, fe, dra)
+            if s is not None:
+                total += weight * s
+        return total
+
+    def _plugin_score(self, plugin: str, demand, info: PodInfo, prof: Profile, fe: np.ndarray, dra: np.ndarray):
+        """Normalised scores (0-100) over the feasible nodes, or None when the plugin gives every
+        node the same score (it cannot change the choice)."""
+        if plugin == "NodeResourcesFit":
+            return self._fit_score(demand, prof, fe)
+        if plugin == "NodeResourcesBalancedAllocation":
+            return self._balanced_score(demand, prof, fe)
+        if plugin == "TaintToleration":
+            if not self.any_prefer_taints:
+                return None
+            tol = info.prefer_tolerations
+            raw = np.array([sum(1 for t in self.prefer_taints[i] if not any(tolerates(x, t) for x in tol))
+                            for i in fe], dtype=np.int64)
+            return S.default_normalize(raw, reverse=True)
+        if plugin == "NodeAffinity":
+            if not info.preferred_node_terms:
+                return None
+            from ..nodeselect import node_selector_matches
+            raw = np.array([sum(w for w, term in info.preferred_node_terms
+                                if node_selector_matches(term, self.nodes[i].node)) for i in fe], dtype=np.int64)
+            return S.default_normalize(raw)
+        if plugin == "DynamicResources":
+            if not dra.any():
+                return None
+            return S.default_normalize(dra)
+        if plugin == "PodTopologySpread":
+            return self._spread_score(demand, info, prof, fe)
+        if plugin == "InterPodAffinity":
+            return self._affinity_score(info, prof, fe)
+        return None     # ImageLocality (no images modelled), VolumeBinding (no volumes): 0 everywhere
+
+    def _pod_request(self, demand, r: str) -> int:
+        if r == "cpu":
+            return self.nonzero(demand)[0]
+        if r == "memory":
+            return self.nonzero(demand)[1]
+        v = demand.resources.get(r) or demand.extended_resources.get(r)
+        return units(r, v) if v else 0
+
+    def _resource_columns(self, demand, resources, fe: np.ndarray, nonzero: bool):
+        """(requested with the pod, requested without it, allocatable, pod request) per resource
+        over the feasible nodes; resources skipped as the plugin skips them come back with
+        allocatable 0 (calculateResourceAllocatableRequest)."""
+        out = []
+        for r, w in resources:
+            if nonzero and r in ("cpu", "memory"):
+                pod_req = self._pod_request(demand, r)
+                node_req = (self.nz_cpu if r == "cpu" else self.nz_mem)[fe]
+            else:
+                v = demand.resources.get(r) or demand.extended_resources.get(r)
+                pod_req = units(r, v) if v else 0
+                node_req = self.used[r][fe]
+            if r not in _NATIVE[:3] and (not is_scalar(r) or pod_req == 0):
+                alloc = np.zeros(len(fe), dtype=np.int64)      # not scored: (0, 0)
+            else:
+                alloc = self.alloc[r][fe]
+            out.append((node_req + pod_req, node_req, alloc, pod_req, w))
+        return out
+
+    def _fit_score(self, demand, prof: Profile, fe: np.ndarray):
+        cols = self._resource_columns(demand, prof.fit.resources, fe, nonzero=True)
+        req = [c[0] for c in cols]
+        cap = [c[2] for c in cols]
+        w = [c[4] for c in cols]
+        kind = prof.fit.type
+        if kind == "LeastAllocated":
+            return S.weighted_resource_score([S.least_requested(a, b) for a, b in zip(req, cap)], cap, w)
+        if kind == "MostAllocated":
+            return S.weighted_resource_score([S.most_requested(a, b) for a, b in zip(req, cap)], cap, w)
+        return S.requested_to_capacity_ratio(req, cap, w, list(prof.fit.shape))
+
+    def _balanced_score(self, demand, prof: Profile, fe: np.ndarray):
+        cols = self._resource_columns(demand, prof.balanced_resources, fe, nonzero=False)
+        if all(c[3] == 0 for c in cols):
+            return None       # best-effort pod: PreScore returns Skip
+        return S.balanced_allocation([c[0] for c in cols], [c[1] for c in cols], [c[2] for c in cols])
+
+    def _spread_score(self, demand, info: PodInfo, prof: Profile, fe: np.ndarray):
+        """PodTopologySpread Score (podtopologyspread/scoring.go)."""
+        if info.spread:
+            rules = [r for r in info.spread if r.when_unsatisfiable == "ScheduleAnyway"]
+            require_all = True
+        else:
+            rules = self._default_rules(info, prof, "ScheduleAnyway")
+            require_all = prof.spread_defaulting != "System"
+        if not rules:
+            return None
+        keys = [r.topology_key for r in rules]
+        ignored = np.array([require_all and any(k not in self.labels[i] for k in keys) for i in fe], dtype=bool)
+        counts: list[dict[str, int]] = [dict() for _ in rules]
+        sizes = [0] * len(rules)
+        for j, i in enumerate(fe):
+            if ignored[j]:
+                continue
+            for ci, r in enumerate(rules):
+                if r.topology_key == HOSTNAME:
+                    continue
+                v = self.labels[i].get(r.topology_key)      # a missing label counts as the value ""
+                v = "" if v is None else v
+                if v not in counts[ci]:
+                    counts[ci][v] = 0
+                    sizes[ci] += 1
+        n_valid = int((~ignored).sum())
+        weights = [S.topology_normalizing_weight(n_valid if r.topology_key == HOSTNAME else sizes[ci])
+                   for ci, r in enumerate(rules)]
+        for idx in range(len(self.nodes)):
+            labels = self.labels[idx]
+            if require_all and any(k not in labels for k in keys):
+                continue
+            for ci, r in enumerate(rules):
+                if r.topology_key == HOSTNAME or not self._node_eligible(demand, r, idx):
+                    continue
+                v = labels.get(r.topology_key, "")
+                if v in counts[ci]:
+                    counts[ci][v] += self._count(r, info, idx)
+        raw = np.zeros(len(fe), dtype=np.int64)
+        for j, i in enumerate(fe):
+            if ignored[j]:
+                continue
+            labels = self.labels[i]
+            s = 0.0
+            for ci, r in enumerate(rules):
+                v = labels.get(r.topology_key)
+                if v is None:
+                    continue
+                cnt = self._count(r, info, int(i)) if r.topology_key == HOSTNAME else counts[ci][v]
+                s += cnt * weights[ci] + (r.max_skew - 1)
+            raw[j] = int(math.floor(s + 0.5))
+        return S.spread_normalize(raw, ignored)
+
+    def _affinity_score(self, info: PodInfo, prof: Profile, fe: np.ndarray):
+        """InterPodAffinity Score (interpodaffinity/scoring.go): per topology domain, + weight for
+        each existing pod matching one of the pod's preferred affinity terms (- for anti-affinity),
+        and, symmetrically, for each existing pod whose preferred (anti-)affinity terms match this
+        pod, and hardPodAffinityWeight for existing pods' required affinity terms matching it;
+        normalised 100 * (s - min) / (max - min)."""
+        ns = self.ns_labels
+        topo: Counter = Counter()
+        if info.preferred_affinity or info.preferred_anti:
+            for idx, pods in enumerate(self.pods_on):
+                labels = self.labels[idx]
+                for p in pods:
+                    for w, t in info.preferred_affinity:
+                        v = labels.get(t.topology_key)
+                        if v is not None and t.matches(p, ns):
+                            topo[(t.topology_key, v)] += w
+                    for w, t in info.preferred_anti:
+                        v = labels.get(t.topology_key)
+                        if v is not None and t.matches(p, ns):
+                            topo[(t.topology_key, v)] -= w
+        for p, idx in self.affinity_pods:
+            labels = self.labels[idx]
+            if prof.hard_pod_affinity_weight > 0:
+                for t in p.required_affinity:
+                    v = labels.get(t.topology_key)
+                    if v is not None and t.matches(info, ns):
+                        topo[(t.topology_key, v)] += prof.hard_pod_affinity_weight
+            for w, t in p.preferred_affinity:
+                v = labels.get(t.topology_key)
+                if v is not None and t.matches(info, ns):
+                    topo[(t.topology_key, v)] += w
+            for w, t in p.preferred_anti:
+                v = labels.get(t.topology_key)
+                if v is not None and t.matches(info, ns):
+                    topo[(t.topology_key, v)] -= w
+        if not topo:
+            return None
+        raw = np.array([sum(s for (k, v), s in topo.items() if self.labels[i].get(k) == v) for i in fe],
+                       dtype=np.int64)
+        lo, hi = int(raw.min()), int(raw.max())
+        if hi == lo:
+            return None
+        # Go: int64(float64(MaxNodeScore) * (float64(s - min) / float64(max - min)))
+        return (float(S.MAX) * ((raw - lo).astype(np.float64) / float(hi - lo))).astype(np.int64)
+
+
+class _OwnerMatch:
+    """Selector of a default spreading constraint: the pods of one controller."""
+
+    def __init__(self, owner: tuple[str, str]):
+        self.owner = owner
+
+    def __call__(self, labels: dict[str, str]) -> bool:     # pragma: no cover - matched by owner instead
+        raise TypeError("owner selectors match by owner")
