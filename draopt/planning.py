@@ -1,10 +1,17 @@
-"""Capacity planning: how many more nodes like this one do the pending pods need?
+"""Capacity planning: which new nodes do the pending pods need?
 
-`nodes_needed` copies a template node (its Node object and every ResourceSlice pinned to it
-by nodeName, pools renamed after the copy) and searches for the smallest number of copies
-with which a placement policy places every pending pod: doubling first, then bisection.
-Placement need not be monotone in the number of nodes (first-fit is a heuristic), so the
-answer is checked: `k` places everything, and `k - 1` was tried and did not.
+`plan` (several node types, each a template Node with its slices and a cost) lets the CP-SAT
+placement model decide the cheapest mix of new nodes: candidate copies of every type, each with
+an "opened" literal, pods only on opened nodes; first the most pods, then the least cost. The
+answer is called minimal only when CP-SAT proves it; the bound and gap are given otherwise, and
+the one-fewer check (the mix less one node of each type it uses) is solved too. Side by side,
+`ffd_estimate`: what the cluster-autoscaler's first-fit-decreasing binpacking estimator would buy
+with each type alone. See docs/planning.md.
+
+`nodes_needed` (the earlier search) copies one template node and searches for the smallest
+number of copies with which a placement policy places every pending pod: doubling first, then
+bisection. Placement need not be monotone in the number of nodes (first-fit is a heuristic), so
+the answer is checked: `k` places everything, and `k - 1` was tried and did not.
 
 `sweep` (now in `draopt.sweep`, re-exported here) runs many what-if studies.
 """
@@ -457,7 +464,7 @@ class MixPlan:
         if best is not None:
             out.append(f"first-fit decreasing (cluster-autoscaler's estimator), cheapest single type: "
                        f"{best.nodes} x {best.node_type.name}, cost {_fmt(best.cost)}, places {best.placed} of "
-                       f"{best.pods}")
+                       f"{best.pods}" + ("" if best.placed == best.pods else " (no single type places them all)"))
         if self.blocked:
             out.append(f"no node of any type (nor of the cluster) takes {len(self.blocked)} pod(s):")
             out.extend(f"  {pod}: {why}" for pod, why in sorted(self.blocked.items()))
