@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--stats", action="store_true",
                     help="one JSON line per policy on stderr: load_s, place_s, pods_per_s, peak RSS and "
                          "the policy's own figures (optimal: model size, phase times, status, gap)")
+    from .scheduler import add_scheduler_flags
+    add_scheduler_flags(pl)
     _input_flags(pl)
     pl.set_defaults(func=cmd_place)
     ex = sub.add_parser("explain", help="why claims cannot be allocated or pods not placed: device rejections "
@@ -150,6 +152,8 @@ def cmd_allocate(args) -> int:
 
 def cmd_place(args) -> int:
     from .placement import place, pod_table, summary_table
+    from .scheduler import load_config
+    scheduler_config = load_config(args.scheduler_config) if args.scheduler_config else None
     api.warm_up()
     t0 = time.perf_counter()
     objects = _load(args)
@@ -158,7 +162,8 @@ def cmd_place(args) -> int:
 
     def run(policy):
         t = time.perf_counter()
-        out = place(objects, policy=policy, features=features, time_limit=args.time_limit)
+        out = place(objects, policy=policy, features=features, time_limit=args.time_limit,
+                    scheduler_config=scheduler_config, seed=args.seed, tie_break=args.tie_break)
         if args.stats:
             import resource
             elapsed = time.perf_counter() - t
