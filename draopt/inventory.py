@@ -110,6 +110,9 @@ class AllocatedState:
     capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
     claims_by_device: dict[DeviceID, list[str]] = field(default_factory=dict)
     shared_count: dict[DeviceID, int] = field(default_factory=dict)
+    # Bumped whenever a result is removed: while it stays the same, devices only ever become
+    # more used (what the allocator's remembered dead prefixes rely on).
+    releases: int = 0
 
     def holds(self, did: DeviceID) -> bool:
         """IsDeviceAllocated: the device consumes its counters."""
@@ -133,6 +136,7 @@ class AllocatedState:
     def remove_result(self, claim_key: str, did: DeviceID, *, admin: bool, share: bool,
                       consumed: dict[str, Fraction] | None) -> None:
         """Undo add_result (a gang that could not be placed whole gives its devices back)."""
+        self.releases += 1
         users = self.claims_by_device.get(did, [])
         if claim_key in users:
             users.remove(claim_key)
@@ -387,6 +391,9 @@ class Inventory:
     devices: list[DeviceEntry]       # usable pools only, search order
     by_id: dict[DeviceID, DeviceEntry]
     allocated: AllocatedState
+    # What searches on this node can reuse (draopt.reference: dead prefixes, selector errors,
+    # attribute indexes); it depends only on the devices and, where noted, on `allocated`.
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def invalid_pools(self) -> list[Pool]:

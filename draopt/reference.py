@@ -23,11 +23,13 @@ known defects; `False` gives the documented semantics (see docs/semantics.md):
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from .constraints import AttrValue, constraint_applies, normalise
+from .rules import lookup_attribute
 from .errors import AllocationError
 from .inventory import (DeviceEntry, DeviceID, Pool, available_counters, compatibility_groups, device_id_str,
                         in_use_groups)
@@ -174,7 +176,15 @@ class _Slot:
 
 
 class ReferenceAllocator:
-    def __init__(self, problem: Problem, *, kubernetes_defects: bool = True, node_limit: int | None = None):
+    """`shape` (one text per claim, equal for claims whose specs are equal; e.g. the claims'
+    JSON) lets searches on the same node share what they learn through `inventory.memo`:
+    devices that fail for reasons that only get worse while nothing is released (a dead prefix
+    per request) and, under a matchAttribute constraint that has its value, runs of devices
+    that cannot match, skipped in one step. The search visits and returns exactly what it
+    would without them (FAST_PATHS=False, or no shape)."""
+
+    def __init__(self, problem: Problem, *, kubernetes_defects: bool = True, node_limit: int | None = None,
+                 shape: tuple | None = None):
         self.p = problem
         self.f = problem.features
         self.defects = kubernetes_defects
@@ -190,6 +200,15 @@ class ReferenceAllocator:
         self.compat: dict[tuple[int, str], frozenset[str]] = {}
         self.counted_multi: dict[DeviceID, bool] = {}   # documented mode: multi device drew its counters   # running intersection per counter set
         self.constraints = [self._make_constraints(c) for c in problem.claims]
+        self.shape = shape if FAST_PATHS and shape is not None and len(shape) == len(problem.claims) else None
+        self.memo = problem.inventory.memo
+        self.dirty = False             # something of this search's state changed (counters, results, ...)
+        self._fail_clean = False       # the last _allocate_device failed before changing anything
+        # Device runs skipped under a matchAttribute constraint, (start, stop, request), in order;
+        # with the allocator's counter leak they would have reserved counters: replayed per pool
+        # when the search comes back to that pool (lazy_seen: how many runs a pool has seen).
+        self.lazy: list[tuple[int, int, RequestSpec]] = []
+        self.lazy_seen: dict[int, int] = {}
 
     def _make_constraints(self, claim: ClaimSpec) -> list[_Constraint]:
         out: list[_Constraint] = []
@@ -277,31 +296,158 @@ class ReferenceAllocator:
                 undo()
             return done
         devices = self.p.devices
-        for i in range(start, len(devices)):
+        n = len(devices)
+        i = start
+        # Dead prefix: at the start of a search nothing is taken yet, so devices that failed
+        # then (in use, not selectable, no capacity, no counters left) fail again as long as
+        # nothing was released since.
+        prefix_key = None
+        if self.shape is not None and k == 0 and start == 0 and not self.dirty:
+            prefix_key = ("prefix", self.shape[ci], req.key, self.defects)
+            got = self.memo.get(prefix_key)
+            if got is not None and got[0] == self.p.inventory.allocated.releases:
+                i = got[1]
+        skip = self._mismatch_runs(req, ci) if self.shape is not None else None
+        next_match = -1
+        while i < n:
+            if skip is not None:
+                matches, errors = skip
+                if i > next_match:
+                    pos = bisect_left(matches, i)
+                    next_match = matches[pos] if pos < len(matches) else n
+                if next_match > i:
+                    if errors[next_match] == errors[i]:
+                        if self.defects:
+                            self.lazy.append((i, next_match, req))
+                        i = next_match
+                        continue
+                    skip = None     # a selector fails with an error in the run: search it device by device
             dev = devices[i]
-            if dev.pool.incomplete or dev.pool.invalid:
-                continue
-            if req.admin_access:
-                if self._used_by_claim(dev.id, ci):
-                    continue
-            elif self._in_use(dev.id, ci):
-                continue
-            if not self.p.selectable(req, dev):
-                continue
-            if self.f.consumable_capacity and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
-                continue
-            undo = self._allocate_device(req, dev, must=False)
-            if undo is None:
-                continue
-            try:
-                done = self._device(req, k + 1, i + 1)
-            except BaseException:
+            clean = self._try_one(req, dev, ci)
+            if clean is None:
+                self.dirty = True
+                if prefix_key is not None:
+                    self._remember_prefix(prefix_key, i)
+                    prefix_key = None
+                undo = self._undo_pending
+                try:
+                    done = self._device(req, k + 1, i + 1)
+                except BaseException:
+                    undo()
+                    raise
+                if done:
+                    return True
                 undo()
-                raise
-            if done:
-                return True
-            undo()
+            elif not clean and prefix_key is not None:
+                self._remember_prefix(prefix_key, i)
+                prefix_key = None
+            i += 1
+        if prefix_key is not None:
+            self._remember_prefix(prefix_key, n)
         return False
+
+    def _try_one(self, req: RequestSpec, dev: DeviceEntry, ci: int) -> bool | None:
+        """One device of the search loop: None when it was allocated (its undo function in
+        _undo_pending), else whether it failed in a way that a later search starting clean
+        would repeat (True) or not (False)."""
+        if dev.pool.incomplete or dev.pool.invalid:
+            return True
+        if req.admin_access:
+            if self._used_by_claim(dev.id, ci):
+                return False
+        elif self._in_use(dev.id, ci):
+            return not self.dirty
+        if not self.p.selectable(req, dev):
+            return True
+        if self.f.consumable_capacity and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+            return not self.dirty
+        undo = self._allocate_device(req, dev, must=False)
+        if undo is None:
+            return self._fail_clean and not self.dirty
+        self._undo_pending = undo
+        return None
+
+    def _remember_prefix(self, key, stop: int) -> None:
+        releases = self.p.inventory.allocated.releases
+        got = self.memo.get(key)
+        if got is None or got[0] != releases or got[1] < stop:
+            self.memo[key] = (releases, stop)
+
+    def _mismatch_runs(self, req: RequestSpec, ci: int):
+        """When the first constraint of the claim that applies to `req` is a scalar
+        matchAttribute that holds a value: (sorted positions of the devices with that value,
+        cumulative count of devices whose selectors fail with an error). Every other device
+        fails that constraint, after the checks before it."""
+        if self.f.derived_attributes and req.fields.derived_attributes:
+            return None
+        target = None
+        for c in self.constraints[ci]:
+            if c.names and not c.applies(req):
+                continue
+            if isinstance(c, MatchConstraint) and not c.list_types and c.num > 0:
+                target = c
+            break
+        if target is None:
+            return None
+        by_value = self.memo.get(("values", target.attribute))
+        if by_value is None:
+            by_value = {}
+            for dev in self.p.devices:
+                raw = lookup_attribute(dev.device.attributes, dev.driver, target.attribute)
+                v = normalise(raw, False) if raw is not None else None
+                if v is not None:
+                    by_value.setdefault(v, []).append(dev.index)
+            self.memo[("values", target.attribute)] = by_value
+        errors = self.memo.get(("errors", self.shape[ci], req.key))
+        if errors is None:
+            errors = [0]
+            for dev in self.p.devices:
+                try:
+                    self.p.selectable(req, dev)
+                    failed = 0
+                except Exception:  # noqa: BLE001 - the search raises it when (and if) it gets there
+                    failed = 1
+                errors.append(errors[-1] + failed)
+            self.memo[("errors", self.shape[ci], req.key)] = errors
+        matches = by_value.get(target.first, ()) if target.first is not None else ()
+        return matches, errors
+
+    def _materialize(self, pool: Pool) -> None:
+        """Replay, on this pool, the skipped runs it has not seen yet (their counter leaks)."""
+        total = len(self.lazy)
+        seen = self.lazy_seen.get(id(pool), 0)
+        if seen == total:
+            return
+        self.lazy_seen[id(pool)] = total
+        ranges = self.memo.get("pool_ranges")
+        if ranges is None:
+            ranges = {}
+            for dev in self.p.devices:
+                lo, _ = ranges.get(id(dev.pool), (dev.index, 0))
+                ranges[id(dev.pool)] = (lo, dev.index + 1)
+            self.memo["pool_ranges"] = ranges
+        lo, hi = ranges[id(pool)]
+        devices = self.p.devices
+        for a, b, req in self.lazy[seen:total]:
+            for x in range(max(a, lo), min(b, hi)):
+                self._replay(req, devices[x])
+
+    def _replay(self, req: RequestSpec, dev: DeviceEntry) -> None:
+        """What the search loop did with a device that could not match: the same checks, then
+        _allocate_device up to the constraint, which rejects it."""
+        ci = req.claim_index
+        if dev.pool.incomplete or dev.pool.invalid:
+            return
+        if req.admin_access:
+            if self._used_by_claim(dev.id, ci):
+                return
+        elif self._in_use(dev.id, ci):
+            return
+        if not self.p.selectable(req, dev):
+            return
+        if self.f.consumable_capacity and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+            return
+        self._allocate_device(req, dev, must=False, reject=True)
 
     # ------------------------------------------------------------------ one device
     def _in_use(self, did: DeviceID, ci: int) -> bool:
@@ -313,7 +459,12 @@ class ReferenceAllocator:
     def _used_by_claim(self, did: DeviceID, ci: int) -> bool:
         return ci in self.allocating.get(did, ()) or ci in self.allocating_admin.get(did, ())
 
-    def _allocate_device(self, req: RequestSpec, dev: DeviceEntry, must: bool):
+    def _allocate_device(self, req: RequestSpec, dev: DeviceEntry, must: bool, reject: bool = False):
+        """Allocate one device (an undo function) or None. `reject`: replaying a skipped device
+        that the claim's constraint rejects (draopt's fast path): stop there, as the search did."""
+        if self.lazy:
+            self._materialize(dev.pool)
+        self._fail_clean = True
         ci = req.claim_index
         multi = self.f.consumable_capacity and dev.multi_allocatable
         if not multi and req.admin_access and self._used_by_claim(dev.id, ci):
@@ -323,6 +474,8 @@ class ReferenceAllocator:
         consumes = dev.device.consumes_counters
         if not self.f.partitionable_devices and consumes:
             return None
+        if multi:
+            self._fail_clean = False   # whether its counters count changes once its capacity is in use
         if self.defects:
             # Kubernetes: a multi-allocatable device's counters are skipped once capacity is in use.
             capacity_in_use = dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity
@@ -335,6 +488,9 @@ class ReferenceAllocator:
             counts_counters = bool(consumes) and not req.admin_access
         if counts_counters and not self._take_counters(dev):
             return None
+        self._fail_clean = False
+        if not reject:
+            self.dirty = True
         if counts_counters and multi and not self.defects:
             self.counted_multi[dev.id] = True
         compat_undo = self._take_compatibility(dev)
@@ -352,6 +508,9 @@ class ReferenceAllocator:
                 self.counted_multi.pop(dev.id, None)
 
         if self.p.taint_blocks(req, dev):
+            release_counters_if_clean()
+            return None
+        if reject:
             release_counters_if_clean()
             return None
         added: list[_Constraint] = []
@@ -383,6 +542,8 @@ class ReferenceAllocator:
         n_before = len(self.results[ci]) - 1
 
         def undo():
+            if self.lazy:
+                self._materialize(dev.pool)
             compat_undo()
             for c in self.constraints[ci]:
                 c.remove(req, dev)
