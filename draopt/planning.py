@@ -364,7 +364,15 @@ def ffd_estimate(objects: ObjectSet, node_type: NodeType, *, features: Features 
     left = len(real) - len(on_cluster)
     template = next(n for n in objects.nodes if n.name == node_type.template)
     allocatable = {r: Quantity.parse(v).value for r, v in (template.status.allocatable or {}).items()}
-    k = min(left, 8, max_nodes)
+    # Start from a bound on the nodes the left pods need (their cpu, memory and pod count against
+    # the template's), plus one: usually one simulation suffices, else the copies double.
+    need = 0
+    for r in ("cpu", "memory", "pods"):
+        cap = allocatable.get(r)
+        if cap:
+            need = max(need, math.ceil(sum(d.resources.get(r, 0) for d in workload.pending
+                                           if d.key not in on_cluster) / cap))
+    k = min(left, max(8, need + 1 + need // 8), max_nodes)
     while True:
         objs, type_of, daemon_of = _with_types(objects, [(node_type, k)])
         wl, cluster = _cluster_for(objs, features, type_of, [node_type.name])
