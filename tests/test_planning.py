@@ -203,3 +203,22 @@ def test_new_nodes_of_a_type_run_its_daemonset_pods():
     assert p.pods == 5 and p.placed == 5            # the Deployment's 4 and the DaemonSet's pod on a
     assert p.ffd[0].nodes == 3
     assert [o.verdict for o in p.one_fewer] == ["does not place them all (proven infeasible)"]
+
+
+def test_capped_candidates_are_not_called_minimal():
+    """With one candidate per type (--max-nodes 1) the 40 inference pods do not all fit: the plan
+    places what it can, says it is not proven and why, and the CLI exits 1."""
+    from draopt.plan_scenarios import scenario
+    from draopt.planning import plan
+    objs, types = scenario("inference", 40)
+    p = plan(objs, types, max_nodes=1, time_limit=20)
+    assert p.placed < p.pods == 40
+    assert not p.proven_minimal and not p.placed_proven
+    assert "--max-nodes 1" in p.why_not_proven and "not proven minimal" in p.table()
+    assert all(n <= 1 for n in p.mix.values())
+
+
+def test_same_input_same_plan(plans):
+    from draopt.planning import plan
+    objs, types, first = plans["mixed"]
+    assert plan(objs, types, time_limit=30).to_json() == first.to_json()
