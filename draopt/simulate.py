@@ -28,6 +28,10 @@ Policies (node choice; ties: first node by name):
   their frequency, is the free device capacity each shape cannot use there: all of it when the
   shape does not fit the node (or needs no device), else the capacity left on devices it cannot
   take (too little left, or not matching its selectors);
+* `kube-scheduler`: a KubeSchedulerConfiguration profile's node choice (`--scheduler-config`,
+  default Kubernetes 1.36's profile; ties `--tie-break`, random from `--seed`): NodeResourcesFit
+  and BalancedAllocation scores, percentageOfNodesToScore (draopt.scheduler.trace says what is
+  modelled and what is refused);
 * `optimal-batch`: arrivals are collected K at a time and each batch is placed by draopt's
   optimal model (`draopt.placement.place(policy="optimal")`) on what is left of the cluster,
   maximising the GPU capacity placed; placed pods never move.
@@ -53,7 +57,7 @@ import numpy as np
 from .errors import InputError
 from .quantity import Quantity
 
-ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd")
+ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
 POLICIES = ONLINE_POLICIES + ("optimal-batch",)
 OFFLINE = "offline-optimum"
 DEFAULT_CAPACITY = "gpu.example.com/milli"
@@ -358,6 +362,8 @@ def place_one(st: State, s: Shape, policy: str, frag: FragModel | None) -> tuple
         node = int(cand[int(np.argmax(score))])      # argmax: the first (by name) of the best
     elif policy == "fgd":
         return _fgd(st, s, cand, use, frag)
+    elif policy == "kube-scheduler":
+        node = st.c.kube_scheduler.choose(st, s, cand)
     else:
         raise InputError(f"--policy: unknown policy {policy!r}")
     return node, (_first(use[node], s.count) if s.count else [])
@@ -844,6 +850,8 @@ def register(sub) -> None:
     p.add_argument("--stats", action="store_true",
                    help="print one JSON line of timings to stderr (load_s, build_s, simulate_s, per-policy "
                         "seconds and arrivals/s, peak RSS)")
+    from .scheduler import add_scheduler_flags
+    add_scheduler_flags(p, seed=False)
     p.set_defaults(func=cmd_simulate)
 
 
@@ -921,6 +929,13 @@ def cmd_simulate(args) -> int:
     load_s = time.perf_counter() - t0
     t_build = time.perf_counter()
     c = build(objects, capacity_name=args.capacity)
+    if "kube-scheduler" in policies or args.scheduler_config:
+        from .scheduler import SchedulerConfig, load_config
+        from .scheduler.trace import TraceScheduler
+        if "kube-scheduler" not in policies:
+            raise InputError("--scheduler-config: used by the kube-scheduler policy, which --policy does not list")
+        cfg = load_config(args.scheduler_config) if args.scheduler_config else SchedulerConfig.default()
+        c.kube_scheduler = TraceScheduler(c, cfg, seed=args.seed, tie_break=args.tie_break)
     build_s = time.perf_counter() - t_build
     say = None if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr, flush=True))
     if say:

@@ -81,7 +81,7 @@ def test_first_fit_matches_place(files):
             continue
         st.take(c.shapes[si], *got)
         ours[key] = (c.nodes[got[0]], sorted(c.devices[got[0]].devices[d].device.name for d in got[1]))
-    outcome = place(objects, policy="first-fit")
+    outcome = place(objects, policy="first-fit", scheduler_config="builtin:name-order")   # first node by name
     theirs = {}
     for pl in outcome.result.pods:
         if not pl.placed:
