@@ -11,8 +11,9 @@ resources of running and placed pods) and measures it:
 * ``counters``: per counter name, what allocated devices consume of their pools' shared counter
   sets, and the sets' total; ``capacity``: per capacity name, what shares consume of devices
   with ``allowMultipleAllocations``, and those devices' total;
-* ``free_devices``: device units still allocatable: a device nobody holds whose counters are
-  still available counts 1; a device with ``allowMultipleAllocations`` counts the share of its
+* ``free_devices``: device units still allocatable, each device taken alone: a device nobody
+  holds whose counters are still available counts 1 (partitions that share a counter set may
+  not all fit together: see ``counters`` for what is left of the sets); a device with ``allowMultipleAllocations`` counts the share of its
   capacity left (the smallest over its capacities); anything else 0;
 * ``stranded_devices``: free device units on which no *pod shape* of the workload fits: a shape
   is the pending pods alike in claims (their specs), node resources, node selector, affinity
@@ -47,8 +48,9 @@ DEFINITIONS = {
     "placed": "pending pods placed",
     "weighted_placed": "sum of max(1, 1 + priority) over placed pods (what the optimal policy maximises first)",
     "devices_used": "devices allocated after the placement (input allocations included), each device once",
-    "free_devices": "device units still allocatable: 1 per device nobody holds whose counters are available, "
-                    "the share of capacity left on devices with allowMultipleAllocations",
+    "free_devices": "device units still allocatable, each device alone: 1 per device nobody holds whose counters "
+                    "are available (partitions sharing counters may not all fit together), the share of capacity "
+                    "left on devices with allowMultipleAllocations",
     "stranded_devices": "free device units on which no pod shape of the workload fits (first-fit filters "
                         "and the kube-scheduler's allocator, a new pod like it with claims of its own)",
     "fragmentation": "expected free device units a pod drawn from the workload (shapes weighted by pod "
@@ -102,8 +104,9 @@ def _num(v: Fraction) -> float | int:
 
 
 def compare(objects: ObjectSet, policies: list[str], *, features: Features | None = None,
-            time_limit: float = 60.0) -> list[PolicyReport]:
-    """Place the workload with each policy and measure the state each leaves (module docstring)."""
+            time_limit: float = 60.0, **first_fit: Any) -> list[PolicyReport]:
+    """Place the workload with each policy and measure the state each leaves (module docstring).
+    `first_fit`: place()'s scheduler_config, seed, tie_break (first-fit's node choice)."""
     from .placement import PLACE_POLICIES
     if len(policies) < 2:
         raise InputError(f"--policy: compare needs two or more policies (got {len(policies)}; "
@@ -115,14 +118,15 @@ def compare(objects: ObjectSet, policies: list[str], *, features: Features | Non
     if bad:
         raise InputError(f"--policy: unknown placement policy {bad[0]!r} (known: {', '.join(PLACE_POLICIES)})")
     features = features or Features.from_gates()
-    return [measure_policy(objects, p, features=features, time_limit=time_limit) for p in policies]
+    return [measure_policy(objects, p, features=features, time_limit=time_limit, **first_fit) for p in policies]
 
 
-def measure_policy(objects: ObjectSet, policy: str, *, features: Features, time_limit: float) -> PolicyReport:
+def measure_policy(objects: ObjectSet, policy: str, *, features: Features, time_limit: float,
+                   **first_fit: Any) -> PolicyReport:
     from .placement import place
     from .placement.result import weight
     t0 = time.perf_counter()
-    outcome = place(objects, policy=policy, features=features, time_limit=time_limit)
+    outcome = place(objects, policy=policy, features=features, time_limit=time_limit, **first_fit)
     solve_s = time.perf_counter() - t0
     result, workload = outcome.result, outcome.workload
     state = _final_state(objects, workload, result, features)
@@ -331,6 +335,7 @@ def plots(reports: list[PolicyReport]) -> dict[str, str]:
             ax.bar_label(bars, labels=[_cell(getattr(r, measure)) for r in reports], fontsize=8)
             ax.set_title(measure)
             ax.margins(y=0.2)
+            ax.set_ylim(bottom=0, top=None if any(values) else 1)
             fig.tight_layout()
             buf = io.StringIO()
             fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
@@ -339,6 +344,38 @@ def plots(reports: list[PolicyReport]) -> dict[str, str]:
             svg = svg[svg.index("<svg"):]       # no XML prolog, no DOCTYPE (it names a URL)
             out[measure] = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
     return out
+
+
+def plot_png(reports: list[PolicyReport], path: str) -> None:
+    """One PNG, a bar chart per measure (`draopt compare --plot`)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'") from None
+    names = [r.policy for r in reports]
+    cols = 4
+    rows = -(-len(PLOTTED) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows))
+    flat = list(axes.flat)
+    for ax, measure in zip(flat, PLOTTED):
+        bars = ax.bar(names, [float(getattr(r, measure)) for r in reports],
+                      color=[f"C{i}" for i in range(len(names))])
+        ax.bar_label(bars, labels=[_cell(getattr(r, measure)) for r in reports], fontsize=8)
+        ax.set_title(measure, fontsize=10)
+        ax.tick_params(labelsize=8)
+        ax.margins(y=0.25)
+        ax.set_ylim(bottom=0, top=None if any(getattr(r, measure) for r in reports) else 1)
+    for ax in flat[len(PLOTTED):]:
+        ax.axis("off")
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=110, metadata={"Software": None})
+    except OSError as e:
+        raise InputError(f"--plot {path}: cannot write: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
 
 
 def to_html(reports: list[PolicyReport], inputs: list[str]) -> str:
@@ -383,8 +420,11 @@ def register(sub, input_flags, positive_seconds) -> None:
                    help="a placement policy (repeat: --policy first-fit --policy optimal; default both)")
     p.add_argument("--time-limit", type=positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit")
     p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    from .scheduler import add_scheduler_flags
+    add_scheduler_flags(p)
     p.add_argument("-o", "--output", default="table", choices=("table", "json"))
     p.add_argument("--html", metavar="FILE.html", help="also write a self-contained HTML report (needs matplotlib)")
+    p.add_argument("--plot", metavar="FILE.png", help="also write the measures as one PNG (needs matplotlib)")
     input_flags(p)
     p.set_defaults(func=cmd_compare)
 
@@ -393,15 +433,18 @@ def cmd_compare(args) -> int:
     from .api import warm_up
     from .features import parse_gates
     from .loader import load_files
-    if args.html:
+    for flag, wanted in (("--html", args.html), ("--plot", args.plot)):
         import importlib.util
-        if importlib.util.find_spec("matplotlib") is None:     # checked before the placements, not after
-            raise InputError("--html needs matplotlib: pip install 'draopt[plot]'")
+        if wanted and importlib.util.find_spec("matplotlib") is None:    # checked before the placements
+            raise InputError(f"{flag} needs matplotlib: pip install 'draopt[plot]'")
+    from .scheduler import load_config
+    scheduler_config = load_config(args.scheduler_config) if args.scheduler_config else None
     warm_up()
     objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
     features = Features.from_gates(parse_gates(args.feature_gates))
     reports = compare(objects, args.policy or ["first-fit", "optimal"], features=features,
-                      time_limit=args.time_limit)
+                      time_limit=args.time_limit, scheduler_config=scheduler_config, seed=args.seed,
+                      tie_break=args.tie_break)
     if args.output == "json":
         print(json.dumps(to_json(reports, args.filename), indent=2, sort_keys=True))
     else:
@@ -413,4 +456,6 @@ def cmd_compare(args) -> int:
                 f.write(text)
         except OSError as e:
             raise InputError(f"--html {args.html}: cannot write: {e.strerror or e}") from None
+    if args.plot:
+        plot_png(reports, args.plot)
     return 0

@@ -20,7 +20,7 @@ GANG = ROOT / "examples" / "gang-stranding.yaml"
 
 # node-a: 2 GPUs, node-b: 1 GPU, node-c: 1 GPU but 1 cpu (no pod fits there: every pod asks 2).
 # p1 (created first) asks 1 GPU, p2 asks 2 GPUs.
-#   first-fit: p1 -> node-a (first by name); p2 fits nowhere (1 GPU left on a and on b).
+#   first-fit, nodes in name order: p1 -> node-a; p2 fits nowhere (1 GPU left on a and on b).
 #   optimal:   p2 -> node-a, p1 -> node-b (the only way to place both).
 STRANDING = """
 apiVersion: resource.k8s.io/v1
@@ -69,7 +69,8 @@ def stranding(tmp_path):
 
 
 def test_measures_by_hand(stranding):
-    ff, opt = compare(load_files([str(stranding)]), ["first-fit", "optimal"], time_limit=20)
+    ff, opt = compare(load_files([str(stranding)]), ["first-fit", "optimal"], time_limit=20,
+                      scheduler_config="builtin:name-order")
     assert (ff.placed, ff.pods, ff.devices_total, ff.devices_used) == (1, 2, 4, 1)
     assert ff.free_devices == 3 and ff.shapes == 2
     # node-c's GPU: no shape fits there (cpu) -> stranded. node-a's and node-b's free GPU: the
@@ -130,7 +131,7 @@ def _run(*args, cwd=ROOT):
 def test_cli_table_json_and_self_contained_html(stranding, tmp_path):
     html_path = tmp_path / "report.html"
     p = _run("-f", str(stranding), "--policy", "first-fit", "--policy", "optimal", "--time-limit", "20",
-             "-o", "json", "--html", str(html_path))
+             "--scheduler-config", "builtin:name-order", "-o", "json", "--html", str(html_path))
     assert p.returncode == 0, p.stderr
     got = {r["policy"]: r for r in json.loads(p.stdout)["policies"]}
     assert got["first-fit"]["stranded_devices"] == 1 and got["optimal"]["placed"] == 2
@@ -139,16 +140,19 @@ def test_cli_table_json_and_self_contained_html(stranding, tmp_path):
     assert page.count("<svg") == 7                      # one plot per measure
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "<script" not in page and "<link" not in page and "@import" not in page
-    t = _run("-f", str(stranding), "--time-limit", "20")
+    t = _run("-f", str(stranding), "--time-limit", "20", "--scheduler-config", "builtin:name-order",
+             "--plot", str(tmp_path / "m.png"))
     assert t.returncode == 0, t.stderr
     lines = {line.split()[0]: line.split()[1:] for line in t.stdout.splitlines() if line.strip()}
     assert lines["stranded_devices"] == ["1", "1"] and lines["placed"] == ["1", "2"]
+    assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("args, message", [
     (["--policy", "first-fit"], "two or more policies"),
     (["--policy", "first-fit", "--policy", "nope"], "unknown placement policy 'nope'"),
     (["--time-limit", "0"], "more than 0 seconds"),
+    (["--scheduler-config", "builtin:nope"], "builtin:nope"),
 ])
 def test_cli_bad_input_exits_2(stranding, args, message):
     p = _run("-f", str(stranding), *args)
