@@ -113,6 +113,7 @@ class AllocatedState:
     # Bumped whenever a result is removed: while it stays the same, devices only ever become
     # more used (what the allocator's remembered dead prefixes rely on).
     releases: int = 0
+    version: int = 0               # bumped on every change (results added or removed)
 
     def holds(self, did: DeviceID) -> bool:
         """IsDeviceAllocated: the device consumes its counters."""
@@ -121,6 +122,7 @@ class AllocatedState:
     def add_result(self, claim_key: str, did: DeviceID, *, admin: bool, share: bool,
                    consumed: dict[str, Fraction] | None) -> None:
         """Record one allocation result of a claim (as the scheduler's allocated-state tracker)."""
+        self.version += 1
         self.claims_by_device.setdefault(did, []).append(claim_key)
         if admin:
             return
@@ -137,6 +139,7 @@ class AllocatedState:
                       consumed: dict[str, Fraction] | None) -> None:
         """Undo add_result (a gang that could not be placed whole gives its devices back)."""
         self.releases += 1
+        self.version += 1
         users = self.claims_by_device.get(did, [])
         if claim_key in users:
             users.remove(claim_key)
@@ -310,6 +313,24 @@ def slices_by_node(all_slices: list[ResourceSlice]) -> dict[str, list[ResourceSl
     for s in all_slices:
         index.setdefault(s.spec.node_name or "", []).append(s)
     return index
+
+
+def shared_slices_key(index: dict[str, list[ResourceSlice]], node: Node, features: Features) -> tuple | None:
+    """The slices that reach `node` (as gather_pools sees them) when none is the node's own and
+    none selects nodes per device: nodes with the same key have the same devices, and can share
+    one inventory. None otherwise."""
+    if index.get(node.name):
+        return None
+    out = []
+    for s in index.get("", []):
+        if not features.partitionable_devices and (s.spec.per_device_node_selection is not None
+                                                   or s.spec.shared_counters):
+            continue
+        if s.spec.per_device_node_selection:
+            return None
+        if _slice_relevant(s, node):
+            out.append(id(s))
+    return tuple(out)
 
 
 def gather_pools(all_slices: list[ResourceSlice], node: Node | None, features: Features,

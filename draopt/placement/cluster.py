@@ -11,7 +11,8 @@ from fractions import Fraction
 from typing import Any
 
 from ..features import Features
-from ..inventory import AllocatedState, Inventory, allocated_state, build_inventory, slices_by_node
+from ..inventory import (AllocatedState, Inventory, allocated_state, build_inventory, shared_slices_key,
+                         slices_by_node)
 from ..loader import ObjectSet
 from ..models import Node, ResourceClaim
 from ..models.core import Taint
@@ -92,15 +93,42 @@ class Cluster:
         self.allocated: AllocatedState = allocated_state(allocated_claims, features)
         self.expr_cache: dict = {}
         self._inventories: dict[str, Inventory] = {}
+        # Nodes that reach the same slices (pools every node reaches, none of their own) share one
+        # set of pools and devices (incremental only): built once, and one allocation is one
+        # object everywhere. Keyed by the allocated state too (copies of a cluster get their own).
+        self._shared: dict[tuple, Inventory] = {}
+        self._share_keys: dict[tuple, tuple | None] = {}
 
     def inventory(self, node: NodeState) -> Inventory:
         inv = self._inventories.get(node.name)
         if inv is None:
-            inv = build_inventory(self.objects.resource_slices, node.node, [], self.features,
-                                  self.objects.taint_rules, self.classes, self.cel_env,
-                                  index=self.index, allocated=self.allocated)
+            key = self._share_key(node) if self.incremental else None
+            base = self._shared.get((id(self.allocated), key)) if key is not None else None
+            if base is None:
+                inv = build_inventory(self.objects.resource_slices, node.node, [], self.features,
+                                      self.objects.taint_rules, self.classes, self.cel_env,
+                                      index=self.index, allocated=self.allocated)
+                if key is not None:
+                    self._shared[(id(self.allocated), key)] = inv
+            else:
+                inv = Inventory(node=node.node, pools=base.pools, devices=base.devices, by_id=base.by_id,
+                                allocated=base.allocated, memo=base.memo)
             self._inventories[node.name] = inv
         return inv
+
+    def _share_key(self, node: NodeState) -> tuple | None:
+        """shared_slices_key, once per set of node labels (and name, if a slice selects by it)."""
+        if self.index.get(node.name):
+            return None
+        by_name = self.__dict__.get("_selects_by_name")
+        if by_name is None:
+            by_name = self._selects_by_name = any(
+                s.spec.node_selector is not None and any(t.match_fields for t in s.spec.node_selector.node_selector_terms)
+                for s in self.index.get("", []))
+        labels = (tuple(sorted((node.node.metadata.labels or {}).items())), node.name if by_name else None)
+        if labels not in self._share_keys:
+            self._share_keys[labels] = shared_slices_key(self.index, node.node, self.features)
+        return self._share_keys[labels]
 
     def node_rejects(self, node: NodeState, pod) -> str | None:
         """The kube-scheduler's node filters other than resources and devices: unschedulable,

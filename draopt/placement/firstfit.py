@@ -181,16 +181,16 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
             return _specific(reason, todo), None
         # A success of a pod whose pending claims read the same, with nothing changed on the
         # node since: the allocator would choose the same devices again.
-        problem, chosen, selected, score = fit
-        problem = _rebind(problem, [book.claims[k] for k in todo])
-        extra = device_resources(cluster, book, pod, node, (problem, chosen))
-        short = node.fits(_plus(pod.resources, extra)) if extra else None
-        if short is not None:
-            reason = f"Insufficient {short} (node-allocatable resources of devices)"
-            cache[sig] = (node.version, (_generic(reason, todo), None))   # as a fresh search would
-            return reason, None
-        return None, (problem, chosen, selected, score)
+        return _reuse(cluster, book, pod, node, todo, fit, cache, sig, None)
     inventory = cluster.inventory(node)
+    group = None
+    if cluster.incremental:
+        # Nodes sharing one inventory (the same pools, none their own) get the same devices
+        # while the allocated state is unchanged.
+        group = ("shared", sig[0], id(inventory.memo)) + sig[2:]
+        hit = cache.get(group)
+        if hit is not None and hit[0] == cluster.allocated.version:
+            return _reuse(cluster, book, pod, node, todo, hit[1], cache, sig, inventory)
     try:
         problem = prepare([book.claims[k] for k in todo], inventory, cluster.classes, cluster.features,
                           cluster.cel_env, cluster.expr_cache)
@@ -215,18 +215,39 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         cache[sig] = (node.version, (_generic(answer[0], todo), None))
     elif cluster.incremental:
         cache[sig] = (node.version, answer)
+        cache[group] = (cluster.allocated.version, answer[1])
     return answer
 
 
-def _rebind(problem, claims):
-    """The solved problem with another pod's claims (same specs) in place of its own: decoding
-    and node-allocatable resources then name the new claims; requests and devices are shared."""
+def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[str], fit, cache: dict, sig,
+           inventory) -> tuple[str | None, Any]:
+    """A cached successful allocation for this pod on this node (`inventory`: the node's, when
+    the allocation was found on another node sharing its devices), with the checks a fresh
+    search makes after the allocator."""
+    problem, chosen, selected, score = fit
+    problem = _rebind(problem, [book.claims[k] for k in todo], inventory)
+    extra = device_resources(cluster, book, pod, node, (problem, chosen))
+    short = node.fits(_plus(pod.resources, extra)) if extra else None
+    if short is not None:
+        reason = f"Insufficient {short} (node-allocatable resources of devices)"
+        cache[sig] = (node.version, (_generic(reason, todo), None))   # as a fresh search would
+        return reason, None
+    return None, (problem, chosen, selected, score)
+
+
+def _rebind(problem, claims, inventory=None):
+    """The solved problem with another pod's claims (same specs) in place of its own, on
+    `inventory` (another node's view of the same devices) if given: decoding and node-allocatable
+    resources then name the new claims and node; requests and devices are shared."""
     from ..problem import ClaimSpec, Problem
-    if all(c.claim is new for c, new in zip(problem.claims, claims)):
+    same_inventory = inventory is None or inventory is problem.inventory
+    if same_inventory and all(c.claim is new for c, new in zip(problem.claims, claims)):
         return problem
     out = Problem.__new__(Problem)
     out.__dict__.update(problem.__dict__)
     out.claims = [ClaimSpec(c.index, new, c.requests, c.constraints) for c, new in zip(problem.claims, claims)]
+    if not same_inventory:
+        out.inventory = inventory
     return out
 
 
