@@ -33,7 +33,7 @@ def run(mix: str, pods: int, time_limit: float, max_nodes: int) -> dict:
     p = plan(objs, types, time_limit=time_limit, max_nodes=max_nodes or pods)
     wall = time.perf_counter() - t0
     best = p.ffd_best()
-    if best.placed <= p.placed and p.cost > best.cost:
+    if best.placed >= p.placed and p.cost > best.cost:
         raise SystemExit(f"{mix}/{pods}: the model's cost {p.cost} is above the estimate's {best.cost}")
     return {"mix": mix, "pods": pods, "plan": p, "best": best, "wall": wall}
 

@@ -690,13 +690,16 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         if status != cp_model.OPTIMAL:
             reasons.append(f"CP-SAT stopped at the time limit ({status_name})")
         if not placed_proven:
-            reasons.append("the most pods placeable was not proven")
+            reasons.append("that no mix places more pods was not proven")
         if short:
             reasons.append(f"the candidate copies of {', '.join(short)} may be too few (--max-nodes {max_nodes})")
         grow = {name: min(max_nodes, fits[name], int(cost // cost_of[name])) for name in short}
-        if all(grow[name] <= caps[name] for name in short):
+        if not placed_proven:   # as many candidates as pods that fit each type prove the pods phase
+            for name in caps:
+                grow[name] = max(grow.get(name, 0), min(max_nodes, fits[name]))
+        if all(grow[name] <= caps[name] for name in grow):
             break
-        caps.update({name: max(caps[name], grow[name]) for name in short})
+        caps.update({name: max(caps[name], grow[name]) for name in grow})
         stats["rounds"] = _round + 2
     # One fewer: the mix less one node of each type it uses places fewer pods (proven if infeasible).
     t5 = time.perf_counter()
