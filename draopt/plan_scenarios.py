@@ -98,3 +98,22 @@ def scenario(mix: str, pods: int = 12):
     from .synth_cluster import objects_of
     objs = objects_of(cluster_docs() + workload_docs(mix, pods))
     return objs, [NodeType(name, name, cost) for name, cost in DEFAULT_COSTS.items()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m draopt.plan_scenarios MIX [PODS]`: the cluster and the mix's pods as YAML, for
+    `draopt plan -f -`."""
+    import argparse
+    import sys
+
+    import yaml
+    ap = argparse.ArgumentParser(prog="python -m draopt.plan_scenarios", description=main.__doc__)
+    ap.add_argument("mix", choices=MIXES)
+    ap.add_argument("pods", nargs="?", type=int, default=12)
+    args = ap.parse_args(argv)
+    yaml.safe_dump_all(cluster_docs() + workload_docs(args.mix, args.pods), sys.stdout, sort_keys=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
