@@ -170,7 +170,8 @@ def test_plan_input_errors(tmp_path):
 
 
 @pytest.mark.parametrize("args", [["--node-type", "nope=1"], ["--node-type", "node-1=cheap"], [],
-                                  ["--node-types", "/nonexistent/types.yaml"], ["--node-template", "nope"]])
+                                  ["--node-types", "/nonexistent/types.yaml"], ["--node-template", "nope"],
+                                  ["--node-type", "node-1=1", "--max-nodes", "0"]])
 def test_cli_plan_bad_input_exits_2(args, capsys):
     from draopt import cli
     assert cli.main(["plan", "-f", str(GANG)] + args) == 2
