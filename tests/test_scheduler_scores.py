@@ -292,3 +292,53 @@ def test_inter_pod_affinity_preferred_score():
     docs = nodes + running + [pod("p", {"cpu": "1"}, affinity=aff)]
     # raw: a +10, b -5, c 0 -> (s - min) * 100 / (max - min): 100, 0, 33
     assert plugin_scores(docs, "InterPodAffinity") == [100, 0, 33]
+
+
+def test_dra_backed_extended_resource_counts_the_class_devices():
+    # resource_allocation.go calculateDRAExtendedResourceAllocatableRequest: no device plugin
+    # (allocatable 0), the resource's DeviceClass: capacity = its devices on the node, requested =
+    # those allocated + the pod's request.
+    res = "example.com/gpu"
+    docs = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"extendedResourceName": res,
+                      "selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+    for name, gpus in (("n1", 4), ("n2", 8)):
+        docs.append(node(name, {"cpu": "8", "memory": "16Gi"}))
+        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-s"},
+                     "spec": {"driver": "gpu.example.com", "nodeName": name,
+                              "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                              "devices": [{"name": f"g{i}"} for i in range(gpus)]}})
+    docs.append(pod("p", {"cpu": "4", "memory": "8Gi", res: "2"}))
+    args = fit("MostAllocated", [("cpu", 1), ("memory", 1), (res, 1)])
+    # cpu 50, memory 50; gpu n1 2/4 = 50, n2 2/8 = 25: (50+50+50)/3 = 50, (50+50+25)/3 = 41
+    assert plugin_scores(docs, "NodeResourcesFit", args) == [50, 41]
+    assert plugin_scores(docs, "NodeResourcesFit", fit("LeastAllocated", [("cpu", 1), ("memory", 1), (res, 1)])) \
+        == [50, 58]
+
+
+def test_dra_backed_extended_resource_allocated_devices_count_in_place():
+    from draopt.placement import place
+    res = "example.com/gpu"
+    docs = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"extendedResourceName": res,
+                      "selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+    for name, gpus in (("n1", 4), ("n2", 8)):
+        docs.append(node(name, {"cpu": "64", "memory": "64Gi"}))
+        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-s"},
+                     "spec": {"driver": "gpu.example.com", "nodeName": name,
+                              "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                              "devices": [{"name": f"g{i}"} for i in range(gpus)]}})
+    docs += [pod(f"p{i}", {"cpu": "1", "memory": "1Gi", res: "1"}) for i in range(3)]
+    objs = ObjectSet()
+    for i, d in enumerate(docs):
+        objs.add(parse_object(d, f"doc {i}"))
+    only_gpu = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                             "profiles": [{"plugins": {"score": {"disabled": [{"name": "*"}],
+                                                                 "enabled": [{"name": "NodeResourcesFit"}]}},
+                                           "pluginConfig": [{"name": "NodeResourcesFit", "args": fit(
+                                               "LeastAllocated", [(res, 1)])}]}]}, "<t>")
+    # LeastAllocated on the GPUs: p0 n1 (4-1)/4 = 75 < n2 (8-1)/8 = 87: n2; p1: n2 now holds one,
+    # (8-2)/8 = 75 = n1's 75: a tie, n1 by name; p2: n1 (4-2)/4 = 50 < n2 75: n2. (Without the
+    # allocated devices counted every pod would go to n2.)
+    got = place(objs, scheduler_config=only_gpu, tie_break="name").result.pods
+    assert [p.node for p in got] == ["n2", "n1", "n2"]

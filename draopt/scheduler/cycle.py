@@ -145,6 +145,10 @@ class Scheduler:
             self.nz_mem[idx] += nzm - units("memory", d.resources.get("memory", 0))
             self._add_pod(self.info(d), idx)
         self.prefer_taints = [[t for t in nd.node.spec.taints if t.effect == "PreferNoSchedule"] for nd in self.nodes]
+        from ..workload import device_class_mapping
+        self.ext_classes = device_class_mapping(cluster.objects.device_classes) \
+            if cluster.features.extended_resource else {}
+        self._class_devices: dict[tuple[str, int], list] = {}
         self.any_prefer_taints = any(self.prefer_taints)
         self.epoch = 0                     # placements and releases so far
         self.fail_memo: dict[Any, tuple[int, Counter]] = {}
@@ -535,8 +539,46 @@ class Scheduler:
                 alloc = np.zeros(len(fe), dtype=np.int64)      # not scored: (0, 0)
             else:
                 alloc = self.alloc[r][fe]
+                if r in self.ext_classes and not alloc.all():
+                    # Allocatable 0: no device plugin; a resource backed by DRA counts the
+                    # class's devices on the node and those allocated (calculateDRAResourceTotals).
+                    cap, held = self._dra_totals(r, fe)
+                    dra = (alloc == 0) & (cap > 0)
+                    alloc = np.where(dra, cap, alloc)
+                    node_req = np.where(dra, held, node_req)
             out.append((node_req + pod_req, node_req, alloc, pod_req, w))
         return out
+
+    def _dra_totals(self, resource: str, fe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(devices of the resource's DeviceClass on each node, how many are allocated): the
+        class's selectors only (resource_allocation.go calculateDRAResourceTotals)."""
+        cls = self.ext_classes[resource]
+        cap = np.zeros(len(fe), dtype=np.int64)
+        held = np.zeros(len(fe), dtype=np.int64)
+        state = self.cluster.allocated
+        for j, i in enumerate(fe):
+            devs = self._devices_of_class(cls, int(i))
+            cap[j] = len(devs)
+            held[j] = sum(1 for d in devs if state.holds(d))
+        return cap, held
+
+    def _devices_of_class(self, cls: str, idx: int) -> list:
+        key = (cls, idx)
+        got = self._class_devices.get(key)
+        if got is None:
+            from ..models import ResourceClaim
+            from ..problem import prepare
+            cl = self.cluster
+            inv = cl.inventory(self.nodes[idx])
+            probe = ResourceClaim.model_validate({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": "draopt-class-probe", "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                    "deviceClassName": cls, "allocationMode": "ExactCount", "count": 1}}]}}})
+            problem = prepare([probe], inv, cl.classes, cl.features, cl.cel_env, cl.expr_cache)
+            req = problem.claims[0].requests[0].alternatives[0]
+            got = self._class_devices[key] = [e.id for e in inv.devices if problem.selectable(req, e)]
+        return got
 
     def _fit_score(self, demand, prof: Profile, fe: np.ndarray):
         cols = self._resource_columns(demand, prof.fit.resources, fe, nonzero=True)
