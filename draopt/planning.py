@@ -574,19 +574,24 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         opened: dict[str, Any] = {}
         count_terms: dict[str, list] = {t.name: [] for t in node_types}
         in_class = set()
-        for ci, nc in enumerate(b.node_classes):
+        segments = []     # (class, [(type name, or None for the cluster's own nodes; opened count)])
+        for nc in b.node_classes:
             in_class.update(n.name for n in nc.nodes)
-            members = sorted(nc.nodes, key=lambda n: (cost_of.get(type_of.get(n.name), Fraction(0)), n.index))
-            if not any(n.name in type_of for n in members):
+            sizes: dict[str | None, int] = {}
+            for n in nc.nodes:
+                sizes[type_of.get(n.name)] = sizes.get(type_of.get(n.name), 0) + 1
+            if set(sizes) == {None}:
                 continue
-            ladder = [cp.new_bool_var(f"opened[{n.name}]") for n in members]
-            for a, c in zip(ladder, ladder[1:]):
-                cp.add(a >= c)
-            cp.add(sum(ladder) == sum(nc.vars))
-            for n, lit in zip(members, ladder):
-                if n.name in type_of:
-                    opened[n.name] = lit
-                    count_terms[type_of[n.name]].append(lit)
+            # The class's nodes are alike for placement: how many are opened of each part is all
+            # that matters (minimising the cost opens the cheapest parts first).
+            segs = []
+            for name, size in sizes.items():
+                v = cp.new_int_var(0, size, f"opened[{nc.nodes[0].name} class, {name or 'cluster'}]")
+                segs.append((name, v))
+                if name is not None:
+                    count_terms[name].append(v)
+            cp.add(sum(v for _, v in segs) == sum(nc.vars))
+            segments.append((nc, segs))
         for node in cluster.nodes:
             name = node.name
             if name not in type_of or name in in_class:
@@ -597,8 +602,7 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             count_terms[type_of[name]].append(lit)
         # Copies of a type are alike: open them in index order (symmetry).
         for t in node_types:
-            lits = [opened[f"{t.name}-plan-{i}"] for i in range(caps[t.name])
-                    if f"{t.name}-plan-{i}" in opened and f"{t.name}-plan-{i}" not in in_class]
+            lits = [opened[f"{t.name}-plan-{i}"] for i in range(caps[t.name]) if f"{t.name}-plan-{i}" in opened]
             for a, c in zip(lits, lits[1:]):
                 cp.add(a >= c)
         # A copy's DaemonSet pods run exactly when it is opened; they are not pods to place.
@@ -634,8 +638,11 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             ff_by_pod[d.key] = pl if keep else PodPlacement(d.key, None, d.priority, d.group)
         hint = _first_fit_hint(b, prep, book, ff_by_pod)
         for name, lit in opened.items():
-            if name not in in_class:
-                hint[lit] = int(name in best_ffd.used)
+            hint[lit] = int(name in best_ffd.used)
+        with_pods = {pl.node for pl in ff_by_pod.values() if pl.placed}
+        for nc, segs in segments:
+            for name, v in segs:
+                hint[v] = sum(1 for n in nc.nodes if type_of.get(n.name) == name and n.name in with_pods)
         full = _complete_hint(cp, hint, max(1.0, 0.1 * time_limit), time.perf_counter() + max(1.0, 0.2 * time_limit))
         stats["hint_s"] = round(time.perf_counter() - t2, 3)
         stats["ffd_in_model"] = full is not None
