@@ -152,6 +152,7 @@ class Scheduler:
         self.any_prefer_taints = any(self.prefer_taints)
         self.epoch = 0                     # placements and releases so far
         self.fail_memo: dict[Any, tuple[int, Counter]] = {}
+        self.kinds: dict[Any, tuple] = {}       # kind -> (version seen, feasible, DRA score, reason) per node
         self.fit_cache: dict[Any, dict[int, tuple[int, int, str | None]]] = {}   # kind -> node -> (version, DRA score, reason)
         self.stats = Counter()
 
@@ -239,6 +240,100 @@ class Scheduler:
                 # (every node processed, so the start index is where it was).
                 pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
                 return None
+        if sig is not None and hard is None:
+            feasible, dra, fits, rejected, processed = self._scan(
+                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic)
+        else:
+            feasible, dra, fits, rejected, processed = self._scan_slow(
+                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, hard, kcache)
+        self.next_start = (start + processed) % n
+        if not len(feasible):
+            rejected.update(skipped_before)
+            if memo_key is not None:
+                self.fail_memo[memo_key] = (self.epoch, rejected)
+            pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
+            return None
+        if len(feasible) == 1:
+            chosen = int(feasible[0])
+        else:
+            total = self.score(demand, info, prof, np.asarray(feasible, dtype=np.int64),
+                               np.asarray(dra, dtype=np.int64))
+            chosen = self._pick(feasible, total)
+        fit = fits.get(chosen)
+        if fit is None:
+            reason, fit = try_fn(nodes[chosen])
+            if reason is not None:
+                raise RuntimeError(f"internal: node {nodes[chosen].name} passed for {demand.key} from the cache "
+                                   f"but fails now: {reason}")
+        return nodes[chosen], fit
+
+    def _scan(self, sig, start: int, frontier: int, to_find: int, try_fn, keys, first_open, skipped_reasons,
+              generic):
+        """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
+        was filtered there keep their answer; the others, in search order, are filtered until
+        enough feasible nodes lie before them. Returns (feasible node indexes in search order,
+        their DRA scores, fits computed now, rejection reasons (on failure only), nodes processed)."""
+        nodes = self.nodes
+        n = len(nodes)
+        kc = self.kinds.get(sig)
+        if kc is None:
+            kc = self.kinds[sig] = (np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool),
+                                    np.zeros(n, dtype=np.int64), [None] * n)
+        ver, feas, dscore, reasons = kc
+        versions = np.fromiter((nd.version for nd in nodes), dtype=np.int64, count=n)
+        order = self._order(start)
+        valid = order >= frontier                   # below the frontier: known to reject this kind
+        fresh = ver[order] == versions[order]
+        stale = np.flatnonzero(valid & ~fresh)
+        fits: dict[int, Any] = {}
+        if stale.size:
+            cum = np.cumsum(valid & fresh & feas[order])
+            newly = 0
+            for p in stale.tolist():
+                if (cum[p - 1] if p else 0) + newly >= to_find:
+                    break
+                idx = int(order[p])
+                node = nodes[idx]
+                reason, fit = try_fn(node)
+                ver[idx] = node.version
+                if reason is not None:
+                    reason = generic(reason, keys)
+                    feas[idx] = False
+                    reasons[idx] = reason
+                    if idx == frontier:
+                        frontier += 1
+                        first_open[sig] = frontier
+                        skipped_reasons.setdefault(sig, Counter())[reason] += 1
+                    continue
+                feas[idx] = True
+                dscore[idx] = fit[3]
+                fits[idx] = fit
+                newly += 1
+            fresh = ver[order] == versions[order]
+        ok = np.flatnonzero(valid & fresh & feas[order])
+        if ok.size >= to_find:
+            ok = ok[:to_find]
+            processed = int(ok[-1]) + 1
+            rejected: Counter = Counter()
+        else:
+            processed = n
+            rejected = Counter(reasons[i] for i in order[valid & fresh & ~feas[order]].tolist())
+        found = order[ok]
+        return found.tolist(), dscore[found], fits, rejected, processed
+
+    def _order(self, start: int) -> np.ndarray:
+        """Node indexes in search order from `start`."""
+        n = len(self.nodes)
+        order = np.arange(start, start + n, dtype=np.int64)
+        order[n - start:] -= n
+        return order
+
+    def _scan_slow(self, sig, start: int, frontier: int, to_find: int, try_fn, keys, first_open, skipped_reasons,
+                   generic, hard, kcache):
+        """The filter loop node by node (pods with inter-pod affinity or topology spread filters,
+        or using claims already allocated)."""
+        nodes = self.nodes
+        n = len(nodes)
         feasible: list[int] = []
         dra: list[int] = []
         fits: dict[int, Any] = {}
@@ -288,26 +383,7 @@ class Scheduler:
             dra.append(fit[3])
             if len(feasible) >= to_find:
                 break
-        self.next_start = (start + processed) % n
-        if not feasible:
-            rejected.update(skipped_before)
-            if memo_key is not None:
-                self.fail_memo[memo_key] = (self.epoch, rejected)
-            pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
-            return None
-        if len(feasible) == 1:
-            chosen = feasible[0]
-        else:
-            total = self.score(demand, info, prof, np.array(feasible, dtype=np.int64), np.array(dra, dtype=np.int64))
-            chosen = self._pick(feasible, total)
-        self.stats["scored_nodes"] += len(feasible)
-        fit = fits.get(chosen)
-        if fit is None:
-            reason, fit = try_fn(nodes[chosen])
-            if reason is not None:
-                raise RuntimeError(f"internal: node {nodes[chosen].name} passed for {demand.key} from the cache "
-                                   f"but fails now: {reason}")
-        return nodes[chosen], fit
+        return feasible, dra, fits, rejected, processed
 
     def _pick(self, feasible: list[int], total: np.ndarray) -> int:
         best = int(total.max())
