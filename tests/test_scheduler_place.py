@@ -138,6 +138,11 @@ def test_profile_plugins_merge_like_kube_scheduler():
                                                           "whenUnsatisfiable": "DoNotSchedule"}]}}]}]},
      "args.defaultConstraints[0].maxSkew"),
     ({**API, "extenders": [{"urlPrefix": "http://x"}]}, "field extenders"),
+    ({**API, "profiles": [{"pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}]}]}, "args.addedAffinity"),
+    ({**API, "profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {
+        "ignoredResources": ["example.com/x"]}}]}]}, "args.ignoredResources"),
+    ({**API, "profiles": [{"pluginConfig": [{"name": "NodePorts", "args": {"x": 1}}]}]}, "pluginConfig[0].args"),
 ])
 def test_bad_configuration_names_the_field(doc, field):
     with pytest.raises(InputError) as e:

@@ -342,3 +342,21 @@ def test_dra_backed_extended_resource_allocated_devices_count_in_place():
     # allocated devices counted every pod would go to n2.)
     got = place(objs, scheduler_config=only_gpu, tie_break="name").result.pods
     assert [p.node for p in got] == ["n2", "n1", "n2"]
+
+
+def test_inter_pod_affinity_existing_pods_terms_and_ignore_flag():
+    nodes = [node(f"n{i}", {"cpu": "8"}, {"topology.kubernetes.io/zone": z}) for i, z in enumerate(["a", "b"])]
+    pref = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 7, "podAffinityTerm": {"topologyKey": "topology.kubernetes.io/zone",
+                                           "labelSelector": {"matchLabels": {"app": "web"}}}}]}}
+    req = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    docs = nodes + [pod("friend", {"cpu": "1"}, node_name="n1", affinity=pref),
+                    pod("p", {"cpu": "1"}, labels={"app": "web"})]
+    # an existing pod's preferred term matching the incoming pod draws it to the existing pod's zone
+    assert plugin_scores(docs, "InterPodAffinity") == [0, 100]
+    assert plugin_scores(docs, "InterPodAffinity", {"ignorePreferredTermsOfExistingPods": True}) is None
+    # an existing pod's required affinity term counts hardPodAffinityWeight (0: not at all)
+    docs[2] = pod("friend", {"cpu": "1"}, node_name="n0", affinity=req)
+    assert plugin_scores(docs, "InterPodAffinity") == [100, 0]
+    assert plugin_scores(docs, "InterPodAffinity", {"hardPodAffinityWeight": 0}) is None

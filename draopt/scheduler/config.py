@@ -91,6 +91,7 @@ class Profile:
     spread_defaulting: str = "System"
     spread_default_constraints: tuple[SpreadConstraint, ...] = ()
     hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
     percentage_of_nodes_to_score: int | None = None
 
     @property
@@ -282,6 +283,10 @@ def _resources(w: _Where, value: Any, path: str, *, weight_one: bool = False) ->
 
 def _fit_args(w: _Where, args: Any, path: str) -> FitStrategy:
     a = _mapping(w, args, path, {"apiVersion", "kind", "ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
+    for name in ("ignoredResources", "ignoredResourceGroups"):
+        if a.get(name):
+            raise w.error(f"{path}.{name}", "not modelled by draopt (its node resource filter checks every "
+                                            "requested resource)")
     s = a.get("scoringStrategy")
     if s is None:
         return FitStrategy()
@@ -368,6 +373,7 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
     balanced = DEFAULT_RESOURCES
     defaulting, spread = "System", ()
     hard_weight = 1
+    ignore_existing_preferred = False
     seen = set()
     for i, pc in enumerate(_list(w, p.get("pluginConfig"), f"{path}.pluginConfig")):
         cp = f"{path}.pluginConfig[{i}]"
@@ -388,11 +394,24 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
             a = _mapping(w, pm.get("args"), ap, {"apiVersion", "kind", "hardPodAffinityWeight",
                                                  "ignorePreferredTermsOfExistingPods"})
             hard_weight = _int(w, a.get("hardPodAffinityWeight", 1), f"{ap}.hardPodAffinityWeight", 0, 100)
+            ignore = a.get("ignorePreferredTermsOfExistingPods", False)
+            if not isinstance(ignore, bool):
+                raise w.error(f"{ap}.ignorePreferredTermsOfExistingPods", f"{ignore!r}: must be true or false")
+            ignore_existing_preferred = ignore
+        elif pname == "NodeAffinity":
+            a = _mapping(w, pm.get("args"), ap, {"apiVersion", "kind", "addedAffinity"})
+            if a.get("addedAffinity"):
+                raise w.error(f"{ap}.addedAffinity", "not modelled by draopt")
+        elif pname in ("DefaultPreemption", "VolumeBinding", "NodeVolumeLimits", "DynamicResources"):
+            pass        # preemption, volumes, DRA timeouts: no effect on the node choice draopt models
         elif pname not in IN_TREE:
             raise w.error(f"{cp}.name", f"{pname!r} is not a kube-scheduler in-tree plugin")
+        elif pm.get("args"):
+            raise w.error(f"{ap}", f"arguments of {pname} are not modelled by draopt")
     return Profile(name=name, score_weights=score, filters=frozenset(f for f in filters if f in OPTIONAL_FILTERS),
                    fit=fit, balanced_resources=balanced, spread_defaulting=defaulting,
                    spread_default_constraints=spread, hard_pod_affinity_weight=hard_weight,
+                   ignore_preferred_terms_of_existing_pods=ignore_existing_preferred,
                    percentage_of_nodes_to_score=pct)
 
 

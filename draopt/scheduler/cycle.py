@@ -731,7 +731,8 @@ class Scheduler:
         """InterPodAffinity Score (interpodaffinity/scoring.go): per topology domain, + weight for
         each existing pod matching one of the pod's preferred affinity terms (- for anti-affinity),
         and, symmetrically, for each existing pod whose preferred (anti-)affinity terms match this
-        pod, and hardPodAffinityWeight for existing pods' required affinity terms matching it;
+        pod (unless ignorePreferredTermsOfExistingPods), and hardPodAffinityWeight for existing
+        pods' required affinity terms matching it;
         normalised 100 * (s - min) / (max - min)."""
         ns = self.ns_labels
         topo: Counter = Counter()
@@ -754,6 +755,8 @@ class Scheduler:
                     v = labels.get(t.topology_key)
                     if v is not None and t.matches(info, ns):
                         topo[(t.topology_key, v)] += prof.hard_pod_affinity_weight
+            if prof.ignore_preferred_terms_of_existing_pods:
+                continue
             for w, t in p.preferred_affinity:
                 v = labels.get(t.topology_key)
                 if v is not None and t.matches(info, ns):
