@@ -258,6 +258,8 @@ def cmd_plan(args) -> int:
     types += [NodeType(name, name, Fraction(1)) for name in args.node_template]
     features = Features.from_gates(parse_gates(args.feature_gates))
     result = plan(objects, types, features=features, time_limit=args.time_limit, max_nodes=args.max_nodes)
+    if not result.pods:
+        print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)
     if args.stats:
         import resource
         line = {"load_s": round(load_s, 3), "pods": result.pods, "placed": result.placed,

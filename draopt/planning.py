@@ -461,7 +461,9 @@ class MixPlan:
         out.append("")
         mix = _mix_text(self.mix)
         out.append(f"cheapest mix: {mix}, cost {_fmt(self.cost)}; places {self.placed} of {self.pods} pending pod(s)")
-        if self.proven_minimal:
+        if self.pods == 0:
+            out.append("nothing to place: no pending Pod (or workload controller) in the input")
+        elif self.proven_minimal:
             out.append("proven minimal: CP-SAT proved no cheaper mix of these node types places as many pods")
         else:
             out.append(f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, "
