@@ -98,30 +98,66 @@ def unknown_fields(data: Any, schema: Any, path: str = "") -> list[str]:
     the API server prints them (`spec.devices.requests[0].exactly.foo`). Values of a wrong
     JSON type are not looked into (the model or the validator reports them)."""
     out: list[str] = []
-    _walk(data, schema, path, out)
+    _walk(data, schema, (path,) if path else None, out)
     return out
 
 
-def _walk(data: Any, schema: Any, path: str, out: list[str]) -> None:
-    if schema is None:
-        return
+# A path is built only for an unknown field: while walking it is a chain of (parent, step)
+# pairs, a step being ".key" or "[i]" text, or a key or index still to be formatted.
+def _path_text(chain: Any) -> str:
+    steps: list[str] = []
+    while chain is not None:
+        if len(chain) == 1:
+            steps.append(chain[0])
+            break
+        chain, step = chain
+        steps.append(step)
+    text = ""
+    for step in reversed(steps):
+        if isinstance(step, _MapKey):
+            text += f"[{_key(step.value)}]"
+        elif isinstance(step, _Index):
+            text += f"[{step.value}]"
+        else:
+            text += f".{_key(step)}" if text else _key(step)
+    return text
+
+
+class _Index:
+    __slots__ = ("value",)
+
+    def __init__(self, value: int):
+        self.value = value
+
+
+class _MapKey(_Index):
+    __slots__ = ()
+
+
+def _walk(data: Any, schema: Any, chain: Any, out: list[str]) -> None:
+    # Called for every field with a schema of its own: the time of reading a large dump is
+    # spent here, so fields whose schema is None (anything goes) are not descended into.
     if isinstance(schema, Obj):
         if not isinstance(data, dict):
             return
         for k, v in data.items():
-            p = f"{path}.{_key(k)}" if path else _key(k)
-            if k not in schema:
-                out.append(p)
-            else:
-                _walk(v, schema[k], p, out)
+            try:
+                sub = schema[k]
+            except (KeyError, TypeError):
+                out.append(_path_text((chain, k)))
+                continue
+            if sub is not None:
+                _walk(v, sub, (chain, k), out)
     elif isinstance(schema, ListOf):
-        if isinstance(data, list):
+        item = schema.item
+        if item is not None and isinstance(data, list):
             for i, v in enumerate(data):
-                _walk(v, schema.item, f"{path}[{i}]", out)
+                _walk(v, item, (chain, _Index(i)), out)
     elif isinstance(schema, MapOf):
-        if isinstance(data, dict):
+        value = schema.value
+        if value is not None and isinstance(data, dict):
             for k, v in data.items():
-                _walk(v, schema.value, f"{path}[{_key(k)}]", out)
+                _walk(v, value, (chain, _MapKey(k)), out)
 
 
 def describe(paths: list[str], limit: int = 10) -> str:

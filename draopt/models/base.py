@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 
@@ -33,8 +33,8 @@ class ObjectMeta(K8sModel):
     namespace: str | None = None
     uid: str | None = None
     generation: int | None = None
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
     creation_timestamp: str | None = None
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
@@ -45,7 +45,7 @@ class ObjectMeta(K8sModel):
 class TypedObject(K8sModel):
     api_version: str = ""
     kind: str = ""
-    metadata: ObjectMeta = ObjectMeta()
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
 
     @property
     def name(self) -> str:

@@ -3,22 +3,24 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import Field
+
 from .base import K8sModel, QuantityStr, TypedObject
 
 
 class NodeSelectorRequirement(K8sModel):
     key: str
     operator: str
-    values: list[str] = []
+    values: list[str] = Field(default_factory=list)
 
 
 class NodeSelectorTerm(K8sModel):
-    match_expressions: list[NodeSelectorRequirement] = []
-    match_fields: list[NodeSelectorRequirement] = []
+    match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    match_fields: list[NodeSelectorRequirement] = Field(default_factory=list)
 
 
 class NodeSelector(K8sModel):
-    node_selector_terms: list[NodeSelectorTerm] = []
+    node_selector_terms: list[NodeSelectorTerm] = Field(default_factory=list)
 
 
 class Taint(K8sModel):
@@ -38,15 +40,15 @@ class Toleration(K8sModel):
 
 class NodeSpec(K8sModel):
     unschedulable: bool | None = None
-    taints: list[Taint] = []
+    taints: list[Taint] = Field(default_factory=list)
 
     k8s_fields: ClassVar[tuple[str, ...]] = ("podCIDR", "podCIDRs", "providerID", "configSource", "externalID",
                                              "podPreemptionPolicy")
 
 
 class NodeStatus(K8sModel):
-    allocatable: dict[str, QuantityStr] = {}
-    capacity: dict[str, QuantityStr] = {}
+    allocatable: dict[str, QuantityStr] = Field(default_factory=dict)
+    capacity: dict[str, QuantityStr] = Field(default_factory=dict)
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
         "phase", "conditions", "addresses", "daemonEndpoints", "nodeInfo", "images", "volumesInUse",
@@ -54,5 +56,5 @@ class NodeStatus(K8sModel):
 
 
 class Node(TypedObject):
-    spec: NodeSpec = NodeSpec()
-    status: NodeStatus = NodeStatus()
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from .base import K8sModel, ObjectMeta, QuantityStr, TypedObject
 from .core import NodeSelector
 
@@ -26,13 +28,13 @@ class DeviceClassConfiguration(K8sModel):
 
 
 class DeviceClassSpec(K8sModel):
-    selectors: list[DeviceSelector] = []
-    config: list[DeviceClassConfiguration] = []
+    selectors: list[DeviceSelector] = Field(default_factory=list)
+    config: list[DeviceClassConfiguration] = Field(default_factory=list)
     extended_resource_name: str | None = None
 
 
 class DeviceClass(TypedObject):
-    spec: DeviceClassSpec = DeviceClassSpec()
+    spec: DeviceClassSpec = Field(default_factory=DeviceClassSpec)
 
 
 # ---------------------------------------------------------------- ResourceSlice
@@ -81,12 +83,12 @@ class Counter(K8sModel):
 
 class CounterSet(K8sModel):
     name: str
-    counters: dict[str, Counter] = {}
+    counters: dict[str, Counter] = Field(default_factory=dict)
 
 
 class DeviceCounterConsumption(K8sModel):
     counter_set: str
-    counters: dict[str, Counter] = {}
+    counters: dict[str, Counter] = Field(default_factory=dict)
     compatibility_groups: list[str] | None = None
 
 
@@ -99,16 +101,16 @@ class DeviceTaint(K8sModel):
 
 class Device(K8sModel):
     name: str
-    attributes: dict[str, DeviceAttribute] = {}
-    capacity: dict[str, DeviceCapacity] = {}
-    consumes_counters: list[DeviceCounterConsumption] = []
+    attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
+    capacity: dict[str, DeviceCapacity] = Field(default_factory=dict)
+    consumes_counters: list[DeviceCounterConsumption] = Field(default_factory=list)
     node_name: str | None = None
     node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
-    taints: list[DeviceTaint] = []
+    taints: list[DeviceTaint] = Field(default_factory=list)
     binds_to_node: bool | None = None
-    binding_conditions: list[str] = []
-    binding_failure_conditions: list[str] = []
+    binding_conditions: list[str] = Field(default_factory=list)
+    binding_failure_conditions: list[str] = Field(default_factory=list)
     allow_multiple_allocations: bool | None = None
     node_allocatable_resources: dict[str, Any] | None = None
 
@@ -126,8 +128,8 @@ class ResourceSliceSpec(K8sModel):
     node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
     per_device_node_selection: bool | None = None
-    devices: list[Device] = []
-    shared_counters: list[CounterSet] = []
+    devices: list[Device] = Field(default_factory=list)
+    shared_counters: list[CounterSet] = Field(default_factory=list)
     partition_type_attribute: str | None = None
     skip_node_operations: list[str] | None = None
 
@@ -146,7 +148,7 @@ class DeviceToleration(K8sModel):
 
 
 class CapacityRequirements(K8sModel):
-    requests: dict[str, QuantityStr] = {}
+    requests: dict[str, QuantityStr] = Field(default_factory=dict)
 
 
 class DerivedAttribute(K8sModel):
@@ -156,12 +158,12 @@ class DerivedAttribute(K8sModel):
 
 class _RequestFields(K8sModel):
     device_class_name: str = ""
-    selectors: list[DeviceSelector] = []
+    selectors: list[DeviceSelector] = Field(default_factory=list)
     allocation_mode: str | None = None
     count: int | None = None
-    tolerations: list[DeviceToleration] = []
+    tolerations: list[DeviceToleration] = Field(default_factory=list)
     capacity: CapacityRequirements | None = None
-    derived_attributes: list[DerivedAttribute] = []
+    derived_attributes: list[DerivedAttribute] = Field(default_factory=list)
 
 
 class ExactDeviceRequest(_RequestFields):
@@ -175,28 +177,28 @@ class DeviceSubRequest(_RequestFields):
 class DeviceRequest(K8sModel):
     name: str
     exactly: ExactDeviceRequest | None = None
-    first_available: list[DeviceSubRequest] = []
+    first_available: list[DeviceSubRequest] = Field(default_factory=list)
 
 
 class DeviceConstraint(K8sModel):
-    requests: list[str] = []
+    requests: list[str] = Field(default_factory=list)
     match_attribute: str | None = None
     distinct_attribute: str | None = None
 
 
 class DeviceClaimConfiguration(K8sModel):
-    requests: list[str] = []
+    requests: list[str] = Field(default_factory=list)
     opaque: OpaqueDeviceConfiguration | None = None
 
 
 class DeviceClaim(K8sModel):
-    requests: list[DeviceRequest] = []
-    constraints: list[DeviceConstraint] = []
-    config: list[DeviceClaimConfiguration] = []
+    requests: list[DeviceRequest] = Field(default_factory=list)
+    constraints: list[DeviceConstraint] = Field(default_factory=list)
+    config: list[DeviceClaimConfiguration] = Field(default_factory=list)
 
 
 class ResourceClaimSpec(K8sModel):
-    devices: DeviceClaim = DeviceClaim()
+    devices: DeviceClaim = Field(default_factory=DeviceClaim)
 
 
 class DeviceRequestAllocationResult(K8sModel):
@@ -223,12 +225,12 @@ class DeviceAllocationConfiguration(K8sModel):
 
 
 class DeviceAllocationResult(K8sModel):
-    results: list[DeviceRequestAllocationResult] = []
-    config: list[DeviceAllocationConfiguration] = []
+    results: list[DeviceRequestAllocationResult] = Field(default_factory=list)
+    config: list[DeviceAllocationConfiguration] = Field(default_factory=list)
 
 
 class AllocationResult(K8sModel):
-    devices: DeviceAllocationResult = DeviceAllocationResult()
+    devices: DeviceAllocationResult = Field(default_factory=DeviceAllocationResult)
     node_selector: NodeSelector | None = None
     allocation_timestamp: str | None = None
 
@@ -242,25 +244,25 @@ class ResourceClaimConsumerReference(K8sModel):
 
 class ResourceClaimStatus(K8sModel):
     allocation: AllocationResult | None = None
-    reserved_for: list[ResourceClaimConsumerReference] = []
+    reserved_for: list[ResourceClaimConsumerReference] = Field(default_factory=list)
 
     k8s_fields: ClassVar[tuple[str, ...]] = ("devices",)      # AllocatedDeviceStatus, written by drivers
 
 
 class ResourceClaim(TypedObject):
-    spec: ResourceClaimSpec = ResourceClaimSpec()
-    status: ResourceClaimStatus = ResourceClaimStatus()
+    spec: ResourceClaimSpec = Field(default_factory=ResourceClaimSpec)
+    status: ResourceClaimStatus = Field(default_factory=ResourceClaimStatus)
 
 
 class ResourceClaimTemplateSpec(K8sModel):
-    metadata: dict[str, Any] = {}
-    spec: ResourceClaimSpec = ResourceClaimSpec()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: ResourceClaimSpec = Field(default_factory=ResourceClaimSpec)
 
     k8s_field_models: ClassVar[dict[str, type]] = {"metadata": ObjectMeta}
 
 
 class ResourceClaimTemplate(TypedObject):
-    spec: ResourceClaimTemplateSpec = ResourceClaimTemplateSpec()
+    spec: ResourceClaimTemplateSpec = Field(default_factory=ResourceClaimTemplateSpec)
 
 
 # ---------------------------------------------------------------- DeviceTaintRule
@@ -269,7 +271,7 @@ class DeviceTaintSelector(K8sModel):
     driver: str | None = None
     pool: str | None = None
     device: str | None = None
-    selectors: list[DeviceSelector] = []
+    selectors: list[DeviceSelector] = Field(default_factory=list)
 
 
 class DeviceTaintRuleSpec(K8sModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from .base import K8sModel, QuantityStr, TypedObject
 from .core import NodeSelector, Toleration
@@ -22,14 +22,14 @@ class ResourceRequirementClaim(K8sModel):
 
 
 class ResourceRequirements(K8sModel):
-    requests: dict[str, QuantityStr] = {}
-    limits: dict[str, QuantityStr] = {}
-    claims: list[ResourceRequirementClaim] = []
+    requests: dict[str, QuantityStr] = Field(default_factory=dict)
+    limits: dict[str, QuantityStr] = Field(default_factory=dict)
+    claims: list[ResourceRequirementClaim] = Field(default_factory=list)
 
 
 class Container(K8sModel):
     name: str = ""
-    resources: ResourceRequirements = ResourceRequirements()
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     restart_policy: str | None = None      # "Always" on an init container = sidecar
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
@@ -64,16 +64,16 @@ class Affinity(K8sModel):
 
 class PodSpec(K8sModel):
     node_name: str | None = None
-    node_selector: dict[str, str] = {}
+    node_selector: dict[str, str] = Field(default_factory=dict)
     priority: int | None = None
     priority_class_name: str | None = None
     scheduling_group: PodSchedulingGroup | None = None
-    resource_claims: list[PodResourceClaim] = []
-    containers: list[Container] = []
-    init_containers: list[Container] = []
-    overhead: dict[str, QuantityStr] = {}
+    resource_claims: list[PodResourceClaim] = Field(default_factory=list)
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] = Field(default_factory=list)
+    overhead: dict[str, QuantityStr] = Field(default_factory=dict)
     resources: ResourceRequirements | None = None   # pod-level resources (PodLevelResources)
-    tolerations: list[Toleration] = []
+    tolerations: list[Toleration] = Field(default_factory=list)
     affinity: Affinity | None = None
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
@@ -92,12 +92,12 @@ class PodResourceClaimStatus(K8sModel):
 
 class PodExtendedResourceClaimStatus(K8sModel):
     resource_claim_name: str = ""
-    request_mappings: list[dict[str, Any]] = []
+    request_mappings: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class PodStatus(K8sModel):
     phase: str | None = None
-    resource_claim_statuses: list[PodResourceClaimStatus] = []
+    resource_claim_statuses: list[PodResourceClaimStatus] = Field(default_factory=list)
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
@@ -108,8 +108,8 @@ class PodStatus(K8sModel):
 
 
 class Pod(TypedObject):
-    spec: PodSpec = PodSpec()
-    status: PodStatus = PodStatus()
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
 
 
 # ---------------------------------------------------------------- PodGroup
@@ -124,7 +124,7 @@ class PodGroupSchedulingPolicy(K8sModel):
 
 class PodGroupSpec(K8sModel):
     scheduling_policy: PodGroupSchedulingPolicy | None = None
-    resource_claims: list[PodResourceClaim] = []
+    resource_claims: list[PodResourceClaim] = Field(default_factory=list)
     priority: int | None = None
     priority_class_name: str | None = None
 
@@ -135,14 +135,14 @@ class PodGroupSpec(K8sModel):
 
 
 class PodGroupStatus(K8sModel):
-    resource_claim_statuses: list[PodResourceClaimStatus] = []
+    resource_claim_statuses: list[PodResourceClaimStatus] = Field(default_factory=list)
 
     k8s_fields: ClassVar[tuple[str, ...]] = ("conditions",)
 
 
 class PodGroup(TypedObject):
-    spec: PodGroupSpec = PodGroupSpec()
-    status: PodGroupStatus = PodGroupStatus()
+    spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
+    status: PodGroupStatus = Field(default_factory=PodGroupStatus)
 
 
 # ---------------------------------------------------------------- Namespace, PriorityClass
@@ -198,7 +198,7 @@ class NodeAllocatableResources(K8sModel):
 
     The first shape is recognised by its top-level keys being only ``mapping``/``overhead``.
     """
-    resources: dict[str, NodeAllocatableResource] = {}
+    resources: dict[str, NodeAllocatableResource] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,140 @@
+"""A large YAML document read through rapidyaml, when that gives exactly what PyYAML gives.
+
+PyYAML builds every node of a document as a Python object in Python code (even with libyaml
+doing the scanning): a 30 MB `kubectl get -o yaml` dump takes 10-30 s. rapidyaml (C++) parses
+it and writes it out as JSON in well under a second, and the JSON parser builds the Python
+objects. The two do not agree on every document, so this path is taken only for documents on
+which they provably agree; everything else goes through PyYAML (see :mod:`draopt.loader`):
+
+* rapidyaml's JSON keeps quoted scalars as strings and writes plain ones as JSON numbers (when
+  they look like numbers), ``true``/``false``/``null`` (empty values too), or strings. PyYAML
+  resolves plain scalars by YAML 1.1 rules (``yes``/``on``/``~``/``0x10``/``0755``/``1_000``/
+  ``1:20``/``.inf``, ...) and reads ``1e3`` and ``-.5`` as strings; rapidyaml also rewrites the
+  plain scalars ``inf``/``nan``. A document with any plain scalar (or key) where the two may
+  differ is refused: :func:`unsafe` finds every such token where a plain scalar can start.
+  Plain decimal integers and ``digits.digits`` floats are the numbers both read alike (as
+  values; as keys PyYAML's key text is ``str(value)``, so floats and ``-0`` are refused there).
+* anchors, aliases, tags, directives, complex keys (``?``), several documents (``---``), tabs,
+  carriage returns and control characters are refused (PyYAML expands aliases with a size
+  check, constructs tags, and reports the others with its own messages).
+* a document rapidyaml cannot parse, or whose JSON the JSON parser refuses (rapidyaml does not
+  escape control characters written as escapes), is refused.
+
+Refusing is never an error: the caller reads the text with PyYAML, which gives its usual
+result or message. Only texts of at least :data:`MIN_CHARS` are tried: the path exists for
+cluster dumps, and small inputs keep PyYAML's behaviour byte for byte, errors included.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+try:  # optional at import time: without it every text goes through PyYAML
+    import ryml as _ryml
+except ImportError:  # pragma: no cover - rapidyaml is a dependency
+    _ryml = None
+
+MIN_CHARS = 1 << 20   # 1 MiB
+
+# Where a plain scalar can end: spaces, then end of line, a comment, a flow indicator, or the
+# `:` of a key.
+_END = r"(?=[ ]*+(?:\n|\Z|#|[,\]}]|:(?:[ ]|\n|\Z)))"
+# Everything that may read as a number to either parser (one dot at most; also hex, octal,
+# binary, base 60 and underscores, which only YAML 1.1 reads as numbers).
+_NUMBERISH = (r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9_]*)?"
+              r"|[-+]?0(?:[xX][0-9a-fA-F_]*|[bB][01_]*|[oO][0-7_]*)"
+              r"|[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?")
+# ... of which these read the same in both as values (not followed by a key's `:`).
+_SAME_NUMBER = r"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[ ]*+(?:\n|\Z|#|[,\]}]))"
+_WORDS = (r"yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|y|Y|n|N|~|Null|NULL|=|<<"
+          r"|[-+]?\.?(?:[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])")
+_RISKY = (r"(?=[yYnNoOTF~=<.+\-0-9iI&*!?%@`:])(?:"
+          r"(?:" + _WORDS + r")" + _END +
+          r"|(?!" + _SAME_NUMBER + r")(?:" + _NUMBERISH + r")" + _END +
+          r"|[&*!?%@`]"                       # anchor, alias, tag, complex key, directive, reserved
+          r"|:(?=[ ]|\n|\Z)"                   # an empty key
+          r")")
+# Plain scalars start after `: `, at the start of a line (after its indentation and `- `
+# entries), or in flow collections after `[`, `{` or `,`. Separate patterns, each with a literal
+# first character, scan much faster than one alternation.
+_FLOW_AS_KEY = r"[\[{][^\n]*[\]}]:(?:[ ]|\n|\Z)"   # PyYAML refuses a key that is not a scalar
+_CLOSER = r"[\]},]"   # cannot start a plain scalar: PyYAML refuses it where rapidyaml reads a string
+_AFTER_COLON = re.compile(r": ++(?:" + _RISKY + "|" + _CLOSER + ")")
+_LINE_START = re.compile(r"\n *+(?:-(?: ++|(?=\n)))*+(?:" + _RISKY + "|" + _FLOW_AS_KEY + "|" + _CLOSER + ")")
+_IN_FLOW = re.compile(r"[\[{,] *+(?:" + _RISKY + "|" + _FLOW_AS_KEY + ")")
+_CONTROL = re.compile(r"[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7f)) + b"\n"
+
+
+def unsafe(text: str) -> str | None:
+    """Why rapidyaml's reading of `text` might differ from PyYAML's (a short description of the
+    first suspect found), or None when the two agree on it."""
+    if text.isascii():    # the usual case, checked at memory speed
+        if text.encode("ascii").translate(None, _PRINTABLE_ASCII):
+            return "a tab, carriage return or control character"
+    elif _CONTROL.search(text):
+        return "a tab, carriage return or control character"
+    if text.startswith(("---", "...")) or "\n---" in text or "\n..." in text:
+        return "a document marker (--- or ...)"
+    first_line = "\n" + text[:text.find("\n") + 1 or len(text)]
+    for pattern, what in ((_AFTER_COLON, "a plain value PyYAML may read differently"),
+                          (_LINE_START, "a plain key or item PyYAML may read differently"),
+                          (_IN_FLOW, "a flow item PyYAML may read differently")):
+        m = pattern.search(text) or (pattern is _LINE_START and pattern.match(first_line))
+        if m:
+            return f"{what}: {m.string[m.start():m.end() + 10]!r}"
+    return None
+
+
+class _QuietStderr:
+    """rapidyaml prints its parse errors on file descriptor 2 before raising; the caller then
+    reads the text again with PyYAML and reports the error its own way, so they are silenced."""
+
+    def __enter__(self):
+        try:
+            self.saved = os.dup(2)
+        except OSError:
+            self.saved = None
+            return self
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+        return False
+
+
+def available() -> bool:
+    return _ryml is not None
+
+
+def load(text: str, *, min_chars: int = MIN_CHARS) -> tuple[bool, Any]:
+    """(True, the one document of `text`) when rapidyaml reads it as PyYAML would; (False, None)
+    when it is too small, refused (see the module's doc), or not parsed."""
+    if _ryml is None or len(text) < min_chars or unsafe(text) is not None:
+        return False, None
+    try:
+        with _QuietStderr():
+            tree = _ryml.parse_in_arena(text.encode("utf-8"))
+            root = tree.root_id() if tree.size() else None
+            if root is None or not (tree.is_map(root) or tree.is_seq(root)):   # streams, scalars, nothing
+                return False, None
+            out = _ryml.emit_json_malloc(tree, root)
+        del tree
+        if not isinstance(out, str):
+            return False, None
+    except Exception:   # any rapidyaml failure: PyYAML reads it and says what is wrong
+        return False, None
+    try:
+        return True, json.loads(out)
+    except ValueError:
+        return False, None
+
+
+__all__ = ["MIN_CHARS", "available", "load", "unsafe"]

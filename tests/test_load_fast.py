@@ -1,0 +1,210 @@
+"""Reading fast gives exactly what reading slowly gave.
+
+The loader reads a large YAML document through rapidyaml (draopt.fastyaml) when that reads it as
+PyYAML does, else through libyaml, else through PyYAML's pure Python reader (the reference, whose
+error messages users get). These tests hold the fast readings to the reference: on every YAML
+file of the repository, on scalars where YAML 1.1 (PyYAML) and rapidyaml disagree, on random
+documents, and end to end on the objects a cluster dump gives (YAML and JSON, Lists,
+resource.k8s.io v1, v1beta2 and v1beta1)."""
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from draopt import fastyaml, loader
+from draopt.errors import InputError
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from load_dumps import as_list, cluster_dump  # noqa: E402
+from test_versions import V1BETA1_DUMP  # noqa: E402
+
+
+def reference(text: str):
+    """PyYAML's pure Python reading, as the loader did it before the fast paths."""
+    return list(loader._yaml_documents(loader._YamlLoader, text, "t"))
+
+
+def fast(text: str):
+    ok, doc = fastyaml.load(text, min_chars=0)
+    return ok, ([doc] if doc is not None else [])
+
+
+YAML_FILES = sorted({*ROOT.glob("tests/**/*.yaml"), *ROOT.glob("tests/**/*.yml"), *ROOT.glob("examples/**/*.yaml")})
+
+
+def test_every_yaml_file_of_the_repository_reads_the_same_on_every_path():
+    taken = 0
+    for path in YAML_FILES:
+        text = path.read_text(encoding="utf-8")
+        try:
+            ref, err = reference(text), None
+        except (yaml.YAMLError, InputError) as e:
+            ref, err = None, e
+        ok, docs = fast(text)
+        if ok:
+            taken += 1
+            assert err is None, f"{path}: rapidyaml read a document PyYAML refuses ({err})"
+            assert docs == ref, path
+        if loader._CYamlLoader is not None:
+            try:
+                c_docs = list(loader._yaml_documents(loader._CYamlLoader, text, "t"))
+            except (yaml.YAMLError, InputError):
+                c_docs = None
+            if err is None:
+                assert c_docs == ref, path
+    assert taken >= 100, f"the fast path read only {taken} of {len(YAML_FILES)} files"
+
+
+# Plain scalars that YAML 1.1 (PyYAML) and rapidyaml's JSON read differently, and some they
+# read alike; each in value, key, sequence and flow positions.
+TOKENS = ["yes", "Yes", "NO", "on", "Off", "y", "n", "True", "TRUE", "False", "true", "false", "null", "Null",
+          "NULL", "~", "=", "<<", "0", "-0", "+1", "1", "12", "-12", "007", "0755", "09", "0x1F", "0b101",
+          "0o17", "1_000", "1:20", "190:20:30.15", "1.5", "-2.25", "0.10", "00.5", "3.", ".5", "-.5", "+.5",
+          "1e3", "1E+3", "1.5e+3", "1.0e-3", ".1e1", "0e0", ".inf", "-.Inf", ".NaN", "inf", "nan", "-inf",
+          "Infinity", "1.0.0", "172.18.0.2", "10.0.0.0/24", "2026-11-30", "2026-11-30T10:00:00Z",
+          "2001-12-14 21:59:43.10 -5", "v1.2", "1-2", "12e", "0b75daec", "k:{\"name\":\"x\"}", "a b", "-", ".",
+          "'quoted'", '"dq"', "'yes'", '"0x1F"', "''", "", "!!str 5", "&a 1", "*a", "!tag x", "? a", "@x", "`x",
+          "[1, yes]", "{a: on}", "[]", "{}", "|\n  text\n", ">-\n  folded\n  more\n"]
+
+
+def _contexts(token: str) -> list[str]:
+    return [f"key: {token}\nother: 1\n", f"{token}: value\n", f"list:\n- {token}\n- x\n",
+            f"flow: [a, {token}]\n", f"m: {{k: {token}}}\n", f"nested:\n  deeper:\n    - k: {token}\n"]
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_tricky_scalars_are_refused_or_read_alike(token):
+    for text in _contexts(token):
+        try:
+            ref = reference(text)
+        except (yaml.YAMLError, InputError):
+            ref = None
+        ok, docs = fast(text)
+        if ok:
+            assert ref is not None, f"{text!r}: PyYAML refuses it, the fast path read {docs}"
+            assert docs == ref, text
+
+
+def test_a_kubectl_dump_takes_the_fast_path_and_reads_alike():
+    text = yaml.safe_dump(as_list(cluster_dump(nodes=4, pods=12, devices_per_node=2)), sort_keys=False)
+    assert fastyaml.unsafe(text) is None
+    ok, docs = fast(text)
+    assert ok and docs == reference(text)
+    # a value PyYAML reads as a boolean and rapidyaml as a string: refused
+    risky = text.replace("kubernetes.io/os: linux", "kubernetes.io/os: on", 1)
+    assert fastyaml.unsafe(risky) is not None and fast(risky) == (False, [])
+
+
+_KEYS = st.text(alphabet="abcxyz09.-_:/yesonf", min_size=1, max_size=8)
+_SCALARS = (st.none() | st.booleans() | st.integers(-10**20, 10**20) |
+            st.floats(allow_nan=False, allow_infinity=True) | st.text(max_size=12))
+_DOCS = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+                     max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=st.dictionaries(_KEYS, _DOCS, min_size=1, max_size=5), flow=st.booleans())
+def test_random_documents_are_refused_or_read_alike(doc, flow):
+    text = yaml.safe_dump(doc, default_flow_style=flow, allow_unicode=True)
+    ref = reference(text)
+    ok, docs = fast(text)
+    if ok:
+        assert docs == ref
+
+
+@settings(max_examples=400, deadline=None)
+@given(tokens=st.lists(st.text(alphabet="019.-+_:eExXbo~yYnNtTfFsSlLa iI#&*!,[]{}'\"", min_size=0, max_size=7),
+                       min_size=1, max_size=4))
+def test_random_plain_tokens_are_refused_or_read_alike(tokens):
+    text = "".join(f"k{i}: {t}\n" for i, t in enumerate(tokens))
+    text += "seq:\n" + "".join(f"- {t}\n" for t in tokens)
+    try:
+        ref = reference(text)
+    except (yaml.YAMLError, InputError):
+        ref = None
+    ok, docs = fast(text)
+    if ok:
+        assert ref is not None and docs == ref, text
+
+
+# ------------------------------------------------------------------ objects, end to end
+def _v1beta2(objs):
+    out = copy.deepcopy(objs)
+    for o in out:
+        if o["apiVersion"] == "resource.k8s.io/v1":
+            o["apiVersion"] = "resource.k8s.io/v1beta2"
+    return out
+
+
+def _objects(text: str, source: str, path: str) -> loader.ObjectSet:
+    saved = (fastyaml.MIN_CHARS, fastyaml._ryml, loader._CYamlLoader)
+    try:
+        if path == "fast":
+            fastyaml.MIN_CHARS = 0
+        elif path == "libyaml":
+            fastyaml._ryml = None
+        elif path == "pure":
+            fastyaml._ryml, loader._CYamlLoader = None, None
+        return loader.load_text(text, source, notes=__import__("io").StringIO())
+    finally:
+        fastyaml.MIN_CHARS, fastyaml._ryml, loader._CYamlLoader = saved
+
+
+def _dumped(objects: loader.ObjectSet) -> dict:
+    return {attr: [o.to_k8s() for o in getattr(objects, attr)] for attr in loader.ObjectSet._BY_KIND.values()}
+
+
+@pytest.mark.parametrize("name", ["v1", "v1beta2", "v1beta1", "example"])
+def test_every_path_gives_equal_objects(name):
+    if name == "example":
+        text = (ROOT / "examples" / "cluster.yaml").read_text()
+        docs = reference(text)
+    else:
+        objs = cluster_dump(nodes=6, pods=40, devices_per_node=4)
+        if name == "v1beta2":
+            objs = _v1beta2(objs)
+        elif name == "v1beta1":
+            objs = objs + copy.deepcopy(V1BETA1_DUMP["items"])
+        docs = [json.loads(json.dumps(as_list(objs)))]    # no shared parts: no YAML aliases
+        text = yaml.safe_dump(docs[0], sort_keys=False)
+    if name != "example":
+        assert fastyaml.unsafe(text) is None      # the fast path is really taken
+    pure = _objects(text, "in.yaml", "pure")
+    assert sum(len(getattr(pure, a)) for a in loader.ObjectSet._BY_KIND.values()) > 0
+    for path in ("fast", "libyaml"):
+        got = _objects(text, "in.yaml", path)
+        for attr in loader.ObjectSet._BY_KIND.values():
+            assert getattr(got, attr) == getattr(pure, attr), (path, attr)
+    as_json = json.dumps(docs[0]) if len(docs) == 1 else json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+    assert _dumped(_objects(as_json, "in.json", "pure")) == _dumped(pure)
+
+
+def test_a_large_yaml_dump_with_a_risky_scalar_still_reads_correctly():
+    objs = cluster_dump(nodes=4, pods=8, devices_per_node=2)
+    objs[2]["metadata"]["labels"]["gpu"] = True     # written `gpu: true`: both read a boolean...
+    text = yaml.safe_dump(as_list(objs), sort_keys=False).replace("gpu: true", "gpu: yes")   # ...PyYAML only
+    assert fastyaml.unsafe(text) is not None
+    with pytest.raises(InputError, match="labels.gpu"):    # a label must be a string, as before
+        _objects(text, "in.yaml", "fast")
+    with pytest.raises(InputError, match="labels.gpu"):
+        _objects(text, "in.yaml", "pure")
+
+
+def test_yaml_errors_keep_pyyaml_messages_on_every_path():
+    bad = "items:\n- a: 1\n  b: [unclosed\n"
+    messages = set()
+    for path in ("fast", "libyaml", "pure"):
+        with pytest.raises(InputError) as e:
+            _objects(bad, "in.yaml", path)
+        messages.add(str(e.value))
+    assert len(messages) == 1 and "invalid YAML at line" in messages.pop()
