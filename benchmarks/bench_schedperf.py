@@ -41,7 +41,7 @@ def _rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def _measure(path: str, policy: str, time_limit: float, profile: bool) -> dict[str, Any]:
+def _measure(path: str, policy: str, time_limit: float, profile: bool, scheduler: str | None) -> dict[str, Any]:
     from draopt import api
     from draopt.features import Features
     from draopt.loader import load_files
@@ -64,7 +64,8 @@ def _measure(path: str, policy: str, time_limit: float, profile: bool) -> dict[s
     t = time.perf_counter()
     if prof:
         prof.enable()
-    outcome = place(objects, policy=policy, features=features, time_limit=time_limit)
+    kw = {"scheduler_config": scheduler} if scheduler else {}
+    outcome = place(objects, policy=policy, features=features, time_limit=time_limit, **kw)
     if prof:
         prof.disable()
     out["place_s"] = time.perf_counter() - t
@@ -74,6 +75,7 @@ def _measure(path: str, policy: str, time_limit: float, profile: bool) -> dict[s
     out["status"] = res.stats.get("status")
     out["gap"] = res.stats.get("gap")
     out["rss_mib"] = _rss_mib()
+    out["scheduler"] = res.stats.get("scheduler")
     if prof:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(35)
@@ -90,10 +92,10 @@ def _child(conn, *args) -> None:
         conn.close()
 
 
-def run(path: str, policy: str, time_limit: float, profile: bool = False) -> dict[str, Any]:
+def run(path: str, policy: str, time_limit: float, profile: bool = False, scheduler: str | None = None) -> dict[str, Any]:
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, path, policy, time_limit, profile))
+    proc = ctx.Process(target=_child, args=(send, path, policy, time_limit, profile, scheduler))
     proc.start()
     send.close()
     try:
@@ -116,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", default="yaml", choices=("yaml", "json"), help="file format written and read")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of each first-fit run")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--scheduler", metavar="CONFIG",
+                    help="first-fit's scheduler profile (place's scheduler_config: a file or builtin:<name>, e.g. "
+                         "builtin:name-order); default: place's default (Kubernetes' default profile)")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(sw.WORKLOADS)
     for n in names:
@@ -132,14 +137,15 @@ def main(argv: list[str] | None = None) -> int:
             size = sw.write(name, path, fmt=args.format, scale=args.scale)
             write_s = time.perf_counter() - t
             print(f"\n== {name}: {w.source}  ({size / 1e6:.1f} MB written in {write_s:.1f} s)")
-            ff = run(path, "first-fit", args.time_limit, args.profile)
+            ff = run(path, "first-fit", args.time_limit, args.profile, args.scheduler)
             row: dict[str, Any] = {"workload": name, "bytes": size, "threshold": w.threshold, "first_fit": ff}
             if not ff.get("failed"):
                 pps = ff["pods"] / ff["place_s"] if ff["place_s"] else float("inf")
                 ff["pods_per_s"] = pps
                 ratio = f"  ({pps / w.threshold:.1f}x Kubernetes' {w.threshold:g})" if w.threshold else ""
                 print(f"   read {ff['load_s']:.2f} s   expand {ff['expand_s']:.2f} s   first-fit {ff['place_s']:.2f} s "
-                      f"= {pps:,.0f} pods/s{ratio}   placed {ff['placed']}/{ff['pods']}   peak RSS {ff['rss_mib']:.0f} MiB")
+                      f"= {pps:,.0f} pods/s{ratio}   placed {ff['placed']}/{ff['pods']}   peak RSS {ff['rss_mib']:.0f} MiB"
+                      f"   ({ff['scheduler']})")
                 if ff.get("profile"):
                     print(ff["profile"])
             if not args.no_optimal:

@@ -20,7 +20,7 @@ from ..errors import AllocationError
 from ..models import AllocationResult, ResourceClaim
 from ..nodeselect import node_selector_matches
 from ..problem import prepare
-from ..reference import ReferenceAllocator, SearchLimit
+from ..reference import Chosen, ReferenceAllocator, SearchLimit
 from .cluster import Cluster, NodeState
 from .result import PlacementResult, PodPlacement
 
@@ -36,6 +36,7 @@ class ClaimBook:
         self.claims = claims
         self.allocations: dict[str, tuple[AllocationResult, str]] = {}
         self._signature: dict[str, str] = {}
+        self._allocation_signature: dict[str, str] = {}
 
     def allocation(self, key: str) -> AllocationResult | None:
         got = self.allocations.get(key)
@@ -48,6 +49,31 @@ class ClaimBook:
         if sig is None:
             sig = self._signature[key] = json.dumps(self.claims[key].spec.to_k8s(), sort_keys=True)
         return sig
+
+    def allocation_signature(self, key: str) -> str:
+        """The claim's spec as the allocator sees it: each deviceClassName replaced by that
+        class's selectors (a class matters to the search through its selectors only; its name
+        and config only to the result). Claims alike here get the same devices."""
+        sig = self._signature.get(key) or self.signature(key)
+        got = self._allocation_signature.get(sig)
+        if got is None:
+            classes = self.cluster.classes
+
+            def unname(entry):
+                cls = classes.get(entry.get("deviceClassName")) if isinstance(entry, dict) else None
+                if cls is None:
+                    return entry
+                out = dict(entry)
+                out["deviceClassName"] = ["class selectors", [x.to_k8s() for x in cls.spec.selectors]]
+                return out
+            spec = json.loads(sig)
+            for r in (spec.get("devices") or {}).get("requests") or []:
+                if "exactly" in r:
+                    r["exactly"] = unname(r["exactly"])
+                if r.get("firstAvailable"):
+                    r["firstAvailable"] = [unname(x) for x in r["firstAvailable"]]
+            got = self._allocation_signature[sig] = json.dumps(spec, sort_keys=True)
+        return got
 
     def commit(self, key: str, result: AllocationResult, node: str) -> None:
         """Record the allocation in the shared device state."""
@@ -177,20 +203,22 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     hit = cache.get(sig)
     if hit is not None and hit[0] == node.version:
         reason, fit = hit[1]
-        if reason is not None:
-            return _specific(reason, todo), None
-        # A success of a pod whose pending claims read the same, with nothing changed on the
-        # node since: the allocator would choose the same devices again.
-        return _reuse(cluster, book, pod, node, todo, fit, cache, sig, None)
+        return (_specific(reason, todo) if reason is not None else None), fit
     inventory = cluster.inventory(node)
-    group = None
     if cluster.incremental:
-        # Nodes sharing one inventory (the same pools, none their own) get the same devices
-        # while the allocated state is unchanged.
-        group = ("shared", sig[0], id(inventory.memo)) + sig[2:]
-        hit = cache.get(group)
-        if hit is not None and hit[0] == cluster.allocated.version:
-            return _reuse(cluster, book, pod, node, todo, hit[1], cache, sig, inventory)
+        # A success for claims the allocator sees alike (same specs, classes by their selectors),
+        # with nothing changed on the node since - or found on another node sharing this node's
+        # inventory, with the allocated state unchanged: the allocator would choose the same
+        # devices again.
+        alike = tuple(book.allocation_signature(k) for k in todo)
+        own = ("ok", alike, node.name) + sig[2:]
+        group = ("shared", alike, id(inventory.memo)) + sig[2:]
+        for key, version in ((own, node.version), (group, cluster.allocated.version)):
+            hit = cache.get(key)
+            if hit is not None and hit[0] == version:
+                got = _reuse(cluster, book, pod, node, todo, hit[2], hit[1], cache, sig, inventory)
+                if got is not None:
+                    return got
     try:
         problem = prepare([book.claims[k] for k in todo], inventory, cluster.classes, cluster.features,
                           cluster.cel_env, cluster.expr_cache)
@@ -214,18 +242,30 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     if answer[0] is not None:
         cache[sig] = (node.version, (_generic(answer[0], todo), None))
     elif cluster.incremental:
-        cache[sig] = (node.version, answer)
-        cache[group] = (cluster.allocated.version, answer[1])
+        cache[own] = (node.version, sig[0], answer[1])
+        cache[group] = (cluster.allocated.version, sig[0], answer[1])
     return answer
 
 
-def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[str], fit, cache: dict, sig,
-           inventory) -> tuple[str | None, Any]:
-    """A cached successful allocation for this pod on this node (`inventory`: the node's, when
-    the allocation was found on another node sharing its devices), with the checks a fresh
-    search makes after the allocator."""
+def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[str], fit, specs: tuple,
+           cache: dict, sig, inventory) -> tuple[str | None, Any] | None:
+    """A cached successful allocation (found for claims with the specs `specs`, maybe on another
+    node sharing this node's devices) for this pod on this node, with the checks a fresh search
+    makes after the allocator; None if it does not apply after all (then search)."""
     problem, chosen, selected, score = fit
-    problem = _rebind(problem, [book.claims[k] for k in todo], inventory)
+    claims = [book.claims[k] for k in todo]
+    if specs == sig[0]:
+        problem = _rebind(problem, claims, inventory)
+    else:
+        # Alike for the allocator only (other class names): the same devices, under this pod's
+        # own requests (classes, config).
+        try:
+            fresh = prepare(claims, inventory, cluster.classes, cluster.features, cluster.cel_env, cluster.expr_cache)
+        except AllocationError:
+            return None
+        by_key = {r.key: r for c in fresh.claims for g in c.requests for r in g.alternatives}
+        chosen = [[Chosen(by_key[c.request.key], c.device, c.consumed) for c in picks] for picks in chosen]
+        problem = fresh
     extra = device_resources(cluster, book, pod, node, (problem, chosen))
     short = node.fits(_plus(pod.resources, extra)) if extra else None
     if short is not None:
