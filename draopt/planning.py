@@ -628,6 +628,8 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             sum(weight(workload.pod(p).priority) * v for p, v in b.placed.items() if p not in daemon_of)
         pods_expr = sum(v for (ki, _), v in b.totals.items() if ki not in daemon_kinds) + \
             sum(v for p, v in b.placed.items() if p not in daemon_of)
+        placed_count = cp.new_int_var(0, len(real), "placed_pods")
+        cp.add(placed_count == pods_expr)
         cheap = sum(weight(d.priority) for d in real if prep.pod_nodes.get(d.key))
         stats.update(variables=len(cp.proto.variables), constraints=len(cp.proto.constraints))
         # The estimate's placement as a solution of the model: the incumbent, and a bound on the cost.
@@ -649,12 +651,14 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         stats["hint_s"] = round(time.perf_counter() - t2, 3)
         stats["ffd_in_model"] = full is not None
         floor = 0
+        incumbent = None   # the best solution known: proto variable index -> value
         if full is not None:
             floor = sum(weight(ff_by_pod[d.key].priority) for d in real if ff_by_pod[d.key].placed)
             hint_cost = sum(c * full[counts[t.name]] for c, t in zip(ints, node_types))
             cp.add(placed_expr >= floor)
             for var, value in full.items():
                 cp.add_hint(var, value)
+            incumbent = ffd_solution = {var.index: value for var, value in full.items()}
         # Phase 1: the most pods (priority-weighted).
         t3 = time.perf_counter()
         if full is not None and floor >= cheap:
@@ -664,17 +668,22 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             cp.maximize(placed_expr)
             solver = _solver(0.4 * time_limit)
             status = solver.solve(cp)
-            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                raise RuntimeError(f"internal: the planning model has no solution ({solver.status_name(status)})")
-            best_placed = int(round(solver.objective_value))
-            # Proven for any number of nodes when every pod with a node is placed, or when the
-            # candidates are as many as the pods that fit each type.
-            placed_proven = best_placed >= cheap or (
-                status == cp_model.OPTIMAL and all(caps[t.name] >= fits[t.name] for t in node_types))
-            solution = solver.response_proto.solution
-            cp.clear_hints()
-            for i in range(len(solution)):
-                cp.add_hint(cp.get_int_var_from_proto_index(i), solution[i])
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                best_placed = int(round(solver.objective_value))
+                # Proven for any number of nodes when every pod with a node is placed, or when the
+                # candidates are as many as the pods that fit each type.
+                placed_proven = best_placed >= cheap or (
+                    status == cp_model.OPTIMAL and all(caps[t.name] >= fits[t.name] for t in node_types))
+                solution = solver.response_proto.solution
+                incumbent = dict(enumerate(solution))
+                cp.clear_hints()
+                for i in range(len(solution)):
+                    cp.add_hint(cp.get_int_var_from_proto_index(i), solution[i])
+            elif incumbent is not None:     # nothing better than the estimate's placement in time
+                best_placed, placed_proven = floor, False
+            else:
+                raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no placement within the time limit "
+                                 f"({solver.status_name(status)}); give it more time")
         stats["placed_s"] = round(time.perf_counter() - t3, 3)
         # Phase 2: the least cost with those pods placed.
         t4 = time.perf_counter()
@@ -685,12 +694,18 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         solver = _solver(0.4 * time_limit)
         status = solver.solve(cp)
         stats["cost_s"] = round(time.perf_counter() - t4, 3)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            incumbent = dict(enumerate(solver.response_proto.solution))
+            bound = Fraction(math.ceil(solver.best_objective_bound - 1e-6)) * scale   # the objective is integral
+        elif incumbent is None:
             raise RuntimeError(f"internal: the planning model lost its solution ({solver.status_name(status)})")
-        mix = {t.name: solver.value(counts[t.name]) for t in node_types}
+        else:   # no solution of the cost phase in time: the pods phase's (or the estimate's) stands
+            if full is not None and best_placed <= floor:
+                incumbent = ffd_solution
+            bound = Fraction(0)
+        mix = {t.name: incumbent[counts[t.name].index] for t in node_types}
         cost = sum(cost_of[t] * n for t, n in mix.items())
-        bound = Fraction(math.ceil(solver.best_objective_bound - 1e-6)) * scale   # the objective is integral
-        placed = 0 if isinstance(pods_expr, int) else solver.value(pods_expr)
+        placed = incumbent[placed_count.index]
         status_name = solver.status_name(status)
         # Proven minimal: the cost phase is proven, the pods phase too, and the candidates cover
         # every cheaper mix (n + 1 copies of a type would cost more than the mix found).
