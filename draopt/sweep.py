@@ -45,22 +45,42 @@ def _dask_client(address: str | None, workers: int | None, processes: bool = Tru
                                processes=processes, dashboard_address=None))
 
 
+def _guarded(run: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
+    """run(item), an input error returned rather than raised: the caller raises it (exit 2),
+    and Dask workers do not log it as a failed computation."""
+    from .errors import DraoptError
+    try:
+        return True, run(item)
+    except DraoptError as e:
+        return False, e
+
+
+def _unwrap(got: tuple[bool, Any]) -> Any:
+    ok, value = got
+    if not ok:
+        raise value
+    return value
+
+
 def _completed(items: list[Any], run: Callable[[Any], Any], *, engine: str, workers: int | None = None,
                address: str | None = None, client=None) -> Iterator[tuple[int, Any]]:
     """(index, run(item)) for every item, as they finish."""
+    import functools
     if engine == "serial":
         for i, item in enumerate(items):
             yield i, run(item)
-    elif engine == "processes":
+        return
+    guarded = functools.partial(_guarded, run)
+    if engine == "processes":
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
         # spawn: the parent may hold solver threads, which fork would copy in an unknown state.
         with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1,
                                  mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(run, item): i for i, item in enumerate(items)}
+            futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
             try:
                 for f in as_completed(futures):
-                    yield futures[f], f.result()
+                    yield futures[f], _unwrap(f.result())
             except BaseException:
                 for f in futures:
                     f.cancel()
@@ -71,10 +91,10 @@ def _completed(items: list[Any], run: Callable[[Any], Any], *, engine: str, work
             client = _dask_client(address, workers)
         from dask.distributed import as_completed
         try:
-            futures = [client.submit(run, item, pure=False) for item in items]
+            futures = [client.submit(guarded, item, pure=False) for item in items]
             index = {f.key: i for i, f in enumerate(futures)}
             for f in as_completed(futures):
-                yield index[f.key], f.result()
+                yield index[f.key], _unwrap(f.result())
         finally:
             if own:
                 cluster = client.cluster

@@ -169,3 +169,10 @@ def test_cli_bad_grid_file_exits_2(tmp_path):
     spec.write_text("study: simulate\nspeed: 3\n")
     p = _cli("--grid", str(spec), "-o", str(tmp_path / "x.parquet"))
     assert p.returncode == 2 and "unknown field 'speed'" in p.stderr
+
+
+def test_input_error_in_a_worker_is_raised_here(tmp_path):
+    g = sw.Grid(study="place", clusters=[[str(GANG)]], nodes=[5])
+    with pytest.raises(InputError, match="5 nodes asked for, the cluster has 1"):
+        sw.run_sweep(g.scenarios(), str(tmp_path / "x.parquet"), engine="processes", workers=1, progress=False)
+    assert not (tmp_path / "x.parquet").exists()
