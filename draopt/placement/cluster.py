@@ -40,6 +40,10 @@ class NodeState:
     allocatable: dict[str, Fraction]
     used: dict[str, Fraction] = field(default_factory=dict)
     version: int = 0               # bumped whenever something on the node changes
+    # allocatable - used, per published resource, for the `used` dict and take() count it was
+    # computed from (a copy of the node with its own `used` recomputes it).
+    _free: tuple | None = field(default=None, repr=False, compare=False)
+    _takes: int = field(default=0, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -48,17 +52,21 @@ class NodeState:
     def fits(self, demand: dict[str, Fraction]) -> str | None:
         """None if the demand fits next to what is used, else the first resource that does not.
         A resource the node does not publish is unlimited, except extended resources."""
-        used, allocatable = self.used, self.allocatable
+        cached = self._free
+        if cached is None or cached[0] is not self.used or cached[1] != self._takes:
+            used = self.used
+            free = {r: (cap - used[r] if r in used else cap) for r, cap in self.allocatable.items()}
+            self._free = cached = (used, self._takes, free)
+        free = cached[2]
         for r, v in demand.items():
             if not v:
                 continue
-            cap = allocatable.get(r)
-            if cap is None:
+            f = free.get(r)
+            if f is None:
                 if r in _BASIC or r.startswith("hugepages-"):
                     continue   # nodes without status.allocatable are not limited (simulation input)
                 return r
-            u = used.get(r)
-            if (v if u is None else u + v) > cap:
+            if v > f:
                 return r
         return None
 
@@ -66,6 +74,7 @@ class NodeState:
         for r, v in demand.items():
             self.used[r] = self.used.get(r, Fraction(0)) + sign * v
         self.version += 1
+        self._takes += 1
 
 
 # The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).

@@ -258,11 +258,19 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
         problem = _rebind(problem, claims, inventory)
     else:
         # Alike for the allocator only (other class names): the same devices, under this pod's
-        # own requests (classes, config).
-        try:
-            fresh = prepare(claims, inventory, cluster.classes, cluster.features, cluster.cel_env, cluster.expr_cache)
-        except AllocationError:
-            return None
+        # own requests (classes, config), prepared once per pod (again per node only for
+        # requests of all devices, which prepare() lists from the node's inventory).
+        key = ("prepared", tuple(todo))
+        fresh = cache.get(key)
+        if fresh is not None and fresh.inventory is not inventory:
+            fresh = None if _lists_devices(fresh) else _rebind(fresh, claims, inventory)
+        if fresh is None:
+            try:
+                fresh = prepare(claims, inventory, cluster.classes, cluster.features, cluster.cel_env,
+                                cluster.expr_cache)
+            except AllocationError:
+                return None
+            cache[key] = fresh
         by_key = {r.key: r for c in fresh.claims for g in c.requests for r in g.alternatives}
         chosen = [[Chosen(by_key[c.request.key], c.device, c.consumed) for c in picks] for picks in chosen]
         problem = fresh
@@ -273,6 +281,10 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
         cache[sig] = (node.version, (_generic(reason, todo), None))   # as a fresh search would
         return reason, None
     return None, (problem, chosen, selected, score)
+
+
+def _lists_devices(problem) -> bool:
+    return any(r.mode == "All" for c in problem.claims for g in c.requests for r in g.alternatives)
 
 
 def _rebind(problem, claims, inventory=None):
