@@ -61,7 +61,7 @@ def main() -> int:
             fewer = "proven" if p.one_fewer and all("proven infeasible" in o.verdict for o in p.one_fewer) else \
                 ("-" if not p.one_fewer else "NOT PROVEN")
             print(f"{mix:10s} {pods:5d} {mix_text:34s} {float(p.cost):6.0f} {float(p.bound):6.0f} {p.status:8s} "
-                  f"{str(p.proven_minimal):6s} {f'{best.nodes} {best.node_type.name}':18s} {float(best.cost):8.0f} "
+                  f"{p.proven_minimal!s:6s} {f'{best.nodes} {best.node_type.name}':18s} {float(best.cost):8.0f} "
                   f"{saving:7.1%} {fewer:10s} {st.get('ffd_s', 0):6.2f} {st.get('build_s', 0):7.2f} "
                   f"{st.get('placed_s', 0):6.2f} {st.get('cost_s', 0):6.2f} {st.get('one_fewer_s', 0):7.2f} "
                   f"{r['wall']:7.2f} {st.get('variables', 0):6d} {st.get('constraints', 0):6d} "

@@ -21,7 +21,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .errors import InputError
 from .features import Features
@@ -351,6 +351,7 @@ def ffd_estimate(objects: ObjectSet, node_type: NodeType, *, features: Features 
     put on the first new node that takes it, a new node opened when none does. Every step is
     draopt's kube-scheduler simulation (first-fit, DRA allocator included)."""
     import time
+
     from .placement import build_cluster
     from .placement.firstfit import simulate
     from .quantity import Quantity
@@ -513,12 +514,14 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
     one, when any mix can) are placed, decided by the CP-SAT placement model; the first-fit-
     decreasing estimate of every type side by side; and the one-fewer check of the mix."""
     import time
+
+    from ortools.sat.python import cp_model
+
+    from .encodings.base import scale_to_int, upper_bound
     from .placement.firstfit import ClaimBook
     from .placement.model import build, prepare_cluster
     from .placement.optimal import _complete_hint, _first_fit_hint
     from .placement.result import PodPlacement, weight
-    from ortools.sat.python import cp_model
-    from .encodings.base import scale_to_int, upper_bound
     t0 = time.perf_counter()
     if max_nodes < 1:
         raise InputError(f"--max-nodes: must be 1 or more, got {max_nodes}")
@@ -669,7 +672,7 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             solver = _solver(0.4 * time_limit)
             status = solver.solve(cp)
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                best_placed = int(round(solver.objective_value))
+                best_placed = round(solver.objective_value)
                 # Proven for any number of nodes when every pod with a node is placed, or when the
                 # candidates are as many as the pods that fit each type.
                 placed_proven = best_placed >= cheap or (

@@ -85,7 +85,7 @@ def plans():
 
 @pytest.mark.parametrize("mix", ["training", "inference", "mixed"])
 def test_cheapest_mix_is_proven_and_never_above_the_estimate(plans, mix):
-    objs, types, p = plans[mix]
+    _, types, p = plans[mix]
     assert p.status == "OPTIMAL" and p.proven_minimal and p.bound == p.cost and p.gap == 0
     assert p.placed == p.pods == 40 and not p.blocked
     assert sum(1 for n in p.mix.values() if n) >= 2          # a mix of types, not one type
@@ -194,6 +194,7 @@ def test_new_nodes_of_a_type_run_its_daemonset_pods():
     keeps one GPU for the Deployment's 4 pods, so 3 new nodes, and the DaemonSet's pods on the
     candidate copies are not pods to place (they run exactly on the nodes bought)."""
     from test_controllers import CLASS, DEPLOYMENT, TEMPLATE, docs, node
+
     from draopt.loader import load_text
     from draopt.planning import NodeType, plan
     ds = DEPLOYMENT.replace("Deployment", "DaemonSet").replace("name: infer", "name: agent") \
