@@ -106,19 +106,30 @@ def _num(v: Fraction) -> float | int:
 def compare(objects: ObjectSet, policies: list[str], *, features: Features | None = None,
             time_limit: float = 60.0, **first_fit: Any) -> list[PolicyReport]:
     """Place the workload with each policy and measure the state each leaves (module docstring).
-    `first_fit`: place()'s scheduler_config, seed, tie_break (first-fit's node choice)."""
+    `first_fit`: place()'s scheduler_config, seed, tie_break (first-fit's node choice). A policy
+    `first-fit:CONFIG` is first-fit with its own scheduler configuration (`builtin:NAME` or a
+    KubeSchedulerConfiguration file): compare scoring profiles side by side."""
     from .placement import PLACE_POLICIES
     if len(policies) < 2:
         raise InputError(f"--policy: compare needs two or more policies (got {len(policies)}; "
-                         f"known: {', '.join(PLACE_POLICIES)})")
+                         f"known: {', '.join(PLACE_POLICIES)}, first-fit:CONFIG)")
     twice = sorted({p for p in policies if policies.count(p) > 1})
     if twice:
         raise InputError(f"--policy {twice[0]}: given twice")
-    bad = [p for p in policies if p not in PLACE_POLICIES]
-    if bad:
-        raise InputError(f"--policy: unknown placement policy {bad[0]!r} (known: {', '.join(PLACE_POLICIES)})")
+    runs = []
+    for spec in policies:
+        base, _, config = spec.partition(":")
+        if base not in PLACE_POLICIES or (config and base != "first-fit"):
+            raise InputError(f"--policy: unknown placement policy {spec!r} (known: {', '.join(PLACE_POLICIES)}, "
+                             "first-fit:CONFIG with CONFIG builtin:NAME or a KubeSchedulerConfiguration file)")
+        runs.append((spec, base, dict(first_fit, scheduler_config=config) if config else first_fit))
     features = features or Features.from_gates()
-    return [measure_policy(objects, p, features=features, time_limit=time_limit, **first_fit) for p in policies]
+    out = []
+    for spec, base, options in runs:
+        report = measure_policy(objects, base, features=features, time_limit=time_limit, **options)
+        report.policy = spec
+        out.append(report)
+    return out
 
 
 def measure_policy(objects: ObjectSet, policy: str, *, features: Features, time_limit: float,
@@ -417,7 +428,9 @@ def register(sub, input_flags, positive_seconds) -> None:
     p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
                    help="cluster and workload, as for `draopt place` (repeatable)")
     p.add_argument("--policy", action="append", metavar="POLICY",
-                   help="a placement policy (repeat: --policy first-fit --policy optimal; default both)")
+                   help="a placement policy (repeat: --policy first-fit --policy optimal; default both); "
+                        "first-fit:CONFIG: first-fit with its own scheduler configuration (builtin:NAME or a "
+                        "file), e.g. --policy first-fit:builtin:most-allocated")
     p.add_argument("--time-limit", type=positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit")
     p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     from .scheduler import add_scheduler_flags

@@ -114,6 +114,17 @@ def test_shared_gpu_capacity():
     assert r.fragmentation == pytest.approx(0.85)
 
 
+def test_first_fit_with_its_own_scheduler_configuration(stranding):
+    """first-fit:CONFIG labels the column with the spec and places with that configuration."""
+    by_name, ff_default, most = compare(load_files([str(stranding)]),
+                                        ["first-fit:builtin:name-order", "first-fit", "first-fit:builtin:most-allocated"])
+    assert by_name.policy == "first-fit:builtin:name-order"
+    assert (by_name.placed, by_name.stranded_devices, by_name.fragmentation) == (1, 1, 2)    # as by hand above
+    assert most.policy == "first-fit:builtin:most-allocated" and ff_default.policy == "first-fit"
+    with pytest.raises(InputError, match="unknown placement policy 'optimal:builtin:default'"):
+        compare(load_files([str(stranding)]), ["first-fit", "optimal:builtin:default"])
+
+
 def test_needs_two_distinct_known_policies():
     objs = load_files([str(GANG)])
     with pytest.raises(InputError, match="two or more"):
