@@ -51,10 +51,16 @@ def num_feasible_nodes_to_find(percentage: int, num_all: int) -> int:
     return max(n, MIN_FEASIBLE_NODES)
 
 
+# Amounts are int64 in the scheduler; kept below 2**56 here so that x 100 (the score scale) and
+# the sums of a node's pods stay within int64 (absurd quantities are capped, not wrapped).
+MAX_UNITS = 1 << 56
+
+
 def units(resource: str, value: Fraction | int) -> int:
     """A quantity as the scheduler holds it: cpu in millicores, the rest in units (rounded up)."""
     v = Fraction(value) * 1000 if resource == "cpu" else Fraction(value)
-    return -((-v.numerator) // v.denominator)
+    got = -((-v.numerator) // v.denominator)
+    return MAX_UNITS if got > MAX_UNITS else (-MAX_UNITS if got < -MAX_UNITS else got)
 
 
 def is_scalar(resource: str) -> bool:

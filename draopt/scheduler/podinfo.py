@@ -127,10 +127,25 @@ class PodInfo:
         return bool(self.required_affinity or self.required_anti or self.preferred_affinity or self.preferred_anti)
 
 
+def _plain(v: Any) -> Any:
+    if hasattr(v, "to_k8s"):
+        return v.to_k8s()
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
 def _extra(model: Any, name: str) -> Any:
+    """A Kubernetes field of a draopt model as plain JSON, whether the model types it or keeps it
+    as an extra (unknown-to-draopt) field."""
     if model is None:
         return None
-    return (model.model_extra or {}).get(name)
+    v = (model.model_extra or {}).get(name)
+    if v is None:
+        snake = "".join("_" + c.lower() if c.isupper() else c for c in name)
+        if snake in type(model).model_fields:
+            v = _plain(getattr(model, snake))
+    return v
 
 
 def _term(raw: Any, pod, where: str) -> AffinityTerm:
@@ -203,10 +218,9 @@ def _spread(raw: Any, pod, where: str) -> SpreadRule:
 def pod_info(pod) -> PodInfo:
     """`pod` is a draopt.models.Pod."""
     spec = pod.spec
-    extra = spec.model_extra or {}
-    name = extra.get("schedulerName") or "default-scheduler"
+    name = _extra(spec, "schedulerName") or "default-scheduler"
     owner = None
-    for ref in (pod.metadata.model_extra or {}).get("ownerReferences") or []:
+    for ref in _extra(pod.metadata, "ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("kind") in SPREAD_OWNERS and ref.get("name"):
             owner = (ref["kind"], ref["name"])
             break
@@ -224,7 +238,7 @@ def pod_info(pod) -> PodInfo:
             req_list.append(_term(t, pod, f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]"))
         for i, t in enumerate(raw.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
             pref_list.append(_weighted(t, pod, f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"))
-    for i, c in enumerate(extra.get("topologySpreadConstraints") or []):
+    for i, c in enumerate(_extra(spec, "topologySpreadConstraints") or []):
         info.spread.append(_spread(c, pod, f"spec.topologySpreadConstraints[{i}]"))
     na = aff.node_affinity if aff is not None else None
     for i, t in enumerate(_extra(na, "preferredDuringSchedulingIgnoredDuringExecution") or []):

@@ -23,6 +23,7 @@ from ..errors import InputError
 from . import scores as S
 from .config import SchedulerConfig
 from .cycle import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, TIE_BREAKS, num_feasible_nodes_to_find
+from .podinfo import _extra
 
 _SKIPPED = {"ImageLocality", "VolumeBinding", "DynamicResources", "InterPodAffinity", "PodTopologySpread"}
 
@@ -65,10 +66,9 @@ class TraceScheduler:
                 raise InputError(f"{where}: inter-pod affinity (Pod {s.pods[0] if s.pods else '?'}) is not simulated")
         objs = getattr(c.objects, "pods", None) or []
         for p in objs:
-            extra = p.spec.model_extra or {}
-            if extra.get("topologySpreadConstraints"):
+            if _extra(p.spec, "topologySpreadConstraints"):
                 raise InputError(f"{where}: topology spread constraints (Pod {p.namespace}/{p.name}) are not simulated")
-            name = extra.get("schedulerName") or "default-scheduler"
+            name = _extra(p.spec, "schedulerName") or "default-scheduler"
             if name != prof.name:
                 raise InputError(f"{where}: Pod {p.namespace}/{p.name} has schedulerName {name!r}, the profile is "
                                  f"{prof.name!r}")
