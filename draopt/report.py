@@ -116,26 +116,32 @@ def compare(objects: ObjectSet, policies: list[str], *, features: Features | Non
     twice = sorted({p for p in policies if policies.count(p) > 1})
     if twice:
         raise InputError(f"--policy {twice[0]}: given twice")
-    runs = []
     for spec in policies:
-        base, _, config = spec.partition(":")
-        if base not in PLACE_POLICIES or (config and base != "first-fit"):
-            raise InputError(f"--policy: unknown placement policy {spec!r} (known: {', '.join(PLACE_POLICIES)}, "
-                             "first-fit:CONFIG with CONFIG builtin:NAME or a KubeSchedulerConfiguration file)")
-        runs.append((spec, base, dict(first_fit, scheduler_config=config) if config else first_fit))
+        parse_policy(spec)
     features = features or Features.from_gates()
-    out = []
-    for spec, base, options in runs:
-        report = measure_policy(objects, base, features=features, time_limit=time_limit, **options)
-        report.policy = spec
-        out.append(report)
-    return out
+    return [measure_policy(objects, spec, features=features, time_limit=time_limit, **first_fit)
+            for spec in policies]
+
+
+def parse_policy(spec: str) -> tuple[str, str | None]:
+    """`first-fit`, `optimal`, or `first-fit:CONFIG` -> (policy, scheduler configuration or None)."""
+    from .placement import PLACE_POLICIES
+    base, _, config = spec.partition(":")
+    if base not in PLACE_POLICIES or (config and base != "first-fit") or (":" in spec and not config):
+        raise InputError(f"--policy: unknown placement policy {spec!r} (known: {', '.join(PLACE_POLICIES)}, "
+                         "first-fit:CONFIG with CONFIG builtin:NAME or a KubeSchedulerConfiguration file)")
+    return base, config or None
 
 
 def measure_policy(objects: ObjectSet, policy: str, *, features: Features, time_limit: float,
                    **first_fit: Any) -> PolicyReport:
+    """One policy (a spec as :func:`parse_policy` reads it) placed and measured."""
     from .placement import place
     from .placement.result import weight
+    spec = policy
+    policy, config = parse_policy(spec)
+    if config:
+        first_fit = dict(first_fit, scheduler_config=config)
     t0 = time.perf_counter()
     outcome = place(objects, policy=policy, features=features, time_limit=time_limit, **first_fit)
     solve_s = time.perf_counter() - t0
@@ -145,7 +151,7 @@ def measure_policy(objects: ObjectSet, policy: str, *, features: Features, time_
     stats = result.stats
     status = stats.get("status") or "heuristic"
     return PolicyReport(
-        policy=policy, pods=len(result.pods), placed=len(result.placed_pods()),
+        policy=spec, pods=len(result.pods), placed=len(result.placed_pods()),
         weighted_pods=sum(weight(p.priority) for p in result.pods), weighted_placed=result.weighted_placed(),
         solve_s=round(solve_s, 3), status=status, gap=stats.get("gap") if status != "heuristic" else None,
         summary=str(stats.get("summary") or ""), **m)

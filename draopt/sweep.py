@@ -150,7 +150,8 @@ class Grid:
         if not self.seeds or any(not isinstance(s, int) or isinstance(s, bool) for s in self.seeds):
             raise InputError(f"seeds: {self.seeds!r}: whole numbers")
         known = simulate.POLICIES + (simulate.OFFLINE,) if self.study == "simulate" else _place_policies()
-        bad = [p for p in self.policies if p not in known]
+        bad = [p for p in self.policies if p not in known and
+               not (self.study == "place" and p.startswith("first-fit:") and len(p) > len("first-fit:"))]
         if bad or not self.policies:
             raise InputError(f"policies: unknown policy {', '.join(map(repr, bad)) or '(none)'} for the "
                              f"{self.study} study (known: {', '.join(known)})")
@@ -182,7 +183,7 @@ class Grid:
 
 def _place_policies() -> tuple[str, ...]:
     from .placement import PLACE_POLICIES
-    return PLACE_POLICIES
+    return PLACE_POLICIES + ("first-fit:CONFIG",)
 
 
 def scenario_key(s: dict[str, Any]) -> str:

@@ -105,9 +105,11 @@ def test_resume_runs_only_what_is_missing(grid, serial_rows, tmp_path):
 def test_place_study_measures_as_compare(tmp_path):
     from draopt.features import Features
     from draopt.report import measure_policy
-    g = sw.Grid(study="place", clusters=[[str(GANG)]], policies=["first-fit", "optimal"], time_limit=20)
+    g = sw.Grid(study="place", clusters=[[str(GANG)]], policies=["first-fit", "optimal", "first-fit:builtin:name-order"],
+                time_limit=20)
     rows = sw.run_sweep(g.scenarios(), engine="serial", progress=False)
-    assert [(r["policy"], r["placed"]) for r in rows] == [("first-fit", 0), ("optimal", 2)]
+    assert [(r["policy"], r["placed"]) for r in rows] == [("first-fit", 0), ("optimal", 2),
+                                                          ("first-fit:builtin:name-order", 0)]
     direct = measure_policy(load_files([str(GANG)]), "optimal", features=Features.from_gates(), time_limit=20)
     assert rows[1]["stranded_devices"] == direct.stranded_devices and rows[1]["status"] == direct.status == "OPTIMAL"
     assert rows[0]["seed"] is None and rows[0]["inflation"] is None
