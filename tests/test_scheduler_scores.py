@@ -238,15 +238,39 @@ def test_default_normalize_score():
     assert S.default_normalize(np.array([3, 1, 2])).tolist() == [100, 33, 66]
 
 
-def test_taint_toleration_score():
-    # tainttoleration: count of PreferNoSchedule taints not tolerated, reversed normalisation.
-    soft = {"key": "a", "value": "1", "effect": "PreferNoSchedule"}
-    soft2 = {"key": "b", "value": "1", "effect": "PreferNoSchedule"}
-    docs = [node("n1", {"cpu": "4"}), node("n2", {"cpu": "4"}, taints=[soft]), node("n3", {"cpu": "4"}, taints=[soft, soft2]),
-            pod("p", {"cpu": "1"})]
-    assert plugin_scores(docs, "TaintToleration") == [100, 50, 0]
-    docs[-1] = pod("p", {"cpu": "1"}, tolerations=[{"key": "a", "operator": "Exists"}])
-    assert plugin_scores(docs, "TaintToleration") == [100, 100, 0]
+def _taint(key, value, effect="PreferNoSchedule"):
+    return {"key": key, "value": value, "effect": effect}
+
+
+def _tol(key, value, effect="PreferNoSchedule"):
+    return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+
+
+CPU_ARM, DISK_SSD = _taint("cpu-type", "arm64"), _taint("disk-type", "ssd")
+TAINT_CASES = [
+    # tainttoleration/taint_toleration_test.go TestTaintTolerationScore (id 145891250 in the
+    # source index; kubernetes/kubernetes pkg/scheduler/framework/plugins/tainttoleration).
+    ("node with taints tolerated by the pod, gets a higher score than those node with intolerable taints",
+     [_tol("foo", "bar")], [[_taint("foo", "bar")], [_taint("foo", "blah")]], [100, 0]),
+    ("the nodes that all of their taints are tolerated by the pod, get the same score, no matter how many tolerable "
+     "taints a node has", [_tol("cpu-type", "arm64"), _tol("disk-type", "ssd")],
+     [[], [CPU_ARM], [CPU_ARM, DISK_SSD]], [100, 100, 100]),
+    ("the more intolerable taints a node has, the lower score it gets.", [_tol("foo", "bar")],
+     [[], [CPU_ARM], [CPU_ARM, DISK_SSD]], [100, 50, 0]),
+    ("only taints and tolerations that have effect PreferNoSchedule are checked by taints-tolerations priority "
+     "function", [_tol("cpu-type", "arm64", "NoSchedule"), _tol("disk-type", "ssd", "NoSchedule")],
+     [[], [_taint("cpu-type", "arm64", "NoSchedule")], [CPU_ARM, DISK_SSD]], [100, 100, 0]),
+    ("Default behaviour No taints and tolerations, lands on node with no taints", [], [[], [CPU_ARM]], [100, 0]),
+]
+
+
+@pytest.mark.parametrize("name,tolerations,taints,want", TAINT_CASES, ids=[c[0][:60] for c in TAINT_CASES])
+def test_taint_toleration_score_go_table(name, tolerations, taints, want):
+    docs = [node(f"node{chr(65 + i)}", {"cpu": "4"}, taints=t) for i, t in enumerate(taints)]
+    docs.append(pod("pod1", {"cpu": "1"}, tolerations=tolerations))
+    got = plugin_scores(docs, "TaintToleration")
+    # draopt skips a plugin whose score is the same on every node (None): 100 everywhere here
+    assert (got if got is not None else [100] * len(taints)) == want
 
 
 def test_node_affinity_preferred_score():
