@@ -18,6 +18,7 @@ The objective is lexicographic and solved in phases (see `draopt/placement/objec
 """
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -35,13 +36,22 @@ from ..problem import MAX_RESULTS, Problem, prepare
 from ..quantity import Quantity
 from .cluster import Cluster, NodeState
 from .firstfit import ClaimBook, _scheduling_constraints, node_filter
-from .reductions import (CountIdenticalPods, DeviceRef, GroupDevices, Kind, attribute_pattern, countable,
-                         device_pattern_extra)
+from .reductions import (CountIdenticalPods, DeviceRef, GroupDevices, Kind, OwnAcrossNodes, attribute_pattern,
+                         countable, device_pattern_extra, groupable)
 from .result import weight
 
 
 class ModelTooLarge(Exception):
     pass
+
+
+class OutOfTime(Exception):
+    """The time limit ran out while preparing or building the model."""
+
+
+def _check_time(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime("the time limit ran out while building the model")
 
 
 @dataclass(eq=False)
@@ -65,6 +75,7 @@ class Owner:
     problem: Problem           # representative problem (its claims give specs and constraints)
     claim_index: int | None    # units: the one claim of `problem` this owner allocates
     claim_key: str = ""        # units: that claim (problems are shared by claims alike)
+    spans: list[str] | None = None   # counted kinds owned across nodes (OwnAcrossNodes): their nodes
     sel: dict = field(default_factory=dict)       # spec key -> selection variable (count or bool)
     witness: dict = field(default_factory=dict)   # (claim index, constraint index) -> {element: var}
     terms: dict = field(default_factory=dict)     # spec key -> [Term]
@@ -112,17 +123,64 @@ class Prepared:
     pod_nodes: dict[str, list[NodeState]]                   # pod -> nodes it may use
     problems: dict[tuple[int, str], Problem]                # (kind, node) -> problem of its pending claims
     refs: dict[str, list[DeviceRef]]                        # node -> columns
-    ref_of: dict[tuple[str, tuple], DeviceRef]              # (node, device id) -> its column
+    ref_of: dict[tuple[str, tuple], DeviceRef]              # (node, node-local device id) -> its column
     node_resources_of_devices: bool
+    candidacy: "Candidacy" = None
+    shared_ref_of: dict[tuple, DeviceRef] = field(default_factory=dict)   # device several nodes reach -> column
+
+    def column(self, node: str, device_id: tuple) -> DeviceRef | None:
+        """The column of a device as the node sees it."""
+        ref = self.ref_of.get((node, device_id))
+        return ref if ref is not None else self.shared_ref_of.get(device_id)
 
 
-def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
+class Candidacy:
+    """`_candidate` with one decision per (claims, request, device) for devices that several
+    nodes reach: their candidacy is the same from each node (selectors, capacity, taints and
+    the allocated state are cluster-wide), so a pool every node reaches is judged once, not
+    once per node. Node-local devices and per-device node selection are judged per problem."""
+
+    def __init__(self):
+        self.sig_of: dict[int, tuple] = {}     # id(problem) -> signature of its claims
+        self._cache: dict[tuple, bool] = {}
+        self._attrs: dict[tuple, tuple] = {}
+
+    def _key(self, problem: Problem, spec, entry):
+        sp = entry.slice.spec
+        if sp.node_name or sp.per_device_node_selection or spec.mode == "All":
+            return None
+        sig = self.sig_of.get(id(problem))
+        return None if sig is None else (sig, spec.key, id(entry.device))
+
+    def __call__(self, problem: Problem, spec, entry) -> bool:
+        key = self._key(problem, spec, entry)
+        if key is None:
+            return _candidate(problem, spec, entry)
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = _candidate(problem, spec, entry)
+        return got
+
+    def attributes(self, problem: Problem, spec, entry, names: list[str]) -> tuple:
+        key = self._key(problem, spec, entry)
+        if key is None:
+            return attribute_pattern(problem, spec, entry, names)
+        key = key + (tuple(names),)
+        got = self._attrs.get(key)
+        if got is None:
+            got = self._attrs[key] = attribute_pattern(problem, spec, entry, names)
+        return got
+
+
+def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float | None = None) -> Prepared:
+    """`deadline` (perf_counter): past it, `OutOfTime` is raised."""
     features = cluster.features
     derived_node_resources = bool(features.node_allocatable_resources) and any(
         d.node_allocatable_resources for s in cluster.objects.resource_slices for d in s.spec.devices)
     pending = list(workload.pending)
     problems: dict[tuple[int, str], Problem] = {}
     probe: dict[tuple, tuple[str | None, Problem | None]] = {}
+    candidacy = Candidacy()
 
     def node_problem(keys: list[str], node: NodeState, sig: tuple):
         hit = probe.get((sig, node.name))
@@ -130,7 +188,8 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
             try:
                 p = prepare([book.claims[k] for k in keys], cluster.inventory(node), cluster.classes, features,
                             cluster.cel_env, cluster.expr_cache)
-                hit = (_quick_reject(p), p)
+                candidacy.sig_of[id(p)] = sig
+                hit = (_quick_reject(p, candidacy), p)
             except AllocationError as e:
                 hit = (f"resource claim error: {e}", None)
             probe[(sig, node.name)] = hit
@@ -156,6 +215,7 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
         for pod in (kind.pods[:1] if kind.counted else kind.pods):
             nodes = []
             own = [u.key for u in pod.claims if book.allocation(u.key) is None]
+            _check_time(deadline)
             for node in cluster.nodes:
                 reason = node_filter(cluster, book, pod, node)
                 if reason is None and kind.claim_keys:
@@ -183,23 +243,38 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
     refs: dict[str, list[DeviceRef]] = {}
     ref_of: dict[tuple[str, tuple], DeviceRef] = {}
     shared: dict[tuple, DeviceRef] = {}
+    same_columns: dict[tuple, list[DeviceRef]] = {}
     for node in cluster.nodes:
         ps = users_of_node.get(node.name)
         if not ps:
             continue
+        _check_time(deadline)
         inv = cluster.inventory(node)
+        # A node with no device of its own (pools every node reaches) has the columns of any
+        # node that reaches the same slices with the same claims: found once, one list.
+        reach = None
+        if all(not s.spec.node_name and not s.spec.per_device_node_selection for pool in inv.pools
+               for s in pool.slices):
+            reach = (tuple(candidacy.sig_of.get(id(p)) for p in ps),
+                     tuple(id(s) for pool in inv.pools for s in pool.slices))
+            if reach in same_columns:
+                refs[node.name] = same_columns[reach]
+                continue
+        specs = [(p, s, sorted({constraint_name(c)[1] for cl in p.claims for c in cl.constraints}))
+                 for p in ps for cl in p.claims for g in cl.requests for s in g.alternatives]
         patterns = []
         for entry in inv.devices:
+            if not groupable(entry, node.name, features):
+                # A column of its own: only whether some request may take it matters.
+                if any(candidacy(p, s, entry) for p, s, _ in specs):
+                    patterns.append((entry, None))
+                continue
             pat = []
-            for p in ps:
-                names = sorted({constraint_name(c)[1] for cl in p.claims for c in cl.constraints})
-                for cl in p.claims:
-                    for g in cl.requests:
-                        for s in g.alternatives:
-                            ok = _candidate(p, s, entry)
-                            pat.append(ok)
-                            if ok and names:
-                                pat.append(attribute_pattern(p, s, entry, names))
+            for p, s, names in specs:
+                ok = candidacy(p, s, entry)
+                pat.append(ok)
+                if ok and names:
+                    pat.append(candidacy.attributes(p, s, entry, names))
             if not any(x is True for x in pat):
                 continue
             patterns.append((entry, (tuple(map(repr, pat)), device_pattern_extra(entry))))
@@ -208,11 +283,14 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook) -> Prepared:
             if ref.node is None:
                 # Reached from several nodes: one column for all of them.
                 ref = shared.setdefault(ref.key, ref)
+            else:
+                for e in ref.entries:
+                    ref_of[(node.name, e.id)] = ref
             node_refs.append(ref)
-            for e in ref.entries:
-                ref_of[(node.name, e.id)] = ref
         refs[node.name] = node_refs
-    return Prepared(kinds, pod_nodes, problems, refs, ref_of, derived_node_resources)
+        if reach is not None:
+            same_columns[reach] = node_refs
+    return Prepared(kinds, pod_nodes, problems, refs, ref_of, derived_node_resources, candidacy, shared)
 
 
 def _candidate(problem: Problem, spec, entry) -> bool:
@@ -232,24 +310,25 @@ def _usable(problem: Problem, spec, entry) -> bool:
         return False
 
 
-def _quick_reject(problem: Problem) -> str | None:
+def _quick_reject(problem: Problem, candidacy=None) -> str | None:
     """A cheap necessary check: every plain request has enough candidates on the node."""
     for claim in problem.claims:
         for g in claim.requests:
             if g.has_subrequests:
-                if not any(_enough(problem, s) for s in g.alternatives):
+                if not any(_enough(problem, s, candidacy) for s in g.alternatives):
                     return "cannot allocate all claims"
-            elif not _enough(problem, g.alternatives[0]):
+            elif not _enough(problem, g.alternatives[0], candidacy):
                 return "cannot allocate all claims"
     return None
 
 
-def _enough(problem: Problem, spec) -> bool:
+def _enough(problem: Problem, spec, candidacy=None) -> bool:
     if spec.mode == "All":
         return bool(spec.all_devices) and all(_usable(problem, spec, d) for d in spec.all_devices)
+    usable = candidacy or (lambda p, s, d: _usable(p, s, d))
     n = 0
     for d in problem.devices:
-        if _usable(problem, spec, d):
+        if usable(problem, spec, d):
             n += 1
             if n >= spec.count:
                 return True
@@ -276,10 +355,11 @@ class Built:
 
 def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids: list[int],
           node_names: set[str], *, one_node: bool = False, patterns: bool = True,
-          pattern_seconds: float = 5.0) -> Built:
+          pattern_seconds: float = 5.0, across: bool = True, deadline: float | None = None) -> Built:
     """The model of one independent part: the kinds `kind_ids` over the nodes `node_names`.
     `one_node`: the model of one node alone (no gangs, no interchangeable-node reduction),
-    used to enumerate that reduction's configurations."""
+    used to enumerate that reduction's configurations. `across`: apply OwnAcrossNodes.
+    `deadline` (perf_counter): past it, `OutOfTime` is raised (the time limit bounds the build)."""
     features = cluster.features
     m = PlacementModel()
     cp = m.cp
@@ -310,12 +390,23 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     pattern_sets: list = []
     if patterns and not one_node:
         from .patterns import enumerate_configurations, node_classes
-        for nc in node_classes(prep, kinds, node_names, cluster):
+        # One budget for every class, the largest classes first (they save the most).
+        classes = node_classes(prep, kinds, node_names, cluster)
+        stop = time.perf_counter() + pattern_seconds
+        enumerated = set()
+        for nc in sorted(classes, key=lambda nc: -len(nc.nodes)):
+            left = min(stop, deadline if deadline is not None else stop) - time.perf_counter()
+            if left <= 0:
+                break
             rep_node = nc.nodes[0]
             caps = [min(len(prep.kinds[ki].pods), free(rep_node, prep.kinds[ki].pods[0].resources))
                     for ki in nc.kinds]
-            if not enumerate_configurations(nc, prep, cluster, workload, book, caps, pattern_seconds):
+            if enumerate_configurations(nc, prep, cluster, workload, book, caps, left):
+                enumerated.add(id(nc))
+        for nc in classes:
+            if id(nc) not in enumerated:
                 continue
+            rep_node = nc.nodes[0]
             node_classes_used.append(nc)
             pattern_nodes.update(n.name for n in nc.nodes)
             nc.vars = []
@@ -336,9 +427,17 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
         if kind.counted:
             rep = kind.pods[0]
             per_node = [n * v for n, v in pattern_sum.get(kind.index, [])]
+            kind_nodes = [n for n in _nodes_within(prep, rep.key, node_names, cluster)
+                          if n.name not in pattern_nodes and free(n, rep.resources) > 0]
+            # Devices every node of the kind reaches alike: one owner for all of them.
+            _check_time(deadline)
+            across = across and not one_node and not per_node and OwnAcrossNodes.apply(
+                kind, kind_nodes, prep.refs, lambda node, refs: _candidate_columns(prep, kind, node, refs))
+            spanned = []
             for node in _nodes_within(prep, rep.key, node_names, cluster):
                 if node.name in pattern_nodes:
                     continue
+                _check_time(deadline)
                 size = kind.unit_size
                 cap = min(len(kind.units) if size > 1 else len(kind.pods), free(node, rep.resources))
                 if cap <= 0:
@@ -362,10 +461,19 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
                     per_node.append(sum(j * kj for j, kj in parts))
                     unit_parts[(kind.index, node.name)] = parts
                 p = prep.problems.get((kind.index, node.name))
-                if p is not None:
+                if p is not None and across:
+                    spanned.append((node, var, p))
+                elif p is not None:
                     owner = Owner(len(owners), kind, node, var, p, None)
                     owners.append(owner)
                     _add_requests(m, prep, owner, cap, preference)
+            if spanned:
+                node0, _, p0 = spanned[0]
+                total = cp.new_int_var(0, len(kind.pods), f"k[{kind.index},*]")
+                m.add(cp.add(total == sum(v for _, v, _ in spanned)))
+                owner = Owner(len(owners), kind, node0, total, p0, None, spans=[n.name for n, _, _ in spanned])
+                owners.append(owner)
+                _add_requests(m, prep, owner, len(kind.pods), preference)
             if kind.unit_size > 1:
                 # No more units placed than there are (each counts once, whatever pods it places).
                 unit_vars = [k[(kind.index, n)] for (ki, n) in unit_parts if ki == kind.index]
@@ -382,6 +490,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
             m.add(cp.add(sum(totals[(kind.index, ck)] for ck in classes) == sum(per_node)))
             continue
         # A unit: pods with their own node variables, one owner per pending claim.
+        _check_time(deadline)
         for pod in kind.pods:
             vs = []
             for node in prep.pod_nodes[pod.key]:
@@ -490,6 +599,20 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
                  node_classes_used, unit_parts)
 
 
+def _candidate_columns(prep: Prepared, kind: Kind, node: NodeState, refs: list[DeviceRef]):
+    """The columns some request of the kind may take on the node (None: no problem there)."""
+    p = prep.problems.get((kind.index, node.name))
+    if p is None:
+        return None
+    specs = [s for cl in p.claims for g in cl.requests for s in g.alternatives]
+    out = []
+    for ref in refs:
+        e = ref.first if ref.node is not None else p.inventory.by_id.get(ref.first.id)
+        if e is not None and any(prep.candidacy(p, s, e) for s in specs):
+            out.append(ref)
+    return out
+
+
 def _specs(problem: Problem, claim_indexes=None):
     for claim in problem.claims:
         if claim_indexes is not None and claim.index not in claim_indexes:
@@ -520,6 +643,7 @@ def _add_requests(m: PlacementModel, prep: Prepared, owner: Owner, cap: int, pre
     p = owner.problem
     node = owner.node
     refs = prep.refs.get(node.name, [])
+    reach = set(owner.spans) if owner.spans else {node.name}
     claim_terms: dict[int, list] = defaultdict(list)
     for claim, g in _specs(p):
         _select(m, owner, g, cap, preference)
@@ -527,7 +651,7 @@ def _add_requests(m: PlacementModel, prep: Prepared, owner: Owner, cap: int, pre
             ts = []
             for ref in refs:
                 e = ref.first if ref.node is not None else p.inventory.by_id.get(ref.first.id)
-                if e is None or not _candidate(p, s, e):
+                if e is None or not prep.candidacy(p, s, e):
                     continue
                 multi = p.features.consumable_capacity and e.multi_allocatable
                 # A shared device serves each pod once; admin access may take a device every pod takes.
@@ -535,7 +659,7 @@ def _add_requests(m: PlacementModel, prep: Prepared, owner: Owner, cap: int, pre
                 v = cp.new_int_var(0, hi, f"z[{owner.index},{s.key},{ref.key}]")
                 if multi:
                     m.add(cp.add(v <= owner.sel[s.key]))   # each pod takes a shared device once per request
-                ts.append(Term(owner, s, p, ref, v, {node.name}, e))
+                ts.append(Term(owner, s, p, ref, v, set(reach), e))
             owner.terms[s.key] = ts
             claim_terms[claim.index].extend(t.var for t in ts)
             m.add(cp.add(sum(t.var for t in ts) == s.count * owner.sel[s.key]),
@@ -563,7 +687,7 @@ def _add_unit_requests(m: PlacementModel, prep: Prepared, owner: Owner, problems
                 spec = _same_spec(p, s)
                 for ref in prep.refs.get(node_name, []):
                     e = ref.first if ref.node is not None else p.inventory.by_id.get(ref.first.id)
-                    if e is None or not _candidate(p, spec, e):
+                    if e is None or not prep.candidacy(p, spec, e):
                         continue
                     t = by_ref.get(ref.key)
                     if t is None:

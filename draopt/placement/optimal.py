@@ -24,7 +24,7 @@ from ..problem import ClaimSpec
 from ..reference import Chosen
 from .cluster import Cluster
 from .firstfit import ClaimBook, pending_claims, simulate
-from .model import Built, Prepared, build, prepare_cluster
+from .model import Built, OutOfTime, Prepared, build, prepare_cluster
 from .reductions import CountIdenticalPods, GroupDevices, SplitComponents
 from .result import PlacementResult, PodPlacement, weight
 
@@ -40,7 +40,10 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         first_fit = simulate(_fresh(cluster), workload, share_id=share_id)
     ff_by_pod = {p.pod: p for p in first_fit.pods}
     book = ClaimBook(cluster, workload.claims)
-    prep = prepare_cluster(cluster, workload, book)
+    try:
+        prep = prepare_cluster(cluster, workload, book, deadline=deadline)
+    except OutOfTime:
+        return _first_fit_returned(first_fit, workload, t0, "the time limit ran out while preparing the model")
     stats: dict[str, Any] = {
         "kinds": len(prep.kinds), "counted_kinds": sum(1 for k in prep.kinds if k.counted),
         "pods_counted": sum(len(k.pods) for k in prep.kinds if k.counted),
@@ -70,7 +73,7 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
             agg[key] = None if agg[key] is None or (key in st and st[key] is None) else agg[key] + st.get(key, 0)
         agg["subrequest_index_sum"] = agg.get("subrequest_index_sum", 0) + st.get("preferences_value", 0)
         agg["cheap_bound"] = agg.get("cheap_bound", 0) + st.get("cheap_bound", 0)
-        for key in ("build_s", "warm_start_s", "count_s", "preferences_s", "packing_s"):
+        for key in ("build_s", "warm_start_s", "count_s", "preferences_s", "packing_s", "owned_across_nodes"):
             if key in st:
                 agg[key] = round(agg.get(key, 0) + st[key], 3)
         if "proof" in st:
@@ -102,6 +105,22 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         raise RuntimeError(f"internal: the model places {stats['objective']} (weighted), its decoding "
                            f"{result.weighted_placed()}")
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
+    stats["summary"] = _summary(stats)
+    result.stats.update(stats)
+    return result
+
+
+def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: str) -> PlacementResult:
+    """Nothing of the model could be solved in time: first-fit's placement, said so (UNKNOWN)."""
+    pods = [PodPlacement(p.pod, p.node, p.priority, p.group, dict(p.new_claims), Counter(p.reasons),
+                         p.prioritized_score, p.explanation) for p in first_fit.pods]
+    claims = {ck: (res, pl.node) for pl in pods for ck, res in pl.new_claims.items()}
+    result = PlacementResult("optimal", pods, claims, {})
+    placed = first_fit.weighted_placed()
+    stats = {"status": "UNKNOWN", "fallback": f"{why}: first-fit's placement is returned",
+             "pinned_pods": len(workload.pending), "objective": placed, "bound": None, "gap": None,
+             "first_fit_objective": placed, "proven": {"placed": False, "preferences": False, "packing": False},
+             "solve_s": round(time.perf_counter() - t0, 3)}
     stats["summary"] = _summary(stats)
     result.stats.update(stats)
     return result
@@ -140,16 +159,21 @@ def _components(prep: Prepared, cluster: Cluster, workload) -> list[tuple[list[i
             if pod.group is not None:
                 first = gang_of.setdefault(pod.group, ("kind", kind.index))
                 links.append((first, ("kind", kind.index)))
-    shared: dict[Any, list[str]] = defaultdict(list)
+    # Nodes linked through the columns they share (nodes with the same columns hold one list:
+    # its columns are linked once).
+    shared_of: dict[int, list] = {}
+    cols: dict = {}
     for node_name, refs in prep.refs.items():
-        for ref in refs:
-            if ref.node is None:
-                shared[ref.key].append(node_name)
-    for names in shared.values():
-        for a, b in zip(names, names[1:]):
-            links.append((("node", a), ("node", b)))
+        shared = shared_of.get(id(refs))
+        if shared is None:
+            shared = shared_of[id(refs)] = [ref for ref in refs if ref.node is None]
+            for a, b in zip(shared, shared[1:]):
+                links.append((("col", a.key), ("col", b.key)))
+            cols.update((("col", ref.key), None) for ref in shared)
+        if shared:
+            links.append((("node", node_name), ("col", shared[0].key)))
     nodes = sorted({b for _, b in links if b[0] == "node"} | {a for a, _ in links if a[0] == "node"})
-    parts = SplitComponents().apply(items + nodes, links)
+    parts = SplitComponents().apply(items + nodes + list(cols), links)
     out = []
     for part in parts:
         kinds = sorted(i for t, i in part if t == "kind")
@@ -172,10 +196,19 @@ def _solver(seconds: float, hard_stop: float) -> cp_model.CpSolver:
 
 def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget, hard_stop):
     t0 = time.perf_counter()
-    b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget))
+    try:
+        b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget),
+                  deadline=hard_stop)
+    except OutOfTime as e:
+        floor = sum(weight(p.priority) for i in kind_ids for p in prep.kinds[i].pods if ff_by_pod[p.key].placed)
+        return {"fallback": True}, {
+            "status": "UNKNOWN", "objective": floor, "bound": None, "build_s": round(time.perf_counter() - t0, 3),
+            "proven": {"placed": False, "preferences": False, "packing": False},
+            "fallback": f"{e}: first-fit's placement is returned"}
     m = b.model.cp
     stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
                              "build_s": round(time.perf_counter() - t0, 3),
+                             "owned_across_nodes": sum(1 for o in b.owners if o.spans),
                              "proven": {"placed": False, "preferences": False, "packing": False}}
     pods = [p for i in kind_ids for p in prep.kinds[i].pods]
     floor = sum(weight(p.priority) for p in pods if ff_by_pod[p.key].placed)
@@ -312,7 +345,7 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
     ff_counts: dict[str, Counter] = defaultdict(Counter)
     for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()):
         hint[var] = 0
-    owner_at = {(o.kind.index, o.node.name): o for o in b.owners if o.counted}
+    owner_at = {(o.kind.index, name): o for o in b.owners if o.counted for name in (o.spans or [o.node.name])}
     owner_of_claim = {o.claim_key: o for o in b.owners if not o.counted}
     for o in b.owners:
         if not o.counted:
@@ -351,6 +384,10 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
                         continue
                     hint[o.mult] = 1
                     _hint_results(hint, prep, pl.node, [(o, r) for r in alloc.devices.results])
+    # Kinds owned across nodes: the owner's multiplicity is the kind's pods on its nodes.
+    for o in b.owners:
+        if o.spans:
+            hint[o.mult] = sum(hint.get(b.k[(o.kind.index, n)], 0) for n in o.spans)
     # Interchangeable nodes: first-fit's node contents as configurations.
     for nc in b.node_classes:
         index = {conf.counts: v for conf, v in zip(nc.configurations, nc.vars)}
@@ -392,16 +429,25 @@ def _hint_units(hint, b, prep, kind, ff_by_pod, owner_at) -> None:
 def _hint_results(hint, prep, node, results) -> None:
     seen_sel = set()
     for o, r in results:
-        ref = prep.ref_of.get((node, (r.driver, r.pool, r.device)))
-        for key, ts in o.terms.items():
-            for t in ts:
-                if t.spec.full_name == r.request and ref is not None and t.ref.key == ref.key:
-                    hint[t.var] += 1
-                    sel = o.sel.get(key)
-                    if sel is not None and sel is not o.mult and (id(o), key, r.request) not in seen_sel:
-                        seen_sel.add((id(o), key, r.request))
-                        hint[sel] += 1
-                    break
+        ref = prep.column(node, (r.driver, r.pool, r.device))
+        if ref is None:
+            continue
+        index = o.__dict__.get("_term_of")
+        if index is None:
+            # (request, column) -> the owner's first term there (built once per owner).
+            index = o._term_of = {}
+            for key, ts in o.terms.items():
+                for t in ts:
+                    index.setdefault((t.spec.full_name, t.ref.key), (key, t))
+        got = index.get((r.request, ref.key))
+        if got is None:
+            continue
+        key, t = got
+        hint[t.var] += 1
+        sel = o.sel.get(key)
+        if sel is not None and sel is not o.mult and (id(o), key, r.request) not in seen_sel:
+            seen_sel.add((id(o), key, r.request))
+            hint[sel] += 1
 
 
 # ====================================================================== decode (invert)
@@ -485,7 +531,8 @@ def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
 
 
 def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment) -> None:
-    owners = {o.node.name: o for o in b.owners if o.counted and o.kind is kind} if b is not None else {}
+    owners = {name: o for o in b.owners if o.counted and o.kind is kind
+              for name in (o.spans or [o.node.name])} if b is not None else {}
     per_node = [(name, val.get(var, 0)) for (ki, name), var in b.k.items() if ki == kind.index] if b is not None else []
     for name, (nc, conf) in assignment.items():
         if kind.index in nc.kinds:
@@ -504,18 +551,24 @@ def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken
     node_of = CountIdenticalPods.invert(chosen_pods, per_node)
     for pod in chosen_pods:
         on_node[node_of[pod.key]].append(pod)
+    started: dict[int, Any] = {}   # id -> owner (kept alive: ids stay unique)
     for name, pods in on_node.items():
+        problem = None
         if name in assignment:
             nc, conf = assignment[name]
             o, local = _view_owner(prep, cluster, workload, book, nc, conf, kind, cluster.by_name[name])
         else:
             o, local = owners.get(name), val
-        if o is not None:
+            if o is not None and o.spans:
+                problem = prep.problems[(kind.index, name)]   # the pod's own node writes its claims
+        if o is not None and id(o) not in started:
+            # An owner across nodes deals to the pods of all its nodes from one count.
+            started[id(o)] = o
             _start_dealing(o, local)
         for pod in pods:
             pl = out[pod.key] = PodPlacement(pod.key, name, pod.priority, pod.group)
             if o is not None:
-                _deal_one_pod(prep, o, pod, book, share_id, taken, pl, local)
+                _deal_one_pod(prep, o, pod, book, share_id, taken, pl, local, problem=problem)
 
 
 def _decode_units(prep, cluster, b, val, kind, book, share_id, taken, out) -> None:
@@ -553,9 +606,10 @@ def _start_dealing(o, val: dict) -> None:
     o._wit_left = {key: {e: val.get(v, 0) for e, v in ch.items()} for key, ch in o.witness.items()}
 
 
-def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None) -> None:
-    """One pod's share of a counted owner's devices (greedy; exact for what `countable` admits)."""
-    p = o.problem
+def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None, problem=None) -> None:
+    """One pod's share of a counted owner's devices (greedy; exact for what `countable` admits).
+    `problem`: the pod's node's problem when the owner spans nodes (default the owner's)."""
+    p = problem or o.problem
     left = o._left
     sel_left = o._sel_left
     wit_left = o._wit_left
@@ -600,21 +654,26 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None)
 
 
 def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
+    """The terms whose device holds the pod's matchAttribute element of every constraint that
+    covers the request (an index per owner, request and constraint: built once per owner)."""
     from ..constraints import constraint_applies, normalise
-    out = []
-    for t in ts:
-        ok = True
-        for ci, e in witness.items():
-            c = claim.constraints[ci]
-            if not constraint_applies(list(c.requests), spec.request_name, spec.sub_name):
-                continue
-            raw = t.problem.attribute_for_constraint(t.spec, t.entry, c.match_attribute)
-            v = normalise(raw, t.problem.features.list_type_attributes) if raw is not None else None
-            if v is None or (v[0], next(iter(v[1]))) != e:
-                ok = False
-        if ok:
-            out.append(t)
-    return out
+    index = o.__dict__.setdefault("_by_element", {})
+    out = None
+    for ci, e in witness.items():
+        c = claim.constraints[ci]
+        if not constraint_applies(list(c.requests), spec.request_name, spec.sub_name):
+            continue
+        by_element = index.get((spec.key, ci))
+        if by_element is None:
+            by_element = index[(spec.key, ci)] = defaultdict(list)
+            for t in ts:
+                raw = t.problem.attribute_for_constraint(t.spec, t.entry, c.match_attribute)
+                v = normalise(raw, t.problem.features.list_type_attributes) if raw is not None else None
+                if v is not None:
+                    by_element[(v[0], next(iter(v[1])))].append(t)
+        got = by_element.get(e, [])
+        out = got if out is None else [t for t in out if t in set(got)]
+    return list(ts) if out is None else out
 
 
 def _choose_terms(o, claim, spec, allowed, left, need) -> list:

@@ -96,16 +96,39 @@ def _signature(prep, node, kind_ids: list[int], refs) -> tuple | None:
 def enumerate_configurations(nc: NodeClass, prep, cluster, workload, book, caps: list[int],
                              seconds: float = 5.0) -> bool:
     """Fill nc.configurations (non-empty ones); False if the class is too large to enumerate
-    (more than MAX_CHECKS one-node solves, or more than `seconds`)."""
+    (more than MAX_CHECKS one-node solves, or more than `seconds`).
+
+    One model of the representative node serves every check (the counts are variable bounds).
+    Before enumerating, one pod of each kind is added while it fits: if m kinds fit together,
+    every subset of them is a configuration (downward closed), 2**m of them, so a class with
+    more than log2(MAX_CHECKS) such kinds is given up after at most one check per kind."""
     import time
     stop = time.perf_counter() + seconds
-    rep = nc.nodes[0]
+    one = _OneNode(nc, prep, cluster, workload, book)
+    if one.b is None:
+        return False
     checks = [0]
     found: list[Configuration] = []
+    cache: dict[tuple, Configuration | None] = {}
 
     def feasible(counts: tuple[int, ...]) -> Configuration | None:
-        checks[0] += 1
-        return _solve_one_node(nc, prep, cluster, workload, book, rep, counts)
+        if counts not in cache:
+            checks[0] += 1
+            cache[counts] = one.solve(counts)
+        return cache[counts]
+
+    together = [0] * len(nc.kinds)
+    fit = 0
+    for i, cap in enumerate(caps):
+        if cap <= 0:
+            continue
+        together[i] = 1
+        if feasible(tuple(together)) is None:
+            together[i] = 0
+        else:
+            fit += 1
+            if 2 ** fit > MAX_CHECKS or time.perf_counter() > stop:
+                return False
 
     def extend(prefix: list[int], i: int) -> bool:
         if checks[0] > MAX_CHECKS or time.perf_counter() > stop:
@@ -133,44 +156,61 @@ def enumerate_configurations(nc: NodeClass, prep, cluster, workload, book, caps:
     return True
 
 
-def _solve_one_node(nc, prep, cluster, workload, book, rep, counts) -> Configuration | None:
-    """The one model on the representative node with these pods per kind, packed."""
-    from .model import build
-    from .optimal import _packing_objective
-    b = build(prep, cluster, workload, book, nc.kinds, {rep.name}, one_node=True)
-    m = b.model.cp
-    for ki, n in zip(nc.kinds, counts):
-        var = b.k.get((ki, rep.name))
-        if var is None:
-            if n:
+class _OneNode:
+    """The one model on the representative node, packed; each check fixes the pods per kind
+    through the bounds of their count variables."""
+
+    def __init__(self, nc, prep, cluster, workload, book):
+        from .model import build
+        from .optimal import _packing_objective
+        rep = nc.nodes[0]
+        self.b = build(prep, cluster, workload, book, nc.kinds, {rep.name}, one_node=True)
+        self.vars = [self.b.k.get((ki, rep.name)) for ki in nc.kinds]
+        expr = _packing_objective(self.b)
+        if expr is not None:
+            self.b.model.cp.minimize(expr)
+
+    def solve(self, counts) -> Configuration | None:
+        b = self.b
+        saved = []
+        for var, n in zip(self.vars, counts):
+            if var is None:
+                if n:
+                    return None
+                continue
+            dom = var.proto.domain
+            saved.append((dom, dom[0], dom[1]))
+            if n > dom[1]:
+                for d, lo, hi in saved:
+                    d[0], d[1] = lo, hi
                 return None
-            continue
-        m.add(var == n)
-    expr = _packing_objective(b)
-    if expr is not None:
-        m.minimize(expr)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    solver.parameters.max_time_in_seconds = 5.0
-    status = solver.solve(m)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    values: dict[tuple, int] = {}
-    devices = 0
-    for o in b.owners:
-        for key, v in o.sel.items():
-            values[(o.kind.index, "sel", key)] = solver.value(v)
-        for key, ts in o.terms.items():
-            for pos, t in enumerate(ts):
-                n = solver.value(t.var)
-                values[(o.kind.index, "term", key, pos)] = n
-                devices += n
-        for wkey, chosen in o.witness.items():
-            for e, v in chosen.items():
-                values[(o.kind.index, "wit", wkey, e)] = solver.value(v)
-    fresh = sum(solver.value(t) for t in b.packing["counter_sets"])
-    return Configuration(tuple(counts), values, devices, fresh)
+            dom[0] = dom[1] = n
+        try:
+            solver = cp_model.CpSolver()
+            solver.parameters.num_workers = 1
+            solver.parameters.random_seed = 0
+            solver.parameters.max_time_in_seconds = 5.0
+            status = solver.solve(b.model.cp)
+        finally:
+            for d, lo, hi in saved:
+                d[0], d[1] = lo, hi
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None
+        values: dict[tuple, int] = {}
+        devices = 0
+        for o in b.owners:
+            for key, v in o.sel.items():
+                values[(o.kind.index, "sel", key)] = solver.value(v)
+            for key, ts in o.terms.items():
+                for pos, t in enumerate(ts):
+                    n = solver.value(t.var)
+                    values[(o.kind.index, "term", key, pos)] = n
+                    devices += n
+            for wkey, chosen in o.witness.items():
+                for e, v in chosen.items():
+                    values[(o.kind.index, "wit", wkey, e)] = solver.value(v)
+        fresh = sum(solver.value(t) for t in b.packing["counter_sets"])
+        return Configuration(tuple(counts), values, devices, fresh)
 
 
 def representative_owners(nc, prep, cluster, workload, book) -> dict[int, Any]:
