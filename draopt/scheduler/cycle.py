@@ -38,6 +38,7 @@ MIN_FEASIBLE_PERCENTAGE = 5
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
 TIE_BREAKS = ("random", "name")
+MAX_KINDS = 1024        # kinds of pods whose per-node answers are kept (a few hundred bytes per node each)
 _NATIVE = ("cpu", "memory", "ephemeral-storage", "pods")
 
 
@@ -283,6 +284,8 @@ class Scheduler:
         n = len(nodes)
         kc = self.kinds.get(sig)
         if kc is None:
+            if len(self.kinds) >= MAX_KINDS:
+                del self.kinds[next(iter(self.kinds))]      # memory bound: forget the oldest kind
             kc = self.kinds[sig] = (np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool),
                                     np.zeros(n, dtype=np.int64), [None] * n)
         ver, feas, dscore, reasons = kc
