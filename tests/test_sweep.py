@@ -160,17 +160,19 @@ def test_cli_runs_resumes_and_reads_a_grid_file(grid, serial_rows, tmp_path):
     (["--cluster", str(GANG), "--study", "simulate"], "needs a task pool"),
     (["--cluster", str(GANG), "--study", "place", "--engine", "serial", "--workers", "0"], "--workers 0"),
 ])
-def test_cli_bad_input_exits_2(args, message, tmp_path):
-    p = _cli(*args, "--quiet", "--engine", "serial", "-o", str(tmp_path / "x.parquet"))
-    assert p.returncode == 2, p.stderr
-    assert message in p.stderr and "Traceback" not in p.stderr
+def test_cli_bad_input_exits_2(args, message, tmp_path, capsys):
+    from draopt.cli import main
+    code = main(["sweep", *args, "--quiet", "--engine", "serial", "-o", str(tmp_path / "x.parquet")])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
 
 
-def test_cli_bad_grid_file_exits_2(tmp_path):
+def test_cli_bad_grid_file_exits_2(tmp_path, capsys):
+    from draopt.cli import main
     spec = tmp_path / "grid.yaml"
     spec.write_text("study: simulate\nspeed: 3\n")
-    p = _cli("--grid", str(spec), "-o", str(tmp_path / "x.parquet"))
-    assert p.returncode == 2 and "unknown field 'speed'" in p.stderr
+    assert main(["sweep", "--grid", str(spec), "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "unknown field 'speed'" in capsys.readouterr().err
 
 
 def test_input_error_in_a_worker_is_raised_here(tmp_path):
