@@ -503,7 +503,7 @@ def _solver(seconds: float):
     solver.parameters.num_workers = 2
     solver.parameters.interleave_search = True
     solver.parameters.random_seed = 0
-    solver.parameters.max_deterministic_time = max(0.05, seconds)
+    solver.parameters.max_deterministic_time = seconds
     solver.parameters.max_time_in_seconds = max(0.1, 3 * seconds + 1)
     return solver
 
@@ -565,7 +565,7 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             return MixPlan(node_types, {t.name: 0 for t in node_types}, Fraction(0), "OPTIMAL", Fraction(0), True, "",
                            len(real), 0, True, caps, ffd, [], blocked, stats)
         b = build(prep, cluster, workload, book, [k.index for k in prep.kinds], {n.name for n in cluster.nodes},
-                  pattern_seconds=min(5.0, 0.1 * time_limit))
+                  pattern_seconds=5.0)   # not scaled down: the model must not depend on the wall clock
         cp = b.model.cp
         stats["build_s"] = round(time.perf_counter() - t1, 3)
         stats["pattern_classes"] = len(b.node_classes)
