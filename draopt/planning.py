@@ -650,7 +650,8 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         for nc, segs in segments:
             for name, v in segs:
                 hint[v] = sum(1 for n in nc.nodes if type_of.get(n.name) == name and n.name in with_pods)
-        full = _complete_hint(cp, hint, max(1.0, 0.1 * time_limit), time.perf_counter() + max(1.0, 0.2 * time_limit))
+        # Generous wall time: a completion cut short by a busy machine would change the answer.
+        full = _complete_hint(cp, hint, max(10.0, 0.1 * time_limit), time.perf_counter() + max(10.0, 0.2 * time_limit))
         stats["hint_s"] = round(time.perf_counter() - t2, 3)
         stats["ffd_in_model"] = full is not None
         floor = 0
