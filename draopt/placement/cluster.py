@@ -143,6 +143,17 @@ class Cluster:
         """The kube-scheduler's node filters other than resources and devices: unschedulable,
         nodeSelector, required node affinity, taints (NoSchedule/NoExecute not tolerated)."""
         spec = pod.pod.spec
+        if self.incremental and not pod.node_selector and spec.affinity is None and not spec.tolerations:
+            # A pod with no selector, affinity or toleration: the answer is the node's alone.
+            plain = self.__dict__.setdefault("_plain_rejects", {})
+            got = plain.get(node.index, plain)
+            if got is plain:
+                got = plain[node.index] = self._node_rejects(node, pod)
+            return got
+        return self._node_rejects(node, pod)
+
+    def _node_rejects(self, node: NodeState, pod) -> str | None:
+        spec = pod.pod.spec
         if node.node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
             return "node is unschedulable"     # NodeUnschedulable: unless the pod tolerates the taint
         required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution \

@@ -197,7 +197,8 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         if short is not None:
             return f"Insufficient {short} (node-allocatable resources of devices)", None
         return None, (None, None, {}, 0)
-    sig = (tuple(book.signature(k) for k in todo), node.name)
+    known = book._signature
+    sig = (tuple([known.get(k) or book.signature(k) for k in todo]), node.name)
     if cluster.features.node_allocatable_resources:
         sig += (tuple(sorted(pod.resources.items())),)
     hit = cache.get(sig)
@@ -210,7 +211,7 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         # with nothing changed on the node since - or found on another node sharing this node's
         # inventory, with the allocated state unchanged: the allocator would choose the same
         # devices again.
-        alike = tuple(book.allocation_signature(k) for k in todo)
+        alike = tuple([book.allocation_signature(k) for k in todo])
         own = ("ok", alike, node.name) + sig[2:]
         group = ("shared", alike, id(inventory.memo)) + sig[2:]
         for key, version in ((own, node.version), (group, cluster.allocated.version)):
