@@ -9,8 +9,8 @@ point of the grid is a *scenario*: a flat dict of its inputs, the same on every 
 :func:`run_sweep` runs the scenarios not already in the output Parquet file (same inputs, same
 `key`), on a local process pool (default), in this process (`serial`), or on Dask (`dask`: a
 local cluster, or the scheduler at `address`, or a `distributed.Client`), with a progress bar
-(tqdm). The file is rewritten (atomically) after each finished scenario, so an interrupted
-sweep loses at most the scenarios running. Each row holds the scenario's inputs, its results,
+(tqdm). The file is rewritten (atomically) as scenarios finish (at most once a second, and
+when the sweep ends or fails), so an interrupted sweep loses at most the last second's rows. Each row holds the scenario's inputs, its results,
 `elapsed_s` (wall time, the one column that differs between runs) and `key`.
 
 :func:`sweep` is the generic form: `run(study)` for every study, in order.
@@ -31,6 +31,7 @@ STUDIES = ("simulate", "place")
 ENGINES = ("processes", "serial", "dask")
 INPUTS = ("study", "cluster", "trace", "nodes", "policy", "seed", "inflation", "time_limit", "batch", "capacity")
 _EXTRA = "pip install 'draopt[sweep]'"
+WRITE_EVERY_S = 1.0
 
 
 # ------------------------------------------------------------------ the generic runner
@@ -395,6 +396,8 @@ def run_sweep(scenarios: list[dict[str, Any]], out: str | None = None, *, engine
         bar = tqdm(total=len(scenarios), initial=len(scenarios) - len(todo), desc="sweep", unit="scenario",
                    file=sys.stderr, dynamic_ncols=True)
     rows = list(kept)
+    unsaved = 0
+    last_write = time.monotonic()
     try:
         for j, result in _completed([scenarios[i] for i in todo], run, engine=engine, workers=workers,
                                     address=address, client=client):
@@ -404,11 +407,16 @@ def run_sweep(scenarios: list[dict[str, Any]], out: str | None = None, *, engine
             row["key"] = keys[i]
             done[keys[i]] = row
             rows.append(row)
-            if out:
+            unsaved += 1
+            # The file is rewritten whole: at most once a second (and at the end, or on an error).
+            if out and time.monotonic() - last_write >= WRITE_EVERY_S:
                 write_rows(out, rows)
+                unsaved, last_write = 0, time.monotonic()
             if bar is not None:
                 bar.update(1)
     finally:
+        if out and unsaved:
+            write_rows(out, rows)
         if bar is not None:
             bar.close()
     return [done[k] for k in keys]

@@ -180,3 +180,17 @@ def test_input_error_in_a_worker_is_raised_here(tmp_path):
     with pytest.raises(InputError, match="5 nodes asked for, the cluster has 1"):
         sw.run_sweep(g.scenarios(), str(tmp_path / "x.parquet"), engine="processes", workers=1, progress=False)
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_rows_finished_before_a_failure_are_kept(grid, serial_rows, tmp_path):
+    out = str(tmp_path / "out.parquet")
+    scenarios = grid.scenarios()
+
+    def failing_at_4(s):
+        if s is scenarios[3]:
+            raise InputError("stop")
+        return sw.run_scenario(s)
+    with pytest.raises(InputError, match="stop"):
+        sw.run_sweep(scenarios, out, engine="serial", progress=False, run=failing_at_4)
+    assert strip(sw.read_rows(out)) == strip(serial_rows[:3])
+    assert strip(sw.run_sweep(scenarios, out, engine="serial", progress=False)) == strip(serial_rows)
