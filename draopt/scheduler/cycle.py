@@ -19,6 +19,7 @@ node after the other (the real scheduler runs 16 in parallel and may check a few
 from __future__ import annotations
 
 import math
+import operator
 import random
 from collections import Counter
 from fractions import Fraction
@@ -32,6 +33,7 @@ from . import scores as S
 from .config import HOSTNAME, Profile, SchedulerConfig
 from .podinfo import PodInfo, SpreadRule, pod_info
 
+_VERSION = operator.attrgetter("version")
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 # pkg/scheduler/util/pod_resources.go: the requests scoring assumes for a container without one.
@@ -59,8 +61,13 @@ MAX_UNITS = 1 << 56
 
 def units(resource: str, value: Fraction | int) -> int:
     """A quantity as the scheduler holds it: cpu in millicores, the rest in units (rounded up)."""
-    v = Fraction(value) * 1000 if resource == "cpu" else Fraction(value)
-    got = -((-v.numerator) // v.denominator)
+    if isinstance(value, int):
+        got = value * 1000 if resource == "cpu" else value
+    else:
+        num, den = value.numerator, value.denominator
+        if resource == "cpu":
+            num *= 1000
+        got = -((-num) // den)
     return MAX_UNITS if got > MAX_UNITS else (-MAX_UNITS if got < -MAX_UNITS else got)
 
 
@@ -131,6 +138,7 @@ class Scheduler:
         self.ns_labels = {ns.name: dict(ns.metadata.labels or {}) for ns in cluster.objects.namespaces}
         self._infos: dict[str, PodInfo] = {}
         self._nonzero: dict[str, tuple[int, int]] = {}
+        self._requests: dict[tuple, int] = {}
         tracked = {"cpu", "memory"}
         for prof in config.profiles.values():
             tracked.update(r for r, _ in prof.fit.resources)
@@ -289,7 +297,7 @@ class Scheduler:
             kc = self.kinds[sig] = (np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool),
                                     np.zeros(n, dtype=np.int64), [None] * n)
         ver, feas, dscore, reasons = kc
-        versions = np.fromiter((nd.version for nd in nodes), dtype=np.int64, count=n)
+        versions = np.fromiter(map(_VERSION, nodes), dtype=np.int64, count=n)
         order = self._order(start)
         valid = order >= frontier                   # below the frontier: known to reject this kind
         fresh = ver[order] == versions[order]
@@ -599,13 +607,18 @@ class Scheduler:
             return self._affinity_score(info, prof, fe)
         return None     # ImageLocality (no images modelled), VolumeBinding (no volumes): 0 everywhere
 
-    def _pod_request(self, demand, r: str) -> int:
-        if r == "cpu":
-            return self.nonzero(demand)[0]
-        if r == "memory":
-            return self.nonzero(demand)[1]
-        v = demand.resources.get(r) or demand.extended_resources.get(r)
-        return units(r, v) if v else 0
+    def _pod_request(self, demand, r: str, nonzero: bool = True) -> int:
+        """The pod's request of `r` in the scheduler's units (cpu/memory: the non-zero ones)."""
+        key = (demand.key, r, nonzero and r in ("cpu", "memory"))
+        got = self._requests.get(key)
+        if got is None:
+            if key[2]:
+                got = self.nonzero(demand)[0 if r == "cpu" else 1]
+            else:
+                v = demand.resources.get(r) or demand.extended_resources.get(r)
+                got = units(r, v) if v else 0
+            self._requests[key] = got
+        return got
 
     def _resource_columns(self, demand, resources, fe: np.ndarray, nonzero: bool):
         """(requested with the pod, requested without it, allocatable, pod request) per resource
@@ -613,12 +626,10 @@ class Scheduler:
         allocatable 0 (calculateResourceAllocatableRequest)."""
         out = []
         for r, w in resources:
+            pod_req = self._pod_request(demand, r, nonzero)
             if nonzero and r in ("cpu", "memory"):
-                pod_req = self._pod_request(demand, r)
                 node_req = (self.nz_cpu if r == "cpu" else self.nz_mem)[fe]
             else:
-                v = demand.resources.get(r) or demand.extended_resources.get(r)
-                pod_req = units(r, v) if v else 0
                 node_req = self.used[r][fe]
             if r not in _NATIVE[:3] and (not is_scalar(r) or pod_req == 0):
                 alloc = np.zeros(len(fe), dtype=np.int64)      # not scored: (0, 0)
