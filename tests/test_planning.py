@@ -261,13 +261,23 @@ def test_random_clusters_plan_is_consistent():
 
 
 def test_time_limit_too_short_gives_bound_and_gap_never_above_the_estimate():
-    """With 0.001 s of CP-SAT's deterministic time (same run, same answer) the cost phase stops
-    before its proof: the answer is not called minimal, shows the proven bound and the gap, and
-    is still no dearer than the estimate (the estimate's placement is a solution of the model)."""
-    from draopt.plan_scenarios import scenario
-    from draopt.planning import plan
-    objs, types = scenario("mixed", 200)
+    """60 cpu-only pods of 60 different sizes (5-29 cpu; too many kinds for the interchangeable-
+    nodes reduction, so every candidate copy is its own node). With 0.001 s of CP-SAT's
+    deterministic time (same run, same answer) the cost phase stops before its proof: the answer
+    is not called minimal, shows the proven bound and the gap, and is no dearer than the estimate
+    (whose placement is a solution of the model). With time, it is proven."""
+    import random
+
+    from draopt.plan_scenarios import DEFAULT_COSTS, _pod, cluster_docs
+    from draopt.planning import NodeType, plan
+    from draopt.synth_cluster import objects_of
+    rng = random.Random(7)
+    objs = objects_of(cluster_docs() + [_pod(f"p{i}", rng.randint(5, 29), "8Gi", None, i) for i in range(60)])
+    types = [NodeType(name, name, cost) for name, cost in DEFAULT_COSTS.items()]
     p = plan(objs, types, time_limit=0.001)
     assert not p.proven_minimal and "time limit" in p.why_not_proven
     assert p.bound < p.cost and p.gap > 0 and f"gap {p.gap:.1%}" in p.table()
-    assert p.cost <= p.ffd_best().cost and p.placed == p.pods == 200
+    assert p.cost <= p.ffd_best().cost and p.placed == p.pods == 60
+    assert p.stats["pattern_classes"] == 0
+    q = plan(objs, types, time_limit=10)
+    assert q.proven_minimal and q.cost <= p.cost
