@@ -12,7 +12,7 @@ candidate copies per type, interchangeable-node classes).
 Checked on every row (the benchmark stops with an error otherwise): the model's cost is never
 above the cheapest estimate that places as many pods.
 
-  python benchmarks/bench_plan.py            # 40, 200 and 1,000 pods per mix (~1 min)
+  python benchmarks/bench_plan.py            # 40, 200 and 1,000 pods per mix (~30 s)
   python benchmarks/bench_plan.py --quick    # 40 pods per mix
   python benchmarks/bench_plan.py --sizes 1000 --max-nodes 256   # the CLI's default cap
 """
