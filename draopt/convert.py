@@ -25,7 +25,6 @@ and draopt's output is `v1`.
 """
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from .strict import ListOf, Obj, copy_schema, model_schema
@@ -95,12 +94,10 @@ def _request_v1beta1(req: Any) -> Any:
 def _claim_spec_v1beta1(spec: Any) -> Any:
     if not isinstance(spec, dict) or not isinstance(spec.get("devices"), dict):
         return spec
-    devices = spec["devices"]
-    requests = devices.get("requests")
+    requests = spec["devices"].get("requests")
     if not isinstance(requests, list):
         return spec
-    devices["requests"] = [_request_v1beta1(r) for r in requests]
-    return spec
+    return {**spec, "devices": {**spec["devices"], "requests": [_request_v1beta1(r) for r in requests]}}
 
 
 def _device_v1beta1(dev: Any, path: str) -> Any:
@@ -125,6 +122,7 @@ def _slice_v1beta1(doc: dict) -> None:
     spec = doc.get("spec")
     if not isinstance(spec, dict):
         return
+    spec = doc["spec"] = dict(spec)
     if spec.get("nodeName") == "":
         del spec["nodeName"]
     if spec.get("allNodes") is False:
@@ -135,22 +133,22 @@ def _slice_v1beta1(doc: dict) -> None:
 
 
 def to_v1(doc: dict) -> dict:
-    """The document in `resource.k8s.io/v1` form (a converted copy; `doc` is not changed).
-    Documents of other groups and of `v1` are returned as they are."""
+    """The document in `resource.k8s.io/v1` form (a converted copy; `doc` is not changed: what
+    conversion changes is copied, what it does not is shared). Documents of other groups and of
+    `v1` are returned as they are."""
     api_version = doc.get("apiVersion")
     kind = doc.get("kind")
     if api_version in (V1BETA2, V1ALPHA3):
         return {**doc, "apiVersion": V1}
     if api_version != V1BETA1:
         return doc
-    out = copy.deepcopy(doc)
-    out["apiVersion"] = V1
+    out = {**doc, "apiVersion": V1}
     if kind == "ResourceSlice":
         _slice_v1beta1(out)
     elif kind == "ResourceClaim" and "spec" in out:
         out["spec"] = _claim_spec_v1beta1(out["spec"])
     elif kind == "ResourceClaimTemplate" and isinstance(out.get("spec"), dict) and "spec" in out["spec"]:
-        out["spec"]["spec"] = _claim_spec_v1beta1(out["spec"]["spec"])
+        out["spec"] = {**out["spec"], "spec": _claim_spec_v1beta1(out["spec"]["spec"])}
     return out
 
 

@@ -14,8 +14,9 @@ which they provably agree; everything else goes through PyYAML (see :mod:`draopt
   differ is refused: :func:`unsafe` finds every such token where a plain scalar can start.
   Plain decimal integers and ``digits.digits`` floats are the numbers both read alike (as
   values; as keys PyYAML's key text is ``str(value)``, so floats and ``-0`` are refused there).
-* anchors, aliases, tags, directives, complex keys (``?``), several documents (``---``), tabs,
-  carriage returns and control characters are refused (PyYAML expands aliases with a size
+* anchors, aliases, tags, directives, complex keys (``?``), flow collections other than ``[]``
+  and ``{}``, several documents (``---``), tabs, carriage returns and control characters are
+  refused (PyYAML expands aliases with a size
   check, constructs tags, and reports the others with its own messages).
 * a document rapidyaml cannot parse, or whose JSON the JSON parser refuses (rapidyaml does not
   escape control characters written as escapes), is refused.
@@ -56,14 +57,16 @@ _RISKY = (r"(?=[yYnNoOTF~=<.+\-0-9iI&*!?%@`:])(?:"
           r"|[&*!?%@`]"                       # anchor, alias, tag, complex key, directive, reserved
           r"|:(?=[ ]|\n|\Z)"                   # an empty key
           r")")
-# Plain scalars start after `: `, at the start of a line (after its indentation and `- `
-# entries), or in flow collections after `[`, `{` or `,`. Separate patterns, each with a literal
-# first character, scan much faster than one alternation.
-_FLOW_AS_KEY = r"[\[{][^\n]*[\]}]:(?:[ ]|\n|\Z)"   # PyYAML refuses a key that is not a scalar
+# Plain scalars start after `: ` or at the start of a line (after its indentation and `- `
+# entries); in flow collections too, which are refused unless empty. Separate patterns, each
+# with a literal first character, scan much faster than one alternation.
+# Flow collections (`[a, b]`, `{a: b}`): PyYAML and rapidyaml end plain scalars in them at
+# different characters (`?`, brackets), so only empty ones (`[]`, `{}`, what kubectl and
+# PyYAML write) are accepted; a flow collection as a key is refused with them.
+_FLOW_OPEN = r"(?:\[(?!\][ ]*+(?:\n|\Z|#))|\{(?!\}[ ]*+(?:\n|\Z|#)))"
 _CLOSER = r"[\]},]"   # cannot start a plain scalar: PyYAML refuses it where rapidyaml reads a string
-_AFTER_COLON = re.compile(r": ++(?:" + _RISKY + "|" + _CLOSER + ")")
-_LINE_START = re.compile(r"\n *+(?:-(?: ++|(?=\n)))*+(?:" + _RISKY + "|" + _FLOW_AS_KEY + "|" + _CLOSER + ")")
-_IN_FLOW = re.compile(r"[\[{,] *+(?:" + _RISKY + "|" + _FLOW_AS_KEY + ")")
+_AFTER_COLON = re.compile(r": ++(?:" + _RISKY + "|" + _FLOW_OPEN + "|" + _CLOSER + ")")
+_LINE_START = re.compile(r"\n *+(?:-(?: ++|(?=\n)))*+(?:" + _RISKY + "|" + _FLOW_OPEN + "|" + _CLOSER + ")")
 _CONTROL = re.compile(r"[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7f)) + b"\n"
 
@@ -80,8 +83,7 @@ def unsafe(text: str) -> str | None:
         return "a document marker (--- or ...)"
     first_line = "\n" + text[:text.find("\n") + 1 or len(text)]
     for pattern, what in ((_AFTER_COLON, "a plain value PyYAML may read differently"),
-                          (_LINE_START, "a plain key or item PyYAML may read differently"),
-                          (_IN_FLOW, "a flow item PyYAML may read differently")):
+                          (_LINE_START, "a plain key or item PyYAML may read differently")):
         m = pattern.search(text) or (pattern is _LINE_START and pattern.match(first_line))
         if m:
             return f"{what}: {m.string[m.start():m.end() + 10]!r}"

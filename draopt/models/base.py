@@ -75,9 +75,16 @@ def _to_str(v: Any) -> Any:
     return v
 
 
+_VALID_QUANTITIES: set[str] = set()   # a dump repeats a few quantities thousands of times
+
+
 def _check_quantity(v: str) -> str:
+    if v in _VALID_QUANTITIES:
+        return v
     from ..quantity import Quantity
     Quantity.parse(v)   # raises QuantityError (a ValueError): pydantic names the field
+    if len(_VALID_QUANTITIES) < 100_000:
+        _VALID_QUANTITIES.add(v)
     return v
 
 
