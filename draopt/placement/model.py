@@ -135,31 +135,60 @@ class Prepared:
 
 
 class Candidacy:
-    """`_candidate` with one decision per (claims, request, device) for devices that several
-    nodes reach: their candidacy is the same from each node (selectors, capacity, taints and
-    the allocated state are cluster-wide), so a pool every node reaches is judged once, not
-    once per node. Node-local devices and per-device node selection are judged per problem."""
+    """`_candidate` decided once per (claims, request, device content), not once per (node,
+    owner, device): a device that several nodes reach is the same Device from each of them
+    (selectors, capacity, taints and the allocated state are cluster-wide), and node-local
+    devices alike (driver, name, attributes, capacity, taints, capacity in use; what selectors
+    and capacity checks read) are judged alike, e.g. the GPUs of a fleet of identical nodes.
+    Whether the device itself is held by an allocated claim is checked per device. Per-device
+    node selection and `All` requests are judged per problem."""
 
     def __init__(self):
         self.sig_of: dict[int, tuple] = {}     # id(problem) -> signature of its claims
-        self._cache: dict[tuple, bool] = {}
+        self._cache: dict[tuple, tuple[bool, str | None]] = {}
         self._attrs: dict[tuple, tuple] = {}
+        self._content: dict[int, tuple] = {}   # id(entry) -> content key (entries outlive the run)
+
+    def _device_key(self, problem: Problem, entry):
+        sp = entry.slice.spec
+        if sp.per_device_node_selection:
+            return None
+        if not sp.node_name:
+            return id(entry.device)
+        got = self._content.get(id(entry))
+        if got is None:
+            d = entry.device
+            got = self._content[id(entry)] = (
+                entry.pool.driver, d.name, repr(sorted(d.attributes.items())), repr(sorted(d.capacity.items())),
+                bool(d.allow_multiple_allocations), repr(d.binding_conditions), bool(d.consumes_counters),
+                repr(entry.taints), bool(entry.list_type_attributes),
+                repr(problem.inventory.allocated.capacity.get(entry.id)))
+        return got
 
     def _key(self, problem: Problem, spec, entry):
-        sp = entry.slice.spec
-        if sp.node_name or sp.per_device_node_selection or spec.mode == "All":
+        if spec.mode == "All":
             return None
         sig = self.sig_of.get(id(problem))
-        return None if sig is None else (sig, spec.key, id(entry.device))
+        if sig is None:
+            return None
+        dk = self._device_key(problem, entry)
+        return None if dk is None else (sig, spec.key, dk)
 
     def __call__(self, problem: Problem, spec, entry) -> bool:
         key = self._key(problem, spec, entry)
         if key is None:
             return _candidate(problem, spec, entry)
+        if not spec.admin_access and entry.id in problem.inventory.allocated.devices:
+            return False
         got = self._cache.get(key)
         if got is None:
-            got = self._cache[key] = _candidate(problem, spec, entry)
-        return got
+            ok = _candidate(problem, spec, entry)
+            error = None if ok else problem.__dict__.get("cel_skipped", {}).get((spec.key, entry.id))
+            got = self._cache[key] = (ok, error)
+        elif got[1] is not None:
+            # A CEL runtime error on a device alike: this device is no candidate either, counted.
+            problem.__dict__.setdefault("cel_skipped", {})[(spec.key, entry.id)] = got[1]
+        return got[0]
 
     def attributes(self, problem: Problem, spec, entry, names: list[str]) -> tuple:
         key = self._key(problem, spec, entry)

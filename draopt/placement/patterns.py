@@ -23,7 +23,6 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from ..encodings.attributes import constraint_name
-from .reductions import attribute_pattern
 
 MAX_CHECKS = 400
 
@@ -70,7 +69,6 @@ def node_classes(prep, kinds, node_names: set[str], cluster) -> list[NodeClass]:
 
 
 def _signature(prep, node, kind_ids: list[int], refs) -> tuple | None:
-    from .model import _candidate
     parts: list[Any] = [tuple(sorted(node.allocatable.items())), tuple(sorted(node.used.items())), tuple(kind_ids)]
     for ki in kind_ids:
         p = prep.problems.get((ki, node.name))
@@ -84,8 +82,8 @@ def _signature(prep, node, kind_ids: list[int], refs) -> tuple | None:
                     row = []
                     for i, ref in enumerate(refs):
                         e = ref.first
-                        if _candidate(p, s, e):
-                            row.append((i, ref.size, attribute_pattern(p, s, e, names) if names else (),
+                        if prep.candidacy(p, s, e):
+                            row.append((i, ref.size, prep.candidacy.attributes(p, s, e, names) if names else (),
                                         repr(sorted((c.counter_set, sorted((n, v.value) for n, v in c.counters.items()))
                                                     for c in e.device.consumes_counters)),
                                         bool(e.multi_allocatable), repr(sorted((n, c.value) for n, c in e.device.capacity.items()))))
