@@ -44,10 +44,10 @@ class NodeState:
     # computed from (a copy of the node with its own `used` recomputes it).
     _free: tuple | None = field(default=None, repr=False, compare=False)
     _takes: int = field(default=0, repr=False, compare=False)
+    name: str = field(init=False, default="")
 
-    @property
-    def name(self) -> str:
-        return self.node.name
+    def __post_init__(self) -> None:
+        self.name = self.node.name     # read on every filter: a plain attribute
 
     def fits(self, demand: dict[str, Fraction]) -> str | None:
         """None if the demand fits next to what is used, else the first resource that does not.
@@ -55,7 +55,10 @@ class NodeState:
         cached = self._free
         if cached is None or cached[0] is not self.used or cached[1] != self._takes:
             used = self.used
-            free = {r: (cap - used[r] if r in used else cap) for r, cap in self.allocatable.items()}
+            free = {}
+            for r, cap in self.allocatable.items():
+                f = cap - used[r] if r in used else cap
+                free[r] = (f.numerator, f.denominator)    # integers compare much faster than Fractions
             self._free = cached = (used, self._takes, free)
         free = cached[2]
         for r, v in demand.items():
@@ -66,7 +69,7 @@ class NodeState:
                 if r in _BASIC or r.startswith("hugepages-"):
                     continue   # nodes without status.allocatable are not limited (simulation input)
                 return r
-            if v > f:
+            if v.numerator * f[1] > f[0] * v.denominator:      # v > free (denominators are positive)
                 return r
         return None
 

@@ -25,6 +25,7 @@ from .cluster import Cluster, NodeState
 from .result import PlacementResult, PodPlacement
 
 MAX_SUBREQUEST_SCORE = 8
+NO_FIT = "cannot allocate all claims"
 SEARCH_LIMIT = 100_000
 
 
@@ -214,6 +215,9 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         alike = tuple([book.allocation_signature(k) for k in todo])
         own = ("ok", alike, node.name) + sig[2:]
         group = ("shared", alike, id(inventory.memo)) + sig[2:]
+        hit = cache.get(("full",) + own[1:])
+        if hit is not None and hit[0] == node.version:
+            return NO_FIT, None      # alike claims found no devices here, and nothing changed since
         for key, version in ((own, node.version), (group, cluster.allocated.version)):
             hit = cache.get(key)
             if hit is not None and hit[0] == version:
@@ -232,7 +236,7 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         answer = ("device allocation timed out", None)
     else:
         if chosen is None:
-            answer = ("cannot allocate all claims", None)
+            answer = (NO_FIT, None)
         else:
             extra = device_resources(cluster, book, pod, node, (problem, chosen))
             short = node.fits(_plus(pod.resources, extra)) if extra else None
@@ -242,6 +246,8 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
                 answer = (None, (problem, chosen, ref.selected_sub, prioritized_score(problem, ref.selected_sub)))
     if answer[0] is not None:
         cache[sig] = (node.version, (_generic(answer[0], todo), None))
+        if answer[0] is NO_FIT and cluster.incremental:
+            cache[("full",) + own[1:]] = (node.version,)
     elif cluster.incremental:
         cache[own] = (node.version, sig[0], answer[1])
         cache[group] = (cluster.allocated.version, sig[0], answer[1])
@@ -256,23 +262,35 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
     problem, chosen, selected, score = fit
     claims = [book.claims[k] for k in todo]
     if specs == sig[0]:
-        problem = _rebind(problem, claims, inventory)
+        if inventory is not problem.inventory and not any(c.device.device.binds_to_node for cl in chosen for c in cl):
+            # Found on another node sharing these devices: the result names no node (decoding reads
+            # the node only for node-local or node-binding devices), so one rebinding per pod does.
+            key = ("rebound", id(problem), tuple(todo))
+            got = cache.get(key)
+            if got is None or got[0] is not problem:
+                got = cache[key] = (problem, _rebind(problem, claims))
+            problem = got[1]
+        else:
+            problem = _rebind(problem, claims, inventory)
     else:
         # Alike for the allocator only (other class names): the same devices, under this pod's
         # own requests (classes, config), prepared once per pod (again per node only for
         # requests of all devices, which prepare() lists from the node's inventory).
         key = ("prepared", tuple(todo))
-        fresh = cache.get(key)
-        if fresh is not None and fresh.inventory is not inventory:
-            fresh = None if _lists_devices(fresh) else _rebind(fresh, claims, inventory)
+        got = cache.get(key)
+        fresh = by_key = None
+        if got is not None:
+            fresh, by_key, lists_devices = got
+            if fresh.inventory is not inventory:
+                fresh = None if lists_devices else _rebind(fresh, claims, inventory)
         if fresh is None:
             try:
                 fresh = prepare(claims, inventory, cluster.classes, cluster.features, cluster.cel_env,
                                 cluster.expr_cache)
             except AllocationError:
                 return None
-            cache[key] = fresh
-        by_key = {r.key: r for c in fresh.claims for g in c.requests for r in g.alternatives}
+            by_key = {r.key: r for c in fresh.claims for g in c.requests for r in g.alternatives}
+            cache[key] = (fresh, by_key, any(r.mode == "All" for r in by_key.values()))
         chosen = [[Chosen(by_key[c.request.key], c.device, c.consumed) for c in picks] for picks in chosen]
         problem = fresh
     extra = device_resources(cluster, book, pod, node, (problem, chosen))
@@ -282,10 +300,6 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
         cache[sig] = (node.version, (_generic(reason, todo), None))   # as a fresh search would
         return reason, None
     return None, (problem, chosen, selected, score)
-
-
-def _lists_devices(problem) -> bool:
-    return any(r.mode == "All" for c in problem.claims for g in c.requests for r in g.alternatives)
 
 
 def _rebind(problem, claims, inventory=None):
