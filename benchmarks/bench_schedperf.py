@@ -92,12 +92,19 @@ def _child(conn, *args) -> None:
         conn.close()
 
 
-def run(path: str, policy: str, time_limit: float, profile: bool = False, scheduler: str | None = None) -> dict[str, Any]:
+def run(path: str, policy: str, time_limit: float, profile: bool = False, scheduler: str | None = None,
+        kill_after: float | None = None) -> dict[str, Any]:
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(send, path, policy, time_limit, profile, scheduler))
+    t = time.perf_counter()
     proc.start()
     send.close()
+    if kill_after is not None and not recv.poll(kill_after):
+        proc.kill()
+        proc.join()
+        print(f"   {policy}: no answer after {kill_after:g} s (killed)")
+        return {"policy": policy, "failed": True, "killed_after_s": round(time.perf_counter() - t, 1)}
     try:
         status, payload = recv.recv()
     except EOFError:
@@ -118,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", default="yaml", choices=("yaml", "json"), help="file format written and read")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of each first-fit run")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--kill-after", type=float, default=600.0, metavar="S",
+                    help="stop a run (child process) that has not answered after S seconds (default 600)")
     ap.add_argument("--scheduler", metavar="CONFIG",
                     help="first-fit's scheduler profile (place's scheduler_config: a file or builtin:<name>, e.g. "
                          "builtin:name-order); default: place's default (Kubernetes' default profile)")
@@ -137,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             size = sw.write(name, path, fmt=args.format, scale=args.scale)
             write_s = time.perf_counter() - t
             print(f"\n== {name}: {w.source}  ({size / 1e6:.1f} MB written in {write_s:.1f} s)")
-            ff = run(path, "first-fit", args.time_limit, args.profile, args.scheduler)
+            ff = run(path, "first-fit", args.time_limit, args.profile, args.scheduler, args.kill_after)
             row: dict[str, Any] = {"workload": name, "bytes": size, "threshold": w.threshold, "first_fit": ff}
             if not ff.get("failed"):
                 pps = ff["pods"] / ff["place_s"] if ff["place_s"] else float("inf")
@@ -149,20 +158,24 @@ def main(argv: list[str] | None = None) -> int:
                 if ff.get("profile"):
                     print(ff["profile"])
             if not args.no_optimal:
-                opt = run(path, "optimal", args.time_limit)
+                opt = run(path, "optimal", args.time_limit, kill_after=args.kill_after)
                 row["optimal"] = opt
                 if not opt.get("failed"):
                     print(f"   optimal {opt['place_s']:.1f} s   status {opt['status']}   gap {opt['gap']}   "
                           f"placed {opt['placed']}/{opt['pods']}   peak RSS {opt['rss_mib']:.0f} MiB")
             rows.append(row)
-    print("\nworkload               read_s  first-fit pods/s  k8s threshold  ratio  optimal_s  status     gap")
+    print("\nworkload               read_s  first-fit pods/s  k8s threshold  ratio  ff_rss_MiB  optimal_s  status     gap"
+          "       opt_rss_MiB")
     for r in rows:
         ff, opt = r["first_fit"], r.get("optimal") or {}
         pps = ff.get("pods_per_s")
         thr = r["threshold"]
+        status = opt.get("status") or ("killed" if "killed_after_s" in opt else "-")
         print(f"{r['workload']:22s} {ff.get('load_s', float('nan')):6.2f}  {pps if pps is not None else float('nan'):16,.0f}  "
               f"{thr if thr else '-':>13}  {(f'{pps / thr:5.1f}x' if thr and pps else '    -'):>5}  "
-              f"{opt.get('place_s', float('nan')):9.1f}  {str(opt.get('status', '-')):9s}  {opt.get('gap', '-')}")
+              f"{ff.get('rss_mib', float('nan')):10.0f}  "
+              f"{opt.get('place_s', opt.get('killed_after_s', float('nan'))):9.1f}  {status:9s}  {str(opt.get('gap', '-')):9s} "
+              f"{opt.get('rss_mib', float('nan')):11.0f}")
     if args.json:
         for r in rows:
             r["first_fit"].pop("profile", None)
