@@ -138,3 +138,29 @@ if __name__ == "__main__":
             "instances": {label: digest(docs, features) for label, docs, features in golden_instances()}}
     GOLDEN.write_text(json.dumps(data, indent=None, sort_keys=True, separators=(",", ":")) + "\n")
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes, {len(data['instances'])} instances)")
+
+
+def test_fast_paths_are_exercised():
+    """The comparisons above run the fast paths for real: on the partitionable workload nodes
+    share one inventory, the allocator remembers dead prefixes and skips non-matching runs
+    under matchAttribute (replaying their counter leaks), and successes are reused."""
+    from draopt.features import Features
+    from draopt.placement import build_cluster
+    from draopt.placement.firstfit import simulate
+    from draopt.workload import expand
+    docs = sw.objects("partitionable", scale=0.03)
+    features = Features.from_gates()
+    objects = objects_of(docs)
+    workload = expand(objects, features)
+    cluster = build_cluster(objects, workload, features)
+    result = simulate(cluster, workload)
+    assert all(p.placed for p in result.pods)
+    invs = [cluster.inventory(n) for n in cluster.nodes]
+    assert len(invs) > 1 and all(inv.devices is invs[0].devices for inv in invs)
+    assert all(inv.node is n.node for inv, n in zip(invs, cluster.nodes))
+    memo = invs[0].memo
+    assert any(k[0] == "prefix" and v[1] > 0 for k, v in memo.items() if isinstance(k, tuple))
+    assert ("values", "dra.example.com/slice") in memo
+    with fast_paths(False):
+        plain = build_cluster(objects, workload, features)
+        assert plain.inventory(plain.nodes[0]).devices is not plain.inventory(plain.nodes[1]).devices
