@@ -29,6 +29,37 @@ from pydantic import BaseModel
 class Obj(dict):
     """An object schema: JSON field name -> schema of its value."""
 
+    def nested(self) -> tuple[tuple[str, Any], ...]:
+        """(field, schema) of the fields whose values are looked into (remembered until the
+        schema changes)."""
+        found = self.__dict__.get("_nested")
+        if found is None:
+            found = self.__dict__["_nested"] = tuple((k, s) for k, s in self.items() if _looks_into(s))
+        return found
+
+    def _changed(self) -> None:
+        self.__dict__.pop("_nested", None)
+
+    def __setitem__(self, key, value):
+        self._changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        self._changed()
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        self._changed()
+        return super().pop(*args)
+
+    def setdefault(self, key, default=None):
+        self._changed()
+        return super().setdefault(key, default)
+
+    def update(self, *args, **kwargs):
+        self._changed()
+        super().update(*args, **kwargs)
+
 
 @dataclass(frozen=True)
 class ListOf:
@@ -134,20 +165,28 @@ class _MapKey(_Index):
     __slots__ = ()
 
 
+def _looks_into(schema: Any) -> bool:
+    return not (schema is None or isinstance(schema, (ListOf, MapOf)) and
+                (schema.item if isinstance(schema, ListOf) else schema.value) is None)
+
+
 def _walk(data: Any, schema: Any, chain: Any, out: list[str]) -> None:
     # Called for every field with a schema of its own: the time of reading a large dump is
-    # spent here, so fields whose schema is None (anything goes) are not descended into.
+    # spent here. Usually every field is declared (one set comparison says so) and only the
+    # fields with a schema of their own are descended into; unknown fields are reported in
+    # document order (several found below an object: it is walked again in that order).
     if isinstance(schema, Obj):
         if not isinstance(data, dict):
             return
-        for k, v in data.items():
-            try:
-                sub = schema[k]
-            except (KeyError, TypeError):
-                out.append(_path_text((chain, k)))
-                continue
-            if sub is not None:
-                _walk(v, sub, (chain, k), out)
+        if data.keys() <= schema.keys():
+            found = len(out)
+            for k, sub in schema.nested():
+                if k in data:
+                    _walk(data[k], sub, (chain, k), out)
+            if len(out) - found <= 1:
+                return
+            del out[found:]
+        _walk_in_order(data, schema, chain, out)
     elif isinstance(schema, ListOf):
         item = schema.item
         if item is not None and isinstance(data, list):
@@ -158,6 +197,17 @@ def _walk(data: Any, schema: Any, chain: Any, out: list[str]) -> None:
         if value is not None and isinstance(data, dict):
             for k, v in data.items():
                 _walk(v, value, (chain, _MapKey(k)), out)
+
+
+def _walk_in_order(data: dict, schema: Obj, chain: Any, out: list[str]) -> None:
+    for k, v in data.items():
+        try:
+            sub = schema[k]
+        except (KeyError, TypeError):
+            out.append(_path_text((chain, k)))
+            continue
+        if sub is not None:
+            _walk(v, sub, (chain, k), out)
 
 
 def describe(paths: list[str], limit: int = 10) -> str:

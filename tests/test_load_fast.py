@@ -228,3 +228,49 @@ def test_conversion_copies_what_it_changes_and_leaves_the_document_alone():
             if item["kind"] == "ResourceSlice":
                 assert all("basic" not in d for d in out["spec"]["devices"])
                 assert out["spec"]["devices"][0]["attributes"] == item["spec"]["devices"][0]["basic"]["attributes"]
+
+
+def _unknown_reference(data, schema, path=""):
+    """The strict check's rule, walked field by field in document order."""
+    from draopt.strict import ListOf, MapOf, Obj
+    out = []
+    if isinstance(schema, Obj) and isinstance(data, dict):
+        for k, v in data.items():
+            p = f"{path}.{k}" if path else str(k)
+            out += [p] if k not in schema else _unknown_reference(v, schema[k], p)
+    elif isinstance(schema, ListOf) and isinstance(data, list):
+        for i, v in enumerate(data):
+            out += _unknown_reference(v, schema.item, f"{path}[{i}]")
+    elif isinstance(schema, MapOf) and isinstance(data, dict):
+        for k, v in data.items():
+            out += _unknown_reference(v, schema.value, f"{path}[{k}]")
+    return out
+
+
+def test_the_strict_check_finds_unknown_fields_in_document_order():
+    import random
+
+    from draopt.convert import schema_for
+    from draopt.strict import unknown_fields
+    rnd = random.Random(11)
+    docs = [d for d in cluster_dump(nodes=2, pods=6, devices_per_node=2) + V1BETA1_DUMP["items"]
+            if d["kind"] in loader.KINDS]
+    checked = with_unknown = 0
+    for doc in docs:
+        for _ in range(30):
+            m = copy.deepcopy(doc)
+            for _ in range(rnd.randint(0, 4)):     # unknown fields at random depths
+                node = m
+                for _ in range(rnd.randint(0, 6)):
+                    if isinstance(node, dict) and node:
+                        node = node[rnd.choice(sorted(node))]
+                    elif isinstance(node, list) and node:
+                        node = rnd.choice(node)
+                if isinstance(node, dict):
+                    node[f"zz{rnd.randint(0, 9)}"] = 1
+            schema = schema_for(loader.KINDS[m["kind"]][0], m["apiVersion"])
+            got = unknown_fields(m, schema)
+            assert got == _unknown_reference(m, schema), m["kind"]
+            checked += 1
+            with_unknown += len(got) > 1
+    assert with_unknown > 20, "too few documents with several unknown fields to test the order"
