@@ -286,10 +286,24 @@ class _Expander:
         self.taken: set[str] = {f"{_ns(p)}/{_name(p)}" for p in existing_pods}
         self.checked: set[tuple[int, str]] = set()     # (reader, template path) validated
         self.made: dict[int, int] = {}                  # reader -> pods made
+        self.by_owner: dict[tuple[str, str, str], list[dict[str, Any]]] | None = None
 
     # ---------------------------------------------------------- pods
     def owned_pods(self, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
-        return [p for p in self.existing if _ns(p) == namespace and _owned_by(p, kind, name)]
+        """The input's pods in `namespace` with an ownerReference to kind/name, in input order
+        (an index built once: a dump has thousands of pods and may have many controllers)."""
+        if self.by_owner is None:
+            self.by_owner = {}
+            for p in self.existing:
+                meta = p.get("metadata") if isinstance(p, dict) else None
+                refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+                if not isinstance(refs, list):
+                    continue
+                owners = {(_ns(p), r.get("kind"), r.get("name")) for r in refs if isinstance(r, dict)
+                          and isinstance(r.get("kind"), str) and isinstance(r.get("name"), str)}
+                for key in owners:
+                    self.by_owner.setdefault(key, []).append(p)
+        return self.by_owner.get((namespace, kind, name), [])
 
     def pod(self, r: _Reader, template: dict[str, Any], name: str, owner: dict[str, Any],
             labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,

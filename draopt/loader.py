@@ -319,7 +319,7 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
             print(f"note: {line}", file=stream)
         objects.skipped = {}
     if objects.controllers:
-        created = controllers.expand(objects.controllers, [p.to_k8s() for p in objects.pods], objects.nodes)
+        created = controllers.expand(objects.controllers, [_controller_view(p) for p in objects.pods], objects.nodes)
         for i, (doc, where) in enumerate(created.pods):
             if i in created.repeats:    # its template was read (and warned about) for an earlier pod
                 objects.add(Pod.model_validate(doc))
@@ -347,6 +347,27 @@ def _collector_paused():
         gc.freeze()
         gc.unfreeze()
         gc.enable()
+
+
+def _controller_view(pod: Pod) -> dict[str, Any]:
+    """What draopt.controllers reads of a pod already in the input (name, namespace, labels,
+    annotations, ownerReferences, spec.nodeName, spec.affinity, status.phase), as `to_k8s`
+    writes it, without writing out the whole pod."""
+    meta = pod.metadata
+    view_meta: dict[str, Any] = {"name": meta.name}
+    if meta.namespace is not None:
+        view_meta["namespace"] = meta.namespace
+    for key, value in (("labels", meta.labels), ("annotations", meta.annotations),
+                       ("ownerReferences", (meta.model_extra or {}).get("ownerReferences"))):
+        if value:
+            view_meta[key] = value
+    spec: dict[str, Any] = {}
+    if pod.spec.node_name is not None:
+        spec["nodeName"] = pod.spec.node_name
+    if pod.spec.affinity is not None:
+        spec["affinity"] = pod.spec.affinity.to_k8s()
+    return {"metadata": view_meta, "spec": spec,
+            "status": {"phase": pod.status.phase} if pod.status.phase is not None else {}}
 
 
 def load_text(text: str, source: str = "<input>", *, strict: bool = False, notes: Any = None,

@@ -274,3 +274,19 @@ def test_the_strict_check_finds_unknown_fields_in_document_order():
             checked += 1
             with_unknown += len(got) > 1
     assert with_unknown > 20, "too few documents with several unknown fields to test the order"
+
+
+def test_controllers_see_the_pods_they_read_as_to_k8s_writes_them():
+    pods = _objects(yaml.safe_dump(as_list(cluster_dump(nodes=3, pods=9, devices_per_node=2))), "in.yaml", "pure").pods
+    pods += loader.load_text((ROOT / "examples" / "cluster.yaml").read_text(), "ex", notes=__import__("io").StringIO()).pods
+    pods[0].spec.affinity = loader.Pod.model_validate({"spec": {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}}}}}).spec.affinity
+    assert any(p.status.phase for p in pods) and any(p.spec.node_name for p in pods)
+    for pod in pods:
+        full = pod.to_k8s()
+        want = {"metadata": {k: v for k, v in full["metadata"].items()
+                             if k in ("name", "namespace", "labels", "annotations", "ownerReferences") and v},
+                "spec": {k: v for k, v in full.get("spec", {}).items() if k in ("nodeName", "affinity")},
+                "status": {k: v for k, v in full.get("status", {}).items() if k == "phase"}}
+        assert loader._controller_view(pod) == want, pod.name
