@@ -150,19 +150,21 @@ class Candidacy:
         self._content: dict[int, tuple] = {}   # id(entry) -> content key (entries outlive the run)
 
     def _device_key(self, problem: Problem, entry):
+        got = self._content.get(id(entry), self)
+        if got is not self:
+            return got
         sp = entry.slice.spec
+        d = entry.device
         if sp.per_device_node_selection:
-            return None
-        if not sp.node_name:
-            return id(entry.device)
-        got = self._content.get(id(entry))
-        if got is None:
-            d = entry.device
-            got = self._content[id(entry)] = (
-                entry.pool.driver, d.name, repr(sorted(d.attributes.items())), repr(sorted(d.capacity.items())),
-                bool(d.allow_multiple_allocations), repr(d.binding_conditions), bool(d.consumes_counters),
-                repr(entry.taints), bool(entry.list_type_attributes),
-                repr(problem.inventory.allocated.capacity.get(entry.id)))
+            got = None
+        elif not sp.node_name:
+            got = id(d)
+        else:
+            got = (entry.pool.driver, d.name, repr(sorted(d.attributes.items())), repr(sorted(d.capacity.items())),
+                   bool(d.allow_multiple_allocations), repr(d.binding_conditions), bool(d.consumes_counters),
+                   repr(entry.taints), bool(entry.list_type_attributes),
+                   repr(problem.inventory.allocated.capacity.get(entry.id)))
+        self._content[id(entry)] = got
         return got
 
     def _key(self, problem: Problem, spec, entry):

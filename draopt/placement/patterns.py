@@ -25,6 +25,7 @@ from ortools.sat.python import cp_model
 from ..encodings.attributes import constraint_name
 
 MAX_CHECKS = 400
+MAX_KINDS = 12
 
 
 @dataclass
@@ -97,9 +98,10 @@ def enumerate_configurations(nc: NodeClass, prep, cluster, workload, book, caps:
     (more than MAX_CHECKS one-node solves, or more than `seconds`).
 
     One model of the representative node serves every check (the counts are variable bounds).
-    Before enumerating, one pod of each kind is added while it fits: if m kinds fit together,
-    every subset of them is a configuration (downward closed), 2**m of them, so a class with
-    more than log2(MAX_CHECKS) such kinds is given up after at most one check per kind."""
+    Before enumerating (unless the caps alone allow few configurations), pods are added kind by
+    kind while they fit: a configuration with counts c proves prod(c_i + 1) - 1 configurations
+    (downward closed), so a class that has more than MAX_CHECKS is given up early; so is one
+    with more than MAX_KINDS kinds that fit one node alone."""
     import time
     stop = time.perf_counter() + seconds
     one = _OneNode(nc, prep, cluster, workload, book)
@@ -115,18 +117,33 @@ def enumerate_configurations(nc: NodeClass, prep, cluster, workload, book, caps:
             cache[counts] = one.solve(counts)
         return cache[counts]
 
-    together = [0] * len(nc.kinds)
-    fit = 0
-    for i, cap in enumerate(caps):
-        if cap <= 0:
-            continue
-        together[i] = 1
-        if feasible(tuple(together)) is None:
-            together[i] = 0
-        else:
-            fit += 1
-            if 2 ** fit > MAX_CHECKS or time.perf_counter() > stop:
-                return False
+    # A configuration c found greedily proves at least prod(c_i + 1) - 1 configurations (every
+    # count vector below it): past MAX_CHECKS the class is given up, at most sum(caps) checks in.
+    bound = 1
+    for cap in caps:
+        bound *= max(0, cap) + 1
+    if bound - 1 > MAX_CHECKS:
+        # More than MAX_KINDS kinds that fit one node alone: their few-pod combinations alone
+        # usually pass MAX_CHECKS (26 kinds, 3 pods a node: 3,653 configurations), not worth trying.
+        alone = 0
+        for i, cap in enumerate(caps):
+            if cap > 0:
+                single = [0] * len(nc.kinds)
+                single[i] = 1
+                alone += feasible(tuple(single)) is not None
+        if alone > MAX_KINDS:
+            return False
+        together = [0] * len(nc.kinds)
+        below = 1
+        for i, cap in enumerate(caps):
+            while together[i] < cap:
+                together[i] += 1
+                if feasible(tuple(together)) is None:
+                    together[i] -= 1
+                    break
+                if below * (together[i] + 1) - 1 > MAX_CHECKS or time.perf_counter() > stop:
+                    return False
+            below *= together[i] + 1
 
     def extend(prefix: list[int], i: int) -> bool:
         if checks[0] > MAX_CHECKS or time.perf_counter() > stop:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ortools.sat.python import cp_model
+
 from ..encodings.base import ModelData, upper_bound
 from ..inventory import counter_sets_in_use
 
@@ -25,13 +27,24 @@ MAX_WEIGHT = 2 ** 60
 def weighted_sum(items) -> tuple:
     """(expression, largest value) of variables or (coefficient, variable) pairs."""
     pairs = [x if isinstance(x, tuple) else (1, x) for x in items]
-    return (sum(c * v for c, v in pairs) if pairs else 0), sum(c * upper_bound(v) for c, v in pairs)
+    if not pairs:
+        return 0, 0
+    # One flat weighted sum (not a chain of additions: tens of thousands of terms at scale).
+    if all(isinstance(c, int) for c, _ in pairs):
+        expr = cp_model.LinearExpr.weighted_sum([v for _, v in pairs], [c for c, _ in pairs])
+    else:
+        expr = sum(c * v for c, v in pairs)
+    return expr, sum(c * upper_bound(v) for c, v in pairs)
 
 
 def normalised_amounts(items: list) -> list:
     """(amount, variable) pairs as integer coefficients summing to at most 1000."""
-    total = sum(a * upper_bound(v) for a, v in items) or Fraction(1)
-    return [(int(round(1000 * a / total)), v) for a, v in items]
+    reach: dict = {}
+    for a, v in items:   # amounts repeat (one per request shape): exact arithmetic once per amount
+        reach[a] = reach.get(a, 0) + upper_bound(v)
+    total = sum(a * n for a, n in reach.items()) or Fraction(1)
+    coefficient = {a: int(round(1000 * a / total)) for a in reach}
+    return [(coefficient[a], v) for a, v in items]
 
 
 def lexicographic(levels: list[tuple]):
