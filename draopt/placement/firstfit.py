@@ -261,14 +261,18 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
     makes after the allocator; None if it does not apply after all (then search)."""
     problem, chosen, selected, score = fit
     claims = [book.claims[k] for k in todo]
+    # What is prepared for this pod lives while its nodes are filtered (the next pod replaces it).
+    slot = cache.get("this pod")
+    if slot is None or slot[0] != todo:
+        slot = cache["this pod"] = (list(todo), {})
+    mine = slot[1]
     if specs == sig[0]:
         if inventory is not problem.inventory and not any(c.device.device.binds_to_node for cl in chosen for c in cl):
             # Found on another node sharing these devices: the result names no node (decoding reads
             # the node only for node-local or node-binding devices), so one rebinding per pod does.
-            key = ("rebound", id(problem), tuple(todo))
-            got = cache.get(key)
+            got = mine.get(id(problem))
             if got is None or got[0] is not problem:
-                got = cache[key] = (problem, _rebind(problem, claims))
+                got = mine[id(problem)] = (problem, _rebind(problem, claims))
             problem = got[1]
         else:
             problem = _rebind(problem, claims, inventory)
@@ -276,8 +280,7 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
         # Alike for the allocator only (other class names): the same devices, under this pod's
         # own requests (classes, config), prepared once per pod (again per node only for
         # requests of all devices, which prepare() lists from the node's inventory).
-        key = ("prepared", tuple(todo))
-        got = cache.get(key)
+        got = mine.get("prepared")
         fresh = by_key = None
         if got is not None:
             fresh, by_key, lists_devices = got
@@ -290,7 +293,7 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
             except AllocationError:
                 return None
             by_key = {r.key: r for c in fresh.claims for g in c.requests for r in g.alternatives}
-            cache[key] = (fresh, by_key, any(r.mode == "All" for r in by_key.values()))
+            mine["prepared"] = (fresh, by_key, any(r.mode == "All" for r in by_key.values()))
         chosen = [[Chosen(by_key[c.request.key], c.device, c.consumed) for c in picks] for picks in chosen]
         problem = fresh
     extra = device_resources(cluster, book, pod, node, (problem, chosen))
