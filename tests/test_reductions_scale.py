@@ -145,3 +145,6 @@ def test_time_limit_bounds_building_a_part(monkeypatch):
     st = out.result.stats
     assert building and st["status"] == "UNKNOWN" and "while building the model" in st["fallback"]
     assert st["objective"] == out.result.weighted_placed() and check_placement(out) == []
+    # Still a bound: the pods that have a feasible node (3 pools: 3 of the 4 pods can be placed,
+    # but each has a node), and the gap to first-fit's placement.
+    assert st["bound"] == 4 and st["objective"] == 3 and st["gap"] == 0.25 and "gap 0.25" in st["summary"]

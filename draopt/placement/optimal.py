@@ -133,7 +133,10 @@ def _summary(stats: dict) -> str:
     not_done = [name for name, ok in (("placed pods", p["placed"]), ("sub-request preferences", p["preferences"]),
                                       ("packing", p["packing"])) if not ok]
     if stats.get("fallback"):
-        return f"{stats['fallback']} for {stats['pinned_pods']} pod(s); nothing proven"
+        text = f"{stats['fallback']} for {stats['pinned_pods']} pod(s); nothing proven"
+        if stats.get("gap") is not None:
+            text += f" but a bound (every pod that has a feasible node placed: {stats['bound']}, gap {stats['gap']})"
+        return text
     text = f"proven optimal: {', '.join(done) or 'nothing'}"
     if stats.get("no_better_found"):
         text = f"{stats['no_better_found']} (first-fit's placement kept, bound {stats['bound']}); " + text
@@ -200,9 +203,13 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget),
                   deadline=hard_stop)
     except OutOfTime as e:
-        floor = sum(weight(p.priority) for i in kind_ids for p in prep.kinds[i].pods if ff_by_pod[p.key].placed)
+        pods = [p for i in kind_ids for p in prep.kinds[i].pods]
+        floor = sum(weight(p.priority) for p in pods if ff_by_pod[p.key].placed)
+        # Still a bound without the model: every pod that has a feasible node placed.
+        cheap = sum(weight(p.priority) for p in pods if prep.pod_nodes.get(p.key))
         return {"fallback": True}, {
-            "status": "UNKNOWN", "objective": floor, "bound": None, "build_s": round(time.perf_counter() - t0, 3),
+            "status": "UNKNOWN", "objective": floor, "bound": max(floor, cheap), "cheap_bound": cheap,
+            "build_s": round(time.perf_counter() - t0, 3),
             "proven": {"placed": False, "preferences": False, "packing": False},
             "fallback": f"{e}: first-fit's placement is returned"}
     m = b.model.cp
