@@ -407,21 +407,21 @@ def _fgd(st: State, s: Shape, cand: np.ndarray, use, frag: FragModel) -> tuple[i
 def relevant_nodes(st: State, batch: list[Shape], keep: set[int] = frozenset()) -> list[int]:
     """Nodes the optimal model needs for `batch`, two exact reductions: a node where no pod of
     the batch fits alone can take none; of nodes in the same state (kind of node, free
-    resources, capacity left per device), no more than one per pod can be used."""
+    resources, capacity left per device), no more can be used than there are pods of the batch
+    that fit one of them alone (each used node holds at least one)."""
     c = st.c
-    fits = np.zeros(c.n, dtype=bool)
-    seen: set[int] = set()
+    fitting = np.zeros(c.n, dtype=np.int64)      # pods of the batch that fit the node alone
+    per_shape: dict[int, list] = {}
     for s in batch:
-        if s.index not in seen:
-            seen.add(s.index)
-            fits |= st.feasible(s)[0]
+        per_shape.setdefault(s.index, [s, 0])[1] += 1
+    for s, n in per_shape.values():
+        fitting += n * st.feasible(s)[0]
     out: list[int] = []
     per_state: dict[bytes, int] = {}
-    limit = len(batch)
-    for i in np.flatnonzero(fits):
+    for i in np.flatnonzero(fitting):
         key = c.group[i].tobytes() + st.free[i].tobytes() + st.left[i].tobytes()
         k = per_state.get(key, 0)
-        if k < limit or i in keep:
+        if k < fitting[i] or i in keep:
             per_state[key] = k + 1
             out.append(int(i))
     return out
