@@ -343,26 +343,34 @@ class FfdEstimate:
         return self.node_type.cost * self.nodes
 
 
+def _scheduled_first(objects: ObjectSet, features: Features):
+    """What the kube-scheduler does on the cluster as it is: (pending pods, those it places,
+    the resources of those it leaves pending)."""
+    from .placement import build_cluster
+    from .placement.firstfit import simulate
+    from .workload import expand
+    workload = expand(objects, features)
+    base = simulate(build_cluster(objects, workload, features), workload, explain_failures=False)
+    on_cluster = {p.pod for p in base.pods if p.placed}
+    return [p.pod for p in base.pods], on_cluster, [d.resources for d in workload.pending if d.key not in on_cluster]
+
+
 def ffd_estimate(objects: ObjectSet, node_type: NodeType, *, features: Features | None = None,
-                 max_nodes: int = 256) -> FfdEstimate:
+                 max_nodes: int = 256, scheduled_first=None) -> FfdEstimate:
     """The cluster-autoscaler's binpacking estimate for one node type (kubernetes/autoscaler
     cluster-autoscaler/estimator/binpacking_estimator.go @ 006685c4641726f573c75e865d015404b8f408ea):
     the pods the kube-scheduler leaves pending on the cluster, sorted by decreasing score, each
     put on the first new node that takes it, a new node opened when none does. Every step is
-    draopt's kube-scheduler simulation (first-fit, DRA allocator included)."""
+    draopt's kube-scheduler simulation (first-fit, DRA allocator included). `scheduled_first`:
+    what `_scheduled_first` gives (the same for every type)."""
     import time
 
-    from .placement import build_cluster
     from .placement.firstfit import simulate
     from .quantity import Quantity
-    from .workload import expand
     t0 = time.perf_counter()
     features = features or Features.from_gates()
-    workload = expand(objects, features)
-    base = simulate(build_cluster(objects, workload, features), workload, explain_failures=False)
-    real = [p.pod for p in base.pods]
-    on_cluster = {p.pod for p in base.pods if p.placed}
-    left = len(real) - len(on_cluster)
+    real, on_cluster, left_resources = scheduled_first or _scheduled_first(objects, features)
+    left = len(left_resources)
     template = next(n for n in objects.nodes if n.name == node_type.template)
     allocatable = {r: Quantity.parse(v).value for r, v in (template.status.allocatable or {}).items()}
     # Start from a bound on the nodes the left pods need (their cpu, memory and pod count against
@@ -371,8 +379,7 @@ def ffd_estimate(objects: ObjectSet, node_type: NodeType, *, features: Features 
     for r in ("cpu", "memory", "pods"):
         cap = allocatable.get(r)
         if cap:
-            need = max(need, math.ceil(sum(d.resources.get(r, 0) for d in workload.pending
-                                           if d.key not in on_cluster) / cap))
+            need = max(need, math.ceil(sum(res.get(r, 0) for res in left_resources) / cap))
     k = min(left, max(8, need + 1 + need // 8), max_nodes)
     while True:
         objs, type_of, daemon_of = _with_types(objects, [(node_type, k)])
@@ -528,7 +535,9 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
     check_node_types(objects, node_types)
     features = features or Features.from_gates()
     stats: dict[str, Any] = {}
-    ffd = [ffd_estimate(objects, t, features=features, max_nodes=max_nodes) for t in node_types]
+    first = _scheduled_first(objects, features)
+    ffd = [ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first)
+           for t in node_types]
     stats["ffd_s"] = round(time.perf_counter() - t0, 3)
     most = max(e.placed for e in ffd)
     best_ffd = min((e for e in ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
