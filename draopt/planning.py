@@ -472,7 +472,8 @@ class MixPlan:
         if self.pods == 0:
             out.append("nothing to place: no pending Pod (or workload controller) in the input")
         elif self.proven_minimal:
-            out.append("proven minimal: CP-SAT proved no cheaper mix of these node types places as many pods")
+            out.append(f"proven minimal: CP-SAT proved no cheaper mix of these node types places as many pods "
+                       f"(lower bound {_fmt(self.bound)}, gap 0)")
         else:
             out.append(f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, "
                        f"gap {self.gap:.1%}")
