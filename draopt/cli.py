@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="shorthand for --node-type NODE=1 (count nodes)")
     pn.add_argument("--max-nodes", type=int, default=256, metavar="N", help="at most N new nodes per type")
     pn.add_argument("--time-limit", type=_positive_seconds, default=60.0, metavar="S",
-                    help="CP-SAT time for the whole plan (deterministic time units)")
+                    help="CP-SAT budget per model round in deterministic seconds: 40%% for the pods "
+                         "phase, 40%% for the cost phase, 20%% for the one-fewer checks")
     pn.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     pn.add_argument("-o", "--output", default="table", choices=("table", "json"))
     pn.add_argument("--stats", action="store_true",
