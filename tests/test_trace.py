@@ -77,9 +77,9 @@ def test_import_objects_and_determinism(tmp_path):
 def test_import_is_valid_and_places(tmp_path):
     out = imported(tmp_path)
     assert validate_files([str(out)]).findings == []
-    outcome = place(load_files([str(out)]), policy="first-fit")
+    outcome = place(load_files([str(out)]), policy="first-fit", scheduler_config="builtin:name-order")
     where = {p.pod: p.node for p in outcome.result.pods}
-    # Queue order is creation order: p-1 (share of a GPU) lands first, on n-a's only GPU (T4),
+    # First node by name. Queue order is creation order: p-1 (share of a GPU) lands first, on n-a's only GPU (T4),
     # so p-4 (T4 only, 250) shares that GPU; p-2 needs two V100s: n-b.
     assert where["openb/p-1"] == "n-a" and where["openb/p-2"] == "n-b" and where["openb/p-4"] == "n-a"
     assert where["openb/p-0"] is None        # n-b's GPUs are taken by p-2, n-a's is shared
