@@ -281,3 +281,29 @@ def test_time_limit_too_short_gives_bound_and_gap_never_above_the_estimate():
     assert p.stats["pattern_classes"] == 0
     q = plan(objs, types, time_limit=10)
     assert q.proven_minimal and q.cost <= p.cost
+
+
+def test_cli_plan_with_node_types(tmp_path, capsys):
+    """The command line on a scenario written as YAML (python -m draopt.plan_scenarios): types
+    from --node-type and from a --node-types file give the same proven plan."""
+    import contextlib
+    import io
+
+    from draopt import cli
+    from draopt.plan_scenarios import main as write_scenario
+    cluster = tmp_path / "inference.yaml"
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        write_scenario(["inference", "40"])
+    cluster.write_text(out.getvalue())
+    types = tmp_path / "types.yaml"
+    types.write_text("nodeTypes:\n- {template: gpu-8, cost: 32}\n- {template: gpu-2, cost: 9}\n- {template: cpu, cost: 3}\n")
+    assert cli.main(["plan", "-f", str(cluster), "--node-type", "gpu-8=32", "--node-type", "gpu-2=9",
+                     "--node-type", "cpu=3"]) == 0
+    table = capsys.readouterr().out
+    assert "cheapest mix: 3 x gpu-8 + 3 x gpu-2, cost 123; places 40 of 40 pending pod(s)" in table
+    assert "one gpu-2 fewer (3 x gpu-8 + 2 x gpu-2): does not place them all (proven infeasible)" in table
+    assert "cheapest single type: 4 x gpu-8, cost 128" in table
+    assert cli.main(["plan", "-f", str(cluster), "--node-types", str(types), "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mix"] == {"gpu-8": 3, "gpu-2": 3, "cpu": 0} and out["cost"] == 123 and out["proven_minimal"]
+    assert out["ffd_best"] == {"node_type": "gpu-8", "nodes": 4, "cost": 128, "placed": 40}
