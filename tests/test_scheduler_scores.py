@@ -58,15 +58,17 @@ def scheduler_for(docs: list[dict], profile: dict):
     return Scheduler(cfg, cluster, workload), workload
 
 
-def plugin_scores(docs: list[dict], plugin: str, args: dict | None = None, dra=None) -> list[int]:
-    """The plugin's normalised scores for the (single) pending pod on every node, in name order."""
+def plugin_scores(docs: list[dict], plugin: str, args: dict | None = None, dra=None,
+                  candidates: list[str] | None = None) -> list[int]:
+    """The plugin's normalised scores for the (single) pending pod on every node (or the nodes
+    named in `candidates`: those that passed the filters), in name order."""
     profile = {"plugins": {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": plugin, "weight": 1}]}}}
     if args is not None:
         profile["pluginConfig"] = [{"name": plugin, "args": args}]
     sched, workload = scheduler_for(docs, profile)
     demand = workload.pending[0]
     prof = sched.profile(demand)
-    fe = np.arange(len(sched.nodes), dtype=np.int64)
+    fe = np.array([n.index for n in sched.nodes if candidates is None or n.name in candidates], dtype=np.int64)
     got = sched._plugin_score(plugin, demand, sched.info(demand), prof, fe,
                               np.array(dra if dra is not None else [0] * len(fe), dtype=np.int64))
     return None if got is None else [int(x) for x in got]
@@ -384,3 +386,45 @@ def test_inter_pod_affinity_existing_pods_terms_and_ignore_flag():
     docs[2] = pod("friend", {"cpu": "1"}, node_name="n0", affinity=req)
     assert plugin_scores(docs, "InterPodAffinity") == [100, 0]
     assert plugin_scores(docs, "InterPodAffinity", {"hardPodAffinityWeight": 0}) is None
+
+
+FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+HOST = "kubernetes.io/hostname"
+
+
+def _spread_case(max_skew, key, counts, candidates, labels=None):
+    """Nodes node-<x> with `counts[x]` existing pods labelled foo; the pod spreads on `key`."""
+    docs = []
+    for name, cnt in counts.items():
+        lab = dict((labels or {}).get(name, {}))
+        d = node(f"node-{name}", {"cpu": "100"}, lab)
+        if labels and name in labels and HOST not in labels[name]:
+            del d["metadata"]["labels"][HOST]
+        docs.append(d)
+        docs += [pod(f"p-{name}{i}", {"cpu": "1"}, node_name=f"node-{name}", labels={"foo": ""}) for i in range(cnt)]
+    tsc = [{"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": FOO}]
+    docs.append(pod("p", {"cpu": "1"}, labels={"foo": ""}, topologySpreadConstraints=tsc))
+    return plugin_scores(docs, "PodTopologySpread", candidates=[f"node-{c}" for c in candidates])
+
+
+SPREAD_CASES = [
+    # podtopologyspread/scoring_test.go TestPodTopologySpreadScore (id 110788862 in the source
+    # index; kubernetes/kubernetes pkg/scheduler/framework/plugins/podtopologyspread).
+    ("one constraint on node, all 4 nodes are candidates", 1, HOST, {"a": 2, "b": 1, "c": 0, "d": 3}, "abcd", None,
+     [20, 60, 100, 0]),
+    ("one constraint on node, all 4 nodes are candidates, maxSkew=2", 2, HOST, {"a": 2, "b": 1, "c": 0, "d": 3},
+     "abcd", None, [33, 66, 100, 16]),
+    ("one constraint on node, all 4 nodes are candidates, maxSkew=3", 3, HOST, {"a": 4, "b": 3, "c": 2, "d": 1},
+     "abcd", None, [44, 66, 77, 100]),
+    ("one constraint on node, 3 out of 4 nodes are candidates", 1, HOST, {"a": 4, "b": 2, "x": 1, "y": 3}, "abx",
+     None, [33, 83, 100]),
+    ("one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match topology key", 1, HOST,
+     {"a": 4, "b": 2, "x": 1, "y": 3}, "abx", {"b": {"n": "node-b"}}, [16, 0, 100]),
+    ("one constraint on zone, 3 out of 4 nodes are candidates", 1, "zone", {"a": 4, "b": 2, "x": 1, "y": 3}, "abx",
+     {"a": {"zone": "zone1"}, "b": {"zone": "zone1"}, "x": {"zone": "zone2"}, "y": {"zone": "zone2"}}, [75, 75, 100]),
+]
+
+
+@pytest.mark.parametrize("name,skew,key,counts,cands,labels,want", SPREAD_CASES, ids=[c[0] for c in SPREAD_CASES])
+def test_pod_topology_spread_score_go_table(name, skew, key, counts, cands, labels, want):
+    assert _spread_case(skew, key, counts, cands, labels) == want
