@@ -71,6 +71,35 @@ _CONTROL = re.compile(r"[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufe
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7f)) + b"\n"
 
 
+# A block scalar (`key: |`, `- >-`, as kubectl writes `last-applied-configuration`): its lines
+# are text, not YAML, so they are not scanned. It ends at the first non-blank line indented no
+# deeper than its key (or its `- `). (A line that only looks like a header, inside a multi-line
+# quoted scalar, hides the lines after it that are indented deeper than itself: only more of
+# that scalar, as every YAML writer indents continuation lines deeper than their key.)
+_BLOCK_HEADER = re.compile(r"(?:: |- )[|>][-+1-9]{0,2}[ ]*+(?:#[^\n]*)?(?=\n)")
+_LINE_INDENT = re.compile(r" *+(?:- ++)*+")
+_BLOCK_ENDS: dict[int, re.Pattern] = {}
+
+
+def _without_block_scalars(text: str) -> str:
+    pieces, pos = [], 0
+    for header in _BLOCK_HEADER.finditer(text):
+        if header.start() < pos:
+            continue                                   # inside a block already left out
+        line_start = text.rfind("\n", 0, header.start()) + 1
+        column = _LINE_INDENT.match(text, line_start, header.start()).end() - line_start
+        end = _BLOCK_ENDS.get(column)
+        if end is None:      # a newline, then a line with content indented `column` or less
+            end = _BLOCK_ENDS[column] = re.compile(r"\n(?= {0,%d}[^ \n])" % column)
+        stop = end.search(text, header.end())
+        pieces.append(text[pos:header.end()])
+        pos = stop.start() if stop else len(text)
+    if not pieces:
+        return text
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
 def unsafe(text: str) -> str | None:
     """Why rapidyaml's reading of `text` might differ from PyYAML's (a short description of the
     first suspect found), or None when the two agree on it."""
@@ -81,6 +110,7 @@ def unsafe(text: str) -> str | None:
         return "a tab, carriage return or control character"
     if text.startswith(("---", "...")) or "\n---" in text or "\n..." in text:
         return "a document marker (--- or ...)"
+    text = _without_block_scalars(text)
     first_line = "\n" + text[:text.find("\n") + 1 or len(text)]
     for pattern, what in ((_AFTER_COLON, "a plain value PyYAML may read differently"),
                           (_LINE_START, "a plain key or item PyYAML may read differently")):

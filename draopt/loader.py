@@ -344,8 +344,9 @@ def _collector_paused():
     try:
         yield
     finally:
-        gc.freeze()
-        gc.unfreeze()
+        if gc.get_freeze_count() == 0:   # (unfreeze would also release what a caller froze)
+            gc.freeze()
+            gc.unfreeze()
         gc.enable()
 
 

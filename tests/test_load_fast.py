@@ -290,3 +290,41 @@ def test_controllers_see_the_pods_they_read_as_to_k8s_writes_them():
                 "spec": {k: v for k, v in full.get("spec", {}).items() if k in ("nodeName", "affinity")},
                 "status": {k: v for k, v in full.get("status", {}).items() if k == "phase"}}
         assert loader._controller_view(pod) == want, pod.name
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings as block scalars (`|`, `>`), as kubectl writes last-applied-configuration."""
+
+
+def _block_str(dumper, value):
+    style = ("|" if len(value) % 2 else ">") if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _block_str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.lists(st.text(alphabet="ab01 :-#[]{}'\"yesno~.|>&*!?,", max_size=10), min_size=1,
+                               max_size=4), min_size=1, max_size=3))
+def test_block_scalars_are_read_alike_whatever_they_contain(lines):
+    doc = {"metadata": {"annotations": {f"a{i}": "\n".join(ls) + ("\n" if i % 2 else "")
+                                        for i, ls in enumerate(lines)}},
+           "items": ["\n".join(ls) for ls in lines] + ["after"], "after": "ok"}
+    text = yaml.dump(doc, Dumper=_BlockDumper, sort_keys=False)
+    ref = reference(text)
+    assert ref == [doc]
+    ok, docs = fast(text)
+    if ok:
+        assert docs == ref, text
+
+
+def test_last_applied_configuration_does_not_keep_a_dump_off_the_fast_path():
+    objs = cluster_dump(nodes=2, pods=4, devices_per_node=2)
+    objs[0]["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration":
+                                          json.dumps(objs[0]["spec"]) + "\n"}
+    text = yaml.dump(as_list(objs), Dumper=_BlockDumper, sort_keys=False)
+    assert "last-applied-configuration: |" in text or "last-applied-configuration: >" in text
+    assert fastyaml.unsafe(text) is None
+    ok, docs = fast(text)
+    assert ok and docs == reference(text)
