@@ -480,12 +480,13 @@ def grid_from_args(args) -> Grid:
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
     """Mean over seeds of the study's main measure, per the other inputs."""
-    measure = "unallocated_pct" if rows and rows[0]["study"] == "simulate" else "placed"
+    simulate = bool(rows) and rows[0]["study"] == "simulate"
+    measure = "unallocated_pct" if simulate else "placed"
+    axes = ["cluster", "trace", "nodes", "policy"] + (["inflation"] if simulate else [])
     groups: dict[tuple, list[float]] = {}
     for r in rows:
-        key = (r["cluster"], r["trace"], r["nodes"], r["policy"], r["inflation"])
-        groups.setdefault(key, []).append(float(r[measure]))
-    cols = ["cluster", "trace", "nodes", "policy", "inflation", "runs", f"mean_{measure}"]
+        groups.setdefault(tuple(r[a] for a in axes), []).append(float(r[measure]))
+    cols = axes + ["runs", f"mean_{measure}"]
     text = [[str(v) for v in (*k, len(vs), round(sum(vs) / len(vs), 3))] for k, vs in groups.items()]
     widths = [max(len(c), *(len(t[i]) for t in text)) for i, c in enumerate(cols)]
     return "\n".join(["  ".join(c.ljust(w) for c, w in zip(cols, widths))] +
