@@ -516,6 +516,77 @@ def _solver(seconds: float):
     return solver
 
 
+def _one_fewer(cp, counts: dict, mix: dict[str, int], node_types: list[NodeType], seconds: float) -> list[OneFewer]:
+    """The mix less one node of each type it uses (the others at most the mix's): does it place
+    as many pods? The model as solved (the pods phase's count held), its objective dropped."""
+    from ortools.sat.python import cp_model
+    checks = []
+    used_types = [t for t in node_types if mix[t.name] > 0]
+    for t in used_types:
+        c = cp.clone()
+        c.clear_objective()
+        c.clear_hints()
+        fewer = {s.name: mix[s.name] - (1 if s is t else 0) for s in node_types}
+        for s in node_types:
+            c.add(c.get_int_var_from_proto_index(counts[s.name].index) <= fewer[s.name])
+        status = _solver(seconds / len(used_types)).solve(c)
+        verdict = {cp_model.INFEASIBLE: "does not place them all (proven infeasible)",
+                   cp_model.OPTIMAL: "places them all", cp_model.FEASIBLE: "places them all"}.get(
+            status, "not proven either way (time limit)")
+        checks.append(OneFewer(t.name, fewer, verdict))
+    return checks
+
+
+def _open_new_nodes(cp, b, cluster, type_of: dict[str, str], node_types: list[NodeType], caps: dict[str, int]):
+    """How many copies of each type the model opens: (per type, the terms that sum to it; per
+    copy outside a class, its opened literal; the classes with their parts' counts; the nodes in
+    classes)."""
+    from .encodings.base import upper_bound
+    # A class of interchangeable nodes (patterns.py) counts its opened nodes per part (the
+    # cluster's own, the copies of each type); every other copy has its own literal that
+    # every pod placed there needs.
+    on_node: dict[str, list] = {}
+    for (ki, n), v in b.k.items():
+        on_node.setdefault(n, []).append(v)
+    for (pod, n), v in b.y.items():
+        on_node.setdefault(n, []).append(v)
+    opened: dict[str, Any] = {}
+    count_terms: dict[str, list] = {t.name: [] for t in node_types}
+    in_class = set()
+    segments = []     # (class, [(type name, or None for the cluster's own nodes; opened count)])
+    for nc in b.node_classes:
+        in_class.update(n.name for n in nc.nodes)
+        sizes: dict[str | None, int] = {}
+        for n in nc.nodes:
+            sizes[type_of.get(n.name)] = sizes.get(type_of.get(n.name), 0) + 1
+        if set(sizes) == {None}:
+            continue
+        # The class's nodes are alike for placement: how many are opened of each part is all
+        # that matters (minimising the cost opens the cheapest parts first).
+        segs = []
+        for name, size in sizes.items():
+            v = cp.new_int_var(0, size, f"opened[{nc.nodes[0].name} class, {name or 'cluster'}]")
+            segs.append((name, v))
+            if name is not None:
+                count_terms[name].append(v)
+        cp.add(sum(v for _, v in segs) == sum(nc.vars))
+        segments.append((nc, segs))
+    for node in cluster.nodes:
+        name = node.name
+        if name not in type_of or name in in_class:
+            continue
+        lit = opened[name] = cp.new_bool_var(f"opened[{name}]")
+        for v in on_node.get(name, []):
+            cp.add(v <= upper_bound(v) * lit)
+        count_terms[type_of[name]].append(lit)
+    # Copies of a type are alike: open them in index order (symmetry).
+    for t in node_types:
+        lits = [opened[f"{t.name}-plan-{i}"] for i in range(caps[t.name]) if f"{t.name}-plan-{i}" in opened]
+        for a, c in zip(lits, lits[1:]):
+            cp.add(a >= c)
+    return count_terms, opened, segments, in_class
+
+
 def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features | None = None,
          time_limit: float = 60.0, max_nodes: int = 256) -> MixPlan:
     """The cheapest mix of new nodes of `node_types` with which the most pending pods (every
@@ -525,7 +596,7 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
 
     from ortools.sat.python import cp_model
 
-    from .encodings.base import scale_to_int, upper_bound
+    from .encodings.base import scale_to_int
     from .placement.firstfit import ClaimBook
     from .placement.model import build, prepare_cluster
     from .placement.optimal import _complete_hint, _first_fit_hint
@@ -579,47 +650,7 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         cp = b.model.cp
         stats["build_s"] = round(time.perf_counter() - t1, 3)
         stats["pattern_classes"] = len(b.node_classes)
-        # Opened nodes: interchangeable nodes (a pattern class) are opened cheapest first; every
-        # other copy has its own literal that every pod placed there needs.
-        on_node: dict[str, list] = {}
-        for (ki, n), v in b.k.items():
-            on_node.setdefault(n, []).append(v)
-        for (pod, n), v in b.y.items():
-            on_node.setdefault(n, []).append(v)
-        opened: dict[str, Any] = {}
-        count_terms: dict[str, list] = {t.name: [] for t in node_types}
-        in_class = set()
-        segments = []     # (class, [(type name, or None for the cluster's own nodes; opened count)])
-        for nc in b.node_classes:
-            in_class.update(n.name for n in nc.nodes)
-            sizes: dict[str | None, int] = {}
-            for n in nc.nodes:
-                sizes[type_of.get(n.name)] = sizes.get(type_of.get(n.name), 0) + 1
-            if set(sizes) == {None}:
-                continue
-            # The class's nodes are alike for placement: how many are opened of each part is all
-            # that matters (minimising the cost opens the cheapest parts first).
-            segs = []
-            for name, size in sizes.items():
-                v = cp.new_int_var(0, size, f"opened[{nc.nodes[0].name} class, {name or 'cluster'}]")
-                segs.append((name, v))
-                if name is not None:
-                    count_terms[name].append(v)
-            cp.add(sum(v for _, v in segs) == sum(nc.vars))
-            segments.append((nc, segs))
-        for node in cluster.nodes:
-            name = node.name
-            if name not in type_of or name in in_class:
-                continue
-            lit = opened[name] = cp.new_bool_var(f"opened[{name}]")
-            for v in on_node.get(name, []):
-                cp.add(v <= upper_bound(v) * lit)
-            count_terms[type_of[name]].append(lit)
-        # Copies of a type are alike: open them in index order (symmetry).
-        for t in node_types:
-            lits = [opened[f"{t.name}-plan-{i}"] for i in range(caps[t.name]) if f"{t.name}-plan-{i}" in opened]
-            for a, c in zip(lits, lits[1:]):
-                cp.add(a >= c)
+        count_terms, opened, segments, in_class = _open_new_nodes(cp, b, cluster, type_of, node_types, caps)
         # A copy's DaemonSet pods run exactly when it is opened; they are not pods to place.
         kind_of = {p.key: kind for kind in prep.kinds for p in kind.pods}
         daemon_kinds = set()
@@ -739,22 +770,8 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             break
         caps.update({name: max(caps[name], grow[name]) for name in grow})
         stats["rounds"] = _round + 2
-    # One fewer: the mix less one node of each type it uses places fewer pods (proven if infeasible).
     t5 = time.perf_counter()
-    checks = []
-    used_types = [t for t in node_types if mix[t.name] > 0]
-    for t in used_types:
-        c = cp.clone()
-        c.clear_objective()
-        c.clear_hints()
-        for s in node_types:
-            var = c.get_int_var_from_proto_index(counts[s.name].index)
-            c.add(var <= mix[s.name] - (1 if s is t else 0))
-        s2 = _solver(0.2 * time_limit / max(1, len(used_types))).solve(c)
-        verdict = {cp_model.INFEASIBLE: "does not place them all (proven infeasible)",
-                   cp_model.OPTIMAL: "places them all", cp_model.FEASIBLE: "places them all"}.get(
-            s2, "not proven either way (time limit)")
-        checks.append(OneFewer(t.name, {s.name: mix[s.name] - (1 if s is t else 0) for s in node_types}, verdict))
+    checks = _one_fewer(cp, counts, mix, node_types, 0.2 * time_limit)
     stats["one_fewer_s"] = round(time.perf_counter() - t5, 3)
     stats["status"] = status_name
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
