@@ -139,6 +139,7 @@ class Scheduler:
         self._infos: dict[str, PodInfo] = {}
         self._nonzero: dict[str, tuple[int, int]] = {}
         self._requests: dict[tuple, int] = {}
+        self._kinds_of: dict[str, Any] = {}
         tracked = {"cpu", "memory"}
         for prof in config.profiles.values():
             tracked.update(r for r, _ in prof.fit.resources)
@@ -242,6 +243,8 @@ class Scheduler:
             pct = self.config.percentage_of_nodes_to_score
         to_find = num_feasible_nodes_to_find(pct, n) if prof.score_weights else 1
         hard = self._hard_filters(demand, info, prof)
+        if sig is not None and info.has_pod_affinity:
+            sig = self._node_level_kind(demand, sig)
         keys = [u.key for u in demand.claims]
         frontier = first_open.get(sig, 0) if sig is not None else 0
         skipped_before = Counter(skipped_reasons.get(sig) or ()) if frontier else Counter()   # generic
@@ -281,6 +284,20 @@ class Scheduler:
                 raise RuntimeError(f"internal: node {nodes[chosen].name} passed for {demand.key} from the cache "
                                    f"but fails now: {reason}")
         return nodes[chosen], fit
+
+    def _node_level_kind(self, demand, sig):
+        """firstfit's kind of pod without the pod (anti-)affinity terms, which its node filters
+        (try_node) do not read (this scheduler's own filters do): pods of different apps with
+        the same requests share their per-node answers."""
+        got = self._kinds_of.get(demand.key)
+        if got is None:
+            import json
+            spec = demand.pod.spec
+            na = spec.affinity.node_affinity if spec.affinity is not None else None
+            text = json.dumps([na.to_k8s() if na is not None else None, [t.to_k8s() for t in spec.tolerations]],
+                              sort_keys=True)
+            got = self._kinds_of[demand.key] = sig[:-1] + ("node-level " + text,)
+        return got
 
     def _scan(self, sig, start: int, frontier: int, to_find: int, try_fn, keys, first_open, skipped_reasons,
               generic):
@@ -457,7 +474,8 @@ class Scheduler:
         cl = self.cluster
         node = self.nodes[idx]
         spec = demand.pod.spec
-        if rule.honor_node_affinity:
+        if rule.honor_node_affinity and (demand.node_selector or (
+                spec.affinity is not None and spec.affinity.node_affinity is not None)):
             required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
                 if spec.affinity is not None and spec.affinity.node_affinity is not None else None
             if not cl.node_matches(node, demand.node_selector, required):
