@@ -15,16 +15,18 @@ resources of running and placed pods) and measures it:
   holds whose counters are still available counts 1 (partitions that share a counter set may
   not all fit together: see ``counters`` for what is left of the sets); a device with ``allowMultipleAllocations`` counts the share of its
   capacity left (the smallest over its capacities); anything else 0;
-* ``stranded_devices``: free device units on which no *pod shape* of the workload fits: a shape
-  is the pending pods alike in claims (their specs), node resources, node selector, affinity
-  and tolerations; a shape fits on a node when the first-fit filters (node filters, node
-  resources, the kube-scheduler's device allocator) accept a new pod like it, with claims of its
-  own, in that state; a device counts for every node that can reach it;
+* a *pod shape* is the pending pods alike in claims (their specs), node resources, node
+  selector, affinity and tolerations. A shape *can use* a free device when, on a node that
+  reaches the device, the first-fit filters (node filters, node resources, the kube-scheduler's
+  device allocator) accept a new pod like it, with claims of its own, in that state, and one of
+  its requests could take that device on its own (class and request selectors, capacity left,
+  taints: ``Problem.usable_alone``);
+* ``stranded_devices``: free device units that no pod shape of the workload can use;
 * ``fragmentation``: the expected free device units a pod drawn from the workload cannot use,
-  shapes weighted by their number of pods: ``sum_d free(d) * P(shape fits on no node reaching
-  d)``; the node-level part of the FGD paper's measure (Weng et al., USENIX ATC '23, section 4):
-  it does not count, on a node where a shape fits, free capacity on devices too small for it;
-  ``fragmentation_pct`` is its share of ``free_devices``;
+  shapes weighted by their number of pods: ``sum_d free(d) * P(the shape cannot use d)``: the
+  FGD paper's measure (Weng et al., USENIX ATC '23, section 4: a task that does not fit a node
+  fragments all its free GPU capacity; one that fits, the capacity on GPUs it cannot use), for
+  any device; ``fragmentation_pct`` is its share of ``free_devices``;
 * ``solve_s``: wall time of the policy's placement; ``status`` / ``gap``: the optimal policy's
   own (``OPTIMAL`` is proven; ``FEASIBLE`` is the best found within the time limit, with the
   gap to its bound); first-fit is a heuristic and proves nothing (``proven`` is false).
@@ -51,11 +53,13 @@ DEFINITIONS = {
     "free_devices": "device units still allocatable, each device alone: 1 per device nobody holds whose counters "
                     "are available (partitions sharing counters may not all fit together), the share of capacity "
                     "left on devices with allowMultipleAllocations",
-    "stranded_devices": "free device units on which no pod shape of the workload fits (first-fit filters "
-                        "and the kube-scheduler's allocator, a new pod like it with claims of its own)",
+    "stranded_devices": "free device units no pod shape of the workload can use (the shape fits on a node "
+                        "reaching the device under the first-fit filters and the kube-scheduler's allocator, "
+                        "and one of its requests could take the device on its own)",
     "fragmentation": "expected free device units a pod drawn from the workload (shapes weighted by pod "
-                     "count) cannot use: sum over devices of free(d) x P(shape fits on no node reaching d); "
-                     "the node-level part of FGD's measure",
+                     "count) cannot use: sum over devices of free(d) x P(the shape cannot use d); FGD's measure "
+                     "(a shape that does not fit a node fragments all its free capacity, one that fits the "
+                     "devices it cannot take)",
     "solve_s": "wall time of the policy's placement (seconds)",
     "status": "OPTIMAL: proven; FEASIBLE: best found within the time limit (gap to the bound); "
               "heuristic: first-fit, nothing proven",
@@ -276,11 +280,38 @@ def _measure_state(state: _State, workload) -> dict[str, Any]:
             got = fits_memo[(i, node.name)] = reason is None
         return got
 
+    usable_memo: dict = {}
+
+    def usable(i: int, node) -> frozenset:
+        """Devices of the node one of shape i's requests could take, each on its own."""
+        got = usable_memo.get((i, node.name))
+        if got is None:
+            from .errors import AllocationError
+            from .placement.firstfit import pending_claims
+            from .problem import prepare
+            rep, book, _ = probes[i]
+            todo = pending_claims(book, rep)
+            inv = cluster.inventory(node)
+            ids = set()
+            if todo:
+                problem = prepare([book.claims[k] for k in todo], inv, cluster.classes, cluster.features,
+                                  cluster.cel_env, cluster.expr_cache)
+                alternatives = [alt for c in problem.claims for g in c.requests for alt in g.alternatives]
+                for e in inv.devices:
+                    if e.id in free:
+                        try:
+                            if any(problem.usable_alone(alt, e) for alt in alternatives):
+                                ids.add(e.id)
+                        except AllocationError:     # a CEL error on this device: it cannot be used
+                            pass
+            got = usable_memo[(i, node.name)] = frozenset(ids)
+        return got
+
     stranded = Fraction(0)
     fragmentation = Fraction(0)
     for did in sorted(free):
-        unusable = sum((p for i, (_, _, p) in enumerate(probes) if not any(fits(i, n) for n in reach[did])),
-                       Fraction(0))
+        unusable = sum((p for i, (_, _, p) in enumerate(probes)
+                        if not any(fits(i, n) and did in usable(i, n) for n in reach[did])), Fraction(0))
         if unusable == 1 or not probes:
             stranded += free[did]
         fragmentation += free[did] * (unusable if probes else 1)

@@ -88,10 +88,12 @@ def test_measures_by_hand(stranding):
 def test_counters_of_partitioned_gpu():
     """examples/gang-stranding.yaml: first-fit places nothing (the gang fails whole); optimal
     takes the 7g and one 1g slice: all 8 units of the counter set, and the other 1g slice can
-    no longer be allocated (its counters are gone), so nothing is free."""
+    no longer be allocated (its counters are gone), so nothing is free. After first-fit the three
+    slices are free: the any-slice shape can use each, the big-slice shape (half the pods) only
+    the 7g one: the two 1g slices are fragmented for it (2 x 1/2)."""
     ff, opt = compare(load_files([str(GANG)]), ["first-fit", "optimal"], time_limit=20)
     assert ff.counters == {"memory": {"used": 0, "total": 8}}
-    assert (ff.placed, ff.devices_used, ff.free_devices, ff.stranded_devices, ff.fragmentation) == (0, 0, 3, 0, 0)
+    assert (ff.placed, ff.devices_used, ff.free_devices, ff.stranded_devices, ff.fragmentation) == (0, 0, 3, 0, 1)
     assert opt.counters == {"memory": {"used": 8, "total": 8}}
     assert (opt.placed, opt.devices_used, opt.free_devices, opt.stranded_devices) == (2, 2, 0, 0)
 
@@ -123,6 +125,27 @@ def test_first_fit_with_its_own_scheduler_configuration(stranding):
     assert most.policy == "first-fit:builtin:most-allocated" and ff_default.policy == "first-fit"
     with pytest.raises(InputError, match="unknown placement policy 'optimal:builtin:default'"):
         compare(load_files([str(stranding)]), ["first-fit", "optimal:builtin:default"])
+
+
+def test_capacity_too_small_for_a_shape_is_fragmented():
+    """One node, 2 GPUs shared as consumable capacity. t0 (700 milli) takes gpu-0 (300 left), t1
+    (500) does not fit there: gpu-1 (500 left); t2 (a whole GPU) fits nowhere. Shapes (1/3 each):
+    700 fits no GPU, 500 fits gpu-1 only, whole fits none. gpu-0's 0.3 no shape can use: stranded,
+    and fragmented for every shape (0.3); gpu-1's 0.5 is usable by the 500 shape only
+    (0.5 x 2/3). The node-level measure alone would strand nothing."""
+    node = trace.TraceNode("n0", 64000, 262144, 2, "V100")
+    tasks = [trace.Task("t0", 1000, 1024, 1, 700, creation_time=0), trace.Task("t1", 1000, 1024, 1, 500, creation_time=1),
+             trace.Task("t2", 1000, 1024, 1, 1000, creation_time=2)]
+    docs = trace.class_objects({"V100"}) + trace.node_objects([node]) + trace.slice_objects([node]) + \
+        trace.workload_objects(tasks)
+    objs = ObjectSet()
+    for i, d in enumerate(docs):
+        objs.add(parse_object(d, f"doc {i}"))
+    r = measure_policy(objs, "first-fit", features=Features.from_gates(), time_limit=10)
+    assert r.placed == 2 and r.capacity == {trace.CAPACITY: {"used": 1200, "total": 2000}}
+    assert r.free_devices == pytest.approx(0.8) and r.shapes == 3
+    assert r.stranded_devices == pytest.approx(0.3)
+    assert r.fragmentation == pytest.approx(0.3 + 0.5 * 2 / 3)
 
 
 def test_needs_two_distinct_known_policies():
