@@ -537,10 +537,11 @@ def _one_fewer(cp, counts: dict, mix: dict[str, int], node_types: list[NodeType]
     return checks
 
 
-def _open_new_nodes(cp, b, cluster, type_of: dict[str, str], node_types: list[NodeType], caps: dict[str, int]):
+def _open_new_nodes(cp, b, cluster, type_of: dict[str, str], node_types: list[NodeType], caps: dict[str, int],
+                    first: set[str]):
     """How many copies of each type the model opens: (per type, the terms that sum to it; per
     copy outside a class, its opened literal; the classes with their parts' counts; the nodes in
-    classes)."""
+    classes). Copies of a type are opened in order, those in `first` (the estimate's) first."""
     from .encodings.base import upper_bound
     # A class of interchangeable nodes (patterns.py) counts its opened nodes per part (the
     # cluster's own, the copies of each type); every other copy has its own literal that
@@ -579,9 +580,12 @@ def _open_new_nodes(cp, b, cluster, type_of: dict[str, str], node_types: list[No
         for v in on_node.get(name, []):
             cp.add(v <= upper_bound(v) * lit)
         count_terms[type_of[name]].append(lit)
-    # Copies of a type are alike: open them in index order (symmetry).
+    # Copies of a type are alike: any fixed order in which to open them loses no solution
+    # (symmetry). The estimate's copies come first, so that its placement stays a solution (a gang
+    # that gave its node back leaves a gap in its copies).
     for t in node_types:
-        lits = [opened[f"{t.name}-plan-{i}"] for i in range(caps[t.name]) if f"{t.name}-plan-{i}" in opened]
+        names = [f"{t.name}-plan-{i}" for i in range(caps[t.name]) if f"{t.name}-plan-{i}" in opened]
+        lits = [opened[n] for n in sorted(names, key=lambda n: n not in first)]   # stable
         for a, c in zip(lits, lits[1:]):
             cp.add(a >= c)
     return count_terms, opened, segments, in_class
@@ -650,7 +654,8 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         cp = b.model.cp
         stats["build_s"] = round(time.perf_counter() - t1, 3)
         stats["pattern_classes"] = len(b.node_classes)
-        count_terms, opened, segments, in_class = _open_new_nodes(cp, b, cluster, type_of, node_types, caps)
+        count_terms, opened, segments, in_class = _open_new_nodes(cp, b, cluster, type_of, node_types, caps,
+                                                                  best_ffd.used)
         # A copy's DaemonSet pods run exactly when it is opened; they are not pods to place.
         kind_of = {p.key: kind for kind in prep.kinds for p in kind.pods}
         daemon_kinds = set()
