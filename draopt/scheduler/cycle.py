@@ -150,8 +150,11 @@ class Scheduler:
         self.nz_cpu = self.used["cpu"].copy()
         self.nz_mem = self.used["memory"].copy()
         self.pods_on: list[list[PodInfo]] = [[] for _ in range(n)]
-        self.anti_pods: list[tuple[PodInfo, int]] = []
-        self.affinity_pods: list[tuple[PodInfo, int]] = []     # existing pods with any affinity terms
+        # existing pods' affinity terms: (kind, weight, term key) -> (term, node index -> pods)
+        self._groups: dict[tuple, tuple[Any, Counter]] = {}
+        self._count_cache: dict[Any, tuple[Any, np.ndarray]] = {}
+        self._domain_cache: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self._eligible_cache: dict[tuple, np.ndarray] = {}
         for d in workload.running:
             idx = self._index(d.node_name)
             if idx is None:
@@ -192,16 +195,23 @@ class Scheduler:
     def _add_pod(self, info: PodInfo, idx: int, sign: int = 1) -> None:
         if sign > 0:
             self.pods_on[idx].append(info)
-            if info.required_anti:
-                self.anti_pods.append((info, idx))
-            if info.has_pod_affinity:
-                self.affinity_pods.append((info, idx))
         else:
             self.pods_on[idx].remove(info)
-            if info.required_anti:
-                self.anti_pods.remove((info, idx))
-            if info.has_pod_affinity:
-                self.affinity_pods.remove((info, idx))
+        # existing pods' terms, grouped by term: each distinct term is matched once per cycle
+        for kind, weight, terms in (("anti", 0, [(0, t) for t in info.required_anti]),
+                                    ("req", 0, [(0, t) for t in info.required_affinity]),
+                                    ("pref", 1, info.preferred_affinity), ("pref", -1, info.preferred_anti)):
+            for w, t in terms:
+                gkey = (kind, weight * w, t.key)
+                group = self._groups.get(gkey)
+                if group is None:
+                    group = self._groups[gkey] = (t, Counter())
+                group[1][idx] += sign
+                if not group[1][idx]:
+                    del group[1][idx]
+        for pred, arr in self._count_cache.values():
+            if pred(info):
+                arr[idx] += sign
 
     def placed(self, demand, node, taken: dict[str, Fraction], sign: int = 1) -> None:
         """A pod was bound to `node` (sign -1: released) holding `taken` node resources."""
@@ -438,7 +448,8 @@ class Scheduler:
                 self._default_rules(info, prof, "DoNotSchedule")
             if rules:
                 checks.append(self._spread_filter(demand, info, rules))
-        if "InterPodAffinity" in prof.filters and (info.required_affinity or info.required_anti or self.anti_pods):
+        if "InterPodAffinity" in prof.filters and (info.required_affinity or info.required_anti or any(
+                k[0] == "anti" and g[1] for k, g in self._groups.items())):
             f = self._affinity_filter(info)
             if f is not None:
                 checks.append(f)
@@ -469,59 +480,109 @@ class Scheduler:
                                     _OwnerMatch(owner), 1, True, False))
         return rules
 
-    def _node_eligible(self, demand, rule: SpreadRule, idx: int) -> bool:
-        """matchNodeInclusionPolicies: node affinity/selector (Honor by default), taints (Ignore)."""
-        cl = self.cluster
-        node = self.nodes[idx]
+    # ------------------------------------------------------------------ pods per node, by selector
+    def _counts(self, key, pred) -> np.ndarray:
+        """Pods on each node for which pred(pod) holds; kept up to date as pods are placed."""
+        got = self._count_cache.get(key)
+        if got is not None:
+            return got[1]
+        arr = np.zeros(len(self.nodes), dtype=np.int64)
+        for idx, pods in enumerate(self.pods_on):
+            for p in pods:
+                if pred(p):
+                    arr[idx] += 1
+        if len(self._count_cache) >= MAX_KINDS:
+            del self._count_cache[next(iter(self._count_cache))]
+        self._count_cache[key] = (pred, arr)
+        return arr
+
+    def _rule_counts(self, rule: SpreadRule, info: PodInfo) -> np.ndarray:
+        """Pods matching a spread constraint's selector in the pod's namespace, per node."""
+        sel, ns = rule.selector, info.namespace
+        if isinstance(sel, _OwnerMatch):
+            owner = sel.owner
+            return self._counts(("owner", ns, owner), lambda p: p.namespace == ns and p.owner == owner)
+        return self._counts(("spread", ns, sel.key), lambda p: p.namespace == ns and sel(p.labels))
+
+    def _term_counts(self, term) -> np.ndarray:
+        ns = self.ns_labels
+        return self._counts(term.pods_key, lambda p: term.matches(p, ns))
+
+    def _domains(self, key: str) -> tuple[np.ndarray, list[str]]:
+        """Per node, the index of its value of label `key` in the returned values (-1: no label)."""
+        got = self._domain_cache.get(key)
+        if got is None:
+            values: dict[str, int] = {}
+            ids = np.array([values.setdefault(lab[key], len(values)) if key in lab else -1 for lab in self.labels],
+                           dtype=np.int64)
+            got = self._domain_cache[key] = (ids, list(values))
+        return got
+
+    def _domain_sums(self, key: str, counts: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """Pods per domain of `key` (nodes without the label left out; `mask`: only these nodes)."""
+        ids, values = self._domains(key)
+        on = ids >= 0 if mask is None else (ids >= 0) & mask
+        return np.bincount(ids[on], weights=counts[on], minlength=len(values)).astype(np.int64)
+
+    def _eligible(self, demand, rule: SpreadRule) -> np.ndarray | None:
+        """matchNodeInclusionPolicies over all nodes (None: every node): node affinity/selector
+        (Honor by default, only when the pod selects nodes), taints (Ignore by default)."""
         spec = demand.pod.spec
-        if rule.honor_node_affinity and (demand.node_selector or (
-                spec.affinity is not None and spec.affinity.node_affinity is not None)):
+        affinity = rule.honor_node_affinity and bool(demand.node_selector or (
+            spec.affinity is not None and spec.affinity.node_affinity is not None))
+        if not affinity and not rule.honor_taints:
+            return None
+        key = (demand.key, affinity, rule.honor_taints)
+        got = self._eligible_cache.get(key)
+        if got is None:
+            cl = self.cluster
             required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
                 if spec.affinity is not None and spec.affinity.node_affinity is not None else None
-            if not cl.node_matches(node, demand.node_selector, required):
-                return False
-        if rule.honor_taints:
-            for t in node.node.spec.taints:
-                if t.effect in ("NoSchedule", "NoExecute") and not any(tolerates(x, t) for x in spec.tolerations):
-                    return False
-        return True
+            out = np.ones(len(self.nodes), dtype=bool)
+            for i, node in enumerate(self.nodes):
+                if affinity and not cl.node_matches(node, demand.node_selector, required):
+                    out[i] = False
+                elif rule.honor_taints and any(t.effect in ("NoSchedule", "NoExecute") and
+                                               not any(tolerates(x, t) for x in spec.tolerations)
+                                               for t in node.node.spec.taints):
+                    out[i] = False
+            if len(self._eligible_cache) >= MAX_KINDS:
+                self._eligible_cache.clear()
+            got = self._eligible_cache[key] = out
+        return got
 
-    def _count(self, rule: SpreadRule, info: PodInfo, idx: int) -> int:
-        sel = rule.selector
-        if isinstance(sel, _OwnerMatch):
-            return sum(1 for p in self.pods_on[idx] if p.namespace == info.namespace and p.owner == sel.owner)
-        return sum(1 for p in self.pods_on[idx] if p.namespace == info.namespace and sel(p.labels))
+    def _has_keys(self, keys) -> np.ndarray:
+        out = np.ones(len(self.nodes), dtype=bool)
+        for k in set(keys):
+            out &= self._domains(k)[0] >= 0
+        return out
 
     def _spread_filter(self, demand, info: PodInfo, rules: list[SpreadRule]):
         """PodTopologySpread Filter (podtopologyspread/filtering.go): skew = pods matching in the
         node's domain + (1 if the pod matches itself) - the smallest count over the domains (0 when
         fewer domains than minDomains) must not exceed maxSkew. Domains: values of the nodes that
         have every constraint's key and pass the inclusion policies."""
-        keys = [r.topology_key for r in rules]
-        counts: list[dict[str, int]] = [dict() for _ in rules]
-        for idx in range(len(self.nodes)):
-            labels = self.labels[idx]
-            if any(k not in labels for k in keys):
-                continue
-            for ci, r in enumerate(rules):
-                if not self._node_eligible(demand, r, idx):
-                    continue
-                v = labels[r.topology_key]
-                counts[ci][v] = counts[ci].get(v, 0) + self._count(r, info, idx)
-        mins = []
-        for ci, r in enumerate(rules):
-            c = counts[ci]
-            mins.append(0 if not c or len(c) < r.min_domains else min(c.values()))
-        selfs = [1 if (r.selector.owner == info.owner if isinstance(r.selector, _OwnerMatch) else r.selector(info.labels))
-                 else 0 for r in rules]
+        all_keys = self._has_keys([r.topology_key for r in rules])
+        sums, mins, selfs, ids_of = [], [], [], []
+        for r in rules:
+            elig = self._eligible(demand, r)
+            mask = all_keys if elig is None else all_keys & elig
+            ids, _ = self._domains(r.topology_key)
+            got = self._domain_sums(r.topology_key, self._rule_counts(r, info), mask)
+            present = np.unique(ids[mask])
+            n_dom = len(present)
+            mins.append(0 if n_dom == 0 or n_dom < r.min_domains else int(got[present].min()))
+            sums.append(got)
+            ids_of.append(ids)
+            sel = r.selector
+            selfs.append(1 if (sel.owner == info.owner if isinstance(sel, _OwnerMatch) else sel(info.labels)) else 0)
 
         def check(idx: int) -> str | None:
-            labels = self.labels[idx]
             for ci, r in enumerate(rules):
-                v = labels.get(r.topology_key)
-                if v is None:
+                d = ids_of[ci][idx]
+                if d < 0:
                     return "node(s) didn't match pod topology spread constraints (missing required label)"
-                if counts[ci].get(v, 0) + selfs[ci] - mins[ci] > r.max_skew:
+                if sums[ci][d] + selfs[ci] - mins[ci] > r.max_skew:
                     return "node(s) didn't match pod topology spread constraints"
             return None
         return check
@@ -532,53 +593,49 @@ class Scheduler:
         pod matches its own terms), its required anti-affinity (no matching pod in the domain),
         and existing pods' required anti-affinity against this pod."""
         ns = self.ns_labels
-        aff: Counter = Counter()
-        anti: Counter = Counter()
+        aff_sums: list[np.ndarray] = []
+        any_aff = False
+        if info.required_affinity:
+            if len(info.required_affinity) == 1:
+                both = self._term_counts(info.required_affinity[0])
+            else:
+                terms = info.required_affinity
+                both = self._counts(("all", tuple(t.pods_key for t in terms)),
+                                    lambda p: all(t.matches(p, ns) for t in terms))
+            aff_sums = [self._domain_sums(t.topology_key, both) for t in info.required_affinity]
+            any_aff = any(x.any() for x in aff_sums)
+        anti_sums = [self._domain_sums(t.topology_key, self._term_counts(t)) for t in info.required_anti]
         existing: Counter = Counter()
-        if info.required_affinity or info.required_anti:
-            for idx, pods in enumerate(self.pods_on):
-                if not pods:
-                    continue
-                labels = self.labels[idx]
-                for p in pods:
-                    if info.required_affinity and all(t.matches(p, ns) for t in info.required_affinity):
-                        for t in info.required_affinity:
-                            v = labels.get(t.topology_key)
-                            if v is not None:
-                                aff[(t.topology_key, v)] += 1
-                    for t in info.required_anti:
-                        if t.matches(p, ns):
-                            v = labels.get(t.topology_key)
-                            if v is not None:
-                                anti[(t.topology_key, v)] += 1
-        for p, idx in self.anti_pods:
-            labels = self.labels[idx]
-            for t in p.required_anti:
-                if t.matches(info, ns):
-                    v = labels.get(t.topology_key)
-                    if v is not None:
-                        existing[(t.topology_key, v)] += 1
-        if not (info.required_affinity or anti or existing):
+        for (kind, _, _), (term, where) in self._groups.items():
+            if kind != "anti" or not where or not term.matches(info, ns):
+                continue
+            for idx, c in where.items():
+                v = self.labels[idx].get(term.topology_key)
+                if v is not None:
+                    existing[(term.topology_key, v)] += c
+        if not (info.required_affinity or any(x.any() for x in anti_sums) or existing):
             return None
         self_match = all(t.matches(info, ns) for t in info.required_affinity)
+        aff_ids = [self._domains(t.topology_key)[0] for t in info.required_affinity]
+        anti_ids = [self._domains(t.topology_key)[0] for t in info.required_anti]
 
         def check(idx: int) -> str | None:
-            labels = self.labels[idx]
             if info.required_affinity:
                 exist = True
-                for t in info.required_affinity:
-                    v = labels.get(t.topology_key)
-                    if v is None:
+                for ids, sums in zip(aff_ids, aff_sums):
+                    d = ids[idx]
+                    if d < 0:
                         return "node(s) didn't match pod affinity rules"
-                    if aff[(t.topology_key, v)] <= 0:
+                    if sums[d] <= 0:
                         exist = False
-                if not exist and not (not aff and self_match):
+                if not exist and not (not any_aff and self_match):
                     return "node(s) didn't match pod affinity rules"
-            for t in info.required_anti:
-                v = labels.get(t.topology_key)
-                if v is not None and anti[(t.topology_key, v)] > 0:
+            for ids, sums in zip(anti_ids, anti_sums):
+                d = ids[idx]
+                if d >= 0 and sums[d] > 0:
                     return "node(s) didn't match pod anti-affinity rules"
             if existing:
+                labels = self.labels[idx]
                 for (k, v) in existing:
                     if labels.get(k) == v:
                         return "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -722,91 +779,72 @@ class Scheduler:
             require_all = prof.spread_defaulting != "System"
         if not rules:
             return None
-        keys = [r.topology_key for r in rules]
-        ignored = np.array([require_all and any(k not in self.labels[i] for k in keys) for i in fe], dtype=bool)
-        counts: list[dict[str, int]] = [dict() for _ in rules]
-        sizes = [0] * len(rules)
-        for j, i in enumerate(fe):
-            if ignored[j]:
-                continue
-            for ci, r in enumerate(rules):
-                if r.topology_key == HOSTNAME:
-                    continue
-                v = self.labels[i].get(r.topology_key)      # a missing label counts as the value ""
-                v = "" if v is None else v
-                if v not in counts[ci]:
-                    counts[ci][v] = 0
-                    sizes[ci] += 1
-        n_valid = int((~ignored).sum())
-        weights = [S.topology_normalizing_weight(n_valid if r.topology_key == HOSTNAME else sizes[ci])
-                   for ci, r in enumerate(rules)]
-        for idx in range(len(self.nodes)):
-            labels = self.labels[idx]
-            if require_all and any(k not in labels for k in keys):
-                continue
-            for ci, r in enumerate(rules):
-                if r.topology_key == HOSTNAME or not self._node_eligible(demand, r, idx):
-                    continue
-                v = labels.get(r.topology_key, "")
-                if v in counts[ci]:
-                    counts[ci][v] += self._count(r, info, idx)
-        raw = np.zeros(len(fe), dtype=np.int64)
-        for j, i in enumerate(fe):
-            if ignored[j]:
-                continue
-            labels = self.labels[i]
-            s = 0.0
-            for ci, r in enumerate(rules):
-                v = labels.get(r.topology_key)
-                if v is None:
-                    continue
-                cnt = self._count(r, info, int(i)) if r.topology_key == HOSTNAME else counts[ci][v]
-                s += cnt * weights[ci] + (r.max_skew - 1)
-            raw[j] = int(math.floor(s + 0.5))
-        return S.spread_normalize(raw, ignored)
+        all_keys = self._has_keys([r.topology_key for r in rules])
+        ignored = ~all_keys[fe] if require_all else np.zeros(len(fe), dtype=bool)
+        valid = fe[~ignored]
+        raw = np.zeros(len(fe), dtype=np.float64)
+        for r in rules:
+            counts = self._rule_counts(r, info)
+            ids, values = self._domains(r.topology_key)
+            has = ids[fe] >= 0
+            if r.topology_key == HOSTNAME:
+                weight = S.topology_normalizing_weight(len(valid))
+                cnt = counts[fe]
+            else:
+                # a node without the label is in the domain "" (node.Labels[key] in Go)
+                empty = values.index("") if "" in values else len(values)
+                full = np.where(ids >= 0, ids, empty)
+                weight = S.topology_normalizing_weight(len(np.unique(full[valid])))
+                elig = self._eligible(demand, r)
+                mask = all_keys if require_all else np.ones(len(self.nodes), dtype=bool)
+                if elig is not None:
+                    mask = mask & elig
+                known = np.zeros(len(values) + 1, dtype=bool)
+                known[np.unique(full[valid])] = True      # domains of the candidate nodes only
+                sums = np.bincount(full[mask], weights=counts[mask], minlength=len(values) + 1)
+                sums = np.where(known, sums, 0)
+                cnt = sums[full[fe]]
+            raw += np.where(has, cnt * weight + (r.max_skew - 1), 0.0)
+        scores = np.floor(raw + 0.5).astype(np.int64)
+        scores[ignored] = 0
+        return S.spread_normalize(scores, ignored)
 
     def _affinity_score(self, info: PodInfo, prof: Profile, fe: np.ndarray):
         """InterPodAffinity Score (interpodaffinity/scoring.go): per topology domain, + weight for
         each existing pod matching one of the pod's preferred affinity terms (- for anti-affinity),
         and, symmetrically, for each existing pod whose preferred (anti-)affinity terms match this
         pod (unless ignorePreferredTermsOfExistingPods), and hardPodAffinityWeight for existing
-        pods' required affinity terms matching it;
-        normalised 100 * (s - min) / (max - min)."""
+        pods' required affinity terms matching it; normalised 100 * (s - min) / (max - min)."""
         ns = self.ns_labels
-        topo: Counter = Counter()
-        if info.preferred_affinity or info.preferred_anti:
-            for idx, pods in enumerate(self.pods_on):
-                labels = self.labels[idx]
-                for p in pods:
-                    for w, t in info.preferred_affinity:
-                        v = labels.get(t.topology_key)
-                        if v is not None and t.matches(p, ns):
-                            topo[(t.topology_key, v)] += w
-                    for w, t in info.preferred_anti:
-                        v = labels.get(t.topology_key)
-                        if v is not None and t.matches(p, ns):
-                            topo[(t.topology_key, v)] -= w
-        for p, idx in self.affinity_pods:
-            labels = self.labels[idx]
-            if prof.hard_pod_affinity_weight > 0:
-                for t in p.required_affinity:
-                    v = labels.get(t.topology_key)
-                    if v is not None and t.matches(info, ns):
-                        topo[(t.topology_key, v)] += prof.hard_pod_affinity_weight
-            if prof.ignore_preferred_terms_of_existing_pods:
+        raw = np.zeros(len(fe), dtype=np.int64)
+        touched = False
+        for sign, terms in ((1, info.preferred_affinity), (-1, info.preferred_anti)):
+            for w, t in terms:
+                sums = self._domain_sums(t.topology_key, self._term_counts(t))
+                if sums.any():
+                    ids = self._domains(t.topology_key)[0][fe]
+                    raw += np.where(ids >= 0, sign * w * sums[np.maximum(ids, 0)], 0)
+                    touched = True
+        for (kind, weight, _), (term, where) in self._groups.items():
+            if kind == "anti" or not where:
                 continue
-            for w, t in p.preferred_affinity:
-                v = labels.get(t.topology_key)
-                if v is not None and t.matches(info, ns):
-                    topo[(t.topology_key, v)] += w
-            for w, t in p.preferred_anti:
-                v = labels.get(t.topology_key)
-                if v is not None and t.matches(info, ns):
-                    topo[(t.topology_key, v)] -= w
-        if not topo:
+            if kind == "req":
+                weight = prof.hard_pod_affinity_weight
+            elif prof.ignore_preferred_terms_of_existing_pods:
+                continue
+            if not weight or not term.matches(info, ns):
+                continue
+            ids, values = self._domains(term.topology_key)
+            per = np.zeros(len(values), dtype=np.int64)
+            for idx, c in where.items():
+                if ids[idx] >= 0:
+                    per[ids[idx]] += c
+            if per.any():
+                sel = ids[fe]
+                raw += np.where(sel >= 0, weight * per[np.maximum(sel, 0)], 0)
+                touched = True
+        if not touched:
             return None
-        raw = np.array([sum(s for (k, v), s in topo.items() if self.labels[i].get(k) == v) for i in fe],
-                       dtype=np.int64)
         lo, hi = int(raw.min()), int(raw.max())
         if hi == lo:
             return None
@@ -819,6 +857,7 @@ class _OwnerMatch:
 
     def __init__(self, owner: tuple[str, str]):
         self.owner = owner
+        self.key = ("owner",) + tuple(owner)
 
     def __call__(self, labels: dict[str, str]) -> bool:     # pragma: no cover - matched by owner instead
         raise TypeError("owner selectors match by owner")

@@ -32,6 +32,12 @@ def _everything(labels: dict[str, str]) -> bool:
     return True
 
 
+# Every matcher carries `key`: equal keys select the same pods (selectors written alike by
+# different pods share the scheduler's per-node counts).
+_nothing.key = ("nothing",)            # type: ignore[attr-defined]
+_everything.key = ("everything",)      # type: ignore[attr-defined]
+
+
 def label_selector(sel: Any, where: str, extra: list[tuple[str, str, list[str]]] = ()) -> Matcher:
     """A matcher for a metav1.LabelSelector dict (None: nothing), plus extra requirements."""
     if sel is None:
@@ -75,6 +81,7 @@ def label_selector(sel: Any, where: str, extra: list[tuple[str, str, list[str]]]
             elif v is not None:      # DoesNotExist
                 return False
         return True
+    match.key = tuple(sorted((k, op, tuple(sorted(v))) for k, op, v in reqs))    # type: ignore[attr-defined]
     return match
 
 
@@ -94,6 +101,16 @@ class AffinityTerm:
 
     def matches(self, other: "PodInfo", ns_labels: dict[str, dict[str, str]]) -> bool:
         return self.matches_namespace(other.namespace, ns_labels) and self.selector(other.labels)
+
+    @property
+    def pods_key(self) -> tuple:
+        """Equal for terms that select the same pods (whatever their topology key)."""
+        return ("term", self.selector.key, None if self.namespaces is None else tuple(sorted(self.namespaces)),
+                None if self.namespace_selector is None else self.namespace_selector.key)
+
+    @property
+    def key(self) -> tuple:
+        return (self.topology_key,) + self.pods_key
 
 
 @dataclass
