@@ -307,3 +307,22 @@ def test_cli_plan_with_node_types(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["mix"] == {"gpu-8": 3, "gpu-2": 3, "cpu": 0} and out["cost"] == 123 and out["proven_minimal"]
     assert out["ffd_best"] == {"node_type": "gpu-8", "nodes": 4, "cost": 128, "placed": 40}
+
+
+def test_estimate_with_a_gap_in_its_copies_stays_a_solution():
+    """Shared claims and gangs (draopt.synth_cluster, family shared): a gang short of minCount
+    gives its copy back, so the estimate's copies have a gap (plan-1 unused, plan-2 used). The
+    model opens copies in an order that puts the estimate's first: its placement is a solution
+    (the cost bound and the starting point)."""
+    import random
+
+    from draopt.planning import NodeType, plan
+    from draopt.synth_cluster import objects_of, random_cluster
+    rng = random.Random(6)
+    objs = objects_of(random_cluster(rng, "shared", nodes=(1, 3), pods=(4, 14)))
+    nodes = sorted(n.name for n in objs.nodes)
+    p = plan(objs, [NodeType(nodes[0], nodes[0], Fraction(1))], time_limit=10)
+    used = p.ffd_best().used
+    assert f"{nodes[0]}-plan-2" in used and f"{nodes[0]}-plan-1" not in used
+    assert p.stats["ffd_in_model"] and p.proven_minimal
+    assert p.placed > p.ffd_best().placed     # the model places more than the estimate (for a node more)
