@@ -334,3 +334,28 @@ def test_cli_place_with_scheduler_config(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "draopt", "place", "-f", str(inp), "--scheduler-config", str(cfg)],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "field percentageOfNodesToScore" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_released_gang_gives_back_its_anti_affinity():
+    """A gang short of minCount releases its pods (firstfit's second pass): the pods it held no
+    longer block, by their required anti-affinity, a pod that came after them."""
+    def setup(k, p):
+        if k < 3:      # the gang: minCount 3, one per node (anti-affinity), only 2 nodes
+            p["metadata"]["labels"] = {"app": "gang"}
+            p["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+            p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchExpressions": [
+                    {"key": "app", "operator": "Exists"}]}}]}}
+        else:          # a later pod with a label the gang's anti-affinity rejects
+            p["metadata"]["labels"] = {"app": "other"}
+    docs = gpu_docs(2, [1] * 4, pod_extra=setup)
+    docs.append({"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+                 "metadata": {"name": "g", "namespace": "default"},
+                 "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}})
+    objs = ObjectSet()
+    for i, d in enumerate(docs):
+        objs.add(parse_object(d, f"doc {i}"))
+    out = place(objs)
+    got = {p.pod: p.node for p in out.result.pods}
+    assert [got[f"default/p-0000{k}"] for k in range(3)] == [None, None, None]
+    assert got["default/p-00003"] is not None          # placed in the second pass, once the gang let go
