@@ -88,6 +88,7 @@ def test_cheapest_mix_is_proven_and_never_above_the_estimate(plans, mix):
     _, types, p = plans[mix]
     assert p.status == "OPTIMAL" and p.proven_minimal and p.bound == p.cost and p.gap == 0
     assert p.placed == p.pods == 40 and not p.blocked
+    assert p.stats["ffd_in_model"]                           # the estimate's placement bounds the cost
     assert sum(1 for n in p.mix.values() if n) >= 2          # a mix of types, not one type
     best = p.ffd_best()
     assert best.placed == 40 and p.cost <= best.cost
