@@ -189,7 +189,9 @@ def _check_compatibility(problem: Problem, results: list[AllocationResult]) -> l
     for result in results:
         for r in result.devices.results:
             dev = problem.inventory.by_id.get((r.driver, r.pool, r.device))
-            if dev is None:
+            # An admin-access allocation draws on no counter set (as for counters above), so it
+            # neither needs nor narrows a shared group; in use, it is not "allocated" either.
+            if dev is None or r.admin_access:
                 continue
             for c in dev.device.consumes_counters:
                 key = (id(dev.pool), c.counter_set)
