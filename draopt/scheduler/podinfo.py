@@ -14,6 +14,7 @@ Rules (kubernetes/kubernetes):
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -159,10 +160,15 @@ def _extra(model: Any, name: str) -> Any:
         return None
     v = (model.model_extra or {}).get(name)
     if v is None:
-        snake = "".join("_" + c.lower() if c.isupper() else c for c in name)
+        snake = _snake(name)
         if snake in type(model).model_fields:
             v = _plain(getattr(model, snake))
     return v
+
+
+@functools.lru_cache(maxsize=None)
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
 def _term(raw: Any, pod, where: str) -> AffinityTerm:
