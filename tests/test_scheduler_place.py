@@ -359,3 +359,25 @@ def test_released_gang_gives_back_its_anti_affinity():
     got = {p.pod: p.node for p in out.result.pods}
     assert [got[f"default/p-0000{k}"] for k in range(3)] == [None, None, None]
     assert got["default/p-00003"] is not None          # placed in the second pass, once the gang let go
+
+
+@pytest.mark.parametrize("spec,field", [
+    ({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"a": "b"}}}]}}},
+     "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"),
+    ({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": ZONE, "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}]}}},
+     "labelSelector.matchExpressions[0].operator"),
+    ({"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}]},
+     "spec.topologySpreadConstraints[0].maxSkew"),
+    ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "Maybe"}]},
+     "spec.topologySpreadConstraints[0].whenUnsatisfiable"),
+    ({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 0, "preference": {}}]}}},
+     "preferredDuringSchedulingIgnoredDuringExecution[0].weight"),
+])
+def test_bad_pod_scheduling_fields_name_the_pod_and_field(spec, field):
+    objs = gpu_objects(2, [1], pod_extra=lambda k, p: p["spec"].update(spec))
+    with pytest.raises(InputError) as e:
+        place(objs)
+    assert "Pod default/p-00000" in str(e.value) and field in str(e.value)
