@@ -152,6 +152,7 @@ class Scheduler:
         self.pods_on: list[list[PodInfo]] = [[] for _ in range(n)]
         # existing pods' affinity terms: (kind, weight, term key) -> (term, node index -> pods)
         self._groups: dict[tuple, tuple[Any, Counter]] = {}
+        self._n_anti = 0          # required anti-affinity terms of the pods on the nodes
         self._count_cache: dict[Any, tuple[Any, np.ndarray]] = {}
         self._domain_cache: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._eligible_cache: dict[tuple, np.ndarray] = {}
@@ -197,6 +198,7 @@ class Scheduler:
             self.pods_on[idx].append(info)
         else:
             self.pods_on[idx].remove(info)
+        self._n_anti += sign * len(info.required_anti)
         # existing pods' terms, grouped by term: each distinct term is matched once per cycle
         for kind, weight, terms in (("anti", 0, [(0, t) for t in info.required_anti]),
                                     ("req", 0, [(0, t) for t in info.required_affinity]),
@@ -448,8 +450,7 @@ class Scheduler:
                 self._default_rules(info, prof, "DoNotSchedule")
             if rules:
                 checks.append(self._spread_filter(demand, info, rules))
-        if "InterPodAffinity" in prof.filters and (info.required_affinity or info.required_anti or any(
-                k[0] == "anti" and g[1] for k, g in self._groups.items())):
+        if "InterPodAffinity" in prof.filters and (info.required_affinity or info.required_anti or self._n_anti):
             f = self._affinity_filter(info)
             if f is not None:
                 checks.append(f)
