@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from draopt.loader import ObjectSet, parse_object  # noqa: E402
-from draopt.placement import place  # noqa: E402
+from draopt.loader import ObjectSet, parse_object
+from draopt.placement import place
 
 V1 = "resource.k8s.io/v1"
 

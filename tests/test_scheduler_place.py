@@ -14,7 +14,13 @@ import yaml
 from draopt.errors import InputError
 from draopt.loader import ObjectSet, parse_object
 from draopt.placement import place
-from draopt.scheduler import SchedulerConfig, builtin, load_config, num_feasible_nodes_to_find, parse_config
+from draopt.scheduler import (
+    SchedulerConfig,
+    builtin,
+    load_config,
+    num_feasible_nodes_to_find,
+    parse_config,
+)
 
 V1 = "resource.k8s.io/v1"
 API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -324,7 +330,7 @@ def test_cli_place_with_scheduler_config(tmp_path):
     cfg.write_text(yaml.safe_dump({**API, "profiles": [{"pluginConfig": [
         {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}))
     run = subprocess.run([sys.executable, "-m", "draopt", "place", "-f", str(inp), "--scheduler-config", str(cfg),
-                          "--seed", "3", "-o", "yaml"], capture_output=True, text=True)
+                          "--seed", "3", "-o", "yaml"], capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
     pods = [d for d in yaml.safe_load(run.stdout)["items"] if d["kind"] == "Pod"]
     assert len(pods) == 4 and len({d["spec"]["nodeName"] for d in pods}) == 1     # packed on one node
@@ -332,7 +338,7 @@ def test_cli_place_with_scheduler_config(tmp_path):
     assert summary["scheduler"] == str(cfg) and summary["tie_break"] == "random (seed 3)"
     cfg.write_text(yaml.safe_dump({**API, "percentageOfNodesToScore": "all"}))
     bad = subprocess.run([sys.executable, "-m", "draopt", "place", "-f", str(inp), "--scheduler-config", str(cfg)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "field percentageOfNodesToScore" in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -117,7 +117,7 @@ FIT_PARAMS = [(c, kind) for c in FIT_CASES for kind, want in (("LeastAllocated",
 
 @pytest.mark.parametrize("case,kind", FIT_PARAMS, ids=[f"{k}: {c[0]}" for c, k in FIT_PARAMS])
 def test_least_and_most_allocated_go_tables(case, kind):
-    name, nodes, existing, reqs, resources, least, most = case
+    _, nodes, existing, reqs, resources, least, most = case
     want = least if kind == "LeastAllocated" else most
     docs = [node(n, {"cpu": c, "memory": m}) for n, c, m in nodes]
     docs += [pod(f"e{i}", {"cpu": c, "memory": m}, node_name=n) for i, (n, c, m) in enumerate(existing)]
@@ -254,13 +254,13 @@ TAINT_CASES = [
     # source index; kubernetes/kubernetes pkg/scheduler/framework/plugins/tainttoleration).
     ("node with taints tolerated by the pod, gets a higher score than those node with intolerable taints",
      [_tol("foo", "bar")], [[_taint("foo", "bar")], [_taint("foo", "blah")]], [100, 0]),
-    ("the nodes that all of their taints are tolerated by the pod, get the same score, no matter how many tolerable "
-     "taints a node has", [_tol("cpu-type", "arm64"), _tol("disk-type", "ssd")],
+    (("the nodes that all of their taints are tolerated by the pod, get the same score, no matter how many "
+      "tolerable taints a node has"), [_tol("cpu-type", "arm64"), _tol("disk-type", "ssd")],
      [[], [CPU_ARM], [CPU_ARM, DISK_SSD]], [100, 100, 100]),
     ("the more intolerable taints a node has, the lower score it gets.", [_tol("foo", "bar")],
      [[], [CPU_ARM], [CPU_ARM, DISK_SSD]], [100, 50, 0]),
-    ("only taints and tolerations that have effect PreferNoSchedule are checked by taints-tolerations priority "
-     "function", [_tol("cpu-type", "arm64", "NoSchedule"), _tol("disk-type", "ssd", "NoSchedule")],
+    (("only taints and tolerations that have effect PreferNoSchedule are checked by taints-tolerations priority "
+      "function"), [_tol("cpu-type", "arm64", "NoSchedule"), _tol("disk-type", "ssd", "NoSchedule")],
      [[], [_taint("cpu-type", "arm64", "NoSchedule")], [CPU_ARM, DISK_SSD]], [100, 100, 0]),
     ("Default behaviour No taints and tolerations, lands on node with no taints", [], [[], [CPU_ARM]], [100, 0]),
 ]

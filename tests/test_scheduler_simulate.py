@@ -4,11 +4,20 @@ from __future__ import annotations
 import pytest
 
 from draopt import simulate as sim
+from draopt import trace
 from draopt.cli import main
 from draopt.errors import InputError
 from draopt.scheduler import builtin, parse_config
 from draopt.scheduler.trace import TraceScheduler
-from tests.test_simulate import files, shape_of, small  # noqa: F401  (fixture)
+from tests.test_simulate import NODES, TASKS, shape_of, small, write
+
+
+@pytest.fixture
+def files(tmp_path):
+    """test_simulate's small trace: the cluster as YAML and the task CSV."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(trace.dump_yaml(trace.import_trace(write(tmp_path, "nodes.csv", NODES), None)))
+    return str(cluster), write(tmp_path, "tasks.csv", TASKS)
 
 TWO = "sn,cpu_milli,memory_mib,gpu,model\na,8000,8192,2,T4\nb,8000,8192,2,T4\n"
 W = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nw,1000,1024,1,1000\n"
@@ -81,7 +90,6 @@ def test_simulate_matches_place_with_the_same_profile(files, cfg):
     `draopt place` chooses with the same profile (ties by name on both sides)."""
     import numpy as np
 
-    from draopt import trace
     from draopt.placement import place
     from draopt.scheduler import load_config
     from tests.test_simulate import objects_with

@@ -110,7 +110,7 @@ class SchedulerConfig:
         return self.profiles.get(scheduler_name or DEFAULT_SCHEDULER)
 
     @classmethod
-    def default(cls) -> "SchedulerConfig":
+    def default(cls) -> SchedulerConfig:
         """Kubernetes 1.36's defaults: one profile, default-scheduler."""
         return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"}, "builtin:default")
 

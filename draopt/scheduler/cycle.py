@@ -18,7 +18,6 @@ node after the other (the real scheduler runs 16 in parallel and may check a few
 """
 from __future__ import annotations
 
-import math
 import operator
 import random
 from collections import Counter
@@ -68,7 +67,7 @@ def units(resource: str, value: Fraction | int) -> int:
         if resource == "cpu":
             num *= 1000
         got = -((-num) // den)
-    return MAX_UNITS if got > MAX_UNITS else (-MAX_UNITS if got < -MAX_UNITS else got)
+    return MAX_UNITS if got > MAX_UNITS else (max(got, -MAX_UNITS))
 
 
 def is_scalar(resource: str) -> bool:
@@ -174,7 +173,6 @@ class Scheduler:
         self.fail_memo: dict[Any, tuple[int, Counter]] = {}
         self.kinds: dict[Any, tuple] = {}       # kind -> (version seen, feasible, DRA score, reason) per node
         self.fit_cache: dict[Any, dict[int, tuple[int, int, str | None]]] = {}   # kind -> node -> (version, DRA score, reason)
-        self.stats = Counter()
 
     # ------------------------------------------------------------------ pods
     def _index(self, name: str | None) -> int | None:
@@ -541,9 +539,7 @@ class Scheduler:
                 if spec.affinity is not None and spec.affinity.node_affinity is not None else None
             out = np.ones(len(self.nodes), dtype=bool)
             for i, node in enumerate(self.nodes):
-                if affinity and not cl.node_matches(node, demand.node_selector, required):
-                    out[i] = False
-                elif rule.honor_taints and any(t.effect in ("NoSchedule", "NoExecute") and
+                if affinity and not cl.node_matches(node, demand.node_selector, required) or rule.honor_taints and any(t.effect in ("NoSchedule", "NoExecute") and
                                                not any(tolerates(x, t) for x in spec.tolerations)
                                                for t in node.node.spec.taints):
                     out[i] = False

@@ -15,8 +15,11 @@ Rules (kubernetes/kubernetes):
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+
+from pydantic import ValidationError
 
 from ..errors import InputError
 from ..models.core import NodeSelector, NodeSelectorTerm, Toleration
@@ -100,7 +103,7 @@ class AffinityTerm:
             return True
         return self.namespace_selector is not None and self.namespace_selector(ns_labels.get(ns, {}))
 
-    def matches(self, other: "PodInfo", ns_labels: dict[str, dict[str, str]]) -> bool:
+    def matches(self, other: PodInfo, ns_labels: dict[str, dict[str, str]]) -> bool:
         return self.matches_namespace(other.namespace, ns_labels) and self.selector(other.labels)
 
     @property
@@ -166,7 +169,7 @@ def _extra(model: Any, name: str) -> Any:
     return v
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
@@ -273,7 +276,7 @@ def pod_info(pod) -> PodInfo:
             raise InputError(f"{pod.ref}: field {where}.weight: {w!r}: must be a whole number from 1 to 100")
         try:
             term = NodeSelectorTerm.model_validate(t.get("preference") or {})
-        except Exception as e:     # pydantic ValidationError
+        except ValidationError as e:
             raise InputError(f"{pod.ref}: field {where}.preference: {e}") from None
         info.preferred_node_terms.append((w, NodeSelector(node_selector_terms=[term])))
     info.prefer_tolerations = [t for t in spec.tolerations if not t.effect or t.effect == "PreferNoSchedule"]

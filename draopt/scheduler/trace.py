@@ -22,7 +22,12 @@ import numpy as np
 from ..errors import InputError
 from . import scores as S
 from .config import SchedulerConfig
-from .cycle import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, TIE_BREAKS, num_feasible_nodes_to_find
+from .cycle import (
+    DEFAULT_MEMORY,
+    DEFAULT_MILLI_CPU,
+    TIE_BREAKS,
+    num_feasible_nodes_to_find,
+)
 from .podinfo import _extra
 
 _SKIPPED = {"ImageLocality", "VolumeBinding", "DynamicResources", "InterPodAffinity", "PodTopologySpread"}
