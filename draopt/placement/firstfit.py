@@ -1,10 +1,13 @@
 """The kube-scheduler, simulated: pods one at a time in queue order, each node filtered with
 the first-fit allocator, the best-scoring node taken, no choice ever revisited.
 
-Scoring: only DRA's prioritized-list score differs between nodes here (sum over the pod's
-firstAvailable requests of 8 - chosen sub-request index). Ties go to the first node in name
-order (documented deterministic tie-break; the real scheduler picks randomly among ties and
-adds other score plugins). Gangs (PodGroups with a gang policy) are placed pod by pod, as
+Node choice: with a `draopt.scheduler.Scheduler` (what `place` passes: a KubeSchedulerConfiguration
+profile, Kubernetes 1.36's by default), the scheduler's score plugins over a share of the nodes
+(percentageOfNodesToScore, rotating start), ties at random from a seed or by name
+(docs/scheduler.md). Without one (`builtin:name-order`): every node is filtered and only DRA's
+prioritized-list score differs between nodes (sum over the pod's firstAvailable requests of
+8 - chosen sub-request index), ties to the first node in name order. Gangs (PodGroups with a
+gang policy) are placed pod by pod, as
 Kubernetes does; a gang that ends the queue with fewer than minCount pods placed gives back
 what it took (the Permit stage times out), and a second pass offers that room to the others.
 """
