@@ -29,6 +29,7 @@ from .result import PlacementResult, PodPlacement
 
 MAX_SUBREQUEST_SCORE = 8
 NO_FIT = "cannot allocate all claims"
+SHARED_FIT = "fit on shared devices"      # try_node's cache: the current pod's answer on shared devices
 SEARCH_LIMIT = 100_000
 
 
@@ -201,6 +202,14 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         if short is not None:
             return f"Insufficient {short} (node-allocatable resources of devices)", None
         return None, (None, None, {}, 0)
+    quick = cluster.incremental and not cluster.features.node_allocatable_resources
+    if quick:
+        # This pod was just found to fit on a node sharing this node's devices, and nothing was
+        # allocated since: the same devices (the answer names no node; see _reuse).
+        got = cache.get(SHARED_FIT)
+        if got is not None and got[0] is pod and got[1] == cluster.allocated.version and \
+                got[2] is cluster.inventory(node).memo:
+            return None, got[3]
     known = book._signature
     sig = (tuple([known.get(k) or book.signature(k) for k in todo]), node.name)
     if cluster.features.node_allocatable_resources:
@@ -254,7 +263,14 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     elif cluster.incremental:
         cache[own] = (node.version, sig[0], answer[1])
         cache[group] = (cluster.allocated.version, sig[0], answer[1])
+        if quick and _names_no_node(answer[1][1]):
+            cache[SHARED_FIT] = (pod, cluster.allocated.version, inventory.memo, answer[1])
     return answer
+
+
+def _names_no_node(chosen) -> bool:
+    """Decoding reads the node only for node-local or node-binding devices."""
+    return not any(c.device.slice.spec.node_name or c.device.device.binds_to_node for cl in chosen for c in cl)
 
 
 def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[str], fit, specs: tuple,
@@ -270,12 +286,15 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
         slot = cache["this pod"] = (list(todo), {})
     mine = slot[1]
     if specs == sig[0]:
-        if inventory is not problem.inventory and not any(c.device.device.binds_to_node for cl in chosen for c in cl):
-            # Found on another node sharing these devices: the result names no node (decoding reads
-            # the node only for node-local or node-binding devices), so one rebinding per pod does.
+        if inventory is not problem.inventory and _names_no_node(chosen):
+            # Found on another node sharing these devices: the result names no node, so one
+            # rebinding per pod does.
             got = mine.get(id(problem))
             if got is None or got[0] is not problem:
                 got = mine[id(problem)] = (problem, _rebind(problem, claims))
+                if not cluster.features.node_allocatable_resources:
+                    cache[SHARED_FIT] = (pod, cluster.allocated.version, inventory.memo,
+                                         (got[1], chosen, selected, score))
             problem = got[1]
         else:
             problem = _rebind(problem, claims, inventory)
