@@ -90,7 +90,7 @@ def _without_block_scalars(text: str) -> str:
         column = _LINE_INDENT.match(text, line_start, header.start()).end() - line_start
         end = _BLOCK_ENDS.get(column)
         if end is None:      # a newline, then a line with content indented `column` or less
-            end = _BLOCK_ENDS[column] = re.compile(r"\n(?= {0,%d}[^ \n])" % column)
+            end = _BLOCK_ENDS[column] = re.compile(r"\n(?= {0," + str(column) + r"}[^ \n])")
         stop = end.search(text, header.end())
         pieces.append(text[pos:header.end()])
         pos = stop.start() if stop else len(text)
@@ -161,7 +161,7 @@ def load(text: str, *, min_chars: int = MIN_CHARS) -> tuple[bool, Any]:
         del tree
         if not isinstance(out, str):
             return False, None
-    except Exception:   # any rapidyaml failure: PyYAML reads it and says what is wrong
+    except Exception:   # noqa: BLE001 - any rapidyaml failure: PyYAML reads it and says what is wrong
         return False, None
     try:
         return True, json.loads(out)
