@@ -405,11 +405,17 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     preference = []
     kinds = [prep.kinds[i] for i in kind_ids]
 
+    room: dict[tuple[int, int], int] = {}   # (node, id of the demand) -> pods that fit (demands outlive the build)
+
     def free(node: NodeState, resources: dict) -> int:
-        cap = 10 ** 9
-        for r, v in resources.items():
-            if v > 0 and r in node.allocatable:
-                cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
+        key = (node.index, id(resources))
+        cap = room.get(key)
+        if cap is None:
+            cap = 10 ** 9
+            for r, v in resources.items():
+                if v > 0 and r in node.allocatable:
+                    cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
+            room[key] = cap
         return cap
 
     # Interchangeable nodes: counted per configuration (patterns.py), not one by one.
