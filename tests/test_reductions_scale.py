@@ -148,3 +148,53 @@ def test_time_limit_bounds_building_a_part(monkeypatch):
     # Still a bound: the pods that have a feasible node (3 pools: 3 of the 4 pods can be placed,
     # but each has a node), and the gap to first-fit's placement.
     assert st["bound"] == 4 and st["objective"] == 3 and st["gap"] == 0.25 and "gap 0.25" in st["summary"]
+
+
+
+def gpu_nodes(nodes: int, *, allocated: str | None = None) -> ObjectSet:
+    """Identical nodes with gpu-0 (40Gi of memory capacity) and gpu-1 (none); 1-GPU pods whose
+    selector reads the memory capacity (a CEL runtime error on gpu-1); `allocated`: the node
+    whose gpu-0 an allocated claim holds."""
+    docs = [{"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
+            {"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": "big", "namespace": "ml"},
+             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": "gpu", "selectors": [{"cel": {"expression":
+                     'device.capacity["gpu.example.com"].memory.compareTo(quantity("1Gi")) >= 0'}}]}}]}}}}]
+    for n in range(nodes):
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{n}"},
+                     "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "10"}}})
+        docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"n{n}"},
+                     "spec": {"driver": "gpu.example.com", "nodeName": f"n{n}",
+                              "pool": {"name": f"n{n}", "generation": 1, "resourceSliceCount": 1},
+                              "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": "40Gi"}}},
+                                          {"name": "gpu-1"}]}})
+    if allocated:
+        docs.append({"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "held", "namespace": "ml"},
+                     "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+                     "status": {"allocation": {"devices": {"results": [
+                         {"request": "gpu", "driver": "gpu.example.com", "pool": allocated, "device": "gpu-0"}]}}}})
+    for p in range(nodes + 1):
+        docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{p}", "namespace": "ml"},
+                     "spec": {"containers": [{"name": "c", "resources": {"claims": [{"name": "g"}]}}],
+                              "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "big"}]}})
+    objs = ObjectSet()
+    for i, d in enumerate(docs):
+        objs.add(parse_object(d, f"doc {i}"))
+    return objs
+
+
+def test_candidacy_of_devices_alike_is_decided_once_and_per_device_where_it_differs():
+    """Devices alike on identical nodes share one candidacy decision, yet a CEL runtime error
+    is counted per device, and a device held by an allocated claim is no candidate on its node
+    only."""
+    out = run(gpu_nodes(3))
+    st = out.result.stats
+    assert st["cel_error_candidates_skipped"] == 3          # gpu-1 of each node
+    assert out.result.weighted_placed() == 3 and check_placement(out) == []
+    assert {p.node for p in out.result.pods if p.placed} == {"n0", "n1", "n2"}
+    held = run(gpu_nodes(3, allocated="n1"))
+    # n1 has no candidate left (gpu-0 held, gpu-1 an error): not in the model, its error not counted.
+    assert held.result.stats["cel_error_candidates_skipped"] == 2
+    assert held.result.weighted_placed() == 2 and check_placement(held) == []
+    assert {p.node for p in held.result.pods if p.placed} == {"n0", "n2"}
