@@ -15,8 +15,9 @@ which they provably agree; everything else goes through PyYAML (see :mod:`draopt
   Plain decimal integers and ``digits.digits`` floats are the numbers both read alike (as
   values; as keys PyYAML's key text is ``str(value)``, so floats and ``-0`` are refused there).
 * anchors, aliases, tags, directives, complex keys (``?``), flow collections other than ``[]``
-  and ``{}``, several documents (``---``), tabs, carriage returns and control characters are
-  refused (PyYAML expands aliases with a size
+  and ``{}``, ``...`` and ``---`` lines with content after the marker, tabs, carriage returns
+  and control characters are refused (several documents are split at their ``---`` lines and
+  read one by one) (PyYAML expands aliases with a size
   check, constructs tags, and reports the others with its own messages).
 * a document rapidyaml cannot parse, or whose JSON the JSON parser refuses (rapidyaml does not
   escape control characters written as escapes), is refused.
@@ -67,6 +68,10 @@ _FLOW_OPEN = r"(?:\[(?!\][ ]*+(?:\n|\Z|#))|\{(?!\}[ ]*+(?:\n|\Z|#)))"
 _CLOSER = r"[\]},]"   # cannot start a plain scalar: PyYAML refuses it where rapidyaml reads a string
 _AFTER_COLON = re.compile(r": ++(?:" + _RISKY + "|" + _FLOW_OPEN + "|" + _CLOSER + ")")
 _LINE_START = re.compile(r"\n *+(?:-(?: ++|(?=\n)))*+(?:" + _RISKY + "|" + _FLOW_OPEN + "|" + _CLOSER + ")")
+# Several documents: split at their `---` lines (alone on their line, or with a comment), as
+# PyYAML splits them; `--- value` and `...` are left to PyYAML.
+_DOCUMENT_START = re.compile(r"^---[ ]*+(?:#[^\n]*)?$", re.M)
+_CONTENT = re.compile(r"^[ ]*+[^ #\n]", re.M)   # a line that is not blank or a comment
 _CONTROL = re.compile(r"[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7f)) + b"\n"
 
@@ -108,8 +113,11 @@ def unsafe(text: str) -> str | None:
             return "a tab, carriage return or control character"
     elif _CONTROL.search(text):
         return "a tab, carriage return or control character"
-    if text.startswith(("---", "...")) or "\n---" in text or "\n..." in text:
-        return "a document marker (--- or ...)"
+    if text.startswith("...") or "\n..." in text:
+        return "a document end marker (...)"
+    if text.startswith("---") or "\n---" in text:
+        if text.count("\n---") + text.startswith("---") != len(_DOCUMENT_START.findall(text)):
+            return "a document start marker (---) followed by content on its line"
     text = _without_block_scalars(text)
     first_line = "\n" + text[:text.find("\n") + 1 or len(text)]
     for pattern, what in ((_AFTER_COLON, "a plain value PyYAML may read differently"),
@@ -146,11 +154,25 @@ def available() -> bool:
     return _ryml is not None
 
 
-def load(text: str, *, min_chars: int = MIN_CHARS) -> tuple[bool, Any]:
-    """(True, the one document of `text`) when rapidyaml reads it as PyYAML would; (False, None)
-    when it is too small, refused (see the module's doc), or not parsed."""
+def load(text: str, *, min_chars: int = MIN_CHARS) -> tuple[bool, list[Any]]:
+    """(True, the documents of `text`) when rapidyaml reads them as PyYAML would (empty ones left
+    out, as the loader leaves PyYAML's null documents out); (False, []) when the text is too
+    small, refused (see the module's doc), or not parsed."""
     if _ryml is None or len(text) < min_chars or unsafe(text) is not None:
-        return False, None
+        return False, []
+    parts = _DOCUMENT_START.split(text) if text.startswith("---") or "\n---" in text else [text]
+    docs = []
+    for part in parts:
+        if not _CONTENT.search(part):
+            continue                       # nothing but blank lines and comments: no document
+        ok, doc = _load_one(part)
+        if not ok:
+            return False, []
+        docs.append(doc)
+    return True, docs
+
+
+def _load_one(text: str) -> tuple[bool, Any]:
     try:
         with _QuietStderr():
             tree = _ryml.parse_in_arena(text.encode("utf-8"))

@@ -214,7 +214,7 @@ def _check_aliasing(root: Any, source: str) -> None:
 
 
 def _documents(text: str, source: str, *, fast_min_chars: int | None = None) -> Iterable[Any]:
-    """The documents of a JSON or YAML text. YAML: a large single document through rapidyaml when
+    """The documents of a JSON or YAML text. YAML: large texts through rapidyaml when
     that reads it exactly as PyYAML does (draopt.fastyaml; `fast_min_chars` overrides its size
     threshold), else libyaml, else (and for every error message) PyYAML's pure Python reader."""
     stripped = text.lstrip()
@@ -225,10 +225,9 @@ def _documents(text: str, source: str, *, fast_min_chars: int | None = None) -> 
             raise InputError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
         yield from (data if isinstance(data, list) else [data])
         return
-    done, doc = fastyaml.load(text, min_chars=fastyaml.MIN_CHARS if fast_min_chars is None else fast_min_chars)
+    done, docs = fastyaml.load(text, min_chars=fastyaml.MIN_CHARS if fast_min_chars is None else fast_min_chars)
     if done:
-        if doc is not None:
-            yield doc
+        yield from (doc for doc in docs if doc is not None)
         return
     yielded = 0
     if _CYamlLoader is not None:

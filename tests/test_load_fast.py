@@ -35,8 +35,8 @@ def reference(text: str):
 
 
 def fast(text: str):
-    ok, doc = fastyaml.load(text, min_chars=0)
-    return ok, ([doc] if doc is not None else [])
+    ok, docs = fastyaml.load(text, min_chars=0)
+    return ok, [d for d in docs if d is not None]
 
 
 YAML_FILES = sorted({*ROOT.glob("tests/**/*.yaml"), *ROOT.glob("tests/**/*.yml"), *ROOT.glob("examples/**/*.yaml")})
@@ -328,3 +328,18 @@ def test_last_applied_configuration_does_not_keep_a_dump_off_the_fast_path():
     assert fastyaml.unsafe(text) is None
     ok, docs = fast(text)
     assert ok and docs == reference(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(docs=st.lists(st.dictionaries(_KEYS, _DOCS, max_size=4), min_size=1, max_size=4),
+       separators=st.lists(st.sampled_from(["---\n", "--- \n", "---  # next\n", "# note\n---\n", "---\n\n# x\n",
+                                            "---\n---\n", "--- x: 1\n", "...\n---\n"]), min_size=4, max_size=4))
+def test_several_documents_are_split_as_pyyaml_splits_them(docs, separators):
+    text = "".join(sep + yaml.safe_dump(doc, sort_keys=False) for sep, doc in zip(separators, docs))
+    try:
+        ref = reference(text)
+    except (yaml.YAMLError, InputError):
+        ref = None
+    ok, got = fast(text)
+    if ok:
+        assert ref is not None and got == ref, text
