@@ -104,6 +104,9 @@ class Problem:
         self._dedicated_fit: dict[tuple[tuple[int, int, int], int], bool] = {}
         self._derived_cache: dict[tuple[tuple[int, int, int], int], dict[str, Any]] = {}
         self._quantity_cache: dict[str, Fraction] = {}
+        # One text per claim (its spec), set by draopt.reference's fast paths: answers that depend
+        # only on the request and the device are then shared through inventory.memo.
+        self.shape_keys: tuple | None = None
 
     # ---------------------------------------------------------------- selectors
     def selectable(self, req: RequestSpec, dev: DeviceEntry) -> bool:
@@ -113,8 +116,17 @@ class Problem:
         hit = self._match_cache.get(key)
         if hit is not None:
             return hit
+        shared = None
+        if self.shape_keys is not None:
+            shared = self.inventory.memo.setdefault(("selectable", self.shape_keys[req.claim_index], req.key), {})
+            hit = shared.get(dev.index)
+            if hit is not None:
+                self._match_cache[key] = hit
+                return hit
         result = self._selectable(req, dev)
         self._match_cache[key] = result
+        if shared is not None:
+            shared[dev.index] = result
         return result
 
     def _selectable(self, req: RequestSpec, dev: DeviceEntry) -> bool:
@@ -177,9 +189,19 @@ class Problem:
             key = (req.key, dev.index)
             hit = self._dedicated_fit.get(key)
             if hit is None:
-                used = self.consumption(req, dev)
-                hit = self._dedicated_fit[key] = used is not None and fits_capacity(
-                    dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), None)
+                in_use = self.inventory.allocated.capacity.get(dev.id)
+                shared = None
+                if self.shape_keys is not None and in_use is None:
+                    # Nothing of the device's capacity in use: the answer is the request's and the device's.
+                    shared = self.inventory.memo.setdefault(
+                        ("dedicated fit", self.shape_keys[req.claim_index], req.key), {})
+                    hit = shared.get(dev.index)
+                if hit is None:
+                    used = self.consumption(req, dev)
+                    hit = used is not None and fits_capacity(dev.device.capacity, used, in_use, None)
+                    if shared is not None:
+                        shared[dev.index] = hit
+                self._dedicated_fit[key] = hit
             return hit
         used = self.consumption(req, dev)
         if used is None:

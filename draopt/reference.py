@@ -202,6 +202,8 @@ class ReferenceAllocator:
         self.constraints = [self._make_constraints(c) for c in problem.claims]
         self.shape = shape if FAST_PATHS and shape is not None and len(shape) == len(problem.claims) else None
         self.memo = problem.inventory.memo
+        if self.shape is not None:
+            problem.shape_keys = self.shape
         self.dirty = False             # something of this search's state changed (counters, results, ...)
         self._fail_clean = False       # the last _allocate_device failed before changing anything
         # Device runs skipped under a matchAttribute constraint, (start, stop, request), in order;
