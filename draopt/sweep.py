@@ -158,10 +158,11 @@ class Grid:
                              f"{self.study} study (known: {', '.join(known)})")
         if not self.inflation or any(not isinstance(v, (int, float)) or not (0 < v <= 10) for v in self.inflation):
             raise InputError(f"inflation: {self.inflation!r}: levels more than 0 and at most 10")
-        if not (isinstance(self.time_limit, (int, float)) and self.time_limit > 0 and math.isfinite(self.time_limit)):
-            raise InputError(f"time_limit: {self.time_limit!r}: must be more than 0 seconds")
-        if not isinstance(self.batch, int) or self.batch < 1:
-            raise InputError(f"batch: {self.batch!r}: must be at least 1")
+        if not (isinstance(self.time_limit, (int, float)) and not isinstance(self.time_limit, bool)
+                and self.time_limit > 0 and math.isfinite(self.time_limit)):
+            raise InputError(f"time_limit: {self.time_limit!r}: a number of seconds more than 0")
+        if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 1:
+            raise InputError(f"batch: {self.batch!r}: a whole number, at least 1")
 
     def scenarios(self) -> list[dict[str, Any]]:
         """Every point of the grid, in a fixed order (cluster, trace, nodes, policy, seed, level)."""
@@ -218,6 +219,13 @@ def load_grid(path: str) -> Grid:
 
 def _axis(name: str, v: Any) -> Any:
     from .simulate import parse_levels
+    if v is None:                       # `clusters:` with nothing after it: the axis is empty
+        raise InputError(f"{name}: no value given")
+    if name in ("clusters", "traces"):
+        items = [f for c in (v if isinstance(v, list) else [v]) for f in (c if isinstance(c, list) else [c])]
+        bad = [f for f in items if not isinstance(f, str) or not f]
+        if bad:
+            raise InputError(f"{name}: {bad[0]!r}: expected file names")
     if name == "clusters":
         items = v if isinstance(v, list) else [v]
         return [[str(f) for f in (c if isinstance(c, list) else str(c).split(","))] for c in items]
@@ -226,7 +234,11 @@ def _axis(name: str, v: Any) -> Any:
     if name == "policies":
         return [str(p) for p in (v if isinstance(v, list) else str(v).split(","))]
     if name == "inflation":
-        return [float(x) for x in v] if isinstance(v, list) else parse_levels(str(v))
+        if not isinstance(v, list):
+            return parse_levels(str(v))
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
+            raise InputError(f"inflation: {v!r}: levels are numbers (1.0 = 100 % of the GPU capacity)")
+        return [float(x) for x in v]
     if name == "seeds":
         return v if isinstance(v, list) else parse_seeds(str(v))
     if name == "nodes":
@@ -376,12 +388,25 @@ def write_rows(path: str, rows: list[dict[str, Any]]) -> None:
         raise InputError(f"{path}: cannot write: {e.strerror or e}") from None
 
 
+def check_output(path: str) -> None:
+    """Fail before any scenario runs when the results could not be written at `path`."""
+    if os.path.isdir(path):
+        raise InputError(f"-o {path}: is a directory; give the Parquet file to write")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise InputError(f"-o {path}: cannot write: no directory {parent}")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InputError(f"-o {path}: cannot write: permission denied")
+
+
 def run_sweep(scenarios: list[dict[str, Any]], out: str | None = None, *, engine: str = "processes",
               workers: int | None = None, address: str | None = None, client=None, progress: bool = True,
               run: Callable[[dict[str, Any]], dict[str, Any]] = run_scenario) -> list[dict[str, Any]]:
     """Run the scenarios not already in `out`; return the rows of all of them, in their order."""
     done: dict[str, dict[str, Any]] = {}
     kept: list[dict[str, Any]] = []
+    if out:
+        check_output(out)
     if out and os.path.exists(out):
         kept = read_rows(out)
         done = {r["key"]: r for r in kept if "key" in r}
@@ -499,6 +524,7 @@ def cmd_sweep(args) -> int:
         raise InputError(f"--workers {args.workers}: must be at least 1")
     engine = "dask" if args.scheduler else args.engine
     t0 = time.perf_counter()
+    check_output(args.output)
     present = {r.get("key") for r in read_rows(args.output)} if os.path.exists(args.output) else set()
     skipped = sum(scenario_key(s) in present for s in scenarios)
     rows = run_sweep(scenarios, args.output, engine=engine, workers=args.workers, address=args.scheduler,

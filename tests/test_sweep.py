@@ -194,3 +194,37 @@ def test_rows_finished_before_a_failure_are_kept(grid, serial_rows, tmp_path):
         sw.run_sweep(scenarios, out, engine="serial", progress=False, run=failing_at_4)
     assert strip(sw.read_rows(out)) == strip(serial_rows[:3])
     assert strip(sw.run_sweep(scenarios, out, engine="serial", progress=False)) == strip(serial_rows)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("inflation: [abc]\n", "inflation: ['abc']: levels are numbers"),
+    ("clusters:\n", "clusters: no value given"),
+    ("clusters: [[a.yaml, {a: 1}]]\n", "clusters: {'a': 1}: expected file names"),
+    ("batch: true\n", "batch: True: a whole number"),
+    ("time_limit: '10'\n", "time_limit: '10': a number of seconds"),
+])
+def test_cli_malformed_grid_values_exit_2(text, message, tmp_path, capsys):
+    """Values of the wrong type in a grid file name the field (a list of inflation levels with
+    a word in it was a ValueError traceback; `clusters:` left empty read as a file named None)."""
+    from draopt.cli import main
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(f"study: place\n{'' if text.startswith('clusters') else f'clusters: {GANG}' + chr(10)}{text}")
+    assert main(["sweep", "--grid", str(spec), "--quiet", "-o", str(tmp_path / "x.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("where, message", [("dir", "is a directory"), ("missing", "cannot write: no directory")])
+def test_cli_unwritable_output_fails_before_running(where, message, tmp_path, capsys, monkeypatch):
+    """An output that cannot be written is an error before any scenario runs (it was found when the
+    first rows were written, after running them; a directory was read as a Parquet dataset)."""
+    from draopt.cli import main
+    out = tmp_path if where == "dir" else tmp_path / "no" / "x.parquet"
+    ran = []
+    monkeypatch.setattr(sw, "_run_place", lambda s: ran.append(s) or {"placed": 0})
+    code = main(["sweep", "--cluster", str(GANG), "--study", "place", "--engine", "serial", "--quiet",
+                 "-o", str(out)])
+    assert code == 2 and message in capsys.readouterr().err and ran == []
+    # The same scenario with a writable output does run (the patch is in the path).
+    assert main(["sweep", "--cluster", str(GANG), "--study", "place", "--engine", "serial", "--quiet",
+                 "-o", str(tmp_path / "ok.parquet")]) == 0 and len(ran) == 1
