@@ -94,9 +94,26 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
             result.stats["tie_break"] = tie_break if tie_break == "name" else f"random (seed {seed})"
     else:
         from .optimal import optimize
-        result = optimize(cluster, workload, time_limit=time_limit, started=started)
+        floor = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
+        result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=floor)
+        result.stats["first_fit_scheduler"] = floor.stats["scheduler"]
     result.stats["nodes"] = len(cluster.nodes)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
+
+
+def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie_break: str) -> PlacementResult:
+    """The optimal policy's floor and warm start: first-fit with the scheduler profile it is
+    compared against (the one `place --policy first-fit` would use with the same flags), and the
+    name-order first-fit when that places more (priority-weighted), so optimal is never below either."""
+    from .optimal import _fresh
+    fresh = _fresh(cluster)    # the scheduler reads the state of the cluster it runs on
+    sched = scheduler_for(scheduler_config, fresh, workload, seed=seed, tie_break=tie_break)
+    runs = [simulate(fresh, workload, scheduler=sched)]
+    runs[0].stats["scheduler"] = sched.config.source if sched is not None else "builtin:name-order"
+    if sched is not None:
+        runs.append(simulate(_fresh(cluster), workload))
+        runs[1].stats["scheduler"] = "builtin:name-order"
+    return max(runs, key=lambda r: r.weighted_placed())   # first wins ties: the compared profile
 
 
 def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
