@@ -208,6 +208,8 @@ def parse_cost(value: Any, where: str) -> Fraction:
         raise InputError(f"{where}: the cost must be a number more than 0, got {value!r}") from None
     if cost <= 0:
         raise InputError(f"{where}: the cost must be more than 0, got {value!r}")
+    if cost > COST_LIMIT:
+        raise InputError(f"{where}: the cost must be at most 2^53, got {value!r}")
     return cost
 
 
@@ -274,6 +276,19 @@ def check_node_types(objects: ObjectSet, node_types: list[NodeType]) -> None:
         if clash:
             raise InputError(f"node type {t.name}: Node {clash[0]} exists already; copies are named "
                              f"{t.name}-plan-N: rename the type")
+
+
+# CP-SAT reports objective values and bounds as doubles: integer costs up to 2**53 are read back exactly.
+COST_LIMIT = 2 ** 53
+
+
+def check_cost_range(node_types: list[NodeType], ints: list[int], caps: dict[str, int]) -> None:
+    """The costs as the model's integers (`ints`, proportional to them): the dearest mix of the
+    candidates must stay exact, else costs far apart (1e12 and 1e-6) or too large fail here."""
+    if sum(c * caps[t.name] for c, t in zip(ints, node_types)) > COST_LIMIT:
+        raise InputError("node types: costs " + ", ".join(f"{t.name}={_fmt(t.cost)}" for t in node_types) +
+                         ": too large or too far apart to be compared exactly (as integers, the candidates "
+                         "would cost more than 2^53); round them or give them in another unit")
 
 
 def _with_types(objects: ObjectSet, counts: list[tuple[NodeType, int]]):
@@ -672,6 +687,7 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         for t in node_types:
             cp.add(counts[t.name] == sum(count_terms[t.name]))
         ints, scale = scale_to_int([t.cost for t in node_types])
+        check_cost_range(node_types, ints, caps)
         cost_expr = sum(c * counts[t.name] for c, t in zip(ints, node_types))
         placed_expr = sum(weight(prio) * v for (ki, (prio, _)), v in b.totals.items() if ki not in daemon_kinds) + \
             sum(weight(workload.pod(p).priority) * v for p, v in b.placed.items() if p not in daemon_of)

@@ -327,3 +327,23 @@ def test_estimate_with_a_gap_in_its_copies_stays_a_solution():
     assert f"{nodes[0]}-plan-2" in used and f"{nodes[0]}-plan-1" not in used
     assert p.stats["ffd_in_model"] and p.proven_minimal
     assert p.placed > p.ffd_best().placed     # the model places more than the estimate (for a node more)
+
+
+def test_costs_too_large_or_too_far_apart_are_input_errors(capsys):
+    """Costs the model's 64-bit integers (read back through doubles) cannot hold exactly are bad
+    input naming the costs: they were a TypeError traceback from OR-Tools (1e19, 1e400)."""
+    from draopt import cli
+    from draopt.planning import NodeType, parse_node_type, plan
+    with pytest.raises(InputError, match=r"--node-type node-1=1e400: the cost must be at most 2\^53"):
+        parse_node_type("node-1=1e400")
+    assert parse_node_type(f"node-1={2 ** 53}").cost == 2 ** 53
+    objs = load_files([str(GANG)])
+    far = [NodeType("dear", "node-1", Fraction(10 ** 12)), NodeType("cheap", "node-1", Fraction(1, 10 ** 6))]
+    with pytest.raises(InputError, match=r"costs dear=1000000000000, cheap=1e-06: too large or too far apart"):
+        plan(objs, far, time_limit=5)
+    assert plan(objs, [NodeType("dear", "node-1", Fraction(10 ** 9)), NodeType("cheap", "node-1", Fraction(1, 10 ** 3))],
+                time_limit=5).placed == 2
+    for cost in ("1e19", "1e400"):
+        assert cli.main(["plan", "-f", str(GANG), "--node-type", f"node-1={cost}"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("draopt: error: --node-type node-1=") and "Traceback" not in err
