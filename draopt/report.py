@@ -36,7 +36,9 @@ from __future__ import annotations
 import html
 import io
 import json
+import os
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -121,7 +123,13 @@ def compare(objects: ObjectSet, policies: list[str], *, features: Features | Non
     if twice:
         raise InputError(f"--policy {twice[0]}: given twice")
     for spec in policies:
-        parse_policy(spec)
+        _, config = parse_policy(spec)
+        if config:                      # a bad configuration fails before any placement, naming the policy
+            from .scheduler import load_config
+            try:
+                load_config(config)
+            except InputError as e:
+                raise InputError(f"--policy {spec}: {e}") from None
     features = features or Features.from_gates()
     return [measure_policy(objects, spec, features=features, time_limit=time_limit, **first_fit)
             for spec in policies]
@@ -479,6 +487,17 @@ def register(sub, input_flags, positive_seconds) -> None:
     p.set_defaults(func=cmd_compare)
 
 
+def check_writable(flag: str, path: str) -> None:
+    """Fail early when `path` could not be written (a directory, a missing directory)."""
+    if os.path.isdir(path):
+        raise InputError(f"{flag} {path}: cannot write: is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise InputError(f"{flag} {path}: cannot write: no directory {parent}")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InputError(f"{flag} {path}: cannot write: permission denied")
+
+
 def cmd_compare(args) -> int:
     from .api import warm_up
     from .features import parse_gates
@@ -487,14 +506,22 @@ def cmd_compare(args) -> int:
         import importlib.util
         if wanted and importlib.util.find_spec("matplotlib") is None:    # checked before the placements
             raise InputError(f"{flag} needs matplotlib: pip install 'draopt[plot]'")
+    for flag, path in (("--html", args.html), ("--plot", args.plot)):
+        if path:
+            check_writable(flag, path)  # before the placements, which may take the whole time limit
     from .scheduler import load_config
     scheduler_config = load_config(args.scheduler_config) if args.scheduler_config else None
     warm_up()
     objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
     features = Features.from_gates(parse_gates(args.feature_gates))
+    if not objects.nodes:
+        print("note: no Node in the input: no pod can be placed", file=sys.stderr)
     reports = compare(objects, args.policy or ["first-fit", "optimal"], features=features,
                       time_limit=args.time_limit, scheduler_config=scheduler_config, seed=args.seed,
                       tie_break=args.tie_break)
+    if not reports[0].pods:
+        print("note: nothing to place: no pending Pod (or workload controller) in the input; free devices "
+              "count as stranded", file=sys.stderr)
     if args.output == "json":
         print(json.dumps(to_json(reports, args.filename), indent=2, sort_keys=True))
     else:

@@ -216,3 +216,44 @@ def test_html_escapes_names():
     r = PolicyReport("<ff>", 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0.1, "heuristic", None)
     page = to_html([r, r], ["<in>.yaml"])
     assert "<ff>" not in page and "&lt;ff&gt;" in page and "&lt;in&gt;.yaml" in page
+
+
+@pytest.mark.parametrize("flag", ["--html", "--plot"])
+@pytest.mark.parametrize("where, message", [("dir", "cannot write: is a directory"),
+                                            ("missing", "cannot write: no directory")])
+def test_cli_unwritable_report_fails_before_placing(stranding, tmp_path, flag, where, message, capsys, monkeypatch):
+    """--html / --plot to a path that cannot be written: exit 2 before any placement (it was found
+    after both placements, the optimal one taking up to --time-limit, with the table printed)."""
+    import draopt.report as report
+    placed = []
+    monkeypatch.setattr(report, "measure_policy", lambda *a, **k: placed.append(a) or None)
+    path = tmp_path if where == "dir" else tmp_path / "no" / "report.out"
+    code, err = _main(["-f", str(stranding), flag, str(path)], capsys)
+    assert code == 2 and f"{flag} {path}: {message}" in err and placed == []
+
+
+def test_bad_first_fit_configuration_fails_before_placing(stranding, monkeypatch):
+    import draopt.report as report
+    placed = []
+    monkeypatch.setattr(report, "measure_policy", lambda *a, **k: placed.append(a) or None)
+    objs = load_files([str(stranding)])
+    with pytest.raises(InputError, match="--policy first-fit:builtin:nope: .*unknown built-in configuration"):
+        compare(objs, ["first-fit", "first-fit:builtin:nope"])
+    assert placed == []
+    compare(objs, ["first-fit", "first-fit:builtin:most-allocated"])    # the patch is in the path
+    assert len(placed) == 2
+
+
+@pytest.mark.parametrize("text, note", [
+    ("", "nothing to place"),
+    ("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', pods: '10'}}\n",
+     "nothing to place"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: c, image: x}]}\n",
+     "no Node in the input"),
+])
+def test_cli_nothing_to_place_is_said(tmp_path, text, note, capsys):
+    """An input without pending pods, or without nodes, is measured (exit 0) with a note saying so."""
+    f = tmp_path / "in.yaml"
+    f.write_text(text)
+    code, err = _main(["-f", str(f), "--time-limit", "5"], capsys)
+    assert code == 0 and f"note: {note}" in err and "Traceback" not in err
