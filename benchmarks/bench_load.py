@@ -7,7 +7,8 @@ Inputs, generated deterministically into a temporary directory, each in YAML and
 * ``realistic``: `load_dumps.cluster_dump()`: 500 nodes (labels, annotations, managedFields,
   status with conditions, images, nodeInfo), their 500 ResourceSlices (10 devices each), a
   DeviceClass, a ResourceClaimTemplate, 5,000 pods (3,000 running with their allocated and
-  reserved ResourceClaims, 2,000 pending), every object with managedFields and status;
+  reserved ResourceClaims, 2,000 pending), every object with managedFields and status; also as
+  ``resource.k8s.io/v1beta1`` (JSON only), as a 1.32/1.33 cluster serves it;
 * ``basic`` and ``partitionable``: Kubernetes' scheduler_perf DRA workloads as
   `schedperf_workloads.py` writes them (plain objects, no managedFields), when it is there.
 
@@ -60,12 +61,14 @@ def _write(doc: dict, path: Path) -> None:
 
 
 def generate(out: Path, nodes: int, pods: int, schedperf_scale: float) -> list[tuple[str, Path]]:
-    from load_dumps import as_list, cluster_dump
+    from load_dumps import as_list, as_v1beta1, cluster_dump
     files = []
     doc = as_list(cluster_dump(nodes=nodes, pods=pods))
     for fmt in ("yaml", "json"):
         _write(doc, out / f"realistic.{fmt}")
         files.append((f"realistic {nodes} nodes / {pods} pods", out / f"realistic.{fmt}"))
+    _write(as_list(as_v1beta1(doc["items"])), out / "realistic-v1beta1.json")   # conversion to v1 measured
+    files.append((f"realistic {nodes} nodes / {pods} pods, resource.k8s.io/v1beta1", out / "realistic-v1beta1.json"))
     try:
         import schedperf_workloads as sp
     except ImportError:

@@ -279,3 +279,30 @@ def cluster_dump(nodes: int = 500, pods: int = 5000, devices_per_node: int = 10,
 def as_list(objs: list[dict[str, Any]]) -> dict[str, Any]:
     """What `kubectl get ... -o yaml` prints: a `List` with `metadata.resourceVersion`."""
     return {"apiVersion": "v1", "items": objs, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def as_v1beta1(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same objects as a 1.32/1.33 cluster serves them (`resource.k8s.io/v1beta1`): a
+    device's fields under `basic`, a request's exact fields on the request itself (the inverse
+    of draopt.convert)."""
+    import copy
+
+    out = []
+    for o in objs:
+        if not o["apiVersion"].startswith("resource.k8s.io/"):
+            out.append(o)
+            continue
+        o = copy.deepcopy(o)
+        o["apiVersion"] = "resource.k8s.io/v1beta1"
+        for m in o["metadata"].get("managedFields", []):
+            m["apiVersion"] = "resource.k8s.io/v1beta1"
+        if o["kind"] == "ResourceSlice":
+            o["spec"]["devices"] = [{"name": d["name"], "basic": {k: v for k, v in d.items() if k != "name"}}
+                                    for d in o["spec"]["devices"]]
+        spec = o["spec"] if o["kind"] == "ResourceClaim" else o["spec"].get("spec") if o["kind"] == "ResourceClaimTemplate" \
+            else None
+        if spec is not None:
+            spec["devices"]["requests"] = [{"name": r["name"], **r.get("exactly", {})}
+                                           for r in spec["devices"]["requests"]]
+        out.append(o)
+    return out

@@ -343,3 +343,15 @@ def test_several_documents_are_split_as_pyyaml_splits_them(docs, separators):
     ok, got = fast(text)
     if ok:
         assert ref is not None and got == ref, text
+
+
+def test_a_v1beta1_dump_reads_as_its_v1_form_on_the_fast_path():
+    from load_dumps import as_v1beta1
+    objs = cluster_dump(nodes=5, pods=20, devices_per_node=3)
+    v1 = _objects(yaml.safe_dump(as_list(objs), sort_keys=False), "v1.yaml", "pure")
+    text = yaml.safe_dump(json.loads(json.dumps(as_list(as_v1beta1(objs)))), sort_keys=False)
+    assert "resource.k8s.io/v1beta1" in text and fastyaml.unsafe(text) is None
+    beta = _objects(text, "beta.yaml", "fast")
+    for attr in ("resource_slices", "resource_claims", "claim_templates", "device_classes"):
+        got, want = [o.to_k8s() for o in getattr(beta, attr)], [o.to_k8s() for o in getattr(v1, attr)]
+        assert got and [(o["spec"], o.get("status")) for o in got] == [(o["spec"], o.get("status")) for o in want]
