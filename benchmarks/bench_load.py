@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             r["title"], r["file"] = title, path.name
             rows.append(r)
-    header = (f"{'file':<20}{'MB':>6}{'objects':>9}  {'path':<10}{'load_s':>7}{'best':>7}{'cpu_s':>7}"
+    header = (f"{'file':<24}{'MB':>6}{'objects':>9}  {'path':<10}{'load_s':>7}{'best':>7}{'cpu_s':>7}"
               f"{'cpu/2s':>7}{'wall/2s':>8}  {'parse':>6}{'check':>6}{'convert':>8}{'validate':>9}{'build':>6}"
               f"{'RSS MiB':>9}")
     print(header)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         if r is None:
             continue
         ph = r["phases"]
-        print(f"{r['file']:<20}{r['bytes'] / 1e6:>6.1f}{sum(r['objects'].values()):>9}  {r['path']:<10}"
+        print(f"{r['file']:<24}{r['bytes'] / 1e6:>6.1f}{sum(r['objects'].values()):>9}  {r['path']:<10}"
               f"{r['load_s']:>7.2f}{r['best_s']:>7.2f}{r['cpu_s']:>7.2f}{r['cpu_s'] / TARGET_S:>7.2f}"
               f"{r['load_s'] / TARGET_S:>8.2f}  "
               f"{ph.get('parse', 0):>6.2f}{ph.get('check', 0):>6.2f}{ph.get('convert', 0):>8.2f}"
