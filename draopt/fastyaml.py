@@ -1,30 +1,32 @@
-"""A large YAML document read through rapidyaml, when that gives exactly what PyYAML gives.
+"""Large YAML texts read through rapidyaml, when that gives exactly what PyYAML gives.
 
 PyYAML builds every node of a document as a Python object in Python code (even with libyaml
-doing the scanning): a 30 MB `kubectl get -o yaml` dump takes 10-30 s. rapidyaml (C++) parses
+doing the scanning): a 30 MB `kubectl get -o yaml` dump takes 10-80 s. rapidyaml (C++) parses
 it and writes it out as JSON in well under a second, and the JSON parser builds the Python
-objects. The two do not agree on every document, so this path is taken only for documents on
-which they provably agree; everything else goes through PyYAML (see :mod:`draopt.loader`):
+objects. The two do not agree on every document, so this path is taken only for texts on which
+they provably agree; everything else goes through PyYAML (see :mod:`draopt.loader`):
 
 * rapidyaml's JSON keeps quoted scalars as strings and writes plain ones as JSON numbers (when
   they look like numbers), ``true``/``false``/``null`` (empty values too), or strings. PyYAML
   resolves plain scalars by YAML 1.1 rules (``yes``/``on``/``~``/``0x10``/``0755``/``1_000``/
   ``1:20``/``.inf``, ...) and reads ``1e3`` and ``-.5`` as strings; rapidyaml also rewrites the
-  plain scalars ``inf``/``nan``. A document with any plain scalar (or key) where the two may
+  plain scalars ``inf``/``nan``. A text with any plain scalar (or key) where the two may
   differ is refused: :func:`unsafe` finds every such token where a plain scalar can start.
   Plain decimal integers and ``digits.digits`` floats are the numbers both read alike (as
   values; as keys PyYAML's key text is ``str(value)``, so floats and ``-0`` are refused there).
-* anchors, aliases, tags, directives, complex keys (``?``), flow collections other than ``[]``
-  and ``{}``, ``...`` and ``---`` lines with content after the marker, tabs, carriage returns
-  and control characters are refused (several documents are split at their ``---`` lines and
-  read one by one) (PyYAML expands aliases with a size
-  check, constructs tags, and reports the others with its own messages).
+  Block scalars (``key: |``) are text: their lines are not scanned.
+* refused too: anchors, aliases and tags (PyYAML expands aliases with a size check and
+  constructs tags), directives, complex keys (``?``), flow collections other than ``[]`` and
+  ``{}``, ``...`` lines and ``---`` lines with content after the marker, tabs, carriage returns
+  and control characters. Several documents are split at their ``---`` lines and read one by
+  one.
 * a document rapidyaml cannot parse, or whose JSON the JSON parser refuses (rapidyaml does not
   escape control characters written as escapes), is refused.
 
-Refusing is never an error: the caller reads the text with PyYAML, which gives its usual
-result or message. Only texts of at least :data:`MIN_CHARS` are tried: the path exists for
-cluster dumps, and small inputs keep PyYAML's behaviour byte for byte, errors included.
+Refusing is never an error: the caller reads the text with libyaml or PyYAML, which gives its
+usual result or message. Only texts of at least :data:`MIN_CHARS` are tried: the path exists
+for cluster dumps, and small inputs keep PyYAML's behaviour byte for byte, errors included.
+Tests: ``tests/test_load_fast.py``.
 """
 from __future__ import annotations
 
