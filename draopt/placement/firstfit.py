@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import AllocationError
 from ..models import AllocationResult, ResourceClaim
 from ..nodeselect import node_selector_matches
-from ..problem import prepare
+from ..problem import ClaimSpec, Problem, prepare
 from ..reference import Chosen, ReferenceAllocator, SearchLimit
 from .cluster import Cluster, NodeState
 from .result import PlacementResult, PodPlacement
@@ -331,7 +331,6 @@ def _rebind(problem, claims, inventory=None):
     """The solved problem with another pod's claims (same specs) in place of its own, on
     `inventory` (another node's view of the same devices) if given: decoding and node-allocatable
     resources then name the new claims and node; requests and devices are shared."""
-    from ..problem import ClaimSpec, Problem
     same_inventory = inventory is None or inventory is problem.inventory
     if same_inventory and all(c.claim is new for c, new in zip(problem.claims, claims)):
         return problem
