@@ -233,7 +233,10 @@ def load_node_types(path: str) -> list[NodeType]:
         raise InputError(f"--node-types {path}: cannot read the file: {e.strerror or e}") from None
     except yaml.YAMLError as e:
         raise InputError(f"--node-types {path}: not valid YAML: {e}") from None
-    if isinstance(data, dict) and set(data) == {"nodeTypes"}:
+    if isinstance(data, dict) and "nodeTypes" in data:
+        extra = sorted(map(str, set(data) - {"nodeTypes"}))
+        if extra:
+            raise InputError(f"--node-types {path}: unknown field {extra[0]} (known: nodeTypes)")
         data = data["nodeTypes"]
     if not isinstance(data, list) or not data:
         raise InputError(f"--node-types {path}: expected a non-empty list of node types "
@@ -783,6 +786,9 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             reasons.append("that no mix places more pods was not proven")
         if short:
             reasons.append(f"the candidate copies of {', '.join(short)} may be too few (--max-nodes {max_nodes})")
+            # CP-SAT's bound holds for mixes within the candidates; one beyond them costs at least
+            # (candidates + 1) x cost of that type: the lower bound is the smaller of the two.
+            bound = min([bound] + [(caps[name] + 1) * cost_of[name] for name in short])
         grow = {name: min(max_nodes, fits[name], int(cost // cost_of[name])) for name in short}
         if not placed_proven:   # as many candidates as pods that fit each type prove the pods phase
             for name in caps:

@@ -158,13 +158,16 @@ def test_plan_input_errors(tmp_path):
     with pytest.raises(InputError, match="given twice"):
         plan(objs, [NodeType("a", "node-1", Fraction(1)), NodeType("a", "node-1", Fraction(2))])
     bad = {"missing.yaml": None, "list.yaml": "nodeTypes: {a: 1}\n", "field.yaml": "- {template: node-1, cost: 1, price: 2}\n",
-           "cost.yaml": "- {template: node-1, cost: true}\n", "tmpl.yaml": "- {cost: 1}\n", "yaml.yaml": "- [\n"}
+           "cost.yaml": "- {template: node-1, cost: true}\n", "tmpl.yaml": "- {cost: 1}\n", "yaml.yaml": "- [\n",
+           "extra.yaml": "nodeTypes: [{template: node-1, cost: 1}]\nnodetypes: []\n"}
     for name, text in bad.items():
         f = tmp_path / name
         if text is not None:
             f.write_text(text)
         with pytest.raises(InputError, match=f"--node-types {f}"):
             load_node_types(str(f))
+    with pytest.raises(InputError, match="unknown field nodetypes"):     # not read as a bare list
+        load_node_types(str(tmp_path / "extra.yaml"))
     good = tmp_path / "types.yaml"
     good.write_text("nodeTypes:\n- {name: spot, template: node-1, cost: 0.5}\n- {template: node-1, cost: 2}\n")
     assert load_node_types(str(good)) == [NodeType("spot", "node-1", Fraction(1, 2)), NodeType("node-1", "node-1", Fraction(2))]
@@ -347,3 +350,17 @@ def test_costs_too_large_or_too_far_apart_are_input_errors(capsys):
         assert cli.main(["plan", "-f", str(GANG), "--node-type", f"node-1={cost}"]) == 2
         err = capsys.readouterr().err
         assert err.startswith("draopt: error: --node-type node-1=") and "Traceback" not in err
+
+
+def test_bound_with_capped_candidates_holds_beyond_them():
+    """Candidates capped by --max-nodes: CP-SAT's bound is only for mixes within the candidates;
+    the reported lower bound is at most (candidates + 1) x cost of a capped type (it was CP-SAT's
+    bound alone: 'lower bound 283, gap 0.0%' next to 'not proven minimal')."""
+    from draopt.plan_scenarios import scenario
+    from draopt.planning import plan
+    objs, types = scenario("training", 40)          # gpu-8 at 32, gpu-2 at 9, cpu at 3
+    p = plan(objs, types, max_nodes=9, time_limit=20)
+    assert p.placed == p.pods == 40 and p.cost == 283 and not p.proven_minimal
+    assert "gpu-2 may be too few (--max-nodes 9)" in p.why_not_proven
+    assert p.bound == 10 * 9 and p.gap > 0.6
+    assert "lower bound 90, gap 68.2%" in p.table()
