@@ -390,6 +390,7 @@ def plots(reports: list[PolicyReport]) -> dict[str, str]:
             bars = ax.bar(names, values, color=[f"C{i}" for i in range(len(names))])
             ax.bar_label(bars, labels=[_cell(getattr(r, measure)) for r in reports], fontsize=8)
             ax.set_title(measure)
+            _fit_labels(ax, names)
             ax.margins(y=0.2)
             ax.set_ylim(bottom=0, top=None if any(values) else 1)
             fig.tight_layout()
@@ -402,8 +403,29 @@ def plots(reports: list[PolicyReport]) -> dict[str, str]:
     return out
 
 
+def _fit_labels(ax, names: list[str]) -> None:
+    """Policy names longer than a bar's width (first-fit:builtin:most-allocated) are tilted, so that
+    neighbours do not overlap."""
+    if max(map(len, names)) * len(names) > 36:
+        ax.tick_params(axis="x", labelrotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+
+
 def plot_png(reports: list[PolicyReport], path: str) -> None:
     """One PNG, a bar chart per measure (`draopt compare --plot`)."""
+    fig = _png_figure(reports)
+    try:
+        fig.savefig(path, dpi=110, metadata={"Software": None})
+    except OSError as e:
+        raise InputError(f"--plot {path}: cannot write: {e.strerror or e}") from None
+    finally:
+        import matplotlib.pyplot as plt
+        plt.close(fig)
+
+
+def _png_figure(reports: list[PolicyReport]):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -421,17 +443,13 @@ def plot_png(reports: list[PolicyReport], path: str) -> None:
         ax.bar_label(bars, labels=[_cell(getattr(r, measure)) for r in reports], fontsize=8)
         ax.set_title(measure, fontsize=10)
         ax.tick_params(labelsize=8)
+        _fit_labels(ax, names)
         ax.margins(y=0.25)
         ax.set_ylim(bottom=0, top=None if any(getattr(r, measure) for r in reports) else 1)
     for ax in flat[len(PLOTTED):]:
         ax.axis("off")
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=110, metadata={"Software": None})
-    except OSError as e:
-        raise InputError(f"--plot {path}: cannot write: {e.strerror or e}") from None
-    finally:
-        plt.close(fig)
+    return fig
 
 
 def to_html(reports: list[PolicyReport], inputs: list[str]) -> str:

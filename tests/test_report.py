@@ -257,3 +257,38 @@ def test_cli_nothing_to_place_is_said(tmp_path, text, note, capsys):
     f.write_text(text)
     code, err = _main(["-f", str(f), "--time-limit", "5"], capsys)
     assert code == 0 and f"note: {note}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("policies", [["first-fit", "optimal"],
+                                      ["first-fit", "first-fit:builtin:most-allocated",
+                                       "first-fit:builtin:name-order", "optimal"]])
+def test_png_policy_names_do_not_overlap(policies):
+    """--plot with scoring profiles side by side: the policy names under the bars do not overlap
+    (they were drawn level and ran into each other)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from draopt.report import PolicyReport, _png_figure
+    reports = [PolicyReport(policy=p, pods=2, placed=1, weighted_pods=2, weighted_placed=1, devices_total=4,
+                            devices_used=1, free_devices=3, stranded_devices=1, fragmentation=1.5, shapes=1,
+                            solve_s=0.1, status="heuristic", gap=None) for p in policies]
+    fig = _png_figure(reports)
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        import math
+        for ax in (a for a in fig.axes if a.axison):
+            labels = ax.get_xticklabels()
+            assert [t.get_text() for t in labels] == policies
+            angle = math.radians(labels[0].get_rotation())
+            if angle == 0:          # level: the boxes of neighbours are apart
+                boxes = [t.get_window_extent(renderer) for t in labels]
+                assert all(not a.overlaps(b) for a, b in zip(boxes, boxes[1:])), policies
+            else:                   # tilted: parallel lines, as far apart as a line of text is high
+                xs = [ax.transData.transform((x, 0))[0] for x in ax.get_xticks()]
+                height = labels[0].get_fontsize() * fig.dpi / 72
+                assert all((b - a) * math.sin(angle) >= height for a, b in zip(xs, xs[1:])), policies
+                assert all(t.get_window_extent(renderer).x1 <= ax.transData.transform((x, 0))[0] + height
+                           for t, x in zip(labels, ax.get_xticks()))    # each ends under its own bar
+    finally:
+        plt.close(fig)
