@@ -41,7 +41,10 @@ def _dask_client(address: str | None, workers: int | None, processes: bool = Tru
     except ImportError:
         raise InputError(f"--engine dask: install the extra: {_EXTRA}") from None
     if address:
-        return Client(address)
+        try:
+            return Client(address)
+        except (OSError, ValueError, TypeError) as e:     # unreachable, or not an address
+            raise InputError(f"--scheduler {address}: cannot connect to a Dask scheduler: {e}") from None
     return Client(LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                processes=processes, dashboard_address=None))
 

@@ -228,3 +228,17 @@ def test_cli_unwritable_output_fails_before_running(where, message, tmp_path, ca
     # The same scenario with a writable output does run (the patch is in the path).
     assert main(["sweep", "--cluster", str(GANG), "--study", "place", "--engine", "serial", "--quiet",
                  "-o", str(tmp_path / "ok.parquet")]) == 0 and len(ran) == 1
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "nowhere:x"])
+def test_cli_unreachable_dask_scheduler_exits_2(address, tmp_path, capsys):
+    """--scheduler at an address nobody listens on (or no address at all): exit 2 naming it (it was
+    an OSError traceback after the connect timeout)."""
+    pytest.importorskip("distributed")
+    import dask
+    from draopt.cli import main
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code = main(["sweep", "--cluster", str(GANG), "--study", "place", "--quiet", "--scheduler", address,
+                     "-o", str(tmp_path / "x.parquet")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--scheduler {address}: cannot connect" in err and "Traceback" not in err
