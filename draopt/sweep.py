@@ -385,7 +385,10 @@ def write_rows(path: str, rows: list[dict[str, Any]]) -> None:
     pa = _pyarrow()
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        pa.parquet.write_table(pa.Table.from_pylist(rows), tmp)
+        # Every column of every row (from_pylist takes the first row's keys only: a file holding
+        # rows of both studies would lose the second study's measures).
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        pa.parquet.write_table(pa.table({c: [r.get(c) for r in rows] for c in columns}), tmp)
         os.replace(tmp, path)
     except OSError as e:
         raise InputError(f"{path}: cannot write: {e.strerror or e}") from None

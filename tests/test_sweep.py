@@ -242,3 +242,17 @@ def test_cli_unreachable_dask_scheduler_exits_2(address, tmp_path, capsys):
                      "-o", str(tmp_path / "x.parquet")])
     err = capsys.readouterr().err
     assert code == 2 and f"--scheduler {address}: cannot connect" in err and "Traceback" not in err
+
+
+def test_rows_of_both_studies_in_one_file_keep_their_columns(grid, serial_rows, tmp_path):
+    """A place sweep written into a file of simulate rows keeps the place measures (the file took
+    the first row's columns only: devices_used, free_devices, ... were dropped)."""
+    out = str(tmp_path / "both.parquet")
+    sw.write_rows(out, serial_rows[:2])
+    place = sw.Grid(study="place", clusters=[[str(GANG)]], policies=["first-fit", "optimal"], time_limit=10)
+    rows = sw.run_sweep(place.scenarios(), out, engine="serial", progress=False)
+    back = sw.read_rows(out)
+    assert len(back) == 4
+    assert strip(back[:2]) == strip([{**r, **{k: None for k in back[0] if k not in r}} for r in serial_rows[:2]])
+    assert [r["devices_used"] for r in back[2:]] == [r["devices_used"] for r in rows] == [0, 2]
+    assert back[0]["devices_used"] is None and back[2]["unallocated_pct"] is None
