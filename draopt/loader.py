@@ -213,10 +213,10 @@ def _check_aliasing(root: Any, source: str) -> None:
                          f"written expand to {expanded}): refused, as Kubernetes' YAML decoder does")
 
 
-def _documents(text: str, source: str, *, fast_min_chars: int | None = None) -> Iterable[Any]:
-    """The documents of a JSON or YAML text. YAML: large texts through rapidyaml when
-    that reads it exactly as PyYAML does (draopt.fastyaml; `fast_min_chars` overrides its size
-    threshold), else libyaml, else (and for every error message) PyYAML's pure Python reader."""
+def _documents(text: str, source: str) -> Iterable[Any]:
+    """The documents of a JSON or YAML text. YAML: large texts through rapidyaml when that reads
+    them exactly as PyYAML does (draopt.fastyaml), else libyaml, else (and for every error
+    message) PyYAML's pure Python reader."""
     stripped = text.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
         try:
@@ -225,7 +225,7 @@ def _documents(text: str, source: str, *, fast_min_chars: int | None = None) -> 
             raise InputError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
         yield from (data if isinstance(data, list) else [data])
         return
-    done, docs = fastyaml.load(text, min_chars=fastyaml.MIN_CHARS if fast_min_chars is None else fast_min_chars)
+    done, docs = fastyaml.load(text, min_chars=fastyaml.MIN_CHARS)
     if done:
         yield from (doc for doc in docs if doc is not None)
         return
