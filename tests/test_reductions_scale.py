@@ -122,8 +122,11 @@ def test_time_limit_bounds_preparing_the_model_and_says_so():
     # The caller's clock started long ago: nothing of the model can be built in time.
     out = run(objs, time_limit=1.0, started=time.perf_counter() - 10)
     st = out.result.stats
-    assert st["status"] == "UNKNOWN" and st["gap"] is None and st["pinned_pods"] == 4
+    assert st["status"] == "UNKNOWN" and st["pinned_pods"] == 4
     assert "time limit ran out" in st["fallback"] and "time limit ran out" in st["summary"]
+    # The only bound left: every pod placed (4), first-fit places 3 (one pod per pool).
+    assert st["bound"] == 4 and st["objective"] == 3 and st["gap"] == 0.25
+    assert "every pod placed: 4, gap 0.25" in st["summary"]
     assert [(p.pod, p.node) for p in out.result.pods] == [(p.pod, p.node) for p in ff.pods]
     assert check_placement(out) == []
 

@@ -117,8 +117,11 @@ def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: st
     claims = {ck: (res, pl.node) for pl in pods for ck, res in pl.new_claims.items()}
     result = PlacementResult("optimal", pods, claims, {})
     placed = first_fit.weighted_placed()
+    # The model was not prepared: the only bound is every pending pod placed.
+    bound = max(placed, sum(weight(p.priority) for p in workload.pending))
     stats = {"status": "UNKNOWN", "fallback": f"{why}: first-fit's placement is returned",
-             "pinned_pods": len(workload.pending), "objective": placed, "bound": None, "gap": None,
+             "pinned_pods": len(workload.pending), "objective": placed, "bound": bound,
+             "gap": round((bound - placed) / bound, 4) if bound else 0.0,
              "first_fit_objective": placed, "proven": {"placed": False, "preferences": False, "packing": False},
              "solve_s": round(time.perf_counter() - t0, 3)}
     stats["summary"] = _summary(stats)
@@ -135,7 +138,8 @@ def _summary(stats: dict) -> str:
     if stats.get("fallback"):
         text = f"{stats['fallback']} for {stats['pinned_pods']} pod(s); nothing proven"
         if stats.get("gap") is not None:
-            text += f" but a bound (every pod that has a feasible node placed: {stats['bound']}, gap {stats['gap']})"
+            which = "every pod placed" if "preparing" in stats["fallback"] else "every pod that has a feasible node placed"
+            text += f" but a bound ({which}: {stats['bound']}, gap {stats['gap']})"
         return text
     text = f"proven optimal: {', '.join(done) or 'nothing'}"
     if stats.get("no_better_found"):
