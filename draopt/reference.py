@@ -206,6 +206,7 @@ class ReferenceAllocator:
             problem.shape_keys = self.shape
         self.dirty = False             # something of this search's state changed (counters, results, ...)
         self._fail_clean = False       # the last _allocate_device failed before changing anything
+        self._undo_pending = None      # the undo function of the device _try_one just allocated
         # Device runs skipped under a matchAttribute constraint, (start, stop, request), in order;
         # with the allocator's counter leak they would have reserved counters: replayed per pool
         # when the search comes back to that pool (lazy_seen: how many runs a pool has seen).
