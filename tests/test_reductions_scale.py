@@ -126,7 +126,8 @@ def test_time_limit_bounds_preparing_the_model_and_says_so():
     assert "time limit ran out" in st["fallback"] and "time limit ran out" in st["summary"]
     # The only bound left: every pod placed (4), first-fit places 3 (one pod per pool).
     assert st["bound"] == 4 and st["objective"] == 3 and st["gap"] == 0.25
-    assert "every pod placed: 4, gap 0.25" in st["summary"]
+    assert "nothing proven but a bound (every pod placed: 4, gap 0.25)" in st["summary"]
+    assert not st["proven"]["placed"]
     assert [(p.pod, p.node) for p in out.result.pods] == [(p.pod, p.node) for p in ff.pods]
     assert check_placement(out) == []
 
@@ -151,6 +152,17 @@ def test_time_limit_bounds_building_a_part(monkeypatch):
     # Still a bound: the pods that have a feasible node (3 pools: 3 of the 4 pods can be placed,
     # but each has a node), and the gap to first-fit's placement.
     assert st["bound"] == 4 and st["objective"] == 3 and st["gap"] == 0.25 and "gap 0.25" in st["summary"]
+
+
+def test_out_of_time_with_every_pod_placed_proves_the_placed_pods():
+    """First-fit places every pod: the bound is reached, so the placed pods are proven optimal
+    even though the model was never built (and nothing else is)."""
+    out = run(partitionable(3, 4, 4), time_limit=1.0, started=time.perf_counter() - 10)
+    st = out.result.stats
+    assert st["status"] == "UNKNOWN" and st["objective"] == st["bound"] == 4 and st["gap"] == 0.0
+    assert st["proven"] == {"placed": True, "preferences": False, "packing": False}
+    assert "placed pods proven optimal: it reaches the bound (every pod placed: 4); nothing else proven" \
+        in st["summary"]
 
 
 

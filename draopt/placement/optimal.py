@@ -122,7 +122,7 @@ def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: st
     stats = {"status": "UNKNOWN", "fallback": f"{why}: first-fit's placement is returned",
              "pinned_pods": len(workload.pending), "objective": placed, "bound": bound,
              "gap": round((bound - placed) / bound, 4) if bound else 0.0,
-             "first_fit_objective": placed, "proven": {"placed": False, "preferences": False, "packing": False},
+             "first_fit_objective": placed, "proven": {"placed": placed == bound, "preferences": False, "packing": False},
              "solve_s": round(time.perf_counter() - t0, 3)}
     stats["summary"] = _summary(stats)
     result.stats.update(stats)
@@ -136,11 +136,14 @@ def _summary(stats: dict) -> str:
     not_done = [name for name, ok in (("placed pods", p["placed"]), ("sub-request preferences", p["preferences"]),
                                       ("packing", p["packing"])) if not ok]
     if stats.get("fallback"):
-        text = f"{stats['fallback']} for {stats['pinned_pods']} pod(s); nothing proven"
+        text = f"{stats['fallback']} for {stats['pinned_pods']} pod(s)"
         if stats.get("gap") is not None:
             which = "every pod placed" if "preparing" in stats["fallback"] else "every pod that has a feasible node placed"
-            text += f" but a bound ({which}: {stats['bound']}, gap {stats['gap']})"
-        return text
+            if p["placed"]:
+                return text + f"; placed pods proven optimal: it reaches the bound ({which}: {stats['bound']}); " \
+                              "nothing else proven"
+            return text + f"; nothing proven but a bound ({which}: {stats['bound']}, gap {stats['gap']})"
+        return text + "; nothing proven"
     text = f"proven optimal: {', '.join(done) or 'nothing'}"
     if stats.get("no_better_found"):
         text = f"{stats['no_better_found']} (first-fit's placement kept, bound {stats['bound']}); " + text
@@ -214,7 +217,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         return {"fallback": True}, {
             "status": "UNKNOWN", "objective": floor, "bound": max(floor, cheap), "cheap_bound": cheap,
             "build_s": round(time.perf_counter() - t0, 3),
-            "proven": {"placed": False, "preferences": False, "packing": False},
+            "proven": {"placed": floor >= cheap, "preferences": False, "packing": False},
             "fallback": f"{e}: first-fit's placement is returned"}
     m = b.model.cp
     stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
