@@ -109,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     import yaml
     ap = argparse.ArgumentParser(prog="python -m draopt.plan_scenarios", description=main.__doc__)
     ap.add_argument("mix", choices=MIXES)
-    ap.add_argument("pods", nargs="?", type=int, default=12)
+    ap.add_argument("pods", nargs="?", type=int, default=12, help="pending pods (at least 1)")
     args = ap.parse_args(argv)
+    if args.pods < 1:
+        ap.error(f"argument pods: {args.pods}: at least 1")
     yaml.safe_dump_all(cluster_docs() + workload_docs(args.mix, args.pods), sys.stdout, sort_keys=False)
     return 0
 

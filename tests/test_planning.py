@@ -364,3 +364,12 @@ def test_bound_with_capped_candidates_holds_beyond_them():
     assert "gpu-2 may be too few (--max-nodes 9)" in p.why_not_proven
     assert p.bound == 10 * 9 and p.gap > 0.6
     assert "lower bound 90, gap 68.2%" in p.table()
+
+
+@pytest.mark.parametrize("pods", ["0", "-5"])
+def test_plan_scenarios_needs_at_least_one_pod(pods, capsys):
+    """`python -m draopt.plan_scenarios mixed -5` printed a cluster without pods; now a usage error."""
+    from draopt.plan_scenarios import main
+    with pytest.raises(SystemExit) as e:
+        main(["mixed", pods])
+    assert e.value.code == 2 and f"argument pods: {pods}: at least 1" in capsys.readouterr().err
