@@ -1258,7 +1258,7 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             continue
         versions = KINDS[kind][1] if kind in KINDS else EXTRA_KINDS.get(kind)
         if versions is None:
-            ctx.note("kind", f"kind {kind!r} is not validated by draopt")
+            ctx.note("kind", f"{kind} objects are not validated by draopt")
             continue
         if doc.get("apiVersion") not in versions:
             ctx.invalid("apiVersion", doc.get("apiVersion"), f"{kind} is served as: " + ", ".join(versions))
