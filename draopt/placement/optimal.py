@@ -250,6 +250,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         stats["proof"] = "first-fit places every pod that has a feasible node"
         status, best, bound, values = cp_model.OPTIMAL, floor, floor, full
         stats["count_s"] = 0.0
+        phase1_work = 0.0
     else:
         # No hint: measured, a first-fit hint holds the search near first-fit (on the 100-node
         # mixed fleet: 141,548 with it, 142,720 without, bound 142,726). First-fit's placement
@@ -258,6 +259,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         solver = _solver(budget * 0.7, hard_stop)
         status = solver.solve(m)
         stats["count_s"] = round(solver.wall_time, 3)
+        phase1_work = solver.deterministic_time   # the later phases' share: the same on any machine
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             best, bound = int(round(solver.objective_value)), int(round(solver.best_objective_bound))
             values = _values(solver, b)
@@ -290,8 +292,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         for var, value in values.items():
             m.add_hint(var, value)
         m.minimize(expr)
-        # Secondary goals get a bounded share: at most what phase 1 took plus a second.
-        solver = _solver(max(0.05, min(remaining * 0.4, stats["count_s"] + 1.0)), hard_stop)
+        # Secondary goals get a bounded share: at most the deterministic time phase 1 took plus
+        # one (not its wall time: the same share, and so the same placement, on a busy machine).
+        solver = _solver(max(0.05, min(remaining * 0.4, phase1_work + 1.0)), hard_stop)
         s2 = solver.solve(m)
         stats[f"{name}_s"] = round(solver.wall_time, 3)
         if s2 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
