@@ -919,6 +919,8 @@ def cmd_simulate(args) -> int:
         import importlib.util
         if importlib.util.find_spec("matplotlib") is None:      # checked before a long run, not after
             raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'")
+        from .report import check_writable
+        check_writable("--plot", args.plot)
     t0 = time.perf_counter()
     if args.trace.lower().endswith(".csv"):
         from .trace import read_tasks, workload_objects

@@ -185,6 +185,18 @@ def test_cli_table_csv_plot_deterministic(files, tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_cli_unwritable_plot_fails_before_the_run(files, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    cluster, tasks_csv = files
+    ran = []
+    monkeypatch.setattr(sim, "simulate", lambda *a, **k: ran.append(1) or [])
+    assert main(["simulate", "-f", cluster, "--trace", tasks_csv, "--quiet",
+                 "--plot", str(tmp_path / "missing-dir" / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert "--plot" in err and "no directory" in err and "Traceback" not in err
+    assert ran == []
+
+
 @pytest.mark.parametrize("extra, needle", [
     (["--inflation", "1.3:0.5:0.1"], "needs 0 < START <= STOP"),
     (["--inflation", "a:b:c"], "expected START:STOP:STEP"),
