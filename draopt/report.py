@@ -36,7 +36,6 @@ from __future__ import annotations
 import html
 import io
 import json
-import os
 import re
 import sys
 import time
@@ -47,6 +46,7 @@ from typing import Any
 from .errors import InputError
 from .features import Features
 from .loader import ObjectSet
+from .outputs import check_writable, save_figure
 
 DEFINITIONS = {
     "placed": "pending pods placed",
@@ -415,14 +415,7 @@ def _fit_labels(ax, names: list[str]) -> None:
 
 def plot_png(reports: list[PolicyReport], path: str) -> None:
     """One PNG, a bar chart per measure (`draopt compare --plot`)."""
-    fig = _png_figure(reports)
-    try:
-        fig.savefig(path, dpi=110, metadata={"Software": None})
-    except OSError as e:
-        raise InputError(f"--plot {path}: cannot write: {e.strerror or e}") from None
-    finally:
-        import matplotlib.pyplot as plt
-        plt.close(fig)
+    save_figure(_png_figure(reports), "--plot", path, dpi=110)
 
 
 def _png_figure(reports: list[PolicyReport]):
@@ -505,15 +498,6 @@ def register(sub, input_flags, positive_seconds) -> None:
     p.set_defaults(func=cmd_compare)
 
 
-def check_writable(flag: str, path: str) -> None:
-    """Fail early when `path` could not be written (a directory, a missing directory)."""
-    if os.path.isdir(path):
-        raise InputError(f"{flag} {path}: cannot write: is a directory")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise InputError(f"{flag} {path}: cannot write: no directory {parent}")
-    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise InputError(f"{flag} {path}: cannot write: permission denied")
 
 
 def cmd_compare(args) -> int:

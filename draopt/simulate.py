@@ -55,6 +55,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import InputError
+from .outputs import check_writable, save_figure
 from .quantity import Quantity
 
 ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
@@ -815,12 +816,7 @@ def plot(rows: list[dict[str, Any]], path: str, *, title: str = "") -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120, metadata={"Software": None})
-    except OSError as e:
-        raise InputError(f"--plot {path}: cannot write: {e.strerror or e}") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, "--plot", path, dpi=120)
 
 
 # ------------------------------------------------------------------ command line
@@ -919,7 +915,6 @@ def cmd_simulate(args) -> int:
         import importlib.util
         if importlib.util.find_spec("matplotlib") is None:      # checked before a long run, not after
             raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'")
-        from .report import check_writable
         check_writable("--plot", args.plot)
     t0 = time.perf_counter()
     if args.trace.lower().endswith(".csv"):

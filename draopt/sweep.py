@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from .errors import InputError
+from .outputs import check_writable
 
 STUDIES = ("simulate", "place")
 ENGINES = ("processes", "serial", "dask")
@@ -396,13 +397,7 @@ def write_rows(path: str, rows: list[dict[str, Any]]) -> None:
 
 def check_output(path: str) -> None:
     """Fail before any scenario runs when the results could not be written at `path`."""
-    if os.path.isdir(path):
-        raise InputError(f"-o {path}: is a directory; give the Parquet file to write")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise InputError(f"-o {path}: cannot write: no directory {parent}")
-    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise InputError(f"-o {path}: cannot write: permission denied")
+    check_writable("-o", path, directory_hint="; give the Parquet file to write")
 
 
 def run_sweep(scenarios: list[dict[str, Any]], out: str | None = None, *, engine: str = "processes",
