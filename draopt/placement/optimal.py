@@ -235,7 +235,8 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     # propagation): the floor, the incumbent, and the start of phases 2 and 3. None if it breaks
     # a documented rule (first-fit reproduces Kubernetes' allocator defects).
     t1 = time.perf_counter()
-    full = _complete_hint(m, hint, max(1.0, budget * 0.25), hard_stop)
+    completion: dict = {}
+    full = _complete_hint(m, hint, max(1.0, budget * 0.25), hard_stop, completion)
     stats["warm_start_s"] = round(time.perf_counter() - t1, 3)
     stats["first_fit_in_model"] = full is not None
     # A cheap bound first: the pods that have a node at all, each placed alone.
@@ -244,7 +245,10 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     if full is not None:
         m.add(b.objective >= floor)   # never worse than first-fit (a hard constraint: parallel search)
     else:
-        stats["floor_dropped"] = "first-fit's placement is not valid under the documented rules (Kubernetes defect)"
+        stats["floor_dropped"] = (
+            "first-fit's placement is not valid under the documented rules (Kubernetes defect)"
+            if completion.get("status") == "INFEASIBLE" else
+            "first-fit's placement could not be completed into a solution of the model within the time limit")
     if floor >= cheap and full is not None:
         # First-fit already places every pod that could be placed: phase 1 needs no search.
         stats["proof"] = "first-fit places every pod that has a feasible node"
@@ -272,8 +276,10 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
             status, best, values = cp_model.FEASIBLE, floor, full
             bound = min(cheap, int(solver.best_objective_bound)) if solver.best_objective_bound else cheap
         else:
-            stats.update({"status": solver.status_name(status), "objective": floor, "bound": None,
+            # The bound of pods that have a feasible node still holds (said with its gap).
+            stats.update({"status": solver.status_name(status), "objective": floor, "bound": max(floor, cheap),
                           "fallback": "no placement found within the time limit: first-fit's placement is returned"})
+            stats["proven"]["placed"] = floor >= cheap
             return {"fallback": True}, stats
     stats.update({"objective": best, "bound": bound})
     stats["proven"]["placed"] = status == cp_model.OPTIMAL
@@ -310,9 +316,11 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     return {"built": b, "values": values}, stats
 
 
-def _complete_hint(m: cp_model.CpModel, hint: dict, seconds: float, hard_stop: float) -> dict | None:
+def _complete_hint(m: cp_model.CpModel, hint: dict, seconds: float, hard_stop: float,
+                   outcome: dict | None = None) -> dict | None:
     """Every variable's value in first-fit's placement: the hinted variables fixed in a copy
-    of the model, the rest found by propagation. None if the placement breaks the model."""
+    of the model, the rest found by propagation. None if the placement breaks the model, or
+    if no completion was found in time (`outcome["status"]` says which)."""
     copy = m.clone()
     for var, value in hint.items():
         copy.add(copy.get_int_var_from_proto_index(var.index) == value)
@@ -320,7 +328,10 @@ def _complete_hint(m: cp_model.CpModel, hint: dict, seconds: float, hard_stop: f
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_time_in_seconds = max(0.05, min(seconds, hard_stop - time.perf_counter()))
-    if solver.solve(copy) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    status = solver.solve(copy)
+    if outcome is not None:
+        outcome["status"] = solver.status_name(status)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     values = solver.response_proto.solution
     return {m.get_int_var_from_proto_index(i): values[i] for i in range(len(values))}
