@@ -97,6 +97,10 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
         floor = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
         result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=floor)
         result.stats["first_fit_scheduler"] = floor.stats["scheduler"]
+        for key in ("summary", "fallback", "no_better_found"):    # say which first-fit was kept
+            if isinstance(result.stats.get(key), str):
+                result.stats[key] = result.stats[key].replace(
+                    "first-fit's placement", f"first-fit's placement ({floor.stats['scheduler']})")
     result.stats["nodes"] = len(cluster.nodes)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
 

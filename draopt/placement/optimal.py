@@ -136,7 +136,7 @@ def _summary(stats: dict) -> str:
     not_done = [name for name, ok in (("placed pods", p["placed"]), ("sub-request preferences", p["preferences"]),
                                       ("packing", p["packing"])) if not ok]
     if stats.get("fallback"):
-        text = f"{stats['fallback']} for {stats['pinned_pods']} pod(s)"
+        text = f"{stats['fallback']} for {stats['pinned_pods']} pending pod(s)"
         if stats.get("gap") is not None:
             which = "every pod placed" if "preparing" in stats["fallback"] else "every pod that has a feasible node placed"
             if p["placed"]:
