@@ -26,6 +26,7 @@ from typing import Any
 from .errors import InputError
 from .features import Features
 from .loader import ObjectSet
+from .optionfiles import read_yaml_option
 
 
 def with_copies(objects: ObjectSet, template: str, count: int, *, prefix: str | None = None,
@@ -225,14 +226,7 @@ def parse_node_type(text: str) -> NodeType:
 def load_node_types(path: str) -> list[NodeType]:
     """Node types from YAML: a list (or `nodeTypes:` holding one) of {template, cost, name}
     entries; `name` defaults to the template's."""
-    import yaml
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except OSError as e:
-        raise InputError(f"--node-types {path}: cannot read the file: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        raise InputError(f"--node-types {path}: not valid YAML: {e}") from None
+    data = read_yaml_option("--node-types", path)
     if isinstance(data, dict) and "nodeTypes" in data:
         extra = sorted(map(str, set(data) - {"nodeTypes"}))
         if extra:

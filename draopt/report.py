@@ -46,7 +46,7 @@ from typing import Any
 from .errors import InputError
 from .features import Features
 from .loader import ObjectSet
-from .outputs import check_writable, save_figure
+from .optionfiles import check_writable, save_figure
 
 DEFINITIONS = {
     "placed": "pending pods placed",

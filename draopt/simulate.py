@@ -55,7 +55,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import InputError
-from .outputs import check_writable, save_figure
+from .optionfiles import check_writable, save_figure
 from .quantity import Quantity
 
 ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from .errors import InputError
-from .outputs import check_writable
+from .optionfiles import check_writable, read_yaml_option
 
 STUDIES = ("simulate", "place")
 ENGINES = ("processes", "serial", "dask")
@@ -199,14 +199,7 @@ def scenario_key(s: dict[str, Any]) -> str:
 def load_grid(path: str) -> Grid:
     """A grid from YAML: the keys of :class:`Grid` (clusters: a file, or a list of files per cluster;
     inflation: a list or START:STOP:STEP; seeds: a list or START:STOP, STOP excluded)."""
-    import yaml
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except OSError as e:
-        raise InputError(f"--grid {path}: cannot read: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        raise InputError(f"--grid {path}: not YAML: {e}") from None
+    data = read_yaml_option("--grid", path)
     if not isinstance(data, dict):
         raise InputError(f"--grid {path}: expected a mapping of grid axes")
     grid = Grid()

@@ -22,9 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from ..errors import InputError
+from ..optionfiles import read_yaml_option
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -140,16 +139,7 @@ def load_config(path: str) -> SchedulerConfig:
     """A file, or `builtin:<name>` (see :func:`builtin`)."""
     if path.startswith("builtin:"):
         return builtin(path.split(":", 1)[1])
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise InputError(f"--scheduler-config {path}: cannot read: {e.strerror or e}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InputError(f"{path}: not valid YAML: {e}") from None
-    return parse_config(doc, path)
+    return parse_config(read_yaml_option("--scheduler-config", path), path)
 
 
 _TOP = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "healthzBindAddress",

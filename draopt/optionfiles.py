@@ -1,9 +1,25 @@
-"""Output files of the commands: checked before long runs, written with errors that name the flag."""
+"""Files the commands' options name (not Kubernetes objects): YAML option files read, and output
+files checked before long runs and written, with errors that name the flag and the path."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .errors import InputError
+
+
+def read_yaml_option(flag: str, path: str) -> Any:
+    """The YAML document of an option file (--grid, --node-types, --scheduler-config)."""
+    import yaml
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise InputError(f"{flag} {path}: cannot read: {e.strerror or e}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InputError(f"{flag} {path}: not valid YAML: {e}") from None
 
 
 def check_writable(flag: str, path: str, *, directory_hint: str = "") -> None:
