@@ -89,18 +89,12 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
     if policy == "first-fit":
         sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
         result = simulate(cluster, workload, scheduler=sched)
-        result.stats["scheduler"] = sched.config.source if sched is not None else "builtin:name-order"
         if sched is not None:
             result.stats["tie_break"] = tie_break if tie_break == "name" else f"random (seed {seed})"
     else:
         from .optimal import optimize
-        floor = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
-        result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=floor)
-        result.stats["first_fit_scheduler"] = floor.stats["scheduler"]
-        for key in ("summary", "fallback", "no_better_found"):    # say which first-fit was kept
-            if isinstance(result.stats.get(key), str):
-                result.stats[key] = result.stats[key].replace(
-                    "first-fit's placement", f"first-fit's placement ({floor.stats['scheduler']})")
+        result = optimize(cluster, workload, time_limit=time_limit, started=started,
+                          first_fit=_best_first_fit(cluster, workload, scheduler_config, seed, tie_break))
     result.stats["nodes"] = len(cluster.nodes)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
 
@@ -113,10 +107,8 @@ def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie
     fresh = _fresh(cluster)    # the scheduler reads the state of the cluster it runs on
     sched = scheduler_for(scheduler_config, fresh, workload, seed=seed, tie_break=tie_break)
     runs = [simulate(fresh, workload, scheduler=sched)]
-    runs[0].stats["scheduler"] = sched.config.source if sched is not None else "builtin:name-order"
     if sched is not None:
         runs.append(simulate(_fresh(cluster), workload))
-        runs[1].stats["scheduler"] = "builtin:name-order"
     return max(runs, key=lambda r: r.weighted_placed())   # first wins ties: the compared profile
 
 

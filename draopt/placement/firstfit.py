@@ -506,5 +506,6 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
                 by_pod[pod.key] = place(pod)
     elapsed = time.perf_counter() - t0
     pods = [by_pod[p.key] for p in workload.pending]
-    stats = {"solve_s": round(elapsed, 3), "pods_per_s": round(len(pods) / elapsed, 1) if elapsed else None}
+    stats = {"solve_s": round(elapsed, 3), "pods_per_s": round(len(pods) / elapsed, 1) if elapsed else None,
+             "scheduler": scheduler.config.source if scheduler is not None else "builtin:name-order"}
     return PlacementResult("first-fit", pods, dict(book.allocations), stats)

@@ -106,8 +106,18 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
                            f"{result.weighted_placed()}")
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
     stats["summary"] = _summary(stats)
+    _name_first_fit(stats, first_fit)
     result.stats.update(stats)
     return result
+
+
+def _name_first_fit(stats: dict, first_fit: PlacementResult) -> None:
+    """Say which first-fit is the floor (its scheduler profile), in the stats and in the messages
+    that mention its placement."""
+    label = stats["first_fit_scheduler"] = first_fit.stats.get("scheduler", "builtin:name-order")
+    for key in ("summary", "fallback", "no_better_found"):
+        if isinstance(stats.get(key), str):
+            stats[key] = stats[key].replace("first-fit's placement", f"first-fit's placement ({label})")
 
 
 def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: str) -> PlacementResult:
@@ -125,6 +135,7 @@ def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: st
              "first_fit_objective": placed, "proven": {"placed": placed == bound, "preferences": False, "packing": False},
              "solve_s": round(time.perf_counter() - t0, 3)}
     stats["summary"] = _summary(stats)
+    _name_first_fit(stats, first_fit)
     result.stats.update(stats)
     return result
 
