@@ -190,7 +190,7 @@ from cel_expr_python.ext import ext_bindings as _ext_bindings
 from cel_expr_python.ext import ext_optional as _ext_optional
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from .quantity import DECIMAL_SI, Quantity, QuantityError
+from ..quantity import DECIMAL_SI, Quantity, QuantityError
 
 try:  # RE2, like Go's regexp (used by find/findAll)
     import re2 as _re2  # type: ignore
@@ -794,7 +794,7 @@ def _mask_trailing_dash(s: str) -> str:
 
 
 def _dns1035_label(s: str) -> list:
-    from .validate import _length_and_pattern
+    from ..validate import _length_and_pattern
     return _length_and_pattern(s, 63, _DNS1035_RE, _DNS1035_MSG)
 
 
@@ -831,7 +831,7 @@ def _validate_date(s: str) -> list:
 
 
 def _format_validators():
-    from . import validate as v
+    from .. import validate as v
     return {
         "dns1123Label": lambda s: v.is_dns1123_label(s),
         "dns1123Subdomain": lambda s: v.is_dns1123_subdomain(s),
