@@ -794,7 +794,7 @@ def _mask_trailing_dash(s: str) -> str:
 
 
 def _dns1035_label(s: str) -> list:
-    from ..validate import _length_and_pattern
+    from ..validation.documents import _length_and_pattern
     return _length_and_pattern(s, 63, _DNS1035_RE, _DNS1035_MSG)
 
 
@@ -831,7 +831,7 @@ def _validate_date(s: str) -> list:
 
 
 def _format_validators():
-    from .. import validate as v
+    from ..validation import documents as v
     return {
         "dns1123Label": lambda s: v.is_dns1123_label(s),
         "dns1123Subdomain": lambda s: v.is_dns1123_subdomain(s),

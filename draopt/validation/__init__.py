@@ -1,0 +1,1 @@
+"""`draopt validate`'s rules (see draopt.validation.documents); the public names are in draopt.validate."""
