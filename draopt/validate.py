@@ -2,18 +2,9 @@
 
 The rules live in the package draopt.validation; this module keeps the names callers import.
 """
-from .validation.documents import (
-    Finding,
-    Note,
-    Report,
-    cmd_validate,
-    format_text,
-    object_ref,
-    read_documents,
-    register,
-    validate_documents,
-    validate_files,
-)
+from .validation.command import cmd_validate, format_text, register
+from .validation.documents import object_ref, read_documents, validate_documents, validate_files
+from .validation.findings import Finding, Note, Report
 
 __all__ = ["Finding", "Note", "Report", "read_documents", "validate_documents", "validate_files", "register",
            "cmd_validate", "object_ref", "format_text"]

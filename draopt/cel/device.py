@@ -1,0 +1,130 @@
+"""A device as CEL input: the variables declared for it and their values (make_cel_device)."""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+import semver as _semver
+
+from ..quantity import Quantity, QuantityError
+from .internal import _EMPTY_ATTRS, _EMPTY_CAP
+from .values import _QT, _T, _q_msg, _s_msg
+
+
+def _base_variables() -> Dict[str, Any]:
+    """The environment's variables: the device's fields, declared as qualified names (so that
+    ``device.foo`` is a compile error, as on Kubernetes' object type), and the empty maps an
+    unknown domain reads (draopt.cel.rewrite)."""
+    T = _T
+    return {
+        "device.driver": T.STRING,
+        "device.allowMultipleAllocations": T.BOOL,
+        "device.attributes": T.Map(T.STRING, T.Map(T.STRING, T.DYN)),
+        "device.capacity": T.Map(T.STRING, T.Map(T.STRING, _QT)),
+        _EMPTY_ATTRS: T.Map(T.STRING, T.DYN),
+        _EMPTY_CAP: T.Map(T.STRING, _QT),
+    }
+
+
+class CelDevice:
+    """A prepared activation for one device (build once, evaluate many times)."""
+
+    __slots__ = ("driver", "name", "data", "error", "_activations", "__weakref__")
+
+    def __init__(self, driver: str, name: str, data: Dict[str, Any], error: Optional[str]):
+        self.driver = driver
+        self.name = name
+        self.data = data
+        self.error = error
+        self._activations: Dict[Any, Any] = {}
+
+    def _activation(self, env):
+        # env: the CelEnvironment (draopt.cel.core) this activation is for
+        act = self._activations.get(env)
+        if act is None:
+            act = env._env.Activation(self.data)
+            self._activations[env] = act
+        return act
+
+    def __repr__(self):
+        return f"CelDevice(driver={self.driver!r}, name={self.name!r})"
+
+
+def _split_qualified(name: str, driver: str) -> Tuple[str, str]:
+    sep = name.find("/")
+    if sep == -1:
+        return driver, name
+    return name[:sep], name[sep + 1 :]
+
+
+def _attribute_value(attr: Dict[str, Any], list_types: bool):
+    """getAttributeValue: list types first (only when enabled), then scalars."""
+    if not isinstance(attr, dict):
+        raise ValueError("unsupported attribute value")
+    if list_types:
+        if attr.get("ints") is not None:
+            return [int(x) for x in attr["ints"]]
+        if attr.get("bools") is not None:
+            return [bool(x) for x in attr["bools"]]
+        if attr.get("strings") is not None:
+            return [str(x) for x in attr["strings"]]
+        if attr.get("versions") is not None:
+            try:
+                return [_s_msg(_semver.Version.parse(v)) for v in attr["versions"]]
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"parse semantic version: {e}") from None
+    if attr.get("int") is not None:
+        v = attr["int"]
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"invalid int value {v!r}")
+        return v
+    if attr.get("bool") is not None:
+        return bool(attr["bool"])
+    if attr.get("string") is not None:
+        return str(attr["string"])
+    if attr.get("version") is not None:
+        try:
+            return _s_msg(_semver.Version.parse(attr["version"]))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"parse semantic version: {e}") from None
+    raise ValueError("unsupported attribute value")
+
+
+def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = False) -> CelDevice:
+    """Prepare the CEL input for one ResourceSlice device (plain Kubernetes JSON).
+
+    Problems Kubernetes reports when *evaluating* (an attribute without a
+    supported value, an unparsable version or quantity) are stored and raised
+    as :class:`CelRuntimeError` by every evaluation on this device.
+    """
+    error = None
+    attributes: Dict[str, Dict[str, Any]] = {}
+    for name, attr in (device.get("attributes") or {}).items():
+        try:
+            # Like Kubernetes' getAttributeValue, list values are read whatever the gate says
+            # (with DRAListTypeAttributes off the API server drops them on write; objects that
+            # still carry them are evaluated as they are).
+            value = _attribute_value(attr, True)
+        except ValueError as e:
+            error = error or f"attribute {name}: {e}"
+            continue
+        domain, ident = _split_qualified(name, driver)
+        attributes.setdefault(domain, {})[ident] = value
+    capacity: Dict[str, Dict[str, Any]] = {}
+    for name, cap in (device.get("capacity") or {}).items():
+        try:
+            raw = cap.get("value") if isinstance(cap, dict) else cap
+            q = Quantity.parse(raw)
+        except (QuantityError, AttributeError) as e:
+            error = error or f"capacity {name}: {e}"
+            continue
+        domain, ident = _split_qualified(name, driver)
+        capacity.setdefault(domain, {})[ident] = _q_msg(q)
+    data = {
+        "device.driver": driver,
+        "device.allowMultipleAllocations": bool(device.get("allowMultipleAllocations") or False),
+        "device.attributes": attributes,
+        "device.capacity": capacity,
+        _EMPTY_ATTRS: {},
+        _EMPTY_CAP: {},
+    }
+    return CelDevice(driver, device.get("name", ""), data, error)

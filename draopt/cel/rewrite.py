@@ -1,0 +1,311 @@
+"""Source rewriting before compiling: what cel-cpp cannot say directly.
+
+* An unknown domain is an empty map (Kubernetes' mapper with default): ``device.attributes[K]``
+  / ``device.capacity[K]`` (and ``device.attributes.dom``) become ``(K in device.attributes ?
+  device.attributes[K] : <empty>)``; ``[?K]`` / ``.?dom`` become ``optional.of(...)`` of that.
+* ``has(device.driver)`` (and the other device fields, and ``has(device.attributes.dom)``) is true.
+* ``format.named(n)`` / ``<Format>.validate(s)`` return optionals (draopt.cel.format).
+* ``indexOf`` / ``lastIndexOf`` member calls are renamed to one function (draopt.cel.strings).
+* Cross-type numeric ordering (``1 < 1.5``): the right operand is wrapped in ``dyn()``.
+
+And the tokenizer and bracket helpers that these, draopt.cel.cost and draopt.cel.loops share.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .internal import _BIND_VAR, _EMPTY_ATTRS, _EMPTY_CAP, _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _RENAMED
+
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>\s+|//[^\n]*)
+  | (?P<str>
+        (?:[rR][bB]?|[bB][rR])(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"[^"\n\r]*"|'[^'\n\r]*')
+      | [bB]?(?:\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"|'''(?:\\[\s\S]|[^\\])*?'''|"(?:\\.|[^"\\\n\r])*"|'(?:\\.|[^'\\\n\r])*')
+    )
+  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<other>[\s\S])
+    """,
+    re.X,
+)
+
+
+def _tokenize(src: str):
+    return [(m.lastgroup, m.group()) for m in _TOKEN_RE.finditer(src)]
+
+
+def _rewrite(src: str) -> str:
+    """Rewrite ``device.attributes[K]``/``device.capacity[K]`` lookups so that an
+    unknown domain yields an empty map (Kubernetes' mapper with default)."""
+    if "device" not in src:
+        return src
+    toks = _tokenize(src)
+    sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]  # indices of significant tokens
+    out = []
+    pos = 0  # next token index to copy
+    j = 0
+    changed = False
+    while j < len(sig):
+        i0 = sig[j]
+        if (
+            toks[i0] == ("id", "device")
+            and j + 3 < len(sig)
+            and toks[sig[j + 1]][1] == "."
+            and toks[sig[j + 2]][0] == "id"
+            and toks[sig[j + 2]][1] in ("attributes", "capacity")
+            and toks[sig[j + 3]][1] in ("[", ".")
+            and (j == 0 or toks[sig[j - 1]][1] != ".")
+        ):
+            field = toks[sig[j + 2]][1]
+            var = "device." + field
+            empty = _EMPTY_ATTRS if field == "attributes" else _EMPTY_CAP
+            optional = False
+            if toks[sig[j + 3]][1] == "[":
+                end = _matching(sig, toks, j + 3, 1)
+                if end is None:
+                    break  # unbalanced: let the compiler report it
+                first = j + 4
+                if first < end and toks[sig[first]][1] == "?":  # device.attributes[?K]
+                    optional = True
+                    first += 1
+                if first >= end:
+                    j += 1
+                    continue
+                key_src = "".join(t for _, t in toks[sig[first] : sig[end]])
+                key_sig = [toks[sig[x]] for x in range(first, end)]
+                literal = key_sig[0][1] if len(key_sig) == 1 and key_sig[0][0] == "str" else None
+            else:  # device.attributes.dom / device.attributes.?dom (a domain without dots)
+                k = j + 4
+                if k < len(sig) and toks[sig[k]][1] == "?":
+                    optional = True
+                    k += 1
+                if k >= len(sig) or toks[sig[k]][0] != "id" or (k + 1 < len(sig) and toks[sig[k + 1]][1] == "("):
+                    j += 1
+                    continue
+                end = k
+                literal = '"' + toks[sig[k]][1] + '"'
+            out.append("".join(t for _, t in toks[pos:i0]))
+            if literal is not None:
+                lookup = f"({literal} in {var} ? {var}[{literal}] : {empty})"
+            else:
+                inner = _rewrite(key_src)
+                lookup = f"cel.bind({_BIND_VAR}, ({inner}), {_BIND_VAR} in {var} ? {var}[{_BIND_VAR}] : {empty})"
+            # Kubernetes' mapper finds every domain (Find returns the empty map), so an
+            # optional lookup always has a value; "in" and iteration see the real domains only
+            out.append(f"optional.of({lookup})" if optional else lookup)
+            pos = sig[end] + 1
+            j = end + 1
+            changed = True
+            continue
+        j += 1
+    if not changed:
+        return src
+    out.append("".join(t for _, t in toks[pos:]))
+    return "".join(out)
+
+
+def _split_args(sig, toks, open_idx):
+    """Given the significant-token index of '(' return (close_idx, [arg token-index ranges])."""
+    depth = 0
+    args = []
+    start = open_idx + 1
+    k = open_idx
+    while k < len(sig):
+        kind, t = toks[sig[k]]
+        if kind == "other":
+            if t in "([{":
+                depth += 1
+            elif t in ")]}":
+                depth -= 1
+                if depth == 0:
+                    args.append((start, k))
+                    return k, args
+            elif t == "," and depth == 1:
+                args.append((start, k))
+                start = k + 1
+        k += 1
+    return None, None
+
+
+def _rename_members(src: str) -> str:
+    if "ndexOf" not in src:
+        return src
+    toks = _tokenize(src)
+    sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
+    for j, i in enumerate(sig):
+        kind, t = toks[i]
+        if kind == "id" and t in _RENAMED and j > 0 and toks[sig[j - 1]][1] == "." \
+                and j + 1 < len(sig) and toks[sig[j + 1]][1] == "(":
+            toks[i] = (kind, _RENAMED[t])
+    return "".join(t for _, t in toks)
+
+
+def _matching(sig, toks, k, step):
+    """Index (in sig) of the bracket matching the one at sig index k, scanning by step (+1/-1)."""
+    depth = 0
+    while 0 <= k < len(sig):
+        kind, t = toks[sig[k]]
+        if kind == "other":
+            if t in "([{":
+                depth += step
+            elif t in ")]}":
+                depth -= step
+            if depth == 0:
+                return k
+        k += step
+    return None
+
+
+def _postfix_start(sig, toks, k):
+    """Start (sig index) of the postfix expression ending at sig index k."""
+    while True:
+        kind, t = toks[sig[k]]
+        if kind == "other" and t in ")]}":
+            m = _matching(sig, toks, k, -1)
+            if m is None:
+                return None
+            prev = toks[sig[m - 1]] if m > 0 else ("", "")
+            if t == ")" and prev[0] == "id":
+                k = m - 1
+                continue
+            if t == "]" and (prev[0] in ("id", "str") or prev[1] in (")", "]", "}")):
+                k = m - 1
+                continue
+            k = m
+        if k > 1 and toks[sig[k - 1]][1] == "." and toks[sig[k]][0] == "id":
+            k -= 2
+            continue
+        return k
+
+
+def _rewrite_format(src: str) -> str:
+    """``format.named(n)`` and ``<Format>.validate(s)`` return optionals, which functions
+    implemented in Python cannot: they are rewritten around helpers returning plain values."""
+    if "named" not in src and "validate" not in src:
+        return src
+    for _ in range(64):
+        toks = _tokenize(src)
+        sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
+        done = True
+        for j in range(1, len(sig) - 1):
+            kind, t = toks[sig[j]]
+            if kind != "id" or toks[sig[j - 1]][1] != "." or toks[sig[j + 1]][1] != "(":
+                continue
+            if t == "named" and j >= 2 and toks[sig[j - 2]][1] == "format" and \
+                    (j < 3 or toks[sig[j - 3]][1] != "."):
+                close = _matching(sig, toks, j + 1, 1)
+                if close is None:
+                    return src
+                arg = "".join(x for _, x in toks[sig[j + 1] + 1 : sig[close]])
+                new = (f"cel.bind(__dra_fn, ({arg}), {_FORMAT_KNOWN}(__dra_fn) ? "
+                       f"optional.of({_FORMAT_NAMED}(__dra_fn)) : optional.none())")
+                start = sig[j - 2]
+            elif t == "validate":
+                close = _matching(sig, toks, j + 1, 1)
+                rs = _postfix_start(sig, toks, j - 2) if j >= 2 else None
+                if close is None or rs is None:
+                    return src
+                recv = "".join(x for _, x in toks[sig[rs] : sig[j - 1]])
+                arg = "".join(x for _, x in toks[sig[j + 1] + 1 : sig[close]])
+                new = (f"cel.bind(__dra_fv, ({recv}).{_FORMAT_ERRORS}({arg}), "
+                       f"__dra_fv.size() == 0 ? optional.none() : optional.of(__dra_fv))")
+                start = sig[rs]
+            else:
+                continue
+            src = "".join(x for _, x in toks[:start]) + new + "".join(x for _, x in toks[sig[close] + 1 :])
+            done = False
+            break
+        if done:
+            return src
+    return src
+
+
+_ALWAYS_PRESENT = {"driver", "allowMultipleAllocations", "attributes", "capacity"}
+
+
+def _rewrite_has(src: str) -> str:
+    """``has(device.driver)`` (and the other device fields) is true, as on Kubernetes'
+    device object; here they are variables, for which cel-cpp's has() means something else."""
+    if "has" not in src:
+        return src
+    toks = _tokenize(src)
+    sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
+    for j in range(len(sig) - 5):
+        if toks[sig[j]][1] != "has":
+            continue
+        w = [toks[sig[j + x]][1] for x in range(6)]
+        if w[0] == "has" and w[1] == "(" and w[2] == "device" and w[3] == "." and w[4] in _ALWAYS_PRESENT \
+                and w[5] == ")" and (j == 0 or toks[sig[j - 1]][1] != "."):
+            for x in range(6):
+                toks[sig[j + x]] = ("ws", "")
+            toks[sig[j]] = ("id", "true")
+        elif w[0] == "has" and w[1] == "(" and w[2] == "device" and w[3] == "." and w[4] in ("attributes", "capacity") \
+                and w[5] == "." and j + 7 < len(sig) and toks[sig[j + 6]][0] == "id" and toks[sig[j + 7]][1] == ")" \
+                and (j == 0 or toks[sig[j - 1]][1] != "."):
+            # has(device.attributes.dom): Kubernetes' mapper finds every domain (the empty map)
+            for x in range(8):
+                toks[sig[j + x]] = ("ws", "")
+            toks[sig[j]] = ("id", "true")
+    return "".join(t for _, t in toks)
+
+
+# --------------------------------------------------------------------------
+# Cross-type numeric ordering (cel.CrossTypeNumericComparisons, Kubernetes >= 1.28)
+#
+# cel-cpp's checker has no such option, but its runtime compares numbers of
+# different types.  When the checker rejects ``a < b`` for two different
+# numeric types, the right operand is wrapped in ``dyn(...)`` and the
+# expression compiled again; the comparison then runs on the values.
+
+_NUMERIC_OVERLOAD = re.compile(
+    r"<input>:(\d+):(\d+): found no matching overload for '_(<|<=|>|>=)_' applied to "
+    r"'\((int|uint|double), (int|uint|double)\)'"
+)
+
+
+def _token_spans(src: str):
+    """Tokens with their start offsets: [(kind, text, start)]."""
+    return [(m.lastgroup, m.group(), m.start()) for m in _TOKEN_RE.finditer(src)]
+
+
+def _rewrite_numeric(src: str, message: str) -> Optional[str]:
+    m = _NUMERIC_OVERLOAD.search(message)
+    if m is None or m.group(4) == m.group(5):
+        return None
+    line, col = int(m.group(1)), int(m.group(2))
+    lines = src.split("\n")
+    if line > len(lines):
+        return None
+    offset = sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
+    op = m.group(3)
+    if src[offset : offset + len(op)] != op:
+        return None
+    start = offset + len(op)
+    toks = [t for t in _token_spans(src) if t[2] >= start and t[0] != "ws"]
+    depth = 0
+    first = last = None
+    prev = None
+    for i, (kind, text, pos) in enumerate(toks):
+        nxt = toks[i + 1][1] if i + 1 < len(toks) else ""
+        if kind == "other":
+            if text in "([{":
+                depth += 1
+            elif text in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0:
+                if text in ",:<>=" or (text == "!" and nxt == "=") or (text == "&" and nxt == "&") \
+                        or (text == "|" and nxt == "|") or (text == "?" and prev not in (".", "[")):
+                    break
+        elif kind == "id" and text == "in" and depth == 0:
+            break
+        if first is None:
+            first = pos
+        last = pos + len(text)
+        prev = text
+    if first is None:
+        return None
+    return src[:first] + "dyn(" + src[first:last] + ")" + src[last:]

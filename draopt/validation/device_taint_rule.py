@@ -1,0 +1,39 @@
+"""DeviceTaintRule."""
+from __future__ import annotations
+
+from .context import _Ctx
+from .names import is_dns1123_label, is_dns1123_subdomain
+from .resource_slice import _validate_taint
+
+
+def _validate_taint_rule(ctx: _Ctx, doc: dict) -> None:
+    spec = ctx.get(doc, "spec", "", dict, None)
+    if spec is None:
+        ctx.required("spec")
+        return
+    sel = spec.get("deviceSelector")
+    if sel is not None:
+        if not isinstance(sel, dict):
+            ctx.invalid("spec.deviceSelector", sel, "must be of type object")
+        else:
+            sp = "spec.deviceSelector"
+            if sel.get("deviceClassName") is not None:
+                ctx.names(sel["deviceClassName"], f"{sp}.deviceClassName", is_dns1123_subdomain)
+            if sel.get("driver") is not None:
+                ctx.driver_name(sel["driver"], f"{sp}.driver")
+            if sel.get("pool") is not None:
+                ctx.pool_name(sel["pool"], f"{sp}.pool")
+            if sel.get("device") is not None:
+                ctx.names(sel["device"], f"{sp}.device", is_dns1123_label)
+            ctx.selectors(sel.get("selectors"), f"{sp}.selectors")
+            if not any(sel.get(k) for k in ("deviceClassName", "driver", "pool", "device", "selectors")):
+                ctx.note(sp, "empty selector: the rule selects every device (the empty selector matches all "
+                             "devices)")
+    else:
+        ctx.note("spec.deviceSelector", "no selector: the rule selects every device (Kubernetes applies a rule "
+                                        "without selector to all devices)")
+    taint = spec.get("taint")
+    if taint is None:
+        ctx.required("spec.taint")
+    else:
+        _validate_taint(ctx, taint, "spec.taint")
