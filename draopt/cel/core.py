@@ -1,7 +1,7 @@
 """Compiling and evaluating: CelEnvironment and CompiledExpression.
 
 Compiling runs the checks cel-cpp lacks (draopt.cel.literals), rewrites the source
-(draopt.cel.rewrite), adds the cost counter to expressions with unbounded comprehensions
+(draopt.cel.rewrite), adds the cost counter to comprehensions not bounded under the limit
 (draopt.cel.cost) and compiles with cel-cpp.  Evaluating turns cel-cpp's ERROR values into
 CelRuntimeError with Kubernetes' messages, stops at Kubernetes' cost limit and, past cel-cpp's
 iteration budget, evaluates the comprehensions from Python (draopt.cel.loops).
