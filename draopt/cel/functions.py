@@ -99,6 +99,8 @@ extensions:
 """
 
 
+# isGreaterThan / isLessThan / compareTo exist for quantity and semver: one declaration per name
+# holds both overloads, and one implementation (per runtime kind) dispatches on the receiver.
 def _fn_gt(a, b):
     if type(a) is _QMsg:
         return _fn_q_gt(a, b)
