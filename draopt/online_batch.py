@@ -123,7 +123,9 @@ def place_batch(table: DeltaTable, batch: list[Shape], *, order: str = "greedy",
                 size_weight: float = 0.0) -> list[tuple[int, list[int]] | None]:
     """Place `batch` on the table's state; (node, devices) or None (failed) per task, in the
     batch's order. `arrival`: each task in turn where FGD puts it (= FGD); `greedy`: the task
-    and node of the smallest delta first (ties: earliest task, then first node by name)."""
+    and node of the smallest score first, score = delta - size_weight x the task's requested GPU
+    milli (a larger task goes first when deltas are close: left to the batch's end it finds only
+    what the smaller ones left; ties: earliest task, then first node by name)."""
     if order not in ORDERS:
         raise InputError(f"optimal-batch: unknown order {order!r} (known: {', '.join(ORDERS)})")
     st = table.st
@@ -150,3 +152,65 @@ def place_batch(table: DeltaTable, batch: list[Shape], *, order: str = "greedy",
         k = pending.pop(i)
         out[k] = (n, table.take(batch[k], n))
     return out
+
+
+DEFAULT_BATCH = 100
+DEFAULT_SIZE_WEIGHT = 0.3
+
+
+class OptimalBatch:
+    """The `optimal-batch` policy as an object: `place(st, shapes)` places one batch (the K
+    arrivals, all known) on `st` and returns (node, devices) or None per task, in arrival order.
+    The delta table belongs to one State: a new State (or one changed by someone else since the
+    last batch) gets a new table, so the policy never reads a stale one.
+
+    Not an optimum: the greedy order has no proof; the policy claims no solver status."""
+
+    name = "optimal-batch"
+
+    def __init__(self, c: SimCluster, frag: FragModel | None = None, *, batch: int = DEFAULT_BATCH,
+                 size_weight: float = DEFAULT_SIZE_WEIGHT, order: str = "greedy"):
+        if not isinstance(batch, int) or batch < 1:
+            raise InputError(f"optimal-batch: batch {batch!r}: a whole number, at least 1")
+        if order not in ORDERS:
+            raise InputError(f"optimal-batch: unknown order {order!r} (known: {', '.join(ORDERS)})")
+        if frag is None:
+            frag = FragModel(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
+        self.c, self.frag, self.batch, self.size_weight, self.order = c, frag, batch, size_weight, order
+        self._table: DeltaTable | None = None
+        self._seen: tuple | None = None
+
+    def _table_for(self, st: State) -> DeltaTable:
+        if st.c is not self.c:
+            raise InputError("optimal-batch: the state is of another cluster than the policy's")
+        mark = (id(st), st.placed, st.allocated)
+        if self._table is None or self._table.st is not st or self._seen != mark:
+            self._table = DeltaTable(st, self.frag)
+        return self._table
+
+    def place(self, st: State, shapes: list[Shape]) -> list[tuple[int, list[int]] | None]:
+        table = self._table_for(st)
+        out = place_batch(table, shapes, order=self.order, size_weight=self.size_weight)
+        self._seen = (id(st), st.placed, st.allocated)
+        return out
+
+    __call__ = place
+
+
+def run_batches(policy: OptimalBatch, st: State, seq, stops: list[int] | None = None,
+                after=None) -> list[tuple[int, list[int]] | None]:
+    """Arrivals `seq` (shape indices) in batches of policy.batch on `st`; a batch never crosses
+    a stop (an arrival count where the caller measures: the state is then exactly that of the
+    arrivals before it). `after(k)` is called after each batch with the arrivals done."""
+    c = st.c
+    cuts = sorted({int(s) for s in (stops or []) if 0 < s < len(seq)})
+    log: list[tuple[int, list[int]] | None] = []
+    k = 0
+    while k < len(seq):
+        nxt = next((s for s in cuts if s > k), len(seq))
+        end = min(k + policy.batch, nxt)
+        log += policy.place(st, [c.shapes[int(i)] for i in seq[k:end]])
+        k = end
+        if after is not None:
+            after(k)
+    return log

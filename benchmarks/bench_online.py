@@ -1,0 +1,179 @@
+"""`optimal-batch` (draopt/online_batch.py) against `fgd` on the openb traces: unallocated GPU
+% at 100 % arrived, per seed on the same arrivals, the difference, and wall time per seed.
+
+  python benchmarks/bench_online.py                          # 1,213 GPU nodes, 4 traces, seeds 42-51
+  python benchmarks/bench_online.py --every 8 --seeds 42:52  # every 8th node (152)
+  python benchmarks/bench_online.py --traces default --batch 50,100,200 --size-weight 0,0.3
+
+Arrivals: `--protocol default` is draopt simulate's (tasks sampled with replacement until the
+requested GPU reaches the level); `--protocol fgd-paper` is the FGD paper's (draopt.paper_protocol,
+when that module is present: it says so and stops when it is not). fgd is draopt.simulate's
+(`place_one(..., "fgd")`); `--fgd table` uses online_batch's delta table in arrival order
+instead (the same rule, much faster; float ties may pick another equal node).
+Every placement is replayed from the CSV numbers alone (no node over cpu or memory, no GPU over
+1000 milli, whole-GPU tasks alone on their GPUs, gpu_spec models kept).
+Reads ../shared/data/openb/ (not part of the repository; stops when it is missing).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from draopt import online_batch as ob  # noqa: E402
+from draopt import simulate as sim  # noqa: E402
+from draopt import trace  # noqa: E402
+
+OPENB = ROOT.parent / "shared" / "data" / "openb"
+TRACES = ("default", "gpushare100", "gpuspec33", "multigpu50")
+
+
+def build(every: int, name: str):
+    nodes = trace.read_nodes(str(OPENB / "openb_node_list_gpu_node.csv"))[::every]
+    tasks = trace.read_tasks(str(OPENB / f"openb_pod_list_{name}.csv"))
+    docs = trace.class_objects({n.model for n in nodes}) + trace.node_objects(nodes) + trace.slice_objects(nodes)
+    objects = sim._object_set(docs, "openb nodes")
+    objects.extend(sim._object_set(trace.workload_objects(tasks), "openb tasks"))
+    return nodes, tasks, sim.build(objects)
+
+
+def replay(c: sim.SimCluster, nodes, tasks, seq, log) -> list[str]:
+    """Placements (one per arrival, None: failed) checked with the CSV's numbers only."""
+    by_key = {f"openb/{t.name}": t for t in tasks}
+    by_name = {n.name: n for n in nodes}
+    cpu: dict[str, int] = {}
+    mem: dict[str, int] = {}
+    gpu: dict[tuple[str, int], list[int]] = {}
+    errs = []
+    for si, got in zip(seq, log):
+        if got is None:
+            continue
+        t = by_key[c.shapes[si].pods[0]]
+        node, devs = got
+        n = by_name[c.nodes[node]]
+        cpu[n.name] = cpu.get(n.name, 0) + t.cpu_milli
+        mem[n.name] = mem.get(n.name, 0) + t.memory_mib
+        if cpu[n.name] > n.cpu_milli or mem[n.name] > n.memory_mib:
+            errs.append(f"{n.name}: over cpu or memory")
+        if len(devs) != t.num_gpu or len(set(devs)) != len(devs):
+            errs.append(f"{t.name} on {n.name}: {devs} for {t.num_gpu} GPU(s)")
+        if t.gpu_spec and n.model not in t.gpu_spec:
+            errs.append(f"{t.name} on {n.name}: model {n.model} not in {t.gpu_spec}")
+        for d in devs:
+            if d >= n.gpus:
+                errs.append(f"{n.name}: no GPU {d}")
+            shares = gpu.setdefault((n.name, d), [])
+            shares.append(t.gpu_milli)
+            if sum(shares) > 1000 or (len(shares) > 1 and 1000 in shares):
+                errs.append(f"{n.name} gpu-{d}: {shares}")
+    return errs
+
+
+def arrivals(c, seed: int, protocol: str):
+    """(shape indices, cumulative requested GPU) of one seed's arrivals up to 130 %."""
+    if protocol == "default":
+        return sim.arrivals(c, 1.3, np.random.default_rng([seed, 0]))
+    from draopt import paper_protocol as pp
+    got = pp.paper_arrivals(c, seed, tune=1.3)
+    seq = np.asarray(got[0] if isinstance(got, tuple) else got)
+    return seq, np.cumsum([c.shapes[int(i)].request for i in seq])
+
+
+def run_fgd(c, frag, seq, how: str):
+    st = sim.State(c)
+    if how == "table":
+        pol = ob.OptimalBatch(c, frag, batch=1, order="arrival")
+        return st, ob.run_batches(pol, st, seq)
+    log = []
+    for si in seq:
+        s = c.shapes[int(si)]
+        got = sim.place_one(st, s, "fgd", frag)
+        if got is None:
+            st.failed += 1
+        else:
+            st.take(s, got[0], got[1])
+        log.append(got)
+    return st, log
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--every", type=int, default=1, help="every K-th GPU node (default all 1,213)")
+    ap.add_argument("--traces", default=",".join(TRACES))
+    ap.add_argument("--seeds", default="42:52", help="START:STOP (default 42:52, the paper's 10 seeds)")
+    ap.add_argument("--batch", default=str(ob.DEFAULT_BATCH), help="K, or a comma list to compare")
+    ap.add_argument("--size-weight", default=str(ob.DEFAULT_SIZE_WEIGHT), help="a value or a comma list")
+    ap.add_argument("--level", type=float, default=1.0, help="arrived share measured (default 1.0)")
+    ap.add_argument("--protocol", default="default", choices=("default", "fgd-paper"))
+    ap.add_argument("--fgd", default="simulate", choices=("simulate", "table", "none"))
+    args = ap.parse_args()
+    if not OPENB.is_dir():
+        print(f"bench_online: the openb trace is not at {OPENB}: nothing to measure", file=sys.stderr)
+        return 0
+    if args.protocol == "fgd-paper":
+        import importlib.util
+        if importlib.util.find_spec("draopt.paper_protocol") is None:
+            print("bench_online: --protocol fgd-paper needs draopt/paper_protocol.py, which is absent", file=sys.stderr)
+            return 2
+    lo, hi = (int(x) for x in args.seeds.split(":"))
+    configs = [(int(k), float(w)) for k in args.batch.split(",") for w in args.size_weight.split(",")]
+    problems = 0
+    summary = []
+    for name in args.traces.split(","):
+        t0 = time.perf_counter()
+        nodes, tasks, c = build(args.every, name)
+        frag = sim.FragModel(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
+        print(f"\n{name}: {c.n} nodes, {c.total / 1000:g} GPUs, {len(c.shapes)} shapes, built in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        res: dict[str, list[float]] = {}
+        secs: dict[str, list[float]] = {}
+        for seed in range(lo, hi):
+            seq, cum = arrivals(c, seed, args.protocol)
+            seq = seq[:int(np.searchsorted(cum, args.level * c.total, side="right"))]
+            line = f"  seed {seed}: {len(seq)} arrivals"
+            runs = [] if args.fgd == "none" else [("fgd", None)]
+            runs += [(f"ob K={k} w={w:g}", (k, w)) for k, w in configs]
+            for label, cfg in runs:
+                t = time.perf_counter()
+                if cfg is None:
+                    st, log = run_fgd(c, frag, seq, args.fgd)
+                else:
+                    st = sim.State(c)
+                    log = ob.run_batches(ob.OptimalBatch(c, frag, batch=cfg[0], size_weight=cfg[1]), st, seq)
+                dt = time.perf_counter() - t
+                errs = replay(c, nodes, tasks, seq, log)
+                problems += len(errs)
+                for e in errs[:3]:
+                    print(f"    CHECK FAILED {label}: {e}")
+                u = 100 * (1 - st.allocated / c.total)
+                res.setdefault(label, []).append(u)
+                secs.setdefault(label, []).append(dt)
+                line += f"  {label} {u:.3f} % ({dt:.1f} s)"
+            print(line, flush=True)
+        for label in res:
+            u = np.array(res[label])
+            diff = ""
+            if "fgd" in res and label != "fgd":
+                d = u - np.array(res["fgd"])
+                diff = f"  vs fgd {d.mean():+.3f} (better on {(d < 0).sum()}/{len(d)} seeds, worst {d.max():+.3f})"
+            row = f"{name:12s} {label:16s} {u.mean():.3f} % (sd {u.std(ddof=1) if len(u) > 1 else 0:.3f}){diff}  " \
+                  f"{np.mean(secs[label]):.1f} s/seed"
+            summary.append(row)
+            print(row, flush=True)
+    print(f"\nsummary (unallocated GPU % at {args.level * 100:g} % arrived, mean of seeds {lo}-{hi - 1}, "
+          f"protocol {args.protocol}):")
+    print("\n".join(summary))
+    print(f"\nindependent replay: {'OK' if not problems else f'{problems} problem(s)'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())
