@@ -15,11 +15,14 @@ changed), so a placement costs one node's options for all shapes, not every node
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import InputError
-from .simulate import FragModel, Shape, SimCluster, State
+
+if TYPE_CHECKING:       # draopt.simulate imports this module to run the policy: types only
+    from .simulate import FragModel, Shape, SimCluster, State
 
 
 @dataclass
@@ -159,7 +162,8 @@ DEFAULT_SIZE_WEIGHT = 0.3
 
 
 class OptimalBatch:
-    """The `optimal-batch` policy as an object: `place(st, shapes)` places one batch (the K
+    """The `optimal-batch` policy as an object (`frag`: the FGD model, `simulate.FragModel` of the
+    trace's shape weights): `place(st, shapes)` places one batch (the K
     arrivals, all known) on `st` and returns (node, devices) or None per task, in arrival order.
     The delta table belongs to one State: a new State (or one changed by someone else since the
     last batch) gets a new table, so the policy never reads a stale one.
@@ -168,14 +172,12 @@ class OptimalBatch:
 
     name = "optimal-batch"
 
-    def __init__(self, c: SimCluster, frag: FragModel | None = None, *, batch: int = DEFAULT_BATCH,
+    def __init__(self, c: SimCluster, frag: FragModel, *, batch: int = DEFAULT_BATCH,
                  size_weight: float = DEFAULT_SIZE_WEIGHT, order: str = "greedy"):
         if not isinstance(batch, int) or batch < 1:
             raise InputError(f"optimal-batch: batch {batch!r}: a whole number, at least 1")
         if order not in ORDERS:
             raise InputError(f"optimal-batch: unknown order {order!r} (known: {', '.join(ORDERS)})")
-        if frag is None:
-            frag = FragModel(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
         self.c, self.frag, self.batch, self.size_weight, self.order = c, frag, batch, size_weight, order
         self._table: DeltaTable | None = None
         self._seen: tuple | None = None

@@ -32,9 +32,9 @@ Policies (node choice; ties: first node by name):
   default Kubernetes 1.36's profile; ties `--tie-break`, random from `--seed`): NodeResourcesFit
   and BalancedAllocation scores, percentageOfNodesToScore (draopt.scheduler.trace says what is
   modelled and what is refused);
-* `optimal-batch`: arrivals are collected K at a time and each batch is placed by draopt's
-  optimal model (`draopt.placement.place(policy="optimal")`) on what is left of the cluster,
-  maximising the GPU capacity placed; placed pods never move.
+* `optimal-batch`: arrivals are collected K at a time (`--batch`); each batch is placed task by
+  task, the (task, node, GPU) of the smallest FGD fragmentation delta first, larger tasks
+  favoured (`draopt.online_batch`; a heuristic, no optimum claimed); placed pods never move.
 The offline optimum (`--offline-optimum`) places all tasks of a level at once with the same
 model: no online policy on the same arrivals allocates more.
 """
@@ -664,14 +664,11 @@ def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[flo
 
     record(0)
     if policy == "optimal-batch":
-        k = 0
-        while k < len(seq):
-            # A batch never crosses a level: the level is measured after exactly its arrivals.
-            nxt = min([s for s in stops if s > k] + [len(seq)])
-            end = min(k + batch, nxt)
-            solve_optimal(st, [c.shapes[i] for i in seq[k:end]], time_limit=time_limit)
-            k = end
-            record(k)
+        # draopt.online_batch: each batch smallest FGD delta first; a batch never crosses a level.
+        from .online_batch import OptimalBatch, run_batches
+        got = run_batches(OptimalBatch(c, frag, batch=batch), st, seq, stops, after=record)
+        if log is not None:
+            log += got
     else:
         for k, si in enumerate(seq, start=1):
             s = c.shapes[si]
@@ -722,7 +719,7 @@ def simulate(c: SimCluster, *, levels: list[float], policies: list[str], runs: i
              batch: int = 50, time_limit: float = 60.0, offline_optimum: bool = False,
              progress: Callable[[str], None] | None = None) -> list[Record]:
     weights = np.array([len(s.pods) for s in c.shapes], dtype=float)
-    frag = FragModel(c, weights) if "fgd" in policies else None
+    frag = FragModel(c, weights) if {"fgd", "optimal-batch"} & set(policies) else None
     records: list[Record] = []
     for run in range(runs):
         rng = np.random.default_rng([seed, run])

@@ -1,0 +1,126 @@
+"""draopt.online_batch (`optimal-batch`): on every 8th openb GPU node, its placements pass an
+independent replay, are deterministic, never move a placed task, and leave fewer GPUs
+unallocated than fgd on the same arrivals."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from draopt import online_batch as ob
+from draopt import simulate as sim
+from draopt import trace
+from draopt.errors import InputError
+
+OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
+pytestmark = pytest.mark.skipif(not OPENB.is_dir(), reason="openb trace not in ../shared/data/openb")
+
+
+@pytest.fixture(scope="module")
+def cut():
+    nodes = trace.read_nodes(str(OPENB / "openb_node_list_gpu_node.csv"))[::8]
+    tasks = trace.read_tasks(str(OPENB / "openb_pod_list_default.csv"))
+    docs = trace.class_objects({n.model for n in nodes}) + trace.node_objects(nodes) + trace.slice_objects(nodes)
+    objects = sim._object_set(docs)
+    objects.extend(sim._object_set(trace.workload_objects(tasks)))
+    c = sim.build(objects)
+    frag = sim.FragModel(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
+    seq, cum = sim.arrivals(c, 1.3, np.random.default_rng([42, 0]))
+    seq = seq[:int(np.searchsorted(cum, 1.0 * c.total, side="right"))]
+    return nodes, {f"openb/{t.name}": t for t in tasks}, c, frag, seq
+
+
+def replay_errors(c, nodes, tasks, seq, log) -> list[str]:
+    """The placements checked with the CSV's numbers only (not draopt's arrays)."""
+    by_name = {n.name: n for n in nodes}
+    cpu: dict[str, int] = {}
+    mem: dict[str, int] = {}
+    gpu: dict[tuple[str, int], list[int]] = {}
+    errs = []
+    for si, got in zip(seq, log):
+        if got is None:
+            continue
+        t = tasks[c.shapes[si].pods[0]]
+        n = by_name[c.nodes[got[0]]]
+        cpu[n.name] = cpu.get(n.name, 0) + t.cpu_milli
+        mem[n.name] = mem.get(n.name, 0) + t.memory_mib
+        if cpu[n.name] > n.cpu_milli or mem[n.name] > n.memory_mib:
+            errs.append(f"{n.name}: over cpu or memory")
+        if len(got[1]) != t.num_gpu or len(set(got[1])) != len(got[1]):
+            errs.append(f"{t.name}: GPUs {got[1]} for {t.num_gpu}")
+        if t.gpu_spec and n.model not in t.gpu_spec:
+            errs.append(f"{t.name}: model {n.model} not in {t.gpu_spec}")
+        for d in got[1]:
+            shares = gpu.setdefault((n.name, d), [])
+            shares.append(t.gpu_milli)
+            if d >= n.gpus or sum(shares) > 1000 or (len(shares) > 1 and 1000 in shares):
+                errs.append(f"{n.name} gpu {d}: {shares}")
+    return errs
+
+
+def run(c, frag, seq, **kw):
+    st = sim.State(c)
+    pol = ob.OptimalBatch(c, frag, **kw)
+    snapshots = []
+    log = ob.run_batches(pol, st, seq, after=lambda k: snapshots.append((k, st.free.copy(), st.left.copy())))
+    return st, log, snapshots
+
+
+def test_replay_determinism_never_moves_and_beats_fgd(cut):
+    nodes, tasks, c, frag, seq = cut
+    st, log, snaps = run(c, frag, seq)
+    assert len(log) == len(seq)
+    assert replay_errors(c, nodes, tasks, seq, log) == []
+    assert st.placed == sum(g is not None for g in log) and st.placed + st.failed == len(seq)
+    assert st.failed > 0                      # 100 % arrived: the comparison below is not vacuous
+    allocated = sum(c.shapes[si].cons[g[0], d] for si, g in zip(seq, log) if g for d in g[1])
+    assert allocated == pytest.approx(st.allocated)
+    # Never moved: what a batch leaves is never given back later (free only shrinks), and the
+    # state at each batch's end is exactly its arrivals' placements applied to an empty cluster.
+    for (_, f0, l0), (_, f1, l1) in zip(snaps, snaps[1:]):
+        assert (f1 <= f0).all() and (l1 <= l0).all()
+    k, free, left = snaps[len(snaps) // 2]
+    again = sim.State(c)
+    for si, g in zip(seq[:k], log[:k]):
+        if g is not None:
+            again.take(c.shapes[si], g[0], g[1])
+    assert np.array_equal(again.free, free) and np.array_equal(again.left, left)
+    # Deterministic.
+    assert run(c, frag, seq)[1] == log
+    # Fewer GPUs unallocated than fgd on the same arrivals (seed 42 on this cut: 5.42 % vs 5.68 %;
+    # on 10 seeds of every trace see benchmarks/bench_online.py).
+    fgd = sim.State(c)
+    for si in seq:
+        s = c.shapes[si]
+        got = sim.place_one(fgd, s, "fgd", frag)
+        if got is not None:
+            fgd.take(s, got[0], got[1])
+    assert st.allocated > fgd.allocated
+
+
+def test_a_batch_fills_holes_first_and_stops_at_levels(cut):
+    """Greedy order: the task whose placement fragments least goes first, whatever its arrival
+    position; and run_batches never lets a batch cross a measuring stop."""
+    _, _, c, frag, seq = cut
+    st = sim.State(c)
+    table = ob.DeltaTable(st, frag)
+    batch = [c.shapes[int(i)] for i in seq[:20]]
+    first = min(range(len(batch)), key=lambda k: (float(table.delta[batch[k].index].min()), k))
+    calls = []
+    table_take = table.take
+    table.take = lambda s, n: calls.append(s) or table_take(s, n)
+    ob.place_batch(table, batch, size_weight=0.0)
+    assert calls[0] is batch[first]
+    stops = []
+    pol = ob.OptimalBatch(c, frag, batch=7)
+    ob.run_batches(pol, sim.State(c), seq[:40], stops=[10, 24], after=stops.append)
+    assert stops == [7, 10, 17, 24, 31, 38, 40]
+
+
+def test_bad_parameters(cut):
+    _, _, c, frag, _ = cut
+    with pytest.raises(InputError, match="batch 0"):
+        ob.OptimalBatch(c, frag, batch=0)
+    with pytest.raises(InputError, match="unknown order"):
+        ob.OptimalBatch(c, frag, order="random")
