@@ -78,6 +78,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
                 agg[key] = round(agg.get(key, 0) + st[key], 3)
         if "proof" in st:
             stats["proof"] = st["proof"]
+        for key, v in st.items():
+            if key.startswith("colgen_"):   # column generation's figures (the largest part's)
+                stats[key] = v
         for key in proven:
             proven[key] = proven[key] and st["proven"][key]
         statuses[st["status"]] += 1
@@ -217,6 +220,9 @@ def _solver(seconds: float, hard_stop: float) -> cp_model.CpSolver:
 
 def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget, hard_stop):
     t0 = time.perf_counter()
+    from .colgen import MIN_NODES, ColumnGeneration
+    if len(node_names) >= MIN_NODES and ColumnGeneration.accepts(prep, kind_ids, node_names, cluster, workload) is None:
+        return _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, hard_stop)
     try:
         b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget),
                   deadline=hard_stop)
@@ -325,6 +331,26 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     stats["status"] = "OPTIMAL" if all(stats["proven"].values()) else "FEASIBLE"
     stats["build_solve_s"] = round(time.perf_counter() - t0, 3)
     return {"built": b, "values": values}, stats
+
+
+def _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, hard_stop):
+    """A large part of counted kinds on few classes of interchangeable nodes: column generation
+    (colgen.py) proves a bound of the placed value and places from its columns."""
+    from .colgen import ColumnGeneration
+    t0 = time.perf_counter()
+    warm = {p.key: ff_by_pod[p.key].node for i in kind_ids for p in prep.kinds[i].pods}
+    cg = ColumnGeneration()
+    sol = cg.apply(prep, cluster, workload, book, kind_ids, node_names, deadline=hard_stop, warm=warm)
+    proven = sol.objective >= sol.bound
+    stats: dict[str, Any] = dict(sol.stats)
+    stats.update({"objective": sol.objective, "bound": sol.bound, "variables": len(sol.columns), "constraints": 0,
+                  "build_s": round(time.perf_counter() - t0, 3), "status": "FEASIBLE",
+                  # Column generation keeps the first objective only: preferences (none: see
+                  # ColumnGeneration.accepts) and packing are not its goal.
+                  "proven": {"placed": proven, "preferences": True, "packing": False}})
+    if proven:
+        stats["proof"] = "column generation: the placed value reaches the bound of its configuration LP"
+    return {"colgen": ColumnGeneration.invert(sol, prep, kind_ids)}, stats
 
 
 def _complete_hint(m: cp_model.CpModel, hint: dict, seconds: float, hard_stop: float,
@@ -507,8 +533,14 @@ def _decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, so
     val = sol.get("values", {})
     taken: dict = {}
     assignment = _pattern_assignment(b, val) if b is not None else {}
+    chosen = None
+    if "colgen" in sol:
+        assignment, chosen = sol["colgen"]
     for kind in kinds:
-        if kind.counted and kind.unit_size > 1:
+        if chosen is not None:
+            _decode_counted(prep, cluster, workload, None, {}, kind, book, share_id, taken, out, assignment,
+                            chosen=chosen[kind.index])
+        elif kind.counted and kind.unit_size > 1:
             _decode_units(prep, cluster, b, val, kind, book, share_id, taken, out)
         elif kind.counted:
             _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment)
@@ -569,7 +601,9 @@ def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
     return o, val
 
 
-def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment) -> None:
+def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment,
+                    chosen=None) -> None:
+    """`chosen`: the kind's placed pods (column generation), else the model's totals say."""
     owners = {name: o for o in b.owners if o.counted and o.kind is kind
               for name in (o.spans or [o.node.name])} if b is not None else {}
     per_node = [(name, val.get(var, 0)) for (ki, name), var in b.k.items() if ki == kind.index] if b is not None else []
@@ -579,7 +613,7 @@ def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken
     index = {n.name: n.index for n in cluster.nodes}
     per_node.sort(key=lambda nk: index[nk[0]])
     # Which pods: each (priority, gang) class gets its count, in queue order.
-    chosen_pods = []
+    chosen_pods = list(chosen or [])
     for (ki, ck), var in (b.totals.items() if b is not None else []):
         if ki != kind.index:
             continue

@@ -44,8 +44,9 @@ class NodeClass:
     rep_owners: dict[int, Any] = field(default_factory=dict)   # kind -> Owner on the representative
 
 
-def node_classes(prep, kinds, node_names: set[str], cluster) -> list[NodeClass]:
-    """Classes of at least two interchangeable nodes."""
+def node_classes(prep, kinds, node_names: set[str], cluster, min_size: int = 2) -> list[NodeClass]:
+    """Classes of at least `min_size` interchangeable nodes (1: every node that can be classed,
+    each alone if need be; column generation covers a whole part this way)."""
     kinds_on: dict[str, list[int]] = {}
     blocked: set[str] = set()
     for kind in kinds:
@@ -66,7 +67,7 @@ def node_classes(prep, kinds, node_names: set[str], cluster) -> list[NodeClass]:
         sig = _signature(prep, node, kinds_on[node.name], refs)
         if sig is not None:
             groups.setdefault(sig, []).append(node)
-    return [NodeClass(nodes, list(kinds_on[nodes[0].name])) for nodes in groups.values() if len(nodes) >= 2]
+    return [NodeClass(nodes, list(kinds_on[nodes[0].name])) for nodes in groups.values() if len(nodes) >= min_size]
 
 
 def _signature(prep, node, kind_ids: list[int], refs) -> tuple | None:
@@ -175,17 +176,18 @@ class _OneNode:
     """The one model on the representative node, packed; each check fixes the pods per kind
     through the bounds of their count variables."""
 
-    def __init__(self, nc, prep, cluster, workload, book):
+    def __init__(self, nc, prep, cluster, workload, book, packed: bool = True):
+        """`packed`: checks minimise the packing objective (else any feasible values)."""
         from .model import build
         from .optimal import _packing_objective
         rep = nc.nodes[0]
         self.b = build(prep, cluster, workload, book, nc.kinds, {rep.name}, one_node=True)
         self.vars = [self.b.k.get((ki, rep.name)) for ki in nc.kinds]
-        expr = _packing_objective(self.b)
+        expr = _packing_objective(self.b) if packed else None
         if expr is not None:
             self.b.model.cp.minimize(expr)
 
-    def solve(self, counts) -> Configuration | None:
+    def solve(self, counts, seconds: float = 5.0) -> Configuration | None:
         b = self.b
         saved = []
         for var, n in zip(self.vars, counts):
@@ -204,13 +206,18 @@ class _OneNode:
             solver = cp_model.CpSolver()
             solver.parameters.num_workers = 1
             solver.parameters.random_seed = 0
-            solver.parameters.max_time_in_seconds = 5.0
+            solver.parameters.max_time_in_seconds = max(0.01, seconds)
             status = solver.solve(b.model.cp)
         finally:
             for d, lo, hi in saved:
                 d[0], d[1] = lo, hi
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None
+        return self.configuration(solver, tuple(counts))
+
+    def configuration(self, solver, counts: tuple[int, ...]) -> Configuration:
+        """The configuration a solve of this model found (its values on the representative)."""
+        b = self.b
         values: dict[tuple, int] = {}
         devices = 0
         for o in b.owners:
@@ -225,7 +232,7 @@ class _OneNode:
                 for e, v in chosen.items():
                     values[(o.kind.index, "wit", wkey, e)] = solver.value(v)
         fresh = sum(solver.value(t) for t in b.packing["counter_sets"])
-        return Configuration(tuple(counts), values, devices, fresh)
+        return Configuration(counts, values, devices, fresh)
 
 
 def representative_owners(nc, prep, cluster, workload, book) -> dict[int, Any]:

@@ -1,0 +1,109 @@
+"""Column generation (draopt/placement/colgen.py): its placements pass the checker, its bound
+is at least what it places and equals the optimum the one model proves on small cases, and a
+stop for time is said."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from draopt import simulate as sim
+from draopt import trace
+from draopt.loader import load_files
+from draopt.placement import colgen, place
+from draopt.placement.check import check_placement
+
+OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
+
+NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(
+    f"a-{i},32000,131072,4,T4\n" for i in range(3)) + "".join(f"b-{i},64000,262144,8,G2\n" for i in range(2)) + \
+    "c-0,16000,65536,2,P100\n"
+TASKS = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec
+t-00,4000,8192,1,1000,
+t-01,2000,4096,1,300,
+t-02,2000,4096,1,700,
+t-03,8000,16384,2,1000,
+t-05,6000,8192,1,500,T4
+t-06,12000,32768,4,1000,G2|P100
+t-07,1000,2048,1,250,
+t-11,1000,1024,1,150,
+"""
+
+
+def _cluster(tmp_path, nodes_csv: str):
+    p = tmp_path / "nodes.csv"
+    p.write_text(nodes_csv)
+    out = tmp_path / "cluster.yaml"
+    out.write_text(trace.dump_yaml(trace.import_trace(str(p), None)))
+    return str(out)
+
+
+def _objects(cluster: str, tasks):
+    objects = load_files([cluster])
+    objects.extend(sim._object_set(trace.workload_objects(tasks)))
+    return objects
+
+
+def _batch(tmp_path, nodes_csv, tasks_csv, level, seed=0):
+    p = tmp_path / "tasks.csv"
+    p.write_text(tasks_csv)
+    c = sim.build(_objects(_cluster(tmp_path, nodes_csv), trace.read_tasks(str(p))))
+    seq, _ = sim.arrivals(c, level, np.random.default_rng([seed, 0]))
+    return c, [c.shapes[i] for i in seq]
+
+
+def _place(c, batch, time_limit=20.0):
+    objs = sim.residual_objects(sim.State(c), [(s, f"p{k:05d}") for k, s in enumerate(batch)])
+    return place(objs, policy="optimal", time_limit=time_limit)
+
+
+@pytest.mark.parametrize("level,seed", [(1.3, 0), (1.6, 1)])
+def test_bound_equals_the_one_models_optimum_on_small_clusters(tmp_path, monkeypatch, level, seed):
+    c, batch = _batch(tmp_path, NODES, TASKS, level, seed)
+    exact = _place(c, batch)
+    assert exact.result.stats["proven"]["placed"]
+    assert "colgen_rounds" not in exact.result.stats
+    monkeypatch.setattr(colgen, "MIN_NODES", 0)
+    got = _place(c, batch)
+    st = got.result.stats
+    assert st["colgen_rounds"] >= 1 and st["colgen_converged"]
+    assert check_placement(got) == []
+    assert st["objective"] <= st["bound"]
+    assert st["objective"] == got.result.weighted_placed()
+    # The LP bound of a cutting-stock master may exceed the integer optimum, never fall below it.
+    assert st["bound"] >= exact.result.stats["objective"]
+    assert st["bound"] - exact.result.stats["objective"] <= 0.05 * st["bound"]
+    if st["proven"]["placed"]:
+        assert st["objective"] == exact.result.stats["objective"]
+
+
+def test_stopped_early_is_said_and_the_bound_still_holds(tmp_path, monkeypatch):
+    c, batch = _batch(tmp_path, NODES, TASKS, 1.6, 1)
+    exact = _place(c, batch)
+    monkeypatch.setattr(colgen, "MIN_NODES", 0)
+    monkeypatch.setattr(colgen, "LP_SHARE", 0.0)   # no time for the generation at all
+    got = _place(c, batch)
+    st = got.result.stats
+    assert "time limit" in st["colgen_stopped"] and not st["colgen_converged"]
+    assert st["bound"] >= exact.result.stats["objective"] >= st["objective"]
+    assert check_placement(got) == []
+
+
+@pytest.mark.skipif(not OPENB.is_dir(), reason="openb trace not in ../shared/data/openb")
+def test_openb_cut_passes_the_checker(tmp_path, monkeypatch):
+    """Every 8th openb GPU node, a small sample of the default trace past its capacity."""
+    nodes = trace.read_nodes(str(OPENB / "openb_node_list_gpu_node.csv"))[::8]
+    cluster = tmp_path / "c.yaml"
+    objs = trace.class_objects({n.model for n in nodes}) + trace.node_objects(nodes) + trace.slice_objects(nodes)
+    cluster.write_text(trace.dump_yaml(objs))
+    tasks = trace.read_tasks(str(OPENB / "openb_pod_list_default.csv"))[::40]
+    c = sim.build(_objects(str(cluster), tasks))
+    seq, _ = sim.arrivals(c, 1.0, np.random.default_rng([0, 0]))
+    batch = [c.shapes[i] for i in seq]
+    monkeypatch.setattr(colgen, "MIN_NODES", 0)
+    got = _place(c, batch, time_limit=10.0)
+    st = got.result.stats
+    assert st["colgen_rounds"] >= 1
+    assert check_placement(got) == []
+    assert st["first_fit_objective"] <= st["objective"] <= st["bound"]
