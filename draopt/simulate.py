@@ -60,6 +60,7 @@ from .quantity import Quantity
 
 ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
 POLICIES = ONLINE_POLICIES + ("optimal-batch",)
+DEFAULT_POLICIES = "first-fit,best-fit,least-allocated,fgd"
 OFFLINE = "offline-optimum"
 DEFAULT_CAPACITY = "gpu.example.com/milli"
 _UNLIMITED = ("cpu", "memory", "pods", "ephemeral-storage")
@@ -828,8 +829,12 @@ def register(sub) -> None:
                    help="levels of requested GPU capacity / cluster GPU capacity (or a list: 0.9,1.0)")
     p.add_argument("--runs", type=_positive_int, default=3, metavar="N")
     p.add_argument("--seed", type=int, default=0, metavar="S")
-    p.add_argument("--policy", default="first-fit,best-fit,least-allocated,fgd", metavar="P,...",
-                   help=f"comma-separated: {', '.join(POLICIES)}")
+    p.add_argument("--protocol", default="draopt", choices=("draopt", "fgd-paper"),
+                   help="draopt: fresh samples per run (default); fgd-paper: the FGD paper's protocol as its "
+                        "authors' simulator runs it (draopt.paper_protocol; seeds S..S+N-1)")
+    p.add_argument("--policy", default=None, metavar="P,...",
+                   help=f"comma-separated: {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); under "
+                        "fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)")
     p.add_argument("--offline-optimum", action="store_true",
                    help="also place all tasks of each level at once, optimally (with its proven gap)")
     p.add_argument("--batch", type=_positive_int, default=50, metavar="K", help="optimal-batch: arrivals per batch")
@@ -907,7 +912,8 @@ def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate
 def cmd_simulate(args) -> int:
     from .loader import load_files
     levels = parse_levels(args.inflation)
-    policies = parse_policies(args.policy)
+    paper = args.protocol == "fgd-paper"
+    policies = [] if paper else parse_policies(args.policy or DEFAULT_POLICIES)
     if args.plot:
         import importlib.util
         if importlib.util.find_spec("matplotlib") is None:      # checked before a long run, not after
@@ -923,6 +929,9 @@ def cmd_simulate(args) -> int:
     load_s = time.perf_counter() - t0
     t_build = time.perf_counter()
     c = build(objects, capacity_name=args.capacity)
+    if paper:
+        from .paper_protocol import cmd_simulate_paper
+        return cmd_simulate_paper(args, c, levels, load_s)
     if "kube-scheduler" in policies or args.scheduler_config:
         from .scheduler import SchedulerConfig, load_config
         from .scheduler.trace import TraceScheduler
