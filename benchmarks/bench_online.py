@@ -5,11 +5,12 @@
   python benchmarks/bench_online.py --every 8 --seeds 42:52  # every 8th node (152)
   python benchmarks/bench_online.py --traces default --batch 50,100,200 --size-weight 0,0.3
 
-Arrivals: `--protocol default` is draopt simulate's (tasks sampled with replacement until the
-requested GPU reaches the level); `--protocol fgd-paper` is the FGD paper's (draopt.paper_protocol,
-when that module is present: it says so and stops when it is not). fgd is draopt.simulate's
-(`place_one(..., "fgd")`); `--fgd table` uses online_batch's delta table in arrival order
-instead (the same rule, much faster; float ties may pick another equal node).
+Arrivals: `--protocol fgd-paper` is the FGD paper's (draopt.paper_protocol: seeded shuffle, -tune
+1.3, the whole run to 130 %, unallocated % of the arrived-% bin of --level, fgd after the
+authors' fgd_score.go); `--protocol default` is draopt simulate's (tasks sampled with replacement
+until the requested GPU reaches --level; fgd is draopt.simulate's `place_one(..., "fgd")`, or with
+`--fgd table` online_batch's delta table in arrival order: the same rule, faster, float ties may
+pick another equal node). Wall time per seed is the whole run's.
 Every placement is replayed from the CSV numbers alone (no node over cpu or memory, no GPU over
 1000 milli, whole-GPU tasks alone on their GPUs, gpu_spec models kept).
 Reads ../shared/data/openb/ (not part of the repository; stops when it is missing).
@@ -77,13 +78,22 @@ def replay(c: sim.SimCluster, nodes, tasks, seq, log) -> list[str]:
 
 
 def arrivals(c, seed: int, protocol: str):
-    """(shape indices, cumulative requested GPU) of one seed's arrivals up to 130 %."""
-    if protocol == "default":
-        return sim.arrivals(c, 1.3, np.random.default_rng([seed, 0]))
+    """draopt's protocol: (shape indices, cumulative requested GPU) of a seed's arrivals to 130 %."""
+    return sim.arrivals(c, 1.3, np.random.default_rng([seed, 0]))
+
+
+def paper_run(c, arr, label: str, cfg):
+    """The paper's protocol: the whole run (to 130 %), unallocated % in the bin of `--level`
+    (merge_alloc_discrete's binning), the log and the arrivals' shapes for the replay."""
     from draopt import paper_protocol as pp
-    got = pp.paper_arrivals(c, seed, tune=1.3)
-    seq = np.asarray(got[0] if isinstance(got, tuple) else got)
-    return seq, np.cumsum([c.shapes[int(i)].request for i in seq])
+    pol = "fgd" if cfg is None else ob.PaperOptimalBatch(sim.FragModel, batch=cfg[0], size_weight=cfg[1])
+    r = pp.run_paper(c, arr, pol)
+    b = round(LEVEL * 100)
+    u = 100 - pp.bin_seed(r.arrived, r.allocated, pp.prepare(c).gpus, [b])[b]
+    return u, [(x[1], x[2]) if x else None for x in r.log], [int(s) for s in arr.shapes]
+
+
+LEVEL = 1.0
 
 
 def run_fgd(c, frag, seq, how: str):
@@ -111,7 +121,7 @@ def main() -> int:
     ap.add_argument("--batch", default=str(ob.DEFAULT_BATCH), help="K, or a comma list to compare")
     ap.add_argument("--size-weight", default=str(ob.DEFAULT_SIZE_WEIGHT), help="a value or a comma list")
     ap.add_argument("--level", type=float, default=1.0, help="arrived share measured (default 1.0)")
-    ap.add_argument("--protocol", default="default", choices=("default", "fgd-paper"))
+    ap.add_argument("--protocol", default="fgd-paper", choices=("default", "fgd-paper"))
     ap.add_argument("--fgd", default="simulate", choices=("simulate", "table", "none"))
     args = ap.parse_args()
     if not OPENB.is_dir():
@@ -122,6 +132,8 @@ def main() -> int:
         if importlib.util.find_spec("draopt.paper_protocol") is None:
             print("bench_online: --protocol fgd-paper needs draopt/paper_protocol.py, which is absent", file=sys.stderr)
             return 2
+    global LEVEL
+    LEVEL = args.level
     lo, hi = (int(x) for x in args.seeds.split(":"))
     configs = [(int(k), float(w)) for k in args.batch.split(",") for w in args.size_weight.split(",")]
     problems = 0
@@ -135,13 +147,29 @@ def main() -> int:
         res: dict[str, list[float]] = {}
         secs: dict[str, list[float]] = {}
         for seed in range(lo, hi):
-            seq, cum = arrivals(c, seed, args.protocol)
-            seq = seq[:int(np.searchsorted(cum, args.level * c.total, side="right"))]
-            line = f"  seed {seed}: {len(seq)} arrivals"
+            if args.protocol == "fgd-paper":
+                from draopt import paper_protocol as pp
+                arr = pp.paper_arrivals(c, seed, tune=1.3)
+                line = f"  seed {seed}: {len(arr.shapes)} arrivals (to 130 %)"
+            else:
+                seq, cum = arrivals(c, seed, args.protocol)
+                seq = seq[:int(np.searchsorted(cum, args.level * c.total, side="right"))]
+                line = f"  seed {seed}: {len(seq)} arrivals"
             runs = [] if args.fgd == "none" else [("fgd", None)]
             runs += [(f"ob K={k} w={w:g}", (k, w)) for k, w in configs]
             for label, cfg in runs:
                 t = time.perf_counter()
+                if args.protocol == "fgd-paper":
+                    u, log, seq_run = paper_run(c, arr, label, cfg)
+                    dt = time.perf_counter() - t
+                    errs = replay(c, nodes, tasks, seq_run, log)
+                    problems += len(errs)
+                    for e in errs[:3]:
+                        print(f"    CHECK FAILED {label}: {e}")
+                    res.setdefault(label, []).append(u)
+                    secs.setdefault(label, []).append(dt)
+                    line += f"  {label} {u:.3f} % ({dt:.1f} s)"
+                    continue
                 if cfg is None:
                     st, log = run_fgd(c, frag, seq, args.fgd)
                 else:

@@ -25,95 +25,143 @@ if TYPE_CHECKING:       # draopt.simulate imports this module to run the policy:
     from .simulate import FragModel, Shape, SimCluster, State
 
 
-@dataclass
-class _Stacked:
-    """Every shape of the cluster as stacked arrays (shape index = position)."""
-    demand: np.ndarray      # [T, R]
-    count: np.ndarray       # [T]
-    compat: np.ndarray      # [T, N, D]
-    cons: np.ndarray        # [T, N, D]
-    node_ok: np.ndarray     # [T, N]
+class _Kind:
+    """One kind of node (`SimCluster.group`: same devices, same filters) seen by the shapes:
+    shapes alike on it (same count, node resources, usable devices and consumption) fall in one
+    class: they have the same options there and the same part in the fragmentation."""
 
+    def __init__(self, c: SimCluster, p: np.ndarray, node: int):
+        keys: dict[bytes, int] = {}
+        cls = np.zeros(len(c.shapes), dtype=np.int64)
+        reps: list[int] = []
+        for s in c.shapes:
+            ok = bool(s.node_ok[node]) and (s.count == 0 or int(s.compat[node].sum()) >= s.count)
+            key = b"never" if not ok and s.count else b"".join(
+                (np.int64(s.count).tobytes(), s.demand.tobytes(), s.compat[node].tobytes(),
+                 s.cons[node].tobytes(), bytes([ok])))
+            k = keys.setdefault(key, len(keys))
+            if k == len(reps):
+                reps.append(s.index)
+            cls[s.index] = k
+        self.cls, self.reps = cls, np.array(reps)
+        weight = np.bincount(cls, weights=p, minlength=len(reps))
+        first = [c.shapes[i] for i in reps]
+        never = np.array([key == b"never" for key in keys])
+        count = np.array([s.count for s in first])
+        # Fragmentation's parts: shapes without a device and shapes that never fit count all
+        # free device capacity; the others what they cannot use (simulate.FragModel.frag).
+        self.p_all = float(weight[(count == 0) | never].sum())
+        g = (count > 0) & ~never
+        self.p = weight[g]
+        self.count = count[g]
+        self.dem = np.stack([first[i].demand for i in np.flatnonzero(g)]) if g.any() else None
+        self.compat = np.stack([first[i].compat[node] for i in np.flatnonzero(g)]) if g.any() else None
+        self.cons = np.stack([first[i].cons[node] for i in np.flatnonzero(g)]) if g.any() else None
+        # Options: one per class that can fit (never-fitting classes have none).
+        self.opt = np.array([i for i in range(len(reps)) if not never[i]], dtype=np.int64)
+        self.opt_count = count[self.opt]
+        self.opt_dem = np.stack([first[i].demand for i in self.opt])
+        self.opt_compat = np.stack([first[i].compat[node] for i in self.opt])
+        self.opt_cons = np.stack([first[i].cons[node] for i in self.opt])
+        self.opt_ok = np.array([bool(first[i].node_ok[node]) for i in self.opt])
 
-def _stack(c: SimCluster) -> _Stacked:
-    return _Stacked(np.stack([s.demand for s in c.shapes]), np.array([s.count for s in c.shapes]),
-                    np.stack([s.compat for s in c.shapes]), np.stack([s.cons for s in c.shapes]),
-                    np.stack([s.node_ok for s in c.shapes]))
+    def frag(self, free: np.ndarray, left: np.ndarray) -> np.ndarray:
+        """Expected fragmentation of states of a node of this kind (free [C, R], left [C, D])."""
+        lp = np.clip(left, 0, None)
+        total = lp.sum(axis=1)
+        out = self.p_all * total
+        if self.dem is not None:
+            use = self.compat[:, None, :] & (left[None] >= self.cons[:, None, :]) & (left[None] > 0)
+            fits = (use.sum(axis=2) >= self.count[:, None]) & (free[None] >= self.dem[:, None, :]).all(axis=2)
+            lost = np.where(use, 0.0, lp[None]).sum(axis=2)
+            out = out + self.p @ np.where(fits, lost, total[None])
+        return out
 
 
 class DeltaTable:
     """FGD fragmentation delta of placing one task of each shape on each node, and the devices
     that delta is for (FGD's own choice on that node: the GPU whose use fragments least, first
     by index on ties; multi-GPU tasks take the first usable GPUs, as `simulate._fgd` does).
-    `delta[s, n]` is +inf where shape s does not fit node n."""
+    `delta[s, n]` is +inf where shape s does not fit node n. The fragmentation is `frag`'s
+    (simulate.FragModel: the trace's shapes weighted by frequency), computed per kind of node
+    on classes of alike shapes."""
 
     def __init__(self, st: State, frag: FragModel):
         c = st.c
+        if len(frag.p) != len(c.shapes):
+            raise InputError("optimal-batch: the FGD model must weigh every shape of the cluster "
+                             f"({len(frag.p)} weights for {len(c.shapes)} shapes)")
         self.st, self.frag, self.c = st, frag, c
-        self.x = _stack(c)
+        kinds: dict[int, _Kind] = {}
+        self.kind = [kinds.setdefault(int(g), None) for g in c.group]
+        for n, g in enumerate(c.group):
+            if kinds[int(g)] is None:
+                kinds[int(g)] = _Kind(c, frag.p, n)
+            self.kind[n] = kinds[int(g)]
         self.delta = np.full((len(c.shapes), c.n), np.inf)
-        self.devs: list[list[list[int] | None]] = [[None] * c.n for _ in c.shapes]
+        self.devs: list[dict[int, list[int]]] = [{} for _ in range(c.n)]
         for n in range(c.n):
             self.refresh(n)
 
     def refresh(self, n: int) -> None:
         """Recompute node n's column (after its state changed)."""
-        st, x = self.st, self.x
-        free, left = st.free[n], st.left[n]
-        ok = (free[None] >= x.demand).all(axis=1) & x.node_ok[:, n]
-        use = x.compat[:, n, :] & (left[None] >= x.cons[:, n, :]) & ok[:, None]
-        ok &= (use.sum(axis=1) >= x.count)
-        self.delta[:, n] = np.inf
-        cand_s: list[np.ndarray] = []
+        kd = self.kind[n]
+        free, left = self.st.free[n], self.st.left[n]
+        ok = (free[None] >= kd.opt_dem).all(axis=1) & kd.opt_ok
+        use = kd.opt_compat & (left[None] >= kd.opt_cons) & ok[:, None]
+        ok &= use.sum(axis=1) >= kd.opt_count
+        col = np.full(len(kd.reps), np.inf)
+        devs: dict[int, list[int]] = {}
+        cand_o: list[np.ndarray] = []
         cand_left: list[np.ndarray] = []
         cand_devs: list[list[int]] = []
         # No device: only the node resources change.
-        s0 = np.flatnonzero(ok & (x.count == 0))
-        cand_s.append(s0)
-        cand_left.append(np.repeat(left[None], len(s0), axis=0))
-        cand_devs += [[] for _ in s0]
+        o0 = np.flatnonzero(ok & (kd.opt_count == 0))
+        cand_o.append(o0)
+        cand_left.append(np.repeat(left[None], len(o0), axis=0))
+        cand_devs += [[] for _ in o0]
         # One device: each GPU with a distinct capacity left (same left, same state: the first).
-        s1, d1 = np.nonzero(use & (ok & (x.count == 1))[:, None])
-        if s1.size:
-            key = s1.astype(np.int64) * (1 << 32) + left[d1].astype(np.int64)
+        o1, d1 = np.nonzero(use & (ok & (kd.opt_count == 1))[:, None])
+        if o1.size:
+            key = o1.astype(np.int64) * (1 << 32) + left[d1].astype(np.int64)
             _, first = np.unique(key, return_index=True)
             first.sort()
-            s1, d1 = s1[first], d1[first]
-            la = np.repeat(left[None], len(s1), axis=0)
-            la[np.arange(len(s1)), d1] -= x.cons[s1, n, d1]
-            cand_s.append(s1)
+            o1, d1 = o1[first], d1[first]
+            la = np.repeat(left[None], len(o1), axis=0)
+            la[np.arange(len(o1)), d1] -= kd.opt_cons[o1, d1]
+            cand_o.append(o1)
             cand_left.append(la)
             cand_devs += [[int(d)] for d in d1]
         # Several devices: the first usable ones.
-        sm = np.flatnonzero(ok & (x.count > 1))
-        if sm.size:
-            u = use[sm]
-            pick = u & (np.cumsum(u, axis=1) <= x.count[sm][:, None])
-            cand_s.append(sm)
-            cand_left.append(left[None] - np.where(pick, x.cons[sm, n, :], 0.0))
+        om = np.flatnonzero(ok & (kd.opt_count > 1))
+        if om.size:
+            u = use[om]
+            pick = u & (np.cumsum(u, axis=1) <= kd.opt_count[om][:, None])
+            cand_o.append(om)
+            cand_left.append(left[None] - np.where(pick, kd.opt_cons[om], 0.0))
             cand_devs += [[int(d) for d in np.flatnonzero(p)] for p in pick]
-        s_all = np.concatenate(cand_s)
-        if not s_all.size:
-            return
-        l_all = np.concatenate(cand_left)
-        f_all = free[None] - x.demand[s_all]
-        nodes = np.full(len(s_all), n)
-        before = float(self.frag.frag(np.array([n]), free[None], left[None])[0])
-        # Rounded: float noise from how numpy sums must not break ties (deterministic either way).
-        d_all = np.round(self.frag.frag(nodes, f_all, l_all) - before, 6)
-        # Per shape the smallest delta, first candidate (lowest GPU) on ties: candidates of a
-        # shape are contiguous and in GPU order, so a stable sort by (shape, delta) keeps it.
-        order = np.lexsort((d_all, s_all))
-        s_sorted = s_all[order]
-        head = np.ones(len(order), dtype=bool)
-        head[1:] = s_sorted[1:] != s_sorted[:-1]
-        for k in order[head]:
-            s = int(s_all[k])
-            self.delta[s, n] = d_all[k]
-            self.devs[s][n] = cand_devs[k]
+        o_all = np.concatenate(cand_o)
+        if o_all.size:
+            l_all = np.concatenate(cand_left)
+            f_all = free[None] - kd.opt_dem[o_all]
+            before = float(kd.frag(free[None], left[None])[0])
+            # Rounded: float noise from how numpy sums must not break ties (deterministic either way).
+            d_all = np.round(kd.frag(f_all, l_all) - before, 6)
+            # Per class the smallest delta, first candidate (lowest GPU) on ties: candidates of a
+            # class are contiguous and in GPU order, so a stable sort by (class, delta) keeps it.
+            order = np.lexsort((d_all, o_all))
+            o_sorted = o_all[order]
+            head = np.ones(len(order), dtype=bool)
+            head[1:] = o_sorted[1:] != o_sorted[:-1]
+            for k in order[head]:
+                cl = int(kd.opt[o_all[k]])
+                col[cl] = d_all[k]
+                devs[cl] = cand_devs[k]
+        self.delta[:, n] = col[kd.cls]
+        self.devs[n] = devs
 
     def take(self, s: Shape, n: int) -> list[int]:
-        devs = self.devs[s.index][n]
+        devs = self.devs[n][int(self.kind[n].cls[s.index])]
         self.st.take(s, n, devs)
         self.refresh(n)
         return devs
@@ -216,3 +264,47 @@ def run_batches(policy: OptimalBatch, st: State, seq, stops: list[int] | None = 
         if after is not None:
             after(k)
     return log
+
+
+class PaperOptimalBatch:
+    """`optimal-batch` under the FGD paper's protocol (draopt.paper_protocol's batch-policy
+    interface): `choose_batch(ctx, shape_indices)` returns the batch's placements and the
+    protocol applies them in arrival order (any order is valid: they were feasible together).
+    The policy plans on a private copy of the run's State, checked equal to the protocol's at
+    every batch (copied again if not), so it never writes the protocol's state itself.
+    `frag_model(c, weights)`: the FGD model class (simulate.FragModel; passed in, not imported,
+    so that this module imports neither the simulator nor the protocol)."""
+
+    name = "optimal-batch"
+
+    def __init__(self, frag_model, *, batch: int = DEFAULT_BATCH, size_weight: float = DEFAULT_SIZE_WEIGHT):
+        if not isinstance(batch, int) or batch < 1:
+            raise InputError(f"optimal-batch: batch {batch!r}: a whole number, at least 1")
+        self.frag_model, self.batch, self.size_weight = frag_model, batch, size_weight
+        self._frag: dict[int, FragModel] = {}
+        self._policy: OptimalBatch | None = None
+        self._st: State | None = None
+
+    def start(self, ctx) -> None:
+        c = ctx.c
+        frag = self._frag.get(id(c))
+        if frag is None:
+            frag = self._frag[id(c)] = self.frag_model(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
+        self._policy = OptimalBatch(c, frag, batch=self.batch, size_weight=self.size_weight)
+        self._st = self._copy(ctx.st)
+
+    @staticmethod
+    def _copy(st: State) -> State:
+        mine = type(st)(st.c)
+        mine.free[:], mine.left[:] = st.free, st.left
+        mine.allocated, mine.placed, mine.failed = st.allocated, st.placed, st.failed
+        return mine
+
+    def choose_batch(self, ctx, shape_indices) -> list[tuple[int, list[int]] | None]:
+        if self._policy is None:
+            raise InputError("optimal-batch: choose_batch before start (the protocol calls start first)")
+        st = ctx.st
+        if not (np.array_equal(self._st.free, st.free) and np.array_equal(self._st.left, st.left)):
+            self._st = self._copy(st)
+        c = ctx.c
+        return self._policy.place(self._st, [c.shapes[int(i)] for i in shape_indices])
