@@ -79,8 +79,11 @@ class ColumnGeneration:
                 return "gangs"
             if len({p.priority for p in kind.pods}) > 1:
                 return "a kind with several priorities"
-            for (ki, _), problem in prep.problems.items():
-                if ki == kind.index and any(g.has_subrequests for cl in problem.claims for g in cl.requests):
+        seen: set[int] = set()
+        for problem in prep.problems.values():   # problems are shared by nodes alike: each looked at once
+            if id(problem) not in seen:
+                seen.add(id(problem))
+                if any(g.has_subrequests for cl in problem.claims for g in cl.requests):
                     return "prioritized lists (preferences are the model's second objective)"
         classes = node_classes(prep, kinds, node_names, cluster, min_size=1)
         if len(classes) > MAX_CLASSES:
@@ -147,7 +150,7 @@ class ColumnGeneration:
                     stopped = "the time limit ran out during the column generation"
                     break
                 reduced = {ki: value[ki] - pi[ki] for ki in nc.kinds}
-                got = _price(ones[j], reduced, nc.kinds, min(5.0, left))
+                got = _price(ones[j], reduced, nc.kinds, min(5.0, left), wall=left)
                 if got is None:
                     stopped = "a pricing model found nothing in time"
                     break
@@ -251,7 +254,7 @@ class _Master:
         return self.objective.Value(), pi, mu
 
 
-def _price(one: _OneNode, reduced: dict[int, float], kinds: list[int], seconds: float):
+def _price(one: _OneNode, reduced: dict[int, float], kinds: list[int], seconds: float, wall: float):
     """The best configuration of the representative under `reduced` values per pod of a kind:
     (configuration or None, proven upper bound of its reduced value, proven optimal), or None
     if the solver found nothing in time."""
@@ -274,7 +277,7 @@ def _price(one: _OneNode, reduced: dict[int, float], kinds: list[int], seconds: 
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = max(0.05, seconds)
-    solver.parameters.max_time_in_seconds = max(0.05, seconds * 3)
+    solver.parameters.max_time_in_seconds = max(0.05, min(seconds * 3, wall))   # a hard stop
     status = solver.solve(cp)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
@@ -326,7 +329,7 @@ def _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor, hard_
     solver.parameters.random_seed = 0
     left = max(0.1, hard_stop - time.perf_counter())
     solver.parameters.max_deterministic_time = left
-    solver.parameters.max_time_in_seconds = left * 1.5
+    solver.parameters.max_time_in_seconds = left   # wall time: the time limit is kept
     status = solver.solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if floor:
