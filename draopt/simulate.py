@@ -540,7 +540,8 @@ def solve_optimal(st: State, batch: list[Shape], *, time_limit: float, apply: bo
     stats = outcome.result.stats
     return {"placed_request": placed_request, "bound": float(stats.get("bound", 0) or 0),
             "objective": float(stats.get("objective", 0) or 0), "gap": stats.get("gap"),
-            "status": stats.get("status"), "solve_s": stats.get("solve_s")}
+            "status": stats.get("status"), "solve_s": stats.get("solve_s"),
+            "colgen": {k: v for k, v in stats.items() if k.startswith("colgen_")}}
 
 
 def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: list, time_limit: float):
