@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,7 @@ class PaperCluster:
     typical: list[tuple[int, int, int, int]]   # (cpu, milli, count, weight) kept by GetTypicalPods
     gpus: int                       # GPUs in the cluster
     capacity_milli: int
-    memo: "FGDMemo" = None
+    memo: FGDMemo = None
     tags: np.ndarray = None         # [S] GPU affinity tag
 
 
@@ -105,14 +106,14 @@ def prepare(c) -> PaperCluster:
     access_rows = []
     for s in c.shapes:
         raw = s.demand[cpu_j] * cpu_scale
-        cpu[s.index] = int(round(raw)) if raw > 0 else 100
+        cpu[s.index] = round(raw) if raw > 0 else 100
         count[s.index] = s.count
         if s.count:
             per = s.request / s.count * gpu_scale
             if abs(per - round(per)) > 1e-9:
                 raise InputError(f"simulate --protocol fgd-paper: Pod {s.pods[0]}: {per:g} milli GPU per device "
                                  "is not a whole milli")
-            milli[s.index] = int(round(per))
+            milli[s.index] = round(per)
         access_rows.append((s.compat.any(axis=1) & s.node_ok).tobytes() if s.count else b"")
     # Kinds of node: the same access for every shape.
     acc = np.stack([(s.compat.any(axis=1) & s.node_ok) if s.count else np.ones(c.n, bool) for s in c.shapes])
@@ -151,7 +152,7 @@ def prepare(c) -> PaperCluster:
     tags = np.array([pp.gpu_tag(int(milli[i]), int(count[i])) for i in range(S)])
     pc = PaperCluster(c, cpu_j, cpu_scale, gpu_scale, cpu, milli, count, milli * count, kind, frag,
                       [(int(a), int(b), int(d), int(e)) for a, b, d, e in zip(t_cpu, t_milli, t_count, t_w)],
-                      int(c.present.sum()), int(round(c.total * gpu_scale)))
+                      int(c.present.sum()), round(c.total * gpu_scale))
     pc.tags = tags
     pc.memo = FGDMemo(pc)
     c._paper = pc
@@ -224,7 +225,7 @@ class RunContext:
 
     def refresh(self, node: int) -> None:
         pc, st = self.pc, self.st
-        self.cpu_left[node] = int(round(st.free[node, pc.cpu_j] * pc.cpu_scale))
+        self.cpu_left[node] = round(st.free[node, pc.cpu_j] * pc.cpu_scale)
         self.left[node] = np.rint(np.clip(st.left[node], 0, None) * pc.gpu_scale).astype(np.int64)
 
     def pick(self, cand: np.ndarray, score: np.ndarray) -> int:
@@ -439,7 +440,7 @@ def run_paper(c, arrivals: PaperArrivals, policy, *, rng: np.random.Generator | 
                                  f"devices {devs} breaks the cluster's rules")
             st.take(s, node, devs)
             ctx.refresh(node)
-            ctx.allocated += int(round(sum(s.cons[node, d] for d in devs) * pc.gpu_scale))
+            ctx.allocated += round(sum(s.cons[node, d] for d in devs) * pc.gpu_scale)
             if taken is not None:
                 taken(ctx, si, node, devs)
             log.append((si, node, devs))
@@ -504,7 +505,7 @@ def level_bins(levels: list[float]) -> list[int]:
         if abs(pct - round(pct)) > 1e-6:
             raise InputError(f"--inflation {lv:g}: --protocol fgd-paper bins arrivals by whole arrived percent "
                              "(use levels such as 0.9 or 1.05)")
-        bins.append(int(round(pct)))
+        bins.append(round(pct))
     return bins
 
 
