@@ -157,10 +157,11 @@ def _parsed(reqs: dict[str, str], skip: set[str]) -> dict[str, Fraction]:
     return {k: q(v) for k, v in reqs.items() if k not in skip}
 
 
-def pod_requests(pod: Pod, skip: Iterable[str] = ()) -> dict[str, Fraction]:
+def pod_requests(pod: Pod, skip: Iterable[str] = (), *, pod_level: bool = True) -> dict[str, Fraction]:
     """kube-scheduler's PodRequests (component-helpers/resource): sum(containers) and sidecars
     (restartable init containers) against each init container's peak; pod-level requests for
-    cpu/memory when set; plus spec.overhead. Resources in `skip` are left out."""
+    cpu/memory when set (unless `pod_level` is False: SkipPodLevelResources); plus
+    spec.overhead. Resources in `skip` are left out."""
     skip = set(skip)
     reqs: dict[str, Fraction] = {}
     for c in pod.spec.containers:
@@ -178,10 +179,10 @@ def pod_requests(pod: Pod, skip: Iterable[str] = ()) -> dict[str, Fraction]:
             _add(peak, sidecars)
         _max(init_peak, peak)
     _max(reqs, init_peak)
-    pod_level = effective_container_requests(pod.spec.resources)
+    level = effective_container_requests(pod.spec.resources) if pod_level else {}
     for name in _POD_LEVEL:
-        if name in pod_level and name not in skip:
-            reqs[name] = q(pod_level[name])
+        if name in level and name not in skip:
+            reqs[name] = q(level[name])
     _add(reqs, _parsed(dict(pod.spec.overhead), skip))
     return reqs
 
@@ -300,6 +301,39 @@ def node_allocatable_demand(device: Device, pod: PodDemand | None, n_containers:
         if amount:
             out[resource] = out.get(resource, Fraction(0)) + amount
     return out
+
+
+def pod_level_footprint(pod: PodDemand, devices: dict[str, Fraction]) -> tuple[dict[str, Fraction], str | None]:
+    """What the node-allocatable resources of a pod's devices (`devices`) add to its pod-level
+    requests (kube-scheduler's DynamicResources, getPodNodeAllocatableResourceFootprint and
+    validatePodLevelResourcesCoverDRA, 1.36): pod-level requests are the pod's whole footprint,
+    so a resource they set gets nothing on top; but they must cover the containers' requests
+    plus the devices' amounts, else the pod is unschedulable (and unresolvable) wherever those
+    devices are. Returns (the amounts to add, None) or ({}, the scheduler's reason)."""
+    level = effective_container_requests(pod.pod.spec.resources)
+    covered = [r for r in _POD_LEVEL if r in level]
+    if not covered or not devices:
+        return devices, None
+    containers = pod_requests(pod.pod, pod_level=False)
+    for r in covered:
+        if r in devices and containers.get(r, Fraction(0)) + devices[r] > q(level[r]):
+            return {}, (f"pod level request for {r} is insufficient to cover the aggregated container "
+                        f"and node-allocatable DRA requests")
+    return {k: v for k, v in devices.items() if k not in covered}, None
+
+
+def has_mapping(device: Device) -> bool:
+    """The device itself is a node resource (a ``mapping`` in its nodeAllocatableResources): a
+    claim allocating it cannot be shared by several pods (validateNodeAllocatableDRAClaimSharing);
+    overhead alone can."""
+    raw = device.node_allocatable_resources
+    if not raw:
+        return False
+    try:
+        nar = NodeAllocatableResources.model_validate(raw)
+    except ValueError as e:
+        raise InputError(f"device {device.name}: field nodeAllocatableResources: {e}") from None
+    return any(spec.mapping is not None for spec in nar.resources.values())
 
 
 # ------------------------------------------------------------------ expansion
@@ -621,5 +655,6 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
 
 
 __all__ = ["ClaimUse", "PodDemand", "Gang", "Workload", "expand", "node_allocatable_demand",
+           "pod_level_footprint", "has_mapping",
            "containers_referencing", "pod_requests", "device_class_mapping", "node_allocatable",
            "MAX_RESERVED_FOR", "EXTENDED_CLAIM_USE"]

@@ -130,10 +130,20 @@ def _plus(a: dict, b: dict) -> dict:
 
 def device_resources(cluster: Cluster, book: ClaimBook, pod, node: NodeState, new) -> dict:
     """Node-allocatable resources the pod's devices add (DRANodeAllocatableResources): a
-    device's mapping counts once, for the claim that allocates it; overhead for every pod."""
+    device's mapping counts once, for the claim that allocates it; overhead for every pod;
+    nothing for a resource the pod's pod-level requests set (see device_demand)."""
+    return device_demand(cluster, book, pod, node, new, filtering=False)[0]
+
+
+def device_demand(cluster: Cluster, book: ClaimBook, pod, node: NodeState, new, *,
+                  filtering: bool = True) -> tuple[dict, str | None]:
+    """(device_resources, None), or ({}, why the pod cannot run with these devices at all:
+    a mapped claim another pod holds, or pod-level requests below what the devices map).
+    Not `filtering` (accounting for a placed pod): never a reason, and the devices' amounts
+    counted in full when pod-level requests do not cover them."""
     if not cluster.features.node_allocatable_resources:
-        return {}
-    from ..workload import containers_referencing, node_allocatable_demand
+        return {}, None
+    from ..workload import containers_referencing, has_mapping, node_allocatable_demand, pod_level_footprint
     out: dict = {}
     by_claim = {}
     if new is not None:
@@ -154,12 +164,34 @@ def device_resources(cluster: Cluster, book: ClaimBook, pod, node: NodeState, ne
                     consumed = {n: _q(v) for n, v in (r.consumed_capacity or {}).items()} or None
                     devs.append((entry.device, consumed, False))
             by_claim[use.key] = devs
+            if filtering and _held_by_another_pod(book, use.key, pod) and any(has_mapping(d) for d, _, _ in devs):
+                # validateNodeAllocatableDRAClaimSharing (DynamicResources, 1.36)
+                return {}, (f"node allocatable resource claim {book.claims[use.key].name} has a mapped device "
+                            f"and cannot be shared across pods")
         n_containers = containers_referencing(pod.pod, use.name)
         for device, consumed, mapped in by_claim[use.key]:
             if device.node_allocatable_resources:
                 for k, v in node_allocatable_demand(device, pod, n_containers, consumed, mapping=mapped).items():
                     out[k] = out.get(k, 0) + v
-    return out
+    covered, why = pod_level_footprint(pod, out)
+    if why is not None and not filtering:
+        return out, None
+    return covered, why
+
+
+def _held_by_another_pod(book: ClaimBook, key: str, pod) -> bool:
+    """Allocated in this run (for a pod placed before this one), or reserved for another pod."""
+    if key in book.allocations:
+        return True
+    me = f"pods/{pod.pod.name}"
+    return any(f"{r.resource}/{r.name}" != me for r in book.claims[key].status.reserved_for or [])
+
+
+def _devices_short(node: NodeState, pod, extra: dict, why: str | None) -> str | None:
+    if why is not None:
+        return why
+    short = node.fits(_plus(pod.resources, extra)) if extra else None
+    return None if short is None else f"Insufficient {short} (node-allocatable resources of devices)"
 
 
 def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
@@ -197,10 +229,9 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         return rejected, None
     todo = pending_claims(book, pod)
     if not todo:
-        extra = device_resources(cluster, book, pod, node, None)
-        short = node.fits(_plus(pod.resources, extra)) if extra else None
-        if short is not None:
-            return f"Insufficient {short} (node-allocatable resources of devices)", None
+        reason = _devices_short(node, pod, *device_demand(cluster, book, pod, node, None))
+        if reason is not None:
+            return reason, None
         return None, (None, None, {}, 0)
     quick = cluster.incremental and not cluster.features.node_allocatable_resources
     if quick:
@@ -250,10 +281,9 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         if chosen is None:
             answer = (NO_FIT, None)
         else:
-            extra = device_resources(cluster, book, pod, node, (problem, chosen))
-            short = node.fits(_plus(pod.resources, extra)) if extra else None
-            if short is not None:
-                answer = (f"Insufficient {short} (node-allocatable resources of devices)", None)
+            reason = _devices_short(node, pod, *device_demand(cluster, book, pod, node, (problem, chosen)))
+            if reason is not None:
+                answer = (reason, None)
             else:
                 answer = (None, (problem, chosen, ref.selected_sub, prioritized_score(problem, ref.selected_sub)))
     if answer[0] is not None:
@@ -318,10 +348,8 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
             mine["prepared"] = (fresh, by_key, any(r.mode == "All" for r in by_key.values()))
         chosen = [[Chosen(by_key[c.request.key], c.device, c.consumed) for c in picks] for picks in chosen]
         problem = fresh
-    extra = device_resources(cluster, book, pod, node, (problem, chosen))
-    short = node.fits(_plus(pod.resources, extra)) if extra else None
-    if short is not None:
-        reason = f"Insufficient {short} (node-allocatable resources of devices)"
+    reason = _devices_short(node, pod, *device_demand(cluster, book, pod, node, (problem, chosen)))
+    if reason is not None:
         cache[sig] = (node.version, (_generic(reason, todo), None))   # as a fresh search would
         return reason, None
     return None, (problem, chosen, selected, score)
