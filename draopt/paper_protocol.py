@@ -35,6 +35,7 @@ Public interface:
       `batch: int` and `choose_batch(ctx, shape_indices) -> [(node, devices) | None, ...]`,
       receiving `batch` arrivals at once (fewer at the end); each placement is checked against
       the state (InputError naming the policy when it breaks a rule) and applied in order.
+  `register_policy(name, factory)` makes another module's policy a --policy name.
   `ctx` (RunContext) holds the cluster `c`, the draopt `State` `st`, milli views (cpu_left,
   left), `rank`, `rng` and `pick(candidates, scores)` (highest score, ties by rank).
 * `bin_seed(arrived, allocated, gpus, bins)` (merge_alloc_discrete for one seed) and
@@ -557,9 +558,11 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
     import json
 
     from .simulate import plot, table, to_csv
-    for flag, bad in (("--offline-optimum", args.offline_optimum), ("--scheduler-config", args.scheduler_config)):
+    for flag, bad in (("--offline-optimum", args.offline_optimum), ("--scheduler-config", args.scheduler_config),
+                      ("--tie-break name", getattr(args, "tie_break", "random") == "name")):
         if bad:
-            raise InputError(f"{flag}: not part of --protocol fgd-paper (draopt's protocol: --protocol draopt)")
+            raise InputError(f"{flag}: not part of --protocol fgd-paper, whose ties go by a random node order "
+                             "and whose scorers are the paper's (draopt's protocol: --protocol draopt)")
     text = args.policy or ",".join(PAPER_POLICIES)
     names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     if not names:

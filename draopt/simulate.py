@@ -7,7 +7,8 @@ GPU capacity / the cluster's GPU capacity; like the paper's simulator, the task 
 cross it is not submitted). Each task is placed by a policy when it arrives and never moved;
 a task that fits nowhere is dropped. After the arrivals that reach each level, the share of
 the cluster's GPU capacity left unallocated is recorded. Runs differ by their seeded sample;
-within a run every policy sees the same arrivals.
+within a run every policy sees the same arrivals. `--protocol fgd-paper` runs the paper's own
+protocol and scorers instead, as its authors' simulator does (draopt.paper_protocol).
 
 The simulator is incremental and vectorised (numpy): the cluster is a matrix of node resources
 (cpu, memory, pods, ...) and one of device capacity left (one consumable capacity per device,

@@ -220,6 +220,9 @@ def test_bad_protocol_and_policy(tmp_path, capsys):
     assert main(["simulate", "-f", str(cluster), "--trace", str(pods), "--protocol", "fgd-paper",
                  "--inflation", "0.925", "--quiet"]) == 2
     assert "whole arrived percent" in capsys.readouterr().err
+    assert main(["simulate", "-f", str(cluster), "--trace", str(pods), "--protocol", "fgd-paper",
+                 "--tie-break", "name", "--quiet"]) == 2
+    assert "random node order" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("name,cpu_milli,memory_mib,num_gpu\np1,1000,1024,1\n")
     assert main(["simulate", "-f", str(cluster), "--trace", str(bad), "--protocol", "fgd-paper", "--quiet"]) == 2
