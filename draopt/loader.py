@@ -123,6 +123,8 @@ def parse_object(doc: Any, source: str) -> TypedObject:
                          f"(accepted: {', '.join(versions)})")
     if not name:
         raise InputError(f"{what}: field metadata.name: missing")
+    if kind == "ResourceSlice":
+        doc = node_allocatable_136(doc, what)
     unknown = unknown_fields(doc, schema_for(model, api_version))   # strict decoding, as written
     try:
         obj = model.model_validate(to_v1(doc))                        # older versions as v1
@@ -135,6 +137,53 @@ def parse_object(doc: Any, source: str) -> TypedObject:
     if isinstance(obj, ResourceSlice) and (problem := slice_layout_error(obj)):
         raise InputError(f"{what}: {problem}")
     return obj
+
+
+MAPPINGS_136 = "nodeAllocatableResourceMappings"
+
+
+def node_allocatable_136(doc: dict[str, Any], what: str) -> dict[str, Any]:
+    """A ResourceSlice's devices with Kubernetes 1.36's ``nodeAllocatableResourceMappings``
+    (``{resource: {capacityKey, allocationMultiplier}}``, DRANodeAllocatableResources alpha;
+    1.37 renamed it ``nodeAllocatableResources`` with ``mapping``/``overhead`` parts) in the
+    1.37 shape: the multiplier scales the consumed ``capacityKey`` when set, else each
+    allocated device (default 1). Both names on one device: an error."""
+    spec = doc.get("spec")
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    if not isinstance(devices, list) or not any(
+            isinstance(d, dict) and (MAPPINGS_136 in d or isinstance(d.get("basic"), dict) and MAPPINGS_136 in d["basic"])
+            for d in devices):
+        return doc
+    out = []
+    for i, d in enumerate(devices):
+        inner = d.get("basic") if isinstance(d, dict) and isinstance(d.get("basic"), dict) else d
+        if not isinstance(inner, dict) or MAPPINGS_136 not in inner:
+            out.append(d)
+            continue
+        path = f"spec.devices[{i}]" + (".basic" if inner is not d else "")
+        raw = inner[MAPPINGS_136]
+        if "nodeAllocatableResources" in inner:
+            raise InputError(f"{what}: field {path}.{MAPPINGS_136}: set together with nodeAllocatableResources "
+                             f"(its 1.37 name); give one")
+        if not isinstance(raw, dict):
+            raise InputError(f"{what}: field {path}.{MAPPINGS_136}: expected a mapping, got {_type_name(raw)}")
+        converted: dict[str, Any] = {}
+        for resource, m in raw.items():
+            if not isinstance(m, dict) or set(m) - {"capacityKey", "allocationMultiplier"}:
+                raise InputError(f"{what}: field {path}.{MAPPINGS_136}.{resource}: expected "
+                                 f"{{capacityKey, allocationMultiplier}}, got {m!r}")
+            mapping: dict[str, Any] = {}
+            if m.get("capacityKey") is not None:
+                mapping["capacityKey"] = m["capacityKey"]
+                if m.get("allocationMultiplier") is not None:
+                    mapping["capacityMultiplier"] = m["allocationMultiplier"]
+            elif m.get("allocationMultiplier") is not None:
+                mapping["deviceMultiplier"] = m["allocationMultiplier"]
+            converted[resource] = {"mapping": mapping}
+        new_inner = {k: v for k, v in inner.items() if k != MAPPINGS_136}
+        new_inner["nodeAllocatableResources"] = converted
+        out.append(dict(d, basic=new_inner) if inner is not d else new_inner)
+    return dict(doc, spec=dict(spec, devices=out))
 
 
 class _KubernetesYaml:

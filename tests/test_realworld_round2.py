@@ -56,3 +56,37 @@ def test_a_mapped_claim_is_not_shared_across_pods():
     node, reason = got["default/consumer-b"]
     assert node is None
     assert "node allocatable resource claim shared-cpus-4 has a mapped device and cannot be shared across pods" in reason
+
+
+def test_kubernetes_136_field_name_for_node_allocatable_mappings(capsys):
+    """b04-website-136-nodeallocatable-mappings.yaml (kubernetes/website dynamic-resource-allocation.md,
+    1.36 "Node allocatable resources"): `nodeAllocatableResourceMappings.memory.allocationMultiplier: 8Gi`
+    is 1.36's name for 1.37's nodeAllocatableResources mapping: 8Gi + 4Gi > 10Gi, pending with the gate on;
+    with it off (1.36's default) the field is dropped and the pod fits."""
+    files = r2("b04-website-136-nodeallocatable-mappings.yaml")
+    (node, reason), = placed(files).values()
+    assert (node, reason) == (None, "Insufficient memory (node-allocatable resources of devices)")
+    assert "unknown field" not in capsys.readouterr().err
+    (node, _), = placed(files, Features.from_gates()).values()
+    assert node == "my-node"
+
+
+def test_kubernetes_136_mapping_shapes():
+    """allocationMultiplier scales the consumed capacityKey when set, else each device (1.36 API doc of
+    NodeAllocatableResourceMapping); both field names on one device is an error."""
+    from draopt.errors import InputError
+    from draopt.loader import node_allocatable_136
+    doc = {"kind": "ResourceSlice", "spec": {"devices": [
+        {"name": "a", "nodeAllocatableResourceMappings": {"cpu": {"capacityKey": "dra.cpu/cpu", "allocationMultiplier": "2"}}},
+        {"name": "b", "nodeAllocatableResourceMappings": {"memory": {}}},
+        {"name": "c"}]}}
+    devices = node_allocatable_136(doc, "ResourceSlice s")["spec"]["devices"]
+    assert devices == [
+        {"name": "a", "nodeAllocatableResources": {"cpu": {"mapping": {"capacityKey": "dra.cpu/cpu", "capacityMultiplier": "2"}}}},
+        {"name": "b", "nodeAllocatableResources": {"memory": {"mapping": {}}}},
+        {"name": "c"}]
+    both = {"kind": "ResourceSlice", "spec": {"devices": [
+        {"name": "a", "nodeAllocatableResourceMappings": {}, "nodeAllocatableResources": {}}]}}
+    with pytest.raises(InputError, match=r"ResourceSlice s: field spec.devices\[0\].nodeAllocatableResourceMappings: "
+                                         r"set together with nodeAllocatableResources"):
+        node_allocatable_136(both, "ResourceSlice s")

@@ -22,7 +22,8 @@ from typing import Any, Iterable
 
 from ..convert import ConversionError, schema_for, to_v1
 from ..features import Features
-from ..loader import KINDS, raw_documents
+from ..errors import InputError
+from ..loader import KINDS, node_allocatable_136, raw_documents
 from ..strict import unknown_fields
 from .context import _Ctx
 from .device_class import _validate_device_class
@@ -106,6 +107,12 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             continue
         # Strict decoding (kubectl's default field validation): unknown fields of the version
         # as written; then the object in its v1 (internal) form, as the API server validates it.
+        if kind == "ResourceSlice":   # 1.36's nodeAllocatableResourceMappings, read in its 1.37 shape
+            try:
+                doc = node_allocatable_136(doc, kind)
+            except InputError as e:
+                ctx.invalid("spec.devices", None, str(e))
+                continue
         if kind in KINDS:
             for path in unknown_fields(doc, schema_for(KINDS[kind][0], doc.get("apiVersion"))):
                 ctx.err(path, "Unknown field")
