@@ -238,6 +238,7 @@ class Created:
     pods: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     order: dict[str, tuple[str, int]] = field(default_factory=dict)   # pod key -> (controller key, index)
     repeats: set[int] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)    # why a controller made no pods (suspended, ...)
 
 
 def _owner(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
@@ -305,6 +306,22 @@ class _Expander:
                     self.by_owner.setdefault(key, []).append(p)
         return self.by_owner.get((namespace, kind, name), [])
 
+    def suspended(self, r: _Reader, field_path: str, makes: str = "creates no pods") -> None:
+        """Suspended (Kueue creates Jobs and JobSets so, until it admits them): said, not silent."""
+        self.out.notes.append(f"{r.what} is suspended ({field_path}: true): it {makes} until resumed "
+                              f"(e.g. admitted by Kueue)")
+
+    def free_name(self, base: str, namespace: str, owner: str, index: int) -> str:
+        """A generated pod name nobody holds: the API server refuses a generated name that
+        exists (AlreadyExists) and the controller creates again with a new random suffix; here
+        the next draw is deterministic (`<owner>#<attempt>` seeds it)."""
+        name = generate_name(base, namespace, owner, index)
+        attempt = 0
+        while f"{namespace}/{name}" in self.taken:
+            attempt += 1
+            name = generate_name(base, namespace, f"{owner}#{attempt}", index)
+        return name
+
     def pod(self, r: _Reader, template: dict[str, Any], name: str, owner: dict[str, Any],
             labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
             spec_update: dict[str, Any] | None = None, order: tuple[str, int] | None = None) -> None:
@@ -352,7 +369,7 @@ class _Expander:
             have = len([p for p in self.owned_pods(r.namespace, "ReplicaSet", rs_name) if not _finished(p)])
         owner = _owner("apps/v1", "ReplicaSet", rs_name, rs_uid)
         for i in range(have, replicas):
-            self.pod(r, template, generate_name(rs_name + "-", r.namespace, rs_name, i), owner,
+            self.pod(r, template, self.free_name(rs_name + "-", r.namespace, rs_name, i), owner,
                      labels=extra_labels, order=(order_key, i))
 
     def do_ReplicaSet(self, r: _Reader) -> None:
@@ -446,7 +463,7 @@ class _Expander:
             pinned = {"metadata": template.get("metadata"), "spec": tspec}
             r.template_paths[id(pinned)] = "spec.template"
             self.pod(r, pinned,
-                     generate_name(r.name + "-", r.namespace, r.name, index), owner,
+                     self.free_name(r.name + "-", r.namespace, r.name, index), owner,
                      labels={"controller-revision-hash": revision, "pod-template-generation": str(generation)},
                      spec_update=update, order=(f"{r.namespace}/{r.name}", index))
 
@@ -456,6 +473,8 @@ class _Expander:
         """The pods of one Job (spec at `path`); returns how many were made."""
         template = r.template(spec, path)
         if r.get(spec, path, "suspend", bool, False):
+            if path == "spec":      # a Job of its own (a JobSet's or CronJob's says so for itself)
+                self.suspended(r, "spec.suspend")
             return 0
         parallelism = r.count(spec, path, "parallelism", 1)
         completions = r.get(spec, path, "completions", int, None)
@@ -485,7 +504,7 @@ class _Expander:
             else:
                 want = min(parallelism, completions - done) - len(active)
             for i in range(max(0, want)):
-                self.pod(r, template, generate_name(job_name + "-", r.namespace, job_name, i), owner,
+                self.pod(r, template, self.free_name(job_name + "-", r.namespace, job_name, i), owner,
                          labels=labels, annotations=job_annotations, spec_update=spec_update,
                          order=(order[0], order[1] + i))
                 made += 1
@@ -494,7 +513,7 @@ class _Expander:
         want = max(0, parallelism - len(active))
         free = [i for i in range(min(completions or 0, len(busy) + want)) if i not in busy][:want]
         for i in free:
-            self.pod(r, template, generate_name(f"{job_name}-{i}-", r.namespace, job_name, i), owner,
+            self.pod(r, template, self.free_name(f"{job_name}-{i}-", r.namespace, job_name, i), owner,
                      labels=dict(labels, **{JOB_INDEX_KEY: str(i)}),
                      annotations=dict(job_annotations, **{JOB_INDEX_KEY: str(i)}),
                      spec_update=dict(spec_update or {}, hostname=f"{job_name}-{i}"), order=(order[0], order[1] + i))
@@ -513,6 +532,7 @@ class _Expander:
         jspec = r.get(jt, "spec.jobTemplate", "spec", dict, {})
         r.template(jspec, "spec.jobTemplate.spec")
         if r.get(spec, "spec", "suspend", bool, False):
+            self.suspended(r, "spec.suspend", "makes no Jobs")
             return
         if any(_ns(j) == r.namespace and _owned_by(j, "CronJob", r.name) for j in jobs):
             return      # its Job is in the input and makes the pods
@@ -530,6 +550,7 @@ class _Expander:
     def do_JobSet(self, r: _Reader, jobs: list[dict]) -> None:
         spec = r.get(r.doc, "", "spec", dict, {})
         if r.get(spec, "spec", "suspend", bool, False):
+            self.suspended(r, "spec.suspend")
             return
         rjobs = r.get(spec, "spec", "replicatedJobs", list, [])
         # spec.network.enableDNSHostnames (default true): pods get the subdomain (default: the name).

@@ -375,6 +375,8 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
                 objects.add(parse_object(doc, where))
         objects.creation_order.update(created.order)
         objects.controllers = []
+        for line in created.notes:
+            print(f"note: {line}", file=notes if notes is not None else sys.stderr)
     return objects
 
 

@@ -90,3 +90,28 @@ def test_kubernetes_136_mapping_shapes():
     with pytest.raises(InputError, match=r"ResourceSlice s: field spec.devices\[0\].nodeAllocatableResourceMappings: "
                                          r"set together with nodeAllocatableResources"):
         node_allocatable_136(both, "ResourceSlice s")
+
+
+# ---------------------------------------------------------------- workload controllers
+def test_generated_pod_names_that_collide_are_drawn_again():
+    """m01-deployment-name-collision.yaml (NVIDIA integer-sharing demo Deployment, 3,797 replicas): two
+    of draopt's stable generated names collide; the API server refuses a taken generated name and the
+    controller creates again (deterministically here): 3,797 distinct pods, not exit 2."""
+    objects = load_files(r2("m01-deployment-name-collision.yaml"))
+    names = [p.name for p in objects.pods]
+    assert len(names) == 3797 == len(set(names))
+    again = load_files(r2("m01-deployment-name-collision.yaml"))
+    assert [p.name for p in again.pods] == names
+
+
+def test_a_suspended_job_says_so():
+    """k01-kueue-suspended-job.yaml (Kueue sample-job.yaml shape, suspend: true): no pods, and a note
+    naming the Job and why (was only "nothing to place")."""
+    import io
+    from draopt.loader import load_text
+    notes = io.StringIO()
+    path, = r2("k01-kueue-suspended-job.yaml")
+    objects = load_text(Path(path).read_text(), path, notes=notes)
+    assert objects.pods == []
+    assert "is suspended (spec.suspend: true): it creates no pods until resumed" in notes.getvalue()
+    assert "Job default/sample-job-" in notes.getvalue()
