@@ -63,6 +63,7 @@ class Solution:
     lp_bound: float | None                         # the last restricted master's LP value
     converged: bool                                # no column has a positive reduced value
     stopped: str = ""                              # why the generation stopped early
+    warm: str = ""                                 # why the warm start's placement is kept
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -174,20 +175,43 @@ class ColumnGeneration:
                     if (c.cls, c.counts) in warm_counts)
         counts, int_status = None, "UNKNOWN"
         banned: set[int] = set()
-        for _ in range(5):
+        fallback = ""
+        warm_only = [warm_counts.get((c.cls, c.counts), 0) for c in columns]
+        for _ in range(3):
+            # The rest of the time: 70 % for the integer model, then checks and decoding.
             counts, int_status = _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor,
-                                          deadline - (deadline - time.perf_counter()) * 0.15)
-            bad = [i for i, n in enumerate(counts) if n and not _checked(columns[i], ones,
-                                                                         max(0.05, deadline - time.perf_counter()))]
+                                          time.perf_counter() + (deadline - time.perf_counter()) * 0.7)
+            if int_status == "WARM" or not any(counts):
+                break
+            bad, unchecked = [], False
+            for i, n in enumerate(counts):
+                if n:
+                    ok = _checked(columns[i], ones, deadline - time.perf_counter())
+                    if ok is None:
+                        unchecked = True
+                        break
+                    if not ok:
+                        bad.append(i)
+            if unchecked:
+                # No time to check the configurations it uses: the warm start (all its columns
+                # are real node contents) is returned, said so.
+                fallback = "the time limit ran out while checking the configurations of the integer placement"
+                counts, int_status = warm_only, "WARM"
+                break
             if not bad:
                 break
             banned.update(bad)
-            floor = 0   # a warm configuration the model rejects: the warm start is no floor
+            floor = 0   # a warm configuration the one model rejects: the warm start is no floor
         else:
-            counts = [0] * len(columns)
+            counts, int_status = [0] * len(columns), "REJECTED"
+        if int_status == "WARM":
+            reach = sum(c.value * n for c, n in zip(columns, counts)) >= math.floor(bound + 1e-6)
+            fallback = fallback or ("the warm start reaches the bound" if reach else
+                                    "no better integer placement found in time")
         objective = sum(c.value * n for c, n in zip(columns, counts))
         proven_bound = max(objective, math.floor(bound + 1e-6))
-        sol = Solution(classes, columns, counts, objective, proven_bound, lp_value, converged, stopped)
+        sol = Solution(classes, columns, counts, objective, proven_bound, lp_value, converged, stopped,
+                       warm=fallback)
         sol.stats = {"colgen_rounds": rounds, "colgen_columns": len(columns), "colgen_classes": len(classes),
                      "colgen_s": round(gen_s, 3), "colgen_integer_status": int_status,
                      "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
@@ -196,6 +220,8 @@ class ColumnGeneration:
             sol.stats["colgen_lp_value"] = round(lp_value, 3)
         if stopped:
             sol.stats["colgen_stopped"] = stopped
+        if fallback:
+            sol.stats["colgen_warm_kept"] = fallback
         return sol
 
     @staticmethod
@@ -286,13 +312,20 @@ def _price(one: _OneNode, reduced: dict[int, float], kinds: list[int], seconds: 
     return one.configuration(solver, counts), upper, status == cp_model.OPTIMAL
 
 
-def _checked(col: Column, ones: list[_OneNode], seconds: float) -> bool:
-    """A column from the warm start, checked by the one model when it is used."""
-    if col.conf is None:
-        one = ones[col.cls]
-        one.b.model.cp.clear_objective()
-        col.conf = one.solve(col.counts, seconds=min(5.0, seconds))
-    return col.conf is not None
+def _checked(col: Column, ones: list[_OneNode], seconds: float) -> bool | None:
+    """A column from the warm start, checked by the one model when it is used: True, False
+    (the model rejects it), None (not decided in `seconds`)."""
+    if col.conf is not None:
+        return True
+    if seconds <= 0.05:
+        return None
+    one = ones[col.cls]
+    one.b.model.cp.clear_objective()
+    got = one.check(col.counts, seconds=min(5.0, seconds))
+    if got is None or got is False:
+        return got
+    col.conf = got
+    return True
 
 
 def _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor, hard_stop):
@@ -335,4 +368,6 @@ def _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor, hard_
         if floor:
             return [warm_counts.get((c.cls, c.counts), 0) for c in columns], "WARM"
         return [0] * len(columns), solver.status_name(status)
+    if floor and solver.objective_value <= floor:
+        return [warm_counts.get((c.cls, c.counts), 0) for c in columns], "WARM"
     return [solver.value(x) for x in xs], solver.status_name(status)

@@ -350,6 +350,10 @@ def _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by
                   "proven": {"placed": proven, "preferences": True, "packing": False}})
     if proven:
         stats["proof"] = "column generation: the placed value reaches the bound of its configuration LP"
+    if sol.warm:
+        # The warm start's own placement (its configurations are not all checked by the model).
+        stats["no_better_found"] = f"column generation: {sol.warm}"
+        return {"fallback": True}, stats
     return {"colgen": ColumnGeneration.invert(sol, prep, kind_ids)}, stats
 
 

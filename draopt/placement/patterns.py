@@ -188,19 +188,24 @@ class _OneNode:
             self.b.model.cp.minimize(expr)
 
     def solve(self, counts, seconds: float = 5.0) -> Configuration | None:
+        got = self.check(counts, seconds)
+        return got or None
+
+    def check(self, counts, seconds: float = 5.0) -> Configuration | bool | None:
+        """The configuration, False if the model rejects the counts, None if undecided in time."""
         b = self.b
         saved = []
         for var, n in zip(self.vars, counts):
             if var is None:
                 if n:
-                    return None
+                    return False
                 continue
             dom = var.proto.domain
             saved.append((dom, dom[0], dom[1]))
             if n > dom[1]:
                 for d, lo, hi in saved:
                     d[0], d[1] = lo, hi
-                return None
+                return False
             dom[0] = dom[1] = n
         try:
             solver = cp_model.CpSolver()
@@ -211,6 +216,8 @@ class _OneNode:
         finally:
             for d, lo, hi in saved:
                 d[0], d[1] = lo, hi
+        if status == cp_model.INFEASIBLE:
+            return False
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None
         return self.configuration(solver, tuple(counts))
