@@ -115,3 +115,26 @@ def test_a_suspended_job_says_so():
     assert objects.pods == []
     assert "is suspended (spec.suspend: true): it creates no pods until resumed" in notes.getvalue()
     assert "Job default/sample-job-" in notes.getvalue()
+
+
+@pytest.mark.parametrize("workload, pending", [
+    # kubernetes-sigs/jobset pkg/webhooks/pod_mutating_webhook.go: leaders get the exclusive terms,
+    # followers follow their leader's domain: the third Job's two pods stay pending.
+    ("g01-jobset-exclusive.yaml", {"default/llama-sft-slice-job-2-0-", "default/llama-sft-slice-job-2-1-"}),
+    # kubernetes-sigs/lws SetExclusiveAffinities: every pod of a group; the third group pending.
+    ("g02-lws-exclusive.yaml", {"default/vllm-405b-2", "default/vllm-405b-2-1"}),
+])
+def test_exclusive_topology_annotations_give_one_group_per_node_pool(workload, pending):
+    """g01-jobset-exclusive.yaml / g02-lws-exclusive.yaml on g01-gke-a3-2pools-cluster.yaml (2 pools x 2
+    nodes x 8 H100): `exclusive-topology: cloud.google.com/gke-nodepool` becomes required pod
+    (anti-)affinity; each Job (group) of 2 pods x 4 GPUs takes one pool, the third finds none."""
+    got = placed(r2("g01-gke-a3-2pools-cluster.yaml", workload), Features.from_gates())
+    waiting = {k for k, (node, _) in got.items() if node is None}
+    assert len(waiting) == 2 and all(any(k.startswith(p) if p.endswith("-") else k == p for p in pending)
+                                     for k in waiting), waiting
+    pools: dict[str, set[str]] = {}
+    for key, (node, _) in got.items():
+        if node is not None:
+            group = key.rsplit("-", 2)[0] if workload.startswith("g01") else key.split("-")[2]
+            pools.setdefault(node.rsplit("-", 1)[0], set()).add(group)
+    assert len(pools) == 2 and all(len(groups) == 1 for groups in pools.values()), pools
