@@ -21,6 +21,8 @@ DEFAULT_GATES: dict[str, bool] = {
     "DRADerivedAttributes": False,
     "DRANodeAllocatableResources": False,
     "DRAWorkloadResourceClaims": False,
+    # KEP-5732 (alpha in 1.36): PodGroup spec.schedulingConstraints.topology.
+    "TopologyAwareWorkloadScheduling": False,
 }
 
 
@@ -40,6 +42,7 @@ class Features:
     derived_attributes: bool = False
     node_allocatable_resources: bool = False
     workload_resource_claims: bool = False
+    topology_aware_workload_scheduling: bool = False
     gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES), compare=False, hash=False)
 
     @classmethod
@@ -61,6 +64,7 @@ class Features:
             derived_attributes=g["DRADerivedAttributes"],
             node_allocatable_resources=g["DRANodeAllocatableResources"],
             workload_resource_claims=g["DRAWorkloadResourceClaims"],
+            topology_aware_workload_scheduling=g["TopologyAwareWorkloadScheduling"],
             gates=g,
         )
 

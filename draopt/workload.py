@@ -28,6 +28,7 @@ Naming (deterministic; Kubernetes uses ``generateName`` with a random suffix):
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
@@ -651,10 +652,48 @@ def node_allocatable(nodes: list[Node]) -> dict[str, dict[str, Fraction]]:
 
 def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     """The pods of `objects` as the scheduler sees them; see the module docstring."""
-    return _Expander(objects, features or Features.from_gates()).run()
+    features = features or Features.from_gates()
+    for line in gated_field_notes(objects, features):
+        if line not in _SAID:     # once per run, however many policies expand the same input
+            _SAID.add(line)
+            print(f"note: {line}", file=sys.stderr)
+    return _Expander(objects, features).run()
+
+
+_SAID: set[str] = set()
+
+
+def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
+    """One line per gated field the input sets whose gate is off (the API server drops such a
+    field on write, so Kubernetes never sees it), and per field draopt does not model: the
+    first object, and how many more."""
+    found: dict[tuple[str, str], list[str]] = {}
+
+    def seen(field_name: str, gate: str, ref: str) -> None:
+        found.setdefault((field_name, gate), []).append(ref)
+
+    for g in objects.pod_groups:
+        if (g.spec.model_extra or {}).get("schedulingConstraints"):
+            seen("PodGroup spec.schedulingConstraints", "TopologyAwareWorkloadScheduling", g.ref)
+        if g.spec.resource_claims:
+            seen("PodGroup spec.resourceClaims", "DRAWorkloadResourceClaims", g.ref)
+    for s in objects.resource_slices:
+        for d in s.spec.devices:
+            if d.node_allocatable_resources:
+                seen("ResourceSlice spec.devices[].nodeAllocatableResources", "DRANodeAllocatableResources", s.ref)
+                break
+    lines = []
+    for (field_name, gate), refs in found.items():
+        more = f" and {len(refs) - 1} more" if len(refs) > 1 else ""
+        if not features.gates.get(gate, False):
+            lines.append(f"field {field_name} dropped: gate {gate} is off ({refs[0]}{more})")
+        elif gate == "TopologyAwareWorkloadScheduling":
+            lines.append(f"field {field_name} is not modelled by draopt: the placement may split a group "
+                         f"across topology domains ({refs[0]}{more})")
+    return lines
 
 
 __all__ = ["ClaimUse", "PodDemand", "Gang", "Workload", "expand", "node_allocatable_demand",
-           "pod_level_footprint", "has_mapping",
+           "pod_level_footprint", "has_mapping", "gated_field_notes",
            "containers_referencing", "pod_requests", "device_class_mapping", "node_allocatable",
            "MAX_RESERVED_FOR", "EXTENDED_CLAIM_USE"]

@@ -138,3 +138,30 @@ def test_exclusive_topology_annotations_give_one_group_per_node_pool(workload, p
             group = key.rsplit("-", 2)[0] if workload.startswith("g01") else key.split("-")[2]
             pools.setdefault(node.rsplit("-", 1)[0], set()).add(group)
     assert len(pools) == 2 and all(len(groups) == 1 for groups in pools.values()), pools
+
+
+# ---------------------------------------------------------------- gates and dropped fields
+def test_topology_aware_workload_scheduling_gate_and_its_dropped_field():
+    """j01-podgroup-topology.yaml (KEP-5732, alpha in 1.36): the gate is known; off (1.36's default) the
+    API server drops PodGroup spec.schedulingConstraints, and draopt says so; on, draopt says it does not
+    model the constraint (not silence)."""
+    from draopt.features import parse_gates
+    from draopt.workload import gated_field_notes
+    assert parse_gates("TopologyAwareWorkloadScheduling=true") == {"TopologyAwareWorkloadScheduling": True}
+    objects = load_files(r2("j01-racks-cluster.yaml", "j01-podgroup-topology.yaml"))
+    assert gated_field_notes(objects, Features.from_gates()) == [
+        "field PodGroup spec.schedulingConstraints dropped: gate TopologyAwareWorkloadScheduling is off "
+        "(PodGroup training/trainer)"]
+    on = gated_field_notes(objects, Features.from_gates({"TopologyAwareWorkloadScheduling": True}))
+    assert len(on) == 1 and "is not modelled by draopt" in on[0]
+
+
+def test_node_allocatable_resources_dropped_with_the_gate_off():
+    """b01-nvidia-overhead-cluster.yaml (NVIDIA node-allocatable-overhead demo): gate off, the field is
+    dropped: one note for all the slices."""
+    from draopt.workload import gated_field_notes
+    objects = load_files(r2("b01-nvidia-overhead-cluster.yaml"))
+    notes = gated_field_notes(objects, Features.from_gates())
+    assert len(notes) == 1 and notes[0].startswith(
+        "field ResourceSlice spec.devices[].nodeAllocatableResources dropped: gate DRANodeAllocatableResources is off")
+    assert gated_field_notes(objects, NODE_ALLOCATABLE) == []
