@@ -40,6 +40,11 @@ Public interface:
   left), `rank`, `rng` and `pick(candidates, scores)` (highest score, ties by rank).
 * `bin_seed(arrived, allocated, gpus, bins)` (merge_alloc_discrete for one seed) and
   `bin_curve(per_seed)` (the mean over seeds).
+* `offline_paper(c, arrivals, runs, bins, *, time_limit) -> [OfflineSolve]` (`--offline-optimum`,
+  not in the paper): per bin, the seed's arrivals whose arrived milli is within the bin's
+  percent of capacity, placed at once by `simulate.solve_optimal` warm-started from the online
+  run that allocated most of them (fgd on ties); slow (minutes per solve at full size): meant
+  for a few bins and seeds.
 """
 from __future__ import annotations
 
@@ -56,6 +61,7 @@ from .errors import InputError
 from .paper_policies import MILLI
 
 PAPER_POLICIES = ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
+OFFLINE = "offline-optimum"     # simulate.OFFLINE
 NOT_IN_PAPER = ("first-fit", "least-allocated", "kube-scheduler", "optimal-batch")
 PROTOCOLS = ("draopt", "fgd-paper")
 POPULARITY = 95          # typicalPodsConfig.podPopularityThreshold (generate_config_and_run.py)
@@ -544,6 +550,94 @@ def simulate_paper(c, *, seeds: list[int], policies: list, bins: list[int], tune
     return rows, runs
 
 
+# ------------------------------------------------------------------ the offline optimum (not in the paper)
+@dataclass
+class OfflineSolve:
+    seed: int
+    bin: int
+    arrivals: int                   # the arrivals solved: arrived milli <= bin % of capacity
+    arrived_milli: int
+    warm: str                       # the online policy whose placement it started from
+    warm_allocated: int             # that policy's allocated GPU milli after those arrivals
+    allocated: int                  # the offline placement's GPU milli
+    placed: int
+    bound: int | None               # the solver's upper bound on `allocated` (GPU milli), if it gave one
+    gap: float | None
+    status: str                     # the solver's word (OPTIMAL only when it proved it)
+    log: list = field(default_factory=list)     # (shape, node, devices) of each placed pod
+    seconds: float = 0.0
+
+
+def _recording_state():
+    from .simulate import State
+
+    class RecordingState(State):
+        """A State that keeps its takes: the offline placement, for the replay."""
+
+        def __init__(self, c):
+            super().__init__(c)
+            self.taken: list = []
+
+        def take(self, s, node, devs):
+            self.taken.append((s.index, int(node), [int(d) for d in devs]))
+            super().take(s, node, devs)
+    return RecordingState
+
+
+def offline_paper(c, arrivals: PaperArrivals, runs: list[PaperRun], bins: list[int], *,
+                  time_limit: float) -> list[OfflineSolve]:
+    """Per bin: the arrivals whose cumulative arrived milli is at most bin % of the cluster's GPU
+    milli, all placed at once by the optimal model (simulate.solve_optimal, column generation),
+    warm-started from the run of `runs` (same arrivals) that allocated most after them, fgd's on
+    ties: never below that online policy. The bound is the solver's, never rounded up to proven."""
+    from .simulate import solve_optimal
+    _RecordingState = _recording_state()
+    pc = prepare(c)
+    if not runs:
+        raise InputError("simulate --protocol fgd-paper --offline-optimum: needs an online policy's run on the "
+                         "same arrivals to start from (--policy)")
+    order = sorted(range(len(runs)), key=lambda i: (runs[i].policy != "fgd", i))
+    out = []
+    for b in bins:
+        k = int(np.searchsorted(arrivals.arrived, b * pc.capacity_milli / 100, side="right"))
+        if k == 0:
+            continue
+        best = max(order, key=lambda i: (int(runs[i].allocated[k - 1]), -order.index(i)))
+        warm = runs[best]
+        t0 = time.perf_counter()
+        st = _RecordingState(c)
+        shapes = [int(x) for x in arrivals.shapes[:k]]
+        hint = [None if e is None else (e[1], list(e[2])) for e in warm.log[:k]]
+        got = solve_optimal(st, [c.shapes[i] for i in shapes], time_limit=time_limit, hint=hint)
+        bound = round(float(got["bound"]) * pc.gpu_scale) if got["bound"] else None
+        out.append(OfflineSolve(arrivals.seed, b, k, int(arrivals.arrived[k - 1]), warm.policy,
+                                int(warm.allocated[k - 1]), round(st.allocated * pc.gpu_scale), st.placed, bound,
+                                got["gap"], str(got["status"] or "UNKNOWN"), list(st.taken),
+                                time.perf_counter() - t0))
+    return out
+
+
+def offline_rows(solves: list[OfflineSolve], gpus: int, capacity_milli: int) -> list[dict[str, Any]]:
+    """simulate.COLUMNS rows of the offline optimum, one per bin (means over seeds)."""
+    rows = []
+    for b in sorted({s.bin for s in solves}):
+        ss = [s for s in solves if s.bin == b]
+        u = np.array([100.0 * (1 - s.allocated / capacity_milli) for s in ss])
+        lo = [100.0 * max(0.0, 1 - s.bound / capacity_milli) for s in ss if s.bound is not None]
+        gaps = [float(s.gap) for s in ss if s.gap is not None]
+        rows.append({"inflation": b / 100, "policy": OFFLINE, "runs": len(ss),
+                     "unallocated_pct": round(float(u.mean()), 3),
+                     "std_pct": round(float(u.std(ddof=1)) if len(ss) > 1 else 0.0, 3),
+                     "min_pct": round(float(u.min()), 3), "max_pct": round(float(u.max()), 3),
+                     "arrived_pct": round(float(np.mean([s.arrived_milli for s in ss]) / gpus / 10), 3),
+                     "placed": round(float(np.mean([s.placed for s in ss])), 1),
+                     "failed": round(float(np.mean([s.arrivals - s.placed for s in ss])), 1),
+                     "bound_unallocated_pct": round(float(np.mean(lo)), 3) if len(lo) == len(ss) else "",
+                     "gap": round(max(gaps), 4) if gaps else "",
+                     "status": ",".join(sorted({s.status for s in ss}))})
+    return rows
+
+
 def _bin_end(r: PaperRun, gpus: int, b: int) -> tuple[float, int, int]:
     """The last arrival whose arrived % rounds to at most b: its arrived %, placed, failed."""
     arrive = np.round(r.arrived / gpus / 10, 0)
@@ -558,7 +652,7 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
     import json
 
     from .simulate import plot, table, to_csv
-    for flag, bad in (("--offline-optimum", args.offline_optimum), ("--scheduler-config", args.scheduler_config),
+    for flag, bad in (("--scheduler-config", args.scheduler_config),
                       ("--tie-break name", getattr(args, "tie_break", "random") == "name")):
         if bad:
             raise InputError(f"{flag}: not part of --protocol fgd-paper, whose ties go by a random node order "
@@ -572,7 +666,27 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
     seeds = [args.seed + i for i in range(args.runs)]
     say = None if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr, flush=True))
     t0 = time.perf_counter()
+    if args.offline_optimum:
+        # Not refused: the user may mean it; the estimate says what it costs (minutes per solve
+        # at full size: meant for a few bins, e.g. --inflation 1.0, and few --runs).
+        solves = len(bins) * len(seeds)
+        print(f"simulate: --offline-optimum: {solves} solve(s) (bins x runs) of up to {args.time_limit:g} s each "
+              f"(--time-limit): up to {solves * args.time_limit / 60:.0f} min"
+              + ("; meant for a few bins (--inflation 1.0)" if solves > 5 else ""), file=sys.stderr, flush=True)
     rows, runs = simulate_paper(c, seeds=seeds, policies=policies, bins=bins, progress=say)
+    if args.offline_optimum:
+        pc = prepare(c)
+        solves = []
+        for seed in seeds:
+            got = offline_paper(c, paper_arrivals(c, seed), [r for r in runs if r.seed == seed], bins,
+                                time_limit=args.time_limit)
+            solves += got
+            if say:
+                for o in got:
+                    say(f"seed {seed}: {OFFLINE} bin {o.bin} %: {o.arrivals} arrivals from {o.warm}'s placement "
+                        f"in {o.seconds:.1f} s ({o.status})")
+        rows += offline_rows(solves, pc.gpus, pc.capacity_milli)
+        rows.sort(key=lambda r: r["inflation"])        # stable: the online policies' order, then the optimum
     if getattr(args, "stats", False):
         per: dict[str, dict[str, float]] = {}
         for r in runs:

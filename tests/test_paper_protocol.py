@@ -234,3 +234,26 @@ def test_bad_protocol_and_policy(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ",".join(sim.COLUMNS)
     assert [line.split(",")[:2] for line in out[1:]] == [["1.0", "fgd"], ["1.0", "random"]]
+
+
+@needs_openb
+def test_offline_optimum_rows_bound_replay(small):
+    """--offline-optimum under fgd-paper: the arrivals of bin 100 (arrived milli <= 100 % of
+    capacity) placed at once from fgd's placement: a row per bin, bound <= unallocated, never
+    below fgd on the same arrivals, and the placement passes the independent replay."""
+    c, nodes, tasks = small
+    pc = P.prepare(c)
+    a = P.paper_arrivals(c, 42)
+    r = P.run_paper(c, a, "fgd")
+    (o,) = P.offline_paper(c, a, [r], [100], time_limit=3)
+    assert o.arrivals == int(np.sum(a.arrived <= pc.capacity_milli)) and o.warm == "fgd"
+    assert o.allocated >= int(r.allocated[o.arrivals - 1]) == o.warm_allocated
+    assert o.bound is not None and o.bound >= o.allocated
+    (row,) = P.offline_rows([o], pc.gpus, pc.capacity_milli)
+    assert row["policy"] == "offline-optimum" and row["inflation"] == 1.0 and row["status"]
+    assert row["bound_unallocated_pct"] <= row["unallocated_pct"]
+    assert row["unallocated_pct"] <= round(100 * (1 - r.allocated[o.arrivals - 1] / pc.capacity_milli), 3)
+    assert o.placed == len(o.log) > 0
+    assert independent_check(c, nodes, [(c.shapes[si], n, d) for si, n, d in o.log]) == []
+    used = sum(c.shapes[si].cons[n, d] for si, n, ds in o.log for d in ds) * pc.gpu_scale
+    assert abs(used - o.allocated) < 1e-6
