@@ -663,6 +663,10 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
 _SAID: set[str] = set()
 
 
+def _list_valued(attr: Any) -> bool:
+    return isinstance(attr, dict) and any(attr.get(k) is not None for k in ("bools", "ints", "strings", "versions"))
+
+
 def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
     """One line per gated field the input sets whose gate is off (the API server drops such a
     field on write, so Kubernetes never sees it), and per field draopt does not model: the
@@ -682,6 +686,8 @@ def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
             if d.node_allocatable_resources:
                 seen("ResourceSlice spec.devices[].nodeAllocatableResources", "DRANodeAllocatableResources", s.ref)
                 break
+        if any(_list_valued(a) for d in s.spec.devices for a in (d.to_k8s().get("attributes") or {}).values()):
+            seen("ResourceSlice spec.devices[].attributes[] list values", "DRAListTypeAttributes", s.ref)
     lines = []
     for (field_name, gate), refs in found.items():
         more = f" and {len(refs) - 1} more" if len(refs) > 1 else ""

@@ -165,3 +165,25 @@ def test_node_allocatable_resources_dropped_with_the_gate_off():
     assert len(notes) == 1 and notes[0].startswith(
         "field ResourceSlice spec.devices[].nodeAllocatableResources dropped: gate DRANodeAllocatableResources is off")
     assert gated_field_notes(objects, NODE_ALLOCATABLE) == []
+
+
+def test_list_values_are_dropped_with_their_gate_off():
+    """c03-cpu-nic-pcieroot-list.yaml (dra-driver-cpu --expose-pcie-roots, pcieRoot as `strings`): with
+    DRAListTypeAttributes off the API server drops list values, so CEL does not see them either (as
+    matchAttribute does not): `pcieRoot.includes(...)` is a CEL runtime error ("no such key"); with the
+    gate on, includes() picks cpudevnuma001 (website dra-features "List type attributes")."""
+    import subprocess
+    import sys
+    path, = r2("c03-cpu-nic-pcieroot-list.yaml")
+
+    def allocate(*gates: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "draopt", "allocate", "-f", path, "--claim", "default/cpus-includes",
+                               *gates], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    off = allocate()
+    assert off.returncode != 0 and "CEL runtime error: no such key: pcieRoot" in off.stderr
+    on = allocate("--feature-gates", "DRAListTypeAttributes=true")
+    assert on.returncode == 0 and "device: cpudevnuma001" in on.stdout
+    from draopt.workload import gated_field_notes
+    notes = gated_field_notes(load_files([path]), Features.from_gates())
+    assert any(n.startswith("field ResourceSlice spec.devices[].attributes[] list values dropped: "
+                            "gate DRAListTypeAttributes is off") for n in notes), notes

@@ -89,6 +89,12 @@ def _attribute_value(attr: Dict[str, Any], list_types: bool):
     raise ValueError("unsupported attribute value")
 
 
+def _list_only(attr: Any) -> bool:
+    """An attribute whose only value is a list one (bools, ints, strings, versions)."""
+    return isinstance(attr, dict) and any(attr.get(k) is not None for k in ("bools", "ints", "strings", "versions")) \
+        and not any(attr.get(k) is not None for k in ("bool", "int", "string", "version"))
+
+
 def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = False) -> CelDevice:
     """Prepare the CEL input for one ResourceSlice device (plain Kubernetes JSON).
 
@@ -99,10 +105,11 @@ def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = F
     error = None
     attributes: Dict[str, Dict[str, Any]] = {}
     for name, attr in (device.get("attributes") or {}).items():
+        if not list_type_attributes and _list_only(attr):
+            # With DRAListTypeAttributes off the API server drops list values on write: the
+            # attribute is not there (as for matchAttribute; draopt.workload notes it once).
+            continue
         try:
-            # Like Kubernetes' getAttributeValue, list values are read whatever the gate says
-            # (with DRAListTypeAttributes off the API server drops them on write; objects that
-            # still carry them are evaluated as they are).
             value = _attribute_value(attr, True)
         except ValueError as e:
             error = error or f"attribute {name}: {e}"
