@@ -354,11 +354,19 @@ def _generated_name(doc: Any, source: str) -> Any:
     return dict(doc, metadata=dict(meta, name=name))
 
 
+# Workload kinds of batch frameworks whose controllers create pods draopt does not make
+# (Kubeflow training-operator and mpi-operator, Kubeflow Trainer v2, KubeRay, Volcano).
+POD_CREATING_KINDS = frozenset({"MPIJob", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob",
+                                "RayCluster", "RayJob", "RayService"})
+
+
 def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> ObjectSet:
     """After every input is read: skipped kinds reported (one note per kind on `notes`, default
     stderr; errors with `strict`), controllers expanded into the Pods they would create."""
     if objects.skipped:
-        lines = [f"skipped {n} {kind} object(s): not used for placement"
+        lines = [f"skipped {n} {kind} object(s): " + ("creates pods that draopt does not model (give the pods "
+                                                     "it creates, e.g. from kubectl get pods -o yaml)"
+                                                     if kind in POD_CREATING_KINDS else "not used for placement")
                  for kind, n in sorted(objects.skipped.items())]
         if strict:
             raise InputError("; ".join(lines) + " (--strict)")

@@ -187,3 +187,10 @@ def test_list_values_are_dropped_with_their_gate_off():
     notes = gated_field_notes(load_files([path]), Features.from_gates())
     assert any(n.startswith("field ResourceSlice spec.devices[].attributes[] list values dropped: "
                             "gate DRAListTypeAttributes is off") for n in notes), notes
+
+
+def test_an_mpijob_is_said_to_create_pods_draopt_does_not_model(capsys):
+    """d-rct-and-mpijob.yaml (dranet OKE GB200 mpi-job.yaml): an MPIJob creates pods (mpi-operator); draopt
+    does not make them, and says so (was "not used for placement"); d-workers-*.yaml are those pods."""
+    load_files(r2("d-rct-and-mpijob.yaml"))
+    assert "note: skipped 1 MPIJob object(s): creates pods that draopt does not model" in capsys.readouterr().err
