@@ -647,6 +647,10 @@ def _bin_end(r: PaperRun, gpus: int, b: int) -> tuple[float, int, int]:
     return float(r.arrived[k]) / gpus / 10, int(r.placed[k]), int(r.failed[k])
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
 def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
     """`draopt simulate --protocol fgd-paper` after the cluster is built (simulate.cmd_simulate)."""
     import json
@@ -671,7 +675,7 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
         # at full size: meant for a few bins, e.g. --inflation 1.0, and few --runs).
         solves = len(bins) * len(seeds)
         print(f"simulate: --offline-optimum: {solves} solve(s) (bins x runs) of up to {args.time_limit:g} s each "
-              f"(--time-limit): up to {solves * args.time_limit / 60:.0f} min"
+              f"(--time-limit): up to {_duration(solves * args.time_limit)}"
               + ("; meant for a few bins (--inflation 1.0)" if solves > 5 else ""), file=sys.stderr, flush=True)
     rows, runs = simulate_paper(c, seeds=seeds, policies=policies, bins=bins, progress=say)
     if args.offline_optimum:

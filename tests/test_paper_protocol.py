@@ -234,6 +234,16 @@ def test_bad_protocol_and_policy(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ",".join(sim.COLUMNS)
     assert [line.split(",")[:2] for line in out[1:]] == [["1.0", "fgd"], ["1.0", "random"]]
+    # --offline-optimum: a row after the online ones, its bound and status from the solver.
+    assert main(["simulate", "-f", str(cluster), "--trace", str(pods), "--protocol", "fgd-paper", "--quiet",
+                 "--inflation", "1.0", "-o", "csv", "--policy", "random", "--offline-optimum",
+                 "--time-limit", "2"]) == 0
+    got = capsys.readouterr()
+    rows = [dict(zip(sim.COLUMNS, line.split(","))) for line in got.out.splitlines()[1:]]
+    assert [r["policy"] for r in rows] == ["random", "offline-optimum"] and "3 solve(s)" in got.err and "up to 6 s" in got.err
+    off = rows[1]
+    assert off["status"] and float(off["bound_unallocated_pct"]) <= float(off["unallocated_pct"])
+    assert float(off["unallocated_pct"]) <= float(rows[0]["unallocated_pct"]) + 1e-9
 
 
 @needs_openb
@@ -254,6 +264,33 @@ def test_offline_optimum_rows_bound_replay(small):
     assert row["bound_unallocated_pct"] <= row["unallocated_pct"]
     assert row["unallocated_pct"] <= round(100 * (1 - r.allocated[o.arrivals - 1] / pc.capacity_milli), 3)
     assert o.placed == len(o.log) > 0
-    assert independent_check(c, nodes, [(c.shapes[si], n, d) for si, n, d in o.log]) == []
+    assert replay_errors(c, nodes, tasks, o.log) == []
     used = sum(c.shapes[si].cons[n, d] for si, n, ds in o.log for d in ds) * pc.gpu_scale
     assert abs(used - o.allocated) < 1e-6
+
+
+def replay_errors(c, nodes, tasks, log) -> list[str]:
+    """(shape, node, devices) placements replayed with the CSV's numbers alone: cpu, memory,
+    1000 milli per GPU, whole GPUs unshared, the GPU model the task names."""
+    by_name = {n.name: n for n in nodes}
+    cpu = dict.fromkeys(by_name, 0)
+    mem = dict.fromkeys(by_name, 0)
+    gpu: dict[tuple[str, int], list[int]] = {}
+    errs = []
+    for si, node, devs in log:
+        t = tasks[c.shapes[si].pods[0]]
+        n = by_name[c.nodes[node]]
+        cpu[n.name] += t.cpu_milli
+        mem[n.name] += t.memory_mib
+        if cpu[n.name] > n.cpu_milli or mem[n.name] > n.memory_mib:
+            errs.append(f"{n.name}: over cpu or memory")
+        if len(devs) != t.num_gpu or len(set(devs)) != len(devs):
+            errs.append(f"{t.name} on {n.name}: {devs} for {t.num_gpu} GPU(s)")
+        if t.gpu_spec and n.model not in t.gpu_spec:
+            errs.append(f"{t.name} on {n.name}: model {n.model} not in {t.gpu_spec}")
+        for d in devs:
+            shares = gpu.setdefault((n.name, d), [])
+            shares.append(t.gpu_milli)
+            if d >= n.gpus or sum(shares) > 1000 or (len(shares) > 1 and 1000 in shares):
+                errs.append(f"{n.name} gpu-{d}: {shares}")
+    return errs
