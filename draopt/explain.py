@@ -72,17 +72,21 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
     """The first reason the device cannot serve the request on its own, None if it can."""
     f = problem.features
     inv = problem.inventory
-    if not spec.admin_access and dev.id in inv.allocated.devices:
-        return "in use"
-    if not f.device_binding_and_status and dev.device.binding_conditions:
-        return "has binding conditions (DRADeviceBindingConditions off)"
+    # Devices the request could never take (the selectors) first, so that "in use" counts only
+    # devices it could take (a GPU request must not count an allocated IMEX channel); a device
+    # in use is not evaluated by Kubernetes, so its CEL errors are not reported.
+    in_use = not spec.admin_access and dev.id in inv.allocated.devices
     try:
         if not problem.selectable(spec, dev):
             return "not matching class/request selectors"
     except DeviceCelError as e:
-        return f"{CEL_RUNTIME}{e.owner}: {e.cause}"       # the device is left out: one line per cause
+        return "in use" if in_use else f"{CEL_RUNTIME}{e.owner}: {e.cause}"   # one line per cause
     except AllocationError as e:
-        return f"CEL error: {e}"
+        return "in use" if in_use else f"CEL error: {e}"
+    if in_use:
+        return "in use"
+    if not f.device_binding_and_status and dev.device.binding_conditions:
+        return "has binding conditions (DRADeviceBindingConditions off)"
     if f.consumable_capacity and not problem.capacity_ok(spec, dev, None):
         return "capacity too small or request outside its policy"
     if dev.device.consumes_counters:
@@ -244,6 +248,7 @@ def explain_pod(cluster, book, pod, max_device_nodes: int | None = None) -> list
             continue
         if not todo:
             ex.fits = True
+            _node_allocatable_check(cluster, book, pod, node, ex)
             continue
         if max_device_nodes is not None and deep >= max_device_nodes:
             ex.reason = "(devices not analysed: node limit)"
@@ -259,7 +264,21 @@ def explain_pod(cluster, book, pod, max_device_nodes: int | None = None) -> list
         got = explain_problem(problem, node.name)
         ex.rejections, ex.conflict, ex.fits, ex.error = got.rejections, got.conflict, got.fits, got.error
         ex.pools = notes if not ex.fits else []
+        if ex.fits:
+            _node_allocatable_check(cluster, book, pod, node, ex)
     return out
+
+
+def _node_allocatable_check(cluster, book, pod, node, ex: NodeExplanation) -> None:
+    """Devices found: with DRANodeAllocatableResources the devices the allocator picks add node
+    resources (or break a pod-level or sharing rule), so the node fits only if the first-fit
+    filter says so too (it would otherwise read "fits" after "Insufficient memory")."""
+    if not cluster.features.node_allocatable_resources:
+        return
+    from .placement.firstfit import try_node
+    reason, _ = try_node(cluster, book, pod, node, {}, None)
+    if reason is not None:
+        ex.fits, ex.reason = False, reason
 
 
 def group_nodes(explanations: list[NodeExplanation]) -> list[tuple[list[str], NodeExplanation]]:

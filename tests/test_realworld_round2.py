@@ -194,3 +194,29 @@ def test_an_mpijob_is_said_to_create_pods_draopt_does_not_model(capsys):
     does not make them, and says so (was "not used for placement"); d-workers-*.yaml are those pods."""
     load_files(r2("d-rct-and-mpijob.yaml"))
     assert "note: skipped 1 MPIJob object(s): creates pods that draopt does not model" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- explain
+def _explain(*args: str) -> str:
+    import subprocess
+    import sys
+    got = subprocess.run([sys.executable, "-m", "draopt", "explain", *args], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    return got.stdout
+
+
+def test_explain_does_not_say_fits_after_insufficient_node_allocatable_memory():
+    """b01-* (NVIDIA node-allocatable-overhead demo): the devices are free but their overhead exceeds the
+    node's free memory: the node does not fit (was "fits" after "Insufficient memory")."""
+    out = _explain(*[a for p in r2("b01-nvidia-overhead-cluster.yaml", "b01-gpu-overhead-pod.yaml") for a in ("-f", p)],
+                   "--feature-gates", "DRANodeAllocatableResources=true")
+    assert "node g5-xlarge-1: Insufficient memory (node-allocatable resources of devices)" in out
+    assert "fits" not in out
+
+
+def test_explain_counts_in_use_only_among_devices_the_request_could_take():
+    """e-computedomain-* (NVIDIA ComputeDomain): on a node with 2 of 4 GPUs free, the GPU request reads
+    "2 in use ... 2 usable": the allocated IMEX channel never matches the GPU class (was "3 in use")."""
+    out = _explain(*[a for p in r2("e-computedomain-cluster.yaml", "e-computedomain-workload.yaml") for a in ("-f", p)])
+    gpu_lines = [line for line in out.splitlines() if "-gpus gpus:" in line]
+    assert gpu_lines and all("2 in use" in line and "2 usable" in line for line in gpu_lines), gpu_lines
