@@ -41,8 +41,8 @@ Public interface:
 * `bin_seed(arrived, allocated, gpus, bins)` (merge_alloc_discrete for one seed) and
   `bin_curve(per_seed)` (the mean over seeds).
 * `offline_paper(c, arrivals, runs, bins, *, time_limit) -> [OfflineSolve]` (`--offline-optimum`,
-  not in the paper): per bin, the seed's arrivals whose arrived milli is within the bin's
-  percent of capacity, placed at once by `simulate.solve_optimal` warm-started from the online
+  not in the paper): per bin, the seed's arrivals up to the bin's last one (of the pods
+  `bin_seed` averages for it), placed at once by `simulate.solve_optimal` warm-started from the online
   run that allocated most of them (fgd on ties); slow (minutes per solve at full size): meant
   for a few bins and seeds.
 """
@@ -555,7 +555,7 @@ def simulate_paper(c, *, seeds: list[int], policies: list, bins: list[int], tune
 class OfflineSolve:
     seed: int
     bin: int
-    arrivals: int                   # the arrivals solved: arrived milli <= bin % of capacity
+    arrivals: int                   # the arrivals solved: up to the bin's last one
     arrived_milli: int
     warm: str                       # the online policy whose placement it started from
     warm_allocated: int             # that policy's allocated GPU milli after those arrivals
@@ -586,8 +586,8 @@ def _recording_state():
 
 def offline_paper(c, arrivals: PaperArrivals, runs: list[PaperRun], bins: list[int], *,
                   time_limit: float) -> list[OfflineSolve]:
-    """Per bin: the arrivals whose cumulative arrived milli is at most bin % of the cluster's GPU
-    milli, all placed at once by the optimal model (simulate.solve_optimal, column generation),
+    """Per bin: the arrivals up to the bin's last one (of the pods bin_seed averages for it),
+    all placed at once by the optimal model (simulate.solve_optimal, column generation),
     warm-started from the run of `runs` (same arrivals) that allocated most after them, fgd's on
     ties: never below that online policy. The bound is the solver's, never rounded up to proven."""
     from .simulate import solve_optimal
@@ -599,9 +599,16 @@ def offline_paper(c, arrivals: PaperArrivals, runs: list[PaperRun], bins: list[i
     order = sorted(range(len(runs)), key=lambda i: (runs[i].policy != "fgd", i))
     out = []
     for b in bins:
-        k = int(np.searchsorted(arrivals.arrived, b * pc.capacity_milli / 100, side="right"))
-        if k == 0:
-            continue
+        # The last of the pods bin_seed averages for b (arrived % rounded to b; b-1..b+1 when b
+        # has none; no row when those have none either): the online figure of the bin never
+        # reads below the optimum of these arrivals.
+        arrive = np.round(arrivals.arrived / pc.gpus / 10, 0)
+        sel = np.flatnonzero(arrive == b)
+        if not sel.size:
+            sel = np.flatnonzero((arrive >= b - 1) & (arrive <= b + 1))
+            if not sel.size:
+                continue
+        k = int(sel[-1]) + 1
         best = max(order, key=lambda i: (int(runs[i].allocated[k - 1]), -order.index(i)))
         warm = runs[best]
         t0 = time.perf_counter()
