@@ -1,0 +1,248 @@
+"""draopt's public Python API, the top layer: `import draopt`, then `draopt.place(...)` and so on.
+
+Each function takes what a user has at hand (an ObjectSet or the paths of YAML/JSON files)
+and the options the command line names (`--time-limit` is `time_limit=`), and returns the
+result object the command prints. Bad input raises draopt.errors.InputError naming the file
+and field, as the command line reports it (exit 2).
+
+    import draopt
+    out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
+    [p.pod for p in out.result.pods if p.placed]
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
+
+from .errors import InputError
+from .features import Features, parse_gates
+from .loader import ObjectSet, load_files
+
+if TYPE_CHECKING:
+    from .api import AllocateOutcome
+    from .explain import NodeExplanation
+    from .placement import PlaceOutcome
+    from .planning import MixPlan, NodeType
+    from .report import PolicyReport
+    from .validation.findings import Report
+
+__all__ = ["load", "allocate", "place", "plan", "simulate", "compare", "validate", "explain"]
+
+Inputs = Union[ObjectSet, str, Iterable[str]]
+FeaturesLike = Union[Features, str, Mapping[str, bool], None]
+
+
+def _paths(inputs: str | Iterable[str], what: str) -> list[str]:
+    if isinstance(inputs, str):
+        return [inputs]
+    try:
+        paths = list(inputs)
+    except TypeError:
+        raise InputError(f"{what}: expected an ObjectSet, a file path or a list of paths, "
+                         f"got {type(inputs).__name__}") from None
+    bad = [p for p in paths if not isinstance(p, str)]
+    if bad:
+        raise InputError(f"{what}: expected file paths (str), got {type(bad[0]).__name__}")
+    if not paths:
+        raise InputError(f"{what}: no file given")
+    return paths
+
+
+def _objects(inputs: Inputs, *, recursive: bool = False, strict: bool = False) -> ObjectSet:
+    if isinstance(inputs, ObjectSet):
+        return inputs
+    return load_files(_paths(inputs, "inputs"), recursive=recursive, strict=strict)
+
+
+def _features(features: FeaturesLike) -> Features:
+    """A Features, `--feature-gates` text ("G=true,H=false") or a mapping of gates."""
+    if features is None:
+        return Features.from_gates()
+    if isinstance(features, Features):
+        return features
+    if isinstance(features, str):
+        return Features.from_gates(parse_gates(features))
+    if isinstance(features, Mapping):
+        return Features.from_gates(dict(features))
+    raise InputError(f"features: expected Features, 'G=true,...' text or a mapping, got {type(features).__name__}")
+
+
+def load(paths: str | Iterable[str], *, recursive: bool = False, strict: bool = False) -> ObjectSet:
+    """Read Kubernetes objects from YAML/JSON files (`-` is stdin; a directory gives its
+    .yaml/.yml/.json files, its subdirectories too with `recursive`); kinds draopt does not use
+    are a note on stderr, an InputError with `strict`; workload controllers become their Pods.
+
+        objects = draopt.load("examples/cluster.yaml")
+        [n.name for n in objects.nodes]
+    """
+    return load_files(_paths(paths, "paths"), recursive=recursive, strict=strict)
+
+
+def allocate(inputs: Inputs, *, node: str | None = None, claims: list[str] | None = None,
+             features: FeaturesLike = None, policy: str = "first-fit", engine: str = "cp-sat",
+             deterministic_share_ids: bool = False, time_limit: float | None = None) -> AllocateOutcome:
+    """Allocate the pending ResourceClaims together on `node` (default: the first node, by name,
+    where they fit), as `draopt allocate`. Returns a draopt.api.AllocateOutcome: `allocated`,
+    `node`, `claims` (with status.allocation set), `reason` when unschedulable, `notes`.
+
+        out = draopt.allocate("examples/cluster.yaml", node="node-1", deterministic_share_ids=True)
+        out.allocated, [c.name for c in out.claims]
+    """
+    from . import api
+    api.warm_up()
+    return api.allocate(_objects(inputs), node=node, claims=claims, features=_features(features), policy=policy,
+                        engine=engine, deterministic_share_ids=deterministic_share_ids, time_limit=time_limit)
+
+
+def place(inputs: Inputs, *, policy: str = "first-fit", features: FeaturesLike = None, time_limit: float = 60.0,
+          scheduler_config: Any = None, seed: int = 0, tie_break: str = "random") -> PlaceOutcome:
+    """Place the pending Pods and PodGroups on the nodes, as `draopt place`: `first-fit`
+    (kube-scheduler's choice; `scheduler_config` a KubeSchedulerConfiguration path,
+    `builtin:NAME` or SchedulerConfig, ties random from `seed` or by `tie_break="name"`) or
+    `optimal` (one CP-SAT model, `time_limit` seconds). Returns a draopt.placement.PlaceOutcome:
+    `result` (a PlacementResult: `pods`, `placed_pods()`, `summary()`, `stats`), `objects` (the
+    Pods and ResourceClaims as Kubernetes would hold them).
+
+        out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
+        len(out.result.placed_pods()), out.result.summary()
+    """
+    from .placement import place as place_pods
+    return place_pods(_objects(inputs), policy=policy, features=_features(features), time_limit=time_limit,
+                      scheduler_config=scheduler_config, seed=seed, tie_break=tie_break)
+
+
+def plan(inputs: Inputs, node_types: Iterable[NodeType | str] | str, *, features: FeaturesLike = None,
+         time_limit: float = 60.0, max_nodes: int = 256) -> MixPlan:
+    """The cheapest mix of new nodes that places the pending pods, as `draopt plan`. A node type is
+    a draopt.planning.NodeType or `--node-type` text `NODE=COST` (the input's Node NODE with its
+    slices as template, COST per node); a str that is not `NODE=COST` is a `--node-types` YAML file.
+    Returns a draopt.planning.MixPlan: `placed`, `pods`, `status`, `table()`, `to_json()`.
+
+        mix = draopt.plan("examples/gang-stranding.yaml", ["node-a=1"], time_limit=10)
+        mix.placed, mix.pods
+    """
+    from .planning import NodeType, load_node_types, parse_node_type, plan as plan_mix
+    if isinstance(node_types, str):
+        node_types = load_node_types(node_types)
+    types: list[NodeType] = []
+    for t in node_types:
+        if isinstance(t, NodeType):
+            types.append(t)
+        elif isinstance(t, str):
+            types.append(parse_node_type(t))
+        else:
+            raise InputError(f"node_types: expected NodeType or 'NODE=COST' text, got {type(t).__name__}")
+    return plan_mix(_objects(inputs), types, features=_features(features), time_limit=time_limit,
+                    max_nodes=max_nodes)
+
+
+def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.3:0.05",
+             policies: list[str] | str | None = None, runs: int = 3, seed: int = 0, batch: int = 50,
+             time_limit: float = 60.0, offline_optimum: bool = False, capacity: str | None = None,
+             protocol: str = "draopt", records: bool = False) -> list[Any]:
+    """Online placement of a trace under workload inflation, as `draopt simulate`: `cluster` the
+    Nodes/ResourceSlices/DeviceClasses, `trace` an openb task CSV or a YAML/JSON file of Pods;
+    `levels` a list or `--inflation` text; `policies` a list or `--policy` text. `protocol`:
+    "draopt" (default) or "fgd-paper" (the FGD paper's protocol, draopt.paper_protocol; seeds
+    `seed`..`seed+runs-1`). Returns the aggregated rows (dicts: inflation, policy, unallocated_pct,
+    ...; what `-o csv` prints), or with `records=True` (draopt protocol) the per-run
+    draopt.simulate.Record list.
+
+        rows = draopt.simulate("examples/cluster.yaml", "examples/mig-gangs.yaml", levels=[0.5], runs=1)
+    """
+    from . import simulate as sim
+    if protocol not in ("draopt", "fgd-paper"):
+        raise InputError(f"--protocol: unknown protocol {protocol!r} (known: draopt, fgd-paper)")
+    level_list = sim.parse_levels(levels) if isinstance(levels, str) else list(levels)
+    if not isinstance(trace, str):
+        raise InputError(f"--trace: expected a file path, got {type(trace).__name__}")
+    objects = _objects(cluster) if isinstance(cluster, ObjectSet) else None
+    if trace.lower().endswith(".csv"):
+        from .trace import read_tasks, workload_objects
+        both = ObjectSet()
+        both.extend(objects if objects is not None else load_files(_paths(cluster, "cluster")))
+        both.extend(sim._object_set(workload_objects(read_tasks(trace, what="--trace")), trace))
+    elif objects is not None:
+        both = ObjectSet()
+        both.extend(objects)
+        both.extend(load_files([trace]))
+    else:
+        both = load_files(_paths(cluster, "cluster") + [trace])
+    c = sim.build(both, capacity_name=capacity or sim.DEFAULT_CAPACITY)
+    if protocol == "fgd-paper":
+        from . import paper_protocol as paper
+        if offline_optimum:
+            raise InputError("offline_optimum: with protocol='fgd-paper' use `draopt simulate --offline-optimum`")
+        names = _policy_names(policies, ",".join(paper.PAPER_POLICIES))
+        rows, _runs = paper.simulate_paper(c, seeds=[seed + i for i in range(runs)],
+                                           policies=[paper.make_policy(p) for p in names],
+                                           bins=paper.level_bins(level_list))
+        return rows
+    names = sim.parse_policies(policies if isinstance(policies, str) else
+                               ",".join(policies) if policies else sim.DEFAULT_POLICIES)
+    if "kube-scheduler" in names:
+        from .scheduler import SchedulerConfig
+        from .scheduler.trace import TraceScheduler
+        c.kube_scheduler = TraceScheduler(c, SchedulerConfig.default(), seed=seed, tie_break="random")
+    got = sim.simulate(c, levels=level_list, policies=names, runs=runs, seed=seed, batch=batch,
+                       time_limit=time_limit, offline_optimum=offline_optimum)
+    return got if records else sim.aggregate(got, names + [sim.OFFLINE])
+
+
+def _policy_names(policies: list[str] | str | None, default: str) -> list[str]:
+    text = policies if isinstance(policies, str) else ",".join(policies) if policies else default
+    names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    if not names:
+        raise InputError(f"--policy {text!r}: no policy")
+    return names
+
+
+def compare(inputs: Inputs, policies: list[str] | None = None, *, features: FeaturesLike = None,
+            time_limit: float = 60.0, scheduler_config: Any = None, seed: int = 0,
+            tie_break: str = "random") -> list[PolicyReport]:
+    """Place the workload with each policy (default first-fit and optimal; `first-fit:CONFIG` is
+    first-fit under its own scheduler configuration) and measure the state each leaves, as
+    `draopt compare`. Returns a list of draopt.report.PolicyReport (placed, stranded devices,
+    fragmentation, `proven`, `to_json()`), one per policy, in order.
+
+        reports = draopt.compare("examples/gang-stranding.yaml", time_limit=10)
+        [(r.policy, r.placed) for r in reports]
+    """
+    from .report import compare as compare_policies
+    return compare_policies(_objects(inputs), list(policies or ["first-fit", "optimal"]),
+                            features=_features(features), time_limit=time_limit,
+                            scheduler_config=scheduler_config, seed=seed, tie_break=tie_break)
+
+
+def validate(paths: str | Iterable[str] | ObjectSet, *, features: FeaturesLike = None) -> Report:
+    """What a Kubernetes API server would reject, as `draopt validate`. Validation reads the
+    documents as written, so it takes file paths (an ObjectSet is already parsed: InputError).
+    Returns a draopt.validate.Report: `findings` (empty: valid), `notes`, `objects`, `to_dict()`.
+
+        report = draopt.validate("examples/cluster.yaml")
+        report.findings == []
+    """
+    from .validation.documents import validate_files
+    if isinstance(paths, ObjectSet):
+        raise InputError("validate: give the file paths; an ObjectSet is already parsed (validation reads "
+                         "the documents as written)")
+    return validate_files(_paths(paths, "paths"), _features(features))
+
+
+def explain(inputs: Inputs, *, claims: list[str] | None = None, node: str | None = None,
+            features: FeaturesLike = None) -> list[NodeExplanation]:
+    """Why the claims cannot be allocated together, per node, as `draopt explain --claim`: each
+    draopt.explain.NodeExplanation says which devices each request rejects and why, and the
+    smallest set of requirements that cannot hold together (`conflict`; `fits` when they can).
+    `claims`: NAMESPACE/NAME (default every pending claim); `node`: only that node.
+
+        exps = draopt.explain("examples/cluster.yaml", node="node-1")
+        [(e.node, e.fits) for e in exps]
+    """
+    from . import api
+    from .explain import explain_claims
+    objects = _objects(inputs)
+    api.warm_up()
+    if not claims and not api.select_claims(objects, None)[0]:
+        api._nothing_to_allocate(objects)
+        return []
+    return explain_claims(objects, claims, _features(features), node)
