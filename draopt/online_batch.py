@@ -86,8 +86,11 @@ class DeltaTable:
     (simulate.FragModel: the trace's shapes weighted by frequency), computed per kind of node
     on classes of alike shapes."""
 
-    def __init__(self, st: State, frag: FragModel):
+    def __init__(self, st: State, frag: FragModel, node_frag=None):
+        """`node_frag(n, free [C, R], left [C, D]) -> [C]`: another fragmentation measure of
+        states of node n (the paper protocol's, after the authors' frag.go); default `frag`'s."""
         c = st.c
+        self.node_frag = node_frag
         if len(frag.p) != len(c.shapes):
             raise InputError("optimal-batch: the FGD model must weigh every shape of the cluster "
                              f"({len(frag.p)} weights for {len(c.shapes)} shapes)")
@@ -144,9 +147,10 @@ class DeltaTable:
         if o_all.size:
             l_all = np.concatenate(cand_left)
             f_all = free[None] - kd.opt_dem[o_all]
-            before = float(kd.frag(free[None], left[None])[0])
+            measure = kd.frag if self.node_frag is None else (lambda f, lf: self.node_frag(n, f, lf))
+            before = float(measure(free[None], left[None])[0])
             # Rounded: float noise from how numpy sums must not break ties (deterministic either way).
-            d_all = np.round(kd.frag(f_all, l_all) - before, 6)
+            d_all = np.round(measure(f_all, l_all) - before, 6)
             # Per class the smallest delta, first candidate (lowest GPU) on ties: candidates of a
             # class are contiguous and in GPU order, so a stable sort by (class, delta) keeps it.
             order = np.lexsort((d_all, o_all))
@@ -160,6 +164,28 @@ class DeltaTable:
         self.delta[:, n] = col[kd.cls]
         self.devs[n] = devs
 
+    def untake(self, s: Shape, n: int, devs: list[int]) -> None:
+        """Undo a placement made within the batch being planned (never a committed one)."""
+        st = self.st
+        st.free[n] += s.demand
+        for d in devs:
+            st.left[n, d] += s.cons[n, d]
+            st.allocated -= s.cons[n, d]
+        st.placed -= 1
+        self.refresh(n)
+
+    def fits_without(self, f: Shape, n: int, p: Shape, devs: list[int]) -> bool:
+        """Would task f fit node n once p (placed there with devs) is taken off?"""
+        st = self.st
+        free = st.free[n] + p.demand
+        if not (f.node_ok[n] and (free >= f.demand).all()):
+            return False
+        if f.count == 0:
+            return True
+        left = st.left[n].copy()
+        left[devs] += p.cons[n, devs]
+        return int((f.compat[n] & (left >= f.cons[n])).sum()) >= f.count
+
     def take(self, s: Shape, n: int) -> list[int]:
         devs = self.devs[n][int(self.kind[n].cls[s.index])]
         self.st.take(s, n, devs)
@@ -167,42 +193,88 @@ class DeltaTable:
         return devs
 
 
-ORDERS = ("arrival", "greedy")
+ORDERS = ("arrival", "greedy", "regret")
 
 
-def place_batch(table: DeltaTable, batch: list[Shape], *, order: str = "greedy",
-                size_weight: float = 0.0) -> list[tuple[int, list[int]] | None]:
+def place_batch(table: DeltaTable, batch: list[Shape], *, order: str = "greedy", size_weight: float = 0.0,
+                quantize: bool = False, node_order: np.ndarray | None = None,
+                repair: bool = False) -> list[tuple[int, list[int]] | None]:
     """Place `batch` on the table's state; (node, devices) or None (failed) per task, in the
     batch's order. `arrival`: each task in turn where FGD puts it (= FGD); `greedy`: the task
     and node of the smallest score first, score = delta - size_weight x the task's requested GPU
     milli (a larger task goes first when deltas are close: left to the batch's end it finds only
-    what the smaller ones left; ties: earliest task, then first node by name)."""
+    what the smaller ones left). `quantize`: the delta as the FGD plugin scores it (fgd_score.go:
+    trunc(100 x sigmoid(-delta / 1000)), so deltas close together tie). Ties: the earliest task,
+    then the first node of `node_order` (default by name)."""
     if order not in ORDERS:
         raise InputError(f"optimal-batch: unknown order {order!r} (known: {', '.join(ORDERS)})")
     st = table.st
     out: list[tuple[int, list[int]] | None] = [None] * len(batch)
-    if order == "arrival":
-        for k, s in enumerate(batch):
-            row = table.delta[s.index]
-            n = int(np.argmin(row))
-            if not np.isfinite(row[n]):
-                st.failed += 1
-                continue
-            out[k] = (n, table.take(s, n))
-        return out
     pending = list(range(len(batch)))
     while pending:
-        rows = table.delta[[batch[k].index for k in pending]]
+        rows_of = pending[:1] if order == "arrival" else pending
+        rows = table.delta[[batch[k].index for k in rows_of]]
+        if node_order is not None:
+            rows = rows[:, node_order]
+        if quantize:
+            with np.errstate(over="ignore"):
+                q = -np.trunc(100.0 / (1.0 + np.exp(np.where(np.isfinite(rows), rows, 0.0) / 1000.0)))
+            rows = np.where(np.isfinite(rows), q, np.inf)
         if size_weight:
-            rows = rows - size_weight * np.array([batch[k].request for k in pending])[:, None]
-        flat = int(np.argmin(rows))
-        i, n = divmod(flat, rows.shape[1])
-        if not np.isfinite(rows[i, n]):
+            rows = rows - size_weight * np.array([batch[k].request for k in rows_of])[:, None]
+        if order == "regret" and rows.shape[1] > 1:
+            # The task that loses most if it cannot have its best node goes first (one node
+            # only: infinite regret); then its best node.
+            two = np.partition(rows, 1, axis=1)[:, :2]
+            with np.errstate(invalid="ignore"):
+                regret = np.where(np.isfinite(two[:, 0]), two[:, 1] - two[:, 0], -np.inf)
+            regret = np.nan_to_num(regret, nan=-np.inf)
+            i = int(np.argmax(regret))
+            col = int(np.argmin(rows[i]))
+        else:
+            flat = int(np.argmin(rows))
+            i, col = divmod(flat, rows.shape[1])
+        if not np.isfinite(rows[i, col]):
+            if order == "arrival":
+                st.failed += 1
+                pending.pop(0)
+                continue
             st.failed += len(pending)
             break
+        n = int(node_order[col]) if node_order is not None else col
         k = pending.pop(i)
         out[k] = (n, table.take(batch[k], n))
+    if repair:
+        _repair(table, batch, out, node_order)
     return out
+
+
+def _repair(table: DeltaTable, batch: list[Shape], out: list, node_order) -> None:
+    """A task of the batch that found no node gets one where a task placed earlier in the same
+    batch (not yet committed) stood, if that one fits elsewhere: it moves to its best other node.
+    Each rescue places one more task and moves none of an earlier batch."""
+    st = table.st
+    for f_k, got in enumerate(out):
+        if got is not None:
+            continue
+        f = batch[f_k]
+        for p_k, placed in enumerate(out):
+            if placed is None or p_k == f_k:
+                continue
+            n, devs = placed
+            p = batch[p_k]
+            row = table.delta[p.index].copy()
+            row[n] = np.inf
+            if not np.isfinite(row).any() or not table.fits_without(f, n, p, devs):
+                continue
+            table.untake(p, n, devs)
+            out[f_k] = (n, table.take(f, n))
+            row = table.delta[p.index] if node_order is None else table.delta[p.index][node_order]
+            col = int(np.argmin(row))
+            m = int(node_order[col]) if node_order is not None else col
+            out[p_k] = (m, table.take(p, m))
+            st.failed -= 1
+            break
 
 
 DEFAULT_BATCH = 100
@@ -221,12 +293,14 @@ class OptimalBatch:
     name = "optimal-batch"
 
     def __init__(self, c: SimCluster, frag: FragModel, *, batch: int = DEFAULT_BATCH,
-                 size_weight: float = DEFAULT_SIZE_WEIGHT, order: str = "greedy"):
+                 size_weight: float = DEFAULT_SIZE_WEIGHT, order: str = "greedy", node_frag=None,
+                 quantize: bool = False, node_order: np.ndarray | None = None, repair: bool = False):
         if not isinstance(batch, int) or batch < 1:
             raise InputError(f"optimal-batch: batch {batch!r}: a whole number, at least 1")
         if order not in ORDERS:
             raise InputError(f"optimal-batch: unknown order {order!r} (known: {', '.join(ORDERS)})")
         self.c, self.frag, self.batch, self.size_weight, self.order = c, frag, batch, size_weight, order
+        self.node_frag, self.quantize, self.node_order, self.repair = node_frag, quantize, node_order, repair
         self._table: DeltaTable | None = None
         self._seen: tuple | None = None
 
@@ -235,12 +309,13 @@ class OptimalBatch:
             raise InputError("optimal-batch: the state is of another cluster than the policy's")
         mark = (id(st), st.placed, st.allocated)
         if self._table is None or self._table.st is not st or self._seen != mark:
-            self._table = DeltaTable(st, self.frag)
+            self._table = DeltaTable(st, self.frag, self.node_frag)
         return self._table
 
     def place(self, st: State, shapes: list[Shape]) -> list[tuple[int, list[int]] | None]:
         table = self._table_for(st)
-        out = place_batch(table, shapes, order=self.order, size_weight=self.size_weight)
+        out = place_batch(table, shapes, order=self.order, size_weight=self.size_weight, quantize=self.quantize,
+                          node_order=self.node_order, repair=self.repair)
         self._seen = (id(st), st.placed, st.allocated)
         return out
 
@@ -273,14 +348,20 @@ class PaperOptimalBatch:
     The policy plans on a private copy of the run's State, checked equal to the protocol's at
     every batch (copied again if not), so it never writes the protocol's state itself.
     `frag_model(c, weights)`: the FGD model class (simulate.FragModel; passed in, not imported,
-    so that this module imports neither the simulator nor the protocol)."""
+    so that this module imports neither the simulator nor the protocol). `paper_frag`: the deltas
+    are of the protocol's own fragmentation (`ctx.pc.frag`, the authors' frag.go, as its fgd
+    scores them), not of simulate.FragModel's."""
 
     name = "optimal-batch"
 
-    def __init__(self, frag_model, *, batch: int = DEFAULT_BATCH, size_weight: float = DEFAULT_SIZE_WEIGHT):
+    def __init__(self, frag_model, *, batch: int = DEFAULT_BATCH, size_weight: float = DEFAULT_SIZE_WEIGHT,
+                 paper_frag: bool = True, order: str = "greedy", quantize: bool = False, rank_ties: bool = True,
+                 repair: bool = False):
         if not isinstance(batch, int) or batch < 1:
             raise InputError(f"optimal-batch: batch {batch!r}: a whole number, at least 1")
         self.frag_model, self.batch, self.size_weight = frag_model, batch, size_weight
+        self.paper_frag, self.order, self.quantize, self.rank_ties = paper_frag, order, quantize, rank_ties
+        self.repair = repair
         self._frag: dict[int, FragModel] = {}
         self._policy: OptimalBatch | None = None
         self._st: State | None = None
@@ -290,7 +371,10 @@ class PaperOptimalBatch:
         frag = self._frag.get(id(c))
         if frag is None:
             frag = self._frag[id(c)] = self.frag_model(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
-        self._policy = OptimalBatch(c, frag, batch=self.batch, size_weight=self.size_weight)
+        self._policy = OptimalBatch(c, frag, batch=self.batch, size_weight=self.size_weight, order=self.order,
+                                    node_frag=_paper_node_frag(ctx.pc) if self.paper_frag else None,
+                                    quantize=self.quantize, repair=self.repair,
+                                    node_order=np.argsort(ctx.rank, kind="stable") if self.rank_ties else None)
         self._st = self._copy(ctx.st)
 
     @staticmethod
@@ -308,3 +392,15 @@ class PaperOptimalBatch:
             self._st = self._copy(st)
         c = ctx.c
         return self._policy.place(self._st, [c.shapes[int(i)] for i in shape_indices])
+
+
+def _paper_node_frag(pc):
+    """The protocol's FGD fragmentation (paper_policies.FragModel: typical pods, CPU and GPU
+    milli, memory ignored, as the authors' frag.go) as `DeltaTable`'s node_frag, in milli GPU."""
+    fm, cpu_j, cpu_scale, gpu_scale = pc.frag, pc.cpu_j, pc.cpu_scale, pc.gpu_scale
+
+    def node_frag(n: int, free: np.ndarray, left: np.ndarray) -> np.ndarray:
+        cpu = np.rint(free[:, cpu_j] * cpu_scale).astype(np.int64)
+        milli = np.rint(np.clip(left, 0, None) * gpu_scale).astype(np.int64)
+        return fm.frag(cpu, milli, np.full(len(cpu), pc.kind[n])) / fm.cum
+    return node_frag

@@ -124,3 +124,27 @@ def test_bad_parameters(cut):
         ob.OptimalBatch(c, frag, batch=0)
     with pytest.raises(InputError, match="unknown order"):
         ob.OptimalBatch(c, frag, order="random")
+
+
+def test_paper_protocol_batch_policy(cut):
+    """Under the FGD paper's protocol (draopt.paper_protocol's batch interface): registered as
+    optimal-batch, placements checked by the protocol and by the replay, deterministic, and the
+    protocol's state is never written by the policy (it plans on its own copy)."""
+    pp = pytest.importorskip("draopt.paper_protocol")
+    nodes, tasks, c, frag, _ = cut
+    arr = pp.paper_arrivals(c, 42)
+    arr.shapes = arr.shapes[:600]
+    arr.arrived = arr.arrived[:600]
+    pol = pp.make_policy("optimal-batch")
+    assert pol.name == "optimal-batch" and pol.batch >= 1
+    r = pp.run_paper(c, arr, pol)
+    seq = [int(s) for s in arr.shapes]
+    log = [(x[1], x[2]) if x else None for x in r.log]
+    assert replay_errors(c, nodes, tasks, seq, log) == []
+    assert pp.run_paper(c, arr, pp.make_policy("optimal-batch")).log == r.log
+    st = sim.State(c)
+    ctx = pp.RunContext(pp.prepare(c), st, arr.node_rank, np.random.default_rng(0))
+    pol.start(ctx)
+    got = pol.choose_batch(ctx, arr.shapes[:50])
+    assert st.placed == 0 and (st.free == c.alloc).all()       # the protocol applies, not the policy
+    assert sum(g is not None for g in got) == 50
