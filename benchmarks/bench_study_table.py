@@ -20,13 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_simulate as bs  # noqa: E402  (also puts the repository on sys.path)
+import bench_simulate as bs
 
-from draopt import paper_protocol as P  # noqa: E402
-from draopt import simulate as sim  # noqa: E402
+from draopt import paper_protocol as P
+from draopt import simulate as sim
 
 TRACES = ["default", "gpushare100", "gpuspec33", "multigpu50"]
 BINS = [95, 100, 130]

@@ -805,7 +805,12 @@ def plot(rows: list[dict[str, Any]], path: str, *, title: str = "") -> None:
         y = [r["unallocated_pct"] for r in rs]
         e = [r["std_pct"] for r in rs]
         style = "--" if pol == OFFLINE else "-"
-        ax.errorbar(x, y, yerr=e, label=pol, linestyle=style, marker="o", markersize=3, capsize=2)
+        line = ax.errorbar(x, y, yerr=e, label=pol, linestyle=style, marker="o", markersize=3, capsize=2)
+        bounded = [(xi, r["bound_unallocated_pct"], yi) for xi, r, yi in zip(x, rs, y) if r["bound_unallocated_pct"] != ""]
+        if pol == OFFLINE and bounded:      # the optimum lies between its bound and the value found
+            bx, lo, hi = zip(*bounded)
+            ax.fill_between(bx, lo, hi, color=line[0].get_color(), alpha=0.2, label=f"{pol}: bound to value")
+            ax.vlines(bx, lo, hi, color=line[0].get_color(), alpha=0.5, linewidth=4)     # a single bin shows too
     xs = sorted({r["inflation"] * 100 for r in rows})
     ax.plot(xs, [max(0.0, 100 - x) for x in xs], color="grey", linewidth=0.8, linestyle=":",
             label="requested < capacity")
