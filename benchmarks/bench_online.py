@@ -118,8 +118,8 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=1, help="every K-th GPU node (default all 1,213)")
     ap.add_argument("--traces", default=",".join(TRACES))
     ap.add_argument("--seeds", default="42:52", help="START:STOP (default 42:52, the paper's 10 seeds)")
-    ap.add_argument("--batch", default=str(ob.DEFAULT_BATCH), help="K, or a comma list to compare")
-    ap.add_argument("--size-weight", default=str(ob.DEFAULT_SIZE_WEIGHT), help="a value or a comma list")
+    ap.add_argument("--batch", help="K, or a comma list to compare (default: the protocol's optimal-batch's)")
+    ap.add_argument("--size-weight", help="a value or a comma list (default: the protocol's optimal-batch's)")
     ap.add_argument("--level", type=float, default=1.0, help="arrived share measured (default 1.0)")
     ap.add_argument("--protocol", default="fgd-paper", choices=("default", "fgd-paper"))
     ap.add_argument("--fgd", default="simulate", choices=("simulate", "table", "none"))
@@ -134,6 +134,9 @@ def main() -> int:
             return 2
     global LEVEL
     LEVEL = args.level
+    paper = args.protocol == "fgd-paper"
+    args.batch = args.batch or str(ob.PAPER_BATCH if paper else ob.DEFAULT_BATCH)
+    args.size_weight = args.size_weight or ("0" if paper else str(ob.DEFAULT_SIZE_WEIGHT))
     lo, hi = (int(x) for x in args.seeds.split(":"))
     configs = [(int(k), float(w)) for k in args.batch.split(",") for w in args.size_weight.split(",")]
     problems = 0
