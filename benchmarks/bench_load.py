@@ -67,6 +67,9 @@ def generate(out: Path, nodes: int, pods: int, schedperf_scale: float) -> list[t
     for fmt in ("yaml", "json"):
         _write(doc, out / f"realistic.{fmt}")
         files.append((f"realistic {nodes} nodes / {pods} pods", out / f"realistic.{fmt}"))
+    # The same with plain PCI addresses (`pciBusID: {string: 0000:68:00.0}`), as go-yaml writes them.
+    _write(as_list(cluster_dump(nodes=nodes, pods=pods, pci_addresses=True)), out / "realistic-pci.yaml")
+    files.append((f"realistic {nodes} nodes / {pods} pods, plain PCI addresses", out / "realistic-pci.yaml"))
     _write(as_list(as_v1beta1(doc["items"])), out / "realistic-v1beta1.json")   # conversion to v1 measured
     files.append((f"realistic {nodes} nodes / {pods} pods, resource.k8s.io/v1beta1", out / "realistic-v1beta1.json"))
     try:

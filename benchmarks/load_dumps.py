@@ -256,13 +256,25 @@ def claim(j: int, node_name: str, device: int) -> dict[str, Any]:
             "reservedFor": [{"name": pod_name, "resource": "pods", "uid": _uid("Pod", pod_name)}]}}
 
 
+def pci_address(d: int) -> str:
+    """A GPU's PCI address as drivers publish it (`0000:68:00.0`), on buses that read as strings
+    in YAML 1.1 too (68, 79, 8a, ...: no base-60 number), written plain as go-yaml writes it."""
+    return f"0000:{0x68 + 0x11 * (d % 8):02x}:{d // 8:02x}.0"
+
+
 def cluster_dump(nodes: int = 500, pods: int = 5000, devices_per_node: int = 10,
-                 running_fraction: float = 0.6) -> list[dict[str, Any]]:
+                 running_fraction: float = 0.6, pci_addresses: bool = False) -> list[dict[str, Any]]:
     """The dump's objects: nodes, their slices, the class and template, then pods (the first
-    `running_fraction` bound round-robin to nodes with an allocated claim each) and claims."""
+    `running_fraction` bound round-robin to nodes with an allocated claim each) and claims.
+    `pci_addresses`: every device also has a `pciBusID` attribute (see pci_address)."""
     objs: list[dict[str, Any]] = [device_class(), claim_template()]
     objs += [node(i, devices_per_node) for i in range(nodes)]
-    objs += [resource_slice(i, devices_per_node) for i in range(nodes)]
+    slices = [resource_slice(i, devices_per_node) for i in range(nodes)]
+    if pci_addresses:
+        for sl in slices:
+            for d, dev in enumerate(sl["spec"]["devices"]):
+                dev["attributes"]["pciBusID"] = {"string": pci_address(d)}
+    objs += slices
     running = min(int(pods * running_fraction), nodes * devices_per_node)
     claims = []
     for j in range(pods):

@@ -129,6 +129,36 @@ def test_random_documents_are_refused_or_read_alike(doc, flow):
         assert docs == ref
 
 
+# Base-60 shapes: PCI addresses go-yaml writes plain. PyYAML (YAML 1.1) reads some as numbers.
+PCI_TOKENS = ["0000:68:00.0", "0000:8a:00.0", "0000:00:1f.6", "0000:19:00.0", "0000:53:00.1", "10:20", "1:20.5",
+              "60:00", "0:00", "1:68:00", "0_0:68", "+0000:68:00.0", "-1:68", "0000:68:00.", "59:59.9"]
+
+
+@pytest.mark.parametrize("token", PCI_TOKENS)
+def test_base60_shapes_are_read_as_pyyaml_reads_them(token):
+    """`0000:68:00.0` is a string to PyYAML too (68 is no base-60 digit): accepted on the fast path;
+    `0000:19:00.0` (1140.0) and `10:20` (620) are numbers to PyYAML: refused."""
+    number = isinstance(yaml.safe_load(f"k: {token}")["k"], (int, float))
+    for text in _contexts(token):
+        ok, docs = fast(text)
+        if ok:
+            assert docs == reference(text), text
+    assert fast(f"key: {token}\nlist:\n- {token}\n")[0] is (not number) or token == "-1:68"
+
+
+@settings(max_examples=300, deadline=None)
+@given(tokens=st.lists(st.text(alphabet="0123456789abf:._+-", min_size=1, max_size=12), min_size=1, max_size=4))
+def test_random_base60_tokens_are_refused_or_read_alike(tokens):
+    text = "".join(f"k{i}: {t}\n" for i, t in enumerate(tokens)) + "seq:\n" + "".join(f"- {t}\n" for t in tokens)
+    try:
+        ref = reference(text)
+    except (yaml.YAMLError, InputError):
+        ref = None
+    ok, docs = fast(text)
+    if ok:
+        assert ref is not None and docs == ref, text
+
+
 @settings(max_examples=400, deadline=None)
 @given(tokens=st.lists(st.text(alphabet="019.-+_:eExXbo~yYnNtTfFsSlLa iI#&*!,[]{}'\"", min_size=0, max_size=7),
                        min_size=1, max_size=4))
