@@ -1,16 +1,21 @@
-"""`optimal-batch` that looks forward: a batch of K arrivals placed together, in the order that
-fragments the cluster least, on a table of FGD fragmentation deltas kept up to date per node.
+"""`optimal-batch`: a batch of K arrivals placed together, on a table of FGD fragmentation
+deltas kept up to date per node; placed tasks never move, a task that fits nowhere is skipped.
 
-The FGD policy (Weng et al., ATC '23; `draopt.simulate.FragModel`) places each task where the
-cluster's expected fragmentation against the trace's shapes grows least. A batch policy knows K
-tasks at once; it places them one at a time, each time the (task, node, GPU choice) of the batch
-whose fragmentation delta is smallest, so a task that fills a hole goes first and a task that
-would open one waits until the batch has used what suits it. Placed tasks never move; a task
-that fits nowhere when its turn comes is skipped (failed).
+The FGD policy (Weng et al., ATC '23) places each task where the cluster's expected
+fragmentation against the trace's shapes grows least. A batch policy knows K tasks at once:
+* draopt's protocol (`draopt simulate`, `OptimalBatch`, order `greedy`): the batch is placed
+  task by task, each time the (task, node) of the smallest delta minus a small bonus for size,
+  so a task that fills a hole goes first (beats draopt's fgd: docs/studies/online-batch.md);
+* the FGD paper's protocol (`PaperOptimalBatch`, registered in draopt.paper_protocol): the
+  protocol's own fgd rule in arrival order, then a repair: a task that found no node takes the
+  node of a task of the same batch (not yet committed) that fits elsewhere. The reordering
+  orders (`greedy`, `regret`) lose to that fgd on the full trace; the study says by how much.
+Nothing here is an optimum and no solver status is claimed.
 
-Speed: the deltas of every trace shape on every node are held in a table [shapes, nodes] and
-only the column of the node just used is computed again (its state is the only one that
-changed), so a placement costs one node's options for all shapes, not every node's.
+Speed: the deltas of every shape on every node are held in a table [shapes, nodes]; only the
+column of the node just used is computed again (its state is the only one that changed), per
+kind of node on classes of alike shapes, so a placement costs one node's options, not every
+node's.
 """
 from __future__ import annotations
 
