@@ -52,13 +52,9 @@ _NUMBERISH = (r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9_]*
               r"|[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?")
 # ... of which these read the same in both as values (not followed by a key's `:`).
 _SAME_NUMBER = r"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[ ]*+(?:\n|\Z|#|[,\]}]))"
-# ... and base-60 shapes that YAML 1.1 (PyYAML) reads as strings, as rapidyaml does: PCI
-# addresses such as `0000:68:00.0` (68 is no base-60 digit), as go-yaml writes them plain. Not
-# `0000:19:00.0` (PyYAML: 1140.0) nor `10:20` (620): PyYAML's float and int patterns of
-# yaml/resolver.py, `[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*` and `[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+`.
-_STRING_BASE60 = (r"(?![-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*" + _END + r")"
-                  r"(?![-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+" + _END + r")"
-                  r"[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?" + _END)
+# ... and base-60 shapes (`0000:68:00.0`, `10:20`): strings to rapidyaml, and to draopt.loader
+# too, as to Kubernetes (its go-yaml never read YAML 1.1's base-60 numbers).
+_STRING_BASE60 = r"[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?" + _END
 _WORDS = (r"yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|y|Y|n|N|~|Null|NULL|=|<<"
           r"|[-+]?\.?(?:[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])")
 _RISKY = (r"(?=[yYnNoOTF~=<.+\-0-9iI&*!?%@`:])(?:"

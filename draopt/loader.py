@@ -222,7 +222,20 @@ def _key_text(key: Any) -> str:
     return "null" if key is None else str(key)
 
 
+def _number_or_base60_text(construct):
+    """YAML 1.1's base-60 numbers (`10:20` = 620, `0000:19:00.0` = 1140.0) are text to Kubernetes:
+    its go-yaml fork never read them (sigs.k8s.io/yaml goyaml.v3 README: "Does not support base-60
+    floats"), so a PCI address kubectl writes plain stays the string written. Only they have a `:`."""
+    def construct_number(loader, node):
+        if ":" in node.value:
+            return loader.construct_scalar(node)
+        return construct(loader, node)
+    return construct_number
+
+
 for _loader in filter(None, (_YamlLoader, _CYamlLoader)):
+    _loader.add_constructor("tag:yaml.org,2002:int", _number_or_base60_text(yaml.SafeLoader.construct_yaml_int))
+    _loader.add_constructor("tag:yaml.org,2002:float", _number_or_base60_text(yaml.SafeLoader.construct_yaml_float))
     _loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_scalar)
     _loader.add_constructor("tag:yaml.org,2002:binary", yaml.SafeLoader.construct_scalar)
     _loader.add_constructor("tag:yaml.org,2002:set", _loader.construct_yaml_map)

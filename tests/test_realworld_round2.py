@@ -220,3 +220,15 @@ def test_explain_counts_in_use_only_among_devices_the_request_could_take():
     out = _explain(*[a for p in r2("e-computedomain-cluster.yaml", "e-computedomain-workload.yaml") for a in ("-f", p)])
     gpu_lines = [line for line in out.splitlines() if "-gpus gpus:" in line]
     assert gpu_lines and all("2 in use" in line and "2 usable" in line for line in gpu_lines), gpu_lines
+
+
+def test_a_plain_pci_address_reads_as_kubernetes_reads_it(tmp_path):
+    """gen_big.py's p5 GPU addresses (`0000:18:00.0`, as kubectl/go-yaml writes them plain) are base-60
+    floats in YAML 1.1 (64800.0): Kubernetes' go-yaml never reads base 60, so the attribute is the string
+    written (was: "Input should be a valid string", an error on valid input)."""
+    path = tmp_path / "slice.yaml"
+    path.write_text("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n"
+                    "  driver: gpu.example.com\n  nodeName: n\n  pool: {name: n, generation: 1, resourceSliceCount: 1}\n"
+                    "  devices:\n  - name: gpu-0\n    attributes:\n      pciBusID:\n        string: 0000:18:00.0\n")
+    device, = load_files([str(path)]).resource_slices[0].spec.devices
+    assert device.to_k8s()["attributes"]["pciBusID"] == {"string": "0000:18:00.0"}
