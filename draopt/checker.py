@@ -91,8 +91,9 @@ def check(problem: Problem, results: list[AllocationResult]) -> list[str]:
                 counter_counted.add(key)
                 use = counter_use.setdefault(id(dev.pool), {})
                 for c in dev.device.consumes_counters:
-                    for n, v in c.counters.items():
-                        use[(c.counter_set, n)] = use.get((c.counter_set, n), Fraction(0)) + problem.counter_value(v.value)
+                    for counter_name, counter in c.counters.items():
+                        key_in_set = (c.counter_set, counter_name)
+                        use[key_in_set] = use.get(key_in_set, Fraction(0)) + problem.counter_value(counter.value)
             elif dev.device.consumes_counters and not f.partitionable_devices:
                 errors.append(f"{w}: consumes counters but DRAPartitionableDevices is off")
         errors += _check_counts(problem, claim, picked, where)
@@ -108,16 +109,16 @@ def check(problem: Problem, results: list[AllocationResult]) -> list[str]:
     for did, per in capacity_use.items():
         dev = inv.by_id[did]
         already = inv.allocated.capacity.get(did, {})
-        for n, v in per.items():
+        for n, amount in per.items():
             limit = problem.counter_value(dev.device.capacity[n].value)
-            if v + already.get(n, 0) > limit:
-                errors.append(f"device {'/'.join(did)}: capacity {n} over-used ({v + already.get(n, 0)} > {limit})")
+            if amount + already.get(n, 0) > limit:
+                errors.append(f"device {'/'.join(did)}: capacity {n} over-used ({amount + already.get(n, 0)} > {limit})")
     errors += _check_compatibility(problem, results)
     pools = {id(d.pool): d.pool for d in inv.devices}
     for pid, use in counter_use.items():
         avail = available_counters(pools[pid], inv.allocated)
-        for (cs, n), v in use.items():
-            if v > avail.get(cs, {}).get(n, Fraction(0)):
+        for (cs, n), amount in use.items():
+            if amount > avail.get(cs, {}).get(n, Fraction(0)):
                 errors.append(f"pool {pools[pid].id}: counter {cs}/{n} over-used")
     return errors
 
@@ -161,23 +162,24 @@ def _check_constraints(problem: Problem, claim, picked, where) -> list[str]:
                 values.append((dev, normalise(raw, lt)))
         if len(values) < 2:
             continue
-        if any(v is None for _, v in values):
+        typed = [(dev, v) for dev, v in values if v is not None]
+        if len(typed) < len(values):
             errors.append(f"{where} constraints[{i}]: attribute {name} has an unsupported type")
             continue
         if c.match_attribute is not None:
             common = None
-            for _, v in values:
+            for _, v in typed:
                 elems = {(v[0], e) for e in v[1]}
                 common = elems if common is None else common & elems
             if not common:
                 errors.append(f"{where} constraints[{i}]: matchAttribute {name}: no common value")
         else:
-            for a in range(len(values)):
-                for b in range(a + 1, len(values)):
-                    va, vb = values[a][1], values[b][1]
+            for a in range(len(typed)):
+                for b in range(a + 1, len(typed)):
+                    va, vb = typed[a][1], typed[b][1]
                     if va[0] == vb[0] and va[1] & vb[1]:
                         errors.append(f"{where} constraints[{i}]: distinctAttribute {name}: "
-                                      f"{'/'.join(values[a][0].id)} and {'/'.join(values[b][0].id)} share a value")
+                                      f"{'/'.join(typed[a][0].id)} and {'/'.join(typed[b][0].id)} share a value")
     return errors
 
 

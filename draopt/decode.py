@@ -67,7 +67,9 @@ def decode_claim(problem: Problem, claim: ClaimSpec, chosen: list[Chosen],
         if cls.name in class_ranges:
             start, end = class_ranges[cls.name]
             for j in range(start, end):
-                config[j].requests.append(full)
+                requests = config[j].requests
+                assert requests is not None     # the class's entries are made below with a list
+                requests.append(full)
             continue
         start = len(config)
         for cc in cls.spec.config:

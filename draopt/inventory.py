@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from .errors import InputError
 from .features import Features
@@ -237,7 +237,9 @@ def _build_pool(driver: str, name: str, slices: list[ResourceSlice], features: F
                 all_slices_for_pool: list[ResourceSlice] | None) -> Pool:
     slices = sorted(slices, key=lambda s: s.name)
     pool = Pool(driver=driver, name=name, generation=slices[0].spec.pool.generation)
-    counter_slices, device_slices, other = [], [], []
+    counter_slices: list[ResourceSlice] = []
+    device_slices: list[ResourceSlice] = []
+    other: list[ResourceSlice] = []
     for s in slices:
         (counter_slices if features.partitionable_devices and s.spec.shared_counters else device_slices).append(s)
     if all_slices_for_pool is not None and len(slices) < len(all_slices_for_pool):
@@ -422,7 +424,7 @@ class Inventory:
 
 
 def build_inventory(slices: list[ResourceSlice], node: Node | None, allocated_claims: list[ResourceClaim],
-                    features: Features, taint_rules: list[DeviceTaintRule] = (), classes=None,
+                    features: Features, taint_rules: Sequence[DeviceTaintRule] = (), classes=None,
                     cel_env=None, *, index: dict[str, list[ResourceSlice]] | None = None,
                     allocated: AllocatedState | None = None) -> Inventory:
     """The node's candidate devices. `allocated` (shared, e.g. cluster-wide and updated as pods

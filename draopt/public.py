@@ -155,18 +155,18 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
     level_list = sim.parse_levels(levels) if isinstance(levels, str) else list(levels)
     if not isinstance(trace, str):
         raise InputError(f"--trace: expected a file path, got {type(trace).__name__}")
-    objects = _objects(cluster) if isinstance(cluster, ObjectSet) else None
-    if trace.lower().endswith(".csv"):
-        from .trace import read_tasks, workload_objects
+    # as simulate.cmd_simulate reads them: a task CSV becomes Pods; YAML is read with the cluster
+    is_csv = trace.lower().endswith(".csv")
+    if isinstance(cluster, ObjectSet):
         both = ObjectSet()
-        both.extend(objects if objects is not None else load_files(_paths(cluster, "cluster")))
-        both.extend(sim._object_set(workload_objects(read_tasks(trace, what="--trace")), trace))
-    elif objects is not None:
-        both = ObjectSet()
-        both.extend(objects)
-        both.extend(load_files([trace]))
+        both.extend(cluster)        # the caller's set is left as it was
+        if not is_csv:
+            both.extend(load_files([trace]))
     else:
-        both = load_files(_paths(cluster, "cluster") + [trace])
+        both = load_files(_paths(cluster, "cluster") + ([] if is_csv else [trace]))
+    if is_csv:
+        from .trace import read_tasks, workload_objects
+        both.extend(sim._object_set(workload_objects(read_tasks(trace, what="--trace")), trace))
     c = sim.build(both, capacity_name=capacity or sim.DEFAULT_CAPACITY)
     if protocol == "fgd-paper":
         from . import paper_protocol as paper
@@ -182,7 +182,9 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
     if "kube-scheduler" in names:
         from .scheduler import SchedulerConfig
         from .scheduler.trace import TraceScheduler
-        c.kube_scheduler = TraceScheduler(c, SchedulerConfig.default(), seed=seed, tie_break="random")
+        # set on the cluster as simulate.cmd_simulate does (SimCluster does not declare it)
+        c.kube_scheduler = TraceScheduler(  # type: ignore[attr-defined]
+            c, SchedulerConfig.default(), seed=seed, tie_break="random")
     got = sim.simulate(c, levels=level_list, policies=names, runs=runs, seed=seed, batch=batch,
                        time_limit=time_limit, offline_optimum=offline_optimum)
     return got if records else sim.aggregate(got, names + [sim.OFFLINE])

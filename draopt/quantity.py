@@ -224,15 +224,15 @@ def _i64_add(a: _I64, b: _I64) -> _I64:
         c = av + bv
         return (c, asc) if _fits(c) else None
     if asc > bsc:
-        c = _pos_scale_i64(av, asc - bsc)
-        if c is None:
+        scaled = _pos_scale_i64(av, asc - bsc)
+        if scaled is None:
             return None
-        c += bv
+        c = scaled + bv
         return (c, bsc) if _fits(c) else None
-    c = _pos_scale_i64(bv, bsc - asc)
-    if c is None:
+    scaled = _pos_scale_i64(bv, bsc - asc)
+    if scaled is None:
         return None
-    c += av
+    c = scaled + av
     return (c, asc) if _fits(c) else None
 
 
@@ -267,6 +267,9 @@ class Quantity:
 
     value: Fraction
     format: Format
+    _s: Optional[str]       # the string form, once made
+    _i: _I64                # Go's int64 representation, when it has one
+    _hash: Optional[int]
 
     def __init__(self, value: Fraction, fmt: Format, _s: Optional[str] = None, _i: _I64 = None):
         object.__setattr__(self, "value", value)
@@ -286,8 +289,9 @@ class Quantity:
 
     # ------------------------------------------------------------------ parse
     @classmethod
-    def parse(cls, s: Union[str, int, float, "Quantity"]) -> "Quantity":
-        """Parse like ``resource.ParseQuantity``; ints/floats like a JSON number."""
+    def parse(cls, s: object) -> "Quantity":
+        """Parse like ``resource.ParseQuantity``; ints/floats like a JSON number; any other
+        value (None, a list, ...) is a QuantityError, so raw YAML values may be passed as read."""
         if isinstance(s, Quantity):
             return s
         if isinstance(s, bool):

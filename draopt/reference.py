@@ -26,7 +26,7 @@ import sys
 from bisect import bisect_left
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 from .constraints import AttrValue, constraint_applies, normalise
 from .rules import lookup_attribute
@@ -66,6 +66,12 @@ class _Constraint:
 
     def applies(self, req: RequestSpec) -> bool:
         return constraint_applies(self.names, req.request_name, req.sub_name)
+
+    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        raise NotImplementedError   # MatchConstraint, DistinctConstraint
+
+    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
+        raise NotImplementedError
 
 
 def _attr_set(raw: Any) -> AttrValue | None:
@@ -197,7 +203,7 @@ class ReferenceAllocator:
         self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}
         self.results: list[list[Chosen]] = [[] for _ in problem.claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
-        self.compat: dict[tuple[int, str], frozenset[str]] = {}
+        self.compat: dict[tuple[int, str], frozenset[str] | None] = {}   # None: put back unset
         self.counted_multi: dict[DeviceID, bool] = {}   # documented mode: multi device drew its counters   # running intersection per counter set
         self.constraints = [self._make_constraints(c) for c in problem.claims]
         self.shape = shape if FAST_PATHS and shape is not None and len(shape) == len(problem.claims) else None
@@ -206,7 +212,7 @@ class ReferenceAllocator:
             problem.shape_keys = self.shape
         self.dirty = False             # something of this search's state changed (counters, results, ...)
         self._fail_clean = False       # the last _allocate_device failed before changing anything
-        self._undo_pending = None      # the undo function of the device _try_one just allocated
+        self._undo_pending: Callable[[], None] | None = None      # the undo function of the device _try_one just allocated
         # Device runs skipped under a matchAttribute constraint, (start, stop, request), in order;
         # with the allocator's counter leak they would have reserved counters: replayed per pool
         # when the search comes back to that pool (lazy_seen: how many runs a pool has seen).
@@ -333,6 +339,7 @@ class ReferenceAllocator:
                     self._remember_prefix(prefix_key, i)
                     prefix_key = None
                 undo = self._undo_pending
+                assert undo is not None     # _try_one allocated the device (returned None)
                 try:
                     done = self._device(req, k + 1, i + 1)
                 except BaseException:
@@ -401,6 +408,7 @@ class ReferenceAllocator:
                 if v is not None:
                     by_value.setdefault(v, []).append(dev.index)
             self.memo[("values", target.attribute)] = by_value
+        assert self.shape is not None   # called only on the fast path
         errors = self.memo.get(("errors", self.shape[ci], req.key))
         if errors is None:
             errors = [0]
@@ -457,7 +465,7 @@ class ReferenceAllocator:
         """In use for a non-admin request of claim `ci`."""
         admin = self.allocating_admin.get(did)
         return did in self.p.inventory.allocated.devices or bool(self.allocating.get(did)) or \
-            bool(admin) and (self.defects or ci in admin)
+            admin is not None and len(admin) > 0 and (self.defects or ci in admin)
 
     def _used_by_claim(self, did: DeviceID, ci: int) -> bool:
         return ci in self.allocating.get(did, ()) or ci in self.allocating_admin.get(did, ())
@@ -574,7 +582,7 @@ class ReferenceAllocator:
         f = self.f
         if not (f.partitionable_devices and f.compatibility_groups and dev.device.consumes_counters):
             return lambda: None
-        added = []
+        added: list[tuple[tuple[int, str], frozenset[str] | None]] = []
         for c in dev.device.consumes_counters:
             key = (id(dev.pool), c.counter_set)
             current = self.compat.get(key)
@@ -582,6 +590,7 @@ class ReferenceAllocator:
                 fixed = in_use_groups(self.p.inventory.allocated, dev.pool, c.counter_set)
                 current = frozenset.intersection(*fixed) if fixed else None
             mine = compatibility_groups(dev.device, c.counter_set)
+            assert mine is not None     # c is one of the device's own counter sets
             new = mine if current is None else current & mine
             if not new:
                 for k, old in reversed(added):
@@ -615,8 +624,8 @@ class ReferenceAllocator:
                 cs[n] = cs.get(n, Fraction(0)) + self.p.counter_value(v.value)
         for set_name, counters in avail.items():
             cs = used.get(set_name, {})
-            for n, v in counters.items():
-                if v < cs.get(n, 0):
+            for n, available in counters.items():
+                if available < cs.get(n, 0):
                     self._release_counters(dev)
                     return False
         return True

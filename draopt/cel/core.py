@@ -36,7 +36,7 @@ class CompiledExpression:
         self._static_cost = static_cost
         self._prepared = expression
         self._ticked: Optional[str] = None  # counting source of a bounded loop expression
-        self._offloaded = None  # compiled with comprehensions run from Python (past the iteration budget)
+        self._offloaded: Any = None  # compiled with comprehensions run from Python (past the iteration budget)
         self.expression = expression
         self.output_type = output_type
         self._expr = expr

@@ -138,7 +138,7 @@ def _instrument(src: str, worst: bool = False, ticks: bool = True):
     out = []
     cost = 0
     loops = False
-    total_extra = 0  # cost of the loops, for the static total
+    total_extra: int | None = 0  # cost of the loops, for the static total
     pos = 0
     j = 0
     operand_end = False

@@ -5,7 +5,7 @@ Go's url.ParseRequestURI (an absolute URI or an absolute path) and the accessors
 from __future__ import annotations
 
 import re
-from typing import Dict
+from typing import Dict, NoReturn
 
 from .values import _URLMsg
 
@@ -14,7 +14,7 @@ _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(.*)$", re.S)
 
 
 def _parse_url(s: str):
-    def fail(why):
+    def fail(why: str) -> NoReturn:
         raise ValueError(f'URL parse error during conversion from string: parse "{s}": {why}')
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in s):
         fail("net/url: invalid control character in URL")

@@ -53,7 +53,9 @@ def object_ref(doc: Any) -> str:
     kind = doc.get("kind") or "(no kind)"
     if not isinstance(kind, str):
         kind = "(invalid kind)"
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     name = meta.get("name") or "(no name)"
     if kind in NAMESPACED or meta.get("namespace"):
         return f"{kind} {meta.get('namespace') or 'default'}/{name}"
@@ -121,7 +123,9 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
         except ConversionError as e:
             ctx.invalid(e.path, None, e.message)
             continue
-        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        meta = doc.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
         name = meta.get("name")
         namespaced = kind in NAMESPACED
         name_check = is_dns1123_label if kind == "Namespace" else is_dns1123_subdomain

@@ -36,8 +36,12 @@ def _validate_pod(ctx: _Ctx, doc: dict) -> None:
                 elif name not in known:
                     ctx.err(rp, "Not found", "must be one of the names in pod.spec.resourceClaims" +
                             (": " + ", ".join(known) if known else " which is empty"), name)
-    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
-    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity.get("nodeAffinity"), dict) else {}
+    affinity = spec.get("affinity")
+    if not isinstance(affinity, dict):
+        affinity = {}
+    node_affinity = affinity.get("nodeAffinity")
+    if not isinstance(node_affinity, dict):
+        node_affinity = {}
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is not None:
         _node_selector(ctx, required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")

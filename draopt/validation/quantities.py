@@ -53,7 +53,7 @@ def _at(data: Any, pattern: str, path: str = ""):
             for k, v in data.items():
                 yield from _at(v, pattern[3:].lstrip("."), f"{path}[{k}]")
         return
-    head = re.match(r"[A-Za-z]+", pattern).group(0)
+    head = re.match(r"[A-Za-z]+", pattern).group(0)  # type: ignore[union-attr]  # our own patterns, a name first
     if isinstance(data, dict) and data.get(head) is not None:
         yield from _at(data[head], pattern[len(head):].lstrip("."), f"{path}.{head}" if path else head)
 

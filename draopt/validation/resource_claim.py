@@ -60,7 +60,7 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
             continue
         rp = f"{dp}.requests[{i}]"
         _drop(ctx, r, "firstAvailable", rp, "DRAPrioritizedList", f.prioritized_list)
-        subs = [(r.get("exactly"), f"{rp}.exactly")] if isinstance(r.get("exactly"), dict) else []
+        subs: list[tuple[Any, str]] = [(r.get("exactly"), f"{rp}.exactly")] if isinstance(r.get("exactly"), dict) else []
         subs += [(s, f"{rp}.firstAvailable[{j}]") for j, s in enumerate(_list(r.get("firstAvailable")))
                  if isinstance(s, dict)]
         if isinstance(r.get("exactly"), dict):
@@ -159,7 +159,7 @@ def _validate_request(ctx: _Ctx, r: Any, rp: str, constraint_attrs: dict[str, se
     name = r.get("name")
     ctx.names(name, f"{rp}.name", is_dns1123_label)
     exactly = r.get("exactly")
-    fa = r.get("firstAvailable")
+    fa: Any = r.get("firstAvailable")      # a list when has_fa
     has_fa = isinstance(fa, list) and len(fa) > 0
     has_exactly = exactly is not None
     if not has_fa and not has_exactly:
