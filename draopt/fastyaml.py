@@ -55,7 +55,9 @@ _SAME_NUMBER = r"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[ ]*+(?:\n|\Z|#|[,\]}]))
 # ... and base-60 shapes (`0000:68:00.0`, `10:20`): strings to rapidyaml, and to draopt.loader
 # too, as to Kubernetes (its go-yaml never read YAML 1.1's base-60 numbers).
 _STRING_BASE60 = r"[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?" + _END
-_WORDS = (r"yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|y|Y|n|N|~|Null|NULL|=|<<"
+# (`y`, `n`: YAML 1.1's spec lists them as booleans, but PyYAML's resolver does not, and rapidyaml
+# reads them as strings too: not refused.)
+_WORDS = (r"yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|~|Null|NULL|=|<<"
           r"|[-+]?\.?(?:[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])")
 _RISKY = (r"(?=[yYnNoOTF~=<.+\-0-9iI&*!?%@`:])(?:"
           r"(?:" + _WORDS + r")" + _END +
