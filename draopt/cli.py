@@ -1,4 +1,4 @@
-"""`draopt` command line: a thin layer over draopt.api.
+"""`draopt` command line: a thin layer over the Python API (draopt.public).
 
 Exit codes: 0 success, 1 unschedulable, 2 invalid input or allocation error.
 """
@@ -11,7 +11,7 @@ import sys
 import time
 from fractions import Fraction
 
-from . import api, taint_impact, validate
+from . import api, public, taint_impact, validate
 from .errors import DraoptError
 from .features import Features, parse_gates
 from .loader import dump_objects, load_files
@@ -134,7 +134,7 @@ def cmd_allocate(args) -> int:
     load_ms = (time.perf_counter() - t0) * 1000
     args.partial_stats = {"load_ms": round(load_ms, 3)}
     features = Features.from_gates(parse_gates(args.feature_gates))
-    outcome = api.allocate(objects, node=args.node, claims=args.claim, features=features, policy=args.policy,
+    outcome = public.allocate(objects, node=args.node, claims=args.claim, features=features, policy=args.policy,
                            engine=args.engine, deterministic_share_ids=args.deterministic_share_ids,
                            time_limit=args.time_limit)
     if args.stats:
@@ -152,7 +152,7 @@ def cmd_allocate(args) -> int:
 
 
 def cmd_place(args) -> int:
-    from .placement import place, pod_table, summary_table
+    from .placement import pod_table, summary_table
     from .scheduler import load_config
     scheduler_config = load_config(args.scheduler_config) if args.scheduler_config else None
     api.warm_up()
@@ -163,8 +163,8 @@ def cmd_place(args) -> int:
 
     def run(policy):
         t = time.perf_counter()
-        out = place(objects, policy=policy, features=features, time_limit=args.time_limit,
-                    scheduler_config=scheduler_config, seed=args.seed, tie_break=args.tie_break)
+        out = public.place(objects, policy=policy, features=features, time_limit=args.time_limit,
+                           scheduler_config=scheduler_config, seed=args.seed, tie_break=args.tie_break)
         if args.stats:
             import resource
             elapsed = time.perf_counter() - t
@@ -204,7 +204,7 @@ def cmd_explain(args) -> int:
     sections: list[tuple[str, list]] = []
     if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
         from .placement import place
-        from .placement.firstfit import ClaimBook
+        from .placement.firstfit import ClaimBook, filter_reason
         outcome = place(objects, policy="first-fit", features=features)
         book = ClaimBook(outcome.cluster, outcome.workload.claims)
         book.allocations.update(outcome.result.claims)
@@ -214,7 +214,7 @@ def cmd_explain(args) -> int:
             key = ref if "/" in ref else f"default/{ref}"
             if key not in known:
                 raise DraoptError(f"--pod {ref}: no Pod {key} in the input")
-            exps = explain.explain_pod(outcome.cluster, book, outcome.workload.pod(key))
+            exps = explain.explain_pod(outcome.cluster, book, outcome.workload.pod(key), node_check=filter_reason)
             if args.node:
                 exps = [e for e in exps if e.node == args.node]
             pl = next(p for p in outcome.result.pods if p.pod == key) if key in {
@@ -247,7 +247,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .planning import NodeType, load_node_types, parse_node_type, plan
+    from .planning import NodeType, load_node_types, parse_node_type
     api.warm_up()
     t0 = time.perf_counter()
     objects = _load(args)
@@ -258,7 +258,7 @@ def cmd_plan(args) -> int:
         types += load_node_types(args.node_types)
     types += [NodeType(name, name, Fraction(1)) for name in args.node_template]
     features = Features.from_gates(parse_gates(args.feature_gates))
-    result = plan(objects, types, features=features, time_limit=args.time_limit, max_nodes=args.max_nodes)
+    result = public.plan(objects, types, features=features, time_limit=args.time_limit, max_nodes=args.max_nodes)
     if not result.pods:
         print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)
     if args.stats:

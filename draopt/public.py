@@ -66,6 +66,18 @@ def _features(features: FeaturesLike) -> Features:
     raise InputError(f"features: expected Features, 'G=true,...' text or a mapping, got {type(features).__name__}")
 
 
+_warmed_up = False
+
+
+def _warm_up() -> None:
+    """draopt.api.warm_up once per process: the CEL environments and the solvers' first-call costs."""
+    global _warmed_up
+    if not _warmed_up:
+        from .api import warm_up
+        warm_up()
+        _warmed_up = True
+
+
 def load(paths: str | Iterable[str], *, recursive: bool = False, strict: bool = False) -> ObjectSet:
     """Read Kubernetes objects from YAML/JSON files (`-` is stdin; a directory gives its
     .yaml/.yml/.json files, its subdirectories too with `recursive`); kinds draopt does not use
@@ -88,7 +100,7 @@ def allocate(inputs: Inputs, *, node: str | None = None, claims: list[str] | Non
         out.allocated, [c.name for c in out.claims]
     """
     from . import api
-    api.warm_up()
+    _warm_up()
     return api.allocate(_objects(inputs), node=node, claims=claims, features=_features(features), policy=policy,
                         engine=engine, deterministic_share_ids=deterministic_share_ids, time_limit=time_limit)
 
@@ -243,7 +255,7 @@ def explain(inputs: Inputs, *, claims: list[str] | None = None, node: str | None
     from . import api
     from .explain import explain_claims
     objects = _objects(inputs)
-    api.warm_up()
+    _warm_up()
     if not claims and not api.select_claims(objects, None)[0]:
         api._nothing_to_allocate(objects)
         return []
