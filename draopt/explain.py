@@ -218,9 +218,12 @@ def explain_claims(objects, claims, features, node: str | None = None) -> list[N
     return out
 
 
-def explain_pod(cluster, book, pod, max_device_nodes: int | None = None) -> list[NodeExplanation]:
+def explain_pod(cluster, book, pod, max_device_nodes: int | None = None, *,
+                node_check=None) -> list[NodeExplanation]:
     """Explain a pod against the cluster's current state, node by node (device-level
-    explanations for at most `max_device_nodes` nodes)."""
+    explanations for at most `max_device_nodes` nodes). `node_check(cluster, book, pod, node)`:
+    the scheduler's filter for one node (a reason, or None); the placement layer passes its own,
+    since this layer sits below it."""
     from .nodeselect import node_selector_matches
     out = []
     deep = 0
@@ -248,7 +251,7 @@ def explain_pod(cluster, book, pod, max_device_nodes: int | None = None) -> list
             continue
         if not todo:
             ex.fits = True
-            _node_allocatable_check(cluster, book, pod, node, ex)
+            _node_allocatable_check(cluster, book, pod, node, ex, node_check)
             continue
         if max_device_nodes is not None and deep >= max_device_nodes:
             ex.reason = "(devices not analysed: node limit)"
@@ -265,18 +268,17 @@ def explain_pod(cluster, book, pod, max_device_nodes: int | None = None) -> list
         ex.rejections, ex.conflict, ex.fits, ex.error = got.rejections, got.conflict, got.fits, got.error
         ex.pools = notes if not ex.fits else []
         if ex.fits:
-            _node_allocatable_check(cluster, book, pod, node, ex)
+            _node_allocatable_check(cluster, book, pod, node, ex, node_check)
     return out
 
 
-def _node_allocatable_check(cluster, book, pod, node, ex: NodeExplanation) -> None:
+def _node_allocatable_check(cluster, book, pod, node, ex: NodeExplanation, node_check) -> None:
     """Devices found: with DRANodeAllocatableResources the devices the allocator picks add node
     resources (or break a pod-level or sharing rule), so the node fits only if the first-fit
     filter says so too (it would otherwise read "fits" after "Insufficient memory")."""
-    if not cluster.features.node_allocatable_resources:
+    if not cluster.features.node_allocatable_resources or node_check is None:
         return
-    from .placement.firstfit import try_node
-    reason, _ = try_node(cluster, book, pod, node, {}, None)
+    reason = node_check(cluster, book, pod, node)
     if reason is not None:
         ex.fits, ex.reason = False, reason
 

@@ -220,6 +220,11 @@ def pending_claims(book: ClaimBook, pod) -> list[str]:
     return todo
 
 
+def filter_reason(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
+    """Why the scheduler's filters reject the pod on the node, or None (explain's node check)."""
+    return try_node(cluster, book, pod, node, {}, None)[0]
+
+
 def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict,
              share_id) -> tuple[str | None, Any]:
     """Filter one node for one pod. Returns (None, (problem, chosen, selected, score)) when the
@@ -460,7 +465,8 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: boo
                 sig = tuple(book.signature(u.key) for u in pod.claims)
                 if sig not in explained:
                     from ..explain import explain_pod, render
-                    exps = [e for e in explain_pod(cluster, book, pod, EXPLAIN_NODES) if not e.reason]
+                    exps = [e for e in explain_pod(cluster, book, pod, EXPLAIN_NODES, node_check=filter_reason)
+                            if not e.reason]
                     for e in exps:      # an error the headline already gives is not repeated per node
                         if e.error and any(e.error in r for r in pl.reasons):
                             e.error = ""
