@@ -17,7 +17,7 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["load", "allocate", "place", "plan", "simulate", "compare", "validate", "explain"]
+__all__ = ["allocate", "compare", "explain", "load", "place", "plan", "simulate", "validate"]
 
 # Three functions share their name with a submodule (draopt.simulate, draopt.validate,
 # draopt.explain), which existing code imports as `from draopt import simulate as sim`. Importing

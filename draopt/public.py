@@ -11,7 +11,8 @@ and field, as the command line reports it (exit 2).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .features import Features, parse_gates
@@ -25,10 +26,10 @@ if TYPE_CHECKING:
     from .report import PolicyReport
     from .validation.findings import Report
 
-__all__ = ["load", "allocate", "place", "plan", "simulate", "compare", "validate", "explain"]
+__all__ = ["allocate", "compare", "explain", "load", "place", "plan", "simulate", "validate"]
 
-Inputs = Union[ObjectSet, str, Iterable[str]]
-FeaturesLike = Union[Features, str, Mapping[str, bool], None]
+Inputs = ObjectSet | str | Iterable[str]
+FeaturesLike = Features | str | Mapping[str, bool] | None
 
 
 def _paths(inputs: str | Iterable[str], what: str) -> list[str]:
@@ -132,7 +133,8 @@ def plan(inputs: Inputs, node_types: Iterable[NodeType | str] | str, *, features
         mix = draopt.plan("examples/gang-stranding.yaml", ["node-a=1"], time_limit=10)
         mix.placed, mix.pods
     """
-    from .planning import NodeType, load_node_types, parse_node_type, plan as plan_mix
+    from .planning import NodeType, load_node_types, parse_node_type
+    from .planning import plan as plan_mix
     if isinstance(node_types, str):
         node_types = load_node_types(node_types)
     types: list[NodeType] = []

@@ -84,8 +84,9 @@ def test_place_mig_gangs_with_gates_text():
 
 
 def test_plan_takes_node_type_text():
-    from draopt.planning import NodeType, plan
     from fractions import Fraction
+
+    from draopt.planning import NodeType, plan
     got = draopt.plan(GANGS, ["node-1=1"], time_limit=10)
     want = plan(load_files([GANGS]), [NodeType("node-1", "node-1", Fraction(1))], time_limit=10)
     def figures(mix):   # phase times differ from run to run
