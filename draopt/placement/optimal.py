@@ -38,6 +38,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     share_id = share_id or deterministic_share_id
     if first_fit is None:
         first_fit = simulate(_fresh(cluster), workload, share_id=share_id)
+    unmodelled = unmodelled_rule(cluster, workload)
+    if unmodelled:
+        return _first_fit_returned(first_fit, workload, t0, f"the optimal model does not encode {unmodelled}")
     ff_by_pod = {p.pod: p for p in first_fit.pods}
     book = ClaimBook(cluster, workload.claims)
     try:
@@ -121,6 +124,33 @@ def _name_first_fit(stats: dict, first_fit: PlacementResult) -> None:
     for key in ("summary", "fallback", "no_better_found"):
         if isinstance(stats.get(key), str):
             stats[key] = stats[key].replace("first-fit's placement", f"first-fit's placement ({label})")
+
+
+def unmodelled_rule(cluster: Cluster, workload) -> str | None:
+    """A scheduling rule of the input that the optimal model does not encode, named with the first
+    pod that uses it; None when the model encodes every rule the pending pods use. Such an input
+    gets first-fit's placement, said so (UNKNOWN), never a placement that breaks the rule."""
+    from ..scheduler.podinfo import _extra
+    from ..workload import effective_container_requests, has_mapping
+    node_allocatable = cluster.features.node_allocatable_resources and any(
+        d.node_allocatable_resources for s in cluster.objects.resource_slices for d in (s.spec.devices or []))
+    users: Counter = Counter(use.key for p in workload.pending for use in p.claims)
+    for pod in workload.pending:
+        spec = pod.pod.spec
+        for part in ("podAffinity", "podAntiAffinity"):
+            raw = _extra(spec.affinity, part)
+            if isinstance(raw, dict) and raw.get("requiredDuringSchedulingIgnoredDuringExecution"):
+                return f"required inter-pod {'anti-' if 'Anti' in part else ''}affinity " \
+                       f"({pod.key}: spec.affinity.{part})"
+        for c in _extra(spec, "topologySpreadConstraints") or []:
+            if isinstance(c, dict) and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule":
+                return f"topology spread constraints ({pod.key}: spec.topologySpreadConstraints)"
+        if node_allocatable and effective_container_requests(spec.resources):
+            return f"pod-level resources next to node-allocatable devices ({pod.key}: spec.resources)"
+        if node_allocatable and any(users[use.key] > 1 for use in pod.claims) and any(
+                has_mapping(d) for s in cluster.objects.resource_slices for d in (s.spec.devices or [])):
+            return f"a claim shared by several pods next to mapped node-allocatable devices ({pod.key})"
+    return None
 
 
 def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: str) -> PlacementResult:
@@ -222,7 +252,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     t0 = time.perf_counter()
     from .colgen import MIN_NODES, ColumnGeneration
     if len(node_names) >= MIN_NODES and ColumnGeneration.accepts(prep, kind_ids, node_names, cluster, workload) is None:
-        return _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, hard_stop)
+        # Its share and no more (hard_stop allows 1.5 x): the parts after it keep theirs.
+        return _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod,
+                                 min(hard_stop, t0 + budget))
     try:
         b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget),
                   deadline=hard_stop)
