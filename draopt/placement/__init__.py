@@ -102,12 +102,14 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
 def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie_break: str) -> PlacementResult:
     """The optimal policy's floor and warm start: first-fit with the scheduler profile it is
     compared against (the one `place --policy first-fit` would use with the same flags), and the
-    name-order first-fit when that places more (priority-weighted), so optimal is never below either."""
-    from .optimal import _fresh
+    name-order first-fit when that places more (priority-weighted), so optimal is never below either;
+    but not when the pods use a rule that the name-order search and the model leave to the scheduler's
+    plugins (inter-pod affinity, topology spread): that first-fit could break it."""
+    from .optimal import _fresh, unmodelled_rule
     fresh = _fresh(cluster)    # the scheduler reads the state of the cluster it runs on
     sched = scheduler_for(scheduler_config, fresh, workload, seed=seed, tie_break=tie_break)
     runs = [simulate(fresh, workload, scheduler=sched)]
-    if sched is not None:
+    if sched is not None and unmodelled_rule(cluster, workload) is None:
         runs.append(simulate(_fresh(cluster), workload))
     return max(runs, key=lambda r: r.weighted_placed())   # first wins ties: the compared profile
 
