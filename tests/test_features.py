@@ -4,7 +4,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-import yaml
 
 from draopt import api
 from draopt.errors import AllocationError
@@ -372,13 +371,13 @@ spec:
   - name: dev-2
     taints: [{{key: example.com/drain, effect: None}}]
 """
-RULE = f"""---
+RULE = """---
 apiVersion: resource.k8s.io/v1beta2
 kind: DeviceTaintRule
-metadata: {{name: maintenance}}
+metadata: {name: maintenance}
 spec:
-  deviceSelector: {{driver: dra.example.com, pool: pool, device: dev-1}}
-  taint: {{key: example.com/maintenance, value: upgrade, effect: NoExecute}}
+  deviceSelector: {driver: dra.example.com, pool: pool, device: dev-1}
+  taint: {key: example.com/maintenance, value: upgrade, effect: NoExecute}
 """
 
 

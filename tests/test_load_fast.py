@@ -25,8 +25,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from load_dumps import as_list, cluster_dump
-from test_versions import V1BETA1_DUMP
+from load_dumps import as_list, cluster_dump  # noqa: E402  (benchmarks/ on the path first)
+from test_versions import V1BETA1_DUMP  # noqa: E402
 
 
 def reference(text: str):

@@ -16,7 +16,7 @@ from draopt.loader import ObjectSet, load_files, load_text, parse_object
 from draopt.placement import build_cluster, place
 from draopt.placement.check import check_placement
 from draopt.placement.firstfit import ClaimBook, _scheduling_constraints
-from draopt.placement.model import build, prepare_cluster
+from draopt.placement.model import prepare_cluster
 from draopt.placement.optimal import optimize
 from draopt.placement.patterns import enumerate_configurations, node_classes
 from draopt.placement.reductions import CountIdenticalPods, GroupDevices, SplitComponents

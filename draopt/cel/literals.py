@@ -28,7 +28,7 @@ from .values import _ERROR_TYPE
 
 def _make_ast_classes():
     F = descriptor_pb2.FieldDescriptorProto
-    O, R, M = F.LABEL_OPTIONAL, F.LABEL_REPEATED, F.TYPE_MESSAGE
+    O, R, M = F.LABEL_OPTIONAL, F.LABEL_REPEATED, F.TYPE_MESSAGE  # noqa: E741  (protobuf label names)
     fdp = descriptor_pb2.FileDescriptorProto(name="draopt_cel_ast.proto", package="draopt_ast", syntax="proto3")
 
     def msg(name, fields):
