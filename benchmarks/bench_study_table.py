@@ -38,6 +38,10 @@ def paper_figures(pods: str, b: int) -> tuple[float, str]:
     return bs.PAPER_OTHER[pods][b], ""
 
 
+def cell(v: dict | None) -> str:
+    return "-" if v is None else f"{v['unallocated_pct']:.2f} ± {v['std_pct']:.2f}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default=",".join(TRACES))
@@ -112,7 +116,6 @@ def main() -> int:
             ours = curves["fgd"].get(b)
             ob = curves.get("optimal-batch", {}).get(b)
             o = off.get(b / 100)
-            cell = (lambda v: "-" if v is None else f"{v['unallocated_pct']:.2f} ± {v['std_pct']:.2f}")
             warm = [x for x in solves if x.bin == b]
             off_cell = "-" if o is None else (
                 f"{o['unallocated_pct']:.2f} (seed {warm[0].seed}: {warm[0].warm} "
