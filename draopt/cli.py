@@ -120,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import simulate, trace
     trace.register(sub)
     simulate.register(sub)
+    from . import paper_protocol        # above draopt.simulate: it picks the protocol
+    sub.choices["simulate"].set_defaults(func=paper_protocol.cmd_simulate)
     from . import report
     report.register(sub, _input_flags, _positive_seconds)
     from . import sweep

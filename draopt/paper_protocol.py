@@ -658,8 +658,17 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
+def cmd_simulate(args) -> int:
+    """`draopt simulate`: this module sits above draopt.simulate, so it dispatches by --protocol."""
+    from . import simulate as sim
+    if args.protocol != "fgd-paper":
+        return sim.cmd_simulate(args)
+    c, levels, load_s, _, _ = sim.load_for_command(args)
+    return cmd_simulate_paper(args, c, levels, load_s)
+
+
 def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
-    """`draopt simulate --protocol fgd-paper` after the cluster is built (simulate.cmd_simulate)."""
+    """`draopt simulate --protocol fgd-paper` after the cluster is built (cmd_simulate)."""
     import json
 
     from .simulate import plot, table, to_csv

@@ -916,11 +916,11 @@ def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate
             "policies": per, "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
-def cmd_simulate(args) -> int:
+def load_for_command(args) -> tuple[SimCluster, list[float], float, float, float]:
+    """`draopt simulate`'s input, checked and built (either protocol): the cluster arrays, the
+    levels, the seconds reading and building took, and the clock when reading began."""
     from .loader import load_files
     levels = parse_levels(args.inflation)
-    paper = args.protocol == "fgd-paper"
-    policies = [] if paper else parse_policies(args.policy or DEFAULT_POLICIES)
     if args.plot:
         import importlib.util
         if importlib.util.find_spec("matplotlib") is None:      # checked before a long run, not after
@@ -936,9 +936,14 @@ def cmd_simulate(args) -> int:
     load_s = time.perf_counter() - t0
     t_build = time.perf_counter()
     c = build(objects, capacity_name=args.capacity)
-    if paper:
-        from .paper_protocol import cmd_simulate_paper
-        return cmd_simulate_paper(args, c, levels, load_s)
+    return c, levels, load_s, time.perf_counter() - t_build, t0
+
+
+def cmd_simulate(args) -> int:
+    """`draopt simulate --protocol draopt` (draopt.paper_protocol.cmd_simulate dispatches)."""
+    policies = parse_policies(args.policy or DEFAULT_POLICIES)
+    c, levels, load_s, build_s, t0 = load_for_command(args)
+    t_build = time.perf_counter() - build_s
     if "kube-scheduler" in policies or args.scheduler_config:
         from .scheduler import SchedulerConfig, load_config
         from .scheduler.trace import TraceScheduler
