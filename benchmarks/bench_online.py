@@ -48,33 +48,8 @@ def build(every: int, name: str):
 def replay(c: sim.SimCluster, nodes, tasks, seq, log) -> list[str]:
     """Placements (one per arrival, None: failed) checked with the CSV's numbers only."""
     by_key = {f"openb/{t.name}": t for t in tasks}
-    by_name = {n.name: n for n in nodes}
-    cpu: dict[str, int] = {}
-    mem: dict[str, int] = {}
-    gpu: dict[tuple[str, int], list[int]] = {}
-    errs = []
-    for si, got in zip(seq, log):
-        if got is None:
-            continue
-        t = by_key[c.shapes[si].pods[0]]
-        node, devs = got
-        n = by_name[c.nodes[node]]
-        cpu[n.name] = cpu.get(n.name, 0) + t.cpu_milli
-        mem[n.name] = mem.get(n.name, 0) + t.memory_mib
-        if cpu[n.name] > n.cpu_milli or mem[n.name] > n.memory_mib:
-            errs.append(f"{n.name}: over cpu or memory")
-        if len(devs) != t.num_gpu or len(set(devs)) != len(devs):
-            errs.append(f"{t.name} on {n.name}: {devs} for {t.num_gpu} GPU(s)")
-        if t.gpu_spec and n.model not in t.gpu_spec:
-            errs.append(f"{t.name} on {n.name}: model {n.model} not in {t.gpu_spec}")
-        for d in devs:
-            if d >= n.gpus:
-                errs.append(f"{n.name}: no GPU {d}")
-            shares = gpu.setdefault((n.name, d), [])
-            shares.append(t.gpu_milli)
-            if sum(shares) > 1000 or (len(shares) > 1 and 1000 in shares):
-                errs.append(f"{n.name} gpu-{d}: {shares}")
-    return errs
+    return trace.replay_errors(nodes, ((by_key[c.shapes[si].pods[0]], c.nodes[got[0]], got[1])
+                                       for si, got in zip(seq, log) if got is not None))
 
 
 def arrivals(c, seed: int, protocol: str):

@@ -69,32 +69,9 @@ def cluster_objects(every: int, pods: str = "default"):
 
 
 def independent_check(c: sim.SimCluster, nodes: list[trace.TraceNode], log: list, pods: str = "default") -> list[str]:
-    """Replay (shape, node, devices) placements with the CSV's numbers."""
+    """Replay (shape, node, devices) placements with the CSV's numbers (draopt.trace.replay_errors)."""
     tasks = {f"openb/{t.name}": t for t in trace.read_tasks(str(OPENB / f"openb_pod_list_{pods}.csv"))}
-    by_name = {n.name: n for n in nodes}
-    cpu = {n.name: 0 for n in nodes}
-    mem = {n.name: 0 for n in nodes}
-    gpu: dict[tuple[str, int], list[int]] = {}
-    errs = []
-    for s, node, devs in log:
-        t = tasks[s.pods[0]]
-        n = by_name[c.nodes[node]]
-        cpu[n.name] += t.cpu_milli
-        mem[n.name] += t.memory_mib
-        if cpu[n.name] > n.cpu_milli or mem[n.name] > n.memory_mib:
-            errs.append(f"{n.name}: over cpu or memory")
-        if len(devs) != t.num_gpu or len(set(devs)) != len(devs):
-            errs.append(f"{t.name} on {n.name}: {devs} for {t.num_gpu} GPU(s)")
-        if t.gpu_spec and n.model not in t.gpu_spec:
-            errs.append(f"{t.name} on {n.name}: model {n.model} not in {t.gpu_spec}")
-        for d in devs:
-            if d >= n.gpus:
-                errs.append(f"{n.name}: no GPU {d}")
-            shares = gpu.setdefault((n.name, d), [])
-            shares.append(t.gpu_milli)
-            if sum(shares) > 1000 or (len(shares) > 1 and 1000 in shares):
-                errs.append(f"{n.name} gpu-{d}: {shares}")
-    return errs
+    return trace.replay_errors(nodes, ((tasks[s.pods[0]], c.nodes[node], devs) for s, node, devs in log))
 
 
 def paper_main(args) -> int:

@@ -330,3 +330,37 @@ def cmd_trace_import(args) -> int:
         except OSError as e:
             raise InputError(f"-o {args.output}: cannot write: {e.strerror or e}") from None
     return 0
+
+
+# ------------------------------------------------------------------ an independent check
+def replay_errors(nodes: list[TraceNode], placements: Iterable[tuple[Task, str, list[int]]]) -> list[str]:
+    """Placements of trace tasks (task, node name, GPU indices) replayed with the CSV's numbers
+    alone, not draopt's objects or arrays: no node over its cpu or memory, each task on as many
+    distinct GPUs as it asks, none over 1000 milli, whole GPUs unshared, the models of its
+    gpu_spec. One message per violation; empty when the placements are valid."""
+    by_name = {n.name: n for n in nodes}
+    cpu: dict[str, int] = {}
+    mem: dict[str, int] = {}
+    shares: dict[tuple[str, int], list[int]] = {}
+    errs = []
+    for t, node_name, devs in placements:
+        n = by_name.get(node_name)
+        if n is None:
+            errs.append(f"{t.name}: no node {node_name}")
+            continue
+        cpu[n.name] = cpu.get(n.name, 0) + t.cpu_milli
+        mem[n.name] = mem.get(n.name, 0) + t.memory_mib
+        if cpu[n.name] > n.cpu_milli or mem[n.name] > n.memory_mib:
+            errs.append(f"{n.name}: over cpu or memory")
+        if len(devs) != t.num_gpu or len(set(devs)) != len(devs):
+            errs.append(f"{t.name} on {n.name}: {list(devs)} for {t.num_gpu} GPU(s)")
+        if t.gpu_spec and n.model not in t.gpu_spec:
+            errs.append(f"{t.name} on {n.name}: model {n.model} not in {t.gpu_spec}")
+        for d in devs:
+            if d >= n.gpus:
+                errs.append(f"{n.name}: no GPU {d}")
+            on = shares.setdefault((n.name, d), [])
+            on.append(t.gpu_milli)
+            if sum(on) > GPU_MILLI or (len(on) > 1 and GPU_MILLI in on):
+                errs.append(f"{n.name} gpu-{d}: {on}")
+    return errs

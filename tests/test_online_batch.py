@@ -32,31 +32,9 @@ def cut():
 
 
 def replay_errors(c, nodes, tasks, seq, log) -> list[str]:
-    """The placements checked with the CSV's numbers only (not draopt's arrays)."""
-    by_name = {n.name: n for n in nodes}
-    cpu: dict[str, int] = {}
-    mem: dict[str, int] = {}
-    gpu: dict[tuple[str, int], list[int]] = {}
-    errs = []
-    for si, got in zip(seq, log):
-        if got is None:
-            continue
-        t = tasks[c.shapes[si].pods[0]]
-        n = by_name[c.nodes[got[0]]]
-        cpu[n.name] = cpu.get(n.name, 0) + t.cpu_milli
-        mem[n.name] = mem.get(n.name, 0) + t.memory_mib
-        if cpu[n.name] > n.cpu_milli or mem[n.name] > n.memory_mib:
-            errs.append(f"{n.name}: over cpu or memory")
-        if len(got[1]) != t.num_gpu or len(set(got[1])) != len(got[1]):
-            errs.append(f"{t.name}: GPUs {got[1]} for {t.num_gpu}")
-        if t.gpu_spec and n.model not in t.gpu_spec:
-            errs.append(f"{t.name}: model {n.model} not in {t.gpu_spec}")
-        for d in got[1]:
-            shares = gpu.setdefault((n.name, d), [])
-            shares.append(t.gpu_milli)
-            if d >= n.gpus or sum(shares) > 1000 or (len(shares) > 1 and 1000 in shares):
-                errs.append(f"{n.name} gpu {d}: {shares}")
-    return errs
+    """The placements checked with the CSV's numbers only (draopt.trace.replay_errors)."""
+    return trace.replay_errors(nodes, ((tasks[c.shapes[si].pods[0]], c.nodes[got[0]], got[1])
+                                       for si, got in zip(seq, log) if got is not None))
 
 
 def run(c, frag, seq, **kw):

@@ -272,27 +272,6 @@ def test_offline_optimum_rows_bound_replay(small):
 
 
 def replay_errors(c, nodes, tasks, log) -> list[str]:
-    """(shape, node, devices) placements replayed with the CSV's numbers alone: cpu, memory,
-    1000 milli per GPU, whole GPUs unshared, the GPU model the task names."""
-    by_name = {n.name: n for n in nodes}
-    cpu = dict.fromkeys(by_name, 0)
-    mem = dict.fromkeys(by_name, 0)
-    gpu: dict[tuple[str, int], list[int]] = {}
-    errs = []
-    for si, node, devs in log:
-        t = tasks[c.shapes[si].pods[0]]
-        n = by_name[c.nodes[node]]
-        cpu[n.name] += t.cpu_milli
-        mem[n.name] += t.memory_mib
-        if cpu[n.name] > n.cpu_milli or mem[n.name] > n.memory_mib:
-            errs.append(f"{n.name}: over cpu or memory")
-        if len(devs) != t.num_gpu or len(set(devs)) != len(devs):
-            errs.append(f"{t.name} on {n.name}: {devs} for {t.num_gpu} GPU(s)")
-        if t.gpu_spec and n.model not in t.gpu_spec:
-            errs.append(f"{t.name} on {n.name}: model {n.model} not in {t.gpu_spec}")
-        for d in devs:
-            shares = gpu.setdefault((n.name, d), [])
-            shares.append(t.gpu_milli)
-            if d >= n.gpus or sum(shares) > 1000 or (len(shares) > 1 and 1000 in shares):
-                errs.append(f"{n.name} gpu-{d}: {shares}")
-    return errs
+    """(shape, node, devices) placements replayed with the CSV's numbers alone (draopt.trace.replay_errors)."""
+    return trace.replay_errors(nodes, ((tasks[c.shapes[si].pods[0]], c.nodes[node], devs) for si, node, devs in log))
+

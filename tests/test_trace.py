@@ -133,3 +133,22 @@ def test_openb_default_trace():
     # The resampled trace without times and GPU specs reads too (row order is creation order).
     multi = trace.read_tasks(str(OPENB / "openb_pod_list_multigpu50.csv"))
     assert multi[0].creation_time is None and sum(1 for t in multi if t.num_gpu > 1) == 984
+
+
+def test_replay_errors_catches_each_violation():
+    """draopt.trace.replay_errors, the solver-independent check of trace placements: each rule broken once."""
+    from draopt.trace import Task, TraceNode, replay_errors
+    node = TraceNode("n1", 4000, 8192, 2, "V100M16")
+    small = Task("share-a", 1000, 1024, 1, 600)
+    other = Task("share-b", 1000, 1024, 1, 500)
+    whole = Task("whole", 1000, 1024, 1, 1000)
+    spec = Task("spec", 1000, 1024, 1, 1000, ("T4",))
+    assert replay_errors([node], [(small, "n1", [0]), (whole, "n1", [1])]) == []
+    assert replay_errors([node], [(small, "n1", [0]), (other, "n1", [0])]) == ["n1 gpu-0: [600, 500]"]
+    assert replay_errors([node], [(small, "n1", [0]), (whole, "n1", [0])]) == ["n1 gpu-0: [600, 1000]"]
+    assert replay_errors([node], [(spec, "n1", [1])]) == ["spec on n1: model V100M16 not in ('T4',)"]
+    assert replay_errors([node], [(whole, "n1", [2])]) == ["n1: no GPU 2"]
+    assert replay_errors([node], [(whole, "n1", [0, 1])]) == ["whole on n1: [0, 1] for 1 GPU(s)"]
+    big = Task("big", 5000, 1024, 0, 0)
+    assert replay_errors([node], [(big, "n1", [])]) == ["n1: over cpu or memory"]
+    assert replay_errors([node], [(big, "n2", [])]) == ["big: no node n2"]
