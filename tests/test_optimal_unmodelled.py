@@ -34,7 +34,7 @@ def files(*names: str) -> list[str]:
     (("g01-gke-a3-2pools-cluster.yaml", "g02-lws-exclusive.yaml"), None, "required inter-pod affinity"),
     (("b05b-cpu-pod-level-resources-12.yaml",), NODE_ALLOCATABLE, "pod-level resources"),
     (("b03-cpu-grouped-mapping-cluster.yaml", "b06-cpu-mapped-claim-shared.yaml"), NODE_ALLOCATABLE,
-     "a claim shared by several pods"),
+     "a claim with a mapped node-allocatable device shared by several pods"),
 ], ids=["g01", "g02", "b05b", "b06"])
 def test_optimal_keeps_first_fit_where_it_does_not_encode_the_rule(names, features, rule):
     objects = load_files(files(*names))

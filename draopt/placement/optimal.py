@@ -110,6 +110,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         # The inverse of the reductions must place exactly what the model chose.
         raise RuntimeError(f"internal: the model places {stats['objective']} (weighted), its decoding "
                            f"{result.weighted_placed()}")
+    broken = shared_mapped_claim(cluster, workload, result)
+    if broken:
+        return _first_fit_returned(first_fit, workload, t0, f"the optimal model does not encode {broken}")
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
     stats["summary"] = _summary(stats)
     _name_first_fit(stats, first_fit)
@@ -131,10 +134,9 @@ def unmodelled_rule(cluster: Cluster, workload) -> str | None:
     pod that uses it; None when the model encodes every rule the pending pods use. Such an input
     gets first-fit's placement, said so (UNKNOWN), never a placement that breaks the rule."""
     from ..scheduler.podinfo import _extra
-    from ..workload import effective_container_requests, has_mapping
+    from ..workload import effective_container_requests
     node_allocatable = cluster.features.node_allocatable_resources and any(
         d.node_allocatable_resources for s in cluster.objects.resource_slices for d in (s.spec.devices or []))
-    users: Counter = Counter(use.key for p in workload.pending for use in p.claims)
     for pod in workload.pending:
         spec = pod.pod.spec
         for part in ("podAffinity", "podAntiAffinity"):
@@ -147,9 +149,25 @@ def unmodelled_rule(cluster: Cluster, workload) -> str | None:
                 return f"topology spread constraints ({pod.key}: spec.topologySpreadConstraints)"
         if node_allocatable and effective_container_requests(spec.resources):
             return f"pod-level resources next to node-allocatable devices ({pod.key}: spec.resources)"
-        if node_allocatable and any(users[use.key] > 1 for use in pod.claims) and any(
-                has_mapping(d) for s in cluster.objects.resource_slices for d in (s.spec.devices or [])):
-            return f"a claim shared by several pods next to mapped node-allocatable devices ({pod.key})"
+    return None
+
+
+def shared_mapped_claim(cluster: Cluster, workload, result: PlacementResult) -> str | None:
+    """A claim that allocates a device mapped as a node resource and that several placed pods use:
+    Kubernetes rejects the second pod (validateNodeAllocatableDRAClaimSharing); the model does not
+    encode the rule, so its placement is checked for it afterwards."""
+    if not cluster.features.node_allocatable_resources:
+        return None
+    from ..workload import has_mapping
+    mapped = {(s.spec.driver, s.spec.pool.name, d.name) for s in cluster.objects.resource_slices
+              for d in (s.spec.devices or []) if d.node_allocatable_resources and has_mapping(d)}
+    if not mapped:
+        return None
+    demand = {p.key: p for p in workload.pending}
+    users: Counter = Counter(use.key for pl in result.pods if pl.placed for use in demand[pl.pod].claims)
+    for ck, (res, _) in result.claims.items():
+        if users[ck] > 1 and any((r.driver, r.pool, r.device) in mapped for r in res.devices.results):
+            return f"a claim with a mapped node-allocatable device shared by several pods ({ck})"
     return None
 
 
