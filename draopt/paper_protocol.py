@@ -671,7 +671,7 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
     """`draopt simulate --protocol fgd-paper` after the cluster is built (cmd_simulate)."""
     import json
 
-    from .simulate import plot, table, to_csv
+    from .simulate import write_rows
     for flag, bad in (("--scheduler-config", args.scheduler_config),
                       ("--tie-break name", getattr(args, "tie_break", "random") == "name")):
         if bad:
@@ -718,11 +718,6 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
             p["arrivals_per_s"] = round(p["arrivals"] / p["seconds"], 1) if p["seconds"] else None
         print(json.dumps({"load_s": round(load_s, 3), "simulate_s": round(time.perf_counter() - t0, 3),
                           "policies": per}, sort_keys=True), file=sys.stderr)
-    if args.output == "csv":
-        sys.stdout.write(to_csv(rows))
-    else:
-        print(table(rows))
-    if args.plot:
-        plot(rows, args.plot, title=f"FGD paper's protocol: {c.n} nodes, seeds {seeds[0]}-{seeds[-1]}")
+    write_rows(args, rows, title=f"FGD paper's protocol: {c.n} nodes, seeds {seeds[0]}-{seeds[-1]}")
     return 0
 

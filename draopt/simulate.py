@@ -962,11 +962,16 @@ def cmd_simulate(args) -> int:
     if getattr(args, "stats", False):
         print(json.dumps(stats_line(records, load_s=load_s, build_s=build_s,
                                     simulate_s=time.perf_counter() - t_sim), sort_keys=True), file=sys.stderr)
-    rows = aggregate(records, policies + [OFFLINE])
+    write_rows(args, aggregate(records, policies + [OFFLINE]),
+               title=f"{c.n} nodes, {args.runs} run(s), seed {args.seed}")
+    return 0
+
+
+def write_rows(args, rows: list[dict[str, Any]], *, title: str) -> None:
+    """`draopt simulate`'s output (either protocol): the table or `-o csv`, and `--plot`."""
     if args.output == "csv":
         sys.stdout.write(to_csv(rows))
     else:
         print(table(rows))
     if args.plot:
-        plot(rows, args.plot, title=f"{c.n} nodes, {args.runs} run(s), seed {args.seed}")
-    return 0
+        plot(rows, args.plot, title=title)
