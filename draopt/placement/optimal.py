@@ -133,20 +133,19 @@ def unmodelled_rule(cluster: Cluster, workload) -> str | None:
     """A scheduling rule of the input that the optimal model does not encode, named with the first
     pod that uses it; None when the model encodes every rule the pending pods use. Such an input
     gets first-fit's placement, said so (UNKNOWN), never a placement that breaks the rule."""
-    from ..scheduler.podinfo import _extra
+    from ..scheduler.podinfo import pod_info
     from ..workload import effective_container_requests
     node_allocatable = cluster.features.node_allocatable_resources and any(
         d.node_allocatable_resources for s in cluster.objects.resource_slices for d in (s.spec.devices or []))
     for pod in workload.pending:
         spec = pod.pod.spec
-        for part in ("podAffinity", "podAntiAffinity"):
-            raw = _extra(spec.affinity, part)
-            if isinstance(raw, dict) and raw.get("requiredDuringSchedulingIgnoredDuringExecution"):
-                return f"required inter-pod {'anti-' if 'Anti' in part else ''}affinity " \
-                       f"({pod.key}: spec.affinity.{part})"
-        for c in _extra(spec, "topologySpreadConstraints") or []:
-            if isinstance(c, dict) and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule":
-                return f"topology spread constraints ({pod.key}: spec.topologySpreadConstraints)"
+        info = pod_info(pod.pod)         # the scheduler's own reading of these fields
+        if info.required_affinity or info.required_anti:
+            anti = not info.required_affinity
+            return f"required inter-pod {'anti-' if anti else ''}affinity " \
+                   f"({pod.key}: spec.affinity.{'podAntiAffinity' if anti else 'podAffinity'})"
+        if any(r.when_unsatisfiable == "DoNotSchedule" for r in info.spread):
+            return f"topology spread constraints ({pod.key}: spec.topologySpreadConstraints)"
         if node_allocatable and effective_container_requests(spec.resources):
             return f"pod-level resources next to node-allocatable devices ({pod.key}: spec.resources)"
     return None
