@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end `draopt.api.allocate` timings: CP-SAT first-fit vs the plain-Python reference.
+"""End-to-end `draopt.allocation.allocate.allocate` timings: CP-SAT first-fit vs the plain-Python reference.
 
 Scenarios:
   example/gpu-node-1   examples/cluster.yaml, its pending claims, --node gpu-node-1
@@ -26,9 +26,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from clusters import big_cluster, objects_from_docs  # noqa: E402
 
-from draopt import api  # noqa: E402
-from draopt.features import Features  # noqa: E402
-from draopt.loader import load_text  # noqa: E402
+from draopt.allocation import allocate as api  # noqa: E402
+from draopt.kube.features import Features  # noqa: E402
+from draopt.kube.loader import load_text  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -2,7 +2,7 @@
 """In-process timing of the generated conformance cases (tests/conformance/cases/gen-*.yaml).
 
 Each case is allocated exactly as the CLI would (`draopt allocate --node NODE --claim ... in
-order --feature-gates <run.gate_arg(features)>`), but through `draopt.api.allocate` in this
+order --feature-gates <run.gate_arg(features)>`), but through `draopt.allocation.allocate.allocate` in this
 process, so YAML loading and interpreter start-up are excluded. `api.warm_up()` (CEL
 environment, CP-SAT first call) runs once before any timing, as the CLI does. Per case: one
 warm-up run (the "first run": compiles the case's CEL expressions not seen before in this
@@ -29,10 +29,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from clusters import SolverStats, objects_from_docs, percentile  # noqa: E402
 
-from draopt import api  # noqa: E402
+from draopt.allocation import allocate as api  # noqa: E402
 from draopt.cel import CelEnvironment  # noqa: E402
 from draopt.errors import DraoptError  # noqa: E402
-from draopt.features import Features, parse_gates  # noqa: E402
+from draopt.kube.features import Features, parse_gates  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = os.path.join(ROOT, "tests", "conformance", "cases")

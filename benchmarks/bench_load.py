@@ -13,12 +13,12 @@ Inputs, generated deterministically into a temporary directory, each in YAML and
   `schedperf_workloads.py` writes them (plain objects, no managedFields), when it is there.
 
 Each file is read in a fresh process (so peak RSS is the reading's own) `--runs` times:
-`load_s` is `draopt.loader.load_files` end to end (the median of the runs, and the best), in
+`load_s` is `draopt.kube.loader.load_files` end to end (the median of the runs, and the best), in
 wall and CPU seconds; the phases (CPU seconds) come from one more instrumented pass over the same
 text, run as the loader runs them (cycle collector paused): parse (YAML/JSON to documents, Lists flattened), check (strict
 unknown-field check), convert (older API versions to v1), validate (pydantic models) and build
 (the remainder of `load_files`: routing, generated names, controllers). `path` says how the
-YAML was read: ``rapidyaml`` (draopt.fastyaml), else ``libyaml``. CPU seconds are printed next
+YAML was read: ``rapidyaml`` (draopt.kube.fastyaml), else ``libyaml``. CPU seconds are printed next
 to wall seconds: on a shared machine the wall time includes waiting for a core.
 
     python benchmarks/bench_load.py            # ~2-4 min
@@ -90,9 +90,11 @@ def child(path: str, runs: int) -> dict:
     """In a fresh process: `runs` timed load_files, then one instrumented pass."""
     import gc
 
-    from draopt import controllers, fastyaml, loader
-    from draopt.convert import schema_for, to_v1
-    from draopt.strict import unknown_fields
+    from draopt.kube import controllers
+    from draopt.kube import fastyaml
+    from draopt.kube import loader
+    from draopt.kube.convert import schema_for, to_v1
+    from draopt.kube.strict import unknown_fields
     times, cpu = [], []
     objects = None
     for _ in range(runs):

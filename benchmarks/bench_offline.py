@@ -1,6 +1,6 @@
 """The offline optimum of `draopt simulate --offline-optimum` at full scale: every openb GPU node
 (1,213), one run's arrivals up to one inflation level, per trace: the unallocated GPU capacity
-the offline optimum leaves, its proven bound (column generation, draopt/placement/colgen.py),
+the offline optimum leaves, its proven bound (column generation, draopt/model/colgen.py),
 the gap in points, the online policy's figure on the same arrivals (the warm start), time and
 peak RSS (each trace in a child process: getrusage ru_maxrss).
 
@@ -21,9 +21,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from draopt import simulate as sim  # noqa: E402
-from draopt import trace  # noqa: E402
-from draopt.loader import load_files  # noqa: E402
+from draopt.studies import simulate as sim  # noqa: E402
+from draopt.studies import trace  # noqa: E402
+from draopt.kube.loader import load_files  # noqa: E402
 
 OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
 TRACES = ["default", "gpushare100", "gpuspec33", "multigpu50"]

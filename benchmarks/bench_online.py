@@ -1,14 +1,14 @@
-"""`optimal-batch` (draopt/online_batch.py) against `fgd` on the openb traces: unallocated GPU
+"""`optimal-batch` (draopt/studies/online_batch.py) against `fgd` on the openb traces: unallocated GPU
 % at 100 % arrived, per seed on the same arrivals, the difference, and wall time per seed.
 
   python benchmarks/bench_online.py                          # 1,213 GPU nodes, 4 traces, seeds 42-51
   python benchmarks/bench_online.py --every 8 --seeds 42:52  # every 8th node (152)
   python benchmarks/bench_online.py --traces default --batch 50,100,200 --size-weight 0,0.3
 
-Arrivals: `--protocol fgd-paper` is the FGD paper's (draopt.paper_protocol: seeded shuffle, -tune
+Arrivals: `--protocol fgd-paper` is the FGD paper's (draopt.studies.paper_protocol: seeded shuffle, -tune
 1.3, the whole run to 130 %, unallocated % of the arrived-% bin of --level, fgd after the
 authors' fgd_score.go); `--protocol default` is draopt simulate's (tasks sampled with replacement
-until the requested GPU reaches --level; fgd is draopt.simulate's `place_one(..., "fgd")`, or with
+until the requested GPU reaches --level; fgd is draopt.studies.simulate's `place_one(..., "fgd")`, or with
 `--fgd table` online_batch's delta table in arrival order: the same rule, faster, float ties may
 pick another equal node). Wall time per seed is the whole run's.
 Every placement is replayed from the CSV numbers alone (no node over cpu or memory, no GPU over
@@ -28,9 +28,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from draopt import online_batch as ob  # noqa: E402
-from draopt import simulate as sim  # noqa: E402
-from draopt import trace  # noqa: E402
+from draopt.studies import online_batch as ob  # noqa: E402
+from draopt.studies import simulate as sim  # noqa: E402
+from draopt.studies import trace  # noqa: E402
 
 OPENB = ROOT.parent / "shared" / "data" / "openb"
 TRACES = ("default", "gpushare100", "gpuspec33", "multigpu50")
@@ -60,7 +60,7 @@ def arrivals(c, seed: int, protocol: str):
 def paper_run(c, arr, label: str, cfg):
     """The paper's protocol: the whole run (to 130 %), unallocated % in the bin of `--level`
     (merge_alloc_discrete's binning), the log and the arrivals' shapes for the replay."""
-    from draopt import paper_protocol as pp
+    from draopt.studies import paper_protocol as pp
     pol = "fgd" if cfg is None else ob.PaperOptimalBatch(sim.FragModel, batch=cfg[0], size_weight=cfg[1])
     r = pp.run_paper(c, arr, pol)
     b = round(LEVEL * 100)
@@ -104,8 +104,8 @@ def main() -> int:
         return 0
     if args.protocol == "fgd-paper":
         import importlib.util
-        if importlib.util.find_spec("draopt.paper_protocol") is None:
-            print("bench_online: --protocol fgd-paper needs draopt/paper_protocol.py, which is absent", file=sys.stderr)
+        if importlib.util.find_spec("draopt.studies.paper_protocol") is None:
+            print("bench_online: --protocol fgd-paper needs draopt/studies/paper_protocol.py, which is absent", file=sys.stderr)
             return 2
     global LEVEL
     LEVEL = args.level
@@ -126,7 +126,7 @@ def main() -> int:
         secs: dict[str, list[float]] = {}
         for seed in range(lo, hi):
             if args.protocol == "fgd-paper":
-                from draopt import paper_protocol as pp
+                from draopt.studies import paper_protocol as pp
                 arr = pp.paper_arrivals(c, seed, tune=1.3)
                 line = f"  seed {seed}: {len(arr.shapes)} arrivals (to 130 %)"
             else:

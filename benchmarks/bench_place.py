@@ -21,7 +21,7 @@ optimal CP-SAT model (one cluster-wide model), on generated (seeded) scenarios:
 
 Every policy run is a child process (fork): its peak RSS (getrusage ru_maxrss, the parsed
 input inherited from the parent included) is printed per run, and a native crash fails one
-run, not the benchmark. Every placement is checked: draopt.placement.check.check_placement and
+run, not the benchmark. Every placement is checked: draopt.cluster.check.check_placement and
 an independent check written here from the generator's own numbers (no device twice,
 counters, node cpu/memory/pods, claims on their pods' node with the right driver / count /
 profile, GPU+NIC on one PCIe root, distinct NUMA nodes, admin access, shared claims, gangs whole).
@@ -53,10 +53,10 @@ from clusters import objects_from_docs  # noqa: E402
 from placement_clusters import (GPU_DRIVER, NIC_DRIVER, PCIE, PRIORITIES, gpu_fleet, gpu_nic_fleet,  # noqa: E402
                                 mig_fleet)
 
-from draopt import api  # noqa: E402
+from draopt.allocation import allocate as api  # noqa: E402
 from draopt.placement import place  # noqa: E402
-from draopt.placement.check import check_placement  # noqa: E402
-from draopt.placement.result import weight  # noqa: E402
+from draopt.cluster.check import check_placement  # noqa: E402
+from draopt.cluster.result import weight  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- independent check

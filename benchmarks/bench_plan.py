@@ -1,5 +1,5 @@
-"""Capacity planning with several node types (`draopt.planning.plan`) on the three workload mixes
-of `draopt/plan_scenarios.py` (training, inference, mixed; node types gpu-8 at 32, gpu-2 at 9,
+"""Capacity planning with several node types (`draopt.studies.planning.plan`) on the three workload mixes
+of `draopt/testing/plan_scenarios.py` (training, inference, mixed; node types gpu-8 at 32, gpu-2 at 9,
 cpu at 3 per node), at several sizes.
 
 Per mix and size: the cheapest mix the CP-SAT model finds, its cost, status, proven lower bound
@@ -22,9 +22,9 @@ import argparse
 import sys
 import time
 
-from draopt import api
-from draopt.plan_scenarios import MIXES, scenario
-from draopt.planning import plan
+from draopt.allocation import allocate as api
+from draopt.testing.plan_scenarios import MIXES, scenario
+from draopt.studies.planning import plan
 
 
 def run(mix: str, pods: int, time_limit: float, max_nodes: int) -> dict:

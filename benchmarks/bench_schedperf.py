@@ -2,7 +2,7 @@
 next to the pods/s Kubernetes' CI asserts for the real scheduler (issue 11).
 
 Per workload, in one run: the file written (kind: List, YAML or JSON) and its size; reading it
-(`draopt.loader.load_files`); expanding the workload (`draopt.workload.expand` plus the cluster
+(`draopt.kube.loader.load_files`); expanding the workload (`draopt.kube.workload.expand` plus the cluster
 state, as `draopt place` does before placing); first-fit placement (`draopt.placement.place`,
 policy first-fit: pods/s over the whole call, expansion included) and optimal (`--time-limit`
 seconds: time, status, gap). Every run is a forked child: its peak RSS (getrusage ru_maxrss,
@@ -42,11 +42,11 @@ def _rss_mib() -> float:
 
 
 def _measure(path: str, policy: str, time_limit: float, profile: bool, scheduler: str | None) -> dict[str, Any]:
-    from draopt import api
-    from draopt.features import Features
-    from draopt.loader import load_files
+    from draopt.allocation import allocate as api
+    from draopt.kube.features import Features
+    from draopt.kube.loader import load_files
     from draopt.placement import build_cluster, place
-    from draopt.workload import expand
+    from draopt.kube.workload import expand
     api.warm_up()
     out: dict[str, Any] = {"policy": policy}
     t = time.perf_counter()

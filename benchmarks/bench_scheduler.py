@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from draopt.loader import ObjectSet, parse_object
+from draopt.kube.loader import ObjectSet, parse_object
 from draopt.placement import place
 
 V1 = "resource.k8s.io/v1"

@@ -32,8 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from draopt import simulate as sim  # noqa: E402
-from draopt import trace  # noqa: E402
+from draopt.studies import simulate as sim  # noqa: E402
+from draopt.studies import trace  # noqa: E402
 
 OPENB = ROOT.parent / "shared" / "data" / "openb"
 
@@ -69,7 +69,7 @@ def cluster_objects(every: int, pods: str = "default"):
 
 
 def independent_check(c: sim.SimCluster, nodes: list[trace.TraceNode], log: list, pods: str = "default") -> list[str]:
-    """Replay (shape, node, devices) placements with the CSV's numbers (draopt.trace.replay_errors)."""
+    """Replay (shape, node, devices) placements with the CSV's numbers (draopt.studies.trace.replay_errors)."""
     tasks = {f"openb/{t.name}": t for t in trace.read_tasks(str(OPENB / f"openb_pod_list_{pods}.csv"))}
     return trace.replay_errors(nodes, ((tasks[s.pods[0]], c.nodes[node], devs) for s, node, devs in log))
 
@@ -77,7 +77,7 @@ def independent_check(c: sim.SimCluster, nodes: list[trace.TraceNode], log: list
 def paper_main(args) -> int:
     """--protocol fgd-paper: every policy on the default trace and FGD on three others, next
     to the paper's figures, with a within-0.3-point verdict per cell."""
-    from draopt import paper_protocol as pp
+    from draopt.studies import paper_protocol as pp
     t0 = time.perf_counter()
     seeds = list(range(args.seed, args.seed + args.runs))
     bins = sorted(next(iter(PAPER.values())))

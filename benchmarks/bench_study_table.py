@@ -2,7 +2,7 @@
 gpuspec33, multigpu50) and arrived bin (95, 100, 130 %), unallocated GPU % as the paper
 published it, as draopt reproduces it (fgd, seeds 42-51), draopt's online optimum
 (`optimal-batch`, when registered under fgd-paper) and the offline optimum with its bound
-(draopt.paper_protocol.offline_paper: seed 42, bin 100 by default; minutes per solve).
+(draopt.studies.paper_protocol.offline_paper: seed 42, bin 100 by default; minutes per solve).
 
   python benchmarks/bench_study_table.py                              # everything, 1,213 nodes
   python benchmarks/bench_study_table.py --offline-traces default --time-limit 300
@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_simulate as bs
 
-from draopt import paper_protocol as P
-from draopt import simulate as sim
+from draopt.studies import paper_protocol as P
+from draopt.studies import simulate as sim
 
 TRACES = ["default", "gpushare100", "gpuspec33", "multigpu50"]
 BINS = [95, 100, 130]

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from draopt import sweep as sw  # noqa: E402
-from draopt import trace  # noqa: E402
+from draopt.studies import sweep as sw  # noqa: E402
+from draopt.studies import trace  # noqa: E402
 
 OPENB = ROOT.parent / "shared" / "data" / "openb"
 

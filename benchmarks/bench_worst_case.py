@@ -32,17 +32,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from clusters import SolverStats, objects_from_docs, worst_case  # noqa: E402
 
-from draopt import api  # noqa: E402
+from draopt.allocation import allocate as api  # noqa: E402
 from draopt.errors import DraoptError  # noqa: E402
-from draopt.features import Features  # noqa: E402
+from draopt.kube.features import Features  # noqa: E402
 
 VARIANTS = ("count-N", "count-N-1", "nic-mismatch", "short-by-one")
 
 
 def build_problem(objects, claims, features):
     """The node's prepared problem, as api.allocate builds it."""
-    from draopt.inventory import build_inventory
-    from draopt.problem import prepare
+    from draopt.dra.inventory import build_inventory
+    from draopt.dra.problem import prepare
     todo, in_use = api.select_claims(objects, claims)
     classes = {c.name: c for c in objects.device_classes}
     env = api._cel_env(features)
@@ -52,7 +52,7 @@ def build_problem(objects, claims, features):
 
 
 def _reference_child(n, variant, conn, budget_s):
-    from draopt.reference import ReferenceAllocator
+    from draopt.dra.reference import ReferenceAllocator
     w = worst_case(n, variant)
     objs = objects_from_docs(w["docs"])
     features = Features.from_gates()

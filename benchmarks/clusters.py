@@ -1,7 +1,7 @@
 """Deterministic (seeded) cluster generators and timing helpers shared by the benchmarks.
 
 Everything here builds plain Kubernetes objects (dicts) and turns them into a
-`draopt.loader.ObjectSet` with `parse_object`, as tests/helpers.py does. No wall-clock or
+`draopt.kube.loader.ObjectSet` with `parse_object`, as tests/helpers.py does. No wall-clock or
 global randomness: the same arguments give the same objects.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import statistics
 import time
 from typing import Any, Callable
 
-from draopt.loader import ObjectSet, parse_object
+from draopt.kube.loader import ObjectSet, parse_object
 
 V1 = "resource.k8s.io/v1"
 GPU_DRIVER = "gpu.example.com"
@@ -240,13 +240,13 @@ def _split(total: int, size: int) -> list[int]:
 
 # ----------------------------------------------------------------------------- solver stats
 class SolverStats:
-    """Collects the per-node stats dicts of `draopt.solver.solve_problem` (status, replay,
-    replay_truncated, ...) by wrapping `draopt.api._solve`: `api.allocate` copies only
+    """Collects the per-node stats dicts of `draopt.model.node.solve_problem` (status, replay,
+    replay_truncated, ...) by wrapping `draopt.allocation.allocate._solve`: `api.allocate` copies only
     build_ms/solve_ms/variables/constraints into `outcome.stats`, so `outcome.stats.get("replay")`
     is always None there (as of this writing)."""
 
     def __init__(self) -> None:
-        from draopt import api
+        from draopt.allocation import allocate as api
         self.api = api
         self.runs: list[dict[str, Any]] = []
         self._orig = api._solve

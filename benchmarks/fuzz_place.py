@@ -2,7 +2,7 @@
 larger than CI's (issue 7): the checks of tests/test_optimal_families.py, counted per family.
 
 For each family and seed: `random_cluster(random.Random(seed), family, nodes=..., pods=...)`
-(draopt.synth_cluster), placed with `place(policy="first-fit")` and `place(policy="optimal")`
+(draopt.testing.synth_cluster), placed with `place(policy="first-fit")` and `place(policy="optimal")`
 under `features_for(seed)` (every third seed every gate on), both checked with
 `check_placement`. Printed per family:
 
@@ -43,7 +43,7 @@ from collections import Counter, defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from draopt.synth_cluster import FAMILIES, IsolatedAudit, features_for, random_cluster  # noqa: E402
+from draopt.testing.synth_cluster import FAMILIES, IsolatedAudit, features_for, random_cluster  # noqa: E402
 
 
 def _range(text: str) -> tuple[int, int]:

@@ -296,7 +296,7 @@ def as_list(objs: list[dict[str, Any]]) -> dict[str, Any]:
 def as_v1beta1(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The same objects as a 1.32/1.33 cluster serves them (`resource.k8s.io/v1beta1`): a
     device's fields under `basic`, a request's exact fields on the request itself (the inverse
-    of draopt.convert)."""
+    of draopt.kube.convert)."""
     import copy
 
     out = []

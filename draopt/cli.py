@@ -11,10 +11,13 @@ import sys
 import time
 from fractions import Fraction
 
-from . import api, public, taint_impact, validate
-from .errors import DraoptError
-from .features import Features, parse_gates
-from .loader import dump_objects, load_files
+from draopt import public
+from draopt.allocation import allocate as api
+from draopt.dra import taint_impact
+from draopt import validation as validate
+from draopt.errors import DraoptError
+from draopt.kube.features import Features, parse_gates
+from draopt.kube.loader import dump_objects, load_files
 
 
 def _positive_seconds(text: str) -> float:
@@ -79,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--stats", action="store_true",
                     help="one JSON line per policy on stderr: load_s, place_s, pods_per_s, peak RSS and "
                          "the policy's own figures (optimal: model size, phase times, status, gap)")
-    from .scheduler import add_scheduler_flags
+    from draopt.scheduler import add_scheduler_flags
     add_scheduler_flags(pl)
     _input_flags(pl)
     pl.set_defaults(func=cmd_place)
@@ -117,14 +120,15 @@ def build_parser() -> argparse.ArgumentParser:
     pn.set_defaults(func=cmd_plan)
     validate.register(sub)
     taint_impact.register(sub)
-    from . import simulate, trace
+    from draopt.studies import simulate
+    from draopt.studies import trace
     trace.register(sub)
     simulate.register(sub)
-    from . import paper_protocol        # above draopt.simulate: it picks the protocol
+    from draopt.studies import paper_protocol        # above draopt.studies.simulate: it picks the protocol
     sub.choices["simulate"].set_defaults(func=paper_protocol.cmd_simulate)
-    from . import report
+    from draopt.studies import report
     report.register(sub, _input_flags, _positive_seconds)
-    from . import sweep
+    from draopt.studies import sweep
     sweep.register(sub)
     return p
 
@@ -154,8 +158,8 @@ def cmd_allocate(args) -> int:
 
 
 def cmd_place(args) -> int:
-    from .placement import pod_table, summary_table
-    from .scheduler import load_config
+    from draopt.placement import pod_table, summary_table
+    from draopt.scheduler import load_config
     scheduler_config = load_config(args.scheduler_config) if args.scheduler_config else None
     api.warm_up()
     t0 = time.perf_counter()
@@ -199,14 +203,14 @@ def cmd_place(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from . import explain
+    from draopt.allocation import explain
     api.warm_up()
     objects = _load(args)
     features = Features.from_gates(parse_gates(args.feature_gates))
     sections: list[tuple[str, list]] = []
     if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
-        from .placement import place
-        from .placement.firstfit import ClaimBook, filter_reason
+        from draopt.placement import place
+        from draopt.cluster.firstfit import ClaimBook, filter_reason
         outcome = place(objects, policy="first-fit", features=features)
         book = ClaimBook(outcome.cluster, outcome.workload.claims)
         book.allocations.update(outcome.result.claims)
@@ -249,7 +253,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .planning import NodeType, load_node_types, parse_node_type
+    from draopt.studies.planning import NodeType, load_node_types, parse_node_type
     api.warm_up()
     t0 = time.perf_counter()
     objects = _load(args)

@@ -14,17 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError
-from .features import Features, parse_gates
-from .loader import ObjectSet, load_files
+from draopt.errors import InputError
+from draopt.kube.features import Features, parse_gates
+from draopt.kube.loader import ObjectSet, load_files
 
 if TYPE_CHECKING:
-    from .api import AllocateOutcome
-    from .explain import NodeExplanation
-    from .placement import PlaceOutcome
-    from .planning import MixPlan, NodeType
-    from .report import PolicyReport
-    from .validation.findings import Report
+    from draopt.allocation.allocate import AllocateOutcome
+    from draopt.allocation.explain import NodeExplanation
+    from draopt.placement import PlaceOutcome
+    from draopt.studies.planning import MixPlan, NodeType
+    from draopt.studies.report import PolicyReport
+    from draopt.validation.findings import Report
 
 __all__ = ["allocate", "compare", "explain", "load", "place", "plan", "simulate", "validate"]
 
@@ -71,10 +71,10 @@ _warmed_up = False
 
 
 def _warm_up() -> None:
-    """draopt.api.warm_up once per process: the CEL environments and the solvers' first-call costs."""
+    """draopt.allocation.allocate.warm_up once per process: the CEL environments and the solvers' first-call costs."""
     global _warmed_up
     if not _warmed_up:
-        from .api import warm_up
+        from draopt.allocation.allocate import warm_up
         warm_up()
         _warmed_up = True
 
@@ -94,13 +94,13 @@ def allocate(inputs: Inputs, *, node: str | None = None, claims: list[str] | Non
              features: FeaturesLike = None, policy: str = "first-fit", engine: str = "cp-sat",
              deterministic_share_ids: bool = False, time_limit: float | None = None) -> AllocateOutcome:
     """Allocate the pending ResourceClaims together on `node` (default: the first node, by name,
-    where they fit), as `draopt allocate`. Returns a draopt.api.AllocateOutcome: `allocated`,
+    where they fit), as `draopt allocate`. Returns a draopt.allocation.allocate.AllocateOutcome: `allocated`,
     `node`, `claims` (with status.allocation set), `reason` when unschedulable, `notes`.
 
         out = draopt.allocate("examples/cluster.yaml", node="node-1", deterministic_share_ids=True)
         out.allocated, [c.name for c in out.claims]
     """
-    from . import api
+    from draopt.allocation import allocate as api
     _warm_up()
     return api.allocate(_objects(inputs), node=node, claims=claims, features=_features(features), policy=policy,
                         engine=engine, deterministic_share_ids=deterministic_share_ids, time_limit=time_limit)
@@ -118,7 +118,7 @@ def place(inputs: Inputs, *, policy: str = "first-fit", features: FeaturesLike =
         out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
         len(out.result.placed_pods()), out.result.summary()
     """
-    from .placement import place as place_pods
+    from draopt.placement import place as place_pods
     return place_pods(_objects(inputs), policy=policy, features=_features(features), time_limit=time_limit,
                       scheduler_config=scheduler_config, seed=seed, tie_break=tie_break)
 
@@ -126,15 +126,15 @@ def place(inputs: Inputs, *, policy: str = "first-fit", features: FeaturesLike =
 def plan(inputs: Inputs, node_types: Iterable[NodeType | str] | str, *, features: FeaturesLike = None,
          time_limit: float = 60.0, max_nodes: int = 256) -> MixPlan:
     """The cheapest mix of new nodes that places the pending pods, as `draopt plan`. A node type is
-    a draopt.planning.NodeType or `--node-type` text `NODE=COST` (the input's Node NODE with its
+    a draopt.studies.planning.NodeType or `--node-type` text `NODE=COST` (the input's Node NODE with its
     slices as template, COST per node); a str that is not `NODE=COST` is a `--node-types` YAML file.
-    Returns a draopt.planning.MixPlan: `placed`, `pods`, `status`, `table()`, `to_json()`.
+    Returns a draopt.studies.planning.MixPlan: `placed`, `pods`, `status`, `table()`, `to_json()`.
 
         mix = draopt.plan("examples/gang-stranding.yaml", ["node-a=1"], time_limit=10)
         mix.placed, mix.pods
     """
-    from .planning import NodeType, load_node_types, parse_node_type
-    from .planning import plan as plan_mix
+    from draopt.studies.planning import NodeType, load_node_types, parse_node_type
+    from draopt.studies.planning import plan as plan_mix
     if isinstance(node_types, str):
         node_types = load_node_types(node_types)
     types: list[NodeType] = []
@@ -156,14 +156,14 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
     """Online placement of a trace under workload inflation, as `draopt simulate`: `cluster` the
     Nodes/ResourceSlices/DeviceClasses, `trace` an openb task CSV or a YAML/JSON file of Pods;
     `levels` a list or `--inflation` text; `policies` a list or `--policy` text. `protocol`:
-    "draopt" (default) or "fgd-paper" (the FGD paper's protocol, draopt.paper_protocol; seeds
+    "draopt" (default) or "fgd-paper" (the FGD paper's protocol, draopt.studies.paper_protocol; seeds
     `seed`..`seed+runs-1`). Returns the aggregated rows (dicts: inflation, policy, unallocated_pct,
     ...; what `-o csv` prints), or with `records=True` (draopt protocol) the per-run
-    draopt.simulate.Record list.
+    draopt.studies.simulate.Record list.
 
-        rows = draopt.simulate("examples/cluster.yaml", "examples/mig-gangs.yaml", levels=[0.5], runs=1)
+        rows = draopt.studies.simulate("examples/cluster.yaml", "examples/mig-gangs.yaml", levels=[0.5], runs=1)
     """
-    from . import simulate as sim
+    from draopt.studies import simulate as sim
     if protocol not in ("draopt", "fgd-paper"):
         raise InputError(f"--protocol: unknown protocol {protocol!r} (known: draopt, fgd-paper)")
     level_list = sim.parse_levels(levels) if isinstance(levels, str) else list(levels)
@@ -179,11 +179,11 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
     else:
         both = load_files(_paths(cluster, "cluster") + ([] if is_csv else [trace]))
     if is_csv:
-        from .trace import read_tasks, workload_objects
+        from draopt.studies.trace import read_tasks, workload_objects
         both.extend(sim._object_set(workload_objects(read_tasks(trace, what="--trace")), trace))
     c = sim.build(both, capacity_name=capacity or sim.DEFAULT_CAPACITY)
     if protocol == "fgd-paper":
-        from . import paper_protocol as paper
+        from draopt.studies import paper_protocol as paper
         if offline_optimum:
             raise InputError("offline_optimum: with protocol='fgd-paper' use `draopt simulate --offline-optimum`")
         names = _policy_names(policies, ",".join(paper.PAPER_POLICIES))
@@ -194,8 +194,8 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
     names = sim.parse_policies(policies if isinstance(policies, str) else
                                ",".join(policies) if policies else sim.DEFAULT_POLICIES)
     if "kube-scheduler" in names:
-        from .scheduler import SchedulerConfig
-        from .scheduler.trace import TraceScheduler
+        from draopt.scheduler import SchedulerConfig
+        from draopt.scheduler.trace import TraceScheduler
         # set on the cluster as simulate.cmd_simulate does (SimCluster does not declare it)
         c.kube_scheduler = TraceScheduler(  # type: ignore[attr-defined]
             c, SchedulerConfig.default(), seed=seed, tie_break="random")
@@ -217,13 +217,13 @@ def compare(inputs: Inputs, policies: list[str] | None = None, *, features: Feat
             tie_break: str = "random") -> list[PolicyReport]:
     """Place the workload with each policy (default first-fit and optimal; `first-fit:CONFIG` is
     first-fit under its own scheduler configuration) and measure the state each leaves, as
-    `draopt compare`. Returns a list of draopt.report.PolicyReport (placed, stranded devices,
+    `draopt compare`. Returns a list of draopt.studies.report.PolicyReport (placed, stranded devices,
     fragmentation, `proven`, `to_json()`), one per policy, in order.
 
         reports = draopt.compare("examples/gang-stranding.yaml", time_limit=10)
         [(r.policy, r.placed) for r in reports]
     """
-    from .report import compare as compare_policies
+    from draopt.studies.report import compare as compare_policies
     return compare_policies(_objects(inputs), list(policies or ["first-fit", "optimal"]),
                             features=_features(features), time_limit=time_limit,
                             scheduler_config=scheduler_config, seed=seed, tie_break=tie_break)
@@ -232,12 +232,12 @@ def compare(inputs: Inputs, policies: list[str] | None = None, *, features: Feat
 def validate(paths: str | Iterable[str] | ObjectSet, *, features: FeaturesLike = None) -> Report:
     """What a Kubernetes API server would reject, as `draopt validate`. Validation reads the
     documents as written, so it takes file paths (an ObjectSet is already parsed: InputError).
-    Returns a draopt.validate.Report: `findings` (empty: valid), `notes`, `objects`, `to_dict()`.
+    Returns a draopt.validation.Report: `findings` (empty: valid), `notes`, `objects`, `to_dict()`.
 
-        report = draopt.validate("examples/cluster.yaml")
+        report = draopt.validation("examples/cluster.yaml")
         report.findings == []
     """
-    from .validation.documents import validate_files
+    from draopt.validation.documents import validate_files
     if isinstance(paths, ObjectSet):
         raise InputError("validate: give the file paths; an ObjectSet is already parsed (validation reads "
                          "the documents as written)")
@@ -247,15 +247,15 @@ def validate(paths: str | Iterable[str] | ObjectSet, *, features: FeaturesLike =
 def explain(inputs: Inputs, *, claims: list[str] | None = None, node: str | None = None,
             features: FeaturesLike = None) -> list[NodeExplanation]:
     """Why the claims cannot be allocated together, per node, as `draopt explain --claim`: each
-    draopt.explain.NodeExplanation says which devices each request rejects and why, and the
+    draopt.allocation.explain.NodeExplanation says which devices each request rejects and why, and the
     smallest set of requirements that cannot hold together (`conflict`; `fits` when they can).
     `claims`: NAMESPACE/NAME (default every pending claim); `node`: only that node.
 
-        exps = draopt.explain("examples/cluster.yaml", node="node-1")
+        exps = draopt.allocation.explain("examples/cluster.yaml", node="node-1")
         [(e.node, e.fits) for e in exps]
     """
-    from . import api
-    from .explain import explain_claims
+    from draopt.allocation import allocate as api
+    from draopt.allocation.explain import explain_claims
     objects = _objects(inputs)
     _warm_up()
     if not claims and not api.select_claims(objects, None)[0]:

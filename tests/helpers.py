@@ -1,15 +1,15 @@
 """Shared helpers: build prepared problems from dict instances and run every solver."""
 from __future__ import annotations
 
-from draopt.api import _cel_env, select_claims
-from draopt.decode import decode, deterministic_share_id
+from draopt.allocation.allocate import _cel_env, select_claims
+from draopt.dra.decode import decode, deterministic_share_id
 from draopt.errors import AllocationError
-from draopt.features import Features
-from draopt.inventory import build_inventory
-from draopt.loader import ObjectSet, parse_object
-from draopt.problem import prepare
-from draopt.reference import ReferenceAllocator
-from draopt.solver import solve_problem
+from draopt.kube.features import Features
+from draopt.dra.inventory import build_inventory
+from draopt.kube.loader import ObjectSet, parse_object
+from draopt.dra.problem import prepare
+from draopt.dra.reference import ReferenceAllocator
+from draopt.model.node import solve_problem
 
 
 def objects_from(instance: dict) -> ObjectSet:
@@ -36,8 +36,8 @@ def summary(chosen):
 
 def run_reference(problem, defects: bool):
     """The reference search, with the step budget first-fit gives its replays."""
-    from draopt.reference import SearchLimit
-    from draopt.solver.solve import REPLAY_NODE_LIMIT
+    from draopt.dra.reference import SearchLimit
+    from draopt.model.node.solve import REPLAY_NODE_LIMIT
     try:
         ref = ReferenceAllocator(problem, kubernetes_defects=defects, node_limit=REPLAY_NODE_LIMIT)
         chosen = ref.allocate()

@@ -17,7 +17,7 @@ from draopt.cel import (
     CompiledExpression,
     make_cel_device,
 )
-from draopt.quantity import Quantity
+from draopt.kube.quantity import Quantity
 
 DRIVER = "dra.example.com"
 
@@ -486,8 +486,8 @@ def test_estimated_cost_and_validate(env):
     assert env.compile('device.driver == "x"').estimated_cost() < 10
     assert env.compile('device.attributes["d"].s.split(",").all(x, x != "")').estimated_cost() is None
 
-    from draopt import validate
-    from draopt.features import Features
+    from draopt import validation as validate
+    from draopt.kube.features import Features
 
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c1", "namespace": "ml"},
              "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {

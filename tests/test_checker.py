@@ -4,9 +4,9 @@ from __future__ import annotations
 import copy
 
 
-from draopt.checker import check
-from draopt.features import Features
-from draopt.models import AllocationResult
+from draopt.dra.checker import check
+from draopt.kube.features import Features
+from draopt.kube.models import AllocationResult
 
 from helpers import decoded, problem_from, run_cpsat
 

@@ -1,4 +1,4 @@
-"""Column generation (draopt/placement/colgen.py): its placements pass the checker, its bound
+"""Column generation (draopt/model/colgen.py): its placements pass the checker, its bound
 is at least what it places and equals the optimum the one model proves on small cases, and a
 stop for time is said."""
 from __future__ import annotations
@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from draopt import simulate as sim
-from draopt import trace
-from draopt.loader import load_files
-from draopt.placement import colgen, place
-from draopt.placement.check import check_placement
+from draopt.studies import simulate as sim
+from draopt.studies import trace
+from draopt.kube.loader import load_files
+from draopt.placement import place
+from draopt.model import colgen
+from draopt.cluster.check import check_placement
 
 OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
 

@@ -1,4 +1,4 @@
-"""Workload controllers become the Pods their controllers would create (draopt.controllers)."""
+"""Workload controllers become the Pods their controllers would create (draopt.kube.controllers)."""
 from __future__ import annotations
 
 import io
@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from draopt import cli
-from draopt.controllers import NAME_ALPHABET, template_hash
+from draopt.kube.controllers import NAME_ALPHABET, template_hash
 from draopt.errors import InputError
-from draopt.loader import load_files, load_text
+from draopt.kube.loader import load_files, load_text
 from draopt.placement import place
 
 REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "realworld"
@@ -427,7 +427,7 @@ def test_template_errors_name_the_controllers_field_and_warnings_come_once(capsy
 def test_plan_gives_new_nodes_their_daemonset_pods():
     """A DaemonSet that takes one of each node's two GPUs: every added node keeps one GPU for the
     Deployment's 4 pods, so 3 more nodes are needed, not 2."""
-    from draopt.planning import nodes_needed, with_copies
+    from draopt.studies.planning import nodes_needed, with_copies
     ds = DEPLOYMENT.replace("Deployment", "DaemonSet").replace("name: infer", "name: agent") \
         .replace("app: infer", "app: agent").replace("  replicas: 4\n", "")
     objs = load_text(docs(CLASS, TEMPLATE, node("a", 2), ds, DEPLOYMENT), "t")

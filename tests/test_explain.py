@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from draopt.explain import explain_claims
-from draopt.features import Features
-from draopt.loader import load_text
+from draopt.allocation.explain import explain_claims
+from draopt.kube.features import Features
+from draopt.kube.loader import load_text
 
 import test_features as tf
 

@@ -5,11 +5,11 @@ from fractions import Fraction
 
 import pytest
 
-from draopt import api
+from draopt.allocation import allocate as api
 from draopt.errors import AllocationError
-from draopt.features import Features
-from draopt.loader import load_text
-from draopt.quantity import Quantity
+from draopt.kube.features import Features
+from draopt.kube.loader import load_text
+from draopt.kube.quantity import Quantity
 
 ALL = Features.all_enabled()
 V1 = "apiVersion: resource.k8s.io/v1"

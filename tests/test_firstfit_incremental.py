@@ -1,10 +1,10 @@
 """First-fit's fast paths (issue 11) give the same placements as before, bit for bit.
 
 Two checks:
-* the same run with the fast paths switched off (``draopt.reference.FAST_PATHS`` and
+* the same run with the fast paths switched off (``draopt.dra.reference.FAST_PATHS`` and
   ``Cluster.incremental``: the allocator's skips and try_node's cache of successful answers)
   gives the same node per pod, devices per claim and reasons for unplaced pods, on random
-  clusters of every draopt.synth_cluster family and on the scheduler_perf workloads at small
+  clusters of every draopt.testing.synth_cluster family and on the scheduler_perf workloads at small
   scale;
 * golden placements written by the code before the fast paths existed (commit 3f36bb4) for
   fixed seeds, so that a bug shared by both paths cannot hide. They were generated with
@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE.parent / "benchmarks"))
 import schedperf_workloads as sw  # noqa: E402
 
 from draopt.errors import DraoptError  # noqa: E402
-from draopt.synth_cluster import FAMILIES, features_for, objects_of, random_cluster  # noqa: E402
+from draopt.testing.synth_cluster import FAMILIES, features_for, objects_of, random_cluster  # noqa: E402
 
 GOLDEN_SEEDS = range(4)
 SCHEDPERF_SCALES = {"basic": 0.02, "extended-resource-25": 0.02, "prioritized-list": 0.02, "partitionable": 0.02}
@@ -51,10 +51,10 @@ def golden_instances():
 def _first_fit(objects, features):
     """place()'s first-fit with draopt's own node choice (every node filtered, best DRA score,
     first by name on ties): the node choice is not what is tested here."""
-    from draopt.features import Features
+    from draopt.kube.features import Features
     from draopt.placement import build_cluster
-    from draopt.placement.firstfit import simulate
-    from draopt.workload import expand
+    from draopt.cluster.firstfit import simulate
+    from draopt.kube.workload import expand
     features = features or Features.from_gates()
     workload = expand(objects, features)
     return simulate(build_cluster(objects, workload, features), workload)
@@ -78,8 +78,8 @@ def digest(docs, features) -> dict:
 
 @contextmanager
 def fast_paths(on: bool):
-    from draopt import reference
-    from draopt.placement.cluster import Cluster
+    from draopt.dra import reference
+    from draopt.cluster.state import Cluster
     old = reference.FAST_PATHS, Cluster.incremental
     reference.FAST_PATHS, Cluster.incremental = on, on
     try:
@@ -144,10 +144,10 @@ def test_fast_paths_are_exercised():
     """The comparisons above run the fast paths for real: on the partitionable workload nodes
     share one inventory, the allocator remembers dead prefixes and skips non-matching runs
     under matchAttribute (replaying their counter leaks), and successes are reused."""
-    from draopt.features import Features
+    from draopt.kube.features import Features
     from draopt.placement import build_cluster
-    from draopt.placement.firstfit import simulate
-    from draopt.workload import expand
+    from draopt.cluster.firstfit import simulate
+    from draopt.kube.workload import expand
     docs = sw.objects("partitionable", scale=0.03)
     features = Features.from_gates()
     objects = objects_of(docs)

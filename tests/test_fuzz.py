@@ -19,11 +19,12 @@ from typing import Any
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from draopt import api, validate
+from draopt.allocation import allocate as api
+from draopt import validation as validate
 from draopt.errors import DraoptError
-from draopt.explain import explain_claims
-from draopt.features import Features
-from draopt.loader import load_text
+from draopt.allocation.explain import explain_claims
+from draopt.kube.features import Features
+from draopt.kube.loader import load_text
 from draopt.placement import place
 
 ROOT = Path(__file__).resolve().parents[1]

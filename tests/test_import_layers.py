@@ -11,20 +11,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "draopt"
 
-# Cycles outside draopt.cel / draopt.validation that are known and being removed (issue 16, "a house
-# you can read"; draopt/placement/* belongs to another change).  Each entry is one import edge
-# (importer, imported) that closes a known cycle; the test ignores these edges and fails on any
-# other cycle.  An entry whose import no longer exists fails too: remove it from this list.
-KNOWN_CYCLE_EDGES: set[tuple[str, str]] = {
-    # placement/patterns <-> placement/model, placement/patterns -> placement/optimal -> placement/model:
-    # patterns imports model.build and optimal._packing_objective inside functions
-    ("draopt.placement.patterns", "draopt.placement.model"),
-    ("draopt.placement.patterns", "draopt.placement.optimal"),
-}
 
 
 def _module_names() -> dict[str, Path]:
@@ -158,51 +147,66 @@ def _path(graph: dict[str, set[str]], start: str, target: str) -> str:
 
 def test_the_graph_is_read():
     # guards the reader itself: a lazy import, a relative import of a submodule, a parent package
-    assert "draopt.quantity" in GRAPH["draopt.cel.values"]
-    assert "draopt.validation.names" in GRAPH["draopt.cel.format"]
-    assert "draopt.validation" in GRAPH["draopt.cel.format"]
-    assert "draopt.validate" in GRAPH["draopt.cli"]
-    assert "draopt.cel" in GRAPH["draopt.problem"]  # imported inside a function
+    assert "draopt.kube.quantity" in GRAPH["draopt.cel.values"]
+    assert "draopt.kube.names" in GRAPH["draopt.cel.format"]
+    assert "draopt.kube" in GRAPH["draopt.cel.format"]          # the parent package runs first
+    assert "draopt.validation" in GRAPH["draopt.cli"]
+    assert "draopt.cel" in GRAPH["draopt.dra.problem"]  # imported inside a function
 
 
 def test_no_import_cycle():
-    graph = {v: {w for w in ws if (v, w) not in KNOWN_CYCLE_EDGES} for v, ws in GRAPH.items()}
-    cycles = _cycles(graph)
+    cycles = _cycles(GRAPH)
     assert not cycles, "import cycles among draopt's modules:\n" + "\n".join(
         "  " + ", ".join(c) for c in cycles)
 
 
-@pytest.mark.parametrize("edge", sorted(KNOWN_CYCLE_EDGES))
-def test_known_cycle_edges_still_exist(edge):
-    importer, imported = edge
-    assert imported in GRAPH.get(importer, ()), (
-        f"{importer} no longer imports {imported}: remove the entry from KNOWN_CYCLE_EDGES")
+# The layers, bottom up: a module may import its own layer's modules (without a cycle) and the
+# layers below it, never one above.  Listed by the dotted prefix each layer's modules share.
+LAYERS: list[tuple[str, ...]] = [
+    ("draopt.errors",),                 # the error types every layer raises
+    ("draopt.kube",),                   # Kubernetes objects in and out
+    ("draopt.cel",),                    # CEL, as Kubernetes' device selectors evaluate it
+    ("draopt.validation",),             # what the API server would reject
+    ("draopt.dra",),                    # the DRA rules on one node
+    ("draopt.cluster",),                # nodes, and first-fit over them
+    ("draopt.model",),                  # the CP-SAT model: encodings, reductions
+    ("draopt.allocation",),             # allocate and explain
+    ("draopt.scheduler",),              # kube-scheduler simulated
+    ("draopt.placement",),              # place: first-fit and optimal policies
+    ("draopt.studies",),                # simulate, plan, sweep, compare
+    ("draopt.testing",),                # test-instance generators (not the product)
+    ("draopt.public", "draopt.cli", "draopt.__main__"),   # the Python API and the command line
+]
 
 
-# draopt.cel sits just after the Kubernetes objects layer: of draopt it reads quantities and the
-# name formats (its format library), nothing else.
-CEL_MAY_IMPORT = {"draopt", "draopt.quantity", "draopt.validation", "draopt.validation.names"}
-# the modules of draopt.validation that compile CEL; the others are the objects layer's rules
-VALIDATION_ON_CEL = {"draopt.validation.expressions", "draopt.validation.documents", "draopt.validation.command"}
+def _layer(module: str) -> int:
+    if module == "draopt":
+        return len(LAYERS) - 1
+    for rank, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS")
 
 
-def test_cel_imports_only_the_objects_layer():
-    cel = [m for m in GRAPH if m == "draopt.cel" or m.startswith("draopt.cel.")]
-    assert len(cel) > 10
-    wrong = {(m, t) for m in cel for t in GRAPH[m]
-             if not (t == "draopt.cel" or t.startswith("draopt.cel.")) and t not in CEL_MAY_IMPORT}
-    assert not wrong, f"draopt.cel imports above its layer: {sorted(wrong)}"
+def test_every_module_has_a_layer():
+    for module in GRAPH:
+        _layer(module)
 
 
-def test_validation_rules_load_no_cel():
-    rules = [m for m in GRAPH if m.startswith("draopt.validation.") and m not in VALIDATION_ON_CEL]
-    assert "draopt.validation.resource_slice" in rules and "draopt.validation.context" in rules
-    for m in rules + ["draopt.validation"]:
-        reached = _reachable(GRAPH, m)
-        cel = sorted(t for t in reached if t == "draopt.cel" or t.startswith("draopt.cel."))
-        assert not cel, f"{m} loads CEL: {_path(GRAPH, m, cel[0])}"
+def test_imports_run_down_the_layers():
+    upward = sorted(f"{m} (layer {LAYERS[_layer(m)][0]}) imports {t} (layer {LAYERS[_layer(t)][0]})"
+                    for m, ts in GRAPH.items() for t in ts
+                    if t != "draopt" and _layer(t) > _layer(m))
+    assert not upward, "imports that run up the layers:\n  " + "\n  ".join(upward)
 
 
-def test_name_formats_and_the_validation_package_import_nothing_of_draopt():
-    assert GRAPH["draopt.validation"] == set()
-    assert GRAPH["draopt.validation.names"] <= {"draopt", "draopt.validation"}
+def test_the_product_does_not_import_the_test_generators():
+    product = [m for m in GRAPH if not m.startswith("draopt.testing")]
+    wrong = sorted((m, t) for m in product for t in GRAPH[m] if t.startswith("draopt.testing"))
+    assert not wrong, f"the product imports draopt.testing: {wrong}"
+
+
+def test_cel_loads_no_validation():
+    # the CEL layer reads quantities and name formats from the objects layer, nothing above it
+    for m in [m for m in GRAPH if m == "draopt.cel" or m.startswith("draopt.cel.")]:
+        assert not any(t.startswith("draopt.validation") for t in GRAPH[m]), m

@@ -1,6 +1,6 @@
 """Reading fast gives exactly what reading slowly gave.
 
-The loader reads a large YAML document through rapidyaml (draopt.fastyaml) when that reads it as
+The loader reads a large YAML document through rapidyaml (draopt.kube.fastyaml) when that reads it as
 PyYAML does, else through libyaml, else through PyYAML's pure Python reader (the reference, whose
 error messages users get). These tests hold the fast readings to the reference: on every YAML
 file of the repository, on scalars where YAML 1.1 (PyYAML) and rapidyaml disagree, on random
@@ -18,7 +18,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draopt import fastyaml, loader
+from draopt.kube import fastyaml
+from draopt.kube import loader
 from draopt.errors import InputError
 
 HERE = Path(__file__).resolve().parent
@@ -252,7 +253,7 @@ def test_yaml_errors_keep_pyyaml_messages_on_every_path():
 
 
 def test_conversion_copies_what_it_changes_and_leaves_the_document_alone():
-    from draopt.convert import to_v1
+    from draopt.kube.convert import to_v1
     for item in V1BETA1_DUMP["items"]:
         before = copy.deepcopy(item)
         out = to_v1(item)
@@ -266,7 +267,7 @@ def test_conversion_copies_what_it_changes_and_leaves_the_document_alone():
 
 def _unknown_reference(data, schema, path=""):
     """The strict check's rule, walked field by field in document order."""
-    from draopt.strict import ListOf, MapOf, Obj
+    from draopt.kube.strict import ListOf, MapOf, Obj
     out = []
     if isinstance(schema, Obj) and isinstance(data, dict):
         for k, v in data.items():
@@ -284,8 +285,8 @@ def _unknown_reference(data, schema, path=""):
 def test_the_strict_check_finds_unknown_fields_in_document_order():
     import random
 
-    from draopt.convert import schema_for
-    from draopt.strict import unknown_fields
+    from draopt.kube.convert import schema_for
+    from draopt.kube.strict import unknown_fields
     rnd = random.Random(11)
     docs = [d for d in cluster_dump(nodes=2, pods=6, devices_per_node=2) + V1BETA1_DUMP["items"]
             if d["kind"] in loader.KINDS]

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draopt import api, cli
+from draopt import cli
+from draopt.allocation import allocate as api
 from draopt.errors import InputError
-from draopt.loader import load_files, load_text
+from draopt.kube.loader import load_files, load_text
 from draopt.placement import place, pod_table
-from draopt.planning import nodes_needed
+from draopt.studies.planning import nodes_needed
 
 ROOT = Path(__file__).resolve().parents[1]
 REALWORLD = ROOT.parent / "shared" / "realworld"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from draopt.features import Features
-from draopt.loader import load_files
+from draopt.kube.features import Features
+from draopt.kube.loader import load_files
 from draopt.placement import place
-from draopt.placement.check import check_placement
-from draopt.report import compare
+from draopt.cluster.check import check_placement
+from draopt.studies.report import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 REALWORLD = ROOT.parent / "shared" / "realworld"
@@ -96,7 +96,7 @@ def test_place_with_scheduler_configurations_is_valid_and_deterministic(config, 
                                   "18-website-consumable-bandwidth.yaml", "19-example-driver-podgroup-gang.yaml",
                                   "22-nvidia-extended-resources.yaml", "24-nvidia-dynamic-mig-fleet.yaml"])
 def test_plan_on_demos_never_above_the_estimate_and_deterministic(name):
-    from draopt.planning import NodeType, plan
+    from draopt.studies.planning import NodeType, plan
     from fractions import Fraction
     if name not in SCENARIOS:
         pytest.skip(f"{name} not available")

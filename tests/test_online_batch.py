@@ -1,4 +1,4 @@
-"""draopt.online_batch (`optimal-batch`): on every 8th openb GPU node, its placements pass an
+"""draopt.studies.online_batch (`optimal-batch`): on every 8th openb GPU node, its placements pass an
 independent replay, are deterministic, never move a placed task, and leave fewer GPUs
 unallocated than fgd on the same arrivals."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from draopt import online_batch as ob
-from draopt import simulate as sim
-from draopt import trace
+from draopt.studies import online_batch as ob
+from draopt.studies import simulate as sim
+from draopt.studies import trace
 from draopt.errors import InputError
 
 OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
@@ -32,7 +32,7 @@ def cut():
 
 
 def replay_errors(c, nodes, tasks, seq, log) -> list[str]:
-    """The placements checked with the CSV's numbers only (draopt.trace.replay_errors)."""
+    """The placements checked with the CSV's numbers only (draopt.studies.trace.replay_errors)."""
     return trace.replay_errors(nodes, ((tasks[c.shapes[si].pods[0]], c.nodes[got[0]], got[1])
                                        for si, got in zip(seq, log) if got is not None))
 
@@ -105,10 +105,10 @@ def test_bad_parameters(cut):
 
 
 def test_paper_protocol_batch_policy(cut):
-    """Under the FGD paper's protocol (draopt.paper_protocol's batch interface): registered as
+    """Under the FGD paper's protocol (draopt.studies.paper_protocol's batch interface): registered as
     optimal-batch, placements checked by the protocol and by the replay, deterministic, and the
     protocol's state is never written by the policy (it plans on its own copy)."""
-    pp = pytest.importorskip("draopt.paper_protocol")
+    pp = pytest.importorskip("draopt.studies.paper_protocol")
     nodes, tasks, c, frag, _ = cut
     arr = pp.paper_arrivals(c, 42)
     arr.shapes = arr.shapes[:600]

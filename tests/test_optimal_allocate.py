@@ -1,9 +1,9 @@
 """`allocate --policy optimal`: valid allocations that prefer alternatives and pack partitions."""
 from __future__ import annotations
 
-from draopt import api
-from draopt.features import Features
-from draopt.loader import load_text
+from draopt.allocation import allocate as api
+from draopt.kube.features import Features
+from draopt.kube.loader import load_text
 
 import test_features as tf
 

@@ -1,6 +1,6 @@
 """Optimal placement on random clusters of every DRA feature family (issue 7).
 
-For each family of `draopt.synth_cluster` (GPU+NIC PCIe alignment, distinctAttribute, admin
+For each family of `draopt.testing.synth_cluster` (GPU+NIC PCIe alignment, distinctAttribute, admin
 access, shared claims, two prioritized lists, MIG counters with gangs, `All`, and all of them
 mixed), on random seeds, through the public API only (`draopt.placement.place` and
 `check_placement`):
@@ -20,7 +20,7 @@ match-intersection) defects on purpose (docs/dra-semantics.md); a first-fit plac
 violations are those is not a floor optimal must reach (optimal keeps the documented semantics).
 
 A failure prints the family and seed: `random_cluster(random.Random(seed), family)` rebuilds
-the instance, `draopt.synth_cluster.features_for(seed)` its gates.
+the instance, `draopt.testing.synth_cluster.features_for(seed)` its gates.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from draopt.errors import DraoptError
 from draopt.placement import place
-from draopt.synth_cluster import FAMILIES, IsolatedAudit, features_for, objects_of, random_cluster
+from draopt.testing.synth_cluster import FAMILIES, IsolatedAudit, features_for, objects_of, random_cluster
 
 # 8 families x 64 seeds = 512 instances; each family's examples are drawn independently.
 EXAMPLES_PER_FAMILY = 64
@@ -104,7 +104,7 @@ def test_generator_draws_valid_input(family):
 
 def test_draws_pass_api_validation():
     """What a Kubernetes API server would accept (`draopt validate`), under the seed's gates."""
-    from draopt.validate import validate_documents
+    from draopt.validation import validate_documents
     for family in FAMILIES:
         for seed in range(12):
             docs = random_cluster(random.Random(seed), family)

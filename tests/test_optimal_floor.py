@@ -5,7 +5,7 @@ import random
 import pytest
 
 from draopt.placement import place
-from draopt.synth_cluster import objects_of, random_cluster
+from draopt.testing.synth_cluster import objects_of, random_cluster
 
 
 @pytest.mark.parametrize("family,seed", [("gpu-nic", 5), ("mixed", 5)])

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from draopt.features import Features
-from draopt.loader import load_files
+from draopt.kube.features import Features
+from draopt.kube.loader import load_files
 from draopt.placement import place
 
 ROUND2 = Path(__file__).resolve().parents[2] / "shared" / "realworld" / "round2"

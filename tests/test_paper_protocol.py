@@ -1,4 +1,4 @@
-"""`simulate --protocol fgd-paper` (draopt.paper_protocol): arrivals, scorers, binning, replay.
+"""`simulate --protocol fgd-paper` (draopt.studies.paper_protocol): arrivals, scorers, binning, replay.
 
 Rules are from hkust-adsl/kubernetes-scheduler-simulator (cited per test); the openb trace
 tests use every 8th GPU node and skip when ../shared/data/openb/ is absent."""
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from draopt import paper_policies as pp
-from draopt import paper_protocol as P
-from draopt import simulate as sim
-from draopt import trace
+from draopt.studies import paper_policies as pp
+from draopt.studies import paper_protocol as P
+from draopt.studies import simulate as sim
+from draopt.studies import trace
 from draopt.cli import main
 
 OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
@@ -272,6 +272,6 @@ def test_offline_optimum_rows_bound_replay(small):
 
 
 def replay_errors(c, nodes, tasks, log) -> list[str]:
-    """(shape, node, devices) placements replayed with the CSV's numbers alone (draopt.trace.replay_errors)."""
+    """(shape, node, devices) placements replayed with the CSV's numbers alone (draopt.studies.trace.replay_errors)."""
     return trace.replay_errors(nodes, ((tasks[c.shapes[si].pods[0]], c.nodes[node], devs) for si, node, devs in log))
 

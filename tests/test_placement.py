@@ -7,11 +7,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from draopt.features import Features
-from draopt.loader import ObjectSet, load_files, parse_object
+from draopt.kube.features import Features
+from draopt.kube.loader import ObjectSet, load_files, parse_object
 from draopt.placement import place
-from draopt.placement.check import check_placement
-from draopt.synth import random_placement_instance
+from draopt.cluster.check import check_placement
+from draopt.testing.synth import random_placement_instance
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from draopt.errors import InputError
-from draopt.loader import load_files
-from draopt.planning import nodes_needed, sweep, with_copies
+from draopt.kube.loader import load_files
+from draopt.studies.planning import nodes_needed, sweep, with_copies
 
 ROOT = Path(__file__).resolve().parents[1]
 GANG = ROOT / "examples" / "gang-stranding.yaml"
@@ -63,7 +63,7 @@ def test_cli_plan_template_shorthand():
 
 
 # ------------------------------------------------------------------ several node types
-# Hand-computed optima (draopt/plan_scenarios.py, 40 pods, costs gpu-8 32, gpu-2 9, cpu 3):
+# Hand-computed optima (draopt/testing/plan_scenarios.py, 40 pods, costs gpu-8 32, gpu-2 9, cpu 3):
 # * training: 2 GPUs + 24 cpu + 96Gi a pod: a gpu-8 takes 4, a gpu-2 takes 1; the cluster's own
 #   two GPU nodes take 5, so 35 are left: min 32a + 9b with 4a + b >= 35 is a=8, b=3: 283
 #   (first-fit decreasing with gpu-8 only: 9 nodes, 288);
@@ -74,8 +74,8 @@ EXPECTED_COST = {"training": 283, "inference": 123, "mixed": None}
 
 @pytest.fixture(scope="module")
 def plans():
-    from draopt.plan_scenarios import MIXES, scenario
-    from draopt.planning import plan
+    from draopt.testing.plan_scenarios import MIXES, scenario
+    from draopt.studies.planning import plan
     out = {}
     for mix in MIXES:
         objs, types = scenario(mix, 40)
@@ -105,7 +105,7 @@ def test_one_fewer_of_each_type_does_not_place_everything(plans, mix):
     """The plan's own check, and independently `place --policy optimal` on the cluster with the
     mix's copies: everything placed with the mix, not with one node fewer of any type used."""
     from draopt.placement import place
-    from draopt.planning import _with_types
+    from draopt.studies.planning import _with_types
     objs, types, p = plans[mix]
     used = [t for t in types if p.mix[t.name]]
     assert [o.removed for o in p.one_fewer] == [t.name for t in used]
@@ -124,8 +124,8 @@ def test_estimate_follows_the_autoscaler_order():
     takes it. The template node is full (a running pod); 3 pods of 3 cpu and 3 of 5 cpu on
     8-cpu nodes: decreasing order packs 5+3 three times (3 nodes); first fit in the queue order
     (3, 3, 3, 5, 5, 5) would pack 3+3, 3+5, 5, 5 (4 nodes)."""
-    from draopt.planning import NodeType, ffd_estimate
-    from draopt.synth_cluster import objects_of
+    from draopt.studies.planning import NodeType, ffd_estimate
+    from draopt.testing.synth_cluster import objects_of
 
     def pod(name, cpu, second, node=None):
         d = {"apiVersion": "v1", "kind": "Pod",
@@ -145,7 +145,7 @@ def test_estimate_follows_the_autoscaler_order():
 
 
 def test_plan_input_errors(tmp_path):
-    from draopt.planning import NodeType, load_node_types, parse_node_type, plan
+    from draopt.studies.planning import NodeType, load_node_types, parse_node_type, plan
     objs = load_files([str(GANG)])
     with pytest.raises(InputError, match="no node types"):
         plan(objs, [])
@@ -199,8 +199,8 @@ def test_new_nodes_of_a_type_run_its_daemonset_pods():
     candidate copies are not pods to place (they run exactly on the nodes bought)."""
     from test_controllers import CLASS, DEPLOYMENT, TEMPLATE, docs, node
 
-    from draopt.loader import load_text
-    from draopt.planning import NodeType, plan
+    from draopt.kube.loader import load_text
+    from draopt.studies.planning import NodeType, plan
     ds = DEPLOYMENT.replace("Deployment", "DaemonSet").replace("name: infer", "name: agent") \
         .replace("app: infer", "app: agent").replace("  replicas: 4\n", "")
     objs = load_text(docs(CLASS, TEMPLATE, node("a", 2), ds, DEPLOYMENT), "t")
@@ -214,8 +214,8 @@ def test_new_nodes_of_a_type_run_its_daemonset_pods():
 def test_capped_candidates_are_not_called_minimal():
     """With one candidate per type (--max-nodes 1) the 40 inference pods do not all fit: the plan
     places what it can, says it is not proven and why, and the CLI exits 1."""
-    from draopt.plan_scenarios import scenario
-    from draopt.planning import plan
+    from draopt.testing.plan_scenarios import scenario
+    from draopt.studies.planning import plan
     objs, types = scenario("inference", 40)
     p = plan(objs, types, max_nodes=1, time_limit=20)
     assert p.placed < p.pods == 40
@@ -225,13 +225,13 @@ def test_capped_candidates_are_not_called_minimal():
 
 
 def test_same_input_same_plan(plans):
-    from draopt.planning import plan
+    from draopt.studies.planning import plan
     objs, types, first = plans["mixed"]
     assert plan(objs, types, time_limit=30).to_json() == first.to_json()
 
 
 def test_random_clusters_plan_is_consistent():
-    """Random small clusters (draopt.synth: whole and MIG-partitioned GPUs, gangs, priorities,
+    """Random small clusters (draopt.testing.synth: whole and MIG-partitioned GPUs, gangs, priorities,
     node selectors), two node types at random costs: the plan never places fewer pods than the
     cheapest estimate, is never dearer when the estimate places as many, a proven-minimal mix
     has every one-fewer check proven infeasible, and `place --policy optimal` on the cluster with
@@ -239,9 +239,9 @@ def test_random_clusters_plan_is_consistent():
     import random
 
     from draopt.placement import place
-    from draopt.planning import NodeType, _with_types, plan
-    from draopt.synth import random_placement_instance
-    from draopt.synth_cluster import objects_of
+    from draopt.studies.planning import NodeType, _with_types, plan
+    from draopt.testing.synth import random_placement_instance
+    from draopt.testing.synth_cluster import objects_of
     proven = 0
     for seed in range(24):
         rng = random.Random(seed)
@@ -272,9 +272,9 @@ def test_time_limit_too_short_gives_bound_and_gap_never_above_the_estimate():
     (whose placement is a solution of the model). With time, it is proven."""
     import random
 
-    from draopt.plan_scenarios import DEFAULT_COSTS, _pod, cluster_docs
-    from draopt.planning import NodeType, plan
-    from draopt.synth_cluster import objects_of
+    from draopt.testing.plan_scenarios import DEFAULT_COSTS, _pod, cluster_docs
+    from draopt.studies.planning import NodeType, plan
+    from draopt.testing.synth_cluster import objects_of
     rng = random.Random(7)
     objs = objects_of(cluster_docs() + [_pod(f"p{i}", rng.randint(5, 29), "8Gi", None, i) for i in range(60)])
     types = [NodeType(name, name, cost) for name, cost in DEFAULT_COSTS.items()]
@@ -288,13 +288,13 @@ def test_time_limit_too_short_gives_bound_and_gap_never_above_the_estimate():
 
 
 def test_cli_plan_with_node_types(tmp_path, capsys):
-    """The command line on a scenario written as YAML (python -m draopt.plan_scenarios): types
+    """The command line on a scenario written as YAML (python -m draopt.testing.plan_scenarios): types
     from --node-type and from a --node-types file give the same proven plan."""
     import contextlib
     import io
 
     from draopt import cli
-    from draopt.plan_scenarios import main as write_scenario
+    from draopt.testing.plan_scenarios import main as write_scenario
     cluster = tmp_path / "inference.yaml"
     with contextlib.redirect_stdout(io.StringIO()) as out:
         write_scenario(["inference", "40"])
@@ -314,14 +314,14 @@ def test_cli_plan_with_node_types(tmp_path, capsys):
 
 
 def test_estimate_with_a_gap_in_its_copies_stays_a_solution():
-    """Shared claims and gangs (draopt.synth_cluster, family shared): a gang short of minCount
+    """Shared claims and gangs (draopt.testing.synth_cluster, family shared): a gang short of minCount
     gives its copy back, so the estimate's copies have a gap (plan-1 unused, plan-2 used). The
     model opens copies in an order that puts the estimate's first: its placement is a solution
     (the cost bound and the starting point)."""
     import random
 
-    from draopt.planning import NodeType, plan
-    from draopt.synth_cluster import objects_of, random_cluster
+    from draopt.studies.planning import NodeType, plan
+    from draopt.testing.synth_cluster import objects_of, random_cluster
     rng = random.Random(6)
     objs = objects_of(random_cluster(rng, "shared", nodes=(1, 3), pods=(4, 14)))
     nodes = sorted(n.name for n in objs.nodes)
@@ -336,7 +336,7 @@ def test_costs_too_large_or_too_far_apart_are_input_errors(capsys):
     """Costs the model's 64-bit integers (read back through doubles) cannot hold exactly are bad
     input naming the costs: they were a TypeError traceback from OR-Tools (1e19, 1e400)."""
     from draopt import cli
-    from draopt.planning import NodeType, parse_node_type, plan
+    from draopt.studies.planning import NodeType, parse_node_type, plan
     with pytest.raises(InputError, match=r"--node-type node-1=1e400: the cost must be at most 2\^53"):
         parse_node_type("node-1=1e400")
     assert parse_node_type(f"node-1={2 ** 53}").cost == 2 ** 53
@@ -356,8 +356,8 @@ def test_bound_with_capped_candidates_holds_beyond_them():
     """Candidates capped by --max-nodes: CP-SAT's bound is only for mixes within the candidates;
     the reported lower bound is at most (candidates + 1) x cost of a capped type (it was CP-SAT's
     bound alone: 'lower bound 283, gap 0.0%' next to 'not proven minimal')."""
-    from draopt.plan_scenarios import scenario
-    from draopt.planning import plan
+    from draopt.testing.plan_scenarios import scenario
+    from draopt.studies.planning import plan
     objs, types = scenario("training", 40)          # gpu-8 at 32, gpu-2 at 9, cpu at 3
     p = plan(objs, types, max_nodes=9, time_limit=20)
     assert p.placed == p.pods == 40 and p.cost == 283 and not p.proven_minimal
@@ -368,8 +368,8 @@ def test_bound_with_capped_candidates_holds_beyond_them():
 
 @pytest.mark.parametrize("pods", ["0", "-5"])
 def test_plan_scenarios_needs_at_least_one_pod(pods, capsys):
-    """`python -m draopt.plan_scenarios mixed -5` printed a cluster without pods; now a usage error."""
-    from draopt.plan_scenarios import main
+    """`python -m draopt.testing.plan_scenarios mixed -5` printed a cluster without pods; now a usage error."""
+    from draopt.testing.plan_scenarios import main
     with pytest.raises(SystemExit) as e:
         main(["mixed", pods])
     assert e.value.code == 2 and f"argument pods: {pods}: at least 1" in capsys.readouterr().err

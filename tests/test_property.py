@@ -6,10 +6,10 @@ import random
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from draopt.checker import check
+from draopt.dra.checker import check
 from draopt.errors import AllocationError
-from draopt.features import DEFAULT_GATES, Features
-from draopt.synth import random_instance
+from draopt.kube.features import DEFAULT_GATES, Features
+from draopt.testing.synth import random_instance
 
 from helpers import decoded, problem_from, run_cpsat, run_reference
 

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 import draopt
-from draopt import api, trace
+from draopt.allocation import allocate as api
+from draopt.studies import trace
 from draopt.errors import InputError
-from draopt.explain import explain_claims
-from draopt.features import Features
-from draopt.loader import ObjectSet, load_files
+from draopt.allocation.explain import explain_claims
+from draopt.kube.features import Features
+from draopt.kube.loader import ObjectSet, load_files
 from draopt.placement import place
-from draopt.report import compare
-from draopt.validate import validate_files
+from draopt.studies.report import compare
+from draopt.validation import validate_files
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = str(ROOT / "examples" / "cluster.yaml")
@@ -27,7 +28,7 @@ MIG = str(ROOT / "examples" / "mig-gangs.yaml")
 
 def test_import_draopt_is_lazy():
     code = ("import sys, draopt; assert 'ortools' not in sys.modules and 'draopt.public' not in sys.modules; "
-            "import draopt.loader; assert 'ortools' not in sys.modules and 'draopt.placement' not in sys.modules; "
+            "import draopt.kube.loader; assert 'ortools' not in sys.modules and 'draopt.placement' not in sys.modules; "
             "print(sorted(draopt.__all__) == sorted(n for n in dir(draopt) if n in draopt.__all__))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "True"
@@ -86,7 +87,7 @@ def test_place_mig_gangs_with_gates_text():
 def test_plan_takes_node_type_text():
     from fractions import Fraction
 
-    from draopt.planning import NodeType, plan
+    from draopt.studies.planning import NodeType, plan
     got = draopt.plan(GANGS, ["node-1=1"], time_limit=10)
     want = plan(load_files([GANGS]), [NodeType("node-1", "node-1", Fraction(1))], time_limit=10)
     def figures(mix):   # phase times differ from run to run
@@ -105,26 +106,26 @@ def test_compare():
 
 
 def test_validate():
-    got = draopt.validate(CLUSTER)
+    got = draopt.validation(CLUSTER)
     assert got.to_dict() == validate_files([CLUSTER]).to_dict()
     assert got.findings == [] and got.objects > 0
     with pytest.raises(InputError, match="already parsed"):
-        draopt.validate(draopt.load(CLUSTER))
+        draopt.validation(draopt.load(CLUSTER))
 
 
 def test_explain():
     api.warm_up()
-    got = draopt.explain(CLUSTER, node="gpu-node-1")
+    got = draopt.allocation.explain(CLUSTER, node="gpu-node-1")
     want = explain_claims(load_files([CLUSTER]), None, Features.from_gates(), "gpu-node-1")
     assert [e.to_json() for e in got] == [e.to_json() for e in want]
     assert [e.node for e in got] == ["gpu-node-1"]
 
 
 def test_shared_names_stay_modules():
-    # `from draopt import simulate as sim` is still the module; draopt.simulate(...) is the API's
-    from draopt import simulate as sim
-    from draopt import validate
-    assert sim.build and validate.validate_files and callable(sim) and callable(draopt.explain)
+    # `from draopt import simulate as sim` is still the module; draopt.studies.simulate(...) is the API's
+    from draopt.studies import simulate as sim
+    from draopt import validation as validate
+    assert sim.build and validate.validate_files and callable(sim) and callable(draopt.allocation.explain)
 
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\nn-0,16000,65536,2,T4\nn-1,64000,262144,8,G2\n"
@@ -133,29 +134,29 @@ TASKS = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nt-00,4000,8192,1
 
 
 def test_simulate_as_the_module(tmp_path):
-    from draopt import simulate as sim
+    from draopt.studies import simulate as sim
     (tmp_path / "nodes.csv").write_text(NODES)
     (tmp_path / "tasks.csv").write_text(TASKS)
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(trace.dump_yaml(trace.import_trace(str(tmp_path / "nodes.csv"), None)))
     tasks = str(tmp_path / "tasks.csv")
-    got = draopt.simulate(str(cluster), tasks, levels="0.5,1.0", policies="first-fit,fgd", runs=2, seed=3)
+    got = draopt.studies.simulate(str(cluster), tasks, levels="0.5,1.0", policies="first-fit,fgd", runs=2, seed=3)
     objects = load_files([str(cluster)])
     objects.extend(sim._object_set(trace.workload_objects(trace.read_tasks(tasks, what="--trace")), tasks))
     c = sim.build(objects)
     want = sim.aggregate(sim.simulate(c, levels=[0.5, 1.0], policies=["first-fit", "fgd"], runs=2, seed=3),
                          ["first-fit", "fgd", sim.OFFLINE])
     assert got == want and len(got) == 4
-    assert draopt.simulate(objects_without_trace := load_files([str(cluster)]), tasks, levels=[0.5, 1.0],
+    assert draopt.studies.simulate(objects_without_trace := load_files([str(cluster)]), tasks, levels=[0.5, 1.0],
                            policies=["first-fit", "fgd"], runs=2, seed=3) == want
     assert objects_without_trace.pods == []
-    from draopt import paper_protocol
-    paper = draopt.simulate(str(cluster), tasks, levels=[0.3, 0.5], policies=["fgd"], runs=2, protocol="fgd-paper")
+    from draopt.studies import paper_protocol
+    paper = draopt.studies.simulate(str(cluster), tasks, levels=[0.3, 0.5], policies=["fgd"], runs=2, protocol="fgd-paper")
     assert paper == paper_protocol.simulate_paper(c, seeds=[0, 1], policies=[paper_protocol.make_policy("fgd")],
                                                   bins=[30, 50])[0]
     assert paper and {r["policy"] for r in paper} == {"fgd"}
     with pytest.raises(InputError, match="--policy"):
-        draopt.simulate(str(cluster), tasks, levels=[0.5], policies="nope")
+        draopt.studies.simulate(str(cluster), tasks, levels=[0.5], policies="nope")
 
 
 def test_bad_input_names_the_file_and_field(tmp_path):

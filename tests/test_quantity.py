@@ -1,10 +1,10 @@
-"""Tests for draopt.quantity, mostly ported from apimachinery quantity_test.go."""
+"""Tests for draopt.kube.quantity, mostly ported from apimachinery quantity_test.go."""
 
 from fractions import Fraction
 
 import pytest
 
-from draopt.quantity import BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI, Quantity, QuantityError
+from draopt.kube.quantity import BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI, Quantity, QuantityError
 
 Q = Quantity.parse
 

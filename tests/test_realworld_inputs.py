@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draopt import taint_impact
+from draopt.dra import taint_impact
 from draopt.errors import InputError
-from draopt.loader import load_files, load_text
+from draopt.kube.loader import load_files, load_text
 from draopt.placement import place
-from draopt.validate import validate_documents, validate_files
+from draopt.validation import validate_documents, validate_files
 
 ROOT = Path(__file__).resolve().parents[1]
 REALWORLD = ROOT.parent / "shared" / "realworld"

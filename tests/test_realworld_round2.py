@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from draopt.features import Features
-from draopt.loader import load_files
+from draopt.kube.features import Features
+from draopt.kube.loader import load_files
 from draopt.placement import place
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_kubernetes_136_mapping_shapes():
     """allocationMultiplier scales the consumed capacityKey when set, else each device (1.36 API doc of
     NodeAllocatableResourceMapping); both field names on one device is an error."""
     from draopt.errors import InputError
-    from draopt.loader import node_allocatable_136
+    from draopt.kube.loader import node_allocatable_136
     doc = {"kind": "ResourceSlice", "spec": {"devices": [
         {"name": "a", "nodeAllocatableResourceMappings": {"cpu": {"capacityKey": "dra.cpu/cpu", "allocationMultiplier": "2"}}},
         {"name": "b", "nodeAllocatableResourceMappings": {"memory": {}}},
@@ -108,7 +108,7 @@ def test_a_suspended_job_says_so():
     """k01-kueue-suspended-job.yaml (Kueue sample-job.yaml shape, suspend: true): no pods, and a note
     naming the Job and why (was only "nothing to place")."""
     import io
-    from draopt.loader import load_text
+    from draopt.kube.loader import load_text
     notes = io.StringIO()
     path, = r2("k01-kueue-suspended-job.yaml")
     objects = load_text(Path(path).read_text(), path, notes=notes)
@@ -145,8 +145,8 @@ def test_topology_aware_workload_scheduling_gate_and_its_dropped_field():
     """j01-podgroup-topology.yaml (KEP-5732, alpha in 1.36): the gate is known; off (1.36's default) the
     API server drops PodGroup spec.schedulingConstraints, and draopt says so; on, draopt says it does not
     model the constraint (not silence)."""
-    from draopt.features import parse_gates
-    from draopt.workload import gated_field_notes
+    from draopt.kube.features import parse_gates
+    from draopt.kube.workload import gated_field_notes
     assert parse_gates("TopologyAwareWorkloadScheduling=true") == {"TopologyAwareWorkloadScheduling": True}
     objects = load_files(r2("j01-racks-cluster.yaml", "j01-podgroup-topology.yaml"))
     assert gated_field_notes(objects, Features.from_gates()) == [
@@ -159,7 +159,7 @@ def test_topology_aware_workload_scheduling_gate_and_its_dropped_field():
 def test_node_allocatable_resources_dropped_with_the_gate_off():
     """b01-nvidia-overhead-cluster.yaml (NVIDIA node-allocatable-overhead demo): gate off, the field is
     dropped: one note for all the slices."""
-    from draopt.workload import gated_field_notes
+    from draopt.kube.workload import gated_field_notes
     objects = load_files(r2("b01-nvidia-overhead-cluster.yaml"))
     notes = gated_field_notes(objects, Features.from_gates())
     assert len(notes) == 1 and notes[0].startswith(
@@ -183,7 +183,7 @@ def test_list_values_are_dropped_with_their_gate_off():
     assert off.returncode != 0 and "CEL runtime error: no such key: pcieRoot" in off.stderr
     on = allocate("--feature-gates", "DRAListTypeAttributes=true")
     assert on.returncode == 0 and "device: cpudevnuma001" in on.stdout
-    from draopt.workload import gated_field_notes
+    from draopt.kube.workload import gated_field_notes
     notes = gated_field_notes(load_files([path]), Features.from_gates())
     assert any(n.startswith("field ResourceSlice spec.devices[].attributes[] list values dropped: "
                             "gate DRAListTypeAttributes is off") for n in notes), notes

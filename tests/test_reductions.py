@@ -1,4 +1,4 @@
-"""The placement model's reductions (draopt/placement/reductions.py, patterns.py): each
+"""The placement model's reductions (draopt/model/reductions.py, patterns.py): each
 `invert(apply(p))` of a solution is a valid solution of `p`, and each is exact (the optimum
 with the reduction equals the optimum without it). Also: `place --policy optimal` on one pod
 and one node gives the devices `allocate --policy optimal` gives."""
@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 
 import test_features as tf
-from draopt import api
-from draopt.features import Features
-from draopt.loader import ObjectSet, load_files, load_text, parse_object
+from draopt.allocation import allocate as api
+from draopt.kube.features import Features
+from draopt.kube.loader import ObjectSet, load_files, load_text, parse_object
 from draopt.placement import build_cluster, place
-from draopt.placement.check import check_placement
-from draopt.placement.firstfit import ClaimBook, _scheduling_constraints
-from draopt.placement.model import prepare_cluster
+from draopt.cluster.check import check_placement
+from draopt.cluster.firstfit import ClaimBook, _scheduling_constraints
+from draopt.model.placement import prepare_cluster
 from draopt.placement.optimal import optimize
-from draopt.placement.patterns import enumerate_configurations, node_classes
-from draopt.placement.reductions import CountIdenticalPods, GroupDevices, SplitComponents
-from draopt.synth_cluster import FAMILIES, features_for, objects_of, random_cluster
-from draopt.workload import expand
+from draopt.model.patterns import enumerate_configurations, node_classes
+from draopt.model.reductions import CountIdenticalPods, GroupDevices, SplitComponents
+from draopt.testing.synth_cluster import FAMILIES, features_for, objects_of, random_cluster
+from draopt.kube.workload import expand
 
 ALL = Features.all_enabled()
 V1 = "resource.k8s.io/v1"

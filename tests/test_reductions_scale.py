@@ -1,4 +1,4 @@
-"""Reductions for the optimal model at cluster scale (draopt/placement/reductions.py):
+"""Reductions for the optimal model at cluster scale (draopt/model/reductions.py):
 `OwnAcrossNodes` (devices every node of a kind reaches alike are taken through one owner, not
 one copy per node) is exact and its inverse valid; the time limit bounds preparing and building
 the model, and running out of it is said, never hidden."""
@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from draopt.features import Features
-from draopt.loader import ObjectSet, parse_object
+from draopt.kube.features import Features
+from draopt.kube.loader import ObjectSet, parse_object
 from draopt.placement import PlaceOutcome, build_cluster, output_objects
 from draopt.placement import optimal as opt_mod
-from draopt.placement.check import check_placement
-from draopt.placement.firstfit import simulate
-from draopt.synth_cluster import features_for, objects_of, random_cluster
-from draopt.workload import expand
+from draopt.cluster.check import check_placement
+from draopt.cluster.firstfit import simulate
+from draopt.testing.synth_cluster import features_for, objects_of, random_cluster
+from draopt.kube.workload import expand
 
 V1 = "resource.k8s.io/v1"
 DRIVER = "test-driver.cdi.k8s.io"
@@ -133,7 +133,7 @@ def test_time_limit_bounds_preparing_the_model_and_says_so():
 
 
 def test_time_limit_bounds_building_a_part(monkeypatch):
-    from draopt.placement import model
+    from draopt.model import placement as model
     real_check, real_build = model._check_time, opt_mod.build
     building = []
 

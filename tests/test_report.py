@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from draopt import trace
+from draopt.studies import trace
 from draopt.errors import InputError
-from draopt.features import Features
-from draopt.loader import ObjectSet, load_files, parse_object
-from draopt.report import compare, measure_policy, to_html
+from draopt.kube.features import Features
+from draopt.kube.loader import ObjectSet, load_files, parse_object
+from draopt.studies.report import compare, measure_policy, to_html
 
 ROOT = Path(__file__).resolve().parents[1]
 GANG = ROOT / "examples" / "gang-stranding.yaml"
@@ -212,7 +212,7 @@ def test_cli_bad_yaml_exits_2(tmp_path, capsys):
 
 
 def test_html_escapes_names():
-    from draopt.report import PolicyReport
+    from draopt.studies.report import PolicyReport
     r = PolicyReport("<ff>", 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0.1, "heuristic", None)
     page = to_html([r, r], ["<in>.yaml"])
     assert "<ff>" not in page and "&lt;ff&gt;" in page and "&lt;in&gt;.yaml" in page
@@ -224,7 +224,7 @@ def test_html_escapes_names():
 def test_cli_unwritable_report_fails_before_placing(stranding, tmp_path, flag, where, message, capsys, monkeypatch):
     """--html / --plot to a path that cannot be written: exit 2 before any placement (it was found
     after both placements, the optimal one taking up to --time-limit, with the table printed)."""
-    import draopt.report as report
+    import draopt.studies.report as report
     placed = []
     monkeypatch.setattr(report, "measure_policy", lambda *a, **k: placed.append(a) or None)
     path = tmp_path if where == "dir" else tmp_path / "no" / "report.out"
@@ -233,7 +233,7 @@ def test_cli_unwritable_report_fails_before_placing(stranding, tmp_path, flag, w
 
 
 def test_bad_first_fit_configuration_fails_before_placing(stranding, monkeypatch):
-    import draopt.report as report
+    import draopt.studies.report as report
     placed = []
     monkeypatch.setattr(report, "measure_policy", lambda *a, **k: placed.append(a) or None)
     objs = load_files([str(stranding)])
@@ -268,7 +268,7 @@ def test_png_policy_names_do_not_overlap(policies):
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
 
-    from draopt.report import PolicyReport, _png_figure
+    from draopt.studies.report import PolicyReport, _png_figure
     reports = [PolicyReport(policy=p, pods=2, placed=1, weighted_pods=2, weighted_placed=1, devices_total=4,
                             devices_used=1, free_devices=3, stranded_devices=1, fragmentation=1.5, shapes=1,
                             solve_s=0.1, status="heuristic", gap=None) for p in policies]

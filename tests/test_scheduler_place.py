@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from draopt.errors import InputError
-from draopt.loader import ObjectSet, parse_object
+from draopt.kube.loader import ObjectSet, parse_object
 from draopt.placement import place
 from draopt.scheduler import (
     SchedulerConfig,

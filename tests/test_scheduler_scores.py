@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from draopt.features import Features
-from draopt.loader import ObjectSet, parse_object
+from draopt.kube.features import Features
+from draopt.kube.loader import ObjectSet, parse_object
 from draopt.placement import build_cluster
 from draopt.scheduler import Scheduler, parse_config
 from draopt.scheduler import scores as S
-from draopt.workload import expand
+from draopt.kube.workload import expand
 
 EXT = "intel.com/foo"
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from draopt import simulate as sim
-from draopt import trace
+from draopt.studies import simulate as sim
+from draopt.studies import trace
 from draopt.cli import main
 from draopt.errors import InputError
 from draopt.scheduler import builtin, parse_config

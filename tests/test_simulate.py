@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from draopt import simulate as sim
-from draopt import trace
+from draopt.studies import simulate as sim
+from draopt.studies import trace
 from draopt.cli import main
-from draopt.loader import load_files
+from draopt.kube.loader import load_files
 from draopt.placement import place
-from draopt.quantity import Quantity
+from draopt.kube.quantity import Quantity
 
 OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draopt.loader import load_text
-from draopt.models import (
+from draopt.kube.loader import load_text
+from draopt.kube.models import (
     DeviceClass,
     Node,
     Pod,
@@ -21,8 +21,8 @@ from draopt.models import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from draopt.strict import model_schema, unknown_fields
-from draopt.validate import validate_documents
+from draopt.kube.strict import model_schema, unknown_fields
+from draopt.validation import validate_documents
 
 ROOT = Path(__file__).resolve().parents[1]
 

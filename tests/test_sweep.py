@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from draopt import simulate as sim
-from draopt import sweep as sw
-from draopt import trace
+from draopt.studies import simulate as sim
+from draopt.studies import sweep as sw
+from draopt.studies import trace
 from draopt.errors import InputError
-from draopt.loader import load_files
+from draopt.kube.loader import load_files
 
 ROOT = Path(__file__).resolve().parents[1]
 GANG = ROOT / "examples" / "gang-stranding.yaml"
@@ -103,8 +103,8 @@ def test_resume_runs_only_what_is_missing(grid, serial_rows, tmp_path):
 
 
 def test_place_study_measures_as_compare(tmp_path):
-    from draopt.features import Features
-    from draopt.report import measure_policy
+    from draopt.kube.features import Features
+    from draopt.studies.report import measure_policy
     g = sw.Grid(study="place", clusters=[[str(GANG)]], policies=["first-fit", "optimal", "first-fit:builtin:name-order"],
                 time_limit=20)
     rows = sw.run_sweep(g.scenarios(), engine="serial", progress=False)

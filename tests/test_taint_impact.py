@@ -1,4 +1,4 @@
-"""Tests for draopt.taint_impact (`draopt taint-impact`)."""
+"""Tests for draopt.dra.taint_impact (`draopt taint-impact`)."""
 import argparse
 import json
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draopt import taint_impact
+from draopt.dra import taint_impact
 from draopt.errors import InputError
 
 DATA = Path(__file__).parent / "data" / "taint_impact.yaml"

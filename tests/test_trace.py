@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draopt import trace
+from draopt.studies import trace
 from draopt.cli import main
-from draopt.loader import load_files
+from draopt.kube.loader import load_files
 from draopt.placement import place
-from draopt.validate import validate_files
+from draopt.validation import validate_files
 
 OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
 
@@ -136,8 +136,8 @@ def test_openb_default_trace():
 
 
 def test_replay_errors_catches_each_violation():
-    """draopt.trace.replay_errors, the solver-independent check of trace placements: each rule broken once."""
-    from draopt.trace import Task, TraceNode, replay_errors
+    """draopt.studies.trace.replay_errors, the solver-independent check of trace placements: each rule broken once."""
+    from draopt.studies.trace import Task, TraceNode, replay_errors
     node = TraceNode("n1", 4000, 8192, 2, "V100M16")
     small = Task("share-a", 1000, 1024, 1, 600)
     other = Task("share-b", 1000, 1024, 1, 500)

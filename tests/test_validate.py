@@ -1,4 +1,4 @@
-"""Tests for draopt.validate (`draopt validate`): one bad object per rule; every message must
+"""Tests for draopt.validation (`draopt validate`): one bad object per rule; every message must
 name the object and the field."""
 import argparse
 import copy
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from draopt import validate
-from draopt.features import Features
+from draopt import validation as validate
+from draopt.kube.features import Features
 
 ROOT = Path(__file__).parent.parent
 ALL = Features.all_enabled()

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draopt import api
-from draopt.convert import schema_for, to_v1
+from draopt.allocation import allocate as api
+from draopt.kube.convert import schema_for, to_v1
 from draopt.errors import InputError
-from draopt.loader import load_text
-from draopt.models import ResourceClaim, ResourceSlice
+from draopt.kube.loader import load_text
+from draopt.kube.models import ResourceClaim, ResourceSlice
 from draopt.placement import place
-from draopt.strict import unknown_fields
-from draopt.validate import validate_documents
+from draopt.kube.strict import unknown_fields
+from draopt.validation import validate_documents
 
 ROOT = Path(__file__).resolve().parents[1]
 REALWORLD = ROOT.parent / "shared" / "realworld"

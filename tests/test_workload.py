@@ -1,4 +1,4 @@
-"""draopt.workload: pods, PodGroups and the claims they use (see the module docstring)."""
+"""draopt.kube.workload: pods, PodGroups and the claims they use (see the module docstring)."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from draopt.errors import InputError
-from draopt.features import Features
-from draopt.loader import load_files, load_text
-from draopt.workload import (EXTENDED_CLAIM_USE, MAX_RESERVED_FOR, containers_referencing, expand,
+from draopt.kube.features import Features
+from draopt.kube.loader import load_files, load_text
+from draopt.kube.workload import (EXTENDED_CLAIM_USE, MAX_RESERVED_FOR, containers_referencing, expand,
                              node_allocatable_demand)
 
 DATA = Path(__file__).parent / "data" / "workload"
@@ -396,7 +396,7 @@ def test_node_allocatable_mapping_and_overhead():
 
 
 def test_node_allocatable_device_multiplier_per_container_and_upstream_shape():
-    from draopt.models import Device
+    from draopt.kube.models import Device
     dev = Device.model_validate({"name": "d", "capacity": {"mem": {"value": "16Gi"}},
                                  "nodeAllocatableResources": {
                                      "mapping": {"cpu": {"deviceMultiplier": "2"},

@@ -161,20 +161,20 @@ and from Python), ``internal`` (the names the rewritten source calls), ``errors`
 
 Layers
 ------
-draopt.cel sits just after the Kubernetes objects layer: of draopt it imports draopt.quantity and
-the name formats of draopt.validation.names (the format library checks them), nothing else.
+draopt.cel sits just after the Kubernetes objects layer: of draopt it imports draopt.kube.quantity and
+the name formats of draopt.kube.names (the format library checks them), nothing else.
 ``draopt validate`` compiles selectors, so draopt.validation.expressions imports draopt.cel (and
 draopt.validation.documents / .command, above it, reach CEL through it); the rules per object
 kind in draopt.validation import no CEL, and draopt.validation's ``__init__`` imports nothing, so
-importing draopt.validation.names loads no CEL.  Inside this package, imports run: internal ->
+importing draopt.kube.names loads no CEL.  Inside this package, imports run: internal ->
 values, errors -> the libraries, rewrite -> cost, literals -> functions, device -> loops -> core
 -> this module.  tests/test_import_layers.py checks all of it (lazy imports included).
 """
 from __future__ import annotations
 
-from .core import CompiledExpression, CelEnvironment
-from .device import CelDevice, make_cel_device
-from .errors import CelCompileError, CelError, CelRuntimeError
+from draopt.cel.core import CompiledExpression, CelEnvironment
+from draopt.cel.device import CelDevice, make_cel_device
+from draopt.cel.errors import CelCompileError, CelError, CelRuntimeError
 
 __all__ = [
     "CelError",

@@ -11,14 +11,14 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, Optional, Tuple
 
-from .cost import _COST_EXCEEDED, _COST_STATE, _instrument
-from .device import CelDevice, _base_variables
-from .errors import CelCompileError, CelRuntimeError, _compile_message, _runtime_message
-from .functions import new_env
-from .literals import _aggregate_literal_problem, _literal_problem
-from .loops import _LOOP_STATE, _fn_loop, _offload
-from .rewrite import _rename_members, _rewrite, _rewrite_format, _rewrite_has, _rewrite_numeric
-from .values import _BOOL_TYPE, _DYN_TYPE, _ERROR_TYPE, _to_python
+from draopt.cel.cost import _COST_EXCEEDED, _COST_STATE, _instrument
+from draopt.cel.device import CelDevice, _base_variables
+from draopt.cel.errors import CelCompileError, CelRuntimeError, _compile_message, _runtime_message
+from draopt.cel.functions import new_env
+from draopt.cel.literals import _aggregate_literal_problem, _literal_problem
+from draopt.cel.loops import _LOOP_STATE, _fn_loop, _offload
+from draopt.cel.rewrite import _rename_members, _rewrite, _rewrite_format, _rewrite_has, _rewrite_numeric
+from draopt.cel.values import _BOOL_TYPE, _DYN_TYPE, _ERROR_TYPE, _to_python
 
 
 # cel-cpp's default RuntimeOptions.comprehension_max_iterations (not configurable in the binding)

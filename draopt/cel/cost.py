@@ -34,9 +34,9 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from .includes import MAX_INCLUDES_LIST
-from .internal import _EMPTY_ATTRS, _EMPTY_CAP, _MERGE_MAPS, _TICK, _TO_MAP
-from .rewrite import _split_args, _tokenize
+from draopt.cel.includes import MAX_INCLUDES_LIST
+from draopt.cel.internal import _EMPTY_ATTRS, _EMPTY_CAP, _MERGE_MAPS, _TICK, _TO_MAP
+from draopt.cel.rewrite import _split_args, _tokenize
 
 
 _COST_STATE = threading.local()

@@ -5,9 +5,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import semver as _semver
 
-from ..quantity import Quantity, QuantityError
-from .internal import _EMPTY_ATTRS, _EMPTY_CAP
-from .values import _QT, _T, _q_msg, _s_msg
+from draopt.kube.quantity import Quantity, QuantityError
+from draopt.cel.internal import _EMPTY_ATTRS, _EMPTY_CAP
+from draopt.cel.values import _QT, _T, _q_msg, _s_msg
 
 
 def _base_variables() -> Dict[str, Any]:
@@ -107,7 +107,7 @@ def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = F
     for name, attr in (device.get("attributes") or {}).items():
         if not list_type_attributes and _list_only(attr):
             # With DRAListTypeAttributes off the API server drops list values on write: the
-            # attribute is not there (as for matchAttribute; draopt.workload notes it once).
+            # attribute is not there (as for matchAttribute; draopt.kube.workload notes it once).
             continue
         try:
             value = _attribute_value(attr, True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .internal import _RENAMED_BACK
+from draopt.cel.internal import _RENAMED_BACK
 
 
 class CelError(Exception):

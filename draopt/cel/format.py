@@ -4,21 +4,21 @@
 ``<Format>.validate(s)`` return optionals, which a Python implementation cannot return through
 the binding, so they are rewritten (draopt.cel.rewrite._rewrite_format) around the helpers here,
 which return a plain Format and a list of messages.  The name formats are apimachinery's
-(draopt.validation.names), as Kubernetes' library calls them.
+(draopt.kube.names), as Kubernetes' library calls them.
 """
 from __future__ import annotations
 
 import re
 from typing import Callable, Dict, List
 
-from ..validation.names import (
+from draopt.kube.names import (
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_label_value,
     is_qualified_label_name,
 )
-from .values import _FormatMsg
+from draopt.cel.values import _FormatMsg
 
 _UUID_RE = re.compile(r"(?i)^(?:urn:uuid:)?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

@@ -12,11 +12,11 @@ from cel_expr_python import cel as _cel
 from cel_expr_python.ext import ext_bindings as _ext_bindings
 from cel_expr_python.ext import ext_optional as _ext_optional
 
-from .cost import _fn_merge_maps, _fn_tick, _fn_to_map
-from .format import _FORMAT_NAMES, _fn_format_errors, _fn_format_known, _fn_format_named
-from .includes import _fn_includes_list, _fn_includes_scalar
-from .internal import _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _LOOP_FN, _MERGE_MAPS, _RENAMED, _TICK, _TO_MAP
-from .ip import (
+from draopt.cel.cost import _fn_merge_maps, _fn_tick, _fn_to_map
+from draopt.cel.format import _FORMAT_NAMES, _fn_format_errors, _fn_format_known, _fn_format_named
+from draopt.cel.includes import _fn_includes_list, _fn_includes_scalar
+from draopt.cel.internal import _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _LOOP_FN, _MERGE_MAPS, _RENAMED, _TICK, _TO_MAP
+from draopt.cel.ip import (
     _fn_cidr,
     _fn_cidr_contains_cidr,
     _fn_cidr_contains_ip,
@@ -34,7 +34,7 @@ from .ip import (
     _fn_is_cidr,
     _fn_is_ip,
 )
-from .lists import (
+from draopt.cel.lists import (
     _fn_list_index_of,
     _fn_list_is_sorted,
     _fn_list_last_index_of,
@@ -42,7 +42,7 @@ from .lists import (
     _fn_list_min,
     _fn_list_sum,
 )
-from .quantity import (
+from draopt.cel.quantity import (
     _fn_is_quantity,
     _fn_q_add,
     _fn_q_add_int,
@@ -57,8 +57,8 @@ from .quantity import (
     _fn_q_sub_int,
     _fn_quantity,
 )
-from .regex import _fn_find, _fn_find_all, _fn_find_all_n
-from .semverlib import (
+from draopt.cel.regex import _fn_find, _fn_find_all, _fn_find_all_n
+from draopt.cel.semverlib import (
     _fn_is_semver,
     _fn_is_semver_n,
     _fn_s_cmp,
@@ -70,9 +70,9 @@ from .semverlib import (
     _fn_semver,
     _fn_semver_n,
 )
-from .sets import _fn_sets_contains, _fn_sets_equivalent, _fn_sets_intersects
-from .strings import _fn_str_index_of, _fn_str_last_index_of
-from .urls import (
+from draopt.cel.sets import _fn_sets_contains, _fn_sets_equivalent, _fn_sets_intersects
+from draopt.cel.strings import _fn_str_index_of, _fn_str_last_index_of
+from draopt.cel.urls import (
     _fn_is_url,
     _fn_url,
     _fn_url_escaped_path,
@@ -82,7 +82,7 @@ from .urls import (
     _fn_url_query,
     _fn_url_scheme,
 )
-from .values import _CIDRT, _FORMATT, _IPT, _POOL, _QT, _ST, _URLT, _FormatMsg, _QMsg, _T
+from draopt.cel.values import _CIDRT, _FORMATT, _IPT, _POOL, _QT, _ST, _URLT, _FormatMsg, _QMsg, _T
 
 
 # Extensions of Kubernetes' base environment that cel-cpp provides, at the versions

@@ -5,7 +5,7 @@ parameters at runtime, so draopt.cel.functions declares one overload per concret
 """
 from __future__ import annotations
 
-from .values import _cel_equal
+from draopt.cel.values import _cel_equal
 
 
 # resourceapi.ResourceSliceMaxAttributeValuesPerDevice ("includes" limit)

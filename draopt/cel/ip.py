@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from .values import _CIDRMsg, _IPMsg
+from draopt.cel.values import _CIDRMsg, _IPMsg
 
 
 def _parse_ip(s: str):

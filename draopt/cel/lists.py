@@ -5,7 +5,7 @@ last two are in draopt.cel.strings).
 """
 from __future__ import annotations
 
-from .values import _cel_equal
+from draopt.cel.values import _cel_equal
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

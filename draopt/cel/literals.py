@@ -12,9 +12,9 @@ from typing import Optional
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from .errors import _runtime_message
-from .rewrite import _matching, _tokenize
-from .values import _ERROR_TYPE
+from draopt.cel.errors import _runtime_message
+from draopt.cel.rewrite import _matching, _tokenize
+from draopt.cel.values import _ERROR_TYPE
 
 
 # --------------------------------------------------------------------------

@@ -14,13 +14,13 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, Tuple
 
-from .cost import _COST_EXCEEDED, _COST_STATE, _LOOP_OVERHEAD, _PREDICATE_MACROS, _instrument
-from .device import _base_variables
-from .errors import _runtime_message
-from .functions import new_env
-from .internal import _LOOP_FN
-from .rewrite import _postfix_start, _split_args, _tokenize
-from .values import _ERROR_TYPE, _T
+from draopt.cel.cost import _COST_EXCEEDED, _COST_STATE, _LOOP_OVERHEAD, _PREDICATE_MACROS, _instrument
+from draopt.cel.device import _base_variables
+from draopt.cel.errors import _runtime_message
+from draopt.cel.functions import new_env
+from draopt.cel.internal import _LOOP_FN
+from draopt.cel.rewrite import _postfix_start, _split_args, _tokenize
+from draopt.cel.values import _ERROR_TYPE, _T
 
 
 _LOOP_STATE = threading.local()

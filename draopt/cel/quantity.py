@@ -8,8 +8,8 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
-from ..quantity import Quantity, QuantityError
-from .values import _q_msg, _q_py
+from draopt.kube.quantity import Quantity, QuantityError
+from draopt.cel.values import _q_msg, _q_py
 
 
 @lru_cache(maxsize=4096)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .internal import _BIND_VAR, _EMPTY_ATTRS, _EMPTY_CAP, _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _RENAMED
+from draopt.cel.internal import _BIND_VAR, _EMPTY_ATTRS, _EMPTY_CAP, _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _RENAMED
 
 
 _TOKEN_RE = re.compile(

@@ -5,7 +5,7 @@ from functools import lru_cache
 
 import semver as _semver
 
-from .values import _s_msg, _s_py
+from draopt.cel.values import _s_msg, _s_py
 
 
 def _parse_semver_strict(s: str) -> _semver.Version:

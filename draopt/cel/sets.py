@@ -1,7 +1,7 @@
 """cel-go's sets extension (ext/sets.go): ``sets.contains``, ``sets.equivalent``, ``sets.intersects``."""
 from __future__ import annotations
 
-from .values import _cel_equal
+from draopt.cel.values import _cel_equal
 
 
 def _fn_sets_contains(a, b):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Dict, NoReturn
 
-from .values import _URLMsg
+from draopt.cel.values import _URLMsg
 
 
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(.*)$", re.S)

@@ -15,7 +15,7 @@ import semver as _semver
 from cel_expr_python import cel as _cel
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from ..quantity import DECIMAL_SI, Quantity
+from draopt.kube.quantity import DECIMAL_SI, Quantity
 
 
 _T = _cel.Type

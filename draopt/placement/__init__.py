@@ -7,12 +7,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import _cel_env
-from ..features import Features
-from ..loader import ObjectSet
-from .cluster import Cluster
-from .firstfit import simulate
-from .result import PlacementResult, PodPlacement  # noqa: F401  (re-exported)
+from draopt.allocation.allocate import _cel_env
+from draopt.kube.features import Features
+from draopt.kube.loader import ObjectSet
+from draopt.cluster.state import Cluster
+from draopt.allocation.explain import explain_failed_pod
+from draopt.cluster.firstfit import simulate
+from draopt.cluster.result import PlacementResult, PodPlacement  # noqa: F401  (re-exported)
 
 PLACE_POLICIES = ("first-fit", "optimal")
 
@@ -64,7 +65,7 @@ def place(objects: ObjectSet, *, policy: str = "first-fit", features: Features |
 
 def scheduler_for(scheduler_config, cluster: Cluster, workload, *, seed: int = 0, tie_break: str = "random"):
     """The draopt.scheduler.Scheduler first-fit runs with (None for the built-in name-order)."""
-    from ..scheduler import SchedulerConfig, Scheduler, load_config
+    from draopt.scheduler import SchedulerConfig, Scheduler, load_config
     cfg = scheduler_config
     if cfg is None:
         cfg = SchedulerConfig.default()
@@ -78,9 +79,9 @@ def scheduler_for(scheduler_config, cluster: Cluster, workload, *, seed: int = 0
 def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_limit: float,
            scheduler_config=None, seed: int = 0, tie_break: str = "random") -> PlaceOutcome:
     import time
-    from ..errors import InputError
+    from draopt.errors import InputError
     started = time.perf_counter()
-    from ..workload import expand
+    from draopt.kube.workload import expand
     if policy not in PLACE_POLICIES:
         raise InputError(f"--policy: unknown placement policy {policy!r} (known: {', '.join(PLACE_POLICIES)})")
     features = features or Features.from_gates()
@@ -88,11 +89,11 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
     cluster = build_cluster(objects, workload, features)
     if policy == "first-fit":
         sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
-        result = simulate(cluster, workload, scheduler=sched)
+        result = simulate(cluster, workload, scheduler=sched, explain_failures=explain_failed_pod)
         if sched is not None:
             result.stats["tie_break"] = tie_break if tie_break == "name" else f"random (seed {seed})"
     else:
-        from .optimal import optimize
+        from draopt.placement.optimal import optimize
         result = optimize(cluster, workload, time_limit=time_limit, started=started,
                           first_fit=_best_first_fit(cluster, workload, scheduler_config, seed, tie_break))
     result.stats["nodes"] = len(cluster.nodes)
@@ -105,12 +106,12 @@ def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie
     name-order first-fit when that places more (priority-weighted), so optimal is never below either;
     but not when the pods use a rule that the name-order search and the model leave to the scheduler's
     plugins (inter-pod affinity, topology spread): that first-fit could break it."""
-    from .optimal import _fresh, unmodelled_rule
+    from draopt.placement.optimal import _fresh, unmodelled_rule
     fresh = _fresh(cluster)    # the scheduler reads the state of the cluster it runs on
     sched = scheduler_for(scheduler_config, fresh, workload, seed=seed, tie_break=tie_break)
-    runs = [simulate(fresh, workload, scheduler=sched)]
+    runs = [simulate(fresh, workload, scheduler=sched, explain_failures=explain_failed_pod)]
     if sched is not None and unmodelled_rule(cluster, workload) is None:
-        runs.append(simulate(_fresh(cluster), workload))
+        runs.append(simulate(_fresh(cluster), workload, explain_failures=explain_failed_pod))
     return max(runs, key=lambda r: r.weighted_placed())   # first wins ties: the compared profile
 
 

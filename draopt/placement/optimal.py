@@ -19,14 +19,15 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from ..decode import deterministic_share_id
-from ..problem import ClaimSpec
-from ..reference import Chosen
-from .cluster import Cluster
-from .firstfit import ClaimBook, pending_claims, simulate
-from .model import Built, OutOfTime, Prepared, build, prepare_cluster
-from .reductions import CountIdenticalPods, GroupDevices, SplitComponents
-from .result import PlacementResult, PodPlacement, weight
+from draopt.dra.decode import deterministic_share_id
+from draopt.dra.problem import ClaimSpec
+from draopt.dra.reference import Chosen
+from draopt.cluster.state import Cluster
+from draopt.allocation.explain import explain_failed_pod
+from draopt.cluster.firstfit import ClaimBook, pending_claims, simulate
+from draopt.model.placement import Built, OutOfTime, Prepared, build, packing_objective, prepare_cluster
+from draopt.model.reductions import CountIdenticalPods, GroupDevices, SplitComponents
+from draopt.cluster.result import PlacementResult, PodPlacement, weight
 
 
 def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit: PlacementResult | None = None,
@@ -37,7 +38,7 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     deadline = (started if started is not None else t0) + time_limit * 0.95   # the rest for decoding
     share_id = share_id or deterministic_share_id
     if first_fit is None:
-        first_fit = simulate(_fresh(cluster), workload, share_id=share_id)
+        first_fit = simulate(_fresh(cluster), workload, share_id=share_id, explain_failures=explain_failed_pod)
     unmodelled = unmodelled_rule(cluster, workload)
     if unmodelled:
         return _first_fit_returned(first_fit, workload, t0, f"the optimal model does not encode {unmodelled}")
@@ -133,8 +134,8 @@ def unmodelled_rule(cluster: Cluster, workload) -> str | None:
     """A scheduling rule of the input that the optimal model does not encode, named with the first
     pod that uses it; None when the model encodes every rule the pending pods use. Such an input
     gets first-fit's placement, said so (UNKNOWN), never a placement that breaks the rule."""
-    from ..scheduler.podinfo import pod_info
-    from ..workload import effective_container_requests
+    from draopt.scheduler.podinfo import pod_info
+    from draopt.kube.workload import effective_container_requests
     node_allocatable = cluster.features.node_allocatable_resources and any(
         d.node_allocatable_resources for s in cluster.objects.resource_slices for d in (s.spec.devices or []))
     for pod in workload.pending:
@@ -157,7 +158,7 @@ def shared_mapped_claim(cluster: Cluster, workload, result: PlacementResult) -> 
     encode the rule, so its placement is checked for it afterwards."""
     if not cluster.features.node_allocatable_resources:
         return None
-    from ..workload import has_mapping
+    from draopt.kube.workload import has_mapping
     mapped = {(s.spec.driver, s.spec.pool.name, d.name) for s in cluster.objects.resource_slices
               for d in (s.spec.devices or []) if d.node_allocatable_resources and has_mapping(d)}
     if not mapped:
@@ -267,7 +268,7 @@ def _solver(seconds: float, hard_stop: float) -> cp_model.CpSolver:
 
 def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget, hard_stop):
     t0 = time.perf_counter()
-    from .colgen import MIN_NODES, ColumnGeneration
+    from draopt.model.colgen import MIN_NODES, ColumnGeneration
     if len(node_names) >= MIN_NODES and ColumnGeneration.accepts(prep, kind_ids, node_names, cluster, workload) is None:
         # Its share and no more (hard_stop allows 1.5 x): the parts after it keep theirs.
         return _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod,
@@ -352,7 +353,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     # Phase 2: preferences; phase 3: packing. Each holds what the phases before reached.
     m.add(b.objective >= best)
     levels = [("preferences", sum(b.preference) if b.preference else None),
-              ("packing", _packing_objective(b))]
+              ("packing", packing_objective(b))]
     for name, expr in levels:
         if expr is None:
             stats["proven"][name] = True
@@ -385,7 +386,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
 def _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, hard_stop):
     """A large part of counted kinds on few classes of interchangeable nodes: column generation
     (colgen.py) proves a bound of the placed value and places from its columns."""
-    from .colgen import ColumnGeneration
+    from draopt.model.colgen import ColumnGeneration
     t0 = time.perf_counter()
     warm = {p.key: ff_by_pod[p.key].node for i in kind_ids for p in prep.kinds[i].pods}
     cg = ColumnGeneration()
@@ -444,16 +445,6 @@ def _values(solver, b: Built) -> dict:
             for v in chosen.values():
                 out[v] = solver.value(v)
     return out
-
-
-def _packing_objective(b: Built):
-    """Phase 3: the packing levels of `draopt.solver.optimal` (one definition for both models)."""
-    from ..solver.optimal import lexicographic, packing_levels
-    p = b.packing
-    if not p["nodes"] and not p["counter_sets"] and not p["devices"]:
-        return None
-    return lexicographic(packing_levels(nodes=p["nodes"], counter_sets=p["counter_sets"], amounts=p["amounts"],
-                                        devices=p["devices"], order=p["order"]))
 
 
 # ====================================================================== warm start
@@ -629,8 +620,8 @@ def _pattern_assignment(b: Built, val: dict) -> dict[str, tuple]:
 def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
     """The representative node's owner of `kind` with `conf`'s values, mapped onto `node`:
     its own problem and device columns, the representative's variables as keys."""
-    from .model import Owner, Term
-    from .patterns import representative_owners
+    from draopt.model.placement import Owner, Term
+    from draopt.model.placement import representative_owners
     rep = representative_owners(nc, prep, cluster, workload, book).get(kind.index)
     if rep is None:
         return None, {}
@@ -782,7 +773,7 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None,
 def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
     """The terms whose device holds the pod's matchAttribute element of every constraint that
     covers the request (an index per owner, request and constraint: built once per owner)."""
-    from ..constraints import constraint_applies, normalise
+    from draopt.dra.constraints import constraint_applies, normalise
     index = o.__dict__.setdefault("_by_element", {})
     out = None
     for ci, e in witness.items():
@@ -805,7 +796,7 @@ def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
 def _choose_terms(o, claim, spec, allowed, left, need) -> list:
     """`need` column picks for one pod: distinct values when a distinctAttribute covers the
     request (most remaining first), a column at most once per pod when it is shared or admin."""
-    from ..constraints import constraint_applies, normalise
+    from draopt.dra.constraints import constraint_applies, normalise
     distinct = [c.distinct_attribute for c in claim.constraints if c.distinct_attribute is not None and
                 constraint_applies(list(c.requests), spec.request_name, spec.sub_name)]
     once = spec.admin_access or (o.problem.features.consumable_capacity and
@@ -903,7 +894,7 @@ def _results(problem, lists, selected, share_id, only: int, real=None):
     claim = problem.claims[only]
     if real is not None:   # the problem may belong to a claim alike: write this one
         claim = ClaimSpec(claim.index, real, claim.requests, claim.constraints)
-    from ..decode import decode_claim
+    from draopt.dra.decode import decode_claim
     return decode_claim(problem, claim, ordered[only], selected, share_id)
 
 
@@ -916,7 +907,7 @@ def _write_claims(p, claims, chosen_lists, selected, share_id, pl: PodPlacement)
     for claim, real in zip(p.claims, claims):
         spec = ClaimSpec(claim.index, real, claim.requests, claim.constraints)
         ordered = sorted(chosen_lists[claim.index], key=lambda c: (order[c.request.key], c.device.index))
-        from ..decode import decode_claim
+        from draopt.dra.decode import decode_claim
         pl.new_claims[f"{real.namespace}/{real.name}"] = decode_claim(p, spec, ordered, selected, share_id)
 
 

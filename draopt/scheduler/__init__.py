@@ -3,7 +3,7 @@ score plugins with Kubernetes' formulas, percentageOfNodesToScore and random tie
 (see docs/scheduler.md)."""
 from __future__ import annotations
 
-from .config import (
+from draopt.scheduler.config import (
     BUILTIN,
     DEFAULT_SCHEDULER,
     Profile,
@@ -12,7 +12,7 @@ from .config import (
     load_config,
     parse_config,
 )
-from .cycle import TIE_BREAKS, Scheduler, num_feasible_nodes_to_find
+from draopt.scheduler.cycle import TIE_BREAKS, Scheduler, num_feasible_nodes_to_find
 
 __all__ = [
     "BUILTIN",

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
-from ..optionfiles import read_yaml_option
+from draopt.errors import InputError
+from draopt.kube.optionfiles import read_yaml_option
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 DEFAULT_SCHEDULER = "default-scheduler"

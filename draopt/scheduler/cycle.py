@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..rules import tolerates
-from . import scores as S
-from .config import HOSTNAME, Profile, SchedulerConfig
-from .podinfo import PodInfo, SpreadRule, pod_info
+from draopt.errors import InputError
+from draopt.dra.rules import tolerates
+from draopt.scheduler import scores as S
+from draopt.scheduler.config import HOSTNAME, Profile, SchedulerConfig
+from draopt.scheduler.podinfo import PodInfo, SpreadRule, pod_info
 
 _VERSION = operator.attrgetter("version")
 MIN_FEASIBLE_NODES = 100
@@ -84,7 +84,7 @@ def is_scalar(resource: str) -> bool:
 def nonzero_requests(pod) -> tuple[int, int]:
     """(milli-cpu, memory) with 100m / 200Mi for a container that requests none (scoring only):
     component-helpers PodRequests with NonMissingContainerRequests."""
-    from ..workload import effective_container_requests, q
+    from draopt.kube.workload import effective_container_requests, q
 
     def one(c) -> tuple[int, int]:
         r = effective_container_requests(c.resources)
@@ -120,7 +120,7 @@ def nonzero_requests(pod) -> tuple[int, int]:
 
 
 class Scheduler:
-    """kube-scheduler's node choice inside `draopt.placement.firstfit.simulate`."""
+    """kube-scheduler's node choice inside `draopt.cluster.firstfit.simulate`."""
 
     def __init__(self, config: SchedulerConfig, cluster, workload, *, seed: int = 0, tie_break: str = "random"):
         if tie_break not in TIE_BREAKS:
@@ -164,7 +164,7 @@ class Scheduler:
             self.nz_mem[idx] += nzm - units("memory", d.resources.get("memory", 0))
             self._add_pod(self.info(d), idx)
         self.prefer_taints = [[t for t in nd.node.spec.taints if t.effect == "PreferNoSchedule"] for nd in self.nodes]
-        from ..workload import device_class_mapping
+        from draopt.kube.workload import device_class_mapping
         self.ext_classes = device_class_mapping(cluster.objects.device_classes) \
             if cluster.features.extended_resource else {}
         self._class_devices: dict[tuple[str, int], list] = {}
@@ -665,7 +665,7 @@ class Scheduler:
         if plugin == "NodeAffinity":
             if not info.preferred_node_terms:
                 return None
-            from ..nodeselect import node_selector_matches
+            from draopt.kube.nodeselect import node_selector_matches
             raw = np.array([sum(w for w, term in info.preferred_node_terms
                                 if node_selector_matches(term, self.nodes[i].node)) for i in fe], dtype=np.int64)
             return S.default_normalize(raw)
@@ -734,8 +734,8 @@ class Scheduler:
         key = (cls, idx)
         got = self._class_devices.get(key)
         if got is None:
-            from ..models import ResourceClaim
-            from ..problem import prepare
+            from draopt.kube.models import ResourceClaim
+            from draopt.dra.problem import prepare
             cl = self.cluster
             inv = cl.inventory(self.nodes[idx])
             probe = ResourceClaim.model_validate({

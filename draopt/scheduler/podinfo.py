@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import InputError
-from ..models.core import NodeSelector, NodeSelectorTerm, Toleration
+from draopt.errors import InputError
+from draopt.kube.models.core import NodeSelector, NodeSelectorTerm, Toleration
 
 Matcher = Callable[[dict[str, str]], bool]
 SPREAD_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
@@ -242,7 +242,7 @@ def _spread(raw: Any, pod, where: str) -> SpreadRule:
 
 
 def pod_info(pod) -> PodInfo:
-    """`pod` is a draopt.models.Pod."""
+    """`pod` is a draopt.kube.models.Pod."""
     spec = pod.spec
     name = _extra(spec, "schedulerName") or "default-scheduler"
     owner = None

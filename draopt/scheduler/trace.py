@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from . import scores as S
-from .config import SchedulerConfig
-from .cycle import (
+from draopt.errors import InputError
+from draopt.scheduler import scores as S
+from draopt.scheduler.config import SchedulerConfig
+from draopt.scheduler.cycle import (
     DEFAULT_MEMORY,
     DEFAULT_MILLI_CPU,
     TIE_BREAKS,
     num_feasible_nodes_to_find,
 )
-from .podinfo import _extra
+from draopt.scheduler.podinfo import _extra
 
 _SKIPPED = {"ImageLocality", "VolumeBinding", "DynamicResources", "InterPodAffinity", "PodTopologySpread"}
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 import sys
 
-from ..errors import DraoptError
-from ..features import DEFAULT_GATES, Features, parse_gates
-from .documents import validate_files
-from .findings import Report
+from draopt.errors import DraoptError
+from draopt.kube.features import DEFAULT_GATES, Features, parse_gates
+from draopt.validation.documents import validate_files
+from draopt.validation.findings import Report
 
 
 def format_text(report: Report) -> str:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Protocol
 
-from ..features import Features
-from .findings import Finding, Note, Report
-from .limits import CEL_MAX_LENGTH, DEVICE_MAX_ID_LENGTH, DRIVER_NAME_MAX, MAX_SELECTORS, OPAQUE_PARAMETERS_MAX, POOL_NAME_MAX
-from .names import is_c_identifier, is_dns1123_subdomain, is_label_value, is_qualified_label_name
+from draopt.kube.features import Features
+from draopt.validation.findings import Finding, Note, Report
+from draopt.validation.limits import CEL_MAX_LENGTH, DEVICE_MAX_ID_LENGTH, DRIVER_NAME_MAX, MAX_SELECTORS, OPAQUE_PARAMETERS_MAX, POOL_NAME_MAX
+from draopt.kube.names import is_c_identifier, is_dns1123_subdomain, is_label_value, is_qualified_label_name
 
 
 class ExpressionCheck(Protocol):

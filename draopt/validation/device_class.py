@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context import _Ctx, _drop
-from .limits import MAX_CONFIG
-from .names import is_qualified_label_name
+from draopt.validation.context import _Ctx, _drop
+from draopt.validation.limits import MAX_CONFIG
+from draopt.kube.names import is_qualified_label_name
 
 
 def _validate_device_class(ctx: _Ctx, doc: dict) -> None:

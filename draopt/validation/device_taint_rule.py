@@ -1,9 +1,9 @@
 """DeviceTaintRule."""
 from __future__ import annotations
 
-from .context import _Ctx
-from .names import is_dns1123_label, is_dns1123_subdomain
-from .resource_slice import _validate_taint
+from draopt.validation.context import _Ctx
+from draopt.kube.names import is_dns1123_label, is_dns1123_subdomain
+from draopt.validation.resource_slice import _validate_taint
 
 
 def _validate_taint_rule(ctx: _Ctx, doc: dict) -> None:

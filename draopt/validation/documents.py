@@ -20,21 +20,21 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from ..convert import ConversionError, schema_for, to_v1
-from ..features import Features
-from ..errors import InputError
-from ..loader import KINDS, node_allocatable_136, raw_documents
-from ..strict import unknown_fields
-from .context import _Ctx
-from .device_class import _validate_device_class
-from .device_taint_rule import _validate_taint_rule
-from .expressions import Expressions
-from .findings import Report
-from .names import is_dns1123_label, is_dns1123_subdomain
-from .pod import _validate_pod
-from .quantities import _quantities
-from .resource_claim import _validate_claim_spec
-from .resource_slice import _validate_resource_slice
+from draopt.kube.convert import ConversionError, schema_for, to_v1
+from draopt.kube.features import Features
+from draopt.errors import InputError
+from draopt.kube.loader import KINDS, node_allocatable_136, raw_documents
+from draopt.kube.strict import unknown_fields
+from draopt.validation.context import _Ctx
+from draopt.validation.device_class import _validate_device_class
+from draopt.validation.device_taint_rule import _validate_taint_rule
+from draopt.validation.expressions import Expressions
+from draopt.validation.findings import Report
+from draopt.kube.names import is_dns1123_label, is_dns1123_subdomain
+from draopt.validation.pod import _validate_pod
+from draopt.validation.quantities import _quantities
+from draopt.validation.resource_claim import _validate_claim_spec
+from draopt.validation.resource_slice import _validate_resource_slice
 
 
 RESOURCE_API_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")

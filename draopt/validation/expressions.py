@@ -3,9 +3,9 @@ objects' expressions.  The one module of the rules that imports draopt.cel.
 """
 from __future__ import annotations
 
-from ..cel import CelCompileError, CelEnvironment
-from ..features import Features
-from .context import _Ctx
+from draopt.cel import CelCompileError, CelEnvironment
+from draopt.kube.features import Features
+from draopt.validation.context import _Ctx
 
 
 class Expressions:

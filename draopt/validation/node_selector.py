@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context import _Ctx
-from .names import is_dns1123_subdomain
+from draopt.validation.context import _Ctx
+from draopt.kube.names import is_dns1123_subdomain
 
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")

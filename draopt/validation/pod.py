@@ -1,9 +1,9 @@
 """Pod: the parts of core/v1 Pod validation that decide which devices a pod gets."""
 from __future__ import annotations
 
-from .context import _Ctx
-from .names import is_dns1123_label, is_dns1123_subdomain
-from .node_selector import _node_selector
+from draopt.validation.context import _Ctx
+from draopt.kube.names import is_dns1123_label, is_dns1123_subdomain
+from draopt.validation.node_selector import _node_selector
 
 
 def _validate_pod(ctx: _Ctx, doc: dict) -> None:

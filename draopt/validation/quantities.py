@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..quantity import Quantity, QuantityError
-from .context import _Ctx
+from draopt.kube.quantity import Quantity, QuantityError
+from draopt.validation.context import _Ctx
 
 
 _QUANTITY_PATHS: dict[str, tuple[str, ...]] = {

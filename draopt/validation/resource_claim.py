@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context import _Ctx, _dict, _drop, _list
-from .limits import (
+from draopt.validation.context import _Ctx, _dict, _drop, _list
+from draopt.validation.limits import (
     ADMIN_NAMESPACE_LABEL,
     ALLOCATION_MODES,
     MAX_CONFIG,
@@ -16,7 +16,7 @@ from .limits import (
     TAINT_EFFECTS,
     TOLERATION_OPERATORS,
 )
-from .names import is_dns1123_label, is_dns1123_subdomain
+from draopt.kube.names import is_dns1123_label, is_dns1123_subdomain
 
 
 def _constraint_attributes(constraints: list) -> dict[str, set[str]]:

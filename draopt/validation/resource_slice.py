@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .context import _Ctx, _dict, _drop, _list
-from .limits import (
+from draopt.validation.context import _Ctx, _dict, _drop, _list
+from draopt.validation.limits import (
     ATTRIBUTE_MAX_VALUE_LENGTH,
     MAX_ATTRIBUTE_VALUES_PER_DEVICE,
     MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE,
@@ -20,8 +20,8 @@ from .limits import (
     MAX_TAINTS,
     TAINT_EFFECTS,
 )
-from .names import is_dns1123_label, is_dns1123_subdomain
-from .node_selector import _node_selector
+from draopt.kube.names import is_dns1123_label, is_dns1123_subdomain
+from draopt.validation.node_selector import _node_selector
 
 
 _SEMVER = re.compile(

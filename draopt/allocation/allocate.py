@@ -1,0 +1,256 @@
+"""The Python API: objects in, allocated ResourceClaims out.
+
+    objects = load_files(["cluster.yaml"])
+    outcome = allocate(objects, node="node-1")
+    outcome.claims   # ResourceClaims with status.allocation set
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from draopt.dra.decode import decode, deterministic_share_id, random_share_id
+from draopt.errors import AllocationError, InputError
+from draopt.kube.features import Features
+from draopt.dra.inventory import allocated_state, build_inventory, slices_by_node
+from draopt.kube.loader import ObjectSet
+from draopt.kube.models import AllocationResult, Node, ResourceClaim
+from draopt.dra.problem import claim_key, prepare
+from draopt.model.node import solve_problem
+
+POLICIES = ("first-fit", "first-fit-documented", "optimal")
+MAX_PROBED = 16     # pending claims tried one by one to name the failing ones
+ENGINES = ("cp-sat", "reference")
+
+
+@dataclass
+class AllocateOutcome:
+    node: str | None
+    claims: list[ResourceClaim]                 # the claims allocated (status.allocation set)
+    results: list[AllocationResult] | None      # None: unschedulable
+    reason: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)   # for the user (the CLI prints them on stderr)
+
+    @property
+    def allocated(self) -> bool:
+        return self.results is not None
+
+
+_CEL_ENVIRONMENTS: dict[bool, Any] = {}
+
+
+def _cel_env(features: Features):
+    """One CEL environment per process and list-type setting: compiled expressions are cached
+    across allocations, as the scheduler's CEL cache does."""
+    env = _CEL_ENVIRONMENTS.get(features.list_type_attributes)
+    if env is None:
+        from draopt.cel import CelEnvironment
+        env = _CEL_ENVIRONMENTS[features.list_type_attributes] = CelEnvironment(
+            list_type_attributes=features.list_type_attributes)
+    return env
+
+
+_WARM_UP = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: draopt-warm-up}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "warm-up.draopt.invalid"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: draopt-warm-up}
+spec:
+  driver: warm-up.draopt.invalid
+  nodeName: draopt-warm-up
+  pool: {name: p, generation: 1, resourceSliceCount: 1}
+  devices: [{name: d, attributes: {a: {int: 1}}, capacity: {c: {value: 1Gi}}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: draopt-warm-up, namespace: draopt-warm-up}
+spec:
+  devices:
+    requests: [{name: r, exactly: {deviceClassName: draopt-warm-up}}]
+"""
+
+
+def warm_up() -> None:
+    """One-time library set-up, outside any allocation's timing, as Kubernetes builds its CEL
+    environment at start-up: the CEL environments, CP-SAT's and pydantic's first-call costs,
+    exercised on a tiny built-in allocation (its own names; nothing of the input is compiled
+    or cached). Compiling the input's CEL expressions stays part of each allocation."""
+    from draopt.kube.loader import load_text
+    for lists in (False, True):
+        _cel_env(Features.from_gates({"DRAListTypeAttributes": lists}))
+    allocate(load_text(_WARM_UP, "<warm-up>"), node="draopt-warm-up", features=Features.from_gates())
+
+
+def select_claims(objects: ObjectSet, refs: list[str] | None) -> tuple[list[ResourceClaim], list[ResourceClaim]]:
+    """(claims to allocate, claims in use). Default: every claim without status.allocation.
+
+    A claim given again with status.allocation (draopt's own output read back) replaces the
+    pending claim of the same namespace/name, wherever either comes in the input."""
+    by_key: dict[str, ResourceClaim] = {}
+    for c in objects.resource_claims:
+        key = claim_key(c)
+        prev = by_key.get(key)
+        if prev is not None:
+            if (prev.status.allocation is None) == (c.status.allocation is None):
+                state = "pending" if c.status.allocation is None else "with status.allocation"
+                raise InputError(f"ResourceClaim {key}: given twice, both {state} (an allocated copy may "
+                                 f"replace a pending one, nothing else)")
+            if prev.status.allocation is not None:
+                continue        # the allocated copy stays
+        by_key[key] = c
+    claims = list(by_key.values())
+    if not refs:
+        todo = [c for c in claims if c.status.allocation is None]
+    else:
+        todo = []
+        for ref in refs:
+            key = ref if "/" in ref else f"default/{ref}"
+            claim = by_key.get(key)
+            if claim is None:
+                raise InputError(f"--claim {ref}: no ResourceClaim {key} in the input")
+            if claim.status.allocation is not None:
+                raise InputError(f"--claim {ref}: ResourceClaim {key} already has status.allocation")
+            if claim in todo:
+                raise InputError(f"--claim {ref}: named twice")
+            todo.append(claim)
+    in_use = [c for c in claims if c.status.allocation is not None]
+    return todo, in_use
+
+
+def _candidate_nodes(objects: ObjectSet, node: str | None) -> list[Node | None]:
+    if node:
+        for n in objects.nodes:
+            if n.name == node:
+                return [n]
+        if objects.nodes:
+            raise InputError(f"--node {node}: no Node {node} in the input (nodes: "
+                             f"{', '.join(n.name for n in objects.nodes)})")
+        return [Node(api_version="v1", kind="Node", metadata={"name": node})]
+    if not objects.nodes:
+        return [None]
+    return sorted(objects.nodes, key=lambda n: n.name)
+
+
+def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] | None = None,
+             features: Features | None = None, policy: str = "first-fit", engine: str = "cp-sat",
+             deterministic_share_ids: bool = False, time_limit: float | None = None) -> AllocateOutcome:
+    """Allocate the claims together on the node (or on the first node, by name, where they fit)."""
+    if policy not in POLICIES:
+        raise InputError(f"--policy: unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+    if engine not in ENGINES:
+        raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    features = features or Features.from_gates()
+    start = time.perf_counter()
+    todo, in_use = select_claims(objects, claims)
+    stats: dict[str, Any] = {"build_ms": 0.0, "solve_ms": 0.0, "variables": 0, "constraints": 0}
+    if not todo:
+        _nothing_to_allocate(objects)
+        stats["allocate_ms"] = (time.perf_counter() - start) * 1000
+        return AllocateOutcome(node, [], [], stats=stats,
+                               notes=["nothing to allocate: every ResourceClaim in the input has status.allocation"
+                                      if objects.resource_claims else "nothing to allocate: no ResourceClaim in the input"])
+    classes = {c.name: c for c in objects.device_classes}
+    cel_env = _cel_env(features)
+    reasons = []
+    invalid_pools = False
+    index = slices_by_node(objects.resource_slices)
+    allocated = allocated_state(in_use, features)   # the same for every node tried
+    for candidate in _candidate_nodes(objects, node):
+        inventory = build_inventory(objects.resource_slices, candidate, in_use, features,
+                                    objects.taint_rules, classes, cel_env, index=index, allocated=allocated)
+        problem = prepare(todo, inventory, classes, features, cel_env)
+        chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
+        for k in ("build_ms", "solve_ms", "variables", "constraints"):
+            stats[k] += run_stats.get(k, 0)
+        for k in ("status", "replay", "replay_truncated"):
+            if k in run_stats:
+                stats[k] = run_stats[k]
+        name = candidate.name if candidate is not None else None
+        if chosen is None:
+            if inventory.invalid_pools:
+                invalid_pools = True
+                reasons.append(f"node {name}: invalid resource pools were encountered: " +
+                               "; ".join(f"{p.id}: {p.invalid_reason}" for p in inventory.invalid_pools))
+            else:
+                reasons.append(f"node {name}: cannot allocate all claims" if name else "cannot allocate all claims")
+            continue
+        share = deterministic_share_id if deterministic_share_ids else random_share_id
+        results = decode(problem, chosen, selected, share)
+        out = []
+        for claim, result in zip(todo, results):
+            # Shallow copies: the input claim is left as it was, its spec is shared.
+            status = claim.status.model_copy(update={"allocation": result})
+            status.model_fields_set.add("allocation")
+            c = claim.model_copy(update={"status": status})
+            c.model_fields_set.add("status")
+            out.append(c)
+        stats["allocate_ms"] = (time.perf_counter() - start) * 1000
+        return AllocateOutcome(name, out, results, stats=stats)
+    reason = "; ".join(reasons)
+    if invalid_pools:
+        # Kubernetes reports this as an error when no node could take the claims.
+        raise AllocationError(reason)
+    if not objects.nodes and not node:
+        reason += (" (no Node objects in the input: only devices of allNodes slices were tried; "
+                   "give the Nodes, e.g. `kubectl get nodes -o yaml`, or --node NAME)")
+    if len(todo) > 1:
+        reason += _failing_claims(objects, todo, in_use, node, features, policy, engine, time_limit)
+    stats["allocate_ms"] = (time.perf_counter() - start) * 1000
+    return AllocateOutcome(node, [], None, reason=reason, stats=stats)
+
+
+def _nothing_to_allocate(objects: ObjectSet) -> None:
+    """No pending claim: an input of templates (and pods) is for `draopt place`."""
+    if objects.resource_claims or not objects.claim_templates:
+        return
+    n = len(objects.claim_templates)
+    raise InputError(f"nothing to allocate: the input has no ResourceClaim, only {n} ResourceClaimTemplate(s) "
+                     f"({', '.join(f'{t.namespace}/{t.name}' for t in objects.claim_templates[:3])}"
+                     f"{', ...' if n > 3 else ''}): templates become claims for Pods; use `draopt place` "
+                     f"with the Pods (or a Deployment, Job, ...) that reference them")
+
+
+def _failing_claims(objects: ObjectSet, todo: list[ResourceClaim], in_use: list[ResourceClaim],
+                    node: str | None, features: Features, policy: str, engine: str,
+                    time_limit: float | None) -> str:
+    """Which of the claims allocated together fail: each tried alone (the others not in use);
+    at most MAX_PROBED of them, so a failing run over many claims stays quick."""
+    alone_fails = []
+    for c in todo[:MAX_PROBED]:
+        one = copy.copy(objects)
+        one.resource_claims = [c] + in_use
+        try:
+            out = allocate(one, node=node, features=features, policy=policy, engine=engine, time_limit=time_limit)
+        except AllocationError as e:
+            alone_fails.append(f"{claim_key(c)} ({e})")
+            continue
+        if not out.allocated:
+            alone_fails.append(claim_key(c))
+    keys = ", ".join(claim_key(c) for c in todo[:MAX_PROBED]) + (
+        f", ... ({len(todo) - MAX_PROBED} more, not tried alone)" if len(todo) > MAX_PROBED else "")
+    if alone_fails:
+        return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); "
+                f"alone, these fit on no node: {', '.join(alone_fails)}; "
+                f"allocate one with --claim NAMESPACE/NAME")
+    each = "each fits" if len(todo) <= MAX_PROBED else f"the first {MAX_PROBED} fit"
+    return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); {each} "
+            f"alone, not all together; allocate them one at a time with --claim NAMESPACE/NAME")
+
+
+def _solve(problem, policy: str, engine: str, time_limit: float | None):
+    if engine == "reference":
+        from draopt.dra.reference import ReferenceAllocator
+        t = time.perf_counter()
+        ref = ReferenceAllocator(problem, kubernetes_defects=(policy == "first-fit"))
+        chosen = ref.allocate()
+        return chosen, ref.selected_sub, {"solve_ms": (time.perf_counter() - t) * 1000}
+
+    return solve_problem(problem, policy=policy, time_limit=time_limit)

@@ -1,0 +1,116 @@
+"""Independent validation of a placement: every rule checked from the output alone.
+
+Per node, the claims allocated there are re-checked with the solver-independent allocation
+checker (selectors, counts, taints, constraints, capacity, counters, node selectors) against
+the devices that were in use before; then, across the cluster: no device given twice, every
+counter set within its values, node resources respected, pods on nodes their claims allow,
+gangs whole.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+
+from draopt.dra.checker import check
+from draopt.dra.inventory import allocated_state, available_counters, build_inventory
+from draopt.kube.nodeselect import node_selector_matches
+from draopt.dra.problem import prepare
+
+
+def check_placement(outcome) -> list[str]:
+    result, workload, cluster = outcome.result, outcome.workload, outcome.cluster
+    features = cluster.features
+    errors: list[str] = []
+    initial = [c for c in workload.claims.values() if c.status.allocation is not None]
+    nodes = {n.name: n for n in cluster.nodes}
+
+    # Per node: the new claims obey the allocation rules.
+    by_node: dict[str, list[str]] = defaultdict(list)
+    for key, (_, node) in sorted(result.claims.items()):
+        by_node[node].append(key)
+    for node_name, keys in by_node.items():
+        node = nodes[node_name].node
+        inv = build_inventory(cluster.objects.resource_slices, node, initial, features, cluster.objects.taint_rules,
+                              cluster.classes, cluster.cel_env, index=cluster.index)
+        problem = prepare([workload.claims[k] for k in keys], inv, cluster.classes, features, cluster.cel_env)
+        for e in check(problem, [result.claims[k][0] for k in keys]):
+            errors.append(f"node {node_name}: {e}")
+
+    # Across nodes: devices and counters, with everything allocated in the end.
+    final = allocated_state(initial, features)
+    owners: dict[tuple, list[str]] = defaultdict(list)
+    for key, (alloc, _) in result.claims.items():
+        for r in alloc.devices.results:
+            did = (r.driver, r.pool, r.device)
+            consumed = {n: _q(v) for n, v in (r.consumed_capacity or {}).items()}
+            share = bool(r.share_id) and features.consumable_capacity
+            if not r.admin_access and not share:
+                if did in final.devices:
+                    errors.append(f"device {'/'.join(did)}: given to {key} but already in use")
+                owners[did].append(key)
+            final.add_result(key, did, admin=bool(r.admin_access), share=share, consumed=consumed)
+    for did, keys in owners.items():
+        if len(keys) > 1:
+            errors.append(f"device {'/'.join(did)}: allocated to several claims: {', '.join(keys)}")
+    seen_pools = set()
+    for n in cluster.nodes:
+        for pool in cluster.inventory(n).pools:
+            if id(pool) in seen_pools or pool.incomplete or pool.invalid:
+                continue
+            seen_pools.add(id(pool))
+            for set_name, counters in available_counters(pool, final).items():
+                for name, left in counters.items():
+                    if left < 0:
+                        errors.append(f"pool {pool.id}: counter {set_name}/{name} over-committed by {-left}")
+
+    # Pods: node resources, selectors, claims' node selectors, gangs.
+    used: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    for pod in workload.running:
+        for r, v in pod.resources.items():
+            used[pod.node_name][r] += v
+    from draopt.cluster.firstfit import ClaimBook, device_resources
+    book = ClaimBook(cluster, workload.claims)
+    book.allocations.update(result.claims)
+    placed = set()
+    for pl in result.pods:
+        if not pl.placed:
+            continue
+        placed.add(pl.pod)
+        pod = workload.pod(pl.pod)
+        node = nodes.get(pl.node)
+        if node is None:
+            errors.append(f"pod {pl.pod}: placed on unknown node {pl.node}")
+            continue
+        rejected = cluster.node_rejects(node, pod)
+        if rejected is not None:
+            errors.append(f"pod {pl.pod}: node {pl.node}: {rejected}")
+        for r, v in pod.resources.items():
+            used[pl.node][r] += v
+        for r, v in device_resources(cluster, book, pod, node, None).items():   # DRANodeAllocatableResources
+            used[pl.node][r] += v
+        for use in pod.claims:
+            alloc = result.claims[use.key][0] if use.key in result.claims else workload.claims[use.key].status.allocation
+            if alloc is None:
+                errors.append(f"pod {pl.pod}: claim {use.key} is not allocated")
+            elif alloc.node_selector is not None and not node_selector_matches(alloc.node_selector, node.node):
+                errors.append(f"pod {pl.pod}: claim {use.key} is allocated for another node")
+    for name, per in used.items():
+        node = nodes.get(name)
+        if node is None:
+            continue
+        for r, v in per.items():
+            cap = node.allocatable.get(r)
+            if cap is not None and v > cap:
+                errors.append(f"node {name}: {r} over-committed ({v} > {cap})")
+    for key, gang in workload.groups.items():
+        if gang.policy != "gang":
+            continue
+        n = sum(1 for p in gang.pods if p in placed)
+        if 0 < n < gang.min_count:
+            errors.append(f"PodGroup {key}: {n} pods placed, minCount {gang.min_count}")
+    return errors
+
+
+def _q(v: str) -> Fraction:
+    from draopt.kube.quantity import Quantity
+    return Quantity.parse(v).value

@@ -1,0 +1,62 @@
+"""What a placement policy returns, and how it is printed."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from draopt.kube.models import AllocationResult
+
+
+@dataclass
+class PodPlacement:
+    pod: str                                   # namespace/name
+    node: str | None                           # None: not placed
+    priority: int = 0
+    group: str | None = None
+    new_claims: dict[str, AllocationResult] = field(default_factory=dict)   # claims this pod allocated
+    reasons: Counter = field(default_factory=Counter)                       # why nodes were rejected
+    prioritized_score: int = 0
+    explanation: str = ""                                                   # device-level, when it failed
+
+    @property
+    def placed(self) -> bool:
+        return self.node is not None
+
+    def reason_text(self, n_nodes: int) -> str:
+        if not self.reasons:
+            return ""
+        parts = ", ".join(f"{n} {r}" for r, n in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"0/{n_nodes} nodes are available: {parts}"
+
+
+@dataclass
+class PlacementResult:
+    policy: str
+    pods: list[PodPlacement]
+    claims: dict[str, tuple[AllocationResult, str]]       # claim key -> (allocation, node)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def placed_pods(self) -> list[PodPlacement]:
+        return [p for p in self.pods if p.placed]
+
+    def weighted_placed(self) -> int:
+        return sum(weight(p.priority) for p in self.pods if p.placed)
+
+    def devices_used(self) -> int:
+        return sum(len(a.devices.results) for a, _ in self.claims.values())
+
+    def nodes_used(self) -> int:
+        return len({p.node for p in self.pods if p.placed})
+
+    def summary(self) -> dict[str, Any]:
+        out = {"policy": self.policy, "pods": len(self.pods), "placed": len(self.placed_pods()),
+               "weighted_placed": self.weighted_placed(), "devices_used": self.devices_used(),
+               "nodes_used": self.nodes_used()}
+        out.update(self.stats)
+        return out
+
+
+def weight(priority: int) -> int:
+    """Objective weight of one placed pod: higher priority counts more; never below 1."""
+    return max(1, 1 + priority)

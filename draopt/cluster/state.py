@@ -1,0 +1,182 @@
+"""Cluster-wide state for placing many pods: nodes, per-node device inventories built once,
+one shared allocated-device state, and node resources in use.
+
+Devices of pools that several nodes can reach (allNodes, node selectors) appear in each of
+those nodes' inventories under the same DeviceID, so one allocation is seen everywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from draopt.kube.features import Features
+from draopt.dra.inventory import (AllocatedState, Inventory, allocated_state, build_inventory, shared_slices_key,
+                         slices_by_node)
+from draopt.kube.loader import ObjectSet
+from draopt.kube.models import Node, ResourceClaim
+from draopt.kube.models.core import Taint
+from draopt.kube.nodeselect import node_selector_matches
+from draopt.kube.quantity import Quantity
+from draopt.dra.rules import tolerates
+
+
+def _allocatable(node: Node) -> dict[str, Fraction]:
+    out = {}
+    # The API server defaults a missing status.allocatable to status.capacity (SetDefaults_NodeStatus).
+    given = "allocatable" in node.status.model_fields_set
+    for name, value in ((node.status.allocatable if given else node.status.capacity) or {}).items():
+        out[name] = Quantity.parse(value).value
+    return out
+
+
+_BASIC = frozenset(("cpu", "memory", "pods", "ephemeral-storage"))
+
+
+@dataclass
+class NodeState:
+    node: Node
+    index: int
+    allocatable: dict[str, Fraction]
+    used: dict[str, Fraction] = field(default_factory=dict)
+    version: int = 0               # bumped whenever something on the node changes
+    # allocatable - used, per published resource, for the `used` dict and take() count it was
+    # computed from (a copy of the node with its own `used` recomputes it).
+    _free: tuple | None = field(default=None, repr=False, compare=False)
+    _takes: int = field(default=0, repr=False, compare=False)
+    name: str = field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        self.name = self.node.name     # read on every filter: a plain attribute
+
+    def fits(self, demand: dict[str, Fraction]) -> str | None:
+        """None if the demand fits next to what is used, else the first resource that does not.
+        A resource the node does not publish is unlimited, except extended resources."""
+        cached = self._free
+        if cached is None or cached[0] is not self.used or cached[1] != self._takes:
+            used = self.used
+            free = {}
+            for r, cap in self.allocatable.items():
+                f = cap - used[r] if r in used else cap
+                free[r] = (f.numerator, f.denominator)    # integers compare much faster than Fractions
+            self._free = cached = (used, self._takes, free)
+        free = cached[2]
+        for r, v in demand.items():
+            if not v:
+                continue
+            f = free.get(r)
+            if f is None:
+                if r in _BASIC or r.startswith("hugepages-"):
+                    continue   # nodes without status.allocatable are not limited (simulation input)
+                return r
+            if v.numerator * f[1] > f[0] * v.denominator:      # v > free (denominators are positive)
+                return r
+        return None
+
+    def take(self, demand: dict[str, Fraction], sign: int = 1) -> None:
+        for r, v in demand.items():
+            self.used[r] = self.used.get(r, Fraction(0)) + sign * v
+        self.version += 1
+        self._takes += 1
+
+
+# The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).
+_UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
+class Cluster:
+    # First-fit's fast paths (cached successful node answers, allocator skips): same answers,
+    # less work; False gives the plain search (tests compare both).
+    incremental: bool = True
+
+    def __init__(self, objects: ObjectSet, features: Features, cel_env: Any, allocated_claims: list[ResourceClaim]):
+        self.objects = objects
+        self.features = features
+        self.cel_env = cel_env
+        self.classes = {c.name: c for c in objects.device_classes}
+        self.index = slices_by_node(objects.resource_slices)
+        names = [n.name for n in objects.nodes]
+        twice = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
+        if twice:
+            from draopt.errors import InputError
+            raise InputError(f"Node {twice[0]}: given twice (field metadata.name): one object per name")
+        self.nodes = [NodeState(n, i, _allocatable(n)) for i, n in enumerate(sorted(objects.nodes, key=lambda n: n.name))]
+        self.by_name = {n.name: n for n in self.nodes}
+        self.allocated: AllocatedState = allocated_state(allocated_claims, features)
+        self.expr_cache: dict = {}
+        self._inventories: dict[str, Inventory] = {}
+        # Nodes that reach the same slices (pools every node reaches, none of their own) share one
+        # set of pools and devices (incremental only): built once, and one allocation is one
+        # object everywhere. Keyed by the allocated state too (copies of a cluster get their own).
+        self._shared: dict[tuple, Inventory] = {}
+        self._share_keys: dict[tuple, tuple | None] = {}
+
+    def inventory(self, node: NodeState) -> Inventory:
+        inv = self._inventories.get(node.name)
+        if inv is None:
+            key = self._share_key(node) if self.incremental else None
+            base = self._shared.get((id(self.allocated), key)) if key is not None else None
+            if base is None:
+                inv = build_inventory(self.objects.resource_slices, node.node, [], self.features,
+                                      self.objects.taint_rules, self.classes, self.cel_env,
+                                      index=self.index, allocated=self.allocated)
+                if key is not None:
+                    self._shared[(id(self.allocated), key)] = inv
+            else:
+                inv = Inventory(node=node.node, pools=base.pools, devices=base.devices, by_id=base.by_id,
+                                allocated=base.allocated, memo=base.memo)
+            self._inventories[node.name] = inv
+        return inv
+
+    def _share_key(self, node: NodeState) -> tuple | None:
+        """shared_slices_key, once per set of node labels (and name, if a slice selects by it)."""
+        if self.index.get(node.name):
+            return None
+        by_name = self.__dict__.get("_selects_by_name")
+        if by_name is None:
+            by_name = self._selects_by_name = any(
+                s.spec.node_selector is not None and any(t.match_fields for t in s.spec.node_selector.node_selector_terms)
+                for s in self.index.get("", []))
+        labels = (tuple(sorted((node.node.metadata.labels or {}).items())), node.name if by_name else None)
+        if labels not in self._share_keys:
+            self._share_keys[labels] = shared_slices_key(self.index, node.node, self.features)
+        return self._share_keys[labels]
+
+    def node_rejects(self, node: NodeState, pod) -> str | None:
+        """The kube-scheduler's node filters other than resources and devices: unschedulable,
+        nodeSelector, required node affinity, taints (NoSchedule/NoExecute not tolerated)."""
+        spec = pod.pod.spec
+        if self.incremental and not pod.node_selector and spec.affinity is None and not spec.tolerations:
+            # A pod with no selector, affinity or toleration: the answer is the node's alone.
+            plain = self.__dict__.setdefault("_plain_rejects", {})
+            got = plain.get(node.index, plain)
+            if got is plain:
+                got = plain[node.index] = self._node_rejects(node, pod)
+            return got
+        return self._node_rejects(node, pod)
+
+    def _node_rejects(self, node: NodeState, pod) -> str | None:
+        spec = pod.pod.spec
+        if node.node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
+            return "node is unschedulable"     # NodeUnschedulable: unless the pod tolerates the taint
+        required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
+            if spec.affinity is not None and spec.affinity.node_affinity is not None else None
+        if not self.node_matches(node, pod.node_selector, required):
+            return "node(s) didn't match Pod's node affinity/selector"
+        for taint in node.node.spec.taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in spec.tolerations):
+                return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
+        return None
+
+    def node_matches(self, node: NodeState, selector: dict[str, str], node_selector=None) -> bool:
+        labels = node.node.metadata.labels or {}
+        if any(labels.get(k) != v for k, v in selector.items()):
+            return False
+        if node_selector is not None and not node_selector_matches(node_selector, node.node):
+            return False
+        return True
+
+    def bump_all(self) -> None:
+        """Shared devices changed: every node's cached answers are stale."""
+        for n in self.nodes:
+            n.version += 1

@@ -1,0 +1,125 @@
+"""Turn chosen devices into AllocationResults exactly as Kubernetes writes them."""
+from __future__ import annotations
+
+import uuid
+from typing import Callable
+
+from draopt.kube.models import (AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult,
+                     DeviceRequestAllocationResult, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm)
+from draopt.dra.problem import ClaimSpec, Problem
+from draopt.dra.reference import Chosen
+
+ShareIdFactory = Callable[[ClaimSpec, Chosen, int], str]
+
+
+def random_share_id(claim: ClaimSpec, chosen: Chosen, index: int) -> str:
+    return str(uuid.uuid4())
+
+
+def deterministic_share_id(claim: ClaimSpec, chosen: Chosen, index: int) -> str:
+    """A UUID derived from the claim's UID (or namespace/name), the request and the result index."""
+    base = claim.claim.metadata.uid or claim.key
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"draopt:{base}:{chosen.request.full_name}:{index}"))
+
+
+def decode(problem: Problem, chosen: list[list[Chosen]], selected_sub: dict[tuple[int, int], int],
+           share_id: ShareIdFactory = random_share_id) -> list[AllocationResult]:
+    return [decode_claim(problem, claim, chosen[claim.index], selected_sub, share_id) for claim in problem.claims]
+
+
+def _selected_names(claim: ClaimSpec, selected_sub: dict[tuple[int, int], int]):
+    """Per request: (request name, full name of what was allocated, the RequestSpec used)."""
+    out = []
+    for ri, group in enumerate(claim.requests):
+        if group.has_subrequests:
+            spec = group.alternatives[selected_sub.get((claim.index, ri), 0)]
+        else:
+            spec = group.alternatives[0]
+        out.append((group.name, spec.full_name, spec))
+    return out
+
+
+def decode_claim(problem: Problem, claim: ClaimSpec, chosen: list[Chosen],
+                 selected_sub: dict[tuple[int, int], int], share_id: ShareIdFactory) -> AllocationResult:
+    features = problem.features
+    results = []
+    for i, c in enumerate(chosen):
+        dev = c.device.device
+        r = DeviceRequestAllocationResult(
+            request=c.request.full_name, driver=c.device.driver, pool=c.device.pool.name, device=dev.name,
+            admin_access=True if c.request.admin_access else None,
+            tolerations=list(c.request.tolerations) or None,
+        )
+        if features.consumable_capacity and c.device.multi_allocatable:
+            r.share_id = share_id(claim, c, i)
+            if c.consumed:
+                r.consumed_capacity = {n: str(v) for n, v in sorted(c.consumed.items())}
+        if features.device_binding_and_status:
+            r.binding_conditions = list(dev.binding_conditions) or None
+            r.binding_failure_conditions = list(dev.binding_failure_conditions) or None
+        results.append(r)
+
+    selected = _selected_names(claim, selected_sub)
+    config: list[DeviceAllocationConfiguration] = []
+    class_ranges: dict[str, tuple[int, int]] = {}
+    for _, full, spec in selected:
+        cls = spec.device_class
+        if cls.name in class_ranges:
+            start, end = class_ranges[cls.name]
+            for j in range(start, end):
+                requests = config[j].requests
+                assert requests is not None     # the class's entries are made below with a list
+                requests.append(full)
+            continue
+        start = len(config)
+        for cc in cls.spec.config:
+            config.append(DeviceAllocationConfiguration(source="FromClass", requests=[full], opaque=cc.opaque))
+        class_ranges[cls.name] = (start, len(config))
+    for cc in claim.claim.spec.devices.config:
+        if not cc.requests:
+            config.append(DeviceAllocationConfiguration(source="FromClaim", requests=[], opaque=cc.opaque))
+            continue
+        if any(name in cc.requests or full in cc.requests for name, full, _ in selected):
+            config.append(DeviceAllocationConfiguration(source="FromClaim", requests=list(cc.requests),
+                                                        opaque=cc.opaque))
+    for cfg in config:
+        if cfg.requests and all(name in cfg.requests or full in cfg.requests for name, full, _ in selected):
+            cfg.requests = None   # a config for every request: "empty means all"
+    for cfg in config:
+        if cfg.requests == []:
+            cfg.requests = None
+    devices = DeviceAllocationResult(results=results, config=config) if config else \
+        DeviceAllocationResult(results=results)
+    selector = node_selector(problem, chosen)
+    return AllocationResult(devices=devices, node_selector=selector) if selector else AllocationResult(devices=devices)
+
+
+def node_selector(problem: Problem, chosen: list[Chosen]) -> NodeSelector | None:
+    """createNodeSelector: pin to the node if any device is node-local or binds to the node,
+    else merge the slices' single-term node selectors; None when available everywhere."""
+    node = problem.inventory.node
+    expressions: list[NodeSelectorRequirement] = []
+    fields: list[NodeSelectorRequirement] = []
+
+    def add(reqs, into):
+        for r in reqs:
+            if not any(x.key == r.key and x.operator == r.operator and set(x.values) == set(r.values) for x in into):
+                into.append(r)
+
+    for c in chosen:
+        sp = c.device.slice.spec
+        d = c.device.device
+        if sp.per_device_node_selection:
+            name, sel = d.node_name, d.node_selector
+        else:
+            name, sel = sp.node_name, sp.node_selector
+        if name or d.binds_to_node:
+            target = node.name if node is not None else (name or "")
+            return NodeSelector(node_selector_terms=[NodeSelectorTerm(match_fields=[
+                NodeSelectorRequirement(key="metadata.name", operator="In", values=[target])])])
+        if sel is not None and len(sel.node_selector_terms) == 1:
+            add(sel.node_selector_terms[0].match_fields, fields)
+            add(sel.node_selector_terms[0].match_expressions, expressions)
+    if fields or expressions:
+        return NodeSelector(node_selector_terms=[NodeSelectorTerm(match_expressions=expressions, match_fields=fields)])
+    return None

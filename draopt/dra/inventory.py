@@ -1,0 +1,458 @@
+"""Candidate devices for one node: pools, search order, counter sets, in-use state.
+
+Mirrors the pool gathering of Kubernetes' allocator (`GatherPools`): slices are matched to
+the node, grouped into pools keyed by (driver, pool name), only the newest generation counts,
+incomplete and invalid pools are flagged, and pools are ordered by (driver, pool name) with
+pools whose devices carry binding conditions last.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from typing import Iterable, Sequence
+
+from draopt.errors import InputError
+from draopt.kube.features import Features
+from draopt.kube.models import Device, DeviceTaint, Node, ResourceClaim, ResourceSlice
+from draopt.kube.models.resource import DeviceTaintRule
+from draopt.kube.nodeselect import node_matches
+from draopt.kube.quantity import Quantity
+
+DeviceID = tuple[str, str, str]  # (driver, pool, device)
+
+
+def device_id_str(did: DeviceID) -> str:
+    return "/".join(did)
+
+
+def parse_quantity(value: str, where: str) -> Fraction:
+    try:
+        return Quantity.parse(value).value
+    except ValueError as e:
+        raise InputError(f"{where}: {e}") from None
+
+
+@dataclass
+class Pool:
+    driver: str
+    name: str
+    generation: int = 0
+    incomplete: bool = False
+    invalid: bool = False
+    invalid_reason: str = ""
+    slices: list[ResourceSlice] = field(default_factory=list)            # device slices targeting the node
+    other_slices: list[ResourceSlice] = field(default_factory=list)      # device slices for other nodes
+    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    has_binding_conditions: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+
+_ATTRIBUTE_FIELDS = (("bool_", "bool"), ("int_", "int"), ("string", "string"), ("version", "version"),
+                     ("bools", "bools"), ("ints", "ints"), ("strings", "strings"), ("versions", "versions"))
+
+
+def cel_input(device: Device) -> dict:
+    """The parts of a device CEL sees, as Kubernetes JSON (cheaper than a full model dump)."""
+    attributes = {}
+    for name, a in device.attributes.items():
+        attributes[name] = {key: getattr(a, f) for f, key in _ATTRIBUTE_FIELDS if getattr(a, f) is not None}
+    return {"name": device.name, "attributes": attributes,
+            "capacity": {name: {"value": c.value} for name, c in device.capacity.items()},
+            "allowMultipleAllocations": bool(device.allow_multiple_allocations)}
+
+
+@dataclass(eq=False)
+class DeviceEntry:
+    """One device of a usable pool, in search order."""
+    index: int                      # position in the node's search order
+    pool: Pool
+    slice: ResourceSlice
+    device: Device
+    taints: list[DeviceTaint]       # from the slice and from DeviceTaintRules
+    list_type_attributes: bool = False
+
+    @property
+    def id(self) -> DeviceID:
+        return (self.pool.driver, self.pool.name, self.device.name)
+
+    @property
+    def driver(self) -> str:
+        return self.pool.driver
+
+    @cached_property
+    def cel(self):
+        from draopt.cel import make_cel_device
+        return make_cel_device(self.driver, cel_input(self.device), list_type_attributes=self.list_type_attributes)
+
+    @cached_property
+    def capacity(self) -> dict[str, Fraction]:
+        return {n: parse_quantity(c.value, f"{self.where}: capacity.{n}.value")
+                for n, c in self.device.capacity.items()}
+
+    @property
+    def where(self) -> str:
+        return f"ResourceSlice {self.slice.name}: device {self.device.name}"
+
+    @property
+    def multi_allocatable(self) -> bool:
+        return bool(self.device.allow_multiple_allocations)
+
+
+@dataclass
+class AllocatedState:
+    """What claims that already carry status.allocation hold (Kubernetes' AllocatedState)."""
+    devices: set[DeviceID] = field(default_factory=set)                 # dedicated, non-admin
+    shared: set[DeviceID] = field(default_factory=set)                  # multi-allocation shares
+    capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
+    claims_by_device: dict[DeviceID, list[str]] = field(default_factory=dict)
+    shared_count: dict[DeviceID, int] = field(default_factory=dict)
+    # Bumped whenever a result is removed: while it stays the same, devices only ever become
+    # more used (what the allocator's remembered dead prefixes rely on).
+    releases: int = 0
+    version: int = 0               # bumped on every change (results added or removed)
+
+    def holds(self, did: DeviceID) -> bool:
+        """IsDeviceAllocated: the device consumes its counters."""
+        return did in self.devices or did in self.shared or did in self.capacity
+
+    def add_result(self, claim_key: str, did: DeviceID, *, admin: bool, share: bool,
+                   consumed: dict[str, Fraction] | None) -> None:
+        """Record one allocation result of a claim (as the scheduler's allocated-state tracker)."""
+        self.version += 1
+        self.claims_by_device.setdefault(did, []).append(claim_key)
+        if admin:
+            return
+        if share:
+            self.shared_count[did] = self.shared_count.get(did, 0) + 1
+            self.shared.add(did)
+            per = self.capacity.setdefault(did, {})
+            for n, v in (consumed or {}).items():
+                per[n] = per.get(n, Fraction(0)) + v
+        else:
+            self.devices.add(did)
+
+    def remove_result(self, claim_key: str, did: DeviceID, *, admin: bool, share: bool,
+                      consumed: dict[str, Fraction] | None) -> None:
+        """Undo add_result (a gang that could not be placed whole gives its devices back)."""
+        self.releases += 1
+        self.version += 1
+        users = self.claims_by_device.get(did, [])
+        if claim_key in users:
+            users.remove(claim_key)
+        if admin:
+            return
+        if share:
+            self.shared_count[did] -= 1
+            per = self.capacity[did]
+            for n, v in (consumed or {}).items():
+                per[n] -= v
+            if self.shared_count[did] == 0:
+                del self.shared_count[did]
+                self.shared.discard(did)
+                del self.capacity[did]
+        else:
+            self.devices.discard(did)
+
+
+def allocated_state(claims: Iterable[ResourceClaim], features: Features) -> AllocatedState:
+    state = AllocatedState()
+    for claim in claims:
+        alloc = claim.status.allocation
+        if alloc is None:
+            continue
+        for i, r in enumerate(alloc.devices.results):
+            did = (r.driver, r.pool, r.device)
+            state.claims_by_device.setdefault(did, []).append(f"{claim.namespace}/{claim.name}")
+            if r.admin_access:
+                continue  # admin access never marks a device in use
+            if features.consumable_capacity and r.share_id:
+                state.shared.add(did)
+                state.shared_count[did] = state.shared_count.get(did, 0) + 1
+                per = state.capacity.setdefault(did, {})
+                for name, q in (r.consumed_capacity or {}).items():
+                    v = parse_quantity(q, f"ResourceClaim {claim.namespace}/{claim.name}: "
+                                          f"status.allocation.devices.results[{i}].consumedCapacity.{name}")
+                    per[name] = per.get(name, Fraction(0)) + v
+            else:
+                state.devices.add(did)
+    return state
+
+
+def available_counters(pool: "Pool", allocated: AllocatedState) -> dict[str, dict[str, Fraction]]:
+    """Counter values minus what devices of allocated claims consume (may go negative)."""
+    avail = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+    for s in pool.slices + pool.other_slices:
+        for d in s.spec.devices:
+            if not allocated.holds((pool.driver, pool.name, d.name)):
+                continue
+            for c in d.consumes_counters:
+                cs = avail.get(c.counter_set)
+                for n, v in c.counters.items():
+                    if cs is not None and n in cs:
+                        cs[n] -= parse_quantity(v.value, f"ResourceSlice {s.name}: device {d.name}: consumesCounters")
+    return avail
+
+
+# ------------------------------------------------------------------------- pools
+def _slice_relevant(s: ResourceSlice, node: Node | None) -> bool:
+    sp = s.spec
+    if sp.node_name or sp.all_nodes or sp.node_selector is not None:
+        return node_matches(node, sp.node_name, sp.all_nodes, sp.node_selector,
+                            f"ResourceSlice {s.name}: spec.nodeSelector")
+    if sp.per_device_node_selection:
+        return any(node_matches(node, d.node_name, d.all_nodes, d.node_selector,
+                                f"ResourceSlice {s.name}: spec.devices[{i}].nodeSelector")
+                   for i, d in enumerate(sp.devices))
+    return False
+
+
+def _counter_sets(slices: list[ResourceSlice]) -> dict[str, dict[str, Fraction]]:
+    sets: dict[str, dict[str, Fraction]] = {}
+    for s in slices:
+        for i, cs in enumerate(s.spec.shared_counters):
+            if cs.name in sets:
+                raise ValueError(f"duplicate counter set name {cs.name}")
+            sets[cs.name] = {n: parse_quantity(c.value, f"ResourceSlice {s.name}: spec.sharedCounters[{i}]"
+                                                        f".counters.{n}.value")
+                             for n, c in cs.counters.items()}
+    return sets
+
+
+def _validate_consumption(sets: dict[str, dict[str, Fraction]], slices: list[ResourceSlice]) -> None:
+    for s in slices:
+        for d in s.spec.devices:
+            for c in d.consumes_counters:
+                if c.counter_set not in sets:
+                    raise ValueError(f"counter set {c.counter_set} not found")
+                for n in c.counters:
+                    if n not in sets[c.counter_set]:
+                        raise ValueError(f"counter {n} not found in counter set {c.counter_set}")
+
+
+def _build_pool(driver: str, name: str, slices: list[ResourceSlice], features: Features,
+                all_slices_for_pool: list[ResourceSlice] | None) -> Pool:
+    slices = sorted(slices, key=lambda s: s.name)
+    pool = Pool(driver=driver, name=name, generation=slices[0].spec.pool.generation)
+    counter_slices: list[ResourceSlice] = []
+    device_slices: list[ResourceSlice] = []
+    other: list[ResourceSlice] = []
+    for s in slices:
+        (counter_slices if features.partitionable_devices and s.spec.shared_counters else device_slices).append(s)
+    if all_slices_for_pool is not None and len(slices) < len(all_slices_for_pool):
+        names = {s.name for s in slices}
+        for s in all_slices_for_pool:
+            if s.name in names:
+                continue
+            (counter_slices if features.partitionable_devices and s.spec.shared_counters else other).append(s)
+    seen: set[str] = set()
+    for s in device_slices:
+        for d in s.spec.devices:
+            if d.name in seen:
+                pool.invalid, pool.invalid_reason = True, f"duplicate device name {d.name}"
+                return pool
+            seen.add(d.name)
+    pool.slices = device_slices
+    if not features.partitionable_devices:
+        pool.has_binding_conditions = any(d.binding_conditions for s in device_slices for d in s.spec.devices)
+        return pool
+    try:
+        pool.counter_sets = _counter_sets(counter_slices)
+        _validate_consumption(pool.counter_sets, device_slices)
+        _validate_consumption(pool.counter_sets, other)
+    except ValueError as e:
+        pool.invalid, pool.invalid_reason = True, str(e)
+        pool.slices, pool.counter_sets = [], {}
+        return pool
+    pool.other_slices = other
+    pool.has_binding_conditions = any(d.binding_conditions for s in device_slices for d in s.spec.devices)
+    return pool
+
+
+def _has_compatibility_groups(pool: Pool) -> bool:
+    return any(c.compatibility_groups for s in pool.slices + pool.other_slices
+               for d in s.spec.devices for c in d.consumes_counters)
+
+
+def compatibility_groups(device: Device, counter_set: str) -> frozenset[str] | None:
+    """The device's groups on a counter set it consumes (empty set: no groups), None if it
+    does not consume that set. A device without groups pairs only with devices without groups,
+    so "no groups" is represented by the empty-string group."""
+    for c in device.consumes_counters:
+        if c.counter_set == counter_set:
+            return frozenset(c.compatibility_groups) if c.compatibility_groups else frozenset([""])
+    return None
+
+
+def in_use_groups(allocated: "AllocatedState", pool: Pool, counter_set: str) -> list[frozenset[str]]:
+    """Compatibility groups of the allocated devices drawing on a counter set of the pool."""
+    out = []
+    for s in pool.slices + pool.other_slices:
+        for d in s.spec.devices:
+            if allocated.holds((pool.driver, pool.name, d.name)):
+                g = compatibility_groups(d, counter_set)
+                if g is not None:
+                    out.append(g)
+    return out
+
+
+def counter_sets_in_use(allocated: "AllocatedState", pool: Pool) -> set[str]:
+    """Counter sets of the pool that some allocated device draws on (its slices on every node)."""
+    out: set[str] = set()
+    for s in pool.slices + pool.other_slices:
+        for d in s.spec.devices:
+            if d.consumes_counters and allocated.holds((pool.driver, pool.name, d.name)):
+                out.update(c.counter_set for c in d.consumes_counters)
+    return out
+
+
+def slices_by_node(all_slices: list[ResourceSlice]) -> dict[str, list[ResourceSlice]]:
+    """Index: node name -> its slices (nodeName set); key "" -> slices without nodeName."""
+    index: dict[str, list[ResourceSlice]] = {"": []}
+    for s in all_slices:
+        index.setdefault(s.spec.node_name or "", []).append(s)
+    return index
+
+
+def shared_slices_key(index: dict[str, list[ResourceSlice]], node: Node, features: Features) -> tuple | None:
+    """The slices that reach `node` (as gather_pools sees them) when none is the node's own and
+    none selects nodes per device: nodes with the same key have the same devices, and can share
+    one inventory. None otherwise."""
+    if index.get(node.name):
+        return None
+    out = []
+    for s in index.get("", []):
+        if not features.partitionable_devices and (s.spec.per_device_node_selection is not None
+                                                   or s.spec.shared_counters):
+            continue
+        if s.spec.per_device_node_selection:
+            return None
+        if _slice_relevant(s, node):
+            out.append(id(s))
+    return tuple(out)
+
+
+def gather_pools(all_slices: list[ResourceSlice], node: Node | None, features: Features,
+                 index: dict[str, list[ResourceSlice]] | None = None) -> list[Pool]:
+    node_name = node.name if node is not None else ""
+    # Kubernetes looks at the node's own slices, then at slices without nodeName.
+    if index is None:
+        index = slices_by_node(all_slices)
+    for_node = (index.get(node_name, []) if node_name else []) + index.get("", [])
+    grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for s in for_node:
+        if not features.partitionable_devices and (s.spec.per_device_node_selection is not None
+                                                   or s.spec.shared_counters):
+            continue
+        if not _slice_relevant(s, node):
+            continue
+        key = (s.spec.driver, s.spec.pool.name)
+        cur = grouped.get(key)
+        if cur is None or s.spec.pool.generation > cur[0].spec.pool.generation:
+            grouped[key] = [s]
+        elif s.spec.pool.generation == cur[0].spec.pool.generation:
+            cur.append(s)
+    plain: list[Pool] = []
+    with_binding: list[Pool] = []
+    for (driver, name), slices in grouped.items():
+        gen, want = slices[0].spec.pool.generation, slices[0].spec.pool.resource_slice_count
+        if len(slices) == want:
+            pool = _build_pool(driver, name, slices, features, None)
+        else:
+            everywhere = [s for s in all_slices if s.spec.driver == driver and s.spec.pool.name == name]
+            if any(s.spec.pool.generation > gen for s in everywhere):
+                continue  # obsolete: a newer generation exists elsewhere
+            same_gen = [s for s in everywhere if s.spec.pool.generation == gen]
+            if len(same_gen) != want:
+                plain.append(Pool(driver=driver, name=name, generation=gen, incomplete=True))
+                continue
+            pool = _build_pool(driver, name, slices, features, same_gen)
+        if not features.compatibility_groups and _has_compatibility_groups(pool):
+            # Gate off: the scheduler treats pools with grouped devices as incomplete.
+            plain.append(Pool(driver=driver, name=name, generation=gen, incomplete=True))
+            continue
+        (with_binding if pool.has_binding_conditions else plain).append(pool)
+    plain.sort(key=lambda p: (p.driver, p.name))
+    with_binding.sort(key=lambda p: (p.driver, p.name))
+    return plain + with_binding
+
+
+# ------------------------------------------------------------------------- taints
+def taint_rule_selects(rule: DeviceTaintRule, driver: str, pool: str, device: Device,
+                       class_matches, cel_env, cel_device) -> bool:
+    sel = rule.spec.device_selector
+    if sel is None:
+        # Kubernetes' ResourceSlice tracker applies a rule without a selector to every device
+        # (the API reference: "The empty selector matches all devices").
+        return True
+    if sel.driver and sel.driver != driver:
+        return False
+    if sel.pool and sel.pool != pool:
+        return False
+    if sel.device and sel.device != device.name:
+        return False
+    if sel.device_class_name and not class_matches(sel.device_class_name):
+        return False
+    for i, s in enumerate(sel.selectors):
+        if s.cel is None:
+            return False
+        try:
+            if not cel_env.compile(s.cel.expression).matches(cel_device()):
+                return False
+        except Exception:  # noqa: BLE001 - a rule whose CEL fails on a device does not select it
+            return False
+    return True
+
+
+@dataclass
+class Inventory:
+    node: Node | None
+    pools: list[Pool]
+    devices: list[DeviceEntry]       # usable pools only, search order
+    by_id: dict[DeviceID, DeviceEntry]
+    allocated: AllocatedState
+    # What searches on this node can reuse (draopt.dra.reference: dead prefixes, selector errors,
+    # attribute indexes); it depends only on the devices and, where noted, on `allocated`.
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def invalid_pools(self) -> list[Pool]:
+        return [p for p in self.pools if p.invalid]
+
+
+def build_inventory(slices: list[ResourceSlice], node: Node | None, allocated_claims: list[ResourceClaim],
+                    features: Features, taint_rules: Sequence[DeviceTaintRule] = (), classes=None,
+                    cel_env=None, *, index: dict[str, list[ResourceSlice]] | None = None,
+                    allocated: AllocatedState | None = None) -> Inventory:
+    """The node's candidate devices. `allocated` (shared, e.g. cluster-wide and updated as pods
+    are placed) replaces the state computed from `allocated_claims`."""
+    pools = gather_pools(slices, node, features, index)
+    devices: list[DeviceEntry] = []
+    for pool in pools:
+        if pool.incomplete or pool.invalid:
+            continue
+        for s in pool.slices:
+            for d in s.spec.devices:
+                entry = DeviceEntry(index=len(devices), pool=pool, slice=s, device=d, taints=list(d.taints),
+                                    list_type_attributes=features.list_type_attributes)
+                devices.append(entry)
+    if features.device_taints and taint_rules and cel_env is not None:
+        for entry in devices:
+            for rule in taint_rules:
+                def class_matches(name, e=entry):
+                    cls = (classes or {}).get(name)
+                    if cls is None:
+                        return False
+                    try:
+                        return all(sel.cel is not None and cel_env.compile(sel.cel.expression).matches(e.cel)
+                                   for sel in cls.spec.selectors)
+                    except Exception:  # noqa: BLE001
+                        return False
+                if taint_rule_selects(rule, entry.driver, entry.pool.name, entry.device, class_matches,
+                                      cel_env, lambda e=entry: e.cel):
+                    entry.taints.append(rule.spec.taint)
+    return Inventory(node=node, pools=pools, devices=devices, by_id={d.id: d for d in devices},
+                     allocated=allocated if allocated is not None else allocated_state(allocated_claims, features))

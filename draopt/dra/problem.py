@@ -1,0 +1,422 @@
+"""The allocation problem for one node, independent of how it is solved.
+
+`prepare()` validates the claims as Kubernetes' allocator does before its search (feature
+gates, classes, allocation modes, the 32-results limit, `All` requests over incomplete or
+invalid pools) and gives both solvers the same view: requests and sub-requests with their
+compiled selectors, the node's devices in search order, and a cached selector oracle.
+"""
+from __future__ import annotations
+
+import re
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from draopt.errors import AllocationError, DeviceCelError
+from draopt.kube.features import Features
+from draopt.dra.inventory import DeviceEntry, Inventory, device_id_str
+from draopt.kube.models import DeviceClass, ResourceClaim
+from draopt.kube.models.resource import DeviceConstraint, DeviceToleration, _RequestFields
+from draopt.kube.nodeselect import node_matches
+from draopt.kube.quantity import Quantity
+from draopt.dra.constraints import constraint_applies
+from draopt.dra.rules import consumption, fits_capacity, lookup_attribute, taint_blocks
+
+MAX_RESULTS = 32           # resourceapi.AllocationResultsMaxSize
+MAX_SUBREQUESTS = 8
+
+
+def claim_key(claim: ResourceClaim) -> str:
+    return f"{claim.namespace}/{claim.name}"
+
+
+@dataclass(eq=False)
+class RequestSpec:
+    """One request without sub-requests, or one sub-request."""
+    claim_index: int
+    request_index: int
+    sub_index: int                  # -1 for a plain request
+    request_name: str
+    sub_name: str                   # "" for a plain request
+    fields: _RequestFields
+    device_class: DeviceClass
+    mode: str                       # ExactCount | All
+    count: int                      # devices needed (for All: the matching devices)
+    admin_access: bool
+    all_devices: list[DeviceEntry] = field(default_factory=list)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.request_name}/{self.sub_name}" if self.sub_name else self.request_name
+
+    @property
+    def own_name(self) -> str:
+        return self.sub_name or self.request_name
+
+    @property
+    def tolerations(self) -> list[DeviceToleration]:
+        return self.fields.tolerations
+
+    @property
+    def capacity_requests(self) -> dict[str, str] | None:
+        return self.fields.capacity.requests if self.fields.capacity is not None else None
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.claim_index, self.request_index, self.sub_index)
+
+
+@dataclass(eq=False)
+class RequestGroup:
+    """A claim's request: one RequestSpec, or its firstAvailable sub-requests in order."""
+    name: str
+    alternatives: list[RequestSpec]
+    has_subrequests: bool
+
+
+@dataclass(eq=False)
+class ClaimSpec:
+    index: int
+    claim: ResourceClaim
+    requests: list[RequestGroup]
+    constraints: list[DeviceConstraint]
+
+    @property
+    def key(self) -> str:
+        return claim_key(self.claim)
+
+
+class Problem:
+    """Claims to allocate together on one node, with everything needed to solve and decode."""
+
+    def __init__(self, claims: list[ClaimSpec], inventory: Inventory, features: Features, cel_env: Any,
+                 classes: dict[str, DeviceClass] | None = None, expr_cache: dict | None = None):
+        self.claims = claims
+        self.classes = classes or {}
+        self.inventory = inventory
+        self.features = features
+        self.cel_env = cel_env
+        self._match_cache: dict[tuple[tuple[int, int, int], int], bool] = {}
+        # One evaluation per expression and device; may be shared by many problems (placement).
+        self._expr_cache: dict[tuple[str | None, int], bool] = expr_cache if expr_cache is not None else {}
+        self._consumption_cache: dict = {}
+        self._dedicated_fit: dict[tuple[tuple[int, int, int], int], bool] = {}
+        self._derived_cache: dict[tuple[tuple[int, int, int], int], dict[str, Any]] = {}
+        self._quantity_cache: dict[str, Fraction] = {}
+        # One text per claim (its spec), set by draopt.dra.reference's fast paths: answers that depend
+        # only on the request and the device are then shared through inventory.memo.
+        self.shape_keys: tuple | None = None
+
+    # ---------------------------------------------------------------- selectors
+    def selectable(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        """isSelectable: binding-condition gate, class then request CEL selectors, per-device
+        node selection. Cached. CEL errors raise AllocationError, as Kubernetes aborts."""
+        key = (req.key, dev.index)
+        hit = self._match_cache.get(key)
+        if hit is not None:
+            return hit
+        shared = None
+        if self.shape_keys is not None:
+            shared = self.inventory.memo.setdefault(("selectable", self.shape_keys[req.claim_index], req.key), {})
+            hit = shared.get(dev.index)
+            if hit is not None:
+                self._match_cache[key] = hit
+                return hit
+        result = self._selectable(req, dev)
+        self._match_cache[key] = result
+        if shared is not None:
+            shared[dev.index] = result
+        return result
+
+    def _selectable(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        if not self.features.device_binding_and_status and dev.device.binding_conditions:
+            return False
+        claim = self.claims[req.claim_index].claim
+        cls = req.device_class
+        for owner, selectors in ((f"class {cls.name}", cls.spec.selectors),
+                                 (f"claim {claim_key(claim)}", req.fields.selectors)):
+            for i, sel in enumerate(selectors):
+                text = sel.cel.expression if sel.cel else None
+                ok = self._expr_cache.get((text, id(dev.device)))
+                if ok is None:
+                    expr = self._compile(text, owner, i, req)
+                    try:
+                        ok = expr.matches(dev.cel)
+                    except Exception as e:  # CelRuntimeError (or a library error on odd input)
+                        raise DeviceCelError(
+                            f"{owner}: selector #{i} on device {device_id_str(dev.id)}: CEL runtime error: {e} "
+                            f"(request {req.full_name}, expression {expr.expression!r})",
+                            owner=f"{owner} selector #{i}", cause=str(e), device=device_id_str(dev.id)) from None
+                    self._expr_cache[(text, id(dev.device))] = ok
+                if not ok:
+                    return False
+        if dev.slice.spec.per_device_node_selection:
+            d = dev.device
+            if not node_matches(self.inventory.node, d.node_name, d.all_nodes, d.node_selector,
+                                f"{dev.where}: nodeSelector"):
+                return False
+        if self.features.derived_attributes and req.fields.derived_attributes:
+            # Evaluated once per candidate, after the selectors; a runtime error aborts.
+            self.derived_attributes(req, dev)
+        return True
+
+    def _compile(self, expression: str | None, owner: str, i: int, req: RequestSpec):
+        from draopt.cel import CelCompileError
+        if expression is None:
+            raise AllocationError(f"{owner}, request {req.full_name}, selector #{i}: CEL expression empty "
+                                  "(unsupported selector type?)")
+        try:
+            return self.cel_env.compile(expression)
+        except CelCompileError as e:
+            raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {e} "
+                                  f"(request {req.full_name}, expression {expression!r})") from None
+
+    # ---------------------------------------------------------------- capacity
+    def consumption(self, req: RequestSpec, dev: DeviceEntry):
+        """Capacity one allocation of `dev` for `req` consumes, or None if it cannot (policy,
+        unknown capacity name). Only meaningful with DRAConsumableCapacity."""
+        key = (req.key, dev.index)
+        if key not in self._consumption_cache:
+            self._consumption_cache[key] = consumption(dev.device.capacity, req.capacity_requests)
+        return self._consumption_cache[key]
+
+    def capacity_ok(self, req: RequestSpec, dev: DeviceEntry,
+                    allocating: dict[str, Fraction] | None) -> bool:
+        """CmpRequestOverCapacity (every device, multi-allocatable or not)."""
+        if not dev.multi_allocatable:
+            # Only shares of multi-allocatable devices accumulate: the answer is fixed.
+            key = (req.key, dev.index)
+            hit = self._dedicated_fit.get(key)
+            if hit is None:
+                in_use = self.inventory.allocated.capacity.get(dev.id)
+                shared = None
+                if self.shape_keys is not None and in_use is None:
+                    # Nothing of the device's capacity in use: the answer is the request's and the device's.
+                    shared = self.inventory.memo.setdefault(
+                        ("dedicated fit", self.shape_keys[req.claim_index], req.key), {})
+                    hit = shared.get(dev.index)
+                if hit is None:
+                    used = self.consumption(req, dev)
+                    hit = used is not None and fits_capacity(dev.device.capacity, used, in_use, None)
+                    if shared is not None:
+                        shared[dev.index] = hit
+                self._dedicated_fit[key] = hit
+            return hit
+        used = self.consumption(req, dev)
+        if used is None:
+            return False
+        return fits_capacity(dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), allocating)
+
+    def usable_alone(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        """Everything that does not depend on other choices: not held by an allocated claim
+        (unless admin access), selectors, capacity on its own, counters allowed by the gate,
+        taints tolerated."""
+        f = self.features
+        if not req.admin_access and dev.id in self.inventory.allocated.devices:
+            return False
+        if not self.selectable(req, dev):
+            return False
+        if f.consumable_capacity and not self.capacity_ok(req, dev, None):
+            return False
+        if not f.partitionable_devices and dev.device.consumes_counters:
+            return False
+        return not self.taint_blocks(req, dev)
+
+    def taint_blocks(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        return self.features.device_taints and taint_blocks(dev.taints, req.tolerations)
+
+    @property
+    def devices(self) -> list[DeviceEntry]:
+        return self.inventory.devices
+
+    # ---------------------------------------------------------------- attributes
+    def attribute_for_constraint(self, req: RequestSpec, dev: DeviceEntry, name: str) -> Any:
+        """The value a constraint sees: a derived attribute of the request (which shadows a
+        driver attribute of the same name), else the device's attribute (lookupAttribute)."""
+        if self.features.derived_attributes and req.fields.derived_attributes:
+            derived = self.derived_attributes(req, dev)
+            if name in derived:
+                return derived[name]
+        return lookup_attribute(dev.device.attributes, dev.driver, name)
+
+    def derived_attributes(self, req: RequestSpec, dev: DeviceEntry) -> dict[str, Any]:
+        key = (req.key, dev.index)
+        hit = self._derived_cache.get(key)
+        if hit is not None:
+            return hit
+        from draopt.cel import CelCompileError
+        out: dict[str, Any] = {}
+        claim = self.claims[req.claim_index].claim
+        for i, da in enumerate(req.fields.derived_attributes):
+            try:
+                expr = self.cel_env.compile(da.expression, selector=False)
+            except CelCompileError as e:
+                raise AllocationError(f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
+                                      f"({da.name}): CEL compile error: {e}") from None
+            try:
+                value = expr.evaluate(dev.cel)
+                if not _derived_value_ok(value, self.features.list_type_attributes):
+                    raise ValueError(f"must evaluate to a string, int, bool or semantic version"
+                                     f"{' (or a list of them)' if self.features.list_type_attributes else ''}, "
+                                     f"got {type(value).__name__}")
+                out[da.name] = value
+            except Exception as e:  # noqa: BLE001
+                raise DeviceCelError(f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
+                                     f"({da.name}) on device {device_id_str(dev.id)}: CEL runtime error: {e} "
+                                     f"(expression {da.expression!r})",
+                                     owner=f"claim {claim_key(claim)} derivedAttributes[{i}]", cause=str(e),
+                                     device=device_id_str(dev.id)) from None
+        self._derived_cache[key] = out
+        return out
+
+    def counter_value(self, value: str) -> Fraction:
+        got = self._quantity_cache.get(value)
+        if got is None:
+            got = self._quantity_cache[value] = Quantity.parse(value).value
+        return got
+
+
+# ---------------------------------------------------------------------- preparation
+DERIVED_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z_][A-Za-z0-9_]*$")
+MAX_DERIVED = 32
+
+
+def _derived_value_ok(value: Any, list_types: bool) -> bool:
+    import semver
+    scalar = (bool, int, str, semver.Version)
+    if isinstance(value, scalar):
+        return True
+    if list_types and isinstance(value, (list, tuple)) and value:
+        kinds = {type(v) for v in value}
+        return len(kinds) == 1 and isinstance(value[0], scalar)
+    return False
+
+
+def _validate_derived(claim: ResourceClaim, fields: _RequestFields, request_name: str, sub_name: str,
+                      constraints: list[DeviceConstraint], where: str) -> None:
+    derived = fields.derived_attributes
+    full = f"{request_name}/{sub_name}" if sub_name else request_name
+    if len(derived) > MAX_DERIVED:
+        raise _request_error(claim, f"{where}.derivedAttributes",
+                             f"request {full}: {len(derived)} derived attributes, at most {MAX_DERIVED}")
+    seen = set()
+    for i, da in enumerate(derived):
+        w = f"{where}.derivedAttributes[{i}].name"
+        if len(da.name) > 253 + 1 + 32 or not DERIVED_NAME.match(da.name):
+            raise _request_error(claim, w, f"request {full}: {da.name!r} is not a DNS subdomain, '/' and a C identifier")
+        if da.name in seen:
+            raise _request_error(claim, w, f"request {full}: duplicate derived attribute {da.name!r}")
+        seen.add(da.name)
+        used = any((c.match_attribute == da.name or c.distinct_attribute == da.name) and
+                   constraint_applies(list(c.requests), request_name, sub_name) for c in constraints)
+        if not used:
+            raise _request_error(claim, w, f"request {full}: derived attribute {da.name!r} is not used by any "
+                                           "matchAttribute/distinctAttribute constraint of this request")
+
+
+def _request_error(claim: ResourceClaim, what: str, msg: str) -> AllocationError:
+    return AllocationError(f"ResourceClaim {claim_key(claim)}: {what}: {msg}")
+
+
+def prepare(claims: list[ResourceClaim], inventory: Inventory, classes: dict[str, DeviceClass],
+            features: Features, cel_env: Any, expr_cache: dict | None = None) -> Problem:
+    problem = Problem([], inventory, features, cel_env, classes, expr_cache)
+    for ci, claim in enumerate(claims):
+        spec = claim.spec.devices
+        groups: list[RequestGroup] = []
+        min_devices = 0
+        problem.claims.append(ClaimSpec(ci, claim, groups, list(spec.constraints)))
+        for ri, request in enumerate(spec.requests):
+            where = f"spec.devices.requests[{ri}] ({request.name})"
+            if request.first_available:
+                if request.exactly is not None:
+                    raise _request_error(claim, where, "exactly and firstAvailable are mutually exclusive")
+                if not features.prioritized_list:
+                    raise _request_error(claim, where, f"request {request.name}: has subrequests, but the "
+                                                       "DRAPrioritizedList feature is disabled")
+                if len(request.first_available) > MAX_SUBREQUESTS:
+                    raise _request_error(claim, where, f"firstAvailable has {len(request.first_available)} "
+                                                       f"sub-requests, at most {MAX_SUBREQUESTS} are allowed")
+                if not features.consumable_capacity:
+                    for sub in request.first_available:
+                        if sub.capacity is not None:
+                            raise _request_error(claim, f"{where}.firstAvailable ({sub.name})",
+                                                 f"subrequest {sub.name}: has capacity requests, but the "
+                                                 "DRAConsumableCapacity feature is disabled")
+                alts = [_make_request(problem, claim, ci, ri, si, request.name, sub.name, sub, False,
+                                      f"{where}.firstAvailable[{si}]")
+                        for si, sub in enumerate(request.first_available)]
+                min_devices += min(a.count for a in alts)
+                # A sub-request of more devices than a claim can hold can never be chosen; its count
+                # is capped just above the limit, as infeasible as before, so no model needs
+                # coefficients beyond 64 bits (all of them too large fails below).
+                for a in alts:
+                    a.count = min(a.count, MAX_RESULTS + 1)
+                groups.append(RequestGroup(request.name, alts, True))
+            else:
+                if request.exactly is None:
+                    raise _request_error(claim, where, "missing device class name (unsupported request type?)")
+                if not features.consumable_capacity and request.exactly.capacity is not None:
+                    raise _request_error(claim, where, f"request {request.name}: has capacity requests, but the "
+                                                       "DRAConsumableCapacity feature is disabled")
+                r = _make_request(problem, claim, ci, ri, -1, request.name, "", request.exactly,
+                                  request.exactly.admin_access is not None, f"{where}.exactly")
+                min_devices += r.count
+                groups.append(RequestGroup(request.name, [r], False))
+        if min_devices > MAX_RESULTS:
+            raise AllocationError(f"ResourceClaim {claim_key(claim)}: number of requested devices {min_devices} "
+                                  f"exceeds the claim limit of {MAX_RESULTS}")
+        for i, c in enumerate(spec.constraints):
+            if c.match_attribute is None and c.distinct_attribute is None:
+                raise _request_error(claim, f"spec.devices.constraints[{i}]",
+                                     "empty constraint (unsupported constraint type?)")
+    return problem
+
+
+def _make_request(problem: Problem, claim: ResourceClaim, ci: int, ri: int, si: int, name: str, sub: str,
+                  fields: _RequestFields, has_admin_field: bool, where: str) -> RequestSpec:
+    full = f"{name}/{sub}" if sub else name
+    for i, sel in enumerate(fields.selectors):
+        if sel.cel is None:
+            raise _request_error(claim, f"{where}.selectors[{i}]",
+                                 f"request {full}: CEL expression empty (unsupported selector type?)")
+    admin = bool(getattr(fields, "admin_access", None)) if has_admin_field else False
+    if problem.features.derived_attributes and fields.derived_attributes:
+        _validate_derived(claim, fields, name, sub, claim.spec.devices.constraints, where)
+    if has_admin_field and not problem.features.admin_access:
+        raise _request_error(claim, f"{where}.adminAccess",
+                             f"request {full}: admin access is requested, but the feature is disabled")
+    if not fields.device_class_name:
+        raise _request_error(claim, f"{where}.deviceClassName",
+                             f"request {full}: missing device class name (unsupported request type?)")
+    cls = problem.classes.get(fields.device_class_name)
+    if cls is None:
+        raise _request_error(claim, f"{where}.deviceClassName",
+                             f"request {full}: could not retrieve device class {fields.device_class_name}: not found")
+    mode = fields.allocation_mode or "ExactCount"
+    req = RequestSpec(ci, ri, si, name, sub, fields, cls, mode, 0, admin)
+    if mode == "ExactCount":
+        # API defaulting: an unset (or zero) count in ExactCount mode means 1.
+        count = 1 if not fields.count else fields.count
+        if count < 1:
+            raise _request_error(claim, f"{where}.count", f"request {full}: count must be at least 1, got {count}")
+        req.count = count
+    elif mode == "All":
+        for pool in problem.inventory.pools:
+            if pool.incomplete:
+                raise _request_error(claim, where, f"request {full}: asks for all devices, but resource pool "
+                                                   f"{pool.id} is currently being updated")
+            if pool.invalid:
+                raise _request_error(claim, where, f"request {full}: asks for all devices, but resource pool "
+                                                   f"{pool.id} is currently invalid")
+        for dev in problem.devices:
+            if not problem.selectable(req, dev):
+                continue
+            if problem.features.consumable_capacity and not problem.capacity_ok(req, dev, None):
+                continue
+            req.all_devices.append(dev)
+        req.count = len(req.all_devices)
+    else:
+        raise _request_error(claim, f"{where}.allocationMode", f"request {full}: unsupported count mode {mode}")
+    return req

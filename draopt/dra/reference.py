@@ -1,0 +1,642 @@
+"""Plain-Python first-fit: a direct backtracking search in Kubernetes' order.
+
+This is the small, obviously-correct reference the CP-SAT encodings are tested against. It
+follows the kube-scheduler's allocator (`structured`, incubating/experimental variants) step
+by step: claims in order, requests in order, sub-requests tried in order, each device of a
+request after the previous one in search order, backtracking on failure, first full solution
+wins. CEL selectors are evaluated lazily, in the same order, so runtime errors surface exactly
+when Kubernetes' would.
+
+`kubernetes_defects=True` (the default, what `first-fit` means) reproduces the allocator's
+known defects; `False` gives the documented semantics (see docs/semantics.md):
+  * DEFECT distinct-last-only: distinctAttribute keeps one stored value per request name, and
+    a backtrack deletes it, so devices of one request are not all compared with each other.
+  * DEFECT counter-leak: counters are reserved before the taint, constraint and capacity
+    checks and not released when those reject the device (nor on backtrack of a
+    multi-allocatable device).
+  * DEFECT admin-counters: admin-access allocations consume counters.
+  * QUIRK admin-blocks-batch: inside one run, a device an admin-access request took counts as
+    "allocating" and blocks non-admin requests searched later.
+  * DEFECT match-intersection (list-type attributes): the running intersection is not
+    restored on backtrack.
+"""
+from __future__ import annotations
+
+import sys
+from bisect import bisect_left
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable
+
+from draopt.dra.constraints import AttrValue, constraint_applies, normalise
+from draopt.dra.rules import lookup_attribute
+from draopt.errors import AllocationError
+from draopt.dra.inventory import (DeviceEntry, DeviceID, Pool, available_counters, compatibility_groups, device_id_str,
+                        in_use_groups)
+from draopt.dra.problem import MAX_RESULTS, ClaimSpec, Problem, RequestSpec
+from draopt.kube.quantity import Quantity
+
+
+# Skips that give the same search with less work (first-fit at cluster scale, issue 11); False
+# runs the plain search (tests compare both).
+FAST_PATHS = True
+
+
+@dataclass
+class Chosen:
+    """One device picked for one (sub-)request: a future DeviceRequestAllocationResult."""
+    request: RequestSpec
+    device: DeviceEntry
+    consumed: dict[str, Quantity] | None = None   # only for multi-allocatable devices
+
+
+class _MaxSize(Exception):
+    """errAllocationResultMaxSizeExceeded: a claim would need more than 32 results."""
+
+
+class SearchLimit(Exception):
+    """The search visited more nodes than allowed (Kubernetes has a 10 s filter timeout)."""
+
+
+# ----------------------------------------------------------------------------- constraints
+class _Constraint:
+    def __init__(self, names: list[str], attribute: str, list_types: bool, defects: bool, values):
+        self.names, self.attribute, self.list_types, self.defects = names, attribute, list_types, defects
+        self.values = values   # callable (RequestSpec, DeviceEntry) -> raw attribute or None
+
+    def applies(self, req: RequestSpec) -> bool:
+        return constraint_applies(self.names, req.request_name, req.sub_name)
+
+    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        raise NotImplementedError   # MatchConstraint, DistinctConstraint
+
+    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
+        raise NotImplementedError
+
+
+def _attr_set(raw: Any) -> AttrValue | None:
+    return normalise(raw, True)
+
+
+class MatchConstraint(_Constraint):
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.num = 0
+        self.first: AttrValue | None = None     # scalar mode: first device's value
+        self.intersection: AttrValue | None = None
+        self.stack: list[AttrValue | None] = []
+
+    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        if self.names and not self.applies(req):
+            return True
+        raw = self.values(req, dev)
+        if raw is None:
+            return False
+        if self.num == 0:
+            if self.list_types:
+                s = _attr_set(raw)
+                if s is None:
+                    return False
+                self.stack.append(self.intersection)
+                self.intersection = s
+            else:
+                self.first = normalise(raw, False)   # may be None: unknown type still gets picked
+            self.num = 1
+            return True
+        if self.list_types:
+            s = _attr_set(raw)
+            if s is None or self.intersection is None or s[0] != self.intersection[0] or \
+                    not (s[1] & self.intersection[1]):
+                return False
+            self.stack.append(self.intersection)
+            self.intersection = (s[0], s[1] & self.intersection[1])
+        else:
+            v = normalise(raw, False)
+            if v is None or self.first is None or v != self.first:
+                return False
+        self.num += 1
+        return True
+
+    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
+        if self.names and not self.applies(req):
+            return
+        self.num -= 1
+        if self.list_types and not self.defects and self.stack:
+            self.intersection = self.stack.pop()
+
+
+class DistinctConstraint(_Constraint):
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.num = 0
+        self.by_request: dict[str, AttrValue | None] = {}   # Kubernetes: one value per request name
+        self.all: list[AttrValue | None] = []                # documented semantics: every device
+
+    def _clashes(self, new: AttrValue | None, existing: list[AttrValue | None]) -> bool:
+        for old in existing:
+            if self.list_types:
+                if new is None:
+                    return True
+                if old is None:
+                    continue
+            else:
+                if new is None:
+                    return True     # unknown type
+                if old is None:
+                    continue
+            if new[0] == old[0] and (new[1] & old[1]):
+                return True
+        return False
+
+    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        if self.names and not self.applies(req):
+            return True
+        raw = self.values(req, dev)
+        if raw is None:
+            return False
+        v = normalise(raw, self.list_types)
+        if self.num > 0:
+            existing = list(self.by_request.values()) if self.defects else self.all
+            if self._clashes(v, existing):
+                return False
+        self.by_request[req.request_name] = v
+        self.all.append(v)
+        self.num += 1
+        return True
+
+    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
+        if self.names and not self.applies(req):
+            return
+        self.by_request.pop(req.request_name, None)
+        self.all.pop()
+        self.num -= 1
+
+
+# ----------------------------------------------------------------------------- search
+@dataclass
+class _Slot:
+    claim: int
+    request: int
+    sub: int          # -1: not inside a chosen sub-request
+    device: int
+
+
+class ReferenceAllocator:
+    """`shape` (one text per claim, equal for claims whose specs are equal; e.g. the claims'
+    JSON) lets searches on the same node share what they learn through `inventory.memo`:
+    devices that fail for reasons that only get worse while nothing is released (a dead prefix
+    per request) and, under a matchAttribute constraint that has its value, runs of devices
+    that cannot match, skipped in one step. The search visits and returns exactly what it
+    would without them (FAST_PATHS=False, or no shape)."""
+
+    def __init__(self, problem: Problem, *, kubernetes_defects: bool = True, node_limit: int | None = None,
+                 shape: tuple | None = None):
+        self.p = problem
+        self.f = problem.features
+        self.defects = kubernetes_defects
+        self.node_limit = node_limit
+        self.nodes_visited = 0
+        self.allocating: dict[DeviceID, set[int]] = {}        # claims using a device (non-admin)
+        self.allocating_admin: dict[DeviceID, set[int]] = {}  # claims using it with admin access
+        self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
+        self.available: dict[int, dict[str, dict[str, Fraction]]] = {}   # pool id() -> counter sets
+        self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}
+        self.results: list[list[Chosen]] = [[] for _ in problem.claims]
+        self.selected_sub: dict[tuple[int, int], int] = {}
+        self.compat: dict[tuple[int, str], frozenset[str] | None] = {}   # None: put back unset
+        self.counted_multi: dict[DeviceID, bool] = {}   # documented mode: multi device drew its counters   # running intersection per counter set
+        self.constraints = [self._make_constraints(c) for c in problem.claims]
+        self.shape = shape if FAST_PATHS and shape is not None and len(shape) == len(problem.claims) else None
+        self.memo = problem.inventory.memo
+        if self.shape is not None:
+            problem.shape_keys = self.shape
+        self.dirty = False             # something of this search's state changed (counters, results, ...)
+        self._fail_clean = False       # the last _allocate_device failed before changing anything
+        self._undo_pending: Callable[[], None] | None = None      # the undo function of the device _try_one just allocated
+        # Device runs skipped under a matchAttribute constraint, (start, stop, request), in order;
+        # with the allocator's counter leak they would have reserved counters: replayed per pool
+        # when the search comes back to that pool (lazy_seen: how many runs a pool has seen).
+        self.lazy: list[tuple[int, int, RequestSpec]] = []
+        self.lazy_seen: dict[int, int] = {}
+
+    def _make_constraints(self, claim: ClaimSpec) -> list[_Constraint]:
+        out: list[_Constraint] = []
+        for c in claim.constraints:
+            cls = MatchConstraint if c.match_attribute is not None else DistinctConstraint
+            name = c.match_attribute if c.match_attribute is not None else c.distinct_attribute
+            out.append(cls(list(c.requests), name, self.f.list_type_attributes, self.defects,
+                           lambda req, dev, n=name: self.p.attribute_for_constraint(req, dev, n)))
+        return out
+
+    # ------------------------------------------------------------------ public
+    def allocate(self) -> list[list[Chosen]] | None:
+        """The first-fit allocation, None if there is none. Raises AllocationError."""
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 20000))
+        try:
+            done = self._claim(0)
+        except _MaxSize:
+            done = False
+        finally:
+            sys.setrecursionlimit(old)
+        if not done:
+            return None
+        return self.results
+
+    # ------------------------------------------------------------------ recursion
+    def _tick(self) -> None:
+        self.nodes_visited += 1
+        if self.node_limit is not None and self.nodes_visited > self.node_limit:
+            raise SearchLimit(f"search stopped after {self.node_limit} steps")
+
+    def _claim(self, ci: int) -> bool:
+        if ci >= len(self.p.claims):
+            return True
+        return self._request(ci, 0)
+
+    def _next_request(self, ci: int, ri: int) -> bool:
+        if ri >= len(self.p.claims[ci].requests):
+            try:
+                return self._claim(ci + 1)
+            except _MaxSize:
+                return False   # not fatal: an earlier claim's other choice may need fewer devices
+        return self._request(ci, ri)
+
+    def _request(self, ci: int, ri: int) -> bool:
+        if ri >= len(self.p.claims[ci].requests):
+            return self._next_request(ci, ri)
+        group = self.p.claims[ci].requests[ri]
+        if not group.has_subrequests:
+            return self._device(group.alternatives[0], 0, 0)
+        all_exceeded = True
+        for si, alt in enumerate(group.alternatives):
+            try:
+                ok = self._device(alt, 0, 0)
+            except _MaxSize:
+                continue
+            all_exceeded = False
+            if ok:
+                self.selected_sub[(ci, ri)] = si
+                return True
+        if all_exceeded:
+            raise _MaxSize()
+        return False
+
+    def _device(self, req: RequestSpec, k: int, start: int) -> bool:
+        self._tick()
+        ci = req.claim_index
+        if req.mode == "All" and not req.all_devices:
+            return False
+        if k >= req.count:
+            return self._next_request(ci, req.request_index + 1)
+        if len(self.results[ci]) + req.count - k > MAX_RESULTS:
+            raise _MaxSize()
+        if req.mode == "All":
+            dev = req.all_devices[k]
+            undo = self._allocate_device(req, dev, must=True)
+            if undo is None:
+                return False
+            try:
+                done = self._device(req, k + 1, 0)
+            except BaseException:
+                undo()
+                raise
+            if not done:
+                undo()
+            return done
+        devices = self.p.devices
+        n = len(devices)
+        i = start
+        # Dead prefix: at the start of a search nothing is taken yet, so devices that failed
+        # then (in use, not selectable, no capacity, no counters left) fail again as long as
+        # nothing was released since.
+        prefix_key = None
+        if self.shape is not None and k == 0 and start == 0 and not self.dirty:
+            prefix_key = ("prefix", self.shape[ci], req.key, self.defects)
+            got = self.memo.get(prefix_key)
+            if got is not None and got[0] == self.p.inventory.allocated.releases:
+                i = got[1]
+        skip = self._mismatch_runs(req, ci) if self.shape is not None else None
+        next_match = -1
+        while i < n:
+            if skip is not None:
+                matches, errors = skip
+                if i > next_match:
+                    pos = bisect_left(matches, i)
+                    next_match = matches[pos] if pos < len(matches) else n
+                if next_match > i:
+                    if errors[next_match] == errors[i]:
+                        if self.defects:
+                            self.lazy.append((i, next_match, req))
+                        i = next_match
+                        continue
+                    skip = None     # a selector fails with an error in the run: search it device by device
+            dev = devices[i]
+            clean = self._try_one(req, dev, ci)
+            if clean is None:
+                self.dirty = True
+                if prefix_key is not None:
+                    self._remember_prefix(prefix_key, i)
+                    prefix_key = None
+                undo = self._undo_pending
+                assert undo is not None     # _try_one allocated the device (returned None)
+                try:
+                    done = self._device(req, k + 1, i + 1)
+                except BaseException:
+                    undo()
+                    raise
+                if done:
+                    return True
+                undo()
+            elif not clean and prefix_key is not None:
+                self._remember_prefix(prefix_key, i)
+                prefix_key = None
+            i += 1
+        if prefix_key is not None:
+            self._remember_prefix(prefix_key, n)
+        return False
+
+    def _try_one(self, req: RequestSpec, dev: DeviceEntry, ci: int) -> bool | None:
+        """One device of the search loop: None when it was allocated (its undo function in
+        _undo_pending), else whether it failed in a way that a later search starting clean
+        would repeat (True) or not (False)."""
+        if dev.pool.incomplete or dev.pool.invalid:
+            return True
+        if req.admin_access:
+            if self._used_by_claim(dev.id, ci):
+                return False
+        elif self._in_use(dev.id, ci):
+            return not self.dirty
+        if not self.p.selectable(req, dev):
+            return True
+        if self.f.consumable_capacity and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+            return not self.dirty
+        undo = self._allocate_device(req, dev, must=False)
+        if undo is None:
+            return self._fail_clean and not self.dirty
+        self._undo_pending = undo
+        return None
+
+    def _remember_prefix(self, key, stop: int) -> None:
+        releases = self.p.inventory.allocated.releases
+        got = self.memo.get(key)
+        if got is None or got[0] != releases or got[1] < stop:
+            self.memo[key] = (releases, stop)
+
+    def _mismatch_runs(self, req: RequestSpec, ci: int):
+        """When the first constraint of the claim that applies to `req` is a scalar
+        matchAttribute that holds a value: (sorted positions of the devices with that value,
+        cumulative count of devices whose selectors fail with an error). Every other device
+        fails that constraint, after the checks before it."""
+        if self.f.derived_attributes and req.fields.derived_attributes:
+            return None
+        target = None
+        for c in self.constraints[ci]:
+            if c.names and not c.applies(req):
+                continue
+            if isinstance(c, MatchConstraint) and not c.list_types and c.num > 0:
+                target = c
+            break
+        if target is None:
+            return None
+        by_value = self.memo.get(("values", target.attribute))
+        if by_value is None:
+            by_value = {}
+            for dev in self.p.devices:
+                raw = lookup_attribute(dev.device.attributes, dev.driver, target.attribute)
+                v = normalise(raw, False) if raw is not None else None
+                if v is not None:
+                    by_value.setdefault(v, []).append(dev.index)
+            self.memo[("values", target.attribute)] = by_value
+        assert self.shape is not None   # called only on the fast path
+        errors = self.memo.get(("errors", self.shape[ci], req.key))
+        if errors is None:
+            errors = [0]
+            for dev in self.p.devices:
+                try:
+                    self.p.selectable(req, dev)
+                    failed = 0
+                except Exception:  # noqa: BLE001 - the search raises it when (and if) it gets there
+                    failed = 1
+                errors.append(errors[-1] + failed)
+            self.memo[("errors", self.shape[ci], req.key)] = errors
+        matches = by_value.get(target.first, ()) if target.first is not None else ()
+        return matches, errors
+
+    def _materialize(self, pool: Pool) -> None:
+        """Replay, on this pool, the skipped runs it has not seen yet (their counter leaks)."""
+        total = len(self.lazy)
+        seen = self.lazy_seen.get(id(pool), 0)
+        if seen == total:
+            return
+        self.lazy_seen[id(pool)] = total
+        ranges = self.memo.get("pool_ranges")
+        if ranges is None:
+            ranges = {}
+            for dev in self.p.devices:
+                lo, _ = ranges.get(id(dev.pool), (dev.index, 0))
+                ranges[id(dev.pool)] = (lo, dev.index + 1)
+            self.memo["pool_ranges"] = ranges
+        lo, hi = ranges[id(pool)]
+        devices = self.p.devices
+        for a, b, req in self.lazy[seen:total]:
+            for x in range(max(a, lo), min(b, hi)):
+                self._replay(req, devices[x])
+
+    def _replay(self, req: RequestSpec, dev: DeviceEntry) -> None:
+        """What the search loop did with a device that could not match: the same checks, then
+        _allocate_device up to the constraint, which rejects it."""
+        ci = req.claim_index
+        if dev.pool.incomplete or dev.pool.invalid:
+            return
+        if req.admin_access:
+            if self._used_by_claim(dev.id, ci):
+                return
+        elif self._in_use(dev.id, ci):
+            return
+        if not self.p.selectable(req, dev):
+            return
+        if self.f.consumable_capacity and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+            return
+        self._allocate_device(req, dev, must=False, reject=True)
+
+    # ------------------------------------------------------------------ one device
+    def _in_use(self, did: DeviceID, ci: int) -> bool:
+        """In use for a non-admin request of claim `ci`."""
+        admin = self.allocating_admin.get(did)
+        return did in self.p.inventory.allocated.devices or bool(self.allocating.get(did)) or \
+            admin is not None and len(admin) > 0 and (self.defects or ci in admin)
+
+    def _used_by_claim(self, did: DeviceID, ci: int) -> bool:
+        return ci in self.allocating.get(did, ()) or ci in self.allocating_admin.get(did, ())
+
+    def _allocate_device(self, req: RequestSpec, dev: DeviceEntry, must: bool, reject: bool = False):
+        """Allocate one device (an undo function) or None. `reject`: replaying a skipped device
+        that the claim's constraint rejects (draopt's fast path): stop there, as the search did."""
+        if self.lazy:
+            self._materialize(dev.pool)
+        self._fail_clean = True
+        ci = req.claim_index
+        multi = self.f.consumable_capacity and dev.multi_allocatable
+        if not multi and req.admin_access and self._used_by_claim(dev.id, ci):
+            return None
+        if not req.admin_access and self._in_use(dev.id, ci):
+            return None
+        consumes = dev.device.consumes_counters
+        if not self.f.partitionable_devices and consumes:
+            return None
+        if multi:
+            self._fail_clean = False   # whether its counters count changes once its capacity is in use
+        if self.defects:
+            # Kubernetes: a multi-allocatable device's counters are skipped once capacity is in use.
+            capacity_in_use = dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity
+            counts_counters = bool(consumes) and not (multi and capacity_in_use)
+        elif multi:
+            # Documented: drawn once, by the first non-admin allocation.
+            counts_counters = bool(consumes) and not req.admin_access and \
+                dev.id not in self.p.inventory.allocated.capacity and not self.counted_multi.get(dev.id)
+        else:
+            counts_counters = bool(consumes) and not req.admin_access
+        if counts_counters and not self._take_counters(dev):
+            return None
+        self._fail_clean = False
+        if not reject:
+            self.dirty = True
+        if counts_counters and multi and not self.defects:
+            self.counted_multi[dev.id] = True
+        compat_undo = self._take_compatibility(dev)
+        if compat_undo is None:
+            if counts_counters:
+                self._release_counters(dev)
+                self.counted_multi.pop(dev.id, None)
+            return None
+
+        def release_counters_if_clean():
+            compat_undo()
+            # Kubernetes never releases here (DEFECT counter-leak).
+            if counts_counters and not self.defects:
+                self._release_counters(dev)
+                self.counted_multi.pop(dev.id, None)
+
+        if self.p.taint_blocks(req, dev):
+            release_counters_if_clean()
+            return None
+        if reject:
+            release_counters_if_clean()
+            return None
+        added: list[_Constraint] = []
+        for c in self.constraints[ci]:
+            if not c.add(req, dev):
+                if must:
+                    raise AllocationError(
+                        f"claim {self.p.claims[ci].key}, request {req.own_name}: cannot add device "
+                        f"{device_id_str(dev.id)} because a claim constraint would not be satisfied")
+                for prev in added:
+                    prev.remove(req, dev)
+                release_counters_if_clean()
+                return None
+            added.append(c)
+        slot = (self.allocating_admin if req.admin_access else self.allocating).setdefault(dev.id, set())
+        if not multi:
+            slot.add(ci)
+        consumed = None
+        if self.f.consumable_capacity:
+            if not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+                compat_undo()
+                return None   # Kubernetes leaves constraint and counter state as is here
+            if multi:
+                consumed = self.p.consumption(req, dev)
+                per = self.allocating_capacity.setdefault(dev.id, {})
+                for n, v in consumed.items():
+                    per[n] = per.get(n, Fraction(0)) + v.value
+        self.results[ci].append(Chosen(req, dev, consumed))
+        n_before = len(self.results[ci]) - 1
+
+        def undo():
+            if self.lazy:
+                self._materialize(dev.pool)
+            compat_undo()
+            for c in self.constraints[ci]:
+                c.remove(req, dev)
+            slot.discard(ci)
+            if multi:
+                if consumed:
+                    per = self.allocating_capacity[dev.id]
+                    for n, v in consumed.items():
+                        per[n] -= v.value
+                    if all(v == 0 for v in per.values()):
+                        del self.allocating_capacity[dev.id]
+                if counts_counters and not self.defects:
+                    self._release_counters(dev)
+                    self.counted_multi.pop(dev.id, None)
+            elif counts_counters:
+                self._release_counters(dev)
+            del self.results[ci][n_before:]
+        return undo
+
+    # ------------------------------------------------------------------ compatibility groups
+    def _take_compatibility(self, dev: DeviceEntry):
+        """Record the device's groups on each counter set it draws on if every device on the
+        set (allocated or chosen) still shares a group; returns an undo function or None.
+        Kubernetes has no implementation yet: this follows the documented semantics."""
+        f = self.f
+        if not (f.partitionable_devices and f.compatibility_groups and dev.device.consumes_counters):
+            return lambda: None
+        added: list[tuple[tuple[int, str], frozenset[str] | None]] = []
+        for c in dev.device.consumes_counters:
+            key = (id(dev.pool), c.counter_set)
+            current = self.compat.get(key)
+            if current is None:
+                fixed = in_use_groups(self.p.inventory.allocated, dev.pool, c.counter_set)
+                current = frozenset.intersection(*fixed) if fixed else None
+            mine = compatibility_groups(dev.device, c.counter_set)
+            assert mine is not None     # c is one of the device's own counter sets
+            new = mine if current is None else current & mine
+            if not new:
+                for k, old in reversed(added):
+                    self.compat[k] = old
+                return None
+            added.append((key, self.compat.get(key)))
+            self.compat[key] = new
+
+        def undo():
+            for k, old in reversed(added):
+                if old is None:
+                    self.compat.pop(k, None)
+                else:
+                    self.compat[k] = old
+            added.clear()
+        return undo
+
+    # ------------------------------------------------------------------ counters
+    def _available(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
+        got = self.available.get(id(pool))
+        if got is None:
+            got = self.available[id(pool)] = available_counters(pool, self.p.inventory.allocated)
+        return got
+
+    def _take_counters(self, dev: DeviceEntry) -> bool:
+        avail = self._available(dev.pool)
+        used = self.consumed.setdefault(id(dev.pool), {})
+        for c in dev.device.consumes_counters:
+            cs = used.setdefault(c.counter_set, {})
+            for n, v in c.counters.items():
+                cs[n] = cs.get(n, Fraction(0)) + self.p.counter_value(v.value)
+        for set_name, counters in avail.items():
+            cs = used.get(set_name, {})
+            for n, available in counters.items():
+                if available < cs.get(n, 0):
+                    self._release_counters(dev)
+                    return False
+        return True
+
+    def _release_counters(self, dev: DeviceEntry) -> None:
+        used = self.consumed[id(dev.pool)]
+        for c in dev.device.consumes_counters:
+            for n, v in c.counters.items():
+                used[c.counter_set][n] -= self.p.counter_value(v.value)
+
+
+def reference_first_fit(problem: Problem, *, kubernetes_defects: bool = True,
+                        node_limit: int | None = None) -> list[list[Chosen]] | None:
+    return ReferenceAllocator(problem, kubernetes_defects=kubernetes_defects, node_limit=node_limit).allocate()

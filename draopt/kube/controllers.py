@@ -1,0 +1,833 @@
+"""Workload controllers: the Pods their controllers would create.
+
+A Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, JobSet (``jobset.x-k8s.io``) or
+LeaderWorkerSet (``leaderworkerset.x-k8s.io``) in the input becomes the Pods its controller would
+create from its pod template, in the order the controller creates them, with their names, labels,
+annotations and ``ownerReferences``. The pods then go through placement like any Pod: their
+``spec.resourceClaims`` reference ResourceClaims or ResourceClaimTemplates as written in the
+template.
+
+What each controller makes (``N`` = the object's name):
+
+* ReplicaSet: ``spec.replicas`` (default 1) pods ``<N>-<suffix>``, owner ReplicaSet N.
+* Deployment: its ReplicaSet ``<N>-<pod-template-hash>`` (template labels plus
+  ``pod-template-hash``), whose pods are ``<N>-<pod-template-hash>-<suffix>``.
+* StatefulSet: pods ``<N>-0`` .. ``<N>-<replicas-1>`` (ordinal order), labels
+  ``controller-revision-hash: <N>-<hash>``, ``statefulset.kubernetes.io/pod-name``,
+  ``apps.kubernetes.io/pod-index``; ``spec.hostname`` and ``spec.subdomain`` (serviceName).
+* DaemonSet: one pod ``<N>-<suffix>`` per eligible Node (by node name): the template's
+  ``nodeSelector`` and required node affinity match, and every NoSchedule/NoExecute taint is
+  tolerated by the template's tolerations plus those the DaemonSet controller adds
+  (``node.kubernetes.io/{not-ready,unreachable}`` NoExecute, ``{disk,memory,pid}-pressure`` and
+  ``unschedulable`` NoSchedule, ``network-unavailable`` with hostNetwork). Each pod gets the
+  required node affinity ``metadata.name In [<node>]`` (merged into every term), as the controller
+  sets it; labels ``controller-revision-hash``, ``pod-template-generation``.
+* Job: ``min(parallelism (default 1), completions left)`` pods; NonIndexed ``<N>-<suffix>``,
+  Indexed ``<N>-<index>-<suffix>`` for the lowest indexes not yet completed or running, with the
+  ``batch.kubernetes.io/job-completion-index`` label and annotation and ``spec.hostname
+  <N>-<index>``. Labels ``batch.kubernetes.io/controller-uid``, ``batch.kubernetes.io/job-name``,
+  ``controller-uid``, ``job-name``. A suspended Job makes none.
+* CronJob: one Job from ``spec.jobTemplate``, named ``<N>-<scheduled time in minutes>`` (the
+  CronJob's creationTimestamp, else a stable number from its name), then that Job's pods. A
+  suspended CronJob makes none.
+* JobSet: for each ``replicatedJobs[i]``, ``replicas`` (default 1) Jobs ``<N>-<job>-<j>``
+  (completion mode defaulted to Indexed, as JobSet's webhook does), labels and annotations
+  ``jobset.sigs.k8s.io/{jobset-name,replicatedjob-name,replicatedjob-replicas,job-index,
+  job-global-index,job-key,restart-attempt}``; then each Job's pods, with ``spec.subdomain``
+  (``spec.network.subdomain``, default the JobSet's name) unless ``enableDNSHostnames`` is false.
+* LeaderWorkerSet: for each group ``i`` (``spec.replicas``, default 1) the leader ``<N>-<i>``
+  (leaderTemplate, else workerTemplate; owner StatefulSet N) and workers ``<N>-<i>-<j>`` for
+  ``j`` in 1..size-1 (owner StatefulSet ``<N>-<i>``), labels
+  ``leaderworkerset.sigs.k8s.io/{name,group-index,worker-index,group-key,template-revision-hash}``
+  and the ``leaderworkerset.sigs.k8s.io/size`` annotation.
+
+Deterministic names (Kubernetes uses random ones): ``<suffix>`` is 5 characters of Kubernetes'
+name alphabet (``bcdfghjklmnpqrstvwxz2456789``) taken from SHA-256 of ``namespace/owner name/index``;
+hashes (``pod-template-hash``, ``controller-revision-hash``) are FNV-32a of the template's
+canonical JSON, encoded as Kubernetes encodes its hashes. Kubernetes hashes the Go struct, so the
+values differ from a live cluster's but are stable across runs. An owner without
+``metadata.uid`` gets a UUID derived from its kind, namespace and name (uuid5); the UIDs of the
+intermediate ReplicaSets, StatefulSets and Jobs are derived the same way.
+
+Pods already in the input that the controller owns (``ownerReferences``: kind and name) count:
+only the missing replicas, ordinals, indexes or nodes are created (a Deployment's pods are those
+owned by a ReplicaSet ``<N>-<their pod-template-hash label>``). A Deployment with one of its
+ReplicaSets in the input, or a CronJob/JobSet with one of its Jobs in the input, leaves the pods
+to those objects.
+
+Queue order: the controller creates its pods in index order. :func:`expand` records each pod's
+``(namespace/controller name, index)`` (``Created.order``, kept as ``ObjectSet.creation_order``),
+which the placement queue uses after priority and creation time, before the pod's own name. The
+pods carry the controller's ``creationTimestamp`` when it has one.
+
+Limits: at most 100000 pods per controller; Indexed Jobs at most 100000 completions (batch/v1).
+A pod template's errors name the controller's field (``spec.template.spec.containers``), and
+its unknown-field warnings are given once per template.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from draopt.errors import InputError
+
+# kind -> accepted apiVersions
+CONTROLLER_KINDS: dict[str, tuple[str, ...]] = {
+    "Deployment": ("apps/v1",),
+    "ReplicaSet": ("apps/v1",),
+    "StatefulSet": ("apps/v1",),
+    "DaemonSet": ("apps/v1",),
+    "Job": ("batch/v1",),
+    "CronJob": ("batch/v1",),
+    "JobSet": ("jobset.x-k8s.io/v1alpha2",),
+    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1",),
+}
+
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"    # k8s.io/apimachinery/pkg/util/rand
+MAX_GENERATED_NAME = 58                           # 63 - 5 random characters (names.SimpleNameGenerator)
+MAX_PODS_PER_CONTROLLER = 100_000                 # beyond this the input is not a cluster
+MAX_INDEXED_COMPLETIONS = 100_000                 # batch/v1 validation, completionMode Indexed
+JOB_INDEX_KEY = "batch.kubernetes.io/job-completion-index"
+DAEMONSET_TOLERATIONS = [
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+]
+NETWORK_UNAVAILABLE = {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists",
+                       "effect": "NoSchedule"}
+
+
+# ------------------------------------------------------------------ names and hashes
+def fnv32a(data: bytes) -> int:
+    h = 0x811C9DC5
+    for b in data:
+        h ^= b
+        h = (h * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def safe_encode(text: str) -> str:
+    """Kubernetes' rand.SafeEncodeString: each character mapped into the name alphabet."""
+    return "".join(NAME_ALPHABET[ord(c) % len(NAME_ALPHABET)] for c in text)
+
+
+def template_hash(template: Any, collision_count: int = 0) -> str:
+    """A stable hash of a pod template (FNV-32a of canonical JSON), encoded as Kubernetes' ComputeHash."""
+    data = json.dumps(template, sort_keys=True, separators=(",", ":"), default=str).encode()
+    h = fnv32a(data + (str(collision_count).encode() if collision_count else b""))
+    return safe_encode(str(h))
+
+
+def name_suffix(namespace: str, owner: str, index: int) -> str:
+    digest = hashlib.sha256(f"{namespace}/{owner}/{index}".encode()).digest()
+    return "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in digest[:5])
+
+
+def generate_name(base: str, namespace: str, owner: str, index: int) -> str:
+    """`generateName: <base>` with a stable suffix (names.SimpleNameGenerator truncates to 58)."""
+    if len(base) > MAX_GENERATED_NAME:
+        base = base[:MAX_GENERATED_NAME]
+    return base + name_suffix(namespace, owner, index)
+
+
+def stable_uid(kind: str, namespace: str, name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"draopt:{kind}/{namespace}/{name}"))
+
+
+# ------------------------------------------------------------------ reading documents
+class _Reader:
+    """Typed access to one controller document; every error names the object and the field."""
+
+    def __init__(self, doc: dict[str, Any], source: str):
+        self.doc = doc
+        self.source = source
+        self.kind = doc.get("kind")
+        meta = doc.get("metadata")
+        if not isinstance(meta, dict):
+            raise InputError(f"{source}: {self.kind} (no name): field metadata: "
+                             + ("missing" if meta is None else f"expected a mapping, got {_type(meta)}"))
+        self.meta = meta
+        name = meta.get("name")
+        self.what = f"{source}: {self.kind} {name if isinstance(name, str) and name else '(no name)'}"
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{self.what}: field metadata.name: "
+                             + ("missing" if not name else f"expected a string, got {_type(name)}"))
+        self.name = name
+        ns = meta.get("namespace")
+        if ns is not None and not isinstance(ns, str):
+            raise InputError(f"{self.what}: field metadata.namespace: expected a string, got {_type(ns)}")
+        self.namespace_field = ns or None
+        self.namespace = ns or "default"
+        self.what = f"{source}: {self.kind} {self.namespace}/{name}"
+        uid = meta.get("uid")
+        self.uid = uid if isinstance(uid, str) and uid else stable_uid(self.kind, self.namespace, name)
+        self.creation = meta.get("creationTimestamp")
+        self.template_paths: dict[int, str] = {}      # id(pod template) -> its path, for errors
+
+    def error(self, path: str, message: str) -> InputError:
+        return InputError(f"{self.what}: field {path}: {message}")
+
+    def get(self, obj: Any, path: str, key: str, kind: type | tuple, default: Any = None) -> Any:
+        """obj[key] checked against `kind`; `path` is obj's path."""
+        value = obj.get(key) if isinstance(obj, dict) else None
+        full = f"{path}.{key}" if path else key
+        if value is None:
+            return default
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise self.error(full, f"expected an integer, got {_type(value)}")
+        if not isinstance(value, kind):
+            raise self.error(full, f"expected {_expected(kind)}, got {_type(value)}")
+        return value
+
+    def count(self, obj: Any, path: str, key: str, default: int, maximum: int = MAX_PODS_PER_CONTROLLER) -> int:
+        value = self.get(obj, path, key, int, default)
+        full = f"{path}.{key}" if path else key
+        if value < 0:
+            raise self.error(full, f"must be greater than or equal to 0, got {value}")
+        if value > maximum:
+            raise self.error(full, f"{value} is more than draopt simulates ({maximum})")
+        return value
+
+    def template(self, obj: Any, path: str, key: str = "template") -> dict[str, Any]:
+        t = self.get(obj, path, key, dict)
+        full = f"{path}.{key}" if path else key
+        if t is None:
+            raise self.error(full, "missing")
+        self.template_paths[id(t)] = full
+        for sub, want in (("metadata", dict), ("spec", dict)):
+            v = t.get(sub)
+            if v is not None and not isinstance(v, want):
+                raise self.error(f"{full}.{sub}", f"expected a mapping, got {_type(v)}")
+        meta = t.get("metadata") or {}
+        for sub in ("labels", "annotations"):
+            v = meta.get(sub)
+            if v is None:
+                continue
+            if not isinstance(v, dict):
+                raise self.error(f"{full}.metadata.{sub}", f"expected a mapping, got {_type(v)}")
+            for k, x in v.items():
+                if not isinstance(x, str):
+                    raise self.error(f"{full}.metadata.{sub}[{k}]", f"expected a string, got {_type(x)}")
+        return t
+
+
+def _type(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _expected(kind: type | tuple) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(_type(k()) if k is not type(None) else "null" for k in kinds)
+
+
+# ------------------------------------------------------------------ result
+@dataclass
+class Created:
+    """Pods made from controllers: documents (to be read as Pods), where each came from, order.
+    `repeats`: indexes of pods whose template was already read for an earlier pod (its errors
+    and warnings were given once, for the template)."""
+    pods: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    order: dict[str, tuple[str, int]] = field(default_factory=dict)   # pod key -> (controller key, index)
+    repeats: set[int] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)    # why a controller made no pods (suspended, ...)
+
+
+def _owner(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def _owned_by(doc: dict[str, Any], kind: str, name: str) -> bool:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    if not isinstance(refs, list):
+        return False
+    return any(isinstance(r, dict) and r.get("kind") == kind and r.get("name") == name for r in refs)
+
+
+def _ns(doc: dict[str, Any]) -> str:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    ns = meta.get("namespace") if isinstance(meta, dict) else None
+    return ns if isinstance(ns, str) and ns else "default"
+
+
+def _name(doc: dict[str, Any]) -> str:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    n = meta.get("name") if isinstance(meta, dict) else None
+    return n if isinstance(n, str) else ""
+
+
+def _minutes(timestamp: Any) -> int | None:
+    if not isinstance(timestamp, str):
+        return None
+    try:
+        d = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=timezone.utc)
+    return int(d.timestamp()) // 60
+
+
+class _Expander:
+    def __init__(self, existing_pods: list[dict[str, Any]], nodes: list[Any], controllers: list[tuple[dict, str]]):
+        self.existing = existing_pods
+        self.nodes = nodes
+        self.controllers = controllers
+        self.out = Created()
+        self.taken: set[str] = {f"{_ns(p)}/{_name(p)}" for p in existing_pods}
+        self.checked: set[tuple[int, str]] = set()     # (reader, template path) validated
+        self.made: dict[int, int] = {}                  # reader -> pods made
+        self.by_owner: dict[tuple[str, str, str], list[dict[str, Any]]] | None = None
+
+    # ---------------------------------------------------------- pods
+    def owned_pods(self, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
+        """The input's pods in `namespace` with an ownerReference to kind/name, in input order
+        (an index built once: a dump has thousands of pods and may have many controllers)."""
+        if self.by_owner is None:
+            self.by_owner = {}
+            for p in self.existing:
+                meta = p.get("metadata") if isinstance(p, dict) else None
+                refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+                if not isinstance(refs, list):
+                    continue
+                owners = {(_ns(p), r.get("kind"), r.get("name")) for r in refs if isinstance(r, dict)
+                          and isinstance(r.get("kind"), str) and isinstance(r.get("name"), str)}
+                for key in owners:
+                    self.by_owner.setdefault(key, []).append(p)
+        return self.by_owner.get((namespace, kind, name), [])
+
+    def suspended(self, r: _Reader, field_path: str, makes: str = "creates no pods") -> None:
+        """Suspended (Kueue creates Jobs and JobSets so, until it admits them): said, not silent."""
+        self.out.notes.append(f"{r.what} is suspended ({field_path}: true): it {makes} until resumed "
+                              f"(e.g. admitted by Kueue)")
+
+    def free_name(self, base: str, namespace: str, owner: str, index: int) -> str:
+        """A generated pod name nobody holds: the API server refuses a generated name that
+        exists (AlreadyExists) and the controller creates again with a new random suffix; here
+        the next draw is deterministic (`<owner>#<attempt>` seeds it)."""
+        name = generate_name(base, namespace, owner, index)
+        attempt = 0
+        while f"{namespace}/{name}" in self.taken:
+            attempt += 1
+            name = generate_name(base, namespace, f"{owner}#{attempt}", index)
+        return name
+
+    def pod(self, r: _Reader, template: dict[str, Any], name: str, owner: dict[str, Any],
+            labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+            spec_update: dict[str, Any] | None = None, order: tuple[str, int] | None = None) -> None:
+        tmeta = template.get("metadata") or {}
+        meta: dict[str, Any] = {"name": name}
+        if r.namespace_field is not None:
+            meta["namespace"] = r.namespace_field
+        all_labels = dict(tmeta.get("labels") or {})
+        all_labels.update(labels or {})
+        if all_labels:
+            meta["labels"] = all_labels
+        all_annotations = dict(tmeta.get("annotations") or {})
+        all_annotations.update(annotations or {})
+        if all_annotations:
+            meta["annotations"] = all_annotations
+        if isinstance(r.creation, str):
+            meta["creationTimestamp"] = r.creation
+        meta["ownerReferences"] = [owner]
+        spec = copy.deepcopy(template.get("spec") or {})
+        spec.update(spec_update or {})
+        self.made[id(r)] = self.made.get(id(r), 0) + 1
+        if self.made[id(r)] > MAX_PODS_PER_CONTROLLER:
+            raise InputError(f"{r.what}: it would create more than {MAX_PODS_PER_CONTROLLER} pods, more than "
+                             f"draopt simulates")
+        key = f"{r.namespace}/{name}"
+        if key in self.taken:
+            raise InputError(f"{r.what}: the pod {key} it would create is already in the input "
+                             f"and not owned by it")
+        self.taken.add(key)
+        doc = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        tpath = r.template_paths.get(id(template), "spec.template")
+        if (id(r), tpath) in self.checked:
+            self.out.repeats.add(len(self.out.pods))
+        else:
+            self.checked.add((id(r), tpath))
+            _check_template(r, doc, tpath)
+        self.out.pods.append((doc, f"{r.what}: {tpath} (as pod {name})"))
+        self.out.order[key] = order or (f"{r.namespace}/{r.name}", len(self.out.order))
+
+    # ---------------------------------------------------------- controllers
+    def replica_set(self, r: _Reader, spec: dict, path: str, rs_name: str, rs_uid: str,
+                    template: dict, extra_labels: dict[str, str], order_key: str, have: int | None = None) -> None:
+        replicas = r.count(spec, path, "replicas", 1)
+        if have is None:
+            have = len([p for p in self.owned_pods(r.namespace, "ReplicaSet", rs_name) if not _finished(p)])
+        owner = _owner("apps/v1", "ReplicaSet", rs_name, rs_uid)
+        for i in range(have, replicas):
+            self.pod(r, template, self.free_name(rs_name + "-", r.namespace, rs_name, i), owner,
+                     labels=extra_labels, order=(order_key, i))
+
+    def do_ReplicaSet(self, r: _Reader) -> None:
+        spec = r.get(r.doc, "", "spec", dict, {})
+        template = r.template(spec, "spec")
+        self.replica_set(r, spec, "spec", r.name, r.uid, template, {}, f"{r.namespace}/{r.name}")
+
+    def do_Deployment(self, r: _Reader, replica_sets: list[dict]) -> None:
+        spec = r.get(r.doc, "", "spec", dict, {})
+        template = r.template(spec, "spec")
+        if any(_ns(rs) == r.namespace and _owned_by(rs, "Deployment", r.name) for rs in replica_sets):
+            return      # its ReplicaSet is in the input and makes the pods
+        h = template_hash(template, r.get(r.doc.get("status"), "status", "collisionCount", int, 0))
+        rs_name = f"{r.name}-{h}"
+        rs_uid = stable_uid("ReplicaSet", r.namespace, rs_name)
+        # Its pods in the input (a dump without the ReplicaSets): owned by a ReplicaSet
+        # `<name>-<pod-template-hash>` of this Deployment, whatever hash the cluster computed.
+        have = len([p for p in self.existing if _ns(p) == r.namespace and not _finished(p) and any(
+            o == f"{r.name}-{_label(p, 'pod-template-hash')}" for o in _owner_names(p, "ReplicaSet"))])
+        self.replica_set(r, spec, "spec", rs_name, rs_uid, template, {"pod-template-hash": h},
+                         f"{r.namespace}/{r.name}", have=have)
+
+    def do_StatefulSet(self, r: _Reader) -> None:
+        spec = r.get(r.doc, "", "spec", dict, {})
+        template = r.template(spec, "spec")
+        replicas = r.count(spec, "spec", "replicas", 1)
+        ordinals = r.get(spec, "spec", "ordinals", dict, {})
+        start = r.count(ordinals, "spec.ordinals", "start", 0, maximum=2**31 - 1)
+        service = r.get(spec, "spec", "serviceName", str, "")
+        have = {_name(p) for p in self.owned_pods(r.namespace, "StatefulSet", r.name)}
+        revision = f"{r.name}-{template_hash(template)}"
+        owner = _owner("apps/v1", "StatefulSet", r.name, r.uid)
+        for i in range(start, start + replicas):
+            name = f"{r.name}-{i}"
+            if name in have:
+                continue
+            update = {"hostname": name}
+            if service:
+                update["subdomain"] = service
+            self.pod(r, template, name, owner,
+                     labels={"controller-revision-hash": revision, "statefulset.kubernetes.io/pod-name": name,
+                             "apps.kubernetes.io/pod-index": str(i)},
+                     spec_update=update, order=(f"{r.namespace}/{r.name}", i))
+
+    def do_DaemonSet(self, r: _Reader) -> None:
+        from draopt.kube.models.workload import PodSpec
+        from draopt.kube.nodeselect import node_selector_matches, tolerates
+        from pydantic import ValidationError
+        spec = r.get(r.doc, "", "spec", dict, {})
+        template = r.template(spec, "spec")
+        tspec = copy.deepcopy(template.get("spec") or {})
+        tolerations = list(r.get(tspec, "spec.template.spec", "tolerations", list, []))
+        known = {(repr(t.get("key")), repr(t.get("effect"))) for t in tolerations if isinstance(t, dict)}
+        extra = DAEMONSET_TOLERATIONS + ([NETWORK_UNAVAILABLE] if tspec.get("hostNetwork") is True else [])
+        for t in extra:
+            if (repr(t["key"]), repr(t["effect"])) not in known:
+                tolerations.append(dict(t))
+        tspec["tolerations"] = tolerations
+        try:
+            typed = PodSpec.model_validate(tspec)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+            raise r.error(f"spec.template.spec{loc}", err["msg"]) from None
+        required = typed.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
+            if typed.affinity is not None and typed.affinity.node_affinity is not None else None
+        covered = set()
+        for p in self.owned_pods(r.namespace, "DaemonSet", r.name):
+            node = (p.get("spec") or {}).get("nodeName") if isinstance(p.get("spec"), dict) else None
+            if isinstance(node, str):
+                covered.add(node)
+            else:
+                covered.update(_affinity_node_names(p))
+        revision = template_hash(template)
+        generation = r.get(r.meta, "metadata", "generation", int, 1)
+        owner = _owner("apps/v1", "DaemonSet", r.name, r.uid)
+        where = f"{r.what}: spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        for index, node in enumerate(sorted(self.nodes, key=lambda n: n.name)):
+            if node.name in covered:
+                continue
+            labels = node.metadata.labels or {}
+            if any(labels.get(k) != v for k, v in typed.node_selector.items()):
+                continue
+            if required is not None and not node_selector_matches(required, node, where):
+                continue
+            if any(t.effect in ("NoSchedule", "NoExecute") and not any(tolerates(x, t) for x in typed.tolerations)
+                   for t in node.spec.taints):
+                continue
+            update = {"tolerations": tolerations, "affinity": _pin_to_node(tspec.get("affinity"), node.name)}
+            pinned = {"metadata": template.get("metadata"), "spec": tspec}
+            r.template_paths[id(pinned)] = "spec.template"
+            self.pod(r, pinned,
+                     self.free_name(r.name + "-", r.namespace, r.name, index), owner,
+                     labels={"controller-revision-hash": revision, "pod-template-generation": str(generation)},
+                     spec_update=update, order=(f"{r.namespace}/{r.name}", index))
+
+    def job(self, r: _Reader, spec: dict, path: str, job_name: str, job_uid: str,
+            job_labels: dict[str, str], job_annotations: dict[str, str], order: tuple[str, int],
+            default_indexed: bool = False, spec_update: dict[str, Any] | None = None) -> int:
+        """The pods of one Job (spec at `path`); returns how many were made."""
+        template = r.template(spec, path)
+        if r.get(spec, path, "suspend", bool, False):
+            if path == "spec":      # a Job of its own (a JobSet's or CronJob's says so for itself)
+                self.suspended(r, "spec.suspend")
+            return 0
+        parallelism = r.count(spec, path, "parallelism", 1)
+        completions = r.get(spec, path, "completions", int, None)
+        if completions is not None and completions < 0:
+            raise r.error(f"{path}.completions", f"must be greater than or equal to 0, got {completions}")
+        mode = r.get(spec, path, "completionMode", str, "Indexed" if default_indexed else "NonIndexed")
+        if mode not in ("Indexed", "NonIndexed"):
+            raise r.error(f"{path}.completionMode", f"unsupported value {mode!r}: supported values: "
+                                                    f"\"Indexed\", \"NonIndexed\"")
+        if mode == "Indexed" and completions is None:
+            raise r.error(f"{path}.completions", "required when completionMode is Indexed")
+        if mode == "Indexed" and completions is not None and completions > MAX_INDEXED_COMPLETIONS:
+            raise r.error(f"{path}.completions", f"must be less than or equal to {MAX_INDEXED_COMPLETIONS} "
+                                                 f"when completionMode is Indexed")
+        owned = self.owned_pods(r.namespace, "Job", job_name)
+        active = [p for p in owned if not _finished(p)]
+        succeeded = [p for p in owned if _phase(p) == "Succeeded"]
+        labels = {"batch.kubernetes.io/controller-uid": job_uid, "batch.kubernetes.io/job-name": job_name,
+                  "controller-uid": job_uid, "job-name": job_name}
+        labels.update(job_labels)
+        owner = _owner("batch/v1", "Job", job_name, job_uid)
+        made = 0
+        if mode == "NonIndexed":
+            done = len(succeeded)
+            if completions is None:
+                want = 0 if done else parallelism - len(active)
+            else:
+                want = min(parallelism, completions - done) - len(active)
+            for i in range(max(0, want)):
+                self.pod(r, template, self.free_name(job_name + "-", r.namespace, job_name, i), owner,
+                         labels=labels, annotations=job_annotations, spec_update=spec_update,
+                         order=(order[0], order[1] + i))
+                made += 1
+            return made
+        busy = {_completion_index(p) for p in active + succeeded}
+        want = max(0, parallelism - len(active))
+        free = [i for i in range(min(completions or 0, len(busy) + want)) if i not in busy][:want]
+        for i in free:
+            self.pod(r, template, self.free_name(f"{job_name}-{i}-", r.namespace, job_name, i), owner,
+                     labels=dict(labels, **{JOB_INDEX_KEY: str(i)}),
+                     annotations=dict(job_annotations, **{JOB_INDEX_KEY: str(i)}),
+                     spec_update=dict(spec_update or {}, hostname=f"{job_name}-{i}"), order=(order[0], order[1] + i))
+            made += 1
+        return made
+
+    def do_Job(self, r: _Reader) -> None:
+        spec = r.get(r.doc, "", "spec", dict, {})
+        self.job(r, spec, "spec", r.name, r.uid, {}, {}, (f"{r.namespace}/{r.name}", 0))
+
+    def do_CronJob(self, r: _Reader, jobs: list[dict]) -> None:
+        spec = r.get(r.doc, "", "spec", dict, {})
+        jt = r.get(spec, "spec", "jobTemplate", dict)
+        if jt is None:
+            raise r.error("spec.jobTemplate", "missing")
+        jspec = r.get(jt, "spec.jobTemplate", "spec", dict, {})
+        r.template(jspec, "spec.jobTemplate.spec")
+        if r.get(spec, "spec", "suspend", bool, False):
+            self.suspended(r, "spec.suspend", "makes no Jobs")
+            return
+        if any(_ns(j) == r.namespace and _owned_by(j, "CronJob", r.name) for j in jobs):
+            return      # its Job is in the input and makes the pods
+        if any(_ns(p) == r.namespace and not _finished(p) and any(
+                o.startswith(f"{r.name}-") and o[len(r.name) + 1:].isdigit() for o in _owner_names(p, "Job"))
+               for p in self.existing):
+            return      # a Job of this CronJob is running (its pods are in the input)
+        minutes = _minutes(r.creation)
+        if minutes is None:
+            minutes = int(hashlib.sha256(f"{r.namespace}/{r.name}".encode()).hexdigest(), 16) % 30_000_000
+        job_name = f"{r.name}-{minutes}"
+        self.job(r, jspec, "spec.jobTemplate.spec", job_name, stable_uid("Job", r.namespace, job_name), {}, {},
+                 (f"{r.namespace}/{r.name}", 0))
+
+    def do_JobSet(self, r: _Reader, jobs: list[dict]) -> None:
+        spec = r.get(r.doc, "", "spec", dict, {})
+        if r.get(spec, "spec", "suspend", bool, False):
+            self.suspended(r, "spec.suspend")
+            return
+        rjobs = r.get(spec, "spec", "replicatedJobs", list, [])
+        # spec.network.enableDNSHostnames (default true): pods get the subdomain (default: the name).
+        network = r.get(spec, "spec", "network", dict, {})
+        dns = r.get(network, "spec.network", "enableDNSHostnames", bool, True)
+        subdomain = (r.get(network, "spec.network", "subdomain", str, "") or r.name) if dns else ""
+        global_index = 0
+        order = 0
+        for i, rj in enumerate(rjobs):
+            path = f"spec.replicatedJobs[{i}]"
+            if not isinstance(rj, dict):
+                raise r.error(path, f"expected a mapping, got {_type(rj)}")
+            rname = r.get(rj, path, "name", str)
+            if not rname:
+                raise r.error(f"{path}.name", "missing")
+            replicas = r.count(rj, path, "replicas", 1)
+            jt = r.get(rj, path, "template", dict)
+            if jt is None:
+                raise r.error(f"{path}.template", "missing")
+            jspec = r.get(jt, f"{path}.template", "spec", dict, {})
+            for j in range(replicas):
+                job_name = f"{r.name}-{rname}-{j}"
+                if any(_ns(x) == r.namespace and _name(x) == job_name for x in jobs):
+                    global_index += 1
+                    continue
+                marks = {"jobset.sigs.k8s.io/jobset-name": r.name,
+                         "jobset.sigs.k8s.io/replicatedjob-name": rname,
+                         "jobset.sigs.k8s.io/replicatedjob-replicas": str(replicas),
+                         "jobset.sigs.k8s.io/job-index": str(j),
+                         "jobset.sigs.k8s.io/job-global-index": str(global_index),
+                         "jobset.sigs.k8s.io/job-key": hashlib.sha1(
+                             f"{r.namespace}/{job_name}".encode()).hexdigest(),
+                         "jobset.sigs.k8s.io/restart-attempt": "0"}
+                global_index += 1
+                start = len(self.out.pods)
+                made = self.job(r, jspec, f"{path}.template.spec", job_name,
+                                  stable_uid("Job", r.namespace, job_name), marks, marks,
+                                  (f"{r.namespace}/{r.name}", order), default_indexed=True,
+                                  spec_update={"subdomain": subdomain} if subdomain else None)
+                order += made
+                topology = _exclusive(r, JOBSET_EXCLUSIVE, jt, jspec.get("template"))
+                if topology:
+                    for doc, _ in self.out.pods[start:]:
+                        _jobset_exclusive(doc, topology)
+
+    def do_LeaderWorkerSet(self, r: _Reader) -> None:
+        spec = r.get(r.doc, "", "spec", dict, {})
+        groups = r.count(spec, "spec", "replicas", 1)
+        lwt = r.get(spec, "spec", "leaderWorkerTemplate", dict)
+        if lwt is None:
+            raise r.error("spec.leaderWorkerTemplate", "missing")
+        path = "spec.leaderWorkerTemplate"
+        size = r.count(lwt, path, "size", 1)
+        if size < 1:
+            raise r.error(f"{path}.size", "must be at least 1")
+        worker_t = r.template(lwt, path, "workerTemplate")
+        leader_t = r.template(lwt, path, "leaderTemplate") if lwt.get("leaderTemplate") is not None else worker_t
+        revision = template_hash({"leader": leader_t, "worker": worker_t, "size": size})
+        have = {_name(p) for p in self.existing if _ns(p) == r.namespace and any(
+            _is_group_set(o, r.name) for o in _owner_names(p, "StatefulSet"))}
+        leader_owner = _owner("apps/v1", "StatefulSet", r.name, stable_uid("StatefulSet", r.namespace, r.name))
+        topology = _exclusive(r, LWS_EXCLUSIVE, leader_t, worker_t)
+        seq = 0
+        for i in range(groups):
+            start = len(self.out.pods)
+            leader = f"{r.name}-{i}"
+            group_key = hashlib.sha1(f"{r.namespace}/{leader}".encode()).hexdigest()
+            base = {"leaderworkerset.sigs.k8s.io/name": r.name, "leaderworkerset.sigs.k8s.io/group-index": str(i),
+                    "leaderworkerset.sigs.k8s.io/group-key": group_key,
+                    "leaderworkerset.sigs.k8s.io/template-revision-hash": revision}
+            notes = {"leaderworkerset.sigs.k8s.io/size": str(size)}
+            if leader not in have:
+                self.pod(r, leader_t, leader, leader_owner,
+                         labels=dict(base, **{"leaderworkerset.sigs.k8s.io/worker-index": "0"}),
+                         annotations=notes, spec_update={"hostname": leader, "subdomain": r.name},
+                         order=(f"{r.namespace}/{r.name}", seq))
+            seq += 1
+            worker_owner = _owner("apps/v1", "StatefulSet", leader, stable_uid("StatefulSet", r.namespace, leader))
+            for j in range(1, size):
+                name = f"{leader}-{j}"
+                if name not in have:
+                    self.pod(r, worker_t, name, worker_owner,
+                             labels=dict(base, **{"leaderworkerset.sigs.k8s.io/worker-index": str(j)}),
+                             annotations=dict(notes, **{"leaderworkerset.sigs.k8s.io/leader-name": leader}),
+                             spec_update={"hostname": name, "subdomain": r.name},
+                             order=(f"{r.namespace}/{r.name}", seq))
+                seq += 1
+            if topology:
+                for doc, _ in self.out.pods[start:]:
+                    _exclusive_terms(doc, "leaderworkerset.sigs.k8s.io/group-key", group_key, topology)
+
+    def run(self) -> Created:
+        replica_sets = [d for d, _ in self.controllers if d.get("kind") == "ReplicaSet"]
+        jobs = [d for d, _ in self.controllers if d.get("kind") == "Job"]
+        for doc, source in self.controllers:
+            r = _Reader(doc, source)
+            kind = r.kind
+            if kind == "Deployment":
+                self.do_Deployment(r, replica_sets)
+            elif kind in ("CronJob", "JobSet"):
+                getattr(self, f"do_{kind}")(r, jobs)
+            else:
+                getattr(self, f"do_{kind}")(r)
+        return self.out
+
+
+JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+JOBSET_NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector-strategy"
+LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+
+
+def _exclusive(r: _Reader, key: str, *templates: Any) -> str | None:
+    """The exclusive-topology annotation's topology key, on the object or one of its (job or pod)
+    templates (the controllers copy the object's onto the pods), unless the JobSet uses the
+    node-selector strategy (nodes labelled beforehand: no affinity injected)."""
+    found = None
+    for meta in [r.doc.get("metadata")] + [t.get("metadata") for t in templates if isinstance(t, dict)]:
+        notes = meta.get("annotations") if isinstance(meta, dict) else None
+        if isinstance(notes, dict):
+            if key == JOBSET_EXCLUSIVE and JOBSET_NODE_SELECTOR_STRATEGY in notes:
+                return None
+            if found is None and notes.get(key) is not None:
+                if not isinstance(notes[key], str) or not notes[key]:
+                    raise r.error(f"metadata.annotations[{key}]", "expected a topology label key")
+                found = notes[key]
+    return found
+
+
+def _required_terms(doc: dict[str, Any], part: str) -> list:
+    affinity = doc["spec"].setdefault("affinity", {})
+    return affinity.setdefault(part, {}).setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
+
+
+def _exclusive_terms(doc: dict[str, Any], label: str, value: str, topology: str,
+                     namespace_selector: dict | None = None) -> None:
+    """Required podAffinity to the pods of `label` = `value` and podAntiAffinity to every other
+    value of `label`, on `topology`: one group per topology domain (JobSet's
+    setExclusiveAffinities, pkg/webhooks/pod_mutating_webhook.go; LWS's SetExclusiveAffinities)."""
+    doc["spec"] = copy.deepcopy(doc["spec"])
+    extra = {} if namespace_selector is None else {"namespaceSelector": namespace_selector}
+    _required_terms(doc, "podAffinity").append(dict({
+        "labelSelector": {"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]},
+        "topologyKey": topology}, **extra))
+    _required_terms(doc, "podAntiAffinity").append(dict({
+        "labelSelector": {"matchExpressions": [{"key": label, "operator": "Exists"},
+                                               {"key": label, "operator": "NotIn", "values": [value]}]},
+        "topologyKey": topology}, **extra))
+
+
+def _jobset_exclusive(doc: dict[str, Any], topology: str) -> None:
+    """JobSet's pod webhook: a Job's leader (completion index 0) gets the exclusive terms (every
+    namespace: an empty namespaceSelector); a follower, created only once its leader is
+    scheduled, a nodeSelector for the leader's domain: here a required podAffinity to the
+    leader on `topology` (the leader's domain; pending while the leader is)."""
+    labels = doc["metadata"].get("labels") or {}
+    job_key = labels["jobset.sigs.k8s.io/job-key"]
+    if labels.get(JOB_INDEX_KEY, "0") == "0":
+        _exclusive_terms(doc, "jobset.sigs.k8s.io/job-key", job_key, topology, {})
+        return
+    doc["spec"] = copy.deepcopy(doc["spec"])
+    _required_terms(doc, "podAffinity").append({
+        "labelSelector": {"matchExpressions": [
+            {"key": "jobset.sigs.k8s.io/job-key", "operator": "In", "values": [job_key]},
+            {"key": JOB_INDEX_KEY, "operator": "In", "values": ["0"]}]},
+        "topologyKey": topology})
+
+
+def _check_template(r: _Reader, doc: dict[str, Any], tpath: str) -> None:
+    """The pod template read as a Pod; errors name the template's fields in the controller."""
+    from pydantic import ValidationError
+    from draopt.kube.models.workload import Pod
+    try:
+        Pod.model_validate(doc)
+    except ValidationError as e:
+        errors = e.errors()
+        lines = []
+        for err in errors[:5]:
+            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+            lines.append(f"{r.what}: field {tpath}{loc}: {err['msg']}")
+        if len(errors) > 5:
+            lines.append(f"{r.what}: ... and {len(errors) - 5} more problems")
+        raise InputError("\n".join(lines)) from None
+
+
+def _label(doc: dict[str, Any], key: str) -> str | None:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    value = labels.get(key) if isinstance(labels, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _owner_names(doc: dict[str, Any], kind: str) -> list[str]:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    return [r["name"] for r in refs if isinstance(r, dict) and r.get("kind") == kind
+            and isinstance(r.get("name"), str)] if isinstance(refs, list) else []
+
+
+def _is_group_set(owner: str, lws: str) -> bool:
+    """The LeaderWorkerSet's leader StatefulSet (its name) or a group's worker one (`<name>-<i>`)."""
+    return owner == lws or (owner.startswith(lws + "-") and owner[len(lws) + 1:].isdigit())
+
+
+def _phase(pod: dict[str, Any]) -> str | None:
+    status = pod.get("status")
+    return status.get("phase") if isinstance(status, dict) else None
+
+
+def _finished(pod: dict[str, Any]) -> bool:
+    return _phase(pod) in ("Succeeded", "Failed")
+
+
+def _completion_index(pod: dict[str, Any]) -> int | None:
+    meta = pod.get("metadata") or {}
+    for where in ("annotations", "labels"):
+        values = meta.get(where) if isinstance(meta, dict) else None
+        if isinstance(values, dict) and isinstance(values.get(JOB_INDEX_KEY), str):
+            try:
+                return int(values[JOB_INDEX_KEY])
+            except ValueError:
+                return None
+    return None
+
+
+def _affinity_node_names(pod: dict[str, Any]) -> set[str]:
+    try:
+        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"]
+        return {v for t in terms for f in t.get("matchFields") or [] if f.get("key") == "metadata.name"
+                for v in f.get("values") or []}
+    except (KeyError, TypeError, AttributeError):
+        return set()
+
+
+def _pin_to_node(affinity: Any, node: str) -> dict[str, Any]:
+    """The DaemonSet controller's ReplaceDaemonSetPodNodeNameNodeAffinity: every required term gets
+    matchFields `metadata.name In [node]` (replacing any metadata.name field); no terms: one term."""
+    affinity = copy.deepcopy(affinity) if isinstance(affinity, dict) else {}
+    na = affinity.setdefault("nodeAffinity", {})
+    if not isinstance(na, dict):
+        na = affinity["nodeAffinity"] = {}
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    field_req = {"key": "metadata.name", "operator": "In", "values": [node]}
+    terms = req.get("nodeSelectorTerms") if isinstance(req, dict) else None
+    if not isinstance(terms, list) or not terms:
+        na["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [{"matchFields": [field_req]}]}
+        return affinity
+    new_terms = []
+    for t in terms:
+        t = dict(t) if isinstance(t, dict) else {}
+        fields = [f for f in t.get("matchFields") or [] if isinstance(f, dict) and f.get("key") != "metadata.name"]
+        t["matchFields"] = fields + [dict(field_req)]
+        new_terms.append(t)
+    req = dict(req)
+    req["nodeSelectorTerms"] = new_terms
+    na["requiredDuringSchedulingIgnoredDuringExecution"] = req
+    return affinity
+
+
+def expand(controllers: list[tuple[dict[str, Any], str]], existing_pods: list[dict[str, Any]],
+           nodes: list[Any]) -> Created:
+    """The pods the controllers (documents with where they came from) would create, given the
+    pods already in the input (documents) and the Nodes (for DaemonSets)."""
+    return _Expander(existing_pods, nodes, controllers).run()
+
+
+def check_api_version(doc: dict[str, Any], source: str) -> None:
+    kind = doc.get("kind")
+    versions = CONTROLLER_KINDS[kind]
+    api_version = doc.get("apiVersion")
+    if api_version in versions:
+        return
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    what = f"{source}: {kind} {name if isinstance(name, str) and name else '(no name)'}: field apiVersion"
+    if api_version is None:
+        raise InputError(f"{what}: missing (accepted: {', '.join(versions)})")
+    raise InputError(f"{what}: {api_version!r} is not served for {kind} (accepted: {', '.join(versions)})")
+
+
+__all__ = ["CONTROLLER_KINDS", "Created", "expand", "check_api_version", "template_hash", "generate_name"]

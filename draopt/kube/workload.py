@@ -1,0 +1,705 @@
+"""From pods to claims: what the kube-scheduler works on once the pods are known.
+
+:func:`expand` turns the Pods, PodGroups, PriorityClasses, ResourceClaims, ResourceClaimTemplates,
+DeviceClasses and Nodes of an :class:`~draopt.kube.loader.ObjectSet` into a :class:`Workload`:
+
+* every pod's demand: priority, queue position, node selector, effective requests (as the
+  scheduler's ``NodeResourcesFit`` computes them) and the claims it uses;
+* the claims: existing ones, plus those the resourceclaim controller / the scheduler would make
+  here (from templates per pod or per PodGroup, and for extended resources backed by DRA);
+* gangs (PodGroups), ``status.reservedFor`` after the pending pods are added (at most 256
+  entries), and the nodes' allocatable resources.
+
+Naming (deterministic; Kubernetes uses ``generateName`` with a random suffix):
+
+* claim from a template for a pod: ``<pod>-<pod claim name>`` (or the name in the pod's
+  ``status.resourceClaimStatuses``); for a PodGroup: ``<podgroup>-<claim name>`` (or the name
+  in the PodGroup's, or a member pod's, ``status.resourceClaimStatuses``). A claim of that name
+  already in the input is used as is (not generated again);
+* the extended-resource claim: ``<pod>-extended-resources`` (Kubernetes: generateName
+  ``<pod>-extended-resources-``), or the existing one (``status.extendedResourceClaimStatus``, or
+  a claim annotated ``resource.kubernetes.io/extended-resource-claim: "true"`` owned by the pod);
+  its requests are named ``container-<i>-request-<j>`` as kube-scheduler names them: ``i`` is the
+  container's index in ``initContainers + containers``, ``j`` the resource's index among the
+  container's request names sorted; requests are sorted by name; its :class:`ClaimUse` name is
+  ``<extended-resources>`` (kube-scheduler's in-memory name; never a valid pod claim name);
+* ``reservedFor`` consumers: ``pods/<name>`` and ``podgroups.scheduling.k8s.io/<name>``
+  (``<resource>[.<apiGroup>]/<name>``; the namespace is the claim's).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from fractions import Fraction
+from typing import Any, Iterable
+
+from draopt.errors import InputError
+from draopt.kube.features import Features
+from draopt.kube.loader import ObjectSet
+from draopt.kube.models import Device, DeviceClass, Node, ResourceClaim, ResourceClaimTemplate
+from draopt.kube.models.workload import (Container, NodeAllocatableResources, Pod, PodGroup, PodResourceClaim,
+                              PriorityClass, ResourceRequirements)
+from draopt.kube.quantity import Quantity
+
+MAX_RESERVED_FOR = 256
+MAX_POD_GROUP_CLAIMS = 4
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+EXTENDED_CLAIM_USE = "<extended-resources>"
+POD_GROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
+# Built into every cluster (kube-apiserver creates them).
+BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+# PodLevelResources: resources a pod-level `spec.resources` may set.
+_POD_LEVEL = ("cpu", "memory")
+
+
+# ------------------------------------------------------------------ result types
+@dataclass
+class ClaimUse:
+    """One entry of a pod's spec.resourceClaims (or its extended-resource claim)."""
+    name: str               # the pod's claim name (EXTENDED_CLAIM_USE for extended resources)
+    key: str                # "namespace/name" of the ResourceClaim used
+    generated: bool         # made here (from a template, or for extended resources)
+    for_group: str | None   # PodGroup key when the claim is reserved for the PodGroup, else None
+
+
+@dataclass
+class PodDemand:
+    pod: Pod
+    key: str
+    priority: int
+    queue_key: tuple
+    node_name: str | None
+    node_selector: dict[str, str]
+    resources: dict[str, Fraction]
+    claims: list[ClaimUse]
+    group: str | None
+    # Extended resources moved from `resources` to the extended-resource claim (pod totals).
+    # kube-scheduler serves them from a device plugin instead on a node whose allocatable has the
+    # resource (> 0); the placement engine may put them back for such nodes.
+    extended_resources: dict[str, Fraction] = field(default_factory=dict)
+
+
+@dataclass
+class Gang:
+    key: str
+    min_count: int
+    pods: list[str]
+    priority: int
+    policy: str             # "gang" | "basic"
+
+
+@dataclass
+class Workload:
+    pending: list[PodDemand]
+    running: list[PodDemand]
+    claims: dict[str, ResourceClaim]
+    groups: dict[str, Gang]
+    reserved_for: dict[str, list[str]]
+    node_allocatable: dict[str, dict[str, Fraction]]
+
+    def pod(self, key: str) -> PodDemand:
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = self.__dict__["_index"] = {p.key: p for p in self.pending + self.running}
+        try:
+            return index[key]
+        except KeyError:
+            raise KeyError(key) from None
+
+
+# ------------------------------------------------------------------ helpers
+def q(value: Any) -> Fraction:
+    """Exact value of a Kubernetes quantity string (cpu in cores, memory in bytes)."""
+    return Quantity.parse(str(value)).value
+
+
+def _key(obj) -> str:
+    return f"{obj.namespace}/{obj.name}"
+
+
+def pod_consumer(name: str) -> str:
+    return f"pods/{name}"
+
+
+def group_consumer(name: str) -> str:
+    return f"podgroups.scheduling.k8s.io/{name}"
+
+
+def consumer_string(ref) -> str:
+    """A status.reservedFor entry as `<resource>[.<apiGroup>]/<name>`."""
+    group = ref.api_group or ""
+    return f"{ref.resource}.{group}/{ref.name}" if group else f"{ref.resource}/{ref.name}"
+
+
+def _add(into: dict[str, Fraction], more: dict[str, Fraction]) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, Fraction(0)) + v
+
+
+def _max(into: dict[str, Fraction], other: dict[str, Fraction]) -> None:
+    for k, v in other.items():
+        if k not in into or v > into[k]:
+            into[k] = v
+
+
+def effective_container_requests(res: ResourceRequirements | None) -> dict[str, str]:
+    """Requests after API defaulting: a resource with a limit and no request requests its limit."""
+    if res is None:
+        return {}
+    out = dict(res.limits)
+    out.update(res.requests)
+    return out
+
+
+def _parsed(reqs: dict[str, str], skip: set[str]) -> dict[str, Fraction]:
+    return {k: q(v) for k, v in reqs.items() if k not in skip}
+
+
+def pod_requests(pod: Pod, skip: Iterable[str] = (), *, pod_level: bool = True) -> dict[str, Fraction]:
+    """kube-scheduler's PodRequests (component-helpers/resource): sum(containers) and sidecars
+    (restartable init containers) against each init container's peak; pod-level requests for
+    cpu/memory when set (unless `pod_level` is False: SkipPodLevelResources); plus
+    spec.overhead. Resources in `skip` are left out."""
+    skip = set(skip)
+    reqs: dict[str, Fraction] = {}
+    for c in pod.spec.containers:
+        _add(reqs, _parsed(effective_container_requests(c.resources), skip))
+    sidecars: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
+    for c in pod.spec.init_containers:
+        creqs = _parsed(effective_container_requests(c.resources), skip)
+        if c.restart_policy == "Always":
+            _add(reqs, creqs)
+            _add(sidecars, creqs)
+            peak = dict(sidecars)
+        else:
+            peak = dict(creqs)
+            _add(peak, sidecars)
+        _max(init_peak, peak)
+    _max(reqs, init_peak)
+    level = effective_container_requests(pod.spec.resources) if pod_level else {}
+    for name in _POD_LEVEL:
+        if name in level and name not in skip:
+            reqs[name] = q(level[name])
+    _add(reqs, _parsed(dict(pod.spec.overhead), skip))
+    return reqs
+
+
+def _is_extended_name(name: str) -> bool:
+    """IsExtendedResourceName or the deviceclass prefix: domain-qualified, not kubernetes.io."""
+    if name.startswith(DEVICE_CLASS_PREFIX):
+        return True
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
+def device_class_mapping(classes: list[DeviceClass]) -> dict[str, str]:
+    """Extended resource name -> DeviceClass name, as kube-scheduler's DeviceClassMapping:
+    `deviceclass.resource.kubernetes.io/<class>` for every class; a class's extendedResourceName
+    too, the newest class (creationTimestamp) winning, then the smallest name."""
+    mapping: dict[str, str] = {}
+    chosen: dict[str, DeviceClass] = {}
+    for c in classes:
+        mapping[DEVICE_CLASS_PREFIX + c.name] = c.name
+    for c in classes:
+        name = c.spec.extended_resource_name
+        if not name:
+            continue
+        prev = chosen.get(name)
+        if prev is None or _prefer(c, prev):
+            chosen[name] = c
+    for name, c in chosen.items():
+        mapping[name] = c.name
+    return mapping
+
+
+def _ts(obj) -> datetime | None:
+    raw = obj.metadata.creation_timestamp
+    if not raw:
+        return None
+    try:
+        d = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{obj.ref}: field metadata.creationTimestamp: {raw!r} is not an RFC 3339 time") from None
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+def _prefer(a: DeviceClass, b: DeviceClass) -> bool:
+    ta, tb = _ts(a), _ts(b)
+    ta_n = ta.timestamp() if ta else 0.0
+    tb_n = tb.timestamp() if tb else 0.0
+    if ta_n == tb_n:
+        return a.name < b.name
+    return ta_n > tb_n
+
+
+def _queue_time(pod: Pod) -> str:
+    d = _ts(pod)
+    if d is None:
+        return ""
+    return d.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def containers_referencing(pod: Pod, claim_name: str) -> int:
+    """How many containers (init and regular) list `claim_name` in resources.claims."""
+    return sum(1 for c in list(pod.spec.init_containers) + list(pod.spec.containers)
+               if any(r.name == claim_name for r in c.resources.claims))
+
+
+# ------------------------------------------------------------------ node-allocatable resources
+def node_allocatable_demand(device: Device, pod: PodDemand | None, n_containers: int,
+                            consumed_capacity: dict[str, Fraction] | None = None, *,
+                            mapping: bool = True, overhead: bool = True) -> dict[str, Fraction]:
+    """Node-allocatable resources (cpu, memory, hugepages-*) one allocated `device` adds to a
+    pod's demand (DRANodeAllocatableResources):
+
+    * ``mapping`` (the device *is* the resource): ``consumedCapacity[capacityKey] x
+      capacityMultiplier`` (multiplier default 1; without `consumed_capacity` the device's whole
+      capacity, as an exclusive allocation consumes), or ``deviceMultiplier`` for the one
+      device (neither set: 1 per device). Kubernetes counts it once per claim; mapped claims
+      cannot be shared between pods.
+    * ``overhead`` (auxiliary host resources): ``perPod + perContainer x n_containers``, for
+      every pod that references the claim; `n_containers` = containers of the pod referencing
+      the claim (see :func:`containers_referencing`).
+
+    `mapping=False` / `overhead=False` leave a part out (e.g. a mapped claim already counted).
+    """
+    raw = device.node_allocatable_resources
+    if not raw:
+        return {}
+    where = f"device {device.name}" + (f" (for Pod {pod.key})" if pod is not None else "")
+    try:
+        nar = NodeAllocatableResources.model_validate(raw)
+    except ValueError as e:
+        raise InputError(f"{where}: field nodeAllocatableResources: {e}") from None
+    out: dict[str, Fraction] = {}
+    for resource, spec in nar.resources.items():
+        amount = Fraction(0)
+        if mapping and spec.mapping is not None:
+            m = spec.mapping
+            if m.capacity_key:
+                if consumed_capacity is not None and m.capacity_key in consumed_capacity:
+                    base = Fraction(consumed_capacity[m.capacity_key])
+                elif m.capacity_key in device.capacity:
+                    base = q(device.capacity[m.capacity_key].value)
+                else:
+                    raise InputError(f"{where}: field nodeAllocatableResources.{resource}.mapping.capacityKey: "
+                                     f"the device has no capacity {m.capacity_key!r}")
+                amount += base * (q(m.capacity_multiplier) if m.capacity_multiplier is not None else 1)
+            else:
+                amount += q(m.device_multiplier) if m.device_multiplier is not None else Fraction(1)
+        if overhead and spec.overhead is not None:
+            o = spec.overhead
+            if o.per_pod is not None:
+                amount += q(o.per_pod)
+            if o.per_container is not None:
+                amount += q(o.per_container) * n_containers
+        if amount:
+            out[resource] = out.get(resource, Fraction(0)) + amount
+    return out
+
+
+def pod_level_footprint(pod: PodDemand, devices: dict[str, Fraction]) -> tuple[dict[str, Fraction], str | None]:
+    """What the node-allocatable resources of a pod's devices (`devices`) add to its pod-level
+    requests (kube-scheduler's DynamicResources, getPodNodeAllocatableResourceFootprint and
+    validatePodLevelResourcesCoverDRA, 1.36): pod-level requests are the pod's whole footprint,
+    so a resource they set gets nothing on top; but they must cover the containers' requests
+    plus the devices' amounts, else the pod is unschedulable (and unresolvable) wherever those
+    devices are. Returns (the amounts to add, None) or ({}, the scheduler's reason)."""
+    level = effective_container_requests(pod.pod.spec.resources)
+    covered = [r for r in _POD_LEVEL if r in level]
+    if not covered or not devices:
+        return devices, None
+    containers = pod_requests(pod.pod, pod_level=False)
+    for r in covered:
+        if r in devices and containers.get(r, Fraction(0)) + devices[r] > q(level[r]):
+            return {}, (f"pod level request for {r} is insufficient to cover the aggregated container "
+                        f"and node-allocatable DRA requests")
+    return {k: v for k, v in devices.items() if k not in covered}, None
+
+
+def has_mapping(device: Device) -> bool:
+    """The device itself is a node resource (a ``mapping`` in its nodeAllocatableResources): a
+    claim allocating it cannot be shared by several pods (validateNodeAllocatableDRAClaimSharing);
+    overhead alone can."""
+    raw = device.node_allocatable_resources
+    if not raw:
+        return False
+    try:
+        nar = NodeAllocatableResources.model_validate(raw)
+    except ValueError as e:
+        raise InputError(f"device {device.name}: field nodeAllocatableResources: {e}") from None
+    return any(spec.mapping is not None for spec in nar.resources.values())
+
+
+# ------------------------------------------------------------------ expansion
+class _Expander:
+    def __init__(self, objects: ObjectSet, features: Features):
+        self.o = objects
+        self.features = features
+        self.claims: dict[str, ResourceClaim] = {_key(c): c for c in objects.resource_claims}
+        self.templates: dict[str, ResourceClaimTemplate] = {_key(t): t for t in objects.claim_templates}
+        self.groups: dict[str, PodGroup] = {}
+        for g in objects.pod_groups:
+            self.groups[_key(g)] = g
+        self.classes: dict[str, int] = dict(BUILTIN_PRIORITY_CLASSES)
+        self.default_priority = 0
+        default_seen: PriorityClass | None = None
+        for pc in objects.priority_classes:
+            self.classes[pc.name] = pc.value
+            if pc.global_default and (default_seen is None or pc.value < default_seen.value):
+                default_seen = pc   # several global defaults: Kubernetes takes the lowest value
+        if default_seen is not None:
+            self.default_priority = default_seen.value
+        self.ext_mapping = device_class_mapping(objects.device_classes) if features.extended_resource else {}
+        self.group_claims: dict[tuple[str, str], str] = {}   # (group key, claim name) -> claim key
+        self._generated: set[str] = set()                      # keys of the claims made here
+        # Extended-resource claims by (namespace, owning pod name), in self.claims order: finding
+        # a pod's claim must not scan every claim for every pod (quadratic on large inputs).
+        self._extended_by_owner: dict[tuple[str, str], list[str]] = {}
+        for key, c in self.claims.items():
+            self._index_extended(key, c)
+
+    def _index_extended(self, key: str, c: ResourceClaim) -> None:
+        if c.metadata.annotations.get(EXTENDED_CLAIM_ANNOTATION) != "true":
+            return
+        owners = (c.metadata.model_extra or {}).get("ownerReferences") or []
+        for name in dict.fromkeys(o.get("name") for o in owners if isinstance(o, dict) and o.get("kind") == "Pod"):
+            if isinstance(name, str):
+                self._extended_by_owner.setdefault((c.namespace, name), []).append(key)
+
+    def _add_claim(self, key: str, claim: ResourceClaim) -> None:
+        self.claims[key] = claim
+        self._index_extended(key, claim)
+
+    # -------------------------------------------------------------- priorities
+    def priority(self, obj, spec) -> int:
+        if spec.priority is not None:
+            return spec.priority
+        if spec.priority_class_name:
+            if spec.priority_class_name not in self.classes:
+                raise InputError(f"{obj.ref}: field spec.priorityClassName: PriorityClass "
+                                 f"{spec.priority_class_name!r} not found")
+            return self.classes[spec.priority_class_name]
+        return self.default_priority
+
+    # -------------------------------------------------------------- claims
+    def _generate(self, name: str, namespace: str, template: ResourceClaimTemplate, owner: dict[str, Any],
+                  claim_name: str) -> ResourceClaim:
+        tmeta = template.spec.metadata or {}
+        annotations = dict(tmeta.get("annotations") or {})
+        annotations[POD_CLAIM_NAME_ANNOTATION] = claim_name
+        doc = {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": dict(tmeta.get("labels") or {}), "annotations": annotations,
+                         "ownerReferences": [owner]},
+            "spec": template.spec.spec.to_k8s(),
+        }
+        return ResourceClaim.model_validate(doc)
+
+    @staticmethod
+    def _owner(api_version: str, kind: str, obj) -> dict[str, Any]:
+        ref = {"apiVersion": api_version, "kind": kind, "name": obj.name,
+               "controller": True, "blockOwnerDeletion": True}
+        if obj.metadata.uid:
+            ref["uid"] = obj.metadata.uid
+        return ref
+
+    @staticmethod
+    def _status_name(statuses, claim_name: str) -> tuple[bool, str | None]:
+        for s in statuses:
+            if s.name == claim_name:
+                return True, s.resource_claim_name
+        return False, None
+
+    def _template(self, pod: Pod, i: int, pc: PodResourceClaim) -> ResourceClaimTemplate:
+        tkey = f"{pod.namespace}/{pc.resource_claim_template_name}"
+        t = self.templates.get(tkey)
+        if t is None:
+            raise InputError(f"{pod.ref}: field spec.resourceClaims[{i}].resourceClaimTemplateName: "
+                             f"ResourceClaimTemplate {tkey} not found")
+        return t
+
+    def resolve(self, pod: Pod, i: int, pc: PodResourceClaim, group: PodGroup | None) -> ClaimUse | None:
+        if bool(pc.resource_claim_name) == bool(pc.resource_claim_template_name):
+            raise InputError(f"{pod.ref}: field spec.resourceClaims[{i}]: exactly one of resourceClaimName "
+                             f"and resourceClaimTemplateName must be set")
+        ns = pod.namespace
+        group_key = _key(group) if group is not None else None
+        # Without DRAWorkloadResourceClaims the API server drops PodGroup.spec.resourceClaims.
+        matches = group is not None and self.features.workload_resource_claims and any(
+            g.name == pc.name and (g.resource_claim_name or None) == (pc.resource_claim_name or None)
+            and (g.resource_claim_template_name or None) == (pc.resource_claim_template_name or None)
+            for g in group.spec.resource_claims)
+        for_group = group_key if matches else None
+        if pc.resource_claim_name:
+            key = f"{ns}/{pc.resource_claim_name}"
+            if key not in self.claims:
+                raise InputError(f"{pod.ref}: field spec.resourceClaims[{i}].resourceClaimName: "
+                                 f"ResourceClaim {key} not found")
+            return ClaimUse(pc.name, key, False, for_group)
+        # From a template.
+        if matches:
+            assert group is not None and group_key is not None
+            cached = self.group_claims.get((group_key, pc.name))
+            if cached is not None:
+                return ClaimUse(pc.name, cached, cached in self._generated, group_key)
+            found, name = self._status_name(group.status.resource_claim_statuses, pc.name)
+            if not found or not name:
+                found, name = self._status_name(pod.status.resource_claim_statuses, pc.name)
+            name = name or f"{group.name}-{pc.name}"
+            key = f"{ns}/{name}"
+            if key not in self.claims:
+                t = self._template(pod, i, pc)
+                self._add_claim(key, self._generate(name, ns, t, self._owner(group.api_version or POD_GROUP_API_VERSION,
+                                                                            "PodGroup", group), pc.name))
+                self._generated.add(key)
+            self.group_claims[(group_key, pc.name)] = key
+            return ClaimUse(pc.name, key, key in self._generated, group_key)
+        found, name = self._status_name(pod.status.resource_claim_statuses, pc.name)
+        if found and name is None:
+            return None   # status says: no claim needed for this pod claim
+        name = name or f"{pod.name}-{pc.name}"
+        key = f"{ns}/{name}"
+        if key not in self.claims:
+            t = self._template(pod, i, pc)
+            self._add_claim(key, self._generate(name, ns, t, self._owner("v1", "Pod", pod), pc.name))
+            self._generated.add(key)
+        return ClaimUse(pc.name, key, key in self._generated, None)
+
+    # -------------------------------------------------------------- extended resources
+    def extended(self, pod: Pod) -> tuple[list[dict[str, Any]], dict[str, Fraction]]:
+        """(device requests, pod totals) for the extended resources backed by DRA."""
+        if not self.ext_mapping:
+            return [], {}
+        requests: list[dict[str, Any]] = []
+        containers: list[tuple[str, Container]] = \
+            [(f"spec.initContainers[{j}]", c) for j, c in enumerate(pod.spec.init_containers)] + \
+            [(f"spec.containers[{j}]", c) for j, c in enumerate(pod.spec.containers)]
+        used: set[str] = set()
+        for ci, (path, c) in enumerate(containers):
+            creqs = effective_container_requests(c.resources)
+            names = sorted(creqs)
+            for ridx, rname in enumerate(names):
+                if rname not in self.ext_mapping or not _is_extended_name(rname):
+                    continue
+                value = q(creqs[rname])
+                if value == 0:
+                    continue
+                if value.denominator != 1 or value < 0:
+                    raise InputError(f"{pod.ref}: field {path}.resources.requests[{rname}]: "
+                                     f"{creqs[rname]!r}: an extended resource must be a whole number")
+                used.add(rname)
+                requests.append({"name": f"container-{ci}-request-{ridx}",
+                                 "exactly": {"deviceClassName": self.ext_mapping[rname],
+                                             "allocationMode": "ExactCount", "count": int(value)}})
+        if not requests:
+            return [], {}
+        requests.sort(key=lambda r: r["name"])
+        totals = {k: v for k, v in pod_requests(pod).items() if k in used}
+        return requests, totals
+
+    def extended_claim(self, pod: Pod, requests: list[dict[str, Any]]) -> ClaimUse:
+        ns = pod.namespace
+        st = pod.status.extended_resource_claim_status
+        if st is not None and st.resource_claim_name and f"{ns}/{st.resource_claim_name}" in self.claims:
+            return ClaimUse(EXTENDED_CLAIM_USE, f"{ns}/{st.resource_claim_name}", False, None)
+        for key in self._extended_by_owner.get((ns, pod.name), ()):
+            c = self.claims[key]
+            owners = (c.metadata.model_extra or {}).get("ownerReferences") or []
+            if any(isinstance(o, dict) and o.get("kind") == "Pod" and o.get("name") == pod.name and
+                   (not pod.metadata.uid or not o.get("uid") or o.get("uid") == pod.metadata.uid)
+                   for o in owners):
+                return ClaimUse(EXTENDED_CLAIM_USE, key, key in self._generated, None)
+        name = f"{pod.name}-extended-resources"
+        key = f"{ns}/{name}"
+        if key in self.claims:
+            raise InputError(f"{pod.ref}: field spec.containers: the extended-resource claim name {key} is "
+                             f"taken by a ResourceClaim that is not this pod's extended-resource claim")
+        doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+               "metadata": {"name": name, "namespace": ns,
+                            "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
+                            "ownerReferences": [self._owner("v1", "Pod", pod)]},
+               "spec": {"devices": {"requests": requests}}}
+        self._add_claim(key, ResourceClaim.model_validate(doc))
+        self._generated.add(key)
+        return ClaimUse(EXTENDED_CLAIM_USE, key, True, None)
+
+    # -------------------------------------------------------------- pods
+    def demand(self, pod: Pod) -> PodDemand:
+        key = _key(pod)
+        group: PodGroup | None = None
+        gname = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group else None
+        if gname:
+            group = self.groups.get(f"{pod.namespace}/{gname}")
+            if group is None:
+                raise InputError(f"{pod.ref}: field spec.schedulingGroup.podGroupName: PodGroup "
+                                 f"{pod.namespace}/{gname} not found")
+        claims: list[ClaimUse] = []
+        seen: set[str] = set()
+        for i, pc in enumerate(pod.spec.resource_claims):
+            if pc.name in seen:
+                raise InputError(f"{pod.ref}: field spec.resourceClaims[{i}].name: duplicate name {pc.name!r}")
+            seen.add(pc.name)
+            use = self.resolve(pod, i, pc, group)
+            if use is not None:
+                claims.append(use)
+        ext_requests, ext_totals = self.extended(pod)
+        if ext_requests:
+            claims.append(self.extended_claim(pod, ext_requests))
+        resources = pod_requests(pod, skip=ext_totals)
+        for name in ("cpu", "memory"):
+            resources.setdefault(name, Fraction(0))
+        resources["pods"] = Fraction(1)
+        resources = {k: v for k, v in resources.items() if v or k in ("cpu", "memory", "pods")}
+        priority = self.priority(pod, pod.spec)
+        return PodDemand(pod=pod, key=key, priority=priority,
+                         queue_key=(-priority, _queue_time(pod), *self._created(key)),
+                         node_name=pod.spec.node_name or None,
+                         node_selector=dict(pod.spec.node_selector), resources=resources,
+                         claims=claims, group=_key(group) if group is not None else None,
+                         extended_resources=ext_totals)
+
+    def _created(self, key: str) -> tuple:
+        """Queue tie-break after priority and creation time: the pod's key; a pod made from a
+        workload controller (draopt.kube.controllers) sorts by (controller key, creation index)."""
+        order = getattr(self.o, "creation_order", {}).get(key)
+        return (*order, key) if order else (key,)
+
+    # -------------------------------------------------------------- all
+    def run(self) -> Workload:
+        for g in self.o.pod_groups:
+            if len(g.spec.resource_claims) > MAX_POD_GROUP_CLAIMS:
+                raise InputError(f"{g.ref}: field spec.resourceClaims: {len(g.spec.resource_claims)} entries, "
+                                 f"at most {MAX_POD_GROUP_CLAIMS} allowed")
+            for i, gc in enumerate(g.spec.resource_claims):
+                if bool(gc.resource_claim_name) == bool(gc.resource_claim_template_name):
+                    raise InputError(f"{g.ref}: field spec.resourceClaims[{i}]: exactly one of "
+                                     f"resourceClaimName and resourceClaimTemplateName must be set")
+        seen_pods: set[str] = set()
+        for p in self.o.pods:
+            key = _key(p)
+            if key in seen_pods:
+                # One object per namespace/name, as the API server holds it.
+                raise InputError(f"Pod {key}: given twice (field metadata.name): one object per namespace and name")
+            seen_pods.add(key)
+        # Finished pods hold nothing (the scheduler does not count Succeeded/Failed pods).
+        demands = [self.demand(p) for p in self.o.pods if p.status.phase not in ("Succeeded", "Failed")]
+        pending = sorted((d for d in demands if d.node_name is None), key=lambda d: d.queue_key)
+        running = [d for d in demands if d.node_name is not None]
+
+        reserved: dict[str, list[str]] = {k: [consumer_string(r) for r in c.status.reserved_for]
+                                          for k, c in self.claims.items()}
+        beyond: dict[str, list[tuple[PodDemand, str]]] = {}
+        for d in pending:
+            for use in d.claims:
+                consumer = group_consumer(use.for_group.split("/", 1)[1]) if use.for_group \
+                    else pod_consumer(d.pod.name)
+                entries = reserved.setdefault(use.key, [])
+                if consumer in entries:
+                    continue
+                if len(entries) >= MAX_RESERVED_FOR:
+                    beyond.setdefault(use.key, []).append((d, use.name))
+                else:
+                    entries.append(consumer)
+        if beyond:
+            key, over = next(iter(beyond.items()))
+            d, claim_name = over[0]
+            idx = next((i for i, pc in enumerate(d.pod.spec.resource_claims) if pc.name == claim_name), None)
+            fld = f"spec.resourceClaims[{idx}]" if idx is not None else "spec.containers"
+            raise InputError(f"{d.pod.ref}: field {fld}: ResourceClaim {key}: status.reservedFor would exceed "
+                             f"{MAX_RESERVED_FOR} entries; pods beyond the limit: "
+                             + ", ".join(x.key for x, _ in over)
+                             + "".join(f"; ResourceClaim {k}: pods beyond the limit: "
+                                       + ", ".join(x.key for x, _ in v) for k, v in list(beyond.items())[1:]))
+
+        groups: dict[str, Gang] = {}
+        by_group: dict[str, list] = {}
+        for d in demands:
+            if d.group is not None:
+                by_group.setdefault(d.group, []).append(d)
+        for g in self.o.pod_groups:
+            gkey = _key(g)
+            members = sorted(by_group.get(gkey, ()), key=lambda d: d.queue_key)
+            policy = g.spec.scheduling_policy
+            if policy is not None and policy.gang is not None:
+                kind, min_count = "gang", policy.gang.min_count
+                if min_count < 1:
+                    raise InputError(f"{g.ref}: field spec.schedulingPolicy.gang.minCount: must be at least 1")
+            else:
+                kind, min_count = "basic", 1
+            if g.spec.priority is not None or g.spec.priority_class_name:
+                prio = self.priority(g, g.spec)
+            else:
+                prio = max((d.priority for d in members), default=self.default_priority)
+            groups[gkey] = Gang(key=gkey, min_count=min_count, pods=[d.key for d in members],
+                                priority=prio, policy=kind)
+
+        return Workload(pending=pending, running=running, claims=self.claims, groups=groups,
+                        reserved_for=reserved, node_allocatable=node_allocatable(self.o.nodes))
+
+
+def node_allocatable(nodes: list[Node]) -> dict[str, dict[str, Fraction]]:
+    """node name -> status.allocatable as exact values (cpu in cores, memory in bytes, pods)."""
+    return {n.name: {k: q(v) for k, v in n.status.allocatable.items()} for n in nodes}
+
+
+def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
+    """The pods of `objects` as the scheduler sees them; see the module docstring."""
+    features = features or Features.from_gates()
+    for line in gated_field_notes(objects, features):
+        if line not in _SAID:     # once per run, however many policies expand the same input
+            _SAID.add(line)
+            print(f"note: {line}", file=sys.stderr)
+    return _Expander(objects, features).run()
+
+
+_SAID: set[str] = set()
+
+
+def _list_valued(attr: Any) -> bool:
+    return isinstance(attr, dict) and any(attr.get(k) is not None for k in ("bools", "ints", "strings", "versions"))
+
+
+def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
+    """One line per gated field the input sets whose gate is off (the API server drops such a
+    field on write, so Kubernetes never sees it), and per field draopt does not model: the
+    first object, and how many more."""
+    found: dict[tuple[str, str], list[str]] = {}
+
+    def seen(field_name: str, gate: str, ref: str) -> None:
+        found.setdefault((field_name, gate), []).append(ref)
+
+    for g in objects.pod_groups:
+        if (g.spec.model_extra or {}).get("schedulingConstraints"):
+            seen("PodGroup spec.schedulingConstraints", "TopologyAwareWorkloadScheduling", g.ref)
+        if g.spec.resource_claims:
+            seen("PodGroup spec.resourceClaims", "DRAWorkloadResourceClaims", g.ref)
+    for s in objects.resource_slices:
+        for d in s.spec.devices:
+            if d.node_allocatable_resources:
+                seen("ResourceSlice spec.devices[].nodeAllocatableResources", "DRANodeAllocatableResources", s.ref)
+                break
+        if any(_list_valued(a) for d in s.spec.devices for a in (d.to_k8s().get("attributes") or {}).values()):
+            seen("ResourceSlice spec.devices[].attributes[] list values", "DRAListTypeAttributes", s.ref)
+    lines = []
+    for (field_name, gate), refs in found.items():
+        more = f" and {len(refs) - 1} more" if len(refs) > 1 else ""
+        if not features.gates.get(gate, False):
+            lines.append(f"field {field_name} dropped: gate {gate} is off ({refs[0]}{more})")
+        elif gate == "TopologyAwareWorkloadScheduling":
+            lines.append(f"field {field_name} is not modelled by draopt: the placement may split a group "
+                         f"across topology domains ({refs[0]}{more})")
+    return lines
+
+
+__all__ = ["ClaimUse", "PodDemand", "Gang", "Workload", "expand", "node_allocatable_demand",
+           "pod_level_footprint", "has_mapping", "gated_field_notes",
+           "containers_referencing", "pod_requests", "device_class_mapping", "node_allocatable",
+           "MAX_RESERVED_FOR", "EXTENDED_CLAIM_USE"]

@@ -1,0 +1,374 @@
+"""Column generation over interchangeable nodes (a reduction of the one placement model).
+
+Where every node of a part is in a class of interchangeable nodes (`patterns.node_classes`,
+classes of one node allowed) and every pod is of a counted kind (`CountIdenticalPods`), the
+part is a cutting-stock problem (Gilmore-Gomory): a *column* is a configuration (pods per kind
+on one node of a class) that the one model accepts on the class's representative node; the
+placement chooses how many nodes of each class take each configuration. `patterns.py`
+enumerates every configuration, which stops at MAX_CHECKS; here they are generated:
+
+* master (LP, GLOP): maximise the placed value (optimal.py's first objective: priority-weighted
+  placed pods) over the columns found so far, s.t. columns per class <= its nodes and pods per
+  kind <= its pods;
+* pricing (exact CP-SAT): the one model on the representative (the same model, so the same DRA
+  rules, as every other check), maximising the reduced value sum_k (w_k - pi_k) n_k under the
+  LP's dual prices pi; a configuration whose reduced value beats the class's dual mu_j is a new
+  column. Every round gives a valid bound, the Lagrangian (Farley) one:
+  sum_k pi_k pods_k + sum_j nodes_j * max(mu_j, best reduced value of class j) (the pricing
+  solver's proven upper bound, with the rounding of the prices to integers added), valid for
+  any pi, mu >= 0 whether or not the generation has converged; at convergence it is the LP
+  bound;
+* integer placement: CP-SAT over configuration counts per class, warm-started from (and never
+  below) the warm start's own configurations, which are columns from the start.
+
+`invert` hands the chosen configurations out to the nodes of each class in node order and the
+pods of each kind in queue order (then optimal.py's decoding deals their devices, as for
+patterns.py). Columns from the warm start are checked on the representative only when used.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortools.linear_solver import pywraplp
+from ortools.sat.python import cp_model
+
+from draopt.model.patterns import Configuration, NodeClass, OneNodeModel, node_classes
+from draopt.model.placement import one_node_model
+from draopt.cluster.result import weight
+
+MAX_CLASSES = 64          # more classes: the per-node model is the better form
+MIN_NODES = 200           # smaller parts: the one model (and patterns.py) proves them exactly
+PRICE_SCALE = 10 ** 6     # reduced values are scaled to integers up to about this
+LP_SHARE = 0.6            # of the time limit, for the generation (the rest: integer placement)
+
+
+@dataclass
+class Column:
+    cls: int                       # index of its NodeClass
+    counts: tuple[int, ...]        # pods per kind (in the class's kinds order)
+    value: int                     # placed value of one node with it
+    conf: Configuration | None     # values on the representative (None: not checked yet)
+
+
+@dataclass
+class Solution:
+    classes: list[NodeClass]
+    columns: list[Column]
+    counts: list[int]                              # nodes taking each column
+    objective: int
+    bound: int                                     # proven upper bound of the placed value
+    lp_bound: float | None                         # the last restricted master's LP value
+    converged: bool                                # no column has a positive reduced value
+    stopped: str = ""                              # why the generation stopped early
+    warm: str = ""                                 # why the warm start's placement is kept
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class ColumnGeneration:
+    """accepts(part) -> why not (None: accepted); apply(part) -> Solution; invert -> nodes."""
+
+    @staticmethod
+    def accepts(prep, kind_ids: list[int], node_names: set[str], cluster, workload) -> str | None:
+        kinds = [prep.kinds[i] for i in kind_ids]
+        for kind in kinds:
+            if not kind.counted or kind.unit_size != 1:
+                return "a kind is not counted"
+            if any(p.group is not None for p in kind.pods):
+                return "gangs"
+            if len({p.priority for p in kind.pods}) > 1:
+                return "a kind with several priorities"
+        seen: set[int] = set()
+        for problem in prep.problems.values():   # problems are shared by nodes alike: each looked at once
+            if id(problem) not in seen:
+                seen.add(id(problem))
+                if any(g.has_subrequests for cl in problem.claims for g in cl.requests):
+                    return "prioritized lists (preferences are the model's second objective)"
+        classes = node_classes(prep, kinds, node_names, cluster, min_size=1)
+        if len(classes) > MAX_CLASSES:
+            return f"more than {MAX_CLASSES} classes of interchangeable nodes"
+        classed = {n.name for nc in classes for n in nc.nodes}
+        for kind in kinds:
+            if any(n.name in node_names and n.name not in classed for n in prep.pod_nodes.get(kind.pods[0].key, [])):
+                return "a node that is not interchangeable with a class (shared devices, node-resource devices)"
+        return None
+
+    def apply(self, prep, cluster, workload, book, kind_ids: list[int], node_names: set[str], *,
+              deadline: float, warm: dict[str, str | None] | None = None) -> Solution:
+        """`warm`: pod key -> node of a valid placement (its configurations are the first
+        columns and the integer floor). `deadline` (perf_counter) bounds everything."""
+        t0 = time.perf_counter()
+        kinds = [prep.kinds[i] for i in kind_ids]
+        classes = node_classes(prep, kinds, node_names, cluster, min_size=1)
+        value = {k.index: weight(k.pods[0].priority) for k in kinds}
+        pods_of = {k.index: len(k.pods) for k in kinds}
+        ones = [one_node_model(nc, prep, cluster, workload, book, packed=False) for nc in classes]
+        columns: list[Column] = []
+        seen: set[tuple] = set()
+
+        def add(j: int, counts: tuple[int, ...], conf: Configuration | None) -> bool:
+            if (j, counts) in seen or not any(counts):
+                return False
+            seen.add((j, counts))
+            columns.append(Column(j, counts, sum(value[ki] * n for ki, n in zip(classes[j].kinds, counts)), conf))
+            return True
+
+        warm_counts: Counter = Counter()
+        class_of = {n.name: (j, n) for j, nc in enumerate(classes) for n in nc.nodes}
+        if warm:
+            per_node: dict[str, Counter] = defaultdict(Counter)
+            for kind in kinds:
+                for pod in kind.pods:
+                    node = warm.get(pod.key)
+                    if node is not None:
+                        per_node[node][kind.index] += 1
+            for name, got in per_node.items():
+                if name not in class_of:
+                    continue
+                j, _ = class_of[name]
+                counts = tuple(got[ki] for ki in classes[j].kinds)
+                add(j, counts, None)
+                warm_counts[(j, counts)] += 1
+        # ------------------------------------------------------------ generation
+        lp_share = t0 + (deadline - t0) * LP_SHARE
+        bound = float(sum(value[k] * pods_of[k] for k in value))   # every pod placed
+        rounds, converged, stopped, lp_value = 0, False, "", None
+        lp = _Master(classes, kinds, pods_of)
+        done = 0
+        while True:
+            lp.add_columns(columns[done:])
+            done = len(columns)
+            lp_value, pi, mu = lp.solve()
+            rounds += 1
+            lagrange = sum(pi[k] * pods_of[k] for k in pods_of)
+            added = 0
+            exact = True
+            for j, nc in enumerate(classes):
+                left = lp_share - time.perf_counter()
+                if left <= 0:
+                    stopped = "the time limit ran out during the column generation"
+                    break
+                reduced = {ki: value[ki] - pi[ki] for ki in nc.kinds}
+                got = _price(ones[j], reduced, nc.kinds, min(5.0, left), wall=left)
+                if got is None:
+                    stopped = "a pricing model found nothing in time"
+                    break
+                conf, upper, proven = got
+                exact = exact and proven
+                lagrange += len(nc.nodes) * max(mu[j], upper)
+                if conf is not None and sum(reduced[ki] * n for ki, n in zip(nc.kinds, conf.counts)) > mu[j] + 1e-6:
+                    added += add(j, conf.counts, conf)
+            else:
+                bound = min(bound, lagrange)
+                if not added:
+                    converged = exact
+                    if not exact:
+                        stopped = "a pricing model was not solved to optimality in time"
+                    break
+                continue
+            break
+        gen_s = time.perf_counter() - t0
+        # ------------------------------------------------------------ integer placement
+        floor = sum(columns[i].value * warm_counts[(c.cls, c.counts)] for i, c in enumerate(columns)
+                    if (c.cls, c.counts) in warm_counts)
+        counts, int_status = None, "UNKNOWN"
+        banned: set[int] = set()
+        fallback = ""
+        warm_only = [warm_counts.get((c.cls, c.counts), 0) for c in columns]
+        for _ in range(3):
+            # The rest of the time: 70 % for the integer model, then checks and decoding.
+            counts, int_status = _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor,
+                                          time.perf_counter() + (deadline - time.perf_counter()) * 0.7)
+            if int_status == "WARM" or not any(counts):
+                break
+            bad, unchecked = [], False
+            for i, n in enumerate(counts):
+                if n:
+                    ok = _checked(columns[i], ones, deadline - time.perf_counter())
+                    if ok is None:
+                        unchecked = True
+                        break
+                    if not ok:
+                        bad.append(i)
+            if unchecked:
+                # No time to check the configurations it uses: the warm start (all its columns
+                # are real node contents) is returned, said so.
+                fallback = "the time limit ran out while checking the configurations of the integer placement"
+                counts, int_status = warm_only, "WARM"
+                break
+            if not bad:
+                break
+            banned.update(bad)
+            floor = 0   # a warm configuration the one model rejects: the warm start is no floor
+        else:
+            counts, int_status = [0] * len(columns), "REJECTED"
+        if int_status == "WARM":
+            reach = sum(c.value * n for c, n in zip(columns, counts)) >= math.floor(bound + 1e-6)
+            fallback = fallback or ("the warm start reaches the bound" if reach else
+                                    "no better integer placement found in time")
+        objective = sum(c.value * n for c, n in zip(columns, counts))
+        proven_bound = max(objective, math.floor(bound + 1e-6))
+        sol = Solution(classes, columns, counts, objective, proven_bound, lp_value, converged, stopped,
+                       warm=fallback)
+        sol.stats = {"colgen_rounds": rounds, "colgen_columns": len(columns), "colgen_classes": len(classes),
+                     "colgen_s": round(gen_s, 3), "colgen_integer_status": int_status,
+                     "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
+                     "colgen_converged": converged}
+        if lp_value is not None:
+            sol.stats["colgen_lp_value"] = round(lp_value, 3)
+        if stopped:
+            sol.stats["colgen_stopped"] = stopped
+        if fallback:
+            sol.stats["colgen_warm_kept"] = fallback
+        return sol
+
+    @staticmethod
+    def invert(sol: Solution, prep, kind_ids: list[int]) -> tuple[dict[str, tuple], dict[int, list]]:
+        """Node -> (class, configuration) for every node given one, and per kind the pods placed
+        (queue order: a kind has one priority, so any of its pods is worth the same)."""
+        assignment: dict[str, tuple] = {}
+        placed: Counter = Counter()
+        given: dict[int, int] = defaultdict(int)
+        for col, n in zip(sol.columns, sol.counts):
+            nc = sol.classes[col.cls]
+            for _ in range(n):
+                node = nc.nodes[given[col.cls]]
+                given[col.cls] += 1
+                assignment[node.name] = (nc, col.conf)
+                for ki, c in zip(nc.kinds, col.counts):
+                    placed[ki] += c
+        chosen = {ki: prep.kinds[ki].pods[:placed[ki]] for ki in kind_ids}
+        for ki in kind_ids:
+            if placed[ki] > len(prep.kinds[ki].pods):
+                raise RuntimeError(f"internal: {placed[ki]} pods of kind {ki} placed, it has {len(prep.kinds[ki].pods)}")
+        return assignment, chosen
+
+
+class _Master:
+    """The restricted master LP (GLOP), grown by columns."""
+
+    def __init__(self, classes, kinds, pods_of):
+        self.lp = pywraplp.Solver.CreateSolver("GLOP")
+        inf = self.lp.infinity()
+        self.class_rows = [self.lp.Constraint(-inf, len(nc.nodes)) for nc in classes]
+        self.kind_rows = {k.index: self.lp.Constraint(-inf, pods_of[k.index]) for k in kinds}
+        self.objective = self.lp.Objective()
+        self.objective.SetMaximization()
+        self.classes = classes
+        self.vars = []
+
+    def add_columns(self, cols) -> None:
+        for col in cols:
+            x = self.lp.NumVar(0.0, self.lp.infinity(), f"x{len(self.vars)}")
+            self.vars.append(x)
+            self.class_rows[col.cls].SetCoefficient(x, 1)
+            for ki, n in zip(self.classes[col.cls].kinds, col.counts):
+                if n:
+                    self.kind_rows[ki].SetCoefficient(x, n)
+            self.objective.SetCoefficient(x, col.value)
+
+    def solve(self):
+        status = self.lp.Solve()
+        if status != pywraplp.Solver.OPTIMAL:
+            raise RuntimeError(f"internal: the restricted master LP ended with status {status}")
+        # Dual prices of a maximisation with <= rows are >= 0; rounding noise is clipped (any
+        # prices >= 0 give a valid Lagrangian bound).
+        pi = {ki: max(0.0, r.dual_value()) for ki, r in self.kind_rows.items()}
+        mu = [max(0.0, r.dual_value()) for r in self.class_rows]
+        return self.objective.Value(), pi, mu
+
+
+def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], seconds: float, wall: float):
+    """The best configuration of the representative under `reduced` values per pod of a kind:
+    (configuration or None, proven upper bound of its reduced value, proven optimal), or None
+    if the solver found nothing in time."""
+    cp = one.b.model.cp
+    top = max([abs(v) for v in reduced.values()] + [1e-9])
+    scale = PRICE_SCALE / top
+    terms, slack = [], 0.0
+    for ki, var in zip(kinds, one.vars):
+        if var is None:
+            continue
+        r = reduced.get(ki, 0.0)
+        coef = int(round(r * scale)) if r > 0 else -1
+        terms.append((coef, var))
+        if r > 0:
+            slack += 0.5 / scale * var.proto.domain[1]    # rounding of the prices, at most
+    if not any(c > 0 for c, _ in terms):
+        return None, 0.0, True   # nothing of positive value fits: the empty configuration
+    cp.maximize(sum(c * v for c, v in terms))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = max(0.05, seconds)
+    solver.parameters.max_time_in_seconds = max(0.05, min(seconds * 3, wall))   # a hard stop
+    status = solver.solve(cp)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    counts = tuple(solver.value(v) if v is not None else 0 for v in one.vars)
+    upper = max(0.0, solver.best_objective_bound / scale + slack)
+    return one.configuration(solver, counts), upper, status == cp_model.OPTIMAL
+
+
+def _checked(col: Column, ones: list[OneNodeModel], seconds: float) -> bool | None:
+    """A column from the warm start, checked by the one model when it is used: True, False
+    (the model rejects it), None (not decided in `seconds`)."""
+    if col.conf is not None:
+        return True
+    if seconds <= 0.05:
+        return None
+    one = ones[col.cls]
+    one.b.model.cp.clear_objective()
+    got = one.check(col.counts, seconds=min(5.0, seconds))
+    if got is None or got is False:
+        return got
+    col.conf = got
+    return True
+
+
+def _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor, hard_stop):
+    """Configuration counts per class (CP-SAT), at least the warm start's value."""
+    m = cp_model.CpModel()
+    xs = []
+    for i, c in enumerate(columns):
+        hi = 0 if i in banned else len(classes[c.cls].nodes)
+        if hi:
+            for ki, n in zip(classes[c.cls].kinds, c.counts):
+                if n:
+                    hi = min(hi, pods_of[ki] // n)
+        xs.append(m.new_int_var(0, hi, f"x{i}"))
+    by_class = defaultdict(list)
+    by_kind = defaultdict(list)
+    for c, x in zip(columns, xs):
+        by_class[c.cls].append(x)
+        for ki, n in zip(classes[c.cls].kinds, c.counts):
+            if n:
+                by_kind[ki].append(n * x)
+    for j, vs in by_class.items():
+        m.add(sum(vs) <= len(classes[j].nodes))
+    for ki, terms in by_kind.items():
+        m.add(sum(terms) <= pods_of[ki])
+    objective = sum(c.value * x for c, x in zip(columns, xs))
+    if floor:
+        m.add(objective >= floor)
+    for i, c in enumerate(columns):
+        m.add_hint(xs[i], warm_counts.get((c.cls, c.counts), 0))
+    m.maximize(objective)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 2
+    solver.parameters.interleave_search = True
+    solver.parameters.random_seed = 0
+    left = max(0.1, hard_stop - time.perf_counter())
+    solver.parameters.max_deterministic_time = left
+    solver.parameters.max_time_in_seconds = left   # wall time: the time limit is kept
+    status = solver.solve(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if floor:
+            return [warm_counts.get((c.cls, c.counts), 0) for c in columns], "WARM"
+        return [0] * len(columns), solver.status_name(status)
+    if floor and solver.objective_value <= floor:
+        return [warm_counts.get((c.cls, c.counts), 0) for c in columns], "WARM"
+    return [solver.value(x) for x in xs], solver.status_name(status)

@@ -1,0 +1,71 @@
+"""Who may share a device.
+
+A device without `allowMultipleAllocations` goes to one request at most, across all claims
+allocated together; admin-access requests may take a device another claim uses, but never a
+device twice within one claim. Kubernetes quirk (first-fit only): inside one allocation run,
+a device an admin-access request took is "allocating" and blocks non-admin requests that come
+later in the search order. A multi-allocatable device may serve several requests (capacity
+and distinctAttribute limit that elsewhere).
+
+`limit_device` is the rule; the per-node `encode` and the cluster model both call it. A term
+may stand for a group of `size` identical devices and for `mult` identical pods (counted
+classes): then "one request at most" becomes "at most `size` devices taken", and "never twice
+within one claim" becomes "at most `size` per pod of the claim's owner".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+from draopt.model.encodings.base import ModelData, upper_bound
+
+
+@dataclass(frozen=True)
+class DeviceUse:
+    """One (sub-)request's variable on a device or device group."""
+    var: Any                 # devices of the group it takes (a bool for one device)
+    admin: bool
+    owner: Hashable          # the claim (instance) that takes it
+    mult: Any = None         # pods that owner stands for: None (one), or a count variable
+
+
+def limit_device(m, uses: list[DeviceUse], size: int = 1, multi_allocatable: bool = False) -> None:
+    if len(uses) < 1 or multi_allocatable:
+        return
+    cp = m.cp
+    non_admin = [u.var for u in uses if not u.admin]
+    if len(non_admin) > 1:   # one use alone is bounded by its variable's range (at most `size`)
+        if size == 1 and all(upper_bound(v) <= 1 for v in non_admin):
+            m.add(cp.add_at_most_one(non_admin))
+        else:
+            m.add(cp.add(sum(non_admin) <= size))
+    by_owner: dict[Hashable, list[DeviceUse]] = {}
+    for u in uses:
+        by_owner.setdefault(u.owner, []).append(u)
+    for group in by_owner.values():
+        if not any(u.admin for u in group):
+            continue   # non-admin uses are already limited above
+        if len(group) > 1 and size == 1 and all(u.mult is None and upper_bound(u.var) <= 1 for u in group):
+            m.add(cp.add_at_most_one([u.var for u in group]))
+        elif len(group) > 1 or group[0].mult is not None:
+            mult = 1 if group[0].mult is None else group[0].mult
+            m.add(cp.add(sum(u.var for u in group) <= size * mult))
+
+
+def encode(m: ModelData) -> None:
+    cp = m.cp
+    f = m.problem.features
+    order = {spec.key: i for i, spec in enumerate(m.specs)}
+    for dev in m.problem.devices:
+        specs = m.by_device.get(dev.index, [])
+        if len(specs) < 2 or (f.consumable_capacity and dev.multi_allocatable):
+            continue
+        xs = {s.key: m.x[(s.key, dev.index)] for s in specs}
+        limit_device(m, [DeviceUse(xs[s.key], s.admin_access, s.claim_index) for s in specs])
+        if m.kubernetes_quirks:
+            for a in specs:
+                if not a.admin_access:
+                    continue
+                for n in specs:
+                    if not n.admin_access and n.claim_index != a.claim_index and order[n.key] > order[a.key]:
+                        m.add(cp.add_bool_or([xs[a.key].negated(), xs[n.key].negated()]))

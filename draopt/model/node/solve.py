@@ -1,0 +1,123 @@
+"""Policies on top of the model: first-fit (kube-scheduler's choice) and optimal."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from draopt.errors import AllocationError
+from draopt.dra.problem import Problem
+from draopt.dra.reference import ReferenceAllocator, SearchLimit
+from draopt.model.node.build import apply, first_fit_order, invert
+
+REPLAY_NODE_LIMIT = 1_000_000   # about 15 s of Python search; Kubernetes stops at 10 s
+
+
+def _solver(time_limit: float | None) -> cp_model.CpSolver:
+    s = cp_model.CpSolver()
+    s.parameters.num_workers = 1
+    s.parameters.random_seed = 0
+    if time_limit:
+        s.parameters.max_time_in_seconds = time_limit
+    return s
+
+
+def path_dependent(problem: Problem) -> list[str]:
+    """Why Kubernetes' answer on this problem depends on its search path (so first-fit must
+    replay the search): lazily evaluated CEL that fails somewhere, and the allocator's defects."""
+    why = []
+    f = problem.features
+    has_counters = f.partitionable_devices and any(d.device.consumes_counters for d in problem.devices)
+    for claim in problem.claims:
+        for c in claim.constraints:
+            if c.distinct_attribute is not None:
+                why.append("distinctAttribute (DEFECT distinct-last-only)")
+            elif f.list_type_attributes:
+                why.append("list-type matchAttribute (DEFECT match-intersection)")
+            elif has_counters:
+                why.append("constraints with counters (DEFECT counter-leak)")
+        for group in claim.requests:
+            for spec in group.alternatives:
+                if spec.mode == "All" and claim.constraints:
+                    why.append("All request under a constraint (constraint failures are errors)")
+    if has_counters:
+        if f.device_taints and any(d.taints for d in problem.devices if d.device.consumes_counters):
+            why.append("tainted counter devices (DEFECT counter-leak)")
+        if f.consumable_capacity and any(d.multi_allocatable for d in problem.devices if d.device.consumes_counters):
+            why.append("multi-allocatable counter devices (DEFECT counter-leak)")
+    return why
+
+
+def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: float | None = None):
+    """Returns (chosen per claim or None, selected sub-requests, stats)."""
+    stats: dict[str, Any] = {}
+    quirks = policy == "first-fit"
+    t0 = time.perf_counter()
+    try:
+        m = apply(problem, kubernetes_quirks=quirks)
+    except AllocationError:
+        if not quirks:
+            raise
+        # A CEL runtime error somewhere: Kubernetes only fails if its search reaches it.
+        return _replay(problem, stats, t0, ["CEL runtime error on some device"])
+    stats["build_ms"] = (time.perf_counter() - t0) * 1000
+    stats["variables"] = len(m.cp.proto.variables)
+    stats["constraints"] = len(m.cp.proto.constraints)
+    why = path_dependent(problem) if quirks else []
+    # Restrictive defects cannot create solutions, but distinct-last-only can, and an All
+    # request under a constraint fails with an error rather than unschedulable: those replay.
+    replay_if_infeasible = any("distinct" in w or "All request" in w for w in why)
+    if m.infeasible_reasons:
+        stats["solve_ms"] = 0.0
+        if replay_if_infeasible:
+            return _replay(problem, stats, t0, why)
+        return None, {}, stats
+    if policy == "optimal":
+        from draopt.model.node.optimal import add_packing_objective
+        add_packing_objective(m)
+    solver = _solver(time_limit)
+    if policy in ("first-fit", "first-fit-documented"):
+        order = first_fit_order(m)
+        m.cp.add_decision_strategy(order, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        solver.parameters.search_branching = cp_model.FIXED_SEARCH
+        # Presolve may remove feasible solutions (even with keep_all_feasible_solutions_in_presolve
+        # it was seen to lose the lexicographically first one), so the search runs on the model
+        # exactly as built.
+        solver.parameters.cp_model_presolve = False
+    t1 = time.perf_counter()
+    status = solver.solve(m.cp)
+    stats["solve_ms"] = (time.perf_counter() - t1) * 1000
+    stats["status"] = solver.status_name(status)
+    if status == cp_model.INFEASIBLE:
+        if replay_if_infeasible:
+            return _replay(problem, stats, t0, why)
+        return None, {}, stats
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise AllocationError(f"solver stopped without an answer ({solver.status_name(status)}); "
+                              "raise --time-limit")
+    chosen, selected = invert(m, lambda v: solver.boolean_value(v))
+    if quirks:
+        if why:
+            # A solution exists under the documented rules; Kubernetes' search may still take a
+            # different path. Replay it (restrictive defects cannot create solutions, so an
+            # infeasible model needs no replay).
+            return _replay(problem, stats, t0, why, fallback=(chosen, selected))
+    return chosen, selected, stats
+
+
+def _replay(problem: Problem, stats: dict, t0: float, why: list[str], fallback=None):
+    t = time.perf_counter()
+    ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=REPLAY_NODE_LIMIT)
+    try:
+        chosen = ref.allocate()
+        selected = ref.selected_sub
+    except SearchLimit:
+        if fallback is None:
+            raise AllocationError("the kube-scheduler search did not finish within its step limit") from None
+        chosen, selected = fallback
+        stats["replay_truncated"] = True
+    stats["replay"] = sorted(set(why))
+    stats["solve_ms"] = stats.get("solve_ms", 0.0) + (time.perf_counter() - t) * 1000
+    stats.setdefault("build_ms", (t - t0) * 1000)
+    return chosen, selected, stats

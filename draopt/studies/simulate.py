@@ -1,0 +1,977 @@
+"""Online placement of a GPU trace: `draopt simulate`, the Monte-Carlo workload-inflation
+protocol of the FGD paper (Weng et al., "Beware of Fragmentation", USENIX ATC '23).
+
+Tasks are sampled from the trace's pending pods with replacement and submitted one at a time
+until the GPU capacity they request reaches the largest inflation level (a level is requested
+GPU capacity / the cluster's GPU capacity; like the paper's simulator, the task that would
+cross it is not submitted). Each task is placed by a policy when it arrives and never moved;
+a task that fits nowhere is dropped. After the arrivals that reach each level, the share of
+the cluster's GPU capacity left unallocated is recorded. Runs differ by their seeded sample;
+within a run every policy sees the same arrivals. `--protocol fgd-paper` runs the paper's own
+protocol and scorers instead, as its authors' simulator does (draopt.studies.paper_protocol).
+
+The simulator is incremental and vectorised (numpy): the cluster is a matrix of node resources
+(cpu, memory, pods, ...) and one of device capacity left (one consumable capacity per device,
+`gpu.example.com/milli` by default). What a pod may use is decided by draopt's own rules,
+once per pod shape and per kind of node (`draopt.dra.problem.prepare`: class and request selectors
+in CEL, taints, capacity requests and request policies); what this fast path supports is the
+trace's shapes: at most one claim per pod with one ExactCount request and no constraints, no
+node selection, an empty cluster. Within a node, devices are taken as the kube-scheduler's
+allocator takes them (the first ones in search order with capacity left), except by `fgd`.
+
+Policies (node choice; ties: first node by name):
+* `first-fit`: the first node by name where the pod fits (draopt's first-fit `place`);
+* `best-fit`: kube-scheduler's NodeResourcesFit `MostAllocated` over cpu, memory and the
+  device capacity (equal weights): the node left fullest;
+* `least-allocated`: `LeastAllocated` over the same resources: the node left emptiest;
+* `fgd`: fragmentation gradient descent: the node and device whose choice grows the expected
+  GPU fragmentation least. A node's fragmentation, against the trace's task shapes weighted by
+  their frequency, is the free device capacity each shape cannot use there: all of it when the
+  shape does not fit the node (or needs no device), else the capacity left on devices it cannot
+  take (too little left, or not matching its selectors);
+* `kube-scheduler`: a KubeSchedulerConfiguration profile's node choice (`--scheduler-config`,
+  default Kubernetes 1.36's profile; ties `--tie-break`, random from `--seed`): NodeResourcesFit
+  and BalancedAllocation scores, percentageOfNodesToScore (draopt.scheduler.trace says what is
+  modelled and what is refused);
+* `optimal-batch`: arrivals are collected K at a time (`--batch`); each batch is placed task by
+  task, the (task, node, GPU) of the smallest FGD fragmentation delta first, larger tasks
+  favoured (`draopt.studies.online_batch`; a heuristic, no optimum claimed); placed pods never move.
+The offline optimum (`--offline-optimum`) places all tasks of a level at once with the same
+model: no online policy on the same arrivals allocates more.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import math
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+
+from draopt.errors import InputError
+from draopt.kube.optionfiles import check_writable, save_figure
+from draopt.kube.quantity import Quantity
+
+ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
+POLICIES = ONLINE_POLICIES + ("optimal-batch",)
+DEFAULT_POLICIES = "first-fit,best-fit,least-allocated,fgd"
+OFFLINE = "offline-optimum"
+DEFAULT_CAPACITY = "gpu.example.com/milli"
+_UNLIMITED = ("cpu", "memory", "pods", "ephemeral-storage")
+
+
+# ------------------------------------------------------------------ the cluster as arrays
+@dataclass
+class Shape:
+    """Pods alike for placement: the same node resources and the same claim."""
+    index: int
+    demand: np.ndarray              # [R] node resources
+    count: int                      # devices (0: no claim)
+    compat: np.ndarray              # [N, D] device may serve the request
+    cons: np.ndarray                # [N, D] capacity one allocation consumes (0 where not compat)
+    request: float                  # requested device capacity (count x the consumption)
+    claim_spec: dict | None         # the claim's spec (Kubernetes form)
+    resources: dict[str, Fraction]  # node resources, exact
+    node_ok: np.ndarray             # [N] the node filters (taints, selectors, affinity) pass
+    placement: dict                 # the pods' nodeSelector, affinity, tolerations
+    pods: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SimCluster:
+    nodes: list[str]                # by name: first-fit's order
+    resources: list[str]
+    alloc: np.ndarray               # [N, R] allocatable (inf: unlimited)
+    cap: np.ndarray                 # [N, D] device capacity (0: no device)
+    present: np.ndarray             # [N, D]
+    devices: list[list[Any]]        # per node: DeviceEntry in search order
+    shapes: list[Shape]
+    pod_shape: list[int]            # the trace's pending pods, by queue order: their shape
+    pod_keys: list[str]
+    capacity_name: str
+    objects: Any = None
+    node_objects: list = field(default_factory=list)
+    res_scale: list[int] = field(default_factory=list)
+    cap_scale: int = 1
+    group: np.ndarray = None        # [N] kind of node: same devices, same pods pass its filters
+    total: float = 0.0
+
+    @property
+    def n(self) -> int:
+        return len(self.nodes)
+
+
+class State:
+    def __init__(self, c: SimCluster):
+        self.c = c
+        self.free = c.alloc.copy()
+        self.left = np.where(c.present, c.cap, -1.0)
+        self.allocated = 0.0
+        self.placed = 0
+        self.failed = 0
+
+    def usable(self, s: Shape) -> np.ndarray:
+        return s.compat & (self.left >= s.cons)
+
+    def feasible(self, s: Shape) -> tuple[np.ndarray, np.ndarray]:
+        ok = (self.free >= s.demand).all(axis=1) & s.node_ok
+        if s.count == 0:
+            return ok, None
+        use = self.usable(s)
+        return ok & (use.sum(axis=1) >= s.count), use
+
+    def take(self, s: Shape, node: int, devs: list[int]) -> None:
+        self.free[node] -= s.demand
+        for d in devs:
+            self.left[node, d] -= s.cons[node, d]
+            self.allocated += s.cons[node, d]
+        self.placed += 1
+
+
+def _first(use_row: np.ndarray, k: int) -> list[int]:
+    return [int(i) for i in np.flatnonzero(use_row)[:k]]
+
+
+def _lcm_den(values) -> int:
+    out = 1
+    for v in values:
+        out = math.lcm(out, Fraction(v).denominator)
+    return out
+
+
+def _quantity(k: float, scale: int) -> str:
+    """An exact integer count of 1/scale units as a Kubernetes quantity."""
+    v = Fraction(int(round(k)), scale)
+    if v.denominator == 1:
+        return str(v.numerator)
+    for suffix, unit in (("m", 10**3), ("u", 10**6), ("n", 10**9)):
+        if unit % v.denominator == 0:
+            return f"{v.numerator * unit // v.denominator}{suffix}"
+    raise InputError(f"simulate: {v} cannot be written as a Kubernetes quantity")
+
+
+def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> SimCluster:
+    """The cluster and the pending pods of `objects` as arrays (see the module docstring for
+    what the fast path supports; anything else is an InputError naming the object)."""
+    from draopt.kube.features import Features
+    from draopt.placement import build_cluster
+    from draopt.dra.problem import prepare
+    from draopt.kube.workload import expand
+    features = features or Features.from_gates()
+    workload = expand(objects, features)
+    if workload.running:
+        raise InputError(f"simulate: Pod {workload.running[0].key} is already bound (spec.nodeName): "
+                         "the simulation starts from an empty cluster")
+    if workload.groups:
+        raise InputError(f"simulate: PodGroup {next(iter(workload.groups))}: gangs are not simulated")
+    if not workload.pending:
+        raise InputError("simulate: no pending Pod in --trace: nothing to simulate")
+    cluster = build_cluster(objects, workload, features)
+    if not cluster.nodes:
+        raise InputError("simulate: no Node in -f: nothing to place on")
+    nodes = cluster.nodes
+    invs = [cluster.inventory(n) for n in nodes]
+    d_max = max((len(inv.devices) for inv in invs), default=0)
+    n = len(nodes)
+    cap = np.zeros((n, max(d_max, 1)))
+    present = np.zeros((n, max(d_max, 1)), dtype=bool)
+    groups: dict[str, int] = {}
+    group_of = np.zeros(n, dtype=int)
+    rep: list[int] = []
+    cap_scale = _lcm_den(e.capacity.get(capacity_name, 0) for inv in invs for e in inv.devices)
+    for i, inv in enumerate(invs):
+        for e in inv.devices:
+            c = e.capacity.get(capacity_name)
+            if c is None:
+                raise InputError(f"simulate: {e.where}: no capacity {capacity_name!r} "
+                                 "(--capacity names the device capacity to measure)")
+            if e.index >= d_max:
+                raise InputError(f"simulate: {e.where}: unexpected device order")
+            if len(e.device.capacity) > 1:
+                raise InputError(f"simulate: {e.where}: more than one capacity; the fast path follows one "
+                                 f"({capacity_name})")
+            cap[i, e.index] = float(c * cap_scale)
+            present[i, e.index] = True
+        sig = json.dumps([[e.driver, e.device.to_k8s(), [t.to_k8s() for t in e.taints]] for e in inv.devices],
+                         sort_keys=True)
+        g = groups.setdefault(sig, len(groups))
+        if g == len(rep):
+            rep.append(i)
+        group_of[i] = g
+
+    # Node resources.
+    pending = sorted(workload.pending, key=lambda p: p.queue_key)
+    res_names = sorted({r for p in pending for r, v in p.resources.items() if v})
+    # Every amount is held as an exact integer count of 1/scale units.
+    res_scale = [_lcm_den([p.resources.get(r, 0) for p in pending] + [nd.allocatable.get(r, 0) for nd in nodes])
+                 for r in res_names]
+    alloc = np.zeros((n, len(res_names)))
+    for i, node in enumerate(nodes):
+        for j, r in enumerate(res_names):
+            v = node.allocatable.get(r)
+            if v is None:
+                alloc[i, j] = math.inf if (r in _UNLIMITED or r.startswith("hugepages-")) else 0.0
+            else:
+                alloc[i, j] = float(v * res_scale[j])
+
+    shapes: list[Shape] = []
+    by_key: dict[str, int] = {}
+    pod_shape: list[int] = []
+    for p in pending:
+        raw_spec = p.pod.spec.to_k8s()
+        placement = {k: raw_spec[k] for k in ("nodeSelector", "affinity", "tolerations") if raw_spec.get(k)}
+        if len(p.claims) > 1:
+            raise InputError(f"simulate: Pod {p.key}: field spec.resourceClaims: {len(p.claims)} claims; "
+                             "the simulation supports at most one claim per pod")
+        claim = workload.claims[p.claims[0].key] if p.claims else None
+        claim_spec = None
+        if claim is not None:
+            claim_spec = claim.spec.to_k8s()
+            reqs = claim.spec.devices.requests
+            where = f"simulate: ResourceClaim {p.claims[0].key} (Pod {p.key})"
+            if len(reqs) != 1 or reqs[0].exactly is None:
+                raise InputError(f"{where}: field spec.devices.requests: the simulation supports one "
+                                 "`exactly` request per claim")
+            ex = reqs[0].exactly
+            if (ex.allocation_mode or "ExactCount") != "ExactCount" or ex.admin_access:
+                raise InputError(f"{where}: field spec.devices.requests[0].exactly: the simulation supports "
+                                 "ExactCount requests without adminAccess")
+            if claim.spec.devices.constraints:
+                raise InputError(f"{where}: field spec.devices.constraints: not simulated")
+        res = {r: v for r, v in p.resources.items() if v}
+        key = json.dumps([sorted((r, str(v)) for r, v in res.items()), claim_spec, placement], sort_keys=True)
+        si = by_key.get(key)
+        if si is None:
+            si = by_key[key] = len(shapes)
+            demand = np.array([float(res.get(r, Fraction(0)) * res_scale[j]) for j, r in enumerate(res_names)])
+            compat = np.zeros_like(present)
+            cons = np.zeros_like(cap)
+            count = 0
+            if claim is not None:
+                count = int(claim.spec.devices.requests[0].exactly.count or 1)
+                for g, ri in enumerate(rep):
+                    inv = invs[ri]
+                    problem = prepare([claim], inv, cluster.classes, features, cluster.cel_env, cluster.expr_cache)
+                    req = problem.claims[0].requests[0].alternatives[0]
+                    rows = group_of == g
+                    for e in inv.devices:
+                        if not problem.usable_alone(req, e):
+                            continue
+                        used = problem.consumption(req, e)
+                        amount = used.get(capacity_name) if used else None
+                        compat[rows, e.index] = True
+                        if e.multi_allocatable:
+                            units = amount.value * cap_scale if amount is not None else Fraction(0)
+                            if Fraction(units).denominator != 1:
+                                raise InputError(f"simulate: Pod {p.key}: consumes {amount} of {e.where}: "
+                                                 "not a whole multiple of the capacity's unit")
+                            cons[rows, e.index] = float(units)
+                        else:
+                            cons[rows, e.index] = cap[ri, e.index]   # taken whole
+            nominal = cons[compat]
+            if nominal.size:
+                request = count * float(nominal.min())
+            elif claim is not None:
+                # No device anywhere serves it: it still arrives, with what it asks for.
+                ex = claim.spec.devices.requests[0].exactly
+                asked = ((ex.capacity.requests if ex.capacity is not None else None) or {}).get(capacity_name)
+                if asked is None:
+                    raise InputError(f"simulate: Pod {p.key}: no device of the cluster can serve its claim, and "
+                                     f"the claim asks for no {capacity_name}: its demand is unknown")
+                request = count * float(Quantity.parse(asked).value * cap_scale)
+            else:
+                request = 0.0
+            node_ok = np.array([cluster.node_rejects(node, p) is None for node in nodes], dtype=bool)
+            shapes.append(Shape(si, demand, count, compat, cons, request, claim_spec, res, node_ok, placement))
+        shapes[si].pods.append(p.key)
+        pod_shape.append(si)
+    c = SimCluster([x.name for x in nodes], res_names, alloc, cap, present, invs, shapes, pod_shape,
+                   [p.key for p in pending], capacity_name, objects, [x.node for x in nodes], res_scale, cap_scale)
+    kinds: dict[str, int] = {}
+    ok = np.stack([s.node_ok for s in shapes], axis=1)          # [N, shapes]
+    c.group = np.array([kinds.setdefault((int(group_of[i]), ok[i].tobytes()), len(kinds)) for i in range(n)])
+    c.total = float(cap[present].sum())
+    if c.total <= 0:
+        raise InputError(f"simulate: the cluster publishes no device capacity {capacity_name!r}")
+    return c
+
+
+# ------------------------------------------------------------------ policies
+class FragModel:
+    """Expected fragmentation of node states against the workload's shapes (see docstring)."""
+
+    def __init__(self, c: SimCluster, weights: np.ndarray):
+        keep = weights > 0
+        self.p = weights[keep] / weights[keep].sum()
+        shapes = [s for s, k in zip(c.shapes, keep) if k]
+        self.count = np.array([s.count for s in shapes])
+        self.dem = np.stack([s.demand for s in shapes]) if shapes else np.zeros((0, len(c.resources)))
+        self.compat = np.stack([s.compat for s in shapes])       # [T, N, D]
+        self.cons = np.stack([s.cons for s in shapes])
+        self.gpu = self.count > 0
+        self.node_ok = np.stack([s.node_ok for s in shapes])      # [T, N]
+
+    def frag(self, nodes: np.ndarray, free: np.ndarray, left: np.ndarray) -> np.ndarray:
+        """Fragmentation of the states (node index, free resources [C, R], device left [C, D])."""
+        total = np.clip(left, 0, None).sum(axis=1)                     # [C]
+        out = np.full(len(nodes), float(self.p[~self.gpu].sum())) * total
+        if self.gpu.any():
+            g = self.gpu
+            comp = self.compat[g][:, nodes, :]                          # [T, C, D]
+            use = comp & (left[None] >= self.cons[g][:, nodes, :]) & (left[None] > 0)
+            fits = (use.sum(axis=2) >= self.count[g][:, None]) & \
+                (free[None] >= self.dem[g][:, None, :]).all(axis=2) & self.node_ok[g][:, nodes]   # [T, C]
+            lost = np.where(use, 0.0, np.clip(left, 0, None)[None]).sum(axis=2)
+            per = np.where(fits, lost, total[None])
+            out += self.p[g] @ per
+        return out
+
+
+def _score_alloc(st: State, s: Shape, nodes: np.ndarray, most: bool) -> np.ndarray:
+    """MostAllocated / LeastAllocated over cpu, memory and the device capacity after placing."""
+    c = st.c
+    parts = []
+    for r in ("cpu", "memory"):
+        if r in c.resources:
+            j = c.resources.index(r)
+            a = c.alloc[nodes, j]
+            used = a - st.free[nodes, j] + s.demand[j]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                parts.append(np.where(np.isfinite(a) & (a > 0), used / a, 0.0))
+    capsum = c.cap[nodes].sum(axis=1)
+    used = capsum - np.clip(st.left[nodes], 0, None).sum(axis=1) + s.request
+    with np.errstate(invalid="ignore", divide="ignore"):
+        parts.append(np.where(capsum > 0, used / capsum, 0.0))
+    frac = np.mean(parts, axis=0)
+    return frac if most else 1.0 - frac
+
+
+def place_one(st: State, s: Shape, policy: str, frag: FragModel | None) -> tuple[int, list[int]] | None:
+    ok, use = st.feasible(s)
+    cand = np.flatnonzero(ok)
+    if cand.size == 0:
+        return None
+    if policy == "first-fit":
+        node = int(cand[0])
+    elif policy in ("best-fit", "least-allocated"):
+        score = _score_alloc(st, s, cand, policy == "best-fit")
+        node = int(cand[int(np.argmax(score))])      # argmax: the first (by name) of the best
+    elif policy == "fgd":
+        return _fgd(st, s, cand, use, frag)
+    elif policy == "kube-scheduler":
+        node = st.c.kube_scheduler.choose(st, s, cand)
+    else:
+        raise InputError(f"--policy: unknown policy {policy!r}")
+    return node, (_first(use[node], s.count) if s.count else [])
+
+
+def _fgd(st: State, s: Shape, cand: np.ndarray, use, frag: FragModel) -> tuple[int, list[int]]:
+    if s.count == 0:
+        # No device: fragmentation only changes through the node resources.
+        free = st.free[cand] - s.demand
+        after = frag.frag(cand, free, st.left[cand])
+        before = frag.frag(cand, st.free[cand], st.left[cand])
+        node = int(cand[int(np.argmin(after - before))])
+        return node, []
+    if s.count == 1:
+        nodes, devs = np.nonzero(use[cand])
+        nodes = cand[nodes]
+        # Devices of one node with the same capacity left give the same state: keep the first.
+        key = nodes * (1 << 32) + st.left[nodes, devs].astype(np.int64)
+        _, first = np.unique(key, return_index=True)
+        first.sort()
+        nodes, devs = nodes[first], devs[first]
+        left = st.left[nodes].copy()
+        left[np.arange(len(nodes)), devs] -= s.cons[nodes, devs]
+        chosen = [[int(d)] for d in devs]
+    else:
+        nodes = cand
+        left = st.left[nodes].copy()
+        chosen = []
+        for k, nd in enumerate(nodes):
+            picks = _first(use[nd], s.count)
+            left[k, picks] -= s.cons[nd, picks]
+            chosen.append(picks)
+    free = st.free[nodes] - s.demand
+    after = frag.frag(nodes, free, left)
+    before = frag.frag(nodes, st.free[nodes], st.left[nodes])
+    best = int(np.argmin(after - before))
+    return int(nodes[best]), chosen[best]
+
+
+# ------------------------------------------------------------------ optimal (batch, offline)
+def relevant_nodes(st: State, batch: list[Shape], keep: set[int] = frozenset()) -> list[int]:
+    """Nodes the optimal model needs for `batch`, two exact reductions: a node where no pod of
+    the batch fits alone can take none; of nodes in the same state (kind of node, free
+    resources, capacity left per device), no more can be used than there are pods of the batch
+    that fit one of them alone (each used node holds at least one)."""
+    c = st.c
+    fitting = np.zeros(c.n, dtype=np.int64)      # pods of the batch that fit the node alone
+    per_shape: dict[int, list] = {}
+    for s in batch:
+        per_shape.setdefault(s.index, [s, 0])[1] += 1
+    for s, n in per_shape.values():
+        fitting += n * st.feasible(s)[0]
+    out: list[int] = []
+    per_state: dict[bytes, int] = {}
+    for i in np.flatnonzero(fitting):
+        key = c.group[i].tobytes() + st.free[i].tobytes() + st.left[i].tobytes()
+        k = per_state.get(key, 0)
+        if k < fitting[i] or i in keep:
+            per_state[key] = k + 1
+            out.append(int(i))
+    return out
+
+
+def residual_objects(st: State, shape_counts: list[tuple[Shape, str]], *, priority: bool = True,
+                     keep: set[int] = frozenset()):
+    """What is left of the cluster as Kubernetes objects, and pods to place on it: every node
+    with its free resources as allocatable, every device with its capacity left (no request
+    policy: a pod asks for what one allocation consumes), pods asking for that consumption."""
+    c = st.c
+    docs: list[dict] = [cl.to_k8s() for cl in c.objects.device_classes]
+    for i in relevant_nodes(st, [s for s, _ in shape_counts], keep):
+        name = c.nodes[i]
+        free = st.free[i]
+        allocatable = {}
+        for j, r in enumerate(c.resources):
+            if math.isfinite(c.alloc[i, j]):
+                allocatable[r] = _quantity(max(free[j], 0.0), c.res_scale[j])
+        node = c.node_objects[i].to_k8s()
+        node["status"] = {"allocatable": allocatable}
+        docs.append(node)
+        pools: dict[tuple[str, str], list[dict]] = {}
+        for e in c.devices[i].devices:
+            left = st.left[i, e.index]
+            if left <= 0:
+                continue
+            d = e.device.to_k8s()
+            d["capacity"] = {c.capacity_name: {"value": _quantity(left, c.cap_scale)}}
+            pools.setdefault((e.pool.driver, e.pool.name), []).append(d)
+        for (driver, pool), devs in sorted(pools.items()):
+            docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                         "metadata": {"name": f"{name}-{driver}-{pool}"[:253]},
+                         "spec": {"driver": driver, "nodeName": name,
+                                  "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+                                  "devices": devs}})
+    templates: dict[int, str] = {}
+    for k, (s, pod_name) in enumerate(shape_counts):
+        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
+                               "metadata": {"name": pod_name, "namespace": "sim",
+                                            "creationTimestamp": _ts(k)},
+                               "spec": {**copy.deepcopy(s.placement),
+                                        "containers": [{"name": "main", "image": "sim", "resources": {
+                                            "requests": {r: str(v) if v.denominator == 1 else
+                                                         _quantity(float(v * 10**9), 10**9)
+                                                         for r, v in s.resources.items() if r != "pods"}}}]}}
+        if priority:
+            pod["spec"]["priority"] = max(0, int(round(s.request)) - 1)
+        if s.claim_spec is not None:
+            if s.index not in templates:
+                templates[s.index] = f"shape-{s.index}"
+                spec = copy.deepcopy(s.claim_spec)
+                ex = spec["devices"]["requests"][0]["exactly"]
+                amounts = s.cons[s.compat]
+                if amounts.size and (amounts != amounts[0]).any():
+                    raise InputError(f"simulate: claims of pod {s.pods[0]} consume different amounts on "
+                                     "different devices: the optimal policies need one amount")
+                ex.setdefault("capacity", {}).setdefault("requests", {})[c.capacity_name] = \
+                    _quantity(float(amounts[0]) if amounts.size else 0.0, c.cap_scale)
+                docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                             "metadata": {"name": templates[s.index], "namespace": "sim"}, "spec": {"spec": spec}})
+            pod["spec"]["resourceClaims"] = [{"name": "dev", "resourceClaimTemplateName": templates[s.index]}]
+            pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "dev"}]
+        docs.append(pod)
+    return _object_set(docs)
+
+
+def _ts(k: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_672_531_200 + k))
+
+
+def _object_set(docs: list[dict], source: str = "<simulate>"):
+    """Objects made here, parsed as the loader parses them (without a YAML round trip)."""
+    from draopt.kube.loader import ObjectSet, parse_object
+    objects = ObjectSet()
+    for i, doc in enumerate(docs):
+        objects.add(parse_object(doc, f"{source} object {i + 1}"))
+    return objects
+
+
+def solve_optimal(st: State, batch: list[Shape], *, time_limit: float, apply: bool = True,
+                  hint: list | None = None) -> dict:
+    """Place `batch` on what is left with draopt's optimal model, maximising device capacity
+    placed; update the state when `apply`. `hint`: a placement of the batch ((node, devices) or
+    None per pod) the model starts from instead of first-fit's (it never returns less).
+    Returns the solver's summary."""
+    from draopt.placement import place
+    names = [f"p{k:06d}" for k in range(len(batch))]
+    keep = {h[0] for h in hint if h is not None} if hint else frozenset()
+    objs = residual_objects(st, list(zip(batch, names)), keep=keep)
+    if hint is None:
+        outcome = place(objs, policy="optimal", time_limit=time_limit)
+    else:
+        outcome = _optimize_from(st, objs, batch, names, hint, time_limit)
+    c = st.c
+    index = {name: i for i, name in enumerate(c.nodes)}
+    placed_request = 0.0
+    for pl, s in zip(sorted(outcome.result.pods, key=lambda p: p.pod), batch):
+        if not pl.placed:
+            if apply:
+                st.failed += 1
+            continue
+        placed_request += s.request
+        if not apply:
+            continue
+        node = index[pl.node]
+        devs: list[int] = []
+        demand = outcome.workload.pod(pl.pod)
+        for use in demand.claims:
+            alloc, _ = outcome.result.claims[use.key]
+            for r in alloc.devices.results:
+                devs.append(next(e.index for e in c.devices[node].devices if e.device.name == r.device))
+        st.take(s, node, devs)
+    stats = outcome.result.stats
+    return {"placed_request": placed_request, "bound": float(stats.get("bound", 0) or 0),
+            "objective": float(stats.get("objective", 0) or 0), "gap": stats.get("gap"),
+            "status": stats.get("status"), "solve_s": stats.get("solve_s"),
+            "colgen": {k: v for k, v in stats.items() if k.startswith("colgen_")}}
+
+
+def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: list, time_limit: float):
+    """draopt's optimal model (`draopt.placement.optimal.optimize`) warm-started from `hint`."""
+    from types import SimpleNamespace
+
+    from draopt.kube.features import Features
+    from draopt.kube.models import AllocationResult
+    from draopt.placement import _no_gc_pauses, build_cluster
+    from draopt.placement.optimal import optimize
+    from draopt.cluster.result import PlacementResult, PodPlacement
+    from draopt.kube.workload import expand
+    c = st.c
+    started = time.perf_counter()
+    with _no_gc_pauses():
+        features = Features.from_gates()
+        workload = expand(objs, features)
+        cluster = build_cluster(objs, workload, features)
+        pods = []
+        for name, s, h in zip(names, batch, hint):
+            demand = workload.pod(f"sim/{name}")
+            if h is None:
+                pods.append(PodPlacement(demand.key, None, demand.priority))
+                continue
+            node, devs = h
+            claims = {}
+            for use in demand.claims:
+                request = s.claim_spec["devices"]["requests"][0]["name"]
+                results = []
+                for k, d in enumerate(devs):
+                    e = c.devices[node].devices[d]
+                    r = {"request": request, "driver": e.pool.driver, "pool": e.pool.name, "device": e.device.name,
+                         "consumedCapacity": {c.capacity_name: _quantity(s.cons[node, d], c.cap_scale)}}
+                    if e.multi_allocatable:
+                        r["shareID"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"draopt:{use.key}:{request}:{k}"))
+                    results.append(r)
+                claims[use.key] = AllocationResult.model_validate({"devices": {"results": results}, "nodeSelector": {
+                    "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                            "values": [c.nodes[node]]}]}]}})
+            pods.append(PodPlacement(demand.key, c.nodes[node], demand.priority, None, claims))
+        hint_result = PlacementResult("hint", pods, {ck: (a, pl.node) for pl in pods for ck, a in pl.new_claims.items()})
+        result = optimize(cluster, workload, time_limit=time_limit, first_fit=hint_result, started=started)
+    return SimpleNamespace(result=result, workload=workload)
+
+
+# ------------------------------------------------------------------ the protocol
+def parse_levels(text: str) -> list[float]:
+    try:
+        if ":" in text:
+            parts = [float(x) for x in text.split(":")]
+            if len(parts) != 3:
+                raise ValueError
+            lo, hi, step = parts
+            if step <= 0 or lo <= 0 or hi < lo:
+                raise InputError(f"--inflation {text}: needs 0 < START <= STOP and STEP > 0")
+            k = int(math.floor((hi - lo) / step + 1e-9))
+            levels = [round(lo + i * step, 6) for i in range(k + 1)]
+        else:
+            levels = sorted({float(x) for x in text.split(",")})
+    except ValueError:
+        raise InputError(f"--inflation {text!r}: expected START:STOP:STEP or a comma-separated list "
+                         "of levels (1.0 = 100 % of the GPU capacity)") from None
+    if not levels or any(not (0 < v <= 10) or not math.isfinite(v) for v in levels):
+        raise InputError(f"--inflation {text!r}: levels must be more than 0 and at most 10")
+    if len(levels) > 1000:
+        raise InputError(f"--inflation {text!r}: more than 1000 levels")
+    return levels
+
+
+def arrivals(c: SimCluster, max_level: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Shape indices sampled (with replacement) from the trace's pods until the requested
+    capacity would pass max_level x capacity; and the cumulative requested capacity."""
+    pool = np.array(c.pod_shape)
+    req = np.array([s.request for s in c.shapes])
+    if not (req[pool] > 0).any():
+        raise InputError("simulate: no pod of --trace requests device capacity: inflation cannot grow")
+    target = max_level * c.total
+    out: list[np.ndarray] = []
+    total = 0.0
+    while True:
+        draw = pool[rng.integers(0, len(pool), size=max(1024, len(pool)))]
+        cum = total + np.cumsum(req[draw])
+        stop = int(np.searchsorted(cum, target, side="right"))
+        out.append(draw[:stop])
+        if stop < len(draw):
+            break
+        total = float(cum[-1])
+    seq = np.concatenate(out) if out else np.zeros(0, dtype=int)
+    return seq, np.cumsum(req[seq])
+
+
+@dataclass
+class Record:
+    level: float
+    policy: str
+    run: int
+    unallocated: float              # share of device capacity not allocated
+    arrived: float                  # requested capacity that arrived / capacity
+    placed: int
+    failed: int
+    seconds: float
+    gap: float | None = None
+    bound_unallocated: float | None = None
+    status: str | None = None
+
+
+def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[float], policy: str, run: int, *,
+               frag: FragModel | None, batch: int, time_limit: float, log: list | None = None) -> list[Record]:
+    """One policy over one run's arrivals: a Record per level. `log` (online policies) gets
+    (node, devices) or None per arrival."""
+    st = State(c)
+    stops = [int(np.searchsorted(cum, lv * c.total, side="right")) for lv in levels]
+    out: list[Record] = []
+    t0 = time.perf_counter()
+
+    def record(k: int) -> None:
+        while out.__len__() < len(levels) and stops[len(out)] == k:
+            lv = levels[len(out)]
+            arrived = float(cum[k - 1]) / c.total if k else 0.0
+            out.append(Record(lv, policy, run, 1.0 - st.allocated / c.total, arrived, st.placed, st.failed,
+                              round(time.perf_counter() - t0, 3)))
+
+    record(0)
+    if policy == "optimal-batch":
+        # draopt.studies.online_batch: each batch smallest FGD delta first; a batch never crosses a level.
+        from draopt.studies.online_batch import OptimalBatch, run_batches
+        got = run_batches(OptimalBatch(c, frag, batch=batch), st, seq, stops, after=record)
+        if log is not None:
+            log += got
+    else:
+        for k, si in enumerate(seq, start=1):
+            s = c.shapes[si]
+            got = place_one(st, s, policy, frag)
+            if got is None:
+                st.failed += 1
+            else:
+                st.take(s, got[0], got[1])
+            if log is not None:
+                log.append(got)
+            record(k)
+    while len(out) < len(levels):
+        record(len(seq))
+    return out
+
+
+def offline(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[float], run: int, *,
+            time_limit: float, logs: dict[str, list] | None = None) -> list[Record]:
+    """All arrivals of each level placed at once by the optimal model, warm-started from the
+    online policy (of `logs`, first-fit's when empty) that allocated most at that level: the
+    answer is never worse than any online policy's, and the bound is the model's."""
+    if not logs:
+        logs = {"first-fit": []}
+        run_policy(c, seq, cum, levels, "first-fit", run, frag=None, batch=1, time_limit=time_limit,
+                   log=logs["first-fit"])
+    allocated = {}
+    for pol, log in logs.items():
+        acc = np.zeros(len(seq) + 1)
+        for i, (si, got) in enumerate(zip(seq, log), start=1):
+            acc[i] = acc[i - 1] + (sum(c.shapes[si].cons[got[0], d] for d in got[1]) if got else 0.0)
+        allocated[pol] = acc
+    out = []
+    for lv in levels:
+        k = int(np.searchsorted(cum, lv * c.total, side="right"))
+        t0 = time.perf_counter()
+        st = State(c)
+        best = max(logs, key=lambda pol: (allocated[pol][k], -list(logs).index(pol)))
+        got = solve_optimal(st, [c.shapes[i] for i in seq[:k]], time_limit=time_limit, hint=logs[best][:k])
+        bound = got["bound"]
+        out.append(Record(lv, OFFLINE, run, 1.0 - st.allocated / c.total, float(cum[k - 1]) / c.total if k else 0.0,
+                          st.placed, st.failed, round(time.perf_counter() - t0, 3), gap=got["gap"],
+                          bound_unallocated=max(0.0, 1.0 - bound / c.total) if bound else None,
+                          status=got["status"]))
+    return out
+
+
+def simulate(c: SimCluster, *, levels: list[float], policies: list[str], runs: int = 3, seed: int = 0,
+             batch: int = 50, time_limit: float = 60.0, offline_optimum: bool = False,
+             progress: Callable[[str], None] | None = None) -> list[Record]:
+    weights = np.array([len(s.pods) for s in c.shapes], dtype=float)
+    frag = FragModel(c, weights) if {"fgd", "optimal-batch"} & set(policies) else None
+    records: list[Record] = []
+    for run in range(runs):
+        rng = np.random.default_rng([seed, run])
+        seq, cum = arrivals(c, max(levels), rng)
+        logs: dict[str, list] = {}
+        for policy in policies:
+            t0 = time.perf_counter()
+            log = logs.setdefault(policy, []) if policy in ONLINE_POLICIES else None
+            records += run_policy(c, seq, cum, levels, policy, run, frag=frag, batch=batch, time_limit=time_limit,
+                                  log=log)
+            if progress:
+                progress(f"run {run}: {policy}: {len(seq)} arrivals in {time.perf_counter() - t0:.1f} s")
+        if offline_optimum:
+            t0 = time.perf_counter()
+            records += offline(c, seq, cum, levels, run, time_limit=time_limit, logs=logs)
+            if progress:
+                progress(f"run {run}: {OFFLINE}: {len(levels)} level(s) in {time.perf_counter() - t0:.1f} s")
+    return records
+
+
+# ------------------------------------------------------------------ output
+COLUMNS = ["inflation", "policy", "runs", "unallocated_pct", "std_pct", "min_pct", "max_pct", "arrived_pct",
+           "placed", "failed", "bound_unallocated_pct", "gap", "status"]   # deterministic: no timings
+
+
+def aggregate(records: list[Record], order: list[str]) -> list[dict[str, Any]]:
+    groups: dict[tuple[float, str], list[Record]] = {}
+    for r in records:
+        groups.setdefault((r.level, r.policy), []).append(r)
+    rank = {p: i for i, p in enumerate(order)}
+    rows = []
+    for (lv, pol), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99))):
+        u = np.array([r.unallocated for r in rs]) * 100
+        bounds = [r.bound_unallocated for r in rs if r.bound_unallocated is not None]
+        gaps = [r.gap for r in rs if r.gap is not None]
+        statuses = sorted({r.status for r in rs if r.status})
+        rows.append({"inflation": lv, "policy": pol, "runs": len(rs), "unallocated_pct": round(float(u.mean()), 3),
+                     "std_pct": round(float(u.std(ddof=1)) if len(rs) > 1 else 0.0, 3),
+                     "min_pct": round(float(u.min()), 3), "max_pct": round(float(u.max()), 3),
+                     "arrived_pct": round(float(np.mean([r.arrived for r in rs])) * 100, 3),
+                     "placed": round(float(np.mean([r.placed for r in rs])), 1),
+                     "failed": round(float(np.mean([r.failed for r in rs])), 1),
+                     "bound_unallocated_pct": round(float(np.mean(bounds)) * 100, 3) if bounds else "",
+                     "gap": round(float(max(gaps)), 4) if gaps else "",
+                     "status": ",".join(statuses)})
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    cols = list(COLUMNS)
+    if not any(r["status"] for r in rows):
+        cols = [c for c in cols if c not in ("bound_unallocated_pct", "gap", "status")]
+    text = [[str(r[c]) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(t[i]) for t in text)) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths)) for t in text]
+    return "\n".join(lines)
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def plot(rows: list[dict[str, Any]], path: str, *, title: str = "") -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'") from None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    for pol in policies:
+        rs = [r for r in rows if r["policy"] == pol]
+        x = [r["inflation"] * 100 for r in rs]
+        y = [r["unallocated_pct"] for r in rs]
+        e = [r["std_pct"] for r in rs]
+        style = "--" if pol == OFFLINE else "-"
+        line = ax.errorbar(x, y, yerr=e, label=pol, linestyle=style, marker="o", markersize=3, capsize=2)
+        bounded = [(xi, r["bound_unallocated_pct"], yi) for xi, r, yi in zip(x, rs, y) if r["bound_unallocated_pct"] != ""]
+        if pol == OFFLINE and bounded:      # the optimum lies between its bound and the value found
+            bx, lo, hi = zip(*bounded)
+            ax.fill_between(bx, lo, hi, color=line[0].get_color(), alpha=0.2, label=f"{pol}: bound to value")
+            ax.vlines(bx, lo, hi, color=line[0].get_color(), alpha=0.5, linewidth=4)     # a single bin shows too
+    xs = sorted({r["inflation"] * 100 for r in rows})
+    ax.plot(xs, [max(0.0, 100 - x) for x in xs], color="grey", linewidth=0.8, linestyle=":",
+            label="requested < capacity")
+    ax.set_xlabel("arrived workload (% of GPU capacity requested)")
+    ax.set_ylabel("unallocated GPU capacity (%)")
+    if title:
+        ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, "--plot", path, dpi=120)
+
+
+# ------------------------------------------------------------------ command line
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="online placement of a GPU trace under workload inflation (FGD paper's "
+                                        "protocol): unallocated GPU capacity per policy")
+    p.add_argument("-f", "--filename", action="append", required=True, metavar="CLUSTER",
+                   help="Nodes, ResourceSlices, DeviceClasses (e.g. from `draopt trace import --nodes`)")
+    p.add_argument("--trace", required=True, metavar="PODS",
+                   help="the task pool: an openb task CSV, or YAML/JSON Pods and ResourceClaimTemplates")
+    p.add_argument("--inflation", default="0.5:1.3:0.05", metavar="START:STOP:STEP",
+                   help="levels of requested GPU capacity / cluster GPU capacity (or a list: 0.9,1.0)")
+    p.add_argument("--runs", type=_positive_int, default=3, metavar="N")
+    p.add_argument("--seed", type=int, default=0, metavar="S")
+    p.add_argument("--protocol", default="draopt", choices=("draopt", "fgd-paper"),
+                   help="draopt: fresh samples per run (default); fgd-paper: the FGD paper's protocol as its "
+                        "authors' simulator runs it (draopt.studies.paper_protocol; seeds S..S+N-1)")
+    p.add_argument("--policy", default=None, metavar="P,...",
+                   help=f"comma-separated: {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); under "
+                        "fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)")
+    p.add_argument("--offline-optimum", action="store_true",
+                   help="also place all tasks of each level at once, optimally (with its proven gap)")
+    p.add_argument("--batch", type=_positive_int, default=50, metavar="K", help="optimal-batch: arrivals per batch")
+    p.add_argument("--time-limit", type=_positive_float, default=60.0, metavar="S",
+                   help="solver time limit per optimal solve")
+    p.add_argument("--capacity", default=DEFAULT_CAPACITY, metavar="NAME",
+                   help="the device capacity measured and shared (default %(default)s)")
+    p.add_argument("-o", "--output", default="table", choices=("table", "csv"))
+    p.add_argument("--plot", metavar="FILE.png", help="plot the curves (needs matplotlib: draopt[plot])")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--stats", action="store_true",
+                   help="print one JSON line of timings to stderr (load_s, build_s, simulate_s, per-policy "
+                        "seconds and arrivals/s, peak RSS)")
+    from draopt.scheduler import add_scheduler_flags
+    add_scheduler_flags(p, seed=False)
+    p.set_defaults(func=cmd_simulate)
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    import argparse
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v > 0 or not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0")
+    return v
+
+
+def parse_policies(text: str) -> list[str]:
+    got = [p.strip() for p in text.split(",") if p.strip()]
+    bad = [p for p in got if p not in POLICIES]
+    if bad or not got:
+        raise InputError(f"--policy {text!r}: unknown policy {', '.join(bad) or '(none)'} "
+                         f"(known: {', '.join(POLICIES)})")
+    return list(dict.fromkeys(got))
+
+
+def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate_s: float) -> dict[str, Any]:
+    """`simulate --stats`: phase times, and per policy the seconds and arrivals over all runs
+    (an online policy's last level holds its run's totals; the offline optimum solves each
+    level on its own, so its seconds add up over levels), arrivals per second, peak RSS."""
+    import resource
+    per: dict[str, dict[str, float]] = {}
+    last: dict[tuple[str, int], Record] = {}
+    for r in records:
+        if r.policy == OFFLINE:
+            p = per.setdefault(r.policy, {"seconds": 0.0, "arrivals": 0})
+            p["seconds"] += r.seconds
+            p["arrivals"] += r.placed + r.failed
+        elif (r.policy, r.run) not in last or r.level >= last[(r.policy, r.run)].level:
+            last[(r.policy, r.run)] = r
+    for (policy, _), r in last.items():
+        p = per.setdefault(policy, {"seconds": 0.0, "arrivals": 0})
+        p["seconds"] += r.seconds
+        p["arrivals"] += r.placed + r.failed
+    for p in per.values():
+        p["seconds"] = round(p["seconds"], 3)
+        p["arrivals_per_s"] = round(p["arrivals"] / p["seconds"], 1) if p["seconds"] else None
+    return {"load_s": round(load_s, 3), "build_s": round(build_s, 3), "simulate_s": round(simulate_s, 3),
+            "policies": per, "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def load_for_command(args) -> tuple[SimCluster, list[float], float, float, float]:
+    """`draopt simulate`'s input, checked and built (either protocol): the cluster arrays, the
+    levels, the seconds reading and building took, and the clock when reading began."""
+    from draopt.kube.loader import load_files
+    levels = parse_levels(args.inflation)
+    if args.plot:
+        import importlib.util
+        if importlib.util.find_spec("matplotlib") is None:      # checked before a long run, not after
+            raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'")
+        check_writable("--plot", args.plot)
+    t0 = time.perf_counter()
+    if args.trace.lower().endswith(".csv"):
+        from draopt.studies.trace import read_tasks, workload_objects
+        objects = load_files(args.filename)
+        objects.extend(_object_set(workload_objects(read_tasks(args.trace, what="--trace")), args.trace))
+    else:
+        objects = load_files(list(args.filename) + [args.trace])
+    load_s = time.perf_counter() - t0
+    t_build = time.perf_counter()
+    c = build(objects, capacity_name=args.capacity)
+    return c, levels, load_s, time.perf_counter() - t_build, t0
+
+
+def cmd_simulate(args) -> int:
+    """`draopt simulate --protocol draopt` (draopt.studies.paper_protocol.cmd_simulate dispatches)."""
+    policies = parse_policies(args.policy or DEFAULT_POLICIES)
+    c, levels, load_s, build_s, t0 = load_for_command(args)
+    t_build = time.perf_counter() - build_s
+    if "kube-scheduler" in policies or args.scheduler_config:
+        from draopt.scheduler import SchedulerConfig, load_config
+        from draopt.scheduler.trace import TraceScheduler
+        if "kube-scheduler" not in policies:
+            raise InputError("--scheduler-config: used by the kube-scheduler policy, which --policy does not list")
+        cfg = load_config(args.scheduler_config) if args.scheduler_config else SchedulerConfig.default()
+        c.kube_scheduler = TraceScheduler(c, cfg, seed=args.seed, tie_break=args.tie_break)
+    build_s = time.perf_counter() - t_build
+    say = None if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr, flush=True))
+    if say:
+        say(f"{c.n} nodes, capacity {c.total:,.0f} {c.capacity_name}, {len(c.pod_keys)} trace pods in "
+            f"{len(c.shapes)} shapes (loaded in {time.perf_counter() - t0:.1f} s)")
+    t_sim = time.perf_counter()
+    records = simulate(c, levels=levels, policies=policies, runs=args.runs, seed=args.seed, batch=args.batch,
+                       time_limit=args.time_limit, offline_optimum=args.offline_optimum, progress=say)
+    if getattr(args, "stats", False):
+        print(json.dumps(stats_line(records, load_s=load_s, build_s=build_s,
+                                    simulate_s=time.perf_counter() - t_sim), sort_keys=True), file=sys.stderr)
+    write_rows(args, aggregate(records, policies + [OFFLINE]),
+               title=f"{c.n} nodes, {args.runs} run(s), seed {args.seed}")
+    return 0
+
+
+def write_rows(args, rows: list[dict[str, Any]], *, title: str) -> None:
+    """`draopt simulate`'s output (either protocol): the table or `-o csv`, and `--plot`."""
+    if args.output == "csv":
+        sys.stdout.write(to_csv(rows))
+    else:
+        print(table(rows))
+    if args.plot:
+        plot(rows, args.plot, title=title)

@@ -1,0 +1,529 @@
+"""Sweeps: one study over a grid of inputs, on a local process pool or on Dask, resumable.
+
+A :class:`Grid` names the axes (clusters, traces, node counts, policies, seeds, inflation
+levels) of a study, `simulate` (one policy, one seeded run of :mod:`draopt.studies.simulate`'s
+inflation protocol, one level: exactly `draopt simulate --runs 1 --seed S --inflation L`) or
+`place` (one policy on one cluster and workload, measured as `draopt compare` does). Each
+point of the grid is a *scenario*: a flat dict of its inputs, the same on every machine.
+
+:func:`run_sweep` runs the scenarios not already in the output Parquet file (same inputs, same
+`key`), on a local process pool (default), in this process (`serial`), or on Dask (`dask`: a
+local cluster, or the scheduler at `address`, or a `distributed.Client`), with a progress bar
+(tqdm). The file is rewritten (atomically) as scenarios finish (at most once a second, and
+when the sweep ends or fails), so an interrupted sweep loses at most the last second's rows. Each row holds the scenario's inputs, its results,
+`elapsed_s` (wall time, the one column that differs between runs) and `key`.
+
+:func:`sweep` is the generic form: `run(study)` for every study, in order.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from draopt.errors import InputError
+from draopt.kube.optionfiles import check_writable, read_yaml_option
+
+STUDIES = ("simulate", "place")
+ENGINES = ("processes", "serial", "dask")
+INPUTS = ("study", "cluster", "trace", "nodes", "policy", "seed", "inflation", "time_limit", "batch", "capacity")
+_EXTRA = "pip install 'draopt[sweep]'"
+WRITE_EVERY_S = 1.0
+
+
+# ------------------------------------------------------------------ the generic runner
+def _dask_client(address: str | None, workers: int | None, processes: bool = True):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise InputError(f"--engine dask: install the extra: {_EXTRA}") from None
+    if address:
+        try:
+            return Client(address)
+        except (OSError, ValueError, TypeError) as e:     # unreachable, or not an address
+            raise InputError(f"--scheduler {address}: cannot connect to a Dask scheduler: {e}") from None
+    return Client(LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                               processes=processes, dashboard_address=None))
+
+
+def _guarded(run: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
+    """run(item), an input error returned rather than raised: the caller raises it (exit 2),
+    and Dask workers do not log it as a failed computation."""
+    from draopt.errors import DraoptError
+    try:
+        return True, run(item)
+    except DraoptError as e:
+        return False, e
+
+
+def _unwrap(got: tuple[bool, Any]) -> Any:
+    ok, value = got
+    if not ok:
+        raise value
+    return value
+
+
+def _completed(items: list[Any], run: Callable[[Any], Any], *, engine: str, workers: int | None = None,
+               address: str | None = None, client=None) -> Iterator[tuple[int, Any]]:
+    """(index, run(item)) for every item, as they finish."""
+    import functools
+    if engine == "serial":
+        for i, item in enumerate(items):
+            yield i, run(item)
+        return
+    guarded = functools.partial(_guarded, run)
+    if engine == "processes":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        # spawn: the parent may hold solver threads, which fork would copy in an unknown state.
+        with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1,
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
+            try:
+                for f in as_completed(futures):
+                    yield futures[f], _unwrap(f.result())
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+    elif engine == "dask":
+        own = client is None
+        if own:
+            client = _dask_client(address, workers)
+        from dask.distributed import as_completed
+        try:
+            futures = [client.submit(guarded, item, pure=False) for item in items]
+            index = {f.key: i for i, f in enumerate(futures)}
+            for f in as_completed(futures):
+                yield index[f.key], _unwrap(f.result())
+        finally:
+            if own:
+                cluster = client.cluster
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+    else:
+        raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)}, local)")
+
+
+def sweep(studies: Iterable[Any], run: Callable[[Any], Any], *, engine: str = "local",
+          address: str | None = None, workers: int | None = None, client=None) -> list[Any]:
+    """`run(study)` for every study; results in the studies' order. engine "local" (or
+    "serial") runs them here, one after the other; "processes" on a local process pool (`run`
+    must be importable: a module-level function); "dask" hands them to Dask (a local cluster,
+    the scheduler at `address`, or `client`)."""
+    studies = list(studies)
+    engine = "serial" if engine == "local" else engine
+    out: list[Any] = [None] * len(studies)
+    for i, got in _completed(studies, run, engine=engine, workers=workers, address=address, client=client):
+        out[i] = got
+    return out
+
+
+# ------------------------------------------------------------------ grids of scenarios
+@dataclass
+class Grid:
+    study: str = "simulate"
+    clusters: list[list[str]] = field(default_factory=list)   # each: the files of one cluster
+    traces: list[str] = field(default_factory=list)           # simulate: task pools; place: workload files
+    nodes: list[int] = field(default_factory=lambda: [0])     # 0: every node
+    policies: list[str] = field(default_factory=lambda: ["first-fit"])
+    seeds: list[int] = field(default_factory=lambda: [0])
+    inflation: list[float] = field(default_factory=lambda: [1.0])
+    time_limit: float = 60.0
+    batch: int = 50
+    capacity: str = "gpu.example.com/milli"
+
+    def validate(self) -> None:
+        from draopt.studies import simulate
+        if self.study not in STUDIES:
+            raise InputError(f"study: unknown study {self.study!r} (known: {', '.join(STUDIES)})")
+        if not self.clusters:
+            raise InputError("clusters: give at least one cluster (--cluster FILE[,FILE...])")
+        if self.study == "simulate" and not self.traces:
+            raise InputError("traces: the simulate study needs a task pool (--trace FILE)")
+        for files in self.clusters + [[t] for t in self.traces]:
+            for f in files:
+                if not os.path.exists(f):
+                    raise InputError(f"{f}: no such file")
+        if not self.nodes or any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in self.nodes):
+            raise InputError(f"nodes: {self.nodes!r}: whole numbers of nodes, at least 1 (0: every node)")
+        if not self.seeds or any(not isinstance(s, int) or isinstance(s, bool) for s in self.seeds):
+            raise InputError(f"seeds: {self.seeds!r}: whole numbers")
+        known = simulate.POLICIES + (simulate.OFFLINE,) if self.study == "simulate" else _place_policies()
+        bad = [p for p in self.policies if p not in known and
+               not (self.study == "place" and p.startswith("first-fit:") and len(p) > len("first-fit:"))]
+        if bad or not self.policies:
+            raise InputError(f"policies: unknown policy {', '.join(map(repr, bad)) or '(none)'} for the "
+                             f"{self.study} study (known: {', '.join(known)})")
+        if not self.inflation or any(not isinstance(v, (int, float)) or not (0 < v <= 10) for v in self.inflation):
+            raise InputError(f"inflation: {self.inflation!r}: levels more than 0 and at most 10")
+        if not (isinstance(self.time_limit, (int, float)) and not isinstance(self.time_limit, bool)
+                and self.time_limit > 0 and math.isfinite(self.time_limit)):
+            raise InputError(f"time_limit: {self.time_limit!r}: a number of seconds more than 0")
+        if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 1:
+            raise InputError(f"batch: {self.batch!r}: a whole number, at least 1")
+
+    def scenarios(self) -> list[dict[str, Any]]:
+        """Every point of the grid, in a fixed order (cluster, trace, nodes, policy, seed, level)."""
+        self.validate()
+        simulate = self.study == "simulate"
+        out = []
+        for cluster in self.clusters:
+            for trace in self.traces or [""]:
+                for nodes in self.nodes:
+                    for policy in self.policies:
+                        for seed in (self.seeds if simulate else [None]):
+                            for level in (self.inflation if simulate else [None]):
+                                out.append({"study": self.study, "cluster": ",".join(cluster), "trace": trace,
+                                            "nodes": nodes, "policy": policy, "seed": seed,
+                                            "inflation": None if level is None else float(level),
+                                            "time_limit": float(self.time_limit), "batch": self.batch,
+                                            "capacity": self.capacity})
+        return out
+
+
+def _place_policies() -> tuple[str, ...]:
+    from draopt.placement import PLACE_POLICIES
+    return PLACE_POLICIES + ("first-fit:CONFIG",)
+
+
+def scenario_key(s: dict[str, Any]) -> str:
+    return json.dumps({k: s.get(k) for k in INPUTS}, sort_keys=True)
+
+
+def load_grid(path: str) -> Grid:
+    """A grid from YAML: the keys of :class:`Grid` (clusters: a file, or a list of files per cluster;
+    inflation: a list or START:STOP:STEP; seeds: a list or START:STOP, STOP excluded)."""
+    data = read_yaml_option("--grid", path)
+    if not isinstance(data, dict):
+        raise InputError(f"--grid {path}: expected a mapping of grid axes")
+    grid = Grid()
+    known = set(Grid.__dataclass_fields__)
+    for k, v in data.items():
+        if k not in known:
+            raise InputError(f"--grid {path}: unknown field {k!r} (known: {', '.join(sorted(known))})")
+        try:
+            setattr(grid, k, _axis(k, v))
+        except InputError as e:
+            raise InputError(f"--grid {path}: {e}") from None
+    return grid
+
+
+def _axis(name: str, v: Any) -> Any:
+    from draopt.studies.simulate import parse_levels
+    if v is None:                       # `clusters:` with nothing after it: the axis is empty
+        raise InputError(f"{name}: no value given")
+    if name in ("clusters", "traces"):
+        items = [f for c in (v if isinstance(v, list) else [v]) for f in (c if isinstance(c, list) else [c])]
+        bad = [f for f in items if not isinstance(f, str) or not f]
+        if bad:
+            raise InputError(f"{name}: {bad[0]!r}: expected file names")
+    if name == "clusters":
+        items = v if isinstance(v, list) else [v]
+        return [[str(f) for f in (c if isinstance(c, list) else str(c).split(","))] for c in items]
+    if name == "traces":
+        return [str(t) for t in (v if isinstance(v, list) else [v])]
+    if name == "policies":
+        return [str(p) for p in (v if isinstance(v, list) else str(v).split(","))]
+    if name == "inflation":
+        if not isinstance(v, list):
+            return parse_levels(str(v))
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
+            raise InputError(f"inflation: {v!r}: levels are numbers (1.0 = 100 % of the GPU capacity)")
+        return [float(x) for x in v]
+    if name == "seeds":
+        return v if isinstance(v, list) else parse_seeds(str(v))
+    if name == "nodes":
+        return v if isinstance(v, list) else [v]
+    return v
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`0:10` (0 to 9) or `1,5,7`."""
+    try:
+        if ":" in text:
+            lo, hi = (int(x) for x in text.split(":"))
+            if hi <= lo:
+                raise ValueError
+            return list(range(lo, hi))
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise InputError(f"seeds {text!r}: expected START:STOP (STOP excluded) or a comma-separated list") from None
+
+
+# ------------------------------------------------------------------ one scenario
+# Per worker process: inputs loaded and clusters built, reused by later scenarios (least recently
+# used dropped first).
+_LOADED: dict[tuple, Any] = {}
+_BUILT: dict[tuple, Any] = {}
+
+
+def with_nodes(objects, count: int):
+    """The objects with `count` of their nodes, spread evenly over the nodes sorted by name (every
+    k-th), with the slices pinned to them; pods bound to other nodes go too. 0: all nodes."""
+    import copy
+    nodes = sorted(objects.nodes, key=lambda n: n.name)
+    if count == 0 or count == len(nodes):
+        return objects
+    if count > len(nodes):
+        raise InputError(f"nodes: {count} nodes asked for, the cluster has {len(nodes)}")
+    keep = [nodes[(i * len(nodes)) // count] for i in range(count)]
+    names = {n.name for n in keep}
+    out = copy.copy(objects)
+    out.nodes = keep
+    out.resource_slices = [s for s in objects.resource_slices if not s.spec.node_name or s.spec.node_name in names]
+    out.pods = [p for p in objects.pods if not p.spec.node_name or p.spec.node_name in names]
+    return out
+
+
+def _objects(s: dict[str, Any]):
+    """The scenario's cluster and workload, with its node count (loaded once per worker)."""
+    def load():
+        from draopt.kube.loader import load_files
+        files = s["cluster"].split(",")
+        if s["study"] == "simulate" and s["trace"].lower().endswith(".csv"):
+            from draopt.studies.simulate import _object_set
+            from draopt.studies.trace import read_tasks, workload_objects
+            objects = load_files(files)
+            objects.extend(_object_set(workload_objects(read_tasks(s["trace"], what="--trace")), s["trace"]))
+            return objects
+        return load_files(files + ([s["trace"]] if s["trace"] else []))
+    return with_nodes(_cached(_LOADED, 2, (s["study"], s["cluster"], s["trace"]), load), s["nodes"])
+
+
+def _cached(store: dict, size: int, key: tuple, make: Callable[[], Any]) -> Any:
+    got = store.pop(key, None)
+    if got is None:
+        got = make()
+        while len(store) >= size:
+            store.pop(next(iter(store)))
+    store[key] = got                    # last: the most recently used
+    return got
+
+
+def run_scenario(s: dict[str, Any]) -> dict[str, Any]:
+    """One scenario's results (without its inputs)."""
+    t0 = time.perf_counter()
+    if s["study"] == "simulate":
+        out = _run_simulate(s)
+    elif s["study"] == "place":
+        out = _run_place(s)
+    else:
+        raise InputError(f"study: unknown study {s['study']!r} (known: {', '.join(STUDIES)})")
+    out["elapsed_s"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def _run_simulate(s: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+    from draopt.studies import simulate as sim
+
+    def make():
+        c = sim.build(_objects(s), capacity_name=s["capacity"])
+        weights = np.array([len(sh.pods) for sh in c.shapes], dtype=float)
+        return c, sim.FragModel(c, weights)
+    c, frag = _cached(_BUILT, 8, (s["cluster"], s["trace"], s["nodes"], s["capacity"]), make)
+    # Run 0 of `draopt simulate --seed S`: the same arrivals.
+    seq, cum = sim.arrivals(c, s["inflation"], np.random.default_rng([s["seed"], 0]))
+    levels = [s["inflation"]]
+    if s["policy"] == sim.OFFLINE:
+        rec = sim.offline(c, seq, cum, levels, 0, time_limit=s["time_limit"])[0]
+    else:
+        rec = sim.run_policy(c, seq, cum, levels, s["policy"], 0, frag=frag if s["policy"] == "fgd" else None,
+                             batch=s["batch"], time_limit=s["time_limit"])[0]
+    return {"unallocated_pct": round(rec.unallocated * 100, 6), "arrived_pct": round(rec.arrived * 100, 6),
+            "placed": rec.placed, "failed": rec.failed, "nodes_in_cluster": c.n,
+            "bound_unallocated_pct": None if rec.bound_unallocated is None else round(rec.bound_unallocated * 100, 6),
+            "gap": rec.gap, "status": rec.status or "heuristic"}
+
+
+def _run_place(s: dict[str, Any]) -> dict[str, Any]:
+    from draopt.allocation.allocate import warm_up
+    from draopt.kube.features import Features
+    from draopt.studies.report import measure_policy
+    warm_up()
+    objects = _objects(s)
+    r = measure_policy(objects, s["policy"], features=Features.from_gates(), time_limit=s["time_limit"])
+    out = r.to_json()
+    for k in ("policy", "solve_s", "summary", "counters", "capacity"):
+        out.pop(k)
+    out["nodes_in_cluster"] = len(objects.nodes)
+    return out
+
+
+# ------------------------------------------------------------------ the sweep, resumable, to Parquet
+def _pyarrow():
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise InputError(f"sweep: Parquet output needs pyarrow: {_EXTRA}") from None
+    return pyarrow
+
+
+def read_rows(path: str) -> list[dict[str, Any]]:
+    pa = _pyarrow()
+    try:
+        return pa.parquet.read_table(path).to_pylist()
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"{path}: cannot read as Parquet: {e}") from None
+
+
+def write_rows(path: str, rows: list[dict[str, Any]]) -> None:
+    """All rows to `path`, atomically (a reader or a crash never sees half a file)."""
+    pa = _pyarrow()
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        # Every column of every row (from_pylist takes the first row's keys only: a file holding
+        # rows of both studies would lose the second study's measures).
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        pa.parquet.write_table(pa.table({c: [r.get(c) for r in rows] for c in columns}), tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def check_output(path: str) -> None:
+    """Fail before any scenario runs when the results could not be written at `path`."""
+    check_writable("-o", path, directory_hint="; give the Parquet file to write")
+
+
+def run_sweep(scenarios: list[dict[str, Any]], out: str | None = None, *, engine: str = "processes",
+              workers: int | None = None, address: str | None = None, client=None, progress: bool = True,
+              run: Callable[[dict[str, Any]], dict[str, Any]] = run_scenario) -> list[dict[str, Any]]:
+    """Run the scenarios not already in `out`; return the rows of all of them, in their order."""
+    done: dict[str, dict[str, Any]] = {}
+    kept: list[dict[str, Any]] = []
+    if out:
+        check_output(out)
+    if out and os.path.exists(out):
+        kept = read_rows(out)
+        done = {r["key"]: r for r in kept if "key" in r}
+    keys = [scenario_key(s) for s in scenarios]
+    todo = [i for i, k in enumerate(keys) if k not in done]
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            raise InputError(f"sweep: the progress bar needs tqdm: {_EXTRA} (or no progress bar)") from None
+        bar = tqdm(total=len(scenarios), initial=len(scenarios) - len(todo), desc="sweep", unit="scenario",
+                   file=sys.stderr, dynamic_ncols=True)
+    rows = list(kept)
+    unsaved = 0
+    last_write = time.monotonic()
+    try:
+        for j, result in _completed([scenarios[i] for i in todo], run, engine=engine, workers=workers,
+                                    address=address, client=client):
+            i = todo[j]
+            row = {k: scenarios[i].get(k) for k in INPUTS}
+            row.update(result)
+            row["key"] = keys[i]
+            done[keys[i]] = row
+            rows.append(row)
+            unsaved += 1
+            # The file is rewritten whole: at most once a second (and at the end, or on an error).
+            if out and time.monotonic() - last_write >= WRITE_EVERY_S:
+                write_rows(out, rows)
+                unsaved, last_write = 0, time.monotonic()
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if out and unsaved:
+            write_rows(out, rows)
+        if bar is not None:
+            bar.close()
+    return [done[k] for k in keys]
+
+
+# ------------------------------------------------------------------ command line
+def register(sub) -> None:
+    p = sub.add_parser("sweep", help="run a study over a grid (clusters, traces, node counts, policies, seeds, "
+                                     "inflation levels) on a process pool or Dask; resumable; rows to Parquet")
+    p.add_argument("--grid", metavar="FILE.yaml", help="the grid as YAML (keys: study, clusters, traces, nodes, "
+                                                       "policies, seeds, inflation, time_limit, batch, capacity); "
+                                                       "flags given override it")
+    p.add_argument("--study", choices=STUDIES, help="simulate (default): draopt simulate, one run per seed and "
+                                                    "level; place: draopt compare's measures per policy")
+    p.add_argument("--cluster", action="append", metavar="FILE[,FILE...]", help="one cluster (repeat for more)")
+    p.add_argument("--trace", action="append", metavar="FILE", help="simulate: a task pool (openb CSV or YAML); "
+                                                                    "place: workload files (repeat for more)")
+    p.add_argument("--nodes", metavar="N,...", help="node counts (every k-th node by name; 0: all)")
+    p.add_argument("--policy", metavar="P,...", help="comma-separated policies")
+    p.add_argument("--seeds", metavar="START:STOP|S,...", help="simulate: seeds (STOP excluded)")
+    p.add_argument("--inflation", metavar="START:STOP:STEP|L,...", help="simulate: inflation levels")
+    p.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per optimal solve")
+    p.add_argument("--batch", type=int, metavar="K", help="optimal-batch: arrivals per batch")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.parquet",
+                   help="results (rows already there with the same inputs are not run again)")
+    p.add_argument("--engine", default="processes", choices=ENGINES,
+                   help="processes: a local process pool (default); serial: here; dask: a Dask local "
+                        "cluster, or the scheduler at --scheduler")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler (tcp://host:8786); implies --engine dask")
+    p.add_argument("--workers", type=int, metavar="N", help="local workers (default: one per core)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_sweep)
+
+
+def grid_from_args(args) -> Grid:
+    from draopt.studies.simulate import parse_levels
+    grid = load_grid(args.grid) if args.grid else Grid()
+    if args.study:
+        grid.study = args.study
+    if args.cluster:
+        grid.clusters = [c.split(",") for c in args.cluster]
+    if args.trace:
+        grid.traces = list(args.trace)
+    if args.nodes:
+        try:
+            grid.nodes = [int(x) for x in args.nodes.split(",")]
+        except ValueError:
+            raise InputError(f"--nodes {args.nodes!r}: expected whole numbers, comma-separated") from None
+    if args.policy:
+        grid.policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    if args.seeds:
+        grid.seeds = parse_seeds(args.seeds)
+    if args.inflation:
+        grid.inflation = parse_levels(args.inflation)
+    if args.time_limit is not None:
+        grid.time_limit = args.time_limit
+    if args.batch is not None:
+        grid.batch = args.batch
+    return grid
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    """Mean over seeds of the study's main measure, per the other inputs."""
+    simulate = bool(rows) and rows[0]["study"] == "simulate"
+    measure = "unallocated_pct" if simulate else "placed"
+    axes = ["cluster", "trace", "nodes", "policy"] + (["inflation"] if simulate else [])
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[a] for a in axes), []).append(float(r[measure]))
+    cols = axes + ["runs", f"mean_{measure}"]
+    text = [[str(v) for v in (*k, len(vs), round(sum(vs) / len(vs), 3))] for k, vs in groups.items()]
+    widths = [max(len(c), *(len(t[i]) for t in text)) for i, c in enumerate(cols)]
+    return "\n".join(["  ".join(c.ljust(w) for c, w in zip(cols, widths))] +
+                     ["  ".join(v.ljust(w) for v, w in zip(t, widths)) for t in text])
+
+
+def cmd_sweep(args) -> int:
+    scenarios = grid_from_args(args).scenarios()
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers {args.workers}: must be at least 1")
+    engine = "dask" if args.scheduler else args.engine
+    t0 = time.perf_counter()
+    check_output(args.output)
+    present = {r.get("key") for r in read_rows(args.output)} if os.path.exists(args.output) else set()
+    skipped = sum(scenario_key(s) in present for s in scenarios)
+    rows = run_sweep(scenarios, args.output, engine=engine, workers=args.workers, address=args.scheduler,
+                     progress=not args.quiet)
+    print(summary_table(rows))
+    print(f"sweep: {len(scenarios)} scenarios ({skipped} already in {args.output}), "
+          f"{len(scenarios) - skipped} run on {engine} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,924 @@
+"""Random small clusters for placement, one family per DRA feature, as Kubernetes documents.
+
+`random_cluster(rng, family)` returns Nodes, Namespaces, DeviceClasses, ResourceSlices,
+ResourceClaimTemplates, ResourceClaims, PodGroups and pending Pods (dicts, `resource.k8s.io/v1`)
+that `draopt place` reads. Each family puts one feature in most draws, on several nodes, with
+random attribute values, priorities 0/10/100 and gangs:
+
+* ``gpu-nic``: GPUs and NICs (separate drivers) with random ``resource.kubernetes.io/pcieRoot``
+  values, NICs on roots without a GPU and GPUs without a NIC, devices shuffled; pods ask a GPU
+  and a NIC (or two GPUs and a NIC) with ``matchAttribute`` over the root, sometimes over only
+  some of their requests;
+* ``distinct``: ``distinctAttribute`` over numa, PCIe root or uuid, on 2-3 devices, sometimes
+  together with a ``matchAttribute``;
+* ``admin``: claims with ``adminAccess`` requests in a namespace labelled for it, among normal pods;
+* ``shared``: ResourceClaims referenced by 2-3 pods each (sometimes one gang, sometimes on a
+  network-attached device, its pods then sometimes pinned to different nodes), plus private
+  claims from templates;
+* ``lists``: claims with two ``firstAvailable`` requests of 2-3 sub-requests each;
+* ``mig-gang``: partitionable GPUs (``sharedCounters`` / ``consumesCounters``), MIG-like
+  profiles of several sizes, gangs of 2-4 pods;
+* ``all``: ``allocationMode: All`` over small node-local pools, among ExactCount pods;
+* ``mixed``: two or three of the above together, plus network-attached pools (``allNodes`` or a
+  ``nodeSelector`` slice), node and device taints with tolerations, pod node selectors, awkward
+  CEL selectors (empty lists, attributes missing on some devices), extended resources and
+  device-derived node resources (``nodeAllocatableResources``, read when
+  DRANodeAllocatableResources is on).
+
+Everything is drawn from the given `random.Random`: a seed gives the same cluster every time.
+:func:`audit` runs both placement policies on one cluster and records what the property tests
+(`tests/test_optimal_families.py`) and `benchmarks/fuzz_place.py` check.
+"""
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+V1 = "resource.k8s.io/v1"
+GPU, NIC, FPGA, CXL = "gpu.example.com", "nic.example.com", "fpga.example.com", "cxl.example.com"
+PCIE = "resource.kubernetes.io/pcieRoot"
+ADMIN_LABEL = "resource.kubernetes.io/admin-access"
+
+BASE_FAMILIES = ("gpu-nic", "distinct", "admin", "shared", "lists", "mig-gang", "all")
+FAMILIES = BASE_FAMILIES + ("mixed",)
+MIXED_EXTRAS = ("network", "taints", "node-selectors", "awkward", "extended", "node-resources")
+
+# MIG-like profiles: name -> (memory slices, compute slices) of an 8/7 GPU.
+PROFILES = {"1g": (1, 1), "2g": (2, 2), "3g": (4, 3), "4g": (4, 4), "7g": (8, 7)}
+
+
+def _sel(expr: str) -> dict[str, Any]:
+    return {"cel": {"expression": expr}}
+
+
+def _attr(driver: str, name: str) -> str:
+    return f'device.attributes["{driver}"].{name}'
+
+
+class _Gen:
+    """One cluster being drawn; `docs` per kind, joined in a fixed order at the end."""
+
+    def __init__(self, rng: random.Random, features: set[str], nodes: tuple[int, int], pods: tuple[int, int]):
+        self.rng = rng
+        self.features = features
+        self.node_names = [f"node-{i}" for i in range(rng.randint(*nodes))]
+        self.n_pods = rng.randint(*pods)
+        # Devices per node scale with pods per node, so that supply and demand are close and
+        # where first-fit puts things matters (neither "everything fits" nor "nothing does").
+        self.per_node = max(1, round(1.3 * self.n_pods / len(self.node_names)))
+        # Admin access on partitionable GPUs: first-fit's allocator lets admin-access allocations
+        # consume counters (a known defect); the documented semantics do not.
+        self.admin_mig = "admin" in features and rng.random() < 0.5
+        self.namespaces: dict[str, dict[str, str]] = {"ml": {}}
+        self.classes: dict[str, dict[str, Any]] = {}
+        self.nodes: list[dict[str, Any]] = []
+        self.slices: list[dict[str, Any]] = []
+        self.templates: dict[tuple[str, str], dict[str, Any]] = {}
+        self.claims: list[dict[str, Any]] = []
+        self.groups: list[dict[str, Any]] = []
+        self.pods: list[dict[str, Any]] = []
+        self.running: list[dict[str, Any]] = []          # pods bound to nodes, holding allocated claims
+        self.rules: list[dict[str, Any]] = []            # DeviceTaintRules
+        self.priority_classes: list[dict[str, Any]] = []
+        self.zones: dict[str, str] = {}
+        self.tainted_nodes: set[str] = set()
+        self.uuid = 0
+
+    # ------------------------------------------------------------------ helpers
+    def device_class(self, name: str, expr: str) -> str:
+        if name not in self.classes:
+            self.classes[name] = {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": name},
+                                  "spec": {"selectors": [_sel(expr)]}}
+        return name
+
+    def gpu_class(self) -> str:
+        return self.device_class("gpu", f'device.driver == "{GPU}" && {_attr(GPU, "type")} == "gpu"')
+
+    def nic_class(self) -> str:
+        return self.device_class("nic", f'device.driver == "{NIC}"')
+
+    def slice_doc(self, name: str, driver: str, pool: str, devices: list[dict[str, Any]], where: dict[str, Any],
+                  count: int = 1, counters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": 1, "resourceSliceCount": count}}
+        spec.update(where)
+        if counters is not None:
+            spec["sharedCounters"] = counters
+        else:
+            spec["devices"] = devices
+        doc = {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
+        self.slices.append(doc)
+        return doc
+
+    def next_uuid(self) -> str:
+        self.uuid += 1
+        return f"GPU-{self.rng.randrange(16**6):06x}-{self.uuid:03d}"
+
+    def template(self, name: str, requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None,
+                 ns: str = "ml") -> str:
+        """A ResourceClaimTemplate, made once per instance (later calls return the name)."""
+        if (ns, name) not in self.templates:
+            devices: dict[str, Any] = {"requests": requests}
+            if constraints:
+                devices["constraints"] = constraints
+            self.templates[(ns, name)] = {"apiVersion": V1, "kind": "ResourceClaimTemplate",
+                                          "metadata": {"name": name, "namespace": ns},
+                                          "spec": {"spec": {"devices": devices}}}
+        return name
+
+    def pod(self, claims: list[tuple[str, str, str]], *, ns: str = "ml", group: str | None = None,
+            small: bool = False) -> dict[str, Any]:
+        """A pending pod; claims: (pod claim name, "template"|"claim", object name)."""
+        rng = self.rng
+        i = len(self.pods)
+        requests: dict[str, str] = {"cpu": rng.choice(["500m", "1", "2", "4"] if not small else ["100m", "250m"]),
+                                    "memory": rng.choice(["1Gi", "2Gi", "8Gi"] if not small else ["128Mi"])}
+        container: dict[str, Any] = {"name": "main", "resources": {"requests": requests}}
+        if claims and rng.random() < 0.5:
+            container["resources"]["claims"] = [{"name": c[0]} for c in claims]
+        spec: dict[str, Any] = {"containers": [container]}
+        if self.priority_classes and rng.random() < 0.3:
+            spec["priorityClassName"] = rng.choice(self.priority_classes)["metadata"]["name"]
+        else:
+            spec["priority"] = rng.choice([0, 0, 10, 100])
+        if claims:
+            spec["resourceClaims"] = [
+                {"name": c[0], "resourceClaimTemplateName" if c[1] == "template" else "resourceClaimName": c[2]}
+                for c in claims]
+        if group is not None:
+            spec["schedulingGroup"] = {"podGroupName": group}
+        doc = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": f"pod-{i}", "namespace": ns, "uid": f"uid-pod-{i}",
+                            "creationTimestamp": f"2026-11-30T10:{i // 60:02d}:{i % 60:02d}Z"},
+               "spec": spec}
+        self.pods.append(doc)
+        return doc
+
+    def pod_group(self, members: list[dict[str, Any]], min_count: int, ns: str = "ml") -> str:
+        name = f"gang-{len(self.groups)}"
+        self.groups.append({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                            "metadata": {"name": name, "namespace": ns},
+                            "spec": {"schedulingPolicy": {"gang": {"minCount": max(1, min(min_count, len(members)))}}}})
+        for p in members:
+            p["spec"]["schedulingGroup"] = {"podGroupName": name}
+        return name
+
+    # ------------------------------------------------------------------ nodes and devices
+    def count(self, low: int, share: float = 1.0) -> int:
+        """How many devices of a kind a node gets: around `share` x pods per node, at most 8."""
+        high = max(low, min(8, round(share * self.per_node) + 1))
+        return self.rng.randint(max(low, high // 2), high)
+
+    def build_nodes(self) -> None:
+        rng = self.rng
+        for name in self.node_names:
+            zone = rng.choice("ab")
+            self.zones[name] = zone
+            alloc = {"cpu": str(rng.choice([4, 8, 16, 32])), "memory": rng.choice(["16Gi", "32Gi", "64Gi"]),
+                     "pods": str(rng.choice([3, 5, 110, 110]))}
+            node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
+                                    "metadata": {"name": name, "labels": {"zone": zone, "kubernetes.io/hostname": name}},
+                                    "status": {"allocatable": alloc}}
+            if "taints" in self.features and rng.random() < 0.4:
+                node["spec"] = {"taints": [{"key": "dedicated", "value": rng.choice(["ml", "ops"]), "effect": "NoSchedule"}]}
+                self.tainted_nodes.add(name)
+            self.nodes.append(node)
+
+    def gpus(self, node: str, count: int, roots: list[str], *, numa: int = 2) -> list[dict[str, Any]]:
+        """Whole GPUs with every attribute the selectors and constraints read."""
+        rng = self.rng
+        out = []
+        for g in range(count):
+            d: dict[str, Any] = {
+                "name": f"gpu-{g}",
+                "attributes": {"type": {"string": "gpu"},
+                               "model": {"string": rng.choice(["a100", "a100", "h100", "t4"])},
+                               "numa": {"int": rng.randrange(numa)},
+                               "uuid": {"string": self.next_uuid()},
+                               PCIE: {"string": rng.choice(roots)}},
+                "capacity": {"memory": {"value": rng.choice(["16Gi", "40Gi", "80Gi"])}}}
+            out.append(d)
+        return out
+
+    def node_devices(self, node: str) -> None:
+        rng, f = self.rng, self.features
+        roots = sorted({f"pci0000:{rng.randrange(256):02x}" for _ in range(rng.randint(1, 3))})
+        if "gpu-nic" in f:
+            # Some roots hold GPUs only, some a NIC only: GPUs on a root with a NIC are scarce.
+            gpu_roots = [r for r in roots for _ in range(rng.randint(1, 2))]
+            n_gpus = self.count(1)
+            gpu_roots = (gpu_roots * n_gpus)[:n_gpus] if gpu_roots else roots
+        else:
+            gpu_roots = roots
+        gpus = self.gpus(node, self.count(0 if "mig-gang" in f else 1) if "gpu-nic" not in f else len(gpu_roots),
+                         gpu_roots, numa=rng.randint(1, 3))
+        if "gpu-nic" in f:
+            for d, r in zip(gpus, gpu_roots):
+                d["attributes"][PCIE] = {"string": r}
+        if "distinct" in f:
+            skew = rng.choice([[0, 0, 0, 1, 1, 2], [0, 1], [0, 0, 1, 2, 3]])
+            for d in gpus:   # scarce NUMA nodes and PCIe roots
+                d["attributes"]["numa"] = {"int": rng.choice(skew)}
+        if "awkward" in f:
+            for d in gpus:   # attributes missing on some devices
+                if rng.random() < 0.3:
+                    d["attributes"].pop(rng.choice(["model", "numa"]))
+        if "taints" in f:
+            for d in gpus:
+                if rng.random() < 0.2:
+                    d["taints"] = [{"key": "maintenance", "value": "true",
+                                    "effect": rng.choice(["NoSchedule", "NoExecute", "None"])}]
+        if "node-resources" in f:
+            for d in gpus:
+                if rng.random() < 0.5:
+                    d["nodeAllocatableResources"] = rng.choice([
+                        {"cpu": {"overhead": {"perPod": "1"}}},
+                        {"memory": {"overhead": {"perPod": "2Gi", "perContainer": "1Gi"}}},
+                        {"cpu": {"mapping": {"deviceMultiplier": "2"}}}])
+        mig = []
+        counters = []
+        if "mig-gang" in f or self.admin_mig:
+            for g in range(rng.randint(1, max(1, min(3, self.per_node // 3)))):
+                cs = f"gpu-{len(gpus) + g}-counters"
+                counters.append({"name": cs, "counters": {"memory": {"value": "8"}, "compute": {"value": "7"}}})
+                names = ["7g", "4g", "3g", "2g", "2g", "1g", "1g", "1g"]
+                groups = rng.random() < 0.3
+                for k, prof in enumerate(n for n in names if rng.random() < 0.8):
+                    mem, comp = PROFILES[prof]
+                    mig.append({"name": f"gpu-{len(gpus) + g}-mig-{prof}-{k}",
+                                "attributes": {"type": {"string": "mig"}, "profile": {"string": prof},
+                                               "size": {"int": comp}, "numa": {"int": g},
+                                               "uuid": {"string": self.next_uuid()},
+                                               PCIE: {"string": rng.choice(roots)}},
+                                "consumesCounters": [{"counterSet": cs, "counters": {
+                                    "memory": {"value": str(mem)}, "compute": {"value": str(comp)}}}]})
+                    if groups:   # read with DRADeviceCompatibilityGroups on
+                        mig[-1]["consumesCounters"][0]["compatibilityGroups"] = rng.choice([["a"], ["b"], ["a", "b"]])
+        local = {"nodeName": node}
+        if gpus or mig:
+            devices = gpus + mig
+            rng.shuffle(devices)
+            n = 2 if counters else 1
+            if counters:
+                self.slice_doc(f"{node}-gpu-counters", GPU, f"{node}-gpu", [], local, count=n, counters=counters)
+            self.slice_doc(f"{node}-gpu", GPU, f"{node}-gpu", devices, local, count=n)
+        if f & {"gpu-nic", "lists"}:
+            nics = []
+            # NICs on roots with GPUs, and often one on a root no GPU has.
+            nic_roots = list(roots) + ([f"pci0000:{rng.randrange(256, 512):03x}"] if rng.random() < 0.7 else [])
+            for k in range(self.count(1, 0.7)):
+                nics.append({"name": f"nic-{k}", "attributes": {
+                    PCIE: {"string": rng.choice(nic_roots) if k else nic_roots[-1]},
+                    "speed": {"int": rng.choice([100, 200, 400])}}})
+            rng.shuffle(nics)
+            self.slice_doc(f"{node}-nic", NIC, f"{node}-nic", nics, local)
+        if "all" in f:
+            fpgas = [{"name": f"fpga-{k}", "attributes": {"model": {"string": rng.choice("xy")},
+                                                          "type": {"string": "fpga"}}}
+                     for k in range(self.count(1, 0.6))]
+            self.slice_doc(f"{node}-fpga", FPGA, f"{node}-fpga", fpgas, local)
+
+    def network_pools(self) -> None:
+        """Pools several nodes reach: a CXL memory pool (allNodes) and shared NICs of a zone."""
+        rng = self.rng
+        mems = []
+        multi = rng.random() < 0.5
+        for k in range(rng.randint(1, 3)):
+            d: dict[str, Any] = {"name": f"cxl-{k}", "attributes": {"tier": {"string": rng.choice(["fast", "slow"])}},
+                                 "capacity": {"size": {"value": rng.choice(["64Gi", "128Gi"])}}}
+            if multi:
+                d["allowMultipleAllocations"] = True
+                d["capacity"]["size"]["requestPolicy"] = {"default": "16Gi", "validRange": {"min": "16Gi", "step": "16Gi"}}
+            mems.append(d)
+        self.slice_doc("cxl-pool", CXL, "cxl", mems, {"allNodes": True})
+        zone = rng.choice("ab")
+        nics = [{"name": f"znic-{k}", "attributes": {"speed": {"int": 100}}} for k in range(rng.randint(1, 2))]
+        self.slice_doc(f"zone-{zone}-nics", NIC, f"zone-{zone}", nics,
+                       {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+                           {"key": "zone", "operator": "In", "values": [zone]}]}]}})
+        self.device_class("cxl", f'device.driver == "{CXL}"')
+        self.nic_class()
+
+    # ------------------------------------------------------------------ pod kinds
+    def kinds(self) -> list[tuple[float, Callable[[], list[dict[str, Any]]]]]:
+        f = self.features
+        out: list[tuple[float, Callable[[], list[dict[str, Any]]]]] = [(1.0, self.k_plain_gpu)]
+        if "gpu-nic" in f:
+            out += [(3.0, self.k_gpu_nic), (2.0, self.k_two_gpu_nic), (1.5, self.k_gpu_nic_partial), (1.0, self.k_plain_gpu)]
+        if "distinct" in f:
+            out += [(2.5, self.k_distinct_count), (1.5, self.k_distinct_requests), (1.0, self.k_match_distinct),
+                    (0.5, self.k_plain_gpu)]
+        if "admin" in f:
+            out += [(2.0, self.k_admin), (1.0, self.k_plain_gpu)]
+            if self.admin_mig:
+                out += [(2.0, self.k_mig_single)]
+        if "shared" in f:
+            out += [(3.0, self.k_shared)]
+        if "lists" in f:
+            out += [(3.0, self.k_two_lists), (1.0, self.k_one_list)]
+        if "mig-gang" in f:
+            out += [(2.0, self.k_mig_gang), (1.5, self.k_mig_single)]
+        if "all" in f:
+            out += [(2.5, self.k_all), (2.5, self.k_fpga_one)]
+        if "network" in f:
+            out += [(1.5, self.k_network)]
+        if "extended" in f:
+            out += [(0.7, self.k_extended)]
+        if "awkward" in f:
+            out += [(1.0, self.k_awkward)]
+        return out
+
+    def gpu_request(self, name: str, count: int = 1, *, sub: bool = False) -> dict[str, Any]:
+        rng = self.rng
+        e: dict[str, Any] = {"deviceClassName": self.gpu_class(), "allocationMode": "ExactCount", "count": count}
+        if rng.random() < 0.25:
+            e["selectors"] = [_sel(rng.choice([f'{_attr(GPU, "model")} != "t4"',
+                                               f'device.capacity["{GPU}"].memory.compareTo(quantity("40Gi")) >= 0',
+                                               f'"model" in device.attributes["{GPU}"] && {_attr(GPU, "model")} == "a100"']))]
+        if "taints" in self.features and rng.random() < 0.4:
+            e["tolerations"] = [{"key": "maintenance", "operator": "Exists"}]
+        if sub:
+            e.pop("allocationMode")
+            return dict(e, name=name)
+        return {"name": name, "exactly": e}
+
+    def k_plain_gpu(self) -> list[dict[str, Any]]:
+        n = self.rng.choice([1, 1, 2])
+        t = self.template(f"gpu-{n}", [self.gpu_request("gpu", n)])
+        return [self.pod([("gpu", "template", t)])]
+
+    # gpu-nic
+    def nic_request(self, name: str = "nic") -> dict[str, Any]:
+        e: dict[str, Any] = {"deviceClassName": self.nic_class(), "allocationMode": "ExactCount", "count": 1}
+        if self.rng.random() < 0.2:
+            e["selectors"] = [_sel(f'{_attr(NIC, "speed")} >= 200')]
+        return {"name": name, "exactly": e}
+
+    def k_gpu_nic(self) -> list[dict[str, Any]]:
+        t = self.template("gpu-nic", [self.gpu_request("gpu"), self.nic_request()], [{"matchAttribute": PCIE}])
+        claims = [("net", "template", t)]
+        if self.rng.random() < 0.2:
+            claims.append(("scratch", "template", self.template("gpu-1", [self.gpu_request("gpu", 1)])))
+        return [self.pod(claims)]
+
+    def k_two_gpu_nic(self) -> list[dict[str, Any]]:
+        t = self.template("two-gpu-nic", [self.gpu_request("gpu", 2), self.nic_request()],
+                          [{"matchAttribute": PCIE, "requests": ["gpu", "nic"]}])
+        return [self.pod([("net", "template", t)])]
+
+    def k_gpu_nic_partial(self) -> list[dict[str, Any]]:
+        """The constraint covers the GPU and the NIC, not the extra GPU."""
+        t = self.template("gpu-nic-extra", [self.gpu_request("gpu"), self.nic_request(), self.gpu_request("extra")],
+                          [{"matchAttribute": PCIE, "requests": ["gpu", "nic"]}])
+        return [self.pod([("net", "template", t)])]
+
+    # distinct
+    def k_distinct_count(self) -> list[dict[str, Any]]:
+        attr = self.rng.choice(["numa", "numa", PCIE, "uuid"])
+        n = self.rng.choice([2, 2, 3])
+        name = f"distinct-{attr.rsplit('/', 1)[-1].lower()}-{n}"
+        full = attr if "/" in attr else f"{GPU}/{attr}"
+        t = self.template(name, [self.gpu_request("gpu", n)], [{"distinctAttribute": full}])
+        return [self.pod([("gpus", "template", t)])]
+
+    def k_distinct_requests(self) -> list[dict[str, Any]]:
+        attr = self.rng.choice([f"{GPU}/numa", PCIE])
+        t = self.template(f"distinct-pair-{attr.rsplit('/', 1)[-1].lower()}",
+                          [self.gpu_request("a"), self.gpu_request("b", self.rng.choice([1, 2]))],
+                          [{"distinctAttribute": attr, "requests": ["a", "b"]}])
+        return [self.pod([("gpus", "template", t)])]
+
+    def k_match_distinct(self) -> list[dict[str, Any]]:
+        """Two constraints in one claim: same model, different NUMA nodes."""
+        t = self.template("same-model-distinct-numa", [self.gpu_request("gpu", 2)],
+                          [{"matchAttribute": f"{GPU}/model"}, {"distinctAttribute": f"{GPU}/numa"}])
+        return [self.pod([("gpus", "template", t)])]
+
+    # admin
+    def k_admin(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        self.namespaces["ops"] = {ADMIN_LABEL: "true"}
+        exact: dict[str, Any] = {"deviceClassName": self.gpu_class(), "adminAccess": True}
+        if self.admin_mig and rng.random() < 0.6:
+            self.mig_template()   # the class
+            prof = rng.choice(["7g", "4g", "1g"])
+            exact = {"deviceClassName": "mig", "adminAccess": True, "allocationMode": "ExactCount", "count": 1,
+                     "selectors": [_sel(f'{_attr(GPU, "profile")} == "{prof}"')]}
+            t = self.template(f"monitor-mig-{prof}", [{"name": "watch", "exactly": exact}], ns="ops")
+            return [self.pod([("monitor", "template", t)], ns="ops", small=True)]
+        if rng.random() < 0.4:
+            exact["allocationMode"] = "All"
+            if rng.random() < 0.5:
+                exact["selectors"] = [_sel(f'{_attr(GPU, "model")} == "a100"')]
+            name = "monitor-all"
+        else:
+            exact["allocationMode"] = "ExactCount"
+            exact["count"] = rng.choice([1, 2])
+            name = f"monitor-{exact['count']}"
+        requests = [{"name": "watch", "exactly": exact}]
+        if rng.random() < 0.3:   # an admin request next to a normal one
+            requests.append(self.gpu_request("work"))
+            name += "-work"
+        t = self.template(name, requests, ns="ops")
+        return [self.pod([("monitor", "template", t)], ns="ops", small=True)]
+
+    # shared
+    def k_shared(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        k = len(self.claims)
+        requests = [self.gpu_request("gpu", rng.choice([1, 1, 2]))]
+        network = "network" in self.features and rng.random() < 0.5
+        if network:   # a network-attached device: the pods sharing it may run on different nodes
+            requests = [{"name": "mem", "exactly": {"deviceClassName": "cxl", "count": 1}}]
+        self.claims.append({"apiVersion": V1, "kind": "ResourceClaim",
+                            "metadata": {"name": f"shared-{k}", "namespace": "ml", "uid": f"uid-shared-{k}"},
+                            "spec": {"devices": {"requests": requests}}})
+        pods = []
+        for _ in range(rng.randint(2, 3)):
+            claims = [("shared", "claim", f"shared-{k}")]
+            if rng.random() < 0.4:
+                claims.append(("own", "template", self.template("gpu-1", [self.gpu_request("gpu", 1)])))
+            pods.append(self.pod(claims))
+            if network and rng.random() < 0.5:
+                pods[-1]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": rng.choice(self.node_names)}
+        r = rng.random()
+        if r < 0.35:
+            self.pod_group(pods, rng.randint(2, len(pods)))
+        elif r < 0.6:   # some users of the claim in a gang, the others not
+            members = rng.sample(pods, rng.randint(1, len(pods) - 1))
+            members.append(self.pod([("shared", "claim", f"shared-{k}")] if rng.random() < 0.5 else
+                                    [("own", "template", self.template("gpu-2", [self.gpu_request("gpu", 2)]))]))
+            pods.append(members[-1])
+            self.pod_group(members, len(members))
+        return pods
+
+    # lists
+    def k_two_lists(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        subs_gpu = [
+            dict(self.gpu_request("h100", 1, sub=True), selectors=[_sel(f'{_attr(GPU, "model")} == "h100"')]),
+            dict(self.gpu_request("a100x2", 2, sub=True), selectors=[_sel(f'{_attr(GPU, "model")} == "a100"')]),
+            self.gpu_request("any", rng.choice([1, 3]), sub=True)]
+        subs_gpu = subs_gpu[:rng.randint(2, 3)]
+        if "gpu-nic" in self.features or "lists" in self.features:
+            self.nic_class()
+            second = [{"name": "fast", "deviceClassName": "nic", "selectors": [_sel(f'{_attr(NIC, "speed")} >= 400')]},
+                      {"name": "mid", "deviceClassName": "nic", "count": 2, "selectors": [_sel(f'{_attr(NIC, "speed")} >= 200')]},
+                      {"name": "any", "deviceClassName": "nic"}]
+        else:
+            second = [dict(self.gpu_request("numa0", 1, sub=True), selectors=[_sel(f'{_attr(GPU, "numa")} == 0')]),
+                      self.gpu_request("other", 1, sub=True)]
+        second = second[:rng.randint(2, len(second))] if len(second) > 2 else second
+        t = self.template(f"lists-{len(subs_gpu)}-{len(second)}",
+                          [{"name": "gpu", "firstAvailable": subs_gpu}, {"name": "io", "firstAvailable": second}])
+        return [self.pod([("devs", "template", t)])]
+
+    def k_one_list(self) -> list[dict[str, Any]]:
+        t = self.template("list-big-or-two", [{"name": "gpu", "firstAvailable": [
+            dict(self.gpu_request("big", 1, sub=True), selectors=[_sel(f'device.capacity["{GPU}"].memory.compareTo(quantity("80Gi")) >= 0')]),
+            self.gpu_request("two", 2, sub=True)]}])
+        return [self.pod([("gpu", "template", t)])]
+
+    # mig-gang
+    def mig_template(self) -> str:
+        rng = self.rng
+        self.device_class("mig", f'device.driver == "{GPU}" && {_attr(GPU, "type")} == "mig"')
+        if rng.random() < 0.6:
+            prof = rng.choice(["1g", "1g", "2g", "3g", "4g", "7g"])
+            return self.template(f"mig-{prof}", [{"name": "slice", "exactly": {
+                "deviceClassName": "mig", "selectors": [_sel(f'{_attr(GPU, "profile")} == "{prof}"')]}}])
+        size = rng.choice([2, 3])
+        return self.template(f"mig-ge{size}", [{"name": "slice", "exactly": {
+            "deviceClassName": "mig", "selectors": [_sel(f'{_attr(GPU, "size")} >= {size}')]}}])
+
+    def k_mig_gang(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        same = rng.random() < 0.6
+        t = self.mig_template()
+        pods = [self.pod([("slice", "template", t if same else self.mig_template())]) for _ in range(rng.randint(2, 4))]
+        self.pod_group(pods, rng.randint(2, len(pods)))
+        return pods
+
+    def k_mig_single(self) -> list[dict[str, Any]]:
+        return [self.pod([("slice", "template", self.mig_template())])]
+
+    # all
+    def k_all(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        self.device_class("fpga", f'device.driver == "{FPGA}"')
+        exact: dict[str, Any] = {"deviceClassName": "fpga", "allocationMode": "All"}
+        name = "fpga-all"
+        if rng.random() < 0.6:
+            m = rng.choice("xy")
+            exact["selectors"] = [_sel(f'{_attr(FPGA, "model")} == "{m}"')]
+            name += f"-{m}"
+        requests = [{"name": "fpgas", "exactly": exact}]
+        if rng.random() < 0.3:
+            requests.append(self.gpu_request("gpu"))
+            name += "-gpu"
+        t = self.template(name, requests)
+        return [self.pod([("fpgas", "template", t)])]
+
+    def k_fpga_one(self) -> list[dict[str, Any]]:
+        self.device_class("fpga", f'device.driver == "{FPGA}"')
+        t = self.template("fpga-1", [{"name": "fpga", "exactly": {"deviceClassName": "fpga", "count": 1}}])
+        return [self.pod([("fpga", "template", t)])]
+
+    # mixed extras
+    def k_network(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        if rng.random() < 0.6:
+            e: dict[str, Any] = {"deviceClassName": "cxl", "count": 1}
+            if rng.random() < 0.5:
+                e["capacity"] = {"requests": {"size": rng.choice(["16Gi", "20Gi", "48Gi"])}}
+            if rng.random() < 0.3:
+                e["selectors"] = [_sel(f'{_attr(CXL, "tier")} == "fast"')]
+            requests = [{"name": "mem", "exactly": e}]
+            if rng.random() < 0.4:
+                requests.append(self.gpu_request("gpu"))
+            t = self.template(f"cxl-{len(self.templates)}", requests)
+        else:
+            t = self.template("zone-nic", [{"name": "nic", "exactly": {
+                "deviceClassName": "nic", "selectors": [_sel(f'device.attributes["{NIC}"].speed == 100')]}}])
+        return [self.pod([("net", "template", t)])]
+
+    def k_extended(self) -> list[dict[str, Any]]:
+        """A GPU asked as an extended resource (a claim made by the scheduler)."""
+        self.gpu_class()
+        pod = self.pod([])
+        c = pod["spec"]["containers"][0]["resources"]
+        c["requests"]["deviceclass.resource.kubernetes.io/gpu"] = "1"
+        c["limits"] = {"deviceclass.resource.kubernetes.io/gpu": "1"}
+        return [pod]
+
+    def k_awkward(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        choice = rng.randrange(3)
+        if choice == 0:   # an empty selector list
+            e = {"deviceClassName": self.gpu_class(), "selectors": [], "count": 1}
+            name = "empty-selectors"
+        elif choice == 1:   # guarded: devices without the attribute simply do not match
+            e = {"deviceClassName": self.gpu_class(), "count": 1, "selectors": [
+                _sel(f'"numa" in device.attributes["{GPU}"] && {_attr(GPU, "numa")} == {rng.randrange(2)}')]}
+            name = f"guarded-numa-{e['selectors'][0]['cel']['expression'][-1]}"
+        else:   # a string comparison with an awkward value (spaces, unicode)
+            e = {"deviceClassName": self.gpu_class(), "count": 1, "selectors": [
+                _sel(f'!("model" in device.attributes["{GPU}"]) || {_attr(GPU, "model")} != "a100 \\u00e9 x"')]}
+            name = "awkward-value"
+        t = self.template(name, [{"name": "gpu", "exactly": e}])
+        return [self.pod([("gpu", "template", t)])]
+
+    # ------------------------------------------------------------------ all together
+    def run(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        self.build_nodes()
+        if "mixed" in self.features and rng.random() < 0.5:
+            for name, value in (("high", 1000), ("low", 5)):
+                self.priority_classes.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                              "metadata": {"name": name}, "value": value})
+        for node in self.node_names:
+            self.node_devices(node)
+        if "network" in self.features:
+            self.network_pools()
+        if rng.random() < (0.5 if "mixed" in self.features else 0.25):
+            self.in_use()
+        if "taints" in self.features and rng.random() < 0.4:
+            node = rng.choice(self.node_names)
+            self.rules.append({"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule",
+                               "metadata": {"name": f"maintenance-{node}"},
+                               "spec": {"deviceSelector": {"driver": GPU, "pool": f"{node}-gpu"},
+                                        "taint": {"key": "maintenance", "value": "true",
+                                                  "effect": rng.choice(["NoSchedule", "NoExecute"])}}})
+        kinds = self.kinds()
+        weights = [w for w, _ in kinds]
+        makers = [k for _, k in kinds]
+        while len(self.pods) < self.n_pods:
+            rng.choices(makers, weights)[0]()
+        self.add_gangs()
+        self.add_scheduling_constraints()
+        return self.assemble()
+
+    def in_use(self) -> None:
+        """One or two running pods, each holding an allocated claim on some devices of a node."""
+        rng = self.rng
+        local = [d for d in self.slices if d["spec"].get("nodeName") and d["spec"].get("devices")]
+        taken: set[tuple[str, str]] = set()                 # (slice, device): no device held twice
+        drawn: dict[tuple[str, str], dict[str, int]] = {}   # (slice, counter set) -> counters drawn
+        for k in range(rng.randint(1, 2)):
+            if not local:
+                return
+            sl = rng.choice(local)
+            driver, node = sl["spec"]["driver"], sl["spec"]["nodeName"]
+            free = [d for d in sl["spec"]["devices"] if (sl["metadata"]["name"], d["name"]) not in taken]
+            if not free:
+                continue
+            held = rng.sample(free, min(len(free), rng.randint(1, 2)))
+            kind = held[0]["attributes"].get("type", {}).get("string")
+            if driver == NIC:
+                cls = self.nic_class()
+            elif driver == FPGA:
+                cls = self.device_class("fpga", f'device.driver == "{FPGA}"')
+            elif kind == "mig":
+                cls = self.device_class("mig", f'device.driver == "{GPU}" && {_attr(GPU, "type")} == "mig"')
+                held = held[:1]
+            else:
+                cls = self.gpu_class()
+                held = [d for d in held if d["attributes"].get("type", {}).get("string") == "gpu"][:2] or held[:1]
+            if kind == "mig":   # in-use partitions stay within their counter set
+                cs = held[0]["consumesCounters"][0]
+                key = (sl["metadata"]["name"], cs["counterSet"])
+                use = {n: int(v["value"]) for n, v in cs["counters"].items()}
+                now = drawn.setdefault(key, {"memory": 0, "compute": 0})
+                if now["memory"] + use["memory"] > 8 or now["compute"] + use["compute"] > 7:
+                    continue
+                for n, v in use.items():
+                    now[n] += v
+            taken.update((sl["metadata"]["name"], d["name"]) for d in held)
+            name, pod = f"running-{k}-dev", f"running-{k}"
+            self.claims.append({
+                "apiVersion": V1, "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}"},
+                "spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": cls, "count": len(held)}}]}},
+                "status": {"allocation": {
+                    "devices": {"results": [{"request": "dev", "driver": driver, "pool": sl["spec"]["pool"]["name"],
+                                             "device": d["name"]} for d in held]},
+                    "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                        {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+                    "reservedFor": [{"resource": "pods", "name": pod, "uid": f"uid-{pod}"}]}})
+            self.running.append({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": pod, "namespace": "ml", "uid": f"uid-{pod}"},
+                "spec": {"nodeName": node, "priority": 0,
+                         "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+                         "resourceClaims": [{"name": "dev", "resourceClaimName": name}]},
+                "status": {"phase": "Running"}})
+
+    def add_gangs(self) -> None:
+        rng = self.rng
+        loose = [p for p in self.pods if "schedulingGroup" not in p["spec"] and p["metadata"]["namespace"] == "ml"]
+        for _ in range(rng.choice([0, 0, 1, 1, 2])):
+            if len(loose) < 2:
+                break
+            members = rng.sample(loose, rng.randint(2, min(4, len(loose))))
+            for p in members:
+                loose.remove(p)
+            self.pod_group(members, rng.randint(1, len(members)))
+
+    def add_scheduling_constraints(self) -> None:
+        rng = self.rng
+        for p in self.pods:
+            spec = p["spec"]
+            if "node-selectors" in self.features and rng.random() < 0.25:
+                spec["nodeSelector"] = {"zone": rng.choice("ab")}
+            if self.tainted_nodes and rng.random() < 0.5:
+                spec["tolerations"] = [rng.choice([
+                    {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"},
+                    {"key": "dedicated", "operator": "Exists"}])]
+
+    def assemble(self) -> list[dict[str, Any]]:
+        namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": dict({"name": ns}, **({"labels": labels} if labels else {}))}
+                      for ns, labels in sorted(self.namespaces.items())]
+        return (namespaces + self.priority_classes + [self.classes[k] for k in sorted(self.classes)] + self.nodes
+                + self.slices + self.rules + list(self.templates.values()) + self.claims + self.groups
+                + self.running + self.pods)
+
+
+def random_cluster(rng: random.Random, family: str, *, nodes: tuple[int, int] = (1, 4),
+                   pods: tuple[int, int] = (2, 10)) -> list[dict[str, Any]]:
+    """Kubernetes documents of one random cluster of `family` (one of FAMILIES); `nodes` and
+    `pods` are inclusive ranges for the numbers of Nodes and pending Pods (shared claims and
+    gangs may add up to 3 pods past the upper bound)."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
+    if family == "mixed":
+        features = set(rng.sample(BASE_FAMILIES, rng.randint(2, 3)))
+        features |= {x for x in MIXED_EXTRAS if rng.random() < 0.5}
+        features.add("mixed")
+    else:
+        features = {family}
+        if family == "shared" and rng.random() < 0.5:
+            features.add("network")   # claims shared through network-attached devices
+    return _Gen(rng, features, nodes, pods).run()
+
+
+def features_for(seed: int):
+    """The feature gates a seed's cluster is placed under: every third seed with every gate on
+    (list-type attributes, node-allocatable resources of devices, compatibility groups, ...),
+    the others with Kubernetes' defaults."""
+    from draopt.kube.features import Features
+    return Features.all_enabled() if seed % 3 == 0 else Features.from_gates()
+
+
+# ---------------------------------------------------------------------- checking both policies
+# Violations first-fit is expected to show: the kube-scheduler's known allocator defects, which
+# `first-fit` reproduces on purpose (docs/dra-semantics: distinct-last-only, and match-intersection
+# with list-type attributes).
+FIRST_FIT_DEFECTS = ("distinctAttribute", "matchAttribute")
+
+
+@dataclass
+class Audit:
+    """What placing one cluster with both policies gave."""
+    invalid: str | None = None            # DraoptError from reading or first-fit: the input is invalid
+    crash: str | None = None              # any other exception (or optimal rejecting what first-fit read)
+    ff_errors: list[str] = field(default_factory=list)
+    opt_errors: list[str] = field(default_factory=list)
+    ff_defects: list[str] = field(default_factory=list)   # first-fit's violations explained by its defects
+    ff_weighted: int = 0
+    opt_weighted: int = 0
+    pods: int = 0
+    pinned: int = 0                       # pods kept at first-fit's answer (fixed_pods + pinned_pods)
+    status: str | None = None
+    gap: float | None = None
+    bound: float | None = None
+    reordered_weighted: int = 0           # best first-fit over other queue orders (valid placements only)
+    opt_s: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def worse(self) -> bool:
+        """Optimal placed fewer priority-weighted pods than a valid first-fit placement."""
+        return self.ok and not self.ff_defects and self.opt_weighted < self.ff_weighted
+
+    @property
+    def ok(self) -> bool:
+        return self.invalid is None and self.crash is None
+
+    @property
+    def dishonest(self) -> bool:
+        """OPTIMAL reported with a non-zero gap."""
+        return self.status == "OPTIMAL" and self.gap not in (0, 0.0)
+
+    @property
+    def nontrivial(self) -> bool:
+        """First-fit is short of the optimum bound, or optimal beats it."""
+        if self.invalid is not None:
+            return False
+        return (self.opt_weighted > self.ff_weighted or self.reordered_weighted > self.ff_weighted
+                or (self.bound is not None and self.ff_weighted < self.bound))
+
+    @property
+    def worse_than_reordered(self) -> bool:
+        """Optimal placed fewer priority-weighted pods than first-fit in another queue order."""
+        return self.ok and self.opt_weighted < self.reordered_weighted
+
+
+def _crash_text(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno} in {tb[-1].name}" if tb else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
+def objects_of(docs: list[dict[str, Any]]):
+    """An ObjectSet of the documents, as `draopt place -f` reads them."""
+    from draopt.kube.loader import ObjectSet, parse_object
+    objs = ObjectSet()
+    for i, d in enumerate(docs):
+        objs.add(parse_object(d, f"doc {i}"))
+    return objs
+
+
+def reordered_first_fit(docs: list[dict[str, Any]], priorities: dict[str, int], rng: random.Random, *,
+                        tries: int, features=None) -> int:
+    """The most priority-weighted pods first-fit places when the queue order is shuffled (pods
+    given new priorities; weights stay the pods' own), over `tries` orders; only placements the
+    checker accepts count. Every such placement is one optimal must match or beat, and one that
+    beats first-fit's own order shows the instance is not trivial."""
+    import copy
+
+    from draopt.placement import place
+    from draopt.cluster.check import check_placement
+    from draopt.cluster.result import weight
+    best = 0
+    pods = [d for d in docs if d.get("kind") == "Pod"]
+    for t in range(tries):
+        keys = [f'{p["metadata"].get("namespace", "default")}/{p["metadata"]["name"]}' for p in pods]
+        # Half the orders (by chance) keep the priority tiers and shuffle inside them; half shuffle all.
+        tiers = rng.random() < 0.5
+        ranks = sorted(range(len(pods)), key=lambda i: ((-priorities.get(keys[i], 0)) if tiers else 0, rng.random()))
+        shuffled = copy.deepcopy(docs)
+        spods = [d for d in shuffled if d.get("kind") == "Pod"]
+        for pos, i in enumerate(ranks):
+            spods[i]["spec"]["priority"] = len(pods) - pos
+            spods[i]["spec"].pop("priorityClassName", None)
+        out = place(objects_of(shuffled), policy="first-fit", features=features)
+        value = sum(weight(priorities.get(p.pod, 0)) for p in out.result.pods if p.placed)
+        if value > best and not check_placement(out):
+            best = value
+    return best
+
+
+def audit(docs: list[dict[str, Any]], *, features=None, time_limit: float = 10.0, reorders: int = 0,
+          seed: int = 0) -> Audit:
+    """Place `docs` with first-fit and optimal (public API only) and check both placements;
+    `reorders` > 0 also runs first-fit in that many other queue orders (see
+    :func:`reordered_first_fit`, drawn from `seed`)."""
+    from draopt.errors import DraoptError
+    from draopt.placement import place
+    from draopt.cluster.check import check_placement
+    out = Audit()
+    try:
+        objs = objects_of(docs)
+        ff = place(objs, policy="first-fit", features=features)
+    except DraoptError as e:
+        out.invalid = str(e)
+        return out
+    except Exception as e:   # noqa: BLE001 - a crash is what is being counted
+        out.crash = "first-fit: " + _crash_text(e)
+        return out
+    out.pods = len(ff.result.pods)
+    out.ff_weighted = ff.result.weighted_placed()
+    try:
+        # match-intersection only exists with list-type attributes (DRAListTypeAttributes).
+        from draopt.kube.features import Features
+        list_types = (features or Features.from_gates()).list_type_attributes
+        defects = FIRST_FIT_DEFECTS if list_types else FIRST_FIT_DEFECTS[:1]
+        for e in check_placement(ff):
+            (out.ff_defects if any(d in e for d in defects) else out.ff_errors).append(e)
+    except Exception as e:   # noqa: BLE001
+        out.crash = "checker on first-fit: " + _crash_text(e)
+        return out
+    if reorders:
+        priorities = {p.pod: p.priority for p in ff.result.pods}
+        out.reordered_weighted = reordered_first_fit(docs, priorities, random.Random(seed), tries=reorders,
+                                                     features=features)
+    t0 = time.perf_counter()
+    try:
+        opt = place(objects_of(docs), policy="optimal", features=features, time_limit=time_limit)
+    except DraoptError as e:
+        out.crash = "optimal rejects input first-fit reads: " + _crash_text(e)
+        return out
+    except Exception as e:   # noqa: BLE001
+        out.crash = "optimal: " + _crash_text(e)
+        return out
+    finally:
+        out.opt_s = time.perf_counter() - t0
+    out.opt_weighted = opt.result.weighted_placed()
+    stats = opt.result.stats
+    out.stats = dict(stats)
+    out.pinned = int(stats.get("fixed_pods", 0) or 0) + int(stats.get("pinned_pods", 0) or 0)
+    out.status = stats.get("status")
+    out.gap = stats.get("gap")
+    out.bound = stats.get("bound")
+    try:
+        out.opt_errors = check_placement(opt)
+    except Exception as e:   # noqa: BLE001
+        out.crash = "checker on optimal: " + _crash_text(e)
+    return out
+
+
+class IsolatedAudit:
+    """:func:`audit` in a child process, so that native code aborting the process (a CP-SAT
+    check failure, a segfault) is counted as a crash of that instance instead of ending the test
+    run or the benchmark. The child is started once and replaced only after such a death.
+    Use as a context manager, or call :meth:`close`."""
+
+    DIED = "the placement process died (exit code {code}; -6: an abort, e.g. a CP-SAT check failure)"
+
+    def __init__(self) -> None:
+        self._pool = None
+
+    def __call__(self, docs: list[dict[str, Any]], *, timeout: float | None = None, **kwargs: Any) -> Audit:
+        """audit(docs, **kwargs) in the child. `timeout` (default: 4 x time_limit + 60 s) ends a
+        child that does not answer; that counts as a crash too."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, TimeoutError as FutureTimeout
+        from concurrent.futures.process import BrokenProcessPool
+        if self._pool is None:
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+        if timeout is None:
+            timeout = 4 * float(kwargs.get("time_limit", 10.0)) + 60
+        future = self._pool.submit(audit, docs, **kwargs)
+        try:
+            return future.result(timeout=timeout)
+        except BrokenProcessPool:
+            codes = [p.exitcode for p in getattr(self._pool, "_processes", {}).values()]
+            self.close()
+            return Audit(crash=self.DIED.format(code=codes[0] if codes else "?"))
+        except FutureTimeout:
+            for proc in list(getattr(self._pool, "_processes", {}).values()):
+                proc.kill()
+            self.close()
+            return Audit(crash=f"no answer within {timeout:.0f} s (time limit {kwargs.get('time_limit', 10.0)} s)")
+
+    def close(self) -> None:
+        if self._pool is not None:
+            try:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+            except Exception:   # noqa: BLE001 - a broken pool has nothing left to shut down
+                pass
+            self._pool = None
+
+    def __enter__(self) -> "IsolatedAudit":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+__all__ = ["FAMILIES", "IsolatedAudit", "BASE_FAMILIES", "random_cluster", "features_for", "audit", "Audit", "objects_of",
+           "reordered_first_fit"]
