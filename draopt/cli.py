@@ -140,6 +140,7 @@ def cmd_allocate(args) -> int:
     load_ms = (time.perf_counter() - t0) * 1000
     args.partial_stats = {"load_ms": round(load_ms, 3)}
     features = Features.from_gates(parse_gates(args.feature_gates))
+    _print_dropped_fields(objects, features)
     outcome = public.allocate(objects, node=args.node, claims=args.claim, features=features, policy=args.policy,
                            engine=args.engine, deterministic_share_ids=args.deterministic_share_ids,
                            time_limit=args.time_limit)
@@ -155,6 +156,14 @@ def cmd_allocate(args) -> int:
         return 1
     sys.stdout.write(dump_objects([c.to_k8s() for c in outcome.claims], args.output))
     return 0
+
+
+def _print_dropped_fields(objects, features) -> None:
+    """The notes `place` gives (draopt.kube.workload.expand): a gated field the API server drops
+    because its gate is off, or one draopt does not model; said once, before the answer."""
+    from draopt.kube.workload import gated_field_notes
+    for line in gated_field_notes(objects, features):
+        print(f"note: {line}", file=sys.stderr)
 
 
 def cmd_place(args) -> int:
