@@ -16,7 +16,7 @@ from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet, parse_object
 from draopt.placement import build_cluster
 from draopt.scheduler import Scheduler, parse_config
-from draopt.scheduler import scores as S
+from draopt.scheduler.plugins import balanced_allocation, helper, node_resources_fit
 from draopt.kube.workload import expand
 
 EXT = "intel.com/foo"
@@ -185,30 +185,30 @@ def test_requested_to_capacity_ratio_single_extended_go_table():
 ])
 def test_broken_linear_function_go_table(points, table):
     for p, want in table:
-        assert S.broken_linear(points, p) == want, p
+        assert node_resources_fit.broken_linear(points, p) == want, p
 
 
 def test_go_division_truncates_toward_zero():
-    assert S.go_div(-7, 2) == -3 and S.go_div(7, 2) == 3 and S.go_div(-6, 3) == -2
+    assert helper.go_div(-7, 2) == -3 and helper.go_div(7, 2) == 3 and helper.go_div(-6, 3) == -2
     # decreasing shape: 100 + (0 - 100) * 33 / 100 = 100 - 33 (Python's // would give 100 - 34)
-    assert S.broken_linear([(0, 100), (100, 0)], 33) == 67
+    assert node_resources_fit.broken_linear([(0, 100), (100, 0)], 33) == 67
 
 
 def test_balanced_allocation_terms():
     # balanced_allocation.go balancedResourceScorer: two resources |f1 - f2| / 2; more: the
     # population standard deviation; fractions capped at 1; resources with allocatable 0 skipped.
-    assert S.balanced_one([3000, 5000], [4000, 10000]) == 87        # std (0.75 - 0.5) / 2 = 0.125
-    assert S.balanced_one([0, 0], [4000, 10000]) == 100
-    assert S.balanced_one([6000, 0], [4000, 10000]) == 50            # cpu fraction capped at 1
-    assert S.balanced_one([1, 2, 3], [10, 10, 10]) == int((1 - np.std([0.1, 0.2, 0.3])) * 100)
-    assert S.balanced_one([3000, 5000, 7], [4000, 10000, 0]) == 87   # third resource not present
+    assert balanced_allocation.balanced_one([3000, 5000], [4000, 10000]) == 87        # std (0.75 - 0.5) / 2 = 0.125
+    assert balanced_allocation.balanced_one([0, 0], [4000, 10000]) == 100
+    assert balanced_allocation.balanced_one([6000, 0], [4000, 10000]) == 50            # cpu fraction capped at 1
+    assert balanced_allocation.balanced_one([1, 2, 3], [10, 10, 10]) == int((1 - np.std([0.1, 0.2, 0.3])) * 100)
+    assert balanced_allocation.balanced_one([3000, 5000, 7], [4000, 10000, 0]) == 87   # third resource not present
 
 
 def _balanced(with_pod, without, cap):
     a = [np.array([x]) for x in with_pod]
     b = [np.array([x]) for x in without]
     c = [np.array([x]) for x in cap]
-    return int(S.balanced_allocation(a, b, c)[0])
+    return int(balanced_allocation.balanced_allocation(a, b, c)[0])
 
 
 def test_balanced_allocation_change_of_balance_1_36():
@@ -234,10 +234,10 @@ def test_balanced_allocation_plugin_uses_requests_without_defaults():
 
 def test_default_normalize_score():
     # helper/normalize_score.go DefaultNormalizeScore
-    assert S.default_normalize(np.array([10, 5, 0])).tolist() == [100, 50, 0]
-    assert S.default_normalize(np.array([10, 5, 0]), reverse=True).tolist() == [0, 50, 100]
-    assert S.default_normalize(np.array([0, 0]), reverse=True).tolist() == [100, 100]
-    assert S.default_normalize(np.array([3, 1, 2])).tolist() == [100, 33, 66]
+    assert helper.default_normalize(np.array([10, 5, 0])).tolist() == [100, 50, 0]
+    assert helper.default_normalize(np.array([10, 5, 0]), reverse=True).tolist() == [0, 50, 100]
+    assert helper.default_normalize(np.array([0, 0]), reverse=True).tolist() == [100, 100]
+    assert helper.default_normalize(np.array([3, 1, 2])).tolist() == [100, 33, 66]
 
 
 def _taint(key, value, effect="PreferNoSchedule"):

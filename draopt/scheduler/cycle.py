@@ -28,8 +28,8 @@ import numpy as np
 
 from draopt.errors import InputError
 from draopt.dra.rules import tolerates
-from draopt.scheduler import scores as S
-from draopt.scheduler.config import HOSTNAME, Profile, SchedulerConfig
+from draopt.scheduler.plugins import SCORE_PLUGINS
+from draopt.scheduler.config import Profile, SchedulerConfig
 from draopt.scheduler.podinfo import PodInfo, SpreadRule, pod_info
 
 _VERSION = operator.attrgetter("version")
@@ -150,7 +150,7 @@ class Scheduler:
         self.nz_mem = self.used["memory"].copy()
         self.pods_on: list[list[PodInfo]] = [[] for _ in range(n)]
         # existing pods' affinity terms: (kind, weight, term key) -> (term, node index -> pods)
-        self._groups: dict[tuple, tuple[Any, Counter]] = {}
+        self.affinity_groups: dict[tuple, tuple[Any, Counter]] = {}
         self._n_anti = 0          # required anti-affinity terms of the pods on the nodes
         self._count_cache: dict[Any, tuple[Any, np.ndarray]] = {}
         self._domain_cache: dict[str, tuple[np.ndarray, list[str]]] = {}
@@ -203,9 +203,9 @@ class Scheduler:
                                     ("pref", 1, info.preferred_affinity), ("pref", -1, info.preferred_anti)):
             for w, t in terms:
                 gkey = (kind, weight * w, t.key)
-                group = self._groups.get(gkey)
+                group = self.affinity_groups.get(gkey)
                 if group is None:
-                    group = self._groups[gkey] = (t, Counter())
+                    group = self.affinity_groups[gkey] = (t, Counter())
                 group[1][idx] += sign
                 if not group[1][idx]:
                     del group[1][idx]
@@ -445,7 +445,7 @@ class Scheduler:
         checks = []
         if "PodTopologySpread" in prof.filters:
             rules = [r for r in info.spread if r.when_unsatisfiable == "DoNotSchedule"] if info.spread else \
-                self._default_rules(info, prof, "DoNotSchedule")
+                self.default_rules(info, prof, "DoNotSchedule")
             if rules:
                 checks.append(self._spread_filter(demand, info, rules))
         if "InterPodAffinity" in prof.filters and (info.required_affinity or info.required_anti or self._n_anti):
@@ -465,7 +465,7 @@ class Scheduler:
             return None
         return both
 
-    def _default_rules(self, info: PodInfo, prof: Profile, when: str) -> list[SpreadRule]:
+    def default_rules(self, info: PodInfo, prof: Profile, when: str) -> list[SpreadRule]:
         """Default constraints apply to pods a ReplicaSet, StatefulSet or ReplicationController
         owns (helper.DefaultSelector): their selector is approximated as "pods of the same owner"."""
         if info.owner is None:
@@ -495,7 +495,7 @@ class Scheduler:
         self._count_cache[key] = (pred, arr)
         return arr
 
-    def _rule_counts(self, rule: SpreadRule, info: PodInfo) -> np.ndarray:
+    def rule_counts(self, rule: SpreadRule, info: PodInfo) -> np.ndarray:
         """Pods matching a spread constraint's selector in the pod's namespace, per node."""
         sel, ns = rule.selector, info.namespace
         if isinstance(sel, _OwnerMatch):
@@ -503,11 +503,11 @@ class Scheduler:
             return self._counts(("owner", ns, owner), lambda p: p.namespace == ns and p.owner == owner)
         return self._counts(("spread", ns, sel.key), lambda p: p.namespace == ns and sel(p.labels))
 
-    def _term_counts(self, term) -> np.ndarray:
+    def term_counts(self, term) -> np.ndarray:
         ns = self.ns_labels
         return self._counts(term.pods_key, lambda p: term.matches(p, ns))
 
-    def _domains(self, key: str) -> tuple[np.ndarray, list[str]]:
+    def domains(self, key: str) -> tuple[np.ndarray, list[str]]:
         """Per node, the index of its value of label `key` in the returned values (-1: no label)."""
         got = self._domain_cache.get(key)
         if got is None:
@@ -517,13 +517,13 @@ class Scheduler:
             got = self._domain_cache[key] = (ids, list(values))
         return got
 
-    def _domain_sums(self, key: str, counts: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    def domain_sums(self, key: str, counts: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """Pods per domain of `key` (nodes without the label left out; `mask`: only these nodes)."""
-        ids, values = self._domains(key)
+        ids, values = self.domains(key)
         on = ids >= 0 if mask is None else (ids >= 0) & mask
         return np.bincount(ids[on], weights=counts[on], minlength=len(values)).astype(np.int64)
 
-    def _eligible(self, demand, rule: SpreadRule) -> np.ndarray | None:
+    def eligible(self, demand, rule: SpreadRule) -> np.ndarray | None:
         """matchNodeInclusionPolicies over all nodes (None: every node): node affinity/selector
         (Honor by default, only when the pod selects nodes), taints (Ignore by default)."""
         spec = demand.pod.spec
@@ -548,10 +548,10 @@ class Scheduler:
             got = self._eligible_cache[key] = out
         return got
 
-    def _has_keys(self, keys) -> np.ndarray:
+    def has_keys(self, keys) -> np.ndarray:
         out = np.ones(len(self.nodes), dtype=bool)
         for k in set(keys):
-            out &= self._domains(k)[0] >= 0
+            out &= self.domains(k)[0] >= 0
         return out
 
     def _spread_filter(self, demand, info: PodInfo, rules: list[SpreadRule]):
@@ -559,13 +559,13 @@ class Scheduler:
         node's domain + (1 if the pod matches itself) - the smallest count over the domains (0 when
         fewer domains than minDomains) must not exceed maxSkew. Domains: values of the nodes that
         have every constraint's key and pass the inclusion policies."""
-        all_keys = self._has_keys([r.topology_key for r in rules])
+        all_keys = self.has_keys([r.topology_key for r in rules])
         sums, mins, selfs, ids_of = [], [], [], []
         for r in rules:
-            elig = self._eligible(demand, r)
+            elig = self.eligible(demand, r)
             mask = all_keys if elig is None else all_keys & elig
-            ids, _ = self._domains(r.topology_key)
-            got = self._domain_sums(r.topology_key, self._rule_counts(r, info), mask)
+            ids, _ = self.domains(r.topology_key)
+            got = self.domain_sums(r.topology_key, self.rule_counts(r, info), mask)
             present = np.unique(ids[mask])
             n_dom = len(present)
             mins.append(0 if n_dom == 0 or n_dom < r.min_domains else int(got[present].min()))
@@ -594,16 +594,16 @@ class Scheduler:
         any_aff = False
         if info.required_affinity:
             if len(info.required_affinity) == 1:
-                both = self._term_counts(info.required_affinity[0])
+                both = self.term_counts(info.required_affinity[0])
             else:
                 terms = info.required_affinity
                 both = self._counts(("all", tuple(t.pods_key for t in terms)),
                                     lambda p: all(t.matches(p, ns) for t in terms))
-            aff_sums = [self._domain_sums(t.topology_key, both) for t in info.required_affinity]
+            aff_sums = [self.domain_sums(t.topology_key, both) for t in info.required_affinity]
             any_aff = any(x.any() for x in aff_sums)
-        anti_sums = [self._domain_sums(t.topology_key, self._term_counts(t)) for t in info.required_anti]
+        anti_sums = [self.domain_sums(t.topology_key, self.term_counts(t)) for t in info.required_anti]
         existing: Counter = Counter()
-        for (kind, _, _), (term, where) in self._groups.items():
+        for (kind, _, _), (term, where) in self.affinity_groups.items():
             if kind != "anti" or not where or not term.matches(info, ns):
                 continue
             for idx, c in where.items():
@@ -613,8 +613,8 @@ class Scheduler:
         if not (info.required_affinity or any(x.any() for x in anti_sums) or existing):
             return None
         self_match = all(t.matches(info, ns) for t in info.required_affinity)
-        aff_ids = [self._domains(t.topology_key)[0] for t in info.required_affinity]
-        anti_ids = [self._domains(t.topology_key)[0] for t in info.required_anti]
+        aff_ids = [self.domains(t.topology_key)[0] for t in info.required_affinity]
+        anti_ids = [self.domains(t.topology_key)[0] for t in info.required_anti]
 
         def check(idx: int) -> str | None:
             if info.required_affinity:
@@ -650,34 +650,10 @@ class Scheduler:
 
     def _plugin_score(self, plugin: str, demand, info: PodInfo, prof: Profile, fe: np.ndarray, dra: np.ndarray):
         """Normalised scores (0-100) over the feasible nodes, or None when the plugin gives every
-        node the same score (it cannot change the choice)."""
-        if plugin == "NodeResourcesFit":
-            return self._fit_score(demand, prof, fe)
-        if plugin == "NodeResourcesBalancedAllocation":
-            return self._balanced_score(demand, prof, fe)
-        if plugin == "TaintToleration":
-            if not self.any_prefer_taints:
-                return None
-            tol = info.prefer_tolerations
-            raw = np.array([sum(1 for t in self.prefer_taints[i] if not any(tolerates(x, t) for x in tol))
-                            for i in fe], dtype=np.int64)
-            return S.default_normalize(raw, reverse=True)
-        if plugin == "NodeAffinity":
-            if not info.preferred_node_terms:
-                return None
-            from draopt.kube.nodeselect import node_selector_matches
-            raw = np.array([sum(w for w, term in info.preferred_node_terms
-                                if node_selector_matches(term, self.nodes[i].node)) for i in fe], dtype=np.int64)
-            return S.default_normalize(raw)
-        if plugin == "DynamicResources":
-            if not dra.any():
-                return None
-            return S.default_normalize(dra)
-        if plugin == "PodTopologySpread":
-            return self._spread_score(demand, info, prof, fe)
-        if plugin == "InterPodAffinity":
-            return self._affinity_score(info, prof, fe)
-        return None     # ImageLocality (no images modelled), VolumeBinding (no volumes): 0 everywhere
+        node the same score (it cannot change the choice); one module per plugin
+        (draopt.scheduler.plugins)."""
+        scorer = SCORE_PLUGINS.get(plugin)
+        return scorer(self, demand, info, prof, fe, dra) if scorer is not None else None
 
     def _pod_request(self, demand, r: str, nonzero: bool = True) -> int:
         """The pod's request of `r` in the scheduler's units (cpu/memory: the non-zero ones)."""
@@ -692,7 +668,7 @@ class Scheduler:
             self._requests[key] = got
         return got
 
-    def _resource_columns(self, demand, resources, fe: np.ndarray, nonzero: bool):
+    def resource_columns(self, demand, resources, fe: np.ndarray, nonzero: bool):
         """(requested with the pod, requested without it, allocatable, pod request) per resource
         over the feasible nodes; resources skipped as the plugin skips them come back with
         allocatable 0 (calculateResourceAllocatableRequest)."""
@@ -747,106 +723,6 @@ class Scheduler:
             req = problem.claims[0].requests[0].alternatives[0]
             got = self._class_devices[key] = [e.id for e in inv.devices if problem.selectable(req, e)]
         return got
-
-    def _fit_score(self, demand, prof: Profile, fe: np.ndarray):
-        cols = self._resource_columns(demand, prof.fit.resources, fe, nonzero=True)
-        req = [c[0] for c in cols]
-        cap = [c[2] for c in cols]
-        w = [c[4] for c in cols]
-        kind = prof.fit.type
-        if kind == "LeastAllocated":
-            return S.weighted_resource_score([S.least_requested(a, b) for a, b in zip(req, cap)], cap, w)
-        if kind == "MostAllocated":
-            return S.weighted_resource_score([S.most_requested(a, b) for a, b in zip(req, cap)], cap, w)
-        return S.requested_to_capacity_ratio(req, cap, w, list(prof.fit.shape))
-
-    def _balanced_score(self, demand, prof: Profile, fe: np.ndarray):
-        cols = self._resource_columns(demand, prof.balanced_resources, fe, nonzero=False)
-        if all(c[3] == 0 for c in cols):
-            return None       # best-effort pod: PreScore returns Skip
-        return S.balanced_allocation([c[0] for c in cols], [c[1] for c in cols], [c[2] for c in cols])
-
-    def _spread_score(self, demand, info: PodInfo, prof: Profile, fe: np.ndarray):
-        """PodTopologySpread Score (podtopologyspread/scoring.go)."""
-        if info.spread:
-            rules = [r for r in info.spread if r.when_unsatisfiable == "ScheduleAnyway"]
-            require_all = True
-        else:
-            rules = self._default_rules(info, prof, "ScheduleAnyway")
-            require_all = prof.spread_defaulting != "System"
-        if not rules:
-            return None
-        all_keys = self._has_keys([r.topology_key for r in rules])
-        ignored = ~all_keys[fe] if require_all else np.zeros(len(fe), dtype=bool)
-        valid = fe[~ignored]
-        raw = np.zeros(len(fe), dtype=np.float64)
-        for r in rules:
-            counts = self._rule_counts(r, info)
-            ids, values = self._domains(r.topology_key)
-            has = ids[fe] >= 0
-            if r.topology_key == HOSTNAME:
-                weight = S.topology_normalizing_weight(len(valid))
-                cnt = counts[fe]
-            else:
-                # a node without the label is in the domain "" (node.Labels[key] in Go)
-                empty = values.index("") if "" in values else len(values)
-                full = np.where(ids >= 0, ids, empty)
-                weight = S.topology_normalizing_weight(len(np.unique(full[valid])))
-                elig = self._eligible(demand, r)
-                mask = all_keys if require_all else np.ones(len(self.nodes), dtype=bool)
-                if elig is not None:
-                    mask = mask & elig
-                known = np.zeros(len(values) + 1, dtype=bool)
-                known[np.unique(full[valid])] = True      # domains of the candidate nodes only
-                sums = np.bincount(full[mask], weights=counts[mask], minlength=len(values) + 1)
-                sums = np.where(known, sums, 0)
-                cnt = sums[full[fe]]
-            raw += np.where(has, cnt * weight + (r.max_skew - 1), 0.0)
-        scores = np.floor(raw + 0.5).astype(np.int64)
-        scores[ignored] = 0
-        return S.spread_normalize(scores, ignored)
-
-    def _affinity_score(self, info: PodInfo, prof: Profile, fe: np.ndarray):
-        """InterPodAffinity Score (interpodaffinity/scoring.go): per topology domain, + weight for
-        each existing pod matching one of the pod's preferred affinity terms (- for anti-affinity),
-        and, symmetrically, for each existing pod whose preferred (anti-)affinity terms match this
-        pod (unless ignorePreferredTermsOfExistingPods), and hardPodAffinityWeight for existing
-        pods' required affinity terms matching it; normalised 100 * (s - min) / (max - min)."""
-        ns = self.ns_labels
-        raw = np.zeros(len(fe), dtype=np.int64)
-        touched = False
-        for sign, terms in ((1, info.preferred_affinity), (-1, info.preferred_anti)):
-            for w, t in terms:
-                sums = self._domain_sums(t.topology_key, self._term_counts(t))
-                if sums.any():
-                    ids = self._domains(t.topology_key)[0][fe]
-                    raw += np.where(ids >= 0, sign * w * sums[np.maximum(ids, 0)], 0)
-                    touched = True
-        for (kind, weight, _), (term, where) in self._groups.items():
-            if kind == "anti" or not where:
-                continue
-            if kind == "req":
-                weight = prof.hard_pod_affinity_weight
-            elif prof.ignore_preferred_terms_of_existing_pods:
-                continue
-            if not weight or not term.matches(info, ns):
-                continue
-            ids, values = self._domains(term.topology_key)
-            per = np.zeros(len(values), dtype=np.int64)
-            for idx, c in where.items():
-                if ids[idx] >= 0:
-                    per[ids[idx]] += c
-            if per.any():
-                sel = ids[fe]
-                raw += np.where(sel >= 0, weight * per[np.maximum(sel, 0)], 0)
-                touched = True
-        if not touched:
-            return None
-        lo, hi = int(raw.min()), int(raw.max())
-        if hi == lo:
-            return None
-        # Go: int64(float64(MaxNodeScore) * (float64(s - min) / float64(max - min)))
-        return (float(S.MAX) * ((raw - lo).astype(np.float64) / float(hi - lo))).astype(np.int64)
 
 
 class _OwnerMatch:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from draopt.errors import InputError
-from draopt.scheduler import scores as S
+from draopt.scheduler.plugins import balanced_allocation, node_resources_fit
 from draopt.scheduler.config import SchedulerConfig
 from draopt.scheduler.cycle import (
     DEFAULT_MEMORY,
@@ -172,17 +172,8 @@ class TraceScheduler:
 
     def _score(self, plugin: str, st, s, fe: np.ndarray):
         prof = self.profile
-        if plugin == "NodeResourcesFit":
-            cols = self._columns(st, s, prof.fit.resources, fe, nonzero=True)
-            req, cap, w = [x[0] for x in cols], [x[2] for x in cols], [x[4] for x in cols]
-            if prof.fit.type == "LeastAllocated":
-                return S.weighted_resource_score([S.least_requested(a, b) for a, b in zip(req, cap)], cap, w)
-            if prof.fit.type == "MostAllocated":
-                return S.weighted_resource_score([S.most_requested(a, b) for a, b in zip(req, cap)], cap, w)
-            return S.requested_to_capacity_ratio(req, cap, w, list(prof.fit.shape))
-        if plugin == "NodeResourcesBalancedAllocation":
-            cols = self._columns(st, s, prof.balanced_resources, fe, nonzero=False)
-            if all(x[3] == 0 for x in cols):
-                return None
-            return S.balanced_allocation([x[0] for x in cols], [x[1] for x in cols], [x[2] for x in cols])
+        if plugin == node_resources_fit.NAME:
+            return node_resources_fit.score_columns(self._columns(st, s, prof.fit.resources, fe, nonzero=True), prof.fit)
+        if plugin == balanced_allocation.NAME:
+            return balanced_allocation.score_columns(self._columns(st, s, prof.balanced_resources, fe, nonzero=False))
         return None     # TaintToleration / NodeAffinity: checked constant in _check; the rest: 0 (see module doc)
