@@ -161,7 +161,7 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
     ...; what `-o csv` prints), or with `records=True` (draopt protocol) the per-run
     draopt.studies.simulate.Record list.
 
-        rows = draopt.studies.simulate("examples/cluster.yaml", "examples/mig-gangs.yaml", levels=[0.5], runs=1)
+        rows = draopt.simulate("examples/cluster.yaml", "examples/mig-gangs.yaml", levels=[0.5], runs=1)
     """
     from draopt.studies import simulate as sim
     if protocol not in ("draopt", "fgd-paper"):
@@ -234,7 +234,7 @@ def validate(paths: str | Iterable[str] | ObjectSet, *, features: FeaturesLike =
     documents as written, so it takes file paths (an ObjectSet is already parsed: InputError).
     Returns a draopt.validation.Report: `findings` (empty: valid), `notes`, `objects`, `to_dict()`.
 
-        report = draopt.validation("examples/cluster.yaml")
+        report = draopt.validate("examples/cluster.yaml")
         report.findings == []
     """
     from draopt.validation.documents import validate_files
@@ -251,7 +251,7 @@ def explain(inputs: Inputs, *, claims: list[str] | None = None, node: str | None
     smallest set of requirements that cannot hold together (`conflict`; `fits` when they can).
     `claims`: NAMESPACE/NAME (default every pending claim); `node`: only that node.
 
-        exps = draopt.allocation.explain("examples/cluster.yaml", node="node-1")
+        exps = draopt.explain("examples/cluster.yaml", node="node-1")
         [(e.node, e.fits) for e in exps]
     """
     from draopt.allocation import allocate as api

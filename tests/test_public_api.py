@@ -106,26 +106,28 @@ def test_compare():
 
 
 def test_validate():
-    got = draopt.validation(CLUSTER)
+    got = draopt.validate(CLUSTER)
     assert got.to_dict() == validate_files([CLUSTER]).to_dict()
     assert got.findings == [] and got.objects > 0
     with pytest.raises(InputError, match="already parsed"):
-        draopt.validation(draopt.load(CLUSTER))
+        draopt.validate(draopt.load(CLUSTER))
 
 
 def test_explain():
     api.warm_up()
-    got = draopt.allocation.explain(CLUSTER, node="gpu-node-1")
+    got = draopt.explain(CLUSTER, node="gpu-node-1")
     want = explain_claims(load_files([CLUSTER]), None, Features.from_gates(), "gpu-node-1")
     assert [e.to_json() for e in got] == [e.to_json() for e in want]
     assert [e.node for e in got] == ["gpu-node-1"]
 
 
-def test_shared_names_stay_modules():
-    # `from draopt import simulate as sim` is still the module; draopt.studies.simulate(...) is the API's
+def test_api_names_are_functions():
+    # the API's names are its functions; the modules behind them live in their layers
+    import types
     from draopt.studies import simulate as sim
-    from draopt import validation as validate
-    assert sim.build and validate.validate_files and callable(sim) and callable(draopt.allocation.explain)
+    for name in ("simulate", "validate", "explain", "place", "allocate"):
+        assert isinstance(getattr(draopt, name), types.FunctionType), name
+    assert draopt.simulate is not sim and sim.build
 
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\nn-0,16000,65536,2,T4\nn-1,64000,262144,8,G2\n"
@@ -140,23 +142,23 @@ def test_simulate_as_the_module(tmp_path):
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(trace.dump_yaml(trace.import_trace(str(tmp_path / "nodes.csv"), None)))
     tasks = str(tmp_path / "tasks.csv")
-    got = draopt.studies.simulate(str(cluster), tasks, levels="0.5,1.0", policies="first-fit,fgd", runs=2, seed=3)
+    got = draopt.simulate(str(cluster), tasks, levels="0.5,1.0", policies="first-fit,fgd", runs=2, seed=3)
     objects = load_files([str(cluster)])
     objects.extend(sim._object_set(trace.workload_objects(trace.read_tasks(tasks, what="--trace")), tasks))
     c = sim.build(objects)
     want = sim.aggregate(sim.simulate(c, levels=[0.5, 1.0], policies=["first-fit", "fgd"], runs=2, seed=3),
                          ["first-fit", "fgd", sim.OFFLINE])
     assert got == want and len(got) == 4
-    assert draopt.studies.simulate(objects_without_trace := load_files([str(cluster)]), tasks, levels=[0.5, 1.0],
+    assert draopt.simulate(objects_without_trace := load_files([str(cluster)]), tasks, levels=[0.5, 1.0],
                            policies=["first-fit", "fgd"], runs=2, seed=3) == want
     assert objects_without_trace.pods == []
     from draopt.studies import paper_protocol
-    paper = draopt.studies.simulate(str(cluster), tasks, levels=[0.3, 0.5], policies=["fgd"], runs=2, protocol="fgd-paper")
+    paper = draopt.simulate(str(cluster), tasks, levels=[0.3, 0.5], policies=["fgd"], runs=2, protocol="fgd-paper")
     assert paper == paper_protocol.simulate_paper(c, seeds=[0, 1], policies=[paper_protocol.make_policy("fgd")],
                                                   bins=[30, 50])[0]
     assert paper and {r["policy"] for r in paper} == {"fgd"}
     with pytest.raises(InputError, match="--policy"):
-        draopt.studies.simulate(str(cluster), tasks, levels=[0.5], policies="nope")
+        draopt.simulate(str(cluster), tasks, levels=[0.5], policies="nope")
 
 
 def test_bad_input_names_the_file_and_field(tmp_path):
