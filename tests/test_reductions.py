@@ -16,11 +16,12 @@ from draopt.kube.loader import ObjectSet, load_files, load_text, parse_object
 from draopt.placement import build_cluster, place
 from draopt.cluster.check import check_placement
 from draopt.cluster.firstfit import ClaimBook, _scheduling_constraints
-from draopt.model.placement import prepare_cluster
+from draopt.model.placement import one_node_model, prepare_cluster
 from draopt.placement.optimal import optimize
 from draopt.model.patterns import enumerate_configurations, node_classes
 from draopt.model.reductions import CountIdenticalPods, GroupDevices, SplitComponents
-from draopt.testing.synth_cluster import FAMILIES, features_for, objects_of, random_cluster
+from draopt.testing.synth_cluster import FAMILIES, features_for, random_cluster
+from draopt.testing.audit import objects_of
 from draopt.kube.workload import expand
 
 ALL = Features.all_enabled()
@@ -128,7 +129,8 @@ def test_identical_nodes_form_one_class_with_downward_closed_configurations():
     classes = node_classes(prep, kinds, {n.name for n in c.nodes}, c)
     assert len(classes) == 1 and [n.name for n in classes[0].nodes] == ["n0", "n1", "n2", "n3"]
     nc = classes[0]
-    assert enumerate_configurations(nc, prep, c, w, book, [8] * len(nc.kinds))
+    assert enumerate_configurations(nc, prep, c, w, book, [8] * len(nc.kinds), 30.0,
+                                    one_node_model(nc, prep, c, w, book))
     counts = {conf.counts for conf in nc.configurations}
     for conf in counts:
         for i in range(len(conf)):            # one pod fewer of any kind: still a configuration
