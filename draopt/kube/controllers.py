@@ -49,7 +49,8 @@ values differ from a live cluster's but are stable across runs. An owner without
 ``metadata.uid`` gets a UUID derived from its kind, namespace and name (uuid5); the UIDs of the
 intermediate ReplicaSets, StatefulSets and Jobs are derived the same way.
 
-Pods already in the input that the controller owns (``ownerReferences``: kind and name) count:
+Pods already in the input that the controller owns (``ownerReferences``: kind and name), or
+adopts (no controller reference, its selector matches: :mod:`draopt.kube.adoption`), count:
 only the missing replicas, ordinals, indexes or nodes are created (a Deployment's pods are those
 owned by a ReplicaSet ``<N>-<their pod-template-hash label>``). A Deployment with one of its
 ReplicaSets in the input, or a CronJob/JobSet with one of its Jobs in the input, leaves the pods
@@ -75,6 +76,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from draopt.errors import InputError
+from draopt.kube import adoption
 
 # kind -> accepted apiVersions
 CONTROLLER_KINDS: dict[str, tuple[str, ...]] = {
@@ -380,8 +382,9 @@ class _Expander:
     def do_Deployment(self, r: _Reader, replica_sets: list[dict]) -> None:
         spec = r.get(r.doc, "", "spec", dict, {})
         template = r.template(spec, "spec")
-        if any(_ns(rs) == r.namespace and _owned_by(rs, "Deployment", r.name) for rs in replica_sets):
-            return      # its ReplicaSet is in the input and makes the pods
+        if any(_ns(rs) == r.namespace and _owned_by(rs, "Deployment", r.name)
+               or adoption.replica_set_adopted(r.doc, rs, r.source) for rs in replica_sets):
+            return      # its ReplicaSet is in the input (owned or adopted) and makes the pods
         h = template_hash(template, r.get(r.doc.get("status"), "status", "collisionCount", int, 0))
         rs_name = f"{r.name}-{h}"
         rs_uid = stable_uid("ReplicaSet", r.namespace, rs_name)
@@ -813,7 +816,10 @@ def expand(controllers: list[tuple[dict[str, Any], str]], existing_pods: list[di
            nodes: list[Any]) -> Created:
     """The pods the controllers (documents with where they came from) would create, given the
     pods already in the input (documents) and the Nodes (for DaemonSets)."""
-    return _Expander(existing_pods, nodes, controllers).run()
+    notes = adoption.adopt_orphans(controllers, existing_pods)
+    out = _Expander(existing_pods, nodes, controllers).run()
+    out.notes[:0] = notes
+    return out
 
 
 def check_api_version(doc: dict[str, Any], source: str) -> None:

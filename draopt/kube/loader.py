@@ -12,7 +12,7 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
-from draopt.kube import controllers
+from draopt.kube import apply, controllers
 from draopt.kube import fastyaml
 from draopt.kube.convert import SERVED_VERSIONS, ConversionError, schema_for, slice_layout_error, to_v1
 from draopt.errors import InputError
@@ -424,14 +424,16 @@ def _collector_paused():
 
 def _controller_view(pod: Pod) -> dict[str, Any]:
     """What draopt.kube.controllers reads of a pod already in the input (name, namespace, labels,
-    annotations, ownerReferences, spec.nodeName, spec.affinity, status.phase), as `to_k8s`
+    annotations, ownerReferences, deletionTimestamp, spec.nodeName, spec.affinity, status.phase), as `to_k8s`
     writes it, without writing out the whole pod."""
     meta = pod.metadata
     view_meta: dict[str, Any] = {"name": meta.name}
     if meta.namespace is not None:
         view_meta["namespace"] = meta.namespace
+    extra = meta.model_extra or {}
     for key, value in (("labels", meta.labels), ("annotations", meta.annotations),
-                       ("ownerReferences", (meta.model_extra or {}).get("ownerReferences"))):
+                       ("ownerReferences", extra.get("ownerReferences")),
+                       ("deletionTimestamp", extra.get("deletionTimestamp"))):
         if value:
             view_meta[key] = value
     spec: dict[str, Any] = {}
@@ -520,13 +522,80 @@ def load_files(paths: Iterable[str], *, recursive: bool = False, strict: bool = 
                notes: Any = None) -> ObjectSet:
     """Load files in order; `-` reads stdin; a directory gives its .json/.yaml/.yml files (see
     :func:`expand_paths`). Kinds draopt does not use are skipped with a note on `notes` (default
-    stderr), an error with `strict`; workload controllers become their Pods."""
+    stderr), an error with `strict`; workload controllers become their Pods. An object that a
+    later file gives again is applied over the earlier one as `kubectl apply` does
+    (draopt.kube.apply), with a note naming both files."""
     objects = ObjectSet()
+    seen: dict[str, tuple[str, int, str]] = {}     # ref -> (list, position, file) of the last one read
     with _collector_paused():
         for path in expand_paths(paths, recursive):
             text, source = read_source(path)
-            objects.extend(load_text(text, source, _finish=False))
+            part = load_text(text, source, _finish=False)
+            for line in _apply_repeats(objects, part, source, seen):
+                print(f"note: {line}", file=notes if notes is not None else sys.stderr)
+            objects.extend(part)
         return finish(objects, strict=strict, notes=notes)
+
+
+def _controller_ref(doc: dict[str, Any]) -> str:
+    return f"{doc.get('kind')} {controllers._ns(doc)}/{controllers._name(doc)}"
+
+
+def _apply_repeats(objects: ObjectSet, part: ObjectSet, source: str,
+                   seen: dict[str, tuple[str, int, str]]) -> list[str]:
+    """Objects of `part` (the file `source`) that an earlier file gave: applied over the earlier
+    ones in `objects` as `kubectl apply` applies them (draopt.kube.apply) and left out of `part`;
+    `seen` is updated with `part`'s other objects. Returns the notes, naming the file that won.
+    (Repeats within one file are left to the checks that refuse them.)"""
+    out: list[str] = []
+
+    def said(ref: str, earlier: str, refused: bool = False, same: bool = False) -> None:
+        if same:
+            out.append(f"{ref}: given in {earlier} and again, unchanged, in {source}")
+        elif refused:
+            out.append(f"{ref}: given in {earlier} and again in {source}: the API server refuses the "
+                       f"second (pod updates may not change fields other than container images, "
+                       f"activeDeadlineSeconds, terminationGracePeriodSeconds and added tolerations): "
+                       f"{earlier}'s is kept")
+        else:
+            out.append(f"{ref}: given in {earlier} and again in {source}: {source}'s is applied over it, "
+                       f"as kubectl apply -f {earlier} -f {source} does")
+
+    base = {attr: len(getattr(objects, attr)) for attr in ObjectSet._BY_KIND.values()}
+    for attr in ObjectSet._BY_KIND.values():
+        kept = []
+        for obj in getattr(part, attr):
+            hit = seen.get(obj.ref)
+            if hit is None or hit[0] != attr or hit[2] == source:
+                seen[obj.ref] = (attr, base[attr] + len(kept), source)
+                kept.append(obj)
+                continue
+            _, position, earlier = hit
+            live = getattr(objects, attr)[position].to_k8s()
+            merged = apply.apply_over(live, obj.to_k8s())
+            if obj.kind == "Pod" and apply.pod_update_refused(live, merged):
+                said(obj.ref, earlier, refused=True)
+                continue
+            if merged != live:
+                getattr(objects, attr)[position] = parse_object(merged, f"{source} (applied over {earlier})")
+            said(obj.ref, earlier, same=merged == live)
+        setattr(part, attr, kept)
+    kept_controllers = []
+    for doc, where in part.controllers:
+        ref = _controller_ref(doc)
+        hit = seen.get(ref)
+        if hit is None or hit[0] != "controllers" or hit[2] == source:
+            seen[ref] = ("controllers", len(objects.controllers) + len(kept_controllers), source)
+            kept_controllers.append((doc, where))
+            continue
+        _, position, earlier = hit
+        live_doc, _ = objects.controllers[position]
+        merged_doc = apply.apply_over(live_doc, doc)
+        if merged_doc != live_doc:
+            objects.controllers[position] = (merged_doc, f"{where} (applied over {earlier})")
+        said(ref, earlier, same=merged_doc == live_doc)
+    part.controllers = kept_controllers
+    return out
 
 
 def dump_objects(objs: list[dict[str, Any]], fmt: str) -> str:
