@@ -21,8 +21,11 @@ def check_placement(outcome) -> list[str]:
     result, workload, cluster = outcome.result, outcome.workload, outcome.cluster
     features = cluster.features
     errors: list[str] = []
-    initial = [c for c in workload.claims.values() if c.status.allocation is not None]
+    evicted = {e.pod: e for e in result.evictions}
+    deallocated = set(result.deallocated)
+    initial = [c for k, c in workload.claims.items() if c.status.allocation is not None and k not in deallocated]
     nodes = {n.name: n for n in cluster.nodes}
+    errors += _check_evictions(result, workload, evicted, deallocated)
 
     # Per node: the new claims obey the allocation rules.
     by_node: dict[str, list[str]] = defaultdict(list)
@@ -66,11 +69,14 @@ def check_placement(outcome) -> list[str]:
     # Pods: node resources, selectors, claims' node selectors, gangs.
     used: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
     for pod in workload.running:
+        if pod.key in evicted:
+            continue
         for r, v in pod.resources.items():
             used[pod.node_name][r] += v
     from draopt.cluster.firstfit import ClaimBook, device_resources
     book = ClaimBook(cluster, workload.claims)
     book.allocations.update(result.claims)
+    book.freed.update(deallocated)
     placed = set()
     for pl in result.pods:
         if not pl.placed:
@@ -108,6 +114,34 @@ def check_placement(outcome) -> list[str]:
         n = sum(1 for p in gang.pods if p in placed)
         if 0 < n < gang.min_count:
             errors.append(f"PodGroup {key}: {n} pods placed, minCount {gang.min_count}")
+    return errors
+
+
+def _check_evictions(result, workload, evicted: dict, deallocated: set[str]) -> list[str]:
+    """Preemption's evictions: running pods only, each of lower priority than the pod or PodGroup that
+    evicted it, which is placed; a deallocated claim has no user left (not evicted, placed)."""
+    errors: list[str] = []
+    running = {p.key: p for p in workload.running}
+    placed = {pl.pod for pl in result.pods if pl.placed}
+    for key, e in evicted.items():
+        if key not in running:
+            errors.append(f"pod {key}: evicted but not running in the input")
+        if e.priority >= e.preemptor_priority:
+            errors.append(f"pod {key}: evicted (priority {e.priority}) for {e.preemptor_kind} {e.preemptor} "
+                          f"of priority {e.preemptor_priority}, not higher")
+        if e.preemptor_kind == "pod" and e.preemptor not in placed:
+            errors.append(f"pod {key}: evicted for pod {e.preemptor}, which is not placed")
+        if e.preemptor_kind == "podgroup" and not any(p in placed for p in workload.groups[e.preemptor].pods):
+            errors.append(f"pod {key}: evicted for PodGroup {e.preemptor}, which has no placed pod")
+        if key in placed:
+            errors.append(f"pod {key}: evicted and placed")
+    for ck in sorted(deallocated):
+        if ck in result.claims:
+            continue       # deallocated, then allocated again for a pending pod
+        users = [p.key for p in workload.running if p.key not in evicted and any(u.key == ck for u in p.claims)]
+        users += [k for k in placed if any(u.key == ck for u in workload.pod(k).claims)]
+        if users:
+            errors.append(f"claim {ck}: deallocated but still used by {', '.join(sorted(users))}")
     return errors
 
 

@@ -27,6 +27,7 @@ from draopt.dra.problem import ClaimSpec, Problem, prepare
 from draopt.dra.reference import Chosen, ReferenceAllocator, SearchLimit
 from draopt.cluster.state import Cluster, NodeState
 from draopt.cluster.result import PlacementResult, PodPlacement
+from draopt.cluster.podgroup_placement import OUTSIDE, GroupCycle, needs_group_cycles, run_group_cycle
 
 MAX_SUBREQUEST_SCORE = 8
 NO_FIT = "cannot allocate all claims"
@@ -43,11 +44,14 @@ class ClaimBook:
         self.allocations: dict[str, tuple[AllocationResult, str]] = {}
         self._signature: dict[str, str] = {}
         self._allocation_signature: dict[str, str] = {}
+        self.freed: set[str] = set()    # allocated in the input, deallocated after its last pod was evicted
 
     def allocation(self, key: str) -> AllocationResult | None:
         got = self.allocations.get(key)
         if got is not None:
             return got[0]
+        if key in self.freed:
+            return None
         return self.claims[key].status.allocation
 
     def signature(self, key: str) -> str:
@@ -398,7 +402,7 @@ FailureExplainer = Callable[[Cluster, "ClaimBook", Any, list], str]
 
 
 def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: FailureExplainer | None = None,
-             scheduler=None) -> PlacementResult:
+             scheduler=None, preemption=None) -> PlacementResult:
     """Place workload.pending in queue order; returns what Kubernetes would do.
 
     `explain_failures(cluster, book, pod, reasons)`: the device-side explanation of a pod that
@@ -407,7 +411,11 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
 
     `scheduler` (a draopt.scheduler.Scheduler): kube-scheduler's node choice with a profile
     (score plugins, percentageOfNodesToScore, random ties); None: every node is filtered and
-    the node with the best DRA score is taken, the first by name on ties."""
+    the node with the best DRA score is taken, the first by name on ties.
+
+    `preemption` (draopt.scheduler.preemption.Preemption, passed in by the layers above): the
+    PostFilter that evicts lower-priority running pods for a pod, or for a PodGroup once its
+    last pod was tried, that fits nowhere; None: no preemption."""
     from draopt.dra.decode import decode, deterministic_share_id
     share_id = share_id or deterministic_share_id
     t0 = time.perf_counter()
@@ -429,17 +437,28 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
     first_open: dict = {}
     skipped_reasons: dict = {}
     taken: dict = {}   # pod -> node resources it holds (requests plus device-derived)
+    shared_of: set = set()      # placed pods whose devices other nodes reach too
+    group_domain: dict[str, frozenset] = {}    # PodGroup -> the nodes of the placement it was bound to
 
-    def place(pod) -> PodPlacement:
+    def place(pod, only: NodeState | None = None, allowed: frozenset | None = None) -> PodPlacement:
+        """`only`: the one node to try (the node preemption nominated, which the scheduler's next
+        cycle tries first and takes when it passes the filters). `allowed`: the nodes of the pod
+        group's placement (podgroup_placement); default: the placement its group was bound to."""
         pl = PodPlacement(pod.key, None, pod.priority, pod.group)
         best = None
         max_score = None
-        sig = kind(pod)
+        if allowed is None and pod.group in group_domain:
+            allowed = group_domain[pod.group]
+        sig = kind(pod) if only is None and allowed is None else None
         keys = [u.key for u in pod.claims]
         start = first_open.get(sig, 0) if sig is not None else 0
-        if scheduler is not None:
-            found = scheduler.select(pod, lambda node: try_node(cluster, book, pod, node, cache, share_id), pl, sig,
+        if only is not None:
+            start = len(cluster.nodes)
+        elif scheduler is not None:
+            found = scheduler.select(pod, lambda node: (OUTSIDE, None) if allowed is not None and node.name not in allowed
+                                     else try_node(cluster, book, pod, node, cache, share_id), pl, sig,
                                      first_open, skipped_reasons, _generic, _specific)
+            pl.reasons.pop(OUTSIDE, None)
             if found is not None:
                 node, (problem, chosen, selected, score) = found
                 best = (node, score, problem, chosen, selected)
@@ -447,7 +466,9 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         elif start:
             pl.reasons.update({_specific(r, keys): n for r, n in skipped_reasons[sig].items()})
         contiguous = True
-        for node in cluster.nodes[start:]:
+        for node in ([only] if only is not None else cluster.nodes[start:]):
+            if allowed is not None and node.name not in allowed:
+                continue
             reason, fit = try_node(cluster, book, pod, node, cache, share_id)
             if reason is not None:
                 pl.reasons[reason] += 1
@@ -496,7 +517,36 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
             scheduler.placed(pod, node, taken[pod.key])
         if touched_shared:
             cluster.bump_all()
+            shared_of.add(pod.key)
         return pl
+
+    def _changed(devices: bool) -> None:
+        """Preemption took pods off or put them back: what first-fit remembers is stale."""
+        if devices:
+            cluster.bump_all()
+        first_open.clear()
+        skipped_reasons.clear()
+
+    def retract(pl: PodPlacement) -> None:
+        """Take a placed pod back, exactly (a pod-group cycle's trial of one placement)."""
+        pod = demand_of[pl.pod]
+        node = cluster.by_name[pl.node]
+        for key, result in pl.new_claims.items():
+            heir = next((other for other in by_pod.values() if other is not pl and other.placed and
+                         any(u.key == key for u in demand_of[other.pod].claims)), None)
+            if heir is not None:
+                heir.new_claims[key] = result
+            else:
+                book.release(key)
+        if scheduler is not None:
+            scheduler.placed(pod, node, taken[pod.key], -1)
+        node.take(taken.pop(pod.key), -1)
+        if pod.key in shared_of:
+            shared_of.discard(pod.key)
+            cluster.bump_all()
+        first_open.clear()
+        skipped_reasons.clear()
+        pl.node, pl.new_claims = None, {}
 
     def unplace(pl: PodPlacement) -> None:
         pod = demand_of[pl.pod]
@@ -522,8 +572,20 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         pl.explanation = (f"placed on {pl_node} first, then released: its PodGroup {pod.group} did not reach minCount "
                           f"{workload.groups[pod.group].min_count}")
 
+    preempting = preemption.start(cluster, workload, book, scheduler, place, unplace, by_pod, _changed) \
+        if preemption is not None else None
+    cycles = GroupCycle(workload, cluster, lambda pod, allowed: place(pod, allowed=allowed), retract, set(demand_of),
+                        lambda key: book.allocation(key) is not None) if needs_group_cycles(workload) else None
+    cycle_failed: set[str] = set()      # groups a pod-group cycle left unscheduled (not tried again)
     for pod in workload.pending:
+        root = cycles.root_of(pod.group) if cycles is not None else None
+        if root is not None:
+            if pod.key not in by_pod:       # the root's first pod in queue order starts its cycle
+                by_pod.update(run_group_cycle(cycles, root, group_domain, cycle_failed, len(cluster.nodes)))
+            continue
         by_pod[pod.key] = place(pod)
+        if preempting is not None:
+            preempting.after(pod)      # PostFilter: the pod, or its PodGroup once its last pod was tried
     # Gangs short of minCount release what they hold; then the others get a second chance.
     failed_gangs = set()
     for key, gang in workload.groups.items():
@@ -534,6 +596,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
             failed_gangs.add(key)
             for pl in placed:
                 unplace(pl)
+    failed_gangs |= cycle_failed
     if failed_gangs:
         for pod in workload.pending:
             pl = by_pod[pod.key]
@@ -543,4 +606,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
     pods = [by_pod[p.key] for p in workload.pending]
     stats = {"solve_s": round(elapsed, 3), "pods_per_s": round(len(pods) / elapsed, 1) if elapsed else None,
              "scheduler": scheduler.config.source if scheduler is not None else "builtin:name-order"}
-    return PlacementResult("first-fit", pods, dict(book.allocations), stats)
+    result = PlacementResult("first-fit", pods, dict(book.allocations), stats)
+    if preempting is not None:
+        preempting.finish(result)
+    return result

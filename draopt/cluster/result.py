@@ -18,6 +18,8 @@ class PodPlacement:
     reasons: Counter = field(default_factory=Counter)                       # why nodes were rejected
     prioritized_score: int = 0
     explanation: str = ""                                                   # device-level, when it failed
+    nominated_node: str | None = None      # set by preemption: the node its victims were evicted from
+    preemption: str = ""                   # why preemption did or did not help (PostFilter's message)
 
     @property
     def placed(self) -> bool:
@@ -36,6 +38,10 @@ class PlacementResult:
     pods: list[PodPlacement]
     claims: dict[str, tuple[AllocationResult, str]]       # claim key -> (allocation, node)
     stats: dict[str, Any] = field(default_factory=dict)
+    # Running pods preemption evicted (draopt.cluster.evictions.Eviction), and the claims that were
+    # deallocated because their last pod was evicted.
+    evictions: list[Any] = field(default_factory=list)
+    deallocated: list[str] = field(default_factory=list)
 
     def placed_pods(self) -> list[PodPlacement]:
         return [p for p in self.pods if p.placed]
@@ -53,6 +59,8 @@ class PlacementResult:
         out = {"policy": self.policy, "pods": len(self.pods), "placed": len(self.placed_pods()),
                "weighted_placed": self.weighted_placed(), "devices_used": self.devices_used(),
                "nodes_used": self.nodes_used()}
+        if self.evictions:
+            out["evicted"] = len(self.evictions)
         out.update(self.stats)
         return out
 

@@ -14,6 +14,7 @@ from draopt.cluster.state import Cluster
 from draopt.allocation.explain import explain_failed_pod
 from draopt.cluster.firstfit import simulate
 from draopt.cluster.result import PlacementResult, PodPlacement  # noqa: F401  (re-exported)
+from draopt.scheduler.preemption import Preemption
 
 PLACE_POLICIES = ("first-fit", "optimal")
 
@@ -89,15 +90,52 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
     cluster = build_cluster(objects, workload, features)
     if policy == "first-fit":
         sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
-        result = simulate(cluster, workload, scheduler=sched, explain_failures=explain_failed_pod)
+        result = simulate(cluster, workload, scheduler=sched, explain_failures=explain_failed_pod,
+                          preemption=Preemption())
         if sched is not None:
             result.stats["tie_break"] = tie_break if tie_break == "name" else f"random (seed {seed})"
     else:
         from draopt.placement.optimal import optimize
-        result = optimize(cluster, workload, time_limit=time_limit, started=started,
-                          first_fit=_best_first_fit(cluster, workload, scheduler_config, seed, tie_break))
+        first_fit = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
+        if first_fit.evictions:
+            result = _optimal_after_evictions(objects, workload, features, first_fit, time_limit, started)
+        else:
+            result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=first_fit)
     result.stats["nodes"] = len(cluster.nodes)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
+
+
+def _optimal_after_evictions(objects: ObjectSet, workload, features: Features, first_fit: PlacementResult,
+                             time_limit: float, started: float) -> PlacementResult:
+    """Optimal when first-fit preempted: the model places the pending pods on the cluster without
+    first-fit's victims (their claims deallocated as first-fit did). Which pods to evict is not a
+    decision of the model: the result keeps first-fit's evictions, says so, and is never OPTIMAL
+    (a placement with other or fewer evictions is not searched)."""
+    import dataclasses
+    from draopt.placement.optimal import optimize
+    gone = {e.pod for e in first_fit.evictions}
+    claims = dict(workload.claims)
+    for key in first_fit.deallocated:
+        claim = claims[key].model_copy(deep=True)
+        claim.status.allocation = None
+        claim.status.reserved_for = [r for r in claim.status.reserved_for or []
+                                     if not (r.resource == "pods" and f"{claim.namespace}/{r.name}" in gone)]
+        claims[key] = claim
+    after = dataclasses.replace(workload, running=[p for p in workload.running if p.key not in gone], claims=claims)
+    result = optimize(build_cluster(objects, after, features), after, time_limit=time_limit, started=started,
+                      first_fit=first_fit)
+    result.evictions = list(first_fit.evictions)
+    result.deallocated = [k for k in first_fit.deallocated if k not in result.claims]
+    stats = result.stats
+    stats["evicted"] = len(result.evictions)
+    stats["preemption"] = (f"first-fit's {len(result.evictions)} evictions kept: the model places the pods on the "
+                           f"cluster without them; which pods to evict is not a decision of the model, so the bound "
+                           f"and gap hold for these evictions only")
+    if stats.get("status") == "OPTIMAL":
+        stats["status"] = "FEASIBLE"
+    if isinstance(stats.get("summary"), str):
+        stats["summary"] += f" ({stats['preemption']})"
+    return result
 
 
 def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie_break: str) -> PlacementResult:
@@ -109,9 +147,9 @@ def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie
     from draopt.placement.optimal import _fresh, unmodelled_rule
     fresh = _fresh(cluster)    # the scheduler reads the state of the cluster it runs on
     sched = scheduler_for(scheduler_config, fresh, workload, seed=seed, tie_break=tie_break)
-    runs = [simulate(fresh, workload, scheduler=sched, explain_failures=explain_failed_pod)]
+    runs = [simulate(fresh, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=Preemption())]
     if sched is not None and unmodelled_rule(cluster, workload) is None:
-        runs.append(simulate(_fresh(cluster), workload, explain_failures=explain_failed_pod))
+        runs.append(simulate(_fresh(cluster), workload, explain_failures=explain_failed_pod, preemption=Preemption()))
     return max(runs, key=lambda r: r.weighted_placed())   # first wins ties: the compared profile
 
 
@@ -124,12 +162,16 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
     for pl in result.pods:
         pod = workload.pod(pl.pod)
         d = pod.pod.to_k8s()
+        if pl.nominated_node:
+            d.setdefault("status", {})["nominatedNodeName"] = pl.nominated_node   # set by preemption
         if pl.placed:
             d.setdefault("spec", {})["nodeName"] = pl.node
         else:
             message = pl.reason_text(n_nodes or sum(pl.reasons.values()))
             if pl.explanation:
                 message += "\n" + pl.explanation
+            if pl.preemption:
+                message += " " + pl.preemption
             d.setdefault("status", {})["conditions"] = [{
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]
         out.append(d)
@@ -152,11 +194,40 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
                 reserved.append(ref)
         status["reservedFor"] = reserved
         out.append(d)
+    out += _eviction_objects(result, workload)
+    return out
+
+
+def _eviction_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
+    """Pods preemption evicted, with the DisruptionTarget condition the scheduler writes before it
+    deletes them (pkg/scheduler/framework/preemption executor.go), and the claims deallocated because
+    their last pod went: no status.allocation, the evicted pods out of status.reservedFor."""
+    out: list[dict[str, Any]] = []
+    evicted = {e.pod for e in result.evictions}
+    for e in result.evictions:
+        d = workload.pod(e.pod).pod.to_k8s()
+        conditions = [c for c in (d.setdefault("status", {}).get("conditions") or [])
+                      if c.get("type") != "DisruptionTarget"]
+        d["status"]["conditions"] = conditions + [e.condition()]
+        out.append(d)
+    for key in result.deallocated:
+        if key in result.claims:
+            continue
+        d = workload.claims[key].to_k8s()
+        status = d.setdefault("status", {})
+        status.pop("allocation", None)
+        ns = workload.claims[key].namespace
+        status["reservedFor"] = [r for r in status.get("reservedFor") or []
+                                 if not (r.get("resource") == "pods" and f"{ns}/{r.get('name')}" in evicted)]
+        status.pop("devices", None)
+        out.append(d)
     return out
 
 
 def summary_table(results: list[PlacementResult]) -> str:
     cols = ["policy", "placed", "pods", "weighted_placed", "devices_used", "nodes_used", "solve_s", "gap", "status"]
+    if any(r.evictions for r in results):
+        cols.insert(4, "evicted")
     rows = [[str(r.summary().get(c, "")) for c in cols] for r in results]
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
     line = "  ".join(c.ljust(w) for c, w in zip(cols, widths))
@@ -172,4 +243,14 @@ def pod_table(result: PlacementResult, n_nodes: int) -> str:
         lines.append(f"{pl.pod:40s} {where:20s} {why}")
         if not pl.placed and pl.explanation:
             lines.extend("    " + line for line in pl.explanation.splitlines())
+        if pl.preemption:
+            lines.append("    " + pl.preemption)
+    if result.evictions:
+        lines.append("")
+        lines.append(f"evicted by preemption ({len(result.evictions)}):")
+        for e in result.evictions:
+            lines.append(f"{e.pod:40s} {e.node:20s} {e.condition()['reason']}: {e.message}")
+            lines.append(f"    {e.why}")
+        if result.deallocated:
+            lines.append("claims deallocated (their last pod was evicted): " + ", ".join(result.deallocated))
     return "\n".join(lines)

@@ -1,0 +1,216 @@
+"""Running pods taken off their nodes (preemption), and put back (its dry runs and reprieves).
+
+What a running pod holds: its node resources (requests, as `build_cluster` counted them), and its
+claims' devices. A claim's devices come free only when no pod still uses it: no other running pod
+that is not evicted, no pod placed in this run, and no consumer outside the input (a PodGroup in
+status.reservedFor, a pod draopt was not given) — the ResourceClaim controller deallocates a claim
+when its status.reservedFor becomes empty (KEP-5729 "Deallocation"; KEP-4381).
+
+Also the fields preemption reads from the objects that draopt's models keep raw: a pod's
+preemptionPolicy and status.startTime, a PodGroup's disruptionMode.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+NEVER = "Never"
+
+# pkg/scheduler/framework/preemption (executor.go): the condition the scheduler writes on a victim
+# before deleting it.
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+_LATEST = datetime.max.replace(tzinfo=timezone.utc)
+
+
+@dataclass
+class Eviction:
+    """One pod evicted by preemption: who evicted it, from where, and the condition Kubernetes writes."""
+    pod: str                  # namespace/name
+    node: str
+    priority: int             # the victim's priority as preemption compares it (its PodGroup's, if any)
+    preemptor: str            # namespace/name of the pod, or of the PodGroup
+    preemptor_kind: str       # "pod" | "podgroup"
+    preemptor_priority: int
+    scheduler_name: str = "default-scheduler"
+    why: str = ""             # draopt's explanation: what the eviction makes room for
+
+    @property
+    def message(self) -> str:
+        """The DisruptionTarget condition's message (preemption executor: '<schedulerName>: preempting
+        to accommodate a higher priority <pod|podgroup>')."""
+        return f"{self.scheduler_name}: preempting to accommodate a higher priority {self.preemptor_kind}"
+
+    def condition(self) -> dict[str, str]:
+        return {"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
+                "message": self.message}
+
+
+def _extra(model: Any, name: str) -> Any:
+    extra = getattr(model, "model_extra", None) or {}
+    return extra.get(name)
+
+
+def preemption_policy(pod: Any, priority_classes: list[Any]) -> str:
+    """spec.preemptionPolicy; unset: the one the Priority admission plugin copies from the pod's
+    PriorityClass (the globalDefault class when the pod names none); else PreemptLowerPriority."""
+    spec = pod.spec
+    given = getattr(spec, "preemption_policy", None) or _extra(spec, "preemptionPolicy")
+    if given:
+        return str(given)
+    name = spec.priority_class_name
+    for pc in priority_classes:
+        if (pc.name == name) if name else bool(pc.global_default):
+            if pc.preemption_policy:
+                return str(pc.preemption_policy)
+    return PREEMPT_LOWER_PRIORITY
+
+
+def group_preemption_policy(group_obj: Any, members: list[Any], priority_classes: list[Any]) -> str:
+    """A PodGroup's: its spec.preemptionPolicy (1.37, PodGroupPreemptionPolicy), else its pods' (which
+    KEP-5710 requires to agree): Never if any member says Never."""
+    given = _extra(group_obj.spec, "preemptionPolicy") if group_obj is not None else None
+    if given:
+        return str(given)
+    if any(preemption_policy(m, priority_classes) == NEVER for m in members):
+        return NEVER
+    return PREEMPT_LOWER_PRIORITY
+
+
+def start_time(pod: Any) -> datetime:
+    """util.GetPodStartTime: status.startTime; a pod without one counts as started now (the latest)."""
+    raw = _extra(pod.status, "startTime")
+    if not raw:
+        return _LATEST
+    try:
+        got = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    except ValueError:
+        return _LATEST
+    return got if got.tzinfo else got.replace(tzinfo=timezone.utc)
+
+
+def disrupts_whole_group(group_obj: Any) -> bool:
+    """PodGroup spec.disruptionMode: 1.37's union {all: {}} or 1.36's enum "PodGroup" means the group is
+    evicted only whole; {single: {}}, "Pod" or unset (the default) means pod by pod (KEP-5710)."""
+    if group_obj is None:
+        return False
+    mode = getattr(group_obj.spec, "disruption_mode", None)
+    if mode is None:
+        mode = _extra(group_obj.spec, "disruptionMode")
+    if isinstance(mode, str):
+        return mode in ("PodGroup", "All")
+    if isinstance(mode, dict):
+        return mode.get("all") is not None
+    return getattr(mode, "all", None) is not None
+
+
+class RunningPods:
+    """The running pods of a first-fit run, which preemption may take off and put back.
+
+    `placed_user(claim_key)`: whether a pod placed in this run uses the claim (then it stays).
+    `changed(devices)`: called after every change (first-fit's caches; `devices`: the shared device
+    state changed too)."""
+
+    def __init__(self, cluster, workload, book, scheduler, placed_user: Callable[[str], bool],
+                 changed: Callable[[bool], None]):
+        self.cluster = cluster
+        self.workload = workload
+        self.book = book
+        self.scheduler = scheduler
+        self.placed_user = placed_user
+        self.changed = changed
+        self.live: dict[str, Any] = {p.key: p for p in workload.running if p.node_name in cluster.by_name}
+        self.evicted: dict[str, Eviction] = {}
+        self.users: dict[str, set[str]] = {}
+        for p in self.live.values():
+            for use in p.claims:
+                self.users.setdefault(use.key, set()).add(p.key)
+        known = {p.key for p in workload.pending} | {p.key for p in workload.running}
+        self.external: set[str] = set()
+        for key, claim in workload.claims.items():
+            for ref in claim.status.reserved_for or []:
+                if ref.resource != "pods" or f"{claim.namespace}/{ref.name}" not in known:
+                    self.external.add(key)
+        self.on_node: dict[str, list[Any]] = {}
+        for p in self.live.values():
+            self.on_node.setdefault(p.node_name, []).append(p)
+
+    def pods_on(self, node_name: str) -> list[Any]:
+        return [p for p in self.on_node.get(node_name, ()) if p.key in self.live]
+
+    def _results(self, key: str):
+        alloc = self.workload.claims[key].status.allocation
+        features = self.cluster.features
+        for r in alloc.devices.results:
+            consumed = {n: _q(v) for n, v in (r.consumed_capacity or {}).items()}
+            share = bool(r.share_id) and features.consumable_capacity
+            yield (r.driver, r.pool, r.device), bool(r.admin_access), share, consumed
+
+    def remove(self, pod) -> None:
+        """Take a running pod off its node; its claims' devices come free if it was their last user."""
+        del self.live[pod.key]
+        node = self.cluster.by_name[pod.node_name]
+        node.take(pod.resources, -1)
+        if self.scheduler is not None:
+            self.scheduler.placed(pod, node, pod.resources, -1)
+        devices = False
+        for use in pod.claims:
+            users = self.users.get(use.key, set())
+            users.discard(pod.key)
+            if users or use.key in self.external or use.key in self.book.freed or self.placed_user(use.key) \
+                    or use.key in self.book.allocations or self.workload.claims[use.key].status.allocation is None:
+                continue
+            for did, admin, share, consumed in self._results(use.key):
+                self.cluster.allocated.remove_result(use.key, did, admin=admin, share=share, consumed=consumed)
+            self.book.freed.add(use.key)
+            devices = True
+        self.changed(devices)
+
+    def restore(self, pod) -> None:
+        """Undo remove(): the pod back on its node, with its claims' devices."""
+        self.live[pod.key] = pod
+        node = self.cluster.by_name[pod.node_name]
+        node.take(pod.resources)
+        if self.scheduler is not None:
+            self.scheduler.placed(pod, node, pod.resources)
+        devices = False
+        for use in pod.claims:
+            self.users.setdefault(use.key, set()).add(pod.key)
+            if use.key not in self.book.freed:
+                continue
+            for did, admin, share, consumed in self._results(use.key):
+                if not admin and not share and did in self.cluster.allocated.devices:
+                    raise RuntimeError(f"internal: device {'/'.join(did)} of {use.key} was given away while "
+                                       f"{pod.key} was evicted in a dry run")
+                self.cluster.allocated.add_result(use.key, did, admin=admin, share=share, consumed=consumed)
+            self.book.freed.discard(use.key)
+            devices = True
+        self.changed(devices)
+
+    def evict(self, pod, record: Eviction) -> None:
+        """remove(), for good (the pod must be removed already or is removed now)."""
+        if pod.key in self.live:
+            self.remove(pod)
+        self.evicted[pod.key] = record
+
+    def holds_devices(self, pod) -> bool:
+        """Whether taking the pod off would free devices another node can reach too (not node-local)."""
+        for use in pod.claims:
+            alloc = self.workload.claims[use.key].status.allocation
+            if alloc is None:
+                continue
+            inv = self.cluster.inventory(self.cluster.by_name[pod.node_name])
+            for r in alloc.devices.results:
+                entry = inv.by_id.get((r.driver, r.pool, r.device))
+                if entry is None or entry.slice.spec.node_name != pod.node_name:
+                    return True
+        return False
+
+
+def _q(v: str):
+    from draopt.kube.quantity import Quantity
+    return Quantity.parse(v).value

@@ -1,0 +1,371 @@
+"""Preemption as kube-scheduler runs it after a failed cycle: DefaultPreemption's PostFilter for a
+pod, and workload-aware preemption (KEP-5710, PodGroupPostFilter) for a PodGroup.
+
+Sources (kubernetes/kubernetes, 1.36/1.37): pkg/scheduler/framework/plugins/defaultpreemption/
+default_preemption.go (SelectVictimsOnNode, PodEligibleToPreemptOthers, MoreImportantVictim,
+calculateNumCandidates), pkg/scheduler/framework/preemption/preemption.go (DryRunPreemption,
+pickOneNodeForPreemption), executor.go (the victims' DisruptionTarget condition), the pod-group
+evaluator (selectVictimsOnDomain); keps/sig-scheduling/5710-workload-aware-preemption/README.md.
+
+What draopt does differently, on purpose or for lack of input (docs/scheduler.md, "Preemption"):
+victims are pods running in the input (pods placed in the same run come later in the priority queue
+and never have a lower priority than the pod that preempts); candidate nodes are tried in name order
+from the first (the scheduler starts at a random offset); no PodDisruptionBudgets; a claim's devices
+count as free in the dry run when no remaining pod uses them (kube-scheduler 1.36/1.37's
+DynamicResources has no PreFilterExtensions and would not see them freed: KEP-5710 "In place victim
+reprieval"); the preemptor is placed on the nominated node right away (its next cycle).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from draopt.cluster.evictions import (NEVER, Eviction, RunningPods, disrupts_whole_group, group_preemption_policy,
+                                      preemption_policy, start_time)
+from draopt.cluster.firstfit import try_node
+
+# pkg/scheduler/apis/config/v1/defaults.go SetDefaults_DefaultPreemptionArgs
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+_SHIFT = 2 ** 31          # pickOneNodeForPreemption: priority + MaxInt32 + 1 keeps every term positive
+
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+
+
+@dataclass
+class Victim:
+    """One unit preemption evicts: a pod, or a PodGroup with disruptionMode all (its running pods on
+    every node) - preemption.DomainVictim."""
+    key: str
+    pods: list[Any]
+    priority: int
+    is_group: bool            # IsPodGroup(): the (first) pod belongs to a PodGroup
+    earliest_start: datetime
+
+    def importance(self) -> tuple:
+        """MoreImportantVictim, most important first: higher priority; a PodGroup before a single pod;
+        two pods: the earlier started; two groups: more pods, then the earlier started."""
+        return (-self.priority, 0 if self.is_group else 1, -len(self.pods) if self.is_group else 0,
+                self.earliest_start, self.key)
+
+
+@dataclass
+class Candidate:
+    node: Any
+    victims: list[Victim]
+    pods: list[Any] = field(default_factory=list)      # the victims' pods, highest priority first
+    priorities: list[int] = field(default_factory=list)
+
+
+def num_candidates(num_nodes: int, percentage: int = MIN_CANDIDATE_NODES_PERCENTAGE,
+                   absolute: int = MIN_CANDIDATE_NODES_ABSOLUTE) -> int:
+    """calculateNumCandidates: a share of the nodes, at least `absolute`, at most all of them."""
+    n = num_nodes * percentage // 100
+    return min(max(n, absolute), num_nodes)
+
+
+def pick_one_node(candidates: list[Candidate]) -> Candidate | None:
+    """pickOneNodeForPreemption without PodDisruptionBudgets: lowest highest-priority victim, then the
+    smallest sum of (shifted) victim priorities, then the fewest victims, then the latest start time
+    of the highest-priority victims; still tied: the first candidate."""
+    if not candidates:
+        return None
+    best = candidates
+    for score in (lambda c: -max(c.priorities),
+                  lambda c: -sum(p + _SHIFT for p in c.priorities),
+                  lambda c: -len(c.pods),
+                  lambda c: _earliest_of_highest(c).timestamp()):
+        top = max(score(c) for c in best)
+        best = [c for c in best if score(c) == top]
+        if len(best) == 1:
+            break
+    return best[0]
+
+
+def _earliest_of_highest(c: Candidate) -> datetime:
+    """util.GetEarliestPodStartTime: the earliest start among the highest-priority victims."""
+    high = max(c.priorities)
+    return min(start_time(p.pod) for p, prio in zip(c.pods, c.priorities) if prio == high)
+
+
+class Preemption:
+    """What first-fit's simulate() takes as `preemption`: one run per simulation."""
+
+    def __init__(self, percentage: int = MIN_CANDIDATE_NODES_PERCENTAGE,
+                 absolute: int = MIN_CANDIDATE_NODES_ABSOLUTE):
+        self.percentage = percentage
+        self.absolute = absolute
+
+    def start(self, cluster, workload, book, scheduler, place, unplace, by_pod, changed) -> "PreemptionRun":
+        return PreemptionRun(self, cluster, workload, book, scheduler, place, unplace, by_pod, changed)
+
+
+class PreemptionRun:
+    def __init__(self, config: Preemption, cluster, workload, book, scheduler, place, unplace, by_pod, changed):
+        self.config = config
+        self.cluster = cluster
+        self.workload = workload
+        self.book = book
+        self.scheduler = scheduler
+        self.place = place
+        self.unplace = unplace
+        self.by_pod = by_pod
+        self.cache: dict = {}
+        self.classes = list(cluster.objects.priority_classes)
+        self.group_objs = {f"{g.namespace}/{g.name}": g for g in cluster.objects.pod_groups}
+        pending_users: dict[str, list[str]] = {}
+        for p in workload.pending:
+            for use in p.claims:
+                pending_users.setdefault(use.key, []).append(p.key)
+
+        def placed_user(key: str) -> bool:
+            return any(by_pod.get(k) is not None and by_pod[k].placed for k in pending_users.get(key, ()))
+        self.running = RunningPods(cluster, workload, book, scheduler, placed_user, changed)
+        self.last_of_group: dict[str, str] = {}
+        for p in workload.pending:
+            if p.group is not None:
+                self.last_of_group[p.group] = p.key
+        self.lowest = min((self.victim_priority(p) for p in self.running.live.values()), default=None)
+
+    # ------------------------------------------------------------------ victims
+    def victim_priority(self, pod) -> int:
+        """GetPodPriority with PodGroups: a pod of a PodGroup that sets a priority has the group's."""
+        obj = self.group_objs.get(pod.group) if pod.group else None
+        if obj is not None and (obj.spec.priority is not None or obj.spec.priority_class_name):
+            return self.workload.groups[pod.group].priority
+        return pod.priority
+
+    def unit_of(self, pod) -> Victim:
+        obj = self.group_objs.get(pod.group) if pod.group else None
+        prio = self.victim_priority(pod)
+        if obj is not None and disrupts_whole_group(obj):
+            members = [self.running.live[k] for k in self.workload.groups[pod.group].pods if k in self.running.live]
+            return Victim(f"podgroup {pod.group}", members, prio, True, min(start_time(m.pod) for m in members))
+        return Victim(f"pod {pod.key}", [pod], prio, pod.group is not None, start_time(pod.pod))
+
+    def units(self, pods, below: int) -> list[Victim]:
+        """The potential victims among `pods` (and the rest of their whole-group units): priority strictly
+        below `below`, each unit once."""
+        out: dict[str, Victim] = {}
+        for p in pods:
+            if self.victim_priority(p) < below:
+                u = self.unit_of(p)
+                out.setdefault(u.key, u)
+        return list(out.values())
+
+    def _take(self, units: list[Victim]) -> None:
+        for u in units:
+            for p in u.pods:
+                self.running.remove(p)
+
+    def _give(self, units: list[Victim]) -> None:
+        for u in units:
+            for p in u.pods:
+                self.running.restore(p)
+
+    # ------------------------------------------------------------------ the filters
+    def fits(self, pod, node) -> bool:
+        """The scheduler's filters for `pod` on `node` in the current state (devices, resources,
+        node rules; with a profile also inter-pod affinity and topology spread)."""
+        reason, _ = try_node(self.cluster, self.book, pod, node, self.cache, None)
+        if reason is not None:
+            return False
+        if self.scheduler is not None:
+            prof = self.scheduler.profile(pod)
+            if prof is None:
+                return False
+            hard = self.scheduler._hard_filters(pod, self.scheduler.info(pod), prof)   # the cycle's own checks
+            if hard is not None and hard(node.index) is not None:
+                return False
+        return True
+
+    def select_victims_on_node(self, pod, priority: int, node) -> list[Victim] | None:
+        """SelectVictimsOnNode: remove every lower-priority unit on the node; if the pod then fits,
+        reprieve units from the most important down while it still fits; the rest are the victims.
+        None: the node is no candidate. A dry run: the state is as before afterwards."""
+        units = self.units(self.running.pods_on(node.name), priority)
+        if not units:
+            return None
+        self._take(units)
+        if not self.fits(pod, node):
+            self._give(units)
+            return None
+        victims = []
+        for u in sorted(units, key=Victim.importance):
+            self._give([u])
+            if not self.fits(pod, node):
+                self._take([u])
+                victims.append(u)
+        self._give(victims)
+        return victims or None
+
+    # ------------------------------------------------------------------ a pod
+    def after(self, pod) -> None:
+        """PostFilter for the pod just tried; for a PodGroup's last pod, the group's."""
+        if pod.group is not None:
+            if self.last_of_group.get(pod.group) == pod.key:
+                self.preempt_group(pod.group)
+            return
+        pl = self.by_pod[pod.key]
+        if pl.placed or self.lowest is None or self.lowest >= pod.priority:
+            return           # nothing of lower priority runs anywhere: the scheduler's message alone
+        self.preempt_pod(pod, pl)
+
+    def preempt_pod(self, pod, pl) -> None:
+        n = len(self.cluster.nodes)
+        if preemption_policy(pod.pod, self.classes) == NEVER:
+            pl.preemption = "preemption: not eligible due to preemptionPolicy=Never."
+            return
+        wanted = num_candidates(n, self.config.percentage, self.config.absolute)
+        candidates: list[Candidate] = []
+        not_helpful = no_victims = 0
+        for node in self.cluster.nodes:          # DryRunPreemption (from offset 0, see the module docstring)
+            if self.cluster.node_rejects(node, pod) is not None:
+                not_helpful += 1                 # UnschedulableAndUnresolvable: preemption cannot help
+                continue
+            victims = self.select_victims_on_node(pod, pod.priority, node)
+            if victims is None:
+                if not self.units(self.running.pods_on(node.name), pod.priority):
+                    no_victims += 1
+                else:
+                    not_helpful += 1
+                continue
+            pods = [p for u in victims for p in u.pods]
+            prios = [u.priority for u in victims for _ in u.pods]
+            order = sorted(range(len(pods)), key=lambda i: -prios[i])
+            candidates.append(Candidate(node, victims, [pods[i] for i in order], [prios[i] for i in order]))
+            if len(candidates) >= wanted:
+                break
+        chosen = pick_one_node(candidates)
+        if chosen is None:
+            parts = [f"{c} {r}" for r, c in ((NO_VICTIMS, no_victims), (NOT_HELPFUL, not_helpful)) if c]
+            pl.preemption = f"preemption: 0/{n} nodes are available: {', '.join(parts)}."
+            return
+        self._evict(chosen.victims, pod.key, "pod", pod.priority, pod, chosen.node.name)
+        new = self.place(pod, chosen.node)
+        if not new.placed:       # cannot happen after a successful dry run; the full cycle then
+            new = self.place(pod)
+        new.nominated_node = chosen.node.name
+        new.preemption = (f"preempted {len(chosen.pods)} lower-priority pod(s) on node {chosen.node.name}: "
+                          + ", ".join(f"{p.key} (priority {prio})" for p, prio in zip(chosen.pods, chosen.priorities)))
+        self.by_pod[pod.key] = new
+
+    def _evict(self, victims: list[Victim], preemptor: str, kind: str, priority: int, sample_pod, where: str) -> None:
+        scheduler_name = (sample_pod.pod.spec.model_extra or {}).get("schedulerName") or "default-scheduler"
+        for u in victims:
+            for p in u.pods:
+                why = (f"evicted from {p.node_name} (priority {u.priority}) to make room for {kind} {preemptor} "
+                       f"(priority {priority}) on {where}" + (f"; evicted whole with its PodGroup {p.group} "
+                                                             f"(disruptionMode all)" if u.key.startswith("podgroup")
+                                                             else ""))
+                self.running.evict(p, Eviction(p.key, p.node_name, u.priority, preemptor, kind, priority,
+                                               scheduler_name, why))
+
+    # ------------------------------------------------------------------ a PodGroup
+    def preempt_group(self, gkey: str) -> None:
+        """Workload-aware preemption (KEP-5710) for a PodGroup that did not reach minCount (Gang) or
+        placed no pod (Basic): the whole cluster is the domain. Remove every lower-priority unit, run
+        the group's pods again; if they fit, reprieve units from the most important down (a unit
+        whose pods share no node with the group and free no shared device is reprieved at once), and
+        evict the rest."""
+        gang = self.workload.groups[gkey]
+        members = [self.workload.pod(k) for k in gang.pods if k in self.by_pod]
+        pls = [self.by_pod[m.key] for m in members]
+        need = gang.min_count if gang.policy == "gang" else 1
+        if sum(1 for pl in pls if pl.placed) >= need or self.lowest is None or self.lowest >= gang.priority:
+            return
+        obj = self.group_objs.get(gkey)
+
+        def say(text: str) -> None:
+            for pl in pls:
+                if not pl.placed:
+                    pl.preemption = text
+        if group_preemption_policy(obj, [m.pod for m in members], self.classes) == NEVER:
+            say("pod group preemption: not eligible due to preemptionPolicy=Never.")
+            return
+        constraints = (getattr(obj.spec, "model_extra", None) or {}).get("schedulingConstraints") if obj else None
+        if constraints is None and obj is not None:
+            constraints = getattr(obj.spec, "scheduling_constraints", None)
+        if constraints and (constraints.get("topology") if isinstance(constraints, dict)
+                            else getattr(constraints, "topology", None)):
+            say("pod group preemption: not supported with topology constraints")
+            return
+        units = self.units(list(self.running.live.values()), gang.priority)
+        if not units:
+            say("pod group preemption: No preemption victims found for incoming preemptor")
+            return
+        for pl in pls:
+            if pl.placed:
+                self.unplace(pl)
+        self._take(units)
+        placed = self._run_group(members)
+        if len(placed) < need:
+            for m in placed:
+                self.unplace(self.by_pod[m.key])
+            self._give(units)
+            self._run_group(members)              # as before the attempt
+            for m in members:
+                if not self.by_pod[m.key].placed:
+                    self.by_pod[m.key].preemption = ("pod group preemption: the pod group does not fit even with "
+                                                     f"every lower-priority pod evicted ({len(units)} units)")
+            return
+        assigned = [(m, self.cluster.by_name[self.by_pod[m.key].node]) for m in placed]
+        nodes = {n.name for _, n in assigned}
+        victims = []
+        for u in sorted(units, key=Victim.importance):
+            if not any(p.node_name in nodes for p in u.pods) and not any(self.running.holds_devices(p) for p in u.pods):
+                self._give([u])                   # the group's filters see no change
+                continue
+            for m, _ in assigned:
+                self.unplace(self.by_pod[m.key])
+            self._give([u])
+            if not self._on_nodes(assigned):
+                self._take([u])
+                victims.append(u)
+                if not self._on_nodes(assigned):
+                    raise RuntimeError(f"internal: PodGroup {gkey} no longer fits where it fitted")
+        self._evict(victims, gkey, "podgroup", gang.priority, members[0], "cluster")
+        n_pods = sum(len(u.pods) for u in victims)
+        for m, node in assigned:
+            pl = self.by_pod[m.key]
+            pl.nominated_node = node.name
+            pl.preemption = f"pod group preemption: {gkey} placed after evicting {n_pods} lower-priority pod(s)"
+
+    def _run_group(self, members) -> list[Any]:
+        """The group's pending pods tried pod by pod (first-fit's cycle); returns the placed ones."""
+        placed = []
+        for m in members:
+            pl = self.place(m)
+            self.by_pod[m.key] = pl
+            if pl.placed:
+                placed.append(m)
+        return placed
+
+    def _on_nodes(self, assigned) -> bool:
+        """Each of the group's pods again on the node it was assigned, in order; False (and nothing
+        kept) as soon as one does not fit."""
+        done = []
+        for m, node in assigned:
+            ok = self.fits(m, node)
+            pl = self.place(m, node) if ok else None
+            if pl is None or not pl.placed:
+                for d in done:
+                    self.unplace(self.by_pod[d.key])
+                return False
+            self.by_pod[m.key] = pl
+            done.append(m)
+        return True
+
+    # ------------------------------------------------------------------ the result
+    def finish(self, result) -> None:
+        result.evictions = sorted(self.running.evicted.values(), key=lambda e: e.pod)
+        result.deallocated = sorted(k for k in self.book.freed if k not in self.book.allocations)
+        if result.evictions:
+            result.stats["evicted"] = len(result.evictions)
+            result.stats["evicted_by_priority"] = dict(sorted(Counter(e.priority for e in result.evictions).items()))
+
+
+__all__ = ["Candidate", "Preemption", "PreemptionRun", "Victim", "num_candidates", "pick_one_node"]
