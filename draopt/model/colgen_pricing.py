@@ -1,0 +1,232 @@
+"""A faster exact pricing for column generation, on nodes of shareable devices only.
+
+The one model prices a class of openb GPU nodes slowly (a node of 8 GPUs and 120 kinds: no
+proof in 15 s) because it assigns every kind to every device. Where a class has the simple
+structure of the trace (checked by `DevicePricing.for_class`, else None and the one model
+prices it), the same problem has a compact form that CP-SAT proves quickly:
+
+* every pod of a kind has at most one claim of one request (no sub-requests, no constraints,
+  no admin access), asking ExactCount `count` devices among the same candidate set: every
+  device of the representative that any kind may use;
+* the devices are alike: one capacity, no counters, no allocated share, no device-derived node
+  resources; a request consumes `a` of it per device (the requestPolicy's rounding, as
+  `draopt.dra.rules.consumption` computes it), the same on every device;
+* a request either takes its devices whole (`a` is the whole capacity, or the device is not
+  multi-allocatable), or takes a share of one device (count 1).
+
+Then one node holds counts n_k if and only if: sum_k r_k n_k <= free r for every node resource
+r (cpu, memory, pods: the pod's `resources`, as the one model reads them); W = sum over whole
+kinds of count_k n_k devices are taken whole; and the shares fit the other D - W devices as a
+bin packing: y[v, g] shares of size v on device g, sum_v v y[v, g] <= capacity, and the kinds
+of share size v get at most sum_g y[v, g] of them. Devices are alike, so their loads are
+ordered (symmetry). The model's optimum is the one model's: both describe exactly the same
+feasible counts (ResourceClaim allocation on a node of alike shareable devices: KEP-5075
+consumable capacity, kubernetes pkg/scheduler/framework/plugins/dynamicresources and
+staging/src/k8s.io/dynamic-resource-allocation/structured/internal/experimental allocator:
+a device's consumed capacity is the sum of its allocations' consumption). The one model stays
+the rule source: colgen.py checks every column this pricing returns with it and drops the
+pricing for the class on the first disagreement.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ortools.sat.python import cp_model
+
+PRICE_SCALE = 10 ** 6
+
+
+class DevicePricing:
+    """The compact pricing model of one class (see the module docstring)."""
+
+    def __init__(self, kinds: list[int], ub: list[int], demand: list[dict], free: dict,
+                 whole: list[int], share: list[int], devices: int, capacity: Fraction):
+        self.kinds = kinds            # class kinds order
+        self.ub = ub                  # pods of a kind one node may take (the one model's bound)
+        self.demand = demand          # per kind: node resource -> amount per pod
+        self.free = free              # node resource -> free amount
+        self.whole = whole            # per kind: devices taken whole per pod (0: none)
+        self.share = share            # per kind: share of one device per pod (0: none)
+        self.devices = devices
+        self.capacity = capacity
+        self.stats = {"solves": 0}
+
+    # ------------------------------------------------------------------ structure
+    @staticmethod
+    def for_class(nc, prep, vars_) -> tuple[DevicePricing | None, str]:
+        """The compact model of class `nc` (`vars_`: the one model's count variable per kind,
+        None where the kind cannot use the representative), or None and why not."""
+        rep = nc.nodes[0]
+        refs = prep.refs.get(rep.name, [])
+        entries = [e for r in refs for e in r.entries]
+        ub, demand, whole, share = [], [], [], []
+        candidates_seen: set[int] | None = None
+        amount_cap: Fraction | None = None
+        cap_name: str | None = None
+        for ki, var in zip(nc.kinds, vars_):
+            kind = prep.kinds[ki]
+            ub.append(0 if var is None else int(var.proto.domain[1]))
+            demand.append({r: Fraction(v) for r, v in kind.pods[0].resources.items() if v})
+            whole.append(0)
+            share.append(0)
+            if var is None:
+                continue
+            p = prep.problems.get((ki, rep.name))
+            claims = [] if p is None else p.claims
+            if len(claims) > 1:
+                return None, "a pod with several claims"
+            if not claims:
+                continue
+            cl = claims[0]
+            if cl.constraints or len(cl.requests) != 1 or cl.requests[0].has_subrequests:
+                return None, "a claim with constraints, several requests or sub-requests"
+            s = cl.requests[0].alternatives[0]
+            if s.mode != "ExactCount" or s.admin_access or s.count < 1:
+                return None, "a request that is not ExactCount without admin access"
+            cands = {i for i, e in enumerate(entries) if prep.candidacy(p, s, e)}
+            if not cands:
+                ub[-1] = 0
+                continue
+            if candidates_seen is None:
+                candidates_seen = cands
+            elif cands != candidates_seen:
+                return None, "kinds with different candidate devices"
+            amounts = set()
+            for i in cands:
+                e = entries[i]
+                d = e.device
+                if d.consumes_counters or e.device.node_allocatable_resources:
+                    return None, "devices with counters or node resources"
+                if p.inventory.allocated.capacity.get(e.id) or e.id in p.inventory.allocated.devices:
+                    return None, "a device with an allocation"
+                if not e.multi_allocatable:
+                    amounts.add(("whole", None, None))
+                    continue
+                if len(d.capacity) != 1:
+                    return None, "a shareable device without exactly one capacity"
+                used = p.consumption(s, e)
+                if used is None:
+                    return None, "a request its devices cannot serve"
+                (name, q), = used.items()
+                capv = _quantity(d.capacity[name].value)
+                amounts.add((name, q.value, capv))
+            if len(amounts) != 1:
+                return None, "devices alike serve a request differently"
+            (name, a, capv), = amounts
+            if name == "whole" or a >= capv:
+                whole[-1] = s.count
+                if name != "whole":
+                    if cap_name not in (None, name) or amount_cap not in (None, capv):
+                        return None, "devices of different capacities"
+                    cap_name, amount_cap = name, capv
+            else:
+                if s.count != 1:
+                    return None, "a request for shares of several devices"
+                if a <= 0:
+                    return None, "a request that consumes nothing"
+                if cap_name not in (None, name) or amount_cap not in (None, capv):
+                    return None, "devices of different capacities"
+                cap_name, amount_cap = name, capv
+                share[-1] = a
+        if candidates_seen is None:
+            return None, "no kind uses a device"
+        free = {}
+        for r in {r for d in demand for r in d}:
+            if r in rep.allocatable:
+                free[r] = Fraction(rep.allocatable[r]) - Fraction(rep.used.get(r, 0))
+        if any(share) and amount_cap is None:
+            return None, "no capacity"
+        return DevicePricing(list(nc.kinds), ub, demand, free, whole, share, len(candidates_seen),
+                             amount_cap if amount_cap is not None else Fraction(1)), ""
+
+    # ------------------------------------------------------------------ pricing
+    def price(self, reduced: dict[int, float], seconds: float, hint: tuple[int, ...] | None = None):
+        """(counts, proven upper bound of the reduced value, proven) of the best configuration
+        under `reduced`, or None if nothing was found in `seconds`."""
+        top = max([abs(v) for v in reduced.values()] + [1e-9])
+        scale = PRICE_SCALE / top
+        m = cp_model.CpModel()
+        n, terms, slack = [], [], 0.0
+        for i, ki in enumerate(self.kinds):
+            r = reduced.get(ki, 0.0)
+            hi = self.ub[i] if r > 0 else 0
+            for res, amount in self.demand[i].items():
+                if res in self.free:
+                    hi = min(hi, int(self.free[res] // amount))
+            if self.whole[i]:
+                hi = min(hi, self.devices // self.whole[i])
+            if self.share[i]:
+                hi = min(hi, self.devices * int(self.capacity // self.share[i]))
+            v = m.new_int_var(0, max(0, hi), f"n{i}")
+            n.append(v)
+            if hi > 0:
+                coef = int(round(r * scale))
+                terms.append((coef, v))
+                slack += 0.5 / scale * hi
+        if not any(c > 0 for c, _ in terms):
+            return tuple(0 for _ in self.kinds), 0.0, True
+        for res, cap in self.free.items():
+            row = [(self.demand[i][res], v) for i, v in enumerate(n) if res in self.demand[i]]
+            if row and sum(a * _hi(v) for a, v in row) > cap:
+                ints = _ints([a for a, _ in row] + [cap])
+                m.add(sum(k * v for k, (_, v) in zip(ints, row)) <= ints[-1])
+        whole_devices = sum(w * v for w, v in zip(self.whole, n) if w)
+        sizes = sorted({s for s in self.share if s})
+        if sizes:
+            cap = self.capacity
+            ints = _ints(sizes + [cap])
+            size_int, cap_int = dict(zip(sizes, ints[:-1])), ints[-1]
+            full = [m.new_bool_var(f"f{g}") for g in range(self.devices)]
+            m.add(sum(full) == whole_devices)
+            loads = []
+            slots = {s: [] for s in sizes}
+            for g in range(self.devices):
+                ys = []
+                for s in sizes:
+                    y = m.new_int_var(0, int(cap // s), f"y{s}_{g}")
+                    slots[s].append(y)
+                    ys.append(size_int[s] * y)
+                load = m.new_int_var(0, cap_int, f"l{g}")
+                m.add(load == sum(ys) + cap_int * full[g])
+                loads.append(load)
+            for g in range(self.devices - 1):
+                m.add(loads[g] >= loads[g + 1])
+                m.add(full[g] >= full[g + 1])
+            for s in sizes:
+                m.add(sum(v for v, sh in zip(n, self.share) if sh == s) <= sum(slots[s]))
+        else:
+            m.add(whole_devices <= self.devices)
+        m.maximize(sum(c * v for c, v in terms))
+        if hint is not None:
+            for v, h in zip(n, hint):
+                m.add_hint(v, h)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = 0
+        solver.parameters.max_time_in_seconds = max(0.05, seconds)
+        status = solver.solve(m)
+        self.stats["solves"] += 1
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None
+        counts = tuple(solver.value(v) for v in n)
+        upper = max(0.0, solver.best_objective_bound / scale + slack)
+        return counts, upper, status == cp_model.OPTIMAL
+
+
+def _quantity(value) -> Fraction:
+    from draopt.kube.quantity import Quantity
+    return Quantity.parse(value).value if isinstance(value, str) else Fraction(value)
+
+
+def _hi(v) -> int:
+    dom = v.proto.domain          # a protobuf repeated field: no negative indexing
+    return int(dom[len(dom) - 1])
+
+
+def _ints(values: list[Fraction]) -> list[int]:
+    """Exact integers in the same ratio (common denominator)."""
+    from math import lcm
+    den = 1
+    for v in values:
+        den = lcm(den, Fraction(v).denominator)
+    return [int(Fraction(v) * den) for v in values]
