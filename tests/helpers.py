@@ -9,7 +9,7 @@ from draopt.dra.inventory import build_inventory
 from draopt.kube.loader import ObjectSet, parse_object
 from draopt.dra.problem import prepare
 from draopt.dra.reference import ReferenceAllocator
-from draopt.model.node import solve_problem
+from draopt.model.single_node import solve_problem
 
 
 def objects_from(instance: dict) -> ObjectSet:
@@ -37,7 +37,7 @@ def summary(chosen):
 def run_reference(problem, defects: bool):
     """The reference search, with the step budget first-fit gives its replays."""
     from draopt.dra.reference import SearchLimit
-    from draopt.model.node.solve import REPLAY_NODE_LIMIT
+    from draopt.model.single_node import REPLAY_NODE_LIMIT
     try:
         ref = ReferenceAllocator(problem, kubernetes_defects=defects, node_limit=REPLAY_NODE_LIMIT)
         chosen = ref.allocate()

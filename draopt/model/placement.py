@@ -39,6 +39,8 @@ from draopt.cluster.firstfit import ClaimBook, _scheduling_constraints, node_fil
 from draopt.model.reductions import (CountIdenticalPods, DeviceRef, GroupDevices, Kind, OwnAcrossNodes, attribute_pattern,
                          countable, device_pattern_extra, groupable)
 from draopt.cluster.result import weight
+from draopt.model import topology_domains
+from draopt.model.topology_domains import kind_tag
 
 
 class ModelTooLarge(Exception):
@@ -237,7 +239,9 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float
 
     node_local_only = all(s.spec.node_name and not s.spec.per_device_node_selection
                           for s in cluster.objects.resource_slices if s.spec.devices)
-    kinds = CountIdenticalPods().apply(pending, book, _scheduling_constraints, is_countable, node_local_only)
+    # Groups of pod-group cycles (topology constraints, CompositePodGroups) keep kinds of their own.
+    kinds = CountIdenticalPods().apply(pending, book, lambda pod: _scheduling_constraints(pod) + kind_tag(workload, pod),
+                                       is_countable, node_local_only)
     pod_nodes: dict[str, list[NodeState]] = {}
     for kind in kinds:
         # Kinds and units with claims alike share one problem per node (owners name their own claims).
@@ -425,7 +429,8 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     node_count_terms: list = []
     pattern_devices: list = []
     pattern_sets: list = []
-    if patterns and not one_node:
+    if patterns and not one_node and not topology_domains.applies(workload, kinds):
+        # (Interchangeable nodes lose which node is where: not with topology domains.)
         from draopt.model.patterns import enumerate_configurations, node_classes
         # One budget for every class, the largest classes first (they save the most).
         classes = node_classes(prep, kinds, node_names, cluster)
@@ -620,9 +625,11 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
         group = workload.pod(pod_key).group
         if group is not None:
             gang_terms[group].append(var)
+    # Groups of pod-group cycles: their domains, whole groups and composites (topology_domains).
+    handled = set() if one_node else topology_domains.encode(m, workload, cluster, kinds, k, y, totals, gang_terms)
     for g, vs in ([] if one_node else gang_terms.items()):
         gang = workload.groups.get(g)
-        if gang is None or gang.policy != "gang":
+        if gang is None or gang.policy != "gang" or g in handled:
             continue
         on = cp.new_bool_var(f"gang[{g}]")
         m.add(cp.add(sum(vs) >= gang.min_count * on))
@@ -901,7 +908,7 @@ def _nodes_within(prep: Prepared, pod_key: str, node_names: set[str], cluster: C
 
 def packing_objective(b: Built):
     """Phase 3: the packing levels of `draopt.model.node.optimal` (one definition for both models)."""
-    from draopt.model.node.optimal import lexicographic, packing_levels
+    from draopt.model.objective import lexicographic, packing_levels
     p = b.packing
     if not p["nodes"] and not p["counter_sets"] and not p["devices"]:
         return None

@@ -1,5 +1,4 @@
-"""Build the CP-SAT model from a Problem, solve it under a policy, decode the solution."""
+"""Build the per-node CP-SAT model from a Problem (allocate's; being replaced by the cluster model)."""
 from draopt.model.node.build import apply, invert
-from draopt.model.node.solve import solve_problem
 
-__all__ = ["apply", "invert", "solve_problem"]
+__all__ = ["apply", "invert"]

@@ -74,7 +74,7 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
             return _replay(problem, stats, t0, why)
         return None, {}, stats
     if policy == "optimal":
-        from draopt.model.node.optimal import add_packing_objective
+        from draopt.model.objective import add_packing_objective
         add_packing_objective(m)
     solver = _solver(time_limit)
     if policy in ("first-fit", "first-fit-documented"):
