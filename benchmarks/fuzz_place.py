@@ -43,7 +43,9 @@ from collections import Counter, defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from draopt.testing.synth_cluster import FAMILIES, IsolatedAudit, features_for, random_cluster  # noqa: E402
+from draopt.testing.synth_cluster import FAMILIES, features_for, random_cluster  # noqa: E402
+
+from draopt.testing.audit import IsolatedAudit  # noqa: E402
 
 
 def _range(text: str) -> tuple[int, int]:

@@ -32,7 +32,8 @@ sys.path.insert(0, str(HERE.parent / "benchmarks"))
 import schedperf_workloads as sw  # noqa: E402
 
 from draopt.errors import DraoptError  # noqa: E402
-from draopt.testing.synth_cluster import FAMILIES, features_for, objects_of, random_cluster  # noqa: E402
+from draopt.testing.synth_cluster import FAMILIES, features_for, random_cluster  # noqa: E402
+from draopt.testing.audit import objects_of  # noqa: E402
 
 GOLDEN_SEEDS = range(4)
 SCHEDPERF_SCALES = {"basic": 0.02, "extended-resource-25": 0.02, "prioritized-list": 0.02, "partitionable": 0.02}

@@ -34,7 +34,10 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from draopt.errors import DraoptError
 from draopt.placement import place
-from draopt.testing.synth_cluster import FAMILIES, IsolatedAudit, features_for, objects_of, random_cluster
+from draopt.testing.synth_cluster import FAMILIES, features_for, random_cluster
+
+# 8 families x 64 seeds = 512 instances; each family's examples are drawn independently.
+from draopt.testing.audit import IsolatedAudit, objects_of
 
 # 8 families x 64 seeds = 512 instances; each family's examples are drawn independently.
 EXAMPLES_PER_FAMILY = 64

@@ -5,7 +5,8 @@ import random
 import pytest
 
 from draopt.placement import place
-from draopt.testing.synth_cluster import objects_of, random_cluster
+from draopt.testing.synth_cluster import random_cluster
+from draopt.testing.audit import objects_of
 
 
 @pytest.mark.parametrize("family,seed", [("gpu-nic", 5), ("mixed", 5)])

@@ -125,7 +125,7 @@ def test_estimate_follows_the_autoscaler_order():
     8-cpu nodes: decreasing order packs 5+3 three times (3 nodes); first fit in the queue order
     (3, 3, 3, 5, 5, 5) would pack 3+3, 3+5, 5, 5 (4 nodes)."""
     from draopt.studies.planning import NodeType, ffd_estimate
-    from draopt.testing.synth_cluster import objects_of
+    from draopt.testing.audit import objects_of
 
     def pod(name, cpu, second, node=None):
         d = {"apiVersion": "v1", "kind": "Pod",
@@ -241,7 +241,7 @@ def test_random_clusters_plan_is_consistent():
     from draopt.placement import place
     from draopt.studies.planning import NodeType, _with_types, plan
     from draopt.testing.synth import random_placement_instance
-    from draopt.testing.synth_cluster import objects_of
+    from draopt.testing.audit import objects_of
     proven = 0
     for seed in range(24):
         rng = random.Random(seed)
@@ -274,7 +274,7 @@ def test_time_limit_too_short_gives_bound_and_gap_never_above_the_estimate():
 
     from draopt.testing.plan_scenarios import DEFAULT_COSTS, _pod, cluster_docs
     from draopt.studies.planning import NodeType, plan
-    from draopt.testing.synth_cluster import objects_of
+    from draopt.testing.audit import objects_of
     rng = random.Random(7)
     objs = objects_of(cluster_docs() + [_pod(f"p{i}", rng.randint(5, 29), "8Gi", None, i) for i in range(60)])
     types = [NodeType(name, name, cost) for name, cost in DEFAULT_COSTS.items()]
@@ -321,7 +321,8 @@ def test_estimate_with_a_gap_in_its_copies_stays_a_solution():
     import random
 
     from draopt.studies.planning import NodeType, plan
-    from draopt.testing.synth_cluster import objects_of, random_cluster
+    from draopt.testing.synth_cluster import random_cluster
+    from draopt.testing.audit import objects_of
     rng = random.Random(6)
     objs = objects_of(random_cluster(rng, "shared", nodes=(1, 3), pods=(4, 14)))
     nodes = sorted(n.name for n in objs.nodes)

@@ -15,7 +15,8 @@ from draopt.placement import PlaceOutcome, build_cluster, output_objects
 from draopt.placement import optimal as opt_mod
 from draopt.cluster.check import check_placement
 from draopt.cluster.firstfit import simulate
-from draopt.testing.synth_cluster import features_for, objects_of, random_cluster
+from draopt.testing.synth_cluster import features_for, random_cluster
+from draopt.testing.audit import objects_of
 from draopt.kube.workload import expand
 
 V1 = "resource.k8s.io/v1"

@@ -95,7 +95,7 @@ def workload_docs(mix: str, pods: int = 12) -> list[dict[str, Any]]:
 def scenario(mix: str, pods: int = 12):
     """(ObjectSet of the cluster and the mix's pending pods, node types at the default costs)."""
     from draopt.studies.planning import NodeType
-    from draopt.testing.synth_cluster import objects_of
+    from draopt.testing.audit import objects_of
     objs = objects_of(cluster_docs() + workload_docs(mix, pods))
     return objs, [NodeType(name, name, cost) for name, cost in DEFAULT_COSTS.items()]
 
