@@ -143,8 +143,8 @@ def test_exclusive_topology_annotations_give_one_group_per_node_pool(workload, p
 # ---------------------------------------------------------------- gates and dropped fields
 def test_topology_aware_workload_scheduling_gate_and_its_dropped_field():
     """j01-podgroup-topology.yaml (KEP-5732, alpha in 1.36): the gate is known; off (1.36's default) the
-    API server drops PodGroup spec.schedulingConstraints, and draopt says so; on, draopt says it does not
-    model the constraint (not silence)."""
+    API server drops PodGroup spec.schedulingConstraints, and draopt says so; on, draopt models the
+    constraint (the pod-group cycle with placements, draopt/cluster/podgroup_placement.py): no note."""
     from draopt.kube.features import parse_gates
     from draopt.kube.workload import gated_field_notes
     assert parse_gates("TopologyAwareWorkloadScheduling=true") == {"TopologyAwareWorkloadScheduling": True}
@@ -153,7 +153,7 @@ def test_topology_aware_workload_scheduling_gate_and_its_dropped_field():
         "field PodGroup spec.schedulingConstraints dropped: gate TopologyAwareWorkloadScheduling is off "
         "(PodGroup training/trainer)"]
     on = gated_field_notes(objects, Features.from_gates({"TopologyAwareWorkloadScheduling": True}))
-    assert len(on) == 1 and "is not modelled by draopt" in on[0]
+    assert on == []
 
 
 def test_node_allocatable_resources_dropped_with_the_gate_off():

@@ -23,6 +23,8 @@ DEFAULT_GATES: dict[str, bool] = {
     "DRAWorkloadResourceClaims": False,
     # KEP-5732 (alpha in 1.36): PodGroup spec.schedulingConstraints.topology.
     "TopologyAwareWorkloadScheduling": False,
+    # KEP-6012 (alpha in 1.37): CompositePodGroup objects, PodGroup spec.parentCompositePodGroupName.
+    "CompositePodGroup": False,
 }
 
 
@@ -43,6 +45,7 @@ class Features:
     node_allocatable_resources: bool = False
     workload_resource_claims: bool = False
     topology_aware_workload_scheduling: bool = False
+    composite_pod_group: bool = False
     gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES), compare=False, hash=False)
 
     @classmethod
@@ -65,6 +68,7 @@ class Features:
             node_allocatable_resources=g["DRANodeAllocatableResources"],
             workload_resource_claims=g["DRAWorkloadResourceClaims"],
             topology_aware_workload_scheduling=g["TopologyAwareWorkloadScheduling"],
+            composite_pod_group=g["CompositePodGroup"],
             gates=g,
         )
 

@@ -19,6 +19,7 @@ from draopt.errors import InputError
 from draopt.kube.models import (DeviceClass, DeviceTaintRule, Namespace, Node, Pod, PodGroup, PriorityClass,
                      ResourceClaim, ResourceClaimTemplate, ResourceSlice)
 from draopt.kube.models.base import TypedObject
+from draopt.kube.models.workload import CompositePodGroup, Workload
 from draopt.kube.strict import describe, unknown_fields
 
 RESOURCE_GROUP = "resource.k8s.io"
@@ -34,6 +35,10 @@ KINDS: dict[str, tuple[type[TypedObject], tuple[str, ...]]] = {
     "Pod": (Pod, ("v1",)),
     "PodGroup": (PodGroup, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3",
                             "scheduling.k8s.io/v1alpha2")),
+    "Workload": (Workload, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3",
+                            "scheduling.k8s.io/v1alpha2")),
+    # KEP-6012: alpha in 1.37, served as v1alpha3 only
+    "CompositePodGroup": (CompositePodGroup, ("scheduling.k8s.io/v1alpha3",)),
     "Namespace": (Namespace, ("v1",)),
     "PriorityClass": (PriorityClass, ("scheduling.k8s.io/v1",)),
 }
@@ -50,6 +55,8 @@ class ObjectSet:
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     pod_groups: list[PodGroup] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
+    composite_pod_groups: list[CompositePodGroup] = field(default_factory=list)
     namespaces: list[Namespace] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     extra: dict[str, list[Any]] = field(default_factory=dict)
@@ -63,6 +70,7 @@ class ObjectSet:
                 "ResourceClaim": "resource_claims", "ResourceClaimTemplate": "claim_templates",
                 "DeviceTaintRule": "taint_rules", "Node": "nodes",
                 "Pod": "pods", "PodGroup": "pod_groups", "Namespace": "namespaces",
+                "Workload": "workloads", "CompositePodGroup": "composite_pod_groups",
                 "PriorityClass": "priority_classes"}
 
     def add(self, obj: TypedObject) -> None:

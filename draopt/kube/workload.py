@@ -38,8 +38,9 @@ from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
 from draopt.kube.models import Device, DeviceClass, Node, ResourceClaim, ResourceClaimTemplate
-from draopt.kube.models.workload import (Container, NodeAllocatableResources, Pod, PodGroup, PodResourceClaim,
-                              PriorityClass, ResourceRequirements)
+from draopt.kube.models.workload import (CompositePodGroup, Container, NodeAllocatableResources, Pod, PodGroup,
+                                         PodResourceClaim, PriorityClass, ResourceRequirements, disruption_mode,
+                                         topology_key)
 from draopt.kube.quantity import Quantity
 
 MAX_RESERVED_FOR = 256
@@ -89,6 +90,27 @@ class Gang:
     pods: list[str]
     priority: int
     policy: str             # "gang" | "basic"
+    # KEP-5732: the node label whose values are the domains all the group's pods share (None:
+    # no constraint, or TopologyAwareWorkloadScheduling off and the field dropped).
+    topology_key: str | None = None
+    # KEP-6012: the CompositePodGroup (key) this group belongs to (None: a root).
+    parent: str | None = None
+    disruption_mode: str = "Single"     # KEP-5710: "Single" | "All"
+    preemption_policy: str | None = None
+
+
+@dataclass
+class CompositeGang:
+    """A CompositePodGroup (KEP-6012): child groups scheduled together in one pod-group cycle;
+    a gang policy needs `min_group_count` children scheduled, else none is."""
+    key: str
+    min_group_count: int
+    policy: str                          # "gang" | "basic"
+    children: list[tuple[str, str]]      # (kind, key): child PodGroups and CompositePodGroups, by name
+    topology_key: str | None = None
+    parent: str | None = None
+    priority: int = 0
+    disruption_mode: str = "Single"
 
 
 @dataclass
@@ -99,6 +121,7 @@ class Workload:
     groups: dict[str, Gang]
     reserved_for: dict[str, list[str]]
     node_allocatable: dict[str, dict[str, Fraction]]
+    composites: dict[str, CompositeGang] = field(default_factory=dict)
 
     def pod(self, key: str) -> PodDemand:
         index = self.__dict__.get("_index")
@@ -347,6 +370,8 @@ class _Expander:
         self.groups: dict[str, PodGroup] = {}
         for g in objects.pod_groups:
             self.groups[_key(g)] = g
+        self.composite_objects: dict[str, CompositePodGroup] = {
+            _key(c): c for c in getattr(objects, "composite_pod_groups", [])} if features.composite_pod_group else {}
         self.classes: dict[str, int] = dict(BUILTIN_PRIORITY_CLASSES)
         self.default_priority = 0
         default_seen: PriorityClass | None = None
@@ -639,10 +664,77 @@ class _Expander:
             else:
                 prio = max((d.priority for d in members), default=self.default_priority)
             groups[gkey] = Gang(key=gkey, min_count=min_count, pods=[d.key for d in members],
-                                priority=prio, policy=kind)
-
+                                priority=prio, policy=kind, topology_key=self.topology(g),
+                                parent=self.parent_of(g), disruption_mode=disruption_mode(g.spec.disruption_mode),
+                                preemption_policy=g.spec.preemption_policy)
+        composites = self.composites(groups)
         return Workload(pending=pending, running=running, claims=self.claims, groups=groups,
-                        reserved_for=reserved, node_allocatable=node_allocatable(self.o.nodes))
+                        reserved_for=reserved, node_allocatable=node_allocatable(self.o.nodes), composites=composites)
+
+    # -------------------------------------------------------------- KEP-5732 / KEP-6012
+    def topology(self, obj: PodGroup | CompositePodGroup) -> str | None:
+        """The topology key the scheduler sees: none while TopologyAwareWorkloadScheduling is off
+        (the API server drops the field; gated_field_notes says so). What the API server refuses
+        (pkg/apis/scheduling/validation: at most one constraint, a key required) is an input error."""
+        constraints = obj.spec.scheduling_constraints
+        if not self.features.topology_aware_workload_scheduling or constraints is None:
+            return None
+        if len(constraints.topology) > 1:
+            raise InputError(f"{obj.ref}: field spec.schedulingConstraints.topology: {len(constraints.topology)} "
+                             f"entries, at most 1 allowed")
+        key = topology_key(constraints)
+        if key is not None and not key:
+            raise InputError(f"{obj.ref}: field spec.schedulingConstraints.topology[0].key: Required value")
+        return key
+
+    def parent_of(self, obj: PodGroup | CompositePodGroup) -> str | None:
+        """The parent CompositePodGroup's key; a name that no CompositePodGroup of the namespace
+        has is an input error naming both objects. Gate off: the field is dropped."""
+        name = obj.spec.parent_composite_pod_group_name
+        if not name or not self.features.composite_pod_group:
+            return None
+        key = f"{obj.namespace}/{name}"
+        if key not in self.composite_objects:
+            raise InputError(f"{obj.ref}: field spec.parentCompositePodGroupName: CompositePodGroup {key} "
+                             f"not found")
+        return key
+
+    def composites(self, groups: dict[str, Gang]) -> dict[str, CompositeGang]:
+        if not self.features.composite_pod_group:
+            return {}
+        out: dict[str, CompositeGang] = {}
+        for key, obj in self.composite_objects.items():
+            policy = obj.spec.scheduling_policy
+            if policy is not None and policy.gang is not None:
+                kind, count = "gang", policy.gang.min_group_count
+                if count < 1:
+                    raise InputError(f"{obj.ref}: field spec.schedulingPolicy.gang.minGroupCount: must be at least 1")
+            else:
+                kind, count = "basic", 1
+            prio = self.priority(obj, obj.spec) if obj.spec.priority is not None or obj.spec.priority_class_name \
+                else self.default_priority
+            out[key] = CompositeGang(key=key, min_group_count=count, policy=kind, children=[],
+                                     topology_key=self.topology(obj),
+                                     parent=self.parent_of(obj), priority=prio,
+                                     disruption_mode=disruption_mode(obj.spec.disruption_mode))
+        children: dict[str, list[tuple[str, str]]] = {k: [] for k in out}
+        for key, g in groups.items():
+            if g.parent is not None:
+                children[g.parent].append(("PodGroup", key))
+        for key, c in out.items():
+            if c.parent is not None:
+                children[c.parent].append(("CompositePodGroup", key))
+        for key, c in out.items():
+            c.children = sorted(children[key], key=lambda kk: (kk[1], kk[0]))
+        for key in out:       # a parent chain that comes back to itself is no tree
+            seen, at = {key}, out[key].parent
+            while at is not None:
+                if at in seen:
+                    raise InputError(f"CompositePodGroup {key}: field spec.parentCompositePodGroupName: the "
+                                     f"parent chain comes back to CompositePodGroup {at}")
+                seen.add(at)
+                at = out[at].parent
+        return out
 
 
 def node_allocatable(nodes: list[Node]) -> dict[str, dict[str, Fraction]]:
@@ -677,10 +769,16 @@ def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
         found.setdefault((field_name, gate), []).append(ref)
 
     for g in objects.pod_groups:
-        if (g.spec.model_extra or {}).get("schedulingConstraints"):
+        if topology_key(g.spec.scheduling_constraints) is not None:
             seen("PodGroup spec.schedulingConstraints", "TopologyAwareWorkloadScheduling", g.ref)
+        if g.spec.parent_composite_pod_group_name:
+            seen("PodGroup spec.parentCompositePodGroupName", "CompositePodGroup", g.ref)
         if g.spec.resource_claims:
             seen("PodGroup spec.resourceClaims", "DRAWorkloadResourceClaims", g.ref)
+    for c in getattr(objects, "composite_pod_groups", []):
+        seen("CompositePodGroup objects", "CompositePodGroup", c.ref)
+        if topology_key(c.spec.scheduling_constraints) is not None:
+            seen("CompositePodGroup spec.schedulingConstraints", "TopologyAwareWorkloadScheduling", c.ref)
     for s in objects.resource_slices:
         for d in s.spec.devices:
             if d.node_allocatable_resources:
@@ -691,15 +789,50 @@ def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
     lines = []
     for (field_name, gate), refs in found.items():
         more = f" and {len(refs) - 1} more" if len(refs) > 1 else ""
-        if not features.gates.get(gate, False):
+        if features.gates.get(gate, False):
+            continue
+        if field_name.endswith(" objects"):
+            lines.append(f"{field_name} not served: gate {gate} is off; their PodGroups are scheduled as roots "
+                         f"({refs[0]}{more})")
+        else:
             lines.append(f"field {field_name} dropped: gate {gate} is off ({refs[0]}{more})")
-        elif gate == "TopologyAwareWorkloadScheduling":
-            lines.append(f"field {field_name} is not modelled by draopt: the placement may split a group "
-                         f"across topology domains ({refs[0]}{more})")
+    if features.composite_pod_group and not features.topology_aware_workload_scheduling and \
+            getattr(objects, "composite_pod_groups", []):
+        lines.append("CompositePodGroup needs TopologyAwareWorkloadScheduling in kube-scheduler (its placement "
+                     "algorithm); with that gate off draopt schedules each tree in one pod-group cycle over all "
+                     "nodes, without topology constraints")
+    lines.extend(_template_copy_notes(objects))
     return lines
 
 
-__all__ = ["ClaimUse", "PodDemand", "Gang", "Workload", "expand", "node_allocatable_demand",
+def _template_copy_notes(objects: ObjectSet) -> list[str]:
+    """A PodGroup whose scheduling policy or constraints differ from its Workload template: the
+    scheduler reads the PodGroup's own copy (made when the PodGroup was created), so draopt does too."""
+    templates = {}
+    for w in getattr(objects, "workloads", []):
+        for t in w.spec.pod_group_templates:
+            templates[(w.namespace, w.name, t.name)] = t
+    out = []
+    for g in objects.pod_groups:
+        ref = g.spec.workload_ref or {}
+        workload, template = ref.get("workloadName"), ref.get("templateName")
+        old = (g.spec.pod_group_template_ref or {}).get("workload") or {}
+        workload = workload or old.get("workloadName")
+        template = template or old.get("podGroupTemplateName")
+        t = templates.get((g.namespace, workload, template))
+        if t is None:
+            continue
+        for name, mine, theirs in (("schedulingPolicy", g.spec.scheduling_policy, t.scheduling_policy),
+                                   ("schedulingConstraints", g.spec.scheduling_constraints, t.scheduling_constraints)):
+            a = mine.to_k8s() if mine is not None else None
+            b = theirs.to_k8s() if theirs is not None else None
+            if (a or None) != (b or None):
+                out.append(f"{g.ref}: spec.{name} differs from its Workload template {g.namespace}/{workload} "
+                           f"{template!r}: kube-scheduler reads the PodGroup's own copy, and so does draopt")
+    return out
+
+
+__all__ = ["ClaimUse", "PodDemand", "Gang", "CompositeGang", "Workload", "expand", "node_allocatable_demand",
            "pod_level_footprint", "has_mapping", "gated_field_notes",
            "containers_referencing", "pod_requests", "device_class_mapping", "node_allocatable",
            "MAX_RESERVED_FOR", "EXTENDED_CLAIM_USE"]

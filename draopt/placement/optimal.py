@@ -28,6 +28,8 @@ from draopt.cluster.firstfit import ClaimBook, pending_claims, simulate
 from draopt.model.placement import Built, OutOfTime, Prepared, build, packing_objective, prepare_cluster
 from draopt.model.reductions import CountIdenticalPods, GroupDevices, SplitComponents
 from draopt.cluster.result import PlacementResult, PodPlacement, weight
+from draopt.cluster.podgroup_placement import cycle_root
+from draopt.model import topology_domains
 
 
 def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit: PlacementResult | None = None,
@@ -229,7 +231,9 @@ def _components(prep: Prepared, cluster: Cluster, workload) -> list[tuple[list[i
                 seen_nodes.add(id(nodes))
                 links.extend((("kind", kind.index), ("node", node.name)) for node in nodes)
             if pod.group is not None:
-                first = gang_of.setdefault(pod.group, ("kind", kind.index))
+                # One part per gang; a CompositePodGroup tree is one part (its minGroupCount).
+                root = cycle_root(workload, pod.group)
+                first = gang_of.setdefault(root if root is not None else pod.group, ("kind", kind.index))
                 links.append((first, ("kind", kind.index)))
     # Nodes linked through the columns they share (nodes with the same columns hold one list:
     # its columns are linked once).
@@ -269,7 +273,8 @@ def _solver(seconds: float, hard_stop: float) -> cp_model.CpSolver:
 def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget, hard_stop):
     t0 = time.perf_counter()
     from draopt.model.colgen import MIN_NODES, ColumnGeneration
-    if len(node_names) >= MIN_NODES and ColumnGeneration.accepts(prep, kind_ids, node_names, cluster, workload) is None:
+    if len(node_names) >= MIN_NODES and not topology_domains.applies(workload, [prep.kinds[i] for i in kind_ids]) \
+            and ColumnGeneration.accepts(prep, kind_ids, node_names, cluster, workload) is None:
         # Its share and no more (hard_stop allows 1.5 x): the parts after it keep theirs.
         return _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod,
                                  min(hard_stop, t0 + budget))

@@ -12,7 +12,8 @@ not validated and a note says so.
 Messages follow Kubernetes' `field.Error` format: `<path>: <type>: <value>: <detail>`.
 
 Each document goes through strict decoding and conversion to v1, then the rules of its kind
-(draopt.validation.device_class, resource_slice, resource_claim, device_taint_rule, pod); CEL
+(draopt.validation.device_class, resource_slice, resource_claim, device_taint_rule, pod,
+workload_groups for PodGroup / CompositePodGroup / Workload); CEL
 expressions are compiled by draopt.validation.expressions.
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ from draopt.validation.pod import _validate_pod
 from draopt.validation.quantities import _quantities
 from draopt.validation.resource_claim import _validate_claim_spec
 from draopt.validation.resource_slice import _validate_resource_slice
+from draopt.validation.workload_groups import VALIDATORS as WORKLOAD_VALIDATORS
 
 
 RESOURCE_API_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
@@ -62,7 +64,7 @@ def object_ref(doc: Any) -> str:
     return f"{kind} {name}"
 
 
-NAMESPACED = ("ResourceClaim", "ResourceClaimTemplate", "Pod", "PodGroup")
+NAMESPACED = ("ResourceClaim", "ResourceClaimTemplate", "Pod", "PodGroup", "CompositePodGroup", "Workload")
 
 
 _VALIDATORS = {
@@ -70,6 +72,7 @@ _VALIDATORS = {
     "ResourceSlice": _validate_resource_slice,
     "DeviceTaintRule": _validate_taint_rule,
     "Pod": _validate_pod,
+    **WORKLOAD_VALIDATORS,
 }
 
 
@@ -102,6 +105,10 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             continue
         if doc.get("apiVersion") not in versions:
             ctx.invalid("apiVersion", doc.get("apiVersion"), f"{kind} is served as: " + ", ".join(versions))
+            continue
+        if kind == "CompositePodGroup" and not features.composite_pod_group:
+            ctx.note("kind", "CompositePodGroup is not served: feature gate CompositePodGroup must be enabled "
+                             "(not validated)")
             continue
         if kind == "DeviceTaintRule" and not features.device_taint_rules:
             ctx.note("kind", "DeviceTaintRule is not served: feature gates DRADeviceTaints and "

@@ -1,6 +1,12 @@
 """Workload objects around the allocator: Pod (v1), PodGroup (scheduling.k8s.io/v1beta1,
-v1alpha2), Namespace (v1), PriorityClass (scheduling.k8s.io/v1); and a typed view of a
+v1alpha3, v1alpha2), Workload (same versions), CompositePodGroup (scheduling.k8s.io/v1alpha3,
+alpha in 1.37), Namespace (v1), PriorityClass (scheduling.k8s.io/v1); and a typed view of a
 device's ``nodeAllocatableResources`` (DRANodeAllocatableResources, alpha).
+
+The PodGroup fields of KEP-5732 (topology-aware workload scheduling), KEP-5710 (workload-aware
+preemption) and KEP-6012 (CompositePodGroup) are read in both shapes the API has had:
+1.36's v1alpha2 (``podGroupTemplateRef``, ``disruptionMode: Pod|PodGroup``) and 1.37's v1beta1 /
+v1alpha3 (``workloadRef``, ``disruptionMode: {single: {}} | {all: {}}``).
 
 Only the fields draopt reads are typed; everything else is kept (``extra="allow"``).
 """
@@ -122,16 +128,27 @@ class PodGroupSchedulingPolicy(K8sModel):
     gang: GangSchedulingPolicy | None = None
 
 
+class TopologyConstraint(K8sModel):
+    """schedulingConstraints.topology[]: the node label whose value is one domain (KEP-5732)."""
+    key: str = ""
+
+
+class SchedulingConstraints(K8sModel):
+    topology: list[TopologyConstraint] = Field(default_factory=list)
+
+
 class PodGroupSpec(K8sModel):
     scheduling_policy: PodGroupSchedulingPolicy | None = None
     resource_claims: list[PodResourceClaim] = Field(default_factory=list)
     priority: int | None = None
     priority_class_name: str | None = None
-
-    # scheduling.k8s.io v1alpha2 (1.36), v1alpha3 and v1beta1 (later)
-    k8s_fields: ClassVar[tuple[str, ...]] = (
-        "podGroupTemplateRef", "workloadRef", "parentCompositePodGroupName", "schedulingConstraints",
-        "disruptionMode", "preemptionPolicy")
+    scheduling_constraints: SchedulingConstraints | None = None
+    # 1.36 (v1alpha2): "Pod" | "PodGroup"; 1.37: {"single": {}} | {"all": {}}
+    disruption_mode: str | dict[str, Any] | None = None
+    preemption_policy: str | None = None
+    parent_composite_pod_group_name: str | None = None
+    workload_ref: dict[str, Any] | None = None            # 1.37: {workloadName, templateName}
+    pod_group_template_ref: dict[str, Any] | None = None  # 1.36: {workload: {workloadName, podGroupTemplateName}}
 
 
 class PodGroupStatus(K8sModel):
@@ -143,6 +160,95 @@ class PodGroupStatus(K8sModel):
 class PodGroup(TypedObject):
     spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
     status: PodGroupStatus = Field(default_factory=PodGroupStatus)
+
+
+# ---------------------------------------------------------------- CompositePodGroup, Workload
+class CompositeGangPolicy(K8sModel):
+    """gang.minGroupCount: how many child groups must be scheduled (KEP-6012)."""
+    min_group_count: int = 1
+
+
+class CompositeSchedulingPolicy(K8sModel):
+    basic: dict[str, Any] | None = None
+    gang: CompositeGangPolicy | None = None
+
+
+class CompositePodGroupSpec(K8sModel):
+    scheduling_policy: CompositeSchedulingPolicy | None = None
+    scheduling_constraints: SchedulingConstraints | None = None
+    disruption_mode: str | dict[str, Any] | None = None
+    priority: int | None = None
+    priority_class_name: str | None = None
+    preemption_policy: str | None = None
+    parent_composite_pod_group_name: str | None = None
+    workload_ref: dict[str, Any] | None = None
+
+
+class CompositePodGroup(TypedObject):
+    spec: CompositePodGroupSpec = Field(default_factory=CompositePodGroupSpec)
+
+    @property
+    def ref(self) -> str:      # namespaced
+        return f"{self.kind or 'CompositePodGroup'} {self.namespace}/{self.name}"
+
+    k8s_fields: ClassVar[tuple[str, ...]] = ("status",)
+
+
+class PodGroupTemplate(K8sModel):
+    name: str = ""
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    scheduling_constraints: SchedulingConstraints | None = None
+    disruption_mode: str | dict[str, Any] | None = None
+    priority: int | None = None
+    priority_class_name: str | None = None
+    preemption_policy: str | None = None
+    resource_claims: list[PodResourceClaim] = Field(default_factory=list)
+
+
+class CompositePodGroupTemplate(K8sModel):
+    name: str = ""
+    scheduling_policy: CompositeSchedulingPolicy | None = None
+    scheduling_constraints: SchedulingConstraints | None = None
+    disruption_mode: str | dict[str, Any] | None = None
+    priority: int | None = None
+    priority_class_name: str | None = None
+    preemption_policy: str | None = None
+    pod_group_templates: list[PodGroupTemplate] = Field(default_factory=list)
+    composite_pod_group_templates: list["CompositePodGroupTemplate"] = Field(default_factory=list)
+
+
+class WorkloadSpec(K8sModel):
+    pod_group_templates: list[PodGroupTemplate] = Field(default_factory=list)
+    composite_pod_group_templates: list[CompositePodGroupTemplate] = Field(default_factory=list)
+
+    k8s_fields: ClassVar[tuple[str, ...]] = ("controllerRef",)
+
+
+class Workload(TypedObject):
+    """scheduling.k8s.io Workload: templates the PodGroups copy their policy from (the scheduler
+    reads the PodGroups' own copies)."""
+    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
+
+    @property
+    def ref(self) -> str:      # namespaced
+        return f"{self.kind or 'Workload'} {self.namespace}/{self.name}"
+
+    k8s_fields: ClassVar[tuple[str, ...]] = ("status",)
+
+
+def topology_key(constraints: SchedulingConstraints | None) -> str | None:
+    """The one topology key a (Composite)PodGroup's constraints name, or None."""
+    if constraints is None or not constraints.topology:
+        return None
+    return constraints.topology[0].key
+
+
+def disruption_mode(value: str | dict[str, Any] | None) -> str:
+    """"Single" or "All" from either API shape (default Single, KEP-5710): 1.36's "Pod" is
+    Single, "PodGroup" is All."""
+    if isinstance(value, dict):
+        return "All" if value.get("all") is not None else "Single"
+    return "All" if value in ("PodGroup", "All") else "Single"
 
 
 # ---------------------------------------------------------------- Namespace, PriorityClass

@@ -1,0 +1,463 @@
+"""The pod-group scheduling cycle with placements (KEP-5732 topology-aware workload scheduling,
+KEP-6012 CompositePodGroup), as kube-scheduler 1.37 runs it.
+
+Source: kubernetes/kubernetes pkg/scheduler/algorithm_podgroup.go (PodGroupSchedulingAlgorithm),
+framework/plugins/topologyaware/topology_placement.go (GeneratePlacements),
+framework/plugins/podgrouppodscount (PodGroupPodsCount) and
+framework/plugins/noderesources/placement_bin_packing.go (PlacementBinPacking).
+
+One cycle places a whole root: a PodGroup with a topology constraint, or a CompositePodGroup
+tree.
+
+* **Placements** (GeneratePlacements): the nodes of the parent placement grouped by the value of
+  the group's topology label, one placement per value (the empty value is a value); nodes without
+  the label are in none. No constraint: the parent placement itself. Pods of the group already
+  running pin the domain (their nodes' value); pods in two domains, or on a node without the
+  label, are an error for the group (it stays unplaced with that reason).
+* **Each placement** (podGroupSchedulingDefaultAlgorithm): the pending pods one by one in queue
+  order, each through the normal filters and scores restricted to the placement's nodes, each
+  placed pod seen by the next. A gang stops as soon as minCount is out of reach
+  (PlacementFeasible); it is feasible with at least minCount pods (running ones count), a basic
+  group with at least one. Then everything is taken back.
+* **Choice** (findBestPlacement): one feasible placement is taken as is; several are scored, the
+  weighted sum of PodGroupPodsCount (running + proposed pods, normalised to 0-100 by the
+  maximum) and PlacementBinPacking (MostAllocated over the placement's summed cpu and memory,
+  plus the extended resources the proposed pods request); the highest wins, ties to the
+  placement first in name order (Kubernetes: random). The chosen placement's pods are then placed
+  on the nodes found for them (assumeSubtreeWithRevert).
+* **PercentageOfPlacementsToScore** (kubernetes/kubernetes PR #139859, formula of PR #139064; not
+  confirmed in a release): placements are evaluated until max(1, placements x pct / 100) are
+  feasible, pct = max(5, 100 - 9 x (nodes summed over the placements) / 500).
+* **CompositePodGroup** (compositePodGroupSchedulingDefaultAlgorithm): inside each placement of
+  the composite, its children in name order, each by its own cycle over the composite's
+  placement (nested placements); a gang composite needs minGroupCount children scheduled (it
+  stops once that is out of reach), a basic one at least one; children that fail hold nothing.
+* The root needs at least one pod newly placed ("no pods were schedulable").
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from draopt.cluster.result import PodPlacement
+
+OUTSIDE = "node(s) outside the pod group's placement"
+PLACEMENT_SCORE_WEIGHTS = {"PodGroupPodsCount": 1, "PlacementBinPacking": 1}
+MAX_SCORE = 100
+EXPLAIN_DOMAINS = 8          # domains a failed group's explanation lists one by one
+
+# (pod demand, allowed node names) -> its placement (committed when placed)
+PlaceFn = Callable[[Any, frozenset], PodPlacement]
+RetractFn = Callable[[PodPlacement], None]
+
+
+def percentage_of_placements_to_score(total_nodes: int) -> int:
+    """The adaptive percentage (PR #139064): 100 % for small clusters down to 10 % at 5,000
+    nodes summed over the placements, never below 5 %."""
+    return max(5, 100 - total_nodes * 9 // 500)
+
+
+def placements_to_find(num_placements: int, total_nodes: int) -> int:
+    return max(1, num_placements * percentage_of_placements_to_score(total_nodes) // 100)
+
+
+def cycle_root(workload, group: str | None) -> tuple[str, str] | None:
+    """The entity whose cycle places the pods of `group`: ("pg", key) or ("cpg", key); None when
+    the group is placed by draopt's plain gang handling (no topology constraint, no
+    CompositePodGroup)."""
+    if group is None or group not in workload.groups:
+        return None
+    gang = workload.groups[group]
+    if gang.parent is None:
+        return ("pg", group) if gang.topology_key is not None else None
+    at = gang.parent
+    while workload.composites[at].parent is not None:
+        at = workload.composites[at].parent
+    return ("cpg", at)
+
+
+def running_pods(workload, group: str, pending: set[str]) -> list:
+    return [workload.pod(p) for p in workload.groups[group].pods if p not in pending]
+
+
+def chain_of(workload, group: str) -> list[tuple[str, str]]:
+    """The group and its CompositePodGroup ancestors, innermost first: ("pg"|"cpg", key)."""
+    out = [("pg", group)]
+    at = workload.groups[group].parent
+    while at is not None:
+        out.append(("cpg", at))
+        at = workload.composites[at].parent
+    return out
+
+
+@dataclass
+class Placement:
+    name: str              # the topology label's value; "" and `parent` for the parent placement
+    nodes: list[Any]       # NodeState, in the cluster's order
+    parent: bool = False
+
+
+def generate_placements(key: str | None, nodes: list, pinned: list) -> tuple[list[Placement], str | None]:
+    """GeneratePlacements: (placements, error). `nodes`: the parent placement's nodes; `pinned`:
+    the nodes (NodeState or None when not in the input) of the group's running pods."""
+    if key is None:
+        return [Placement("", list(nodes), parent=True)], None
+    required: set[str] = set()
+    for node in pinned:
+        if node is None:
+            return [], "a running pod of the group is on a node not in the input"
+        labels = node.node.metadata.labels or {}
+        if key not in labels:
+            return [], f"no topology domain found for pod on node {node.name} (no label {key})"
+        required.add(labels[key])
+    if len(required) > 1:
+        return [], f"more than 1 domain found for pod group ({key}: {', '.join(sorted(required))})"
+    by_value: dict[str, list] = {}
+    for node in nodes:
+        labels = node.node.metadata.labels or {}
+        if key in labels:
+            by_value.setdefault(labels[key], []).append(node)
+    if required:
+        by_value = {v: ns for v, ns in by_value.items() if v in required}
+    return [Placement(v, by_value[v]) for v in sorted(by_value)], None
+
+
+def pods_count_scores(counts: list[int]) -> list[int] | None:
+    """NormalizePlacementScore of PodGroupPodsCount: score x 100 / max (integer division);
+    None when every count is 0 (the plugin's error)."""
+    top = max(counts, default=0)
+    if top == 0:
+        return None
+    return [c * MAX_SCORE // top for c in counts]
+
+
+def bin_packing_score(nodes: list, extra_resources: set[str]) -> int:
+    """PlacementBinPacking with MostAllocated, weight 1 per resource: requested / allocatable
+    over the placement's nodes summed (pods already there and the proposed ones), per resource
+    x 100 (integer), averaged. cpu and memory, plus the extended resources proposed pods request."""
+    scores = []
+    for r in ["cpu", "memory"] + sorted(extra_resources - {"cpu", "memory", "pods"}):
+        cap = sum((n.allocatable.get(r, Fraction(0)) for n in nodes), Fraction(0))
+        if cap <= 0:
+            continue
+        used = sum((n.used.get(r, Fraction(0)) for n in nodes), Fraction(0))
+        scores.append(int(min(used, cap) * MAX_SCORE / cap))
+    return sum(scores) // len(scores) if scores else 0
+
+
+@dataclass
+class Outcome:
+    """One evaluation of a group (or composite) in a set of nodes."""
+    ok: bool
+    placed: list[PodPlacement] = field(default_factory=list)     # committed, in placing order
+    failed: dict[str, PodPlacement] = field(default_factory=dict)  # pods evaluated, not placed
+    reason: str = ""
+    lines: list[str] = field(default_factory=list)               # the explanation (per domain)
+    domains: dict[str, frozenset] = field(default_factory=dict)  # leaf group -> nodes it was placed in
+    new: int = 0                                                 # pods newly placed
+    assignment: list[tuple[str, str]] = field(default_factory=list)   # (pod, node) once reverted
+    shortfall: dict[str, str] = field(default_factory=dict)      # failed pod -> its device shortfall
+
+
+class GroupCycle:
+    """Runs the cycles of one simulation. `place(pod, allowed)` and `retract(pl)` are first-fit's
+    own (draopt.cluster.firstfit.simulate): the pod's filters and scores restricted to `allowed`,
+    and its exact undo."""
+
+    def __init__(self, workload, cluster, place: PlaceFn, retract: RetractFn, pending: set[str],
+                 claim_allocated: Callable[[str], bool] = lambda key: False):
+        self.w = workload
+        self.cluster = cluster
+        self.place = place
+        self.retract = retract
+        self.pending = pending
+        self.claim_allocated = claim_allocated
+        self.by_name = {n.name: n for n in cluster.nodes}
+
+    # ---------------------------------------------------------------- which groups
+    def root_of(self, group: str | None) -> tuple[str, str] | None:
+        return cycle_root(self.w, group)
+
+    def leaves(self, entity: tuple[str, str]) -> list[str]:
+        kind, key = entity
+        if kind == "pg":
+            return [key]
+        out = []
+        for child in self.w.composites[key].children:
+            out.extend(self.leaves(_entity(child)))
+        return out
+
+    def _pending_pods(self, group: str) -> list:
+        return [self.w.pod(p) for p in self.w.groups[group].pods if p in self.pending]
+
+    def _running(self, group: str) -> list:
+        return [self.w.pod(p) for p in self.w.groups[group].pods if p not in self.pending]
+
+    # ---------------------------------------------------------------- the cycle
+    def run(self, entity: tuple[str, str]) -> Outcome:
+        """RunRootSchedulingAlgorithm: the root's placements, committed when it is scheduled."""
+        out = self._placement_algorithm(entity, list(self.cluster.nodes))
+        if out.ok and out.new == 0:
+            self._revert(out)
+            out = Outcome(False, failed=out.failed, reason="no pods were schedulable", lines=out.lines)
+        return out
+
+    def _placement_algorithm(self, entity: tuple[str, str], nodes: list) -> Outcome:
+        kind, key = entity
+        obj = self.w.groups[key] if kind == "pg" else self.w.composites[key]
+        pinned = [self.by_name.get(d.node_name) for leaf in self.leaves(entity) for d in self._running(leaf)]
+        placements, error = generate_placements(obj.topology_key, nodes, pinned)
+        what = f"{'PodGroup' if kind == 'pg' else 'CompositePodGroup'} {key}"
+        if error is not None:
+            return Outcome(False, reason=error, lines=[f"{what}: {error}"])
+        if not placements:
+            if pinned:
+                why = (f"the domain of its running pods ({obj.topology_key}) is outside the parent placement")
+            else:
+                why = f"no node carries the topology label {obj.topology_key!r}: no feasible placements found"
+            return Outcome(False, reason=why, lines=[f"{what}: {why}"])
+        if len(placements) == 1:
+            out = self._default(entity, placements[0])
+            if not out.ok and not placements[0].parent:
+                out.reason = f"0/1 placements are available, first placement status: {out.reason}"
+            return out
+        limit = placements_to_find(len(placements), sum(len(p.nodes) for p in placements))
+        feasible: list[tuple[Placement, Outcome, int, int]] = []
+        failures: list[tuple[Placement, Outcome]] = []
+        for placement in placements:
+            out = self._default(entity, placement)
+            if out.ok:
+                extra = {r for pl in out.placed for r in self.w.pod(pl.pod).resources}
+                running = sum(len(self._running(leaf)) for leaf in self.leaves(entity))
+                feasible.append((placement, out, running + len(out.placed), bin_packing_score(placement.nodes, extra)))
+            else:
+                failures.append((placement, out))
+            self._revert(out)
+            if len(feasible) >= limit:
+                break
+        if not feasible:
+            first = failures[0][1]
+            reason = f"0/{len(placements)} placements are available, first placement status: {first.reason}"
+            lines = [f"{what} ({obj.topology_key}): fits in none of its {len(placements)} placements"]
+            for placement, out in failures[:EXPLAIN_DOMAINS]:
+                lines.extend(out.lines)
+            if len(failures) > EXPLAIN_DOMAINS:
+                lines.append(f"... and {len(failures) - EXPLAIN_DOMAINS} more placements")
+            failed = {}
+            for _, out in failures:
+                for pod, pl in out.failed.items():
+                    failed.setdefault(pod, pl)
+            return Outcome(False, failed=failed, reason=reason, lines=lines)
+        best = feasible[0]
+        if len(feasible) > 1:
+            counts = pods_count_scores([f[2] for f in feasible]) or [0] * len(feasible)
+            totals = [PLACEMENT_SCORE_WEIGHTS["PodGroupPodsCount"] * c +
+                      PLACEMENT_SCORE_WEIGHTS["PlacementBinPacking"] * f[3] for c, f in zip(counts, feasible)]
+            best = feasible[max(range(len(feasible)), key=lambda i: (totals[i], -i))]
+        placement, trial = best[0], best[1]
+        return self._assume(trial, placement, entity)
+
+    def _assume(self, trial: Outcome, placement: Placement, entity) -> Outcome:
+        """assumeSubtreeWithRevert: the chosen placement's pods on the nodes found for them."""
+        out = Outcome(True, failed=dict(trial.failed), domains=dict(trial.domains), new=trial.new, lines=trial.lines)
+        for pod, node in trial.assignment:
+            again = self.place(self.w.pod(pod), frozenset((node,)))
+            if again.placed:
+                out.placed.append(again)
+            else:   # cannot happen: the same state as in the trial
+                raise RuntimeError(f"internal: {pod} fitted {node} in its placement's trial, not now")
+        return out
+
+    def _revert(self, out: Outcome) -> None:
+        out.assignment = [(pl.pod, pl.node) for pl in out.placed]
+        for pl in reversed(out.placed):
+            self.retract(pl)
+        out.placed = []
+
+    def _default(self, entity: tuple[str, str], placement: Placement) -> Outcome:
+        if entity[0] == "pg":
+            return self._leaf_default(entity[1], placement)
+        return self._composite_default(entity[1], placement)
+
+    def _leaf_default(self, group: str, placement: Placement) -> Outcome:
+        gang = self.w.groups[group]
+        pods = self._pending_pods(group)
+        scheduled = len(self._running(group))
+        need = gang.min_count if gang.policy == "gang" else 1
+        allowed = frozenset(n.name for n in placement.nodes)
+        out = Outcome(False, domains={group: allowed})
+        remaining = len(pods)
+        stopped = None
+        if gang.policy == "gang" and scheduled + remaining < need:
+            stopped = f"{scheduled + remaining} pods, minCount {need}"
+        for i, pod in enumerate([] if stopped else pods):
+            pl = self.place(pod, allowed)
+            remaining -= 1
+            if pl.placed:
+                out.placed.append(pl)
+                scheduled += 1
+            else:
+                out.failed[pod.key] = pl
+                short = self._shortfall(pod, placement.nodes)
+                if short:
+                    out.shortfall[pod.key] = short
+            if gang.policy == "gang" and scheduled + remaining < need:
+                if remaining:
+                    stopped = f"minCount {need} out of reach after {i + 1} of {len(pods)} pods"
+                break
+        out.new = len(out.placed)
+        out.ok = scheduled >= need if gang.policy == "gang" else out.new >= 1
+        name = placement.name if not placement.parent else "all nodes"
+        label = f"{name}" if gang.parent is None else f"{group} in {name}"
+        summary = f"{label}: {out.new} of {len(pods)} pending pods fit" + (
+            f" (minCount {need}" + (f", {len(self._running(group))} running" if self._running(group) else "") + ")"
+            if gang.policy == "gang" else "")
+        if stopped:
+            summary += f"; stopped: {stopped}"
+        out.lines = [summary] + self._failed_lines(out.failed, out.shortfall, len(placement.nodes))
+        if not out.ok:
+            out.reason = (f"not enough capacity for the gang: {summary}" if gang.policy == "gang"
+                          else f"no pod of the group fits: {summary}")
+            self._revert(out)
+        return out
+
+    def _failed_lines(self, failed: dict[str, PodPlacement], shortfall: dict[str, str], n_nodes: int) -> list[str]:
+        """The pods that did not fit, alike reasons together: how many, why (the reasons over
+        the placement's nodes, and what their devices lack, as seen when they were tried)."""
+        by_reason: dict[tuple[str, str], list[PodPlacement]] = {}
+        for pl in failed.values():
+            reasons = Counter({r: n for r, n in pl.reasons.items() if r != OUTSIDE})
+            text = PodPlacement(pl.pod, None, reasons=reasons).reason_text(n_nodes)
+            by_reason.setdefault((text, shortfall.get(pl.pod, "")), []).append(pl)
+        lines = []
+        for (text, short), pls in by_reason.items():
+            lines.append(f"  {len(pls)} pod(s) do not fit ({', '.join(pl.pod for pl in pls[:3])}"
+                         f"{', ...' if len(pls) > 3 else ''}): {text}")
+            if short:
+                lines.append(f"    {short}")
+        return lines
+
+    def _shortfall(self, pod, nodes: list) -> str:
+        """For a pod whose claims found no devices: how many devices each pending claim asks for
+        (ExactCount requests), and the most free devices of that class any one node of the
+        placement has now ("needs 8 devices of class gpu.nvidia.com on one node, best node has 5")."""
+        parts = []
+        for use in pod.claims:
+            claim = self.w.claims.get(use.key)
+            if claim is None or claim.status.allocation is not None or self.claim_allocated(use.key):
+                continue
+            for request in claim.spec.devices.requests:
+                exact = request.exactly
+                if exact is None or (exact.allocation_mode or "ExactCount") != "ExactCount":
+                    continue
+                count = exact.count or 1
+                own = [sel.cel.expression for sel in (exact.selectors or []) if sel.cel is not None]
+                best = max((self._free_devices(node, exact.device_class_name, own) for node in nodes), default=0)
+                if best < count:
+                    parts.append(f"request {request.name} of {use.key} needs {count} device(s) of class "
+                                 f"{exact.device_class_name} on one node, best node has {best} free")
+        return "; ".join(parts)
+
+    def _free_devices(self, node, class_name: str, own: list[str]) -> int:
+        """Devices of the node's inventory the class and the request's selectors select and no
+        claim holds."""
+        inv = self.cluster.inventory(node)
+        cls = self.cluster.classes.get(class_name)
+        exprs = [sel.cel.expression for sel in (cls.spec.selectors if cls is not None else []) if sel.cel is not None]
+        exprs += own
+        free = 0
+        for entry in inv.devices:
+            if self.cluster.allocated.holds(entry.id):
+                continue
+            try:
+                if all(self.cluster.cel_env.compile(e).matches(entry.cel) for e in exprs):
+                    free += 1
+            except Exception:      # a selector that errors on this device does not select it
+                continue
+        return free
+
+    def _composite_default(self, key: str, placement: Placement) -> Outcome:
+        comp = self.w.composites[key]
+        need = comp.min_group_count if comp.policy == "gang" else 1
+        out = Outcome(False)
+        children = list(comp.children)
+        remaining = len(children)
+        scheduled = 0
+        name = placement.name if not placement.parent else "all nodes"
+        out.lines = [f"CompositePodGroup {key} in {name}:"]
+        if comp.policy != "gang" or remaining >= need:
+            for child in children:
+                entity = _entity(child)
+                sub = self._placement_algorithm(entity, placement.nodes)
+                remaining -= 1
+                out.lines.extend("  " + line for line in sub.lines)
+                out.failed.update(sub.failed)
+                if sub.ok:
+                    scheduled += 1
+                    out.placed.extend(sub.placed)
+                    out.domains.update(sub.domains)
+                    out.new += sub.new
+                if comp.policy == "gang" and scheduled + remaining < need:
+                    break
+        out.ok = scheduled >= need
+        out.lines[0] += f" {scheduled} of {len(children)} child groups scheduled" + (
+            f" (minGroupCount {need})" if comp.policy == "gang" else "")
+        if not out.ok:
+            out.reason = f"CompositePodGroup {key}: {scheduled} of {len(children)} child groups scheduled, " \
+                         f"{need} needed"
+            self._revert(out)
+        return out
+
+
+def needs_group_cycles(workload) -> bool:
+    """Some group is placed by a pod-group cycle with placements (a topology constraint, or a
+    CompositePodGroup tree)."""
+    return bool(getattr(workload, "composites", None)) or any(
+        g.topology_key is not None for g in workload.groups.values())
+
+
+def run_group_cycle(cycles: GroupCycle, root: tuple[str, str], group_domain: dict[str, frozenset],
+                    failed_groups: set[str], n_nodes: int) -> dict[str, PodPlacement]:
+    """One root's cycle, as first-fit records it: every pending pod of its leaves gets its
+    placement; a leaf that was scheduled is bound to its placement's nodes (`group_domain`: its
+    pods that did not fit are tried there again later), one that was not joins `failed_groups`
+    and its pods carry the group's reason and the per-domain explanation."""
+    out = cycles.run(root)
+    placed = {pl.pod: pl for pl in out.placed}
+    scheduled = set(out.domains) if out.ok else set()
+    explanation = "\n".join(out.lines)
+    results: dict[str, PodPlacement] = {}
+    first: str | None = None
+    for leaf in cycles.leaves(root):
+        pods = cycles._pending_pods(leaf)
+        if leaf in scheduled:
+            group_domain[leaf] = out.domains[leaf]
+            for d in pods:
+                pl = placed.get(d.key) or out.failed.get(d.key)
+                if pl is None:
+                    pl = PodPlacement(d.key, None, d.priority, d.group)
+                    pl.reasons[f"pod group {leaf}: not evaluated in its placement"] = n_nodes
+                results[d.key] = pl
+            continue
+        failed_groups.add(leaf)
+        reason = out.reason if not out.ok else "not scheduled within its CompositePodGroup's placement"
+        for d in pods:
+            pl = PodPlacement(d.key, None, d.priority, d.group)
+            pl.reasons[f"pod group {leaf} not scheduled: {reason}"] = n_nodes
+            # The explanation once per root, on its first pod; the others point to it.
+            pl.explanation = explanation if first is None else f"(as for {first})"
+            first = first or d.key
+            results[d.key] = pl
+    return results
+
+
+def _entity(child: tuple[str, str]) -> tuple[str, str]:
+    return ("pg" if child[0] == "PodGroup" else "cpg", child[1])
+
+
+__all__ = ["GroupCycle", "Outcome", "needs_group_cycles", "run_group_cycle", "cycle_root", "chain_of",
+           "running_pods", "Placement", "OUTSIDE", "generate_placements", "pods_count_scores",
+           "bin_packing_score", "percentage_of_placements_to_score", "placements_to_find"]
