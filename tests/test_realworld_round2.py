@@ -189,11 +189,17 @@ def test_list_values_are_dropped_with_their_gate_off():
                             "gate DRAListTypeAttributes is off") for n in notes), notes
 
 
-def test_an_mpijob_is_said_to_create_pods_draopt_does_not_model(capsys):
-    """d-rct-and-mpijob.yaml (dranet OKE GB200 mpi-job.yaml): an MPIJob creates pods (mpi-operator); draopt
-    does not make them, and says so (was "not used for placement"); d-workers-*.yaml are those pods."""
-    load_files(r2("d-rct-and-mpijob.yaml"))
-    assert "note: skipped 1 MPIJob object(s): creates pods that draopt does not model" in capsys.readouterr().err
+def test_an_mpijob_creates_its_workers_and_launcher(capsys):
+    """d-rct-and-mpijob.yaml (dranet OKE GB200 mpi-job.yaml): the MPIJob's pods are made as mpi-operator
+    makes them (newWorker, newLauncherJob; draopt/kube/batch_controllers.py, was "not used for
+    placement", then "creates pods that draopt does not model"); d-workers-*.yaml are such pods; with
+    the cluster, the 2 workers are placed one per node and the launcher, tolerating no GPU taint, waits."""
+    got = placed(r2("d-oke-gb200-cluster.yaml", "d-rct-and-mpijob.yaml"))
+    assert "MPIJob" not in capsys.readouterr().err
+    assert {k: v[0] is not None for k, v in got.items() if "worker" in k} == {
+        "default/nccl-test-dra-worker-0": True, "default/nccl-test-dra-worker-1": True}
+    (launcher, (node, reason)), = [(k, v) for k, v in got.items() if "launcher" in k]
+    assert node is None and "untolerated taint {nvidia.com/gpu: present}" in reason
 
 
 # ---------------------------------------------------------------- explain

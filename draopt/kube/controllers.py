@@ -241,6 +241,7 @@ class Created:
     order: dict[str, tuple[str, int]] = field(default_factory=dict)   # pod key -> (controller key, index)
     repeats: set[int] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)    # why a controller made no pods (suspended, ...)
+    groups: list[tuple[dict[str, Any], str]] = field(default_factory=list)   # gang PodGroups made (batch jobs)
 
 
 def _owner(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
-from draopt.kube import apply, controllers
+from draopt.kube import apply, batch_controllers, controllers
 from draopt.kube import fastyaml
 from draopt.kube.convert import SERVED_VERSIONS, ConversionError, schema_for, slice_layout_error, to_v1
 from draopt.errors import InputError
@@ -65,6 +65,9 @@ class ObjectSet:
     controllers: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
     creation_order: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # Kubeflow Trainer runtimes (TrainingRuntime, ClusterTrainingRuntime documents, where from): the
+    # JobSet templates of the TrainJobs (draopt.kube.batch_controllers).
+    runtimes: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
     _BY_KIND = {"DeviceClass": "device_classes", "ResourceSlice": "resource_slices",
                 "ResourceClaim": "resource_claims", "ResourceClaimTemplate": "claim_templates",
@@ -80,6 +83,7 @@ class ObjectSet:
         for attr in self._BY_KIND.values():
             getattr(self, attr).extend(getattr(other, attr))
         self.controllers.extend(other.controllers)
+        self.runtimes.extend(other.runtimes)
         for kind, n in other.skipped.items():
             self.skipped[kind] = self.skipped.get(kind, 0) + n
         self.creation_order.update(other.creation_order)
@@ -359,6 +363,12 @@ def _route(doc: Any, source: str, objects: ObjectSet) -> None:
         if kind in controllers.CONTROLLER_KINDS:
             controllers.check_api_version(doc, source)
             objects.controllers.append((doc, source))
+        elif kind in batch_controllers.BATCH_KINDS:
+            batch_controllers.check_api_version(doc, source)
+            objects.controllers.append((doc, source))
+        elif kind in batch_controllers.RUNTIME_KINDS:
+            batch_controllers.check_api_version(doc, source)
+            objects.runtimes.append((doc, source))
         else:
             objects.skipped[kind] = objects.skipped.get(kind, 0) + 1
         return
@@ -376,10 +386,9 @@ def _generated_name(doc: Any, source: str) -> Any:
     return dict(doc, metadata=dict(meta, name=name))
 
 
-# Workload kinds of batch frameworks whose controllers create pods draopt does not make
-# (Kubeflow training-operator and mpi-operator, Kubeflow Trainer v2, KubeRay, Volcano).
-POD_CREATING_KINDS = frozenset({"MPIJob", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob",
-                                "RayCluster", "RayJob", "RayService"})
+# Workload kinds of batch frameworks whose controllers create pods draopt does not make (Kubeflow
+# training-operator, KubeRay; MPIJob, PyTorchJob and TrainJob are made: draopt.kube.batch_controllers).
+POD_CREATING_KINDS = frozenset({"TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "RayCluster", "RayJob", "RayService"})
 
 
 def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> ObjectSet:
@@ -397,7 +406,11 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
             print(f"note: {line}", file=stream)
         objects.skipped = {}
     if objects.controllers:
-        created = controllers.expand(objects.controllers, [_controller_view(p) for p in objects.pods], objects.nodes)
+        created = batch_controllers.expand(objects.controllers, [_controller_view(p) for p in objects.pods],
+                                           objects.nodes, objects.runtimes,
+                                           {f"{g.namespace}/{g.name}" for g in objects.pod_groups})
+        for doc, where in created.groups:          # gangs of batch jobs (before their pods)
+            objects.add(parse_object(doc, where))
         for i, (doc, where) in enumerate(created.pods):
             if i in created.repeats:    # its template was read (and warned about) for an earlier pod
                 objects.add(Pod.model_validate(doc))
