@@ -58,6 +58,9 @@ class SearchLimit(Exception):
     """The search visited more nodes than allowed (Kubernetes has a 10 s filter timeout)."""
 
 
+NO_TRY_LIMIT = sys.maxsize
+
+
 # ----------------------------------------------------------------------------- constraints
 class _Constraint:
     def __init__(self, names: list[str], attribute: str, list_types: bool, defects: bool, values):
@@ -190,12 +193,16 @@ class ReferenceAllocator:
     would without them (FAST_PATHS=False, or no shape)."""
 
     def __init__(self, problem: Problem, *, kubernetes_defects: bool = True, node_limit: int | None = None,
-                 shape: tuple | None = None):
+                 shape: tuple | None = None, try_limit: int = NO_TRY_LIMIT):
         self.p = problem
         self.f = problem.features
         self.defects = kubernetes_defects
         self.node_limit = node_limit
         self.nodes_visited = 0
+        # Devices tried (the search loop's unit of work, unlike nodes, which may each try many
+        # devices); past the limit: SearchLimit.
+        self.try_limit = try_limit
+        self.devices_tried = 0
         self.allocating: dict[DeviceID, set[int]] = {}        # claims using a device (non-admin)
         self.allocating_admin: dict[DeviceID, set[int]] = {}  # claims using it with admin access
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
@@ -360,6 +367,9 @@ class ReferenceAllocator:
         """One device of the search loop: None when it was allocated (its undo function in
         _undo_pending), else whether it failed in a way that a later search starting clean
         would repeat (True) or not (False)."""
+        self.devices_tried += 1
+        if self.devices_tried > self.try_limit:
+            raise SearchLimit(f"search stopped after trying {self.try_limit} devices")
         if dev.pool.incomplete or dev.pool.invalid:
             return True
         if req.admin_access:
@@ -640,3 +650,24 @@ class ReferenceAllocator:
 def reference_first_fit(problem: Problem, *, kubernetes_defects: bool = True,
                         node_limit: int | None = None) -> list[list[Chosen]] | None:
     return ReferenceAllocator(problem, kubernetes_defects=kubernetes_defects, node_limit=node_limit).allocate()
+
+
+# Kubernetes' own search runs first for allocate's first-fit: most problems take a few dozen
+# device tries, far less than building and solving a CP-SAT model. Past these budgets the
+# search may be exponential (Kubernetes times out at 10 s there): the model answers instead.
+QUICK_NODE_LIMIT = 400
+QUICK_TRY_LIMIT = 400
+
+
+def quick_first_fit(problem: Problem) -> tuple[list[list[Chosen]] | None, dict[tuple[int, int], int], int] | None:
+    """Kubernetes' search (defects included) within the quick budgets: (chosen per claim or
+    None when nothing fits, selected sub-requests, devices tried), or None when it did not
+    finish. A CEL runtime error or a failed constraint of an All request (AllocationError) is
+    raised as the allocator raises it: where its search reaches it."""
+    ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=QUICK_NODE_LIMIT,
+                             try_limit=QUICK_TRY_LIMIT)
+    try:
+        chosen = ref.allocate()
+    except SearchLimit:
+        return None
+    return chosen, ref.selected_sub, ref.devices_tried
