@@ -225,6 +225,8 @@ def cmd_explain(args) -> int:
         book.allocations.update(outcome.result.claims)
         wanted = args.pod or [p.pod for p in outcome.result.pods if not p.placed]
         known = {p.key for p in outcome.workload.pending + outcome.workload.running}
+        if args.node and args.node not in {n.name for n in objects.nodes}:
+            raise DraoptError(f"--node {args.node}: no Node {args.node} in the input")
         for ref in wanted:
             key = ref if "/" in ref else f"default/{ref}"
             if key not in known:
@@ -234,7 +236,9 @@ def cmd_explain(args) -> int:
                 exps = [e for e in exps if e.node == args.node]
             pl = next(p for p in outcome.result.pods if p.pod == key) if key in {
                 p.pod for p in outcome.result.pods} else None
-            if pl is not None and not pl.placed:
+            if pl is not None and not pl.placed and args.node:
+                sections.extend(_failure_on_node(explain, key, pl, args.node))
+            elif pl is not None and not pl.placed:
                 sections.append((f"pod {key}: first-fit could not place it: "
                                  f"{pl.reason_text(len(outcome.cluster.nodes))}", []))
                 if pl.explanation:
@@ -249,7 +253,8 @@ def cmd_explain(args) -> int:
             api._nothing_to_allocate(objects)       # only templates: an error that points to `place`
             print("note: nothing to explain: no pending ResourceClaim in the input", file=sys.stderr)
             return 0
-        sections.append(("claims " + ", ".join(args.claim or ["(all pending)"]),
+        sections.append(("claims " + ", ".join(args.claim or ["(all pending)"])
+                         + (f" on node {args.node}" if args.node else ""),
                          explain.explain_claims(objects, args.claim, features, args.node)))
     if args.output == "json":
         print(json.dumps([{"subject": title, "nodes": [e.to_json() for e in exps]} for title, exps in sections],
@@ -259,6 +264,19 @@ def cmd_explain(args) -> int:
             print(f"== {title}")
             print(explain.render(exps))
     return 0
+
+
+def _failure_on_node(explain, key: str, pl, node: str) -> list[tuple[str, list]]:
+    """`explain --node N`: a failed pod's sections about N alone: the headline without the other
+    nodes' counts, and N's block of the explanation taken when the pod failed."""
+    out: list[tuple[str, list]] = [(f"pod {key}: first-fit could not place it (node {node} below)", [])]
+    if pl.explanation:
+        text, found = explain.narrow_to_node(pl.explanation, node)
+        if not found:
+            text = (f"node {node}: not among the nodes whose devices were explained (rejected before its "
+                    f"devices were looked at, or beyond the first nodes explained): see the state after first-fit")
+        out.append((f"pod {key}: when it failed\n{text}", []))
+    return out
 
 
 def cmd_plan(args) -> int:

@@ -220,6 +220,27 @@ def test_explain_does_not_say_fits_after_insufficient_node_allocatable_memory():
     assert "fits" not in out
 
 
+def test_explain_node_narrows_every_section_to_that_node():
+    """e-computedomain-*: `explain --node gb200-rack1-node3` speaks of that node alone in every section:
+    the headline without the other nodes' counts, its block of the explanation when the pod failed
+    (where it shared a block with node4) and of the state after first-fit."""
+    args = [a for p in r2("e-computedomain-cluster.yaml", "e-computedomain-workload.yaml") for a in ("-f", p)]
+    out = _explain(*args, "--node", "gb200-rack1-node3")
+    assert "node gb200-rack1-node3:" in out
+    for other in ("gb200-rack1-node1", "gb200-rack1-node2", "gb200-rack1-node4", "0/4 nodes"):
+        assert other not in out, other
+    assert out.count("when it failed") == out.count("in the state after first-fit") > 0
+
+
+def test_explain_node_that_is_not_in_the_input_is_an_error():
+    import subprocess
+    import sys
+    args = [a for p in r2("e-computedomain-cluster.yaml", "e-computedomain-workload.yaml") for a in ("-f", p)]
+    got = subprocess.run([sys.executable, "-m", "draopt", "explain", *args, "--node", "nope"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert got.returncode == 2 and "--node nope: no Node nope in the input" in got.stderr
+
+
 def test_explain_counts_in_use_only_among_devices_the_request_could_take():
     """e-computedomain-* (NVIDIA ComputeDomain): on a node with 2 of 4 GPUs free, the GPU request reads
     "2 in use ... 2 usable": the allocated IMEX channel never matches the GPU class (was "3 in use")."""

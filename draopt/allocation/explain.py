@@ -12,6 +12,7 @@ Two views, per node:
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -316,3 +317,31 @@ def render(explanations: list[NodeExplanation]) -> str:
         lines.append(head)
         lines.extend(first[1:])
     return "\n".join(lines)
+
+
+_NODE_HEADER = re.compile(r"^node (\S+)(?: \(and \d+ more: ([^)]*)\))?:(.*)$")
+
+
+def narrow_to_node(text: str, node: str) -> tuple[str, bool]:
+    """A rendered explanation (:func:`render`: nodes with the same explanation share one
+    ``node A (and 2 more: B, C):`` block) cut down to `node`'s block, headed by `node` alone;
+    lines before the first block (what the explanation is of) are kept. Returns the text and
+    whether `node` had a block (a group of more than 6 nodes names only its first 6: a node
+    beyond them is not found)."""
+    out: list[str] = []
+    keep, found, seen_block = True, False, False
+    for line in text.splitlines():
+        m = _NODE_HEADER.match(line)
+        if m:
+            seen_block = True
+            names = [m.group(1)] + [n for n in (m.group(2) or "").split(", ") if n and n != "..."]
+            keep = node in names
+            if keep:
+                found = True
+                out.append(f"node {node}:{m.group(3)}")
+            continue
+        if keep and (not seen_block or line.startswith(" ")):
+            out.append(line)
+        elif not line.startswith(" "):
+            keep = False
+    return "\n".join(out), found
