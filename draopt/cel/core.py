@@ -17,7 +17,8 @@ from draopt.cel.errors import CelCompileError, CelRuntimeError, _compile_message
 from draopt.cel.functions import new_env
 from draopt.cel.literals import _aggregate_literal_problem, _literal_problem
 from draopt.cel.loops import _LOOP_STATE, _fn_loop, _offload
-from draopt.cel.rewrite import _rename_members, _rewrite, _rewrite_format, _rewrite_has, _rewrite_numeric
+from draopt.cel.rewrite import (_rename_members, _rewrite, _rewrite_format, _rewrite_has, _rewrite_map_literals,
+                                _rewrite_numeric)
 from draopt.cel.values import _BOOL_TYPE, _DYN_TYPE, _ERROR_TYPE, _to_python
 
 
@@ -229,6 +230,9 @@ class CelEnvironment:
                     raise CelCompileError(_compile_message(str(original))) from None
             raise CelCompileError(_compile_message(str(error))) from None
         problem = _aggregate_literal_problem(expr)
+        if not problem and _rewrite_map_literals(rewritten) != rewritten:
+            # the map literals as written: their keys and values must be homogeneous too
+            problem = _aggregate_literal_problem(self._compile_source(rewritten, maps_as_written=True))
         if problem:
             raise CelCompileError(f"compilation failed: {problem}")
         rtype = expr.return_type()
@@ -241,9 +245,13 @@ class CelEnvironment:
         compiled._ticked = ticked
         return compiled
 
-    def _compile_source(self, src: str):
+    def _compile_source(self, src: str, maps_as_written: bool = False):
         """Compile rewritten source; a mixed-type numeric ordering the checker refuses is
-        retried with its right operand as dyn (see _rewrite_numeric).  Raises RuntimeError."""
+        retried with its right operand as dyn (see _rewrite_numeric); map literals with a
+        repeated key as cel-go builds them (see _rewrite_map_literals) unless
+        ``maps_as_written``.  Raises RuntimeError."""
+        if not maps_as_written:
+            src = _rewrite_map_literals(src)
         for _ in range(32):
             try:
                 return self._env.compile(src)

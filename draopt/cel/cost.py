@@ -5,17 +5,22 @@ cancelled: actual cost limit exceeded").  cel-cpp does not count cost, so
 draopt estimates it: 1 per identifier, field selection, index, operator and
 function call, 10 per list literal, 30 per map literal (cel-go's runtime cost
 tracker with the Kubernetes options), and for every comprehension iteration
-the body's cost plus the loop condition/step overhead of cel-go's expansion of
-that macro (all 3, exists 4, exists_one 2, filter 7, map/transform* 13;
-calibrated on celcoststability_test.go: ``self.array.all(e, e > 0)`` over 8
-elements costs 43 there, 43 here).  Expressions without comprehensions cannot
+the body's cost plus what cel-go's expansion of that macro costs (see
+``_LOOP_OVERHEAD``: all 3, exists 4 per iteration; filter 13 and exists_one 2
+more when the predicate is true; map/transform* 12 plus 10 (30) once for the
+accumulator; checked against cel-go's runtimecost_test.go).  Calls whose
+Kubernetes cost grows with their arguments (``contains``, ``startsWith``,
+``matches``, ``split``, ``==`` on strings, ``in`` on a list...: runtimecost.go
+and apiserver/pkg/cel/library/cost.go) are charged by those formulas when the
+sizes are in the source: string and list literals, and names a ``cel.bind``
+gives a string literal.  Expressions without comprehensions cannot
 come near the limit and run untouched, and so do those whose loops are all
 bounded (see ``estimated_cost`` below) with a worst case under the limit; in
 the others every macro body gets a ``__dra_tick(cost)`` call (one Python call
-per iteration).  Differences from Kubernetes' figure: the
-size-dependent costs Kubernetes' cost.go gives to string and list functions
-(``matches``, ``split``, ``sort``, ``lists.range``...) count 1 here, ``sortBy``
-iterations are not counted, and ``has()`` counts 0 (Kubernetes'
+per iteration).  Differences from Kubernetes' figure: sizes known only at
+runtime (strings built by ``join`` or ``+`` of variables, attribute values)
+count 1 per call, every part of a body counts even where ``&&``/``||`` would
+skip it, ``sortBy`` iterations are not counted, and ``has()`` counts 0 (Kubernetes'
 ``PresenceTestHasCost(false)``).  ``CompiledExpression.cost`` (draopt.cel.core) returns the
 estimate for one device.
 
@@ -31,6 +36,8 @@ here, 164 there; the nested "expensive" loops: 75,555,551 / 85,555,551).
 """
 from __future__ import annotations
 
+import ast
+import math
 import threading
 from typing import Optional
 
@@ -42,13 +49,30 @@ from draopt.cel.rewrite import _split_args, _tokenize
 _COST_STATE = threading.local()
 _COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
-# cost of one iteration beyond its body: loop condition + step of cel-go's expansion
-# (calibrated on the runtime costs of k8s.io/apiextensions-apiserver/.../celcoststability_test.go,
-# e.g. "self.array.all(e, e > 0)" on 8 elements = 43 = 2 + 8 * (3 + 2) + 1).
+# What cel-go's expansion of each macro (parser/macro.go) costs beyond its bodies, as
+# interpreter/runtimecost.go charges it (identifiers 1, calls 1, `[]` 10, `{}` 30, ?: 0):
+# per iteration (loop condition + step), what an element the filter keeps or a true
+# exists_one predicate adds (`@result + [x]` 12 + x; `@result + 1` 2), and once (the
+# accumulator's initial value and the result).  Checked against cel-go's
+# interpreter/runtimecost_test.go: [1,2,3,4,5].filter(x, x % 2 == 0) 62, .map(x, x) 86,
+# .map(x, x).map(x, x) 162, .map(x, [x, x]).filter(z, z.size() == 2) 232; and
+# celcoststability_test.go's "self.array.all(e, e > 0)" on 8 elements 43 = 2 + 8 * (3 + 2) + 1.
 _LOOP_OVERHEAD = {
-    "all": 3, "exists": 4, "exists_one": 2, "existsOne": 2,
-    "filter": 7, "map": 13, "transformList": 13, "transformMap": 13, "transformMapEntry": 13,
+    "all": 3, "exists": 4, "exists_one": 0, "existsOne": 0,
+    "filter": 0, "map": 12, "transformList": 12, "transformMap": 12, "transformMapEntry": 12,
 }
+_KEPT_COST = {"exists_one": 2, "existsOne": 2, "filter": 13}   # a filtering map: 12 + its transform
+_ONCE_COST = {"all": 1, "exists": 1, "exists_one": 2, "existsOne": 2, "filter": 11, "map": 11,
+              "transformList": 11, "transformMap": 31, "transformMapEntry": 31}
+
+
+def _iteration_costs(macro: str, body_costs: list) -> tuple[int, int]:
+    """(cost of every iteration, extra cost of an iteration whose predicate is true)."""
+    if len(body_costs) == 2:        # a predicate, then the transform of the kept elements
+        return body_costs[0], _LOOP_OVERHEAD[macro] + body_costs[1]
+    if macro in _KEPT_COST:
+        return body_costs[0], _KEPT_COST[macro]
+    return _LOOP_OVERHEAD[macro] + sum(body_costs), 0
 # arguments before the body: number of iteration variables (one or two)
 _PREDICATE_MACROS = {"all", "exists", "exists_one", "existsOne", "filter"}
 _TRANSFORM_MACROS = {"map", "transformList", "transformMap", "transformMapEntry"}
@@ -130,11 +154,148 @@ def _receiver_size(sig, toks, dot_idx, worst: bool = False) -> Optional[int]:
     return None
 
 
-def _instrument(src: str, worst: bool = False, ticks: bool = True):
+# ------------------------------------------------------------------------- size-dependent costs
+# Kubernetes' runtime cost of a call grows with the sizes of its string and list arguments
+# (cel-go interpreter/runtimecost.go costCall and apiserver/pkg/cel/library/cost.go CallCost,
+# with common.StringTraversalCostFactor = 0.1 and RegexStringLengthCostFactor = 0.25).  Here a
+# call is charged that way when the sizes are in the source (string and list literals);
+# otherwise it counts 1.
+_TRAVERSAL = 0.1
+_REGEX = 0.25
+
+
+def _ceil_factor(size: int, factor: float) -> int:
+    return math.ceil(size * factor)
+
+
+def _receiver_cost(receiver: int, _args: list) -> int:
+    return _ceil_factor(receiver, _TRAVERSAL)
+
+
+def _twice_receiver_cost(receiver: int, _args: list) -> int:
+    return _ceil_factor(receiver * 2, _TRAVERSAL)
+
+
+def _contains_cost(receiver: int, args: list) -> Optional[int]:
+    if len(args) != 1 or args[0] is None:
+        return None
+    return _ceil_factor(receiver, _TRAVERSAL) * _ceil_factor(args[0], _TRAVERSAL)
+
+
+def _regex_cost(receiver: int, args: list) -> Optional[int]:
+    if not args or args[0] is None:
+        return None
+    return _ceil_factor(1 + receiver, _TRAVERSAL) * _ceil_factor(args[0], _REGEX)
+
+
+# member calls whose cost depends on the receiver's size (and an argument's, given as None
+# when unknown): runtimecost.go (startsWith, endsWith, contains, matches, format) and
+# library/cost.go (lowerAscii, upperAscii, substring, trim, url, replace, split, find, findAll)
+_MEMBER_COSTS = {
+    "startsWith": _receiver_cost, "endsWith": _receiver_cost, "format": _receiver_cost,
+    "lowerAscii": _receiver_cost, "upperAscii": _receiver_cost, "substring": _receiver_cost,
+    "trim": _receiver_cost, "replace": _twice_receiver_cost, "split": _twice_receiver_cost,
+    "contains": _contains_cost, "matches": _regex_cost, "find": _regex_cost, "findAll": _regex_cost,
+}
+# global functions of one string: library/cost.go (url, quantity, isQuantity, semver, isSemver,
+# ip, isIP, isCIDR, cidr) and strings.quote in runtimecost.go
+_STRING_FUNCTION_COSTS = {"url", "isURL", "quantity", "isQuantity", "semver", "isSemver", "ip", "isIP", "isCIDR",
+                          "cidr", "quote"}
+_STRING_OPERATORS = {"==", "!=", "<", "<=", ">", ">="}
+_OPERAND_BOUNDARY = {"", "(", ",", "[", "{", "?", ":", "&", "|", "!"}
+
+
+def _literal_size(tok, bound: dict) -> Optional[int]:
+    """Code points of a string literal token (bytes for b"..."), or of the literal a
+    ``cel.bind`` gave the identifier; None for other tokens."""
+    if tok[0] == "id":
+        return bound.get(tok[1])
+    if tok[0] != "str":
+        return None
+    text = tok[1]
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        quote = 3 if text.lstrip("rRbB")[:3] in ('"""', "'''") else 1
+        return max(0, len(text.lstrip("rRbB")) - 2 * quote)
+    return len(value)
+
+
+def _list_literal_size(sig, toks, j: int) -> Optional[int]:
+    """Elements of the list literal opening at sig index j (None if it is not one)."""
+    if toks[sig[j]][1] != "[":
+        return None
+    close, args = _split_args(sig, toks, j)
+    if close is None:
+        return None
+    if close == j + 1:
+        return 0
+    return len(args) - (1 if toks[sig[close - 1]][1] == "," else 0)
+
+
+def _bound_literals(sig, toks) -> dict:
+    """Identifiers bound to a string literal: ``cel.bind(name, "...", ...)``."""
+    out = {}
+    for j in range(len(sig) - 6):
+        if toks[sig[j]][1] == "cel" and toks[sig[j + 1]][1] == "." and toks[sig[j + 2]][1] == "bind" \
+                and toks[sig[j + 3]][1] == "(" and toks[sig[j + 4]][0] == "id" and toks[sig[j + 5]][1] == "," \
+                and toks[sig[j + 6]][0] == "str" and j + 7 < len(sig) and toks[sig[j + 7]][1] == ",":
+            size = _literal_size(toks[sig[j + 6]], {})
+            if size is not None:
+                out[toks[sig[j + 4]][1]] = size
+    return out
+
+
+def _call_cost(sig, toks, j: int, bound: dict) -> int:
+    """The runtime cost of the call whose name is at sig index j (1 unless sizes are known)."""
+    name = toks[sig[j]][1]
+    prev = toks[sig[j - 1]][1] if j > 0 else ""
+    if prev == "." and name in _MEMBER_COSTS and j >= 2:
+        receiver = _literal_size(toks[sig[j - 2]], bound)
+        if receiver is None or (j >= 3 and toks[sig[j - 3]][1] == "."):
+            return 1
+        close, args = _split_args(sig, toks, j + 1)
+        sizes = [(_literal_size(toks[sig[a]], bound) if b - a == 1 else None) for a, b in (args or [])
+                 if b > a]
+        got = _MEMBER_COSTS[name](receiver, sizes)
+        return 1 if got is None else got
+    if name in _STRING_FUNCTION_COSTS and (prev != "." or name == "quote"):
+        close, args = _split_args(sig, toks, j + 1)
+        if args and len(args) == 1 and args[0][1] - args[0][0] == 1:
+            size = _literal_size(toks[sig[args[0][0]]], bound)
+            if size is not None:
+                return _ceil_factor(size, _TRAVERSAL)
+    return 1
+
+
+def _operator_cost(sig, toks, j: int, op: str, bound: dict) -> int:
+    """The runtime cost of the binary operator starting at sig index j: a comparison of two
+    string literals ceil(min(sizes) * 0.1), their concatenation ceil((l + r) * 0.1)."""
+    after = j + len(op)
+    if j < 1 or after >= len(sig):
+        return 1
+    left, right = toks[sig[j - 1]], toks[sig[after]]
+    before_left = toks[sig[j - 2]][1] if j >= 2 else ""
+    after_right = toks[sig[after + 1]][1] if after + 1 < len(sig) else ""
+    a, b = _literal_size(left, bound), _literal_size(right, bound)
+    if left[0] == "id" and before_left == ".":
+        a = None        # a field, not the bound name
+    if a is None or b is None or before_left not in _OPERAND_BOUNDARY or after_right in (".", "["):
+        return 1
+    if op == "+":
+        return _ceil_factor(a + b, _TRAVERSAL) if before_left not in ("+",) else 1
+    return _ceil_factor(min(a, b), _TRAVERSAL)
+
+
+def _instrument(src: str, worst: bool = False, ticks: bool = True, bound: Optional[dict] = None):
     """Return (instrumented source, static cost outside loop bodies, has comprehensions,
-    static cost with the loops when every receiver's size is known from the source, else None)."""
+    static cost with the loops when every receiver's size is known from the source, else None).
+    ``bound``: sizes of the string literals that enclosing ``cel.bind`` calls name."""
     toks = _tokenize(src)
     sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
+    bound = dict(bound or {})
+    if "bind" in src:
+        bound.update(_bound_literals(sig, toks))
     out = []
     cost = 0
     loops = False
@@ -160,24 +321,26 @@ def _instrument(src: str, worst: bool = False, ticks: bool = True):
                 b - a == 1 and toks[sig[a]][0] == "id" for a, b in args[:nvars]
             ):
                 texts = ["".join(x for _, x in toks[sig[a] : sig[b]]) for a, b in args]
-                inner = [_instrument(x, worst, ticks) for x in texts[nvars:]]
-                per_iter = _LOOP_OVERHEAD[t] + sum(x[1] for x in inner)
+                inner = [_instrument(x, worst, ticks, bound) for x in texts[nvars:]]
+                per_iter, kept = _iteration_costs(t, [x[1] for x in inner])
                 size = _receiver_size(sig, toks, j - 1, worst)
                 if total_extra is not None:
                     if size is None or any(x[3] is None for x in inner):
                         total_extra = None
                     else:
-                        total_extra += size * (_LOOP_OVERHEAD[t] + sum(x[3] for x in inner))
+                        total_extra += size * sum(_iteration_costs(t, [x[3] for x in inner]))
                 tick = f"{_TICK}({per_iter})"
                 bodies = [x[0] for x in inner]
+                # a predicate whose truth costs more (a kept element, a true exists_one)
+                counted = f"{tick} && (({bodies[0]}) ? {_TICK}({kept}) : false)" if kept else None
                 if not ticks:
                     new_body = list(bodies)
                 elif t in _PREDICATE_MACROS:
-                    new_body = [f"{tick} && ({bodies[0]})"]
+                    new_body = [counted or f"{tick} && ({bodies[0]})"]
                 elif len(bodies) == 1:  # transform only: add an always-true filter
                     new_body = [tick, f"({bodies[0]})"]
                 else:  # filter + transform
-                    new_body = [f"{tick} && ({bodies[0]})", bodies[1]]
+                    new_body = [counted or f"{tick} && ({bodies[0]})", bodies[1]]
                 out.append("".join(x for _, x in toks[pos : sig[j]]))
                 # cel-cpp knows the two-variable form as existsOne only
                 name = "existsOne" if t == "exists_one" and nvars == 2 else t
@@ -190,17 +353,19 @@ def _instrument(src: str, worst: bool = False, ticks: bool = True):
                 out.append(name + "(" + ", ".join(texts[:nvars] + new_body) + ")" + suffix)
                 pos = sig[close] + 1
                 j = close + 1
-                cost += 1
+                cost += _ONCE_COST[t]
                 loops = True
                 operand_end = True
                 continue
         if kind == "id":
             if nxt == "(":
-                cost += 0 if t == "has" else 1
+                cost += 0 if t == "has" else _call_cost(sig, toks, j, bound)
             elif t in ("true", "false", "null"):
                 pass
             elif t == "in":
-                cost += 1
+                # `x in [a, b, c]`: the list's size (runtimecost.go)
+                listed = _list_literal_size(sig, toks, j + 1) if j + 1 < len(sig) else None
+                cost += 1 if listed is None else max(1, listed)
             elif prev == "." or t not in _TYPE_NAMES:
                 cost += 1
             operand_end = t not in ("in",)
@@ -211,7 +376,15 @@ def _instrument(src: str, worst: bool = False, ticks: bool = True):
                 cost += 1 if operand_end else 10
             elif t == "{":
                 cost += 30
-            elif t in "+-*/%<>!" or (t == "=" and prev not in ("=", "!", "<", ">")):
+            elif t in "<>!=" and (t != "=" or prev not in ("=", "!", "<", ">")):
+                op = t + nxt if nxt == "=" else t
+                if op in _STRING_OPERATORS:
+                    cost += _operator_cost(sig, toks, j, op, bound)
+                elif t != "=":
+                    cost += 1       # ! (a unary not)
+            elif t == "+":
+                cost += _operator_cost(sig, toks, j, "+", bound)
+            elif t in "-*/%":
                 cost += 1
             operand_end = t.isalnum() or t in ")]}"
         j += 1

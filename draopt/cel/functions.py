@@ -15,7 +15,9 @@ from cel_expr_python.ext import ext_optional as _ext_optional
 from draopt.cel.cost import _fn_merge_maps, _fn_tick, _fn_to_map
 from draopt.cel.format import _FORMAT_NAMES, _fn_format_errors, _fn_format_known, _fn_format_named
 from draopt.cel.includes import _fn_includes_list, _fn_includes_scalar
-from draopt.cel.internal import _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _LOOP_FN, _MERGE_MAPS, _RENAMED, _TICK, _TO_MAP
+from draopt.cel.formatting import _fn_format
+from draopt.cel.internal import (_FORMAT, _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _LOOP_FN, _MERGE_MAPS, _RENAMED,
+                                 _TICK, _TO_MAP)
 from draopt.cel.ip import (
     _fn_cidr,
     _fn_cidr_contains_cidr,
@@ -264,6 +266,8 @@ def _build_functions(list_type_attributes: bool, loop_impl):
     fns.append(_decl(_FORMAT_NAMED, [(_FORMAT_NAMED, _FORMATT, [T.STRING], False, _fn_format_named)]))
     fns.append(_decl(_FORMAT_ERRORS, [(_FORMAT_ERRORS, T.List(T.STRING), [_FORMATT, T.STRING], True,
                                        _fn_format_errors)]))
+    # "...".format([...]) with cel-go's formatter (member calls renamed by _rename_members)
+    fns.append(_decl(_FORMAT, [("string_format_list", T.STRING, [T.STRING, T.LIST], True, _fn_format)]))
     fns.append(_decl(_TICK, [(f"{_TICK}_int", T.BOOL, [T.INT], False, _fn_tick)]))
     if loop_impl is not None:
         fns.append(_decl(_LOOP_FN, [(f"{_LOOP_FN}_list", T.DYN, [T.INT, T.LIST, T.MAP], False, loop_impl),

@@ -25,6 +25,8 @@ _FORMAT_NAMED = "__dra_format_named"
 _FORMAT_ERRORS = "__dra_format_errors"
 
 # member calls in both the strings extension and the lists library (draopt.cel.rewrite._rename_members)
-_RENAMED = {"indexOf": "__dra_indexOf", "lastIndexOf": "__dra_lastIndexOf"}
+# and format, which runs cel-go's formatter (draopt.cel.formatting) rather than cel-cpp's
+_FORMAT = "__dra_string_format"
+_RENAMED = {"indexOf": "__dra_indexOf", "lastIndexOf": "__dra_lastIndexOf", "format": _FORMAT}
 _RENAMED_BACK = {v: k for k, v in _RENAMED.items()}
 _RENAMED_BACK.update({_FORMAT_ERRORS: "validate"})

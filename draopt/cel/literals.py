@@ -13,7 +13,9 @@ from typing import Optional
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from draopt.cel.errors import _runtime_message
-from draopt.cel.rewrite import _matching, _tokenize
+from draopt.cel.formatting import validator_problem
+from draopt.cel.internal import _FORMAT
+from draopt.cel.rewrite import _matching, _rename_members, _tokenize
 from draopt.cel.values import _ERROR_TYPE
 
 
@@ -52,7 +54,7 @@ def _make_ast_classes():
                  ("list_expr", 7, M, O, "CreateList"), ("struct_expr", 8, M, O, "CreateStruct"),
                  ("comprehension_expr", 9, M, O, "Comprehension")])
     msg("Select", [("operand", 1, M, O, "Expr")])
-    msg("Call", [("target", 1, M, O, "Expr"), ("args", 3, M, R, "Expr")])
+    msg("Call", [("target", 1, M, O, "Expr"), ("function", 2, F.TYPE_STRING, O, None), ("args", 3, M, R, "Expr")])
     msg("CreateList", [("elements", 1, M, R, "Expr")])
     msg("Entry", [("map_key", 3, M, O, "Expr"), ("value", 4, M, O, "Expr")])
     msg("CreateStruct", [("message_name", 1, F.TYPE_STRING, O, None), ("entries", 2, M, R, "Entry")])
@@ -128,31 +130,35 @@ def _aggregate_literal_problem(expr) -> Optional[str]:
                 return f"expected type '{first}' but found '{n}'"
         return None
 
-    stack = [checked.expr]
+    # (expression, inside a format() call): cel-go's validator skips every literal with an
+    # exempt function among its ancestors, and the strings extension exempts format
+    # (cel/validator.go inExemptFunction; ext/formatting.go adds "format")
+    stack = [(checked.expr, False)]
     while stack:
-        e = stack.pop()
+        e, exempt = stack.pop()
         if e.HasField("list_expr"):
-            problem = same(e.list_expr.elements)
+            problem = None if exempt else same(e.list_expr.elements)
             if problem:
                 return problem
-            stack.extend(e.list_expr.elements)
+            stack.extend((x, exempt) for x in e.list_expr.elements)
         elif e.HasField("struct_expr"):
             entries = e.struct_expr.entries
-            if not e.struct_expr.message_name:
+            if not e.struct_expr.message_name and not exempt:
                 problem = same([x.map_key for x in entries]) or same([x.value for x in entries])
                 if problem:
                     return problem
             for x in entries:
-                stack.extend((x.map_key, x.value))
+                stack.extend(((x.map_key, exempt), (x.value, exempt)))
         elif e.HasField("call_expr"):
+            inner = exempt or e.call_expr.function == _FORMAT
             if e.call_expr.HasField("target"):
-                stack.append(e.call_expr.target)
-            stack.extend(e.call_expr.args)
+                stack.append((e.call_expr.target, inner))
+            stack.extend((x, inner) for x in e.call_expr.args)
         elif e.HasField("select_expr"):
-            stack.append(e.select_expr.operand)
+            stack.append((e.select_expr.operand, exempt))
         elif e.HasField("comprehension_expr"):
             c = e.comprehension_expr
-            stack.extend((c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result))
+            stack.extend((x, exempt) for x in (c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result))
     return None
 
 
@@ -172,15 +178,52 @@ def _format_literal_problem(cenv, src: str) -> Optional[str]:
             if close is None:
                 return None
             snippet = "".join(t for _, t in toks[j : close + 1])
+            problem = _format_validator_problem(toks, j, close)
+            if problem:
+                return problem
             if "device" in snippet:
                 continue
             try:
-                r = cenv._env.compile(snippet).eval()
+                r = cenv._env.compile(_rename_members(snippet)).eval()
             except RuntimeError:
                 continue  # uses a variable (an iteration variable...) or does not compile alone
             if r.type() == _ERROR_TYPE:
                 return _runtime_message(str(r.value()))
     return None
+
+
+def _format_validator_problem(toks, j: int, close: int) -> Optional[str]:
+    """cel-go's format validator on a literal format string with a literal list: syntax, the
+    argument count (more elements than clauses is an error here, ignored at runtime)."""
+    if toks[j + 4][1] != "[" or _matching(list(range(len(toks))), toks, j + 4, 1) != close - 1:
+        return None
+    fmt = _string_literal_value(toks[j][1])
+    if fmt is None:
+        return None
+    if close - 1 == j + 5:
+        given = 0
+    else:
+        depth, given = 0, 1
+        for k in range(j + 5, close - 1):
+            t = toks[k][1] if toks[k][0] == "other" else None
+            if t in ("(", "[", "{"):
+                depth += 1
+            elif t in (")", "]", "}"):
+                depth -= 1
+            elif t == "," and depth == 0:
+                given += 1
+        if toks[close - 2][1] == ",":
+            given -= 1      # a trailing comma
+    return validator_problem(fmt, given)
+
+
+def _string_literal_value(tok: str) -> Optional[str]:
+    """The value of a plain (unprefixed, unescaped, single-quoted-or-double) string literal."""
+    if len(tok) < 2 or tok[0] not in "\"'" or tok[-1] != tok[0] or "\\" in tok:
+        return None
+    if tok.startswith(('"""', "'''")):
+        return None
+    return tok[1:-1]
 
 
 def _literal_problem(cenv, src: str) -> Optional[str]:

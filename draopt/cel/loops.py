@@ -14,12 +14,13 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, Tuple
 
-from draopt.cel.cost import _COST_EXCEEDED, _COST_STATE, _LOOP_OVERHEAD, _PREDICATE_MACROS, _instrument
+from draopt.cel.cost import (_COST_EXCEEDED, _COST_STATE, _LOOP_OVERHEAD, _PREDICATE_MACROS, _instrument,
+                             _iteration_costs)
 from draopt.cel.device import _base_variables
 from draopt.cel.errors import _runtime_message
 from draopt.cel.functions import new_env
 from draopt.cel.internal import _LOOP_FN
-from draopt.cel.rewrite import _postfix_start, _split_args, _tokenize
+from draopt.cel.rewrite import _postfix_start, _rewrite_map_literals, _split_args, _tokenize
 from draopt.cel.values import _ERROR_TYPE, _T
 
 
@@ -70,9 +71,9 @@ def _offload(src: str, scope: Tuple[str, ...], env_key) -> str:
         receiver = _offload("".join(x for _, x in toks[sig[rs] : sig[j - 1]]), scope, env_key)
         inner_scope = scope + names
         bodies = [_offload(x, inner_scope, env_key) for x in texts[nvars:]]
-        per_iter = _LOOP_OVERHEAD[t] + sum(_instrument(x)[1] for x in texts[nvars:])
+        per_iter, kept = _iteration_costs(t, [_instrument(x)[1] for x in texts[nvars:]])
         with _LOOP_LOCK:
-            _LOOP_REGISTRY.append((t, names, bodies, scope, env_key, per_iter))
+            _LOOP_REGISTRY.append((t, names, bodies, scope, env_key, (per_iter, kept)))
             loop_id = len(_LOOP_REGISTRY) - 1
         caps = ", ".join(f'"{n}": {n}' for n in dict.fromkeys(scope))
         new = f"{_LOOP_FN}({loop_id}, dyn({receiver}), {{{caps}}})"
@@ -101,7 +102,7 @@ def _loop_body(loop_id: int, k: int):
     if hit is None:
         macro, names, bodies, scope, env_key, _ = _LOOP_REGISTRY[loop_id]
         env = _loop_env(env_key, names + scope)
-        hit = _LOOP_BODIES[(loop_id, k)] = env.compile(bodies[k], disable_check=False)
+        hit = _LOOP_BODIES[(loop_id, k)] = env.compile(_rewrite_map_literals(bodies[k]), disable_check=False)
     return hit
 
 
@@ -110,7 +111,7 @@ class _BodyError(Exception):
 
 
 def _fn_loop(loop_id, rng, caps):
-    macro, names, bodies, scope, env_key, per_iter = _LOOP_REGISTRY[loop_id]
+    macro, names, bodies, scope, env_key, (per_iter, kept_cost) = _LOOP_REGISTRY[loop_id]
     base = dict(_LOOP_STATE.data)
     base.update(caps)
     st = _COST_STATE
@@ -142,13 +143,16 @@ def _fn_loop(loop_id, rng, caps):
                     return p
                 continue
             if macro in ("exists_one", "existsOne"):
-                count += run(0, i, v) is True
+                true = run(0, i, v) is True
+                count += true
+                st.cost += kept_cost if true else 0
                 continue
             keep = True
             if macro == "filter" or len(bodies) == 2:
                 keep = run(0, i, v) is True
             if not keep:
                 continue
+            st.cost += kept_cost
             if macro == "filter":
                 out_list.append(v)
                 continue

@@ -7,6 +7,7 @@
 * ``format.named(n)`` / ``<Format>.validate(s)`` return optionals (draopt.cel.format).
 * ``indexOf`` / ``lastIndexOf`` member calls are renamed to one function (draopt.cel.strings).
 * Cross-type numeric ordering (``1 < 1.5``): the right operand is wrapped in ``dyn()``.
+* A map literal with a repeated key: the last entry wins, as in cel-go.
 
 And the tokenizer and bracket helpers that these, draopt.cel.cost and draopt.cel.loops share.
 """
@@ -15,7 +16,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from draopt.cel.internal import _BIND_VAR, _EMPTY_ATTRS, _EMPTY_CAP, _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _RENAMED
+from draopt.cel.internal import (_BIND_VAR, _EMPTY_ATTRS, _EMPTY_CAP, _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _RENAMED,
+                                 _TO_MAP)
 
 
 _TOKEN_RE = re.compile(
@@ -130,7 +132,7 @@ def _split_args(sig, toks, open_idx):
 
 
 def _rename_members(src: str) -> str:
-    if "ndexOf" not in src:
+    if "ndexOf" not in src and "format" not in src:
         return src
     toks = _tokenize(src)
     sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
@@ -309,3 +311,112 @@ def _rewrite_numeric(src: str, message: str) -> Optional[str]:
     if first is None:
         return None
     return src[:first] + "dyn(" + src[first:last] + ")" + src[last:]
+
+
+# --------------------------------------------------------------------------
+# Repeated keys in a map literal
+#
+# cel-go builds a map literal entry by entry into a Go map (interpreter/interpretable.go,
+# evalMap.Eval: ``entries[keyVal] = valVal``): a repeated key is no error, the last entry
+# wins.  cel-cpp fails with "duplicate key in map".  A literal whose repeated keys are written
+# as constants (and whose dropped entries have constant values) loses its earlier entries; one
+# whose keys are only known at runtime is built by a helper, last entry winning
+# (``[[dyn(k), dyn(v)], ...].__dra_to_map()``, typed map(dyn, dyn)).
+
+_INT_KEY = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)$")
+_UINT_KEY = re.compile(r"^(?:0[xX][0-9a-fA-F]+|\d+)[uU]$")
+_CONSTANT_VALUE = re.compile(r"^(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?[uU]?|true|false|null)$")
+
+
+def _constant_key(text: str, sig_toks) -> Optional[tuple]:
+    """(type, value) of a map key written as a constant, None otherwise (an escaped or raw
+    string counts as not constant: it takes the helper, which is right either way)."""
+    if len(sig_toks) == 1 and sig_toks[0][0] == "str":
+        s = sig_toks[0][1]
+        if s[0] in "\"'" and "\\" not in s and not s.startswith(('"""', "'''")):
+            return ("string", s[1:-1])
+        return None
+    t = text.strip()
+    if _INT_KEY.match(t):
+        return ("int", int(t, 0) if not t.lstrip("-").startswith(("0x", "0X")) else int(t, 16))
+    if _UINT_KEY.match(t):
+        return ("uint", int(t[:-1], 16) if t.startswith(("0x", "0X")) else int(t[:-1]))
+    if t in ("true", "false"):
+        return ("bool", t)
+    return None
+
+
+def _map_entries(sig, toks, open_j: int, close_j: int):
+    """[(key sig range, value sig range)] of the map literal between sig indices open_j and
+    close_j, or None (an optional entry ``?k: v``, or no key/value colon)."""
+    entries: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    start = open_j + 1
+    depth = 0
+    colon = None
+    pending = 0     # '?' of ternaries waiting for their ':'
+    for k in range(open_j + 1, close_j + 1):
+        kind, t = toks[sig[k]]
+        if kind == "other" and t in "([{":
+            depth += 1
+        elif kind == "other" and t in ")]}" and k < close_j:
+            depth -= 1
+        elif depth == 0 and kind == "other" and (t == "," or k == close_j):
+            if start == k:
+                if k == close_j and entries:     # trailing comma
+                    break
+                return None
+            if colon is None:
+                return None
+            entries.append(((start, colon), (colon + 1, k)))
+            start, colon, pending = k + 1, None, 0
+        elif depth == 0 and kind == "other" and t == "?":
+            if k == start:
+                return None      # optional entry
+            pending += 1
+        elif depth == 0 and kind == "other" and t == ":":
+            if pending:
+                pending -= 1
+            elif colon is None:
+                colon = k
+    return entries
+
+
+def _rewrite_map_literals(src: str) -> str:
+    """Map literals with a repeated key as cel-go evaluates them (last entry wins)."""
+    if "{" not in src or ":" not in src:
+        return src
+    toks = _tokenize(src)
+    sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
+    for j in range(len(sig)):
+        kind, t = toks[sig[j]]
+        if kind != "other" or t != "{":
+            continue
+        if j > 0 and toks[sig[j - 1]][0] == "id" and toks[sig[j - 1]][1] != "in":
+            continue        # a message literal Type{field: ...}
+        close = _matching(sig, toks, j, 1)
+        if close is None:
+            return src
+        entries = _map_entries(sig, toks, j, close)
+        if entries is None or len(entries) < 2:
+            continue
+
+        def text(r):
+            return "".join(x for _, x in toks[sig[r[0]]: sig[r[1]]]) if r[1] > r[0] else ""
+
+        keys = [_constant_key(text(kr), [toks[sig[x]] for x in range(*kr)]) for kr, _ in entries]
+        if all(k is not None for k in keys) and len(set(keys)) == len(keys):
+            continue        # no key can repeat
+        head = "".join(x for _, x in toks[: sig[j]])
+        tail = "".join(x for _, x in toks[sig[close] + 1:])
+        if all(k is not None for k in keys):
+            last = {k: i for i, k in enumerate(keys)}
+            dropped = [i for i, k in enumerate(keys) if last[k] != i]
+            if all(_CONSTANT_VALUE.match(text(entries[i][1]).strip()) or
+                   [toks[sig[x]][0] for x in range(*entries[i][1])] == ["str"] for i in dropped):
+                kept = [f"{text(kr)}:{_rewrite_map_literals(text(vr))}"
+                        for i, (kr, vr) in enumerate(entries) if last[keys[i]] == i]
+                return head + "{" + ",".join(kept) + "}" + _rewrite_map_literals(tail)
+        pairs = [f"[dyn({_rewrite_map_literals(text(kr))}), dyn({_rewrite_map_literals(text(vr))})]"
+                 for kr, vr in entries]
+        return head + "[" + ", ".join(pairs) + f"].{_TO_MAP}()" + _rewrite_map_literals(tail)
+    return src
