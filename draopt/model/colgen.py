@@ -36,6 +36,7 @@ from typing import Any
 from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
+from draopt import progress
 from draopt.model.patterns import Configuration, NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 from draopt.cluster.result import weight
@@ -138,7 +139,12 @@ class ColumnGeneration:
         rounds, converged, stopped, lp_value = 0, False, "", None
         lp = _Master(classes, kinds, pods_of)
         done = 0
+        # Entered by hand, not to re-indent the loop; on an exception draopt.progress.reporting
+        # closes the line.
+        generation_line = progress.current().task("optimal: column generation")
+        generation = generation_line.__enter__()
         while True:
+            generation.note(round=rounds + 1, columns=len(columns), bound=f"{bound:,.0f}")
             lp.add_columns(columns[done:])
             done = len(columns)
             lp_value, pi, mu = lp.solve()
@@ -170,6 +176,7 @@ class ColumnGeneration:
                     break
                 continue
             break
+        generation_line.__exit__(None, None, None)
         gen_s = time.perf_counter() - t0
         # ------------------------------------------------------------ integer placement
         floor = sum(columns[i].value * warm_counts[(c.cls, c.counts)] for i, c in enumerate(columns)
@@ -180,8 +187,11 @@ class ColumnGeneration:
         warm_only = [warm_counts.get((c.cls, c.counts), 0) for c in columns]
         for _ in range(3):
             # The rest of the time: 70 % for the integer model, then checks and decoding.
-            counts, int_status = _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor,
-                                          time.perf_counter() + (deadline - time.perf_counter()) * 0.7)
+            with progress.current().task("optimal: column generation, integer placement") as integer_line:
+                integer_line.solver(floor, math.floor(bound + 1e-6))
+                counts, int_status = _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor,
+                                              time.perf_counter() + (deadline - time.perf_counter()) * 0.7,
+                                              shown=integer_line)
             if int_status == "WARM" or not any(counts):
                 break
             bad, unchecked = [], False
@@ -329,8 +339,9 @@ def _checked(col: Column, ones: list[OneNodeModel], seconds: float) -> bool | No
     return True
 
 
-def _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor, hard_stop):
-    """Configuration counts per class (CP-SAT), at least the warm start's value."""
+def _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor, hard_stop, shown=progress.Task()):
+    """Configuration counts per class (CP-SAT), at least the warm start's value. `shown`: where
+    its best value and bound are reported (draopt.progress)."""
     m = cp_model.CpModel()
     xs = []
     for i, c in enumerate(columns):
@@ -364,7 +375,7 @@ def _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor, hard_
     left = max(0.1, hard_stop - time.perf_counter())
     solver.parameters.max_deterministic_time = left
     solver.parameters.max_time_in_seconds = left   # wall time: the time limit is kept
-    status = solver.solve(m)
+    status = solver.solve(m, progress.solver_callback(solver, shown))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if floor:
             return [warm_counts.get((c.cls, c.counts), 0) for c in columns], "WARM"

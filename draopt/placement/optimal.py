@@ -19,6 +19,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from draopt import progress
 from draopt.dra.decode import deterministic_share_id
 from draopt.dra.problem import ClaimSpec
 from draopt.dra.reference import Chosen
@@ -47,7 +48,8 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     ff_by_pod = {p.pod: p for p in first_fit.pods}
     book = ClaimBook(cluster, workload.claims)
     try:
-        prep = prepare_cluster(cluster, workload, book, deadline=deadline)
+        with progress.current().task("optimal: preparing the model"):
+            prep = prepare_cluster(cluster, workload, book, deadline=deadline)
     except OutOfTime:
         return _first_fit_returned(first_fit, workload, t0, "the time limit ran out while preparing the model")
     stats: dict[str, Any] = {
@@ -68,12 +70,15 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     solutions = []
     weights = [sum(len(prep.kinds[i].pods) for i in kinds) * max(1, len(nodes)) for kinds, nodes in parts]
     left_weight = sum(weights)
-    for (kind_ids, node_names), w in zip(parts, weights):
+    for number, ((kind_ids, node_names), w) in enumerate(zip(parts, weights), start=1):
         now = time.perf_counter()
         budget = max(0.05, (deadline - now) * w / max(1, left_weight))
         left_weight -= w
-        sol, st = _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget,
-                              min(deadline, now + budget * 1.5 + 0.5))
+        with progress.current().task(f"optimal: part {number} of {len(parts)}",
+                                     total=len(parts) if len(parts) > 1 else None) as shown:
+            shown.update_to(number - 1)
+            sol, st = _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget,
+                                  min(deadline, now + budget * 1.5 + 0.5))
         solutions.append(_decode_part(prep, cluster, workload, book, sol, kind_ids, ff_by_pod, share_id))
         for key in ("objective", "bound", "variables", "constraints"):
             agg[key] = None if agg[key] is None or (key in st and st[key] is None) else agg[key] + st.get(key, 0)
@@ -279,8 +284,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         return _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod,
                                  min(hard_stop, t0 + budget))
     try:
-        b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget),
-                  deadline=hard_stop)
+        with progress.current().task("optimal: building the model"):
+            b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget),
+                      deadline=hard_stop)
     except OutOfTime as e:
         pods = [p for i in kind_ids for p in prep.kinds[i].pods]
         floor = sum(weight(p.priority) for p in pods if ff_by_pod[p.key].placed)
@@ -308,7 +314,8 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     # a documented rule (first-fit reproduces Kubernetes' allocator defects).
     t1 = time.perf_counter()
     completion: dict = {}
-    full = _complete_hint(m, hint, max(1.0, budget * 0.25), hard_stop, completion)
+    with progress.current().task("optimal: first-fit as the warm start"):
+        full = _complete_hint(m, hint, max(1.0, budget * 0.25), hard_stop, completion)
     stats["warm_start_s"] = round(time.perf_counter() - t1, 3)
     stats["first_fit_in_model"] = full is not None
     # A cheap bound first: the pods that have a node at all, each placed alone.
@@ -333,7 +340,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         # is kept as the incumbent in case the search finds nothing better in time.
         m.maximize(b.objective)
         solver = _solver(budget * 0.7, hard_stop)
-        status = solver.solve(m)
+        with progress.current().task("optimal: phase 1 of 3, placed pods (priority-weighted)") as shown:
+            shown.solver(floor, cheap)
+            status = solver.solve(m, progress.solver_callback(solver, shown))
         stats["count_s"] = round(solver.wall_time, 3)
         phase1_work = solver.deterministic_time   # the later phases' share: the same on any machine
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -373,7 +382,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         # Secondary goals get a bounded share: at most the deterministic time phase 1 took plus
         # one (not its wall time: the same share, and so the same placement, on a busy machine).
         solver = _solver(max(0.05, min(remaining * 0.4, phase1_work + 1.0)), hard_stop)
-        s2 = solver.solve(m)
+        phase = 2 if name == "preferences" else 3
+        with progress.current().task(f"optimal: phase {phase} of 3, {name}") as shown:
+            s2 = solver.solve(m, progress.solver_callback(solver, shown))
         stats[f"{name}_s"] = round(solver.wall_time, 3)
         if s2 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break

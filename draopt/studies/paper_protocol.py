@@ -58,6 +58,7 @@ import numpy as np
 
 from draopt.studies import paper_policies as pp
 from draopt.errors import InputError
+from draopt.progress import current as current_progress  # the status lines (`progress` is a parameter here)
 from draopt.studies.paper_policies import MILLI
 
 PAPER_POLICIES = ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
@@ -434,8 +435,18 @@ def run_paper(c, arrivals: PaperArrivals, policy, *, rng: np.random.Generator | 
     failed = np.zeros(n, dtype=np.int64)
     log: list = []
     taken = getattr(pol, "taken", None)
+    # Entered by hand, not to re-indent the run; on an exception draopt.progress.reporting closes the line.
+    shown_line = current_progress().task(f"simulate: seed {arrivals.seed}: {name}", total=n, unit="arrivals")
+    shown = shown_line.__enter__()
+    level = [-1]
 
     def apply(k: int, si: int, got) -> None:
+        if shown.active:
+            shown.update_to(k + 1)
+            reached = int(arrivals.arrived[k] / pc.gpus / 10)       # the inflation level, % (bin_seed's unit)
+            if reached != level[0]:
+                level[0] = reached
+                shown.note(level=f"{reached} %")
         s = c.shapes[si]
         if got is not None:
             node, devs = int(got[0]), [int(d) for d in got[1]]
@@ -472,6 +483,7 @@ def run_paper(c, arrivals: PaperArrivals, policy, *, rng: np.random.Generator | 
             ok, use = st.feasible(c.shapes[si])
             cand = np.flatnonzero(ok)
             apply(k, si, pol.choose(ctx, si, cand, use) if cand.size else None)
+    shown_line.__exit__(None, None, None)
     return PaperRun(name, arrivals.seed, arrivals.arrived.copy(), allocated, placed, failed, log,
                     time.perf_counter() - t0)
 
@@ -615,7 +627,9 @@ def offline_paper(c, arrivals: PaperArrivals, runs: list[PaperRun], bins: list[i
         st = _RecordingState(c)
         shapes = [int(x) for x in arrivals.shapes[:k]]
         hint = [None if e is None else (e[1], list(e[2])) for e in warm.log[:k]]
-        got = solve_optimal(st, [c.shapes[i] for i in shapes], time_limit=time_limit, hint=hint)
+        with current_progress().task(f"simulate: seed {arrivals.seed}: offline optimum: bin {b} % "
+                                     f"({k} arrivals from {warm.policy}'s placement)"):
+            got = solve_optimal(st, [c.shapes[i] for i in shapes], time_limit=time_limit, hint=hint)
         bound = round(float(got["bound"]) * pc.gpu_scale) if got["bound"] else None
         out.append(OfflineSolve(arrivals.seed, b, k, int(arrivals.arrived[k - 1]), warm.policy,
                                 int(warm.allocated[k - 1]), round(st.allocated * pc.gpu_scale), st.placed, bound,

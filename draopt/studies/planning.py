@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from draopt import progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
@@ -624,8 +625,12 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
     features = features or Features.from_gates()
     stats: dict[str, Any] = {}
     first = _scheduled_first(objects, features)
-    ffd = [ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first)
-           for t in node_types]
+    with progress.current().task("plan: first-fit-decreasing estimates", total=len(node_types),
+                                 unit="node types") as shown:
+        ffd = []
+        for t in node_types:
+            ffd.append(ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first))
+            shown.update_to(len(ffd))
     stats["ffd_s"] = round(time.perf_counter() - t0, 3)
     most = max(e.placed for e in ffd)
     best_ffd = min((e for e in ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
@@ -661,8 +666,10 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         if not prep.kinds:
             return MixPlan(node_types, {t.name: 0 for t in node_types}, Fraction(0), "OPTIMAL", Fraction(0), True, "",
                            len(real), 0, True, caps, ffd, [], blocked, stats)
-        b = build(prep, cluster, workload, book, [k.index for k in prep.kinds], {n.name for n in cluster.nodes},
-                  pattern_seconds=5.0)   # not scaled down: the model must not depend on the wall clock
+        with progress.current().task(f"plan: building the model (round {_round + 1}, "
+                                     f"{sum(caps.values())} candidate nodes)"):
+            b = build(prep, cluster, workload, book, [k.index for k in prep.kinds], {n.name for n in cluster.nodes},
+                      pattern_seconds=5.0)   # not scaled down: the model must not depend on the wall clock
         cp = b.model.cp
         stats["build_s"] = round(time.perf_counter() - t1, 3)
         stats["pattern_classes"] = len(b.node_classes)
@@ -710,7 +717,9 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             for name, v in segs:
                 hint[v] = sum(1 for n in nc.nodes if type_of.get(n.name) == name and n.name in with_pods)
         # Generous wall time: a completion cut short by a busy machine would change the answer.
-        full = _complete_hint(cp, hint, max(10.0, 0.1 * time_limit), time.perf_counter() + max(10.0, 0.2 * time_limit))
+        with progress.current().task("plan: the estimate as the warm start"):
+            full = _complete_hint(cp, hint, max(10.0, 0.1 * time_limit),
+                                  time.perf_counter() + max(10.0, 0.2 * time_limit))
         stats["hint_s"] = round(time.perf_counter() - t2, 3)
         stats["ffd_in_model"] = full is not None
         floor = 0
@@ -730,7 +739,8 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         else:
             cp.maximize(placed_expr)
             solver = _solver(0.4 * time_limit)
-            status = solver.solve(cp)
+            with progress.current().task("plan: phase 1 of 2, most pods placed (priority-weighted)") as shown:
+                status = solver.solve(cp, progress.solver_callback(solver, shown))
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 best_placed = round(solver.objective_value)
                 # Proven for any number of nodes when every pod with a node is placed, or when the
@@ -755,7 +765,8 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             cp.add(cost_expr <= hint_cost)   # never dearer than the estimate (its placement is a solution)
         cp.minimize(cost_expr)
         solver = _solver(0.4 * time_limit)
-        status = solver.solve(cp)
+        with progress.current().task("plan: phase 2 of 2, least cost (costs scaled to integers)") as shown:
+            status = solver.solve(cp, progress.solver_callback(solver, shown))
         stats["cost_s"] = round(time.perf_counter() - t4, 3)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             incumbent = dict(enumerate(solver.response_proto.solution))
@@ -792,7 +803,8 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         caps.update({name: max(caps[name], grow[name]) for name in grow})
         stats["rounds"] = _round + 2
     t5 = time.perf_counter()
-    checks = _one_fewer(cp, counts, mix, node_types, 0.2 * time_limit)
+    with progress.current().task("plan: one-fewer checks"):
+        checks = _one_fewer(cp, counts, mix, node_types, 0.2 * time_limit)
     stats["one_fewer_s"] = round(time.perf_counter() - t5, 3)
     stats["status"] = status_name
     stats["solve_s"] = round(time.perf_counter() - t0, 3)

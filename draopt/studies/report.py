@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from draopt import progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
@@ -89,6 +90,10 @@ class PolicyReport:
     counters: dict[str, dict[str, float]] = field(default_factory=dict)
     capacity: dict[str, dict[str, float]] = field(default_factory=dict)
     summary: str = ""
+    # The placement map: node -> its devices in search order, each (device, holder, how held);
+    # not part of to_json (the measures), drawn by to_html.
+    device_map: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict, repr=False)
+    unplaced: list[str] = field(default_factory=list, repr=False)
 
     @property
     def proven(self) -> bool:
@@ -99,7 +104,7 @@ class PolicyReport:
         return round(100 * self.fragmentation / self.free_devices, 3) if self.free_devices else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("device_map", "unplaced")}
         out["proven"] = self.proven
         out["fragmentation_pct"] = self.fragmentation_pct
         return out
@@ -131,8 +136,11 @@ def compare(objects: ObjectSet, policies: list[str], *, features: Features | Non
             except InputError as e:
                 raise InputError(f"--policy {spec}: {e}") from None
     features = features or Features.from_gates()
-    return [measure_policy(objects, spec, features=features, time_limit=time_limit, **first_fit)
-            for spec in policies]
+    reports: list[PolicyReport] = []
+    for spec in policies:
+        with progress.current().task(f"compare: {spec} ({len(reports) + 1} of {len(policies)})"):
+            reports.append(measure_policy(objects, spec, features=features, time_limit=time_limit, **first_fit))
+    return reports
 
 
 def parse_policy(spec: str) -> tuple[str, str | None]:
@@ -158,15 +166,55 @@ def measure_policy(objects: ObjectSet, policy: str, *, features: Features, time_
     outcome = place(objects, policy=policy, features=features, time_limit=time_limit, **first_fit)
     solve_s = time.perf_counter() - t0
     result, workload = outcome.result, outcome.workload
-    state = _final_state(objects, workload, result, features)
-    m = _measure_state(state, workload)
+    with progress.current().task(f"compare: {spec}: measuring the state it leaves"):
+        state = _final_state(objects, workload, result, features)
+        m = _measure_state(state, workload)
     stats = result.stats
     status = stats.get("status") or "heuristic"
     return PolicyReport(
         policy=spec, pods=len(result.pods), placed=len(result.placed_pods()),
         weighted_pods=sum(weight(p.priority) for p in result.pods), weighted_placed=result.weighted_placed(),
         solve_s=round(solve_s, 3), status=status, gap=stats.get("gap") if status != "heuristic" else None,
-        summary=str(stats.get("summary") or ""), **m)
+        summary=str(stats.get("summary") or ""), device_map=_device_map(state.cluster, workload, result),
+        unplaced=sorted(p.pod for p in result.pods if not p.placed), **m)
+
+
+# Whose device each cell of the placement map shows.
+PLACED, BEFORE = "placed", "before"     # allocated by the policy; allocated in the input
+
+
+def _device_map(cluster, workload, result) -> dict[str, list[tuple[str, str, str]]]:
+    """Node -> its devices in Kubernetes' search order, each (device, holder, how): the holder is
+    the pod whose claim holds the device (the first by name when several pods share the claim,
+    ", +N" for the others), how is PLACED (this policy's allocation), BEFORE (the input's) or ""
+    (free). A device several nodes reach is listed under each of them."""
+    users: dict[str, list[str]] = {}
+    for pod in list(workload.pending) + list(workload.running):
+        for use in pod.claims:
+            users.setdefault(use.key, []).append(pod.key)
+    held: dict[tuple[str, str, str], tuple[str, str]] = {}
+
+    def hold(key: str, allocation, how: str) -> None:
+        names = sorted(set(users.get(key, []))) or [f"claim {key}"]
+        holder = names[0] + (f", +{len(names) - 1}" if len(names) > 1 else "")
+        for r in allocation.devices.results:
+            held.setdefault((r.driver, r.pool, r.device), (holder, how))
+
+    for key, claim in sorted(workload.claims.items()):
+        if claim.status.allocation is not None:
+            hold(key, claim.status.allocation, BEFORE)
+    for key, (allocation, _node) in sorted(result.claims.items()):
+        hold(key, allocation, PLACED)
+    out = {}
+    for node in cluster.nodes:
+        drivers = {e.pool.driver for e in cluster.inventory(node).devices}
+        cells = []
+        for e in cluster.inventory(node).devices:
+            name = e.device.name if len(drivers) == 1 else f"{e.pool.driver}/{e.device.name}"
+            holder, how = held.get(e.id, ("", ""))
+            cells.append((name, holder, how))
+        out[node.name] = cells
+    return out
 
 
 @dataclass
@@ -445,8 +493,66 @@ def _png_figure(reports: list[PolicyReport]):
     return fig
 
 
+MAP_NODES = 256     # rows of the placement map at most (nodes holding nothing are left out first)
+
+
+def _pod_colour(i: int) -> str:
+    """Distinct colours for neighbours in the legend: hues a golden angle apart, two lightnesses."""
+    return f"hsl({i * 137.508 % 360:.1f}, 70%, {58 if i % 2 == 0 else 72}%)"
+
+
+def placement_map(reports: list[PolicyReport]) -> str:
+    """The placement map (HTML, CSS only): per policy, side by side, one row per node and one
+    cell per device in Kubernetes' search order, coloured by the pod that holds it and labelled
+    with the pod's number in the legend below (the same pod, the same colour and number in every
+    policy's map); grey: allocated in the input; white: free. Pods not placed are listed under
+    their policy's map."""
+    e = html.escape
+    nodes = list(dict.fromkeys(n for r in reports for n in r.device_map))
+    if not nodes:
+        return "<p>No device on any node: no placement map.</p>"
+    holders = sorted({h for r in reports for cells in r.device_map.values() for _, h, how in cells if how == PLACED})
+    number = {h: i + 1 for i, h in enumerate(holders)}
+    shown, omitted = nodes, 0
+    if len(nodes) > MAP_NODES:
+        busy = [n for n in nodes if any(how for r in reports for _, _, how in r.device_map.get(n, []))]
+        shown = (busy + [n for n in nodes if n not in set(busy)])[:MAP_NODES]
+        shown = [n for n in nodes if n in set(shown)]
+        omitted = len(nodes) - len(shown)
+    maps = []
+    for r in reports:
+        rows = []
+        for n in shown:
+            cells = []
+            for device, holder, how in r.device_map.get(n, []):
+                if how == PLACED:
+                    cells.append(f'<td class="held" style="background:{_pod_colour(number[holder] - 1)}" '
+                                 f'title="{e(n)} {e(device)}: {e(holder)}">{number[holder]}</td>')
+                elif how == BEFORE:
+                    cells.append(f'<td class="before" title="{e(n)} {e(device)}: {e(holder)} (in the input)">'
+                                 '</td>')
+                else:
+                    cells.append(f'<td class="free" title="{e(n)} {e(device)}: free"></td>')
+            rows.append(f'<tr><th>{e(n)}</th>{"".join(cells)}</tr>')
+        used = sum(1 for n in shown if any(how == PLACED for _, _, how in r.device_map.get(n, [])))
+        missing = (f'<p class="unplaced">Not placed ({len(r.unplaced)}): {e(", ".join(r.unplaced))}</p>'
+                   if r.unplaced else '<p class="unplaced">Every pod placed.</p>')
+        maps.append(f'<div class="map"><h3>{e(r.policy)}</h3>'
+                    f'<p>{r.placed} of {r.pods} pods placed, {r.devices_used} of {r.devices_total} devices '
+                    f'used, on {used} node{"" if used == 1 else "s"}</p>'
+                    f'<table class="pmap"><tbody>{"".join(rows)}</tbody></table>{missing}</div>')
+    legend = "".join(f'<li><span class="swatch" style="background:{_pod_colour(i)}">{i + 1}</span>{e(h)}</li>'
+                     for i, h in enumerate(holders))
+    note = f"<p>{omitted} nodes that no policy uses are not shown.</p>" if omitted else ""
+    return (f'<p>Rows: nodes; cells: their devices in search order. A coloured cell is held by the pod '
+            f'of that number (legend); grey: allocated in the input; white: free.</p>{note}'
+            f'<div class="maps">{"".join(maps)}</div>'
+            f'<h3>Pods</h3><ol class="legend">{legend}</ol>')
+
+
 def to_html(reports: list[PolicyReport], inputs: list[str]) -> str:
-    """A self-contained page: the table, the definitions, one inline SVG plot per measure."""
+    """A self-contained page: the table, the placement map, the definitions, one inline SVG plot
+    per measure."""
     e = html.escape
     rows = _rows(reports)
     head = "".join(f"<th>{e(v)}</th>" for v in rows[0])
@@ -463,11 +569,26 @@ td, th {{ border: 1px solid #bbb; padding: 0.2em 0.6em; text-align: right; }}
 td:first-child, th:first-child {{ text-align: left; }}
 figure {{ display: inline-block; width: 440px; vertical-align: top; margin: 0.5em; }}
 figure svg {{ width: 100%; height: auto; }} dt {{ font-weight: bold; }}
+.maps {{ display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }}
+.map h3 {{ margin: 0.2em 0; }} .map p {{ margin: 0.2em 0 0.6em; font-size: 90%; }}
+table.pmap {{ border-collapse: separate; border-spacing: 2px; }}
+table.pmap th {{ font-weight: normal; font-size: 11px; text-align: right; padding: 0 0.4em 0 0; border: 0;
+                 white-space: nowrap; }}
+table.pmap td {{ width: 18px; height: 14px; padding: 0; border: 1px solid #999; font-size: 9px;
+                 text-align: center; line-height: 14px; }}
+td.free {{ background: #fff; }} td.before {{ background: #888; }}
+p.unplaced {{ max-width: 40em; }}
+ol.legend {{ list-style: none; padding: 0; columns: 16em; font-size: 12px; }}
+ol.legend li {{ margin: 1px 0; }}
+.swatch {{ display: inline-block; min-width: 2.2em; margin-right: 0.4em; text-align: center;
+           border: 1px solid #999; font-size: 10px; }}
 </style></head><body>
 <h1>draopt compare: {e(", ".join(r.policy for r in reports))}</h1>
 <p>Inputs: {e(", ".join(inputs))}</p>
 <table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
 {notes}
+<h2>Placement map</h2>
+{placement_map(reports)}
 <h2>Plots</h2>
 {figs}
 <h2>Definitions</h2>

@@ -58,6 +58,7 @@ import numpy as np
 from draopt.errors import InputError
 from draopt.kube.optionfiles import check_writable, save_figure
 from draopt.kube.quantity import Quantity
+from draopt.progress import current as current_progress  # the status lines (`progress` is a parameter here)
 
 ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
 POLICIES = ONLINE_POLICIES + ("optimal-batch",)
@@ -657,13 +658,18 @@ def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[flo
     stops = [int(np.searchsorted(cum, lv * c.total, side="right")) for lv in levels]
     out: list[Record] = []
     t0 = time.perf_counter()
+    # Entered by hand, not to re-indent the run; on an exception draopt.progress.reporting closes the line.
+    shown_line = current_progress().task(f"simulate: run {run}: {policy}", total=len(seq), unit="arrivals")
+    shown = shown_line.__enter__()
 
     def record(k: int) -> None:
+        shown.update_to(k)
         while out.__len__() < len(levels) and stops[len(out)] == k:
             lv = levels[len(out)]
             arrived = float(cum[k - 1]) / c.total if k else 0.0
             out.append(Record(lv, policy, run, 1.0 - st.allocated / c.total, arrived, st.placed, st.failed,
                               round(time.perf_counter() - t0, 3)))
+            shown.note(level=f"{lv:g} ({len(out)} of {len(levels)})", unallocated=f"{100 * out[-1].unallocated:.1f}%")
 
     record(0)
     if policy == "optimal-batch":
@@ -685,6 +691,7 @@ def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[flo
             record(k)
     while len(out) < len(levels):
         record(len(seq))
+    shown_line.__exit__(None, None, None)
     return out
 
 
@@ -704,12 +711,14 @@ def offline(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[float]
             acc[i] = acc[i - 1] + (sum(c.shapes[si].cons[got[0], d] for d in got[1]) if got else 0.0)
         allocated[pol] = acc
     out = []
-    for lv in levels:
+    for number, lv in enumerate(levels, start=1):
         k = int(np.searchsorted(cum, lv * c.total, side="right"))
         t0 = time.perf_counter()
         st = State(c)
         best = max(logs, key=lambda pol: (allocated[pol][k], -list(logs).index(pol)))
-        got = solve_optimal(st, [c.shapes[i] for i in seq[:k]], time_limit=time_limit, hint=logs[best][:k])
+        with current_progress().task(f"simulate: run {run}: {OFFLINE}: level {lv:g} ({number} of {len(levels)}), "
+                                     f"{k} arrivals from {best}'s placement"):
+            got = solve_optimal(st, [c.shapes[i] for i in seq[:k]], time_limit=time_limit, hint=logs[best][:k])
         bound = got["bound"]
         out.append(Record(lv, OFFLINE, run, 1.0 - st.allocated / c.total, float(cum[k - 1]) / c.total if k else 0.0,
                           st.placed, st.failed, round(time.perf_counter() - t0, 3), gap=got["gap"],

@@ -1,0 +1,232 @@
+"""Progress of long work, shown on stderr while it runs (tqdm).
+
+The command line decides whether progress is shown (:func:`wanted`: stderr is a terminal, or
+``--progress``; never with ``--quiet``) and installs a reporter for the command's duration with
+:func:`reporting`. The layers below it report through :func:`current`, which is a reporter that
+does nothing unless one was installed: the reporter travels down the call stack in a context
+variable, so that ``place()``, ``plan()`` and the studies need no extra parameter through every
+layer, and no layer imports the command line. With nothing installed a report costs one
+context-variable read and nothing is printed: the placements are the same either way (the
+solver callbacks are attached only when progress is shown, and they never steer the search).
+
+Each piece of work is a *task* (a ``with`` block): a status line that says what runs (the phase),
+for how long, and what the work reports as it goes: the best objective found, the bound and the
+gap for a solver; the arrivals done out of all and the inflation level reached for a simulation.
+A task's line is removed when it ends, so the command's own output is not mixed with it.
+"""
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator, TextIO
+
+
+class Task:
+    """What a piece of work reports while it runs. This base reports nothing (no progress shown)."""
+
+    active = False
+
+    def update_to(self, done: int) -> None:
+        """`done` units of the task's total are finished (arrivals, rounds)."""
+
+    def note(self, **fields: Any) -> None:
+        """Figures shown after the phase (`level=0.85`, `columns=120`), replacing earlier ones."""
+
+    def solver(self, best: float | None, bound: float | None) -> None:
+        """A solver's best objective value found so far and its proven bound (the gap is derived)."""
+
+
+class Progress:
+    """The reporter the layers see through :func:`current`. This base shows nothing."""
+
+    active = False
+
+    @contextmanager
+    def task(self, phase: str, *, total: int | None = None, unit: str = "") -> Iterator[Task]:
+        yield _SILENT_TASK
+
+
+_SILENT_TASK = Task()
+_SILENT = Progress()
+_CURRENT: contextvars.ContextVar[Progress] = contextvars.ContextVar("draopt_progress", default=_SILENT)
+
+
+def current() -> Progress:
+    """The reporter installed by the caller (the command line), or one that shows nothing."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def reporting(progress: Progress | None) -> Iterator[Progress]:
+    """Install `progress` (None: nothing shown) for the work done inside the block."""
+    token = _CURRENT.set(progress if progress is not None else _SILENT)
+    try:
+        yield _CURRENT.get()
+    finally:
+        _CURRENT.reset(token)
+        if isinstance(progress, TerminalProgress):
+            progress.close()
+
+
+def wanted(*, force: bool, quiet: bool, stream: TextIO) -> bool:
+    """Show progress? `--quiet` never; `--progress` always; otherwise when `stream` is a terminal
+    (a pipe or a file gets nothing extra: a log stays free of redraws)."""
+    if quiet:
+        return False
+    if force:
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):    # a closed or fake stream
+        return False
+
+
+def gap(best: float | None, bound: float | None) -> float | None:
+    """The relative distance between the best value found and the bound (0 when they meet),
+    for a maximisation or a minimisation alike."""
+    if best is None or bound is None:
+        return None
+    scale = max(abs(best), abs(bound))
+    return abs(bound - best) / scale if scale else 0.0
+
+
+def solver_callback(solver: Any, task: Task) -> Any:
+    """For ``solver.solve(model, solver_callback(solver, task))``: a CP-SAT solution callback that
+    reports each solution's objective and bound to `task`, and a bound callback on `solver` for
+    bounds proven between solutions. None (no callback: the solve is untouched) when `task`
+    shows nothing."""
+    if not task.active:
+        return None
+    from ortools.sat.python import cp_model
+
+    class _Report(cp_model.CpSolverSolutionCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.best: float | None = None
+
+        def on_solution_callback(self) -> None:
+            self.best = self.objective_value
+            task.solver(self.best, self.best_objective_bound)
+
+    report = _Report()
+    solver.best_bound_callback = lambda bound: task.solver(report.best, bound)
+    return report
+
+
+# ------------------------------------------------------------------ on a terminal
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+
+
+class _TerminalTask(Task):
+    active = True
+
+    def __init__(self, owner: TerminalProgress, bar: Any):
+        self._owner = owner
+        self._bar = bar
+        self._fields: dict[str, Any] = {}
+        self._best: float | None = None
+        self._drawn_at = 0.0
+
+    def update_to(self, done: int) -> None:
+        bar = self._bar
+        if done != bar.n:
+            with self._owner.lock:
+                bar.update(done - bar.n)
+
+    def note(self, **fields: Any) -> None:
+        self._fields = dict(fields)
+        self._show()
+
+    def solver(self, best: float | None, bound: float | None) -> None:
+        # A bound proven before the solver's first solution: the best known stays (a warm start's).
+        best = self._best = best if best is not None else self._best
+        fields: dict[str, Any] = {}
+        if best is not None:
+            fields["best"] = _number(best)
+        if bound is not None:
+            fields["bound"] = _number(bound)
+        g = gap(best, bound)
+        if g is not None:
+            fields["gap"] = f"{100 * g:.2f}%"
+        self.note(**fields)
+
+    def _show(self) -> None:
+        text = "  ".join(f"{k} {v}" for k, v in self._fields.items())
+        # Drawn at once at most every 0.1 s (a solver may prove bounds faster than a terminal
+        # redraws); the owner's ticker draws the latest twice a second in any case.
+        now = time.monotonic()
+        draw = now - self._drawn_at >= 0.1
+        if draw:
+            self._drawn_at = now
+        with self._owner.lock:
+            self._bar.set_postfix_str(text, refresh=draw)
+
+
+def _width(stream: TextIO) -> int:
+    """The terminal's columns; 0 when unknown (a pipe, or a pseudo-terminal given no size, where
+    tqdm would draw nothing: it hides lines below a screen of 0 rows)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
+
+
+class TerminalProgress(Progress):
+    """Tasks as tqdm status lines on `stream`, one line per open task (nested tasks below their
+    parent), redrawn twice a second so that the clock moves while a solver is silent."""
+
+    active = True
+
+    def __init__(self, stream: TextIO, *, interval: float = 0.5):
+        self.stream = stream
+        self.lock = threading.RLock()
+        self._bars: list[Any] = []
+        self._interval = interval
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    @contextmanager
+    def task(self, phase: str, *, total: int | None = None, unit: str = "") -> Iterator[Task]:
+        from tqdm import tqdm
+        with self.lock:
+            if total is None:
+                fmt = "{desc}  {elapsed}{postfix}"
+            else:
+                fmt = "{desc}  {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} " + (unit or "") + \
+                      "  {elapsed}<{remaining}{postfix}"
+            width = _width(self.stream)
+            bar = tqdm(total=total, desc=phase, file=self.stream, leave=False, position=len(self._bars),
+                       bar_format=fmt, dynamic_ncols=width > 0, ncols=None if width > 0 else 120,
+                       nrows=None if width > 0 else 24, mininterval=0.2)
+            self._bars.append(bar)
+            self._start_ticker()
+        try:
+            yield _TerminalTask(self, bar)
+        finally:
+            with self.lock:
+                self._bars.remove(bar)
+                bar.close()
+
+    def _start_ticker(self) -> None:
+        if self._ticker is None:
+            self._ticker = threading.Thread(target=self._tick, name="draopt-progress", daemon=True)
+            self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self._interval):
+            with self.lock:
+                for bar in self._bars:
+                    bar.refresh()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=2 * self._interval)
+        with self.lock:
+            for bar in reversed(self._bars):
+                bar.close()
+            self._bars.clear()

@@ -1,0 +1,147 @@
+"""`draopt compare --html`: the placement map (nodes x devices, coloured by the pod that holds
+each, every policy side by side), rendered in a real headless browser.
+
+The page is opened by Chromium (Debian's `chromium`; skipped where no Chromium is installed):
+`--dump-dom` gives the document as the browser built it, whose text is checked, and
+`--screenshot` draws it. `DRAOPT_UPDATE_SCREENSHOT=1` also writes the screenshot to
+docs/studies/placement-map.png.
+
+The workload is the textbook case where kube-scheduler's default profile loses: NodeResourcesFit's
+LeastAllocated score (pkg/scheduler/framework/plugins/noderesources/least_allocated.go) spreads
+the small pods that come first over every node, so no node keeps the 8 free GPUs a large pod
+needs; the optimal policy packs the small pods and places every pod.
+"""
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from draopt.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SCREENSHOT = ROOT / "docs" / "studies" / "placement-map.png"
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+
+def spread_vs_pack(nodes: int = 64, gpus: int = 8, small: int = 128, large: int = 48) -> list[dict]:
+    """`nodes` nodes of `gpus` GPUs; `small` one-GPU pods created first, then `large` pods of
+    `gpus` GPUs each: exactly as many GPUs as the cluster has when small + large * gpus =
+    nodes * gpus."""
+    return gpu_cluster(nodes, gpus, [("small", small, 1, "2"), ("large", large, gpus, "16")])
+
+
+def gpu_cluster(nodes: int, gpus: int, pods: list[tuple[str, int, int, str]]) -> list[dict]:
+    """`nodes` nodes of `gpus` GPUs, and per (kind, count, GPUs, cpu) `count` pods of one claim
+    of that many GPUs, created in that order."""
+    docs: list[dict] = [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+    for i in range(nodes):
+        name = f"node-{i:02d}"
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                     "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}})
+        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                     "metadata": {"name": f"{name}-gpus"},
+                     "spec": {"driver": "gpu.example.com", "nodeName": name,
+                              "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                              "devices": [{"name": f"gpu-{g}"} for g in range(gpus)]}})
+    created = 0
+    for kind, count, want, cpu in pods:
+        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                     "metadata": {"name": f"{kind}-gpus", "namespace": "ml"},
+                     "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                         "deviceClassName": "gpu.example.com", "count": want}}]}}}})
+        for k in range(count):
+            minute, created = created, created + 1
+            docs.append({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": f"{kind}-{k:03d}", "namespace": "ml",
+                                      "creationTimestamp": f"2026-01-01T{minute // 60:02d}:{minute % 60:02d}:00Z"},
+                         "spec": {"containers": [{"name": "c", "image": "x", "resources": {
+                                      "requests": {"cpu": cpu}, "claims": [{"name": "gpu"}]}}],
+                                  "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": f"{kind}-gpus"}]}})
+    return docs
+
+
+def _browser() -> str | None:
+    return next((path for path in map(shutil.which, BROWSERS) if path), None)
+
+
+def _run_browser(browser: str, *args: str) -> subprocess.CompletedProcess:
+    # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """compare --html on the 64-node workload: (page path, the JSON measures)."""
+    import json
+    where = tmp_path_factory.mktemp("map")
+    cluster = where / "spread-vs-pack.yaml"
+    cluster.write_text(yaml.safe_dump_all(spread_vs_pack(), sort_keys=False))
+    page = where / "report.html"
+    out = where / "out.json"
+    import contextlib
+    import io
+    buf = io.StringIO()
+    here = os.getcwd()
+    os.chdir(where)         # the page names its input as given: spread-vs-pack.yaml, not a temporary path
+    try:
+        with contextlib.redirect_stdout(buf):
+            code = main(["compare", "-f", cluster.name, "--time-limit", "20", "-o", "json", "--html", str(page),
+                         "--quiet"])
+    finally:
+        os.chdir(here)
+    assert code == 0
+    out.write_text(buf.getvalue())
+    return page, json.loads(buf.getvalue())
+
+
+def test_map_shows_both_policies_on_every_node(report):
+    page, measures = report
+    text = page.read_text()
+    by_policy = {p["policy"]: p for p in measures["policies"]}
+    assert by_policy["first-fit"]["placed"] == 128 and by_policy["optimal"]["placed"] == 176
+    maps = re.findall(r'<div class="map">.*?</table>', text, flags=re.S)
+    assert len(maps) == 2
+    for one in maps:
+        assert len(re.findall(r"<tr><th>node-\d\d</th>", one)) == 64
+        assert one.count("<td ") == 64 * 8
+    ff, opt = maps
+    # first-fit spreads the small pods: two on every node; optimal fills 16 nodes with them
+    assert len(re.findall(r"<tr><th>node-\d\d</th>(?:<td class=\"held\"[^>]*>\d+</td>){2}<td class=\"free\"",
+                          ff)) == 64
+    assert ff.count('class="held"') == 128 and opt.count('class="held"') == 128 + 48 * 8
+    assert "Not placed (48): ml/large-000" in text and "Every pod placed." in text
+
+
+def test_map_is_self_contained(report):
+    text = report[0].read_text()
+    assert "<script" not in text and not re.search(r'(src|href)="(https?:)?//', text)
+
+
+@pytest.mark.skipif(_browser() is None, reason="no Chromium installed (apt-get install chromium)")
+def test_chromium_renders_the_map(report, tmp_path):
+    page, _ = report
+    browser = _browser()
+    dom = _run_browser(browser, "--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    visible = html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<(style|svg)\b.*?</\1>", " ", dom.stdout, flags=re.S)))
+    words = " ".join(visible.split())
+    for expected in ("Placement map", "first-fit", "optimal", "128 of 176 pods placed", "176 of 176 pods placed",
+                     "on 64 nodes", "on 64 nodes", "node-00", "node-63", "Not placed (48)", "ml/small-000",
+                     "ml/large-047", "Every pod placed."):
+        assert expected in words, expected
+    shot = tmp_path / "map.png"
+    drawn = _run_browser(browser, f"--screenshot={shot}", "--window-size=1200,2050", page.as_uri())
+    assert drawn.returncode == 0 and shot.stat().st_size > 10_000, drawn.stderr[-2000:]
+    if os.environ.get("DRAOPT_UPDATE_SCREENSHOT"):
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, SCREENSHOT)
