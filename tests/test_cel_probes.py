@@ -138,7 +138,11 @@ def test_runtime_costs_as_cel_go_counts_them(env, dev, expression, want):
 
 # ----------------------------------------------------------------------------- the allocator
 def objects(selector: str):
-    text = f"""
+    return load_text(_objects_text(selector), "probe.yaml")
+
+
+def _objects_text(selector: str) -> str:
+    return f"""
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
 metadata: {{name: gpu}}
@@ -171,7 +175,6 @@ spec:
         deviceClassName: gpu
         selectors: [{{cel: {{expression: {json.dumps(selector)}}}}}]
 """
-    return load_text(text, "probe.yaml")
 
 
 @pytest.mark.parametrize("selector, device", [
@@ -192,3 +195,19 @@ def test_the_allocator_stops_at_the_cost_limit():
     assert "claim default/c: selector #0" in str(e.value)
     assert "CEL runtime error: operation cancelled: actual cost limit exceeded" in str(e.value)
     assert e.value.stats["allocate_ms"] > 0     # errors are timed like allocations (--stats)
+
+
+def test_cli_stats_time_the_error_path(tmp_path, capsys):
+    """`draopt allocate --stats` on an allocation error prints the fields of a success
+    (allocate_ms, build_ms, solve_ms, ...) with the error's name."""
+    from draopt import cli
+    f = tmp_path / "probe.yaml"
+    selector = f'lists.range(300).all(i, lists.range(300).all(j, "{LONG}".contains("zz") == false))'
+    f.write_text(_objects_text(selector))
+    assert cli.main(["allocate", "-f", str(f), "--node", "node-1", "--stats"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert "actual cost limit exceeded" in err[0]
+    stats = json.loads(err[-1])
+    assert stats["error"] == "DeviceCelError"
+    assert {"load_ms", "allocate_ms", "build_ms", "solve_ms", "total_ms"} <= set(stats)
+    assert 0 < stats["allocate_ms"] <= stats["total_ms"]
