@@ -11,7 +11,7 @@ import sys
 import time
 from fractions import Fraction
 
-from draopt import public
+from draopt import progress, public
 from draopt.allocation import allocate as api
 from draopt.dra import taint_impact
 from draopt import validation as validate
@@ -48,8 +48,8 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="draopt", description="Kubernetes DRA device allocation, first-fit as kube-scheduler "
+def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description="Kubernetes DRA device allocation, first-fit as kube-scheduler "
                                              "does it and optimal, with CP-SAT.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     a = sub.add_parser("allocate", help="allocate claims on a node as the kube-scheduler would")
@@ -130,7 +130,21 @@ def build_parser() -> argparse.ArgumentParser:
     report.register(sub, _input_flags, _positive_seconds)
     from draopt.studies import sweep
     sweep.register(sub)
+    for name in PROGRESS_COMMANDS:
+        _progress_flags(sub.choices[name])
     return p
+
+
+# Commands that can run for minutes: a status line on stderr while they work (draopt.progress).
+PROGRESS_COMMANDS = ("place", "plan", "simulate", "compare")
+
+
+def _progress_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress", action="store_true",
+                   help="show progress on stderr even when it is not a terminal (phase, best found, bound "
+                        "and gap of the solver; arrivals and levels of a simulation)")
+    if not any("--quiet" in a.option_strings for a in p._actions):
+        p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: shown on a terminal)")
 
 
 def cmd_allocate(args) -> int:
@@ -178,8 +192,9 @@ def cmd_place(args) -> int:
 
     def run(policy):
         t = time.perf_counter()
-        out = public.place(objects, policy=policy, features=features, time_limit=args.time_limit,
-                           scheduler_config=scheduler_config, seed=args.seed, tie_break=args.tie_break)
+        with progress.current().task(f"place: {policy}"):
+            out = public.place(objects, policy=policy, features=features, time_limit=args.time_limit,
+                               scheduler_config=scheduler_config, seed=args.seed, tie_break=args.tie_break)
         if args.stats:
             import resource
             elapsed = time.perf_counter() - t
@@ -309,14 +324,15 @@ def cmd_plan(args) -> int:
     return 0 if result.placed == result.pods else 1
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     """Run one command. No traceback for any input: input errors exit 2 with the message; a closed
     output pipe (`draopt place ... | head`) ends quietly with 141 (128 + SIGPIPE), as a program
     killed by SIGPIPE would; with `--stats`, the timings line is printed on the error path too."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     start = time.perf_counter()
     try:
-        code = args.func(args)
+        with progress.reporting(_progress_for(args)):
+            code = args.func(args)
         sys.stdout.flush()      # a closed pipe shows here, not at interpreter exit
         return code
     except BrokenPipeError:
@@ -333,6 +349,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def kubectl_main(argv: list[str] | None = None) -> int:
+    """`kubectl-draopt`: draopt as a kubectl plugin. kubectl runs the `kubectl-draopt` found on
+    PATH for `kubectl draopt ARGS` with ARGS as they are (krew's naming), so this is `main` with
+    the usage saying `kubectl draopt`."""
+    return main(argv, prog="kubectl draopt")
+
+
+def _progress_for(args) -> progress.Progress | None:
+    """The status lines of a long command: on a terminal, or forced with --progress; none with
+    --quiet, on a pipe or a file, or for the other commands."""
+    if not hasattr(args, "progress"):
+        return None
+    if args.progress and args.quiet:
+        raise DraoptError("--progress and --quiet: give one of them")
+    if not progress.wanted(force=args.progress, quiet=args.quiet, stream=sys.stderr):
+        return None
+    return progress.TerminalProgress(sys.stderr)
 
 
 def _error(args, start: float, exc: BaseException, message: str) -> None:
