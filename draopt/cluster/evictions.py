@@ -135,6 +135,7 @@ class RunningPods:
             for ref in claim.status.reserved_for or []:
                 if ref.resource != "pods" or f"{claim.namespace}/{ref.name}" not in known:
                     self.external.add(key)
+        self._elsewhere: dict[str, bool] = {}
         self.on_node: dict[str, list[Any]] = {}
         for p in self.live.values():
             self.on_node.setdefault(p.node_name, []).append(p)
@@ -150,14 +151,16 @@ class RunningPods:
             share = bool(r.share_id) and features.consumable_capacity
             yield (r.driver, r.pool, r.device), bool(r.admin_access), share, consumed
 
-    def remove(self, pod) -> None:
-        """Take a running pod off its node; its claims' devices come free if it was their last user."""
+    def remove(self, pod, *, notify: bool = True) -> bool:
+        """Take a running pod off its node; its claims' devices come free if it was their last user.
+        Returns whether devices other nodes reach came free; `notify`: tell first-fit now (else the
+        caller does, once for many pods)."""
         del self.live[pod.key]
         node = self.cluster.by_name[pod.node_name]
         node.take(pod.resources, -1)
         if self.scheduler is not None:
             self.scheduler.placed(pod, node, pod.resources, -1)
-        devices = False
+        shared = False
         for use in pod.claims:
             users = self.users.get(use.key, set())
             users.discard(pod.key)
@@ -167,17 +170,19 @@ class RunningPods:
             for did, admin, share, consumed in self._results(use.key):
                 self.cluster.allocated.remove_result(use.key, did, admin=admin, share=share, consumed=consumed)
             self.book.freed.add(use.key)
-            devices = True
-        self.changed(devices)
+            shared = shared or self._reached_elsewhere(use.key, pod.node_name)
+        if notify:
+            self.changed(shared)
+        return shared
 
-    def restore(self, pod) -> None:
+    def restore(self, pod, *, notify: bool = True) -> bool:
         """Undo remove(): the pod back on its node, with its claims' devices."""
         self.live[pod.key] = pod
         node = self.cluster.by_name[pod.node_name]
         node.take(pod.resources)
         if self.scheduler is not None:
             self.scheduler.placed(pod, node, pod.resources)
-        devices = False
+        shared = False
         for use in pod.claims:
             self.users.setdefault(use.key, set()).add(pod.key)
             if use.key not in self.book.freed:
@@ -188,8 +193,33 @@ class RunningPods:
                                        f"{pod.key} was evicted in a dry run")
                 self.cluster.allocated.add_result(use.key, did, admin=admin, share=share, consumed=consumed)
             self.book.freed.discard(use.key)
-            devices = True
-        self.changed(devices)
+            shared = shared or self._reached_elsewhere(use.key, pod.node_name)
+        if notify:
+            self.changed(shared)
+        return shared
+
+    def remove_many(self, pods) -> None:
+        shared = False
+        for p in pods:
+            shared = self.remove(p, notify=False) or shared
+        self.changed(shared)
+
+    def restore_many(self, pods) -> None:
+        shared = False
+        for p in pods:
+            shared = self.restore(p, notify=False) or shared
+        self.changed(shared)
+
+    def _reached_elsewhere(self, key: str, node_name: str) -> bool:
+        """Whether the claim's devices are reachable from other nodes (not all on the node's own slices)."""
+        got = self._elsewhere.get(key)
+        if got is None:
+            alloc = self.workload.claims[key].status.allocation
+            inv = self.cluster.inventory(self.cluster.by_name[node_name])
+            got = self._elsewhere[key] = any(
+                (e := inv.by_id.get((r.driver, r.pool, r.device))) is None or e.slice.spec.node_name != node_name
+                for r in alloc.devices.results)
+        return got
 
     def evict(self, pod, record: Eviction) -> None:
         """remove(), for good (the pod must be removed already or is removed now)."""
@@ -198,17 +228,9 @@ class RunningPods:
         self.evicted[pod.key] = record
 
     def holds_devices(self, pod) -> bool:
-        """Whether taking the pod off would free devices another node can reach too (not node-local)."""
-        for use in pod.claims:
-            alloc = self.workload.claims[use.key].status.allocation
-            if alloc is None:
-                continue
-            inv = self.cluster.inventory(self.cluster.by_name[pod.node_name])
-            for r in alloc.devices.results:
-                entry = inv.by_id.get((r.driver, r.pool, r.device))
-                if entry is None or entry.slice.spec.node_name != pod.node_name:
-                    return True
-        return False
+        """Whether the pod holds devices another node can reach too (not node-local)."""
+        return any(self.workload.claims[u.key].status.allocation is not None and
+                   self._reached_elsewhere(u.key, pod.node_name) for u in pod.claims)
 
 
 def _q(v: str):

@@ -526,6 +526,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
             cluster.bump_all()
         first_open.clear()
         skipped_reasons.clear()
+        explained.clear()          # explanations of earlier failures describe the state before
 
     def retract(pl: PodPlacement) -> None:
         """Take a placed pod back, exactly (a pod-group cycle's trial of one placement)."""
@@ -602,6 +603,8 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
             pl = by_pod[pod.key]
             if not pl.placed and pod.group not in failed_gangs:
                 by_pod[pod.key] = place(pod)
+                if not by_pod[pod.key].placed:
+                    by_pod[pod.key].preemption = pl.preemption    # what preemption said stays said
     elapsed = time.perf_counter() - t0
     pods = [by_pod[p.key] for p in workload.pending]
     stats = {"solve_s": round(elapsed, 3), "pods_per_s": round(len(pods) / elapsed, 1) if elapsed else None,

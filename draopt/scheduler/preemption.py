@@ -128,6 +128,10 @@ class PreemptionRun:
         for p in workload.pending:
             if p.group is not None:
                 self.last_of_group[p.group] = p.key
+        self._started: dict[str, datetime] = {}
+        # Failed attempts, by kind of preemptor: while nothing was evicted since, placements only take
+        # room, so a preemptor of that kind with no higher priority (a gang: no fewer pods) fails again.
+        self._failed: dict[tuple, tuple[int, int, int, str]] = {}
         self.lowest = min((self.victim_priority(p) for p in self.running.live.values()), default=None)
 
     # ------------------------------------------------------------------ victims
@@ -143,8 +147,14 @@ class PreemptionRun:
         prio = self.victim_priority(pod)
         if obj is not None and disrupts_whole_group(obj):
             members = [self.running.live[k] for k in self.workload.groups[pod.group].pods if k in self.running.live]
-            return Victim(f"podgroup {pod.group}", members, prio, True, min(start_time(m.pod) for m in members))
-        return Victim(f"pod {pod.key}", [pod], prio, pod.group is not None, start_time(pod.pod))
+            return Victim(f"podgroup {pod.group}", members, prio, True, min(self.started(m) for m in members))
+        return Victim(f"pod {pod.key}", [pod], prio, pod.group is not None, self.started(pod))
+
+    def started(self, pod) -> datetime:
+        got = self._started.get(pod.key)
+        if got is None:
+            got = self._started[pod.key] = start_time(pod.pod)
+        return got
 
     def units(self, pods, below: int) -> list[Victim]:
         """The potential victims among `pods` (and the rest of their whole-group units): priority strictly
@@ -157,14 +167,10 @@ class PreemptionRun:
         return list(out.values())
 
     def _take(self, units: list[Victim]) -> None:
-        for u in units:
-            for p in u.pods:
-                self.running.remove(p)
+        self.running.remove_many([p for u in units for p in u.pods])
 
     def _give(self, units: list[Victim]) -> None:
-        for u in units:
-            for p in u.pods:
-                self.running.restore(p)
+        self.running.restore_many([p for u in units for p in u.pods])
 
     # ------------------------------------------------------------------ the filters
     def fits(self, pod, node) -> bool:
@@ -214,10 +220,30 @@ class PreemptionRun:
             return           # nothing of lower priority runs anywhere: the scheduler's message alone
         self.preempt_pod(pod, pl)
 
+    def _kind(self, pods) -> tuple:
+        return tuple(sorted({(tuple(self.book.signature(u.key) if self.book.allocation(u.key) is None else u.key
+                                    for u in p.claims), tuple(sorted(p.resources.items())),
+                              tuple(sorted(p.node_selector.items())), repr(p.pod.spec.affinity),
+                              repr(p.pod.spec.tolerations)) for p in pods}, key=repr))
+
+    def _failed_before(self, kind: tuple, priority: int, need: int) -> str | None:
+        got = self._failed.get(kind)
+        if got is not None and got[0] == len(self.running.evicted) and priority <= got[1] and need >= got[2]:
+            return got[3]
+        return None
+
+    def _remember_failure(self, kind: tuple, priority: int, need: int, message: str) -> None:
+        self._failed[kind] = (len(self.running.evicted), priority, need, message)
+
     def preempt_pod(self, pod, pl) -> None:
         n = len(self.cluster.nodes)
         if preemption_policy(pod.pod, self.classes) == NEVER:
             pl.preemption = "preemption: not eligible due to preemptionPolicy=Never."
+            return
+        kind = self._kind([pod])
+        known = self._failed_before(kind, pod.priority, 1)
+        if known is not None:
+            pl.preemption = known
             return
         wanted = num_candidates(n, self.config.percentage, self.config.absolute)
         candidates: list[Candidate] = []
@@ -243,6 +269,7 @@ class PreemptionRun:
         if chosen is None:
             parts = [f"{c} {r}" for r, c in ((NO_VICTIMS, no_victims), (NOT_HELPFUL, not_helpful)) if c]
             pl.preemption = f"preemption: 0/{n} nodes are available: {', '.join(parts)}."
+            self._remember_failure(kind, pod.priority, 1, pl.preemption)
             return
         self._evict(chosen.victims, pod.key, "pod", pod.priority, pod, chosen.node.name)
         new = self.place(pod, chosen.node)
@@ -289,9 +316,14 @@ class PreemptionRun:
         constraints = (getattr(obj.spec, "model_extra", None) or {}).get("schedulingConstraints") if obj else None
         if constraints is None and obj is not None:
             constraints = getattr(obj.spec, "scheduling_constraints", None)
-        if constraints and (constraints.get("topology") if isinstance(constraints, dict)
-                            else getattr(constraints, "topology", None)):
+        if getattr(gang, "topology_key", None) or constraints and (
+                constraints.get("topology") if isinstance(constraints, dict) else getattr(constraints, "topology", None)):
             say("pod group preemption: not supported with topology constraints")
+            return
+        kind = self._kind(members)
+        known = self._failed_before(kind, gang.priority, need)
+        if known is not None:
+            say(known)
             return
         units = self.units(list(self.running.live.values()), gang.priority)
         if not units:
@@ -307,25 +339,36 @@ class PreemptionRun:
                 self.unplace(self.by_pod[m.key])
             self._give(units)
             self._run_group(members)              # as before the attempt
+            text = ("pod group preemption: the pod group does not fit even with every lower-priority pod "
+                    f"evicted ({len(units)} units)")
             for m in members:
                 if not self.by_pod[m.key].placed:
-                    self.by_pod[m.key].preemption = ("pod group preemption: the pod group does not fit even with "
-                                                     f"every lower-priority pod evicted ({len(units)} units)")
+                    self.by_pod[m.key].preemption = text
+            self._remember_failure(kind, gang.priority, need, text)
             return
         assigned = [(m, self.cluster.by_name[self.by_pod[m.key].node]) for m in placed]
         nodes = {n.name for _, n in assigned}
         victims = []
-        for u in sorted(units, key=Victim.importance):
-            if not any(p.node_name in nodes for p in u.pods) and not any(self.running.holds_devices(p) for p in u.pods):
-                self._give([u])                   # the group's filters see no change
+        ordered = sorted(units, key=Victim.importance)
+        apart = [u for u in ordered if not any(p.node_name in nodes for p in u.pods)
+                 and not any(self.running.holds_devices(p) for p in u.pods)]
+        self._give(apart)            # the group's filters see no change: reprieved at once
+        kept = {u.key for u in apart}
+        for u in ordered:
+            if u.key in kept:
                 continue
-            for m, _ in assigned:
+            # The Filter of each of the group's pods on its node, in order (earlier pods present): only
+            # the pods on the unit's nodes can see a change, unless the unit frees devices other nodes reach.
+            shared = any(self.running.holds_devices(p) for p in u.pods)
+            touched = {p.node_name for p in u.pods}
+            affected = [(m, n) for m, n in assigned if shared or n.name in touched]
+            for m, _ in affected:
                 self.unplace(self.by_pod[m.key])
             self._give([u])
-            if not self._on_nodes(assigned):
+            if not self._on_nodes(affected):
                 self._take([u])
                 victims.append(u)
-                if not self._on_nodes(assigned):
+                if not self._on_nodes(affected):
                     raise RuntimeError(f"internal: PodGroup {gkey} no longer fits where it fitted")
         self._evict(victims, gkey, "podgroup", gang.priority, members[0], "cluster")
         n_pods = sum(len(u.pods) for u in victims)
