@@ -27,7 +27,7 @@ from draopt.dra.problem import ClaimSpec, Problem, prepare
 from draopt.dra.reference import Chosen, ReferenceAllocator, SearchLimit
 from draopt.cluster.state import Cluster, NodeState
 from draopt.cluster.result import PlacementResult, PodPlacement
-from draopt.cluster.podgroup_placement import OUTSIDE, GroupCycle, needs_group_cycles, run_group_cycle
+from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
 MAX_SUBREQUEST_SCORE = 8
 NO_FIT = "cannot allocate all claims"
@@ -439,6 +439,14 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
     taken: dict = {}   # pod -> node resources it holds (requests plus device-derived)
     shared_of: set = set()      # placed pods whose devices other nodes reach too
     group_domain: dict[str, frozenset] = {}    # PodGroup -> the nodes of the placement it was bound to
+    indexes_of: dict[frozenset, list[int]] = {}
+    users_of: dict[str, list[str]] = {}        # claim -> pending pods using it (retract's heirs)
+
+    def placement_indexes(allowed: frozenset) -> list[int]:
+        got = indexes_of.get(allowed)
+        if got is None:
+            got = indexes_of[allowed] = sorted(cluster.by_name[n].index for n in allowed)
+        return got
 
     def place(pod, only: NodeState | None = None, allowed: frozenset | None = None) -> PodPlacement:
         """`only`: the one node to try (the node preemption nominated, which the scheduler's next
@@ -455,10 +463,12 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         if only is not None:
             start = len(cluster.nodes)
         elif scheduler is not None:
-            found = scheduler.select(pod, lambda node: (OUTSIDE, None) if allowed is not None and node.name not in allowed
-                                     else try_node(cluster, book, pod, node, cache, share_id), pl, sig,
-                                     first_open, skipped_reasons, _generic, _specific)
-            pl.reasons.pop(OUTSIDE, None)
+            if allowed is not None:     # a pod group's placement: its nodes only
+                found = scheduler.select_within(pod, placement_indexes(allowed),
+                                                lambda node: try_node(cluster, book, pod, node, cache, share_id), pl)
+            else:
+                found = scheduler.select(pod, lambda node: try_node(cluster, book, pod, node, cache, share_id), pl,
+                                         sig, first_open, skipped_reasons, _generic, _specific)
             if found is not None:
                 node, (problem, chosen, selected, score) = found
                 best = (node, score, problem, chosen, selected)
@@ -466,7 +476,13 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         elif start:
             pl.reasons.update({_specific(r, keys): n for r, n in skipped_reasons[sig].items()})
         contiguous = True
-        for node in ([only] if only is not None else cluster.nodes[start:]):
+        if only is not None:
+            candidates = [only]
+        elif allowed is not None:
+            candidates = [cluster.nodes[i] for i in placement_indexes(allowed)] if start < len(cluster.nodes) else []
+        else:
+            candidates = cluster.nodes[start:]
+        for node in candidates:
             if allowed is not None and node.name not in allowed:
                 continue
             reason, fit = try_node(cluster, book, pod, node, cache, share_id)
@@ -532,9 +548,13 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         """Take a placed pod back, exactly (a pod-group cycle's trial of one placement)."""
         pod = demand_of[pl.pod]
         node = cluster.by_name[pl.node]
+        if not users_of:
+            for d in workload.pending:
+                for u in d.claims:
+                    users_of.setdefault(u.key, []).append(d.key)
         for key, result in pl.new_claims.items():
-            heir = next((other for other in by_pod.values() if other is not pl and other.placed and
-                         any(u.key == key for u in demand_of[other.pod].claims)), None)
+            heir = next((by_pod[u] for u in users_of.get(key, ()) if u in by_pod and by_pod[u] is not pl and
+                         by_pod[u].placed), None)
             if heir is not None:
                 heir.new_claims[key] = result
             else:

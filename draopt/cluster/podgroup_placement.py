@@ -291,9 +291,22 @@ class GroupCycle:
         out = Outcome(False, domains={group: allowed})
         remaining = len(pods)
         stopped = None
+        room = None
         if gang.policy == "gang" and scheduled + remaining < need:
             stopped = f"{scheduled + remaining} pods, minCount {need}"
-        for i, pod in enumerate([] if stopped else pods):
+        else:
+            room = self._capacity_bound(pods, placement.nodes)
+            if scheduled + room < need:
+                # Not tried: the placement's free resources and devices hold fewer pods than the
+                # group needs whatever the filters say (a necessary condition; the trial would
+                # fail the same way).
+                short = self._shortfall(pods[0], placement.nodes)
+                if short:
+                    out.shortfall[pods[0].key] = short
+            else:
+                room = None
+        pods_to_try = [] if stopped or room is not None else pods
+        for i, pod in enumerate(pods_to_try):
             pl = self.place(pod, allowed)
             remaining -= 1
             if pl.placed:
@@ -312,12 +325,18 @@ class GroupCycle:
         out.ok = scheduled >= need if gang.policy == "gang" else out.new >= 1
         name = placement.name if not placement.parent else "all nodes"
         label = f"{name}" if gang.parent is None else f"{group} in {name}"
-        summary = f"{label}: {out.new} of {len(pods)} pending pods fit" + (
-            f" (minCount {need}" + (f", {len(self._running(group))} running" if self._running(group) else "") + ")"
-            if gang.policy == "gang" else "")
+        running = f", {len(self._running(group))} running" if self._running(group) else ""
+        if room is not None:
+            summary = (f"{label}: at most {room} of {len(pods)} pending pods fit, by its nodes' free resources and "
+                       f"devices (minCount {need}{running}; not tried pod by pod)")
+        else:
+            summary = f"{label}: {out.new} of {len(pods)} pending pods fit" + (
+                f" (minCount {need}{running})" if gang.policy == "gang" else "")
         if stopped:
             summary += f"; stopped: {stopped}"
         out.lines = [summary] + self._failed_lines(out.failed, out.shortfall, len(placement.nodes))
+        if room is not None and out.shortfall:
+            out.lines.extend(f"    {text}" for text in out.shortfall.values())
         if not out.ok:
             out.reason = (f"not enough capacity for the gang: {summary}" if gang.policy == "gang"
                           else f"no pod of the group fits: {summary}")
@@ -340,6 +359,73 @@ class GroupCycle:
                 lines.append(f"    {short}")
         return lines
 
+    def _capacity_bound(self, pods: list, nodes: list) -> int:
+        """At most how many of `pods` the nodes could take: per node, its free amount of each
+        resource over the least any of the pods requests, and its free devices of each kind of
+        ExactCount request over the least count any pod asks (pods without such a request
+        bound nothing); summed over the nodes. Never below the truth: shared claims, admin
+        access and devices several claims may share leave devices out of the bound."""
+        if not pods:
+            return 0
+        least: dict[str, Fraction] = {}
+        for r in pods[0].resources:
+            amounts = [p.resources.get(r, Fraction(0)) for p in pods]
+            if min(amounts) > 0:
+                least[r] = min(amounts)
+        device_need: dict[tuple, int] = {}
+        per_pod = [self._device_requests(p) for p in pods]
+        if all(per_pod):
+            for key in set.intersection(*(set(d) for d in per_pod)):
+                device_need[key] = min(d[key] for d in per_pod)
+        total = 0
+        for node in nodes:
+            cap = len(pods)
+            for r, v in least.items():
+                if r not in node.allocatable:
+                    continue
+                free = node.allocatable[r] - node.used.get(r, Fraction(0))
+                cap = min(cap, int(free // v) if free > 0 else 0)
+            for (class_name, selectors), count in device_need.items():
+                if cap == 0:
+                    break
+                free_devices = self._free_devices(node, class_name, list(selectors), exact=True)
+                if free_devices is not None:
+                    cap = min(cap, free_devices // count)
+            total += cap
+            if total >= len(pods):
+                return len(pods)
+        return total
+
+    def _device_requests(self, pod) -> dict[tuple, int]:
+        """The devices a pod's own pending claims ask for, by (class, selectors): ExactCount
+        requests without admin access; claims other pods share are left out."""
+        out: dict[tuple, int] = {}
+        for use in pod.claims:
+            claim = self.w.claims.get(use.key)
+            if claim is None or claim.status.allocation is not None or self.claim_allocated(use.key) or \
+                    use.for_group is not None or use.key in self._shared_claims():
+                continue
+            for request in claim.spec.devices.requests:
+                exact = request.exactly
+                if exact is None or (exact.allocation_mode or "ExactCount") != "ExactCount" or exact.admin_access:
+                    continue
+                key = (exact.device_class_name,
+                       tuple(sel.cel.expression for sel in (exact.selectors or []) if sel.cel is not None))
+                out[key] = out.get(key, 0) + (exact.count or 1)
+        return out
+
+    def _shared_claims(self) -> set[str]:
+        got = self.__dict__.get("_shared")
+        if got is None:
+            seen: dict[str, str] = {}
+            got = set()
+            for d in list(self.w.pending) + list(self.w.running):
+                for use in d.claims:
+                    if seen.setdefault(use.key, d.key) != d.key:
+                        got.add(use.key)
+            self.__dict__["_shared"] = got
+        return got
+
     def _shortfall(self, pod, nodes: list) -> str:
         """For a pod whose claims found no devices: how many devices each pending claim asks for
         (ExactCount requests), and the most free devices of that class any one node of the
@@ -355,29 +441,38 @@ class GroupCycle:
                     continue
                 count = exact.count or 1
                 own = [sel.cel.expression for sel in (exact.selectors or []) if sel.cel is not None]
-                best = max((self._free_devices(node, exact.device_class_name, own) for node in nodes), default=0)
+                best = max((self._free_devices(node, exact.device_class_name, own) or 0 for node in nodes), default=0)
                 if best < count:
                     parts.append(f"request {request.name} of {use.key} needs {count} device(s) of class "
                                  f"{exact.device_class_name} on one node, best node has {best} free")
         return "; ".join(parts)
 
-    def _free_devices(self, node, class_name: str, own: list[str]) -> int:
+    def _free_devices(self, node, class_name: str, own: list[str], exact: bool = False) -> int | None:
         """Devices of the node's inventory the class and the request's selectors select and no
-        claim holds."""
+        claim holds. `exact` (a bound that must never be too low): None when a device of the node
+        may be shared by several claims (its being held does not make it unavailable)."""
         inv = self.cluster.inventory(node)
-        cls = self.cluster.classes.get(class_name)
-        exprs = [sel.cel.expression for sel in (cls.spec.selectors if cls is not None else []) if sel.cel is not None]
-        exprs += own
-        free = 0
-        for entry in inv.devices:
-            if self.cluster.allocated.holds(entry.id):
-                continue
-            try:
-                if all(self.cluster.cel_env.compile(e).matches(entry.cel) for e in exprs):
-                    free += 1
-            except Exception:      # a selector that errors on this device does not select it
-                continue
-        return free
+        if exact and any(entry.multi_allocatable for entry in inv.devices):
+            return None
+        # The devices a (class, selectors) selects do not change: found once per inventory.
+        memo = self.__dict__.setdefault("_selected", {})
+        key = (id(inv), class_name, tuple(own), exact)
+        got = memo.get(key)
+        if got is None or got[0] is not inv:
+            cls = self.cluster.classes.get(class_name)
+            exprs = [sel.cel.expression for sel in (cls.spec.selectors if cls is not None else [])
+                     if sel.cel is not None] + list(own)
+            chosen = []
+            for entry in inv.devices:
+                try:
+                    if all(self.cluster.cel_env.compile(e).matches(entry.cel) for e in exprs):
+                        chosen.append(entry.id)
+                except Exception:      # a selector that errors on this device: counted when bounding
+                    if exact:
+                        chosen.append(entry.id)
+            got = memo[key] = (inv, chosen)
+        holds = self.cluster.allocated.holds
+        return sum(1 for did in got[1] if not holds(did))
 
     def _composite_default(self, key: str, placement: Placement) -> Outcome:
         comp = self.w.composites[key]

@@ -43,6 +43,8 @@ from draopt.model import topology_domains
 from draopt.model.topology_domains import kind_tag
 from draopt.model import topology_domains
 from draopt.model.topology_domains import kind_tag
+from draopt.model import topology_domains
+from draopt.model.topology_domains import kind_tag
 
 
 class ModelTooLarge(Exception):

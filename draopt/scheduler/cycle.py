@@ -295,6 +295,43 @@ class Scheduler:
                                    f"but fails now: {reason}")
         return nodes[chosen], fit
 
+    def select_within(self, demand, indexes: list[int], try_fn, pl):
+        """select() over the nodes `indexes` only (in that order): a pod of a pod group tried in
+        one of its placements (draopt/cluster/podgroup_placement.py), whose snapshot holds only
+        the placement's nodes. The same filters, numFeasibleNodesToFind over those nodes and the
+        same scores; no rotating start and no per-kind memory (a placement is tried once)."""
+        prof = self.profile(demand)
+        if prof is None:
+            pl.reasons[self.no_profile_reason(demand)] += max(len(indexes), 1)
+            return None
+        info = self.info(demand)
+        pct = prof.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.config.percentage_of_nodes_to_score
+        to_find = num_feasible_nodes_to_find(pct, len(indexes)) if prof.score_weights else 1
+        hard = self._hard_filters(demand, info, prof)
+        feasible: list[int] = []
+        dra: list[int] = []
+        fits: dict[int, Any] = {}
+        for idx in indexes:
+            reason = hard(idx) if hard is not None else None
+            if reason is None:
+                reason, fit = try_fn(self.nodes[idx])
+            if reason is not None:
+                pl.reasons[reason] += 1
+                continue
+            feasible.append(idx)
+            dra.append(fit[3])
+            fits[idx] = fit
+            if len(feasible) >= to_find:
+                break
+        if not feasible:
+            return None
+        chosen = feasible[0] if len(feasible) == 1 else self._pick(
+            feasible, self.score(demand, info, prof, np.asarray(feasible, dtype=np.int64),
+                                 np.asarray(dra, dtype=np.int64)))
+        return self.nodes[chosen], fits[chosen]
+
     def _node_level_kind(self, demand, sig):
         """firstfit's kind of pod without the pod (anti-)affinity terms, which its node filters
         (try_node) do not read (this scheduler's own filters do): pods of different apps with
