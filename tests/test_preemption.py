@@ -294,6 +294,20 @@ def test_place_table_lists_evictions():
     assert "evicted by preemption (1):" in text and "default/low" in text
 
 
+def test_optimal_puts_back_victims_its_placement_does_not_need():
+    """First-fit (the default profile spreads) puts the first pod on the empty node, so the second
+    must preempt; the model's placement may leave the victim room: never more victims than first-fit."""
+    docs = [node("a", 1000), node("b", 1000), pod("low", 400, LOW, "a", 1),
+            pod("first", 500, HIGH), pod("second", 1000, MID)]
+    ff = run(docs)
+    assert evicted(ff) == ["low"]
+    opt = run(docs, policy="optimal")
+    assert opt.result.weighted_placed() == ff.result.weighted_placed()
+    assert len(opt.result.evictions) + opt.result.stats["victims_put_back"] == 1
+    if not opt.result.evictions:
+        assert node_of(opt, "first") == "a" and node_of(opt, "second") == "b"
+
+
 def test_optimal_keeps_first_fit_evictions_and_says_so():
     out = run([node("n"), pod("low", 500, LOW, "n", 1), pod("preemptor", 500, HIGH)], policy="optimal")
     assert node_of(out, "preemptor") == "n" and evicted(out) == ["low"]
@@ -336,3 +350,4 @@ def test_property_victims_lower_never_policy_checker_optimal(docs):
         assert e.preemptor not in never
     opt = run(docs, policy="optimal")
     assert opt.result.weighted_placed() >= ff.result.weighted_placed()
+    assert {e.pod for e in opt.result.evictions} <= {e.pod for e in ff.result.evictions}

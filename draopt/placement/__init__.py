@@ -98,44 +98,14 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
         from draopt.placement.optimal import optimize
         first_fit = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
         if first_fit.evictions:
-            result = _optimal_after_evictions(objects, workload, features, first_fit, time_limit, started)
+            from draopt.cluster.check import check_placement
+            from draopt.placement.optimal_preemption import optimal_after_evictions
+            result = optimal_after_evictions(objects, workload, features, first_fit, time_limit, started, build_cluster,
+                                             check_placement, lambda r, w, c: PlaceOutcome(r, w, c, []))
         else:
             result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=first_fit)
     result.stats["nodes"] = len(cluster.nodes)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
-
-
-def _optimal_after_evictions(objects: ObjectSet, workload, features: Features, first_fit: PlacementResult,
-                             time_limit: float, started: float) -> PlacementResult:
-    """Optimal when first-fit preempted: the model places the pending pods on the cluster without
-    first-fit's victims (their claims deallocated as first-fit did). Which pods to evict is not a
-    decision of the model: the result keeps first-fit's evictions, says so, and is never OPTIMAL
-    (a placement with other or fewer evictions is not searched)."""
-    import dataclasses
-    from draopt.placement.optimal import optimize
-    gone = {e.pod for e in first_fit.evictions}
-    claims = dict(workload.claims)
-    for key in first_fit.deallocated:
-        claim = claims[key].model_copy(deep=True)
-        claim.status.allocation = None
-        claim.status.reserved_for = [r for r in claim.status.reserved_for or []
-                                     if not (r.resource == "pods" and f"{claim.namespace}/{r.name}" in gone)]
-        claims[key] = claim
-    after = dataclasses.replace(workload, running=[p for p in workload.running if p.key not in gone], claims=claims)
-    result = optimize(build_cluster(objects, after, features), after, time_limit=time_limit, started=started,
-                      first_fit=first_fit)
-    result.evictions = list(first_fit.evictions)
-    result.deallocated = [k for k in first_fit.deallocated if k not in result.claims]
-    stats = result.stats
-    stats["evicted"] = len(result.evictions)
-    stats["preemption"] = (f"first-fit's {len(result.evictions)} evictions kept: the model places the pods on the "
-                           f"cluster without them; which pods to evict is not a decision of the model, so the bound "
-                           f"and gap hold for these evictions only")
-    if stats.get("status") == "OPTIMAL":
-        stats["status"] = "FEASIBLE"
-    if isinstance(stats.get("summary"), str):
-        stats["summary"] += f" ({stats['preemption']})"
-    return result
 
 
 def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie_break: str) -> PlacementResult:
