@@ -351,3 +351,12 @@ def test_property_victims_lower_never_policy_checker_optimal(docs):
     opt = run(docs, policy="optimal")
     assert opt.result.weighted_placed() >= ff.result.weighted_placed()
     assert {e.pod for e in opt.result.evictions} <= {e.pod for e in ff.result.evictions}
+
+
+def test_explain_says_who_was_evicted_and_why():
+    from draopt.cli import _preemption_sections
+    out = run([node("n"), pod("low", 500, LOW, "n", 1), pod("preemptor", 500, HIGH)])
+    (title, _), = _preemption_sections(out.result, "default/preemptor")
+    assert "evicted default/low on n" in title and "to make room for pod default/preemptor (priority 1000)" in title
+    (title, _), = _preemption_sections(out.result, "default/low")
+    assert title.startswith("pod default/low: evicted by preemption (PreemptionByScheduler)")
