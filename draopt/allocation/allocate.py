@@ -151,7 +151,7 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
     stats: dict[str, Any] = {"build_ms": 0.0, "solve_ms": 0.0, "variables": 0, "constraints": 0}
     try:
         return _allocate(objects, node, claims, features, policy, engine, deterministic_share_ids, time_limit,
-                         stats, start)
+                         stats, start, {})
     except DraoptError as e:
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
         setattr(e, "stats", stats)
@@ -160,7 +160,10 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
 
 def _allocate(objects: ObjectSet, node: str | None, claims: list[str] | None, features: Features | None,
               policy: str, engine: str, deterministic_share_ids: bool, time_limit: float | None,
-              stats: dict[str, Any], start: float) -> AllocateOutcome:
+              stats: dict[str, Any], start: float, shared: dict) -> AllocateOutcome:
+    """`shared`: what one call's searches on the same input can reuse: each node's inventory
+    (the claims in use are the same for every search of the call) and the selector results
+    per expression and device."""
     if policy not in POLICIES:
         raise InputError(f"--policy: unknown policy {policy!r} (known: {', '.join(POLICIES)})")
     if engine not in ENGINES:
@@ -179,10 +182,15 @@ def _allocate(objects: ObjectSet, node: str | None, claims: list[str] | None, fe
     invalid_pools = False
     index = slices_by_node(objects.resource_slices)
     allocated = allocated_state(in_use, features)   # the same for every node tried
+    inventories = shared.setdefault("inventories", {})
+    expr_cache = shared.setdefault("selector results", {})
     for candidate in _candidate_nodes(objects, node):
-        inventory = build_inventory(objects.resource_slices, candidate, in_use, features,
-                                    objects.taint_rules, classes, cel_env, index=index, allocated=allocated)
-        problem = prepare(todo, inventory, classes, features, cel_env)
+        inventory = inventories.get(candidate.name if candidate is not None else None)
+        if inventory is None:
+            inventory = build_inventory(objects.resource_slices, candidate, in_use, features,
+                                        objects.taint_rules, classes, cel_env, index=index, allocated=allocated)
+            inventories[candidate.name if candidate is not None else None] = inventory
+        problem = prepare(todo, inventory, classes, features, cel_env, expr_cache)
         chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
         for k in ("build_ms", "solve_ms", "variables", "constraints"):
             stats[k] += run_stats.get(k, 0)
@@ -218,7 +226,7 @@ def _allocate(objects: ObjectSet, node: str | None, claims: list[str] | None, fe
         reason += (" (no Node objects in the input: only devices of allNodes slices were tried; "
                    "give the Nodes, e.g. `kubectl get nodes -o yaml`, or --node NAME)")
     if len(todo) > 1:
-        reason += _failing_claims(objects, todo, in_use, node, features, policy, engine, time_limit)
+        reason += _failing_claims(objects, todo, in_use, node, features, policy, engine, time_limit, shared)
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
     return AllocateOutcome(node, [], None, reason=reason, stats=stats)
 
@@ -236,7 +244,7 @@ def _nothing_to_allocate(objects: ObjectSet) -> None:
 
 def _failing_claims(objects: ObjectSet, todo: list[ResourceClaim], in_use: list[ResourceClaim],
                     node: str | None, features: Features, policy: str, engine: str,
-                    time_limit: float | None) -> str:
+                    time_limit: float | None, shared: dict) -> str:
     """Which of the claims allocated together fail: each tried alone (the others not in use);
     at most MAX_PROBED of them, so a failing run over many claims stays quick."""
     alone_fails = []
@@ -244,7 +252,9 @@ def _failing_claims(objects: ObjectSet, todo: list[ResourceClaim], in_use: list[
         one = copy.copy(objects)
         one.resource_claims = [c] + in_use
         try:
-            out = allocate(one, node=node, features=features, policy=policy, engine=engine, time_limit=time_limit)
+            out = _allocate(one, node, None, features, policy, engine, False, time_limit,
+                            {"build_ms": 0.0, "solve_ms": 0.0, "variables": 0, "constraints": 0},
+                            time.perf_counter(), shared)
         except AllocationError as e:
             alone_fails.append(f"{claim_key(c)} ({e})")
             continue
