@@ -69,8 +69,8 @@ def objects(docs: list[dict]) -> ObjectSet:
     return out
 
 
-def run(docs: list[dict], policy: str = "first-fit", scheduler: str | None = None):
-    out = place(objects(docs), policy=policy, scheduler_config=scheduler, time_limit=10)
+def run(docs: list[dict], policy: str = "first-fit", scheduler: str | None = None, features=None):
+    out = place(objects(docs), policy=policy, scheduler_config=scheduler, time_limit=10, features=features)
     assert check_placement(out) == []
     return out
 
@@ -360,3 +360,18 @@ def test_explain_says_who_was_evicted_and_why():
     assert "evicted default/low on n" in title and "to make room for pod default/preemptor (priority 1000)" in title
     (title, _), = _preemption_sections(out.result, "default/low")
     assert title.startswith("pod default/low: evicted by preemption (PreemptionByScheduler)")
+
+
+def test_gang_with_topology_constraint_does_not_preempt():
+    """PodGroupPostFilter (default_preemption.go, 1.37): 'pod group preemption: not supported with
+    topology constraints'."""
+    from draopt.kube.features import Features
+    rack = "topology.kubernetes.io/rack"
+    docs = [node(f"n{i}", labels={rack: "r0"}) for i in range(2)] + [pod_group("train", 2, priority=HIGH)]
+    docs[-1]["spec"]["schedulingConstraints"] = {"topology": [{"key": rack}]}
+    docs += [pod(f"low{i}", 300, LOW, f"n{i}", i) for i in range(2)]
+    docs += [pod(f"t{i}", 400, HIGH, group="train") for i in range(2)]
+    out = run(docs, features=Features.from_gates({"TopologyAwareWorkloadScheduling": True}))
+    assert not out.result.evictions
+    assert all(p.preemption == "pod group preemption: not supported with topology constraints"
+               for p in out.result.pods if p.group == "default/train")

@@ -404,6 +404,13 @@ class PreemptionRun:
 
     # ------------------------------------------------------------------ the result
     def finish(self, result) -> None:
+        # Groups a pod-group cycle with placements handled (a topology constraint) never got here:
+        # PodGroupPostFilter refuses them (default_preemption.go, "not supported with topology constraints").
+        for pl in result.pods:
+            gang = self.workload.groups.get(pl.group) if pl.group else None
+            if not pl.placed and not pl.preemption and gang is not None and getattr(gang, "topology_key", None) \
+                    and self.lowest is not None and self.lowest < gang.priority:
+                pl.preemption = "pod group preemption: not supported with topology constraints"
         result.evictions = sorted(self.running.evicted.values(), key=lambda e: e.pod)
         result.deallocated = sorted(k for k in self.book.freed if k not in self.book.allocations)
         if result.evictions:
