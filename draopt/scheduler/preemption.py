@@ -284,8 +284,10 @@ class PreemptionRun:
         scheduler_name = (sample_pod.pod.spec.model_extra or {}).get("schedulerName") or "default-scheduler"
         for u in victims:
             for p in u.pods:
+                place = "on the nodes of its pods (the whole cluster is its domain)" if where == "cluster" \
+                    else f"on {where}"
                 why = (f"evicted from {p.node_name} (priority {u.priority}) to make room for {kind} {preemptor} "
-                       f"(priority {priority}) on {where}" + (f"; evicted whole with its PodGroup {p.group} "
+                       f"(priority {priority}) {place}" + (f"; evicted whole with its PodGroup {p.group} "
                                                              f"(disruptionMode all)" if u.key.startswith("podgroup")
                                                              else ""))
                 self.running.evict(p, Eviction(p.key, p.node_name, u.priority, preemptor, kind, priority,
