@@ -95,6 +95,28 @@ def _list_only(attr: Any) -> bool:
         and not any(attr.get(k) is not None for k in ("bool", "int", "string", "version"))
 
 
+_LIST_KEYS = frozenset(("bools", "ints", "strings", "versions"))
+
+
+def _single_value(key: str, v: Any, list_type_attributes: bool):
+    """The CEL value of an attribute with exactly one field set (the usual shape), as
+    _attribute_value would give it; _SKIP for a list value while list types are off."""
+    if key == "string":
+        return str(v)
+    if key == "int":
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"invalid int value {v!r}")
+        return v
+    if key == "bool":
+        return bool(v)
+    if key in _LIST_KEYS and not list_type_attributes:
+        return _SKIP
+    return _attribute_value({key: v}, True)
+
+
+_SKIP = object()
+
+
 def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = False) -> CelDevice:
     """Prepare the CEL input for one ResourceSlice device (plain Kubernetes JSON).
 
@@ -105,17 +127,31 @@ def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = F
     error = None
     attributes: Dict[str, Dict[str, Any]] = {}
     for name, attr in (device.get("attributes") or {}).items():
-        if not list_type_attributes and _list_only(attr):
-            # With DRAListTypeAttributes off the API server drops list values on write: the
-            # attribute is not there (as for matchAttribute; draopt.kube.workload notes it once).
-            continue
         try:
-            value = _attribute_value(attr, True)
+            if type(attr) is dict and len(attr) == 1:
+                for key, v in attr.items():
+                    value = _single_value(key, v, list_type_attributes) if v is not None else \
+                        _attribute_value(attr, True)
+                if value is _SKIP:
+                    continue
+            else:
+                if not list_type_attributes and _list_only(attr):
+                    # With DRAListTypeAttributes off the API server drops list values on write: the
+                    # attribute is not there (as for matchAttribute; draopt.kube.workload notes it once).
+                    continue
+                value = _attribute_value(attr, True)
         except ValueError as e:
             error = error or f"attribute {name}: {e}"
             continue
-        domain, ident = _split_qualified(name, driver)
-        attributes.setdefault(domain, {})[ident] = value
+        sep = name.find("/")
+        if sep == -1:
+            domain, ident = driver, name
+        else:
+            domain, ident = name[:sep], name[sep + 1:]
+        got = attributes.get(domain)
+        if got is None:
+            got = attributes[domain] = {}
+        got[ident] = value
     capacity: Dict[str, Dict[str, Any]] = {}
     for name, cap in (device.get("capacity") or {}).items():
         try:

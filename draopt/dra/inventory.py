@@ -74,10 +74,10 @@ class DeviceEntry:
     device: Device
     taints: list[DeviceTaint]       # from the slice and from DeviceTaintRules
     list_type_attributes: bool = False
+    id: DeviceID = field(init=False)    # (driver, pool, device): fixed once built, looked up in every search step
 
-    @property
-    def id(self) -> DeviceID:
-        return (self.pool.driver, self.pool.name, self.device.name)
+    def __post_init__(self) -> None:
+        self.id = (self.pool.driver, self.pool.name, self.device.name)
 
     @property
     def driver(self) -> str:

@@ -45,6 +45,11 @@ class RequestSpec:
     count: int                      # devices needed (for All: the matching devices)
     admin_access: bool
     all_devices: list[DeviceEntry] = field(default_factory=list)
+    # (claim, request, sub-request) indexes: the key of every per-request cache
+    key: tuple[int, int, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = (self.claim_index, self.request_index, self.sub_index)
 
     @property
     def full_name(self) -> str:
@@ -62,9 +67,6 @@ class RequestSpec:
     def capacity_requests(self) -> dict[str, str] | None:
         return self.fields.capacity.requests if self.fields.capacity is not None else None
 
-    @property
-    def key(self) -> tuple[int, int, int]:
-        return (self.claim_index, self.request_index, self.sub_index)
 
 
 @dataclass(eq=False)
@@ -132,14 +134,14 @@ class Problem:
     def _selectable(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         if not self.features.device_binding_and_status and dev.device.binding_conditions:
             return False
-        claim = self.claims[req.claim_index].claim
         cls = req.device_class
-        for owner, selectors in ((f"class {cls.name}", cls.spec.selectors),
-                                 (f"claim {claim_key(claim)}", req.fields.selectors)):
+        for of_class, selectors in ((True, cls.spec.selectors), (False, req.fields.selectors)):
             for i, sel in enumerate(selectors):
                 text = sel.cel.expression if sel.cel else None
                 ok = self._expr_cache.get((text, id(dev.device)))
                 if ok is None:
+                    owner = f"class {cls.name}" if of_class else \
+                        f"claim {claim_key(self.claims[req.claim_index].claim)}"
                     expr = self._compile(text, owner, i, req)
                     try:
                         ok = expr.matches(dev.cel)

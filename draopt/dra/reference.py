@@ -655,8 +655,8 @@ def reference_first_fit(problem: Problem, *, kubernetes_defects: bool = True,
 # Kubernetes' own search runs first for allocate's first-fit: most problems take a few dozen
 # device tries, far less than building and solving a CP-SAT model. Past these budgets the
 # search may be exponential (Kubernetes times out at 10 s there): the model answers instead.
-QUICK_NODE_LIMIT = 400
-QUICK_TRY_LIMIT = 400
+QUICK_NODE_LIMIT = 300
+QUICK_TRY_LIMIT = 300
 
 
 def quick_first_fit(problem: Problem) -> tuple[list[list[Chosen]] | None, dict[tuple[int, int], int], int] | None:
