@@ -19,7 +19,19 @@ def countable(problem: Problem, features, node_resources_of_devices: bool) -> st
     per node (one prioritized list, or one scalar matchAttribute over plain requests), a
     distinctAttribute covers one plain request (then at most `pods` devices per value on a node
     can always be dealt out so that each pod's values differ), admin access is on a request of
-    count 1, there is no `All` request, and no device adds node resources."""
+    count 1, `All` requests are plain (see below), and no device adds node resources.
+
+    An `All` request is counted as the exact count of its matching devices on the node (the
+    problem's `count`: `len(all_devices)`), which is what it is on each node: Kubernetes' allocator
+    takes every matching device, fails when one is in use or none exists (resource.k8s.io/v1
+    `DeviceAllocationModeAll`: "At least one device must exist on the node for the allocation to
+    succeed. Allocation will fail if some devices are already allocated"; structured/allocator.go).
+    The counted model asks each pod of a kind for `count` candidate devices, in-use ones are no
+    candidates, and a node without matching devices is rejected before (`_quick_reject`), so `k`
+    pods on a node need `k` times all its matching devices: one at most, as in Kubernetes. Not
+    counted: an `All` request in a prioritized list (an alternative with no devices would ask for
+    none), under a constraint, with admin access (in-use devices are taken too), or over devices
+    that several pods may share (consumable capacity)."""
     if node_resources_of_devices:
         return "devices add node-allocatable resources"
     choices = 0
@@ -30,7 +42,9 @@ def countable(problem: Problem, features, node_resources_of_devices: bool) -> st
                 choices += 1
         for s in specs:
             if s.mode == "All":
-                return "All request"
+                why = _all_not_countable(problem, claim, s, features)
+                if why:
+                    return why
             if s.admin_access and (s.count != 1 or len(specs) > 1):
                 return "admin access on more than one device"
         for c in claim.constraints:
@@ -50,6 +64,19 @@ def countable(problem: Problem, features, node_resources_of_devices: bool) -> st
                 return "distinctAttribute next to a matchAttribute"
     if choices > 1:
         return "more than one choice per pod (prioritized lists, matchAttribute)"
+    return None
+
+
+def _all_not_countable(problem: Problem, claim, spec, features) -> str | None:
+    """Why an `All` request cannot be counted as the exact count of its devices (see `countable`)."""
+    if spec.sub_index >= 0:
+        return "All request in a prioritized list"
+    if spec.admin_access:
+        return "All request with admin access"
+    if any(constraint_applies(list(c.requests), spec.request_name, spec.sub_name) for c in claim.constraints):
+        return "All request under a constraint"
+    if features.consumable_capacity and any(d.multi_allocatable for d in spec.all_devices):
+        return "All request over shareable devices"
     return None
 
 
