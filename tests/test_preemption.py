@@ -375,3 +375,11 @@ def test_gang_with_topology_constraint_does_not_preempt():
     assert not out.result.evictions
     assert all(p.preemption == "pod group preemption: not supported with topology constraints"
                for p in out.result.pods if p.group == "default/train")
+
+
+def test_optimal_says_when_placements_with_evictions_were_not_searched():
+    docs = [node("n"), pod("low", 100, LOW, "n", 1), pod("big", 600, HIGH)]
+    opt = run(docs, policy="optimal")
+    assert not opt.result.evictions
+    assert opt.result.stats["status"] != "OPTIMAL"
+    assert "were not searched" in opt.result.stats["preemption"]

@@ -103,7 +103,9 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
             result = optimal_after_evictions(objects, workload, features, first_fit, time_limit, started, build_cluster,
                                              check_placement, lambda r, w, c: PlaceOutcome(r, w, c, []))
         else:
+            from draopt.placement.optimal_preemption import note_unsearched_preemption
             result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=first_fit)
+            note_unsearched_preemption(result, workload, objects.priority_classes)
     result.stats["nodes"] = len(cluster.nodes)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
 

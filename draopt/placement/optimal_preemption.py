@@ -136,3 +136,25 @@ def _has_pod_rules(demand) -> bool:
     if extra.get("podAffinity") or extra.get("podAntiAffinity"):
         return True
     return bool((spec.model_extra or {}).get("topologySpreadConstraints"))
+
+
+def note_unsearched_preemption(result: PlacementResult, workload, priority_classes) -> None:
+    """Optimal without evictions (first-fit's floor evicted none): when an unplaced pod that may
+    preempt outranks a running pod, evicting could place more, and the model does not search that:
+    said in stats.preemption, and the status is not OPTIMAL."""
+    from draopt.cluster.evictions import NEVER, preemption_policy
+    if not workload.running:
+        return
+    lowest = min(p.priority for p in workload.running)
+    could = [pl.pod for pl in result.pods if not pl.placed and pl.priority > lowest
+             and preemption_policy(workload.pod(pl.pod).pod, priority_classes) != NEVER]
+    if not could:
+        return
+    stats = result.stats
+    stats["preemption"] = (f"{len(could)} unplaced pod(s) outrank running pods (first {could[0]}): evicting is not a "
+                           f"decision of the model and first-fit's floor evicted none, so placements with evictions "
+                           f"were not searched")
+    if stats.get("status") == "OPTIMAL":
+        stats["status"] = "FEASIBLE"
+    if isinstance(stats.get("summary"), str):
+        stats["summary"] += f" ({stats['preemption']})"
