@@ -7,7 +7,9 @@ Monte-Carlo workload-inflation protocol, every policy, with timings and an indep
   python benchmarks/bench_simulate.py --plot curve.png --csv curve.csv
   python benchmarks/bench_simulate.py --protocol fgd-paper  # the paper's protocol: every policy, seeds
                                                             # 42-51, vs the paper's figures (and FGD on
-                                                            # gpushare100, gpuspec33, multigpu50)
+                                                            # gpushare100, gpuspec33, multigpu50), and
+                                                            # optimal-batch next to fgd on all four
+                                                            # ("beats fgd: yes/no" per trace)
 
 Reads ../shared/data/openb/ (not part of the repository; the benchmark says so and stops when it
 is missing). Prints the unallocated-GPU table (mean and spread over runs), the time per policy
@@ -83,7 +85,9 @@ def paper_main(args) -> int:
     bins = sorted(next(iter(PAPER.values())))
     problems = verdicts = misses = 0
     times: dict[str, list[float]] = {}
-    jobs = [("default", list(pp.PAPER_POLICIES))] + [(t, ["fgd"]) for t in PAPER_OTHER]
+    extra = [] if args.no_optimal_batch else ["optimal-batch"]
+    jobs = [("default", list(pp.PAPER_POLICIES) + extra)] + [(t, ["fgd"] + extra) for t in PAPER_OTHER]
+    beats: list[str] = []
     if args.traces:
         jobs = [j for j in jobs if j[0] in args.traces.split(",")]
     for pods, policies in jobs:
@@ -121,6 +125,12 @@ def paper_main(args) -> int:
                 cells.append(f"{r['unallocated_pct']:6.2f}+-{r['std_pct']:4.2f} {paper[b]:6.2f} {d:+5.2f} "
                              f"{'ok  ' if ok else 'MISS'}")
             print(f"{b:6d} %  " + "  ".join(cells))
+        if extra:
+            beats.append(_versus_fgd(pods, got, bins, runs, pc.gpus))
+            print(beats[-1])
+    if beats:
+        print("\noptimal-batch vs fgd (same arrivals, mean of the seeds; beats fgd: fewer GPUs unallocated at 100 %):")
+        print("\n".join(beats))
     print("\nseconds per policy-run (mean, max):  " + ", ".join(
         f"{p} {np.mean(v):.1f}/{max(v):.1f}" for p, v in times.items()))
     print(f"within 0.3 points: {verdicts - misses} of {verdicts} cells; independent check: "
@@ -128,10 +138,29 @@ def paper_main(args) -> int:
     return 1 if problems else 0
 
 
+def _versus_fgd(pods: str, got: dict, bins: list[int], runs: list, gpus: int) -> str:
+    """One line per trace: optimal-batch next to fgd at every bin, seeds better at 100 %, the verdict."""
+    from draopt.studies import paper_protocol as pp
+    cells = [f"{b}: {got[('optimal-batch', b)]['unallocated_pct']:.2f} vs {got[('fgd', b)]['unallocated_pct']:.2f}"
+             for b in bins if ("fgd", b) in got and ("optimal-batch", b) in got]
+    at100: dict[int, dict[str, float]] = {}
+    for r in runs:
+        if r.policy in ("fgd", "optimal-batch"):
+            at100.setdefault(r.seed, {})[r.policy] = 100 - pp.bin_seed(r.arrived, r.allocated, gpus, [100])[100]
+    pairs = [u for u in at100.values() if len(u) == 2]
+    better = sum(u["optimal-batch"] < u["fgd"] for u in pairs)
+    f100, o100 = got.get(("fgd", 100)), got.get(("optimal-batch", 100))
+    verdict = "yes" if f100 and o100 and o100["unallocated_pct"] < f100["unallocated_pct"] else "no"
+    return (f"  {pods:12s} optimal-batch vs fgd (unallocated %): " + ", ".join(cells)
+            + f"; better on {better}/{len(pairs)} seeds at 100 %; beats fgd: {verdict}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--protocol", default="draopt", choices=("draopt", "fgd-paper"),
                     help="fgd-paper: the paper's protocol, every policy vs the paper's figures (10 seeds from 42)")
+    ap.add_argument("--no-optimal-batch", action="store_true",
+                    help="fgd-paper: leave out optimal-batch (run on every trace next to fgd by default)")
     ap.add_argument("--traces", help="fgd-paper: only these of default,gpushare100,gpuspec33,multigpu50")
     ap.add_argument("--every", type=int, default=1, help="take every K-th GPU node (default all 1,213)")
     ap.add_argument("--policy", default="first-fit,best-fit,least-allocated,fgd")

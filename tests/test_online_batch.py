@@ -104,21 +104,34 @@ def test_bad_parameters(cut):
         ob.OptimalBatch(c, frag, order="random")
 
 
+def _paper_cut(cut, upto: float):
+    """Seed 42's paper-protocol arrivals on the cut, up to `upto` x its GPU capacity arrived."""
+    pp = pytest.importorskip("draopt.studies.paper_protocol")
+    c = cut[2]
+    arr = pp.paper_arrivals(c, 42)
+    k = int(np.searchsorted(arr.arrived, upto * pp.prepare(c).capacity_milli, side="right"))
+    arr.shapes, arr.arrived = arr.shapes[:k], arr.arrived[:k]
+    return pp, arr
+
+
+def _forward(pp, **kw):
+    from draopt.studies.paper_batch import PaperForwardBatch
+    return PaperForwardBatch(lambda: pp._Builtin("fgd"), pp.RunContext, **kw)
+
+
 def test_paper_protocol_batch_policy(cut):
     """Under the FGD paper's protocol (draopt.studies.paper_protocol's batch interface): registered as
-    optimal-batch, placements checked by the protocol and by the replay, deterministic, and the
-    protocol's state is never written by the policy (it plans on its own copy)."""
-    pp = pytest.importorskip("draopt.studies.paper_protocol")
+    optimal-batch (draopt.studies.paper_batch), placements checked by the protocol and by the replay,
+    deterministic, and the protocol's state is never written by the policy (it plans on its own copy)."""
     nodes, tasks, c, frag, _ = cut
-    arr = pp.paper_arrivals(c, 42)
-    arr.shapes = arr.shapes[:600]
-    arr.arrived = arr.arrived[:600]
+    pp, arr = _paper_cut(cut, 1.1)
     pol = pp.make_policy("optimal-batch")
     assert pol.name == "optimal-batch" and pol.batch >= 1
     r = pp.run_paper(c, arr, pol)
     seq = [int(s) for s in arr.shapes]
     log = [(x[1], x[2]) if x else None for x in r.log]
     assert replay_errors(c, nodes, tasks, seq, log) == []
+    assert r.failed[-1] > 0                  # saturated: the plans and the repair had work to do
     assert pp.run_paper(c, arr, pp.make_policy("optimal-batch")).log == r.log
     st = sim.State(c)
     ctx = pp.RunContext(pp.prepare(c), st, arr.node_rank, np.random.default_rng(0))
@@ -126,3 +139,58 @@ def test_paper_protocol_batch_policy(cut):
     got = pol.choose_batch(ctx, arr.shapes[:50])
     assert st.placed == 0 and (st.free == c.alloc).all()       # the protocol applies, not the policy
     assert sum(g is not None for g in got) == 50
+
+
+def test_paper_batch_without_plans_or_repair_is_fgd(cut):
+    """FGD's arrival order alone, through the same scorer, is the protocol's fgd exactly (failures
+    included): what optimal-batch adds is only its plans and its repair."""
+    c = cut[2]
+    pp, arr = _paper_cut(cut, 1.1)
+    plain = pp.run_paper(c, arr, _forward(pp, plans=(), repair=False, batch=97))
+    assert plain.log == pp.run_paper(c, arr, "fgd").log
+
+
+def test_paper_batch_never_values_a_batch_below_fgd_order(cut):
+    """From a saturated state, the batch's placements are feasible together and worth at least
+    fgd's arrival order on the same batch, for each value; repairs were kept and pods dropped."""
+    nodes, tasks, c, _, _ = cut
+    pp, arr = _paper_cut(cut, 1.0)
+    fgd = pp.run_paper(c, arr, "fgd")
+    k = int(np.flatnonzero(fgd.failed > 0)[0])          # the first failure: the cluster is full
+    start = sim.State(c)
+    for e in fgd.log[:k]:
+        if e is not None:
+            start.take(c.shapes[e[0]], e[1], e[2])
+    batch = [int(s) for s in arr.shapes[k:k + 150]]
+    moves = 0
+    for value in ("area", "milli", "prefix"):
+        ref = _forward(pp, plans=(), repair=False, value=value, batch=150)
+        pol = _forward(pp, value=value, batch=150)
+        outs = []
+        for p in (ref, pol):
+            st = sim.State(c)
+            st.free[:], st.left[:] = start.free, start.left
+            ctx = pp.RunContext(pp.prepare(c), st, arr.node_rank, np.random.default_rng(0))
+            p.start(ctx)
+            outs.append(p.choose_batch(ctx, batch))
+        base, got = outs
+        assert pol._value(batch, got) >= ref._value(batch, base)
+        if value == "prefix":
+            assert (pol._curve(batch, got) >= ref._curve(batch, base)).all()
+        check = sim.State(c)
+        check.free[:], check.left[:] = start.free, start.left
+        for si, g in zip(batch, got):
+            if g is not None:
+                ok, use = check.feasible(c.shapes[si])
+                assert ok[g[0]] and all(use[g[0], d] for d in g[1])
+                check.take(c.shapes[si], g[0], g[1])
+        moves += pol.moves + sum(pol.plan_wins.get(p, 0) for p in ("largest", "area"))
+    assert moves > 0
+
+
+def test_paper_batch_bad_parameters(cut):
+    pp = pytest.importorskip("draopt.studies.paper_protocol")
+    for kw, msg in (({"batch": 0}, "batch 0"), ({"plans": ("smallest",)}, "unknown plan"),
+                    ({"value": "gpu"}, "unknown value"), ({"horizon": -1}, "horizon -1"), ({"tries": -2}, "tries -2")):
+        with pytest.raises(InputError, match=msg):
+            _forward(pp, **kw)

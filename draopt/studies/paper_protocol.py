@@ -375,10 +375,10 @@ _REGISTRY: dict[str, Callable[[], Any]] = {name: (lambda n=name: _Builtin(n)) fo
 
 
 def _optimal_batch():
-    """draopt.studies.online_batch's batch policy (not in the paper: draopt's own)."""
-    from draopt.studies.online_batch import PaperOptimalBatch
-    from draopt.studies.simulate import FragModel
-    return PaperOptimalBatch(FragModel)
+    """draopt.studies.paper_batch's batch policy (not in the paper: draopt's own), given this
+    protocol's fgd scorer and RunContext (that module imports nothing of this one)."""
+    from draopt.studies.paper_batch import PaperForwardBatch
+    return PaperForwardBatch(lambda: _Builtin("fgd"), RunContext)
 
 
 _REGISTRY["optimal-batch"] = _optimal_batch
