@@ -360,3 +360,51 @@ def test_random_rack_clusters_gangs_never_split_and_optimal_is_never_worse(seed)
         for g, n, _, _ in gangs:      # gangs whole
             assert sum(1 for i in range(n) if placed[f"ml/{g}-{i}"]) in (0, n)
     assert opt.result.weighted_placed() >= ff.result.weighted_placed()
+
+
+def test_running_pods_pin_the_domain():
+    """GeneratePlacements: a group with a pod already running on rack-1 gets rack-1 only, under both
+    policies, although rack-0 is empty; the running pod counts toward minCount."""
+    objects = _rack_objects(2, 2, 8, [("g", 3, 4, RACK)])
+    running = next(p for p in objects.pods if p.name == "g-0")
+    running.spec.node_name = "rack-1-node-0"
+    for policy in ("first-fit", "optimal"):
+        got = place(objects, features=TAS, policy=policy, time_limit=10)
+        assert check_placement(got) == []
+        nodes = _by_pod(got)
+        assert {_rack_of(nodes[f"ml/g-{i}"]) for i in (1, 2)} == {"rack-1"}, policy
+
+
+def test_composite_gate_off_schedules_the_groups_as_roots(capsys):
+    objects = _rack_objects(2, 2, 8, [("leader", 1, 2, RACK), ("workers", 2, 4, RACK)],
+                            composite=("job", ("leader", "workers"), 2, RACK))
+    got = place(objects, features=TAS)
+    err = capsys.readouterr().err
+    assert "CompositePodGroup objects not served: gate CompositePodGroup is off" in err
+    assert "field PodGroup spec.parentCompositePodGroupName dropped" in err
+    assert all(_by_pod(got).values())
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10 ** 6))
+def test_random_composites_whole_in_one_rack_under_both_policies(seed):
+    """A CompositePodGroup with a rack constraint over 2-3 child gangs (minGroupCount 1..children):
+    every placed child in the composite's one rack, at least minGroupCount children placed or none,
+    optimal never worse, the checker passes."""
+    rng = random.Random(seed)
+    children = [(f"c{i}", rng.randint(1, 3), rng.choice([1, 2, 4]), rng.choice([None, RACK])) for i in range(rng.randint(2, 3))]
+    min_groups = rng.randint(1, len(children))
+    objects = _rack_objects(rng.randint(2, 3), rng.randint(1, 2), rng.choice([4, 8]), children,
+                            composite=("job", tuple(c[0] for c in children), min_groups, RACK), plain=rng.randint(0, 2))
+    results = []
+    for policy in ("first-fit", "optimal"):
+        got = place(objects, features=TAS_CPG, policy=policy, time_limit=10)
+        assert check_placement(got) == []
+        nodes = _by_pod(got)
+        placed_children = [c for c, n, _, _ in children if any(nodes[f"ml/{c}-{i}"] for i in range(n))]
+        assert all(all(nodes[f"ml/{c}-{i}"] for i in range(n)) for c, n, _, _ in children if c in placed_children)
+        assert len(placed_children) in (0,) + tuple(range(min_groups, len(children) + 1)), (policy, placed_children)
+        racks = {_rack_of(nodes[f"ml/{c}-{i}"]) for c, n, _, _ in children for i in range(n) if nodes[f"ml/{c}-{i}"]}
+        assert len(racks) <= 1, (policy, racks)
+        results.append(got.result.weighted_placed())
+    assert results[1] >= results[0]

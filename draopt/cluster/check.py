@@ -108,12 +108,46 @@ def check_placement(outcome) -> list[str]:
             cap = node.allocatable.get(r)
             if cap is not None and v > cap:
                 errors.append(f"node {name}: {r} over-committed ({v} > {cap})")
+    errors += _check_groups(workload, nodes, {pl.pod: pl.node for pl in result.pods if pl.placed}, evicted)
+    return errors
+
+
+def _check_groups(workload, nodes, placed: dict[str, str], evicted) -> list[str]:
+    """Gangs: at least minCount pods, counting the group's running pods that stay (kube-scheduler's
+    PlacementFeasible counts scheduled pods), or none placed. Topology constraints (KEP-5732):
+    the placed and running pods of a group, and of every constrained CompositePodGroup above it,
+    on nodes of one value of the label."""
+    from draopt.cluster.podgroup_placement import chain_of
+    errors: list[str] = []
+    pending = {p.key for p in workload.pending}
+    node_of = dict(placed)
+    for d in workload.running:
+        if d.key not in evicted:
+            node_of[d.key] = d.node_name
+    members: dict[tuple[str, str], list[str]] = {}
     for key, gang in workload.groups.items():
-        if gang.policy != "gang":
+        new = sum(1 for p in gang.pods if p in placed)
+        if not new:
             continue
-        n = sum(1 for p in gang.pods if p in placed)
-        if 0 < n < gang.min_count:
-            errors.append(f"PodGroup {key}: {n} pods placed, minCount {gang.min_count}")
+        if gang.policy == "gang":
+            n = new + sum(1 for p in gang.pods if p not in pending and p in node_of)
+            if n < gang.min_count:
+                errors.append(f"PodGroup {key}: {n} pods placed, minCount {gang.min_count}")
+        for entity in chain_of(workload, key):
+            members.setdefault(entity, []).extend(p for p in gang.pods if p in node_of)
+    for (kind, key), pods in sorted(members.items()):
+        obj = workload.groups[key] if kind == "pg" else workload.composites[key]
+        if obj.topology_key is None:
+            continue
+        values = set()
+        for p in pods:
+            node = nodes.get(node_of[p])
+            labels = (node.node.metadata.labels or {}) if node is not None else {}
+            values.add(labels.get(obj.topology_key))
+        if len(values) > 1 or None in values:
+            what = "PodGroup" if kind == "pg" else "CompositePodGroup"
+            shown = ", ".join(sorted(str(v) if v is not None else "(no label)" for v in values))
+            errors.append(f"{what} {key}: pods in more than one {obj.topology_key} domain ({shown})")
     return errors
 
 

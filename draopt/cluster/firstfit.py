@@ -610,7 +610,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
     # Gangs short of minCount release what they hold; then the others get a second chance.
     failed_gangs = set()
     for key, gang in workload.groups.items():
-        if gang.policy != "gang":
+        if gang.policy != "gang" or key in group_domain:   # (a cycle bound it: its running pods count)
             continue
         placed = [by_pod[p] for p in gang.pods if p in by_pod and by_pod[p].placed]
         if len(placed) < gang.min_count:

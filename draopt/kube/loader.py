@@ -20,7 +20,6 @@ from draopt.kube.models import (DeviceClass, DeviceTaintRule, Namespace, Node, P
                      ResourceClaim, ResourceClaimTemplate, ResourceSlice)
 from draopt.kube.models.base import TypedObject
 from draopt.kube.models.workload import CompositePodGroup, Workload
-from draopt.kube.models.workload import CompositePodGroup, Workload
 from draopt.kube.strict import describe, unknown_fields
 
 RESOURCE_GROUP = "resource.k8s.io"
@@ -36,10 +35,6 @@ KINDS: dict[str, tuple[type[TypedObject], tuple[str, ...]]] = {
     "Pod": (Pod, ("v1",)),
     "PodGroup": (PodGroup, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3",
                             "scheduling.k8s.io/v1alpha2")),
-    "Workload": (Workload, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3",
-                            "scheduling.k8s.io/v1alpha2")),
-    # KEP-6012: alpha in 1.37, served as v1alpha3 only
-    "CompositePodGroup": (CompositePodGroup, ("scheduling.k8s.io/v1alpha3",)),
     "Workload": (Workload, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3",
                             "scheduling.k8s.io/v1alpha2")),
     # KEP-6012: alpha in 1.37, served as v1alpha3 only
@@ -62,8 +57,6 @@ class ObjectSet:
     pod_groups: list[PodGroup] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
     composite_pod_groups: list[CompositePodGroup] = field(default_factory=list)
-    workloads: list[Workload] = field(default_factory=list)
-    composite_pod_groups: list[CompositePodGroup] = field(default_factory=list)
     namespaces: list[Namespace] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     extra: dict[str, list[Any]] = field(default_factory=dict)
@@ -80,7 +73,6 @@ class ObjectSet:
                 "ResourceClaim": "resource_claims", "ResourceClaimTemplate": "claim_templates",
                 "DeviceTaintRule": "taint_rules", "Node": "nodes",
                 "Pod": "pods", "PodGroup": "pod_groups", "Namespace": "namespaces",
-                "Workload": "workloads", "CompositePodGroup": "composite_pod_groups",
                 "Workload": "workloads", "CompositePodGroup": "composite_pod_groups",
                 "PriorityClass": "priority_classes"}
 

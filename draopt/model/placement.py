@@ -41,10 +41,6 @@ from draopt.model.reductions import (CountIdenticalPods, DeviceRef, GroupDevices
 from draopt.cluster.result import weight
 from draopt.model import topology_domains
 from draopt.model.topology_domains import kind_tag
-from draopt.model import topology_domains
-from draopt.model.topology_domains import kind_tag
-from draopt.model import topology_domains
-from draopt.model.topology_domains import kind_tag
 
 
 class ModelTooLarge(Exception):

@@ -31,8 +31,6 @@ from draopt.model.reductions import CountIdenticalPods, GroupDevices, SplitCompo
 from draopt.cluster.result import PlacementResult, PodPlacement, weight
 from draopt.cluster.podgroup_placement import cycle_root
 from draopt.model import topology_domains
-from draopt.cluster.podgroup_placement import cycle_root
-from draopt.model import topology_domains
 
 
 def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit: PlacementResult | None = None,
