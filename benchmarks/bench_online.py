@@ -1,9 +1,11 @@
-"""`optimal-batch` (draopt/studies/online_batch.py) against `fgd` on the openb traces: unallocated GPU
-% at 100 % arrived, per seed on the same arrivals, the difference, and wall time per seed.
+"""`optimal-batch` (draopt/studies/online_batch.py; under --protocol fgd-paper draopt/studies/paper_batch.py)
+against `fgd` on the openb traces: unallocated GPU % at 100 % arrived, per seed on the same arrivals, the
+difference, and wall time per seed.
 
   python benchmarks/bench_online.py                          # 1,213 GPU nodes, 4 traces, seeds 42-51
   python benchmarks/bench_online.py --every 8 --seeds 42:52  # every 8th node (152)
-  python benchmarks/bench_online.py --traces default --batch 50,100,200 --size-weight 0,0.3
+  python benchmarks/bench_online.py --traces default --batch 200,500,1000    # the paper's protocol: K
+  python benchmarks/bench_online.py --protocol default --traces default --batch 50,100,200 --size-weight 0,0.3
 
 Arrivals: `--protocol fgd-paper` is the FGD paper's (draopt.studies.paper_protocol: seeded shuffle, -tune
 1.3, the whole run to 130 %, unallocated % of the arrived-% bin of --level, fgd after the
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from draopt.studies import online_batch as ob  # noqa: E402
+from draopt.studies.paper_batch import DEFAULT_BATCH as PAPER_BATCH  # noqa: E402
 from draopt.studies import simulate as sim  # noqa: E402
 from draopt.studies import trace  # noqa: E402
 
@@ -61,7 +64,12 @@ def paper_run(c, arr, label: str, cfg):
     """The paper's protocol: the whole run (to 130 %), unallocated % in the bin of `--level`
     (merge_alloc_discrete's binning), the log and the arrivals' shapes for the replay."""
     from draopt.studies import paper_protocol as pp
-    pol = "fgd" if cfg is None else ob.PaperOptimalBatch(sim.FragModel, batch=cfg[0], size_weight=cfg[1])
+    if cfg is None:
+        pol = "fgd"
+    else:
+        # The protocol's optimal-batch (draopt.studies.paper_batch), its window and horizon K.
+        pol = pp.make_policy("optimal-batch")
+        pol.batch = pol.horizon = cfg[0]
     r = pp.run_paper(c, arr, pol)
     b = round(LEVEL * 100)
     u = 100 - pp.bin_seed(r.arrived, r.allocated, pp.prepare(c).gpus, [b])[b]
@@ -93,7 +101,8 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=1, help="every K-th GPU node (default all 1,213)")
     ap.add_argument("--traces", default=",".join(TRACES))
     ap.add_argument("--seeds", default="42:52", help="START:STOP (default 42:52, the paper's 10 seeds)")
-    ap.add_argument("--batch", help="K, or a comma list to compare (default: the protocol's optimal-batch's)")
+    ap.add_argument("--batch", help="K, or a comma list to compare (default: the protocol's optimal-batch's; "
+                                   "fgd-paper: draopt.studies.paper_batch's window, its horizon too)")
     ap.add_argument("--size-weight", help="a value or a comma list (default: the protocol's optimal-batch's)")
     ap.add_argument("--level", type=float, default=1.0, help="arrived share measured (default 1.0)")
     ap.add_argument("--protocol", default="fgd-paper", choices=("default", "fgd-paper"))
@@ -110,7 +119,11 @@ def main() -> int:
     global LEVEL
     LEVEL = args.level
     paper = args.protocol == "fgd-paper"
-    args.batch = args.batch or str(ob.PAPER_BATCH if paper else ob.DEFAULT_BATCH)
+    args.batch = args.batch or str(PAPER_BATCH if paper else ob.DEFAULT_BATCH)
+    if paper and args.size_weight:
+        print("bench_online: --size-weight is draopt's protocol's (OptimalBatch); --protocol fgd-paper's "
+              "optimal-batch has none", file=sys.stderr)
+        return 2
     args.size_weight = args.size_weight or ("0" if paper else str(ob.DEFAULT_SIZE_WEIGHT))
     lo, hi = (int(x) for x in args.seeds.split(":"))
     configs = [(int(k), float(w)) for k in args.batch.split(",") for w in args.size_weight.split(",")]
