@@ -9,6 +9,9 @@ Inputs, generated deterministically into a temporary directory, each in YAML and
   DeviceClass, a ResourceClaimTemplate, 5,000 pods (3,000 running with their allocated and
   reserved ResourceClaims, 2,000 pending), every object with managedFields and status; also as
   ``resource.k8s.io/v1beta1`` (JSON only), as a 1.32/1.33 cluster serves it;
+* ``gen-big``: round 2's ``gen_big.py`` dump of 200 p5-like nodes (``../shared/realworld/round2``, when
+  it is there) as kubectl writes it in YAML, PCI addresses plain (``0000:18:00.0``): issue 18's
+  target, <= 2 s for its 20 MB; and as JSON;
 * ``basic`` and ``partitionable``: Kubernetes' scheduler_perf DRA workloads as
   `schedperf_workloads.py` writes them (plain objects, no managedFields), when it is there.
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -44,9 +48,16 @@ sys.path.insert(0, str(HERE))
 TARGET_S = 2.0
 
 
-def _write(doc: dict, path: Path) -> None:
+# A PCI address that YAML 1.1 would read as a base-60 number (`0000:18:00.0`): PyYAML quotes it,
+# go-yaml (kubectl) writes it plain.
+_BASE60_PCI = re.compile(r"'([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])'")
+
+
+def _write(doc: dict, path: Path, plain_pci: bool = False) -> None:
     """As kubectl writes: JSON indented by 4; YAML in block style without anchors (PyYAML would
-    write `&id001` / `*id001` for parts the generator shares between objects; kubectl never does)."""
+    write `&id001` / `*id001` for parts the generator shares between objects; kubectl never does),
+    the strings `y`/`n` quoted (go-yaml v2 reads them as booleans, so it quotes them; PyYAML does
+    not), and with `plain_pci` every PCI address plain, as go-yaml writes them."""
     import yaml
 
     if path.suffix == ".json":
@@ -57,7 +68,26 @@ def _write(doc: dict, path: Path) -> None:
         def ignore_aliases(self, data):
             return True
 
-    path.write_text(yaml.dump(doc, Dumper=NoAliases, sort_keys=False))
+    NoAliases.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+    text = yaml.dump(doc, Dumper=NoAliases, sort_keys=False)
+    path.write_text(_BASE60_PCI.sub(r"\1", text) if plain_pci else text)
+
+
+ROUND2 = HERE.parent.parent / "shared" / "realworld" / "round2"
+
+
+def gen_big(out: Path, nodes: int) -> list[tuple[str, Path]]:
+    """Round 2's `gen_big.py` dump (p5-like nodes with the NVIDIA, dranet and dra-driver-cpu
+    slices, managedFields, status) as `kubectl get -o yaml` writes it: PCI addresses plain
+    (`0000:18:00.0`); issue 18's target: <= 2 s for its 20 MB (200 nodes)."""
+    script = ROUND2 / "gen_big.py"
+    if not script.exists():
+        return []
+    subprocess.run([sys.executable, str(script), str(nodes), str(out / "gen-big.json")], cwd=ROUND2, check=True)
+    doc = json.loads((out / "gen-big.json").read_text())
+    _write(doc, out / "gen-big-pci.yaml", plain_pci=True)
+    return [(f"round-2 gen_big.py {nodes} nodes, kubectl YAML with plain PCI addresses", out / "gen-big-pci.yaml"),
+            (f"round-2 gen_big.py {nodes} nodes, JSON", out / "gen-big.json")]
 
 
 def generate(out: Path, nodes: int, pods: int, schedperf_scale: float) -> list[tuple[str, Path]]:
@@ -72,6 +102,7 @@ def generate(out: Path, nodes: int, pods: int, schedperf_scale: float) -> list[t
     files.append((f"realistic {nodes} nodes / {pods} pods, plain PCI addresses", out / "realistic-pci.yaml"))
     _write(as_list(as_v1beta1(doc["items"])), out / "realistic-v1beta1.json")   # conversion to v1 measured
     files.append((f"realistic {nodes} nodes / {pods} pods, resource.k8s.io/v1beta1", out / "realistic-v1beta1.json"))
+    files += gen_big(out, max(1, nodes * 2 // 5))     # 500 nodes: 200 p5 nodes, 19.6 MB of YAML
     try:
         import schedperf_workloads as sp
     except ImportError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -328,7 +329,11 @@ def test_controllers_see_the_pods_they_read_as_to_k8s_writes_them():
 
 
 class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings as block scalars (`|`, `>`), as kubectl writes last-applied-configuration."""
+    """Multi-line strings as block scalars (`|`, `>`), as kubectl writes last-applied-configuration;
+    `y`/`n` quoted, as go-yaml v2 writes them (they read as booleans: draopt.kube.loader)."""
+
+
+_BlockDumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
 
 
 def _block_str(dumper, value):
@@ -390,3 +395,21 @@ def test_a_v1beta1_dump_reads_as_its_v1_form_on_the_fast_path():
     for attr in ("resource_slices", "resource_claims", "claim_templates", "device_classes"):
         got, want = [o.to_k8s() for o in getattr(beta, attr)], [o.to_k8s() for o in getattr(v1, attr)]
         assert got and [(o["spec"], o.get("status")) for o in got] == [(o["spec"], o.get("status")) for o in want]
+
+
+# ---------------------------------------------------------------- YAML 1.1 booleans
+@pytest.mark.parametrize("token,value", [("y", True), ("Y", True), ("yes", True), ("On", True), ("TRUE", True),
+                                         ("n", False), ("N", False), ("no", False), ("OFF", False)])
+def test_yaml_11_booleans_read_as_kubernetes_reads_them(token, value):
+    """kubectl and the API server read YAML through sigs.k8s.io/yaml's YAMLToJSON, which unmarshals with
+    go-yaml v2 (go.yaml.in/yaml/v2 resolve.go: y/Y/yes/on/... are true, n/N/no/off/... false). PyYAML
+    agrees except for the one-letter forms, which draopt's loader adds; every path reads them alike
+    (the fast path leaves them to PyYAML), as values, keys and items; quoted, they stay strings."""
+    text = f"v: {token}\n{token}: k\nl:\n- {token}\nq: '{token}'\n"
+    want = [{"v": value, "true" if value else "false": "k", "l": [value], "q": token}]
+    assert reference(text) == want
+    assert list(loader._documents(text, "t")) == want
+    assert fast(text) == (False, [])
+    big = text + "pad: " + "x" * fastyaml.MIN_CHARS + "\n"
+    assert list(loader._documents(big, "t"))[0]["v"] is value
+
