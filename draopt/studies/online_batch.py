@@ -6,10 +6,11 @@ fragmentation against the trace's shapes grows least. A batch policy knows K tas
 * draopt's protocol (`draopt simulate`, `OptimalBatch`, order `greedy`): the batch is placed
   task by task, each time the (task, node) of the smallest delta minus a small bonus for size,
   so a task that fills a hole goes first (beats draopt's fgd: docs/studies/online-batch.md);
-* the FGD paper's protocol (`PaperOptimalBatch`, registered in draopt.studies.paper_protocol): the
-  protocol's own fgd rule in arrival order, then a repair: a task that found no node takes the
-  node of a task of the same batch (not yet committed) that fits elsewhere. The reordering
-  orders (`greedy`, `regret`) lose to that fgd on the full trace; the study says by how much.
+* the FGD paper's protocol (`PaperOptimalBatch`, the earlier policy, kept for the study in
+  docs/studies/online-batch.md): the protocol's own fgd rule in arrival order, then a repair: a
+  task that found no node takes the node of a task of the same batch (not yet committed) that
+  fits elsewhere. The reordering orders (`greedy`, `regret`) lose to that fgd on the full trace.
+  The protocol's `optimal-batch` is now draopt.studies.paper_batch (docs/studies/fgd-paper.md).
 Nothing here is an optimum and no solver status is claimed.
 
 Speed: the deltas of every shape on every node are held in a table [shapes, nodes]; only the
