@@ -15,6 +15,12 @@ above the cheapest estimate that places as many pods.
   python benchmarks/bench_plan.py            # 40, 200 and 1,000 pods per mix (~30 s)
   python benchmarks/bench_plan.py --quick    # 40 pods per mix
   python benchmarks/bench_plan.py --sizes 1000 --max-nodes 256   # the CLI's default cap
+  python benchmarks/bench_plan.py --openb [--time-limit 600]      # openb's 15 node types, whole default trace
+
+`--openb`: one node of each of openb's 15 GPU node types (../shared/data/openb/openb_node_list_gpu_node.csv,
+the first of each (cpu, memory, GPUs, model)) as the templates, a node's cost = its GPUs, and every task of
+openb_pod_list_default.csv (8,152) pending: the cheapest mix by column generation (draopt/model/colgen_plan.py)
+next to the first-fit-decreasing estimate of each type; wall time and peak RSS (getrusage) of the whole plan.
 """
 from __future__ import annotations
 
@@ -38,6 +44,54 @@ def run(mix: str, pods: int, time_limit: float, max_nodes: int) -> dict:
     return {"mix": mix, "pods": pods, "plan": p, "best": best, "wall": wall}
 
 
+def run_openb(time_limit: float, pods: str) -> int:
+    import csv
+    import os
+    import resource
+    from fractions import Fraction
+    from pathlib import Path
+
+    from draopt.kube.loader import load_files
+    from draopt.studies import trace
+    from draopt.studies.planning import NodeType
+    openb = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
+    if not openb.is_dir():
+        print(f"bench_plan: {openb} not found", file=sys.stderr)
+        return 2
+    rows = list(csv.DictReader(open(openb / "openb_node_list_gpu_node.csv")))
+    first: dict[tuple, dict] = {}
+    for r in rows:
+        first.setdefault((r["cpu_milli"], r["memory_mib"], r["gpu"], r["model"]), r)
+    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / "bench_plan_openb"
+    tmp.mkdir(exist_ok=True)
+    nodes_csv = tmp / "types.csv"
+    with open(nodes_csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(first.values())
+    inp = tmp / "input.yaml"
+    inp.write_text(trace.dump_yaml(trace.import_trace(str(nodes_csv), str(openb / f"openb_pod_list_{pods}.csv"))))
+    objs = load_files([str(inp)])
+    types = [NodeType(r["sn"], r["sn"], Fraction(int(r["gpu"]))) for r in first.values()]
+    t0 = time.perf_counter()
+    p = plan(objs, types, time_limit=time_limit)
+    wall = time.perf_counter() - t0
+    best = p.ffd_best()
+    st = p.stats
+    print(p.table())
+    print()
+    print("| pods | mix cost | bound | gap | status | ffd best | ffd cost | saving | rounds | columns | "
+          "converged | wall s | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    saving = float((best.cost - p.cost) / best.cost) if best.cost else 0.0
+    print(f"| {p.placed}/{p.pods} | {float(p.cost):.0f} | {float(p.bound):.0f} | {p.gap:.2%} | {p.status} | "
+          f"{best.nodes} x {best.node_type.name} | {float(best.cost):.0f} | {saving:.1%} | {st.get('colgen_rounds')} | "
+          f"{st.get('colgen_columns')} | {st.get('colgen_converged')} | {wall:.1f} | "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} |")
+    print({k: v for k, v in st.items() if k.startswith("colgen_") or k.endswith("_s")})
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -46,7 +100,11 @@ def main() -> int:
                     help="candidate copies per type at most (default: the number of pods, so that the cap "
                          "never stops a proof; 256 is the CLI's default)")
     ap.add_argument("--sizes", default="", help="comma-separated pod counts (default 40,200,1000)")
+    ap.add_argument("--openb", action="store_true", help="openb's node types and a whole trace (see above)")
+    ap.add_argument("--pods", default="default", help="--openb: the trace (default, gpushare100, ...)")
     args = ap.parse_args()
+    if args.openb:
+        return run_openb(args.time_limit if args.time_limit != 60.0 else 600.0, args.pods)
     api.warm_up()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([40] if args.quick else [40, 200, 1000])
     print(f"{'mix':10s} {'pods':>5s} {'optimal mix':34s} {'cost':>6s} {'bound':>6s} {'status':8s} {'proven':6s} "

@@ -107,7 +107,7 @@ def test_openb_cut_passes_the_checker(tmp_path, monkeypatch):
     seq, _ = sim.arrivals(c, 1.0, np.random.default_rng([0, 0]))
     batch = [c.shapes[i] for i in seq]
     monkeypatch.setattr(colgen, "MIN_NODES", 0)
-    got = _place(c, batch, time_limit=20.0)   # first-fit (kube-scheduler profile) counts too
+    got = _place(c, batch, time_limit=30.0)   # first-fit (kube-scheduler profile) counts too
     st = got.result.stats
     assert st["colgen_rounds"] >= 1
     assert check_placement(got) == []
@@ -115,4 +115,44 @@ def test_openb_cut_passes_the_checker(tmp_path, monkeypatch):
         assert "time" in st["colgen_warm_kept"] and st["objective"] == st["first_fit_objective"]
     else:                                        # placed from the generated columns (invert)
         assert st["first_fit_objective"] < st["objective"]
+    assert st["objective"] <= st["bound"]
+
+
+@pytest.mark.skipif(not OPENB.is_dir(), reason="openb trace not in ../shared/data/openb")
+def test_compact_pricing_agrees_with_the_one_model_on_the_openb_cut(tmp_path, monkeypatch):
+    """colgen_pricing.DevicePricing (the compact exact pricing of alike shareable GPUs) against the
+    one model (the rule source) on every pricing problem of a run: the same optimum where both are
+    proven, and every column it returns passes the one model and the checker."""
+    nodes = trace.read_nodes(str(OPENB / "openb_node_list_gpu_node.csv"))[::8]
+    cluster = tmp_path / "c.yaml"
+    objs = trace.class_objects({n.model for n in nodes}) + trace.node_objects(nodes) + trace.slice_objects(nodes)
+    cluster.write_text(trace.dump_yaml(objs))
+    # multigpu50: shares of one GPU and whole GPUs (1, 2, 4, 8) side by side.
+    tasks = trace.read_tasks(str(OPENB / "openb_pod_list_multigpu50.csv"))[::60]
+    c = sim.build(_objects(str(cluster), tasks))
+    seq, _ = sim.arrivals(c, 1.0, np.random.default_rng([0, 0]))
+    compared = []
+    real_fast, real_one = colgen._price_fast, colgen._price
+
+    def both(fast, one, reduced, seconds, stats, wanted):
+        got = real_fast(fast, one, reduced, 5.0, stats, wanted)
+        assert got != "disagree"
+        exact = real_one(one, reduced, fast.kinds, 5.0, wall=10.0)
+        if got is not None and exact is not None and got[2] and exact[2]:
+            # Both proven: the same best reduced value (each bound is the optimum plus the
+            # rounding of the prices to integers, at most that slack apart).
+            best_one = sum(reduced.get(k, 0.0) * n for k, n in zip(fast.kinds, exact[0].counts)) \
+                if exact[0] is not None else 0.0
+            assert abs(got[1] - exact[1]) <= 1e-3 * max(1.0, exact[1])
+            assert got[1] >= best_one - 1e-6
+            compared.append(len(fast.kinds))
+        return got
+
+    monkeypatch.setattr(colgen, "_price_fast", both)
+    monkeypatch.setattr(colgen, "MIN_NODES", 0)
+    got = _place(c, [c.shapes[i] for i in seq], time_limit=20.0)
+    st = got.result.stats
+    assert st["colgen_fast_classes"] >= 1 and "colgen_fast_disagreed" not in st
+    assert compared
+    assert check_placement(got) == []
     assert st["objective"] <= st["bound"]

@@ -37,6 +37,7 @@ from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from draopt import progress
+from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.patterns import Configuration, NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 from draopt.cluster.result import weight
@@ -44,6 +45,13 @@ from draopt.cluster.result import weight
 MAX_CLASSES = 64          # more classes: the per-node model is the better form
 MIN_NODES = 200           # smaller parts: the one model (and patterns.py) proves them exactly
 PRICE_SCALE = 10 ** 6     # reduced values are scaled to integers up to about this
+PRICE_FIRST_SECONDS = 1.0 # one pricing solve while columns come (deterministic seconds)
+PRICE_SECONDS = 16.0      # at most, to prove that no column is left
+SMOOTHING = 0.5           # Wentges: weight of the best bound's duals in the prices priced
+FAST_COLUMNS = 4          # columns taken from one compact pricing solve (its best solutions)
+INTEGER_GAP = 2e-4        # the integer placement stops this close to the bound (of all pods' value)
+ROUNDING_SHARE = 0.2      # of the time left after the generation, for the LP's rounding
+LP_TOLERANCE = 1e-4       # the generation stops when its bound is this close to the LP (of all pods' value)
 LP_SHARE = 0.6            # of the time limit, for the generation (the rest: integer placement)
 
 
@@ -107,6 +115,15 @@ class ColumnGeneration:
         value = {k.index: weight(k.pods[0].priority) for k in kinds}
         pods_of = {k.index: len(k.pods) for k in kinds}
         ones = [one_node_model(nc, prep, cluster, workload, book, packed=False) for nc in classes]
+        fast: list[DevicePricing | None] = []
+        fast_stats: dict[str, Any] = {"colgen_fast_classes": 0, "colgen_fast_checked": 0}
+        for j, nc in enumerate(classes):
+            pricing, why = DevicePricing.for_class(nc, prep, ones[j].vars)
+            fast.append(pricing)
+            if pricing is not None:
+                fast_stats["colgen_fast_classes"] += 1
+            else:
+                fast_stats.setdefault("colgen_fast_not_used", why)
         columns: list[Column] = []
         seen: set[tuple] = set()
 
@@ -139,6 +156,13 @@ class ColumnGeneration:
         rounds, converged, stopped, lp_value = 0, False, "", None
         lp = _Master(classes, kinds, pods_of)
         done = 0
+        total_value = bound
+        # Wentges smoothing: the pricing reads prices between the LP's duals and the duals of the
+        # best bound so far (the master is degenerate: its duals jump between rounds). A round
+        # whose columns do not improve the LP (mispricing) prices at the LP's duals next.
+        center: dict[int, float] | None = None
+        alpha = SMOOTHING
+        cap = PRICE_FIRST_SECONDS      # per pricing solve: short while columns come, longer to prove
         # Entered by hand, not to re-indent the loop; on an exception draopt.progress.reporting
         # closes the line.
         generation_line = progress.current().task("optimal: column generation")
@@ -147,8 +171,17 @@ class ColumnGeneration:
             generation.note(round=rounds + 1, columns=len(columns), bound=f"{bound:,.0f}")
             lp.add_columns(columns[done:])
             done = len(columns)
-            lp_value, pi, mu = lp.solve()
+            lp_value, pi_lp, mu = lp.solve()
             rounds += 1
+            if bound - lp_value <= LP_TOLERANCE * max(1.0, total_value):
+                converged = True          # the LP is proven within the tolerance of its bound
+                break
+            def improves(j: int, counts: tuple[int, ...], mu_j: float) -> bool:
+                """A positive reduced value at the LP's own duals: a column the master lacks."""
+                return sum((value[ki] - pi_lp[ki]) * n for ki, n in zip(classes[j].kinds, counts)) > mu_j + 1e-6
+
+            a = alpha if center is not None else 0.0
+            pi = pi_lp if not a else {ki: a * center[ki] + (1 - a) * pi_lp[ki] for ki in pi_lp}
             lagrange = sum(pi[k] * pods_of[k] for k in pods_of)
             added = 0
             exact = True
@@ -158,23 +191,40 @@ class ColumnGeneration:
                     stopped = "the time limit ran out during the column generation"
                     break
                 reduced = {ki: value[ki] - pi[ki] for ki in nc.kinds}
-                got = _price(ones[j], reduced, nc.kinds, min(5.0, left), wall=left)
+                got = None
+                if fast[j] is not None:
+                    got = _price_fast(fast[j], ones[j], reduced, min(cap, left), fast_stats,
+                                      lambda counts: improves(j, counts, mu[j]))
+                    if got == "disagree":
+                        fast[j], got = None, None
+                if got is None:
+                    got = _price(ones[j], reduced, nc.kinds, min(cap, left), wall=left)
                 if got is None:
                     stopped = "a pricing model found nothing in time"
                     break
-                conf, upper, proven = got
+                confs, upper, proven = got
                 exact = exact and proven
-                lagrange += len(nc.nodes) * max(mu[j], upper)
-                if conf is not None and sum(reduced[ki] * n for ki, n in zip(nc.kinds, conf.counts)) > mu[j] + 1e-6:
-                    added += add(j, conf.counts, conf)
+                # Lagrangian bound at prices pi (kind rows relaxed): valid for any pi >= 0.
+                lagrange += len(nc.nodes) * max(0.0, upper)
+                for conf in confs if isinstance(confs, list) else [confs]:
+                    if conf is not None and improves(j, conf.counts, mu[j]):
+                        added += add(j, conf.counts, conf)
             else:
-                bound = min(bound, lagrange)
-                if not added:
-                    converged = exact
-                    if not exact:
-                        stopped = "a pricing model was not solved to optimality in time"
-                    break
-                continue
+                if lagrange < bound:
+                    bound, center = lagrange, pi
+                if added:
+                    alpha = SMOOTHING
+                    continue
+                if a:
+                    alpha = 0.0           # mispricing: the LP's own duals next
+                    continue
+                if not exact and cap < PRICE_SECONDS:
+                    cap = min(PRICE_SECONDS, cap * 4)   # nothing found quickly: look longer
+                    continue
+                converged = exact
+                if not exact:
+                    stopped = "a pricing model was not solved to optimality in time"
+                break
             break
         generation_line.__exit__(None, None, None)
         gen_s = time.perf_counter() - t0
@@ -185,13 +235,37 @@ class ColumnGeneration:
         banned: set[int] = set()
         fallback = ""
         warm_only = [warm_counts.get((c.cls, c.counts), 0) for c in columns]
+        start, rounded = warm_only, 0
+        if lp_value is not None and time.perf_counter() < deadline:
+            # Diving by the LP: its columns rounded down, the pods and nodes left over placed by
+            # a small CP-SAT model over every column; kept when it beats the warm start.
+            lp.add_columns(columns[done:])
+            done = len(columns)
+            lp.solve()
+            down = [int(math.floor(x + 1e-6)) for x in lp.primal()]
+            nodes_left = [len(nc.nodes) for nc in classes]
+            pods_left = dict(pods_of)
+            for c, n in zip(columns, down):
+                nodes_left[c.cls] -= n
+                for ki, k in zip(classes[c.cls].kinds, c.counts):
+                    pods_left[ki] -= n * k
+            rest, _ = _integer(classes, kinds, pods_left, columns, banned, [0] * len(columns), 0,
+                               time.perf_counter() + (deadline - time.perf_counter()) * ROUNDING_SHARE,
+                               nodes_of=nodes_left)
+            dive = [a + b for a, b in zip(down, rest)]
+            rounded = sum(c.value * n for c, n in zip(columns, dive))
+            if rounded > floor:
+                start, floor = dive, rounded
         for _ in range(3):
             # The rest of the time: 70 % for the integer model, then checks and decoding.
             with progress.current().task("optimal: column generation, integer placement") as integer_line:
                 integer_line.solver(floor, math.floor(bound + 1e-6))
-                counts, int_status = _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor,
+                counts, int_status = _integer(classes, kinds, pods_of, columns, banned, start, floor,
                                               time.perf_counter() + (deadline - time.perf_counter()) * 0.7,
-                                              shown=integer_line)
+                                              shown=integer_line, bound=math.floor(bound + 1e-6),
+                                              gap=INTEGER_GAP * total_value)
+            if int_status == "WARM" and start is not warm_only:
+                int_status = "ROUNDED"    # the LP's rounding stands: a placement of columns, checked below
             if int_status == "WARM" or not any(counts):
                 break
             bad, unchecked = [], False
@@ -213,6 +287,7 @@ class ColumnGeneration:
                 break
             banned.update(bad)
             floor = 0   # a warm configuration the one model rejects: the warm start is no floor
+            start = warm_only
         else:
             counts, int_status = [0] * len(columns), "REJECTED"
         if int_status == "WARM":
@@ -226,9 +301,10 @@ class ColumnGeneration:
         sol.stats = {"colgen_rounds": rounds, "colgen_columns": len(columns), "colgen_classes": len(classes),
                      "colgen_s": round(gen_s, 3), "colgen_integer_status": int_status,
                      "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
-                     "colgen_converged": converged}
+                     "colgen_converged": converged, **fast_stats}
         if lp_value is not None:
             sol.stats["colgen_lp_value"] = round(lp_value, 3)
+            sol.stats["colgen_rounded_value"] = rounded
         if stopped:
             sol.stats["colgen_stopped"] = stopped
         if fallback:
@@ -290,6 +366,10 @@ class _Master:
         mu = [max(0.0, r.dual_value()) for r in self.class_rows]
         return self.objective.Value(), pi, mu
 
+    def primal(self) -> list[float]:
+        """The last solve's value of every column (in the order added)."""
+        return [x.solution_value() for x in self.vars]
+
 
 def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], seconds: float, wall: float):
     """The best configuration of the representative under `reduced` values per pod of a kind:
@@ -323,6 +403,35 @@ def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], secon
     return one.configuration(solver, counts), upper, status == cp_model.OPTIMAL
 
 
+def _price_fast(fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float], seconds: float, stats: dict,
+                wanted):
+    """The compact pricing (colgen_pricing.py); a column it returns is checked by the one model
+    (the rule source) before it is used (`wanted(counts)`: the master lacks it). "disagree" if the one model rejects it (the class is
+    then priced by the one model), None if nothing was found in time."""
+    got = fast.price(reduced, seconds)
+    if got is None:
+        return None
+    counts, upper, proven, others = got
+    confs = []
+    for c in [counts] + others:
+        if len(confs) == FAST_COLUMNS or not wanted(c):   # no new column: nothing to check
+            continue
+        one.b.model.cp.clear_objective()
+        conf = one.check(c, seconds=max(0.1, seconds))
+        stats["colgen_fast_checked"] += 1
+        if conf is False:
+            stats["colgen_fast_disagreed"] = stats.get("colgen_fast_disagreed", 0) + 1
+            return "disagree"
+        if conf is None:
+            # Undecided in time: the column is not used; the bound stays valid (any prices), the
+            # round is not a proof of convergence.
+            stats["colgen_fast_undecided"] = stats.get("colgen_fast_undecided", 0) + 1
+            proven = False
+            continue
+        confs.append(conf)
+    return confs, upper, proven
+
+
 def _checked(col: Column, ones: list[OneNodeModel], seconds: float) -> bool | None:
     """A column from the warm start, checked by the one model when it is used: True, False
     (the model rejects it), None (not decided in `seconds`)."""
@@ -339,13 +448,18 @@ def _checked(col: Column, ones: list[OneNodeModel], seconds: float) -> bool | No
     return True
 
 
-def _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor, hard_stop, shown=progress.Task()):
+def _integer(classes, kinds, pods_of, columns, banned, start, floor, hard_stop, shown=progress.Task(),
+             bound: int | None = None, gap: float = 0.0, nodes_of: list[int] | None = None):
     """Configuration counts per class (CP-SAT), at least the warm start's value. `shown`: where
-    its best value and bound are reported (draopt.progress)."""
+    its best value and bound are reported (draopt.progress). `bound`: the generation's proven
+    bound (no integer placement exceeds it: CP-SAT's own bound starts there); it stops within
+    `gap` of it. `start`: nodes per column of a known placement (the hint; returned, "WARM", when
+    nothing better is found); `nodes_of`: nodes per class (default: the class's nodes)."""
+    nodes_of = nodes_of if nodes_of is not None else [len(nc.nodes) for nc in classes]
     m = cp_model.CpModel()
     xs = []
     for i, c in enumerate(columns):
-        hi = 0 if i in banned else len(classes[c.cls].nodes)
+        hi = 0 if i in banned else nodes_of[c.cls]
         if hi:
             for ki, n in zip(classes[c.cls].kinds, c.counts):
                 if n:
@@ -359,27 +473,31 @@ def _integer(classes, kinds, pods_of, columns, banned, warm_counts, floor, hard_
             if n:
                 by_kind[ki].append(n * x)
     for j, vs in by_class.items():
-        m.add(sum(vs) <= len(classes[j].nodes))
+        m.add(sum(vs) <= nodes_of[j])
     for ki, terms in by_kind.items():
         m.add(sum(terms) <= pods_of[ki])
     objective = sum(c.value * x for c, x in zip(columns, xs))
     if floor:
         m.add(objective >= floor)
-    for i, c in enumerate(columns):
-        m.add_hint(xs[i], warm_counts.get((c.cls, c.counts), 0))
+    if bound is not None and bound >= floor:
+        m.add(objective <= bound)
+    for x, n in zip(xs, start):
+        m.add_hint(x, n)
     m.maximize(objective)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 2
     solver.parameters.interleave_search = True
     solver.parameters.random_seed = 0
+    if gap > 0:
+        solver.parameters.absolute_gap_limit = gap
     left = max(0.1, hard_stop - time.perf_counter())
     solver.parameters.max_deterministic_time = left
     solver.parameters.max_time_in_seconds = left   # wall time: the time limit is kept
     status = solver.solve(m, progress.solver_callback(solver, shown))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if floor:
-            return [warm_counts.get((c.cls, c.counts), 0) for c in columns], "WARM"
+            return list(start), "WARM"
         return [0] * len(columns), solver.status_name(status)
     if floor and solver.objective_value <= floor:
-        return [warm_counts.get((c.cls, c.counts), 0) for c in columns], "WARM"
+        return list(start), "WARM"
     return [solver.value(x) for x in xs], solver.status_name(status)

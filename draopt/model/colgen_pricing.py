@@ -141,8 +141,8 @@ class DevicePricing:
 
     # ------------------------------------------------------------------ pricing
     def price(self, reduced: dict[int, float], seconds: float, hint: tuple[int, ...] | None = None):
-        """(counts, proven upper bound of the reduced value, proven) of the best configuration
-        under `reduced`, or None if nothing was found in `seconds`."""
+        """(counts, proven upper bound of the reduced value, proven, other solutions found) of the
+        best configuration under `reduced`, or None if nothing was found in `seconds`."""
         top = max([abs(v) for v in reduced.values()] + [1e-9])
         scale = PRICE_SCALE / top
         m = cp_model.CpModel()
@@ -164,7 +164,7 @@ class DevicePricing:
                 terms.append((coef, v))
                 slack += 0.5 / scale * hi
         if not any(c > 0 for c, _ in terms):
-            return tuple(0 for _ in self.kinds), 0.0, True
+            return tuple(0 for _ in self.kinds), 0.0, True, []
         for res, cap in self.free.items():
             row = [(self.demand[i][res], v) for i, v in enumerate(n) if res in self.demand[i]]
             if row and sum(a * _hi(v) for a, v in row) > cap:
@@ -203,14 +203,28 @@ class DevicePricing:
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
         solver.parameters.random_seed = 0
-        solver.parameters.max_time_in_seconds = max(0.05, seconds)
-        status = solver.solve(m)
+        solver.parameters.max_deterministic_time = max(0.05, seconds)   # same input, same columns
+        solver.parameters.max_time_in_seconds = max(0.05, seconds * 3)   # a hard stop
+        found = _Solutions(n)
+        status = solver.solve(m, found)
         self.stats["solves"] += 1
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None
         counts = tuple(solver.value(v) for v in n)
         upper = max(0.0, solver.best_objective_bound / scale + slack)
-        return counts, upper, status == cp_model.OPTIMAL
+        # The solutions met on the way, best first: several columns from one solve.
+        others = [c for c in reversed(found.seen) if c != counts]
+        return counts, upper, status == cp_model.OPTIMAL, others
+
+
+class _Solutions(cp_model.CpSolverSolutionCallback):
+    def __init__(self, variables):
+        super().__init__()
+        self.variables = variables
+        self.seen: list[tuple[int, ...]] = []
+
+    def on_solution_callback(self) -> None:
+        self.seen.append(tuple(self.value(v) for v in self.variables))
 
 
 def _quantity(value) -> Fraction:

@@ -634,6 +634,12 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
     stats["ffd_s"] = round(time.perf_counter() - t0, 3)
     most = max(e.placed for e in ffd)
     best_ffd = min((e for e in ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
+    if len(first[0]) >= COLUMNS_MIN_PODS:
+        by_columns = _plan_by_columns(objects, node_types, features, ffd, best_ffd, stats,
+                                      max(time.perf_counter() + 1.0, t0 + time_limit - 1.0))
+        if by_columns is not None:
+            by_columns.stats["solve_s"] = round(time.perf_counter() - t0, 3)
+            return by_columns
     ub = best_ffd.cost
     # Candidates per type: enough for every mix no dearer than the best estimate (a mix with
     # more than ub / cost nodes of a type costs more), at least the type's own estimate, one at least.
@@ -814,3 +820,70 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
 
 
 from draopt.studies.sweep import sweep  # noqa: E402,F401  (moved to draopt.studies.sweep; kept importable from here)
+
+
+COLUMNS_MIN_PODS = 1000   # from this many pending pods, plan by column generation where it applies
+
+
+def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: Features, ffd: list[FfdEstimate],
+                     best_ffd: FfdEstimate, stats: dict, deadline: float) -> MixPlan | None:
+    """The cheapest mix by column generation (draopt/model/colgen_plan.py): one copy of each type
+    stands for all of them (copies are alike), so the model does not grow with the candidates.
+    None where the reduction does not apply (gangs, DaemonSet pods of copies, pods not counted,
+    prioritized lists): the CP-SAT placement model over candidate copies decides then."""
+    import time
+
+    from draopt.cluster.firstfit import ClaimBook
+    from draopt.model.colgen_plan import CheapestMix
+    from draopt.model.placement import prepare_cluster
+    t0 = time.perf_counter()
+    objs, type_of, daemon_of = _with_types(objects, [(t, 1) for t in node_types])
+    if daemon_of:
+        stats["columns_not_used"] = "DaemonSet pods on the copies"
+        return None
+    by_cost = [t.name for t in sorted(node_types, key=lambda t: t.cost)]
+    workload, cluster = _cluster_for(objs, features, type_of, by_cost)
+    book = ClaimBook(cluster, workload.claims)
+    prep = prepare_cluster(cluster, workload, book)
+    kind_ids = [k.index for k in prep.kinds]
+    names = {n.name for n in cluster.nodes}
+    why = CheapestMix.accepts(prep, kind_ids, names, cluster)
+    if why is not None:
+        stats["columns_not_used"] = why
+        return None
+    real = list(workload.pending)
+    blocked = {}
+    for d in real:
+        if not prep.pod_nodes.get(d.key):
+            pl = best_ffd.placement.get(d.key)
+            blocked[d.key] = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
+    # The estimate's copies: the first of its type in this cluster is alike every one of them.
+    alias = {f"{best_ffd.node_type.name}-plan-{i}": f"{best_ffd.node_type.name}-plan-0"
+             for i in range(best_ffd.nodes + len(best_ffd.used) + 1)}
+    warm = {key: pl.node for key, pl in best_ffd.placement.items() if pl.placed}
+    cost_of = {t.name: t.cost for t in node_types}
+    stats["build_s"] = round(time.perf_counter() - t0, 3)
+    sol = CheapestMix().apply(prep, cluster, workload, book, kind_ids, names, type_of, cost_of,
+                              deadline=deadline, warm=warm, alias=alias)
+    stats.update(sol.stats)
+    mix = {t.name: 0 for t in node_types}
+    mix.update(sol.mix())
+    placed = sum(1 for d in real if prep.pod_nodes.get(d.key)) if sol.covered else \
+        sum(1 for pl in best_ffd.placement.values() if pl.placed)
+    cost, bound = sol.cost, sol.bound
+    if not sol.covered or (best_ffd.placed >= placed and best_ffd.cost < cost):
+        # The estimate is cheaper or the columns cover less: it is the answer (said so).
+        mix = {t.name: (best_ffd.nodes if t.name == best_ffd.node_type.name else 0) for t in node_types}
+        cost, placed = best_ffd.cost, best_ffd.placed
+        stats["columns_kept_estimate"] = True
+    proven = cost <= bound
+    reasons = []
+    if not proven:
+        reasons.append(f"column generation: the cost is {float((cost - bound) / cost):.2%} above the bound of its "
+                       "configuration LP" if cost else "no bound")
+    if sol.stopped:
+        reasons.append(sol.stopped)
+    status = "OPTIMAL" if proven else "FEASIBLE"
+    stats["status"] = status
+    return MixPlan(node_types, mix, cost, status, bound, proven, "; ".join(reasons), len(real), placed,
+                   sol.covered, {t.name: 1 for t in node_types}, ffd, [], blocked, stats)
