@@ -113,8 +113,8 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
 
 def minimal_conflict(problem: Problem, time_limit: float = 10.0) -> list[str] | None:
     """None if the claims fit; else the requirements that cannot hold together (deletion-minimal)."""
-    from draopt.model.node.build import apply
-    m = apply(problem, kubernetes_quirks=False, explain=True)
+    from draopt.model.single_node import build_one_node
+    m = build_one_node(problem, kubernetes_quirks=False, explain=True)[0].model
     names = sorted(m.guards)
     lits = [m.guards[n] for n in names]
 

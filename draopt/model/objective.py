@@ -1,6 +1,6 @@
-"""The packing objective, one definition for both models: `allocate --policy optimal` (one
-node, `add_packing_objective`) and phase 3 of `place --policy optimal` (the cluster model,
-`draopt/placement/optimal.py`).
+"""The objectives of the one model: the packing objective, one definition for `allocate
+--policy optimal` (one node, `allocation_packing`) and phase 3 of `place --policy optimal`
+(`draopt/placement/optimal.py`), and allocate's first-fit search order (`first_fit_order`).
 
 Levels, most important first (`lexicographic` keeps them apart with weights):
 1. prioritized lists: the lowest sub-request indexes (most preferred alternatives; in the
@@ -18,8 +18,7 @@ from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
-from draopt.model.encodings.base import ModelData, upper_bound
-from draopt.dra.inventory import counter_sets_in_use
+from draopt.model.encodings.base import upper_bound
 
 MAX_WEIGHT = 2 ** 60
 
@@ -75,39 +74,31 @@ def packing_levels(*, preferences=(), nodes=(), counter_sets=(), amounts=(), dev
     return levels
 
 
-def add_packing_objective(m: ModelData) -> None:
-    p = m.problem
-    cp = m.cp
+def first_fit_order(built, problem) -> list:
+    """allocate's first-fit objective, as a decision order reproducing the kube-scheduler's
+    search: claims, requests, sub-requests (each selector right before its devices), devices
+    in search order; value 1 first. With a complete search over this fixed order the first
+    solution is the lexicographically greatest feasible vector, which is the first solution of
+    Kubernetes' backtracking (allocator.go allocateOne)."""
+    order = []
+    for owner in built.owners:
+        for group in problem.claims[owner.claim_index].requests:
+            for spec in group.alternatives:
+                if group.has_subrequests:
+                    order.append(owner.sel[spec.key])
+                order.extend(t.var for t in owner.terms.get(spec.key, []))
+    return order
+
+
+def allocation_packing(built, problem):
+    """allocate's optimal objective on the one node: the levels above without touched nodes
+    and device count (one node; a request's device count is fixed by its sub-request)."""
     preferences = []
-    for spec in m.specs:
-        sel = m.select[spec.key]
-        if sel is not None and spec.sub_index > 0:
-            preferences.append((spec.sub_index, sel))
-    amounts = []
-    allocated = p.inventory.allocated
-    touched: dict[tuple, list] = {}
-    for dev in p.devices:
-        if not m.by_device.get(dev.index) or not dev.device.consumes_counters:
-            continue
-        used = m.device_used(dev)
-        for c in dev.device.consumes_counters:
-            touched.setdefault((id(dev.pool), c.counter_set), []).append(used)
-            for v in c.counters.values():
-                amounts.append((p.counter_value(v.value), used))
-    fresh = []
-    pools = {id(d.pool): d.pool for d in p.devices}
-    for (pool_id, set_name), lits in touched.items():
-        if set_name in counter_sets_in_use(allocated, pools[pool_id]):
-            continue   # drawing on a set already in use costs nothing new
-        t = cp.new_bool_var(f"touched[{set_name}]")
-        cp.add_max_equality(t, lits)
-        fresh.append(t)
-    for (key, idx), consumed in m.consumed.items():
-        if consumed:
-            lit = m.x[(key, idx)]
-            for q in consumed.values():
-                amounts.append((q.value, lit))
-    order = [(dev_index, lit) for (_, dev_index), lit in m.x.items()]
-    levels = packing_levels(preferences=preferences, counter_sets=fresh, amounts=amounts, order=order)
-    if levels:
-        cp.minimize(lexicographic(levels))
+    for owner in built.owners:
+        for group in problem.claims[owner.claim_index].requests:
+            if group.has_subrequests:
+                preferences.extend((s.sub_index, owner.sel[s.key]) for s in group.alternatives if s.sub_index > 0)
+    p = built.packing
+    levels = packing_levels(preferences=preferences, counter_sets=p["counter_sets"], amounts=p["amounts"],
+                            order=p["order"])
+    return lexicographic(levels) if levels else None

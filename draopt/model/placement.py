@@ -1,6 +1,7 @@
 """The one placement model: every pending pod, candidate node and device of the cluster in one
-CP-SAT model, built from the same rule functions as the per-node allocation model
-(`draopt.model.encodings`: usage, counters, compatibility, capacity, attributes).
+CP-SAT model, built from the rule functions of `draopt.model.encodings` (usage, counters,
+compatibility, capacity, attributes). `allocate` is this model with one pod and one candidate
+node (`draopt.model.single_node`, `reductions.claims_on_one_node`).
 
 Owners take devices. An owner is either
 * a counted kind on one node (`CountIdenticalPods`): `k` identical pods of the kind go there,
@@ -96,18 +97,30 @@ class PlacementModel(LiteralHelpers):
     """The CP-SAT model plus what the encodings' rule functions need (`add`, `at_most_one`,
     `any_of`, `positive`, `counter_value`)."""
 
-    def __init__(self):
+    def __init__(self, explain: bool = False):
         self.cp = cp_model.CpModel()
         self.n_constraints = 0
-        self.explain = False
+        # explain: every named requirement holds only under its guard literal, so that an
+        # infeasible model yields the requirements that clash (draopt.allocation.explain).
+        self.explain = explain
+        self.guards: dict[str, Any] = {}     # requirement text -> guard literal
         self._positive: dict[int, Any] = {}
         self._quantities: dict[str, Fraction] = {}
 
     def add(self, ct, requirement: str | None = None):
         self.n_constraints += 1
+        if self.explain and requirement is not None:
+            guard = self.guards.get(requirement)
+            if guard is None:
+                guard = self.guards[requirement] = self.cp.new_bool_var(f"guard[{requirement}]")
+            ct.only_enforce_if(guard)
         return ct
 
     def at_most_one(self, lits, requirement: str | None = None):
+        """AtMostOne, as a linear constraint when it may need a guard (CP-SAT's AtMostOne
+        takes no enforcement literal)."""
+        if self.explain and requirement is not None:
+            return self.add(self.cp.add(sum(lits) <= 1), requirement)
         return self.add(self.cp.add_at_most_one(lits))
 
     def counter_value(self, value: str) -> Fraction:
@@ -390,13 +403,21 @@ class Built:
 
 def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids: list[int],
           node_names: set[str], *, one_node: bool = False, patterns: bool = True,
-          pattern_seconds: float = 5.0, across: bool = True, deadline: float | None = None) -> Built:
+          pattern_seconds: float = 5.0, across: bool = True, deadline: float | None = None,
+          kubernetes_quirks: bool = False, explain: bool = False, allocation: bool = False,
+          packing_terms: bool = True) -> Built:
     """The model of one independent part: the kinds `kind_ids` over the nodes `node_names`.
     `one_node`: the model of one node alone (no gangs, no interchangeable-node reduction),
-    used to enumerate that reduction's configurations. `across`: apply OwnAcrossNodes.
-    `deadline` (perf_counter): past it, `OutOfTime` is raised (the time limit bounds the build)."""
+    used to enumerate that reduction's configurations, and allocate's model. `across`: apply
+    OwnAcrossNodes. `deadline` (perf_counter): past it, `OutOfTime` is raised (the time limit
+    bounds the build). `kubernetes_quirks`: the allocator's static defects (allocate's
+    first-fit: admin access blocks later requests, admin access draws counters). `explain`:
+    named requirements behind guard literals (`PlacementModel.guards`). `allocation`: allocate's
+    model (its one pod on one node): constraints that hold by themselves there are left out.
+    `packing_terms`: make the packing objective's terms (`Built.packing`; allocate's first-fit
+    and explain have no use for them)."""
     features = cluster.features
-    m = PlacementModel()
+    m = PlacementModel(explain)
     cp = m.cp
     owners: list[Owner] = []
     k: dict = {}
@@ -560,7 +581,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
                 continue
             owner = Owner(len(owners), kind, None, active, problems[0][1], ci, claim_key=key)
             owners.append(owner)
-            _add_unit_requests(m, prep, owner, problems, users, y, placed, preference)
+            _add_unit_requests(m, prep, owner, problems, users, y, placed, preference, reach_holds=allocation)
     # Global rules over every owner: who may share a device, shared capacity, counters.
     by_ref: dict[Any, list[Term]] = defaultdict(list)
     for o in owners:
@@ -574,6 +595,8 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
         usage.limit_device(m, [usage.DeviceUse(t.var, t.spec.admin_access, (t.owner.index, t.spec.claim_index),
                                                t.owner.mult if t.owner.counted else None) for t in ts],
                            size=ref.size, multi_allocatable=multi)
+        if kubernetes_quirks and not multi:
+            usage.admin_blocks_later(m, [(t.var, t.spec.admin_access, t.spec.key) for t in ts])
         if multi:
             capacity.limit_shares(m, ref.first, cluster.allocated.capacity.get(ref.first.id, {}),
                                   [(t.var, t.problem.consumption(t.spec, t.entry)) for t in ts])
@@ -585,7 +608,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
                 counter_pools[(e.pool.driver, e.pool.name)].append((e, [(t.var, t.spec.admin_access) for t in ts]))
         for devices in counter_pools.values():
             pool = devices[0][0].pool
-            counters.limit_pool(m, pool, cluster.allocated, features, devices, quirks=False)
+            counters.limit_pool(m, pool, cluster.allocated, features, devices, quirks=kubernetes_quirks)
             if features.compatibility_groups:
                 from draopt.dra.inventory import compatibility_groups
                 for set_name in sorted(pool.counter_sets):
@@ -636,7 +659,8 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
         m.add(cp.add(sum(vs) <= len(gang.pods) * on))
     objective = sum(weight(prio) * var for (ki, (prio, _)), var in totals.items()) + \
         sum(weight(workload.pod(p).priority) * var for p, var in placed.items())
-    packing = _packing_terms(m, owners, by_ref, refs, cluster, touched_nodes)
+    packing = _packing_terms(m, owners, by_ref, refs, cluster, touched_nodes) if packing_terms else \
+        {"nodes": [], "counter_sets": [], "amounts": [], "devices": [], "order": []}
     packing["nodes"] = packing["nodes"] + node_count_terms
     packing["devices"] = packing["devices"] + pattern_devices
     packing["counter_sets"] = packing["counter_sets"] + pattern_sets
@@ -716,9 +740,11 @@ def _add_requests(m: PlacementModel, prep: Prepared, owner: Owner, cap: int, pre
 
 
 def _add_unit_requests(m: PlacementModel, prep: Prepared, owner: Owner, problems: list[tuple[str, Problem]],
-                       users: list[str], y: dict, placed: dict, preference: list) -> None:
-    """One pending claim of a unit, over the nodes its pods may use."""
+                       users: list[str], y: dict, placed: dict, preference: list, reach_holds: bool = False) -> None:
+    """One pending claim of a unit, over the nodes its pods may use. `reach_holds`: the reach
+    rule is left out where it holds by itself (a term reached from every node of the pod)."""
     cp = m.cp
+    user_nodes = {u: {n.name for n in prep.pod_nodes[u] if (u, n.name) in y} for u in users} if reach_holds else {}
     ci = owner.claim_index
     rep = owner.problem
     claim = rep.claims[ci]
@@ -754,11 +780,13 @@ def _add_unit_requests(m: PlacementModel, prep: Prepared, owner: Owner, problems
             # Reach: a device goes only with pods on nodes that can use it.
             for t in ts:
                 for u in users:
+                    if reach_holds and user_nodes[u] <= t.reach:
+                        continue   # allocate's one pod on its one node: the constraint says t.var <= hi
                     near = [y[(u, n)] for n in sorted(t.reach) if (u, n) in y]
                     hi = upper_bound(t.var)
                     m.add(cp.add(t.var <= hi * (sum(near) + 1 - placed[u])))
     if claim_vars:
-        m.add(cp.add(sum(claim_vars) <= MAX_RESULTS))
+        m.add(cp.add(sum(claim_vars) <= MAX_RESULTS), f"claim {claim.key}: at most {MAX_RESULTS} results")
     _add_constraints(m, owner, counted=False)
 
 
@@ -773,26 +801,29 @@ def _all_request(m, owner, s, ts, problems, all_nodes, users, y, sel) -> None:
     cp = m.cp
     for t in ts:
         m.add(cp.add(t.var <= t.ref.size * sel))
+    claim_key = owner.problem.claims[owner.claim_index].key
     for node_name, spec in all_nodes.items():
         p = dict(problems)[node_name]
+        need = f"claim {claim_key} request {spec.full_name}: all {len(spec.all_devices)} matching devices"
         usable = bool(spec.all_devices) and all(_usable(p, spec, d) for d in spec.all_devices)
+        term_of = {}   # device id -> the term whose column holds it (reached from the node)
+        for t in ts:
+            if node_name in t.reach:
+                for x in t.ref.entries:
+                    term_of.setdefault(x.id, t)
         for u in users:
             yv = y.get((u, node_name))
             if yv is None:
                 continue
             if not usable:
-                m.add(cp.add(yv + sel <= 1))
+                m.add(cp.add(yv + sel <= 1), need)
                 continue
             for d in spec.all_devices:
-                t = None
-                for tt in ts:
-                    if node_name in tt.reach and any(x.id == d.id for x in tt.ref.entries):
-                        t = tt
-                        break
+                t = term_of.get(d.id)
                 if t is None:
-                    m.add(cp.add(yv + sel <= 1))
+                    m.add(cp.add(yv + sel <= 1), need)
                     break
-                m.add(cp.add(t.var >= t.ref.size * (yv + sel - 1)))
+                m.add(cp.add(t.var >= t.ref.size * (yv + sel - 1)), need)
 
 
 def _add_constraints(m: PlacementModel, owner: Owner, counted: bool) -> None:
@@ -800,7 +831,8 @@ def _add_constraints(m: PlacementModel, owner: Owner, counted: bool) -> None:
     for claim in owner.claims():
         for ci, c in enumerate(claim.constraints):
             kind, name = constraint_name(c)
-            need = f"claim {claim.key} constraints[{ci}]: {kind} {name}"
+            need = f"claim {claim.key} constraints[{ci}]: {kind} {name}" + \
+                (f" over {', '.join(c.requests)}" if c.requests else "")
             terms = []
             for g in claim.requests:
                 for s in g.alternatives:
@@ -907,7 +939,7 @@ def _nodes_within(prep: Prepared, pod_key: str, node_names: set[str], cluster: C
 
 
 def packing_objective(b: Built):
-    """Phase 3: the packing levels of `draopt.model.node.optimal` (one definition for both models)."""
+    """Phase 3: the packing levels of `draopt.model.objective` (one definition for place and allocate)."""
     from draopt.model.objective import lexicographic, packing_levels
     p = b.packing
     if not p["nodes"] and not p["counter_sets"] and not p["devices"]:

@@ -1,4 +1,6 @@
-"""Policies on top of the model: first-fit (kube-scheduler's choice) and optimal."""
+"""allocate on one node: the one model (`draopt.model.placement.build`) with one candidate node
+(`ClaimsOnOneNode`), under a policy: first-fit (kube-scheduler's choice: its search order as the
+objective, replaying the search where its answer depends on the path) or optimal (packing)."""
 from __future__ import annotations
 
 import time
@@ -9,7 +11,9 @@ from ortools.sat.python import cp_model
 from draopt.errors import AllocationError
 from draopt.dra.problem import Problem
 from draopt.dra.reference import ReferenceAllocator, SearchLimit
-from draopt.model.node.build import apply, first_fit_order, invert
+from draopt.model.objective import allocation_packing, first_fit_order
+from draopt.model.placement import Built, build
+from draopt.model.reductions.chain import Chain, allocation_chain
 
 REPLAY_NODE_LIMIT = 1_000_000   # about 15 s of Python search; Kubernetes stops at 10 s
 
@@ -49,44 +53,80 @@ def path_dependent(problem: Problem) -> list[str]:
     return why
 
 
+def build_one_node(problem: Problem, *, kubernetes_quirks: bool, explain: bool = False,
+                   packing: bool = False) -> tuple[Built, Chain, list]:
+    """The one model of the problem's claims on its node (CEL runtime errors raised), with the
+    chain that reduced the problem to it and that chain's inverse data."""
+    chain = allocation_chain(problem)
+    one, inverse_data = chain.apply(problem)
+    b = build(one.prepared, one.cluster, one.workload, None, [0], {one.node_name}, one_node=True, patterns=False,
+              across=False, kubernetes_quirks=kubernetes_quirks, explain=explain, allocation=True,
+              packing_terms=packing)
+    # The one pod is placed: allocate asks whether its claims fit together on the node.
+    for var in b.placed.values():
+        b.model.cp.add(var == 1)
+    return b, chain, inverse_data
+
+
+def static_infeasibility(problem: Problem, b: Built) -> list[str]:
+    """Why a plain request fails before any search: fewer candidates than it needs, or (All) a
+    matching device that cannot be used."""
+    why = []
+    for owner in b.owners:
+        claim = problem.claims[owner.claim_index]
+        for group in claim.requests:
+            if group.has_subrequests:
+                continue
+            spec = group.alternatives[0]
+            n = len(owner.terms.get(spec.key, []))
+            if spec.mode == "All":
+                if n < len(spec.all_devices) or not n:
+                    why.append(f"claim {claim.key}, request {spec.full_name}: not every matching device is usable"
+                               if n else f"claim {claim.key}, request {spec.full_name}: no matching device")
+            elif n < spec.count:
+                why.append(f"claim {claim.key}, request {spec.full_name}: {n} candidate devices, {spec.count} needed")
+    return why
+
+
 def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: float | None = None):
     """Returns (chosen per claim or None, selected sub-requests, stats)."""
     stats: dict[str, Any] = {}
     quirks = policy == "first-fit"
     t0 = time.perf_counter()
     try:
-        m = apply(problem, kubernetes_quirks=quirks)
+        b, chain, inverse_data = build_one_node(problem, kubernetes_quirks=quirks, packing=policy == "optimal")
     except AllocationError:
         if not quirks:
             raise
         # A CEL runtime error somewhere: Kubernetes only fails if its search reaches it.
         return _replay(problem, stats, t0, ["CEL runtime error on some device"])
+    cp = b.model.cp
     stats["build_ms"] = (time.perf_counter() - t0) * 1000
-    stats["variables"] = len(m.cp.proto.variables)
-    stats["constraints"] = len(m.cp.proto.constraints)
+    stats["variables"] = len(cp.proto.variables)
+    stats["constraints"] = len(cp.proto.constraints)
     why = path_dependent(problem) if quirks else []
     # Restrictive defects cannot create solutions, but distinct-last-only can, and an All
     # request under a constraint fails with an error rather than unschedulable: those replay.
     replay_if_infeasible = any("distinct" in w or "All request" in w for w in why)
-    if m.infeasible_reasons:
+    if static_infeasibility(problem, b):
         stats["solve_ms"] = 0.0
         if replay_if_infeasible:
             return _replay(problem, stats, t0, why)
         return None, {}, stats
     if policy == "optimal":
-        from draopt.model.objective import add_packing_objective
-        add_packing_objective(m)
+        objective = allocation_packing(b, problem)
+        if objective is not None:
+            cp.minimize(objective)
     solver = _solver(time_limit)
     if policy in ("first-fit", "first-fit-documented"):
-        order = first_fit_order(m)
-        m.cp.add_decision_strategy(order, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        cp.add_decision_strategy(first_fit_order(b, problem), cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
         solver.parameters.search_branching = cp_model.FIXED_SEARCH
         # Presolve may remove feasible solutions (even with keep_all_feasible_solutions_in_presolve
         # it was seen to lose the lexicographically first one), so the search runs on the model
         # exactly as built.
         solver.parameters.cp_model_presolve = False
     t1 = time.perf_counter()
-    status = solver.solve(m.cp)
+    status = solver.solve(cp)
     stats["solve_ms"] = (time.perf_counter() - t1) * 1000
     stats["status"] = solver.status_name(status)
     if status == cp_model.INFEASIBLE:
@@ -96,13 +136,12 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise AllocationError(f"solver stopped without an answer ({solver.status_name(status)}); "
                               "raise --time-limit")
-    chosen, selected = invert(m, lambda v: solver.boolean_value(v))
-    if quirks:
-        if why:
-            # A solution exists under the documented rules; Kubernetes' search may still take a
-            # different path. Replay it (restrictive defects cannot create solutions, so an
-            # infeasible model needs no replay).
-            return _replay(problem, stats, t0, why, fallback=(chosen, selected))
+    chosen, selected = chain.invert((b, solver.value), inverse_data)
+    if quirks and why:
+        # A solution exists under the documented rules; Kubernetes' search may still take a
+        # different path. Replay it (restrictive defects cannot create solutions, so an
+        # infeasible model needs no replay).
+        return _replay(problem, stats, t0, why, fallback=(chosen, selected))
     return chosen, selected, stats
 
 

@@ -1,6 +1,5 @@
-"""CP-SAT encodings, one module per constraint family.
-
-Every module exposes `encode(model: ModelData) -> None`, adding its variables and
-constraints to `model.cp`; `draopt.model.node.build` calls them in order. Each is testable
-alone (tests/test_encodings.py) against the checker and the reference search.
+"""CP-SAT encodings, one module per constraint family: each holds the rule for one device,
+pool, counter set or constraint (`limit_device`, `limit_shares`, `limit_pool`,
+`limit_counter_set`, `limit_match`, `limit_distinct`), which the one model builder
+(`draopt.model.placement.build`) calls for `place` and `allocate` alike.
 """

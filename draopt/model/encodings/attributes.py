@@ -7,8 +7,8 @@ one chosen device (pairwise disjoint); a multi-allocatable device picked twice c
 itself. A device without the attribute cannot be chosen for a constrained request; one with
 a value of unknown type can only be chosen alone.
 
-`limit_match` and `limit_distinct` are the rules for one constraint of one claim; the per-node
-`encode` and the cluster model both call them. A term's variable may count devices of a group
+`limit_match` and `limit_distinct` are the rules for one constraint of one claim; the model
+builder calls them. A term's variable may count devices of a group
 (identical values) taken for `mult` identical pods (a counted class); then match counts the
 pods per chosen element (`counted=True`: each pod holds exactly one element, and the devices of
 a covered request with that element are `count` per such pod), and distinct allows each element
@@ -19,8 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from draopt.dra.constraints import constraint_applies, normalise
-from draopt.model.encodings.base import ModelData, upper_bound
+from draopt.model.encodings.base import upper_bound
 
 
 @dataclass
@@ -92,42 +91,8 @@ def _unknown_alone(m, terms: list[AttributeTerm], need: str) -> None:
                 m.add(m.cp.add(t.var <= 1), need)
 
 
-
 def constraint_name(c) -> tuple[str, str]:
     """(kind, attribute name) of a DeviceConstraint."""
     if c.match_attribute is not None:
         return "matchAttribute", c.match_attribute
     return "distinctAttribute", c.distinct_attribute
-
-
-def _values(m: ModelData, claim, constraint_name: str, names: list[str], requirement: str):
-    """Terms for the claim's pairs the constraint covers; pairs without the attribute are forced to 0."""
-    p = m.problem
-    out = []
-    for group in claim.requests:
-        for spec in group.alternatives:
-            if not constraint_applies(names, spec.request_name, spec.sub_name):
-                continue
-            for dev in m.by_spec[spec.key]:
-                lit = m.x[(spec.key, dev.index)]
-                raw = p.attribute_for_constraint(spec, dev, constraint_name)
-                if raw is None:
-                    m.add(m.cp.add(lit == 0), requirement)
-                    continue
-                out.append(AttributeTerm(lit, normalise(raw, p.features.list_type_attributes)))
-    return out
-
-
-def encode(m: ModelData) -> None:
-    for claim in m.problem.claims:
-        for ci, c in enumerate(claim.constraints):
-            kind, name = constraint_name(c)
-            need = f"claim {claim.key} constraints[{ci}]: {kind} {name}" + \
-                (f" over {', '.join(c.requests)}" if c.requests else "")
-            terms = _values(m, claim, name, list(c.requests), need)
-            if not terms:
-                continue
-            if c.match_attribute is not None:
-                limit_match(m, terms, need, f"{claim.index},{ci}")
-            else:
-                limit_distinct(m, terms, need)

@@ -5,12 +5,11 @@ Each (request, device) pair consumes the request rounded up by the capacity's re
 `allowMultipleAllocations` are taken whole, so only their single-allocation fit matters
 (checked when the candidate pairs are made).
 
-`limit_shares` is the rule for one device; the per-node `encode` and the cluster model both
-call it. A use's variable may count several allocations (pods of a counted class).
+`limit_shares` is the rule for one device; the model builder calls it. A use's variable may count several allocations (pods of a counted class).
 """
 from __future__ import annotations
 
-from draopt.model.encodings.base import ModelData, scale_to_int, upper_bound
+from draopt.model.encodings.base import scale_to_int, upper_bound
 
 
 def limit_shares(m, dev, already: dict, uses: list) -> None:
@@ -26,20 +25,3 @@ def limit_shares(m, dev, already: dict, uses: list) -> None:
               f"device {'/'.join(dev.id)}: capacity {name} {cap.value}")
 
 
-
-def encode(m: ModelData) -> None:
-    p = m.problem
-    if not p.features.consumable_capacity:
-        return
-    for dev in p.devices:
-        specs = m.by_device.get(dev.index, [])
-        if not dev.multi_allocatable or not specs:
-            continue
-        uses = []
-        for s in specs:
-            consumed = p.consumption(s, dev)
-            m.consumed[(s.key, dev.index)] = consumed
-            uses.append((m.x[(s.key, dev.index)], consumed))
-        if len(specs) < 2:
-            continue   # a single allocation was checked when the pair was made
-        limit_shares(m, dev, p.inventory.allocated.capacity.get(dev.id, {}), uses)

@@ -5,13 +5,11 @@ All devices that draw on one counter set, those allocated before and those chose
 device that declares no groups pairs only with devices that declare none. Encoded like a
 matchAttribute: one witness group per counter set, and every device on the set holds it.
 
-`limit_counter_set` is the rule for one counter set; the per-node `encode` and the cluster
-model both call it.
+`limit_counter_set` is the rule for one counter set; the model builder calls it.
 """
 from __future__ import annotations
 
-from draopt.dra.inventory import compatibility_groups, in_use_groups
-from draopt.model.encodings.base import ModelData
+from draopt.dra.inventory import compatibility_groups
 
 
 def limit_counter_set(m, pool, set_name: str, fixed: list, devices: list) -> None:
@@ -40,13 +38,3 @@ def limit_counter_set(m, pool, set_name: str, fixed: list, devices: list) -> Non
         m.add(cp.add_bool_or([witness[g] for g in sorted(g_set)]).only_enforce_if(used), need)
 
 
-def encode(m: ModelData) -> None:
-    p = m.problem
-    if not (p.features.partitionable_devices and p.features.compatibility_groups):
-        return
-    for devs in m.counter_consumers():
-        pool = devs[0].pool
-        for set_name in sorted(pool.counter_sets):
-            limit_counter_set(m, pool, set_name, in_use_groups(p.inventory.allocated, pool, set_name),
-                              [(d, m.device_used(d)) for d in devs
-                               if compatibility_groups(d.device, set_name) is not None])

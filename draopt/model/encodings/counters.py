@@ -7,13 +7,12 @@ counters in Kubernetes (quirk, first-fit only). A pool whose counters are alread
 over-committed by allocated devices admits no further counter-consuming device.
 
 `limit_pool` is the rule, over every device of one pool that some request may take (with
-the variables of the requests that may take it); the per-node `encode` and the cluster model
-both call it, once per pool.
+the variables of the requests that may take it); the model builder calls it, once per pool.
 """
 from __future__ import annotations
 
 from draopt.dra.inventory import available_counters
-from draopt.model.encodings.base import ModelData, scale_to_int
+from draopt.model.encodings.base import scale_to_int
 
 
 def limit_pool(m, pool, allocated, features, devices: list, *, quirks: bool) -> None:
@@ -54,16 +53,6 @@ def limit_pool(m, pool, allocated, features, devices: list, *, quirks: bool) -> 
         ints, _ = scale_to_int([a for a, _ in items] + [cap])
         m.add(cp.add(sum(k * lit for k, (_, lit) in zip(ints, items)) <= ints[-1]),
               f"pool {pool.id}: counter {set_name}/{counter} ({_fmt(cap)} left)")
-
-
-def encode(m: ModelData) -> None:
-    p = m.problem
-    if not p.features.partitionable_devices:
-        return
-    for devs in m.counter_consumers():
-        devices = [(dev, [(m.x[(s.key, dev.index)], s.admin_access) for s in m.by_device[dev.index]])
-                   for dev in devs]
-        limit_pool(m, devs[0].pool, p.inventory.allocated, p.features, devices, quirks=m.kubernetes_quirks)
 
 
 def _fmt(value) -> str:

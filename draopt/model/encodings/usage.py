@@ -7,7 +7,7 @@ a device an admin-access request took is "allocating" and blocks non-admin reque
 later in the search order. A multi-allocatable device may serve several requests (capacity
 and distinctAttribute limit that elsewhere).
 
-`limit_device` is the rule; the per-node `encode` and the cluster model both call it. A term
+`limit_device` is the rule and `admin_blocks_later` the quirk; the model builder calls them. A term
 may stand for a group of `size` identical devices and for `mult` identical pods (counted
 classes): then "one request at most" becomes "at most `size` devices taken", and "never twice
 within one claim" becomes "at most `size` per pod of the claim's owner".
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable
 
-from draopt.model.encodings.base import ModelData, upper_bound
+from draopt.model.encodings.base import upper_bound
 
 
 @dataclass(frozen=True)
@@ -52,20 +52,14 @@ def limit_device(m, uses: list[DeviceUse], size: int = 1, multi_allocatable: boo
             m.add(cp.add(sum(u.var for u in group) <= size * mult))
 
 
-def encode(m: ModelData) -> None:
-    cp = m.cp
-    f = m.problem.features
-    order = {spec.key: i for i, spec in enumerate(m.specs)}
-    for dev in m.problem.devices:
-        specs = m.by_device.get(dev.index, [])
-        if len(specs) < 2 or (f.consumable_capacity and dev.multi_allocatable):
+def admin_blocks_later(m, uses: list[tuple]) -> None:
+    """Kubernetes quirk (first-fit only): a device an admin-access request took is
+    "allocating" within the run and blocks the non-admin requests of other claims that come
+    later in the search order. `uses`: [(var, admin, spec key)] of one device; spec keys
+    (claim, request, sub-request) sort in search order."""
+    for var_a, admin_a, key_a in uses:
+        if not admin_a:
             continue
-        xs = {s.key: m.x[(s.key, dev.index)] for s in specs}
-        limit_device(m, [DeviceUse(xs[s.key], s.admin_access, s.claim_index) for s in specs])
-        if m.kubernetes_quirks:
-            for a in specs:
-                if not a.admin_access:
-                    continue
-                for n in specs:
-                    if not n.admin_access and n.claim_index != a.claim_index and order[n.key] > order[a.key]:
-                        m.add(cp.add_bool_or([xs[a.key].negated(), xs[n.key].negated()]))
+        for var_n, admin_n, key_n in uses:
+            if not admin_n and key_n[0] != key_a[0] and key_n > key_a:
+                m.add(m.cp.add_bool_or([var_a.negated(), var_n.negated()]))

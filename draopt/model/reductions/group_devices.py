@@ -40,7 +40,13 @@ def groupable(entry, node_name: str, features) -> bool:
 
 
 class GroupDevices:
-    """apply(node, devices with their pattern) -> DeviceRefs; invert(ref, count, taken) -> devices."""
+    """accepts(device, node); apply(node, devices with their pattern) -> DeviceRefs;
+    invert(ref, count, taken) -> devices."""
+
+    @staticmethod
+    def accepts(entry, node_name: str, features) -> bool:
+        """Whether the device may join a group (`groupable`); others stay single columns."""
+        return groupable(entry, node_name, features)
 
     def apply(self, node_name: str, patterns: list[tuple[Any, tuple]], features) -> list[DeviceRef]:
         """`patterns`: [(DeviceEntry, pattern)] in search order; devices with equal patterns that

@@ -15,10 +15,15 @@ class OwnAcrossNodes:
     owner, whatever its node (the dealing of `CountIdenticalPods` with all pods on one owner)."""
 
     @staticmethod
+    def accepts(kind) -> bool:
+        """Counted pods one by one (not units of several pods)."""
+        return kind.counted and kind.unit_size == 1
+
+    @staticmethod
     def apply(kind, nodes: list, refs_of: dict, candidate_columns) -> bool:
         """`refs_of`: node name -> columns; `candidate_columns(node, refs)`: the columns some
         request of the kind may take on that node (None: the kind has no problem there)."""
-        if not kind.counted or kind.unit_size != 1 or len(nodes) < 2:
+        if not OwnAcrossNodes.accepts(kind) or len(nodes) < 2:
             return False
         seen: dict[tuple, frozenset] = {}
         first = None

@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import Hashable
 
 class SplitComponents:
-    """apply(owners, edges) -> parts; invert(part solutions) -> one solution."""
+    """accepts(owners); apply(owners, edges) -> parts; invert(part solutions) -> one solution."""
+
+    @staticmethod
+    def accepts(items: list) -> bool:
+        """Always exact: parts share no node, device, gang or pool."""
+        return True
 
     def apply(self, items: list[Hashable], links: list[tuple[Hashable, Hashable]]) -> list[list[Hashable]]:
         import networkx as nx

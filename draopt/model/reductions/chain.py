@@ -1,0 +1,59 @@
+"""The chain of reductions for a problem, assembled in one place (in the style of cvxpy's
+`reductions/chain.py`): `apply` runs each reduction in turn, keeping what its `invert` needs;
+`invert` runs back through them, last first.
+
+* allocate (claims on one node): `ClaimsOnOneNode` makes the problem an instance of the one
+  placement model (one pod, one candidate node, one column per device).
+* place (`draopt.model.placement`, `draopt.placement.optimal`): `CountIdenticalPods` (pods ->
+  kinds), `GroupDevices` (devices -> columns), `OwnAcrossNodes` (one owner for a kind's nodes)
+  and `SplitComponents` (independent parts). Those work inside the builder, on the objects it
+  holds at each step (pods while it prepares, a node's devices while it makes columns), so
+  `placement_reductions` names them and their order and the builder applies each where its
+  `accepts` holds; their inverses run in the decoding, in the opposite order.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from draopt.model.reductions.claims_on_one_node import ClaimsOnOneNode
+from draopt.model.reductions.count_identical_pods import CountIdenticalPods
+from draopt.model.reductions.group_devices import GroupDevices
+from draopt.model.reductions.own_across_nodes import OwnAcrossNodes
+from draopt.model.reductions.split_components import SplitComponents
+
+
+class Chain:
+    """Reductions applied in order; each has `accepts(problem)`, `apply(problem) -> (reduced,
+    inverse data)` and `invert(solution, inverse data) -> solution of its input problem`."""
+
+    def __init__(self, reductions: list):
+        self.reductions = list(reductions)
+
+    def accepts(self, problem) -> bool:
+        """Whether the first reduction takes the problem (each next one takes what the one before
+        it returns, checked as the chain is applied)."""
+        return not self.reductions or self.reductions[0].accepts(problem)
+
+    def apply(self, problem) -> tuple[Any, list]:
+        inverse_data = []
+        for r in self.reductions:
+            if not r.accepts(problem):
+                raise ValueError(f"internal: {type(r).__name__} does not accept {type(problem).__name__}")
+            problem, data = r.apply(problem)
+            inverse_data.append(data)
+        return problem, inverse_data
+
+    def invert(self, solution, inverse_data: list):
+        for r, data in reversed(list(zip(self.reductions, inverse_data))):
+            solution = r.invert(solution, data)
+        return solution
+
+
+def allocation_chain(problem) -> Chain:
+    """allocate's chain: its claims on its one node, as an instance of the placement model."""
+    return Chain([ClaimsOnOneNode()])
+
+
+def placement_reductions() -> list[type]:
+    """place's reductions, in the order the builder applies them (pods, devices, owners, parts)."""
+    return [CountIdenticalPods, GroupDevices, OwnAcrossNodes, SplitComponents]
