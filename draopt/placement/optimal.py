@@ -74,8 +74,9 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         now = time.perf_counter()
         budget = max(0.05, (deadline - now) * w / max(1, left_weight))
         left_weight -= w
-        with progress.current().task(f"optimal: part {number} of {len(parts)}",
-                                     total=len(parts) if len(parts) > 1 else None) as shown:
+        # A line per part only when there are several (one part is the whole model).
+        parts_shown = progress.current() if len(parts) > 1 else progress.Progress()
+        with parts_shown.task(f"optimal: part {number} of {len(parts)}", total=len(parts)) as shown:
             shown.update_to(number - 1)
             sol, st = _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget,
                                   min(deadline, now + budget * 1.5 + 0.5))
