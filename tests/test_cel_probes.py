@@ -121,6 +121,19 @@ def test_nested_comprehensions_over_a_long_string_stop_at_the_cost_limit(env, de
     assert env.compile('lists.range(30).all(i, lists.range(30).all(j, "abc".contains("zz") == false))').matches(dev)
 
 
+def test_strings_known_only_at_runtime_are_charged_by_their_size(env, dev):
+    # a string built by the expression (5,000 characters), and one reached as an iteration
+    # variable: each contains() costs ceil(5000 * 0.1) * 1 = 500 per inner iteration
+    built = ('cel.bind(s, lists.range(500).map(i, "aaaaaaaaaa").join(""), '
+             'lists.range(100).all(i, lists.range(100).all(j, !s.contains("zz"))))')
+    each = f'["{"a" * 5000}"].all(s, lists.range(100).all(i, lists.range(100).all(j, !s.contains("zz"))))'
+    for expression in (built, each):
+        with pytest.raises(CelRuntimeError, match="actual cost limit exceeded"):
+            env.compile(expression).matches(dev)
+    # short strings: far under the limit
+    assert env.compile('lists.range(30).all(i, ["abc", "def"].all(s, !s.contains("zz")))').matches(dev)
+
+
 @pytest.mark.parametrize("expression, want", [
     # cel-go interpreter/runtimecost_test.go
     ("[1,2,3,4,5].filter(x, x % 2 == 0)", 62),

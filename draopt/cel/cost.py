@@ -13,13 +13,15 @@ Kubernetes cost grows with their arguments (``contains``, ``startsWith``,
 ``matches``, ``split``, ``==`` on strings, ``in`` on a list...: runtimecost.go
 and apiserver/pkg/cel/library/cost.go) are charged by those formulas when the
 sizes are in the source: string and list literals, and names a ``cel.bind``
-gives a string literal.  Expressions without comprehensions cannot
+gives a string literal; inside a loop, a member call on an iteration variable
+or a ``cel.bind`` name adds its cost from the value's size at runtime
+(``size(s)`` in the loop's tick).  Expressions without comprehensions cannot
 come near the limit and run untouched, and so do those whose loops are all
 bounded (see ``estimated_cost`` below) with a worst case under the limit; in
 the others every macro body gets a ``__dra_tick(cost)`` call (one Python call
-per iteration).  Differences from Kubernetes' figure: sizes known only at
-runtime (strings built by ``join`` or ``+`` of variables, attribute values)
-count 1 per call, every part of a body counts even where ``&&``/``||`` would
+per iteration).  Differences from Kubernetes' figure: other operands whose
+size is known only at runtime (``(a + b).contains(x)``, attribute values,
+``==`` between variables) count 1 per call, every part of a body counts even where ``&&``/``||`` would
 skip it, ``sortBy`` iterations are not counted, and ``has()`` counts 0 (Kubernetes'
 ``PresenceTestHasCost(false)``).  ``CompiledExpression.cost`` (draopt.cel.core) returns the
 estimate for one device.
@@ -246,6 +248,64 @@ def _bound_literals(sig, toks) -> dict:
     return out
 
 
+# The same formulas as CEL integer arithmetic on sizes known only at runtime: ceil(n * 0.1) is
+# (n + 9) / 10, ceil(n * 0.25) is (n + 3) / 4.
+def _size_term(operand: str) -> str:
+    return f"size({operand})"
+
+
+def _dynamic_member_cost(name: str, receiver: str, args: list) -> Optional[str]:
+    """The cost of ``receiver.name(args...)`` as a CEL expression over the receiver's size (an
+    identifier holding a string); args: literal sizes (int) or identifiers (str) or None."""
+    r = _size_term(receiver)
+    if _MEMBER_COSTS[name] is _receiver_cost:
+        return f"(({r} + 9) / 10)"
+    if _MEMBER_COSTS[name] is _twice_receiver_cost:
+        return f"(({r} * 2 + 9) / 10)"
+    if not args or args[0] is None:
+        return None
+    a = args[0]
+    if _MEMBER_COSTS[name] is _contains_cost:
+        other = str(_ceil_factor(a, _TRAVERSAL)) if isinstance(a, int) else f"(({_size_term(a)} + 9) / 10)"
+        return f"(({r} + 9) / 10 * {other})"
+    other = str(_ceil_factor(a, _REGEX)) if isinstance(a, int) else f"(({_size_term(a)} + 3) / 4)"
+    return f"(({r} + 10) / 10 * {other})"
+
+
+def _runtime_call_cost(sig, toks, j: int, bound: dict, visible: frozenset) -> Optional[str]:
+    """For a size-dependent member call on a variable whose value is only known at runtime (an
+    iteration variable, a cel.bind name) that is in scope where the loop's tick is evaluated:
+    its cost as a CEL expression, else None."""
+    name = toks[sig[j]][1]
+    if j < 2 or toks[sig[j - 1]][1] != "." or name not in _MEMBER_COSTS:
+        return None
+    recv = toks[sig[j - 2]]
+    if recv[0] != "id" or recv[1] not in visible or recv[1] in bound or (j >= 3 and toks[sig[j - 3]][1] == "."):
+        return None
+    close, args = _split_args(sig, toks, j + 1)
+    sizes: list = []
+    for a, b in (args or []):
+        if b - a != 1:
+            sizes.append(None)
+            continue
+        tok = toks[sig[a]]
+        size = _literal_size(tok, bound)
+        sizes.append(size if size is not None else (tok[1] if tok[0] == "id" and tok[1] in visible else None))
+    return _dynamic_member_cost(name, recv[1], sizes)
+
+
+def _visible_at(sig, toks, j: int) -> set:
+    """Names that cel.bind calls enclosing sig index j bind there."""
+    out = set()
+    for b in range(max(0, j - 1)):
+        if toks[sig[b]][1] == "cel" and b + 4 < len(sig) and toks[sig[b + 1]][1] == "." \
+                and toks[sig[b + 2]][1] == "bind" and toks[sig[b + 3]][1] == "(" and toks[sig[b + 4]][0] == "id":
+            close, args = _split_args(sig, toks, b + 3)
+            if close is not None and len(args) == 3 and args[2][0] <= j < close:
+                out.add(toks[sig[b + 4]][1])
+    return out
+
+
 def _call_cost(sig, toks, j: int, bound: dict) -> int:
     """The runtime cost of the call whose name is at sig index j (1 unless sizes are known)."""
     name = toks[sig[j]][1]
@@ -291,6 +351,13 @@ def _instrument(src: str, worst: bool = False, ticks: bool = True, bound: Option
     """Return (instrumented source, static cost outside loop bodies, has comprehensions,
     static cost with the loops when every receiver's size is known from the source, else None).
     ``bound``: sizes of the string literals that enclosing ``cel.bind`` calls name."""
+    return _instrument_terms(src, worst, ticks, bound, frozenset())[:4]
+
+
+def _instrument_terms(src: str, worst: bool, ticks: bool, bound: Optional[dict], visible: frozenset):
+    """_instrument, and the costs of this level's calls that depend on runtime sizes, as CEL
+    expressions over the variables in ``visible`` (added to the enclosing loop's tick)."""
+    terms: list[str] = []
     toks = _tokenize(src)
     sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
     bound = dict(bound or {})
@@ -321,15 +388,17 @@ def _instrument(src: str, worst: bool = False, ticks: bool = True, bound: Option
                 b - a == 1 and toks[sig[a]][0] == "id" for a, b in args[:nvars]
             ):
                 texts = ["".join(x for _, x in toks[sig[a] : sig[b]]) for a, b in args]
-                inner = [_instrument(x, worst, ticks, bound) for x in texts[nvars:]]
+                inside = visible | frozenset(x.strip() for x in texts[:nvars]) | frozenset(_visible_at(sig, toks, j))
+                inner = [_instrument_terms(x, worst, ticks, bound, inside) for x in texts[nvars:]]
                 per_iter, kept = _iteration_costs(t, [x[1] for x in inner])
+                runtime = [term for x in inner for term in x[4]]
                 size = _receiver_size(sig, toks, j - 1, worst)
                 if total_extra is not None:
-                    if size is None or any(x[3] is None for x in inner):
-                        total_extra = None
+                    if size is None or runtime or any(x[3] is None for x in inner):
+                        total_extra = None      # a size known only at runtime: no static bound
                     else:
                         total_extra += size * sum(_iteration_costs(t, [x[3] for x in inner]))
-                tick = f"{_TICK}({per_iter})"
+                tick = f"{_TICK}({' + '.join([str(per_iter)] + runtime)})"
                 bodies = [x[0] for x in inner]
                 # a predicate whose truth costs more (a kept element, a true exists_one)
                 counted = f"{tick} && (({bodies[0]}) ? {_TICK}({kept}) : false)" if kept else None
@@ -360,6 +429,9 @@ def _instrument(src: str, worst: bool = False, ticks: bool = True, bound: Option
         if kind == "id":
             if nxt == "(":
                 cost += 0 if t == "has" else _call_cost(sig, toks, j, bound)
+                term = _runtime_call_cost(sig, toks, j, bound, visible) if visible and t in _MEMBER_COSTS else None
+                if term is not None:
+                    terms.append(f"({term} - 1)")     # the 1 counted already
             elif t in ("true", "false", "null"):
                 pass
             elif t == "in":
@@ -389,4 +461,4 @@ def _instrument(src: str, worst: bool = False, ticks: bool = True, bound: Option
             operand_end = t.isalnum() or t in ")]}"
         j += 1
     out.append("".join(x for _, x in toks[pos:]))
-    return "".join(out), cost, loops, (None if total_extra is None else cost + total_extra)
+    return "".join(out), cost, loops, (None if total_extra is None else cost + total_extra), terms

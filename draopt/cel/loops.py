@@ -15,7 +15,7 @@ import threading
 from typing import Any, Dict, Tuple
 
 from draopt.cel.cost import (_COST_EXCEEDED, _COST_STATE, _LOOP_OVERHEAD, _PREDICATE_MACROS, _instrument,
-                             _iteration_costs)
+                             _instrument_terms, _iteration_costs)
 from draopt.cel.device import _base_variables
 from draopt.cel.errors import _runtime_message
 from draopt.cel.functions import new_env
@@ -72,8 +72,11 @@ def _offload(src: str, scope: Tuple[str, ...], env_key) -> str:
         inner_scope = scope + names
         bodies = [_offload(x, inner_scope, env_key) for x in texts[nvars:]]
         per_iter, kept = _iteration_costs(t, [_instrument(x)[1] for x in texts[nvars:]])
+        # costs that depend on sizes known only at runtime (draopt.cel.cost._instrument_terms)
+        runtime = [term for x in texts[nvars:] for term in
+                   _instrument_terms(x, False, True, None, frozenset(inner_scope))[4]]
         with _LOOP_LOCK:
-            _LOOP_REGISTRY.append((t, names, bodies, scope, env_key, (per_iter, kept)))
+            _LOOP_REGISTRY.append((t, names, bodies + [" + ".join(runtime)], scope, env_key, (per_iter, kept)))
             loop_id = len(_LOOP_REGISTRY) - 1
         caps = ", ".join(f'"{n}": {n}' for n in dict.fromkeys(scope))
         new = f"{_LOOP_FN}({loop_id}, dyn({receiver}), {{{caps}}})"
@@ -112,6 +115,8 @@ class _BodyError(Exception):
 
 def _fn_loop(loop_id, rng, caps):
     macro, names, bodies, scope, env_key, (per_iter, kept_cost) = _LOOP_REGISTRY[loop_id]
+    runtime_cost = len(bodies) - 1 if bodies[-1] else None   # the body computing runtime-size costs
+    bodies = bodies[:-1]
     base = dict(_LOOP_STATE.data)
     base.update(caps)
     st = _COST_STATE
@@ -134,6 +139,11 @@ def _fn_loop(loop_id, rng, caps):
     out_list, out_map, count, error = [], {}, 0, None
     for i, v in items:
         st.cost += per_iter
+        if runtime_cost is not None:
+            try:
+                st.cost += int(run(runtime_cost, i, v))
+            except (_BodyError, TypeError, ValueError):
+                pass        # a size of something not sized: the body reports it if it matters
         if st.cost > st.limit:
             raise ValueError(_COST_EXCEEDED)
         try:
