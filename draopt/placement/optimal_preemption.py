@@ -11,6 +11,7 @@ is not a decision of the model: the status is never OPTIMAL then, and the stats 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -36,11 +37,23 @@ def optimal_after_evictions(objects, workload, features, first_fit: PlacementRes
     if kept:
         trial = dataclasses.replace(result, evictions=[e for e in result.evictions if e.pod not in kept],
                                     deallocated=_still_deallocated(workload, result, kept))
-        errors = check(outcome(trial, workload, build_cluster(objects, workload, features)))
-        if not errors:
+        if _attribute(workload, trial) is None and \
+                not check(outcome(trial, workload, build_cluster(objects, workload, features))):
             result.evictions, result.deallocated = trial.evictions, trial.deallocated
         else:
             kept = set()
+    unjustified = _attribute(workload, result) if not kept else None
+    if unjustified:
+        # The model used a victim's room for no pod of higher priority: not an eviction Kubernetes makes.
+        from draopt.placement.optimal import _first_fit_returned
+        out = _first_fit_returned(first_fit, workload, time.perf_counter(),
+                                  f"the model's placement uses the room of evicted pod {unjustified} for no pod of "
+                                  f"higher priority")
+        out.evictions, out.deallocated = list(first_fit.evictions), list(first_fit.deallocated)
+        out.stats["evicted"] = len(out.evictions)
+        _nominations(out, first_fit)
+        return out
+    _nominations(result, first_fit)
     stats = result.stats
     stats["evicted"] = len(result.evictions)
     stats["victims_put_back"] = len(kept)
@@ -52,6 +65,42 @@ def optimal_after_evictions(objects, workload, features, first_fit: PlacementRes
     if isinstance(stats.get("summary"), str):
         stats["summary"] += f" ({stats['preemption']})"
     return result
+
+
+def _nominations(result: PlacementResult, first_fit: PlacementResult) -> None:
+    """First-fit's nominatedNodeName and preemption messages, where the model placed the pod there
+    (or did not place it either)."""
+    ff = {p.pod: p for p in first_fit.pods}
+    for pl in result.pods:
+        was = ff.get(pl.pod)
+        if was is None:
+            continue
+        if was.nominated_node and pl.node == was.nominated_node:
+            pl.nominated_node, pl.preemption = was.nominated_node, was.preemption
+        elif not pl.placed and not was.placed:
+            pl.preemption = was.preemption
+
+
+def _attribute(workload, result: PlacementResult) -> str | None:
+    """Each eviction names a preemptor the model placed: first-fit's, if the model placed it (its
+    pod, or a pod of its PodGroup), else a placed pod of higher priority on the victim's node.
+    Returns a victim with no such pod (None: all attributed)."""
+    placed = {pl.pod: pl for pl in result.pods if pl.placed}
+    out = []
+    for e in result.evictions:
+        if e.preemptor_kind == "pod" and e.preemptor in placed or e.preemptor_kind == "podgroup" and any(
+                p in placed for p in workload.groups[e.preemptor].pods):
+            out.append(e)
+            continue
+        heir = next((pl for pl in sorted(placed.values(), key=lambda pl: (-pl.priority, pl.pod))
+                     if pl.node == e.node and pl.priority > e.priority), None)
+        if heir is None:
+            return e.pod
+        out.append(dataclasses.replace(e, preemptor=heir.pod, preemptor_kind="pod", preemptor_priority=heir.priority,
+                                       why=f"evicted from {e.node} (priority {e.priority}) to make room for pod "
+                                           f"{heir.pod} (priority {heir.priority}) on {e.node} (optimal's placement)"))
+    result.evictions = out
+    return None
 
 
 def _without(workload, gone: set[str], deallocated: set[str]):
