@@ -341,7 +341,7 @@ def test_composite_pod_group_places_its_children_in_one_rack():
         assert check_placement(got) == []
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10 ** 6))
 def test_random_rack_clusters_gangs_never_split_and_optimal_is_never_worse(seed):
     rng = random.Random(seed)
@@ -385,7 +385,7 @@ def test_composite_gate_off_schedules_the_groups_as_roots(capsys):
     assert all(_by_pod(got).values())
 
 
-@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10 ** 6))
 def test_random_composites_whole_in_one_rack_under_both_policies(seed):
     """A CompositePodGroup with a rack constraint over 2-3 child gangs (minGroupCount 1..children):
@@ -408,3 +408,59 @@ def test_random_composites_whole_in_one_rack_under_both_policies(seed):
         assert len(racks) <= 1, (policy, racks)
         results.append(got.result.weighted_placed())
     assert results[1] >= results[0]
+
+
+def _gpu_rack_objects(rng: random.Random) -> tuple[ObjectSet, list]:
+    """A random rack cluster with DRA GPUs (node-local ResourceSlices of 2-8 devices), gangs asking
+    1-4 GPUs per pod through ResourceClaimTemplates, some with a rack constraint."""
+    racks, per_rack = rng.randint(2, 3), rng.randint(1, 3)
+    docs: list[dict] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+                        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+    for n in (1, 2, 4):
+        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                     "metadata": {"name": f"gpus-{n}", "namespace": "ml"},
+                     "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {
+                         "deviceClassName": "gpu", "count": n}}]}}}})
+    for r in range(racks):
+        for i in range(per_rack):
+            name = f"rack-{r}-node-{i}"
+            docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {RACK: f"rack-{r}"}},
+                         "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}}})
+            docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                         "spec": {"driver": "gpu.example.com", "nodeName": name,
+                                  "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                                  "devices": [{"name": f"gpu-{d}"} for d in range(rng.choice([2, 4, 8]))]}})
+    gangs = []
+    t = 0
+    for g in range(rng.randint(1, 4)):
+        size, gpus, key = rng.randint(1, 4), rng.choice([1, 2, 4]), rng.choice([RACK, RACK, None])
+        spec: dict = {"schedulingPolicy": {"gang": {"minCount": size}}}
+        if key:
+            spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+        docs.append(_doc("PodGroup", f"g{g}", spec))
+        for i in range(size):
+            pod = _pod(f"g{g}-{i}", 1, t, f"g{g}")
+            pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
+            pod["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": f"gpus-{gpus}"}]
+            docs.append(pod)
+            t += 1
+        gangs.append((f"g{g}", size, gpus, key))
+    objects = ObjectSet()
+    for i, d in enumerate(docs):
+        objects.add(parse_object(d, f"doc {i}"))
+    return objects, gangs
+
+
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10 ** 6))
+def test_random_gpu_rack_clusters_gangs_never_split_and_optimal_is_never_worse(seed):
+    objects, gangs = _gpu_rack_objects(random.Random(seed))
+    pods = {f"ml/{g}": [f"ml/{g}-{i}" for i in range(n)] for g, n, _, key in gangs if key}
+    ff = place(objects, features=TAS)
+    opt = place(objects, features=TAS, policy="optimal", time_limit=10)
+    for outcome in (ff, opt):
+        assert check_placement(outcome) == []
+        for g, racks_used in _domains(outcome, pods).items():
+            assert len(racks_used) <= 1, (outcome.result.policy, g, racks_used)
+    assert opt.result.weighted_placed() >= ff.result.weighted_placed()
