@@ -59,7 +59,8 @@ def cel_input(device: Device) -> dict:
     """The parts of a device CEL sees, as Kubernetes JSON (cheaper than a full model dump)."""
     attributes = {}
     for name, a in device.attributes.items():
-        attributes[name] = {key: getattr(a, f) for f, key in _ATTRIBUTE_FIELDS if getattr(a, f) is not None}
+        fields = a.__dict__     # the model's field values (one dict read each, not two getattr)
+        attributes[name] = {key: v for f, key in _ATTRIBUTE_FIELDS if (v := fields.get(f)) is not None}
     return {"name": device.name, "attributes": attributes,
             "capacity": {name: {"value": c.value} for name, c in device.capacity.items()},
             "allowMultipleAllocations": bool(device.allow_multiple_allocations)}
