@@ -347,6 +347,7 @@ class FfdEstimate:
     placed: int                                  # pending pods placed (input's pods)
     pods: int
     capped: bool = False                         # stopped at max_nodes copies
+    skipped: bool = False                        # not estimated: the time limit ran out first
     placement: dict[str, Any] = field(default_factory=dict)   # pod -> PodPlacement
     used: set[str] = field(default_factory=set)  # copies with pods
     seconds: float = 0.0
@@ -465,7 +466,8 @@ class MixPlan:
             "candidates": self.candidates, "blocked": self.blocked,
             "one_fewer": [{"removed": o.removed, "mix": o.mix, "verdict": o.verdict} for o in self.one_fewer],
             "ffd": {e.node_type.name: {"nodes": e.nodes, "cost": _num(e.cost), "placed": e.placed, "pods": e.pods,
-                                       "capped": e.capped} for e in self.ffd},
+                                       "capped": e.capped} | ({"skipped": True} if e.skipped else {})
+                    for e in self.ffd},
             "ffd_best": None if best is None else {"node_type": best.node_type.name, "nodes": best.nodes,
                                                    "cost": _num(best.cost), "placed": best.placed},
         }
@@ -474,7 +476,7 @@ class MixPlan:
         rows = [("node type", "template", "cost", "candidates", "optimal mix", "ffd nodes", "ffd cost", "ffd placed")]
         for e, t in zip(self.ffd, self.node_types):
             rows.append((t.name, t.template, _fmt(t.cost), str(self.candidates.get(t.name, 0)),
-                         str(self.mix.get(t.name, 0)), str(e.nodes) + ("+" if e.capped else ""), _fmt(e.cost),
+                         str(self.mix.get(t.name, 0)), "-" if e.skipped else str(e.nodes) + ("+" if e.capped else ""), _fmt(e.cost),
                          f"{e.placed}/{e.pods}"))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         out = ["  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip()
@@ -628,13 +630,20 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
     with progress.current().task("plan: first-fit-decreasing estimates", total=len(node_types),
                                  unit="node types") as shown:
         ffd = []
+        # Where the columns decide (large inputs), the time limit bounds the whole command: the
+        # estimates get a third of it; a type not reached is reported as not estimated.
+        large = len(first[0]) >= COLUMNS_MIN_PODS
         for t in node_types:
-            ffd.append(ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first))
+            if large and ffd and time.perf_counter() - t0 > time_limit / 3:
+                ffd.append(FfdEstimate(t, 0, 0, len(first[0]), skipped=True))
+                stats["ffd_skipped"] = stats.get("ffd_skipped", 0) + 1
+            else:
+                ffd.append(ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first))
             shown.update_to(len(ffd))
     stats["ffd_s"] = round(time.perf_counter() - t0, 3)
     most = max(e.placed for e in ffd)
     best_ffd = min((e for e in ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
-    if len(first[0]) >= COLUMNS_MIN_PODS:
+    if large:
         by_columns = _plan_by_columns(objects, node_types, features, ffd, best_ffd, stats,
                                       max(time.perf_counter() + 1.0, t0 + time_limit - 1.0))
         if by_columns is not None:
