@@ -126,9 +126,10 @@ def _reprieve(workload, cluster_after, result: PlacementResult) -> set[str]:
         return set()
     used: dict[str, dict[str, Fraction]] = {n.name: dict(n.used) for n in cluster_after.nodes}
     for pl in result.pods:
-        if pl.placed:
+        if pl.node is not None:
+            on = used[pl.node]
             for r, v in workload.pod(pl.pod).resources.items():
-                used[pl.node][r] = used[pl.node].get(r, Fraction(0)) + v
+                on[r] = on.get(r, Fraction(0)) + v
     taken = {(r.driver, r.pool, r.device) for alloc, _ in result.claims.values() for r in alloc.devices.results}
     by_pod = {e.pod: e for e in result.evictions}
     units: dict[str, list[str]] = {}

@@ -392,7 +392,7 @@ class PreemptionRun:
     def _on_nodes(self, assigned) -> bool:
         """Each of the group's pods again on the node it was assigned, in order; False (and nothing
         kept) as soon as one does not fit."""
-        done = []
+        done: list[Any] = []
         for m, node in assigned:
             ok = self.fits(m, node)
             pl = self.place(m, node) if ok else None
