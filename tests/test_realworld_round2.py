@@ -220,6 +220,17 @@ def test_explain_does_not_say_fits_after_insufficient_node_allocatable_memory():
     assert "fits" not in out
 
 
+def test_allocate_prints_the_dropped_field_notes_as_place_does():
+    """c03-cpu-nic-pcieroot-list.yaml with DRAListTypeAttributes off (1.36's default): `allocate` says
+    that the list values are dropped, as `place` does (draopt.kube.workload.gated_field_notes)."""
+    import subprocess
+    import sys
+    got = subprocess.run([sys.executable, "-m", "draopt", "allocate", "-f", *r2("c03-cpu-nic-pcieroot-list.yaml")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert "note: field ResourceSlice spec.devices[].attributes[] list values dropped: gate " \
+           "DRAListTypeAttributes is off" in got.stderr
+
+
 def test_explain_node_narrows_every_section_to_that_node():
     """e-computedomain-*: `explain --node gb200-rack1-node3` speaks of that node alone in every section:
     the headline without the other nodes' counts, its block of the explanation when the pod failed
@@ -255,7 +266,7 @@ def test_a_plain_pci_address_reads_as_kubernetes_reads_it(tmp_path):
     written (was: "Input should be a valid string", an error on valid input)."""
     path = tmp_path / "slice.yaml"
     path.write_text("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n"
-                    "  driver: gpu.example.com\n  nodeName: n\n  pool: {name: n, generation: 1, resourceSliceCount: 1}\n"
+                    "  driver: gpu.example.com\n  nodeName: n1\n  pool: {name: n1, generation: 1, resourceSliceCount: 1}\n"
                     "  devices:\n  - name: gpu-0\n    attributes:\n      pciBusID:\n        string: 0000:18:00.0\n")
     device, = load_files([str(path)]).resource_slices[0].spec.devices
     assert device.to_k8s()["attributes"]["pciBusID"] == {"string": "0000:18:00.0"}

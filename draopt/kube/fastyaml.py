@@ -10,8 +10,7 @@ they provably agree; everything else goes through PyYAML (see :mod:`draopt.kube.
   they look like numbers), ``true``/``false``/``null`` (empty values too), or strings. PyYAML
   resolves plain scalars by YAML 1.1 rules (``yes``/``on``/``~``/``0x10``/``0755``/``1_000``/
   ``1:20``/``.inf``, ...) and reads ``1e3`` and ``-.5`` as strings; rapidyaml also rewrites the
-  plain scalars ``inf``/``nan``. draopt reads ``y``/``n`` as booleans too, as Kubernetes' go-yaml
-  v2 does (see draopt.kube.loader). A text with any plain scalar (or key) where the two may
+  plain scalars ``inf``/``nan``. A text with any plain scalar (or key) where the two may
   differ is refused: :func:`unsafe` finds every such token where a plain scalar can start.
   Plain decimal integers and ``digits.digits`` floats are the numbers both read alike (as
   values; as keys PyYAML's key text is ``str(value)``, so floats and ``-0`` are refused there).
@@ -56,9 +55,9 @@ _SAME_NUMBER = r"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[ ]*+(?:\n|\Z|#|[,\]}]))
 # ... and base-60 shapes (`0000:68:00.0`, `10:20`): strings to rapidyaml, and to draopt.kube.loader
 # too, as to Kubernetes (its go-yaml never read YAML 1.1's base-60 numbers).
 _STRING_BASE60 = r"[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?" + _END
-# (`y`, `n`: YAML 1.1 booleans, as Kubernetes' go-yaml v2 reads them and draopt.kube.loader too,
-# although PyYAML's own resolver does not; rapidyaml reads them as strings: refused.)
-_WORDS = (r"yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|y|Y|n|N|~|Null|NULL|=|<<"
+# (`y`, `n`: YAML 1.1's spec and Kubernetes' go-yaml v2 read them as booleans, but PyYAML's resolver,
+# which draopt.kube.loader follows, reads strings, and so does rapidyaml: not refused.)
+_WORDS = (r"yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|~|Null|NULL|=|<<"
           r"|[-+]?\.?(?:[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])")
 _RISKY = (r"(?=[yYnNoOTF~=<.+\-0-9iI&*!?%@`:])(?:"
           r"(?:" + _WORDS + r")" + _END +

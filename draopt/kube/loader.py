@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gc
 import json
-import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -247,21 +246,10 @@ def _number_or_base60_text(construct):
     return construct_number
 
 
-# YAML 1.1's booleans as Kubernetes reads them: kubectl and the API server convert YAML to JSON
-# with sigs.k8s.io/yaml's YAMLToJSON, which unmarshals with go-yaml v2 (go.yaml.in/yaml/v2
-# resolve.go: y, Y, yes, Yes, YES, true, True, TRUE, on, On, ON and their false forms n, N, no,
-# ...). PyYAML's resolver has all but the one-letter y/Y/n/N, which it reads as strings.
-_ONE_LETTER_BOOL = re.compile(r"^(?:y|Y|n|N)$")
-_TRUE_WORDS = frozenset({"y", "yes", "true", "on"})
-
-
-def _construct_bool(loader, node) -> bool:
-    return loader.construct_scalar(node).lower() in _TRUE_WORDS
-
-
+# YAML 1.1's booleans as PyYAML reads them: yes/no/on/off/true/false in their three spellings.
+# Kubernetes' go-yaml v2 (sigs.k8s.io/yaml YAMLToJSON, go.yaml.in/yaml/v2 resolve.go) also reads the
+# one-letter y/Y/n/N as booleans; draopt keeps them strings, as PyYAML does (docs/inputs.md).
 for _loader in filter(None, (_YamlLoader, _CYamlLoader)):
-    _loader.add_implicit_resolver("tag:yaml.org,2002:bool", _ONE_LETTER_BOOL, list("yYnN"))
-    _loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
     _loader.add_constructor("tag:yaml.org,2002:int", _number_or_base60_text(yaml.SafeLoader.construct_yaml_int))
     _loader.add_constructor("tag:yaml.org,2002:float", _number_or_base60_text(yaml.SafeLoader.construct_yaml_float))
     _loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_scalar)
