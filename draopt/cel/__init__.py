@@ -107,7 +107,15 @@ uses, only with DRAListTypeAttributes).  Workarounds:
   cel.expr.CheckedExpr) is walked and a list literal whose elements, or a map
   literal whose keys or values, have different checked types (``dyn`` matches
   anything) is a compile error "expected type 'int' but found 'string'", as
-  in cel-go.  Duplicate map-literal keys fail at runtime, as in Kubernetes.
+  in cel-go; literals inside a ``format()`` call are exempt, as cel-go's format
+  validator makes them.
+* A map literal with a repeated key keeps its last entry, as cel-go's evalMap
+  does (cel-cpp fails with "duplicate key in map"): repeated constant keys are
+  dropped from the source, keys known only at runtime go through a helper
+  (draopt.cel.rewrite._rewrite_map_literals).
+* ``"...".format([...])`` is cel-go's formatter of the strings extension v2
+  (draopt.cel.formatting; cel-cpp's differs), its validator's checks on a literal
+  format string with a literal list are compile errors.
 * ``has(device.driver)`` (and ``allowMultipleAllocations``, ``attributes``,
   ``capacity``) is true, as on Kubernetes' device object.
 * The two-variable ``exists_one`` is compiled as ``existsOne`` (cel-cpp knows
@@ -143,10 +151,9 @@ Not reproduced
   the type names ``net.IP``/``net.CIDR``/``net.URL`` (here ``kubernetes.IP``...),
   URL parsing beyond what ``url()`` checks here (an absolute URI or path, no
   space or bad port in the host: a subset of Go's url.ParseRequestURI), and
-  cel-go's compile-time ``format()`` checks beyond a call on literals (a
-  ``"...".format([...])`` that uses no variable is evaluated when compiling and
-  its error is a compile error; with variables the error comes at runtime;
-  cel-cpp formats a double with ``%d`` where cel-go refuses it).
+  cel-go's compile-time ``format()`` type checks of list elements whose types
+  the checker knows but whose values need a variable (``"%d".format([x.size() * 1.5])``:
+  a runtime error here, a compile error there).
 
 Modules
 -------
