@@ -41,14 +41,12 @@ model: no online policy on the same arrivals allocates more.
 """
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
 import math
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable
@@ -58,6 +56,7 @@ import numpy as np
 from draopt.errors import InputError
 from draopt.kube.optionfiles import check_writable, save_figure
 from draopt.kube.quantity import Quantity
+from draopt.studies.simulate_optimal import _object_set, _quantity, residual_objects, solve_optimal  # noqa: F401  (re-exported)
 from draopt.progress import current as current_progress  # the status lines (`progress` is a parameter here)
 
 ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
@@ -147,15 +146,6 @@ def _lcm_den(values) -> int:
     return out
 
 
-def _quantity(k: float, scale: int) -> str:
-    """An exact integer count of 1/scale units as a Kubernetes quantity."""
-    v = Fraction(int(round(k)), scale)
-    if v.denominator == 1:
-        return str(v.numerator)
-    for suffix, unit in (("m", 10**3), ("u", 10**6), ("n", 10**9)):
-        if unit % v.denominator == 0:
-            return f"{v.numerator * unit // v.denominator}{suffix}"
-    raise InputError(f"simulate: {v} cannot be written as a Kubernetes quantity")
 
 
 def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> SimCluster:
@@ -407,189 +397,6 @@ def _fgd(st: State, s: Shape, cand: np.ndarray, use, frag: FragModel) -> tuple[i
     return int(nodes[best]), chosen[best]
 
 
-# ------------------------------------------------------------------ optimal (batch, offline)
-def relevant_nodes(st: State, batch: list[Shape], keep: set[int] = frozenset()) -> list[int]:
-    """Nodes the optimal model needs for `batch`, two exact reductions: a node where no pod of
-    the batch fits alone can take none; of nodes in the same state (kind of node, free
-    resources, capacity left per device), no more can be used than there are pods of the batch
-    that fit one of them alone (each used node holds at least one)."""
-    c = st.c
-    fitting = np.zeros(c.n, dtype=np.int64)      # pods of the batch that fit the node alone
-    per_shape: dict[int, list] = {}
-    for s in batch:
-        per_shape.setdefault(s.index, [s, 0])[1] += 1
-    for s, n in per_shape.values():
-        fitting += n * st.feasible(s)[0]
-    out: list[int] = []
-    per_state: dict[bytes, int] = {}
-    for i in np.flatnonzero(fitting):
-        key = c.group[i].tobytes() + st.free[i].tobytes() + st.left[i].tobytes()
-        k = per_state.get(key, 0)
-        if k < fitting[i] or i in keep:
-            per_state[key] = k + 1
-            out.append(int(i))
-    return out
-
-
-def residual_objects(st: State, shape_counts: list[tuple[Shape, str]], *, priority: bool = True,
-                     keep: set[int] = frozenset()):
-    """What is left of the cluster as Kubernetes objects, and pods to place on it: every node
-    with its free resources as allocatable, every device with its capacity left (no request
-    policy: a pod asks for what one allocation consumes), pods asking for that consumption."""
-    c = st.c
-    docs: list[dict] = [cl.to_k8s() for cl in c.objects.device_classes]
-    for i in relevant_nodes(st, [s for s, _ in shape_counts], keep):
-        name = c.nodes[i]
-        free = st.free[i]
-        allocatable = {}
-        for j, r in enumerate(c.resources):
-            if math.isfinite(c.alloc[i, j]):
-                allocatable[r] = _quantity(max(free[j], 0.0), c.res_scale[j])
-        node = c.node_objects[i].to_k8s()
-        node["status"] = {"allocatable": allocatable}
-        docs.append(node)
-        pools: dict[tuple[str, str], list[dict]] = {}
-        for e in c.devices[i].devices:
-            left = st.left[i, e.index]
-            if left <= 0:
-                continue
-            d = e.device.to_k8s()
-            d["capacity"] = {c.capacity_name: {"value": _quantity(left, c.cap_scale)}}
-            pools.setdefault((e.pool.driver, e.pool.name), []).append(d)
-        for (driver, pool), devs in sorted(pools.items()):
-            docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                         "metadata": {"name": f"{name}-{driver}-{pool}"[:253]},
-                         "spec": {"driver": driver, "nodeName": name,
-                                  "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
-                                  "devices": devs}})
-    templates: dict[int, str] = {}
-    for k, (s, pod_name) in enumerate(shape_counts):
-        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
-                               "metadata": {"name": pod_name, "namespace": "sim",
-                                            "creationTimestamp": _ts(k)},
-                               "spec": {**copy.deepcopy(s.placement),
-                                        "containers": [{"name": "main", "image": "sim", "resources": {
-                                            "requests": {r: str(v) if v.denominator == 1 else
-                                                         _quantity(float(v * 10**9), 10**9)
-                                                         for r, v in s.resources.items() if r != "pods"}}}]}}
-        if priority:
-            pod["spec"]["priority"] = max(0, int(round(s.request)) - 1)
-        if s.claim_spec is not None:
-            if s.index not in templates:
-                templates[s.index] = f"shape-{s.index}"
-                spec = copy.deepcopy(s.claim_spec)
-                ex = spec["devices"]["requests"][0]["exactly"]
-                amounts = s.cons[s.compat]
-                if amounts.size and (amounts != amounts[0]).any():
-                    raise InputError(f"simulate: claims of pod {s.pods[0]} consume different amounts on "
-                                     "different devices: the optimal policies need one amount")
-                ex.setdefault("capacity", {}).setdefault("requests", {})[c.capacity_name] = \
-                    _quantity(float(amounts[0]) if amounts.size else 0.0, c.cap_scale)
-                docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                             "metadata": {"name": templates[s.index], "namespace": "sim"}, "spec": {"spec": spec}})
-            pod["spec"]["resourceClaims"] = [{"name": "dev", "resourceClaimTemplateName": templates[s.index]}]
-            pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "dev"}]
-        docs.append(pod)
-    return _object_set(docs)
-
-
-def _ts(k: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_672_531_200 + k))
-
-
-def _object_set(docs: list[dict], source: str = "<simulate>"):
-    """Objects made here, parsed as the loader parses them (without a YAML round trip)."""
-    from draopt.kube.loader import ObjectSet, parse_object
-    objects = ObjectSet()
-    for i, doc in enumerate(docs):
-        objects.add(parse_object(doc, f"{source} object {i + 1}"))
-    return objects
-
-
-def solve_optimal(st: State, batch: list[Shape], *, time_limit: float, apply: bool = True,
-                  hint: list | None = None) -> dict:
-    """Place `batch` on what is left with draopt's optimal model, maximising device capacity
-    placed; update the state when `apply`. `hint`: a placement of the batch ((node, devices) or
-    None per pod) the model starts from instead of first-fit's (it never returns less).
-    Returns the solver's summary."""
-    from draopt.placement import place
-    names = [f"p{k:06d}" for k in range(len(batch))]
-    keep = {h[0] for h in hint if h is not None} if hint else frozenset()
-    objs = residual_objects(st, list(zip(batch, names)), keep=keep)
-    if hint is None:
-        outcome = place(objs, policy="optimal", time_limit=time_limit)
-    else:
-        outcome = _optimize_from(st, objs, batch, names, hint, time_limit)
-    c = st.c
-    index = {name: i for i, name in enumerate(c.nodes)}
-    placed_request = 0.0
-    for pl, s in zip(sorted(outcome.result.pods, key=lambda p: p.pod), batch):
-        if not pl.placed:
-            if apply:
-                st.failed += 1
-            continue
-        placed_request += s.request
-        if not apply:
-            continue
-        node = index[pl.node]
-        devs: list[int] = []
-        demand = outcome.workload.pod(pl.pod)
-        for use in demand.claims:
-            alloc, _ = outcome.result.claims[use.key]
-            for r in alloc.devices.results:
-                devs.append(next(e.index for e in c.devices[node].devices if e.device.name == r.device))
-        st.take(s, node, devs)
-    stats = outcome.result.stats
-    return {"placed_request": placed_request, "bound": float(stats.get("bound", 0) or 0),
-            "objective": float(stats.get("objective", 0) or 0), "gap": stats.get("gap"),
-            "status": stats.get("status"), "solve_s": stats.get("solve_s"),
-            "colgen": {k: v for k, v in stats.items() if k.startswith("colgen_")}}
-
-
-def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: list, time_limit: float):
-    """draopt's optimal model (`draopt.placement.optimal.optimize`) warm-started from `hint`."""
-    from types import SimpleNamespace
-
-    from draopt.kube.features import Features
-    from draopt.kube.models import AllocationResult
-    from draopt.placement import _no_gc_pauses, build_cluster
-    from draopt.placement.optimal import optimize
-    from draopt.cluster.result import PlacementResult, PodPlacement
-    from draopt.kube.workload import expand
-    c = st.c
-    started = time.perf_counter()
-    with _no_gc_pauses():
-        features = Features.from_gates()
-        workload = expand(objs, features)
-        cluster = build_cluster(objs, workload, features)
-        pods = []
-        for name, s, h in zip(names, batch, hint):
-            demand = workload.pod(f"sim/{name}")
-            if h is None:
-                pods.append(PodPlacement(demand.key, None, demand.priority))
-                continue
-            node, devs = h
-            claims = {}
-            for use in demand.claims:
-                request = s.claim_spec["devices"]["requests"][0]["name"]
-                results = []
-                for k, d in enumerate(devs):
-                    e = c.devices[node].devices[d]
-                    r = {"request": request, "driver": e.pool.driver, "pool": e.pool.name, "device": e.device.name,
-                         "consumedCapacity": {c.capacity_name: _quantity(s.cons[node, d], c.cap_scale)}}
-                    if e.multi_allocatable:
-                        r["shareID"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"draopt:{use.key}:{request}:{k}"))
-                    results.append(r)
-                claims[use.key] = AllocationResult.model_validate({"devices": {"results": results}, "nodeSelector": {
-                    "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
-                                                            "values": [c.nodes[node]]}]}]}})
-            pods.append(PodPlacement(demand.key, c.nodes[node], demand.priority, None, claims))
-        hint_result = PlacementResult("hint", pods, {ck: (a, pl.node) for pl in pods for ck, a in pl.new_claims.items()})
-        result = optimize(cluster, workload, time_limit=time_limit, first_fit=hint_result, started=started)
-    return SimpleNamespace(result=result, workload=workload)
-
-
-# ------------------------------------------------------------------ the protocol
 def parse_levels(text: str) -> list[float]:
     try:
         if ":" in text:
