@@ -36,6 +36,7 @@ from draopt.model.patterns import NodeClass, node_classes
 from draopt.model.placement import one_node_model
 
 LP_SHARE = 0.7            # of the time given, for the generation (the rest: integer counts)
+SMOOTHING = 0.5           # Wentges: weight of the best bound's duals in the prices priced
 LP_TOLERANCE = 1e-4       # relative gap between the bound and the LP at which the generation stops
 
 
@@ -137,14 +138,18 @@ class CheapestMix:
         done, rounds, converged, stopped, lp_value = 0, 0, False, "", None
         bound = _pooled_bound(fast, classes, free_nodes, class_cost, demand)
         cap = PRICE_FIRST_SECONDS
+        center: dict[int, float] | None = None     # Wentges smoothing, as in colgen.py
+        alpha = SMOOTHING
         while True:
             master.add_columns(columns[done:])
             done = len(columns)
-            lp_value, pi, sigma = master.solve()
+            lp_value, pi_lp, sigma = master.solve()
             rounds += 1
             if lp_value is not None and lp_value - bound <= LP_TOLERANCE * max(1.0, lp_value):
                 converged = True
                 break
+            a = alpha if center is not None else 0.0
+            pi = pi_lp if not a else {k: a * center[k] + (1 - a) * pi_lp[k] for k in pi_lp}
             best = []
             exact, added = True, 0
             for j, nc in enumerate(classes):
@@ -157,8 +162,9 @@ class CheapestMix:
                 if free_nodes[j]:
                     limit = min(limit, sigma[j])
 
-                def wanted(counts, j=j, limit=limit, reduced=reduced):
-                    return sum(reduced[ki] * n for ki, n in zip(classes[j].kinds, counts)) > limit + 1e-6
+                def wanted(counts, j=j, limit=limit):
+                    """A negative reduced cost at the LP's own duals: a column the master lacks."""
+                    return sum(pi_lp.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts)) > limit + 1e-6
 
                 got = None
                 if fast[j] is not None:
@@ -177,8 +183,14 @@ class CheapestMix:
                     if conf is not None and wanted(conf.counts):
                         added += add(j, conf.counts, conf)
             else:
-                bound = max(bound, _farley(pi, demand, best, cost_f, free_nodes))
+                farley = _farley(pi, demand, best, cost_f, free_nodes)
+                if farley > bound or center is None:
+                    bound, center = max(bound, farley), pi
                 if added:
+                    alpha = SMOOTHING
+                    continue
+                if a:
+                    alpha = 0.0           # mispricing: the LP's own duals next
                     continue
                 if not exact and cap < PRICE_SECONDS:
                     cap = min(PRICE_SECONDS, cap * 4)
