@@ -89,7 +89,7 @@ def selector_matches(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
 
 def _checked_selector(doc: dict[str, Any], where: str, path: str) -> dict[str, Any] | None:
     """The label selector at `path` (spec.selector), its shape checked; None when absent."""
-    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    spec: dict[str, Any] = doc["spec"] if isinstance(doc.get("spec"), dict) else {}
     selector = spec.get("selector")
     if selector is None:
         return None

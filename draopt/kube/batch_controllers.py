@@ -81,7 +81,7 @@ class _BatchExpander(_Expander):
 
     # ---------------------------------------------------------- shared
     def owned_names(self, r: _Reader) -> set[str]:
-        return {controllers._name(p) for p in self.owned_pods(r.namespace, r.kind, r.name)}
+        return {controllers._name(p) for p in self.owned_pods(r.namespace, str(r.kind), r.name)}
 
     def gang(self, r: _Reader, min_member: int, why: str) -> dict[str, Any] | None:
         """The gang PodGroup `N` for the job's pods (spec.schedulingGroup to set on each)."""
@@ -267,7 +267,7 @@ class _BatchExpander(_Expander):
         if spec.get("runtimePatches"):
             self.out.notes.append(f"{r.what}: spec.runtimePatches are not applied by draopt")
         jobset = _trainjob_jobset(r, spec, runtime, kind)
-        rspec = runtime.get("spec") if isinstance(runtime.get("spec"), dict) else {}
+        rspec: dict[str, Any] = runtime["spec"] if isinstance(runtime.get("spec"), dict) else {}
         pod_group = rspec.get("podGroupPolicy")
         js = _Reader(jobset, f"{r.source} (TrainJob {r.name}: its JobSet, from {kind} {runtime_name})")
         start = len(self.out.pods)
@@ -315,7 +315,7 @@ def _merge_resources(base: Any, over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _trainjob_jobset(r: _Reader, spec: dict, runtime: dict, kind: str) -> dict[str, Any]:
-    rmeta = runtime.get("metadata") if isinstance(runtime.get("metadata"), dict) else {}
+    rmeta: dict[str, Any] = runtime["metadata"] if isinstance(runtime.get("metadata"), dict) else {}
     rname = f"{kind} {rmeta.get('name')}"
     rspec = runtime.get("spec")
     if not isinstance(rspec, dict):
@@ -325,7 +325,7 @@ def _trainjob_jobset(r: _Reader, spec: dict, runtime: dict, kind: str) -> dict[s
         raise InputError(f"{rname}: field spec.template.spec: missing (the JobSet template)")
     js_spec = copy.deepcopy(template["spec"])
     trainer = r.get(spec, "spec", "trainer", dict, {})
-    ml = rspec.get("mlPolicy") if isinstance(rspec.get("mlPolicy"), dict) else {}
+    ml: dict[str, Any] = rspec["mlPolicy"] if isinstance(rspec.get("mlPolicy"), dict) else {}
     default_nodes = ml.get("numNodes", 1)
     num_nodes = r.count(trainer, "spec.trainer", "numNodes", default_nodes if isinstance(default_nodes, int) else 1)
     rjobs = js_spec.get("replicatedJobs")
@@ -334,7 +334,7 @@ def _trainjob_jobset(r: _Reader, spec: dict, runtime: dict, kind: str) -> dict[s
     for i, rj in enumerate(rjobs):
         if not isinstance(rj, dict):
             raise InputError(f"{rname}: field spec.template.spec.replicatedJobs[{i}]: expected a mapping")
-        jt = rj.get("template") if isinstance(rj.get("template"), dict) else {}
+        jt: dict[str, Any] = rj["template"] if isinstance(rj.get("template"), dict) else {}
         labels = (jt.get("metadata") or {}).get("labels") or {}
         if labels.get(TRAINER_ANCESTOR) != "trainer":
             continue
@@ -359,7 +359,7 @@ def _trainjob_jobset(r: _Reader, spec: dict, runtime: dict, kind: str) -> dict[s
     meta: dict[str, Any] = {"name": r.name, "uid": stable_uid("JobSet", r.namespace, r.name)}
     if r.namespace_field is not None:
         meta["namespace"] = r.namespace_field
-    tmeta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+    tmeta: dict[str, Any] = template["metadata"] if isinstance(template.get("metadata"), dict) else {}
     for part in ("labels", "annotations"):
         merged = dict(tmeta.get(part) or {}, **(r.meta.get(part) or {}))
         if merged:
@@ -371,7 +371,7 @@ def _trainjob_jobset(r: _Reader, spec: dict, runtime: dict, kind: str) -> dict[s
 
 
 def check_api_version(doc: dict[str, Any], source: str) -> None:
-    kind = doc.get("kind")
+    kind = str(doc.get("kind"))
     versions = BATCH_KINDS.get(kind) or RUNTIME_KINDS[kind]
     if doc.get("apiVersion") in versions:
         return
@@ -385,7 +385,7 @@ def check_api_version(doc: dict[str, Any], source: str) -> None:
 
 
 def expand(workload_controllers: list[tuple[dict[str, Any], str]], existing_pods: list[dict[str, Any]],
-           nodes: list[Any], runtimes: list[tuple[dict[str, Any], str]] = (),
+           nodes: list[Any], runtimes: list[tuple[dict[str, Any], str]] | None = None,
            pod_groups: set[str] | None = None) -> Created:
     """The pods of the core controllers (draopt.kube.controllers.expand) and then of the batch
     frameworks' jobs in `workload_controllers`; `runtimes`: the input's TrainingRuntimes and
@@ -396,7 +396,7 @@ def expand(workload_controllers: list[tuple[dict[str, Any], str]], existing_pods
     out = controllers.expand(core, existing_pods, nodes) if core else Created()
     if not batch:
         return out
-    expander = _BatchExpander(existing_pods, nodes, batch, list(runtimes), set(pod_groups or ()),
+    expander = _BatchExpander(existing_pods, nodes, batch, list(runtimes or []), set(pod_groups or ()),
                               [d for d, _ in core if d.get("kind") == "Job"])
     expander.taken |= {f"{controllers._ns(d)}/{controllers._name(d)}" for d, _ in out.pods}
     made = expander.run()
