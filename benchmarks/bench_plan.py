@@ -74,7 +74,8 @@ def run_openb(time_limit: float, pods: str) -> int:
     objs = load_files([str(inp)])
     types = [NodeType(r["sn"], r["sn"], Fraction(int(r["gpu"]))) for r in first.values()]
     t0 = time.perf_counter()
-    p = plan(objs, types, time_limit=time_limit)
+    # Candidates up to the number of pods: the estimates are not capped (256, the CLI's default, would).
+    p = plan(objs, types, time_limit=time_limit, max_nodes=len([o for o in objs.pods]))
     wall = time.perf_counter() - t0
     best = p.ffd_best()
     st = p.stats

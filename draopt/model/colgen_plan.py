@@ -131,6 +131,17 @@ class CheapestMix:
                 counts = tuple(got[ki] for ki in classes[j].kinds)
                 add(j, counts, None)
                 (warm_copy if name in type_of else warm_free)[(j, counts)] += 1
+        # A column for every kind (its most pods alone on the first class that can buy more of
+        # them, or else any class): the covering master and the integer counts need one each.
+        has = {ki for (j, counts) in seen for ki, n in zip(classes[j].kinds, counts) if n}
+        for ki in demand:
+            if ki in has or time.perf_counter() > deadline:
+                continue
+            for j in sorted((j for j, nc in enumerate(classes) if ki in nc.kinds),
+                            key=lambda j: (class_cost[j] is None, j)):
+                alone = _alone(fast[j], ones[j], classes[j], ki, demand[ki], fast_stats)
+                if alone is not None and add(j, alone.counts, alone):
+                    break
         cost_f = [float(c) if c is not None else None for c in class_cost]
         # ------------------------------------------------------------ generation
         lp_stop = t0 + (deadline - t0) * LP_SHARE
@@ -233,6 +244,29 @@ class CheapestMix:
         if stopped:
             sol.stats["colgen_stopped"] = stopped
         return sol
+
+
+def _alone(fast, one, nc, ki: int, pods: int, stats: dict):
+    """The configuration with the most pods of kind `ki` alone on class `nc` (one model's values),
+    or None."""
+    i = nc.kinds.index(ki)
+    var = one.vars[i]
+    if var is None:
+        return None
+    hi = min(pods, int(var.proto.domain[1]))
+    if fast is not None:
+        got = fast.price({ki: 1.0}, 1.0)
+        if got is not None:
+            hi = min(hi, got[0][i])
+    one.b.model.cp.clear_objective()
+    while hi > 0:
+        counts = tuple(hi if k == i else 0 for k in range(len(nc.kinds)))
+        conf = one.check(counts, seconds=2.0)
+        stats["colgen_fast_checked"] += 1
+        if conf:
+            return conf
+        hi -= 1 if conf is False else hi    # undecided in time: give up on this class
+    return None
 
 
 def _pooled_bound(fast, classes, free_nodes, class_cost, demand) -> float:

@@ -885,9 +885,13 @@ def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: F
         mix = {t.name: (best_ffd.nodes if t.name == best_ffd.node_type.name else 0) for t in node_types}
         cost, placed = best_ffd.cost, best_ffd.placed
         stats["columns_kept_estimate"] = True
-    proven = cost <= bound
+    # The bound is of mixes that place every pod with a node: it proves nothing of a mix that
+    # places fewer (the estimate kept when the columns cover less).
+    proven = sol.covered and placed == sum(1 for d in real if prep.pod_nodes.get(d.key)) and cost <= bound
     reasons = []
-    if not proven:
+    if not sol.covered:
+        reasons.append("the columns found in time do not place every pod")
+    elif not proven:
         reasons.append(f"column generation: the cost is {float((cost - bound) / cost):.2%} above the bound of its "
                        "configuration LP" if cost else "no bound")
     if sol.stopped:
