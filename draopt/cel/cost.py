@@ -272,10 +272,16 @@ def _dynamic_member_cost(name: str, receiver: str, args: list) -> Optional[str]:
     return f"(({r} + 10) / 10 * {other})"
 
 
-def _runtime_call_cost(sig, toks, j: int, bound: dict, visible: frozenset) -> Optional[str]:
+# Device attribute names, domains and string values are at most this long (resourceapi
+# validation: DeviceAttributeMaxValueLength 64; names and domains are shorter)
+_ATTRIBUTE_STRING_MAX = 64
+
+
+def _runtime_call_cost(sig, toks, j: int, bound: dict, visible: frozenset) -> Optional[tuple]:
     """For a size-dependent member call on a variable whose value is only known at runtime (an
     iteration variable, a cel.bind name) that is in scope where the loop's tick is evaluated:
-    its cost as a CEL expression, else None."""
+    (its cost beyond the 1 counted statically, as a CEL expression; the variable; that extra
+    cost when the variable holds a device attribute string), else None."""
     name = toks[sig[j]][1]
     if j < 2 or toks[sig[j - 1]][1] != "." or name not in _MEMBER_COSTS:
         return None
@@ -291,7 +297,12 @@ def _runtime_call_cost(sig, toks, j: int, bound: dict, visible: frozenset) -> Op
         tok = toks[sig[a]]
         size = _literal_size(tok, bound)
         sizes.append(size if size is not None else (tok[1] if tok[0] == "id" and tok[1] in visible else None))
-    return _dynamic_member_cost(name, recv[1], sizes)
+    term = _dynamic_member_cost(name, recv[1], sizes)
+    if term is None:
+        return None
+    longest = [_ATTRIBUTE_STRING_MAX if isinstance(x, str) else x for x in sizes]
+    at_most = _MEMBER_COSTS[name](_ATTRIBUTE_STRING_MAX, longest)
+    return f"({term} - 1)", recv[1], (None if at_most is None else at_most - 1)
 
 
 def _visible_at(sig, toks, j: int) -> set:
@@ -357,7 +368,7 @@ def _instrument(src: str, worst: bool = False, ticks: bool = True, bound: Option
 def _instrument_terms(src: str, worst: bool, ticks: bool, bound: Optional[dict], visible: frozenset):
     """_instrument, and the costs of this level's calls that depend on runtime sizes, as CEL
     expressions over the variables in ``visible`` (added to the enclosing loop's tick)."""
-    terms: list[str] = []
+    terms: list[tuple] = []
     toks = _tokenize(src)
     sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
     bound = dict(bound or {})
@@ -393,12 +404,18 @@ def _instrument_terms(src: str, worst: bool, ticks: bool, bound: Optional[dict],
                 per_iter, kept = _iteration_costs(t, [x[1] for x in inner])
                 runtime = [term for x in inner for term in x[4]]
                 size = _receiver_size(sig, toks, j - 1, worst)
+                # sizes known only at runtime have a bound when they are this loop's elements
+                # and the loop runs over a device attribute map or list (the worst case only)
+                over_attributes = worst and size is not None and _receiver_size(sig, toks, j - 1) is None
+                own = {x.strip() for x in texts[:nvars]}
+                bounded = not runtime or (over_attributes and all(r[1] in own and r[2] is not None for r in runtime))
                 if total_extra is not None:
-                    if size is None or runtime or any(x[3] is None for x in inner):
+                    if size is None or not bounded or any(x[3] is None for x in inner):
                         total_extra = None      # a size known only at runtime: no static bound
                     else:
-                        total_extra += size * sum(_iteration_costs(t, [x[3] for x in inner]))
-                tick = f"{_TICK}({' + '.join([str(per_iter)] + runtime)})"
+                        total_extra += size * (sum(_iteration_costs(t, [x[3] for x in inner])) +
+                                               sum(r[2] for r in runtime))
+                tick = f"{_TICK}({' + '.join([str(per_iter)] + [r[0] for r in runtime])})"
                 bodies = [x[0] for x in inner]
                 # a predicate whose truth costs more (a kept element, a true exists_one)
                 counted = f"{tick} && (({bodies[0]}) ? {_TICK}({kept}) : false)" if kept else None
@@ -431,7 +448,7 @@ def _instrument_terms(src: str, worst: bool, ticks: bool, bound: Optional[dict],
                 cost += 0 if t == "has" else _call_cost(sig, toks, j, bound)
                 term = _runtime_call_cost(sig, toks, j, bound, visible) if visible and t in _MEMBER_COSTS else None
                 if term is not None:
-                    terms.append(f"({term} - 1)")     # the 1 counted already
+                    terms.append(term)
             elif t in ("true", "false", "null"):
                 pass
             elif t == "in":

@@ -73,7 +73,7 @@ def _offload(src: str, scope: Tuple[str, ...], env_key) -> str:
         bodies = [_offload(x, inner_scope, env_key) for x in texts[nvars:]]
         per_iter, kept = _iteration_costs(t, [_instrument(x)[1] for x in texts[nvars:]])
         # costs that depend on sizes known only at runtime (draopt.cel.cost._instrument_terms)
-        runtime = [term for x in texts[nvars:] for term in
+        runtime = [term[0] for x in texts[nvars:] for term in
                    _instrument_terms(x, False, True, None, frozenset(inner_scope))[4]]
         with _LOOP_LOCK:
             _LOOP_REGISTRY.append((t, names, bodies + [" + ".join(runtime)], scope, env_key, (per_iter, kept)))
