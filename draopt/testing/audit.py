@@ -100,6 +100,8 @@ def reordered_first_fit(docs: list[dict[str, Any]], priorities: dict[str, int], 
         for pos, i in enumerate(ranks):
             spods[i]["spec"]["priority"] = len(pods) - pos
             spods[i]["spec"].pop("priorityClassName", None)
+            # A queue order, not a preemption: the new priorities must not let a pod evict another.
+            spods[i]["spec"]["preemptionPolicy"] = "Never"
         out = place(objects_of(shuffled), policy="first-fit", features=features)
         value = sum(weight(priorities.get(p.pod, 0)) for p in out.result.pods if p.placed)
         if value > best and not check_placement(out):
