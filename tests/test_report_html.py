@@ -145,3 +145,19 @@ def test_chromium_renders_the_map(report, tmp_path):
     if os.environ.get("DRAOPT_UPDATE_SCREENSHOT"):
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, SCREENSHOT)
+
+
+def test_a_large_cluster_is_cut_to_the_busy_nodes():
+    """More nodes than MAP_NODES: the nodes holding a device come first, the page says how many
+    are left out, and the unplaced pods are named up to MAP_UNPLACED (their count in full)."""
+    from draopt.studies.report import MAP_NODES, MAP_UNPLACED, PLACED, PolicyReport, placement_map
+    device_map = {f"n{i:04d}": [("gpu-0", f"ns/p{i:04d}", PLACED if i % 3 == 0 else ""), ("gpu-1", "", "")]
+                  for i in range(1000)}
+    report = PolicyReport("first-fit", 600, 334, 600, 334, 2000, 334, 1666, 0, 0, 1, 0.1, "heuristic", None,
+                          device_map=device_map, unplaced=[f"ns/q{i:04d}" for i in range(266)])
+    page = placement_map([report])
+    rows = re.findall(r"<tr><th>(n\d{4})</th>", page)
+    assert len(rows) == MAP_NODES and all(int(n[1:]) % 3 == 0 for n in rows) and rows == sorted(rows)
+    assert f"{1000 - MAP_NODES} of 1000 nodes are not shown" in page
+    assert page.count('<li><span class="swatch"') == MAP_NODES       # the legend: the pods on the rows shown
+    assert "Not placed (266): " in page and f"ns/q{MAP_UNPLACED - 1:04d} and {266 - MAP_UNPLACED} more" in page

@@ -494,6 +494,7 @@ def _png_figure(reports: list[PolicyReport]):
 
 
 MAP_NODES = 256     # rows of the placement map at most (nodes holding nothing are left out first)
+MAP_UNPLACED = 200  # pods named under a map as not placed, at most (the count is always given)
 
 
 def _pod_colour(i: int) -> str:
@@ -511,14 +512,16 @@ def placement_map(reports: list[PolicyReport]) -> str:
     nodes = list(dict.fromkeys(n for r in reports for n in r.device_map))
     if not nodes:
         return "<p>No device on any node: no placement map.</p>"
-    holders = sorted({h for r in reports for cells in r.device_map.values() for _, h, how in cells if how == PLACED})
-    number = {h: i + 1 for i, h in enumerate(holders)}
-    shown, omitted = nodes, 0
+    shown = nodes
     if len(nodes) > MAP_NODES:
+        # Nodes holding a device in some policy first, then the idle ones; in name order.
         busy = [n for n in nodes if any(how for r in reports for _, _, how in r.device_map.get(n, []))]
-        shown = (busy + [n for n in nodes if n not in set(busy)])[:MAP_NODES]
-        shown = [n for n in nodes if n in set(shown)]
-        omitted = len(nodes) - len(shown)
+        kept = set((busy + [n for n in nodes if n not in set(busy)])[:MAP_NODES])
+        shown = [n for n in nodes if n in kept]
+    omitted = len(nodes) - len(shown)
+    # The legend: the pods holding a device on a node shown (numbered by name).
+    holders = sorted({h for r in reports for n in shown for _, h, how in r.device_map.get(n, []) if how == PLACED})
+    number = {h: i + 1 for i, h in enumerate(holders)}
     maps = []
     for r in reports:
         rows = []
@@ -535,7 +538,9 @@ def placement_map(reports: list[PolicyReport]) -> str:
                     cells.append(f'<td class="free" title="{e(n)} {e(device)}: free"></td>')
             rows.append(f'<tr><th>{e(n)}</th>{"".join(cells)}</tr>')
         used = sum(1 for n in shown if any(how == PLACED for _, _, how in r.device_map.get(n, [])))
-        missing = (f'<p class="unplaced">Not placed ({len(r.unplaced)}): {e(", ".join(r.unplaced))}</p>'
+        listed = ", ".join(r.unplaced[:MAP_UNPLACED]) + \
+            (f" and {len(r.unplaced) - MAP_UNPLACED} more" if len(r.unplaced) > MAP_UNPLACED else "")
+        missing = (f'<p class="unplaced">Not placed ({len(r.unplaced)}): {e(listed)}</p>'
                    if r.unplaced else '<p class="unplaced">Every pod placed.</p>')
         maps.append(f'<div class="map"><h3>{e(r.policy)}</h3>'
                     f'<p>{r.placed} of {r.pods} pods placed, {r.devices_used} of {r.devices_total} devices '
@@ -543,7 +548,8 @@ def placement_map(reports: list[PolicyReport]) -> str:
                     f'<table class="pmap"><tbody>{"".join(rows)}</tbody></table>{missing}</div>')
     legend = "".join(f'<li><span class="swatch" style="background:{_pod_colour(i)}">{i + 1}</span>{e(h)}</li>'
                      for i, h in enumerate(holders))
-    note = f"<p>{omitted} nodes that no policy uses are not shown.</p>" if omitted else ""
+    note = (f"<p>{omitted} of {len(nodes)} nodes are not shown: the map has {MAP_NODES} rows, nodes holding "
+            f"a device in some policy first.</p>" if omitted else "")
     return (f'<p>Rows: nodes; cells: their devices in search order. A coloured cell is held by the pod '
             f'of that number (legend); grey: allocated in the input; white: free.</p>{note}'
             f'<div class="maps">{"".join(maps)}</div>'
