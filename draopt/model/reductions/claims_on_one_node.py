@@ -99,7 +99,7 @@ class ClaimsOnOneNode:
         pod = ClaimsPod()
         keys = [c.key for c in problem.claims]
         kind = Kind(0, [pod], False, "claims of one pod on one node", keys, {k: [pod.key] for k in keys})
-        refs = [DeviceRef(e.id, [e], state.name) for e in problem.devices]
+        refs = [DeviceRef(e.index, [e], state.name) for e in problem.devices]   # short keys: variable names
         prepared = Prepared([kind], {pod.key: [state]}, {(0, state.name): problem}, {state.name: refs},
                             {(state.name, r.first.id): r for r in refs}, False, Candidates())
         cluster = OneNodeCluster(problem.features, problem.inventory.allocated, [state], {state.name: state})
