@@ -109,7 +109,13 @@ class Kind:
 
 
 class CountIdenticalPods:
-    """apply(pending pods) -> kinds; invert(pods per (kind, node)) -> node per pod."""
+    """accepts(a pod's problem); apply(pending pods) -> kinds; invert(pods per (kind, node)) ->
+    node per pod."""
+
+    @staticmethod
+    def accepts(problem: Problem, features, node_resources_of_devices: bool) -> bool:
+        """Whether pods with these claims may be counted exactly (`countable`)."""
+        return countable(problem, features, node_resources_of_devices) is None
 
     def apply(self, pods: list, book, scheduling_key, is_countable: Callable[[Any], str | None],
               node_local_only: bool = False) -> list[Kind]:
