@@ -71,7 +71,7 @@ def test_bound_equals_the_one_models_optimum_on_small_clusters(small, monkeypatc
     assert exact.result.stats["proven"]["placed"]
     assert "colgen_rounds" not in exact.result.stats
     monkeypatch.setattr(colgen, "MIN_NODES", 0)
-    got = _place(c, batch, time_limit=4.0)
+    got = _place(c, batch, time_limit=10.0)   # a loaded machine still converges
     st = got.result.stats
     assert st["colgen_rounds"] >= 1 and st["colgen_converged"]
     assert check_placement(got) == []

@@ -606,6 +606,35 @@ def _open_new_nodes(cp, b, cluster, type_of: dict[str, str], node_types: list[No
     return count_terms, opened, segments, in_class
 
 
+def _estimates(objects, node_types, features, first, max_nodes: int, stats: dict, deadline: float | None):
+    """The first-fit-decreasing estimate of every type; past `deadline` (perf_counter) a type is
+    not estimated (reported so). One estimate is not interrupted: the largest nodes go first
+    (the fewest copies, the quickest estimates) when there is a deadline."""
+    import time
+    order = list(node_types)
+    if deadline is not None:
+        order.sort(key=lambda t: -_capacity_of(objects, t))
+    got: dict[str, FfdEstimate] = {}
+    with progress.current().task("plan: first-fit-decreasing estimates", total=len(node_types),
+                                 unit="node types") as shown:
+        for t in order:
+            if deadline is not None and got and time.perf_counter() > deadline:
+                got[t.name] = FfdEstimate(t, 0, 0, len(first[0]), skipped=True)
+                stats["ffd_skipped"] = stats.get("ffd_skipped", 0) + 1
+            else:
+                got[t.name] = ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first)
+            shown.update_to(len(got))
+    return [got[t.name] for t in node_types]
+
+
+def _capacity_of(objects, t: NodeType) -> float:
+    """The template's cpu (what orders the estimates: bigger nodes, fewer copies)."""
+    from draopt.kube.quantity import Quantity
+    node = next(n for n in objects.nodes if n.name == t.template)
+    cpu = (node.status.allocatable or {}).get("cpu")
+    return float(Quantity.parse(cpu).value) if cpu is not None else 0.0
+
+
 def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features | None = None,
          time_limit: float = 60.0, max_nodes: int = 256) -> MixPlan:
     """The cheapest mix of new nodes of `node_types` with which the most pending pods (every
@@ -627,28 +656,18 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
     features = features or Features.from_gates()
     stats: dict[str, Any] = {}
     first = _scheduled_first(objects, features)
-    with progress.current().task("plan: first-fit-decreasing estimates", total=len(node_types),
-                                 unit="node types") as shown:
-        ffd = []
-        # Where the columns decide (large inputs), the time limit bounds the whole command: the
-        # estimates get a third of it; a type not reached is reported as not estimated.
-        large = len(first[0]) >= COLUMNS_MIN_PODS
-        for t in node_types:
-            if large and ffd and time.perf_counter() - t0 > time_limit / 3:
-                ffd.append(FfdEstimate(t, 0, 0, len(first[0]), skipped=True))
-                stats["ffd_skipped"] = stats.get("ffd_skipped", 0) + 1
-            else:
-                ffd.append(ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first))
-            shown.update_to(len(ffd))
-    stats["ffd_s"] = round(time.perf_counter() - t0, 3)
-    most = max(e.placed for e in ffd)
-    best_ffd = min((e for e in ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
+    large = len(first[0]) >= COLUMNS_MIN_PODS
     if large:
-        by_columns = _plan_by_columns(objects, node_types, features, ffd, best_ffd, stats,
-                                      max(time.perf_counter() + 1.0, t0 + time_limit - 1.0))
+        # Large inputs: the columns first (their share of --time-limit, which bounds the whole
+        # command here), then the estimates in the time left.
+        by_columns = _plan_by_columns(objects, node_types, features, first, max_nodes, stats, t0, time_limit)
         if by_columns is not None:
             by_columns.stats["solve_s"] = round(time.perf_counter() - t0, 3)
             return by_columns
+    ffd = _estimates(objects, node_types, features, first, max_nodes, stats, None)
+    stats["ffd_s"] = round(time.perf_counter() - t0, 3)
+    most = max(e.placed for e in ffd)
+    best_ffd = min((e for e in ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
     ub = best_ffd.cost
     # Candidates per type: enough for every mix no dearer than the best estimate (a mix with
     # more than ub / cost nodes of a type costs more), at least the type's own estimate, one at least.
@@ -834,8 +853,11 @@ from draopt.studies.sweep import sweep  # noqa: E402,F401  (moved to draopt.stud
 COLUMNS_MIN_PODS = 1000   # from this many pending pods, plan by column generation where it applies
 
 
-def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: Features, ffd: list[FfdEstimate],
-                     best_ffd: FfdEstimate, stats: dict, deadline: float) -> MixPlan | None:
+COLUMNS_SHARE = 0.6       # of --time-limit for the columns on large inputs (the rest: the estimates)
+
+
+def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: Features, first, max_nodes: int,
+                     stats: dict, t0: float, time_limit: float) -> MixPlan | None:
     """The cheapest mix by column generation (draopt/model/colgen_plan.py): one copy of each type
     stands for all of them (copies are alike), so the model does not grow with the candidates.
     None where the reduction does not apply (gangs, DaemonSet pods of copies, pods not counted,
@@ -845,7 +867,7 @@ def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: F
     from draopt.cluster.firstfit import ClaimBook
     from draopt.model.colgen_plan import CheapestMix
     from draopt.model.placement import prepare_cluster
-    t0 = time.perf_counter()
+    built = time.perf_counter()
     objs, type_of, daemon_of = _with_types(objects, [(t, 1) for t in node_types])
     if daemon_of:
         stats["columns_not_used"] = "DaemonSet pods on the copies"
@@ -861,20 +883,21 @@ def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: F
         stats["columns_not_used"] = why
         return None
     real = list(workload.pending)
+    cost_of = {t.name: t.cost for t in node_types}
+    stats["build_s"] = round(time.perf_counter() - built, 3)
+    sol = CheapestMix().apply(prep, cluster, workload, book, kind_ids, names, type_of, cost_of,
+                              deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * time_limit))
+    stats.update(sol.stats)
+    t1 = time.perf_counter()
+    ffd = _estimates(objects, node_types, features, first, max_nodes, stats, t0 + 0.9 * time_limit)
+    stats["ffd_s"] = round(time.perf_counter() - t1, 3)
+    most = max(e.placed for e in ffd)
+    best_ffd = min((e for e in ffd if e.placed == most and not e.skipped), key=lambda e: (e.cost, e.nodes))
     blocked = {}
     for d in real:
         if not prep.pod_nodes.get(d.key):
             pl = best_ffd.placement.get(d.key)
             blocked[d.key] = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
-    # The estimate's copies: the first of its type in this cluster is alike every one of them.
-    alias = {f"{best_ffd.node_type.name}-plan-{i}": f"{best_ffd.node_type.name}-plan-0"
-             for i in range(best_ffd.nodes + len(best_ffd.used) + 1)}
-    warm = {key: pl.node for key, pl in best_ffd.placement.items() if pl.placed}
-    cost_of = {t.name: t.cost for t in node_types}
-    stats["build_s"] = round(time.perf_counter() - t0, 3)
-    sol = CheapestMix().apply(prep, cluster, workload, book, kind_ids, names, type_of, cost_of,
-                              deadline=deadline, warm=warm, alias=alias)
-    stats.update(sol.stats)
     mix = {t.name: 0 for t in node_types}
     mix.update(sol.mix())
     placed = sum(1 for d in real if prep.pod_nodes.get(d.key)) if sol.covered else \
