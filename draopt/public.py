@@ -150,7 +150,7 @@ def plan(inputs: Inputs, node_types: Iterable[NodeType | str] | str, *, features
 
 
 def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.3:0.05",
-             policies: list[str] | str | None = None, runs: int = 3, seed: int = 0, batch: int = 50,
+             policies: list[str] | str | None = None, runs: int = 3, seed: int = 0, batch: int | None = None,
              time_limit: float = 60.0, offline_optimum: bool = False, capacity: str | None = None,
              protocol: str = "draopt", records: bool = False) -> list[Any]:
     """Online placement of a trace under workload inflation, as `draopt simulate`: `cluster` the
@@ -188,7 +188,7 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
             raise InputError("offline_optimum: with protocol='fgd-paper' use `draopt simulate --offline-optimum`")
         names = _policy_names(policies, ",".join(paper.PAPER_POLICIES))
         rows, _runs = paper.simulate_paper(c, seeds=[seed + i for i in range(runs)],
-                                           policies=[paper.make_policy(p) for p in names],
+                                           policies=[paper.make_policy(p, batch=batch) for p in names],
                                            bins=paper.level_bins(level_list))
         return rows
     names = sim.parse_policies(policies if isinstance(policies, str) else
@@ -199,7 +199,7 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
         # set on the cluster as simulate.cmd_simulate does (SimCluster does not declare it)
         c.kube_scheduler = TraceScheduler(  # type: ignore[attr-defined]
             c, SchedulerConfig.default(), seed=seed, tie_break="random")
-    got = sim.simulate(c, levels=level_list, policies=names, runs=runs, seed=seed, batch=batch,
+    got = sim.simulate(c, levels=level_list, policies=names, runs=runs, seed=seed, batch=batch or sim.DEFAULT_BATCH,
                        time_limit=time_limit, offline_optimum=offline_optimum)
     return got if records else sim.aggregate(got, names + [sim.OFFLINE])
 

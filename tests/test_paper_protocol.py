@@ -275,3 +275,11 @@ def replay_errors(c, nodes, tasks, log) -> list[str]:
     """(shape, node, devices) placements replayed with the CSV's numbers alone (draopt.studies.trace.replay_errors)."""
     return trace.replay_errors(nodes, ((tasks[c.shapes[si].pods[0]], c.nodes[node], devs) for si, node, devs in log))
 
+
+
+def test_batch_flag_reaches_optimal_batch_under_the_paper_protocol():
+    # --batch K was read and dropped under --protocol fgd-paper (optimal-batch kept 500)
+    from draopt.studies.paper_batch import DEFAULT_BATCH
+    assert P.make_policy("optimal-batch").batch == DEFAULT_BATCH
+    assert P.make_policy("optimal-batch", batch=120).batch == 120
+    assert P.make_policy("fgd", batch=120).name == "fgd"

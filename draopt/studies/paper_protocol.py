@@ -374,11 +374,12 @@ class _Builtin:
 _REGISTRY: dict[str, Callable[[], Any]] = {name: (lambda n=name: _Builtin(n)) for name in PAPER_POLICIES}
 
 
-def _optimal_batch():
+def _optimal_batch(batch: int | None = None):
     """draopt.studies.paper_batch's batch policy (not in the paper: draopt's own), given this
-    protocol's fgd scorer and RunContext (that module imports nothing of this one)."""
-    from draopt.studies.paper_batch import PaperForwardBatch
-    return PaperForwardBatch(lambda: _Builtin("fgd"), RunContext)
+    protocol's fgd scorer and RunContext (that module imports nothing of this one); `batch`:
+    arrivals per batch (None: its default)."""
+    from draopt.studies.paper_batch import DEFAULT_BATCH, PaperForwardBatch
+    return PaperForwardBatch(lambda: _Builtin("fgd"), RunContext, batch=batch or DEFAULT_BATCH)
 
 
 _REGISTRY["optimal-batch"] = _optimal_batch
@@ -393,7 +394,8 @@ def known_policies() -> list[str]:
     return list(_REGISTRY)
 
 
-def make_policy(policy) -> Any:
+def make_policy(policy, *, batch: int | None = None) -> Any:
+    """The policy named `policy`; `batch` (--batch) goes to a batch policy (optimal-batch)."""
     if not isinstance(policy, str):
         return policy
     factory = _REGISTRY.get(policy)
@@ -401,6 +403,8 @@ def make_policy(policy) -> Any:
         hint = " (draopt's protocol only: --protocol draopt)" if policy in NOT_IN_PAPER else ""
         raise InputError(f"--policy {policy!r}: not a policy of --protocol fgd-paper{hint} "
                          f"(known: {', '.join(_REGISTRY)})")
+    if batch is not None and factory is _optimal_batch:
+        return _optimal_batch(batch)
     return factory()
 
 
@@ -695,7 +699,7 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
     names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     if not names:
         raise InputError(f"--policy {text!r}: no policy (known: {', '.join(_REGISTRY)})")
-    policies = [make_policy(p) for p in names]
+    policies = [make_policy(p, batch=args.batch) for p in names]
     bins = level_bins(levels)
     seeds = [args.seed + i for i in range(args.runs)]
     say = None if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr, flush=True))

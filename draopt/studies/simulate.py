@@ -64,6 +64,7 @@ POLICIES = ONLINE_POLICIES + ("optimal-batch",)
 DEFAULT_POLICIES = "first-fit,best-fit,least-allocated,fgd"
 OFFLINE = "offline-optimum"
 DEFAULT_CAPACITY = "gpu.example.com/milli"
+DEFAULT_BATCH = 50          # optimal-batch's arrivals per batch under draopt's protocol
 _UNLIMITED = ("cpu", "memory", "pods", "ephemeral-storage")
 
 
@@ -535,7 +536,7 @@ def offline(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[float]
 
 
 def simulate(c: SimCluster, *, levels: list[float], policies: list[str], runs: int = 3, seed: int = 0,
-             batch: int = 50, time_limit: float = 60.0, offline_optimum: bool = False,
+             batch: int = DEFAULT_BATCH, time_limit: float = 60.0, offline_optimum: bool = False,
              progress: Callable[[str], None] | None = None) -> list[Record]:
     weights = np.array([len(s.pods) for s in c.shapes], dtype=float)
     frag = FragModel(c, weights) if {"fgd", "optimal-batch"} & set(policies) else None
@@ -660,7 +661,8 @@ def register(sub) -> None:
                         "fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)")
     p.add_argument("--offline-optimum", action="store_true",
                    help="also place all tasks of each level at once, optimally (with its proven gap)")
-    p.add_argument("--batch", type=_positive_int, default=50, metavar="K", help="optimal-batch: arrivals per batch")
+    p.add_argument("--batch", type=_positive_int, default=None, metavar="K",
+                   help=f"optimal-batch: arrivals per batch (default {DEFAULT_BATCH}; --protocol fgd-paper: 500)")
     p.add_argument("--time-limit", type=_positive_float, default=60.0, metavar="S",
                    help="solver time limit per optimal solve")
     p.add_argument("--capacity", default=DEFAULT_CAPACITY, metavar="NAME",
@@ -773,7 +775,7 @@ def cmd_simulate(args) -> int:
         say(f"{c.n} nodes, capacity {c.total:,.0f} {c.capacity_name}, {len(c.pod_keys)} trace pods in "
             f"{len(c.shapes)} shapes (loaded in {time.perf_counter() - t0:.1f} s)")
     t_sim = time.perf_counter()
-    records = simulate(c, levels=levels, policies=policies, runs=args.runs, seed=args.seed, batch=args.batch,
+    records = simulate(c, levels=levels, policies=policies, runs=args.runs, seed=args.seed, batch=args.batch or DEFAULT_BATCH,
                        time_limit=args.time_limit, offline_optimum=args.offline_optimum, progress=say)
     if getattr(args, "stats", False):
         print(json.dumps(stats_line(records, load_s=load_s, build_s=build_s,
