@@ -420,6 +420,8 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
     share_id = share_id or deterministic_share_id
     t0 = time.perf_counter()
     book = ClaimBook(cluster, workload.claims)
+    # Generated claims' signatures, computed once per ResourceClaimTemplate by the expansion.
+    book._signature.update(getattr(workload, "spec_texts", None) or {})
     cache: dict = {}
     explained: dict[tuple, str] = {}
     by_pod: dict[str, PodPlacement] = {}
