@@ -76,6 +76,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from draopt.errors import InputError
+from draopt.kube.exclusive_topology import (JOB_INDEX_KEY, JOBSET_EXCLUSIVE, LWS_EXCLUSIVE, exclusive_terms,
+                                            exclusive_topology, jobset_exclusive)
 from draopt.kube import adoption
 
 # kind -> accepted apiVersions
@@ -94,7 +96,6 @@ NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"    # k8s.io/apimachinery/pkg/util/
 MAX_GENERATED_NAME = 58                           # 63 - 5 random characters (names.SimpleNameGenerator)
 MAX_PODS_PER_CONTROLLER = 100_000                 # beyond this the input is not a cluster
 MAX_INDEXED_COMPLETIONS = 100_000                 # batch/v1 validation, completionMode Indexed
-JOB_INDEX_KEY = "batch.kubernetes.io/job-completion-index"
 DAEMONSET_TOLERATIONS = [
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
@@ -594,10 +595,10 @@ class _Expander:
                                   (f"{r.namespace}/{r.name}", order), default_indexed=True,
                                   spec_update={"subdomain": subdomain} if subdomain else None)
                 order += made
-                topology = _exclusive(r, JOBSET_EXCLUSIVE, jt, jspec.get("template"))
+                topology = exclusive_topology(r, JOBSET_EXCLUSIVE, jt, jspec.get("template"))
                 if topology:
                     for doc, _ in self.out.pods[start:]:
-                        _jobset_exclusive(doc, topology)
+                        jobset_exclusive(doc, topology)
 
     def do_LeaderWorkerSet(self, r: _Reader) -> None:
         spec = r.get(r.doc, "", "spec", dict, {})
@@ -615,7 +616,7 @@ class _Expander:
         have = {_name(p) for p in self.existing if _ns(p) == r.namespace and any(
             _is_group_set(o, r.name) for o in _owner_names(p, "StatefulSet"))}
         leader_owner = _owner("apps/v1", "StatefulSet", r.name, stable_uid("StatefulSet", r.namespace, r.name))
-        topology = _exclusive(r, LWS_EXCLUSIVE, leader_t, worker_t)
+        topology = exclusive_topology(r, LWS_EXCLUSIVE, leader_t, worker_t)
         seq = 0
         for i in range(groups):
             start = len(self.out.pods)
@@ -643,7 +644,7 @@ class _Expander:
                 seq += 1
             if topology:
                 for doc, _ in self.out.pods[start:]:
-                    _exclusive_terms(doc, "leaderworkerset.sigs.k8s.io/group-key", group_key, topology)
+                    exclusive_terms(doc, "leaderworkerset.sigs.k8s.io/group-key", group_key, topology)
 
     def run(self) -> Created:
         replica_sets = [d for d, _ in self.controllers if d.get("kind") == "ReplicaSet"]
@@ -658,67 +659,6 @@ class _Expander:
             else:
                 getattr(self, f"do_{kind}")(r)
         return self.out
-
-
-JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-JOBSET_NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector-strategy"
-LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-
-
-def _exclusive(r: _Reader, key: str, *templates: Any) -> str | None:
-    """The exclusive-topology annotation's topology key, on the object or one of its (job or pod)
-    templates (the controllers copy the object's onto the pods), unless the JobSet uses the
-    node-selector strategy (nodes labelled beforehand: no affinity injected)."""
-    found = None
-    for meta in [r.doc.get("metadata")] + [t.get("metadata") for t in templates if isinstance(t, dict)]:
-        notes = meta.get("annotations") if isinstance(meta, dict) else None
-        if isinstance(notes, dict):
-            if key == JOBSET_EXCLUSIVE and JOBSET_NODE_SELECTOR_STRATEGY in notes:
-                return None
-            if found is None and notes.get(key) is not None:
-                if not isinstance(notes[key], str) or not notes[key]:
-                    raise r.error(f"metadata.annotations[{key}]", "expected a topology label key")
-                found = notes[key]
-    return found
-
-
-def _required_terms(doc: dict[str, Any], part: str) -> list:
-    affinity = doc["spec"].setdefault("affinity", {})
-    return affinity.setdefault(part, {}).setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
-
-
-def _exclusive_terms(doc: dict[str, Any], label: str, value: str, topology: str,
-                     namespace_selector: dict | None = None) -> None:
-    """Required podAffinity to the pods of `label` = `value` and podAntiAffinity to every other
-    value of `label`, on `topology`: one group per topology domain (JobSet's
-    setExclusiveAffinities, pkg/webhooks/pod_mutating_webhook.go; LWS's SetExclusiveAffinities)."""
-    doc["spec"] = copy.deepcopy(doc["spec"])
-    extra = {} if namespace_selector is None else {"namespaceSelector": namespace_selector}
-    _required_terms(doc, "podAffinity").append(dict({
-        "labelSelector": {"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]},
-        "topologyKey": topology}, **extra))
-    _required_terms(doc, "podAntiAffinity").append(dict({
-        "labelSelector": {"matchExpressions": [{"key": label, "operator": "Exists"},
-                                               {"key": label, "operator": "NotIn", "values": [value]}]},
-        "topologyKey": topology}, **extra))
-
-
-def _jobset_exclusive(doc: dict[str, Any], topology: str) -> None:
-    """JobSet's pod webhook: a Job's leader (completion index 0) gets the exclusive terms (every
-    namespace: an empty namespaceSelector); a follower, created only once its leader is
-    scheduled, a nodeSelector for the leader's domain: here a required podAffinity to the
-    leader on `topology` (the leader's domain; pending while the leader is)."""
-    labels = doc["metadata"].get("labels") or {}
-    job_key = labels["jobset.sigs.k8s.io/job-key"]
-    if labels.get(JOB_INDEX_KEY, "0") == "0":
-        _exclusive_terms(doc, "jobset.sigs.k8s.io/job-key", job_key, topology, {})
-        return
-    doc["spec"] = copy.deepcopy(doc["spec"])
-    _required_terms(doc, "podAffinity").append({
-        "labelSelector": {"matchExpressions": [
-            {"key": "jobset.sigs.k8s.io/job-key", "operator": "In", "values": [job_key]},
-            {"key": JOB_INDEX_KEY, "operator": "In", "values": ["0"]}]},
-        "topologyKey": topology})
 
 
 def _check_template(r: _Reader, doc: dict[str, Any], tpath: str) -> None:
