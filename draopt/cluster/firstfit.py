@@ -234,10 +234,22 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
              share_id) -> tuple[str | None, Any]:
     """Filter one node for one pod. Returns (None, (problem, chosen, selected, score)) when the
     pod fits, else (reason, None)."""
-    rejected = node_filter(cluster, book, pod, node)
+    # node_filter and pending_claims in one pass over the pod's claims (this runs for every node
+    # a pod is filtered on): the same answers, each claim's allocation looked up once.
+    rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected, None
-    todo = pending_claims(book, pod)
+    short = node.fits(pod.resources)
+    if short is not None:
+        return f"Insufficient {short}", None
+    todo: list[str] = []
+    for use in pod.claims:
+        alloc = book.allocation(use.key)
+        if alloc is None:
+            if use.key not in todo:
+                todo.append(use.key)
+        elif alloc.node_selector is not None and not node_selector_matches(alloc.node_selector, node.node):
+            return "node(s) did not match the allocation of a resource claim", None
     if not todo:
         reason = _devices_short(node, pod, *device_demand(cluster, book, pod, node, None))
         if reason is not None:

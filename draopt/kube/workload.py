@@ -391,6 +391,7 @@ class _Expander:
         # id(template) -> (template, its spec as JSON text, a generated claim's canonical spec text)
         self._template_specs: dict[int, tuple[ResourceClaimTemplate, str, str | None]] = {}
         self.spec_texts: dict[str, str] = {}                   # generated claim key -> canonical spec text
+        self._extended_specs: dict[str, str] = {}              # extended requests (JSON) -> canonical spec text
         # Extended-resource claims by (namespace, owning pod name), in self.claims order: finding
         # a pod's claim must not scan every claim for every pod (quadratic on large inputs).
         self._extended_by_owner: dict[tuple[str, str], list[str]] = {}
@@ -572,8 +573,20 @@ class _Expander:
                             "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
                             "ownerReferences": [self._owner("v1", "Pod", pod)]},
                "spec": {"devices": {"requests": requests}}}
-        self._add_claim(key, ResourceClaim.model_validate(doc))
+        claim = ResourceClaim.model_validate(doc)
+        self._add_claim(key, claim)
         self._generated.add(key)
+        # Pods with the same extended resources get claims with the same spec: its canonical
+        # text (first-fit's claim signature) computed once per distinct request list.
+        try:
+            requests_text = json.dumps(requests, sort_keys=True)
+        except (TypeError, ValueError):
+            requests_text = None
+        if requests_text is not None:
+            canonical = self._extended_specs.get(requests_text)
+            if canonical is None:
+                canonical = self._extended_specs[requests_text] = json.dumps(claim.spec.to_k8s(), sort_keys=True)
+            self.spec_texts[key] = canonical
         return ClaimUse(EXTENDED_CLAIM_USE, key, True, None)
 
     # -------------------------------------------------------------- pods
