@@ -162,7 +162,7 @@ class CheapestMix:
             a = alpha if center is not None else 0.0
             pi = pi_lp if not a else {k: a * center[k] + (1 - a) * pi_lp[k] for k in pi_lp}
             best = []
-            exact, added = True, 0
+            exact, added, incomplete = True, 0, False
             for j, nc in enumerate(classes):
                 left = lp_stop - time.perf_counter()
                 if left <= 0:
@@ -185,8 +185,11 @@ class CheapestMix:
                 if got is None:
                     got = _price(ones[j], reduced, nc.kinds, min(cap, left), wall=left)
                 if got is None:
-                    stopped = "a pricing model found nothing in time"
-                    break
+                    # Nothing in time on this class: no bound this round, the other classes
+                    # still give columns.
+                    exact, incomplete = False, True
+                    best.append(math.inf)
+                    continue
                 confs, upper, proven = got
                 exact = exact and proven
                 best.append(max(0.0, upper))
@@ -194,8 +197,8 @@ class CheapestMix:
                     if conf is not None and wanted(conf.counts):
                         added += add(j, conf.counts, conf)
             else:
-                farley = _farley(pi, demand, best, cost_f, free_nodes)
-                if farley > bound or center is None:
+                farley = 0.0 if incomplete else _farley(pi, demand, best, cost_f, free_nodes)
+                if farley > bound or (center is None and not incomplete):
                     bound, center = max(bound, farley), pi
                 if added:
                     alpha = SMOOTHING
@@ -203,6 +206,9 @@ class CheapestMix:
                 if a:
                     alpha = 0.0           # mispricing: the LP's own duals next
                     continue
+                if incomplete and time.perf_counter() < lp_stop and cap >= PRICE_SECONDS:
+                    stopped = "a pricing model found nothing in time"
+                    break
                 if not exact and cap < PRICE_SECONDS:
                     cap = min(PRICE_SECONDS, cap * 4)
                     continue
