@@ -458,3 +458,34 @@ def test_property_gpu_clusters_with_gangs(docs):
     if opt.result.stats.get("first_fit_objective") == ff.result.weighted_placed():
         # the floor is this first-fit (the name-order one only when it places more): no more victims
         assert {e.pod for e in opt.result.evictions} <= {e.pod for e in ff.result.evictions}
+
+
+def test_default_preemption_args_are_honoured():
+    """DefaultPreemptionArgs (pkg/scheduler/apis/config/types_pluginargs.go) set how many candidate
+    nodes preemption looks at (calculateNumCandidates); ValidateDefaultPreemptionArgs refuses
+    both zero and out-of-range values.  They were accepted and had no effect."""
+    from draopt.errors import InputError
+    from draopt.placement import preemption_for
+    from draopt.scheduler import parse_config
+    from draopt.scheduler.preemption import num_candidates
+
+    api = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+
+    def cfg(args):
+        return parse_config({**api, "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
+            {"name": "DefaultPreemption", "args": args}]}]}, "<t>")
+
+    prof = cfg({"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 3}).profiles["default-scheduler"]
+    assert prof.preemption_candidates == (50, 3)
+    assert num_candidates(40, *prof.preemption_candidates) == 20
+    assert parse_config({**api}, "<t>").profiles["default-scheduler"].preemption_candidates == (10, 100)
+
+    class _Sched:
+        config = cfg({"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 3})
+    pre = preemption_for(_Sched())
+    assert (pre.percentage, pre.absolute) == (50, 3)
+    for bad in ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+                {"minCandidateNodesPercentage": 101}, {"minCandidateNodesAbsolute": -1},
+                {"minCandidateNodes": 5}):
+        with pytest.raises(InputError, match="DefaultPreemption|minCandidate"):
+            cfg(bad)

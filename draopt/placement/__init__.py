@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from draopt.allocation.allocate import _cel_env
+from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
 from draopt.cluster.state import Cluster
@@ -77,6 +78,19 @@ def scheduler_for(scheduler_config, cluster: Cluster, workload, *, seed: int = 0
     return Scheduler(cfg, cluster, workload, seed=seed, tie_break=tie_break)
 
 
+def preemption_for(sched) -> Preemption:
+    """DefaultPreemption with the profile's arguments (minCandidateNodesPercentage/Absolute); one
+    set for the run: profiles that differ in them are refused, not averaged."""
+    if sched is None:
+        return Preemption()
+    args = {p.preemption_candidates for p in sched.config.profiles.values()}
+    if len(args) > 1:
+        raise InputError("--scheduler-config: DefaultPreemption args differ between profiles "
+                         f"({sorted(args)}): draopt runs one preemption configuration")
+    share, absolute = args.pop()
+    return Preemption(share, absolute)
+
+
 def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_limit: float,
            scheduler_config=None, seed: int = 0, tie_break: str = "random") -> PlaceOutcome:
     import time
@@ -91,7 +105,7 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
     if policy == "first-fit":
         sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
         result = simulate(cluster, workload, scheduler=sched, explain_failures=explain_failed_pod,
-                          preemption=Preemption())
+                          preemption=preemption_for(sched))
         if sched is not None:
             result.stats["tie_break"] = tie_break if tie_break == "name" else f"random (seed {seed})"
     else:
@@ -119,7 +133,8 @@ def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie
     from draopt.placement.optimal import _fresh, unmodelled_rule
     fresh = _fresh(cluster)    # the scheduler reads the state of the cluster it runs on
     sched = scheduler_for(scheduler_config, fresh, workload, seed=seed, tie_break=tie_break)
-    runs = [simulate(fresh, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=Preemption())]
+    runs = [simulate(fresh, workload, scheduler=sched, explain_failures=explain_failed_pod,
+                     preemption=preemption_for(sched))]
     if sched is not None and unmodelled_rule(cluster, workload) is None:
         runs.append(simulate(_fresh(cluster), workload, explain_failures=explain_failed_pod, preemption=Preemption()))
     return max(runs, key=lambda r: r.weighted_placed())   # first wins ties: the compared profile

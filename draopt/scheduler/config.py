@@ -92,6 +92,8 @@ class Profile:
     hard_pod_affinity_weight: int = 1
     ignore_preferred_terms_of_existing_pods: bool = False
     percentage_of_nodes_to_score: int | None = None
+    # DefaultPreemptionArgs: minCandidateNodesPercentage, minCandidateNodesAbsolute
+    preemption_candidates: tuple[int, int] = (10, 100)
 
     @property
     def default_spread_constraints(self) -> tuple[SpreadConstraint, ...]:
@@ -364,6 +366,7 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
     defaulting, spread = "System", ()
     hard_weight = 1
     ignore_existing_preferred = False
+    preemption_candidates = (10, 100)
     seen = set()
     for i, pc in enumerate(_list(w, p.get("pluginConfig"), f"{path}.pluginConfig")):
         cp = f"{path}.pluginConfig[{i}]"
@@ -392,8 +395,17 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
             a = _mapping(w, pm.get("args"), ap, {"apiVersion", "kind", "addedAffinity"})
             if a.get("addedAffinity"):
                 raise w.error(f"{ap}.addedAffinity", "not modelled by draopt")
-        elif pname in ("DefaultPreemption", "VolumeBinding", "NodeVolumeLimits", "DynamicResources"):
-            pass        # preemption, volumes, DRA timeouts: no effect on the node choice draopt models
+        elif pname == "DefaultPreemption":
+            # DefaultPreemptionArgs and ValidateDefaultPreemptionArgs (pkg/scheduler/apis/config/validation)
+            a = _mapping(w, pm.get("args"), ap, {"apiVersion", "kind", "minCandidateNodesPercentage",
+                                                 "minCandidateNodesAbsolute"})
+            share = _int(w, a.get("minCandidateNodesPercentage", 10), f"{ap}.minCandidateNodesPercentage", 0, 100)
+            absolute = _int(w, a.get("minCandidateNodesAbsolute", 100), f"{ap}.minCandidateNodesAbsolute", 0)
+            if share == 0 and absolute == 0:
+                raise w.error(ap, "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero")
+            preemption_candidates = (share, absolute)
+        elif pname in ("VolumeBinding", "NodeVolumeLimits", "DynamicResources"):
+            pass        # volumes, DRA timeouts: no effect on the node choice draopt models
         elif pname not in IN_TREE:
             raise w.error(f"{cp}.name", f"{pname!r} is not a kube-scheduler in-tree plugin")
         elif pm.get("args"):
@@ -402,7 +414,7 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
                    fit=fit, balanced_resources=balanced, spread_defaulting=defaulting,
                    spread_default_constraints=spread, hard_pod_affinity_weight=hard_weight,
                    ignore_preferred_terms_of_existing_pods=ignore_existing_preferred,
-                   percentage_of_nodes_to_score=pct)
+                   percentage_of_nodes_to_score=pct, preemption_candidates=preemption_candidates)
 
 
 def parse_config(doc: Any, source: str) -> SchedulerConfig:
