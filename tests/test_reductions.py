@@ -16,7 +16,8 @@ from draopt.kube.loader import ObjectSet, load_files, load_text, parse_object
 from draopt.placement import build_cluster, place
 from draopt.cluster.check import check_placement
 from draopt.cluster.firstfit import ClaimBook, _scheduling_constraints
-from draopt.model.placement import one_node_model, prepare_cluster
+from draopt.model.placement import one_node_model
+from draopt.model.prepare import prepare_cluster
 from draopt.placement.optimal import optimize
 from draopt.model.patterns import enumerate_configurations, node_classes
 from draopt.model.reductions import CountIdenticalPods, GroupDevices, SplitComponents

@@ -39,8 +39,7 @@ from draopt.cluster.firstfit import ClaimBook
 from draopt.model.reductions import (DeviceRef, Kind, OwnAcrossNodes)
 from draopt.cluster.result import weight
 from draopt.model import topology_domains
-from draopt.model.prepare import (ModelTooLarge, OutOfTime, Prepared, _check_time, _usable,  # noqa: F401  (re-exported)
-                                  prepare_cluster)
+from draopt.model.prepare import Prepared, _check_time, _usable
 
 
 @dataclass(eq=False)

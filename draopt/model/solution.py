@@ -10,7 +10,8 @@ from draopt.dra.problem import ClaimSpec
 from draopt.dra.reference import Chosen
 from draopt.cluster.state import Cluster
 from draopt.cluster.firstfit import ClaimBook, pending_claims
-from draopt.model.placement import Built, Prepared
+from draopt.model.placement import Built
+from draopt.model.prepare import Prepared
 from draopt.model.reductions import CountIdenticalPods, GroupDevices
 from draopt.cluster.result import PodPlacement
 

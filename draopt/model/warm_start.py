@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from draopt.cluster.firstfit import ClaimBook
-from draopt.model.placement import Built, Prepared
+from draopt.model.placement import Built
+from draopt.model.prepare import Prepared
 
 
 def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) -> dict:

@@ -24,7 +24,8 @@ from draopt.dra.decode import deterministic_share_id
 from draopt.cluster.state import Cluster
 from draopt.allocation.explain import explain_failed_pod
 from draopt.cluster.firstfit import ClaimBook, simulate
-from draopt.model.placement import Built, OutOfTime, Prepared, build, packing_objective, prepare_cluster
+from draopt.model.placement import Built, build, packing_objective
+from draopt.model.prepare import OutOfTime, Prepared, prepare_cluster
 from draopt.model.reductions import SplitComponents
 from draopt.cluster.result import PlacementResult, PodPlacement, weight
 from draopt.cluster.podgroup_placement import cycle_root

@@ -646,7 +646,8 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
 
     from draopt.model.encodings.base import scale_to_int
     from draopt.cluster.firstfit import ClaimBook
-    from draopt.model.placement import build, prepare_cluster
+    from draopt.model.placement import build
+    from draopt.model.prepare import prepare_cluster
     from draopt.placement.optimal import _complete_hint, _first_fit_hint
     from draopt.cluster.result import PodPlacement, weight
     t0 = time.perf_counter()
@@ -866,7 +867,7 @@ def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: F
 
     from draopt.cluster.firstfit import ClaimBook
     from draopt.model.colgen_plan import CheapestMix
-    from draopt.model.placement import prepare_cluster
+    from draopt.model.prepare import prepare_cluster
     built = time.perf_counter()
     objs, type_of, daemon_of = _with_types(objects, [(t, 1) for t in node_types])
     if daemon_of:

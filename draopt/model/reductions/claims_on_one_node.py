@@ -20,7 +20,7 @@ from draopt.dra.reference import Chosen
 from draopt.kube.features import Features
 from draopt.kube.models import Node
 from draopt.cluster.state import NodeState
-from draopt.model.placement import Prepared
+from draopt.model.prepare import Prepared
 from draopt.model.reductions.count_identical_pods import Kind
 from draopt.model.reductions.group_devices import DeviceRef
 
