@@ -102,7 +102,8 @@ def test_devices_every_node_reaches_are_owned_once_and_exactly(preallocated):
     assert len({p.node for p in with_it.result.pods if p.placed}) >= 2
 
 
-# Seeds of the first 60 whose clusters have a kind the reduction applies to, and three that have none.
+# Seeds of the first 60 whose clusters have a kind the reduction applies to, and four that have none
+# (27's kinds are all counted since allocationMode All requests are counted: same optimum, 203).
 @pytest.mark.parametrize("seed", [3, 19, 27, 32, 39, 0, 1, 2])
 def test_owning_across_nodes_is_exact_on_random_mixed_clusters(seed):
     """Clusters with allNodes and node-selector pools next to node-local devices: the optimum
@@ -110,7 +111,7 @@ def test_owning_across_nodes_is_exact_on_random_mixed_clusters(seed):
     objs = objects_of(random_cluster(random.Random(seed), "mixed", nodes=(2, 4)))
     feats = features_for(seed)
     with_it, without = run(objs, feats), run(objs, feats, across=False)
-    assert (with_it.result.stats["owned_across_nodes"] > 0) == (seed in (3, 19, 27, 32, 39))
+    assert (with_it.result.stats["owned_across_nodes"] > 0) == (seed in (3, 19, 32, 39))
     assert check_placement(with_it) == [] and check_placement(without) == []
     if with_it.result.stats["proven"]["placed"] and without.result.stats["proven"]["placed"]:
         assert with_it.result.weighted_placed() == without.result.weighted_placed(), seed
