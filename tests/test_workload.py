@@ -10,8 +10,8 @@ import yaml
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import load_files, load_text
-from draopt.kube.workload import (EXTENDED_CLAIM_USE, MAX_RESERVED_FOR, containers_referencing, expand,
-                             node_allocatable_demand)
+from draopt.kube.node_allocatable import node_allocatable_demand
+from draopt.kube.workload import EXTENDED_CLAIM_USE, MAX_RESERVED_FOR, containers_referencing, expand
 
 DATA = Path(__file__).parent / "data" / "workload"
 GI = 2 ** 30

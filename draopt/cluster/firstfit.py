@@ -148,7 +148,8 @@ def device_demand(cluster: Cluster, book: ClaimBook, pod, node: NodeState, new, 
     counted in full when pod-level requests do not cover them."""
     if not cluster.features.node_allocatable_resources:
         return {}, None
-    from draopt.kube.workload import containers_referencing, has_mapping, node_allocatable_demand, pod_level_footprint
+    from draopt.kube.node_allocatable import has_mapping, node_allocatable_demand, pod_level_footprint
+    from draopt.kube.workload import containers_referencing
     out: dict = {}
     by_claim = {}
     if new is not None:

@@ -600,7 +600,8 @@ def _add_constraints(m: PlacementModel, owner: Owner, counted: bool) -> None:
 def _device_node_resources(m, cluster, workload, book, owners, y, node_demand) -> None:
     """DRANodeAllocatableResources: a device that maps to node resources adds them to the node
     of the pod that uses it (mapping once per claim; overhead per pod)."""
-    from draopt.kube.workload import containers_referencing, node_allocatable_demand
+    from draopt.kube.node_allocatable import node_allocatable_demand
+    from draopt.kube.workload import containers_referencing
     cp = m.cp
     for o in owners:
         if o.counted:

@@ -167,7 +167,7 @@ def shared_mapped_claim(cluster: Cluster, workload, result: PlacementResult) -> 
     encode the rule, so its placement is checked for it afterwards."""
     if not cluster.features.node_allocatable_resources:
         return None
-    from draopt.kube.workload import has_mapping
+    from draopt.kube.node_allocatable import has_mapping
     mapped = {(s.spec.driver, s.spec.pool.name, d.name) for s in cluster.objects.resource_slices
               for d in (s.spec.devices or []) if d.node_allocatable_resources and has_mapping(d)}
     if not mapped:
