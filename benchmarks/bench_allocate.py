@@ -14,6 +14,7 @@ ratio cp-sat/reference is computed from medians measured in this same run.
 
     python benchmarks/bench_allocate.py [--runs 20] [--quick]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,13 @@ def measure(objects, node, claims, features, engine, runs):
         wall = (time.perf_counter() - t) * 1000
         if i == 0:
             continue
-        rows.append({"allocate_ms": out.stats.get("allocate_ms", wall), "build_ms": out.stats.get("build_ms", 0.0),
-                     "solve_ms": out.stats.get("solve_ms", 0.0)})
+        rows.append(
+            {
+                "allocate_ms": out.stats.get("allocate_ms", wall),
+                "build_ms": out.stats.get("build_ms", 0.0),
+                "solve_ms": out.stats.get("solve_ms", 0.0),
+            }
+        )
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     return med, out
 
@@ -71,26 +77,39 @@ def main() -> int:
     scenarios.append((f"big/{big['busy_node']} (no fit)", big_objs, big["busy_node"], big["pending"]))
     scenarios.append(("big/scan (no --node)", big_objs, None, big["pending"]))
 
-    print(f"bench_allocate: median of {runs} runs after 1 warm-up; 1 worker; python {sys.version.split()[0]}; "
-          f"{os.cpu_count()} CPUs")
-    print(f"generated cluster: {nodes} nodes x (8 GPUs + 4 NICs), {big['allocated_claims']} in-use claims, "
-          f"{len(big['pending'])} pending claims ({', '.join(big['pending'])}); load+generate {gen_ms:.0f} ms")
-    hdr = (f"{'scenario':<24} {'result':<16} {'cp-sat ms':>10} {'build ms':>9} {'solve ms':>9} "
-           f"{'ref ms':>9} {'ref solve':>9} {'cp/ref':>7}")
+    print(
+        f"bench_allocate: median of {runs} runs after 1 warm-up; 1 worker; python {sys.version.split()[0]}; "
+        f"{os.cpu_count()} CPUs"
+    )
+    print(
+        f"generated cluster: {nodes} nodes x (8 GPUs + 4 NICs), {big['allocated_claims']} in-use claims, "
+        f"{len(big['pending'])} pending claims ({', '.join(big['pending'])}); load+generate {gen_ms:.0f} ms"
+    )
+    hdr = (
+        f"{'scenario':<24} {'result':<16} {'cp-sat ms':>10} {'build ms':>9} {'solve ms':>9} "
+        f"{'ref ms':>9} {'ref solve':>9} {'cp/ref':>7}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for name, objs, node, claims in scenarios:
         cp, out_cp = measure(objs, node, claims, features, "cp-sat", runs)
         ref, out_ref = measure(objs, node, claims, features, "reference", runs)
         res = f"on {out_cp.node}" if out_cp.allocated else "unschedulable"
-        agree = (out_cp.allocated == out_ref.allocated and out_cp.node == out_ref.node and
-                 [[(r.pool, r.device) for r in c.status.allocation.devices.results] for c in out_cp.claims] ==
-                 [[(r.pool, r.device) for r in c.status.allocation.devices.results] for c in out_ref.claims])
-        print(f"{name:<24} {res:<16} {cp['allocate_ms']:>10.2f} {cp['build_ms']:>9.2f} {cp['solve_ms']:>9.2f} "
-              f"{ref['allocate_ms']:>9.2f} {ref['solve_ms']:>9.2f} {cp['allocate_ms'] / ref['allocate_ms']:>7.2f}"
-              + ("" if agree else "  ANSWERS DIFFER"))
-    print("cp-sat ms / ref ms: api.allocate(...)['allocate_ms'] (inventory + CEL + prepare + solve + decode, all "
-          "nodes tried); build/solve: summed over the nodes tried; ref solve: the reference search alone.")
+        agree = (
+            out_cp.allocated == out_ref.allocated
+            and out_cp.node == out_ref.node
+            and [[(r.pool, r.device) for r in c.status.allocation.devices.results] for c in out_cp.claims]
+            == [[(r.pool, r.device) for r in c.status.allocation.devices.results] for c in out_ref.claims]
+        )
+        print(
+            f"{name:<24} {res:<16} {cp['allocate_ms']:>10.2f} {cp['build_ms']:>9.2f} {cp['solve_ms']:>9.2f} "
+            f"{ref['allocate_ms']:>9.2f} {ref['solve_ms']:>9.2f} {cp['allocate_ms'] / ref['allocate_ms']:>7.2f}"
+            + ("" if agree else "  ANSWERS DIFFER")
+        )
+    print(
+        "cp-sat ms / ref ms: api.allocate(...)['allocate_ms'] (inventory + CEL + prepare + solve + decode, all "
+        "nodes tried); build/solve: summed over the nodes tried; ref solve: the reference search alone."
+    )
     return 0
 
 

@@ -10,6 +10,7 @@ The best round is printed too: on a shared machine the median includes other pro
 
     python benchmarks/bench_cel.py [--n 20000] [--repeats 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,8 +83,11 @@ def main() -> None:
     env = CelEnvironment(list_type_attributes=True)
     dev = make_cel_device(DRIVER, DEVICE, list_type_attributes=True)
     worst = 0.0
-    for title, group in (("simple", SIMPLE), ("quantity()/semver() (target <= 25 us)", QUANTITY_SEMVER),
-                         ("other", OTHER)):
+    for title, group in (
+        ("simple", SIMPLE),
+        ("quantity()/semver() (target <= 25 us)", QUANTITY_SEMVER),
+        ("other", OTHER),
+    ):
         print(f"{title}:")
         for name, expr in group.items():
             compiled = env.compile(expr)
@@ -93,12 +97,15 @@ def main() -> None:
             if group is QUANTITY_SEMVER:
                 worst = max(worst, us)
             print(f"  {name:42s} {us:7.2f} us/eval (best round {best:.2f})")
-    us = per_eval_us(lambda: make_cel_device(DRIVER, DEVICE, list_type_attributes=True), max(1, args.n // 10),
-                     args.repeats)
+    us = per_eval_us(
+        lambda: make_cel_device(DRIVER, DEVICE, list_type_attributes=True), max(1, args.n // 10), args.repeats
+    )
     print(f"make_cel_device (12 attributes, 3 capacities, once per device): {us:.1f} us")
     us = per_eval_us(lambda: CelEnvironment(list_type_attributes=True).compile(SIMPLE["driver =="]), 20, 3)
     print(f"compile in a fresh environment (uncached): {us:.0f} us")
-    print(f"slowest quantity/semver selector: {worst:.2f} us/eval ({'meets' if worst <= 25 else 'misses'} the 25 us target)")
+    print(
+        f"slowest quantity/semver selector: {worst:.2f} us/eval ({'meets' if worst <= 25 else 'misses'} the 25 us target)"
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ allocator time on the same cases (expect.reference_elapsed_ns).
 
     python benchmarks/bench_cli_stats.py [--repeat 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,21 @@ def main() -> int:
         docs = list(case.get("objects") or []) + [dict(case["node"], apiVersion="v1", kind="Node")] + case["claims"]
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             yaml.safe_dump_all(docs, f)
-        cmd = [sys.executable, "-m", "draopt", "allocate", "-f", f.name, "--stats", "-o", "json",
-               "--feature-gates", conformance.gate_arg(case.get("features")), "--node", case["node"]["metadata"]["name"]]
+        cmd = [
+            sys.executable,
+            "-m",
+            "draopt",
+            "allocate",
+            "-f",
+            f.name,
+            "--stats",
+            "-o",
+            "json",
+            "--feature-gates",
+            conformance.gate_arg(case.get("features")),
+            "--node",
+            case["node"]["metadata"]["name"],
+        ]
         for c in case["claims"]:
             cmd += ["--claim", f"{c['metadata'].get('namespace', 'default')}/{c['metadata']['name']}"]
         runs = []
@@ -54,8 +68,8 @@ def main() -> int:
             theirs.append(case["expect"]["reference_elapsed_ns"] / 1e6)
     print(f"{len(ours)} gen-* cases, {args.repeat} fresh processes each (median); allocate_ms from --stats")
     print(f"{'':26s}{'median':>10s}{'p90':>10s}{'worst':>10s}")
-    print(f"{'draopt (CLI, fresh)':26s}{statistics.median(ours):10.3f}{pct(ours, .9):10.3f}{max(ours):10.3f}")
-    print(f"{'kubernetes (ref_ns)':26s}{statistics.median(theirs):10.3f}{pct(theirs, .9):10.3f}{max(theirs):10.3f}")
+    print(f"{'draopt (CLI, fresh)':26s}{statistics.median(ours):10.3f}{pct(ours, 0.9):10.3f}{max(ours):10.3f}")
+    print(f"{'kubernetes (ref_ns)':26s}{statistics.median(theirs):10.3f}{pct(theirs, 0.9):10.3f}{max(theirs):10.3f}")
     print(f"{'target':26s}{2.7:10.3f}{6.7:10.3f}{2300:10.3f}")
     return 0
 

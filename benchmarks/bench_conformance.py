@@ -13,6 +13,7 @@ Kubernetes' own allocator time on each case is `expect.reference_elapsed_ns`.
 
     python benchmarks/bench_conformance.py [--runs 10] [--quick] [--only SUBSTR] [--slowest 5] [--model-only]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,7 +91,7 @@ def one_run(docs, node, claims, gates):
     return ms, kind, out, ms if allocate_ms is None else allocate_ms, cpu_ms
 
 
-CEL_SPENT = [0.0, 0]   # ms and expressions compiled since the last reset
+CEL_SPENT = [0.0, 0]  # ms and expressions compiled since the last reset
 
 
 def instrument_cel() -> None:
@@ -104,6 +105,7 @@ def instrument_cel() -> None:
         finally:
             CEL_SPENT[0] += (time.perf_counter() - t) * 1000
             CEL_SPENT[1] += 1
+
     CelEnvironment._compile = wrapped
 
 
@@ -126,18 +128,24 @@ def allocate_ratio_lines(rows) -> None:
     paired = [r for r in rows if r["ref_ms"] is not None]
     theirs = [r["ref_ms"] for r in paired]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"draopt against Kubernetes' allocator ({len(paired)} cases with a stored Kubernetes time; "
-          f"load average {load:.1f} on {os.cpu_count()} CPUs), median and p90 over the cases:")
+    print(
+        f"draopt against Kubernetes' allocator ({len(paired)} cases with a stored Kubernetes time; "
+        f"load average {load:.1f} on {os.cpu_count()} CPUs), median and p90 over the cases:"
+    )
     print(f"  {'kubernetes':<28} median {statistics.median(theirs):8.3f}  p90 {percentile(theirs, 90):8.3f}")
     for label, key in (("draopt --stats allocate_ms", "allocate_ms"), ("draopt allocate CPU ms", "cpu_ms")):
         ours = [r[key] for r in paired]
         verdicts = []
-        for which, ratio in (("median", statistics.median(ours) / statistics.median(theirs)),
-                             ("p90", percentile(ours, 90) / percentile(theirs, 90))):
+        for which, ratio in (
+            ("median", statistics.median(ours) / statistics.median(theirs)),
+            ("p90", percentile(ours, 90) / percentile(theirs, 90)),
+        ):
             target = RATIO_TARGETS[which]
             verdicts.append(f"{which} {ratio:.2f}x ({'met' if ratio <= target else 'not met'}: <= {target}x)")
-        print(f"  {label:<28} median {statistics.median(ours):8.3f}  p90 {percentile(ours, 90):8.3f}  "
-              f"ratio {', '.join(verdicts)}")
+        print(
+            f"  {label:<28} median {statistics.median(ours):8.3f}  p90 {percentile(ours, 90):8.3f}  "
+            f"ratio {', '.join(verdicts)}"
+        )
 
 
 def main() -> int:
@@ -146,8 +154,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="3 runs per case, every 4th case")
     ap.add_argument("--only", default="", help="only cases whose file name contains this")
     ap.add_argument("--slowest", type=int, default=5, help="list the N slowest cases")
-    ap.add_argument("--model-only", action="store_true",
-                    help="first-fit through the CP-SAT model only, as before issue 19 (no quick search first)")
+    ap.add_argument(
+        "--model-only",
+        action="store_true",
+        help="first-fit through the CP-SAT model only, as before issue 19 (no quick search first)",
+    )
     a = ap.parse_args()
     runs = 3 if a.quick else max(1, a.runs)
     if a.model_only:
@@ -162,7 +173,7 @@ def main() -> int:
     t = time.perf_counter()
     warm = getattr(api, "warm_up", None)
     if warm is not None:
-        warm()   # as the CLI does before timing: CEL environment + CP-SAT first-call set-up
+        warm()  # as the CLI does before timing: CEL environment + CP-SAT first-call set-up
     warm_ms = (time.perf_counter() - t) * 1000
     take_cel()
     solver_stats = SolverStats()
@@ -186,56 +197,87 @@ def main() -> int:
             times.append(ms)
             alloc_times.append(allocate_ms)
             cpu_times.append(cpu_ms)
-        node_stats = solver_stats.take()   # the last run's
+        node_stats = solver_stats.take()  # the last run's
         warm_cel_ms, warm_cel_n = take_cel()
         ref_ns = (case.get("expect") or {}).get("reference_elapsed_ns")
         stats = out.stats if out is not None else {}
-        ok = kind == want or (want == "error-or-unschedulable" and kind in ("error", "unschedulable")) or \
-            (want == "unschedulable" and kind == "error" and "invalid resource pools" in
-             ((case.get("expect") or {}).get("error") or ""))
-        rows.append({"name": os.path.basename(path)[:-5], "ms": statistics.median(times), "first": first_ms,
-                     "allocate_ms": statistics.median(alloc_times), "cpu_ms": statistics.median(cpu_times),
-                     "kind": kind, "want": want, "ok": ok,
-                     "ref_ms": ref_ns / 1e6 if ref_ns is not None else None,
-                     "replay": solver_stats.replay(stats, node_stats),
-                     "truncated": any(r.get("replay_truncated") for r in node_stats),
-                     "build": stats.get("build_ms", 0.0), "solve": stats.get("solve_ms", 0.0),
-                     "cel_ms": cel_ms, "cel_n": cel_n, "warm_cel_n": warm_cel_n})
+        ok = (
+            kind == want
+            or (want == "error-or-unschedulable" and kind in ("error", "unschedulable"))
+            or (
+                want == "unschedulable"
+                and kind == "error"
+                and "invalid resource pools" in ((case.get("expect") or {}).get("error") or "")
+            )
+        )
+        rows.append(
+            {
+                "name": os.path.basename(path)[:-5],
+                "ms": statistics.median(times),
+                "first": first_ms,
+                "allocate_ms": statistics.median(alloc_times),
+                "cpu_ms": statistics.median(cpu_times),
+                "kind": kind,
+                "want": want,
+                "ok": ok,
+                "ref_ms": ref_ns / 1e6 if ref_ns is not None else None,
+                "replay": solver_stats.replay(stats, node_stats),
+                "truncated": any(r.get("replay_truncated") for r in node_stats),
+                "build": stats.get("build_ms", 0.0),
+                "solve": stats.get("solve_ms", 0.0),
+                "cel_ms": cel_ms,
+                "cel_n": cel_n,
+                "warm_cel_n": warm_cel_n,
+            }
+        )
 
     if not rows:
         print("no cases")
         return 1
     ours = [r["ms"] for r in rows]
     theirs = [r["ref_ms"] for r in rows if r["ref_ms"] is not None]
-    print(f"bench_conformance: {len(rows)} gen-* cases ({skipped} 'timeout' cases skipped), "
-          f"median of {runs} runs after 1 warm-up, in-process api.allocate; {os.cpu_count()} CPUs")
+    print(
+        f"bench_conformance: {len(rows)} gen-* cases ({skipped} 'timeout' cases skipped), "
+        f"median of {runs} runs after 1 warm-up, in-process api.allocate; {os.cpu_count()} CPUs"
+    )
     kinds = {k: sum(r["kind"] == k for r in rows) for k in ("allocated", "unschedulable", "error")}
-    print(f"outcomes: {kinds}; outcome differs from expect.outcome on {sum(not r['ok'] for r in rows)} case(s)"
-          + "".join(f"\n  {r['name']}: got {r['kind']}, expected {r['want']}" for r in rows if not r["ok"]))
+    print(
+        f"outcomes: {kinds}; outcome differs from expect.outcome on {sum(not r['ok'] for r in rows)} case(s)"
+        + "".join(f"\n  {r['name']}: got {r['kind']}, expected {r['want']}" for r in rows if not r["ok"])
+    )
     hdr = f"{'allocate_ms':<22} {'median':>9} {'p90':>9} {'worst':>9}"
     print(hdr)
     print("-" * len(hdr))
 
     def line(label, vals):
         return f"{label:<22} {statistics.median(vals):>9.3f} {percentile(vals, 90):>9.3f} {max(vals):>9.3f}"
+
     print(line("draopt (parse+allocate)", ours))
     if theirs:
         print(line("kubernetes (ref_ns)", theirs))
-        print(f"{'ratio draopt/k8s':<22} {statistics.median(ours) / statistics.median(theirs):>9.2f} "
-              f"{percentile(ours, 90) / percentile(theirs, 90):>9.2f} {max(ours) / max(theirs):>9.2f}")
+        print(
+            f"{'ratio draopt/k8s':<22} {statistics.median(ours) / statistics.median(theirs):>9.2f} "
+            f"{percentile(ours, 90) / percentile(theirs, 90):>9.2f} {max(ours) / max(theirs):>9.2f}"
+        )
     print(f"{'target (draopt)':<22} {TARGETS['median']:>9.3f} {TARGETS['p90']:>9.3f} {TARGETS['worst']:>9.3f}")
     if theirs:
         allocate_ratio_lines(rows)
-    verdict = [f"{k} {'OK' if v <= TARGETS[k] else 'MISSED'}" for k, v in
-               (("median", statistics.median(ours)), ("p90", percentile(ours, 90)), ("worst", max(ours)))]
+    verdict = [
+        f"{k} {'OK' if v <= TARGETS[k] else 'MISSED'}"
+        for k, v in (("median", statistics.median(ours)), ("p90", percentile(ours, 90)), ("worst", max(ours)))
+    ]
     print("targets: " + ", ".join(verdict))
     per_case = [r["ms"] / r["ref_ms"] for r in rows if r["ref_ms"]]
-    print(f"per-case ratio draopt/k8s: median {statistics.median(per_case):.2f}, "
-          f"min {min(per_case):.2f}, max {max(per_case):.2f}; faster than k8s on "
-          f"{sum(x < 1 for x in per_case)}/{len(per_case)} cases")
+    print(
+        f"per-case ratio draopt/k8s: median {statistics.median(per_case):.2f}, "
+        f"min {min(per_case):.2f}, max {max(per_case):.2f}; faster than k8s on "
+        f"{sum(x < 1 for x in per_case)}/{len(per_case)} cases"
+    )
     replayed = [r for r in rows if r["replay"]]
-    print(f"replayed the reference search: {len(replayed)}/{len(rows)} cases"
-          + (f" (truncated: {sum(r['truncated'] for r in replayed)})" if replayed else ""))
+    print(
+        f"replayed the reference search: {len(replayed)}/{len(rows)} cases"
+        + (f" (truncated: {sum(r['truncated'] for r in replayed)})" if replayed else "")
+    )
     reasons: dict[str, int] = {}
     for r in replayed:
         for w in r["replay"]:
@@ -243,26 +285,39 @@ def main() -> int:
     for w, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
         print(f"  {n:3d} x {w}")
     if replayed:
-        print(f"  median allocate_ms: replayed {statistics.median(r['ms'] for r in replayed):.3f}, "
-              f"not replayed {statistics.median([r['ms'] for r in rows if not r['replay']] or [0]):.3f}")
-    print(f"one-time set-up (api.warm_up: CEL environment + CP-SAT first solve): {warm_ms:.1f} ms, untimed "
-          f"as in the CLI" if warm is not None else "no api.warm_up: the first case's first run pays set-up")
-    print(f"first run (CEL compile included) vs warm: process-first call ({proc_first[0]}) {proc_first[1]:.1f} ms; "
-          f"per-case first run median {statistics.median(r['first'] for r in rows):.3f} ms, p90 "
-          f"{percentile([r['first'] for r in rows], 90):.3f}, worst {max(r['first'] for r in rows):.3f} "
-          f"vs warm median {statistics.median(ours):.3f} ms (first/warm per case: median "
-          f"{statistics.median(r['first'] / r['ms'] for r in rows):.2f}x)")
-    print(f"CEL compile in the first run: median {statistics.median(r['cel_ms'] for r in rows):.3f} ms "
-          f"({statistics.median(r['cel_n'] for r in rows):.0f} new expressions), total "
-          f"{sum(r['cel_ms'] for r in rows):.1f} ms for {sum(r['cel_n'] for r in rows)} expressions; "
-          f"compiles in warm runs: {sum(r['warm_cel_n'] for r in rows)} (cached per process)")
+        print(
+            f"  median allocate_ms: replayed {statistics.median(r['ms'] for r in replayed):.3f}, "
+            f"not replayed {statistics.median([r['ms'] for r in rows if not r['replay']] or [0]):.3f}"
+        )
+    print(
+        f"one-time set-up (api.warm_up: CEL environment + CP-SAT first solve): {warm_ms:.1f} ms, untimed as in the CLI"
+        if warm is not None
+        else "no api.warm_up: the first case's first run pays set-up"
+    )
+    print(
+        f"first run (CEL compile included) vs warm: process-first call ({proc_first[0]}) {proc_first[1]:.1f} ms; "
+        f"per-case first run median {statistics.median(r['first'] for r in rows):.3f} ms, p90 "
+        f"{percentile([r['first'] for r in rows], 90):.3f}, worst {max(r['first'] for r in rows):.3f} "
+        f"vs warm median {statistics.median(ours):.3f} ms (first/warm per case: median "
+        f"{statistics.median(r['first'] / r['ms'] for r in rows):.2f}x)"
+    )
+    print(
+        f"CEL compile in the first run: median {statistics.median(r['cel_ms'] for r in rows):.3f} ms "
+        f"({statistics.median(r['cel_n'] for r in rows):.0f} new expressions), total "
+        f"{sum(r['cel_ms'] for r in rows):.1f} ms for {sum(r['cel_n'] for r in rows)} expressions; "
+        f"compiles in warm runs: {sum(r['warm_cel_n'] for r in rows)} (cached per process)"
+    )
     if a.slowest:
         print(f"slowest {a.slowest} cases:")
-        print(f"  {'case':<26} {'outcome':<13} {'ms':>9} {'first':>9} {'build':>8} {'solve':>8} {'k8s ms':>8} {'cel':>6} replay")
-        for r in sorted(rows, key=lambda r: -r["ms"])[:a.slowest]:
+        print(
+            f"  {'case':<26} {'outcome':<13} {'ms':>9} {'first':>9} {'build':>8} {'solve':>8} {'k8s ms':>8} {'cel':>6} replay"
+        )
+        for r in sorted(rows, key=lambda r: -r["ms"])[: a.slowest]:
             ref = f"{r['ref_ms']:.2f}" if r["ref_ms"] is not None else "-"
-            print(f"  {r['name']:<26} {r['kind']:<13} {r['ms']:>9.3f} {r['first']:>9.3f} {r['build']:>8.2f} "
-                  f"{r['solve']:>8.2f} {ref:>8} {r['cel_ms']:>6.2f} {','.join(r['replay'] or []) or '-'}")
+            print(
+                f"  {r['name']:<26} {r['kind']:<13} {r['ms']:>9.3f} {r['first']:>9.3f} {r['build']:>8.2f} "
+                f"{r['solve']:>8.2f} {ref:>8} {r['cel_ms']:>6.2f} {','.join(r['replay'] or []) or '-'}"
+            )
     return 0
 
 

@@ -11,6 +11,7 @@ status and gap; targets: optimal within 60 s (`--time-limit`) with its gap print
   python benchmarks/bench_gangs.py             # full size
   python benchmarks/bench_gangs.py --quick     # 8 racks, 60 gangs
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,32 +40,59 @@ SIZE_WEIGHTS = [30, 30, 20, 15, 5]
 def topology_supported() -> bool:
     """Part A of issue 17 (schedulingConstraints) has landed: draopt reads the topology key."""
     from draopt.kube import workload
+
     return "topology_key" in getattr(workload.Gang, "__dataclass_fields__", {})
 
 
 def generate(racks: int, gangs: int, running_fraction: float, seed: int, topology: bool) -> list[dict]:
     rng = random.Random(seed)
-    docs: list[dict] = [{"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"},
-                         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
-                        {"apiVersion": V1, "kind": "ResourceClaimTemplate",
-                         "metadata": {"name": "gpu-1", "namespace": "default"},
-                         "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                             "deviceClassName": "gpu"}}]}}}}]
+    docs: list[dict] = [
+        {
+            "apiVersion": V1,
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        },
+        {
+            "apiVersion": V1,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "gpu-1", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}},
+        },
+    ]
     for name, value in PRIORITIES.items():
-        docs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-                     "value": value})
+        docs.append(
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        )
     nodes = []
     for r in range(racks):
         for i in range(8):
             n = f"rack{r:02d}-node{i}"
             nodes.append(n)
-            docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": {
-                "kubernetes.io/hostname": n, RACK: f"rack{r:02d}", CLIQUE: f"rack{r:02d}-{i // 4}"}},
-                "status": {"allocatable": {"cpu": "128", "memory": "1024Gi", "pods": "110"}}})
-            docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{n}-gpus"},
-                         "spec": {"driver": "gpu.example.com", "nodeName": n,
-                                  "pool": {"name": n, "generation": 1, "resourceSliceCount": 1},
-                                  "devices": [{"name": f"gpu-{j}"} for j in range(8)]}})
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": n,
+                        "labels": {"kubernetes.io/hostname": n, RACK: f"rack{r:02d}", CLIQUE: f"rack{r:02d}-{i // 4}"},
+                    },
+                    "status": {"allocatable": {"cpu": "128", "memory": "1024Gi", "pods": "110"}},
+                }
+            )
+            docs.append(
+                {
+                    "apiVersion": V1,
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{n}-gpus"},
+                    "spec": {
+                        "driver": "gpu.example.com",
+                        "nodeName": n,
+                        "pool": {"name": n, "generation": 1, "resourceSliceCount": 1},
+                        "devices": [{"name": f"gpu-{j}"} for j in range(8)],
+                    },
+                }
+            )
     # The running low-priority load: one GPU per pod, on random free GPUs.
     free = [(n, j) for n in nodes for j in range(8)]
     rng.shuffle(free)
@@ -77,50 +105,113 @@ def generate(racks: int, gangs: int, running_fraction: float, seed: int, topolog
         gname = f"batch-{groups}" if in_group else None
         if in_group:
             groups += 1
-            docs.append({"apiVersion": SCHED, "kind": "PodGroup", "metadata": {"name": gname, "namespace": "default"},
-                         "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}, "disruptionMode": {"all": {}},
-                                  "priorityClassName": "batch-low", "priority": 0}})
+            docs.append(
+                {
+                    "apiVersion": SCHED,
+                    "kind": "PodGroup",
+                    "metadata": {"name": gname, "namespace": "default"},
+                    "spec": {
+                        "schedulingPolicy": {"gang": {"minCount": 4}},
+                        "disruptionMode": {"all": {}},
+                        "priorityClassName": "batch-low",
+                        "priority": 0,
+                    },
+                }
+            )
         for _ in range(members):
             n, j = free[k]
             name = f"load-{k:05d}"
-            docs.append({"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": f"{name}-gpu", "namespace": "default"},
-                         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
-                         "status": {"allocation": {"devices": {"results": [
-                             {"request": "gpu", "driver": "gpu.example.com", "pool": n, "device": f"gpu-{j}"}]},
-                             "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                                 {"key": "metadata.name", "operator": "In", "values": [n]}]}]}},
-                             "reservedFor": [{"resource": "pods", "name": name, "uid": name}]}})
-            spec = {"nodeName": n, "priorityClassName": "batch-low", "priority": 0,
-                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "8", "memory": "64Gi"},
-                                                               "claims": [{"name": "gpu"}]}}],
-                    "resourceClaims": [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]}
+            docs.append(
+                {
+                    "apiVersion": V1,
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": f"{name}-gpu", "namespace": "default"},
+                    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+                    "status": {
+                        "allocation": {
+                            "devices": {
+                                "results": [
+                                    {"request": "gpu", "driver": "gpu.example.com", "pool": n, "device": f"gpu-{j}"}
+                                ]
+                            },
+                            "nodeSelector": {
+                                "nodeSelectorTerms": [
+                                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]}
+                                ]
+                            },
+                        },
+                        "reservedFor": [{"resource": "pods", "name": name, "uid": name}],
+                    },
+                }
+            )
+            spec = {
+                "nodeName": n,
+                "priorityClassName": "batch-low",
+                "priority": 0,
+                "containers": [
+                    {
+                        "name": "c",
+                        "resources": {"requests": {"cpu": "8", "memory": "64Gi"}, "claims": [{"name": "gpu"}]},
+                    }
+                ],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}],
+            }
             if gname:
                 spec["schedulingGroup"] = {"podGroupName": gname}
-            docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": name},
-                         "spec": spec, "status": {"phase": "Running",
-                                                  "startTime": f"2026-01-01T{k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}Z"}})
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name, "namespace": "default", "uid": name},
+                    "spec": spec,
+                    "status": {
+                        "phase": "Running",
+                        "startTime": f"2026-01-01T{k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}Z",
+                    },
+                }
+            )
             k += 1
     # The pending gangs.
     for g in range(gangs):
         size = rng.choices(SIZES, SIZE_WEIGHTS)[0]
         pclass = rng.choice(list(PRIORITIES))
         gname = f"train-{g:03d}"
-        spec: dict = {"schedulingPolicy": {"gang": {"minCount": size}}, "priorityClassName": pclass,
-                      "priority": PRIORITIES[pclass]}
+        spec: dict = {
+            "schedulingPolicy": {"gang": {"minCount": size}},
+            "priorityClassName": pclass,
+            "priority": PRIORITIES[pclass],
+        }
         if topology and g % 3 == 0 and size <= 32:
             spec["schedulingConstraints"] = {"topology": [{"key": RACK}]}
-        docs.append({"apiVersion": SCHED, "kind": "PodGroup", "metadata": {"name": gname, "namespace": "default"},
-                     "spec": spec})
+        docs.append(
+            {"apiVersion": SCHED, "kind": "PodGroup", "metadata": {"name": gname, "namespace": "default"}, "spec": spec}
+        )
         for i in range(size):
             name = f"{gname}-{i:02d}"
-            docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
-                "name": name, "namespace": "default", "uid": name,
-                "creationTimestamp": f"2026-02-01T00:{g // 60 % 60:02d}:{g % 60:02d}Z"},
-                "spec": {"priorityClassName": pclass, "priority": PRIORITIES[pclass],
-                         "schedulingGroup": {"podGroupName": gname},
-                         "containers": [{"name": "c", "resources": {"requests": {"cpu": "8", "memory": "64Gi"},
-                                                                    "claims": [{"name": "gpu"}]}}],
-                         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-1"}]}})
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": name,
+                        "namespace": "default",
+                        "uid": name,
+                        "creationTimestamp": f"2026-02-01T00:{g // 60 % 60:02d}:{g % 60:02d}Z",
+                    },
+                    "spec": {
+                        "priorityClassName": pclass,
+                        "priority": PRIORITIES[pclass],
+                        "schedulingGroup": {"podGroupName": gname},
+                        "containers": [
+                            {
+                                "name": "c",
+                                "resources": {"requests": {"cpu": "8", "memory": "64Gi"}, "claims": [{"name": "gpu"}]},
+                            }
+                        ],
+                        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-1"}],
+                    },
+                }
+            )
     return docs
 
 
@@ -135,13 +226,21 @@ def report(name: str, out, elapsed: float) -> dict:
     r = out.result
     errors = check_placement(out)
     victims = r.evictions
-    row = {"policy": name, "pending": len(r.pods), "placed": len(r.placed_pods()),
-           "weighted": r.weighted_placed(), "victims": len(victims),
-           "victims_by_priority": dict(sorted(Counter(e.priority for e in victims).items())),
-           "groups_evicted_whole": len({e.pod for e in victims if "disruptionMode all" in e.why}),
-           "time_s": round(elapsed, 2), "pods_per_s": round(len(r.pods) / elapsed, 1) if elapsed else None,
-           "status": r.stats.get("status", "-"), "gap": r.stats.get("gap", "-"),
-           "bound": r.stats.get("bound", "-"), "checker_errors": len(errors)}
+    row = {
+        "policy": name,
+        "pending": len(r.pods),
+        "placed": len(r.placed_pods()),
+        "weighted": r.weighted_placed(),
+        "victims": len(victims),
+        "victims_by_priority": dict(sorted(Counter(e.priority for e in victims).items())),
+        "groups_evicted_whole": len({e.pod for e in victims if "disruptionMode all" in e.why}),
+        "time_s": round(elapsed, 2),
+        "pods_per_s": round(len(r.pods) / elapsed, 1) if elapsed else None,
+        "status": r.stats.get("status", "-"),
+        "gap": r.stats.get("gap", "-"),
+        "bound": r.stats.get("bound", "-"),
+        "checker_errors": len(errors),
+    }
     placed_prio = Counter(p.priority for p in r.pods if p.placed)
     row["placed_by_priority"] = dict(sorted(placed_prio.items()))
     print(f"{name:10s} " + "  ".join(f"{k}={v}" for k, v in row.items() if k != "policy"), flush=True)
@@ -165,12 +264,16 @@ def main() -> int:
         gates["TopologyAwareWorkloadScheduling"] = True
     features = Features.from_gates(gates)
     from draopt.allocation.allocate import warm_up
+
     warm_up()
     t = time.perf_counter()
     objs = objects(docs)
-    print(f"{racks} racks x 8 nodes x 8 GPUs, {gangs} gangs, running load {args.running:.0%} of the GPUs, "
-          f"topology constraints: {'yes (a third of the gangs, rack)' if topology else 'no (not read by draopt yet)'}; "
-          f"read in {time.perf_counter() - t:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"{racks} racks x 8 nodes x 8 GPUs, {gangs} gangs, running load {args.running:.0%} of the GPUs, "
+        f"topology constraints: {'yes (a third of the gangs, rack)' if topology else 'no (not read by draopt yet)'}; "
+        f"read in {time.perf_counter() - t:.1f} s; load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     t = time.perf_counter()
     ff = place(objs, policy="first-fit", features=features)
     ff_s = time.perf_counter() - t
@@ -188,8 +291,10 @@ def main() -> int:
     met_ff = ff_row["pods_per_s"] is not None and ff_row["pods_per_s"] >= 1000
     met_opt = opt_s <= args.time_limit * 1.05 and opt_row["gap"] not in (None, "-")
     print(f"target first-fit >= 1,000 pods/s: {'met' if met_ff else 'NOT met'} ({ff_row['pods_per_s']} pods/s)")
-    print(f"target optimal within {args.time_limit:.0f} s with gap printed: {'met' if met_opt else 'NOT met'} "
-          f"({opt_s:.1f} s, gap {opt_row['gap']})")
+    print(
+        f"target optimal within {args.time_limit:.0f} s with gap printed: {'met' if met_opt else 'NOT met'} "
+        f"({opt_s:.1f} s, gap {opt_row['gap']})"
+    )
     ok = ff_row["checker_errors"] == 0 and opt_row["checker_errors"] == 0 and opt_row["weighted"] >= ff_row["weighted"]
     return 0 if ok else 1
 

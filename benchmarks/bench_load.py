@@ -27,6 +27,7 @@ to wall seconds: on a shared machine the wall time includes waiting for a core.
     python benchmarks/bench_load.py            # ~2-4 min
     python benchmarks/bench_load.py --quick    # 100 nodes / 1,000 pods, 1 run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -86,12 +87,15 @@ def gen_big(out: Path, nodes: int) -> list[tuple[str, Path]]:
     subprocess.run([sys.executable, str(script), str(nodes), str(out / "gen-big.json")], cwd=ROUND2, check=True)
     doc = json.loads((out / "gen-big.json").read_text())
     _write(doc, out / "gen-big-pci.yaml", plain_pci=True)
-    return [(f"round-2 gen_big.py {nodes} nodes, kubectl YAML with plain PCI addresses", out / "gen-big-pci.yaml"),
-            (f"round-2 gen_big.py {nodes} nodes, JSON", out / "gen-big.json")]
+    return [
+        (f"round-2 gen_big.py {nodes} nodes, kubectl YAML with plain PCI addresses", out / "gen-big-pci.yaml"),
+        (f"round-2 gen_big.py {nodes} nodes, JSON", out / "gen-big.json"),
+    ]
 
 
 def generate(out: Path, nodes: int, pods: int, schedperf_scale: float) -> list[tuple[str, Path]]:
     from load_dumps import as_list, as_v1beta1, cluster_dump
+
     files = []
     doc = as_list(cluster_dump(nodes=nodes, pods=pods))
     for fmt in ("yaml", "json"):
@@ -100,9 +104,9 @@ def generate(out: Path, nodes: int, pods: int, schedperf_scale: float) -> list[t
     # The same with plain PCI addresses (`pciBusID: {string: 0000:68:00.0}`), as go-yaml writes them.
     _write(as_list(cluster_dump(nodes=nodes, pods=pods, pci_addresses=True)), out / "realistic-pci.yaml")
     files.append((f"realistic {nodes} nodes / {pods} pods, plain PCI addresses", out / "realistic-pci.yaml"))
-    _write(as_list(as_v1beta1(doc["items"])), out / "realistic-v1beta1.json")   # conversion to v1 measured
+    _write(as_list(as_v1beta1(doc["items"])), out / "realistic-v1beta1.json")  # conversion to v1 measured
     files.append((f"realistic {nodes} nodes / {pods} pods, resource.k8s.io/v1beta1", out / "realistic-v1beta1.json"))
-    files += gen_big(out, max(1, nodes * 2 // 5))     # 500 nodes: 200 p5 nodes, 19.6 MB of YAML
+    files += gen_big(out, max(1, nodes * 2 // 5))  # 500 nodes: 200 p5 nodes, 19.6 MB of YAML
     try:
         import schedperf_workloads as sp
     except ImportError:
@@ -112,8 +116,12 @@ def generate(out: Path, nodes: int, pods: int, schedperf_scale: float) -> list[t
         w = sp.WORKLOADS[name]
         for fmt in ("yaml", "json"):
             _write(doc, out / f"{name}.{fmt}")
-            files.append((f"scheduler_perf {name} (x{schedperf_scale:g}: {w.nodes} nodes / {w.pods} pods at x1)",
-                          out / f"{name}.{fmt}"))
+            files.append(
+                (
+                    f"scheduler_perf {name} (x{schedperf_scale:g}: {w.nodes} nodes / {w.pods} pods at x1)",
+                    out / f"{name}.{fmt}",
+                )
+            )
     return files
 
 
@@ -126,6 +134,7 @@ def child(path: str, runs: int) -> dict:
     from draopt.kube import loader
     from draopt.kube.convert import schema_for, to_v1
     from draopt.kube.strict import unknown_fields
+
     times, cpu = [], []
     objects = None
     for _ in range(runs):
@@ -134,14 +143,15 @@ def child(path: str, runs: int) -> dict:
         objects = loader.load_files([path])
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
-    counts = {attr: len(getattr(objects, attr)) for attr in loader.ObjectSet._BY_KIND.values()
-              if getattr(objects, attr)}
+    counts = {
+        attr: len(getattr(objects, attr)) for attr in loader.ObjectSet._BY_KIND.values() if getattr(objects, attr)
+    }
     objects = None
     gc.collect()
 
     phases: dict[str, float] = {}
 
-    def timed(name, fn):     # CPU seconds: on a shared machine, wall time includes waiting for a core
+    def timed(name, fn):  # CPU seconds: on a shared machine, wall time includes waiting for a core
         t = time.process_time()
         result = fn()
         phases[name] = phases.get(name, 0.0) + time.process_time() - t
@@ -149,12 +159,24 @@ def child(path: str, runs: int) -> dict:
 
     text, source = loader.read_source(path)
     json_input = text.lstrip().startswith(("{", "["))
-    how = "json" if json_input else (
-        "rapidyaml" if fastyaml.available() and len(text) >= fastyaml.MIN_CHARS and fastyaml.unsafe(text) is None
-        else "libyaml")
+    how = (
+        "json"
+        if json_input
+        else (
+            "rapidyaml"
+            if fastyaml.available() and len(text) >= fastyaml.MIN_CHARS and fastyaml.unsafe(text) is None
+            else "libyaml"
+        )
+    )
     with loader._collector_paused():
-        docs = timed("parse", lambda: [item for i, d in enumerate(loader._documents(text, source))
-                                       for item in loader._flatten(d, f"{source} document {i + 1}")])
+        docs = timed(
+            "parse",
+            lambda: [
+                item
+                for i, d in enumerate(loader._documents(text, source))
+                for item in loader._flatten(d, f"{source} document {i + 1}")
+            ],
+        )
         for doc, _where in docs:
             kind = doc.get("kind")
             if kind not in loader.KINDS:
@@ -165,11 +187,19 @@ def child(path: str, runs: int) -> dict:
             v1 = timed("convert", partial(to_v1, doc))
             timed("validate", partial(model.model_validate, v1))
         del docs
-    assert controllers   # (controllers run in `build`)
+    assert controllers  # (controllers run in `build`)
     phases["build"] = max(0.0, statistics.median(cpu) - sum(phases.values()))
-    return {"runs": runs, "load_s": statistics.median(times), "best_s": min(times), "cpu_s": statistics.median(cpu),
-            "phases": phases, "path": how, "objects": counts, "bytes": os.path.getsize(path),
-            "peak_rss_mib": _peak_rss_mib()}
+    return {
+        "runs": runs,
+        "load_s": statistics.median(times),
+        "best_s": min(times),
+        "cpu_s": statistics.median(cpu),
+        "phases": phases,
+        "path": how,
+        "objects": counts,
+        "bytes": os.path.getsize(path),
+        "peak_rss_mib": _peak_rss_mib(),
+    }
 
 
 def _peak_rss_mib() -> float:
@@ -197,16 +227,22 @@ def main(argv: list[str] | None = None) -> int:
     if a.quick:
         a.nodes, a.pods, a.runs = 100, 1000, 1
     scale = 0.2 if a.quick else 1.0
-    print(f"bench_load: {a.runs} run(s) per file, each file in a fresh process; target {TARGET_S:g} s "
-          f"for 500 nodes / 5,000 pods; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"bench_load: {a.runs} run(s) per file, each file in a fresh process; target {TARGET_S:g} s "
+        f"for 500 nodes / 5,000 pods; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         files = generate(Path(tmp), a.nodes, a.pods, scale)
         print(f"generated {len(files)} files in {time.perf_counter() - t:.1f} s\n")
         for title, path in files:
-            proc = subprocess.run([sys.executable, __file__, "--child", str(path), "--runs", str(a.runs)],
-                                  capture_output=True, text=True, check=False)
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", str(path), "--runs", str(a.runs)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if proc.returncode != 0:
                 print(f"{path.name}: FAILED\n{proc.stderr[-2000:]}")
                 rows.append(None)
@@ -214,28 +250,34 @@ def main(argv: list[str] | None = None) -> int:
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             r["title"], r["file"] = title, path.name
             rows.append(r)
-    header = (f"{'file':<24}{'MB':>6}{'objects':>9}  {'path':<10}{'load_s':>7}{'best':>7}{'cpu_s':>7}"
-              f"{'cpu/2s':>7}{'wall/2s':>8}  {'parse':>6}{'check':>6}{'convert':>8}{'validate':>9}{'build':>6}"
-              f"{'RSS MiB':>9}")
+    header = (
+        f"{'file':<24}{'MB':>6}{'objects':>9}  {'path':<10}{'load_s':>7}{'best':>7}{'cpu_s':>7}"
+        f"{'cpu/2s':>7}{'wall/2s':>8}  {'parse':>6}{'check':>6}{'convert':>8}{'validate':>9}{'build':>6}"
+        f"{'RSS MiB':>9}"
+    )
     print(header)
     print("-" * len(header))
     for r in rows:
         if r is None:
             continue
         ph = r["phases"]
-        print(f"{r['file']:<24}{r['bytes'] / 1e6:>6.1f}{sum(r['objects'].values()):>9}  {r['path']:<10}"
-              f"{r['load_s']:>7.2f}{r['best_s']:>7.2f}{r['cpu_s']:>7.2f}{r['cpu_s'] / TARGET_S:>7.2f}"
-              f"{r['load_s'] / TARGET_S:>8.2f}  "
-              f"{ph.get('parse', 0):>6.2f}{ph.get('check', 0):>6.2f}{ph.get('convert', 0):>8.2f}"
-              f"{ph.get('validate', 0):>9.2f}{ph.get('build', 0):>6.2f}{r['peak_rss_mib']:>9.0f}")
+        print(
+            f"{r['file']:<24}{r['bytes'] / 1e6:>6.1f}{sum(r['objects'].values()):>9}  {r['path']:<10}"
+            f"{r['load_s']:>7.2f}{r['best_s']:>7.2f}{r['cpu_s']:>7.2f}{r['cpu_s'] / TARGET_S:>7.2f}"
+            f"{r['load_s'] / TARGET_S:>8.2f}  "
+            f"{ph.get('parse', 0):>6.2f}{ph.get('check', 0):>6.2f}{ph.get('convert', 0):>8.2f}"
+            f"{ph.get('validate', 0):>9.2f}{ph.get('build', 0):>6.2f}{r['peak_rss_mib']:>9.0f}"
+        )
     print()
     for r in rows:
         if r is not None:
             print(f"{r['file']}: {r['title']}; {r['objects']}")
-    print("\nload_s: wall seconds of load_files (median of the runs; best: the fastest run); cpu_s: its CPU "
-          "seconds (median). cpu/2s and wall/2s: against issue 11's target of 2 s for 500 nodes / 5,000 pods "
-          "(<= 1.00 meets it; reading is single-threaded, so on an idle machine wall = cpu). Phases: CPU "
-          "seconds of one instrumented pass; build = cpu_s minus the other phases.")
+    print(
+        "\nload_s: wall seconds of load_files (median of the runs; best: the fastest run); cpu_s: its CPU "
+        "seconds (median). cpu/2s and wall/2s: against issue 11's target of 2 s for 500 nodes / 5,000 pods "
+        "(<= 1.00 meets it; reading is single-threaded, so on an idle machine wall = cpu). Phases: CPU "
+        "seconds of one instrumented pass; build = cpu_s minus the other phases."
+    )
     return 0 if all(rows) else 1
 
 

@@ -7,6 +7,7 @@ peak RSS (each trace in a child process: getrusage ru_maxrss).
   python benchmarks/bench_offline.py                       # 4 traces, warm start fgd, 600 s
   python benchmarks/bench_offline.py --warm first-fit --time-limit 300 --traces default
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,18 @@ def run(name: str, warm: str, level: float, time_limit: float, cluster: str, que
     weights = np.array([len(s.pods) for s in c.shapes], dtype=float)
     log: list = []
     t1 = time.perf_counter()
-    online = sim.run_policy(c, seq, cum, [level], warm, 0, frag=sim.FragModel(c, weights) if warm == "fgd" else None,
-                            batch=1, time_limit=time_limit, log=log)[0]
+    online = sim.run_policy(
+        c,
+        seq,
+        cum,
+        [level],
+        warm,
+        0,
+        frag=sim.FragModel(c, weights) if warm == "fgd" else None,
+        batch=1,
+        time_limit=time_limit,
+        log=log,
+    )[0]
     warm_s = time.perf_counter() - t1
     k = int(np.searchsorted(cum, level * c.total, side="right"))
     st = sim.State(c)
@@ -52,15 +63,27 @@ def run(name: str, warm: str, level: float, time_limit: float, cluster: str, que
     # The placed value (the first objective) is proven when it reaches the bound; packing (the
     # model's third objective) is not column generation's goal, so optimize's status says FEASIBLE.
     proven = got["objective"] >= got["bound"]
-    status = "OPTIMAL (placed value)" if proven else ("LP converged" if got["colgen"].get("colgen_converged")
-                                                      else "STOPPED")
-    queue.put({"trace": name, "arrivals": k, "warm": warm, "warm_pct": round(100 * online.unallocated, 3),
-               "offline_pct": round(unalloc, 3), "bound_unallocated_pct": round(bound, 3),
-               "gap_points": round(unalloc - bound, 3),
-               "below_warm_points": round(100 * online.unallocated - unalloc, 3), "status": status,
-               "offline_s": round(offline_s, 1), "warm_s": round(warm_s, 1), "total_s": round(time.perf_counter() - t0, 1),
-               "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-               **got["colgen"]})
+    status = (
+        "OPTIMAL (placed value)" if proven else ("LP converged" if got["colgen"].get("colgen_converged") else "STOPPED")
+    )
+    queue.put(
+        {
+            "trace": name,
+            "arrivals": k,
+            "warm": warm,
+            "warm_pct": round(100 * online.unallocated, 3),
+            "offline_pct": round(unalloc, 3),
+            "bound_unallocated_pct": round(bound, 3),
+            "gap_points": round(unalloc - bound, 3),
+            "below_warm_points": round(100 * online.unallocated - unalloc, 3),
+            "status": status,
+            "offline_s": round(offline_s, 1),
+            "warm_s": round(warm_s, 1),
+            "total_s": round(time.perf_counter() - t0, 1),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            **got["colgen"],
+        }
+    )
 
 
 def main() -> int:
@@ -81,7 +104,7 @@ def main() -> int:
     rows = []
     for i in range(0, len(names), args.parallel):
         procs = []
-        for name in names[i:i + args.parallel]:
+        for name in names[i : i + args.parallel]:
             q = ctx.Queue()
             p = ctx.Process(target=run, args=(name, args.warm, args.level, args.time_limit, cluster, q))
             p.start()
@@ -91,13 +114,17 @@ def main() -> int:
             p.join()
             rows.append(row)
             print(row, flush=True)
-    print(f"\n| trace | arrivals | {rows[0]['warm']} % | offline % | bound_unallocated_pct | gap (points) | "
-          f"below {rows[0]['warm']} (points) | status | rounds | offline s | {rows[0]['warm']} s | peak RSS MiB |")
+    print(
+        f"\n| trace | arrivals | {rows[0]['warm']} % | offline % | bound_unallocated_pct | gap (points) | "
+        f"below {rows[0]['warm']} (points) | status | rounds | offline s | {rows[0]['warm']} s | peak RSS MiB |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['trace']} | {r['arrivals']} | {r['warm_pct']:.2f} | {r['offline_pct']:.2f} | "
-              f"{r['bound_unallocated_pct']:.2f} | {r['gap_points']:.2f} | {r['below_warm_points']:.2f} | {r['status']} | "
-              f"{r.get('colgen_rounds')} | {r['offline_s']} | {r['warm_s']} | {r['peak_rss_mib']} |")
+        print(
+            f"| {r['trace']} | {r['arrivals']} | {r['warm_pct']:.2f} | {r['offline_pct']:.2f} | "
+            f"{r['bound_unallocated_pct']:.2f} | {r['gap_points']:.2f} | {r['below_warm_points']:.2f} | {r['status']} | "
+            f"{r.get('colgen_rounds')} | {r['offline_s']} | {r['warm_s']} | {r['peak_rss_mib']} |"
+        )
     return 0
 
 

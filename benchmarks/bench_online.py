@@ -17,6 +17,7 @@ Every placement is replayed from the CSV numbers alone (no node over cpu or memo
 1000 milli, whole-GPU tasks alone on their GPUs, gpu_spec models kept).
 Reads ../shared/data/openb/ (not part of the repository; stops when it is missing).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,9 @@ def build(every: int, name: str):
 def replay(c: sim.SimCluster, nodes, tasks, seq, log) -> list[str]:
     """Placements (one per arrival, None: failed) checked with the CSV's numbers only."""
     by_key = {f"openb/{t.name}": t for t in tasks}
-    return trace.replay_errors(nodes, ((by_key[c.shapes[si].pods[0]], c.nodes[got[0]], got[1])
-                                       for si, got in zip(seq, log) if got is not None))
+    return trace.replay_errors(
+        nodes, ((by_key[c.shapes[si].pods[0]], c.nodes[got[0]], got[1]) for si, got in zip(seq, log) if got is not None)
+    )
 
 
 def arrivals(c, seed: int, protocol: str):
@@ -64,6 +66,7 @@ def paper_run(c, arr, label: str, cfg):
     """The paper's protocol: the whole run (to 130 %), unallocated % in the bin of `--level`
     (merge_alloc_discrete's binning), the log and the arrivals' shapes for the replay."""
     from draopt.studies import paper_protocol as pp
+
     if cfg is None:
         pol = "fgd"
     else:
@@ -101,8 +104,11 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=1, help="every K-th GPU node (default all 1,213)")
     ap.add_argument("--traces", default=",".join(TRACES))
     ap.add_argument("--seeds", default="42:52", help="START:STOP (default 42:52, the paper's 10 seeds)")
-    ap.add_argument("--batch", help="K, or a comma list to compare (default: the protocol's optimal-batch's; "
-                                   "fgd-paper: draopt.studies.paper_batch's window, its horizon too)")
+    ap.add_argument(
+        "--batch",
+        help="K, or a comma list to compare (default: the protocol's optimal-batch's; "
+        "fgd-paper: draopt.studies.paper_batch's window, its horizon too)",
+    )
     ap.add_argument("--size-weight", help="a value or a comma list (default: the protocol's optimal-batch's)")
     ap.add_argument("--level", type=float, default=1.0, help="arrived share measured (default 1.0)")
     ap.add_argument("--protocol", default="fgd-paper", choices=("default", "fgd-paper"))
@@ -113,16 +119,23 @@ def main() -> int:
         return 0
     if args.protocol == "fgd-paper":
         import importlib.util
+
         if importlib.util.find_spec("draopt.studies.paper_protocol") is None:
-            print("bench_online: --protocol fgd-paper needs draopt/studies/paper_protocol.py, which is absent", file=sys.stderr)
+            print(
+                "bench_online: --protocol fgd-paper needs draopt/studies/paper_protocol.py, which is absent",
+                file=sys.stderr,
+            )
             return 2
     global LEVEL
     LEVEL = args.level
     paper = args.protocol == "fgd-paper"
     args.batch = args.batch or str(PAPER_BATCH if paper else ob.DEFAULT_BATCH)
     if paper and args.size_weight:
-        print("bench_online: --size-weight is draopt's protocol's (OptimalBatch); --protocol fgd-paper's "
-              "optimal-batch has none", file=sys.stderr)
+        print(
+            "bench_online: --size-weight is draopt's protocol's (OptimalBatch); --protocol fgd-paper's "
+            "optimal-batch has none",
+            file=sys.stderr,
+        )
         return 2
     args.size_weight = args.size_weight or ("0" if paper else str(ob.DEFAULT_SIZE_WEIGHT))
     lo, hi = (int(x) for x in args.seeds.split(":"))
@@ -133,18 +146,22 @@ def main() -> int:
         t0 = time.perf_counter()
         nodes, tasks, c = build(args.every, name)
         frag = sim.FragModel(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
-        print(f"\n{name}: {c.n} nodes, {c.total / 1000:g} GPUs, {len(c.shapes)} shapes, built in "
-              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        print(
+            f"\n{name}: {c.n} nodes, {c.total / 1000:g} GPUs, {len(c.shapes)} shapes, built in "
+            f"{time.perf_counter() - t0:.1f} s",
+            flush=True,
+        )
         res: dict[str, list[float]] = {}
         secs: dict[str, list[float]] = {}
         for seed in range(lo, hi):
             if args.protocol == "fgd-paper":
                 from draopt.studies import paper_protocol as pp
+
                 arr = pp.paper_arrivals(c, seed, tune=1.3)
                 line = f"  seed {seed}: {len(arr.shapes)} arrivals (to 130 %)"
             else:
                 seq, cum = arrivals(c, seed, args.protocol)
-                seq = seq[:int(np.searchsorted(cum, args.level * c.total, side="right"))]
+                seq = seq[: int(np.searchsorted(cum, args.level * c.total, side="right"))]
                 line = f"  seed {seed}: {len(seq)} arrivals"
             runs = [] if args.fgd == "none" else [("fgd", None)]
             runs += [(f"ob K={k} w={w:g}", (k, w)) for k, w in configs]
@@ -182,12 +199,16 @@ def main() -> int:
             if "fgd" in res and label != "fgd":
                 d = u - np.array(res["fgd"])
                 diff = f"  vs fgd {d.mean():+.3f} (better on {(d < 0).sum()}/{len(d)} seeds, worst {d.max():+.3f})"
-            row = f"{name:12s} {label:16s} {u.mean():.3f} % (sd {u.std(ddof=1) if len(u) > 1 else 0:.3f}){diff}  " \
-                  f"{np.mean(secs[label]):.1f} s/seed"
+            row = (
+                f"{name:12s} {label:16s} {u.mean():.3f} % (sd {u.std(ddof=1) if len(u) > 1 else 0:.3f}){diff}  "
+                f"{np.mean(secs[label]):.1f} s/seed"
+            )
             summary.append(row)
             print(row, flush=True)
-    print(f"\nsummary (unallocated GPU % at {args.level * 100:g} % arrived, mean of seeds {lo}-{hi - 1}, "
-          f"protocol {args.protocol}):")
+    print(
+        f"\nsummary (unallocated GPU % at {args.level * 100:g} % arrived, mean of seeds {lo}-{hi - 1}, "
+        f"protocol {args.protocol}):"
+    )
     print("\n".join(summary))
     print(f"\nindependent replay: {'OK' if not problems else f'{problems} problem(s)'}")
     return 1 if problems else 0

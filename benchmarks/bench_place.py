@@ -31,6 +31,7 @@ profile, GPU+NIC on one PCIe root, distinct NUMA nodes, admin access, shared cla
   python benchmarks/bench_place.py --only c   # one scenario: growth, a, b, b2, c, c2, d
   python benchmarks/bench_place.py --profile optimal-a   # cProfile of one run, top functions
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,15 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from clusters import objects_from_docs  # noqa: E402
-from placement_clusters import (GPU_DRIVER, NIC_DRIVER, PCIE, PRIORITIES, gpu_fleet, gpu_nic_fleet,  # noqa: E402
-                                mig_fleet)
+from placement_clusters import (
+    GPU_DRIVER,
+    NIC_DRIVER,
+    PCIE,
+    PRIORITIES,
+    gpu_fleet,
+    gpu_nic_fleet,  # noqa: E402
+    mig_fleet,
+)
 
 from draopt.allocation import allocate as api  # noqa: E402
 from draopt.placement import place  # noqa: E402
@@ -103,10 +111,11 @@ def independent_check(outcome, meta: dict[str, Any]) -> list[str]:
             if req["profile"] and d["profile"] != req["profile"]:
                 errs.append(f"{ck}: device {r.device} has profile {d['profile']}, wants {req['profile']}")
             if bool(r.admin_access) != req["admin"]:
-                errs.append(f"{ck}/{r.request}: adminAccess {bool(r.admin_access)} on the result, "
-                            f"{req['admin']} on the request")
+                errs.append(
+                    f"{ck}/{r.request}: adminAccess {bool(r.admin_access)} on the result, {req['admin']} on the request"
+                )
             if req["admin"]:
-                continue                       # admin access: the device is not taken
+                continue  # admin access: the device is not taken
             if did in owner:
                 errs.append(f"device {did} used twice ({owner[did]}, {ck})")
             owner[did] = ck
@@ -174,15 +183,22 @@ def stranding(outcome, meta: dict[str, Any]) -> tuple[int, int]:
         if pl.placed:
             p = meta["pods"][pl.pod]
             node_use[pl.node].update({"cpu": p["cpu"], "memory": p["mem"], "pods": 1})
-    pending = {(p["gpus"], p["profile"], bool(p.get("nic")), p.get("feature") == "distinct", p["cpu"], p["mem"])
-               for pl in res.pods if not pl.placed for p in [meta["pods"][pl.pod]] if p["gpus"]}
+    pending = {
+        (p["gpus"], p["profile"], bool(p.get("nic")), p.get("feature") == "distinct", p["cpu"], p["mem"])
+        for pl in res.pods
+        if not pl.placed
+        for p in [meta["pods"][pl.pod]]
+        if p["gpus"]
+    }
 
     def node_room(node: str, cpu: int, mem: int) -> bool:
         cap, use = meta["node_alloc"][node], node_use[node]
-        return use["cpu"] + cpu <= cap["cpu"] and use["memory"] + mem <= cap["memory"] and use["pods"] + 1 <= cap["pods"]
+        return (
+            use["cpu"] + cpu <= cap["cpu"] and use["memory"] + mem <= cap["memory"] and use["pods"] + 1 <= cap["pods"]
+        )
 
     free = stranded = 0
-    if not meta["counters"]:                     # whole GPUs (and NICs): per node
+    if not meta["counters"]:  # whole GPUs (and NICs): per node
         free_gpus: Counter = Counter()
         root_gpu: dict[str, set] = defaultdict(set)
         root_nic: dict[str, set] = defaultdict(set)
@@ -204,12 +220,13 @@ def stranding(outcome, meta: dict[str, Any]) -> tuple[int, int]:
             if nic and not root_gpu[node] & root_nic[node]:
                 return False
             return not distinct or len(numa[node]) >= g
+
         for node, f in free_gpus.items():
             free += f
             if not any(fits(node, g, nic, dist, c, m) for g, _, nic, dist, c, m in pending):
                 stranded += f
         return free, stranded
-    left = dict(meta["counters"])                # MIG: per GPU (counter set)
+    left = dict(meta["counters"])  # MIG: per GPU (counter set)
     for did in used:
         d = devices[did]
         left[d["counter"]] -= d["units"]
@@ -220,8 +237,10 @@ def stranding(outcome, meta: dict[str, Any]) -> tuple[int, int]:
     for cs, units in left.items():
         free += units
         node = cs[0]
-        if units and not any((prof is None and free_profiles[cs] or prof in free_profiles[cs]) and node_room(node, c, m)
-                             for _, prof, _, _, c, m in pending):
+        if units and not any(
+            (prof is None and free_profiles[cs] or prof in free_profiles[cs]) and node_room(node, c, m)
+            for _, prof, _, _, c, m in pending
+        ):
             stranded += units
     return free, stranded
 
@@ -231,7 +250,7 @@ MAX_ERRORS = 20
 
 
 def _rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0    # Linux: KiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
 
 
 def _measure(objs, policy: str, time_limit: float, meta: dict[str, Any]) -> dict[str, Any]:
@@ -254,19 +273,34 @@ def _measure(objs, policy: str, time_limit: float, meta: dict[str, Any]) -> dict
         if f:
             features[f][0] += 1
             features[f][1] += pl.placed
-    return {"policy": policy, "wall_s": wall, "placed": len(r.placed_pods()), "pods": len(r.pods),
-            "weighted": r.weighted_placed(), "objective": obj, "by_prio": by_prio, "devices": r.devices_used(),
-            "nodes_used": r.nodes_used(), "free": free, "stranded": strand, "stats": dict(r.stats),
-            "n_local_errors": len(local), "local_errors": local[:MAX_ERRORS], "n_check_errors": len(shared),
-            "check_errors": shared[:MAX_ERRORS], "check_s": check_s, "rss_mib": rss,
-            "features": {k: tuple(v) for k, v in features.items()},
-            "nodes_of": {pl.pod: pl.node for pl in r.pods if meta["pods"][pl.pod].get("feature")}}
+    return {
+        "policy": policy,
+        "wall_s": wall,
+        "placed": len(r.placed_pods()),
+        "pods": len(r.pods),
+        "weighted": r.weighted_placed(),
+        "objective": obj,
+        "by_prio": by_prio,
+        "devices": r.devices_used(),
+        "nodes_used": r.nodes_used(),
+        "free": free,
+        "stranded": strand,
+        "stats": dict(r.stats),
+        "n_local_errors": len(local),
+        "local_errors": local[:MAX_ERRORS],
+        "n_check_errors": len(shared),
+        "check_errors": shared[:MAX_ERRORS],
+        "check_s": check_s,
+        "rss_mib": rss,
+        "features": {k: tuple(v) for k, v in features.items()},
+        "nodes_of": {pl.pod: pl.node for pl in r.pods if meta["pods"][pl.pod].get("feature")},
+    }
 
 
 def _child(conn, objs, policy, time_limit, meta) -> None:
     try:
         conn.send(("ok", _measure(objs, policy, time_limit, meta)))
-    except BaseException:   # noqa: BLE001  (reported by the parent as a failed run)
+    except BaseException:  # noqa: BLE001  (reported by the parent as a failed run)
         conn.send(("error", traceback.format_exc()))
     finally:
         conn.close()
@@ -290,10 +324,29 @@ def run_policy(objs, policy: str, time_limit: float, meta: dict[str, Any]) -> di
         return payload
     wall = time.perf_counter() - t
     print(f"   FAILED {policy}: exit code {proc.exitcode}\n" + "\n".join("     " + x for x in payload.splitlines()))
-    return {"policy": policy, "failed": True, "wall_s": wall, "placed": 0, "pods": len(meta["pods"]), "weighted": 0,
-            "objective": 0, "by_prio": Counter(), "devices": 0, "nodes_used": 0, "free": 0, "stranded": 0,
-            "stats": {}, "n_local_errors": 0, "local_errors": [], "n_check_errors": 0, "check_errors": [],
-            "check_s": 0.0, "rss_mib": 0.0, "features": {}, "nodes_of": {}}
+    return {
+        "policy": policy,
+        "failed": True,
+        "wall_s": wall,
+        "placed": 0,
+        "pods": len(meta["pods"]),
+        "weighted": 0,
+        "objective": 0,
+        "by_prio": Counter(),
+        "devices": 0,
+        "nodes_used": 0,
+        "free": 0,
+        "stranded": 0,
+        "stats": {},
+        "n_local_errors": 0,
+        "local_errors": [],
+        "n_check_errors": 0,
+        "check_errors": [],
+        "check_s": 0.0,
+        "rss_mib": 0.0,
+        "features": {},
+        "nodes_of": {},
+    }
 
 
 def _gap(st: dict[str, Any]) -> str:
@@ -312,15 +365,37 @@ def _table(cols: list[str], lines: list[list[str]]) -> str:
 
 
 def fmt_table(rows: list[dict[str, Any]], unit: str) -> str:
-    cols = ["policy", "placed", "by prio 1000/100/0", "weighted", "devices", "nodes", f"free {unit}",
-            f"stranded {unit}", "wall s", "solve s", "prep s", "pods/s", "peak RSS MiB", "status", "objective",
-            "bound", "gap", "valid"]
+    cols = [
+        "policy",
+        "placed",
+        "by prio 1000/100/0",
+        "weighted",
+        "devices",
+        "nodes",
+        f"free {unit}",
+        f"stranded {unit}",
+        "wall s",
+        "solve s",
+        "prep s",
+        "pods/s",
+        "peak RSS MiB",
+        "status",
+        "objective",
+        "bound",
+        "gap",
+        "valid",
+    ]
     lines = []
     for r in rows:
         st = r["stats"]
         prio = "/".join(str(r["by_prio"].get(v, 0)) for v in sorted(PRIORITIES.values(), reverse=True))
-        valid = "FAILED" if r.get("failed") else "ok" if not r["n_local_errors"] and not r["n_check_errors"] else \
-            f"{r['n_local_errors']} local, {r['n_check_errors']} check_placement errors"
+        valid = (
+            "FAILED"
+            if r.get("failed")
+            else "ok"
+            if not r["n_local_errors"] and not r["n_check_errors"]
+            else f"{r['n_local_errors']} local, {r['n_check_errors']} check_placement errors"
+        )
         if r["policy"] == "first-fit":
             status, objective, bound, gap, build = "-", str(r["objective"]), "-", "-", "-"
         else:
@@ -329,18 +404,54 @@ def fmt_table(rows: list[dict[str, Any]], unit: str) -> str:
             bound = str(st.get("bound", "-"))
             gap = _gap(st)
             build = str(st.get("prepare_s", "-"))
-        lines.append([r["policy"], f"{r['placed']}/{r['pods']}", prio, str(r["weighted"]), str(r["devices"]),
-                      str(r["nodes_used"]), str(r["free"]), str(r["stranded"]), f"{r['wall_s']:.2f}",
-                      str(st.get("solve_s", "-")), build,
-                      str(st.get("pods_per_s", "-")) if r["policy"] == "first-fit" else "-", f"{r['rss_mib']:.0f}",
-                      status, objective, bound, gap, valid])
+        lines.append(
+            [
+                r["policy"],
+                f"{r['placed']}/{r['pods']}",
+                prio,
+                str(r["weighted"]),
+                str(r["devices"]),
+                str(r["nodes_used"]),
+                str(r["free"]),
+                str(r["stranded"]),
+                f"{r['wall_s']:.2f}",
+                str(st.get("solve_s", "-")),
+                build,
+                str(st.get("pods_per_s", "-")) if r["policy"] == "first-fit" else "-",
+                f"{r['rss_mib']:.0f}",
+                status,
+                objective,
+                bound,
+                gap,
+                valid,
+            ]
+        )
     return _table(cols, lines)
 
 
-MODEL_KEYS = ("variables", "constraints", "kinds", "counted_kinds", "pods_counted", "pods_single",
-              "not_counted_because", "pinned_pods", "fixed_pods", "components", "proven", "prepare_s", "count_s",
-              "preferences_s", "packing_s", "cheap_bound", "proof", "first_fit_objective", "part_status",
-              "floor_dropped", "fallback")
+MODEL_KEYS = (
+    "variables",
+    "constraints",
+    "kinds",
+    "counted_kinds",
+    "pods_counted",
+    "pods_single",
+    "not_counted_because",
+    "pinned_pods",
+    "fixed_pods",
+    "components",
+    "proven",
+    "prepare_s",
+    "count_s",
+    "preferences_s",
+    "packing_s",
+    "cheap_bound",
+    "proof",
+    "first_fit_objective",
+    "part_status",
+    "floor_dropped",
+    "fallback",
+)
 
 
 def scenario(title: str, gen: dict[str, Any], time_limit: float, target: str) -> list[dict[str, Any]]:
@@ -348,14 +459,16 @@ def scenario(title: str, gen: dict[str, Any], time_limit: float, target: str) ->
     print(f"\n== {title}\n   {meta['describe']}")
     t = time.perf_counter()
     objs = objects_from_docs(gen["docs"])
-    print(f"   {len(gen['docs'])} objects, parsed in {time.perf_counter() - t:.2f} s; optimal time_limit={time_limit:g} s; "
-          f"RSS before the runs {_rss_mib():.0f} MiB (parent, inherited by each run)")
+    print(
+        f"   {len(gen['docs'])} objects, parsed in {time.perf_counter() - t:.2f} s; optimal time_limit={time_limit:g} s; "
+        f"RSS before the runs {_rss_mib():.0f} MiB (parent, inherited by each run)"
+    )
     rows = [run_policy(objs, "first-fit", time_limit, meta), run_policy(objs, "optimal", time_limit, meta)]
     print(fmt_table(rows, meta["unit"]))
     ff, opt = rows
     st = opt["stats"]
     print(f"   optimal: {st.get('summary', '-')}")
-    print(f"   optimal model: {({k: st[k] for k in MODEL_KEYS if k in st})}")
+    print(f"   optimal model: { ({k: st[k] for k in MODEL_KEYS if k in st}) }")
     for r in rows:
         errs = r["local_errors"] + r["check_errors"]
         for e in errs[:5]:
@@ -366,43 +479,60 @@ def scenario(title: str, gen: dict[str, Any], time_limit: float, target: str) ->
     within = opt["wall_s"] <= time_limit * 1.05 and not opt.get("failed") and not st.get("fallback")
     valid = not any(r.get("failed") or r["n_local_errors"] or r["n_check_errors"] for r in rows)
     never_worse = opt["weighted"] >= ff["weighted"]
-    print(f"   optimal vs first-fit: weighted {opt['weighted'] - ff['weighted']:+d} "
-          f"({'never worse' if never_worse else 'WORSE'}), pods {opt['placed'] - ff['placed']:+d}; "
-          f"both valid: {'yes' if valid else 'NO'}")
+    print(
+        f"   optimal vs first-fit: weighted {opt['weighted'] - ff['weighted']:+d} "
+        f"({'never worse' if never_worse else 'WORSE'}), pods {opt['placed'] - ff['placed']:+d}; "
+        f"both valid: {'yes' if valid else 'NO'}"
+    )
     if target == "speed":
         pps = ff["stats"].get("pods_per_s") or 0
         print(f"   target first-fit >= 200 pods/s: {pps} -> {'MET' if pps >= 200 else 'NOT MET'}")
-        print(f"   target optimal within {time_limit:g} s with a solution and gap: wall {opt['wall_s']:.1f} s, "
-              f"status {st.get('status')}, gap {_gap(st)} -> {'MET' if within else 'NOT MET'}")
+        print(
+            f"   target optimal within {time_limit:g} s with a solution and gap: wall {opt['wall_s']:.1f} s, "
+            f"status {st.get('status')}, gap {_gap(st)} -> {'MET' if within else 'NOT MET'}"
+        )
     elif target == "large":
         try:
             gap = float(_gap(st))
         except ValueError:
             gap = None
         ok = within and gap is not None and gap <= 0.01 and valid
-        print(f"   target optimal within {time_limit:g} s with gap <= 1 %: wall {opt['wall_s']:.1f} s, status "
-              f"{st.get('status')}, gap {_gap(st) if gap is None else f'{gap:.4%}'} -> {'MET' if ok else 'NOT MET'}")
+        print(
+            f"   target optimal within {time_limit:g} s with gap <= 1 %: wall {opt['wall_s']:.1f} s, status "
+            f"{st.get('status')}, gap {_gap(st) if gap is None else f'{gap:.4%}'} -> {'MET' if ok else 'NOT MET'}"
+        )
     elif target == "features":
         for f, (n, k) in sorted(opt["features"].items()):
             k_ff = ff["features"].get(f, (0, 0))[1]
-            moved = sum(1 for p, node in opt["nodes_of"].items()
-                        if meta["pods"][p].get("feature") == f and node != ff["nodes_of"].get(p))
-            print(f"   {f} pods: {n}; placed first-fit {k_ff}, optimal {k}; optimal put {moved} of them elsewhere "
-                  f"than first-fit")
+            moved = sum(
+                1
+                for p, node in opt["nodes_of"].items()
+                if meta["pods"][p].get("feature") == f and node != ff["nodes_of"].get(p)
+            )
+            print(
+                f"   {f} pods: {n}; placed first-fit {k_ff}, optimal {k}; optimal put {moved} of them elsewhere "
+                f"than first-fit"
+            )
         pinned = st.get("pinned_pods", 0) + st.get("fixed_pods", 0)
         ok = within and pinned == 0 and valid and never_worse
-        print(f"   target optimal within {time_limit:g} s, no pinned pods, gap printed: wall {opt['wall_s']:.1f} s, "
-              f"pinned {pinned}, status {st.get('status')}, gap {_gap(st)} -> {'MET' if ok else 'NOT MET'}")
+        print(
+            f"   target optimal within {time_limit:g} s, no pinned pods, gap printed: wall {opt['wall_s']:.1f} s, "
+            f"pinned {pinned}, status {st.get('status')}, gap {_gap(st)} -> {'MET' if ok else 'NOT MET'}"
+        )
     else:
         gain = (opt["weighted"] - ff["weighted"]) / ff["weighted"] if ff["weighted"] else 0.0
         proven_ff = st.get("status") == "OPTIMAL" and st.get("objective") == st.get("first_fit_objective")
-        print(f"   target optimal >= +10 % weighted, or first-fit proven optimal: weighted gain {gain:+.2%} "
-              f"(pods {opt['placed'] - ff['placed']:+d}, {(opt['placed'] - ff['placed']) / max(1, ff['placed']):+.1%}); "
-              f"status {st.get('status')}, objective {st.get('objective')} vs first-fit "
-              f"{st.get('first_fit_objective')} -> {'MET' if gain >= 0.10 or proven_ff else 'NOT MET'}")
+        print(
+            f"   target optimal >= +10 % weighted, or first-fit proven optimal: weighted gain {gain:+.2%} "
+            f"(pods {opt['placed'] - ff['placed']:+d}, {(opt['placed'] - ff['placed']) / max(1, ff['placed']):+.1%}); "
+            f"status {st.get('status')}, objective {st.get('objective')} vs first-fit "
+            f"{st.get('first_fit_objective')} -> {'MET' if gain >= 0.10 or proven_ff else 'NOT MET'}"
+        )
         if st.get("bound") and ff["weighted"]:
-            print(f"   proven bound {st['bound']}: no placement beats first-fit by more than "
-                  f"{(st['bound'] - ff['weighted']) / ff['weighted']:+.2%} weighted on this instance")
+            print(
+                f"   proven bound {st['bound']}: no placement beats first-fit by more than "
+                f"{(st['bound'] - ff['weighted']) / ff['weighted']:+.2%} weighted on this instance"
+            )
     return rows
 
 
@@ -410,23 +540,52 @@ def scenario(title: str, gen: dict[str, Any], time_limit: float, target: str) ->
 def growth(sizes: list[int], pods_per_node: int, time_limit: float) -> list[dict[str, Any]]:
     """Optimal on the same workload (gpu_fleet, same mix and seed) at several sizes: nodes all
     alike (the interchangeable-nodes reduction applies) and no two nodes alike (it cannot)."""
-    print(f"\n== growth: gpu-fleet at {'/'.join(map(str, sizes))} nodes, {pods_per_node} pods per node "
-          f"(same mix and seed as (a)); optimal time_limit={time_limit:g} s")
-    print("   nodes alike: the (a) cluster; no two alike: node memory 768Gi + (1..n)Mi (changes no fit; no node is "
-          "interchangeable with another, so the model holds every node)")
-    print("   pods x cand = pending pods x their candidate nodes: every node is a candidate for every pod here "
-          "(no selectors, taints or node filters; every pod shape fits an empty node)")
+    print(
+        f"\n== growth: gpu-fleet at {'/'.join(map(str, sizes))} nodes, {pods_per_node} pods per node "
+        f"(same mix and seed as (a)); optimal time_limit={time_limit:g} s"
+    )
+    print(
+        "   nodes alike: the (a) cluster; no two alike: node memory 768Gi + (1..n)Mi (changes no fit; no node is "
+        "interchangeable with another, so the model holds every node)"
+    )
+    print(
+        "   pods x cand = pending pods x their candidate nodes: every node is a candidate for every pod here "
+        "(no selectors, taints or node filters; every pod shape fits an empty node)"
+    )
     rows = []
     for distinct in (False, True):
         for n in sizes:
             gen = gpu_fleet(nodes=n, pods=pods_per_node * n, distinct_nodes=distinct)
             objs = objects_from_docs(gen["docs"])
             r = run_policy(objs, "optimal", time_limit, gen["meta"])
-            r["nodes"], r["pxc"], r["alike"] = n, len(gen["meta"]["pods"]) * n, "no two alike" if distinct else "all alike"
+            r["nodes"], r["pxc"], r["alike"] = (
+                n,
+                len(gen["meta"]["pods"]) * n,
+                "no two alike" if distinct else "all alike",
+            )
             rows.append(r)
-    cols = ["nodes", "", "pods", "pods x cand", "kinds", "variables", "constraints", "vars/(pods x cand)", "prep s",
-            "phase 1 s", "solve s", "wall s", "peak RSS MiB", "status", "gap", "valid",
-            "x pods x cand", "x variables", "x constraints", "x solve s"]
+    cols = [
+        "nodes",
+        "",
+        "pods",
+        "pods x cand",
+        "kinds",
+        "variables",
+        "constraints",
+        "vars/(pods x cand)",
+        "prep s",
+        "phase 1 s",
+        "solve s",
+        "wall s",
+        "peak RSS MiB",
+        "status",
+        "gap",
+        "valid",
+        "x pods x cand",
+        "x variables",
+        "x constraints",
+        "x solve s",
+    ]
     lines = []
     prev = None
     for r in rows:
@@ -435,31 +594,63 @@ def growth(sizes: list[int], pods_per_node: int, time_limit: float) -> list[dict
         if prev and prev["alike"] != r["alike"]:
             prev = None
 
-        def ratio(key: Callable[[dict[str, Any]], Any], r: dict[str, Any] = r,
-                  prev: dict[str, Any] | None = prev) -> str:
+        def ratio(
+            key: Callable[[dict[str, Any]], Any], r: dict[str, Any] = r, prev: dict[str, Any] | None = prev
+        ) -> str:
             a, b = key(r), prev and key(prev)
             return f"{a / b:.2f}" if prev and a is not None and b else "-"
-        valid = "FAILED" if r.get("failed") else "ok" if not r["n_local_errors"] and not r["n_check_errors"] else \
-            f"{r['n_local_errors'] + r['n_check_errors']} errors"
-        lines.append([str(r["nodes"]), r["alike"], str(r["pods"]), str(r["pxc"]), str(st.get("kinds", "-")), str(v),
-                      str(c), f"{v / r['pxc']:.4f}", str(st.get("prepare_s", "-")), str(st.get("count_s", "-")),
-                      str(st.get("solve_s", "-")), f"{r['wall_s']:.2f}", f"{r['rss_mib']:.0f}",
-                      str(st.get("status", "?")), _gap(st), valid,
-                      ratio(lambda x: x["pxc"]), ratio(lambda x: x["stats"].get("variables")),
-                      ratio(lambda x: x["stats"].get("constraints")), ratio(lambda x: x["stats"].get("solve_s"))])
+
+        valid = (
+            "FAILED"
+            if r.get("failed")
+            else "ok"
+            if not r["n_local_errors"] and not r["n_check_errors"]
+            else f"{r['n_local_errors'] + r['n_check_errors']} errors"
+        )
+        lines.append(
+            [
+                str(r["nodes"]),
+                r["alike"],
+                str(r["pods"]),
+                str(r["pxc"]),
+                str(st.get("kinds", "-")),
+                str(v),
+                str(c),
+                f"{v / r['pxc']:.4f}",
+                str(st.get("prepare_s", "-")),
+                str(st.get("count_s", "-")),
+                str(st.get("solve_s", "-")),
+                f"{r['wall_s']:.2f}",
+                f"{r['rss_mib']:.0f}",
+                str(st.get("status", "?")),
+                _gap(st),
+                valid,
+                ratio(lambda x: x["pxc"]),
+                ratio(lambda x: x["stats"].get("variables")),
+                ratio(lambda x: x["stats"].get("constraints")),
+                ratio(lambda x: x["stats"].get("solve_s")),
+            ]
+        )
         prev = r
     print(_table(cols, lines))
-    print("   x ...: ratio to the previous size. phase 1 s: the placed-pods solve; solve s: optimize() in all "
-          "(first-fit warm start, model, the three phases, decoding); wall s: place() end to end")
+    print(
+        "   x ...: ratio to the previous size. phase 1 s: the placed-pods solve; solve s: optimize() in all "
+        "(first-fit warm start, model, the three phases, decoding); wall s: place() end to end"
+    )
     return rows
 
 
 def _git_head() -> str:
     import subprocess
+
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=False).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "draopt"], cwd=root, capture_output=True, text=True, check=False).stdout
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=False
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "draopt"], cwd=root, capture_output=True, text=True, check=False
+        ).stdout
     except OSError:
         return "unknown commit"
     return f"{head}{' + uncommitted draopt changes' if dirty.strip() else ''}"
@@ -467,14 +658,24 @@ def _git_head() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help="small sizes: growth 8/16/32/64 nodes, (a) and (d) 50 nodes / 400 pods, (b) 8 nodes, "
-                         "(c) 250 nodes / 2,000 pods")
-    ap.add_argument("--time-limit", type=float, default=None,
-                    help="optimal time limit, s (default 60; --quick 20); (c) gets twice this")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes: growth 8/16/32/64 nodes, (a) and (d) 50 nodes / 400 pods, (b) 8 nodes, "
+        "(c) 250 nodes / 2,000 pods",
+    )
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="optimal time limit, s (default 60; --quick 20); (c) gets twice this",
+    )
     ap.add_argument("--only", choices=["growth", "a", "b", "b2", "c", "c2", "d"], help="one scenario only")
-    ap.add_argument("--profile", choices=[f"{p}-{w}" for p in ("first-fit", "optimal") for w in ("a", "b", "b2", "c", "c2", "d")],
-                    help="cProfile one policy on one scenario and print the top functions instead")
+    ap.add_argument(
+        "--profile",
+        choices=[f"{p}-{w}" for p in ("first-fit", "optimal") for w in ("a", "b", "b2", "c", "c2", "d")],
+        help="cProfile one policy on one scenario and print the top functions instead",
+    )
     args = ap.parse_args(argv)
     time_limit = args.time_limit or (20.0 if args.quick else 60.0)
     q = args.quick
@@ -484,17 +685,25 @@ def main(argv: list[str] | None = None) -> int:
         # The same fleet and jobs with one priority: fragmentation, not priority, decides.
         "b2": lambda: mig_fleet(nodes=8 if q else 32, uniform_priority=True),
         "c": lambda: gpu_nic_fleet(nodes=250, pods=2000) if q else gpu_nic_fleet(nodes=5000, pods=40000),
-        "c2": lambda: gpu_nic_fleet(nodes=250, pods=2000, distinct_nodes=True) if q else
-        gpu_nic_fleet(nodes=5000, pods=40000, distinct_nodes=True),
-        "d": lambda: gpu_fleet(nodes=50, pods=400, feature_share=0.1) if q else
-        gpu_fleet(nodes=500, pods=4000, feature_share=0.1),
+        "c2": lambda: (
+            gpu_nic_fleet(nodes=250, pods=2000, distinct_nodes=True)
+            if q
+            else gpu_nic_fleet(nodes=5000, pods=40000, distinct_nodes=True)
+        ),
+        "d": lambda: (
+            gpu_fleet(nodes=50, pods=400, feature_share=0.1)
+            if q
+            else gpu_fleet(nodes=500, pods=4000, feature_share=0.1)
+        ),
     }
     t0 = time.perf_counter()
     api.warm_up()
     print(f"bench_place: {'quick' if q else 'full'} run; draopt at {_git_head()}; {os.cpu_count()} cpus")
-    print("free = devices (GPUs; b: MIG counter units) not in use after placement; stranded = the free ones where "
-          "no still-pending pod would fit on its own (count/profile/NIC root/NUMA + node cpu/memory/pods); "
-          "nodes = nodes with a placed pod; peak RSS = the run's child process (getrusage ru_maxrss)")
+    print(
+        "free = devices (GPUs; b: MIG counter units) not in use after placement; stranded = the free ones where "
+        "no still-pending pod would fit on its own (count/profile/NIC root/NUMA + node cpu/memory/pods); "
+        "nodes = nodes with a placed pod; peak RSS = the run's child process (getrusage ru_maxrss)"
+    )
     if args.profile:
         policy, which = args.profile.rsplit("-", 1)
         objs = objects_from_docs(gens[which]()["docs"])

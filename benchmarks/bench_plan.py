@@ -22,6 +22,7 @@ the first of each (cpu, memory, GPUs, model)) as the templates, a node's cost = 
 openb_pod_list_default.csv (8,152) pending: the cheapest mix by column generation (draopt/model/colgen_plan.py)
 next to the first-fit-decreasing estimate of each type; wall time and peak RSS (getrusage) of the whole plan.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,6 +55,7 @@ def run_openb(time_limit: float, pods: str) -> int:
     from draopt.kube.loader import load_files
     from draopt.studies import trace
     from draopt.studies.planning import NodeType
+
     openb = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
     if not openb.is_dir():
         print(f"bench_plan: {openb} not found", file=sys.stderr)
@@ -81,14 +83,18 @@ def run_openb(time_limit: float, pods: str) -> int:
     st = p.stats
     print(p.table())
     print()
-    print("| pods | mix cost | bound | gap | status | ffd best | ffd cost | saving | rounds | columns | "
-          "converged | wall s | peak RSS MiB |")
+    print(
+        "| pods | mix cost | bound | gap | status | ffd best | ffd cost | saving | rounds | columns | "
+        "converged | wall s | peak RSS MiB |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     saving = float((best.cost - p.cost) / best.cost) if best.cost else 0.0
-    print(f"| {p.placed}/{p.pods} | {float(p.cost):.0f} | {float(p.bound):.0f} | {p.gap:.2%} | {p.status} | "
-          f"{best.nodes} x {best.node_type.name} | {float(best.cost):.0f} | {saving:.1%} | {st.get('colgen_rounds')} | "
-          f"{st.get('colgen_columns')} | {st.get('colgen_converged')} | {wall:.1f} | "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} |")
+    print(
+        f"| {p.placed}/{p.pods} | {float(p.cost):.0f} | {float(p.bound):.0f} | {p.gap:.2%} | {p.status} | "
+        f"{best.nodes} x {best.node_type.name} | {float(best.cost):.0f} | {saving:.1%} | {st.get('colgen_rounds')} | "
+        f"{st.get('colgen_columns')} | {st.get('colgen_converged')} | {wall:.1f} | "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} |"
+    )
     print({k: v for k, v in st.items() if k.startswith("colgen_") or k.endswith("_s")})
     return 0
 
@@ -97,9 +103,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--time-limit", type=float, default=60.0)
-    ap.add_argument("--max-nodes", type=int, default=0,
-                    help="candidate copies per type at most (default: the number of pods, so that the cap "
-                         "never stops a proof; 256 is the CLI's default)")
+    ap.add_argument(
+        "--max-nodes",
+        type=int,
+        default=0,
+        help="candidate copies per type at most (default: the number of pods, so that the cap "
+        "never stops a proof; 256 is the CLI's default)",
+    )
     ap.add_argument("--sizes", default="", help="comma-separated pod counts (default 40,200,1000)")
     ap.add_argument("--openb", action="store_true", help="openb's node types and a whole trace (see above)")
     ap.add_argument("--pods", default="default", help="--openb: the trace (default, gpushare100, ...)")
@@ -108,23 +118,30 @@ def main() -> int:
         return run_openb(args.time_limit if args.time_limit != 60.0 else 600.0, args.pods)
     api.warm_up()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([40] if args.quick else [40, 200, 1000])
-    print(f"{'mix':10s} {'pods':>5s} {'optimal mix':34s} {'cost':>6s} {'bound':>6s} {'status':8s} {'proven':6s} "
-          f"{'ffd best':18s} {'ffd cost':>8s} {'saving':>7s} {'one fewer':10s} {'ffd_s':>6s} {'build_s':>7s} "
-          f"{'pods_s':>6s} {'cost_s':>6s} {'fewer_s':>7s} {'total_s':>7s} {'vars':>6s} {'cons':>6s} candidates")
+    print(
+        f"{'mix':10s} {'pods':>5s} {'optimal mix':34s} {'cost':>6s} {'bound':>6s} {'status':8s} {'proven':6s} "
+        f"{'ffd best':18s} {'ffd cost':>8s} {'saving':>7s} {'one fewer':10s} {'ffd_s':>6s} {'build_s':>7s} "
+        f"{'pods_s':>6s} {'cost_s':>6s} {'fewer_s':>7s} {'total_s':>7s} {'vars':>6s} {'cons':>6s} candidates"
+    )
     for pods in sizes:
         for mix in MIXES:
             r = run(mix, pods, args.time_limit, args.max_nodes)
             p, best, st = r["plan"], r["best"], r["plan"].stats
             mix_text = " + ".join(f"{n} {t}" for t, n in p.mix.items() if n) or "-"
             saving = float((best.cost - p.cost) / best.cost) if best.cost else 0.0
-            fewer = "proven" if p.one_fewer and all("proven infeasible" in o.verdict for o in p.one_fewer) else \
-                ("-" if not p.one_fewer else "NOT PROVEN")
-            print(f"{mix:10s} {pods:5d} {mix_text:34s} {float(p.cost):6.0f} {float(p.bound):6.0f} {p.status:8s} "
-                  f"{p.proven_minimal!s:6s} {f'{best.nodes} {best.node_type.name}':18s} {float(best.cost):8.0f} "
-                  f"{saving:7.1%} {fewer:10s} {st.get('ffd_s', 0):6.2f} {st.get('build_s', 0):7.2f} "
-                  f"{st.get('placed_s', 0):6.2f} {st.get('cost_s', 0):6.2f} {st.get('one_fewer_s', 0):7.2f} "
-                  f"{r['wall']:7.2f} {st.get('variables', 0):6d} {st.get('constraints', 0):6d} "
-                  f"{' '.join(f'{t}={n}' for t, n in p.candidates.items())}")
+            fewer = (
+                "proven"
+                if p.one_fewer and all("proven infeasible" in o.verdict for o in p.one_fewer)
+                else ("-" if not p.one_fewer else "NOT PROVEN")
+            )
+            print(
+                f"{mix:10s} {pods:5d} {mix_text:34s} {float(p.cost):6.0f} {float(p.bound):6.0f} {p.status:8s} "
+                f"{p.proven_minimal!s:6s} {f'{best.nodes} {best.node_type.name}':18s} {float(best.cost):8.0f} "
+                f"{saving:7.1%} {fewer:10s} {st.get('ffd_s', 0):6.2f} {st.get('build_s', 0):7.2f} "
+                f"{st.get('placed_s', 0):6.2f} {st.get('cost_s', 0):6.2f} {st.get('one_fewer_s', 0):7.2f} "
+                f"{r['wall']:7.2f} {st.get('variables', 0):6d} {st.get('constraints', 0):6d} "
+                f"{' '.join(f'{t}={n}' for t, n in p.candidates.items())}"
+            )
             sys.stdout.flush()
     return 0
 

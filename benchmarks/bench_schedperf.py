@@ -17,6 +17,7 @@ both printed), reading <= 1 s.
   python benchmarks/bench_schedperf.py --scale 0.1           # smaller instances
   python benchmarks/bench_schedperf.py --only partitionable --profile   # cProfile of first-fit
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,6 +56,7 @@ def _measure(path: str, policy: str, time_limit: float, profile: bool, scheduler
     from draopt.kube.loader import load_files
     from draopt.placement import build_cluster, place
     from draopt.kube.workload import expand
+
     api.warm_up()
     out: dict[str, Any] = {"policy": policy}
     t = time.perf_counter()
@@ -96,14 +98,20 @@ def _measure(path: str, policy: str, time_limit: float, profile: bool, scheduler
 def _child(conn, *args) -> None:
     try:
         conn.send(("ok", _measure(*args)))
-    except BaseException:   # noqa: BLE001  (reported by the parent as a failed run)
+    except BaseException:  # noqa: BLE001  (reported by the parent as a failed run)
         conn.send(("error", traceback.format_exc()))
     finally:
         conn.close()
 
 
-def run(path: str, policy: str, time_limit: float, profile: bool = False, scheduler: str | None = None,
-        kill_after: float | None = None) -> dict[str, Any]:
+def run(
+    path: str,
+    policy: str,
+    time_limit: float,
+    profile: bool = False,
+    scheduler: str | None = None,
+    kill_after: float | None = None,
+) -> dict[str, Any]:
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(send, path, policy, time_limit, profile, scheduler))
@@ -130,24 +138,36 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help=f"comma-separated workloads (default: all of {', '.join(sw.WORKLOADS)})")
     ap.add_argument("--no-optimal", action="store_true", help="first-fit only")
-    ap.add_argument("--scale", type=float, default=1.0, help="multiply node / slice / pod counts (default 1: as configured)")
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="multiply node / slice / pod counts (default 1: as configured)"
+    )
     ap.add_argument("--time-limit", type=float, default=60.0, help="optimal's time limit in seconds (default 60)")
     ap.add_argument("--format", default="yaml", choices=("yaml", "json"), help="file format written and read")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of each first-fit run")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    ap.add_argument("--kill-after", type=float, default=600.0, metavar="S",
-                    help="stop a run (child process) that has not answered after S seconds (default 600)")
-    ap.add_argument("--scheduler", metavar="CONFIG",
-                    help="first-fit's scheduler profile (place's scheduler_config: a file or builtin:<name>, e.g. "
-                         "builtin:name-order); default: place's default (Kubernetes' default profile)")
+    ap.add_argument(
+        "--kill-after",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="stop a run (child process) that has not answered after S seconds (default 600)",
+    )
+    ap.add_argument(
+        "--scheduler",
+        metavar="CONFIG",
+        help="first-fit's scheduler profile (place's scheduler_config: a file or builtin:<name>, e.g. "
+        "builtin:name-order); default: place's default (Kubernetes' default profile)",
+    )
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(sw.WORKLOADS)
     for n in names:
         if n not in sw.WORKLOADS:
             ap.error(f"unknown workload {n!r} (known: {', '.join(sw.WORKLOADS)})")
     rows = []
-    print(f"scheduler_perf DRA workloads, scale {args.scale}, {args.format}, optimal time limit {args.time_limit:g} s, "
-          f"{os.cpu_count()} CPUs")
+    print(
+        f"scheduler_perf DRA workloads, scale {args.scale}, {args.format}, optimal time limit {args.time_limit:g} s, "
+        f"{os.cpu_count()} CPUs"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             w = sw.WORKLOADS[name]
@@ -164,36 +184,46 @@ def main(argv: list[str] | None = None) -> int:
                 cpu_pps = ff["pods"] / ff["place_cpu_s"] if ff["place_cpu_s"] else float("inf")
                 ff["cpu_pods_per_s"] = cpu_pps
                 ratio = f"  ({pps / w.threshold:.1f}x Kubernetes' {w.threshold:g})" if w.threshold else ""
-                print(f"   read {ff['load_s']:.2f} s   expand {ff['expand_s']:.2f} s   first-fit {ff['place_s']:.2f} s "
-                      f"= {pps:,.0f} pods/s{ratio}   placed {ff['placed']}/{ff['pods']}   peak RSS {ff['rss_mib']:.0f} MiB"
-                      f"   ({ff['scheduler']})")
+                print(
+                    f"   read {ff['load_s']:.2f} s   expand {ff['expand_s']:.2f} s   first-fit {ff['place_s']:.2f} s "
+                    f"= {pps:,.0f} pods/s{ratio}   placed {ff['placed']}/{ff['pods']}   peak RSS {ff['rss_mib']:.0f} MiB"
+                    f"   ({ff['scheduler']})"
+                )
                 met = "met" if pps >= TARGET_PODS_PER_S else "NOT met"
                 cpu_met = "met" if cpu_pps >= TARGET_PODS_PER_S else "NOT met"
-                print(f"   issue 19 target {TARGET_PODS_PER_S:,} pods/s: wall {pps:,.0f} ({met}), "
-                      f"CPU time {ff['place_cpu_s']:.2f} s = {cpu_pps:,.0f} pods/s ({cpu_met}); "
-                      f"read {ff['load_s']:.2f} s ({'met' if ff['load_s'] <= TARGET_READ_S else 'NOT met'}, <= {TARGET_READ_S:g} s)")
+                print(
+                    f"   issue 19 target {TARGET_PODS_PER_S:,} pods/s: wall {pps:,.0f} ({met}), "
+                    f"CPU time {ff['place_cpu_s']:.2f} s = {cpu_pps:,.0f} pods/s ({cpu_met}); "
+                    f"read {ff['load_s']:.2f} s ({'met' if ff['load_s'] <= TARGET_READ_S else 'NOT met'}, <= {TARGET_READ_S:g} s)"
+                )
                 if ff.get("profile"):
                     print(ff["profile"])
             if not args.no_optimal:
                 opt = run(path, "optimal", args.time_limit, kill_after=args.kill_after)
                 row["optimal"] = opt
                 if not opt.get("failed"):
-                    print(f"   optimal {opt['place_s']:.1f} s   status {opt['status']}   gap {opt['gap']}   "
-                          f"placed {opt['placed']}/{opt['pods']}   peak RSS {opt['rss_mib']:.0f} MiB")
+                    print(
+                        f"   optimal {opt['place_s']:.1f} s   status {opt['status']}   gap {opt['gap']}   "
+                        f"placed {opt['placed']}/{opt['pods']}   peak RSS {opt['rss_mib']:.0f} MiB"
+                    )
             rows.append(row)
-    print("\nworkload               read_s  first-fit pods/s  cpu pods/s  k8s threshold  ratio  ff_rss_MiB  optimal_s  status     gap"
-          "       opt_rss_MiB")
+    print(
+        "\nworkload               read_s  first-fit pods/s  cpu pods/s  k8s threshold  ratio  ff_rss_MiB  optimal_s  status     gap"
+        "       opt_rss_MiB"
+    )
     for r in rows:
         ff, opt = r["first_fit"], r.get("optimal") or {}
         pps = ff.get("pods_per_s")
         thr = r["threshold"]
         status = opt.get("status") or ("killed" if "killed_after_s" in opt else "-")
-        print(f"{r['workload']:22s} {ff.get('load_s', float('nan')):6.2f}  {pps if pps is not None else float('nan'):16,.0f}  "
-              f"{ff.get('cpu_pods_per_s', float('nan')):10,.0f}  "
-              f"{thr if thr else '-':>13}  {(f'{pps / thr:5.1f}x' if thr and pps else '    -'):>5}  "
-              f"{ff.get('rss_mib', float('nan')):10.0f}  "
-              f"{opt.get('place_s', opt.get('killed_after_s', float('nan'))):9.1f}  {status:9s}  {str(opt.get('gap', '-')):9s} "
-              f"{opt.get('rss_mib', float('nan')):11.0f}")
+        print(
+            f"{r['workload']:22s} {ff.get('load_s', float('nan')):6.2f}  {pps if pps is not None else float('nan'):16,.0f}  "
+            f"{ff.get('cpu_pods_per_s', float('nan')):10,.0f}  "
+            f"{thr if thr else '-':>13}  {(f'{pps / thr:5.1f}x' if thr and pps else '    -'):>5}  "
+            f"{ff.get('rss_mib', float('nan')):10.0f}  "
+            f"{opt.get('place_s', opt.get('killed_after_s', float('nan'))):9.1f}  {status:9s}  {str(opt.get('gap', '-')):9s} "
+            f"{opt.get('rss_mib', float('nan')):11.0f}"
+        )
     if args.json:
         for r in rows:
             r["first_fit"].pop("profile", None)

@@ -21,6 +21,7 @@ The independent check replays every policy's placements from the CSV numbers alo
 draopt's objects): no node over its cpu or memory, no GPU over 1000 milli, whole-GPU tasks on
 GPUs nobody shares, GPU-spec tasks on their models.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,31 +43,40 @@ OPENB = ROOT.parent / "shared" / "data" / "openb"
 # The FGD paper's published curve (authors' expected results, openb_pod_list_default, mean of
 # 10 seeds): unallocated GPU % at each arrived-workload %.
 PAPER = {
-    "Random":        {90: 14.98, 95: 14.28, 100: 13.70, 105: 13.38, 110: 13.12, 120: 12.72, 130: 12.53},
-    "DotProd":       {90: 10.02, 95: 9.42, 100: 9.38, 105: 9.33, 110: 9.30, 120: 9.23, 130: 9.15},
+    "Random": {90: 14.98, 95: 14.28, 100: 13.70, 105: 13.38, 110: 13.12, 120: 12.72, 130: 12.53},
+    "DotProd": {90: 10.02, 95: 9.42, 100: 9.38, 105: 9.33, 110: 9.30, 120: 9.23, 130: 9.15},
     "GpuClustering": {90: 10.02, 95: 8.39, 100: 8.35, 105: 8.30, 110: 8.27, 120: 8.20, 130: 8.12},
-    "GpuPacking":    {90: 10.02, 95: 8.26, 100: 8.22, 105: 8.17, 110: 8.14, 120: 8.08, 130: 8.00},
-    "BestFit":       {90: 10.01, 95: 7.18, 100: 7.14, 105: 7.09, 110: 7.06, 120: 7.00, 130: 6.92},
-    "FGD":           {90: 10.02, 95: 5.09, 100: 4.77, 105: 4.73, 110: 4.70, 120: 4.65, 130: 4.61},
+    "GpuPacking": {90: 10.02, 95: 8.26, 100: 8.22, 105: 8.17, 110: 8.14, 120: 8.08, 130: 8.00},
+    "BestFit": {90: 10.01, 95: 7.18, 100: 7.14, 105: 7.09, 110: 7.06, 120: 7.00, 130: 6.92},
+    "FGD": {90: 10.02, 95: 5.09, 100: 4.77, 105: 4.73, 110: 4.70, 120: 4.65, 130: 4.61},
 }
 
 
 # The same file, FGD on the other traces (mean over seeds 42-51 of 100 - allocation %).
 PAPER_OTHER = {
     "gpushare100": {90: 13.47, 95: 13.41, 100: 13.36, 105: 13.32, 110: 13.27, 120: 13.19, 130: 13.10},
-    "gpuspec33":   {90: 19.39, 95: 15.75, 100: 12.16, 105: 8.50, 110: 5.57, 120: 5.50, 130: 5.45},
-    "multigpu50":  {90: 10.07, 95: 5.18, 100: 2.91, 105: 2.89, 110: 2.88, 120: 2.85, 130: 2.82},
+    "gpuspec33": {90: 19.39, 95: 15.75, 100: 12.16, 105: 8.50, 110: 5.57, 120: 5.50, 130: 5.45},
+    "multigpu50": {90: 10.07, 95: 5.18, 100: 2.91, 105: 2.89, 110: 2.88, 120: 2.85, 130: 2.82},
 }
-PAPER_NAMES = {"Random": "random", "DotProd": "dot-product", "GpuClustering": "gpu-clustering",
-               "GpuPacking": "gpu-packing", "BestFit": "best-fit", "FGD": "fgd"}
+PAPER_NAMES = {
+    "Random": "random",
+    "DotProd": "dot-product",
+    "GpuClustering": "gpu-clustering",
+    "GpuPacking": "gpu-packing",
+    "BestFit": "best-fit",
+    "FGD": "fgd",
+}
 
 
 def cluster_objects(every: int, pods: str = "default"):
     nodes = trace.read_nodes(str(OPENB / "openb_node_list_gpu_node.csv"))[::every]
     docs = trace.class_objects({n.model for n in nodes}) + trace.node_objects(nodes) + trace.slice_objects(nodes)
     objects = sim._object_set(docs, "openb nodes")
-    objects.extend(sim._object_set(trace.workload_objects(trace.read_tasks(str(OPENB / f"openb_pod_list_{pods}.csv"))),
-                                   "openb tasks"))
+    objects.extend(
+        sim._object_set(
+            trace.workload_objects(trace.read_tasks(str(OPENB / f"openb_pod_list_{pods}.csv"))), "openb tasks"
+        )
+    )
     return nodes, objects
 
 
@@ -80,6 +90,7 @@ def paper_main(args) -> int:
     """--protocol fgd-paper: every policy on the default trace and FGD on three others, next
     to the paper's figures, with a within-0.3-point verdict per cell."""
     from draopt.studies import paper_protocol as pp
+
     t0 = time.perf_counter()
     seeds = list(range(args.seed, args.seed + args.runs))
     bins = sorted(next(iter(PAPER.values())))
@@ -94,8 +105,11 @@ def paper_main(args) -> int:
         nodes, objects = cluster_objects(args.every, pods)
         c = sim.build(objects)
         pc = pp.prepare(c)
-        print(f"\nopenb_pod_list_{pods}: {c.n} nodes, {pc.gpus} GPUs, {len(c.pod_keys)} tasks, "
-              f"{len(pc.typical)} typical pod classes; built in {time.perf_counter() - t0:.0f} s", flush=True)
+        print(
+            f"\nopenb_pod_list_{pods}: {c.n} nodes, {pc.gpus} GPUs, {len(c.pod_keys)} tasks, "
+            f"{len(pc.typical)} typical pod classes; built in {time.perf_counter() - t0:.0f} s",
+            flush=True,
+        )
         rows, runs = pp.simulate_paper(c, seeds=seeds, policies=policies, bins=bins)
         for r in runs:
             times.setdefault(r.policy, []).append(r.seconds)
@@ -122,8 +136,10 @@ def paper_main(args) -> int:
                 ok = abs(d) <= 0.3
                 verdicts += 1
                 misses += not ok
-                cells.append(f"{r['unallocated_pct']:6.2f}+-{r['std_pct']:4.2f} {paper[b]:6.2f} {d:+5.2f} "
-                             f"{'ok  ' if ok else 'MISS'}")
+                cells.append(
+                    f"{r['unallocated_pct']:6.2f}+-{r['std_pct']:4.2f} {paper[b]:6.2f} {d:+5.2f} "
+                    f"{'ok  ' if ok else 'MISS'}"
+                )
             print(f"{b:6d} %  " + "  ".join(cells))
         if extra:
             beats.append(_versus_fgd(pods, got, bins, runs, pc.gpus))
@@ -131,18 +147,26 @@ def paper_main(args) -> int:
     if beats:
         print("\noptimal-batch vs fgd (same arrivals, mean of the seeds; beats fgd: fewer GPUs unallocated at 100 %):")
         print("\n".join(beats))
-    print("\nseconds per policy-run (mean, max):  " + ", ".join(
-        f"{p} {np.mean(v):.1f}/{max(v):.1f}" for p, v in times.items()))
-    print(f"within 0.3 points: {verdicts - misses} of {verdicts} cells; independent check: "
-          f"{'OK' if not problems else f'{problems} problem(s)'}; total {time.perf_counter() - t0:.0f} s")
+    print(
+        "\nseconds per policy-run (mean, max):  "
+        + ", ".join(f"{p} {np.mean(v):.1f}/{max(v):.1f}" for p, v in times.items())
+    )
+    print(
+        f"within 0.3 points: {verdicts - misses} of {verdicts} cells; independent check: "
+        f"{'OK' if not problems else f'{problems} problem(s)'}; total {time.perf_counter() - t0:.0f} s"
+    )
     return 1 if problems else 0
 
 
 def _versus_fgd(pods: str, got: dict, bins: list[int], runs: list, gpus: int) -> str:
     """One line per trace: optimal-batch next to fgd at every bin, seeds better at 100 %, the verdict."""
     from draopt.studies import paper_protocol as pp
-    cells = [f"{b}: {got[('optimal-batch', b)]['unallocated_pct']:.2f} vs {got[('fgd', b)]['unallocated_pct']:.2f}"
-             for b in bins if ("fgd", b) in got and ("optimal-batch", b) in got]
+
+    cells = [
+        f"{b}: {got[('optimal-batch', b)]['unallocated_pct']:.2f} vs {got[('fgd', b)]['unallocated_pct']:.2f}"
+        for b in bins
+        if ("fgd", b) in got and ("optimal-batch", b) in got
+    ]
     at100: dict[int, dict[str, float]] = {}
     for r in runs:
         if r.policy in ("fgd", "optimal-batch"):
@@ -151,16 +175,26 @@ def _versus_fgd(pods: str, got: dict, bins: list[int], runs: list, gpus: int) ->
     better = sum(u["optimal-batch"] < u["fgd"] for u in pairs)
     f100, o100 = got.get(("fgd", 100)), got.get(("optimal-batch", 100))
     verdict = "yes" if f100 and o100 and o100["unallocated_pct"] < f100["unallocated_pct"] else "no"
-    return (f"  {pods:12s} optimal-batch vs fgd (unallocated %): " + ", ".join(cells)
-            + f"; better on {better}/{len(pairs)} seeds at 100 %; beats fgd: {verdict}")
+    return (
+        f"  {pods:12s} optimal-batch vs fgd (unallocated %): "
+        + ", ".join(cells)
+        + f"; better on {better}/{len(pairs)} seeds at 100 %; beats fgd: {verdict}"
+    )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--protocol", default="draopt", choices=("draopt", "fgd-paper"),
-                    help="fgd-paper: the paper's protocol, every policy vs the paper's figures (10 seeds from 42)")
-    ap.add_argument("--no-optimal-batch", action="store_true",
-                    help="fgd-paper: leave out optimal-batch (run on every trace next to fgd by default)")
+    ap.add_argument(
+        "--protocol",
+        default="draopt",
+        choices=("draopt", "fgd-paper"),
+        help="fgd-paper: the paper's protocol, every policy vs the paper's figures (10 seeds from 42)",
+    )
+    ap.add_argument(
+        "--no-optimal-batch",
+        action="store_true",
+        help="fgd-paper: leave out optimal-batch (run on every trace next to fgd by default)",
+    )
     ap.add_argument("--traces", help="fgd-paper: only these of default,gpushare100,gpuspec33,multigpu50")
     ap.add_argument("--every", type=int, default=1, help="take every K-th GPU node (default all 1,213)")
     ap.add_argument("--policy", default="first-fit,best-fit,least-allocated,fgd")
@@ -186,8 +220,11 @@ def main() -> int:
     t0 = time.perf_counter()
     nodes, objects = cluster_objects(args.every)
     c = sim.build(objects)
-    print(f"{c.n} nodes, {c.total / 1000:g} GPUs, {len(c.pod_keys)} tasks in {len(c.shapes)} shapes; "
-          f"built in {time.perf_counter() - t0:.1f} s", flush=True)
+    print(
+        f"{c.n} nodes, {c.total / 1000:g} GPUs, {len(c.pod_keys)} tasks in {len(c.shapes)} shapes; "
+        f"built in {time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
     levels = sim.parse_levels(args.inflation)
     policies = sim.parse_policies(args.policy)
     weights = np.array([len(s.pods) for s in c.shapes], dtype=float)
@@ -200,8 +237,9 @@ def main() -> int:
         for policy in policies:
             t = time.perf_counter()
             log = logs.setdefault(policy, []) if policy in sim.ONLINE_POLICIES else None
-            rs = sim.run_policy(c, seq, cum, levels, policy, run, frag=frag, batch=args.batch,
-                                time_limit=args.time_limit, log=log)
+            rs = sim.run_policy(
+                c, seq, cum, levels, policy, run, frag=frag, batch=args.batch, time_limit=args.time_limit, log=log
+            )
             if log is not None:
                 placed = [(c.shapes[si], got[0], got[1]) for si, got in zip(seq, log) if got is not None]
                 errs = independent_check(c, nodes, placed)
@@ -213,8 +251,9 @@ def main() -> int:
                     print(f"  CHECK FAILED {policy}: {e}")
             records += rs
             dt = time.perf_counter() - t
-            print(f"run {run} {policy:16s} {len(seq)} arrivals {dt:8.1f} s  ({len(seq) / dt:,.0f} arrivals/s)",
-                  flush=True)
+            print(
+                f"run {run} {policy:16s} {len(seq)} arrivals {dt:8.1f} s  ({len(seq) / dt:,.0f} arrivals/s)", flush=True
+            )
         if args.offline:
             t = time.perf_counter()
             records += sim.offline(c, seq, cum, levels, run, time_limit=args.time_limit, logs=logs)
@@ -232,8 +271,10 @@ def main() -> int:
         Path(args.csv).write_text(sim.to_csv(rows))
     if args.plot:
         sim.plot(rows, args.plot, title=f"openb default, {c.n} GPU nodes, {args.runs} run(s)")
-    print(f"\nindependent check: {'OK' if not problems else f'{problems} problem(s)'}; "
-          f"total {time.perf_counter() - t0:.0f} s")
+    print(
+        f"\nindependent check: {'OK' if not problems else f'{problems} problem(s)'}; "
+        f"total {time.perf_counter() - t0:.0f} s"
+    )
     return 1 if problems else 0
 
 

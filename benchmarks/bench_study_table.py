@@ -12,6 +12,7 @@ Reads ../shared/data/openb/ (stops when it is missing). Every run's placement (o
 offline) is replayed from the CSV numbers (bench_simulate.independent_check); a failure is
 printed and makes the exit status 1. Prints a Markdown table, then the command that made it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,9 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=1, help="every Nth GPU node (1: all 1,213)")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--seeds", type=int, default=10, help="seeds of fgd and optimal-batch (42..)")
-    ap.add_argument("--seeds-online-optimum", type=int, default=None, help="seeds of optimal-batch (default --seeds; "
-                    "0: not run)")
+    ap.add_argument(
+        "--seeds-online-optimum", type=int, default=None, help="seeds of optimal-batch (default --seeds; 0: not run)"
+    )
     ap.add_argument("--seeds-offline", type=int, default=1, help="seeds of the offline optimum (0: not run)")
     ap.add_argument("--offline-bins", default="100")
     ap.add_argument("--offline-traces", default=None, help="traces with an offline optimum (default --traces)")
@@ -63,8 +65,10 @@ def main() -> int:
     bins = [int(b) for b in args.bins.split(",")]
     for b in bins:
         if b not in bs.PAPER["FGD"]:
-            print(f"bench_study_table: --bins {b}: not a bin of the paper's table ({sorted(bs.PAPER['FGD'])})",
-                  file=sys.stderr)
+            print(
+                f"bench_study_table: --bins {b}: not a bin of the paper's table ({sorted(bs.PAPER['FGD'])})",
+                file=sys.stderr,
+            )
             return 2
     off_bins = [int(b) for b in args.offline_bins.split(",")] if args.seeds_offline else []
     off_traces = set((args.offline_traces or args.traces).split(","))
@@ -92,23 +96,33 @@ def main() -> int:
                 for e in errs[:5]:
                     print(f"  CHECK FAILED {pods} {r.policy} seed {seed}: {e}", flush=True)
                 print(f"  seed {seed}: {pol}: {len(arr.shapes)} arrivals in {r.seconds:.1f} s", flush=True)
-        curves = {pol: P.bin_curve([P.bin_seed(r.arrived, r.allocated, pc.gpus, bins) for r in runs if r.policy == pol])
-                  for pol in dict.fromkeys(r.policy for r in runs)}
+        curves = {
+            pol: P.bin_curve([P.bin_seed(r.arrived, r.allocated, pc.gpus, bins) for r in runs if r.policy == pol])
+            for pol in dict.fromkeys(r.policy for r in runs)
+        }
         solves: list[P.OfflineSolve] = []
         if pods in off_traces and off_bins:
-            for seed in seeds[:args.seeds_offline]:
-                got = P.offline_paper(c, P.paper_arrivals(c, seed), [r for r in runs if r.seed == seed], off_bins,
-                                      time_limit=args.time_limit)
+            for seed in seeds[: args.seeds_offline]:
+                got = P.offline_paper(
+                    c,
+                    P.paper_arrivals(c, seed),
+                    [r for r in runs if r.seed == seed],
+                    off_bins,
+                    time_limit=args.time_limit,
+                )
                 for o in got:
                     errs = bs.independent_check(c, nodes, [(c.shapes[si], n, d) for si, n, d in o.log], pods)
                     problems += len(errs)
                     for e in errs[:5]:
                         print(f"  CHECK FAILED {pods} offline seed {seed} bin {o.bin}: {e}", flush=True)
-                    print(f"  seed {seed}: offline bin {o.bin}: {o.arrivals} arrivals from {o.warm} "
-                          f"({100 * (1 - o.warm_allocated / pc.capacity_milli):.2f} %) -> "
-                          f"{100 * (1 - o.allocated / pc.capacity_milli):.2f} %, bound "
-                          f"{'-' if o.bound is None else f'{100 * max(0.0, 1 - o.bound / pc.capacity_milli):.2f} %'}, "
-                          f"{o.status}, {o.seconds:.0f} s", flush=True)
+                    print(
+                        f"  seed {seed}: offline bin {o.bin}: {o.arrivals} arrivals from {o.warm} "
+                        f"({100 * (1 - o.warm_allocated / pc.capacity_milli):.2f} %) -> "
+                        f"{100 * (1 - o.allocated / pc.capacity_milli):.2f} %, bound "
+                        f"{'-' if o.bound is None else f'{100 * max(0.0, 1 - o.bound / pc.capacity_milli):.2f} %'}, "
+                        f"{o.status}, {o.seconds:.0f} s",
+                        flush=True,
+                    )
                 solves += got
         off = {row["inflation"]: row for row in P.offline_rows(solves, pc.gpus, pc.capacity_milli)}
         for b in bins:
@@ -117,21 +131,33 @@ def main() -> int:
             ob = curves.get("optimal-batch", {}).get(b)
             o = off.get(b / 100)
             warm = [x for x in solves if x.bin == b]
-            off_cell = "-" if o is None else (
-                f"{o['unallocated_pct']:.2f} (seed {warm[0].seed}: {warm[0].warm} "
-                f"{100 * (1 - warm[0].warm_allocated / pc.capacity_milli):.2f})" if len(warm) == 1 else
-                f"{o['unallocated_pct']:.2f} ({o['runs']} seeds)")
+            off_cell = (
+                "-"
+                if o is None
+                else (
+                    f"{o['unallocated_pct']:.2f} (seed {warm[0].seed}: {warm[0].warm} "
+                    f"{100 * (1 - warm[0].warm_allocated / pc.capacity_milli):.2f})"
+                    if len(warm) == 1
+                    else f"{o['unallocated_pct']:.2f} ({o['runs']} seeds)"
+                )
+            )
             bound_cell = "-" if o is None or o["bound_unallocated_pct"] == "" else f"{o['bound_unallocated_pct']:.2f}"
-            table.append(f"| {pods} | {b} % | {paper_fgd:.2f} | {cell(ours)} | {cell(ob)} | {off_cell} | {bound_cell} | "
-                         f"{'-' if o is None else o['status']} | {others or '-'} |")
+            table.append(
+                f"| {pods} | {b} % | {paper_fgd:.2f} | {cell(ours)} | {cell(ob)} | {off_cell} | {bound_cell} | "
+                f"{'-' if o is None else o['status']} | {others or '-'} |"
+            )
         print(f"{pods}: done in {time.perf_counter() - t0:.0f} s", flush=True)
-    print(f"\nUnallocated GPU % (fgd-paper protocol, {'all 1,213' if args.every == 1 else f'every {args.every}th'} "
-          f"GPU nodes; ours: mean ± std over seeds {seeds[0]}-{seeds[-1]}"
-          + (f"; optimal-batch: {n_ob} seed(s)" if online_optimum else "; optimal-batch: not registered/run")
-          + f"; offline: {args.seeds_offline} seed(s) from {args.seed}, bins {args.offline_bins}, "
-            f"{args.time_limit:g} s per solve)\n")
-    print("| trace | arrived | paper FGD | ours fgd | online optimum (optimal-batch) | offline optimum (its warm start) | "
-          "offline bound | offline status | paper, other policies |")
+    print(
+        f"\nUnallocated GPU % (fgd-paper protocol, {'all 1,213' if args.every == 1 else f'every {args.every}th'} "
+        f"GPU nodes; ours: mean ± std over seeds {seeds[0]}-{seeds[-1]}"
+        + (f"; optimal-batch: {n_ob} seed(s)" if online_optimum else "; optimal-batch: not registered/run")
+        + f"; offline: {args.seeds_offline} seed(s) from {args.seed}, bins {args.offline_bins}, "
+        f"{args.time_limit:g} s per solve)\n"
+    )
+    print(
+        "| trace | arrived | paper FGD | ours fgd | online optimum (optimal-batch) | offline optimum (its warm start) | "
+        "offline bound | offline status | paper, other policies |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(table))
     print(f"\nindependent check: {problems} problem(s); total {time.perf_counter() - t_all:.0f} s")

@@ -19,6 +19,7 @@ search alone, in a child process killed after --timeout seconds: "timeout").
 
     python benchmarks/bench_worst_case.py [--sizes 8,16,32,64] [--timeout 10] [--quick]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,23 +44,26 @@ def build_problem(objects, claims, features):
     """The node's prepared problem, as api.allocate builds it."""
     from draopt.dra.inventory import build_inventory
     from draopt.dra.problem import prepare
+
     todo, in_use = api.select_claims(objects, claims)
     classes = {c.name: c for c in objects.device_classes}
     env = api._cel_env(features)
-    inv = build_inventory(objects.resource_slices, objects.nodes[0], in_use, features, objects.taint_rules,
-                          classes, env)
+    inv = build_inventory(
+        objects.resource_slices, objects.nodes[0], in_use, features, objects.taint_rules, classes, env
+    )
     return prepare(todo, inv, classes, features, env)
 
 
 def _reference_child(n, variant, conn, budget_s):
     from draopt.dra.reference import ReferenceAllocator
+
     w = worst_case(n, variant)
     objs = objects_from_docs(w["docs"])
     features = Features.from_gates()
     problem = build_problem(objs, w["claims"], features)
     times, res, visited = [], None, 0
     start = time.perf_counter()
-    while True:   # repeat while cheap, for a median
+    while True:  # repeat while cheap, for a median
         ref = ReferenceAllocator(problem, kubernetes_defects=True)
         t = time.perf_counter()
         try:
@@ -82,7 +86,7 @@ def run_reference(n, variant, timeout):
     p.start()
     child.close()
     got = None
-    if parent.poll(timeout + 2):   # + set-up (objects, inventory, CEL) in the child
+    if parent.poll(timeout + 2):  # + set-up (objects, inventory, CEL) in the child
         got = parent.recv()
     if p.is_alive():
         p.kill()
@@ -96,14 +100,15 @@ def run_cpsat(objs, claims, features, runs, time_limit, solver_stats):
         solver_stats.take()
         t = time.perf_counter()
         try:
-            outcome = api.allocate(objs, node="node-1", claims=claims, features=features, policy="first-fit",
-                                   time_limit=time_limit)
+            outcome = api.allocate(
+                objs, node="node-1", claims=claims, features=features, policy="first-fit", time_limit=time_limit
+            )
             result = "allocated" if outcome.allocated else "unschedulable"
         except DraoptError as e:
             result = f"error: {e}"
         times.append((time.perf_counter() - t) * 1000)
         runs_stats = solver_stats.take()
-        if times[-1] > 5000:   # slow: one run is enough
+        if times[-1] > 5000:  # slow: one run is enough
             break
     return statistics.median(times), result, runs_stats, outcome
 
@@ -124,10 +129,14 @@ def main() -> int:
     api.warm_up() if hasattr(api, "warm_up") else None
     solver_stats = SolverStats()
 
-    print(f"bench_worst_case: CP-SAT first-fit median of {runs} run(s); reference search in a child process, "
-          f"timeout {timeout:g} s; {os.cpu_count()} CPUs")
-    hdr = (f"{'variant':<13} {'N':>3} {'claims':<34} {'cp-sat ms':>10} {'cp result':<14} {'status':<11} "
-           f"{'vars':>5} {'replay':<7} {'ref ms':>10} {'ref result':<14} {'ref nodes':>10}")
+    print(
+        f"bench_worst_case: CP-SAT first-fit median of {runs} run(s); reference search in a child process, "
+        f"timeout {timeout:g} s; {os.cpu_count()} CPUs"
+    )
+    hdr = (
+        f"{'variant':<13} {'N':>3} {'claims':<34} {'cp-sat ms':>10} {'cp result':<14} {'status':<11} "
+        f"{'vars':>5} {'replay':<7} {'ref ms':>10} {'ref result':<14} {'ref nodes':>10}"
+    )
     print(hdr)
     print("-" * len(hdr))
     notes = []
@@ -142,8 +151,10 @@ def main() -> int:
             trunc = any(s.get("replay_truncated") for s in st)
             replay = ("trunc" if trunc else "yes") if why else "no"
             if why:
-                notes.append(f"{variant} N={n}: replay ({'; '.join(why)}), solver status {status}"
-                             + (", truncated at the step limit: CP-SAT answer kept" if trunc else ""))
+                notes.append(
+                    f"{variant} N={n}: replay ({'; '.join(why)}), solver status {status}"
+                    + (", truncated at the step limit: CP-SAT answer kept" if trunc else "")
+                )
             if m := [s.get("infeasible_reasons") for s in st if s.get("infeasible_reasons")]:
                 notes.append(f"{variant} N={n}: infeasible before search: {m}")
             if n == 64:
@@ -154,19 +165,28 @@ def main() -> int:
             else:
                 ref_ms, ref_res, visited = f"{ref[0]:.2f}", ref[2], str(ref[3])
             vars_ = sum(s.get("variables", 0) for s in st)
-            print(f"{variant:<13} {n:>3} {w['split']:<34.34} {cp_ms:>10.2f} {cp_res[:14]:<14} {status:<11.11} "
-                  f"{vars_:>5} {replay:<7} {ref_ms:>10} {ref_res[:14]:<14} {visited:>10}", flush=True)
-    print("claims column: how the devices were split over claims (<= 32 results each); nic variants put g GPUs "
-          "and g NICs in each claim under its own matchAttribute.")
+            print(
+                f"{variant:<13} {n:>3} {w['split']:<34.34} {cp_ms:>10.2f} {cp_res[:14]:<14} {status:<11.11} "
+                f"{vars_:>5} {replay:<7} {ref_ms:>10} {ref_res[:14]:<14} {visited:>10}",
+                flush=True,
+            )
+    print(
+        "claims column: how the devices were split over claims (<= 32 results each); nic variants put g GPUs "
+        "and g NICs in each claim under its own matchAttribute."
+    )
     if 64 in sizes:
-        print(f"target: CP-SAT first-fit proves unschedulable in < 1 s at N = 64: worst {worst64:.1f} ms -> "
-              f"{'OK' if worst64 < 1000 else 'MISSED'}")
+        print(
+            f"target: CP-SAT first-fit proves unschedulable in < 1 s at N = 64: worst {worst64:.1f} ms -> "
+            f"{'OK' if worst64 < 1000 else 'MISSED'}"
+        )
     for line in notes:
         print("note:", line)
     if not notes:
-        print("note: no replay on any instance: path_dependent() flags 'constraints with counters' for the nic "
-              "variants, but the replay runs only when the model is FEASIBLE; these models are INFEASIBLE "
-              "(restrictive defects cannot create solutions), so CP-SAT's proof stands.")
+        print(
+            "note: no replay on any instance: path_dependent() flags 'constraints with counters' for the nic "
+            "variants, but the replay runs only when the model is FEASIBLE; these models are INFEASIBLE "
+            "(restrictive defects cannot create solutions), so CP-SAT's proof stands."
+        )
     solver_stats.close()
     return 0
 

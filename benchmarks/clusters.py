@@ -4,6 +4,7 @@ Everything here builds plain Kubernetes objects (dicts) and turns them into a
 `draopt.kube.loader.ObjectSet` with `parse_object`, as tests/helpers.py does. No wall-clock or
 global randomness: the same arguments give the same objects.
 """
+
 from __future__ import annotations
 
 import random
@@ -51,29 +52,44 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def device_class(name: str, driver: str) -> dict[str, Any]:
-    return {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": name},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+    return {
+        "apiVersion": V1,
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+    }
 
 
 def node(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}}
 
 
-def claim(name: str, requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None,
-          *, namespace: str = "default", results: list[dict[str, Any]] | None = None,
-          node_name: str | None = None) -> dict[str, Any]:
+def claim(
+    name: str,
+    requests: list[dict[str, Any]],
+    constraints: list[dict[str, Any]] | None = None,
+    *,
+    namespace: str = "default",
+    results: list[dict[str, Any]] | None = None,
+    node_name: str | None = None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"requests": requests}
     if constraints:
         spec["constraints"] = constraints
-    c: dict[str, Any] = {"apiVersion": V1, "kind": "ResourceClaim",
-                         "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
-                         "spec": {"devices": spec}}
+    c: dict[str, Any] = {
+        "apiVersion": V1,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
+        "spec": {"devices": spec},
+    }
     if results is not None:
         alloc: dict[str, Any] = {"devices": {"results": results}}
         if node_name:
-            alloc["nodeSelector"] = {"nodeSelectorTerms": [{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
+            alloc["nodeSelector"] = {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+                ]
+            }
         c["status"] = {"allocation": alloc}
     return c
 
@@ -86,8 +102,9 @@ def exactly(name: str, cls: str, count: int = 1, selectors: list[str] | None = N
 
 
 # ----------------------------------------------------------------------------- big cluster
-def big_cluster(*, nodes: int = 64, gpus: int = 8, nics: int = 4, busy_nodes: int | None = None,
-                seed: int = 1) -> dict[str, Any]:
+def big_cluster(
+    *, nodes: int = 64, gpus: int = 8, nics: int = 4, busy_nodes: int | None = None, seed: int = 1
+) -> dict[str, Any]:
     """`nodes` nodes (node-00, node-01, ...; zero-padded so name order == index order), each with
     a per-node GPU pool (`gpus` GPUs; model/numa/pcieRoot) and a per-node NIC pool (`nics`
     NICs; numa/pcieRoot; NIC k shares pcieRoot pci-k with GPUs 2k and 2k+1).
@@ -107,20 +124,45 @@ def big_cluster(*, nodes: int = 64, gpus: int = 8, nics: int = 4, busy_nodes: in
         name = f"node-{i:02d}"
         docs.append(node(name))
         model = "a100" if i % 4 == 3 else "h100"
-        gpu_devs = [{"name": f"gpu-{j}",
-                     "attributes": {"model": {"string": model}, "numa": {"int": j * 2 // gpus},
-                                    PCIE_ROOT: {"string": f"pci-{j // 2}"},
-                                    "uuid": {"string": f"GPU-{i}-{j}"}},
-                     "capacity": {"memory": {"value": "80Gi"}}} for j in range(gpus)]
-        nic_devs = [{"name": f"nic-{k}",
-                     "attributes": {"numa": {"int": k * 2 // nics}, PCIE_ROOT: {"string": f"pci-{k}"},
-                                    "speed": {"int": 400}},
-                     "capacity": {"bandwidth": {"value": "400G"}}} for k in range(nics)]
+        gpu_devs = [
+            {
+                "name": f"gpu-{j}",
+                "attributes": {
+                    "model": {"string": model},
+                    "numa": {"int": j * 2 // gpus},
+                    PCIE_ROOT: {"string": f"pci-{j // 2}"},
+                    "uuid": {"string": f"GPU-{i}-{j}"},
+                },
+                "capacity": {"memory": {"value": "80Gi"}},
+            }
+            for j in range(gpus)
+        ]
+        nic_devs = [
+            {
+                "name": f"nic-{k}",
+                "attributes": {
+                    "numa": {"int": k * 2 // nics},
+                    PCIE_ROOT: {"string": f"pci-{k}"},
+                    "speed": {"int": 400},
+                },
+                "capacity": {"bandwidth": {"value": "400G"}},
+            }
+            for k in range(nics)
+        ]
         for driver, devs in ((GPU_DRIVER, gpu_devs), (NIC_DRIVER, nic_devs)):
-            docs.append({"apiVersion": V1, "kind": "ResourceSlice",
-                         "metadata": {"name": f"{name}-{driver}"},
-                         "spec": {"driver": driver, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                                  "nodeName": name, "devices": devs}})
+            docs.append(
+                {
+                    "apiVersion": V1,
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{name}-{driver}"},
+                    "spec": {
+                        "driver": driver,
+                        "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                        "nodeName": name,
+                        "devices": devs,
+                    },
+                }
+            )
         # in-use devices: a random subset, cut into claims of 1 or 2 GPUs
         busy = gpus // 2 if i < busy_nodes else 1
         used = sorted(rng.sample(range(gpus), busy))
@@ -128,38 +170,80 @@ def big_cluster(*, nodes: int = 64, gpus: int = 8, nics: int = 4, busy_nodes: in
             take = min(len(used), rng.choice([1, 1, 1, 2]))
             picked, used = used[:take], used[take:]
             n_claim += 1
-            allocated.append(claim(f"running-{n_claim:03d}", [exactly("gpu", "gpu", take)], namespace="jobs",
-                                   results=[{"request": "gpu", "driver": GPU_DRIVER, "pool": name, "device": f"gpu-{j}"}
-                                            for j in picked], node_name=name))
+            allocated.append(
+                claim(
+                    f"running-{n_claim:03d}",
+                    [exactly("gpu", "gpu", take)],
+                    namespace="jobs",
+                    results=[
+                        {"request": "gpu", "driver": GPU_DRIVER, "pool": name, "device": f"gpu-{j}"} for j in picked
+                    ],
+                    node_name=name,
+                )
+            )
         # one or two NICs in use on every node, one claim each (never NIC 0: the pending GPU+NIC
         # claim always has a free NIC next to a free GPU)
         for k in sorted(rng.sample(range(1, nics), rng.randint(1, 2))):
             n_claim += 1
-            allocated.append(claim(f"running-{n_claim:03d}", [exactly("nic", "nic", 1)], namespace="jobs",
-                                   results=[{"request": "nic", "driver": NIC_DRIVER, "pool": name, "device": f"nic-{k}"}],
-                                   node_name=name))
+            allocated.append(
+                claim(
+                    f"running-{n_claim:03d}",
+                    [exactly("nic", "nic", 1)],
+                    namespace="jobs",
+                    results=[{"request": "nic", "driver": NIC_DRIVER, "pool": name, "device": f"nic-{k}"}],
+                    node_name=name,
+                )
+            )
     pending = [
         # one h100 (selector on the model attribute)
-        claim("inference", [exactly("gpu", "gpu", 1, [f'device.attributes["{GPU_DRIVER}"].model == "h100"'])],
-              namespace="ml"),
+        claim(
+            "inference",
+            [exactly("gpu", "gpu", 1, [f'device.attributes["{GPU_DRIVER}"].model == "h100"'])],
+            namespace="ml",
+        ),
         # two GPUs on numa 0 if possible, else any two
-        claim("trainer", [{"name": "gpu", "firstAvailable": [
-            {"name": "numa0", "deviceClassName": "gpu", "count": 2,
-             "selectors": [{"cel": {"expression": f'device.attributes["{GPU_DRIVER}"].numa == 0'}}]},
-            {"name": "any", "deviceClassName": "gpu", "count": 2}]}], namespace="ml"),
+        claim(
+            "trainer",
+            [
+                {
+                    "name": "gpu",
+                    "firstAvailable": [
+                        {
+                            "name": "numa0",
+                            "deviceClassName": "gpu",
+                            "count": 2,
+                            "selectors": [{"cel": {"expression": f'device.attributes["{GPU_DRIVER}"].numa == 0'}}],
+                        },
+                        {"name": "any", "deviceClassName": "gpu", "count": 2},
+                    ],
+                }
+            ],
+            namespace="ml",
+        ),
         # a GPU and a NIC on the same PCIe root
-        claim("rdma", [exactly("gpu", "gpu", 1), exactly("nic", "nic", 1)],
-              [{"requests": ["gpu", "nic"], "matchAttribute": PCIE_ROOT}], namespace="ml"),
+        claim(
+            "rdma",
+            [exactly("gpu", "gpu", 1), exactly("nic", "nic", 1)],
+            [{"requests": ["gpu", "nic"], "matchAttribute": PCIE_ROOT}],
+            namespace="ml",
+        ),
         # a GPU with at least 40Gi, plus a second one: count 2
-        claim("batch", [exactly("gpu", "gpu", 2,
-                                [f'device.capacity["{GPU_DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0'])],
-              namespace="ml"),
+        claim(
+            "batch",
+            [exactly("gpu", "gpu", 2, [f'device.capacity["{GPU_DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0'])],
+            namespace="ml",
+        ),
     ]
     docs += allocated + pending
     # the first node (by name) that is not busy and has h100 GPUs
     fit = next(i for i in range(busy_nodes, nodes) if i % 4 != 3)
-    return {"docs": docs, "pending": [f"ml/{c['metadata']['name']}" for c in pending],
-            "fit_node": f"node-{fit:02d}", "busy_node": "node-00", "allocated_claims": len(allocated)}
+    return {
+        "docs": docs,
+        "pending": [f"ml/{c['metadata']['name']}" for c in pending],
+        "fit_node": f"node-{fit:02d}",
+        "busy_node": "node-00",
+        "allocated_claims": len(allocated),
+    }
 
 
 # ----------------------------------------------------------------------------- worst case
@@ -190,9 +274,19 @@ def worst_case(n: int, variant: str) -> dict[str, Any]:
         raise ValueError(variant)
     docs: list[dict[str, Any]] = [device_class("gpu", GPU_DRIVER), device_class("nic", NIC_DRIVER), node("node-1")]
     pool = {"name": "gpus", "generation": 1, "resourceSliceCount": 2}
-    docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "gpus-counters"},
-                 "spec": {"driver": GPU_DRIVER, "pool": pool, "nodeName": "node-1",
-                          "sharedCounters": [{"name": "gpu-mem", "counters": {"memory": {"value": str(mem)}}}]}})
+    docs.append(
+        {
+            "apiVersion": V1,
+            "kind": "ResourceSlice",
+            "metadata": {"name": "gpus-counters"},
+            "spec": {
+                "driver": GPU_DRIVER,
+                "pool": pool,
+                "nodeName": "node-1",
+                "sharedCounters": [{"name": "gpu-mem", "counters": {"memory": {"value": str(mem)}}}],
+            },
+        }
+    )
 
     def gpu_root(j: int) -> str:
         if variant == "nic-mismatch":
@@ -201,13 +295,23 @@ def worst_case(n: int, variant: str) -> dict[str, Any]:
             return "pci-0" if j < n // 2 - 1 else f"pci-g{j}"
         return f"pci-g{j}"
 
-    gpus = [{"name": f"gpu-{j:02d}",
-             "attributes": {PCIE_ROOT: {"string": gpu_root(j)}, "index": {"int": j}},
-             "capacity": {"memory": {"value": "8Gi"}},
-             "consumesCounters": [{"counterSet": "gpu-mem", "counters": {"memory": {"value": "8Gi"}}}]}
-            for j in range(gpus_total)]
-    docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "gpus-devices"},
-                 "spec": {"driver": GPU_DRIVER, "pool": pool, "nodeName": "node-1", "devices": gpus}})
+    gpus = [
+        {
+            "name": f"gpu-{j:02d}",
+            "attributes": {PCIE_ROOT: {"string": gpu_root(j)}, "index": {"int": j}},
+            "capacity": {"memory": {"value": "8Gi"}},
+            "consumesCounters": [{"counterSet": "gpu-mem", "counters": {"memory": {"value": "8Gi"}}}],
+        }
+        for j in range(gpus_total)
+    ]
+    docs.append(
+        {
+            "apiVersion": V1,
+            "kind": "ResourceSlice",
+            "metadata": {"name": "gpus-devices"},
+            "spec": {"driver": GPU_DRIVER, "pool": pool, "nodeName": "node-1", "devices": gpus},
+        }
+    )
     claims: list[dict[str, Any]] = []
     if variant in ("count-N", "count-N-1"):
         parts = _split(want, 32)
@@ -216,17 +320,34 @@ def worst_case(n: int, variant: str) -> dict[str, Any]:
         split = "1 claim" if len(parts) == 1 else f"{len(parts)} claims of {'+'.join(map(str, parts))} GPUs"
     else:
         nic_root = (lambda k: f"pci-n{k}") if variant == "nic-mismatch" else (lambda k: "pci-0")
-        nics = [{"name": f"nic-{k:02d}", "attributes": {PCIE_ROOT: {"string": nic_root(k)}}}
-                for k in range(n)]
-        docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "nics"},
-                     "spec": {"driver": NIC_DRIVER, "pool": {"name": "nics", "generation": 1, "resourceSliceCount": 1},
-                              "nodeName": "node-1", "devices": nics}})
-        parts = _split(want, 16)   # each claim: g GPUs + g NICs <= 32 results
+        nics = [{"name": f"nic-{k:02d}", "attributes": {PCIE_ROOT: {"string": nic_root(k)}}} for k in range(n)]
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": "nics"},
+                "spec": {
+                    "driver": NIC_DRIVER,
+                    "pool": {"name": "nics", "generation": 1, "resourceSliceCount": 1},
+                    "nodeName": "node-1",
+                    "devices": nics,
+                },
+            }
+        )
+        parts = _split(want, 16)  # each claim: g GPUs + g NICs <= 32 results
         for k, cnt in enumerate(parts):
-            claims.append(claim(f"pair-{k}", [exactly("gpu", "gpu", cnt), exactly("nic", "nic", cnt)],
-                                [{"requests": ["gpu", "nic"], "matchAttribute": PCIE_ROOT}]))
-        split = "1 claim" if len(parts) == 1 else \
-            f"{len(parts)} claims of {'+'.join(map(str, parts))} GPUs (+ as many NICs), one matchAttribute each"
+            claims.append(
+                claim(
+                    f"pair-{k}",
+                    [exactly("gpu", "gpu", cnt), exactly("nic", "nic", cnt)],
+                    [{"requests": ["gpu", "nic"], "matchAttribute": PCIE_ROOT}],
+                )
+            )
+        split = (
+            "1 claim"
+            if len(parts) == 1
+            else f"{len(parts)} claims of {'+'.join(map(str, parts))} GPUs (+ as many NICs), one matchAttribute each"
+        )
     docs += claims
     return {"docs": docs, "claims": [f"default/{c['metadata']['name']}" for c in claims], "split": split}
 
@@ -247,6 +368,7 @@ class SolverStats:
 
     def __init__(self) -> None:
         from draopt.allocation import allocate as api
+
         self.api = api
         self.runs: list[dict[str, Any]] = []
         self._orig = api._solve
@@ -255,6 +377,7 @@ class SolverStats:
             out = self._orig(*a, **kw)
             self.runs.append(dict(out[2]))
             return out
+
         api._solve = wrapped
 
     def take(self) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ It runs against whatever `draopt.placement.place` is current (public API only).
   python benchmarks/fuzz_place.py --families gpu-nic,shared --seeds 200 --nodes 2,6 --pods 10,30
   python benchmarks/fuzz_place.py --ci                             # CI's sizes and seeds 0..63 (the baseline)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,9 @@ def _brief(stats: dict) -> str:
     return json.dumps({k: v for k, v in stats.items() if isinstance(v, (int, float, str)) and k != "summary"})
 
 
-def run_family(audit, family: str, seeds: range, nodes, pods, time_limit: float, reorders: int,
-               examples: int, verbose: bool) -> dict:
+def run_family(
+    audit, family: str, seeds: range, nodes, pods, time_limit: float, reorders: int, examples: int, verbose: bool
+) -> dict:
     row: dict = defaultdict(int)
     row["family"] = family
     status: Counter = Counter()
@@ -100,7 +102,10 @@ def run_family(audit, family: str, seeds: range, nodes, pods, time_limit: float,
             note("opt_bad", "; ".join(a.opt_errors[:3]))
         if a.worse or a.worse_than_reordered:
             row["worse"] += 1
-            note("worse", f"optimal {a.opt_weighted}, first-fit {a.ff_weighted}, reordered first-fit {a.reordered_weighted}")
+            note(
+                "worse",
+                f"optimal {a.opt_weighted}, first-fit {a.ff_weighted}, reordered first-fit {a.reordered_weighted}",
+            )
         if a.pinned:
             row["pinned"] += 1
             row["pinned_pods"] += a.pinned
@@ -126,19 +131,38 @@ def run_family(audit, family: str, seeds: range, nodes, pods, time_limit: float,
     return dict(row)
 
 
-COLUMNS = ["family", "instances", "pods", "invalid", "crashes", "ff_bad", "ff_defect", "opt_bad", "worse",
-           "pinned", "pinned_pods", "dishonest", "bad_status", "better", "nontriv", "gain", "gain_pct", "opt_s_mean", "opt_s_max"]
+COLUMNS = [
+    "family",
+    "instances",
+    "pods",
+    "invalid",
+    "crashes",
+    "ff_bad",
+    "ff_defect",
+    "opt_bad",
+    "worse",
+    "pinned",
+    "pinned_pods",
+    "dishonest",
+    "bad_status",
+    "better",
+    "nontriv",
+    "gain",
+    "gain_pct",
+    "opt_s_mean",
+    "opt_s_max",
+]
 
 
 def table(rows: list[dict]) -> str:
-    cells = [[str(r.get(c, 0)) for c in COLUMNS] + [" ".join(f"{k}:{v}" for k, v in r["status"].items())]
-             for r in rows]
+    cells = [[str(r.get(c, 0)) for c in COLUMNS] + [" ".join(f"{k}:{v}" for k, v in r["status"].items())] for r in rows]
     head = COLUMNS + ["status"]
     widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(head)]
     lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths)))]
     for row in cells:
-        lines.append("  ".join(v.rjust(w) if 0 < i < len(head) - 1 else v.ljust(w)
-                               for i, (v, w) in enumerate(zip(row, widths))))
+        lines.append(
+            "  ".join(v.rjust(w) if 0 < i < len(head) - 1 else v.ljust(w) for i, (v, w) in enumerate(zip(row, widths)))
+        )
     return "\n".join(lines)
 
 
@@ -167,15 +191,29 @@ def main(argv: list[str] | None = None) -> int:
         if args.ci:
             args.time_limit, args.start = 10.0, 0
     seeds = range(args.start, args.start + args.seeds)
-    print(f"families {', '.join(families)}; seeds {seeds.start}..{seeds.stop - 1}; nodes {args.nodes[0]}-{args.nodes[1]}; "
-          f"pods {args.pods[0]}-{args.pods[1]}; time limit {args.time_limit} s; reorders {args.reorders}", flush=True)
+    print(
+        f"families {', '.join(families)}; seeds {seeds.start}..{seeds.stop - 1}; nodes {args.nodes[0]}-{args.nodes[1]}; "
+        f"pods {args.pods[0]}-{args.pods[1]}; time limit {args.time_limit} s; reorders {args.reorders}",
+        flush=True,
+    )
     rows = []
     t0 = time.perf_counter()
-    with IsolatedAudit() as audit:   # a native abort counts as a crash of that seed
+    with IsolatedAudit() as audit:  # a native abort counts as a crash of that seed
         for family in families:
             t = time.perf_counter()
-            rows.append(run_family(audit, family, seeds, args.nodes, args.pods, args.time_limit, args.reorders,
-                                   args.examples, args.verbose))
+            rows.append(
+                run_family(
+                    audit,
+                    family,
+                    seeds,
+                    args.nodes,
+                    args.pods,
+                    args.time_limit,
+                    args.reorders,
+                    args.examples,
+                    args.verbose,
+                )
+            )
             print(f"  {family}: {time.perf_counter() - t:.1f} s", flush=True)
     print()
     print(table(rows))

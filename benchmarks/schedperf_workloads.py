@@ -45,6 +45,7 @@ Translation choices (the scheduler_perf harness does things draopt's input has n
 Thresholds: the pods/s Kubernetes' CI asserts (the ``threshold`` of a workload; None where the
 config read sets none).
 """
+
 from __future__ import annotations
 
 import json
@@ -62,35 +63,60 @@ RESOURCE_V1 = "resource.k8s.io/v1"
 @dataclass(frozen=True)
 class Workload:
     name: str
-    source: str                      # scheduler_perf test case / workload name
+    source: str  # scheduler_perf test case / workload name
     nodes: int
-    pods: int                        # pending pods (init + measured)
-    threshold: float | None          # pods/s Kubernetes' CI asserts
+    pods: int  # pending pods (init + measured)
+    threshold: float | None  # pods/s Kubernetes' CI asserts
     threshold_source: str
     params: dict[str, Any] = field(default_factory=dict)
 
 
 WORKLOADS: dict[str, Workload] = {
     "basic": Workload(
-        "basic", "SchedulingWithResourceClaimTemplate/5000pods_500nodes", 500, 5000, 56.0,
+        "basic",
+        "SchedulingWithResourceClaimTemplate/5000pods_500nodes",
+        500,
+        5000,
+        56.0,
         "performance-config.yaml threshold dra: 56 (raised to 120 by kubernetes/kubernetes PR #138916)",
-        {"maxClaimsPerNode": 10, "initPods": 2500, "measurePods": 2500}),
+        {"maxClaimsPerNode": 10, "initPods": 2500, "measurePods": 2500},
+    ),
     "extended-resource-25": Workload(
-        "extended-resource-25", "ExtendedResource_25Classes/5000pods_500nodes", 500, 5000, 197.0,
+        "extended-resource-25",
+        "ExtendedResource_25Classes/5000pods_500nodes",
+        500,
+        5000,
+        197.0,
         "extendedresource/performance-config.yaml @439aa979 threshold: 197",
-        {"maxClaimsPerNode": 10, "initPods": 2500, "measurePods": 2500, "classes": 25}),
+        {"maxClaimsPerNode": 10, "initPods": 2500, "measurePods": 2500, "classes": 25},
+    ),
     "extended-resource-50": Workload(
-        "extended-resource-50", "ExtendedResource_50Classes/5000pods_500nodes", 500, 5000, 195.0,
+        "extended-resource-50",
+        "ExtendedResource_50Classes/5000pods_500nodes",
+        500,
+        5000,
+        195.0,
         "extendedresource/performance-config.yaml @439aa979 threshold: 195",
-        {"maxClaimsPerNode": 10, "initPods": 2500, "measurePods": 2500, "classes": 50}),
+        {"maxClaimsPerNode": 10, "initPods": 2500, "measurePods": 2500, "classes": 50},
+    ),
     "prioritized-list": Workload(
-        "prioritized-list", "FirstAvailable (at the basic workload's size, see module doc)", 500, 5000, None,
+        "prioritized-list",
+        "FirstAvailable (at the basic workload's size, see module doc)",
+        500,
+        5000,
+        None,
         "prioritizedlist/performance-config.yaml @2e090810 sets no threshold",
-        {"maxClaimsPerNode": 10, "initPods": 2500, "measurePods": 2500}),
+        {"maxClaimsPerNode": 10, "initPods": 2500, "measurePods": 2500},
+    ),
     "partitionable": Workload(
-        "partitionable", "SteadyStateClusterResourceClaimTemplatePartitionable/2000pods_100nodes", 100, 2000, None,
+        "partitionable",
+        "SteadyStateClusterResourceClaimTemplatePartitionable/2000pods_100nodes",
+        100,
+        2000,
+        None,
         "partitionabledevices/performance-config.yaml @030880a5 sets no threshold",
-        {"resourceSlices": 2000, "initClaims": 2000, "measurePods": 2000}),
+        {"resourceSlices": 2000, "initClaims": 2000, "measurePods": 2000},
+    ),
 }
 
 
@@ -101,22 +127,45 @@ def _scaled(n: int, scale: float) -> int:
 def _node(i: int) -> dict[str, Any]:
     resources = {"pods": "110", "cpu": "4", "memory": "32Gi"}
     meta: dict[str, Any] = {"name": f"scheduler-perf-dra-{i}", "labels": {"node-with-dra": "true"}}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": {},
-            "status": {"capacity": dict(resources), "allocatable": dict(resources),
-                       "conditions": [{"type": "Ready", "status": "True"}], "phase": "Running"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": meta,
+        "spec": {},
+        "status": {
+            "capacity": dict(resources),
+            "allocatable": dict(resources),
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "phase": "Running",
+        },
+    }
 
 
 def _driver_slice(node: str, devices: int) -> dict[str, Any]:
     """dra.go resourceSlice(): one pool per node, named after it, maxClaimsPerNode devices."""
-    return {"apiVersion": RESOURCE_V1, "kind": "ResourceSlice", "metadata": {"name": node},
-            "spec": {"driver": DRIVER, "nodeName": node,
-                     "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
-                     "devices": [{"name": f"instance-{i}",
-                                  "attributes": {"model": {"string": "A100"}, "family": {"string": "GPU"},
-                                                 "driverVersion": {"version": "1.2.3"},
-                                                 "dra.example.com/numa": {"int": i}},
-                                  "capacity": {"memory": {"value": "1Gi"}}}
-                                 for i in range(devices)]}}
+    return {
+        "apiVersion": RESOURCE_V1,
+        "kind": "ResourceSlice",
+        "metadata": {"name": node},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"instance-{i}",
+                    "attributes": {
+                        "model": {"string": "A100"},
+                        "family": {"string": "GPU"},
+                        "driverVersion": {"version": "1.2.3"},
+                        "dra.example.com/numa": {"int": i},
+                    },
+                    "capacity": {"memory": {"value": "1Gi"}},
+                }
+                for i in range(devices)
+            ],
+        },
+    }
 
 
 def _class(name: str, driver: str = DRIVER, extended: str | None = None) -> dict[str, Any]:
@@ -127,27 +176,50 @@ def _class(name: str, driver: str = DRIVER, extended: str | None = None) -> dict
 
 
 def _template(namespace: str, devices: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": RESOURCE_V1, "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "test-claim-template", "namespace": namespace},
-            "spec": {"spec": {"devices": devices}}}
+    return {
+        "apiVersion": RESOURCE_V1,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "test-claim-template", "namespace": namespace},
+        "spec": {"spec": {"devices": devices}},
+    }
 
 
 def _claim_pod(namespace: str, i: int) -> dict[str, Any]:
     """pod-with-claim-template.yaml (generateName test-dra: named test-dra-<i> here)."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"test-dra-{i}", "namespace": namespace, "uid": f"{namespace}-test-dra-{i}"},
-            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
-                                     "resources": {"claims": [{"name": "resource"}]}}],
-                     "resourceClaims": [{"name": "resource", "resourceClaimTemplateName": "test-claim-template"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"test-dra-{i}", "namespace": namespace, "uid": f"{namespace}-test-dra-{i}"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.10.1",
+                    "resources": {"claims": [{"name": "resource"}]},
+                }
+            ],
+            "resourceClaims": [{"name": "resource", "resourceClaimTemplateName": "test-claim-template"}],
+        },
+    }
 
 
 def _extended_pod(namespace: str, i: int, classes: int) -> dict[str, Any]:
     """pod-with-extended-resource-mod25/50.yaml."""
     res = {f"example.com/gpu-{i % classes}": "1"}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"test-dra-{i}", "namespace": namespace, "uid": f"{namespace}-test-dra-{i}"},
-            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
-                                     "resources": {"requests": dict(res), "limits": dict(res)}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"test-dra-{i}", "namespace": namespace, "uid": f"{namespace}-test-dra-{i}"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "resources": {"requests": dict(res), "limits": dict(res)},
+                }
+            ]
+        },
+    }
 
 
 def _basic(w: Workload, scale: float, devices: dict[str, Any], extra_classes=()) -> list[dict[str, Any]]:
@@ -176,35 +248,59 @@ def _extended(w: Workload, scale: float) -> list[dict[str, Any]]:
     return out
 
 
-_SLICE_SELECTOR = {"nodeSelectorTerms": [{"matchExpressions": [
-    {"key": "node-with-dra", "operator": "In", "values": ["true"]}]}]}
+_SLICE_SELECTOR = {
+    "nodeSelectorTerms": [{"matchExpressions": [{"key": "node-with-dra", "operator": "In", "values": ["true"]}]}]
+}
 
 
 def _partitionable_slices(i: int) -> list[dict[str, Any]]:
     """resourceslice-partitionable-countersets/-devices.yaml: pool resourceslice-<i> in two
     slices, reachable from every DRA node: one counter set (4 counters of 1) and six devices
     drawing on it."""
+
     def dev(name, preallocate, counters_cap, uses):
-        return {"name": name,
-                "attributes": {"preallocate": {"bool": preallocate}, "dra.example.com/slice": {"int": i}},
-                "capacity": {"counters": {"value": str(counters_cap)}},
-                "consumesCounters": [{"counterSet": "counter-set",
-                                      "counters": {c: {"value": "1"} for c in uses}}]}
+        return {
+            "name": name,
+            "attributes": {"preallocate": {"bool": preallocate}, "dra.example.com/slice": {"int": i}},
+            "capacity": {"counters": {"value": str(counters_cap)}},
+            "consumesCounters": [{"counterSet": "counter-set", "counters": {c: {"value": "1"} for c in uses}}],
+        }
+
     pool = {"name": f"resourceslice-{i}", "generation": 1, "resourceSliceCount": 2}
-    counters = {"apiVersion": RESOURCE_V1, "kind": "ResourceSlice",
-                "metadata": {"name": f"resourceslice-countersets-{i}"},
-                "spec": {"driver": DRIVER, "pool": dict(pool), "nodeSelector": _SLICE_SELECTOR,
-                         "sharedCounters": [{"name": "counter-set", "counters": {
-                             f"counter{k}": {"value": "1"} for k in range(1, 5)}}]}}
-    return [counters, {"apiVersion": RESOURCE_V1, "kind": "ResourceSlice",
+    counters = {
+        "apiVersion": RESOURCE_V1,
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"resourceslice-countersets-{i}"},
+        "spec": {
+            "driver": DRIVER,
+            "pool": dict(pool),
+            "nodeSelector": _SLICE_SELECTOR,
+            "sharedCounters": [
+                {"name": "counter-set", "counters": {f"counter{k}": {"value": "1"} for k in range(1, 5)}}
+            ],
+        },
+    }
+    return [
+        counters,
+        {
+            "apiVersion": RESOURCE_V1,
+            "kind": "ResourceSlice",
             "metadata": {"name": f"resourceslice-devices-{i}"},
-            "spec": {"driver": DRIVER, "pool": dict(pool), "nodeSelector": _SLICE_SELECTOR,
-                     "devices": [dev("device-2-counters-1", True, 2, ["counter1", "counter2"]),
-                                 dev("device-2-counters-2", False, 2, ["counter3", "counter4"]),
-                                 dev("device-1-counter-1", False, 1, ["counter1"]),
-                                 dev("device-1-counter-2", False, 1, ["counter2"]),
-                                 dev("device-1-counter-3", False, 1, ["counter3"]),
-                                 dev("device-1-counter-4", False, 1, ["counter4"])]}}]
+            "spec": {
+                "driver": DRIVER,
+                "pool": dict(pool),
+                "nodeSelector": _SLICE_SELECTOR,
+                "devices": [
+                    dev("device-2-counters-1", True, 2, ["counter1", "counter2"]),
+                    dev("device-2-counters-2", False, 2, ["counter3", "counter4"]),
+                    dev("device-1-counter-1", False, 1, ["counter1"]),
+                    dev("device-1-counter-2", False, 1, ["counter2"]),
+                    dev("device-1-counter-3", False, 1, ["counter3"]),
+                    dev("device-1-counter-4", False, 1, ["counter4"]),
+                ],
+            },
+        },
+    ]
 
 
 def _partitionable(w: Workload, scale: float) -> list[dict[str, Any]]:
@@ -216,23 +312,61 @@ def _partitionable(w: Workload, scale: float) -> list[dict[str, Any]]:
     for i in range(slices):
         out += _partitionable_slices(i)
     out.append(_class("test-class"))
-    selector = ("device.capacity['test-driver.cdi.k8s.io'].counters.compareTo(quantity('2')) >= 0 &&\n"
-                "device.attributes['test-driver.cdi.k8s.io'].preallocate")
+    selector = (
+        "device.capacity['test-driver.cdi.k8s.io'].counters.compareTo(quantity('2')) >= 0 &&\n"
+        "device.attributes['test-driver.cdi.k8s.io'].preallocate"
+    )
     for i in range(init):
         # resourceclaim-with-selector.yaml, allocated: only device-2-counters-1 of a slice matches
         # (preallocate and 2 counters); claim i takes slice i's.
-        out.append({"apiVersion": RESOURCE_V1, "kind": "ResourceClaim",
-                    "metadata": {"name": f"test-claim-with-selector-{i}", "namespace": "init",
-                                 "uid": f"init-test-claim-with-selector-{i}"},
-                    "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {
-                        "deviceClassName": "test-class", "selectors": [{"cel": {"expression": selector}}]}}]}},
-                    "status": {"allocation": {
-                        "devices": {"results": [{"request": "req-0", "driver": DRIVER,
-                                                 "pool": f"resourceslice-{i}", "device": "device-2-counters-1"}]},
-                        "nodeSelector": _SLICE_SELECTOR}}})
-    out.append(_template("test", {
-        "requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class", "count": 2}}],
-        "constraints": [{"requests": ["req-0"], "matchAttribute": "dra.example.com/slice"}]}))
+        out.append(
+            {
+                "apiVersion": RESOURCE_V1,
+                "kind": "ResourceClaim",
+                "metadata": {
+                    "name": f"test-claim-with-selector-{i}",
+                    "namespace": "init",
+                    "uid": f"init-test-claim-with-selector-{i}",
+                },
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "req-0",
+                                "exactly": {
+                                    "deviceClassName": "test-class",
+                                    "selectors": [{"cel": {"expression": selector}}],
+                                },
+                            }
+                        ]
+                    }
+                },
+                "status": {
+                    "allocation": {
+                        "devices": {
+                            "results": [
+                                {
+                                    "request": "req-0",
+                                    "driver": DRIVER,
+                                    "pool": f"resourceslice-{i}",
+                                    "device": "device-2-counters-1",
+                                }
+                            ]
+                        },
+                        "nodeSelector": _SLICE_SELECTOR,
+                    }
+                },
+            }
+        )
+    out.append(
+        _template(
+            "test",
+            {
+                "requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class", "count": 2}}],
+                "constraints": [{"requests": ["req-0"], "matchAttribute": "dra.example.com/slice"}],
+            },
+        )
+    )
     out += [_claim_pod("test", i) for i in range(measure)]
     return out
 
@@ -251,10 +385,22 @@ def objects(name: str, *, scale: float = 1.0) -> list[dict[str, Any]]:
     if name.startswith("extended-resource"):
         return _extended(w, scale)
     if name == "prioritized-list":
-        return _basic(w, scale, {"requests": [{"name": "req-0", "firstAvailable": [
-            {"name": "sub-0", "deviceClassName": "no-devices-class"},
-            {"name": "sub-1", "deviceClassName": "test-class"}]}]},
-            extra_classes=[_class("no-devices-class", driver="no-such-driver.cdi.k8s.io")])
+        return _basic(
+            w,
+            scale,
+            {
+                "requests": [
+                    {
+                        "name": "req-0",
+                        "firstAvailable": [
+                            {"name": "sub-0", "deviceClassName": "no-devices-class"},
+                            {"name": "sub-1", "deviceClassName": "test-class"},
+                        ],
+                    }
+                ]
+            },
+            extra_classes=[_class("no-devices-class", driver="no-such-driver.cdi.k8s.io")],
+        )
     if name == "partitionable":
         return _partitionable(w, scale)
     raise AssertionError(name)
@@ -277,6 +423,7 @@ def write(name: str, path: str | Path, *, fmt: str = "yaml", scale: float = 1.0)
 
 if __name__ == "__main__":
     import argparse
+
     p = argparse.ArgumentParser(description="write a scheduler_perf DRA workload as a kind: List file")
     p.add_argument("workload", choices=list(WORKLOADS))
     p.add_argument("path")

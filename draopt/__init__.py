@@ -11,6 +11,7 @@ friends do not load the whole package:
 
 load, allocate, place, plan, simulate, compare, validate, explain: see docs/api.md.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,9 @@ __all__ = ["allocate", "compare", "explain", "load", "place", "plan", "simulate"
 def __getattr__(name: str) -> Any:
     if name in __all__:
         from draopt import public
+
         value = getattr(public, name)
-        globals()[name] = value     # found once
+        globals()[name] = value  # found once
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -2,6 +2,7 @@
 
 Exit codes: 0 success, 1 unschedulable, 2 invalid input or allocation error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,10 +32,10 @@ def _positive_seconds(text: str) -> float:
 
 
 def _input_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-R", "--recursive", action="store_true",
-                   help="-f DIR: read the directory's subdirectories too")
-    p.add_argument("--strict", action="store_true",
-                   help="kinds draopt does not use are errors (exit 2) instead of notes")
+    p.add_argument("-R", "--recursive", action="store_true", help="-f DIR: read the directory's subdirectories too")
+    p.add_argument(
+        "--strict", action="store_true", help="kinds draopt does not use are errors (exit 2) instead of notes"
+    )
 
 
 def _load(args):
@@ -49,86 +50,151 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
-    p = _Parser(prog=prog, description="Kubernetes DRA device allocation, first-fit as kube-scheduler "
-                                             "does it and optimal, with CP-SAT.")
+    p = _Parser(
+        prog=prog,
+        description="Kubernetes DRA device allocation, first-fit as kube-scheduler does it and optimal, with CP-SAT.",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     a = sub.add_parser("allocate", help="allocate claims on a node as the kube-scheduler would")
-    a.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
-                   help="YAML/JSON documents or a List; '-' reads stdin (repeatable)")
+    a.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="YAML/JSON documents or a List; '-' reads stdin (repeatable)",
+    )
     a.add_argument("--node", help="node to allocate on (default: the first node, by name, that fits)")
-    a.add_argument("--claim", action="append", metavar="NAMESPACE/NAME",
-                   help="claims to allocate together, in order (default: every claim without status.allocation)")
+    a.add_argument(
+        "--claim",
+        action="append",
+        metavar="NAMESPACE/NAME",
+        help="claims to allocate together, in order (default: every claim without status.allocation)",
+    )
     a.add_argument("--feature-gates", default="", metavar="G=true|false,...")
-    a.add_argument("--policy", default="first-fit", choices=api.POLICIES,
-                   help="first-fit: kube-scheduler's choice, defects included; first-fit-documented: "
-                        "first-fit under the documented semantics; optimal: best packing")
-    a.add_argument("--engine", default="cp-sat", choices=api.ENGINES,
-                   help="cp-sat (default) or the plain-Python reference search")
-    a.add_argument("--deterministic-share-ids", action="store_true",
-                   help="derive shareIDs from claim UID and request instead of random UUIDs")
-    a.add_argument("--time-limit", type=_positive_seconds, default=None, metavar="S", help="solver time limit in seconds")
+    a.add_argument(
+        "--policy",
+        default="first-fit",
+        choices=api.POLICIES,
+        help="first-fit: kube-scheduler's choice, defects included; first-fit-documented: "
+        "first-fit under the documented semantics; optimal: best packing",
+    )
+    a.add_argument(
+        "--engine", default="cp-sat", choices=api.ENGINES, help="cp-sat (default) or the plain-Python reference search"
+    )
+    a.add_argument(
+        "--deterministic-share-ids",
+        action="store_true",
+        help="derive shareIDs from claim UID and request instead of random UUIDs",
+    )
+    a.add_argument(
+        "--time-limit", type=_positive_seconds, default=None, metavar="S", help="solver time limit in seconds"
+    )
     a.add_argument("-o", "--output", default="yaml", choices=("yaml", "json"))
     a.add_argument("--stats", action="store_true", help="print one JSON line of timings to stderr")
     _input_flags(a)
     a.set_defaults(func=cmd_allocate)
-    pl = sub.add_parser("place", help="place pending pods and PodGroups on nodes: kube-scheduler "
-                                      "simulation (first-fit) or one optimal CP-SAT model")
+    pl = sub.add_parser(
+        "place",
+        help="place pending pods and PodGroups on nodes: kube-scheduler "
+        "simulation (first-fit) or one optimal CP-SAT model",
+    )
     pl.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
     pl.add_argument("--policy", default="first-fit", choices=("first-fit", "optimal"))
     pl.add_argument("--compare", action="store_true", help="run both policies and print both summaries")
-    pl.add_argument("--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit")
+    pl.add_argument(
+        "--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit"
+    )
     pl.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
-    pl.add_argument("--stats", action="store_true",
-                    help="one JSON line per policy on stderr: load_s, place_s, pods_per_s, peak RSS and "
-                         "the policy's own figures (optimal: model size, phase times, status, gap)")
+    pl.add_argument(
+        "--stats",
+        action="store_true",
+        help="one JSON line per policy on stderr: load_s, place_s, pods_per_s, peak RSS and "
+        "the policy's own figures (optimal: model size, phase times, status, gap)",
+    )
     from draopt.scheduler import add_scheduler_flags
+
     add_scheduler_flags(pl)
     _input_flags(pl)
     pl.set_defaults(func=cmd_place)
-    ex = sub.add_parser("explain", help="why claims cannot be allocated or pods not placed: device rejections "
-                                        "per node and the smallest set of requirements that cannot hold together")
+    ex = sub.add_parser(
+        "explain",
+        help="why claims cannot be allocated or pods not placed: device rejections "
+        "per node and the smallest set of requirements that cannot hold together",
+    )
     ex.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
     ex.add_argument("--claim", action="append", metavar="NAMESPACE/NAME", help="claims to explain (allocated together)")
-    ex.add_argument("--pod", action="append", metavar="NAMESPACE/NAME",
-                    help="pods to explain after a first-fit placement (default: every pod it could not place)")
+    ex.add_argument(
+        "--pod",
+        action="append",
+        metavar="NAMESPACE/NAME",
+        help="pods to explain after a first-fit placement (default: every pod it could not place)",
+    )
     ex.add_argument("--node", help="only this node")
     ex.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
     _input_flags(ex)
     ex.set_defaults(func=cmd_explain)
-    pn = sub.add_parser("plan", help="the cheapest mix of new nodes (several node types, each a template Node "
-                                     "and a cost) that places the pending pods, proven by CP-SAT; next to a "
-                                     "first-fit-decreasing estimate (cluster-autoscaler)")
+    pn = sub.add_parser(
+        "plan",
+        help="the cheapest mix of new nodes (several node types, each a template Node "
+        "and a cost) that places the pending pods, proven by CP-SAT; next to a "
+        "first-fit-decreasing estimate (cluster-autoscaler)",
+    )
     pn.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
-    pn.add_argument("--node-type", action="append", default=[], metavar="NODE=COST",
-                    help="a node type: the Node NODE of the input (with its slices) as template, at COST "
-                         "per node (repeatable)")
-    pn.add_argument("--node-types", metavar="FILE",
-                    help="node types from YAML: a list of {template: NODE, cost: COST, name: optional}")
-    pn.add_argument("--node-template", action="append", default=[], metavar="NODE",
-                    help="shorthand for --node-type NODE=1 (count nodes)")
+    pn.add_argument(
+        "--node-type",
+        action="append",
+        default=[],
+        metavar="NODE=COST",
+        help="a node type: the Node NODE of the input (with its slices) as template, at COST per node (repeatable)",
+    )
+    pn.add_argument(
+        "--node-types",
+        metavar="FILE",
+        help="node types from YAML: a list of {template: NODE, cost: COST, name: optional}",
+    )
+    pn.add_argument(
+        "--node-template",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="shorthand for --node-type NODE=1 (count nodes)",
+    )
     pn.add_argument("--max-nodes", type=int, default=256, metavar="N", help="at most N new nodes per type")
-    pn.add_argument("--time-limit", type=_positive_seconds, default=60.0, metavar="S",
-                    help="CP-SAT budget per model round in deterministic seconds: 40%% for the pods "
-                         "phase, 40%% for the cost phase, 20%% for the one-fewer checks")
+    pn.add_argument(
+        "--time-limit",
+        type=_positive_seconds,
+        default=60.0,
+        metavar="S",
+        help="CP-SAT budget per model round in deterministic seconds: 40%% for the pods "
+        "phase, 40%% for the cost phase, 20%% for the one-fewer checks",
+    )
     pn.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     pn.add_argument("-o", "--output", default="table", choices=("table", "json"))
-    pn.add_argument("--stats", action="store_true",
-                    help="one JSON line on stderr: load_s, estimator and solver phase times, model size, status")
+    pn.add_argument(
+        "--stats",
+        action="store_true",
+        help="one JSON line on stderr: load_s, estimator and solver phase times, model size, status",
+    )
     _input_flags(pn)
     pn.set_defaults(func=cmd_plan)
     validate.register(sub)
     taint_impact.register(sub)
     from draopt.studies import simulate
     from draopt.studies import trace
+
     trace.register(sub)
     simulate.register(sub)
-    from draopt.studies import paper_protocol        # above draopt.studies.simulate: it picks the protocol
+    from draopt.studies import paper_protocol  # above draopt.studies.simulate: it picks the protocol
+
     sub.choices["simulate"].set_defaults(func=paper_protocol.cmd_simulate)
     from draopt.studies import report
+
     report.register(sub, _input_flags, _positive_seconds)
     from draopt.studies import sweep
+
     sweep.register(sub)
     for name in PROGRESS_COMMANDS:
         _progress_flags(sub.choices[name])
@@ -140,9 +206,12 @@ PROGRESS_COMMANDS = ("place", "plan", "simulate", "compare")
 
 
 def _progress_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--progress", action="store_true",
-                   help="show progress on stderr even when it is not a terminal (phase, best found, bound "
-                        "and gap of the solver; arrivals and levels of a simulation)")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress on stderr even when it is not a terminal (phase, best found, bound "
+        "and gap of the solver; arrivals and levels of a simulation)",
+    )
     if not any("--quiet" in a.option_strings for a in p._actions):
         p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: shown on a terminal)")
 
@@ -155,9 +224,16 @@ def cmd_allocate(args) -> int:
     args.partial_stats = {"load_ms": round(load_ms, 3)}
     features = Features.from_gates(parse_gates(args.feature_gates))
     _print_dropped_fields(objects, features)
-    outcome = public.allocate(objects, node=args.node, claims=args.claim, features=features, policy=args.policy,
-                           engine=args.engine, deterministic_share_ids=args.deterministic_share_ids,
-                           time_limit=args.time_limit)
+    outcome = public.allocate(
+        objects,
+        node=args.node,
+        claims=args.claim,
+        features=features,
+        policy=args.policy,
+        engine=args.engine,
+        deterministic_share_ids=args.deterministic_share_ids,
+        time_limit=args.time_limit,
+    )
     if args.stats:
         stats = {"load_ms": round(load_ms, 3)}
         stats.update({k: (round(v, 3) if isinstance(v, float) else v) for k, v in outcome.stats.items()})
@@ -176,6 +252,7 @@ def _print_dropped_fields(objects, features) -> None:
     """The notes `place` gives (draopt.kube.workload.expand): a gated field the API server drops
     because its gate is off, or one draopt does not model; said once, before the answer."""
     from draopt.kube.workload import gated_field_notes
+
     for line in gated_field_notes(objects, features):
         print(f"note: {line}", file=sys.stderr)
 
@@ -183,6 +260,7 @@ def _print_dropped_fields(objects, features) -> None:
 def cmd_place(args) -> int:
     from draopt.placement import pod_table, summary_table
     from draopt.scheduler import load_config
+
     scheduler_config = load_config(args.scheduler_config) if args.scheduler_config else None
     api.warm_up()
     t0 = time.perf_counter()
@@ -193,18 +271,32 @@ def cmd_place(args) -> int:
     def run(policy):
         t = time.perf_counter()
         with progress.current().task(f"place: {policy}"):
-            out = public.place(objects, policy=policy, features=features, time_limit=args.time_limit,
-                               scheduler_config=scheduler_config, seed=args.seed, tie_break=args.tie_break)
+            out = public.place(
+                objects,
+                policy=policy,
+                features=features,
+                time_limit=args.time_limit,
+                scheduler_config=scheduler_config,
+                seed=args.seed,
+                tie_break=args.tie_break,
+            )
         if args.stats:
             import resource
+
             elapsed = time.perf_counter() - t
-            line = {"policy": policy, "load_s": round(load_s, 3), "place_s": round(elapsed, 3),
-                    "pods": len(out.result.pods), "placed": len(out.result.placed_pods()),
-                    "pods_per_s": round(len(out.result.pods) / elapsed, 1) if elapsed else None,
-                    "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            line = {
+                "policy": policy,
+                "load_s": round(load_s, 3),
+                "place_s": round(elapsed, 3),
+                "pods": len(out.result.pods),
+                "placed": len(out.result.placed_pods()),
+                "pods_per_s": round(len(out.result.pods) / elapsed, 1) if elapsed else None,
+                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            }
             line.update({k: v for k, v in out.result.stats.items() if k not in line})
             print(json.dumps(line, sort_keys=True, default=str), file=sys.stderr)
         return out
+
     outcome = run(args.policy)
     if not outcome.result.pods:
         print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)
@@ -217,7 +309,7 @@ def cmd_place(args) -> int:
         print()
         print(summary_table(results))
         for r in results:
-            if r.stats.get("summary"):   # what the optimal model proved, in words
+            if r.stats.get("summary"):  # what the optimal model proved, in words
                 print(f"{r.policy}: {r.stats['summary']}")
     else:
         sys.stdout.write(dump_objects(outcome.objects, args.output))
@@ -228,6 +320,7 @@ def cmd_place(args) -> int:
 
 def cmd_explain(args) -> int:
     from draopt.allocation import explain
+
     api.warm_up()
     objects = _load(args)
     features = Features.from_gates(parse_gates(args.feature_gates))
@@ -235,6 +328,7 @@ def cmd_explain(args) -> int:
     if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
         from draopt.placement import place
         from draopt.cluster.firstfit import ClaimBook, filter_reason
+
         outcome = place(objects, policy="first-fit", features=features)
         book = ClaimBook(outcome.cluster, outcome.workload.claims)
         book.allocations.update(outcome.result.claims)
@@ -249,13 +343,17 @@ def cmd_explain(args) -> int:
             exps = explain.explain_pod(outcome.cluster, book, outcome.workload.pod(key), node_check=filter_reason)
             if args.node:
                 exps = [e for e in exps if e.node == args.node]
-            pl = next(p for p in outcome.result.pods if p.pod == key) if key in {
-                p.pod for p in outcome.result.pods} else None
+            pl = (
+                next(p for p in outcome.result.pods if p.pod == key)
+                if key in {p.pod for p in outcome.result.pods}
+                else None
+            )
             if pl is not None and not pl.placed and args.node:
                 sections.extend(_failure_on_node(explain, key, pl, args.node))
             elif pl is not None and not pl.placed:
-                sections.append((f"pod {key}: first-fit could not place it: "
-                                 f"{pl.reason_text(len(outcome.cluster.nodes))}", []))
+                sections.append(
+                    (f"pod {key}: first-fit could not place it: {pl.reason_text(len(outcome.cluster.nodes))}", [])
+                )
                 if pl.explanation:
                     sections.append((f"pod {key}: when it failed", []))
                     sections[-1] = (sections[-1][0] + "\n" + pl.explanation, [])
@@ -266,15 +364,19 @@ def cmd_explain(args) -> int:
             print("note: nothing to explain: first-fit places every pending pod", file=sys.stderr)
     else:
         if not args.claim and not api.select_claims(objects, None)[0]:
-            api._nothing_to_allocate(objects)       # only templates: an error that points to `place`
+            api._nothing_to_allocate(objects)  # only templates: an error that points to `place`
             print("note: nothing to explain: no pending ResourceClaim in the input", file=sys.stderr)
             return 0
-        sections.append(("claims " + ", ".join(args.claim or ["(all pending)"])
-                         + (f" on node {args.node}" if args.node else ""),
-                         explain.explain_claims(objects, args.claim, features, args.node)))
+        sections.append(
+            (
+                "claims " + ", ".join(args.claim or ["(all pending)"]) + (f" on node {args.node}" if args.node else ""),
+                explain.explain_claims(objects, args.claim, features, args.node),
+            )
+        )
     if args.output == "json":
-        print(json.dumps([{"subject": title, "nodes": [e.to_json() for e in exps]} for title, exps in sections],
-                         indent=2))
+        print(
+            json.dumps([{"subject": title, "nodes": [e.to_json() for e in exps]} for title, exps in sections], indent=2)
+        )
     else:
         for title, exps in sections:
             print(f"== {title}")
@@ -305,14 +407,17 @@ def _failure_on_node(explain, key: str, pl, node: str) -> list[tuple[str, list]]
     if pl.explanation:
         text, found = explain.narrow_to_node(pl.explanation, node)
         if not found:
-            text = (f"node {node}: not among the nodes whose devices were explained (rejected before its "
-                    f"devices were looked at, or beyond the first nodes explained): see the state after first-fit")
+            text = (
+                f"node {node}: not among the nodes whose devices were explained (rejected before its "
+                f"devices were looked at, or beyond the first nodes explained): see the state after first-fit"
+            )
         out.append((f"pod {key}: when it failed\n{text}", []))
     return out
 
 
 def cmd_plan(args) -> int:
     from draopt.studies.planning import NodeType, load_node_types, parse_node_type
+
     api.warm_up()
     t0 = time.perf_counter()
     objects = _load(args)
@@ -328,9 +433,14 @@ def cmd_plan(args) -> int:
         print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)
     if args.stats:
         import resource
-        line = {"load_s": round(load_s, 3), "pods": result.pods, "placed": result.placed,
-                "candidates": result.candidates,
-                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+        line = {
+            "load_s": round(load_s, 3),
+            "pods": result.pods,
+            "placed": result.placed,
+            "candidates": result.candidates,
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        }
         line.update(result.stats)
         print(json.dumps(line, sort_keys=True, default=str), file=sys.stderr)
         args.partial_stats = None
@@ -350,7 +460,7 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     try:
         with progress.reporting(_progress_for(args)):
             code = args.func(args)
-        sys.stdout.flush()      # a closed pipe shows here, not at interpreter exit
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except BrokenPipeError:
         _silence_stdout()
@@ -393,10 +503,14 @@ def _error(args, start: float, exc: BaseException, message: str) -> None:
         stats = getattr(args, "partial_stats", {}) if getattr(args, "stats", False) else None
         if stats is not None:
             # the timings gathered up to the error (allocate's: allocate_ms, build_ms, ...)
-            stats = dict(stats, **{k: (round(v, 3) if isinstance(v, float) else v)
-                                   for k, v in (getattr(exc, "stats", None) or {}).items()})
-            stats = dict(stats, error=type(exc).__name__,
-                         total_ms=round((time.perf_counter() - start) * 1000, 3))
+            stats = dict(
+                stats,
+                **{
+                    k: (round(v, 3) if isinstance(v, float) else v)
+                    for k, v in (getattr(exc, "stats", None) or {}).items()
+                },
+            )
+            stats = dict(stats, error=type(exc).__name__, total_ms=round((time.perf_counter() - start) * 1000, 3))
             print(json.dumps(stats, sort_keys=True), file=sys.stderr)
     except BrokenPipeError:
         pass

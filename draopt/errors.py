@@ -1,4 +1,5 @@
 """Error types. Every user-facing error names the object and the field."""
+
 from __future__ import annotations
 
 

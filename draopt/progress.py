@@ -14,6 +14,7 @@ for how long, and what the work reports as it goes: the best objective found, th
 gap for a solver; the arrivals done out of all and the inflation level reached for a simulation.
 A task's line is removed when it ends, so the command's own output is not mixed with it.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -80,7 +81,7 @@ def wanted(*, force: bool, quiet: bool, stream: TextIO) -> bool:
         return True
     try:
         return stream.isatty()
-    except (AttributeError, ValueError):    # a closed or fake stream
+    except (AttributeError, ValueError):  # a closed or fake stream
         return False
 
 
@@ -192,16 +193,29 @@ class TerminalProgress(Progress):
     @contextmanager
     def task(self, phase: str, *, total: int | None = None, unit: str = "") -> Iterator[Task]:
         from tqdm import tqdm
+
         with self.lock:
             if total is None:
                 fmt = "{desc}  {elapsed}{postfix}"
             else:
-                fmt = "{desc}  {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} " + (unit or "") + \
-                      "  {elapsed}<{remaining}{postfix}"
+                fmt = (
+                    "{desc}  {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} "
+                    + (unit or "")
+                    + "  {elapsed}<{remaining}{postfix}"
+                )
             width = _width(self.stream)
-            bar = tqdm(total=total, desc=phase, file=self.stream, leave=False, position=len(self._bars),
-                       bar_format=fmt, dynamic_ncols=width > 0, ncols=None if width > 0 else 120,
-                       nrows=None if width > 0 else 24, mininterval=0.2)
+            bar = tqdm(
+                total=total,
+                desc=phase,
+                file=self.stream,
+                leave=False,
+                position=len(self._bars),
+                bar_format=fmt,
+                dynamic_ncols=width > 0,
+                ncols=None if width > 0 else 120,
+                nrows=None if width > 0 else 24,
+                mininterval=0.2,
+            )
             self._bars.append(bar)
             self._start_ticker()
         try:

@@ -9,6 +9,7 @@ and field, as the command line reports it (exit 2).
     out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
     [p.pod for p in out.result.pods if p.placed]
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -38,8 +39,9 @@ def _paths(inputs: str | Iterable[str], what: str) -> list[str]:
     try:
         paths = list(inputs)
     except TypeError:
-        raise InputError(f"{what}: expected an ObjectSet, a file path or a list of paths, "
-                         f"got {type(inputs).__name__}") from None
+        raise InputError(
+            f"{what}: expected an ObjectSet, a file path or a list of paths, got {type(inputs).__name__}"
+        ) from None
     bad = [p for p in paths if not isinstance(p, str)]
     if bad:
         raise InputError(f"{what}: expected file paths (str), got {type(bad[0]).__name__}")
@@ -75,6 +77,7 @@ def _warm_up() -> None:
     global _warmed_up
     if not _warmed_up:
         from draopt.allocation.allocate import warm_up
+
         warm_up()
         _warmed_up = True
 
@@ -90,9 +93,17 @@ def load(paths: str | Iterable[str], *, recursive: bool = False, strict: bool = 
     return load_files(_paths(paths, "paths"), recursive=recursive, strict=strict)
 
 
-def allocate(inputs: Inputs, *, node: str | None = None, claims: list[str] | None = None,
-             features: FeaturesLike = None, policy: str = "first-fit", engine: str = "cp-sat",
-             deterministic_share_ids: bool = False, time_limit: float | None = None) -> AllocateOutcome:
+def allocate(
+    inputs: Inputs,
+    *,
+    node: str | None = None,
+    claims: list[str] | None = None,
+    features: FeaturesLike = None,
+    policy: str = "first-fit",
+    engine: str = "cp-sat",
+    deterministic_share_ids: bool = False,
+    time_limit: float | None = None,
+) -> AllocateOutcome:
     """Allocate the pending ResourceClaims together on `node` (default: the first node, by name,
     where they fit), as `draopt allocate`. Returns a draopt.allocation.allocate.AllocateOutcome: `allocated`,
     `node`, `claims` (with status.allocation set), `reason` when unschedulable, `notes`.
@@ -101,13 +112,30 @@ def allocate(inputs: Inputs, *, node: str | None = None, claims: list[str] | Non
         out.allocated, [c.name for c in out.claims]
     """
     from draopt.allocation import allocate as api
+
     _warm_up()
-    return api.allocate(_objects(inputs), node=node, claims=claims, features=_features(features), policy=policy,
-                        engine=engine, deterministic_share_ids=deterministic_share_ids, time_limit=time_limit)
+    return api.allocate(
+        _objects(inputs),
+        node=node,
+        claims=claims,
+        features=_features(features),
+        policy=policy,
+        engine=engine,
+        deterministic_share_ids=deterministic_share_ids,
+        time_limit=time_limit,
+    )
 
 
-def place(inputs: Inputs, *, policy: str = "first-fit", features: FeaturesLike = None, time_limit: float = 60.0,
-          scheduler_config: Any = None, seed: int = 0, tie_break: str = "random") -> PlaceOutcome:
+def place(
+    inputs: Inputs,
+    *,
+    policy: str = "first-fit",
+    features: FeaturesLike = None,
+    time_limit: float = 60.0,
+    scheduler_config: Any = None,
+    seed: int = 0,
+    tie_break: str = "random",
+) -> PlaceOutcome:
     """Place the pending Pods and PodGroups on the nodes, as `draopt place`: `first-fit`
     (kube-scheduler's choice; `scheduler_config` a KubeSchedulerConfiguration path,
     `builtin:NAME` or SchedulerConfig, ties random from `seed` or by `tie_break="name"`) or
@@ -119,12 +147,26 @@ def place(inputs: Inputs, *, policy: str = "first-fit", features: FeaturesLike =
         len(out.result.placed_pods()), out.result.summary()
     """
     from draopt.placement import place as place_pods
-    return place_pods(_objects(inputs), policy=policy, features=_features(features), time_limit=time_limit,
-                      scheduler_config=scheduler_config, seed=seed, tie_break=tie_break)
+
+    return place_pods(
+        _objects(inputs),
+        policy=policy,
+        features=_features(features),
+        time_limit=time_limit,
+        scheduler_config=scheduler_config,
+        seed=seed,
+        tie_break=tie_break,
+    )
 
 
-def plan(inputs: Inputs, node_types: Iterable[NodeType | str] | str, *, features: FeaturesLike = None,
-         time_limit: float = 60.0, max_nodes: int = 256) -> MixPlan:
+def plan(
+    inputs: Inputs,
+    node_types: Iterable[NodeType | str] | str,
+    *,
+    features: FeaturesLike = None,
+    time_limit: float = 60.0,
+    max_nodes: int = 256,
+) -> MixPlan:
     """The cheapest mix of new nodes that places the pending pods, as `draopt plan`. A node type is
     a draopt.studies.planning.NodeType or `--node-type` text `NODE=COST` (the input's Node NODE with its
     slices as template, COST per node); a str that is not `NODE=COST` is a `--node-types` YAML file.
@@ -135,6 +177,7 @@ def plan(inputs: Inputs, node_types: Iterable[NodeType | str] | str, *, features
     """
     from draopt.studies.planning import NodeType, load_node_types, parse_node_type
     from draopt.studies.planning import plan as plan_mix
+
     if isinstance(node_types, str):
         node_types = load_node_types(node_types)
     types: list[NodeType] = []
@@ -145,14 +188,24 @@ def plan(inputs: Inputs, node_types: Iterable[NodeType | str] | str, *, features
             types.append(parse_node_type(t))
         else:
             raise InputError(f"node_types: expected NodeType or 'NODE=COST' text, got {type(t).__name__}")
-    return plan_mix(_objects(inputs), types, features=_features(features), time_limit=time_limit,
-                    max_nodes=max_nodes)
+    return plan_mix(_objects(inputs), types, features=_features(features), time_limit=time_limit, max_nodes=max_nodes)
 
 
-def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.3:0.05",
-             policies: list[str] | str | None = None, runs: int = 3, seed: int = 0, batch: int | None = None,
-             time_limit: float = 60.0, offline_optimum: bool = False, capacity: str | None = None,
-             protocol: str = "draopt", records: bool = False) -> list[Any]:
+def simulate(
+    cluster: Inputs,
+    trace: str,
+    *,
+    levels: list[float] | str = "0.5:1.3:0.05",
+    policies: list[str] | str | None = None,
+    runs: int = 3,
+    seed: int = 0,
+    batch: int | None = None,
+    time_limit: float = 60.0,
+    offline_optimum: bool = False,
+    capacity: str | None = None,
+    protocol: str = "draopt",
+    records: bool = False,
+) -> list[Any]:
     """Online placement of a trace under workload inflation, as `draopt simulate`: `cluster` the
     Nodes/ResourceSlices/DeviceClasses, `trace` an openb task CSV or a YAML/JSON file of Pods;
     `levels` a list or `--inflation` text; `policies` a list or `--policy` text. `protocol`:
@@ -164,6 +217,7 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
         rows = draopt.simulate("examples/cluster.yaml", "examples/mig-gangs.yaml", levels=[0.5], runs=1)
     """
     from draopt.studies import simulate as sim
+
     if protocol not in ("draopt", "fgd-paper"):
         raise InputError(f"--protocol: unknown protocol {protocol!r} (known: draopt, fgd-paper)")
     level_list = sim.parse_levels(levels) if isinstance(levels, str) else list(levels)
@@ -173,34 +227,50 @@ def simulate(cluster: Inputs, trace: str, *, levels: list[float] | str = "0.5:1.
     is_csv = trace.lower().endswith(".csv")
     if isinstance(cluster, ObjectSet):
         both = ObjectSet()
-        both.extend(cluster)        # the caller's set is left as it was
+        both.extend(cluster)  # the caller's set is left as it was
         if not is_csv:
             both.extend(load_files([trace]))
     else:
         both = load_files(_paths(cluster, "cluster") + ([] if is_csv else [trace]))
     if is_csv:
         from draopt.studies.trace import read_tasks, workload_objects
+
         both.extend(sim._object_set(workload_objects(read_tasks(trace, what="--trace")), trace))
     c = sim.build(both, capacity_name=capacity or sim.DEFAULT_CAPACITY)
     if protocol == "fgd-paper":
         from draopt.studies import paper_protocol as paper
+
         if offline_optimum:
             raise InputError("offline_optimum: with protocol='fgd-paper' use `draopt simulate --offline-optimum`")
         names = _policy_names(policies, ",".join(paper.PAPER_POLICIES))
-        rows, _runs = paper.simulate_paper(c, seeds=[seed + i for i in range(runs)],
-                                           policies=[paper.make_policy(p, batch=batch) for p in names],
-                                           bins=paper.level_bins(level_list))
+        rows, _runs = paper.simulate_paper(
+            c,
+            seeds=[seed + i for i in range(runs)],
+            policies=[paper.make_policy(p, batch=batch) for p in names],
+            bins=paper.level_bins(level_list),
+        )
         return rows
-    names = sim.parse_policies(policies if isinstance(policies, str) else
-                               ",".join(policies) if policies else sim.DEFAULT_POLICIES)
+    names = sim.parse_policies(
+        policies if isinstance(policies, str) else ",".join(policies) if policies else sim.DEFAULT_POLICIES
+    )
     if "kube-scheduler" in names:
         from draopt.scheduler import SchedulerConfig
         from draopt.scheduler.trace import TraceScheduler
+
         # set on the cluster as simulate.cmd_simulate does (SimCluster does not declare it)
         c.kube_scheduler = TraceScheduler(  # type: ignore[attr-defined]
-            c, SchedulerConfig.default(), seed=seed, tie_break="random")
-    got = sim.simulate(c, levels=level_list, policies=names, runs=runs, seed=seed, batch=batch or sim.DEFAULT_BATCH,
-                       time_limit=time_limit, offline_optimum=offline_optimum)
+            c, SchedulerConfig.default(), seed=seed, tie_break="random"
+        )
+    got = sim.simulate(
+        c,
+        levels=level_list,
+        policies=names,
+        runs=runs,
+        seed=seed,
+        batch=batch or sim.DEFAULT_BATCH,
+        time_limit=time_limit,
+        offline_optimum=offline_optimum,
+    )
     return got if records else sim.aggregate(got, names + [sim.OFFLINE])
 
 
@@ -212,9 +282,16 @@ def _policy_names(policies: list[str] | str | None, default: str) -> list[str]:
     return names
 
 
-def compare(inputs: Inputs, policies: list[str] | None = None, *, features: FeaturesLike = None,
-            time_limit: float = 60.0, scheduler_config: Any = None, seed: int = 0,
-            tie_break: str = "random") -> list[PolicyReport]:
+def compare(
+    inputs: Inputs,
+    policies: list[str] | None = None,
+    *,
+    features: FeaturesLike = None,
+    time_limit: float = 60.0,
+    scheduler_config: Any = None,
+    seed: int = 0,
+    tie_break: str = "random",
+) -> list[PolicyReport]:
     """Place the workload with each policy (default first-fit and optimal; `first-fit:CONFIG` is
     first-fit under its own scheduler configuration) and measure the state each leaves, as
     `draopt compare`. Returns a list of draopt.studies.report.PolicyReport (placed, stranded devices,
@@ -224,9 +301,16 @@ def compare(inputs: Inputs, policies: list[str] | None = None, *, features: Feat
         [(r.policy, r.placed) for r in reports]
     """
     from draopt.studies.report import compare as compare_policies
-    return compare_policies(_objects(inputs), list(policies or ["first-fit", "optimal"]),
-                            features=_features(features), time_limit=time_limit,
-                            scheduler_config=scheduler_config, seed=seed, tie_break=tie_break)
+
+    return compare_policies(
+        _objects(inputs),
+        list(policies or ["first-fit", "optimal"]),
+        features=_features(features),
+        time_limit=time_limit,
+        scheduler_config=scheduler_config,
+        seed=seed,
+        tie_break=tie_break,
+    )
 
 
 def validate(paths: str | Iterable[str] | ObjectSet, *, features: FeaturesLike = None) -> Report:
@@ -238,14 +322,17 @@ def validate(paths: str | Iterable[str] | ObjectSet, *, features: FeaturesLike =
         report.findings == []
     """
     from draopt.validation.documents import validate_files
+
     if isinstance(paths, ObjectSet):
-        raise InputError("validate: give the file paths; an ObjectSet is already parsed (validation reads "
-                         "the documents as written)")
+        raise InputError(
+            "validate: give the file paths; an ObjectSet is already parsed (validation reads the documents as written)"
+        )
     return validate_files(_paths(paths, "paths"), _features(features))
 
 
-def explain(inputs: Inputs, *, claims: list[str] | None = None, node: str | None = None,
-            features: FeaturesLike = None) -> list[NodeExplanation]:
+def explain(
+    inputs: Inputs, *, claims: list[str] | None = None, node: str | None = None, features: FeaturesLike = None
+) -> list[NodeExplanation]:
     """Why the claims cannot be allocated together, per node, as `draopt explain --claim`: each
     draopt.allocation.explain.NodeExplanation says which devices each request rejects and why, and the
     smallest set of requirements that cannot hold together (`conflict`; `fits` when they can).
@@ -256,6 +343,7 @@ def explain(inputs: Inputs, *, claims: list[str] | None = None, node: str | None
     """
     from draopt.allocation import allocate as api
     from draopt.allocation.explain import explain_claims
+
     objects = _objects(inputs)
     _warm_up()
     if not claims and not api.select_claims(objects, None)[0]:

@@ -1,4 +1,5 @@
 """Shared helpers: build prepared problems from dict instances and run every solver."""
+
 from __future__ import annotations
 
 from draopt.allocation.allocate import _cel_env, select_claims
@@ -38,6 +39,7 @@ def run_reference(problem, defects: bool):
     """The reference search, with the step budget first-fit gives its replays."""
     from draopt.dra.reference import SearchLimit
     from draopt.model.single_node import REPLAY_NODE_LIMIT
+
     try:
         ref = ReferenceAllocator(problem, kubernetes_defects=defects, node_limit=REPLAY_NODE_LIMIT)
         chosen = ref.allocate()

@@ -9,6 +9,7 @@ statefulset/stateful_set.go (isMemberOf), daemon/daemon_controller.go, job/job_c
 kubectl apply: k8s.io/kubectl/pkg/cmd/apply (three-way patch), pkg/apis/core/validation
 ValidatePodUpdate.
 """
+
 from __future__ import annotations
 
 import io
@@ -55,18 +56,26 @@ spec:
 """
 
 
-def dump_pod(name: str, namespace: str = "default", labels: dict | None = None, node: str | None = "node-a",
-             phase: str = "Running", extra_meta: str = "") -> str:
+def dump_pod(
+    name: str,
+    namespace: str = "default",
+    labels: dict | None = None,
+    node: str | None = "node-a",
+    phase: str = "Running",
+    extra_meta: str = "",
+) -> str:
     """A pod as `kubectl get pod -o yaml` prints it (defaults filled in, status), without owners."""
     label_text = "".join(f"\n    {k}: {v}" for k, v in (labels or {}).items()) or " {}"
     node_text = f"\n  nodeName: {node}" if node else ""
-    return (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {namespace}\n"
-            f"  resourceVersion: \"81234\"\n  creationTimestamp: \"2026-07-01T10:01:00Z\"\n"
-            f"  labels:{label_text}{extra_meta}\n"
-            f"spec:\n  containers:\n  - name: ctr0\n    image: ubuntu:22.04\n    imagePullPolicy: IfNotPresent\n"
-            f"    terminationMessagePath: /dev/termination-log\n    resources: {{requests: {{cpu: \"1\"}}}}\n"
-            f"  restartPolicy: Always\n  schedulerName: default-scheduler{node_text}\n"
-            f"status:\n  phase: {phase}\n")
+    return (
+        f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {namespace}\n"
+        f"  resourceVersion: \"81234\"\n  creationTimestamp: \"2026-07-01T10:01:00Z\"\n"
+        f"  labels:{label_text}{extra_meta}\n"
+        f"spec:\n  containers:\n  - name: ctr0\n    image: ubuntu:22.04\n    imagePullPolicy: IfNotPresent\n"
+        f"    terminationMessagePath: /dev/termination-log\n    resources: {{requests: {{cpu: \"1\"}}}}\n"
+        f"  restartPolicy: Always\n  schedulerName: default-scheduler{node_text}\n"
+        f"status:\n  phase: {phase}\n"
+    )
 
 
 def load(tmp_path: Path, *files: str) -> tuple[object, str]:
@@ -89,7 +98,9 @@ def test_gpu_test4_deployment_adopts_its_dumped_pods(tmp_path):
     pod-template-hash; ownerReferences stripped) and the Deployment's manifest: the ReplicaSet
     `pod-<hash>` selects app=pod,pod-template-hash=<hash> and adopts the 4 (ClaimPods): 4 pods, not 8."""
     hashed = {"app": "pod", "pod-template-hash": "6d9f8c7b5"}
-    dump = "---\n".join(dump_pod(f"pod-6d9f8c7b5-{s}", "gpu-test4", hashed) for s in ("7xq2k", "b2lm9", "k4dzt", "wp8sn"))
+    dump = "---\n".join(
+        dump_pod(f"pod-6d9f8c7b5-{s}", "gpu-test4", hashed) for s in ("7xq2k", "b2lm9", "k4dzt", "wp8sn")
+    )
     objects, notes = load(tmp_path, NODE + "---\n" + dump, GPU_TEST4_DEPLOYMENT)
     assert len(objects.pods) == 4
     assert "Deployment gpu-test4/pod adopts 4 pod(s) without a controller reference" in notes
@@ -125,19 +136,26 @@ def test_replica_set_adopts_active_orphans_of_its_namespace_only(tmp_path):
     """Adopted: active, no controller reference, same namespace, selector matches, not
     terminating. Not: a Succeeded pod (FilterActivePods runs before claimPods), a pod being
     deleted, one in another namespace, one with another controller."""
-    other_owner = ("\n  ownerReferences:\n  - {apiVersion: apps/v1, kind: ReplicaSet, name: other, "
-                   "uid: 1, controller: true}")
-    dump = "---\n".join([
-        dump_pod("web-orphan1", labels={"app": "web"}),
-        dump_pod("web-done", labels={"app": "web"}, phase="Succeeded"),
-        dump_pod("web-deleting", labels={"app": "web"}, extra_meta='\n  deletionTimestamp: "2026-07-01T11:00:00Z"'),
-        dump_pod("web-elsewhere", namespace="other", labels={"app": "web"}),
-        dump_pod("web-owned-elsewhere", labels={"app": "web"}, extra_meta=other_owner),
-    ])
+    other_owner = (
+        "\n  ownerReferences:\n  - {apiVersion: apps/v1, kind: ReplicaSet, name: other, uid: 1, controller: true}"
+    )
+    dump = "---\n".join(
+        [
+            dump_pod("web-orphan1", labels={"app": "web"}),
+            dump_pod("web-done", labels={"app": "web"}, phase="Succeeded"),
+            dump_pod("web-deleting", labels={"app": "web"}, extra_meta='\n  deletionTimestamp: "2026-07-01T11:00:00Z"'),
+            dump_pod("web-elsewhere", namespace="other", labels={"app": "web"}),
+            dump_pod("web-owned-elsewhere", labels={"app": "web"}, extra_meta=other_owner),
+        ]
+    )
     objects, notes = load(tmp_path, NODE + "---\n" + dump, REPLICA_SET)
-    created = [p for p in objects.pods if p.name.startswith("web-") and p.name[4:] not in (
-        "orphan1", "done", "deleting", "elsewhere", "owned-elsewhere")]
-    assert len(created) == 2          # 3 replicas, 1 adopted
+    created = [
+        p
+        for p in objects.pods
+        if p.name.startswith("web-")
+        and p.name[4:] not in ("orphan1", "done", "deleting", "elsewhere", "owned-elsewhere")
+    ]
+    assert len(created) == 2  # 3 replicas, 1 adopted
     assert "ReplicaSet default/web adopts 1 pod(s)" in notes and "web-orphan1" in notes
 
 
@@ -145,8 +163,9 @@ def test_first_controller_in_input_order_adopts(tmp_path):
     """Two ReplicaSets select the same orphan: the first adopts it (a cluster: whichever syncs
     first); the second creates all its replicas."""
     second = REPLICA_SET.replace("name: web,", "name: web2,").replace("replicas: 3", "replicas: 1")
-    objects, notes = load(tmp_path, NODE + "---\n" + dump_pod("web-orphan1", labels={"app": "web"}),
-                          REPLICA_SET + "---\n" + second)
+    objects, notes = load(
+        tmp_path, NODE + "---\n" + dump_pod("web-orphan1", labels={"app": "web"}), REPLICA_SET + "---\n" + second
+    )
     assert len([p for p in objects.pods if p.name.startswith("web2-")]) == 1
     assert len([p for p in objects.pods if p.name.startswith("web-")]) == 3
 
@@ -259,11 +278,13 @@ def test_a_manifest_over_the_dumped_running_pod_leaves_it_running(tmp_path):
         resources: {requests: {cpu: "1"}}
     """)
     objects, notes = load(tmp_path, dump, manifest)
-    pod, = objects.pods
+    (pod,) = objects.pods
     assert pod.spec.node_name == "node-a" and pod.status.phase == "Running"
     assert pod.metadata.labels == {"app": "solo", "tier": "demo"}
-    assert f"Pod default/solo: given in {tmp_path}/f0.yaml and again in {tmp_path}/f1.yaml: " \
-           f"{tmp_path}/f1.yaml's is applied over it" in notes
+    assert (
+        f"Pod default/solo: given in {tmp_path}/f0.yaml and again in {tmp_path}/f1.yaml: "
+        f"{tmp_path}/f1.yaml's is applied over it" in notes
+    )
 
 
 def test_a_pod_manifest_changing_the_spec_is_refused_and_the_earlier_kept(tmp_path):
@@ -281,7 +302,7 @@ def test_a_pod_manifest_changing_the_spec_is_refused_and_the_earlier_kept(tmp_pa
         resources: {requests: {cpu: "4"}}
     """)
     objects, notes = load(tmp_path, dump, manifest)
-    pod, = objects.pods
+    (pod,) = objects.pods
     assert pod.to_k8s()["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
     assert "the API server refuses the second" in notes and "f0.yaml's is kept" in notes
 
@@ -291,11 +312,14 @@ def test_a_later_deployment_applies_over_the_earlier_and_last_applied_fields_go(
     last-applied-configuration listing a label the second leaves out: deleted, as the
     three-way patch deletes it)."""
     import json
+
     first = GPU_TEST4_DEPLOYMENT.replace(
         "  labels:\n    app: gpu-test4-pod\n",
         "  labels:\n    app: gpu-test4-pod\n    stale: yes-it-is\n  annotations:\n"
         "    kubectl.kubernetes.io/last-applied-configuration: '"
-        + json.dumps({"metadata": {"labels": {"app": "gpu-test4-pod", "stale": "yes-it-is"}}}) + "'\n")
+        + json.dumps({"metadata": {"labels": {"app": "gpu-test4-pod", "stale": "yes-it-is"}}})
+        + "'\n",
+    )
     second = GPU_TEST4_DEPLOYMENT.replace("replicas: 4", "replicas: 2")
     objects, notes = load(tmp_path, NODE + "---\n" + first, second)
     assert len(objects.pods) == 2
@@ -307,8 +331,14 @@ def test_the_same_object_twice_in_one_file_is_still_refused(tmp_path):
     import pytest
     from draopt.errors import InputError
     from draopt.kube.workload import expand
-    text = NODE + "---\n" + dump_pod("solo", node=None, phase="Pending") + "---\n" + dump_pod("solo", node=None,
-                                                                                             phase="Pending")
+
+    text = (
+        NODE
+        + "---\n"
+        + dump_pod("solo", node=None, phase="Pending")
+        + "---\n"
+        + dump_pod("solo", node=None, phase="Pending")
+    )
     objects, _ = load(tmp_path, text)
     with pytest.raises(InputError, match="given twice"):
         expand(objects)

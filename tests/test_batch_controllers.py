@@ -8,6 +8,7 @@ newLauncherJob, newLauncherPodTemplate, getOrCreateWorker), training-operator
 pkg/controller.v1/common/pod.go (createNewPod, GenGeneralName) and pytorch/pytorchjob_controller.go
 (IsMasterRole), trainer pkg/runtime/core/trainingruntime.go and plugins/jobset/builder.go.
 """
+
 from __future__ import annotations
 
 import io
@@ -167,9 +168,9 @@ def test_mpijob_pi_workers_and_launcher_job():
     assert w0.to_k8s()["spec"]["hostname"] == "pi-worker-0" and w0.to_k8s()["spec"]["subdomain"] == "pi"
     assert w0.to_k8s()["spec"]["restartPolicy"] == "Never"
     assert w0.to_k8s()["metadata"]["ownerReferences"][0]["kind"] == "MPIJob"
-    launcher, = [p for n, p in got.items() if n.startswith("pi-launcher-")]
+    (launcher,) = [p for n, p in got.items() if n.startswith("pi-launcher-")]
     assert label(launcher, "training.kubeflow.org/job-role") == "launcher"
-    assert label(launcher, "job-name") == "pi-launcher"        # the Job controller's labels
+    assert label(launcher, "job-name") == "pi-launcher"  # the Job controller's labels
     spec = launcher.to_k8s()["spec"]
     assert spec["hostname"] == "pi-launcher" and spec["restartPolicy"] == "OnFailure"
     assert len(got) == 3
@@ -180,13 +181,15 @@ def test_mpijob_launcher_as_worker_shifts_worker_indexes():
     objects, _ = load(NODE + PI.replace("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  runLauncherAsWorker: true\n"))
     got = pods(objects)
     assert label(got["pi-worker-0"], "training.kubeflow.org/replica-index") == "1"
-    launcher, = [p for n, p in got.items() if n.startswith("pi-launcher-")]
+    (launcher,) = [p for n, p in got.items() if n.startswith("pi-launcher-")]
     assert label(launcher, "training.kubeflow.org/replica-index") == "0"
 
 
 def test_mpijob_wait_for_workers_ready_makes_no_launcher_yet():
-    objects, notes = load(NODE + PI.replace("  slotsPerWorker: 1\n",
-                                            "  slotsPerWorker: 1\n  launcherCreationPolicy: WaitForWorkersReady\n"))
+    objects, notes = load(
+        NODE
+        + PI.replace("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  launcherCreationPolicy: WaitForWorkersReady\n")
+    )
     assert sorted(pods(objects)) == ["pi-worker-0", "pi-worker-1"]
     assert "created once the 2 workers are ready" in notes
 
@@ -194,22 +197,24 @@ def test_mpijob_wait_for_workers_ready_makes_no_launcher_yet():
 def test_mpijob_scheduling_policy_makes_a_gang():
     """runPolicy.schedulingPolicy: the operator's PodGroup (minMember = minAvailable, default
     workers + launcher): simulated as a gang PodGroup named after the job."""
-    objects, notes = load(NODE + PI.replace("    cleanPodPolicy: Running\n",
-                                            "    cleanPodPolicy: Running\n    schedulingPolicy: {}\n"))
-    group, = objects.pod_groups
+    objects, notes = load(
+        NODE + PI.replace("    cleanPodPolicy: Running\n", "    cleanPodPolicy: Running\n    schedulingPolicy: {}\n")
+    )
+    (group,) = objects.pod_groups
     assert group.name == "pi" and group.spec.scheduling_policy.gang.min_count == 3
     assert all(p.spec.scheduling_group.pod_group_name == "pi" for p in objects.pods)
     assert "simulated as the gang PodGroup default/pi" in notes
 
 
 def test_mpijob_suspended_makes_nothing_and_says_so():
-    objects, notes = load(NODE + PI.replace("    cleanPodPolicy: Running\n",
-                                            "    cleanPodPolicy: Running\n    suspend: true\n"))
+    objects, notes = load(
+        NODE + PI.replace("    cleanPodPolicy: Running\n", "    cleanPodPolicy: Running\n    suspend: true\n")
+    )
     assert objects.pods == [] and "is suspended (spec.runPolicy.suspend: true)" in notes
 
 
 def test_mpijob_without_launcher_is_an_input_error():
-    text = PI[:PI.index("    Launcher:")] + PI[PI.index("    Worker:"):]
+    text = PI[: PI.index("    Launcher:")] + PI[PI.index("    Worker:") :]
     with pytest.raises(InputError, match=r"MPIJob default/pi: field spec.mpiReplicaSpecs.Launcher: missing"):
         load(NODE + text)
 
@@ -222,6 +227,7 @@ def test_dranet_gb200_mpijob_with_its_workers_in_the_dump():
     if not all(p.exists() for p in paths):
         pytest.skip("round-2 inputs not available")
     from draopt.placement import place
+
     objects = load_files([str(p) for p in paths], notes=io.StringIO())
     names = sorted(p.name for p in objects.pods)
     assert names[:1][0].startswith("nccl-test-dra-launcher-")
@@ -249,7 +255,7 @@ def test_pytorchjob_simple_master_and_worker():
 
 def test_pytorchjob_without_master_worker_0_is_master():
     """IsMasterRole: without a Master replica, worker 0 has the master role."""
-    text = PYTORCH_SIMPLE[:PYTORCH_SIMPLE.index("    Master:")] + PYTORCH_SIMPLE[PYTORCH_SIMPLE.index("    Worker:"):]
+    text = PYTORCH_SIMPLE[: PYTORCH_SIMPLE.index("    Master:")] + PYTORCH_SIMPLE[PYTORCH_SIMPLE.index("    Worker:") :]
     got = pods(load(NODE + text.replace("      replicas: 1\n", "      replicas: 3\n"))[0])
     assert sorted(got) == [f"pytorch-simple-worker-{i}" for i in range(3)]
     assert label(got["pytorch-simple-worker-0"], "training.kubeflow.org/job-role") == "master"
@@ -291,10 +297,11 @@ def test_trainjob_without_its_runtime_is_a_note():
 
 
 def test_trainjob_pod_group_policy_makes_a_gang():
-    runtime = TORCH_RUNTIME.replace("  mlPolicy:\n", "  podGroupPolicy:\n    coscheduling: {scheduleTimeoutSeconds: 100}\n"
-                                                     "  mlPolicy:\n")
+    runtime = TORCH_RUNTIME.replace(
+        "  mlPolicy:\n", "  podGroupPolicy:\n    coscheduling: {scheduleTimeoutSeconds: 100}\n  mlPolicy:\n"
+    )
     objects, notes = load(NODE + runtime + "---\n" + MULTI_NODE)
-    group, = objects.pod_groups
+    (group,) = objects.pod_groups
     assert group.spec.scheduling_policy.gang.min_count == 3
     assert all(p.spec.scheduling_group.pod_group_name == "multi-node-example" for p in objects.pods)
 

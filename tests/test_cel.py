@@ -110,7 +110,10 @@ MATCH_CASES = [
     ('quantity("50M").compareTo(quantity("50Mi")) == -1', True),
     ('isQuantity("20Mi") && !isQuantity("20Mo") && !isQuantity("10Mm")', True),
     ('"memory" in device.capacity["dra.example.com"]', True),
-    ('!("name" in device.capacity["nope.com"]) || device.capacity["nope.com"].name.isGreaterThan(quantity("1Ki"))', True),
+    (
+        '!("name" in device.capacity["nope.com"]) || device.capacity["nope.com"].name.isGreaterThan(quantity("1Ki"))',
+        True,
+    ),
     ('device.capacity.exists_one(x, x == "dra.example.com")', True),
     # semver
     ('device.attributes["dra.example.com"].driverVersion.isGreaterThan(semver("1.2.0"))', True),
@@ -441,7 +444,9 @@ def test_strings_extension_at_version_2(env):
 
 def test_transform_map(env, dev):
     assert m(env, dev, 'device.attributes["dra.example.com"].links.transformMap(i, v, v + "!") == {0: "a!", 1: "b!"}')
-    assert m(env, dev, 'device.attributes.transformMapEntry(domain, attrs, {domain: attrs.size()})["dra.example.com"] > 5')
+    assert m(
+        env, dev, 'device.attributes.transformMapEntry(domain, attrs, {domain: attrs.size()})["dra.example.com"] > 5'
+    )
     with pytest.raises(CelRuntimeError) as ei:  # cel-go: mapInsert refuses an existing key
         m(env, dev, "[1, 2].transformMapEntry(i, v, {'a': v}).size() == 1")
     assert "already exists" in str(ei.value)
@@ -476,8 +481,10 @@ def test_evaluation_errors_never_escape_as_other_exceptions(env, dev):
 def test_estimated_cost_and_validate(env):
     # kubernetes/dynamic-resource-allocation cel/compile_test.go "expensive": estimated 85,555,551 there
     ten = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"
-    expensive = f"{ten}.all(x, {ten}.all(y, {ten}.all(z, {ten}.all(z2, {ten}.all(z3, {ten}.all(z4, " \
-                f"{ten}.all(z5, int('1'.find('[0-9]*')) < 100)))))))"
+    expensive = (
+        f"{ten}.all(x, {ten}.all(y, {ten}.all(z, {ten}.all(z2, {ten}.all(z3, {ten}.all(z4, "
+        f"{ten}.all(z5, int('1'.find('[0-9]*')) < 100)))))))"
+    )
     c = env.compile(expensive)
     assert c.estimated_cost() > 10_000_000 and c.exceeds_estimated_cost_limit()
     # check_attribute_domains: 164 in Kubernetes' estimate (32 domains at most)
@@ -489,9 +496,24 @@ def test_estimated_cost_and_validate(env):
     from draopt import validation as validate
     from draopt.kube.features import Features
 
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c1", "namespace": "ml"},
-             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                 "deviceClassName": "gpu.example.com", "selectors": [{"cel": {"expression": expensive}}]}}]}}}
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c1", "namespace": "ml"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "gpu.example.com",
+                            "selectors": [{"cel": {"expression": expensive}}],
+                        },
+                    }
+                ]
+            }
+        },
+    }
     report = validate.validate_documents([(claim, "test")], Features.all_enabled())
     hits = [f for f in report.findings if "too complex, exceeds cost limit" in f.error_string()]
     assert len(hits) == 1 and hits[0].field == "spec.devices.requests[0].exactly.selectors[0].cel.expression"
@@ -516,9 +538,15 @@ def test_ip_and_cidr_libraries(env, dev):
 def test_format_library(env, dev):
     assert m(env, dev, 'format.named("labelValue").value().validate("ok").orValue([]) == []')
     assert m(env, dev, 'format.dns1123Label().validate("Not_A_Label").value().size() == 1')
-    assert m(env, dev, 'cel.bind(f, format.dns1035Label(), f.validate("1abc").hasValue() && !f.validate("abc").hasValue())')
-    assert m(env, dev, 'device.attributes["dra.example.com"].model.matches("^a") && '
-                       '!format.dns1123Label().validate(device.attributes["dra.example.com"].model).hasValue()')
+    assert m(
+        env, dev, 'cel.bind(f, format.dns1035Label(), f.validate("1abc").hasValue() && !f.validate("abc").hasValue())'
+    )
+    assert m(
+        env,
+        dev,
+        'device.attributes["dra.example.com"].model.matches("^a") && '
+        '!format.dns1123Label().validate(device.attributes["dra.example.com"].model).hasValue()',
+    )
 
 
 def test_no_iteration_limit_only_the_cost_limit(env, dev):

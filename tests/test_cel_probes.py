@@ -13,6 +13,7 @@
   (1,000,000; dynamic-resource-allocation/cel/compile.go passes it as cel.CostLimit) the
   evaluation stops with "operation cancelled: actual cost limit exceeded".
 """
+
 from __future__ import annotations
 
 import json
@@ -43,23 +44,30 @@ def evaluate(env, dev, expression):
 
 
 # ----------------------------------------------------------------------------- format()
-@pytest.mark.parametrize("expression, want", [
-    # cel-go ext/formatting_test.go: "list element: %s".format([[[1, 2, [3.0, 4]]][0]])
-    ('"list element: %s".format([[[1, 2, [3.0, 4]]][0]])', "list element: [1, 2, [3.000000, 4]]"),
-    ('"%s-%d".format(["a", 1])', "a-1"),
-    ('"%s %s %s".format([1, "x", 2.5])', "1 x 2.5"),
-    ('"%s".format([[1, "x", 2.5, true, null, b"a"]])', '[1, "x", 2.500000, true, null, b"a"]'),
-    ('"%s".format([{"b": 1, "a": 2.0}])', '{"a":2.000000, "b":1}'),
-    ('"%s".format([[duration("90s"), timestamp("2023-02-03T23:31:20Z")]])',
-     '[duration("90s"), timestamp("2023-02-03T23:31:20Z")]'),
-    ('"%s %s %s".format([1e6, 123456.0, 0.000000002])', "1e+06 123456 2e-09"),   # Go's %g
-    ('"%x %X %o %b".format([255, "hi", 8, true])', "ff 6869 10 1"),
-    # x/text en_US printer: "2.718280 × 10⁰⁰" with narrow no-break spaces (formatting_test.go)
-    ('"%e".format([2.71828])', "2.718280\u202f\u00d7\u202f10\u2070\u2070"),
-    ('"%f %f".format(["Infinity", 2.5])', "\u221e 2.500000"),
-    ('"%s-%d".format([device.attributes["gpu.example.com"].model, device.attributes["gpu.example.com"].index])',
-     "a100-0"),
-])
+@pytest.mark.parametrize(
+    "expression, want",
+    [
+        # cel-go ext/formatting_test.go: "list element: %s".format([[[1, 2, [3.0, 4]]][0]])
+        ('"list element: %s".format([[[1, 2, [3.0, 4]]][0]])', "list element: [1, 2, [3.000000, 4]]"),
+        ('"%s-%d".format(["a", 1])', "a-1"),
+        ('"%s %s %s".format([1, "x", 2.5])', "1 x 2.5"),
+        ('"%s".format([[1, "x", 2.5, true, null, b"a"]])', '[1, "x", 2.500000, true, null, b"a"]'),
+        ('"%s".format([{"b": 1, "a": 2.0}])', '{"a":2.000000, "b":1}'),
+        (
+            '"%s".format([[duration("90s"), timestamp("2023-02-03T23:31:20Z")]])',
+            '[duration("90s"), timestamp("2023-02-03T23:31:20Z")]',
+        ),
+        ('"%s %s %s".format([1e6, 123456.0, 0.000000002])', "1e+06 123456 2e-09"),  # Go's %g
+        ('"%x %X %o %b".format([255, "hi", 8, true])', "ff 6869 10 1"),
+        # x/text en_US printer: "2.718280 × 10⁰⁰" with narrow no-break spaces (formatting_test.go)
+        ('"%e".format([2.71828])', "2.718280\u202f\u00d7\u202f10\u2070\u2070"),
+        ('"%f %f".format(["Infinity", 2.5])', "\u221e 2.500000"),
+        (
+            '"%s-%d".format([device.attributes["gpu.example.com"].model, device.attributes["gpu.example.com"].index])',
+            "a100-0",
+        ),
+    ],
+)
 def test_format_with_mixed_type_arguments(env, dev, expression, want):
     assert evaluate(env, dev, expression) == want
 
@@ -67,7 +75,10 @@ def test_format_with_mixed_type_arguments(env, dev, expression, want):
 def test_format_checks_at_compile_time_and_at_runtime(env, dev):
     # a literal format string with a literal list: cel-go's validator (compile errors)
     for expression, message in [
-        ('"%d".format([2.5])', "error during formatting: decimal clause can only be used on integers, was given double"),
+        (
+            '"%d".format([2.5])',
+            "error during formatting: decimal clause can only be used on integers, was given double",
+        ),
         ('"%s".format([1, "x"])', "too many arguments supplied to string.format (expected 1, got 2)"),
         ('"%a".format([1])', 'could not parse formatting clause: unrecognized formatting clause "a"'),
         ('"filler %".format([])', "unexpected end of string"),
@@ -85,23 +96,28 @@ def test_format_checks_at_compile_time_and_at_runtime(env, dev):
 
 
 # ----------------------------------------------------------------------------- map literals
-@pytest.mark.parametrize("expression, want", [
-    ('{"a": 1, "a": 2}["a"]', 2),
-    ('size({"a": 1, "a": 2})', 1),
-    ('{"a": 1, "b": 2, "a": 3}', {"a": 3, "b": 2}),
-    ('{"a": {"x": 1, "x": 2}, "b": {"y": 0}}["a"]["x"]', 2),
-    # keys known only at runtime collide too: the last entry wins
-    ('{device.attributes["gpu.example.com"].model: 1, "a100": 2}["a100"]', 2),
-    ('[1, 1].all(k, {k: 1, 1: 2}[1] == 2)', True),
-])
+@pytest.mark.parametrize(
+    "expression, want",
+    [
+        ('{"a": 1, "a": 2}["a"]', 2),
+        ('size({"a": 1, "a": 2})', 1),
+        ('{"a": 1, "b": 2, "a": 3}', {"a": 3, "b": 2}),
+        ('{"a": {"x": 1, "x": 2}, "b": {"y": 0}}["a"]["x"]', 2),
+        # keys known only at runtime collide too: the last entry wins
+        ('{device.attributes["gpu.example.com"].model: 1, "a100": 2}["a100"]', 2),
+        ('[1, 1].all(k, {k: 1, 1: 2}[1] == 2)', True),
+    ],
+)
 def test_repeated_map_keys_last_entry_wins(env, dev, expression, want):
     assert evaluate(env, dev, expression) == want
 
 
 def test_repeated_map_keys_keep_the_literal_checks(env):
     # cel.HomogeneousAggregateLiterals still sees the literal as written
-    for expression, message in [('{"a": 1, "a": "x"}', "expected type 'int' but found 'string'"),
-                                ('{1: "x", 1u: "y"}', "expected type 'int' but found 'uint'")]:
+    for expression, message in [
+        ('{"a": 1, "a": "x"}', "expected type 'int' but found 'string'"),
+        ('{1: "x", 1u: "y"}', "expected type 'int' but found 'uint'"),
+    ]:
         with pytest.raises(CelCompileError, match=message):
             env.compile(expression, selector=False)
 
@@ -124,8 +140,10 @@ def test_nested_comprehensions_over_a_long_string_stop_at_the_cost_limit(env, de
 def test_strings_known_only_at_runtime_are_charged_by_their_size(env, dev):
     # a string built by the expression (5,000 characters), and one reached as an iteration
     # variable: each contains() costs ceil(5000 * 0.1) * 1 = 500 per inner iteration
-    built = ('cel.bind(s, lists.range(500).map(i, "aaaaaaaaaa").join(""), '
-             'lists.range(100).all(i, lists.range(100).all(j, !s.contains("zz"))))')
+    built = (
+        'cel.bind(s, lists.range(500).map(i, "aaaaaaaaaa").join(""), '
+        'lists.range(100).all(i, lists.range(100).all(j, !s.contains("zz"))))'
+    )
     each = f'["{"a" * 5000}"].all(s, lists.range(100).all(i, lists.range(100).all(j, !s.contains("zz"))))'
     for expression in (built, each):
         with pytest.raises(CelRuntimeError, match="actual cost limit exceeded"):
@@ -134,17 +152,20 @@ def test_strings_known_only_at_runtime_are_charged_by_their_size(env, dev):
     assert env.compile('lists.range(30).all(i, ["abc", "def"].all(s, !s.contains("zz")))').matches(dev)
 
 
-@pytest.mark.parametrize("expression, want", [
-    # cel-go interpreter/runtimecost_test.go
-    ("[1,2,3,4,5].filter(x, x % 2 == 0)", 62),
-    ("[1,2,3,4,5].map(x, x)", 86),
-    ("[1,2,3,4,5].map(x, x).map(x, x)", 162),
-    ("[1,2,3,4,5].map(x, x).exists(x, x == 5) == true", 118),
-    ("[1,2,3,4,5].map(x, [x, x]).filter(z, z.size() == 2)", 232),
-    ("[1,2,3,4,5].map(x, x).map(x, x) + [1]", 173),
-    (f'"{LONG}".contains("zz")', 100),
-    (f'"{LONG}".startsWith("a")', 100),
-])
+@pytest.mark.parametrize(
+    "expression, want",
+    [
+        # cel-go interpreter/runtimecost_test.go
+        ("[1,2,3,4,5].filter(x, x % 2 == 0)", 62),
+        ("[1,2,3,4,5].map(x, x)", 86),
+        ("[1,2,3,4,5].map(x, x).map(x, x)", 162),
+        ("[1,2,3,4,5].map(x, x).exists(x, x == 5) == true", 118),
+        ("[1,2,3,4,5].map(x, [x, x]).filter(z, z.size() == 2)", 232),
+        ("[1,2,3,4,5].map(x, x).map(x, x) + [1]", 173),
+        (f'"{LONG}".contains("zz")', 100),
+        (f'"{LONG}".startsWith("a")', 100),
+    ],
+)
 def test_runtime_costs_as_cel_go_counts_them(env, dev, expression, want):
     assert env.compile(expression, selector=False).cost(dev) == want
 
@@ -190,11 +211,17 @@ spec:
 """
 
 
-@pytest.mark.parametrize("selector, device", [
-    ('"%s-%d".format([device.attributes["gpu.example.com"].model, device.attributes["gpu.example.com"].index])'
-     ' == "a100-1"', "gpu-1"),
-    ('{"gpu": 0, "gpu": device.attributes["gpu.example.com"].index}["gpu"] == 1', "gpu-1"),
-])
+@pytest.mark.parametrize(
+    "selector, device",
+    [
+        (
+            '"%s-%d".format([device.attributes["gpu.example.com"].model, device.attributes["gpu.example.com"].index])'
+            ' == "a100-1"',
+            "gpu-1",
+        ),
+        ('{"gpu": 0, "gpu": device.attributes["gpu.example.com"].index}["gpu"] == 1', "gpu-1"),
+    ],
+)
 def test_the_allocator_selects_as_kubernetes(selector, device):
     out = api.allocate(objects(selector), node="node-1")
     assert out.allocated and [r.device for r in out.results[0].devices.results] == [device]
@@ -207,13 +234,14 @@ def test_the_allocator_stops_at_the_cost_limit():
     # structured/allocator.go: "claim %s: selector #%d: CEL runtime error: %w"
     assert "claim default/c: selector #0" in str(e.value)
     assert "CEL runtime error: operation cancelled: actual cost limit exceeded" in str(e.value)
-    assert e.value.stats["allocate_ms"] > 0     # errors are timed like allocations (--stats)
+    assert e.value.stats["allocate_ms"] > 0  # errors are timed like allocations (--stats)
 
 
 def test_cli_stats_time_the_error_path(tmp_path, capsys):
     """`draopt allocate --stats` on an allocation error prints the fields of a success
     (allocate_ms, build_ms, solve_ms, ...) with the error's name."""
     from draopt import cli
+
     f = tmp_path / "probe.yaml"
     selector = f'lists.range(300).all(i, lists.range(300).all(j, "{LONG}".contains("zz") == false))'
     f.write_text(_objects_text(selector))

@@ -1,4 +1,5 @@
 """The solver-independent checker accepts valid allocations and rejects hand-made wrong ones."""
+
 from __future__ import annotations
 
 import copy
@@ -15,27 +16,77 @@ V1 = "resource.k8s.io/v1"
 
 def instance(claims, devices=None, counters=None, allocated=None):
     devices = devices or [
-        {"name": f"gpu-{i}", "attributes": {"numa": {"int": i // 2}},
-         "capacity": {"memory": {"value": "8Gi"}}} for i in range(4)]
-    objects = [{"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"},
-                "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+        {"name": f"gpu-{i}", "attributes": {"numa": {"int": i // 2}}, "capacity": {"memory": {"value": "8Gi"}}}
+        for i in range(4)
+    ]
+    objects = [
+        {
+            "apiVersion": V1,
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        }
+    ]
     count = 2 if counters else 1
     if counters:
-        objects.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "counters"},
-                        "spec": {"driver": "gpu.example.com", "nodeName": "node-1",
-                                 "pool": {"name": "p", "generation": 1, "resourceSliceCount": count},
-                                 "sharedCounters": counters}})
-    objects.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "devices"},
-                    "spec": {"driver": "gpu.example.com", "nodeName": "node-1",
-                             "pool": {"name": "p", "generation": 1, "resourceSliceCount": count}, "devices": devices}})
+        objects.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": "counters"},
+                "spec": {
+                    "driver": "gpu.example.com",
+                    "nodeName": "node-1",
+                    "pool": {"name": "p", "generation": 1, "resourceSliceCount": count},
+                    "sharedCounters": counters,
+                },
+            }
+        )
+    objects.append(
+        {
+            "apiVersion": V1,
+            "kind": "ResourceSlice",
+            "metadata": {"name": "devices"},
+            "spec": {
+                "driver": "gpu.example.com",
+                "nodeName": "node-1",
+                "pool": {"name": "p", "generation": 1, "resourceSliceCount": count},
+                "devices": devices,
+            },
+        }
+    )
     if allocated:
-        objects.append({"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "old", "namespace": "default"},
-                        "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
-                        "status": {"allocation": {"devices": {"results": [
-                            {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": d} for d in allocated]}}}})
-    return {"node": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}, "objects": objects,
-            "claims": [{"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": f"c{i}", "namespace": "default"},
-                        "spec": {"devices": c}} for i, c in enumerate(claims)]}
+        objects.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaim",
+                "metadata": {"name": "old", "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
+                "status": {
+                    "allocation": {
+                        "devices": {
+                            "results": [
+                                {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": d}
+                                for d in allocated
+                            ]
+                        }
+                    }
+                },
+            }
+        )
+    return {
+        "node": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+        "objects": objects,
+        "claims": [
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"c{i}", "namespace": "default"},
+                "spec": {"devices": c},
+            }
+            for i, c in enumerate(claims)
+        ],
+    }
 
 
 def req(name="r", count=1, **extra):
@@ -98,8 +149,10 @@ def test_match_and_distinct_violations():
 
 
 def test_counter_overuse():
-    devices = [{"name": f"part-{i}", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"mem": {"value": "6Gi"}}}]}
-               for i in range(2)]
+    devices = [
+        {"name": f"part-{i}", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"mem": {"value": "6Gi"}}}]}
+        for i in range(2)
+    ]
     counters = [{"name": "gpu-0", "counters": {"mem": {"value": "8Gi"}}}]
     p, res = solved(instance([{"requests": [req()]}], devices=devices, counters=counters))
     two = copy.deepcopy(res[0])
@@ -124,10 +177,16 @@ def test_missing_node_selector():
 
 
 def test_capacity_overuse():
-    devices = [{"name": "nic-0", "allowMultipleAllocations": True,
-                "capacity": {"bw": {"value": "10G"}}}]
-    p, res = solved(instance([{"requests": [req(capacity={"requests": {"bw": "6G"}})]},
-                              {"requests": [req(capacity={"requests": {"bw": "4G"}})]}], devices=devices))
+    devices = [{"name": "nic-0", "allowMultipleAllocations": True, "capacity": {"bw": {"value": "10G"}}}]
+    p, res = solved(
+        instance(
+            [
+                {"requests": [req(capacity={"requests": {"bw": "6G"}})]},
+                {"requests": [req(capacity={"requests": {"bw": "4G"}})]},
+            ],
+            devices=devices,
+        )
+    )
     assert check(p, res) == []
     bad = copy.deepcopy(res)
     bad[1].devices.results[0].consumed_capacity = {"bw": "6G"}

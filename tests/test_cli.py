@@ -1,4 +1,5 @@
 """The CLI contract: outputs, exit codes, and clear errors for bad input (never a traceback)."""
+
 from __future__ import annotations
 
 import json
@@ -44,14 +45,20 @@ def claim(name="c1", count=1, selector=None, cls="gpu"):
     exactly = {"deviceClassName": cls, "count": count}
     if selector:
         exactly["selectors"] = [{"cel": {"expression": selector}}]
-    return yaml.safe_dump({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                           "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-                           "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}})
+    return yaml.safe_dump(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
+        }
+    )
 
 
 def run(*args, stdin=None):
-    p = subprocess.run([sys.executable, "-m", "draopt", *args], input=stdin, capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "draopt", *args], input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert "Traceback" not in p.stderr, p.stderr
     return p
 
@@ -78,12 +85,26 @@ def test_example_allocates():
 
 def test_stdin_and_claim_order(tmp_path):
     text = "---\n".join([CLASS, SLICE, NODE, claim("a"), claim("b")])
-    p = run("allocate", "-f", "-", "--node", "node-1", "--claim", "default/b", "--claim", "default/a",
-            "-o", "json", stdin=text)
+    p = run(
+        "allocate",
+        "-f",
+        "-",
+        "--node",
+        "node-1",
+        "--claim",
+        "default/b",
+        "--claim",
+        "default/a",
+        "-o",
+        "json",
+        stdin=text,
+    )
     assert p.returncode == 0, p.stderr
     items = json.loads(p.stdout)["items"]
-    assert [(c["metadata"]["name"], c["status"]["allocation"]["devices"]["results"][0]["device"])
-            for c in items] == [("b", "gpu-0"), ("a", "gpu-1")]
+    assert [(c["metadata"]["name"], c["status"]["allocation"]["devices"]["results"][0]["device"]) for c in items] == [
+        ("b", "gpu-0"),
+        ("a", "gpu-1"),
+    ]
 
 
 def test_json_list_input(tmp_path):
@@ -107,17 +128,20 @@ def test_unschedulable_exit_1(tmp_path):
     assert "unschedulable" in p.stderr
 
 
-@pytest.mark.parametrize("docs,needle", [
-    (["kind: [unclosed"], "invalid YAML"),
-    (["apiVersion: resource.k8s.io/v1alpha1\nkind: DeviceClass\nmetadata: {name: x}\n"], "field apiVersion"),
-    (["apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nspec: {}\n"], "field metadata.name"),
-    ([SLICE.replace("40Gi", "40Gii")], "spec.devices[0].capacity.memory.value"),
-    ([SLICE.replace("resourceSliceCount: 1", "resourceSliceCount: many")], "spec.pool.resourceSliceCount"),
-    ([CLASS, SLICE, NODE, claim(selector="device.attributes[")], "CEL compile error"),
-    ([CLASS, SLICE, NODE, claim(selector='device.attributes["gpu.example.com"].nosuch == 1')], "CEL runtime error"),
-    ([CLASS, SLICE, NODE, claim(cls="missing")], "could not retrieve device class missing"),
-    (["- not a mapping"], "expected a Kubernetes object"),
-])
+@pytest.mark.parametrize(
+    "docs,needle",
+    [
+        (["kind: [unclosed"], "invalid YAML"),
+        (["apiVersion: resource.k8s.io/v1alpha1\nkind: DeviceClass\nmetadata: {name: x}\n"], "field apiVersion"),
+        (["apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nspec: {}\n"], "field metadata.name"),
+        ([SLICE.replace("40Gi", "40Gii")], "spec.devices[0].capacity.memory.value"),
+        ([SLICE.replace("resourceSliceCount: 1", "resourceSliceCount: many")], "spec.pool.resourceSliceCount"),
+        ([CLASS, SLICE, NODE, claim(selector="device.attributes[")], "CEL compile error"),
+        ([CLASS, SLICE, NODE, claim(selector='device.attributes["gpu.example.com"].nosuch == 1')], "CEL runtime error"),
+        ([CLASS, SLICE, NODE, claim(cls="missing")], "could not retrieve device class missing"),
+        (["- not a mapping"], "expected a Kubernetes object"),
+    ],
+)
 def test_bad_input_exit_2(tmp_path, docs, needle):
     p = run("allocate", "-f", write(tmp_path, *docs))
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
@@ -161,16 +185,28 @@ spec:
 """
 
 
-@pytest.mark.parametrize("docs,args,needle", [
-    ([POD.replace("[{name: c}]", "[{name: c, resources: {requests: {cpu: lots}}}]")], [],
-     "spec.containers[0].resources.requests.cpu"),
-    ([POD.replace("spec:\n", "spec:\n  schedulingGroup: {podGroupName: nope}\n")], [],
-     "spec.schedulingGroup.podGroupName: PodGroup ml/nope not found"),
-    ([POD.replace("[{name: c}]", "[{name: c}]\n  resourceClaims: [{name: x, resourceClaimTemplateName: nope}]")], [],
-     "resourceClaimTemplateName"),
-    ([POD], ["--time-limit", "0"], "the time limit must be more than 0 seconds"),
-    ([POD], ["--policy", "best"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "docs,args,needle",
+    [
+        (
+            [POD.replace("[{name: c}]", "[{name: c, resources: {requests: {cpu: lots}}}]")],
+            [],
+            "spec.containers[0].resources.requests.cpu",
+        ),
+        (
+            [POD.replace("spec:\n", "spec:\n  schedulingGroup: {podGroupName: nope}\n")],
+            [],
+            "spec.schedulingGroup.podGroupName: PodGroup ml/nope not found",
+        ),
+        (
+            [POD.replace("[{name: c}]", "[{name: c}]\n  resourceClaims: [{name: x, resourceClaimTemplateName: nope}]")],
+            [],
+            "resourceClaimTemplateName",
+        ),
+        ([POD], ["--time-limit", "0"], "the time limit must be more than 0 seconds"),
+        ([POD], ["--policy", "best"], "invalid choice"),
+    ],
+)
 def test_place_bad_input_exit_2(tmp_path, docs, args, needle):
     p = run("place", "-f", write(tmp_path, *docs), *args)
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
@@ -191,8 +227,17 @@ def test_place_and_explain_exit_codes(tmp_path):
 
 
 def test_place_stats_one_json_line_per_policy():
-    r = run("place", "-f", str(ROOT / "examples" / "gang-stranding.yaml"), "--policy", "optimal", "--compare",
-            "--stats", "-o", "table")
+    r = run(
+        "place",
+        "-f",
+        str(ROOT / "examples" / "gang-stranding.yaml"),
+        "--policy",
+        "optimal",
+        "--compare",
+        "--stats",
+        "-o",
+        "table",
+    )
     lines = [json.loads(x) for x in r.stderr.splitlines() if x.startswith("{")]
     assert [x["policy"] for x in lines] == ["optimal", "first-fit"]
     opt = lines[0]

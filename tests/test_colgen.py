@@ -1,6 +1,7 @@
 """Column generation (draopt/model/colgen.py): its placements pass the checker, its bound
 is at least what it places and equals the optimum the one model proves on small cases, and a
 stop for time is said."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,9 +18,12 @@ from draopt.cluster.check import check_placement
 
 OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
 
-NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(
-    f"a-{i},32000,131072,4,T4\n" for i in range(3)) + "".join(f"b-{i},64000,262144,8,G2\n" for i in range(2)) + \
-    "c-0,16000,65536,2,P100\n"
+NODES = (
+    "sn,cpu_milli,memory_mib,gpu,model\n"
+    + "".join(f"a-{i},32000,131072,4,T4\n" for i in range(3))
+    + "".join(f"b-{i},64000,262144,8,G2\n" for i in range(2))
+    + "c-0,16000,65536,2,P100\n"
+)
 TASKS = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec
 t-00,4000,8192,1,1000,
 t-01,2000,4096,1,300,
@@ -71,7 +75,7 @@ def test_bound_equals_the_one_models_optimum_on_small_clusters(small, monkeypatc
     assert exact.result.stats["proven"]["placed"]
     assert "colgen_rounds" not in exact.result.stats
     monkeypatch.setattr(colgen, "MIN_NODES", 0)
-    got = _place(c, batch, time_limit=10.0)   # a loaded machine still converges
+    got = _place(c, batch, time_limit=10.0)  # a loaded machine still converges
     st = got.result.stats
     assert st["colgen_rounds"] >= 1 and st["colgen_converged"]
     assert check_placement(got) == []
@@ -87,7 +91,7 @@ def test_bound_equals_the_one_models_optimum_on_small_clusters(small, monkeypatc
 def test_stopped_early_is_said_and_the_bound_still_holds(small, monkeypatch):
     c, batch, exact = small
     monkeypatch.setattr(colgen, "MIN_NODES", 0)
-    monkeypatch.setattr(colgen, "LP_SHARE", 0.0)   # no time for the generation at all
+    monkeypatch.setattr(colgen, "LP_SHARE", 0.0)  # no time for the generation at all
     got = _place(c, batch, time_limit=2.0)
     st = got.result.stats
     assert "time limit" in st["colgen_stopped"] and not st["colgen_converged"]
@@ -107,13 +111,13 @@ def test_openb_cut_passes_the_checker(tmp_path, monkeypatch):
     seq, _ = sim.arrivals(c, 1.0, np.random.default_rng([0, 0]))
     batch = [c.shapes[i] for i in seq]
     monkeypatch.setattr(colgen, "MIN_NODES", 0)
-    got = _place(c, batch, time_limit=30.0)   # first-fit (kube-scheduler profile) counts too
+    got = _place(c, batch, time_limit=30.0)  # first-fit (kube-scheduler profile) counts too
     st = got.result.stats
     assert st["colgen_rounds"] >= 1
     assert check_placement(got) == []
-    if "colgen_warm_kept" in st:                 # a loaded machine: first-fit's placement, said why
+    if "colgen_warm_kept" in st:  # a loaded machine: first-fit's placement, said why
         assert "time" in st["colgen_warm_kept"] and st["objective"] == st["first_fit_objective"]
-    else:                                        # placed from the generated columns (invert)
+    else:  # placed from the generated columns (invert)
         assert st["first_fit_objective"] < st["objective"]
     assert st["objective"] <= st["bound"]
 
@@ -141,8 +145,11 @@ def test_compact_pricing_agrees_with_the_one_model_on_the_openb_cut(tmp_path, mo
         if got is not None and exact is not None and got[2] and exact[2]:
             # Both proven: the same best reduced value (each bound is the optimum plus the
             # rounding of the prices to integers, at most that slack apart).
-            best_one = sum(reduced.get(k, 0.0) * n for k, n in zip(fast.kinds, exact[0].counts)) \
-                if exact[0] is not None else 0.0
+            best_one = (
+                sum(reduced.get(k, 0.0) * n for k, n in zip(fast.kinds, exact[0].counts))
+                if exact[0] is not None
+                else 0.0
+            )
             assert abs(got[1] - exact[1]) <= 1e-3 * max(1.0, exact[1])
             assert got[1] >= best_one - 1e-6
             compared.append(len(fast.kinds))

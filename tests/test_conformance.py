@@ -2,6 +2,7 @@
 runs them: the public sample (tests/conformance/cases, copied from shared/conformance) in
 real subprocesses, and further cases transcribed from Kubernetes' allocator test table
 (tests/conformance/extra*) in-process, through the same runner, for speed."""
+
 from __future__ import annotations
 
 import contextlib
@@ -31,12 +32,13 @@ def test_scenario(path):
 def _in_process(cmd, capture_output=True, text=True, timeout=None):
     """subprocess.run stand-in: `draopt ...` run through draopt.cli.main in this process."""
     from draopt.cli import main
-    argv = cmd[cmd.index("allocate"):]
+
+    argv = cmd[cmd.index("allocate") :]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(argv)
-        except SystemExit as e:   # argparse
+        except SystemExit as e:  # argparse
             code = e.code
     return subprocess.CompletedProcess(cmd, code, out.getvalue(), err.getvalue())
 

@@ -1,4 +1,5 @@
 """Workload controllers become the Pods their controllers would create (draopt.kube.controllers)."""
+
 from __future__ import annotations
 
 import io
@@ -79,7 +80,8 @@ SUFFIX = f"[{NAME_ALPHABET}]{{5}}"
 
 
 # ------------------------------------------------------------------ Deployment / ReplicaSet
-DEPLOYMENT = """
+DEPLOYMENT = (
+    """
 apiVersion: apps/v1
 kind: Deployment
 metadata: {namespace: ml, name: infer, labels: {app: infer}}
@@ -89,7 +91,9 @@ spec:
   template:
     metadata: {labels: {app: infer}, annotations: {team: ml}}
     spec:
-""" + POD_SPEC
+"""
+    + POD_SPEC
+)
 
 
 def test_deployment_makes_its_replicasets_pods_with_names_labels_owners():
@@ -112,8 +116,12 @@ def test_deployment_makes_its_replicasets_pods_with_names_labels_owners():
     assert all(p.placed for p in out.result.pods)
     # Each replica got its own claim from the template, named <pod>-<claim>.
     assert sorted(out.result.claims) == sorted(f"ml/{n}-gpu" for n in pod_names(objs))
-    assert sorted(a.devices.results[0].device for a, _ in out.result.claims.values()) == \
-        ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    assert sorted(a.devices.results[0].device for a, _ in out.result.claims.values()) == [
+        "gpu-0",
+        "gpu-1",
+        "gpu-2",
+        "gpu-3",
+    ]
 
 
 def test_pod_template_hash_follows_the_template():
@@ -127,48 +135,89 @@ def test_pod_template_hash_follows_the_template():
 def test_replicaset_counts_the_pods_it_already_owns_kind_list_with_managed_fields(capsys):
     """A `kubectl get all -o yaml` dump: a List with managedFields, a Deployment, its ReplicaSet
     (replicas 3), two of its pods running, a Service and a ConfigMap."""
-    running = [{
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": f"infer-7d4b9c-{s}", "namespace": "ml", "uid": f"uid-{s}",
-                     "labels": {"app": "infer", "pod-template-hash": "7d4b9c"},
-                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "infer-7d4b9c",
-                                          "uid": "rs-uid", "controller": True, "blockOwnerDeletion": True}],
-                     "managedFields": [{"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "kube-controller-manager",
-                                        "operation": "Update", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]},
-        "spec": {"nodeName": "n1", "containers": [{"name": "ctr", "image": "ubuntu:24.04"}]},
-        "status": {"phase": "Running"}} for s in ("x2b4k", "q9z7w")]
+    running = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"infer-7d4b9c-{s}",
+                "namespace": "ml",
+                "uid": f"uid-{s}",
+                "labels": {"app": "infer", "pod-template-hash": "7d4b9c"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "name": "infer-7d4b9c",
+                        "uid": "rs-uid",
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+                "managedFields": [
+                    {
+                        "apiVersion": "v1",
+                        "fieldsType": "FieldsV1",
+                        "manager": "kube-controller-manager",
+                        "operation": "Update",
+                        "fieldsV1": {"f:metadata": {"f:labels": {}}},
+                    }
+                ],
+            },
+            "spec": {"nodeName": "n1", "containers": [{"name": "ctr", "image": "ubuntu:24.04"}]},
+            "status": {"phase": "Running"},
+        }
+        for s in ("x2b4k", "q9z7w")
+    ]
     dep = yaml.safe_load(DEPLOYMENT)
     dep["metadata"].update(uid="dep-uid", managedFields=[{"manager": "kubectl", "operation": "Update"}])
     rs = yaml.safe_load(DEPLOYMENT)
     rs["kind"] = "ReplicaSet"
     rs["spec"]["replicas"] = 3
-    rs["metadata"] = {"name": "infer-7d4b9c", "namespace": "ml", "uid": "rs-uid",
-                      "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "infer",
-                                           "uid": "dep-uid", "controller": True}],
-                      "managedFields": [{"manager": "kube-controller-manager", "operation": "Update"}]}
+    rs["metadata"] = {
+        "name": "infer-7d4b9c",
+        "namespace": "ml",
+        "uid": "rs-uid",
+        "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "infer", "uid": "dep-uid", "controller": True}
+        ],
+        "managedFields": [{"manager": "kube-controller-manager", "operation": "Update"}],
+    }
     rs["spec"]["template"]["metadata"]["labels"]["pod-template-hash"] = "7d4b9c"
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "infer", "namespace": "ml"},
-           "spec": {"ports": [{"port": 80}]}}
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "namespace": "ml"},
-          "data": {"ca.crt": "..."}}
-    dump = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
-                           "items": running + [svc, dep, rs, cm]})
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "infer", "namespace": "ml"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kube-root-ca.crt", "namespace": "ml"},
+        "data": {"ca.crt": "..."},
+    }
+    dump = yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": running + [svc, dep, rs, cm]}
+    )
     notes = io.StringIO()
     objs = load_text(docs(CLASS, TEMPLATE) + "---\n" + dump, "dump", notes=notes)
     assert notes.getvalue().splitlines() == [
         "note: skipped 1 ConfigMap object(s): not used for placement",
-        "note: skipped 1 Service object(s): not used for placement"]
+        "note: skipped 1 Service object(s): not used for placement",
+    ]
     made = [p for p in objs.pods if not p.spec.node_name]
-    assert len(made) == 1          # replicas 3, two running; the Deployment leaves it to its ReplicaSet
+    assert len(made) == 1  # replicas 3, two running; the Deployment leaves it to its ReplicaSet
     assert re.fullmatch(f"infer-7d4b9c-{SUFFIX}", made[0].name)
     assert made[0].to_k8s()["metadata"]["ownerReferences"][0]["uid"] == "rs-uid"
     with pytest.raises(InputError, match=r"skipped 1 ConfigMap object\(s\).*--strict"):
         load_text(docs(CLASS, TEMPLATE) + "---\n" + dump, "dump", strict=True)
 
 
-@pytest.mark.skipif(not (REALWORLD / "10-nvidia-quickstart-static-mig.yaml").exists()
-                    or not (REALWORLD / "rough" / "r17-nvidia-gpu-test4-with-deployment.yaml").exists(),
-                    reason="shared/realworld inputs not available")
+@pytest.mark.skipif(
+    not (REALWORLD / "10-nvidia-quickstart-static-mig.yaml").exists()
+    or not (REALWORLD / "rough" / "r17-nvidia-gpu-test4-with-deployment.yaml").exists(),
+    reason="shared/realworld inputs not available",
+)
 def test_nvidia_gpu_test4_deployment_of_four_mig_pods(tmp_path):
     """realworld/10 expanded NVIDIA's gpu-test4 Deployment (replicas 4) by hand; the verbatim
     Deployment (rough/r17) must give the same allocation: each replica 1g+1g+2g+3g of one GPU."""
@@ -190,15 +239,17 @@ def test_nvidia_gpu_test4_deployment_of_four_mig_pods(tmp_path):
             if key.startswith("gpu-test4/"):
                 out.append(sorted(r.device for r in alloc.devices.results))
         return sorted(out)
+
     assert all(p.placed for p in by_controller.result.pods)
     assert len(mig_sets(by_controller.result)) == 4
     assert mig_sets(by_controller.result) == mig_sets(by_hand.result)
     for devices in mig_sets(by_controller.result):
-        assert len({d.split("-mig-")[0] for d in devices}) == 1, devices   # one parent GPU
+        assert len({d.split("-mig-")[0] for d in devices}) == 1, devices  # one parent GPU
 
 
 # ------------------------------------------------------------------ Job / CronJob
-JOB = """
+JOB = (
+    """
 apiVersion: batch/v1
 kind: Job
 metadata: {namespace: ml, name: example-dra-job}
@@ -208,7 +259,9 @@ spec:
   template:
     spec:
       restartPolicy: Never
-""" + POD_SPEC
+"""
+    + POD_SPEC
+)
 
 
 def test_job_parallelism_2_of_10_completions_makes_two_pods():
@@ -221,7 +274,7 @@ def test_job_parallelism_2_of_10_completions_makes_two_pods():
         assert labels["batch.kubernetes.io/controller-uid"] == labels["controller-uid"]
         assert p.to_k8s()["metadata"]["ownerReferences"][0]["kind"] == "Job"
     out = place(objs, policy="first-fit")
-    assert [p.placed for p in out.result.pods] == [True, False]     # one GPU for two pods
+    assert [p.placed for p in out.result.pods] == [True, False]  # one GPU for two pods
 
 
 def test_website_job_verbatim_flow_mapping():
@@ -230,13 +283,17 @@ def test_website_job_verbatim_flow_mapping():
         pytest.skip("shared/realworld inputs not available")
     objs = load_files([str(path)])
     assert [p.namespace for p in objs.pods] == ["default", "default"]
-    assert all(p.spec.resource_claims[0].resource_claim_template_name == "example-resource-claim-template"
-               for p in objs.pods)
+    assert all(
+        p.spec.resource_claims[0].resource_claim_template_name == "example-resource-claim-template" for p in objs.pods
+    )
 
 
 def test_indexed_job_lowest_free_indexes_and_creation_order():
-    job = JOB.replace("parallelism: 2", "parallelism: 12").replace("completions: 10", "completions: 12") \
+    job = (
+        JOB.replace("parallelism: 2", "parallelism: 12")
+        .replace("completions: 10", "completions: 12")
         .replace("spec:\n  completions", "spec:\n  completionMode: Indexed\n  completions")
+    )
     objs = load_text(docs(CLASS, node("n1", 3), TEMPLATE, job), "t")
     idx = [p.metadata.labels["batch.kubernetes.io/job-completion-index"] for p in objs.pods]
     assert idx == [str(i) for i in range(12)]
@@ -246,20 +303,30 @@ def test_indexed_job_lowest_free_indexes_and_creation_order():
         assert p.to_k8s()["spec"]["hostname"] == f"example-dra-job-{i}"
     out = place(objs, policy="first-fit")
     placed = sorted(int(p.pod.rsplit("-", 2)[1]) for p in out.result.pods if p.placed)
-    assert placed == [0, 1, 2]        # creation (index) order, not name order (0, 1, 10)
+    assert placed == [0, 1, 2]  # creation (index) order, not name order (0, 1, 10)
 
 
 def test_indexed_job_counts_existing_pods():
     job = yaml.safe_load(JOB)
     job["spec"].update(completionMode="Indexed", completions=4, parallelism=2)
-    done = {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "example-dra-job-0-abcde", "namespace": "ml",
-                         "annotations": {"batch.kubernetes.io/job-completion-index": "0"},
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "example-dra-job",
-                                              "uid": "u", "controller": True}]},
-            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]}, "status": {"phase": "Succeeded"}}
+    done = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "example-dra-job-0-abcde",
+            "namespace": "ml",
+            "annotations": {"batch.kubernetes.io/job-completion-index": "0"},
+            "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "Job", "name": "example-dra-job", "uid": "u", "controller": True}
+            ],
+        },
+        "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+        "status": {"phase": "Succeeded"},
+    }
     busy = yaml.safe_load(yaml.safe_dump(done))
-    busy["metadata"].update(name="example-dra-job-1-fghjk", annotations={"batch.kubernetes.io/job-completion-index": "1"})
+    busy["metadata"].update(
+        name="example-dra-job-1-fghjk", annotations={"batch.kubernetes.io/job-completion-index": "1"}
+    )
     busy["status"]["phase"] = "Running"
     objs = load_text(docs(CLASS, TEMPLATE, yaml.safe_dump(done), yaml.safe_dump(busy), yaml.safe_dump(job)), "t")
     made = [p for p in objs.pods if p.spec.node_name is None]
@@ -314,16 +381,31 @@ def test_statefulset_ordinals_in_order():
 
 
 def test_daemonset_one_pod_per_eligible_node():
-    ds = DEPLOYMENT.replace("Deployment", "DaemonSet").replace("  replicas: 4\n", "") \
+    ds = (
+        DEPLOYMENT.replace("Deployment", "DaemonSet")
+        .replace("  replicas: 4\n", "")
         .replace("    spec:\n", "    spec:\n      nodeSelector: {gpu: 'true'}\n", 1)
+    )
     gpu = "{gpu: 'true'}"
-    objs = load_text(docs(CLASS, TEMPLATE, node("a", 1, labels=gpu), node("b", 1, labels=gpu),
-                          node("c", 1),                                                   # no label
-                          node("d", 1, labels=gpu, taints="[{key: dedicated, value: x, effect: NoSchedule}]"),
-                          node("e", 1, labels=gpu, taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]"),
-                          ds), "t")
-    pinned = [p.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
-              .node_selector_terms[0].match_fields[0].values for p in objs.pods]
+    objs = load_text(
+        docs(
+            CLASS,
+            TEMPLATE,
+            node("a", 1, labels=gpu),
+            node("b", 1, labels=gpu),
+            node("c", 1),  # no label
+            node("d", 1, labels=gpu, taints="[{key: dedicated, value: x, effect: NoSchedule}]"),
+            node("e", 1, labels=gpu, taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]"),
+            ds,
+        ),
+        "t",
+    )
+    pinned = [
+        p.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms[0]
+        .match_fields[0]
+        .values
+        for p in objs.pods
+    ]
     assert pinned == [["a"], ["b"], ["e"]]
     out = place(objs, policy="first-fit")
     assert sorted(p.node for p in out.result.pods) == ["a", "b", "e"]
@@ -383,10 +465,19 @@ spec:
     assert lab["vllm-1-2"]["leaderworkerset.sigs.k8s.io/group-index"] == "1"
     assert lab["vllm-1-2"]["leaderworkerset.sigs.k8s.io/worker-index"] == "2"
     assert lab["vllm-1"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
-    assert lab["vllm-1"]["leaderworkerset.sigs.k8s.io/group-key"] == lab["vllm-1-1"]["leaderworkerset.sigs.k8s.io/group-key"]
+    assert (
+        lab["vllm-1"]["leaderworkerset.sigs.k8s.io/group-key"]
+        == lab["vllm-1-1"]["leaderworkerset.sigs.k8s.io/group-key"]
+    )
     owners = {p.name: p.to_k8s()["metadata"]["ownerReferences"][0]["name"] for p in objs.pods}
-    assert owners == {"vllm-0": "vllm", "vllm-0-1": "vllm-0", "vllm-0-2": "vllm-0",
-                      "vllm-1": "vllm", "vllm-1-1": "vllm-1", "vllm-1-2": "vllm-1"}
+    assert owners == {
+        "vllm-0": "vllm",
+        "vllm-0-1": "vllm-0",
+        "vllm-0-2": "vllm-0",
+        "vllm-1": "vllm",
+        "vllm-1-1": "vllm-1",
+        "vllm-1-2": "vllm-1",
+    }
 
 
 # ------------------------------------------------------------------ CLI: directories, notes, --strict
@@ -411,9 +502,14 @@ def test_cli_directory_notes_and_strict(tmp_path, capsys):
 
 
 def test_template_errors_name_the_controllers_field_and_warnings_come_once(capsys):
-    bad = DEPLOYMENT.replace("      containers:\n      - name: ctr\n", "      containers: ctr\n      x:\n      - name: ctr\n")
-    with pytest.raises(InputError, match=r"Deployment ml/infer: field spec.template.spec.containers: "
-                                         r"Input should be a valid list"):
+    bad = DEPLOYMENT.replace(
+        "      containers:\n      - name: ctr\n", "      containers: ctr\n      x:\n      - name: ctr\n"
+    )
+    with pytest.raises(
+        InputError,
+        match=r"Deployment ml/infer: field spec.template.spec.containers: "
+        r"Input should be a valid list",
+    ):
         load_text(docs(TEMPLATE, bad), "t")
     typo = DEPLOYMENT.replace("      resourceClaims:", "      nodeSelectr: {gpu: 'true'}\n      resourceClaims:")
     objs = load_text(docs(TEMPLATE, typo), "t")
@@ -428,15 +524,24 @@ def test_plan_gives_new_nodes_their_daemonset_pods():
     """A DaemonSet that takes one of each node's two GPUs: every added node keeps one GPU for the
     Deployment's 4 pods, so 3 more nodes are needed, not 2."""
     from draopt.studies.planning import nodes_needed, with_copies
-    ds = DEPLOYMENT.replace("Deployment", "DaemonSet").replace("name: infer", "name: agent") \
-        .replace("app: infer", "app: agent").replace("  replicas: 4\n", "")
+
+    ds = (
+        DEPLOYMENT.replace("Deployment", "DaemonSet")
+        .replace("name: infer", "name: agent")
+        .replace("app: infer", "app: agent")
+        .replace("  replicas: 4\n", "")
+    )
     objs = load_text(docs(CLASS, TEMPLATE, node("a", 2), ds, DEPLOYMENT), "t")
     copies = with_copies(objs, "a", 2)
-    pinned = sorted(p.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
-                    .node_selector_terms[0].match_fields[0].values[0]
-                    for p in copies.pods if p.name.startswith("agent-"))
+    pinned = sorted(
+        p.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms[0]
+        .match_fields[0]
+        .values[0]
+        for p in copies.pods
+        if p.name.startswith("agent-")
+    )
     assert pinned == ["a", "a-plan-0", "a-plan-1"]
-    assert len(objs.pods) == 5                 # the input's own set is left as it was
+    assert len(objs.pods) == 5  # the input's own set is left as it was
     plan = nodes_needed(objs, "a")
     assert plan.extra_nodes == 3
     assert plan.tried[3] == (8, 8)
@@ -480,13 +585,29 @@ spec:
 def test_deployment_counts_its_pods_in_a_dump_without_replicasets():
     """`kubectl get deployments,pods -o yaml`: 3 of 4 replicas running under the cluster's own
     ReplicaSet hash; one more pod is made, not four."""
-    running = [{"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": f"infer-6d9f8c7b5-{s}", "namespace": "ml",
-                             "labels": {"app": "infer", "pod-template-hash": "6d9f8c7b5"},
-                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                                  "name": "infer-6d9f8c7b5", "uid": "u", "controller": True}]},
-                "spec": {"nodeName": "n1", "containers": [{"name": "ctr"}]}, "status": {"phase": "Running"}}
-               for s in ("7xq2k", "b2lm9", "k4dzt")]
+    running = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"infer-6d9f8c7b5-{s}",
+                "namespace": "ml",
+                "labels": {"app": "infer", "pod-template-hash": "6d9f8c7b5"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "name": "infer-6d9f8c7b5",
+                        "uid": "u",
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {"nodeName": "n1", "containers": [{"name": "ctr"}]},
+            "status": {"phase": "Running"},
+        }
+        for s in ("7xq2k", "b2lm9", "k4dzt")
+    ]
     objs = load_text(docs(TEMPLATE, DEPLOYMENT, *[yaml.safe_dump(p) for p in running]), "t")
     assert len([p for p in objs.pods if not p.spec.node_name]) == 1
 
@@ -494,9 +615,14 @@ def test_deployment_counts_its_pods_in_a_dump_without_replicasets():
 def test_generate_name_manifests_get_stable_names():
     """Manifests for `kubectl create` (metadata.generateName, no name): named as the API server
     would, with a stable suffix."""
-    job = JOB.replace("metadata: {namespace: ml, name: example-dra-job}", "metadata: {namespace: ml, generateName: pi-}")
-    text = docs(TEMPLATE, job, "apiVersion: v1\nkind: Pod\nmetadata: {namespace: ml, generateName: p-}\n"
-                               "spec: {containers: [{name: c}]}\n")
+    job = JOB.replace(
+        "metadata: {namespace: ml, name: example-dra-job}", "metadata: {namespace: ml, generateName: pi-}"
+    )
+    text = docs(
+        TEMPLATE,
+        job,
+        "apiVersion: v1\nkind: Pod\nmetadata: {namespace: ml, generateName: p-}\nspec: {containers: [{name: c}]}\n",
+    )
     names = pod_names(load_text(text, "t"))
     assert names == pod_names(load_text(text, "t"))
     assert re.fullmatch(f"p-{SUFFIX}", names[0]), names

@@ -7,6 +7,7 @@ a node where a matching device is in use or absent: the answers below are first-
 optimal's alike. The round-2 shape is ../shared/realworld/round2/h-jobset-train.yaml (96 whole-node
 pods, All of 8 GPUs; measured in benchmarks, not here).
 """
+
 from __future__ import annotations
 
 from draopt.kube.loader import load_text
@@ -14,12 +15,14 @@ from draopt.placement import place
 
 
 def cluster(nodes: int, gpus: int, extra_node_without_gpus: bool = True) -> str:
-    docs = ["""apiVersion: resource.k8s.io/v1
+    docs = [
+        """apiVersion: resource.k8s.io/v1
 kind: DeviceClass
 metadata: {name: gpu.example.com}
 spec:
   selectors:
-  - cel: {expression: device.driver == "gpu.example.com"}"""]
+  - cel: {expression: device.driver == "gpu.example.com"}"""
+    ]
     names = [f"n{i}" for i in range(nodes)] + (["cpu-only"] if extra_node_without_gpus else [])
     for name in names:
         docs.append(f"""apiVersion: v1
@@ -42,7 +45,8 @@ spec:
 
 
 def workload(pods: int, mode: str = "allocationMode: All") -> str:
-    docs = [f"""apiVersion: resource.k8s.io/v1
+    docs = [
+        f"""apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {{name: all-gpus}}
 spec:
@@ -50,7 +54,8 @@ spec:
     devices:
       requests:
       - name: gpus
-        exactly: {{deviceClassName: gpu.example.com, {mode}}}"""]
+        exactly: {{deviceClassName: gpu.example.com, {mode}}}"""
+    ]
     for i in range(pods):
         docs.append(f"""apiVersion: v1
 kind: Pod
@@ -87,6 +92,7 @@ def test_an_all_request_in_a_prioritized_list_is_not_counted():
     text = cluster(2, 2) + workload(2).replace(
         "exactly: {deviceClassName: gpu.example.com, allocationMode: All}",
         "firstAvailable: [{name: all, deviceClassName: gpu.example.com, allocationMode: All}, "
-        "{name: one, deviceClassName: gpu.example.com}]")
+        "{name: one, deviceClassName: gpu.example.com}]",
+    )
     _, stats = answer(text, "optimal")
     assert stats.get("not_counted_because") == {"All request in a prioritized list": 2}

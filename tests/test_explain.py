@@ -1,4 +1,5 @@
 """Explanations: device rejection reasons and the minimal set of requirements in conflict."""
+
 from __future__ import annotations
 
 import json
@@ -20,25 +21,41 @@ def test_counter_conflict_names_both_requests_and_the_counter():
     objs = load_text(tf.CLASS + tf.COUNTERS + tf.NODE + tf.claim("a", tf.ONE) + tf.claim("b", tf.ONE))
     (ex,) = explain_claims(objs, None, ALL)
     assert not ex.fits
-    assert ex.conflict == ["claim default/a request req-0: 1 device(s)", "claim default/b request req-0: 1 device(s)",
-                           "pool dra.example.com/pool: counter gpu-1-counters/memory (8Gi left)"]
+    assert ex.conflict == [
+        "claim default/a request req-0: 1 device(s)",
+        "claim default/b request req-0: 1 device(s)",
+        "pool dra.example.com/pool: counter gpu-1-counters/memory (8Gi left)",
+    ]
 
 
 def test_match_attribute_conflict_is_minimal():
     # gpu-0 is on numa 0, the only NIC on numa 1: the constraint and both requests clash,
     # the unrelated third request is not part of the explanation.
-    text = tf.NUMA.replace("numa: {int: 1}}}", "numa: {int: 0}}}") + tf.NODE + tf.claim(
-        "a", tf.DERIVED + "    - name: extra\n      exactly: {deviceClassName: gpu.example.com, count: 1}\n",
-        tf.DERIVED_CONSTRAINT)
+    text = (
+        tf.NUMA.replace("numa: {int: 1}}}", "numa: {int: 0}}}")
+        + tf.NODE
+        + tf.claim(
+            "a",
+            tf.DERIVED + "    - name: extra\n      exactly: {deviceClassName: gpu.example.com, count: 1}\n",
+            tf.DERIVED_CONSTRAINT,
+        )
+    )
     (ex,) = explain_claims(load_text(text), None, ALL)
     assert not ex.fits
-    assert ex.conflict == ["claim default/a constraints[0]: matchAttribute derived/numa over gpu, nic",
-                           "claim default/a request gpu: 1 device(s)", "claim default/a request nic: 1 device(s)"]
+    assert ex.conflict == [
+        "claim default/a constraints[0]: matchAttribute derived/numa over gpu, nic",
+        "claim default/a request gpu: 1 device(s)",
+        "claim default/a request nic: 1 device(s)",
+    ]
 
 
 def test_rejection_reasons_per_request():
-    objs = load_text(tf.CLASS + tf.TAINTED + tf.NODE + tf.claim("a", tf.ONE.replace("resource.example.com}",
-                                                                                    "resource.example.com, count: 3}")))
+    objs = load_text(
+        tf.CLASS
+        + tf.TAINTED
+        + tf.NODE
+        + tf.claim("a", tf.ONE.replace("resource.example.com}", "resource.example.com, count: 3}"))
+    )
     (ex,) = explain_claims(objs, None, ALL)
     reasons = ex.rejections["default/a req-0"]
     assert reasons["usable"] == 2
@@ -52,8 +69,12 @@ def test_fitting_claims_have_no_conflict():
 
 
 def test_cli_explains_unplaced_gang_pods():
-    p = subprocess.run([sys.executable, "-m", "draopt", "explain", "-f", str(ROOT / "examples" / "gang-stranding.yaml"),
-                        "-o", "json"], capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "draopt", "explain", "-f", str(ROOT / "examples" / "gang-stranding.yaml"), "-o", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr
     subjects = [s["subject"] for s in json.loads(p.stdout)]
     assert any("ml/trainer-1" in s and "cannot allocate all claims" in s for s in subjects)

@@ -1,4 +1,5 @@
 """One test per DRA feature, reproducing the examples of the DRA concept docs (shared/seeds)."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -84,17 +85,20 @@ ONE = "    - name: req-0\n      exactly: {deviceClassName: resource.example.com}
 
 def test_partitionable_two_6gi_devices_on_8gi_counter_set():
     out = allocate(CLASS + COUNTERS + NODE + claim("a", ONE) + claim("b", ONE))
-    assert not out.allocated   # together they would need 12Gi of 8Gi
+    assert not out.allocated  # together they would need 12Gi of 8Gi
     out = allocate(CLASS + COUNTERS + NODE + claim("a", ONE))
     assert devices(out) == [("req-0", "device-1")]
     # With device-1 allocated, device-2 no longer fits.
-    held = claim("held", ONE).rstrip() + """
+    held = (
+        claim("held", ONE).rstrip()
+        + """
 status:
   allocation:
     devices:
       results:
       - {request: req-0, driver: dra.example.com, pool: pool, device: device-1}
 """
+    )
     assert not allocate(CLASS + COUNTERS + NODE + held + claim("b", ONE)).allocated
 
 
@@ -150,10 +154,12 @@ def test_compatibility_groups_mig_vgpu_pair_rejected(engine):
     out = allocate(CLASS + COMPAT + NODE + claim("a", two), engine=engine)
     # mig + vgpu share no group: the second device is the other MIG slice.
     assert devices(out) == [("req-0", "gpu-0-mig"), ("req-0", "gpu-0-mig-2")]
-    pair = ('    - name: mig\n      exactly: {deviceClassName: resource.example.com, selectors: '
-            '[{cel: {expression: \'device.attributes["dra.example.com"].mode == "mig"\'}}]}\n'
-            '    - name: vgpu\n      exactly: {deviceClassName: resource.example.com, selectors: '
-            '[{cel: {expression: \'device.attributes["dra.example.com"].mode == "vgpu"\'}}]}\n')
+    pair = (
+        '    - name: mig\n      exactly: {deviceClassName: resource.example.com, selectors: '
+        '[{cel: {expression: \'device.attributes["dra.example.com"].mode == "mig"\'}}]}\n'
+        '    - name: vgpu\n      exactly: {deviceClassName: resource.example.com, selectors: '
+        '[{cel: {expression: \'device.attributes["dra.example.com"].mode == "vgpu"\'}}]}\n'
+    )
     assert not allocate(CLASS + COMPAT + NODE + claim("a", pair), engine=engine).allocated
     # Across claims too.
     mig = pair.split("    - name: vgpu")[0]
@@ -189,8 +195,10 @@ spec:
 
 
 def bw(amount):
-    return ("    - name: req-0\n      exactly:\n        deviceClassName: resource.example.com\n"
-            f"        capacity: {{requests: {{bandwidth: {amount}}}}}\n")
+    return (
+        "    - name: req-0\n      exactly:\n        deviceClassName: resource.example.com\n"
+        f"        capacity: {{requests: {{bandwidth: {amount}}}}}\n"
+    )
 
 
 def test_consumable_capacity_bandwidth_shared_with_step_rounding():
@@ -344,8 +352,10 @@ def test_derived_attributes_align_gpu_and_nic_numa(engine):
 def test_derived_attributes_validation_and_runtime_errors():
     with pytest.raises(AllocationError, match="not used by any"):
         allocate(NUMA + NODE + claim("a", DERIVED))
-    bad_name = DERIVED.replace("name: derived/numa\n          expression: device.attributes[\"gpu",
-                               "name: Derived_numa\n          expression: device.attributes[\"gpu")
+    bad_name = DERIVED.replace(
+        "name: derived/numa\n          expression: device.attributes[\"gpu",
+        "name: Derived_numa\n          expression: device.attributes[\"gpu",
+    )
     with pytest.raises(AllocationError, match="not a DNS subdomain"):
         allocate(NUMA + NODE + claim("a", bad_name, DERIVED_CONSTRAINT))
     missing = DERIVED.replace('["nic.example.com"].numaNode', '["nic.example.com"].numa')
@@ -386,9 +396,11 @@ def test_taints_and_tolerations(engine):
     out = allocate(CLASS + TAINTED + NODE + claim("a", ONE), engine=engine)
     assert devices(out) == [("req-0", "dev-1")]
     out = allocate(CLASS + TAINTED + RULE + NODE + claim("a", ONE), engine=engine)
-    assert devices(out) == [("req-0", "dev-2")]   # None never blocks
-    tolerate = ("    - name: req-0\n      exactly:\n        deviceClassName: resource.example.com\n"
-                "        tolerations: [{key: example.com/unhealthy, operator: Exists, effect: NoSchedule}]\n")
+    assert devices(out) == [("req-0", "dev-2")]  # None never blocks
+    tolerate = (
+        "    - name: req-0\n      exactly:\n        deviceClassName: resource.example.com\n"
+        "        tolerations: [{key: example.com/unhealthy, operator: Exists, effect: NoSchedule}]\n"
+    )
     out = allocate(CLASS + TAINTED + RULE + NODE + claim("a", tolerate), engine=engine)
     assert devices(out) == [("req-0", "dev-0")]
     assert out.claims[0].status.allocation.devices.results[0].tolerations[0].key == "example.com/unhealthy"
@@ -399,13 +411,16 @@ def test_taints_and_tolerations(engine):
 
 
 def test_admin_access_uses_in_use_devices_and_does_not_mark_them():
-    held = claim("held", ONE).rstrip() + """
+    held = (
+        claim("held", ONE).rstrip()
+        + """
 status:
   allocation:
     devices:
       results:
       - {request: req-0, driver: dra.example.com, pool: pool, device: dev-1}
 """
+    )
     admin = "    - name: req-0\n      exactly: {deviceClassName: resource.example.com, adminAccess: true, count: 1}\n"
     slice_ = TAINTED.replace("taints: [{key: example.com/unhealthy, value: \"true\", effect: NoSchedule}]", "")
     out = allocate(CLASS + slice_ + NODE + held + claim("a", admin))
@@ -447,13 +462,13 @@ spec:
 
 def test_binding_conditions_pools_last_and_copied():
     out = allocate(CLASS + BINDING + NODE + claim("a", ONE))
-    assert devices(out) == [("req-0", "local-0")]   # the pool with binding conditions comes last
+    assert devices(out) == [("req-0", "local-0")]  # the pool with binding conditions comes last
     out = allocate(CLASS + BINDING + NODE + claim("a", ONE) + claim("b", ONE))
     r = out.claims[1].status.allocation
     assert r.devices.results[0].device == "attach-0"
     assert r.devices.results[0].binding_conditions == ["dra.example.com/is-attached"]
     assert r.devices.results[0].binding_failure_conditions == ["dra.example.com/attach-failed"]
-    assert r.node_selector.node_selector_terms[0].match_fields[0].values == ["worker-1"]   # bindsToNode
+    assert r.node_selector.node_selector_terms[0].match_fields[0].values == ["worker-1"]  # bindsToNode
     off = Features.from_gates({"DRADeviceBindingConditions": False})
     assert not allocate(CLASS + BINDING + NODE + claim("a", ONE) + claim("b", ONE), features=off).allocated
 

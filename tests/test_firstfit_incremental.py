@@ -14,6 +14,7 @@ Two checks:
 
   (tests/data/firstfit_golden.json: generated output, do not edit by hand).
 """
+
 from __future__ import annotations
 
 import json
@@ -56,6 +57,7 @@ def _first_fit(objects, features):
     from draopt.placement import build_cluster
     from draopt.cluster.firstfit import simulate
     from draopt.kube.workload import expand
+
     features = features or Features.from_gates()
     workload = expand(objects, features)
     return simulate(build_cluster(objects, workload, features), workload)
@@ -70,17 +72,23 @@ def digest(docs, features) -> dict:
         return {"error": type(e).__name__, "message": str(e)}
     pods = []
     for pl in result.pods:
-        pods.append({"pod": pl.pod, "node": pl.node, "score": pl.prioritized_score,
-                     "claims": {k: v.to_k8s() for k, v in sorted(pl.new_claims.items())},
-                     "reasons": dict(sorted(pl.reasons.items()))})
-    return {"pods": pods,
-            "claims": {k: [a.to_k8s(), n] for k, (a, n) in sorted(result.claims.items())}}
+        pods.append(
+            {
+                "pod": pl.pod,
+                "node": pl.node,
+                "score": pl.prioritized_score,
+                "claims": {k: v.to_k8s() for k, v in sorted(pl.new_claims.items())},
+                "reasons": dict(sorted(pl.reasons.items())),
+            }
+        )
+    return {"pods": pods, "claims": {k: [a.to_k8s(), n] for k, (a, n) in sorted(result.claims.items())}}
 
 
 @contextmanager
 def fast_paths(on: bool):
     from draopt.dra import reference
     from draopt.cluster.state import Cluster
+
     old = reference.FAST_PATHS, Cluster.incremental
     reference.FAST_PATHS, Cluster.incremental = on, on
     try:
@@ -133,10 +141,13 @@ if __name__ == "__main__":
     if "--write-golden" not in sys.argv:
         sys.exit("usage: PYTHONPATH=<tree of commit 3f36bb4> python tests/test_firstfit_incremental.py --write-golden")
     import draopt
+
     print("draopt from", os.path.dirname(draopt.__file__))
-    data = {"_generated_by": "git archive 3f36bb4 | tar -x -C /tmp/base; "
-                             "PYTHONPATH=/tmp/base python tests/test_firstfit_incremental.py --write-golden",
-            "instances": {label: digest(docs, features) for label, docs, features in golden_instances()}}
+    data = {
+        "_generated_by": "git archive 3f36bb4 | tar -x -C /tmp/base; "
+        "PYTHONPATH=/tmp/base python tests/test_firstfit_incremental.py --write-golden",
+        "instances": {label: digest(docs, features) for label, docs, features in golden_instances()},
+    }
     GOLDEN.write_text(json.dumps(data, indent=None, sort_keys=True, separators=(",", ":")) + "\n")
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes, {len(data['instances'])} instances)")
 
@@ -149,6 +160,7 @@ def test_fast_paths_are_exercised():
     from draopt.placement import build_cluster
     from draopt.cluster.firstfit import simulate
     from draopt.kube.workload import expand
+
     docs = sw.objects("partitionable", scale=0.03)
     features = Features.from_gates()
     objects = objects_of(docs)

@@ -1,5 +1,6 @@
 """`draopt simulate --stats`: one JSON line on stderr with the phase times, per-policy seconds
 and arrivals per second, and peak RSS (issue 11, part 4)."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,22 @@ from draopt.cli import main
 
 def test_simulate_stats_line(files, capsys):  # noqa: F811
     cluster, tasks_csv = files
-    args = ["simulate", "-f", cluster, "--trace", tasks_csv, "--inflation", "0.8,1.0", "--runs", "2",
-            "--policy", "first-fit,fgd", "--quiet", "-o", "csv"]
+    args = [
+        "simulate",
+        "-f",
+        cluster,
+        "--trace",
+        tasks_csv,
+        "--inflation",
+        "0.8,1.0",
+        "--runs",
+        "2",
+        "--policy",
+        "first-fit,fgd",
+        "--quiet",
+        "-o",
+        "csv",
+    ]
     assert main(args + ["--stats"]) == 0
     captured = capsys.readouterr()
     lines = [ln for ln in captured.err.splitlines() if ln.startswith("{")]

@@ -8,6 +8,7 @@ a DraoptError (the CLI's exit 2 with a message naming object and field); any oth
 a bug. Deterministic (derandomize): 2,050 inputs through load/allocate/place (150 of them with
 optimal placement) and 600 more through validate.
 """
+
 from __future__ import annotations
 
 import copy
@@ -182,7 +183,9 @@ data: {a: b}
 SMALL = [d for d in SMALL if d]
 
 
-CONTROLLERS = [d for d in yaml.safe_load_all("""
+CONTROLLERS = [
+    d
+    for d in yaml.safe_load_all("""
 apiVersion: apps/v1
 kind: StatefulSet
 metadata: {namespace: ml, name: db, uid: 1234}
@@ -255,7 +258,9 @@ spec:
   template:
     metadata: {labels: {app: web, pod-template-hash: 7d4b9c}}
     spec: {containers: [{name: c}]}
-""") if d]
+""")
+    if d
+]
 
 
 def _seeds() -> list[list[dict[str, Any]]]:
@@ -268,14 +273,80 @@ def _seeds() -> list[list[dict[str, Any]]]:
 
 
 SEEDS = _seeds()
-ODD = [None, "", " ", "-1", -1, 0, 1, 2**31, 2**63, -(2**63), 1.5, float("inf"), True, False, "x" * 300,
-       [], {}, [None], {"nested": [True]}, "lots", "80GB", "16 GiB", "1e400", "IN", "Exists", "0.5",
-       "default", "gpu.example.com", "node-1", "ml/../x", "*", "\u00e9\u0000", "2026-13-45T99:00:00Z"]
-KEYS = ["kind", "apiVersion", "metadata", "name", "namespace", "spec", "status", "devices", "requests",
-        "exactly", "count", "allocationMode", "selectors", "cel", "expression", "template", "replicas",
-        "parallelism", "completions", "completionMode", "resourceClaims", "containers", "capacity",
-        "counters", "consumesCounters", "sharedCounters", "nodeName", "allNodes", "pool", "items",
-        "ownerReferences", "labels", "taints", "tolerations", "firstAvailable", "constraints", "zzz"]
+ODD = [
+    None,
+    "",
+    " ",
+    "-1",
+    -1,
+    0,
+    1,
+    2**31,
+    2**63,
+    -(2**63),
+    1.5,
+    float("inf"),
+    True,
+    False,
+    "x" * 300,
+    [],
+    {},
+    [None],
+    {"nested": [True]},
+    "lots",
+    "80GB",
+    "16 GiB",
+    "1e400",
+    "IN",
+    "Exists",
+    "0.5",
+    "default",
+    "gpu.example.com",
+    "node-1",
+    "ml/../x",
+    "*",
+    "\u00e9\u0000",
+    "2026-13-45T99:00:00Z",
+]
+KEYS = [
+    "kind",
+    "apiVersion",
+    "metadata",
+    "name",
+    "namespace",
+    "spec",
+    "status",
+    "devices",
+    "requests",
+    "exactly",
+    "count",
+    "allocationMode",
+    "selectors",
+    "cel",
+    "expression",
+    "template",
+    "replicas",
+    "parallelism",
+    "completions",
+    "completionMode",
+    "resourceClaims",
+    "containers",
+    "capacity",
+    "counters",
+    "consumesCounters",
+    "sharedCounters",
+    "nodeName",
+    "allNodes",
+    "pool",
+    "items",
+    "ownerReferences",
+    "labels",
+    "taints",
+    "tolerations",
+    "firstAvailable",
+    "constraints",
+    "zzz",
+]
 
 
 def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
@@ -371,8 +442,12 @@ def run_validate(docs: list[Any]) -> None:
         pass
 
 
-SETTINGS = dict(deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @settings(max_examples=800, **SETTINGS)

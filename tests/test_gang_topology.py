@@ -12,6 +12,7 @@ Transcribed from kubernetes/kubernetes:
 * pkg/apis/scheduling/validation/validation_test.go (the schedulingConstraints, schedulingPolicy,
   priority and disruptionMode cases of Workload PodGroupTemplates, and so of PodGroups).
 """
+
 from __future__ import annotations
 
 import random
@@ -24,8 +25,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draopt.cluster.check import check_placement
-from draopt.cluster.podgroup_placement import (bin_packing_score, generate_placements, percentage_of_placements_to_score,
-                                               placements_to_find, pods_count_scores)
+from draopt.cluster.podgroup_placement import (
+    bin_packing_score,
+    generate_placements,
+    percentage_of_placements_to_score,
+    placements_to_find,
+    pods_count_scores,
+)
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet, load_files, parse_object
@@ -55,8 +61,14 @@ def test_no_constraint_gives_the_parent_placement():
 
 
 def test_one_placement_per_label_value_unlabelled_nodes_in_none():
-    nodes = [_node("node0", topology2="d1"), _node("node1", topology2="d4"), _node("node2", topology1="d1"),
-             _node("node3", topology1="d2"), _node("node4", topology1="d1"), _node("node5", topology1="d3")]
+    nodes = [
+        _node("node0", topology2="d1"),
+        _node("node1", topology2="d4"),
+        _node("node2", topology1="d1"),
+        _node("node3", topology1="d2"),
+        _node("node4", topology1="d1"),
+        _node("node5", topology1="d3"),
+    ]
     got, err = generate_placements("topology1", nodes, [])
     assert err is None and _names(got) == {"d1": ["node2", "node4"], "d2": ["node3"], "d3": ["node5"]}
 
@@ -68,7 +80,7 @@ def test_a_key_no_node_has_gives_no_placement_and_no_error():
 
 def test_scheduled_pods_pin_the_domain():
     parent = [_node("node0", topology="d2"), _node("node1", topology="d1")]
-    scheduled = [_node("node2", topology="d1"), _node("node3", topology="d1")]     # outside the parent
+    scheduled = [_node("node2", topology="d1"), _node("node3", topology="d1")]  # outside the parent
     got, err = generate_placements("topology", parent, scheduled)
     assert err is None and _names(got) == {"d1": ["node1"]}
     got, err = generate_placements("topology", parent[:1], scheduled)
@@ -78,8 +90,8 @@ def test_scheduled_pods_pin_the_domain():
 def test_scheduled_pods_in_two_domains_or_without_the_label_are_an_error():
     parent = [_node("node0", topology="d1")]
     assert generate_placements("topology", parent, [_node("node2", topology="d0"), _node("node3", topology="d1")])[1]
-    assert generate_placements("topology", parent, [_node("node4")])[1]          # node without the label
-    assert generate_placements("topology", parent, [None])[1]                    # node not in the snapshot
+    assert generate_placements("topology", parent, [_node("node4")])[1]  # node without the label
+    assert generate_placements("topology", parent, [None])[1]  # node not in the snapshot
 
 
 def test_the_empty_label_value_is_a_domain():
@@ -89,15 +101,24 @@ def test_the_empty_label_value_is_a_domain():
 
 
 # ---------------------------------------------------------------- placement scores
-@pytest.mark.parametrize("counts, want", [([10, 50, 110], [9, 45, 100]), ([50, 50], [100, 100]), ([50], [100]),
-                                          ([11, 100, 101, 102], [10, 98, 99, 100]), ([0, 0], None)])
+@pytest.mark.parametrize(
+    "counts, want",
+    [
+        ([10, 50, 110], [9, 45, 100]),
+        ([50, 50], [100, 100]),
+        ([50], [100]),
+        ([11, 100, 101, 102], [10, 98, 99, 100]),
+        ([0, 0], None),
+    ],
+)
 def test_pod_group_pods_count_normalised(counts, want):
     assert pods_count_scores(counts) == want
 
 
 def _loaded(used: dict[str, int], alloc: dict[str, int]):
-    return SimpleNamespace(used={k: Fraction(v) for k, v in used.items()},
-                           allocatable={k: Fraction(v) for k, v in alloc.items()})
+    return SimpleNamespace(
+        used={k: Fraction(v) for k, v in used.items()}, allocatable={k: Fraction(v) for k, v in alloc.items()}
+    )
 
 
 def test_placement_bin_packing_most_allocated():
@@ -150,58 +171,116 @@ def test_validation_of_topology_constraints():
 
 
 def test_validation_of_policy_priority_and_disruption_mode():
-    f = _findings([_doc("PodGroup", "a", {"schedulingPolicy": {"gang": {"minCount": 0}}}),
-                   _doc("PodGroup", "b", {"schedulingPolicy": {"gang": {"minCount": -1}}}),
-                   _doc("PodGroup", "c", {"schedulingPolicy": {"basic": {}, "gang": {"minCount": 1}}}),
-                   _doc("PodGroup", "d", {"schedulingPolicy": {"basic": {}}, "priority": 1000000001}),
-                   _doc("PodGroup", "e", {"schedulingPolicy": {"basic": {}}, "priority": -2147483648,
-                                          "priorityClassName": "high/priority"}),
-                   _doc("PodGroup", "f", {"schedulingPolicy": {"basic": {}}, "disruptionMode": {}})])
+    f = _findings(
+        [
+            _doc("PodGroup", "a", {"schedulingPolicy": {"gang": {"minCount": 0}}}),
+            _doc("PodGroup", "b", {"schedulingPolicy": {"gang": {"minCount": -1}}}),
+            _doc("PodGroup", "c", {"schedulingPolicy": {"basic": {}, "gang": {"minCount": 1}}}),
+            _doc("PodGroup", "d", {"schedulingPolicy": {"basic": {}}, "priority": 1000000001}),
+            _doc(
+                "PodGroup",
+                "e",
+                {"schedulingPolicy": {"basic": {}}, "priority": -2147483648, "priorityClassName": "high/priority"},
+            ),
+            _doc("PodGroup", "f", {"schedulingPolicy": {"basic": {}}, "disruptionMode": {}}),
+        ]
+    )
     assert [x.split(":")[0] + ":" + x.split(":")[1] for x in f] == [
-        "PodGroup ml/a: spec.schedulingPolicy.gang.minCount", "PodGroup ml/b: spec.schedulingPolicy.gang.minCount",
-        "PodGroup ml/c: spec.schedulingPolicy", "PodGroup ml/d: spec.priority", "PodGroup ml/e: spec.priorityClassName",
-        "PodGroup ml/f: spec.disruptionMode"]
+        "PodGroup ml/a: spec.schedulingPolicy.gang.minCount",
+        "PodGroup ml/b: spec.schedulingPolicy.gang.minCount",
+        "PodGroup ml/c: spec.schedulingPolicy",
+        "PodGroup ml/d: spec.priority",
+        "PodGroup ml/e: spec.priorityClassName",
+        "PodGroup ml/f: spec.disruptionMode",
+    ]
 
 
 def test_gated_fields_are_dropped_with_a_note():
-    doc = _doc("PodGroup", "g", {"schedulingPolicy": {"basic": {}}, "parentCompositePodGroupName": "c",
-                                 "schedulingConstraints": {"topology": [{"key": ""}]}})
+    doc = _doc(
+        "PodGroup",
+        "g",
+        {
+            "schedulingPolicy": {"basic": {}},
+            "parentCompositePodGroupName": "c",
+            "schedulingConstraints": {"topology": [{"key": ""}]},
+        },
+    )
     report = validate_documents([(doc, "test")], Features.from_gates())
     assert report.findings == []
     assert {n.field for n in report.notes} == {"spec.schedulingConstraints", "spec.parentCompositePodGroupName"}
 
 
 def test_workload_and_composite_pod_group_validation():
-    wl = _doc("Workload", "w", {"podGroupTemplates": [
-        {"name": "a", "schedulingPolicy": {"gang": {"minCount": 2}},
-         "schedulingConstraints": {"topology": [{"key": RACK}]}},
-        {"name": "a", "schedulingPolicy": {"basic": {}}}]})
+    wl = _doc(
+        "Workload",
+        "w",
+        {
+            "podGroupTemplates": [
+                {
+                    "name": "a",
+                    "schedulingPolicy": {"gang": {"minCount": 2}},
+                    "schedulingConstraints": {"topology": [{"key": RACK}]},
+                },
+                {"name": "a", "schedulingPolicy": {"basic": {}}},
+            ]
+        },
+    )
     assert _findings([wl]) == ['Workload ml/w: spec.podGroupTemplates[1]: Duplicate value: "a"']
-    cpg = _doc("CompositePodGroup", "c", {"schedulingPolicy": {"gang": {"minGroupCount": 0}}},
-               version="scheduling.k8s.io/v1alpha3")
-    assert _findings([cpg]) == ["CompositePodGroup ml/c: spec.schedulingPolicy.gang.minGroupCount: Required value",
-                                "CompositePodGroup ml/c: spec.workloadRef: Required value"]
+    cpg = _doc(
+        "CompositePodGroup",
+        "c",
+        {"schedulingPolicy": {"gang": {"minGroupCount": 0}}},
+        version="scheduling.k8s.io/v1alpha3",
+    )
+    assert _findings([cpg]) == [
+        "CompositePodGroup ml/c: spec.schedulingPolicy.gang.minGroupCount: Required value",
+        "CompositePodGroup ml/c: spec.workloadRef: Required value",
+    ]
 
 
 def test_a_pod_group_naming_a_missing_composite_pod_group_is_an_input_error():
     objects = _rack_objects(1, 1, 8, [("g", 1, 1, RACK)])
     objects.pod_groups[0].spec.parent_composite_pod_group_name = "leader-and-workers"
-    with pytest.raises(InputError, match="PodGroup ml/g: field spec.parentCompositePodGroupName: "
-                                         "CompositePodGroup ml/leader-and-workers not found"):
+    with pytest.raises(
+        InputError,
+        match="PodGroup ml/g: field spec.parentCompositePodGroupName: "
+        "CompositePodGroup ml/leader-and-workers not found",
+    ):
         place(objects, features=TAS_CPG)
 
 
 def test_both_api_shapes_are_read():
-    old = parse_object(_doc("PodGroup", "g", {"podGroupTemplateRef": {"workload": {"workloadName": "w",
-                                                                                  "podGroupTemplateName": "t"}},
-                                               "schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": "PodGroup",
-                                               "schedulingConstraints": {"topology": [{"key": "zone"}]}},
-                                  version="scheduling.k8s.io/v1alpha2"), "t")
-    new = parse_object(_doc("PodGroup", "g", {"workloadRef": {"workloadName": "w", "templateName": "t"},
-                                               "schedulingPolicy": {"gang": {"minCount": 2}},
-                                               "disruptionMode": {"all": {}}}), "t")
+    old = parse_object(
+        _doc(
+            "PodGroup",
+            "g",
+            {
+                "podGroupTemplateRef": {"workload": {"workloadName": "w", "podGroupTemplateName": "t"}},
+                "schedulingPolicy": {"gang": {"minCount": 2}},
+                "disruptionMode": "PodGroup",
+                "schedulingConstraints": {"topology": [{"key": "zone"}]},
+            },
+            version="scheduling.k8s.io/v1alpha2",
+        ),
+        "t",
+    )
+    new = parse_object(
+        _doc(
+            "PodGroup",
+            "g",
+            {
+                "workloadRef": {"workloadName": "w", "templateName": "t"},
+                "schedulingPolicy": {"gang": {"minCount": 2}},
+                "disruptionMode": {"all": {}},
+            },
+        ),
+        "t",
+    )
     from draopt.kube.models.workload import disruption_mode, topology_key
-    assert topology_key(old.spec.scheduling_constraints) == "zone" and disruption_mode(old.spec.disruption_mode) == "All"
+
+    assert (
+        topology_key(old.spec.scheduling_constraints) == "zone" and disruption_mode(old.spec.disruption_mode) == "All"
+    )
     assert disruption_mode(new.spec.disruption_mode) == "All" and new.spec.workload_ref["templateName"] == "t"
 
 
@@ -224,8 +303,10 @@ def test_example_first_fit_keeps_each_gang_in_one_domain_and_explains_the_rest()
     assert nodes["ml/moe-nvlink-0"] is None and nodes["ml/moe-nvlink-1"] is None
     gpt = next(p for p in got.result.pods if p.pod == "ml/gpt-rack-0")
     assert "0/3 placements are available" in " ".join(gpt.reasons)
-    assert "rack-3: at most 2 of 3 pending pods fit, by its nodes' free resources and devices (minCount 3" \
+    assert (
+        "rack-3: at most 2 of 3 pending pods fit, by its nodes' free resources and devices (minCount 3"
         in gpt.explanation
+    )
     assert "needs 8 device(s) of class gpu.nvidia.com on one node, best node has" in gpt.explanation
 
 
@@ -246,14 +327,17 @@ def test_example_optimal_chooses_domains_jointly_and_never_splits():
 
 def test_gate_off_drops_the_constraint(capsys):
     got = place(load_files([EXAMPLE]))
-    assert "field PodGroup spec.schedulingConstraints dropped: gate TopologyAwareWorkloadScheduling is off" \
+    assert (
+        "field PodGroup spec.schedulingConstraints dropped: gate TopologyAwareWorkloadScheduling is off"
         in capsys.readouterr().err
+    )
     assert check_placement(got) == []
 
 
 # ---------------------------------------------------------------- random rack clusters
-def _rack_objects(racks: int, per_rack: int, cpus: int, gangs, *, plain: int = 0, key_on_nodes: str = RACK,
-                  composite=None) -> ObjectSet:
+def _rack_objects(
+    racks: int, per_rack: int, cpus: int, gangs, *, plain: int = 0, key_on_nodes: str = RACK, composite=None
+) -> ObjectSet:
     """Nodes `rack-<r>-node-<i>` with `cpus` cores each; gangs (name, pods, cpu per pod, key);
     `plain` single pods of 1 core."""
     objects = ObjectSet()
@@ -261,9 +345,14 @@ def _rack_objects(racks: int, per_rack: int, cpus: int, gangs, *, plain: int = 0
     for r in range(racks):
         for i in range(per_rack):
             name = f"rack-{r}-node-{i}"
-            docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-                key_on_nodes: f"rack-{r}", "kubernetes.io/hostname": name}},
-                "status": {"allocatable": {"cpu": str(cpus), "memory": "64Gi", "pods": "110"}}})
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": {key_on_nodes: f"rack-{r}", "kubernetes.io/hostname": name}},
+                    "status": {"allocatable": {"cpu": str(cpus), "memory": "64Gi", "pods": "110"}},
+                }
+            )
     t = 0
     for name, pods, cpu, key in gangs:
         spec = {"schedulingPolicy": {"gang": {"minCount": pods}}}
@@ -294,9 +383,16 @@ def _pod(name, cpu, t, group):
     spec = {"containers": [{"name": "main", "resources": {"requests": {"cpu": str(cpu), "memory": "1Gi"}}}]}
     if group:
         spec["schedulingGroup"] = {"podGroupName": group}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ml", "creationTimestamp": f"2026-11-30T10:{t // 60:02d}:{t % 60:02d}Z"},
-            "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ml",
+            "creationTimestamp": f"2026-11-30T10:{t // 60:02d}:{t % 60:02d}Z",
+        },
+        "spec": spec,
+    }
 
 
 def _domains(outcome, gang_pods: dict[str, list[str]]) -> dict[str, set]:
@@ -307,8 +403,9 @@ def _domains(outcome, gang_pods: dict[str, list[str]]) -> dict[str, set]:
 def test_a_key_no_node_carries_leaves_the_gang_unplaced_with_that_reason():
     got = place(_rack_objects(2, 2, 8, [("g", 2, 1, "example.com/no-such-label")], plain=1), features=TAS)
     pods = {p.pod: p for p in got.result.pods}
-    assert pods["ml/g-0"].node is None and "no node carries the topology label 'example.com/no-such-label'" \
-        in " ".join(pods["ml/g-0"].reasons)
+    assert pods["ml/g-0"].node is None and "no node carries the topology label 'example.com/no-such-label'" in " ".join(
+        pods["ml/g-0"].reasons
+    )
     assert pods["ml/plain-0"].node is not None
 
 
@@ -327,14 +424,16 @@ def test_composite_pod_group_places_its_children_in_one_rack():
     both children in the same rack; with minGroupCount 2, a worker gang that fits no rack with its
     leader leaves the leader unplaced too."""
     children = ("leader", "workers")
-    objects = _rack_objects(2, 2, 8, [("leader", 1, 2, None), ("workers", 3, 4, None)],
-                            composite=("job", children, 2, RACK))
+    objects = _rack_objects(
+        2, 2, 8, [("leader", 1, 2, None), ("workers", 3, 4, None)], composite=("job", children, 2, RACK)
+    )
     got = place(objects, features=TAS_CPG)
     assert check_placement(got) == []
     racks = {_rack_of(n) for n in _by_pod(got).values()}
     assert len(racks) == 1 and None not in racks
-    too_big = _rack_objects(2, 2, 8, [("leader", 1, 2, None), ("workers", 4, 5, None)],
-                            composite=("job", children, 2, RACK))
+    too_big = _rack_objects(
+        2, 2, 8, [("leader", 1, 2, None), ("workers", 4, 5, None)], composite=("job", children, 2, RACK)
+    )
     for policy in ("first-fit", "optimal"):
         got = place(too_big, features=TAS_CPG, policy=policy, time_limit=10)
         assert all(n is None for n in _by_pod(got).values()), policy
@@ -342,12 +441,14 @@ def test_composite_pod_group_places_its_children_in_one_rack():
 
 
 @settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 10 ** 6))
+@given(st.integers(0, 10**6))
 def test_random_rack_clusters_gangs_never_split_and_optimal_is_never_worse(seed):
     rng = random.Random(seed)
     racks, per_rack, cpus = rng.randint(2, 4), rng.randint(1, 3), rng.choice([4, 8])
-    gangs = [(f"g{i}", rng.randint(1, 4), rng.choice([1, 2, 3]), rng.choice([RACK, RACK, None]))
-             for i in range(rng.randint(1, 5))]
+    gangs = [
+        (f"g{i}", rng.randint(1, 4), rng.choice([1, 2, 3]), rng.choice([RACK, RACK, None]))
+        for i in range(rng.randint(1, 5))
+    ]
     objects = _rack_objects(racks, per_rack, cpus, gangs, plain=rng.randint(0, 3))
     pods = {f"ml/{g}": [f"ml/{g}-{i}" for i in range(n)] for g, n, _, key in gangs if key}
     ff = place(objects, features=TAS)
@@ -357,7 +458,7 @@ def test_random_rack_clusters_gangs_never_split_and_optimal_is_never_worse(seed)
         for g, racks_used in _domains(outcome, pods).items():
             assert len(racks_used) <= 1, (outcome.result.policy, g, racks_used)
         placed = _by_pod(outcome)
-        for g, n, _, _ in gangs:      # gangs whole
+        for g, n, _, _ in gangs:  # gangs whole
             assert sum(1 for i in range(n) if placed[f"ml/{g}-{i}"]) in (0, n)
     assert opt.result.weighted_placed() >= ff.result.weighted_placed()
 
@@ -376,8 +477,9 @@ def test_running_pods_pin_the_domain():
 
 
 def test_composite_gate_off_schedules_the_groups_as_roots(capsys):
-    objects = _rack_objects(2, 2, 8, [("leader", 1, 2, RACK), ("workers", 2, 4, RACK)],
-                            composite=("job", ("leader", "workers"), 2, RACK))
+    objects = _rack_objects(
+        2, 2, 8, [("leader", 1, 2, RACK), ("workers", 2, 4, RACK)], composite=("job", ("leader", "workers"), 2, RACK)
+    )
     got = place(objects, features=TAS)
     err = capsys.readouterr().err
     assert "CompositePodGroup objects not served: gate CompositePodGroup is off" in err
@@ -386,16 +488,24 @@ def test_composite_gate_off_schedules_the_groups_as_roots(capsys):
 
 
 @settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 10 ** 6))
+@given(st.integers(0, 10**6))
 def test_random_composites_whole_in_one_rack_under_both_policies(seed):
     """A CompositePodGroup with a rack constraint over 2-3 child gangs (minGroupCount 1..children):
     every placed child in the composite's one rack, at least minGroupCount children placed or none,
     optimal never worse, the checker passes."""
     rng = random.Random(seed)
-    children = [(f"c{i}", rng.randint(1, 3), rng.choice([1, 2, 4]), rng.choice([None, RACK])) for i in range(rng.randint(2, 3))]
+    children = [
+        (f"c{i}", rng.randint(1, 3), rng.choice([1, 2, 4]), rng.choice([None, RACK])) for i in range(rng.randint(2, 3))
+    ]
     min_groups = rng.randint(1, len(children))
-    objects = _rack_objects(rng.randint(2, 3), rng.randint(1, 2), rng.choice([4, 8]), children,
-                            composite=("job", tuple(c[0] for c in children), min_groups, RACK), plain=rng.randint(0, 2))
+    objects = _rack_objects(
+        rng.randint(2, 3),
+        rng.randint(1, 2),
+        rng.choice([4, 8]),
+        children,
+        composite=("job", tuple(c[0] for c in children), min_groups, RACK),
+        plain=rng.randint(0, 2),
+    )
     results = []
     for policy in ("first-fit", "optimal"):
         got = place(objects, features=TAS_CPG, policy=policy, time_limit=10)
@@ -414,23 +524,52 @@ def _gpu_rack_objects(rng: random.Random) -> tuple[ObjectSet, list]:
     """A random rack cluster with DRA GPUs (node-local ResourceSlices of 2-8 devices), gangs asking
     1-4 GPUs per pod through ResourceClaimTemplates, some with a rack constraint."""
     racks, per_rack = rng.randint(2, 3), rng.randint(1, 3)
-    docs: list[dict] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
-                        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-                         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+    docs: list[dict] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        },
+    ]
     for n in (1, 2, 4):
-        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                     "metadata": {"name": f"gpus-{n}", "namespace": "ml"},
-                     "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {
-                         "deviceClassName": "gpu", "count": n}}]}}}})
+        docs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": f"gpus-{n}", "namespace": "ml"},
+                "spec": {
+                    "spec": {
+                        "devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu", "count": n}}]}
+                    }
+                },
+            }
+        )
     for r in range(racks):
         for i in range(per_rack):
             name = f"rack-{r}-node-{i}"
-            docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {RACK: f"rack-{r}"}},
-                         "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}}})
-            docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
-                         "spec": {"driver": "gpu.example.com", "nodeName": name,
-                                  "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                                  "devices": [{"name": f"gpu-{d}"} for d in range(rng.choice([2, 4, 8]))]}})
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": {RACK: f"rack-{r}"}},
+                    "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+                }
+            )
+            docs.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "driver": "gpu.example.com",
+                        "nodeName": name,
+                        "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                        "devices": [{"name": f"gpu-{d}"} for d in range(rng.choice([2, 4, 8]))],
+                    },
+                }
+            )
     gangs = []
     t = 0
     for g in range(rng.randint(1, 4)):
@@ -453,7 +592,7 @@ def _gpu_rack_objects(rng: random.Random) -> tuple[ObjectSet, list]:
 
 
 @settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 10 ** 6))
+@given(st.integers(0, 10**6))
 def test_random_gpu_rack_clusters_gangs_never_split_and_optimal_is_never_worse(seed):
     objects, gangs = _gpu_rack_objects(random.Random(seed))
     pods = {f"ml/{g}": [f"ml/{g}-{i}" for i in range(n)] for g, n, _, key in gangs if key}

@@ -6,6 +6,7 @@ The graph is read from the source with ``ast``: every ``import`` / ``from ... im
 in a module (not under ``if TYPE_CHECKING:``, which never runs), resolved to draopt modules.
 Importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__`` first, so those are edges too.
 """
+
 from __future__ import annotations
 
 import ast
@@ -13,7 +14,6 @@ from pathlib import Path
 
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "draopt"
-
 
 
 def _module_names() -> dict[str, Path]:
@@ -40,8 +40,9 @@ class _Imports(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         test = node.test
-        if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-                (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"):
+        if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+        ):
             for child in node.orelse:
                 self.visit(child)
             return
@@ -149,33 +150,32 @@ def test_the_graph_is_read():
     # guards the reader itself: a lazy import, a relative import of a submodule, a parent package
     assert "draopt.kube.quantity" in GRAPH["draopt.cel.values"]
     assert "draopt.kube.names" in GRAPH["draopt.cel.format"]
-    assert "draopt.kube" in GRAPH["draopt.cel.format"]          # the parent package runs first
+    assert "draopt.kube" in GRAPH["draopt.cel.format"]  # the parent package runs first
     assert "draopt.validation" in GRAPH["draopt.cli"]
     assert "draopt.cel" in GRAPH["draopt.dra.problem"]  # imported inside a function
 
 
 def test_no_import_cycle():
     cycles = _cycles(GRAPH)
-    assert not cycles, "import cycles among draopt's modules:\n" + "\n".join(
-        "  " + ", ".join(c) for c in cycles)
+    assert not cycles, "import cycles among draopt's modules:\n" + "\n".join("  " + ", ".join(c) for c in cycles)
 
 
 # The layers, bottom up: a module may import its own layer's modules (without a cycle) and the
 # layers below it, never one above.  Listed by the dotted prefix each layer's modules share.
 LAYERS: list[tuple[str, ...]] = [
-    ("draopt.errors", "draopt.progress"),   # the error types every layer raises; progress of long work
-    ("draopt.kube",),                   # Kubernetes objects in and out
-    ("draopt.cel",),                    # CEL, as Kubernetes' device selectors evaluate it
-    ("draopt.validation",),             # what the API server would reject
-    ("draopt.dra",),                    # the DRA rules on one node
-    ("draopt.cluster",),                # nodes, and first-fit over them
-    ("draopt.model",),                  # the CP-SAT model: encodings, reductions
-    ("draopt.allocation",),             # allocate and explain
-    ("draopt.scheduler",),              # kube-scheduler simulated
-    ("draopt.placement",),              # place: first-fit and optimal policies
-    ("draopt.studies",),                # simulate, plan, sweep, compare
-    ("draopt.testing",),                # test-instance generators (not the product)
-    ("draopt.public", "draopt.cli", "draopt.__main__"),   # the Python API and the command line
+    ("draopt.errors", "draopt.progress"),  # the error types every layer raises; progress of long work
+    ("draopt.kube",),  # Kubernetes objects in and out
+    ("draopt.cel",),  # CEL, as Kubernetes' device selectors evaluate it
+    ("draopt.validation",),  # what the API server would reject
+    ("draopt.dra",),  # the DRA rules on one node
+    ("draopt.cluster",),  # nodes, and first-fit over them
+    ("draopt.model",),  # the CP-SAT model: encodings, reductions
+    ("draopt.allocation",),  # allocate and explain
+    ("draopt.scheduler",),  # kube-scheduler simulated
+    ("draopt.placement",),  # place: first-fit and optimal policies
+    ("draopt.studies",),  # simulate, plan, sweep, compare
+    ("draopt.testing",),  # test-instance generators (not the product)
+    ("draopt.public", "draopt.cli", "draopt.__main__"),  # the Python API and the command line
 ]
 
 
@@ -194,9 +194,12 @@ def test_every_module_has_a_layer():
 
 
 def test_imports_run_down_the_layers():
-    upward = sorted(f"{m} (layer {LAYERS[_layer(m)][0]}) imports {t} (layer {LAYERS[_layer(t)][0]})"
-                    for m, ts in GRAPH.items() for t in ts
-                    if t != "draopt" and _layer(t) > _layer(m))
+    upward = sorted(
+        f"{m} (layer {LAYERS[_layer(m)][0]}) imports {t} (layer {LAYERS[_layer(t)][0]})"
+        for m, ts in GRAPH.items()
+        for t in ts
+        if t != "draopt" and _layer(t) > _layer(m)
+    )
     assert not upward, "imports that run up the layers:\n  " + "\n  ".join(upward)
 
 

@@ -6,6 +6,7 @@ error messages users get). These tests hold the fast readings to the reference: 
 file of the repository, on scalars where YAML 1.1 (PyYAML) and rapidyaml disagree, on random
 documents, and end to end on the objects a cluster dump gives (YAML and JSON, Lists,
 resource.k8s.io v1, v1beta2 and v1beta1)."""
+
 from __future__ import annotations
 
 import copy
@@ -75,19 +76,106 @@ def test_every_yaml_file_of_the_repository_reads_the_same_on_every_path():
 
 # Plain scalars that YAML 1.1 (PyYAML) and rapidyaml's JSON read differently, and some they
 # read alike; each in value, key, sequence and flow positions.
-TOKENS = ["yes", "Yes", "NO", "on", "Off", "y", "n", "True", "TRUE", "False", "true", "false", "null", "Null",
-          "NULL", "~", "=", "<<", "0", "-0", "+1", "1", "12", "-12", "007", "0755", "09", "0x1F", "0b101",
-          "0o17", "1_000", "1:20", "190:20:30.15", "1.5", "-2.25", "0.10", "00.5", "3.", ".5", "-.5", "+.5",
-          "1e3", "1E+3", "1.5e+3", "1.0e-3", ".1e1", "0e0", ".inf", "-.Inf", ".NaN", "inf", "nan", "-inf",
-          "Infinity", "1.0.0", "172.18.0.2", "10.0.0.0/24", "2026-11-30", "2026-11-30T10:00:00Z",
-          "2001-12-14 21:59:43.10 -5", "v1.2", "1-2", "12e", "0b75daec", "k:{\"name\":\"x\"}", "a b", "-", ".",
-          "'quoted'", '"dq"', "'yes'", '"0x1F"', "''", "", "!!str 5", "&a 1", "*a", "!tag x", "? a", "@x", "`x",
-          "[1, yes]", "{a: on}", "[]", "{}", "|\n  text\n", ">-\n  folded\n  more\n"]
+TOKENS = [
+    "yes",
+    "Yes",
+    "NO",
+    "on",
+    "Off",
+    "y",
+    "n",
+    "True",
+    "TRUE",
+    "False",
+    "true",
+    "false",
+    "null",
+    "Null",
+    "NULL",
+    "~",
+    "=",
+    "<<",
+    "0",
+    "-0",
+    "+1",
+    "1",
+    "12",
+    "-12",
+    "007",
+    "0755",
+    "09",
+    "0x1F",
+    "0b101",
+    "0o17",
+    "1_000",
+    "1:20",
+    "190:20:30.15",
+    "1.5",
+    "-2.25",
+    "0.10",
+    "00.5",
+    "3.",
+    ".5",
+    "-.5",
+    "+.5",
+    "1e3",
+    "1E+3",
+    "1.5e+3",
+    "1.0e-3",
+    ".1e1",
+    "0e0",
+    ".inf",
+    "-.Inf",
+    ".NaN",
+    "inf",
+    "nan",
+    "-inf",
+    "Infinity",
+    "1.0.0",
+    "172.18.0.2",
+    "10.0.0.0/24",
+    "2026-11-30",
+    "2026-11-30T10:00:00Z",
+    "2001-12-14 21:59:43.10 -5",
+    "v1.2",
+    "1-2",
+    "12e",
+    "0b75daec",
+    "k:{\"name\":\"x\"}",
+    "a b",
+    "-",
+    ".",
+    "'quoted'",
+    '"dq"',
+    "'yes'",
+    '"0x1F"',
+    "''",
+    "",
+    "!!str 5",
+    "&a 1",
+    "*a",
+    "!tag x",
+    "? a",
+    "@x",
+    "`x",
+    "[1, yes]",
+    "{a: on}",
+    "[]",
+    "{}",
+    "|\n  text\n",
+    ">-\n  folded\n  more\n",
+]
 
 
 def _contexts(token: str) -> list[str]:
-    return [f"key: {token}\nother: 1\n", f"{token}: value\n", f"list:\n- {token}\n- x\n",
-            f"flow: [a, {token}]\n", f"m: {{k: {token}}}\n", f"nested:\n  deeper:\n    - k: {token}\n"]
+    return [
+        f"key: {token}\nother: 1\n",
+        f"{token}: value\n",
+        f"list:\n- {token}\n- x\n",
+        f"flow: [a, {token}]\n",
+        f"m: {{k: {token}}}\n",
+        f"nested:\n  deeper:\n    - k: {token}\n",
+    ]
 
 
 @pytest.mark.parametrize("token", TOKENS)
@@ -114,10 +202,16 @@ def test_a_kubectl_dump_takes_the_fast_path_and_reads_alike():
 
 
 _KEYS = st.text(alphabet="abcxyz09.-_:/yesonf", min_size=1, max_size=8)
-_SCALARS = (st.none() | st.booleans() | st.integers(-10**20, 10**20) |
-            st.floats(allow_nan=False, allow_infinity=True) | st.text(max_size=12))
-_DOCS = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
-                     max_leaves=25)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=True)
+    | st.text(max_size=12)
+)
+_DOCS = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=25
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -132,8 +226,22 @@ def test_random_documents_are_refused_or_read_alike(doc, flow):
 
 # Base-60 shapes: PCI addresses go-yaml writes plain; YAML 1.1 (PyYAML) reads some as numbers,
 # Kubernetes' go-yaml never did.
-PCI_TOKENS = ["0000:68:00.0", "0000:8a:00.0", "0000:00:1f.6", "0000:19:00.0", "0000:53:00.1", "10:20", "1:20.5",
-              "60:00", "0:00", "1:68:00", "0_0:68", "+0000:68:00.0", "0000:68:00.", "59:59.9"]
+PCI_TOKENS = [
+    "0000:68:00.0",
+    "0000:8a:00.0",
+    "0000:00:1f.6",
+    "0000:19:00.0",
+    "0000:53:00.1",
+    "10:20",
+    "1:20.5",
+    "60:00",
+    "0:00",
+    "1:68:00",
+    "0_0:68",
+    "+0000:68:00.0",
+    "0000:68:00.",
+    "59:59.9",
+]
 
 
 @pytest.mark.parametrize("token", PCI_TOKENS)
@@ -165,8 +273,11 @@ def test_random_base60_tokens_are_refused_or_read_alike(tokens):
 
 
 @settings(max_examples=400, deadline=None)
-@given(tokens=st.lists(st.text(alphabet="019.-+_:eExXbo~yYnNtTfFsSlLa iI#&*!,[]{}'\"", min_size=0, max_size=7),
-                       min_size=1, max_size=4))
+@given(
+    tokens=st.lists(
+        st.text(alphabet="019.-+_:eExXbo~yYnNtTfFsSlLa iI#&*!,[]{}'\"", min_size=0, max_size=7), min_size=1, max_size=4
+    )
+)
 def test_random_plain_tokens_are_refused_or_read_alike(tokens):
     text = "".join(f"k{i}: {t}\n" for i, t in enumerate(tokens))
     text += "seq:\n" + "".join(f"- {t}\n" for t in tokens)
@@ -217,10 +328,10 @@ def test_every_path_gives_equal_objects(name):
             objs = _v1beta2(objs)
         elif name == "v1beta1":
             objs = objs + copy.deepcopy(V1BETA1_DUMP["items"])
-        docs = [json.loads(json.dumps(as_list(objs)))]    # no shared parts: no YAML aliases
+        docs = [json.loads(json.dumps(as_list(objs)))]  # no shared parts: no YAML aliases
         text = yaml.safe_dump(docs[0], sort_keys=False)
     if name != "example":
-        assert fastyaml.unsafe(text) is None      # the fast path is really taken
+        assert fastyaml.unsafe(text) is None  # the fast path is really taken
     pure = _objects(text, "in.yaml", "pure")
     assert sum(len(getattr(pure, a)) for a in loader.ObjectSet._BY_KIND.values()) > 0
     for path in ("fast", "libyaml"):
@@ -233,10 +344,10 @@ def test_every_path_gives_equal_objects(name):
 
 def test_a_large_yaml_dump_with_a_risky_scalar_still_reads_correctly():
     objs = cluster_dump(nodes=4, pods=8, devices_per_node=2)
-    objs[2]["metadata"]["labels"]["gpu"] = True     # written `gpu: true`: both read a boolean...
-    text = yaml.safe_dump(as_list(objs), sort_keys=False).replace("gpu: true", "gpu: yes")   # ...PyYAML only
+    objs[2]["metadata"]["labels"]["gpu"] = True  # written `gpu: true`: both read a boolean...
+    text = yaml.safe_dump(as_list(objs), sort_keys=False).replace("gpu: true", "gpu: yes")  # ...PyYAML only
     assert fastyaml.unsafe(text) is not None
-    with pytest.raises(InputError, match="labels.gpu"):    # a label must be a string, as before
+    with pytest.raises(InputError, match="labels.gpu"):  # a label must be a string, as before
         _objects(text, "in.yaml", "fast")
     with pytest.raises(InputError, match="labels.gpu"):
         _objects(text, "in.yaml", "pure")
@@ -254,10 +365,11 @@ def test_yaml_errors_keep_pyyaml_messages_on_every_path():
 
 def test_conversion_copies_what_it_changes_and_leaves_the_document_alone():
     from draopt.kube.convert import to_v1
+
     for item in V1BETA1_DUMP["items"]:
         before = copy.deepcopy(item)
         out = to_v1(item)
-        assert item == before                      # the document read is not changed
+        assert item == before  # the document read is not changed
         if item["apiVersion"] == "resource.k8s.io/v1beta1":
             assert out["apiVersion"] == "resource.k8s.io/v1" and out is not item
             if item["kind"] == "ResourceSlice":
@@ -268,6 +380,7 @@ def test_conversion_copies_what_it_changes_and_leaves_the_document_alone():
 def _unknown_reference(data, schema, path=""):
     """The strict check's rule, walked field by field in document order."""
     from draopt.kube.strict import ListOf, MapOf, Obj
+
     out = []
     if isinstance(schema, Obj) and isinstance(data, dict):
         for k, v in data.items():
@@ -287,14 +400,18 @@ def test_the_strict_check_finds_unknown_fields_in_document_order():
 
     from draopt.kube.convert import schema_for
     from draopt.kube.strict import unknown_fields
+
     rnd = random.Random(11)
-    docs = [d for d in cluster_dump(nodes=2, pods=6, devices_per_node=2) + V1BETA1_DUMP["items"]
-            if d["kind"] in loader.KINDS]
+    docs = [
+        d
+        for d in cluster_dump(nodes=2, pods=6, devices_per_node=2) + V1BETA1_DUMP["items"]
+        if d["kind"] in loader.KINDS
+    ]
     checked = with_unknown = 0
     for doc in docs:
         for _ in range(30):
             m = copy.deepcopy(doc)
-            for _ in range(rnd.randint(0, 4)):     # unknown fields at random depths
+            for _ in range(rnd.randint(0, 4)):  # unknown fields at random depths
                 node = m
                 for _ in range(rnd.randint(0, 6)):
                     if isinstance(node, dict) and node:
@@ -313,17 +430,36 @@ def test_the_strict_check_finds_unknown_fields_in_document_order():
 
 def test_controllers_see_the_pods_they_read_as_to_k8s_writes_them():
     pods = _objects(yaml.safe_dump(as_list(cluster_dump(nodes=3, pods=9, devices_per_node=2))), "in.yaml", "pure").pods
-    pods += loader.load_text((ROOT / "examples" / "cluster.yaml").read_text(), "ex", notes=__import__("io").StringIO()).pods
-    pods[0].spec.affinity = loader.Pod.model_validate({"spec": {"affinity": {"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}}}}}).spec.affinity
+    pods += loader.load_text(
+        (ROOT / "examples" / "cluster.yaml").read_text(), "ex", notes=__import__("io").StringIO()
+    ).pods
+    pods[0].spec.affinity = loader.Pod.model_validate(
+        {
+            "spec": {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}
+                            ]
+                        }
+                    }
+                }
+            }
+        }
+    ).spec.affinity
     assert any(p.status.phase for p in pods) and any(p.spec.node_name for p in pods)
     for pod in pods:
         full = pod.to_k8s()
-        want = {"metadata": {k: v for k, v in full["metadata"].items()
-                             if k in ("name", "namespace", "labels", "annotations", "ownerReferences") and v},
-                "spec": {k: v for k, v in full.get("spec", {}).items() if k in ("nodeName", "affinity")},
-                "status": {k: v for k, v in full.get("status", {}).items() if k == "phase"}}
+        want = {
+            "metadata": {
+                k: v
+                for k, v in full["metadata"].items()
+                if k in ("name", "namespace", "labels", "annotations", "ownerReferences") and v
+            },
+            "spec": {k: v for k, v in full.get("spec", {}).items() if k in ("nodeName", "affinity")},
+            "status": {k: v for k, v in full.get("status", {}).items() if k == "phase"},
+        }
         assert loader._controller_view(pod) == want, pod.name
 
 
@@ -340,12 +476,19 @@ _BlockDumper.add_representer(str, _block_str)
 
 
 @settings(max_examples=300, deadline=None)
-@given(lines=st.lists(st.lists(st.text(alphabet="ab01 :-#[]{}'\"yesno~.|>&*!?,", max_size=10), min_size=1,
-                               max_size=4), min_size=1, max_size=3))
+@given(
+    lines=st.lists(
+        st.lists(st.text(alphabet="ab01 :-#[]{}'\"yesno~.|>&*!?,", max_size=10), min_size=1, max_size=4),
+        min_size=1,
+        max_size=3,
+    )
+)
 def test_block_scalars_are_read_alike_whatever_they_contain(lines):
-    doc = {"metadata": {"annotations": {f"a{i}": "\n".join(ls) + ("\n" if i % 2 else "")
-                                        for i, ls in enumerate(lines)}},
-           "items": ["\n".join(ls) for ls in lines] + ["after"], "after": "ok"}
+    doc = {
+        "metadata": {"annotations": {f"a{i}": "\n".join(ls) + ("\n" if i % 2 else "") for i, ls in enumerate(lines)}},
+        "items": ["\n".join(ls) for ls in lines] + ["after"],
+        "after": "ok",
+    }
     text = yaml.dump(doc, Dumper=_BlockDumper, sort_keys=False)
     ref = reference(text)
     assert ref == [doc]
@@ -356,8 +499,9 @@ def test_block_scalars_are_read_alike_whatever_they_contain(lines):
 
 def test_last_applied_configuration_does_not_keep_a_dump_off_the_fast_path():
     objs = cluster_dump(nodes=2, pods=4, devices_per_node=2)
-    objs[0]["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration":
-                                          json.dumps(objs[0]["spec"]) + "\n"}
+    objs[0]["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(objs[0]["spec"]) + "\n"
+    }
     text = yaml.dump(as_list(objs), Dumper=_BlockDumper, sort_keys=False)
     assert "last-applied-configuration: |" in text or "last-applied-configuration: >" in text
     assert fastyaml.unsafe(text) is None
@@ -366,9 +510,25 @@ def test_last_applied_configuration_does_not_keep_a_dump_off_the_fast_path():
 
 
 @settings(max_examples=200, deadline=None)
-@given(docs=st.lists(st.dictionaries(_KEYS, _DOCS, max_size=4), min_size=1, max_size=4),
-       separators=st.lists(st.sampled_from(["---\n", "--- \n", "---  # next\n", "# note\n---\n", "---\n\n# x\n",
-                                            "---\n---\n", "--- x: 1\n", "...\n---\n"]), min_size=4, max_size=4))
+@given(
+    docs=st.lists(st.dictionaries(_KEYS, _DOCS, max_size=4), min_size=1, max_size=4),
+    separators=st.lists(
+        st.sampled_from(
+            [
+                "---\n",
+                "--- \n",
+                "---  # next\n",
+                "# note\n---\n",
+                "---\n\n# x\n",
+                "---\n---\n",
+                "--- x: 1\n",
+                "...\n---\n",
+            ]
+        ),
+        min_size=4,
+        max_size=4,
+    ),
+)
 def test_several_documents_are_split_as_pyyaml_splits_them(docs, separators):
     text = "".join(sep + yaml.safe_dump(doc, sort_keys=False) for sep, doc in zip(separators, docs))
     try:
@@ -382,6 +542,7 @@ def test_several_documents_are_split_as_pyyaml_splits_them(docs, separators):
 
 def test_a_v1beta1_dump_reads_as_its_v1_form_on_the_fast_path():
     from load_dumps import as_v1beta1
+
     objs = cluster_dump(nodes=5, pods=20, devices_per_node=3)
     v1 = _objects(yaml.safe_dump(as_list(objs), sort_keys=False), "v1.yaml", "pure")
     text = yaml.safe_dump(json.loads(json.dumps(as_list(as_v1beta1(objs)))), sort_keys=False)
@@ -393,8 +554,20 @@ def test_a_v1beta1_dump_reads_as_its_v1_form_on_the_fast_path():
 
 
 # ---------------------------------------------------------------- YAML 1.1 booleans
-@pytest.mark.parametrize("token,value", [("yes", True), ("On", True), ("TRUE", True), ("no", False), ("OFF", False),
-                                         ("y", "y"), ("Y", "Y"), ("n", "n"), ("N", "N")])
+@pytest.mark.parametrize(
+    "token,value",
+    [
+        ("yes", True),
+        ("On", True),
+        ("TRUE", True),
+        ("no", False),
+        ("OFF", False),
+        ("y", "y"),
+        ("Y", "Y"),
+        ("n", "n"),
+        ("N", "N"),
+    ],
+)
 def test_yaml_11_booleans_read_as_pyyaml_reads_them_on_every_path(token, value):
     """PyYAML's YAML 1.1 booleans (yes/no/on/off/true/false) are booleans, the one-letter y/n strings,
     on every path: the fast path refuses the words (rapidyaml reads strings) and reads y/n as PyYAML

@@ -1,4 +1,5 @@
 """Messages a person can act on, and no traceback for odd input (issue 8, items 5 and 6)."""
+
 from __future__ import annotations
 
 import json
@@ -42,12 +43,15 @@ spec:
   nodeName: node-1
   pool: {name: node-1, generation: 1, resourceSliceCount: 1}
   devices:
-""" + "".join(f"""  - name: gpu-{i}
+""" + "".join(
+    f"""  - name: gpu-{i}
     attributes:
       productName: {{string: A100}}
     capacity:
       memory: {{value: {mem}}}
-""" for i, mem in enumerate(["40Gi", "40Gi", "80Gi", "80Gi"]))
+"""
+    for i, mem in enumerate(["40Gi", "40Gi", "80Gi", "80Gi"])
+)
 
 
 def claim(name: str, count: int = 1, selector: str | None = None, template: bool = False) -> str:
@@ -172,13 +176,15 @@ def test_cel_error_once_per_cause_and_each_pod_names_its_own_claim():
     assert len(text) < 3000
 
 
-@pytest.mark.skipif(not (REALWORLD / "11-nvidia-quickstart-index-selector.yaml").exists(),
-                    reason="shared/realworld inputs not available")
+@pytest.mark.skipif(
+    not (REALWORLD / "11-nvidia-quickstart-index-selector.yaml").exists(),
+    reason="shared/realworld inputs not available",
+)
 def test_realworld_nvidia_gpu_test6_output_is_short():
     objs = load_files([str(REALWORLD / "11-nvidia-quickstart-index-selector.yaml")])
     out = place(objs, policy="first-fit")
     text = pod_table(out.result, 1)
-    assert len(text) < 6000          # was 16 KB: every device's error for every pod
+    assert len(text) < 6000  # was 16 KB: every device's error for every pod
     assert text.count("CEL runtime error on 6 devices of claim gpu-test6/") == 4
 
 
@@ -187,24 +193,33 @@ def test_explain_groups_cel_errors(capsys, tmp_path):
     f.write_text(docs(CLASS, NODE, SLICE, claim("a100", selector=INDEX_SELECTOR)))
     assert cli.main(["explain", "-f", str(f)]) == 0
     out = capsys.readouterr().out
-    assert "request default/a100 gpu: CEL runtime error on 4 devices of claim default/a100 selector #0: " \
-           "no such key: index" in out
+    assert (
+        "request default/a100 gpu: CEL runtime error on 4 devices of claim default/a100 selector #0: "
+        "no such key: index" in out
+    )
 
 
 def test_plan_says_no_node_count_helps():
-    objs = load_text(cel_error_cluster() + "---\n" + docs(claim("ok", 2), """
+    objs = load_text(
+        cel_error_cluster()
+        + "---\n"
+        + docs(
+            claim("ok", 2),
+            """
 apiVersion: v1
 kind: Pod
 metadata: {namespace: default, name: fine}
 spec:
   resourceClaims: [{name: g, resourceClaimName: ok}]
   containers: [{name: c, resources: {claims: [{name: g}]}}]
-"""))
+""",
+        )
+    )
     plan = nodes_needed(objs, "node-1", max_extra=8)
     assert sorted(plan.blocked) == sorted(f"default/{p.name}" for p in objs.pods if p.name != "fine")
     assert len(plan.blocked) == 4
     assert all("CEL runtime error: no such key: index" in why for why in plan.blocked.values())
-    assert plan.extra_nodes == 0 and sorted(plan.tried) == [0]   # nothing else tried: no count helps
+    assert plan.extra_nodes == 0 and sorted(plan.tried) == [0]  # nothing else tried: no count helps
     table = plan.table()
     assert "no number of nodes like node-1 can place 4 pod(s):" in table
     assert "the 1 other pending pod(s) need no extra node" in table
@@ -231,8 +246,9 @@ def test_kind_that_is_a_mapping(capsys, tmp_path):
         err = capsys.readouterr().err
         assert code in (1, 2) and "Traceback" not in err, (command, err)
     assert cli.main(["allocate", "-f", str(f)]) == 2
-    assert "document 1: (no kind) gpu.example.com: field kind: expected a string, got a mapping" in \
-        capsys.readouterr().err
+    assert (
+        "document 1: (no kind) gpu.example.com: field kind: expected a string, got a mapping" in capsys.readouterr().err
+    )
 
 
 def test_stats_on_the_error_path(capsys, tmp_path):
@@ -254,8 +270,11 @@ def test_closed_pipe_ends_quietly(tmp_path):
     f = tmp_path / "c.yaml"
     many = DEPLOYMENT.replace("replicas: 4", "replicas: 200")
     f.write_text(docs(CLASS, NODE, SLICE, claim("a100", template=True), many))
-    p = subprocess.Popen([sys.executable, "-m", "draopt", "place", "-f", str(f), "-o", "yaml"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "draopt", "place", "-f", str(f), "-o", "yaml"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     p.stdout.close()
     err = p.stderr.read().decode()
     code = p.wait(timeout=120)
@@ -265,10 +284,14 @@ def test_closed_pipe_ends_quietly(tmp_path):
 
 def test_huge_file_of_unused_kinds(tmp_path, capsys):
     f = tmp_path / "big.yaml"
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"},
-          "data": {"blob": "x" * 2000}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "x", "namespace": "default"},
+        "data": {"blob": "x" * 2000},
+    }
     items = [dict(cm, metadata={"name": f"cm-{i}", "namespace": "default"}) for i in range(3000)]
-    f.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))   # about 6 MB
+    f.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))  # about 6 MB
     f2 = tmp_path / "cluster.yaml"
     f2.write_text(docs(CLASS, NODE, SLICE, claim("a")))
     assert cli.main(["allocate", "-f", str(f), "-f", str(f2)]) == 0
@@ -319,8 +342,13 @@ spec:
 
 
 def test_yaml_alias_bomb_is_refused(capsys, tmp_path):
-    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata: {name: lol}", "data:",
-             "  a0: &a0 [" + ",".join(["lol"] * 10) + "]"]
+    lines = [
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "metadata: {name: lol}",
+        "data:",
+        "  a0: &a0 [" + ",".join(["lol"] * 10) + "]",
+    ]
     lines += [f"  a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
     f = tmp_path / "bomb.yaml"
     f.write_text("\n".join(lines) + "\n")
@@ -330,8 +358,15 @@ def test_yaml_alias_bomb_is_refused(capsys, tmp_path):
     assert cli.main(["allocate", "-f", str(f)]) == 2
     assert "an alias refers to a node that contains it" in capsys.readouterr().err
     # Anchors used as people use them are fine.
-    f.write_text(docs(CLASS, NODE, SLICE, claim("a").replace("requests:", "requests: &reqs").replace(
-        "kind: ResourceClaim", "kind: ResourceClaim"), claim("b")))
+    f.write_text(
+        docs(
+            CLASS,
+            NODE,
+            SLICE,
+            claim("a").replace("requests:", "requests: &reqs").replace("kind: ResourceClaim", "kind: ResourceClaim"),
+            claim("b"),
+        )
+    )
     assert len(load_files([str(f)]).resource_claims) == 2
 
 
@@ -342,8 +377,10 @@ def test_explain_names_an_incomplete_pool(capsys, tmp_path):
     f.write_text(docs(CLASS, NODE, SLICE.replace("resourceSliceCount: 1", "resourceSliceCount: 3"), claim("a")))
     assert cli.main(["explain", "-f", str(f)]) == 0
     out = capsys.readouterr().out
-    assert "pool gpu.example.com/node-1 is incomplete, none of its devices is used: 1 of its 3 " \
-           "ResourceSlices (generation 1) are in the input" in out
+    assert (
+        "pool gpu.example.com/node-1 is incomplete, none of its devices is used: 1 of its 3 "
+        "ResourceSlices (generation 1) are in the input" in out
+    )
     assert cli.main(["explain", "-f", str(f), "-o", "json"]) == 0
     (section,) = json.loads(capsys.readouterr().out)
     assert section["nodes"][0]["pools"][0].startswith("pool gpu.example.com/node-1 is incomplete")
@@ -361,12 +398,15 @@ spec:
   sharedCounters: [{name: gpu-0, counters: {memory: {value: 40Gi}}}]
 """
     f = tmp_path / "c.yaml"
-    f.write_text(docs(CLASS, NODE, SLICE.replace("resourceSliceCount: 1", "resourceSliceCount: 2"), counters,
-                      claim("a", 5)))
+    f.write_text(
+        docs(CLASS, NODE, SLICE.replace("resourceSliceCount: 1", "resourceSliceCount: 2"), counters, claim("a", 5))
+    )
     assert cli.main(["explain", "-f", str(f), "--feature-gates", "DRAPartitionableDevices=false"]) == 0
     out = capsys.readouterr().out
-    assert "ResourceSlice node-1-counters is left out: it uses sharedCounters or perDeviceNodeSelection and " \
-           "DRAPartitionableDevices is off" in out
+    assert (
+        "ResourceSlice node-1-counters is left out: it uses sharedCounters or perDeviceNodeSelection and "
+        "DRAPartitionableDevices is off" in out
+    )
     assert "pool gpu.example.com/node-1 is incomplete, none of its devices is used: 2 of its 2" not in out
 
 

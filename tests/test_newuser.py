@@ -3,6 +3,7 @@ kubectl dumps, KEP and website examples of `../shared/realworld/` (its README na
 source; nodes and slices as `kubectl get -o yaml` shows them). Every placement is valid
 (check_placement), labelled proven only when OPTIMAL, and the same on a second run. Skipped when
 the directory is missing."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -73,7 +74,7 @@ def test_compare_is_valid_honest_and_deterministic(name):
         assert (r["status"] == "heuristic") == (r["policy"] == "first-fit")
         assert 0 <= r["stranded_devices"] <= r["free_devices"] <= r["devices_total"]
     ff, opt = runs[0]
-    assert opt["weighted_placed"] >= ff["weighted_placed"]      # optimal is never worse than first-fit
+    assert opt["weighted_placed"] >= ff["weighted_placed"]  # optimal is never worse than first-fit
     for r in runs[0] + runs[1]:
         r.pop("solve_s")
     assert runs[0] == runs[1]
@@ -92,12 +93,21 @@ def test_place_with_scheduler_configurations_is_valid_and_deterministic(config, 
         assert _nodes(a) == _nodes(b), name
 
 
-@pytest.mark.parametrize("name", ["03-example-driver-partitionable.yaml", "12-nvidia-dynamic-mig-partitionable.yaml",
-                                  "18-website-consumable-bandwidth.yaml", "19-example-driver-podgroup-gang.yaml",
-                                  "22-nvidia-extended-resources.yaml", "24-nvidia-dynamic-mig-fleet.yaml"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "03-example-driver-partitionable.yaml",
+        "12-nvidia-dynamic-mig-partitionable.yaml",
+        "18-website-consumable-bandwidth.yaml",
+        "19-example-driver-podgroup-gang.yaml",
+        "22-nvidia-extended-resources.yaml",
+        "24-nvidia-dynamic-mig-fleet.yaml",
+    ],
+)
 def test_plan_on_demos_never_above_the_estimate_and_deterministic(name):
     from draopt.studies.planning import NodeType, plan
     from fractions import Fraction
+
     if name not in SCENARIOS:
         pytest.skip(f"{name} not available")
     objs = load_files([str(REALWORLD / name)])
@@ -108,4 +118,4 @@ def test_plan_on_demos_never_above_the_estimate_and_deterministic(name):
     best = a.ffd_best()
     assert a.placed >= best.placed and (a.placed > best.placed or a.cost <= best.cost)
     assert not a.proven_minimal or a.status == "OPTIMAL"
-    assert a.placed == a.pods            # every demo's pods fit on copies of its own node
+    assert a.placed == a.pods  # every demo's pods fit on copies of its own node

@@ -1,6 +1,7 @@
 """Every notebook in notebooks/ executes (nbclient, a fresh kernel, working directory notebooks/)
 without a cell error and within the time limit, and ends with a plot and a printed conclusion.
 The notebooks are sized to run in seconds; the full studies are `draopt simulate`/benchmarks."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,9 +21,10 @@ def execute(path: Path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
-    client.execute()          # raises CellExecutionError on any cell error, CellTimeoutError past the limit
+    client = nbclient.NotebookClient(
+        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()  # raises CellExecutionError on any cell error, CellTimeoutError past the limit
     return nb
 
 

@@ -3,6 +3,7 @@ placement model (`draopt.model.placement.build`) with one pod and one candidate 
 a chain whose `invert` runs back through its reductions (as cvxpy's `reductions/chain.py`).
 First-fit's answers equal the reference search (Kubernetes' allocator.go allocateOne order) on
 random instances; tests/test_property.py checks many more."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -34,6 +35,7 @@ def test_there_is_no_second_model():
     assert importlib.util.find_spec("draopt.model.node") is None
     assert importlib.util.find_spec("draopt.model.encodings.assignment") is None
     import draopt.model.encodings.base as base
+
     assert not hasattr(base, "ModelData")
 
 
@@ -81,8 +83,12 @@ def test_chain_inverts_in_reverse_order():
     assert calls == [("apply", "a"), ("apply", "b"), ("invert", "b"), ("invert", "a")]
     problem = _problems(5)[0]
     assert allocation_chain(problem).accepts(problem)
-    assert [r.__name__ for r in placement_reductions()] == \
-        ["CountIdenticalPods", "GroupDevices", "OwnAcrossNodes", "SplitComponents"]
+    assert [r.__name__ for r in placement_reductions()] == [
+        "CountIdenticalPods",
+        "GroupDevices",
+        "OwnAcrossNodes",
+        "SplitComponents",
+    ]
 
 
 def test_explain_guards_the_named_requirements():
@@ -91,7 +97,7 @@ def test_explain_guards_the_named_requirements():
         try:
             b = build_one_node(problem, kubernetes_quirks=False, explain=True)[0]
         except AllocationError:
-            continue   # a CEL runtime error: explain reports it instead
+            continue  # a CEL runtime error: explain reports it instead
         counts = [n for n in b.model.guards if n.endswith("device(s)")]
         plain = [s for c in problem.claims for g in c.requests for s in g.alternatives if s.mode != "All"]
         assert len(counts) == len(plain)

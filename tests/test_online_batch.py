@@ -1,6 +1,7 @@
 """draopt.studies.online_batch (`optimal-batch`): on every 8th openb GPU node, its placements pass an
 independent replay, are deterministic, never move a placed task, and leave fewer GPUs
 unallocated than fgd on the same arrivals."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,14 +28,15 @@ def cut():
     c = sim.build(objects)
     frag = sim.FragModel(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
     seq, cum = sim.arrivals(c, 1.3, np.random.default_rng([42, 0]))
-    seq = seq[:int(np.searchsorted(cum, 1.0 * c.total, side="right"))]
+    seq = seq[: int(np.searchsorted(cum, 1.0 * c.total, side="right"))]
     return nodes, {f"openb/{t.name}": t for t in tasks}, c, frag, seq
 
 
 def replay_errors(c, nodes, tasks, seq, log) -> list[str]:
     """The placements checked with the CSV's numbers only (draopt.studies.trace.replay_errors)."""
-    return trace.replay_errors(nodes, ((tasks[c.shapes[si].pods[0]], c.nodes[got[0]], got[1])
-                                       for si, got in zip(seq, log) if got is not None))
+    return trace.replay_errors(
+        nodes, ((tasks[c.shapes[si].pods[0]], c.nodes[got[0]], got[1]) for si, got in zip(seq, log) if got is not None)
+    )
 
 
 def run(c, frag, seq, **kw):
@@ -51,7 +53,7 @@ def test_replay_determinism_never_moves_and_beats_fgd(cut):
     assert len(log) == len(seq)
     assert replay_errors(c, nodes, tasks, seq, log) == []
     assert st.placed == sum(g is not None for g in log) and st.placed + st.failed == len(seq)
-    assert st.failed > 0                      # 100 % arrived: the comparison below is not vacuous
+    assert st.failed > 0  # 100 % arrived: the comparison below is not vacuous
     allocated = sum(c.shapes[si].cons[g[0], d] for si, g in zip(seq, log) if g for d in g[1])
     assert allocated == pytest.approx(st.allocated)
     # Never moved: what a batch leaves is never given back later (free only shrinks), and the
@@ -116,6 +118,7 @@ def _paper_cut(cut, upto: float):
 
 def _forward(pp, **kw):
     from draopt.studies.paper_batch import PaperForwardBatch
+
     return PaperForwardBatch(lambda: pp._Builtin("fgd"), pp.RunContext, **kw)
 
 
@@ -131,13 +134,13 @@ def test_paper_protocol_batch_policy(cut):
     seq = [int(s) for s in arr.shapes]
     log = [(x[1], x[2]) if x else None for x in r.log]
     assert replay_errors(c, nodes, tasks, seq, log) == []
-    assert r.failed[-1] > 0                  # saturated: the plans and the repair had work to do
+    assert r.failed[-1] > 0  # saturated: the plans and the repair had work to do
     assert pp.run_paper(c, arr, pp.make_policy("optimal-batch")).log == r.log
     st = sim.State(c)
     ctx = pp.RunContext(pp.prepare(c), st, arr.node_rank, np.random.default_rng(0))
     pol.start(ctx)
     got = pol.choose_batch(ctx, arr.shapes[:50])
-    assert st.placed == 0 and (st.free == c.alloc).all()       # the protocol applies, not the policy
+    assert st.placed == 0 and (st.free == c.alloc).all()  # the protocol applies, not the policy
     assert sum(g is not None for g in got) == 50
 
 
@@ -156,12 +159,12 @@ def test_paper_batch_never_values_a_batch_below_fgd_order(cut):
     nodes, tasks, c, _, _ = cut
     pp, arr = _paper_cut(cut, 1.0)
     fgd = pp.run_paper(c, arr, "fgd")
-    k = int(np.flatnonzero(fgd.failed > 0)[0])          # the first failure: the cluster is full
+    k = int(np.flatnonzero(fgd.failed > 0)[0])  # the first failure: the cluster is full
     start = sim.State(c)
     for e in fgd.log[:k]:
         if e is not None:
             start.take(c.shapes[e[0]], e[1], e[2])
-    batch = [int(s) for s in arr.shapes[k:k + 150]]
+    batch = [int(s) for s in arr.shapes[k : k + 150]]
     moves = 0
     for value in ("area", "milli", "prefix"):
         ref = _forward(pp, plans=(), repair=False, value=value, batch=150)
@@ -190,7 +193,12 @@ def test_paper_batch_never_values_a_batch_below_fgd_order(cut):
 
 def test_paper_batch_bad_parameters(cut):
     pp = pytest.importorskip("draopt.studies.paper_protocol")
-    for kw, msg in (({"batch": 0}, "batch 0"), ({"plans": ("smallest",)}, "unknown plan"),
-                    ({"value": "gpu"}, "unknown value"), ({"horizon": -1}, "horizon -1"), ({"tries": -2}, "tries -2")):
+    for kw, msg in (
+        ({"batch": 0}, "batch 0"),
+        ({"plans": ("smallest",)}, "unknown plan"),
+        ({"value": "gpu"}, "unknown value"),
+        ({"horizon": -1}, "horizon -1"),
+        ({"tries": -2}, "tries -2"),
+    ):
         with pytest.raises(InputError, match=msg):
             _forward(pp, **kw)

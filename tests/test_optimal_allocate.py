@@ -1,4 +1,5 @@
 """`allocate --policy optimal`: valid allocations that prefer alternatives and pack partitions."""
+
 from __future__ import annotations
 
 from draopt.allocation import allocate as api
@@ -15,10 +16,12 @@ MIG = tf.COMPAT.replace("      compatibilityGroups: [mig]\n", "").replace("     
 def test_optimal_takes_the_smallest_fitting_partition():
     # Counter 8 units: first-fit gives a 4-unit slice to the first request; optimal too (all slices are 4);
     # with a 6-unit device first in order, optimal skips it for a 4-unit one.
-    text = MIG.replace("gpu-0-mig\n    attributes: {mode: {string: mig}}\n    consumesCounters:\n    - counterSet: gpu-0-memory\n"
-                       "      counters: {memory: {value: 4Gi}}",
-                       "gpu-0-mig\n    attributes: {mode: {string: mig}}\n    consumesCounters:\n    - counterSet: gpu-0-memory\n"
-                       "      counters: {memory: {value: 6Gi}}")
+    text = MIG.replace(
+        "gpu-0-mig\n    attributes: {mode: {string: mig}}\n    consumesCounters:\n    - counterSet: gpu-0-memory\n"
+        "      counters: {memory: {value: 4Gi}}",
+        "gpu-0-mig\n    attributes: {mode: {string: mig}}\n    consumesCounters:\n    - counterSet: gpu-0-memory\n"
+        "      counters: {memory: {value: 6Gi}}",
+    )
     objs = load_text(tf.CLASS + text + tf.NODE + tf.claim("a", tf.ONE))
     ff = api.allocate(objs, features=ALL, policy="first-fit")
     opt = api.allocate(objs, features=ALL, policy="optimal")

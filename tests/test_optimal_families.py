@@ -22,6 +22,7 @@ violations are those is not a floor optimal must reach (optimal keeps the docume
 A failure prints the family and seed: `random_cluster(random.Random(seed), family)` rebuilds
 the instance, `draopt.testing.synth_cluster.features_for(seed)` its gates.
 """
+
 from __future__ import annotations
 
 import random
@@ -44,9 +45,14 @@ EXAMPLES_PER_FAMILY = 64
 TIME_LIMIT = 10.0
 REORDERS = 1
 # The seeds are opaque: shrinking them finds nothing smaller, so failures are reported as drawn.
-SETTINGS = settings(max_examples=EXAMPLES_PER_FAMILY, deadline=None, derandomize=True, database=None,
-                    phases=[Phase.explicit, Phase.generate],
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=EXAMPLES_PER_FAMILY,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def _where(family: str, seed: int) -> str:
@@ -69,19 +75,22 @@ def test_optimal_on_family(audit, family, seed):
     a = audit(docs, features=features_for(seed), time_limit=TIME_LIMIT, reorders=REORDERS, seed=seed)
     where = _where(family, seed)
     if a.invalid is not None:
-        return   # counted by test_generator_draws_valid_input
+        return  # counted by test_generator_draws_valid_input
     assert a.crash is None, f"{where}: {a.crash}"
     assert a.ff_errors == [], f"{where}: first-fit placement invalid: {a.ff_errors}"
     assert a.opt_errors == [], f"{where}: optimal placement invalid: {a.opt_errors}"
     if not a.ff_defects:
-        assert a.opt_weighted >= a.ff_weighted, \
+        assert a.opt_weighted >= a.ff_weighted, (
             f"{where}: optimal places {a.opt_weighted} priority-weighted pods, first-fit {a.ff_weighted}"
-    assert a.opt_weighted >= a.reordered_weighted, \
-        f"{where}: optimal places {a.opt_weighted} priority-weighted pods, first-fit in another queue order " \
+        )
+    assert a.opt_weighted >= a.reordered_weighted, (
+        f"{where}: optimal places {a.opt_weighted} priority-weighted pods, first-fit in another queue order "
         f"{a.reordered_weighted}"
-    assert a.stats.get("fixed_pods", 0) == 0 and a.stats.get("pinned_pods", 0) == 0, \
-        f"{where}: pods pinned to first-fit's answer: fixed_pods={a.stats.get('fixed_pods', 0)}, " \
+    )
+    assert a.stats.get("fixed_pods", 0) == 0 and a.stats.get("pinned_pods", 0) == 0, (
+        f"{where}: pods pinned to first-fit's answer: fixed_pods={a.stats.get('fixed_pods', 0)}, "
         f"pinned_pods={a.stats.get('pinned_pods', 0)}"
+    )
     status, gap = a.stats.get("status"), a.stats.get("gap")
     assert status in ("OPTIMAL", "FEASIBLE"), f"{where}: status {status!r}"
     assert isinstance(gap, (int, float)) and gap >= 0, f"{where}: gap {gap!r}"
@@ -108,6 +117,7 @@ def test_generator_draws_valid_input(family):
 def test_draws_pass_api_validation():
     """What a Kubernetes API server would accept (`draopt validate`), under the seed's gates."""
     from draopt.validation import validate_documents
+
     for family in FAMILIES:
         for seed in range(12):
             docs = random_cluster(random.Random(seed), family)
@@ -117,6 +127,7 @@ def test_draws_pass_api_validation():
 
 def test_families_draw_their_feature():
     """Each family's shape is in (almost) every draw."""
+
     def has(docs, pred) -> bool:
         return any(pred(d) for d in docs)
 
@@ -128,21 +139,32 @@ def test_families_draw_their_feature():
         return d["spec"].get("devices", []) if d["kind"] == "ResourceSlice" else []
 
     def constraint(kind):
-        return lambda d: d["kind"] in ("ResourceClaimTemplate", "ResourceClaim") and any(
-            kind in c for c in (d["spec"]["spec"] if d["kind"] == "ResourceClaimTemplate" else d["spec"])
-            ["devices"].get("constraints", []))
+        return lambda d: (
+            d["kind"] in ("ResourceClaimTemplate", "ResourceClaim")
+            and any(
+                kind in c
+                for c in (d["spec"]["spec"] if d["kind"] == "ResourceClaimTemplate" else d["spec"])["devices"].get(
+                    "constraints", []
+                )
+            )
+        )
 
     shapes = {
         "gpu-nic": constraint("matchAttribute"),
         "distinct": constraint("distinctAttribute"),
-        "admin": lambda d: d["kind"] == "ResourceClaimTemplate" and any(
-            (r.get("exactly") or {}).get("adminAccess") for r in requests(d)),
+        "admin": lambda d: (
+            d["kind"] == "ResourceClaimTemplate"
+            and any((r.get("exactly") or {}).get("adminAccess") for r in requests(d))
+        ),
         "shared": lambda d: d["kind"] == "ResourceClaim",
-        "lists": lambda d: d["kind"] == "ResourceClaimTemplate" and sum(
-            1 for r in requests(d) if r.get("firstAvailable")) == 2,
+        "lists": lambda d: (
+            d["kind"] == "ResourceClaimTemplate" and sum(1 for r in requests(d) if r.get("firstAvailable")) == 2
+        ),
         "mig-gang": lambda d: d["kind"] == "ResourceSlice" and bool(d["spec"].get("sharedCounters")),
-        "all": lambda d: d["kind"] == "ResourceClaimTemplate" and any(
-            (r.get("exactly") or {}).get("allocationMode") == "All" for r in requests(d)),
+        "all": lambda d: (
+            d["kind"] == "ResourceClaimTemplate"
+            and any((r.get("exactly") or {}).get("allocationMode") == "All" for r in requests(d))
+        ),
     }
     for family, pred in shapes.items():
         hits = sum(has(random_cluster(random.Random(s), family), pred) for s in range(50))
@@ -152,21 +174,47 @@ def test_families_draw_their_feature():
     for s in range(50):
         docs = random_cluster(random.Random(s), "gpu-nic")
         for node in {d["spec"]["nodeName"] for d in docs if d["kind"] == "ResourceSlice"}:
-            gpu_roots = {x["attributes"]["resource.kubernetes.io/pcieRoot"]["string"] for d in docs
-                         if d["kind"] == "ResourceSlice" and d["spec"]["nodeName"] == node
-                         and d["spec"]["driver"] == "gpu.example.com" for x in devices_of(d)}
-            nic_roots = {x["attributes"]["resource.kubernetes.io/pcieRoot"]["string"] for d in docs
-                         if d["kind"] == "ResourceSlice" and d["spec"]["nodeName"] == node
-                         and d["spec"]["driver"] == "nic.example.com" for x in devices_of(d)}
+            gpu_roots = {
+                x["attributes"]["resource.kubernetes.io/pcieRoot"]["string"]
+                for d in docs
+                if d["kind"] == "ResourceSlice"
+                and d["spec"]["nodeName"] == node
+                and d["spec"]["driver"] == "gpu.example.com"
+                for x in devices_of(d)
+            }
+            nic_roots = {
+                x["attributes"]["resource.kubernetes.io/pcieRoot"]["string"]
+                for d in docs
+                if d["kind"] == "ResourceSlice"
+                and d["spec"]["nodeName"] == node
+                and d["spec"]["driver"] == "nic.example.com"
+                for x in devices_of(d)
+            }
             if nic_roots - gpu_roots:
                 lonely += 1
                 break
     assert lonely >= 25, lonely
     # Gangs with minCount >= 2 in mig-gang; network-attached pools somewhere in mixed.
-    assert sum(has(random_cluster(random.Random(s), "mig-gang"), lambda d: d["kind"] == "PodGroup" and
-                   d["spec"]["schedulingPolicy"]["gang"]["minCount"] >= 2) for s in range(50)) >= 40
-    assert sum(has(random_cluster(random.Random(s), "mixed"), lambda d: d["kind"] == "ResourceSlice" and (
-        d["spec"].get("allNodes") or "nodeSelector" in d["spec"])) for s in range(50)) >= 10
+    assert (
+        sum(
+            has(
+                random_cluster(random.Random(s), "mig-gang"),
+                lambda d: d["kind"] == "PodGroup" and d["spec"]["schedulingPolicy"]["gang"]["minCount"] >= 2,
+            )
+            for s in range(50)
+        )
+        >= 40
+    )
+    assert (
+        sum(
+            has(
+                random_cluster(random.Random(s), "mixed"),
+                lambda d: d["kind"] == "ResourceSlice" and (d["spec"].get("allNodes") or "nodeSelector" in d["spec"]),
+            )
+            for s in range(50)
+        )
+        >= 10
+    )
 
 
 def test_same_seed_same_cluster():
@@ -184,8 +232,24 @@ def test_place_compare_cli(tmp_path, index):
     path = tmp_path / f"{family}.yaml"
     path.write_text(yaml.safe_dump_all(random_cluster(random.Random(seed), family), sort_keys=False))
     gates = ",".join(f"{g}={'true' if on else 'false'}" for g, on in sorted(features_for(seed).gates.items()))
-    run = subprocess.run([sys.executable, "-m", "draopt", "place", "-f", str(path), "--compare", "--time-limit", "10",
-                          "--feature-gates", gates], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "draopt",
+            "place",
+            "-f",
+            str(path),
+            "--compare",
+            "--time-limit",
+            "10",
+            "--feature-gates",
+            gates,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     where = _where(family, seed)
     assert "Traceback" not in run.stderr, f"{where}: {run.stderr[-2000:]}"
     assert run.returncode in (0, 1), f"{where}: exit {run.returncode}: {run.stderr[-2000:]}"
@@ -203,8 +267,13 @@ def test_draws_are_not_trivial(audit):
     for family in FAMILIES:
         hits = 0
         for seed in NONTRIVIAL_SEEDS:
-            a = audit(random_cluster(random.Random(seed), family), features=features_for(seed),
-                      time_limit=TIME_LIMIT, reorders=REORDERS, seed=seed)
+            a = audit(
+                random_cluster(random.Random(seed), family),
+                features=features_for(seed),
+                time_limit=TIME_LIMIT,
+                reorders=REORDERS,
+                seed=seed,
+            )
             hits += a.nontrivial
         shares[family] = hits / len(NONTRIVIAL_SEEDS)
     print("non-trivial share per family:", shares)

@@ -1,5 +1,6 @@
 """The optimal policy's floor is the first-fit it is compared against: the scheduler profile the
 same flags give `place --policy first-fit`, and the name-order first-fit when that places more."""
+
 import random
 
 import pytest

@@ -8,6 +8,7 @@ required pod affinity by JobSet's pod_mutating_webhook.go), g02 (LWS SetExclusiv
 b05b (dra-driver-cpu pod_with_pod_level_resources, validatePodLevelResourcesCoverDRA), b06
 (validateNodeAllocatableDRAClaimSharing). Before, optimal placed 6 of 6 on g01/g02 (Kubernetes: 4),
 placed b05b's pod and both b06 pods, each reported OPTIMAL."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,13 +30,20 @@ def files(*names: str) -> list[str]:
     return [str(p) for p in paths]
 
 
-@pytest.mark.parametrize("names, features, rule", [
-    (("g01-gke-a3-2pools-cluster.yaml", "g01-jobset-exclusive.yaml"), None, "required inter-pod affinity"),
-    (("g01-gke-a3-2pools-cluster.yaml", "g02-lws-exclusive.yaml"), None, "required inter-pod affinity"),
-    (("b05b-cpu-pod-level-resources-12.yaml",), NODE_ALLOCATABLE, "pod-level resources"),
-    (("b03-cpu-grouped-mapping-cluster.yaml", "b06-cpu-mapped-claim-shared.yaml"), NODE_ALLOCATABLE,
-     "a claim with a mapped node-allocatable device shared by several pods"),
-], ids=["g01", "g02", "b05b", "b06"])
+@pytest.mark.parametrize(
+    "names, features, rule",
+    [
+        (("g01-gke-a3-2pools-cluster.yaml", "g01-jobset-exclusive.yaml"), None, "required inter-pod affinity"),
+        (("g01-gke-a3-2pools-cluster.yaml", "g02-lws-exclusive.yaml"), None, "required inter-pod affinity"),
+        (("b05b-cpu-pod-level-resources-12.yaml",), NODE_ALLOCATABLE, "pod-level resources"),
+        (
+            ("b03-cpu-grouped-mapping-cluster.yaml", "b06-cpu-mapped-claim-shared.yaml"),
+            NODE_ALLOCATABLE,
+            "a claim with a mapped node-allocatable device shared by several pods",
+        ),
+    ],
+    ids=["g01", "g02", "b05b", "b06"],
+)
 def test_optimal_keeps_first_fit_where_it_does_not_encode_the_rule(names, features, rule):
     objects = load_files(files(*names))
     ff = place(objects, policy="first-fit", features=features).result
@@ -43,7 +51,7 @@ def test_optimal_keeps_first_fit_where_it_does_not_encode_the_rule(names, featur
     assert {p.pod: p.node for p in opt.pods} == {p.pod: p.node for p in ff.pods}
     assert opt.stats["status"] == "UNKNOWN"
     assert "does not encode " + rule in opt.stats["summary"]
-    assert sum(p.placed for p in opt.pods) < len(opt.pods)       # Kubernetes leaves some pending here
+    assert sum(p.placed for p in opt.pods) < len(opt.pods)  # Kubernetes leaves some pending here
 
 
 def test_optimal_still_proves_inputs_without_such_rules():

@@ -2,6 +2,7 @@
 
 Rules are from hkust-adsl/kubernetes-scheduler-simulator (cited per test); the openb trace
 tests use every 8th GPU node and skip when ../shared/data/openb/ is absent."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -81,7 +82,7 @@ def test_gpu_packing_cases_of_their_test():
     present = np.array([[True] * 4 + [False] * 4, [True] * 4 + [False] * 4, [True] * 8])
     assert list(pp.score_gpu_packing(left, present, 1000, 2)) == [48, 29, 25]
     assert pp.score_gpu_packing(left[:1], present[:1], 200, 1)[0] == 98
-    assert pp.score_gpu_packing(left[:1], present[:1], 600, 1)[0] == 49      # must use a free GPU
+    assert pp.score_gpu_packing(left[:1], present[:1], 600, 1)[0] == 49  # must use a free GPU
     assert list(pp.score_gpu_packing(left, present, 0, 0)) == [0, 0, 0]
 
 
@@ -90,7 +91,10 @@ def test_best_fit_and_dot_product():
     dot_product_score.go (merge, max): int(100 x (1 - dot / 2))."""
     cpu_left = np.array([64000.0, 32000.0])
     gpu_left = np.array([8000.0, 1000.0])
-    assert list(pp.score_best_fit(cpu_left, gpu_left, 16000.0, 1000.0)) == [37, 93]   # 100 x (1 - 0.1875 - 0.4375), 100 x (1 - 0.0625)
+    assert list(pp.score_best_fit(cpu_left, gpu_left, 16000.0, 1000.0)) == [
+        37,
+        93,
+    ]  # 100 x (1 - 0.1875 - 0.4375), 100 x (1 - 0.0625)
     dot = (64000 / 128000) * (16000 / 128000) + 1 * (1000 / 8000)
     assert pp.score_dot_product(cpu_left[:1], gpu_left[:1], 16000.0, 1000.0)[0] == int(100 * (1 - dot / 2))
 
@@ -110,8 +114,13 @@ def test_frag_and_fgd_score():
     than it asks per GPU; one that does not fit (GPU, CPU or type) counts all; a CPU-only pod
     counts all (XL is summed except Q3). fgd_score.go: int(sigmoid(delta / 1000) x 100)."""
     # typical: 500m share (weight 2), 2 whole GPUs (weight 1), CPU-only (weight 1); one kind of node
-    fm = pp.FragModel(np.array([4000, 8000, 1000]), np.array([500, 1000, 0]), np.array([1, 2, 0]),
-                      np.array([2, 1, 1]), np.ones((3, 1), bool))
+    fm = pp.FragModel(
+        np.array([4000, 8000, 1000]),
+        np.array([500, 1000, 0]),
+        np.array([1, 2, 0]),
+        np.array([2, 1, 1]),
+        np.ones((3, 1), bool),
+    )
     left = np.array([[1000, 300, 0, 0], [1000, 1000, 0, 0], [1000, 1000, 0, 0]])
     cpu = np.array([16000, 16000, 6000])
     got = fm.frag(cpu, left, np.zeros(3, int))
@@ -135,13 +144,13 @@ def test_bin_seed_as_merge_alloc_discrete():
     """merge_alloc_discrete.py: bin by round(arrived % , 0) (half to even), mean of the
     allocation % rounded to 2 decimals, the bins either side when a bin is empty."""
     gpus = 10
-    arrived = np.array([100, 150, 250, 4000]) * 10      # 10 %, 15 % (-> 16? no: 15 -> 15), 25 %, 400 %
+    arrived = np.array([100, 150, 250, 4000]) * 10  # 10 %, 15 % (-> 16? no: 15 -> 15), 25 %, 400 %
     allocated = np.array([90, 140, 240, 3000]) * 10
     got = P.bin_seed(arrived, allocated, gpus, [10, 15, 24, 25, 26, 30, 400])
     assert got == {10: 9.0, 15: 14.0, 24: 24.0, 25: 24.0, 26: 24.0, 400: 300.0}
-    assert np.round(12.5) == 12 and np.round(13.5) == 14    # the half-to-even rounding it relies on
+    assert np.round(12.5) == 12 and np.round(13.5) == 14  # the half-to-even rounding it relies on
     curve = P.bin_curve([{100: 95.0}, {100: 93.0}])
-    assert curve[100]["unallocated_pct"] == pytest.approx(6.0) and curve[100]["std_pct"] == pytest.approx(2 ** 0.5)
+    assert curve[100]["unallocated_pct"] == pytest.approx(6.0) and curve[100]["std_pct"] == pytest.approx(2**0.5)
 
 
 # ------------------------------------------------------------------ replay
@@ -192,12 +201,14 @@ def test_batch_policy_interface(small):
         def choose_batch(self, ctx, shapes):
             assert 1 <= len(shapes) <= 7
             return [None] * len(shapes)
+
     r = P.run_paper(c, a, Nothing())
     assert r.failed[-1] == 30 and r.allocated[-1] == 0
 
     class Bad(Nothing):
         def choose_batch(self, ctx, shapes):
             return [(0, [0, 1, 2, 3, 4, 5, 6, 7, 8])] * len(shapes)
+
     with pytest.raises(P.InputError, match="policy nothing"):
         P.run_paper(c, a, Bad())
 
@@ -213,15 +224,60 @@ def test_bad_protocol_and_policy(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["simulate", "-f", str(cluster), "--trace", str(pods), "--protocol", "nope"])
     assert e.value.code == 2 and "fgd-paper" in capsys.readouterr().err
-    assert main(["simulate", "-f", str(cluster), "--trace", str(pods), "--protocol", "fgd-paper",
-                 "--policy", "least-allocated", "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "simulate",
+                "-f",
+                str(cluster),
+                "--trace",
+                str(pods),
+                "--protocol",
+                "fgd-paper",
+                "--policy",
+                "least-allocated",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "least-allocated" in err and "gpu-packing" in err and "--protocol draopt" in err
-    assert main(["simulate", "-f", str(cluster), "--trace", str(pods), "--protocol", "fgd-paper",
-                 "--inflation", "0.925", "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "simulate",
+                "-f",
+                str(cluster),
+                "--trace",
+                str(pods),
+                "--protocol",
+                "fgd-paper",
+                "--inflation",
+                "0.925",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert "whole arrived percent" in capsys.readouterr().err
-    assert main(["simulate", "-f", str(cluster), "--trace", str(pods), "--protocol", "fgd-paper",
-                 "--tie-break", "name", "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "simulate",
+                "-f",
+                str(cluster),
+                "--trace",
+                str(pods),
+                "--protocol",
+                "fgd-paper",
+                "--tie-break",
+                "name",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert "random node order" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("name,cpu_milli,memory_mib,num_gpu\np1,1000,1024,1\n")
@@ -229,18 +285,62 @@ def test_bad_protocol_and_policy(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "bad.csv" in err and "gpu_milli" in err
     # A good run: CSV with today's columns.
-    assert main(["simulate", "-f", str(cluster), "--trace", str(pods), "--protocol", "fgd-paper", "--quiet",
-                 "--inflation", "1.0", "-o", "csv", "--policy", "fgd,random"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "-f",
+                str(cluster),
+                "--trace",
+                str(pods),
+                "--protocol",
+                "fgd-paper",
+                "--quiet",
+                "--inflation",
+                "1.0",
+                "-o",
+                "csv",
+                "--policy",
+                "fgd,random",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ",".join(sim.COLUMNS)
     assert [line.split(",")[:2] for line in out[1:]] == [["1.0", "fgd"], ["1.0", "random"]]
     # --offline-optimum: a row after the online ones, its bound and status from the solver.
-    assert main(["simulate", "-f", str(cluster), "--trace", str(pods), "--protocol", "fgd-paper", "--quiet",
-                 "--inflation", "1.0", "-o", "csv", "--policy", "random", "--offline-optimum",
-                 "--time-limit", "2"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "-f",
+                str(cluster),
+                "--trace",
+                str(pods),
+                "--protocol",
+                "fgd-paper",
+                "--quiet",
+                "--inflation",
+                "1.0",
+                "-o",
+                "csv",
+                "--policy",
+                "random",
+                "--offline-optimum",
+                "--time-limit",
+                "2",
+            ]
+        )
+        == 0
+    )
     got = capsys.readouterr()
     rows = [dict(zip(sim.COLUMNS, line.split(","))) for line in got.out.splitlines()[1:]]
-    assert [r["policy"] for r in rows] == ["random", "offline-optimum"] and "3 solve(s)" in got.err and "up to 6 s" in got.err
+    assert (
+        [r["policy"] for r in rows] == ["random", "offline-optimum"]
+        and "3 solve(s)" in got.err
+        and "up to 6 s" in got.err
+    )
     off = rows[1]
     assert off["status"] and float(off["bound_unallocated_pct"]) <= float(off["unallocated_pct"])
     assert float(off["unallocated_pct"]) <= float(rows[0]["unallocated_pct"]) + 1e-9
@@ -264,7 +364,7 @@ def test_offline_optimum_rows_bound_replay(small):
     assert row["bound_unallocated_pct"] <= row["unallocated_pct"]
     assert row["unallocated_pct"] <= round(100 * (1 - r.allocated[o.arrivals - 1] / pc.capacity_milli), 3)
     fgd_bin = 100 - P.bin_seed(r.arrived, r.allocated, pc.gpus, [100])[100]
-    assert row["unallocated_pct"] <= fgd_bin + 0.01      # the bin's figure: 2-decimal rounding
+    assert row["unallocated_pct"] <= fgd_bin + 0.01  # the bin's figure: 2-decimal rounding
     assert o.placed == len(o.log) > 0
     assert replay_errors(c, nodes, tasks, o.log) == []
     used = sum(c.shapes[si].cons[n, d] for si, n, ds in o.log for d in ds) * pc.gpu_scale
@@ -276,10 +376,10 @@ def replay_errors(c, nodes, tasks, log) -> list[str]:
     return trace.replay_errors(nodes, ((tasks[c.shapes[si].pods[0]], c.nodes[node], devs) for si, node, devs in log))
 
 
-
 def test_batch_flag_reaches_optimal_batch_under_the_paper_protocol():
     # --batch K was read and dropped under --protocol fgd-paper (optimal-batch kept 500)
     from draopt.studies.paper_batch import DEFAULT_BATCH
+
     assert P.make_policy("optimal-batch").batch == DEFAULT_BATCH
     assert P.make_policy("optimal-batch", batch=120).batch == 120
     assert P.make_policy("fgd", batch=120).name == "fgd"

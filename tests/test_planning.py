@@ -1,5 +1,6 @@
 """Capacity planning: nodes needed for the pending pods (one template, several node types with costs),
 and what-if sweeps."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ def test_copies_get_their_own_node_and_pool():
     assert [n.name for n in objs.nodes] == ["node-1", "node-1-plan-0", "node-1-plan-1"]
     copies = [s for s in objs.resource_slices if s.spec.node_name == "node-1-plan-1"]
     assert {s.spec.pool.name for s in copies} == {"node-1-gpu-0-plan-1"}
-    assert len(copies) == 2   # the counter slice and the device slice
+    assert len(copies) == 2  # the counter slice and the device slice
 
 
 def test_first_fit_needs_a_node_more_than_optimal():
@@ -52,8 +53,12 @@ def test_cli_plan_template_shorthand():
     """--node-template is one node type at cost 1. First-fit would need a node more on this
     example (above); the model places the gang on node-1 itself, and says so next to the
     estimator's answer."""
-    p = subprocess.run([sys.executable, "-m", "draopt", "plan", "-f", str(GANG), "--node-template", "node-1",
-                        "-o", "json", "--stats"], capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "draopt", "plan", "-f", str(GANG), "--node-template", "node-1", "-o", "json", "--stats"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["mix"] == {"node-1": 0} and out["proven_minimal"] and out["placed"] == out["pods"] == 2
@@ -76,6 +81,7 @@ EXPECTED_COST = {"training": 283, "inference": 123, "mixed": None}
 def plans():
     from draopt.testing.plan_scenarios import MIXES, scenario
     from draopt.studies.planning import plan
+
     out = {}
     for mix in MIXES:
         objs, types = scenario(mix, 40)
@@ -88,8 +94,8 @@ def test_cheapest_mix_is_proven_and_never_above_the_estimate(plans, mix):
     _, types, p = plans[mix]
     assert p.status == "OPTIMAL" and p.proven_minimal and p.bound == p.cost and p.gap == 0
     assert p.placed == p.pods == 40 and not p.blocked
-    assert p.stats["ffd_in_model"]                           # the estimate's placement bounds the cost
-    assert sum(1 for n in p.mix.values() if n) >= 2          # a mix of types, not one type
+    assert p.stats["ffd_in_model"]  # the estimate's placement bounds the cost
+    assert sum(1 for n in p.mix.values() if n) >= 2  # a mix of types, not one type
     best = p.ffd_best()
     assert best.placed == 40 and p.cost <= best.cost
     assert all(p.cost <= e.cost for e in p.ffd if e.placed == 40)
@@ -97,7 +103,7 @@ def test_cheapest_mix_is_proven_and_never_above_the_estimate(plans, mix):
     if EXPECTED_COST[mix] is not None:
         assert p.cost == EXPECTED_COST[mix]
     if mix in ("training", "inference"):
-        assert p.cost < best.cost                            # the estimator buys more here
+        assert p.cost < best.cost  # the estimator buys more here
 
 
 @pytest.mark.parametrize("mix", ["training", "inference", "mixed"])
@@ -106,6 +112,7 @@ def test_one_fewer_of_each_type_does_not_place_everything(plans, mix):
     mix's copies: everything placed with the mix, not with one node fewer of any type used."""
     from draopt.placement import place
     from draopt.studies.planning import _with_types
+
     objs, types, p = plans[mix]
     used = [t for t in types if p.mix[t.name]]
     assert [o.removed for o in p.one_fewer] == [t.name for t in used]
@@ -128,24 +135,36 @@ def test_estimate_follows_the_autoscaler_order():
     from draopt.testing.audit import objects_of
 
     def pod(name, cpu, second, node=None):
-        d = {"apiVersion": "v1", "kind": "Pod",
-             "metadata": {"name": name, "namespace": "d", "creationTimestamp": f"2026-01-01T00:00:{second:02d}Z"},
-             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}
+        d = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "d", "creationTimestamp": f"2026-01-01T00:00:{second:02d}Z"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]},
+        }
         if node:
             d["spec"]["nodeName"] = node
             d["status"] = {"phase": "Running"}
         return d
-    docs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
-             "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "10"}}}, pod("running", 8, 0, "n")]
+
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n"},
+            "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "10"}},
+        },
+        pod("running", 8, 0, "n"),
+    ]
     docs += [pod(f"p{i}", cpu, i + 1) for i, cpu in enumerate([3, 3, 3, 5, 5, 5])]
     objs = objects_of(docs)
     e = ffd_estimate(objs, NodeType("n", "n", Fraction(1)))
     assert e.placed == 6 and e.nodes == 3
-    assert {e.placement[f"d/p{i}"].node for i in (3, 0)} == {"n-plan-0"}   # the first 5 and the first 3
+    assert {e.placement[f"d/p{i}"].node for i in (3, 0)} == {"n-plan-0"}  # the first 5 and the first 3
 
 
 def test_plan_input_errors(tmp_path):
     from draopt.studies.planning import NodeType, load_node_types, parse_node_type, plan
+
     objs = load_files([str(GANG)])
     with pytest.raises(InputError, match="no node types"):
         plan(objs, [])
@@ -157,27 +176,45 @@ def test_plan_input_errors(tmp_path):
     assert parse_node_type("node-1=3.06").cost == Fraction(306, 100)
     with pytest.raises(InputError, match="given twice"):
         plan(objs, [NodeType("a", "node-1", Fraction(1)), NodeType("a", "node-1", Fraction(2))])
-    bad = {"missing.yaml": None, "list.yaml": "nodeTypes: {a: 1}\n", "field.yaml": "- {template: node-1, cost: 1, price: 2}\n",
-           "cost.yaml": "- {template: node-1, cost: true}\n", "tmpl.yaml": "- {cost: 1}\n", "yaml.yaml": "- [\n",
-           "extra.yaml": "nodeTypes: [{template: node-1, cost: 1}]\nnodetypes: []\n"}
+    bad = {
+        "missing.yaml": None,
+        "list.yaml": "nodeTypes: {a: 1}\n",
+        "field.yaml": "- {template: node-1, cost: 1, price: 2}\n",
+        "cost.yaml": "- {template: node-1, cost: true}\n",
+        "tmpl.yaml": "- {cost: 1}\n",
+        "yaml.yaml": "- [\n",
+        "extra.yaml": "nodeTypes: [{template: node-1, cost: 1}]\nnodetypes: []\n",
+    }
     for name, text in bad.items():
         f = tmp_path / name
         if text is not None:
             f.write_text(text)
         with pytest.raises(InputError, match=f"--node-types {f}"):
             load_node_types(str(f))
-    with pytest.raises(InputError, match="unknown field nodetypes"):     # not read as a bare list
+    with pytest.raises(InputError, match="unknown field nodetypes"):  # not read as a bare list
         load_node_types(str(tmp_path / "extra.yaml"))
     good = tmp_path / "types.yaml"
     good.write_text("nodeTypes:\n- {name: spot, template: node-1, cost: 0.5}\n- {template: node-1, cost: 2}\n")
-    assert load_node_types(str(good)) == [NodeType("spot", "node-1", Fraction(1, 2)), NodeType("node-1", "node-1", Fraction(2))]
+    assert load_node_types(str(good)) == [
+        NodeType("spot", "node-1", Fraction(1, 2)),
+        NodeType("node-1", "node-1", Fraction(2)),
+    ]
 
 
-@pytest.mark.parametrize("args", [["--node-type", "nope=1"], ["--node-type", "node-1=cheap"], [],
-                                  ["--node-types", "/nonexistent/types.yaml"], ["--node-template", "nope"],
-                                  ["--node-type", "node-1=1", "--max-nodes", "0"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--node-type", "nope=1"],
+        ["--node-type", "node-1=cheap"],
+        [],
+        ["--node-types", "/nonexistent/types.yaml"],
+        ["--node-template", "nope"],
+        ["--node-type", "node-1=1", "--max-nodes", "0"],
+    ],
+)
 def test_cli_plan_bad_input_exits_2(args, capsys):
     from draopt import cli
+
     assert cli.main(["plan", "-f", str(GANG)] + args) == 2
     err = capsys.readouterr().err
     assert err.startswith("draopt: error: ") and "Traceback" not in err
@@ -201,12 +238,17 @@ def test_new_nodes_of_a_type_run_its_daemonset_pods():
 
     from draopt.kube.loader import load_text
     from draopt.studies.planning import NodeType, plan
-    ds = DEPLOYMENT.replace("Deployment", "DaemonSet").replace("name: infer", "name: agent") \
-        .replace("app: infer", "app: agent").replace("  replicas: 4\n", "")
+
+    ds = (
+        DEPLOYMENT.replace("Deployment", "DaemonSet")
+        .replace("name: infer", "name: agent")
+        .replace("app: infer", "app: agent")
+        .replace("  replicas: 4\n", "")
+    )
     objs = load_text(docs(CLASS, TEMPLATE, node("a", 2), ds, DEPLOYMENT), "t")
     p = plan(objs, [NodeType("a", "a", Fraction(5))], time_limit=20)
     assert p.mix == {"a": 3} and p.cost == 15 and p.proven_minimal
-    assert p.pods == 5 and p.placed == 5            # the Deployment's 4 and the DaemonSet's pod on a
+    assert p.pods == 5 and p.placed == 5  # the Deployment's 4 and the DaemonSet's pod on a
     assert p.ffd[0].nodes == 3
     assert [o.verdict for o in p.one_fewer] == ["does not place them all (proven infeasible)"]
 
@@ -216,6 +258,7 @@ def test_capped_candidates_are_not_called_minimal():
     places what it can, says it is not proven and why, and the CLI exits 1."""
     from draopt.testing.plan_scenarios import scenario
     from draopt.studies.planning import plan
+
     objs, types = scenario("inference", 40)
     p = plan(objs, types, max_nodes=1, time_limit=20)
     assert p.placed < p.pods == 40
@@ -226,6 +269,7 @@ def test_capped_candidates_are_not_called_minimal():
 
 def test_same_input_same_plan(plans):
     from draopt.studies.planning import plan
+
     objs, types, first = plans["mixed"]
     assert plan(objs, types, time_limit=30).to_json() == first.to_json()
 
@@ -242,6 +286,7 @@ def test_random_clusters_plan_is_consistent():
     from draopt.studies.planning import NodeType, _with_types, plan
     from draopt.testing.synth import random_placement_instance
     from draopt.testing.audit import objects_of
+
     proven = 0
     for seed in range(24):
         rng = random.Random(seed)
@@ -275,6 +320,7 @@ def test_time_limit_too_short_gives_bound_and_gap_never_above_the_estimate():
     from draopt.testing.plan_scenarios import DEFAULT_COSTS, _pod, cluster_docs
     from draopt.studies.planning import NodeType, plan
     from draopt.testing.audit import objects_of
+
     rng = random.Random(7)
     objs = objects_of(cluster_docs() + [_pod(f"p{i}", rng.randint(5, 29), "8Gi", None, i) for i in range(60)])
     types = [NodeType(name, name, cost) for name, cost in DEFAULT_COSTS.items()]
@@ -295,14 +341,21 @@ def test_cli_plan_with_node_types(tmp_path, capsys):
 
     from draopt import cli
     from draopt.testing.plan_scenarios import main as write_scenario
+
     cluster = tmp_path / "inference.yaml"
     with contextlib.redirect_stdout(io.StringIO()) as out:
         write_scenario(["inference", "40"])
     cluster.write_text(out.getvalue())
     types = tmp_path / "types.yaml"
-    types.write_text("nodeTypes:\n- {template: gpu-8, cost: 32}\n- {template: gpu-2, cost: 9}\n- {template: cpu, cost: 3}\n")
-    assert cli.main(["plan", "-f", str(cluster), "--node-type", "gpu-8=32", "--node-type", "gpu-2=9",
-                     "--node-type", "cpu=3"]) == 0
+    types.write_text(
+        "nodeTypes:\n- {template: gpu-8, cost: 32}\n- {template: gpu-2, cost: 9}\n- {template: cpu, cost: 3}\n"
+    )
+    assert (
+        cli.main(
+            ["plan", "-f", str(cluster), "--node-type", "gpu-8=32", "--node-type", "gpu-2=9", "--node-type", "cpu=3"]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert "cheapest mix: 3 x gpu-8 + 3 x gpu-2, cost 123; places 40 of 40 pending pod(s)" in table
     assert "one gpu-2 fewer (3 x gpu-8 + 2 x gpu-2): does not place them all (proven infeasible)" in table
@@ -323,6 +376,7 @@ def test_estimate_with_a_gap_in_its_copies_stays_a_solution():
     from draopt.studies.planning import NodeType, plan
     from draopt.testing.synth_cluster import random_cluster
     from draopt.testing.audit import objects_of
+
     rng = random.Random(6)
     objs = objects_of(random_cluster(rng, "shared", nodes=(1, 3), pods=(4, 14)))
     nodes = sorted(n.name for n in objs.nodes)
@@ -330,7 +384,7 @@ def test_estimate_with_a_gap_in_its_copies_stays_a_solution():
     used = p.ffd_best().used
     assert f"{nodes[0]}-plan-2" in used and f"{nodes[0]}-plan-1" not in used
     assert p.stats["ffd_in_model"] and p.proven_minimal
-    assert p.placed > p.ffd_best().placed     # the model places more than the estimate (for a node more)
+    assert p.placed > p.ffd_best().placed  # the model places more than the estimate (for a node more)
 
 
 def test_costs_too_large_or_too_far_apart_are_input_errors(capsys):
@@ -338,15 +392,22 @@ def test_costs_too_large_or_too_far_apart_are_input_errors(capsys):
     input naming the costs: they were a TypeError traceback from OR-Tools (1e19, 1e400)."""
     from draopt import cli
     from draopt.studies.planning import NodeType, parse_node_type, plan
+
     with pytest.raises(InputError, match=r"--node-type node-1=1e400: the cost must be at most 2\^53"):
         parse_node_type("node-1=1e400")
-    assert parse_node_type(f"node-1={2 ** 53}").cost == 2 ** 53
+    assert parse_node_type(f"node-1={2**53}").cost == 2**53
     objs = load_files([str(GANG)])
-    far = [NodeType("dear", "node-1", Fraction(10 ** 12)), NodeType("cheap", "node-1", Fraction(1, 10 ** 6))]
+    far = [NodeType("dear", "node-1", Fraction(10**12)), NodeType("cheap", "node-1", Fraction(1, 10**6))]
     with pytest.raises(InputError, match=r"costs dear=1000000000000, cheap=1e-06: too large or too far apart"):
         plan(objs, far, time_limit=5)
-    assert plan(objs, [NodeType("dear", "node-1", Fraction(10 ** 9)), NodeType("cheap", "node-1", Fraction(1, 10 ** 3))],
-                time_limit=5).placed == 2
+    assert (
+        plan(
+            objs,
+            [NodeType("dear", "node-1", Fraction(10**9)), NodeType("cheap", "node-1", Fraction(1, 10**3))],
+            time_limit=5,
+        ).placed
+        == 2
+    )
     for cost in ("1e19", "1e400"):
         assert cli.main(["plan", "-f", str(GANG), "--node-type", f"node-1={cost}"]) == 2
         err = capsys.readouterr().err
@@ -359,7 +420,8 @@ def test_bound_with_capped_candidates_holds_beyond_them():
     bound alone: 'lower bound 283, gap 0.0%' next to 'not proven minimal')."""
     from draopt.testing.plan_scenarios import scenario
     from draopt.studies.planning import plan
-    objs, types = scenario("training", 40)          # gpu-8 at 32, gpu-2 at 9, cpu at 3
+
+    objs, types = scenario("training", 40)  # gpu-8 at 32, gpu-2 at 9, cpu at 3
     p = plan(objs, types, max_nodes=9, time_limit=20)
     assert p.placed == p.pods == 40 and p.cost == 283 and not p.proven_minimal
     assert "gpu-2 may be too few (--max-nodes 9)" in p.why_not_proven
@@ -371,6 +433,7 @@ def test_bound_with_capped_candidates_holds_beyond_them():
 def test_plan_scenarios_needs_at_least_one_pod(pods, capsys):
     """`python -m draopt.testing.plan_scenarios mixed -5` printed a cluster without pods; now a usage error."""
     from draopt.testing.plan_scenarios import main
+
     with pytest.raises(SystemExit) as e:
         main(["mixed", pods])
     assert e.value.code == 2 and f"argument pods: {pods}: at least 1" in capsys.readouterr().err
@@ -389,6 +452,7 @@ def test_plan_by_columns_on_an_openb_cut(tmp_path, monkeypatch):
     from draopt.placement import place
     from draopt.studies import planning, trace
     from draopt.studies.planning import NodeType, _with_types, plan
+
     rows = list(csv.DictReader(open(OPENB / "openb_node_list_gpu_node.csv")))
     first: dict[tuple, dict] = {}
     for r in rows:
@@ -409,7 +473,7 @@ def test_plan_by_columns_on_an_openb_cut(tmp_path, monkeypatch):
     monkeypatch.setattr(planning, "COLUMNS_MIN_PODS", 0)
     p = plan(objs, types, time_limit=25)
     assert p.stats.get("colgen_rounds", 0) >= 1, p.stats
-    assert p.stats["solve_s"] <= 25 + 5            # the time limit bounds the whole plan
+    assert p.stats["solve_s"] <= 25 + 5  # the time limit bounds the whole plan
     best = p.ffd_best()
     assert p.placed == p.pods == len(lines[1::100])
     assert 0 <= p.bound <= p.cost <= best.cost

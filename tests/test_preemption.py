@@ -10,6 +10,7 @@ Transcribed cases cite their Kubernetes source:
 - Victims of a PodGroup with disruptionMode all are evicted whole (pkg/scheduler/framework/preemption,
   the workload-preemption domain; KEP-5710).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -28,14 +29,29 @@ SCHED = "scheduling.k8s.io/v1beta1"
 
 
 def node(name: str, cpu: int = VERY_LARGE, labels: dict | None = None) -> dict:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
-            "status": {"allocatable": {"cpu": f"{cpu}m", "memory": str(cpu), "pods": "110"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "status": {"allocatable": {"cpu": f"{cpu}m", "memory": str(cpu), "pods": "110"}},
+    }
 
 
-def pod(name: str, size: int, priority: int, on: str | None = None, start: int | None = None, *,
-        group: str | None = None, policy: str | None = None, claims: list | None = None) -> dict:
-    spec: dict = {"priority": priority, "containers": [{"name": "c", "resources": {
-        "requests": {"cpu": f"{size}m", "memory": str(size)}}}]}
+def pod(
+    name: str,
+    size: int,
+    priority: int,
+    on: str | None = None,
+    start: int | None = None,
+    *,
+    group: str | None = None,
+    policy: str | None = None,
+    claims: list | None = None,
+) -> dict:
+    spec: dict = {
+        "priority": priority,
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": f"{size}m", "memory": str(size)}}}],
+    }
     if on:
         spec["nodeName"] = on
     if group:
@@ -96,39 +112,109 @@ def _nodes(spec: dict[str, list[tuple]]) -> list[dict]:
 
 
 SELECT_BEST_CANDIDATE = [
-    ("a pod that fits on both nodes when lower priority pods are preempted", HIGH, LARGE,
-     {"node1": [(MID, LARGE)], "node2": [(MID, LARGE)]}, {"node1", "node2"}),
-    ("node with min highest priority pod is picked", HIGH, VERY_LARGE,
-     {"node1": [(MID, MEDIUM), (MID, LARGE)], "node2": [(MID, MEDIUM), (LOW, MEDIUM)],
-      "node3": [(LOW, MEDIUM), (LOW, MEDIUM)]}, {"node3"}),
-    ("when highest priorities are the same, minimum sum of priorities is picked", HIGH, VERY_LARGE,
-     {"node1": [(MID, MEDIUM), (MID, LARGE)], "node2": [(MID, LARGE), (LOW, MEDIUM)],
-      "node3": [(MID, MEDIUM), (MID, MEDIUM)]}, {"node2"}),
-    ("when highest priority and sum are the same, minimum number of pods is picked", HIGH, VERY_LARGE,
-     {"node1": [(MID, SMALL), (NEG, SMALL), (MID, SMALL), (NEG, SMALL)], "node2": [(MID, LARGE), (NEG, MEDIUM)],
-      "node3": [(MID, MEDIUM), (NEG, SMALL), (LOW, SMALL)]}, {"node2"}),
-    ("sum of adjusted priorities is considered", HIGH, VERY_LARGE,
-     {"node1": [(MID, SMALL), (NEG, SMALL), (NEG, SMALL)], "node2": [(MID, LARGE), (NEG, MEDIUM)],
-      "node3": [(MID, MEDIUM), (NEG, SMALL), (LOW, SMALL)]}, {"node2"}),
+    (
+        "a pod that fits on both nodes when lower priority pods are preempted",
+        HIGH,
+        LARGE,
+        {"node1": [(MID, LARGE)], "node2": [(MID, LARGE)]},
+        {"node1", "node2"},
+    ),
+    (
+        "node with min highest priority pod is picked",
+        HIGH,
+        VERY_LARGE,
+        {
+            "node1": [(MID, MEDIUM), (MID, LARGE)],
+            "node2": [(MID, MEDIUM), (LOW, MEDIUM)],
+            "node3": [(LOW, MEDIUM), (LOW, MEDIUM)],
+        },
+        {"node3"},
+    ),
+    (
+        "when highest priorities are the same, minimum sum of priorities is picked",
+        HIGH,
+        VERY_LARGE,
+        {
+            "node1": [(MID, MEDIUM), (MID, LARGE)],
+            "node2": [(MID, LARGE), (LOW, MEDIUM)],
+            "node3": [(MID, MEDIUM), (MID, MEDIUM)],
+        },
+        {"node2"},
+    ),
+    (
+        "when highest priority and sum are the same, minimum number of pods is picked",
+        HIGH,
+        VERY_LARGE,
+        {
+            "node1": [(MID, SMALL), (NEG, SMALL), (MID, SMALL), (NEG, SMALL)],
+            "node2": [(MID, LARGE), (NEG, MEDIUM)],
+            "node3": [(MID, MEDIUM), (NEG, SMALL), (LOW, SMALL)],
+        },
+        {"node2"},
+    ),
+    (
+        "sum of adjusted priorities is considered",
+        HIGH,
+        VERY_LARGE,
+        {
+            "node1": [(MID, SMALL), (NEG, SMALL), (NEG, SMALL)],
+            "node2": [(MID, LARGE), (NEG, MEDIUM)],
+            "node3": [(MID, MEDIUM), (NEG, SMALL), (LOW, SMALL)],
+        },
+        {"node2"},
+    ),
     # node3's last pod is small here (medium upstream, where the fake node is over-committed, 600m of 500m)
-    ("non-overlapping lowest high priority, sum priorities, and number of pods", VERY_HIGH, VERY_LARGE,
-     {"node1": [(MID, SMALL), (LOW, SMALL), (LOW, SMALL)], "node2": [(HIGH, LARGE)],
-      "node3": [(MID, MEDIUM), (LOW, SMALL), (LOW, SMALL), (LOW, SMALL)],
-      "node4": [(MID, MEDIUM), (MID, SMALL), (MID, SMALL), (NEG, SMALL)]}, {"node1"}),
-    ("same priority, same number of victims, different start time for each node's pod", HIGH, VERY_LARGE,
-     {"node1": [(MID, MEDIUM, 2), (MID, MEDIUM, 2)], "node2": [(MID, MEDIUM, 3), (MID, MEDIUM, 3)],
-      "node3": [(MID, MEDIUM, 1), (MID, MEDIUM, 1)]}, {"node2"}),
-    ("same priority, same number of victims, different start time for all pods", HIGH, VERY_LARGE,
-     {"node1": [(MID, MEDIUM, 4), (MID, MEDIUM, 2)], "node2": [(MID, MEDIUM, 5), (MID, MEDIUM, 1)],
-      "node3": [(MID, MEDIUM, 3), (MID, MEDIUM, 6)]}, {"node3"}),
-    ("different priority, same number of victims, different start time for all pods", HIGH, VERY_LARGE,
-     {"node1": [(LOW, MEDIUM, 4), (MID, MEDIUM, 2)], "node2": [(MID, MEDIUM, 6), (LOW, MEDIUM, 1)],
-      "node3": [(LOW, MEDIUM, 3), (MID, MEDIUM, 5)]}, {"node2"}),
+    (
+        "non-overlapping lowest high priority, sum priorities, and number of pods",
+        VERY_HIGH,
+        VERY_LARGE,
+        {
+            "node1": [(MID, SMALL), (LOW, SMALL), (LOW, SMALL)],
+            "node2": [(HIGH, LARGE)],
+            "node3": [(MID, MEDIUM), (LOW, SMALL), (LOW, SMALL), (LOW, SMALL)],
+            "node4": [(MID, MEDIUM), (MID, SMALL), (MID, SMALL), (NEG, SMALL)],
+        },
+        {"node1"},
+    ),
+    (
+        "same priority, same number of victims, different start time for each node's pod",
+        HIGH,
+        VERY_LARGE,
+        {
+            "node1": [(MID, MEDIUM, 2), (MID, MEDIUM, 2)],
+            "node2": [(MID, MEDIUM, 3), (MID, MEDIUM, 3)],
+            "node3": [(MID, MEDIUM, 1), (MID, MEDIUM, 1)],
+        },
+        {"node2"},
+    ),
+    (
+        "same priority, same number of victims, different start time for all pods",
+        HIGH,
+        VERY_LARGE,
+        {
+            "node1": [(MID, MEDIUM, 4), (MID, MEDIUM, 2)],
+            "node2": [(MID, MEDIUM, 5), (MID, MEDIUM, 1)],
+            "node3": [(MID, MEDIUM, 3), (MID, MEDIUM, 6)],
+        },
+        {"node3"},
+    ),
+    (
+        "different priority, same number of victims, different start time for all pods",
+        HIGH,
+        VERY_LARGE,
+        {
+            "node1": [(LOW, MEDIUM, 4), (MID, MEDIUM, 2)],
+            "node2": [(MID, MEDIUM, 6), (LOW, MEDIUM, 1)],
+            "node3": [(LOW, MEDIUM, 3), (MID, MEDIUM, 5)],
+        },
+        {"node2"},
+    ),
 ]
 
 
-@pytest.mark.parametrize("name,prio,size,nodes,expected", SELECT_BEST_CANDIDATE,
-                         ids=[c[0] for c in SELECT_BEST_CANDIDATE])
+@pytest.mark.parametrize(
+    "name,prio,size,nodes,expected", SELECT_BEST_CANDIDATE, ids=[c[0] for c in SELECT_BEST_CANDIDATE]
+)
 @pytest.mark.parametrize("scheduler", [None, "builtin:name-order"])
 def test_select_best_candidate(name, prio, size, nodes, expected, scheduler):
     out = run(_nodes(nodes) + [pod("preemptor", size, prio)], scheduler=scheduler)
@@ -152,20 +238,33 @@ def test_num_candidates_as_calculate_num_candidates():
 def test_reprieve_keeps_the_most_important_victims():
     """Every lower-priority pod is removed, then reprieved from the most important down (higher
     priority first, then the earlier started): only the least important one that must go goes."""
-    docs = [node("n", 1000), pod("late-low", 300, LOW, "n", 2), pod("early-low", 300, LOW, "n", 1),
-            pod("mid", 300, 50, "n", 3), pod("preemptor", 400, MID)]
+    docs = [
+        node("n", 1000),
+        pod("late-low", 300, LOW, "n", 2),
+        pod("early-low", 300, LOW, "n", 1),
+        pod("mid", 300, 50, "n", 3),
+        pod("preemptor", 400, MID),
+    ]
     out = run(docs)
     assert node_of(out, "preemptor") == "n"
     assert evicted(out) == ["late-low"]
 
 
 def test_equal_or_higher_priority_is_never_evicted():
-    docs = [node("n"), pod("same", 300, MID, "n", 1), pod("higher", 200, HIGH, "n", 1),
-            node("small", 200), pod("low", 200, LOW, "small", 1), pod("preemptor", 300, MID)]
+    docs = [
+        node("n"),
+        pod("same", 300, MID, "n", 1),
+        pod("higher", 200, HIGH, "n", 1),
+        node("small", 200),
+        pod("low", 200, LOW, "small", 1),
+        pod("preemptor", 300, MID),
+    ]
     out = run(docs)
     assert node_of(out, "preemptor") is None and not out.result.evictions
-    assert out.result.pods[0].preemption == ("preemption: 0/2 nodes are available: 1 No preemption victims found for "
-                                             "incoming pod, 1 Preemption is not helpful for scheduling.")
+    assert out.result.pods[0].preemption == (
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for "
+        "incoming pod, 1 Preemption is not helpful for scheduling."
+    )
 
 
 def test_preemption_policy_never_does_not_preempt():
@@ -177,9 +276,18 @@ def test_preemption_policy_never_does_not_preempt():
 
 
 def test_preemption_policy_from_the_priority_class():
-    docs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch-high"},
-             "value": 1000, "preemptionPolicy": "Never"},
-            node("n"), pod("low", 500, LOW, "n", 1), pod("preemptor", 500, HIGH)]
+    docs = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "batch-high"},
+            "value": 1000,
+            "preemptionPolicy": "Never",
+        },
+        node("n"),
+        pod("low", 500, LOW, "n", 1),
+        pod("preemptor", 500, HIGH),
+    ]
     docs[-1]["spec"].pop("priority")
     docs[-1]["spec"]["priorityClassName"] = "batch-high"
     out = run(docs)
@@ -195,32 +303,62 @@ def test_not_helpful_when_the_pod_cannot_fit_even_on_an_empty_node():
 
 # ------------------------------------------------------------------ DRA claims
 def _gpu_docs(n_gpus: int = 1) -> list[dict]:
-    return [{"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"},
-             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
-            node("n", 2000),
-            {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "n-gpus"},
-             "spec": {"driver": "gpu.example.com", "pool": {"name": "n", "generation": 1, "resourceSliceCount": 1},
-                      "nodeName": "n", "devices": [{"name": f"gpu-{i}"} for i in range(n_gpus)]}}]
+    return [
+        {
+            "apiVersion": V1,
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        },
+        node("n", 2000),
+        {
+            "apiVersion": V1,
+            "kind": "ResourceSlice",
+            "metadata": {"name": "n-gpus"},
+            "spec": {
+                "driver": "gpu.example.com",
+                "pool": {"name": "n", "generation": 1, "resourceSliceCount": 1},
+                "nodeName": "n",
+                "devices": [{"name": f"gpu-{i}"} for i in range(n_gpus)],
+            },
+        },
+    ]
 
 
 def _claim(name: str, device: str | None, users: list[str]) -> dict:
-    d = {"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "default"},
-         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}
+    d = {
+        "apiVersion": V1,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+    }
     if device is not None:
-        d["status"] = {"allocation": {
-            "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n", "device": device}]},
-            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": ["n"]}]}]}},
-            "reservedFor": [{"resource": "pods", "name": u, "uid": u} for u in users]}
+        d["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n", "device": device}]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]}
+                    ]
+                },
+            },
+            "reservedFor": [{"resource": "pods", "name": u, "uid": u} for u in users],
+        }
     return d
 
 
 def test_shared_claim_comes_free_only_when_its_last_pod_goes():
     """Two low-priority pods share the claim holding the node's one GPU: both must go before the
     device is free, and the claim is deallocated (KEP-5729: deallocated when reservedFor is empty)."""
-    docs = _gpu_docs() + [_claim("shared", "gpu-0", ["a", "b"]), _claim("mine", None, []),
-                          pod("a", 100, LOW, "n", 1, claims=["shared"]), pod("b", 100, LOW, "n", 2, claims=["shared"]),
-                          pod("preemptor", 100, HIGH, claims=["mine"])]
+    docs = _gpu_docs() + [
+        _claim("shared", "gpu-0", ["a", "b"]),
+        _claim("mine", None, []),
+        pod("a", 100, LOW, "n", 1, claims=["shared"]),
+        pod("b", 100, LOW, "n", 2, claims=["shared"]),
+        pod("preemptor", 100, HIGH, claims=["mine"]),
+    ]
     out = run(docs)
     assert node_of(out, "preemptor") == "n"
     assert evicted(out) == ["a", "b"]
@@ -229,32 +367,49 @@ def test_shared_claim_comes_free_only_when_its_last_pod_goes():
     assert "allocation" not in objs[("ResourceClaim", "shared")]["status"]
     assert objs[("ResourceClaim", "shared")]["status"]["reservedFor"] == []
     cond = objs[("Pod", "a")]["status"]["conditions"][-1]
-    assert cond == {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-                    "message": "default-scheduler: preempting to accommodate a higher priority pod"}
+    assert cond == {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "default-scheduler: preempting to accommodate a higher priority pod",
+    }
     assert objs[("Pod", "preemptor")]["status"]["nominatedNodeName"] == "n"
 
 
 def test_claim_of_a_higher_priority_pod_is_not_freed():
-    docs = _gpu_docs() + [_claim("shared", "gpu-0", ["a", "b"]), _claim("mine", None, []),
-                          pod("a", 100, LOW, "n", 1, claims=["shared"]), pod("b", 100, HIGH, "n", 2, claims=["shared"]),
-                          pod("preemptor", 100, HIGH, claims=["mine"])]
+    docs = _gpu_docs() + [
+        _claim("shared", "gpu-0", ["a", "b"]),
+        _claim("mine", None, []),
+        pod("a", 100, LOW, "n", 1, claims=["shared"]),
+        pod("b", 100, HIGH, "n", 2, claims=["shared"]),
+        pod("preemptor", 100, HIGH, claims=["mine"]),
+    ]
     out = run(docs)
     assert node_of(out, "preemptor") is None and not out.result.evictions
 
 
 def test_pods_not_holding_the_device_are_reprieved():
-    docs = _gpu_docs() + [_claim("held", "gpu-0", ["a"]), _claim("mine", None, []),
-                          pod("a", 100, LOW, "n", 2, claims=["held"]), pod("b", 100, LOW, "n", 1),
-                          pod("preemptor", 100, HIGH, claims=["mine"])]
+    docs = _gpu_docs() + [
+        _claim("held", "gpu-0", ["a"]),
+        _claim("mine", None, []),
+        pod("a", 100, LOW, "n", 2, claims=["held"]),
+        pod("b", 100, LOW, "n", 1),
+        pod("preemptor", 100, HIGH, claims=["mine"]),
+    ]
     out = run(docs)
     assert node_of(out, "preemptor") == "n" and evicted(out) == ["a"]
 
 
 # ------------------------------------------------------------------ PodGroups
 def test_disruption_mode_all_evicts_the_whole_group():
-    docs = [node("n1"), node("n2"), pod_group("batch", 2, all_mode=True),
-            pod("b0", 500, LOW, "n1", 1, group="batch"), pod("b1", 500, LOW, "n2", 1, group="batch"),
-            pod("preemptor", 500, HIGH)]
+    docs = [
+        node("n1"),
+        node("n2"),
+        pod_group("batch", 2, all_mode=True),
+        pod("b0", 500, LOW, "n1", 1, group="batch"),
+        pod("b1", 500, LOW, "n2", 1, group="batch"),
+        pod("preemptor", 500, HIGH),
+    ]
     out = run(docs)
     assert node_of(out, "preemptor") in ("n1", "n2")
     assert evicted(out) == ["b0", "b1"]
@@ -262,9 +417,14 @@ def test_disruption_mode_all_evicts_the_whole_group():
 
 
 def test_disruption_mode_single_evicts_pod_by_pod():
-    docs = [node("n1"), node("n2"), pod_group("batch", 2),
-            pod("b0", 500, LOW, "n1", 1, group="batch"), pod("b1", 500, LOW, "n2", 1, group="batch"),
-            pod("preemptor", 500, HIGH)]
+    docs = [
+        node("n1"),
+        node("n2"),
+        pod_group("batch", 2),
+        pod("b0", 500, LOW, "n1", 1, group="batch"),
+        pod("b1", 500, LOW, "n2", 1, group="batch"),
+        pod("preemptor", 500, HIGH),
+    ]
     out = run(docs)
     assert len(evicted(out)) == 1
 
@@ -297,8 +457,13 @@ def test_place_table_lists_evictions():
 def test_optimal_puts_back_victims_its_placement_does_not_need():
     """First-fit (the default profile spreads) puts the first pod on the empty node, so the second
     must preempt; the model's placement may leave the victim room: never more victims than first-fit."""
-    docs = [node("a", 1000), node("b", 1000), pod("low", 400, LOW, "a", 1),
-            pod("first", 500, HIGH), pod("second", 1000, MID)]
+    docs = [
+        node("a", 1000),
+        node("b", 1000),
+        pod("low", 400, LOW, "a", 1),
+        pod("first", 500, HIGH),
+        pod("second", 1000, MID),
+    ]
     ff = run(docs)
     assert evicted(ff) == ["low"]
     opt = run(docs, policy="optimal")
@@ -321,8 +486,15 @@ def clusters(draw):
     n_nodes = draw(st.integers(1, 3))
     docs = [node(f"n{i}", 1000) for i in range(n_nodes)]
     for i in range(draw(st.integers(0, 6))):
-        docs.append(pod(f"r{i}", draw(st.sampled_from([100, 300, 500])), draw(st.sampled_from([LOW, MID, HIGH])),
-                        f"n{draw(st.integers(0, n_nodes - 1))}", draw(st.integers(0, 9))))
+        docs.append(
+            pod(
+                f"r{i}",
+                draw(st.sampled_from([100, 300, 500])),
+                draw(st.sampled_from([LOW, MID, HIGH])),
+                f"n{draw(st.integers(0, n_nodes - 1))}",
+                draw(st.integers(0, 9)),
+            )
+        )
     # keep the input valid: nodes not over-committed by the running pods
     used: dict[str, int] = {}
     keep = []
@@ -335,8 +507,14 @@ def clusters(draw):
             used[n] = used.get(n, 0) + size
         keep.append(d)
     for i in range(draw(st.integers(1, 4))):
-        keep.append(pod(f"p{i}", draw(st.sampled_from([200, 500, 900])), draw(st.sampled_from([LOW, MID, HIGH])),
-                        policy=draw(st.sampled_from([None, "Never"]))))
+        keep.append(
+            pod(
+                f"p{i}",
+                draw(st.sampled_from([200, 500, 900])),
+                draw(st.sampled_from([LOW, MID, HIGH])),
+                policy=draw(st.sampled_from([None, "Never"])),
+            )
+        )
     return keep
 
 
@@ -357,10 +535,11 @@ def test_property_victims_lower_never_policy_checker_optimal(docs):
 
 def test_explain_says_who_was_evicted_and_why():
     from draopt.cli import _preemption_sections
+
     out = run([node("n"), pod("low", 500, LOW, "n", 1), pod("preemptor", 500, HIGH)])
-    (title, _), = _preemption_sections(out.result, "default/preemptor")
+    ((title, _),) = _preemption_sections(out.result, "default/preemptor")
     assert "evicted default/low on n" in title and "to make room for pod default/preemptor (priority 1000)" in title
-    (title, _), = _preemption_sections(out.result, "default/low")
+    ((title, _),) = _preemption_sections(out.result, "default/low")
     assert title.startswith("pod default/low: evicted by preemption (PreemptionByScheduler)")
 
 
@@ -368,6 +547,7 @@ def test_gang_with_topology_constraint_does_not_preempt():
     """PodGroupPostFilter (default_preemption.go, 1.37): 'pod group preemption: not supported with
     topology constraints'."""
     from draopt.kube.features import Features
+
     rack = "topology.kubernetes.io/rack"
     docs = [node(f"n{i}", labels={rack: "r0"}) for i in range(2)] + [pod_group("train", 2, priority=HIGH)]
     docs[-1]["spec"]["schedulingConstraints"] = {"topology": [{"key": rack}]}
@@ -375,8 +555,11 @@ def test_gang_with_topology_constraint_does_not_preempt():
     docs += [pod(f"t{i}", 400, HIGH, group="train") for i in range(2)]
     out = run(docs, features=Features.from_gates({"TopologyAwareWorkloadScheduling": True}))
     assert not out.result.evictions
-    assert all(p.preemption == "pod group preemption: not supported with topology constraints"
-               for p in out.result.pods if p.group == "default/train")
+    assert all(
+        p.preemption == "pod group preemption: not supported with topology constraints"
+        for p in out.result.pods
+        if p.group == "default/train"
+    )
 
 
 def test_optimal_says_when_placements_with_evictions_were_not_searched():
@@ -388,21 +571,39 @@ def test_optimal_says_when_placements_with_evictions_were_not_searched():
 
 
 def _gpu_node(name: str, gpus: int = 4) -> list[dict]:
-    return [node(name, 4000),
-            {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
-             "spec": {"driver": "gpu.example.com", "nodeName": name,
-                      "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                      "devices": [{"name": f"gpu-{i}"} for i in range(gpus)]}}]
+    return [
+        node(name, 4000),
+        {
+            "apiVersion": V1,
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{name}-gpus"},
+            "spec": {
+                "driver": "gpu.example.com",
+                "nodeName": name,
+                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": f"gpu-{i}"} for i in range(gpus)],
+            },
+        },
+    ]
 
 
 def _held_claim(name: str, node_name: str, device: int, users: list[str]) -> dict:
     d = _claim(name, None, [])
-    d["status"] = {"allocation": {
-        "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": node_name,
-                                 "device": f"gpu-{device}"}]},
-        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}},
-        "reservedFor": [{"resource": "pods", "name": u, "uid": u} for u in users]}
+    d["status"] = {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {"request": "gpu", "driver": "gpu.example.com", "pool": node_name, "device": f"gpu-{device}"}
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+                ]
+            },
+        },
+        "reservedFor": [{"resource": "pods", "name": u, "uid": u} for u in users],
+    }
     return d
 
 
@@ -411,10 +612,14 @@ def gpu_clusters(draw):
     """Racks of GPU nodes with a running load (own claims, a shared claim, a disruptionMode-all
     group), pending single pods and one gang, priorities and preemption policies at random."""
     n_nodes = draw(st.integers(2, 4))
-    docs = _gpu_docs(0)[:1] + [{"apiVersion": V1, "kind": "ResourceClaimTemplate",
-                                "metadata": {"name": "gpu-1", "namespace": "default"},
-                                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                                    "deviceClassName": "gpu"}}]}}}}]
+    docs = _gpu_docs(0)[:1] + [
+        {
+            "apiVersion": V1,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "gpu-1", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}},
+        }
+    ]
     for i in range(n_nodes):
         docs += _gpu_node(f"n{i}")
     free = [(f"n{i}", j) for i in range(n_nodes) for j in range(4)]
@@ -426,8 +631,17 @@ def gpu_clusters(draw):
         name = f"r{k}"
         in_group = group_all and k < 2
         docs.append(_held_claim(f"{name}-gpu", n, j, [name]))
-        docs.append(pod(name, 100, draw(st.sampled_from([LOW, MID])), n, k % 50, claims=[f"{name}-gpu"],
-                        group="etl" if in_group else None))
+        docs.append(
+            pod(
+                name,
+                100,
+                draw(st.sampled_from([LOW, MID])),
+                n,
+                k % 50,
+                claims=[f"{name}-gpu"],
+                group="etl" if in_group else None,
+            )
+        )
     for i in range(draw(st.integers(0, 3))):
         p = pod(f"p{i}", 100, draw(st.sampled_from([LOW, MID, HIGH])), policy=draw(st.sampled_from([None, "Never"])))
         p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-1"}]
@@ -452,7 +666,7 @@ def test_property_gpu_clusters_with_gangs(docs):
     for e in ff.result.evictions:
         assert e.priority < e.preemptor_priority and e.preemptor not in never
     groups = {e.pod for e in ff.result.evictions if "disruptionMode all" in e.why}
-    assert groups in (set(), {"default/r0", "default/r1"})     # a disruptionMode-all group goes whole
+    assert groups in (set(), {"default/r0", "default/r1"})  # a disruptionMode-all group goes whole
     opt = run(docs, policy="optimal")
     assert opt.result.weighted_placed() >= ff.result.weighted_placed()
     if opt.result.stats.get("first_fit_objective") == ff.result.weighted_placed():
@@ -472,8 +686,18 @@ def test_default_preemption_args_are_honoured():
     api = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
     def cfg(args):
-        return parse_config({**api, "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
-            {"name": "DefaultPreemption", "args": args}]}]}, "<t>")
+        return parse_config(
+            {
+                **api,
+                "profiles": [
+                    {
+                        "schedulerName": "default-scheduler",
+                        "pluginConfig": [{"name": "DefaultPreemption", "args": args}],
+                    }
+                ],
+            },
+            "<t>",
+        )
 
     prof = cfg({"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 3}).profiles["default-scheduler"]
     assert prof.preemption_candidates == (50, 3)
@@ -482,10 +706,14 @@ def test_default_preemption_args_are_honoured():
 
     class _Sched:
         config = cfg({"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 3})
+
     pre = preemption_for(_Sched())
     assert (pre.percentage, pre.absolute) == (50, 3)
-    for bad in ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
-                {"minCandidateNodesPercentage": 101}, {"minCandidateNodesAbsolute": -1},
-                {"minCandidateNodes": 5}):
+    for bad in (
+        {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+        {"minCandidateNodesPercentage": 101},
+        {"minCandidateNodesAbsolute": -1},
+        {"minCandidateNodes": 5},
+    ):
         with pytest.raises(InputError, match="DefaultPreemption|minCandidate"):
             cfg(bad)

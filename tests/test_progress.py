@@ -2,6 +2,7 @@
 `compare`; draopt.progress): shown when stderr is a terminal (a pseudo-terminal here: the pty
 module, the command in a subprocess), absent on a pipe and with --quiet, forced on a pipe with
 --progress; the placement printed on stdout is the same either way."""
+
 from __future__ import annotations
 
 import fcntl
@@ -49,14 +50,20 @@ def _on_terminal(args: list[str], tmp_path: Path, *, size: tuple[int, int] | Non
         fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
     out = tmp_path / "stdout.txt"
     with open(out, "w") as stdout:
-        proc = subprocess.Popen([sys.executable, "-m", "draopt", *args], stdin=subprocess.DEVNULL, stdout=stdout,
-                                stderr=follower, cwd=tmp_path, env=_env())
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "draopt", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=follower,
+            cwd=tmp_path,
+            env=_env(),
+        )
     os.close(follower)
     got = bytearray()
     while True:
         try:
             chunk = os.read(leader, 65536)
-        except OSError:         # EIO: the command ended and closed its end
+        except OSError:  # EIO: the command ended and closed its end
             break
         if not chunk:
             break
@@ -78,12 +85,13 @@ def spread(tmp_path_factory) -> Path:
     """More GPUs asked than there are: 9 nodes of 8 GPUs, 12 pods of 3 GPUs and 12 of 5. Every pod
     has a node on its own, so first-fit's count is no proof and the optimal model searches (phase 1)."""
     path = tmp_path_factory.mktemp("progress") / "spread.yaml"
-    path.write_text(yaml.safe_dump_all(gpu_cluster(9, 8, [("three", 12, 3, "1"), ("five", 12, 5, "1")]),
-                                       sort_keys=False))
+    path.write_text(
+        yaml.safe_dump_all(gpu_cluster(9, 8, [("three", 12, 3, "1"), ("five", 12, 5, "1")]), sort_keys=False)
+    )
     return path
 
 
-UNPLACED = 1    # place's exit code: some pods fit nowhere (more GPUs asked than there are)
+UNPLACED = 1  # place's exit code: some pods fit nowhere (more GPUs asked than there are)
 
 
 def _pods(table: str) -> str:
@@ -100,8 +108,14 @@ def _optimal(spread: Path) -> list[str]:
 def test_place_optimal_on_a_terminal_shows_phases_best_bound_gap(spread, tmp_path, capsys):
     code, shown, stdout = _on_terminal(_optimal(spread), tmp_path)
     assert code == UNPLACED, shown
-    for text in ("optimal: preparing the model", "optimal: building the model", "optimal: phase 1 of 3, placed pods",
-                 "best ", "bound ", "gap "):
+    for text in (
+        "optimal: preparing the model",
+        "optimal: building the model",
+        "optimal: phase 1 of 3, placed pods",
+        "best ",
+        "bound ",
+        "gap ",
+    ):
         assert text in shown, text
     assert "Traceback" not in shown
     # the same placement as without progress (the pod table; the summary under it has timings)
@@ -144,15 +158,28 @@ def test_plan_shows_its_phases(spread, tmp_path, capsys):
     assert _on_pipe(args, capsys)[1] == ""
 
 
-@pytest.mark.parametrize("protocol, line", [("draopt", "simulate: run 0: first-fit"),
-                                            ("fgd-paper", "simulate: seed 0: fgd")])
+@pytest.mark.parametrize(
+    "protocol, line", [("draopt", "simulate: run 0: first-fit"), ("fgd-paper", "simulate: seed 0: fgd")]
+)
 def test_simulate_shows_arrivals_and_levels(tmp_path, protocol, line, capsys, monkeypatch):
     from draopt.studies import trace
+
     (tmp_path / "nodes.csv").write_text(NODES)
     (tmp_path / "tasks.csv").write_text(TASKS)
     (tmp_path / "cluster.yaml").write_text(trace.dump_yaml(trace.import_trace(str(tmp_path / "nodes.csv"), None)))
-    args = ["simulate", "-f", "cluster.yaml", "--trace", "tasks.csv", "--inflation", "0.5,1.0", "--runs", "1",
-            "--protocol", protocol] + (["--policy", "first-fit"] if protocol == "draopt" else ["--policy", "fgd"])
+    args = [
+        "simulate",
+        "-f",
+        "cluster.yaml",
+        "--trace",
+        "tasks.csv",
+        "--inflation",
+        "0.5,1.0",
+        "--runs",
+        "1",
+        "--protocol",
+        protocol,
+    ] + (["--policy", "first-fit"] if protocol == "draopt" else ["--policy", "fgd"])
     code, shown, stdout = _on_terminal(args, tmp_path)
     assert code == 0, shown
     assert line in shown and "arrivals" in shown and "level " in shown
@@ -169,7 +196,7 @@ def test_progress_is_silent_unless_installed():
     with progress.current().task("anything", total=3) as task:
         task.update_to(2)
         task.solver(1, 2)
-        assert progress.solver_callback(object(), task) is None     # the solve is left untouched
+        assert progress.solver_callback(object(), task) is None  # the solve is left untouched
 
 
 @pytest.mark.parametrize("best, bound, gap", [(90, 100, 0.1), (100, 90, 0.1), (0, 0, 0.0), (None, 5, None)])
@@ -186,8 +213,10 @@ class _Stream:
         return self.tty
 
 
-@pytest.mark.parametrize("force, quiet, tty, shown", [(False, False, True, True), (False, False, False, False),
-                                                      (True, False, False, True), (False, True, True, False)])
+@pytest.mark.parametrize(
+    "force, quiet, tty, shown",
+    [(False, False, True, True), (False, False, False, False), (True, False, False, True), (False, True, True, False)],
+)
 def test_wanted(force, quiet, tty, shown):
     assert progress.wanted(force=force, quiet=quiet, stream=_Stream(tty)) is shown
 
@@ -198,6 +227,7 @@ def test_kubectl_plugin_entry_point(capsys):
     import tomllib
 
     from draopt.cli import kubectl_main
+
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-draopt"] == "draopt.cli:kubectl_main"
     with pytest.raises(SystemExit) as done:

@@ -1,5 +1,6 @@
 """Property tests: on random instances using every feature, CP-SAT first-fit gives exactly
 the reference search's allocation and the checker accepts both."""
+
 from __future__ import annotations
 
 import random
@@ -13,13 +14,12 @@ from draopt.testing.synth import random_instance
 
 from helpers import decoded, problem_from, run_cpsat, run_reference
 
-SETTINGS = dict(max_examples=600, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = dict(max_examples=600, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _features(rng: random.Random) -> Features:
     gates = {g: True for g in DEFAULT_GATES}
-    if rng.random() < 0.2:   # sometimes a few gates off
+    if rng.random() < 0.2:  # sometimes a few gates off
         for g in rng.sample(sorted(gates), 2):
             gates[g] = False
     return Features.from_gates(gates)

@@ -1,5 +1,6 @@
 """`import draopt`: the public API (draopt.public) gives what the module functions and the command
 line give on the bundled examples, loads lazily, and names the file/field of bad input."""
+
 from __future__ import annotations
 
 import json
@@ -27,9 +28,11 @@ MIG = str(ROOT / "examples" / "mig-gangs.yaml")
 
 
 def test_import_draopt_is_lazy():
-    code = ("import sys, draopt; assert 'ortools' not in sys.modules and 'draopt.public' not in sys.modules; "
-            "import draopt.kube.loader; assert 'ortools' not in sys.modules and 'draopt.placement' not in sys.modules; "
-            "print(sorted(draopt.__all__) == sorted(n for n in dir(draopt) if n in draopt.__all__))")
+    code = (
+        "import sys, draopt; assert 'ortools' not in sys.modules and 'draopt.public' not in sys.modules; "
+        "import draopt.kube.loader; assert 'ortools' not in sys.modules and 'draopt.placement' not in sys.modules; "
+        "print(sorted(draopt.__all__) == sorted(n for n in dir(draopt) if n in draopt.__all__))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "True"
 
@@ -39,7 +42,7 @@ def test_every_function_is_documented():
         fn = getattr(draopt, name)
         assert callable(fn)
         doc = getattr(draopt.public, name).__doc__
-        assert doc and f"draopt.{name}(" in doc, name     # a short example
+        assert doc and f"draopt.{name}(" in doc, name  # a short example
 
 
 def test_load_is_load_files():
@@ -64,6 +67,7 @@ def test_allocate_from_files_or_objects():
 
 def test_allocate_as_the_command_line(capsys):
     from draopt.cli import main
+
     assert main(["allocate", "-f", CLUSTER, "--deterministic-share-ids", "-o", "json"]) == 0
     printed = json.loads(capsys.readouterr().out)["items"]
     assert printed == _claims(draopt.allocate(CLUSTER, deterministic_share_ids=True))
@@ -88,10 +92,13 @@ def test_plan_takes_node_type_text():
     from fractions import Fraction
 
     from draopt.studies.planning import NodeType, plan
+
     got = draopt.plan(GANGS, ["node-1=1"], time_limit=10)
     want = plan(load_files([GANGS]), [NodeType("node-1", "node-1", Fraction(1))], time_limit=10)
-    def figures(mix):   # phase times differ from run to run
+
+    def figures(mix):  # phase times differ from run to run
         return {k: v for k, v in mix.to_json().items() if k != "stats"}
+
     assert figures(got) == figures(want)
     assert got.placed == got.pods
 
@@ -99,8 +106,10 @@ def test_plan_takes_node_type_text():
 def test_compare():
     got = draopt.compare(GANGS, time_limit=10)
     want = compare(load_files([GANGS]), ["first-fit", "optimal"], time_limit=10)
-    def figures(r):     # the solve time differs from run to run
+
+    def figures(r):  # the solve time differs from run to run
         return {k: v for k, v in r.to_json().items() if not k.endswith("_s")}
+
     assert [figures(r) for r in got] == [figures(r) for r in want]
     assert [(r.policy, r.placed) for r in got] == [("first-fit", 0), ("optimal", 2)]
 
@@ -125,18 +134,22 @@ def test_api_names_are_functions():
     # the API's names are its functions; the modules behind them live in their layers
     import types
     from draopt.studies import simulate as sim
+
     for name in ("simulate", "validate", "explain", "place", "allocate"):
         assert isinstance(getattr(draopt, name), types.FunctionType), name
     assert draopt.simulate is not sim and sim.build
 
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\nn-0,16000,65536,2,T4\nn-1,64000,262144,8,G2\n"
-TASKS = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nt-00,4000,8192,1,1000,\n"
-         "t-01,2000,4096,1,300,\nt-02,2000,4096,1,700,\nt-03,8000,16384,2,1000,\n")
+TASKS = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nt-00,4000,8192,1,1000,\n"
+    "t-01,2000,4096,1,300,\nt-02,2000,4096,1,700,\nt-03,8000,16384,2,1000,\n"
+)
 
 
 def test_simulate_as_the_module(tmp_path):
     from draopt.studies import simulate as sim
+
     (tmp_path / "nodes.csv").write_text(NODES)
     (tmp_path / "tasks.csv").write_text(TASKS)
     cluster = tmp_path / "cluster.yaml"
@@ -146,16 +159,32 @@ def test_simulate_as_the_module(tmp_path):
     objects = load_files([str(cluster)])
     objects.extend(sim._object_set(trace.workload_objects(trace.read_tasks(tasks, what="--trace")), tasks))
     c = sim.build(objects)
-    want = sim.aggregate(sim.simulate(c, levels=[0.5, 1.0], policies=["first-fit", "fgd"], runs=2, seed=3),
-                         ["first-fit", "fgd", sim.OFFLINE])
+    want = sim.aggregate(
+        sim.simulate(c, levels=[0.5, 1.0], policies=["first-fit", "fgd"], runs=2, seed=3),
+        ["first-fit", "fgd", sim.OFFLINE],
+    )
     assert got == want and len(got) == 4
-    assert draopt.simulate(objects_without_trace := load_files([str(cluster)]), tasks, levels=[0.5, 1.0],
-                           policies=["first-fit", "fgd"], runs=2, seed=3) == want
+    assert (
+        draopt.simulate(
+            objects_without_trace := load_files([str(cluster)]),
+            tasks,
+            levels=[0.5, 1.0],
+            policies=["first-fit", "fgd"],
+            runs=2,
+            seed=3,
+        )
+        == want
+    )
     assert objects_without_trace.pods == []
     from draopt.studies import paper_protocol
+
     paper = draopt.simulate(str(cluster), tasks, levels=[0.3, 0.5], policies=["fgd"], runs=2, protocol="fgd-paper")
-    assert paper == paper_protocol.simulate_paper(c, seeds=[0, 1], policies=[paper_protocol.make_policy("fgd")],
-                                                  bins=[30, 50])[0]
+    assert (
+        paper
+        == paper_protocol.simulate_paper(c, seeds=[0, 1], policies=[paper_protocol.make_policy("fgd")], bins=[30, 50])[
+            0
+        ]
+    )
     assert paper and {r["policy"] for r in paper} == {"fgd"}
     with pytest.raises(InputError, match="--policy"):
         draopt.simulate(str(cluster), tasks, levels=[0.5], policies="nope")

@@ -2,6 +2,7 @@
 `../shared/realworld/` (see its README): `validate` says what the API server would say, and
 allocate / place / taint-impact use them as Kubernetes does. Skipped when the directory is
 missing; the in-repository tests of the same shapes are in test_versions.py and test_strict.py."""
+
 from __future__ import annotations
 
 import subprocess
@@ -50,16 +51,19 @@ def test_scenarios_are_valid_and_have_no_unknown_fields(name, capsys):
 
 def test_claim_with_spec_spec_kep4815():
     assert errors("rough/r09-kep4815-claim-spec-spec.yaml") == [
-        'ResourceClaim default/mig-devices: unknown field "spec.spec"']
+        'ResourceClaim default/mig-devices: unknown field "spec.spec"'
+    ]
     assert errors("minimal/m03-claim-spec-spec.yaml") == [
-        'ResourceClaim default/mig-devices: unknown field "spec.spec"']
+        'ResourceClaim default/mig-devices: unknown field "spec.spec"'
+    ]
 
 
 def test_pod_with_misspelled_fields(capsys):
     assert errors("minimal/m04-pod-misspelled-fields.yaml") == [
         'Pod default/p: unknown field "spec.resourceclaims"',
         'Pod default/p: spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names in '
-        'pod.spec.resourceClaims which is empty']
+        'pod.spec.resourceClaims which is empty',
+    ]
     objs = load_files([rw("minimal/m04-pod-misspelled-fields.yaml")])
     err = capsys.readouterr().err
     assert err.count("warning:") == 1 and 'Pod default/p: unknown field "spec.resourceclaims"' in err
@@ -71,7 +75,8 @@ def test_website_claim_with_broken_indentation():
         'ResourceClaim default/example-resource-claim: unknown field '
         '"spec.devices.requests[0].exactly.selectors[0].expression"',
         'ResourceClaim default/example-resource-claim: spec.devices.requests[0].exactly.selectors[0].cel: '
-        'Required value']
+        'Required value',
+    ]
 
 
 def test_invalid_quantities():
@@ -88,7 +93,8 @@ def test_invalid_quantities():
         f'ResourceSlice s2: spec.devices[0].consumesCounters[0].counters[memory].value: Invalid value: "1.5.0": '
         f'{QUANTITY_RE}',
         f'ResourceClaim default/c: spec.devices.requests[0].exactly.capacity.requests[memory]: Invalid value: '
-        f'"16 GiB": {QUANTITY_RE}']
+        f'"16 GiB": {QUANTITY_RE}',
+    ]
     with pytest.raises(InputError, match="80 Gi"):
         load_files([rw("minimal/m06-invalid-quantities.yaml")])
 
@@ -96,35 +102,58 @@ def test_invalid_quantities():
 def test_kep_tpu_slices_operator_and_duplicate_name():
     got = errors("rough/r11-kep4815-tpu-multihost.yaml")
     assert 'ResourceSlice device-slice: metadata.name: Duplicate value: "device-slice"' in got
-    assert ('ResourceSlice device-slice: spec.devices[0].nodeSelector.nodeSelectorTerms[0].matchExpressions[0]'
-            '.operator: Invalid value: "IN": not a valid selector operator') in got
+    assert (
+        'ResourceSlice device-slice: spec.devices[0].nodeSelector.nodeSelectorTerms[0].matchExpressions[0]'
+        '.operator: Invalid value: "IN": not a valid selector operator'
+    ) in got
     assert sum("not a valid selector operator" in e for e in got) == 3
 
 
-@pytest.mark.parametrize("rel, slices", [
-    ("minimal/m05-combined-slice.yaml", ["n1-gpu"]),
-    ("rough/r12-nvidia-combined-slices-k8s134.yaml", ["gpu-node-a100-gpu.nvidia.com-x7k2p",
-                                                      "gpu-node-a100-gpu.nvidia.com-b9qzt"]),
-])
+@pytest.mark.parametrize(
+    "rel, slices",
+    [
+        ("minimal/m05-combined-slice.yaml", ["n1-gpu"]),
+        (
+            "rough/r12-nvidia-combined-slices-k8s134.yaml",
+            ["gpu-node-a100-gpu.nvidia.com-x7k2p", "gpu-node-a100-gpu.nvidia.com-b9qzt"],
+        ),
+    ],
+)
 def test_combined_counter_and_device_slices(rel, slices):
     """NVIDIA's 1.34 DynamicMIG layout: rejected by the API server of 1.35+, never silently dropped."""
-    assert errors(rel) == [f'ResourceSlice {s}: spec: Invalid value: "": only one of `sharedCounters` or `devices` '
-                           'is allowed' for s in slices]
-    with pytest.raises(InputError, match=f"ResourceSlice {slices[0]}: spec: Invalid value.*only one of "
-                                         "`sharedCounters` or `devices`.*1.34"):
+    assert errors(rel) == [
+        f'ResourceSlice {s}: spec: Invalid value: "": only one of `sharedCounters` or `devices` is allowed'
+        for s in slices
+    ]
+    with pytest.raises(
+        InputError,
+        match=f"ResourceSlice {slices[0]}: spec: Invalid value.*only one of `sharedCounters` or `devices`.*1.34",
+    ):
         load_files([rw(rel)])
-    p = subprocess.run([sys.executable, "-m", "draopt", "place", "-f", rw(rel)], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120, check=False)
+    p = subprocess.run(
+        [sys.executable, "-m", "draopt", "place", "-f", rw(rel)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
     assert p.returncode == 2 and slices[0] in p.stderr and "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("rel, rule, evicted", [
-    ("minimal/m02-taintrule-empty-selector.yaml", "drain-everything", ["default/p-running"]),
-    ("rough/r19-taintrule-empty-selector.yaml", "example", None),
-])
+@pytest.mark.parametrize(
+    "rel, rule, evicted",
+    [
+        ("minimal/m02-taintrule-empty-selector.yaml", "drain-everything", ["default/p-running"]),
+        ("rough/r19-taintrule-empty-selector.yaml", "example", None),
+    ],
+)
 def test_empty_device_taint_rule_selector_selects_every_device(rel, rule, evicted):
-    published = sorted(f"{s.spec.driver}/{s.spec.pool.name}/{d.name}"
-                       for s in load_files([rw(rel)]).resource_slices for d in s.spec.devices)
+    published = sorted(
+        f"{s.spec.driver}/{s.spec.pool.name}/{d.name}"
+        for s in load_files([rw(rel)]).resource_slices
+        for d in s.spec.devices
+    )
     impact = taint_impact.analyze(taint_impact.load_inputs([rw(rel)]), rule_name=rule)[0]
     assert sorted(impact.devices) == published and published
     if evicted is not None:
@@ -150,14 +179,24 @@ def test_rocm_v1beta1_dump_is_valid_and_allocatable():
 def test_node_with_capacity_only_has_allocatable_capacity():
     """SetDefaults_NodeStatus: a Node without status.allocatable gets its capacity, not unlimited room
     (kind-worker from the example driver's demo cluster, with the allocatable stanza left out)."""
-    node = {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": "kind-worker", "labels": {"kubernetes.io/hostname": "kind-worker"}},
-            "status": {"capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"}}}
-    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
-             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "6"}}}]}} for i in range(3)]
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "kind-worker", "labels": {"kubernetes.io/hostname": "kind-worker"}},
+        "status": {"capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
+    }
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "6"}}}]},
+        }
+        for i in range(3)
+    ]
     out = place(load_text(yaml.safe_dump_all([node, *pods])), policy="first-fit")
-    assert [p.placed for p in out.result.pods] == [True, True, False]      # cpu: 3 x 6 > 16
-    node["status"]["allocatable"] = {"cpu": "32", "memory": "64Gi", "pods": "110"}   # given: it counts
+    assert [p.placed for p in out.result.pods] == [True, True, False]  # cpu: 3 x 6 > 16
+    node["status"]["allocatable"] = {"cpu": "32", "memory": "64Gi", "pods": "110"}  # given: it counts
     out = place(load_text(yaml.safe_dump_all([node, *pods])), policy="first-fit")
     assert [p.placed for p in out.result.pods] == [True, True, True]
 
@@ -166,20 +205,43 @@ def test_rule_without_selector_selects_every_device():
     """Kubernetes' ResourceSlice tracker applies a DeviceTaintRule without deviceSelector to every
     device (applyPatches: a nil selector filters nothing)."""
     docs = [
-        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        },
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-gpu"},
-         "spec": {"driver": "gpu.example.com", "nodeName": "n1",
-                  "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
-                  "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "default"},
-         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}},
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-         "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "n1-gpu"},
+            "spec": {
+                "driver": "gpu.example.com",
+                "nodeName": "n1",
+                "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]},
+        },
     ]
-    rule = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "all"},
-            "spec": {"taint": {"key": "example.com/drain", "effect": "NoSchedule"}}}
+    rule = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "all"},
+        "spec": {"taint": {"key": "example.com/drain", "effect": "NoSchedule"}},
+    }
     assert place(load_text(yaml.safe_dump_all(docs)), policy="first-fit").result.pods[0].placed
     out = place(load_text(yaml.safe_dump_all([*docs, rule])), policy="first-fit")
     assert not out.result.pods[0].placed
@@ -194,8 +256,10 @@ def test_intel_lower_case_pod_once_its_api_version_is_added():
     for d in docs:
         d.setdefault("apiVersion", "v1")
     got = [str(f) for f in validate_documents([(d, "r08") for d in docs]).findings]
-    assert got == ['Pod default/test-inline-claim: unknown field "apiversion"',
-                   'Pod default/test-inline-claim: unknown field "spec.restartpolicy"',
-                   'Pod default/test-inline-claim: unknown field "spec.resourceclaims"',
-                   'Pod default/test-inline-claim: spec.containers[0].resources.claims[0]: Not found: "resource": '
-                   'must be one of the names in pod.spec.resourceClaims which is empty']
+    assert got == [
+        'Pod default/test-inline-claim: unknown field "apiversion"',
+        'Pod default/test-inline-claim: unknown field "spec.restartpolicy"',
+        'Pod default/test-inline-claim: unknown field "spec.resourceclaims"',
+        'Pod default/test-inline-claim: spec.containers[0].resources.claims[0]: Not found: "resource": '
+        'must be one of the names in pod.spec.resourceClaims which is empty',
+    ]

@@ -2,6 +2,7 @@
 `OwnAcrossNodes` (devices every node of a kind reaches alike are taken through one owner, not
 one copy per node) is exact and its inverse valid; the time limit bounds preparing and building
 the model, and running out of it is said, never hidden."""
+
 from __future__ import annotations
 
 import random
@@ -21,8 +22,9 @@ from draopt.kube.workload import expand
 
 V1 = "resource.k8s.io/v1"
 DRIVER = "test-driver.cdi.k8s.io"
-SELECT_ALL = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "node-with-dra", "operator": "In",
-                                                           "values": ["true"]}]}]}
+SELECT_ALL = {
+    "nodeSelectorTerms": [{"matchExpressions": [{"key": "node-with-dra", "operator": "In", "values": ["true"]}]}]
+}
 
 
 def partitionable(nodes: int, pools: int, pods: int, *, preallocated: bool = True) -> ObjectSet:
@@ -32,40 +34,107 @@ def partitionable(nodes: int, pools: int, pods: int, *, preallocated: bool = Tru
     already allocated. Shapes from test/integration/scheduler_perf/dra/templates/
     resourceslice-partitionable-{countersets,devices}.yaml, resourceclaimtemplate-for-two-devices.yaml
     (kubernetes/kubernetes at 16913111deb1a4c4ff76f4ba7ffd9ebef397a303)."""
-    docs = [{"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "test-class"},
-             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}]
+    docs = [
+        {
+            "apiVersion": V1,
+            "kind": "DeviceClass",
+            "metadata": {"name": "test-class"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        }
+    ]
     for n in range(nodes):
-        docs.append({"apiVersion": "v1", "kind": "Node",
-                     "metadata": {"name": f"node-{n}", "labels": {"node-with-dra": "true"}},
-                     "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "3"}}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"node-{n}", "labels": {"node-with-dra": "true"}},
+                "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "3"}},
+            }
+        )
 
     def device(name, i, counters):
-        return {"name": name, "attributes": {"dra.example.com/slice": {"int": i}},
-                "consumesCounters": [{"counterSet": "set", "counters": {c: {"value": "1"} for c in counters}}]}
+        return {
+            "name": name,
+            "attributes": {"dra.example.com/slice": {"int": i}},
+            "consumesCounters": [{"counterSet": "set", "counters": {c: {"value": "1"} for c in counters}}],
+        }
+
     for i in range(pools):
         pool = {"name": f"pool-{i}", "generation": 1, "resourceSliceCount": 2}
-        docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"counters-{i}"},
-                     "spec": {"driver": DRIVER, "pool": pool, "nodeSelector": SELECT_ALL,
-                              "sharedCounters": [{"name": "set", "counters": {f"c{k}": {"value": "1"}
-                                                                              for k in range(1, 5)}}]}})
-        docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"devices-{i}"},
-                     "spec": {"driver": DRIVER, "pool": pool, "nodeSelector": SELECT_ALL,
-                              "devices": [device("two-1", i, ["c1", "c2"]), device("two-2", i, ["c3", "c4"]),
-                                          *(device(f"one-{k}", i, [f"c{k}"]) for k in range(1, 5))]}})
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"counters-{i}"},
+                "spec": {
+                    "driver": DRIVER,
+                    "pool": pool,
+                    "nodeSelector": SELECT_ALL,
+                    "sharedCounters": [{"name": "set", "counters": {f"c{k}": {"value": "1"} for k in range(1, 5)}}],
+                },
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"devices-{i}"},
+                "spec": {
+                    "driver": DRIVER,
+                    "pool": pool,
+                    "nodeSelector": SELECT_ALL,
+                    "devices": [
+                        device("two-1", i, ["c1", "c2"]),
+                        device("two-2", i, ["c3", "c4"]),
+                        *(device(f"one-{k}", i, [f"c{k}"]) for k in range(1, 5)),
+                    ],
+                },
+            }
+        )
         if preallocated:
-            docs.append({"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": f"init-{i}", "namespace": "init"},
-                         "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "test-class"}}]}},
-                         "status": {"allocation": {"devices": {"results": [
-                             {"request": "r", "driver": DRIVER, "pool": f"pool-{i}", "device": "two-1"}]},
-                             "nodeSelector": SELECT_ALL}}})
-    docs.append({"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": "two", "namespace": "test"},
-                 "spec": {"spec": {"devices": {
-                     "requests": [{"name": "r", "exactly": {"deviceClassName": "test-class", "count": 2}}],
-                     "constraints": [{"requests": ["r"], "matchAttribute": "dra.example.com/slice"}]}}}})
+            docs.append(
+                {
+                    "apiVersion": V1,
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": f"init-{i}", "namespace": "init"},
+                    "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "test-class"}}]}},
+                    "status": {
+                        "allocation": {
+                            "devices": {
+                                "results": [{"request": "r", "driver": DRIVER, "pool": f"pool-{i}", "device": "two-1"}]
+                            },
+                            "nodeSelector": SELECT_ALL,
+                        }
+                    },
+                }
+            )
+    docs.append(
+        {
+            "apiVersion": V1,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "two", "namespace": "test"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "r", "exactly": {"deviceClassName": "test-class", "count": 2}}],
+                        "constraints": [{"requests": ["r"], "matchAttribute": "dra.example.com/slice"}],
+                    }
+                }
+            },
+        }
+    )
     for p in range(pods):
-        docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{p}", "namespace": "test"},
-                     "spec": {"containers": [{"name": "c", "resources": {"claims": [{"name": "d"}]}}],
-                              "resourceClaims": [{"name": "d", "resourceClaimTemplateName": "two"}]}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p{p}", "namespace": "test"},
+                "spec": {
+                    "containers": [{"name": "c", "resources": {"claims": [{"name": "d"}]}}],
+                    "resourceClaims": [{"name": "d", "resourceClaimTemplateName": "two"}],
+                },
+            }
+        )
     objs = ObjectSet()
     for i, d in enumerate(docs):
         objs.add(parse_object(d, f"doc {i}"))
@@ -136,15 +205,17 @@ def test_time_limit_bounds_preparing_the_model_and_says_so():
 
 def test_time_limit_bounds_building_a_part(monkeypatch):
     from draopt.model import placement as model
+
     real_check, real_build = model._check_time, opt_mod.build
     building = []
 
-    def late(deadline):   # once the build has started, the deadline has passed
+    def late(deadline):  # once the build has started, the deadline has passed
         real_check(time.perf_counter() - 1 if building else deadline)
 
     def build(*a, **k):
         building.append(1)
         return real_build(*a, **k)
+
     monkeypatch.setattr(model, "_check_time", late)
     monkeypatch.setattr(opt_mod, "build", build)
     out = run(partitionable(3, 3, 4))
@@ -163,38 +234,101 @@ def test_out_of_time_with_every_pod_placed_proves_the_placed_pods():
     st = out.result.stats
     assert st["status"] == "UNKNOWN" and st["objective"] == st["bound"] == 4 and st["gap"] == 0.0
     assert st["proven"] == {"placed": True, "preferences": False, "packing": False}
-    assert "placed pods proven optimal: it reaches the bound (every pod placed: 4); nothing else proven" \
-        in st["summary"]
-
+    assert (
+        "placed pods proven optimal: it reaches the bound (every pod placed: 4); nothing else proven" in st["summary"]
+    )
 
 
 def gpu_nodes(nodes: int, *, allocated: str | None = None) -> ObjectSet:
     """Identical nodes with gpu-0 (40Gi of memory capacity) and gpu-1 (none); 1-GPU pods whose
     selector reads the memory capacity (a CEL runtime error on gpu-1); `allocated`: the node
     whose gpu-0 an allocated claim holds."""
-    docs = [{"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"},
-             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
-            {"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": "big", "namespace": "ml"},
-             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                 "deviceClassName": "gpu", "selectors": [{"cel": {"expression":
-                     'device.capacity["gpu.example.com"].memory.compareTo(quantity("1Gi")) >= 0'}}]}}]}}}}]
+    docs = [
+        {
+            "apiVersion": V1,
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        },
+        {
+            "apiVersion": V1,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "big", "namespace": "ml"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "gpu",
+                                "exactly": {
+                                    "deviceClassName": "gpu",
+                                    "selectors": [
+                                        {
+                                            "cel": {
+                                                "expression": 'device.capacity["gpu.example.com"].memory.compareTo(quantity("1Gi")) >= 0'
+                                            }
+                                        }
+                                    ],
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+        },
+    ]
     for n in range(nodes):
-        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{n}"},
-                     "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "10"}}})
-        docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"n{n}"},
-                     "spec": {"driver": "gpu.example.com", "nodeName": f"n{n}",
-                              "pool": {"name": f"n{n}", "generation": 1, "resourceSliceCount": 1},
-                              "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": "40Gi"}}},
-                                          {"name": "gpu-1"}]}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{n}"},
+                "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "10"}},
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"n{n}"},
+                "spec": {
+                    "driver": "gpu.example.com",
+                    "nodeName": f"n{n}",
+                    "pool": {"name": f"n{n}", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": "40Gi"}}}, {"name": "gpu-1"}],
+                },
+            }
+        )
     if allocated:
-        docs.append({"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "held", "namespace": "ml"},
-                     "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
-                     "status": {"allocation": {"devices": {"results": [
-                         {"request": "gpu", "driver": "gpu.example.com", "pool": allocated, "device": "gpu-0"}]}}}})
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaim",
+                "metadata": {"name": "held", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+                "status": {
+                    "allocation": {
+                        "devices": {
+                            "results": [
+                                {"request": "gpu", "driver": "gpu.example.com", "pool": allocated, "device": "gpu-0"}
+                            ]
+                        }
+                    }
+                },
+            }
+        )
     for p in range(nodes + 1):
-        docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{p}", "namespace": "ml"},
-                     "spec": {"containers": [{"name": "c", "resources": {"claims": [{"name": "g"}]}}],
-                              "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "big"}]}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p{p}", "namespace": "ml"},
+                "spec": {
+                    "containers": [{"name": "c", "resources": {"claims": [{"name": "g"}]}}],
+                    "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "big"}],
+                },
+            }
+        )
     objs = ObjectSet()
     for i, d in enumerate(docs):
         objs.add(parse_object(d, f"doc {i}"))
@@ -207,7 +341,7 @@ def test_candidacy_of_devices_alike_is_decided_once_and_per_device_where_it_diff
     only."""
     out = run(gpu_nodes(3))
     st = out.result.stats
-    assert st["cel_error_candidates_skipped"] == 3          # gpu-1 of each node
+    assert st["cel_error_candidates_skipped"] == 3  # gpu-1 of each node
     assert out.result.weighted_placed() == 3 and check_placement(out) == []
     assert {p.node for p in out.result.pods if p.placed} == {"n0", "n1", "n2"}
     held = run(gpu_nodes(3, allocated="n1"))

@@ -1,4 +1,5 @@
 """`draopt compare`: measures checked on clusters small enough to work out by hand."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,8 @@ GANG = ROOT / "examples" / "gang-stranding.yaml"
 # p1 (created first) asks 1 GPU, p2 asks 2 GPUs.
 #   first-fit, nodes in name order: p1 -> node-a; p2 fits nowhere (1 GPU left on a and on b).
 #   optimal:   p2 -> node-a, p1 -> node-b (the only way to place both).
-STRANDING = """
+STRANDING = (
+    """
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
 metadata: {name: gpu}
@@ -37,7 +39,9 @@ apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {name: two-gpu, namespace: default}
 spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu, count: 2}}]}}}
-""" + "".join(f"""---
+"""
+    + "".join(
+        f"""---
 apiVersion: v1
 kind: Node
 metadata: {{name: {node}}}
@@ -51,14 +55,21 @@ spec:
   nodeName: {node}
   pool: {{name: {node}, generation: 1, resourceSliceCount: 1}}
   devices: [{", ".join(f"{{name: gpu-{i}}}" for i in range(gpus))}]
-""" for node, cpu, gpus in (("node-a", 8, 2), ("node-b", 8, 1), ("node-c", 1, 1))) + "".join(f"""---
+"""
+        for node, cpu, gpus in (("node-a", 8, 2), ("node-b", 8, 1), ("node-c", 1, 1))
+    )
+    + "".join(
+        f"""---
 apiVersion: v1
 kind: Pod
 metadata: {{name: {pod}, namespace: default, uid: {pod}, creationTimestamp: "2026-11-30T10:00:0{i}Z"}}
 spec:
   containers: [{{name: main, image: x, resources: {{requests: {{cpu: "2"}}, claims: [{{name: gpu}}]}}}}]
   resourceClaims: [{{name: gpu, resourceClaimTemplateName: {template}}}]
-""" for i, (pod, template) in enumerate((("p1", "one-gpu"), ("p2", "two-gpu"))))
+"""
+        for i, (pod, template) in enumerate((("p1", "one-gpu"), ("p2", "two-gpu")))
+    )
+)
 
 
 @pytest.fixture()
@@ -69,18 +80,19 @@ def stranding(tmp_path):
 
 
 def test_measures_by_hand(stranding):
-    ff, opt = compare(load_files([str(stranding)]), ["first-fit", "optimal"], time_limit=20,
-                      scheduler_config="builtin:name-order")
+    ff, opt = compare(
+        load_files([str(stranding)]), ["first-fit", "optimal"], time_limit=20, scheduler_config="builtin:name-order"
+    )
     assert (ff.placed, ff.pods, ff.devices_total, ff.devices_used) == (1, 2, 4, 1)
     assert ff.free_devices == 3 and ff.shapes == 2
     # node-c's GPU: no shape fits there (cpu) -> stranded. node-a's and node-b's free GPU: the
     # 1-GPU shape (half the pods) fits, the 2-GPU shape does not -> 1/2 each.
     assert ff.stranded_devices == 1
-    assert ff.fragmentation == 2                # 1/2 + 1/2 + 1
+    assert ff.fragmentation == 2  # 1/2 + 1/2 + 1
     assert ff.fragmentation_pct == pytest.approx(66.667)
     assert ff.status == "heuristic" and not ff.proven and ff.gap is None
     assert (opt.placed, opt.devices_used, opt.free_devices) == (2, 3, 1)
-    assert opt.stranded_devices == 1 and opt.fragmentation == 1   # node-c's GPU only
+    assert opt.stranded_devices == 1 and opt.fragmentation == 1  # node-c's GPU only
     assert opt.status == "OPTIMAL" and opt.proven and opt.gap == 0
     assert opt.weighted_placed == 2 and opt.weighted_pods == 2
 
@@ -103,9 +115,16 @@ def test_shared_gpu_capacity():
     t1 (2 whole GPUs) no longer fits. Free: 0.7 + 1 GPU; the shared shape (half the pods) fits,
     the 2-GPU one does not: fragmentation 1.7 / 2."""
     node = trace.TraceNode("n0", 64000, 262144, 2, "V100")
-    tasks = [trace.Task("t0", 1000, 1024, 1, 300, creation_time=0), trace.Task("t1", 1000, 1024, 2, 1000, creation_time=1)]
-    docs = trace.class_objects({"V100"}) + trace.node_objects([node]) + trace.slice_objects([node]) + \
-        trace.workload_objects(tasks)
+    tasks = [
+        trace.Task("t0", 1000, 1024, 1, 300, creation_time=0),
+        trace.Task("t1", 1000, 1024, 2, 1000, creation_time=1),
+    ]
+    docs = (
+        trace.class_objects({"V100"})
+        + trace.node_objects([node])
+        + trace.slice_objects([node])
+        + trace.workload_objects(tasks)
+    )
     objs = ObjectSet()
     for i, d in enumerate(docs):
         objs.add(parse_object(d, f"doc {i}"))
@@ -118,10 +137,11 @@ def test_shared_gpu_capacity():
 
 def test_first_fit_with_its_own_scheduler_configuration(stranding):
     """first-fit:CONFIG labels the column with the spec and places with that configuration."""
-    by_name, ff_default, most = compare(load_files([str(stranding)]),
-                                        ["first-fit:builtin:name-order", "first-fit", "first-fit:builtin:most-allocated"])
+    by_name, ff_default, most = compare(
+        load_files([str(stranding)]), ["first-fit:builtin:name-order", "first-fit", "first-fit:builtin:most-allocated"]
+    )
     assert by_name.policy == "first-fit:builtin:name-order"
-    assert (by_name.placed, by_name.stranded_devices, by_name.fragmentation) == (1, 1, 2)    # as by hand above
+    assert (by_name.placed, by_name.stranded_devices, by_name.fragmentation) == (1, 1, 2)  # as by hand above
     assert most.policy == "first-fit:builtin:most-allocated" and ff_default.policy == "first-fit"
     with pytest.raises(InputError, match="unknown placement policy 'optimal:builtin:default'"):
         compare(load_files([str(stranding)]), ["first-fit", "optimal:builtin:default"])
@@ -134,10 +154,17 @@ def test_capacity_too_small_for_a_shape_is_fragmented():
     and fragmented for every shape (0.3); gpu-1's 0.5 is usable by the 500 shape only
     (0.5 x 2/3). The node-level measure alone would strand nothing."""
     node = trace.TraceNode("n0", 64000, 262144, 2, "V100")
-    tasks = [trace.Task("t0", 1000, 1024, 1, 700, creation_time=0), trace.Task("t1", 1000, 1024, 1, 500, creation_time=1),
-             trace.Task("t2", 1000, 1024, 1, 1000, creation_time=2)]
-    docs = trace.class_objects({"V100"}) + trace.node_objects([node]) + trace.slice_objects([node]) + \
-        trace.workload_objects(tasks)
+    tasks = [
+        trace.Task("t0", 1000, 1024, 1, 700, creation_time=0),
+        trace.Task("t1", 1000, 1024, 1, 500, creation_time=1),
+        trace.Task("t2", 1000, 1024, 1, 1000, creation_time=2),
+    ]
+    docs = (
+        trace.class_objects({"V100"})
+        + trace.node_objects([node])
+        + trace.slice_objects([node])
+        + trace.workload_objects(tasks)
+    )
     objs = ObjectSet()
     for i, d in enumerate(docs):
         objs.add(parse_object(d, f"doc {i}"))
@@ -164,18 +191,40 @@ def _run(*args, cwd=ROOT):
 
 def test_cli_table_json_and_self_contained_html(stranding, tmp_path):
     html_path = tmp_path / "report.html"
-    p = _run("-f", str(stranding), "--policy", "first-fit", "--policy", "optimal", "--time-limit", "20",
-             "--scheduler-config", "builtin:name-order", "-o", "json", "--html", str(html_path))
+    p = _run(
+        "-f",
+        str(stranding),
+        "--policy",
+        "first-fit",
+        "--policy",
+        "optimal",
+        "--time-limit",
+        "20",
+        "--scheduler-config",
+        "builtin:name-order",
+        "-o",
+        "json",
+        "--html",
+        str(html_path),
+    )
     assert p.returncode == 0, p.stderr
     got = {r["policy"]: r for r in json.loads(p.stdout)["policies"]}
     assert got["first-fit"]["stranded_devices"] == 1 and got["optimal"]["placed"] == 2
     assert got["optimal"]["proven"] is True and got["first-fit"]["proven"] is False
     page = html_path.read_text()
-    assert page.count("<svg") == 7                      # one plot per measure
+    assert page.count("<svg") == 7  # one plot per measure
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "<script" not in page and "<link" not in page and "@import" not in page
-    t = _run("-f", str(stranding), "--time-limit", "20", "--scheduler-config", "builtin:name-order",
-             "--plot", str(tmp_path / "m.png"))
+    t = _run(
+        "-f",
+        str(stranding),
+        "--time-limit",
+        "20",
+        "--scheduler-config",
+        "builtin:name-order",
+        "--plot",
+        str(tmp_path / "m.png"),
+    )
     assert t.returncode == 0, t.stderr
     lines = {line.split()[0]: line.split()[1:] for line in t.stdout.splitlines() if line.strip()}
     assert lines["stranded_devices"] == ["1", "1"] and lines["placed"] == ["1", "2"]
@@ -185,20 +234,24 @@ def test_cli_table_json_and_self_contained_html(stranding, tmp_path):
 def _main(args, capsys) -> tuple[int, str]:
     """The command line in this process (as `draopt compare ...`): exit code and stderr."""
     from draopt.cli import main
+
     try:
         code = main(["compare", *args])
-    except SystemExit as e:          # argparse's own errors
+    except SystemExit as e:  # argparse's own errors
         code = e.code
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--policy", "first-fit"], "two or more policies"),
-    (["--policy", "first-fit", "--policy", "nope"], "unknown placement policy 'nope'"),
-    (["--policy", "first-fit", "--policy", "first-fit:"], "unknown placement policy 'first-fit:'"),
-    (["--time-limit", "0"], "more than 0 seconds"),
-    (["--scheduler-config", "builtin:nope"], "builtin:nope"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--policy", "first-fit"], "two or more policies"),
+        (["--policy", "first-fit", "--policy", "nope"], "unknown placement policy 'nope'"),
+        (["--policy", "first-fit", "--policy", "first-fit:"], "unknown placement policy 'first-fit:'"),
+        (["--time-limit", "0"], "more than 0 seconds"),
+        (["--scheduler-config", "builtin:nope"], "builtin:nope"),
+    ],
+)
 def test_cli_bad_input_exits_2(stranding, args, message, capsys):
     code, err = _main(["-f", str(stranding), *args], capsys)
     assert code == 2 and message in err and "Traceback" not in err
@@ -213,18 +266,21 @@ def test_cli_bad_yaml_exits_2(tmp_path, capsys):
 
 def test_html_escapes_names():
     from draopt.studies.report import PolicyReport
+
     r = PolicyReport("<ff>", 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0.1, "heuristic", None)
     page = to_html([r, r], ["<in>.yaml"])
     assert "<ff>" not in page and "&lt;ff&gt;" in page and "&lt;in&gt;.yaml" in page
 
 
 @pytest.mark.parametrize("flag", ["--html", "--plot"])
-@pytest.mark.parametrize("where, message", [("dir", "cannot write: is a directory"),
-                                            ("missing", "cannot write: no directory")])
+@pytest.mark.parametrize(
+    "where, message", [("dir", "cannot write: is a directory"), ("missing", "cannot write: no directory")]
+)
 def test_cli_unwritable_report_fails_before_placing(stranding, tmp_path, flag, where, message, capsys, monkeypatch):
     """--html / --plot to a path that cannot be written: exit 2 before any placement (it was found
     after both placements, the optimal one taking up to --time-limit, with the table printed)."""
     import draopt.studies.report as report
+
     placed = []
     monkeypatch.setattr(report, "measure_policy", lambda *a, **k: placed.append(a) or None)
     path = tmp_path if where == "dir" else tmp_path / "no" / "report.out"
@@ -234,23 +290,31 @@ def test_cli_unwritable_report_fails_before_placing(stranding, tmp_path, flag, w
 
 def test_bad_first_fit_configuration_fails_before_placing(stranding, monkeypatch):
     import draopt.studies.report as report
+
     placed = []
     monkeypatch.setattr(report, "measure_policy", lambda *a, **k: placed.append(a) or None)
     objs = load_files([str(stranding)])
     with pytest.raises(InputError, match="--policy first-fit:builtin:nope: .*unknown built-in configuration"):
         compare(objs, ["first-fit", "first-fit:builtin:nope"])
     assert placed == []
-    compare(objs, ["first-fit", "first-fit:builtin:most-allocated"])    # the patch is in the path
+    compare(objs, ["first-fit", "first-fit:builtin:most-allocated"])  # the patch is in the path
     assert len(placed) == 2
 
 
-@pytest.mark.parametrize("text, note", [
-    ("", "nothing to place"),
-    ("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', pods: '10'}}\n",
-     "nothing to place"),
-    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: c, image: x}]}\n",
-     "no Node in the input"),
-])
+@pytest.mark.parametrize(
+    "text, note",
+    [
+        ("", "nothing to place"),
+        (
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', pods: '10'}}\n",
+            "nothing to place",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: c, image: x}]}\n",
+            "no Node in the input",
+        ),
+    ],
+)
 def test_cli_nothing_to_place_is_said(tmp_path, text, note, capsys):
     """An input without pending pods, or without nodes, is measured (exit 0) with a note saying so."""
     f = tmp_path / "in.yaml"
@@ -259,9 +323,13 @@ def test_cli_nothing_to_place_is_said(tmp_path, text, note, capsys):
     assert code == 0 and f"note: {note}" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("policies", [["first-fit", "optimal"],
-                                      ["first-fit", "first-fit:builtin:most-allocated",
-                                       "first-fit:builtin:name-order", "optimal"]])
+@pytest.mark.parametrize(
+    "policies",
+    [
+        ["first-fit", "optimal"],
+        ["first-fit", "first-fit:builtin:most-allocated", "first-fit:builtin:name-order", "optimal"],
+    ],
+)
 def test_png_policy_names_do_not_overlap(policies):
     """--plot with scoring profiles side by side: the policy names under the bars do not overlap
     (they were drawn level and ran into each other)."""
@@ -269,26 +337,46 @@ def test_png_policy_names_do_not_overlap(policies):
     import matplotlib.pyplot as plt
 
     from draopt.studies.report import PolicyReport, _png_figure
-    reports = [PolicyReport(policy=p, pods=2, placed=1, weighted_pods=2, weighted_placed=1, devices_total=4,
-                            devices_used=1, free_devices=3, stranded_devices=1, fragmentation=1.5, shapes=1,
-                            solve_s=0.1, status="heuristic", gap=None) for p in policies]
+
+    reports = [
+        PolicyReport(
+            policy=p,
+            pods=2,
+            placed=1,
+            weighted_pods=2,
+            weighted_placed=1,
+            devices_total=4,
+            devices_used=1,
+            free_devices=3,
+            stranded_devices=1,
+            fragmentation=1.5,
+            shapes=1,
+            solve_s=0.1,
+            status="heuristic",
+            gap=None,
+        )
+        for p in policies
+    ]
     fig = _png_figure(reports)
     try:
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         import math
+
         for ax in (a for a in fig.axes if a.axison):
             labels = ax.get_xticklabels()
             assert [t.get_text() for t in labels] == policies
             angle = math.radians(labels[0].get_rotation())
-            if angle == 0:          # level: the boxes of neighbours are apart
+            if angle == 0:  # level: the boxes of neighbours are apart
                 boxes = [t.get_window_extent(renderer) for t in labels]
                 assert all(not a.overlaps(b) for a, b in zip(boxes, boxes[1:])), policies
-            else:                   # tilted: parallel lines, as far apart as a line of text is high
+            else:  # tilted: parallel lines, as far apart as a line of text is high
                 xs = [ax.transData.transform((x, 0))[0] for x in ax.get_xticks()]
                 height = labels[0].get_fontsize() * fig.dpi / 72
                 assert all((b - a) * math.sin(angle) >= height for a, b in zip(xs, xs[1:])), policies
-                assert all(t.get_window_extent(renderer).x1 <= ax.transData.transform((x, 0))[0] + height
-                           for t, x in zip(labels, ax.get_xticks()))    # each ends under its own bar
+                assert all(
+                    t.get_window_extent(renderer).x1 <= ax.transData.transform((x, 0))[0] + height
+                    for t, x in zip(labels, ax.get_xticks())
+                )  # each ends under its own bar
     finally:
         plt.close(fig)

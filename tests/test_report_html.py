@@ -11,6 +11,7 @@ LeastAllocated score (pkg/scheduler/framework/plugins/noderesources/least_alloca
 the small pods that come first over every node, so no node keeps the 8 free GPUs a large pod
 needs; the optimal policy packs the small pods and places every pod.
 """
+
 from __future__ import annotations
 
 import html
@@ -40,32 +41,78 @@ def spread_vs_pack(nodes: int = 64, gpus: int = 8, small: int = 128, large: int 
 def gpu_cluster(nodes: int, gpus: int, pods: list[tuple[str, int, int, str]]) -> list[dict]:
     """`nodes` nodes of `gpus` GPUs, and per (kind, count, GPUs, cpu) `count` pods of one claim
     of that many GPUs, created in that order."""
-    docs: list[dict] = [{
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
-        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+    docs: list[dict] = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        }
+    ]
     for i in range(nodes):
         name = f"node-{i:02d}"
-        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-                     "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}})
-        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                     "metadata": {"name": f"{name}-gpus"},
-                     "spec": {"driver": "gpu.example.com", "nodeName": name,
-                              "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                              "devices": [{"name": f"gpu-{g}"} for g in range(gpus)]}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name},
+                "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}},
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-gpus"},
+                "spec": {
+                    "driver": "gpu.example.com",
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": f"gpu-{g}"} for g in range(gpus)],
+                },
+            }
+        )
     created = 0
     for kind, count, want, cpu in pods:
-        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                     "metadata": {"name": f"{kind}-gpus", "namespace": "ml"},
-                     "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                         "deviceClassName": "gpu.example.com", "count": want}}]}}}})
+        docs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": f"{kind}-gpus", "namespace": "ml"},
+                "spec": {
+                    "spec": {
+                        "devices": {
+                            "requests": [
+                                {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": want}}
+                            ]
+                        }
+                    }
+                },
+            }
+        )
         for k in range(count):
             minute, created = created, created + 1
-            docs.append({"apiVersion": "v1", "kind": "Pod",
-                         "metadata": {"name": f"{kind}-{k:03d}", "namespace": "ml",
-                                      "creationTimestamp": f"2026-01-01T{minute // 60:02d}:{minute % 60:02d}:00Z"},
-                         "spec": {"containers": [{"name": "c", "image": "x", "resources": {
-                                      "requests": {"cpu": cpu}, "claims": [{"name": "gpu"}]}}],
-                                  "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": f"{kind}-gpus"}]}})
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{kind}-{k:03d}",
+                        "namespace": "ml",
+                        "creationTimestamp": f"2026-01-01T{minute // 60:02d}:{minute % 60:02d}:00Z",
+                    },
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "x",
+                                "resources": {"requests": {"cpu": cpu}, "claims": [{"name": "gpu"}]},
+                            }
+                        ],
+                        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": f"{kind}-gpus"}],
+                    },
+                }
+            )
     return docs
 
 
@@ -75,14 +122,19 @@ def _browser() -> str | None:
 
 def _run_browser(browser: str, *args: str) -> subprocess.CompletedProcess:
     # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     """compare --html on the 64-node workload: (page path, the JSON measures)."""
     import json
+
     where = tmp_path_factory.mktemp("map")
     cluster = where / "spread-vs-pack.yaml"
     cluster.write_text(yaml.safe_dump_all(spread_vs_pack(), sort_keys=False))
@@ -90,13 +142,15 @@ def report(tmp_path_factory):
     out = where / "out.json"
     import contextlib
     import io
+
     buf = io.StringIO()
     here = os.getcwd()
-    os.chdir(where)         # the page names its input as given: spread-vs-pack.yaml, not a temporary path
+    os.chdir(where)  # the page names its input as given: spread-vs-pack.yaml, not a temporary path
     try:
         with contextlib.redirect_stdout(buf):
-            code = main(["compare", "-f", cluster.name, "--time-limit", "20", "-o", "json", "--html", str(page),
-                         "--quiet"])
+            code = main(
+                ["compare", "-f", cluster.name, "--time-limit", "20", "-o", "json", "--html", str(page), "--quiet"]
+            )
     finally:
         os.chdir(here)
     assert code == 0
@@ -116,8 +170,7 @@ def test_map_shows_both_policies_on_every_node(report):
         assert one.count("<td ") == 64 * 8
     ff, opt = maps
     # first-fit spreads the small pods: two on every node; optimal fills 16 nodes with them
-    assert len(re.findall(r"<tr><th>node-\d\d</th>(?:<td class=\"held\"[^>]*>\d+</td>){2}<td class=\"free\"",
-                          ff)) == 64
+    assert len(re.findall(r"<tr><th>node-\d\d</th>(?:<td class=\"held\"[^>]*>\d+</td>){2}<td class=\"free\"", ff)) == 64
     assert ff.count('class="held"') == 128 and opt.count('class="held"') == 128 + 48 * 8
     assert "Not placed (48): ml/large-000" in text and "Every pod placed." in text
 
@@ -135,9 +188,21 @@ def test_chromium_renders_the_map(report, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     visible = html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<(style|svg)\b.*?</\1>", " ", dom.stdout, flags=re.S)))
     words = " ".join(visible.split())
-    for expected in ("Placement map", "first-fit", "optimal", "128 of 176 pods placed", "176 of 176 pods placed",
-                     "on 64 nodes", "on 64 nodes", "node-00", "node-63", "Not placed (48)", "ml/small-000",
-                     "ml/large-047", "Every pod placed."):
+    for expected in (
+        "Placement map",
+        "first-fit",
+        "optimal",
+        "128 of 176 pods placed",
+        "176 of 176 pods placed",
+        "on 64 nodes",
+        "on 64 nodes",
+        "node-00",
+        "node-63",
+        "Not placed (48)",
+        "ml/small-000",
+        "ml/large-047",
+        "Every pod placed.",
+    ):
         assert expected in words, expected
     shot = tmp_path / "map.png"
     drawn = _run_browser(browser, f"--screenshot={shot}", "--window-size=1200,2050", page.as_uri())
@@ -151,13 +216,31 @@ def test_a_large_cluster_is_cut_to_the_busy_nodes():
     """More nodes than MAP_NODES: the nodes holding a device come first, the page says how many
     are left out, and the unplaced pods are named up to MAP_UNPLACED (their count in full)."""
     from draopt.studies.report import MAP_NODES, MAP_UNPLACED, PLACED, PolicyReport, placement_map
-    device_map = {f"n{i:04d}": [("gpu-0", f"ns/p{i:04d}", PLACED if i % 3 == 0 else ""), ("gpu-1", "", "")]
-                  for i in range(1000)}
-    report = PolicyReport("first-fit", 600, 334, 600, 334, 2000, 334, 1666, 0, 0, 1, 0.1, "heuristic", None,
-                          device_map=device_map, unplaced=[f"ns/q{i:04d}" for i in range(266)])
+
+    device_map = {
+        f"n{i:04d}": [("gpu-0", f"ns/p{i:04d}", PLACED if i % 3 == 0 else ""), ("gpu-1", "", "")] for i in range(1000)
+    }
+    report = PolicyReport(
+        "first-fit",
+        600,
+        334,
+        600,
+        334,
+        2000,
+        334,
+        1666,
+        0,
+        0,
+        1,
+        0.1,
+        "heuristic",
+        None,
+        device_map=device_map,
+        unplaced=[f"ns/q{i:04d}" for i in range(266)],
+    )
     page = placement_map([report])
     rows = re.findall(r"<tr><th>(n\d{4})</th>", page)
     assert len(rows) == MAP_NODES and all(int(n[1:]) % 3 == 0 for n in rows) and rows == sorted(rows)
     assert f"{1000 - MAP_NODES} of 1000 nodes are not shown" in page
-    assert page.count('<li><span class="swatch"') == MAP_NODES       # the legend: the pods on the rows shown
+    assert page.count('<li><span class="swatch"') == MAP_NODES  # the legend: the pods on the rows shown
     assert "Not placed (266): " in page and f"ns/q{MAP_UNPLACED - 1:04d} and {266 - MAP_UNPLACED} more" in page

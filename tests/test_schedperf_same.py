@@ -6,6 +6,7 @@ The expected digests were computed with the code at commit bcf1b98 (before the s
 change here means the placement changed, which the speed-ups must not do. Kubernetes source of
 the workloads: test/integration/scheduler_perf/dra/ (see benchmarks/schedperf_workloads.py).
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,5 @@
 """`draopt simulate --policy kube-scheduler`: a profile's node choice on the simulator's arrays."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,6 +19,7 @@ def files(tmp_path):
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(trace.dump_yaml(trace.import_trace(write(tmp_path, "nodes.csv", NODES), None)))
     return str(cluster), write(tmp_path, "tasks.csv", TASKS)
+
 
 TWO = "sn,cpu_milli,memory_mib,gpu,model\na,8000,8192,2,T4\nb,8000,8192,2,T4\n"
 W = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nw,1000,1024,1,1000\n"
@@ -39,10 +41,30 @@ def test_default_profile_spreads_most_allocated_packs(tmp_path):
     c = small(tmp_path, TWO, W)
     assert second_choice(c, builtin("default")) == ["a", "b"]
     assert second_choice(c, builtin("most-allocated")) == ["a", "a"]
-    rtcr = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                         "profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
-                             "type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [
-                                 {"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}}]}]}, "<t>")
+    rtcr = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "pluginConfig": [
+                        {
+                            "name": "NodeResourcesFit",
+                            "args": {
+                                "scoringStrategy": {
+                                    "type": "RequestedToCapacityRatio",
+                                    "requestedToCapacityRatio": {
+                                        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+                                    },
+                                }
+                            },
+                        }
+                    ]
+                }
+            ],
+        },
+        "<t>",
+    )
     assert second_choice(c, rtcr) == ["a", "a"]
 
 
@@ -60,26 +82,49 @@ def test_random_ties_are_seeded(tmp_path):
             st.take(w, node, devs)
             out.append(node)
         return out
+
     assert run(0) == run(0)
     assert len({tuple(run(s)) for s in range(5)}) > 1
 
 
 def test_unsupported_profile_features_are_refused(tmp_path):
     c = small(tmp_path, TWO, W)
-    two = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                        "profiles": [{"schedulerName": "x"}, {"schedulerName": "y"}]}, "two.yaml")
+    two = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "x"}, {"schedulerName": "y"}],
+        },
+        "two.yaml",
+    )
     with pytest.raises(InputError, match="simulate uses one profile"):
         TraceScheduler(c, two)
 
 
 def test_cli(files, capsys):
     cluster, tasks_csv = files
-    args = ["simulate", "-f", cluster, "--trace", tasks_csv, "--inflation", "0.8", "--runs", "1", "--quiet",
-            "--policy", "first-fit,kube-scheduler", "--scheduler-config", "builtin:most-allocated", "-o", "csv"]
+    args = [
+        "simulate",
+        "-f",
+        cluster,
+        "--trace",
+        tasks_csv,
+        "--inflation",
+        "0.8",
+        "--runs",
+        "1",
+        "--quiet",
+        "--policy",
+        "first-fit,kube-scheduler",
+        "--scheduler-config",
+        "builtin:most-allocated",
+        "-o",
+        "csv",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert [ln.split(",")[1] for ln in out.strip().splitlines()[1:]] == ["first-fit", "kube-scheduler"]
-    assert main(args) == 0 and capsys.readouterr().out == out          # deterministic (seeded ties)
+    assert main(args) == 0 and capsys.readouterr().out == out  # deterministic (seeded ties)
     assert main(args[:-6] + ["--policy", "first-fit", "--scheduler-config", "builtin:default"]) == 2
     assert "used by the kube-scheduler policy" in capsys.readouterr().err
 
@@ -93,11 +138,14 @@ def test_simulate_matches_place_with_the_same_profile(files, cfg):
     from draopt.placement import place
     from draopt.scheduler import load_config
     from tests.test_simulate import objects_with
+
     cluster, tasks_csv = files
     pool = trace.read_tasks(tasks_csv)
     rng = np.random.default_rng(7)
-    arrived = [trace.Task(f"a-{k:03d}", t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.gpu_spec, k)
-               for k, t in enumerate(pool[i] for i in rng.integers(0, len(pool), size=40))]
+    arrived = [
+        trace.Task(f"a-{k:03d}", t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.gpu_spec, k)
+        for k, t in enumerate(pool[i] for i in rng.integers(0, len(pool), size=40))
+    ]
     objects = objects_with(cluster, arrived)
     c = sim.build(objects)
     c.kube_scheduler = TraceScheduler(c, load_config(cfg), tie_break="name")

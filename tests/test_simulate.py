@@ -1,5 +1,6 @@
 """`draopt simulate`: the incremental simulator against draopt's own placement, the policies'
 choices on small cases, seeded sampling, the optimal bounds, the command line."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -67,11 +68,13 @@ def test_first_fit_matches_place(files):
     cluster, tasks_csv = files
     pool = trace.read_tasks(tasks_csv)
     rng = np.random.default_rng(7)
-    arrived = [trace.Task(f"a-{k:03d}", t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.gpu_spec, k)
-               for k, t in enumerate(pool[i] for i in rng.integers(0, len(pool), size=40))]
+    arrived = [
+        trace.Task(f"a-{k:03d}", t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.gpu_spec, k)
+        for k, t in enumerate(pool[i] for i in rng.integers(0, len(pool), size=40))
+    ]
     objects = objects_with(cluster, arrived)
     c = sim.build(objects)
-    assert c.pod_keys == [f"openb/{t.name}" for t in arrived]        # queue order = arrival order
+    assert c.pod_keys == [f"openb/{t.name}" for t in arrived]  # queue order = arrival order
     st = sim.State(c)
     ours = {}
     for key, si in zip(c.pod_keys, c.pod_shape):
@@ -81,7 +84,7 @@ def test_first_fit_matches_place(files):
             continue
         st.take(c.shapes[si], *got)
         ours[key] = (c.nodes[got[0]], sorted(c.devices[got[0]].devices[d].device.name for d in got[1]))
-    outcome = place(objects, policy="first-fit", scheduler_config="builtin:name-order")   # first node by name
+    outcome = place(objects, policy="first-fit", scheduler_config="builtin:name-order")  # first node by name
     theirs = {}
     for pl in outcome.result.pods:
         if not pl.placed:
@@ -93,8 +96,11 @@ def test_first_fit_matches_place(files):
         theirs[pl.pod] = (pl.node, sorted(devs))
     assert ours == theirs
     assert sum(v is None for v in ours.values()) > 0 and sum(v is not None for v in ours.values()) > 10
-    assert st.allocated == sum(Quantity.parse(r.consumed_capacity["gpu.example.com/milli"]).value
-                               for a, _ in outcome.result.claims.values() for r in a.devices.results)
+    assert st.allocated == sum(
+        Quantity.parse(r.consumed_capacity["gpu.example.com/milli"]).value
+        for a, _ in outcome.result.claims.values()
+        for r in a.devices.results
+    )
 
 
 def small(tmp_path, nodes: str, tasks: str):
@@ -108,23 +114,29 @@ def shape_of(c, name):
 
 
 def test_best_fit_packs_least_allocated_spreads(tmp_path):
-    c = small(tmp_path, "sn,cpu_milli,memory_mib,gpu,model\na,8000,8192,2,T4\nb,8000,8192,2,T4\n",
-              "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nw,1000,1024,1,1000\n")
+    c = small(
+        tmp_path,
+        "sn,cpu_milli,memory_mib,gpu,model\na,8000,8192,2,T4\nb,8000,8192,2,T4\n",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nw,1000,1024,1,1000\n",
+    )
     w = shape_of(c, "w")
     for policy, second in (("best-fit", "a"), ("least-allocated", "b"), ("first-fit", "a")):
         st = sim.State(c)
         first = sim.place_one(st, w, policy, None)
-        assert c.nodes[first[0]] == "a" and first[1] == [0]      # a tie: the first node by name
+        assert c.nodes[first[0]] == "a" and first[1] == [0]  # a tie: the first node by name
         st.take(w, *first)
         got = sim.place_one(st, w, policy, None)
         assert c.nodes[got[0]] == second, policy
 
 
 def test_fgd_chooses_the_less_fragmenting_gpu(tmp_path):
-    c = small(tmp_path, "sn,cpu_milli,memory_mib,gpu,model\na,8000,8192,1,T4\nb,8000,8192,1,T4\n",
-              "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np4,100,128,1,400\np5,100,128,1,500\nw,100,128,1,1000\n")
+    c = small(
+        tmp_path,
+        "sn,cpu_milli,memory_mib,gpu,model\na,8000,8192,1,T4\nb,8000,8192,1,T4\n",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np4,100,128,1,400\np5,100,128,1,500\nw,100,128,1,1000\n",
+    )
     st = sim.State(c)
-    st.take(shape_of(c, "p4"), c.nodes.index("b"), [0])               # b's GPU has 600 left
+    st.take(shape_of(c, "p4"), c.nodes.index("b"), [0])  # b's GPU has 600 left
     frag = sim.FragModel(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
     # a: 1000 left, every shape fits (0); b: 600 left, the whole-GPU shape cannot use it (600/3).
     before = frag.frag(np.array([0, 1]), st.free, st.left)
@@ -151,8 +163,16 @@ def test_arrivals_are_seeded_and_stop_at_the_level(files):
 def test_offline_optimum_bounds_the_online_policies(files):
     cluster, tasks_csv = files
     c = sim.build(objects_with(cluster, trace.read_tasks(tasks_csv)))
-    records = sim.simulate(c, levels=[0.9, 1.2], policies=["first-fit", "best-fit", "fgd", "optimal-batch"],
-                           runs=1, seed=1, batch=4, time_limit=5, offline_optimum=True)
+    records = sim.simulate(
+        c,
+        levels=[0.9, 1.2],
+        policies=["first-fit", "best-fit", "fgd", "optimal-batch"],
+        runs=1,
+        seed=1,
+        batch=4,
+        time_limit=5,
+        offline_optimum=True,
+    )
     by = {(r.level, r.policy): r for r in records}
     for level in (0.9, 1.2):
         best = by[(level, sim.OFFLINE)]
@@ -167,14 +187,32 @@ def test_offline_optimum_bounds_the_online_policies(files):
 
 def test_cli_table_csv_plot_deterministic(files, tmp_path, capsys):
     cluster, tasks_csv = files
-    args = ["simulate", "-f", cluster, "--trace", tasks_csv, "--inflation", "0.8,1.0", "--runs", "2",
-            "--policy", "first-fit,fgd", "--quiet", "-o", "csv"]
+    args = [
+        "simulate",
+        "-f",
+        cluster,
+        "--trace",
+        tasks_csv,
+        "--inflation",
+        "0.8,1.0",
+        "--runs",
+        "2",
+        "--policy",
+        "first-fit,fgd",
+        "--quiet",
+        "-o",
+        "csv",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     lines = out.strip().splitlines()
     assert lines[0].startswith("inflation,policy,runs,unallocated_pct,std_pct")
-    assert [ln.split(",")[:3] for ln in lines[1:]] == [["0.8", "first-fit", "2"], ["0.8", "fgd", "2"],
-                                                      ["1.0", "first-fit", "2"], ["1.0", "fgd", "2"]]
+    assert [ln.split(",")[:3] for ln in lines[1:]] == [
+        ["0.8", "first-fit", "2"],
+        ["0.8", "fgd", "2"],
+        ["1.0", "first-fit", "2"],
+        ["1.0", "fgd", "2"],
+    ]
     assert main(args) == 0
     assert capsys.readouterr().out == out
     assert main(args[:-2]) == 0
@@ -190,19 +228,35 @@ def test_cli_unwritable_plot_fails_before_the_run(files, tmp_path, capsys, monke
     cluster, tasks_csv = files
     ran = []
     monkeypatch.setattr(sim, "simulate", lambda *a, **k: ran.append(1) or [])
-    assert main(["simulate", "-f", cluster, "--trace", tasks_csv, "--quiet",
-                 "--plot", str(tmp_path / "missing-dir" / "x.png")]) == 2
+    assert (
+        main(
+            [
+                "simulate",
+                "-f",
+                cluster,
+                "--trace",
+                tasks_csv,
+                "--quiet",
+                "--plot",
+                str(tmp_path / "missing-dir" / "x.png"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "--plot" in err and "no directory" in err and "Traceback" not in err
     assert ran == []
 
 
-@pytest.mark.parametrize("extra, needle", [
-    (["--inflation", "1.3:0.5:0.1"], "needs 0 < START <= STOP"),
-    (["--inflation", "a:b:c"], "expected START:STOP:STEP"),
-    (["--inflation", "0"], "more than 0"),
-    (["--policy", "first-fit,random"], "unknown policy random"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--inflation", "1.3:0.5:0.1"], "needs 0 < START <= STOP"),
+        (["--inflation", "a:b:c"], "expected START:STOP:STEP"),
+        (["--inflation", "0"], "more than 0"),
+        (["--policy", "first-fit,random"], "unknown policy random"),
+    ],
+)
 def test_cli_bad_flags_exit_2(files, capsys, extra, needle):
     cluster, tasks_csv = files
     assert main(["simulate", "-f", cluster, "--trace", tasks_csv, "--quiet", *extra]) == 2
@@ -220,7 +274,8 @@ def test_cli_bad_inputs_exit_2(files, tmp_path, capsys):
     assert main(["simulate", "-f", cluster, "--trace", tasks_csv, "--capacity", "example.com/bytes"]) == 2
     assert "no capacity 'example.com/bytes'" in capsys.readouterr().err
     two = tmp_path / "two.yaml"
-    two.write_text("""apiVersion: v1
+    two.write_text(
+        """apiVersion: v1
 kind: Pod
 metadata: {name: two, namespace: openb}
 spec:
@@ -229,7 +284,9 @@ spec:
   - {name: a, resourceClaimTemplateName: gpu-1x1000}
   - {name: b, resourceClaimTemplateName: gpu-1x1000}
 ---
-""" + trace.dump_yaml([trace.template_object(trace.Task("x", 1, 1, 1, 1000))]))
+"""
+        + trace.dump_yaml([trace.template_object(trace.Task("x", 1, 1, 1, 1000))])
+    )
     assert main(["simulate", "-f", cluster, "--trace", str(two)]) == 2
     assert "at most one claim per pod" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
@@ -250,13 +307,16 @@ def test_openb_shapes_and_capacity(tmp_path):
     assert len(c.pod_keys) == 8152
     records = sim.simulate(c, levels=[0.5, 0.9, 1.0], policies=["first-fit"], runs=1)
     u = {r.level: r.unallocated for r in records}
-    assert u[0.5] == pytest.approx(1 - records[0].arrived)          # all placed: unallocated = 1 - arrived
+    assert u[0.5] == pytest.approx(1 - records[0].arrived)  # all placed: unallocated = 1 - arrived
     assert 0 < u[1.0] < 0.2
 
 
 def test_task_no_node_can_serve_still_arrives(tmp_path):
-    c = small(tmp_path, "sn,cpu_milli,memory_mib,gpu,model\na,8000,8192,2,T4\n",
-              "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nv,100,128,2,1000,V100M32\nt,100,128,1,500,\n")
+    c = small(
+        tmp_path,
+        "sn,cpu_milli,memory_mib,gpu,model\na,8000,8192,2,T4\n",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nv,100,128,2,1000,V100M32\nt,100,128,1,500,\n",
+    )
     v = shape_of(c, "v")
     assert v.request == 2000 and not v.compat.any()
     assert sim.place_one(sim.State(c), v, "first-fit", None) is None
@@ -266,8 +326,22 @@ def test_trace_as_yaml_equals_trace_as_csv(files, tmp_path, capsys):
     cluster, tasks_csv = files
     pods = tmp_path / "pods.yaml"
     assert main(["trace", "import", "--pods", tasks_csv, "-o", str(pods)]) == 0
-    args = ["simulate", "-f", cluster, "--inflation", "0.9,1.1", "--runs", "2", "--seed", "5", "--quiet",
-            "--policy", "first-fit,best-fit,least-allocated,fgd", "-o", "csv"]
+    args = [
+        "simulate",
+        "-f",
+        cluster,
+        "--inflation",
+        "0.9,1.1",
+        "--runs",
+        "2",
+        "--seed",
+        "5",
+        "--quiet",
+        "--policy",
+        "first-fit,best-fit,least-allocated,fgd",
+        "-o",
+        "csv",
+    ]
     assert main(args + ["--trace", tasks_csv]) == 0
     from_csv = capsys.readouterr().out
     assert main(args + ["--trace", str(pods)]) == 0

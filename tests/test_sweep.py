@@ -1,5 +1,6 @@
 """Sweeps: the same rows on a Dask local cluster, a process pool and here; resumable; the
 rows are what `draopt simulate` / `draopt compare` give for the same inputs."""
+
 from __future__ import annotations
 
 import subprocess
@@ -20,10 +21,13 @@ GANG = ROOT / "examples" / "gang-stranding.yaml"
 
 MODELS = ("T4", "V100M16", "P100")
 NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(
-    f"n-{i:02d},{16000 * (1 + i % 3)},{65536 * (1 + i % 3)},{(1, 2, 4, 8)[i % 4]},{MODELS[i % 3]}\n" for i in range(12))
+    f"n-{i:02d},{16000 * (1 + i % 3)},{65536 * (1 + i % 3)},{(1, 2, 4, 8)[i % 4]},{MODELS[i % 3]}\n" for i in range(12)
+)
 TASKS = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n" + "".join(
     f"t-{i:02d},{1000 * (1 + i % 4)},{2048 * (1 + i % 3)},{(1, 1, 2, 1, 4)[i % 5]},"
-    f"{(1000, 300, 1000, 600, 1000)[i % 5]},{'T4' if i % 7 == 0 else ''}\n" for i in range(20))
+    f"{(1000, 300, 1000, 600, 1000)[i % 5]},{'T4' if i % 7 == 0 else ''}\n"
+    for i in range(20)
+)
 
 
 def strip(rows):
@@ -37,8 +41,15 @@ def grid(tmp_path_factory):
     (d / "tasks.csv").write_text(TASKS)
     cluster = d / "cluster.yaml"
     cluster.write_text(trace.dump_yaml(trace.import_trace(str(d / "nodes.csv"), None)))
-    return sw.Grid(study="simulate", clusters=[[str(cluster)]], traces=[str(d / "tasks.csv")], nodes=[6, 0],
-                   policies=["first-fit", "best-fit", "fgd"], seeds=[0, 1], inflation=[0.8, 1.0])
+    return sw.Grid(
+        study="simulate",
+        clusters=[[str(cluster)]],
+        traces=[str(d / "tasks.csv")],
+        nodes=[6, 0],
+        policies=["first-fit", "best-fit", "fgd"],
+        seeds=[0, 1],
+        inflation=[0.8, 1.0],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +74,11 @@ def test_rows_are_draopt_simulate_runs(grid, serial_rows):
     for seed in grid.seeds:
         records = sim.simulate(c, levels=grid.inflation, policies=grid.policies, runs=1, seed=seed)
         for rec in records:
-            row = next(r for r in serial_rows if (r["nodes"], r["seed"], r["policy"], r["inflation"]) ==
-                       (0, seed, rec.policy, rec.level))
+            row = next(
+                r
+                for r in serial_rows
+                if (r["nodes"], r["seed"], r["policy"], r["inflation"]) == (0, seed, rec.policy, rec.level)
+            )
             assert row["unallocated_pct"] == pytest.approx(rec.unallocated * 100, abs=1e-6)
             assert (row["placed"], row["failed"]) == (rec.placed, rec.failed)
 
@@ -73,15 +87,17 @@ def test_dask_local_cluster_equals_process_pool(grid, serial_rows, tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     scenarios = grid.scenarios()
     pool = sw.run_sweep(scenarios, str(tmp_path / "pool.parquet"), engine="processes", workers=2, progress=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        on_dask = sw.run_sweep(scenarios, str(tmp_path / "dask.parquet"), engine="dask", client=client,
-                               progress=False)
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        on_dask = sw.run_sweep(scenarios, str(tmp_path / "dask.parquet"), engine="dask", client=client, progress=False)
     assert strip(on_dask) == strip(pool) == strip(serial_rows)
     # The files hold the same rows (in the order they finished).
     key = lambda r: r["key"]  # noqa: E731
-    assert sorted(strip(sw.read_rows(str(tmp_path / "dask.parquet"))), key=key) == \
-        sorted(strip(sw.read_rows(str(tmp_path / "pool.parquet"))), key=key)
+    assert sorted(strip(sw.read_rows(str(tmp_path / "dask.parquet"))), key=key) == sorted(
+        strip(sw.read_rows(str(tmp_path / "pool.parquet"))), key=key
+    )
 
 
 def test_resume_runs_only_what_is_missing(grid, serial_rows, tmp_path):
@@ -93,6 +109,7 @@ def test_resume_runs_only_what_is_missing(grid, serial_rows, tmp_path):
     def recording(s):
         ran.append(sw.scenario_key(s))
         return sw.run_scenario(s)
+
     rows = sw.run_sweep(scenarios, out, engine="serial", progress=False, run=recording)
     assert ran == [sw.scenario_key(s) for s in scenarios[5:]]
     assert strip(rows) == strip(serial_rows)
@@ -105,11 +122,19 @@ def test_resume_runs_only_what_is_missing(grid, serial_rows, tmp_path):
 def test_place_study_measures_as_compare(tmp_path):
     from draopt.kube.features import Features
     from draopt.studies.report import measure_policy
-    g = sw.Grid(study="place", clusters=[[str(GANG)]], policies=["first-fit", "optimal", "first-fit:builtin:name-order"],
-                time_limit=20)
+
+    g = sw.Grid(
+        study="place",
+        clusters=[[str(GANG)]],
+        policies=["first-fit", "optimal", "first-fit:builtin:name-order"],
+        time_limit=20,
+    )
     rows = sw.run_sweep(g.scenarios(), engine="serial", progress=False)
-    assert [(r["policy"], r["placed"]) for r in rows] == [("first-fit", 0), ("optimal", 2),
-                                                          ("first-fit:builtin:name-order", 0)]
+    assert [(r["policy"], r["placed"]) for r in rows] == [
+        ("first-fit", 0),
+        ("optimal", 2),
+        ("first-fit:builtin:name-order", 0),
+    ]
     direct = measure_policy(load_files([str(GANG)]), "optimal", features=Features.from_gates(), time_limit=20)
     assert rows[1]["stranded_devices"] == direct.stranded_devices and rows[1]["status"] == direct.status == "OPTIMAL"
     assert rows[0]["seed"] is None and rows[0]["inflation"] is None
@@ -141,8 +166,10 @@ def _cli(*args):
 def test_cli_runs_resumes_and_reads_a_grid_file(grid, serial_rows, tmp_path):
     out = str(tmp_path / "cli.parquet")
     spec = tmp_path / "grid.yaml"
-    spec.write_text(f"study: simulate\nclusters: {grid.clusters[0][0]}\ntraces: {grid.traces[0]}\n"
-                    "nodes: [6, 0]\npolicies: first-fit,best-fit,fgd\nseeds: '0:2'\ninflation: [0.8, 1.0]\n")
+    spec.write_text(
+        f"study: simulate\nclusters: {grid.clusters[0][0]}\ntraces: {grid.traces[0]}\n"
+        "nodes: [6, 0]\npolicies: first-fit,best-fit,fgd\nseeds: '0:2'\ninflation: [0.8, 1.0]\n"
+    )
     p = _cli("--grid", str(spec), "--engine", "serial", "--quiet", "-o", out)
     assert p.returncode == 0, p.stderr
     assert strip(sw.read_rows(out)) == strip(serial_rows)
@@ -152,16 +179,20 @@ def test_cli_runs_resumes_and_reads_a_grid_file(grid, serial_rows, tmp_path):
     assert "36 scenarios (24 already in" in p.stderr and len(sw.read_rows(out)) == 36
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--cluster", "nope.yaml", "--trace", "x.csv"], "nope.yaml: no such file"),
-    (["--cluster", str(GANG), "--study", "place", "--policy", "fgd"], "unknown policy 'fgd' for the place study"),
-    (["--cluster", str(GANG), "--study", "place", "--nodes", "two"], "--nodes 'two'"),
-    (["--cluster", str(GANG), "--study", "place", "--nodes", "5"], "5 nodes asked for, the cluster has 1"),
-    (["--cluster", str(GANG), "--study", "simulate"], "needs a task pool"),
-    (["--cluster", str(GANG), "--study", "place", "--engine", "serial", "--workers", "0"], "--workers 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--cluster", "nope.yaml", "--trace", "x.csv"], "nope.yaml: no such file"),
+        (["--cluster", str(GANG), "--study", "place", "--policy", "fgd"], "unknown policy 'fgd' for the place study"),
+        (["--cluster", str(GANG), "--study", "place", "--nodes", "two"], "--nodes 'two'"),
+        (["--cluster", str(GANG), "--study", "place", "--nodes", "5"], "5 nodes asked for, the cluster has 1"),
+        (["--cluster", str(GANG), "--study", "simulate"], "needs a task pool"),
+        (["--cluster", str(GANG), "--study", "place", "--engine", "serial", "--workers", "0"], "--workers 0"),
+    ],
+)
 def test_cli_bad_input_exits_2(args, message, tmp_path, capsys):
     from draopt.cli import main
+
     code = main(["sweep", *args, "--quiet", "--engine", "serial", "-o", str(tmp_path / "x.parquet")])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
@@ -169,6 +200,7 @@ def test_cli_bad_input_exits_2(args, message, tmp_path, capsys):
 
 def test_cli_bad_grid_file_exits_2(tmp_path, capsys):
     from draopt.cli import main
+
     spec = tmp_path / "grid.yaml"
     spec.write_text("study: simulate\nspeed: 3\n")
     assert main(["sweep", "--grid", str(spec), "-o", str(tmp_path / "x.parquet")]) == 2
@@ -190,23 +222,28 @@ def test_rows_finished_before_a_failure_are_kept(grid, serial_rows, tmp_path):
         if s is scenarios[3]:
             raise InputError("stop")
         return sw.run_scenario(s)
+
     with pytest.raises(InputError, match="stop"):
         sw.run_sweep(scenarios, out, engine="serial", progress=False, run=failing_at_4)
     assert strip(sw.read_rows(out)) == strip(serial_rows[:3])
     assert strip(sw.run_sweep(scenarios, out, engine="serial", progress=False)) == strip(serial_rows)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("inflation: [abc]\n", "inflation: ['abc']: levels are numbers"),
-    ("clusters:\n", "clusters: no value given"),
-    ("clusters: [[a.yaml, {a: 1}]]\n", "clusters: {'a': 1}: expected file names"),
-    ("batch: true\n", "batch: True: a whole number"),
-    ("time_limit: '10'\n", "time_limit: '10': a number of seconds"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("inflation: [abc]\n", "inflation: ['abc']: levels are numbers"),
+        ("clusters:\n", "clusters: no value given"),
+        ("clusters: [[a.yaml, {a: 1}]]\n", "clusters: {'a': 1}: expected file names"),
+        ("batch: true\n", "batch: True: a whole number"),
+        ("time_limit: '10'\n", "time_limit: '10': a number of seconds"),
+    ],
+)
 def test_cli_malformed_grid_values_exit_2(text, message, tmp_path, capsys):
     """Values of the wrong type in a grid file name the field (a list of inflation levels with
     a word in it was a ValueError traceback; `clusters:` left empty read as a file named None)."""
     from draopt.cli import main
+
     spec = tmp_path / "grid.yaml"
     spec.write_text(f"study: place\n{'' if text.startswith('clusters') else f'clusters: {GANG}' + chr(10)}{text}")
     assert main(["sweep", "--grid", str(spec), "--quiet", "-o", str(tmp_path / "x.parquet")]) == 2
@@ -219,15 +256,31 @@ def test_cli_unwritable_output_fails_before_running(where, message, tmp_path, ca
     """An output that cannot be written is an error before any scenario runs (it was found when the
     first rows were written, after running them; a directory was read as a Parquet dataset)."""
     from draopt.cli import main
+
     out = tmp_path if where == "dir" else tmp_path / "no" / "x.parquet"
     ran = []
     monkeypatch.setattr(sw, "_run_place", lambda s: ran.append(s) or {"placed": 0})
-    code = main(["sweep", "--cluster", str(GANG), "--study", "place", "--engine", "serial", "--quiet",
-                 "-o", str(out)])
+    code = main(["sweep", "--cluster", str(GANG), "--study", "place", "--engine", "serial", "--quiet", "-o", str(out)])
     assert code == 2 and message in capsys.readouterr().err and ran == []
     # The same scenario with a writable output does run (the patch is in the path).
-    assert main(["sweep", "--cluster", str(GANG), "--study", "place", "--engine", "serial", "--quiet",
-                 "-o", str(tmp_path / "ok.parquet")]) == 0 and len(ran) == 1
+    assert (
+        main(
+            [
+                "sweep",
+                "--cluster",
+                str(GANG),
+                "--study",
+                "place",
+                "--engine",
+                "serial",
+                "--quiet",
+                "-o",
+                str(tmp_path / "ok.parquet"),
+            ]
+        )
+        == 0
+        and len(ran) == 1
+    )
 
 
 @pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "nowhere:x"])
@@ -237,9 +290,22 @@ def test_cli_unreachable_dask_scheduler_exits_2(address, tmp_path, capsys):
     pytest.importorskip("distributed")
     import dask
     from draopt.cli import main
+
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
-        code = main(["sweep", "--cluster", str(GANG), "--study", "place", "--quiet", "--scheduler", address,
-                     "-o", str(tmp_path / "x.parquet")])
+        code = main(
+            [
+                "sweep",
+                "--cluster",
+                str(GANG),
+                "--study",
+                "place",
+                "--quiet",
+                "--scheduler",
+                address,
+                "-o",
+                str(tmp_path / "x.parquet"),
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 2 and f"--scheduler {address}: cannot connect" in err and "Traceback" not in err
 

@@ -1,4 +1,5 @@
 """Tests for draopt.dra.taint_impact (`draopt taint-impact`)."""
+
 import argparse
 import json
 from pathlib import Path
@@ -29,11 +30,12 @@ def test_no_execute_over_allocated_devices_lists_claims_and_pods():
     assert imp.allocated["gpu.example.com/node-1/gpu-0"] == ["ml/train", "admin/debug"]
     evicted = {c.claim: c for c in imp.evicted_claims}
     assert set(evicted) == {"ml/train", "admin/debug"}
-    assert evicted["admin/debug"].admin_access            # admin access counts as allocated
-    assert [p.key for p in evicted["ml/train"].pods] == ["ml/trainer"]          # status.reservedFor
-    assert [p.key for p in evicted["admin/debug"].pods] == ["admin/debugger"]   # Pod resourceClaimName
-    assert imp.message() == ("2 published devices selected. 2 allocated devices selected. "
-                             "2 pods to be evicted in 2 namespaces.")
+    assert evicted["admin/debug"].admin_access  # admin access counts as allocated
+    assert [p.key for p in evicted["ml/train"].pods] == ["ml/trainer"]  # status.reservedFor
+    assert [p.key for p in evicted["admin/debug"].pods] == ["admin/debugger"]  # Pod resourceClaimName
+    assert imp.message() == (
+        "2 published devices selected. 2 allocated devices selected. 2 pods to be evicted in 2 namespaces."
+    )
 
 
 def test_none_effect_is_a_dry_run_and_tolerating_claim_is_kept():
@@ -52,7 +54,9 @@ def test_none_effect_is_a_dry_run_and_tolerating_claim_is_kept():
 
 
 def test_tolerated_claim_not_evicted_by_no_execute(tmp_path):
-    text = DATA.read_text() + """
+    text = (
+        DATA.read_text()
+        + """
 ---
 apiVersion: resource.k8s.io/v1
 kind: DeviceTaintRule
@@ -61,6 +65,7 @@ spec:
   deviceSelector: {driver: gpu.example.com, pool: node-1, device: gpu-2}
   taint: {key: dra.example.com/unhealthy, value: Broken, effect: NoExecute}
 """
+    )
     f = tmp_path / "in.yaml"
     f.write_text(text)
     imp = taint_impact.analyze(taint_impact.load_inputs([str(f)]), rule_name="gpu-2-broken")[0]
@@ -98,9 +103,12 @@ def test_result_tolerations_take_precedence(tmp_path):
 def test_empty_selector_selects_every_device():
     # API reference (DeviceTaintSelector): "The empty selector matches all devices."
     imp = impacts()["nothing"]
-    published = [f"{s['spec']['driver']}/{s['spec']['pool']['name']}/{d['name']}"
-                 for s in yaml.safe_load_all(DATA.read_text()) if s and s["kind"] == "ResourceSlice"
-                 for d in s["spec"].get("devices", [])]
+    published = [
+        f"{s['spec']['driver']}/{s['spec']['pool']['name']}/{d['name']}"
+        for s in yaml.safe_load_all(DATA.read_text())
+        if s and s["kind"] == "ResourceSlice"
+        for d in s["spec"].get("devices", [])
+    ]
     assert imp.selector_empty and sorted(imp.devices) == sorted(published) and len(published) == 5
     assert any("selects every device" in n for n in imp.notes)
     assert "ml/train" in {c.claim for c in imp.evicted_claims}
@@ -116,8 +124,10 @@ def test_cli_rule_filter_and_formats(capsys):
     assert run(["-f", str(DATA), "--rule", "broken-h100", "-o", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [r["rule"] for r in out["rules"]] == ["broken-h100"]
-    assert out["rules"][0]["evictedPods"] == [{"namespace": "admin", "name": "debugger"},
-                                              {"namespace": "ml", "name": "trainer"}]
+    assert out["rules"][0]["evictedPods"] == [
+        {"namespace": "admin", "name": "debugger"},
+        {"namespace": "ml", "name": "trainer"},
+    ]
     assert run(["-f", str(DATA), "-o", "yaml"]) == 0
     assert len(yaml.safe_load(capsys.readouterr().out)["rules"]) == 4
     assert run(["-f", str(DATA)]) == 0

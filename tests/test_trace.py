@@ -1,4 +1,5 @@
 """`draopt trace import`: openb CSVs as DRA objects, deterministic, valid, read by `place`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,8 +37,21 @@ def write(tmp_path, name, text):
 
 def imported(tmp_path, nodes=NODES, pods=PODS):
     out = tmp_path / "cluster.yaml"
-    assert main(["trace", "import", "--nodes", write(tmp_path, "n.csv", nodes),
-                 "--pods", write(tmp_path, "p.csv", pods), "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "import",
+                "--nodes",
+                write(tmp_path, "n.csv", nodes),
+                "--pods",
+                write(tmp_path, "p.csv", pods),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -45,15 +59,23 @@ def test_import_objects_and_determinism(tmp_path):
     out = imported(tmp_path)
     text = out.read_text()
     again = tmp_path / "again.yaml"
-    assert main(["trace", "import", "--nodes", str(tmp_path / "n.csv"), "--pods", str(tmp_path / "p.csv"),
-                 "-o", str(again)]) == 0
+    assert (
+        main(
+            ["trace", "import", "--nodes", str(tmp_path / "n.csv"), "--pods", str(tmp_path / "p.csv"), "-o", str(again)]
+        )
+        == 0
+    )
     assert again.read_text() == text
     docs = list(yaml.safe_load_all(text))
     kinds = [d["kind"] for d in docs]
     assert kinds.count("Node") == 3 and kinds.count("ResourceSlice") == 2 and kinds.count("Pod") == 5
     # DeviceClasses: every GPU, then one per model (nodes' and tasks' models).
     assert [d["metadata"]["name"] for d in docs if d["kind"] == "DeviceClass"] == [
-        "gpu.example.com", "t4.gpu.example.com", "v100m16.gpu.example.com", "v100m32.gpu.example.com"]
+        "gpu.example.com",
+        "t4.gpu.example.com",
+        "v100m16.gpu.example.com",
+        "v100m32.gpu.example.com",
+    ]
     node_b = next(d for d in docs if d["kind"] == "Node" and d["metadata"]["name"] == "n-b")
     assert node_b["status"]["allocatable"] == {"cpu": "32", "memory": "131072Mi"}
     assert node_b["metadata"]["labels"]["gpu.example.com/model"] == "V100M16"
@@ -66,8 +88,10 @@ def test_import_objects_and_determinism(tmp_path):
     assert sorted(templates) == ["gpu-1x1000", "gpu-1x250-t4", "gpu-1x300", "gpu-2x1000-v100m16-v100m32"]
     ex = templates["gpu-2x1000-v100m16-v100m32"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert ex["count"] == 2 and ex["capacity"]["requests"] == {"gpu.example.com/milli": "1000"}
-    assert ex["selectors"][0]["cel"]["expression"] == \
-        'device.attributes["gpu.example.com"].model in ["V100M16", "V100M32"]'
+    assert (
+        ex["selectors"][0]["cel"]["expression"]
+        == 'device.attributes["gpu.example.com"].model in ["V100M16", "V100M32"]'
+    )
     pods = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Pod"}
     assert pods["p-1"]["metadata"]["creationTimestamp"] == "2023-01-01T00:00:10Z"
     assert "resourceClaims" not in pods["p-3"]["spec"]
@@ -82,26 +106,37 @@ def test_import_is_valid_and_places(tmp_path):
     # First node by name. Queue order is creation order: p-1 (share of a GPU) lands first, on n-a's only GPU (T4),
     # so p-4 (T4 only, 250) shares that GPU; p-2 needs two V100s: n-b.
     assert where["openb/p-1"] == "n-a" and where["openb/p-2"] == "n-b" and where["openb/p-4"] == "n-a"
-    assert where["openb/p-0"] is None        # n-b's GPUs are taken by p-2, n-a's is shared
+    assert where["openb/p-0"] is None  # n-b's GPUs are taken by p-2, n-a's is shared
     assert where["openb/p-3"] == "n-a"
     shares = [r for key, (a, node) in outcome.result.claims.items() for r in a.devices.results if node == "n-a"]
     assert sorted(r.consumed_capacity["gpu.example.com/milli"] for r in shares) == ["250", "300"]
 
 
-@pytest.mark.parametrize("which, text, needle", [
-    ("nodes", "sn,cpu_milli,gpu,model\nx,1,1,T4\n", "missing column(s) memory_mib"),
-    ("nodes", "sn,cpu_milli,memory_mib,gpu,model\nx,lots,1,1,T4\n", "line 2: column cpu_milli: 'lots' is not a number"),
-    ("nodes", "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,2,\n", "column model: '' is not a GPU model name"),
-    ("nodes", "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,-1,T4\n", "column gpu: -1 is out of range"),
-    ("nodes", "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,1,T4\nx,1,1,1,T4\n", "node 'x' is listed twice"),
-    ("pods", "name,cpu_milli,memory_mib,num_gpu\np,1,1,1\n", "missing column(s) gpu_milli"),
-    ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1500\n", "column gpu_milli: 1500 is out of range"),
-    ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n", "takes them whole"),
-    ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,0,500\n", "without GPUs"),
-    ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1.5,0,0\n", "'1.5' is not a whole number"),
-    ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nP_Q,1,1,0,0\n", "not a valid Kubernetes object name"),
-    ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n", "no task rows"),
-])
+@pytest.mark.parametrize(
+    "which, text, needle",
+    [
+        ("nodes", "sn,cpu_milli,gpu,model\nx,1,1,T4\n", "missing column(s) memory_mib"),
+        (
+            "nodes",
+            "sn,cpu_milli,memory_mib,gpu,model\nx,lots,1,1,T4\n",
+            "line 2: column cpu_milli: 'lots' is not a number",
+        ),
+        ("nodes", "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,2,\n", "column model: '' is not a GPU model name"),
+        ("nodes", "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,-1,T4\n", "column gpu: -1 is out of range"),
+        ("nodes", "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,1,T4\nx,1,1,1,T4\n", "node 'x' is listed twice"),
+        ("pods", "name,cpu_milli,memory_mib,num_gpu\np,1,1,1\n", "missing column(s) gpu_milli"),
+        (
+            "pods",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1500\n",
+            "column gpu_milli: 1500 is out of range",
+        ),
+        ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n", "takes them whole"),
+        ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,0,500\n", "without GPUs"),
+        ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1.5,0,0\n", "'1.5' is not a whole number"),
+        ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nP_Q,1,1,0,0\n", "not a valid Kubernetes object name"),
+        ("pods", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n", "no task rows"),
+    ],
+)
 def test_bad_csv_exit_2(tmp_path, capsys, which, text, needle):
     path = write(tmp_path, f"{which}.csv", text)
     assert main(["trace", "import", f"--{which}", path]) == 2
@@ -138,6 +173,7 @@ def test_openb_default_trace():
 def test_replay_errors_catches_each_violation():
     """draopt.studies.trace.replay_errors, the solver-independent check of trace placements: each rule broken once."""
     from draopt.studies.trace import Task, TraceNode, replay_errors
+
     node = TraceNode("n1", 4000, 8192, 2, "V100M16")
     small = Task("share-a", 1000, 1024, 1, 600)
     other = Task("share-b", 1000, 1024, 1, 500)

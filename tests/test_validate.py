@@ -1,5 +1,6 @@
 """Tests for draopt.validation (`draopt validate`): one bad object per rule; every message must
 name the object and the field."""
+
 import argparse
 import copy
 import json
@@ -14,21 +15,39 @@ ROOT = Path(__file__).parent.parent
 ALL = Features.all_enabled()
 
 SLICE = {
-    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s1"},
-    "spec": {"driver": "gpu.example.com", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
-             "nodeName": "node-1",
-             "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "h100"}},
-                          "capacity": {"memory": {"value": "80Gi"}}}]},
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceSlice",
+    "metadata": {"name": "s1"},
+    "spec": {
+        "driver": "gpu.example.com",
+        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+        "nodeName": "node-1",
+        "devices": [
+            {"name": "gpu-0", "attributes": {"model": {"string": "h100"}}, "capacity": {"memory": {"value": "80Gi"}}}
+        ],
+    },
 }
 CLAIM = {
-    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c1", "namespace": "ml"},
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "c1", "namespace": "ml"},
     "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
 }
-CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
-         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}
-RULE = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "r1"},
-        "spec": {"deviceSelector": {"driver": "gpu.example.com"}, "taint": {"key": "example.com/bad",
-                                                                           "effect": "NoExecute"}}}
+CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu.example.com"},
+    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+}
+RULE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceTaintRule",
+    "metadata": {"name": "r1"},
+    "spec": {
+        "deviceSelector": {"driver": "gpu.example.com"},
+        "taint": {"key": "example.com/bad", "effect": "NoExecute"},
+    },
+}
 
 
 def check(*docs, features=ALL):
@@ -93,17 +112,28 @@ def ns(name, labels=None):
 
 def test_admin_access_needs_labelled_namespace():
     r = check(ns("ml"), claim_with(ADMIN_REQ))
-    f = one(r, "spec.devices.requests[0].exactly.adminAccess",
-            "admin access to devices requires the `resource.kubernetes.io/admin-access: true` label",
-            obj="ResourceClaim ml/c1")
+    f = one(
+        r,
+        "spec.devices.requests[0].exactly.adminAccess",
+        "admin access to devices requires the `resource.kubernetes.io/admin-access: true` label",
+        obj="ResourceClaim ml/c1",
+    )
     assert f.type == "Forbidden"
 
 
 def test_admin_access_in_template():
-    t = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-         "metadata": {"name": "t1", "namespace": "ml"}, "spec": {"spec": claim_with(ADMIN_REQ)["spec"]}}
-    one(check(ns("ml"), t), "spec.spec.devices.requests[0].exactly.adminAccess", "admin access",
-        obj="ResourceClaimTemplate ml/t1")
+    t = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t1", "namespace": "ml"},
+        "spec": {"spec": claim_with(ADMIN_REQ)["spec"]},
+    }
+    one(
+        check(ns("ml"), t),
+        "spec.spec.devices.requests[0].exactly.adminAccess",
+        "admin access",
+        obj="ResourceClaimTemplate ml/t1",
+    )
 
 
 def test_admin_access_allowed_in_admin_namespace():
@@ -135,13 +165,19 @@ def test_attribute_domain_and_id_length():
 
 
 def test_attribute_too_many_slashes():
-    one(check(slice_with(devices=[dev(attributes={"a.com/b/c": {"int": 1}})])),
-        "spec.devices[0].attributes", "must not contain more than one slash")
+    one(
+        check(slice_with(devices=[dev(attributes={"a.com/b/c": {"int": 1}})])),
+        "spec.devices[0].attributes",
+        "must not contain more than one slash",
+    )
 
 
 def test_capacity_name_format():
-    one(check(slice_with(devices=[dev(capacity={"9mem": {"value": "1"}})])),
-        "spec.devices[0].capacity", "a valid C identifier")
+    one(
+        check(slice_with(devices=[dev(capacity={"9mem": {"value": "1"}})])),
+        "spec.devices[0].capacity",
+        "a valid C identifier",
+    )
 
 
 def test_attribute_exactly_one_value():
@@ -181,11 +217,14 @@ def test_devices_per_slice_128():
     assert check(slice_with(devices=devices[:128])).findings == []
 
 
-@pytest.mark.parametrize("extra", [
-    {"taints": [{"key": "example.com/t", "effect": "NoSchedule"}]},
-    {"consumesCounters": [{"counterSet": "cs", "counters": {"mem": {"value": "1"}}}]},
-    {"attributes": {"roots": {"strings": ["a"]}}},
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"taints": [{"key": "example.com/t", "effect": "NoSchedule"}]},
+        {"consumesCounters": [{"counterSet": "cs", "counters": {"mem": {"value": "1"}}}]},
+        {"attributes": {"roots": {"strings": ["a"]}}},
+    ],
+)
 def test_devices_per_slice_64_with_advanced_features(extra):
     devices = [dev(f"d-{i}") for i in range(65)]
     devices[0].update(extra)
@@ -194,8 +233,12 @@ def test_devices_per_slice_64_with_advanced_features(extra):
 
 def test_node_selection_exactly_one():
     s = slice_with(allNodes=True)
-    one(check(s), "spec", "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` "
-                          "is required, but multiple fields are set")
+    one(
+        check(s),
+        "spec",
+        "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` "
+        "is required, but multiple fields are set",
+    )
     s = copy.deepcopy(SLICE)
     del s["spec"]["nodeName"]
     f = one(check(s), "spec", "exactly one of `nodeName`")
@@ -239,10 +282,23 @@ def test_slice_driver_and_pool():
 
 
 def test_device_taint_effect():
-    r = check(slice_with(devices=[dev(taints=[{"key": "example.com/t", "effect": "PreferNoSchedule"},
-                                              {"key": "bad key!", "effect": "None"}])]))
-    one(r, "spec.devices[0].taints[0].effect",
-        'Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"')
+    r = check(
+        slice_with(
+            devices=[
+                dev(
+                    taints=[
+                        {"key": "example.com/t", "effect": "PreferNoSchedule"},
+                        {"key": "bad key!", "effect": "None"},
+                    ]
+                )
+            ]
+        )
+    )
+    one(
+        r,
+        "spec.devices[0].taints[0].effect",
+        'Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"',
+    )
     one(r, "spec.devices[0].taints[1].key", "name part must consist of alphanumeric characters")
 
 
@@ -268,26 +324,41 @@ def test_first_available_at_most_8_and_exclusive_with_exactly():
     r = check(claim_with([{"name": "gpu", "firstAvailable": subs}]))
     one(r, "spec.devices.requests[0].firstAvailable", "must have at most 8 items", obj="ResourceClaim ml/c1")
     both = {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}, "firstAvailable": subs[:2]}
-    one(check(claim_with([both])), "spec.devices.requests[0]",
-        "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set")
-    one(check(claim_with([{"name": "gpu"}])), "spec.devices.requests[0]",
-        "exactly one of `exactly` or `firstAvailable` is required")
+    one(
+        check(claim_with([both])),
+        "spec.devices.requests[0]",
+        "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set",
+    )
+    one(
+        check(claim_with([{"name": "gpu"}])),
+        "spec.devices.requests[0]",
+        "exactly one of `exactly` or `firstAvailable` is required",
+    )
 
 
 def test_count_must_be_positive():
-    one(check(claim_with([req(count=-1)])), "spec.devices.requests[0].exactly.count",
-        "Invalid value: -1: must be greater than zero")
-    assert check(claim_with([req(count=0)])).findings == []   # 0 is defaulted to 1
+    one(
+        check(claim_with([req(count=-1)])),
+        "spec.devices.requests[0].exactly.count",
+        "Invalid value: -1: must be greater than zero",
+    )
+    assert check(claim_with([req(count=0)])).findings == []  # 0 is defaulted to 1
 
 
 def test_count_with_all():
-    one(check(claim_with([req(allocationMode="All", count=2)])), "spec.devices.requests[0].exactly.count",
-        "must not be specified when allocationMode is 'All'")
+    one(
+        check(claim_with([req(allocationMode="All", count=2)])),
+        "spec.devices.requests[0].exactly.count",
+        "must not be specified when allocationMode is 'All'",
+    )
 
 
 def test_allocation_mode_values():
-    one(check(claim_with([req(allocationMode="Some")])), "spec.devices.requests[0].exactly.allocationMode",
-        'Unsupported value: "Some": supported values: "All", "ExactCount"')
+    one(
+        check(claim_with([req(allocationMode="Some")])),
+        "spec.devices.requests[0].exactly.allocationMode",
+        'Unsupported value: "Some": supported values: "All", "ExactCount"',
+    )
 
 
 def test_request_names():
@@ -297,35 +368,50 @@ def test_request_names():
 
 
 def test_device_class_name_required():
-    one(check(claim_with([{"name": "gpu", "exactly": {}}])), "spec.devices.requests[0].exactly.deviceClassName",
-        "Required value")
+    one(
+        check(claim_with([{"name": "gpu", "exactly": {}}])),
+        "spec.devices.requests[0].exactly.deviceClassName",
+        "Required value",
+    )
 
 
 def test_constraints_reference_existing_requests():
-    r = check(claim_with([req("gpu")], constraints=[
-        {"requests": ["gpu", "nic"], "matchAttribute": "example.com/numa"},
-        {"requests": ["gpu/sub"], "matchAttribute": "numa"}]))
+    r = check(
+        claim_with(
+            [req("gpu")],
+            constraints=[
+                {"requests": ["gpu", "nic"], "matchAttribute": "example.com/numa"},
+                {"requests": ["gpu/sub"], "matchAttribute": "numa"},
+            ],
+        )
+    )
     one(r, "spec.devices.constraints[0].requests[1]", "must be the name of a request in the claim")
     one(r, "spec.devices.constraints[1].requests[0]", "must be the name of a request in the claim")
     one(r, "spec.devices.constraints[1].matchAttribute", "a fully qualified name must be a domain and a name")
 
 
 def test_constraint_needs_an_attribute():
-    one(check(claim_with([req()], constraints=[{"requests": ["gpu"]}])), "spec.devices.constraints[0]",
-        'exactly one of "matchAttribute" or "distinctAttribute" is required')
+    one(
+        check(claim_with([req()], constraints=[{"requests": ["gpu"]}])),
+        "spec.devices.constraints[0]",
+        'exactly one of "matchAttribute" or "distinctAttribute" is required',
+    )
 
 
 def test_config_references_existing_requests():
-    cfg = [{"requests": ["nic"], "opaque": {"driver": "gpu.example.com", "parameters": {"a": 1}}},
-           {"requests": ["gpu"]}]
+    cfg = [
+        {"requests": ["nic"], "opaque": {"driver": "gpu.example.com", "parameters": {"a": 1}}},
+        {"requests": ["gpu"]},
+    ]
     r = check(claim_with([req()], config=cfg))
     one(r, "spec.devices.config[0].requests[0]", "must be the name of a request in the claim")
     one(r, "spec.devices.config[1].opaque", "Required value")
 
 
 def test_cel_must_compile():
-    r = check(claim_with([req(selectors=[{"cel": {"expression": "device.attributes["}},
-                                         {"cel": {"expression": "1 + 1"}}])]))
+    r = check(
+        claim_with([req(selectors=[{"cel": {"expression": "device.attributes["}}, {"cel": {"expression": "1 + 1"}}])])
+    )
     one(r, "spec.devices.requests[0].exactly.selectors[0].cel.expression", "compilation failed")
     one(r, "spec.devices.requests[0].exactly.selectors[1].cel.expression", "must evaluate to bool")
     bad_class = copy.deepcopy(CLASS)
@@ -334,9 +420,11 @@ def test_cel_must_compile():
 
 
 def test_tolerations_operator_and_effect():
-    tols = [{"key": "example.com/t", "operator": "Gt", "value": "1"},
-            {"key": "example.com/t", "operator": "Exists", "value": "x"},
-            {"operator": "Exists", "effect": "Sometimes"}]
+    tols = [
+        {"key": "example.com/t", "operator": "Gt", "value": "1"},
+        {"key": "example.com/t", "operator": "Exists", "value": "x"},
+        {"operator": "Exists", "effect": "Sometimes"},
+    ]
     r = check(claim_with([req(tolerations=tols)]))
     base = "spec.devices.requests[0].exactly.tolerations"
     one(r, f"{base}[0].operator", 'Unsupported value: "Gt": supported values: "Equal", "Exists"')
@@ -351,33 +439,58 @@ def derived(name, expr='device.attributes["gpu.example.com"].numa'):
 
 def test_derived_attributes_at_most_32():
     das = [derived(f"derived/a{i}") for i in range(33)]
-    one(check(claim_with([req(derivedAttributes=das)])), "spec.devices.requests[0].exactly.derivedAttributes",
-        "must have at most 32 items")
+    one(
+        check(claim_with([req(derivedAttributes=das)])),
+        "spec.devices.requests[0].exactly.derivedAttributes",
+        "must have at most 32 items",
+    )
 
 
 def test_derived_attribute_name_format():
-    r = check(claim_with([req(derivedAttributes=[derived("numa"), derived("derived/9x")])],
-                         constraints=[{"matchAttribute": "derived/numa"}]))
+    r = check(
+        claim_with(
+            [req(derivedAttributes=[derived("numa"), derived("derived/9x")])],
+            constraints=[{"matchAttribute": "derived/numa"}],
+        )
+    )
     base = "spec.devices.requests[0].exactly.derivedAttributes"
     one(r, f"{base}[0].name", "a fully qualified name must be a domain and a name separated by a slash")
     one(r, f"{base}[1].name", "a valid C identifier")
 
 
 def test_derived_attribute_must_be_referenced_by_a_constraint_of_its_request():
-    r = check(claim_with([req("gpu", derivedAttributes=[derived("derived/numa")]), req("nic")],
-                         constraints=[{"requests": ["nic"], "matchAttribute": "derived/numa"}]))
-    one(r, "spec.devices.requests[0].exactly.derivedAttributes[0].name",
-        "must be referenced by at least one matchAttribute or distinctAttribute constraint targeting this request")
+    r = check(
+        claim_with(
+            [req("gpu", derivedAttributes=[derived("derived/numa")]), req("nic")],
+            constraints=[{"requests": ["nic"], "matchAttribute": "derived/numa"}],
+        )
+    )
+    one(
+        r,
+        "spec.devices.requests[0].exactly.derivedAttributes[0].name",
+        "must be referenced by at least one matchAttribute or distinctAttribute constraint targeting this request",
+    )
     # a constraint on the parent request covers its sub-requests; an empty requests list covers all
-    sub = {"name": "gpu", "firstAvailable": [{"name": "big", "deviceClassName": "gpu.example.com",
-                                               "derivedAttributes": [derived("derived/numa")]}]}
-    assert check(claim_with([sub], constraints=[{"requests": ["gpu"], "distinctAttribute": "derived/numa"}])).findings == []
+    sub = {
+        "name": "gpu",
+        "firstAvailable": [
+            {"name": "big", "deviceClassName": "gpu.example.com", "derivedAttributes": [derived("derived/numa")]}
+        ],
+    }
+    assert (
+        check(claim_with([sub], constraints=[{"requests": ["gpu"], "distinctAttribute": "derived/numa"}])).findings
+        == []
+    )
     assert check(claim_with([sub], constraints=[{"matchAttribute": "derived/numa"}])).findings == []
 
 
 def test_derived_attribute_expression_compiles():
-    r = check(claim_with([req(derivedAttributes=[derived("derived/n", "device.attributes[")])],
-                         constraints=[{"matchAttribute": "derived/n"}]))
+    r = check(
+        claim_with(
+            [req(derivedAttributes=[derived("derived/n", "device.attributes[")])],
+            constraints=[{"matchAttribute": "derived/n"}],
+        )
+    )
     one(r, "spec.devices.requests[0].exactly.derivedAttributes[0].expression", "compilation failed")
 
 
@@ -390,9 +503,13 @@ def test_derived_attributes_dropped_when_gate_off():
 def test_taint_rule_effect_and_selector_fields():
     rule = copy.deepcopy(RULE)
     rule["spec"]["taint"]["effect"] = "Evict"
-    rule["spec"]["deviceSelector"] = {"driver": "Bad Driver", "pool": "a//b", "device": "Gpu_0",
-                                      "deviceClassName": "No Class",
-                                      "selectors": [{"cel": {"expression": "device."}}]}
+    rule["spec"]["deviceSelector"] = {
+        "driver": "Bad Driver",
+        "pool": "a//b",
+        "device": "Gpu_0",
+        "deviceClassName": "No Class",
+        "selectors": [{"cel": {"expression": "device."}}],
+    }
     r = check(rule)
     one(r, "spec.taint.effect", 'Unsupported value: "Evict"', obj="DeviceTaintRule r1")
     one(r, "spec.deviceSelector.driver", "RFC 1123 subdomain")
@@ -420,6 +537,7 @@ def run(argv):
 
 def test_cli_exit_codes_and_json(tmp_path, capsys):
     import yaml
+
     f = tmp_path / "bad.yaml"
     f.write_text(yaml.safe_dump_all([ns("ml"), claim_with(ADMIN_REQ)]))
     assert run(["-f", str(f), "-o", "json"]) == 1

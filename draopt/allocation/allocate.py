@@ -1,9 +1,10 @@
 """The Python API: objects in, allocated ResourceClaims out.
 
-    objects = load_files(["cluster.yaml"])
-    outcome = allocate(objects, node="node-1")
-    outcome.claims   # ResourceClaims with status.allocation set
+objects = load_files(["cluster.yaml"])
+outcome = allocate(objects, node="node-1")
+outcome.claims   # ResourceClaims with status.allocation set
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,18 +23,18 @@ from draopt.dra.reference import quick_first_fit
 from draopt.model.single_node import solve_problem
 
 POLICIES = ("first-fit", "first-fit-documented", "optimal")
-MAX_PROBED = 16     # pending claims tried one by one to name the failing ones
+MAX_PROBED = 16  # pending claims tried one by one to name the failing ones
 ENGINES = ("cp-sat", "reference")
 
 
 @dataclass
 class AllocateOutcome:
     node: str | None
-    claims: list[ResourceClaim]                 # the claims allocated (status.allocation set)
-    results: list[AllocationResult] | None      # None: unschedulable
+    claims: list[ResourceClaim]  # the claims allocated (status.allocation set)
+    results: list[AllocationResult] | None  # None: unschedulable
     reason: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)   # for the user (the CLI prints them on stderr)
+    notes: list[str] = field(default_factory=list)  # for the user (the CLI prints them on stderr)
 
     @property
     def allocated(self) -> bool:
@@ -49,8 +50,10 @@ def _cel_env(features: Features):
     env = _CEL_ENVIRONMENTS.get(features.list_type_attributes)
     if env is None:
         from draopt.cel import CelEnvironment
+
         env = _CEL_ENVIRONMENTS[features.list_type_attributes] = CelEnvironment(
-            list_type_attributes=features.list_type_attributes)
+            list_type_attributes=features.list_type_attributes
+        )
     return env
 
 
@@ -85,6 +88,7 @@ def warm_up() -> None:
     exercised on a tiny built-in allocation (its own names; nothing of the input is compiled
     or cached). Compiling the input's CEL expressions stays part of each allocation."""
     from draopt.kube.loader import load_text
+
     for lists in (False, True):
         _cel_env(Features.from_gates({"DRAListTypeAttributes": lists}))
     allocate(load_text(_WARM_UP, "<warm-up>"), node="draopt-warm-up", features=Features.from_gates())
@@ -102,10 +106,12 @@ def select_claims(objects: ObjectSet, refs: list[str] | None) -> tuple[list[Reso
         if prev is not None:
             if (prev.status.allocation is None) == (c.status.allocation is None):
                 state = "pending" if c.status.allocation is None else "with status.allocation"
-                raise InputError(f"ResourceClaim {key}: given twice, both {state} (an allocated copy may "
-                                 f"replace a pending one, nothing else)")
+                raise InputError(
+                    f"ResourceClaim {key}: given twice, both {state} (an allocated copy may "
+                    f"replace a pending one, nothing else)"
+                )
             if prev.status.allocation is not None:
-                continue        # the allocated copy stays
+                continue  # the allocated copy stays
         by_key[key] = c
     claims = list(by_key.values())
     if not refs:
@@ -132,17 +138,26 @@ def _candidate_nodes(objects: ObjectSet, node: str | None) -> list[Node | None]:
             if n.name == node:
                 return [n]
         if objects.nodes:
-            raise InputError(f"--node {node}: no Node {node} in the input (nodes: "
-                             f"{', '.join(n.name for n in objects.nodes)})")
+            raise InputError(
+                f"--node {node}: no Node {node} in the input (nodes: {', '.join(n.name for n in objects.nodes)})"
+            )
         return [Node(api_version="v1", kind="Node", metadata={"name": node})]
     if not objects.nodes:
         return [None]
     return sorted(objects.nodes, key=lambda n: n.name)
 
 
-def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] | None = None,
-             features: Features | None = None, policy: str = "first-fit", engine: str = "cp-sat",
-             deterministic_share_ids: bool = False, time_limit: float | None = None) -> AllocateOutcome:
+def allocate(
+    objects: ObjectSet,
+    *,
+    node: str | None = None,
+    claims: list[str] | None = None,
+    features: Features | None = None,
+    policy: str = "first-fit",
+    engine: str = "cp-sat",
+    deterministic_share_ids: bool = False,
+    time_limit: float | None = None,
+) -> AllocateOutcome:
     """Allocate the claims together on the node (or on the first node, by name, where they fit).
 
     A DraoptError raised here carries the timings an outcome has (`allocate_ms` included) in
@@ -150,17 +165,28 @@ def allocate(objects: ObjectSet, *, node: str | None = None, claims: list[str] |
     start = time.perf_counter()
     stats: dict[str, Any] = {"build_ms": 0.0, "solve_ms": 0.0, "variables": 0, "constraints": 0}
     try:
-        return _allocate(objects, node, claims, features, policy, engine, deterministic_share_ids, time_limit,
-                         stats, start, {})
+        return _allocate(
+            objects, node, claims, features, policy, engine, deterministic_share_ids, time_limit, stats, start, {}
+        )
     except DraoptError as e:
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
         setattr(e, "stats", stats)
         raise
 
 
-def _allocate(objects: ObjectSet, node: str | None, claims: list[str] | None, features: Features | None,
-              policy: str, engine: str, deterministic_share_ids: bool, time_limit: float | None,
-              stats: dict[str, Any], start: float, shared: dict) -> AllocateOutcome:
+def _allocate(
+    objects: ObjectSet,
+    node: str | None,
+    claims: list[str] | None,
+    features: Features | None,
+    policy: str,
+    engine: str,
+    deterministic_share_ids: bool,
+    time_limit: float | None,
+    stats: dict[str, Any],
+    start: float,
+    shared: dict,
+) -> AllocateOutcome:
     """`shared`: what one call's searches on the same input can reuse: each node's inventory
     (the claims in use are the same for every search of the call) and the selector results
     per expression and device."""
@@ -173,22 +199,39 @@ def _allocate(objects: ObjectSet, node: str | None, claims: list[str] | None, fe
     if not todo:
         _nothing_to_allocate(objects)
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-        return AllocateOutcome(node, [], [], stats=stats,
-                               notes=["nothing to allocate: every ResourceClaim in the input has status.allocation"
-                                      if objects.resource_claims else "nothing to allocate: no ResourceClaim in the input"])
+        return AllocateOutcome(
+            node,
+            [],
+            [],
+            stats=stats,
+            notes=[
+                "nothing to allocate: every ResourceClaim in the input has status.allocation"
+                if objects.resource_claims
+                else "nothing to allocate: no ResourceClaim in the input"
+            ],
+        )
     classes = {c.name: c for c in objects.device_classes}
     cel_env = _cel_env(features)
     reasons = []
     invalid_pools = False
     index = slices_by_node(objects.resource_slices)
-    allocated = allocated_state(in_use, features)   # the same for every node tried
+    allocated = allocated_state(in_use, features)  # the same for every node tried
     inventories = shared.setdefault("inventories", {})
     expr_cache = shared.setdefault("selector results", {})
     for candidate in _candidate_nodes(objects, node):
         inventory = inventories.get(candidate.name if candidate is not None else None)
         if inventory is None:
-            inventory = build_inventory(objects.resource_slices, candidate, in_use, features,
-                                        objects.taint_rules, classes, cel_env, index=index, allocated=allocated)
+            inventory = build_inventory(
+                objects.resource_slices,
+                candidate,
+                in_use,
+                features,
+                objects.taint_rules,
+                classes,
+                cel_env,
+                index=index,
+                allocated=allocated,
+            )
             inventories[candidate.name if candidate is not None else None] = inventory
         problem = prepare(todo, inventory, classes, features, cel_env, expr_cache)
         chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
@@ -201,8 +244,10 @@ def _allocate(objects: ObjectSet, node: str | None, claims: list[str] | None, fe
         if chosen is None:
             if inventory.invalid_pools:
                 invalid_pools = True
-                reasons.append(f"node {name}: invalid resource pools were encountered: " +
-                               "; ".join(f"{p.id}: {p.invalid_reason}" for p in inventory.invalid_pools))
+                reasons.append(
+                    f"node {name}: invalid resource pools were encountered: "
+                    + "; ".join(f"{p.id}: {p.invalid_reason}" for p in inventory.invalid_pools)
+                )
             else:
                 reasons.append(f"node {name}: cannot allocate all claims" if name else "cannot allocate all claims")
             continue
@@ -223,8 +268,10 @@ def _allocate(objects: ObjectSet, node: str | None, claims: list[str] | None, fe
         # Kubernetes reports this as an error when no node could take the claims.
         raise AllocationError(reason)
     if not objects.nodes and not node:
-        reason += (" (no Node objects in the input: only devices of allNodes slices were tried; "
-                   "give the Nodes, e.g. `kubectl get nodes -o yaml`, or --node NAME)")
+        reason += (
+            " (no Node objects in the input: only devices of allNodes slices were tried; "
+            "give the Nodes, e.g. `kubectl get nodes -o yaml`, or --node NAME)"
+        )
     if len(todo) > 1:
         reason += _failing_claims(objects, todo, in_use, node, features, policy, engine, time_limit, shared)
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
@@ -236,15 +283,25 @@ def _nothing_to_allocate(objects: ObjectSet) -> None:
     if objects.resource_claims or not objects.claim_templates:
         return
     n = len(objects.claim_templates)
-    raise InputError(f"nothing to allocate: the input has no ResourceClaim, only {n} ResourceClaimTemplate(s) "
-                     f"({', '.join(f'{t.namespace}/{t.name}' for t in objects.claim_templates[:3])}"
-                     f"{', ...' if n > 3 else ''}): templates become claims for Pods; use `draopt place` "
-                     f"with the Pods (or a Deployment, Job, ...) that reference them")
+    raise InputError(
+        f"nothing to allocate: the input has no ResourceClaim, only {n} ResourceClaimTemplate(s) "
+        f"({', '.join(f'{t.namespace}/{t.name}' for t in objects.claim_templates[:3])}"
+        f"{', ...' if n > 3 else ''}): templates become claims for Pods; use `draopt place` "
+        f"with the Pods (or a Deployment, Job, ...) that reference them"
+    )
 
 
-def _failing_claims(objects: ObjectSet, todo: list[ResourceClaim], in_use: list[ResourceClaim],
-                    node: str | None, features: Features, policy: str, engine: str,
-                    time_limit: float | None, shared: dict) -> str:
+def _failing_claims(
+    objects: ObjectSet,
+    todo: list[ResourceClaim],
+    in_use: list[ResourceClaim],
+    node: str | None,
+    features: Features,
+    policy: str,
+    engine: str,
+    time_limit: float | None,
+    shared: dict,
+) -> str:
     """Which of the claims allocated together fail: each tried alone (the others not in use);
     at most MAX_PROBED of them, so a failing run over many claims stays quick."""
     alone_fails = []
@@ -252,28 +309,44 @@ def _failing_claims(objects: ObjectSet, todo: list[ResourceClaim], in_use: list[
         one = copy.copy(objects)
         one.resource_claims = [c] + in_use
         try:
-            out = _allocate(one, node, None, features, policy, engine, False, time_limit,
-                            {"build_ms": 0.0, "solve_ms": 0.0, "variables": 0, "constraints": 0},
-                            time.perf_counter(), shared)
+            out = _allocate(
+                one,
+                node,
+                None,
+                features,
+                policy,
+                engine,
+                False,
+                time_limit,
+                {"build_ms": 0.0, "solve_ms": 0.0, "variables": 0, "constraints": 0},
+                time.perf_counter(),
+                shared,
+            )
         except AllocationError as e:
             alone_fails.append(f"{claim_key(c)} ({e})")
             continue
         if not out.allocated:
             alone_fails.append(claim_key(c))
     keys = ", ".join(claim_key(c) for c in todo[:MAX_PROBED]) + (
-        f", ... ({len(todo) - MAX_PROBED} more, not tried alone)" if len(todo) > MAX_PROBED else "")
+        f", ... ({len(todo) - MAX_PROBED} more, not tried alone)" if len(todo) > MAX_PROBED else ""
+    )
     if alone_fails:
-        return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); "
-                f"alone, these fit on no node: {', '.join(alone_fails)}; "
-                f"allocate one with --claim NAMESPACE/NAME")
+        return (
+            f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); "
+            f"alone, these fit on no node: {', '.join(alone_fails)}; "
+            f"allocate one with --claim NAMESPACE/NAME"
+        )
     each = "each fits" if len(todo) <= MAX_PROBED else f"the first {MAX_PROBED} fit"
-    return (f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); {each} "
-            f"alone, not all together; allocate them one at a time with --claim NAMESPACE/NAME")
+    return (
+        f"; the {len(todo)} pending claims are allocated together, as one pod's ({keys}); {each} "
+        f"alone, not all together; allocate them one at a time with --claim NAMESPACE/NAME"
+    )
 
 
 def _solve(problem, policy: str, engine: str, time_limit: float | None):
     if engine == "reference":
         from draopt.dra.reference import ReferenceAllocator
+
         t = time.perf_counter()
         ref = ReferenceAllocator(problem, kubernetes_defects=(policy == "first-fit"))
         chosen = ref.allocate()
@@ -284,6 +357,9 @@ def _solve(problem, policy: str, engine: str, time_limit: float | None):
         quick = quick_first_fit(problem)
         if quick is not None:
             chosen, selected, tried = quick
-            return chosen, selected, {"solve_ms": (time.perf_counter() - t) * 1000, "search": "kubernetes",
-                                      "devices_tried": tried}
+            return (
+                chosen,
+                selected,
+                {"solve_ms": (time.perf_counter() - t) * 1000, "search": "kubernetes", "devices_tried": tried},
+            )
     return solve_problem(problem, policy=policy, time_limit=time_limit)

@@ -10,6 +10,7 @@ Two views, per node:
   literal; an infeasible core is taken from the solver and shrunk until each requirement in
   it is needed (deletion filter), so dropping any one of them would make the rest feasible.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,11 +30,11 @@ from draopt.dra.rules import taint_blocks
 class NodeExplanation:
     node: str | None
     fits: bool = False
-    reason: str = ""                                   # first reason outside devices, if any
+    reason: str = ""  # first reason outside devices, if any
     rejections: dict[str, Counter] = field(default_factory=dict)
     conflict: list[str] = field(default_factory=list)
     error: str = ""
-    pools: list[str] = field(default_factory=list)    # pools and slices left out, and why
+    pools: list[str] = field(default_factory=list)  # pools and slices left out, and why
 
     def lines(self) -> list[str]:
         head = f"node {self.node}:" if self.node else "cluster-wide devices:"
@@ -53,9 +54,15 @@ class NodeExplanation:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "fits": self.fits, "reason": self.reason, "error": self.error,
-                "rejections": {k: dict(v) for k, v in self.rejections.items()}, "conflict": self.conflict,
-                "pools": self.pools}
+        return {
+            "node": self.node,
+            "fits": self.fits,
+            "reason": self.reason,
+            "error": self.error,
+            "rejections": {k: dict(v) for k, v in self.rejections.items()},
+            "conflict": self.conflict,
+            "pools": self.pools,
+        }
 
 
 CEL_RUNTIME = "CEL runtime error of "
@@ -65,7 +72,7 @@ def _count(n: int, reason: str) -> str:
     """`6 in use`; a CEL runtime error, counted once per distinct cause:
     `CEL runtime error on 6 devices of class X selector #0: no such key: index`."""
     if reason.startswith(CEL_RUNTIME):
-        return f"CEL runtime error on {n} device{'s' if n != 1 else ''} of {reason[len(CEL_RUNTIME):]}"
+        return f"CEL runtime error on {n} device{'s' if n != 1 else ''} of {reason[len(CEL_RUNTIME) :]}"
     return f"{n} {reason}"
 
 
@@ -81,7 +88,7 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
         if not problem.selectable(spec, dev):
             return "not matching class/request selectors"
     except DeviceCelError as e:
-        return "in use" if in_use else f"{CEL_RUNTIME}{e.owner}: {e.cause}"   # one line per cause
+        return "in use" if in_use else f"{CEL_RUNTIME}{e.owner}: {e.cause}"  # one line per cause
     except AllocationError as e:
         return "in use" if in_use else f"CEL error: {e}"
     if in_use:
@@ -103,10 +110,13 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
         return f"taint {t.key}{'=' + t.value if t.value else ''}:{t.effect} not tolerated"
     claim = problem.claims[spec.claim_index]
     from draopt.dra.constraints import constraint_applies
+
     for c in claim.constraints:
         name = c.match_attribute or c.distinct_attribute
-        if constraint_applies(list(c.requests), spec.request_name, spec.sub_name) and \
-                problem.attribute_for_constraint(spec, dev, name) is None:
+        if (
+            constraint_applies(list(c.requests), spec.request_name, spec.sub_name)
+            and problem.attribute_for_constraint(spec, dev, name) is None
+        ):
             return f"lacks attribute {name}"
     return None
 
@@ -114,6 +124,7 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
 def minimal_conflict(problem: Problem, time_limit: float = 10.0) -> list[str] | None:
     """None if the claims fit; else the requirements that cannot hold together (deletion-minimal)."""
     from draopt.model.single_node import build_one_node
+
     m = build_one_node(problem, kubernetes_quirks=False, explain=True)[0].model
     names = sorted(m.guards)
     lits = [m.guards[n] for n in names]
@@ -139,7 +150,7 @@ def minimal_conflict(problem: Problem, time_limit: float = 10.0) -> list[str] | 
     # Deletion filter: drop each requirement in turn; keep it only if the rest become feasible.
     i = 0
     while i < len(core):
-        trial = core[:i] + core[i + 1:]
+        trial = core[:i] + core[i + 1 :]
         if trial and feasible(trial) is False:
             core = trial
         else:
@@ -156,22 +167,34 @@ def pool_notes(inventory, all_slices, features) -> list[str]:
             notes.append(f"pool {pool.id} is invalid, none of its devices is used: {pool.invalid_reason}")
         if not pool.incomplete:
             continue
-        same = [s for s in all_slices if s.spec.driver == pool.driver and s.spec.pool.name == pool.name
-                and s.spec.pool.generation == pool.generation]
+        same = [
+            s
+            for s in all_slices
+            if s.spec.driver == pool.driver
+            and s.spec.pool.name == pool.name
+            and s.spec.pool.generation == pool.generation
+        ]
         want = same[0].spec.pool.resource_slice_count if same else 0
         if len(same) != want:
-            notes.append(f"pool {pool.id} is incomplete, none of its devices is used: {len(same)} of its "
-                         f"{want} ResourceSlices (generation {pool.generation}) are in the input")
+            notes.append(
+                f"pool {pool.id} is incomplete, none of its devices is used: {len(same)} of its "
+                f"{want} ResourceSlices (generation {pool.generation}) are in the input"
+            )
         else:
-            notes.append(f"pool {pool.id} is treated as incomplete: its devices have compatibilityGroups "
-                         f"and DRADeviceCompatibilityGroups is off")
+            notes.append(
+                f"pool {pool.id} is treated as incomplete: its devices have compatibilityGroups "
+                f"and DRADeviceCompatibilityGroups is off"
+            )
     if not features.partitionable_devices:
         node = inventory.node.name if inventory.node is not None else None
         for s in all_slices:
-            if (s.spec.shared_counters or s.spec.per_device_node_selection is not None) and \
-                    (s.spec.node_name in (None, "", node)):
-                notes.append(f"ResourceSlice {s.name} is left out: it uses sharedCounters or "
-                             f"perDeviceNodeSelection and DRAPartitionableDevices is off")
+            if (s.spec.shared_counters or s.spec.per_device_node_selection is not None) and (
+                s.spec.node_name in (None, "", node)
+            ):
+                notes.append(
+                    f"ResourceSlice {s.name} is left out: it uses sharedCounters or "
+                    f"perDeviceNodeSelection and DRAPartitionableDevices is off"
+                )
     return notes
 
 
@@ -201,12 +224,15 @@ def explain_claims(objects, claims, features, node: str | None = None) -> list[N
     """Explain allocating the claims together on the node (or on every node)."""
     from draopt.allocation import allocate as api
     from draopt.dra.inventory import build_inventory
+
     todo, in_use = api.select_claims(objects, claims)
     classes = {c.name: c for c in objects.device_classes}
     cel_env = api._cel_env(features)
     out = []
     for candidate in api._candidate_nodes(objects, node):
-        inv = build_inventory(objects.resource_slices, candidate, in_use, features, objects.taint_rules, classes, cel_env)
+        inv = build_inventory(
+            objects.resource_slices, candidate, in_use, features, objects.taint_rules, classes, cel_env
+        )
         name = candidate.name if candidate is not None else None
         notes = pool_notes(inv, objects.resource_slices, features)
         try:
@@ -224,6 +250,7 @@ def explain_failed_pod(cluster, book, pod, reasons: list[str]) -> str:
     it (the first-fit placement's FailureExplainer); what the headline `reasons` already say is not
     repeated per node."""
     from draopt.cluster.firstfit import EXPLAIN_NODES, filter_reason
+
     exps = [e for e in explain_pod(cluster, book, pod, EXPLAIN_NODES, node_check=filter_reason) if not e.reason]
     for e in exps:
         if e.error and any(e.error in r for r in reasons):
@@ -231,13 +258,13 @@ def explain_failed_pod(cluster, book, pod, reasons: list[str]) -> str:
     return render([e for e in exps if len(e.lines()) > 1])
 
 
-def explain_pod(cluster, book, pod, max_device_nodes: int | None = None, *,
-                node_check=None) -> list[NodeExplanation]:
+def explain_pod(cluster, book, pod, max_device_nodes: int | None = None, *, node_check=None) -> list[NodeExplanation]:
     """Explain a pod against the cluster's current state, node by node (device-level
     explanations for at most `max_device_nodes` nodes). `node_check(cluster, book, pod, node)`:
     the scheduler's filter for one node (a reason, or None); the placement layer passes its own,
     since this layer sits below it."""
     from draopt.kube.nodeselect import node_selector_matches
+
     out = []
     deep = 0
     for node in cluster.nodes:
@@ -247,8 +274,10 @@ def explain_pod(cluster, book, pod, max_device_nodes: int | None = None, *,
             ex.reason = rejected
         elif node.fits(pod.resources) is not None:
             r = node.fits(pod.resources)
-            ex.reason = f"insufficient {r} ({pod.resources[r]} requested, " \
-                        f"{node.allocatable.get(r, 0) - node.used.get(r, 0)} free)"
+            ex.reason = (
+                f"insufficient {r} ({pod.resources[r]} requested, "
+                f"{node.allocatable.get(r, 0) - node.used.get(r, 0)} free)"
+            )
         out.append(ex)
         if ex.reason:
             continue
@@ -272,8 +301,14 @@ def explain_pod(cluster, book, pod, max_device_nodes: int | None = None, *,
         deep += 1
         notes = pool_notes(cluster.inventory(node), cluster.objects.resource_slices, cluster.features)
         try:
-            problem = prepare([book.claims[k] for k in todo], cluster.inventory(node), cluster.classes,
-                              cluster.features, cluster.cel_env, cluster.expr_cache)
+            problem = prepare(
+                [book.claims[k] for k in todo],
+                cluster.inventory(node),
+                cluster.classes,
+                cluster.features,
+                cluster.cel_env,
+                cluster.expr_cache,
+            )
         except AllocationError as e:
             ex.error, ex.pools = str(e), notes
             continue
@@ -311,8 +346,11 @@ def render(explanations: list[NodeExplanation]) -> str:
     lines = []
     for nodes, ex in group_nodes(explanations):
         first = ex.lines()
-        label = nodes[0] if len(nodes) == 1 else f"{nodes[0]} (and {len(nodes) - 1} more: {', '.join(nodes[1:6])}" \
-                                                  f"{', ...' if len(nodes) > 6 else ''})"
+        label = (
+            nodes[0]
+            if len(nodes) == 1
+            else f"{nodes[0]} (and {len(nodes) - 1} more: {', '.join(nodes[1:6])}{', ...' if len(nodes) > 6 else ''})"
+        )
         head = first[0].replace(f"node {ex.node}:", f"node {label}:")
         lines.append(head)
         lines.extend(first[1:])

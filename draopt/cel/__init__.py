@@ -177,6 +177,7 @@ importing draopt.kube.names loads no CEL.  Inside this package, imports run: int
 values, errors -> the libraries, rewrite -> cost, literals -> functions, device -> loops -> core
 -> this module.  tests/test_import_layers.py checks all of it (lazy imports included).
 """
+
 from __future__ import annotations
 
 from draopt.cel.core import CompiledExpression, CelEnvironment

@@ -6,6 +6,7 @@ Compiling runs the checks cel-cpp lacks (draopt.cel.literals), rewrites the sour
 CelRuntimeError with Kubernetes' messages, stops at Kubernetes' cost limit and, past cel-cpp's
 iteration budget, evaluates the comprehensions from Python (draopt.cel.loops).
 """
+
 from __future__ import annotations
 
 import threading
@@ -17,8 +18,14 @@ from draopt.cel.errors import CelCompileError, CelRuntimeError, _compile_message
 from draopt.cel.functions import new_env
 from draopt.cel.literals import _aggregate_literal_problem, _literal_problem
 from draopt.cel.loops import _LOOP_STATE, _fn_loop, _offload
-from draopt.cel.rewrite import (_rename_members, _rewrite, _rewrite_format, _rewrite_has, _rewrite_map_literals,
-                                _rewrite_numeric)
+from draopt.cel.rewrite import (
+    _rename_members,
+    _rewrite,
+    _rewrite_format,
+    _rewrite_has,
+    _rewrite_map_literals,
+    _rewrite_numeric,
+)
 from draopt.cel.values import _BOOL_TYPE, _DYN_TYPE, _ERROR_TYPE, _to_python
 
 
@@ -29,11 +36,29 @@ _ITERATION_BUDGET = 10_000
 class CompiledExpression:
     """A compiled CEL expression bound to its environment."""
 
-    __slots__ = ("expression", "output_type", "_expr", "_cenv", "_loops", "_base_cost", "_static_cost", "_prepared",
-                 "_ticked", "_offloaded")
+    __slots__ = (
+        "expression",
+        "output_type",
+        "_expr",
+        "_cenv",
+        "_loops",
+        "_base_cost",
+        "_static_cost",
+        "_prepared",
+        "_ticked",
+        "_offloaded",
+    )
 
-    def __init__(self, expression: str, expr, cenv: "CelEnvironment", output_type: str,
-                 loops: bool = False, base_cost: int = 0, static_cost: Optional[int] = None):
+    def __init__(
+        self,
+        expression: str,
+        expr,
+        cenv: "CelEnvironment",
+        output_type: str,
+        loops: bool = False,
+        base_cost: int = 0,
+        static_cost: Optional[int] = None,
+    ):
         self._static_cost = static_cost
         self._prepared = expression
         self._ticked: Optional[str] = None  # counting source of a bounded loop expression
@@ -66,8 +91,7 @@ class CompiledExpression:
         except RuntimeError as e:
             if st.cost > st.limit:
                 raise CelRuntimeError(_COST_EXCEEDED) from None
-            if "Iteration budget exceeded" in str(e) and self._static_cost is not None \
-                    and self._static_cost > st.limit:
+            if "Iteration budget exceeded" in str(e) and self._static_cost is not None and self._static_cost > st.limit:
                 # every receiver's size is in the source: the full evaluation would exceed the limit
                 raise CelRuntimeError(_COST_EXCEEDED) from None
             if "Iteration budget exceeded" in str(e):
@@ -84,8 +108,10 @@ class CompiledExpression:
             try:
                 self._offloaded = self._cenv._compile_source(src)
             except RuntimeError as e:  # pragma: no cover - the offloaded form should always compile
-                raise CelRuntimeError(f"more than {_ITERATION_BUDGET} comprehension iterations and the expression "
-                                      f"cannot be evaluated otherwise: {_runtime_message(str(e))}") from None
+                raise CelRuntimeError(
+                    f"more than {_ITERATION_BUDGET} comprehension iterations and the expression "
+                    f"cannot be evaluated otherwise: {_runtime_message(str(e))}"
+                ) from None
         st = _COST_STATE
         st.cost = self._base_cost
         st.limit = self._cenv.cost_limit
@@ -119,8 +145,15 @@ class CompiledExpression:
         """The estimated Kubernetes runtime cost of one evaluation on ``device`` (see
         draopt.cel.cost); also when the evaluation fails."""
         if self._ticked is not None:  # bounded loops run uncounted: count with a separate compile
-            counting = CompiledExpression(self.expression, self._cenv._compile_source(self._ticked), self._cenv,
-                                          self.output_type, True, self._base_cost, self._static_cost)
+            counting = CompiledExpression(
+                self.expression,
+                self._cenv._compile_source(self._ticked),
+                self._cenv,
+                self.output_type,
+                True,
+                self._base_cost,
+                self._static_cost,
+            )
             return counting.cost(device)
         if not self._loops:
             return self._base_cost
@@ -161,8 +194,9 @@ class CompiledExpression:
 class CelEnvironment:
     """The Kubernetes DRA selector environment."""
 
-    def __init__(self, *, list_type_attributes: bool = False, cost_limit: int = 1_000_000,
-                 new_expressions: bool = False):
+    def __init__(
+        self, *, list_type_attributes: bool = False, cost_limit: int = 1_000_000, new_expressions: bool = False
+    ):
         """``new_expressions``: the environment the API server validates new objects with.
         Otherwise the allocator's (Kubernetes' StoredExpressions), where ``includes`` exists
         whatever DRAListTypeAttributes says (its versioned option ignores the gate there)."""

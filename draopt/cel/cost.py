@@ -36,6 +36,7 @@ bounds them from string and list size limits.  On the DRA test cases the
 figures are within 25% of Kubernetes' (``exists_one`` over the domains: 131
 here, 164 there; the nested "expensive" loops: 75,555,551 / 85,555,551).
 """
+
 from __future__ import annotations
 
 import ast
@@ -60,21 +61,39 @@ _COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 # .map(x, x).map(x, x) 162, .map(x, [x, x]).filter(z, z.size() == 2) 232; and
 # celcoststability_test.go's "self.array.all(e, e > 0)" on 8 elements 43 = 2 + 8 * (3 + 2) + 1.
 _LOOP_OVERHEAD = {
-    "all": 3, "exists": 4, "exists_one": 0, "existsOne": 0,
-    "filter": 0, "map": 12, "transformList": 12, "transformMap": 12, "transformMapEntry": 12,
+    "all": 3,
+    "exists": 4,
+    "exists_one": 0,
+    "existsOne": 0,
+    "filter": 0,
+    "map": 12,
+    "transformList": 12,
+    "transformMap": 12,
+    "transformMapEntry": 12,
 }
-_KEPT_COST = {"exists_one": 2, "existsOne": 2, "filter": 13}   # a filtering map: 12 + its transform
-_ONCE_COST = {"all": 1, "exists": 1, "exists_one": 2, "existsOne": 2, "filter": 11, "map": 11,
-              "transformList": 11, "transformMap": 31, "transformMapEntry": 31}
+_KEPT_COST = {"exists_one": 2, "existsOne": 2, "filter": 13}  # a filtering map: 12 + its transform
+_ONCE_COST = {
+    "all": 1,
+    "exists": 1,
+    "exists_one": 2,
+    "existsOne": 2,
+    "filter": 11,
+    "map": 11,
+    "transformList": 11,
+    "transformMap": 31,
+    "transformMapEntry": 31,
+}
 
 
 def _iteration_costs(macro: str, body_costs: list) -> tuple[int, int]:
     """(cost of every iteration, extra cost of an iteration whose predicate is true)."""
-    if len(body_costs) == 2:        # a predicate, then the transform of the kept elements
+    if len(body_costs) == 2:  # a predicate, then the transform of the kept elements
         return body_costs[0], _LOOP_OVERHEAD[macro] + body_costs[1]
     if macro in _KEPT_COST:
         return body_costs[0], _KEPT_COST[macro]
     return _LOOP_OVERHEAD[macro] + sum(body_costs), 0
+
+
 # arguments before the body: number of iteration variables (one or two)
 _PREDICATE_MACROS = {"all", "exists", "exists_one", "existsOne", "filter"}
 _TRANSFORM_MACROS = {"map", "transformList", "transformMap", "transformMapEntry"}
@@ -121,8 +140,14 @@ def _receiver_size(sig, toks, dot_idx, worst: bool = False) -> Optional[int]:
         closer = toks[sig[end]][1]
         if closer == ")" and (_EMPTY_ATTRS in toks[sig[end - 1]][1] or _EMPTY_CAP in toks[sig[end - 1]][1]):
             return MAX_ATTRIBUTES_AND_CAPACITIES  # the attributes (capacities) of one domain
-        if toks[sig[end]][0] == "id" and end >= 2 and toks[sig[end - 1]][1] == "." \
-                and toks[sig[end - 2]][1] == ")" and end >= 3 and toks[sig[end - 3]][1] in (_EMPTY_ATTRS,):
+        if (
+            toks[sig[end]][0] == "id"
+            and end >= 2
+            and toks[sig[end - 1]][1] == "."
+            and toks[sig[end - 2]][1] == ")"
+            and end >= 3
+            and toks[sig[end - 3]][1] in (_EMPTY_ATTRS,)
+        ):
             return MAX_INCLUDES_LIST  # a list-type attribute
     closer = toks[sig[end]][1]
     if closer not in ("]", ")"):
@@ -145,13 +170,21 @@ def _receiver_size(sig, toks, dot_idx, worst: bool = False) -> Optional[int]:
     if k < 0 or toks[sig[k]][1] != opener:
         return None
     if opener == "[":
-        if k > 0 and (toks[sig[k - 1]][0] in ("id", "str") or toks[sig[k - 1]][1] in (")", "]", "}")
-                      or toks[sig[k - 1]][1].isdigit()):
+        if k > 0 and (
+            toks[sig[k - 1]][0] in ("id", "str")
+            or toks[sig[k - 1]][1] in (")", "]", "}")
+            or toks[sig[k - 1]][1].isdigit()
+        ):
             return None  # an index, not a list literal
         return 0 if end == k + 1 else commas + 1
     inner = "".join(toks[sig[x]][1] for x in range(k + 1, end))
-    if k >= 3 and toks[sig[k - 1]][1] == "range" and toks[sig[k - 2]][1] == "." \
-            and toks[sig[k - 3]][1] == "lists" and inner.isdigit():
+    if (
+        k >= 3
+        and toks[sig[k - 1]][1] == "range"
+        and toks[sig[k - 2]][1] == "."
+        and toks[sig[k - 3]][1] == "lists"
+        and inner.isdigit()
+    ):
         return int(inner)
     return None
 
@@ -194,15 +227,35 @@ def _regex_cost(receiver: int, args: list) -> Optional[int]:
 # when unknown): runtimecost.go (startsWith, endsWith, contains, matches, format) and
 # library/cost.go (lowerAscii, upperAscii, substring, trim, url, replace, split, find, findAll)
 _MEMBER_COSTS = {
-    "startsWith": _receiver_cost, "endsWith": _receiver_cost, "format": _receiver_cost,
-    "lowerAscii": _receiver_cost, "upperAscii": _receiver_cost, "substring": _receiver_cost,
-    "trim": _receiver_cost, "replace": _twice_receiver_cost, "split": _twice_receiver_cost,
-    "contains": _contains_cost, "matches": _regex_cost, "find": _regex_cost, "findAll": _regex_cost,
+    "startsWith": _receiver_cost,
+    "endsWith": _receiver_cost,
+    "format": _receiver_cost,
+    "lowerAscii": _receiver_cost,
+    "upperAscii": _receiver_cost,
+    "substring": _receiver_cost,
+    "trim": _receiver_cost,
+    "replace": _twice_receiver_cost,
+    "split": _twice_receiver_cost,
+    "contains": _contains_cost,
+    "matches": _regex_cost,
+    "find": _regex_cost,
+    "findAll": _regex_cost,
 }
 # global functions of one string: library/cost.go (url, quantity, isQuantity, semver, isSemver,
 # ip, isIP, isCIDR, cidr) and strings.quote in runtimecost.go
-_STRING_FUNCTION_COSTS = {"url", "isURL", "quantity", "isQuantity", "semver", "isSemver", "ip", "isIP", "isCIDR",
-                          "cidr", "quote"}
+_STRING_FUNCTION_COSTS = {
+    "url",
+    "isURL",
+    "quantity",
+    "isQuantity",
+    "semver",
+    "isSemver",
+    "ip",
+    "isIP",
+    "isCIDR",
+    "cidr",
+    "quote",
+}
 _STRING_OPERATORS = {"==", "!=", "<", "<=", ">", ">="}
 _OPERAND_BOUNDARY = {"", "(", ",", "[", "{", "?", ":", "&", "|", "!"}
 
@@ -239,9 +292,17 @@ def _bound_literals(sig, toks) -> dict:
     """Identifiers bound to a string literal: ``cel.bind(name, "...", ...)``."""
     out = {}
     for j in range(len(sig) - 6):
-        if toks[sig[j]][1] == "cel" and toks[sig[j + 1]][1] == "." and toks[sig[j + 2]][1] == "bind" \
-                and toks[sig[j + 3]][1] == "(" and toks[sig[j + 4]][0] == "id" and toks[sig[j + 5]][1] == "," \
-                and toks[sig[j + 6]][0] == "str" and j + 7 < len(sig) and toks[sig[j + 7]][1] == ",":
+        if (
+            toks[sig[j]][1] == "cel"
+            and toks[sig[j + 1]][1] == "."
+            and toks[sig[j + 2]][1] == "bind"
+            and toks[sig[j + 3]][1] == "("
+            and toks[sig[j + 4]][0] == "id"
+            and toks[sig[j + 5]][1] == ","
+            and toks[sig[j + 6]][0] == "str"
+            and j + 7 < len(sig)
+            and toks[sig[j + 7]][1] == ","
+        ):
             size = _literal_size(toks[sig[j + 6]], {})
             if size is not None:
                 out[toks[sig[j + 4]][1]] = size
@@ -290,7 +351,7 @@ def _runtime_call_cost(sig, toks, j: int, bound: dict, visible: frozenset) -> Op
         return None
     close, args = _split_args(sig, toks, j + 1)
     sizes: list = []
-    for a, b in (args or []):
+    for a, b in args or []:
         if b - a != 1:
             sizes.append(None)
             continue
@@ -309,8 +370,14 @@ def _visible_at(sig, toks, j: int) -> set:
     """Names that cel.bind calls enclosing sig index j bind there."""
     out = set()
     for b in range(max(0, j - 1)):
-        if toks[sig[b]][1] == "cel" and b + 4 < len(sig) and toks[sig[b + 1]][1] == "." \
-                and toks[sig[b + 2]][1] == "bind" and toks[sig[b + 3]][1] == "(" and toks[sig[b + 4]][0] == "id":
+        if (
+            toks[sig[b]][1] == "cel"
+            and b + 4 < len(sig)
+            and toks[sig[b + 1]][1] == "."
+            and toks[sig[b + 2]][1] == "bind"
+            and toks[sig[b + 3]][1] == "("
+            and toks[sig[b + 4]][0] == "id"
+        ):
             close, args = _split_args(sig, toks, b + 3)
             if close is not None and len(args) == 3 and args[2][0] <= j < close:
                 out.add(toks[sig[b + 4]][1])
@@ -326,8 +393,7 @@ def _call_cost(sig, toks, j: int, bound: dict) -> int:
         if receiver is None or (j >= 3 and toks[sig[j - 3]][1] == "."):
             return 1
         close, args = _split_args(sig, toks, j + 1)
-        sizes = [(_literal_size(toks[sig[a]], bound) if b - a == 1 else None) for a, b in (args or [])
-                 if b > a]
+        sizes = [(_literal_size(toks[sig[a]], bound) if b - a == 1 else None) for a, b in (args or []) if b > a]
         got = _MEMBER_COSTS[name](receiver, sizes)
         return 1 if got is None else got
     if name in _STRING_FUNCTION_COSTS and (prev != "." or name == "quote"):
@@ -350,7 +416,7 @@ def _operator_cost(sig, toks, j: int, op: str, bound: dict) -> int:
     after_right = toks[sig[after + 1]][1] if after + 1 < len(sig) else ""
     a, b = _literal_size(left, bound), _literal_size(right, bound)
     if left[0] == "id" and before_left == ".":
-        a = None        # a field, not the bound name
+        a = None  # a field, not the bound name
     if a is None or b is None or before_left not in _OPERAND_BOUNDARY or after_right in (".", "["):
         return 1
     if op == "+":
@@ -395,8 +461,10 @@ def _instrument_terms(src: str, worst: bool, ticks: bool, bound: Optional[dict],
                 nvars = 1 if len(args) in (2, 3) else 0
             else:
                 nvars = 2 if len(args) in (3, 4) else 0
-            if close is not None and nvars in (1, 2) and all(
-                b - a == 1 and toks[sig[a]][0] == "id" for a, b in args[:nvars]
+            if (
+                close is not None
+                and nvars in (1, 2)
+                and all(b - a == 1 and toks[sig[a]][0] == "id" for a, b in args[:nvars])
             ):
                 texts = ["".join(x for _, x in toks[sig[a] : sig[b]]) for a, b in args]
                 inside = visible | frozenset(x.strip() for x in texts[:nvars]) | frozenset(_visible_at(sig, toks, j))
@@ -411,10 +479,11 @@ def _instrument_terms(src: str, worst: bool, ticks: bool, bound: Optional[dict],
                 bounded = not runtime or (over_attributes and all(r[1] in own and r[2] is not None for r in runtime))
                 if total_extra is not None:
                     if size is None or not bounded or any(x[3] is None for x in inner):
-                        total_extra = None      # a size known only at runtime: no static bound
+                        total_extra = None  # a size known only at runtime: no static bound
                     else:
-                        total_extra += size * (sum(_iteration_costs(t, [x[3] for x in inner])) +
-                                               sum(r[2] for r in runtime))
+                        total_extra += size * (
+                            sum(_iteration_costs(t, [x[3] for x in inner])) + sum(r[2] for r in runtime)
+                        )
                 tick = f"{_TICK}({' + '.join([str(per_iter)] + [r[0] for r in runtime])})"
                 bodies = [x[0] for x in inner]
                 # a predicate whose truth costs more (a kept element, a true exists_one)
@@ -470,7 +539,7 @@ def _instrument_terms(src: str, worst: bool, ticks: bool, bound: Optional[dict],
                 if op in _STRING_OPERATORS:
                     cost += _operator_cost(sig, toks, j, op, bound)
                 elif t != "=":
-                    cost += 1       # ! (a unary not)
+                    cost += 1  # ! (a unary not)
             elif t == "+":
                 cost += _operator_cost(sig, toks, j, "+", bound)
             elif t in "-*/%":

@@ -1,4 +1,5 @@
 """A device as CEL input: the variables declared for it and their values (make_cel_device)."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
@@ -91,8 +92,11 @@ def _attribute_value(attr: Dict[str, Any], list_types: bool):
 
 def _list_only(attr: Any) -> bool:
     """An attribute whose only value is a list one (bools, ints, strings, versions)."""
-    return isinstance(attr, dict) and any(attr.get(k) is not None for k in ("bools", "ints", "strings", "versions")) \
+    return (
+        isinstance(attr, dict)
+        and any(attr.get(k) is not None for k in ("bools", "ints", "strings", "versions"))
         and not any(attr.get(k) is not None for k in ("bool", "int", "string", "version"))
+    )
 
 
 _LIST_KEYS = frozenset(("bools", "ints", "strings", "versions"))
@@ -130,8 +134,9 @@ def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = F
         try:
             if type(attr) is dict and len(attr) == 1:
                 for key, v in attr.items():
-                    value = _single_value(key, v, list_type_attributes) if v is not None else \
-                        _attribute_value(attr, True)
+                    value = (
+                        _single_value(key, v, list_type_attributes) if v is not None else _attribute_value(attr, True)
+                    )
                 if value is _SKIP:
                     continue
             else:
@@ -147,7 +152,7 @@ def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = F
         if sep == -1:
             domain, ident = driver, name
         else:
-            domain, ident = name[:sep], name[sep + 1:]
+            domain, ident = name[:sep], name[sep + 1 :]
         got = attributes.get(domain)
         if got is None:
             got = attributes[domain] = {}

@@ -1,4 +1,5 @@
 """CEL errors, and cel-cpp's messages in Kubernetes' words."""
+
 from __future__ import annotations
 
 import re

@@ -6,6 +6,7 @@ the binding, so they are rewritten (draopt.cel.rewrite._rewrite_format) around t
 which return a plain Format and a list of messages.  The name formats are apimachinery's
 (draopt.kube.names), as Kubernetes' library calls them.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,6 +44,7 @@ def _validate_uri(s: str) -> list:
 
 def _validate_byte(s: str) -> list:
     import base64
+
     try:
         base64.b64decode(s, validate=True)
         return []
@@ -52,6 +54,7 @@ def _validate_byte(s: str) -> list:
 
 def _validate_date(s: str) -> list:
     import datetime as _dt
+
     try:
         if not _DATE_RE.match(s):
             raise ValueError

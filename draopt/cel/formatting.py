@@ -26,6 +26,7 @@ Not reproduced: uints are ints once in Python (their type name in messages reads
 en_US digit grouping of ``%f`` above 999 follows x/text's documented grouping for en (not checked
 against Go).
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -37,11 +38,26 @@ from draopt.cel.values import _CIDRMsg, _FormatMsg, _IPMsg, _QMsg, _SMsg, _URLMs
 
 _DEFAULT_PRECISION = 6
 _SUPERSCRIPT = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b")
-_MESSAGE_TYPES = {_QMsg: "kubernetes.Quantity", _SMsg: "kubernetes.Semver", _IPMsg: "net.IP",
-                  _CIDRMsg: "net.CIDR", _URLMsg: "kubernetes.URL", _FormatMsg: "kubernetes.NamedFormat"}
-_TYPE_NAMES = {"INT": "int", "UINT": "uint", "DOUBLE": "double", "STRING": "string", "BOOL": "bool",
-               "BYTES": "bytes", "NULL": "null_type", "TYPE": "type", "DURATION": "google.protobuf.Duration",
-               "TIMESTAMP": "google.protobuf.Timestamp"}
+_MESSAGE_TYPES = {
+    _QMsg: "kubernetes.Quantity",
+    _SMsg: "kubernetes.Semver",
+    _IPMsg: "net.IP",
+    _CIDRMsg: "net.CIDR",
+    _URLMsg: "kubernetes.URL",
+    _FormatMsg: "kubernetes.NamedFormat",
+}
+_TYPE_NAMES = {
+    "INT": "int",
+    "UINT": "uint",
+    "DOUBLE": "double",
+    "STRING": "string",
+    "BOOL": "bool",
+    "BYTES": "bytes",
+    "NULL": "null_type",
+    "TYPE": "type",
+    "DURATION": "google.protobuf.Duration",
+    "TIMESTAMP": "google.protobuf.Timestamp",
+}
 
 
 class FormatError(ValueError):
@@ -117,7 +133,7 @@ def _go_g(x: float) -> str:
         out = "0." + "0" * (-exp - 1) + digits
     else:
         whole = digits[: exp + 1].ljust(exp + 1, "0")
-        frac = digits[exp + 1:]
+        frac = digits[exp + 1 :]
         out = whole + ("." + frac if frac else "")
     return "-" + out if neg else out
 
@@ -140,8 +156,7 @@ def _go_quote(s: str) -> str:
         elif ch == "\\":
             out.append("\\\\")
         elif ch in "\a\b\f\n\r\t\v":
-            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-                        "\v": "\\v"}[ch])
+            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}[ch])
         elif ch.isprintable() or ch == " ":
             out.append(ch)
         elif c < 0x80:
@@ -158,8 +173,9 @@ def _bytes_text(b: Any) -> str:
     try:
         return bytes(b).decode("utf-8")
     except UnicodeDecodeError:
-        raise FormatError('could not convert argument "invalid UTF-8 in bytes, cannot convert to string" '
-                          "to string") from None
+        raise FormatError(
+            'could not convert argument "invalid UTF-8 in bytes, cannot convert to string" to string'
+        ) from None
 
 
 def _timestamp_text(t: _dt.datetime) -> str:
@@ -202,8 +218,10 @@ def _format_string(v: Any) -> str:
         return _duration_text(v)
     if _is_cel_type(v):
         return _type_value_name(v)
-    raise FormatError("string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, "
-                      f"durations, and timestamps, was given {_type_name(v)}")
+    raise FormatError(
+        "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, "
+        f"durations, and timestamps, was given {_type_name(v)}"
+    )
 
 
 def _member_text(v: Any) -> str:
@@ -248,7 +266,7 @@ def _format_map(m: dict) -> str:
         else:
             raise FormatError(f"no formatting function for map key of type {_type_name(k)}")
         pairs.append((key, _member_text(v)))
-    pairs.sort(key=lambda p: p[0].encode("utf-8"))   # sort.SliceStable on Go strings (bytes)
+    pairs.sort(key=lambda p: p[0].encode("utf-8"))  # sort.SliceStable on Go strings (bytes)
     return "{" + ", ".join(f"{k}:{v}" for k, v in pairs) + "}"
 
 
@@ -277,7 +295,8 @@ def _fixed(precision: int | None) -> Callable[[Any], str]:
         special = _localised_special(x)
         if special is not None:
             return special
-        return f"{x:,.{p}f}"    # x/text en_US: grouped thousands, '.' decimal point
+        return f"{x:,.{p}f}"  # x/text en_US: grouped thousands, '.' decimal point
+
     return clause
 
 
@@ -294,6 +313,7 @@ def _scientific(precision: int | None) -> Callable[[Any], str]:
             digits = exponent.lstrip("+-").rjust(2, "0")
             special = f"{mantissa}\u202f\u00d7\u202f10{(sign + digits).translate(_SUPERSCRIPT)}"
         return special.rjust(width)
+
     return clause
 
 
@@ -326,9 +346,11 @@ def _hex(upper: bool) -> Callable[[Any], str]:
         elif type(v) is int:
             text = format(v, "x")
         else:
-            raise FormatError("only integers, byte buffers, and strings can be formatted as hex, "
-                              f"was given {_type_name(v)}")
+            raise FormatError(
+                f"only integers, byte buffers, and strings can be formatted as hex, was given {_type_name(v)}"
+            )
         return text.upper() if upper else text
+
     return clause
 
 
@@ -341,19 +363,30 @@ def _clause(fmt: str, i: int) -> tuple[int, Callable[[Any], str]]:
         start = j
         while True:
             if j >= len(fmt):
-                raise FormatError("could not parse formatting clause: error while parsing precision: "
-                                  "could not find end of precision specifier")
+                raise FormatError(
+                    "could not parse formatting clause: error while parsing precision: "
+                    "could not find end of precision specifier"
+                )
             if not ("0" <= fmt[j] <= "9"):
                 break
             j += 1
         if start == j:
-            raise FormatError("could not parse formatting clause: error while parsing precision: error while "
-                              'converting precision to integer: strconv.Atoi: parsing "": invalid syntax')
+            raise FormatError(
+                "could not parse formatting clause: error while parsing precision: error while "
+                'converting precision to integer: strconv.Atoi: parsing "": invalid syntax'
+            )
         precision = int(fmt[start:j])
     verb = fmt[j]
     clauses: dict[str, Callable[[Any], str]] = {
-        "s": _format_string, "d": _decimal, "f": _fixed(precision), "e": _scientific(precision),
-        "b": _binary, "x": _hex(False), "X": _hex(True), "o": _octal}
+        "s": _format_string,
+        "d": _decimal,
+        "f": _fixed(precision),
+        "e": _scientific(precision),
+        "b": _binary,
+        "x": _hex(False),
+        "X": _hex(True),
+        "o": _octal,
+    }
     got = clauses.get(verb)
     if got is None:
         raise FormatError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
@@ -416,8 +449,10 @@ def validator_problem(fmt: str, given: int) -> str | None:
         except FormatError as e:
             return str(e)
         except IndexError:
-            return ("could not parse formatting clause: error while parsing precision: "
-                    "could not find end of precision specifier")
+            return (
+                "could not parse formatting clause: error while parsing precision: "
+                "could not find end of precision specifier"
+            )
         count += 1
         i += 1 + read
     if given > count:
@@ -428,6 +463,8 @@ def validator_problem(fmt: str, given: int) -> str | None:
 def _fn_format(fmt, args):
     try:
         return format_string(fmt, list(args))
-    except IndexError:     # a clause cut short ("%.3")
-        raise FormatError("could not parse formatting clause: error while parsing precision: "
-                          "could not find end of precision specifier") from None
+    except IndexError:  # a clause cut short ("%.3")
+        raise FormatError(
+            "could not parse formatting clause: error while parsing precision: "
+            "could not find end of precision specifier"
+        ) from None

@@ -3,6 +3,7 @@
 Kubernetes declares one overload ``dra_includes_dyn_dyn``; cel-cpp never matches ``dyn``
 parameters at runtime, so draopt.cel.functions declares one overload per concrete kind.
 """
+
 from __future__ import annotations
 
 from draopt.cel.values import _cel_equal
@@ -15,9 +16,7 @@ MAX_INCLUDES_LIST = 48
 def _fn_includes_list(target, arg):
     for i, item in enumerate(target):
         if i >= MAX_INCLUDES_LIST:
-            raise ValueError(
-                f"'includes' function cannot be applied to lists longer than {MAX_INCLUDES_LIST} values"
-            )
+            raise ValueError(f"'includes' function cannot be applied to lists longer than {MAX_INCLUDES_LIST} values")
         if _cel_equal(item, arg):
             return True
     return False

@@ -4,6 +4,7 @@ Expressions are rewritten before compiling (see draopt.cel.rewrite, draopt.cel.c
 variables and functions are what the rewritten forms call.  Messages name them back as the
 user wrote them (``_RENAMED_BACK``).
 """
+
 from __future__ import annotations
 
 # unknown domain -> empty map (draopt.cel.rewrite._rewrite)

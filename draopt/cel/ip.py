@@ -3,6 +3,7 @@
 Go's net/netip semantics through Python's ipaddress; values are messages holding the canonical
 text.
 """
+
 from __future__ import annotations
 
 import ipaddress

@@ -3,6 +3,7 @@
 ``isSorted``, ``sum``, ``min``, ``max``, ``indexOf``, ``lastIndexOf`` (the string forms of the
 last two are in draopt.cel.strings).
 """
+
 from __future__ import annotations
 
 from draopt.cel.values import _cel_equal
@@ -48,6 +49,7 @@ def _list_extreme(name, prefer):
             if _cel_compare(best, x) == prefer:
                 best = x
         return best
+
     return impl
 
 

@@ -5,6 +5,7 @@
 * Kubernetes' AST validators (regex, duration and timestamp literals) and cel-go's check of
   ``"<literal>".format([...])``: a literal argument that does not parse is a compile error.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,26 +42,52 @@ def _make_ast_classes():
                 f.type_name = ".draopt_ast." + tname
 
     msg("Empty", [])
-    msg("Type", [("dyn", 1, M, O, "Empty"), ("null", 2, F.TYPE_INT32, O, None),
-                 ("primitive", 3, F.TYPE_INT32, O, None), ("wrapper", 4, F.TYPE_INT32, O, None),
-                 ("well_known", 5, F.TYPE_INT32, O, None), ("list_type", 6, M, O, "ListType"),
-                 ("map_type", 7, M, O, "MapType"), ("message_type", 9, F.TYPE_STRING, O, None),
-                 ("type_param", 10, F.TYPE_STRING, O, None), ("type", 11, M, O, "Type"),
-                 ("error", 12, M, O, "Empty"), ("abstract_type", 14, M, O, "AbstractType")])
+    msg(
+        "Type",
+        [
+            ("dyn", 1, M, O, "Empty"),
+            ("null", 2, F.TYPE_INT32, O, None),
+            ("primitive", 3, F.TYPE_INT32, O, None),
+            ("wrapper", 4, F.TYPE_INT32, O, None),
+            ("well_known", 5, F.TYPE_INT32, O, None),
+            ("list_type", 6, M, O, "ListType"),
+            ("map_type", 7, M, O, "MapType"),
+            ("message_type", 9, F.TYPE_STRING, O, None),
+            ("type_param", 10, F.TYPE_STRING, O, None),
+            ("type", 11, M, O, "Type"),
+            ("error", 12, M, O, "Empty"),
+            ("abstract_type", 14, M, O, "AbstractType"),
+        ],
+    )
     msg("ListType", [("elem_type", 1, M, O, "Type")])
     msg("MapType", [("key_type", 1, M, O, "Type"), ("value_type", 2, M, O, "Type")])
     msg("AbstractType", [("name", 1, F.TYPE_STRING, O, None), ("parameter_types", 2, M, R, "Type")])
-    msg("Expr", [("id", 2, F.TYPE_INT64, O, None), ("select_expr", 5, M, O, "Select"), ("call_expr", 6, M, O, "Call"),
-                 ("list_expr", 7, M, O, "CreateList"), ("struct_expr", 8, M, O, "CreateStruct"),
-                 ("comprehension_expr", 9, M, O, "Comprehension")])
+    msg(
+        "Expr",
+        [
+            ("id", 2, F.TYPE_INT64, O, None),
+            ("select_expr", 5, M, O, "Select"),
+            ("call_expr", 6, M, O, "Call"),
+            ("list_expr", 7, M, O, "CreateList"),
+            ("struct_expr", 8, M, O, "CreateStruct"),
+            ("comprehension_expr", 9, M, O, "Comprehension"),
+        ],
+    )
     msg("Select", [("operand", 1, M, O, "Expr")])
     msg("Call", [("target", 1, M, O, "Expr"), ("function", 2, F.TYPE_STRING, O, None), ("args", 3, M, R, "Expr")])
     msg("CreateList", [("elements", 1, M, R, "Expr")])
     msg("Entry", [("map_key", 3, M, O, "Expr"), ("value", 4, M, O, "Expr")])
     msg("CreateStruct", [("message_name", 1, F.TYPE_STRING, O, None), ("entries", 2, M, R, "Entry")])
-    msg("Comprehension", [("iter_range", 2, M, O, "Expr"), ("accu_init", 4, M, O, "Expr"),
-                          ("loop_condition", 5, M, O, "Expr"), ("loop_step", 6, M, O, "Expr"),
-                          ("result", 7, M, O, "Expr")])
+    msg(
+        "Comprehension",
+        [
+            ("iter_range", 2, M, O, "Expr"),
+            ("accu_init", 4, M, O, "Expr"),
+            ("loop_condition", 5, M, O, "Expr"),
+            ("loop_step", 6, M, O, "Expr"),
+            ("result", 7, M, O, "Expr"),
+        ],
+    )
     msg("TypeMapEntry", [("key", 1, F.TYPE_INT64, O, None), ("value", 2, M, O, "Type")])
     msg("CheckedExpr", [("type_map", 3, M, R, "TypeMapEntry"), ("expr", 4, M, O, "Expr")])
     msg("Any", [("type_url", 1, F.TYPE_STRING, O, None), ("value", 2, F.TYPE_BYTES, O, None)])
@@ -172,8 +199,13 @@ def _format_literal_problem(cenv, src: str) -> Optional[str]:
     toks = [t for t in _tokenize(src) if t[0] != "ws"]
     sig = list(range(len(toks)))
     for j in range(len(toks) - 3):
-        if toks[j][0] == "str" and toks[j + 1][1] == "." and toks[j + 2][1] == "format" and toks[j + 3][1] == "(" \
-                and (j == 0 or toks[j - 1][1] != "."):
+        if (
+            toks[j][0] == "str"
+            and toks[j + 1][1] == "."
+            and toks[j + 2][1] == "format"
+            and toks[j + 3][1] == "("
+            and (j == 0 or toks[j - 1][1] != ".")
+        ):
             close = _matching(sig, toks, j + 3, 1)
             if close is None:
                 return None
@@ -213,7 +245,7 @@ def _format_validator_problem(toks, j: int, close: int) -> Optional[str]:
             elif t == "," and depth == 0:
                 given += 1
         if toks[close - 2][1] == ",":
-            given -= 1      # a trailing comma
+            given -= 1  # a trailing comma
     return validator_problem(fmt, given)
 
 
@@ -238,8 +270,13 @@ def _literal_problem(cenv, src: str) -> Optional[str]:
     toks = [t for t in _tokenize(src) if t[0] != "ws"]
     for j in range(len(toks) - 3):
         name = toks[j][1]
-        if toks[j][0] == "id" and name in _LITERAL_CHECKS and toks[j + 1][1] == "(" \
-                and toks[j + 2][0] == "str" and toks[j + 3][1] in (")", ","):
+        if (
+            toks[j][0] == "id"
+            and name in _LITERAL_CHECKS
+            and toks[j + 1][1] == "("
+            and toks[j + 2][0] == "str"
+            and toks[j + 3][1] in (")", ",")
+        ):
             if name != "matches" and j > 0 and toks[j - 1][1] == ".":
                 continue
             probe = _LITERAL_CHECKS[name].format(toks[j + 2][1])

@@ -9,13 +9,21 @@ with cel-go's semantics for errors (all/exists absorb an error when the result i
 another element), and counts the same cost as the ticks (draopt.cel.cost).  Each body evaluation
 has its own budget.
 """
+
 from __future__ import annotations
 
 import threading
 from typing import Any, Dict, Tuple
 
-from draopt.cel.cost import (_COST_EXCEEDED, _COST_STATE, _LOOP_OVERHEAD, _PREDICATE_MACROS, _instrument,
-                             _instrument_terms, _iteration_costs)
+from draopt.cel.cost import (
+    _COST_EXCEEDED,
+    _COST_STATE,
+    _LOOP_OVERHEAD,
+    _PREDICATE_MACROS,
+    _instrument,
+    _instrument_terms,
+    _iteration_costs,
+)
 from draopt.cel.device import _base_variables
 from draopt.cel.errors import _runtime_message
 from draopt.cel.functions import new_env
@@ -46,8 +54,10 @@ def _offload(src: str, scope: Tuple[str, ...], env_key) -> str:
                 continue
             texts = ["".join(x for _, x in toks[sig[a] : sig[b]]) for a, b in args]
             name = texts[0].strip()
-            new = (f"cel.bind({name}, {_offload(texts[1], scope, env_key)}, "
-                   f"{_offload(texts[2], scope + (name,), env_key)})")
+            new = (
+                f"cel.bind({name}, {_offload(texts[1], scope, env_key)}, "
+                f"{_offload(texts[2], scope + (name,), env_key)})"
+            )
             head = "".join(x for _, x in toks[: sig[j - 2]])
             return head + new + _offload("".join(x for _, x in toks[sig[close] + 1 :]), scope, env_key)
         if t not in _LOOP_OVERHEAD or prev != ".":
@@ -73,8 +83,11 @@ def _offload(src: str, scope: Tuple[str, ...], env_key) -> str:
         bodies = [_offload(x, inner_scope, env_key) for x in texts[nvars:]]
         per_iter, kept = _iteration_costs(t, [_instrument(x)[1] for x in texts[nvars:]])
         # costs that depend on sizes known only at runtime (draopt.cel.cost._instrument_terms)
-        runtime = [term[0] for x in texts[nvars:] for term in
-                   _instrument_terms(x, False, True, None, frozenset(inner_scope))[4]]
+        runtime = [
+            term[0]
+            for x in texts[nvars:]
+            for term in _instrument_terms(x, False, True, None, frozenset(inner_scope))[4]
+        ]
         with _LOOP_LOCK:
             _LOOP_REGISTRY.append((t, names, bodies + [" + ".join(runtime)], scope, env_key, (per_iter, kept)))
             loop_id = len(_LOOP_REGISTRY) - 1
@@ -115,7 +128,7 @@ class _BodyError(Exception):
 
 def _fn_loop(loop_id, rng, caps):
     macro, names, bodies, scope, env_key, (per_iter, kept_cost) = _LOOP_REGISTRY[loop_id]
-    runtime_cost = len(bodies) - 1 if bodies[-1] else None   # the body computing runtime-size costs
+    runtime_cost = len(bodies) - 1 if bodies[-1] else None  # the body computing runtime-size costs
     bodies = bodies[:-1]
     base = dict(_LOOP_STATE.data)
     base.update(caps)
@@ -143,7 +156,7 @@ def _fn_loop(loop_id, rng, caps):
             try:
                 st.cost += int(run(runtime_cost, i, v))
             except (_BodyError, TypeError, ValueError):
-                pass        # a size of something not sized: the body reports it if it matters
+                pass  # a size of something not sized: the body reports it if it matters
         if st.cost > st.limit:
             raise ValueError(_COST_EXCEEDED)
         try:

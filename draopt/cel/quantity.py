@@ -3,6 +3,7 @@
 ``isGreaterThan``, ``isLessThan`` and ``compareTo`` are shared with semver: one function each,
 dispatching on the receiver (draopt.cel.functions).
 """
+
 from __future__ import annotations
 
 from fractions import Fraction

@@ -1,4 +1,5 @@
 """Kubernetes' regex library: ``find`` and ``findAll`` (k8s.io/apiserver/pkg/cel/library/regex.go)."""
+
 from __future__ import annotations
 
 import re

@@ -11,13 +11,22 @@
 
 And the tokenizer and bracket helpers that these, draopt.cel.cost and draopt.cel.loops share.
 """
+
 from __future__ import annotations
 
 import re
 from typing import Optional
 
-from draopt.cel.internal import (_BIND_VAR, _EMPTY_ATTRS, _EMPTY_CAP, _FORMAT_ERRORS, _FORMAT_KNOWN, _FORMAT_NAMED, _RENAMED,
-                                 _TO_MAP)
+from draopt.cel.internal import (
+    _BIND_VAR,
+    _EMPTY_ATTRS,
+    _EMPTY_CAP,
+    _FORMAT_ERRORS,
+    _FORMAT_KNOWN,
+    _FORMAT_NAMED,
+    _RENAMED,
+    _TO_MAP,
+)
 
 
 _TOKEN_RE = re.compile(
@@ -138,8 +147,14 @@ def _rename_members(src: str) -> str:
     sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]
     for j, i in enumerate(sig):
         kind, t = toks[i]
-        if kind == "id" and t in _RENAMED and j > 0 and toks[sig[j - 1]][1] == "." \
-                and j + 1 < len(sig) and toks[sig[j + 1]][1] == "(":
+        if (
+            kind == "id"
+            and t in _RENAMED
+            and j > 0
+            and toks[sig[j - 1]][1] == "."
+            and j + 1 < len(sig)
+            and toks[sig[j + 1]][1] == "("
+        ):
             toks[i] = (kind, _RENAMED[t])
     return "".join(t for _, t in toks)
 
@@ -195,14 +210,15 @@ def _rewrite_format(src: str) -> str:
             kind, t = toks[sig[j]]
             if kind != "id" or toks[sig[j - 1]][1] != "." or toks[sig[j + 1]][1] != "(":
                 continue
-            if t == "named" and j >= 2 and toks[sig[j - 2]][1] == "format" and \
-                    (j < 3 or toks[sig[j - 3]][1] != "."):
+            if t == "named" and j >= 2 and toks[sig[j - 2]][1] == "format" and (j < 3 or toks[sig[j - 3]][1] != "."):
                 close = _matching(sig, toks, j + 1, 1)
                 if close is None:
                     return src
                 arg = "".join(x for _, x in toks[sig[j + 1] + 1 : sig[close]])
-                new = (f"cel.bind(__dra_fn, ({arg}), {_FORMAT_KNOWN}(__dra_fn) ? "
-                       f"optional.of({_FORMAT_NAMED}(__dra_fn)) : optional.none())")
+                new = (
+                    f"cel.bind(__dra_fn, ({arg}), {_FORMAT_KNOWN}(__dra_fn) ? "
+                    f"optional.of({_FORMAT_NAMED}(__dra_fn)) : optional.none())"
+                )
                 start = sig[j - 2]
             elif t == "validate":
                 close = _matching(sig, toks, j + 1, 1)
@@ -211,8 +227,10 @@ def _rewrite_format(src: str) -> str:
                     return src
                 recv = "".join(x for _, x in toks[sig[rs] : sig[j - 1]])
                 arg = "".join(x for _, x in toks[sig[j + 1] + 1 : sig[close]])
-                new = (f"cel.bind(__dra_fv, ({recv}).{_FORMAT_ERRORS}({arg}), "
-                       f"__dra_fv.size() == 0 ? optional.none() : optional.of(__dra_fv))")
+                new = (
+                    f"cel.bind(__dra_fv, ({recv}).{_FORMAT_ERRORS}({arg}), "
+                    f"__dra_fv.size() == 0 ? optional.none() : optional.of(__dra_fv))"
+                )
                 start = sig[rs]
             else:
                 continue
@@ -238,14 +256,30 @@ def _rewrite_has(src: str) -> str:
         if toks[sig[j]][1] != "has":
             continue
         w = [toks[sig[j + x]][1] for x in range(6)]
-        if w[0] == "has" and w[1] == "(" and w[2] == "device" and w[3] == "." and w[4] in _ALWAYS_PRESENT \
-                and w[5] == ")" and (j == 0 or toks[sig[j - 1]][1] != "."):
+        if (
+            w[0] == "has"
+            and w[1] == "("
+            and w[2] == "device"
+            and w[3] == "."
+            and w[4] in _ALWAYS_PRESENT
+            and w[5] == ")"
+            and (j == 0 or toks[sig[j - 1]][1] != ".")
+        ):
             for x in range(6):
                 toks[sig[j + x]] = ("ws", "")
             toks[sig[j]] = ("id", "true")
-        elif w[0] == "has" and w[1] == "(" and w[2] == "device" and w[3] == "." and w[4] in ("attributes", "capacity") \
-                and w[5] == "." and j + 7 < len(sig) and toks[sig[j + 6]][0] == "id" and toks[sig[j + 7]][1] == ")" \
-                and (j == 0 or toks[sig[j - 1]][1] != "."):
+        elif (
+            w[0] == "has"
+            and w[1] == "("
+            and w[2] == "device"
+            and w[3] == "."
+            and w[4] in ("attributes", "capacity")
+            and w[5] == "."
+            and j + 7 < len(sig)
+            and toks[sig[j + 6]][0] == "id"
+            and toks[sig[j + 7]][1] == ")"
+            and (j == 0 or toks[sig[j - 1]][1] != ".")
+        ):
             # has(device.attributes.dom): Kubernetes' mapper finds every domain (the empty map)
             for x in range(8):
                 toks[sig[j + x]] = ("ws", "")
@@ -299,8 +333,13 @@ def _rewrite_numeric(src: str, message: str) -> Optional[str]:
                     break
                 depth -= 1
             elif depth == 0:
-                if text in ",:<>=" or (text == "!" and nxt == "=") or (text == "&" and nxt == "&") \
-                        or (text == "|" and nxt == "|") or (text == "?" and prev not in (".", "[")):
+                if (
+                    text in ",:<>="
+                    or (text == "!" and nxt == "=")
+                    or (text == "&" and nxt == "&")
+                    or (text == "|" and nxt == "|")
+                    or (text == "?" and prev not in (".", "["))
+                ):
                     break
         elif kind == "id" and text == "in" and depth == 0:
             break
@@ -353,7 +392,7 @@ def _map_entries(sig, toks, open_j: int, close_j: int):
     start = open_j + 1
     depth = 0
     colon = None
-    pending = 0     # '?' of ternaries waiting for their ':'
+    pending = 0  # '?' of ternaries waiting for their ':'
     for k in range(open_j + 1, close_j + 1):
         kind, t = toks[sig[k]]
         if kind == "other" and t in "([{":
@@ -362,7 +401,7 @@ def _map_entries(sig, toks, open_j: int, close_j: int):
             depth -= 1
         elif depth == 0 and kind == "other" and (t == "," or k == close_j):
             if start == k:
-                if k == close_j and entries:     # trailing comma
+                if k == close_j and entries:  # trailing comma
                     break
                 return None
             if colon is None:
@@ -371,7 +410,7 @@ def _map_entries(sig, toks, open_j: int, close_j: int):
             start, colon, pending = k + 1, None, 0
         elif depth == 0 and kind == "other" and t == "?":
             if k == start:
-                return None      # optional entry
+                return None  # optional entry
             pending += 1
         elif depth == 0 and kind == "other" and t == ":":
             if pending:
@@ -392,7 +431,7 @@ def _rewrite_map_literals(src: str) -> str:
         if kind != "other" or t != "{":
             continue
         if j > 0 and toks[sig[j - 1]][0] == "id" and toks[sig[j - 1]][1] != "in":
-            continue        # a message literal Type{field: ...}
+            continue  # a message literal Type{field: ...}
         close = _matching(sig, toks, j, 1)
         if close is None:
             return src
@@ -401,22 +440,29 @@ def _rewrite_map_literals(src: str) -> str:
             continue
 
         def text(r):
-            return "".join(x for _, x in toks[sig[r[0]]: sig[r[1]]]) if r[1] > r[0] else ""
+            return "".join(x for _, x in toks[sig[r[0]] : sig[r[1]]]) if r[1] > r[0] else ""
 
         keys = [_constant_key(text(kr), [toks[sig[x]] for x in range(*kr)]) for kr, _ in entries]
         if all(k is not None for k in keys) and len(set(keys)) == len(keys):
-            continue        # no key can repeat
+            continue  # no key can repeat
         head = "".join(x for _, x in toks[: sig[j]])
-        tail = "".join(x for _, x in toks[sig[close] + 1:])
+        tail = "".join(x for _, x in toks[sig[close] + 1 :])
         if all(k is not None for k in keys):
             last = {k: i for i, k in enumerate(keys)}
             dropped = [i for i, k in enumerate(keys) if last[k] != i]
-            if all(_CONSTANT_VALUE.match(text(entries[i][1]).strip()) or
-                   [toks[sig[x]][0] for x in range(*entries[i][1])] == ["str"] for i in dropped):
-                kept = [f"{text(kr)}:{_rewrite_map_literals(text(vr))}"
-                        for i, (kr, vr) in enumerate(entries) if last[keys[i]] == i]
+            if all(
+                _CONSTANT_VALUE.match(text(entries[i][1]).strip())
+                or [toks[sig[x]][0] for x in range(*entries[i][1])] == ["str"]
+                for i in dropped
+            ):
+                kept = [
+                    f"{text(kr)}:{_rewrite_map_literals(text(vr))}"
+                    for i, (kr, vr) in enumerate(entries)
+                    if last[keys[i]] == i
+                ]
                 return head + "{" + ",".join(kept) + "}" + _rewrite_map_literals(tail)
-        pairs = [f"[dyn({_rewrite_map_literals(text(kr))}), dyn({_rewrite_map_literals(text(vr))})]"
-                 for kr, vr in entries]
+        pairs = [
+            f"[dyn({_rewrite_map_literals(text(kr))}), dyn({_rewrite_map_literals(text(vr))})]" for kr, vr in entries
+        ]
         return head + "[" + ", ".join(pairs) + f"].{_TO_MAP}()" + _rewrite_map_literals(tail)
     return src

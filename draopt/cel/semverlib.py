@@ -1,4 +1,5 @@
 """Kubernetes' semver library (k8s.io/apiserver/pkg/cel/library/semverlib.go)."""
+
 from __future__ import annotations
 
 from functools import lru_cache

@@ -1,4 +1,5 @@
 """cel-go's sets extension (ext/sets.go): ``sets.contains``, ``sets.equivalent``, ``sets.intersects``."""
+
 from __future__ import annotations
 
 from draopt.cel.values import _cel_equal

@@ -4,7 +4,9 @@ The strings extension declares them, and so does Kubernetes' lists library; cel-
 overloads to an extension's function, so member calls are renamed to one function holding both
 (draopt.cel.rewrite._rename_members, draopt.cel.functions) and these implement its string forms.
 """
+
 from __future__ import annotations
+
 
 def _str_offset(s, sub, offset):
     # cel-go ext/strings.go: a negative offset is an error; one past the end finds only ""

@@ -2,6 +2,7 @@
 
 Go's url.ParseRequestURI (an absolute URI or an absolute path) and the accessors of its result.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,6 +17,7 @@ _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(.*)$", re.S)
 def _parse_url(s: str):
     def fail(why: str) -> NoReturn:
         raise ValueError(f'URL parse error during conversion from string: parse "{s}": {why}')
+
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in s):
         fail("net/url: invalid control character in URL")
     if not s:
@@ -74,7 +76,7 @@ def _url_host_port(m):
     host = _fn_url_host(m)
     if host.startswith("["):
         end = host.find("]")
-        return host[1:end], host[end + 2:] if host[end + 1:end + 2] == ":" else ""
+        return host[1:end], host[end + 2 :] if host[end + 1 : end + 2] == ":" else ""
     name, sep, port = host.rpartition(":")
     return (name, port) if sep else (host, "")
 
@@ -89,12 +91,14 @@ def _fn_url_port(m):
 
 def _fn_url_escaped_path(m):
     from urllib.parse import quote, unquote
+
     path = _url_parts(m)[2]
     return quote(unquote(path), safe="/:@!$&'()*+,;=-._~")
 
 
 def _fn_url_query(m):
     from urllib.parse import parse_qs
+
     out: Dict[str, list] = {}
     for k, vs in parse_qs(_url_parts(m)[3], keep_blank_values=True).items():
         out[k] = vs

@@ -6,6 +6,7 @@ Quantity, Semver, IP, CIDR, Format and URL are dynamically created protobuf mess
 1024Mi``; build metadata ignored for semver).  The Python objects (with their format) are looked
 up again from a registry when results are converted back.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -31,8 +32,10 @@ def _make_pool():
     pool.Add(fdp)
     q = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Quantity"))
     s = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Semver"))
-    others = [message_factory.GetMessageClass(pool.FindMessageTypeByName(f"kubernetes.{n}"))
-              for n in ("IP", "CIDR", "Format", "URL")]
+    others = [
+        message_factory.GetMessageClass(pool.FindMessageTypeByName(f"kubernetes.{n}"))
+        for n in ("IP", "CIDR", "Format", "URL")
+    ]
     return (pool, q, s, *others)
 
 

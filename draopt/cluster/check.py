@@ -6,6 +6,7 @@ the devices that were in use before; then, across the cluster: no device given t
 counter set within its values, node resources respected, pods on nodes their claims allow,
 gangs whole.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -33,8 +34,16 @@ def check_placement(outcome) -> list[str]:
         by_node[node].append(key)
     for node_name, keys in by_node.items():
         node = nodes[node_name].node
-        inv = build_inventory(cluster.objects.resource_slices, node, initial, features, cluster.objects.taint_rules,
-                              cluster.classes, cluster.cel_env, index=cluster.index)
+        inv = build_inventory(
+            cluster.objects.resource_slices,
+            node,
+            initial,
+            features,
+            cluster.objects.taint_rules,
+            cluster.classes,
+            cluster.cel_env,
+            index=cluster.index,
+        )
         problem = prepare([workload.claims[k] for k in keys], inv, cluster.classes, features, cluster.cel_env)
         for e in check(problem, [result.claims[k][0] for k in keys]):
             errors.append(f"node {node_name}: {e}")
@@ -74,6 +83,7 @@ def check_placement(outcome) -> list[str]:
         for r, v in pod.resources.items():
             used[pod.node_name][r] += v
     from draopt.cluster.firstfit import ClaimBook, device_resources
+
     book = ClaimBook(cluster, workload.claims)
     book.allocations.update(result.claims)
     book.freed.update(deallocated)
@@ -92,10 +102,12 @@ def check_placement(outcome) -> list[str]:
             errors.append(f"pod {pl.pod}: node {pl.node}: {rejected}")
         for r, v in pod.resources.items():
             used[pl.node][r] += v
-        for r, v in device_resources(cluster, book, pod, node, None).items():   # DRANodeAllocatableResources
+        for r, v in device_resources(cluster, book, pod, node, None).items():  # DRANodeAllocatableResources
             used[pl.node][r] += v
         for use in pod.claims:
-            alloc = result.claims[use.key][0] if use.key in result.claims else workload.claims[use.key].status.allocation
+            alloc = (
+                result.claims[use.key][0] if use.key in result.claims else workload.claims[use.key].status.allocation
+            )
             if alloc is None:
                 errors.append(f"pod {pl.pod}: claim {use.key} is not allocated")
             elif alloc.node_selector is not None and not node_selector_matches(alloc.node_selector, node.node):
@@ -118,6 +130,7 @@ def _check_groups(workload, nodes, placed: dict[str, str], evicted) -> list[str]
     the placed and running pods of a group, and of every constrained CompositePodGroup above it,
     on nodes of one value of the label."""
     from draopt.cluster.podgroup_placement import chain_of
+
     errors: list[str] = []
     pending = {p.key for p in workload.pending}
     node_of = dict(placed)
@@ -161,8 +174,10 @@ def _check_evictions(result, workload, evicted: dict, deallocated: set[str]) -> 
         if key not in running:
             errors.append(f"pod {key}: evicted but not running in the input")
         if e.priority >= e.preemptor_priority:
-            errors.append(f"pod {key}: evicted (priority {e.priority}) for {e.preemptor_kind} {e.preemptor} "
-                          f"of priority {e.preemptor_priority}, not higher")
+            errors.append(
+                f"pod {key}: evicted (priority {e.priority}) for {e.preemptor_kind} {e.preemptor} "
+                f"of priority {e.preemptor_priority}, not higher"
+            )
         if e.preemptor_kind == "pod" and e.preemptor not in placed:
             errors.append(f"pod {key}: evicted for pod {e.preemptor}, which is not placed")
         if e.preemptor_kind == "podgroup" and not any(p in placed for p in workload.groups[e.preemptor].pods):
@@ -171,7 +186,7 @@ def _check_evictions(result, workload, evicted: dict, deallocated: set[str]) -> 
             errors.append(f"pod {key}: evicted and placed")
     for ck in sorted(deallocated):
         if ck in result.claims:
-            continue       # deallocated, then allocated again for a pending pod
+            continue  # deallocated, then allocated again for a pending pod
         users = [p.key for p in workload.running if p.key not in evicted and any(u.key == ck for u in p.claims)]
         users += [k for k in placed if any(u.key == ck for u in workload.pod(k).claims)]
         if users:
@@ -181,4 +196,5 @@ def _check_evictions(result, workload, evicted: dict, deallocated: set[str]) -> 
 
 def _q(v: str) -> Fraction:
     from draopt.kube.quantity import Quantity
+
     return Quantity.parse(v).value

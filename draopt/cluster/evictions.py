@@ -9,6 +9,7 @@ when its status.reservedFor becomes empty (KEP-5729 "Deallocation"; KEP-4381).
 Also the fields preemption reads from the objects that draopt's models keep raw: a pod's
 preemptionPolicy and status.startTime, a PodGroup's disruptionMode.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -30,14 +31,15 @@ _LATEST = datetime.max.replace(tzinfo=timezone.utc)
 @dataclass
 class Eviction:
     """One pod evicted by preemption: who evicted it, from where, and the condition Kubernetes writes."""
-    pod: str                  # namespace/name
+
+    pod: str  # namespace/name
     node: str
-    priority: int             # the victim's priority as preemption compares it (its PodGroup's, if any)
-    preemptor: str            # namespace/name of the pod, or of the PodGroup
-    preemptor_kind: str       # "pod" | "podgroup"
+    priority: int  # the victim's priority as preemption compares it (its PodGroup's, if any)
+    preemptor: str  # namespace/name of the pod, or of the PodGroup
+    preemptor_kind: str  # "pod" | "podgroup"
     preemptor_priority: int
     scheduler_name: str = "default-scheduler"
-    why: str = ""             # draopt's explanation: what the eviction makes room for
+    why: str = ""  # draopt's explanation: what the eviction makes room for
 
     @property
     def message(self) -> str:
@@ -46,8 +48,7 @@ class Eviction:
         return f"{self.scheduler_name}: preempting to accommodate a higher priority {self.preemptor_kind}"
 
     def condition(self) -> dict[str, str]:
-        return {"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
-                "message": self.message}
+        return {"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER, "message": self.message}
 
 
 def _extra(model: Any, name: str) -> Any:
@@ -115,8 +116,9 @@ class RunningPods:
     `changed(devices)`: called after every change (first-fit's caches; `devices`: the shared device
     state changed too)."""
 
-    def __init__(self, cluster, workload, book, scheduler, placed_user: Callable[[str], bool],
-                 changed: Callable[[bool], None]):
+    def __init__(
+        self, cluster, workload, book, scheduler, placed_user: Callable[[str], bool], changed: Callable[[bool], None]
+    ):
         self.cluster = cluster
         self.workload = workload
         self.book = book
@@ -164,8 +166,14 @@ class RunningPods:
         for use in pod.claims:
             users = self.users.get(use.key, set())
             users.discard(pod.key)
-            if users or use.key in self.external or use.key in self.book.freed or self.placed_user(use.key) \
-                    or use.key in self.book.allocations or self.workload.claims[use.key].status.allocation is None:
+            if (
+                users
+                or use.key in self.external
+                or use.key in self.book.freed
+                or self.placed_user(use.key)
+                or use.key in self.book.allocations
+                or self.workload.claims[use.key].status.allocation is None
+            ):
                 continue
             for did, admin, share, consumed in self._results(use.key):
                 self.cluster.allocated.remove_result(use.key, did, admin=admin, share=share, consumed=consumed)
@@ -189,8 +197,10 @@ class RunningPods:
                 continue
             for did, admin, share, consumed in self._results(use.key):
                 if not admin and not share and did in self.cluster.allocated.devices:
-                    raise RuntimeError(f"internal: device {'/'.join(did)} of {use.key} was given away while "
-                                       f"{pod.key} was evicted in a dry run")
+                    raise RuntimeError(
+                        f"internal: device {'/'.join(did)} of {use.key} was given away while "
+                        f"{pod.key} was evicted in a dry run"
+                    )
                 self.cluster.allocated.add_result(use.key, did, admin=admin, share=share, consumed=consumed)
             self.book.freed.discard(use.key)
             shared = shared or self._reached_elsewhere(use.key, pod.node_name)
@@ -218,7 +228,8 @@ class RunningPods:
             inv = self.cluster.inventory(self.cluster.by_name[node_name])
             got = self._elsewhere[key] = any(
                 (e := inv.by_id.get((r.driver, r.pool, r.device))) is None or e.slice.spec.node_name != node_name
-                for r in alloc.devices.results)
+                for r in alloc.devices.results
+            )
         return got
 
     def evict(self, pod, record: Eviction) -> None:
@@ -229,10 +240,13 @@ class RunningPods:
 
     def holds_devices(self, pod) -> bool:
         """Whether the pod holds devices another node can reach too (not node-local)."""
-        return any(self.workload.claims[u.key].status.allocation is not None and
-                   self._reached_elsewhere(u.key, pod.node_name) for u in pod.claims)
+        return any(
+            self.workload.claims[u.key].status.allocation is not None and self._reached_elsewhere(u.key, pod.node_name)
+            for u in pod.claims
+        )
 
 
 def _q(v: str):
     from draopt.kube.quantity import Quantity
+
     return Quantity.parse(v).value

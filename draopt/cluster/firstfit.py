@@ -11,6 +11,7 @@ gang policy) are placed pod by pod, as
 Kubernetes does; a gang that ends the queue with fewer than minCount pods placed gives back
 what it took (the Permit stage times out), and a second pass offers that room to the others.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, ru
 
 MAX_SUBREQUEST_SCORE = 8
 NO_FIT = "cannot allocate all claims"
-SHARED_FIT = "fit on shared devices"      # try_node's cache: the current pod's answer on shared devices
+SHARED_FIT = "fit on shared devices"  # try_node's cache: the current pod's answer on shared devices
 SEARCH_LIMIT = 100_000
 
 
@@ -44,7 +45,7 @@ class ClaimBook:
         self.allocations: dict[str, tuple[AllocationResult, str]] = {}
         self._signature: dict[str, str] = {}
         self._allocation_signature: dict[str, str] = {}
-        self.freed: set[str] = set()    # allocated in the input, deallocated after its last pod was evicted
+        self.freed: set[str] = set()  # allocated in the input, deallocated after its last pod was evicted
 
     def allocation(self, key: str) -> AllocationResult | None:
         got = self.allocations.get(key)
@@ -76,6 +77,7 @@ class ClaimBook:
                 out = dict(entry)
                 out["deviceClassName"] = ["class selectors", [x.to_k8s() for x in cls.spec.selectors]]
                 return out
+
             spec = json.loads(sig)
             for r in (spec.get("devices") or {}).get("requests") or []:
                 if "exactly" in r:
@@ -91,20 +93,23 @@ class ClaimBook:
         for r in result.devices.results:
             did = (r.driver, r.pool, r.device)
             consumed = {n: _q(v) for n, v in (r.consumed_capacity or {}).items()}
-            self.cluster.allocated.add_result(key, did, admin=bool(r.admin_access), share=bool(r.share_id),
-                                              consumed=consumed)
+            self.cluster.allocated.add_result(
+                key, did, admin=bool(r.admin_access), share=bool(r.share_id), consumed=consumed
+            )
 
     def release(self, key: str) -> None:
         result, node = self.allocations.pop(key)
         for r in result.devices.results:
             did = (r.driver, r.pool, r.device)
             consumed = {n: _q(v) for n, v in (r.consumed_capacity or {}).items()}
-            self.cluster.allocated.remove_result(key, did, admin=bool(r.admin_access), share=bool(r.share_id),
-                                                 consumed=consumed)
+            self.cluster.allocated.remove_result(
+                key, did, admin=bool(r.admin_access), share=bool(r.share_id), consumed=consumed
+            )
 
 
 def _q(v: str):
     from draopt.kube.quantity import Quantity
+
     return Quantity.parse(v).value
 
 
@@ -122,8 +127,9 @@ def _scheduling_constraints(pod) -> str:
     spec = pod.pod.spec
     if spec.affinity is None and not spec.tolerations:
         return ""
-    return json.dumps([spec.affinity.to_k8s() if spec.affinity else None, [t.to_k8s() for t in spec.tolerations]],
-                      sort_keys=True)
+    return json.dumps(
+        [spec.affinity.to_k8s() if spec.affinity else None, [t.to_k8s() for t in spec.tolerations]], sort_keys=True
+    )
 
 
 def _plus(a: dict, b: dict) -> dict:
@@ -140,8 +146,9 @@ def device_resources(cluster: Cluster, book: ClaimBook, pod, node: NodeState, ne
     return device_demand(cluster, book, pod, node, new, filtering=False)[0]
 
 
-def device_demand(cluster: Cluster, book: ClaimBook, pod, node: NodeState, new, *,
-                  filtering: bool = True) -> tuple[dict, str | None]:
+def device_demand(
+    cluster: Cluster, book: ClaimBook, pod, node: NodeState, new, *, filtering: bool = True
+) -> tuple[dict, str | None]:
     """(device_resources, None), or ({}, why the pod cannot run with these devices at all:
     a mapped claim another pod holds, or pod-level requests below what the devices map).
     Not `filtering` (accounting for a placed pod): never a reason, and the devices' amounts
@@ -150,13 +157,15 @@ def device_demand(cluster: Cluster, book: ClaimBook, pod, node: NodeState, new, 
         return {}, None
     from draopt.kube.node_allocatable import has_mapping, node_allocatable_demand, pod_level_footprint
     from draopt.kube.workload import containers_referencing
+
     out: dict = {}
     by_claim = {}
     if new is not None:
         problem, chosen = new
         for claim, picks in zip(problem.claims, chosen):
-            by_claim[claim.key] = [(c.device.device, {n: q.value for n, q in (c.consumed or {}).items()} or None, True)
-                                   for c in picks]
+            by_claim[claim.key] = [
+                (c.device.device, {n: q.value for n, q in (c.consumed or {}).items()} or None, True) for c in picks
+            ]
     inv = cluster.inventory(node)
     for use in pod.claims:
         if use.key not in by_claim:
@@ -172,8 +181,10 @@ def device_demand(cluster: Cluster, book: ClaimBook, pod, node: NodeState, new, 
             by_claim[use.key] = devs
             if filtering and _held_by_another_pod(book, use.key, pod) and any(has_mapping(d) for d, _, _ in devs):
                 # validateNodeAllocatableDRAClaimSharing (DynamicResources, 1.36)
-                return {}, (f"node allocatable resource claim {book.claims[use.key].name} has a mapped device "
-                            f"and cannot be shared across pods")
+                return {}, (
+                    f"node allocatable resource claim {book.claims[use.key].name} has a mapped device "
+                    f"and cannot be shared across pods"
+                )
         n_containers = containers_referencing(pod.pod, use.name)
         for device, consumed, mapped in by_claim[use.key]:
             if device.node_allocatable_resources:
@@ -211,8 +222,11 @@ def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str 
         return f"Insufficient {short}"
     for use in pod.claims:
         alloc = book.allocation(use.key)
-        if alloc is not None and alloc.node_selector is not None and \
-                not node_selector_matches(alloc.node_selector, node.node):
+        if (
+            alloc is not None
+            and alloc.node_selector is not None
+            and not node_selector_matches(alloc.node_selector, node.node)
+        ):
             return "node(s) did not match the allocation of a resource claim"
     return None
 
@@ -231,8 +245,7 @@ def filter_reason(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> st
     return try_node(cluster, book, pod, node, {}, None)[0]
 
 
-def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict,
-             share_id) -> tuple[str | None, Any]:
+def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict, share_id) -> tuple[str | None, Any]:
     """Filter one node for one pod. Returns (None, (problem, chosen, selected, score)) when the
     pod fits, else (reason, None)."""
     # node_filter and pending_claims in one pass over the pod's claims (this runs for every node
@@ -261,8 +274,12 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         # This pod was just found to fit on a node sharing this node's devices, and nothing was
         # allocated since: the same devices (the answer names no node; see _reuse).
         got = cache.get(SHARED_FIT)
-        if got is not None and got[0] is pod and got[1] == cluster.allocated.version and \
-                got[2] is cluster.inventory(node).memo:
+        if (
+            got is not None
+            and got[0] is pod
+            and got[1] == cluster.allocated.version
+            and got[2] is cluster.inventory(node).memo
+        ):
             return None, got[3]
     known = book._signature
     sig = (tuple([known.get(k) or book.signature(k) for k in todo]), node.name)
@@ -283,7 +300,7 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         group = ("shared", alike, id(inventory.memo)) + sig[2:]
         hit = cache.get(("full",) + own[1:])
         if hit is not None and hit[0] == node.version:
-            return NO_FIT, None      # alike claims found no devices here, and nothing changed since
+            return NO_FIT, None  # alike claims found no devices here, and nothing changed since
         for key, version in ((own, node.version), (group, cluster.allocated.version)):
             hit = cache.get(key)
             if hit is not None and hit[0] == version:
@@ -291,10 +308,17 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
                 if got is not None:
                     return got
     try:
-        problem = prepare([book.claims[k] for k in todo], inventory, cluster.classes, cluster.features,
-                          cluster.cel_env, cluster.expr_cache)
-        ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=SEARCH_LIMIT,
-                                 shape=sig[0] if cluster.incremental else None)
+        problem = prepare(
+            [book.claims[k] for k in todo],
+            inventory,
+            cluster.classes,
+            cluster.features,
+            cluster.cel_env,
+            cluster.expr_cache,
+        )
+        ref = ReferenceAllocator(
+            problem, kubernetes_defects=True, node_limit=SEARCH_LIMIT, shape=sig[0] if cluster.incremental else None
+        )
         chosen = ref.allocate()
     except AllocationError as e:
         answer = (f"resource claim error: {e}", None)
@@ -326,8 +350,18 @@ def _names_no_node(chosen) -> bool:
     return not any(c.device.slice.spec.node_name or c.device.device.binds_to_node for cl in chosen for c in cl)
 
 
-def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[str], fit, specs: tuple,
-           cache: dict, sig, inventory) -> tuple[str | None, Any] | None:
+def _reuse(
+    cluster: Cluster,
+    book: ClaimBook,
+    pod,
+    node: NodeState,
+    todo: list[str],
+    fit,
+    specs: tuple,
+    cache: dict,
+    sig,
+    inventory,
+) -> tuple[str | None, Any] | None:
     """A cached successful allocation (found for claims with the specs `specs`, maybe on another
     node sharing this node's devices) for this pod on this node, with the checks a fresh search
     makes after the allocator; None if it does not apply after all (then search)."""
@@ -346,8 +380,12 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
             if got is None or got[0] is not problem:
                 got = mine[id(problem)] = (problem, _rebind(problem, claims))
                 if not cluster.features.node_allocatable_resources:
-                    cache[SHARED_FIT] = (pod, cluster.allocated.version, inventory.memo,
-                                         (got[1], chosen, selected, score))
+                    cache[SHARED_FIT] = (
+                        pod,
+                        cluster.allocated.version,
+                        inventory.memo,
+                        (got[1], chosen, selected, score),
+                    )
             problem = got[1]
         else:
             problem = _rebind(problem, claims, inventory)
@@ -363,8 +401,9 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
                 fresh = None if lists_devices else _rebind(fresh, claims, inventory)
         if fresh is None:
             try:
-                fresh = prepare(claims, inventory, cluster.classes, cluster.features, cluster.cel_env,
-                                cluster.expr_cache)
+                fresh = prepare(
+                    claims, inventory, cluster.classes, cluster.features, cluster.cel_env, cluster.expr_cache
+                )
             except AllocationError:
                 return None
             by_key = {r.key: r for c in fresh.claims for g in c.requests for r in g.alternatives}
@@ -373,7 +412,7 @@ def _reuse(cluster: Cluster, book: ClaimBook, pod, node: NodeState, todo: list[s
         problem = fresh
     reason = _devices_short(node, pod, *device_demand(cluster, book, pod, node, (problem, chosen)))
     if reason is not None:
-        cache[sig] = (node.version, (_generic(reason, todo), None))   # as a fresh search would
+        cache[sig] = (node.version, (_generic(reason, todo), None))  # as a fresh search would
         return reason, None
     return None, (problem, chosen, selected, score)
 
@@ -408,14 +447,21 @@ def _specific(text: str, keys: list[str]) -> str:
     return text
 
 
-EXPLAIN_NODES = 5       # nodes a failed pod's device-side explanation covers
+EXPLAIN_NODES = 5  # nodes a failed pod's device-side explanation covers
 
 # (cluster, book, pod, the reasons the pod failed with) -> the explanation's text
 FailureExplainer = Callable[[Cluster, "ClaimBook", Any, list], str]
 
 
-def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: FailureExplainer | None = None,
-             scheduler=None, preemption=None) -> PlacementResult:
+def simulate(
+    cluster: Cluster,
+    workload,
+    *,
+    share_id=None,
+    explain_failures: FailureExplainer | None = None,
+    scheduler=None,
+    preemption=None,
+) -> PlacementResult:
     """Place workload.pending in queue order; returns what Kubernetes would do.
 
     `explain_failures(cluster, book, pod, reasons)`: the device-side explanation of a pod that
@@ -430,6 +476,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
     PostFilter that evicts lower-priority running pods for a pod, or for a PodGroup once its
     last pod was tried, that fits nowhere; None: no preemption."""
     from draopt.dra.decode import decode, deterministic_share_id
+
     share_id = share_id or deterministic_share_id
     t0 = time.perf_counter()
     book = ClaimBook(cluster, workload.claims)
@@ -444,18 +491,22 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         """Pods of one kind fail on the same nodes; None when the pod uses an allocated claim."""
         if any(book.allocation(u.key) is not None for u in pod.claims):
             return None
-        return (tuple(book.signature(u.key) for u in pod.claims), tuple(sorted(pod.resources.items())),
-                tuple(sorted(pod.node_selector.items())), _scheduling_constraints(pod))
+        return (
+            tuple(book.signature(u.key) for u in pod.claims),
+            tuple(sorted(pod.resources.items())),
+            tuple(sorted(pod.node_selector.items())),
+            _scheduling_constraints(pod),
+        )
 
     # While nodes only fill up, a node that rejected a kind of pod rejects it again: each kind
     # remembers the first node still worth trying (reset whenever something is released).
     first_open: dict = {}
     skipped_reasons: dict = {}
-    taken: dict = {}   # pod -> node resources it holds (requests plus device-derived)
-    shared_of: set = set()      # placed pods whose devices other nodes reach too
-    group_domain: dict[str, frozenset] = {}    # PodGroup -> the nodes of the placement it was bound to
+    taken: dict = {}  # pod -> node resources it holds (requests plus device-derived)
+    shared_of: set = set()  # placed pods whose devices other nodes reach too
+    group_domain: dict[str, frozenset] = {}  # PodGroup -> the nodes of the placement it was bound to
     indexes_of: dict[frozenset, list[int]] = {}
-    users_of: dict[str, list[str]] = {}        # claim -> pending pods using it (retract's heirs)
+    users_of: dict[str, list[str]] = {}  # claim -> pending pods using it (retract's heirs)
 
     def placement_indexes(allowed: frozenset) -> list[int]:
         got = indexes_of.get(allowed)
@@ -478,16 +529,28 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         if only is not None:
             start = len(cluster.nodes)
         elif scheduler is not None:
-            if allowed is not None:     # a pod group's placement: its nodes only
-                found = scheduler.select_within(pod, placement_indexes(allowed),
-                                                lambda node: try_node(cluster, book, pod, node, cache, share_id), pl)
+            if allowed is not None:  # a pod group's placement: its nodes only
+                found = scheduler.select_within(
+                    pod,
+                    placement_indexes(allowed),
+                    lambda node: try_node(cluster, book, pod, node, cache, share_id),
+                    pl,
+                )
             else:
-                found = scheduler.select(pod, lambda node: try_node(cluster, book, pod, node, cache, share_id), pl,
-                                         sig, first_open, skipped_reasons, _generic, _specific)
+                found = scheduler.select(
+                    pod,
+                    lambda node: try_node(cluster, book, pod, node, cache, share_id),
+                    pl,
+                    sig,
+                    first_open,
+                    skipped_reasons,
+                    _generic,
+                    _specific,
+                )
             if found is not None:
                 node, (problem, chosen, selected, score) = found
                 best = (node, score, problem, chosen, selected)
-            start = len(cluster.nodes)      # the loop below is draopt's own node choice
+            start = len(cluster.nodes)  # the loop below is draopt's own node choice
         elif start:
             pl.reasons.update({_specific(r, keys): n for r, n in skipped_reasons[sig].items()})
         contiguous = True
@@ -511,7 +574,8 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
             problem, chosen, selected, score = fit
             if max_score is None:
                 max_score = MAX_SUBREQUEST_SCORE * sum(
-                    1 for c in (problem.claims if problem else []) for g in c.requests if g.has_subrequests)
+                    1 for c in (problem.claims if problem else []) for g in c.requests if g.has_subrequests
+                )
             if best is None or score > best[1]:
                 best = (node, score, problem, chosen, selected)
             if score >= max_score:
@@ -519,7 +583,9 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         if best is None:
             if not cluster.nodes:
                 pl.reasons["no Node objects in the input"] += 1
-            if explain_failures is not None and any(r.startswith(("cannot allocate", "resource claim error")) for r in pl.reasons):
+            if explain_failures is not None and any(
+                r.startswith(("cannot allocate", "resource claim error")) for r in pl.reasons
+            ):
                 # Explain the device side now, in the state that made it fail; once per kind of
                 # pod (same claims), which keeps large simulations fast.
                 sig = tuple(book.signature(u.key) for u in pod.claims)
@@ -527,8 +593,11 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
                     explained[sig] = (pod.key, _generic(explain_failures(cluster, book, pod, list(pl.reasons)), keys))
                 first, text = explained[sig]
                 text = _specific(text, keys)
-                pl.explanation = text if first == pod.key or not text else \
-                    f"(as for {first}, the first pod like it that failed)\n{text}"
+                pl.explanation = (
+                    text
+                    if first == pod.key or not text
+                    else f"(as for {first}, the first pod like it that failed)\n{text}"
+                )
             return pl
         node, score, problem, chosen, selected = best
         pl.node, pl.prioritized_score = node.name, score
@@ -541,8 +610,12 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
                 book.commit(claim.key, result, node.name)
             # Devices other nodes can reach too (allNodes, node selectors) change their answers.
             touched_shared = any(c.device.slice.spec.node_name != node.name for cl in chosen for c in cl)
-        taken[pod.key] = _plus(pod.resources, device_resources(cluster, book, pod, node, (problem, chosen))
-                               if problem is not None else device_resources(cluster, book, pod, node, None))
+        taken[pod.key] = _plus(
+            pod.resources,
+            device_resources(cluster, book, pod, node, (problem, chosen))
+            if problem is not None
+            else device_resources(cluster, book, pod, node, None),
+        )
         node.take(taken[pod.key])
         if scheduler is not None:
             scheduler.placed(pod, node, taken[pod.key])
@@ -557,7 +630,7 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
             cluster.bump_all()
         first_open.clear()
         skipped_reasons.clear()
-        explained.clear()          # explanations of earlier failures describe the state before
+        explained.clear()  # explanations of earlier failures describe the state before
 
     def retract(pl: PodPlacement) -> None:
         """Take a placed pod back, exactly (a pod-group cycle's trial of one placement)."""
@@ -568,8 +641,10 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
                 for u in d.claims:
                     users_of.setdefault(u.key, []).append(d.key)
         for key, result in pl.new_claims.items():
-            heir = next((by_pod[u] for u in users_of.get(key, ()) if u in by_pod and by_pod[u] is not pl and
-                         by_pod[u].placed), None)
+            heir = next(
+                (by_pod[u] for u in users_of.get(key, ()) if u in by_pod and by_pod[u] is not pl and by_pod[u].placed),
+                None,
+            )
             if heir is not None:
                 heir.new_claims[key] = result
             else:
@@ -591,8 +666,14 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         for key, result in pl.new_claims.items():
             # A claim that another placed pod uses stays allocated (its reservation remains);
             # that pod now holds the allocation.
-            heir = next((other for other in by_pod.values() if other is not pl and other.placed and
-                         any(u.key == key for u in demand_of[other.pod].claims)), None)
+            heir = next(
+                (
+                    other
+                    for other in by_pod.values()
+                    if other is not pl and other.placed and any(u.key == key for u in demand_of[other.pod].claims)
+                ),
+                None,
+            )
             if heir is not None:
                 heir.new_claims[key] = result
             else:
@@ -605,27 +686,42 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
         skipped_reasons.clear()
         pl.node, pl.new_claims = None, {}
         pl.reasons = Counter({"pod group could not be placed whole (minCount not reached)": len(cluster.nodes)})
-        pl.explanation = (f"placed on {pl_node} first, then released: its PodGroup {pod.group} did not reach minCount "
-                          f"{workload.groups[pod.group].min_count}")
+        pl.explanation = (
+            f"placed on {pl_node} first, then released: its PodGroup {pod.group} did not reach minCount "
+            f"{workload.groups[pod.group].min_count}"
+        )
 
-    preempting = preemption.start(cluster, workload, book, scheduler, place, unplace, by_pod, _changed) \
-        if preemption is not None else None
-    cycles = GroupCycle(workload, cluster, lambda pod, allowed: place(pod, allowed=allowed), retract, set(demand_of),
-                        lambda key: book.allocation(key) is not None) if needs_group_cycles(workload) else None
-    cycle_failed: set[str] = set()      # groups a pod-group cycle left unscheduled (not tried again)
+    preempting = (
+        preemption.start(cluster, workload, book, scheduler, place, unplace, by_pod, _changed)
+        if preemption is not None
+        else None
+    )
+    cycles = (
+        GroupCycle(
+            workload,
+            cluster,
+            lambda pod, allowed: place(pod, allowed=allowed),
+            retract,
+            set(demand_of),
+            lambda key: book.allocation(key) is not None,
+        )
+        if needs_group_cycles(workload)
+        else None
+    )
+    cycle_failed: set[str] = set()  # groups a pod-group cycle left unscheduled (not tried again)
     for pod in workload.pending:
         root = cycles.root_of(pod.group) if cycles is not None else None
         if root is not None:
-            if pod.key not in by_pod:       # the root's first pod in queue order starts its cycle
+            if pod.key not in by_pod:  # the root's first pod in queue order starts its cycle
                 by_pod.update(run_group_cycle(cycles, root, group_domain, cycle_failed, len(cluster.nodes)))
             continue
         by_pod[pod.key] = place(pod)
         if preempting is not None:
-            preempting.after(pod)      # PostFilter: the pod, or its PodGroup once its last pod was tried
+            preempting.after(pod)  # PostFilter: the pod, or its PodGroup once its last pod was tried
     # Gangs short of minCount release what they hold; then the others get a second chance.
     failed_gangs = set()
     for key, gang in workload.groups.items():
-        if gang.policy != "gang" or key in group_domain:   # (a cycle bound it: its running pods count)
+        if gang.policy != "gang" or key in group_domain:  # (a cycle bound it: its running pods count)
             continue
         placed = [by_pod[p] for p in gang.pods if p in by_pod and by_pod[p].placed]
         if len(placed) < gang.min_count:
@@ -639,11 +735,14 @@ def simulate(cluster: Cluster, workload, *, share_id=None, explain_failures: Fai
             if not pl.placed and pod.group not in failed_gangs:
                 by_pod[pod.key] = place(pod)
                 if not by_pod[pod.key].placed:
-                    by_pod[pod.key].preemption = pl.preemption    # what preemption said stays said
+                    by_pod[pod.key].preemption = pl.preemption  # what preemption said stays said
     elapsed = time.perf_counter() - t0
     pods = [by_pod[p.key] for p in workload.pending]
-    stats = {"solve_s": round(elapsed, 3), "pods_per_s": round(len(pods) / elapsed, 1) if elapsed else None,
-             "scheduler": scheduler.config.source if scheduler is not None else "builtin:name-order"}
+    stats = {
+        "solve_s": round(elapsed, 3),
+        "pods_per_s": round(len(pods) / elapsed, 1) if elapsed else None,
+        "scheduler": scheduler.config.source if scheduler is not None else "builtin:name-order",
+    }
     result = PlacementResult("first-fit", pods, dict(book.allocations), stats)
     if preempting is not None:
         preempting.finish(result)

@@ -34,6 +34,7 @@ tree.
   stops once that is out of reach), a basic one at least one; children that fail hold nothing.
 * The root needs at least one pod newly placed ("no pods were schedulable").
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -47,7 +48,7 @@ from draopt.cluster.result import PodPlacement
 OUTSIDE = "node(s) outside the pod group's placement"
 PLACEMENT_SCORE_WEIGHTS = {"PodGroupPodsCount": 1, "PlacementBinPacking": 1}
 MAX_SCORE = 100
-EXPLAIN_DOMAINS = 8          # domains a failed group's explanation lists one by one
+EXPLAIN_DOMAINS = 8  # domains a failed group's explanation lists one by one
 
 # (pod demand, allowed node names) -> its placement (committed when placed)
 PlaceFn = Callable[[Any, frozenset], PodPlacement]
@@ -95,8 +96,8 @@ def chain_of(workload, group: str) -> list[tuple[str, str]]:
 
 @dataclass
 class Placement:
-    name: str              # the topology label's value; "" and `parent` for the parent placement
-    nodes: list[Any]       # NodeState, in the cluster's order
+    name: str  # the topology label's value; "" and `parent` for the parent placement
+    nodes: list[Any]  # NodeState, in the cluster's order
     parent: bool = False
 
 
@@ -151,15 +152,16 @@ def bin_packing_score(nodes: list, extra_resources: set[str]) -> int:
 @dataclass
 class Outcome:
     """One evaluation of a group (or composite) in a set of nodes."""
+
     ok: bool
-    placed: list[PodPlacement] = field(default_factory=list)     # committed, in placing order
+    placed: list[PodPlacement] = field(default_factory=list)  # committed, in placing order
     failed: dict[str, PodPlacement] = field(default_factory=dict)  # pods evaluated, not placed
     reason: str = ""
-    lines: list[str] = field(default_factory=list)               # the explanation (per domain)
+    lines: list[str] = field(default_factory=list)  # the explanation (per domain)
     domains: dict[str, frozenset] = field(default_factory=dict)  # leaf group -> nodes it was placed in
-    new: int = 0                                                 # pods newly placed
-    assignment: list[tuple[str, str]] = field(default_factory=list)   # (pod, node) once reverted
-    shortfall: dict[str, str] = field(default_factory=dict)      # failed pod -> its device shortfall
+    new: int = 0  # pods newly placed
+    assignment: list[tuple[str, str]] = field(default_factory=list)  # (pod, node) once reverted
+    shortfall: dict[str, str] = field(default_factory=dict)  # failed pod -> its device shortfall
 
 
 class GroupCycle:
@@ -167,8 +169,15 @@ class GroupCycle:
     own (draopt.cluster.firstfit.simulate): the pod's filters and scores restricted to `allowed`,
     and its exact undo."""
 
-    def __init__(self, workload, cluster, place: PlaceFn, retract: RetractFn, pending: set[str],
-                 claim_allocated: Callable[[str], bool] = lambda key: False):
+    def __init__(
+        self,
+        workload,
+        cluster,
+        place: PlaceFn,
+        retract: RetractFn,
+        pending: set[str],
+        claim_allocated: Callable[[str], bool] = lambda key: False,
+    ):
         self.w = workload
         self.cluster = cluster
         self.place = place
@@ -215,7 +224,7 @@ class GroupCycle:
             return Outcome(False, reason=error, lines=[f"{what}: {error}"])
         if not placements:
             if pinned:
-                why = (f"the domain of its running pods ({obj.topology_key}) is outside the parent placement")
+                why = f"the domain of its running pods ({obj.topology_key}) is outside the parent placement"
             else:
                 why = f"no node carries the topology label {obj.topology_key!r}: no feasible placements found"
             return Outcome(False, reason=why, lines=[f"{what}: {why}"])
@@ -254,8 +263,10 @@ class GroupCycle:
         best = feasible[0]
         if len(feasible) > 1:
             counts = pods_count_scores([f[2] for f in feasible]) or [0] * len(feasible)
-            totals = [PLACEMENT_SCORE_WEIGHTS["PodGroupPodsCount"] * c +
-                      PLACEMENT_SCORE_WEIGHTS["PlacementBinPacking"] * f[3] for c, f in zip(counts, feasible)]
+            totals = [
+                PLACEMENT_SCORE_WEIGHTS["PodGroupPodsCount"] * c + PLACEMENT_SCORE_WEIGHTS["PlacementBinPacking"] * f[3]
+                for c, f in zip(counts, feasible)
+            ]
             best = feasible[max(range(len(feasible)), key=lambda i: (totals[i], -i))]
         placement, trial = best[0], best[1]
         return self._assume(trial, placement, entity)
@@ -267,7 +278,7 @@ class GroupCycle:
             again = self.place(self.w.pod(pod), frozenset((node,)))
             if again.placed:
                 out.placed.append(again)
-            else:   # cannot happen: the same state as in the trial
+            else:  # cannot happen: the same state as in the trial
                 raise RuntimeError(f"internal: {pod} fitted {node} in its placement's trial, not now")
         return out
 
@@ -327,19 +338,25 @@ class GroupCycle:
         label = f"{name}" if gang.parent is None else f"{group} in {name}"
         running = f", {len(self._running(group))} running" if self._running(group) else ""
         if room is not None:
-            summary = (f"{label}: at most {room} of {len(pods)} pending pods fit, by its nodes' free resources and "
-                       f"devices (minCount {need}{running}; not tried pod by pod)")
+            summary = (
+                f"{label}: at most {room} of {len(pods)} pending pods fit, by its nodes' free resources and "
+                f"devices (minCount {need}{running}; not tried pod by pod)"
+            )
         else:
             summary = f"{label}: {out.new} of {len(pods)} pending pods fit" + (
-                f" (minCount {need}{running})" if gang.policy == "gang" else "")
+                f" (minCount {need}{running})" if gang.policy == "gang" else ""
+            )
         if stopped:
             summary += f"; stopped: {stopped}"
         out.lines = [summary] + self._failed_lines(out.failed, out.shortfall, len(placement.nodes))
         if room is not None and out.shortfall:
             out.lines.extend(f"    {text}" for text in out.shortfall.values())
         if not out.ok:
-            out.reason = (f"not enough capacity for the gang: {summary}" if gang.policy == "gang"
-                          else f"no pod of the group fits: {summary}")
+            out.reason = (
+                f"not enough capacity for the gang: {summary}"
+                if gang.policy == "gang"
+                else f"no pod of the group fits: {summary}"
+            )
             self._revert(out)
         return out
 
@@ -353,8 +370,10 @@ class GroupCycle:
             by_reason.setdefault((text, shortfall.get(pl.pod, "")), []).append(pl)
         lines = []
         for (text, short), pls in by_reason.items():
-            lines.append(f"  {len(pls)} pod(s) do not fit ({', '.join(pl.pod for pl in pls[:3])}"
-                         f"{', ...' if len(pls) > 3 else ''}): {text}")
+            lines.append(
+                f"  {len(pls)} pod(s) do not fit ({', '.join(pl.pod for pl in pls[:3])}"
+                f"{', ...' if len(pls) > 3 else ''}): {text}"
+            )
             if short:
                 lines.append(f"    {short}")
         return lines
@@ -402,15 +421,22 @@ class GroupCycle:
         out: dict[tuple, int] = {}
         for use in pod.claims:
             claim = self.w.claims.get(use.key)
-            if claim is None or claim.status.allocation is not None or self.claim_allocated(use.key) or \
-                    use.for_group is not None or use.key in self._shared_claims():
+            if (
+                claim is None
+                or claim.status.allocation is not None
+                or self.claim_allocated(use.key)
+                or use.for_group is not None
+                or use.key in self._shared_claims()
+            ):
                 continue
             for request in claim.spec.devices.requests:
                 exact = request.exactly
                 if exact is None or (exact.allocation_mode or "ExactCount") != "ExactCount" or exact.admin_access:
                     continue
-                key = (exact.device_class_name,
-                       tuple(sel.cel.expression for sel in (exact.selectors or []) if sel.cel is not None))
+                key = (
+                    exact.device_class_name,
+                    tuple(sel.cel.expression for sel in (exact.selectors or []) if sel.cel is not None),
+                )
                 out[key] = out.get(key, 0) + (exact.count or 1)
         return out
 
@@ -443,8 +469,10 @@ class GroupCycle:
                 own = [sel.cel.expression for sel in (exact.selectors or []) if sel.cel is not None]
                 best = max((self._free_devices(node, exact.device_class_name, own) or 0 for node in nodes), default=0)
                 if best < count:
-                    parts.append(f"request {request.name} of {use.key} needs {count} device(s) of class "
-                                 f"{exact.device_class_name} on one node, best node has {best} free")
+                    parts.append(
+                        f"request {request.name} of {use.key} needs {count} device(s) of class "
+                        f"{exact.device_class_name} on one node, best node has {best} free"
+                    )
         return "; ".join(parts)
 
     def _free_devices(self, node, class_name: str, own: list[str], exact: bool = False) -> int | None:
@@ -460,14 +488,15 @@ class GroupCycle:
         got = memo.get(key)
         if got is None or got[0] is not inv:
             cls = self.cluster.classes.get(class_name)
-            exprs = [sel.cel.expression for sel in (cls.spec.selectors if cls is not None else [])
-                     if sel.cel is not None] + list(own)
+            exprs = [
+                sel.cel.expression for sel in (cls.spec.selectors if cls is not None else []) if sel.cel is not None
+            ] + list(own)
             chosen = []
             for entry in inv.devices:
                 try:
                     if all(self.cluster.cel_env.compile(e).matches(entry.cel) for e in exprs):
                         chosen.append(entry.id)
-                except Exception:      # a selector that errors on this device: counted when bounding
+                except Exception:  # a selector that errors on this device: counted when bounding
                     if exact:
                         chosen.append(entry.id)
             got = memo[key] = (inv, chosen)
@@ -499,10 +528,12 @@ class GroupCycle:
                     break
         out.ok = scheduled >= need
         out.lines[0] += f" {scheduled} of {len(children)} child groups scheduled" + (
-            f" (minGroupCount {need})" if comp.policy == "gang" else "")
+            f" (minGroupCount {need})" if comp.policy == "gang" else ""
+        )
         if not out.ok:
-            out.reason = f"CompositePodGroup {key}: {scheduled} of {len(children)} child groups scheduled, " \
-                         f"{need} needed"
+            out.reason = (
+                f"CompositePodGroup {key}: {scheduled} of {len(children)} child groups scheduled, {need} needed"
+            )
             self._revert(out)
         return out
 
@@ -511,11 +542,13 @@ def needs_group_cycles(workload) -> bool:
     """Some group is placed by a pod-group cycle with placements (a topology constraint, or a
     CompositePodGroup tree)."""
     return bool(getattr(workload, "composites", None)) or any(
-        g.topology_key is not None for g in workload.groups.values())
+        g.topology_key is not None for g in workload.groups.values()
+    )
 
 
-def run_group_cycle(cycles: GroupCycle, root: tuple[str, str], group_domain: dict[str, frozenset],
-                    failed_groups: set[str], n_nodes: int) -> dict[str, PodPlacement]:
+def run_group_cycle(
+    cycles: GroupCycle, root: tuple[str, str], group_domain: dict[str, frozenset], failed_groups: set[str], n_nodes: int
+) -> dict[str, PodPlacement]:
     """One root's cycle, as first-fit records it: every pending pod of its leaves gets its
     placement; a leaf that was scheduled is bound to its placement's nodes (`group_domain`: its
     pods that did not fit are tried there again later), one that was not joins `failed_groups`
@@ -553,6 +586,19 @@ def _entity(child: tuple[str, str]) -> tuple[str, str]:
     return ("pg" if child[0] == "PodGroup" else "cpg", child[1])
 
 
-__all__ = ["GroupCycle", "Outcome", "needs_group_cycles", "run_group_cycle", "cycle_root", "chain_of",
-           "running_pods", "Placement", "OUTSIDE", "generate_placements", "pods_count_scores",
-           "bin_packing_score", "percentage_of_placements_to_score", "placements_to_find"]
+__all__ = [
+    "GroupCycle",
+    "Outcome",
+    "needs_group_cycles",
+    "run_group_cycle",
+    "cycle_root",
+    "chain_of",
+    "running_pods",
+    "Placement",
+    "OUTSIDE",
+    "generate_placements",
+    "pods_count_scores",
+    "bin_packing_score",
+    "percentage_of_placements_to_score",
+    "placements_to_find",
+]

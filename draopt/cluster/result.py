@@ -1,4 +1,5 @@
 """What a placement policy returns, and how it is printed."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -10,16 +11,16 @@ from draopt.kube.models import AllocationResult
 
 @dataclass
 class PodPlacement:
-    pod: str                                   # namespace/name
-    node: str | None                           # None: not placed
+    pod: str  # namespace/name
+    node: str | None  # None: not placed
     priority: int = 0
     group: str | None = None
-    new_claims: dict[str, AllocationResult] = field(default_factory=dict)   # claims this pod allocated
-    reasons: Counter = field(default_factory=Counter)                       # why nodes were rejected
+    new_claims: dict[str, AllocationResult] = field(default_factory=dict)  # claims this pod allocated
+    reasons: Counter = field(default_factory=Counter)  # why nodes were rejected
     prioritized_score: int = 0
-    explanation: str = ""                                                   # device-level, when it failed
-    nominated_node: str | None = None      # set by preemption: the node its victims were evicted from
-    preemption: str = ""                   # why preemption did or did not help (PostFilter's message)
+    explanation: str = ""  # device-level, when it failed
+    nominated_node: str | None = None  # set by preemption: the node its victims were evicted from
+    preemption: str = ""  # why preemption did or did not help (PostFilter's message)
 
     @property
     def placed(self) -> bool:
@@ -36,7 +37,7 @@ class PodPlacement:
 class PlacementResult:
     policy: str
     pods: list[PodPlacement]
-    claims: dict[str, tuple[AllocationResult, str]]       # claim key -> (allocation, node)
+    claims: dict[str, tuple[AllocationResult, str]]  # claim key -> (allocation, node)
     stats: dict[str, Any] = field(default_factory=dict)
     # Running pods preemption evicted (draopt.cluster.evictions.Eviction), and the claims that were
     # deallocated because their last pod was evicted.
@@ -56,9 +57,14 @@ class PlacementResult:
         return len({p.node for p in self.pods if p.placed})
 
     def summary(self) -> dict[str, Any]:
-        out = {"policy": self.policy, "pods": len(self.pods), "placed": len(self.placed_pods()),
-               "weighted_placed": self.weighted_placed(), "devices_used": self.devices_used(),
-               "nodes_used": self.nodes_used()}
+        out = {
+            "policy": self.policy,
+            "pods": len(self.pods),
+            "placed": len(self.placed_pods()),
+            "weighted_placed": self.weighted_placed(),
+            "devices_used": self.devices_used(),
+            "nodes_used": self.nodes_used(),
+        }
         if self.evictions:
             out["evicted"] = len(self.evictions)
         out.update(self.stats)

@@ -4,6 +4,7 @@ one shared allocated-device state, and node resources in use.
 Devices of pools that several nodes can reach (allNodes, node selectors) appear in each of
 those nodes' inventories under the same DeviceID, so one allocation is seen everywhere.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,8 +12,14 @@ from fractions import Fraction
 from typing import Any
 
 from draopt.kube.features import Features
-from draopt.dra.inventory import (AllocatedState, Inventory, allocated_state, build_inventory, shared_slices_key,
-                         slices_by_node)
+from draopt.dra.inventory import (
+    AllocatedState,
+    Inventory,
+    allocated_state,
+    build_inventory,
+    shared_slices_key,
+    slices_by_node,
+)
 from draopt.kube.loader import ObjectSet
 from draopt.kube.models import Node, ResourceClaim
 from draopt.kube.models.core import Taint
@@ -39,7 +46,7 @@ class NodeState:
     index: int
     allocatable: dict[str, Fraction]
     used: dict[str, Fraction] = field(default_factory=dict)
-    version: int = 0               # bumped whenever something on the node changes
+    version: int = 0  # bumped whenever something on the node changes
     # allocatable - used, per published resource, for the `used` dict and take() count it was
     # computed from (a copy of the node with its own `used` recomputes it).
     _free: tuple | None = field(default=None, repr=False, compare=False)
@@ -47,7 +54,7 @@ class NodeState:
     name: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
-        self.name = self.node.name     # read on every filter: a plain attribute
+        self.name = self.node.name  # read on every filter: a plain attribute
 
     def fits(self, demand: dict[str, Fraction]) -> str | None:
         """None if the demand fits next to what is used, else the first resource that does not.
@@ -58,7 +65,7 @@ class NodeState:
             free = {}
             for r, cap in self.allocatable.items():
                 f = cap - used[r] if r in used else cap
-                free[r] = (f.numerator, f.denominator)    # integers compare much faster than Fractions
+                free[r] = (f.numerator, f.denominator)  # integers compare much faster than Fractions
             self._free = cached = (used, self._takes, free)
         free = cached[2]
         for r, v in demand.items():
@@ -67,9 +74,9 @@ class NodeState:
             f = free.get(r)
             if f is None:
                 if r in _BASIC or r.startswith("hugepages-"):
-                    continue   # nodes without status.allocatable are not limited (simulation input)
+                    continue  # nodes without status.allocatable are not limited (simulation input)
                 return r
-            if v.numerator * f[1] > f[0] * v.denominator:      # v > free (denominators are positive)
+            if v.numerator * f[1] > f[0] * v.denominator:  # v > free (denominators are positive)
                 return r
         return None
 
@@ -99,8 +106,11 @@ class Cluster:
         twice = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
         if twice:
             from draopt.errors import InputError
+
             raise InputError(f"Node {twice[0]}: given twice (field metadata.name): one object per name")
-        self.nodes = [NodeState(n, i, _allocatable(n)) for i, n in enumerate(sorted(objects.nodes, key=lambda n: n.name))]
+        self.nodes = [
+            NodeState(n, i, _allocatable(n)) for i, n in enumerate(sorted(objects.nodes, key=lambda n: n.name))
+        ]
         self.by_name = {n.name: n for n in self.nodes}
         self.allocated: AllocatedState = allocated_state(allocated_claims, features)
         self.expr_cache: dict = {}
@@ -117,14 +127,28 @@ class Cluster:
             key = self._share_key(node) if self.incremental else None
             base = self._shared.get((id(self.allocated), key)) if key is not None else None
             if base is None:
-                inv = build_inventory(self.objects.resource_slices, node.node, [], self.features,
-                                      self.objects.taint_rules, self.classes, self.cel_env,
-                                      index=self.index, allocated=self.allocated)
+                inv = build_inventory(
+                    self.objects.resource_slices,
+                    node.node,
+                    [],
+                    self.features,
+                    self.objects.taint_rules,
+                    self.classes,
+                    self.cel_env,
+                    index=self.index,
+                    allocated=self.allocated,
+                )
                 if key is not None:
                     self._shared[(id(self.allocated), key)] = inv
             else:
-                inv = Inventory(node=node.node, pools=base.pools, devices=base.devices, by_id=base.by_id,
-                                allocated=base.allocated, memo=base.memo)
+                inv = Inventory(
+                    node=node.node,
+                    pools=base.pools,
+                    devices=base.devices,
+                    by_id=base.by_id,
+                    allocated=base.allocated,
+                    memo=base.memo,
+                )
             self._inventories[node.name] = inv
         return inv
 
@@ -135,8 +159,10 @@ class Cluster:
         by_name = self.__dict__.get("_selects_by_name")
         if by_name is None:
             by_name = self._selects_by_name = any(
-                s.spec.node_selector is not None and any(t.match_fields for t in s.spec.node_selector.node_selector_terms)
-                for s in self.index.get("", []))
+                s.spec.node_selector is not None
+                and any(t.match_fields for t in s.spec.node_selector.node_selector_terms)
+                for s in self.index.get("", [])
+            )
         labels = (tuple(sorted((node.node.metadata.labels or {}).items())), node.name if by_name else None)
         if labels not in self._share_keys:
             self._share_keys[labels] = shared_slices_key(self.index, node.node, self.features)
@@ -158,9 +184,12 @@ class Cluster:
     def _node_rejects(self, node: NodeState, pod) -> str | None:
         spec = pod.pod.spec
         if node.node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
-            return "node is unschedulable"     # NodeUnschedulable: unless the pod tolerates the taint
-        required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
-            if spec.affinity is not None and spec.affinity.node_affinity is not None else None
+            return "node is unschedulable"  # NodeUnschedulable: unless the pod tolerates the taint
+        required = (
+            spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+            if spec.affinity is not None and spec.affinity.node_affinity is not None
+            else None
+        )
         if not self.node_matches(node, pod.node_selector, required):
             return "node(s) didn't match Pod's node affinity/selector"
         for taint in node.node.spec.taints:

@@ -4,6 +4,7 @@
 Kubernetes writes them) and returns a list of violations; empty means valid. It knows
 nothing of CP-SAT or of the reference search.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -82,7 +83,9 @@ def check(problem: Problem, results: list[AllocationResult]) -> list[str]:
                 seen_in_claim.add(dev.id)
                 if not spec.admin_access:
                     if dev.id in inv.allocated.devices:
-                        errors.append(f"{w}: device is in use by {', '.join(inv.allocated.claims_by_device.get(dev.id, []))}")
+                        errors.append(
+                            f"{w}: device is in use by {', '.join(inv.allocated.claims_by_device.get(dev.id, []))}"
+                        )
                     dedicated_users.setdefault(dev.id, []).append(claim.key)
             if f.partitionable_devices and dev.device.consumes_counters and not spec.admin_access:
                 key = dev.id
@@ -98,9 +101,13 @@ def check(problem: Problem, results: list[AllocationResult]) -> list[str]:
                 errors.append(f"{w}: consumes counters but DRAPartitionableDevices is off")
         errors += _check_counts(problem, claim, picked, where)
         errors += _check_constraints(problem, claim, picked, where)
-        node_local = any(d.slice.spec.node_name or d.device.binds_to_node or
-                         (d.slice.spec.per_device_node_selection and d.device.node_name)
-                         for lst in picked.values() for _, d, _ in lst)
+        node_local = any(
+            d.slice.spec.node_name
+            or d.device.binds_to_node
+            or (d.slice.spec.per_device_node_selection and d.device.node_name)
+            for lst in picked.values()
+            for _, d, _ in lst
+        )
         if node_local and result.node_selector is None:
             errors.append(f"{where}: node-local devices but no nodeSelector")
     for did, users in dedicated_users.items():
@@ -112,7 +119,9 @@ def check(problem: Problem, results: list[AllocationResult]) -> list[str]:
         for n, amount in per.items():
             limit = problem.counter_value(dev.device.capacity[n].value)
             if amount + already.get(n, 0) > limit:
-                errors.append(f"device {'/'.join(did)}: capacity {n} over-used ({amount + already.get(n, 0)} > {limit})")
+                errors.append(
+                    f"device {'/'.join(did)}: capacity {n} over-used ({amount + already.get(n, 0)} > {limit})"
+                )
     errors += _check_compatibility(problem, results)
     pools = {id(d.pool): d.pool for d in inv.devices}
     for pid, use in counter_use.items():
@@ -178,8 +187,10 @@ def _check_constraints(problem: Problem, claim, picked, where) -> list[str]:
                 for b in range(a + 1, len(typed)):
                     va, vb = typed[a][1], typed[b][1]
                     if va[0] == vb[0] and va[1] & vb[1]:
-                        errors.append(f"{where} constraints[{i}]: distinctAttribute {name}: "
-                                      f"{'/'.join(typed[a][0].id)} and {'/'.join(typed[b][0].id)} share a value")
+                        errors.append(
+                            f"{where} constraints[{i}]: distinctAttribute {name}: "
+                            f"{'/'.join(typed[a][0].id)} and {'/'.join(typed[b][0].id)} share a value"
+                        )
     return errors
 
 
@@ -198,7 +209,11 @@ def _check_compatibility(problem: Problem, results: list[AllocationResult]) -> l
             for c in dev.device.consumes_counters:
                 key = (id(dev.pool), c.counter_set)
                 if key not in groups:
-                    groups[key] = [dev.pool, c.counter_set, in_use_groups(problem.inventory.allocated, dev.pool, c.counter_set)]
+                    groups[key] = [
+                        dev.pool,
+                        c.counter_set,
+                        in_use_groups(problem.inventory.allocated, dev.pool, c.counter_set),
+                    ]
                 groups[key][2].append(compatibility_groups(dev.device, c.counter_set))
     errors = []
     for pool, counter_set, sets in groups.values():

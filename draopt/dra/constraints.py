@@ -4,6 +4,7 @@ Values are normalised to (type, frozenset) so that scalars are one-element sets 
 attributes (`bools`, `ints`, `strings`, `versions`) are sets: match = common element,
 distinct = disjoint. `None` means the attribute has no usable value.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,6 +36,7 @@ def normalise(attr: Any, list_types: bool) -> AttrValue | None:
 
 def _derived_typed(value: Any) -> tuple[str, Any] | None:
     import semver
+
     if isinstance(value, bool):
         return "bool", value
     if isinstance(value, int):

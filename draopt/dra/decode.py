@@ -1,11 +1,19 @@
 """Turn chosen devices into AllocationResults exactly as Kubernetes writes them."""
+
 from __future__ import annotations
 
 import uuid
 from typing import Callable
 
-from draopt.kube.models import (AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult,
-                     DeviceRequestAllocationResult, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm)
+from draopt.kube.models import (
+    AllocationResult,
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceRequestAllocationResult,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+)
 from draopt.dra.problem import ClaimSpec, Problem
 from draopt.dra.reference import Chosen
 
@@ -22,8 +30,12 @@ def deterministic_share_id(claim: ClaimSpec, chosen: Chosen, index: int) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"draopt:{base}:{chosen.request.full_name}:{index}"))
 
 
-def decode(problem: Problem, chosen: list[list[Chosen]], selected_sub: dict[tuple[int, int], int],
-           share_id: ShareIdFactory = random_share_id) -> list[AllocationResult]:
+def decode(
+    problem: Problem,
+    chosen: list[list[Chosen]],
+    selected_sub: dict[tuple[int, int], int],
+    share_id: ShareIdFactory = random_share_id,
+) -> list[AllocationResult]:
     return [decode_claim(problem, claim, chosen[claim.index], selected_sub, share_id) for claim in problem.claims]
 
 
@@ -39,14 +51,22 @@ def _selected_names(claim: ClaimSpec, selected_sub: dict[tuple[int, int], int]):
     return out
 
 
-def decode_claim(problem: Problem, claim: ClaimSpec, chosen: list[Chosen],
-                 selected_sub: dict[tuple[int, int], int], share_id: ShareIdFactory) -> AllocationResult:
+def decode_claim(
+    problem: Problem,
+    claim: ClaimSpec,
+    chosen: list[Chosen],
+    selected_sub: dict[tuple[int, int], int],
+    share_id: ShareIdFactory,
+) -> AllocationResult:
     features = problem.features
     results = []
     for i, c in enumerate(chosen):
         dev = c.device.device
         r = DeviceRequestAllocationResult(
-            request=c.request.full_name, driver=c.device.driver, pool=c.device.pool.name, device=dev.name,
+            request=c.request.full_name,
+            driver=c.device.driver,
+            pool=c.device.pool.name,
+            device=dev.name,
             admin_access=True if c.request.admin_access else None,
             tolerations=list(c.request.tolerations) or None,
         )
@@ -68,7 +88,7 @@ def decode_claim(problem: Problem, claim: ClaimSpec, chosen: list[Chosen],
             start, end = class_ranges[cls.name]
             for j in range(start, end):
                 requests = config[j].requests
-                assert requests is not None     # the class's entries are made below with a list
+                assert requests is not None  # the class's entries are made below with a list
                 requests.append(full)
             continue
         start = len(config)
@@ -80,16 +100,18 @@ def decode_claim(problem: Problem, claim: ClaimSpec, chosen: list[Chosen],
             config.append(DeviceAllocationConfiguration(source="FromClaim", requests=[], opaque=cc.opaque))
             continue
         if any(name in cc.requests or full in cc.requests for name, full, _ in selected):
-            config.append(DeviceAllocationConfiguration(source="FromClaim", requests=list(cc.requests),
-                                                        opaque=cc.opaque))
+            config.append(
+                DeviceAllocationConfiguration(source="FromClaim", requests=list(cc.requests), opaque=cc.opaque)
+            )
     for cfg in config:
         if cfg.requests and all(name in cfg.requests or full in cfg.requests for name, full, _ in selected):
-            cfg.requests = None   # a config for every request: "empty means all"
+            cfg.requests = None  # a config for every request: "empty means all"
     for cfg in config:
         if cfg.requests == []:
             cfg.requests = None
-    devices = DeviceAllocationResult(results=results, config=config) if config else \
-        DeviceAllocationResult(results=results)
+    devices = (
+        DeviceAllocationResult(results=results, config=config) if config else DeviceAllocationResult(results=results)
+    )
     selector = node_selector(problem, chosen)
     return AllocationResult(devices=devices, node_selector=selector) if selector else AllocationResult(devices=devices)
 
@@ -115,8 +137,13 @@ def node_selector(problem: Problem, chosen: list[Chosen]) -> NodeSelector | None
             name, sel = sp.node_name, sp.node_selector
         if name or d.binds_to_node:
             target = node.name if node is not None else (name or "")
-            return NodeSelector(node_selector_terms=[NodeSelectorTerm(match_fields=[
-                NodeSelectorRequirement(key="metadata.name", operator="In", values=[target])])])
+            return NodeSelector(
+                node_selector_terms=[
+                    NodeSelectorTerm(
+                        match_fields=[NodeSelectorRequirement(key="metadata.name", operator="In", values=[target])]
+                    )
+                ]
+            )
         if sel is not None and len(sel.node_selector_terms) == 1:
             add(sel.node_selector_terms[0].match_fields, fields)
             add(sel.node_selector_terms[0].match_expressions, expressions)

@@ -5,6 +5,7 @@ the node, grouped into pools keyed by (driver, pool name), only the newest gener
 incomplete and invalid pools are flagged, and pools are ordered by (driver, pool name) with
 pools whose devices carry binding conditions last.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,8 +42,8 @@ class Pool:
     incomplete: bool = False
     invalid: bool = False
     invalid_reason: str = ""
-    slices: list[ResourceSlice] = field(default_factory=list)            # device slices targeting the node
-    other_slices: list[ResourceSlice] = field(default_factory=list)      # device slices for other nodes
+    slices: list[ResourceSlice] = field(default_factory=list)  # device slices targeting the node
+    other_slices: list[ResourceSlice] = field(default_factory=list)  # device slices for other nodes
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     has_binding_conditions: bool = False
 
@@ -51,31 +52,43 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
-_ATTRIBUTE_FIELDS = (("bool_", "bool"), ("int_", "int"), ("string", "string"), ("version", "version"),
-                     ("bools", "bools"), ("ints", "ints"), ("strings", "strings"), ("versions", "versions"))
+_ATTRIBUTE_FIELDS = (
+    ("bool_", "bool"),
+    ("int_", "int"),
+    ("string", "string"),
+    ("version", "version"),
+    ("bools", "bools"),
+    ("ints", "ints"),
+    ("strings", "strings"),
+    ("versions", "versions"),
+)
 
 
 def cel_input(device: Device) -> dict:
     """The parts of a device CEL sees, as Kubernetes JSON (cheaper than a full model dump)."""
     attributes = {}
     for name, a in device.attributes.items():
-        fields = a.__dict__     # the model's field values (one dict read each, not two getattr)
+        fields = a.__dict__  # the model's field values (one dict read each, not two getattr)
         attributes[name] = {key: v for f, key in _ATTRIBUTE_FIELDS if (v := fields.get(f)) is not None}
-    return {"name": device.name, "attributes": attributes,
-            "capacity": {name: {"value": c.value} for name, c in device.capacity.items()},
-            "allowMultipleAllocations": bool(device.allow_multiple_allocations)}
+    return {
+        "name": device.name,
+        "attributes": attributes,
+        "capacity": {name: {"value": c.value} for name, c in device.capacity.items()},
+        "allowMultipleAllocations": bool(device.allow_multiple_allocations),
+    }
 
 
 @dataclass(eq=False)
 class DeviceEntry:
     """One device of a usable pool, in search order."""
-    index: int                      # position in the node's search order
+
+    index: int  # position in the node's search order
     pool: Pool
     slice: ResourceSlice
     device: Device
-    taints: list[DeviceTaint]       # from the slice and from DeviceTaintRules
+    taints: list[DeviceTaint]  # from the slice and from DeviceTaintRules
     list_type_attributes: bool = False
-    id: DeviceID = field(init=False)    # (driver, pool, device): fixed once built, looked up in every search step
+    id: DeviceID = field(init=False)  # (driver, pool, device): fixed once built, looked up in every search step
 
     def __post_init__(self) -> None:
         self.id = (self.pool.driver, self.pool.name, self.device.name)
@@ -87,12 +100,14 @@ class DeviceEntry:
     @cached_property
     def cel(self):
         from draopt.cel import make_cel_device
+
         return make_cel_device(self.driver, cel_input(self.device), list_type_attributes=self.list_type_attributes)
 
     @cached_property
     def capacity(self) -> dict[str, Fraction]:
-        return {n: parse_quantity(c.value, f"{self.where}: capacity.{n}.value")
-                for n, c in self.device.capacity.items()}
+        return {
+            n: parse_quantity(c.value, f"{self.where}: capacity.{n}.value") for n, c in self.device.capacity.items()
+        }
 
     @property
     def where(self) -> str:
@@ -106,22 +121,24 @@ class DeviceEntry:
 @dataclass
 class AllocatedState:
     """What claims that already carry status.allocation hold (Kubernetes' AllocatedState)."""
-    devices: set[DeviceID] = field(default_factory=set)                 # dedicated, non-admin
-    shared: set[DeviceID] = field(default_factory=set)                  # multi-allocation shares
+
+    devices: set[DeviceID] = field(default_factory=set)  # dedicated, non-admin
+    shared: set[DeviceID] = field(default_factory=set)  # multi-allocation shares
     capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
     claims_by_device: dict[DeviceID, list[str]] = field(default_factory=dict)
     shared_count: dict[DeviceID, int] = field(default_factory=dict)
     # Bumped whenever a result is removed: while it stays the same, devices only ever become
     # more used (what the allocator's remembered dead prefixes rely on).
     releases: int = 0
-    version: int = 0               # bumped on every change (results added or removed)
+    version: int = 0  # bumped on every change (results added or removed)
 
     def holds(self, did: DeviceID) -> bool:
         """IsDeviceAllocated: the device consumes its counters."""
         return did in self.devices or did in self.shared or did in self.capacity
 
-    def add_result(self, claim_key: str, did: DeviceID, *, admin: bool, share: bool,
-                   consumed: dict[str, Fraction] | None) -> None:
+    def add_result(
+        self, claim_key: str, did: DeviceID, *, admin: bool, share: bool, consumed: dict[str, Fraction] | None
+    ) -> None:
         """Record one allocation result of a claim (as the scheduler's allocated-state tracker)."""
         self.version += 1
         self.claims_by_device.setdefault(did, []).append(claim_key)
@@ -136,8 +153,9 @@ class AllocatedState:
         else:
             self.devices.add(did)
 
-    def remove_result(self, claim_key: str, did: DeviceID, *, admin: bool, share: bool,
-                      consumed: dict[str, Fraction] | None) -> None:
+    def remove_result(
+        self, claim_key: str, did: DeviceID, *, admin: bool, share: bool, consumed: dict[str, Fraction] | None
+    ) -> None:
         """Undo add_result (a gang that could not be placed whole gives its devices back)."""
         self.releases += 1
         self.version += 1
@@ -175,8 +193,11 @@ def allocated_state(claims: Iterable[ResourceClaim], features: Features) -> Allo
                 state.shared_count[did] = state.shared_count.get(did, 0) + 1
                 per = state.capacity.setdefault(did, {})
                 for name, q in (r.consumed_capacity or {}).items():
-                    v = parse_quantity(q, f"ResourceClaim {claim.namespace}/{claim.name}: "
-                                          f"status.allocation.devices.results[{i}].consumedCapacity.{name}")
+                    v = parse_quantity(
+                        q,
+                        f"ResourceClaim {claim.namespace}/{claim.name}: "
+                        f"status.allocation.devices.results[{i}].consumedCapacity.{name}",
+                    )
                     per[name] = per.get(name, Fraction(0)) + v
             else:
                 state.devices.add(did)
@@ -202,12 +223,20 @@ def available_counters(pool: "Pool", allocated: AllocatedState) -> dict[str, dic
 def _slice_relevant(s: ResourceSlice, node: Node | None) -> bool:
     sp = s.spec
     if sp.node_name or sp.all_nodes or sp.node_selector is not None:
-        return node_matches(node, sp.node_name, sp.all_nodes, sp.node_selector,
-                            f"ResourceSlice {s.name}: spec.nodeSelector")
+        return node_matches(
+            node, sp.node_name, sp.all_nodes, sp.node_selector, f"ResourceSlice {s.name}: spec.nodeSelector"
+        )
     if sp.per_device_node_selection:
-        return any(node_matches(node, d.node_name, d.all_nodes, d.node_selector,
-                                f"ResourceSlice {s.name}: spec.devices[{i}].nodeSelector")
-                   for i, d in enumerate(sp.devices))
+        return any(
+            node_matches(
+                node,
+                d.node_name,
+                d.all_nodes,
+                d.node_selector,
+                f"ResourceSlice {s.name}: spec.devices[{i}].nodeSelector",
+            )
+            for i, d in enumerate(sp.devices)
+        )
     return False
 
 
@@ -217,9 +246,10 @@ def _counter_sets(slices: list[ResourceSlice]) -> dict[str, dict[str, Fraction]]
         for i, cs in enumerate(s.spec.shared_counters):
             if cs.name in sets:
                 raise ValueError(f"duplicate counter set name {cs.name}")
-            sets[cs.name] = {n: parse_quantity(c.value, f"ResourceSlice {s.name}: spec.sharedCounters[{i}]"
-                                                        f".counters.{n}.value")
-                             for n, c in cs.counters.items()}
+            sets[cs.name] = {
+                n: parse_quantity(c.value, f"ResourceSlice {s.name}: spec.sharedCounters[{i}].counters.{n}.value")
+                for n, c in cs.counters.items()
+            }
     return sets
 
 
@@ -234,8 +264,13 @@ def _validate_consumption(sets: dict[str, dict[str, Fraction]], slices: list[Res
                         raise ValueError(f"counter {n} not found in counter set {c.counter_set}")
 
 
-def _build_pool(driver: str, name: str, slices: list[ResourceSlice], features: Features,
-                all_slices_for_pool: list[ResourceSlice] | None) -> Pool:
+def _build_pool(
+    driver: str,
+    name: str,
+    slices: list[ResourceSlice],
+    features: Features,
+    all_slices_for_pool: list[ResourceSlice] | None,
+) -> Pool:
     slices = sorted(slices, key=lambda s: s.name)
     pool = Pool(driver=driver, name=name, generation=slices[0].spec.pool.generation)
     counter_slices: list[ResourceSlice] = []
@@ -274,8 +309,12 @@ def _build_pool(driver: str, name: str, slices: list[ResourceSlice], features: F
 
 
 def _has_compatibility_groups(pool: Pool) -> bool:
-    return any(c.compatibility_groups for s in pool.slices + pool.other_slices
-               for d in s.spec.devices for c in d.consumes_counters)
+    return any(
+        c.compatibility_groups
+        for s in pool.slices + pool.other_slices
+        for d in s.spec.devices
+        for c in d.consumes_counters
+    )
 
 
 def compatibility_groups(device: Device, counter_set: str) -> frozenset[str] | None:
@@ -326,8 +365,9 @@ def shared_slices_key(index: dict[str, list[ResourceSlice]], node: Node, feature
         return None
     out = []
     for s in index.get("", []):
-        if not features.partitionable_devices and (s.spec.per_device_node_selection is not None
-                                                   or s.spec.shared_counters):
+        if not features.partitionable_devices and (
+            s.spec.per_device_node_selection is not None or s.spec.shared_counters
+        ):
             continue
         if s.spec.per_device_node_selection:
             return None
@@ -336,8 +376,12 @@ def shared_slices_key(index: dict[str, list[ResourceSlice]], node: Node, feature
     return tuple(out)
 
 
-def gather_pools(all_slices: list[ResourceSlice], node: Node | None, features: Features,
-                 index: dict[str, list[ResourceSlice]] | None = None) -> list[Pool]:
+def gather_pools(
+    all_slices: list[ResourceSlice],
+    node: Node | None,
+    features: Features,
+    index: dict[str, list[ResourceSlice]] | None = None,
+) -> list[Pool]:
     node_name = node.name if node is not None else ""
     # Kubernetes looks at the node's own slices, then at slices without nodeName.
     if index is None:
@@ -345,8 +389,9 @@ def gather_pools(all_slices: list[ResourceSlice], node: Node | None, features: F
     for_node = (index.get(node_name, []) if node_name else []) + index.get("", [])
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in for_node:
-        if not features.partitionable_devices and (s.spec.per_device_node_selection is not None
-                                                   or s.spec.shared_counters):
+        if not features.partitionable_devices and (
+            s.spec.per_device_node_selection is not None or s.spec.shared_counters
+        ):
             continue
         if not _slice_relevant(s, node):
             continue
@@ -382,8 +427,9 @@ def gather_pools(all_slices: list[ResourceSlice], node: Node | None, features: F
 
 
 # ------------------------------------------------------------------------- taints
-def taint_rule_selects(rule: DeviceTaintRule, driver: str, pool: str, device: Device,
-                       class_matches, cel_env, cel_device) -> bool:
+def taint_rule_selects(
+    rule: DeviceTaintRule, driver: str, pool: str, device: Device, class_matches, cel_env, cel_device
+) -> bool:
     sel = rule.spec.device_selector
     if sel is None:
         # Kubernetes' ResourceSlice tracker applies a rule without a selector to every device
@@ -412,7 +458,7 @@ def taint_rule_selects(rule: DeviceTaintRule, driver: str, pool: str, device: De
 class Inventory:
     node: Node | None
     pools: list[Pool]
-    devices: list[DeviceEntry]       # usable pools only, search order
+    devices: list[DeviceEntry]  # usable pools only, search order
     by_id: dict[DeviceID, DeviceEntry]
     allocated: AllocatedState
     # What searches on this node can reuse (draopt.dra.reference: dead prefixes, selector errors,
@@ -424,10 +470,18 @@ class Inventory:
         return [p for p in self.pools if p.invalid]
 
 
-def build_inventory(slices: list[ResourceSlice], node: Node | None, allocated_claims: list[ResourceClaim],
-                    features: Features, taint_rules: Sequence[DeviceTaintRule] = (), classes=None,
-                    cel_env=None, *, index: dict[str, list[ResourceSlice]] | None = None,
-                    allocated: AllocatedState | None = None) -> Inventory:
+def build_inventory(
+    slices: list[ResourceSlice],
+    node: Node | None,
+    allocated_claims: list[ResourceClaim],
+    features: Features,
+    taint_rules: Sequence[DeviceTaintRule] = (),
+    classes=None,
+    cel_env=None,
+    *,
+    index: dict[str, list[ResourceSlice]] | None = None,
+    allocated: AllocatedState | None = None,
+) -> Inventory:
     """The node's candidate devices. `allocated` (shared, e.g. cluster-wide and updated as pods
     are placed) replaces the state computed from `allocated_claims`."""
     pools = gather_pools(slices, node, features, index)
@@ -437,23 +491,39 @@ def build_inventory(slices: list[ResourceSlice], node: Node | None, allocated_cl
             continue
         for s in pool.slices:
             for d in s.spec.devices:
-                entry = DeviceEntry(index=len(devices), pool=pool, slice=s, device=d, taints=list(d.taints),
-                                    list_type_attributes=features.list_type_attributes)
+                entry = DeviceEntry(
+                    index=len(devices),
+                    pool=pool,
+                    slice=s,
+                    device=d,
+                    taints=list(d.taints),
+                    list_type_attributes=features.list_type_attributes,
+                )
                 devices.append(entry)
     if features.device_taints and taint_rules and cel_env is not None:
         for entry in devices:
             for rule in taint_rules:
+
                 def class_matches(name, e=entry):
                     cls = (classes or {}).get(name)
                     if cls is None:
                         return False
                     try:
-                        return all(sel.cel is not None and cel_env.compile(sel.cel.expression).matches(e.cel)
-                                   for sel in cls.spec.selectors)
+                        return all(
+                            sel.cel is not None and cel_env.compile(sel.cel.expression).matches(e.cel)
+                            for sel in cls.spec.selectors
+                        )
                     except Exception:  # noqa: BLE001
                         return False
-                if taint_rule_selects(rule, entry.driver, entry.pool.name, entry.device, class_matches,
-                                      cel_env, lambda e=entry: e.cel):
+
+                if taint_rule_selects(
+                    rule, entry.driver, entry.pool.name, entry.device, class_matches, cel_env, lambda e=entry: e.cel
+                ):
                     entry.taints.append(rule.spec.taint)
-    return Inventory(node=node, pools=pools, devices=devices, by_id={d.id: d for d in devices},
-                     allocated=allocated if allocated is not None else allocated_state(allocated_claims, features))
+    return Inventory(
+        node=node,
+        pools=pools,
+        devices=devices,
+        by_id={d.id: d for d in devices},
+        allocated=allocated if allocated is not None else allocated_state(allocated_claims, features),
+    )

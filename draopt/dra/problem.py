@@ -5,6 +5,7 @@ gates, classes, allocation modes, the 32-results limit, `All` requests over inco
 invalid pools) and gives both solvers the same view: requests and sub-requests with their
 compiled selectors, the node's devices in search order, and a cached selector oracle.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,7 @@ from draopt.kube.quantity import Quantity
 from draopt.dra.constraints import constraint_applies
 from draopt.dra.rules import consumption, fits_capacity, lookup_attribute, taint_blocks
 
-MAX_RESULTS = 32           # resourceapi.AllocationResultsMaxSize
+MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
 MAX_SUBREQUESTS = 8
 
 
@@ -34,15 +35,16 @@ def claim_key(claim: ResourceClaim) -> str:
 @dataclass(eq=False)
 class RequestSpec:
     """One request without sub-requests, or one sub-request."""
+
     claim_index: int
     request_index: int
-    sub_index: int                  # -1 for a plain request
+    sub_index: int  # -1 for a plain request
     request_name: str
-    sub_name: str                   # "" for a plain request
+    sub_name: str  # "" for a plain request
     fields: _RequestFields
     device_class: DeviceClass
-    mode: str                       # ExactCount | All
-    count: int                      # devices needed (for All: the matching devices)
+    mode: str  # ExactCount | All
+    count: int  # devices needed (for All: the matching devices)
     admin_access: bool
     all_devices: list[DeviceEntry] = field(default_factory=list)
     # (claim, request, sub-request) indexes: the key of every per-request cache
@@ -68,10 +70,10 @@ class RequestSpec:
         return self.fields.capacity.requests if self.fields.capacity is not None else None
 
 
-
 @dataclass(eq=False)
 class RequestGroup:
     """A claim's request: one RequestSpec, or its firstAvailable sub-requests in order."""
+
     name: str
     alternatives: list[RequestSpec]
     has_subrequests: bool
@@ -92,8 +94,15 @@ class ClaimSpec:
 class Problem:
     """Claims to allocate together on one node, with everything needed to solve and decode."""
 
-    def __init__(self, claims: list[ClaimSpec], inventory: Inventory, features: Features, cel_env: Any,
-                 classes: dict[str, DeviceClass] | None = None, expr_cache: dict | None = None):
+    def __init__(
+        self,
+        claims: list[ClaimSpec],
+        inventory: Inventory,
+        features: Features,
+        cel_env: Any,
+        classes: dict[str, DeviceClass] | None = None,
+        expr_cache: dict | None = None,
+    ):
         self.claims = claims
         self.classes = classes or {}
         self.inventory = inventory
@@ -140,8 +149,9 @@ class Problem:
                 text = sel.cel.expression if sel.cel else None
                 ok = self._expr_cache.get((text, id(dev.device)))
                 if ok is None:
-                    owner = f"class {cls.name}" if of_class else \
-                        f"claim {claim_key(self.claims[req.claim_index].claim)}"
+                    owner = (
+                        f"class {cls.name}" if of_class else f"claim {claim_key(self.claims[req.claim_index].claim)}"
+                    )
                     expr = self._compile(text, owner, i, req)
                     try:
                         ok = expr.matches(dev.cel)
@@ -149,14 +159,18 @@ class Problem:
                         raise DeviceCelError(
                             f"{owner}: selector #{i} on device {device_id_str(dev.id)}: CEL runtime error: {e} "
                             f"(request {req.full_name}, expression {expr.expression!r})",
-                            owner=f"{owner} selector #{i}", cause=str(e), device=device_id_str(dev.id)) from None
+                            owner=f"{owner} selector #{i}",
+                            cause=str(e),
+                            device=device_id_str(dev.id),
+                        ) from None
                     self._expr_cache[(text, id(dev.device))] = ok
                 if not ok:
                     return False
         if dev.slice.spec.per_device_node_selection:
             d = dev.device
-            if not node_matches(self.inventory.node, d.node_name, d.all_nodes, d.node_selector,
-                                f"{dev.where}: nodeSelector"):
+            if not node_matches(
+                self.inventory.node, d.node_name, d.all_nodes, d.node_selector, f"{dev.where}: nodeSelector"
+            ):
                 return False
         if self.features.derived_attributes and req.fields.derived_attributes:
             # Evaluated once per candidate, after the selectors; a runtime error aborts.
@@ -165,14 +179,17 @@ class Problem:
 
     def _compile(self, expression: str | None, owner: str, i: int, req: RequestSpec):
         from draopt.cel import CelCompileError
+
         if expression is None:
-            raise AllocationError(f"{owner}, request {req.full_name}, selector #{i}: CEL expression empty "
-                                  "(unsupported selector type?)")
+            raise AllocationError(
+                f"{owner}, request {req.full_name}, selector #{i}: CEL expression empty (unsupported selector type?)"
+            )
         try:
             return self.cel_env.compile(expression)
         except CelCompileError as e:
-            raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {e} "
-                                  f"(request {req.full_name}, expression {expression!r})") from None
+            raise AllocationError(
+                f"{owner}: selector #{i}: CEL compile error: {e} (request {req.full_name}, expression {expression!r})"
+            ) from None
 
     # ---------------------------------------------------------------- capacity
     def consumption(self, req: RequestSpec, dev: DeviceEntry):
@@ -183,8 +200,7 @@ class Problem:
             self._consumption_cache[key] = consumption(dev.device.capacity, req.capacity_requests)
         return self._consumption_cache[key]
 
-    def capacity_ok(self, req: RequestSpec, dev: DeviceEntry,
-                    allocating: dict[str, Fraction] | None) -> bool:
+    def capacity_ok(self, req: RequestSpec, dev: DeviceEntry, allocating: dict[str, Fraction] | None) -> bool:
         """CmpRequestOverCapacity (every device, multi-allocatable or not)."""
         if not dev.multi_allocatable:
             # Only shares of multi-allocatable devices accumulate: the answer is fixed.
@@ -196,7 +212,8 @@ class Problem:
                 if self.shape_keys is not None and in_use is None:
                     # Nothing of the device's capacity in use: the answer is the request's and the device's.
                     shared = self.inventory.memo.setdefault(
-                        ("dedicated fit", self.shape_keys[req.claim_index], req.key), {})
+                        ("dedicated fit", self.shape_keys[req.claim_index], req.key), {}
+                    )
                     hit = shared.get(dev.index)
                 if hit is None:
                     used = self.consumption(req, dev)
@@ -248,27 +265,35 @@ class Problem:
         if hit is not None:
             return hit
         from draopt.cel import CelCompileError
+
         out: dict[str, Any] = {}
         claim = self.claims[req.claim_index].claim
         for i, da in enumerate(req.fields.derived_attributes):
             try:
                 expr = self.cel_env.compile(da.expression, selector=False)
             except CelCompileError as e:
-                raise AllocationError(f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
-                                      f"({da.name}): CEL compile error: {e}") from None
+                raise AllocationError(
+                    f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
+                    f"({da.name}): CEL compile error: {e}"
+                ) from None
             try:
                 value = expr.evaluate(dev.cel)
                 if not _derived_value_ok(value, self.features.list_type_attributes):
-                    raise ValueError(f"must evaluate to a string, int, bool or semantic version"
-                                     f"{' (or a list of them)' if self.features.list_type_attributes else ''}, "
-                                     f"got {type(value).__name__}")
+                    raise ValueError(
+                        f"must evaluate to a string, int, bool or semantic version"
+                        f"{' (or a list of them)' if self.features.list_type_attributes else ''}, "
+                        f"got {type(value).__name__}"
+                    )
                 out[da.name] = value
             except Exception as e:  # noqa: BLE001
-                raise DeviceCelError(f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
-                                     f"({da.name}) on device {device_id_str(dev.id)}: CEL runtime error: {e} "
-                                     f"(expression {da.expression!r})",
-                                     owner=f"claim {claim_key(claim)} derivedAttributes[{i}]", cause=str(e),
-                                     device=device_id_str(dev.id)) from None
+                raise DeviceCelError(
+                    f"claim {claim_key(claim)}, request {req.full_name}: derivedAttributes[{i}] "
+                    f"({da.name}) on device {device_id_str(dev.id)}: CEL runtime error: {e} "
+                    f"(expression {da.expression!r})",
+                    owner=f"claim {claim_key(claim)} derivedAttributes[{i}]",
+                    cause=str(e),
+                    device=device_id_str(dev.id),
+                ) from None
         self._derived_cache[key] = out
         return out
 
@@ -286,6 +311,7 @@ MAX_DERIVED = 32
 
 def _derived_value_ok(value: Any, list_types: bool) -> bool:
     import semver
+
     scalar = (bool, int, str, semver.Version)
     if isinstance(value, scalar):
         return True
@@ -295,34 +321,58 @@ def _derived_value_ok(value: Any, list_types: bool) -> bool:
     return False
 
 
-def _validate_derived(claim: ResourceClaim, fields: _RequestFields, request_name: str, sub_name: str,
-                      constraints: list[DeviceConstraint], where: str) -> None:
+def _validate_derived(
+    claim: ResourceClaim,
+    fields: _RequestFields,
+    request_name: str,
+    sub_name: str,
+    constraints: list[DeviceConstraint],
+    where: str,
+) -> None:
     derived = fields.derived_attributes
     full = f"{request_name}/{sub_name}" if sub_name else request_name
     if len(derived) > MAX_DERIVED:
-        raise _request_error(claim, f"{where}.derivedAttributes",
-                             f"request {full}: {len(derived)} derived attributes, at most {MAX_DERIVED}")
+        raise _request_error(
+            claim,
+            f"{where}.derivedAttributes",
+            f"request {full}: {len(derived)} derived attributes, at most {MAX_DERIVED}",
+        )
     seen = set()
     for i, da in enumerate(derived):
         w = f"{where}.derivedAttributes[{i}].name"
         if len(da.name) > 253 + 1 + 32 or not DERIVED_NAME.match(da.name):
-            raise _request_error(claim, w, f"request {full}: {da.name!r} is not a DNS subdomain, '/' and a C identifier")
+            raise _request_error(
+                claim, w, f"request {full}: {da.name!r} is not a DNS subdomain, '/' and a C identifier"
+            )
         if da.name in seen:
             raise _request_error(claim, w, f"request {full}: duplicate derived attribute {da.name!r}")
         seen.add(da.name)
-        used = any((c.match_attribute == da.name or c.distinct_attribute == da.name) and
-                   constraint_applies(list(c.requests), request_name, sub_name) for c in constraints)
+        used = any(
+            (c.match_attribute == da.name or c.distinct_attribute == da.name)
+            and constraint_applies(list(c.requests), request_name, sub_name)
+            for c in constraints
+        )
         if not used:
-            raise _request_error(claim, w, f"request {full}: derived attribute {da.name!r} is not used by any "
-                                           "matchAttribute/distinctAttribute constraint of this request")
+            raise _request_error(
+                claim,
+                w,
+                f"request {full}: derived attribute {da.name!r} is not used by any "
+                "matchAttribute/distinctAttribute constraint of this request",
+            )
 
 
 def _request_error(claim: ResourceClaim, what: str, msg: str) -> AllocationError:
     return AllocationError(f"ResourceClaim {claim_key(claim)}: {what}: {msg}")
 
 
-def prepare(claims: list[ResourceClaim], inventory: Inventory, classes: dict[str, DeviceClass],
-            features: Features, cel_env: Any, expr_cache: dict | None = None) -> Problem:
+def prepare(
+    claims: list[ResourceClaim],
+    inventory: Inventory,
+    classes: dict[str, DeviceClass],
+    features: Features,
+    cel_env: Any,
+    expr_cache: dict | None = None,
+) -> Problem:
     problem = Problem([], inventory, features, cel_env, classes, expr_cache)
     for ci, claim in enumerate(claims):
         spec = claim.spec.devices
@@ -335,20 +385,33 @@ def prepare(claims: list[ResourceClaim], inventory: Inventory, classes: dict[str
                 if request.exactly is not None:
                     raise _request_error(claim, where, "exactly and firstAvailable are mutually exclusive")
                 if not features.prioritized_list:
-                    raise _request_error(claim, where, f"request {request.name}: has subrequests, but the "
-                                                       "DRAPrioritizedList feature is disabled")
+                    raise _request_error(
+                        claim,
+                        where,
+                        f"request {request.name}: has subrequests, but the DRAPrioritizedList feature is disabled",
+                    )
                 if len(request.first_available) > MAX_SUBREQUESTS:
-                    raise _request_error(claim, where, f"firstAvailable has {len(request.first_available)} "
-                                                       f"sub-requests, at most {MAX_SUBREQUESTS} are allowed")
+                    raise _request_error(
+                        claim,
+                        where,
+                        f"firstAvailable has {len(request.first_available)} "
+                        f"sub-requests, at most {MAX_SUBREQUESTS} are allowed",
+                    )
                 if not features.consumable_capacity:
                     for sub in request.first_available:
                         if sub.capacity is not None:
-                            raise _request_error(claim, f"{where}.firstAvailable ({sub.name})",
-                                                 f"subrequest {sub.name}: has capacity requests, but the "
-                                                 "DRAConsumableCapacity feature is disabled")
-                alts = [_make_request(problem, claim, ci, ri, si, request.name, sub.name, sub, False,
-                                      f"{where}.firstAvailable[{si}]")
-                        for si, sub in enumerate(request.first_available)]
+                            raise _request_error(
+                                claim,
+                                f"{where}.firstAvailable ({sub.name})",
+                                f"subrequest {sub.name}: has capacity requests, but the "
+                                "DRAConsumableCapacity feature is disabled",
+                            )
+                alts = [
+                    _make_request(
+                        problem, claim, ci, ri, si, request.name, sub.name, sub, False, f"{where}.firstAvailable[{si}]"
+                    )
+                    for si, sub in enumerate(request.first_available)
+                ]
                 min_devices += min(a.count for a in alts)
                 # A sub-request of more devices than a claim can hold can never be chosen; its count
                 # is capped just above the limit, as infeasible as before, so no model needs
@@ -360,42 +423,75 @@ def prepare(claims: list[ResourceClaim], inventory: Inventory, classes: dict[str
                 if request.exactly is None:
                     raise _request_error(claim, where, "missing device class name (unsupported request type?)")
                 if not features.consumable_capacity and request.exactly.capacity is not None:
-                    raise _request_error(claim, where, f"request {request.name}: has capacity requests, but the "
-                                                       "DRAConsumableCapacity feature is disabled")
-                r = _make_request(problem, claim, ci, ri, -1, request.name, "", request.exactly,
-                                  request.exactly.admin_access is not None, f"{where}.exactly")
+                    raise _request_error(
+                        claim,
+                        where,
+                        f"request {request.name}: has capacity requests, but the "
+                        "DRAConsumableCapacity feature is disabled",
+                    )
+                r = _make_request(
+                    problem,
+                    claim,
+                    ci,
+                    ri,
+                    -1,
+                    request.name,
+                    "",
+                    request.exactly,
+                    request.exactly.admin_access is not None,
+                    f"{where}.exactly",
+                )
                 min_devices += r.count
                 groups.append(RequestGroup(request.name, [r], False))
         if min_devices > MAX_RESULTS:
-            raise AllocationError(f"ResourceClaim {claim_key(claim)}: number of requested devices {min_devices} "
-                                  f"exceeds the claim limit of {MAX_RESULTS}")
+            raise AllocationError(
+                f"ResourceClaim {claim_key(claim)}: number of requested devices {min_devices} "
+                f"exceeds the claim limit of {MAX_RESULTS}"
+            )
         for i, c in enumerate(spec.constraints):
             if c.match_attribute is None and c.distinct_attribute is None:
-                raise _request_error(claim, f"spec.devices.constraints[{i}]",
-                                     "empty constraint (unsupported constraint type?)")
+                raise _request_error(
+                    claim, f"spec.devices.constraints[{i}]", "empty constraint (unsupported constraint type?)"
+                )
     return problem
 
 
-def _make_request(problem: Problem, claim: ResourceClaim, ci: int, ri: int, si: int, name: str, sub: str,
-                  fields: _RequestFields, has_admin_field: bool, where: str) -> RequestSpec:
+def _make_request(
+    problem: Problem,
+    claim: ResourceClaim,
+    ci: int,
+    ri: int,
+    si: int,
+    name: str,
+    sub: str,
+    fields: _RequestFields,
+    has_admin_field: bool,
+    where: str,
+) -> RequestSpec:
     full = f"{name}/{sub}" if sub else name
     for i, sel in enumerate(fields.selectors):
         if sel.cel is None:
-            raise _request_error(claim, f"{where}.selectors[{i}]",
-                                 f"request {full}: CEL expression empty (unsupported selector type?)")
+            raise _request_error(
+                claim, f"{where}.selectors[{i}]", f"request {full}: CEL expression empty (unsupported selector type?)"
+            )
     admin = bool(getattr(fields, "admin_access", None)) if has_admin_field else False
     if problem.features.derived_attributes and fields.derived_attributes:
         _validate_derived(claim, fields, name, sub, claim.spec.devices.constraints, where)
     if has_admin_field and not problem.features.admin_access:
-        raise _request_error(claim, f"{where}.adminAccess",
-                             f"request {full}: admin access is requested, but the feature is disabled")
+        raise _request_error(
+            claim, f"{where}.adminAccess", f"request {full}: admin access is requested, but the feature is disabled"
+        )
     if not fields.device_class_name:
-        raise _request_error(claim, f"{where}.deviceClassName",
-                             f"request {full}: missing device class name (unsupported request type?)")
+        raise _request_error(
+            claim, f"{where}.deviceClassName", f"request {full}: missing device class name (unsupported request type?)"
+        )
     cls = problem.classes.get(fields.device_class_name)
     if cls is None:
-        raise _request_error(claim, f"{where}.deviceClassName",
-                             f"request {full}: could not retrieve device class {fields.device_class_name}: not found")
+        raise _request_error(
+            claim,
+            f"{where}.deviceClassName",
+            f"request {full}: could not retrieve device class {fields.device_class_name}: not found",
+        )
     mode = fields.allocation_mode or "ExactCount"
     req = RequestSpec(ci, ri, si, name, sub, fields, cls, mode, 0, admin)
     if mode == "ExactCount":
@@ -407,11 +503,17 @@ def _make_request(problem: Problem, claim: ResourceClaim, ci: int, ri: int, si: 
     elif mode == "All":
         for pool in problem.inventory.pools:
             if pool.incomplete:
-                raise _request_error(claim, where, f"request {full}: asks for all devices, but resource pool "
-                                                   f"{pool.id} is currently being updated")
+                raise _request_error(
+                    claim,
+                    where,
+                    f"request {full}: asks for all devices, but resource pool {pool.id} is currently being updated",
+                )
             if pool.invalid:
-                raise _request_error(claim, where, f"request {full}: asks for all devices, but resource pool "
-                                                   f"{pool.id} is currently invalid")
+                raise _request_error(
+                    claim,
+                    where,
+                    f"request {full}: asks for all devices, but resource pool {pool.id} is currently invalid",
+                )
         for dev in problem.devices:
             if not problem.selectable(req, dev):
                 continue

@@ -20,6 +20,7 @@ known defects; `False` gives the documented semantics (see docs/semantics.md):
   * DEFECT match-intersection (list-type attributes): the running intersection is not
     restored on backtrack.
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,8 +32,15 @@ from typing import Any, Callable
 from draopt.dra.constraints import AttrValue, constraint_applies, normalise
 from draopt.dra.rules import lookup_attribute
 from draopt.errors import AllocationError
-from draopt.dra.inventory import (DeviceEntry, DeviceID, Pool, available_counters, compatibility_groups, device_id_str,
-                        in_use_groups)
+from draopt.dra.inventory import (
+    DeviceEntry,
+    DeviceID,
+    Pool,
+    available_counters,
+    compatibility_groups,
+    device_id_str,
+    in_use_groups,
+)
 from draopt.dra.problem import MAX_RESULTS, ClaimSpec, Problem, RequestSpec
 from draopt.kube.quantity import Quantity
 
@@ -45,9 +53,10 @@ FAST_PATHS = True
 @dataclass
 class Chosen:
     """One device picked for one (sub-)request: a future DeviceRequestAllocationResult."""
+
     request: RequestSpec
     device: DeviceEntry
-    consumed: dict[str, Quantity] | None = None   # only for multi-allocatable devices
+    consumed: dict[str, Quantity] | None = None  # only for multi-allocatable devices
 
 
 class _MaxSize(Exception):
@@ -65,13 +74,13 @@ NO_TRY_LIMIT = sys.maxsize
 class _Constraint:
     def __init__(self, names: list[str], attribute: str, list_types: bool, defects: bool, values):
         self.names, self.attribute, self.list_types, self.defects = names, attribute, list_types, defects
-        self.values = values   # callable (RequestSpec, DeviceEntry) -> raw attribute or None
+        self.values = values  # callable (RequestSpec, DeviceEntry) -> raw attribute or None
 
     def applies(self, req: RequestSpec) -> bool:
         return constraint_applies(self.names, req.request_name, req.sub_name)
 
     def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
-        raise NotImplementedError   # MatchConstraint, DistinctConstraint
+        raise NotImplementedError  # MatchConstraint, DistinctConstraint
 
     def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
         raise NotImplementedError
@@ -85,7 +94,7 @@ class MatchConstraint(_Constraint):
     def __init__(self, *a):
         super().__init__(*a)
         self.num = 0
-        self.first: AttrValue | None = None     # scalar mode: first device's value
+        self.first: AttrValue | None = None  # scalar mode: first device's value
         self.intersection: AttrValue | None = None
         self.stack: list[AttrValue | None] = []
 
@@ -103,13 +112,17 @@ class MatchConstraint(_Constraint):
                 self.stack.append(self.intersection)
                 self.intersection = s
             else:
-                self.first = normalise(raw, False)   # may be None: unknown type still gets picked
+                self.first = normalise(raw, False)  # may be None: unknown type still gets picked
             self.num = 1
             return True
         if self.list_types:
             s = _attr_set(raw)
-            if s is None or self.intersection is None or s[0] != self.intersection[0] or \
-                    not (s[1] & self.intersection[1]):
+            if (
+                s is None
+                or self.intersection is None
+                or s[0] != self.intersection[0]
+                or not (s[1] & self.intersection[1])
+            ):
                 return False
             self.stack.append(self.intersection)
             self.intersection = (s[0], s[1] & self.intersection[1])
@@ -132,8 +145,8 @@ class DistinctConstraint(_Constraint):
     def __init__(self, *a):
         super().__init__(*a)
         self.num = 0
-        self.by_request: dict[str, AttrValue | None] = {}   # Kubernetes: one value per request name
-        self.all: list[AttrValue | None] = []                # documented semantics: every device
+        self.by_request: dict[str, AttrValue | None] = {}  # Kubernetes: one value per request name
+        self.all: list[AttrValue | None] = []  # documented semantics: every device
 
     def _clashes(self, new: AttrValue | None, existing: list[AttrValue | None]) -> bool:
         for old in existing:
@@ -144,7 +157,7 @@ class DistinctConstraint(_Constraint):
                     continue
             else:
                 if new is None:
-                    return True     # unknown type
+                    return True  # unknown type
                 if old is None:
                     continue
             if new[0] == old[0] and (new[1] & old[1]):
@@ -180,7 +193,7 @@ class DistinctConstraint(_Constraint):
 class _Slot:
     claim: int
     request: int
-    sub: int          # -1: not inside a chosen sub-request
+    sub: int  # -1: not inside a chosen sub-request
     device: int
 
 
@@ -192,8 +205,15 @@ class ReferenceAllocator:
     that cannot match, skipped in one step. The search visits and returns exactly what it
     would without them (FAST_PATHS=False, or no shape)."""
 
-    def __init__(self, problem: Problem, *, kubernetes_defects: bool = True, node_limit: int | None = None,
-                 shape: tuple | None = None, try_limit: int = NO_TRY_LIMIT):
+    def __init__(
+        self,
+        problem: Problem,
+        *,
+        kubernetes_defects: bool = True,
+        node_limit: int | None = None,
+        shape: tuple | None = None,
+        try_limit: int = NO_TRY_LIMIT,
+    ):
         self.p = problem
         self.f = problem.features
         self.defects = kubernetes_defects
@@ -203,23 +223,25 @@ class ReferenceAllocator:
         # devices); past the limit: SearchLimit.
         self.try_limit = try_limit
         self.devices_tried = 0
-        self.allocating: dict[DeviceID, set[int]] = {}        # claims using a device (non-admin)
+        self.allocating: dict[DeviceID, set[int]] = {}  # claims using a device (non-admin)
         self.allocating_admin: dict[DeviceID, set[int]] = {}  # claims using it with admin access
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
-        self.available: dict[int, dict[str, dict[str, Fraction]]] = {}   # pool id() -> counter sets
+        self.available: dict[int, dict[str, dict[str, Fraction]]] = {}  # pool id() -> counter sets
         self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}
         self.results: list[list[Chosen]] = [[] for _ in problem.claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
-        self.compat: dict[tuple[int, str], frozenset[str] | None] = {}   # None: put back unset
-        self.counted_multi: dict[DeviceID, bool] = {}   # documented mode: multi device drew its counters   # running intersection per counter set
+        self.compat: dict[tuple[int, str], frozenset[str] | None] = {}  # None: put back unset
+        self.counted_multi: dict[
+            DeviceID, bool
+        ] = {}  # documented mode: multi device drew its counters   # running intersection per counter set
         self.constraints = [self._make_constraints(c) for c in problem.claims]
         self.shape = shape if FAST_PATHS and shape is not None and len(shape) == len(problem.claims) else None
         self.memo = problem.inventory.memo
         if self.shape is not None:
             problem.shape_keys = self.shape
-        self.dirty = False             # something of this search's state changed (counters, results, ...)
-        self._fail_clean = False       # the last _allocate_device failed before changing anything
-        self._undo_pending: Callable[[], None] | None = None      # the undo function of the device _try_one just allocated
+        self.dirty = False  # something of this search's state changed (counters, results, ...)
+        self._fail_clean = False  # the last _allocate_device failed before changing anything
+        self._undo_pending: Callable[[], None] | None = None  # the undo function of the device _try_one just allocated
         # Device runs skipped under a matchAttribute constraint, (start, stop, request), in order;
         # with the allocator's counter leak they would have reserved counters: replayed per pool
         # when the search comes back to that pool (lazy_seen: how many runs a pool has seen).
@@ -231,8 +253,15 @@ class ReferenceAllocator:
         for c in claim.constraints:
             cls = MatchConstraint if c.match_attribute is not None else DistinctConstraint
             name = c.match_attribute if c.match_attribute is not None else c.distinct_attribute
-            out.append(cls(list(c.requests), name, self.f.list_type_attributes, self.defects,
-                           lambda req, dev, n=name: self.p.attribute_for_constraint(req, dev, n)))
+            out.append(
+                cls(
+                    list(c.requests),
+                    name,
+                    self.f.list_type_attributes,
+                    self.defects,
+                    lambda req, dev, n=name: self.p.attribute_for_constraint(req, dev, n),
+                )
+            )
         return out
 
     # ------------------------------------------------------------------ public
@@ -266,7 +295,7 @@ class ReferenceAllocator:
             try:
                 return self._claim(ci + 1)
             except _MaxSize:
-                return False   # not fatal: an earlier claim's other choice may need fewer devices
+                return False  # not fatal: an earlier claim's other choice may need fewer devices
         return self._request(ci, ri)
 
     def _request(self, ci: int, ri: int) -> bool:
@@ -337,7 +366,7 @@ class ReferenceAllocator:
                             self.lazy.append((i, next_match, req))
                         i = next_match
                         continue
-                    skip = None     # a selector fails with an error in the run: search it device by device
+                    skip = None  # a selector fails with an error in the run: search it device by device
             dev = devices[i]
             clean = self._try_one(req, dev, ci)
             if clean is None:
@@ -346,7 +375,7 @@ class ReferenceAllocator:
                     self._remember_prefix(prefix_key, i)
                     prefix_key = None
                 undo = self._undo_pending
-                assert undo is not None     # _try_one allocated the device (returned None)
+                assert undo is not None  # _try_one allocated the device (returned None)
                 try:
                     done = self._device(req, k + 1, i + 1)
                 except BaseException:
@@ -418,7 +447,7 @@ class ReferenceAllocator:
                 if v is not None:
                     by_value.setdefault(v, []).append(dev.index)
             self.memo[("values", target.attribute)] = by_value
-        assert self.shape is not None   # called only on the fast path
+        assert self.shape is not None  # called only on the fast path
         errors = self.memo.get(("errors", self.shape[ci], req.key))
         if errors is None:
             errors = [0]
@@ -474,8 +503,13 @@ class ReferenceAllocator:
     def _in_use(self, did: DeviceID, ci: int) -> bool:
         """In use for a non-admin request of claim `ci`."""
         admin = self.allocating_admin.get(did)
-        return did in self.p.inventory.allocated.devices or bool(self.allocating.get(did)) or \
-            admin is not None and len(admin) > 0 and (self.defects or ci in admin)
+        return (
+            did in self.p.inventory.allocated.devices
+            or bool(self.allocating.get(did))
+            or admin is not None
+            and len(admin) > 0
+            and (self.defects or ci in admin)
+        )
 
     def _used_by_claim(self, did: DeviceID, ci: int) -> bool:
         return ci in self.allocating.get(did, ()) or ci in self.allocating_admin.get(did, ())
@@ -496,15 +530,19 @@ class ReferenceAllocator:
         if not self.f.partitionable_devices and consumes:
             return None
         if multi:
-            self._fail_clean = False   # whether its counters count changes once its capacity is in use
+            self._fail_clean = False  # whether its counters count changes once its capacity is in use
         if self.defects:
             # Kubernetes: a multi-allocatable device's counters are skipped once capacity is in use.
             capacity_in_use = dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity
             counts_counters = bool(consumes) and not (multi and capacity_in_use)
         elif multi:
             # Documented: drawn once, by the first non-admin allocation.
-            counts_counters = bool(consumes) and not req.admin_access and \
-                dev.id not in self.p.inventory.allocated.capacity and not self.counted_multi.get(dev.id)
+            counts_counters = (
+                bool(consumes)
+                and not req.admin_access
+                and dev.id not in self.p.inventory.allocated.capacity
+                and not self.counted_multi.get(dev.id)
+            )
         else:
             counts_counters = bool(consumes) and not req.admin_access
         if counts_counters and not self._take_counters(dev):
@@ -540,7 +578,8 @@ class ReferenceAllocator:
                 if must:
                     raise AllocationError(
                         f"claim {self.p.claims[ci].key}, request {req.own_name}: cannot add device "
-                        f"{device_id_str(dev.id)} because a claim constraint would not be satisfied")
+                        f"{device_id_str(dev.id)} because a claim constraint would not be satisfied"
+                    )
                 for prev in added:
                     prev.remove(req, dev)
                 release_counters_if_clean()
@@ -553,7 +592,7 @@ class ReferenceAllocator:
         if self.f.consumable_capacity:
             if not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
                 compat_undo()
-                return None   # Kubernetes leaves constraint and counter state as is here
+                return None  # Kubernetes leaves constraint and counter state as is here
             if multi:
                 consumed = self.p.consumption(req, dev)
                 per = self.allocating_capacity.setdefault(dev.id, {})
@@ -582,6 +621,7 @@ class ReferenceAllocator:
             elif counts_counters:
                 self._release_counters(dev)
             del self.results[ci][n_before:]
+
         return undo
 
     # ------------------------------------------------------------------ compatibility groups
@@ -600,7 +640,7 @@ class ReferenceAllocator:
                 fixed = in_use_groups(self.p.inventory.allocated, dev.pool, c.counter_set)
                 current = frozenset.intersection(*fixed) if fixed else None
             mine = compatibility_groups(dev.device, c.counter_set)
-            assert mine is not None     # c is one of the device's own counter sets
+            assert mine is not None  # c is one of the device's own counter sets
             new = mine if current is None else current & mine
             if not new:
                 for k, old in reversed(added):
@@ -616,6 +656,7 @@ class ReferenceAllocator:
                 else:
                     self.compat[k] = old
             added.clear()
+
         return undo
 
     # ------------------------------------------------------------------ counters
@@ -647,8 +688,9 @@ class ReferenceAllocator:
                 used[c.counter_set][n] -= self.p.counter_value(v.value)
 
 
-def reference_first_fit(problem: Problem, *, kubernetes_defects: bool = True,
-                        node_limit: int | None = None) -> list[list[Chosen]] | None:
+def reference_first_fit(
+    problem: Problem, *, kubernetes_defects: bool = True, node_limit: int | None = None
+) -> list[list[Chosen]] | None:
     return ReferenceAllocator(problem, kubernetes_defects=kubernetes_defects, node_limit=node_limit).allocate()
 
 
@@ -664,8 +706,7 @@ def quick_first_fit(problem: Problem) -> tuple[list[list[Chosen]] | None, dict[t
     None when nothing fits, selected sub-requests, devices tried), or None when it did not
     finish. A CEL runtime error or a failed constraint of an All request (AllocationError) is
     raised as the allocator raises it: where its search reaches it."""
-    ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=QUICK_NODE_LIMIT,
-                             try_limit=QUICK_TRY_LIMIT)
+    ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=QUICK_NODE_LIMIT, try_limit=QUICK_TRY_LIMIT)
     try:
         chosen = ref.allocate()
     except SearchLimit:

@@ -1,5 +1,6 @@
 """Small, solver-independent DRA rules shared by the reference search, the CP-SAT encodings
 and the checker: taints and tolerations, attribute lookup, consumable capacity."""
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,7 @@ BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 # ------------------------------------------------------------------ taints
 def taint_blocks(taints: list[DeviceTaint], tolerations: list[DeviceToleration]) -> bool:
     """True if some NoSchedule/NoExecute taint is not tolerated. Other effects (None) never block."""
-    return any(t.effect in BLOCKING_EFFECTS and not any(tolerates(tol, t) for tol in tolerations)
-               for t in taints)
+    return any(t.effect in BLOCKING_EFFECTS and not any(tolerates(tol, t) for tol in tolerations) for t in taints)
 
 
 # ------------------------------------------------------------------ attributes
@@ -98,8 +98,7 @@ def violates_policy(value: Quantity, is_default: bool, cap: DeviceCapacity, requ
     return False
 
 
-def consumption(capacity: dict[str, DeviceCapacity], requests: dict[str, str] | None
-                ) -> dict[str, Quantity] | None:
+def consumption(capacity: dict[str, DeviceCapacity], requests: dict[str, str] | None) -> dict[str, Quantity] | None:
     """Per-capacity consumption of one allocation (GetConsumedCapacityFromRequest), or None if
     the request names a capacity the device lacks or the consumption violates a policy."""
     requests = requests or {}
@@ -115,8 +114,12 @@ def consumption(capacity: dict[str, DeviceCapacity], requests: dict[str, str] | 
     return out
 
 
-def fits_capacity(capacity: dict[str, DeviceCapacity], consumed: dict[str, Quantity],
-                  already: dict[str, Fraction] | None, allocating: dict[str, Fraction] | None) -> bool:
+def fits_capacity(
+    capacity: dict[str, DeviceCapacity],
+    consumed: dict[str, Quantity],
+    already: dict[str, Fraction] | None,
+    allocating: dict[str, Fraction] | None,
+) -> bool:
     for name, cap in capacity.items():
         total = consumed[name].value + (already or {}).get(name, 0) + (allocating or {}).get(name, 0)
         if total > q(cap.value).value:

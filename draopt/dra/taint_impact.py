@@ -12,6 +12,7 @@ Pods using a claim: `status.reservedFor` entries of resource `pods`, and Pod obj
 whose `spec.resourceClaims` name the claim (`resourceClaimName`, or a `resourceClaimTemplateName`
 resolved through `status.resourceClaimStatuses`), and pods owning the claim (ownerReferences).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ class PodRef:
     namespace: str
     name: str
     uid: str | None = None
-    via: str = ""          # reservedFor, spec.resourceClaims, ownerReferences
+    via: str = ""  # reservedFor, spec.resourceClaims, ownerReferences
 
     @property
     def key(self) -> str:
@@ -47,11 +48,11 @@ class PodRef:
 
 @dataclass
 class ClaimImpact:
-    claim: str                                 # namespace/name
-    devices: list[str]                         # driver/pool/device of this rule held by the claim
+    claim: str  # namespace/name
+    devices: list[str]  # driver/pool/device of this rule held by the claim
     admin_access: bool = False
-    tolerated: bool = False                    # tolerated indefinitely: not evicted
-    evict_after_seconds: int | None = None     # tolerated for a while, then evicted
+    tolerated: bool = False  # tolerated indefinitely: not evicted
+    evict_after_seconds: int | None = None  # tolerated for a while, then evicted
     pods: list[PodRef] = field(default_factory=list)
 
     @property
@@ -65,10 +66,10 @@ class RuleImpact:
     taint: dict[str, Any]
     effect: str
     selector_empty: bool
-    devices: list[str] = field(default_factory=list)            # selected published devices
+    devices: list[str] = field(default_factory=list)  # selected published devices
     allocated: dict[str, list[str]] = field(default_factory=dict)  # device -> claims
     claims: list[ClaimImpact] = field(default_factory=list)
-    evaluates_eviction: bool = False                             # NoExecute or None (dry run)
+    evaluates_eviction: bool = False  # NoExecute or None (dry run)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -86,16 +87,20 @@ class RuleImpact:
     def message(self) -> str:
         """The summary the eviction controller writes into the rule's status condition."""
         n, a = len(self.devices), len(self.allocated)
-        out = f"{n} published device{'s' if n != 1 else ''} selected. " \
-              f"{a} allocated device{'s' if a != 1 else ''} selected."
+        out = (
+            f"{n} published device{'s' if n != 1 else ''} selected. "
+            f"{a} allocated device{'s' if a != 1 else ''} selected."
+        )
         if not self.evaluates_eviction:
             return out + " No eviction: effect " + self.effect + "."
         pods = self.evicted_pods
         nss = {p.namespace for p in pods}
         verb = "would be evicted" if self.effect == "None" else "to be evicted"
         tail = " if the effect was NoExecute." if self.effect == "None" else "."
-        return out + (f" {len(pods)} pod{'s' if len(pods) != 1 else ''} {verb} in {len(nss)} "
-                      f"namespace{'s' if len(nss) != 1 else ''}{tail}")
+        return out + (
+            f" {len(pods)} pod{'s' if len(pods) != 1 else ''} {verb} in {len(nss)} "
+            f"namespace{'s' if len(nss) != 1 else ''}{tail}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -119,8 +124,7 @@ class RuleImpact:
 
 
 def _claim_dict(c: ClaimImpact) -> dict[str, Any]:
-    d: dict[str, Any] = {"claim": c.claim, "devices": c.devices,
-                         "pods": [p.key for p in c.pods]}
+    d: dict[str, Any] = {"claim": c.claim, "devices": c.devices, "pods": [p.key for p in c.pods]}
     if c.admin_access:
         d["adminAccess"] = True
     if c.evict_after_seconds is not None:
@@ -141,7 +145,7 @@ def load_inputs(paths: list[str]) -> Inputs:
         kind = doc.get("kind") if isinstance(doc, dict) else None
         if kind == "Pod":
             pods.append(doc)
-        elif (kind is not None and not isinstance(kind, str)) or kind in KINDS:   # a non-string kind: an error
+        elif (kind is not None and not isinstance(kind, str)) or kind in KINDS:  # a non-string kind: an error
             objects.add(parse_object(doc, source))
         # Namespaces and other kinds are not needed here.
     return Inputs(objects, pods)
@@ -180,17 +184,21 @@ def _claim_pods(claim: ResourceClaim, pods: list[dict[str, Any]]) -> list[PodRef
         meta = pod.get("metadata") or {}
         if (meta.get("namespace") or "default") != ns or not meta.get("name"):
             continue
-        generated = {s.get("name"): s.get("resourceClaimName")
-                     for s in ((pod.get("status") or {}).get("resourceClaimStatuses") or []) if isinstance(s, dict)}
-        for rc in ((pod.get("spec") or {}).get("resourceClaims") or []):
+        generated = {
+            s.get("name"): s.get("resourceClaimName")
+            for s in ((pod.get("status") or {}).get("resourceClaimStatuses") or [])
+            if isinstance(s, dict)
+        }
+        for rc in (pod.get("spec") or {}).get("resourceClaims") or []:
             if not isinstance(rc, dict):
                 continue
             name = rc.get("resourceClaimName")
             if name is None and rc.get("resourceClaimTemplateName"):
                 name = generated.get(rc.get("name"))
             if name == claim.name:
-                found.setdefault(f"{ns}/{meta['name']}", PodRef(ns, meta["name"], meta.get("uid"),
-                                                               "spec.resourceClaims"))
+                found.setdefault(
+                    f"{ns}/{meta['name']}", PodRef(ns, meta["name"], meta.get("uid"), "spec.resourceClaims")
+                )
                 break
     return [found[k] for k in sorted(found)]
 
@@ -236,8 +244,9 @@ def analyze(inputs: Inputs, features: Features | None = None, rule_name: str | N
     def cel_of(s: ResourceSlice, d) -> Any:
         did = (s.spec.driver, s.spec.pool.name, d.name)
         if did not in cel_devices:
-            cel_devices[did] = make_cel_device(s.spec.driver, d.to_k8s(),
-                                               list_type_attributes=features.list_type_attributes)
+            cel_devices[did] = make_cel_device(
+                s.spec.driver, d.to_k8s(), list_type_attributes=features.list_type_attributes
+            )
         return cel_devices[did]
 
     # Allocated devices: device -> [(claim, result)]
@@ -253,33 +262,45 @@ def analyze(inputs: Inputs, features: Features | None = None, rule_name: str | N
         taint = rule.spec.taint
         sel = rule.spec.device_selector
         empty = sel is None or not (sel.device_class_name or sel.driver or sel.pool or sel.device or sel.selectors)
-        impact = RuleImpact(rule=rule.name, taint=taint.to_k8s(), effect=taint.effect, selector_empty=empty,
-                            evaluates_eviction=taint.effect in ("NoExecute", "None"))
+        impact = RuleImpact(
+            rule=rule.name,
+            taint=taint.to_k8s(),
+            effect=taint.effect,
+            selector_empty=empty,
+            evaluates_eviction=taint.effect in ("NoExecute", "None"),
+        )
         if empty:
-            impact.notes.append("the rule has no selector fields: it selects every device (the empty selector "
-                                "matches all devices)")
+            impact.notes.append(
+                "the rule has no selector fields: it selects every device (the empty selector matches all devices)"
+            )
         if sel is not None and sel.device_class_name and sel.device_class_name not in classes:
             impact.notes.append(f"DeviceClass {sel.device_class_name!r} is not in the input: no device matches it")
         if not features.device_taint_rules:
-            impact.notes.append("DeviceTaintRules are disabled (DRADeviceTaints/DRADeviceTaintRules): the rule "
-                                "has no effect")
+            impact.notes.append(
+                "DeviceTaintRules are disabled (DRADeviceTaints/DRADeviceTaintRules): the rule has no effect"
+            )
         # The taint as the eviction controller weighs it: None is evaluated as NoExecute (dry run).
         weighed = taint.model_copy(update={"effect": "NoExecute"}) if taint.effect == "None" else taint
         by_claim: dict[str, ClaimImpact] = {}
         claim_objs: dict[str, ResourceClaim] = {}
         outcomes: dict[str, list[tuple[bool, int | None]]] = {}
         for s, d in devices:
+
             def class_matches(name, s=s, d=d):
                 cls = classes.get(name)
                 if cls is None:
                     return False
                 try:
-                    return all(x.cel is not None and env.compile(x.cel.expression).matches(cel_of(s, d))
-                               for x in cls.spec.selectors)
+                    return all(
+                        x.cel is not None and env.compile(x.cel.expression).matches(cel_of(s, d))
+                        for x in cls.spec.selectors
+                    )
                 except Exception:  # noqa: BLE001 - a class whose CEL fails on a device does not select it
                     return False
-            if not taint_rule_selects(rule, s.spec.driver, s.spec.pool.name, d, class_matches, env,
-                                      lambda s=s, d=d: cel_of(s, d)):
+
+            if not taint_rule_selects(
+                rule, s.spec.driver, s.spec.pool.name, d, class_matches, env, lambda s=s, d=d: cel_of(s, d)
+            ):
                 continue
             did = (s.spec.driver, s.spec.pool.name, d.name)
             dev = "/".join(did)
@@ -296,8 +317,11 @@ def analyze(inputs: Inputs, features: Features | None = None, rule_name: str | N
                 if dev not in ci.devices:
                     ci.devices.append(dev)
                 ci.admin_access = ci.admin_access or bool(result.admin_access)
-                tols = result.tolerations if result.tolerations is not None else \
-                    _request_tolerations(claim, result.request)
+                tols = (
+                    result.tolerations
+                    if result.tolerations is not None
+                    else _request_tolerations(claim, result.request)
+                )
                 outcomes.setdefault(key, []).append(_toleration_outcome(tols, weighed))
         for key in sorted(by_claim):
             ci = by_claim[key]
@@ -305,8 +329,9 @@ def analyze(inputs: Inputs, features: Features | None = None, rule_name: str | N
             ci.tolerated = all(forever for forever, _ in results)
             delays = [sec for forever, sec in results if not forever]
             # Evicted now if some result is not tolerated at all, else after the shortest delay.
-            ci.evict_after_seconds = None if ci.tolerated or any(d is None for d in delays) else \
-                min(d for d in delays if d is not None)
+            ci.evict_after_seconds = (
+                None if ci.tolerated or any(d is None for d in delays) else min(d for d in delays if d is not None)
+            )
             ci.pods = _claim_pods(claim_objs[key], inputs.pods)
             impact.claims.append(ci)
         out.append(impact)
@@ -329,8 +354,11 @@ def format_text(impacts: list[RuleImpact]) -> str:
             for c in imp.evicted_claims:
                 when = f" after {c.evict_after_seconds}s" if c.evict_after_seconds is not None else ""
                 pods = ", ".join(p.key for p in c.pods) or "no pods"
-                lines.append(f"  {word} claim {c.claim}{when} (admin access)" if c.admin_access else
-                             f"  {word} claim {c.claim}{when}")
+                lines.append(
+                    f"  {word} claim {c.claim}{when} (admin access)"
+                    if c.admin_access
+                    else f"  {word} claim {c.claim}{when}"
+                )
                 lines.append(f"    pods: {pods}")
             for c in imp.claims:
                 if c.tolerated:
@@ -365,13 +393,28 @@ def cmd_taint_impact(args) -> int:
 def register(subparsers) -> None:
     """Add `draopt taint-impact` to the CLI's sub-parsers."""
     p = subparsers.add_parser("taint-impact", help="devices a DeviceTaintRule selects and the pods it evicts")
-    p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
-                   help="YAML/JSON documents or a List (Pods and Namespaces allowed); '-' reads stdin")
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="YAML/JSON documents or a List (Pods and Namespaces allowed); '-' reads stdin",
+    )
     p.add_argument("--rule", metavar="NAME", help="only this DeviceTaintRule (default: every rule)")
     p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     p.add_argument("-o", "--output", default="text", choices=("text", "json", "yaml"))
     p.set_defaults(func=cmd_taint_impact)
 
 
-__all__ = ["RuleImpact", "ClaimImpact", "PodRef", "Inputs", "load_inputs", "analyze", "render", "register",
-           "cmd_taint_impact"]
+__all__ = [
+    "RuleImpact",
+    "ClaimImpact",
+    "PodRef",
+    "Inputs",
+    "load_inputs",
+    "analyze",
+    "render",
+    "register",
+    "cmd_taint_impact",
+]

@@ -33,13 +33,14 @@ A pod matching several controllers goes to the first in input order (in a cluste
 syncs first). Adoption is recorded by adding the controller reference to the pod's view (what
 :mod:`draopt.kube.controllers` reads), and said in one note per controller.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from draopt.errors import InputError
 
-SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")   # metav1.LabelSelectorOperator
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")  # metav1.LabelSelectorOperator
 ADOPTING_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job")
 
 
@@ -106,8 +107,10 @@ def _checked_selector(doc: dict[str, Any], where: str, path: str) -> dict[str, A
         if not isinstance(e, dict) or not isinstance(e.get("key"), str):
             raise InputError(f"{where}: field {at}.key: expected a string")
         if e.get("operator") not in SELECTOR_OPERATORS:
-            raise InputError(f"{where}: field {at}.operator: {e.get('operator')!r} is not a valid selector "
-                             f"operator (supported: {', '.join(SELECTOR_OPERATORS)})")
+            raise InputError(
+                f"{where}: field {at}.operator: {e.get('operator')!r} is not a valid selector "
+                f"operator (supported: {', '.join(SELECTOR_OPERATORS)})"
+            )
         values = e.get("values")
         if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
             raise InputError(f"{where}: field {at}.values: expected a list of strings")
@@ -126,7 +129,7 @@ def _job_selector(doc: dict[str, Any], where: str) -> dict[str, Any] | None:
     uid = _meta(doc).get("uid")
     if isinstance(uid, str) and uid:
         return {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
-    return None     # a new Job: the API server's generated selector names a uid no pod has
+    return None  # a new Job: the API server's generated selector names a uid no pod has
 
 
 def _reference(api_version: str, kind: str, name: str, uid: Any) -> dict[str, Any]:
@@ -179,7 +182,7 @@ def adopt_orphans(controllers: list[tuple[dict[str, Any], str]], pods: list[dict
                     continue
                 ref = _reference("apps/v1", "ReplicaSet", f"{name}-{template_hash}", None)
             elif kind == "StatefulSet":
-                ordinal = pod_name[len(name) + 1:] if pod_name.startswith(name + "-") else ""
+                ordinal = pod_name[len(name) + 1 :] if pod_name.startswith(name + "-") else ""
                 if not ordinal.isdigit():
                     continue
                 ref = _reference("apps/v1", "StatefulSet", name, _meta(doc).get("uid"))
@@ -191,19 +194,27 @@ def adopt_orphans(controllers: list[tuple[dict[str, Any], str]], pods: list[dict
             adopted.append(pod_name)
         if adopted:
             shown = ", ".join(adopted[:3]) + (f" and {len(adopted) - 3} more" if len(adopted) > 3 else "")
-            notes.append(f"{where} adopts {len(adopted)} pod(s) without a controller reference that match its "
-                         f"selector ({shown}): it counts them and creates only the missing ones")
+            notes.append(
+                f"{where} adopts {len(adopted)} pod(s) without a controller reference that match its "
+                f"selector ({shown}): it counts them and creates only the missing ones"
+            )
         if unhashed:
             shown = ", ".join(unhashed[:3]) + (f" and {len(unhashed) - 3} more" if len(unhashed) > 3 else "")
-            notes.append(f"{where}: {len(unhashed)} pod(s) match its selector but have no pod-template-hash "
-                         f"label ({shown}): its ReplicaSet's selector needs one, so they are not adopted")
+            notes.append(
+                f"{where}: {len(unhashed)} pod(s) match its selector but have no pod-template-hash "
+                f"label ({shown}): its ReplicaSet's selector needs one, so they are not adopted"
+            )
     return notes
 
 
 def replica_set_adopted(deployment: dict[str, Any], replica_set: dict[str, Any], source: str) -> bool:
     """The Deployment claims this orphan ReplicaSet (same namespace, labels match its selector)."""
-    if has_controller(replica_set) or _terminating(replica_set) or _terminating(deployment) \
-            or _namespace(replica_set) != _namespace(deployment):
+    if (
+        has_controller(replica_set)
+        or _terminating(replica_set)
+        or _terminating(deployment)
+        or _namespace(replica_set) != _namespace(deployment)
+    ):
         return False
     selector = _checked_selector(deployment, _what(deployment, source), "spec.selector")
     return selector is not None and selector_matches(selector, _labels(replica_set))

@@ -21,6 +21,7 @@ A Pod's spec is immutable except container images, ``activeDeadlineSeconds``,
 the API server and kubectl goes on with the next object, so the earlier Pod stays as it was (a
 note says so). The annotation kubectl writes back is not added (nothing here reads it).
 """
+
 from __future__ import annotations
 
 import copy
@@ -28,9 +29,17 @@ import json
 from typing import Any
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContainers": "name", "volumes": "name",
-              "resourceClaims": "name", "env": "name", "imagePullSecrets": "name", "volumeMounts": "mountPath",
-              "ports": "containerPort"}
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "volumes": "name",
+    "resourceClaims": "name",
+    "env": "name",
+    "imagePullSecrets": "name",
+    "volumeMounts": "mountPath",
+    "ports": "containerPort",
+}
 BUILT_IN_GROUPS = ("v1", "apps/v1", "batch/v1", "scheduling.k8s.io/", "resource.k8s.io/")
 
 
@@ -48,23 +57,28 @@ def last_applied(live: dict[str, Any]) -> dict[str, Any]:
 
 def _strategic(api_version: Any) -> bool:
     return isinstance(api_version, str) and any(
-        api_version == g or g.endswith("/") and api_version.startswith(g) for g in BUILT_IN_GROUPS)
+        api_version == g or g.endswith("/") and api_version.startswith(g) for g in BUILT_IN_GROUPS
+    )
 
 
 def _merge(live: Any, new: Any, last: Any, strategic: bool, field: str = "") -> Any:
     if isinstance(new, dict) and isinstance(live, dict):
         last = last if isinstance(last, dict) else {}
-        out = {k: v for k, v in live.items() if k in new or k not in last}   # dropped from the manifest: deleted
+        out = {k: v for k, v in live.items() if k in new or k not in last}  # dropped from the manifest: deleted
         for k, v in new.items():
             out[k] = _merge(live.get(k), v, last.get(k), strategic, k) if k in live else copy.deepcopy(v)
         return out
     key = MERGE_KEYS.get(field) if strategic else None
-    if key and isinstance(new, list) and isinstance(live, list) and all(
-            isinstance(x, dict) and key in x for x in new + live):
+    if (
+        key
+        and isinstance(new, list)
+        and isinstance(live, list)
+        and all(isinstance(x, dict) and key in x for x in new + live)
+    ):
         last_items = {x.get(key): x for x in last if isinstance(x, dict)} if isinstance(last, list) else {}
         new_items = {x[key]: x for x in new}
         out_list = []
-        for x in live:      # live order kept; removed when the last applied list had it and the manifest not
+        for x in live:  # live order kept; removed when the last applied list had it and the manifest not
             if x[key] in new_items:
                 out_list.append(_merge(x, new_items[x[key]], last_items.get(x[key]), strategic))
             elif x[key] not in last_items:
@@ -89,8 +103,7 @@ def _pod_spec_shape(spec: Any) -> Any:
     out = {k: v for k, v in spec.items() if k not in _MUTABLE_POD_FIELDS and k != "tolerations"}
     for part in ("containers", "initContainers"):
         if isinstance(out.get(part), list):
-            out[part] = [{k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c
-                         for c in out[part]]
+            out[part] = [{k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c for c in out[part]]
     return out
 
 

@@ -48,6 +48,7 @@ replica; ``pkg/controller.v1/common/job.go``, mpi-operator ``podgroup.go``
 PodGroup of that name, and says so in a note. Pods already in the input that the job owns
 (``ownerReferences``) are not made again.
 """
+
 from __future__ import annotations
 
 import copy
@@ -72,12 +73,19 @@ GANG_API = "scheduling.k8s.io/v1alpha2"
 
 
 class _BatchExpander(_Expander):
-    def __init__(self, existing_pods: list[dict[str, Any]], nodes: list[Any], batch: list[tuple[dict, str]],
-                 runtimes: list[tuple[dict, str]], pod_groups: set[str], input_jobs: list[dict]):
+    def __init__(
+        self,
+        existing_pods: list[dict[str, Any]],
+        nodes: list[Any],
+        batch: list[tuple[dict, str]],
+        runtimes: list[tuple[dict, str]],
+        pod_groups: set[str],
+        input_jobs: list[dict],
+    ):
         super().__init__(existing_pods, nodes, batch)
-        self.input_jobs = input_jobs         # the input's Jobs (a TrainJob's JobSet may have its Jobs there)
+        self.input_jobs = input_jobs  # the input's Jobs (a TrainJob's JobSet may have its Jobs there)
         self.runtimes = runtimes
-        self.pod_groups = pod_groups         # namespace/name of the input's PodGroups
+        self.pod_groups = pod_groups  # namespace/name of the input's PodGroups
 
     # ---------------------------------------------------------- shared
     def owned_names(self, r: _Reader) -> set[str]:
@@ -90,13 +98,23 @@ class _BatchExpander(_Expander):
             meta: dict[str, Any] = {"name": r.name}
             if r.namespace_field is not None:
                 meta["namespace"] = r.namespace_field
-            self.out.groups.append(({"apiVersion": GANG_API, "kind": "PodGroup", "metadata": meta,
-                                 "spec": {"schedulingPolicy": {"gang": {"minCount": max(1, min_member)}}}},
-                                f"{r.what}: {why} (as PodGroup {r.name})"))
+            self.out.groups.append(
+                (
+                    {
+                        "apiVersion": GANG_API,
+                        "kind": "PodGroup",
+                        "metadata": meta,
+                        "spec": {"schedulingPolicy": {"gang": {"minCount": max(1, min_member)}}},
+                    },
+                    f"{r.what}: {why} (as PodGroup {r.name})",
+                )
+            )
             self.pod_groups.add(key)
-            self.out.notes.append(f"{r.what}: {why}: gang-scheduled through the operator's PodGroup (Volcano or "
-                                  f"scheduler-plugins) with minMember {min_member}; simulated as the gang "
-                                  f"PodGroup {key}")
+            self.out.notes.append(
+                f"{r.what}: {why}: gang-scheduled through the operator's PodGroup (Volcano or "
+                f"scheduler-plugins) with minMember {min_member}; simulated as the gang "
+                f"PodGroup {key}"
+            )
         return {"podGroupName": r.name}
 
     def replica_template(self, r: _Reader, specs: dict, path: str, rtype: str) -> tuple[dict, dict, str] | None:
@@ -120,7 +138,9 @@ class _BatchExpander(_Expander):
             raise r.error("spec.mpiReplicaSpecs", "missing")
         unknown = sorted(set(specs) - {"Launcher", "Worker"})
         if unknown:
-            raise r.error(f"spec.mpiReplicaSpecs.{unknown[0]}", "unsupported replica type (supported: Launcher, Worker)")
+            raise r.error(
+                f"spec.mpiReplicaSpecs.{unknown[0]}", "unsupported replica type (supported: Launcher, Worker)"
+            )
         launcher = self.replica_template(r, specs, "spec.mpiReplicaSpecs", "Launcher")
         if launcher is None:
             raise r.error("spec.mpiReplicaSpecs.Launcher", "missing")
@@ -132,8 +152,10 @@ class _BatchExpander(_Expander):
         as_worker = r.get(spec, "spec", "runLauncherAsWorker", bool, False)
         creation = r.get(spec, "spec", "launcherCreationPolicy", str, "AtStartup")
         if creation not in ("AtStartup", "WaitForWorkersReady"):
-            raise r.error("spec.launcherCreationPolicy", f"unsupported value {creation!r}: supported values: "
-                                                         f"\"AtStartup\", \"WaitForWorkersReady\"")
+            raise r.error(
+                "spec.launcherCreationPolicy",
+                f"unsupported value {creation!r}: supported values: \"AtStartup\", \"WaitForWorkersReady\"",
+            )
         group = None
         scheduling = r.get(policy, "spec.runPolicy", "schedulingPolicy", dict)
         if scheduling is not None:
@@ -142,47 +164,75 @@ class _BatchExpander(_Expander):
         have = self.owned_names(r)
         owner = _owner("kubeflow.org/v2beta1", "MPIJob", r.name, r.uid)
         key = f"{r.namespace}/{r.name}"
-        selector = {"matchLabels": {KF + "operator-name": "mpi-operator", KF + "job-name": r.name,
-                                    KF + "job-role": "worker"}}        # workerSelector
-        extra = sorted(controllers._name(p) for p in self.existing if controllers._ns(p) == r.namespace
-                       and adoption.selector_matches(selector, _labels(p))
-                       and (_labels(p).get(KF + "replica-index") or "").isdigit()
-                       and int(_labels(p)[KF + "replica-index"]) >= workers)
+        selector = {
+            "matchLabels": {KF + "operator-name": "mpi-operator", KF + "job-name": r.name, KF + "job-role": "worker"}
+        }  # workerSelector
+        extra = sorted(
+            controllers._name(p)
+            for p in self.existing
+            if controllers._ns(p) == r.namespace
+            and adoption.selector_matches(selector, _labels(p))
+            and (_labels(p).get(KF + "replica-index") or "").isdigit()
+            and int(_labels(p)[KF + "replica-index"]) >= workers
+        )
         if extra:
-            self.out.notes.append(f"{r.what}: {len(extra)} worker pod(s) beyond its {workers} replicas "
-                                  f"({', '.join(extra[:3])}) would be deleted by the controller (scale-down): "
-                                  f"kept here")
+            self.out.notes.append(
+                f"{r.what}: {len(extra)} worker pod(s) beyond its {workers} replicas "
+                f"({', '.join(extra[:3])}) would be deleted by the controller (scale-down): "
+                f"kept here"
+            )
         for i in range(workers):
             name = f"{r.name}-worker-{i}"
             if name in have:
                 continue
-            if f"{r.namespace}/{name}" in self.taken:     # getOrCreateWorker gets workers by name
-                self.out.notes.append(f"{r.what}: pod {r.namespace}/{name} exists and is not controlled by it: "
-                                      f"the controller stops there (ErrResourceExists) and creates no more pods")
+            if f"{r.namespace}/{name}" in self.taken:  # getOrCreateWorker gets workers by name
+                self.out.notes.append(
+                    f"{r.what}: pod {r.namespace}/{name} exists and is not controlled by it: "
+                    f"the controller stops there (ErrResourceExists) and creates no more pods"
+                )
                 return
             assert worker is not None
-            update: dict[str, Any] = {"hostname": name, "subdomain": r.name,
-                                      "restartPolicy": _restart(r, worker[0], worker[2], "Never")}
+            update: dict[str, Any] = {
+                "hostname": name,
+                "subdomain": r.name,
+                "restartPolicy": _restart(r, worker[0], worker[2], "Never"),
+            }
             if group:
                 update["schedulingGroup"] = group
-            self.pod(r, worker[1], name, owner,
-                     labels={KF + "operator-name": "mpi-operator", KF + "job-name": r.name,
-                             KF + "job-role": "worker", KF + "replica-index": str(i + 1 if as_worker else i)},
-                     spec_update=update, order=(key, i + 1))
+            self.pod(
+                r,
+                worker[1],
+                name,
+                owner,
+                labels={
+                    KF + "operator-name": "mpi-operator",
+                    KF + "job-name": r.name,
+                    KF + "job-role": "worker",
+                    KF + "replica-index": str(i + 1 if as_worker else i),
+                },
+                spec_update=update,
+                order=(key, i + 1),
+            )
         job_name = f"{r.name}-launcher"
         if self.owned_pods(r.namespace, "Job", job_name):
-            return          # the launcher Job's pod is in the input
+            return  # the launcher Job's pod is in the input
         if creation == "WaitForWorkersReady" and workers and not self.workers_running(r, workers):
-            self.out.notes.append(f"{r.what}: spec.launcherCreationPolicy: WaitForWorkersReady: the launcher Job "
-                                  f"{job_name} is created once the {workers} workers are ready (not made here)")
+            self.out.notes.append(
+                f"{r.what}: spec.launcherCreationPolicy: WaitForWorkersReady: the launcher Job "
+                f"{job_name} is created once the {workers} workers are ready (not made here)"
+            )
             return
         lspec, ltemplate, lpath = launcher
         labels = dict((ltemplate.get("metadata") or {}).get("labels") or {})
         labels.update({KF + "operator-name": "mpi-operator", KF + "job-name": r.name, KF + "job-role": "launcher"})
         if as_worker:
             labels[KF + "replica-index"] = "0"
-        pod_spec = dict(ltemplate.get("spec") or {}, hostname=job_name, subdomain=r.name,
-                        restartPolicy=_restart(r, lspec, lpath, "OnFailure"))
+        pod_spec = dict(
+            ltemplate.get("spec") or {},
+            hostname=job_name,
+            subdomain=r.name,
+            restartPolicy=_restart(r, lspec, lpath, "OnFailure"),
+        )
         if group:
             pod_spec["schedulingGroup"] = group
         template = {"metadata": dict(ltemplate.get("metadata") or {}, labels=labels), "spec": pod_spec}
@@ -190,8 +240,11 @@ class _BatchExpander(_Expander):
         self.job(r, job_spec, lpath, job_name, stable_uid("Job", r.namespace, job_name), {}, {}, (key, 0))
 
     def workers_running(self, r: _Reader, workers: int) -> bool:
-        running = {controllers._name(p) for p in self.owned_pods(r.namespace, "MPIJob", r.name)
-                   if controllers._phase(p) == "Running"}
+        running = {
+            controllers._name(p)
+            for p in self.owned_pods(r.namespace, "MPIJob", r.name)
+            if controllers._phase(p) == "Running"
+        }
         return all(f"{r.name}-worker-{i}" in running for i in range(workers))
 
     # ---------------------------------------------------------- PyTorchJob
@@ -203,8 +256,9 @@ class _BatchExpander(_Expander):
             raise r.error("spec.pytorchReplicaSpecs", "missing")
         unknown = sorted(set(specs) - {"Master", "Worker"})
         if unknown:
-            raise r.error(f"spec.pytorchReplicaSpecs.{unknown[0]}", "unsupported replica type (supported: Master, "
-                                                                    "Worker)")
+            raise r.error(
+                f"spec.pytorchReplicaSpecs.{unknown[0]}", "unsupported replica type (supported: Master, Worker)"
+            )
         types = [(t, self.replica_template(r, specs, "spec.pytorchReplicaSpecs", t)) for t in ("Master", "Worker")]
         present = [(t, x) for t, x in types if x is not None]
         if r.get(policy, "spec.runPolicy", "suspend", bool, False):
@@ -212,13 +266,14 @@ class _BatchExpander(_Expander):
             return
         counts = {t: r.count(x[0], x[2], "replicas", 1) for t, x in present}
         if spec.get("elasticPolicy") is not None:
-            self.out.notes.append(f"{r.what}: spec.elasticPolicy: the workers are made at their replicas "
-                                  f"({counts.get('Worker', 0)}); elastic scaling is not simulated")
+            self.out.notes.append(
+                f"{r.what}: spec.elasticPolicy: the workers are made at their replicas "
+                f"({counts.get('Worker', 0)}); elastic scaling is not simulated"
+            )
         group = None
         scheduling = r.get(policy, "spec.runPolicy", "schedulingPolicy", dict)
         if scheduling is not None:
-            min_member = r.get(scheduling, "spec.runPolicy.schedulingPolicy", "minAvailable", int,
-                               sum(counts.values()))
+            min_member = r.get(scheduling, "spec.runPolicy.schedulingPolicy", "minAvailable", int, sum(counts.values()))
             group = self.gang(r, min_member, "spec.runPolicy.schedulingPolicy")
         have = self.owned_names(r)
         owner = _owner("kubeflow.org/v1", "PyTorchJob", r.name, r.uid)
@@ -233,15 +288,20 @@ class _BatchExpander(_Expander):
                 seq += 1
                 if name in have:
                     continue
-                labels = {KF + "operator-name": "pytorchjob-controller", KF + "job-name": r.name,
-                          KF + "replica-type": rt, KF + "replica-index": str(i)}
+                labels = {
+                    KF + "operator-name": "pytorchjob-controller",
+                    KF + "job-name": r.name,
+                    KF + "replica-type": rt,
+                    KF + "replica-index": str(i),
+                }
                 if rtype == "Master" or not has_master and i == 0:
                     labels[KF + "job-role"] = "master"
                 update: dict[str, Any] = {"restartPolicy": _restart(r, rspec, path, "OnFailure")}
                 if group:
                     update["schedulingGroup"] = group
-                self.pod(r, template, name, owner, labels=labels, spec_update=update,
-                         order=(f"{r.namespace}/{r.name}", seq))
+                self.pod(
+                    r, template, name, owner, labels=labels, spec_update=update, order=(f"{r.namespace}/{r.name}", seq)
+                )
 
     # ---------------------------------------------------------- TrainJob
     def do_TrainJob(self, r: _Reader, jobs: list[dict]) -> None:
@@ -254,15 +314,26 @@ class _BatchExpander(_Expander):
             raise r.error("spec.runtimeRef.name", "missing")
         kind = r.get(ref, "spec.runtimeRef", "kind", str, "ClusterTrainingRuntime")
         if kind not in RUNTIME_KINDS:
-            raise r.error("spec.runtimeRef.kind", f"unsupported value {kind!r}: supported values: "
-                                                  f"\"ClusterTrainingRuntime\", \"TrainingRuntime\"")
-        runtime = next((doc for doc, _ in self.runtimes if doc.get("kind") == kind
-                        and controllers._name(doc) == runtime_name
-                        and (kind == "ClusterTrainingRuntime" or controllers._ns(doc) == r.namespace)), None)
+            raise r.error(
+                "spec.runtimeRef.kind",
+                f"unsupported value {kind!r}: supported values: \"ClusterTrainingRuntime\", \"TrainingRuntime\"",
+            )
+        runtime = next(
+            (
+                doc
+                for doc, _ in self.runtimes
+                if doc.get("kind") == kind
+                and controllers._name(doc) == runtime_name
+                and (kind == "ClusterTrainingRuntime" or controllers._ns(doc) == r.namespace)
+            ),
+            None,
+        )
         if runtime is None:
             where = runtime_name if kind == "ClusterTrainingRuntime" else f"{r.namespace}/{runtime_name}"
-            self.out.notes.append(f"{r.what}: its runtime {kind} {where} is not in the input: the pods of its "
-                                  f"JobSet are not made (give the runtime with -f)")
+            self.out.notes.append(
+                f"{r.what}: its runtime {kind} {where} is not in the input: the pods of its "
+                f"JobSet are not made (give the runtime with -f)"
+            )
             return
         if spec.get("runtimePatches"):
             self.out.notes.append(f"{r.what}: spec.runtimePatches are not applied by draopt")
@@ -297,8 +368,10 @@ def _restart(r: _Reader, replica: dict, path: str, default: str) -> str:
     SetRestartPolicy, mpi-operator setRestartPolicy)."""
     value = r.get(replica, path, "restartPolicy", str, default)
     if value not in ("Always", "OnFailure", "Never", "ExitCode"):
-        raise r.error(f"{path}.restartPolicy", f"unsupported value {value!r}: supported values: \"Always\", "
-                                               f"\"OnFailure\", \"Never\", \"ExitCode\"")
+        raise r.error(
+            f"{path}.restartPolicy",
+            f"unsupported value {value!r}: supported values: \"Always\", \"OnFailure\", \"Never\", \"ExitCode\"",
+        )
     return "Never" if value == "ExitCode" else value
 
 
@@ -380,13 +453,18 @@ def check_api_version(doc: dict[str, Any], source: str) -> None:
     what = f"{source}: {kind} {name if isinstance(name, str) and name else '(no name)'}: field apiVersion"
     if doc.get("apiVersion") is None:
         raise InputError(f"{what}: missing (accepted: {', '.join(versions)})")
-    raise InputError(f"{what}: {doc.get('apiVersion')!r} is not served by draopt for {kind} "
-                     f"(accepted: {', '.join(versions)})")
+    raise InputError(
+        f"{what}: {doc.get('apiVersion')!r} is not served by draopt for {kind} (accepted: {', '.join(versions)})"
+    )
 
 
-def expand(workload_controllers: list[tuple[dict[str, Any], str]], existing_pods: list[dict[str, Any]],
-           nodes: list[Any], runtimes: list[tuple[dict[str, Any], str]] | None = None,
-           pod_groups: set[str] | None = None) -> Created:
+def expand(
+    workload_controllers: list[tuple[dict[str, Any], str]],
+    existing_pods: list[dict[str, Any]],
+    nodes: list[Any],
+    runtimes: list[tuple[dict[str, Any], str]] | None = None,
+    pod_groups: set[str] | None = None,
+) -> Created:
     """The pods of the core controllers (draopt.kube.controllers.expand) and then of the batch
     frameworks' jobs in `workload_controllers`; `runtimes`: the input's TrainingRuntimes and
     ClusterTrainingRuntimes; `pod_groups`: namespace/name of the input's PodGroups. The gang
@@ -396,8 +474,14 @@ def expand(workload_controllers: list[tuple[dict[str, Any], str]], existing_pods
     out = controllers.expand(core, existing_pods, nodes) if core else Created()
     if not batch:
         return out
-    expander = _BatchExpander(existing_pods, nodes, batch, list(runtimes or []), set(pod_groups or ()),
-                              [d for d, _ in core if d.get("kind") == "Job"])
+    expander = _BatchExpander(
+        existing_pods,
+        nodes,
+        batch,
+        list(runtimes or []),
+        set(pod_groups or ()),
+        [d for d, _ in core if d.get("kind") == "Job"],
+    )
     expander.taken |= {f"{controllers._ns(d)}/{controllers._name(d)}" for d, _ in out.pods}
     made = expander.run()
     base = len(out.pods)

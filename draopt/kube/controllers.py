@@ -65,6 +65,7 @@ Limits: at most 100000 pods per controller; Indexed Jobs at most 100000 completi
 A pod template's errors name the controller's field (``spec.template.spec.containers``), and
 its unknown-field warnings are given once per template.
 """
+
 from __future__ import annotations
 
 import copy
@@ -76,8 +77,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from draopt.errors import InputError
-from draopt.kube.exclusive_topology import (JOB_INDEX_KEY, JOBSET_EXCLUSIVE, LWS_EXCLUSIVE, exclusive_terms,
-                                            exclusive_topology, jobset_exclusive)
+from draopt.kube.exclusive_topology import (
+    JOB_INDEX_KEY,
+    JOBSET_EXCLUSIVE,
+    LWS_EXCLUSIVE,
+    exclusive_terms,
+    exclusive_topology,
+    jobset_exclusive,
+)
 from draopt.kube import adoption
 
 # kind -> accepted apiVersions
@@ -92,10 +99,10 @@ CONTROLLER_KINDS: dict[str, tuple[str, ...]] = {
     "LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1",),
 }
 
-NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"    # k8s.io/apimachinery/pkg/util/rand
-MAX_GENERATED_NAME = 58                           # 63 - 5 random characters (names.SimpleNameGenerator)
-MAX_PODS_PER_CONTROLLER = 100_000                 # beyond this the input is not a cluster
-MAX_INDEXED_COMPLETIONS = 100_000                 # batch/v1 validation, completionMode Indexed
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+MAX_GENERATED_NAME = 58  # 63 - 5 random characters (names.SimpleNameGenerator)
+MAX_PODS_PER_CONTROLLER = 100_000  # beyond this the input is not a cluster
+MAX_INDEXED_COMPLETIONS = 100_000  # batch/v1 validation, completionMode Indexed
 DAEMONSET_TOLERATIONS = [
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
@@ -104,8 +111,7 @@ DAEMONSET_TOLERATIONS = [
     {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
     {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
 ]
-NETWORK_UNAVAILABLE = {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists",
-                       "effect": "NoSchedule"}
+NETWORK_UNAVAILABLE = {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists", "effect": "NoSchedule"}
 
 
 # ------------------------------------------------------------------ names and hashes
@@ -155,14 +161,18 @@ class _Reader:
         self.kind = doc.get("kind")
         meta = doc.get("metadata")
         if not isinstance(meta, dict):
-            raise InputError(f"{source}: {self.kind} (no name): field metadata: "
-                             + ("missing" if meta is None else f"expected a mapping, got {_type(meta)}"))
+            raise InputError(
+                f"{source}: {self.kind} (no name): field metadata: "
+                + ("missing" if meta is None else f"expected a mapping, got {_type(meta)}")
+            )
         self.meta = meta
         name = meta.get("name")
         self.what = f"{source}: {self.kind} {name if isinstance(name, str) and name else '(no name)'}"
         if not isinstance(name, str) or not name:
-            raise InputError(f"{self.what}: field metadata.name: "
-                             + ("missing" if not name else f"expected a string, got {_type(name)}"))
+            raise InputError(
+                f"{self.what}: field metadata.name: "
+                + ("missing" if not name else f"expected a string, got {_type(name)}")
+            )
         self.name = name
         ns = meta.get("namespace")
         if ns is not None and not isinstance(ns, str):
@@ -173,7 +183,7 @@ class _Reader:
         uid = meta.get("uid")
         self.uid = uid if isinstance(uid, str) and uid else stable_uid(self.kind, self.namespace, name)
         self.creation = meta.get("creationTimestamp")
-        self.template_paths: dict[int, str] = {}      # id(pod template) -> its path, for errors
+        self.template_paths: dict[int, str] = {}  # id(pod template) -> its path, for errors
 
     def error(self, path: str, message: str) -> InputError:
         return InputError(f"{self.what}: field {path}: {message}")
@@ -223,8 +233,15 @@ class _Reader:
 
 
 def _type(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
-            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 def _expected(kind: type | tuple) -> str:
@@ -238,16 +255,23 @@ class Created:
     """Pods made from controllers: documents (to be read as Pods), where each came from, order.
     `repeats`: indexes of pods whose template was already read for an earlier pod (its errors
     and warnings were given once, for the template)."""
+
     pods: list[tuple[dict[str, Any], str]] = field(default_factory=list)
-    order: dict[str, tuple[str, int]] = field(default_factory=dict)   # pod key -> (controller key, index)
+    order: dict[str, tuple[str, int]] = field(default_factory=dict)  # pod key -> (controller key, index)
     repeats: set[int] = field(default_factory=set)
-    notes: list[str] = field(default_factory=list)    # why a controller made no pods (suspended, ...)
-    groups: list[tuple[dict[str, Any], str]] = field(default_factory=list)   # gang PodGroups made (batch jobs)
+    notes: list[str] = field(default_factory=list)  # why a controller made no pods (suspended, ...)
+    groups: list[tuple[dict[str, Any], str]] = field(default_factory=list)  # gang PodGroups made (batch jobs)
 
 
 def _owner(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
-    return {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
-            "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _owned_by(doc: dict[str, Any], kind: str, name: str) -> bool:
@@ -289,8 +313,8 @@ class _Expander:
         self.controllers = controllers
         self.out = Created()
         self.taken: set[str] = {f"{_ns(p)}/{_name(p)}" for p in existing_pods}
-        self.checked: set[tuple[int, str]] = set()     # (reader, template path) validated
-        self.made: dict[int, int] = {}                  # reader -> pods made
+        self.checked: set[tuple[int, str]] = set()  # (reader, template path) validated
+        self.made: dict[int, int] = {}  # reader -> pods made
         self.by_owner: dict[tuple[str, str, str], list[dict[str, Any]]] | None = None
 
     # ---------------------------------------------------------- pods
@@ -304,16 +328,20 @@ class _Expander:
                 refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
                 if not isinstance(refs, list):
                     continue
-                owners = {(_ns(p), r.get("kind"), r.get("name")) for r in refs if isinstance(r, dict)
-                          and isinstance(r.get("kind"), str) and isinstance(r.get("name"), str)}
+                owners = {
+                    (_ns(p), r.get("kind"), r.get("name"))
+                    for r in refs
+                    if isinstance(r, dict) and isinstance(r.get("kind"), str) and isinstance(r.get("name"), str)
+                }
                 for key in owners:
                     self.by_owner.setdefault(key, []).append(p)
         return self.by_owner.get((namespace, kind, name), [])
 
     def suspended(self, r: _Reader, field_path: str, makes: str = "creates no pods") -> None:
         """Suspended (Kueue creates Jobs and JobSets so, until it admits them): said, not silent."""
-        self.out.notes.append(f"{r.what} is suspended ({field_path}: true): it {makes} until resumed "
-                              f"(e.g. admitted by Kueue)")
+        self.out.notes.append(
+            f"{r.what} is suspended ({field_path}: true): it {makes} until resumed (e.g. admitted by Kueue)"
+        )
 
     def free_name(self, base: str, namespace: str, owner: str, index: int) -> str:
         """A generated pod name nobody holds: the API server refuses a generated name that
@@ -326,9 +354,17 @@ class _Expander:
             name = generate_name(base, namespace, f"{owner}#{attempt}", index)
         return name
 
-    def pod(self, r: _Reader, template: dict[str, Any], name: str, owner: dict[str, Any],
-            labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
-            spec_update: dict[str, Any] | None = None, order: tuple[str, int] | None = None) -> None:
+    def pod(
+        self,
+        r: _Reader,
+        template: dict[str, Any],
+        name: str,
+        owner: dict[str, Any],
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        spec_update: dict[str, Any] | None = None,
+        order: tuple[str, int] | None = None,
+    ) -> None:
         tmeta = template.get("metadata") or {}
         meta: dict[str, Any] = {"name": name}
         if r.namespace_field is not None:
@@ -348,12 +384,12 @@ class _Expander:
         spec.update(spec_update or {})
         self.made[id(r)] = self.made.get(id(r), 0) + 1
         if self.made[id(r)] > MAX_PODS_PER_CONTROLLER:
-            raise InputError(f"{r.what}: it would create more than {MAX_PODS_PER_CONTROLLER} pods, more than "
-                             f"draopt simulates")
+            raise InputError(
+                f"{r.what}: it would create more than {MAX_PODS_PER_CONTROLLER} pods, more than draopt simulates"
+            )
         key = f"{r.namespace}/{name}"
         if key in self.taken:
-            raise InputError(f"{r.what}: the pod {key} it would create is already in the input "
-                             f"and not owned by it")
+            raise InputError(f"{r.what}: the pod {key} it would create is already in the input and not owned by it")
         self.taken.add(key)
         doc = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
         tpath = r.template_paths.get(id(template), "spec.template")
@@ -366,15 +402,31 @@ class _Expander:
         self.out.order[key] = order or (f"{r.namespace}/{r.name}", len(self.out.order))
 
     # ---------------------------------------------------------- controllers
-    def replica_set(self, r: _Reader, spec: dict, path: str, rs_name: str, rs_uid: str,
-                    template: dict, extra_labels: dict[str, str], order_key: str, have: int | None = None) -> None:
+    def replica_set(
+        self,
+        r: _Reader,
+        spec: dict,
+        path: str,
+        rs_name: str,
+        rs_uid: str,
+        template: dict,
+        extra_labels: dict[str, str],
+        order_key: str,
+        have: int | None = None,
+    ) -> None:
         replicas = r.count(spec, path, "replicas", 1)
         if have is None:
             have = len([p for p in self.owned_pods(r.namespace, "ReplicaSet", rs_name) if not _finished(p)])
         owner = _owner("apps/v1", "ReplicaSet", rs_name, rs_uid)
         for i in range(have, replicas):
-            self.pod(r, template, self.free_name(rs_name + "-", r.namespace, rs_name, i), owner,
-                     labels=extra_labels, order=(order_key, i))
+            self.pod(
+                r,
+                template,
+                self.free_name(rs_name + "-", r.namespace, rs_name, i),
+                owner,
+                labels=extra_labels,
+                order=(order_key, i),
+            )
 
     def do_ReplicaSet(self, r: _Reader) -> None:
         spec = r.get(r.doc, "", "spec", dict, {})
@@ -384,18 +436,30 @@ class _Expander:
     def do_Deployment(self, r: _Reader, replica_sets: list[dict]) -> None:
         spec = r.get(r.doc, "", "spec", dict, {})
         template = r.template(spec, "spec")
-        if any(_ns(rs) == r.namespace and _owned_by(rs, "Deployment", r.name)
-               or adoption.replica_set_adopted(r.doc, rs, r.source) for rs in replica_sets):
-            return      # its ReplicaSet is in the input (owned or adopted) and makes the pods
+        if any(
+            _ns(rs) == r.namespace
+            and _owned_by(rs, "Deployment", r.name)
+            or adoption.replica_set_adopted(r.doc, rs, r.source)
+            for rs in replica_sets
+        ):
+            return  # its ReplicaSet is in the input (owned or adopted) and makes the pods
         h = template_hash(template, r.get(r.doc.get("status"), "status", "collisionCount", int, 0))
         rs_name = f"{r.name}-{h}"
         rs_uid = stable_uid("ReplicaSet", r.namespace, rs_name)
         # Its pods in the input (a dump without the ReplicaSets): owned by a ReplicaSet
         # `<name>-<pod-template-hash>` of this Deployment, whatever hash the cluster computed.
-        have = len([p for p in self.existing if _ns(p) == r.namespace and not _finished(p) and any(
-            o == f"{r.name}-{_label(p, 'pod-template-hash')}" for o in _owner_names(p, "ReplicaSet"))])
-        self.replica_set(r, spec, "spec", rs_name, rs_uid, template, {"pod-template-hash": h},
-                         f"{r.namespace}/{r.name}", have=have)
+        have = len(
+            [
+                p
+                for p in self.existing
+                if _ns(p) == r.namespace
+                and not _finished(p)
+                and any(o == f"{r.name}-{_label(p, 'pod-template-hash')}" for o in _owner_names(p, "ReplicaSet"))
+            ]
+        )
+        self.replica_set(
+            r, spec, "spec", rs_name, rs_uid, template, {"pod-template-hash": h}, f"{r.namespace}/{r.name}", have=have
+        )
 
     def do_StatefulSet(self, r: _Reader) -> None:
         spec = r.get(r.doc, "", "spec", dict, {})
@@ -414,15 +478,25 @@ class _Expander:
             update = {"hostname": name}
             if service:
                 update["subdomain"] = service
-            self.pod(r, template, name, owner,
-                     labels={"controller-revision-hash": revision, "statefulset.kubernetes.io/pod-name": name,
-                             "apps.kubernetes.io/pod-index": str(i)},
-                     spec_update=update, order=(f"{r.namespace}/{r.name}", i))
+            self.pod(
+                r,
+                template,
+                name,
+                owner,
+                labels={
+                    "controller-revision-hash": revision,
+                    "statefulset.kubernetes.io/pod-name": name,
+                    "apps.kubernetes.io/pod-index": str(i),
+                },
+                spec_update=update,
+                order=(f"{r.namespace}/{r.name}", i),
+            )
 
     def do_DaemonSet(self, r: _Reader) -> None:
         from draopt.kube.models.workload import PodSpec
         from draopt.kube.nodeselect import node_selector_matches, tolerates
         from pydantic import ValidationError
+
         spec = r.get(r.doc, "", "spec", dict, {})
         template = r.template(spec, "spec")
         tspec = copy.deepcopy(template.get("spec") or {})
@@ -439,8 +513,11 @@ class _Expander:
             err = e.errors()[0]
             loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
             raise r.error(f"spec.template.spec{loc}", err["msg"]) from None
-        required = typed.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
-            if typed.affinity is not None and typed.affinity.node_affinity is not None else None
+        required = (
+            typed.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+            if typed.affinity is not None and typed.affinity.node_affinity is not None
+            else None
+        )
         covered = set()
         for p in self.owned_pods(r.namespace, "DaemonSet", r.name):
             node = (p.get("spec") or {}).get("nodeName") if isinstance(p.get("spec"), dict) else None
@@ -460,24 +537,41 @@ class _Expander:
                 continue
             if required is not None and not node_selector_matches(required, node, where):
                 continue
-            if any(t.effect in ("NoSchedule", "NoExecute") and not any(tolerates(x, t) for x in typed.tolerations)
-                   for t in node.spec.taints):
+            if any(
+                t.effect in ("NoSchedule", "NoExecute") and not any(tolerates(x, t) for x in typed.tolerations)
+                for t in node.spec.taints
+            ):
                 continue
             update = {"tolerations": tolerations, "affinity": _pin_to_node(tspec.get("affinity"), node.name)}
             pinned = {"metadata": template.get("metadata"), "spec": tspec}
             r.template_paths[id(pinned)] = "spec.template"
-            self.pod(r, pinned,
-                     self.free_name(r.name + "-", r.namespace, r.name, index), owner,
-                     labels={"controller-revision-hash": revision, "pod-template-generation": str(generation)},
-                     spec_update=update, order=(f"{r.namespace}/{r.name}", index))
+            self.pod(
+                r,
+                pinned,
+                self.free_name(r.name + "-", r.namespace, r.name, index),
+                owner,
+                labels={"controller-revision-hash": revision, "pod-template-generation": str(generation)},
+                spec_update=update,
+                order=(f"{r.namespace}/{r.name}", index),
+            )
 
-    def job(self, r: _Reader, spec: dict, path: str, job_name: str, job_uid: str,
-            job_labels: dict[str, str], job_annotations: dict[str, str], order: tuple[str, int],
-            default_indexed: bool = False, spec_update: dict[str, Any] | None = None) -> int:
+    def job(
+        self,
+        r: _Reader,
+        spec: dict,
+        path: str,
+        job_name: str,
+        job_uid: str,
+        job_labels: dict[str, str],
+        job_annotations: dict[str, str],
+        order: tuple[str, int],
+        default_indexed: bool = False,
+        spec_update: dict[str, Any] | None = None,
+    ) -> int:
         """The pods of one Job (spec at `path`); returns how many were made."""
         template = r.template(spec, path)
         if r.get(spec, path, "suspend", bool, False):
-            if path == "spec":      # a Job of its own (a JobSet's or CronJob's says so for itself)
+            if path == "spec":  # a Job of its own (a JobSet's or CronJob's says so for itself)
                 self.suspended(r, "spec.suspend")
             return 0
         parallelism = r.count(spec, path, "parallelism", 1)
@@ -486,18 +580,25 @@ class _Expander:
             raise r.error(f"{path}.completions", f"must be greater than or equal to 0, got {completions}")
         mode = r.get(spec, path, "completionMode", str, "Indexed" if default_indexed else "NonIndexed")
         if mode not in ("Indexed", "NonIndexed"):
-            raise r.error(f"{path}.completionMode", f"unsupported value {mode!r}: supported values: "
-                                                    f"\"Indexed\", \"NonIndexed\"")
+            raise r.error(
+                f"{path}.completionMode", f"unsupported value {mode!r}: supported values: \"Indexed\", \"NonIndexed\""
+            )
         if mode == "Indexed" and completions is None:
             raise r.error(f"{path}.completions", "required when completionMode is Indexed")
         if mode == "Indexed" and completions is not None and completions > MAX_INDEXED_COMPLETIONS:
-            raise r.error(f"{path}.completions", f"must be less than or equal to {MAX_INDEXED_COMPLETIONS} "
-                                                 f"when completionMode is Indexed")
+            raise r.error(
+                f"{path}.completions",
+                f"must be less than or equal to {MAX_INDEXED_COMPLETIONS} when completionMode is Indexed",
+            )
         owned = self.owned_pods(r.namespace, "Job", job_name)
         active = [p for p in owned if not _finished(p)]
         succeeded = [p for p in owned if _phase(p) == "Succeeded"]
-        labels = {"batch.kubernetes.io/controller-uid": job_uid, "batch.kubernetes.io/job-name": job_name,
-                  "controller-uid": job_uid, "job-name": job_name}
+        labels = {
+            "batch.kubernetes.io/controller-uid": job_uid,
+            "batch.kubernetes.io/job-name": job_name,
+            "controller-uid": job_uid,
+            "job-name": job_name,
+        }
         labels.update(job_labels)
         owner = _owner("batch/v1", "Job", job_name, job_uid)
         made = 0
@@ -508,19 +609,32 @@ class _Expander:
             else:
                 want = min(parallelism, completions - done) - len(active)
             for i in range(max(0, want)):
-                self.pod(r, template, self.free_name(job_name + "-", r.namespace, job_name, i), owner,
-                         labels=labels, annotations=job_annotations, spec_update=spec_update,
-                         order=(order[0], order[1] + i))
+                self.pod(
+                    r,
+                    template,
+                    self.free_name(job_name + "-", r.namespace, job_name, i),
+                    owner,
+                    labels=labels,
+                    annotations=job_annotations,
+                    spec_update=spec_update,
+                    order=(order[0], order[1] + i),
+                )
                 made += 1
             return made
         busy = {_completion_index(p) for p in active + succeeded}
         want = max(0, parallelism - len(active))
         free = [i for i in range(min(completions or 0, len(busy) + want)) if i not in busy][:want]
         for i in free:
-            self.pod(r, template, self.free_name(f"{job_name}-{i}-", r.namespace, job_name, i), owner,
-                     labels=dict(labels, **{JOB_INDEX_KEY: str(i)}),
-                     annotations=dict(job_annotations, **{JOB_INDEX_KEY: str(i)}),
-                     spec_update=dict(spec_update or {}, hostname=f"{job_name}-{i}"), order=(order[0], order[1] + i))
+            self.pod(
+                r,
+                template,
+                self.free_name(f"{job_name}-{i}-", r.namespace, job_name, i),
+                owner,
+                labels=dict(labels, **{JOB_INDEX_KEY: str(i)}),
+                annotations=dict(job_annotations, **{JOB_INDEX_KEY: str(i)}),
+                spec_update=dict(spec_update or {}, hostname=f"{job_name}-{i}"),
+                order=(order[0], order[1] + i),
+            )
             made += 1
         return made
 
@@ -539,17 +653,28 @@ class _Expander:
             self.suspended(r, "spec.suspend", "makes no Jobs")
             return
         if any(_ns(j) == r.namespace and _owned_by(j, "CronJob", r.name) for j in jobs):
-            return      # its Job is in the input and makes the pods
-        if any(_ns(p) == r.namespace and not _finished(p) and any(
-                o.startswith(f"{r.name}-") and o[len(r.name) + 1:].isdigit() for o in _owner_names(p, "Job"))
-               for p in self.existing):
-            return      # a Job of this CronJob is running (its pods are in the input)
+            return  # its Job is in the input and makes the pods
+        if any(
+            _ns(p) == r.namespace
+            and not _finished(p)
+            and any(o.startswith(f"{r.name}-") and o[len(r.name) + 1 :].isdigit() for o in _owner_names(p, "Job"))
+            for p in self.existing
+        ):
+            return  # a Job of this CronJob is running (its pods are in the input)
         minutes = _minutes(r.creation)
         if minutes is None:
             minutes = int(hashlib.sha256(f"{r.namespace}/{r.name}".encode()).hexdigest(), 16) % 30_000_000
         job_name = f"{r.name}-{minutes}"
-        self.job(r, jspec, "spec.jobTemplate.spec", job_name, stable_uid("Job", r.namespace, job_name), {}, {},
-                 (f"{r.namespace}/{r.name}", 0))
+        self.job(
+            r,
+            jspec,
+            "spec.jobTemplate.spec",
+            job_name,
+            stable_uid("Job", r.namespace, job_name),
+            {},
+            {},
+            (f"{r.namespace}/{r.name}", 0),
+        )
 
     def do_JobSet(self, r: _Reader, jobs: list[dict]) -> None:
         spec = r.get(r.doc, "", "spec", dict, {})
@@ -580,20 +705,29 @@ class _Expander:
                 if any(_ns(x) == r.namespace and _name(x) == job_name for x in jobs):
                     global_index += 1
                     continue
-                marks = {"jobset.sigs.k8s.io/jobset-name": r.name,
-                         "jobset.sigs.k8s.io/replicatedjob-name": rname,
-                         "jobset.sigs.k8s.io/replicatedjob-replicas": str(replicas),
-                         "jobset.sigs.k8s.io/job-index": str(j),
-                         "jobset.sigs.k8s.io/job-global-index": str(global_index),
-                         "jobset.sigs.k8s.io/job-key": hashlib.sha1(
-                             f"{r.namespace}/{job_name}".encode()).hexdigest(),
-                         "jobset.sigs.k8s.io/restart-attempt": "0"}
+                marks = {
+                    "jobset.sigs.k8s.io/jobset-name": r.name,
+                    "jobset.sigs.k8s.io/replicatedjob-name": rname,
+                    "jobset.sigs.k8s.io/replicatedjob-replicas": str(replicas),
+                    "jobset.sigs.k8s.io/job-index": str(j),
+                    "jobset.sigs.k8s.io/job-global-index": str(global_index),
+                    "jobset.sigs.k8s.io/job-key": hashlib.sha1(f"{r.namespace}/{job_name}".encode()).hexdigest(),
+                    "jobset.sigs.k8s.io/restart-attempt": "0",
+                }
                 global_index += 1
                 start = len(self.out.pods)
-                made = self.job(r, jspec, f"{path}.template.spec", job_name,
-                                  stable_uid("Job", r.namespace, job_name), marks, marks,
-                                  (f"{r.namespace}/{r.name}", order), default_indexed=True,
-                                  spec_update={"subdomain": subdomain} if subdomain else None)
+                made = self.job(
+                    r,
+                    jspec,
+                    f"{path}.template.spec",
+                    job_name,
+                    stable_uid("Job", r.namespace, job_name),
+                    marks,
+                    marks,
+                    (f"{r.namespace}/{r.name}", order),
+                    default_indexed=True,
+                    spec_update={"subdomain": subdomain} if subdomain else None,
+                )
                 order += made
                 topology = exclusive_topology(r, JOBSET_EXCLUSIVE, jt, jspec.get("template"))
                 if topology:
@@ -613,8 +747,11 @@ class _Expander:
         worker_t = r.template(lwt, path, "workerTemplate")
         leader_t = r.template(lwt, path, "leaderTemplate") if lwt.get("leaderTemplate") is not None else worker_t
         revision = template_hash({"leader": leader_t, "worker": worker_t, "size": size})
-        have = {_name(p) for p in self.existing if _ns(p) == r.namespace and any(
-            _is_group_set(o, r.name) for o in _owner_names(p, "StatefulSet"))}
+        have = {
+            _name(p)
+            for p in self.existing
+            if _ns(p) == r.namespace and any(_is_group_set(o, r.name) for o in _owner_names(p, "StatefulSet"))
+        }
         leader_owner = _owner("apps/v1", "StatefulSet", r.name, stable_uid("StatefulSet", r.namespace, r.name))
         topology = exclusive_topology(r, LWS_EXCLUSIVE, leader_t, worker_t)
         seq = 0
@@ -622,25 +759,39 @@ class _Expander:
             start = len(self.out.pods)
             leader = f"{r.name}-{i}"
             group_key = hashlib.sha1(f"{r.namespace}/{leader}".encode()).hexdigest()
-            base = {"leaderworkerset.sigs.k8s.io/name": r.name, "leaderworkerset.sigs.k8s.io/group-index": str(i),
-                    "leaderworkerset.sigs.k8s.io/group-key": group_key,
-                    "leaderworkerset.sigs.k8s.io/template-revision-hash": revision}
+            base = {
+                "leaderworkerset.sigs.k8s.io/name": r.name,
+                "leaderworkerset.sigs.k8s.io/group-index": str(i),
+                "leaderworkerset.sigs.k8s.io/group-key": group_key,
+                "leaderworkerset.sigs.k8s.io/template-revision-hash": revision,
+            }
             notes = {"leaderworkerset.sigs.k8s.io/size": str(size)}
             if leader not in have:
-                self.pod(r, leader_t, leader, leader_owner,
-                         labels=dict(base, **{"leaderworkerset.sigs.k8s.io/worker-index": "0"}),
-                         annotations=notes, spec_update={"hostname": leader, "subdomain": r.name},
-                         order=(f"{r.namespace}/{r.name}", seq))
+                self.pod(
+                    r,
+                    leader_t,
+                    leader,
+                    leader_owner,
+                    labels=dict(base, **{"leaderworkerset.sigs.k8s.io/worker-index": "0"}),
+                    annotations=notes,
+                    spec_update={"hostname": leader, "subdomain": r.name},
+                    order=(f"{r.namespace}/{r.name}", seq),
+                )
             seq += 1
             worker_owner = _owner("apps/v1", "StatefulSet", leader, stable_uid("StatefulSet", r.namespace, leader))
             for j in range(1, size):
                 name = f"{leader}-{j}"
                 if name not in have:
-                    self.pod(r, worker_t, name, worker_owner,
-                             labels=dict(base, **{"leaderworkerset.sigs.k8s.io/worker-index": str(j)}),
-                             annotations=dict(notes, **{"leaderworkerset.sigs.k8s.io/leader-name": leader}),
-                             spec_update={"hostname": name, "subdomain": r.name},
-                             order=(f"{r.namespace}/{r.name}", seq))
+                    self.pod(
+                        r,
+                        worker_t,
+                        name,
+                        worker_owner,
+                        labels=dict(base, **{"leaderworkerset.sigs.k8s.io/worker-index": str(j)}),
+                        annotations=dict(notes, **{"leaderworkerset.sigs.k8s.io/leader-name": leader}),
+                        spec_update={"hostname": name, "subdomain": r.name},
+                        order=(f"{r.namespace}/{r.name}", seq),
+                    )
                 seq += 1
             if topology:
                 for doc, _ in self.out.pods[start:]:
@@ -665,6 +816,7 @@ def _check_template(r: _Reader, doc: dict[str, Any], tpath: str) -> None:
     """The pod template read as a Pod; errors name the template's fields in the controller."""
     from pydantic import ValidationError
     from draopt.kube.models.workload import Pod
+
     try:
         Pod.model_validate(doc)
     except ValidationError as e:
@@ -688,13 +840,16 @@ def _label(doc: dict[str, Any], key: str) -> str | None:
 def _owner_names(doc: dict[str, Any], kind: str) -> list[str]:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    return [r["name"] for r in refs if isinstance(r, dict) and r.get("kind") == kind
-            and isinstance(r.get("name"), str)] if isinstance(refs, list) else []
+    return (
+        [r["name"] for r in refs if isinstance(r, dict) and r.get("kind") == kind and isinstance(r.get("name"), str)]
+        if isinstance(refs, list)
+        else []
+    )
 
 
 def _is_group_set(owner: str, lws: str) -> bool:
     """The LeaderWorkerSet's leader StatefulSet (its name) or a group's worker one (`<name>-<i>`)."""
-    return owner == lws or (owner.startswith(lws + "-") and owner[len(lws) + 1:].isdigit())
+    return owner == lws or (owner.startswith(lws + "-") and owner[len(lws) + 1 :].isdigit())
 
 
 def _phase(pod: dict[str, Any]) -> str | None:
@@ -721,9 +876,15 @@ def _completion_index(pod: dict[str, Any]) -> int | None:
 def _affinity_node_names(pod: dict[str, Any]) -> set[str]:
     try:
         terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-            "nodeSelectorTerms"]
-        return {v for t in terms for f in t.get("matchFields") or [] if f.get("key") == "metadata.name"
-                for v in f.get("values") or []}
+            "nodeSelectorTerms"
+        ]
+        return {
+            v
+            for t in terms
+            for f in t.get("matchFields") or []
+            if f.get("key") == "metadata.name"
+            for v in f.get("values") or []
+        }
     except (KeyError, TypeError, AttributeError):
         return set()
 
@@ -753,8 +914,9 @@ def _pin_to_node(affinity: Any, node: str) -> dict[str, Any]:
     return affinity
 
 
-def expand(controllers: list[tuple[dict[str, Any], str]], existing_pods: list[dict[str, Any]],
-           nodes: list[Any]) -> Created:
+def expand(
+    controllers: list[tuple[dict[str, Any], str]], existing_pods: list[dict[str, Any]], nodes: list[Any]
+) -> Created:
     """The pods the controllers (documents with where they came from) would create, given the
     pods already in the input (documents) and the Nodes (for DaemonSets)."""
     notes = adoption.adopt_orphans(controllers, existing_pods)

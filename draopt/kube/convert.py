@@ -23,6 +23,7 @@ Unknown fields are left where they are (the strict check reports them against th
 they were written in, see :func:`schema_for`). The result always says `resource.k8s.io/v1`,
 and draopt's output is `v1`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -45,8 +46,7 @@ SERVED_VERSIONS: dict[str, tuple[str, ...]] = {
 }
 
 # v1beta1 DeviceRequest fields that v1 has in ExactDeviceRequest, in Go field order.
-_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations",
-                 "capacity")
+_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
 
 
 class ConversionError(ValueError):
@@ -65,7 +65,7 @@ def _set_in_v1beta1(key: str, value: Any) -> bool:
         return value != ""
     if key == "count":
         return value != 0
-    return True      # selectors, adminAccess, tolerations, capacity: any non-nil value
+    return True  # selectors, adminAccess, tolerations, capacity: any non-nil value
 
 
 def _request_v1beta1(req: Any) -> Any:
@@ -82,12 +82,12 @@ def _request_v1beta1(req: Any) -> Any:
             if not _set_in_v1beta1(k, v):
                 continue
             if k == "tolerations" and isinstance(v, list) and not v:
-                continue     # converted element by element: an empty list stays nil
+                continue  # converted element by element: an empty list stays nil
             exactly[k] = v
         out["exactly"] = exactly
     for k, v in req.items():
         if k not in out and k not in _EXACT_FIELDS:
-            out[k] = v       # name, firstAvailable, and unknown fields, in their order
+            out[k] = v  # name, firstAvailable, and unknown fields, in their order
     return out
 
 
@@ -153,11 +153,12 @@ def to_v1(doc: dict) -> dict:
 
 
 # ------------------------------------------------------------------ schemas per version
-_SCHEMAS: dict[str, Obj] = {}      # kind -> schema (v1beta1; DeviceTaintRule: v1/v1beta2)
+_SCHEMAS: dict[str, Obj] = {}  # kind -> schema (v1beta1; DeviceTaintRule: v1/v1beta2)
 
 
 def _v1beta1_request_schema() -> Obj:
     from draopt.kube.models.resource import DeviceRequest, ExactDeviceRequest
+
     v1 = model_schema(DeviceRequest)
     req = Obj(name=None, firstAvailable=copy_schema(v1["firstAvailable"]))
     exact = model_schema(ExactDeviceRequest)
@@ -189,6 +190,7 @@ def schema_for(model: type, api_version: Any) -> Obj:
     schema = copy_schema(model_schema(model))
     if model.__name__ == "ResourceSlice":
         from draopt.kube.models.resource import Device
+
         basic = copy_schema(model_schema(Device))
         basic.pop("name", None)
         schema["spec"]["devices"] = ListOf(Obj(name=None, basic=basic))
@@ -209,10 +211,12 @@ def slice_layout_error(slice_obj: Any) -> str | None:
     spec = getattr(slice_obj, "spec", None)
     if spec is None or not spec.shared_counters or not spec.devices:
         return None
-    return ("spec: Invalid value: \"\": only one of `sharedCounters` or `devices` is allowed "
-            f"(this slice has {len(spec.shared_counters)} counter set(s) and {len(spec.devices)} device(s): the "
-            "Kubernetes 1.34 layout, which the API server of 1.35 and later rejects; publish the counter sets "
-            "in a separate ResourceSlice of the same pool and count it in resourceSliceCount)")
+    return (
+        "spec: Invalid value: \"\": only one of `sharedCounters` or `devices` is allowed "
+        f"(this slice has {len(spec.shared_counters)} counter set(s) and {len(spec.devices)} device(s): the "
+        "Kubernetes 1.34 layout, which the API server of 1.35 and later rejects; publish the counter sets "
+        "in a separate ResourceSlice of the same pool and count it in resourceSliceCount)"
+    )
 
 
 __all__ = ["SERVED_VERSIONS", "ConversionError", "schema_for", "slice_layout_error", "to_v1"]

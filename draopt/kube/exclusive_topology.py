@@ -2,12 +2,13 @@
 required pod (anti-)affinity that keeps a Job (JobSet) or a group (LWS) alone in one topology
 domain (jobset pkg/webhooks/pod_mutating_webhook.go setExclusiveAffinities; lws
 SetExclusiveAffinities).  `r` is the controller's reader of the object (draopt.kube.controllers)."""
+
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-JOB_INDEX_KEY = "batch.kubernetes.io/job-completion-index"   # the Job controller's index label
+JOB_INDEX_KEY = "batch.kubernetes.io/job-completion-index"  # the Job controller's index label
 
 
 JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -37,20 +38,37 @@ def _required_terms(doc: dict[str, Any], part: str) -> list:
     return affinity.setdefault(part, {}).setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
 
 
-def exclusive_terms(doc: dict[str, Any], label: str, value: str, topology: str,
-                     namespace_selector: dict | None = None) -> None:
+def exclusive_terms(
+    doc: dict[str, Any], label: str, value: str, topology: str, namespace_selector: dict | None = None
+) -> None:
     """Required podAffinity to the pods of `label` = `value` and podAntiAffinity to every other
     value of `label`, on `topology`: one group per topology domain (JobSet's
     setExclusiveAffinities, pkg/webhooks/pod_mutating_webhook.go; LWS's SetExclusiveAffinities)."""
     doc["spec"] = copy.deepcopy(doc["spec"])
     extra = {} if namespace_selector is None else {"namespaceSelector": namespace_selector}
-    _required_terms(doc, "podAffinity").append(dict({
-        "labelSelector": {"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]},
-        "topologyKey": topology}, **extra))
-    _required_terms(doc, "podAntiAffinity").append(dict({
-        "labelSelector": {"matchExpressions": [{"key": label, "operator": "Exists"},
-                                               {"key": label, "operator": "NotIn", "values": [value]}]},
-        "topologyKey": topology}, **extra))
+    _required_terms(doc, "podAffinity").append(
+        dict(
+            {
+                "labelSelector": {"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]},
+                "topologyKey": topology,
+            },
+            **extra,
+        )
+    )
+    _required_terms(doc, "podAntiAffinity").append(
+        dict(
+            {
+                "labelSelector": {
+                    "matchExpressions": [
+                        {"key": label, "operator": "Exists"},
+                        {"key": label, "operator": "NotIn", "values": [value]},
+                    ]
+                },
+                "topologyKey": topology,
+            },
+            **extra,
+        )
+    )
 
 
 def jobset_exclusive(doc: dict[str, Any], topology: str) -> None:
@@ -64,8 +82,14 @@ def jobset_exclusive(doc: dict[str, Any], topology: str) -> None:
         exclusive_terms(doc, "jobset.sigs.k8s.io/job-key", job_key, topology, {})
         return
     doc["spec"] = copy.deepcopy(doc["spec"])
-    _required_terms(doc, "podAffinity").append({
-        "labelSelector": {"matchExpressions": [
-            {"key": "jobset.sigs.k8s.io/job-key", "operator": "In", "values": [job_key]},
-            {"key": JOB_INDEX_KEY, "operator": "In", "values": ["0"]}]},
-        "topologyKey": topology})
+    _required_terms(doc, "podAffinity").append(
+        {
+            "labelSelector": {
+                "matchExpressions": [
+                    {"key": "jobset.sigs.k8s.io/job-key", "operator": "In", "values": [job_key]},
+                    {"key": JOB_INDEX_KEY, "operator": "In", "values": ["0"]},
+                ]
+            },
+            "topologyKey": topology,
+        }
+    )

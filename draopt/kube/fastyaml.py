@@ -28,6 +28,7 @@ usual result or message. Only texts of at least :data:`MIN_CHARS` are tried: the
 for cluster dumps, and small inputs keep PyYAML's behaviour byte for byte, errors included.
 Tests: ``tests/test_load_fast.py``.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,16 +41,18 @@ try:  # optional at import time: without it every text goes through PyYAML
 except ImportError:  # pragma: no cover - rapidyaml is a dependency
     _ryml = None
 
-MIN_CHARS = 1 << 20   # 1 MiB
+MIN_CHARS = 1 << 20  # 1 MiB
 
 # Where a plain scalar can end: spaces, then end of line, a comment, a flow indicator, or the
 # `:` of a key.
 _END = r"(?=[ ]*+(?:\n|\Z|#|[,\]}]|:(?:[ ]|\n|\Z)))"
 # Everything that may read as a number to either parser (one dot at most; also hex, octal,
 # binary, base 60 and underscores, which only YAML 1.1 reads as numbers).
-_NUMBERISH = (r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9_]*)?"
-              r"|[-+]?0(?:[xX][0-9a-fA-F_]*|[bB][01_]*|[oO][0-7_]*)"
-              r"|[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?")
+_NUMBERISH = (
+    r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9_]*)?"
+    r"|[-+]?0(?:[xX][0-9a-fA-F_]*|[bB][01_]*|[oO][0-7_]*)"
+    r"|[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?"
+)
 # ... of which these read the same in both as values (not followed by a key's `:`).
 _SAME_NUMBER = r"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[ ]*+(?:\n|\Z|#|[,\]}]))"
 # ... and base-60 shapes (`0000:68:00.0`, `10:20`): strings to rapidyaml, and to draopt.kube.loader
@@ -57,14 +60,28 @@ _SAME_NUMBER = r"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[ ]*+(?:\n|\Z|#|[,\]}]))
 _STRING_BASE60 = r"[-+]?[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?" + _END
 # (`y`, `n`: YAML 1.1's spec and Kubernetes' go-yaml v2 read them as booleans, but PyYAML's resolver,
 # which draopt.kube.loader follows, reads strings, and so does rapidyaml: not refused.)
-_WORDS = (r"yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|~|Null|NULL|=|<<"
-          r"|[-+]?\.?(?:[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])")
-_RISKY = (r"(?=[yYnNoOTF~=<.+\-0-9iI&*!?%@`:])(?:"
-          r"(?:" + _WORDS + r")" + _END +
-          r"|(?!" + _SAME_NUMBER + r"|" + _STRING_BASE60 + r")(?:" + _NUMBERISH + r")" + _END +
-          r"|[&*!?%@`]"                       # anchor, alias, tag, complex key, directive, reserved
-          r"|:(?=[ ]|\n|\Z)"                   # an empty key
-          r")")
+_WORDS = (
+    r"yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|~|Null|NULL|=|<<"
+    r"|[-+]?\.?(?:[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])"
+)
+_RISKY = (
+    r"(?=[yYnNoOTF~=<.+\-0-9iI&*!?%@`:])(?:"
+    r"(?:"
+    + _WORDS
+    + r")"
+    + _END
+    + r"|(?!"
+    + _SAME_NUMBER
+    + r"|"
+    + _STRING_BASE60
+    + r")(?:"
+    + _NUMBERISH
+    + r")"
+    + _END
+    + r"|[&*!?%@`]"  # anchor, alias, tag, complex key, directive, reserved
+    r"|:(?=[ ]|\n|\Z)"  # an empty key
+    r")"
+)
 # Plain scalars start after `: ` or at the start of a line (after its indentation and `- `
 # entries); in flow collections too, which are refused unless empty. Separate patterns, each
 # with a literal first character, scan much faster than one alternation.
@@ -72,15 +89,15 @@ _RISKY = (r"(?=[yYnNoOTF~=<.+\-0-9iI&*!?%@`:])(?:"
 # different characters (`?`, brackets), so only empty ones (`[]`, `{}`, what kubectl and
 # PyYAML write) are accepted; a flow collection as a key is refused with them.
 _FLOW_OPEN = r"(?:\[(?!\][ ]*+(?:\n|\Z|#))|\{(?!\}[ ]*+(?:\n|\Z|#)))"
-_CLOSER = r"[\]},]"   # cannot start a plain scalar: PyYAML refuses it where rapidyaml reads a string
+_CLOSER = r"[\]},]"  # cannot start a plain scalar: PyYAML refuses it where rapidyaml reads a string
 _AFTER_COLON = re.compile(r": ++(?:" + _RISKY + "|" + _FLOW_OPEN + "|" + _CLOSER + ")")
 _LINE_START = re.compile(r"\n *+(?:-(?: ++|(?=\n)))*+(?:" + _RISKY + "|" + _FLOW_OPEN + "|" + _CLOSER + ")")
 # Several documents: split at their `---` lines (alone on their line, or with a comment), as
 # PyYAML splits them; `--- value` and `...` are left to PyYAML.
 _DOCUMENT_START = re.compile(r"^---[ ]*+(?:#[^\n]*)?$", re.M)
-_CONTENT = re.compile(r"^[ ]*+[^ #\n]", re.M)   # a line that is not blank or a comment
+_CONTENT = re.compile(r"^[ ]*+[^ #\n]", re.M)  # a line that is not blank or a comment
 _CONTROL = re.compile(r"[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
-_PRINTABLE_ASCII = bytes(range(0x20, 0x7f)) + b"\n"
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\n"
 
 
 # A block scalar (`key: |`, `- >-`, as kubectl writes `last-applied-configuration`): its lines
@@ -95,18 +112,18 @@ _BLOCK_ENDS: dict[int, re.Pattern] = {}
 
 def _without_block_scalars(text: str) -> str:
     if ": |" not in text and ": >" not in text and "- |" not in text and "- >" not in text:
-        return text          # no header (the usual dump): four substring scans, not a regex over every ": "
+        return text  # no header (the usual dump): four substring scans, not a regex over every ": "
     pieces, pos = [], 0
     for header in _BLOCK_HEADER.finditer(text):
         if header.start() < pos:
-            continue                                   # inside a block already left out
+            continue  # inside a block already left out
         line_start = text.rfind("\n", 0, header.start()) + 1
         column = _LINE_INDENT.match(text, line_start, header.start()).end() - line_start
         end = _BLOCK_ENDS.get(column)
-        if end is None:      # a newline, then a line with content indented `column` or less
+        if end is None:  # a newline, then a line with content indented `column` or less
             end = _BLOCK_ENDS[column] = re.compile(r"\n(?= {0," + str(column) + r"}[^ \n])")
         stop = end.search(text, header.end())
-        pieces.append(text[pos:header.end()])
+        pieces.append(text[pos : header.end()])
         pos = stop.start() if stop else len(text)
     if not pieces:
         return text
@@ -117,7 +134,7 @@ def _without_block_scalars(text: str) -> str:
 def unsafe(text: str) -> str | None:
     """Why rapidyaml's reading of `text` might differ from PyYAML's (a short description of the
     first suspect found), or None when the two agree on it."""
-    if text.isascii():    # the usual case, checked at memory speed
+    if text.isascii():  # the usual case, checked at memory speed
         if text.encode("ascii").translate(None, _PRINTABLE_ASCII):
             return "a tab, carriage return or control character"
     elif _CONTROL.search(text):
@@ -128,12 +145,14 @@ def unsafe(text: str) -> str | None:
         if text.count("\n---") + text.startswith("---") != len(_DOCUMENT_START.findall(text)):
             return "a document start marker (---) followed by content on its line"
     text = _without_block_scalars(text)
-    first_line = "\n" + text[:text.find("\n") + 1 or len(text)]
-    for pattern, what in ((_AFTER_COLON, "a plain value PyYAML may read differently"),
-                          (_LINE_START, "a plain key or item PyYAML may read differently")):
+    first_line = "\n" + text[: text.find("\n") + 1 or len(text)]
+    for pattern, what in (
+        (_AFTER_COLON, "a plain value PyYAML may read differently"),
+        (_LINE_START, "a plain key or item PyYAML may read differently"),
+    ):
         m = pattern.search(text) or (pattern is _LINE_START and pattern.match(first_line))
         if m:
-            return f"{what}: {m.string[m.start():m.end() + 10]!r}"
+            return f"{what}: {m.string[m.start() : m.end() + 10]!r}"
     return None
 
 
@@ -173,7 +192,7 @@ def load(text: str, *, min_chars: int = MIN_CHARS) -> tuple[bool, list[Any]]:
     docs = []
     for part in parts:
         if not _CONTENT.search(part):
-            continue                       # nothing but blank lines and comments: no document
+            continue  # nothing but blank lines and comments: no document
         ok, doc = _load_one(part)
         if not ok:
             return False, []
@@ -186,13 +205,13 @@ def _load_one(text: str) -> tuple[bool, Any]:
         with _QuietStderr():
             tree = _ryml.parse_in_arena(text.encode("utf-8"))
             root = tree.root_id() if tree.size() else None
-            if root is None or not (tree.is_map(root) or tree.is_seq(root)):   # streams, scalars, nothing
+            if root is None or not (tree.is_map(root) or tree.is_seq(root)):  # streams, scalars, nothing
                 return False, None
             out = _ryml.emit_json_malloc(tree, root)
         del tree
         if not isinstance(out, str):
             return False, None
-    except Exception:   # noqa: BLE001 - any rapidyaml failure: PyYAML reads it and says what is wrong
+    except Exception:  # noqa: BLE001 - any rapidyaml failure: PyYAML reads it and says what is wrong
         return False, None
     try:
         return True, json.loads(out)

@@ -1,4 +1,5 @@
 """Feature gates, by their Kubernetes names."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -31,6 +32,7 @@ DEFAULT_GATES: dict[str, bool] = {
 @dataclass(frozen=True)
 class Features:
     """The allocator-relevant switches, derived from gates."""
+
     prioritized_list: bool = True
     admin_access: bool = True
     partitionable_devices: bool = True
@@ -88,7 +90,9 @@ def parse_gates(text: str) -> dict[str, bool]:
         if not sep or value not in ("true", "false"):
             raise InputError(f"--feature-gates: {part!r} is not NAME=true|false")
         if name not in DEFAULT_GATES:
-            raise InputError(f"--feature-gates: unknown feature gate {name!r} (known: {', '.join(sorted(DEFAULT_GATES))})")
+            raise InputError(
+                f"--feature-gates: unknown feature gate {name!r} (known: {', '.join(sorted(DEFAULT_GATES))})"
+            )
         gates[name] = value == "true"
     return gates
 

@@ -1,4 +1,5 @@
 """Read Kubernetes objects from YAML/JSON files, `kind: List`s and stdin."""
+
 from __future__ import annotations
 
 import gc
@@ -16,8 +17,18 @@ from draopt.kube import apply, batch_controllers, controllers
 from draopt.kube import fastyaml
 from draopt.kube.convert import SERVED_VERSIONS, ConversionError, schema_for, slice_layout_error, to_v1
 from draopt.errors import InputError
-from draopt.kube.models import (DeviceClass, DeviceTaintRule, Namespace, Node, Pod, PodGroup, PriorityClass,
-                     ResourceClaim, ResourceClaimTemplate, ResourceSlice)
+from draopt.kube.models import (
+    DeviceClass,
+    DeviceTaintRule,
+    Namespace,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
 from draopt.kube.models.base import TypedObject
 from draopt.kube.models.workload import CompositePodGroup, Workload
 from draopt.kube.strict import describe, unknown_fields
@@ -33,10 +44,8 @@ KINDS: dict[str, tuple[type[TypedObject], tuple[str, ...]]] = {
     "DeviceTaintRule": (DeviceTaintRule, SERVED_VERSIONS["DeviceTaintRule"]),
     "Node": (Node, ("v1",)),
     "Pod": (Pod, ("v1",)),
-    "PodGroup": (PodGroup, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3",
-                            "scheduling.k8s.io/v1alpha2")),
-    "Workload": (Workload, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3",
-                            "scheduling.k8s.io/v1alpha2")),
+    "PodGroup": (PodGroup, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1alpha2")),
+    "Workload": (Workload, ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1alpha2")),
     # KEP-6012: alpha in 1.37, served as v1alpha3 only
     "CompositePodGroup": (CompositePodGroup, ("scheduling.k8s.io/v1alpha3",)),
     "Namespace": (Namespace, ("v1",)),
@@ -47,6 +56,7 @@ KINDS: dict[str, tuple[type[TypedObject], tuple[str, ...]]] = {
 @dataclass
 class ObjectSet:
     """Everything read from the inputs, in input order per kind."""
+
     device_classes: list[DeviceClass] = field(default_factory=list)
     resource_slices: list[ResourceSlice] = field(default_factory=list)
     resource_claims: list[ResourceClaim] = field(default_factory=list)
@@ -69,12 +79,20 @@ class ObjectSet:
     # JobSet templates of the TrainJobs (draopt.kube.batch_controllers).
     runtimes: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
-    _BY_KIND = {"DeviceClass": "device_classes", "ResourceSlice": "resource_slices",
-                "ResourceClaim": "resource_claims", "ResourceClaimTemplate": "claim_templates",
-                "DeviceTaintRule": "taint_rules", "Node": "nodes",
-                "Pod": "pods", "PodGroup": "pod_groups", "Namespace": "namespaces",
-                "Workload": "workloads", "CompositePodGroup": "composite_pod_groups",
-                "PriorityClass": "priority_classes"}
+    _BY_KIND = {
+        "DeviceClass": "device_classes",
+        "ResourceSlice": "resource_slices",
+        "ResourceClaim": "resource_claims",
+        "ResourceClaimTemplate": "claim_templates",
+        "DeviceTaintRule": "taint_rules",
+        "Node": "nodes",
+        "Pod": "pods",
+        "PodGroup": "pod_groups",
+        "Namespace": "namespaces",
+        "Workload": "workloads",
+        "CompositePodGroup": "composite_pod_groups",
+        "PriorityClass": "priority_classes",
+    }
 
     def add(self, obj: TypedObject) -> None:
         getattr(self, self._BY_KIND[obj.kind]).append(obj)
@@ -111,7 +129,8 @@ def describe_validation_error(what: str, err: ValidationError) -> str:
 
 def _type_name(value: Any) -> str:
     return {dict: "a mapping", list: "a list", bool: "a boolean", int: "an integer", float: "a number"}.get(
-        type(value), type(value).__name__)
+        type(value), type(value).__name__
+    )
 
 
 def parse_object(doc: Any, source: str) -> TypedObject:
@@ -132,20 +151,21 @@ def parse_object(doc: Any, source: str) -> TypedObject:
     if api_version is None:
         raise InputError(f"{what}: field apiVersion: missing (accepted: {', '.join(versions)})")
     if api_version not in versions:
-        raise InputError(f"{what}: field apiVersion: {api_version!r} is not served for {kind} "
-                         f"(accepted: {', '.join(versions)})")
+        raise InputError(
+            f"{what}: field apiVersion: {api_version!r} is not served for {kind} (accepted: {', '.join(versions)})"
+        )
     if not name:
         raise InputError(f"{what}: field metadata.name: missing")
     if kind == "ResourceSlice":
         doc = node_allocatable_136(doc, what)
-    unknown = unknown_fields(doc, schema_for(model, api_version))   # strict decoding, as written
+    unknown = unknown_fields(doc, schema_for(model, api_version))  # strict decoding, as written
     try:
-        obj = model.model_validate(to_v1(doc))                        # older versions as v1
+        obj = model.model_validate(to_v1(doc))  # older versions as v1
     except ConversionError as e:
         raise InputError(f"{what}: {e}") from None
     except ValidationError as e:
         raise InputError(describe_validation_error(what, e)) from None
-    if unknown:   # kept (fields of newer versions survive), but said once per object
+    if unknown:  # kept (fields of newer versions survive), but said once per object
         print(f"warning: {obj.ref}: {describe(unknown)} ({source})", file=sys.stderr)
     if isinstance(obj, ResourceSlice) and (problem := slice_layout_error(obj)):
         raise InputError(f"{what}: {problem}")
@@ -164,8 +184,9 @@ def node_allocatable_136(doc: dict[str, Any], what: str) -> dict[str, Any]:
     spec = doc.get("spec")
     devices = spec.get("devices") if isinstance(spec, dict) else None
     if not isinstance(devices, list) or not any(
-            isinstance(d, dict) and (MAPPINGS_136 in d or isinstance(d.get("basic"), dict) and MAPPINGS_136 in d["basic"])
-            for d in devices):
+        isinstance(d, dict) and (MAPPINGS_136 in d or isinstance(d.get("basic"), dict) and MAPPINGS_136 in d["basic"])
+        for d in devices
+    ):
         return doc
     out = []
     for i, d in enumerate(devices):
@@ -176,15 +197,19 @@ def node_allocatable_136(doc: dict[str, Any], what: str) -> dict[str, Any]:
         path = f"spec.devices[{i}]" + (".basic" if inner is not d else "")
         raw = inner[MAPPINGS_136]
         if "nodeAllocatableResources" in inner:
-            raise InputError(f"{what}: field {path}.{MAPPINGS_136}: set together with nodeAllocatableResources "
-                             f"(its 1.37 name); give one")
+            raise InputError(
+                f"{what}: field {path}.{MAPPINGS_136}: set together with nodeAllocatableResources "
+                f"(its 1.37 name); give one"
+            )
         if not isinstance(raw, dict):
             raise InputError(f"{what}: field {path}.{MAPPINGS_136}: expected a mapping, got {_type_name(raw)}")
         converted: dict[str, Any] = {}
         for resource, m in raw.items():
             if not isinstance(m, dict) or set(m) - {"capacityKey", "allocationMultiplier"}:
-                raise InputError(f"{what}: field {path}.{MAPPINGS_136}.{resource}: expected "
-                                 f"{{capacityKey, allocationMultiplier}}, got {m!r}")
+                raise InputError(
+                    f"{what}: field {path}.{MAPPINGS_136}.{resource}: expected "
+                    f"{{capacityKey, allocationMultiplier}}, got {m!r}"
+                )
             mapping: dict[str, Any] = {}
             if m.get("capacityKey") is not None:
                 mapping["capacityKey"] = m["capacityKey"]
@@ -206,14 +231,18 @@ class _KubernetesYaml:
 
     def construct_mapping(self, node, deep=False):
         if not isinstance(node, yaml.MappingNode):
-            return super().construct_mapping(node, deep=deep)    # raises its error
-        self.flatten_mapping(node)                                # merge keys (<<)
+            return super().construct_mapping(node, deep=deep)  # raises its error
+        self.flatten_mapping(node)  # merge keys (<<)
         data = {}
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=deep)
             if isinstance(key, (list, dict, set, tuple)):
-                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
-                                                        "found a key that is not a string", key_node.start_mark)
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found a key that is not a string",
+                    key_node.start_mark,
+                )
             data[_key_text(key)] = self.construct_object(value_node, deep=deep)
         return data
 
@@ -239,10 +268,12 @@ def _number_or_base60_text(construct):
     """YAML 1.1's base-60 numbers (`10:20` = 620, `0000:19:00.0` = 1140.0) are text to Kubernetes:
     its go-yaml fork never read them (sigs.k8s.io/yaml goyaml.v3 README: "Does not support base-60
     floats"), so a PCI address kubectl writes plain stays the string written. Only they have a `:`."""
+
     def construct_number(loader, node):
         if ":" in node.value:
             return loader.construct_scalar(node)
         return construct(loader, node)
+
     return construct_number
 
 
@@ -257,7 +288,7 @@ for _loader in filter(None, (_YamlLoader, _CYamlLoader)):
     _loader.add_constructor("tag:yaml.org,2002:set", _loader.construct_yaml_map)
 
 
-MAX_ALIAS_EXPANSION = 10         # expanded nodes per node written, beyond MIN_ALIAS_BUDGET
+MAX_ALIAS_EXPANSION = 10  # expanded nodes per node written, beyond MIN_ALIAS_BUDGET
 MIN_ALIAS_BUDGET = 100_000
 
 
@@ -272,23 +303,32 @@ def _check_aliasing(root: Any, source: str) -> None:
         node, done = stack.pop()
         if id(node) in sizes:
             continue
-        children = ([c for kv in node.value for c in kv] if isinstance(node, yaml.MappingNode) else
-                    list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        children = (
+            [c for kv in node.value for c in kv]
+            if isinstance(node, yaml.MappingNode)
+            else list(node.value)
+            if isinstance(node, yaml.SequenceNode)
+            else []
+        )
         if done:
             sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
             open_nodes.discard(id(node))
             continue
         if id(node) in open_nodes:
-            raise InputError(f"{source}: YAML document at line {root.start_mark.line + 1}: an alias refers to "
-                             f"a node that contains it (line {node.start_mark.line + 1}): not JSON")
+            raise InputError(
+                f"{source}: YAML document at line {root.start_mark.line + 1}: an alias refers to "
+                f"a node that contains it (line {node.start_mark.line + 1}): not JSON"
+            )
         open_nodes.add(id(node))
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in sizes)
     expanded = sizes[id(root)]
     if expanded > MIN_ALIAS_BUDGET + MAX_ALIAS_EXPANSION * len(sizes):
         line = root.start_mark.line + 1
-        raise InputError(f"{source}: YAML document at line {line}: excessive aliasing ({len(sizes)} nodes "
-                         f"written expand to {expanded}): refused, as Kubernetes' YAML decoder does")
+        raise InputError(
+            f"{source}: YAML document at line {line}: excessive aliasing ({len(sizes)} nodes "
+            f"written expand to {expanded}): refused, as Kubernetes' YAML decoder does"
+        )
 
 
 def _documents(text: str, source: str) -> Iterable[Any]:
@@ -315,7 +355,7 @@ def _documents(text: str, source: str) -> Iterable[Any]:
                 yield doc
             return
         except yaml.YAMLError:
-            pass       # read again below, for PyYAML's own message
+            pass  # read again below, for PyYAML's own message
     try:
         for index, doc in enumerate(_yaml_documents(_YamlLoader, text, source)):
             if index >= yielded:
@@ -341,8 +381,13 @@ def _yaml_documents(loader_class: type, text: str, source: str) -> Iterable[Any]
 
 
 def _flatten(doc: Any, source: str) -> Iterable[tuple[Any, str]]:
-    if isinstance(doc, dict) and doc.get("kind") == "List" or \
-            isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
+    if (
+        isinstance(doc, dict)
+        and doc.get("kind") == "List"
+        or isinstance(doc, dict)
+        and str(doc.get("kind", "")).endswith("List")
+        and "items" in doc
+    ):
         items = doc.get("items") or []
         if not isinstance(items, list):
             raise InputError(f"{source}: {doc.get('kind')}: field items: expected a list")
@@ -359,8 +404,10 @@ def _route(doc: Any, source: str, objects: ObjectSet) -> None:
     if kind is not None and not isinstance(kind, str):
         meta = doc.get("metadata")
         name = meta.get("name") if isinstance(meta, dict) else None
-        raise InputError(f"{source}: (no kind) {name if isinstance(name, str) and name else '(no name)'}: "
-                         f"field kind: expected a string, got {_type_name(kind)}")
+        raise InputError(
+            f"{source}: (no kind) {name if isinstance(name, str) and name else '(no name)'}: "
+            f"field kind: expected a string, got {_type_name(kind)}"
+        )
     doc = _generated_name(doc, source)
     if isinstance(kind, str) and kind and kind not in KINDS:
         if kind in controllers.CONTROLLER_KINDS:
@@ -382,8 +429,12 @@ def _generated_name(doc: Any, source: str) -> Any:
     """`metadata.generateName` without a name (a manifest for `kubectl create`): the name the API
     server would give, with a stable suffix from where the document came (see draopt.kube.controllers)."""
     meta = doc.get("metadata") if isinstance(doc, dict) else None
-    if not isinstance(meta, dict) or meta.get("name") or not isinstance(meta.get("generateName"), str) \
-            or not meta["generateName"]:
+    if (
+        not isinstance(meta, dict)
+        or meta.get("name")
+        or not isinstance(meta.get("generateName"), str)
+        or not meta["generateName"]
+    ):
         return doc
     name = controllers.generate_name(meta["generateName"], str(meta.get("namespace") or "default"), source, 0)
     return dict(doc, metadata=dict(meta, name=name))
@@ -398,10 +449,15 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
     """After every input is read: skipped kinds reported (one note per kind on `notes`, default
     stderr; errors with `strict`), controllers expanded into the Pods they would create."""
     if objects.skipped:
-        lines = [f"skipped {n} {kind} object(s): " + ("creates pods that draopt does not model (give the pods "
-                                                     "it creates, e.g. from kubectl get pods -o yaml)"
-                                                     if kind in POD_CREATING_KINDS else "not used for placement")
-                 for kind, n in sorted(objects.skipped.items())]
+        lines = [
+            f"skipped {n} {kind} object(s): "
+            + (
+                "creates pods that draopt does not model (give the pods it creates, e.g. from kubectl get pods -o yaml)"
+                if kind in POD_CREATING_KINDS
+                else "not used for placement"
+            )
+            for kind, n in sorted(objects.skipped.items())
+        ]
         if strict:
             raise InputError("; ".join(lines) + " (--strict)")
         stream = notes if notes is not None else sys.stderr
@@ -409,13 +465,17 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
             print(f"note: {line}", file=stream)
         objects.skipped = {}
     if objects.controllers:
-        created = batch_controllers.expand(objects.controllers, [_controller_view(p) for p in objects.pods],
-                                           objects.nodes, objects.runtimes,
-                                           {f"{g.namespace}/{g.name}" for g in objects.pod_groups})
-        for doc, where in created.groups:          # gangs of batch jobs (before their pods)
+        created = batch_controllers.expand(
+            objects.controllers,
+            [_controller_view(p) for p in objects.pods],
+            objects.nodes,
+            objects.runtimes,
+            {f"{g.namespace}/{g.name}" for g in objects.pod_groups},
+        )
+        for doc, where in created.groups:  # gangs of batch jobs (before their pods)
             objects.add(parse_object(doc, where))
         for i, (doc, where) in enumerate(created.pods):
-            if i in created.repeats:    # its template was read (and warned about) for an earlier pod
+            if i in created.repeats:  # its template was read (and warned about) for an earlier pod
                 objects.add(Pod.model_validate(doc))
             else:
                 objects.add(parse_object(doc, where))
@@ -440,7 +500,7 @@ def _collector_paused():
     try:
         yield
     finally:
-        if gc.get_freeze_count() == 0:   # (unfreeze would also release what a caller froze)
+        if gc.get_freeze_count() == 0:  # (unfreeze would also release what a caller froze)
             gc.freeze()
             gc.unfreeze()
         gc.enable()
@@ -455,9 +515,12 @@ def _controller_view(pod: Pod) -> dict[str, Any]:
     if meta.namespace is not None:
         view_meta["namespace"] = meta.namespace
     extra = meta.model_extra or {}
-    for key, value in (("labels", meta.labels), ("annotations", meta.annotations),
-                       ("ownerReferences", extra.get("ownerReferences")),
-                       ("deletionTimestamp", extra.get("deletionTimestamp"))):
+    for key, value in (
+        ("labels", meta.labels),
+        ("annotations", meta.annotations),
+        ("ownerReferences", extra.get("ownerReferences")),
+        ("deletionTimestamp", extra.get("deletionTimestamp")),
+    ):
         if value:
             view_meta[key] = value
     spec: dict[str, Any] = {}
@@ -465,12 +528,16 @@ def _controller_view(pod: Pod) -> dict[str, Any]:
         spec["nodeName"] = pod.spec.node_name
     if pod.spec.affinity is not None:
         spec["affinity"] = pod.spec.affinity.to_k8s()
-    return {"metadata": view_meta, "spec": spec,
-            "status": {"phase": pod.status.phase} if pod.status.phase is not None else {}}
+    return {
+        "metadata": view_meta,
+        "spec": spec,
+        "status": {"phase": pod.status.phase} if pod.status.phase is not None else {},
+    }
 
 
-def load_text(text: str, source: str = "<input>", *, strict: bool = False, notes: Any = None,
-              _finish: bool = True) -> ObjectSet:
+def load_text(
+    text: str, source: str = "<input>", *, strict: bool = False, notes: Any = None, _finish: bool = True
+) -> ObjectSet:
     objects = ObjectSet()
     with _collector_paused():
         for index, doc in enumerate(_documents(text, source)):
@@ -495,7 +562,7 @@ def read_source(path: str) -> tuple[str, str]:
         raise InputError(f"{path}: cannot read: {e.strerror}") from None
 
 
-FILE_EXTENSIONS = (".json", ".yaml", ".yml")   # kubectl's, for files found in a directory
+FILE_EXTENSIONS = (".json", ".yaml", ".yml")  # kubectl's, for files found in a directory
 
 
 def expand_paths(paths: Iterable[str], recursive: bool = False) -> list[str]:
@@ -526,7 +593,7 @@ def expand_paths(paths: Iterable[str], recursive: bool = False) -> list[str]:
                 out.append(str(entry))
 
     for path in paths:
-        seen.clear()        # per -f argument: a directory given twice is read twice, as kubectl does
+        seen.clear()  # per -f argument: a directory given twice is read twice, as kubectl does
         walk(path, True)
     return out
 
@@ -542,15 +609,14 @@ def raw_documents(paths: Iterable[str], recursive: bool = False) -> list[tuple[A
     return out
 
 
-def load_files(paths: Iterable[str], *, recursive: bool = False, strict: bool = False,
-               notes: Any = None) -> ObjectSet:
+def load_files(paths: Iterable[str], *, recursive: bool = False, strict: bool = False, notes: Any = None) -> ObjectSet:
     """Load files in order; `-` reads stdin; a directory gives its .json/.yaml/.yml files (see
     :func:`expand_paths`). Kinds draopt does not use are skipped with a note on `notes` (default
     stderr), an error with `strict`; workload controllers become their Pods. An object that a
     later file gives again is applied over the earlier one as `kubectl apply` does
     (draopt.kube.apply), with a note naming both files."""
     objects = ObjectSet()
-    seen: dict[str, tuple[str, int, str]] = {}     # ref -> (list, position, file) of the last one read
+    seen: dict[str, tuple[str, int, str]] = {}  # ref -> (list, position, file) of the last one read
     with _collector_paused():
         for path in expand_paths(paths, recursive):
             text, source = read_source(path)
@@ -565,8 +631,9 @@ def _controller_ref(doc: dict[str, Any]) -> str:
     return f"{doc.get('kind')} {controllers._ns(doc)}/{controllers._name(doc)}"
 
 
-def _apply_repeats(objects: ObjectSet, part: ObjectSet, source: str,
-                   seen: dict[str, tuple[str, int, str]]) -> list[str]:
+def _apply_repeats(
+    objects: ObjectSet, part: ObjectSet, source: str, seen: dict[str, tuple[str, int, str]]
+) -> list[str]:
     """Objects of `part` (the file `source`) that an earlier file gave: applied over the earlier
     ones in `objects` as `kubectl apply` applies them (draopt.kube.apply) and left out of `part`;
     `seen` is updated with `part`'s other objects. Returns the notes, naming the file that won.
@@ -577,13 +644,17 @@ def _apply_repeats(objects: ObjectSet, part: ObjectSet, source: str,
         if same:
             out.append(f"{ref}: given in {earlier} and again, unchanged, in {source}")
         elif refused:
-            out.append(f"{ref}: given in {earlier} and again in {source}: the API server refuses the "
-                       f"second (pod updates may not change fields other than container images, "
-                       f"activeDeadlineSeconds, terminationGracePeriodSeconds and added tolerations): "
-                       f"{earlier}'s is kept")
+            out.append(
+                f"{ref}: given in {earlier} and again in {source}: the API server refuses the "
+                f"second (pod updates may not change fields other than container images, "
+                f"activeDeadlineSeconds, terminationGracePeriodSeconds and added tolerations): "
+                f"{earlier}'s is kept"
+            )
         else:
-            out.append(f"{ref}: given in {earlier} and again in {source}: {source}'s is applied over it, "
-                       f"as kubectl apply -f {earlier} -f {source} does")
+            out.append(
+                f"{ref}: given in {earlier} and again in {source}: {source}'s is applied over it, "
+                f"as kubectl apply -f {earlier} -f {source} does"
+            )
 
     base = {attr: len(getattr(objects, attr)) for attr in ObjectSet._BY_KIND.values()}
     for attr in ObjectSet._BY_KIND.values():

@@ -1,6 +1,7 @@
 """Node-allocatable resources of DRA devices (KEP-5517, DRANodeAllocatableResources): what an
 allocated device adds to its pod's cpu / memory / hugepages demand, and a pod's footprint when it
 states pod-level resources."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -11,9 +12,15 @@ from draopt.kube.models.workload import NodeAllocatableResources
 from draopt.kube.workload import _POD_LEVEL, PodDemand, effective_container_requests, pod_requests, q
 
 
-def node_allocatable_demand(device: Device, pod: PodDemand | None, n_containers: int,
-                            consumed_capacity: dict[str, Fraction] | None = None, *,
-                            mapping: bool = True, overhead: bool = True) -> dict[str, Fraction]:
+def node_allocatable_demand(
+    device: Device,
+    pod: PodDemand | None,
+    n_containers: int,
+    consumed_capacity: dict[str, Fraction] | None = None,
+    *,
+    mapping: bool = True,
+    overhead: bool = True,
+) -> dict[str, Fraction]:
     """Node-allocatable resources (cpu, memory, hugepages-*) one allocated `device` adds to a
     pod's demand (DRANodeAllocatableResources):
 
@@ -47,8 +54,10 @@ def node_allocatable_demand(device: Device, pod: PodDemand | None, n_containers:
                 elif m.capacity_key in device.capacity:
                     base = q(device.capacity[m.capacity_key].value)
                 else:
-                    raise InputError(f"{where}: field nodeAllocatableResources.{resource}.mapping.capacityKey: "
-                                     f"the device has no capacity {m.capacity_key!r}")
+                    raise InputError(
+                        f"{where}: field nodeAllocatableResources.{resource}.mapping.capacityKey: "
+                        f"the device has no capacity {m.capacity_key!r}"
+                    )
                 amount += base * (q(m.capacity_multiplier) if m.capacity_multiplier is not None else 1)
             else:
                 amount += q(m.device_multiplier) if m.device_multiplier is not None else Fraction(1)
@@ -77,8 +86,10 @@ def pod_level_footprint(pod: PodDemand, devices: dict[str, Fraction]) -> tuple[d
     containers = pod_requests(pod.pod, pod_level=False)
     for r in covered:
         if r in devices and containers.get(r, Fraction(0)) + devices[r] > q(level[r]):
-            return {}, (f"pod level request for {r} is insufficient to cover the aggregated container "
-                        f"and node-allocatable DRA requests")
+            return {}, (
+                f"pod level request for {r} is insufficient to cover the aggregated container "
+                f"and node-allocatable DRA requests"
+            )
     return {k: v for k, v in devices.items() if k not in covered}, None
 
 

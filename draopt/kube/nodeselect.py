@@ -1,4 +1,5 @@
 """Node selectors as the kube-scheduler's nodeaffinity package evaluates them, and taint toleration."""
+
 from __future__ import annotations
 
 from draopt.errors import InputError
@@ -40,17 +41,21 @@ def node_selector_matches(selector: NodeSelector, node: Node, where: str = "node
     for i, term in enumerate(selector.node_selector_terms):
         if not term.match_expressions and not term.match_fields:
             continue
-        ok = all(_requirement_matches(r, labels, f"{where}.nodeSelectorTerms[{i}].matchExpressions")
-                 for r in term.match_expressions)
-        ok = ok and all(_requirement_matches(r, fields, f"{where}.nodeSelectorTerms[{i}].matchFields")
-                        for r in term.match_fields)
+        ok = all(
+            _requirement_matches(r, labels, f"{where}.nodeSelectorTerms[{i}].matchExpressions")
+            for r in term.match_expressions
+        )
+        ok = ok and all(
+            _requirement_matches(r, fields, f"{where}.nodeSelectorTerms[{i}].matchFields") for r in term.match_fields
+        )
         if ok:
             return True
     return False
 
 
-def node_matches(node: Node | None, node_name: str | None, all_nodes: bool | None,
-                 selector: NodeSelector | None, where: str) -> bool:
+def node_matches(
+    node: Node | None, node_name: str | None, all_nodes: bool | None, selector: NodeSelector | None, where: str
+) -> bool:
     """Kubernetes' NodeMatches: nodeName, else allNodes, else nodeSelector, else no match."""
     if node_name:
         return node is not None and node.name == node_name

@@ -1,5 +1,6 @@
 """Files the commands' options name (not Kubernetes objects): YAML option files read, and output
 files checked before long runs and written, with errors that name the flag and the path."""
+
 from __future__ import annotations
 
 import os
@@ -11,6 +12,7 @@ from draopt.errors import InputError
 def read_yaml_option(flag: str, path: str) -> Any:
     """The YAML document of an option file (--grid, --node-types, --scheduler-config)."""
     import yaml
+
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -37,6 +39,7 @@ def check_writable(flag: str, path: str, *, directory_hint: str = "") -> None:
 def save_figure(fig, flag: str, path: str, *, dpi: int) -> None:
     """Write a matplotlib figure as PNG (no software stamp: the same plot, the same bytes) and close it."""
     import matplotlib.pyplot as plt
+
     try:
         fig.savefig(path, dpi=dpi, metadata={"Software": None})
     except OSError as e:

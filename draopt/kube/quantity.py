@@ -267,8 +267,8 @@ class Quantity:
 
     value: Fraction
     format: Format
-    _s: Optional[str]       # the string form, once made
-    _i: _I64                # Go's int64 representation, when it has one
+    _s: Optional[str]  # the string form, once made
+    _i: _I64  # Go's int64 representation, when it has one
     _hash: Optional[int]
 
     def __init__(self, value: Fraction, fmt: Format, _s: Optional[str] = None, _i: _I64 = None):

@@ -15,6 +15,7 @@ mapping is checked against.
 Schemas are plain data: ``None`` (anything), :class:`Obj` (an object with fixed fields),
 :class:`ListOf` and :class:`MapOf` (free keys).
 """
+
 from __future__ import annotations
 
 import json
@@ -99,13 +100,13 @@ def model_schema(model: type[BaseModel]) -> Obj:
     if cached is not None:
         return cached
     schema = Obj()
-    _CACHE[model] = schema          # recursive models refer to the same (filled-in) object
+    _CACHE[model] = schema  # recursive models refer to the same (filled-in) object
     for name, info in model.model_fields.items():
         schema[info.alias or name] = _schema_of_type(info.annotation)
     for extra in getattr(model, "k8s_fields", ()):
         schema.setdefault(extra, None)
     for alias, typed in getattr(model, "k8s_field_models", {}).items():
-        schema[alias] = model_schema(typed)      # a field read as a plain mapping, checked as this model
+        schema[alias] = model_schema(typed)  # a field read as a plain mapping, checked as this model
     return schema
 
 
@@ -166,8 +167,11 @@ class _MapKey(_Index):
 
 
 def _looks_into(schema: Any) -> bool:
-    return not (schema is None or isinstance(schema, (ListOf, MapOf)) and
-                (schema.item if isinstance(schema, ListOf) else schema.value) is None)
+    return not (
+        schema is None
+        or isinstance(schema, (ListOf, MapOf))
+        and (schema.item if isinstance(schema, ListOf) else schema.value) is None
+    )
 
 
 def _walk(data: Any, schema: Any, chain: Any, out: list[str]) -> None:

@@ -26,6 +26,7 @@ Naming (deterministic; Kubernetes uses ``generateName`` with a random suffix):
 * ``reservedFor`` consumers: ``pods/<name>`` and ``podgroups.scheduling.k8s.io/<name>``
   (``<resource>[.<apiGroup>]/<name>``; the namespace is the claim's).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,9 +40,17 @@ from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
 from draopt.kube.models import DeviceClass, Node, ResourceClaim, ResourceClaimTemplate
-from draopt.kube.models.workload import (CompositePodGroup, Container, Pod, PodGroup,
-                                         PodResourceClaim, PriorityClass, ResourceRequirements, disruption_mode,
-                                         topology_key)
+from draopt.kube.models.workload import (
+    CompositePodGroup,
+    Container,
+    Pod,
+    PodGroup,
+    PodResourceClaim,
+    PriorityClass,
+    ResourceRequirements,
+    disruption_mode,
+    topology_key,
+)
 from draopt.kube.quantity import Quantity
 
 MAX_RESERVED_FOR = 256
@@ -61,10 +70,11 @@ _POD_LEVEL = ("cpu", "memory")
 @dataclass
 class ClaimUse:
     """One entry of a pod's spec.resourceClaims (or its extended-resource claim)."""
-    name: str               # the pod's claim name (EXTENDED_CLAIM_USE for extended resources)
-    key: str                # "namespace/name" of the ResourceClaim used
-    generated: bool         # made here (from a template, or for extended resources)
-    for_group: str | None   # PodGroup key when the claim is reserved for the PodGroup, else None
+
+    name: str  # the pod's claim name (EXTENDED_CLAIM_USE for extended resources)
+    key: str  # "namespace/name" of the ResourceClaim used
+    generated: bool  # made here (from a template, or for extended resources)
+    for_group: str | None  # PodGroup key when the claim is reserved for the PodGroup, else None
 
 
 @dataclass
@@ -90,13 +100,13 @@ class Gang:
     min_count: int
     pods: list[str]
     priority: int
-    policy: str             # "gang" | "basic"
+    policy: str  # "gang" | "basic"
     # KEP-5732: the node label whose values are the domains all the group's pods share (None:
     # no constraint, or TopologyAwareWorkloadScheduling off and the field dropped).
     topology_key: str | None = None
     # KEP-6012: the CompositePodGroup (key) this group belongs to (None: a root).
     parent: str | None = None
-    disruption_mode: str = "Single"     # KEP-5710: "Single" | "All"
+    disruption_mode: str = "Single"  # KEP-5710: "Single" | "All"
     preemption_policy: str | None = None
 
 
@@ -104,10 +114,11 @@ class Gang:
 class CompositeGang:
     """A CompositePodGroup (KEP-6012): child groups scheduled together in one pod-group cycle;
     a gang policy needs `min_group_count` children scheduled, else none is."""
+
     key: str
     min_group_count: int
-    policy: str                          # "gang" | "basic"
-    children: list[tuple[str, str]]      # (kind, key): child PodGroups and CompositePodGroups, by name
+    policy: str  # "gang" | "basic"
+    children: list[tuple[str, str]]  # (kind, key): child PodGroups and CompositePodGroups, by name
     topology_key: str | None = None
     parent: str | None = None
     priority: int = 0
@@ -274,8 +285,11 @@ def _queue_time(pod: Pod) -> str:
 
 def containers_referencing(pod: Pod, claim_name: str) -> int:
     """How many containers (init and regular) list `claim_name` in resources.claims."""
-    return sum(1 for c in list(pod.spec.init_containers) + list(pod.spec.containers)
-               if any(r.name == claim_name for r in c.resources.claims))
+    return sum(
+        1
+        for c in list(pod.spec.init_containers) + list(pod.spec.containers)
+        if any(r.name == claim_name for r in c.resources.claims)
+    )
 
 
 # ------------------------------------------------------------------ expansion
@@ -288,24 +302,25 @@ class _Expander:
         self.groups: dict[str, PodGroup] = {}
         for g in objects.pod_groups:
             self.groups[_key(g)] = g
-        self.composite_objects: dict[str, CompositePodGroup] = {
-            _key(c): c for c in getattr(objects, "composite_pod_groups", [])} if features.composite_pod_group else {}
+        self.composite_objects: dict[str, CompositePodGroup] = (
+            {_key(c): c for c in getattr(objects, "composite_pod_groups", [])} if features.composite_pod_group else {}
+        )
         self.classes: dict[str, int] = dict(BUILTIN_PRIORITY_CLASSES)
         self.default_priority = 0
         default_seen: PriorityClass | None = None
         for pc in objects.priority_classes:
             self.classes[pc.name] = pc.value
             if pc.global_default and (default_seen is None or pc.value < default_seen.value):
-                default_seen = pc   # several global defaults: Kubernetes takes the lowest value
+                default_seen = pc  # several global defaults: Kubernetes takes the lowest value
         if default_seen is not None:
             self.default_priority = default_seen.value
         self.ext_mapping = device_class_mapping(objects.device_classes) if features.extended_resource else {}
-        self.group_claims: dict[tuple[str, str], str] = {}   # (group key, claim name) -> claim key
-        self._generated: set[str] = set()                      # keys of the claims made here
+        self.group_claims: dict[tuple[str, str], str] = {}  # (group key, claim name) -> claim key
+        self._generated: set[str] = set()  # keys of the claims made here
         # id(template) -> (template, its spec as JSON text, a generated claim's canonical spec text)
         self._template_specs: dict[int, tuple[ResourceClaimTemplate, str, str | None]] = {}
-        self.spec_texts: dict[str, str] = {}                   # generated claim key -> canonical spec text
-        self._extended_specs: dict[str, str] = {}              # extended requests (JSON) -> canonical spec text
+        self.spec_texts: dict[str, str] = {}  # generated claim key -> canonical spec text
+        self._extended_specs: dict[str, str] = {}  # extended requests (JSON) -> canonical spec text
         # Extended-resource claims by (namespace, owning pod name), in self.claims order: finding
         # a pod's claim must not scan every claim for every pod (quadratic on large inputs).
         self._extended_by_owner: dict[tuple[str, str], list[str]] = {}
@@ -330,14 +345,16 @@ class _Expander:
             return spec.priority
         if spec.priority_class_name:
             if spec.priority_class_name not in self.classes:
-                raise InputError(f"{obj.ref}: field spec.priorityClassName: PriorityClass "
-                                 f"{spec.priority_class_name!r} not found")
+                raise InputError(
+                    f"{obj.ref}: field spec.priorityClassName: PriorityClass {spec.priority_class_name!r} not found"
+                )
             return self.classes[spec.priority_class_name]
         return self.default_priority
 
     # -------------------------------------------------------------- claims
-    def _generate(self, name: str, namespace: str, template: ResourceClaimTemplate, owner: dict[str, Any],
-                  claim_name: str) -> ResourceClaim:
+    def _generate(
+        self, name: str, namespace: str, template: ResourceClaimTemplate, owner: dict[str, Any], claim_name: str
+    ) -> ResourceClaim:
         tmeta = template.spec.metadata or {}
         annotations = dict(tmeta.get("annotations") or {})
         annotations[POD_CLAIM_NAME_ANNOTATION] = claim_name
@@ -347,10 +364,15 @@ class _Expander:
         if cached is None or cached[0] is not template:
             cached = self._template_specs[id(template)] = (template, json.dumps(template.spec.spec.to_k8s()), None)
         doc = {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": namespace,
-                         "labels": dict(tmeta.get("labels") or {}), "annotations": annotations,
-                         "ownerReferences": [owner]},
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": dict(tmeta.get("labels") or {}),
+                "annotations": annotations,
+                "ownerReferences": [owner],
+            },
             "spec": json.loads(cached[1]),
         }
         claim = ResourceClaim.model_validate(doc)
@@ -365,8 +387,13 @@ class _Expander:
 
     @staticmethod
     def _owner(api_version: str, kind: str, obj) -> dict[str, Any]:
-        ref = {"apiVersion": api_version, "kind": kind, "name": obj.name,
-               "controller": True, "blockOwnerDeletion": True}
+        ref = {
+            "apiVersion": api_version,
+            "kind": kind,
+            "name": obj.name,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
         if obj.metadata.uid:
             ref["uid"] = obj.metadata.uid
         return ref
@@ -382,27 +409,38 @@ class _Expander:
         tkey = f"{pod.namespace}/{pc.resource_claim_template_name}"
         t = self.templates.get(tkey)
         if t is None:
-            raise InputError(f"{pod.ref}: field spec.resourceClaims[{i}].resourceClaimTemplateName: "
-                             f"ResourceClaimTemplate {tkey} not found")
+            raise InputError(
+                f"{pod.ref}: field spec.resourceClaims[{i}].resourceClaimTemplateName: "
+                f"ResourceClaimTemplate {tkey} not found"
+            )
         return t
 
     def resolve(self, pod: Pod, i: int, pc: PodResourceClaim, group: PodGroup | None) -> ClaimUse | None:
         if bool(pc.resource_claim_name) == bool(pc.resource_claim_template_name):
-            raise InputError(f"{pod.ref}: field spec.resourceClaims[{i}]: exactly one of resourceClaimName "
-                             f"and resourceClaimTemplateName must be set")
+            raise InputError(
+                f"{pod.ref}: field spec.resourceClaims[{i}]: exactly one of resourceClaimName "
+                f"and resourceClaimTemplateName must be set"
+            )
         ns = pod.namespace
         group_key = _key(group) if group is not None else None
         # Without DRAWorkloadResourceClaims the API server drops PodGroup.spec.resourceClaims.
-        matches = group is not None and self.features.workload_resource_claims and any(
-            g.name == pc.name and (g.resource_claim_name or None) == (pc.resource_claim_name or None)
-            and (g.resource_claim_template_name or None) == (pc.resource_claim_template_name or None)
-            for g in group.spec.resource_claims)
+        matches = (
+            group is not None
+            and self.features.workload_resource_claims
+            and any(
+                g.name == pc.name
+                and (g.resource_claim_name or None) == (pc.resource_claim_name or None)
+                and (g.resource_claim_template_name or None) == (pc.resource_claim_template_name or None)
+                for g in group.spec.resource_claims
+            )
+        )
         for_group = group_key if matches else None
         if pc.resource_claim_name:
             key = f"{ns}/{pc.resource_claim_name}"
             if key not in self.claims:
-                raise InputError(f"{pod.ref}: field spec.resourceClaims[{i}].resourceClaimName: "
-                                 f"ResourceClaim {key} not found")
+                raise InputError(
+                    f"{pod.ref}: field spec.resourceClaims[{i}].resourceClaimName: ResourceClaim {key} not found"
+                )
             return ClaimUse(pc.name, key, False, for_group)
         # From a template.
         if matches:
@@ -417,14 +455,18 @@ class _Expander:
             key = f"{ns}/{name}"
             if key not in self.claims:
                 t = self._template(pod, i, pc)
-                self._add_claim(key, self._generate(name, ns, t, self._owner(group.api_version or POD_GROUP_API_VERSION,
-                                                                            "PodGroup", group), pc.name))
+                self._add_claim(
+                    key,
+                    self._generate(
+                        name, ns, t, self._owner(group.api_version or POD_GROUP_API_VERSION, "PodGroup", group), pc.name
+                    ),
+                )
                 self._generated.add(key)
             self.group_claims[(group_key, pc.name)] = key
             return ClaimUse(pc.name, key, key in self._generated, group_key)
         found, name = self._status_name(pod.status.resource_claim_statuses, pc.name)
         if found and name is None:
-            return None   # status says: no claim needed for this pod claim
+            return None  # status says: no claim needed for this pod claim
         name = name or f"{pod.name}-{pc.name}"
         key = f"{ns}/{name}"
         if key not in self.claims:
@@ -439,9 +481,9 @@ class _Expander:
         if not self.ext_mapping:
             return [], {}
         requests: list[dict[str, Any]] = []
-        containers: list[tuple[str, Container]] = \
-            [(f"spec.initContainers[{j}]", c) for j, c in enumerate(pod.spec.init_containers)] + \
-            [(f"spec.containers[{j}]", c) for j, c in enumerate(pod.spec.containers)]
+        containers: list[tuple[str, Container]] = [
+            (f"spec.initContainers[{j}]", c) for j, c in enumerate(pod.spec.init_containers)
+        ] + [(f"spec.containers[{j}]", c) for j, c in enumerate(pod.spec.containers)]
         used: set[str] = set()
         for ci, (path, c) in enumerate(containers):
             creqs = effective_container_requests(c.resources)
@@ -453,12 +495,21 @@ class _Expander:
                 if value == 0:
                     continue
                 if value.denominator != 1 or value < 0:
-                    raise InputError(f"{pod.ref}: field {path}.resources.requests[{rname}]: "
-                                     f"{creqs[rname]!r}: an extended resource must be a whole number")
+                    raise InputError(
+                        f"{pod.ref}: field {path}.resources.requests[{rname}]: "
+                        f"{creqs[rname]!r}: an extended resource must be a whole number"
+                    )
                 used.add(rname)
-                requests.append({"name": f"container-{ci}-request-{ridx}",
-                                 "exactly": {"deviceClassName": self.ext_mapping[rname],
-                                             "allocationMode": "ExactCount", "count": int(value)}})
+                requests.append(
+                    {
+                        "name": f"container-{ci}-request-{ridx}",
+                        "exactly": {
+                            "deviceClassName": self.ext_mapping[rname],
+                            "allocationMode": "ExactCount",
+                            "count": int(value),
+                        },
+                    }
+                )
         if not requests:
             return [], {}
         requests.sort(key=lambda r: r["name"])
@@ -473,20 +524,32 @@ class _Expander:
         for key in self._extended_by_owner.get((ns, pod.name), ()):
             c = self.claims[key]
             owners = (c.metadata.model_extra or {}).get("ownerReferences") or []
-            if any(isinstance(o, dict) and o.get("kind") == "Pod" and o.get("name") == pod.name and
-                   (not pod.metadata.uid or not o.get("uid") or o.get("uid") == pod.metadata.uid)
-                   for o in owners):
+            if any(
+                isinstance(o, dict)
+                and o.get("kind") == "Pod"
+                and o.get("name") == pod.name
+                and (not pod.metadata.uid or not o.get("uid") or o.get("uid") == pod.metadata.uid)
+                for o in owners
+            ):
                 return ClaimUse(EXTENDED_CLAIM_USE, key, key in self._generated, None)
         name = f"{pod.name}-extended-resources"
         key = f"{ns}/{name}"
         if key in self.claims:
-            raise InputError(f"{pod.ref}: field spec.containers: the extended-resource claim name {key} is "
-                             f"taken by a ResourceClaim that is not this pod's extended-resource claim")
-        doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-               "metadata": {"name": name, "namespace": ns,
-                            "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
-                            "ownerReferences": [self._owner("v1", "Pod", pod)]},
-               "spec": {"devices": {"requests": requests}}}
+            raise InputError(
+                f"{pod.ref}: field spec.containers: the extended-resource claim name {key} is "
+                f"taken by a ResourceClaim that is not this pod's extended-resource claim"
+            )
+        doc = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
+                "ownerReferences": [self._owner("v1", "Pod", pod)],
+            },
+            "spec": {"devices": {"requests": requests}},
+        }
         claim = ResourceClaim.model_validate(doc)
         self._add_claim(key, claim)
         self._generated.add(key)
@@ -511,8 +574,9 @@ class _Expander:
         if gname:
             group = self.groups.get(f"{pod.namespace}/{gname}")
             if group is None:
-                raise InputError(f"{pod.ref}: field spec.schedulingGroup.podGroupName: PodGroup "
-                                 f"{pod.namespace}/{gname} not found")
+                raise InputError(
+                    f"{pod.ref}: field spec.schedulingGroup.podGroupName: PodGroup {pod.namespace}/{gname} not found"
+                )
         claims: list[ClaimUse] = []
         seen: set[str] = set()
         for i, pc in enumerate(pod.spec.resource_claims):
@@ -531,12 +595,18 @@ class _Expander:
         resources["pods"] = Fraction(1)
         resources = {k: v for k, v in resources.items() if v or k in ("cpu", "memory", "pods")}
         priority = self.priority(pod, pod.spec)
-        return PodDemand(pod=pod, key=key, priority=priority,
-                         queue_key=(-priority, _queue_time(pod), *self._created(key)),
-                         node_name=pod.spec.node_name or None,
-                         node_selector=dict(pod.spec.node_selector), resources=resources,
-                         claims=claims, group=_key(group) if group is not None else None,
-                         extended_resources=ext_totals)
+        return PodDemand(
+            pod=pod,
+            key=key,
+            priority=priority,
+            queue_key=(-priority, _queue_time(pod), *self._created(key)),
+            node_name=pod.spec.node_name or None,
+            node_selector=dict(pod.spec.node_selector),
+            resources=resources,
+            claims=claims,
+            group=_key(group) if group is not None else None,
+            extended_resources=ext_totals,
+        )
 
     def _created(self, key: str) -> tuple:
         """Queue tie-break after priority and creation time: the pod's key; a pod made from a
@@ -548,12 +618,16 @@ class _Expander:
     def run(self) -> Workload:
         for g in self.o.pod_groups:
             if len(g.spec.resource_claims) > MAX_POD_GROUP_CLAIMS:
-                raise InputError(f"{g.ref}: field spec.resourceClaims: {len(g.spec.resource_claims)} entries, "
-                                 f"at most {MAX_POD_GROUP_CLAIMS} allowed")
+                raise InputError(
+                    f"{g.ref}: field spec.resourceClaims: {len(g.spec.resource_claims)} entries, "
+                    f"at most {MAX_POD_GROUP_CLAIMS} allowed"
+                )
             for i, gc in enumerate(g.spec.resource_claims):
                 if bool(gc.resource_claim_name) == bool(gc.resource_claim_template_name):
-                    raise InputError(f"{g.ref}: field spec.resourceClaims[{i}]: exactly one of "
-                                     f"resourceClaimName and resourceClaimTemplateName must be set")
+                    raise InputError(
+                        f"{g.ref}: field spec.resourceClaims[{i}]: exactly one of "
+                        f"resourceClaimName and resourceClaimTemplateName must be set"
+                    )
         seen_pods: set[str] = set()
         for p in self.o.pods:
             key = _key(p)
@@ -566,13 +640,13 @@ class _Expander:
         pending = sorted((d for d in demands if d.node_name is None), key=lambda d: d.queue_key)
         running = [d for d in demands if d.node_name is not None]
 
-        reserved: dict[str, list[str]] = {k: [consumer_string(r) for r in c.status.reserved_for]
-                                          for k, c in self.claims.items()}
+        reserved: dict[str, list[str]] = {
+            k: [consumer_string(r) for r in c.status.reserved_for] for k, c in self.claims.items()
+        }
         beyond: dict[str, list[tuple[PodDemand, str]]] = {}
         for d in pending:
             for use in d.claims:
-                consumer = group_consumer(use.for_group.split("/", 1)[1]) if use.for_group \
-                    else pod_consumer(d.pod.name)
+                consumer = group_consumer(use.for_group.split("/", 1)[1]) if use.for_group else pod_consumer(d.pod.name)
                 entries = reserved.setdefault(use.key, [])
                 if consumer in entries:
                     continue
@@ -585,11 +659,15 @@ class _Expander:
             d, claim_name = over[0]
             idx = next((i for i, pc in enumerate(d.pod.spec.resource_claims) if pc.name == claim_name), None)
             fld = f"spec.resourceClaims[{idx}]" if idx is not None else "spec.containers"
-            raise InputError(f"{d.pod.ref}: field {fld}: ResourceClaim {key}: status.reservedFor would exceed "
-                             f"{MAX_RESERVED_FOR} entries; pods beyond the limit: "
-                             + ", ".join(x.key for x, _ in over)
-                             + "".join(f"; ResourceClaim {k}: pods beyond the limit: "
-                                       + ", ".join(x.key for x, _ in v) for k, v in list(beyond.items())[1:]))
+            raise InputError(
+                f"{d.pod.ref}: field {fld}: ResourceClaim {key}: status.reservedFor would exceed "
+                f"{MAX_RESERVED_FOR} entries; pods beyond the limit: "
+                + ", ".join(x.key for x, _ in over)
+                + "".join(
+                    f"; ResourceClaim {k}: pods beyond the limit: " + ", ".join(x.key for x, _ in v)
+                    for k, v in list(beyond.items())[1:]
+                )
+            )
 
         groups: dict[str, Gang] = {}
         by_group: dict[str, list] = {}
@@ -610,14 +688,28 @@ class _Expander:
                 prio = self.priority(g, g.spec)
             else:
                 prio = max((d.priority for d in members), default=self.default_priority)
-            groups[gkey] = Gang(key=gkey, min_count=min_count, pods=[d.key for d in members],
-                                priority=prio, policy=kind, topology_key=self.topology(g),
-                                parent=self.parent_of(g), disruption_mode=disruption_mode(g.spec.disruption_mode),
-                                preemption_policy=g.spec.preemption_policy)
+            groups[gkey] = Gang(
+                key=gkey,
+                min_count=min_count,
+                pods=[d.key for d in members],
+                priority=prio,
+                policy=kind,
+                topology_key=self.topology(g),
+                parent=self.parent_of(g),
+                disruption_mode=disruption_mode(g.spec.disruption_mode),
+                preemption_policy=g.spec.preemption_policy,
+            )
         composites = self.composites(groups)
-        return Workload(pending=pending, running=running, claims=self.claims, groups=groups,
-                        reserved_for=reserved, node_allocatable=node_allocatable(self.o.nodes), composites=composites,
-                        spec_texts=self.spec_texts)
+        return Workload(
+            pending=pending,
+            running=running,
+            claims=self.claims,
+            groups=groups,
+            reserved_for=reserved,
+            node_allocatable=node_allocatable(self.o.nodes),
+            composites=composites,
+            spec_texts=self.spec_texts,
+        )
 
     # -------------------------------------------------------------- KEP-5732 / KEP-6012
     def topology(self, obj: PodGroup | CompositePodGroup) -> str | None:
@@ -628,8 +720,10 @@ class _Expander:
         if not self.features.topology_aware_workload_scheduling or constraints is None:
             return None
         if len(constraints.topology) > 1:
-            raise InputError(f"{obj.ref}: field spec.schedulingConstraints.topology: {len(constraints.topology)} "
-                             f"entries, at most 1 allowed")
+            raise InputError(
+                f"{obj.ref}: field spec.schedulingConstraints.topology: {len(constraints.topology)} "
+                f"entries, at most 1 allowed"
+            )
         key = topology_key(constraints)
         if key is not None and not key:
             raise InputError(f"{obj.ref}: field spec.schedulingConstraints.topology[0].key: Required value")
@@ -643,8 +737,7 @@ class _Expander:
             return None
         key = f"{obj.namespace}/{name}"
         if key not in self.composite_objects:
-            raise InputError(f"{obj.ref}: field spec.parentCompositePodGroupName: CompositePodGroup {key} "
-                             f"not found")
+            raise InputError(f"{obj.ref}: field spec.parentCompositePodGroupName: CompositePodGroup {key} not found")
         return key
 
     def composites(self, groups: dict[str, Gang]) -> dict[str, CompositeGang]:
@@ -659,12 +752,21 @@ class _Expander:
                     raise InputError(f"{obj.ref}: field spec.schedulingPolicy.gang.minGroupCount: must be at least 1")
             else:
                 kind, count = "basic", 1
-            prio = self.priority(obj, obj.spec) if obj.spec.priority is not None or obj.spec.priority_class_name \
+            prio = (
+                self.priority(obj, obj.spec)
+                if obj.spec.priority is not None or obj.spec.priority_class_name
                 else self.default_priority
-            out[key] = CompositeGang(key=key, min_group_count=count, policy=kind, children=[],
-                                     topology_key=self.topology(obj),
-                                     parent=self.parent_of(obj), priority=prio,
-                                     disruption_mode=disruption_mode(obj.spec.disruption_mode))
+            )
+            out[key] = CompositeGang(
+                key=key,
+                min_group_count=count,
+                policy=kind,
+                children=[],
+                topology_key=self.topology(obj),
+                parent=self.parent_of(obj),
+                priority=prio,
+                disruption_mode=disruption_mode(obj.spec.disruption_mode),
+            )
         children: dict[str, list[tuple[str, str]]] = {k: [] for k in out}
         for key, g in groups.items():
             if g.parent is not None:
@@ -674,12 +776,14 @@ class _Expander:
                 children[c.parent].append(("CompositePodGroup", key))
         for key, c in out.items():
             c.children = sorted(children[key], key=lambda kk: (kk[1], kk[0]))
-        for key in out:       # a parent chain that comes back to itself is no tree
+        for key in out:  # a parent chain that comes back to itself is no tree
             seen, at = {key}, out[key].parent
             while at is not None:
                 if at in seen:
-                    raise InputError(f"CompositePodGroup {key}: field spec.parentCompositePodGroupName: the "
-                                     f"parent chain comes back to CompositePodGroup {at}")
+                    raise InputError(
+                        f"CompositePodGroup {key}: field spec.parentCompositePodGroupName: the "
+                        f"parent chain comes back to CompositePodGroup {at}"
+                    )
                 seen.add(at)
                 at = out[at].parent
         return out
@@ -694,7 +798,7 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     """The pods of `objects` as the scheduler sees them; see the module docstring."""
     features = features or Features.from_gates()
     for line in gated_field_notes(objects, features):
-        if line not in _SAID:     # once per run, however many policies expand the same input
+        if line not in _SAID:  # once per run, however many policies expand the same input
             _SAID.add(line)
             print(f"note: {line}", file=sys.stderr)
     return _Expander(objects, features).run()
@@ -740,15 +844,21 @@ def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
         if features.gates.get(gate, False):
             continue
         if field_name.endswith(" objects"):
-            lines.append(f"{field_name} not served: gate {gate} is off; their PodGroups are scheduled as roots "
-                         f"({refs[0]}{more})")
+            lines.append(
+                f"{field_name} not served: gate {gate} is off; their PodGroups are scheduled as roots ({refs[0]}{more})"
+            )
         else:
             lines.append(f"field {field_name} dropped: gate {gate} is off ({refs[0]}{more})")
-    if features.composite_pod_group and not features.topology_aware_workload_scheduling and \
-            getattr(objects, "composite_pod_groups", []):
-        lines.append("CompositePodGroup needs TopologyAwareWorkloadScheduling in kube-scheduler (its placement "
-                     "algorithm); with that gate off draopt schedules each tree in one pod-group cycle over all "
-                     "nodes, without topology constraints")
+    if (
+        features.composite_pod_group
+        and not features.topology_aware_workload_scheduling
+        and getattr(objects, "composite_pod_groups", [])
+    ):
+        lines.append(
+            "CompositePodGroup needs TopologyAwareWorkloadScheduling in kube-scheduler (its placement "
+            "algorithm); with that gate off draopt schedules each tree in one pod-group cycle over all "
+            "nodes, without topology constraints"
+        )
     lines.extend(_template_copy_notes(objects))
     return lines
 
@@ -770,16 +880,32 @@ def _template_copy_notes(objects: ObjectSet) -> list[str]:
         t = templates.get((g.namespace, workload, template))
         if t is None:
             continue
-        for name, mine, theirs in (("schedulingPolicy", g.spec.scheduling_policy, t.scheduling_policy),
-                                   ("schedulingConstraints", g.spec.scheduling_constraints, t.scheduling_constraints)):
+        for name, mine, theirs in (
+            ("schedulingPolicy", g.spec.scheduling_policy, t.scheduling_policy),
+            ("schedulingConstraints", g.spec.scheduling_constraints, t.scheduling_constraints),
+        ):
             a = mine.to_k8s() if mine is not None else None
             b = theirs.to_k8s() if theirs is not None else None
             if (a or None) != (b or None):
-                out.append(f"{g.ref}: spec.{name} differs from its Workload template {g.namespace}/{workload} "
-                           f"{template!r}: kube-scheduler reads the PodGroup's own copy, and so does draopt")
+                out.append(
+                    f"{g.ref}: spec.{name} differs from its Workload template {g.namespace}/{workload} "
+                    f"{template!r}: kube-scheduler reads the PodGroup's own copy, and so does draopt"
+                )
     return out
 
 
-__all__ = ["ClaimUse", "PodDemand", "Gang", "CompositeGang", "Workload", "expand", "gated_field_notes",
-           "containers_referencing", "pod_requests", "device_class_mapping", "node_allocatable",
-           "MAX_RESERVED_FOR", "EXTENDED_CLAIM_USE"]
+__all__ = [
+    "ClaimUse",
+    "PodDemand",
+    "Gang",
+    "CompositeGang",
+    "Workload",
+    "expand",
+    "gated_field_notes",
+    "containers_referencing",
+    "pod_requests",
+    "device_class_mapping",
+    "node_allocatable",
+    "MAX_RESERVED_FOR",
+    "EXTENDED_CLAIM_USE",
+]

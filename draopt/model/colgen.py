@@ -25,6 +25,7 @@ enumerates every configuration, which stops at MAX_CHECKS; here they are generat
 pods of each kind in queue order (then optimal.py's decoding deals their devices, as for
 patterns.py). Columns from the warm start are checked on the representative only when used.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,38 +43,38 @@ from draopt.model.patterns import Configuration, NodeClass, OneNodeModel, node_c
 from draopt.model.placement import one_node_model
 from draopt.cluster.result import weight
 
-MAX_CLASSES = 64          # more classes: the per-node model is the better form
-MIN_NODES = 200           # smaller parts: the one model (and patterns.py) proves them exactly
-PRICE_SCALE = 10 ** 6     # reduced values are scaled to integers up to about this
-PRICE_FIRST_SECONDS = 1.0 # one pricing solve while columns come (deterministic seconds)
-PRICE_SECONDS = 16.0      # at most, to prove that no column is left
-SMOOTHING = 0.5           # Wentges: weight of the best bound's duals in the prices priced
-FAST_COLUMNS = 4          # columns taken from one compact pricing solve (its best solutions)
-INTEGER_GAP = 2e-4        # the integer placement stops this close to the bound (of all pods' value)
-ROUNDING_SHARE = 0.2      # of the time left after the generation, for the LP's rounding
-LP_TOLERANCE = 1e-4       # the generation stops when its bound is this close to the LP (of all pods' value)
-LP_SHARE = 0.6            # of the time limit, for the generation (the rest: integer placement)
+MAX_CLASSES = 64  # more classes: the per-node model is the better form
+MIN_NODES = 200  # smaller parts: the one model (and patterns.py) proves them exactly
+PRICE_SCALE = 10**6  # reduced values are scaled to integers up to about this
+PRICE_FIRST_SECONDS = 1.0  # one pricing solve while columns come (deterministic seconds)
+PRICE_SECONDS = 16.0  # at most, to prove that no column is left
+SMOOTHING = 0.5  # Wentges: weight of the best bound's duals in the prices priced
+FAST_COLUMNS = 4  # columns taken from one compact pricing solve (its best solutions)
+INTEGER_GAP = 2e-4  # the integer placement stops this close to the bound (of all pods' value)
+ROUNDING_SHARE = 0.2  # of the time left after the generation, for the LP's rounding
+LP_TOLERANCE = 1e-4  # the generation stops when its bound is this close to the LP (of all pods' value)
+LP_SHARE = 0.6  # of the time limit, for the generation (the rest: integer placement)
 
 
 @dataclass
 class Column:
-    cls: int                       # index of its NodeClass
-    counts: tuple[int, ...]        # pods per kind (in the class's kinds order)
-    value: int                     # placed value of one node with it
-    conf: Configuration | None     # values on the representative (None: not checked yet)
+    cls: int  # index of its NodeClass
+    counts: tuple[int, ...]  # pods per kind (in the class's kinds order)
+    value: int  # placed value of one node with it
+    conf: Configuration | None  # values on the representative (None: not checked yet)
 
 
 @dataclass
 class Solution:
     classes: list[NodeClass]
     columns: list[Column]
-    counts: list[int]                              # nodes taking each column
+    counts: list[int]  # nodes taking each column
     objective: int
-    bound: int                                     # proven upper bound of the placed value
-    lp_bound: float | None                         # the last restricted master's LP value
-    converged: bool                                # no column has a positive reduced value
-    stopped: str = ""                              # why the generation stopped early
-    warm: str = ""                                 # why the warm start's placement is kept
+    bound: int  # proven upper bound of the placed value
+    lp_bound: float | None  # the last restricted master's LP value
+    converged: bool  # no column has a positive reduced value
+    stopped: str = ""  # why the generation stopped early
+    warm: str = ""  # why the warm start's placement is kept
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -91,7 +92,7 @@ class ColumnGeneration:
             if len({p.priority for p in kind.pods}) > 1:
                 return "a kind with several priorities"
         seen: set[int] = set()
-        for problem in prep.problems.values():   # problems are shared by nodes alike: each looked at once
+        for problem in prep.problems.values():  # problems are shared by nodes alike: each looked at once
             if id(problem) not in seen:
                 seen.add(id(problem))
                 if any(g.has_subrequests for cl in problem.claims for g in cl.requests):
@@ -105,8 +106,18 @@ class ColumnGeneration:
                 return "a node that is not interchangeable with a class (shared devices, node-resource devices)"
         return None
 
-    def apply(self, prep, cluster, workload, book, kind_ids: list[int], node_names: set[str], *,
-              deadline: float, warm: dict[str, str | None] | None = None) -> Solution:
+    def apply(
+        self,
+        prep,
+        cluster,
+        workload,
+        book,
+        kind_ids: list[int],
+        node_names: set[str],
+        *,
+        deadline: float,
+        warm: dict[str, str | None] | None = None,
+    ) -> Solution:
         """`warm`: pod key -> node of a valid placement (its configurations are the first
         columns and the integer floor). `deadline` (perf_counter) bounds everything."""
         t0 = time.perf_counter()
@@ -152,7 +163,7 @@ class ColumnGeneration:
                 warm_counts[(j, counts)] += 1
         # ------------------------------------------------------------ generation
         lp_share = t0 + (deadline - t0) * LP_SHARE
-        bound = float(sum(value[k] * pods_of[k] for k in value))   # every pod placed
+        bound = float(sum(value[k] * pods_of[k] for k in value))  # every pod placed
         rounds, converged, stopped, lp_value = 0, False, "", None
         lp = _Master(classes, kinds, pods_of)
         done = 0
@@ -162,7 +173,7 @@ class ColumnGeneration:
         # whose columns do not improve the LP (mispricing) prices at the LP's duals next.
         center: dict[int, float] | None = None
         alpha = SMOOTHING
-        cap = PRICE_FIRST_SECONDS      # per pricing solve: short while columns come, longer to prove
+        cap = PRICE_FIRST_SECONDS  # per pricing solve: short while columns come, longer to prove
         # Entered by hand, not to re-indent the loop; on an exception draopt.progress.reporting
         # closes the line.
         generation_line = progress.current().task("optimal: column generation")
@@ -174,8 +185,9 @@ class ColumnGeneration:
             lp_value, pi_lp, mu = lp.solve()
             rounds += 1
             if bound - lp_value <= LP_TOLERANCE * max(1.0, total_value):
-                converged = True          # the LP is proven within the tolerance of its bound
+                converged = True  # the LP is proven within the tolerance of its bound
                 break
+
             def improves(j: int, counts: tuple[int, ...], mu_j: float) -> bool:
                 """A positive reduced value at the LP's own duals: a column the master lacks."""
                 return sum((value[ki] - pi_lp[ki]) * n for ki, n in zip(classes[j].kinds, counts)) > mu_j + 1e-6
@@ -193,8 +205,9 @@ class ColumnGeneration:
                 reduced = {ki: value[ki] - pi[ki] for ki in nc.kinds}
                 got = None
                 if fast[j] is not None:
-                    got = _price_fast(fast[j], ones[j], reduced, min(cap, left), fast_stats,
-                                      lambda counts: improves(j, counts, mu[j]))
+                    got = _price_fast(
+                        fast[j], ones[j], reduced, min(cap, left), fast_stats, lambda counts: improves(j, counts, mu[j])
+                    )
                     if got == "disagree":
                         fast[j], got = None, None
                 if got is None:
@@ -216,10 +229,10 @@ class ColumnGeneration:
                     alpha = SMOOTHING
                     continue
                 if a:
-                    alpha = 0.0           # mispricing: the LP's own duals next
+                    alpha = 0.0  # mispricing: the LP's own duals next
                     continue
                 if not exact and cap < PRICE_SECONDS:
-                    cap = min(PRICE_SECONDS, cap * 4)   # nothing found quickly: look longer
+                    cap = min(PRICE_SECONDS, cap * 4)  # nothing found quickly: look longer
                     continue
                 converged = exact
                 if not exact:
@@ -229,8 +242,11 @@ class ColumnGeneration:
         generation_line.__exit__(None, None, None)
         gen_s = time.perf_counter() - t0
         # ------------------------------------------------------------ integer placement
-        floor = sum(columns[i].value * warm_counts[(c.cls, c.counts)] for i, c in enumerate(columns)
-                    if (c.cls, c.counts) in warm_counts)
+        floor = sum(
+            columns[i].value * warm_counts[(c.cls, c.counts)]
+            for i, c in enumerate(columns)
+            if (c.cls, c.counts) in warm_counts
+        )
         counts, int_status = None, "UNKNOWN"
         banned: set[int] = set()
         fallback = ""
@@ -249,9 +265,17 @@ class ColumnGeneration:
                 nodes_left[c.cls] -= n
                 for ki, k in zip(classes[c.cls].kinds, c.counts):
                     pods_left[ki] -= n * k
-            rest, _ = _integer(classes, kinds, pods_left, columns, banned, [0] * len(columns), 0,
-                               time.perf_counter() + (deadline - time.perf_counter()) * ROUNDING_SHARE,
-                               nodes_of=nodes_left)
+            rest, _ = _integer(
+                classes,
+                kinds,
+                pods_left,
+                columns,
+                banned,
+                [0] * len(columns),
+                0,
+                time.perf_counter() + (deadline - time.perf_counter()) * ROUNDING_SHARE,
+                nodes_of=nodes_left,
+            )
             dive = [a + b for a, b in zip(down, rest)]
             rounded = sum(c.value * n for c, n in zip(columns, dive))
             if rounded > floor:
@@ -260,12 +284,21 @@ class ColumnGeneration:
             # The rest of the time: 70 % for the integer model, then checks and decoding.
             with progress.current().task("optimal: column generation, integer placement") as integer_line:
                 integer_line.solver(floor, math.floor(bound + 1e-6))
-                counts, int_status = _integer(classes, kinds, pods_of, columns, banned, start, floor,
-                                              time.perf_counter() + (deadline - time.perf_counter()) * 0.7,
-                                              shown=integer_line, bound=math.floor(bound + 1e-6),
-                                              gap=INTEGER_GAP * total_value)
+                counts, int_status = _integer(
+                    classes,
+                    kinds,
+                    pods_of,
+                    columns,
+                    banned,
+                    start,
+                    floor,
+                    time.perf_counter() + (deadline - time.perf_counter()) * 0.7,
+                    shown=integer_line,
+                    bound=math.floor(bound + 1e-6),
+                    gap=INTEGER_GAP * total_value,
+                )
             if int_status == "WARM" and start is not warm_only:
-                int_status = "ROUNDED"    # the LP's rounding stands: a placement of columns, checked below
+                int_status = "ROUNDED"  # the LP's rounding stands: a placement of columns, checked below
             if int_status == "WARM" or not any(counts):
                 break
             bad, unchecked = [], False
@@ -286,22 +319,28 @@ class ColumnGeneration:
             if not bad:
                 break
             banned.update(bad)
-            floor = 0   # a warm configuration the one model rejects: the warm start is no floor
+            floor = 0  # a warm configuration the one model rejects: the warm start is no floor
             start = warm_only
         else:
             counts, int_status = [0] * len(columns), "REJECTED"
         if int_status == "WARM":
             reach = sum(c.value * n for c, n in zip(columns, counts)) >= math.floor(bound + 1e-6)
-            fallback = fallback or ("the warm start reaches the bound" if reach else
-                                    "no better integer placement found in time")
+            fallback = fallback or (
+                "the warm start reaches the bound" if reach else "no better integer placement found in time"
+            )
         objective = sum(c.value * n for c, n in zip(columns, counts))
         proven_bound = max(objective, math.floor(bound + 1e-6))
-        sol = Solution(classes, columns, counts, objective, proven_bound, lp_value, converged, stopped,
-                       warm=fallback)
-        sol.stats = {"colgen_rounds": rounds, "colgen_columns": len(columns), "colgen_classes": len(classes),
-                     "colgen_s": round(gen_s, 3), "colgen_integer_status": int_status,
-                     "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
-                     "colgen_converged": converged, **fast_stats}
+        sol = Solution(classes, columns, counts, objective, proven_bound, lp_value, converged, stopped, warm=fallback)
+        sol.stats = {
+            "colgen_rounds": rounds,
+            "colgen_columns": len(columns),
+            "colgen_classes": len(classes),
+            "colgen_s": round(gen_s, 3),
+            "colgen_integer_status": int_status,
+            "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
+            "colgen_converged": converged,
+            **fast_stats,
+        }
         if lp_value is not None:
             sol.stats["colgen_lp_value"] = round(lp_value, 3)
             sol.stats["colgen_rounded_value"] = rounded
@@ -326,10 +365,12 @@ class ColumnGeneration:
                 assignment[node.name] = (nc, col.conf)
                 for ki, c in zip(nc.kinds, col.counts):
                     placed[ki] += c
-        chosen = {ki: prep.kinds[ki].pods[:placed[ki]] for ki in kind_ids}
+        chosen = {ki: prep.kinds[ki].pods[: placed[ki]] for ki in kind_ids}
         for ki in kind_ids:
             if placed[ki] > len(prep.kinds[ki].pods):
-                raise RuntimeError(f"internal: {placed[ki]} pods of kind {ki} placed, it has {len(prep.kinds[ki].pods)}")
+                raise RuntimeError(
+                    f"internal: {placed[ki]} pods of kind {ki} placed, it has {len(prep.kinds[ki].pods)}"
+                )
         return assignment, chosen
 
 
@@ -386,15 +427,15 @@ def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], secon
         coef = int(round(r * scale)) if r > 0 else -1
         terms.append((coef, var))
         if r > 0:
-            slack += 0.5 / scale * var.proto.domain[1]    # rounding of the prices, at most
+            slack += 0.5 / scale * var.proto.domain[1]  # rounding of the prices, at most
     if not any(c > 0 for c, _ in terms):
-        return None, 0.0, True   # nothing of positive value fits: the empty configuration
+        return None, 0.0, True  # nothing of positive value fits: the empty configuration
     cp.maximize(sum(c * v for c, v in terms))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = max(0.05, seconds)
-    solver.parameters.max_time_in_seconds = max(0.05, min(seconds * 3, wall))   # a hard stop
+    solver.parameters.max_time_in_seconds = max(0.05, min(seconds * 3, wall))  # a hard stop
     status = solver.solve(cp)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
@@ -403,8 +444,7 @@ def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], secon
     return one.configuration(solver, counts), upper, status == cp_model.OPTIMAL
 
 
-def _price_fast(fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float], seconds: float, stats: dict,
-                wanted):
+def _price_fast(fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float], seconds: float, stats: dict, wanted):
     """The compact pricing (colgen_pricing.py); a column it returns is checked by the one model
     (the rule source) before it is used (`wanted(counts)`: the master lacks it). "disagree" if the one model rejects it (the class is
     then priced by the one model), None if nothing was found in time."""
@@ -414,7 +454,7 @@ def _price_fast(fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float
     counts, upper, proven, others = got
     confs = []
     for c in [counts] + others:
-        if len(confs) == FAST_COLUMNS or not wanted(c):   # no new column: nothing to check
+        if len(confs) == FAST_COLUMNS or not wanted(c):  # no new column: nothing to check
             continue
         one.b.model.cp.clear_objective()
         conf = one.check(c, seconds=max(0.1, seconds))
@@ -448,8 +488,20 @@ def _checked(col: Column, ones: list[OneNodeModel], seconds: float) -> bool | No
     return True
 
 
-def _integer(classes, kinds, pods_of, columns, banned, start, floor, hard_stop, shown=progress.Task(),
-             bound: int | None = None, gap: float = 0.0, nodes_of: list[int] | None = None):
+def _integer(
+    classes,
+    kinds,
+    pods_of,
+    columns,
+    banned,
+    start,
+    floor,
+    hard_stop,
+    shown=progress.Task(),
+    bound: int | None = None,
+    gap: float = 0.0,
+    nodes_of: list[int] | None = None,
+):
     """Configuration counts per class (CP-SAT), at least the warm start's value. `shown`: where
     its best value and bound are reported (draopt.progress). `bound`: the generation's proven
     bound (no integer placement exceeds it: CP-SAT's own bound starts there); it stops within
@@ -492,7 +544,7 @@ def _integer(classes, kinds, pods_of, columns, banned, start, floor, hard_stop, 
         solver.parameters.absolute_gap_limit = gap
     left = max(0.1, hard_stop - time.perf_counter())
     solver.parameters.max_deterministic_time = left
-    solver.parameters.max_time_in_seconds = left   # wall time: the time limit is kept
+    solver.parameters.max_time_in_seconds = left  # wall time: the time limit is kept
     status = solver.solve(m, progress.solver_callback(solver, shown))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if floor:

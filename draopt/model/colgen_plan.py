@@ -17,6 +17,7 @@ free and limited (its real nodes), copies of a node type cost the type's cost an
 
 `invert` gives per class and column how many free nodes and how many copies take it.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,32 +36,32 @@ from draopt.model.encodings.base import scale_to_int
 from draopt.model.patterns import NodeClass, node_classes
 from draopt.model.placement import one_node_model
 
-LP_SHARE = 0.7            # of the time given, for the generation (the rest: integer counts)
-SMOOTHING = 0.5           # Wentges: weight of the best bound's duals in the prices priced
-LP_TOLERANCE = 1e-4       # relative gap between the bound and the LP at which the generation stops
+LP_SHARE = 0.7  # of the time given, for the generation (the rest: integer counts)
+SMOOTHING = 0.5  # Wentges: weight of the best bound's duals in the prices priced
+LP_TOLERANCE = 1e-4  # relative gap between the bound and the LP at which the generation stops
 
 
 @dataclass
 class PlanColumn:
     cls: int
     counts: tuple[int, ...]
-    conf: Any = None               # the one model's values (None: from the warm start, unchecked)
+    conf: Any = None  # the one model's values (None: from the warm start, unchecked)
 
 
 @dataclass
 class PlanSolution:
     classes: list[NodeClass]
-    class_cost: list[Fraction | None]             # cheapest copy type of a class (None: no copies)
+    class_cost: list[Fraction | None]  # cheapest copy type of a class (None: no copies)
     class_type: list[str | None]
-    free_nodes: list[int]                          # the input's own nodes per class
+    free_nodes: list[int]  # the input's own nodes per class
     columns: list[PlanColumn]
-    free_counts: list[int]                         # free nodes taking each column
-    copy_counts: list[int]                         # copies taking each column
+    free_counts: list[int]  # free nodes taking each column
+    copy_counts: list[int]  # copies taking each column
     cost: Fraction
-    bound: Fraction                                # proven lower bound of any mix's cost
+    bound: Fraction  # proven lower bound of any mix's cost
     lp_value: float | None
     converged: bool
-    covered: bool                                  # every pod that has a node is placed
+    covered: bool  # every pod that has a node is placed
     stopped: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -78,11 +79,24 @@ class CheapestMix:
     @staticmethod
     def accepts(prep, kind_ids: list[int], node_names: set[str], cluster) -> str | None:
         from draopt.model.colgen import ColumnGeneration
+
         return ColumnGeneration.accepts(prep, kind_ids, node_names, cluster, None)
 
-    def apply(self, prep, cluster, workload, book, kind_ids: list[int], node_names: set[str],
-              type_of: dict[str, str], cost_of: dict[str, Fraction], *, deadline: float,
-              warm: dict[str, str | None] | None = None, alias: dict[str, str] | None = None) -> PlanSolution:
+    def apply(
+        self,
+        prep,
+        cluster,
+        workload,
+        book,
+        kind_ids: list[int],
+        node_names: set[str],
+        type_of: dict[str, str],
+        cost_of: dict[str, Fraction],
+        *,
+        deadline: float,
+        warm: dict[str, str | None] | None = None,
+        alias: dict[str, str] | None = None,
+    ) -> PlanSolution:
         """`type_of`: copy node -> its type (every other node is the input's, free); `warm`: pod
         key -> node of a valid placement (the estimate's), its nodes' contents the first columns;
         `alias`: a node of the warm placement that is not in the cluster -> the copy it is alike
@@ -99,10 +113,10 @@ class CheapestMix:
             class_cost.append(cost_of[types[0]] if types else None)
         demand = {k.index: len(k.pods) for k in kinds if any(k.index in nc.kinds for nc in classes)}
         ones = [one_node_model(nc, prep, cluster, workload, book, packed=False) for nc in classes]
-        fast: list[DevicePricing | None] = [DevicePricing.for_class(nc, prep, ones[j].vars)[0]
-                                            for j, nc in enumerate(classes)]
-        fast_stats: dict[str, Any] = {"colgen_fast_classes": sum(f is not None for f in fast),
-                                      "colgen_fast_checked": 0}
+        fast: list[DevicePricing | None] = [
+            DevicePricing.for_class(nc, prep, ones[j].vars)[0] for j, nc in enumerate(classes)
+        ]
+        fast_stats: dict[str, Any] = {"colgen_fast_classes": sum(f is not None for f in fast), "colgen_fast_checked": 0}
         columns: list[PlanColumn] = []
         seen: set[tuple] = set()
 
@@ -137,8 +151,9 @@ class CheapestMix:
         for ki in demand:
             if ki in has or time.perf_counter() > deadline:
                 continue
-            for j in sorted((j for j, nc in enumerate(classes) if ki in nc.kinds),
-                            key=lambda j: (class_cost[j] is None, j)):
+            for j in sorted(
+                (j for j, nc in enumerate(classes) if ki in nc.kinds), key=lambda j: (class_cost[j] is None, j)
+            ):
                 alone = _alone(fast[j], ones[j], classes[j], ki, demand[ki], fast_stats)
                 if alone is not None and add(j, alone.counts, alone):
                     break
@@ -149,7 +164,7 @@ class CheapestMix:
         done, rounds, converged, stopped, lp_value = 0, 0, False, "", None
         bound = _pooled_bound(fast, classes, free_nodes, class_cost, demand)
         cap = PRICE_FIRST_SECONDS
-        center: dict[int, float] | None = None     # Wentges smoothing, as in colgen.py
+        center: dict[int, float] | None = None  # Wentges smoothing, as in colgen.py
         alpha = SMOOTHING
         while True:
             master.add_columns(columns[done:])
@@ -204,7 +219,7 @@ class CheapestMix:
                     alpha = SMOOTHING
                     continue
                 if a:
-                    alpha = 0.0           # mispricing: the LP's own duals next
+                    alpha = 0.0  # mispricing: the LP's own duals next
                     continue
                 if incomplete and time.perf_counter() < lp_stop and cap >= PRICE_SECONDS:
                     stopped = "a pricing model found nothing in time"
@@ -223,8 +238,17 @@ class CheapestMix:
         free_counts, copy_counts, int_status = [0] * len(columns), [0] * len(columns), "UNKNOWN"
         banned: set[int] = set()
         for _ in range(3):
-            got = _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free, warm_copy,
-                                 time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * 0.8))
+            got = _integer_cover(
+                classes,
+                free_nodes,
+                ints,
+                demand,
+                columns,
+                banned,
+                warm_free,
+                warm_copy,
+                time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * 0.8),
+            )
             if got is None:
                 break
             free_counts, copy_counts, int_status = got
@@ -240,13 +264,33 @@ class CheapestMix:
         cost = sum((class_cost[c.cls] * n for c, n in zip(columns, copy_counts) if n), Fraction(0))
         covered = _covers(classes, demand, columns, free_counts, copy_counts)
         # Costs are multiples of `scale`: a bound rounds up to the next multiple.
-        lower = Fraction(math.ceil(Fraction(bound) / scale - Fraction(1, 10 ** 6))) * scale if bound > 0 else Fraction(0)
-        sol = PlanSolution(classes, class_cost, class_type, free_nodes, columns, free_counts, copy_counts, cost,
-                           min(lower, cost) if covered else lower, lp_value, converged, covered, stopped)
-        sol.stats = {"colgen_rounds": rounds, "colgen_columns": len(columns), "colgen_classes": len(classes),
-                     "colgen_s": round(gen_s, 3), "colgen_integer_status": int_status,
-                     "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
-                     "colgen_converged": converged, "colgen_lp_value": lp_value, **fast_stats}
+        lower = Fraction(math.ceil(Fraction(bound) / scale - Fraction(1, 10**6))) * scale if bound > 0 else Fraction(0)
+        sol = PlanSolution(
+            classes,
+            class_cost,
+            class_type,
+            free_nodes,
+            columns,
+            free_counts,
+            copy_counts,
+            cost,
+            min(lower, cost) if covered else lower,
+            lp_value,
+            converged,
+            covered,
+            stopped,
+        )
+        sol.stats = {
+            "colgen_rounds": rounds,
+            "colgen_columns": len(columns),
+            "colgen_classes": len(classes),
+            "colgen_s": round(gen_s, 3),
+            "colgen_integer_status": int_status,
+            "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
+            "colgen_converged": converged,
+            "colgen_lp_value": lp_value,
+            **fast_stats,
+        }
         if stopped:
             sol.stats["colgen_stopped"] = stopped
         return sol
@@ -271,7 +315,7 @@ def _alone(fast, one, nc, ki: int, pods: int, stats: dict):
         stats["colgen_fast_checked"] += 1
         if conf:
             return conf
-        hi -= 1 if conf is False else hi    # undecided in time: give up on this class
+        hi -= 1 if conf is False else hi  # undecided in time: give up on this class
     return None
 
 
@@ -298,7 +342,7 @@ def _pooled_bound(fast, classes, free_nodes, class_cost, demand) -> float:
         for j, f in enumerate(fast):
             cap = Fraction(f.devices) if r == "devices" else f.free.get(r)
             if cap is None:
-                break                     # a class that does not limit r: no bound from r
+                break  # a class that does not limit r: no bound from r
             have += cap * free_nodes[j]
             if class_cost[j] is not None:
                 per_cost = max(per_cost, float(cap / class_cost[j]))
@@ -308,8 +352,9 @@ def _pooled_bound(fast, classes, free_nodes, class_cost, demand) -> float:
     return best
 
 
-def _farley(pi: dict[int, float], demand: dict[int, int], best: list[float], cost: list[float | None],
-            free_nodes: list[int]) -> float:
+def _farley(
+    pi: dict[int, float], demand: dict[int, int], best: list[float], cost: list[float | None], free_nodes: list[int]
+) -> float:
     """Lagrangian lower bound at theta * pi (see the module docstring)."""
     theta = 1.0
     for b, c in zip(best, cost):

@@ -27,26 +27,36 @@ a device's consumed capacity is the sum of its allocations' consumption). The on
 the rule source: colgen.py checks every column this pricing returns with it and drops the
 pricing for the class on the first disagreement.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
-PRICE_SCALE = 10 ** 6
+PRICE_SCALE = 10**6
 
 
 class DevicePricing:
     """The compact pricing model of one class (see the module docstring)."""
 
-    def __init__(self, kinds: list[int], ub: list[int], demand: list[dict], free: dict,
-                 whole: list[int], share: list[int], devices: int, capacity: Fraction):
-        self.kinds = kinds            # class kinds order
-        self.ub = ub                  # pods of a kind one node may take (the one model's bound)
-        self.demand = demand          # per kind: node resource -> amount per pod
-        self.free = free              # node resource -> free amount
-        self.whole = whole            # per kind: devices taken whole per pod (0: none)
-        self.share = share            # per kind: share of one device per pod (0: none)
+    def __init__(
+        self,
+        kinds: list[int],
+        ub: list[int],
+        demand: list[dict],
+        free: dict,
+        whole: list[int],
+        share: list[int],
+        devices: int,
+        capacity: Fraction,
+    ):
+        self.kinds = kinds  # class kinds order
+        self.ub = ub  # pods of a kind one node may take (the one model's bound)
+        self.demand = demand  # per kind: node resource -> amount per pod
+        self.free = free  # node resource -> free amount
+        self.whole = whole  # per kind: devices taken whole per pod (0: none)
+        self.share = share  # per kind: share of one device per pod (0: none)
         self.devices = devices
         self.capacity = capacity
         self.stats = {"solves": 0}
@@ -107,12 +117,12 @@ class DevicePricing:
                 used = p.consumption(s, e)
                 if used is None:
                     return None, "a request its devices cannot serve"
-                (name, q), = used.items()
+                ((name, q),) = used.items()
                 capv = _quantity(d.capacity[name].value)
                 amounts.add((name, q.value, capv))
             if len(amounts) != 1:
                 return None, "devices alike serve a request differently"
-            (name, a, capv), = amounts
+            ((name, a, capv),) = amounts
             if name == "whole" or a >= capv:
                 whole[-1] = s.count
                 if name != "whole":
@@ -136,8 +146,16 @@ class DevicePricing:
                 free[r] = Fraction(rep.allocatable[r]) - Fraction(rep.used.get(r, 0))
         if any(share) and amount_cap is None:
             return None, "no capacity"
-        return DevicePricing(list(nc.kinds), ub, demand, free, whole, share, len(candidates_seen),
-                             amount_cap if amount_cap is not None else Fraction(1)), ""
+        return DevicePricing(
+            list(nc.kinds),
+            ub,
+            demand,
+            free,
+            whole,
+            share,
+            len(candidates_seen),
+            amount_cap if amount_cap is not None else Fraction(1),
+        ), ""
 
     # ------------------------------------------------------------------ pricing
     def price(self, reduced: dict[int, float], seconds: float, hint: tuple[int, ...] | None = None):
@@ -203,8 +221,8 @@ class DevicePricing:
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
         solver.parameters.random_seed = 0
-        solver.parameters.max_deterministic_time = max(0.05, seconds)   # same input, same columns
-        solver.parameters.max_time_in_seconds = max(0.05, seconds * 3)   # a hard stop
+        solver.parameters.max_deterministic_time = max(0.05, seconds)  # same input, same columns
+        solver.parameters.max_time_in_seconds = max(0.05, seconds * 3)  # a hard stop
         found = _Solutions(n)
         status = solver.solve(m, found)
         self.stats["solves"] += 1
@@ -229,17 +247,19 @@ class _Solutions(cp_model.CpSolverSolutionCallback):
 
 def _quantity(value) -> Fraction:
     from draopt.kube.quantity import Quantity
+
     return Quantity.parse(value).value if isinstance(value, str) else Fraction(value)
 
 
 def _hi(v) -> int:
-    dom = v.proto.domain          # a protobuf repeated field: no negative indexing
+    dom = v.proto.domain  # a protobuf repeated field: no negative indexing
     return int(dom[len(dom) - 1])
 
 
 def _ints(values: list[Fraction]) -> list[int]:
     """Exact integers in the same ratio (common denominator)."""
     from math import lcm
+
     den = 1
     for v in values:
         den = lcm(den, Fraction(v).denominator)

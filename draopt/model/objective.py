@@ -12,6 +12,7 @@ Levels, most important first (`lexicographic` keeps them apart with weights):
 5. the fewest devices (cluster model; `All` and alternatives can change the count);
 6. among equals, devices earlier in Kubernetes' search order (a deterministic, familiar choice).
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -20,7 +21,7 @@ from ortools.sat.python import cp_model
 
 from draopt.model.encodings.base import upper_bound
 
-MAX_WEIGHT = 2 ** 60
+MAX_WEIGHT = 2**60
 
 
 def weighted_sum(items) -> tuple:
@@ -39,7 +40,7 @@ def weighted_sum(items) -> tuple:
 def normalised_amounts(items: list) -> list:
     """(amount, variable) pairs as integer coefficients summing to at most 1000."""
     reach: dict = {}
-    for a, v in items:   # amounts repeat (one per request shape): exact arithmetic once per amount
+    for a, v in items:  # amounts repeat (one per request shape): exact arithmetic once per amount
         reach[a] = reach.get(a, 0) + upper_bound(v)
     total = sum(a * n for a, n in reach.items()) or Fraction(1)
     coefficient = {a: int(round(1000 * a / total)) for a in reach}
@@ -52,7 +53,7 @@ def lexicographic(levels: list[tuple]):
     weight, expr, total_max = 1, 0, 0
     for e, hi in reversed(levels):
         if weight * (hi + 1) + total_max > MAX_WEIGHT:
-            expr, weight, total_max = 0, 1, 0   # drop every less important level
+            expr, weight, total_max = 0, 1, 0  # drop every less important level
         expr = expr + weight * e
         total_max += weight * hi
         weight *= hi + 1
@@ -99,6 +100,7 @@ def allocation_packing(built, problem):
             if group.has_subrequests:
                 preferences.extend((s.sub_index, owner.sel[s.key]) for s in group.alternatives if s.sub_index > 0)
     p = built.packing
-    levels = packing_levels(preferences=preferences, counter_sets=p["counter_sets"], amounts=p["amounts"],
-                            order=p["order"])
+    levels = packing_levels(
+        preferences=preferences, counter_sets=p["counter_sets"], amounts=p["amounts"], order=p["order"]
+    )
     return lexicographic(levels) if levels else None

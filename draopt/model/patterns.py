@@ -15,6 +15,7 @@ Feasible configurations are downward closed (fewer pods always fit), so the enum
 extends a configuration only while it stays feasible. A class whose enumeration would need
 more than MAX_CHECKS one-node solves keeps the per-node form.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,18 +31,18 @@ MAX_KINDS = 12
 
 @dataclass
 class Configuration:
-    counts: tuple[int, ...]                 # pods per kind (in NodeClass.kinds order)
-    values: dict[tuple, int]                # (kind, "sel"|"term"|"wit", key...) -> value on the representative
+    counts: tuple[int, ...]  # pods per kind (in NodeClass.kinds order)
+    values: dict[tuple, int]  # (kind, "sel"|"term"|"wit", key...) -> value on the representative
     devices: int = 0
     fresh_sets: int = 0
 
 
 @dataclass
 class NodeClass:
-    nodes: list[Any]                        # NodeState, node order
-    kinds: list[int]                        # counted kinds that may use them
+    nodes: list[Any]  # NodeState, node order
+    kinds: list[int]  # counted kinds that may use them
     configurations: list[Configuration] = field(default_factory=list)
-    rep_owners: dict[int, Any] = field(default_factory=dict)   # kind -> Owner on the representative
+    rep_owners: dict[int, Any] = field(default_factory=dict)  # kind -> Owner on the representative
 
 
 def node_classes(prep, kinds, node_names: set[str], cluster, min_size: int = 2) -> list[NodeClass]:
@@ -62,7 +63,9 @@ def node_classes(prep, kinds, node_names: set[str], cluster, min_size: int = 2) 
         if node.name not in node_names or node.name in blocked or node.name not in kinds_on:
             continue
         refs = prep.refs.get(node.name, [])
-        if any(r.node is None for r in refs) or any(e.device.node_allocatable_resources for r in refs for e in r.entries):
+        if any(r.node is None for r in refs) or any(
+            e.device.node_allocatable_resources for r in refs for e in r.entries
+        ):
             continue
         sig = _signature(prep, node, kinds_on[node.name], refs)
         if sig is not None:
@@ -85,16 +88,28 @@ def _signature(prep, node, kind_ids: list[int], refs) -> tuple | None:
                     for i, ref in enumerate(refs):
                         e = ref.first
                         if prep.candidacy(p, s, e):
-                            row.append((i, ref.size, prep.candidacy.attributes(p, s, e, names) if names else (),
-                                        repr(sorted((c.counter_set, sorted((n, v.value) for n, v in c.counters.items()))
-                                                    for c in e.device.consumes_counters)),
-                                        bool(e.multi_allocatable), repr(sorted((n, c.value) for n, c in e.device.capacity.items()))))
+                            row.append(
+                                (
+                                    i,
+                                    ref.size,
+                                    prep.candidacy.attributes(p, s, e, names) if names else (),
+                                    repr(
+                                        sorted(
+                                            (c.counter_set, sorted((n, v.value) for n, v in c.counters.items()))
+                                            for c in e.device.consumes_counters
+                                        )
+                                    ),
+                                    bool(e.multi_allocatable),
+                                    repr(sorted((n, c.value) for n, c in e.device.capacity.items())),
+                                )
+                            )
                     parts.append((ki, s.key, tuple(row)))
     return tuple(parts)
 
 
-def enumerate_configurations(nc: NodeClass, prep, cluster, workload, book, caps: list[int],
-                             seconds: float, one: OneNodeModel) -> bool:
+def enumerate_configurations(
+    nc: NodeClass, prep, cluster, workload, book, caps: list[int], seconds: float, one: OneNodeModel
+) -> bool:
     """Fill nc.configurations (non-empty ones); False if the class is too large to enumerate
     (more than MAX_CHECKS one-node solves, or more than `seconds`).
 
@@ -104,6 +119,7 @@ def enumerate_configurations(nc: NodeClass, prep, cluster, workload, book, caps:
     (downward closed), so a class that has more than MAX_CHECKS is given up early; so is one
     with more than MAX_KINDS kinds that fit one node alone."""
     import time
+
     stop = time.perf_counter() + seconds
     if one.b is None:
         return False

@@ -17,6 +17,7 @@ device-derived node resources per node, gangs all or nothing.
 The objective is lexicographic and solved in phases (see `draopt/placement/objective.py`):
 (1) priority-weighted placed pods, (2) most preferred sub-requests, (3) packing.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,7 +37,7 @@ from draopt.dra.problem import MAX_RESULTS, Problem
 from draopt.kube.quantity import Quantity
 from draopt.cluster.state import Cluster, NodeState
 from draopt.cluster.firstfit import ClaimBook
-from draopt.model.reductions import (DeviceRef, Kind, OwnAcrossNodes)
+from draopt.model.reductions import DeviceRef, Kind, OwnAcrossNodes
 from draopt.cluster.result import weight
 from draopt.model import topology_domains
 from draopt.model.prepare import Prepared, _check_time, _usable
@@ -45,28 +46,29 @@ from draopt.model.prepare import Prepared, _check_time, _usable
 @dataclass(eq=False)
 class Term:
     """Devices of one column taken by one (sub-)request of one owner."""
+
     owner: "Owner"
-    spec: Any                 # RequestSpec of `problem`
-    problem: Problem          # the node problem the candidacy was decided in
+    spec: Any  # RequestSpec of `problem`
+    problem: Problem  # the node problem the candidacy was decided in
     ref: DeviceRef
     var: Any
-    reach: set[str] = field(default_factory=set)   # nodes from which the request may use it
-    entry: Any = None         # the DeviceEntry of `problem` (first device of the column)
+    reach: set[str] = field(default_factory=set)  # nodes from which the request may use it
+    entry: Any = None  # the DeviceEntry of `problem` (first device of the column)
 
 
 @dataclass(eq=False)
 class Owner:
     index: int
     kind: Kind
-    node: NodeState | None     # counted kinds: the node; units: None (spans nodes)
-    mult: Any                  # counted: pods of the kind there (int var); unit claim: active (bool)
-    problem: Problem           # representative problem (its claims give specs and constraints)
-    claim_index: int | None    # units: the one claim of `problem` this owner allocates
-    claim_key: str = ""        # units: that claim (problems are shared by claims alike)
-    spans: list[str] | None = None   # counted kinds owned across nodes (OwnAcrossNodes): their nodes
-    sel: dict = field(default_factory=dict)       # spec key -> selection variable (count or bool)
-    witness: dict = field(default_factory=dict)   # (claim index, constraint index) -> {element: var}
-    terms: dict = field(default_factory=dict)     # spec key -> [Term]
+    node: NodeState | None  # counted kinds: the node; units: None (spans nodes)
+    mult: Any  # counted: pods of the kind there (int var); unit claim: active (bool)
+    problem: Problem  # representative problem (its claims give specs and constraints)
+    claim_index: int | None  # units: the one claim of `problem` this owner allocates
+    claim_key: str = ""  # units: that claim (problems are shared by claims alike)
+    spans: list[str] | None = None  # counted kinds owned across nodes (OwnAcrossNodes): their nodes
+    sel: dict = field(default_factory=dict)  # spec key -> selection variable (count or bool)
+    witness: dict = field(default_factory=dict)  # (claim index, constraint index) -> {element: var}
+    terms: dict = field(default_factory=dict)  # spec key -> [Term]
 
     @property
     def counted(self) -> bool:
@@ -96,7 +98,7 @@ class PlacementModel(LiteralHelpers):
         # explain: every named requirement holds only under its guard literal, so that an
         # infeasible model yields the requirements that clash (draopt.allocation.explain).
         self.explain = explain
-        self.guards: dict[str, Any] = {}     # requirement text -> guard literal
+        self.guards: dict[str, Any] = {}  # requirement text -> guard literal
         self._positive: dict[int, Any] = {}
         self._quantities: dict[str, Fraction] = {}
 
@@ -129,23 +131,36 @@ class Built:
     model: PlacementModel
     owners: list[Owner]
     kinds: list[Kind]
-    k: dict[tuple[int, str], Any]            # counted kind, node -> pods there
-    y: dict[tuple[str, str], Any]            # unit pod, node -> placed there
-    placed: dict[str, Any]                   # unit pod -> placed
-    totals: dict[tuple[int, tuple], Any]     # counted kind, (priority, group) -> pods placed
+    k: dict[tuple[int, str], Any]  # counted kind, node -> pods there
+    y: dict[tuple[str, str], Any]  # unit pod, node -> placed there
+    placed: dict[str, Any]  # unit pod -> placed
+    totals: dict[tuple[int, tuple], Any]  # counted kind, (priority, group) -> pods placed
     class_pods: dict[tuple[int, tuple], list]
     objective: Any
     preference: list
     packing: dict[str, list]
-    node_classes: list = field(default_factory=list)   # interchangeable nodes (patterns.NodeClass)
-    unit_parts: dict = field(default_factory=dict)     # counted units: (kind, node) -> [(pods placed, count var)]
+    node_classes: list = field(default_factory=list)  # interchangeable nodes (patterns.NodeClass)
+    unit_parts: dict = field(default_factory=dict)  # counted units: (kind, node) -> [(pods placed, count var)]
 
 
-def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids: list[int],
-          node_names: set[str], *, one_node: bool = False, patterns: bool = True,
-          pattern_seconds: float = 5.0, across: bool = True, deadline: float | None = None,
-          kubernetes_quirks: bool = False, explain: bool = False, allocation: bool = False,
-          packing_terms: bool = True) -> Built:
+def build(
+    prep: Prepared,
+    cluster: Cluster,
+    workload,
+    book: ClaimBook,
+    kind_ids: list[int],
+    node_names: set[str],
+    *,
+    one_node: bool = False,
+    patterns: bool = True,
+    pattern_seconds: float = 5.0,
+    across: bool = True,
+    deadline: float | None = None,
+    kubernetes_quirks: bool = False,
+    explain: bool = False,
+    allocation: bool = False,
+    packing_terms: bool = True,
+) -> Built:
     """The model of one independent part: the kinds `kind_ids` over the nodes `node_names`.
     `one_node`: the model of one node alone (no gangs, no interchangeable-node reduction),
     used to enumerate that reduction's configurations, and allocate's model. `across`: apply
@@ -165,18 +180,18 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     placed: dict = {}
     totals: dict = {}
     class_pods: dict = {}
-    node_demand: dict[str, list] = defaultdict(list)      # node -> [(resources, var)]
-    unit_parts: dict[tuple[int, str], list] = {}           # counted units: (kind, node) -> [(pods, count)]
+    node_demand: dict[str, list] = defaultdict(list)  # node -> [(resources, var)]
+    unit_parts: dict[tuple[int, str], list] = {}  # counted units: (kind, node) -> [(pods, count)]
     preference = []
     kinds = [prep.kinds[i] for i in kind_ids]
 
-    room: dict[tuple[int, int], int] = {}   # (node, id of the demand) -> pods that fit (demands outlive the build)
+    room: dict[tuple[int, int], int] = {}  # (node, id of the demand) -> pods that fit (demands outlive the build)
 
     def free(node: NodeState, resources: dict) -> int:
         key = (node.index, id(resources))
         cap = room.get(key)
         if cap is None:
-            cap = 10 ** 9
+            cap = 10**9
             for r, v in resources.items():
                 if v > 0 and r in node.allocatable:
                     cap = min(cap, int((node.allocatable[r] - node.used.get(r, 0)) // v))
@@ -185,7 +200,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
 
     # Interchangeable nodes: counted per configuration (patterns.py), not one by one.
     node_classes_used = []
-    pattern_sum: dict[int, list] = defaultdict(list)       # kind -> [(pods per node, count var)]
+    pattern_sum: dict[int, list] = defaultdict(list)  # kind -> [(pods per node, count var)]
     pattern_nodes: set[str] = set()
     node_count_terms: list = []
     pattern_devices: list = []
@@ -193,6 +208,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     if patterns and not one_node and not topology_domains.applies(workload, kinds):
         # (Interchangeable nodes lose which node is where: not with topology domains.)
         from draopt.model.patterns import enumerate_configurations, node_classes
+
         # One budget for every class, the largest classes first (they save the most).
         classes = node_classes(prep, kinds, node_names, cluster)
         stop = time.perf_counter() + pattern_seconds
@@ -202,10 +218,10 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
             if left <= 0:
                 break
             rep_node = nc.nodes[0]
-            caps = [min(len(prep.kinds[ki].pods), free(rep_node, prep.kinds[ki].pods[0].resources))
-                    for ki in nc.kinds]
-            if enumerate_configurations(nc, prep, cluster, workload, book, caps, left,
-                                        one_node_model(nc, prep, cluster, workload, book)):
+            caps = [min(len(prep.kinds[ki].pods), free(rep_node, prep.kinds[ki].pods[0].resources)) for ki in nc.kinds]
+            if enumerate_configurations(
+                nc, prep, cluster, workload, book, caps, left, one_node_model(nc, prep, cluster, workload, book)
+            ):
                 enumerated.add(id(nc))
         for nc in classes:
             if id(nc) not in enumerated:
@@ -231,12 +247,21 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
         if kind.counted:
             rep = kind.pods[0]
             per_node = [n * v for n, v in pattern_sum.get(kind.index, [])]
-            kind_nodes = [n for n in _nodes_within(prep, rep.key, node_names, cluster)
-                          if n.name not in pattern_nodes and free(n, rep.resources) > 0]
+            kind_nodes = [
+                n
+                for n in _nodes_within(prep, rep.key, node_names, cluster)
+                if n.name not in pattern_nodes and free(n, rep.resources) > 0
+            ]
             # Devices every node of the kind reaches alike: one owner for all of them.
             _check_time(deadline)
-            across = across and not one_node and not per_node and OwnAcrossNodes.apply(
-                kind, kind_nodes, prep.refs, lambda node, refs: _candidate_columns(prep, kind, node, refs))
+            across = (
+                across
+                and not one_node
+                and not per_node
+                and OwnAcrossNodes.apply(
+                    kind, kind_nodes, prep.refs, lambda node, refs: _candidate_columns(prep, kind, node, refs)
+                )
+            )
             spanned = []
             for node in _nodes_within(prep, rep.key, node_names, cluster):
                 if node.name in pattern_nodes:
@@ -284,7 +309,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
                 if unit_vars:
                     m.add(cp.add(sum(unit_vars) <= len(kind.units)))
             if one_node:
-                continue   # a configuration check: only what one node holds matters
+                continue  # a configuration check: only what one node holds matters
             classes: dict[tuple, list] = defaultdict(list)
             for pod in kind.pods:
                 classes[(pod.priority, pod.group)].append(pod)
@@ -313,8 +338,9 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
             for u in users:
                 m.add(cp.add(active >= placed[u]))
             m.add(cp.add(active <= sum(placed[u] for u in users)))
-            nodes = sorted({n.name for u in users for n in prep.pod_nodes[u] if n.name in node_names
-                            and (u, n.name) in y})
+            nodes = sorted(
+                {n.name for u in users for n in prep.pod_nodes[u] if n.name in node_names and (u, n.name) in y}
+            )
             problems = [(n, prep.problems[(kind.index, n)]) for n in nodes if (kind.index, n) in prep.problems]
             if not problems:
                 m.add(cp.add(active == 0))
@@ -332,14 +358,29 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
     for key, ts in by_ref.items():
         ref = refs[key]
         multi = features.consumable_capacity and ref.first.multi_allocatable
-        usage.limit_device(m, [usage.DeviceUse(t.var, t.spec.admin_access, (t.owner.index, t.spec.claim_index),
-                                               t.owner.mult if t.owner.counted else None) for t in ts],
-                           size=ref.size, multi_allocatable=multi)
+        usage.limit_device(
+            m,
+            [
+                usage.DeviceUse(
+                    t.var,
+                    t.spec.admin_access,
+                    (t.owner.index, t.spec.claim_index),
+                    t.owner.mult if t.owner.counted else None,
+                )
+                for t in ts
+            ],
+            size=ref.size,
+            multi_allocatable=multi,
+        )
         if kubernetes_quirks and not multi:
             usage.admin_blocks_later(m, [(t.var, t.spec.admin_access, t.spec.key) for t in ts])
         if multi:
-            capacity.limit_shares(m, ref.first, cluster.allocated.capacity.get(ref.first.id, {}),
-                                  [(t.var, t.problem.consumption(t.spec, t.entry)) for t in ts])
+            capacity.limit_shares(
+                m,
+                ref.first,
+                cluster.allocated.capacity.get(ref.first.id, {}),
+                [(t.var, t.problem.consumption(t.spec, t.entry)) for t in ts],
+            )
     counter_pools: dict[tuple, list] = defaultdict(list)
     if features.partitionable_devices:
         for key, ts in by_ref.items():
@@ -351,12 +392,20 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
             counters.limit_pool(m, pool, cluster.allocated, features, devices, quirks=kubernetes_quirks)
             if features.compatibility_groups:
                 from draopt.dra.inventory import compatibility_groups
+
                 for set_name in sorted(pool.counter_sets):
                     fixed = in_use_groups(cluster.allocated, pool, set_name)
                     compatibility.limit_counter_set(
-                        m, pool, set_name, fixed,
-                        [(e, m.any_of([v for v, _ in users], f"used[{'/'.join(e.id)}]")) for e, users in devices
-                         if compatibility_groups(e.device, set_name) is not None])
+                        m,
+                        pool,
+                        set_name,
+                        fixed,
+                        [
+                            (e, m.any_of([v for v, _ in users], f"used[{'/'.join(e.id)}]"))
+                            for e, users in devices
+                            if compatibility_groups(e.device, set_name) is not None
+                        ],
+                    )
     # Device-derived node resources (units only; counted kinds never have them).
     if prep.node_resources_of_devices:
         _device_node_resources(m, cluster, workload, book, owners, y, node_demand)
@@ -376,7 +425,7 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
             ints, _ = scale_to_int(amounts + [left])
             m.add(cp.add(sum(a * v for a, (_, v) in zip(ints, terms)) <= ints[-1]))
         if not packing_terms:
-            continue   # touched nodes are a packing term only
+            continue  # touched nodes are a packing term only
         t = cp.new_bool_var(f"node_used[{node.name}]")
         for _, v in terms:
             m.add(cp.add(v <= upper_bound(v) * t))
@@ -392,22 +441,39 @@ def build(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, kind_ids:
             gang_terms[group].append(var)
     # Groups of pod-group cycles: their domains, whole groups and composites (topology_domains).
     handled = set() if one_node else topology_domains.encode(m, workload, cluster, kinds, k, y, totals, gang_terms)
-    for g, vs in ([] if one_node else gang_terms.items()):
+    for g, vs in [] if one_node else gang_terms.items():
         gang = workload.groups.get(g)
         if gang is None or gang.policy != "gang" or g in handled:
             continue
         on = cp.new_bool_var(f"gang[{g}]")
         m.add(cp.add(sum(vs) >= gang.min_count * on))
         m.add(cp.add(sum(vs) <= len(gang.pods) * on))
-    objective = sum(weight(prio) * var for (ki, (prio, _)), var in totals.items()) + \
-        sum(weight(workload.pod(p).priority) * var for p, var in placed.items())
-    packing = _packing_terms(m, owners, by_ref, refs, cluster, touched_nodes) if packing_terms else \
-        {"nodes": [], "counter_sets": [], "amounts": [], "devices": [], "order": []}
+    objective = sum(weight(prio) * var for (ki, (prio, _)), var in totals.items()) + sum(
+        weight(workload.pod(p).priority) * var for p, var in placed.items()
+    )
+    packing = (
+        _packing_terms(m, owners, by_ref, refs, cluster, touched_nodes)
+        if packing_terms
+        else {"nodes": [], "counter_sets": [], "amounts": [], "devices": [], "order": []}
+    )
     packing["nodes"] = packing["nodes"] + node_count_terms
     packing["devices"] = packing["devices"] + pattern_devices
     packing["counter_sets"] = packing["counter_sets"] + pattern_sets
-    return Built(m, owners, kinds, k, y, placed, totals, class_pods, objective, preference, packing,
-                 node_classes_used, unit_parts)
+    return Built(
+        m,
+        owners,
+        kinds,
+        k,
+        y,
+        placed,
+        totals,
+        class_pods,
+        objective,
+        preference,
+        packing,
+        node_classes_used,
+        unit_parts,
+    )
 
 
 def _candidate_columns(prep: Prepared, kind: Kind, node: NodeState, refs: list[DeviceRef]):
@@ -469,20 +535,31 @@ def _add_requests(m: PlacementModel, prep: Prepared, owner: Owner, cap: int, pre
                 hi = min(cap * s.count, cap if multi else ref.size * (cap if s.admin_access else 1))
                 v = cp.new_int_var(0, hi, f"z[{owner.index},{s.key},{ref.key}]")
                 if multi:
-                    m.add(cp.add(v <= owner.sel[s.key]))   # each pod takes a shared device once per request
+                    m.add(cp.add(v <= owner.sel[s.key]))  # each pod takes a shared device once per request
                 ts.append(Term(owner, s, p, ref, v, set(reach), e))
             owner.terms[s.key] = ts
             claim_terms[claim.index].extend(t.var for t in ts)
-            m.add(cp.add(sum(t.var for t in ts) == s.count * owner.sel[s.key]),
-                  f"claim {claim.key} request {s.full_name}: {s.count} device(s)")
+            m.add(
+                cp.add(sum(t.var for t in ts) == s.count * owner.sel[s.key]),
+                f"claim {claim.key} request {s.full_name}: {s.count} device(s)",
+            )
     for claim in p.claims:
         if claim_terms[claim.index]:
             m.add(cp.add(sum(claim_terms[claim.index]) <= MAX_RESULTS * owner.mult))
     _add_constraints(m, owner, counted=True)
 
 
-def _add_unit_requests(m: PlacementModel, prep: Prepared, owner: Owner, problems: list[tuple[str, Problem]],
-                       users: list[str], y: dict, placed: dict, preference: list, reach_holds: bool = False) -> None:
+def _add_unit_requests(
+    m: PlacementModel,
+    prep: Prepared,
+    owner: Owner,
+    problems: list[tuple[str, Problem]],
+    users: list[str],
+    y: dict,
+    placed: dict,
+    preference: list,
+    reach_holds: bool = False,
+) -> None:
     """One pending claim of a unit, over the nodes its pods may use. `reach_holds`: the reach
     rule is left out where it holds by itself (a term reached from every node of the pod)."""
     cp = m.cp
@@ -504,8 +581,11 @@ def _add_unit_requests(m: PlacementModel, prep: Prepared, owner: Owner, problems
                         continue
                     t = by_ref.get(ref.key)
                     if t is None:
-                        v = cp.new_int_var(0, ref.size, f"z[{owner.index},{s.key},{ref.key}]") if ref.size > 1 \
+                        v = (
+                            cp.new_int_var(0, ref.size, f"z[{owner.index},{s.key},{ref.key}]")
+                            if ref.size > 1
                             else cp.new_bool_var(f"z[{owner.index},{s.key},{ref.key}]")
+                        )
                         t = by_ref[ref.key] = Term(owner, spec, p, ref, v, set(), e)
                     t.reach.add(node_name)
                 if spec.mode == "All":
@@ -517,13 +597,15 @@ def _add_unit_requests(m: PlacementModel, prep: Prepared, owner: Owner, problems
             if s.mode == "All":
                 _all_request(m, owner, s, ts, problems, all_nodes, users, y, sel)
             else:
-                m.add(cp.add(sum(t.var for t in ts) == s.count * sel),
-                      f"claim {claim.key} request {s.full_name}: {s.count} device(s)")
+                m.add(
+                    cp.add(sum(t.var for t in ts) == s.count * sel),
+                    f"claim {claim.key} request {s.full_name}: {s.count} device(s)",
+                )
             # Reach: a device goes only with pods on nodes that can use it.
             for t in ts:
                 for u in users:
                     if reach_holds and user_nodes[u] <= t.reach:
-                        continue   # allocate's one pod on its one node: the constraint says t.var <= hi
+                        continue  # allocate's one pod on its one node: the constraint says t.var <= hi
                     near = [y[(u, n)] for n in sorted(t.reach) if (u, n) in y]
                     hi = upper_bound(t.var)
                     m.add(cp.add(t.var <= hi * (sum(near) + 1 - placed[u])))
@@ -548,7 +630,7 @@ def _all_request(m, owner, s, ts, problems, all_nodes, users, y, sel) -> None:
         p = dict(problems)[node_name]
         need = f"claim {claim_key} request {spec.full_name}: all {len(spec.all_devices)} matching devices"
         usable = bool(spec.all_devices) and all(_usable(p, spec, d) for d in spec.all_devices)
-        term_of = {}   # device id -> the term whose column holds it (reached from the node)
+        term_of = {}  # device id -> the term whose column holds it (reached from the node)
         for t in ts:
             if node_name in t.reach:
                 for x in t.ref.entries:
@@ -573,8 +655,9 @@ def _add_constraints(m: PlacementModel, owner: Owner, counted: bool) -> None:
     for claim in owner.claims():
         for ci, c in enumerate(claim.constraints):
             kind, name = constraint_name(c)
-            need = f"claim {claim.key} constraints[{ci}]: {kind} {name}" + \
-                (f" over {', '.join(c.requests)}" if c.requests else "")
+            need = f"claim {claim.key} constraints[{ci}]: {kind} {name}" + (
+                f" over {', '.join(c.requests)}" if c.requests else ""
+            )
             terms = []
             for g in claim.requests:
                 for s in g.alternatives:
@@ -585,14 +668,22 @@ def _add_constraints(m: PlacementModel, owner: Owner, counted: bool) -> None:
                         if raw is None:
                             m.add(m.cp.add(t.var == 0), need)
                             continue
-                        terms.append(AttributeTerm(t.var, normalise(raw, t.problem.features.list_type_attributes),
-                                                   t.ref.size, s.key, s.count))
+                        terms.append(
+                            AttributeTerm(
+                                t.var,
+                                normalise(raw, t.problem.features.list_type_attributes),
+                                t.ref.size,
+                                s.key,
+                                s.count,
+                            )
+                        )
             if not terms:
                 continue
             tag = f"{owner.index},{claim.index},{ci}"
             if c.match_attribute is not None:
                 owner.witness[(claim.index, ci)] = attributes.limit_match(
-                    m, terms, need, tag, mult=owner.mult if counted else None, counted=counted)
+                    m, terms, need, tag, mult=owner.mult if counted else None, counted=counted
+                )
             else:
                 attributes.limit_distinct(m, terms, need, mult=owner.mult if counted else None)
 
@@ -602,6 +693,7 @@ def _device_node_resources(m, cluster, workload, book, owners, y, node_demand) -
     of the pod that uses it (mapping once per claim; overhead per pod)."""
     from draopt.kube.node_allocatable import node_allocatable_demand
     from draopt.kube.workload import containers_referencing
+
     cp = m.cp
     for o in owners:
         if o.counted:
@@ -619,8 +711,9 @@ def _device_node_resources(m, cluster, workload, book, owners, y, node_demand) -
                 for i, u in enumerate(users):
                     pod = workload.pod(u)
                     use = next(x for x in pod.claims if x.key == key)
-                    demand = node_allocatable_demand(t.entry.device, pod, containers_referencing(pod.pod, use.name),
-                                                     consumed, mapping=(i == 0))
+                    demand = node_allocatable_demand(
+                        t.entry.device, pod, containers_referencing(pod.pod, use.name), consumed, mapping=(i == 0)
+                    )
                     if not demand:
                         continue
                     for n in sorted(t.reach):
@@ -661,7 +754,7 @@ def _packing_terms(m: PlacementModel, owners, by_ref, refs, cluster, touched_nod
     for (pool_id, set_name), lits in sets.items():
         pool = pools[pool_id]
         if set_name in counter_sets_in_use(cluster.allocated, pool):
-            continue   # drawing on a set already in use costs nothing new
+            continue  # drawing on a set already in use costs nothing new
         t = cp.new_bool_var(f"set_used[{pool.id}/{set_name}]")
         cp.add_max_equality(t, lits)
         fresh.append(t)
@@ -684,17 +777,26 @@ def _nodes_within(prep: Prepared, pod_key: str, node_names: set[str], cluster: C
 def packing_objective(b: Built):
     """Phase 3: the packing levels of `draopt.model.objective` (one definition for place and allocate)."""
     from draopt.model.objective import lexicographic, packing_levels
+
     p = b.packing
     if not p["nodes"] and not p["counter_sets"] and not p["devices"]:
         return None
-    return lexicographic(packing_levels(nodes=p["nodes"], counter_sets=p["counter_sets"], amounts=p["amounts"],
-                                        devices=p["devices"], order=p["order"]))
+    return lexicographic(
+        packing_levels(
+            nodes=p["nodes"],
+            counter_sets=p["counter_sets"],
+            amounts=p["amounts"],
+            devices=p["devices"],
+            order=p["order"],
+        )
+    )
 
 
 def one_node_model(nc, prep, cluster, workload, book, packed: bool = True):
     """The one model on node class nc's representative node, for its configuration checks
     (draopt.model.patterns); `packed`: checks minimise the packing objective."""
     from draopt.model.patterns import OneNodeModel
+
     b = build(prep, cluster, workload, book, nc.kinds, {nc.nodes[0].name}, one_node=True)
     return OneNodeModel(nc, b, packing_objective(b) if packed else None)
 

@@ -1,6 +1,7 @@
 """The placement model's prepared problem: each pending pod's claims prepared on every node that
 can take it (candidate devices, quick rejections, counting identical pods), before any variable
 is built (draopt.model.placement.build)."""
+
 from __future__ import annotations
 
 import time
@@ -13,8 +14,16 @@ from draopt.errors import AllocationError, DeviceCelError
 from draopt.dra.problem import Problem, prepare
 from draopt.cluster.state import Cluster, NodeState
 from draopt.cluster.firstfit import ClaimBook, _scheduling_constraints, node_filter
-from draopt.model.reductions import (CountIdenticalPods, DeviceRef, GroupDevices, Kind, attribute_pattern,
-                         countable, device_pattern_extra, groupable)
+from draopt.model.reductions import (
+    CountIdenticalPods,
+    DeviceRef,
+    GroupDevices,
+    Kind,
+    attribute_pattern,
+    countable,
+    device_pattern_extra,
+    groupable,
+)
 from draopt.model.topology_domains import kind_tag
 
 
@@ -34,14 +43,15 @@ def _check_time(deadline: float | None) -> None:
 @dataclass
 class Prepared:
     """Kinds, their candidate nodes and node problems, device columns per node."""
+
     kinds: list[Kind]
-    pod_nodes: dict[str, list[NodeState]]                   # pod -> nodes it may use
-    problems: dict[tuple[int, str], Problem]                # (kind, node) -> problem of its pending claims
-    refs: dict[str, list[DeviceRef]]                        # node -> columns
-    ref_of: dict[tuple[str, tuple], DeviceRef]              # (node, node-local device id) -> its column
+    pod_nodes: dict[str, list[NodeState]]  # pod -> nodes it may use
+    problems: dict[tuple[int, str], Problem]  # (kind, node) -> problem of its pending claims
+    refs: dict[str, list[DeviceRef]]  # node -> columns
+    ref_of: dict[tuple[str, tuple], DeviceRef]  # (node, node-local device id) -> its column
     node_resources_of_devices: bool
     candidacy: "Candidacy" = None
-    shared_ref_of: dict[tuple, DeviceRef] = field(default_factory=dict)   # device several nodes reach -> column
+    shared_ref_of: dict[tuple, DeviceRef] = field(default_factory=dict)  # device several nodes reach -> column
 
     def column(self, node: str, device_id: tuple) -> DeviceRef | None:
         """The column of a device as the node sees it."""
@@ -59,10 +69,10 @@ class Candidacy:
     node selection and `All` requests are judged per problem."""
 
     def __init__(self):
-        self.sig_of: dict[int, tuple] = {}     # id(problem) -> signature of its claims
+        self.sig_of: dict[int, tuple] = {}  # id(problem) -> signature of its claims
         self._cache: dict[tuple, tuple[bool, str | None]] = {}
         self._attrs: dict[tuple, tuple] = {}
-        self._content: dict[int, tuple] = {}   # id(entry) -> content key (entries outlive the run)
+        self._content: dict[int, tuple] = {}  # id(entry) -> content key (entries outlive the run)
 
     def _device_key(self, problem: Problem, entry):
         got = self._content.get(id(entry), self)
@@ -75,10 +85,18 @@ class Candidacy:
         elif not sp.node_name:
             got = id(d)
         else:
-            got = (entry.pool.driver, d.name, repr(sorted(d.attributes.items())), repr(sorted(d.capacity.items())),
-                   bool(d.allow_multiple_allocations), repr(d.binding_conditions), bool(d.consumes_counters),
-                   repr(entry.taints), bool(entry.list_type_attributes),
-                   repr(problem.inventory.allocated.capacity.get(entry.id)))
+            got = (
+                entry.pool.driver,
+                d.name,
+                repr(sorted(d.attributes.items())),
+                repr(sorted(d.capacity.items())),
+                bool(d.allow_multiple_allocations),
+                repr(d.binding_conditions),
+                bool(d.consumes_counters),
+                repr(entry.taints),
+                bool(entry.list_type_attributes),
+                repr(problem.inventory.allocated.capacity.get(entry.id)),
+            )
         self._content[id(entry)] = got
         return got
 
@@ -122,7 +140,8 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float
     """`deadline` (perf_counter): past it, `OutOfTime` is raised."""
     features = cluster.features
     derived_node_resources = bool(features.node_allocatable_resources) and any(
-        d.node_allocatable_resources for s in cluster.objects.resource_slices for d in s.spec.devices)
+        d.node_allocatable_resources for s in cluster.objects.resource_slices for d in s.spec.devices
+    )
     pending = list(workload.pending)
     problems: dict[tuple[int, str], Problem] = {}
     probe: dict[tuple, tuple[str | None, Problem | None]] = {}
@@ -132,8 +151,14 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float
         hit = probe.get((sig, node.name))
         if hit is None:
             try:
-                p = prepare([book.claims[k] for k in keys], cluster.inventory(node), cluster.classes, features,
-                            cluster.cel_env, cluster.expr_cache)
+                p = prepare(
+                    [book.claims[k] for k in keys],
+                    cluster.inventory(node),
+                    cluster.classes,
+                    features,
+                    cluster.cel_env,
+                    cluster.expr_cache,
+                )
                 candidacy.sig_of[id(p)] = sig
                 hit = (_quick_reject(p, candidacy), p)
             except AllocationError as e:
@@ -148,19 +173,23 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float
                 reason, p = node_problem(keys, node, tuple(book.signature(k) for k in keys))
                 if p is not None:
                     return countable(p, features, derived_node_resources and bool(keys))
-        return None   # fits nowhere: counting is harmless
+        return None  # fits nowhere: counting is harmless
 
-    node_local_only = all(s.spec.node_name and not s.spec.per_device_node_selection
-                          for s in cluster.objects.resource_slices if s.spec.devices)
+    node_local_only = all(
+        s.spec.node_name and not s.spec.per_device_node_selection
+        for s in cluster.objects.resource_slices
+        if s.spec.devices
+    )
     # Groups of pod-group cycles (topology constraints, CompositePodGroups) keep kinds of their own.
-    kinds = CountIdenticalPods().apply(pending, book, lambda pod: _scheduling_constraints(pod) + kind_tag(workload, pod),
-                                       is_countable, node_local_only)
+    kinds = CountIdenticalPods().apply(
+        pending, book, lambda pod: _scheduling_constraints(pod) + kind_tag(workload, pod), is_countable, node_local_only
+    )
     pod_nodes: dict[str, list[NodeState]] = {}
     for kind in kinds:
         # Kinds and units with claims alike share one problem per node (owners name their own claims).
         sig = tuple(book.signature(k) for k in kind.claim_keys)
         # Counted pods are identical: the representative's nodes are everybody's.
-        for pod in (kind.pods[:1] if kind.counted else kind.pods):
+        for pod in kind.pods[:1] if kind.counted else kind.pods:
             nodes = []
             own = [u.key for u in pod.claims if book.allocation(u.key) is None]
             _check_time(deadline)
@@ -182,7 +211,7 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float
                                 problems[(kind.index, node.name)] = p
                 if reason is None:
                     nodes.append(node)
-            for member in (kind.pods if kind.counted else [pod]):
+            for member in kind.pods if kind.counted else [pod]:
                 pod_nodes[member.key] = nodes
     # Columns per node: devices alike for every owner that may use the node share a column.
     users_of_node: dict[str, list[Problem]] = defaultdict(list)
@@ -201,15 +230,23 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float
         # A node with no device of its own (pools every node reaches) has the columns of any
         # node that reaches the same slices with the same claims: found once, one list.
         reach = None
-        if all(not s.spec.node_name and not s.spec.per_device_node_selection for pool in inv.pools
-               for s in pool.slices):
-            reach = (tuple(candidacy.sig_of.get(id(p)) for p in ps),
-                     tuple(id(s) for pool in inv.pools for s in pool.slices))
+        if all(
+            not s.spec.node_name and not s.spec.per_device_node_selection for pool in inv.pools for s in pool.slices
+        ):
+            reach = (
+                tuple(candidacy.sig_of.get(id(p)) for p in ps),
+                tuple(id(s) for pool in inv.pools for s in pool.slices),
+            )
             if reach in same_columns:
                 refs[node.name] = same_columns[reach]
                 continue
-        specs = [(p, s, sorted({constraint_name(c)[1] for cl in p.claims for c in cl.constraints}))
-                 for p in ps for cl in p.claims for g in cl.requests for s in g.alternatives]
+        specs = [
+            (p, s, sorted({constraint_name(c)[1] for cl in p.claims for c in cl.constraints}))
+            for p in ps
+            for cl in p.claims
+            for g in cl.requests
+            for s in g.alternatives
+        ]
         patterns = []
         for entry in inv.devices:
             if not groupable(entry, node.name, features):

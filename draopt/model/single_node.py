@@ -1,6 +1,7 @@
 """allocate on one node: the one model (`draopt.model.placement.build`) with one candidate node
 (`ClaimsOnOneNode`), under a policy: first-fit (kube-scheduler's choice: its search order as the
 objective, replaying the search where its answer depends on the path) or optimal (packing)."""
+
 from __future__ import annotations
 
 import time
@@ -15,7 +16,7 @@ from draopt.model.objective import allocation_packing, first_fit_order
 from draopt.model.placement import Built, build
 from draopt.model.reductions.chain import Chain, allocation_chain
 
-REPLAY_NODE_LIMIT = 1_000_000   # about 15 s of Python search; Kubernetes stops at 10 s
+REPLAY_NODE_LIMIT = 1_000_000  # about 15 s of Python search; Kubernetes stops at 10 s
 
 
 def _solver(time_limit: float | None) -> cp_model.CpSolver:
@@ -53,15 +54,28 @@ def path_dependent(problem: Problem) -> list[str]:
     return why
 
 
-def build_one_node(problem: Problem, *, kubernetes_quirks: bool, explain: bool = False,
-                   packing: bool = False) -> tuple[Built, Chain, list]:
+def build_one_node(
+    problem: Problem, *, kubernetes_quirks: bool, explain: bool = False, packing: bool = False
+) -> tuple[Built, Chain, list]:
     """The one model of the problem's claims on its node (CEL runtime errors raised), with the
     chain that reduced the problem to it and that chain's inverse data."""
     chain = allocation_chain(problem)
     one, inverse_data = chain.apply(problem)
-    b = build(one.prepared, one.cluster, one.workload, None, [0], {one.node_name}, one_node=True, patterns=False,
-              across=False, kubernetes_quirks=kubernetes_quirks, explain=explain, allocation=True,
-              packing_terms=packing)
+    b = build(
+        one.prepared,
+        one.cluster,
+        one.workload,
+        None,
+        [0],
+        {one.node_name},
+        one_node=True,
+        patterns=False,
+        across=False,
+        kubernetes_quirks=kubernetes_quirks,
+        explain=explain,
+        allocation=True,
+        packing_terms=packing,
+    )
     # The one pod is placed: allocate asks whether its claims fit together on the node.
     for var in b.placed.values():
         b.model.cp.add(var == 1)
@@ -81,8 +95,11 @@ def static_infeasibility(problem: Problem, b: Built) -> list[str]:
             n = len(owner.terms.get(spec.key, []))
             if spec.mode == "All":
                 if n < len(spec.all_devices) or not n:
-                    why.append(f"claim {claim.key}, request {spec.full_name}: not every matching device is usable"
-                               if n else f"claim {claim.key}, request {spec.full_name}: no matching device")
+                    why.append(
+                        f"claim {claim.key}, request {spec.full_name}: not every matching device is usable"
+                        if n
+                        else f"claim {claim.key}, request {spec.full_name}: no matching device"
+                    )
             elif n < spec.count:
                 why.append(f"claim {claim.key}, request {spec.full_name}: {n} candidate devices, {spec.count} needed")
     return why
@@ -134,8 +151,7 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
             return _replay(problem, stats, t0, why)
         return None, {}, stats
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise AllocationError(f"solver stopped without an answer ({solver.status_name(status)}); "
-                              "raise --time-limit")
+        raise AllocationError(f"solver stopped without an answer ({solver.status_name(status)}); raise --time-limit")
     chosen, selected = chain.invert((b, solver.value), inverse_data)
     if quirks and why:
         # A solution exists under the documented rules; Kubernetes' search may still take a

@@ -1,6 +1,7 @@
 """invert for the placement model: a solved model's values as pod placements, with each pod's
 claims allocated device by device as Kubernetes writes AllocationResults (counted kinds dealt out
 to interchangeable nodes and devices, configurations of node classes mapped onto their nodes)."""
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -16,8 +17,9 @@ from draopt.model.reductions import CountIdenticalPods, GroupDevices
 from draopt.cluster.result import PodPlacement
 
 
-def decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, sol: dict, kind_ids, ff_by_pod,
-                 share_id) -> dict[str, PodPlacement]:
+def decode_part(
+    prep: Prepared, cluster: Cluster, workload, book: ClaimBook, sol: dict, kind_ids, ff_by_pod, share_id
+) -> dict[str, PodPlacement]:
     """Invert the reductions for one part: nodes to the pods of counted kinds, devices out of
     groups, then AllocationResults as Kubernetes writes them."""
     out: dict[str, PodPlacement] = {}
@@ -26,8 +28,16 @@ def decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, sol
         for kind in kinds:
             for pod in kind.pods:
                 ff = ff_by_pod[pod.key]
-                out[pod.key] = PodPlacement(pod.key, ff.node, pod.priority, pod.group, dict(ff.new_claims),
-                                            Counter(ff.reasons), ff.prioritized_score, ff.explanation)
+                out[pod.key] = PodPlacement(
+                    pod.key,
+                    ff.node,
+                    pod.priority,
+                    pod.group,
+                    dict(ff.new_claims),
+                    Counter(ff.reasons),
+                    ff.prioritized_score,
+                    ff.explanation,
+                )
         return out
     b: Built | None = sol.get("built")
     val = sol.get("values", {})
@@ -38,8 +48,20 @@ def decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, sol
         assignment, chosen = sol["colgen"]
     for kind in kinds:
         if chosen is not None:
-            _decode_counted(prep, cluster, workload, None, {}, kind, book, share_id, taken, out, assignment,
-                            chosen=chosen[kind.index])
+            _decode_counted(
+                prep,
+                cluster,
+                workload,
+                None,
+                {},
+                kind,
+                book,
+                share_id,
+                taken,
+                out,
+                assignment,
+                chosen=chosen[kind.index],
+            )
         elif kind.counted and kind.unit_size > 1:
             _decode_units(prep, cluster, b, val, kind, book, share_id, taken, out)
         elif kind.counted:
@@ -54,8 +76,9 @@ def decode_part(prep: Prepared, cluster: Cluster, workload, book: ClaimBook, sol
             if not pl.placed:
                 ff = ff_by_pod[pod.key]
                 if ff.placed:
-                    pl.reasons = Counter({"not placed by the optimum (its room serves pods of more weight)":
-                                          len(cluster.nodes)})
+                    pl.reasons = Counter(
+                        {"not placed by the optimum (its room serves pods of more weight)": len(cluster.nodes)}
+                    )
                 else:
                     pl.reasons = Counter(ff.reasons)
                     pl.explanation = ff.explanation
@@ -78,6 +101,7 @@ def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
     its own problem and device columns, the representative's variables as keys."""
     from draopt.model.placement import Owner, Term
     from draopt.model.placement import representative_owners
+
     rep = representative_owners(nc, prep, cluster, workload, book).get(kind.index)
     if rep is None:
         return None, {}
@@ -101,11 +125,13 @@ def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
     return o, val
 
 
-def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment,
-                    chosen=None) -> None:
+def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment, chosen=None) -> None:
     """`chosen`: the kind's placed pods (column generation), else the model's totals say."""
-    owners = {name: o for o in b.owners if o.counted and o.kind is kind
-              for name in (o.spans or [o.node.name])} if b is not None else {}
+    owners = (
+        {name: o for o in b.owners if o.counted and o.kind is kind for name in (o.spans or [o.node.name])}
+        if b is not None
+        else {}
+    )
     per_node = [(name, val.get(var, 0)) for (ki, name), var in b.k.items() if ki == kind.index] if b is not None else []
     for name, (nc, conf) in assignment.items():
         if kind.index in nc.kinds:
@@ -114,17 +140,17 @@ def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken
     per_node.sort(key=lambda nk: index[nk[0]])
     # Which pods: each (priority, gang) class gets its count, in queue order.
     chosen_pods = list(chosen or [])
-    for (ki, ck), var in (b.totals.items() if b is not None else []):
+    for (ki, ck), var in b.totals.items() if b is not None else []:
         if ki != kind.index:
             continue
-        chosen_pods.extend(b.class_pods[(ki, ck)][:val.get(var, 0)])
+        chosen_pods.extend(b.class_pods[(ki, ck)][: val.get(var, 0)])
     order = {p.key: i for i, p in enumerate(kind.pods)}
     chosen_pods.sort(key=lambda p: order[p.key])
     on_node: dict[str, list] = defaultdict(list)
     node_of = CountIdenticalPods.invert(chosen_pods, per_node)
     for pod in chosen_pods:
         on_node[node_of[pod.key]].append(pod)
-    started: dict[int, Any] = {}   # id -> owner (kept alive: ids stay unique)
+    started: dict[int, Any] = {}  # id -> owner (kept alive: ids stay unique)
     for name, pods in on_node.items():
         problem = None
         if name in assignment:
@@ -133,7 +159,7 @@ def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken
         else:
             o, local = owners.get(name), val
             if o is not None and o.spans:
-                problem = prep.problems[(kind.index, name)]   # the pod's own node writes its claims
+                problem = prep.problems[(kind.index, name)]  # the pod's own node writes its claims
         if o is not None and id(o) not in started:
             # An owner across nodes deals to the pods of all its nodes from one count.
             started[id(o)] = o
@@ -217,8 +243,9 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None,
                 reusable = spec.admin_access or (p.features.consumable_capacity and t.entry.multi_allocatable)
                 dev = GroupDevices.invert(t.ref, 1, taken, reusable)[0]
                 entry = p.inventory.by_id[dev.id]
-                consumed = p.consumption(spec, entry) if entry.multi_allocatable and p.features.consumable_capacity \
-                    else None
+                consumed = (
+                    p.consumption(spec, entry) if entry.multi_allocatable and p.features.consumable_capacity else None
+                )
                 chosen_lists[claim.index].append(Chosen(spec, entry, consumed))
     keys = claim_keys if claim_keys is not None else pending_claims(book, pod)
     if len(keys) != len(p.claims):
@@ -230,6 +257,7 @@ def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
     """The terms whose device holds the pod's matchAttribute element of every constraint that
     covers the request (an index per owner, request and constraint: built once per owner)."""
     from draopt.dra.constraints import constraint_applies, normalise
+
     index = o.__dict__.setdefault("_by_element", {})
     out = None
     for ci, e in witness.items():
@@ -253,16 +281,23 @@ def _choose_terms(o, claim, spec, allowed, left, need) -> list:
     """`need` column picks for one pod: distinct values when a distinctAttribute covers the
     request (most remaining first), a column at most once per pod when it is shared or admin."""
     from draopt.dra.constraints import constraint_applies, normalise
-    distinct = [c.distinct_attribute for c in claim.constraints if c.distinct_attribute is not None and
-                constraint_applies(list(c.requests), spec.request_name, spec.sub_name)]
-    once = spec.admin_access or (o.problem.features.consumable_capacity and
-                                 any(t.entry.multi_allocatable for t in allowed))
+
+    distinct = [
+        c.distinct_attribute
+        for c in claim.constraints
+        if c.distinct_attribute is not None and constraint_applies(list(c.requests), spec.request_name, spec.sub_name)
+    ]
+    once = spec.admin_access or (
+        o.problem.features.consumable_capacity and any(t.entry.multi_allocatable for t in allowed)
+    )
     picks = []
     if distinct:
+
         def value(t):
             raw = t.problem.attribute_for_constraint(t.spec, t.entry, distinct[0])
             v = normalise(raw, t.problem.features.list_type_attributes)
             return (v[0], next(iter(v[1])))
+
         by_value: dict = defaultdict(list)
         for t in allowed:
             if left.get(t.var, 0) > 0:
@@ -306,8 +341,9 @@ def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
         selected = {}
         in_claim: set = set()
         # Requests that need free devices first, admin access after (it may reuse any other).
-        order = sorted(((ri, g, s) for ri, g in enumerate(claim.requests) for s in g.alternatives),
-                       key=lambda x: x[2].admin_access)
+        order = sorted(
+            ((ri, g, s) for ri, g in enumerate(claim.requests) for s in g.alternatives), key=lambda x: x[2].admin_access
+        )
         for ri, g, s in order:
             if True:
                 sel = o.sel.get(s.key)
@@ -327,8 +363,11 @@ def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
                         if entry is None:
                             raise RuntimeError(f"internal: device {dev.id} not reachable from {anchor}")
                         spec = p.claims[claim.index].requests[ri].alternatives[max(0, s.sub_index)]
-                        consumed = p.consumption(spec, entry) if entry.multi_allocatable and \
-                            p.features.consumable_capacity else None
+                        consumed = (
+                            p.consumption(spec, entry)
+                            if entry.multi_allocatable and p.features.consumable_capacity
+                            else None
+                        )
                         chosen.append(Chosen(spec, entry, consumed))
         lists: list[list[Chosen]] = [[] for _ in p.claims]
         lists[claim.index] = chosen
@@ -348,9 +387,10 @@ def _results(problem, lists, selected, share_id, only: int, real=None):
                 order[s.key] = ri
     ordered = [sorted(ch, key=lambda c: (order[c.request.key], c.device.index)) for ch in lists]
     claim = problem.claims[only]
-    if real is not None:   # the problem may belong to a claim alike: write this one
+    if real is not None:  # the problem may belong to a claim alike: write this one
         claim = ClaimSpec(claim.index, real, claim.requests, claim.constraints)
     from draopt.dra.decode import decode_claim
+
     return decode_claim(problem, claim, ordered[only], selected, share_id)
 
 
@@ -364,4 +404,5 @@ def _write_claims(p, claims, chosen_lists, selected, share_id, pl: PodPlacement)
         spec = ClaimSpec(claim.index, real, claim.requests, claim.constraints)
         ordered = sorted(chosen_lists[claim.index], key=lambda c: (order[c.request.key], c.device.index))
         from draopt.dra.decode import decode_claim
+
         pl.new_claims[f"{real.namespace}/{real.name}"] = decode_claim(p, spec, ordered, selected, share_id)

@@ -18,6 +18,7 @@ a PodGroup with a topology constraint, or any group of a CompositePodGroup tree)
 This is what the first-fit cycle's outcome satisfies, so its placement stays a solution (the
 floor); the model then chooses domains jointly instead of one group at a time.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -170,8 +171,10 @@ def _composite_on(m, workload, entity: tuple[str, str], on: dict, pending: set[s
         on[entity] = cp.new_constant(1 if ok else 0)
         return on[entity]
     comp = workload.composites[entity[1]]
-    children = [_composite_on(m, workload, ("pg" if kind == "PodGroup" else "cpg", key), on, pending)
-                for kind, key in comp.children]
+    children = [
+        _composite_on(m, workload, ("pg" if kind == "PodGroup" else "cpg", key), on, pending)
+        for kind, key in comp.children
+    ]
     lit = cp.new_bool_var(f"composite_on[{entity[1]}]")
     need = comp.min_group_count if comp.policy == "gang" else 1
     if children:

@@ -1,5 +1,6 @@
 """The placement model's warm start: first-fit's placement in the model's variables (phase 1 is
 hinted with it and must place at least as much)."""
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -36,12 +37,13 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
             if kind.counted:
                 hint[b.totals[(kind.index, (pod.priority, pod.group))]] += 1
                 if (kind.index, pl.node) not in b.k:
-                    ff_counts[pl.node][kind.index] += 1   # an interchangeable node, or none of the model's
+                    ff_counts[pl.node][kind.index] += 1  # an interchangeable node, or none of the model's
                     continue
                 hint[b.k[(kind.index, pl.node)]] += 1
                 o = owner_at.get((kind.index, pl.node))
-                results = [] if o is None else \
-                    [(o, r) for alloc in pl.new_claims.values() for r in alloc.devices.results]
+                results = (
+                    [] if o is None else [(o, r) for alloc in pl.new_claims.values() for r in alloc.devices.results]
+                )
                 _hint_results(hint, prep, pl.node, results)
             else:
                 if (pod.key, pl.node) not in b.y:
@@ -84,15 +86,16 @@ def _hint_units(hint, b, prep, kind, ff_by_pod, owner_at) -> None:
         node = placed[0].node
         parts = dict(b.unit_parts.get((kind.index, node), []))
         if len(placed) not in parts or any(pl.node != node for pl in placed):
-            continue   # not expressible: the completion of the hint will say so
+            continue  # not expressible: the completion of the hint will say so
         hint[parts[len(placed)]] += 1
         hint[b.k[(kind.index, node)]] += 1
         hint[b.totals[(kind.index, (unit[0].priority, unit[0].group))]] += len(placed)
         o = owner_at.get((kind.index, node))
         if o is None:
             continue
-        results = [(o, r) for pl in placed for ck in claims if ck in pl.new_claims
-                   for r in pl.new_claims[ck].devices.results]
+        results = [
+            (o, r) for pl in placed for ck in claims if ck in pl.new_claims for r in pl.new_claims[ck].devices.results
+        ]
         _hint_results(hint, prep, node, results)
 
 

@@ -1,5 +1,6 @@
 """Batch placement of pods and PodGroups: kube-scheduler simulation (first-fit) and one
 optimal CP-SAT model, on the same input and with the same output."""
+
 from __future__ import annotations
 
 import gc
@@ -25,7 +26,7 @@ class PlaceOutcome:
     result: PlacementResult
     workload: Any
     cluster: Cluster
-    objects: list[dict[str, Any]]   # Pods and ResourceClaims as Kubernetes would hold them
+    objects: list[dict[str, Any]]  # Pods and ResourceClaims as Kubernetes would hold them
 
 
 def build_cluster(objects: ObjectSet, workload, features: Features) -> Cluster:
@@ -55,19 +56,35 @@ def _no_gc_pauses():
             gc.enable()
 
 
-def place(objects: ObjectSet, *, policy: str = "first-fit", features: Features | None = None,
-          time_limit: float = 60.0, scheduler_config=None, seed: int = 0, tie_break: str = "random") -> PlaceOutcome:
+def place(
+    objects: ObjectSet,
+    *,
+    policy: str = "first-fit",
+    features: Features | None = None,
+    time_limit: float = 60.0,
+    scheduler_config=None,
+    seed: int = 0,
+    tie_break: str = "random",
+) -> PlaceOutcome:
     """`scheduler_config` (first-fit): a draopt.scheduler.SchedulerConfig, a file path or
     `builtin:<name>`; None: Kubernetes 1.36's default profile. `seed`: the random tie-break's
     seed; `tie_break`: random (as kube-scheduler) or name (the first node by name)."""
     with _no_gc_pauses():
-        return _place(objects, policy=policy, features=features, time_limit=time_limit,
-                      scheduler_config=scheduler_config, seed=seed, tie_break=tie_break)
+        return _place(
+            objects,
+            policy=policy,
+            features=features,
+            time_limit=time_limit,
+            scheduler_config=scheduler_config,
+            seed=seed,
+            tie_break=tie_break,
+        )
 
 
 def scheduler_for(scheduler_config, cluster: Cluster, workload, *, seed: int = 0, tie_break: str = "random"):
     """The draopt.scheduler.Scheduler first-fit runs with (None for the built-in name-order)."""
     from draopt.scheduler import SchedulerConfig, Scheduler, load_config
+
     cfg = scheduler_config
     if cfg is None:
         cfg = SchedulerConfig.default()
@@ -85,18 +102,30 @@ def preemption_for(sched) -> Preemption:
         return Preemption()
     args = {p.preemption_candidates for p in sched.config.profiles.values()}
     if len(args) > 1:
-        raise InputError("--scheduler-config: DefaultPreemption args differ between profiles "
-                         f"({sorted(args)}): draopt runs one preemption configuration")
+        raise InputError(
+            "--scheduler-config: DefaultPreemption args differ between profiles "
+            f"({sorted(args)}): draopt runs one preemption configuration"
+        )
     share, absolute = args.pop()
     return Preemption(share, absolute)
 
 
-def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_limit: float,
-           scheduler_config=None, seed: int = 0, tie_break: str = "random") -> PlaceOutcome:
+def _place(
+    objects: ObjectSet,
+    *,
+    policy: str,
+    features: Features | None,
+    time_limit: float,
+    scheduler_config=None,
+    seed: int = 0,
+    tie_break: str = "random",
+) -> PlaceOutcome:
     import time
     from draopt.errors import InputError
+
     started = time.perf_counter()
     from draopt.kube.workload import expand
+
     if policy not in PLACE_POLICIES:
         raise InputError(f"--policy: unknown placement policy {policy!r} (known: {', '.join(PLACE_POLICIES)})")
     features = features or Features.from_gates()
@@ -104,20 +133,33 @@ def _place(objects: ObjectSet, *, policy: str, features: Features | None, time_l
     cluster = build_cluster(objects, workload, features)
     if policy == "first-fit":
         sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
-        result = simulate(cluster, workload, scheduler=sched, explain_failures=explain_failed_pod,
-                          preemption=preemption_for(sched))
+        result = simulate(
+            cluster, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=preemption_for(sched)
+        )
         if sched is not None:
             result.stats["tie_break"] = tie_break if tie_break == "name" else f"random (seed {seed})"
     else:
         from draopt.placement.optimal import optimize
+
         first_fit = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
         if first_fit.evictions:
             from draopt.cluster.check import check_placement
             from draopt.placement.optimal_preemption import optimal_after_evictions
-            result = optimal_after_evictions(objects, workload, features, first_fit, time_limit, started, build_cluster,
-                                             check_placement, lambda r, w, c: PlaceOutcome(r, w, c, []))
+
+            result = optimal_after_evictions(
+                objects,
+                workload,
+                features,
+                first_fit,
+                time_limit,
+                started,
+                build_cluster,
+                check_placement,
+                lambda r, w, c: PlaceOutcome(r, w, c, []),
+            )
         else:
             from draopt.placement.optimal_preemption import note_unsearched_preemption
+
             result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=first_fit)
             note_unsearched_preemption(result, workload, objects.priority_classes)
     result.stats["nodes"] = len(cluster.nodes)
@@ -131,13 +173,17 @@ def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie
     but not when the pods use a rule that the name-order search and the model leave to the scheduler's
     plugins (inter-pod affinity, topology spread): that first-fit could break it."""
     from draopt.placement.optimal import _fresh, unmodelled_rule
-    fresh = _fresh(cluster)    # the scheduler reads the state of the cluster it runs on
+
+    fresh = _fresh(cluster)  # the scheduler reads the state of the cluster it runs on
     sched = scheduler_for(scheduler_config, fresh, workload, seed=seed, tie_break=tie_break)
-    runs = [simulate(fresh, workload, scheduler=sched, explain_failures=explain_failed_pod,
-                     preemption=preemption_for(sched))]
+    runs = [
+        simulate(
+            fresh, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=preemption_for(sched)
+        )
+    ]
     if sched is not None and unmodelled_rule(cluster, workload) is None:
         runs.append(simulate(_fresh(cluster), workload, explain_failures=explain_failed_pod, preemption=Preemption()))
-    return max(runs, key=lambda r: r.weighted_placed())   # first wins ties: the compared profile
+    return max(runs, key=lambda r: r.weighted_placed())  # first wins ties: the compared profile
 
 
 def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
@@ -150,7 +196,7 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
         pod = workload.pod(pl.pod)
         d = pod.pod.to_k8s()
         if pl.nominated_node:
-            d.setdefault("status", {})["nominatedNodeName"] = pl.nominated_node   # set by preemption
+            d.setdefault("status", {})["nominatedNodeName"] = pl.nominated_node  # set by preemption
         if pl.placed:
             d.setdefault("spec", {})["nodeName"] = pl.node
         else:
@@ -159,14 +205,17 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
                 message += "\n" + pl.explanation
             if pl.preemption:
                 message += " " + pl.preemption
-            d.setdefault("status", {})["conditions"] = [{
-                "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]
+            d.setdefault("status", {})["conditions"] = [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+            ]
         out.append(d)
         if pl.placed:
             for use in pod.claims:
-                ref = ({"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": use.for_group.split("/", 1)[1]}
-                       if use.for_group else
-                       {"resource": "pods", "name": pod.pod.name, "uid": pod.pod.metadata.uid or ""})
+                ref = (
+                    {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": use.for_group.split("/", 1)[1]}
+                    if use.for_group
+                    else {"resource": "pods", "name": pod.pod.name, "uid": pod.pod.metadata.uid or ""}
+                )
                 lst = consumers.setdefault(use.key, [])
                 if ref not in lst:
                     lst.append(ref)
@@ -193,8 +242,9 @@ def _eviction_objects(result: PlacementResult, workload) -> list[dict[str, Any]]
     evicted = {e.pod for e in result.evictions}
     for e in result.evictions:
         d = workload.pod(e.pod).pod.to_k8s()
-        conditions = [c for c in (d.setdefault("status", {}).get("conditions") or [])
-                      if c.get("type") != "DisruptionTarget"]
+        conditions = [
+            c for c in (d.setdefault("status", {}).get("conditions") or []) if c.get("type") != "DisruptionTarget"
+        ]
         d["status"]["conditions"] = conditions + [e.condition()]
         out.append(d)
     for key in result.deallocated:
@@ -204,8 +254,11 @@ def _eviction_objects(result: PlacementResult, workload) -> list[dict[str, Any]]
         status = d.setdefault("status", {})
         status.pop("allocation", None)
         ns = workload.claims[key].namespace
-        status["reservedFor"] = [r for r in status.get("reservedFor") or []
-                                 if not (r.get("resource") == "pods" and f"{ns}/{r.get('name')}" in evicted)]
+        status["reservedFor"] = [
+            r
+            for r in status.get("reservedFor") or []
+            if not (r.get("resource") == "pods" and f"{ns}/{r.get('name')}" in evicted)
+        ]
         status.pop("devices", None)
         out.append(d)
     return out

@@ -11,6 +11,7 @@ Phase 1 is warm-started from the first-fit placement and required to place at le
 (priority-weighted); the status is `OPTIMAL` only when every phase is proven optimal, else
 `FEASIBLE` with the proven bound and gap of phase 1 and what was proven (`proven`).
 """
+
 from __future__ import annotations
 
 import time
@@ -34,12 +35,19 @@ from draopt.model.solution import decode_part
 from draopt.model.warm_start import _first_fit_hint
 
 
-def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit: PlacementResult | None = None,
-             share_id=None, started: float | None = None) -> PlacementResult:
+def optimize(
+    cluster: Cluster,
+    workload,
+    *,
+    time_limit: float = 60.0,
+    first_fit: PlacementResult | None = None,
+    share_id=None,
+    started: float | None = None,
+) -> PlacementResult:
     """`started`: when the caller's clock for `time_limit` started (reading and expanding the
     input count too); default now."""
     t0 = time.perf_counter()
-    deadline = (started if started is not None else t0) + time_limit * 0.95   # the rest for decoding
+    deadline = (started if started is not None else t0) + time_limit * 0.95  # the rest for decoding
     share_id = share_id or deterministic_share_id
     if first_fit is None:
         first_fit = simulate(_fresh(cluster), workload, share_id=share_id, explain_failures=explain_failed_pod)
@@ -54,13 +62,17 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     except OutOfTime:
         return _first_fit_returned(first_fit, workload, t0, "the time limit ran out while preparing the model")
     stats: dict[str, Any] = {
-        "kinds": len(prep.kinds), "counted_kinds": sum(1 for k in prep.kinds if k.counted),
+        "kinds": len(prep.kinds),
+        "counted_kinds": sum(1 for k in prep.kinds if k.counted),
         "pods_counted": sum(len(k.pods) for k in prep.kinds if k.counted),
         "pods_single": sum(len(k.pods) for k in prep.kinds if not k.counted),
         "not_counted_because": dict(Counter(k.why_not_counted for k in prep.kinds if not k.counted)),
-        "pinned_pods": 0, "prepare_s": round(time.perf_counter() - t0, 3)}
-    skipped = {k for p in {id(p): p for p in prep.problems.values()}.values()
-               for k in p.__dict__.get("cel_skipped", {})}
+        "pinned_pods": 0,
+        "prepare_s": round(time.perf_counter() - t0, 3),
+    }
+    skipped = {
+        k for p in {id(p): p for p in prep.problems.values()}.values() for k in p.__dict__.get("cel_skipped", {})
+    }
     if skipped:
         stats["cel_error_candidates_skipped"] = len(skipped)
     parts = _components(prep, cluster, workload)
@@ -79,8 +91,17 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         parts_shown = progress.current() if len(parts) > 1 else progress.Progress()
         with parts_shown.task(f"optimal: part {number} of {len(parts)}", total=len(parts)) as shown:
             shown.update_to(number - 1)
-            sol, st = _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget,
-                                  min(deadline, now + budget * 1.5 + 0.5))
+            sol, st = _solve_part(
+                prep,
+                cluster,
+                workload,
+                book,
+                kind_ids,
+                node_names,
+                ff_by_pod,
+                budget,
+                min(deadline, now + budget * 1.5 + 0.5),
+            )
         solutions.append(decode_part(prep, cluster, workload, book, sol, kind_ids, ff_by_pod, share_id))
         for key in ("objective", "bound", "variables", "constraints"):
             agg[key] = None if agg[key] is None or (key in st and st[key] is None) else agg[key] + st.get(key, 0)
@@ -92,7 +113,7 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
         if "proof" in st:
             stats["proof"] = st["proof"]
         for key, v in st.items():
-            if key.startswith("colgen_"):   # column generation's figures (the largest part's)
+            if key.startswith("colgen_"):  # column generation's figures (the largest part's)
                 stats[key] = v
         for key in proven:
             proven[key] = proven[key] and st["proven"][key]
@@ -107,19 +128,26 @@ def optimize(cluster: Cluster, workload, *, time_limit: float = 60.0, first_fit:
     placements = SplitComponents.invert(solutions)
     stats.update(agg)
     stats["proven"] = proven
-    stats["status"] = "OPTIMAL" if all(proven.values()) and not stats.get("fallback") else \
-        ("FEASIBLE" if not stats.get("fallback") else "UNKNOWN")
+    stats["status"] = (
+        "OPTIMAL"
+        if all(proven.values()) and not stats.get("fallback")
+        else ("FEASIBLE" if not stats.get("fallback") else "UNKNOWN")
+    )
     stats["part_status"] = dict(statuses)
-    stats["gap"] = None if agg["bound"] is None else \
-        (round((agg["bound"] - agg["objective"]) / agg["bound"], 4) if agg["bound"] else 0.0)
+    stats["gap"] = (
+        None
+        if agg["bound"] is None
+        else (round((agg["bound"] - agg["objective"]) / agg["bound"], 4) if agg["bound"] else 0.0)
+    )
     stats["first_fit_objective"] = first_fit.weighted_placed()
     pods = [placements[p.key] for p in workload.pending]
     claims = {ck: (res, pl.node) for pl in pods for ck, res in pl.new_claims.items()}
     result = PlacementResult("optimal", pods, claims, {})
     if result.weighted_placed() != stats["objective"]:
         # The inverse of the reductions must place exactly what the model chose.
-        raise RuntimeError(f"internal: the model places {stats['objective']} (weighted), its decoding "
-                           f"{result.weighted_placed()}")
+        raise RuntimeError(
+            f"internal: the model places {stats['objective']} (weighted), its decoding {result.weighted_placed()}"
+        )
     broken = shared_mapped_claim(cluster, workload, result)
     if broken:
         return _first_fit_returned(first_fit, workload, t0, f"the optimal model does not encode {broken}")
@@ -145,15 +173,19 @@ def unmodelled_rule(cluster: Cluster, workload) -> str | None:
     gets first-fit's placement, said so (UNKNOWN), never a placement that breaks the rule."""
     from draopt.scheduler.podinfo import pod_info
     from draopt.kube.workload import effective_container_requests
+
     node_allocatable = cluster.features.node_allocatable_resources and any(
-        d.node_allocatable_resources for s in cluster.objects.resource_slices for d in (s.spec.devices or []))
+        d.node_allocatable_resources for s in cluster.objects.resource_slices for d in (s.spec.devices or [])
+    )
     for pod in workload.pending:
         spec = pod.pod.spec
-        info = pod_info(pod.pod)         # the scheduler's own reading of these fields
+        info = pod_info(pod.pod)  # the scheduler's own reading of these fields
         if info.required_affinity or info.required_anti:
             anti = not info.required_affinity
-            return f"required inter-pod {'anti-' if anti else ''}affinity " \
-                   f"({pod.key}: spec.affinity.{'podAntiAffinity' if anti else 'podAffinity'})"
+            return (
+                f"required inter-pod {'anti-' if anti else ''}affinity "
+                f"({pod.key}: spec.affinity.{'podAntiAffinity' if anti else 'podAffinity'})"
+            )
         if any(r.when_unsatisfiable == "DoNotSchedule" for r in info.spread):
             return f"topology spread constraints ({pod.key}: spec.topologySpreadConstraints)"
         if node_allocatable and effective_container_requests(spec.resources):
@@ -168,8 +200,13 @@ def shared_mapped_claim(cluster: Cluster, workload, result: PlacementResult) -> 
     if not cluster.features.node_allocatable_resources:
         return None
     from draopt.kube.node_allocatable import has_mapping
-    mapped = {(s.spec.driver, s.spec.pool.name, d.name) for s in cluster.objects.resource_slices
-              for d in (s.spec.devices or []) if d.node_allocatable_resources and has_mapping(d)}
+
+    mapped = {
+        (s.spec.driver, s.spec.pool.name, d.name)
+        for s in cluster.objects.resource_slices
+        for d in (s.spec.devices or [])
+        if d.node_allocatable_resources and has_mapping(d)
+    }
     if not mapped:
         return None
     demand = {p.key: p for p in workload.pending}
@@ -182,18 +219,35 @@ def shared_mapped_claim(cluster: Cluster, workload, result: PlacementResult) -> 
 
 def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: str) -> PlacementResult:
     """Nothing of the model could be solved in time: first-fit's placement, said so (UNKNOWN)."""
-    pods = [PodPlacement(p.pod, p.node, p.priority, p.group, dict(p.new_claims), Counter(p.reasons),
-                         p.prioritized_score, p.explanation) for p in first_fit.pods]
+    pods = [
+        PodPlacement(
+            p.pod,
+            p.node,
+            p.priority,
+            p.group,
+            dict(p.new_claims),
+            Counter(p.reasons),
+            p.prioritized_score,
+            p.explanation,
+        )
+        for p in first_fit.pods
+    ]
     claims = {ck: (res, pl.node) for pl in pods for ck, res in pl.new_claims.items()}
     result = PlacementResult("optimal", pods, claims, {})
     placed = first_fit.weighted_placed()
     # The model was not prepared: the only bound is every pending pod placed.
     bound = max(placed, sum(weight(p.priority) for p in workload.pending))
-    stats = {"status": "UNKNOWN", "fallback": f"{why}: first-fit's placement is returned",
-             "pinned_pods": len(workload.pending), "objective": placed, "bound": bound,
-             "gap": round((bound - placed) / bound, 4) if bound else 0.0,
-             "first_fit_objective": placed, "proven": {"placed": placed == bound, "preferences": False, "packing": False},
-             "solve_s": round(time.perf_counter() - t0, 3)}
+    stats = {
+        "status": "UNKNOWN",
+        "fallback": f"{why}: first-fit's placement is returned",
+        "pinned_pods": len(workload.pending),
+        "objective": placed,
+        "bound": bound,
+        "gap": round((bound - placed) / bound, 4) if bound else 0.0,
+        "first_fit_objective": placed,
+        "proven": {"placed": placed == bound, "preferences": False, "packing": False},
+        "solve_s": round(time.perf_counter() - t0, 3),
+    }
     stats["summary"] = _summary(stats)
     _name_first_fit(stats, first_fit)
     result.stats.update(stats)
@@ -202,17 +256,35 @@ def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: st
 
 def _summary(stats: dict) -> str:
     p = stats["proven"]
-    done = [name for name, ok in (("placed pods", p["placed"]), ("sub-request preferences", p["preferences"]),
-                                  ("packing", p["packing"])) if ok]
-    not_done = [name for name, ok in (("placed pods", p["placed"]), ("sub-request preferences", p["preferences"]),
-                                      ("packing", p["packing"])) if not ok]
+    done = [
+        name
+        for name, ok in (
+            ("placed pods", p["placed"]),
+            ("sub-request preferences", p["preferences"]),
+            ("packing", p["packing"]),
+        )
+        if ok
+    ]
+    not_done = [
+        name
+        for name, ok in (
+            ("placed pods", p["placed"]),
+            ("sub-request preferences", p["preferences"]),
+            ("packing", p["packing"]),
+        )
+        if not ok
+    ]
     if stats.get("fallback"):
         text = f"{stats['fallback']} for {stats['pinned_pods']} pending pod(s)"
         if stats.get("gap") is not None:
-            which = "every pod placed" if "preparing" in stats["fallback"] else "every pod that has a feasible node placed"
+            which = (
+                "every pod placed" if "preparing" in stats["fallback"] else "every pod that has a feasible node placed"
+            )
             if p["placed"]:
-                return text + f"; placed pods proven optimal: it reaches the bound ({which}: {stats['bound']}); " \
-                              "nothing else proven"
+                return (
+                    text + f"; placed pods proven optimal: it reaches the bound ({which}: {stats['bound']}); "
+                    "nothing else proven"
+                )
             return text + f"; nothing proven but a bound ({which}: {stats['bound']}, gap {stats['gap']})"
         return text + "; nothing proven"
     text = f"proven optimal: {', '.join(done) or 'nothing'}"
@@ -280,35 +352,61 @@ def _solver(seconds: float, hard_stop: float) -> cp_model.CpSolver:
 def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget, hard_stop):
     t0 = time.perf_counter()
     from draopt.model.colgen import MIN_NODES, ColumnGeneration
-    if len(node_names) >= MIN_NODES and not topology_domains.applies(workload, [prep.kinds[i] for i in kind_ids]) \
-            and ColumnGeneration.accepts(prep, kind_ids, node_names, cluster, workload) is None:
+
+    if (
+        len(node_names) >= MIN_NODES
+        and not topology_domains.applies(workload, [prep.kinds[i] for i in kind_ids])
+        and ColumnGeneration.accepts(prep, kind_ids, node_names, cluster, workload) is None
+    ):
         # Its share and no more (hard_stop allows 1.5 x): the parts after it keep theirs.
-        return _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod,
-                                 min(hard_stop, t0 + budget))
+        return _solve_by_columns(
+            prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, min(hard_stop, t0 + budget)
+        )
     try:
         with progress.current().task("optimal: building the model"):
-            b = build(prep, cluster, workload, book, kind_ids, node_names, pattern_seconds=min(5.0, 0.1 * budget),
-                      deadline=hard_stop)
+            b = build(
+                prep,
+                cluster,
+                workload,
+                book,
+                kind_ids,
+                node_names,
+                pattern_seconds=min(5.0, 0.1 * budget),
+                deadline=hard_stop,
+            )
     except OutOfTime as e:
         pods = [p for i in kind_ids for p in prep.kinds[i].pods]
         floor = sum(weight(p.priority) for p in pods if ff_by_pod[p.key].placed)
         # Still a bound without the model: every pod that has a feasible node placed.
         cheap = sum(weight(p.priority) for p in pods if prep.pod_nodes.get(p.key))
         return {"fallback": True}, {
-            "status": "UNKNOWN", "objective": floor, "bound": max(floor, cheap), "cheap_bound": cheap,
+            "status": "UNKNOWN",
+            "objective": floor,
+            "bound": max(floor, cheap),
+            "cheap_bound": cheap,
             "build_s": round(time.perf_counter() - t0, 3),
             "proven": {"placed": floor >= cheap, "preferences": False, "packing": False},
-            "fallback": f"{e}: first-fit's placement is returned"}
+            "fallback": f"{e}: first-fit's placement is returned",
+        }
     m = b.model.cp
-    stats: dict[str, Any] = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints),
-                             "build_s": round(time.perf_counter() - t0, 3),
-                             "owned_across_nodes": sum(1 for o in b.owners if o.spans),
-                             "proven": {"placed": False, "preferences": False, "packing": False}}
+    stats: dict[str, Any] = {
+        "variables": len(m.proto.variables),
+        "constraints": len(m.proto.constraints),
+        "build_s": round(time.perf_counter() - t0, 3),
+        "owned_across_nodes": sum(1 for o in b.owners if o.spans),
+        "proven": {"placed": False, "preferences": False, "packing": False},
+    }
     pods = [p for i in kind_ids for p in prep.kinds[i].pods]
     floor = sum(weight(p.priority) for p in pods if ff_by_pod[p.key].placed)
     if not b.totals and not b.placed:
-        stats.update({"status": "OPTIMAL", "objective": 0, "bound": 0,
-                      "proven": {"placed": True, "preferences": True, "packing": True}})
+        stats.update(
+            {
+                "status": "OPTIMAL",
+                "objective": 0,
+                "bound": 0,
+                "proven": {"placed": True, "preferences": True, "packing": True},
+            }
+        )
         return {}, stats
     hint = _first_fit_hint(b, prep, book, ff_by_pod)
     # First-fit's placement as a complete solution of the model (auxiliary variables found by
@@ -324,12 +422,13 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     cheap = sum(weight(p.priority) for p in pods if prep.pod_nodes.get(p.key))
     stats["cheap_bound"] = cheap
     if full is not None:
-        m.add(b.objective >= floor)   # never worse than first-fit (a hard constraint: parallel search)
+        m.add(b.objective >= floor)  # never worse than first-fit (a hard constraint: parallel search)
     else:
         stats["floor_dropped"] = (
             "first-fit's placement is not valid under the documented rules (Kubernetes defect)"
-            if completion.get("status") == "INFEASIBLE" else
-            "first-fit's placement could not be completed into a solution of the model within the time limit")
+            if completion.get("status") == "INFEASIBLE"
+            else "first-fit's placement could not be completed into a solution of the model within the time limit"
+        )
     if floor >= cheap and full is not None:
         # First-fit already places every pod that could be placed: phase 1 needs no search.
         stats["proof"] = "first-fit places every pod that has a feasible node"
@@ -346,7 +445,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
             shown.solver(floor, cheap)
             status = solver.solve(m, progress.solver_callback(solver, shown))
         stats["count_s"] = round(solver.wall_time, 3)
-        phase1_work = solver.deterministic_time   # the later phases' share: the same on any machine
+        phase1_work = solver.deterministic_time  # the later phases' share: the same on any machine
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             best, bound = int(round(solver.objective_value)), int(round(solver.best_objective_bound))
             values = _values(solver, b)
@@ -360,16 +459,21 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
             bound = min(cheap, int(solver.best_objective_bound)) if solver.best_objective_bound else cheap
         else:
             # The bound of pods that have a feasible node still holds (said with its gap).
-            stats.update({"status": solver.status_name(status), "objective": floor, "bound": max(floor, cheap),
-                          "fallback": "no placement found within the time limit: first-fit's placement is returned"})
+            stats.update(
+                {
+                    "status": solver.status_name(status),
+                    "objective": floor,
+                    "bound": max(floor, cheap),
+                    "fallback": "no placement found within the time limit: first-fit's placement is returned",
+                }
+            )
             stats["proven"]["placed"] = floor >= cheap
             return {"fallback": True}, stats
     stats.update({"objective": best, "bound": bound})
     stats["proven"]["placed"] = status == cp_model.OPTIMAL
     # Phase 2: preferences; phase 3: packing. Each holds what the phases before reached.
     m.add(b.objective >= best)
-    levels = [("preferences", sum(b.preference) if b.preference else None),
-              ("packing", packing_objective(b))]
+    levels = [("preferences", sum(b.preference) if b.preference else None), ("packing", packing_objective(b))]
     for name, expr in levels:
         if expr is None:
             stats["proven"][name] = True
@@ -405,17 +509,26 @@ def _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by
     """A large part of counted kinds on few classes of interchangeable nodes: column generation
     (colgen.py) proves a bound of the placed value and places from its columns."""
     from draopt.model.colgen import ColumnGeneration
+
     t0 = time.perf_counter()
     warm = {p.key: ff_by_pod[p.key].node for i in kind_ids for p in prep.kinds[i].pods}
     cg = ColumnGeneration()
     sol = cg.apply(prep, cluster, workload, book, kind_ids, node_names, deadline=hard_stop, warm=warm)
     proven = sol.objective >= sol.bound
     stats: dict[str, Any] = dict(sol.stats)
-    stats.update({"objective": sol.objective, "bound": sol.bound, "variables": len(sol.columns), "constraints": 0,
-                  "build_s": round(time.perf_counter() - t0, 3), "status": "FEASIBLE",
-                  # Column generation keeps the first objective only: preferences (none: see
-                  # ColumnGeneration.accepts) and packing are not its goal.
-                  "proven": {"placed": proven, "preferences": True, "packing": False}})
+    stats.update(
+        {
+            "objective": sol.objective,
+            "bound": sol.bound,
+            "variables": len(sol.columns),
+            "constraints": 0,
+            "build_s": round(time.perf_counter() - t0, 3),
+            "status": "FEASIBLE",
+            # Column generation keeps the first objective only: preferences (none: see
+            # ColumnGeneration.accepts) and packing are not its goal.
+            "proven": {"placed": proven, "preferences": True, "packing": False},
+        }
+    )
     if proven:
         stats["proof"] = "column generation: the placed value reaches the bound of its configuration LP"
     if sol.warm:
@@ -425,8 +538,9 @@ def _solve_by_columns(prep, cluster, workload, book, kind_ids, node_names, ff_by
     return {"colgen": ColumnGeneration.invert(sol, prep, kind_ids)}, stats
 
 
-def _complete_hint(m: cp_model.CpModel, hint: dict, seconds: float, hard_stop: float,
-                   outcome: dict | None = None) -> dict | None:
+def _complete_hint(
+    m: cp_model.CpModel, hint: dict, seconds: float, hard_stop: float, outcome: dict | None = None
+) -> dict | None:
     """Every variable's value in first-fit's placement: the hinted variables fixed in a copy
     of the model, the rest found by propagation. None if the placement breaks the model, or
     if no completion was found in time (`outcome["status"]` says which)."""
@@ -448,8 +562,14 @@ def _complete_hint(m: cp_model.CpModel, hint: dict, seconds: float, hard_stop: f
 
 def _values(solver, b: Built) -> dict:
     out = {}
-    for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()) + \
-            [v for nc in b.node_classes for v in nc.vars] + [kj for parts in b.unit_parts.values() for _, kj in parts]:
+    for var in (
+        list(b.k.values())
+        + list(b.y.values())
+        + list(b.placed.values())
+        + list(b.totals.values())
+        + [v for nc in b.node_classes for v in nc.vars]
+        + [kj for parts in b.unit_parts.values() for _, kj in parts]
+    ):
         out[var] = solver.value(var)
     for o in b.owners:
         if not o.counted:
@@ -467,6 +587,7 @@ def _values(solver, b: Built) -> dict:
 
 def _fresh(cluster: Cluster) -> Cluster:
     import copy
+
     fresh = Cluster.__new__(Cluster)
     fresh.__dict__.update(cluster.__dict__)
     fresh.allocated = copy.deepcopy(cluster.allocated)

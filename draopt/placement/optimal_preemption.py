@@ -8,6 +8,7 @@ not given to another claim, and they use no rule the check below does not cover;
 placement checker confirms the end result (otherwise no victim is put back). Which pods to evict
 is not a decision of the model: the status is never OPTIMAL then, and the stats say so.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,12 +21,21 @@ from draopt.cluster.evictions import start_time
 from draopt.cluster.result import PlacementResult
 
 
-def optimal_after_evictions(objects, workload, features, first_fit: PlacementResult, time_limit: float,
-                            started: float, build_cluster: Callable[..., Any], check: Callable[..., list[str]],
-                            outcome: Callable[..., Any]) -> PlacementResult:
+def optimal_after_evictions(
+    objects,
+    workload,
+    features,
+    first_fit: PlacementResult,
+    time_limit: float,
+    started: float,
+    build_cluster: Callable[..., Any],
+    check: Callable[..., list[str]],
+    outcome: Callable[..., Any],
+) -> PlacementResult:
     """`build_cluster(objects, workload, features)`, `check(outcome)` and `outcome(result, workload,
     cluster)` come from draopt.placement (passed in: it imports this module)."""
     from draopt.placement.optimal import optimize
+
     gone = {e.pod for e in first_fit.evictions}
     after = _without(workload, gone, set(first_fit.deallocated))
     cluster_after = build_cluster(objects, after, features)
@@ -35,10 +45,14 @@ def optimal_after_evictions(objects, workload, features, first_fit: PlacementRes
     result.deallocated = [k for k in first_fit.deallocated if k not in result.claims]
     kept = _reprieve(workload, cluster_after, result)
     if kept:
-        trial = dataclasses.replace(result, evictions=[e for e in result.evictions if e.pod not in kept],
-                                    deallocated=_still_deallocated(workload, result, kept))
-        if _attribute(workload, trial) is None and \
-                not check(outcome(trial, workload, build_cluster(objects, workload, features))):
+        trial = dataclasses.replace(
+            result,
+            evictions=[e for e in result.evictions if e.pod not in kept],
+            deallocated=_still_deallocated(workload, result, kept),
+        )
+        if _attribute(workload, trial) is None and not check(
+            outcome(trial, workload, build_cluster(objects, workload, features))
+        ):
             result.evictions, result.deallocated = trial.evictions, trial.deallocated
         else:
             kept = set()
@@ -46,9 +60,13 @@ def optimal_after_evictions(objects, workload, features, first_fit: PlacementRes
     if unjustified:
         # The model used a victim's room for no pod of higher priority: not an eviction Kubernetes makes.
         from draopt.placement.optimal import _first_fit_returned
-        out = _first_fit_returned(first_fit, workload, time.perf_counter(),
-                                  f"the model's placement uses the room of evicted pod {unjustified} for no pod of "
-                                  f"higher priority")
+
+        out = _first_fit_returned(
+            first_fit,
+            workload,
+            time.perf_counter(),
+            f"the model's placement uses the room of evicted pod {unjustified} for no pod of higher priority",
+        )
         out.evictions, out.deallocated = list(first_fit.evictions), list(first_fit.deallocated)
         out.stats["evicted"] = len(out.evictions)
         _nominations(out, first_fit)
@@ -57,9 +75,11 @@ def optimal_after_evictions(objects, workload, features, first_fit: PlacementRes
     stats = result.stats
     stats["evicted"] = len(result.evictions)
     stats["victims_put_back"] = len(kept)
-    stats["preemption"] = (f"first-fit's {len(first_fit.evictions)} evictions, less {len(kept)} the placement does not "
-                           f"need: the model places the pods on the cluster without them; which pods to evict is not "
-                           f"a decision of the model, so the bound and gap hold for these evictions only")
+    stats["preemption"] = (
+        f"first-fit's {len(first_fit.evictions)} evictions, less {len(kept)} the placement does not "
+        f"need: the model places the pods on the cluster without them; which pods to evict is not "
+        f"a decision of the model, so the bound and gap hold for these evictions only"
+    )
     if stats.get("status") == "OPTIMAL":
         stats["status"] = "FEASIBLE"
     if isinstance(stats.get("summary"), str):
@@ -88,17 +108,34 @@ def _attribute(workload, result: PlacementResult) -> str | None:
     placed = {pl.pod: pl for pl in result.pods if pl.placed}
     out = []
     for e in result.evictions:
-        if e.preemptor_kind == "pod" and e.preemptor in placed or e.preemptor_kind == "podgroup" and any(
-                p in placed for p in workload.groups[e.preemptor].pods):
+        if (
+            e.preemptor_kind == "pod"
+            and e.preemptor in placed
+            or e.preemptor_kind == "podgroup"
+            and any(p in placed for p in workload.groups[e.preemptor].pods)
+        ):
             out.append(e)
             continue
-        heir = next((pl for pl in sorted(placed.values(), key=lambda pl: (-pl.priority, pl.pod))
-                     if pl.node == e.node and pl.priority > e.priority), None)
+        heir = next(
+            (
+                pl
+                for pl in sorted(placed.values(), key=lambda pl: (-pl.priority, pl.pod))
+                if pl.node == e.node and pl.priority > e.priority
+            ),
+            None,
+        )
         if heir is None:
             return e.pod
-        out.append(dataclasses.replace(e, preemptor=heir.pod, preemptor_kind="pod", preemptor_priority=heir.priority,
-                                       why=f"evicted from {e.node} (priority {e.priority}) to make room for pod "
-                                           f"{heir.pod} (priority {heir.priority}) on {e.node} (optimal's placement)"))
+        out.append(
+            dataclasses.replace(
+                e,
+                preemptor=heir.pod,
+                preemptor_kind="pod",
+                preemptor_priority=heir.priority,
+                why=f"evicted from {e.node} (priority {e.priority}) to make room for pod "
+                f"{heir.pod} (priority {heir.priority}) on {e.node} (optimal's placement)",
+            )
+        )
     result.evictions = out
     return None
 
@@ -108,8 +145,11 @@ def _without(workload, gone: set[str], deallocated: set[str]):
     for key in deallocated:
         claim = claims[key].model_copy(deep=True)
         claim.status.allocation = None
-        claim.status.reserved_for = [r for r in claim.status.reserved_for or []
-                                     if not (r.resource == "pods" and f"{claim.namespace}/{r.name}" in gone)]
+        claim.status.reserved_for = [
+            r
+            for r in claim.status.reserved_for or []
+            if not (r.resource == "pods" and f"{claim.namespace}/{r.name}" in gone)
+        ]
         claims[key] = claim
     return dataclasses.replace(workload, running=[p for p in workload.running if p.key not in gone], claims=claims)
 
@@ -141,8 +181,14 @@ def _reprieve(workload, cluster_after, result: PlacementResult) -> set[str]:
     def importance(item):
         key, pods = item
         prio = by_pod[pods[0]].priority
-        return (-prio, 0 if key.startswith("podgroup") else 1, -len(pods),
-                min(start_time(workload.pod(p).pod) for p in pods), key)
+        return (
+            -prio,
+            0 if key.startswith("podgroup") else 1,
+            -len(pods),
+            min(start_time(workload.pod(p).pod) for p in pods),
+            key,
+        )
+
     kept: set[str] = set()
     reclaimed = set(result.claims)
     for _, pods in sorted(units.items(), key=importance):
@@ -161,11 +207,11 @@ def _reprieve(workload, cluster_after, result: PlacementResult) -> set[str]:
                     fits = False
             for use in d.claims:
                 if use.key in reclaimed:
-                    fits = False       # allocated again for a pending pod
+                    fits = False  # allocated again for a pending pod
                 alloc = workload.claims[use.key].status.allocation
-                for res in (alloc.devices.results if alloc is not None else []):
+                for res in alloc.devices.results if alloc is not None else []:
                     if res.share_id or res.admin_access or res.consumed_capacity:
-                        fits = False   # shares and capacity: not checked here
+                        fits = False  # shares and capacity: not checked here
                     did = (res.driver, res.pool, res.device)
                     if did in taken:
                         fits = False
@@ -193,17 +239,25 @@ def note_unsearched_preemption(result: PlacementResult, workload, priority_class
     preempt outranks a running pod, evicting could place more, and the model does not search that:
     said in stats.preemption, and the status is not OPTIMAL."""
     from draopt.cluster.evictions import NEVER, preemption_policy
+
     if not workload.running:
         return
     lowest = min(p.priority for p in workload.running)
-    could = [pl.pod for pl in result.pods if not pl.placed and pl.priority > lowest
-             and preemption_policy(workload.pod(pl.pod).pod, priority_classes) != NEVER]
+    could = [
+        pl.pod
+        for pl in result.pods
+        if not pl.placed
+        and pl.priority > lowest
+        and preemption_policy(workload.pod(pl.pod).pod, priority_classes) != NEVER
+    ]
     if not could:
         return
     stats = result.stats
-    stats["preemption"] = (f"{len(could)} unplaced pod(s) outrank running pods (first {could[0]}): evicting is not a "
-                           f"decision of the model and first-fit's floor evicted none, so placements with evictions "
-                           f"were not searched")
+    stats["preemption"] = (
+        f"{len(could)} unplaced pod(s) outrank running pods (first {could[0]}): evicting is not a "
+        f"decision of the model and first-fit's floor evicted none, so placements with evictions "
+        f"were not searched"
+    )
     if stats.get("status") == "OPTIMAL":
         stats["status"] = "FEASIBLE"
     if isinstance(stats.get("summary"), str):

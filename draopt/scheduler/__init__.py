@@ -1,6 +1,7 @@
 """kube-scheduler's node choice as users configure it: KubeSchedulerConfiguration profiles,
 score plugins with Kubernetes' formulas, percentageOfNodesToScore and random tie-breaking
 (see docs/scheduler.md)."""
+
 from __future__ import annotations
 
 from draopt.scheduler.config import (
@@ -30,13 +31,24 @@ __all__ = [
 
 def add_scheduler_flags(parser, *, seed: bool = True) -> None:
     """--scheduler-config, --seed, --tie-break (draopt place / simulate)."""
-    parser.add_argument("--scheduler-config", metavar="FILE",
-                        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for first-fit's node "
-                             "choice, or builtin:default|most-allocated|name-order (default: Kubernetes 1.36's "
-                             "default profile; name-order: every node, first by name)")
+    parser.add_argument(
+        "--scheduler-config",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for first-fit's node "
+        "choice, or builtin:default|most-allocated|name-order (default: Kubernetes 1.36's "
+        "default profile; name-order: every node, first by name)",
+    )
     if seed:
-        parser.add_argument("--seed", type=int, default=0, metavar="N",
-                            help="seed of the random choice among equally scored nodes (default 0)")
-    parser.add_argument("--tie-break", default="random", choices=TIE_BREAKS,
-                        help="among equally scored nodes: random (as kube-scheduler, seeded) or name (the first "
-                             "by name)")
+        parser.add_argument(
+            "--seed",
+            type=int,
+            default=0,
+            metavar="N",
+            help="seed of the random choice among equally scored nodes (default 0)",
+        )
+    parser.add_argument(
+        "--tie-break",
+        default="random",
+        choices=TIE_BREAKS,
+        help="among equally scored nodes: random (as kube-scheduler, seeded) or name (the first by name)",
+    )

@@ -17,6 +17,7 @@ Sources (kubernetes/kubernetes):
 * argument validation: pkg/scheduler/apis/config/validation/validation_pluginargs.go (resource
   weights 1-100, shape utilization 0-100 increasing, score 0-10, BalancedAllocation weight 1).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,28 +36,78 @@ ZONE = "topology.kubernetes.io/zone"
 # In-tree plugin names (pkg/scheduler/framework/plugins/names/names.go). Plugins that only act at
 # other extension points (queue sort, binding, preemption, volumes, ports) are accepted and have
 # no effect on draopt's node choice (no volumes or host ports are modelled).
-IN_TREE = frozenset((
-    "PrioritySort", "DefaultBinder", "DefaultPreemption", "DynamicResources", "ImageLocality", "InterPodAffinity",
-    "NodeAffinity", "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit",
-    "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "SchedulingGates", "TaintToleration",
-    "VolumeBinding", "VolumeRestrictions", "VolumeZone", "GangScheduling", "NodeDeclaredFeatures",
-    "EBSLimits", "GCEPDLimits", "AzureDiskLimits", "CinderLimits"))
+IN_TREE = frozenset(
+    (
+        "PrioritySort",
+        "DefaultBinder",
+        "DefaultPreemption",
+        "DynamicResources",
+        "ImageLocality",
+        "InterPodAffinity",
+        "NodeAffinity",
+        "NodeName",
+        "NodePorts",
+        "NodeResourcesBalancedAllocation",
+        "NodeResourcesFit",
+        "NodeUnschedulable",
+        "NodeVolumeLimits",
+        "PodTopologySpread",
+        "SchedulingGates",
+        "TaintToleration",
+        "VolumeBinding",
+        "VolumeRestrictions",
+        "VolumeZone",
+        "GangScheduling",
+        "NodeDeclaredFeatures",
+        "EBSLimits",
+        "GCEPDLimits",
+        "AzureDiskLimits",
+        "CinderLimits",
+    )
+)
 # Plugins with a Score extension; those draopt computes are in SCORED.
-SCORE_CAPABLE = frozenset(("TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
-                           "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "DynamicResources"))
+SCORE_CAPABLE = frozenset(
+    (
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+        "VolumeBinding",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "NodeResourcesBalancedAllocation",
+        "ImageLocality",
+        "DynamicResources",
+    )
+)
 # Filters draopt always applies (the node filters of `draopt place`); disabling them is refused.
-ALWAYS_FILTERED = frozenset(("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit",
-                             "DynamicResources"))
+ALWAYS_FILTERED = frozenset(
+    ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "DynamicResources")
+)
 # Filters a profile may turn off.
 OPTIONAL_FILTERS = frozenset(("PodTopologySpread", "InterPodAffinity"))
 
 # getDefaultPlugins (MultiPoint), with DynamicResources inserted before DefaultPreemption.
 DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
-    ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0),
-    ("TaintToleration", 3), ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
-    ("VolumeRestrictions", 0), ("NodeVolumeLimits", 0), ("VolumeBinding", 0), ("VolumeZone", 0),
-    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 0), ("DefaultPreemption", 0),
-    ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1), ("DefaultBinder", 0))
+    ("SchedulingGates", 0),
+    ("PrioritySort", 0),
+    ("NodeUnschedulable", 0),
+    ("NodeName", 0),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", 0),
+    ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", 0),
+    ("NodeVolumeLimits", 0),
+    ("VolumeBinding", 0),
+    ("VolumeZone", 0),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DynamicResources", 0),
+    ("DefaultPreemption", 0),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", 0),
+)
 
 DEFAULT_RESOURCES: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
 
@@ -64,27 +115,30 @@ DEFAULT_RESOURCES: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
 @dataclass(frozen=True)
 class SpreadConstraint:
     """A PodTopologySpread default constraint (args.defaultConstraints)."""
+
     max_skew: int
     topology_key: str
     when_unsatisfiable: str
 
 
-SYSTEM_DEFAULT_CONSTRAINTS = (SpreadConstraint(3, HOSTNAME, "ScheduleAnyway"),
-                              SpreadConstraint(5, ZONE, "ScheduleAnyway"))
+SYSTEM_DEFAULT_CONSTRAINTS = (
+    SpreadConstraint(3, HOSTNAME, "ScheduleAnyway"),
+    SpreadConstraint(5, ZONE, "ScheduleAnyway"),
+)
 
 
 @dataclass
 class FitStrategy:
     type: str = "LeastAllocated"
     resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
-    shape: tuple[tuple[int, int], ...] = ()     # (utilization, score 0-10), RequestedToCapacityRatio only
+    shape: tuple[tuple[int, int], ...] = ()  # (utilization, score 0-10), RequestedToCapacityRatio only
 
 
 @dataclass
 class Profile:
     name: str
-    score_weights: dict[str, int]                      # score plugin -> weight (enabled ones only)
-    filters: frozenset[str]                            # OPTIONAL_FILTERS that are on
+    score_weights: dict[str, int]  # score plugin -> weight (enabled ones only)
+    filters: frozenset[str]  # OPTIONAL_FILTERS that are on
     fit: FitStrategy = field(default_factory=FitStrategy)
     balanced_resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
     spread_defaulting: str = "System"
@@ -105,7 +159,7 @@ class SchedulerConfig:
     profiles: dict[str, Profile]
     percentage_of_nodes_to_score: int = 0
     source: str = "builtin:default"
-    name_order: bool = False     # draopt's legacy first-fit: every node, DRA score, first by name
+    name_order: bool = False  # draopt's legacy first-fit: every node, DRA score, first by name
 
     def profile_for(self, scheduler_name: str | None) -> Profile | None:
         return self.profiles.get(scheduler_name or DEFAULT_SCHEDULER)
@@ -126,15 +180,29 @@ def builtin(name: str) -> SchedulerConfig:
     if name == "default":
         return SchedulerConfig.default()
     if name == "most-allocated":
-        return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", "profiles": [{
-            "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]},
-            "builtin:most-allocated")
+        return parse_config(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
+                        ]
+                    }
+                ],
+            },
+            "builtin:most-allocated",
+        )
     if name == "name-order":
         cfg = SchedulerConfig.default()
         cfg.name_order, cfg.source = True, "builtin:name-order"
         return cfg
-    raise InputError(f"--scheduler-config builtin:{name}: unknown built-in configuration (known: "
-                     + ", ".join(f"builtin:{b}" for b in BUILTIN) + ")")
+    raise InputError(
+        f"--scheduler-config builtin:{name}: unknown built-in configuration (known: "
+        + ", ".join(f"builtin:{b}" for b in BUILTIN)
+        + ")"
+    )
 
 
 def load_config(path: str) -> SchedulerConfig:
@@ -144,13 +212,40 @@ def load_config(path: str) -> SchedulerConfig:
     return parse_config(read_yaml_option("--scheduler-config", path), path)
 
 
-_TOP = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "healthzBindAddress",
-        "metricsBindAddress", "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore",
-        "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive",
-        "featureGates"}
+_TOP = {
+    "apiVersion",
+    "kind",
+    "parallelism",
+    "leaderElection",
+    "clientConnection",
+    "healthzBindAddress",
+    "metricsBindAddress",
+    "enableProfiling",
+    "enableContentionProfiling",
+    "percentageOfNodesToScore",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "profiles",
+    "extenders",
+    "delayCacheUntilActive",
+    "featureGates",
+}
 _PROFILE = {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
-_POINTS = {"multiPoint", "preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
-           "reserve", "permit", "preBind", "bind", "postBind"}
+_POINTS = {
+    "multiPoint",
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+}
 
 
 class _Where:
@@ -185,8 +280,11 @@ def _int(w: _Where, value: Any, path: str, lo: int | None = None, hi: int | None
     if isinstance(value, bool) or not isinstance(value, int):
         raise w.error(path, f"must be a whole number, not {value!r}")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        rng = f"between {lo} and {hi}" if lo is not None and hi is not None else \
-            (f"at least {lo}" if lo is not None else f"at most {hi}")
+        rng = (
+            f"between {lo} and {hi}"
+            if lo is not None and hi is not None
+            else (f"at least {lo}" if lo is not None else f"at most {hi}")
+        )
         raise w.error(path, f"{value} out of range: must be {rng}")
     return value
 
@@ -204,8 +302,10 @@ def _plugin_set(w: _Where, value: Any, path: str) -> tuple[list[tuple[str, int]]
         pm = _mapping(w, p, f"{path}.enabled[{i}]", {"name", "weight"})
         name = _str(w, pm.get("name"), f"{path}.enabled[{i}].name")
         if name not in IN_TREE:
-            raise w.error(f"{path}.enabled[{i}].name", f"{name!r} is not a kube-scheduler in-tree plugin "
-                                                       f"(draopt models the in-tree plugins only)")
+            raise w.error(
+                f"{path}.enabled[{i}].name",
+                f"{name!r} is not a kube-scheduler in-tree plugin (draopt models the in-tree plugins only)",
+            )
         weight = _int(w, pm.get("weight", 0), f"{path}.enabled[{i}].weight", 0)
         enabled.append((name, weight))
     disabled: list[str] = []
@@ -218,7 +318,9 @@ def _plugin_set(w: _Where, value: Any, path: str) -> tuple[list[tuple[str, int]]
     return enabled, disabled
 
 
-def _merge(default: list[tuple[str, int]], enabled: list[tuple[str, int]], disabled: list[str]) -> list[tuple[str, int]]:
+def _merge(
+    default: list[tuple[str, int]], enabled: list[tuple[str, int]], disabled: list[str]
+) -> list[tuple[str, int]]:
     """mergePluginSet: defaults minus the disabled ones (all with "*"), re-configured in place,
     then the other enabled ones appended."""
     custom = {n: (i, (n, wgt)) for i, (n, wgt) in enumerate(enabled)}
@@ -238,8 +340,9 @@ def _merge(default: list[tuple[str, int]], enabled: list[tuple[str, int]], disab
     return out
 
 
-def _expanded(multi: list[tuple[str, int]], enabled: list[tuple[str, int]], disabled: list[str],
-              capable: frozenset[str]) -> dict[str, int]:
+def _expanded(
+    multi: list[tuple[str, int]], enabled: list[tuple[str, int]], disabled: list[str], capable: frozenset[str]
+) -> dict[str, int]:
     """The plugins of one extension point after the framework expands multiPoint
     (pkg/scheduler/framework/runtime/framework.go expandMultiPointPlugins): the extension
     point's own enabled plugins, then the multiPoint ones it implements unless disabled there
@@ -264,7 +367,7 @@ def _resources(w: _Where, value: Any, path: str, *, weight_one: bool = False) ->
         if name in seen:
             raise w.error(f"{path}[{i}].name", f"{name!r} given twice")
         seen.add(name)
-        weight = _int(w, rm.get("weight", 0), f"{path}[{i}].weight") or 1   # 0 (or unset) means 1
+        weight = _int(w, rm.get("weight", 0), f"{path}[{i}].weight") or 1  # 0 (or unset) means 1
         if weight_one and weight != 1:
             raise w.error(f"{path}[{i}].weight", f"{weight}: must be 1 for NodeResourcesBalancedAllocation")
         if not 1 <= weight <= 100:
@@ -277,8 +380,9 @@ def _fit_args(w: _Where, args: Any, path: str) -> FitStrategy:
     a = _mapping(w, args, path, {"apiVersion", "kind", "ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
     for name in ("ignoredResources", "ignoredResourceGroups"):
         if a.get(name):
-            raise w.error(f"{path}.{name}", "not modelled by draopt (its node resource filter checks every "
-                                            "requested resource)")
+            raise w.error(
+                f"{path}.{name}", "not modelled by draopt (its node resource filter checks every requested resource)"
+            )
     s = a.get("scoringStrategy")
     if s is None:
         return FitStrategy()
@@ -301,8 +405,9 @@ def _fit_args(w: _Where, args: Any, path: str) -> FitStrategy:
             u = _int(w, pm.get("utilization"), f"{rp}.shape[{i}].utilization", 0, 100)
             sc = _int(w, pm.get("score"), f"{rp}.shape[{i}].score", 0, MAX_CUSTOM_PRIORITY_SCORE)
             if got and u <= got[-1][0]:
-                raise w.error(f"{rp}.shape[{i}].utilization", f"{u}: utilization values must be sorted in "
-                                                              f"increasing order")
+                raise w.error(
+                    f"{rp}.shape[{i}].utilization", f"{u}: utilization values must be sorted in increasing order"
+                )
             got.append((u, sc))
         shape = tuple(got)
     elif sm.get("requestedToCapacityRatio") is not None:
@@ -318,8 +423,21 @@ def _spread_args(w: _Where, args: Any, path: str) -> tuple[str, tuple[SpreadCons
     cons = []
     for i, c in enumerate(_list(w, a.get("defaultConstraints"), f"{path}.defaultConstraints")):
         cp = f"{path}.defaultConstraints[{i}]"
-        cm = _mapping(w, c, cp, {"maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector", "minDomains",
-                                 "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys"})
+        cm = _mapping(
+            w,
+            c,
+            cp,
+            {
+                "maxSkew",
+                "topologyKey",
+                "whenUnsatisfiable",
+                "labelSelector",
+                "minDomains",
+                "nodeAffinityPolicy",
+                "nodeTaintsPolicy",
+                "matchLabelKeys",
+            },
+        )
         if cm.get("labelSelector") is not None:
             raise w.error(f"{cp}.labelSelector", "must not be set in default constraints")
         skew = _int(w, cm.get("maxSkew"), f"{cp}.maxSkew", 1)
@@ -349,8 +467,10 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
     filters = _expanded(multi, *sets["filter"], ALWAYS_FILTERED | OPTIONAL_FILTERS)
     for i, name_off in enumerate(sets["filter"][1]):
         if name_off in ALWAYS_FILTERED or (name_off == "*"):
-            raise w.error(f"{path}.plugins.filter.disabled[{i}].name",
-                          f"{name_off}: draopt always applies the filters {', '.join(sorted(ALWAYS_FILTERED))}")
+            raise w.error(
+                f"{path}.plugins.filter.disabled[{i}].name",
+                f"{name_off}: draopt always applies the filters {', '.join(sorted(ALWAYS_FILTERED))}",
+            )
     multi_names = {n for n, _ in multi}
     for i, name_off in enumerate(sets["multiPoint"][1]):
         if name_off == "*" or name_off in ALWAYS_FILTERED:
@@ -358,9 +478,11 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
             lost = ALWAYS_FILTERED - multi_names if name_off == "*" else {name_off} - multi_names
             lost -= {n for n, _ in sets["filter"][0]}
             if lost:
-                raise w.error(f"{path}.plugins.multiPoint.disabled[{i}].name",
-                              f"{name_off}: disables the filter(s) {', '.join(sorted(lost))}, which draopt always "
-                              f"applies (enable them under plugins.filter, or disable only their score)")
+                raise w.error(
+                    f"{path}.plugins.multiPoint.disabled[{i}].name",
+                    f"{name_off}: disables the filter(s) {', '.join(sorted(lost))}, which draopt always "
+                    f"applies (enable them under plugins.filter, or disable only their score)",
+                )
     fit = FitStrategy()
     balanced = DEFAULT_RESOURCES
     defaulting, spread = "System", ()
@@ -384,8 +506,12 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
         elif pname == "PodTopologySpread":
             defaulting, spread = _spread_args(w, pm.get("args"), ap)
         elif pname == "InterPodAffinity":
-            a = _mapping(w, pm.get("args"), ap, {"apiVersion", "kind", "hardPodAffinityWeight",
-                                                 "ignorePreferredTermsOfExistingPods"})
+            a = _mapping(
+                w,
+                pm.get("args"),
+                ap,
+                {"apiVersion", "kind", "hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"},
+            )
             hard_weight = _int(w, a.get("hardPodAffinityWeight", 1), f"{ap}.hardPodAffinityWeight", 0, 100)
             ignore = a.get("ignorePreferredTermsOfExistingPods", False)
             if not isinstance(ignore, bool):
@@ -397,24 +523,36 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
                 raise w.error(f"{ap}.addedAffinity", "not modelled by draopt")
         elif pname == "DefaultPreemption":
             # DefaultPreemptionArgs and ValidateDefaultPreemptionArgs (pkg/scheduler/apis/config/validation)
-            a = _mapping(w, pm.get("args"), ap, {"apiVersion", "kind", "minCandidateNodesPercentage",
-                                                 "minCandidateNodesAbsolute"})
+            a = _mapping(
+                w,
+                pm.get("args"),
+                ap,
+                {"apiVersion", "kind", "minCandidateNodesPercentage", "minCandidateNodesAbsolute"},
+            )
             share = _int(w, a.get("minCandidateNodesPercentage", 10), f"{ap}.minCandidateNodesPercentage", 0, 100)
             absolute = _int(w, a.get("minCandidateNodesAbsolute", 100), f"{ap}.minCandidateNodesAbsolute", 0)
             if share == 0 and absolute == 0:
                 raise w.error(ap, "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero")
             preemption_candidates = (share, absolute)
         elif pname in ("VolumeBinding", "NodeVolumeLimits", "DynamicResources"):
-            pass        # volumes, DRA timeouts: no effect on the node choice draopt models
+            pass  # volumes, DRA timeouts: no effect on the node choice draopt models
         elif pname not in IN_TREE:
             raise w.error(f"{cp}.name", f"{pname!r} is not a kube-scheduler in-tree plugin")
         elif pm.get("args"):
             raise w.error(f"{ap}", f"arguments of {pname} are not modelled by draopt")
-    return Profile(name=name, score_weights=score, filters=frozenset(f for f in filters if f in OPTIONAL_FILTERS),
-                   fit=fit, balanced_resources=balanced, spread_defaulting=defaulting,
-                   spread_default_constraints=spread, hard_pod_affinity_weight=hard_weight,
-                   ignore_preferred_terms_of_existing_pods=ignore_existing_preferred,
-                   percentage_of_nodes_to_score=pct, preemption_candidates=preemption_candidates)
+    return Profile(
+        name=name,
+        score_weights=score,
+        filters=frozenset(f for f in filters if f in OPTIONAL_FILTERS),
+        fit=fit,
+        balanced_resources=balanced,
+        spread_defaulting=defaulting,
+        spread_default_constraints=spread,
+        hard_pod_affinity_weight=hard_weight,
+        ignore_preferred_terms_of_existing_pods=ignore_existing_preferred,
+        percentage_of_nodes_to_score=pct,
+        preemption_candidates=preemption_candidates,
+    )
 
 
 def parse_config(doc: Any, source: str) -> SchedulerConfig:

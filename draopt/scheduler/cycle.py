@@ -16,6 +16,7 @@ Sources (kubernetes/kubernetes, pkg/scheduler/schedule_one.go, commit
 Nodes are in name order (the real scheduler's node tree interleaves zones); filters are run one
 node after the other (the real scheduler runs 16 in parallel and may check a few more nodes).
 """
+
 from __future__ import annotations
 
 import operator
@@ -39,7 +40,7 @@ MIN_FEASIBLE_PERCENTAGE = 5
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
 TIE_BREAKS = ("random", "name")
-MAX_KINDS = 1024        # kinds of pods whose per-node answers are kept (a few hundred bytes per node each)
+MAX_KINDS = 1024  # kinds of pods whose per-node answers are kept (a few hundred bytes per node each)
 _NATIVE = ("cpu", "memory", "ephemeral-storage", "pods")
 
 
@@ -77,8 +78,11 @@ def is_scalar(resource: str) -> bool:
     if "/" not in resource:
         return False
     domain = resource.split("/", 1)[0]
-    return True if not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) else \
-        resource.startswith("kubernetes.io/")
+    return (
+        True
+        if not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+        else resource.startswith("kubernetes.io/")
+    )
 
 
 def nonzero_requests(pod) -> tuple[int, int]:
@@ -91,6 +95,7 @@ def nonzero_requests(pod) -> tuple[int, int]:
         cpu = units("cpu", q(r["cpu"])) if "cpu" in r else DEFAULT_MILLI_CPU
         mem = units("memory", q(r["memory"])) if "memory" in r else DEFAULT_MEMORY
         return cpu, mem
+
     cpu = mem = 0
     side_cpu = side_mem = 0
     init_cpu = init_mem = 0
@@ -143,15 +148,16 @@ class Scheduler:
         for prof in config.profiles.values():
             tracked.update(r for r, _ in prof.fit.resources)
             tracked.update(r for r, _ in prof.balanced_resources)
-        self.alloc = {r: np.array([units(r, nd.allocatable.get(r, 0)) for nd in self.nodes], dtype=np.int64)
-                      for r in tracked}
+        self.alloc = {
+            r: np.array([units(r, nd.allocatable.get(r, 0)) for nd in self.nodes], dtype=np.int64) for r in tracked
+        }
         self.used = {r: np.array([units(r, nd.used.get(r, 0)) for nd in self.nodes], dtype=np.int64) for r in tracked}
         self.nz_cpu = self.used["cpu"].copy()
         self.nz_mem = self.used["memory"].copy()
         self.pods_on: list[list[PodInfo]] = [[] for _ in range(n)]
         # existing pods' affinity terms: (kind, weight, term key) -> (term, node index -> pods)
         self.affinity_groups: dict[tuple, tuple[Any, Counter]] = {}
-        self._n_anti = 0          # required anti-affinity terms of the pods on the nodes
+        self._n_anti = 0  # required anti-affinity terms of the pods on the nodes
         self._count_cache: dict[Any, tuple[Any, np.ndarray]] = {}
         self._domain_cache: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._eligible_cache: dict[tuple, np.ndarray] = {}
@@ -165,14 +171,18 @@ class Scheduler:
             self._add_pod(self.info(d), idx)
         self.prefer_taints = [[t for t in nd.node.spec.taints if t.effect == "PreferNoSchedule"] for nd in self.nodes]
         from draopt.kube.workload import device_class_mapping
-        self.ext_classes = device_class_mapping(cluster.objects.device_classes) \
-            if cluster.features.extended_resource else {}
+
+        self.ext_classes = (
+            device_class_mapping(cluster.objects.device_classes) if cluster.features.extended_resource else {}
+        )
         self._class_devices: dict[tuple[str, int], list] = {}
         self.any_prefer_taints = any(self.prefer_taints)
-        self.epoch = 0                     # placements and releases so far
+        self.epoch = 0  # placements and releases so far
         self.fail_memo: dict[Any, tuple[int, Counter]] = {}
-        self.kinds: dict[Any, tuple] = {}       # kind -> (version seen, feasible, DRA score, reason) per node
-        self.fit_cache: dict[Any, dict[int, tuple[int, int, str | None]]] = {}   # kind -> node -> (version, DRA score, reason)
+        self.kinds: dict[Any, tuple] = {}  # kind -> (version seen, feasible, DRA score, reason) per node
+        self.fit_cache: dict[
+            Any, dict[int, tuple[int, int, str | None]]
+        ] = {}  # kind -> node -> (version, DRA score, reason)
 
     # ------------------------------------------------------------------ pods
     def _index(self, name: str | None) -> int | None:
@@ -198,9 +208,12 @@ class Scheduler:
             self.pods_on[idx].remove(info)
         self._n_anti += sign * len(info.required_anti)
         # existing pods' terms, grouped by term: each distinct term is matched once per cycle
-        for kind, weight, terms in (("anti", 0, [(0, t) for t in info.required_anti]),
-                                    ("req", 0, [(0, t) for t in info.required_affinity]),
-                                    ("pref", 1, info.preferred_affinity), ("pref", -1, info.preferred_anti)):
+        for kind, weight, terms in (
+            ("anti", 0, [(0, t) for t in info.required_anti]),
+            ("req", 0, [(0, t) for t in info.required_affinity]),
+            ("pref", 1, info.preferred_affinity),
+            ("pref", -1, info.preferred_anti),
+        ):
             for w, t in terms:
                 gkey = (kind, weight * w, t.key)
                 group = self.affinity_groups.get(gkey)
@@ -222,9 +235,12 @@ class Scheduler:
             if v:
                 arr[idx] += sign * units(r, v)
         nzc, nzm = self.nonzero(demand)
-        self.nz_cpu[idx] += sign * (nzc + units("cpu", taken.get("cpu", 0)) - units("cpu", demand.resources.get("cpu", 0)))
-        self.nz_mem[idx] += sign * (nzm + units("memory", taken.get("memory", 0))
-                                    - units("memory", demand.resources.get("memory", 0)))
+        self.nz_cpu[idx] += sign * (
+            nzc + units("cpu", taken.get("cpu", 0)) - units("cpu", demand.resources.get("cpu", 0))
+        )
+        self.nz_mem[idx] += sign * (
+            nzm + units("memory", taken.get("memory", 0)) - units("memory", demand.resources.get("memory", 0))
+        )
         self._add_pod(self.info(demand), idx, sign)
 
     # ------------------------------------------------------------------ the cycle
@@ -233,8 +249,10 @@ class Scheduler:
 
     def no_profile_reason(self, demand) -> str:
         name = self.info(demand).scheduler_name
-        return (f"no scheduler profile {name!r} (spec.schedulerName) in {self.config.source} "
-                f"(profiles: {', '.join(sorted(self.config.profiles))})")
+        return (
+            f"no scheduler profile {name!r} (spec.schedulerName) in {self.config.source} "
+            f"(profiles: {', '.join(sorted(self.config.profiles))})"
+        )
 
     def select(self, demand, try_fn, pl, sig, first_open: dict, skipped_reasons: dict, generic, specific):
         """Filter and score for `demand`; returns (node, fit) or None (reasons in pl.reasons).
@@ -257,7 +275,7 @@ class Scheduler:
             sig = self._node_level_kind(demand, sig)
         keys = [u.key for u in demand.claims]
         frontier = first_open.get(sig, 0) if sig is not None else 0
-        skipped_before = Counter(skipped_reasons.get(sig) or ()) if frontier else Counter()   # generic
+        skipped_before = Counter(skipped_reasons.get(sig) or ()) if frontier else Counter()  # generic
         kcache = self.fit_cache.setdefault(sig, {}) if sig is not None else None
         start = self.next_start
         memo_key = (sig, prof.name) if sig is not None and hard is None else None
@@ -270,10 +288,12 @@ class Scheduler:
                 return None
         if sig is not None and hard is None:
             feasible, dra, fits, rejected, processed = self._scan(
-                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic)
+                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic
+            )
         else:
             feasible, dra, fits, rejected, processed = self._scan_slow(
-                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, hard, kcache)
+                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, hard, kcache
+            )
         self.next_start = (start + processed) % n
         if not len(feasible):
             rejected.update(skipped_before)
@@ -284,15 +304,18 @@ class Scheduler:
         if len(feasible) == 1:
             chosen = int(feasible[0])
         else:
-            total = self.score(demand, info, prof, np.asarray(feasible, dtype=np.int64),
-                               np.asarray(dra, dtype=np.int64))
+            total = self.score(
+                demand, info, prof, np.asarray(feasible, dtype=np.int64), np.asarray(dra, dtype=np.int64)
+            )
             chosen = self._pick(feasible, total)
         fit = fits.get(chosen)
         if fit is None:
             reason, fit = try_fn(nodes[chosen])
             if reason is not None:
-                raise RuntimeError(f"internal: node {nodes[chosen].name} passed for {demand.key} from the cache "
-                                   f"but fails now: {reason}")
+                raise RuntimeError(
+                    f"internal: node {nodes[chosen].name} passed for {demand.key} from the cache "
+                    f"but fails now: {reason}"
+                )
         return nodes[chosen], fit
 
     def select_within(self, demand, indexes: list[int], try_fn, pl):
@@ -327,9 +350,14 @@ class Scheduler:
                 break
         if not feasible:
             return None
-        chosen = feasible[0] if len(feasible) == 1 else self._pick(
-            feasible, self.score(demand, info, prof, np.asarray(feasible, dtype=np.int64),
-                                 np.asarray(dra, dtype=np.int64)))
+        chosen = (
+            feasible[0]
+            if len(feasible) == 1
+            else self._pick(
+                feasible,
+                self.score(demand, info, prof, np.asarray(feasible, dtype=np.int64), np.asarray(dra, dtype=np.int64)),
+            )
+        )
         return self.nodes[chosen], fits[chosen]
 
     def _node_level_kind(self, demand, sig):
@@ -339,15 +367,16 @@ class Scheduler:
         got = self._kinds_of.get(demand.key)
         if got is None:
             import json
+
             spec = demand.pod.spec
             na = spec.affinity.node_affinity if spec.affinity is not None else None
-            text = json.dumps([na.to_k8s() if na is not None else None, [t.to_k8s() for t in spec.tolerations]],
-                              sort_keys=True)
+            text = json.dumps(
+                [na.to_k8s() if na is not None else None, [t.to_k8s() for t in spec.tolerations]], sort_keys=True
+            )
             got = self._kinds_of[demand.key] = sig[:-1] + ("node-level " + text,)
         return got
 
-    def _scan(self, sig, start: int, frontier: int, to_find: int, try_fn, keys, first_open, skipped_reasons,
-              generic):
+    def _scan(self, sig, start: int, frontier: int, to_find: int, try_fn, keys, first_open, skipped_reasons, generic):
         """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
         was filtered there keep their answer; the others, in search order, are filtered until
         enough feasible nodes lie before them. Returns (feasible node indexes in search order,
@@ -357,13 +386,17 @@ class Scheduler:
         kc = self.kinds.get(sig)
         if kc is None:
             if len(self.kinds) >= MAX_KINDS:
-                del self.kinds[next(iter(self.kinds))]      # memory bound: forget the oldest kind
-            kc = self.kinds[sig] = (np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool),
-                                    np.zeros(n, dtype=np.int64), [None] * n)
+                del self.kinds[next(iter(self.kinds))]  # memory bound: forget the oldest kind
+            kc = self.kinds[sig] = (
+                np.full(n, -1, dtype=np.int64),
+                np.zeros(n, dtype=bool),
+                np.zeros(n, dtype=np.int64),
+                [None] * n,
+            )
         ver, feas, dscore, reasons = kc
         versions = np.fromiter(map(_VERSION, nodes), dtype=np.int64, count=n)
         order = self._order(start)
-        valid = order >= frontier                   # below the frontier: known to reject this kind
+        valid = order >= frontier  # below the frontier: known to reject this kind
         fresh = ver[order] == versions[order]
         stale = np.flatnonzero(valid & ~fresh)
         fits: dict[int, Any] = {}
@@ -406,11 +439,23 @@ class Scheduler:
         """Node indexes in search order from `start`."""
         n = len(self.nodes)
         order = np.arange(start, start + n, dtype=np.int64)
-        order[n - start:] -= n
+        order[n - start :] -= n
         return order
 
-    def _scan_slow(self, sig, start: int, frontier: int, to_find: int, try_fn, keys, first_open, skipped_reasons,
-                   generic, hard, kcache):
+    def _scan_slow(
+        self,
+        sig,
+        start: int,
+        frontier: int,
+        to_find: int,
+        try_fn,
+        keys,
+        first_open,
+        skipped_reasons,
+        generic,
+        hard,
+        kcache,
+    ):
         """The filter loop node by node (pods with inter-pod affinity or topology spread filters,
         or using claims already allocated)."""
         nodes = self.nodes
@@ -418,7 +463,7 @@ class Scheduler:
         feasible: list[int] = []
         dra: list[int] = []
         fits: dict[int, Any] = {}
-        rejected: Counter = Counter()          # generic reasons (claim keys as positions)
+        rejected: Counter = Counter()  # generic reasons (claim keys as positions)
         processed = 0
         for i in range(n):
             idx = start + i
@@ -426,7 +471,7 @@ class Scheduler:
                 idx -= n
             processed += 1
             if idx < frontier:
-                continue                      # rejects this kind of pod (nodes only filled up since)
+                continue  # rejects this kind of pod (nodes only filled up since)
             node = nodes[idx]
             if hard is not None:
                 reason = hard(idx)
@@ -481,8 +526,11 @@ class Scheduler:
     def _hard_filters(self, demand, info: PodInfo, prof: Profile):
         checks = []
         if "PodTopologySpread" in prof.filters:
-            rules = [r for r in info.spread if r.when_unsatisfiable == "DoNotSchedule"] if info.spread else \
-                self.default_rules(info, prof, "DoNotSchedule")
+            rules = (
+                [r for r in info.spread if r.when_unsatisfiable == "DoNotSchedule"]
+                if info.spread
+                else self.default_rules(info, prof, "DoNotSchedule")
+            )
             if rules:
                 checks.append(self._spread_filter(demand, info, rules))
         if "InterPodAffinity" in prof.filters and (info.required_affinity or info.required_anti or self._n_anti):
@@ -500,6 +548,7 @@ class Scheduler:
                 if r is not None:
                     return r
             return None
+
         return both
 
     def default_rules(self, info: PodInfo, prof: Profile, when: str) -> list[SpreadRule]:
@@ -512,8 +561,9 @@ class Scheduler:
         for c in prof.default_spread_constraints:
             if c.when_unsatisfiable != when:
                 continue
-            rules.append(SpreadRule(c.max_skew, c.topology_key, c.when_unsatisfiable,
-                                    _OwnerMatch(owner), 1, True, False))
+            rules.append(
+                SpreadRule(c.max_skew, c.topology_key, c.when_unsatisfiable, _OwnerMatch(owner), 1, True, False)
+            )
         return rules
 
     # ------------------------------------------------------------------ pods per node, by selector
@@ -549,8 +599,9 @@ class Scheduler:
         got = self._domain_cache.get(key)
         if got is None:
             values: dict[str, int] = {}
-            ids = np.array([values.setdefault(lab[key], len(values)) if key in lab else -1 for lab in self.labels],
-                           dtype=np.int64)
+            ids = np.array(
+                [values.setdefault(lab[key], len(values)) if key in lab else -1 for lab in self.labels], dtype=np.int64
+            )
             got = self._domain_cache[key] = (ids, list(values))
         return got
 
@@ -564,21 +615,31 @@ class Scheduler:
         """matchNodeInclusionPolicies over all nodes (None: every node): node affinity/selector
         (Honor by default, only when the pod selects nodes), taints (Ignore by default)."""
         spec = demand.pod.spec
-        affinity = rule.honor_node_affinity and bool(demand.node_selector or (
-            spec.affinity is not None and spec.affinity.node_affinity is not None))
+        affinity = rule.honor_node_affinity and bool(
+            demand.node_selector or (spec.affinity is not None and spec.affinity.node_affinity is not None)
+        )
         if not affinity and not rule.honor_taints:
             return None
         key = (demand.key, affinity, rule.honor_taints)
         got = self._eligible_cache.get(key)
         if got is None:
             cl = self.cluster
-            required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution \
-                if spec.affinity is not None and spec.affinity.node_affinity is not None else None
+            required = (
+                spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+                if spec.affinity is not None and spec.affinity.node_affinity is not None
+                else None
+            )
             out = np.ones(len(self.nodes), dtype=bool)
             for i, node in enumerate(self.nodes):
-                if affinity and not cl.node_matches(node, demand.node_selector, required) or rule.honor_taints and any(t.effect in ("NoSchedule", "NoExecute") and
-                                               not any(tolerates(x, t) for x in spec.tolerations)
-                                               for t in node.node.spec.taints):
+                if (
+                    affinity
+                    and not cl.node_matches(node, demand.node_selector, required)
+                    or rule.honor_taints
+                    and any(
+                        t.effect in ("NoSchedule", "NoExecute") and not any(tolerates(x, t) for x in spec.tolerations)
+                        for t in node.node.spec.taints
+                    )
+                ):
                     out[i] = False
             if len(self._eligible_cache) >= MAX_KINDS:
                 self._eligible_cache.clear()
@@ -619,6 +680,7 @@ class Scheduler:
                 if sums[ci][d] + selfs[ci] - mins[ci] > r.max_skew:
                     return "node(s) didn't match pod topology spread constraints"
             return None
+
         return check
 
     def _affinity_filter(self, info: PodInfo):
@@ -634,8 +696,9 @@ class Scheduler:
                 both = self.term_counts(info.required_affinity[0])
             else:
                 terms = info.required_affinity
-                both = self._counts(("all", tuple(t.pods_key for t in terms)),
-                                    lambda p: all(t.matches(p, ns) for t in terms))
+                both = self._counts(
+                    ("all", tuple(t.pods_key for t in terms)), lambda p: all(t.matches(p, ns) for t in terms)
+                )
             aff_sums = [self.domain_sums(t.topology_key, both) for t in info.required_affinity]
             any_aff = any(x.any() for x in aff_sums)
         anti_sums = [self.domain_sums(t.topology_key, self.term_counts(t)) for t in info.required_anti]
@@ -670,10 +733,11 @@ class Scheduler:
                     return "node(s) didn't match pod anti-affinity rules"
             if existing:
                 labels = self.labels[idx]
-                for (k, v) in existing:
+                for k, v in existing:
                     if labels.get(k) == v:
                         return "node(s) didn't satisfy existing pods anti-affinity rules"
             return None
+
         return check
 
     # ------------------------------------------------------------------ scores
@@ -717,7 +781,7 @@ class Scheduler:
             else:
                 node_req = self.used[r][fe]
             if r not in _NATIVE[:3] and (not is_scalar(r) or pod_req == 0):
-                alloc = np.zeros(len(fe), dtype=np.int64)      # not scored: (0, 0)
+                alloc = np.zeros(len(fe), dtype=np.int64)  # not scored: (0, 0)
             else:
                 alloc = self.alloc[r][fe]
                 if r in self.ext_classes and not alloc.all():
@@ -749,13 +813,26 @@ class Scheduler:
         if got is None:
             from draopt.kube.models import ResourceClaim
             from draopt.dra.problem import prepare
+
             cl = self.cluster
             inv = cl.inventory(self.nodes[idx])
-            probe = ResourceClaim.model_validate({
-                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                "metadata": {"name": "draopt-class-probe", "namespace": "default"},
-                "spec": {"devices": {"requests": [{"name": "r", "exactly": {
-                    "deviceClassName": cls, "allocationMode": "ExactCount", "count": 1}}]}}})
+            probe = ResourceClaim.model_validate(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": "draopt-class-probe", "namespace": "default"},
+                    "spec": {
+                        "devices": {
+                            "requests": [
+                                {
+                                    "name": "r",
+                                    "exactly": {"deviceClassName": cls, "allocationMode": "ExactCount", "count": 1},
+                                }
+                            ]
+                        }
+                    },
+                }
+            )
             problem = prepare([probe], inv, cl.classes, cl.features, cl.cel_env, cl.expr_cache)
             req = problem.claims[0].requests[0].alternatives[0]
             got = self._class_devices[key] = [e.id for e in inv.devices if problem.selectable(req, e)]
@@ -769,5 +846,5 @@ class _OwnerMatch:
         self.owner = owner
         self.key = ("owner",) + tuple(owner)
 
-    def __call__(self, labels: dict[str, str]) -> bool:     # pragma: no cover - matched by owner instead
+    def __call__(self, labels: dict[str, str]) -> bool:  # pragma: no cover - matched by owner instead
         raise TypeError("owner selectors match by owner")

@@ -12,6 +12,7 @@ Rules (kubernetes/kubernetes):
   (matchLabelKeys merged into the selector; nodeAffinityPolicy default Honor, nodeTaintsPolicy
   default Ignore; minDomains default 1).
 """
+
 from __future__ import annotations
 
 import functools
@@ -38,8 +39,8 @@ def _everything(labels: dict[str, str]) -> bool:
 
 # Every matcher carries `key`: equal keys select the same pods (selectors written alike by
 # different pods share the scheduler's per-node counts).
-_nothing.key = ("nothing",)            # type: ignore[attr-defined]
-_everything.key = ("everything",)      # type: ignore[attr-defined]
+_nothing.key = ("nothing",)  # type: ignore[attr-defined]
+_everything.key = ("everything",)  # type: ignore[attr-defined]
 
 
 def label_selector(sel: Any, where: str, extra: list[tuple[str, str, list[str]]] = ()) -> Matcher:
@@ -63,8 +64,9 @@ def label_selector(sel: Any, where: str, extra: list[tuple[str, str, list[str]]]
             if values:
                 raise InputError(f"{where}.matchExpressions[{i}].values: must be empty for operator {op}")
         else:
-            raise InputError(f"{where}.matchExpressions[{i}].operator: {op!r}: must be In, NotIn, Exists or "
-                             f"DoesNotExist")
+            raise InputError(
+                f"{where}.matchExpressions[{i}].operator: {op!r}: must be In, NotIn, Exists or DoesNotExist"
+            )
         reqs.append((str(e["key"]), op, values))
     reqs += [(k, op, frozenset(v)) for k, op, v in extra]
     if not reqs:
@@ -82,10 +84,11 @@ def label_selector(sel: Any, where: str, extra: list[tuple[str, str, list[str]]]
             elif op == "Exists":
                 if v is None:
                     return False
-            elif v is not None:      # DoesNotExist
+            elif v is not None:  # DoesNotExist
                 return False
         return True
-    match.key = tuple(sorted((k, op, tuple(sorted(v))) for k, op, v in reqs))    # type: ignore[attr-defined]
+
+    match.key = tuple(sorted((k, op, tuple(sorted(v))) for k, op, v in reqs))  # type: ignore[attr-defined]
     return match
 
 
@@ -93,8 +96,8 @@ def label_selector(sel: Any, where: str, extra: list[tuple[str, str, list[str]]]
 class AffinityTerm:
     topology_key: str
     selector: Matcher
-    namespaces: frozenset[str] | None        # None: every namespace
-    namespace_selector: Matcher | None       # namespaces whose labels match (with `namespaces`)
+    namespaces: frozenset[str] | None  # None: every namespace
+    namespace_selector: Matcher | None  # namespaces whose labels match (with `namespaces`)
 
     def matches_namespace(self, ns: str, ns_labels: dict[str, dict[str, str]]) -> bool:
         if self.namespaces is None:
@@ -109,8 +112,12 @@ class AffinityTerm:
     @property
     def pods_key(self) -> tuple:
         """Equal for terms that select the same pods (whatever their topology key)."""
-        return ("term", self.selector.key, None if self.namespaces is None else tuple(sorted(self.namespaces)),
-                None if self.namespace_selector is None else self.namespace_selector.key)
+        return (
+            "term",
+            self.selector.key,
+            None if self.namespaces is None else tuple(sorted(self.namespaces)),
+            None if self.namespace_selector is None else self.namespace_selector.key,
+        )
 
     @property
     def key(self) -> tuple:
@@ -134,14 +141,14 @@ class PodInfo:
     namespace: str
     labels: dict[str, str]
     scheduler_name: str
-    owner: tuple[str, str] | None = None              # (kind, name) of a spreading controller
+    owner: tuple[str, str] | None = None  # (kind, name) of a spreading controller
     required_affinity: list[AffinityTerm] = field(default_factory=list)
     required_anti: list[AffinityTerm] = field(default_factory=list)
     preferred_affinity: list[tuple[int, AffinityTerm]] = field(default_factory=list)
     preferred_anti: list[tuple[int, AffinityTerm]] = field(default_factory=list)
     spread: list[SpreadRule] = field(default_factory=list)
     preferred_node_terms: list[tuple[int, NodeSelector]] = field(default_factory=list)
-    prefer_tolerations: list[Toleration] = field(default_factory=list)   # effect PreferNoSchedule or empty
+    prefer_tolerations: list[Toleration] = field(default_factory=list)  # effect PreferNoSchedule or empty
 
     @property
     def has_pod_affinity(self) -> bool:
@@ -184,19 +191,19 @@ def _term(raw: Any, pod, where: str) -> AffinityTerm:
     extra = [(k, "In", [labels[k]]) for k in raw.get("matchLabelKeys") or [] if k in labels]
     extra += [(k, "NotIn", [labels[k]]) for k in raw.get("mismatchLabelKeys") or [] if k in labels]
     sel = raw.get("labelSelector")
-    selector = label_selector(sel, f"{pod.ref}: field {where}.labelSelector", extra) if sel is not None or extra \
-        else _nothing
+    selector = (
+        label_selector(sel, f"{pod.ref}: field {where}.labelSelector", extra) if sel is not None or extra else _nothing
+    )
     names = raw.get("namespaces") or []
     ns_sel = raw.get("namespaceSelector")
     if not names and ns_sel is None:
         namespaces: frozenset[str] | None = frozenset([pod.namespace])
         ns_match = None
     elif ns_sel is not None and not (ns_sel.get("matchLabels") or ns_sel.get("matchExpressions")):
-        namespaces, ns_match = None, None                     # empty namespaceSelector: all namespaces
+        namespaces, ns_match = None, None  # empty namespaceSelector: all namespaces
     else:
         namespaces = frozenset(str(n) for n in names)
-        ns_match = label_selector(ns_sel, f"{pod.ref}: field {where}.namespaceSelector") if ns_sel is not None \
-            else None
+        ns_match = label_selector(ns_sel, f"{pod.ref}: field {where}.namespaceSelector") if ns_sel is not None else None
     return AffinityTerm(key, selector, namespaces, ns_match)
 
 
@@ -220,8 +227,9 @@ def _spread(raw: Any, pod, where: str) -> SpreadRule:
         raise InputError(f"{pod.ref}: field {where}.topologyKey: required")
     when = raw.get("whenUnsatisfiable")
     if when not in ("DoNotSchedule", "ScheduleAnyway"):
-        raise InputError(f"{pod.ref}: field {where}.whenUnsatisfiable: {when!r}: must be DoNotSchedule or "
-                         f"ScheduleAnyway")
+        raise InputError(
+            f"{pod.ref}: field {where}.whenUnsatisfiable: {when!r}: must be DoNotSchedule or ScheduleAnyway"
+        )
     md = raw.get("minDomains", 1)
     if md is None:
         md = 1
@@ -231,8 +239,11 @@ def _spread(raw: Any, pod, where: str) -> SpreadRule:
         raise InputError(f"{pod.ref}: field {where}.minDomains: only with whenUnsatisfiable DoNotSchedule")
     labels = pod.metadata.labels or {}
     extra = [(k, "In", [labels[k]]) for k in raw.get("matchLabelKeys") or [] if k in labels]
-    selector = label_selector(raw.get("labelSelector"), f"{pod.ref}: field {where}.labelSelector", extra) \
-        if raw.get("labelSelector") is not None else _nothing
+    selector = (
+        label_selector(raw.get("labelSelector"), f"{pod.ref}: field {where}.labelSelector", extra)
+        if raw.get("labelSelector") is not None
+        else _nothing
+    )
     na = raw.get("nodeAffinityPolicy") or "Honor"
     nt = raw.get("nodeTaintsPolicy") or "Ignore"
     for name, v in (("nodeAffinityPolicy", na), ("nodeTaintsPolicy", nt)):
@@ -252,8 +263,10 @@ def pod_info(pod) -> PodInfo:
             break
     info = PodInfo(pod_key(pod), pod.namespace, dict(pod.metadata.labels or {}), str(name), owner)
     aff = spec.affinity
-    for part, req_list, pref_list in (("podAffinity", info.required_affinity, info.preferred_affinity),
-                                      ("podAntiAffinity", info.required_anti, info.preferred_anti)):
+    for part, req_list, pref_list in (
+        ("podAffinity", info.required_affinity, info.preferred_affinity),
+        ("podAntiAffinity", info.required_anti, info.preferred_anti),
+    ):
         raw = _extra(aff, part)
         if raw is None:
             continue

@@ -15,6 +15,7 @@ count as free in the dry run when no remaining pod uses them (kube-scheduler 1.3
 DynamicResources has no PreFilterExtensions and would not see them freed: KEP-5710 "In place victim
 reprieval"); the preemptor is placed on the nominated node right away (its next cycle).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -22,14 +23,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from draopt.cluster.evictions import (NEVER, Eviction, RunningPods, disrupts_whole_group, group_preemption_policy,
-                                      preemption_policy, start_time)
+from draopt.cluster.evictions import (
+    NEVER,
+    Eviction,
+    RunningPods,
+    disrupts_whole_group,
+    group_preemption_policy,
+    preemption_policy,
+    start_time,
+)
 from draopt.cluster.firstfit import try_node
 
 # pkg/scheduler/apis/config/v1/defaults.go SetDefaults_DefaultPreemptionArgs
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
-_SHIFT = 2 ** 31          # pickOneNodeForPreemption: priority + MaxInt32 + 1 keeps every term positive
+_SHIFT = 2**31  # pickOneNodeForPreemption: priority + MaxInt32 + 1 keeps every term positive
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -39,29 +47,36 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 class Victim:
     """One unit preemption evicts: a pod, or a PodGroup with disruptionMode all (its running pods on
     every node) - preemption.DomainVictim."""
+
     key: str
     pods: list[Any]
     priority: int
-    is_group: bool            # IsPodGroup(): the (first) pod belongs to a PodGroup
+    is_group: bool  # IsPodGroup(): the (first) pod belongs to a PodGroup
     earliest_start: datetime
 
     def importance(self) -> tuple:
         """MoreImportantVictim, most important first: higher priority; a PodGroup before a single pod;
         two pods: the earlier started; two groups: more pods, then the earlier started."""
-        return (-self.priority, 0 if self.is_group else 1, -len(self.pods) if self.is_group else 0,
-                self.earliest_start, self.key)
+        return (
+            -self.priority,
+            0 if self.is_group else 1,
+            -len(self.pods) if self.is_group else 0,
+            self.earliest_start,
+            self.key,
+        )
 
 
 @dataclass
 class Candidate:
     node: Any
     victims: list[Victim]
-    pods: list[Any] = field(default_factory=list)      # the victims' pods, highest priority first
+    pods: list[Any] = field(default_factory=list)  # the victims' pods, highest priority first
     priorities: list[int] = field(default_factory=list)
 
 
-def num_candidates(num_nodes: int, percentage: int = MIN_CANDIDATE_NODES_PERCENTAGE,
-                   absolute: int = MIN_CANDIDATE_NODES_ABSOLUTE) -> int:
+def num_candidates(
+    num_nodes: int, percentage: int = MIN_CANDIDATE_NODES_PERCENTAGE, absolute: int = MIN_CANDIDATE_NODES_ABSOLUTE
+) -> int:
     """calculateNumCandidates: a share of the nodes, at least `absolute`, at most all of them."""
     n = num_nodes * percentage // 100
     return min(max(n, absolute), num_nodes)
@@ -74,10 +89,12 @@ def pick_one_node(candidates: list[Candidate]) -> Candidate | None:
     if not candidates:
         return None
     best = candidates
-    for score in (lambda c: -max(c.priorities),
-                  lambda c: -sum(p + _SHIFT for p in c.priorities),
-                  lambda c: -len(c.pods),
-                  lambda c: _earliest_of_highest(c).timestamp()):
+    for score in (
+        lambda c: -max(c.priorities),
+        lambda c: -sum(p + _SHIFT for p in c.priorities),
+        lambda c: -len(c.pods),
+        lambda c: _earliest_of_highest(c).timestamp(),
+    ):
         top = max(score(c) for c in best)
         best = [c for c in best if score(c) == top]
         if len(best) == 1:
@@ -94,8 +111,7 @@ def _earliest_of_highest(c: Candidate) -> datetime:
 class Preemption:
     """What first-fit's simulate() takes as `preemption`: one run per simulation."""
 
-    def __init__(self, percentage: int = MIN_CANDIDATE_NODES_PERCENTAGE,
-                 absolute: int = MIN_CANDIDATE_NODES_ABSOLUTE):
+    def __init__(self, percentage: int = MIN_CANDIDATE_NODES_PERCENTAGE, absolute: int = MIN_CANDIDATE_NODES_ABSOLUTE):
         self.percentage = percentage
         self.absolute = absolute
 
@@ -123,6 +139,7 @@ class PreemptionRun:
 
         def placed_user(key: str) -> bool:
             return any(by_pod.get(k) is not None and by_pod[k].placed for k in pending_users.get(key, ()))
+
         self.running = RunningPods(cluster, workload, book, scheduler, placed_user, changed)
         self.last_of_group: dict[str, str] = {}
         for p in workload.pending:
@@ -183,7 +200,7 @@ class PreemptionRun:
             prof = self.scheduler.profile(pod)
             if prof is None:
                 return False
-            hard = self.scheduler._hard_filters(pod, self.scheduler.info(pod), prof)   # the cycle's own checks
+            hard = self.scheduler._hard_filters(pod, self.scheduler.info(pod), prof)  # the cycle's own checks
             if hard is not None and hard(node.index) is not None:
                 return False
         return True
@@ -217,14 +234,28 @@ class PreemptionRun:
             return
         pl = self.by_pod[pod.key]
         if pl.placed or self.lowest is None or self.lowest >= pod.priority:
-            return           # nothing of lower priority runs anywhere: the scheduler's message alone
+            return  # nothing of lower priority runs anywhere: the scheduler's message alone
         self.preempt_pod(pod, pl)
 
     def _kind(self, pods) -> tuple:
-        return tuple(sorted({(tuple(self.book.signature(u.key) if self.book.allocation(u.key) is None else u.key
-                                    for u in p.claims), tuple(sorted(p.resources.items())),
-                              tuple(sorted(p.node_selector.items())), repr(p.pod.spec.affinity),
-                              repr(p.pod.spec.tolerations)) for p in pods}, key=repr))
+        return tuple(
+            sorted(
+                {
+                    (
+                        tuple(
+                            self.book.signature(u.key) if self.book.allocation(u.key) is None else u.key
+                            for u in p.claims
+                        ),
+                        tuple(sorted(p.resources.items())),
+                        tuple(sorted(p.node_selector.items())),
+                        repr(p.pod.spec.affinity),
+                        repr(p.pod.spec.tolerations),
+                    )
+                    for p in pods
+                },
+                key=repr,
+            )
+        )
 
     def _failed_before(self, kind: tuple, priority: int, need: int) -> str | None:
         got = self._failed.get(kind)
@@ -248,9 +279,9 @@ class PreemptionRun:
         wanted = num_candidates(n, self.config.percentage, self.config.absolute)
         candidates: list[Candidate] = []
         not_helpful = no_victims = 0
-        for node in self.cluster.nodes:          # DryRunPreemption (from offset 0, see the module docstring)
+        for node in self.cluster.nodes:  # DryRunPreemption (from offset 0, see the module docstring)
             if self.cluster.node_rejects(node, pod) is not None:
-                not_helpful += 1                 # UnschedulableAndUnresolvable: preemption cannot help
+                not_helpful += 1  # UnschedulableAndUnresolvable: preemption cannot help
                 continue
             victims = self.select_victims_on_node(pod, pod.priority, node)
             if victims is None:
@@ -273,25 +304,35 @@ class PreemptionRun:
             return
         self._evict(chosen.victims, pod.key, "pod", pod.priority, pod, chosen.node.name)
         new = self.place(pod, chosen.node)
-        if not new.placed:       # cannot happen after a successful dry run; the full cycle then
+        if not new.placed:  # cannot happen after a successful dry run; the full cycle then
             new = self.place(pod)
         new.nominated_node = chosen.node.name
-        new.preemption = (f"preempted {len(chosen.pods)} lower-priority pod(s) on node {chosen.node.name}: "
-                          + ", ".join(f"{p.key} (priority {prio})" for p, prio in zip(chosen.pods, chosen.priorities)))
+        new.preemption = f"preempted {len(chosen.pods)} lower-priority pod(s) on node {chosen.node.name}: " + ", ".join(
+            f"{p.key} (priority {prio})" for p, prio in zip(chosen.pods, chosen.priorities)
+        )
         self.by_pod[pod.key] = new
 
     def _evict(self, victims: list[Victim], preemptor: str, kind: str, priority: int, sample_pod, where: str) -> None:
         scheduler_name = (sample_pod.pod.spec.model_extra or {}).get("schedulerName") or "default-scheduler"
         for u in victims:
             for p in u.pods:
-                place = "on the nodes of its pods (the whole cluster is its domain)" if where == "cluster" \
+                place = (
+                    "on the nodes of its pods (the whole cluster is its domain)"
+                    if where == "cluster"
                     else f"on {where}"
-                why = (f"evicted from {p.node_name} (priority {u.priority}) to make room for {kind} {preemptor} "
-                       f"(priority {priority}) {place}" + (f"; evicted whole with its PodGroup {p.group} "
-                                                             f"(disruptionMode all)" if u.key.startswith("podgroup")
-                                                             else ""))
-                self.running.evict(p, Eviction(p.key, p.node_name, u.priority, preemptor, kind, priority,
-                                               scheduler_name, why))
+                )
+                why = (
+                    f"evicted from {p.node_name} (priority {u.priority}) to make room for {kind} {preemptor} "
+                    f"(priority {priority}) {place}"
+                    + (
+                        f"; evicted whole with its PodGroup {p.group} (disruptionMode all)"
+                        if u.key.startswith("podgroup")
+                        else ""
+                    )
+                )
+                self.running.evict(
+                    p, Eviction(p.key, p.node_name, u.priority, preemptor, kind, priority, scheduler_name, why)
+                )
 
     # ------------------------------------------------------------------ a PodGroup
     def preempt_group(self, gkey: str) -> None:
@@ -312,14 +353,20 @@ class PreemptionRun:
             for pl in pls:
                 if not pl.placed:
                     pl.preemption = text
+
         if group_preemption_policy(obj, [m.pod for m in members], self.classes) == NEVER:
             say("pod group preemption: not eligible due to preemptionPolicy=Never.")
             return
         constraints = (getattr(obj.spec, "model_extra", None) or {}).get("schedulingConstraints") if obj else None
         if constraints is None and obj is not None:
             constraints = getattr(obj.spec, "scheduling_constraints", None)
-        if getattr(gang, "topology_key", None) or constraints and (
-                constraints.get("topology") if isinstance(constraints, dict) else getattr(constraints, "topology", None)):
+        if (
+            getattr(gang, "topology_key", None)
+            or constraints
+            and (
+                constraints.get("topology") if isinstance(constraints, dict) else getattr(constraints, "topology", None)
+            )
+        ):
             say("pod group preemption: not supported with topology constraints")
             return
         kind = self._kind(members)
@@ -340,9 +387,11 @@ class PreemptionRun:
             for m in placed:
                 self.unplace(self.by_pod[m.key])
             self._give(units)
-            self._run_group(members)              # as before the attempt
-            text = ("pod group preemption: the pod group does not fit even with every lower-priority pod "
-                    f"evicted ({len(units)} units)")
+            self._run_group(members)  # as before the attempt
+            text = (
+                "pod group preemption: the pod group does not fit even with every lower-priority pod "
+                f"evicted ({len(units)} units)"
+            )
             for m in members:
                 if not self.by_pod[m.key].placed:
                     self.by_pod[m.key].preemption = text
@@ -352,9 +401,12 @@ class PreemptionRun:
         nodes = {n.name for _, n in assigned}
         victims = []
         ordered = sorted(units, key=Victim.importance)
-        apart = [u for u in ordered if not any(p.node_name in nodes for p in u.pods)
-                 and not any(self.running.holds_devices(p) for p in u.pods)]
-        self._give(apart)            # the group's filters see no change: reprieved at once
+        apart = [
+            u
+            for u in ordered
+            if not any(p.node_name in nodes for p in u.pods) and not any(self.running.holds_devices(p) for p in u.pods)
+        ]
+        self._give(apart)  # the group's filters see no change: reprieved at once
         kept = {u.key for u in apart}
         for u in ordered:
             if u.key in kept:
@@ -410,8 +462,14 @@ class PreemptionRun:
         # PodGroupPostFilter refuses them (default_preemption.go, "not supported with topology constraints").
         for pl in result.pods:
             gang = self.workload.groups.get(pl.group) if pl.group else None
-            if not pl.placed and not pl.preemption and gang is not None and getattr(gang, "topology_key", None) \
-                    and self.lowest is not None and self.lowest < gang.priority:
+            if (
+                not pl.placed
+                and not pl.preemption
+                and gang is not None
+                and getattr(gang, "topology_key", None)
+                and self.lowest is not None
+                and self.lowest < gang.priority
+            ):
                 pl.preemption = "pod group preemption: not supported with topology constraints"
         result.evictions = sorted(self.running.evicted.values(), key=lambda e: e.pod)
         result.deallocated = sorted(k for k in self.book.freed if k not in self.book.allocations)

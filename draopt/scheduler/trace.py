@@ -15,6 +15,7 @@ inter-pod affinity or topology spread constraints, several profiles or a pod's s
 other than the profile's. The device capacity the study measures is a DRA consumable capacity,
 which the scheduler's resource scores do not see (as in a real cluster).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,12 +39,17 @@ class TraceScheduler:
         if tie_break not in TIE_BREAKS:
             raise InputError(f"--tie-break: {tie_break!r}: must be random or name")
         if len(config.profiles) != 1:
-            raise InputError(f"--scheduler-config {config.source}: simulate uses one profile; this configuration "
-                             f"has {len(config.profiles)} ({', '.join(sorted(config.profiles))})")
+            raise InputError(
+                f"--scheduler-config {config.source}: simulate uses one profile; this configuration "
+                f"has {len(config.profiles)} ({', '.join(sorted(config.profiles))})"
+            )
         self.c = c
         self.profile = prof = next(iter(config.profiles.values()))
-        self.percentage = prof.percentage_of_nodes_to_score if prof.percentage_of_nodes_to_score is not None \
+        self.percentage = (
+            prof.percentage_of_nodes_to_score
+            if prof.percentage_of_nodes_to_score is not None
             else config.percentage_of_nodes_to_score
+        )
         self.seed, self.tie_break = seed, tie_break
         self._check(config)
         # Allocatable in the scheduler's units (milli-cpu, bytes, counts); 0 where not published.
@@ -59,14 +65,19 @@ class TraceScheduler:
         if prof.score_weights.get("TaintToleration"):
             for node in c.node_objects:
                 if any(t.effect == "PreferNoSchedule" for t in node.spec.taints):
-                    raise InputError(f"{where}: TaintToleration scoring of PreferNoSchedule taints (Node {node.name}) "
-                                     f"is not simulated; disable its score or use draopt place")
+                    raise InputError(
+                        f"{where}: TaintToleration scoring of PreferNoSchedule taints (Node {node.name}) "
+                        f"is not simulated; disable its score or use draopt place"
+                    )
         for s in c.shapes:
-            aff = (s.placement.get("affinity") or {})
-            if prof.score_weights.get("NodeAffinity") and \
-                    (aff.get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution"):
-                raise InputError(f"{where}: preferred node affinity (Pod {s.pods[0] if s.pods else '?'}) is not "
-                                 f"simulated; use draopt place")
+            aff = s.placement.get("affinity") or {}
+            if prof.score_weights.get("NodeAffinity") and (aff.get("nodeAffinity") or {}).get(
+                "preferredDuringSchedulingIgnoredDuringExecution"
+            ):
+                raise InputError(
+                    f"{where}: preferred node affinity (Pod {s.pods[0] if s.pods else '?'}) is not "
+                    f"simulated; use draopt place"
+                )
             if aff.get("podAffinity") or aff.get("podAntiAffinity"):
                 raise InputError(f"{where}: inter-pod affinity (Pod {s.pods[0] if s.pods else '?'}) is not simulated")
         objs = getattr(c.objects, "pods", None) or []
@@ -75,8 +86,9 @@ class TraceScheduler:
                 raise InputError(f"{where}: topology spread constraints (Pod {p.namespace}/{p.name}) are not simulated")
             name = _extra(p.spec, "schedulerName") or "default-scheduler"
             if name != prof.name:
-                raise InputError(f"{where}: Pod {p.namespace}/{p.name} has schedulerName {name!r}, the profile is "
-                                 f"{prof.name!r}")
+                raise InputError(
+                    f"{where}: Pod {p.namespace}/{p.name} has schedulerName {name!r}, the profile is {prof.name!r}"
+                )
 
     def state(self, st) -> dict:
         """Per-run state, kept on the simulator's State: the start index and the random stream."""
@@ -103,8 +115,9 @@ class TraceScheduler:
         out = []
         for r, w in resources:
             if r not in self.c.resources:
-                out.append((np.zeros(len(fe), np.int64), np.zeros(len(fe), np.int64), np.zeros(len(fe), np.int64),
-                            0, w))
+                out.append(
+                    (np.zeros(len(fe), np.int64), np.zeros(len(fe), np.int64), np.zeros(len(fe), np.int64), 0, w)
+                )
                 continue
             used = self._used(st, r, fe)
             if nonzero and r in ("cpu", "memory"):
@@ -160,8 +173,9 @@ class TraceScheduler:
 
     def _record(self, st, s, node: int) -> None:
         """Default requests of pods placed without cpu/memory requests (NonZeroRequested)."""
-        missing = {r: self._request(s, r) for r in ("cpu", "memory")
-                   if r in self.c.resources and not s.resources.get(r)}
+        missing = {
+            r: self._request(s, r) for r in ("cpu", "memory") if r in self.c.resources and not s.resources.get(r)
+        }
         if not missing:
             return
         extra = getattr(st, "kube_defaults", None)
@@ -173,7 +187,9 @@ class TraceScheduler:
     def _score(self, plugin: str, st, s, fe: np.ndarray):
         prof = self.profile
         if plugin == node_resources_fit.NAME:
-            return node_resources_fit.score_columns(self._columns(st, s, prof.fit.resources, fe, nonzero=True), prof.fit)
+            return node_resources_fit.score_columns(
+                self._columns(st, s, prof.fit.resources, fe, nonzero=True), prof.fit
+            )
         if plugin == balanced_allocation.NAME:
             return balanced_allocation.score_columns(self._columns(st, s, prof.balanced_resources, fe, nonzero=False))
-        return None     # TaintToleration / NodeAffinity: checked constant in _check; the rest: 0 (see module doc)
+        return None  # TaintToleration / NodeAffinity: checked constant in _check; the rest: 0 (see module doc)

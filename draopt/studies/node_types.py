@@ -1,5 +1,6 @@
 """The node types `draopt plan` may buy: a template Node of the input (with the slices pinned to
 it) and a cost, from `--node-types` (NAME=TEMPLATE:COST, or a file), checked against the input."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ def format_cost(v: Fraction) -> str:
 @dataclass(frozen=True)
 class NodeType:
     """A node that can be bought: a Node of the input (and the slices pinned to it), at a cost."""
+
     name: str
     template: str
     cost: Fraction
@@ -57,8 +59,10 @@ def load_node_types(path: str) -> list[NodeType]:
             raise InputError(f"--node-types {path}: unknown field {extra[0]} (known: nodeTypes)")
         data = data["nodeTypes"]
     if not isinstance(data, list) or not data:
-        raise InputError(f"--node-types {path}: expected a non-empty list of node types "
-                         "(entries with template and cost; or nodeTypes: [...])")
+        raise InputError(
+            f"--node-types {path}: expected a non-empty list of node types "
+            "(entries with template and cost; or nodeTypes: [...])"
+        )
     out = []
     for i, entry in enumerate(data):
         where = f"--node-types {path}: entry {i}"
@@ -81,8 +85,9 @@ def load_node_types(path: str) -> list[NodeType]:
 
 def check_node_types(objects: ObjectSet, node_types: list[NodeType]) -> None:
     if not node_types:
-        raise InputError("no node types: give --node-type NODE=COST (repeatable), --node-types FILE "
-                         "or --node-template NODE")
+        raise InputError(
+            "no node types: give --node-type NODE=COST (repeatable), --node-types FILE or --node-template NODE"
+        )
     names = {n.name for n in objects.nodes}
     seen: set[str] = set()
     for t in node_types:
@@ -95,18 +100,22 @@ def check_node_types(objects: ObjectSet, node_types: list[NodeType]) -> None:
             raise InputError(f"node type {t.name}: the cost must be more than 0, got {t.cost}")
         clash = sorted(n for n in names if n.startswith(f"{t.name}-plan-"))
         if clash:
-            raise InputError(f"node type {t.name}: Node {clash[0]} exists already; copies are named "
-                             f"{t.name}-plan-N: rename the type")
+            raise InputError(
+                f"node type {t.name}: Node {clash[0]} exists already; copies are named {t.name}-plan-N: rename the type"
+            )
 
 
 # CP-SAT reports objective values and bounds as doubles: integer costs up to 2**53 are read back exactly.
-COST_LIMIT = 2 ** 53
+COST_LIMIT = 2**53
 
 
 def check_cost_range(node_types: list[NodeType], ints: list[int], caps: dict[str, int]) -> None:
     """The costs as the model's integers (`ints`, proportional to them): the dearest mix of the
     candidates must stay exact, else costs far apart (1e12 and 1e-6) or too large fail here."""
     if sum(c * caps[t.name] for c, t in zip(ints, node_types)) > COST_LIMIT:
-        raise InputError("node types: costs " + ", ".join(f"{t.name}={format_cost(t.cost)}" for t in node_types) +
-                         ": too large or too far apart to be compared exactly (as integers, the candidates "
-                         "would cost more than 2^53); round them or give them in another unit")
+        raise InputError(
+            "node types: costs "
+            + ", ".join(f"{t.name}={format_cost(t.cost)}" for t in node_types)
+            + ": too large or too far apart to be compared exactly (as integers, the candidates "
+            "would cost more than 2^53); round them or give them in another unit"
+        )

@@ -18,6 +18,7 @@ column of the node just used is computed again (its state is the only one that c
 kind of node on classes of alike shapes, so a placement costs one node's options, not every
 node's.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -26,7 +27,7 @@ import numpy as np
 
 from draopt.errors import InputError
 
-if TYPE_CHECKING:       # draopt.studies.simulate imports this module to run the policy: types only
+if TYPE_CHECKING:  # draopt.studies.simulate imports this module to run the policy: types only
     from draopt.studies.simulate import FragModel, Shape, SimCluster, State
 
 
@@ -41,9 +42,19 @@ class _Kind:
         reps: list[int] = []
         for s in c.shapes:
             ok = bool(s.node_ok[node]) and (s.count == 0 or int(s.compat[node].sum()) >= s.count)
-            key = b"never" if not ok and s.count else b"".join(
-                (np.int64(s.count).tobytes(), s.demand.tobytes(), s.compat[node].tobytes(),
-                 s.cons[node].tobytes(), bytes([ok])))
+            key = (
+                b"never"
+                if not ok and s.count
+                else b"".join(
+                    (
+                        np.int64(s.count).tobytes(),
+                        s.demand.tobytes(),
+                        s.compat[node].tobytes(),
+                        s.cons[node].tobytes(),
+                        bytes([ok]),
+                    )
+                )
+            )
             k = keys.setdefault(key, len(keys))
             if k == len(reps):
                 reps.append(s.index)
@@ -97,8 +108,10 @@ class DeltaTable:
         c = st.c
         self.node_frag = node_frag
         if len(frag.p) != len(c.shapes):
-            raise InputError("optimal-batch: the FGD model must weigh every shape of the cluster "
-                             f"({len(frag.p)} weights for {len(c.shapes)} shapes)")
+            raise InputError(
+                "optimal-batch: the FGD model must weigh every shape of the cluster "
+                f"({len(frag.p)} weights for {len(c.shapes)} shapes)"
+            )
         self.st, self.frag, self.c = st, frag, c
         kinds: dict[int, _Kind] = {}
         self.kind = [kinds.setdefault(int(g), None) for g in c.group]
@@ -201,9 +214,16 @@ class DeltaTable:
 ORDERS = ("arrival", "greedy", "regret")
 
 
-def place_batch(table: DeltaTable, batch: list[Shape], *, order: str = "greedy", size_weight: float = 0.0,
-                quantize: bool = False, node_order: np.ndarray | None = None,
-                repair: bool = False) -> list[tuple[int, list[int]] | None]:
+def place_batch(
+    table: DeltaTable,
+    batch: list[Shape],
+    *,
+    order: str = "greedy",
+    size_weight: float = 0.0,
+    quantize: bool = False,
+    node_order: np.ndarray | None = None,
+    repair: bool = False,
+) -> list[tuple[int, list[int]] | None]:
     """Place `batch` on the table's state; (node, devices) or None (failed) per task, in the
     batch's order. `arrival`: each task in turn where FGD puts it (= FGD); `greedy`: the task
     and node of the smallest score first, score = delta - size_weight x the task's requested GPU
@@ -297,9 +317,19 @@ class OptimalBatch:
 
     name = "optimal-batch"
 
-    def __init__(self, c: SimCluster, frag: FragModel, *, batch: int = DEFAULT_BATCH,
-                 size_weight: float = DEFAULT_SIZE_WEIGHT, order: str = "greedy", node_frag=None,
-                 quantize: bool = False, node_order: np.ndarray | None = None, repair: bool = False):
+    def __init__(
+        self,
+        c: SimCluster,
+        frag: FragModel,
+        *,
+        batch: int = DEFAULT_BATCH,
+        size_weight: float = DEFAULT_SIZE_WEIGHT,
+        order: str = "greedy",
+        node_frag=None,
+        quantize: bool = False,
+        node_order: np.ndarray | None = None,
+        repair: bool = False,
+    ):
         if not isinstance(batch, int) or batch < 1:
             raise InputError(f"optimal-batch: batch {batch!r}: a whole number, at least 1")
         if order not in ORDERS:
@@ -319,16 +349,24 @@ class OptimalBatch:
 
     def place(self, st: State, shapes: list[Shape]) -> list[tuple[int, list[int]] | None]:
         table = self._table_for(st)
-        out = place_batch(table, shapes, order=self.order, size_weight=self.size_weight, quantize=self.quantize,
-                          node_order=self.node_order, repair=self.repair)
+        out = place_batch(
+            table,
+            shapes,
+            order=self.order,
+            size_weight=self.size_weight,
+            quantize=self.quantize,
+            node_order=self.node_order,
+            repair=self.repair,
+        )
         self._seen = (id(st), st.placed, st.allocated)
         return out
 
     __call__ = place
 
 
-def run_batches(policy: OptimalBatch, st: State, seq, stops: list[int] | None = None,
-                after=None) -> list[tuple[int, list[int]] | None]:
+def run_batches(
+    policy: OptimalBatch, st: State, seq, stops: list[int] | None = None, after=None
+) -> list[tuple[int, list[int]] | None]:
     """Arrivals `seq` (shape indices) in batches of policy.batch on `st`; a batch never crosses
     a stop (an arrival count where the caller measures: the state is then exactly that of the
     arrivals before it). `after(k)` is called after each batch with the arrivals done."""
@@ -365,9 +403,18 @@ class PaperOptimalBatch:
 
     name = "optimal-batch"
 
-    def __init__(self, frag_model, *, batch: int = PAPER_BATCH, size_weight: float = 0.0,
-                 paper_frag: bool = True, order: str = "arrival", quantize: bool = True, rank_ties: bool = True,
-                 repair: bool = True):
+    def __init__(
+        self,
+        frag_model,
+        *,
+        batch: int = PAPER_BATCH,
+        size_weight: float = 0.0,
+        paper_frag: bool = True,
+        order: str = "arrival",
+        quantize: bool = True,
+        rank_ties: bool = True,
+        repair: bool = True,
+    ):
         if not isinstance(batch, int) or batch < 1:
             raise InputError(f"optimal-batch: batch {batch!r}: a whole number, at least 1")
         self.frag_model, self.batch, self.size_weight = frag_model, batch, size_weight
@@ -382,10 +429,17 @@ class PaperOptimalBatch:
         frag = self._frag.get(id(c))
         if frag is None:
             frag = self._frag[id(c)] = self.frag_model(c, np.array([len(s.pods) for s in c.shapes], dtype=float))
-        self._policy = OptimalBatch(c, frag, batch=self.batch, size_weight=self.size_weight, order=self.order,
-                                    node_frag=_paper_node_frag(ctx.pc) if self.paper_frag else None,
-                                    quantize=self.quantize, repair=self.repair,
-                                    node_order=np.argsort(ctx.rank, kind="stable") if self.rank_ties else None)
+        self._policy = OptimalBatch(
+            c,
+            frag,
+            batch=self.batch,
+            size_weight=self.size_weight,
+            order=self.order,
+            node_frag=_paper_node_frag(ctx.pc) if self.paper_frag else None,
+            quantize=self.quantize,
+            repair=self.repair,
+            node_order=np.argsort(ctx.rank, kind="stable") if self.rank_ties else None,
+        )
         self._st = self._copy(ctx.st)
 
     @staticmethod
@@ -414,4 +468,5 @@ def _paper_node_frag(pc):
         cpu = np.rint(free[:, cpu_j] * cpu_scale).astype(np.int64)
         milli = np.rint(np.clip(left, 0, None) * gpu_scale).astype(np.int64)
         return fm.frag(cpu, milli, np.full(len(cpu), pc.kind[n])) / fm.cum
+
     return node_frag

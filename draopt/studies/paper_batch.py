@@ -38,6 +38,7 @@ status or optimality is claimed.
 This module imports nothing of the protocol: `paper_protocol` passes in its fgd scorer and its
 RunContext class (it imports this module lazily to register the policy).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -61,9 +62,19 @@ class PaperForwardBatch:
 
     name = "optimal-batch"
 
-    def __init__(self, make_fgd: Callable[[], Any], make_context: Callable[..., Any], *,
-                 batch: int = DEFAULT_BATCH, tries: int = DEFAULT_TRIES, drop: bool = True, repair: bool = True,
-                 plans: tuple[str, ...] = ("largest",), value: str = "area", horizon: int | None = None):
+    def __init__(
+        self,
+        make_fgd: Callable[[], Any],
+        make_context: Callable[..., Any],
+        *,
+        batch: int = DEFAULT_BATCH,
+        tries: int = DEFAULT_TRIES,
+        drop: bool = True,
+        repair: bool = True,
+        plans: tuple[str, ...] = ("largest",),
+        value: str = "area",
+        horizon: int | None = None,
+    ):
         if not isinstance(batch, int) or batch < 1:
             raise InputError(f"optimal-batch: batch {batch!r}: a whole number, at least 1")
         if not isinstance(tries, int) or tries < 0:
@@ -80,8 +91,8 @@ class PaperForwardBatch:
         self.plans, self.value = tuple(plans), value
         self.horizon = batch if horizon is None else horizon
         self.plan_wins: dict[str, int] = {}
-        self.moves = 0              # repairs kept over the run (for the study)
-        self.dropped = 0            # pods left unplaced by a kept repair
+        self.moves = 0  # repairs kept over the run (for the study)
+        self.dropped = 0  # pods left unplaced by a kept repair
         self._ctx = None
         self._fgd = None
 
@@ -114,7 +125,7 @@ class PaperForwardBatch:
             st.allocated -= s.cons[node, d]
         st.placed -= 1
         ctx.refresh(node)
-        self._fgd.taken(ctx, si, node, [])          # fgd's taken re-reads the node's state
+        self._fgd.taken(ctx, si, node, [])  # fgd's taken re-reads the node's state
 
     def _place(self, si: int, only: int | None = None) -> tuple[int, list[int]] | None:
         """fgd's choice for shape si on the private state (on node `only` if given), taken."""
@@ -134,8 +145,15 @@ class PaperForwardBatch:
     def _snapshot(self):
         ctx = self._ctx
         st = ctx.st
-        return (st.free.copy(), st.left.copy(), st.allocated, st.placed, ctx.cpu_left.copy(), ctx.left.copy(),
-                ctx.sid.copy() if hasattr(ctx, "sid") else None)
+        return (
+            st.free.copy(),
+            st.left.copy(),
+            st.allocated,
+            st.placed,
+            ctx.cpu_left.copy(),
+            ctx.left.copy(),
+            ctx.sid.copy() if hasattr(ctx, "sid") else None,
+        )
 
     def _restore(self, snap) -> None:
         ctx = self._ctx
@@ -200,7 +218,7 @@ class PaperForwardBatch:
             for j in order:
                 got[j] = self._place(seq[j])
             m = self._value(seq, got)
-            if (self._dominates(seq, got, best) if self.value == "prefix" else m > best_milli):
+            if self._dominates(seq, got, best) if self.value == "prefix" else m > best_milli:
                 best, best_milli, best_snap, best_name = got, m, self._snapshot(), plan
         self._restore(best_snap if best is not out else placed_snap)
         self.plan_wins[best_name] = self.plan_wins.get(best_name, 0) + 1
@@ -224,7 +242,7 @@ class PaperForwardBatch:
             hopeless.clear()
             self.moves += 1
             self.dropped += len(lost)
-            queue += lost           # a dropped pod may find a place after a later move
+            queue += lost  # a dropped pod may find a place after a later move
 
     def _eject(self, seq: list[int], out: list, k: int) -> list[int] | None:
         """Try to place arrival k by taking the batch's pods off one node; the arrivals left
@@ -256,7 +274,7 @@ class PaperForwardBatch:
         cand = np.flatnonzero(ok)
         if not cand.size:
             return None
-        order = cand[np.lexsort((self._rank[nodes[cand]], moved_milli[cand]))][:self.tries]
+        order = cand[np.lexsort((self._rank[nodes[cand]], moved_milli[cand]))][: self.tries]
         for r in order:
             n = int(nodes[r])
             snap = self._snapshot()
@@ -265,7 +283,7 @@ class PaperForwardBatch:
             for j in moved:
                 self._untake(seq[j], n, out[j][1])
             got_f = self._place(seq[k], only=n)
-            if got_f is None:           # cannot happen (checked above); be safe
+            if got_f is None:  # cannot happen (checked above); be safe
                 self._restore(snap)
                 continue
             placed = {j: self._place(seq[j]) for j in moved}

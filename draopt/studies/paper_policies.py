@@ -19,6 +19,7 @@ policy's GPU selection (`gpuSelMethod` of scripts/generate_config_and_run.py):
 Units are theirs: milli CPU, milli GPU (1000 = one GPU), MaxSpecCpu 128000, MaxSpecGpu 8000
 (pkg/type/open-gpu-share/utils/const.go).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -131,8 +132,7 @@ class FragModel:
     Memory plays no part, as in theirs. The exact sum makes a zero change exactly zero (their
     float sums are equal bit for bit in that case, as they add the same terms in the same order)."""
 
-    def __init__(self, cpu: np.ndarray, milli: np.ndarray, count: np.ndarray, weight: np.ndarray,
-                 access: np.ndarray):
+    def __init__(self, cpu: np.ndarray, milli: np.ndarray, count: np.ndarray, weight: np.ndarray, access: np.ndarray):
         # access: [T, K] typical pod t may use nodes of kind k
         gpu = count > 0
         self.w_cpu_only = int(weight[~gpu].sum())
@@ -148,9 +148,9 @@ class FragModel:
         out = total * self.w_cpu_only
         if len(self.w) == 0:
             return out
-        ge = left[:, None, :] >= self.milli[None, :, None]                       # [M, T, D]
+        ge = left[:, None, :] >= self.milli[None, :, None]  # [M, T, D]
         can_host = ge.sum(axis=2) >= self.count[None, :]
-        low = np.where(ge, 0, left[:, None, :]).sum(axis=2)                      # [M, T]
+        low = np.where(ge, 0, left[:, None, :]).sum(axis=2)  # [M, T]
         q3 = can_host & (cpu_left[:, None] >= self.cpu[None, :]) & self.access[:, kind].T
         return out + (np.where(q3, low, total[:, None]) * self.w[None, :]).sum(axis=1)
 

@@ -46,6 +46,7 @@ Public interface:
   run that allocated most of them (fgd on ties); slow (minutes per solve at full size): meant
   for a few bins and seeds.
 """
+
 from __future__ import annotations
 
 import sys
@@ -62,10 +63,10 @@ from draopt.progress import current as current_progress  # the status lines (`pr
 from draopt.studies.paper_policies import MILLI
 
 PAPER_POLICIES = ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
-OFFLINE = "offline-optimum"     # simulate.OFFLINE
+OFFLINE = "offline-optimum"  # simulate.OFFLINE
 NOT_IN_PAPER = ("first-fit", "least-allocated", "kube-scheduler", "optimal-batch")
 PROTOCOLS = ("draopt", "fgd-paper")
-POPULARITY = 95          # typicalPodsConfig.podPopularityThreshold (generate_config_and_run.py)
+POPULARITY = 95  # typicalPodsConfig.podPopularityThreshold (generate_config_and_run.py)
 
 
 # ------------------------------------------------------------------ the cluster in milli units
@@ -73,19 +74,19 @@ POPULARITY = 95          # typicalPodsConfig.podPopularityThreshold (generate_co
 class PaperCluster:
     c: Any
     cpu_j: int
-    cpu_scale: float                # milli CPU per unit of State.free[:, cpu_j]
-    gpu_scale: float                # milli GPU per unit of State.left
-    shape_cpu: np.ndarray           # [S] milli CPU as their scorers see it (0 -> 100, GetNonzeroRequests)
-    shape_milli: np.ndarray         # [S] milli per GPU
-    shape_count: np.ndarray         # [S] GPUs
-    shape_request: np.ndarray       # [S] milli x GPUs (what arrives)
-    kind: np.ndarray                # [N] nodes alike for the typical pods' GPU-type access
+    cpu_scale: float  # milli CPU per unit of State.free[:, cpu_j]
+    gpu_scale: float  # milli GPU per unit of State.left
+    shape_cpu: np.ndarray  # [S] milli CPU as their scorers see it (0 -> 100, GetNonzeroRequests)
+    shape_milli: np.ndarray  # [S] milli per GPU
+    shape_count: np.ndarray  # [S] GPUs
+    shape_request: np.ndarray  # [S] milli x GPUs (what arrives)
+    kind: np.ndarray  # [N] nodes alike for the typical pods' GPU-type access
     frag: pp.FragModel
-    typical: list[tuple[int, int, int, int]]   # (cpu, milli, count, weight) kept by GetTypicalPods
-    gpus: int                       # GPUs in the cluster
+    typical: list[tuple[int, int, int, int]]  # (cpu, milli, count, weight) kept by GetTypicalPods
+    gpus: int  # GPUs in the cluster
     capacity_milli: int
     memo: FGDMemo = None
-    tags: np.ndarray = None         # [S] GPU affinity tag
+    tags: np.ndarray = None  # [S] GPU affinity tag
 
 
 def prepare(c) -> PaperCluster:
@@ -94,17 +95,20 @@ def prepare(c) -> PaperCluster:
     if pc is not None:
         return pc
     if "cpu" not in c.resources:
-        raise InputError("simulate --protocol fgd-paper: no pod of --trace requests cpu (their scorers "
-                         "weigh milli CPU)")
+        raise InputError(
+            "simulate --protocol fgd-paper: no pod of --trace requests cpu (their scorers weigh milli CPU)"
+        )
     cpu_j = c.resources.index("cpu")
     if not np.isfinite(c.alloc[:, cpu_j]).all():
         bad = c.nodes[int(np.flatnonzero(~np.isfinite(c.alloc[:, cpu_j]))[0])]
         raise InputError(f"simulate --protocol fgd-paper: Node {bad}: no status.allocatable.cpu")
     caps = np.unique(c.cap[c.present])
     if len(caps) != 1:
-        raise InputError(f"simulate --protocol fgd-paper: devices of {c.capacity_name} "
-                         f"{', '.join(str(v / c.cap_scale) for v in caps[:4])}: the paper's GPUs all hold "
-                         f"{MILLI} milli (one capacity for every device)")
+        raise InputError(
+            f"simulate --protocol fgd-paper: devices of {c.capacity_name} "
+            f"{', '.join(str(v / c.cap_scale) for v in caps[:4])}: the paper's GPUs all hold "
+            f"{MILLI} milli (one capacity for every device)"
+        )
     gpu_scale = MILLI / float(caps[0])
     cpu_scale = 1000.0 / c.res_scale[cpu_j]
     S = len(c.shapes)
@@ -119,8 +123,9 @@ def prepare(c) -> PaperCluster:
         if s.count:
             per = s.request / s.count * gpu_scale
             if abs(per - round(per)) > 1e-9:
-                raise InputError(f"simulate --protocol fgd-paper: Pod {s.pods[0]}: {per:g} milli GPU per device "
-                                 "is not a whole milli")
+                raise InputError(
+                    f"simulate --protocol fgd-paper: Pod {s.pods[0]}: {per:g} milli GPU per device is not a whole milli"
+                )
             milli[s.index] = round(per)
         access_rows.append((s.compat.any(axis=1) & s.node_ok).tobytes() if s.count else b"")
     # Kinds of node: the same access for every shape.
@@ -135,10 +140,13 @@ def prepare(c) -> PaperCluster:
         key = (int(cpu[si]), int(milli[si]), int(count[si]), access_rows[si])
         classes.setdefault(key, [0, si])[0] += 1
     unrestricted = {access_rows[si] for si in range(S) if count[si] and acc[si][c.present.any(axis=1)].all()}
+
     def type_order(row: bytes) -> bytes:
         return b"" if (row == b"" or row in unrestricted) else b"\x01" + row
-    ranked = sorted(classes.items(), key=lambda kv: (kv[1][0], kv[0][0], kv[0][1], kv[0][2], type_order(kv[0][3])),
-                    reverse=True)
+
+    ranked = sorted(
+        classes.items(), key=lambda kv: (kv[1][0], kv[0][0], kv[0][1], kv[0][2], type_order(kv[0][3])), reverse=True
+    )
     total = sum(v[0] for _, v in ranked)
     expected = POPULARITY * total / 100.0
     kept, cum = 0, 0
@@ -158,9 +166,21 @@ def prepare(c) -> PaperCluster:
             t_access[t, k] = bool(row[np.flatnonzero(kind == k)[0]])
     frag = pp.FragModel(t_cpu, t_milli, t_count, t_w, t_access)
     tags = np.array([pp.gpu_tag(int(milli[i]), int(count[i])) for i in range(S)])
-    pc = PaperCluster(c, cpu_j, cpu_scale, gpu_scale, cpu, milli, count, milli * count, kind, frag,
-                      [(int(a), int(b), int(d), int(e)) for a, b, d, e in zip(t_cpu, t_milli, t_count, t_w)],
-                      int(c.present.sum()), round(c.total * gpu_scale))
+    pc = PaperCluster(
+        c,
+        cpu_j,
+        cpu_scale,
+        gpu_scale,
+        cpu,
+        milli,
+        count,
+        milli * count,
+        kind,
+        frag,
+        [(int(a), int(b), int(d), int(e)) for a, b, d, e in zip(t_cpu, t_milli, t_count, t_w)],
+        int(c.present.sum()),
+        round(c.total * gpu_scale),
+    )
     pc.tags = tags
     pc.memo = FGDMemo(pc)
     c._paper = pc
@@ -171,9 +191,9 @@ def prepare(c) -> PaperCluster:
 @dataclass
 class PaperArrivals:
     seed: int
-    shapes: np.ndarray              # shape index per arrival
-    arrived: np.ndarray             # cumulative arrived GPU milli after each arrival (int64)
-    node_rank: np.ndarray           # [N] tie-break rank: the node's random name prefix
+    shapes: np.ndarray  # shape index per arrival
+    arrived: np.ndarray  # cumulative arrived GPU milli after each arrival (int64)
+    node_rank: np.ndarray  # [N] tie-break rank: the node's random name prefix
     tune: float = 1.3
 
 
@@ -192,8 +212,10 @@ def paper_arrivals(c, seed: int, *, tune: float = 1.3) -> PaperArrivals:
     req, per_gpu = pc.shape_request, pc.shape_milli
     total = int(req[seq].sum())
     if total <= 0:
-        raise InputError("simulate --protocol fgd-paper: no pod of --trace requests a GPU: the workload "
-                         "cannot be tuned to the cluster's GPU capacity")
+        raise InputError(
+            "simulate --protocol fgd-paper: no pod of --trace requests a GPU: the workload "
+            "cannot be tuned to the cluster's GPU capacity"
+        )
     target = tune * pc.capacity_milli
     if tune > 0 and total > target:
         # tuneDownPods: remove uniformly drawn pods until the request is within target.
@@ -211,7 +233,7 @@ def paper_arrivals(c, seed: int, *, tune: float = 1.3) -> PaperArrivals:
             before = total + np.concatenate([[0], np.cumsum(req[draw])[:-1]])
             stop = np.flatnonzero(before + per_gpu[draw] > target)
             if stop.size:
-                extra.append(draw[:stop[0]])
+                extra.append(draw[: stop[0]])
                 break
             extra.append(draw)
             total = int(before[-1] + req[draw[-1]])
@@ -269,7 +291,9 @@ class FGDMemo:
                 self.kind = np.concatenate([self.kind, np.zeros(grow, np.int64)])
                 self.frag = np.concatenate([self.frag, np.zeros(grow, np.int64)])
             self.cpu[sid], self.left[sid], self.kind[sid] = cpu, srt, kind
-            self.frag[sid] = self.pc.frag.frag(self.cpu[sid:sid + 1], self.left[sid:sid + 1], self.kind[sid:sid + 1])[0]
+            self.frag[sid] = self.pc.frag.frag(
+                self.cpu[sid : sid + 1], self.left[sid : sid + 1], self.kind[sid : sid + 1]
+            )[0]
         return sid
 
     def scores(self, key: tuple[int, int, int], sids: np.ndarray) -> np.ndarray:
@@ -278,7 +302,7 @@ class FGDMemo:
         if table is None or len(table) < n:
             new = np.full(max(2 * n, 1024), -1, dtype=np.int16)
             if table is not None:
-                new[:len(table)] = table
+                new[: len(table)] = table
             table = self.tables[key] = new
         vals = table[sids]
         miss = vals < 0
@@ -302,7 +326,7 @@ class FGDMemo:
             sc = fm.score(before[:, None], fa)
             return np.where(left >= milli, sc, -1).max(axis=1)
         after = left.copy()
-        after[:, :count] = 0         # sorted: the first `count` GPUs are the free ones it takes
+        after[:, :count] = 0  # sorted: the first `count` GPUs are the free ones it takes
         return fm.score(before, fm.frag(cpu_l, after, kind))
 
 
@@ -315,8 +339,10 @@ class _Builtin:
     def start(self, ctx: RunContext) -> None:
         pc = ctx.pc
         if self.name == "fgd":
-            ctx.sid = np.array([pc.memo.state(int(pc.kind[i]), int(ctx.cpu_left[i]), ctx.left[i])
-                                for i in range(ctx.c.n)], dtype=np.int64)
+            ctx.sid = np.array(
+                [pc.memo.state(int(pc.kind[i]), int(ctx.cpu_left[i]), ctx.left[i]) for i in range(ctx.c.n)],
+                dtype=np.int64,
+            )
         if self.name == "gpu-clustering":
             ctx.tag_counts = np.zeros((ctx.c.n, int(max(pc.tags.max(), 0)) + 1), dtype=np.int64)
 
@@ -340,8 +366,12 @@ class _Builtin:
             score = pc.memo.scores((cpu, milli, count), ctx.sid[cand])
         elif name in ("best-fit", "dot-product"):
             fn = pp.score_best_fit if name == "best-fit" else pp.score_dot_product
-            score = fn(ctx.cpu_left[cand].astype(float), ctx.left[cand].sum(axis=1).astype(float), float(cpu),
-                       float(milli * count))
+            score = fn(
+                ctx.cpu_left[cand].astype(float),
+                ctx.left[cand].sum(axis=1).astype(float),
+                float(cpu),
+                float(milli * count),
+            )
         elif name == "gpu-packing":
             score = pp.score_gpu_packing(ctx.left[cand], ctx.present[cand], milli, count)
         else:
@@ -366,7 +396,7 @@ class _Builtin:
         after = np.repeat(left[None, :], len(idx), axis=0)
         after[np.arange(len(idx)), idx] -= milli
         kind = np.full(len(idx), pc.kind[node])
-        before = fm.frag(ctx.cpu_left[node:node + 1], left[None, :], kind[:1])[0]
+        before = fm.frag(ctx.cpu_left[node : node + 1], left[None, :], kind[:1])[0]
         sc = fm.score(before, fm.frag(np.full(len(idx), ctx.cpu_left[node] - cpu), after, kind))
         return int(idx[int(np.argmax(sc))])
 
@@ -379,6 +409,7 @@ def _optimal_batch(batch: int | None = None):
     protocol's fgd scorer and RunContext (that module imports nothing of this one); `batch`:
     arrivals per batch (None: its default)."""
     from draopt.studies.paper_batch import DEFAULT_BATCH, PaperForwardBatch
+
     return PaperForwardBatch(lambda: _Builtin("fgd"), RunContext, batch=batch or DEFAULT_BATCH)
 
 
@@ -401,8 +432,9 @@ def make_policy(policy, *, batch: int | None = None) -> Any:
     factory = _REGISTRY.get(policy)
     if factory is None:
         hint = " (draopt's protocol only: --protocol draopt)" if policy in NOT_IN_PAPER else ""
-        raise InputError(f"--policy {policy!r}: not a policy of --protocol fgd-paper{hint} "
-                         f"(known: {', '.join(_REGISTRY)})")
+        raise InputError(
+            f"--policy {policy!r}: not a policy of --protocol fgd-paper{hint} (known: {', '.join(_REGISTRY)})"
+        )
     if batch is not None and factory is _optimal_batch:
         return _optimal_batch(batch)
     return factory()
@@ -412,9 +444,9 @@ def make_policy(policy, *, batch: int | None = None) -> Any:
 class PaperRun:
     policy: str
     seed: int
-    arrived: np.ndarray             # cumulative arrived GPU milli after each arrival
-    allocated: np.ndarray           # allocated GPU milli after each arrival
-    placed: np.ndarray              # pods placed after each arrival
+    arrived: np.ndarray  # cumulative arrived GPU milli after each arrival
+    allocated: np.ndarray  # allocated GPU milli after each arrival
+    placed: np.ndarray  # pods placed after each arrival
     failed: np.ndarray
     log: list = field(default_factory=list)
     seconds: float = 0.0
@@ -423,13 +455,13 @@ class PaperRun:
 def run_paper(c, arrivals: PaperArrivals, policy, *, rng: np.random.Generator | None = None) -> PaperRun:
     """One policy over one seed's arrivals (see the module docstring for `policy`)."""
     from draopt.studies.simulate import State
+
     pc = prepare(c)
     pol = make_policy(policy)
     name = getattr(pol, "name", type(pol).__name__)
     t0 = time.perf_counter()
     st = State(c)
-    ctx = RunContext(pc, st, arrivals.node_rank,
-                     rng if rng is not None else np.random.default_rng([arrivals.seed, 1]))
+    ctx = RunContext(pc, st, arrivals.node_rank, rng if rng is not None else np.random.default_rng([arrivals.seed, 1]))
     if hasattr(pol, "start"):
         pol.start(ctx)
     seq = arrivals.shapes
@@ -447,7 +479,7 @@ def run_paper(c, arrivals: PaperArrivals, policy, *, rng: np.random.Generator | 
     def apply(k: int, si: int, got) -> None:
         if shown.active:
             shown.update_to(k + 1)
-            reached = int(arrivals.arrived[k] / pc.gpus / 10)       # the inflation level, % (bin_seed's unit)
+            reached = int(arrivals.arrived[k] / pc.gpus / 10)  # the inflation level, % (bin_seed's unit)
             if reached != level[0]:
                 level[0] = reached
                 shown.note(level=f"{reached} %")
@@ -455,11 +487,18 @@ def run_paper(c, arrivals: PaperArrivals, policy, *, rng: np.random.Generator | 
         if got is not None:
             node, devs = int(got[0]), [int(d) for d in got[1]]
             ok, use = st.feasible(s)
-            if not (0 <= node < c.n and ok[node] and len(devs) == s.count and len(set(devs)) == len(devs)
-                    and all(use[node, d] for d in devs)):
-                raise InputError(f"simulate --protocol fgd-paper: policy {name}: placement of pod shape "
-                                 f"{s.pods[0]} on node {c.nodes[node] if 0 <= node < c.n else node} "
-                                 f"devices {devs} breaks the cluster's rules")
+            if not (
+                0 <= node < c.n
+                and ok[node]
+                and len(devs) == s.count
+                and len(set(devs)) == len(devs)
+                and all(use[node, d] for d in devs)
+            ):
+                raise InputError(
+                    f"simulate --protocol fgd-paper: policy {name}: placement of pod shape "
+                    f"{s.pods[0]} on node {c.nodes[node] if 0 <= node < c.n else node} "
+                    f"devices {devs} breaks the cluster's rules"
+                )
             st.take(s, node, devs)
             ctx.refresh(node)
             ctx.allocated += round(sum(s.cons[node, d] for d in devs) * pc.gpu_scale)
@@ -474,11 +513,12 @@ def run_paper(c, arrivals: PaperArrivals, policy, *, rng: np.random.Generator | 
     batch = int(getattr(pol, "batch", 0) or 0)
     if batch > 0 and hasattr(pol, "choose_batch"):
         for k0 in range(0, n, batch):
-            chunk = seq[k0:k0 + batch]
+            chunk = seq[k0 : k0 + batch]
             got = pol.choose_batch(ctx, chunk)
             if len(got) != len(chunk):
-                raise InputError(f"simulate --protocol fgd-paper: policy {name}: {len(got)} placements "
-                                 f"for {len(chunk)} arrivals")
+                raise InputError(
+                    f"simulate --protocol fgd-paper: policy {name}: {len(got)} placements for {len(chunk)} arrivals"
+                )
             for k, (si, g) in enumerate(zip(chunk, got), start=k0):
                 apply(k, int(si), g)
     else:
@@ -488,8 +528,9 @@ def run_paper(c, arrivals: PaperArrivals, policy, *, rng: np.random.Generator | 
             cand = np.flatnonzero(ok)
             apply(k, si, pol.choose(ctx, si, cand, use) if cand.size else None)
     shown_line.__exit__(None, None, None)
-    return PaperRun(name, arrivals.seed, arrivals.arrived.copy(), allocated, placed, failed, log,
-                    time.perf_counter() - t0)
+    return PaperRun(
+        name, arrivals.seed, arrivals.arrived.copy(), allocated, placed, failed, log, time.perf_counter() - t0
+    )
 
 
 # ------------------------------------------------------------------ binning (merge_alloc_discrete.py)
@@ -515,9 +556,14 @@ def bin_curve(per_seed: list[dict[int, float]]) -> dict[int, dict[str, float]]:
     out = {}
     for b in sorted({b for d in per_seed for b in d}):
         v = np.array([d[b] for d in per_seed if b in d])
-        out[b] = {"alloc_pct": float(v.mean()), "unallocated_pct": 100.0 - float(v.mean()),
-                  "std_pct": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
-                  "min_pct": 100.0 - float(v.max()), "max_pct": 100.0 - float(v.min()), "runs": len(v)}
+        out[b] = {
+            "alloc_pct": float(v.mean()),
+            "unallocated_pct": 100.0 - float(v.mean()),
+            "std_pct": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+            "min_pct": 100.0 - float(v.max()),
+            "max_pct": 100.0 - float(v.min()),
+            "runs": len(v),
+        }
     return out
 
 
@@ -526,15 +572,24 @@ def level_bins(levels: list[float]) -> list[int]:
     for lv in levels:
         pct = lv * 100
         if abs(pct - round(pct)) > 1e-6:
-            raise InputError(f"--inflation {lv:g}: --protocol fgd-paper bins arrivals by whole arrived percent "
-                             "(use levels such as 0.9 or 1.05)")
+            raise InputError(
+                f"--inflation {lv:g}: --protocol fgd-paper bins arrivals by whole arrived percent "
+                "(use levels such as 0.9 or 1.05)"
+            )
         bins.append(round(pct))
     return bins
 
 
 # ------------------------------------------------------------------ the experiment
-def simulate_paper(c, *, seeds: list[int], policies: list, bins: list[int], tune: float = 1.3,
-                   progress: Callable[[str], None] | None = None) -> tuple[list[dict[str, Any]], list[PaperRun]]:
+def simulate_paper(
+    c,
+    *,
+    seeds: list[int],
+    policies: list,
+    bins: list[int],
+    tune: float = 1.3,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[dict[str, Any]], list[PaperRun]]:
     """Every policy on every seed's arrivals: rows in simulate.COLUMNS form, and the runs."""
     pc = prepare(c)
     runs: list[PaperRun] = []
@@ -555,13 +610,23 @@ def simulate_paper(c, *, seeds: list[int], policies: list, bins: list[int], tune
                 continue
             v = curve[b]
             ends = [_bin_end(r, pc.gpus, b) for r in rs]
-            rows.append({"inflation": b / 100, "policy": name, "runs": v["runs"],
-                         "unallocated_pct": round(v["unallocated_pct"], 3), "std_pct": round(v["std_pct"], 3),
-                         "min_pct": round(v["min_pct"], 3), "max_pct": round(v["max_pct"], 3),
-                         "arrived_pct": round(float(np.mean([e[0] for e in ends])), 3),
-                         "placed": round(float(np.mean([e[1] for e in ends])), 1),
-                         "failed": round(float(np.mean([e[2] for e in ends])), 1),
-                         "bound_unallocated_pct": "", "gap": "", "status": ""})
+            rows.append(
+                {
+                    "inflation": b / 100,
+                    "policy": name,
+                    "runs": v["runs"],
+                    "unallocated_pct": round(v["unallocated_pct"], 3),
+                    "std_pct": round(v["std_pct"], 3),
+                    "min_pct": round(v["min_pct"], 3),
+                    "max_pct": round(v["max_pct"], 3),
+                    "arrived_pct": round(float(np.mean([e[0] for e in ends])), 3),
+                    "placed": round(float(np.mean([e[1] for e in ends])), 1),
+                    "failed": round(float(np.mean([e[2] for e in ends])), 1),
+                    "bound_unallocated_pct": "",
+                    "gap": "",
+                    "status": "",
+                }
+            )
     rows.sort(key=lambda r: (r["inflation"], names.index(r["policy"])))
     return rows, runs
 
@@ -571,16 +636,16 @@ def simulate_paper(c, *, seeds: list[int], policies: list, bins: list[int], tune
 class OfflineSolve:
     seed: int
     bin: int
-    arrivals: int                   # the arrivals solved: up to the bin's last one
+    arrivals: int  # the arrivals solved: up to the bin's last one
     arrived_milli: int
-    warm: str                       # the online policy whose placement it started from
-    warm_allocated: int             # that policy's allocated GPU milli after those arrivals
-    allocated: int                  # the offline placement's GPU milli
+    warm: str  # the online policy whose placement it started from
+    warm_allocated: int  # that policy's allocated GPU milli after those arrivals
+    allocated: int  # the offline placement's GPU milli
     placed: int
-    bound: int | None               # the solver's upper bound on `allocated` (GPU milli), if it gave one
+    bound: int | None  # the solver's upper bound on `allocated` (GPU milli), if it gave one
     gap: float | None
-    status: str                     # the solver's word (OPTIMAL only when it proved it)
-    log: list = field(default_factory=list)     # (shape, node, devices) of each placed pod
+    status: str  # the solver's word (OPTIMAL only when it proved it)
+    log: list = field(default_factory=list)  # (shape, node, devices) of each placed pod
     seconds: float = 0.0
 
 
@@ -597,21 +662,26 @@ def _recording_state():
         def take(self, s, node, devs):
             self.taken.append((s.index, int(node), [int(d) for d in devs]))
             super().take(s, node, devs)
+
     return RecordingState
 
 
-def offline_paper(c, arrivals: PaperArrivals, runs: list[PaperRun], bins: list[int], *,
-                  time_limit: float) -> list[OfflineSolve]:
+def offline_paper(
+    c, arrivals: PaperArrivals, runs: list[PaperRun], bins: list[int], *, time_limit: float
+) -> list[OfflineSolve]:
     """Per bin: the arrivals up to the bin's last one (of the pods bin_seed averages for it),
     all placed at once by the optimal model (simulate.solve_optimal, column generation),
     warm-started from the run of `runs` (same arrivals) that allocated most after them, fgd's on
     ties: never below that online policy. The bound is the solver's, never rounded up to proven."""
     from draopt.studies.simulate import solve_optimal
+
     _RecordingState = _recording_state()
     pc = prepare(c)
     if not runs:
-        raise InputError("simulate --protocol fgd-paper --offline-optimum: needs an online policy's run on the "
-                         "same arrivals to start from (--policy)")
+        raise InputError(
+            "simulate --protocol fgd-paper --offline-optimum: needs an online policy's run on the "
+            "same arrivals to start from (--policy)"
+        )
     order = sorted(range(len(runs)), key=lambda i: (runs[i].policy != "fgd", i))
     out = []
     for b in bins:
@@ -631,14 +701,28 @@ def offline_paper(c, arrivals: PaperArrivals, runs: list[PaperRun], bins: list[i
         st = _RecordingState(c)
         shapes = [int(x) for x in arrivals.shapes[:k]]
         hint = [None if e is None else (e[1], list(e[2])) for e in warm.log[:k]]
-        with current_progress().task(f"simulate: seed {arrivals.seed}: offline optimum: bin {b} % "
-                                     f"({k} arrivals from {warm.policy}'s placement)"):
+        with current_progress().task(
+            f"simulate: seed {arrivals.seed}: offline optimum: bin {b} % ({k} arrivals from {warm.policy}'s placement)"
+        ):
             got = solve_optimal(st, [c.shapes[i] for i in shapes], time_limit=time_limit, hint=hint)
         bound = round(float(got["bound"]) * pc.gpu_scale) if got["bound"] else None
-        out.append(OfflineSolve(arrivals.seed, b, k, int(arrivals.arrived[k - 1]), warm.policy,
-                                int(warm.allocated[k - 1]), round(st.allocated * pc.gpu_scale), st.placed, bound,
-                                got["gap"], str(got["status"] or "UNKNOWN"), list(st.taken),
-                                time.perf_counter() - t0))
+        out.append(
+            OfflineSolve(
+                arrivals.seed,
+                b,
+                k,
+                int(arrivals.arrived[k - 1]),
+                warm.policy,
+                int(warm.allocated[k - 1]),
+                round(st.allocated * pc.gpu_scale),
+                st.placed,
+                bound,
+                got["gap"],
+                str(got["status"] or "UNKNOWN"),
+                list(st.taken),
+                time.perf_counter() - t0,
+            )
+        )
     return out
 
 
@@ -650,16 +734,23 @@ def offline_rows(solves: list[OfflineSolve], gpus: int, capacity_milli: int) -> 
         u = np.array([100.0 * (1 - s.allocated / capacity_milli) for s in ss])
         lo = [100.0 * max(0.0, 1 - s.bound / capacity_milli) for s in ss if s.bound is not None]
         gaps = [float(s.gap) for s in ss if s.gap is not None]
-        rows.append({"inflation": b / 100, "policy": OFFLINE, "runs": len(ss),
-                     "unallocated_pct": round(float(u.mean()), 3),
-                     "std_pct": round(float(u.std(ddof=1)) if len(ss) > 1 else 0.0, 3),
-                     "min_pct": round(float(u.min()), 3), "max_pct": round(float(u.max()), 3),
-                     "arrived_pct": round(float(np.mean([s.arrived_milli for s in ss]) / gpus / 10), 3),
-                     "placed": round(float(np.mean([s.placed for s in ss])), 1),
-                     "failed": round(float(np.mean([s.arrivals - s.placed for s in ss])), 1),
-                     "bound_unallocated_pct": round(float(np.mean(lo)), 3) if len(lo) == len(ss) else "",
-                     "gap": round(max(gaps), 4) if gaps else "",
-                     "status": ",".join(sorted({s.status for s in ss}))})
+        rows.append(
+            {
+                "inflation": b / 100,
+                "policy": OFFLINE,
+                "runs": len(ss),
+                "unallocated_pct": round(float(u.mean()), 3),
+                "std_pct": round(float(u.std(ddof=1)) if len(ss) > 1 else 0.0, 3),
+                "min_pct": round(float(u.min()), 3),
+                "max_pct": round(float(u.max()), 3),
+                "arrived_pct": round(float(np.mean([s.arrived_milli for s in ss]) / gpus / 10), 3),
+                "placed": round(float(np.mean([s.placed for s in ss])), 1),
+                "failed": round(float(np.mean([s.arrivals - s.placed for s in ss])), 1),
+                "bound_unallocated_pct": round(float(np.mean(lo)), 3) if len(lo) == len(ss) else "",
+                "gap": round(max(gaps), 4) if gaps else "",
+                "status": ",".join(sorted({s.status for s in ss})),
+            }
+        )
     return rows
 
 
@@ -679,6 +770,7 @@ def _duration(seconds: float) -> str:
 def cmd_simulate(args) -> int:
     """`draopt simulate`: this module sits above draopt.studies.simulate, so it dispatches by --protocol."""
     from draopt.studies import simulate as sim
+
     if args.protocol != "fgd-paper":
         return sim.cmd_simulate(args)
     c, levels, load_s, _, _ = sim.load_for_command(args)
@@ -690,11 +782,16 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
     import json
 
     from draopt.studies.simulate import write_rows
-    for flag, bad in (("--scheduler-config", args.scheduler_config),
-                      ("--tie-break name", getattr(args, "tie_break", "random") == "name")):
+
+    for flag, bad in (
+        ("--scheduler-config", args.scheduler_config),
+        ("--tie-break name", getattr(args, "tie_break", "random") == "name"),
+    ):
         if bad:
-            raise InputError(f"{flag}: not part of --protocol fgd-paper, whose ties go by a random node order "
-                             "and whose scorers are the paper's (draopt's protocol: --protocol draopt)")
+            raise InputError(
+                f"{flag}: not part of --protocol fgd-paper, whose ties go by a random node order "
+                "and whose scorers are the paper's (draopt's protocol: --protocol draopt)"
+            )
     text = args.policy or ",".join(PAPER_POLICIES)
     names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     if not names:
@@ -708,23 +805,30 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
         # Not refused: the user may mean it; the estimate says what it costs (minutes per solve
         # at full size: meant for a few bins, e.g. --inflation 1.0, and few --runs).
         solves = len(bins) * len(seeds)
-        print(f"simulate: --offline-optimum: {solves} solve(s) (bins x runs) of up to {args.time_limit:g} s each "
-              f"(--time-limit): up to {_duration(solves * args.time_limit)}"
-              + ("; meant for a few bins (--inflation 1.0)" if solves > 5 else ""), file=sys.stderr, flush=True)
+        print(
+            f"simulate: --offline-optimum: {solves} solve(s) (bins x runs) of up to {args.time_limit:g} s each "
+            f"(--time-limit): up to {_duration(solves * args.time_limit)}"
+            + ("; meant for a few bins (--inflation 1.0)" if solves > 5 else ""),
+            file=sys.stderr,
+            flush=True,
+        )
     rows, runs = simulate_paper(c, seeds=seeds, policies=policies, bins=bins, progress=say)
     if args.offline_optimum:
         pc = prepare(c)
         solves = []
         for seed in seeds:
-            got = offline_paper(c, paper_arrivals(c, seed), [r for r in runs if r.seed == seed], bins,
-                                time_limit=args.time_limit)
+            got = offline_paper(
+                c, paper_arrivals(c, seed), [r for r in runs if r.seed == seed], bins, time_limit=args.time_limit
+            )
             solves += got
             if say:
                 for o in got:
-                    say(f"seed {seed}: {OFFLINE} bin {o.bin} %: {o.arrivals} arrivals from {o.warm}'s placement "
-                        f"in {o.seconds:.1f} s ({o.status})")
+                    say(
+                        f"seed {seed}: {OFFLINE} bin {o.bin} %: {o.arrivals} arrivals from {o.warm}'s placement "
+                        f"in {o.seconds:.1f} s ({o.status})"
+                    )
         rows += offline_rows(solves, pc.gpus, pc.capacity_milli)
-        rows.sort(key=lambda r: r["inflation"])        # stable: the online policies' order, then the optimum
+        rows.sort(key=lambda r: r["inflation"])  # stable: the online policies' order, then the optimum
     if getattr(args, "stats", False):
         per: dict[str, dict[str, float]] = {}
         for r in runs:
@@ -734,8 +838,12 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
         for p in per.values():
             p["seconds"] = round(p["seconds"], 3)
             p["arrivals_per_s"] = round(p["arrivals"] / p["seconds"], 1) if p["seconds"] else None
-        print(json.dumps({"load_s": round(load_s, 3), "simulate_s": round(time.perf_counter() - t0, 3),
-                          "policies": per}, sort_keys=True), file=sys.stderr)
+        print(
+            json.dumps(
+                {"load_s": round(load_s, 3), "simulate_s": round(time.perf_counter() - t0, 3), "policies": per},
+                sort_keys=True,
+            ),
+            file=sys.stderr,
+        )
     write_rows(args, rows, title=f"FGD paper's protocol: {c.n} nodes, seeds {seeds[0]}-{seeds[-1]}")
     return 0
-

@@ -15,9 +15,9 @@ the answer is checked: `k` places everything, and `k - 1` was tried and did not.
 
 `sweep` (now in `draopt.studies.sweep`, re-exported here) runs many what-if studies.
 """
+
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -27,84 +27,27 @@ from draopt import progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
-from draopt.studies.node_types import (NodeType, check_cost_range, check_node_types, load_node_types as load_node_types, format_cost as _fmt, parse_cost as parse_cost, parse_node_type as parse_node_type)
-
-
-def with_copies(objects: ObjectSet, template: str, count: int, *, prefix: str | None = None,
-                flag: str = "--node-template") -> ObjectSet:
-    """The objects plus `count` copies of node `template` and of the slices pinned to it.
-    Copies are named `{prefix}-plan-{i}` (prefix: the template's name unless given); their
-    slices and pools get the same suffix."""
-    node = next((n for n in objects.nodes if n.name == template), None)
-    if node is None:
-        raise InputError(f"{flag} {template}: no Node {template} in the input")
-    tag = "" if prefix is None else f"-{prefix}"
-    prefix = template if prefix is None else prefix
-    out = copy.copy(objects)
-    out.nodes = list(objects.nodes)
-    out.resource_slices = list(objects.resource_slices)
-    own = [s for s in objects.resource_slices if s.spec.node_name == template]
-    daemons = [p for p in objects.pods if _daemon_pod_of(p, template)]
-    if daemons:
-        out.pods = list(objects.pods)
-        out.creation_order = dict(objects.creation_order)
-    for i in range(count):
-        name = f"{prefix}-plan-{i}"
-        n = node.model_copy(deep=True)
-        n.metadata.name = name
-        if "kubernetes.io/hostname" in n.metadata.labels:
-            n.metadata.labels["kubernetes.io/hostname"] = name
-        out.nodes.append(n)
-        for s in own:
-            c = s.model_copy(deep=True)
-            c.metadata.name = f"{s.name}{tag}-plan-{i}"
-            c.spec.node_name = name
-            # Pools are per driver and name: a copied node's pool must not merge with the original.
-            c.spec.pool.name = f"{s.spec.pool.name}{tag}-plan-{i}"
-            out.resource_slices.append(c)
-        for p in daemons:     # the DaemonSet controller makes its pod on the new node too
-            out.pods.append(_daemon_pod_copy(p, template, name, out))
-    return out
-
-
-def _daemon_pod_of(pod, node: str) -> bool:
-    """A pending pod a DaemonSet made for `node` (pinned to it by required node affinity)."""
-    owners = (pod.metadata.model_extra or {}).get("ownerReferences") or []
-    if pod.spec.node_name or not any(isinstance(o, dict) and o.get("kind") == "DaemonSet" for o in owners):
-        return False
-    na = pod.spec.affinity.node_affinity if pod.spec.affinity is not None else None
-    req = na.required_during_scheduling_ignored_during_execution if na is not None else None
-    return req is not None and any(f.key == "metadata.name" and f.values == [node]
-                                   for t in req.node_selector_terms for f in t.match_fields)
-
-
-def _daemon_pod_copy(pod, template: str, node: str, out: ObjectSet):
-    from draopt.kube.controllers import generate_name
-    owner = next(o for o in pod.metadata.model_extra["ownerReferences"] if o.get("kind") == "DaemonSet")
-    c = pod.model_copy(deep=True)
-    c.metadata.name = generate_name(f"{owner.get('name')}-", pod.namespace, str(owner.get("name")), hash_node(node))
-    for t in c.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms:
-        for f in t.match_fields:
-            if f.key == "metadata.name" and f.values == [template]:
-                f.values = [node]
-    order = out.creation_order.get(f"{pod.namespace}/{pod.name}")
-    if order is not None:
-        out.creation_order[f"{c.namespace}/{c.name}"] = (order[0], order[1] + hash_node(node))
-    return c
-
-
-def hash_node(name: str) -> int:
-    """A stable index for a node made by planning (DaemonSet pod names and order)."""
-    import hashlib
-    return 1_000_000 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
+from draopt.studies.ffd_estimate import FfdEstimate, _cluster_for, _scheduled_first, _with_types
+from draopt.studies.ffd_estimate import ffd_estimate as ffd_estimate
+from draopt.studies.ffd_estimate import hash_node as hash_node
+from draopt.studies.ffd_estimate import with_copies
+from draopt.studies.node_types import (
+    NodeType,
+    check_cost_range,
+    check_node_types,
+    load_node_types as load_node_types,
+    format_cost as _fmt,
+    parse_cost as parse_cost,
+    parse_node_type as parse_node_type,
+)
 
 
 @dataclass
 class PlanResult:
     template: str
     policy: str
-    extra_nodes: int | None                 # None: not enough within max_extra
-    tried: dict[int, tuple[int, int]] = field(default_factory=dict)   # copies -> (placed, pods)
+    extra_nodes: int | None  # None: not enough within max_extra
+    tried: dict[int, tuple[int, int]] = field(default_factory=dict)  # copies -> (placed, pods)
     # Pods no number of copies can place (pod -> why): every node, the template included,
     # rejects them for a reason a copy of the template repeats (a resource claim error such as
     # a CEL runtime error or a missing DeviceClass, an untolerated taint, an unschedulable node).
@@ -127,8 +70,10 @@ class PlanResult:
         elif others and self.extra_nodes == 0:
             out.append(f"the {others} other pending pod(s) need no extra node ({self.policy})")
         elif others:
-            out.append(f"{self.extra_nodes} more node(s) like {self.template} place the {others} other pending "
-                       f"pod(s) ({self.policy})")
+            out.append(
+                f"{self.extra_nodes} more node(s) like {self.template} place the {others} other pending "
+                f"pod(s) ({self.policy})"
+            )
         return "\n".join(out)
 
 
@@ -146,9 +91,17 @@ def _blocked(pods) -> dict[str, str]:
     return out
 
 
-def nodes_needed(objects: ObjectSet, template: str, *, policy: str = "first-fit",
-                 features: Features | None = None, max_extra: int = 256, time_limit: float = 60.0) -> PlanResult:
+def nodes_needed(
+    objects: ObjectSet,
+    template: str,
+    *,
+    policy: str = "first-fit",
+    features: Features | None = None,
+    max_extra: int = 256,
+    time_limit: float = 60.0,
+) -> PlanResult:
     from draopt.placement import place
+
     if max_extra < 0:
         raise InputError(f"--max-nodes: must be 0 or more, got {max_extra}")
     result = PlanResult(template, policy, None)
@@ -166,7 +119,7 @@ def nodes_needed(objects: ObjectSet, template: str, *, policy: str = "first-fit"
     if placed_all(0):
         result.extra_nodes = 0
         return result
-    lo, hi = 0, 1                       # lo fails, hi to be tried
+    lo, hi = 0, 1  # lo fails, hi to be tried
     while not placed_all(min(hi, max_extra)):
         if hi >= max_extra:
             return result
@@ -178,7 +131,7 @@ def nodes_needed(objects: ObjectSet, template: str, *, policy: str = "first-fit"
             hi = mid
         else:
             lo = mid
-    placed_all(hi - 1)                  # recorded, so the table shows the step
+    placed_all(hi - 1)  # recorded, so the table shows the step
     result.extra_nodes = hi
     return result
 
@@ -192,160 +145,32 @@ def nodes_needed(objects: ObjectSet, template: str, *, policy: str = "first-fit"
 # enumerated. Side by side: what a first-fit-decreasing estimator would buy, one type at a time,
 # as the cluster-autoscaler's binpacking estimator does.
 
-def _with_types(objects: ObjectSet, counts: list[tuple[NodeType, int]]):
-    """The objects plus `count` copies of each type; (objects, node -> type name,
-    DaemonSet pod made for a copy -> its node)."""
-    out, type_of, daemon_of = objects, {}, {}
-    for t, count in counts:
-        before = {f"{p.namespace}/{p.name}" for p in out.pods}
-        out = with_copies(out, t.template, count, prefix=t.name, flag=f"node type {t.name}: template")
-        for i in range(count):
-            type_of[f"{t.name}-plan-{i}"] = t.name
-        for p in out.pods:
-            key = f"{p.namespace}/{p.name}"
-            if key not in before:
-                daemon_of[key] = next(f.values[0] for term in p.spec.affinity.node_affinity
-                                      .required_during_scheduling_ignored_during_execution.node_selector_terms
-                                      for f in term.match_fields if f.key == "metadata.name")
-    return out, type_of, daemon_of
-
-
-def _cluster_for(objs: ObjectSet, features: Features, type_of: dict[str, str], order: list[str]):
-    """Workload and cluster, the input's nodes first (name order), then the copies by type (in
-    `order`) and index: first-fit opens copies in that order."""
-    from draopt.placement import build_cluster
-    from draopt.kube.workload import expand
-    workload = expand(objs, features)
-    cluster = build_cluster(objs, workload, features)
-    rank = {name: i for i, name in enumerate(order)}
-
-    def key(n):
-        if n.name not in type_of:
-            return (0, 0, 0, n.name)
-        t = type_of[n.name]
-        return (1, rank[t], int(n.name[len(t) + len("-plan-"):]), "")
-    cluster.nodes = sorted(cluster.nodes, key=key)
-    for i, n in enumerate(cluster.nodes):
-        n.index = i
-    return workload, cluster
-
-
-def _ffd_score(pod, allocatable: dict) -> float:
-    """The cluster-autoscaler's DecreasingPodOrderer score: cpu request / node cpu + memory
-    request / node memory (kubernetes/autoscaler cluster-autoscaler/estimator/
-    decreasing_pod_orderer.go @ 2fc0cb0ab57c0928896d8327a3e8e63613c2f32c)."""
-    score = 0.0
-    for r in ("cpu", "memory"):
-        cap = allocatable.get(r)
-        if cap:
-            score += float(pod.resources.get(r, 0) / cap)
-    return score
-
-
-@dataclass
-class FfdEstimate:
-    """What a first-fit-decreasing estimator buys with nodes of one type."""
-    node_type: NodeType
-    nodes: int                                   # new nodes with pods
-    placed: int                                  # pending pods placed (input's pods)
-    pods: int
-    capped: bool = False                         # stopped at max_nodes copies
-    skipped: bool = False                        # not estimated: the time limit ran out first
-    placement: dict[str, Any] = field(default_factory=dict)   # pod -> PodPlacement
-    used: set[str] = field(default_factory=set)  # copies with pods
-    seconds: float = 0.0
-
-    @property
-    def cost(self) -> Fraction:
-        return self.node_type.cost * self.nodes
-
-
-def _scheduled_first(objects: ObjectSet, features: Features):
-    """What the kube-scheduler does on the cluster as it is: (pending pods, those it places,
-    the resources of those it leaves pending)."""
-    from draopt.placement import build_cluster
-    from draopt.cluster.firstfit import simulate
-    from draopt.kube.workload import expand
-    workload = expand(objects, features)
-    base = simulate(build_cluster(objects, workload, features), workload, explain_failures=None)
-    on_cluster = {p.pod for p in base.pods if p.placed}
-    return [p.pod for p in base.pods], on_cluster, [d.resources for d in workload.pending if d.key not in on_cluster]
-
-
-def ffd_estimate(objects: ObjectSet, node_type: NodeType, *, features: Features | None = None,
-                 max_nodes: int = 256, scheduled_first=None) -> FfdEstimate:
-    """The cluster-autoscaler's binpacking estimate for one node type (kubernetes/autoscaler
-    cluster-autoscaler/estimator/binpacking_estimator.go @ 006685c4641726f573c75e865d015404b8f408ea):
-    the pods the kube-scheduler leaves pending on the cluster, sorted by decreasing score, each
-    put on the first new node that takes it, a new node opened when none does. Every step is
-    draopt's kube-scheduler simulation (first-fit, DRA allocator included). `scheduled_first`:
-    what `_scheduled_first` gives (the same for every type)."""
-    import time
-
-    from draopt.cluster.firstfit import simulate
-    from draopt.kube.quantity import Quantity
-    t0 = time.perf_counter()
-    features = features or Features.from_gates()
-    real, on_cluster, left_resources = scheduled_first or _scheduled_first(objects, features)
-    left = len(left_resources)
-    template = next(n for n in objects.nodes if n.name == node_type.template)
-    allocatable = {r: Quantity.parse(v).value for r, v in (template.status.allocatable or {}).items()}
-    # Start from a bound on the nodes the left pods need (their cpu, memory and pod count against
-    # the template's), plus one: usually one simulation suffices, else the copies double.
-    need = 0
-    for r in ("cpu", "memory", "pods"):
-        cap = allocatable.get(r)
-        if cap:
-            need = max(need, math.ceil(sum(res.get(r, 0) for res in left_resources) / cap))
-    k = min(left, max(8, need + 1 + need // 8), max_nodes)
-    while True:
-        objs, type_of, daemon_of = _with_types(objects, [(node_type, k)])
-        wl, cluster = _cluster_for(objs, features, type_of, [node_type.name])
-        by_key = {d.key: d for d in wl.pending}
-        index = {n.name: n.index for n in cluster.nodes}
-        daemons = sorted((by_key[p] for p in daemon_of), key=lambda d: index[daemon_of[d.key]])
-        placed_first = [d for d in wl.pending if d.key in on_cluster]
-        rest = [d for d in wl.pending if d.key not in on_cluster and d.key not in daemon_of]
-        # Stable: equal scores keep the scheduler's queue order (Go's sort.Slice does not promise that).
-        rest.sort(key=lambda d: -_ffd_score(d, allocatable))
-        wl.pending = daemons + placed_first + rest
-        res = simulate(cluster, wl, explain_failures=None)
-        placement = {p.pod: p for p in res.pods}
-        used = {p.node for p in res.pods if p.placed and p.pod not in daemon_of and p.node in type_of}
-        last_used = k > 0 and f"{node_type.name}-plan-{k - 1}" in used
-        if not last_used or k >= left or k >= max_nodes:
-            break
-        k = min(2 * k, left, max_nodes)
-    placed = sum(1 for key in real if placement[key].placed)
-    return FfdEstimate(node_type, len(used), placed, len(real), capped=last_used and k >= max_nodes and k < left,
-                       placement={key: placement[key] for key in real} | {key: placement[key] for key in daemon_of},
-                       used=used, seconds=time.perf_counter() - t0)
-
 
 @dataclass
 class OneFewer:
-    removed: str                 # node type one node fewer of
+    removed: str  # node type one node fewer of
     mix: dict[str, int]
-    verdict: str                 # "infeasible (proven)", "feasible", "not proven (time limit)"
+    verdict: str  # "infeasible (proven)", "feasible", "not proven (time limit)"
 
 
 @dataclass
 class MixPlan:
     """The cheapest mix of new nodes found by the CP-SAT model, and what it proves."""
+
     node_types: list[NodeType]
-    mix: dict[str, int]                          # type -> new nodes
+    mix: dict[str, int]  # type -> new nodes
     cost: Fraction
-    status: str                                  # CP-SAT status of the cost phase (OPTIMAL / FEASIBLE / ...)
-    bound: Fraction                              # proven lower bound on the cost
+    status: str  # CP-SAT status of the cost phase (OPTIMAL / FEASIBLE / ...)
+    bound: Fraction  # proven lower bound on the cost
     proven_minimal: bool
     why_not_proven: str
-    pods: int                                    # pending pods of the input
-    placed: int                                  # placed with the mix
-    placed_proven: bool                          # no mix of these types places more (proven)
-    candidates: dict[str, int]                   # copies per type in the model
+    pods: int  # pending pods of the input
+    placed: int  # placed with the mix
+    placed_proven: bool  # no mix of these types places more (proven)
+    candidates: dict[str, int]  # copies per type in the model
     ffd: list[FfdEstimate]
     one_fewer: list[OneFewer] = field(default_factory=list)
-    blocked: dict[str, str] = field(default_factory=dict)     # pod -> why no node of any type or cluster takes it
+    blocked: dict[str, str] = field(default_factory=dict)  # pod -> why no node of any type or cluster takes it
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -363,45 +188,81 @@ class MixPlan:
         best = self.ffd_best()
         return {
             "node_types": [{"name": t.name, "template": t.template, "cost": _num(t.cost)} for t in self.node_types],
-            "mix": self.mix, "cost": _num(self.cost), "status": self.status, "bound": _num(self.bound),
-            "gap": round(self.gap, 6), "proven_minimal": self.proven_minimal, "why_not_proven": self.why_not_proven,
-            "pods": self.pods, "placed": self.placed, "placed_proven": self.placed_proven,
-            "candidates": self.candidates, "blocked": self.blocked,
+            "mix": self.mix,
+            "cost": _num(self.cost),
+            "status": self.status,
+            "bound": _num(self.bound),
+            "gap": round(self.gap, 6),
+            "proven_minimal": self.proven_minimal,
+            "why_not_proven": self.why_not_proven,
+            "pods": self.pods,
+            "placed": self.placed,
+            "placed_proven": self.placed_proven,
+            "candidates": self.candidates,
+            "blocked": self.blocked,
             "one_fewer": [{"removed": o.removed, "mix": o.mix, "verdict": o.verdict} for o in self.one_fewer],
-            "ffd": {e.node_type.name: {"nodes": e.nodes, "cost": _num(e.cost), "placed": e.placed, "pods": e.pods,
-                                       "capped": e.capped} | ({"skipped": True} if e.skipped else {})
-                    for e in self.ffd},
-            "ffd_best": None if best is None else {"node_type": best.node_type.name, "nodes": best.nodes,
-                                                   "cost": _num(best.cost), "placed": best.placed},
+            "ffd": {
+                e.node_type.name: {
+                    "nodes": e.nodes,
+                    "cost": _num(e.cost),
+                    "placed": e.placed,
+                    "pods": e.pods,
+                    "capped": e.capped,
+                }
+                | ({"skipped": True} if e.skipped else {})
+                for e in self.ffd
+            },
+            "ffd_best": None
+            if best is None
+            else {
+                "node_type": best.node_type.name,
+                "nodes": best.nodes,
+                "cost": _num(best.cost),
+                "placed": best.placed,
+            },
         }
 
     def table(self) -> str:
         rows = [("node type", "template", "cost", "candidates", "optimal mix", "ffd nodes", "ffd cost", "ffd placed")]
         for e, t in zip(self.ffd, self.node_types):
-            rows.append((t.name, t.template, _fmt(t.cost), str(self.candidates.get(t.name, 0)),
-                         str(self.mix.get(t.name, 0)), "-" if e.skipped else str(e.nodes) + ("+" if e.capped else ""), _fmt(e.cost),
-                         f"{e.placed}/{e.pods}"))
+            rows.append(
+                (
+                    t.name,
+                    t.template,
+                    _fmt(t.cost),
+                    str(self.candidates.get(t.name, 0)),
+                    str(self.mix.get(t.name, 0)),
+                    "-" if e.skipped else str(e.nodes) + ("+" if e.capped else ""),
+                    _fmt(e.cost),
+                    f"{e.placed}/{e.pods}",
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        out = ["  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip()
-               for r in rows]
+        out = [
+            "  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip()
+            for r in rows
+        ]
         out.append("")
         mix = _mix_text(self.mix)
         out.append(f"cheapest mix: {mix}, cost {_fmt(self.cost)}; places {self.placed} of {self.pods} pending pod(s)")
         if self.pods == 0:
             out.append("nothing to place: no pending Pod (or workload controller) in the input")
         elif self.proven_minimal:
-            out.append(f"proven minimal: CP-SAT proved no cheaper mix of these node types places as many pods "
-                       f"(lower bound {_fmt(self.bound)}, gap 0)")
+            out.append(
+                f"proven minimal: CP-SAT proved no cheaper mix of these node types places as many pods "
+                f"(lower bound {_fmt(self.bound)}, gap 0)"
+            )
         else:
-            out.append(f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, "
-                       f"gap {self.gap:.1%}")
+            out.append(f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, gap {self.gap:.1%}")
         for o in self.one_fewer:
             out.append(f"one {o.removed} fewer ({_mix_text(o.mix)}): {o.verdict}")
         best = self.ffd_best()
         if best is not None:
-            out.append(f"first-fit decreasing (cluster-autoscaler's estimator), cheapest single type: "
-                       f"{best.nodes} x {best.node_type.name}, cost {_fmt(best.cost)}, places {best.placed} of "
-                       f"{best.pods}" + ("" if best.placed == best.pods else " (no single type places them all)"))
+            out.append(
+                f"first-fit decreasing (cluster-autoscaler's estimator), cheapest single type: "
+                f"{best.nodes} x {best.node_type.name}, cost {_fmt(best.cost)}, places {best.placed} of "
+                f"{best.pods}" + ("" if best.placed == best.pods else " (no single type places them all)")
+            )
         if self.blocked:
             out.append(f"no node of any type (nor of the cluster) takes {len(self.blocked)} pod(s):")
             out.extend(f"  {pod}: {why}" for pod, why in sorted(self.blocked.items()))
@@ -419,6 +280,7 @@ def _mix_text(mix: dict[str, int]) -> str:
 
 def _solver(seconds: float):
     from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     # Same input, same answer: one worker and deterministic time; the wall clock only as a
     # generous hard stop. Measured (benchmarks/bench_plan.py, mixed, 200 pods): the cost phase
@@ -434,6 +296,7 @@ def _one_fewer(cp, counts: dict, mix: dict[str, int], node_types: list[NodeType]
     """The mix less one node of each type it uses (the others at most the mix's): does it place
     as many pods? The model as solved (the pods phase's count held), its objective dropped."""
     from ortools.sat.python import cp_model
+
     checks = []
     used_types = [t for t in node_types if mix[t.name] > 0]
     for t in used_types:
@@ -444,19 +307,23 @@ def _one_fewer(cp, counts: dict, mix: dict[str, int], node_types: list[NodeType]
         for s in node_types:
             c.add(c.get_int_var_from_proto_index(counts[s.name].index) <= fewer[s.name])
         status = _solver(seconds / len(used_types)).solve(c)
-        verdict = {cp_model.INFEASIBLE: "does not place them all (proven infeasible)",
-                   cp_model.OPTIMAL: "places them all", cp_model.FEASIBLE: "places them all"}.get(
-            status, "not proven either way (time limit)")
+        verdict = {
+            cp_model.INFEASIBLE: "does not place them all (proven infeasible)",
+            cp_model.OPTIMAL: "places them all",
+            cp_model.FEASIBLE: "places them all",
+        }.get(status, "not proven either way (time limit)")
         checks.append(OneFewer(t.name, fewer, verdict))
     return checks
 
 
-def _open_new_nodes(cp, b, cluster, type_of: dict[str, str], node_types: list[NodeType], caps: dict[str, int],
-                    first: set[str]):
+def _open_new_nodes(
+    cp, b, cluster, type_of: dict[str, str], node_types: list[NodeType], caps: dict[str, int], first: set[str]
+):
     """How many copies of each type the model opens: (per type, the terms that sum to it; per
     copy outside a class, its opened literal; the classes with their parts' counts; the nodes in
     classes). Copies of a type are opened in order, those in `first` (the estimate's) first."""
     from draopt.model.encodings.base import upper_bound
+
     # A class of interchangeable nodes (patterns.py) counts its opened nodes per part (the
     # cluster's own, the copies of each type); every other copy has its own literal that
     # every pod placed there needs.
@@ -468,7 +335,7 @@ def _open_new_nodes(cp, b, cluster, type_of: dict[str, str], node_types: list[No
     opened: dict[str, Any] = {}
     count_terms: dict[str, list] = {t.name: [] for t in node_types}
     in_class = set()
-    segments = []     # (class, [(type name, or None for the cluster's own nodes; opened count)])
+    segments = []  # (class, [(type name, or None for the cluster's own nodes; opened count)])
     for nc in b.node_classes:
         in_class.update(n.name for n in nc.nodes)
         sizes: dict[str | None, int] = {}
@@ -499,7 +366,7 @@ def _open_new_nodes(cp, b, cluster, type_of: dict[str, str], node_types: list[No
     # that gave its node back leaves a gap in its copies).
     for t in node_types:
         names = [f"{t.name}-plan-{i}" for i in range(caps[t.name]) if f"{t.name}-plan-{i}" in opened]
-        lits = [opened[n] for n in sorted(names, key=lambda n: n not in first)]   # stable
+        lits = [opened[n] for n in sorted(names, key=lambda n: n not in first)]  # stable
         for a, c in zip(lits, lits[1:]):
             cp.add(a >= c)
     return count_terms, opened, segments, in_class
@@ -510,12 +377,14 @@ def _estimates(objects, node_types, features, first, max_nodes: int, stats: dict
     not estimated (reported so). One estimate is not interrupted: the largest nodes go first
     (the fewest copies, the quickest estimates) when there is a deadline."""
     import time
+
     order = list(node_types)
     if deadline is not None:
         order.sort(key=lambda t: -_capacity_of(objects, t))
     got: dict[str, FfdEstimate] = {}
-    with progress.current().task("plan: first-fit-decreasing estimates", total=len(node_types),
-                                 unit="node types") as shown:
+    with progress.current().task(
+        "plan: first-fit-decreasing estimates", total=len(node_types), unit="node types"
+    ) as shown:
         for t in order:
             if deadline is not None and got and time.perf_counter() > deadline:
                 got[t.name] = FfdEstimate(t, 0, 0, len(first[0]), skipped=True)
@@ -529,13 +398,20 @@ def _estimates(objects, node_types, features, first, max_nodes: int, stats: dict
 def _capacity_of(objects, t: NodeType) -> float:
     """The template's cpu (what orders the estimates: bigger nodes, fewer copies)."""
     from draopt.kube.quantity import Quantity
+
     node = next(n for n in objects.nodes if n.name == t.template)
     cpu = (node.status.allocatable or {}).get("cpu")
     return float(Quantity.parse(cpu).value) if cpu is not None else 0.0
 
 
-def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features | None = None,
-         time_limit: float = 60.0, max_nodes: int = 256) -> MixPlan:
+def plan(
+    objects: ObjectSet,
+    node_types: list[NodeType],
+    *,
+    features: Features | None = None,
+    time_limit: float = 60.0,
+    max_nodes: int = 256,
+) -> MixPlan:
     """The cheapest mix of new nodes of `node_types` with which the most pending pods (every
     one, when any mix can) are placed, decided by the CP-SAT placement model; the first-fit-
     decreasing estimate of every type side by side; and the one-fewer check of the mix."""
@@ -549,6 +425,7 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
     from draopt.model.prepare import prepare_cluster
     from draopt.placement.optimal import _complete_hint, _first_fit_hint
     from draopt.cluster.result import PodPlacement, weight
+
     t0 = time.perf_counter()
     if max_nodes < 1:
         raise InputError(f"--max-nodes: must be 1 or more, got {max_nodes}")
@@ -573,10 +450,11 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
     # more than ub / cost nodes of a type costs more), at least the type's own estimate, one at least.
     # A cost-optimal mix opens no node without a pod either, so no more copies than pods that fit one
     # (the estimate's count of placed pods, checked against the model's own candidacy below).
-    caps = {t.name: max(1, min(max_nodes, max(e.nodes, min(int(ub // t.cost), e.placed))))
-            for t, e in zip(node_types, ffd)}
+    caps = {
+        t.name: max(1, min(max_nodes, max(e.nodes, min(int(ub // t.cost), e.placed)))) for t, e in zip(node_types, ffd)
+    }
     cost_of = {t.name: t.cost for t in node_types}
-    by_cost = [t.name for t in sorted(node_types, key=lambda t: t.cost)]   # stable: ties keep the given order
+    by_cost = [t.name for t in sorted(node_types, key=lambda t: t.cost)]  # stable: ties keep the given order
     # The model is built again with more candidates if the mix found could be beaten by a mix
     # with more copies of a type than there were candidates (at most a few rounds).
     for _round in range(4):
@@ -598,17 +476,41 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
                 why = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
                 blocked[d.key] = why
         if not prep.kinds:
-            return MixPlan(node_types, {t.name: 0 for t in node_types}, Fraction(0), "OPTIMAL", Fraction(0), True, "",
-                           len(real), 0, True, caps, ffd, [], blocked, stats)
-        with progress.current().task(f"plan: building the model (round {_round + 1}, "
-                                     f"{sum(caps.values())} candidate nodes)"):
-            b = build(prep, cluster, workload, book, [k.index for k in prep.kinds], {n.name for n in cluster.nodes},
-                      pattern_seconds=5.0)   # not scaled down: the model must not depend on the wall clock
+            return MixPlan(
+                node_types,
+                {t.name: 0 for t in node_types},
+                Fraction(0),
+                "OPTIMAL",
+                Fraction(0),
+                True,
+                "",
+                len(real),
+                0,
+                True,
+                caps,
+                ffd,
+                [],
+                blocked,
+                stats,
+            )
+        with progress.current().task(
+            f"plan: building the model (round {_round + 1}, {sum(caps.values())} candidate nodes)"
+        ):
+            b = build(
+                prep,
+                cluster,
+                workload,
+                book,
+                [k.index for k in prep.kinds],
+                {n.name for n in cluster.nodes},
+                pattern_seconds=5.0,
+            )  # not scaled down: the model must not depend on the wall clock
         cp = b.model.cp
         stats["build_s"] = round(time.perf_counter() - t1, 3)
         stats["pattern_classes"] = len(b.node_classes)
-        count_terms, opened, segments, in_class = _open_new_nodes(cp, b, cluster, type_of, node_types, caps,
-                                                                  best_ffd.used)
+        count_terms, opened, segments, in_class = _open_new_nodes(
+            cp, b, cluster, type_of, node_types, caps, best_ffd.used
+        )
         # A copy's DaemonSet pods run exactly when it is opened; they are not pods to place.
         kind_of = {p.key: kind for kind in prep.kinds for p in kind.pods}
         daemon_kinds = set()
@@ -627,10 +529,12 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         ints, scale = scale_to_int([t.cost for t in node_types])
         check_cost_range(node_types, ints, caps)
         cost_expr = sum(c * counts[t.name] for c, t in zip(ints, node_types))
-        placed_expr = sum(weight(prio) * v for (ki, (prio, _)), v in b.totals.items() if ki not in daemon_kinds) + \
-            sum(weight(workload.pod(p).priority) * v for p, v in b.placed.items() if p not in daemon_of)
-        pods_expr = sum(v for (ki, _), v in b.totals.items() if ki not in daemon_kinds) + \
-            sum(v for p, v in b.placed.items() if p not in daemon_of)
+        placed_expr = sum(weight(prio) * v for (ki, (prio, _)), v in b.totals.items() if ki not in daemon_kinds) + sum(
+            weight(workload.pod(p).priority) * v for p, v in b.placed.items() if p not in daemon_of
+        )
+        pods_expr = sum(v for (ki, _), v in b.totals.items() if ki not in daemon_kinds) + sum(
+            v for p, v in b.placed.items() if p not in daemon_of
+        )
         placed_count = cp.new_int_var(0, len(real), "placed_pods")
         cp.add(placed_count == pods_expr)
         cheap = sum(weight(d.priority) for d in real if prep.pod_nodes.get(d.key))
@@ -640,8 +544,12 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         ff_by_pod = {}
         for d in workload.pending:
             pl = best_ffd.placement.get(d.key)
-            keep = pl is not None and pl.placed and pl.node in cluster.by_name and \
-                (d.key not in daemon_of or daemon_of[d.key] in best_ffd.used)
+            keep = (
+                pl is not None
+                and pl.placed
+                and pl.node in cluster.by_name
+                and (d.key not in daemon_of or daemon_of[d.key] in best_ffd.used)
+            )
             ff_by_pod[d.key] = pl if keep else PodPlacement(d.key, None, d.priority, d.group)
         hint = _first_fit_hint(b, prep, book, ff_by_pod)
         for name, lit in opened.items():
@@ -652,12 +560,13 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
                 hint[v] = sum(1 for n in nc.nodes if type_of.get(n.name) == name and n.name in with_pods)
         # Generous wall time: a completion cut short by a busy machine would change the answer.
         with progress.current().task("plan: the estimate as the warm start"):
-            full = _complete_hint(cp, hint, max(10.0, 0.1 * time_limit),
-                                  time.perf_counter() + max(10.0, 0.2 * time_limit))
+            full = _complete_hint(
+                cp, hint, max(10.0, 0.1 * time_limit), time.perf_counter() + max(10.0, 0.2 * time_limit)
+            )
         stats["hint_s"] = round(time.perf_counter() - t2, 3)
         stats["ffd_in_model"] = full is not None
         floor = 0
-        incumbent = None   # the best solution known: proto variable index -> value
+        incumbent = None  # the best solution known: proto variable index -> value
         if full is not None:
             floor = sum(weight(ff_by_pod[d.key].priority) for d in real if ff_by_pod[d.key].placed)
             hint_cost = sum(c * full[counts[t.name]] for c, t in zip(ints, node_types))
@@ -680,23 +589,26 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
                 # Proven for any number of nodes when every pod with a node is placed, or when the
                 # candidates are as many as the pods that fit each type.
                 placed_proven = best_placed >= cheap or (
-                    status == cp_model.OPTIMAL and all(caps[t.name] >= fits[t.name] for t in node_types))
+                    status == cp_model.OPTIMAL and all(caps[t.name] >= fits[t.name] for t in node_types)
+                )
                 solution = solver.response_proto.solution
                 incumbent = dict(enumerate(solution))
                 cp.clear_hints()
                 for i in range(len(solution)):
                     cp.add_hint(cp.get_int_var_from_proto_index(i), solution[i])
-            elif incumbent is not None:     # nothing better than the estimate's placement in time
+            elif incumbent is not None:  # nothing better than the estimate's placement in time
                 best_placed, placed_proven = floor, False
             else:
-                raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no placement within the time limit "
-                                 f"({solver.status_name(status)}); give it more time")
+                raise InputError(
+                    f"--time-limit {time_limit:g}: CP-SAT found no placement within the time limit "
+                    f"({solver.status_name(status)}); give it more time"
+                )
         stats["placed_s"] = round(time.perf_counter() - t3, 3)
         # Phase 2: the least cost with those pods placed.
         t4 = time.perf_counter()
         cp.add(placed_expr >= best_placed)
         if full is not None and best_placed <= floor:
-            cp.add(cost_expr <= hint_cost)   # never dearer than the estimate (its placement is a solution)
+            cp.add(cost_expr <= hint_cost)  # never dearer than the estimate (its placement is a solution)
         cp.minimize(cost_expr)
         solver = _solver(0.4 * time_limit)
         with progress.current().task("plan: phase 2 of 2, least cost (costs scaled to integers)") as shown:
@@ -704,10 +616,10 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
         stats["cost_s"] = round(time.perf_counter() - t4, 3)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             incumbent = dict(enumerate(solver.response_proto.solution))
-            bound = Fraction(math.ceil(solver.best_objective_bound - 1e-6)) * scale   # the objective is integral
+            bound = Fraction(math.ceil(solver.best_objective_bound - 1e-6)) * scale  # the objective is integral
         elif incumbent is None:
             raise RuntimeError(f"internal: the planning model lost its solution ({solver.status_name(status)})")
-        else:   # no solution of the cost phase in time: the pods phase's (or the estimate's) stands
+        else:  # no solution of the cost phase in time: the pods phase's (or the estimate's) stands
             if full is not None and best_placed <= floor:
                 incumbent = ffd_solution
             bound = Fraction(0)
@@ -729,7 +641,7 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
             # (candidates + 1) x cost of that type: the lower bound is the smaller of the two.
             bound = min([bound] + [(caps[name] + 1) * cost_of[name] for name in short])
         grow = {name: min(max_nodes, fits[name], int(cost // cost_of[name])) for name in short}
-        if not placed_proven:   # as many candidates as pods that fit each type prove the pods phase
+        if not placed_proven:  # as many candidates as pods that fit each type prove the pods phase
             for name in caps:
                 grow[name] = max(grow.get(name, 0), min(max_nodes, fits[name]))
         if all(grow[name] <= caps[name] for name in grow):
@@ -742,22 +654,44 @@ def plan(objects: ObjectSet, node_types: list[NodeType], *, features: Features |
     stats["one_fewer_s"] = round(time.perf_counter() - t5, 3)
     stats["status"] = status_name
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
-    return MixPlan(node_types, mix, cost, status_name, bound, not reasons, "; ".join(reasons), len(real), placed,
-                   placed_proven, caps, ffd, checks, blocked, stats)
-
+    return MixPlan(
+        node_types,
+        mix,
+        cost,
+        status_name,
+        bound,
+        not reasons,
+        "; ".join(reasons),
+        len(real),
+        placed,
+        placed_proven,
+        caps,
+        ffd,
+        checks,
+        blocked,
+        stats,
+    )
 
 
 from draopt.studies.sweep import sweep  # noqa: E402,F401  (moved to draopt.studies.sweep; kept importable from here)
 
 
-COLUMNS_MIN_PODS = 1000   # from this many pending pods, plan by column generation where it applies
+COLUMNS_MIN_PODS = 1000  # from this many pending pods, plan by column generation where it applies
 
 
-COLUMNS_SHARE = 0.6       # of --time-limit for the columns on large inputs (the rest: the estimates)
+COLUMNS_SHARE = 0.6  # of --time-limit for the columns on large inputs (the rest: the estimates)
 
 
-def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: Features, first, max_nodes: int,
-                     stats: dict, t0: float, time_limit: float) -> MixPlan | None:
+def _plan_by_columns(
+    objects: ObjectSet,
+    node_types: list[NodeType],
+    features: Features,
+    first,
+    max_nodes: int,
+    stats: dict,
+    t0: float,
+    time_limit: float,
+) -> MixPlan | None:
     """The cheapest mix by column generation (draopt/model/colgen_plan.py): one copy of each type
     stands for all of them (copies are alike), so the model does not grow with the candidates.
     None where the reduction does not apply (gangs, DaemonSet pods of copies, pods not counted,
@@ -767,6 +701,7 @@ def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: F
     from draopt.cluster.firstfit import ClaimBook
     from draopt.model.colgen_plan import CheapestMix
     from draopt.model.prepare import prepare_cluster
+
     built = time.perf_counter()
     objs, type_of, daemon_of = _with_types(objects, [(t, 1) for t in node_types])
     if daemon_of:
@@ -785,8 +720,17 @@ def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: F
     real = list(workload.pending)
     cost_of = {t.name: t.cost for t in node_types}
     stats["build_s"] = round(time.perf_counter() - built, 3)
-    sol = CheapestMix().apply(prep, cluster, workload, book, kind_ids, names, type_of, cost_of,
-                              deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * time_limit))
+    sol = CheapestMix().apply(
+        prep,
+        cluster,
+        workload,
+        book,
+        kind_ids,
+        names,
+        type_of,
+        cost_of,
+        deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * time_limit),
+    )
     stats.update(sol.stats)
     t1 = time.perf_counter()
     ffd = _estimates(objects, node_types, features, first, max_nodes, stats, t0 + 0.9 * time_limit)
@@ -800,8 +744,11 @@ def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: F
             blocked[d.key] = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
     mix = {t.name: 0 for t in node_types}
     mix.update(sol.mix())
-    placed = sum(1 for d in real if prep.pod_nodes.get(d.key)) if sol.covered else \
-        sum(1 for pl in best_ffd.placement.values() if pl.placed)
+    placed = (
+        sum(1 for d in real if prep.pod_nodes.get(d.key))
+        if sol.covered
+        else sum(1 for pl in best_ffd.placement.values() if pl.placed)
+    )
     cost, bound = sol.cost, sol.bound
     if not sol.covered or (best_ffd.placed >= placed and best_ffd.cost < cost):
         # The estimate is cheaper or the columns cover less: it is the answer (said so).
@@ -815,11 +762,29 @@ def _plan_by_columns(objects: ObjectSet, node_types: list[NodeType], features: F
     if not sol.covered:
         reasons.append("the columns found in time do not place every pod")
     elif not proven:
-        reasons.append(f"column generation: the cost is {float((cost - bound) / cost):.2%} above the bound of its "
-                       "configuration LP" if cost else "no bound")
+        reasons.append(
+            f"column generation: the cost is {float((cost - bound) / cost):.2%} above the bound of its configuration LP"
+            if cost
+            else "no bound"
+        )
     if sol.stopped:
         reasons.append(sol.stopped)
     status = "OPTIMAL" if proven else "FEASIBLE"
     stats["status"] = status
-    return MixPlan(node_types, mix, cost, status, bound, proven, "; ".join(reasons), len(real), placed,
-                   sol.covered, {t.name: 1 for t in node_types}, ffd, [], blocked, stats)
+    return MixPlan(
+        node_types,
+        mix,
+        cost,
+        status,
+        bound,
+        proven,
+        "; ".join(reasons),
+        len(real),
+        placed,
+        sol.covered,
+        {t.name: 1 for t in node_types},
+        ffd,
+        [],
+        blocked,
+        stats,
+    )

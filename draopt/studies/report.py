@@ -31,6 +31,7 @@ resources of running and placed pods) and measures it:
   own (``OPTIMAL`` is proven; ``FEASIBLE`` is the best found within the time limit, with the
   gap to its bound); first-fit is a heuristic and proves nothing (``proven`` is false).
 """
+
 from __future__ import annotations
 
 import html
@@ -54,21 +55,20 @@ DEFINITIONS = {
     "weighted_placed": "sum of max(1, 1 + priority) over placed pods (what the optimal policy maximises first)",
     "devices_used": "devices allocated after the placement (input allocations included), each device once",
     "free_devices": "device units still allocatable, each device alone: 1 per device nobody holds whose counters "
-                    "are available (partitions sharing counters may not all fit together), the share of capacity "
-                    "left on devices with allowMultipleAllocations",
+    "are available (partitions sharing counters may not all fit together), the share of capacity "
+    "left on devices with allowMultipleAllocations",
     "stranded_devices": "free device units no pod shape of the workload can use (the shape fits on a node "
-                        "reaching the device under the first-fit filters and the kube-scheduler's allocator, "
-                        "and one of its requests could take the device on its own)",
+    "reaching the device under the first-fit filters and the kube-scheduler's allocator, "
+    "and one of its requests could take the device on its own)",
     "fragmentation": "expected free device units a pod drawn from the workload (shapes weighted by pod "
-                     "count) cannot use: sum over devices of free(d) x P(the shape cannot use d); FGD's measure "
-                     "(a shape that does not fit a node fragments all its free capacity, one that fits the "
-                     "devices it cannot take)",
+    "count) cannot use: sum over devices of free(d) x P(the shape cannot use d); FGD's measure "
+    "(a shape that does not fit a node fragments all its free capacity, one that fits the "
+    "devices it cannot take)",
     "solve_s": "wall time of the policy's placement (seconds)",
     "status": "OPTIMAL: proven; FEASIBLE: best found within the time limit (gap to the bound); "
-              "heuristic: first-fit, nothing proven",
+    "heuristic: first-fit, nothing proven",
 }
-PLOTTED = ("placed", "weighted_placed", "devices_used", "free_devices", "stranded_devices", "fragmentation",
-           "solve_s")
+PLOTTED = ("placed", "weighted_placed", "devices_used", "free_devices", "stranded_devices", "fragmentation", "solve_s")
 
 
 @dataclass
@@ -114,23 +114,33 @@ def _num(v: Fraction) -> float | int:
     return int(v) if v.denominator == 1 else round(float(v), 6)
 
 
-def compare(objects: ObjectSet, policies: list[str], *, features: Features | None = None,
-            time_limit: float = 60.0, **first_fit: Any) -> list[PolicyReport]:
+def compare(
+    objects: ObjectSet,
+    policies: list[str],
+    *,
+    features: Features | None = None,
+    time_limit: float = 60.0,
+    **first_fit: Any,
+) -> list[PolicyReport]:
     """Place the workload with each policy and measure the state each leaves (module docstring).
     `first_fit`: place()'s scheduler_config, seed, tie_break (first-fit's node choice). A policy
     `first-fit:CONFIG` is first-fit with its own scheduler configuration (`builtin:NAME` or a
     KubeSchedulerConfiguration file): compare scoring profiles side by side."""
     from draopt.placement import PLACE_POLICIES
+
     if len(policies) < 2:
-        raise InputError(f"--policy: compare needs two or more policies (got {len(policies)}; "
-                         f"known: {', '.join(PLACE_POLICIES)}, first-fit:CONFIG)")
+        raise InputError(
+            f"--policy: compare needs two or more policies (got {len(policies)}; "
+            f"known: {', '.join(PLACE_POLICIES)}, first-fit:CONFIG)"
+        )
     twice = sorted({p for p in policies if policies.count(p) > 1})
     if twice:
         raise InputError(f"--policy {twice[0]}: given twice")
     for spec in policies:
         _, config = parse_policy(spec)
-        if config:                      # a bad configuration fails before any placement, naming the policy
+        if config:  # a bad configuration fails before any placement, naming the policy
             from draopt.scheduler import load_config
+
             try:
                 load_config(config)
             except InputError as e:
@@ -146,18 +156,23 @@ def compare(objects: ObjectSet, policies: list[str], *, features: Features | Non
 def parse_policy(spec: str) -> tuple[str, str | None]:
     """`first-fit`, `optimal`, or `first-fit:CONFIG` -> (policy, scheduler configuration or None)."""
     from draopt.placement import PLACE_POLICIES
+
     base, _, config = spec.partition(":")
     if base not in PLACE_POLICIES or (config and base != "first-fit") or (":" in spec and not config):
-        raise InputError(f"--policy: unknown placement policy {spec!r} (known: {', '.join(PLACE_POLICIES)}, "
-                         "first-fit:CONFIG with CONFIG builtin:NAME or a KubeSchedulerConfiguration file)")
+        raise InputError(
+            f"--policy: unknown placement policy {spec!r} (known: {', '.join(PLACE_POLICIES)}, "
+            "first-fit:CONFIG with CONFIG builtin:NAME or a KubeSchedulerConfiguration file)"
+        )
     return base, config or None
 
 
-def measure_policy(objects: ObjectSet, policy: str, *, features: Features, time_limit: float,
-                   **first_fit: Any) -> PolicyReport:
+def measure_policy(
+    objects: ObjectSet, policy: str, *, features: Features, time_limit: float, **first_fit: Any
+) -> PolicyReport:
     """One policy (a spec as :func:`parse_policy` reads it) placed and measured."""
     from draopt.placement import place
     from draopt.cluster.result import weight
+
     spec = policy
     policy, config = parse_policy(spec)
     if config:
@@ -172,15 +187,23 @@ def measure_policy(objects: ObjectSet, policy: str, *, features: Features, time_
     stats = result.stats
     status = stats.get("status") or "heuristic"
     return PolicyReport(
-        policy=spec, pods=len(result.pods), placed=len(result.placed_pods()),
-        weighted_pods=sum(weight(p.priority) for p in result.pods), weighted_placed=result.weighted_placed(),
-        solve_s=round(solve_s, 3), status=status, gap=stats.get("gap") if status != "heuristic" else None,
-        summary=str(stats.get("summary") or ""), device_map=_device_map(state.cluster, workload, result),
-        unplaced=sorted(p.pod for p in result.pods if not p.placed), **m)
+        policy=spec,
+        pods=len(result.pods),
+        placed=len(result.placed_pods()),
+        weighted_pods=sum(weight(p.priority) for p in result.pods),
+        weighted_placed=result.weighted_placed(),
+        solve_s=round(solve_s, 3),
+        status=status,
+        gap=stats.get("gap") if status != "heuristic" else None,
+        summary=str(stats.get("summary") or ""),
+        device_map=_device_map(state.cluster, workload, result),
+        unplaced=sorted(p.pod for p in result.pods if not p.placed),
+        **m,
+    )
 
 
 # Whose device each cell of the placement map shows.
-PLACED, BEFORE = "placed", "before"     # allocated by the policy; allocated in the input
+PLACED, BEFORE = "placed", "before"  # allocated by the policy; allocated in the input
 
 
 def _device_map(cluster, workload, result) -> dict[str, list[tuple[str, str, str]]]:
@@ -228,6 +251,7 @@ def _final_state(objects: ObjectSet, workload, result, features: Features) -> _S
     resources of running and placed pods (as first-fit would hold them)."""
     from draopt.placement import build_cluster
     from draopt.cluster.firstfit import ClaimBook, _plus, device_resources
+
     cluster = build_cluster(objects, workload, features)
     book = ClaimBook(cluster, workload.claims)
     for key, (allocation, node) in sorted(result.claims.items()):
@@ -241,18 +265,27 @@ def _final_state(objects: ObjectSet, workload, result, features: Features) -> _S
 
 def _shape_key(pod, workload) -> str:
     from draopt.cluster.firstfit import _scheduling_constraints
+
     claims = []
     for use in pod.claims:
         claim = workload.claims[use.key]
         # A claim allocated in the input is that claim, not a kind of claim.
         claims.append(use.key if claim.status.allocation is not None else claim.spec.to_k8s())
-    return json.dumps([claims, sorted((k, str(v)) for k, v in pod.resources.items()),
-                       sorted(pod.node_selector.items()), _scheduling_constraints(pod)], sort_keys=True)
+    return json.dumps(
+        [
+            claims,
+            sorted((k, str(v)) for k, v in pod.resources.items()),
+            sorted(pod.node_selector.items()),
+            _scheduling_constraints(pod),
+        ],
+        sort_keys=True,
+    )
 
 
 def _measure_state(state: _State, workload) -> dict[str, Any]:
     from draopt.dra.inventory import available_counters
     from draopt.cluster.firstfit import ClaimBook, try_node
+
     cluster, alloc = state.cluster, state.cluster.allocated
     # Every device once, with the nodes that can reach it.
     entries: dict = {}
@@ -345,20 +378,27 @@ def _measure_state(state: _State, workload) -> dict[str, Any]:
             from draopt.errors import AllocationError
             from draopt.cluster.firstfit import pending_claims
             from draopt.dra.problem import prepare
+
             rep, book, _ = probes[i]
             todo = pending_claims(book, rep)
             inv = cluster.inventory(node)
             ids = set()
             if todo:
-                problem = prepare([book.claims[k] for k in todo], inv, cluster.classes, cluster.features,
-                                  cluster.cel_env, cluster.expr_cache)
+                problem = prepare(
+                    [book.claims[k] for k in todo],
+                    inv,
+                    cluster.classes,
+                    cluster.features,
+                    cluster.cel_env,
+                    cluster.expr_cache,
+                )
                 alternatives = [alt for c in problem.claims for g in c.requests for alt in g.alternatives]
                 for e in inv.devices:
                     if e.id in free:
                         try:
                             if any(problem.usable_alone(alt, e) for alt in alternatives):
                                 ids.add(e.id)
-                        except AllocationError:     # a CEL error on this device: it cannot be used
+                        except AllocationError:  # a CEL error on this device: it cannot be used
                             pass
             got = usable_memo[(i, node.name)] = frozenset(ids)
         return got
@@ -366,26 +406,53 @@ def _measure_state(state: _State, workload) -> dict[str, Any]:
     stranded = Fraction(0)
     fragmentation = Fraction(0)
     for did in sorted(free):
-        unusable = sum((p for i, (_, _, p) in enumerate(probes)
-                        if not any(fits(i, n) and did in usable(i, n) for n in reach[did])), Fraction(0))
+        unusable = sum(
+            (
+                p
+                for i, (_, _, p) in enumerate(probes)
+                if not any(fits(i, n) and did in usable(i, n) for n in reach[did])
+            ),
+            Fraction(0),
+        )
         if unusable == 1 or not probes:
             stranded += free[did]
         fragmentation += free[did] * (unusable if probes else 1)
-    return {"devices_total": len(entries), "devices_used": used,
-            "free_devices": _num(sum(free.values(), Fraction(0))), "stranded_devices": _num(stranded),
-            "fragmentation": _num(fragmentation), "shapes": len(probes),
-            "counters": {n: {"used": _num(u), "total": _num(t)} for n, (u, t) in sorted(counters.items())},
-            "capacity": {n: {"used": _num(u), "total": _num(t)} for n, (u, t) in sorted(capacity.items())}}
+    return {
+        "devices_total": len(entries),
+        "devices_used": used,
+        "free_devices": _num(sum(free.values(), Fraction(0))),
+        "stranded_devices": _num(stranded),
+        "fragmentation": _num(fragmentation),
+        "shapes": len(probes),
+        "counters": {n: {"used": _num(u), "total": _num(t)} for n, (u, t) in sorted(counters.items())},
+        "capacity": {n: {"used": _num(u), "total": _num(t)} for n, (u, t) in sorted(capacity.items())},
+    }
 
 
 def _parse(value: str) -> Fraction:
     from draopt.kube.quantity import Quantity
+
     return Quantity.parse(value).value
 
 
 # ------------------------------------------------------------------ output
-ROWS = ("pods", "placed", "weighted_pods", "weighted_placed", "devices_total", "devices_used", "free_devices",
-        "stranded_devices", "fragmentation", "fragmentation_pct", "shapes", "solve_s", "status", "gap", "proven")
+ROWS = (
+    "pods",
+    "placed",
+    "weighted_pods",
+    "weighted_placed",
+    "devices_total",
+    "devices_used",
+    "free_devices",
+    "stranded_devices",
+    "fragmentation",
+    "fragmentation_pct",
+    "shapes",
+    "solve_s",
+    "status",
+    "gap",
+    "proven",
+)
 
 
 def _cell(v) -> str:
@@ -403,9 +470,13 @@ def _rows(reports: list[PolicyReport]) -> list[list[str]]:
     for kind in ("counters", "capacity"):
         names = sorted({n for r in reports for n in getattr(r, kind)})
         for n in names:
-            rows.append([f"{kind[:-1] if kind == 'counters' else kind} {n} (used/total)"] +
-                        [f"{getattr(r, kind)[n]['used']}/{getattr(r, kind)[n]['total']}" if n in getattr(r, kind)
-                         else "-" for r in reports])
+            rows.append(
+                [f"{kind[:-1] if kind == 'counters' else kind} {n} (used/total)"]
+                + [
+                    f"{getattr(r, kind)[n]['used']}/{getattr(r, kind)[n]['total']}" if n in getattr(r, kind) else "-"
+                    for r in reports
+                ]
+            )
     return rows
 
 
@@ -425,6 +496,7 @@ def plots(reports: list[PolicyReport]) -> dict[str, str]:
     """One bar chart per measure, as SVG text (matplotlib; no fonts or images fetched)."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -446,7 +518,7 @@ def plots(reports: list[PolicyReport]) -> dict[str, str]:
             fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
             plt.close(fig)
             svg = buf.getvalue()
-            svg = svg[svg.index("<svg"):]       # no XML prolog, no DOCTYPE (it names a URL)
+            svg = svg[svg.index("<svg") :]  # no XML prolog, no DOCTYPE (it names a URL)
             out[measure] = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
     return out
 
@@ -469,6 +541,7 @@ def plot_png(reports: list[PolicyReport], path: str) -> None:
 def _png_figure(reports: list[PolicyReport]):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -479,21 +552,20 @@ def _png_figure(reports: list[PolicyReport]):
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows))
     flat = list(axes.flat)
     for ax, measure in zip(flat, PLOTTED):
-        bars = ax.bar(names, [float(getattr(r, measure)) for r in reports],
-                      color=[f"C{i}" for i in range(len(names))])
+        bars = ax.bar(names, [float(getattr(r, measure)) for r in reports], color=[f"C{i}" for i in range(len(names))])
         ax.bar_label(bars, labels=[_cell(getattr(r, measure)) for r in reports], fontsize=8)
         ax.set_title(measure, fontsize=10)
         ax.tick_params(labelsize=8)
         _fit_labels(ax, names)
         ax.margins(y=0.25)
         ax.set_ylim(bottom=0, top=None if any(getattr(r, measure) for r in reports) else 1)
-    for ax in flat[len(PLOTTED):]:
+    for ax in flat[len(PLOTTED) :]:
         ax.axis("off")
     fig.tight_layout()
     return fig
 
 
-MAP_NODES = 256     # rows of the placement map at most (nodes holding nothing are left out first)
+MAP_NODES = 256  # rows of the placement map at most (nodes holding nothing are left out first)
 MAP_UNPLACED = 200  # pods named under a map as not placed, at most (the count is always given)
 
 
@@ -529,31 +601,46 @@ def placement_map(reports: list[PolicyReport]) -> str:
             cells = []
             for device, holder, how in r.device_map.get(n, []):
                 if how == PLACED:
-                    cells.append(f'<td class="held" style="background:{_pod_colour(number[holder] - 1)}" '
-                                 f'title="{e(n)} {e(device)}: {e(holder)}">{number[holder]}</td>')
+                    cells.append(
+                        f'<td class="held" style="background:{_pod_colour(number[holder] - 1)}" '
+                        f'title="{e(n)} {e(device)}: {e(holder)}">{number[holder]}</td>'
+                    )
                 elif how == BEFORE:
-                    cells.append(f'<td class="before" title="{e(n)} {e(device)}: {e(holder)} (in the input)">'
-                                 '</td>')
+                    cells.append(f'<td class="before" title="{e(n)} {e(device)}: {e(holder)} (in the input)"></td>')
                 else:
                     cells.append(f'<td class="free" title="{e(n)} {e(device)}: free"></td>')
             rows.append(f'<tr><th>{e(n)}</th>{"".join(cells)}</tr>')
         used = sum(1 for n in shown if any(how == PLACED for _, _, how in r.device_map.get(n, [])))
-        listed = ", ".join(r.unplaced[:MAP_UNPLACED]) + \
-            (f" and {len(r.unplaced) - MAP_UNPLACED} more" if len(r.unplaced) > MAP_UNPLACED else "")
-        missing = (f'<p class="unplaced">Not placed ({len(r.unplaced)}): {e(listed)}</p>'
-                   if r.unplaced else '<p class="unplaced">Every pod placed.</p>')
-        maps.append(f'<div class="map"><h3>{e(r.policy)}</h3>'
-                    f'<p>{r.placed} of {r.pods} pods placed, {r.devices_used} of {r.devices_total} devices '
-                    f'used, on {used} node{"" if used == 1 else "s"}</p>'
-                    f'<table class="pmap"><tbody>{"".join(rows)}</tbody></table>{missing}</div>')
-    legend = "".join(f'<li><span class="swatch" style="background:{_pod_colour(i)}">{i + 1}</span>{e(h)}</li>'
-                     for i, h in enumerate(holders))
-    note = (f"<p>{omitted} of {len(nodes)} nodes are not shown: the map has {MAP_NODES} rows, nodes holding "
-            f"a device in some policy first.</p>" if omitted else "")
-    return (f'<p>Rows: nodes; cells: their devices in search order. A coloured cell is held by the pod '
-            f'of that number (legend); grey: allocated in the input; white: free.</p>{note}'
-            f'<div class="maps">{"".join(maps)}</div>'
-            f'<h3>Pods</h3><ol class="legend">{legend}</ol>')
+        listed = ", ".join(r.unplaced[:MAP_UNPLACED]) + (
+            f" and {len(r.unplaced) - MAP_UNPLACED} more" if len(r.unplaced) > MAP_UNPLACED else ""
+        )
+        missing = (
+            f'<p class="unplaced">Not placed ({len(r.unplaced)}): {e(listed)}</p>'
+            if r.unplaced
+            else '<p class="unplaced">Every pod placed.</p>'
+        )
+        maps.append(
+            f'<div class="map"><h3>{e(r.policy)}</h3>'
+            f'<p>{r.placed} of {r.pods} pods placed, {r.devices_used} of {r.devices_total} devices '
+            f'used, on {used} node{"" if used == 1 else "s"}</p>'
+            f'<table class="pmap"><tbody>{"".join(rows)}</tbody></table>{missing}</div>'
+        )
+    legend = "".join(
+        f'<li><span class="swatch" style="background:{_pod_colour(i)}">{i + 1}</span>{e(h)}</li>'
+        for i, h in enumerate(holders)
+    )
+    note = (
+        f"<p>{omitted} of {len(nodes)} nodes are not shown: the map has {MAP_NODES} rows, nodes holding "
+        f"a device in some policy first.</p>"
+        if omitted
+        else ""
+    )
+    return (
+        f'<p>Rows: nodes; cells: their devices in search order. A coloured cell is held by the pod '
+        f'of that number (legend); grey: allocated in the input; white: free.</p>{note}'
+        f'<div class="maps">{"".join(maps)}</div>'
+        f'<h3>Pods</h3><ol class="legend">{legend}</ol>'
+    )
 
 
 def to_html(reports: list[PolicyReport], inputs: list[str]) -> str:
@@ -565,8 +652,10 @@ def to_html(reports: list[PolicyReport], inputs: list[str]) -> str:
     body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows[1:])
     defs = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS.items())
     notes = "".join(f"<p><b>{e(r.policy)}</b>: {e(r.summary)}</p>" for r in reports if r.summary)
-    figs = "".join(f'<figure>{svg}<figcaption>{e(m)}: {e(DEFINITIONS.get(m, ""))}</figcaption></figure>'
-                   for m, svg in plots(reports).items())
+    figs = "".join(
+        f'<figure>{svg}<figcaption>{e(m)}: {e(DEFINITIONS.get(m, ""))}</figcaption></figure>'
+        for m, svg in plots(reports).items()
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>draopt compare</title>
 <style>
@@ -605,18 +694,32 @@ ol.legend li {{ margin: 1px 0; }}
 
 # ------------------------------------------------------------------ command line
 def register(sub, input_flags, positive_seconds) -> None:
-    p = sub.add_parser("compare", help="place one workload with two or more policies and compare them: placed "
-                                       "pods, devices and counters used, stranded capacity, fragmentation, "
-                                       "solve time, proven gap; table, JSON or a self-contained HTML report")
-    p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
-                   help="cluster and workload, as for `draopt place` (repeatable)")
-    p.add_argument("--policy", action="append", metavar="POLICY",
-                   help="a placement policy (repeat: --policy first-fit --policy optimal; default both); "
-                        "first-fit:CONFIG: first-fit with its own scheduler configuration (builtin:NAME or a "
-                        "file), e.g. --policy first-fit:builtin:most-allocated")
+    p = sub.add_parser(
+        "compare",
+        help="place one workload with two or more policies and compare them: placed "
+        "pods, devices and counters used, stranded capacity, fragmentation, "
+        "solve time, proven gap; table, JSON or a self-contained HTML report",
+    )
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="cluster and workload, as for `draopt place` (repeatable)",
+    )
+    p.add_argument(
+        "--policy",
+        action="append",
+        metavar="POLICY",
+        help="a placement policy (repeat: --policy first-fit --policy optimal; default both); "
+        "first-fit:CONFIG: first-fit with its own scheduler configuration (builtin:NAME or a "
+        "file), e.g. --policy first-fit:builtin:most-allocated",
+    )
     p.add_argument("--time-limit", type=positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit")
     p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     from draopt.scheduler import add_scheduler_flags
+
     add_scheduler_flags(p)
     p.add_argument("-o", "--output", default="table", choices=("table", "json"))
     p.add_argument("--html", metavar="FILE.html", help="also write a self-contained HTML report (needs matplotlib)")
@@ -625,32 +728,42 @@ def register(sub, input_flags, positive_seconds) -> None:
     p.set_defaults(func=cmd_compare)
 
 
-
-
 def cmd_compare(args) -> int:
     from draopt.allocation.allocate import warm_up
     from draopt.kube.features import parse_gates
     from draopt.kube.loader import load_files
+
     for flag, wanted in (("--html", args.html), ("--plot", args.plot)):
         import importlib.util
-        if wanted and importlib.util.find_spec("matplotlib") is None:    # checked before the placements
+
+        if wanted and importlib.util.find_spec("matplotlib") is None:  # checked before the placements
             raise InputError(f"{flag} needs matplotlib: pip install 'draopt[plot]'")
     for flag, path in (("--html", args.html), ("--plot", args.plot)):
         if path:
             check_writable(flag, path)  # before the placements, which may take the whole time limit
     from draopt.scheduler import load_config
+
     scheduler_config = load_config(args.scheduler_config) if args.scheduler_config else None
     warm_up()
     objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
     features = Features.from_gates(parse_gates(args.feature_gates))
     if not objects.nodes:
         print("note: no Node in the input: no pod can be placed", file=sys.stderr)
-    reports = compare(objects, args.policy or ["first-fit", "optimal"], features=features,
-                      time_limit=args.time_limit, scheduler_config=scheduler_config, seed=args.seed,
-                      tie_break=args.tie_break)
+    reports = compare(
+        objects,
+        args.policy or ["first-fit", "optimal"],
+        features=features,
+        time_limit=args.time_limit,
+        scheduler_config=scheduler_config,
+        seed=args.seed,
+        tie_break=args.tie_break,
+    )
     if not reports[0].pods:
-        print("note: nothing to place: no pending Pod (or workload controller) in the input; free devices "
-              "count as stranded", file=sys.stderr)
+        print(
+            "note: nothing to place: no pending Pod (or workload controller) in the input; free devices "
+            "count as stranded",
+            file=sys.stderr,
+        )
     if args.output == "json":
         print(json.dumps(to_json(reports, args.filename), indent=2, sort_keys=True))
     else:

@@ -39,6 +39,7 @@ Policies (node choice; ties: first node by name):
 The offline optimum (`--offline-optimum`) places all tasks of a level at once with the same
 model: no online policy on the same arrivals allocates more.
 """
+
 from __future__ import annotations
 
 import csv
@@ -64,7 +65,7 @@ POLICIES = ONLINE_POLICIES + ("optimal-batch",)
 DEFAULT_POLICIES = "first-fit,best-fit,least-allocated,fgd"
 OFFLINE = "offline-optimum"
 DEFAULT_CAPACITY = "gpu.example.com/milli"
-DEFAULT_BATCH = 50          # optimal-batch's arrivals per batch under draopt's protocol
+DEFAULT_BATCH = 50  # optimal-batch's arrivals per batch under draopt's protocol
 _UNLIMITED = ("cpu", "memory", "pods", "ephemeral-storage")
 
 
@@ -72,36 +73,37 @@ _UNLIMITED = ("cpu", "memory", "pods", "ephemeral-storage")
 @dataclass
 class Shape:
     """Pods alike for placement: the same node resources and the same claim."""
+
     index: int
-    demand: np.ndarray              # [R] node resources
-    count: int                      # devices (0: no claim)
-    compat: np.ndarray              # [N, D] device may serve the request
-    cons: np.ndarray                # [N, D] capacity one allocation consumes (0 where not compat)
-    request: float                  # requested device capacity (count x the consumption)
-    claim_spec: dict | None         # the claim's spec (Kubernetes form)
+    demand: np.ndarray  # [R] node resources
+    count: int  # devices (0: no claim)
+    compat: np.ndarray  # [N, D] device may serve the request
+    cons: np.ndarray  # [N, D] capacity one allocation consumes (0 where not compat)
+    request: float  # requested device capacity (count x the consumption)
+    claim_spec: dict | None  # the claim's spec (Kubernetes form)
     resources: dict[str, Fraction]  # node resources, exact
-    node_ok: np.ndarray             # [N] the node filters (taints, selectors, affinity) pass
-    placement: dict                 # the pods' nodeSelector, affinity, tolerations
+    node_ok: np.ndarray  # [N] the node filters (taints, selectors, affinity) pass
+    placement: dict  # the pods' nodeSelector, affinity, tolerations
     pods: list[str] = field(default_factory=list)
 
 
 @dataclass
 class SimCluster:
-    nodes: list[str]                # by name: first-fit's order
+    nodes: list[str]  # by name: first-fit's order
     resources: list[str]
-    alloc: np.ndarray               # [N, R] allocatable (inf: unlimited)
-    cap: np.ndarray                 # [N, D] device capacity (0: no device)
-    present: np.ndarray             # [N, D]
-    devices: list[list[Any]]        # per node: DeviceEntry in search order
+    alloc: np.ndarray  # [N, R] allocatable (inf: unlimited)
+    cap: np.ndarray  # [N, D] device capacity (0: no device)
+    present: np.ndarray  # [N, D]
+    devices: list[list[Any]]  # per node: DeviceEntry in search order
     shapes: list[Shape]
-    pod_shape: list[int]            # the trace's pending pods, by queue order: their shape
+    pod_shape: list[int]  # the trace's pending pods, by queue order: their shape
     pod_keys: list[str]
     capacity_name: str
     objects: Any = None
     node_objects: list = field(default_factory=list)
     res_scale: list[int] = field(default_factory=list)
     cap_scale: int = 1
-    group: np.ndarray = None        # [N] kind of node: same devices, same pods pass its filters
+    group: np.ndarray = None  # [N] kind of node: same devices, same pods pass its filters
     total: float = 0.0
 
     @property
@@ -147,8 +149,6 @@ def _lcm_den(values) -> int:
     return out
 
 
-
-
 def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> SimCluster:
     """The cluster and the pending pods of `objects` as arrays (see the module docstring for
     what the fast path supports; anything else is an InputError naming the object)."""
@@ -156,11 +156,14 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
     from draopt.placement import build_cluster
     from draopt.dra.problem import prepare
     from draopt.kube.workload import expand
+
     features = features or Features.from_gates()
     workload = expand(objects, features)
     if workload.running:
-        raise InputError(f"simulate: Pod {workload.running[0].key} is already bound (spec.nodeName): "
-                         "the simulation starts from an empty cluster")
+        raise InputError(
+            f"simulate: Pod {workload.running[0].key} is already bound (spec.nodeName): "
+            "the simulation starts from an empty cluster"
+        )
     if workload.groups:
         raise InputError(f"simulate: PodGroup {next(iter(workload.groups))}: gangs are not simulated")
     if not workload.pending:
@@ -182,17 +185,21 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
         for e in inv.devices:
             c = e.capacity.get(capacity_name)
             if c is None:
-                raise InputError(f"simulate: {e.where}: no capacity {capacity_name!r} "
-                                 "(--capacity names the device capacity to measure)")
+                raise InputError(
+                    f"simulate: {e.where}: no capacity {capacity_name!r} "
+                    "(--capacity names the device capacity to measure)"
+                )
             if e.index >= d_max:
                 raise InputError(f"simulate: {e.where}: unexpected device order")
             if len(e.device.capacity) > 1:
-                raise InputError(f"simulate: {e.where}: more than one capacity; the fast path follows one "
-                                 f"({capacity_name})")
+                raise InputError(
+                    f"simulate: {e.where}: more than one capacity; the fast path follows one ({capacity_name})"
+                )
             cap[i, e.index] = float(c * cap_scale)
             present[i, e.index] = True
-        sig = json.dumps([[e.driver, e.device.to_k8s(), [t.to_k8s() for t in e.taints]] for e in inv.devices],
-                         sort_keys=True)
+        sig = json.dumps(
+            [[e.driver, e.device.to_k8s(), [t.to_k8s() for t in e.taints]] for e in inv.devices], sort_keys=True
+        )
         g = groups.setdefault(sig, len(groups))
         if g == len(rep):
             rep.append(i)
@@ -202,8 +209,10 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
     pending = sorted(workload.pending, key=lambda p: p.queue_key)
     res_names = sorted({r for p in pending for r, v in p.resources.items() if v})
     # Every amount is held as an exact integer count of 1/scale units.
-    res_scale = [_lcm_den([p.resources.get(r, 0) for p in pending] + [nd.allocatable.get(r, 0) for nd in nodes])
-                 for r in res_names]
+    res_scale = [
+        _lcm_den([p.resources.get(r, 0) for p in pending] + [nd.allocatable.get(r, 0) for nd in nodes])
+        for r in res_names
+    ]
     alloc = np.zeros((n, len(res_names)))
     for i, node in enumerate(nodes):
         for j, r in enumerate(res_names):
@@ -220,8 +229,10 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
         raw_spec = p.pod.spec.to_k8s()
         placement = {k: raw_spec[k] for k in ("nodeSelector", "affinity", "tolerations") if raw_spec.get(k)}
         if len(p.claims) > 1:
-            raise InputError(f"simulate: Pod {p.key}: field spec.resourceClaims: {len(p.claims)} claims; "
-                             "the simulation supports at most one claim per pod")
+            raise InputError(
+                f"simulate: Pod {p.key}: field spec.resourceClaims: {len(p.claims)} claims; "
+                "the simulation supports at most one claim per pod"
+            )
         claim = workload.claims[p.claims[0].key] if p.claims else None
         claim_spec = None
         if claim is not None:
@@ -229,12 +240,15 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
             reqs = claim.spec.devices.requests
             where = f"simulate: ResourceClaim {p.claims[0].key} (Pod {p.key})"
             if len(reqs) != 1 or reqs[0].exactly is None:
-                raise InputError(f"{where}: field spec.devices.requests: the simulation supports one "
-                                 "`exactly` request per claim")
+                raise InputError(
+                    f"{where}: field spec.devices.requests: the simulation supports one `exactly` request per claim"
+                )
             ex = reqs[0].exactly
             if (ex.allocation_mode or "ExactCount") != "ExactCount" or ex.admin_access:
-                raise InputError(f"{where}: field spec.devices.requests[0].exactly: the simulation supports "
-                                 "ExactCount requests without adminAccess")
+                raise InputError(
+                    f"{where}: field spec.devices.requests[0].exactly: the simulation supports "
+                    "ExactCount requests without adminAccess"
+                )
             if claim.spec.devices.constraints:
                 raise InputError(f"{where}: field spec.devices.constraints: not simulated")
         res = {r: v for r, v in p.resources.items() if v}
@@ -262,11 +276,13 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
                         if e.multi_allocatable:
                             units = amount.value * cap_scale if amount is not None else Fraction(0)
                             if Fraction(units).denominator != 1:
-                                raise InputError(f"simulate: Pod {p.key}: consumes {amount} of {e.where}: "
-                                                 "not a whole multiple of the capacity's unit")
+                                raise InputError(
+                                    f"simulate: Pod {p.key}: consumes {amount} of {e.where}: "
+                                    "not a whole multiple of the capacity's unit"
+                                )
                             cons[rows, e.index] = float(units)
                         else:
-                            cons[rows, e.index] = cap[ri, e.index]   # taken whole
+                            cons[rows, e.index] = cap[ri, e.index]  # taken whole
             nominal = cons[compat]
             if nominal.size:
                 request = count * float(nominal.min())
@@ -275,8 +291,10 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
                 ex = claim.spec.devices.requests[0].exactly
                 asked = ((ex.capacity.requests if ex.capacity is not None else None) or {}).get(capacity_name)
                 if asked is None:
-                    raise InputError(f"simulate: Pod {p.key}: no device of the cluster can serve its claim, and "
-                                     f"the claim asks for no {capacity_name}: its demand is unknown")
+                    raise InputError(
+                        f"simulate: Pod {p.key}: no device of the cluster can serve its claim, and "
+                        f"the claim asks for no {capacity_name}: its demand is unknown"
+                    )
                 request = count * float(Quantity.parse(asked).value * cap_scale)
             else:
                 request = 0.0
@@ -284,10 +302,24 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
             shapes.append(Shape(si, demand, count, compat, cons, request, claim_spec, res, node_ok, placement))
         shapes[si].pods.append(p.key)
         pod_shape.append(si)
-    c = SimCluster([x.name for x in nodes], res_names, alloc, cap, present, invs, shapes, pod_shape,
-                   [p.key for p in pending], capacity_name, objects, [x.node for x in nodes], res_scale, cap_scale)
+    c = SimCluster(
+        [x.name for x in nodes],
+        res_names,
+        alloc,
+        cap,
+        present,
+        invs,
+        shapes,
+        pod_shape,
+        [p.key for p in pending],
+        capacity_name,
+        objects,
+        [x.node for x in nodes],
+        res_scale,
+        cap_scale,
+    )
     kinds: dict[str, int] = {}
-    ok = np.stack([s.node_ok for s in shapes], axis=1)          # [N, shapes]
+    ok = np.stack([s.node_ok for s in shapes], axis=1)  # [N, shapes]
     c.group = np.array([kinds.setdefault((int(group_of[i]), ok[i].tobytes()), len(kinds)) for i in range(n)])
     c.total = float(cap[present].sum())
     if c.total <= 0:
@@ -305,21 +337,24 @@ class FragModel:
         shapes = [s for s, k in zip(c.shapes, keep) if k]
         self.count = np.array([s.count for s in shapes])
         self.dem = np.stack([s.demand for s in shapes]) if shapes else np.zeros((0, len(c.resources)))
-        self.compat = np.stack([s.compat for s in shapes])       # [T, N, D]
+        self.compat = np.stack([s.compat for s in shapes])  # [T, N, D]
         self.cons = np.stack([s.cons for s in shapes])
         self.gpu = self.count > 0
-        self.node_ok = np.stack([s.node_ok for s in shapes])      # [T, N]
+        self.node_ok = np.stack([s.node_ok for s in shapes])  # [T, N]
 
     def frag(self, nodes: np.ndarray, free: np.ndarray, left: np.ndarray) -> np.ndarray:
         """Fragmentation of the states (node index, free resources [C, R], device left [C, D])."""
-        total = np.clip(left, 0, None).sum(axis=1)                     # [C]
+        total = np.clip(left, 0, None).sum(axis=1)  # [C]
         out = np.full(len(nodes), float(self.p[~self.gpu].sum())) * total
         if self.gpu.any():
             g = self.gpu
-            comp = self.compat[g][:, nodes, :]                          # [T, C, D]
+            comp = self.compat[g][:, nodes, :]  # [T, C, D]
             use = comp & (left[None] >= self.cons[g][:, nodes, :]) & (left[None] > 0)
-            fits = (use.sum(axis=2) >= self.count[g][:, None]) & \
-                (free[None] >= self.dem[g][:, None, :]).all(axis=2) & self.node_ok[g][:, nodes]   # [T, C]
+            fits = (
+                (use.sum(axis=2) >= self.count[g][:, None])
+                & (free[None] >= self.dem[g][:, None, :]).all(axis=2)
+                & self.node_ok[g][:, nodes]
+            )  # [T, C]
             lost = np.where(use, 0.0, np.clip(left, 0, None)[None]).sum(axis=2)
             per = np.where(fits, lost, total[None])
             out += self.p[g] @ per
@@ -354,7 +389,7 @@ def place_one(st: State, s: Shape, policy: str, frag: FragModel | None) -> tuple
         node = int(cand[0])
     elif policy in ("best-fit", "least-allocated"):
         score = _score_alloc(st, s, cand, policy == "best-fit")
-        node = int(cand[int(np.argmax(score))])      # argmax: the first (by name) of the best
+        node = int(cand[int(np.argmax(score))])  # argmax: the first (by name) of the best
     elif policy == "fgd":
         return _fgd(st, s, cand, use, frag)
     elif policy == "kube-scheduler":
@@ -412,8 +447,10 @@ def parse_levels(text: str) -> list[float]:
         else:
             levels = sorted({float(x) for x in text.split(",")})
     except ValueError:
-        raise InputError(f"--inflation {text!r}: expected START:STOP:STEP or a comma-separated list "
-                         "of levels (1.0 = 100 % of the GPU capacity)") from None
+        raise InputError(
+            f"--inflation {text!r}: expected START:STOP:STEP or a comma-separated list "
+            "of levels (1.0 = 100 % of the GPU capacity)"
+        ) from None
     if not levels or any(not (0 < v <= 10) or not math.isfinite(v) for v in levels):
         raise InputError(f"--inflation {text!r}: levels must be more than 0 and at most 10")
     if len(levels) > 1000:
@@ -448,8 +485,8 @@ class Record:
     level: float
     policy: str
     run: int
-    unallocated: float              # share of device capacity not allocated
-    arrived: float                  # requested capacity that arrived / capacity
+    unallocated: float  # share of device capacity not allocated
+    arrived: float  # requested capacity that arrived / capacity
     placed: int
     failed: int
     seconds: float
@@ -458,8 +495,19 @@ class Record:
     status: str | None = None
 
 
-def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[float], policy: str, run: int, *,
-               frag: FragModel | None, batch: int, time_limit: float, log: list | None = None) -> list[Record]:
+def run_policy(
+    c: SimCluster,
+    seq: np.ndarray,
+    cum: np.ndarray,
+    levels: list[float],
+    policy: str,
+    run: int,
+    *,
+    frag: FragModel | None,
+    batch: int,
+    time_limit: float,
+    log: list | None = None,
+) -> list[Record]:
     """One policy over one run's arrivals: a Record per level. `log` (online policies) gets
     (node, devices) or None per arrival."""
     st = State(c)
@@ -475,14 +523,25 @@ def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[flo
         while out.__len__() < len(levels) and stops[len(out)] == k:
             lv = levels[len(out)]
             arrived = float(cum[k - 1]) / c.total if k else 0.0
-            out.append(Record(lv, policy, run, 1.0 - st.allocated / c.total, arrived, st.placed, st.failed,
-                              round(time.perf_counter() - t0, 3)))
+            out.append(
+                Record(
+                    lv,
+                    policy,
+                    run,
+                    1.0 - st.allocated / c.total,
+                    arrived,
+                    st.placed,
+                    st.failed,
+                    round(time.perf_counter() - t0, 3),
+                )
+            )
             shown.note(level=f"{lv:g} ({len(out)} of {len(levels)})", unallocated=f"{100 * out[-1].unallocated:.1f}%")
 
     record(0)
     if policy == "optimal-batch":
         # draopt.studies.online_batch: each batch smallest FGD delta first; a batch never crosses a level.
         from draopt.studies.online_batch import OptimalBatch, run_batches
+
         got = run_batches(OptimalBatch(c, frag, batch=batch), st, seq, stops, after=record)
         if log is not None:
             log += got
@@ -503,15 +562,24 @@ def run_policy(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[flo
     return out
 
 
-def offline(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[float], run: int, *,
-            time_limit: float, logs: dict[str, list] | None = None) -> list[Record]:
+def offline(
+    c: SimCluster,
+    seq: np.ndarray,
+    cum: np.ndarray,
+    levels: list[float],
+    run: int,
+    *,
+    time_limit: float,
+    logs: dict[str, list] | None = None,
+) -> list[Record]:
     """All arrivals of each level placed at once by the optimal model, warm-started from the
     online policy (of `logs`, first-fit's when empty) that allocated most at that level: the
     answer is never worse than any online policy's, and the bound is the model's."""
     if not logs:
         logs = {"first-fit": []}
-        run_policy(c, seq, cum, levels, "first-fit", run, frag=None, batch=1, time_limit=time_limit,
-                   log=logs["first-fit"])
+        run_policy(
+            c, seq, cum, levels, "first-fit", run, frag=None, batch=1, time_limit=time_limit, log=logs["first-fit"]
+        )
     allocated = {}
     for pol, log in logs.items():
         acc = np.zeros(len(seq) + 1)
@@ -524,20 +592,42 @@ def offline(c: SimCluster, seq: np.ndarray, cum: np.ndarray, levels: list[float]
         t0 = time.perf_counter()
         st = State(c)
         best = max(logs, key=lambda pol: (allocated[pol][k], -list(logs).index(pol)))
-        with current_progress().task(f"simulate: run {run}: {OFFLINE}: level {lv:g} ({number} of {len(levels)}), "
-                                     f"{k} arrivals from {best}'s placement"):
+        with current_progress().task(
+            f"simulate: run {run}: {OFFLINE}: level {lv:g} ({number} of {len(levels)}), "
+            f"{k} arrivals from {best}'s placement"
+        ):
             got = solve_optimal(st, [c.shapes[i] for i in seq[:k]], time_limit=time_limit, hint=logs[best][:k])
         bound = got["bound"]
-        out.append(Record(lv, OFFLINE, run, 1.0 - st.allocated / c.total, float(cum[k - 1]) / c.total if k else 0.0,
-                          st.placed, st.failed, round(time.perf_counter() - t0, 3), gap=got["gap"],
-                          bound_unallocated=max(0.0, 1.0 - bound / c.total) if bound else None,
-                          status=got["status"]))
+        out.append(
+            Record(
+                lv,
+                OFFLINE,
+                run,
+                1.0 - st.allocated / c.total,
+                float(cum[k - 1]) / c.total if k else 0.0,
+                st.placed,
+                st.failed,
+                round(time.perf_counter() - t0, 3),
+                gap=got["gap"],
+                bound_unallocated=max(0.0, 1.0 - bound / c.total) if bound else None,
+                status=got["status"],
+            )
+        )
     return out
 
 
-def simulate(c: SimCluster, *, levels: list[float], policies: list[str], runs: int = 3, seed: int = 0,
-             batch: int = DEFAULT_BATCH, time_limit: float = 60.0, offline_optimum: bool = False,
-             progress: Callable[[str], None] | None = None) -> list[Record]:
+def simulate(
+    c: SimCluster,
+    *,
+    levels: list[float],
+    policies: list[str],
+    runs: int = 3,
+    seed: int = 0,
+    batch: int = DEFAULT_BATCH,
+    time_limit: float = 60.0,
+    offline_optimum: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[Record]:
     weights = np.array([len(s.pods) for s in c.shapes], dtype=float)
     frag = FragModel(c, weights) if {"fgd", "optimal-batch"} & set(policies) else None
     records: list[Record] = []
@@ -548,8 +638,9 @@ def simulate(c: SimCluster, *, levels: list[float], policies: list[str], runs: i
         for policy in policies:
             t0 = time.perf_counter()
             log = logs.setdefault(policy, []) if policy in ONLINE_POLICIES else None
-            records += run_policy(c, seq, cum, levels, policy, run, frag=frag, batch=batch, time_limit=time_limit,
-                                  log=log)
+            records += run_policy(
+                c, seq, cum, levels, policy, run, frag=frag, batch=batch, time_limit=time_limit, log=log
+            )
             if progress:
                 progress(f"run {run}: {policy}: {len(seq)} arrivals in {time.perf_counter() - t0:.1f} s")
         if offline_optimum:
@@ -561,8 +652,21 @@ def simulate(c: SimCluster, *, levels: list[float], policies: list[str], runs: i
 
 
 # ------------------------------------------------------------------ output
-COLUMNS = ["inflation", "policy", "runs", "unallocated_pct", "std_pct", "min_pct", "max_pct", "arrived_pct",
-           "placed", "failed", "bound_unallocated_pct", "gap", "status"]   # deterministic: no timings
+COLUMNS = [
+    "inflation",
+    "policy",
+    "runs",
+    "unallocated_pct",
+    "std_pct",
+    "min_pct",
+    "max_pct",
+    "arrived_pct",
+    "placed",
+    "failed",
+    "bound_unallocated_pct",
+    "gap",
+    "status",
+]  # deterministic: no timings
 
 
 def aggregate(records: list[Record], order: list[str]) -> list[dict[str, Any]]:
@@ -576,15 +680,23 @@ def aggregate(records: list[Record], order: list[str]) -> list[dict[str, Any]]:
         bounds = [r.bound_unallocated for r in rs if r.bound_unallocated is not None]
         gaps = [r.gap for r in rs if r.gap is not None]
         statuses = sorted({r.status for r in rs if r.status})
-        rows.append({"inflation": lv, "policy": pol, "runs": len(rs), "unallocated_pct": round(float(u.mean()), 3),
-                     "std_pct": round(float(u.std(ddof=1)) if len(rs) > 1 else 0.0, 3),
-                     "min_pct": round(float(u.min()), 3), "max_pct": round(float(u.max()), 3),
-                     "arrived_pct": round(float(np.mean([r.arrived for r in rs])) * 100, 3),
-                     "placed": round(float(np.mean([r.placed for r in rs])), 1),
-                     "failed": round(float(np.mean([r.failed for r in rs])), 1),
-                     "bound_unallocated_pct": round(float(np.mean(bounds)) * 100, 3) if bounds else "",
-                     "gap": round(float(max(gaps)), 4) if gaps else "",
-                     "status": ",".join(statuses)})
+        rows.append(
+            {
+                "inflation": lv,
+                "policy": pol,
+                "runs": len(rs),
+                "unallocated_pct": round(float(u.mean()), 3),
+                "std_pct": round(float(u.std(ddof=1)) if len(rs) > 1 else 0.0, 3),
+                "min_pct": round(float(u.min()), 3),
+                "max_pct": round(float(u.max()), 3),
+                "arrived_pct": round(float(np.mean([r.arrived for r in rs])) * 100, 3),
+                "placed": round(float(np.mean([r.placed for r in rs])), 1),
+                "failed": round(float(np.mean([r.failed for r in rs])), 1),
+                "bound_unallocated_pct": round(float(np.mean(bounds)) * 100, 3) if bounds else "",
+                "gap": round(float(max(gaps)), 4) if gaps else "",
+                "status": ",".join(statuses),
+            }
+        )
     return rows
 
 
@@ -610,6 +722,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 def plot(rows: list[dict[str, Any]], path: str, *, title: str = "") -> None:
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -623,14 +736,17 @@ def plot(rows: list[dict[str, Any]], path: str, *, title: str = "") -> None:
         e = [r["std_pct"] for r in rs]
         style = "--" if pol == OFFLINE else "-"
         line = ax.errorbar(x, y, yerr=e, label=pol, linestyle=style, marker="o", markersize=3, capsize=2)
-        bounded = [(xi, r["bound_unallocated_pct"], yi) for xi, r, yi in zip(x, rs, y) if r["bound_unallocated_pct"] != ""]
-        if pol == OFFLINE and bounded:      # the optimum lies between its bound and the value found
+        bounded = [
+            (xi, r["bound_unallocated_pct"], yi) for xi, r, yi in zip(x, rs, y) if r["bound_unallocated_pct"] != ""
+        ]
+        if pol == OFFLINE and bounded:  # the optimum lies between its bound and the value found
             bx, lo, hi = zip(*bounded)
             ax.fill_between(bx, lo, hi, color=line[0].get_color(), alpha=0.2, label=f"{pol}: bound to value")
-            ax.vlines(bx, lo, hi, color=line[0].get_color(), alpha=0.5, linewidth=4)     # a single bin shows too
+            ax.vlines(bx, lo, hi, color=line[0].get_color(), alpha=0.5, linewidth=4)  # a single bin shows too
     xs = sorted({r["inflation"] * 100 for r in rows})
-    ax.plot(xs, [max(0.0, 100 - x) for x in xs], color="grey", linewidth=0.8, linestyle=":",
-            label="requested < capacity")
+    ax.plot(
+        xs, [max(0.0, 100 - x) for x in xs], color="grey", linewidth=0.8, linestyle=":", label="requested < capacity"
+    )
     ax.set_xlabel("arrived workload (% of GPU capacity requested)")
     ax.set_ylabel("unallocated GPU capacity (%)")
     if title:
@@ -643,43 +759,86 @@ def plot(rows: list[dict[str, Any]], path: str, *, title: str = "") -> None:
 
 # ------------------------------------------------------------------ command line
 def register(sub) -> None:
-    p = sub.add_parser("simulate", help="online placement of a GPU trace under workload inflation (FGD paper's "
-                                        "protocol): unallocated GPU capacity per policy")
-    p.add_argument("-f", "--filename", action="append", required=True, metavar="CLUSTER",
-                   help="Nodes, ResourceSlices, DeviceClasses (e.g. from `draopt trace import --nodes`)")
-    p.add_argument("--trace", required=True, metavar="PODS",
-                   help="the task pool: an openb task CSV, or YAML/JSON Pods and ResourceClaimTemplates")
-    p.add_argument("--inflation", default="0.5:1.3:0.05", metavar="START:STOP:STEP",
-                   help="levels of requested GPU capacity / cluster GPU capacity (or a list: 0.9,1.0)")
+    p = sub.add_parser(
+        "simulate",
+        help="online placement of a GPU trace under workload inflation (FGD paper's "
+        "protocol): unallocated GPU capacity per policy",
+    )
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="CLUSTER",
+        help="Nodes, ResourceSlices, DeviceClasses (e.g. from `draopt trace import --nodes`)",
+    )
+    p.add_argument(
+        "--trace",
+        required=True,
+        metavar="PODS",
+        help="the task pool: an openb task CSV, or YAML/JSON Pods and ResourceClaimTemplates",
+    )
+    p.add_argument(
+        "--inflation",
+        default="0.5:1.3:0.05",
+        metavar="START:STOP:STEP",
+        help="levels of requested GPU capacity / cluster GPU capacity (or a list: 0.9,1.0)",
+    )
     p.add_argument("--runs", type=_positive_int, default=3, metavar="N")
     p.add_argument("--seed", type=int, default=0, metavar="S")
-    p.add_argument("--protocol", default="draopt", choices=("draopt", "fgd-paper"),
-                   help="draopt: fresh samples per run (default); fgd-paper: the FGD paper's protocol as its "
-                        "authors' simulator runs it (draopt.studies.paper_protocol; seeds S..S+N-1)")
-    p.add_argument("--policy", default=None, metavar="P,...",
-                   help=f"comma-separated: {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); under "
-                        "fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)")
-    p.add_argument("--offline-optimum", action="store_true",
-                   help="also place all tasks of each level at once, optimally (with its proven gap)")
-    p.add_argument("--batch", type=_positive_int, default=None, metavar="K",
-                   help=f"optimal-batch: arrivals per batch (default {DEFAULT_BATCH}; --protocol fgd-paper: 500)")
-    p.add_argument("--time-limit", type=_positive_float, default=60.0, metavar="S",
-                   help="solver time limit per optimal solve")
-    p.add_argument("--capacity", default=DEFAULT_CAPACITY, metavar="NAME",
-                   help="the device capacity measured and shared (default %(default)s)")
+    p.add_argument(
+        "--protocol",
+        default="draopt",
+        choices=("draopt", "fgd-paper"),
+        help="draopt: fresh samples per run (default); fgd-paper: the FGD paper's protocol as its "
+        "authors' simulator runs it (draopt.studies.paper_protocol; seeds S..S+N-1)",
+    )
+    p.add_argument(
+        "--policy",
+        default=None,
+        metavar="P,...",
+        help=f"comma-separated: {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); under "
+        "fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)",
+    )
+    p.add_argument(
+        "--offline-optimum",
+        action="store_true",
+        help="also place all tasks of each level at once, optimally (with its proven gap)",
+    )
+    p.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help=f"optimal-batch: arrivals per batch (default {DEFAULT_BATCH}; --protocol fgd-paper: 500)",
+    )
+    p.add_argument(
+        "--time-limit", type=_positive_float, default=60.0, metavar="S", help="solver time limit per optimal solve"
+    )
+    p.add_argument(
+        "--capacity",
+        default=DEFAULT_CAPACITY,
+        metavar="NAME",
+        help="the device capacity measured and shared (default %(default)s)",
+    )
     p.add_argument("-o", "--output", default="table", choices=("table", "csv"))
     p.add_argument("--plot", metavar="FILE.png", help="plot the curves (needs matplotlib: draopt[plot])")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--stats", action="store_true",
-                   help="print one JSON line of timings to stderr (load_s, build_s, simulate_s, per-policy "
-                        "seconds and arrivals/s, peak RSS)")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print one JSON line of timings to stderr (load_s, build_s, simulate_s, per-policy "
+        "seconds and arrivals/s, peak RSS)",
+    )
     from draopt.scheduler import add_scheduler_flags
+
     add_scheduler_flags(p, seed=False)
     p.set_defaults(func=cmd_simulate)
 
 
 def _positive_int(text: str) -> int:
     import argparse
+
     try:
         v = int(text)
     except ValueError:
@@ -691,6 +850,7 @@ def _positive_int(text: str) -> int:
 
 def _positive_float(text: str) -> float:
     import argparse
+
     try:
         v = float(text)
     except ValueError:
@@ -704,8 +864,9 @@ def parse_policies(text: str) -> list[str]:
     got = [p.strip() for p in text.split(",") if p.strip()]
     bad = [p for p in got if p not in POLICIES]
     if bad or not got:
-        raise InputError(f"--policy {text!r}: unknown policy {', '.join(bad) or '(none)'} "
-                         f"(known: {', '.join(POLICIES)})")
+        raise InputError(
+            f"--policy {text!r}: unknown policy {', '.join(bad) or '(none)'} (known: {', '.join(POLICIES)})"
+        )
     return list(dict.fromkeys(got))
 
 
@@ -714,6 +875,7 @@ def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate
     (an online policy's last level holds its run's totals; the offline optimum solves each
     level on its own, so its seconds add up over levels), arrivals per second, peak RSS."""
     import resource
+
     per: dict[str, dict[str, float]] = {}
     last: dict[tuple[str, int], Record] = {}
     for r in records:
@@ -730,23 +892,31 @@ def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate
     for p in per.values():
         p["seconds"] = round(p["seconds"], 3)
         p["arrivals_per_s"] = round(p["arrivals"] / p["seconds"], 1) if p["seconds"] else None
-    return {"load_s": round(load_s, 3), "build_s": round(build_s, 3), "simulate_s": round(simulate_s, 3),
-            "policies": per, "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    return {
+        "load_s": round(load_s, 3),
+        "build_s": round(build_s, 3),
+        "simulate_s": round(simulate_s, 3),
+        "policies": per,
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def load_for_command(args) -> tuple[SimCluster, list[float], float, float, float]:
     """`draopt simulate`'s input, checked and built (either protocol): the cluster arrays, the
     levels, the seconds reading and building took, and the clock when reading began."""
     from draopt.kube.loader import load_files
+
     levels = parse_levels(args.inflation)
     if args.plot:
         import importlib.util
-        if importlib.util.find_spec("matplotlib") is None:      # checked before a long run, not after
+
+        if importlib.util.find_spec("matplotlib") is None:  # checked before a long run, not after
             raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'")
         check_writable("--plot", args.plot)
     t0 = time.perf_counter()
     if args.trace.lower().endswith(".csv"):
         from draopt.studies.trace import read_tasks, workload_objects
+
         objects = load_files(args.filename)
         objects.extend(_object_set(workload_objects(read_tasks(args.trace, what="--trace")), args.trace))
     else:
@@ -765,6 +935,7 @@ def cmd_simulate(args) -> int:
     if "kube-scheduler" in policies or args.scheduler_config:
         from draopt.scheduler import SchedulerConfig, load_config
         from draopt.scheduler.trace import TraceScheduler
+
         if "kube-scheduler" not in policies:
             raise InputError("--scheduler-config: used by the kube-scheduler policy, which --policy does not list")
         cfg = load_config(args.scheduler_config) if args.scheduler_config else SchedulerConfig.default()
@@ -772,16 +943,33 @@ def cmd_simulate(args) -> int:
     build_s = time.perf_counter() - t_build
     say = None if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr, flush=True))
     if say:
-        say(f"{c.n} nodes, capacity {c.total:,.0f} {c.capacity_name}, {len(c.pod_keys)} trace pods in "
-            f"{len(c.shapes)} shapes (loaded in {time.perf_counter() - t0:.1f} s)")
+        say(
+            f"{c.n} nodes, capacity {c.total:,.0f} {c.capacity_name}, {len(c.pod_keys)} trace pods in "
+            f"{len(c.shapes)} shapes (loaded in {time.perf_counter() - t0:.1f} s)"
+        )
     t_sim = time.perf_counter()
-    records = simulate(c, levels=levels, policies=policies, runs=args.runs, seed=args.seed, batch=args.batch or DEFAULT_BATCH,
-                       time_limit=args.time_limit, offline_optimum=args.offline_optimum, progress=say)
+    records = simulate(
+        c,
+        levels=levels,
+        policies=policies,
+        runs=args.runs,
+        seed=args.seed,
+        batch=args.batch or DEFAULT_BATCH,
+        time_limit=args.time_limit,
+        offline_optimum=args.offline_optimum,
+        progress=say,
+    )
     if getattr(args, "stats", False):
-        print(json.dumps(stats_line(records, load_s=load_s, build_s=build_s,
-                                    simulate_s=time.perf_counter() - t_sim), sort_keys=True), file=sys.stderr)
-    write_rows(args, aggregate(records, policies + [OFFLINE]),
-               title=f"{c.n} nodes, {args.runs} run(s), seed {args.seed}")
+        print(
+            json.dumps(
+                stats_line(records, load_s=load_s, build_s=build_s, simulate_s=time.perf_counter() - t_sim),
+                sort_keys=True,
+            ),
+            file=sys.stderr,
+        )
+    write_rows(
+        args, aggregate(records, policies + [OFFLINE]), title=f"{c.n} nodes, {args.runs} run(s), seed {args.seed}"
+    )
     return 0
 
 

@@ -2,6 +2,7 @@
 `optimal-batch` and `--offline-optimum`): the residual cluster written as Kubernetes objects (only
 the nodes a batch can use), placed by the one placement model (draopt.placement.optimal), the
 answer read back into the simulator's state."""
+
 from __future__ import annotations
 
 import copy
@@ -36,7 +37,7 @@ def relevant_nodes(st: State, batch: list[Shape], keep: set[int] = frozenset()) 
     resources, capacity left per device), no more can be used than there are pods of the batch
     that fit one of them alone (each used node holds at least one)."""
     c = st.c
-    fitting = np.zeros(c.n, dtype=np.int64)      # pods of the batch that fit the node alone
+    fitting = np.zeros(c.n, dtype=np.int64)  # pods of the batch that fit the node alone
     per_shape: dict[int, list] = {}
     for s in batch:
         per_shape.setdefault(s.index, [s, 0])[1] += 1
@@ -53,8 +54,9 @@ def relevant_nodes(st: State, batch: list[Shape], keep: set[int] = frozenset()) 
     return out
 
 
-def residual_objects(st: State, shape_counts: list[tuple[Shape, str]], *, priority: bool = True,
-                     keep: set[int] = frozenset()):
+def residual_objects(
+    st: State, shape_counts: list[tuple[Shape, str]], *, priority: bool = True, keep: set[int] = frozenset()
+):
     """What is left of the cluster as Kubernetes objects, and pods to place on it: every node
     with its free resources as allocatable, every device with its capacity left (no request
     policy: a pod asks for what one allocation consumes), pods asking for that consumption."""
@@ -79,21 +81,42 @@ def residual_objects(st: State, shape_counts: list[tuple[Shape, str]], *, priori
             d["capacity"] = {c.capacity_name: {"value": _quantity(left, c.cap_scale)}}
             pools.setdefault((e.pool.driver, e.pool.name), []).append(d)
         for (driver, pool), devs in sorted(pools.items()):
-            docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                         "metadata": {"name": f"{name}-{driver}-{pool}"[:253]},
-                         "spec": {"driver": driver, "nodeName": name,
-                                  "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
-                                  "devices": devs}})
+            docs.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{name}-{driver}-{pool}"[:253]},
+                    "spec": {
+                        "driver": driver,
+                        "nodeName": name,
+                        "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+                        "devices": devs,
+                    },
+                }
+            )
     templates: dict[int, str] = {}
     for k, (s, pod_name) in enumerate(shape_counts):
-        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
-                               "metadata": {"name": pod_name, "namespace": "sim",
-                                            "creationTimestamp": _ts(k)},
-                               "spec": {**copy.deepcopy(s.placement),
-                                        "containers": [{"name": "main", "image": "sim", "resources": {
-                                            "requests": {r: str(v) if v.denominator == 1 else
-                                                         _quantity(float(v * 10**9), 10**9)
-                                                         for r, v in s.resources.items() if r != "pods"}}}]}}
+        pod: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod_name, "namespace": "sim", "creationTimestamp": _ts(k)},
+            "spec": {
+                **copy.deepcopy(s.placement),
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "sim",
+                        "resources": {
+                            "requests": {
+                                r: str(v) if v.denominator == 1 else _quantity(float(v * 10**9), 10**9)
+                                for r, v in s.resources.items()
+                                if r != "pods"
+                            }
+                        },
+                    }
+                ],
+            },
+        }
         if priority:
             pod["spec"]["priority"] = max(0, int(round(s.request)) - 1)
         if s.claim_spec is not None:
@@ -103,12 +126,21 @@ def residual_objects(st: State, shape_counts: list[tuple[Shape, str]], *, priori
                 ex = spec["devices"]["requests"][0]["exactly"]
                 amounts = s.cons[s.compat]
                 if amounts.size and (amounts != amounts[0]).any():
-                    raise InputError(f"simulate: claims of pod {s.pods[0]} consume different amounts on "
-                                     "different devices: the optimal policies need one amount")
-                ex.setdefault("capacity", {}).setdefault("requests", {})[c.capacity_name] = \
-                    _quantity(float(amounts[0]) if amounts.size else 0.0, c.cap_scale)
-                docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                             "metadata": {"name": templates[s.index], "namespace": "sim"}, "spec": {"spec": spec}})
+                    raise InputError(
+                        f"simulate: claims of pod {s.pods[0]} consume different amounts on "
+                        "different devices: the optimal policies need one amount"
+                    )
+                ex.setdefault("capacity", {}).setdefault("requests", {})[c.capacity_name] = _quantity(
+                    float(amounts[0]) if amounts.size else 0.0, c.cap_scale
+                )
+                docs.append(
+                    {
+                        "apiVersion": "resource.k8s.io/v1",
+                        "kind": "ResourceClaimTemplate",
+                        "metadata": {"name": templates[s.index], "namespace": "sim"},
+                        "spec": {"spec": spec},
+                    }
+                )
             pod["spec"]["resourceClaims"] = [{"name": "dev", "resourceClaimTemplateName": templates[s.index]}]
             pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "dev"}]
         docs.append(pod)
@@ -122,19 +154,22 @@ def _ts(k: int) -> str:
 def _object_set(docs: list[dict], source: str = "<simulate>"):
     """Objects made here, parsed as the loader parses them (without a YAML round trip)."""
     from draopt.kube.loader import ObjectSet, parse_object
+
     objects = ObjectSet()
     for i, doc in enumerate(docs):
         objects.add(parse_object(doc, f"{source} object {i + 1}"))
     return objects
 
 
-def solve_optimal(st: State, batch: list[Shape], *, time_limit: float, apply: bool = True,
-                  hint: list | None = None) -> dict:
+def solve_optimal(
+    st: State, batch: list[Shape], *, time_limit: float, apply: bool = True, hint: list | None = None
+) -> dict:
     """Place `batch` on what is left with draopt's optimal model, maximising device capacity
     placed; update the state when `apply`. `hint`: a placement of the batch ((node, devices) or
     None per pod) the model starts from instead of first-fit's (it never returns less).
     Returns the solver's summary."""
     from draopt.placement import place
+
     names = [f"p{k:06d}" for k in range(len(batch))]
     keep = {h[0] for h in hint if h is not None} if hint else frozenset()
     objs = residual_objects(st, list(zip(batch, names)), keep=keep)
@@ -162,10 +197,15 @@ def solve_optimal(st: State, batch: list[Shape], *, time_limit: float, apply: bo
                 devs.append(next(e.index for e in c.devices[node].devices if e.device.name == r.device))
         st.take(s, node, devs)
     stats = outcome.result.stats
-    return {"placed_request": placed_request, "bound": float(stats.get("bound", 0) or 0),
-            "objective": float(stats.get("objective", 0) or 0), "gap": stats.get("gap"),
-            "status": stats.get("status"), "solve_s": stats.get("solve_s"),
-            "colgen": {k: v for k, v in stats.items() if k.startswith("colgen_")}}
+    return {
+        "placed_request": placed_request,
+        "bound": float(stats.get("bound", 0) or 0),
+        "objective": float(stats.get("objective", 0) or 0),
+        "gap": stats.get("gap"),
+        "status": stats.get("status"),
+        "solve_s": stats.get("solve_s"),
+        "colgen": {k: v for k, v in stats.items() if k.startswith("colgen_")},
+    }
 
 
 def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: list, time_limit: float):
@@ -178,6 +218,7 @@ def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: 
     from draopt.placement.optimal import optimize
     from draopt.cluster.result import PlacementResult, PodPlacement
     from draopt.kube.workload import expand
+
     c = st.c
     started = time.perf_counter()
     with _no_gc_pauses():
@@ -197,16 +238,30 @@ def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: 
                 results = []
                 for k, d in enumerate(devs):
                     e = c.devices[node].devices[d]
-                    r = {"request": request, "driver": e.pool.driver, "pool": e.pool.name, "device": e.device.name,
-                         "consumedCapacity": {c.capacity_name: _quantity(s.cons[node, d], c.cap_scale)}}
+                    r = {
+                        "request": request,
+                        "driver": e.pool.driver,
+                        "pool": e.pool.name,
+                        "device": e.device.name,
+                        "consumedCapacity": {c.capacity_name: _quantity(s.cons[node, d], c.cap_scale)},
+                    }
                     if e.multi_allocatable:
                         r["shareID"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"draopt:{use.key}:{request}:{k}"))
                     results.append(r)
-                claims[use.key] = AllocationResult.model_validate({"devices": {"results": results}, "nodeSelector": {
-                    "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
-                                                            "values": [c.nodes[node]]}]}]}})
+                claims[use.key] = AllocationResult.model_validate(
+                    {
+                        "devices": {"results": results},
+                        "nodeSelector": {
+                            "nodeSelectorTerms": [
+                                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [c.nodes[node]]}]}
+                            ]
+                        },
+                    }
+                )
             pods.append(PodPlacement(demand.key, c.nodes[node], demand.priority, None, claims))
-        hint_result = PlacementResult("hint", pods, {ck: (a, pl.node) for pl in pods for ck, a in pl.new_claims.items()})
+        hint_result = PlacementResult(
+            "hint", pods, {ck: (a, pl.node) for pl in pods for ck, a in pl.new_claims.items()}
+        )
         result = optimize(cluster, workload, time_limit=time_limit, first_fit=hint_result, started=started)
     return SimpleNamespace(result=result, workload=workload)
 

@@ -15,6 +15,7 @@ when the sweep ends or fails), so an interrupted sweep loses at most the last se
 
 :func:`sweep` is the generic form: `run(study)` for every study, in order.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,16 +45,20 @@ def _dask_client(address: str | None, workers: int | None, processes: bool = Tru
     if address:
         try:
             return Client(address)
-        except (OSError, ValueError, TypeError) as e:     # unreachable, or not an address
+        except (OSError, ValueError, TypeError) as e:  # unreachable, or not an address
             raise InputError(f"--scheduler {address}: cannot connect to a Dask scheduler: {e}") from None
-    return Client(LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                               processes=processes, dashboard_address=None))
+    return Client(
+        LocalCluster(
+            n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=processes, dashboard_address=None
+        )
+    )
 
 
 def _guarded(run: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
     """run(item), an input error returned rather than raised: the caller raises it (exit 2),
     and Dask workers do not log it as a failed computation."""
     from draopt.errors import DraoptError
+
     try:
         return True, run(item)
     except DraoptError as e:
@@ -67,10 +72,18 @@ def _unwrap(got: tuple[bool, Any]) -> Any:
     return value
 
 
-def _completed(items: list[Any], run: Callable[[Any], Any], *, engine: str, workers: int | None = None,
-               address: str | None = None, client=None) -> Iterator[tuple[int, Any]]:
+def _completed(
+    items: list[Any],
+    run: Callable[[Any], Any],
+    *,
+    engine: str,
+    workers: int | None = None,
+    address: str | None = None,
+    client=None,
+) -> Iterator[tuple[int, Any]]:
     """(index, run(item)) for every item, as they finish."""
     import functools
+
     if engine == "serial":
         for i, item in enumerate(items):
             yield i, run(item)
@@ -79,9 +92,11 @@ def _completed(items: list[Any], run: Callable[[Any], Any], *, engine: str, work
     if engine == "processes":
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
+
         # spawn: the parent may hold solver threads, which fork would copy in an unknown state.
-        with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1,
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers or os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")
+        ) as pool:
             futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
             try:
                 for f in as_completed(futures):
@@ -95,6 +110,7 @@ def _completed(items: list[Any], run: Callable[[Any], Any], *, engine: str, work
         if own:
             client = _dask_client(address, workers)
         from dask.distributed import as_completed
+
         try:
             futures = [client.submit(guarded, item, pure=False) for item in items]
             index = {f.key: i for i, f in enumerate(futures)}
@@ -110,8 +126,15 @@ def _completed(items: list[Any], run: Callable[[Any], Any], *, engine: str, work
         raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)}, local)")
 
 
-def sweep(studies: Iterable[Any], run: Callable[[Any], Any], *, engine: str = "local",
-          address: str | None = None, workers: int | None = None, client=None) -> list[Any]:
+def sweep(
+    studies: Iterable[Any],
+    run: Callable[[Any], Any],
+    *,
+    engine: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    client=None,
+) -> list[Any]:
     """`run(study)` for every study; results in the studies' order. engine "local" (or
     "serial") runs them here, one after the other; "processes" on a local process pool (`run`
     must be importable: a module-level function); "dask" hands them to Dask (a local cluster,
@@ -128,9 +151,9 @@ def sweep(studies: Iterable[Any], run: Callable[[Any], Any], *, engine: str = "l
 @dataclass
 class Grid:
     study: str = "simulate"
-    clusters: list[list[str]] = field(default_factory=list)   # each: the files of one cluster
-    traces: list[str] = field(default_factory=list)           # simulate: task pools; place: workload files
-    nodes: list[int] = field(default_factory=lambda: [0])     # 0: every node
+    clusters: list[list[str]] = field(default_factory=list)  # each: the files of one cluster
+    traces: list[str] = field(default_factory=list)  # simulate: task pools; place: workload files
+    nodes: list[int] = field(default_factory=lambda: [0])  # 0: every node
     policies: list[str] = field(default_factory=lambda: ["first-fit"])
     seeds: list[int] = field(default_factory=lambda: [0])
     inflation: list[float] = field(default_factory=lambda: [1.0])
@@ -140,6 +163,7 @@ class Grid:
 
     def validate(self) -> None:
         from draopt.studies import simulate
+
         if self.study not in STUDIES:
             raise InputError(f"study: unknown study {self.study!r} (known: {', '.join(STUDIES)})")
         if not self.clusters:
@@ -155,15 +179,25 @@ class Grid:
         if not self.seeds or any(not isinstance(s, int) or isinstance(s, bool) for s in self.seeds):
             raise InputError(f"seeds: {self.seeds!r}: whole numbers")
         known = simulate.POLICIES + (simulate.OFFLINE,) if self.study == "simulate" else _place_policies()
-        bad = [p for p in self.policies if p not in known and
-               not (self.study == "place" and p.startswith("first-fit:") and len(p) > len("first-fit:"))]
+        bad = [
+            p
+            for p in self.policies
+            if p not in known
+            and not (self.study == "place" and p.startswith("first-fit:") and len(p) > len("first-fit:"))
+        ]
         if bad or not self.policies:
-            raise InputError(f"policies: unknown policy {', '.join(map(repr, bad)) or '(none)'} for the "
-                             f"{self.study} study (known: {', '.join(known)})")
+            raise InputError(
+                f"policies: unknown policy {', '.join(map(repr, bad)) or '(none)'} for the "
+                f"{self.study} study (known: {', '.join(known)})"
+            )
         if not self.inflation or any(not isinstance(v, (int, float)) or not (0 < v <= 10) for v in self.inflation):
             raise InputError(f"inflation: {self.inflation!r}: levels more than 0 and at most 10")
-        if not (isinstance(self.time_limit, (int, float)) and not isinstance(self.time_limit, bool)
-                and self.time_limit > 0 and math.isfinite(self.time_limit)):
+        if not (
+            isinstance(self.time_limit, (int, float))
+            and not isinstance(self.time_limit, bool)
+            and self.time_limit > 0
+            and math.isfinite(self.time_limit)
+        ):
             raise InputError(f"time_limit: {self.time_limit!r}: a number of seconds more than 0")
         if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 1:
             raise InputError(f"batch: {self.batch!r}: a whole number, at least 1")
@@ -177,18 +211,28 @@ class Grid:
             for trace in self.traces or [""]:
                 for nodes in self.nodes:
                     for policy in self.policies:
-                        for seed in (self.seeds if simulate else [None]):
-                            for level in (self.inflation if simulate else [None]):
-                                out.append({"study": self.study, "cluster": ",".join(cluster), "trace": trace,
-                                            "nodes": nodes, "policy": policy, "seed": seed,
-                                            "inflation": None if level is None else float(level),
-                                            "time_limit": float(self.time_limit), "batch": self.batch,
-                                            "capacity": self.capacity})
+                        for seed in self.seeds if simulate else [None]:
+                            for level in self.inflation if simulate else [None]:
+                                out.append(
+                                    {
+                                        "study": self.study,
+                                        "cluster": ",".join(cluster),
+                                        "trace": trace,
+                                        "nodes": nodes,
+                                        "policy": policy,
+                                        "seed": seed,
+                                        "inflation": None if level is None else float(level),
+                                        "time_limit": float(self.time_limit),
+                                        "batch": self.batch,
+                                        "capacity": self.capacity,
+                                    }
+                                )
         return out
 
 
 def _place_policies() -> tuple[str, ...]:
     from draopt.placement import PLACE_POLICIES
+
     return PLACE_POLICIES + ("first-fit:CONFIG",)
 
 
@@ -216,7 +260,8 @@ def load_grid(path: str) -> Grid:
 
 def _axis(name: str, v: Any) -> Any:
     from draopt.studies.simulate import parse_levels
-    if v is None:                       # `clusters:` with nothing after it: the axis is empty
+
+    if v is None:  # `clusters:` with nothing after it: the axis is empty
         raise InputError(f"{name}: no value given")
     if name in ("clusters", "traces"):
         items = [f for c in (v if isinstance(v, list) else [v]) for f in (c if isinstance(c, list) else [c])]
@@ -267,6 +312,7 @@ def with_nodes(objects, count: int):
     """The objects with `count` of their nodes, spread evenly over the nodes sorted by name (every
     k-th), with the slices pinned to them; pods bound to other nodes go too. 0: all nodes."""
     import copy
+
     nodes = sorted(objects.nodes, key=lambda n: n.name)
     if count == 0 or count == len(nodes):
         return objects
@@ -283,16 +329,20 @@ def with_nodes(objects, count: int):
 
 def _objects(s: dict[str, Any]):
     """The scenario's cluster and workload, with its node count (loaded once per worker)."""
+
     def load():
         from draopt.kube.loader import load_files
+
         files = s["cluster"].split(",")
         if s["study"] == "simulate" and s["trace"].lower().endswith(".csv"):
             from draopt.studies.simulate import _object_set
             from draopt.studies.trace import read_tasks, workload_objects
+
             objects = load_files(files)
             objects.extend(_object_set(workload_objects(read_tasks(s["trace"], what="--trace")), s["trace"]))
             return objects
         return load_files(files + ([s["trace"]] if s["trace"] else []))
+
     return with_nodes(_cached(_LOADED, 2, (s["study"], s["cluster"], s["trace"]), load), s["nodes"])
 
 
@@ -302,7 +352,7 @@ def _cached(store: dict, size: int, key: tuple, make: Callable[[], Any]) -> Any:
         got = make()
         while len(store) >= size:
             store.pop(next(iter(store)))
-    store[key] = got                    # last: the most recently used
+    store[key] = got  # last: the most recently used
     return got
 
 
@@ -327,6 +377,7 @@ def _run_simulate(s: dict[str, Any]) -> dict[str, Any]:
         c = sim.build(_objects(s), capacity_name=s["capacity"])
         weights = np.array([len(sh.pods) for sh in c.shapes], dtype=float)
         return c, sim.FragModel(c, weights)
+
     c, frag = _cached(_BUILT, 8, (s["cluster"], s["trace"], s["nodes"], s["capacity"]), make)
     # Run 0 of `draopt simulate --seed S`: the same arrivals.
     seq, cum = sim.arrivals(c, s["inflation"], np.random.default_rng([s["seed"], 0]))
@@ -334,18 +385,34 @@ def _run_simulate(s: dict[str, Any]) -> dict[str, Any]:
     if s["policy"] == sim.OFFLINE:
         rec = sim.offline(c, seq, cum, levels, 0, time_limit=s["time_limit"])[0]
     else:
-        rec = sim.run_policy(c, seq, cum, levels, s["policy"], 0, frag=frag if s["policy"] == "fgd" else None,
-                             batch=s["batch"], time_limit=s["time_limit"])[0]
-    return {"unallocated_pct": round(rec.unallocated * 100, 6), "arrived_pct": round(rec.arrived * 100, 6),
-            "placed": rec.placed, "failed": rec.failed, "nodes_in_cluster": c.n,
-            "bound_unallocated_pct": None if rec.bound_unallocated is None else round(rec.bound_unallocated * 100, 6),
-            "gap": rec.gap, "status": rec.status or "heuristic"}
+        rec = sim.run_policy(
+            c,
+            seq,
+            cum,
+            levels,
+            s["policy"],
+            0,
+            frag=frag if s["policy"] == "fgd" else None,
+            batch=s["batch"],
+            time_limit=s["time_limit"],
+        )[0]
+    return {
+        "unallocated_pct": round(rec.unallocated * 100, 6),
+        "arrived_pct": round(rec.arrived * 100, 6),
+        "placed": rec.placed,
+        "failed": rec.failed,
+        "nodes_in_cluster": c.n,
+        "bound_unallocated_pct": None if rec.bound_unallocated is None else round(rec.bound_unallocated * 100, 6),
+        "gap": rec.gap,
+        "status": rec.status or "heuristic",
+    }
 
 
 def _run_place(s: dict[str, Any]) -> dict[str, Any]:
     from draopt.allocation.allocate import warm_up
     from draopt.kube.features import Features
     from draopt.studies.report import measure_policy
+
     warm_up()
     objects = _objects(s)
     r = measure_policy(objects, s["policy"], features=Features.from_gates(), time_limit=s["time_limit"])
@@ -393,9 +460,17 @@ def check_output(path: str) -> None:
     check_writable("-o", path, directory_hint="; give the Parquet file to write")
 
 
-def run_sweep(scenarios: list[dict[str, Any]], out: str | None = None, *, engine: str = "processes",
-              workers: int | None = None, address: str | None = None, client=None, progress: bool = True,
-              run: Callable[[dict[str, Any]], dict[str, Any]] = run_scenario) -> list[dict[str, Any]]:
+def run_sweep(
+    scenarios: list[dict[str, Any]],
+    out: str | None = None,
+    *,
+    engine: str = "processes",
+    workers: int | None = None,
+    address: str | None = None,
+    client=None,
+    progress: bool = True,
+    run: Callable[[dict[str, Any]], dict[str, Any]] = run_scenario,
+) -> list[dict[str, Any]]:
     """Run the scenarios not already in `out`; return the rows of all of them, in their order."""
     done: dict[str, dict[str, Any]] = {}
     kept: list[dict[str, Any]] = []
@@ -412,14 +487,21 @@ def run_sweep(scenarios: list[dict[str, Any]], out: str | None = None, *, engine
             from tqdm import tqdm
         except ImportError:
             raise InputError(f"sweep: the progress bar needs tqdm: {_EXTRA} (or no progress bar)") from None
-        bar = tqdm(total=len(scenarios), initial=len(scenarios) - len(todo), desc="sweep", unit="scenario",
-                   file=sys.stderr, dynamic_ncols=True)
+        bar = tqdm(
+            total=len(scenarios),
+            initial=len(scenarios) - len(todo),
+            desc="sweep",
+            unit="scenario",
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
     rows = list(kept)
     unsaved = 0
     last_write = time.monotonic()
     try:
-        for j, result in _completed([scenarios[i] for i in todo], run, engine=engine, workers=workers,
-                                    address=address, client=client):
+        for j, result in _completed(
+            [scenarios[i] for i in todo], run, engine=engine, workers=workers, address=address, client=client
+        ):
             i = todo[j]
             row = {k: scenarios[i].get(k) for k in INPUTS}
             row.update(result)
@@ -443,27 +525,51 @@ def run_sweep(scenarios: list[dict[str, Any]], out: str | None = None, *, engine
 
 # ------------------------------------------------------------------ command line
 def register(sub) -> None:
-    p = sub.add_parser("sweep", help="run a study over a grid (clusters, traces, node counts, policies, seeds, "
-                                     "inflation levels) on a process pool or Dask; resumable; rows to Parquet")
-    p.add_argument("--grid", metavar="FILE.yaml", help="the grid as YAML (keys: study, clusters, traces, nodes, "
-                                                       "policies, seeds, inflation, time_limit, batch, capacity); "
-                                                       "flags given override it")
-    p.add_argument("--study", choices=STUDIES, help="simulate (default): draopt simulate, one run per seed and "
-                                                    "level; place: draopt compare's measures per policy")
+    p = sub.add_parser(
+        "sweep",
+        help="run a study over a grid (clusters, traces, node counts, policies, seeds, "
+        "inflation levels) on a process pool or Dask; resumable; rows to Parquet",
+    )
+    p.add_argument(
+        "--grid",
+        metavar="FILE.yaml",
+        help="the grid as YAML (keys: study, clusters, traces, nodes, "
+        "policies, seeds, inflation, time_limit, batch, capacity); "
+        "flags given override it",
+    )
+    p.add_argument(
+        "--study",
+        choices=STUDIES,
+        help="simulate (default): draopt simulate, one run per seed and "
+        "level; place: draopt compare's measures per policy",
+    )
     p.add_argument("--cluster", action="append", metavar="FILE[,FILE...]", help="one cluster (repeat for more)")
-    p.add_argument("--trace", action="append", metavar="FILE", help="simulate: a task pool (openb CSV or YAML); "
-                                                                    "place: workload files (repeat for more)")
+    p.add_argument(
+        "--trace",
+        action="append",
+        metavar="FILE",
+        help="simulate: a task pool (openb CSV or YAML); place: workload files (repeat for more)",
+    )
     p.add_argument("--nodes", metavar="N,...", help="node counts (every k-th node by name; 0: all)")
     p.add_argument("--policy", metavar="P,...", help="comma-separated policies")
     p.add_argument("--seeds", metavar="START:STOP|S,...", help="simulate: seeds (STOP excluded)")
     p.add_argument("--inflation", metavar="START:STOP:STEP|L,...", help="simulate: inflation levels")
     p.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per optimal solve")
     p.add_argument("--batch", type=int, metavar="K", help="optimal-batch: arrivals per batch")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.parquet",
-                   help="results (rows already there with the same inputs are not run again)")
-    p.add_argument("--engine", default="processes", choices=ENGINES,
-                   help="processes: a local process pool (default); serial: here; dask: a Dask local "
-                        "cluster, or the scheduler at --scheduler")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE.parquet",
+        help="results (rows already there with the same inputs are not run again)",
+    )
+    p.add_argument(
+        "--engine",
+        default="processes",
+        choices=ENGINES,
+        help="processes: a local process pool (default); serial: here; dask: a Dask local "
+        "cluster, or the scheduler at --scheduler",
+    )
     p.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler (tcp://host:8786); implies --engine dask")
     p.add_argument("--workers", type=int, metavar="N", help="local workers (default: one per core)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -472,6 +578,7 @@ def register(sub) -> None:
 
 def grid_from_args(args) -> Grid:
     from draopt.studies.simulate import parse_levels
+
     grid = load_grid(args.grid) if args.grid else Grid()
     if args.study:
         grid.study = args.study
@@ -508,8 +615,10 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     cols = axes + ["runs", f"mean_{measure}"]
     text = [[str(v) for v in (*k, len(vs), round(sum(vs) / len(vs), 3))] for k, vs in groups.items()]
     widths = [max(len(c), *(len(t[i]) for t in text)) for i, c in enumerate(cols)]
-    return "\n".join(["  ".join(c.ljust(w) for c, w in zip(cols, widths))] +
-                     ["  ".join(v.ljust(w) for v, w in zip(t, widths)) for t in text])
+    return "\n".join(
+        ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+        + ["  ".join(v.ljust(w) for v, w in zip(t, widths)) for t in text]
+    )
 
 
 def cmd_sweep(args) -> int:
@@ -521,9 +630,13 @@ def cmd_sweep(args) -> int:
     check_output(args.output)
     present = {r.get("key") for r in read_rows(args.output)} if os.path.exists(args.output) else set()
     skipped = sum(scenario_key(s) in present for s in scenarios)
-    rows = run_sweep(scenarios, args.output, engine=engine, workers=args.workers, address=args.scheduler,
-                     progress=not args.quiet)
+    rows = run_sweep(
+        scenarios, args.output, engine=engine, workers=args.workers, address=args.scheduler, progress=not args.quiet
+    )
     print(summary_table(rows))
-    print(f"sweep: {len(scenarios)} scenarios ({skipped} already in {args.output}), "
-          f"{len(scenarios) - skipped} run on {engine} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    print(
+        f"sweep: {len(scenarios)} scenarios ({skipped} already in {args.output}), "
+        f"{len(scenarios) - skipped} run on {engine} in {time.perf_counter() - t0:.1f} s",
+        file=sys.stderr,
+    )
     return 0

@@ -19,6 +19,7 @@ gpu_milli, gpu_spec, ..., creation_time, ...`). They become:
 
 The output is deterministic (same CSVs, same bytes) and reads back with every other command.
 """
+
 from __future__ import annotations
 
 import csv
@@ -33,7 +34,7 @@ import yaml
 from draopt.errors import InputError
 
 DRIVER = "gpu.example.com"
-CAPACITY = f"{DRIVER}/milli"         # the consumable capacity of one GPU, in 1/1000 GPU
+CAPACITY = f"{DRIVER}/milli"  # the consumable capacity of one GPU, in 1/1000 GPU
 GPU_MILLI = 1000
 NAMESPACE = "openb"
 CLASS = DRIVER
@@ -63,7 +64,7 @@ class Task:
     cpu_milli: int
     memory_mib: int
     num_gpu: int
-    gpu_milli: int            # per GPU: 1000 for whole GPUs, less for a share of one GPU
+    gpu_milli: int  # per GPU: 1000 for whole GPUs, less for a share of one GPU
     gpu_spec: tuple[str, ...] = ()
     creation_time: int | None = None
 
@@ -89,16 +90,19 @@ def _rows(path: str, required: tuple[str, ...], what: str) -> Iterable[tuple[int
     header = reader.fieldnames or []
     missing = [c for c in required if c not in header]
     if missing:
-        raise InputError(f"{what} {path}: missing column(s) {', '.join(missing)} "
-                         f"(header: {','.join(header) or 'empty'}; needs {','.join(required)})")
+        raise InputError(
+            f"{what} {path}: missing column(s) {', '.join(missing)} "
+            f"(header: {','.join(header) or 'empty'}; needs {','.join(required)})"
+        )
     for i, row in enumerate(reader, start=2):
         if None in row:
             raise InputError(f"{what} {path} line {i}: more fields than the header has")
         yield i, row
 
 
-def _int(row: dict[str, str], col: str, where: str, *, low: int = 0, high: int | None = None,
-         default: int | None = None) -> int:
+def _int(
+    row: dict[str, str], col: str, where: str, *, low: int = 0, high: int | None = None, default: int | None = None
+) -> int:
     raw = (row.get(col) or "").strip()
     if raw == "" and default is not None:
         return default
@@ -121,16 +125,17 @@ def _int(row: dict[str, str], col: str, where: str, *, low: int = 0, high: int |
 def _name(raw: str, where: str, col: str) -> str:
     name = raw.strip().lower()
     if not _NAME.match(name):
-        raise InputError(f"{where}: column {col}: {raw!r} is not a valid Kubernetes object name "
-                         "(lowercase letters, digits, '-' and '.')")
+        raise InputError(
+            f"{where}: column {col}: {raw!r} is not a valid Kubernetes object name "
+            "(lowercase letters, digits, '-' and '.')"
+        )
     return name
 
 
 def _model(raw: str, where: str, col: str) -> str:
     model = raw.strip()
     if not _MODEL.match(model):
-        raise InputError(f"{where}: column {col}: {raw!r} is not a GPU model name "
-                         "(letters, digits, '.', '_', '-')")
+        raise InputError(f"{where}: column {col}: {raw!r} is not a GPU model name (letters, digits, '.', '_', '-')")
     return model
 
 
@@ -147,8 +152,15 @@ def read_nodes(path: str) -> list[TraceNode]:
         model = (row.get("model") or "").strip()
         if gpus:
             model = _model(model, where, "model")
-        nodes.append(TraceNode(name, _int(row, "cpu_milli", where, low=1), _int(row, "memory_mib", where, low=1),
-                               gpus, model if gpus else ""))
+        nodes.append(
+            TraceNode(
+                name,
+                _int(row, "cpu_milli", where, low=1),
+                _int(row, "memory_mib", where, low=1),
+                gpus,
+                model if gpus else "",
+            )
+        )
     if not nodes:
         raise InputError(f"--nodes {path}: no node rows")
     return nodes
@@ -168,18 +180,31 @@ def read_tasks(path: str, *, what: str = "--pods") -> list[Task]:
         if num == 0 and milli:
             raise InputError(f"{where}: column gpu_milli: {milli} without GPUs (num_gpu is 0)")
         if num and milli == 0:
-            raise InputError(f"{where}: column gpu_milli: 0 for a task with num_gpu {num} "
-                             "(1000 = whole GPUs, less = a share of one GPU)")
+            raise InputError(
+                f"{where}: column gpu_milli: 0 for a task with num_gpu {num} "
+                "(1000 = whole GPUs, less = a share of one GPU)"
+            )
         if num > 1 and milli != GPU_MILLI:
-            raise InputError(f"{where}: column gpu_milli: {milli} with num_gpu {num}: a task of several "
-                             "GPUs takes them whole (gpu_milli 1000)")
+            raise InputError(
+                f"{where}: column gpu_milli: {milli} with num_gpu {num}: a task of several "
+                "GPUs takes them whole (gpu_milli 1000)"
+            )
         spec_raw = (row.get("gpu_spec") or "").strip()
         spec = tuple(sorted({_model(m, where, "gpu_spec") for m in spec_raw.split("|")})) if spec_raw else ()
         if spec and not num:
             raise InputError(f"{where}: column gpu_spec: {spec_raw!r} for a task without GPUs")
         created = _int(row, "creation_time", where, default=-1) if "creation_time" in row else None
-        tasks.append(Task(name, _int(row, "cpu_milli", where), _int(row, "memory_mib", where), num,
-                          milli if num else 0, spec, None if created in (None, -1) else created))
+        tasks.append(
+            Task(
+                name,
+                _int(row, "cpu_milli", where),
+                _int(row, "memory_mib", where),
+                num,
+                milli if num else 0,
+                spec,
+                None if created in (None, -1) else created,
+            )
+        )
     if not tasks:
         raise InputError(f"{what} {path}: no task rows")
     return tasks
@@ -201,9 +226,17 @@ def node_objects(nodes: list[TraceNode]) -> list[dict[str, Any]]:
         if n.gpus:
             labels[MODEL_LABEL] = n.model
             labels[COUNT_LABEL] = str(n.gpus)
-        out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name, "labels": labels},
-                    "status": {"allocatable": {"cpu": _cpu(n.cpu_milli), "memory": f"{n.memory_mib}Mi"},
-                               "capacity": {"cpu": _cpu(n.cpu_milli), "memory": f"{n.memory_mib}Mi"}}})
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": n.name, "labels": labels},
+                "status": {
+                    "allocatable": {"cpu": _cpu(n.cpu_milli), "memory": f"{n.memory_mib}Mi"},
+                    "capacity": {"cpu": _cpu(n.cpu_milli), "memory": f"{n.memory_mib}Mi"},
+                },
+            }
+        )
     return out
 
 
@@ -212,25 +245,63 @@ def slice_objects(nodes: list[TraceNode]) -> list[dict[str, Any]]:
     for n in nodes:
         if not n.gpus:
             continue
-        devices = [{"name": f"gpu-{i}", "allowMultipleAllocations": True,
-                    "attributes": {"model": {"string": n.model}, "index": {"int": i}},
-                    "capacity": {CAPACITY: {"value": str(GPU_MILLI), "requestPolicy": {
-                        "default": str(GPU_MILLI), "validRange": {"min": "1", "max": str(GPU_MILLI)}}}}}
-                   for i in range(n.gpus)]
-        out.append({"apiVersion": API, "kind": "ResourceSlice", "metadata": {"name": f"{n.name}-{DRIVER}"},
-                    "spec": {"driver": DRIVER, "nodeName": n.name,
-                             "pool": {"name": n.name, "generation": 1, "resourceSliceCount": 1},
-                             "devices": devices}})
+        devices = [
+            {
+                "name": f"gpu-{i}",
+                "allowMultipleAllocations": True,
+                "attributes": {"model": {"string": n.model}, "index": {"int": i}},
+                "capacity": {
+                    CAPACITY: {
+                        "value": str(GPU_MILLI),
+                        "requestPolicy": {"default": str(GPU_MILLI), "validRange": {"min": "1", "max": str(GPU_MILLI)}},
+                    }
+                },
+            }
+            for i in range(n.gpus)
+        ]
+        out.append(
+            {
+                "apiVersion": API,
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{n.name}-{DRIVER}"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": n.name,
+                    "pool": {"name": n.name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": devices,
+                },
+            }
+        )
     return out
 
 
 def class_objects(models: Iterable[str]) -> list[dict[str, Any]]:
-    out = [{"apiVersion": API, "kind": "DeviceClass", "metadata": {"name": CLASS},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}]
+    out = [
+        {
+            "apiVersion": API,
+            "kind": "DeviceClass",
+            "metadata": {"name": CLASS},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        }
+    ]
     for m in sorted(set(models)):
-        out.append({"apiVersion": API, "kind": "DeviceClass", "metadata": {"name": _class_name(m)},
-                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}" && '
-                                                                  f'device.attributes["{DRIVER}"].model == "{m}"'}}]}})
+        out.append(
+            {
+                "apiVersion": API,
+                "kind": "DeviceClass",
+                "metadata": {"name": _class_name(m)},
+                "spec": {
+                    "selectors": [
+                        {
+                            "cel": {
+                                "expression": f'device.driver == "{DRIVER}" && '
+                                f'device.attributes["{DRIVER}"].model == "{m}"'
+                            }
+                        }
+                    ]
+                },
+            }
+        )
     return out
 
 
@@ -242,14 +313,20 @@ def template_name(task: Task) -> str:
 
 
 def template_object(task: Task) -> dict[str, Any]:
-    exactly: dict[str, Any] = {"deviceClassName": CLASS, "count": task.num_gpu,
-                               "capacity": {"requests": {CAPACITY: str(task.gpu_milli)}}}
+    exactly: dict[str, Any] = {
+        "deviceClassName": CLASS,
+        "count": task.num_gpu,
+        "capacity": {"requests": {CAPACITY: str(task.gpu_milli)}},
+    }
     if task.gpu_spec:
         models = ", ".join(f'"{m}"' for m in task.gpu_spec)
         exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER}"].model in [{models}]'}}]
-    return {"apiVersion": API, "kind": "ResourceClaimTemplate",
-            "metadata": {"name": template_name(task), "namespace": NAMESPACE},
-            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}
+    return {
+        "apiVersion": API,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": template_name(task), "namespace": NAMESPACE},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}},
+    }
 
 
 def _timestamp(seconds: int) -> str:
@@ -258,18 +335,23 @@ def _timestamp(seconds: int) -> str:
 
 def pod_object(task: Task, index: int, *, priority: int | None = None) -> dict[str, Any]:
     created = task.creation_time if task.creation_time is not None else index
-    container: dict[str, Any] = {"name": "main", "image": "openb-task",
-                                 "resources": {"requests": {"cpu": _cpu(task.cpu_milli),
-                                                            "memory": f"{task.memory_mib}Mi"}}}
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": "openb-task",
+        "resources": {"requests": {"cpu": _cpu(task.cpu_milli), "memory": f"{task.memory_mib}Mi"}},
+    }
     spec: dict[str, Any] = {"containers": [container]}
     if task.num_gpu:
         container["resources"]["claims"] = [{"name": "gpu"}]
         spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template_name(task)}]
     if priority is not None:
         spec["priority"] = priority
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": task.name, "namespace": NAMESPACE, "creationTimestamp": _timestamp(created)},
-            "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": task.name, "namespace": NAMESPACE, "creationTimestamp": _timestamp(created)},
+        "spec": spec,
+    }
 
 
 def workload_objects(tasks: list[Task], *, priority=None) -> list[dict[str, Any]]:
@@ -302,24 +384,31 @@ class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
 
 def dump_yaml(objs: list[dict[str, Any]]) -> str:
     """One document per object, keys in the order written: the same input gives the same bytes."""
-    return yaml.dump_all(objs, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                         explicit_start=True, width=1000)
+    return yaml.dump_all(
+        objs, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True, width=1000
+    )
 
 
 def register(sub) -> None:
     t = sub.add_parser("trace", help="GPU cluster traces (openb) as Kubernetes DRA objects")
     tsub = t.add_subparsers(dest="trace_command", required=True, parser_class=type(t))
-    imp = tsub.add_parser("import", help="openb node/pod CSVs -> Nodes, ResourceSlices, DeviceClasses, "
-                                         "ResourceClaimTemplates and Pods (YAML)")
+    imp = tsub.add_parser(
+        "import",
+        help="openb node/pod CSVs -> Nodes, ResourceSlices, DeviceClasses, ResourceClaimTemplates and Pods (YAML)",
+    )
     imp.add_argument("--nodes", metavar="CSV", help="node list: sn,cpu_milli,memory_mib,gpu,model")
-    imp.add_argument("--pods", metavar="CSV",
-                     help="task list: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,creation_time,...]")
+    imp.add_argument(
+        "--pods",
+        metavar="CSV",
+        help="task list: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,creation_time,...]",
+    )
     imp.add_argument("-o", "--output", metavar="FILE", default="-", help="output file ('-': stdout)")
     imp.set_defaults(func=cmd_trace_import)
 
 
 def cmd_trace_import(args) -> int:
     import sys
+
     text = dump_yaml(import_trace(args.nodes, args.pods))
     if args.output == "-":
         sys.stdout.write(text)

@@ -1,6 +1,7 @@
 """Both placement policies on one generated cluster (draopt.testing.synth_cluster), and what the
 property tests (`tests/test_optimal_families.py`) and `benchmarks/fuzz_place.py` check: validity by
 the checker, first-fit's known defects, optimal never worse, honest status."""
+
 from __future__ import annotations
 
 import random
@@ -18,19 +19,20 @@ FIRST_FIT_DEFECTS = ("distinctAttribute", "matchAttribute")
 @dataclass
 class Audit:
     """What placing one cluster with both policies gave."""
-    invalid: str | None = None            # DraoptError from reading or first-fit: the input is invalid
-    crash: str | None = None              # any other exception (or optimal rejecting what first-fit read)
+
+    invalid: str | None = None  # DraoptError from reading or first-fit: the input is invalid
+    crash: str | None = None  # any other exception (or optimal rejecting what first-fit read)
     ff_errors: list[str] = field(default_factory=list)
     opt_errors: list[str] = field(default_factory=list)
-    ff_defects: list[str] = field(default_factory=list)   # first-fit's violations explained by its defects
+    ff_defects: list[str] = field(default_factory=list)  # first-fit's violations explained by its defects
     ff_weighted: int = 0
     opt_weighted: int = 0
     pods: int = 0
-    pinned: int = 0                       # pods kept at first-fit's answer (fixed_pods + pinned_pods)
+    pinned: int = 0  # pods kept at first-fit's answer (fixed_pods + pinned_pods)
     status: str | None = None
     gap: float | None = None
     bound: float | None = None
-    reordered_weighted: int = 0           # best first-fit over other queue orders (valid placements only)
+    reordered_weighted: int = 0  # best first-fit over other queue orders (valid placements only)
     opt_s: float = 0.0
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -53,8 +55,11 @@ class Audit:
         """First-fit is short of the optimum bound, or optimal beats it."""
         if self.invalid is not None:
             return False
-        return (self.opt_weighted > self.ff_weighted or self.reordered_weighted > self.ff_weighted
-                or (self.bound is not None and self.ff_weighted < self.bound))
+        return (
+            self.opt_weighted > self.ff_weighted
+            or self.reordered_weighted > self.ff_weighted
+            or (self.bound is not None and self.ff_weighted < self.bound)
+        )
 
     @property
     def worse_than_reordered(self) -> bool:
@@ -71,14 +76,16 @@ def _crash_text(e: BaseException) -> str:
 def objects_of(docs: list[dict[str, Any]]):
     """An ObjectSet of the documents, as `draopt place -f` reads them."""
     from draopt.kube.loader import ObjectSet, parse_object
+
     objs = ObjectSet()
     for i, d in enumerate(docs):
         objs.add(parse_object(d, f"doc {i}"))
     return objs
 
 
-def reordered_first_fit(docs: list[dict[str, Any]], priorities: dict[str, int], rng: random.Random, *,
-                        tries: int, features=None) -> int:
+def reordered_first_fit(
+    docs: list[dict[str, Any]], priorities: dict[str, int], rng: random.Random, *, tries: int, features=None
+) -> int:
     """The most priority-weighted pods first-fit places when the queue order is shuffled (pods
     given new priorities; weights stay the pods' own), over `tries` orders; only placements the
     checker accepts count. Every such placement is one optimal must match or beat, and one that
@@ -88,6 +95,7 @@ def reordered_first_fit(docs: list[dict[str, Any]], priorities: dict[str, int], 
     from draopt.placement import place
     from draopt.cluster.check import check_placement
     from draopt.cluster.result import weight
+
     best = 0
     pods = [d for d in docs if d.get("kind") == "Pod"]
     for t in range(tries):
@@ -109,14 +117,16 @@ def reordered_first_fit(docs: list[dict[str, Any]], priorities: dict[str, int], 
     return best
 
 
-def audit(docs: list[dict[str, Any]], *, features=None, time_limit: float = 10.0, reorders: int = 0,
-          seed: int = 0) -> Audit:
+def audit(
+    docs: list[dict[str, Any]], *, features=None, time_limit: float = 10.0, reorders: int = 0, seed: int = 0
+) -> Audit:
     """Place `docs` with first-fit and optimal (public API only) and check both placements;
     `reorders` > 0 also runs first-fit in that many other queue orders (see
     :func:`reordered_first_fit`, drawn from `seed`)."""
     from draopt.errors import DraoptError
     from draopt.placement import place
     from draopt.cluster.check import check_placement
+
     out = Audit()
     try:
         objs = objects_of(docs)
@@ -124,7 +134,7 @@ def audit(docs: list[dict[str, Any]], *, features=None, time_limit: float = 10.0
     except DraoptError as e:
         out.invalid = str(e)
         return out
-    except Exception as e:   # noqa: BLE001 - a crash is what is being counted
+    except Exception as e:  # noqa: BLE001 - a crash is what is being counted
         out.crash = "first-fit: " + _crash_text(e)
         return out
     out.pods = len(ff.result.pods)
@@ -132,24 +142,26 @@ def audit(docs: list[dict[str, Any]], *, features=None, time_limit: float = 10.0
     try:
         # match-intersection only exists with list-type attributes (DRAListTypeAttributes).
         from draopt.kube.features import Features
+
         list_types = (features or Features.from_gates()).list_type_attributes
         defects = FIRST_FIT_DEFECTS if list_types else FIRST_FIT_DEFECTS[:1]
         for e in check_placement(ff):
             (out.ff_defects if any(d in e for d in defects) else out.ff_errors).append(e)
-    except Exception as e:   # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         out.crash = "checker on first-fit: " + _crash_text(e)
         return out
     if reorders:
         priorities = {p.pod: p.priority for p in ff.result.pods}
-        out.reordered_weighted = reordered_first_fit(docs, priorities, random.Random(seed), tries=reorders,
-                                                     features=features)
+        out.reordered_weighted = reordered_first_fit(
+            docs, priorities, random.Random(seed), tries=reorders, features=features
+        )
     t0 = time.perf_counter()
     try:
         opt = place(objects_of(docs), policy="optimal", features=features, time_limit=time_limit)
     except DraoptError as e:
         out.crash = "optimal rejects input first-fit reads: " + _crash_text(e)
         return out
-    except Exception as e:   # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         out.crash = "optimal: " + _crash_text(e)
         return out
     finally:
@@ -163,7 +175,7 @@ def audit(docs: list[dict[str, Any]], *, features=None, time_limit: float = 10.0
     out.bound = stats.get("bound")
     try:
         out.opt_errors = check_placement(opt)
-    except Exception as e:   # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         out.crash = "checker on optimal: " + _crash_text(e)
     return out
 
@@ -185,6 +197,7 @@ class IsolatedAudit:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, TimeoutError as FutureTimeout
         from concurrent.futures.process import BrokenProcessPool
+
         if self._pool is None:
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
@@ -208,7 +221,7 @@ class IsolatedAudit:
         if self._pool is not None:
             try:
                 self._pool.shutdown(wait=True, cancel_futures=True)
-            except Exception:   # noqa: BLE001 - a broken pool has nothing left to shut down
+            except Exception:  # noqa: BLE001 - a broken pool has nothing left to shut down
                 pass
             self._pool = None
 

@@ -4,6 +4,7 @@ Used by the property tests (random small instances that exercise every feature) 
 benchmarks (large regular clusters). Everything is driven by a `random.Random`, so a seed
 gives the same instance every time.
 """
+
 from __future__ import annotations
 
 import random
@@ -20,8 +21,9 @@ SELECTORS = [
 ]
 
 
-def _device(rng: random.Random, name: str, *, multi: bool, counter_set: str | None, taint: bool,
-            list_attrs: bool) -> dict[str, Any]:
+def _device(
+    rng: random.Random, name: str, *, multi: bool, counter_set: str | None, taint: bool, list_attrs: bool
+) -> dict[str, Any]:
     d: dict[str, Any] = {
         "name": name,
         "attributes": {
@@ -35,18 +37,30 @@ def _device(rng: random.Random, name: str, *, multi: bool, counter_set: str | No
         d["attributes"]["links"] = {"strings": rng.sample(["l0", "l1", "l2", "l3"], rng.randint(1, 2))}
     if multi:
         d["allowMultipleAllocations"] = True
-        d["capacity"]["bandwidth"] = {"value": "10G", "requestPolicy": rng.choice([
-            {"default": "1G", "validRange": {"min": "1G", "step": "1G"}},
-            {"default": "2G", "validValues": ["1G", "2G", "5G"]},
-            {"default": "1G", "validRange": {"min": "500M", "max": "8G"}},
-        ])}
+        d["capacity"]["bandwidth"] = {
+            "value": "10G",
+            "requestPolicy": rng.choice(
+                [
+                    {"default": "1G", "validRange": {"min": "1G", "step": "1G"}},
+                    {"default": "2G", "validValues": ["1G", "2G", "5G"]},
+                    {"default": "1G", "validRange": {"min": "500M", "max": "8G"}},
+                ]
+            ),
+        }
     if counter_set:
-        d["consumesCounters"] = [{"counterSet": counter_set, "counters": {"mem": {"value": rng.choice(["2Gi", "4Gi", "6Gi"])}}}]
+        d["consumesCounters"] = [
+            {"counterSet": counter_set, "counters": {"mem": {"value": rng.choice(["2Gi", "4Gi", "6Gi"])}}}
+        ]
         if rng.random() < 0.4:
             d["consumesCounters"][0]["compatibilityGroups"] = rng.choice([["mig"], ["vgpu"], ["mig", "vgpu"]])
     if taint:
-        d["taints"] = [{"key": rng.choice(["maint", "bad"]), "value": "true",
-                        "effect": rng.choice(["NoSchedule", "NoExecute", "None"])}]
+        d["taints"] = [
+            {
+                "key": rng.choice(["maint", "bad"]),
+                "value": "true",
+                "effect": rng.choice(["NoSchedule", "NoExecute", "None"]),
+            }
+        ]
     return d
 
 
@@ -54,15 +68,36 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
     """One node, a few pools, classes, maybe allocated claims, and 1-3 claims to allocate.
     `features`: subset of {"counters", "capacity", "taints", "admin", "prioritized", "constraints",
     "all", "lists"}; default all."""
-    feats = features if features is not None else {"counters", "capacity", "taints", "admin", "prioritized",
-                                                    "constraints", "all", "lists", "derived", "binding",
-                                                    "taint-rules", "shared-pools"}
+    feats = (
+        features
+        if features is not None
+        else {
+            "counters",
+            "capacity",
+            "taints",
+            "admin",
+            "prioritized",
+            "constraints",
+            "all",
+            "lists",
+            "derived",
+            "binding",
+            "taint-rules",
+            "shared-pools",
+        }
+    )
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "labels": {"zone": "z1"}}}
     objects: list[dict[str, Any]] = []
     drivers = ["gpu.example.com", "nic.example.com"][: rng.randint(1, 2)]
     for drv in drivers:
-        objects.append({"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": drv.split(".")[0]},
-                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{drv}"'}}]}})
+        objects.append(
+            {
+                "apiVersion": V1,
+                "kind": "DeviceClass",
+                "metadata": {"name": drv.split(".")[0]},
+                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{drv}"'}}]},
+            }
+        )
     device_ids = []
     for pi in range(rng.randint(2, 3)):
         drv = rng.choice(drivers)
@@ -71,19 +106,36 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
         n_slices = rng.randint(1, 2)
         slices = []
         if use_counters:
-            slices.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{pool}-counters"},
-                           "spec": {"driver": drv, "pool": {"name": pool, "generation": 1, "resourceSliceCount": n_slices + 1},
-                                    "nodeName": "node-1",
-                                    "sharedCounters": [{"name": f"cs-{k}", "counters": {"mem": {"value": rng.choice(["6Gi", "8Gi", "12Gi"])}}}
-                                                       for k in range(2)]}})
+            slices.append(
+                {
+                    "apiVersion": V1,
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{pool}-counters"},
+                    "spec": {
+                        "driver": drv,
+                        "pool": {"name": pool, "generation": 1, "resourceSliceCount": n_slices + 1},
+                        "nodeName": "node-1",
+                        "sharedCounters": [
+                            {"name": f"cs-{k}", "counters": {"mem": {"value": rng.choice(["6Gi", "8Gi", "12Gi"])}}}
+                            for k in range(2)
+                        ],
+                    },
+                }
+            )
         for si in range(n_slices):
             devs = []
             for di in range(rng.randint(2, 5)):
                 name = f"dev-{si}-{di}"
-                devs.append(_device(rng, name, multi="capacity" in feats and rng.random() < 0.25,
-                                    counter_set=f"cs-{rng.randint(0, 1)}" if use_counters else None,
-                                    taint="taints" in feats and rng.random() < 0.2,
-                                    list_attrs="lists" in feats))
+                devs.append(
+                    _device(
+                        rng,
+                        name,
+                        multi="capacity" in feats and rng.random() < 0.25,
+                        counter_set=f"cs-{rng.randint(0, 1)}" if use_counters else None,
+                        taint="taints" in feats and rng.random() < 0.2,
+                        list_attrs="lists" in feats,
+                    )
+                )
                 device_ids.append((drv, pool, name, devs[-1]))
             if "binding" in feats and rng.random() < 0.15:
                 for d in devs:
@@ -92,22 +144,62 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
                     d["bindsToNode"] = rng.random() < 0.5
             where: dict[str, Any] = {"nodeName": "node-1"}
             if "shared-pools" in feats and not use_counters and pi == 2:
-                where = rng.choice([{"allNodes": True}, {"nodeSelector": {"nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}]}}])
-            slices.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{pool}-s{si}"},
-                           "spec": dict({"driver": drv, "pool": {"name": pool, "generation": 1,
-                                                                 "resourceSliceCount": n_slices + (1 if use_counters else 0)},
-                                         "devices": devs}, **where)})
+                where = rng.choice(
+                    [
+                        {"allNodes": True},
+                        {
+                            "nodeSelector": {
+                                "nodeSelectorTerms": [
+                                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}
+                                ]
+                            }
+                        },
+                    ]
+                )
+            slices.append(
+                {
+                    "apiVersion": V1,
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{pool}-s{si}"},
+                    "spec": dict(
+                        {
+                            "driver": drv,
+                            "pool": {
+                                "name": pool,
+                                "generation": 1,
+                                "resourceSliceCount": n_slices + (1 if use_counters else 0),
+                            },
+                            "devices": devs,
+                        },
+                        **where,
+                    ),
+                }
+            )
         objects.extend(slices)
     if "taint-rules" in feats and rng.random() < 0.3 and device_ids:
         drv, pool, name, _ = rng.choice(device_ids)
-        selector = rng.choice([{"driver": drv, "pool": pool, "device": name}, {"driver": drv, "pool": pool},
-                               {"deviceClassName": drv.split(".")[0]}])
-        objects.append({"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule",
-                        "metadata": {"name": f"rule-{rng.randint(0, 99)}"},
-                        "spec": {"deviceSelector": selector,
-                                 "taint": {"key": rng.choice(["maint", "bad"]), "value": "true",
-                                           "effect": rng.choice(["NoSchedule", "NoExecute", "None"])}}})
+        selector = rng.choice(
+            [
+                {"driver": drv, "pool": pool, "device": name},
+                {"driver": drv, "pool": pool},
+                {"deviceClassName": drv.split(".")[0]},
+            ]
+        )
+        objects.append(
+            {
+                "apiVersion": "resource.k8s.io/v1beta2",
+                "kind": "DeviceTaintRule",
+                "metadata": {"name": f"rule-{rng.randint(0, 99)}"},
+                "spec": {
+                    "deviceSelector": selector,
+                    "taint": {
+                        "key": rng.choice(["maint", "bad"]),
+                        "value": "true",
+                        "effect": rng.choice(["NoSchedule", "NoExecute", "None"]),
+                    },
+                },
+            }
+        )
     # an allocated claim holding one or two devices
     if rng.random() < 0.4 and device_ids:
         held = rng.sample(device_ids, min(len(device_ids), rng.randint(1, 2)))
@@ -118,9 +210,15 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
                 r["shareID"] = "00000000-0000-0000-0000-000000000001"
                 r["consumedCapacity"] = {"memory": dev["capacity"]["memory"]["value"], "bandwidth": "2G"}
             results.append(r)
-        objects.append({"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "running", "namespace": "default", "uid": "u-run"},
-                        "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 1}}]}},
-                        "status": {"allocation": {"devices": {"results": results}}}})
+        objects.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaim",
+                "metadata": {"name": "running", "namespace": "default", "uid": "u-run"},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 1}}]}},
+                "status": {"allocation": {"devices": {"results": results}}},
+            }
+        )
     claims = []
     classes = [drv.split(".")[0] for drv in drivers]
     for ci in range(rng.choice([1, 1, 2, 2, 3])):
@@ -139,9 +237,15 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
                 if rng.random() < 0.4:
                     e["selectors"] = [{"cel": {"expression": rng.choice(SELECTORS).format(d=drv)}}]
                 if "taints" in feats and rng.random() < 0.3:
-                    e["tolerations"] = [rng.choice([{"key": "maint", "operator": "Exists"},
-                                                    {"operator": "Exists", "effect": "NoSchedule"},
-                                                    {"key": "bad", "operator": "Equal", "value": "true"}])]
+                    e["tolerations"] = [
+                        rng.choice(
+                            [
+                                {"key": "maint", "operator": "Exists"},
+                                {"operator": "Exists", "effect": "NoSchedule"},
+                                {"key": "bad", "operator": "Equal", "value": "true"},
+                            ]
+                        )
+                    ]
                 if "capacity" in feats and rng.random() < 0.3:
                     e["capacity"] = {"requests": {"bandwidth": rng.choice(["1G", "1500M", "3G", "6G"])}}
                 if not sub and "admin" in feats and rng.random() < 0.1:
@@ -149,8 +253,12 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
                 return e
 
             if "prioritized" in feats and rng.random() < 0.25:
-                requests.append({"name": f"req-{ri}", "firstAvailable": [
-                    dict(exact(True), name=f"alt{k}") for k in range(rng.randint(2, 3))]})
+                requests.append(
+                    {
+                        "name": f"req-{ri}",
+                        "firstAvailable": [dict(exact(True), name=f"alt{k}") for k in range(rng.randint(2, 3))],
+                    }
+                )
             else:
                 requests.append({"name": f"req-{ri}", "exactly": exact(False)})
         spec: dict[str, Any] = {"requests": requests}
@@ -159,12 +267,13 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
             for r in requests:
                 target = r.get("exactly") or (r.get("firstAvailable") or [{}])[0]
                 drv = drivers[classes.index(target["deviceClassName"])]
-                target["derivedAttributes"] = [{"name": "derived/numa",
-                                                "expression": f'device.attributes["{drv}"].numa % 2'}]
+                target["derivedAttributes"] = [
+                    {"name": "derived/numa", "expression": f'device.attributes["{drv}"].numa % 2'}
+                ]
             if all("exactly" in r for r in requests):
                 spec["constraints"] = [{kind: "derived/numa"}]
             else:
-                for r in requests:   # a derived attribute must be used: drop it where no constraint can
+                for r in requests:  # a derived attribute must be used: drop it where no constraint can
                     for target in [r.get("exactly")] + list(r.get("firstAvailable") or []):
                         if target:
                             target.pop("derivedAttributes", None)
@@ -176,9 +285,14 @@ def random_instance(rng: random.Random, *, features: set[str] | None = None) -> 
             if rng.random() < 0.5:
                 c["requests"] = [r["name"] for r in requests]
             spec["constraints"] = [c]
-        claims.append({"apiVersion": V1, "kind": "ResourceClaim",
-                       "metadata": {"name": f"claim-{ci}", "namespace": "default", "uid": f"uid-{ci}"},
-                       "spec": {"devices": spec}})
+        claims.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"claim-{ci}", "namespace": "default", "uid": f"uid-{ci}"},
+                "spec": {"devices": spec},
+            }
+        )
     return {"node": node, "objects": objects, "claims": claims}
 
 
@@ -186,61 +300,141 @@ def random_placement_instance(rng: random.Random) -> list[dict[str, Any]]:
     """A small cluster with pending pods and PodGroups: nodes with GPUs (some partitioned
     through counter sets), claim templates of several sizes, priorities, gangs."""
     docs: list[dict[str, Any]] = [
-        {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"},
-         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+        {
+            "apiVersion": V1,
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        }
+    ]
     for n in range(rng.randint(1, 4)):
         node = f"node-{n}"
-        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {"zone": rng.choice("ab")}},
-                     "status": {"allocatable": {"cpu": str(rng.choice([4, 8, 16])), "memory": "64Gi", "pods": "20"}}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node, "labels": {"zone": rng.choice("ab")}},
+                "status": {"allocatable": {"cpu": str(rng.choice([4, 8, 16])), "memory": "64Gi", "pods": "20"}},
+            }
+        )
         partitioned = rng.random() < 0.4
         devices = []
         count = 2 if partitioned else 1
         if partitioned:
-            docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-counters"},
-                         "spec": {"driver": "gpu.example.com", "nodeName": node,
-                                  "pool": {"name": node, "generation": 1, "resourceSliceCount": 2},
-                                  "sharedCounters": [{"name": "gpu-0", "counters": {"mem": {"value": "8"}}}]}})
+            docs.append(
+                {
+                    "apiVersion": V1,
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{node}-counters"},
+                    "spec": {
+                        "driver": "gpu.example.com",
+                        "nodeName": node,
+                        "pool": {"name": node, "generation": 1, "resourceSliceCount": 2},
+                        "sharedCounters": [{"name": "gpu-0", "counters": {"mem": {"value": "8"}}}],
+                    },
+                }
+            )
             for name, size in rng.sample([("7g", 7), ("4g", 4), ("2g", 2), ("1g-a", 1), ("1g-b", 1), ("3g", 3)], 4):
-                devices.append({"name": f"mig-{name}", "attributes": {"size": {"int": size}, "model": {"string": "a"}},
-                                "consumesCounters": [{"counterSet": "gpu-0", "counters": {"mem": {"value": str(size)}}}]})
+                devices.append(
+                    {
+                        "name": f"mig-{name}",
+                        "attributes": {"size": {"int": size}, "model": {"string": "a"}},
+                        "consumesCounters": [{"counterSet": "gpu-0", "counters": {"mem": {"value": str(size)}}}],
+                    }
+                )
         else:
             for g in range(rng.randint(1, 4)):
-                devices.append({"name": f"gpu-{g}", "attributes": {"size": {"int": 8}, "model": {"string": rng.choice("ab")}}})
-        docs.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
-                     "spec": {"driver": "gpu.example.com", "nodeName": node,
-                              "pool": {"name": node, "generation": 1, "resourceSliceCount": count}, "devices": devices}})
+                devices.append(
+                    {"name": f"gpu-{g}", "attributes": {"size": {"int": 8}, "model": {"string": rng.choice("ab")}}}
+                )
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-gpus"},
+                "spec": {
+                    "driver": "gpu.example.com",
+                    "nodeName": node,
+                    "pool": {"name": node, "generation": 1, "resourceSliceCount": count},
+                    "devices": devices,
+                },
+            }
+        )
     templates = []
     for t in range(3):
         exactly: dict[str, Any] = {"deviceClassName": "gpu", "count": rng.choice([1, 1, 2])}
         if rng.random() < 0.4:
-            exactly["selectors"] = [{"cel": {"expression": f'device.attributes["gpu.example.com"].size >= {rng.choice([1, 2, 4])}'}}]
+            exactly["selectors"] = [
+                {"cel": {"expression": f'device.attributes["gpu.example.com"].size >= {rng.choice([1, 2, 4])}'}}
+            ]
         spec: dict[str, Any] = {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
-        if rng.random() < 0.2:    # two devices on the same model (the model counts values per node)
-            spec = {"devices": {"requests": [{"name": "a", "exactly": {"deviceClassName": "gpu"}},
-                                             {"name": "b", "exactly": {"deviceClassName": "gpu"}}],
-                                "constraints": [{"matchAttribute": "gpu.example.com/model"}]}}
-        elif rng.random() < 0.15:   # a prioritized list (alternatives counted per node)
-            spec = {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
-                {"name": "a", "deviceClassName": "gpu",
-                 "selectors": [{"cel": {"expression": 'device.attributes["gpu.example.com"].model == "a"'}}]},
-                {"name": "any", "deviceClassName": "gpu"}]}]}}
+        if rng.random() < 0.2:  # two devices on the same model (the model counts values per node)
+            spec = {
+                "devices": {
+                    "requests": [
+                        {"name": "a", "exactly": {"deviceClassName": "gpu"}},
+                        {"name": "b", "exactly": {"deviceClassName": "gpu"}},
+                    ],
+                    "constraints": [{"matchAttribute": "gpu.example.com/model"}],
+                }
+            }
+        elif rng.random() < 0.15:  # a prioritized list (alternatives counted per node)
+            spec = {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpu",
+                            "firstAvailable": [
+                                {
+                                    "name": "a",
+                                    "deviceClassName": "gpu",
+                                    "selectors": [
+                                        {"cel": {"expression": 'device.attributes["gpu.example.com"].model == "a"'}}
+                                    ],
+                                },
+                                {"name": "any", "deviceClassName": "gpu"},
+                            ],
+                        }
+                    ]
+                }
+            }
         templates.append(f"tpl-{t}")
-        docs.append({"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": f"tpl-{t}", "namespace": "ml"},
-                     "spec": {"spec": spec}})
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": f"tpl-{t}", "namespace": "ml"},
+                "spec": {"spec": spec},
+            }
+        )
     groups = []
     for g in range(rng.randint(0, 2)):
         groups.append((f"gang-{g}", rng.randint(2, 3)))
-        docs.append({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-                     "metadata": {"name": f"gang-{g}", "namespace": "ml"},
-                     "spec": {"schedulingPolicy": {"gang": {"minCount": groups[-1][1]}}}})
+        docs.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": f"gang-{g}", "namespace": "ml"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": groups[-1][1]}}},
+            }
+        )
     n_pods = rng.randint(2, 9)
     members = {name: 0 for name, _ in groups}
     for p in range(n_pods):
-        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
-                               "metadata": {"name": f"pod-{p}", "namespace": "ml", "uid": f"uid-pod-{p}",
-                                            "creationTimestamp": f"2026-11-30T10:00:{p:02d}Z"},
-                               "spec": {"priority": rng.choice([0, 0, 10, 100]),
-                                        "containers": [{"name": "c", "resources": {"requests": {"cpu": str(rng.choice([1, 2, 4]))}}}]}}
+        pod: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"pod-{p}",
+                "namespace": "ml",
+                "uid": f"uid-pod-{p}",
+                "creationTimestamp": f"2026-11-30T10:00:{p:02d}Z",
+            },
+            "spec": {
+                "priority": rng.choice([0, 0, 10, 100]),
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": str(rng.choice([1, 2, 4]))}}}],
+            },
+        }
         if rng.random() < 0.85:
             pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": rng.choice(templates)}]
         if groups and rng.random() < 0.5:
@@ -254,6 +448,7 @@ def random_placement_instance(rng: random.Random) -> list[dict[str, Any]]:
     for d in docs:
         if d["kind"] == "PodGroup":
             name = d["metadata"]["name"]
-            d["spec"]["schedulingPolicy"]["gang"]["minCount"] = max(1, min(d["spec"]["schedulingPolicy"]["gang"]["minCount"],
-                                                                       members[name] or 1))
+            d["spec"]["schedulingPolicy"]["gang"]["minCount"] = max(
+                1, min(d["spec"]["schedulingPolicy"]["gang"]["minCount"], members[name] or 1)
+            )
     return docs

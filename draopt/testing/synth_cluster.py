@@ -28,6 +28,7 @@ random attribute values, priorities 0/10/100 and gangs:
 Everything is drawn from the given `random.Random`: a seed gives the same cluster every time.
 draopt.testing.audit places such clusters with both policies and records what the property tests check.
 """
+
 from __future__ import annotations
 
 import random
@@ -76,8 +77,8 @@ class _Gen:
         self.claims: list[dict[str, Any]] = []
         self.groups: list[dict[str, Any]] = []
         self.pods: list[dict[str, Any]] = []
-        self.running: list[dict[str, Any]] = []          # pods bound to nodes, holding allocated claims
-        self.rules: list[dict[str, Any]] = []            # DeviceTaintRules
+        self.running: list[dict[str, Any]] = []  # pods bound to nodes, holding allocated claims
+        self.rules: list[dict[str, Any]] = []  # DeviceTaintRules
         self.priority_classes: list[dict[str, Any]] = []
         self.zones: dict[str, str] = {}
         self.tainted_nodes: set[str] = set()
@@ -86,8 +87,12 @@ class _Gen:
     # ------------------------------------------------------------------ helpers
     def device_class(self, name: str, expr: str) -> str:
         if name not in self.classes:
-            self.classes[name] = {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": name},
-                                  "spec": {"selectors": [_sel(expr)]}}
+            self.classes[name] = {
+                "apiVersion": V1,
+                "kind": "DeviceClass",
+                "metadata": {"name": name},
+                "spec": {"selectors": [_sel(expr)]},
+            }
         return name
 
     def gpu_class(self) -> str:
@@ -96,8 +101,16 @@ class _Gen:
     def nic_class(self) -> str:
         return self.device_class("nic", f'device.driver == "{NIC}"')
 
-    def slice_doc(self, name: str, driver: str, pool: str, devices: list[dict[str, Any]], where: dict[str, Any],
-                  count: int = 1, counters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def slice_doc(
+        self,
+        name: str,
+        driver: str,
+        pool: str,
+        devices: list[dict[str, Any]],
+        where: dict[str, Any],
+        count: int = 1,
+        counters: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": 1, "resourceSliceCount": count}}
         spec.update(where)
         if counters is not None:
@@ -112,25 +125,32 @@ class _Gen:
         self.uuid += 1
         return f"GPU-{self.rng.randrange(16**6):06x}-{self.uuid:03d}"
 
-    def template(self, name: str, requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None,
-                 ns: str = "ml") -> str:
+    def template(
+        self, name: str, requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None, ns: str = "ml"
+    ) -> str:
         """A ResourceClaimTemplate, made once per instance (later calls return the name)."""
         if (ns, name) not in self.templates:
             devices: dict[str, Any] = {"requests": requests}
             if constraints:
                 devices["constraints"] = constraints
-            self.templates[(ns, name)] = {"apiVersion": V1, "kind": "ResourceClaimTemplate",
-                                          "metadata": {"name": name, "namespace": ns},
-                                          "spec": {"spec": {"devices": devices}}}
+            self.templates[(ns, name)] = {
+                "apiVersion": V1,
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"spec": {"devices": devices}},
+            }
         return name
 
-    def pod(self, claims: list[tuple[str, str, str]], *, ns: str = "ml", group: str | None = None,
-            small: bool = False) -> dict[str, Any]:
+    def pod(
+        self, claims: list[tuple[str, str, str]], *, ns: str = "ml", group: str | None = None, small: bool = False
+    ) -> dict[str, Any]:
         """A pending pod; claims: (pod claim name, "template"|"claim", object name)."""
         rng = self.rng
         i = len(self.pods)
-        requests: dict[str, str] = {"cpu": rng.choice(["500m", "1", "2", "4"] if not small else ["100m", "250m"]),
-                                    "memory": rng.choice(["1Gi", "2Gi", "8Gi"] if not small else ["128Mi"])}
+        requests: dict[str, str] = {
+            "cpu": rng.choice(["500m", "1", "2", "4"] if not small else ["100m", "250m"]),
+            "memory": rng.choice(["1Gi", "2Gi", "8Gi"] if not small else ["128Mi"]),
+        }
         container: dict[str, Any] = {"name": "main", "resources": {"requests": requests}}
         if claims and rng.random() < 0.5:
             container["resources"]["claims"] = [{"name": c[0]} for c in claims]
@@ -142,21 +162,34 @@ class _Gen:
         if claims:
             spec["resourceClaims"] = [
                 {"name": c[0], "resourceClaimTemplateName" if c[1] == "template" else "resourceClaimName": c[2]}
-                for c in claims]
+                for c in claims
+            ]
         if group is not None:
             spec["schedulingGroup"] = {"podGroupName": group}
-        doc = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": f"pod-{i}", "namespace": ns, "uid": f"uid-pod-{i}",
-                            "creationTimestamp": f"2026-11-30T10:{i // 60:02d}:{i % 60:02d}Z"},
-               "spec": spec}
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"pod-{i}",
+                "namespace": ns,
+                "uid": f"uid-pod-{i}",
+                "creationTimestamp": f"2026-11-30T10:{i // 60:02d}:{i % 60:02d}Z",
+            },
+            "spec": spec,
+        }
         self.pods.append(doc)
         return doc
 
     def pod_group(self, members: list[dict[str, Any]], min_count: int, ns: str = "ml") -> str:
         name = f"gang-{len(self.groups)}"
-        self.groups.append({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-                            "metadata": {"name": name, "namespace": ns},
-                            "spec": {"schedulingPolicy": {"gang": {"minCount": max(1, min(min_count, len(members)))}}}})
+        self.groups.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": max(1, min(min_count, len(members)))}}},
+            }
+        )
         for p in members:
             p["spec"]["schedulingGroup"] = {"podGroupName": name}
         return name
@@ -172,13 +205,21 @@ class _Gen:
         for name in self.node_names:
             zone = rng.choice("ab")
             self.zones[name] = zone
-            alloc = {"cpu": str(rng.choice([4, 8, 16, 32])), "memory": rng.choice(["16Gi", "32Gi", "64Gi"]),
-                     "pods": str(rng.choice([3, 5, 110, 110]))}
-            node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
-                                    "metadata": {"name": name, "labels": {"zone": zone, "kubernetes.io/hostname": name}},
-                                    "status": {"allocatable": alloc}}
+            alloc = {
+                "cpu": str(rng.choice([4, 8, 16, 32])),
+                "memory": rng.choice(["16Gi", "32Gi", "64Gi"]),
+                "pods": str(rng.choice([3, 5, 110, 110])),
+            }
+            node: dict[str, Any] = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"zone": zone, "kubernetes.io/hostname": name}},
+                "status": {"allocatable": alloc},
+            }
             if "taints" in self.features and rng.random() < 0.4:
-                node["spec"] = {"taints": [{"key": "dedicated", "value": rng.choice(["ml", "ops"]), "effect": "NoSchedule"}]}
+                node["spec"] = {
+                    "taints": [{"key": "dedicated", "value": rng.choice(["ml", "ops"]), "effect": "NoSchedule"}]
+                }
                 self.tainted_nodes.add(name)
             self.nodes.append(node)
 
@@ -189,12 +230,15 @@ class _Gen:
         for g in range(count):
             d: dict[str, Any] = {
                 "name": f"gpu-{g}",
-                "attributes": {"type": {"string": "gpu"},
-                               "model": {"string": rng.choice(["a100", "a100", "h100", "t4"])},
-                               "numa": {"int": rng.randrange(numa)},
-                               "uuid": {"string": self.next_uuid()},
-                               PCIE: {"string": rng.choice(roots)}},
-                "capacity": {"memory": {"value": rng.choice(["16Gi", "40Gi", "80Gi"])}}}
+                "attributes": {
+                    "type": {"string": "gpu"},
+                    "model": {"string": rng.choice(["a100", "a100", "h100", "t4"])},
+                    "numa": {"int": rng.randrange(numa)},
+                    "uuid": {"string": self.next_uuid()},
+                    PCIE: {"string": rng.choice(roots)},
+                },
+                "capacity": {"memory": {"value": rng.choice(["16Gi", "40Gi", "80Gi"])}},
+            }
             out.append(d)
         return out
 
@@ -208,31 +252,43 @@ class _Gen:
             gpu_roots = (gpu_roots * n_gpus)[:n_gpus] if gpu_roots else roots
         else:
             gpu_roots = roots
-        gpus = self.gpus(node, self.count(0 if "mig-gang" in f else 1) if "gpu-nic" not in f else len(gpu_roots),
-                         gpu_roots, numa=rng.randint(1, 3))
+        gpus = self.gpus(
+            node,
+            self.count(0 if "mig-gang" in f else 1) if "gpu-nic" not in f else len(gpu_roots),
+            gpu_roots,
+            numa=rng.randint(1, 3),
+        )
         if "gpu-nic" in f:
             for d, r in zip(gpus, gpu_roots):
                 d["attributes"][PCIE] = {"string": r}
         if "distinct" in f:
             skew = rng.choice([[0, 0, 0, 1, 1, 2], [0, 1], [0, 0, 1, 2, 3]])
-            for d in gpus:   # scarce NUMA nodes and PCIe roots
+            for d in gpus:  # scarce NUMA nodes and PCIe roots
                 d["attributes"]["numa"] = {"int": rng.choice(skew)}
         if "awkward" in f:
-            for d in gpus:   # attributes missing on some devices
+            for d in gpus:  # attributes missing on some devices
                 if rng.random() < 0.3:
                     d["attributes"].pop(rng.choice(["model", "numa"]))
         if "taints" in f:
             for d in gpus:
                 if rng.random() < 0.2:
-                    d["taints"] = [{"key": "maintenance", "value": "true",
-                                    "effect": rng.choice(["NoSchedule", "NoExecute", "None"])}]
+                    d["taints"] = [
+                        {
+                            "key": "maintenance",
+                            "value": "true",
+                            "effect": rng.choice(["NoSchedule", "NoExecute", "None"]),
+                        }
+                    ]
         if "node-resources" in f:
             for d in gpus:
                 if rng.random() < 0.5:
-                    d["nodeAllocatableResources"] = rng.choice([
-                        {"cpu": {"overhead": {"perPod": "1"}}},
-                        {"memory": {"overhead": {"perPod": "2Gi", "perContainer": "1Gi"}}},
-                        {"cpu": {"mapping": {"deviceMultiplier": "2"}}}])
+                    d["nodeAllocatableResources"] = rng.choice(
+                        [
+                            {"cpu": {"overhead": {"perPod": "1"}}},
+                            {"memory": {"overhead": {"perPod": "2Gi", "perContainer": "1Gi"}}},
+                            {"cpu": {"mapping": {"deviceMultiplier": "2"}}},
+                        ]
+                    )
         mig = []
         counters = []
         if "mig-gang" in f or self.admin_mig:
@@ -243,14 +299,26 @@ class _Gen:
                 groups = rng.random() < 0.3
                 for k, prof in enumerate(n for n in names if rng.random() < 0.8):
                     mem, comp = PROFILES[prof]
-                    mig.append({"name": f"gpu-{len(gpus) + g}-mig-{prof}-{k}",
-                                "attributes": {"type": {"string": "mig"}, "profile": {"string": prof},
-                                               "size": {"int": comp}, "numa": {"int": g},
-                                               "uuid": {"string": self.next_uuid()},
-                                               PCIE: {"string": rng.choice(roots)}},
-                                "consumesCounters": [{"counterSet": cs, "counters": {
-                                    "memory": {"value": str(mem)}, "compute": {"value": str(comp)}}}]})
-                    if groups:   # read with DRADeviceCompatibilityGroups on
+                    mig.append(
+                        {
+                            "name": f"gpu-{len(gpus) + g}-mig-{prof}-{k}",
+                            "attributes": {
+                                "type": {"string": "mig"},
+                                "profile": {"string": prof},
+                                "size": {"int": comp},
+                                "numa": {"int": g},
+                                "uuid": {"string": self.next_uuid()},
+                                PCIE: {"string": rng.choice(roots)},
+                            },
+                            "consumesCounters": [
+                                {
+                                    "counterSet": cs,
+                                    "counters": {"memory": {"value": str(mem)}, "compute": {"value": str(comp)}},
+                                }
+                            ],
+                        }
+                    )
+                    if groups:  # read with DRADeviceCompatibilityGroups on
                         mig[-1]["consumesCounters"][0]["compatibilityGroups"] = rng.choice([["a"], ["b"], ["a", "b"]])
         local = {"nodeName": node}
         if gpus or mig:
@@ -265,15 +333,22 @@ class _Gen:
             # NICs on roots with GPUs, and often one on a root no GPU has.
             nic_roots = list(roots) + ([f"pci0000:{rng.randrange(256, 512):03x}"] if rng.random() < 0.7 else [])
             for k in range(self.count(1, 0.7)):
-                nics.append({"name": f"nic-{k}", "attributes": {
-                    PCIE: {"string": rng.choice(nic_roots) if k else nic_roots[-1]},
-                    "speed": {"int": rng.choice([100, 200, 400])}}})
+                nics.append(
+                    {
+                        "name": f"nic-{k}",
+                        "attributes": {
+                            PCIE: {"string": rng.choice(nic_roots) if k else nic_roots[-1]},
+                            "speed": {"int": rng.choice([100, 200, 400])},
+                        },
+                    }
+                )
             rng.shuffle(nics)
             self.slice_doc(f"{node}-nic", NIC, f"{node}-nic", nics, local)
         if "all" in f:
-            fpgas = [{"name": f"fpga-{k}", "attributes": {"model": {"string": rng.choice("xy")},
-                                                          "type": {"string": "fpga"}}}
-                     for k in range(self.count(1, 0.6))]
+            fpgas = [
+                {"name": f"fpga-{k}", "attributes": {"model": {"string": rng.choice("xy")}, "type": {"string": "fpga"}}}
+                for k in range(self.count(1, 0.6))
+            ]
             self.slice_doc(f"{node}-fpga", FPGA, f"{node}-fpga", fpgas, local)
 
     def network_pools(self) -> None:
@@ -282,18 +357,32 @@ class _Gen:
         mems = []
         multi = rng.random() < 0.5
         for k in range(rng.randint(1, 3)):
-            d: dict[str, Any] = {"name": f"cxl-{k}", "attributes": {"tier": {"string": rng.choice(["fast", "slow"])}},
-                                 "capacity": {"size": {"value": rng.choice(["64Gi", "128Gi"])}}}
+            d: dict[str, Any] = {
+                "name": f"cxl-{k}",
+                "attributes": {"tier": {"string": rng.choice(["fast", "slow"])}},
+                "capacity": {"size": {"value": rng.choice(["64Gi", "128Gi"])}},
+            }
             if multi:
                 d["allowMultipleAllocations"] = True
-                d["capacity"]["size"]["requestPolicy"] = {"default": "16Gi", "validRange": {"min": "16Gi", "step": "16Gi"}}
+                d["capacity"]["size"]["requestPolicy"] = {
+                    "default": "16Gi",
+                    "validRange": {"min": "16Gi", "step": "16Gi"},
+                }
             mems.append(d)
         self.slice_doc("cxl-pool", CXL, "cxl", mems, {"allNodes": True})
         zone = rng.choice("ab")
         nics = [{"name": f"znic-{k}", "attributes": {"speed": {"int": 100}}} for k in range(rng.randint(1, 2))]
-        self.slice_doc(f"zone-{zone}-nics", NIC, f"zone-{zone}", nics,
-                       {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-                           {"key": "zone", "operator": "In", "values": [zone]}]}]}})
+        self.slice_doc(
+            f"zone-{zone}-nics",
+            NIC,
+            f"zone-{zone}",
+            nics,
+            {
+                "nodeSelector": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]}]
+                }
+            },
+        )
         self.device_class("cxl", f'device.driver == "{CXL}"')
         self.nic_class()
 
@@ -302,10 +391,19 @@ class _Gen:
         f = self.features
         out: list[tuple[float, Callable[[], list[dict[str, Any]]]]] = [(1.0, self.k_plain_gpu)]
         if "gpu-nic" in f:
-            out += [(3.0, self.k_gpu_nic), (2.0, self.k_two_gpu_nic), (1.5, self.k_gpu_nic_partial), (1.0, self.k_plain_gpu)]
+            out += [
+                (3.0, self.k_gpu_nic),
+                (2.0, self.k_two_gpu_nic),
+                (1.5, self.k_gpu_nic_partial),
+                (1.0, self.k_plain_gpu),
+            ]
         if "distinct" in f:
-            out += [(2.5, self.k_distinct_count), (1.5, self.k_distinct_requests), (1.0, self.k_match_distinct),
-                    (0.5, self.k_plain_gpu)]
+            out += [
+                (2.5, self.k_distinct_count),
+                (1.5, self.k_distinct_requests),
+                (1.0, self.k_match_distinct),
+                (0.5, self.k_plain_gpu),
+            ]
         if "admin" in f:
             out += [(2.0, self.k_admin), (1.0, self.k_plain_gpu)]
             if self.admin_mig:
@@ -330,9 +428,17 @@ class _Gen:
         rng = self.rng
         e: dict[str, Any] = {"deviceClassName": self.gpu_class(), "allocationMode": "ExactCount", "count": count}
         if rng.random() < 0.25:
-            e["selectors"] = [_sel(rng.choice([f'{_attr(GPU, "model")} != "t4"',
-                                               f'device.capacity["{GPU}"].memory.compareTo(quantity("40Gi")) >= 0',
-                                               f'"model" in device.attributes["{GPU}"] && {_attr(GPU, "model")} == "a100"']))]
+            e["selectors"] = [
+                _sel(
+                    rng.choice(
+                        [
+                            f'{_attr(GPU, "model")} != "t4"',
+                            f'device.capacity["{GPU}"].memory.compareTo(quantity("40Gi")) >= 0',
+                            f'"model" in device.attributes["{GPU}"] && {_attr(GPU, "model")} == "a100"',
+                        ]
+                    )
+                )
+            ]
         if "taints" in self.features and rng.random() < 0.4:
             e["tolerations"] = [{"key": "maintenance", "operator": "Exists"}]
         if sub:
@@ -360,14 +466,20 @@ class _Gen:
         return [self.pod(claims)]
 
     def k_two_gpu_nic(self) -> list[dict[str, Any]]:
-        t = self.template("two-gpu-nic", [self.gpu_request("gpu", 2), self.nic_request()],
-                          [{"matchAttribute": PCIE, "requests": ["gpu", "nic"]}])
+        t = self.template(
+            "two-gpu-nic",
+            [self.gpu_request("gpu", 2), self.nic_request()],
+            [{"matchAttribute": PCIE, "requests": ["gpu", "nic"]}],
+        )
         return [self.pod([("net", "template", t)])]
 
     def k_gpu_nic_partial(self) -> list[dict[str, Any]]:
         """The constraint covers the GPU and the NIC, not the extra GPU."""
-        t = self.template("gpu-nic-extra", [self.gpu_request("gpu"), self.nic_request(), self.gpu_request("extra")],
-                          [{"matchAttribute": PCIE, "requests": ["gpu", "nic"]}])
+        t = self.template(
+            "gpu-nic-extra",
+            [self.gpu_request("gpu"), self.nic_request(), self.gpu_request("extra")],
+            [{"matchAttribute": PCIE, "requests": ["gpu", "nic"]}],
+        )
         return [self.pod([("net", "template", t)])]
 
     # distinct
@@ -381,15 +493,20 @@ class _Gen:
 
     def k_distinct_requests(self) -> list[dict[str, Any]]:
         attr = self.rng.choice([f"{GPU}/numa", PCIE])
-        t = self.template(f"distinct-pair-{attr.rsplit('/', 1)[-1].lower()}",
-                          [self.gpu_request("a"), self.gpu_request("b", self.rng.choice([1, 2]))],
-                          [{"distinctAttribute": attr, "requests": ["a", "b"]}])
+        t = self.template(
+            f"distinct-pair-{attr.rsplit('/', 1)[-1].lower()}",
+            [self.gpu_request("a"), self.gpu_request("b", self.rng.choice([1, 2]))],
+            [{"distinctAttribute": attr, "requests": ["a", "b"]}],
+        )
         return [self.pod([("gpus", "template", t)])]
 
     def k_match_distinct(self) -> list[dict[str, Any]]:
         """Two constraints in one claim: same model, different NUMA nodes."""
-        t = self.template("same-model-distinct-numa", [self.gpu_request("gpu", 2)],
-                          [{"matchAttribute": f"{GPU}/model"}, {"distinctAttribute": f"{GPU}/numa"}])
+        t = self.template(
+            "same-model-distinct-numa",
+            [self.gpu_request("gpu", 2)],
+            [{"matchAttribute": f"{GPU}/model"}, {"distinctAttribute": f"{GPU}/numa"}],
+        )
         return [self.pod([("gpus", "template", t)])]
 
     # admin
@@ -398,10 +515,15 @@ class _Gen:
         self.namespaces["ops"] = {ADMIN_LABEL: "true"}
         exact: dict[str, Any] = {"deviceClassName": self.gpu_class(), "adminAccess": True}
         if self.admin_mig and rng.random() < 0.6:
-            self.mig_template()   # the class
+            self.mig_template()  # the class
             prof = rng.choice(["7g", "4g", "1g"])
-            exact = {"deviceClassName": "mig", "adminAccess": True, "allocationMode": "ExactCount", "count": 1,
-                     "selectors": [_sel(f'{_attr(GPU, "profile")} == "{prof}"')]}
+            exact = {
+                "deviceClassName": "mig",
+                "adminAccess": True,
+                "allocationMode": "ExactCount",
+                "count": 1,
+                "selectors": [_sel(f'{_attr(GPU, "profile")} == "{prof}"')],
+            }
             t = self.template(f"monitor-mig-{prof}", [{"name": "watch", "exactly": exact}], ns="ops")
             return [self.pod([("monitor", "template", t)], ns="ops", small=True)]
         if rng.random() < 0.4:
@@ -414,7 +536,7 @@ class _Gen:
             exact["count"] = rng.choice([1, 2])
             name = f"monitor-{exact['count']}"
         requests = [{"name": "watch", "exactly": exact}]
-        if rng.random() < 0.3:   # an admin request next to a normal one
+        if rng.random() < 0.3:  # an admin request next to a normal one
             requests.append(self.gpu_request("work"))
             name += "-work"
         t = self.template(name, requests, ns="ops")
@@ -426,11 +548,16 @@ class _Gen:
         k = len(self.claims)
         requests = [self.gpu_request("gpu", rng.choice([1, 1, 2]))]
         network = "network" in self.features and rng.random() < 0.5
-        if network:   # a network-attached device: the pods sharing it may run on different nodes
+        if network:  # a network-attached device: the pods sharing it may run on different nodes
             requests = [{"name": "mem", "exactly": {"deviceClassName": "cxl", "count": 1}}]
-        self.claims.append({"apiVersion": V1, "kind": "ResourceClaim",
-                            "metadata": {"name": f"shared-{k}", "namespace": "ml", "uid": f"uid-shared-{k}"},
-                            "spec": {"devices": {"requests": requests}}})
+        self.claims.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"shared-{k}", "namespace": "ml", "uid": f"uid-shared-{k}"},
+                "spec": {"devices": {"requests": requests}},
+            }
+        )
         pods = []
         for _ in range(rng.randint(2, 3)):
             claims = [("shared", "claim", f"shared-{k}")]
@@ -442,10 +569,15 @@ class _Gen:
         r = rng.random()
         if r < 0.35:
             self.pod_group(pods, rng.randint(2, len(pods)))
-        elif r < 0.6:   # some users of the claim in a gang, the others not
+        elif r < 0.6:  # some users of the claim in a gang, the others not
             members = rng.sample(pods, rng.randint(1, len(pods) - 1))
-            members.append(self.pod([("shared", "claim", f"shared-{k}")] if rng.random() < 0.5 else
-                                    [("own", "template", self.template("gpu-2", [self.gpu_request("gpu", 2)]))]))
+            members.append(
+                self.pod(
+                    [("shared", "claim", f"shared-{k}")]
+                    if rng.random() < 0.5
+                    else [("own", "template", self.template("gpu-2", [self.gpu_request("gpu", 2)]))]
+                )
+            )
             pods.append(members[-1])
             self.pod_group(members, len(members))
         return pods
@@ -456,25 +588,49 @@ class _Gen:
         subs_gpu = [
             dict(self.gpu_request("h100", 1, sub=True), selectors=[_sel(f'{_attr(GPU, "model")} == "h100"')]),
             dict(self.gpu_request("a100x2", 2, sub=True), selectors=[_sel(f'{_attr(GPU, "model")} == "a100"')]),
-            self.gpu_request("any", rng.choice([1, 3]), sub=True)]
-        subs_gpu = subs_gpu[:rng.randint(2, 3)]
+            self.gpu_request("any", rng.choice([1, 3]), sub=True),
+        ]
+        subs_gpu = subs_gpu[: rng.randint(2, 3)]
         if "gpu-nic" in self.features or "lists" in self.features:
             self.nic_class()
-            second = [{"name": "fast", "deviceClassName": "nic", "selectors": [_sel(f'{_attr(NIC, "speed")} >= 400')]},
-                      {"name": "mid", "deviceClassName": "nic", "count": 2, "selectors": [_sel(f'{_attr(NIC, "speed")} >= 200')]},
-                      {"name": "any", "deviceClassName": "nic"}]
+            second = [
+                {"name": "fast", "deviceClassName": "nic", "selectors": [_sel(f'{_attr(NIC, "speed")} >= 400')]},
+                {
+                    "name": "mid",
+                    "deviceClassName": "nic",
+                    "count": 2,
+                    "selectors": [_sel(f'{_attr(NIC, "speed")} >= 200')],
+                },
+                {"name": "any", "deviceClassName": "nic"},
+            ]
         else:
-            second = [dict(self.gpu_request("numa0", 1, sub=True), selectors=[_sel(f'{_attr(GPU, "numa")} == 0')]),
-                      self.gpu_request("other", 1, sub=True)]
-        second = second[:rng.randint(2, len(second))] if len(second) > 2 else second
-        t = self.template(f"lists-{len(subs_gpu)}-{len(second)}",
-                          [{"name": "gpu", "firstAvailable": subs_gpu}, {"name": "io", "firstAvailable": second}])
+            second = [
+                dict(self.gpu_request("numa0", 1, sub=True), selectors=[_sel(f'{_attr(GPU, "numa")} == 0')]),
+                self.gpu_request("other", 1, sub=True),
+            ]
+        second = second[: rng.randint(2, len(second))] if len(second) > 2 else second
+        t = self.template(
+            f"lists-{len(subs_gpu)}-{len(second)}",
+            [{"name": "gpu", "firstAvailable": subs_gpu}, {"name": "io", "firstAvailable": second}],
+        )
         return [self.pod([("devs", "template", t)])]
 
     def k_one_list(self) -> list[dict[str, Any]]:
-        t = self.template("list-big-or-two", [{"name": "gpu", "firstAvailable": [
-            dict(self.gpu_request("big", 1, sub=True), selectors=[_sel(f'device.capacity["{GPU}"].memory.compareTo(quantity("80Gi")) >= 0')]),
-            self.gpu_request("two", 2, sub=True)]}])
+        t = self.template(
+            "list-big-or-two",
+            [
+                {
+                    "name": "gpu",
+                    "firstAvailable": [
+                        dict(
+                            self.gpu_request("big", 1, sub=True),
+                            selectors=[_sel(f'device.capacity["{GPU}"].memory.compareTo(quantity("80Gi")) >= 0')],
+                        ),
+                        self.gpu_request("two", 2, sub=True),
+                    ],
+                }
+            ],
+        )
         return [self.pod([("gpu", "template", t)])]
 
     # mig-gang
@@ -483,11 +639,28 @@ class _Gen:
         self.device_class("mig", f'device.driver == "{GPU}" && {_attr(GPU, "type")} == "mig"')
         if rng.random() < 0.6:
             prof = rng.choice(["1g", "1g", "2g", "3g", "4g", "7g"])
-            return self.template(f"mig-{prof}", [{"name": "slice", "exactly": {
-                "deviceClassName": "mig", "selectors": [_sel(f'{_attr(GPU, "profile")} == "{prof}"')]}}])
+            return self.template(
+                f"mig-{prof}",
+                [
+                    {
+                        "name": "slice",
+                        "exactly": {
+                            "deviceClassName": "mig",
+                            "selectors": [_sel(f'{_attr(GPU, "profile")} == "{prof}"')],
+                        },
+                    }
+                ],
+            )
         size = rng.choice([2, 3])
-        return self.template(f"mig-ge{size}", [{"name": "slice", "exactly": {
-            "deviceClassName": "mig", "selectors": [_sel(f'{_attr(GPU, "size")} >= {size}')]}}])
+        return self.template(
+            f"mig-ge{size}",
+            [
+                {
+                    "name": "slice",
+                    "exactly": {"deviceClassName": "mig", "selectors": [_sel(f'{_attr(GPU, "size")} >= {size}')]},
+                }
+            ],
+        )
 
     def k_mig_gang(self) -> list[dict[str, Any]]:
         rng = self.rng
@@ -536,8 +709,18 @@ class _Gen:
                 requests.append(self.gpu_request("gpu"))
             t = self.template(f"cxl-{len(self.templates)}", requests)
         else:
-            t = self.template("zone-nic", [{"name": "nic", "exactly": {
-                "deviceClassName": "nic", "selectors": [_sel(f'device.attributes["{NIC}"].speed == 100')]}}])
+            t = self.template(
+                "zone-nic",
+                [
+                    {
+                        "name": "nic",
+                        "exactly": {
+                            "deviceClassName": "nic",
+                            "selectors": [_sel(f'device.attributes["{NIC}"].speed == 100')],
+                        },
+                    }
+                ],
+            )
         return [self.pod([("net", "template", t)])]
 
     def k_extended(self) -> list[dict[str, Any]]:
@@ -552,16 +735,26 @@ class _Gen:
     def k_awkward(self) -> list[dict[str, Any]]:
         rng = self.rng
         choice = rng.randrange(3)
-        if choice == 0:   # an empty selector list
+        if choice == 0:  # an empty selector list
             e = {"deviceClassName": self.gpu_class(), "selectors": [], "count": 1}
             name = "empty-selectors"
-        elif choice == 1:   # guarded: devices without the attribute simply do not match
-            e = {"deviceClassName": self.gpu_class(), "count": 1, "selectors": [
-                _sel(f'"numa" in device.attributes["{GPU}"] && {_attr(GPU, "numa")} == {rng.randrange(2)}')]}
+        elif choice == 1:  # guarded: devices without the attribute simply do not match
+            e = {
+                "deviceClassName": self.gpu_class(),
+                "count": 1,
+                "selectors": [
+                    _sel(f'"numa" in device.attributes["{GPU}"] && {_attr(GPU, "numa")} == {rng.randrange(2)}')
+                ],
+            }
             name = f"guarded-numa-{e['selectors'][0]['cel']['expression'][-1]}"
-        else:   # a string comparison with an awkward value (spaces, unicode)
-            e = {"deviceClassName": self.gpu_class(), "count": 1, "selectors": [
-                _sel(f'!("model" in device.attributes["{GPU}"]) || {_attr(GPU, "model")} != "a100 \\u00e9 x"')]}
+        else:  # a string comparison with an awkward value (spaces, unicode)
+            e = {
+                "deviceClassName": self.gpu_class(),
+                "count": 1,
+                "selectors": [
+                    _sel(f'!("model" in device.attributes["{GPU}"]) || {_attr(GPU, "model")} != "a100 \\u00e9 x"')
+                ],
+            }
             name = "awkward-value"
         t = self.template(name, [{"name": "gpu", "exactly": e}])
         return [self.pod([("gpu", "template", t)])]
@@ -572,8 +765,14 @@ class _Gen:
         self.build_nodes()
         if "mixed" in self.features and rng.random() < 0.5:
             for name, value in (("high", 1000), ("low", 5)):
-                self.priority_classes.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                              "metadata": {"name": name}, "value": value})
+                self.priority_classes.append(
+                    {
+                        "apiVersion": "scheduling.k8s.io/v1",
+                        "kind": "PriorityClass",
+                        "metadata": {"name": name},
+                        "value": value,
+                    }
+                )
         for node in self.node_names:
             self.node_devices(node)
         if "network" in self.features:
@@ -582,11 +781,21 @@ class _Gen:
             self.in_use()
         if "taints" in self.features and rng.random() < 0.4:
             node = rng.choice(self.node_names)
-            self.rules.append({"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule",
-                               "metadata": {"name": f"maintenance-{node}"},
-                               "spec": {"deviceSelector": {"driver": GPU, "pool": f"{node}-gpu"},
-                                        "taint": {"key": "maintenance", "value": "true",
-                                                  "effect": rng.choice(["NoSchedule", "NoExecute"])}}})
+            self.rules.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1beta2",
+                    "kind": "DeviceTaintRule",
+                    "metadata": {"name": f"maintenance-{node}"},
+                    "spec": {
+                        "deviceSelector": {"driver": GPU, "pool": f"{node}-gpu"},
+                        "taint": {
+                            "key": "maintenance",
+                            "value": "true",
+                            "effect": rng.choice(["NoSchedule", "NoExecute"]),
+                        },
+                    },
+                }
+            )
         kinds = self.kinds()
         weights = [w for w, _ in kinds]
         makers = [k for _, k in kinds]
@@ -600,8 +809,8 @@ class _Gen:
         """One or two running pods, each holding an allocated claim on some devices of a node."""
         rng = self.rng
         local = [d for d in self.slices if d["spec"].get("nodeName") and d["spec"].get("devices")]
-        taken: set[tuple[str, str]] = set()                 # (slice, device): no device held twice
-        drawn: dict[tuple[str, str], dict[str, int]] = {}   # (slice, counter set) -> counters drawn
+        taken: set[tuple[str, str]] = set()  # (slice, device): no device held twice
+        drawn: dict[tuple[str, str], dict[str, int]] = {}  # (slice, counter set) -> counters drawn
         for k in range(rng.randint(1, 2)):
             if not local:
                 return
@@ -622,7 +831,7 @@ class _Gen:
             else:
                 cls = self.gpu_class()
                 held = [d for d in held if d["attributes"].get("type", {}).get("string") == "gpu"][:2] or held[:1]
-            if kind == "mig":   # in-use partitions stay within their counter set
+            if kind == "mig":  # in-use partitions stay within their counter set
                 cs = held[0]["consumesCounters"][0]
                 key = (sl["metadata"]["name"], cs["counterSet"])
                 use = {n: int(v["value"]) for n, v in cs["counters"].items()}
@@ -633,23 +842,53 @@ class _Gen:
                     now[n] += v
             taken.update((sl["metadata"]["name"], d["name"]) for d in held)
             name, pod = f"running-{k}-dev", f"running-{k}"
-            self.claims.append({
-                "apiVersion": V1, "kind": "ResourceClaim",
-                "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}"},
-                "spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": cls, "count": len(held)}}]}},
-                "status": {"allocation": {
-                    "devices": {"results": [{"request": "dev", "driver": driver, "pool": sl["spec"]["pool"]["name"],
-                                             "device": d["name"]} for d in held]},
-                    "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                        {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
-                    "reservedFor": [{"resource": "pods", "name": pod, "uid": f"uid-{pod}"}]}})
-            self.running.append({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": pod, "namespace": "ml", "uid": f"uid-{pod}"},
-                "spec": {"nodeName": node, "priority": 0,
-                         "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
-                         "resourceClaims": [{"name": "dev", "resourceClaimName": name}]},
-                "status": {"phase": "Running"}})
+            self.claims.append(
+                {
+                    "apiVersion": V1,
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}"},
+                    "spec": {
+                        "devices": {
+                            "requests": [{"name": "dev", "exactly": {"deviceClassName": cls, "count": len(held)}}]
+                        }
+                    },
+                    "status": {
+                        "allocation": {
+                            "devices": {
+                                "results": [
+                                    {
+                                        "request": "dev",
+                                        "driver": driver,
+                                        "pool": sl["spec"]["pool"]["name"],
+                                        "device": d["name"],
+                                    }
+                                    for d in held
+                                ]
+                            },
+                            "nodeSelector": {
+                                "nodeSelectorTerms": [
+                                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                                ]
+                            },
+                        },
+                        "reservedFor": [{"resource": "pods", "name": pod, "uid": f"uid-{pod}"}],
+                    },
+                }
+            )
+            self.running.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": pod, "namespace": "ml", "uid": f"uid-{pod}"},
+                    "spec": {
+                        "nodeName": node,
+                        "priority": 0,
+                        "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+                        "resourceClaims": [{"name": "dev", "resourceClaimName": name}],
+                    },
+                    "status": {"phase": "Running"},
+                }
+            )
 
     def add_gangs(self) -> None:
         rng = self.rng
@@ -669,20 +908,42 @@ class _Gen:
             if "node-selectors" in self.features and rng.random() < 0.25:
                 spec["nodeSelector"] = {"zone": rng.choice("ab")}
             if self.tainted_nodes and rng.random() < 0.5:
-                spec["tolerations"] = [rng.choice([
-                    {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"},
-                    {"key": "dedicated", "operator": "Exists"}])]
+                spec["tolerations"] = [
+                    rng.choice(
+                        [
+                            {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"},
+                            {"key": "dedicated", "operator": "Exists"},
+                        ]
+                    )
+                ]
 
     def assemble(self) -> list[dict[str, Any]]:
-        namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": dict({"name": ns}, **({"labels": labels} if labels else {}))}
-                      for ns, labels in sorted(self.namespaces.items())]
-        return (namespaces + self.priority_classes + [self.classes[k] for k in sorted(self.classes)] + self.nodes
-                + self.slices + self.rules + list(self.templates.values()) + self.claims + self.groups
-                + self.running + self.pods)
+        namespaces = [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": dict({"name": ns}, **({"labels": labels} if labels else {})),
+            }
+            for ns, labels in sorted(self.namespaces.items())
+        ]
+        return (
+            namespaces
+            + self.priority_classes
+            + [self.classes[k] for k in sorted(self.classes)]
+            + self.nodes
+            + self.slices
+            + self.rules
+            + list(self.templates.values())
+            + self.claims
+            + self.groups
+            + self.running
+            + self.pods
+        )
 
 
-def random_cluster(rng: random.Random, family: str, *, nodes: tuple[int, int] = (1, 4),
-                   pods: tuple[int, int] = (2, 10)) -> list[dict[str, Any]]:
+def random_cluster(
+    rng: random.Random, family: str, *, nodes: tuple[int, int] = (1, 4), pods: tuple[int, int] = (2, 10)
+) -> list[dict[str, Any]]:
     """Kubernetes documents of one random cluster of `family` (one of FAMILIES); `nodes` and
     `pods` are inclusive ranges for the numbers of Nodes and pending Pods (shared claims and
     gangs may add up to 3 pods past the upper bound)."""
@@ -695,7 +956,7 @@ def random_cluster(rng: random.Random, family: str, *, nodes: tuple[int, int] = 
     else:
         features = {family}
         if family == "shared" and rng.random() < 0.5:
-            features.add("network")   # claims shared through network-attached devices
+            features.add("network")  # claims shared through network-attached devices
     return _Gen(rng, features, nodes, pods).run()
 
 
@@ -704,6 +965,7 @@ def features_for(seed: int):
     (list-type attributes, node-allocatable resources of devices, compatibility groups, ...),
     the others with Kubernetes' defaults."""
     from draopt.kube.features import Features
+
     return Features.all_enabled() if seed % 3 == 0 else Features.from_gates()
 
 

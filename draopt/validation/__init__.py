@@ -9,9 +9,20 @@ rules per kind) and command (`draopt validate`).  The name formats are draopt.ku
 
 Layer: above draopt.cel, below the DRA rules (draopt.dra).
 """
+
 from draopt.validation.command import cmd_validate, format_text, register
 from draopt.validation.documents import object_ref, read_documents, validate_documents, validate_files
 from draopt.validation.findings import Finding, Note, Report
 
-__all__ = ["Finding", "Note", "Report", "read_documents", "validate_documents", "validate_files", "register",
-           "cmd_validate", "object_ref", "format_text"]
+__all__ = [
+    "Finding",
+    "Note",
+    "Report",
+    "read_documents",
+    "validate_documents",
+    "validate_files",
+    "register",
+    "cmd_validate",
+    "object_ref",
+    "format_text",
+]

@@ -1,4 +1,5 @@
 """The `draopt validate` command."""
+
 from __future__ import annotations
 
 import json
@@ -37,10 +38,19 @@ def cmd_validate(args) -> int:
 def register(subparsers) -> None:
     """Add `draopt validate` to the CLI's sub-parsers."""
     p = subparsers.add_parser("validate", help="report objects a Kubernetes API server would reject")
-    p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
-                   help="YAML/JSON documents or a List; '-' reads stdin (repeatable)")
-    p.add_argument("--feature-gates", default="", metavar="G=true|false,...",
-                   help="API server feature gates (default: Kubernetes 1.36's; known: "
-                        + ", ".join(sorted(DEFAULT_GATES)) + ")")
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="YAML/JSON documents or a List; '-' reads stdin (repeatable)",
+    )
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="G=true|false,...",
+        help="API server feature gates (default: Kubernetes 1.36's; known: " + ", ".join(sorted(DEFAULT_GATES)) + ")",
+    )
     p.add_argument("-o", "--output", default="text", choices=("text", "json"))
     p.set_defaults(func=cmd_validate)

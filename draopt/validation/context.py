@@ -3,6 +3,7 @@
 CEL-free (objects layer): expression fields are compiled by the ExpressionCheck given to the
 collector (draopt.validation.expressions, which imports draopt.cel).
 """
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,14 @@ from typing import Any, Callable, Iterable, Protocol
 
 from draopt.kube.features import Features
 from draopt.validation.findings import Finding, Note, Report
-from draopt.validation.limits import CEL_MAX_LENGTH, DEVICE_MAX_ID_LENGTH, DRIVER_NAME_MAX, MAX_SELECTORS, OPAQUE_PARAMETERS_MAX, POOL_NAME_MAX
+from draopt.validation.limits import (
+    CEL_MAX_LENGTH,
+    DEVICE_MAX_ID_LENGTH,
+    DRIVER_NAME_MAX,
+    MAX_SELECTORS,
+    OPAQUE_PARAMETERS_MAX,
+    POOL_NAME_MAX,
+)
 from draopt.kube.names import is_c_identifier, is_dns1123_subdomain, is_label_value, is_qualified_label_name
 
 
@@ -233,6 +241,8 @@ def _list(v: Any) -> list:
 # ------------------------------------------------------------------ feature gates: dropped fields
 def _drop(ctx: _Ctx, d: dict, key: str, path: str, gate: str, enabled: bool) -> None:
     if not enabled and isinstance(d, dict) and d.get(key) not in (None, [], {}):
-        ctx.note(f"{path}.{key}" if path else key,
-                 f"dropped by the API server: feature gate {gate} is disabled (not validated)")
+        ctx.note(
+            f"{path}.{key}" if path else key,
+            f"dropped by the API server: feature gate {gate} is disabled (not validated)",
+        )
         d.pop(key)

@@ -1,4 +1,5 @@
 """DeviceClass."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """DeviceTaintRule."""
+
 from __future__ import annotations
 
 from draopt.validation.context import _Ctx
@@ -27,11 +28,12 @@ def _validate_taint_rule(ctx: _Ctx, doc: dict) -> None:
                 ctx.names(sel["device"], f"{sp}.device", is_dns1123_label)
             ctx.selectors(sel.get("selectors"), f"{sp}.selectors")
             if not any(sel.get(k) for k in ("deviceClassName", "driver", "pool", "device", "selectors")):
-                ctx.note(sp, "empty selector: the rule selects every device (the empty selector matches all "
-                             "devices)")
+                ctx.note(sp, "empty selector: the rule selects every device (the empty selector matches all devices)")
     else:
-        ctx.note("spec.deviceSelector", "no selector: the rule selects every device (Kubernetes applies a rule "
-                                        "without selector to all devices)")
+        ctx.note(
+            "spec.deviceSelector",
+            "no selector: the rule selects every device (Kubernetes applies a rule without selector to all devices)",
+        )
     taint = spec.get("taint")
     if taint is None:
         ctx.required("spec.taint")

@@ -16,6 +16,7 @@ Each document goes through strict decoding and conversion to v1, then the rules 
 workload_groups for PodGroup / CompositePodGroup / Workload); CEL
 expressions are compiled by draopt.validation.expressions.
 """
+
 from __future__ import annotations
 
 import json
@@ -84,7 +85,7 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
     for doc, _ in docs:
         if isinstance(doc, dict) and doc.get("kind") == "Namespace" and isinstance(doc.get("metadata"), dict):
             namespaces[doc["metadata"].get("name")] = doc
-    seen: dict[tuple[str, str, str], str] = {}     # (kind, namespace, name) -> where first given
+    seen: dict[tuple[str, str, str], str] = {}  # (kind, namespace, name) -> where first given
     for doc, source in docs:
         report.objects += 1
         ctx = _Ctx(report, object_ref(doc), source, features, expressions)
@@ -107,16 +108,21 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             ctx.invalid("apiVersion", doc.get("apiVersion"), f"{kind} is served as: " + ", ".join(versions))
             continue
         if kind == "CompositePodGroup" and not features.composite_pod_group:
-            ctx.note("kind", "CompositePodGroup is not served: feature gate CompositePodGroup must be enabled "
-                             "(not validated)")
+            ctx.note(
+                "kind",
+                "CompositePodGroup is not served: feature gate CompositePodGroup must be enabled (not validated)",
+            )
             continue
         if kind == "DeviceTaintRule" and not features.device_taint_rules:
-            ctx.note("kind", "DeviceTaintRule is not served: feature gates DRADeviceTaints and "
-                             "DRADeviceTaintRules must be enabled (not validated)")
+            ctx.note(
+                "kind",
+                "DeviceTaintRule is not served: feature gates DRADeviceTaints and "
+                "DRADeviceTaintRules must be enabled (not validated)",
+            )
             continue
         # Strict decoding (kubectl's default field validation): unknown fields of the version
         # as written; then the object in its v1 (internal) form, as the API server validates it.
-        if kind == "ResourceSlice":   # 1.36's nodeAllocatableResourceMappings, read in its 1.37 shape
+        if kind == "ResourceSlice":  # 1.36's nodeAllocatableResourceMappings, read in its 1.37 shape
             try:
                 doc = node_allocatable_136(doc, kind)
             except InputError as e:
@@ -142,11 +148,14 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             ctx.names(name, "metadata.name", name_check)
             key = (kind, (meta.get("namespace") or "default") if namespaced else "", name)
             if not all(isinstance(k, str) for k in key):
-                pass      # a wrong type is reported by the name checks
+                pass  # a wrong type is reported by the name checks
             elif key in seen:
                 ctx.duplicate("metadata.name", name)
-                ctx.note("metadata.name", f"the same {kind} is also given in {seen[key]}: kubectl apply would "
-                                          "apply the later one over the earlier (kubectl create: AlreadyExists)")
+                ctx.note(
+                    "metadata.name",
+                    f"the same {kind} is also given in {seen[key]}: kubectl apply would "
+                    "apply the later one over the earlier (kubectl create: AlreadyExists)",
+                )
             else:
                 seen[key] = source
         if namespaced and meta.get("namespace"):
@@ -155,8 +164,7 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             _validate_claim_spec(ctx, doc.get("spec"), "spec", meta.get("namespace") or "default", namespaces)
         elif kind == "ResourceClaimTemplate":
             spec = ctx.get(doc, "spec", "", dict, {})
-            _validate_claim_spec(ctx, spec.get("spec"), "spec.spec", meta.get("namespace") or "default",
-                                 namespaces)
+            _validate_claim_spec(ctx, spec.get("spec"), "spec.spec", meta.get("namespace") or "default", namespaces)
         elif kind in _VALIDATORS:
             _VALIDATORS[kind](ctx, doc)
         _quantities(ctx, doc, kind)

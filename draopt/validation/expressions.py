@@ -1,6 +1,7 @@
 """CEL expression fields (selectors, derived attributes), compiled as the API server compiles new
 objects' expressions.  The one module of the rules that imports draopt.cel.
 """
+
 from __future__ import annotations
 
 from draopt.cel import CelCompileError, CelEnvironment
@@ -27,9 +28,14 @@ class Expressions:
         if not selector:
             t = compiled.output_type.upper()
             if t.startswith("MAP") or t in ("NULL_TYPE", "DOUBLE", "BYTES", "UINT", "DURATION", "TIMESTAMP"):
-                allowed = "string, int, bool or semver" + \
-                          (", or a list of these" if ctx.features.list_type_attributes else "")
+                allowed = "string, int, bool or semver" + (
+                    ", or a list of these" if ctx.features.list_type_attributes else ""
+                )
                 ctx.invalid(path, expr, f"must evaluate to {allowed}, not {compiled.output_type.lower()}")
             elif t.startswith("LIST") and not ctx.features.list_type_attributes:
-                ctx.invalid(path, expr, "must evaluate to a scalar (string, int, bool or semver); lists "
-                                         "need the DRAListTypeAttributes feature gate")
+                ctx.invalid(
+                    path,
+                    expr,
+                    "must evaluate to a scalar (string, int, bool or semver); lists "
+                    "need the DRAListTypeAttributes feature gate",
+                )

@@ -1,4 +1,5 @@
 """What `draopt validate` reports: findings in Kubernetes' field.Error format, notes, the report."""
+
 from __future__ import annotations
 
 import json
@@ -9,12 +10,13 @@ from typing import Any
 @dataclass
 class Finding:
     """One reason the API server would reject an object."""
-    object: str            # "Kind namespace/name" or "Kind name"
-    field: str             # field path, e.g. spec.devices.requests[0].exactly.count
-    type: str              # Invalid, Required, Forbidden, Too many, Duplicate value, Unsupported value, Too long
-    message: str           # detail
+
+    object: str  # "Kind namespace/name" or "Kind name"
+    field: str  # field path, e.g. spec.devices.requests[0].exactly.count
+    type: str  # Invalid, Required, Forbidden, Too many, Duplicate value, Unsupported value, Too long
+    message: str  # detail
     value: Any = None
-    source: str = ""       # file and document
+    source: str = ""  # file and document
 
     def __str__(self) -> str:
         return f"{self.object}: {self.error_string()}"
@@ -62,6 +64,9 @@ class Report:
     objects: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"valid": not self.findings, "objects": self.objects,
-                "errors": [dict(asdict(f), error=f.error_string()) for f in self.findings],
-                "notes": [asdict(n) for n in self.notes]}
+        return {
+            "valid": not self.findings,
+            "objects": self.objects,
+            "errors": [dict(asdict(f), error=f.error_string()) for f in self.findings],
+            "notes": [asdict(n) for n in self.notes],
+        }

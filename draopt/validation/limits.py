@@ -1,4 +1,5 @@
 """The declarative limits of resource.k8s.io/v1 (and the enums validation checks against)."""
+
 from __future__ import annotations
 
 DRIVER_NAME_MAX = 63

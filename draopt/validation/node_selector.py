@@ -1,4 +1,5 @@
 """Node selectors (ValidateNodeSelector, pkg/apis/core/validation)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,8 +29,10 @@ def _node_selector(ctx: _Ctx, sel: Any, path: str, one_term: bool = False) -> No
         if not isinstance(term, dict):
             ctx.invalid(p, term, "must be of type object")
             continue
-        for key, check in (("matchExpressions", _node_selector_requirement),
-                           ("matchFields", _node_field_selector_requirement)):
+        for key, check in (
+            ("matchExpressions", _node_selector_requirement),
+            ("matchFields", _node_field_selector_requirement),
+        ):
             reqs = ctx.get(term, key, p, list, [])
             for rp, req in ctx.objects(reqs, f"{p}.{key}"):
                 check(ctx, req, rp)
@@ -60,8 +63,9 @@ def _node_field_selector_requirement(ctx: _Ctx, req: dict, p: str) -> None:
     op, values = req.get("operator"), req.get("values") or []
     if op in ("In", "NotIn"):
         if len(values) != 1:
-            ctx.required(f"{p}.values", "must be only one value when `operator` is 'In' or 'NotIn' for node field "
-                                        "selector")
+            ctx.required(
+                f"{p}.values", "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"
+            )
     else:
         ctx.invalid(f"{p}.operator", op, "not a valid selector operator")
     if req.get("key") not in NODE_FIELD_SELECTOR_KEYS:

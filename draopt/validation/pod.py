@@ -1,4 +1,5 @@
 """Pod: the parts of core/v1 Pod validation that decide which devices a pod gets."""
+
 from __future__ import annotations
 
 from draopt.validation.context import _Ctx
@@ -34,8 +35,13 @@ def _validate_pod(ctx: _Ctx, doc: dict) -> None:
                 if not name:
                     ctx.required(rp, "")
                 elif name not in known:
-                    ctx.err(rp, "Not found", "must be one of the names in pod.spec.resourceClaims" +
-                            (": " + ", ".join(known) if known else " which is empty"), name)
+                    ctx.err(
+                        rp,
+                        "Not found",
+                        "must be one of the names in pod.spec.resourceClaims"
+                        + (": " + ", ".join(known) if known else " which is empty"),
+                        name,
+                    )
     affinity = spec.get("affinity")
     if not isinstance(affinity, dict):
         affinity = {}

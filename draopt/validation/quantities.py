@@ -1,4 +1,5 @@
 """Every quantity decodes (resource.Quantity); the API server rejects the whole request otherwise."""
+
 from __future__ import annotations
 
 import re
@@ -30,9 +31,13 @@ _QUANTITY_PATHS: dict[str, tuple[str, ...]] = {
     ),
     "Node": ("status.capacity{*}", "status.allocatable{*}"),
     "Pod": (
-        "spec.containers[*].resources.requests{*}", "spec.containers[*].resources.limits{*}",
-        "spec.initContainers[*].resources.requests{*}", "spec.initContainers[*].resources.limits{*}",
-        "spec.overhead{*}", "spec.resources.requests{*}", "spec.resources.limits{*}",
+        "spec.containers[*].resources.requests{*}",
+        "spec.containers[*].resources.limits{*}",
+        "spec.initContainers[*].resources.requests{*}",
+        "spec.initContainers[*].resources.limits{*}",
+        "spec.overhead{*}",
+        "spec.resources.requests{*}",
+        "spec.resources.limits{*}",
     ),
 }
 _QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -55,7 +60,7 @@ def _at(data: Any, pattern: str, path: str = ""):
         return
     head = re.match(r"[A-Za-z]+", pattern).group(0)  # type: ignore[union-attr]  # our own patterns, a name first
     if isinstance(data, dict) and data.get(head) is not None:
-        yield from _at(data[head], pattern[len(head):].lstrip("."), f"{path}.{head}" if path else head)
+        yield from _at(data[head], pattern[len(head) :].lstrip("."), f"{path}.{head}" if path else head)
 
 
 def _quantities(ctx: _Ctx, doc: dict, kind: str) -> None:

@@ -1,4 +1,5 @@
 """ResourceClaim and ResourceClaimTemplate specs: requests, constraints, config, tolerations."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,7 +29,7 @@ def _constraint_attributes(constraints: list) -> dict[str, set[str]]:
         if not isinstance(name, str):
             continue
         reqs = _list(c.get("requests"))
-        for r in (reqs if reqs else [""]):
+        for r in reqs if reqs else [""]:
             if isinstance(r, str):
                 attrs.setdefault(r, set()).add(name)
     return attrs
@@ -60,9 +61,14 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
             continue
         rp = f"{dp}.requests[{i}]"
         _drop(ctx, r, "firstAvailable", rp, "DRAPrioritizedList", f.prioritized_list)
-        subs: list[tuple[Any, str]] = [(r.get("exactly"), f"{rp}.exactly")] if isinstance(r.get("exactly"), dict) else []
-        subs += [(s, f"{rp}.firstAvailable[{j}]") for j, s in enumerate(_list(r.get("firstAvailable")))
-                 if isinstance(s, dict)]
+        subs: list[tuple[Any, str]] = (
+            [(r.get("exactly"), f"{rp}.exactly")] if isinstance(r.get("exactly"), dict) else []
+        )
+        subs += [
+            (s, f"{rp}.firstAvailable[{j}]")
+            for j, s in enumerate(_list(r.get("firstAvailable")))
+            if isinstance(s, dict)
+        ]
         if isinstance(r.get("exactly"), dict):
             _drop(ctx, r["exactly"], "adminAccess", f"{rp}.exactly", "DRAAdminAccess", f.admin_access)
         for s, sp in subs:
@@ -78,8 +84,11 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
     for r in requests:
         if isinstance(r, dict) and isinstance(r.get("name"), str):
             fa = r.get("firstAvailable")
-            names[r["name"]] = ({s["name"] for s in fa if isinstance(s, dict) and isinstance(s.get("name"), str)}
-                                if isinstance(fa, list) and fa else None)
+            names[r["name"]] = (
+                {s["name"] for s in fa if isinstance(s, dict) and isinstance(s.get("name"), str)}
+                if isinstance(fa, list) and fa
+                else None
+            )
     constraint_attrs = _constraint_attributes(constraints)
 
     if len(requests) > MAX_REQUESTS:
@@ -94,8 +103,11 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
             _request_refs(ctx, c.get("requests"), f"{cp}.requests", names)
             match, distinct = c.get("matchAttribute"), c.get("distinctAttribute")
             if match is not None and distinct is not None:
-                ctx.invalid(cp, None, 'exactly one of "matchAttribute" or "distinctAttribute" is required, '
-                                      'but multiple fields are set')
+                ctx.invalid(
+                    cp,
+                    None,
+                    'exactly one of "matchAttribute" or "distinctAttribute" is required, but multiple fields are set',
+                )
             if match is not None:
                 ctx.fully_qualified_name(match, f"{cp}.matchAttribute")
             elif distinct is not None:
@@ -117,11 +129,17 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
             path = f"{dp}.requests[{i}].exactly.adminAccess"
             ns = namespaces.get(namespace)
             if ns is None:
-                ctx.note(path, f"adminAccess needs the `{ADMIN_NAMESPACE_LABEL}: true` label on namespace "
-                               f"{namespace!r}, which is not in the input: not checked")
+                ctx.note(
+                    path,
+                    f"adminAccess needs the `{ADMIN_NAMESPACE_LABEL}: true` label on namespace "
+                    f"{namespace!r}, which is not in the input: not checked",
+                )
             elif _dict(_dict(ns.get("metadata")).get("labels")).get(ADMIN_NAMESPACE_LABEL) != "true":
-                ctx.forbidden(path, f"admin access to devices requires the `{ADMIN_NAMESPACE_LABEL}: true` "
-                                    "label on the containing namespace")
+                ctx.forbidden(
+                    path,
+                    f"admin access to devices requires the `{ADMIN_NAMESPACE_LABEL}: true` "
+                    "label on the containing namespace",
+                )
             break
 
 
@@ -159,14 +177,13 @@ def _validate_request(ctx: _Ctx, r: Any, rp: str, constraint_attrs: dict[str, se
     name = r.get("name")
     ctx.names(name, f"{rp}.name", is_dns1123_label)
     exactly = r.get("exactly")
-    fa: Any = r.get("firstAvailable")      # a list when has_fa
+    fa: Any = r.get("firstAvailable")  # a list when has_fa
     has_fa = isinstance(fa, list) and len(fa) > 0
     has_exactly = exactly is not None
     if not has_fa and not has_exactly:
         ctx.required(rp, "exactly one of `exactly` or `firstAvailable` is required")
     elif has_fa and has_exactly:
-        ctx.invalid(rp, None, "exactly one of `exactly` or `firstAvailable` is required, but multiple fields "
-                              "are set")
+        ctx.invalid(rp, None, "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set")
     elif has_fa:
         if not ctx.within(fa, f"{rp}.firstAvailable", MAX_FIRST_AVAILABLE):
             return
@@ -200,16 +217,19 @@ def _validate_exact(ctx: _Ctx, e: dict, p: str, req_name: str, constraint_attrs:
             else:
                 ctx.fully_qualified_name(dname, f"{dp}.name")
                 if isinstance(dname, str) and not _attr_used(dname, req_name, constraint_attrs):
-                    ctx.invalid(f"{dp}.name", dname, "must be referenced by at least one matchAttribute or "
-                                                     "distinctAttribute constraint targeting this request")
+                    ctx.invalid(
+                        f"{dp}.name",
+                        dname,
+                        "must be referenced by at least one matchAttribute or "
+                        "distinctAttribute constraint targeting this request",
+                    )
             if not da.get("expression"):
                 ctx.required(f"{dp}.expression")
             else:
                 ctx.cel_expression(da["expression"], f"{dp}.expression", selector=False)
-        ctx.unique_list(derived, f"{p}.derivedAttributes",
-                        lambda a: a.get("name") if isinstance(a, dict) else None)
+        ctx.unique_list(derived, f"{p}.derivedAttributes", lambda a: a.get("name") if isinstance(a, dict) else None)
 
-    mode = e.get("allocationMode") or "ExactCount"   # defaulted
+    mode = e.get("allocationMode") or "ExactCount"  # defaulted
     count = e.get("count")
     if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
         ctx.invalid(f"{p}.count", count, "must be of type integer")
@@ -218,7 +238,7 @@ def _validate_exact(ctx: _Ctx, e: dict, p: str, req_name: str, constraint_attrs:
         if count not in (None, 0):
             ctx.invalid(f"{p}.count", count, "must not be specified when allocationMode is 'All'")
     elif mode == "ExactCount":
-        if count is not None and count < 0:   # 0 / unset are defaulted to 1
+        if count is not None and count < 0:  # 0 / unset are defaulted to 1
             ctx.invalid(f"{p}.count", count, "must be greater than zero")
     else:
         ctx.unsupported(f"{p}.allocationMode", mode, ALLOCATION_MODES)
@@ -242,7 +262,7 @@ def _validate_toleration(ctx: _Ctx, t: Any, p: str) -> None:
         return
     if t.get("key"):
         ctx.label_name(t["key"], f"{p}.key")
-    op = t.get("operator") or "Equal"   # defaulted
+    op = t.get("operator") or "Equal"  # defaulted
     value = t.get("value") or ""
     if op == "Exists":
         if value:

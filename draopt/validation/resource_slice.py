@@ -1,4 +1,5 @@
 """ResourceSlice: the slice, its devices, their attributes, capacities, counters and taints."""
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,8 @@ from draopt.validation.node_selector import _node_selector
 _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
-    r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$")
+    r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$"
+)
 
 
 _LIST_ATTR_KEYS = ("bools", "ints", "strings", "versions")
@@ -60,8 +62,9 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
                 _drop(ctx, cap, "requestPolicy", f"{p}.capacity[{name}]", "DRAConsumableCapacity", False)
         if not f.compatibility_groups:
             for j, cc in enumerate(_list(d.get("consumesCounters"))):
-                _drop(ctx, cc, "compatibilityGroups", f"{p}.consumesCounters[{j}]",
-                      "DRADeviceCompatibilityGroups", False)
+                _drop(
+                    ctx, cc, "compatibilityGroups", f"{p}.consumesCounters[{j}]", "DRADeviceCompatibilityGroups", False
+                )
         if not f.list_type_attributes and isinstance(d.get("attributes"), dict):
             for name, attr in d["attributes"].items():
                 for key in _LIST_ATTR_KEYS:
@@ -97,28 +100,42 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
             else:
                 ctx.invalid(f"spec.{key}", spec[key], "must be either unset or set to true")
     if not set_fields:
-        ctx.required("spec", "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` "
-                             "is required")
+        ctx.required(
+            "spec", "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
+        )
     elif len(set_fields) > 1:
-        ctx.invalid("spec", "{" + ", ".join(set_fields) + "}",
-                    "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is "
-                    "required, but multiple fields are set")
+        ctx.invalid(
+            "spec",
+            "{" + ", ".join(set_fields) + "}",
+            "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is "
+            "required, but multiple fields are set",
+        )
 
     if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
         ctx.invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed")
 
     devices = devices or []
-    advanced = any(isinstance(d, dict) and (d.get("taints") or d.get("consumesCounters") or
-                                            any(isinstance(a, dict) and any(a.get(k) is not None
-                                                                            for k in _LIST_ATTR_KEYS)
-                                                for a in _dict(d.get("attributes")).values()))
-                   for d in devices)
+    advanced = any(
+        isinstance(d, dict)
+        and (
+            d.get("taints")
+            or d.get("consumesCounters")
+            or any(
+                isinstance(a, dict) and any(a.get(k) is not None for k in _LIST_ATTR_KEYS)
+                for a in _dict(d.get("attributes")).values()
+            )
+        )
+        for d in devices
+    )
     limit = MAX_DEVICES_ADVANCED if advanced else MAX_DEVICES
     if len(devices) > limit:
         ctx.too_many("spec.devices", len(devices), limit)
         if advanced and len(devices) <= MAX_DEVICES:
-            ctx.note("spec.devices", f"the limit is {MAX_DEVICES_ADVANCED} (not {MAX_DEVICES}) because a device "
-                                     "uses taints, consumesCounters or list-type attributes")
+            ctx.note(
+                "spec.devices",
+                f"the limit is {MAX_DEVICES_ADVANCED} (not {MAX_DEVICES}) because a device "
+                "uses taints, consumesCounters or list-type attributes",
+            )
     else:
         per_device = spec.get("perDeviceNodeSelection") is True
         for i, d in enumerate(devices):
@@ -168,12 +185,16 @@ def _validate_device(ctx: _Ctx, d: Any, p: str, per_device: bool) -> None:
     attrs = ctx.get(d, "attributes", p, dict, {})
     caps = ctx.get(d, "capacity", p, dict, {})
     if len(attrs) + len(caps) > MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE:
-        ctx.invalid(p, len(attrs) + len(caps), "the total number of attributes and capacities must not exceed "
-                                              f"{MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE}")
+        ctx.invalid(
+            p,
+            len(attrs) + len(caps),
+            f"the total number of attributes and capacities must not exceed {MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE}",
+        )
     nvalues = _attribute_values(d)
     if nvalues > MAX_ATTRIBUTE_VALUES_PER_DEVICE:
-        ctx.invalid(p, nvalues, f"the total number of attribute values must not exceed "
-                                f"{MAX_ATTRIBUTE_VALUES_PER_DEVICE}")
+        ctx.invalid(
+            p, nvalues, f"the total number of attribute values must not exceed {MAX_ATTRIBUTE_VALUES_PER_DEVICE}"
+        )
     for name, attr in attrs.items():
         ctx.qualified_name(name, f"{p}.attributes")
         _validate_attribute(ctx, attr, f"{p}.attributes[{name}]")
@@ -192,8 +213,11 @@ def _validate_device(ctx: _Ctx, d: Any, p: str, per_device: bool) -> None:
         elif isinstance(cap.get("requestPolicy"), dict):
             rp = cap["requestPolicy"]
             if rp.get("validValues") and rp.get("validRange") is not None:
-                ctx.forbidden(f"{cp}.requestPolicy", 'exactly one policy can be specified, cannot specify '
-                                                     '"validValues" and "validRange" at the same time')
+                ctx.forbidden(
+                    f"{cp}.requestPolicy",
+                    'exactly one policy can be specified, cannot specify '
+                    '"validValues" and "validRange" at the same time',
+                )
             elif (rp.get("validValues") or rp.get("validRange") is not None) and rp.get("default") is None:
                 which = "validValues" if rp.get("validValues") else "validRange"
                 ctx.required(f"{cp}.requestPolicy.default", f"required when {which} is defined")
@@ -234,15 +258,21 @@ def _validate_device(ctx: _Ctx, d: Any, p: str, per_device: bool) -> None:
                 set_fields.append("`allNodes`")
             else:
                 ctx.invalid(f"{p}.allNodes", d["allNodes"], "must be either unset or set to true")
-        msg = ("exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
-               "`perDeviceNodeSelection` is set to true in the ResourceSlice spec")
+        msg = (
+            "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
+            "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"
+        )
         if not set_fields:
             ctx.required(p, msg)
         elif len(set_fields) > 1:
             ctx.invalid(p, "{" + ", ".join(set_fields) + "}", msg)
     elif node_keys:
-        ctx.invalid(p, None, "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
-                             "`perDeviceNodeSelection` is set to true in the ResourceSlice spec")
+        ctx.invalid(
+            p,
+            None,
+            "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
+            "`perDeviceNodeSelection` is set to true in the ResourceSlice spec",
+        )
 
     _binding_conditions(ctx, d, p)
 
@@ -259,13 +289,17 @@ def _binding_conditions(ctx: _Ctx, d: dict, p: str) -> None:
         ctx.unique_list(items, f"{p}.{key}", lambda c: c)
     for i, c in enumerate(bfc):
         if c in bc:
-            ctx.invalid(f"{p}.bindingFailureConditions[{i}]", c,
-                        "bindingFailureConditions must not overlap with bindingConditions")
+            ctx.invalid(
+                f"{p}.bindingFailureConditions[{i}]",
+                c,
+                "bindingFailureConditions must not overlap with bindingConditions",
+            )
     if not bc and bfc:
         ctx.invalid(f"{p}.bindingConditions", bc, "bindingConditions are required to use bindingFailureConditions")
     if not bfc and bc:
-        ctx.invalid(f"{p}.bindingFailureConditions", bfc,
-                    "bindingFailureConditions are required to use bindingConditions")
+        ctx.invalid(
+            f"{p}.bindingFailureConditions", bfc, "bindingFailureConditions are required to use bindingConditions"
+        )
 
 
 def _validate_attribute(ctx: _Ctx, attr: Any, p: str) -> None:

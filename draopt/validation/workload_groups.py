@@ -20,6 +20,7 @@ preemption: ``disruptionMode``, ``priority``), KEP-6012 (CompositePodGroup).
 * Workload: exactly one of ``podGroupTemplates`` / ``compositePodGroupTemplates``, at most 8
   each, names unique DNS labels; each template by the rules above.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,9 +28,9 @@ from typing import Any
 from draopt.kube.names import is_dns1123_label, is_dns1123_subdomain
 from draopt.validation.context import _Ctx, _drop
 
-MAX_TEMPLATES = 8                   # WorkloadMaxPodGroupTemplates
+MAX_TEMPLATES = 8  # WorkloadMaxPodGroupTemplates
 HIGHEST_USER_PRIORITY = 1_000_000_000
-MAX_GROUP_CLAIMS = 4                # MaxPodGroupResourceClaims
+MAX_GROUP_CLAIMS = 4  # MaxPodGroupResourceClaims
 DISRUPTION_MODES_136 = ("Pod", "PodGroup")
 
 
@@ -55,8 +56,14 @@ def _policy(ctx: _Ctx, spec: dict, path: str, count_field: str, required: bool =
 
 
 def _constraints(ctx: _Ctx, spec: dict, path: str) -> None:
-    _drop(ctx, spec, "schedulingConstraints", path, "TopologyAwareWorkloadScheduling",
-          ctx.features.topology_aware_workload_scheduling)
+    _drop(
+        ctx,
+        spec,
+        "schedulingConstraints",
+        path,
+        "TopologyAwareWorkloadScheduling",
+        ctx.features.topology_aware_workload_scheduling,
+    )
     where = f"{path}.schedulingConstraints" if path else "schedulingConstraints"
     constraints = ctx.get(spec, "schedulingConstraints", path, dict, None)
     if constraints is None:
@@ -96,7 +103,7 @@ def _priority(ctx: _Ctx, spec: dict, path: str) -> None:
         ctx.invalid(f"{prefix}priority", prio, "must be of type integer")
     elif prio > HIGHEST_USER_PRIORITY:
         ctx.invalid(f"{prefix}priority", prio, f"must be less than or equal to {HIGHEST_USER_PRIORITY}")
-    elif prio < -2 ** 31:
+    elif prio < -(2**31):
         ctx.invalid(f"{prefix}priority", prio, "must be a 32-bit integer")
 
 
@@ -153,7 +160,7 @@ def validate_composite_pod_group(ctx: _Ctx, doc: dict) -> None:
     spec = ctx.get(doc, "spec", "", dict, {})
     _group_fields(ctx, spec, "spec", "minGroupCount")
     _parent(ctx, spec)
-    _workload_ref(ctx, spec, required=True)      # KEP-6012: no standalone CompositePodGroups
+    _workload_ref(ctx, spec, required=True)  # KEP-6012: no standalone CompositePodGroups
 
 
 def _templates(ctx: _Ctx, spec: dict, path: str, depth: int = 0) -> None:
@@ -178,8 +185,9 @@ def validate_workload(ctx: _Ctx, doc: dict) -> None:
     _drop(ctx, spec, "compositePodGroupTemplates", "spec", "CompositePodGroup", ctx.features.composite_pod_group)
     given = [k for k in ("podGroupTemplates", "compositePodGroupTemplates") if spec.get(k)]
     if len(given) != 1:
-        ctx.invalid("spec", _summary(spec), "must specify exactly one of: `podGroupTemplates`, "
-                                            "`compositePodGroupTemplates`")
+        ctx.invalid(
+            "spec", _summary(spec), "must specify exactly one of: `podGroupTemplates`, `compositePodGroupTemplates`"
+        )
     _templates(ctx, spec, "spec")
 
 
@@ -187,5 +195,8 @@ def _summary(spec: dict) -> Any:
     return {k: "..." for k in ("podGroupTemplates", "compositePodGroupTemplates") if spec.get(k)}
 
 
-VALIDATORS = {"PodGroup": validate_pod_group, "CompositePodGroup": validate_composite_pod_group,
-              "Workload": validate_workload}
+VALIDATORS = {
+    "PodGroup": validate_pod_group,
+    "CompositePodGroup": validate_composite_pod_group,
+    "Workload": validate_workload,
+}

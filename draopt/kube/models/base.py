@@ -5,6 +5,7 @@ kept (``extra="allow"``) and re-emitted by :func:`to_k8s`, never dropped; `draop
 finds them. A model's ``k8s_fields`` lists the fields Kubernetes declares that draopt does
 not read (they are not unknown).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
@@ -38,8 +39,15 @@ class ObjectMeta(K8sModel):
     creation_timestamp: str | None = None
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
-        "generateName", "selfLink", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
-        "ownerReferences", "finalizers", "managedFields")
+        "generateName",
+        "selfLink",
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    )
 
 
 class TypedObject(K8sModel):
@@ -75,14 +83,15 @@ def _to_str(v: Any) -> Any:
     return v
 
 
-_VALID_QUANTITIES: set[str] = set()   # a dump repeats a few quantities thousands of times
+_VALID_QUANTITIES: set[str] = set()  # a dump repeats a few quantities thousands of times
 
 
 def _check_quantity(v: str) -> str:
     if v in _VALID_QUANTITIES:
         return v
     from draopt.kube.quantity import Quantity
-    Quantity.parse(v)   # raises QuantityError (a ValueError): pydantic names the field
+
+    Quantity.parse(v)  # raises QuantityError (a ValueError): pydantic names the field
     if len(_VALID_QUANTITIES) < 100_000:
         _VALID_QUANTITIES.add(v)
     return v

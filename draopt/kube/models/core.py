@@ -1,4 +1,5 @@
 """core/v1 objects: Node and node selectors."""
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -42,8 +43,14 @@ class NodeSpec(K8sModel):
     unschedulable: bool | None = None
     taints: list[Taint] = Field(default_factory=list)
 
-    k8s_fields: ClassVar[tuple[str, ...]] = ("podCIDR", "podCIDRs", "providerID", "configSource", "externalID",
-                                             "podPreemptionPolicy")
+    k8s_fields: ClassVar[tuple[str, ...]] = (
+        "podCIDR",
+        "podCIDRs",
+        "providerID",
+        "configSource",
+        "externalID",
+        "podPreemptionPolicy",
+    )
 
 
 class NodeStatus(K8sModel):
@@ -51,8 +58,19 @@ class NodeStatus(K8sModel):
     capacity: dict[str, QuantityStr] = Field(default_factory=dict)
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
-        "phase", "conditions", "addresses", "daemonEndpoints", "nodeInfo", "images", "volumesInUse",
-        "volumesAttached", "config", "runtimeHandlers", "features", "declaredFeatures")
+        "phase",
+        "conditions",
+        "addresses",
+        "daemonEndpoints",
+        "nodeInfo",
+        "images",
+        "volumesInUse",
+        "volumesAttached",
+        "config",
+        "runtimeHandlers",
+        "features",
+        "declaredFeatures",
+    )
 
 
 class Node(TypedObject):

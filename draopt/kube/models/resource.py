@@ -1,4 +1,5 @@
 """resource.k8s.io/v1 objects (also read from v1beta2, and v1alpha3 for DeviceTaintRule)."""
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -40,6 +41,7 @@ class DeviceClass(TypedObject):
 # ---------------------------------------------------------------- ResourceSlice
 class DeviceAttribute(K8sModel):
     """Exactly one field is set; list forms need DRAListTypeAttributes."""
+
     bool_: bool | None = None
     int_: int | None = None
     string: str | None = None
@@ -214,8 +216,11 @@ class DeviceRequestAllocationResult(K8sModel):
     consumed_capacity: dict[str, QuantityStr] | None = None
     skip_node_operations: list[str] | None = None
 
-    model_config = {"alias_generator": lambda f: "shareID" if f == "share_id" else
-                    __import__("pydantic.alias_generators", fromlist=["to_camel"]).to_camel(f)}
+    model_config = {
+        "alias_generator": lambda f: (
+            "shareID" if f == "share_id" else __import__("pydantic.alias_generators", fromlist=["to_camel"]).to_camel(f)
+        )
+    }
 
 
 class DeviceAllocationConfiguration(K8sModel):
@@ -246,7 +251,7 @@ class ResourceClaimStatus(K8sModel):
     allocation: AllocationResult | None = None
     reserved_for: list[ResourceClaimConsumerReference] = Field(default_factory=list)
 
-    k8s_fields: ClassVar[tuple[str, ...]] = ("devices",)      # AllocatedDeviceStatus, written by drivers
+    k8s_fields: ClassVar[tuple[str, ...]] = ("devices",)  # AllocatedDeviceStatus, written by drivers
 
 
 class ResourceClaim(TypedObject):

@@ -10,6 +10,7 @@ v1alpha3 (``workloadRef``, ``disruptionMode: {single: {}} | {all: {}}``).
 
 Only the fields draopt reads are typed; everything else is kept (``extra="allow"``).
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -23,6 +24,7 @@ from draopt.kube.models.core import NodeSelector, Toleration
 # ---------------------------------------------------------------- Pod
 class ResourceRequirementClaim(K8sModel):
     """containers[].resources.claims[]: which pod claim (and request) the container uses."""
+
     name: str
     request: str | None = None
 
@@ -36,17 +38,37 @@ class ResourceRequirements(K8sModel):
 class Container(K8sModel):
     name: str = ""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
-    restart_policy: str | None = None      # "Always" on an init container = sidecar
+    restart_policy: str | None = None  # "Always" on an init container = sidecar
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
-        "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resizePolicy", "restartPolicyRules",
-        "volumeMounts", "volumeDevices", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
-        "terminationMessagePath", "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin",
-        "stdinOnce", "tty")
+        "image",
+        "command",
+        "args",
+        "workingDir",
+        "ports",
+        "envFrom",
+        "env",
+        "resizePolicy",
+        "restartPolicyRules",
+        "volumeMounts",
+        "volumeDevices",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "imagePullPolicy",
+        "securityContext",
+        "stdin",
+        "stdinOnce",
+        "tty",
+    )
 
 
 class PodResourceClaim(K8sModel):
     """spec.resourceClaims[] of a Pod (and of a PodGroup: same structure)."""
+
     name: str
     resource_claim_name: str | None = None
     resource_claim_template_name: str | None = None
@@ -78,17 +100,43 @@ class PodSpec(K8sModel):
     containers: list[Container] = Field(default_factory=list)
     init_containers: list[Container] = Field(default_factory=list)
     overhead: dict[str, QuantityStr] = Field(default_factory=dict)
-    resources: ResourceRequirements | None = None   # pod-level resources (PodLevelResources)
+    resources: ResourceRequirements | None = None  # pod-level resources (PodLevelResources)
     tolerations: list[Toleration] = Field(default_factory=list)
     affinity: Affinity | None = None
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
-        "volumes", "ephemeralContainers", "restartPolicy", "terminationGracePeriodSeconds", "activeDeadlineSeconds",
-        "dnsPolicy", "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "hostNetwork", "hostPID",
-        "hostIPC", "shareProcessNamespace", "securityContext", "imagePullSecrets", "hostname", "subdomain",
-        "schedulerName", "hostAliases", "dnsConfig", "readinessGates", "runtimeClassName", "enableServiceLinks",
-        "preemptionPolicy", "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates",
-        "hostnameOverride", "evictionResponders")
+        "volumes",
+        "ephemeralContainers",
+        "restartPolicy",
+        "terminationGracePeriodSeconds",
+        "activeDeadlineSeconds",
+        "dnsPolicy",
+        "serviceAccountName",
+        "serviceAccount",
+        "automountServiceAccountToken",
+        "hostNetwork",
+        "hostPID",
+        "hostIPC",
+        "shareProcessNamespace",
+        "securityContext",
+        "imagePullSecrets",
+        "hostname",
+        "subdomain",
+        "schedulerName",
+        "hostAliases",
+        "dnsConfig",
+        "readinessGates",
+        "runtimeClassName",
+        "enableServiceLinks",
+        "preemptionPolicy",
+        "topologySpreadConstraints",
+        "setHostnameAsFQDN",
+        "os",
+        "hostUsers",
+        "schedulingGates",
+        "hostnameOverride",
+        "evictionResponders",
+    )
 
 
 class PodResourceClaimStatus(K8sModel):
@@ -107,10 +155,26 @@ class PodStatus(K8sModel):
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
     k8s_fields: ClassVar[tuple[str, ...]] = (
-        "observedGeneration", "conditions", "message", "reason", "nominatedNodeName", "hostIP", "hostIPs", "podIP",
-        "podIPs", "startTime", "initContainerStatuses", "containerStatuses", "qosClass",
-        "ephemeralContainerStatuses", "resize", "allocatedResources", "resources",
-        "nodeAllocatableResourceClaimStatuses", "volumeHealth")
+        "observedGeneration",
+        "conditions",
+        "message",
+        "reason",
+        "nominatedNodeName",
+        "hostIP",
+        "hostIPs",
+        "podIP",
+        "podIPs",
+        "startTime",
+        "initContainerStatuses",
+        "containerStatuses",
+        "qosClass",
+        "ephemeralContainerStatuses",
+        "resize",
+        "allocatedResources",
+        "resources",
+        "nodeAllocatableResourceClaimStatuses",
+        "volumeHealth",
+    )
 
 
 class Pod(TypedObject):
@@ -130,6 +194,7 @@ class PodGroupSchedulingPolicy(K8sModel):
 
 class TopologyConstraint(K8sModel):
     """schedulingConstraints.topology[]: the node label whose value is one domain (KEP-5732)."""
+
     key: str = ""
 
 
@@ -147,7 +212,7 @@ class PodGroupSpec(K8sModel):
     disruption_mode: str | dict[str, Any] | None = None
     preemption_policy: str | None = None
     parent_composite_pod_group_name: str | None = None
-    workload_ref: dict[str, Any] | None = None            # 1.37: {workloadName, templateName}
+    workload_ref: dict[str, Any] | None = None  # 1.37: {workloadName, templateName}
     pod_group_template_ref: dict[str, Any] | None = None  # 1.36: {workload: {workloadName, podGroupTemplateName}}
 
 
@@ -165,6 +230,7 @@ class PodGroup(TypedObject):
 # ---------------------------------------------------------------- CompositePodGroup, Workload
 class CompositeGangPolicy(K8sModel):
     """gang.minGroupCount: how many child groups must be scheduled (KEP-6012)."""
+
     min_group_count: int = 1
 
 
@@ -188,7 +254,7 @@ class CompositePodGroup(TypedObject):
     spec: CompositePodGroupSpec = Field(default_factory=CompositePodGroupSpec)
 
     @property
-    def ref(self) -> str:      # namespaced
+    def ref(self) -> str:  # namespaced
         return f"{self.kind or 'CompositePodGroup'} {self.namespace}/{self.name}"
 
     k8s_fields: ClassVar[tuple[str, ...]] = ("status",)
@@ -227,10 +293,11 @@ class WorkloadSpec(K8sModel):
 class Workload(TypedObject):
     """scheduling.k8s.io Workload: templates the PodGroups copy their policy from (the scheduler
     reads the PodGroups' own copies)."""
+
     spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
 
     @property
-    def ref(self) -> str:      # namespaced
+    def ref(self) -> str:  # namespaced
         return f"{self.kind or 'Workload'} {self.namespace}/{self.name}"
 
     k8s_fields: ClassVar[tuple[str, ...]] = ("status",)
@@ -244,7 +311,7 @@ def topology_key(constraints: SchedulingConstraints | None) -> str | None:
 
 
 def disruption_mode(value: str | dict[str, Any] | None) -> str:
-    """"Single" or "All" from either API shape (default Single, KEP-5710): 1.36's "Pod" is
+    """ "Single" or "All" from either API shape (default Single, KEP-5710): 1.36's "Pod" is
     Single, "PodGroup" is All."""
     if isinstance(value, dict):
         return "All" if value.get("all") is not None else "Single"
@@ -268,6 +335,7 @@ class PriorityClass(TypedObject):
 class NodeAllocatableMapping(K8sModel):
     """The device itself provides the resource: ``capacityKey`` x ``capacityMultiplier``
     (consumed capacity), or ``deviceMultiplier`` per allocated device."""
+
     capacity_key: str | None = None
     capacity_multiplier: QuantityStr | None = None
     device_multiplier: QuantityStr | None = None
@@ -275,6 +343,7 @@ class NodeAllocatableMapping(K8sModel):
 
 class NodeAllocatableOverhead(K8sModel):
     """Auxiliary host resources a device needs: ``perPod`` + ``perContainer`` x references."""
+
     per_pod: QuantityStr | None = None
     per_container: QuantityStr | None = None
 
@@ -304,6 +373,7 @@ class NodeAllocatableResources(K8sModel):
 
     The first shape is recognised by its top-level keys being only ``mapping``/``overhead``.
     """
+
     resources: dict[str, NodeAllocatableResource] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -311,9 +381,11 @@ class NodeAllocatableResources(K8sModel):
     def _normalise(cls, data: Any) -> Any:
         if not isinstance(data, dict) or set(data) == {"resources"}:
             return data
-        if data and set(data) <= {"mapping", "overhead"} and \
-                all(isinstance(v, dict) and all(isinstance(x, dict) for x in v.values())
-                    for v in data.values()):
+        if (
+            data
+            and set(data) <= {"mapping", "overhead"}
+            and all(isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()) for v in data.values())
+        ):
             out: dict[str, dict[str, Any]] = {}
             for part in ("mapping", "overhead"):
                 for resource, spec in (data.get(part) or {}).items():

@@ -14,6 +14,7 @@ pods per chosen element (`counted=True`: each pod holds exactly one element, and
 a covered request with that element are `count` per such pod), and distinct allows each element
 at most `mult` times (once per pod; exact for scalar values, see docs/placement.md).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,11 +25,11 @@ from draopt.model.encodings.base import upper_bound
 
 @dataclass
 class AttributeTerm:
-    var: Any                    # devices taken (bool, or a count)
-    value: Any                  # normalised value, or None for an unknown type
-    size: int = 1               # devices the variable may count (its upper bound)
-    spec_key: Any = None        # the (sub-)request (counted match: per request)
-    count: int = 1              # devices the request takes per pod (counted match)
+    var: Any  # devices taken (bool, or a count)
+    value: Any  # normalised value, or None for an unknown type
+    size: int = 1  # devices the variable may count (its upper bound)
+    spec_key: Any = None  # the (sub-)request (counted match: per request)
+    count: int = 1  # devices the request takes per pod (counted match)
 
 
 def limit_match(m, terms: list[AttributeTerm], need: str, name: str, *, mult=None, counted: bool = False) -> dict:

@@ -1,10 +1,9 @@
 """What the encodings share: literals derived from variables, bounds, exact integer scaling."""
+
 from __future__ import annotations
 
 from fractions import Fraction
 from math import gcd
-
-
 
 
 class LiteralHelpers:
@@ -37,7 +36,7 @@ def upper_bound(var) -> int:
     if isinstance(var, int):
         return var
     domain = var.proto.domain
-    return domain[len(domain) - 1]   # the proto's repeated field has no negative indexing
+    return domain[len(domain) - 1]  # the proto's repeated field has no negative indexing
 
 
 def scale_to_int(values: list[Fraction]) -> tuple[list[int], Fraction]:

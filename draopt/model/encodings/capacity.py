@@ -7,6 +7,7 @@ Each (request, device) pair consumes the request rounded up by the capacity's re
 
 `limit_shares` is the rule for one device; the model builder calls it. A use's variable may count several allocations (pods of a counted class).
 """
+
 from __future__ import annotations
 
 from draopt.model.encodings.base import scale_to_int, upper_bound
@@ -21,7 +22,7 @@ def limit_shares(m, dev, already: dict, uses: list) -> None:
         if sum(amounts) <= limit and all(upper_bound(v) <= 1 for v, _ in uses):
             continue
         ints, _ = scale_to_int(amounts + [limit])
-        m.add(cp.add(sum(k * v for k, (v, _) in zip(ints, uses)) <= ints[-1]),
-              f"device {'/'.join(dev.id)}: capacity {name} {cap.value}")
-
-
+        m.add(
+            cp.add(sum(k * v for k, (v, _) in zip(ints, uses)) <= ints[-1]),
+            f"device {'/'.join(dev.id)}: capacity {name} {cap.value}",
+        )

@@ -7,6 +7,7 @@ matchAttribute: one witness group per counter set, and every device on the set h
 
 `limit_counter_set` is the rule for one counter set; the model builder calls it.
 """
+
 from __future__ import annotations
 
 from draopt.dra.inventory import compatibility_groups
@@ -29,12 +30,10 @@ def limit_counter_set(m, pool, set_name: str, fixed: list, devices: list) -> Non
             continue
         chosen.append((used, g))
     if len(chosen) < 2 or frozenset.intersection(*[g for _, g in chosen]):
-        return   # one group common to all: nothing can clash
+        return  # one group common to all: nothing can clash
     groups = sorted(set().union(*[g for _, g in chosen]))
     witness = {g: cp.new_bool_var(f"compat[{pool.id},{set_name},{g}]") for g in groups}
     need = f"pool {pool.id}: compatibility groups on counter set {set_name}"
     m.at_most_one(list(witness.values()), need)
     for used, g_set in chosen:
         m.add(cp.add_bool_or([witness[g] for g in sorted(g_set)]).only_enforce_if(used), need)
-
-

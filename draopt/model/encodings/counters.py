@@ -9,6 +9,7 @@ over-committed by allocated devices admits no further counter-consuming device.
 `limit_pool` is the rule, over every device of one pool that some request may take (with
 the variables of the requests that may take it); the model builder calls it, once per pool.
 """
+
 from __future__ import annotations
 
 from draopt.dra.inventory import available_counters
@@ -23,7 +24,7 @@ def limit_pool(m, pool, allocated, features, devices: list, *, quirks: bool) -> 
     if any(v < 0 for cs in avail.values() for v in cs.values()):
         for dev, users in devices:
             if dev.multi_allocatable and features.consumable_capacity and dev.id in allocated.capacity:
-                continue   # counter check skipped: capacity already in use
+                continue  # counter check skipped: capacity already in use
             for var, _ in users:
                 m.add(cp.add(var == 0))
         return
@@ -49,12 +50,15 @@ def limit_pool(m, pool, allocated, features, devices: list, *, quirks: bool) -> 
         if cap is None:
             continue
         if sum(a for a, _ in items) <= cap:
-            continue   # cannot be exceeded
+            continue  # cannot be exceeded
         ints, _ = scale_to_int([a for a, _ in items] + [cap])
-        m.add(cp.add(sum(k * lit for k, (_, lit) in zip(ints, items)) <= ints[-1]),
-              f"pool {pool.id}: counter {set_name}/{counter} ({_fmt(cap)} left)")
+        m.add(
+            cp.add(sum(k * lit for k, (_, lit) in zip(ints, items)) <= ints[-1]),
+            f"pool {pool.id}: counter {set_name}/{counter} ({_fmt(cap)} left)",
+        )
 
 
 def _fmt(value) -> str:
     from draopt.kube.quantity import Quantity
+
     return str(Quantity.from_fraction(value, "BinarySI"))

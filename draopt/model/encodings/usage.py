@@ -12,6 +12,7 @@ may stand for a group of `size` identical devices and for `mult` identical pods 
 classes): then "one request at most" becomes "at most `size` devices taken", and "never twice
 within one claim" becomes "at most `size` per pod of the claim's owner".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,10 +24,11 @@ from draopt.model.encodings.base import upper_bound
 @dataclass(frozen=True)
 class DeviceUse:
     """One (sub-)request's variable on a device or device group."""
-    var: Any                 # devices of the group it takes (a bool for one device)
+
+    var: Any  # devices of the group it takes (a bool for one device)
     admin: bool
-    owner: Hashable          # the claim (instance) that takes it
-    mult: Any = None         # pods that owner stands for: None (one), or a count variable
+    owner: Hashable  # the claim (instance) that takes it
+    mult: Any = None  # pods that owner stands for: None (one), or a count variable
 
 
 def limit_device(m, uses: list[DeviceUse], size: int = 1, multi_allocatable: bool = False) -> None:
@@ -34,7 +36,7 @@ def limit_device(m, uses: list[DeviceUse], size: int = 1, multi_allocatable: boo
         return
     cp = m.cp
     non_admin = [u.var for u in uses if not u.admin]
-    if len(non_admin) > 1:   # one use alone is bounded by its variable's range (at most `size`)
+    if len(non_admin) > 1:  # one use alone is bounded by its variable's range (at most `size`)
         if size == 1 and all(upper_bound(v) <= 1 for v in non_admin):
             m.add(cp.add_at_most_one(non_admin))
         else:
@@ -44,7 +46,7 @@ def limit_device(m, uses: list[DeviceUse], size: int = 1, multi_allocatable: boo
         by_owner.setdefault(u.owner, []).append(u)
     for group in by_owner.values():
         if not any(u.admin for u in group):
-            continue   # non-admin uses are already limited above
+            continue  # non-admin uses are already limited above
         if len(group) > 1 and size == 1 and all(u.mult is None and upper_bound(u.var) <= 1 for u in group):
             m.add(cp.add_at_most_one([u.var for u in group]))
         elif len(group) > 1 or group[0].mult is not None:

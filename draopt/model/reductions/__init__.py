@@ -14,11 +14,28 @@ into a solution of the original. Each is applied only where it is exact.
 * `SplitComponents`: owners linked to the nodes they may use, gangs and shared pools linking
   them, split into independent parts (networkx connected components), solved apart.
 """
+
 from draopt.model.reductions.count_identical_pods import CountIdenticalPods, Kind, countable, kind_key
-from draopt.model.reductions.group_devices import (DeviceRef, GroupDevices, attribute_pattern, device_pattern_extra,
-                                                  groupable)
+from draopt.model.reductions.group_devices import (
+    DeviceRef,
+    GroupDevices,
+    attribute_pattern,
+    device_pattern_extra,
+    groupable,
+)
 from draopt.model.reductions.own_across_nodes import OwnAcrossNodes
 from draopt.model.reductions.split_components import SplitComponents
 
-__all__ = ["CountIdenticalPods", "DeviceRef", "GroupDevices", "Kind", "OwnAcrossNodes", "SplitComponents",
-           "attribute_pattern", "countable", "device_pattern_extra", "groupable", "kind_key"]
+__all__ = [
+    "CountIdenticalPods",
+    "DeviceRef",
+    "GroupDevices",
+    "Kind",
+    "OwnAcrossNodes",
+    "SplitComponents",
+    "attribute_pattern",
+    "countable",
+    "device_pattern_extra",
+    "groupable",
+    "kind_key",
+]

@@ -11,6 +11,7 @@
   `placement_reductions` names them and their order and the builder applies each where its
   `accepts` holds; their inverses run in the decoding, in the opposite order.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -9,6 +9,7 @@ Devices stay single columns because first-fit's objective is its search order de
 (`draopt.model.objective.first_fit_order`): a group's count would take its devices before
 devices of other groups that come earlier in the search.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,12 +25,13 @@ from draopt.model.prepare import Prepared
 from draopt.model.reductions.count_identical_pods import Kind
 from draopt.model.reductions.group_devices import DeviceRef
 
-POD = "claims-of-one-pod"   # the key of the one pod (its name is never shown)
+POD = "claims-of-one-pod"  # the key of the one pod (its name is never shown)
 
 
 @dataclass
 class ClaimsPod:
     """What the builder reads of a pending pod: no node resources, no gang, priority 0."""
+
     key: str = POD
     resources: dict[str, Fraction] = field(default_factory=dict)
     group: str | None = None
@@ -39,6 +41,7 @@ class ClaimsPod:
 @dataclass
 class OneNodeCluster:
     """What the builder reads of the cluster: the gates, the allocated state, the one node."""
+
     features: Features
     allocated: AllocatedState
     nodes: list[NodeState]
@@ -57,6 +60,7 @@ class OneNodeWorkload:
 @dataclass
 class OneNodeInstance:
     """The reduced problem: what `build` takes, for one kind on one node."""
+
     prepared: Prepared
     cluster: OneNodeCluster
     workload: OneNodeWorkload
@@ -99,9 +103,16 @@ class ClaimsOnOneNode:
         pod = ClaimsPod()
         keys = [c.key for c in problem.claims]
         kind = Kind(0, [pod], False, "claims of one pod on one node", keys, {k: [pod.key] for k in keys})
-        refs = [DeviceRef(e.index, [e], state.name) for e in problem.devices]   # short keys: variable names
-        prepared = Prepared([kind], {pod.key: [state]}, {(0, state.name): problem}, {state.name: refs},
-                            {(state.name, r.first.id): r for r in refs}, False, Candidates())
+        refs = [DeviceRef(e.index, [e], state.name) for e in problem.devices]  # short keys: variable names
+        prepared = Prepared(
+            [kind],
+            {pod.key: [state]},
+            {(0, state.name): problem},
+            {state.name: refs},
+            {(state.name, r.first.id): r for r in refs},
+            False,
+            Candidates(),
+        )
         cluster = OneNodeCluster(problem.features, problem.inventory.allocated, [state], {state.name: state})
         return OneNodeInstance(prepared, cluster, OneNodeWorkload(pod), state.name), problem
 

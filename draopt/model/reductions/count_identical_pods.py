@@ -3,6 +3,7 @@ names, same resources, node filters) and whose claims only use rules that stay e
 are counted (`countable`) become one *kind*; the model counts how many of them go to each node,
 and `invert` hands out nodes to the individual pods.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -11,6 +12,7 @@ from typing import Any, Callable
 
 from draopt.dra.constraints import constraint_applies
 from draopt.dra.problem import Problem
+
 
 def countable(problem: Problem, features, node_resources_of_devices: bool) -> str | None:
     """None if pods with these claims may be counted exactly, else why not.
@@ -86,21 +88,26 @@ def kind_key(book, pod, scheduling_key: Callable[[Any], str]) -> tuple:
     for use in pod.claims:
         alloc = book.allocation(use.key)
         sig.append(("allocated", use.key) if alloc is not None else ("pending", book.signature(use.key)))
-    return (tuple(sig), tuple(sorted(pod.resources.items())), tuple(sorted(pod.node_selector.items())),
-            scheduling_key(pod))
+    return (
+        tuple(sig),
+        tuple(sorted(pod.resources.items())),
+        tuple(sorted(pod.node_selector.items())),
+        scheduling_key(pod),
+    )
 
 
 @dataclass
 class Kind:
     """Identical pods, counted (`counted`), or one unit of pods that share pending claims."""
+
     index: int
-    pods: list[Any]                         # PodDemand, queue order
+    pods: list[Any]  # PodDemand, queue order
     counted: bool
     why_not_counted: str = ""
-    claim_keys: list[str] = field(default_factory=list)    # pending claims (a unit: every pod's)
-    users: dict[str, list[str]] = field(default_factory=dict)   # claim key -> pods using it
-    units: list[list[Any]] = field(default_factory=list)   # counted units alike: their pods
-    unit_claims: list[list[str]] = field(default_factory=list)   # and their claims (same order)
+    claim_keys: list[str] = field(default_factory=list)  # pending claims (a unit: every pod's)
+    users: dict[str, list[str]] = field(default_factory=dict)  # claim key -> pods using it
+    units: list[list[Any]] = field(default_factory=list)  # counted units alike: their pods
+    unit_claims: list[list[str]] = field(default_factory=list)  # and their claims (same order)
 
     @property
     def unit_size(self) -> int:
@@ -117,8 +124,9 @@ class CountIdenticalPods:
         """Whether pods with these claims may be counted exactly (`countable`)."""
         return countable(problem, features, node_resources_of_devices) is None
 
-    def apply(self, pods: list, book, scheduling_key, is_countable: Callable[[Any], str | None],
-              node_local_only: bool = False) -> list[Kind]:
+    def apply(
+        self, pods: list, book, scheduling_key, is_countable: Callable[[Any], str | None], node_local_only: bool = False
+    ) -> list[Kind]:
         """`node_local_only`: every device of the cluster is node-local (units can be counted)."""
         users: dict[str, list[str]] = defaultdict(list)
         for pod in pods:
@@ -133,6 +141,7 @@ class CountIdenticalPods:
                 parent[a] = parent[parent[a]]
                 a = parent[a]
             return a
+
         for keys in users.values():
             for other in keys[1:]:
                 ra, rb = find(keys[0]), find(other)
@@ -154,8 +163,13 @@ class CountIdenticalPods:
                     kind.pods.append(pod)
                     continue
                 why = is_countable(pod)
-                kind = Kind(len(kinds), [pod], why is None, why or "",
-                            [u.key for u in pod.claims if book.allocation(u.key) is None])
+                kind = Kind(
+                    len(kinds),
+                    [pod],
+                    why is None,
+                    why or "",
+                    [u.key for u in pod.claims if book.allocation(u.key) is None],
+                )
                 kind.users = {k: [pod.key] for k in kind.claim_keys}
                 kinds.append(kind)
                 if why is None:
@@ -195,7 +209,7 @@ class CountIdenticalPods:
     def _unit_key(members, claim_keys, book, scheduling_key, node_local_only: bool):
         """A key for counting units alike, or None when counting them would not be exact."""
         if not node_local_only:
-            return None   # a claim on devices several nodes reach may serve pods on several nodes
+            return None  # a claim on devices several nodes reach may serve pods on several nodes
         first = members[0]
         for pod in members:
             own = [u.key for u in pod.claims if book.allocation(u.key) is None]
@@ -204,8 +218,11 @@ class CountIdenticalPods:
             if kind_key(book, pod, scheduling_key)[1:] != kind_key(book, first, scheduling_key)[1:]:
                 return None
         order = [next(u.key for u in first.claims if u.key == k) for k in claim_keys]
-        return ("unit", len(members), tuple(book.signature(k) for k in order)) + \
-            kind_key(book, first, scheduling_key)[1:] + (first.priority,)
+        return (
+            ("unit", len(members), tuple(book.signature(k) for k in order))
+            + kind_key(book, first, scheduling_key)[1:]
+            + (first.priority,)
+        )
 
     @staticmethod
     def invert(chosen: list, per_node: list[tuple[str, int]]) -> dict[str, str]:

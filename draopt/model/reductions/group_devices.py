@@ -3,6 +3,7 @@ same values of every constrained attribute, no counters, not shared with other n
 multi-allocatable) become one column with a count; `invert` deals out the first free ones in
 Kubernetes' search order.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,14 @@ from typing import Any, Hashable
 from draopt.dra.constraints import normalise
 from draopt.dra.problem import Problem
 
+
 @dataclass(eq=False)
 class DeviceRef:
     """A device, or a group of identical node-local devices, as one column of the model."""
+
     key: Hashable
-    entries: list[Any]               # DeviceEntry, search order (any node's entry for a shared device)
-    node: str | None                 # the node of a node-local device (group); None if several nodes reach it
+    entries: list[Any]  # DeviceEntry, search order (any node's entry for a shared device)
+    node: str | None  # the node of a node-local device (group); None if several nodes reach it
 
     @property
     def size(self) -> int:
@@ -35,7 +38,7 @@ def groupable(entry, node_name: str, features) -> bool:
     if entry.multi_allocatable and features.consumable_capacity:
         return False
     if d.node_allocatable_resources and features.node_allocatable_resources:
-        return False   # what it adds to the node is counted per device and pod
+        return False  # what it adds to the node is counted per device and pod
     return entry.slice.spec.node_name == node_name and not entry.slice.spec.per_device_node_selection
 
 
@@ -73,9 +76,9 @@ class GroupDevices:
             if len(out) == count:
                 break
             if e.id in exclude:
-                continue   # never the same device twice in one claim
+                continue  # never the same device twice in one claim
             if reusable:
-                out.append(e)   # admin access and shares neither need nor block a free device
+                out.append(e)  # admin access and shares neither need nor block a free device
             elif not taken.get(e.id):
                 out.append(e)
                 taken[e.id] = 1

@@ -1,7 +1,9 @@
 """OwnAcrossNodes: a counted kind whose devices are all reached alike from each of its nodes takes
 them through one owner for all its nodes, not one copy per node.
 """
+
 from __future__ import annotations
+
 
 class OwnAcrossNodes:
     """apply(kind, its nodes) -> whether one owner may take the kind's devices for all its nodes.

@@ -1,9 +1,11 @@
 """SplitComponents: owners linked to the nodes they may use, gangs and shared pools linking them,
 split into independent parts (networkx connected components), solved apart.
 """
+
 from __future__ import annotations
 
 from typing import Hashable
+
 
 class SplitComponents:
     """accepts(owners); apply(owners, edges) -> parts; invert(part solutions) -> one solution."""
@@ -15,6 +17,7 @@ class SplitComponents:
 
     def apply(self, items: list[Hashable], links: list[tuple[Hashable, Hashable]]) -> list[list[Hashable]]:
         import networkx as nx
+
         g = nx.Graph()
         g.add_nodes_from(items)
         g.add_edges_from(links)

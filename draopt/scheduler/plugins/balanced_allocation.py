@@ -4,6 +4,7 @@ pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go, commit
 score is 50 + (50 + with - without) / 2, where with/without = int((1 - std) * 100) of the
 requested/allocatable fractions (capped at 1) with and without the pod; std = |f1 - f2| / 2 for two
 resources, the population standard deviation for more, 0 for one."""
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,9 @@ def _balance(fractions: list[np.ndarray], present: list[np.ndarray]) -> np.ndarr
     return ((1.0 - std) * MAX).astype(np.int64)
 
 
-def balanced_allocation(requested_with: list[np.ndarray], requested_without: list[np.ndarray],
-                        capacities: list[np.ndarray]) -> np.ndarray:
+def balanced_allocation(
+    requested_with: list[np.ndarray], requested_without: list[np.ndarray], capacities: list[np.ndarray]
+) -> np.ndarray:
     """NodeResourcesBalancedAllocation (1.36): the change in balance the pod brings."""
     present = [cap != 0 for cap in capacities]
     with np.errstate(invalid="ignore", divide="ignore"):

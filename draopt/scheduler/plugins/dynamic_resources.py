@@ -2,6 +2,7 @@
 pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go): the allocator's score of
 the devices a node would give the pod (prioritized lists; the scores come from the allocation
 itself, DefaultNormalizeScore)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,7 @@
 """What the score plugins share: MaxNodeScore, Go's integer division, DefaultNormalizeScore
 (kubernetes/kubernetes, pkg/scheduler/framework/plugins/helper/normalize_score.go: score * 100 /
 max, reverse 100 - that; all 0 -> 0, reverse 100)."""
+
 from __future__ import annotations
 
 import numpy as np

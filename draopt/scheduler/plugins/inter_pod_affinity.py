@@ -1,5 +1,6 @@
 """InterPodAffinity's Score (kubernetes/kubernetes,
 pkg/scheduler/framework/plugins/interpodaffinity/scoring.go)."""
+
 from __future__ import annotations
 
 import numpy as np

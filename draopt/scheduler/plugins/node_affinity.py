@@ -1,6 +1,7 @@
 """NodeAffinity's Score (kubernetes/kubernetes,
 pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go): the weights of the preferred
 scheduling terms a node matches (DefaultNormalizeScore)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,6 +15,11 @@ NAME = "NodeAffinity"
 def score(sched, demand, info, prof, fe: np.ndarray, dra: np.ndarray):
     if not info.preferred_node_terms:
         return None
-    raw = np.array([sum(w for w, term in info.preferred_node_terms
-                        if node_selector_matches(term, sched.nodes[i].node)) for i in fe], dtype=np.int64)
+    raw = np.array(
+        [
+            sum(w for w, term in info.preferred_node_terms if node_selector_matches(term, sched.nodes[i].node))
+            for i in fe
+        ],
+        dtype=np.int64,
+    )
     return default_normalize(raw)

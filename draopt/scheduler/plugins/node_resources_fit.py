@@ -11,6 +11,7 @@ Sources (kubernetes/kubernetes, pkg/scheduler/framework/plugins/noderesources/):
   linear function (helper/shape_score.go BuildBrokenLinearFunction, Go's truncating division),
   shape scores x 10, only resources scoring > 0 counted, math.Round of the mean.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,9 @@ def most_requested(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     return np.where(capacity == 0, 0, req * MAX // _safe(capacity))
 
 
-def weighted_resource_score(per_resource: list[np.ndarray], capacities: list[np.ndarray],
-                            weights: list[int]) -> np.ndarray:
+def weighted_resource_score(
+    per_resource: list[np.ndarray], capacities: list[np.ndarray], weights: list[int]
+) -> np.ndarray:
     """sum(score_r * w_r) / sum(w_r) over the resources whose allocatable is not 0 (per node)."""
     n = len(per_resource[0]) if per_resource else 0
     total = np.zeros(n, dtype=np.int64)
@@ -66,8 +68,9 @@ def rtcr_utilization(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     return np.where((capacity == 0) | (requested > capacity), MAX, out)
 
 
-def requested_to_capacity_ratio(requested: list[np.ndarray], capacities: list[np.ndarray], weights: list[int],
-                                shape: list[tuple[int, int]]) -> np.ndarray:
+def requested_to_capacity_ratio(
+    requested: list[np.ndarray], capacities: list[np.ndarray], weights: list[int], shape: list[tuple[int, int]]
+) -> np.ndarray:
     """The RequestedToCapacityRatio node score; `shape` in 0-10 scores (scaled x 10 here)."""
     scaled = [(u, s * (MAX // 10)) for u, s in shape]
     table = np.array([broken_linear(scaled, p) for p in range(MAX + 1)], dtype=np.int64)

@@ -1,6 +1,7 @@
 """PodTopologySpread's Score (kubernetes/kubernetes,
 pkg/scheduler/framework/plugins/podtopologyspread/scoring.go): log(size + 2) weights,
 cnt * weight + maxSkew - 1, normalised 100 * (max + min - s) / max."""
+
 from __future__ import annotations
 
 import math
@@ -60,7 +61,7 @@ def score(sched, demand, info, prof, fe: np.ndarray, dra: np.ndarray):
             if elig is not None:
                 mask = mask & elig
             known = np.zeros(len(values) + 1, dtype=bool)
-            known[np.unique(full[valid])] = True      # domains of the candidate nodes only
+            known[np.unique(full[valid])] = True  # domains of the candidate nodes only
             sums = np.bincount(full[mask], weights=counts[mask], minlength=len(values) + 1)
             sums = np.where(known, sums, 0)
             cnt = sums[full[fe]]

@@ -1,6 +1,7 @@
 """TaintToleration's Score (kubernetes/kubernetes,
 pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go): the PreferNoSchedule taints a
 pod does not tolerate, fewer is better (DefaultNormalizeScore, reversed)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +16,7 @@ def score(sched, demand, info, prof, fe: np.ndarray, dra: np.ndarray):
     if not sched.any_prefer_taints:
         return None
     tol = info.prefer_tolerations
-    raw = np.array([sum(1 for t in sched.prefer_taints[i] if not any(tolerates(x, t) for x in tol))
-                    for i in fe], dtype=np.int64)
+    raw = np.array(
+        [sum(1 for t in sched.prefer_taints[i] if not any(tolerates(x, t) for x in tol)) for i in fe], dtype=np.int64
+    )
     return default_normalize(raw, reverse=True)
