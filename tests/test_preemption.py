@@ -717,3 +717,24 @@ def test_default_preemption_args_are_honoured():
     ):
         with pytest.raises(InputError, match="DefaultPreemption|minCandidate"):
             cfg(bad)
+
+
+def test_a_profile_without_default_preemption_does_not_preempt():
+    """plugins.postFilter.disabled (or multiPoint.disabled) DefaultPreemption: the framework runs no
+    PostFilter, so a pod that fits nowhere stays pending (framework.go expandMultiPointPlugins)."""
+    from draopt.placement import preemption_for
+    from draopt.scheduler import parse_config
+
+    api = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    for plugins in (
+        {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}},
+        {"multiPoint": {"disabled": [{"name": "DefaultPreemption"}]}},
+    ):
+        cfg = parse_config({**api, "profiles": [{"schedulerName": "default-scheduler", "plugins": plugins}]}, "<t>")
+        assert cfg.profiles["default-scheduler"].preemption is False
+
+        class _Sched:
+            config = cfg
+
+        assert preemption_for(_Sched()) is None
+    assert parse_config(api, "<t>").profiles["default-scheduler"].preemption is True

@@ -95,19 +95,20 @@ def scheduler_for(scheduler_config, cluster: Cluster, workload, *, seed: int = 0
     return Scheduler(cfg, cluster, workload, seed=seed, tie_break=tie_break)
 
 
-def preemption_for(sched) -> Preemption:
-    """DefaultPreemption with the profile's arguments (minCandidateNodesPercentage/Absolute); one
-    set for the run: profiles that differ in them are refused, not averaged."""
+def preemption_for(sched) -> Preemption | None:
+    """DefaultPreemption with the profile's arguments (minCandidateNodesPercentage/Absolute), or
+    None when the profile disables it at postFilter; one setting for the run: profiles that differ
+    in it are refused, not averaged."""
     if sched is None:
         return Preemption()
-    args = {p.preemption_candidates for p in sched.config.profiles.values()}
-    if len(args) > 1:
+    settings = {(p.preemption, p.preemption_candidates) for p in sched.config.profiles.values()}
+    if len(settings) > 1:
         raise InputError(
-            "--scheduler-config: DefaultPreemption args differ between profiles "
-            f"({sorted(args)}): draopt runs one preemption configuration"
+            "--scheduler-config: DefaultPreemption (enabled, args) differs between profiles "
+            f"({sorted(settings)}): draopt runs one preemption configuration"
         )
-    share, absolute = args.pop()
-    return Preemption(share, absolute)
+    enabled, (share, absolute) = settings.pop()
+    return Preemption(share, absolute) if enabled else None
 
 
 def _place(
@@ -176,13 +177,10 @@ def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie
 
     fresh = _fresh(cluster)  # the scheduler reads the state of the cluster it runs on
     sched = scheduler_for(scheduler_config, fresh, workload, seed=seed, tie_break=tie_break)
-    runs = [
-        simulate(
-            fresh, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=preemption_for(sched)
-        )
-    ]
+    preemption = preemption_for(sched)  # the name-order floor preempts as the profile does
+    runs = [simulate(fresh, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=preemption)]
     if sched is not None and unmodelled_rule(cluster, workload) is None:
-        runs.append(simulate(_fresh(cluster), workload, explain_failures=explain_failed_pod, preemption=Preemption()))
+        runs.append(simulate(_fresh(cluster), workload, explain_failures=explain_failed_pod, preemption=preemption))
     return max(runs, key=lambda r: r.weighted_placed())  # first wins ties: the compared profile
 
 

@@ -148,6 +148,7 @@ class Profile:
     percentage_of_nodes_to_score: int | None = None
     # DefaultPreemptionArgs: minCandidateNodesPercentage, minCandidateNodesAbsolute
     preemption_candidates: tuple[int, int] = (10, 100)
+    preemption: bool = True  # DefaultPreemption enabled at postFilter
 
     @property
     def default_spread_constraints(self) -> tuple[SpreadConstraint, ...]:
@@ -465,6 +466,7 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
     multi = _merge(list(DEFAULT_MULTIPOINT), *sets["multiPoint"])
     score = _expanded(multi, *sets["score"], SCORE_CAPABLE)
     filters = _expanded(multi, *sets["filter"], ALWAYS_FILTERED | OPTIONAL_FILTERS)
+    preempts = "DefaultPreemption" in _expanded(multi, *sets["postFilter"], frozenset({"DefaultPreemption"}))
     for i, name_off in enumerate(sets["filter"][1]):
         if name_off in ALWAYS_FILTERED or (name_off == "*"):
             raise w.error(
@@ -552,6 +554,7 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
         ignore_preferred_terms_of_existing_pods=ignore_existing_preferred,
         percentage_of_nodes_to_score=pct,
         preemption_candidates=preemption_candidates,
+        preemption=preempts,
     )
 
 
