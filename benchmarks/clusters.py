@@ -361,7 +361,7 @@ def _split(total: int, size: int) -> list[int]:
 
 # ----------------------------------------------------------------------------- solver stats
 class SolverStats:
-    """Collects the per-node stats dicts of `draopt.model.node.solve_problem` (status, replay,
+    """Collects the per-node stats dicts of `draopt.model.single_node.solve_problem` (status, replay,
     replay_truncated, ...) by wrapping `draopt.allocation.allocate._solve`: `api.allocate` copies only
     build_ms/solve_ms/variables/constraints into `outcome.stats`, so `outcome.stats.get("replay")`
     is always None there (as of this writing)."""
