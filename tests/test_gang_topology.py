@@ -325,7 +325,10 @@ def test_example_optimal_chooses_domains_jointly_and_never_splits():
     assert cliques
 
 
-def test_gate_off_drops_the_constraint(capsys):
+def test_gate_off_drops_the_constraint(capsys, monkeypatch):
+    import draopt.kube.workload as wl
+
+    monkeypatch.setattr(wl, "_SAID", set())  # the note is said once per process: another test may have said it
     got = place(load_files([EXAMPLE]))
     assert (
         "field PodGroup spec.schedulingConstraints dropped: gate TopologyAwareWorkloadScheduling is off"
