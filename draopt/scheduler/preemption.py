@@ -357,16 +357,8 @@ class PreemptionRun:
         if group_preemption_policy(obj, [m.pod for m in members], self.classes) == NEVER:
             say("pod group preemption: not eligible due to preemptionPolicy=Never.")
             return
-        constraints = (getattr(obj.spec, "model_extra", None) or {}).get("schedulingConstraints") if obj else None
-        if constraints is None and obj is not None:
-            constraints = getattr(obj.spec, "scheduling_constraints", None)
-        if (
-            getattr(gang, "topology_key", None)
-            or constraints
-            and (
-                constraints.get("topology") if isinstance(constraints, dict) else getattr(constraints, "topology", None)
-            )
-        ):
+        # the constraint as the workload read it (dropped with its gate, as the API server drops it)
+        if getattr(gang, "topology_key", None):
             say("pod group preemption: not supported with topology constraints")
             return
         kind = self._kind(members)
