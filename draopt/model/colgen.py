@@ -29,8 +29,10 @@ patterns.py). Columns from the warm start are checked on the representative only
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +56,9 @@ INTEGER_GAP = 2e-4  # the integer placement stops this close to the bound (of al
 ROUNDING_SHARE = 0.2  # of the time left after the generation, for the LP's rounding
 LP_TOLERANCE = 1e-4  # the generation stops when its bound is this close to the LP (of all pods' value)
 LP_SHARE = 0.6  # of the time limit, for the generation (the rest: integer placement)
+# Classes priced at once: CP-SAT releases the GIL and every class has its own models, so the
+# columns are the ones pricing the classes one by one gives.
+PRICING_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
 @dataclass
@@ -197,21 +202,20 @@ class ColumnGeneration:
             lagrange = sum(pi[k] * pods_of[k] for k in pods_of)
             added = 0
             exact = True
-            for j, nc in enumerate(classes):
-                left = lp_share - time.perf_counter()
-                if left <= 0:
+            priced = price_classes(
+                classes,
+                fast,
+                ones,
+                lambda j: {ki: value[ki] - pi[ki] for ki in classes[j].kinds},
+                lambda j: lambda counts: improves(j, counts, mu[j]),
+                cap,
+                lp_share,
+                fast_stats,
+            )
+            for j, (nc, got) in enumerate(zip(classes, priced)):
+                if got == "late":
                     stopped = "the time limit ran out during the column generation"
                     break
-                reduced = {ki: value[ki] - pi[ki] for ki in nc.kinds}
-                got = None
-                if fast[j] is not None:
-                    got = _price_fast(
-                        fast[j], ones[j], reduced, min(cap, left), fast_stats, lambda counts: improves(j, counts, mu[j])
-                    )
-                    if got == "disagree":
-                        fast[j], got = None, None
-                if got is None:
-                    got = _price(ones[j], reduced, nc.kinds, min(cap, left), wall=left)
                 if got is None:
                     stopped = "a pricing model found nothing in time"
                     break
@@ -410,6 +414,40 @@ class _Master:
     def primal(self) -> list[float]:
         """The last solve's value of every column (in the order added)."""
         return [x.solution_value() for x in self.vars]
+
+
+def price_classes(classes, fast, ones, reduced_of, wanted_of, cap: float, stop: float, stats: dict) -> list:
+    """Price every class under its `reduced_of(j)` values, PRICING_THREADS classes at once: the
+    compact pricing where the class has it (a column the one model rejects drops it for the
+    class, `fast[j] = None`), else the one model. Per class, in class order: (configurations,
+    proven upper bound, proven), None when nothing was found in time, or "late" when `stop`
+    (perf_counter) passed before the class was priced."""
+
+    def one_class(j: int):
+        left = stop - time.perf_counter()
+        if left <= 0:
+            return "late", {}, False
+        own: dict[str, int] = {"colgen_fast_checked": 0}
+        got, dropped = None, False
+        if fast[j] is not None:
+            got = _price_fast(fast[j], ones[j], reduced_of(j), min(cap, left), own, wanted_of(j))
+            if got == "disagree":
+                got, dropped = None, True
+        if got is None:
+            left = stop - time.perf_counter()
+            got = _price(ones[j], reduced_of(j), classes[j].kinds, max(0.05, min(cap, left)), wall=max(0.05, left))
+        return got, own, dropped
+
+    with ThreadPoolExecutor(max_workers=PRICING_THREADS) as pool:
+        results = list(pool.map(one_class, range(len(classes))))
+    out = []
+    for j, (got, own, dropped) in enumerate(results):
+        for k, v in own.items():
+            stats[k] = stats.get(k, 0) + v
+        if dropped:
+            fast[j] = None
+        out.append(got)
+    return out
 
 
 def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], seconds: float, wall: float):

@@ -30,8 +30,9 @@ from typing import Any
 from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
-from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, _price, _price_fast
+from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes
 from draopt.model.colgen_pricing import DevicePricing
+from draopt.model.colgen_substitution import realize, substitutions
 from draopt.model.encodings.base import scale_to_int
 from draopt.model.patterns import NodeClass, node_classes
 from draopt.model.placement import one_node_model
@@ -117,6 +118,8 @@ class CheapestMix:
             DevicePricing.for_class(nc, prep, ones[j].vars)[0] for j, nc in enumerate(classes)
         ]
         fast_stats: dict[str, Any] = {"colgen_fast_classes": sum(f is not None for f in fast), "colgen_fast_checked": 0}
+        subs = [(a, b) for a, b in substitutions(classes, fast) if a in demand and b in demand]
+        fast_stats["colgen_substitutions"] = len(subs)
         columns: list[PlanColumn] = []
         seen: set[tuple] = set()
 
@@ -161,6 +164,7 @@ class CheapestMix:
         # ------------------------------------------------------------ generation
         lp_stop = t0 + (deadline - t0) * LP_SHARE
         master = _CoverMaster(classes, free_nodes, cost_f, demand)
+        master.add_substitutions(subs)
         done, rounds, converged, stopped, lp_value = 0, 0, False, "", None
         bound = _pooled_bound(fast, classes, free_nodes, class_cost, demand)
         cap = PRICE_FIRST_SECONDS
@@ -178,27 +182,34 @@ class CheapestMix:
             pi = pi_lp if not a else {k: a * center[k] + (1 - a) * pi_lp[k] for k in pi_lp}
             best = []
             exact, added, incomplete = True, 0, False
-            for j, nc in enumerate(classes):
-                left = lp_stop - time.perf_counter()
-                if left <= 0:
-                    stopped = "the time limit ran out during the column generation"
-                    break
-                reduced = {ki: pi.get(ki, 0.0) for ki in nc.kinds}
+            limits = []
+            for j in range(len(classes)):
                 limit = cost_f[j] if cost_f[j] is not None else math.inf
                 if free_nodes[j]:
                     limit = min(limit, sigma[j])
+                limits.append(limit)
 
-                def wanted(counts, j=j, limit=limit):
+            def wanted(j: int):
+                def negative(counts, j=j):
                     """A negative reduced cost at the LP's own duals: a column the master lacks."""
-                    return sum(pi_lp.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts)) > limit + 1e-6
+                    return sum(pi_lp.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts)) > limits[j] + 1e-6
 
-                got = None
-                if fast[j] is not None:
-                    got = _price_fast(fast[j], ones[j], reduced, min(cap, left), fast_stats, wanted)
-                    if got == "disagree":
-                        fast[j], got = None, None
-                if got is None:
-                    got = _price(ones[j], reduced, nc.kinds, min(cap, left), wall=left)
+                return negative
+
+            priced = price_classes(
+                classes,
+                fast,
+                ones,
+                lambda j: {ki: pi.get(ki, 0.0) for ki in classes[j].kinds},
+                wanted,
+                cap,
+                lp_stop,
+                fast_stats,
+            )
+            for j, got in enumerate(priced):
+                if got == "late":
+                    stopped = "the time limit ran out during the column generation"
+                    break
                 if got is None:
                     # Nothing in time on this class: no bound this round, the other classes
                     # still give columns.
@@ -208,8 +219,9 @@ class CheapestMix:
                 confs, upper, proven = got
                 exact = exact and proven
                 best.append(max(0.0, upper))
+                check = wanted(j)
                 for conf in confs if isinstance(confs, list) else [confs]:
-                    if conf is not None and wanted(conf.counts):
+                    if conf is not None and check(conf.counts):
                         added += add(j, conf.counts, conf)
             else:
                 farley = 0.0 if incomplete else _farley(pi, demand, best, cost_f, free_nodes)
@@ -237,7 +249,8 @@ class CheapestMix:
         ints, scale = scale_to_int([c if c is not None else Fraction(0) for c in class_cost])
         free_counts, copy_counts, int_status = [0] * len(columns), [0] * len(columns), "UNKNOWN"
         banned: set[int] = set()
-        for _ in range(3):
+        use_subs = subs
+        for _ in range(4):
             got = _integer_cover(
                 classes,
                 free_nodes,
@@ -248,19 +261,44 @@ class CheapestMix:
                 warm_free,
                 warm_copy,
                 time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * 0.8),
+                use_subs,
             )
             if got is None:
                 break
-            free_counts, copy_counts, int_status = got
+            free_counts, copy_counts, int_status, moves = got
             bad = []
             for i, c in enumerate(columns):
                 if free_counts[i] or copy_counts[i]:
                     ok = _checked(c, ones, deadline - time.perf_counter())
                     if ok is False:
                         bad.append(i)
-            if not bad:
+            if bad:
+                banned.update(bad)
+                continue
+            if not any(moves.values()):
                 break
-            banned.update(bad)
+            # Pods of smaller kinds take places of larger ones: the configurations that gives,
+            # each checked by the one model; any it rejects, the cover is solved again without.
+            used, complete = realize(classes, columns, free_counts, copy_counts, moves)
+            index = {(c.cls, c.counts): i for i, c in enumerate(columns)}
+            placed_free, placed_copy = [0] * len(columns), [0] * len(columns)
+            rejected = not complete
+            for j, counts, copy, n in used:
+                i = index.get((j, counts))
+                if i is None:
+                    i = index[(j, counts)] = len(columns)
+                    columns.append(PlanColumn(j, counts, None))
+                    placed_free.append(0)
+                    placed_copy.append(0)
+                    rejected = rejected or _checked(columns[i], ones, deadline - time.perf_counter()) is False
+                (placed_copy if copy else placed_free)[i] += n
+            if rejected:
+                fast_stats["colgen_substitution_rejected"] = True
+                use_subs = []
+                continue
+            fast_stats["colgen_substituted_pods"] = sum(moves.values())
+            free_counts, copy_counts = placed_free, placed_copy
+            break
         cost = sum((class_cost[c.cls] * n for c, n in zip(columns, copy_counts) if n), Fraction(0))
         covered = _covers(classes, demand, columns, free_counts, copy_counts)
         # Costs are multiples of `scale`: a bound rounds up to the next multiple.
@@ -382,6 +420,13 @@ class _CoverMaster:
             row.SetCoefficient(s, 1)
             self.objective.SetCoefficient(s, big)
 
+    def add_substitutions(self, pairs) -> None:
+        """A pod of kind b in a place of kind a (colgen_substitution.py), at no cost."""
+        for a, b in pairs:
+            z = self.lp.NumVar(0.0, self.lp.infinity(), "")
+            self.kind_rows[a].SetCoefficient(z, -1)
+            self.kind_rows[b].SetCoefficient(z, 1)
+
     def add_columns(self, cols) -> None:
         for col in cols:
             j = col.cls
@@ -409,8 +454,9 @@ class _CoverMaster:
         return self.objective.Value(), pi, sigma
 
 
-def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free, warm_copy, hard_stop):
-    """Free nodes and copies per column (CP-SAT): every kind covered, the least cost."""
+def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free, warm_copy, hard_stop, subs=()):
+    """Free nodes and copies per column (CP-SAT): every kind covered, the least cost; with
+    `subs`, pods of kind b may take places of kind a (pair (a, b)): how many, per pair."""
     m = cp_model.CpModel()
     xs, ys = [], []
     top = max([1] + list(demand.values()))
@@ -428,6 +474,13 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
         for ki, n in zip(classes[c.cls].kinds, c.counts):
             if n and ki in demand:
                 by_kind[ki].append(n * (x + y))
+    zs = []
+    for a, b in subs:
+        z = m.new_int_var(0, demand[b], f"z{a}_{b}")
+        zs.append(z)
+        by_kind[a].append(-z)
+        by_kind[b].append(z)
+        m.add_hint(z, 0)
     for ki, d in demand.items():
         if not by_kind[ki]:
             return None
@@ -447,7 +500,8 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
     status = solver.solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    return [solver.value(x) for x in xs], [solver.value(y) for y in ys], solver.status_name(status)
+    moves = {p: solver.value(z) for p, z in zip(subs, zs)}
+    return [solver.value(x) for x in xs], [solver.value(y) for y in ys], solver.status_name(status), moves
 
 
 def _covers(classes, demand, columns, free_counts, copy_counts) -> bool:
