@@ -114,6 +114,9 @@ def test_openb_cut_passes_the_checker(tmp_path, monkeypatch):
     got = _place(c, batch, time_limit=30.0)  # first-fit (kube-scheduler profile) counts too
     st = got.result.stats
     assert st["colgen_rounds"] >= 1
+    # Smaller tasks may take larger ones' places in the LP (colgen_substitution.py); a placement
+    # that moves some is realized from checked configurations, and the checker passes it.
+    assert st["colgen_substitutions"] > 0
     assert check_placement(got) == []
     if "colgen_warm_kept" in st:  # a loaded machine: first-fit's placement, said why
         assert "time" in st["colgen_warm_kept"] and st["objective"] == st["first_fit_objective"]

@@ -41,6 +41,7 @@ from ortools.sat.python import cp_model
 
 from draopt import progress
 from draopt.model.colgen_pricing import DevicePricing
+from draopt.model.colgen_substitution import realize, substitutions
 from draopt.model.patterns import Configuration, NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 from draopt.cluster.result import weight
@@ -140,6 +141,8 @@ class ColumnGeneration:
                 fast_stats["colgen_fast_classes"] += 1
             else:
                 fast_stats.setdefault("colgen_fast_not_used", why)
+        subs = [(a, b) for a, b in substitutions(classes, fast) if a in pods_of and b in pods_of]
+        fast_stats["colgen_substitutions"] = len(subs)
         columns: list[Column] = []
         seen: set[tuple] = set()
 
@@ -171,6 +174,7 @@ class ColumnGeneration:
         bound = float(sum(value[k] * pods_of[k] for k in value))  # every pod placed
         rounds, converged, stopped, lp_value = 0, False, "", None
         lp = _Master(classes, kinds, pods_of)
+        lp.add_substitutions(subs, value)
         done = 0
         total_value = bound
         # Wentges smoothing: the pricing reads prices between the LP's duals and the duals of the
@@ -266,9 +270,18 @@ class ColumnGeneration:
             nodes_left = [len(nc.nodes) for nc in classes]
             pods_left = dict(pods_of)
             for c, n in zip(columns, down):
-                nodes_left[c.cls] -= n
                 for ki, k in zip(classes[c.cls].kinds, c.counts):
                     pods_left[ki] -= n * k
+            # The LP may fill places of a kind with smaller pods (substitutions): the rounding
+            # keeps no more of a kind's places than it has pods, dropping nodes where it has more.
+            for i in sorted(range(len(columns)), key=lambda i: -sum(columns[i].counts)):
+                c = columns[i]
+                while down[i] and any(pods_left[ki] < 0 for ki, k in zip(classes[c.cls].kinds, c.counts) if k):
+                    down[i] -= 1
+                    for ki, k in zip(classes[c.cls].kinds, c.counts):
+                        pods_left[ki] += k
+            for c, n in zip(columns, down):
+                nodes_left[c.cls] -= n
             rest, _ = _integer(
                 classes,
                 kinds,
@@ -284,7 +297,8 @@ class ColumnGeneration:
             rounded = sum(c.value * n for c, n in zip(columns, dive))
             if rounded > floor:
                 start, floor = dive, rounded
-        for _ in range(3):
+        moves: dict[tuple[int, int], int] = {}
+        for _ in range(4):
             # The rest of the time: 70 % for the integer model, then checks and decoding.
             with progress.current().task("optimal: column generation, integer placement") as integer_line:
                 integer_line.solver(floor, math.floor(bound + 1e-6))
@@ -300,6 +314,8 @@ class ColumnGeneration:
                     shown=integer_line,
                     bound=math.floor(bound + 1e-6),
                     gap=INTEGER_GAP * total_value,
+                    subs=[(a, b, value[b] - value[a]) for a, b in subs],
+                    moves=moves,
                 )
             if int_status == "WARM" and start is not warm_only:
                 int_status = "ROUNDED"  # the LP's rounding stands: a placement of columns, checked below
@@ -314,6 +330,20 @@ class ColumnGeneration:
                         break
                     if not ok:
                         bad.append(i)
+            if not bad and not unchecked and any(moves.values()):
+                # Pods of smaller kinds in places of larger ones: the configurations that gives,
+                # checked by the one model; any it rejects, the placement is solved without.
+                realized = self._realized(classes, columns, counts, moves, value, ones, deadline)
+                if realized is None:
+                    fast_stats["colgen_substitution_rejected"] = True
+                    subs, moves = [], {}
+                    warm_only += [0] * (len(columns) - len(warm_only))
+                    start = start + [0] * (len(columns) - len(start))
+                    continue
+                fast_stats["colgen_substituted_pods"] = sum(moves.values())
+                counts = realized
+                warm_only += [0] * (len(columns) - len(warm_only))
+                moves = {}
             if unchecked:
                 # No time to check the configurations it uses: the warm start (all its columns
                 # are real node contents) is returned, said so.
@@ -355,6 +385,26 @@ class ColumnGeneration:
         return sol
 
     @staticmethod
+    def _realized(classes, columns, counts, moves, value, ones, deadline) -> list[int] | None:
+        """Nodes per column once `moves` are made (colgen_substitution.realize); new columns are
+        appended and checked by the one model; None if it rejects one (or cannot decide)."""
+        used, complete = realize(classes, columns, counts, [0] * len(counts), moves)
+        if not complete:
+            return None
+        index = {(c.cls, c.counts): i for i, c in enumerate(columns)}
+        out = [0] * len(columns)
+        for j, got, _, n in used:
+            i = index.get((j, got))
+            if i is None:
+                i = index[(j, got)] = len(columns)
+                columns.append(Column(j, got, sum(value[ki] * k for ki, k in zip(classes[j].kinds, got)), None))
+                out.append(0)
+                if not _checked(columns[i], ones, deadline - time.perf_counter()):
+                    return None
+            out[i] += n
+        return out
+
+    @staticmethod
     def invert(sol: Solution, prep, kind_ids: list[int]) -> tuple[dict[str, tuple], dict[int, list]]:
         """Node -> (class, configuration) for every node given one, and per kind the pods placed
         (queue order: a kind has one priority, so any of its pods is worth the same)."""
@@ -390,6 +440,14 @@ class _Master:
         self.objective.SetMaximization()
         self.classes = classes
         self.vars = []
+
+    def add_substitutions(self, pairs, value) -> None:
+        """A pod of kind b in a place of kind a (colgen_substitution.py): b's value for a's."""
+        for a, b in pairs:
+            z = self.lp.NumVar(0.0, self.lp.infinity(), "")
+            self.kind_rows[a].SetCoefficient(z, -1)
+            self.kind_rows[b].SetCoefficient(z, 1)
+            self.objective.SetCoefficient(z, value[b] - value[a])
 
     def add_columns(self, cols) -> None:
         for col in cols:
@@ -539,6 +597,8 @@ def _integer(
     bound: int | None = None,
     gap: float = 0.0,
     nodes_of: list[int] | None = None,
+    subs=(),
+    moves: dict | None = None,
 ):
     """Configuration counts per class (CP-SAT), at least the warm start's value. `shown`: where
     its best value and bound are reported (draopt.progress). `bound`: the generation's proven
@@ -546,13 +606,16 @@ def _integer(
     `gap` of it. `start`: nodes per column of a known placement (the hint; returned, "WARM", when
     nothing better is found); `nodes_of`: nodes per class (default: the class's nodes)."""
     nodes_of = nodes_of if nodes_of is not None else [len(nc.nodes) for nc in classes]
+    if moves is not None:
+        moves.clear()  # filled with this solve's moves (none when the start is returned)
     m = cp_model.CpModel()
     xs = []
+    given = {a for a, _, _ in subs}  # kinds whose places smaller pods may take
     for i, c in enumerate(columns):
         hi = 0 if i in banned else nodes_of[c.cls]
         if hi:
             for ki, n in zip(classes[c.cls].kinds, c.counts):
-                if n:
+                if n and ki not in given:
                     hi = min(hi, pods_of[ki] // n)
         xs.append(m.new_int_var(0, hi, f"x{i}"))
     by_class = defaultdict(list)
@@ -562,11 +625,17 @@ def _integer(
         for ki, n in zip(classes[c.cls].kinds, c.counts):
             if n:
                 by_kind[ki].append(n * x)
+    zs = []
+    for a, b, _ in subs:  # `subs`: (a, b, b's value less a's): b's pods in a's places
+        z = m.new_int_var(0, max(0, pods_of[b]), f"z{a}_{b}")
+        zs.append(z)
+        by_kind[a].append(-z)
+        by_kind[b].append(z)
     for j, vs in by_class.items():
         m.add(sum(vs) <= nodes_of[j])
     for ki, terms in by_kind.items():
         m.add(sum(terms) <= pods_of[ki])
-    objective = sum(c.value * x for c, x in zip(columns, xs))
+    objective = sum(c.value * x for c, x in zip(columns, xs)) + sum(d * z for z, (_, _, d) in zip(zs, subs))
     if floor:
         m.add(objective >= floor)
     if bound is not None and bound >= floor:
@@ -590,4 +659,7 @@ def _integer(
         return [0] * len(columns), solver.status_name(status)
     if floor and solver.objective_value <= floor:
         return list(start), "WARM"
+    if moves is not None:
+        moves.clear()
+        moves.update({(a, b): solver.value(z) for (a, b, _), z in zip(subs, zs)})
     return [solver.value(x) for x in xs], solver.status_name(status)
