@@ -442,8 +442,10 @@ class _Master:
         self.vars = []
 
     def add_substitutions(self, pairs, value) -> None:
-        """A pod of kind b in a place of kind a (colgen_substitution.py): b's value for a's."""
+        """A pod of kind b in a place of kind a (colgen_substitution.py): b's value for a's. A
+        kind's row then also keeps its places used >= 0: only places the columns have move."""
         for a, b in pairs:
+            self.kind_rows[a].SetLb(0.0)
             z = self.lp.NumVar(0.0, self.lp.infinity(), "")
             self.kind_rows[a].SetCoefficient(z, -1)
             self.kind_rows[b].SetCoefficient(z, 1)
@@ -635,6 +637,8 @@ def _integer(
         m.add(sum(vs) <= nodes_of[j])
     for ki, terms in by_kind.items():
         m.add(sum(terms) <= pods_of[ki])
+        if ki in given:
+            m.add(sum(terms) >= 0)  # only places the columns have move
     objective = sum(c.value * x for c, x in zip(columns, xs)) + sum(d * z for z, (_, _, d) in zip(zs, subs))
     if floor:
         m.add(objective >= floor)
