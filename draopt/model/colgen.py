@@ -399,8 +399,9 @@ class ColumnGeneration:
                 i = index[(j, got)] = len(columns)
                 columns.append(Column(j, got, sum(value[ki] * k for ki, k in zip(classes[j].kinds, got)), None))
                 out.append(0)
-                if not _checked(columns[i], ones, deadline - time.perf_counter()):
-                    return None
+            # A column met again may be one the placement did not use, not checked yet.
+            if columns[i].conf is None and not _checked(columns[i], ones, deadline - time.perf_counter()):
+                return None
             out[i] += n
         return out
 

@@ -290,7 +290,8 @@ class CheapestMix:
                     columns.append(PlanColumn(j, counts, None))
                     placed_free.append(0)
                     placed_copy.append(0)
-                    rejected = rejected or _checked(columns[i], ones, deadline - time.perf_counter()) is False
+                # Checked, new or met again unused (undecided in time counts as rejected).
+                rejected = rejected or _checked(columns[i], ones, deadline - time.perf_counter()) is not True
                 (placed_copy if copy else placed_free)[i] += n
             if rejected:
                 fast_stats["colgen_substitution_rejected"] = True
