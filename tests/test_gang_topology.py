@@ -335,6 +335,11 @@ def test_gate_off_drops_the_constraint(capsys, monkeypatch):
         in capsys.readouterr().err
     )
     assert check_placement(got) == []
+    # The note is part of every answer, not only of the first call's stderr.
+    again = place(load_files([EXAMPLE]))
+    dropped = "field PodGroup spec.schedulingConstraints dropped: gate TopologyAwareWorkloadScheduling is off"
+    assert any(dropped in n for n in got.notes) and any(dropped in n for n in again.notes)
+    assert dropped not in capsys.readouterr().err  # printed once per process
 
 
 # ---------------------------------------------------------------- random rack clusters

@@ -137,6 +137,9 @@ class Workload:
     # Generated claims' spec texts (json.dumps(spec.to_k8s(), sort_keys=True)), computed once per
     # ResourceClaimTemplate: first-fit's claim signatures start from them.
     spec_texts: dict[str, str] = field(default_factory=dict)
+    # What the input has that the placement does not honour (gated_field_notes): part of every
+    # answer made from this workload, whatever was printed before.
+    notes: list[str] = field(default_factory=list)
 
     def pod(self, key: str) -> PodDemand:
         index = self.__dict__.get("_index")
@@ -797,11 +800,14 @@ def node_allocatable(nodes: list[Node]) -> dict[str, dict[str, Fraction]]:
 def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     """The pods of `objects` as the scheduler sees them; see the module docstring."""
     features = features or Features.from_gates()
-    for line in gated_field_notes(objects, features):
-        if line not in _SAID:  # once per run, however many policies expand the same input
+    notes = gated_field_notes(objects, features)
+    for line in notes:
+        if line not in _SAID:  # printed once per run, however many policies expand the same input
             _SAID.add(line)
             print(f"note: {line}", file=sys.stderr)
-    return _Expander(objects, features).run()
+    workload = _Expander(objects, features).run()
+    workload.notes = list(notes)
+    return workload
 
 
 _SAID: set[str] = set()

@@ -28,6 +28,12 @@ class PlaceOutcome:
     cluster: Cluster
     objects: list[dict[str, Any]]  # Pods and ResourceClaims as Kubernetes would hold them
 
+    @property
+    def notes(self) -> list[str]:
+        """What the input has that this placement does not honour (a field dropped because its
+        gate is off, or one draopt does not model): every call gives them, not only the first."""
+        return list(getattr(self.workload, "notes", []))
+
 
 def build_cluster(objects: ObjectSet, workload, features: Features) -> Cluster:
     in_use = [c for c in workload.claims.values() if c.status.allocation is not None]
