@@ -696,6 +696,17 @@ def simulate(
         if preemption is not None
         else None
     )
+
+    def skipped(pods: int, results: int) -> None:
+        """A pod-group trial of `pods` pods that the TrialMemo answered: what placing and retracting
+        them leaves besides (retract's resets, the counters that date the caches)."""
+        first_open.clear()
+        skipped_reasons.clear()
+        if scheduler is not None:
+            scheduler.epoch += 2 * pods
+        cluster.allocated.version += 2 * results
+        cluster.allocated.releases += results
+
     cycles = (
         GroupCycle(
             workload,
@@ -704,10 +715,13 @@ def simulate(
             retract,
             set(demand_of),
             lambda key: book.allocation(key) is not None,
+            skipped=skipped,
         )
         if needs_group_cycles(workload)
         else None
     )
+    if cycles is not None and scheduler is not None and cluster.incremental:
+        cycles.memo = scheduler.trial_memo(book, cycles._shared_claims())
     cycle_failed: set[str] = set()  # groups a pod-group cycle left unscheduled (not tried again)
     for pod in workload.pending:
         root = cycles.root_of(pod.group) if cycles is not None else None

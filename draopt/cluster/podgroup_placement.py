@@ -135,16 +135,27 @@ def pods_count_scores(counts: list[int]) -> list[int] | None:
     return [c * MAX_SCORE // top for c in counts]
 
 
-def bin_packing_score(nodes: list, extra_resources: set[str]) -> int:
+def bin_packing_score(
+    nodes: list, extra_resources: set[str], used_sums: dict[str, Fraction] | None = None, caps: dict | None = None
+) -> int:
     """PlacementBinPacking with MostAllocated, weight 1 per resource: requested / allocatable
     over the placement's nodes summed (pods already there and the proposed ones), per resource
-    x 100 (integer), averaged. cpu and memory, plus the extended resources proposed pods request."""
+    x 100 (integer), averaged. cpu and memory, plus the extended resources proposed pods request.
+    `used_sums`: the amounts in use summed over the nodes, when not the nodes' own (a trial the
+    TrialMemo knew). `caps`: the nodes' allocatable amounts summed, as far as known (filled in)."""
     scores = []
     for r in ["cpu", "memory"] + sorted(extra_resources - {"cpu", "memory", "pods"}):
-        cap = sum((n.allocatable.get(r, Fraction(0)) for n in nodes), Fraction(0))
+        cap = caps.get(r) if caps is not None else None
+        if cap is None:
+            cap = sum((n.allocatable.get(r, Fraction(0)) for n in nodes), Fraction(0))
+            if caps is not None:
+                caps[r] = cap
         if cap <= 0:
             continue
-        used = sum((n.used.get(r, Fraction(0)) for n in nodes), Fraction(0))
+        if used_sums is not None:
+            used = used_sums.get(r, Fraction(0))
+        else:
+            used = sum((n.used.get(r, Fraction(0)) for n in nodes), Fraction(0))
         scores.append(int(min(used, cap) * MAX_SCORE / cap))
     return sum(scores) // len(scores) if scores else 0
 
@@ -162,6 +173,9 @@ class Outcome:
     new: int = 0  # pods newly placed
     assignment: list[tuple[str, str]] = field(default_factory=list)  # (pod, node) once reverted
     shortfall: dict[str, str] = field(default_factory=dict)  # failed pod -> its device shortfall
+    # A trial the TrialMemo knew, not run: (random state it started from, domain state it ends in,
+    # domain state it started from, the pods' kinds).
+    replayed: tuple[Any, tuple, tuple, tuple] | None = None
 
 
 class GroupCycle:
@@ -177,6 +191,8 @@ class GroupCycle:
         retract: RetractFn,
         pending: set[str],
         claim_allocated: Callable[[str], bool] = lambda key: False,
+        memo=None,
+        skipped: Callable[[int, int], None] = lambda pods, results: None,
     ):
         self.w = workload
         self.cluster = cluster
@@ -185,6 +201,14 @@ class GroupCycle:
         self.pending = pending
         self.claim_allocated = claim_allocated
         self.by_name = {n.name: n for n in cluster.nodes}
+        # draopt.scheduler.trial_memo.TrialMemo (or None): trials of placements known from earlier
+        # cycles. `skipped(pods, device results)`: what first-fit does when a trial of that many
+        # pods is placed and taken back, minus the placing (its caches' bookkeeping).
+        self.memo = memo
+        self.skipped = skipped
+        # (group, placement size) -> its pending pods' kinds, whether all nodes are filtered (this cycle)
+        self._kinds_of: dict[tuple[str, int], tuple] = {}
+        self._caps: dict[tuple[int, ...], dict] = {}  # a placement's nodes -> allocatable summed
 
     # ---------------------------------------------------------------- which groups
     def root_of(self, group: str | None) -> tuple[str, str] | None:
@@ -208,6 +232,7 @@ class GroupCycle:
     # ---------------------------------------------------------------- the cycle
     def run(self, entity: tuple[str, str]) -> Outcome:
         """RunRootSchedulingAlgorithm: the root's placements, committed when it is scheduled."""
+        self._kinds_of = {}
         out = self._placement_algorithm(entity, list(self.cluster.nodes))
         if out.ok and out.new == 0:
             self._revert(out)
@@ -237,11 +262,19 @@ class GroupCycle:
         feasible: list[tuple[Placement, Outcome, int, int]] = []
         failures: list[tuple[Placement, Outcome]] = []
         for placement in placements:
-            out = self._default(entity, placement)
+            out = self._default(entity, placement, replay=True)
             if out.ok:
-                extra = {r for pl in out.placed for r in self.w.pod(pl.pod).resources}
                 running = sum(len(self._running(leaf)) for leaf in self.leaves(entity))
-                feasible.append((placement, out, running + len(out.placed), bin_packing_score(placement.nodes, extra)))
+                caps = self._caps.setdefault(tuple(n.index for n in placement.nodes), {})
+                if out.replayed is not None:
+                    extra = {r for d in self._pending_pods(entity[1]) for r in d.resources}
+                    used = self.memo.used_sums(out.replayed[1])
+                    score = bin_packing_score(placement.nodes, extra, used, caps)
+                    feasible.append((placement, out, running + out.new, score))
+                else:
+                    extra = {r for pl in out.placed for r in self.w.pod(pl.pod).resources}
+                    score = bin_packing_score(placement.nodes, extra, caps=caps)
+                    feasible.append((placement, out, running + len(out.placed), score))
             else:
                 failures.append((placement, out))
             self._revert(out)
@@ -272,15 +305,35 @@ class GroupCycle:
         return self._assume(trial, placement, entity)
 
     def _assume(self, trial: Outcome, placement: Placement, entity) -> Outcome:
-        """assumeSubtreeWithRevert: the chosen placement's pods on the nodes found for them."""
+        """assumeSubtreeWithRevert: the chosen placement's pods on the nodes found for them. For a
+        trial the TrialMemo knew (not run), each pod's node is found as the trial would have found
+        it: its step's node state, the trial's draws made again from the random state it started
+        with (the cluster is as it was then: every trial was taken back); the random state after
+        every trial is kept."""
         out = Outcome(True, failed=dict(trial.failed), domains=dict(trial.domains), new=trial.new, lines=trial.lines)
+        known = trial.replayed
+        if known is not None:
+            rng = self.memo.rng
+            after = rng.getstate()
+            rng.setstate(known[0])
+            at = known[2]
+            for pod, kind in zip(self._pending_pods(entity[1]), known[3]):
+                node, at = self.memo.choose(at, kind, placement.nodes)
+                self._assume_one(out, pod.key, node.name)
+            if self.memo.state(placement.nodes) != known[1]:
+                raise RuntimeError(f"internal: {entity[1]} in {placement.name} differs from its remembered trial")
+            rng.setstate(after)
+            return out
         for pod, node in trial.assignment:
-            again = self.place(self.w.pod(pod), frozenset((node,)))
-            if again.placed:
-                out.placed.append(again)
-            else:  # cannot happen: the same state as in the trial
-                raise RuntimeError(f"internal: {pod} fitted {node} in its placement's trial, not now")
+            self._assume_one(out, pod, node)
         return out
+
+    def _assume_one(self, out: Outcome, pod: str, node: str) -> None:
+        again = self.place(self.w.pod(pod), frozenset((node,)))
+        if again.placed:
+            out.placed.append(again)
+        else:  # cannot happen: the same state as in the trial
+            raise RuntimeError(f"internal: {pod} fitted {node} in its placement's trial, not now")
 
     def _revert(self, out: Outcome) -> None:
         out.assignment = [(pl.pod, pl.node) for pl in out.placed]
@@ -288,12 +341,13 @@ class GroupCycle:
             self.retract(pl)
         out.placed = []
 
-    def _default(self, entity: tuple[str, str], placement: Placement) -> Outcome:
+    def _default(self, entity: tuple[str, str], placement: Placement, replay: bool = False) -> Outcome:
+        """One trial; `replay`: it will be taken back, so the TrialMemo may answer it instead."""
         if entity[0] == "pg":
-            return self._leaf_default(entity[1], placement)
+            return self._leaf_default(entity[1], placement, replay)
         return self._composite_default(entity[1], placement)
 
-    def _leaf_default(self, group: str, placement: Placement) -> Outcome:
+    def _leaf_default(self, group: str, placement: Placement, replay: bool = False) -> Outcome:
         gang = self.w.groups[group]
         pods = self._pending_pods(group)
         scheduled = len(self._running(group))
@@ -303,22 +357,41 @@ class GroupCycle:
         remaining = len(pods)
         stopped = None
         room = None
+        memo = self.memo
+        view = self._memo_view(group, pods, placement.nodes) if memo is not None and pods else None
         if gang.policy == "gang" and scheduled + remaining < need:
             stopped = f"{scheduled + remaining} pods, minCount {need}"
         else:
-            room = self._capacity_bound(pods, placement.nodes)
+            room = self._bound(pods, placement.nodes, view)
             if scheduled + room < need:
                 # Not tried: the placement's free resources and devices hold fewer pods than the
                 # group needs whatever the filters say (a necessary condition; the trial would
                 # fail the same way).
-                short = self._shortfall(pods[0], placement.nodes)
+                short = self._shortfall(pods[0], placement.nodes, view)
                 if short:
                     out.shortfall[pods[0].key] = short
             else:
                 room = None
         pods_to_try = [] if stopped or room is not None else pods
+        # The TrialMemo: a trial known step by step is not run (its draws are); one that runs is
+        # remembered step by step (every node of the placement filtered for each pod).
+        known = at = kinds = None
+        if view is not None and pods_to_try and view[2] and memo.usable():
+            at, kinds = view[0], view[1]
+            known = memo.replay(at, kinds) if replay else None
+            if known is not None:
+                start, end, results = known
+                self.skipped(len(pods_to_try), results)
+                out.replayed = (start, end, at, kinds)
+                scheduled += len(pods_to_try)
+                pods_to_try = []
         for i, pod in enumerate(pods_to_try):
-            pl = self.place(pod, allowed)
+            if at is not None and kinds is not None:
+                memo.begin()
+                pl = self.place(pod, allowed)
+                at = memo.end(at, kinds[i], pl, placement.nodes)
+            else:
+                pl = self.place(pod, allowed)
             remaining -= 1
             if pl.placed:
                 out.placed.append(pl)
@@ -332,7 +405,7 @@ class GroupCycle:
                 if remaining:
                     stopped = f"minCount {need} out of reach after {i + 1} of {len(pods)} pods"
                 break
-        out.new = len(out.placed)
+        out.new = len(out.placed) if known is None else len(pods)
         out.ok = scheduled >= need if gang.policy == "gang" else out.new >= 1
         name = placement.name if not placement.parent else "all nodes"
         label = f"{name}" if gang.parent is None else f"{group} in {name}"
@@ -377,6 +450,32 @@ class GroupCycle:
             if short:
                 lines.append(f"    {short}")
         return lines
+
+    def _memo_view(self, group: str, pods: list, nodes: list) -> tuple[tuple, tuple, bool] | None:
+        """What the TrialMemo knows a trial of `pods` in `nodes` by: (the placement's state, the
+        pods' kinds, whether every node is filtered for each); None when it does not describe them."""
+        memo = self.memo
+        got = self._kinds_of.get((group, len(nodes)))
+        if got is None:
+            kinds = tuple(memo.kind(p) for p in pods)
+            got = self._kinds_of[(group, len(nodes))] = (
+                (None, False) if None in kinds else (kinds, all(memo.full_scan(p, len(nodes)) for p in pods))
+            )
+        kinds, scan = got
+        state = memo.state(nodes) if kinds is not None else None
+        if state is None:
+            return None
+        return state, kinds, scan
+
+    def _bound(self, pods: list, nodes: list, view) -> int:
+        """_capacity_bound, remembered by the placement's state and the pods' kinds (`view`)."""
+        if view is None:
+            return self._capacity_bound(pods, nodes)
+        key = (view[0], view[1])
+        got = self.memo.bounds.get(key)
+        if got is None:
+            got = self.memo.bounds[key] = self._capacity_bound(pods, nodes)
+        return got
 
     def _capacity_bound(self, pods: list, nodes: list) -> int:
         """At most how many of `pods` the nodes could take: per node, its free amount of each
@@ -452,7 +551,7 @@ class GroupCycle:
             self.__dict__["_shared"] = got
         return got
 
-    def _shortfall(self, pod, nodes: list) -> str:
+    def _shortfall(self, pod, nodes: list, view=None) -> str:
         """For a pod whose claims found no devices: how many devices each pending claim asks for
         (ExactCount requests), and the most free devices of that class any one node of the
         placement has now ("needs 8 devices of class gpu.nvidia.com on one node, best node has 5")."""
@@ -467,13 +566,24 @@ class GroupCycle:
                     continue
                 count = exact.count or 1
                 own = [sel.cel.expression for sel in (exact.selectors or []) if sel.cel is not None]
-                best = max((self._free_devices(node, exact.device_class_name, own) or 0 for node in nodes), default=0)
+                best = self._best_free(nodes, exact.device_class_name, own, view)
                 if best < count:
                     parts.append(
                         f"request {request.name} of {use.key} needs {count} device(s) of class "
                         f"{exact.device_class_name} on one node, best node has {best} free"
                     )
         return "; ".join(parts)
+
+    def _best_free(self, nodes: list, class_name: str, own: list[str], view) -> int:
+        """The most free devices of the class and selectors on one of the nodes; remembered by the
+        placement's state (`view`, a TrialMemo's) when there is one."""
+        key = (view[0], class_name, tuple(own)) if view is not None else None
+        got = self.memo.best_free.get(key) if key is not None else None
+        if got is None:
+            got = max((self._free_devices(node, class_name, own) or 0 for node in nodes), default=0)
+            if key is not None:
+                self.memo.best_free[key] = got
+        return got
 
     def _free_devices(self, node, class_name: str, own: list[str], exact: bool = False) -> int | None:
         """Devices of the node's inventory the class and the request's selectors select and no

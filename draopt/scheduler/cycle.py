@@ -32,6 +32,7 @@ from draopt.dra.rules import tolerates
 from draopt.scheduler.plugins import SCORE_PLUGINS
 from draopt.scheduler.config import Profile, SchedulerConfig
 from draopt.scheduler.podinfo import PodInfo, SpreadRule, pod_info
+from draopt.scheduler.trial_memo import TrialMemo
 
 _VERSION = operator.attrgetter("version")
 MIN_FEASIBLE_NODES = 100
@@ -183,6 +184,11 @@ class Scheduler:
         self.fit_cache: dict[
             Any, dict[int, tuple[int, int, str | None]]
         ] = {}  # kind -> node -> (version, DRA score, reason)
+        self.on_tie = None  # called with the tied nodes before a tie-break (TrialMemo's recording)
+
+    def trial_memo(self, book, shared_claims: set[str]) -> TrialMemo:
+        """The memory of pod-group trials for one first-fit run (draopt/scheduler/trial_memo.py)."""
+        return TrialMemo(self, self.cluster, book, shared_claims, num_feasible_nodes_to_find)
 
     # ------------------------------------------------------------------ pods
     def _index(self, name: str | None) -> int | None:
@@ -516,6 +522,8 @@ class Scheduler:
         tied = np.flatnonzero(total == best)
         if len(tied) == 1:
             return feasible[int(tied[0])]
+        if self.on_tie is not None:
+            self.on_tie([feasible[int(t)] for t in tied])
         if self.tie_break == "name":
             return min(feasible[int(t)] for t in tied)
         # selectHost keeps each tied node with probability 1/count (reservoir sampling): a
