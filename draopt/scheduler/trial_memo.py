@@ -62,6 +62,7 @@ class TrialMemo:
         self._sums: dict[tuple, dict[str, Fraction]] = {}
         self._tracked = sorted(scheduler.used)
         self._ties: list[int] | None = None  # draws of the step being recorded; None: not recordable
+        self.replays = 0  # trials answered
 
     # ------------------------------------------------------------------ pods
     def usable(self) -> bool:
@@ -284,6 +285,7 @@ class TrialMemo:
             draws.extend(step[0])
             at = step[1]
             results += step[2]
+        self.replays += 1
         start = self.rng.getstate()
         for n in draws:
             self.rng.randrange(n)
