@@ -14,6 +14,7 @@ Phase 1 is warm-started from the first-fit placement and required to place at le
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from typing import Any
@@ -158,6 +159,17 @@ def optimize(
     return result
 
 
+def restate_summary(stats: dict, scope: str) -> None:
+    """The summary again after the status was lowered for a reason outside the model (preemption:
+    draopt.placement.optimal_preemption), the proofs said to hold `scope` only; the first-fit it
+    names named as before."""
+    text = _summary(stats, scope)
+    label = stats.get("first_fit_scheduler")
+    if label:
+        text = re.sub(r"first-fit's placement(?! \()", f"first-fit's placement ({label})", text)
+    stats["summary"] = text
+
+
 def _name_first_fit(stats: dict, first_fit: PlacementResult) -> None:
     """Say which first-fit is the floor (its scheduler profile), in the stats and in the messages
     that mention its placement."""
@@ -254,7 +266,10 @@ def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: st
     return result
 
 
-def _summary(stats: dict) -> str:
+def _summary(stats: dict, scope: str = "") -> str:
+    """What the model proved, in words, led by the status: "proven optimal" only when the status is
+    OPTIMAL (every phase proven); otherwise the status, what was proven (`scope`: what the proofs hold
+    for, when not the whole question) and what is best found only."""
     p = stats["proven"]
     done = [
         name
@@ -287,7 +302,11 @@ def _summary(stats: dict) -> str:
                 )
             return text + f"; nothing proven but a bound ({which}: {stats['bound']}, gap {stats['gap']})"
         return text + "; nothing proven"
-    text = f"proven optimal: {', '.join(done) or 'nothing'}"
+    status = stats.get("status", "FEASIBLE")
+    if status == "OPTIMAL":
+        text = f"proven optimal: {', '.join(done)}"
+    else:
+        text = f"{status}, not proven optimal: " + (f"proven{scope}: {', '.join(done)}" if done else "nothing proven")
     if stats.get("no_better_found"):
         text = f"{stats['no_better_found']} (first-fit's placement kept, bound {stats['bound']}); " + text
     if not_done:

@@ -80,10 +80,7 @@ def optimal_after_evictions(
         f"need: the model places the pods on the cluster without them; which pods to evict is not "
         f"a decision of the model, so the bound and gap hold for these evictions only"
     )
-    if stats.get("status") == "OPTIMAL":
-        stats["status"] = "FEASIBLE"
-    if isinstance(stats.get("summary"), str):
-        stats["summary"] += f" ({stats['preemption']})"
+    _lowered(stats, " for these evictions")
     return result
 
 
@@ -258,7 +255,16 @@ def note_unsearched_preemption(result: PlacementResult, workload, priority_class
         f"decision of the model and first-fit's floor evicted none, so placements with evictions "
         f"were not searched"
     )
+    _lowered(stats, " without evictions")
+
+
+def _lowered(stats: dict, scope: str) -> None:
+    """Evictions are not a decision of the model: the status is not OPTIMAL, and the summary says the
+    proofs hold `scope` only, then why."""
+    from draopt.placement.optimal import restate_summary
+
     if stats.get("status") == "OPTIMAL":
         stats["status"] = "FEASIBLE"
     if isinstance(stats.get("summary"), str):
+        restate_summary(stats, scope)
         stats["summary"] += f" ({stats['preemption']})"
