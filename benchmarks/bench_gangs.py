@@ -282,7 +282,9 @@ def main() -> int:
     opt = place(objs, policy="optimal", features=features, time_limit=args.time_limit)
     opt_s = time.perf_counter() - t
     opt_row = report("optimal", opt, opt_s)
-    if opt.result.stats.get("preemption"):
+    if opt.result.stats.get("summary"):  # what was proven, led by the status (it says the preemption caveat too)
+        print(f"  optimal: {opt.result.stats['summary']}")
+    elif opt.result.stats.get("preemption"):
         print(f"  optimal: {opt.result.stats['preemption']}")
     if opt.result.stats.get("fallback"):
         print(f"  optimal: {opt.result.stats['fallback']}")

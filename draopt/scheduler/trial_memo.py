@@ -205,7 +205,12 @@ class TrialMemo:
         """The domain's state: its nodes' states as a multiset (sorted); None when a node is not
         described by the memo."""
         sigs = []
+        known = self._sigs
         for node in nodes:
+            got = known.get(node.index)
+            if got is not None and got[0] == node.version:
+                sigs.append(got[1])
+                continue
             sig = self.node_state(node)
             if sig is None:
                 return None
