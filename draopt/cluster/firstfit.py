@@ -122,6 +122,23 @@ def prioritized_score(problem, selected: dict[tuple[int, int], int]) -> int:
     return score
 
 
+# Reasons that depend on the node and on what the allocator sees of the pod's claims only (not on
+# class names, claim names or texts): the scheduler shares them between pods of alike kinds.
+_SHAREABLE = (
+    "Insufficient ",
+    "node is unschedulable",
+    "node(s) didn't match Pod's node affinity/selector",
+    "node(s) had untolerated taint ",
+)
+
+
+def shareable_reason(reason: str | None) -> bool:
+    """try_node's answer `reason` (None: fits) is the same for every pod of an alike kind."""
+    if reason is None or reason == NO_FIT:
+        return True
+    return reason.startswith(_SHAREABLE) and not reason.endswith("(node-allocatable resources of devices)")
+
+
 def _scheduling_constraints(pod) -> str:
     """A pod's node affinity and tolerations, as a key (pods alike in these fail alike)."""
     spec = pod.pod.spec
@@ -436,12 +453,15 @@ def _generic(text: str, keys: list[str]) -> str:
     """`text` with the claim keys replaced by their positions: cached answers are shared by pods
     whose claims look alike, and each pod's message must name its own claims."""
     for i, k in enumerate(keys):
-        text = re.sub(rf"(?<![\w./-]){re.escape(k)}(?![\w.-])", f"\x00{i}\x00", text)
+        if k in text:  # (most reasons name no claim: no regex for them)
+            text = re.sub(rf"(?<![\w./-]){re.escape(k)}(?![\w.-])", f"\x00{i}\x00", text)
     return text
 
 
 def _specific(text: str, keys: list[str]) -> str:
     """The inverse of :func:`_generic` for another pod's claims (in the same positions)."""
+    if "\x00" not in text:
+        return text
     for i, k in enumerate(keys):
         text = text.replace(f"\x00{i}\x00", k)
     return text
@@ -524,6 +544,16 @@ def simulate(
         if allowed is None and pod.group in group_domain:
             allowed = group_domain[pod.group]
         sig = kind(pod) if only is None and allowed is None else None
+        alike = None
+        if (
+            sig is not None
+            and scheduler is not None
+            and cluster.incremental
+            and not cluster.features.node_allocatable_resources
+        ):
+            # The kind as the allocator sees it (classes by their selectors): alike kinds get the
+            # same answer from a node (try_node's cache says so for the devices).
+            alike = (tuple([book.allocation_signature(u.key) for u in pod.claims]),) + sig[1:]
         keys = [u.key for u in pod.claims]
         start = first_open.get(sig, 0) if sig is not None else 0
         if only is not None:
@@ -546,6 +576,7 @@ def simulate(
                     skipped_reasons,
                     _generic,
                     _specific,
+                    alike,
                 )
             if found is not None:
                 node, (problem, chosen, selected, score) = found

@@ -814,7 +814,9 @@ _SAID: set[str] = set()
 
 
 def _list_valued(attr: Any) -> bool:
-    return isinstance(attr, dict) and any(attr.get(k) is not None for k in ("bools", "ints", "strings", "versions"))
+    """A device attribute with a list value (to_k8s() would write bools, ints, strings or versions);
+    read from the model, not from a dump of every device."""
+    return attr.bools is not None or attr.ints is not None or attr.strings is not None or attr.versions is not None
 
 
 def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
@@ -842,7 +844,7 @@ def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
             if d.node_allocatable_resources:
                 seen("ResourceSlice spec.devices[].nodeAllocatableResources", "DRANodeAllocatableResources", s.ref)
                 break
-        if any(_list_valued(a) for d in s.spec.devices for a in (d.to_k8s().get("attributes") or {}).values()):
+        if any(_list_valued(a) for d in s.spec.devices for a in d.attributes.values()):
             seen("ResourceSlice spec.devices[].attributes[] list values", "DRAListTypeAttributes", s.ref)
     lines = []
     for (field_name, gate), refs in found.items():

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from draopt.errors import InputError
+from draopt.cluster.firstfit import shareable_reason
 from draopt.dra.rules import tolerates
 from draopt.scheduler.plugins import SCORE_PLUGINS
 from draopt.scheduler.config import Profile, SchedulerConfig
@@ -181,6 +182,7 @@ class Scheduler:
         self.epoch = 0  # placements and releases so far
         self.fail_memo: dict[Any, tuple[int, Counter]] = {}
         self.kinds: dict[Any, tuple] = {}  # kind -> (version seen, feasible, DRA score, reason) per node
+        self.boards: dict[Any, tuple] = {}  # the same per alike kind (see select), shareable answers only
         self.fit_cache: dict[
             Any, dict[int, tuple[int, int, str | None]]
         ] = {}  # kind -> node -> (version, DRA score, reason)
@@ -260,9 +262,11 @@ class Scheduler:
             f"(profiles: {', '.join(sorted(self.config.profiles))})"
         )
 
-    def select(self, demand, try_fn, pl, sig, first_open: dict, skipped_reasons: dict, generic, specific):
+    def select(self, demand, try_fn, pl, sig, first_open: dict, skipped_reasons: dict, generic, specific, alike=None):
         """Filter and score for `demand`; returns (node, fit) or None (reasons in pl.reasons).
-        `try_fn(node)` is firstfit's try_node for this pod: (reason, fit)."""
+        `try_fn(node)` is firstfit's try_node for this pod: (reason, fit). `alike`: the pod's kind
+        as the allocator sees it (firstfit's kind with each claim's classes by their selectors),
+        or None: pods of alike kinds get the same answers from a node that has not changed."""
         prof = self.profile(demand)
         nodes = self.nodes
         n = len(nodes)
@@ -279,6 +283,8 @@ class Scheduler:
         hard = self._hard_filters(demand, info, prof)
         if sig is not None and info.has_pod_affinity:
             sig = self._node_level_kind(demand, sig)
+            if alike is not None:
+                alike = alike[:-1] + sig[-1:]
         keys = [u.key for u in demand.claims]
         frontier = first_open.get(sig, 0) if sig is not None else 0
         skipped_before = Counter(skipped_reasons.get(sig) or ()) if frontier else Counter()  # generic
@@ -294,7 +300,7 @@ class Scheduler:
                 return None
         if sig is not None and hard is None:
             feasible, dra, fits, rejected, processed = self._scan(
-                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic
+                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, alike
             )
         else:
             feasible, dra, fits, rejected, processed = self._scan_slow(
@@ -382,24 +388,39 @@ class Scheduler:
             got = self._kinds_of[demand.key] = sig[:-1] + ("node-level " + text,)
         return got
 
-    def _scan(self, sig, start: int, frontier: int, to_find: int, try_fn, keys, first_open, skipped_reasons, generic):
-        """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
-        was filtered there keep their answer; the others, in search order, are filtered until
-        enough feasible nodes lie before them. Returns (feasible node indexes in search order,
-        their DRA scores, fits computed now, rejection reasons (on failure only), nodes processed)."""
-        nodes = self.nodes
-        n = len(nodes)
-        kc = self.kinds.get(sig)
-        if kc is None:
-            if len(self.kinds) >= MAX_KINDS:
-                del self.kinds[next(iter(self.kinds))]  # memory bound: forget the oldest kind
-            kc = self.kinds[sig] = (
+    def _table(self, tables: dict, key) -> tuple:
+        """Per node: (version answered at, feasible, DRA score, generic reason or None)."""
+        got = tables.get(key)
+        if got is None:
+            if len(tables) >= MAX_KINDS:
+                del tables[next(iter(tables))]  # memory bound: forget the oldest kind
+            n = len(self.nodes)
+            got = tables[key] = (
                 np.full(n, -1, dtype=np.int64),
                 np.zeros(n, dtype=bool),
                 np.zeros(n, dtype=np.int64),
                 [None] * n,
             )
-        ver, feas, dscore, reasons = kc
+        return got
+
+    def _scan(
+        self, sig, start: int, frontier: int, to_find: int, try_fn, keys, first_open, skipped_reasons, generic, alike
+    ):
+        """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
+        was filtered there keep their answer; the others, in search order, are filtered until
+        enough feasible nodes lie before them. Returns (feasible node indexes in search order,
+        their DRA scores, fits computed now, rejection reasons (on failure only), nodes processed).
+
+        A node that changed is answered from the `alike` kind's board when a pod of an alike
+        kind was filtered there since (the same answer: only the fit is left to compute, for the
+        node chosen); the loop is otherwise the same, so the frontier moves as it did."""
+        nodes = self.nodes
+        n = len(nodes)
+        ver, feas, dscore, reasons = self._table(self.kinds, sig)
+        if alike is not None and alike != sig:
+            bver, _, bscore, breason = self._table(self.boards, alike)
+        else:
+            bver = None
         versions = np.fromiter(map(_VERSION, nodes), dtype=np.int64, count=n)
         order = self._order(start)
         valid = order >= frontier  # below the frontier: known to reject this kind
@@ -414,10 +435,25 @@ class Scheduler:
                     break
                 idx = int(order[p])
                 node = nodes[idx]
-                reason, fit = try_fn(node)
-                ver[idx] = node.version
+                version = node.version
+                if bver is not None and bver[idx] == version:
+                    reason, fit = breason[idx], None
+                    if reason is None:
+                        feas[idx] = True
+                        dscore[idx] = bscore[idx]
+                        ver[idx] = version
+                        newly += 1
+                        continue
+                else:
+                    reason, fit = try_fn(node)
+                    if reason is not None:
+                        reason = generic(reason, keys)
+                    if bver is not None and shareable_reason(reason):
+                        bver[idx] = version
+                        breason[idx] = reason
+                        bscore[idx] = fit[3] if fit is not None else 0
+                ver[idx] = version
                 if reason is not None:
-                    reason = generic(reason, keys)
                     feas[idx] = False
                     reasons[idx] = reason
                     if idx == frontier:
@@ -425,6 +461,7 @@ class Scheduler:
                         first_open[sig] = frontier
                         skipped_reasons.setdefault(sig, Counter())[reason] += 1
                     continue
+                assert fit is not None  # try_node's fit when it gives no reason
                 feas[idx] = True
                 dscore[idx] = fit[3]
                 fits[idx] = fit
