@@ -362,6 +362,27 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     return answer
 
 
+class SharedDevices:
+    """What the scheduler's filter loop may know of try_node's cache (draopt.scheduler.cycle
+    _scan): a node's device group (its inventory's memo: nodes sharing one inventory reach the
+    same devices) and, for a pod, the fit try_node gives it on every node of a group without a
+    search (SHARED_FIT: found with the allocated devices as they are, naming no node)."""
+
+    def __init__(self, cluster: Cluster, cache: dict):
+        self.cluster = cluster
+        self.cache = cache
+
+    def memo(self, node: NodeState):
+        return self.cluster.inventory(node).memo
+
+    def current(self, pod):
+        """(group memo, fit) for `pod` now, or None."""
+        got = self.cache.get(SHARED_FIT)
+        if got is None or got[0] is not pod or got[1] != self.cluster.allocated.version:
+            return None
+        return got[2], got[3]
+
+
 def _names_no_node(chosen) -> bool:
     """Decoding reads the node only for node-local or node-binding devices."""
     return not any(c.device.slice.spec.node_name or c.device.device.binds_to_node for cl in chosen for c in cl)
@@ -503,6 +524,12 @@ def simulate(
     # Generated claims' signatures, computed once per ResourceClaimTemplate by the expansion.
     book._signature.update(getattr(workload, "spec_texts", None) or {})
     cache: dict = {}
+    # try_node's shared-devices answers, for the scheduler's filter loop (quick path only)
+    shared = (
+        SharedDevices(cluster, cache)
+        if cluster.incremental and not cluster.features.node_allocatable_resources
+        else None
+    )
     explained: dict[tuple, str] = {}
     by_pod: dict[str, PodPlacement] = {}
     demand_of = {p.key: p for p in workload.pending}
@@ -577,6 +604,7 @@ def simulate(
                     _generic,
                     _specific,
                     alike,
+                    shared,
                 )
             if found is not None:
                 node, (problem, chosen, selected, score) = found

@@ -36,6 +36,7 @@ from draopt.scheduler.podinfo import PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
 
 _VERSION = operator.attrgetter("version")
+_TAKES = operator.attrgetter("_takes")
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 # pkg/scheduler/util/pod_resources.go: the requests scoring assumes for a container without one.
@@ -183,6 +184,7 @@ class Scheduler:
         self.fail_memo: dict[Any, tuple[int, Counter]] = {}
         self.kinds: dict[Any, tuple] = {}  # kind -> (version seen, feasible, DRA score, reason) per node
         self.boards: dict[Any, tuple] = {}  # the same per alike kind (see select), shareable answers only
+        self._groups: dict[int, tuple[int, Any]] = {}  # id(device group memo) -> (number, memo)
         self.fit_cache: dict[
             Any, dict[int, tuple[int, int, str | None]]
         ] = {}  # kind -> node -> (version, DRA score, reason)
@@ -262,11 +264,24 @@ class Scheduler:
             f"(profiles: {', '.join(sorted(self.config.profiles))})"
         )
 
-    def select(self, demand, try_fn, pl, sig, first_open: dict, skipped_reasons: dict, generic, specific, alike=None):
+    def select(
+        self,
+        demand,
+        try_fn,
+        pl,
+        sig,
+        first_open: dict,
+        skipped_reasons: dict,
+        generic,
+        specific,
+        alike=None,
+        shared=None,
+    ):
         """Filter and score for `demand`; returns (node, fit) or None (reasons in pl.reasons).
         `try_fn(node)` is firstfit's try_node for this pod: (reason, fit). `alike`: the pod's kind
         as the allocator sees it (firstfit's kind with each claim's classes by their selectors),
-        or None: pods of alike kinds get the same answers from a node that has not changed."""
+        or None: pods of alike kinds get the same answers from a node that has not changed.
+        `shared`: firstfit's SharedDevices (see _scan), or None."""
         prof = self.profile(demand)
         nodes = self.nodes
         n = len(nodes)
@@ -300,7 +315,7 @@ class Scheduler:
                 return None
         if sig is not None and hard is None:
             feasible, dra, fits, rejected, processed = self._scan(
-                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, alike
+                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, alike, demand, shared
             )
         else:
             feasible, dra, fits, rejected, processed = self._scan_slow(
@@ -389,7 +404,8 @@ class Scheduler:
         return got
 
     def _table(self, tables: dict, key) -> tuple:
-        """Per node: (version answered at, feasible, DRA score, generic reason or None)."""
+        """Per node: (version answered at, feasible, DRA score, generic reason or None, the node's
+        take count then, its device group then (-1: none))."""
         got = tables.get(key)
         if got is None:
             if len(tables) >= MAX_KINDS:
@@ -400,11 +416,32 @@ class Scheduler:
                 np.zeros(n, dtype=bool),
                 np.zeros(n, dtype=np.int64),
                 [None] * n,
+                np.full(n, -1, dtype=np.int64),
+                np.full(n, -1, dtype=np.int64),
             )
         return got
 
+    def _group(self, memo) -> int:
+        """A small number for a device group (the memo object of a shared inventory)."""
+        got = self._groups.get(id(memo))
+        if got is None or got[1] is not memo:
+            got = self._groups[id(memo)] = (len(self._groups), memo)
+        return got[0]
+
     def _scan(
-        self, sig, start: int, frontier: int, to_find: int, try_fn, keys, first_open, skipped_reasons, generic, alike
+        self,
+        sig,
+        start: int,
+        frontier: int,
+        to_find: int,
+        try_fn,
+        keys,
+        first_open,
+        skipped_reasons,
+        generic,
+        alike,
+        demand=None,
+        shared=None,
     ):
         """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
         was filtered there keep their answer; the others, in search order, are filtered until
@@ -413,23 +450,33 @@ class Scheduler:
 
         A node that changed is answered from the `alike` kind's board when a pod of an alike
         kind was filtered there since (the same answer: only the fit is left to compute, for the
-        node chosen); the loop is otherwise the same, so the frontier moves as it did."""
+        node chosen); the loop is otherwise the same, so the frontier moves as it did.
+
+        `shared` (firstfit's SharedDevices): once the pod fits on a node through devices every
+        node of its group reaches alike (a shared inventory, and an answer that names no node),
+        the group's other nodes that passed the node filters for this kind before and took
+        nothing since (the allocated devices changed, not the node) fit too, with the same
+        score: try_node would answer them so from its cache. They are answered in one step."""
         nodes = self.nodes
         n = len(nodes)
-        ver, feas, dscore, reasons = self._table(self.kinds, sig)
+        ver, feas, dscore, reasons, took, group = self._table(self.kinds, sig)
         if alike is not None and alike != sig:
-            bver, _, bscore, breason = self._table(self.boards, alike)
+            bver, _, bscore, breason, _, _ = self._table(self.boards, alike)
         else:
             bver = None
         versions = np.fromiter(map(_VERSION, nodes), dtype=np.int64, count=n)
         order = self._order(start)
         valid = order >= frontier  # below the frontier: known to reject this kind
-        fresh = ver[order] == versions[order]
-        stale = np.flatnonzero(valid & ~fresh)
         fits: dict[int, Any] = {}
-        if stale.size:
+        filled: set[int] = set()  # device groups answered in one step
+        while True:
+            fresh = ver[order] == versions[order]
+            stale = np.flatnonzero(valid & ~fresh)
+            if not stale.size:
+                break
             cum = np.cumsum(valid & fresh & feas[order])
             newly = 0
+            fill = None
             for p in stale.tolist():
                 if (cum[p - 1] if p else 0) + newly >= to_find:
                     break
@@ -466,7 +513,23 @@ class Scheduler:
                 dscore[idx] = fit[3]
                 fits[idx] = fit
                 newly += 1
-            fresh = ver[order] == versions[order]
+                if shared is not None:
+                    took[idx] = node._takes
+                    g = group[idx] = self._group(shared.memo(node))
+                    if g not in filled:
+                        got = shared.current(demand)
+                        if got is not None and self._group(got[0]) == g:
+                            fill = (g, got[1][3])
+                            break
+            if fill is None:
+                break
+            g, score = fill
+            filled.add(g)
+            takes = np.fromiter(map(_TAKES, nodes), dtype=np.int64, count=n)
+            same = (ver != versions) & (group == g) & (took == takes) & feas & (np.arange(n) >= frontier)
+            ver[same] = versions[same]
+            dscore[same] = score
+        fresh = ver[order] == versions[order]
         ok = np.flatnonzero(valid & fresh & feas[order])
         if ok.size >= to_find:
             ok = ok[:to_find]
