@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Optional, Tuple
 
 import semver as _semver
@@ -176,3 +177,76 @@ def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = F
         _EMPTY_CAP: {},
     }
     return CelDevice(driver, device.get("name", ""), data, error)
+
+
+# A selector that reads nothing but the driver, as classes usually are written: `device.driver ==
+# "<name>"` (or !=, either side). Its value is the string comparison; evaluated without building
+# the device's CEL input when that input converts without error (see converts_cleanly).
+_DRIVER_TEST = re.compile(
+    r"""\s*(?:device\.driver\s*(==|!=)\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')"""
+    r"""|(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*(==|!=)\s*device\.driver)\s*"""
+)
+_DRIVER_TESTS: Dict[str, Optional[Tuple[str, bool]]] = {}
+
+
+def driver_test(expression: str) -> Optional[Tuple[str, bool]]:
+    """(driver name, equal) when `expression` is exactly a comparison of device.driver with a
+    string literal (no escapes), else None."""
+    got = _DRIVER_TESTS.get(expression, _DRIVER_TESTS)
+    if got is _DRIVER_TESTS:
+        m = _DRIVER_TEST.fullmatch(expression)
+        if m is None:
+            got = None
+        elif m.group(1) is not None:
+            got = (m.group(2) if m.group(2) is not None else m.group(3), m.group(1) == "==")
+        else:
+            got = (m.group(4) if m.group(4) is not None else m.group(5), m.group(6) == "==")
+        if len(_DRIVER_TESTS) < 4096:
+            _DRIVER_TESTS[expression] = got
+    return got  # type: ignore[return-value]
+
+
+_GOOD_VERSIONS: set = set()
+_GOOD_QUANTITIES: set = set()
+
+
+def converts_cleanly(device, list_type_attributes: bool) -> bool:
+    """True when make_cel_device(driver, cel_input(device)) would store no error (a typed
+    ResourceSlice device): every attribute has one value of a scalar type that converts (a
+    version that parses), or a list value that is left out; every capacity parses. False when
+    unsure (the caller then builds the input, which finds the error if there is one)."""
+    for a in device.attributes.values():
+        set_fields = [(f, v) for f, v in a.__dict__.items() if v is not None]
+        if len(set_fields) != 1:
+            return False
+        f, v = set_fields[0]
+        if f == "string" or f == "bool_":
+            continue
+        if f == "int_":
+            if type(v) is not int:
+                return False
+            continue
+        if f == "version":
+            if v not in _GOOD_VERSIONS:
+                try:
+                    _semver.Version.parse(v)
+                except (ValueError, TypeError):
+                    return False
+                if len(_GOOD_VERSIONS) < 4096:
+                    _GOOD_VERSIONS.add(v)
+            continue
+        if f in ("bools", "ints", "strings", "versions") and not list_type_attributes:
+            continue  # left out of the input, as make_cel_device leaves it
+        return False
+    for c in device.capacity.values():
+        raw = c.value
+        if raw not in _GOOD_QUANTITIES:
+            if not isinstance(raw, str):
+                return False
+            try:
+                Quantity.parse(raw)
+            except (QuantityError, AttributeError, ValueError):
+                return False
+            if len(_GOOD_QUANTITIES) < 4096:
+                _GOOD_QUANTITIES.add(raw)
+    return True

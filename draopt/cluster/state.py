@@ -81,8 +81,11 @@ class NodeState:
         return None
 
     def take(self, demand: dict[str, Fraction], sign: int = 1) -> None:
+        used = self.used
         for r, v in demand.items():
-            self.used[r] = self.used.get(r, Fraction(0)) + sign * v
+            if not v and r in used:
+                continue  # adds nothing (pods that request no cpu or memory: most of them)
+            used[r] = used.get(r, Fraction(0)) + (v if sign == 1 else sign * v)
         self.version += 1
         self._takes += 1
 

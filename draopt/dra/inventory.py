@@ -104,6 +104,13 @@ class DeviceEntry:
         return make_cel_device(self.driver, cel_input(self.device), list_type_attributes=self.list_type_attributes)
 
     @cached_property
+    def cel_clean(self) -> bool:
+        """The device's CEL input converts without error (draopt.cel.device.converts_cleanly)."""
+        from draopt.cel.device import converts_cleanly
+
+        return converts_cleanly(self.device, self.list_type_attributes)
+
+    @cached_property
     def capacity(self) -> dict[str, Fraction]:
         return {
             n: parse_quantity(c.value, f"{self.where}: capacity.{n}.value") for n, c in self.device.capacity.items()
