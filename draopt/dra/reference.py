@@ -226,8 +226,8 @@ class ReferenceAllocator:
         self.allocating: dict[DeviceID, set[int]] = {}  # claims using a device (non-admin)
         self.allocating_admin: dict[DeviceID, set[int]] = {}  # claims using it with admin access
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
-        self.available: dict[int, dict[str, dict[str, Fraction]]] = {}  # pool id() -> counter sets
-        self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}
+        self.available: dict[int, dict[str, dict[str, Fraction | int]]] = {}  # pool id() -> counter sets
+        self.consumed: dict[int, dict[str, dict[str, Fraction | int]]] = {}
         self.results: list[list[Chosen]] = [[] for _ in problem.claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.compat: dict[tuple[int, str], frozenset[str] | None] = {}  # None: put back unset
@@ -410,7 +410,7 @@ class ReferenceAllocator:
             return True
         if self.f.consumable_capacity and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
             return not self.dirty
-        undo = self._allocate_device(req, dev, must=False)
+        undo = self._allocate_device(req, dev, must=False, checked=True)
         if undo is None:
             return self._fail_clean and not self.dirty
         self._undo_pending = undo
@@ -514,18 +514,23 @@ class ReferenceAllocator:
     def _used_by_claim(self, did: DeviceID, ci: int) -> bool:
         return ci in self.allocating.get(did, ()) or ci in self.allocating_admin.get(did, ())
 
-    def _allocate_device(self, req: RequestSpec, dev: DeviceEntry, must: bool, reject: bool = False):
+    def _allocate_device(
+        self, req: RequestSpec, dev: DeviceEntry, must: bool, reject: bool = False, checked: bool = False
+    ):
         """Allocate one device (an undo function) or None. `reject`: replaying a skipped device
-        that the claim's constraint rejects (draopt's fast path): stop there, as the search did."""
+        that the claim's constraint rejects (draopt's fast path): stop there, as the search did.
+        `checked`: _try_one has just found the device not in use and its capacity enough (the
+        same checks again here would give the same answers: nothing between changes them)."""
         if self.lazy:
             self._materialize(dev.pool)
         self._fail_clean = True
         ci = req.claim_index
         multi = self.f.consumable_capacity and dev.multi_allocatable
-        if not multi and req.admin_access and self._used_by_claim(dev.id, ci):
-            return None
-        if not req.admin_access and self._in_use(dev.id, ci):
-            return None
+        if not checked:
+            if not multi and req.admin_access and self._used_by_claim(dev.id, ci):
+                return None
+            if not req.admin_access and self._in_use(dev.id, ci):
+                return None
         consumes = dev.device.consumes_counters
         if not self.f.partitionable_devices and consumes:
             return None
@@ -590,7 +595,7 @@ class ReferenceAllocator:
             slot.add(ci)
         consumed = None
         if self.f.consumable_capacity:
-            if not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+            if not checked and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
                 compat_undo()
                 return None  # Kubernetes leaves constraint and counter state as is here
             if multi:
@@ -631,7 +636,7 @@ class ReferenceAllocator:
         Kubernetes has no implementation yet: this follows the documented semantics."""
         f = self.f
         if not (f.partitionable_devices and f.compatibility_groups and dev.device.consumes_counters):
-            return lambda: None
+            return _no_undo
         added: list[tuple[tuple[int, str], frozenset[str] | None]] = []
         for c in dev.device.consumes_counters:
             key = (id(dev.pool), c.counter_set)
@@ -660,21 +665,36 @@ class ReferenceAllocator:
         return undo
 
     # ------------------------------------------------------------------ counters
-    def _available(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
+    def _available(self, pool: Pool) -> dict[str, dict[str, Fraction | int]]:
         got = self.available.get(id(pool))
         if got is None:
-            got = self.available[id(pool)] = available_counters(pool, self.p.inventory.allocated)
+            got = self.available[id(pool)] = {
+                name: {n: _exact(v) for n, v in counters.items()}
+                for name, counters in available_counters(pool, self.p.inventory.allocated).items()
+            }
+        return got
+
+    def _amount(self, value: str) -> Fraction | int:
+        got = _AMOUNTS.get(value)
+        if got is None:
+            got = _exact(self.p.counter_value(value))
+            if len(_AMOUNTS) < 4096:
+                _AMOUNTS[value] = got
         return got
 
     def _take_counters(self, dev: DeviceEntry) -> bool:
         avail = self._available(dev.pool)
-        used = self.consumed.setdefault(id(dev.pool), {})
+        used = self.consumed.get(id(dev.pool))
+        if used is None:
+            used = self.consumed[id(dev.pool)] = {}
         for c in dev.device.consumes_counters:
-            cs = used.setdefault(c.counter_set, {})
+            cs = used.get(c.counter_set)
+            if cs is None:
+                cs = used[c.counter_set] = {}
             for n, v in c.counters.items():
-                cs[n] = cs.get(n, Fraction(0)) + self.p.counter_value(v.value)
+                cs[n] = cs.get(n, 0) + self._amount(v.value)
         for set_name, counters in avail.items():
-            cs = used.get(set_name, {})
+            cs = used.get(set_name, _NOTHING)
             for n, available in counters.items():
                 if available < cs.get(n, 0):
                     self._release_counters(dev)
@@ -685,7 +705,21 @@ class ReferenceAllocator:
         used = self.consumed[id(dev.pool)]
         for c in dev.device.consumes_counters:
             for n, v in c.counters.items():
-                used[c.counter_set][n] -= self.p.counter_value(v.value)
+                used[c.counter_set][n] -= self._amount(v.value)
+
+
+def _no_undo() -> None:
+    pass
+
+
+# Counter amounts, exact: whole numbers as ints (their sums and comparisons are the Fractions'
+# values, several times faster), the rest as Fractions. Keyed by the quantity's text.
+_AMOUNTS: dict[str, Fraction | int] = {}
+_NOTHING: dict[str, Fraction | int] = {}
+
+
+def _exact(v: Fraction | int) -> Fraction | int:
+    return v.numerator if v.denominator == 1 else v
 
 
 def reference_first_fit(
