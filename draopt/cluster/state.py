@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from draopt.kube.features import Features
 from draopt.dra.inventory import (
     AllocatedState,
@@ -51,10 +53,19 @@ class NodeState:
     # computed from (a copy of the node with its own `used` recomputes it).
     _free: tuple | None = field(default=None, repr=False, compare=False)
     _takes: int = field(default=0, repr=False, compare=False)
+    # The cluster's array of node versions (Cluster.versions), kept equal to `version` at `index`
+    # (the scheduler reads every node's version each cycle); a copy of the node is not in it.
+    _versions: Any = field(default=None, repr=False, compare=False)
     name: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
         self.name = self.node.name  # read on every filter: a plain attribute
+
+    def __copy__(self) -> "NodeState":
+        new = NodeState.__new__(NodeState)
+        new.__dict__.update(self.__dict__)
+        new._versions = None
+        return new
 
     def fits(self, demand: dict[str, Fraction]) -> str | None:
         """None if the demand fits next to what is used, else the first resource that does not.
@@ -88,6 +99,8 @@ class NodeState:
             used[r] = used.get(r, Fraction(0)) + (v if sign == 1 else sign * v)
         self.version += 1
         self._takes += 1
+        if self._versions is not None:
+            self._versions[self.index] = self.version
 
 
 # The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).
@@ -115,6 +128,7 @@ class Cluster:
             NodeState(n, i, _allocatable(n)) for i, n in enumerate(sorted(objects.nodes, key=lambda n: n.name))
         ]
         self.by_name = {n.name: n for n in self.nodes}
+        self.attach_versions()
         self.allocated: AllocatedState = allocated_state(allocated_claims, features)
         self.expr_cache: dict = {}
         self._inventories: dict[str, Inventory] = {}
@@ -208,7 +222,14 @@ class Cluster:
             return False
         return True
 
+    def attach_versions(self) -> None:
+        """Cluster.versions: every node's version in one array, kept up to date by the nodes."""
+        self.versions = np.array([n.version for n in self.nodes], dtype=np.int64)
+        for n in self.nodes:
+            n._versions = self.versions
+
     def bump_all(self) -> None:
         """Shared devices changed: every node's cached answers are stale."""
         for n in self.nodes:
             n.version += 1
+        self.versions += 1  # (the nodes' array: equal to their versions before, so after too)

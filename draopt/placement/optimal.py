@@ -614,5 +614,6 @@ def _fresh(cluster: Cluster) -> Cluster:
     for n in fresh.nodes:
         n.used = dict(n.used)
     fresh.by_name = {n.name: n for n in fresh.nodes}
+    fresh.attach_versions()  # its own array (the copied nodes are in none)
     fresh._inventories = {}
     return fresh

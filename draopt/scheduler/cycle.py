@@ -34,6 +34,7 @@ from draopt.scheduler.plugins import SCORE_PLUGINS
 from draopt.scheduler.config import Profile, SchedulerConfig
 from draopt.scheduler.podinfo import PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
+from draopt.scheduler.node_scores import PER_NODE, NodeScores
 
 _VERSION = operator.attrgetter("version")
 _TAKES = operator.attrgetter("_takes")
@@ -156,6 +157,7 @@ class Scheduler:
         }
         self.used = {r: np.array([units(r, nd.used.get(r, 0)) for nd in self.nodes], dtype=np.int64) for r in tracked}
         self.nz_cpu = self.used["cpu"].copy()
+        self.node_scores = NodeScores(n, is_scalar, _NATIVE[:3])
         self.nz_mem = self.used["memory"].copy()
         self.pods_on: list[list[PodInfo]] = [[] for _ in range(n)]
         # existing pods' affinity terms: (kind, weight, term key) -> (term, node index -> pods)
@@ -185,6 +187,8 @@ class Scheduler:
         self.kinds: dict[Any, tuple] = {}  # kind -> (version seen, feasible, DRA score, reason) per node
         self.boards: dict[Any, tuple] = {}  # the same per alike kind (see select), shareable answers only
         self._groups: dict[int, tuple[int, Any]] = {}  # id(device group memo) -> (number, memo)
+        self._versions_kept: bool | None = None  # the nodes keep cluster.versions (checked once)
+        self._kept_array = getattr(cluster, "versions", None)
         self.fit_cache: dict[
             Any, dict[int, tuple[int, int, str | None]]
         ] = {}  # kind -> node -> (version, DRA score, reason)
@@ -240,6 +244,7 @@ class Scheduler:
         """A pod was bound to `node` (sign -1: released) holding `taken` node resources."""
         idx = node.index
         self.epoch += 1
+        self.node_scores.touched(idx)
         for r, arr in self.used.items():
             v = taken.get(r)
             if v:
@@ -464,11 +469,12 @@ class Scheduler:
             bver, _, bscore, breason, _, _ = self._table(self.boards, alike)
         else:
             bver = None
-        versions = np.fromiter(map(_VERSION, nodes), dtype=np.int64, count=n)
+        versions = self._versions()
         order = self._order(start)
         valid = order >= frontier  # below the frontier: known to reject this kind
         fits: dict[int, Any] = {}
         filled: set[int] = set()  # device groups answered in one step
+        group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
         while True:
             fresh = ver[order] == versions[order]
             stale = np.flatnonzero(valid & ~fresh)
@@ -519,16 +525,17 @@ class Scheduler:
                     if g not in filled:
                         got = shared.current(demand)
                         if got is not None and self._group(got[0]) == g:
-                            fill = (g, got[1][3])
+                            fill = (g, got[1])
                             break
             if fill is None:
                 break
-            g, score = fill
+            g, group_fit = fill
             filled.add(g)
             takes = np.fromiter(map(_TAKES, nodes), dtype=np.int64, count=n)
             same = (ver != versions) & (group == g) & (took == takes) & feas & (np.arange(n) >= frontier)
             ver[same] = versions[same]
-            dscore[same] = score
+            dscore[same] = group_fit[3]
+            group_fits.append((same, group_fit))
         fresh = ver[order] == versions[order]
         ok = np.flatnonzero(valid & fresh & feas[order])
         if ok.size >= to_find:
@@ -539,7 +546,18 @@ class Scheduler:
             processed = n
             rejected = Counter(reasons[i] for i in order[valid & fresh & ~feas[order]].tolist())
         found = order[ok]
+        for same, group_fit in group_fits:
+            fits.update(dict.fromkeys(found[same[found]].tolist(), group_fit))
         return found.tolist(), dscore[found], fits, rejected, processed
+
+    def _versions(self) -> np.ndarray:
+        """Every node's version now: the cluster's array when the nodes keep it, else read."""
+        arr = getattr(self.cluster, "versions", None)
+        if self._versions_kept is None:
+            self._versions_kept = arr is not None and all(nd._versions is arr for nd in self.nodes)
+        if self._versions_kept and arr is self._kept_array:
+            return arr.copy()
+        return np.fromiter(map(_VERSION, self.nodes), dtype=np.int64, count=len(self.nodes))
 
     def _order(self, start: int) -> np.ndarray:
         """Node indexes in search order from `start`."""
@@ -852,7 +870,10 @@ class Scheduler:
     def score(self, demand, info: PodInfo, prof: Profile, fe: np.ndarray, dra: np.ndarray) -> np.ndarray:
         total = np.zeros(len(fe), dtype=np.int64)
         for plugin, weight in prof.score_weights.items():
-            s = self._plugin_score(plugin, demand, info, prof, fe, dra)
+            if plugin in PER_NODE:  # kept per node between cycles (draopt.scheduler.node_scores)
+                s = self.node_scores.score(self, plugin, demand, info, prof, fe)
+            else:
+                s = self._plugin_score(plugin, demand, info, prof, fe, dra)
             if s is not None:
                 total += weight * s
         return total
