@@ -71,7 +71,10 @@ def test_kept_scores_choose_as_the_plugins_do():
             o["status"]["allocatable"]["memory"] = f"{rnd.choice([8, 16, 32])}Gi"
         if o["kind"] == "Pod":
             c = o["spec"]["containers"][0]
-            c["resources"]["requests"] = {"cpu": f"{rnd.choice([50, 100, 250])}m", "memory": f"{rnd.choice([64, 512])}Mi"}
+            c["resources"]["requests"] = {
+                "cpu": f"{rnd.choice([50, 100, 250])}m",
+                "memory": f"{rnd.choice([64, 512])}Mi",
+            }
     objects = load_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), "x.json")
 
     def run():

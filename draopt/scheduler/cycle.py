@@ -555,7 +555,7 @@ class Scheduler:
         arr = getattr(self.cluster, "versions", None)
         if self._versions_kept is None:
             self._versions_kept = arr is not None and all(nd._versions is arr for nd in self.nodes)
-        if self._versions_kept and arr is self._kept_array:
+        if self._versions_kept and arr is not None and arr is self._kept_array:
             return arr.copy()
         return np.fromiter(map(_VERSION, self.nodes), dtype=np.int64, count=len(self.nodes))
 
