@@ -555,9 +555,9 @@ class Scheduler:
         arr = getattr(self.cluster, "versions", None)
         if self._versions_kept is None:
             self._versions_kept = arr is not None and all(nd._versions is arr for nd in self.nodes)
-        if self._versions_kept and arr is not None and arr is self._kept_array:
-            return arr.copy()
-        return np.fromiter(map(_VERSION, self.nodes), dtype=np.int64, count=len(self.nodes))
+        if arr is None or not self._versions_kept or arr is not self._kept_array:
+            return np.fromiter(map(_VERSION, self.nodes), dtype=np.int64, count=len(self.nodes))
+        return np.array(arr, dtype=np.int64)
 
     def _order(self, start: int) -> np.ndarray:
         """Node indexes in search order from `start`."""
