@@ -227,8 +227,20 @@ class Problem:
                     )
                     hit = shared.get(dev.index)
                 if hit is None:
-                    used = self.consumption(req, dev)
-                    hit = used is not None and fits_capacity(dev.device.capacity, used, in_use, None)
+                    caps = dev.device.capacity
+                    if (
+                        in_use is None
+                        and not req.capacity_requests
+                        and all(c.request_policy is None for c in caps.values())
+                    ):
+                        # Each capacity consumed whole, nothing else using it: it fits (the
+                        # quantities parsed as consumption() parses them, errors included).
+                        for c in caps.values():
+                            Quantity.parse(c.value)
+                        hit = True
+                    else:
+                        used = self.consumption(req, dev)
+                        hit = used is not None and fits_capacity(caps, used, in_use, None)
                     if shared is not None:
                         shared[dev.index] = hit
                 self._dedicated_fit[key] = hit
