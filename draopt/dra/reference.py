@@ -36,7 +36,7 @@ from draopt.dra.inventory import (
     DeviceEntry,
     DeviceID,
     Pool,
-    available_counters,
+    parse_quantity,
     compatibility_groups,
     device_id_str,
     in_use_groups,
@@ -666,12 +666,19 @@ class ReferenceAllocator:
 
     # ------------------------------------------------------------------ counters
     def _available(self, pool: Pool) -> dict[str, dict[str, Fraction | int]]:
+        """available_counters(pool, allocated), exact as in _take_counters."""
         got = self.available.get(id(pool))
         if got is None:
-            got = self.available[id(pool)] = {
-                name: {n: _exact(v) for n, v in counters.items()}
-                for name, counters in available_counters(pool, self.p.inventory.allocated).items()
-            }
+            uses = self.memo.get(("counter uses", id(pool)))
+            if uses is None or uses[0] is not pool:
+                uses = self.memo[("counter uses", id(pool))] = (pool, _counter_uses(pool))
+            holds = self.p.inventory.allocated.holds
+            got = {name: {n: _exact(v) for n, v in counters.items()} for name, counters in pool.counter_sets.items()}
+            for did, consumed in uses[1]:
+                if holds(did):
+                    for set_name, n, amount in consumed:
+                        got[set_name][n] -= amount
+            self.available[id(pool)] = got
         return got
 
     def _amount(self, value: str) -> Fraction | int:
@@ -720,6 +727,24 @@ _NOTHING: dict[str, Fraction | int] = {}
 
 def _exact(v: Fraction | int) -> Fraction | int:
     return v.numerator if v.denominator == 1 else v
+
+
+def _counter_uses(pool: Pool) -> list[tuple[DeviceID, list[tuple[str, str, Fraction | int]]]]:
+    """Per device of the pool (as available_counters walks them): its id and the counters it
+    draws from the pool's counter sets, exact; parsed as available_counters parses them."""
+    out = []
+    for s in pool.slices + pool.other_slices:
+        for d in s.spec.devices:
+            consumed = []
+            for c in d.consumes_counters:
+                cs = pool.counter_sets.get(c.counter_set)
+                for n, v in c.counters.items():
+                    if cs is not None and n in cs:
+                        where = f"ResourceSlice {s.name}: device {d.name}: consumesCounters"
+                        consumed.append((c.counter_set, n, _exact(parse_quantity(v.value, where))))
+            if consumed:
+                out.append(((pool.driver, pool.name, d.name), consumed))
+    return out
 
 
 def reference_first_fit(
