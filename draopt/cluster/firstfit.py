@@ -325,14 +325,16 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
                 if got is not None:
                     return got
     try:
-        problem = prepare(
-            [book.claims[k] for k in todo],
-            inventory,
-            cluster.classes,
-            cluster.features,
-            cluster.cel_env,
-            cluster.expr_cache,
-        )
+        claims = [book.claims[k] for k in todo]
+        prepared = cache.get(("prepared", sig[0], id(inventory))) if cluster.incremental else None
+        if prepared is not None and prepared[0] is inventory:
+            # Claims with these specs were prepared on this inventory before: the same requests
+            # (and what the problem learnt of its devices), rebound to this pod's claims.
+            problem = _rebind(prepared[1], claims)
+        else:
+            problem = prepare(claims, inventory, cluster.classes, cluster.features, cluster.cel_env, cluster.expr_cache)
+            if cluster.incremental:
+                cache[("prepared", sig[0], id(inventory))] = (inventory, problem)
         ref = ReferenceAllocator(
             problem, kubernetes_defects=True, node_limit=SEARCH_LIMIT, shape=sig[0] if cluster.incremental else None
         )
@@ -539,8 +541,10 @@ def simulate(
         if any(book.allocation(u.key) is not None for u in pod.claims):
             return None
         return (
-            tuple(book.signature(u.key) for u in pod.claims),
-            tuple(sorted(pod.resources.items())),
+            tuple([book.signature(u.key) for u in pod.claims]),
+            # amounts as (numerator, denominator): the same kinds, and the key, looked up several
+            # times per cycle, hashes without Fraction.__hash__
+            tuple(sorted([(r, (v.numerator, v.denominator)) for r, v in pod.resources.items()])),
             tuple(sorted(pod.node_selector.items())),
             _scheduling_constraints(pod),
         )
