@@ -28,6 +28,19 @@ MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
 MAX_SUBREQUESTS = 8
 
 
+_DRIVER_TEST: Any = None
+
+
+def _driver_test(text: str):
+    """draopt.cel.device.driver_test (imported on first use: preparing needs no CEL)."""
+    global _DRIVER_TEST
+    if _DRIVER_TEST is None:
+        from draopt.cel.device import driver_test
+
+        _DRIVER_TEST = driver_test
+    return _DRIVER_TEST(text)
+
+
 def claim_key(claim: ResourceClaim) -> str:
     return f"{claim.namespace}/{claim.name}"
 
@@ -153,9 +166,7 @@ class Problem:
                         f"class {cls.name}" if of_class else f"claim {claim_key(self.claims[req.claim_index].claim)}"
                     )
                     expr = self._compile(text, owner, i, req)
-                    from draopt.cel.device import driver_test
-
-                    test = driver_test(text) if text is not None else None
+                    test = _driver_test(text) if text is not None else None
                     if test is not None and dev.cel_clean:
                         # The driver compared with a literal: the same answer as the CEL
                         # evaluation, without building the device's CEL input.

@@ -37,17 +37,28 @@ def _requirement_matches(req: NodeSelectorRequirement, values: dict[str, str], w
 def node_selector_matches(selector: NodeSelector, node: Node, where: str = "nodeSelector") -> bool:
     """Terms are ORed; requirements within a term are ANDed; an empty term matches nothing."""
     labels = node.metadata.labels or {}
-    fields = {"metadata.name": node.name}
+    fields = None
     for i, term in enumerate(selector.node_selector_terms):
         if not term.match_expressions and not term.match_fields:
             continue
-        ok = all(
-            _requirement_matches(r, labels, f"{where}.nodeSelectorTerms[{i}].matchExpressions")
-            for r in term.match_expressions
-        )
-        ok = ok and all(
-            _requirement_matches(r, fields, f"{where}.nodeSelectorTerms[{i}].matchFields") for r in term.match_fields
-        )
+        ok = True
+        for r in term.match_expressions:
+            # In and Exists (most selectors) answered here; the rest, and errors, by _requirement_matches
+            if r.operator == "In":
+                ok = r.key in labels and labels[r.key] in r.values
+            elif r.operator == "Exists":
+                ok = r.key in labels
+            else:
+                ok = _requirement_matches(r, labels, f"{where}.nodeSelectorTerms[{i}].matchExpressions")
+            if not ok:
+                break
+        if ok and term.match_fields:
+            if fields is None:
+                fields = {"metadata.name": node.name}
+            ok = all(
+                _requirement_matches(r, fields, f"{where}.nodeSelectorTerms[{i}].matchFields")
+                for r in term.match_fields
+            )
         if ok:
             return True
     return False
