@@ -365,8 +365,8 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
 
 
 class SharedDevices:
-    """What the scheduler's filter loop may know of try_node's cache (draopt.scheduler.cycle
-    _scan): a node's device group (its inventory's memo: nodes sharing one inventory reach the
+    """What the scheduler's filter loop may know of try_node's cache (draopt.scheduler.scan):
+    a node's device group (its inventory's memo: nodes sharing one inventory reach the
     same devices) and, for a pod, the fit try_node gives it on every node of a group without a
     search (SHARED_FIT: found with the allocated devices as they are, naming no node)."""
 

@@ -19,7 +19,6 @@ node after the other (the real scheduler runs 16 in parallel and may check a few
 
 from __future__ import annotations
 
-import operator
 import random
 from collections import Counter
 from fractions import Fraction
@@ -28,23 +27,21 @@ from typing import Any
 import numpy as np
 
 from draopt.errors import InputError
-from draopt.cluster.firstfit import shareable_reason
+from draopt.kube.workload import effective_container_requests, q
 from draopt.dra.rules import tolerates
 from draopt.scheduler.plugins import SCORE_PLUGINS
 from draopt.scheduler.config import Profile, SchedulerConfig
 from draopt.scheduler.podinfo import PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
+from draopt.scheduler.scan import MAX_KINDS, Fits, scan
 
-_VERSION = operator.attrgetter("version")
-_TAKES = operator.attrgetter("_takes")
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 # pkg/scheduler/util/pod_resources.go: the requests scoring assumes for a container without one.
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
 TIE_BREAKS = ("random", "name")
-MAX_KINDS = 1024  # kinds of pods whose per-node answers are kept (a few hundred bytes per node each)
 _NATIVE = ("cpu", "memory", "ephemeral-storage", "pods")
 
 
@@ -92,7 +89,6 @@ def is_scalar(resource: str) -> bool:
 def nonzero_requests(pod) -> tuple[int, int]:
     """(milli-cpu, memory) with 100m / 200Mi for a container that requests none (scoring only):
     component-helpers PodRequests with NonMissingContainerRequests."""
-    from draopt.kube.workload import effective_container_requests, q
 
     def one(c) -> tuple[int, int]:
         r = effective_container_requests(c.resources)
@@ -286,7 +282,7 @@ class Scheduler:
         `try_fn(node)` is firstfit's try_node for this pod: (reason, fit). `alike`: the pod's kind
         as the allocator sees it (firstfit's kind with each claim's classes by their selectors),
         or None: pods of alike kinds get the same answers from a node that has not changed.
-        `shared`: firstfit's SharedDevices (see _scan), or None."""
+        `shared`: firstfit's SharedDevices (see draopt.scheduler.scan), or None."""
         prof = self.profile(demand)
         nodes = self.nodes
         n = len(nodes)
@@ -319,8 +315,20 @@ class Scheduler:
                 pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
                 return None
         if sig is not None and hard is None:
-            feasible, dra, fits, rejected, processed = self._scan(
-                sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, alike, demand, shared
+            feasible, dra, fits, rejected, processed = scan(
+                self,
+                sig,
+                start,
+                frontier,
+                to_find,
+                try_fn,
+                keys,
+                first_open,
+                skipped_reasons,
+                generic,
+                alike,
+                demand,
+                shared,
             )
         else:
             feasible, dra, fits, rejected, processed = self._scan_slow(
@@ -341,6 +349,8 @@ class Scheduler:
             )
             chosen = self._pick(feasible, total)
         fit = fits.get(chosen)
+        if fit is None and isinstance(fits, Fits):
+            fit = next((f for same, f in fits.groups if same[chosen]), None)
         if fit is None:
             reason, fit = try_fn(nodes[chosen])
             if reason is not None:
@@ -407,164 +417,6 @@ class Scheduler:
             )
             got = self._kinds_of[demand.key] = sig[:-1] + ("node-level " + text,)
         return got
-
-    def _table(self, tables: dict, key) -> tuple:
-        """Per node: (version answered at, feasible, DRA score, generic reason or None, the node's
-        take count then, its device group then (-1: none))."""
-        got = tables.get(key)
-        if got is None:
-            if len(tables) >= MAX_KINDS:
-                del tables[next(iter(tables))]  # memory bound: forget the oldest kind
-            n = len(self.nodes)
-            got = tables[key] = (
-                np.full(n, -1, dtype=np.int64),
-                np.zeros(n, dtype=bool),
-                np.zeros(n, dtype=np.int64),
-                [None] * n,
-                np.full(n, -1, dtype=np.int64),
-                np.full(n, -1, dtype=np.int64),
-            )
-        return got
-
-    def _group(self, memo) -> int:
-        """A small number for a device group (the memo object of a shared inventory)."""
-        got = self._groups.get(id(memo))
-        if got is None or got[1] is not memo:
-            got = self._groups[id(memo)] = (len(self._groups), memo)
-        return got[0]
-
-    def _scan(
-        self,
-        sig,
-        start: int,
-        frontier: int,
-        to_find: int,
-        try_fn,
-        keys,
-        first_open,
-        skipped_reasons,
-        generic,
-        alike,
-        demand=None,
-        shared=None,
-    ):
-        """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
-        was filtered there keep their answer; the others, in search order, are filtered until
-        enough feasible nodes lie before them. Returns (feasible node indexes in search order,
-        their DRA scores, fits computed now, rejection reasons (on failure only), nodes processed).
-
-        A node that changed is answered from the `alike` kind's board when a pod of an alike
-        kind was filtered there since (the same answer: only the fit is left to compute, for the
-        node chosen); the loop is otherwise the same, so the frontier moves as it did.
-
-        `shared` (firstfit's SharedDevices): once the pod fits on a node through devices every
-        node of its group reaches alike (a shared inventory, and an answer that names no node),
-        the group's other nodes that passed the node filters for this kind before and took
-        nothing since (the allocated devices changed, not the node) fit too, with the same
-        score: try_node would answer them so from its cache. They are answered in one step."""
-        nodes = self.nodes
-        n = len(nodes)
-        ver, feas, dscore, reasons, took, group = self._table(self.kinds, sig)
-        if alike is not None and alike != sig:
-            bver, _, bscore, breason, _, _ = self._table(self.boards, alike)
-        else:
-            bver = None
-        versions = self._versions()
-        order = self._order(start)
-        valid = order >= frontier  # below the frontier: known to reject this kind
-        fits: dict[int, Any] = {}
-        filled: set[int] = set()  # device groups answered in one step
-        group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
-        while True:
-            fresh = ver[order] == versions[order]
-            stale = np.flatnonzero(valid & ~fresh)
-            if not stale.size:
-                break
-            cum = np.cumsum(valid & fresh & feas[order])
-            newly = 0
-            fill = None
-            for p in stale.tolist():
-                if (cum[p - 1] if p else 0) + newly >= to_find:
-                    break
-                idx = int(order[p])
-                node = nodes[idx]
-                version = node.version
-                if bver is not None and bver[idx] == version:
-                    reason, fit = breason[idx], None
-                    if reason is None:
-                        feas[idx] = True
-                        dscore[idx] = bscore[idx]
-                        ver[idx] = version
-                        newly += 1
-                        continue
-                else:
-                    reason, fit = try_fn(node)
-                    if reason is not None:
-                        reason = generic(reason, keys)
-                    if bver is not None and shareable_reason(reason):
-                        bver[idx] = version
-                        breason[idx] = reason
-                        bscore[idx] = fit[3] if fit is not None else 0
-                ver[idx] = version
-                if reason is not None:
-                    feas[idx] = False
-                    reasons[idx] = reason
-                    if idx == frontier:
-                        frontier += 1
-                        first_open[sig] = frontier
-                        skipped_reasons.setdefault(sig, Counter())[reason] += 1
-                    continue
-                assert fit is not None  # try_node's fit when it gives no reason
-                feas[idx] = True
-                dscore[idx] = fit[3]
-                fits[idx] = fit
-                newly += 1
-                if shared is not None:
-                    took[idx] = node._takes
-                    g = group[idx] = self._group(shared.memo(node))
-                    if g not in filled:
-                        got = shared.current(demand)
-                        if got is not None and self._group(got[0]) == g:
-                            fill = (g, got[1])
-                            break
-            if fill is None:
-                break
-            g, group_fit = fill
-            filled.add(g)
-            takes = np.fromiter(map(_TAKES, nodes), dtype=np.int64, count=n)
-            same = (ver != versions) & (group == g) & (took == takes) & feas & (np.arange(n) >= frontier)
-            ver[same] = versions[same]
-            dscore[same] = group_fit[3]
-            group_fits.append((same, group_fit))
-        fresh = ver[order] == versions[order]
-        ok = np.flatnonzero(valid & fresh & feas[order])
-        if ok.size >= to_find:
-            ok = ok[:to_find]
-            processed = int(ok[-1]) + 1
-            rejected: Counter = Counter()
-        else:
-            processed = n
-            rejected = Counter(reasons[i] for i in order[valid & fresh & ~feas[order]].tolist())
-        found = order[ok]
-        for same, group_fit in group_fits:
-            fits.update(dict.fromkeys(found[same[found]].tolist(), group_fit))
-        return found.tolist(), dscore[found], fits, rejected, processed
-
-    def _versions(self) -> np.ndarray:
-        """Every node's version now: the cluster's array when the nodes keep it, else read."""
-        arr = getattr(self.cluster, "versions", None)
-        if self._versions_kept is None:
-            self._versions_kept = arr is not None and all(nd._versions is arr for nd in self.nodes)
-        if arr is None or not self._versions_kept or arr is not self._kept_array:
-            return np.fromiter(map(_VERSION, self.nodes), dtype=np.int64, count=len(self.nodes))
-        return np.array(arr, dtype=np.int64)
-
-    def _order(self, start: int) -> np.ndarray:
-        """Node indexes in search order from `start`."""
-        n = len(self.nodes)
-        order = np.arange(start, start + n, dtype=np.int64)
-        order[n - start :] -= n
-        return order
 
     def _scan_slow(
         self,

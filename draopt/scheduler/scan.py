@@ -1,0 +1,191 @@
+"""The scheduler's filter loop over nodes on arrays (Scheduler.select for pods of a kind, no
+inter-pod filters): per kind of pod, each node's last answer and the node version it was given
+at; nodes that changed since are filtered again, in search order, until enough feasible nodes
+lie before them. Alike kinds share their answers (boards); a device group's nodes are answered
+in one step once one of them fits through the group's shared devices (see scan)."""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from draopt.cluster.firstfit import shareable_reason
+
+_VERSION = operator.attrgetter("version")
+_TAKES = operator.attrgetter("_takes")
+MAX_KINDS = 1024  # kinds of pods whose per-node answers are kept (a few hundred bytes per node each)
+
+
+def table(sched, tables: dict, key) -> tuple:
+    """Per node: (version answered at, feasible, DRA score, generic reason or None, the node's
+    take count then, its device group then (-1: none))."""
+    got = tables.get(key)
+    if got is None:
+        if len(tables) >= MAX_KINDS:
+            del tables[next(iter(tables))]  # memory bound: forget the oldest kind
+        n = len(sched.nodes)
+        got = tables[key] = (
+            np.full(n, -1, dtype=np.int64),
+            np.zeros(n, dtype=bool),
+            np.zeros(n, dtype=np.int64),
+            [None] * n,
+            np.full(n, -1, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64),
+        )
+    return got
+
+
+def group_number(sched, memo) -> int:
+    """A small number for a device group (the memo object of a shared inventory)."""
+    got = sched._groups.get(id(memo))
+    if got is None or got[1] is not memo:
+        got = sched._groups[id(memo)] = (len(sched._groups), memo)
+    return got[0]
+
+
+def scan(
+    sched,
+    sig,
+    start: int,
+    frontier: int,
+    to_find: int,
+    try_fn,
+    keys,
+    first_open,
+    skipped_reasons,
+    generic,
+    alike,
+    demand=None,
+    shared=None,
+):
+    """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
+    was filtered there keep their answer; the others, in search order, are filtered until
+    enough feasible nodes lie before them. Returns (feasible node indexes in search order,
+    their DRA scores, fits computed now, rejection reasons (on failure only), nodes processed).
+
+    A node that changed is answered from the `alike` kind's board when a pod of an alike
+    kind was filtered there since (the same answer: only the fit is left to compute, for the
+    node chosen); the loop is otherwise the same, so the frontier moves as it did.
+
+    `shared` (firstfit's SharedDevices): once the pod fits on a node through devices every
+    node of its group reaches alike (a shared inventory, and an answer that names no node),
+    the group's other nodes that passed the node filters for this kind before and took
+    nothing since (the allocated devices changed, not the node) fit too, with the same
+    score: try_node would answer them so from its cache. They are answered in one step."""
+    nodes = sched.nodes
+    n = len(nodes)
+    ver, feas, dscore, reasons, took, group = table(sched, sched.kinds, sig)
+    if alike is not None and alike != sig:
+        bver, _, bscore, breason, _, _ = table(sched, sched.boards, alike)
+    else:
+        bver = None
+    versions = versions_now(sched)
+    order = search_order(n, start)
+    valid = order >= frontier  # below the frontier: known to reject this kind
+    fits: dict[int, Any] = {}
+    filled: set[int] = set()  # device groups answered in one step
+    group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
+    while True:
+        fresh = ver[order] == versions[order]
+        stale = np.flatnonzero(valid & ~fresh)
+        if not stale.size:
+            break
+        known = valid & fresh & feas[order]
+        # Enough feasible nodes before a stale one can only happen with this many of them:
+        # else the running count is not needed (every stale node is filtered).
+        cum = np.cumsum(known) if int(np.count_nonzero(known)) + stale.size - 1 >= to_find else None
+        newly = 0
+        fill = None
+        for p in stale.tolist():
+            if cum is not None and (cum[p - 1] if p else 0) + newly >= to_find:
+                break
+            idx = int(order[p])
+            node = nodes[idx]
+            version = node.version
+            if bver is not None and bver[idx] == version:
+                reason, fit = breason[idx], None
+                if reason is None:
+                    feas[idx] = True
+                    dscore[idx] = bscore[idx]
+                    ver[idx] = version
+                    newly += 1
+                    continue
+            else:
+                reason, fit = try_fn(node)
+                if reason is not None:
+                    reason = generic(reason, keys)
+                if bver is not None and shareable_reason(reason):
+                    bver[idx] = version
+                    breason[idx] = reason
+                    bscore[idx] = fit[3] if fit is not None else 0
+            ver[idx] = version
+            if reason is not None:
+                feas[idx] = False
+                reasons[idx] = reason
+                if idx == frontier:
+                    frontier += 1
+                    first_open[sig] = frontier
+                    skipped_reasons.setdefault(sig, Counter())[reason] += 1
+                continue
+            assert fit is not None  # try_node's fit when it gives no reason
+            feas[idx] = True
+            dscore[idx] = fit[3]
+            fits[idx] = fit
+            newly += 1
+            if shared is not None:
+                took[idx] = node._takes
+                g = group[idx] = group_number(sched, shared.memo(node))
+                if g not in filled:
+                    got = shared.current(demand)
+                    if got is not None and group_number(sched, got[0]) == g:
+                        fill = (g, got[1])
+                        break
+        if fill is None:
+            break
+        g, group_fit = fill
+        filled.add(g)
+        takes = np.fromiter(map(_TAKES, nodes), dtype=np.int64, count=n)
+        same = (ver != versions) & (group == g) & (took == takes) & feas & (np.arange(n) >= frontier)
+        ver[same] = versions[same]
+        dscore[same] = group_fit[3]
+        group_fits.append((same, group_fit))
+    fresh = ver[order] == versions[order]
+    ok = np.flatnonzero(valid & fresh & feas[order])
+    if ok.size >= to_find:
+        ok = ok[:to_find]
+        processed = int(ok[-1]) + 1
+        rejected: Counter = Counter()
+    else:
+        processed = n
+        rejected = Counter(reasons[i] for i in order[valid & fresh & ~feas[order]].tolist())
+    found = order[ok]
+    if group_fits:
+        fits = Fits(fits)
+        fits.groups = group_fits
+    return found.tolist(), dscore[found], fits, rejected, processed
+
+
+def versions_now(sched) -> np.ndarray:
+    """Every node's version now: the cluster's array when the nodes keep it, else read."""
+    arr = getattr(sched.cluster, "versions", None)
+    if sched._versions_kept is None:
+        sched._versions_kept = arr is not None and all(nd._versions is arr for nd in sched.nodes)
+    if arr is None or not sched._versions_kept or arr is not sched._kept_array:
+        return np.fromiter(map(_VERSION, sched.nodes), dtype=np.int64, count=len(sched.nodes))
+    return np.array(arr, dtype=np.int64)
+
+
+def search_order(n: int, start: int) -> np.ndarray:
+    """Node indexes in search order from `start`."""
+    order = np.arange(start, start + n, dtype=np.int64)
+    order[n - start :] -= n
+    return order
+
+
+class Fits(dict):
+    """scan's fits, and the nodes a device group's fill answered with its fit: (mask, fit)."""
+
+    groups: list
