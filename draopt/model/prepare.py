@@ -88,8 +88,8 @@ class Candidacy:
             got = (
                 entry.pool.driver,
                 d.name,
-                repr(sorted(d.attributes.items())),
-                repr(sorted(d.capacity.items())),
+                _content_key(d.attributes),
+                _content_key(d.capacity),
                 bool(d.allow_multiple_allocations),
                 repr(d.binding_conditions),
                 bool(d.consumes_counters),
@@ -134,6 +134,23 @@ class Candidacy:
         if got is None:
             got = self._attrs[key] = attribute_pattern(problem, spec, entry, names)
         return got
+
+
+def _model_key(m) -> tuple:
+    """A device attribute's or capacity's content, exactly (each field has one type; nested
+    models and extra fields by repr), without pydantic's repr of the whole model: the slowest
+    part of preparing 5,000 nodes."""
+    out = []
+    for f in type(m).model_fields:
+        v = getattr(m, f)
+        out.append(tuple(v) if isinstance(v, list) else v if v is None or isinstance(v, (str, int)) else repr(v))
+    if m.__pydantic_extra__:
+        out.append(repr(sorted(m.__pydantic_extra__.items())))
+    return tuple(out)
+
+
+def _content_key(models: dict) -> tuple:
+    return tuple((name, _model_key(m)) for name, m in sorted(models.items(), key=lambda kv: kv[0]))
 
 
 def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float | None = None) -> Prepared:
