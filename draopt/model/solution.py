@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from draopt.dra.constraints import constraint_applies, normalise
+from draopt.dra.decode import decode_claim
 from draopt.dra.problem import ClaimSpec
 from draopt.dra.reference import Chosen
 from draopt.cluster.state import Cluster
 from draopt.cluster.firstfit import ClaimBook, pending_claims
-from draopt.model.placement import Built
+from draopt.model.placement import Built, Owner, Term, representative_owners
 from draopt.model.prepare import Prepared
 from draopt.model.reductions import CountIdenticalPods, GroupDevices
 from draopt.cluster.result import PodPlacement
@@ -99,13 +101,13 @@ def _pattern_assignment(b: Built, val: dict) -> dict[str, tuple]:
 def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
     """The representative node's owner of `kind` with `conf`'s values, mapped onto `node`:
     its own problem and device columns, the representative's variables as keys."""
-    from draopt.model.placement import Owner, Term
-    from draopt.model.placement import representative_owners
 
     rep = representative_owners(nc, prep, cluster, workload, book).get(kind.index)
     if rep is None:
         return None, {}
-    rep_refs = {r.key: i for i, r in enumerate(prep.refs[nc.nodes[0].name])}
+    rep_refs = nc.__dict__.get("_ref_positions")
+    if rep_refs is None:  # the representative's column positions, once per class
+        rep_refs = nc._ref_positions = {r.key: i for i, r in enumerate(prep.refs[nc.nodes[0].name])}
     refs = prep.refs[node.name]
     o = Owner(-1, kind, node, None, prep.problems[(kind.index, node.name)], None)
     val: dict = {}
@@ -256,7 +258,6 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None,
 def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
     """The terms whose device holds the pod's matchAttribute element of every constraint that
     covers the request (an index per owner, request and constraint: built once per owner)."""
-    from draopt.dra.constraints import constraint_applies, normalise
 
     index = o.__dict__.setdefault("_by_element", {})
     out = None
@@ -280,7 +281,6 @@ def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
 def _choose_terms(o, claim, spec, allowed, left, need) -> list:
     """`need` column picks for one pod: distinct values when a distinctAttribute covers the
     request (most remaining first), a column at most once per pod when it is shared or admin."""
-    from draopt.dra.constraints import constraint_applies, normalise
 
     distinct = [
         c.distinct_attribute
@@ -389,7 +389,6 @@ def _results(problem, lists, selected, share_id, only: int, real=None):
     claim = problem.claims[only]
     if real is not None:  # the problem may belong to a claim alike: write this one
         claim = ClaimSpec(claim.index, real, claim.requests, claim.constraints)
-    from draopt.dra.decode import decode_claim
 
     return decode_claim(problem, claim, ordered[only], selected, share_id)
 
@@ -403,6 +402,5 @@ def _write_claims(p, claims, chosen_lists, selected, share_id, pl: PodPlacement)
     for claim, real in zip(p.claims, claims):
         spec = ClaimSpec(claim.index, real, claim.requests, claim.constraints)
         ordered = sorted(chosen_lists[claim.index], key=lambda c: (order[c.request.key], c.device.index))
-        from draopt.dra.decode import decode_claim
 
         pl.new_claims[f"{real.namespace}/{real.name}"] = decode_claim(p, spec, ordered, selected, share_id)
