@@ -406,14 +406,19 @@ def objects(name: str, *, scale: float = 1.0) -> list[dict[str, Any]]:
     raise AssertionError(name)
 
 
+class _KubectlLikeDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    def ignore_aliases(self, data):
+        return True
+
+
 def write(name: str, path: str | Path, *, fmt: str = "yaml", scale: float = 1.0) -> int:
     """Write the workload as one ``kind: List`` document (YAML or JSON); returns bytes written."""
     doc = {"apiVersion": "v1", "kind": "List", "items": objects(name, scale=scale)}
     if fmt == "json":
         text = json.dumps(doc, separators=(",", ":"))
     elif fmt == "yaml":
-        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        text = yaml.dump(doc, Dumper=dumper, sort_keys=False, default_flow_style=False)
+        # Without anchors, as kubectl writes: the generator shares one device list between slices.
+        text = yaml.dump(doc, Dumper=_KubectlLikeDumper, sort_keys=False, default_flow_style=False)
     else:
         raise ValueError(f"fmt must be 'yaml' or 'json', not {fmt!r}")
     data = text.encode()
