@@ -216,10 +216,18 @@ def converts_cleanly(device, list_type_attributes: bool) -> bool:
     version that parses), or a list value that is left out; every capacity parses. False when
     unsure (the caller then builds the input, which finds the error if there is one)."""
     for a in device.attributes.values():
-        set_fields = [(f, v) for f, v in a.__dict__.items() if v is not None]
-        if len(set_fields) != 1:
-            return False
-        f, v = set_fields[0]
+        given = a.__pydantic_fields_set__
+        if len(given) == 1:
+            # One field given (the others are at their default, None): no scan of every field.
+            (f,) = given
+            v = a.__dict__.get(f)
+            if v is None:
+                return False
+        else:
+            set_fields = [(f, v) for f, v in a.__dict__.items() if v is not None]
+            if len(set_fields) != 1:
+                return False
+            f, v = set_fields[0]
         if f == "string" or f == "bool_":
             continue
         if f == "int_":

@@ -75,8 +75,14 @@ class NodeState:
             used = self.used
             free = {}
             for r, cap in self.allocatable.items():
-                f = cap - used[r] if r in used else cap
-                free[r] = (f.numerator, f.denominator)  # integers compare much faster than Fractions
+                # allocatable - used as (numerator, positive denominator), not reduced: integers
+                # compare much faster than Fractions, and subtract without a gcd
+                u = used.get(r)
+                if u:
+                    cd, ud = cap.denominator, u.denominator
+                    free[r] = (cap.numerator * ud - u.numerator * cd, cd * ud)
+                else:
+                    free[r] = (cap.numerator, cap.denominator)
             self._free = cached = (used, self._takes, free)
         free = cached[2]
         for r, v in demand.items():

@@ -60,23 +60,28 @@ def decode_claim(
 ) -> AllocationResult:
     features = problem.features
     results = []
+    binding = features.device_binding_and_status
     for i, c in enumerate(chosen):
         dev = c.device.device
-        r = DeviceRequestAllocationResult(
-            request=c.request.full_name,
-            driver=c.device.driver,
-            pool=c.device.pool.name,
-            device=dev.name,
-            admin_access=True if c.request.admin_access else None,
-            tolerations=list(c.request.tolerations) or None,
-        )
+        pool = c.device.pool
+        request = c.request
+        fields = {
+            "request": request.full_name,
+            "driver": pool.driver,
+            "pool": pool.name,
+            "device": dev.name,
+            "admin_access": True if request.admin_access else None,
+            "tolerations": list(request.tolerations) or None,
+        }
+        if binding:
+            # (given to the constructor, not assigned after: the same fields set, one validation)
+            fields["binding_conditions"] = list(dev.binding_conditions) or None
+            fields["binding_failure_conditions"] = list(dev.binding_failure_conditions) or None
+        r = DeviceRequestAllocationResult(**fields)
         if features.consumable_capacity and c.device.multi_allocatable:
             r.share_id = share_id(claim, c, i)
             if c.consumed:
                 r.consumed_capacity = {n: str(v) for n, v in sorted(c.consumed.items())}
-        if features.device_binding_and_status:
-            r.binding_conditions = list(dev.binding_conditions) or None
-            r.binding_failure_conditions = list(dev.binding_failure_conditions) or None
         results.append(r)
 
     selected = _selected_names(claim, selected_sub)

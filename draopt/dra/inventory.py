@@ -103,12 +103,16 @@ class DeviceEntry:
 
         return make_cel_device(self.driver, cel_input(self.device), list_type_attributes=self.list_type_attributes)
 
-    @cached_property
+    @property
     def cel_clean(self) -> bool:
-        """The device's CEL input converts without error (draopt.cel.device.converts_cleanly)."""
-        from draopt.cel.device import converts_cleanly
+        """The device's CEL input converts without error (draopt.cel.device.converts_cleanly);
+        computed once (kept in the instance: functools.cached_property takes a lock per read)."""
+        got = self.__dict__.get("_cel_clean")
+        if got is None:
+            from draopt.cel.device import converts_cleanly
 
-        return converts_cleanly(self.device, self.list_type_attributes)
+            got = self.__dict__["_cel_clean"] = converts_cleanly(self.device, self.list_type_attributes)
+        return got
 
     @cached_property
     def capacity(self) -> dict[str, Fraction]:

@@ -162,10 +162,15 @@ class Problem:
                 text = sel.cel.expression if sel.cel else None
                 ok = self._expr_cache.get((text, id(dev.device)))
                 if ok is None:
-                    owner = (
-                        f"class {cls.name}" if of_class else f"claim {claim_key(self.claims[req.claim_index].claim)}"
-                    )
-                    expr = self._compile(text, owner, i, req)
+                    # (the owner's name only for an error message: built when there is one)
+                    expr = None
+                    if text is not None:
+                        try:
+                            expr = self.cel_env.compile(text)
+                        except Exception:  # noqa: BLE001 - _compile below raises it with its message
+                            expr = None
+                    if expr is None:
+                        expr = self._compile(text, self._owner(of_class, req), i, req)
                     test = _driver_test(text) if text is not None else None
                     if test is not None and dev.cel_clean:
                         # The driver compared with a literal: the same answer as the CEL
@@ -178,6 +183,7 @@ class Problem:
                     try:
                         ok = expr.matches(dev.cel)
                     except Exception as e:  # CelRuntimeError (or a library error on odd input)
+                        owner = self._owner(of_class, req)
                         raise DeviceCelError(
                             f"{owner}: selector #{i} on device {device_id_str(dev.id)}: CEL runtime error: {e} "
                             f"(request {req.full_name}, expression {expr.expression!r})",
@@ -198,6 +204,12 @@ class Problem:
             # Evaluated once per candidate, after the selectors; a runtime error aborts.
             self.derived_attributes(req, dev)
         return True
+
+    def _owner(self, of_class: bool, req: RequestSpec) -> str:
+        """Who a selector belongs to, in error messages."""
+        if of_class:
+            return f"class {req.device_class.name}"
+        return f"claim {claim_key(self.claims[req.claim_index].claim)}"
 
     def _compile(self, expression: str | None, owner: str, i: int, req: RequestSpec):
         from draopt.cel import CelCompileError

@@ -124,6 +124,27 @@ def nonzero_requests(pod) -> tuple[int, int]:
     return cpu, mem
 
 
+def _resources_key(res) -> tuple | None:
+    return None if res is None else (tuple(res.requests.items()), tuple(res.limits.items()))
+
+
+def requests_shape(pod) -> tuple | None:
+    """What nonzero_requests reads of a pod, as a key (pods alike in it get the same answer;
+    pods of one template differ in names only), or None when a value is not hashable."""
+    spec = pod.spec
+    key = (
+        tuple([_resources_key(c.resources) for c in spec.containers]),
+        tuple([(_resources_key(c.resources), c.restart_policy) for c in spec.init_containers]),
+        _resources_key(spec.resources),
+        tuple(spec.overhead.items()) if spec.overhead else (),
+    )
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 class Scheduler:
     """kube-scheduler's node choice inside `draopt.cluster.firstfit.simulate`."""
 
@@ -142,7 +163,7 @@ class Scheduler:
         self.ns_labels = {ns.name: dict(ns.metadata.labels or {}) for ns in cluster.objects.namespaces}
         self._infos: dict[str, PodInfo] = {}
         self._nonzero: dict[str, tuple[int, int]] = {}
-        self._requests: dict[tuple, int] = {}
+        self._nonzero_shapes: dict[tuple, tuple[int, int]] = {}  # requests_shape -> nonzero_requests
         self._kinds_of: dict[str, Any] = {}
         tracked = {"cpu", "memory"}
         for prof in config.profiles.values():
@@ -208,7 +229,13 @@ class Scheduler:
     def nonzero(self, demand) -> tuple[int, int]:
         got = self._nonzero.get(demand.key)
         if got is None:
-            got = self._nonzero[demand.key] = nonzero_requests(demand.pod)
+            shape = requests_shape(demand.pod)
+            got = self._nonzero_shapes.get(shape) if shape is not None else None
+            if got is None:
+                got = nonzero_requests(demand.pod)
+                if shape is not None and len(self._nonzero_shapes) < MAX_KINDS:
+                    self._nonzero_shapes[shape] = got
+            self._nonzero[demand.key] = got
         return got
 
     def _add_pod(self, info: PodInfo, idx: int, sign: int = 1) -> None:
@@ -739,16 +766,10 @@ class Scheduler:
 
     def _pod_request(self, demand, r: str, nonzero: bool = True) -> int:
         """The pod's request of `r` in the scheduler's units (cpu/memory: the non-zero ones)."""
-        key = (demand.key, r, nonzero and r in ("cpu", "memory"))
-        got = self._requests.get(key)
-        if got is None:
-            if key[2]:
-                got = self.nonzero(demand)[0 if r == "cpu" else 1]
-            else:
-                v = demand.resources.get(r) or demand.extended_resources.get(r)
-                got = units(r, v) if v else 0
-            self._requests[key] = got
-        return got
+        if nonzero and r in ("cpu", "memory"):
+            return self.nonzero(demand)[0 if r == "cpu" else 1]
+        v = demand.resources.get(r) or demand.extended_resources.get(r)
+        return units(r, v) if v else 0
 
     def resource_columns(self, demand, resources, fe: np.ndarray, nonzero: bool):
         """(requested with the pod, requested without it, allocatable, pod request) per resource

@@ -168,10 +168,11 @@ def _extra(model: Any, name: str) -> Any:
     as an extra (unknown-to-draopt) field."""
     if model is None:
         return None
-    v = (model.model_extra or {}).get(name)
+    extra = model.__pydantic_extra__  # (model_extra, without the property's cost: once per pod field)
+    v = extra.get(name) if extra else None
     if v is None:
         snake = _snake(name)
-        if snake in type(model).model_fields:
+        if snake in type(model).__pydantic_fields__:
             v = _plain(getattr(model, snake))
     return v
 
