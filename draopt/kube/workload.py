@@ -323,7 +323,7 @@ class _Expander:
         # id(template) -> (template, its spec as JSON text, a generated claim's canonical spec text)
         self._template_specs: dict[int, tuple[ResourceClaimTemplate, str, str | None, Any]] = {}
         self.spec_texts: dict[str, str] = {}  # generated claim key -> canonical spec text
-        self._extended_specs: dict[str, str] = {}  # extended requests (JSON) -> canonical spec text
+        self._extended_specs: dict[str, tuple[str, Any]] = {}  # extended requests (JSON) -> (canonical spec text, spec)
         # Extended-resource claims by (namespace, owning pod name), in self.claims order: finding
         # a pod's claim must not scan every claim for every pod (quadratic on large inputs).
         self._extended_by_owner: dict[tuple[str, str], list[str]] = {}
@@ -561,20 +561,26 @@ class _Expander:
             },
             "spec": {"devices": {"requests": requests}},
         }
-        claim = ResourceClaim.model_validate(doc)
-        self._add_claim(key, claim)
-        self._generated.add(key)
-        # Pods with the same extended resources get claims with the same spec: its canonical
-        # text (first-fit's claim signature) computed once per distinct request list.
+        # Pods with the same extended resources get claims with the same spec: validated once per
+        # distinct request list (the claims share it: nothing changes a claim's spec once read),
+        # its canonical text (first-fit's claim signature) computed once.
         try:
             requests_text = json.dumps(requests, sort_keys=True)
         except (TypeError, ValueError):
             requests_text = None
+        known = self._extended_specs.get(requests_text) if requests_text is not None else None
+        if known is not None:
+            doc["spec"] = known[1]
+        claim = ResourceClaim.model_validate(doc)
+        self._add_claim(key, claim)
+        self._generated.add(key)
         if requests_text is not None:
-            canonical = self._extended_specs.get(requests_text)
-            if canonical is None:
-                canonical = self._extended_specs[requests_text] = json.dumps(claim.spec.to_k8s(), sort_keys=True)
-            self.spec_texts[key] = canonical
+            if known is None:
+                known = self._extended_specs[requests_text] = (
+                    json.dumps(claim.spec.to_k8s(), sort_keys=True),
+                    claim.spec,
+                )
+            self.spec_texts[key] = known[0]
         return ClaimUse(EXTENDED_CLAIM_USE, key, True, None)
 
     # -------------------------------------------------------------- pods

@@ -164,6 +164,7 @@ class Scheduler:
         self._infos: dict[str, PodInfo] = {}
         self._nonzero: dict[str, tuple[int, int]] = {}
         self._nonzero_shapes: dict[tuple, tuple[int, int]] = {}  # requests_shape -> nonzero_requests
+        self._score_plans: dict[str, tuple[Profile, list]] = {}  # profile -> its score plugins (see score)
         self._kinds_of: dict[str, Any] = {}
         tracked = {"cpu", "memory"}
         for prof in config.profiles.values():
@@ -747,12 +748,22 @@ class Scheduler:
 
     # ------------------------------------------------------------------ scores
     def score(self, demand, info: PodInfo, prof: Profile, fe: np.ndarray, dra: np.ndarray) -> np.ndarray:
+        plan = self._score_plans.get(prof.name)
+        if plan is None or plan[0] is not prof:
+            # (plugin, weight, scorer): plugins without a module (ImageLocality, VolumeBinding)
+            # score every node alike, none; per-node plugins' scorer None (kept between cycles)
+            steps = [
+                (plugin, weight, None if plugin in PER_NODE else SCORE_PLUGINS[plugin])
+                for plugin, weight in prof.score_weights.items()
+                if plugin in PER_NODE or plugin in SCORE_PLUGINS
+            ]
+            plan = self._score_plans[prof.name] = (prof, steps)
         total = np.zeros(len(fe), dtype=np.int64)
-        for plugin, weight in prof.score_weights.items():
-            if plugin in PER_NODE:  # kept per node between cycles (draopt.scheduler.node_scores)
+        for plugin, weight, scorer in plan[1]:
+            if scorer is None:  # kept per node between cycles (draopt.scheduler.node_scores)
                 s = self.node_scores.score(self, plugin, demand, info, prof, fe)
             else:
-                s = self._plugin_score(plugin, demand, info, prof, fe, dra)
+                s = scorer(self, demand, info, prof, fe, dra)
             if s is not None:
                 total += weight * s
         return total

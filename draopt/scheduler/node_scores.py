@@ -29,6 +29,7 @@ class NodeScores:
         # Bumped for a node whenever its requested amounts change (Scheduler.placed).
         self.changes = np.zeros(n_nodes, dtype=np.int64)
         self._cache: dict[tuple, Any] = {}
+        self._plugins: dict[tuple, tuple] = {}  # (plugin, profile) -> (profile, fit?, resources, backed by DRA)
         self._is_scalar = is_scalar
         self._native = native  # resources always scored (cpu, memory, ephemeral-storage)
 
@@ -38,10 +39,19 @@ class NodeScores:
     def score(self, sched, plugin: str, demand, info, prof, fe: np.ndarray):
         """The plugin's scores over `fe`, as SCORE_PLUGINS[plugin] gives them; None when it
         scores every node alike (for these plugins: it depends on the requests only)."""
-        fit = plugin == node_resources_fit.NAME
-        resources = prof.fit.resources if fit else prof.balanced_resources
+        got = self._plugins.get((plugin, prof.name))
+        if got is None or got[0] is not prof:
+            fit = plugin == node_resources_fit.NAME
+            resources = prof.fit.resources if fit else prof.balanced_resources
+            got = self._plugins[(plugin, prof.name)] = (
+                prof,
+                fit,
+                resources,
+                any(r in sched.ext_classes for r, _ in resources),
+            )
+        _, fit, resources, backed_by_dra = got
         scorer = SCORE_PLUGINS[plugin]
-        if any(r in sched.ext_classes for r, _ in resources):
+        if backed_by_dra:
             # A resource backed by DRA scores from the allocated devices too: not kept.
             return scorer(sched, demand, info, prof, fe, None)
         requests = tuple([sched._pod_request(demand, r, fit) for r, _ in resources])

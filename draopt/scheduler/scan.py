@@ -178,11 +178,18 @@ def versions_now(sched) -> np.ndarray:
     return np.array(arr, dtype=np.int64)
 
 
+_TWICE: dict[int, np.ndarray] = {}  # n -> 0..n-1 twice over (search orders are views of it)
+
+
 def search_order(n: int, start: int) -> np.ndarray:
-    """Node indexes in search order from `start`."""
-    order = np.arange(start, start + n, dtype=np.int64)
-    order[n - start :] -= n
-    return order
+    """Node indexes in search order from `start` (a read-only view: no array made per cycle)."""
+    twice = _TWICE.get(n)
+    if twice is None:
+        if len(_TWICE) >= 16:
+            _TWICE.clear()
+        twice = _TWICE[n] = np.concatenate([np.arange(n, dtype=np.int64)] * 2)
+        twice.flags.writeable = False
+    return twice[start : start + n]
 
 
 class Fits(dict):
