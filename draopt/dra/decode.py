@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Callable
+from typing import Any, Callable
 
 from draopt.kube.models import (
     AllocationResult,
@@ -65,7 +65,7 @@ def decode_claim(
         dev = c.device.device
         pool = c.device.pool
         request = c.request
-        fields = {
+        fields: dict[str, Any] = {
             "request": request.full_name,
             "driver": pool.driver,
             "pool": pool.name,

@@ -289,7 +289,8 @@ class Problem:
         return not self.taint_blocks(req, dev)
 
     def taint_blocks(self, req: RequestSpec, dev: DeviceEntry) -> bool:
-        return self.features.device_taints and taint_blocks(dev.taints, req.tolerations)
+        # (no taints, the common case: no generator to build)
+        return bool(dev.taints) and self.features.device_taints and taint_blocks(dev.taints, req.tolerations)
 
     @property
     def devices(self) -> list[DeviceEntry]:
