@@ -141,6 +141,7 @@ class Built:
     packing: dict[str, list]
     node_classes: list = field(default_factory=list)  # interchangeable nodes (patterns.NodeClass)
     unit_parts: dict = field(default_factory=dict)  # counted units: (kind, node) -> [(pods placed, count var)]
+    victims: Any = None  # draopt.model.victims.Encoded: running pods the model may evict
 
 
 def build(
@@ -160,6 +161,7 @@ def build(
     explain: bool = False,
     allocation: bool = False,
     packing_terms: bool = True,
+    victims=None,
 ) -> Built:
     """The model of one independent part: the kinds `kind_ids` over the nodes `node_names`.
     `one_node`: the model of one node alone (no gangs, no interchangeable-node reduction),
@@ -170,7 +172,8 @@ def build(
     named requirements behind guard literals (`PlacementModel.guards`). `allocation`: allocate's
     model (its one pod on one node): constraints that hold by themselves there are left out.
     `packing_terms`: make the packing objective's terms (`Built.packing`; allocate's first-fit
-    and explain have no use for them)."""
+    and explain have no use for them). `victims` (draopt.model.victims.VictimSet): running pods
+    the model may evict (the cluster is the one without them)."""
     features = cluster.features
     m = PlacementModel(explain)
     cp = m.cp
@@ -184,6 +187,11 @@ def build(
     unit_parts: dict[tuple[int, str], list] = {}  # counted units: (kind, node) -> [(pods, count)]
     preference = []
     kinds = [prep.kinds[i] for i in kind_ids]
+    enc = None
+    if victims is not None and not one_node:
+        from draopt.model import victims as victim_rules
+
+        enc = victim_rules.encode(m, victims, prep, node_names)
 
     room: dict[tuple[int, int], int] = {}  # (node, id of the demand) -> pods that fit (demands outlive the build)
 
@@ -210,7 +218,8 @@ def build(
         from draopt.model.patterns import enumerate_configurations, node_classes
 
         # One budget for every class, the largest classes first (they save the most).
-        classes = node_classes(prep, kinds, node_names, cluster)
+        # (Nodes with victim candidates keep their own variables: evictions are per node.)
+        classes = node_classes(prep, kinds, node_names - victims.nodes() if enc else node_names, cluster)
         stop = time.perf_counter() + pattern_seconds
         enumerated = set()
         for nc in sorted(classes, key=lambda nc: -len(nc.nodes)):
@@ -355,6 +364,8 @@ def build(
             for t in ts:
                 by_ref[t.ref.key].append(t)
     refs = {t.ref.key: t.ref for ts in by_ref.values() for t in ts}
+    if enc is not None:
+        victim_rules.limit_columns(m, enc, by_ref, refs)
     for key, ts in by_ref.items():
         ref = refs[key]
         multi = features.consumable_capacity and ref.first.multi_allocatable
@@ -422,8 +433,18 @@ def build(
             if not any(amounts):
                 continue
             left = node.allocatable[r] - node.used.get(r, 0)
-            ints, _ = scale_to_int(amounts + [left])
-            m.add(cp.add(sum(a * v for a, (_, v) in zip(ints, terms)) <= ints[-1]))
+            gone = enc.node_evicted.get(node.name, []) if enc is not None else []
+            if enc is not None and node.name in enc.node_total:
+                # Kept candidates hold their requests: all of them, less what is evicted.
+                left -= enc.node_total[node.name].get(r, 0)
+            ints, _ = scale_to_int(amounts + [Fraction(res.get(r, 0)) for res, _ in gone] + [left])
+            freed = ints[len(terms) : len(terms) + len(gone)]
+            m.add(
+                cp.add(
+                    sum(a * v for a, (_, v) in zip(ints, terms)) - sum(a * v for a, (_, v) in zip(freed, gone))
+                    <= ints[-1]
+                )
+            )
         if not packing_terms:
             continue  # touched nodes are a packing term only
         t = cp.new_bool_var(f"node_used[{node.name}]")
@@ -441,6 +462,8 @@ def build(
             gang_terms[group].append(var)
     # Groups of pod-group cycles: their domains, whole groups and composites (topology_domains).
     handled = set() if one_node else topology_domains.encode(m, workload, cluster, kinds, k, y, totals, gang_terms)
+    if enc is not None:
+        victim_rules.justify(m, enc, victims, workload, kinds, k, y, gang_terms)
     for g, vs in [] if one_node else gang_terms.items():
         gang = workload.groups.get(g)
         if gang is None or gang.policy != "gang" or g in handled:
@@ -473,6 +496,7 @@ def build(
         packing,
         node_classes_used,
         unit_parts,
+        enc,
     )
 
 

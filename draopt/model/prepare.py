@@ -153,8 +153,11 @@ def _content_key(models: dict) -> tuple:
     return tuple((name, _model_key(m)) for name, m in sorted(models.items(), key=lambda kv: kv[0]))
 
 
-def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float | None = None) -> Prepared:
-    """`deadline` (perf_counter): past it, `OutOfTime` is raised."""
+def prepare_cluster(
+    cluster: Cluster, workload, book: ClaimBook, deadline: float | None = None, extra_tag=None
+) -> Prepared:
+    """`deadline` (perf_counter): past it, `OutOfTime` is raised. `extra_tag(pod)`: more of the
+    scheduling key (pods with different tags are never counted together)."""
     features = cluster.features
     derived_node_resources = bool(features.node_allocatable_resources) and any(
         d.node_allocatable_resources for s in cluster.objects.resource_slices for d in s.spec.devices
@@ -199,7 +202,11 @@ def prepare_cluster(cluster: Cluster, workload, book: ClaimBook, deadline: float
     )
     # Groups of pod-group cycles (topology constraints, CompositePodGroups) keep kinds of their own.
     kinds = CountIdenticalPods().apply(
-        pending, book, lambda pod: _scheduling_constraints(pod) + kind_tag(workload, pod), is_countable, node_local_only
+        pending,
+        book,
+        lambda pod: _scheduling_constraints(pod) + kind_tag(workload, pod) + (extra_tag(pod) if extra_tag else ""),
+        is_countable,
+        node_local_only,
     )
     pod_nodes: dict[str, list[NodeState]] = {}
     for kind in kinds:

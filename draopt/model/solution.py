@@ -20,10 +20,11 @@ from draopt.cluster.result import PodPlacement
 
 
 def decode_part(
-    prep: Prepared, cluster: Cluster, workload, book: ClaimBook, sol: dict, kind_ids, ff_by_pod, share_id
+    prep: Prepared, cluster: Cluster, workload, book: ClaimBook, sol: dict, kind_ids, ff_by_pod, share_id, held=None
 ) -> dict[str, PodPlacement]:
     """Invert the reductions for one part: nodes to the pods of counted kinds, devices out of
-    groups, then AllocationResults as Kubernetes writes them."""
+    groups, then AllocationResults as Kubernetes writes them. `held`: devices (id -> 1) that
+    running pods the model kept still hold (free in `cluster`, not to be given)."""
     out: dict[str, PodPlacement] = {}
     kinds = [prep.kinds[i] for i in kind_ids]
     if sol.get("fallback"):
@@ -43,7 +44,7 @@ def decode_part(
         return out
     b: Built | None = sol.get("built")
     val = sol.get("values", {})
-    taken: dict = {}
+    taken: dict = dict(held or {})
     assignment = _pattern_assignment(b, val) if b is not None else {}
     chosen = None
     if "colgen" in sol:

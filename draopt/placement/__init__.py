@@ -151,9 +151,28 @@ def _place(
     else:
         from draopt.placement.optimal import optimize
 
-        first_fit = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
-        if first_fit.evictions:
-            from draopt.cluster.check import check_placement
+        from draopt.cluster.check import check_placement
+        from draopt.placement.optimal_victims import optimal_with_victims, victim_set
+
+        first_fit, preempts = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
+        result, why_not = None, ""
+        vs, why_not = victim_set(workload, cluster, objects) if preempts else (None, "")
+        if vs is not None:
+            result, why_not = optimal_with_victims(
+                objects,
+                workload,
+                features,
+                first_fit,
+                vs,
+                time_limit,
+                started,
+                build_cluster,
+                check_placement,
+                lambda r, w, c: PlaceOutcome(r, w, c, []),
+            )
+        if result is not None:
+            pass
+        elif first_fit.evictions:
             from draopt.placement.optimal_preemption import optimal_after_evictions
 
             result = optimal_after_evictions(
@@ -172,11 +191,18 @@ def _place(
 
             result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=first_fit)
             note_unsearched_preemption(result, workload, objects.priority_classes)
+        if why_not:
+            # Victims could not be decisions of the model: said, with the path taken instead.
+            result.stats["victims_model"] = f"not used: {why_not}"
+            said = result.stats.get("preemption")
+            result.stats["preemption"] = f"{said} (victim model not used: {why_not})" if said else why_not
     result.stats["nodes"] = len(cluster.nodes)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
 
 
-def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie_break: str) -> PlacementResult:
+def _best_first_fit(
+    cluster: Cluster, workload, scheduler_config, seed: int, tie_break: str
+) -> tuple[PlacementResult, bool]:
     """The optimal policy's floor and warm start: first-fit with the scheduler profile it is
     compared against (the one `place --policy first-fit` would use with the same flags), and the
     name-order first-fit when that places more (priority-weighted), so optimal is never below either;
@@ -190,7 +216,8 @@ def _best_first_fit(cluster: Cluster, workload, scheduler_config, seed: int, tie
     runs = [simulate(fresh, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=preemption)]
     if sched is not None and unmodelled_rule(cluster, workload) is None:
         runs.append(simulate(_fresh(cluster), workload, explain_failures=explain_failed_pod, preemption=preemption))
-    return max(runs, key=lambda r: r.weighted_placed())  # first wins ties: the compared profile
+    # first wins ties: the compared profile; and whether the profile preempts at all
+    return max(runs, key=lambda r: r.weighted_placed()), preemption is not None
 
 
 def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:

@@ -44,9 +44,12 @@ def optimize(
     first_fit: PlacementResult | None = None,
     share_id=None,
     started: float | None = None,
+    victims=None,
 ) -> PlacementResult:
     """`started`: when the caller's clock for `time_limit` started (reading and expanding the
-    input count too); default now."""
+    input count too); default now. `victims` (draopt.model.victims.VictimSet): running pods the
+    model may evict, `cluster` and `workload` being without them (draopt.placement.optimal_victims);
+    the model's choice is left in `victims.decided`."""
     t0 = time.perf_counter()
     deadline = (started if started is not None else t0) + time_limit * 0.95  # the rest for decoding
     share_id = share_id or deterministic_share_id
@@ -61,7 +64,9 @@ def optimize(
     book._signature.update(getattr(workload, "spec_texts", None) or {})
     try:
         with progress.current().task("optimal: preparing the model"):
-            prep = prepare_cluster(cluster, workload, book, deadline=deadline)
+            prep = prepare_cluster(
+                cluster, workload, book, deadline=deadline, extra_tag=victims.kind_tag if victims else None
+            )
     except OutOfTime:
         return _first_fit_returned(first_fit, workload, t0, "the time limit ran out while preparing the model")
     stats: dict[str, Any] = {
@@ -78,10 +83,13 @@ def optimize(
     }
     if skipped:
         stats["cel_error_candidates_skipped"] = len(skipped)
-    parts = _components(prep, cluster, workload)
+    parts = _components(prep, cluster, workload, victims)
     stats["components"] = len(parts)
     agg = {"objective": 0, "bound": 0, "variables": 0, "constraints": 0}
     proven = {"placed": True, "preferences": True, "packing": True}
+    if victims is not None:
+        proven = {"placed": True, "victims": True, "preferences": True, "packing": True}
+        agg["victim_cost"] = 0
     statuses = Counter()
     solutions = []
     weights = [sum(len(prep.kinds[i].pods) for i in kinds) * max(1, len(nodes)) for kinds, nodes in parts]
@@ -104,8 +112,19 @@ def optimize(
                 ff_by_pod,
                 budget,
                 min(deadline, now + budget * 1.5 + 0.5),
+                victims,
             )
-        solutions.append(decode_part(prep, cluster, workload, book, sol, kind_ids, ff_by_pod, share_id))
+        held = None
+        if victims is not None and sol.get("built") is not None and sol["built"].victims is not None:
+            from draopt.model.victims import decide
+
+            values = sol["values"]
+            held = decide(victims, sol["built"].victims, lambda v: values.get(v, 0))
+        elif victims is not None:
+            from draopt.model.victims import decide
+
+            held = decide(victims, None, None)
+        solutions.append(decode_part(prep, cluster, workload, book, sol, kind_ids, ff_by_pod, share_id, held))
         for key in ("objective", "bound", "variables", "constraints"):
             agg[key] = None if agg[key] is None or (key in st and st[key] is None) else agg[key] + st.get(key, 0)
         agg["subrequest_index_sum"] = agg.get("subrequest_index_sum", 0) + st.get("preferences_value", 0)
@@ -119,7 +138,9 @@ def optimize(
             if key.startswith("colgen_"):  # column generation's figures (the largest part's)
                 stats[key] = v
         for key in proven:
-            proven[key] = proven[key] and st["proven"][key]
+            proven[key] = proven[key] and st["proven"].get(key, key != "victims")
+        if "victim_cost" in st and "victim_cost" in agg:
+            agg["victim_cost"] += st["victim_cost"]
         statuses[st["status"]] += 1
         stats["first_fit_in_model"] = stats.get("first_fit_in_model", True) and st.get("first_fit_in_model", True)
         for key in ("floor_dropped", "fallback", "no_better_found"):
@@ -275,24 +296,12 @@ def _summary(stats: dict, scope: str = "") -> str:
     OPTIMAL (every phase proven); otherwise the status, what was proven (`scope`: what the proofs hold
     for, when not the whole question) and what is best found only."""
     p = stats["proven"]
-    done = [
-        name
-        for name, ok in (
-            ("placed pods", p["placed"]),
-            ("sub-request preferences", p["preferences"]),
-            ("packing", p["packing"]),
-        )
-        if ok
-    ]
-    not_done = [
-        name
-        for name, ok in (
-            ("placed pods", p["placed"]),
-            ("sub-request preferences", p["preferences"]),
-            ("packing", p["packing"]),
-        )
-        if not ok
-    ]
+    levels = [("placed pods", p["placed"])]
+    if "victims" in p:  # victims chosen by the model (draopt.model.victims)
+        levels.append(("victims (fewest, then lowest priority)", p["victims"]))
+    levels += [("sub-request preferences", p["preferences"]), ("packing", p["packing"])]
+    done = [name for name, ok in levels if ok]
+    not_done = [name for name, ok in levels if not ok]
     if stats.get("fallback"):
         text = f"{stats['fallback']} for {stats['pinned_pods']} pending pod(s)"
         if stats.get("gap") is not None:
@@ -318,11 +327,13 @@ def _summary(stats: dict, scope: str = "") -> str:
     return text
 
 
-def _components(prep: Prepared, cluster: Cluster, workload) -> list[tuple[list[int], set[str]]]:
+def _components(prep: Prepared, cluster: Cluster, workload, victims=None) -> list[tuple[list[int], set[str]]]:
     """Independent parts: kinds linked to the nodes they may use, gangs linking kinds, nodes
-    linked by columns (devices) several of them reach."""
+    linked by columns (devices) several of them reach, and by victims decided together."""
     items: list = [("kind", k.index) for k in prep.kinds]
     links = []
+    if victims is not None:
+        links.extend((("node", a), ("node", b)) for a, b in victims.links())
     gang_of: dict[str, Any] = {}
     for kind in prep.kinds:
         # Pods of a counted kind share their nodes: the first pod's list stands for all.
@@ -372,12 +383,15 @@ def _solver(seconds: float, hard_stop: float) -> cp_model.CpSolver:
     return solver
 
 
-def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget, hard_stop):
+def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, budget, hard_stop, victims=None):
     t0 = time.perf_counter()
     from draopt.model.colgen import MIN_NODES, ColumnGeneration
 
+    if victims is not None and not (victims.nodes() & node_names):
+        victims = None  # no candidate in this part
     if (
-        len(node_names) >= MIN_NODES
+        victims is None
+        and len(node_names) >= MIN_NODES
         and not topology_domains.applies(workload, [prep.kinds[i] for i in kind_ids])
         and ColumnGeneration.accepts(prep, kind_ids, node_names, cluster, workload) is None
     ):
@@ -396,6 +410,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
                 node_names,
                 pattern_seconds=min(5.0, 0.1 * budget),
                 deadline=hard_stop,
+                victims=victims,
             )
     except OutOfTime as e:
         pods = [p for i in kind_ids for p in prep.kinds[i].pods]
@@ -419,6 +434,10 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         "owned_across_nodes": sum(1 for o in b.owners if o.spans),
         "proven": {"placed": False, "preferences": False, "packing": False},
     }
+    enc = b.victims
+    if enc is not None:
+        stats["proven"]["victims"] = enc.cost is None
+        stats["victim_variables"] = len(enc.classes)
     pods = [p for i in kind_ids for p in prep.kinds[i].pods]
     floor = sum(weight(p.priority) for p in pods if ff_by_pod[p.key].placed)
     if not b.totals and not b.placed:
@@ -427,11 +446,15 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
                 "status": "OPTIMAL",
                 "objective": 0,
                 "bound": 0,
-                "proven": {"placed": True, "preferences": True, "packing": True},
+                "proven": {"placed": True, "victims": True, "preferences": True, "packing": True},
             }
         )
         return {}, stats
     hint = _first_fit_hint(b, prep, book, ff_by_pod)
+    if enc is not None:
+        from draopt.model.victims import first_fit_hint
+
+        hint.update(first_fit_hint(victims, enc))
     # First-fit's placement as a complete solution of the model (auxiliary variables found by
     # propagation): the floor, the incumbent, and the start of phases 2 and 3. None if it breaks
     # a documented rule (first-fit reproduces Kubernetes' allocator defects).
@@ -497,6 +520,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
     # Phase 2: preferences; phase 3: packing. Each holds what the phases before reached.
     m.add(b.objective >= best)
     levels = [("preferences", sum(b.preference) if b.preference else None), ("packing", packing_objective(b))]
+    if enc is not None:
+        # The victims right after the placed pods: fewest, then lowest priority (model/victims.py).
+        levels.insert(0, ("victims", enc.cost))
     for name, expr in levels:
         if expr is None:
             stats["proven"][name] = True
@@ -511,7 +537,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         # Secondary goals get a bounded share: at most the deterministic time phase 1 took plus
         # one (not its wall time: the same share, and so the same placement, on a busy machine).
         solver = _solver(max(0.05, min(remaining * 0.4, phase1_work + 1.0)), hard_stop)
-        phase = 2 if name == "preferences" else 3
+        phase = {"victims": "1b", "preferences": 2}.get(name, 3)
         with progress.current().task(f"optimal: phase {phase} of 3, {name}") as shown:
             s2 = solver.solve(m, progress.solver_callback(solver, shown))
         stats[f"{name}_s"] = round(solver.wall_time, 3)
@@ -520,6 +546,8 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         values = _values(solver, b)
         stats["proven"][name] = s2 == cp_model.OPTIMAL
         stats[f"{name}_value"] = int(round(solver.objective_value))
+        if name == "victims":
+            stats["victim_cost"] = stats["victims_value"]
         # Phase 1 holds as "at least": a later phase may place more than phase 1 found.
         stats["objective"] = max(stats["objective"], int(solver.value(b.objective)))
         m.add(expr <= int(round(solver.objective_value)))
@@ -592,6 +620,7 @@ def _values(solver, b: Built) -> dict:
         + list(b.totals.values())
         + [v for nc in b.node_classes for v in nc.vars]
         + [kj for parts in b.unit_parts.values() for _, kj in parts]
+        + (b.victims.variables if b.victims is not None else [])
     ):
         out[var] = solver.value(var)
     for o in b.owners:
