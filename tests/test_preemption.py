@@ -454,9 +454,9 @@ def test_place_table_lists_evictions():
     assert "evicted by preemption (1):" in text and "default/low" in text
 
 
-def test_optimal_puts_back_victims_its_placement_does_not_need():
+def test_optimal_chooses_no_victim_where_first_fit_needed_one():
     """First-fit (the default profile spreads) puts the first pod on the empty node, so the second
-    must preempt; the model's placement may leave the victim room: never more victims than first-fit."""
+    must preempt; the model places both without evicting, proven."""
     docs = [
         node("a", 1000),
         node("b", 1000),
@@ -468,16 +468,17 @@ def test_optimal_puts_back_victims_its_placement_does_not_need():
     assert evicted(ff) == ["low"]
     opt = run(docs, policy="optimal")
     assert opt.result.weighted_placed() == ff.result.weighted_placed()
-    assert len(opt.result.evictions) + opt.result.stats["victims_put_back"] == 1
-    if not opt.result.evictions:
-        assert node_of(opt, "first") == "a" and node_of(opt, "second") == "b"
+    assert not opt.result.evictions and opt.result.stats["status"] == "OPTIMAL"
+    assert node_of(opt, "first") == "a" and node_of(opt, "second") == "b"
 
 
-def test_optimal_keeps_first_fit_evictions_and_says_so():
+def test_optimal_evicts_as_a_decision_of_the_model_and_says_so():
     out = run([node("n"), pod("low", 500, LOW, "n", 1), pod("preemptor", 500, HIGH)], policy="optimal")
     assert node_of(out, "preemptor") == "n" and evicted(out) == ["low"]
-    assert out.result.stats["status"] != "OPTIMAL"
-    assert "preemption" in out.result.stats
+    assert out.result.stats["status"] == "OPTIMAL"
+    assert "victims are decisions of the model" in out.result.stats["preemption"]
+    (pl,) = [p for p in out.result.pods if p.pod == "default/preemptor"]
+    assert pl.nominated_node == "n"
 
 
 # ------------------------------------------------------------------ properties
@@ -528,9 +529,26 @@ def test_property_victims_lower_never_policy_checker_optimal(docs):
         assert e.preemptor not in never
     opt = run(docs, policy="optimal")
     assert opt.result.weighted_placed() >= ff.result.weighted_placed()
-    if opt.result.stats.get("first_fit_objective") == ff.result.weighted_placed():
-        # the floor is this first-fit (the name-order one only when it places more): no more victims
-        assert {e.pod for e in opt.result.evictions} <= {e.pod for e in ff.result.evictions}
+    _victims_sound(opt, never)
+    stats = opt.result.stats
+    if (
+        opt.result.weighted_placed() == ff.result.weighted_placed()
+        and stats.get("proven", {}).get("victims")
+        and stats.get("first_fit_in_model")
+    ):
+        # first-fit's evictions are a solution of the model: the proven fewest are no more
+        assert len(opt.result.evictions) <= len(ff.result.evictions)
+
+
+def _victims_sound(out, never: set[str]) -> None:
+    """Every eviction: lower priority than its preemptor, which may preempt and is placed, a pod on
+    the victim's node (or on a node of its disruptionMode-all group)."""
+    placed = {p.pod: p.node for p in out.result.pods if p.placed}
+    for e in out.result.evictions:
+        assert e.priority < e.preemptor_priority and e.preemptor not in never
+        if e.preemptor_kind == "pod":
+            assert e.preemptor in placed
+            assert placed[e.preemptor] == e.node or "disruptionMode all" in e.why
 
 
 def test_explain_says_who_was_evicted_and_why():
@@ -562,12 +580,14 @@ def test_gang_with_topology_constraint_does_not_preempt():
     )
 
 
-def test_optimal_says_when_placements_with_evictions_were_not_searched():
+def test_optimal_proves_that_no_eviction_helps():
+    """The pod fits no node even with every victim gone: the model, with victims as decisions,
+    proves it (before: "placements with evictions were not searched")."""
     docs = [node("n"), pod("low", 100, LOW, "n", 1), pod("big", 600, HIGH)]
     opt = run(docs, policy="optimal")
     assert not opt.result.evictions
-    assert opt.result.stats["status"] != "OPTIMAL"
-    assert "were not searched" in opt.result.stats["preemption"]
+    assert opt.result.stats["status"] == "OPTIMAL"
+    assert "victims are decisions of the model" in opt.result.stats["preemption"]
 
 
 def _gpu_node(name: str, gpus: int = 4) -> list[dict]:
@@ -669,9 +689,26 @@ def test_property_gpu_clusters_with_gangs(docs):
     assert groups in (set(), {"default/r0", "default/r1"})  # a disruptionMode-all group goes whole
     opt = run(docs, policy="optimal")
     assert opt.result.weighted_placed() >= ff.result.weighted_placed()
-    if opt.result.stats.get("first_fit_objective") == ff.result.weighted_placed():
-        # the floor is this first-fit (the name-order one only when it places more): no more victims
-        assert {e.pod for e in opt.result.evictions} <= {e.pod for e in ff.result.evictions}
+    _victims_sound(opt, never)
+    stats = opt.result.stats
+    if (
+        opt.result.weighted_placed() == ff.result.weighted_placed()
+        and stats.get("proven", {}).get("victims")
+        and stats.get("first_fit_in_model")
+    ):
+        # first-fit's evictions are a solution of the model: the proven fewest are no more
+        assert len(opt.result.evictions) <= len(ff.result.evictions)
+
+
+def _victims_sound(out, never: set[str]) -> None:
+    """Every eviction: lower priority than its preemptor, which may preempt and is placed, a pod on
+    the victim's node (or on a node of its disruptionMode-all group)."""
+    placed = {p.pod: p.node for p in out.result.pods if p.placed}
+    for e in out.result.evictions:
+        assert e.priority < e.preemptor_priority and e.preemptor not in never
+        if e.preemptor_kind == "pod":
+            assert e.preemptor in placed
+            assert placed[e.preemptor] == e.node or "disruptionMode all" in e.why
 
 
 def test_default_preemption_args_are_honoured():

@@ -184,6 +184,7 @@ def build(
     totals: dict = {}
     class_pods: dict = {}
     node_demand: dict[str, list] = defaultdict(list)  # node -> [(resources, var)]
+    prio_of: dict[int, int] = {}  # demand variable (index) -> priority of its pods (victims' reprieve)
     unit_parts: dict[tuple[int, str], list] = {}  # counted units: (kind, node) -> [(pods, count)]
     preference = []
     kinds = [prep.kinds[i] for i in kind_ids]
@@ -282,6 +283,7 @@ def build(
                     continue
                 var = cp.new_int_var(0, cap, f"k[{kind.index},{node.name}]")
                 k[(kind.index, node.name)] = var
+                prio_of[var.index] = rep.priority
                 if size == 1:
                     per_node.append(var)
                     node_demand[node.name].append((rep.resources, var))
@@ -293,6 +295,7 @@ def build(
                         if cap_j <= 0:
                             continue
                         kj = cp.new_int_var(0, cap_j, f"k[{kind.index},{node.name},{j}]")
+                        prio_of[kj.index] = rep.priority
                         parts.append((j, kj))
                         node_demand[node.name].append(({r: v * j for r, v in rep.resources.items()}, kj))
                     m.add(cp.add(var == sum(kj for _, kj in parts)))
@@ -335,6 +338,7 @@ def build(
                 if node.name not in node_names or free(node, pod.resources) <= 0:
                     continue
                 v = y[(pod.key, node.name)] = cp.new_bool_var(f"y[{pod.key},{node.name}]")
+                prio_of[v.index] = pod.priority
                 vs.append(v)
                 node_demand[node.name].append((pod.resources, v))
             placed[pod.key] = cp.new_bool_var(f"placed[{pod.key}]")
@@ -451,6 +455,8 @@ def build(
         for _, v in terms:
             m.add(cp.add(v <= upper_bound(v) * t))
         touched_nodes.append(t)
+    if enc is not None:
+        victim_rules.necessary(m, enc, victims, cluster, node_demand, prio_of, by_ref, refs)
     # Gangs: at least minCount pods placed, or none.
     gang_terms: dict[str, list] = defaultdict(list)
     for (ki, (prio, group)), var in totals.items():

@@ -79,10 +79,9 @@ class VictimSet:
         return out
 
     def kind_tag(self, pod) -> str:
-        """Added to the scheduling key of counted kinds: their pods preempt alike (a per-node count
-        of a kind then says which priority is placed there)."""
-        prio = self.pod_preemptors.get(pod.key)
-        return "" if prio is None else f"\x00preempts={prio}"
+        """Added to the scheduling key of counted kinds: their pods have one priority and preempt
+        alike (a per-node count of a kind then says which priority is placed there)."""
+        return f"\x00priority={pod.priority}" + ("\x00preempts" if pod.key in self.pod_preemptors else "")
 
 
 @dataclass
@@ -169,6 +168,7 @@ def encode(m, vs: VictimSet, prep, node_names: set[str]) -> Encoded:
         for ref_key, n in cols.items():
             kept_in[ref_key].append((n, 1, freed))
     out.kept_in = kept_in  # type: ignore[attr-defined]
+    out.prep = prep  # type: ignore[attr-defined]
     out.evicted_of_unit = evicted_of_unit  # type: ignore[attr-defined]
     return out
 
@@ -262,3 +262,77 @@ def _columns(vs: VictimSet, prep, claims: list[str]) -> dict:
             if ref is not None:
                 out[ref.key] += 1
     return dict(out)
+
+
+def necessary(m, enc: Encoded, vs: VictimSet, cluster, node_demand: dict, prio_of: dict, by_ref, refs) -> None:
+    """Kubernetes' reprieve: a victim is evicted only if putting it back (the others as decided)
+    leaves no room for the pending pods of higher priority placed on its node: some node resource
+    or some column of its devices would be over-full. Without it the model could evict for pods of
+    the victim's own priority or lower, which preemption never does."""
+    from draopt.model.encodings.base import scale_to_int
+
+    cp = m.cp
+    kept_in = getattr(enc, "kept_in", {})
+    lits: dict[tuple, Any] = {}
+
+    def over(key: tuple, terms: list[tuple[Fraction, Any]], rhs: Fraction):
+        """A literal that implies sum(terms) > rhs (0 when no term can make it true)."""
+        got = lits.get(key)
+        if got is None:
+            if not any(a > 0 for a, _ in terms):
+                got = 0
+            else:
+                ints, _ = scale_to_int([a for a, _ in terms] + [rhs])
+                got = cp.new_bool_var(f"needed[{key}]")
+                m.add(cp.add(sum(a * v for a, (_, v) in zip(ints, terms)) >= ints[-1] + 1).only_enforce_if(got))
+                enc.variables.append(got)
+            lits[key] = got
+        return got
+
+    for g, var in enc.classes:
+        u0 = vs.units[g[0]]
+        prio = u0.priority
+        options = []
+        for n in u0.nodes:
+            node = cluster.by_name[n]
+            mine: dict[str, Fraction] = {}
+            for p in u0.pods:
+                if p.node_name == n:
+                    for r, v in p.resources.items():
+                        mine[r] = mine.get(r, Fraction(0)) + v
+            higher = [(res, v) for res, v in node_demand.get(n, ()) if prio_of.get(v.index, prio) > prio]
+            for r, mine_r in sorted(mine.items()):
+                if mine_r <= 0 or r not in node.allocatable or not higher:
+                    continue
+                # placed higher + (running left, kept candidates, this one back) > allocatable
+                terms = [(Fraction(res.get(r, 0)), v) for res, v in higher]
+                terms += [(-Fraction(res.get(r, 0)), e) for res, e in enc.node_evicted.get(n, ())]
+                rhs = node.allocatable[r] - node.used.get(r, 0) - enc.node_total[n].get(r, 0) - mine_r
+                options.append(over(("node", n, r, prio, mine_r), terms, rhs))
+        for ref_key, count in _columns(vs, prep_of(enc), u0.claims).items():
+            ts = [t for t in by_ref.get(ref_key, []) if not t.spec.admin_access and _owner_priority(t.owner) > prio]
+            if not ts:
+                continue
+            held = kept_in.get(ref_key, [])
+            terms = [(Fraction(1), t.var) for t in ts] + [(Fraction(-n), e) for n, _, e in held if not isinstance(e, int)]
+            const = sum(n * total for n, total, e in held) - sum(n for n, _, e in held if isinstance(e, int) and e)
+            rhs = Fraction(refs[ref_key].size - const - count)
+            options.append(over(("col", ref_key, prio, count), terms, rhs))
+        options = [x for x in options if not isinstance(x, int)]
+        if not options:
+            m.add(cp.add(var == 0))
+        else:
+            m.add(cp.add(sum(options) >= 1).only_enforce_if(m.positive(var)))
+
+
+def prep_of(enc: Encoded):
+    return enc.prep  # type: ignore[attr-defined]
+
+
+def _owner_priority(owner) -> int:
+    """The priority of the pods an owner's devices serve (a claim several pods share: the lowest)."""
+    if owner.counted:
+        return owner.kind.pods[0].priority
+    users = owner.kind.users.get(owner.claim_key) or [p.key for p in owner.kind.pods]
+    by_key = {p.key: p for p in owner.kind.pods}
+    return min(by_key[u].priority for u in users if u in by_key)

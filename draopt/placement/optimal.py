@@ -138,7 +138,7 @@ def optimize(
             if key.startswith("colgen_"):  # column generation's figures (the largest part's)
                 stats[key] = v
         for key in proven:
-            proven[key] = proven[key] and st["proven"].get(key, key != "victims")
+            proven[key] = proven[key] and st["proven"].get(key, True)  # a part without victims decides none
         if "victim_cost" in st and "victim_cost" in agg:
             agg["victim_cost"] += st["victim_cost"]
         statuses[st["status"]] += 1
