@@ -314,7 +314,9 @@ def necessary(m, enc: Encoded, vs: VictimSet, cluster, node_demand: dict, prio_o
             if not ts:
                 continue
             held = kept_in.get(ref_key, [])
-            terms = [(Fraction(1), t.var) for t in ts] + [(Fraction(-n), e) for n, _, e in held if not isinstance(e, int)]
+            terms = [(Fraction(1), t.var) for t in ts] + [
+                (Fraction(-n), e) for n, _, e in held if not isinstance(e, int)
+            ]
             const = sum(n * total for n, total, e in held) - sum(n for n, _, e in held if isinstance(e, int) and e)
             rhs = Fraction(refs[ref_key].size - const - count)
             options.append(over(("col", ref_key, prio, count), terms, rhs))
