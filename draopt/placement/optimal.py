@@ -2,6 +2,7 @@
 
 Objective, lexicographic (each phase holds the previous phases' values):
 1. the most priority-weighted placed pods (weight `max(1, 1 + priority)`), gangs whole;
+1b. with victims (draopt.model.victims): the fewest evicted pods, then the lowest priorities;
 2. the most preferred sub-requests of prioritized lists (least sum of chosen indexes);
 3. packing: fewest touched nodes, then fewest counter sets newly drawn on, then the least
    counter amounts and shared capacity taken, then fewest devices, then devices early in
