@@ -93,6 +93,8 @@ class Encoded:
     cost: Any  # None: no victim in the part
     node_evicted: dict[str, list[tuple[dict, Any]]]  # node -> [(requests of one pod, pods evicted)]
     node_total: dict[str, dict[str, Fraction]]  # node -> requests of every candidate there
+    prep: Any = None
+    kept_in: dict = field(default_factory=dict)  # column key -> [(devices per pod, pods, pods evicted)]
 
 
 def encode(m, vs: VictimSet, prep, node_names: set[str]) -> Encoded:
@@ -119,7 +121,7 @@ def encode(m, vs: VictimSet, prep, node_names: set[str]) -> Encoded:
     groups = [sorted(members, key=lambda i: vs.units[i].rank) for members in classes.values()]
     groups += [[i] for i in singles]
     lowest = min((u.priority for u in vs.units), default=0)
-    out = Encoded([], [], None, defaultdict(list), node_total)
+    out = Encoded([], [], None, defaultdict(list), node_total, prep)
     if not groups:
         return out
     n_pods = sum(len(vs.units[i].pods) for g in groups for i in g)
@@ -167,16 +169,14 @@ def encode(m, vs: VictimSet, prep, node_names: set[str]) -> Encoded:
             freed = 0  # a user outside the part stays: the claim stays
         for ref_key, n in cols.items():
             kept_in[ref_key].append((n, 1, freed))
-    out.kept_in = kept_in  # type: ignore[attr-defined]
-    out.prep = prep  # type: ignore[attr-defined]
-    out.evicted_of_unit = evicted_of_unit  # type: ignore[attr-defined]
+    out.kept_in = kept_in
     return out
 
 
 def limit_columns(m, enc: Encoded, by_ref: dict, refs: dict) -> None:
     """A column's devices: the pending pods' terms (admin access aside) plus what kept claims hold."""
     cp = m.cp
-    for key, held in getattr(enc, "kept_in", {}).items():
+    for key, held in enc.kept_in.items():
         ts = [t for t in by_ref.get(key, []) if not t.spec.admin_access]
         if not ts:
             continue
@@ -272,7 +272,7 @@ def necessary(m, enc: Encoded, vs: VictimSet, cluster, node_demand: dict, prio_o
     from draopt.model.encodings.base import scale_to_int
 
     cp = m.cp
-    kept_in = getattr(enc, "kept_in", {})
+    kept_in = enc.kept_in
     lits: dict[tuple, Any] = {}
 
     def over(key: tuple, terms: list[tuple[Fraction, Any]], rhs: Fraction):
@@ -309,7 +309,7 @@ def necessary(m, enc: Encoded, vs: VictimSet, cluster, node_demand: dict, prio_o
                 terms += [(-Fraction(res.get(r, 0)), e) for res, e in enc.node_evicted.get(n, ())]
                 rhs = node.allocatable[r] - node.used.get(r, 0) - enc.node_total[n].get(r, 0) - mine_r
                 options.append(over(("node", n, r, prio, mine_r), terms, rhs))
-        for ref_key, count in _columns(vs, prep_of(enc), u0.claims).items():
+        for ref_key, count in _columns(vs, enc.prep, u0.claims).items():
             ts = [t for t in by_ref.get(ref_key, []) if not t.spec.admin_access and _owner_priority(t.owner) > prio]
             if not ts:
                 continue
@@ -325,10 +325,6 @@ def necessary(m, enc: Encoded, vs: VictimSet, cluster, node_demand: dict, prio_o
             m.add(cp.add(var == 0))
         else:
             m.add(cp.add(sum(options) >= 1).only_enforce_if(m.positive(var)))
-
-
-def prep_of(enc: Encoded):
-    return enc.prep  # type: ignore[attr-defined]
 
 
 def _owner_priority(owner) -> int:

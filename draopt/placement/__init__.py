@@ -171,7 +171,7 @@ def _place(
                 lambda r, w, c: PlaceOutcome(r, w, c, []),
             )
         if result is not None:
-            pass
+            pass  # the victims were the model's decisions
         elif first_fit.evictions:
             from draopt.placement.optimal_preemption import optimal_after_evictions
 

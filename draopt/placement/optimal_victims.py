@@ -217,7 +217,7 @@ def optimal_with_victims(
     result = optimize(cluster_after, after, time_limit=time_limit, started=started, first_fit=first_fit, victims=vs)
     stats = result.stats
     if stats.get("fallback"):
-        return None, f"the victim model did not finish ({stats['fallback']})"
+        return None, f"the victim model gave no placement of its own ({stats['fallback']})"
     why = _decode(workload, result, vs, first_fit, objects)
     if why:
         return None, why
