@@ -209,3 +209,11 @@ def test_property_gpu_clusters_victims_lower_and_justified(docs):
     assert opt.result.weighted_placed() >= ff.result.weighted_placed()
     _victims_sound(opt, never)
     assert "victims_model" not in opt.result.stats, opt.result.stats.get("victims_model")
+
+
+def test_out_of_time_returns_first_fit_with_its_evictions():
+    docs = [node("a"), pod("low", 500, LOW, "a", 1), pod("preemptor", 500, HIGH)]
+    out = place(objects(docs), policy="optimal", time_limit=1e-6)
+    assert check_placement(out) == []
+    assert out.result.stats["status"] == "UNKNOWN" and evicted(out) == ["low"]
+    assert out.result.stats["victims_model"].startswith("not used: ")

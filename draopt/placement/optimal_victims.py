@@ -216,6 +216,16 @@ def optimal_with_victims(
     t0 = time.perf_counter()
     result = optimize(cluster_after, after, time_limit=time_limit, started=started, first_fit=first_fit, victims=vs)
     stats = result.stats
+    if stats.get("fallback") and stats.get("pinned_pods") == len(workload.pending):
+        # First-fit's placement whole (no time left to try another path): with its evictions.
+        from draopt.placement.optimal_preemption import _nominations
+
+        result.evictions, result.deallocated = list(first_fit.evictions), list(first_fit.deallocated)
+        _nominations(result, first_fit)
+        stats["evicted"] = len(result.evictions)
+        stats["preemption"] = "the victim model gave no placement in time: first-fit's placement and evictions"
+        stats["victims_model"] = f"not used: {stats['fallback']}"
+        return result, ""
     if stats.get("fallback"):
         return None, f"the victim model gave no placement of its own ({stats['fallback']})"
     why = _decode(workload, result, vs, first_fit, objects)
