@@ -191,6 +191,27 @@ def test_tricky_scalars_are_refused_or_read_alike(token):
             assert docs == ref, text
 
 
+def test_the_scan_of_distinct_lines_finds_what_the_scan_of_the_text_finds():
+    # fastyaml.unsafe scans each distinct line once, and the text only when one is suspect: the
+    # scans look at one line at a time (and its end), so the two find a suspect alike.
+    texts = [t for token in TOKENS for t in _contexts(token)]
+    texts += [t.rstrip("\n") for t in texts]  # the last line without its newline
+    texts += [f"a: 1\n{t}a: 1\n{t}" for t in texts[:40]] + ["x:\n  -", "x:\n-\n", "- \n", "-"]
+    texts += [p.read_text(encoding="utf-8") for p in YAML_FILES]
+    texts += ["a: x || y > z\n" * 6000 + "b: |\n  on\nc: 1\n", "- >\n  on\n", "a: '|' >\nb: on\n"]
+    suspects = 0
+    for text in texts:
+        if fastyaml._CONTROL.search(text):
+            continue
+        if any(header in text for header in (": |", ": >", "- |", "- >")):
+            assert fastyaml._may_have_block_header(text)
+        text = fastyaml._without_block_scalars(text)
+        distinct = "\n" + "\n".join(set(text.split("\n"))) + "\n"
+        assert (fastyaml._suspect(distinct) is None) == (fastyaml._suspect(text) is None), text
+        suspects += fastyaml._suspect(text) is not None
+    assert suspects > 200
+
+
 def test_a_kubectl_dump_takes_the_fast_path_and_reads_alike():
     text = yaml.safe_dump(as_list(cluster_dump(nodes=4, pods=12, devices_per_node=2)), sort_keys=False)
     assert fastyaml.unsafe(text) is None
