@@ -19,7 +19,8 @@ Each file is read in a fresh process (so peak RSS is the reading's own) `--runs`
 `load_s` is `draopt.kube.loader.load_files` end to end (the median of the runs, and the best), in
 wall and CPU seconds; the phases (CPU seconds) come from one more instrumented pass over the same
 text, run as the loader runs them (cycle collector paused): parse (YAML/JSON to documents, Lists flattened), check (strict
-unknown-field check), convert (older API versions to v1), validate (pydantic models) and build
+unknown-field check), convert (older API versions to v1), validate (pydantic models; device attributes shared, as
+load_text shares them) and build
 (the remainder of `load_files`: routing, generated names, controllers). `path` says how the
 YAML was read: ``rapidyaml`` (draopt.kube.fastyaml), else ``libyaml``. CPU seconds are printed next
 to wall seconds: on a shared machine the wall time includes waiting for a core.
@@ -138,6 +139,7 @@ def child(path: str, runs: int) -> dict:
     from draopt.kube import fastyaml
     from draopt.kube import loader
     from draopt.kube.convert import schema_for, to_v1
+    from draopt.kube.shared_attributes import share_attributes
     from draopt.kube.strict import unknown_fields
 
     times, cpu = [], []
@@ -182,6 +184,7 @@ def child(path: str, runs: int) -> dict:
                 for item in loader._flatten(d, f"{source} document {i + 1}")
             ],
         )
+        attributes: dict = {}  # as load_text shares device attributes within a read
         for doc, _where in docs:
             kind = doc.get("kind")
             if kind not in loader.KINDS:
@@ -190,6 +193,8 @@ def child(path: str, runs: int) -> dict:
             schema = schema_for(model, doc.get("apiVersion"))
             timed("check", partial(unknown_fields, doc, schema))
             v1 = timed("convert", partial(to_v1, doc))
+            if kind == "ResourceSlice":
+                v1 = timed("validate", partial(share_attributes, v1, attributes))
             timed("validate", partial(model.model_validate, v1))
         del docs
     assert controllers  # (controllers run in `build`)

@@ -31,6 +31,7 @@ from draopt.kube.models import (
 )
 from draopt.kube.models.base import TypedObject
 from draopt.kube.models.workload import CompositePodGroup, Workload
+from draopt.kube.shared_attributes import share_attributes
 from draopt.kube.strict import describe, unknown_fields
 
 RESOURCE_GROUP = "resource.k8s.io"
@@ -133,8 +134,9 @@ def _type_name(value: Any) -> str:
     )
 
 
-def parse_object(doc: Any, source: str) -> TypedObject:
-    """Validate one document into its model; `source` names it in errors."""
+def parse_object(doc: Any, source: str, *, attributes: dict[Any, Any] | None = None) -> TypedObject:
+    """Validate one document into its model; `source` names it in errors. `attributes`: the
+    device attributes read so far in this read, shared (draopt.kube.shared_attributes)."""
     if not isinstance(doc, dict):
         raise InputError(f"{source}: expected a Kubernetes object (a mapping), got {type(doc).__name__}")
     kind = doc.get("kind")
@@ -160,7 +162,10 @@ def parse_object(doc: Any, source: str) -> TypedObject:
         doc = node_allocatable_136(doc, what)
     unknown = unknown_fields(doc, schema_for(model, api_version))  # strict decoding, as written
     try:
-        obj = model.model_validate(to_v1(doc))  # older versions as v1
+        v1 = to_v1(doc)  # older versions as v1
+        if attributes is not None and kind == "ResourceSlice":
+            v1 = share_attributes(v1, attributes)
+        obj = model.model_validate(v1)
     except ConversionError as e:
         raise InputError(f"{what}: {e}") from None
     except ValidationError as e:
@@ -397,7 +402,7 @@ def _flatten(doc: Any, source: str) -> Iterable[tuple[Any, str]]:
         yield doc, source
 
 
-def _route(doc: Any, source: str, objects: ObjectSet) -> None:
+def _route(doc: Any, source: str, objects: ObjectSet, attributes: dict[Any, Any] | None = None) -> None:
     """A document into `objects`: a modelled kind is parsed, a workload controller kept for
     `finish`, any other kind counted as skipped."""
     kind = doc.get("kind") if isinstance(doc, dict) else None
@@ -422,7 +427,7 @@ def _route(doc: Any, source: str, objects: ObjectSet) -> None:
         else:
             objects.skipped[kind] = objects.skipped.get(kind, 0) + 1
         return
-    objects.add(parse_object(doc, source))
+    objects.add(parse_object(doc, source, attributes=attributes))
 
 
 def _generated_name(doc: Any, source: str) -> Any:
@@ -539,10 +544,11 @@ def load_text(
     text: str, source: str = "<input>", *, strict: bool = False, notes: Any = None, _finish: bool = True
 ) -> ObjectSet:
     objects = ObjectSet()
+    attributes: dict[Any, Any] = {}  # device attributes read, shared within this text
     with _collector_paused():
         for index, doc in enumerate(_documents(text, source)):
             for item, where in _flatten(doc, f"{source} document {index + 1}"):
-                _route(item, where, objects)
+                _route(item, where, objects, attributes)
         return finish(objects, strict=strict, notes=notes) if _finish else objects
 
 

@@ -1,0 +1,55 @@
+"""Device attributes read once per value: one `DeviceAttribute` per distinct simple value.
+
+A ResourceSlice dump repeats the same attribute values over and over (every node's CPUs have
+the same `coreID`s, every GPU the same `productName`, `numaNode`, `pciBusID`s): round 2's
+`gen_big.py` dump has 345,600 attributes, and building their pydantic models was most of the
+time of reading it. Within one read (:func:`draopt.kube.loader.load_text`), an attribute of one
+simple value (`{int: 3}`, `{bool: true}`, `{string: ...}`, `{version: ...}`, of exactly that
+JSON type) is validated by pydantic the first time and the same model is used for every later
+attribute with that value (pydantic keeps a model it is given: `revalidate_instances` is
+`never`). Every other attribute is validated as before, in its place. The slice's fields, the
+models and their values are the same; identical attributes are one object, which nothing
+changes after reading.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draopt.kube.models.resource import DeviceAttribute
+
+# alias -> the one JSON type pydantic keeps as it is (an int field also takes 1.0 or "1"; not here)
+_SIMPLE = {"int": int, "bool": bool, "string": str, "version": str}
+MAX_CACHED = 200_000  # distinct values kept per read
+
+
+def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], DeviceAttribute]) -> dict[str, Any]:
+    """`doc` (a ResourceSlice in v1 form, not changed) with its devices' simple attributes
+    replaced by the models of `cache` (filled as they are first seen)."""
+    spec: Any = doc.get("spec")
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    if not isinstance(devices, list):
+        return doc
+    out = []
+    for device in devices:
+        attributes = device.get("attributes") if isinstance(device, dict) else None
+        if type(attributes) is not dict or not attributes:
+            out.append(device)
+            continue
+        shared: dict[Any, Any] = {}
+        for name, attribute in attributes.items():
+            if type(attribute) is dict and len(attribute) == 1:
+                ((alias, value),) = attribute.items()
+                if type(value) is _SIMPLE.get(alias):
+                    model = cache.get((alias, value))
+                    if model is None:
+                        model = DeviceAttribute.model_validate(attribute)
+                        if len(cache) < MAX_CACHED:
+                            cache[(alias, value)] = model
+                    attribute = model
+            shared[name] = attribute
+        out.append({**device, "attributes": shared})
+    return {**doc, "spec": {**spec, "devices": out}}
+
+
+__all__ = ["MAX_CACHED", "share_attributes"]
