@@ -31,8 +31,9 @@ def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], DeviceAtt
     if not isinstance(devices, list):
         return doc
     out = []
+    simple, cached, validate = _SIMPLE.get, cache.get, DeviceAttribute.model_validate
     for device in devices:
-        attributes = device.get("attributes") if isinstance(device, dict) else None
+        attributes = device.get("attributes") if type(device) is dict else None
         if type(attributes) is not dict or not attributes:
             out.append(device)
             continue
@@ -40,10 +41,10 @@ def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], DeviceAtt
         for name, attribute in attributes.items():
             if type(attribute) is dict and len(attribute) == 1:
                 ((alias, value),) = attribute.items()
-                if type(value) is _SIMPLE.get(alias):
-                    model = cache.get((alias, value))
+                if type(value) is simple(alias):
+                    model = cached((alias, value))
                     if model is None:
-                        model = DeviceAttribute.model_validate(attribute)
+                        model = validate(attribute)
                         if len(cache) < MAX_CACHED:
                             cache[(alias, value)] = model
                     attribute = model
