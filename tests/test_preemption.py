@@ -527,6 +527,12 @@ def test_property_victims_lower_never_policy_checker_optimal(docs):
     for e in ff.result.evictions:
         assert e.priority < e.preemptor_priority
         assert e.preemptor not in never
+    _optimal_against_first_fit(docs, ff, never)
+
+
+def _optimal_against_first_fit(docs, ff, never: set[str]) -> None:
+    """Optimal places at least first-fit's weight, its victims are sound, and when its victims are
+    proven fewest and first-fit's placement is a solution of its model, it evicts no more."""
     opt = run(docs, policy="optimal")
     assert opt.result.weighted_placed() >= ff.result.weighted_placed()
     _victims_sound(opt, never)
@@ -687,28 +693,7 @@ def test_property_gpu_clusters_with_gangs(docs):
         assert e.priority < e.preemptor_priority and e.preemptor not in never
     groups = {e.pod for e in ff.result.evictions if "disruptionMode all" in e.why}
     assert groups in (set(), {"default/r0", "default/r1"})  # a disruptionMode-all group goes whole
-    opt = run(docs, policy="optimal")
-    assert opt.result.weighted_placed() >= ff.result.weighted_placed()
-    _victims_sound(opt, never)
-    stats = opt.result.stats
-    if (
-        opt.result.weighted_placed() == ff.result.weighted_placed()
-        and stats.get("proven", {}).get("victims")
-        and stats.get("first_fit_in_model")
-    ):
-        # first-fit's evictions are a solution of the model: the proven fewest are no more
-        assert len(opt.result.evictions) <= len(ff.result.evictions)
-
-
-def _victims_sound(out, never: set[str]) -> None:
-    """Every eviction: lower priority than its preemptor, which may preempt and is placed, a pod on
-    the victim's node (or on a node of its disruptionMode-all group)."""
-    placed = {p.pod: p.node for p in out.result.pods if p.placed}
-    for e in out.result.evictions:
-        assert e.priority < e.preemptor_priority and e.preemptor not in never
-        if e.preemptor_kind == "pod":
-            assert e.preemptor in placed
-            assert placed[e.preemptor] == e.node or "disruptionMode all" in e.why
+    _optimal_against_first_fit(docs, ff, never)
 
 
 def test_default_preemption_args_are_honoured():
