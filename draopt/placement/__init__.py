@@ -155,7 +155,7 @@ def _place(
         from draopt.placement.optimal_victims import optimal_with_victims, victim_set
 
         first_fit, preempts = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
-        result, why_not = None, ""
+        result = None
         vs, why_not = victim_set(workload, cluster, objects) if preempts else (None, "")
         if vs is not None:
             result, why_not = optimal_with_victims(

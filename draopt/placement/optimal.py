@@ -116,15 +116,11 @@ def optimize(
                 victims,
             )
         held = None
-        if victims is not None and sol.get("built") is not None and sol["built"].victims is not None:
+        if victims is not None:
             from draopt.model.victims import decide
 
-            values = sol["values"]
-            held = decide(victims, sol["built"].victims, lambda v: values.get(v, 0))
-        elif victims is not None:
-            from draopt.model.victims import decide
-
-            held = decide(victims, None, None)
+            built, values = sol.get("built"), sol.get("values") or {}
+            held = decide(victims, built.victims if built is not None else None, lambda v: values.get(v, 0))
         solutions.append(decode_part(prep, cluster, workload, book, sol, kind_ids, ff_by_pod, share_id, held))
         for key in ("objective", "bound", "variables", "constraints"):
             agg[key] = None if agg[key] is None or (key in st and st[key] is None) else agg[key] + st.get(key, 0)
