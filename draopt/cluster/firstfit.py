@@ -440,13 +440,23 @@ def _reuse(
             if fresh.inventory is not inventory:
                 fresh = None if lists_devices else _rebind(fresh, claims, inventory)
         if fresh is None:
-            try:
-                fresh = prepare(
-                    claims, inventory, cluster.classes, cluster.features, cluster.cel_env, cluster.expr_cache
-                )
-            except AllocationError:
-                return None
-            by_key = {r.key: r for c in fresh.claims for g in c.requests for r in g.alternatives}
+            # Claims with these specs were prepared before, for an earlier pod (requests without
+            # a device list: what prepare() gives depends on the specs only): the same requests,
+            # rebound to this pod's claims and this node's view of the devices.
+            earlier = cache.get(("alike prepared", sig[0]))
+            if earlier is not None:
+                fresh = _rebind(earlier[0], claims, inventory)
+                by_key = earlier[1]
+            else:
+                try:
+                    fresh = prepare(
+                        claims, inventory, cluster.classes, cluster.features, cluster.cel_env, cluster.expr_cache
+                    )
+                except AllocationError:
+                    return None
+                by_key = {r.key: r for c in fresh.claims for g in c.requests for r in g.alternatives}
+                if not any(r.mode == "All" for r in by_key.values()):
+                    cache[("alike prepared", sig[0])] = (fresh, by_key)
             mine["prepared"] = (fresh, by_key, any(r.mode == "All" for r in by_key.values()))
         chosen = [[Chosen(by_key[c.request.key], c.device, c.consumed) for c in picks] for picks in chosen]
         problem = fresh
