@@ -411,6 +411,9 @@ def test_dynamic_resources_score_normalised():
     docs = [node("n1", {"cpu": "4"}), node("n2", {"cpu": "4"}), node("n3", {"cpu": "4"}), pod("p", {"cpu": "1"})]
     assert plugin_scores(docs, "DynamicResources", dra=[8, 7, 0]) == [100, 87, 0]
     assert plugin_scores(docs, "DynamicResources", dra=[0, 0, 0]) is None
+    # the same choice on every node: 100 everywhere, which cannot change the pick (not scored)
+    assert plugin_scores(docs, "DynamicResources", dra=[7, 7, 7]) is None
+    assert plugin_scores(docs, "DynamicResources", dra=[7, 7, 6]) == [100, 100, 85]
 
 
 def test_pod_topology_spread_score():

@@ -372,9 +372,8 @@ class Scheduler:
         if len(feasible) == 1:
             chosen = int(feasible[0])
         else:
-            total = self.score(
-                demand, info, prof, np.asarray(feasible, dtype=np.int64), np.asarray(dra, dtype=np.int64)
-            )
+            fe = feasible if isinstance(feasible, np.ndarray) else np.asarray(feasible, dtype=np.int64)
+            total = self.score(demand, info, prof, fe, np.asarray(dra, dtype=np.int64))
             chosen = self._pick(feasible, total)
         fit = fits.get(chosen)
         if fit is None and isinstance(fits, Fits):
@@ -515,18 +514,19 @@ class Scheduler:
                 break
         return feasible, dra, fits, rejected, processed
 
-    def _pick(self, feasible: list[int], total: np.ndarray) -> int:
+    def _pick(self, feasible, total: np.ndarray) -> int:
+        """The chosen node of `feasible` (node indexes: a list, or scan's int64 array)."""
         best = int(total.max())
         tied = np.flatnonzero(total == best)
         if len(tied) == 1:
-            return feasible[int(tied[0])]
+            return int(feasible[int(tied[0])])
         if self.on_tie is not None:
-            self.on_tie([feasible[int(t)] for t in tied])
+            self.on_tie([int(feasible[int(t)]) for t in tied])
         if self.tie_break == "name":
-            return min(feasible[int(t)] for t in tied)
+            return min(int(feasible[int(t)]) for t in tied)
         # selectHost keeps each tied node with probability 1/count (reservoir sampling): a
         # uniform choice among the ties, drawn here in one step.
-        return feasible[int(tied[self.rng.randrange(len(tied))])]
+        return int(feasible[int(tied[self.rng.randrange(len(tied))])])
 
     # ------------------------------------------------------------------ filters
     def _hard_filters(self, demand, info: PodInfo, prof: Profile):

@@ -63,8 +63,8 @@ def scan(
 ):
     """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
     was filtered there keep their answer; the others, in search order, are filtered until
-    enough feasible nodes lie before them. Returns (feasible node indexes in search order,
-    their DRA scores, fits computed now, rejection reasons (on failure only), nodes processed).
+    enough feasible nodes lie before them. Returns (feasible node indexes in search order, an
+    int64 array, their DRA scores, fits computed now, rejection reasons (on failure only), nodes processed).
 
     A node that changed is answered from the `alike` kind's board when a pod of an alike
     kind was filtered there since (the same answer: only the fit is left to compute, for the
@@ -165,7 +165,7 @@ def scan(
     if group_fits:
         fits = Fits(fits)
         fits.groups = group_fits
-    return found.tolist(), dscore[found], fits, rejected, processed
+    return found, dscore[found], fits, rejected, processed
 
 
 def versions_now(sched) -> np.ndarray:

@@ -13,6 +13,8 @@ NAME = "DynamicResources"
 
 
 def score(sched, demand, info, prof, fe: np.ndarray, dra: np.ndarray):
-    if not dra.any():
+    # Every node alike (all 0, or the same prioritized-list choice everywhere): the normalised
+    # scores are alike too and cannot change the choice (Scheduler._plugin_score's None).
+    if not len(dra) or dra.min() == dra.max():
         return None
     return default_normalize(dra)
