@@ -9,8 +9,8 @@ seconds: time, status, gap). Every run is a forked child: its peak RSS (getrusag
 the parent's few MiB included) is its own, and a crash fails one run, not the benchmark.
 
 Target (issue 11): first-fit >= 500 pods/s on every workload on 2 cores; reading <= 2 s;
-optimal within 60 s with its gap. Issue 19: first-fit >= 2,500 pods/s (wall clock and CPU time
-both printed), reading <= 1 s.
+optimal within 60 s with its gap. Issue 19: first-fit >= 2,500 pods/s, reading <= 1 s (wall
+clock and CPU time both printed for each: on a loaded machine wall-clock time says little).
 
   python benchmarks/bench_schedperf.py                       # every workload, full size
   python benchmarks/bench_schedperf.py --only basic,partitionable --no-optimal
@@ -60,8 +60,10 @@ def _measure(path: str, policy: str, time_limit: float, profile: bool, scheduler
     api.warm_up()
     out: dict[str, Any] = {"policy": policy}
     t = time.perf_counter()
+    cpu = time.process_time()
     objects = load_files([path])
     out["load_s"] = time.perf_counter() - t
+    out["load_cpu_s"] = time.process_time() - cpu
     features = Features.from_gates()
     if policy == "first-fit":
         # Expansion alone (the same work place() starts with), for the breakdown.
@@ -194,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"   issue 19 target {TARGET_PODS_PER_S:,} pods/s: wall {pps:,.0f} ({met}), "
                     f"CPU time {ff['place_cpu_s']:.2f} s = {cpu_pps:,.0f} pods/s ({cpu_met}); "
-                    f"read {ff['load_s']:.2f} s ({'met' if ff['load_s'] <= TARGET_READ_S else 'NOT met'}, <= {TARGET_READ_S:g} s)"
+                    f"read {ff['load_s']:.2f} s wall ({'met' if ff['load_s'] <= TARGET_READ_S else 'NOT met'}), "
+                    f"{ff['load_cpu_s']:.2f} s CPU ({'met' if ff['load_cpu_s'] <= TARGET_READ_S else 'NOT met'}), "
+                    f"<= {TARGET_READ_S:g} s"
                 )
                 if ff.get("profile"):
                     print(ff["profile"])
@@ -208,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
             rows.append(row)
     print(
-        "\nworkload               read_s  first-fit pods/s  cpu pods/s  k8s threshold  ratio  ff_rss_MiB  optimal_s  status     gap"
+        "\nworkload               read_s  read_cpu_s  first-fit pods/s  cpu pods/s  k8s threshold  ratio  ff_rss_MiB  optimal_s  status     gap"
         "       opt_rss_MiB"
     )
     for r in rows:
@@ -217,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         thr = r["threshold"]
         status = opt.get("status") or ("killed" if "killed_after_s" in opt else "-")
         print(
-            f"{r['workload']:22s} {ff.get('load_s', float('nan')):6.2f}  {pps if pps is not None else float('nan'):16,.0f}  "
+            f"{r['workload']:22s} {ff.get('load_s', float('nan')):6.2f}  {ff.get('load_cpu_s', float('nan')):10.2f}  {pps if pps is not None else float('nan'):16,.0f}  "
             f"{ff.get('cpu_pods_per_s', float('nan')):10,.0f}  "
             f"{thr if thr else '-':>13}  {(f'{pps / thr:5.1f}x' if thr and pps else '    -'):>5}  "
             f"{ff.get('rss_mib', float('nan')):10.0f}  "
