@@ -36,6 +36,7 @@ from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
 from draopt.scheduler.scan import MAX_KINDS, Fits, scan
 
+_MAXIMUM = np.maximum.reduce  # ndarray.max() without its Python wrapper (once per cycle)
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 # pkg/scheduler/util/pod_resources.go: the requests scoring assumes for a container without one.
@@ -516,8 +517,8 @@ class Scheduler:
 
     def _pick(self, feasible, total: np.ndarray) -> int:
         """The chosen node of `feasible` (node indexes: a list, or scan's int64 array)."""
-        best = int(total.max())
-        tied = np.flatnonzero(total == best)
+        best = int(_MAXIMUM(total))
+        tied = (total == best).nonzero()[0]
         if len(tied) == 1:
             return int(feasible[int(tied[0])])
         if self.on_tie is not None:

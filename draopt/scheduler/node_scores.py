@@ -66,7 +66,7 @@ class NodeScores:
         if got is None:
             return None
         scores, seen = got
-        dirty = np.flatnonzero(seen != self.changes)
+        dirty = (seen != self.changes).nonzero()[0]
         if dirty.size:
             one = None
             if dirty.size <= SCALAR_NODES:

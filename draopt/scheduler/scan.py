@@ -88,15 +88,16 @@ def scan(
     fits: dict[int, Any] = {}
     filled: set[int] = set()  # device groups answered in one step
     group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
+    # (x.nonzero()[0] on these 1-D arrays: np.flatnonzero's answer without its Python wrappers)
     while True:
         fresh = ver[order] == versions[order]
-        stale = np.flatnonzero(valid & ~fresh)
+        stale = (valid & ~fresh).nonzero()[0]
         if not stale.size:
             break
         known = valid & fresh & feas[order]
         # Enough feasible nodes before a stale one can only happen with this many of them:
         # else the running count is not needed (every stale node is filtered).
-        cum = np.cumsum(known) if int(np.count_nonzero(known)) + stale.size - 1 >= to_find else None
+        cum = known.cumsum() if int(np.count_nonzero(known)) + stale.size - 1 >= to_find else None
         newly = 0
         fill = None
         for p in stale.tolist():
@@ -153,7 +154,7 @@ def scan(
         dscore[same] = group_fit[3]
         group_fits.append((same, group_fit))
     fresh = ver[order] == versions[order]
-    ok = np.flatnonzero(valid & fresh & feas[order])
+    ok = (valid & fresh & feas[order]).nonzero()[0]
     if ok.size >= to_find:
         ok = ok[:to_find]
         processed = int(ok[-1]) + 1
