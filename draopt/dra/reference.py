@@ -729,6 +729,9 @@ def _exact(v: Fraction | int) -> Fraction | int:
     return v.numerator if v.denominator == 1 else v
 
 
+_USES: dict[str, Fraction | int] = {}  # counter amounts parsed by _counter_uses, by text (parsed once)
+
+
 def _counter_uses(pool: Pool) -> list[tuple[DeviceID, list[tuple[str, str, Fraction | int]]]]:
     """Per device of the pool (as available_counters walks them): its id and the counters it
     draws from the pool's counter sets, exact; parsed as available_counters parses them."""
@@ -740,8 +743,13 @@ def _counter_uses(pool: Pool) -> list[tuple[DeviceID, list[tuple[str, str, Fract
                 cs = pool.counter_sets.get(c.counter_set)
                 for n, v in c.counters.items():
                     if cs is not None and n in cs:
-                        where = f"ResourceSlice {s.name}: device {d.name}: consumesCounters"
-                        consumed.append((c.counter_set, n, _exact(parse_quantity(v.value, where))))
+                        amount = _USES.get(v.value)
+                        if amount is None:
+                            where = f"ResourceSlice {s.name}: device {d.name}: consumesCounters"
+                            amount = _exact(parse_quantity(v.value, where))
+                            if len(_USES) < 4096:
+                                _USES[v.value] = amount
+                        consumed.append((c.counter_set, n, amount))
             if consumed:
                 out.append(((pool.driver, pool.name, d.name), consumed))
     return out
