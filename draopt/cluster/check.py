@@ -210,13 +210,14 @@ def _check_preemptors(result, workload, pod_groups, evicted: dict) -> list[str]:
     group_objs = {f"{g.namespace}/{g.name}": g for g in pod_groups}
     node_of = {pl.pod: pl.node for pl in result.pods if pl.placed}
 
+    whole = {g for g, obj in group_objs.items() if disrupts_whole_group(obj) and g in workload.groups}
+
     def victim_priority(pod) -> int:
         obj = group_objs.get(pod.group) if pod.group else None
         if obj is not None and (obj.spec.priority is not None or obj.spec.priority_class_name):
             return workload.groups[pod.group].priority
         return pod.priority
 
-    whole = {g for g, obj in group_objs.items() if disrupts_whole_group(obj) and g in workload.groups}
     by_preemptor: dict[tuple[str, str], list] = defaultdict(list)
     for key, e in sorted(evicted.items()):
         pod = running.get(key)
@@ -240,7 +241,12 @@ def _check_preemptors(result, workload, pod_groups, evicted: dict) -> list[str]:
                 f"pod {key}: evicted (priority {prio} in the input) for {e.preemptor_kind} {e.preemptor} "
                 f"of priority {preemptor_prio}, not higher"
             )
-        if (e.priority, e.preemptor_priority) != (prio, preemptor_prio):
+        # A PodGroup evicted whole may be recorded with one of its members' priorities (its pods'
+        # own, when the group sets none: first-fit takes the first pod's, optimal the highest).
+        said = {prio}
+        if pod.group in whole:
+            said |= {victim_priority(running[k]) for k in workload.groups[pod.group].pods if k in running}
+        if e.priority not in said or e.preemptor_priority != preemptor_prio:
             errors.append(
                 f"pod {key}: the eviction says priority {e.priority} for {e.preemptor_priority}, "
                 f"the input {prio} for {preemptor_prio}"
