@@ -9,7 +9,9 @@ Objective, lexicographic (each phase holds the previous phases' values):
    Kubernetes' search order (the same tie-breaks as `allocate --policy optimal`).
 
 Phase 1 is warm-started from the first-fit placement and required to place at least as much
-(priority-weighted); the status is `OPTIMAL` only when every phase is proven optimal, else
+(priority-weighted); on a part with several neighbourhoods (topology domains, runs of nodes) a
+short whole-model search is followed by a large-neighbourhood search from the incumbent
+(`optimal_lns.py`: a few domains free at a time, the rest fixed); the status is `OPTIMAL` only when every phase is proven optimal, else
 `FEASIBLE` with the proven bound and gap of phase 1 and what was proven (`proven`).
 """
 
@@ -35,6 +37,7 @@ from draopt.cluster.podgroup_placement import cycle_root
 from draopt.model import topology_domains
 from draopt.model.solution import decode_part
 from draopt.model.warm_start import _first_fit_hint
+from draopt.placement import optimal_lns
 
 
 def optimize(
@@ -134,6 +137,8 @@ def optimize(
         for key, v in st.items():
             if key.startswith("colgen_"):  # column generation's figures (the largest part's)
                 stats[key] = v
+            elif key.startswith("lns_"):  # the neighbourhood search's figures, summed over parts
+                stats[key] = v if isinstance(v, str) else round(stats.get(key, 0) + v, 3)
         for key in proven:
             proven[key] = proven[key] and st["proven"].get(key, True)  # a part without victims decides none
         if "victim_cost" in st and "victim_cost" in agg:
@@ -472,6 +477,7 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
             if completion.get("status") == "INFEASIBLE"
             else "first-fit's placement could not be completed into a solution of the model within the time limit"
         )
+    hoods: list[list[str]] = []  # the neighbourhoods of optimal_lns (when phase 1 searches)
     if floor >= cheap and full is not None:
         # First-fit already places every pod that could be placed: phase 1 needs no search.
         stats["proof"] = "first-fit places every pod that has a feasible node"
@@ -483,7 +489,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         # mixed fleet: 141,548 with it, 142,720 without, bound 142,726). First-fit's placement
         # is kept as the incumbent in case the search finds nothing better in time.
         m.maximize(b.objective)
-        solver = _solver(budget * 0.7, hard_stop)
+        # With neighbourhoods (optimal_lns), half of phase 1's share goes to the search over them.
+        hoods = optimal_lns.windows(workload, cluster, node_names)
+        solver = _solver(budget * (0.05 if hoods else 0.7), hard_stop)
         with progress.current().task("optimal: phase 1 of 3, placed pods (priority-weighted)") as shown:
             shown.solver(floor, cheap)
             status = solver.solve(m, progress.solver_callback(solver, shown))
@@ -512,6 +520,14 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
             )
             stats["proven"]["placed"] = floor >= cheap
             return {"fallback": True}, stats
+    if status != cp_model.OPTIMAL and full is not None and hoods:
+        found, values, lns = optimal_lns.improve(
+            m, b, values, best, bound, hoods, budget * 0.65, hard_stop, _solver, victims
+        )
+        stats.update(lns)
+        if found > best:
+            best = found
+            stats.pop("no_better_found", None)
     stats.update({"objective": best, "bound": bound})
     stats["proven"]["placed"] = status == cp_model.OPTIMAL
     # Phase 2: preferences; phase 3: packing. Each holds what the phases before reached.
