@@ -155,3 +155,22 @@ def test_group_preemptor_with_no_pod_where_its_victims_were_is_caught():
     assert (
         f"PodGroup default/train: preempted 1 pod(s) on {free}, none of its pods placed on any of those nodes" in errors
     )
+
+
+def test_a_pod_disruption_budget_is_said_not_modelled():
+    """PodDisruptionBudgets (policy/v1) change which victims DefaultPreemption picks; draopt does not
+    read them: the note says so (never silence, never "not used")."""
+    import io
+
+    from draopt.kube.loader import load_text
+
+    pdb = (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: keep, namespace: default}\n"
+        "spec: {minAvailable: 1, selector: {matchLabels: {app: batch}}}\n"
+    )
+    notes = io.StringIO()
+    load_text(pdb + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", notes=notes)
+    lines = notes.getvalue().splitlines()
+    assert lines[0] == "note: skipped 1 ConfigMap object(s): not used for placement"
+    assert lines[1].startswith("note: skipped 1 PodDisruptionBudget object(s): not modelled: preemption counts")
+    assert "fewest violations" in lines[1]
