@@ -1,4 +1,4 @@
-"""Large-neighbourhood search on phase 1 of the optimal model (placed pods, priority-weighted).
+"""Large-neighbourhood search in phase 1 of the optimal model (placed pods, priority-weighted).
 
 On a large part, CP-SAT's whole-model search may find nothing better than first-fit's placement
 in the time it has (bench_gangs at full size: 189,197 variables, 63 s of phase 1 without an
@@ -10,8 +10,9 @@ solution of the neighbourhood is a solution of the whole model (the other variab
 incumbent's); it becomes the incumbent, and the next neighbourhood starts from it.
 
 Neighbourhoods: the values of the topology keys the pending groups are constrained to (racks,
-NVLink domains), `width` of them at a time, in name order, as windows that move on by `width`;
-without topology keys, runs of nodes in the cluster's order. The search stops when a sweep over
+NVLink domains), `width` of them at a time, in name order, as windows that move on by `width`
+(nodes without the label: runs of them after); without topology keys no search (not measured
+there: phase 1 searches the whole model as before). The search stops when a sweep over
 every window improves nothing, when the deterministic-time budget (CP-SAT's deterministic time,
 summed: the same number of windows on any machine) is spent, or at the hard stop (wall time).
 Nothing is proven by it: the status stays what phase 1 proved (its bound, its gap).
@@ -51,8 +52,7 @@ def windows(workload, cluster, node_names: set[str]) -> list[list[str]]:
         out = [sum(domains[i : i + width], []) for i in range(0, len(domains), width)]
         out += [rest[i : i + NODES_PER_WINDOW] for i in range(0, len(rest), NODES_PER_WINDOW)]
     else:
-        names = [n.name for n in nodes]
-        out = [names[i : i + NODES_PER_WINDOW] for i in range(0, len(names), NODES_PER_WINDOW)]
+        return []  # measured only with topology domains: without them, phase 1 searches alone
     return out if len(out) > 1 else []
 
 
