@@ -27,6 +27,7 @@ def check_placement(outcome) -> list[str]:
     initial = [c for k, c in workload.claims.items() if c.status.allocation is not None and k not in deallocated]
     nodes = {n.name: n for n in cluster.nodes}
     errors += _check_evictions(result, workload, evicted, deallocated)
+    errors += _check_preemptors(result, workload, cluster.objects.pod_groups, evicted)
 
     # Per node: the new claims obey the allocation rules.
     by_node: dict[str, list[str]] = defaultdict(list)
@@ -191,6 +192,97 @@ def _check_evictions(result, workload, evicted: dict, deallocated: set[str]) -> 
         users += [k for k in placed if any(u.key == ck for u in workload.pod(k).claims)]
         if users:
             errors.append(f"claim {ck}: deallocated but still used by {', '.join(sorted(users))}")
+    return errors
+
+
+def _check_preemptors(result, workload, pod_groups, evicted: dict) -> list[str]:
+    """Each eviction against the input, not the record's own numbers: the victim's priority as
+    preemption compares it (its PodGroup's when the group sets one, kube-scheduler's GetPodPriority)
+    below the preemptor's (the pod's, or the PodGroup's); and the preemptor where its victims were:
+    a pod preemptor placed on the node of one of its victims, every other victim of it a member of a
+    PodGroup evicted whole (disruptionMode all) with a fellow member on that node; a PodGroup
+    preemptor with a placed pod on the node of one of its victims; a disruptionMode-all PodGroup
+    evicted with all its running pods or none."""
+    from draopt.cluster.evictions import disrupts_whole_group
+
+    errors: list[str] = []
+    running = {p.key: p for p in workload.running}
+    group_objs = {f"{g.namespace}/{g.name}": g for g in pod_groups}
+    node_of = {pl.pod: pl.node for pl in result.pods if pl.placed}
+
+    whole = {g for g, obj in group_objs.items() if disrupts_whole_group(obj) and g in workload.groups}
+
+    def victim_priority(pod) -> int:
+        obj = group_objs.get(pod.group) if pod.group else None
+        if obj is not None and (obj.spec.priority is not None or obj.spec.priority_class_name):
+            return workload.groups[pod.group].priority
+        return pod.priority
+
+    by_preemptor: dict[tuple[str, str], list] = defaultdict(list)
+    for key, e in sorted(evicted.items()):
+        pod = running.get(key)
+        if pod is None:
+            continue  # said by _check_evictions
+        by_preemptor[(e.preemptor_kind, e.preemptor)].append(pod)
+        prio = victim_priority(pod)
+        if e.preemptor_kind == "pod":
+            try:
+                preemptor_prio = workload.pod(e.preemptor).priority
+            except KeyError:
+                errors.append(f"pod {key}: evicted for pod {e.preemptor}, which is not in the input")
+                continue
+        elif e.preemptor in workload.groups:
+            preemptor_prio = workload.groups[e.preemptor].priority
+        else:
+            errors.append(f"pod {key}: evicted for PodGroup {e.preemptor}, which is not in the input")
+            continue
+        if prio >= preemptor_prio:
+            errors.append(
+                f"pod {key}: evicted (priority {prio} in the input) for {e.preemptor_kind} {e.preemptor} "
+                f"of priority {preemptor_prio}, not higher"
+            )
+        # A PodGroup evicted whole may be recorded with one of its members' priorities (its pods'
+        # own, when the group sets none: first-fit takes the first pod's, optimal the highest).
+        said = {prio}
+        if pod.group in whole:
+            said |= {victim_priority(running[k]) for k in workload.groups[pod.group].pods if k in running}
+        if e.priority not in said or e.preemptor_priority != preemptor_prio:
+            errors.append(
+                f"pod {key}: the eviction says priority {e.priority} for {e.preemptor_priority}, "
+                f"the input {prio} for {preemptor_prio}"
+            )
+    for g in sorted(whole):
+        members = [k for k in workload.groups[g].pods if k in running]
+        gone = [k for k in members if k in evicted]
+        if gone and len(gone) < len(members):
+            errors.append(
+                f"PodGroup {g} (disruptionMode all): {len(gone)} of its {len(members)} running pods evicted, not all"
+            )
+    for (kind, who), victims in sorted(by_preemptor.items()):
+        nodes = {v.node_name for v in victims}
+        if kind == "pod":
+            node = node_of.get(who)
+            if node is None:
+                continue  # said by _check_evictions
+            if node not in nodes:
+                errors.append(
+                    f"pod {who}: preempted {len(victims)} pod(s) on {', '.join(sorted(nodes))} but is placed on {node}"
+                )
+                continue
+            here = {v.group for v in victims if v.node_name == node and v.group in whole}
+            for v in victims:
+                if v.node_name != node and v.group not in here:
+                    errors.append(
+                        f"pod {v.key}: evicted from {v.node_name} for pod {who} placed on {node}, "
+                        "not as part of a PodGroup evicted whole from that node"
+                    )
+        elif who in workload.groups:
+            landed = {node_of[k] for k in workload.groups[who].pods if k in node_of}
+            if landed and not landed & nodes:
+                errors.append(
+                    f"PodGroup {who}: preempted {len(victims)} pod(s) on {', '.join(sorted(nodes))}, "
+                    "none of its pods placed on any of those nodes"
+                )
     return errors
 
 

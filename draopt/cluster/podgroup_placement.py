@@ -496,23 +496,40 @@ class GroupCycle:
             for key in set.intersection(*(set(d) for d in per_pod)):
                 device_need[key] = min(d[key] for d in per_pod)
         total = 0
+        # A node's answer for these least amounts and devices, kept until the node changes (its
+        # version is bumped by every change on it: Cluster.bump_all for shared devices).
+        known = self.__dict__.setdefault("_node_caps", {})
+        shape = (tuple(sorted(least.items())), tuple(sorted(device_need.items())))
         for node in nodes:
-            cap = len(pods)
-            for r, v in least.items():
-                if r not in node.allocatable:
-                    continue
-                free = node.allocatable[r] - node.used.get(r, Fraction(0))
-                cap = min(cap, int(free // v) if free > 0 else 0)
-            for (class_name, selectors), count in device_need.items():
-                if cap == 0:
-                    break
-                free_devices = self._free_devices(node, class_name, list(selectors), exact=True)
-                if free_devices is not None:
-                    cap = min(cap, free_devices // count)
+            key = (node.name, shape)
+            got = known.get(key)
+            if got is not None and got[0] == node.version:
+                cap = min(len(pods), got[1])
+            else:
+                cap = self._node_cap(node, least, device_need)
+                known[key] = (node.version, cap)
+                cap = min(len(pods), cap)
             total += cap
             if total >= len(pods):
                 return len(pods)
         return total
+
+    def _node_cap(self, node, least: dict, device_need: dict) -> int:
+        """How many pods of the least amounts `least` and devices `device_need` the node could take
+        (no more than the node has pods' worth of free amounts; unbounded: a large number)."""
+        cap = 1 << 30
+        for r, v in least.items():
+            if r not in node.allocatable:
+                continue
+            free = node.allocatable[r] - node.used.get(r, Fraction(0))
+            cap = min(cap, int(free // v) if free > 0 else 0)
+        for (class_name, selectors), count in device_need.items():
+            if cap == 0:
+                break
+            free_devices = self._free_devices(node, class_name, list(selectors), exact=True)
+            if free_devices is not None:
+                cap = min(cap, free_devices // count)
+        return cap
 
     def _device_requests(self, pod) -> dict[tuple, int]:
         """The devices a pod's own pending claims ask for, by (class, selectors): ExactCount

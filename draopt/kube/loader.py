@@ -449,6 +449,16 @@ def _generated_name(doc: Any, source: str) -> Any:
 # training-operator, KubeRay; MPIJob, PyTorchJob and TrainJob are made: draopt.kube.batch_controllers).
 POD_CREATING_KINDS = frozenset({"TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "RayCluster", "RayJob", "RayService"})
 
+# Kinds that would change a placement but that draopt does not read: said as such, not as unused.
+NOT_MODELLED_KINDS = {
+    "PodDisruptionBudget": (
+        "not modelled: preemption counts every victim as violating no PodDisruptionBudget "
+        "(kube-scheduler's DefaultPreemption reprieves PDB-violating victims first and prefers the "
+        "candidate node with the fewest violations: pkg/scheduler/framework/plugins/defaultpreemption/"
+        "default_preemption.go SelectVictimsOnNode), so the victims draopt chooses may differ"
+    ),
+}
+
 
 def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> ObjectSet:
     """After every input is read: skipped kinds reported (one note per kind on `notes`, default
@@ -459,7 +469,7 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
             + (
                 "creates pods that draopt does not model (give the pods it creates, e.g. from kubectl get pods -o yaml)"
                 if kind in POD_CREATING_KINDS
-                else "not used for placement"
+                else NOT_MODELLED_KINDS.get(kind, "not used for placement")
             )
             for kind, n in sorted(objects.skipped.items())
         ]

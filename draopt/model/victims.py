@@ -95,6 +95,7 @@ class Encoded:
     node_total: dict[str, dict[str, Fraction]]  # node -> requests of every candidate there
     prep: Any = None
     kept_in: dict = field(default_factory=dict)  # column key -> [(devices per pod, pods, pods evicted)]
+    weights: list[tuple[int, Any]] = field(default_factory=list)  # `cost` as (coefficient, variable)
 
 
 def encode(m, vs: VictimSet, prep, node_names: set[str]) -> Encoded:
@@ -143,6 +144,7 @@ def encode(m, vs: VictimSet, prep, node_names: set[str]) -> Encoded:
         out.classes.append((g, var))
         out.variables.append(var)
         cost_terms.append((big + level[g[0]]) * len(u0.pods) * var)
+        out.weights.append(((big + level[g[0]]) * len(u0.pods), var))
         for i in g:
             evicted_of_unit[i] = var
         for p in u0.pods:

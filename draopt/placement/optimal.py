@@ -9,7 +9,9 @@ Objective, lexicographic (each phase holds the previous phases' values):
    Kubernetes' search order (the same tie-breaks as `allocate --policy optimal`).
 
 Phase 1 is warm-started from the first-fit placement and required to place at least as much
-(priority-weighted); the status is `OPTIMAL` only when every phase is proven optimal, else
+(priority-weighted); on a part with several windows of topology domains, a large-neighbourhood
+search from first-fit's placement comes first (`optimal_lns.py`: a few domains free at a time, the
+rest fixed), then the whole-model search from what it found; the status is `OPTIMAL` only when every phase is proven optimal, else
 `FEASIBLE` with the proven bound and gap of phase 1 and what was proven (`proven`).
 """
 
@@ -35,6 +37,7 @@ from draopt.cluster.podgroup_placement import cycle_root
 from draopt.model import topology_domains
 from draopt.model.solution import decode_part
 from draopt.model.warm_start import _first_fit_hint
+from draopt.placement import optimal_lns
 
 
 def optimize(
@@ -134,6 +137,8 @@ def optimize(
         for key, v in st.items():
             if key.startswith("colgen_"):  # column generation's figures (the largest part's)
                 stats[key] = v
+            elif key.startswith("lns_"):  # the neighbourhood search's figures, summed over parts
+                stats[key] = v if isinstance(v, str) else round(stats.get(key, 0) + v, 3)
         for key in proven:
             proven[key] = proven[key] and st["proven"].get(key, True)  # a part without victims decides none
         if "victim_cost" in st and "victim_cost" in agg:
@@ -483,7 +488,21 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
         # mixed fleet: 141,548 with it, 142,720 without, bound 142,726). First-fit's placement
         # is kept as the incumbent in case the search finds nothing better in time.
         m.maximize(b.objective)
-        solver = _solver(budget * 0.7, hard_stop)
+        # With topology domains, the search over windows of them first (optimal_lns: on
+        # bench_gangs the whole-model search found nothing better than first-fit in 63 s), from
+        # first-fit's placement; the whole-model search after it, from what it found, for the
+        # rest of phase 1's share (its bound, or its proof on a small part).
+        start, start_values, share = floor, full, 0.7
+        hoods = optimal_lns.windows(workload, cluster, node_names) if full is not None else []
+        if hoods:
+            start, start_values, lns = optimal_lns.improve(
+                m, b, full, floor, cheap, hoods, budget * 0.65, hard_stop, _solver, victims
+            )
+            stats.update(lns)
+            share = max(0.05, 0.7 - lns["lns_deterministic_s"] / max(budget, 1e-9)) if "lns_s" in lns else 0.7
+            if start > floor:
+                m.add(b.objective >= start)
+        solver = _solver(budget * share, hard_stop)
         with progress.current().task("optimal: phase 1 of 3, placed pods (priority-weighted)") as shown:
             shown.solver(floor, cheap)
             status = solver.solve(m, progress.solver_callback(solver, shown))
@@ -497,8 +516,9 @@ def _solve_part(prep, cluster, workload, book, kind_ids, node_names, ff_by_pod, 
             # solution of the model; report it rather than hide it.
             raise RuntimeError("internal: the placement model rejects first-fit's placement it accepted before")
         elif full is not None:
-            stats["no_better_found"] = "no placement better than first-fit's found within the time limit"
-            status, best, values = cp_model.FEASIBLE, floor, full
+            if start == floor:
+                stats["no_better_found"] = "no placement better than first-fit's found within the time limit"
+            status, best, values = cp_model.FEASIBLE, start, start_values
             bound = min(cheap, int(solver.best_objective_bound)) if solver.best_objective_bound else cheap
         else:
             # The bound of pods that have a feasible node still holds (said with its gap).

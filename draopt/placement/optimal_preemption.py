@@ -99,17 +99,27 @@ def _nominations(result: PlacementResult, first_fit: PlacementResult) -> None:
 
 
 def _attribute(workload, result: PlacementResult) -> str | None:
-    """Each eviction names a preemptor the model placed: first-fit's, if the model placed it (its
-    pod, or a pod of its PodGroup), else a placed pod of higher priority on the victim's node.
+    """Each eviction names a preemptor the model placed where the victim was (on its node, or on a
+    node of its PodGroup evicted whole): first-fit's, if the model placed it there (its pod, or a
+    pod of its PodGroup), else a placed pod of higher priority there.
     Returns a victim with no such pod (None: all attributed)."""
     placed = {pl.pod: pl for pl in result.pods if pl.placed}
+    whole: dict[str, set[str]] = {}  # PodGroup evicted whole -> the nodes of its evicted pods
+    for e in result.evictions:
+        group = workload.pod(e.pod).group
+        if group is not None and "disruptionMode all" in e.why:
+            whole.setdefault(group, set()).add(e.node)
     out = []
     for e in result.evictions:
+        # Where the preemptor must be: the victim's node (or a node of its PodGroup evicted whole).
+        group = workload.pod(e.pod).group
+        where = whole.get(group, set()) | {e.node} if group is not None else {e.node}
         if (
             e.preemptor_kind == "pod"
             and e.preemptor in placed
+            and placed[e.preemptor].node in where
             or e.preemptor_kind == "podgroup"
-            and any(p in placed for p in workload.groups[e.preemptor].pods)
+            and any(p in placed and placed[p].node in where for p in workload.groups[e.preemptor].pods)
         ):
             out.append(e)
             continue
@@ -117,7 +127,7 @@ def _attribute(workload, result: PlacementResult) -> str | None:
             (
                 pl
                 for pl in sorted(placed.values(), key=lambda pl: (-pl.priority, pl.pod))
-                if pl.node == e.node and pl.priority > e.priority
+                if pl.node in where and pl.priority > e.priority
             ),
             None,
         )
@@ -130,7 +140,8 @@ def _attribute(workload, result: PlacementResult) -> str | None:
                 preemptor_kind="pod",
                 preemptor_priority=heir.priority,
                 why=f"evicted from {e.node} (priority {e.priority}) to make room for pod "
-                f"{heir.pod} (priority {heir.priority}) on {e.node} (optimal's placement)",
+                f"{heir.pod} (priority {heir.priority}) on {heir.node} (optimal's placement)"
+                + (f"; evicted whole with its PodGroup {group} (disruptionMode all)" if group in whole else ""),
             )
         )
     result.evictions = out
