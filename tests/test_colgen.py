@@ -166,3 +166,42 @@ def test_compact_pricing_agrees_with_the_one_model_on_the_openb_cut(tmp_path, mo
     assert compared
     assert check_placement(got) == []
     assert st["objective"] <= st["bound"]
+
+
+def test_compact_pricing_bound_holds_and_carries_only_the_rounding():
+    """DevicePricing.price's upper bound of the best reduced value: never below the true optimum
+    (every configuration enumerated), and above it by no more than the rounding of the prices
+    to integers moves a configuration's value (not half a unit per pod of every kind: the
+    bound of the offline optimum is the sum of these over 1,213 nodes)."""
+    from fractions import Fraction
+    from itertools import product
+
+    from draopt.model.colgen_pricing import PRICE_SCALE, DevicePricing
+
+    # A node of 2 GPUs of 1000 and 10 cpus: kind 0 takes a whole GPU, kinds 1-2 a share of one
+    # (500, 300), kind 3 no GPU; each pod 1 cpu.
+    kinds = [0, 1, 2, 3]
+    ub = [2, 4, 6, 10]
+    demand = [{"cpu": Fraction(1)} for _ in kinds]
+    whole, share = [1, 0, 0, 0], [0, Fraction(500), Fraction(300), 0]
+    f = DevicePricing(kinds, ub, demand, {"cpu": Fraction(10)}, whole, share, 2, Fraction(1000))
+
+    def fits(n):
+        if sum(n) > 10 or n[0] > 2:
+            return False
+        free = 2 - n[0]  # devices left for shares: 500 x a + 300 x b on each, at most 1000
+        per = [(a, b) for a in range(3) for b in range(4) if 500 * a + 300 * b <= 1000]
+        return any(sum(x[0] for x in c) >= n[1] and sum(x[1] for x in c) >= n[2] for c in product(per, repeat=free))
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        reduced = dict(zip(kinds, rng.uniform(-0.2, 1.0, size=4) * 1000))
+        counts, upper, proven, _ = f.price(reduced, 5.0)
+        assert proven and fits(counts)
+        best = max(
+            sum(reduced[k] * x for k, x in zip(kinds, n)) for n in product(*(range(u + 1) for u in ub)) if fits(n)
+        )
+        assert upper >= best - 1e-9
+        scale = PRICE_SCALE / max(abs(v) for v in reduced.values())
+        moved = sum(abs(r - round(r * scale) / scale) * u for r, u in zip(reduced.values(), ub) if r > 0)
+        assert upper <= best + moved + 1e-9

@@ -525,8 +525,8 @@ def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], secon
         r = reduced.get(ki, 0.0)
         coef = int(round(r * scale)) if r > 0 else -1
         terms.append((coef, var))
-        if r > 0:
-            slack += 0.5 / scale * var.proto.domain[1]  # rounding of the prices, at most
+        if r > 0:  # the price lost to its rounding (none where it was rounded up)
+            slack += max(0.0, r - coef / scale) * var.proto.domain[len(var.proto.domain) - 1]
     if not any(c > 0 for c, _ in terms):
         return None, 0.0, True  # nothing of positive value fits: the empty configuration
     cp.maximize(sum(c * v for c, v in terms))

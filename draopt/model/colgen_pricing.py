@@ -180,7 +180,9 @@ class DevicePricing:
             if hi > 0:
                 coef = int(round(r * scale))
                 terms.append((coef, v))
-                slack += 0.5 / scale * hi
+                # The price lost to its rounding (none where it was rounded up): what a
+                # configuration's reduced value can exceed its rounded one by.
+                slack += max(0.0, r - coef / scale) * hi
         if not any(c > 0 for c, _ in terms):
             return tuple(0 for _ in self.kinds), 0.0, True, []
         for res, cap in self.free.items():
