@@ -141,9 +141,11 @@ def test_compact_pricing_agrees_with_the_one_model_on_the_openb_cut(tmp_path, mo
     compared = []
     real_fast, real_one = colgen._price_fast, colgen._price
 
-    def both(fast, one, reduced, seconds, stats, wanted):
-        got = real_fast(fast, one, reduced, 5.0, stats, wanted)
+    def both(fast, one, reduced, seconds, stats, wanted, caps=None):
+        got = real_fast(fast, one, reduced, 5.0, stats, wanted, caps)
         assert got != "disagree"
+        if caps is not None:  # pods left by the rounding (_residual_columns): not the one model's problem
+            return got
         exact = real_one(one, reduced, fast.kinds, 5.0, wall=10.0)
         if got is not None and exact is not None and got[2] and exact[2]:
             # Both proven: the same best reduced value (each bound is the optimum plus the
@@ -164,5 +166,88 @@ def test_compact_pricing_agrees_with_the_one_model_on_the_openb_cut(tmp_path, mo
     st = got.result.stats
     assert st["colgen_fast_classes"] >= 1 and "colgen_fast_disagreed" not in st
     assert compared
+    assert check_placement(got) == []
+    assert st["objective"] <= st["bound"]
+
+
+def test_compact_pricing_bound_holds_and_carries_only_the_rounding():
+    """DevicePricing.price's upper bound of the best reduced value: never below the true optimum
+    (every configuration enumerated), and above it by no more than the rounding of the prices
+    to integers moves a configuration's value (not half a unit per pod of every kind: the
+    bound of the offline optimum is the sum of these over 1,213 nodes)."""
+    from fractions import Fraction
+    from itertools import product
+
+    from draopt.model.colgen_pricing import PRICE_SCALE, DevicePricing
+
+    # A node of 2 GPUs of 1000 and 10 cpus: kind 0 takes a whole GPU, kinds 1-2 a share of one
+    # (500, 300), kind 3 no GPU; each pod 1 cpu.
+    kinds = [0, 1, 2, 3]
+    ub = [2, 4, 6, 10]
+    demand = [{"cpu": Fraction(1)} for _ in kinds]
+    whole, share = [1, 0, 0, 0], [0, Fraction(500), Fraction(300), 0]
+    f = DevicePricing(kinds, ub, demand, {"cpu": Fraction(10)}, whole, share, 2, Fraction(1000))
+
+    def fits(n):
+        if sum(n) > 10 or n[0] > 2:
+            return False
+        free = 2 - n[0]  # devices left for shares: 500 x a + 300 x b on each, at most 1000
+        per = [(a, b) for a in range(3) for b in range(4) if 500 * a + 300 * b <= 1000]
+        return any(sum(x[0] for x in c) >= n[1] and sum(x[1] for x in c) >= n[2] for c in product(per, repeat=free))
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        reduced = dict(zip(kinds, rng.uniform(-0.2, 1.0, size=4) * 1000))
+        counts, upper, proven, _ = f.price(reduced, 5.0)
+        assert proven and fits(counts)
+        best = max(
+            sum(reduced[k] * x for k, x in zip(kinds, n)) for n in product(*(range(u + 1) for u in ub)) if fits(n)
+        )
+        assert upper >= best - 1e-9
+        scale = PRICE_SCALE / max(abs(v) for v in reduced.values())
+        moved = sum(abs(r - round(r * scale) / scale) * u for r, u in zip(reduced.values(), ub) if r > 0)
+        assert upper <= best + moved + 1e-9
+        # At most so many pods of a kind (what the LP's rounding leaves): the best under them.
+        caps = dict(zip(kinds, rng.integers(0, 4, size=4).tolist()))
+        counts, _, proven, _ = f.price(reduced, 5.0, caps=caps)
+        capped = [n for n in product(*(range(min(u, caps[k]) + 1) for k, u in zip(kinds, ub))) if fits(n)]
+        assert proven and counts in capped
+        value = sum(reduced[k] * x for k, x in zip(kinds, counts))
+        # The optimum of the rounded prices: within twice their rounding of the true one.
+        assert value >= max(sum(reduced[k] * x for k, x in zip(kinds, n)) for n in capped) - 2 * moved - 1e-9
+
+
+@pytest.mark.skipif(not OPENB.is_dir(), reason="openb trace not in ../shared/data/openb")
+def test_columns_for_what_the_rounding_leaves(tmp_path, monkeypatch):
+    """The residual generation (colgen._residual_columns) on an openb cut: the LP rounded down
+    leaves nodes and pods; every configuration it adds for them is of a class with nodes left,
+    holds no more pods of a kind than are left and was checked by the one model, and the
+    placement from all the columns passes the checker."""
+    nodes = trace.read_nodes(str(OPENB / "openb_node_list_gpu_node.csv"))[::8]
+    cluster = tmp_path / "c.yaml"
+    objs = trace.class_objects({n.model for n in nodes}) + trace.node_objects(nodes) + trace.slice_objects(nodes)
+    cluster.write_text(trace.dump_yaml(objs))
+    tasks = trace.read_tasks(str(OPENB / "openb_pod_list_multigpu50.csv"))[::60]
+    c = sim.build(_objects(str(cluster), tasks))
+    seq, _ = sim.arrivals(c, 1.0, np.random.default_rng([0, 0]))
+    real = colgen._residual_columns
+    calls = []
+
+    def spy(classes, kinds, value, pods_left, nodes_left, columns, *rest):
+        before = len(columns)
+        got = real(classes, kinds, value, pods_left, nodes_left, columns, *rest)
+        new = columns[before:]
+        assert got[0] == len(new) and got[1] <= colgen.RESIDUAL_ROUNDS
+        for col in new:
+            assert nodes_left[col.cls] > 0 and col.conf is not None
+            assert all(n <= pods_left[ki] for ki, n in zip(classes[col.cls].kinds, col.counts))
+        calls.append(len(new))
+        return got
+
+    monkeypatch.setattr(colgen, "_residual_columns", spy)
+    monkeypatch.setattr(colgen, "MIN_NODES", 0)
+    got = _place(c, [c.shapes[i] for i in seq], time_limit=20.0)
+    st = got.result.stats
+    assert calls == [st["colgen_residual_columns"]] and calls[0] > 0
     assert check_placement(got) == []
     assert st["objective"] <= st["bound"]

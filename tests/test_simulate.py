@@ -3,12 +3,15 @@ choices on small cases, seeded sampling, the optimal bounds, the command line.""
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from draopt.studies import simulate as sim
+from draopt.studies import simulate_optimal as so
 from draopt.studies import trace
 from draopt.cli import main
 from draopt.kube.loader import load_files
@@ -347,3 +350,27 @@ def test_trace_as_yaml_equals_trace_as_csv(files, tmp_path, capsys):
     assert main(args + ["--trace", str(pods)]) == 0
     assert capsys.readouterr().out == from_csv
     assert len(from_csv.strip().splitlines()) == 1 + 2 * 4
+
+
+def test_offline_optimum_places_capacity_before_pods_without_devices(tmp_path):
+    """The offline optimum's placed value is capacity first (simulate_optimal.GPU_FIRST): 60
+    pods without GPUs (worth 1 each as placed pods) do not outweigh one task of 50 milli-GPU
+    that needs the same cpus, and the bound it returns is a bound of the capacity placed."""
+    nodes = write(tmp_path, "nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,1,T4\n")
+    tasks = write(
+        tmp_path,
+        "tasks.csv",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nt-0,64000,1024,1,50,\nt-1,1000,1024,0,0,\n",
+    )
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(trace.dump_yaml(trace.import_trace(nodes, None)))
+    c = sim.build(objects_with(str(cluster), trace.read_tasks(tasks)))
+    gpu, cpu = sorted(c.shapes, key=lambda s: -s.request)
+    batch = [gpu] + [cpu] * 60
+    assert so.value_scale(batch) == so.GPU_FIRST
+    st = sim.State(c)
+    got = sim.solve_optimal(st, batch, time_limit=10)
+    assert st.allocated == 50 and st.placed == 1
+    assert got["objective"] == 50 and 50 <= got["bound"] < 60
+    # A request so large that its priority would pass Kubernetes' 32-bit range: a smaller scale.
+    assert so.value_scale([dataclasses.replace(gpu, request=5e6)]) == so.MAX_PRIORITY // 5_000_000

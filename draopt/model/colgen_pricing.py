@@ -158,9 +158,16 @@ class DevicePricing:
         ), ""
 
     # ------------------------------------------------------------------ pricing
-    def price(self, reduced: dict[int, float], seconds: float, hint: tuple[int, ...] | None = None):
+    def price(
+        self,
+        reduced: dict[int, float],
+        seconds: float,
+        hint: tuple[int, ...] | None = None,
+        caps: dict[int, int] | None = None,
+    ):
         """(counts, proven upper bound of the reduced value, proven, other solutions found) of the
-        best configuration under `reduced`, or None if nothing was found in `seconds`."""
+        best configuration under `reduced`, or None if nothing was found in `seconds`. `caps`:
+        at most so many pods of a kind (the pods there are left to place)."""
         top = max([abs(v) for v in reduced.values()] + [1e-9])
         scale = PRICE_SCALE / top
         m = cp_model.CpModel()
@@ -168,6 +175,8 @@ class DevicePricing:
         for i, ki in enumerate(self.kinds):
             r = reduced.get(ki, 0.0)
             hi = self.ub[i] if r > 0 else 0
+            if caps is not None:
+                hi = min(hi, caps.get(ki, hi))
             for res, amount in self.demand[i].items():
                 if res in self.free:
                     hi = min(hi, int(self.free[res] // amount))
@@ -180,7 +189,9 @@ class DevicePricing:
             if hi > 0:
                 coef = int(round(r * scale))
                 terms.append((coef, v))
-                slack += 0.5 / scale * hi
+                # The price lost to its rounding (none where it was rounded up): what a
+                # configuration's reduced value can exceed its rounded one by.
+                slack += max(0.0, r - coef / scale) * hi
         if not any(c > 0 for c, _ in terms):
             return tuple(0 for _ in self.kinds), 0.0, True, []
         for res, cap in self.free.items():

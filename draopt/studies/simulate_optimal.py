@@ -54,12 +54,33 @@ def relevant_nodes(st: State, batch: list[Shape], keep: set[int] = frozenset()) 
     return out
 
 
+# A placed pod is worth its device capacity request in units of 1/GPU_FIRST (so pods that
+# request no device, worth 1 as every placed pod, weigh 1/GPU_FIRST of a unit of capacity: the
+# placed value is the capacity placed, then those pods), unless that would bring a priority
+# over MAX_PRIORITY.
+GPU_FIRST = 1000
+MAX_PRIORITY = 10**9  # Kubernetes priorities are 32-bit integers
+
+
+def value_scale(batch: list[Shape]) -> int:
+    """The units of a unit of device capacity in the placed value of `batch` (see GPU_FIRST)."""
+    top = max([round(s.request) for s in batch] + [1])
+    return max(1, min(GPU_FIRST, MAX_PRIORITY // top))
+
+
 def residual_objects(
-    st: State, shape_counts: list[tuple[Shape, str]], *, priority: bool = True, keep: set[int] = frozenset()
+    st: State,
+    shape_counts: list[tuple[Shape, str]],
+    *,
+    priority: bool = True,
+    keep: set[int] = frozenset(),
+    scale: int = 1,
 ):
     """What is left of the cluster as Kubernetes objects, and pods to place on it: every node
     with its free resources as allocatable, every device with its capacity left (no request
-    policy: a pod asks for what one allocation consumes), pods asking for that consumption."""
+    policy: a pod asks for what one allocation consumes), pods asking for that consumption.
+    `priority`: a pod's weight in the placed value (draopt.cluster.result.weight) is its
+    request times `scale` (at least 1)."""
     c = st.c
     docs: list[dict] = [cl.to_k8s() for cl in c.objects.device_classes]
     for i in relevant_nodes(st, [s for s, _ in shape_counts], keep):
@@ -118,7 +139,7 @@ def residual_objects(
             },
         }
         if priority:
-            pod["spec"]["priority"] = max(0, int(round(s.request)) - 1)
+            pod["spec"]["priority"] = max(0, int(round(s.request)) * scale - 1)
         if s.claim_spec is not None:
             if s.index not in templates:
                 templates[s.index] = f"shape-{s.index}"
@@ -165,14 +186,15 @@ def solve_optimal(
     st: State, batch: list[Shape], *, time_limit: float, apply: bool = True, hint: list | None = None
 ) -> dict:
     """Place `batch` on what is left with draopt's optimal model, maximising device capacity
-    placed; update the state when `apply`. `hint`: a placement of the batch ((node, devices) or
+    placed (then pods without devices: GPU_FIRST); update the state when `apply`. `hint`: a placement of the batch ((node, devices) or
     None per pod) the model starts from instead of first-fit's (it never returns less).
     Returns the solver's summary."""
     from draopt.placement import place
 
     names = [f"p{k:06d}" for k in range(len(batch))]
     keep = {h[0] for h in hint if h is not None} if hint else frozenset()
-    objs = residual_objects(st, list(zip(batch, names)), keep=keep)
+    scale = value_scale(batch)
+    objs = residual_objects(st, list(zip(batch, names)), keep=keep, scale=scale)
     if hint is None:
         outcome = place(objs, policy="optimal", time_limit=time_limit)
     else:
@@ -197,14 +219,20 @@ def solve_optimal(
                 devs.append(next(e.index for e in c.devices[node].devices if e.device.name == r.device))
         st.take(s, node, devs)
     stats = outcome.result.stats
+    colgen = {k: v for k, v in stats.items() if k.startswith("colgen_")}
+    for k in ("colgen_lp_value", "colgen_rounded_value"):
+        if k in colgen:
+            colgen[k] = round(colgen[k] / scale, 3)
+    # The placed value and its bound in units of device capacity: pods without devices add
+    # 1/scale each, so the bound is a bound of the capacity placed.
     return {
         "placed_request": placed_request,
-        "bound": float(stats.get("bound", 0) or 0),
-        "objective": float(stats.get("objective", 0) or 0),
+        "bound": float(stats.get("bound", 0) or 0) / scale,
+        "objective": float(stats.get("objective", 0) or 0) / scale,
         "gap": stats.get("gap"),
         "status": stats.get("status"),
         "solve_s": stats.get("solve_s"),
-        "colgen": {k: v for k, v in stats.items() if k.startswith("colgen_")},
+        "colgen": colgen,
     }
 
 
