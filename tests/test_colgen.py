@@ -141,11 +141,9 @@ def test_compact_pricing_agrees_with_the_one_model_on_the_openb_cut(tmp_path, mo
     compared = []
     real_fast, real_one = colgen._price_fast, colgen._price
 
-    def both(fast, one, reduced, seconds, stats, wanted, caps=None):
-        got = real_fast(fast, one, reduced, 5.0, stats, wanted, caps)
+    def both(fast, one, reduced, seconds, stats, wanted):
+        got = real_fast(fast, one, reduced, 5.0, stats, wanted)
         assert got != "disagree"
-        if caps is not None:  # pods left by the rounding (_residual_columns): not the one model's problem
-            return got
         exact = real_one(one, reduced, fast.kinds, 5.0, wall=10.0)
         if got is not None and exact is not None and got[2] and exact[2]:
             # Both proven: the same best reduced value (each bound is the optimum plus the
@@ -207,47 +205,3 @@ def test_compact_pricing_bound_holds_and_carries_only_the_rounding():
         scale = PRICE_SCALE / max(abs(v) for v in reduced.values())
         moved = sum(abs(r - round(r * scale) / scale) * u for r, u in zip(reduced.values(), ub) if r > 0)
         assert upper <= best + moved + 1e-9
-        # At most so many pods of a kind (what the LP's rounding leaves): the best under them.
-        caps = dict(zip(kinds, rng.integers(0, 4, size=4).tolist()))
-        counts, _, proven, _ = f.price(reduced, 5.0, caps=caps)
-        capped = [n for n in product(*(range(min(u, caps[k]) + 1) for k, u in zip(kinds, ub))) if fits(n)]
-        assert proven and counts in capped
-        value = sum(reduced[k] * x for k, x in zip(kinds, counts))
-        # The optimum of the rounded prices: within twice their rounding of the true one.
-        assert value >= max(sum(reduced[k] * x for k, x in zip(kinds, n)) for n in capped) - 2 * moved - 1e-9
-
-
-@pytest.mark.skipif(not OPENB.is_dir(), reason="openb trace not in ../shared/data/openb")
-def test_columns_for_what_the_rounding_leaves(tmp_path, monkeypatch):
-    """The residual generation (colgen._residual_columns) on an openb cut: the LP rounded down
-    leaves nodes and pods; every configuration it adds for them is of a class with nodes left,
-    holds no more pods of a kind than are left and was checked by the one model, and the
-    placement from all the columns passes the checker."""
-    nodes = trace.read_nodes(str(OPENB / "openb_node_list_gpu_node.csv"))[::8]
-    cluster = tmp_path / "c.yaml"
-    objs = trace.class_objects({n.model for n in nodes}) + trace.node_objects(nodes) + trace.slice_objects(nodes)
-    cluster.write_text(trace.dump_yaml(objs))
-    tasks = trace.read_tasks(str(OPENB / "openb_pod_list_multigpu50.csv"))[::60]
-    c = sim.build(_objects(str(cluster), tasks))
-    seq, _ = sim.arrivals(c, 1.0, np.random.default_rng([0, 0]))
-    real = colgen._residual_columns
-    calls = []
-
-    def spy(classes, kinds, value, pods_left, nodes_left, columns, *rest):
-        before = len(columns)
-        got = real(classes, kinds, value, pods_left, nodes_left, columns, *rest)
-        new = columns[before:]
-        assert got[0] == len(new) and got[1] <= colgen.RESIDUAL_ROUNDS
-        for col in new:
-            assert nodes_left[col.cls] > 0 and col.conf is not None
-            assert all(n <= pods_left[ki] for ki, n in zip(classes[col.cls].kinds, col.counts))
-        calls.append(len(new))
-        return got
-
-    monkeypatch.setattr(colgen, "_residual_columns", spy)
-    monkeypatch.setattr(colgen, "MIN_NODES", 0)
-    got = _place(c, [c.shapes[i] for i in seq], time_limit=20.0)
-    st = got.result.stats
-    assert calls == [st["colgen_residual_columns"]] and calls[0] > 0
-    assert check_placement(got) == []
-    assert st["objective"] <= st["bound"]

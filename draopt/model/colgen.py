@@ -18,11 +18,8 @@ enumerates every configuration, which stops at MAX_CHECKS; here they are generat
   solver's proven upper bound, with the rounding of the prices to integers added), valid for
   any pi, mu >= 0 whether or not the generation has converged; at convergence it is the LP
   bound;
-* integer placement: the LP rounded down, columns generated again for the nodes and pods it
-  leaves (`_residual_columns`: the columns of the whole problem seldom fit what is left), the
-  rest placed by CP-SAT over every column; then CP-SAT over configuration counts per class,
-  warm-started from (and never below) the better of that and the warm start's own
-  configurations, which are columns from the start.
+* integer placement: CP-SAT over configuration counts per class, warm-started from (and never
+  below) the warm start's own configurations, which are columns from the start.
 
 `invert` hands the chosen configurations out to the nodes of each class in node order and the
 pods of each kind in queue order (then optimal.py's decoding deals their devices, as for
@@ -56,11 +53,8 @@ PRICE_FIRST_SECONDS = 1.0  # one pricing solve while columns come (deterministic
 PRICE_SECONDS = 16.0  # at most, to prove that no column is left
 SMOOTHING = 0.5  # Wentges: weight of the best bound's duals in the prices priced
 FAST_COLUMNS = 4  # columns taken from one compact pricing solve (its best solutions)
-INTEGER_GAP = 2e-5  # the integer placement stops this close to the bound (of all pods' value)
-INTEGER_SECONDS = 120.0  # deterministic seconds of that search at most (else its share of the time limit)
+INTEGER_GAP = 2e-4  # the integer placement stops this close to the bound (of all pods' value)
 ROUNDING_SHARE = 0.2  # of the time left after the generation, for the LP's rounding
-RESIDUAL_SHARE = 0.2  # of the time left after the generation, for columns of what the rounding leaves
-RESIDUAL_ROUNDS = 20  # pricing rounds for them at most
 LP_TOLERANCE = 1e-4  # the generation stops when its bound is this close to the LP (of all pods' value)
 LP_SHARE = 0.6  # of the time limit, for the generation (the rest: integer placement)
 # Classes priced at once: CP-SAT releases the GIL and every class has its own models, so the
@@ -288,25 +282,6 @@ class ColumnGeneration:
                         pods_left[ki] += k
             for c, n in zip(columns, down):
                 nodes_left[c.cls] -= n
-            # The columns suit the whole problem: new ones for what is left over. (Diving on,
-            # fixing the residual LP's integer parts and generating again, placed no more on
-            # multigpu50 and took longer.)
-            residual = _residual_columns(
-                classes,
-                kinds,
-                value,
-                pods_left,
-                nodes_left,
-                columns,
-                add,
-                fast,
-                ones,
-                fast_stats,
-                time.perf_counter() + (deadline - time.perf_counter()) * RESIDUAL_SHARE,
-            )
-            fast_stats["colgen_residual_columns"], fast_stats["colgen_residual_rounds"] = residual
-            down += [0] * (len(columns) - len(down))
-            warm_only += [0] * (len(columns) - len(warm_only))
             rest, _ = _integer(
                 classes,
                 kinds,
@@ -339,7 +314,6 @@ class ColumnGeneration:
                     shown=integer_line,
                     bound=math.floor(bound + 1e-6),
                     gap=INTEGER_GAP * total_value,
-                    seconds=INTEGER_SECONDS,
                     subs=[(a, b, value[b] - value[a]) for a, b in subs],
                     moves=moves,
                 )
@@ -458,11 +432,10 @@ class ColumnGeneration:
 class _Master:
     """The restricted master LP (GLOP), grown by columns."""
 
-    def __init__(self, classes, kinds, pods_of, nodes_of: list[int] | None = None):
+    def __init__(self, classes, kinds, pods_of):
         self.lp = pywraplp.Solver.CreateSolver("GLOP")
         inf = self.lp.infinity()
-        nodes_of = nodes_of if nodes_of is not None else [len(nc.nodes) for nc in classes]
-        self.class_rows = [self.lp.Constraint(-inf, n) for n in nodes_of]
+        self.class_rows = [self.lp.Constraint(-inf, len(nc.nodes)) for nc in classes]
         self.kind_rows = {k.index: self.lp.Constraint(-inf, pods_of[k.index]) for k in kinds}
         self.objective = self.lp.Objective()
         self.objective.SetMaximization()
@@ -504,70 +477,12 @@ class _Master:
         return [x.solution_value() for x in self.vars]
 
 
-def _residual_columns(
-    classes, kinds, value, pods_left, nodes_left, columns, add, fast, ones, stats, stop
-) -> tuple[int, int]:
-    """Column generation on the nodes and pods the LP's rounding leaves (`nodes_left` per
-    class, `pods_left` per kind): configurations of those pods only (the compact pricing holds
-    no more pods of a kind than are left), added by `add(class, counts, configuration)`, until
-    none improves the residual LP, after RESIDUAL_ROUNDS or at `stop` (perf_counter). Returns
-    (columns added, rounds)."""
-    left = [k for k in kinds if pods_left[k.index] > 0]
-    if not left or not any(nodes_left):
-        return 0, 0
-    caps = {k.index: max(0, pods_left[k.index]) for k in kinds}
-    lp = _Master(classes, left, {k.index: pods_left[k.index] for k in left}, nodes_left)
-    lp.add_columns(
-        [
-            c
-            for c in columns
-            if nodes_left[c.cls] and all(caps[ki] >= n for ki, n in zip(classes[c.cls].kinds, c.counts) if n)
-        ]
-    )
-    added = rounds = 0
-    while rounds < RESIDUAL_ROUNDS and time.perf_counter() < stop:
-        rounds += 1
-        _, pi, mu = lp.solve()
-
-        def reduced_of(j: int) -> dict[int, float]:
-            if not nodes_left[j]:
-                return {ki: -1.0 for ki in classes[j].kinds}  # no node of the class is left
-            return {ki: value[ki] - pi[ki] if caps[ki] else -1.0 for ki in classes[j].kinds}
-
-        def wanted_of(j: int):
-            r = reduced_of(j)
-            return lambda counts: sum(r[ki] * n for ki, n in zip(classes[j].kinds, counts)) > mu[j] + 1e-6
-
-        priced = price_classes(classes, fast, ones, reduced_of, wanted_of, PRICE_FIRST_SECONDS, stop, stats, caps)
-        new = []
-        for j, got in enumerate(priced):
-            if got is None or got == "late":
-                continue
-            confs = got[0] if isinstance(got[0], list) else [got[0]]
-            for conf in confs:
-                if (
-                    conf is not None
-                    and wanted_of(j)(conf.counts)
-                    and all(caps[ki] >= n for ki, n in zip(classes[j].kinds, conf.counts) if n)
-                    and add(j, conf.counts, conf)
-                ):
-                    new.append(columns[-1])
-        if not new:
-            break
-        added += len(new)
-        lp.add_columns(new)
-    return added, rounds
-
-
-def price_classes(
-    classes, fast, ones, reduced_of, wanted_of, cap: float, stop: float, stats: dict, caps: dict | None = None
-) -> list:
+def price_classes(classes, fast, ones, reduced_of, wanted_of, cap: float, stop: float, stats: dict) -> list:
     """Price every class under its `reduced_of(j)` values, PRICING_THREADS classes at once: the
     compact pricing where the class has it (a column the one model rejects drops it for the
     class, `fast[j] = None`), else the one model. Per class, in class order: (configurations,
     proven upper bound, proven), None when nothing was found in time, or "late" when `stop`
-    (perf_counter) passed before the class was priced. `caps`: pods per kind a configuration
-    may hold at most (the compact pricing only; its bound is then not the Lagrangian one)."""
+    (perf_counter) passed before the class was priced."""
 
     def one_class(j: int):
         left = stop - time.perf_counter()
@@ -576,7 +491,7 @@ def price_classes(
         own: dict[str, int] = {"colgen_fast_checked": 0}
         got, dropped = None, False
         if fast[j] is not None:
-            got = _price_fast(fast[j], ones[j], reduced_of(j), min(cap, left), own, wanted_of(j), caps)
+            got = _price_fast(fast[j], ones[j], reduced_of(j), min(cap, left), own, wanted_of(j))
             if got == "disagree":
                 got, dropped = None, True
         if got is None:
@@ -628,13 +543,11 @@ def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], secon
     return one.configuration(solver, counts), upper, status == cp_model.OPTIMAL
 
 
-def _price_fast(
-    fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float], seconds: float, stats: dict, wanted, caps=None
-):
+def _price_fast(fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float], seconds: float, stats: dict, wanted):
     """The compact pricing (colgen_pricing.py); a column it returns is checked by the one model
     (the rule source) before it is used (`wanted(counts)`: the master lacks it). "disagree" if the one model rejects it (the class is
     then priced by the one model), None if nothing was found in time."""
-    got = fast.price(reduced, seconds, caps=caps)
+    got = fast.price(reduced, seconds)
     if got is None:
         return None
     counts, upper, proven, others = got
@@ -689,14 +602,12 @@ def _integer(
     nodes_of: list[int] | None = None,
     subs=(),
     moves: dict | None = None,
-    seconds: float | None = None,
 ):
     """Configuration counts per class (CP-SAT), at least the warm start's value. `shown`: where
     its best value and bound are reported (draopt.progress). `bound`: the generation's proven
     bound (no integer placement exceeds it: CP-SAT's own bound starts there); it stops within
     `gap` of it. `start`: nodes per column of a known placement (the hint; returned, "WARM", when
-    nothing better is found); `nodes_of`: nodes per class (default: the class's nodes);
-    `seconds`: deterministic seconds at most (the same search on a loaded machine)."""
+    nothing better is found); `nodes_of`: nodes per class (default: the class's nodes)."""
     nodes_of = nodes_of if nodes_of is not None else [len(nc.nodes) for nc in classes]
     if moves is not None:
         moves.clear()  # filled with this solve's moves (none when the start is returned)
@@ -744,7 +655,7 @@ def _integer(
     if gap > 0:
         solver.parameters.absolute_gap_limit = gap
     left = max(0.1, hard_stop - time.perf_counter())
-    solver.parameters.max_deterministic_time = left if seconds is None else min(left, seconds)
+    solver.parameters.max_deterministic_time = left
     solver.parameters.max_time_in_seconds = left  # wall time: the time limit is kept
     status = solver.solve(m, progress.solver_callback(solver, shown))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -158,16 +158,9 @@ class DevicePricing:
         ), ""
 
     # ------------------------------------------------------------------ pricing
-    def price(
-        self,
-        reduced: dict[int, float],
-        seconds: float,
-        hint: tuple[int, ...] | None = None,
-        caps: dict[int, int] | None = None,
-    ):
+    def price(self, reduced: dict[int, float], seconds: float, hint: tuple[int, ...] | None = None):
         """(counts, proven upper bound of the reduced value, proven, other solutions found) of the
-        best configuration under `reduced`, or None if nothing was found in `seconds`. `caps`:
-        at most so many pods of a kind (the pods there are left to place)."""
+        best configuration under `reduced`, or None if nothing was found in `seconds`."""
         top = max([abs(v) for v in reduced.values()] + [1e-9])
         scale = PRICE_SCALE / top
         m = cp_model.CpModel()
@@ -175,8 +168,6 @@ class DevicePricing:
         for i, ki in enumerate(self.kinds):
             r = reduced.get(ki, 0.0)
             hi = self.ub[i] if r > 0 else 0
-            if caps is not None:
-                hi = min(hi, caps.get(ki, hi))
             for res, amount in self.demand[i].items():
                 if res in self.free:
                     hi = min(hi, int(self.free[res] // amount))
