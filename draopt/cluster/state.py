@@ -56,6 +56,7 @@ class NodeState:
     # The cluster's array of node versions (Cluster.versions), kept equal to `version` at `index`
     # (the scheduler reads every node's version each cycle); a copy of the node is not in it.
     _versions: Any = field(default=None, repr=False, compare=False)
+    _takes_kept: Any = field(default=None, repr=False, compare=False)  # Cluster.takes, the same way
     name: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
@@ -65,6 +66,7 @@ class NodeState:
         new = NodeState.__new__(NodeState)
         new.__dict__.update(self.__dict__)
         new._versions = None
+        new._takes_kept = None
         return new
 
     def fits(self, demand: dict[str, Fraction]) -> str | None:
@@ -107,6 +109,8 @@ class NodeState:
         self._takes += 1
         if self._versions is not None:
             self._versions[self.index] = self.version
+        if self._takes_kept is not None:
+            self._takes_kept[self.index] = self._takes
 
 
 # The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).
@@ -229,10 +233,13 @@ class Cluster:
         return True
 
     def attach_versions(self) -> None:
-        """Cluster.versions: every node's version in one array, kept up to date by the nodes."""
+        """Cluster.versions and Cluster.takes: every node's version and take count in one array
+        each, kept up to date by the nodes."""
         self.versions = np.array([n.version for n in self.nodes], dtype=np.int64)
+        self.takes = np.array([n._takes for n in self.nodes], dtype=np.int64)
         for n in self.nodes:
             n._versions = self.versions
+            n._takes_kept = self.takes
 
     def bump_all(self) -> None:
         """Shared devices changed: every node's cached answers are stale."""

@@ -83,27 +83,34 @@ def scan(
     else:
         bver = None
     versions = versions_now(sched)
-    order = search_order(n, start)
-    valid = order >= frontier  # below the frontier: known to reject this kind
+    # The arrays are worked on in node-index order; the search order (from `start`, wrapping
+    # around) is a rotation of it. Nodes below the frontier at entry are known to reject this
+    # kind (`low`); the frontier may move while nodes are filtered, `low` does not.
+    low = frontier
     fits: dict[int, Any] = {}
     filled: set[int] = set()  # device groups answered in one step
     group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
     # (x.nonzero()[0] on these 1-D arrays: np.flatnonzero's answer without its Python wrappers)
     while True:
-        fresh = ver[order] == versions[order]
-        stale = (valid & ~fresh).nonzero()[0]
+        changed = ver != versions
+        if low:
+            changed[:low] = False
+        stale = in_search_order(changed.nonzero()[0], start)
         if not stale.size:
             break
-        known = valid & fresh & feas[order]
+        known = feas & ~changed
+        if low:
+            known[:low] = False
         # Enough feasible nodes before a stale one can only happen with this many of them:
         # else the running count is not needed (every stale node is filtered).
-        cum = known.cumsum() if int(np.count_nonzero(known)) + stale.size - 1 >= to_find else None
+        cum = rotated(known, start).cumsum() if int(np.count_nonzero(known)) + stale.size - 1 >= to_find else None
         newly = 0
         fill = None
-        for p in stale.tolist():
-            if cum is not None and (cum[p - 1] if p else 0) + newly >= to_find:
-                break
-            idx = int(order[p])
+        for idx in stale.tolist():
+            if cum is not None:
+                p = idx - start if idx >= start else idx - start + n  # its position in search order
+                if (cum[p - 1] if p else 0) + newly >= to_find:
+                    break
             node = nodes[idx]
             version = node.version
             if bver is not None and bver[idx] == version:
@@ -148,25 +155,58 @@ def scan(
             break
         g, group_fit = fill
         filled.add(g)
-        takes = np.fromiter(map(_TAKES, nodes), dtype=np.int64, count=n)
-        same = (ver != versions) & (group == g) & (took == takes) & feas & (np.arange(n) >= frontier)
+        same = (ver != versions) & (group == g) & (took == takes_now(sched)) & feas
+        same[:frontier] = False
         ver[same] = versions[same]
         dscore[same] = group_fit[3]
         group_fits.append((same, group_fit))
-    fresh = ver[order] == versions[order]
-    ok = (valid & fresh & feas[order]).nonzero()[0]
+    fresh = ver == versions
+    answered = fresh & feas
+    if low:
+        answered[:low] = False
+    ok = in_search_order(answered.nonzero()[0], start)
     if ok.size >= to_find:
-        ok = ok[:to_find]
-        processed = int(ok[-1]) + 1
+        found = ok[:to_find]
+        last = int(found[-1])
+        processed = (last - start if last >= start else last - start + n) + 1
         rejected: Counter = Counter()
     else:
+        found = ok
         processed = n
-        rejected = Counter(reasons[i] for i in order[valid & fresh & ~feas[order]].tolist())
-    found = order[ok]
+        refused = fresh & ~feas
+        if low:
+            refused[:low] = False
+        rejected = Counter(reasons[i] for i in in_search_order(refused.nonzero()[0], start).tolist())
     if group_fits:
         fits = Fits(fits)
         fits.groups = group_fits
     return found, dscore[found], fits, rejected, processed
+
+
+def in_search_order(indexes: np.ndarray, start: int) -> np.ndarray:
+    """Sorted node indexes in search order from `start`: those >= start, then the others."""
+    if not start or not indexes.size or indexes[0] >= start:
+        return indexes
+    cut = int(np.searchsorted(indexes, start))
+    if cut == indexes.size:
+        return indexes
+    return np.concatenate((indexes[cut:], indexes[:cut]))
+
+
+def rotated(mask: np.ndarray, start: int) -> np.ndarray:
+    """A per-node array in search order from `start`."""
+    return np.concatenate((mask[start:], mask[:start])) if start else mask
+
+
+def takes_now(sched) -> np.ndarray:
+    """Every node's take count now: the cluster's array when the nodes keep it (checked once
+    per array, as versions_now does), else read."""
+    arr = getattr(sched.cluster, "takes", None)
+    if arr is not None and sched.__dict__.get("_takes_checked", (None,))[0] is not arr:
+        sched._takes_checked = (arr, all(nd._takes_kept is arr for nd in sched.nodes))
+    if arr is not None and sched._takes_checked[1]:
+        return arr.copy()
+    return np.fromiter(map(_TAKES, sched.nodes), dtype=np.int64, count=len(sched.nodes))
 
 
 def versions_now(sched) -> np.ndarray:
@@ -177,20 +217,6 @@ def versions_now(sched) -> np.ndarray:
     if arr is None or not sched._versions_kept or arr is not sched._kept_array:
         return np.fromiter(map(_VERSION, sched.nodes), dtype=np.int64, count=len(sched.nodes))
     return np.array(arr, dtype=np.int64)
-
-
-_TWICE: dict[int, np.ndarray] = {}  # n -> 0..n-1 twice over (search orders are views of it)
-
-
-def search_order(n: int, start: int) -> np.ndarray:
-    """Node indexes in search order from `start` (a read-only view: no array made per cycle)."""
-    twice = _TWICE.get(n)
-    if twice is None:
-        if len(_TWICE) >= 16:
-            _TWICE.clear()
-        twice = _TWICE[n] = np.concatenate([np.arange(n, dtype=np.int64)] * 2)
-        twice.flags.writeable = False
-    return twice[start : start + n]
 
 
 class Fits(dict):
