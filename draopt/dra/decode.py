@@ -7,9 +7,6 @@ from typing import Any, Callable
 
 from draopt.kube.models import (
     AllocationResult,
-    DeviceAllocationConfiguration,
-    DeviceAllocationResult,
-    DeviceRequestAllocationResult,
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -58,12 +55,17 @@ def decode_claim(
     selected_sub: dict[tuple[int, int], int],
     share_id: ShareIdFactory,
 ) -> AllocationResult:
+    # The result is written as one plain document and validated in one call: a model constructor
+    # per device result, configuration and wrapper was most of decoding's time. The document has
+    # the keys the constructors were given, so the same fields are set (to_k8s is the same).
     features = problem.features
-    results = []
+    results: list[dict[str, Any]] = []
     binding = features.device_binding_and_status
+    shared: list[tuple[int, Chosen]] = []  # consumable-capacity results, completed after validation
     for i, c in enumerate(chosen):
-        dev = c.device.device
-        pool = c.device.pool
+        entry = c.device
+        dev = entry.device
+        pool = entry.pool
         request = c.request
         fields: dict[str, Any] = {
             "request": request.full_name,
@@ -74,65 +76,65 @@ def decode_claim(
             "tolerations": list(request.tolerations) or None,
         }
         if binding:
-            # (given to the constructor, not assigned after: the same fields set, one validation)
             fields["binding_conditions"] = list(dev.binding_conditions) or None
             fields["binding_failure_conditions"] = list(dev.binding_failure_conditions) or None
-        r = DeviceRequestAllocationResult(**fields)
-        if features.consumable_capacity and c.device.multi_allocatable:
-            r.share_id = share_id(claim, c, i)
-            if c.consumed:
-                r.consumed_capacity = {n: str(v) for n, v in sorted(c.consumed.items())}
-        results.append(r)
+        results.append(fields)
+        if features.consumable_capacity and entry.multi_allocatable:
+            shared.append((i, c))
 
     selected = _selected_names(claim, selected_sub)
-    config: list[DeviceAllocationConfiguration] = []
+    config: list[dict[str, Any]] = []
     class_ranges: dict[str, tuple[int, int]] = {}
     for _, full, spec in selected:
         cls = spec.device_class
         if cls.name in class_ranges:
             start, end = class_ranges[cls.name]
             for j in range(start, end):
-                requests = config[j].requests
-                assert requests is not None  # the class's entries are made below with a list
-                requests.append(full)
+                config[j]["requests"].append(full)
             continue
         start = len(config)
         for cc in cls.spec.config:
-            config.append(DeviceAllocationConfiguration(source="FromClass", requests=[full], opaque=cc.opaque))
+            config.append({"source": "FromClass", "requests": [full], "opaque": cc.opaque})
         class_ranges[cls.name] = (start, len(config))
     for cc in claim.claim.spec.devices.config:
         if not cc.requests:
-            config.append(DeviceAllocationConfiguration(source="FromClaim", requests=[], opaque=cc.opaque))
+            config.append({"source": "FromClaim", "requests": [], "opaque": cc.opaque})
             continue
         if any(name in cc.requests or full in cc.requests for name, full, _ in selected):
-            config.append(
-                DeviceAllocationConfiguration(source="FromClaim", requests=list(cc.requests), opaque=cc.opaque)
-            )
+            config.append({"source": "FromClaim", "requests": list(cc.requests), "opaque": cc.opaque})
     for cfg in config:
-        if cfg.requests and all(name in cfg.requests or full in cfg.requests for name, full, _ in selected):
-            cfg.requests = None  # a config for every request: "empty means all"
-    for cfg in config:
-        if cfg.requests == []:
-            cfg.requests = None
-    devices = (
-        DeviceAllocationResult(results=results, config=config) if config else DeviceAllocationResult(results=results)
-    )
+        requests = cfg["requests"]
+        if requests and all(name in requests or full in requests for name, full, _ in selected):
+            cfg["requests"] = None  # a config for every request: "empty means all"
+        elif requests == []:
+            cfg["requests"] = None
+    devices: dict[str, Any] = {"results": results, "config": config} if config else {"results": results}
     selector = node_selector(problem, chosen)
-    return AllocationResult(devices=devices, node_selector=selector) if selector else AllocationResult(devices=devices)
+    doc: dict[str, Any] = {"devices": devices, "node_selector": selector} if selector else {"devices": devices}
+    allocation = _validate_allocation(doc)
+    for i, c in shared:
+        # Assigned, not validated, as before: the same fields set in the same way.
+        r = allocation.devices.results[i]
+        r.share_id = share_id(claim, c, i)
+        if c.consumed:
+            r.consumed_capacity = {n: str(v) for n, v in sorted(c.consumed.items())}
+    return allocation
+
+
+_validate_allocation = AllocationResult.__pydantic_validator__.validate_python
+
+
+def _add_requirements(reqs: list[NodeSelectorRequirement], into: list[NodeSelectorRequirement]) -> None:
+    for r in reqs:
+        if not any(x.key == r.key and x.operator == r.operator and set(x.values) == set(r.values) for x in into):
+            into.append(r)
 
 
 def node_selector(problem: Problem, chosen: list[Chosen]) -> NodeSelector | None:
     """createNodeSelector: pin to the node if any device is node-local or binds to the node,
     else merge the slices' single-term node selectors; None when available everywhere."""
     node = problem.inventory.node
-    expressions: list[NodeSelectorRequirement] = []
-    fields: list[NodeSelectorRequirement] = []
-
-    def add(reqs, into):
-        for r in reqs:
-            if not any(x.key == r.key and x.operator == r.operator and set(x.values) == set(r.values) for x in into):
-                into.append(r)
-
+    selectors: list[NodeSelector] = []
     for c in chosen:
         sp = c.device.slice.spec
         d = c.device.device
@@ -156,8 +158,25 @@ def node_selector(problem: Problem, chosen: list[Chosen]) -> NodeSelector | None
                 )
             return got
         if sel is not None and len(sel.node_selector_terms) == 1:
-            add(sel.node_selector_terms[0].match_fields, fields)
-            add(sel.node_selector_terms[0].match_expressions, expressions)
-    if fields or expressions:
-        return NodeSelector(node_selector_terms=[NodeSelectorTerm(match_expressions=expressions, match_fields=fields)])
-    return None
+            selectors.append(sel)
+    if not selectors:
+        return None
+    # The merge depends only on the selectors merged, in order: one result per such sequence,
+    # shared as the per-node one is (the memo keeps the selectors alive, so their ids stay theirs).
+    memo = problem.inventory.memo
+    key = ("merged node selector", tuple(map(id, selectors)))
+    known = memo.get(key)
+    if known is not None:
+        return known[1]
+    expressions: list[NodeSelectorRequirement] = []
+    fields: list[NodeSelectorRequirement] = []
+    for sel in selectors:
+        _add_requirements(sel.node_selector_terms[0].match_fields, fields)
+        _add_requirements(sel.node_selector_terms[0].match_expressions, expressions)
+    merged = (
+        NodeSelector(node_selector_terms=[NodeSelectorTerm(match_expressions=expressions, match_fields=fields)])
+        if fields or expressions
+        else None
+    )
+    memo[key] = (selectors, merged)
+    return merged
