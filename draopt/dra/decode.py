@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from draopt.kube.models import (
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceRequestAllocationResult,
     AllocationResult,
     NodeSelector,
     NodeSelectorRequirement,
@@ -14,6 +17,7 @@ from draopt.kube.models import (
 from draopt.dra.problem import ClaimSpec, Problem
 from draopt.dra.reference import Chosen
 
+M = TypeVar("M")
 ShareIdFactory = Callable[[ClaimSpec, Chosen, int], str]
 
 
@@ -55,13 +59,12 @@ def decode_claim(
     selected_sub: dict[tuple[int, int], int],
     share_id: ShareIdFactory,
 ) -> AllocationResult:
-    # The result is written as one plain document and validated in one call: a model constructor
-    # per device result, configuration and wrapper was most of decoding's time. The document has
-    # the keys the constructors were given, so the same fields are set (to_k8s is the same).
+    # The models are made from values already of their fields' types (see _trusted): a
+    # validation per device result, configuration and wrapper was most of decoding's time.
     features = problem.features
-    results: list[dict[str, Any]] = []
+    results: list[DeviceRequestAllocationResult] = []
     binding = features.device_binding_and_status
-    shared: list[tuple[int, Chosen]] = []  # consumable-capacity results, completed after validation
+    consumable = features.consumable_capacity
     for i, c in enumerate(chosen):
         entry = c.device
         dev = entry.device
@@ -78,9 +81,12 @@ def decode_claim(
         if binding:
             fields["binding_conditions"] = list(dev.binding_conditions) or None
             fields["binding_failure_conditions"] = list(dev.binding_failure_conditions) or None
-        results.append(fields)
-        if features.consumable_capacity and entry.multi_allocatable:
-            shared.append((i, c))
+        r = _trusted(DeviceRequestAllocationResult, fields)
+        if consumable and entry.multi_allocatable:
+            r.share_id = share_id(claim, c, i)
+            if c.consumed:
+                r.consumed_capacity = {n: str(v) for n, v in sorted(c.consumed.items())}
+        results.append(r)
 
     selected = _selected_names(claim, selected_sub)
     config: list[dict[str, Any]] = []
@@ -108,20 +114,71 @@ def decode_claim(
             cfg["requests"] = None  # a config for every request: "empty means all"
         elif requests == []:
             cfg["requests"] = None
-    devices: dict[str, Any] = {"results": results, "config": config} if config else {"results": results}
+    devices = _trusted(
+        DeviceAllocationResult,
+        {"results": results, "config": [_trusted(DeviceAllocationConfiguration, cfg) for cfg in config]},
+        None if config else _RESULTS_ONLY,
+    )
     selector = node_selector(problem, chosen)
-    doc: dict[str, Any] = {"devices": devices, "node_selector": selector} if selector else {"devices": devices}
-    allocation = _validate_allocation(doc)
-    for i, c in shared:
-        # Assigned, not validated, as before: the same fields set in the same way.
-        r = allocation.devices.results[i]
-        r.share_id = share_id(claim, c, i)
-        if c.consumed:
-            r.consumed_capacity = {n: str(v) for n, v in sorted(c.consumed.items())}
-    return allocation
+    return _trusted(
+        AllocationResult,
+        {"devices": devices, "node_selector": selector},
+        None if selector else _DEVICES_ONLY,
+    )
 
 
-_validate_allocation = AllocationResult.__pydantic_validator__.validate_python
+_RESULTS_ONLY = frozenset({"results"})
+_DEVICES_ONLY = frozenset({"devices"})
+_DEFAULTS: dict[type, dict[str, Any]] = {
+    cls: {name: None for name in cls.model_fields}
+    for cls in (DeviceRequestAllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult, AllocationResult)
+}
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _trusted_fast(cls: type[M], values: dict[str, Any], fields_set: frozenset[str] | None = None) -> M:
+    """`cls(**values)` (fields_set: the fields given, if not all of `values`), for values already
+    of their fields' types and every field left out defaulting to None: the instance pydantic
+    would make, without validating again what was validated when the inputs were read. A
+    constructor call per model was slower than validating a whole document in one call, and
+    that (pydantic's model_construct too) slower than this."""
+    m = _new(cls)
+    _set(m, "__dict__", {**_DEFAULTS[cls], **values})
+    _set(m, "__pydantic_fields_set__", set(values if fields_set is None else fields_set))
+    _set(m, "__pydantic_extra__", {})
+    _set(m, "__pydantic_private__", None)
+    return m
+
+
+def _trusted_validated(cls: type[M], values: dict[str, Any], fields_set: frozenset[str] | None = None) -> M:
+    return cls(**(values if fields_set is None else {k: v for k, v in values.items() if k in fields_set}))
+
+
+def _same_as_pydantic() -> bool:
+    """Whether _trusted_fast makes what the constructors make (the pydantic in use keeps an
+    instance's state as this module expects); checked once, on the shapes decode_claim makes."""
+    result = {"request": "r", "driver": "d", "pool": "p", "device": "x", "admin_access": True, "tolerations": None}
+    samples: list[tuple[type, dict[str, Any], frozenset[str] | None]] = [
+        (DeviceRequestAllocationResult, result, None),
+        (DeviceAllocationConfiguration, {"source": "FromClass", "requests": ["r"], "opaque": None}, None),
+        (DeviceAllocationResult, {"results": [], "config": []}, _RESULTS_ONLY),
+        (AllocationResult, {"devices": DeviceAllocationResult(), "node_selector": None}, _DEVICES_ONLY),
+    ]
+    state = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+    try:
+        for cls, values, only in samples:
+            a, b = _trusted_validated(cls, values, only), _trusted_fast(cls, values, only)
+            if any(getattr(a, k) != getattr(b, k) for k in state) or list(a.__dict__) != list(b.__dict__):
+                return False
+            if a.to_k8s() != b.to_k8s():
+                return False
+    except Exception:
+        return False
+    return True
+
+
+_trusted = _trusted_fast if _same_as_pydantic() else _trusted_validated
 
 
 def _add_requirements(reqs: list[NodeSelectorRequirement], into: list[NodeSelectorRequirement]) -> None:
