@@ -157,6 +157,11 @@ def q(value: Any) -> Fraction:
     return Quantity.parse(str(value)).value
 
 
+_ZERO, _ONE = Fraction(0), Fraction(1)  # (immutable: shared by every pod's requests)
+# json.dumps(x, sort_keys=True) without making an encoder per call
+_sorted_json = json.JSONEncoder(sort_keys=True).encode
+
+
 def _key(obj) -> str:
     return f"{obj.namespace}/{obj.name}"
 
@@ -177,7 +182,8 @@ def consumer_string(ref) -> str:
 
 def _add(into: dict[str, Fraction], more: dict[str, Fraction]) -> None:
     for k, v in more.items():
-        into[k] = into.get(k, Fraction(0)) + v
+        old = into.get(k)
+        into[k] = v if old is None else old + v  # (Fraction(0) + v is v: a Fraction sum is Python, slow)
 
 
 def _max(into: dict[str, Fraction], other: dict[str, Fraction]) -> None:
@@ -489,8 +495,13 @@ class _Expander:
     # -------------------------------------------------------------- extended resources
     def extended(self, pod: Pod) -> tuple[list[dict[str, Any]], dict[str, Fraction]]:
         """(device requests, pod totals) for the extended resources backed by DRA."""
+        requests, totals, _ = self._extended(pod)
+        return requests, totals
+
+    def _extended(self, pod: Pod) -> tuple[list[dict[str, Any]], dict[str, Fraction], dict[str, Fraction] | None]:
+        """extended(), and the pod's requests (pod_requests) when they were computed for it."""
         if not self.ext_mapping:
-            return [], {}
+            return [], {}, None
         requests: list[dict[str, Any]] = []
         containers: list[tuple[str, Container]] = [
             (f"spec.initContainers[{j}]", c) for j, c in enumerate(pod.spec.init_containers)
@@ -522,10 +533,11 @@ class _Expander:
                     }
                 )
         if not requests:
-            return [], {}
+            return [], {}, None
         requests.sort(key=lambda r: r["name"])
-        totals = {k: v for k, v in pod_requests(pod).items() if k in used}
-        return requests, totals
+        everything = pod_requests(pod)
+        totals = {k: v for k, v in everything.items() if k in used}
+        return requests, totals, everything
 
     def extended_claim(self, pod: Pod, requests: list[dict[str, Any]]) -> ClaimUse:
         ns = pod.namespace
@@ -565,14 +577,16 @@ class _Expander:
         # distinct request list (the claims share it: nothing changes a claim's spec once read),
         # its canonical text (first-fit's claim signature) computed once.
         try:
-            requests_text = json.dumps(requests, sort_keys=True)
+            requests_text = _sorted_json(requests)
         except (TypeError, ValueError):
             requests_text = None
         known = self._extended_specs.get(requests_text) if requests_text is not None else None
         if known is not None:
             doc["spec"] = known[1]
         claim = ResourceClaim.model_validate(doc)
-        self._add_claim(key, claim)
+        # _add_claim, with what _index_extended would read from the claim made just above.
+        self.claims[key] = claim
+        self._extended_by_owner.setdefault((ns, pod.name), []).append(key)
         self._generated.add(key)
         if requests_text is not None:
             if known is None:
@@ -603,13 +617,18 @@ class _Expander:
             use = self.resolve(pod, i, pc, group)
             if use is not None:
                 claims.append(use)
-        ext_requests, ext_totals = self.extended(pod)
+        ext_requests, ext_totals, everything = self._extended(pod)
         if ext_requests:
             claims.append(self.extended_claim(pod, ext_requests))
-        resources = pod_requests(pod, skip=ext_totals)
+        if everything is not None:
+            # pod_requests(pod, skip=ext_totals): each resource is summed on its own, so leaving
+            # some out is leaving their entries out (in the same order); not computed twice.
+            resources = {k: v for k, v in everything.items() if k not in ext_totals}
+        else:
+            resources = pod_requests(pod, skip=ext_totals)
         for name in ("cpu", "memory"):
-            resources.setdefault(name, Fraction(0))
-        resources["pods"] = Fraction(1)
+            resources.setdefault(name, _ZERO)
+        resources["pods"] = _ONE
         resources = {k: v for k, v in resources.items() if v or k in ("cpu", "memory", "pods")}
         priority = self.priority(pod, pod.spec)
         return PodDemand(
