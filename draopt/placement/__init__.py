@@ -8,10 +8,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import marshal
+
 from draopt.allocation.allocate import _cel_env
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
+from draopt.kube.models import (
+    AllocationResult,
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceRequestAllocationResult,
+    DeviceToleration,
+    NodeSelector,
+    ResourceClaim,
+)
+from draopt.kube.models.resource import ResourceClaimSpec
 from draopt.cluster.state import Cluster
 from draopt.allocation.explain import explain_failed_pod
 from draopt.cluster.firstfit import simulate
@@ -226,6 +238,7 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     n_nodes = result.stats.get("nodes")
     consumers: dict[str, list[dict[str, Any]]] = {}
+    dumps = _Dumps()
     for pl in result.pods:
         pod = workload.pod(pl.pod)
         d = pod.pod.to_k8s()
@@ -255,9 +268,9 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
                     lst.append(ref)
     for key, (allocation, node) in sorted(result.claims.items()):
         claim = workload.claims[key]
-        d = claim.to_k8s()
+        d = dumps.claim(claim)
         status = d.setdefault("status", {})
-        status["allocation"] = allocation.to_k8s()
+        status["allocation"] = dumps.allocation(allocation)
         reserved = list(status.get("reservedFor") or [])
         for ref in consumers.get(key, []):
             if ref not in reserved:
@@ -265,6 +278,128 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
         status["reservedFor"] = reserved
         out.append(d)
     out += _eviction_objects(result, workload)
+    return out
+
+
+class _NotPlain(Exception):
+    """A value _Dumps does not write itself: pydantic dumps the object."""
+
+
+_DUMP_ARGS: dict[str, Any] = {"by_alias": True, "exclude_unset": True, "exclude_none": True, "mode": "json"}
+
+
+def _aliases(cls) -> tuple[tuple[str, str], ...]:
+    return tuple((name, f.serialization_alias or f.alias or name) for name, f in cls.model_fields.items())
+
+
+_CLAIM_SPEC_AT = tuple(a for _, a in _aliases(ResourceClaim)).index("spec")
+_CLAIM_BEFORE_SPEC = frozenset(a for _, a in _aliases(ResourceClaim)[:_CLAIM_SPEC_AT])
+_RESULT_FIELDS = _aliases(DeviceRequestAllocationResult)
+
+
+class _Dumps:
+    """to_k8s() of the claims and allocations output_objects writes (the same dicts, keys in the
+    same order), faster: what many claims share (a node's selector, the spec of a template's
+    claims) is dumped once and copied for each (one dict in two places would be a YAML alias);
+    the device results decode makes (strings, booleans, lists of them) are written directly.
+    Anything else is pydantic's dump."""
+
+    def __init__(self) -> None:
+        self._once: dict[int, tuple[Any, bytes]] = {}
+
+    def shared(self, model) -> dict[str, Any]:
+        """model.to_k8s(), dumped once per object (kept while this lives, so ids are not reused);
+        marshal copies a dump (a tree of JSON values) faster than pydantic dumps it again."""
+        got = self._once.get(id(model))
+        if got is None:
+            got = self._once[id(model)] = (model, marshal.dumps(model.to_k8s()))
+        return marshal.loads(got[1])
+
+    def claim(self, claim: ResourceClaim) -> dict[str, Any]:
+        spec = claim.__dict__.get("spec")
+        if type(claim) is not ResourceClaim or type(spec) is not ResourceClaimSpec:
+            return claim.to_k8s()
+        if "spec" not in claim.__pydantic_fields_set__:
+            return claim.to_k8s()
+        rest = claim.model_dump(exclude=_SPEC, **_DUMP_ARGS)
+        out: dict[str, Any] = {}
+        for k, v in rest.items():  # the fields in declaration order, then the unknown ones
+            if "spec" not in out and k not in _CLAIM_BEFORE_SPEC:
+                out["spec"] = self.shared(spec)
+            out[k] = v
+        if "spec" not in out:
+            out["spec"] = self.shared(spec)
+        return out
+
+    def allocation(self, allocation: AllocationResult) -> dict[str, Any]:
+        try:
+            return self._allocation(allocation)
+        except _NotPlain:
+            return allocation.to_k8s()
+
+    def _allocation(self, a: AllocationResult) -> dict[str, Any]:
+        if type(a) is not AllocationResult or a.__pydantic_extra__:
+            raise _NotPlain
+        values, given = a.__dict__, a.__pydantic_fields_set__
+        out: dict[str, Any] = {}
+        devices = values["devices"]
+        if "devices" in given and devices is not None:
+            out["devices"] = self._devices(devices)
+        selector = values["node_selector"]
+        if "node_selector" in given and selector is not None:
+            if type(selector) is not NodeSelector:
+                raise _NotPlain
+            out["nodeSelector"] = self.shared(selector)
+        stamp = values["allocation_timestamp"]
+        if "allocation_timestamp" in given and stamp is not None:
+            if type(stamp) is not str:
+                raise _NotPlain
+            out["allocationTimestamp"] = stamp
+        return out
+
+    def _devices(self, d: DeviceAllocationResult) -> dict[str, Any]:
+        if type(d) is not DeviceAllocationResult or d.__pydantic_extra__:
+            raise _NotPlain
+        values, given = d.__dict__, d.__pydantic_fields_set__
+        out: dict[str, Any] = {}
+        results, config = values["results"], values["config"]
+        if "results" in given and results is not None:
+            if type(results) is not list:
+                raise _NotPlain
+            out["results"] = [_result(r) for r in results]
+        if "config" in given and config is not None:
+            if type(config) is not list or any(type(c) is not DeviceAllocationConfiguration for c in config):
+                raise _NotPlain
+            out["config"] = [c.to_k8s() for c in config]
+        return out
+
+
+_SPEC = {"spec": True}
+
+
+def _result(r: DeviceRequestAllocationResult) -> dict[str, Any]:
+    if type(r) is not DeviceRequestAllocationResult or r.__pydantic_extra__:
+        raise _NotPlain
+    values, given = r.__dict__, r.__pydantic_fields_set__
+    out: dict[str, Any] = {}
+    for name, alias in _RESULT_FIELDS:
+        v = values[name]
+        if v is None or name not in given:
+            continue
+        kind = type(v)
+        if kind is str or kind is bool:
+            out[alias] = v
+        elif kind is list:
+            if all(type(x) is str for x in v):
+                out[alias] = list(v)
+            elif all(type(x) is DeviceToleration for x in v):
+                out[alias] = [x.to_k8s() for x in v]
+            else:
+                raise _NotPlain
+        elif kind is dict and all(type(k) is str and type(x) is str for k, x in v.items()):
+            out[alias] = dict(v)
+        else:
+            raise _NotPlain
     return out
 
 
