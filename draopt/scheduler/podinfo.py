@@ -171,15 +171,22 @@ def _extra(model: Any, name: str) -> Any:
     extra = model.__pydantic_extra__  # (model_extra, without the property's cost: once per pod field)
     v = extra.get(name) if extra else None
     if v is None:
-        snake = _snake(name)
-        if snake in type(model).__pydantic_fields__:
-            v = _plain(getattr(model, snake))
+        typed = _typed_field(type(model), name)
+        if typed is not None:
+            v = _plain(getattr(model, typed))
     return v
 
 
 @functools.cache
 def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+@functools.cache
+def _typed_field(cls: type, name: str) -> str | None:
+    """The attribute of `cls` that types the Kubernetes field `name`, or None (an extra)."""
+    snake = _snake(name)
+    return snake if snake in cls.__pydantic_fields__ else None
 
 
 def _term(raw: Any, pod, where: str) -> AffinityTerm:
