@@ -14,6 +14,7 @@ from draopt.kube.models import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
 )
+from draopt.kube.models.base import K8sModel
 from draopt.dra.problem import ClaimSpec, Problem
 from draopt.dra.reference import Chosen
 
@@ -159,7 +160,7 @@ def _same_as_pydantic() -> bool:
     """Whether _trusted_fast makes what the constructors make (the pydantic in use keeps an
     instance's state as this module expects); checked once, on the shapes decode_claim makes."""
     result = {"request": "r", "driver": "d", "pool": "p", "device": "x", "admin_access": True, "tolerations": None}
-    samples: list[tuple[type, dict[str, Any], frozenset[str] | None]] = [
+    samples: list[tuple[type[K8sModel], dict[str, Any], frozenset[str] | None]] = [
         (DeviceRequestAllocationResult, result, None),
         (DeviceAllocationConfiguration, {"source": "FromClass", "requests": ["r"], "opaque": None}, None),
         (DeviceAllocationResult, {"results": [], "config": []}, _RESULTS_ONLY),
