@@ -503,11 +503,10 @@ class _Expander:
         if not self.ext_mapping:
             return [], {}, None
         requests: list[dict[str, Any]] = []
-        containers: list[tuple[str, Container]] = [
-            (f"spec.initContainers[{j}]", c) for j, c in enumerate(pod.spec.init_containers)
-        ] + [(f"spec.containers[{j}]", c) for j, c in enumerate(pod.spec.containers)]
+        inits = len(pod.spec.init_containers)
+        containers: list[Container] = [*pod.spec.init_containers, *pod.spec.containers]
         used: set[str] = set()
-        for ci, (path, c) in enumerate(containers):
+        for ci, c in enumerate(containers):
             creqs = effective_container_requests(c.resources)
             names = sorted(creqs)
             for ridx, rname in enumerate(names):
@@ -517,6 +516,7 @@ class _Expander:
                 if value == 0:
                     continue
                 if value.denominator != 1 or value < 0:
+                    path = f"spec.initContainers[{ci}]" if ci < inits else f"spec.containers[{ci - inits}]"
                     raise InputError(
                         f"{pod.ref}: field {path}.resources.requests[{rname}]: "
                         f"{creqs[rname]!r}: an extended resource must be a whole number"
