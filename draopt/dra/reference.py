@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
+from draopt.dra.counter_room import CounterRoom, PoolLayout
 from draopt.dra.constraints import AttrValue, constraint_applies, normalise
 from draopt.dra.rules import lookup_attribute
 from draopt.errors import AllocationError
@@ -36,7 +37,6 @@ from draopt.dra.inventory import (
     DeviceEntry,
     DeviceID,
     Pool,
-    parse_quantity,
     compatibility_groups,
     device_id_str,
     in_use_groups,
@@ -226,8 +226,8 @@ class ReferenceAllocator:
         self.allocating: dict[DeviceID, set[int]] = {}  # claims using a device (non-admin)
         self.allocating_admin: dict[DeviceID, set[int]] = {}  # claims using it with admin access
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
-        self.available: dict[int, dict[str, dict[str, Fraction | int]]] = {}  # pool id() -> counter sets
-        self.consumed: dict[int, dict[str, dict[str, Fraction | int]]] = {}
+        self.rooms: dict[int, CounterRoom] = {}  # pool id() -> its counters left
+        self.layouts: dict[int, PoolLayout] = {}
         self.results: list[list[Chosen]] = [[] for _ in problem.claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.compat: dict[tuple[int, str], frozenset[str] | None] = {}  # None: put back unset
@@ -665,94 +665,27 @@ class ReferenceAllocator:
         return undo
 
     # ------------------------------------------------------------------ counters
-    def _available(self, pool: Pool) -> dict[str, dict[str, Fraction | int]]:
-        """available_counters(pool, allocated), exact as in _take_counters."""
-        got = self.available.get(id(pool))
+    def _room(self, pool: Pool) -> CounterRoom:
+        """available_counters(pool, allocated) less what this search reserved."""
+        got = self.rooms.get(id(pool))
         if got is None:
-            uses = self.memo.get(("counter uses", id(pool)))
-            if uses is None or uses[0] is not pool:
-                uses = self.memo[("counter uses", id(pool))] = (pool, _counter_uses(pool))
-            holds = self.p.inventory.allocated.holds
-            got = {name: {n: _exact(v) for n, v in counters.items()} for name, counters in pool.counter_sets.items()}
-            for did, consumed in uses[1]:
-                if holds(did):
-                    for set_name, n, amount in consumed:
-                        got[set_name][n] -= amount
-            self.available[id(pool)] = got
-        return got
-
-    def _amount(self, value: str) -> Fraction | int:
-        got = _AMOUNTS.get(value)
-        if got is None:
-            got = _exact(self.p.counter_value(value))
-            if len(_AMOUNTS) < 4096:
-                _AMOUNTS[value] = got
+            layout = self.memo.get(("counter layout", id(pool)))
+            if layout is None or layout.pool is not pool:
+                layout = self.memo[("counter layout", id(pool))] = PoolLayout(pool)
+            got = self.rooms[id(pool)] = layout.room(self.p.inventory.allocated)
+            self.layouts[id(pool)] = layout
         return got
 
     def _take_counters(self, dev: DeviceEntry) -> bool:
-        avail = self._available(dev.pool)
-        used = self.consumed.get(id(dev.pool))
-        if used is None:
-            used = self.consumed[id(dev.pool)] = {}
-        for c in dev.device.consumes_counters:
-            cs = used.get(c.counter_set)
-            if cs is None:
-                cs = used[c.counter_set] = {}
-            for n, v in c.counters.items():
-                cs[n] = cs.get(n, 0) + self._amount(v.value)
-        for set_name, counters in avail.items():
-            cs = used.get(set_name, _NOTHING)
-            for n, available in counters.items():
-                if available < cs.get(n, 0):
-                    self._release_counters(dev)
-                    return False
-        return True
+        room = self._room(dev.pool)  # (first: the pool's counters parse, or their error is raised)
+        return room.take(self.layouts[id(dev.pool)].device_draws(dev, self.p.counter_value))
 
     def _release_counters(self, dev: DeviceEntry) -> None:
-        used = self.consumed[id(dev.pool)]
-        for c in dev.device.consumes_counters:
-            for n, v in c.counters.items():
-                used[c.counter_set][n] -= self._amount(v.value)
+        self.rooms[id(dev.pool)].give_back(self.layouts[id(dev.pool)].device_draws(dev, self.p.counter_value))
 
 
 def _no_undo() -> None:
     pass
-
-
-# Counter amounts, exact: whole numbers as ints (their sums and comparisons are the Fractions'
-# values, several times faster), the rest as Fractions. Keyed by the quantity's text.
-_AMOUNTS: dict[str, Fraction | int] = {}
-_NOTHING: dict[str, Fraction | int] = {}
-
-
-def _exact(v: Fraction | int) -> Fraction | int:
-    return v.numerator if v.denominator == 1 else v
-
-
-_USES: dict[str, Fraction | int] = {}  # counter amounts parsed by _counter_uses, by text (parsed once)
-
-
-def _counter_uses(pool: Pool) -> list[tuple[DeviceID, list[tuple[str, str, Fraction | int]]]]:
-    """Per device of the pool (as available_counters walks them): its id and the counters it
-    draws from the pool's counter sets, exact; parsed as available_counters parses them."""
-    out = []
-    for s in pool.slices + pool.other_slices:
-        for d in s.spec.devices:
-            consumed = []
-            for c in d.consumes_counters:
-                cs = pool.counter_sets.get(c.counter_set)
-                for n, v in c.counters.items():
-                    if cs is not None and n in cs:
-                        amount = _USES.get(v.value)
-                        if amount is None:
-                            where = f"ResourceSlice {s.name}: device {d.name}: consumesCounters"
-                            amount = _exact(parse_quantity(v.value, where))
-                            if len(_USES) < 4096:
-                                _USES[v.value] = amount
-                        consumed.append((c.counter_set, n, amount))
-            if consumed:
-                out.append(((pool.driver, pool.name, d.name), consumed))
-    return out
 
 
 def reference_first_fit(
