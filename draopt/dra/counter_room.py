@@ -25,50 +25,48 @@ def exact(v: Fraction | int) -> Amount:
     return v.numerator if v.denominator == 1 else v
 
 
-_USES: dict[str, Amount] = {}  # counter amounts parsed by counter_uses, by text (parsed once)
-_AMOUNTS: dict[str, Amount] = {}  # counter amounts of the devices the search tries, by text
-
-
-def counter_uses(pool: Pool) -> list[tuple[DeviceID, list[tuple[str, str, Amount]]]]:
-    """Per device of the pool (as available_counters walks them): its id and the counters it
-    draws from the pool's counter sets, exact; parsed as available_counters parses them."""
-    out = []
-    for s in pool.slices + pool.other_slices:
-        for d in s.spec.devices:
-            consumed = []
-            for c in d.consumes_counters:
-                cs = pool.counter_sets.get(c.counter_set)
-                for n, v in c.counters.items():
-                    if cs is not None and n in cs:
-                        amount = _USES.get(v.value)
-                        if amount is None:
-                            where = f"ResourceSlice {s.name}: device {d.name}: consumesCounters"
-                            amount = exact(parse_quantity(v.value, where))
-                            if len(_USES) < 4096:
-                                _USES[v.value] = amount
-                        consumed.append((c.counter_set, n, amount))
-            if consumed:
-                out.append(((pool.driver, pool.name, d.name), consumed))
-    return out
+_USES: dict[str, Amount] = {}  # counter amounts parsed by PoolLayout, by text (parsed once)
 
 
 class PoolLayout:
     """What a pool's counters are, once per pool: every counter of its sets at a position, the
-    totals, and per device drawing on them (all its slices) the positions and amounts."""
+    totals, and per device drawing on them (all its slices, as available_counters walks them)
+    the positions and amounts, parsed as available_counters parses them."""
 
-    __slots__ = ("pool", "position", "totals", "uses", "draws")
+    __slots__ = ("pool", "position", "totals", "uses", "by_device")
 
     def __init__(self, pool: Pool):
         self.pool = pool
-        self.position: dict[tuple[str, str], int] = {}
+        position: dict[tuple[str, str], int] = {}
+        self.position = position
         self.totals: list[Amount] = []
         for set_name, counters in pool.counter_sets.items():
             for n, v in counters.items():
-                self.position[(set_name, n)] = len(self.totals)
+                position[(set_name, n)] = len(self.totals)
                 self.totals.append(exact(v))
-        position = self.position
-        self.uses = [(did, [(position[(s, n)], a) for s, n, a in consumed]) for did, consumed in counter_uses(pool)]
-        self.draws: dict[int, Draws] = {}  # DeviceEntry.index -> what it draws
+        self.uses: list[tuple[DeviceID, Draws]] = []
+        # id(Device) -> what it draws (counters outside the pool's sets take part in no comparison)
+        self.by_device: dict[int, Draws] = {}
+        for s in pool.slices + pool.other_slices:
+            for d in s.spec.devices:
+                if not d.consumes_counters:
+                    continue
+                consumed = []
+                for c in d.consumes_counters:
+                    for n, v in c.counters.items():
+                        i = position.get((c.counter_set, n))
+                        if i is not None:
+                            amount = _USES.get(v.value)
+                            if amount is None:
+                                where = f"ResourceSlice {s.name}: device {d.name}: consumesCounters"
+                                amount = exact(parse_quantity(v.value, where))
+                                if len(_USES) < 4096:
+                                    _USES[v.value] = amount
+                            consumed.append((i, amount))
+                if consumed:
+                    draws = tuple(consumed)
+                    self.uses.append(((pool.driver, pool.name, d.name), draws))
+                    self.by_device[id(d)] = draws
 
     def room(self, allocated: AllocatedState) -> CounterRoom:
         """The counters left by allocated claims' devices (which may leave some negative)."""
@@ -80,24 +78,9 @@ class PoolLayout:
                     room[i] -= amount
         return CounterRoom(room)
 
-    def device_draws(self, dev: DeviceEntry, counter_value) -> Draws:
-        """What `dev` draws, as the search adds it up: each counter of its consumesCounters
-        (counters outside the pool's sets take part in no comparison: left out)."""
-        got = self.draws.get(dev.index)
-        if got is None:
-            out = []
-            for c in dev.device.consumes_counters:
-                for n, v in c.counters.items():
-                    amount = _AMOUNTS.get(v.value)
-                    if amount is None:
-                        amount = exact(counter_value(v.value))
-                        if len(_AMOUNTS) < 4096:
-                            _AMOUNTS[v.value] = amount
-                    i = self.position.get((c.counter_set, n))
-                    if i is not None:
-                        out.append((i, amount))
-            got = self.draws[dev.index] = tuple(out)
-        return got
+    def device_draws(self, dev: DeviceEntry) -> Draws:
+        """What `dev` (a device of the pool's own slices) draws, as the search adds it up."""
+        return self.by_device.get(id(dev.device), ())
 
 
 class CounterRoom:

@@ -74,10 +74,15 @@ NO_TRY_LIMIT = sys.maxsize
 class _Constraint:
     def __init__(self, names: list[str], attribute: str, list_types: bool, defects: bool, values):
         self.names, self.attribute, self.list_types, self.defects = names, attribute, list_types, defects
-        self.values = values  # callable (RequestSpec, DeviceEntry) -> raw attribute or None
+        # callable (RequestSpec, DeviceEntry) -> the attribute normalised (list_types), or NO_ATTRIBUTE
+        self.values = values
+        self._applies: dict[tuple[int, int, int], bool] = {}
 
     def applies(self, req: RequestSpec) -> bool:
-        return constraint_applies(self.names, req.request_name, req.sub_name)
+        got = self._applies.get(req.key)
+        if got is None:
+            got = self._applies[req.key] = constraint_applies(self.names, req.request_name, req.sub_name)
+        return got
 
     def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         raise NotImplementedError  # MatchConstraint, DistinctConstraint
@@ -86,8 +91,8 @@ class _Constraint:
         raise NotImplementedError
 
 
-def _attr_set(raw: Any) -> AttrValue | None:
-    return normalise(raw, True)
+NO_ATTRIBUTE: Any = object()  # the device has no such attribute (unlike None: a value of unknown type)
+_UNSET: Any = object()
 
 
 class MatchConstraint(_Constraint):
@@ -101,22 +106,21 @@ class MatchConstraint(_Constraint):
     def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         if self.names and not self.applies(req):
             return True
-        raw = self.values(req, dev)
-        if raw is None:
+        v = self.values(req, dev)
+        if v is NO_ATTRIBUTE:
             return False
         if self.num == 0:
             if self.list_types:
-                s = _attr_set(raw)
-                if s is None:
+                if v is None:
                     return False
                 self.stack.append(self.intersection)
-                self.intersection = s
+                self.intersection = v
             else:
-                self.first = normalise(raw, False)  # may be None: unknown type still gets picked
+                self.first = v  # may be None: unknown type still gets picked
             self.num = 1
             return True
         if self.list_types:
-            s = _attr_set(raw)
+            s = v
             if (
                 s is None
                 or self.intersection is None
@@ -126,10 +130,8 @@ class MatchConstraint(_Constraint):
                 return False
             self.stack.append(self.intersection)
             self.intersection = (s[0], s[1] & self.intersection[1])
-        else:
-            v = normalise(raw, False)
-            if v is None or self.first is None or v != self.first:
-                return False
+        elif v is None or self.first is None or v != self.first:
+            return False
         self.num += 1
         return True
 
@@ -167,10 +169,9 @@ class DistinctConstraint(_Constraint):
     def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         if self.names and not self.applies(req):
             return True
-        raw = self.values(req, dev)
-        if raw is None:
+        v = self.values(req, dev)
+        if v is NO_ATTRIBUTE:
             return False
-        v = normalise(raw, self.list_types)
         if self.num > 0:
             existing = list(self.by_request.values()) if self.defects else self.all
             if self._clashes(v, existing):
@@ -234,9 +235,9 @@ class ReferenceAllocator:
         self.counted_multi: dict[
             DeviceID, bool
         ] = {}  # documented mode: multi device drew its counters   # running intersection per counter set
-        self.constraints = [self._make_constraints(c) for c in problem.claims]
         self.shape = shape if FAST_PATHS and shape is not None and len(shape) == len(problem.claims) else None
         self.memo = problem.inventory.memo
+        self.constraints = [self._make_constraints(c) for c in problem.claims]
         if self.shape is not None:
             problem.shape_keys = self.shape
         self.dirty = False  # something of this search's state changed (counters, results, ...)
@@ -259,10 +260,30 @@ class ReferenceAllocator:
                     name,
                     self.f.list_type_attributes,
                     self.defects,
-                    lambda req, dev, n=name: self.p.attribute_for_constraint(req, dev, n),
+                    self._constraint_values(name),
                 )
             )
         return out
+
+    def _constraint_values(self, name: str):
+        """What a constraint on attribute `name` sees of a device, normalised: NO_ATTRIBUTE when
+        there is none. A driver attribute's is kept per device (in inventory.memo: devices and
+        their attributes do not change); a request's derived attributes are evaluated."""
+        p, list_types = self.p, self.f.list_type_attributes
+        derived_on = self.f.derived_attributes
+        by_device = self.memo.setdefault(("constraint values", name, list_types), {})
+
+        def values(req: RequestSpec, dev: DeviceEntry):
+            if derived_on and req.fields.derived_attributes:
+                raw = p.attribute_for_constraint(req, dev, name)
+                return NO_ATTRIBUTE if raw is None else normalise(raw, list_types)
+            got = by_device.get(dev.index, _UNSET)
+            if got is _UNSET:
+                raw = lookup_attribute(dev.device.attributes, dev.driver, name)
+                got = by_device[dev.index] = NO_ATTRIBUTE if raw is None else normalise(raw, list_types)
+            return got
+
+        return values
 
     # ------------------------------------------------------------------ public
     def allocate(self) -> list[list[Chosen]] | None:
@@ -678,10 +699,10 @@ class ReferenceAllocator:
 
     def _take_counters(self, dev: DeviceEntry) -> bool:
         room = self._room(dev.pool)  # (first: the pool's counters parse, or their error is raised)
-        return room.take(self.layouts[id(dev.pool)].device_draws(dev, self.p.counter_value))
+        return room.take(self.layouts[id(dev.pool)].device_draws(dev))
 
     def _release_counters(self, dev: DeviceEntry) -> None:
-        self.rooms[id(dev.pool)].give_back(self.layouts[id(dev.pool)].device_draws(dev, self.p.counter_value))
+        self.rooms[id(dev.pool)].give_back(self.layouts[id(dev.pool)].device_draws(dev))
 
 
 def _no_undo() -> None:
