@@ -89,9 +89,11 @@ class DeviceEntry:
     taints: list[DeviceTaint]  # from the slice and from DeviceTaintRules
     list_type_attributes: bool = False
     id: DeviceID = field(init=False)  # (driver, pool, device): fixed once built, looked up in every search step
+    multi_allocatable: bool = field(init=False)  # allowMultipleAllocations (read in every search step)
 
     def __post_init__(self) -> None:
         self.id = (self.pool.driver, self.pool.name, self.device.name)
+        self.multi_allocatable = bool(self.device.allow_multiple_allocations)
 
     @property
     def driver(self) -> str:
@@ -123,10 +125,6 @@ class DeviceEntry:
     @property
     def where(self) -> str:
         return f"ResourceSlice {self.slice.name}: device {self.device.name}"
-
-    @property
-    def multi_allocatable(self) -> bool:
-        return bool(self.device.allow_multiple_allocations)
 
 
 @dataclass

@@ -237,6 +237,8 @@ class ReferenceAllocator:
         ] = {}  # documented mode: multi device drew its counters   # running intersection per counter set
         self.shape = shape if FAST_PATHS and shape is not None and len(shape) == len(problem.claims) else None
         self.memo = problem.inventory.memo
+        self.held = problem.inventory.allocated.devices  # dedicated devices of allocated claims
+        self.consumable = self.f.consumable_capacity
         self.constraints = [self._make_constraints(c) for c in problem.claims]
         if self.shape is not None:
             problem.shape_keys = self.shape
@@ -420,17 +422,32 @@ class ReferenceAllocator:
         self.devices_tried += 1
         if self.devices_tried > self.try_limit:
             raise SearchLimit(f"search stopped after trying {self.try_limit} devices")
-        if dev.pool.incomplete or dev.pool.invalid:
+        pool = dev.pool
+        if pool.incomplete or pool.invalid:
             return True
+        did = dev.id
         if req.admin_access:
-            if self._used_by_claim(dev.id, ci):
+            if self._used_by_claim(did, ci):
                 return False
-        elif self._in_use(dev.id, ci):
+        elif did in self.held or self.allocating.get(did) or (self.allocating_admin and self._in_use(did, ci)):
             return not self.dirty
-        if not self.p.selectable(req, dev):
+        p = self.p
+        # (the problem's caches read here first: most devices were looked at before)
+        key = (req.key, dev.index)
+        ok = p._match_cache.get(key)
+        if ok is None:
+            ok = p.selectable(req, dev)
+        if not ok:
             return True
-        if self.f.consumable_capacity and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
-            return not self.dirty
+        if self.consumable:
+            if dev.multi_allocatable:
+                ok = p.capacity_ok(req, dev, self.allocating_capacity.get(did))
+            else:
+                ok = p._dedicated_fit.get(key)
+                if ok is None:
+                    ok = p.capacity_ok(req, dev, None)  # (a dedicated device's fit ignores the rest)
+            if not ok:
+                return not self.dirty
         undo = self._allocate_device(req, dev, must=False, checked=True)
         if undo is None:
             return self._fail_clean and not self.dirty
@@ -559,8 +576,9 @@ class ReferenceAllocator:
             self._fail_clean = False  # whether its counters count changes once its capacity is in use
         if self.defects:
             # Kubernetes: a multi-allocatable device's counters are skipped once capacity is in use.
-            capacity_in_use = dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity
-            counts_counters = bool(consumes) and not (multi and capacity_in_use)
+            counts_counters = bool(consumes) and not (
+                multi and (dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity)
+            )
         elif multi:
             # Documented: drawn once, by the first non-admin allocation.
             counts_counters = (
@@ -592,7 +610,7 @@ class ReferenceAllocator:
                 self._release_counters(dev)
                 self.counted_multi.pop(dev.id, None)
 
-        if self.p.taint_blocks(req, dev):
+        if dev.taints and self.p.taint_blocks(req, dev):
             release_counters_if_clean()
             return None
         if reject:
@@ -698,8 +716,11 @@ class ReferenceAllocator:
         return got
 
     def _take_counters(self, dev: DeviceEntry) -> bool:
-        room = self._room(dev.pool)  # (first: the pool's counters parse, or their error is raised)
-        return room.take(self.layouts[id(dev.pool)].device_draws(dev))
+        pool = dev.pool
+        room = self.rooms.get(id(pool))
+        if room is None:
+            room = self._room(pool)  # (first: the pool's counters parse, or their error is raised)
+        return room.take(self.layouts[id(pool)].by_device.get(id(dev.device), ()))
 
     def _release_counters(self, dev: DeviceEntry) -> None:
         self.rooms[id(dev.pool)].give_back(self.layouts[id(dev.pool)].device_draws(dev))
