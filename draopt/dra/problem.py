@@ -26,6 +26,7 @@ from draopt.dra.rules import consumption, fits_capacity, lookup_attribute, taint
 
 MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
 MAX_SUBREQUESTS = 8
+_PARSED: set[str] = set()  # capacity values that parse as quantities
 
 
 _DRIVER_TEST: Any = None
@@ -241,37 +242,42 @@ class Problem:
             key = (req.key, dev.index)
             hit = self._dedicated_fit.get(key)
             if hit is None:
-                in_use = self.inventory.allocated.capacity.get(dev.id)
-                shared = None
-                if self.shape_keys is not None and in_use is None:
-                    # Nothing of the device's capacity in use: the answer is the request's and the device's.
-                    shared = self.inventory.memo.setdefault(
-                        ("dedicated fit", self.shape_keys[req.claim_index], req.key), {}
-                    )
-                    hit = shared.get(dev.index)
-                if hit is None:
-                    caps = dev.device.capacity
-                    if (
-                        in_use is None
-                        and not req.capacity_requests
-                        and all(c.request_policy is None for c in caps.values())
-                    ):
-                        # Each capacity consumed whole, nothing else using it: it fits (the
-                        # quantities parsed as consumption() parses them, errors included).
-                        for c in caps.values():
-                            Quantity.parse(c.value)
-                        hit = True
-                    else:
-                        used = self.consumption(req, dev)
-                        hit = used is not None and fits_capacity(caps, used, in_use, None)
-                    if shared is not None:
-                        shared[dev.index] = hit
-                self._dedicated_fit[key] = hit
+                hit = self._dedicated_fit[key] = self._dedicated_fits(req, dev)
             return hit
         used = self.consumption(req, dev)
         if used is None:
             return False
         return fits_capacity(dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), allocating)
+
+    def _dedicated_fits(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        in_use = self.inventory.allocated.capacity.get(dev.id)
+        caps = dev.device.capacity
+        if in_use is None and not req.capacity_requests:
+            for c in caps.values():
+                if c.request_policy is not None:
+                    break
+            else:
+                # Each capacity consumed whole, nothing else using it: it fits (the quantities
+                # parsed as consumption() parses them, errors included).
+                for c in caps.values():
+                    v = c.value
+                    if v not in _PARSED:
+                        Quantity.parse(v)
+                        if type(v) is str and len(_PARSED) < 4096:
+                            _PARSED.add(v)
+                return True
+        shared = None
+        if self.shape_keys is not None and in_use is None:
+            # Nothing of the device's capacity in use: the answer is the request's and the device's.
+            shared = self.inventory.memo.setdefault(("dedicated fit", self.shape_keys[req.claim_index], req.key), {})
+            hit = shared.get(dev.index)
+            if hit is not None:
+                return hit
+        used = self.consumption(req, dev)
+        hit = used is not None and fits_capacity(caps, used, in_use, None)
+        if shared is not None:
+            shared[dev.index] = hit
+        return hit
 
     def usable_alone(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         """Everything that does not depend on other choices: not held by an allocated claim
