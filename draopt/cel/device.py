@@ -208,6 +208,39 @@ def driver_test(expression: str) -> Optional[Tuple[str, bool]]:
 
 _GOOD_VERSIONS: set = set()
 _GOOD_QUANTITIES: set = set()
+_CLEAN_ATTRIBUTES: dict = {}  # (id(attribute), list types) -> (the attribute, whether it converts)
+
+
+def _attribute_converts(a, list_type_attributes: bool) -> bool:
+    """One attribute's part of converts_cleanly."""
+    given = a.__pydantic_fields_set__
+    if len(given) == 1:
+        # One field given (the others are at their default, None): no scan of every field.
+        (f,) = given
+        v = a.__dict__.get(f)
+        if v is None:
+            return False
+    else:
+        set_fields = [(f, v) for f, v in a.__dict__.items() if v is not None]
+        if len(set_fields) != 1:
+            return False
+        f, v = set_fields[0]
+    if f == "string" or f == "bool_":
+        return True
+    if f == "int_":
+        return type(v) is int
+    if f == "version":
+        if v not in _GOOD_VERSIONS:
+            try:
+                _semver.Version.parse(v)
+            except (ValueError, TypeError):
+                return False
+            if len(_GOOD_VERSIONS) < 4096:
+                _GOOD_VERSIONS.add(v)
+        return True
+    if f in ("bools", "ints", "strings", "versions") and not list_type_attributes:
+        return True  # left out of the input, as make_cel_device leaves it
+    return False
 
 
 def converts_cleanly(device, list_type_attributes: bool) -> bool:
@@ -215,37 +248,18 @@ def converts_cleanly(device, list_type_attributes: bool) -> bool:
     ResourceSlice device): every attribute has one value of a scalar type that converts (a
     version that parses), or a list value that is left out; every capacity parses. False when
     unsure (the caller then builds the input, which finds the error if there is one)."""
+    clean = _CLEAN_ATTRIBUTES
     for a in device.attributes.values():
-        given = a.__pydantic_fields_set__
-        if len(given) == 1:
-            # One field given (the others are at their default, None): no scan of every field.
-            (f,) = given
-            v = a.__dict__.get(f)
-            if v is None:
-                return False
+        # (identical attribute values are one object, read once: draopt.kube.shared_attributes)
+        got = clean.get((id(a), list_type_attributes))
+        if got is None or got[0] is not a:
+            ok = _attribute_converts(a, list_type_attributes)
+            if len(clean) < 65536:
+                clean[(id(a), list_type_attributes)] = (a, ok)
         else:
-            set_fields = [(f, v) for f, v in a.__dict__.items() if v is not None]
-            if len(set_fields) != 1:
-                return False
-            f, v = set_fields[0]
-        if f == "string" or f == "bool_":
-            continue
-        if f == "int_":
-            if type(v) is not int:
-                return False
-            continue
-        if f == "version":
-            if v not in _GOOD_VERSIONS:
-                try:
-                    _semver.Version.parse(v)
-                except (ValueError, TypeError):
-                    return False
-                if len(_GOOD_VERSIONS) < 4096:
-                    _GOOD_VERSIONS.add(v)
-            continue
-        if f in ("bools", "ints", "strings", "versions") and not list_type_attributes:
-            continue  # left out of the input, as make_cel_device leaves it
-        return False
+            ok = got[1]
+        if not ok:
+            return False
     for c in device.capacity.values():
         raw = c.value
         if raw not in _GOOD_QUANTITIES:

@@ -21,9 +21,22 @@ def normalise(attr: Any, list_types: bool) -> AttrValue | None:
     if attr is None:
         return None
     if isinstance(attr, DeviceAttribute):
-        typed = attr.typed()
-    else:
-        typed = _derived_typed(attr)
+        # (identical attribute values are one object, read once: draopt.kube.shared_attributes)
+        key = (id(attr), list_types)
+        got = _NORMALISED.get(key)
+        if got is not None and got[0] is attr:
+            return got[1]
+        value = _normalise_typed(attr.typed(), list_types)
+        if len(_NORMALISED) < 65536:
+            _NORMALISED[key] = (attr, value)
+        return value
+    return _normalise_typed(_derived_typed(attr), list_types)
+
+
+_NORMALISED: dict[tuple[int, bool], tuple[DeviceAttribute, AttrValue | None]] = {}
+
+
+def _normalise_typed(typed: tuple[str, Any] | None, list_types: bool) -> AttrValue | None:
     if typed is None:
         return None
     kind, value = typed

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from draopt.errors import InputError
 from draopt.kube.features import Features
@@ -78,6 +78,19 @@ def cel_input(device: Device) -> dict:
     }
 
 
+_CONVERTS_CLEANLY: Any = None
+
+
+def _converts_cleanly():
+    """draopt.cel.device.converts_cleanly (imported on first use: gathering devices needs no CEL)."""
+    global _CONVERTS_CLEANLY
+    if _CONVERTS_CLEANLY is None:
+        from draopt.cel.device import converts_cleanly
+
+        _CONVERTS_CLEANLY = converts_cleanly
+    return _CONVERTS_CLEANLY
+
+
 @dataclass(eq=False)
 class DeviceEntry:
     """One device of a usable pool, in search order."""
@@ -111,9 +124,7 @@ class DeviceEntry:
         computed once (kept in the instance: functools.cached_property takes a lock per read)."""
         got = self.__dict__.get("_cel_clean")
         if got is None:
-            from draopt.cel.device import converts_cleanly
-
-            got = self.__dict__["_cel_clean"] = converts_cleanly(self.device, self.list_type_attributes)
+            got = self.__dict__["_cel_clean"] = _converts_cleanly()(self.device, self.list_type_attributes)
         return got
 
     @cached_property

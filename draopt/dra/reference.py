@@ -479,9 +479,12 @@ class ReferenceAllocator:
         by_value = self.memo.get(("values", target.attribute))
         if by_value is None:
             by_value = {}
+            # (what the constraint sees of each device too: see _constraint_values)
+            by_device = self.memo.setdefault(("constraint values", target.attribute, False), {})
             for dev in self.p.devices:
                 raw = lookup_attribute(dev.device.attributes, dev.driver, target.attribute)
                 v = normalise(raw, False) if raw is not None else None
+                by_device[dev.index] = NO_ATTRIBUTE if raw is None else v
                 if v is not None:
                     by_value.setdefault(v, []).append(dev.index)
             self.memo[("values", target.attribute)] = by_value
