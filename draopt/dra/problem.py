@@ -129,6 +129,8 @@ class Problem:
         self._dedicated_fit: dict[tuple[tuple[int, int, int], int], bool] = {}
         self._derived_cache: dict[tuple[tuple[int, int, int], int], dict[str, Any]] = {}
         self._quantity_cache: dict[str, Fraction] = {}
+        self._selectors: dict[tuple[int, int, int], list[tuple[bool, int, str | None]]] = {}
+        self._compiled: dict[str, tuple[Any, tuple[str, bool] | None]] = {}  # expression -> (compiled, driver test)
         # One text per claim (its spec), set by draopt.dra.reference's fast paths: answers that depend
         # only on the request and the device are then shared through inventory.memo.
         self.shape_keys: tuple | None = None
@@ -157,44 +159,20 @@ class Problem:
     def _selectable(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         if not self.features.device_binding_and_status and dev.device.binding_conditions:
             return False
-        cls = req.device_class
-        for of_class, selectors in ((True, cls.spec.selectors), (False, req.fields.selectors)):
-            for i, sel in enumerate(selectors):
-                text = sel.cel.expression if sel.cel else None
-                ok = self._expr_cache.get((text, id(dev.device)))
-                if ok is None:
-                    # (the owner's name only for an error message: built when there is one)
-                    expr = None
-                    if text is not None:
-                        try:
-                            expr = self.cel_env.compile(text)
-                        except Exception:  # noqa: BLE001 - _compile below raises it with its message
-                            expr = None
-                    if expr is None:
-                        expr = self._compile(text, self._owner(of_class, req), i, req)
-                    test = _driver_test(text) if text is not None else None
-                    if test is not None and dev.cel_clean:
-                        # The driver compared with a literal: the same answer as the CEL
-                        # evaluation, without building the device's CEL input.
-                        ok = (dev.driver == test[0]) == test[1]
-                        self._expr_cache[(text, id(dev.device))] = ok
-                        if not ok:
-                            return False
-                        continue
-                    try:
-                        ok = expr.matches(dev.cel)
-                    except Exception as e:  # CelRuntimeError (or a library error on odd input)
-                        owner = self._owner(of_class, req)
-                        raise DeviceCelError(
-                            f"{owner}: selector #{i} on device {device_id_str(dev.id)}: CEL runtime error: {e} "
-                            f"(request {req.full_name}, expression {expr.expression!r})",
-                            owner=f"{owner} selector #{i}",
-                            cause=str(e),
-                            device=device_id_str(dev.id),
-                        ) from None
-                    self._expr_cache[(text, id(dev.device))] = ok
-                if not ok:
-                    return False
+        selectors = self._selectors.get(req.key)
+        if selectors is None:
+            selectors = self._selectors[req.key] = [
+                (of_class, i, sel.cel.expression if sel.cel else None)
+                for of_class, listed in ((True, req.device_class.spec.selectors), (False, req.fields.selectors))
+                for i, sel in enumerate(listed)
+            ]
+        device_id = id(dev.device)
+        for of_class, i, text in selectors:
+            ok = self._expr_cache.get((text, device_id))
+            if ok is None:
+                ok = self._evaluate(of_class, i, text, req, dev)
+            if not ok:
+                return False
         if dev.slice.spec.per_device_node_selection:
             d = dev.device
             if not node_matches(
@@ -205,6 +183,43 @@ class Problem:
             # Evaluated once per candidate, after the selectors; a runtime error aborts.
             self.derived_attributes(req, dev)
         return True
+
+    def _evaluate(self, of_class: bool, i: int, text: str | None, req: RequestSpec, dev: DeviceEntry) -> bool:
+        """One selector on one device (not evaluated before): its answer, kept in _expr_cache."""
+        compiled = self._compiled.get(text) if text is not None else None
+        if compiled is None:
+            # (the owner's name only for an error message: built when there is one)
+            expr = None
+            if text is not None:
+                try:
+                    expr = self.cel_env.compile(text)
+                except Exception:  # noqa: BLE001 - _compile below raises it with its message
+                    expr = None
+            if expr is None:
+                expr = self._compile(text, self._owner(of_class, req), i, req)
+            compiled = (expr, _driver_test(text) if text is not None else None)
+            if text is not None:
+                self._compiled[text] = compiled  # (compiling again gives the same expression)
+        expr, test = compiled
+        if test is not None and dev.cel_clean:
+            # The driver compared with a literal: the same answer as the CEL evaluation,
+            # without building the device's CEL input.
+            ok = (dev.driver == test[0]) == test[1]
+            self._expr_cache[(text, id(dev.device))] = ok
+            return ok
+        try:
+            ok = expr.matches(dev.cel)
+        except Exception as e:  # CelRuntimeError (or a library error on odd input)
+            owner = self._owner(of_class, req)
+            raise DeviceCelError(
+                f"{owner}: selector #{i} on device {device_id_str(dev.id)}: CEL runtime error: {e} "
+                f"(request {req.full_name}, expression {expr.expression!r})",
+                owner=f"{owner} selector #{i}",
+                cause=str(e),
+                device=device_id_str(dev.id),
+            ) from None
+        self._expr_cache[(text, id(dev.device))] = ok
+        return ok
 
     def _owner(self, of_class: bool, req: RequestSpec) -> str:
         """Who a selector belongs to, in error messages."""
