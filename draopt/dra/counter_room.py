@@ -71,9 +71,10 @@ class PoolLayout:
     def room(self, allocated: AllocatedState) -> CounterRoom:
         """The counters left by allocated claims' devices (which may leave some negative)."""
         room = list(self.totals)
-        holds = allocated.holds
+        # (AllocatedState.holds, inline: this runs for every device of every pool a search tries)
+        devices, shared, capacity = allocated.devices, allocated.shared, allocated.capacity
         for did, consumed in self.uses:
-            if holds(did):
+            if did in devices or did in shared or did in capacity:
                 for i, amount in consumed:
                     room[i] -= amount
         return CounterRoom(room)

@@ -592,8 +592,13 @@ class ReferenceAllocator:
             )
         else:
             counts_counters = bool(consumes) and not req.admin_access
-        if counts_counters and not self._take_counters(dev):
-            return None
+        if counts_counters:
+            pool = dev.pool
+            room = self.rooms.get(id(pool))
+            if room is None:
+                room = self._room(pool)  # (first: the pool's counters parse, or their error is raised)
+            if not room.take(self.layouts[id(pool)].by_device.get(id(dev.device), ())):
+                return None
         self._fail_clean = False
         if not reject:
             self.dirty = True
@@ -717,13 +722,6 @@ class ReferenceAllocator:
             got = self.rooms[id(pool)] = layout.room(self.p.inventory.allocated)
             self.layouts[id(pool)] = layout
         return got
-
-    def _take_counters(self, dev: DeviceEntry) -> bool:
-        pool = dev.pool
-        room = self.rooms.get(id(pool))
-        if room is None:
-            room = self._room(pool)  # (first: the pool's counters parse, or their error is raised)
-        return room.take(self.layouts[id(pool)].by_device.get(id(dev.device), ()))
 
     def _release_counters(self, dev: DeviceEntry) -> None:
         self.rooms[id(dev.pool)].give_back(self.layouts[id(dev.pool)].device_draws(dev))
