@@ -266,21 +266,29 @@ def _counter_sets(slices: list[ResourceSlice]) -> dict[str, dict[str, Fraction]]
         for i, cs in enumerate(s.spec.shared_counters):
             if cs.name in sets:
                 raise ValueError(f"duplicate counter set name {cs.name}")
-            sets[cs.name] = {
-                n: parse_quantity(c.value, f"ResourceSlice {s.name}: spec.sharedCounters[{i}].counters.{n}.value")
-                for n, c in cs.counters.items()
-            }
+            counters = sets[cs.name] = {}
+            for n, c in cs.counters.items():
+                v = _COUNTER_VALUES.get(c.value)
+                if v is None:
+                    v = parse_quantity(c.value, f"ResourceSlice {s.name}: spec.sharedCounters[{i}].counters.{n}.value")
+                    if type(c.value) is str and len(_COUNTER_VALUES) < 4096:
+                        _COUNTER_VALUES[c.value] = v
+                counters[n] = v
     return sets
+
+
+_COUNTER_VALUES: dict[str, Fraction] = {}  # counter values parsed, by text (most repeat)
 
 
 def _validate_consumption(sets: dict[str, dict[str, Fraction]], slices: list[ResourceSlice]) -> None:
     for s in slices:
         for d in s.spec.devices:
             for c in d.consumes_counters:
-                if c.counter_set not in sets:
+                counters = sets.get(c.counter_set)
+                if counters is None:
                     raise ValueError(f"counter set {c.counter_set} not found")
                 for n in c.counters:
-                    if n not in sets[c.counter_set]:
+                    if n not in counters:
                         raise ValueError(f"counter {n} not found in counter set {c.counter_set}")
 
 
@@ -506,20 +514,14 @@ def build_inventory(
     are placed) replaces the state computed from `allocated_claims`."""
     pools = gather_pools(slices, node, features, index)
     devices: list[DeviceEntry] = []
+    list_types = features.list_type_attributes
     for pool in pools:
         if pool.incomplete or pool.invalid:
             continue
         for s in pool.slices:
             for d in s.spec.devices:
-                entry = DeviceEntry(
-                    index=len(devices),
-                    pool=pool,
-                    slice=s,
-                    device=d,
-                    taints=list(d.taints),
-                    list_type_attributes=features.list_type_attributes,
-                )
-                devices.append(entry)
+                # (index, pool, slice, device, taints, list_type_attributes)
+                devices.append(DeviceEntry(len(devices), pool, s, d, list(d.taints), list_types))
     if features.device_taints and taint_rules and cel_env is not None:
         for entry in devices:
             for rule in taint_rules:
