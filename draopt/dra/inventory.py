@@ -46,6 +46,7 @@ class Pool:
     other_slices: list[ResourceSlice] = field(default_factory=list)  # device slices for other nodes
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     has_binding_conditions: bool = False
+    compatibility_grouped: bool | None = None  # a device names compatibility groups (None: not looked)
 
     @property
     def id(self) -> str:
@@ -280,16 +281,21 @@ def _counter_sets(slices: list[ResourceSlice]) -> dict[str, dict[str, Fraction]]
 _COUNTER_VALUES: dict[str, Fraction] = {}  # counter values parsed, by text (most repeat)
 
 
-def _validate_consumption(sets: dict[str, dict[str, Fraction]], slices: list[ResourceSlice]) -> None:
+def _validate_consumption(sets: dict[str, dict[str, Fraction]], slices: list[ResourceSlice]) -> bool:
+    """Raises ValueError for a counter outside the sets; whether some device names compatibility groups."""
+    grouped = False
     for s in slices:
         for d in s.spec.devices:
             for c in d.consumes_counters:
+                if c.compatibility_groups:
+                    grouped = True
                 counters = sets.get(c.counter_set)
                 if counters is None:
                     raise ValueError(f"counter set {c.counter_set} not found")
                 for n in c.counters:
                     if n not in counters:
                         raise ValueError(f"counter {n} not found in counter set {c.counter_set}")
+    return grouped
 
 
 def _build_pool(
@@ -313,30 +319,36 @@ def _build_pool(
                 continue
             (counter_slices if features.partitionable_devices and s.spec.shared_counters else other).append(s)
     seen: set[str] = set()
+    binding = False
     for s in device_slices:
         for d in s.spec.devices:
             if d.name in seen:
                 pool.invalid, pool.invalid_reason = True, f"duplicate device name {d.name}"
                 return pool
             seen.add(d.name)
+            if d.binding_conditions:
+                binding = True
     pool.slices = device_slices
     if not features.partitionable_devices:
-        pool.has_binding_conditions = any(d.binding_conditions for s in device_slices for d in s.spec.devices)
+        pool.has_binding_conditions = binding
         return pool
     try:
         pool.counter_sets = _counter_sets(counter_slices)
-        _validate_consumption(pool.counter_sets, device_slices)
-        _validate_consumption(pool.counter_sets, other)
+        grouped = _validate_consumption(pool.counter_sets, device_slices)
+        grouped = _validate_consumption(pool.counter_sets, other) or grouped
     except ValueError as e:
         pool.invalid, pool.invalid_reason = True, str(e)
         pool.slices, pool.counter_sets = [], {}
         return pool
     pool.other_slices = other
-    pool.has_binding_conditions = any(d.binding_conditions for s in device_slices for d in s.spec.devices)
+    pool.compatibility_grouped = grouped
+    pool.has_binding_conditions = binding
     return pool
 
 
 def _has_compatibility_groups(pool: Pool) -> bool:
+    if pool.compatibility_grouped is not None:
+        return pool.compatibility_grouped
     return any(
         c.compatibility_groups
         for s in pool.slices + pool.other_slices
