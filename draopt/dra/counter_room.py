@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from draopt.dra.inventory import AllocatedState, DeviceEntry, DeviceID, Pool, parse_quantity
+from draopt.dra.inventory import AllocatedState, DeviceID, Pool, parse_quantity
 
 Amount = Fraction | int
 # (counter's position in the pool's layout, amount) per counter a device draws on
@@ -37,36 +37,45 @@ class PoolLayout:
 
     def __init__(self, pool: Pool):
         self.pool = pool
-        position: dict[tuple[str, str], int] = {}
+        # counter set -> counter -> position
+        position: dict[str, dict[str, int]] = {}
         self.position = position
-        self.totals: list[Amount] = []
+        totals: list[Amount] = []
+        self.totals = totals
         for set_name, counters in pool.counter_sets.items():
+            at = position[set_name] = {}
             for n, v in counters.items():
-                position[(set_name, n)] = len(self.totals)
-                self.totals.append(exact(v))
-        self.uses: list[tuple[DeviceID, Draws]] = []
+                at[n] = len(totals)
+                totals.append(v.numerator if v.denominator == 1 else v)
+        uses: list[tuple[DeviceID, Draws]] = []
+        self.uses = uses
         # id(Device) -> what it draws (counters outside the pool's sets take part in no comparison)
-        self.by_device: dict[int, Draws] = {}
+        by_device: dict[int, Draws] = {}
+        self.by_device = by_device
+        no_set: dict[str, int] = {}
         for s in pool.slices + pool.other_slices:
             for d in s.spec.devices:
-                if not d.consumes_counters:
+                consumes = d.consumes_counters
+                if not consumes:
                     continue
                 consumed = []
-                for c in d.consumes_counters:
+                for c in consumes:
+                    at = position.get(c.counter_set, no_set)
                     for n, v in c.counters.items():
-                        i = position.get((c.counter_set, n))
+                        i = at.get(n)
                         if i is not None:
-                            amount = _USES.get(v.value)
+                            value = v.value
+                            amount = _USES.get(value)
                             if amount is None:
                                 where = f"ResourceSlice {s.name}: device {d.name}: consumesCounters"
-                                amount = exact(parse_quantity(v.value, where))
+                                amount = exact(parse_quantity(value, where))
                                 if len(_USES) < 4096:
-                                    _USES[v.value] = amount
+                                    _USES[value] = amount
                             consumed.append((i, amount))
                 if consumed:
                     draws = tuple(consumed)
-                    self.uses.append(((pool.driver, pool.name, d.name), draws))
-                    self.by_device[id(d)] = draws
+                    uses.append(((pool.driver, pool.name, d.name), draws))
+                    by_device[id(d)] = draws
 
     def room(self, allocated: AllocatedState) -> CounterRoom:
         """The counters left by allocated claims' devices (which may leave some negative)."""
@@ -77,20 +86,17 @@ class PoolLayout:
             if did in devices or did in shared or did in capacity:
                 for i, amount in consumed:
                     room[i] -= amount
-        return CounterRoom(room)
-
-    def device_draws(self, dev: DeviceEntry) -> Draws:
-        """What `dev` (a device of the pool's own slices) draws, as the search adds it up."""
-        return self.by_device.get(id(dev.device), ())
+        return CounterRoom(room, self.by_device)
 
 
 class CounterRoom:
     """One search's counters of one pool: room per position and how many are negative."""
 
-    __slots__ = ("room", "negative")
+    __slots__ = ("room", "negative", "by_device")
 
-    def __init__(self, room: list[Amount]):
+    def __init__(self, room: list[Amount], by_device: dict[int, Draws]):
         self.room = room
+        self.by_device = by_device  # the layout's: id(Device) -> what it draws
         self.negative = sum(1 for r in room if r < 0)
 
     def take(self, draws: Draws) -> bool:

@@ -228,7 +228,6 @@ class ReferenceAllocator:
         self.allocating_admin: dict[DeviceID, set[int]] = {}  # claims using it with admin access
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.rooms: dict[int, CounterRoom] = {}  # pool id() -> its counters left
-        self.layouts: dict[int, PoolLayout] = {}
         self.results: list[list[Chosen]] = [[] for _ in problem.claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.compat: dict[tuple[int, str], frozenset[str] | None] = {}  # None: put back unset
@@ -597,7 +596,7 @@ class ReferenceAllocator:
             room = self.rooms.get(id(pool))
             if room is None:
                 room = self._room(pool)  # (first: the pool's counters parse, or their error is raised)
-            if not room.take(self.layouts[id(pool)].by_device.get(id(dev.device), ())):
+            if not room.take(room.by_device.get(id(dev.device), ())):
                 return None
         self._fail_clean = False
         if not reject:
@@ -720,11 +719,11 @@ class ReferenceAllocator:
             if layout is None or layout.pool is not pool:
                 layout = self.memo[("counter layout", id(pool))] = PoolLayout(pool)
             got = self.rooms[id(pool)] = layout.room(self.p.inventory.allocated)
-            self.layouts[id(pool)] = layout
         return got
 
     def _release_counters(self, dev: DeviceEntry) -> None:
-        self.rooms[id(dev.pool)].give_back(self.layouts[id(dev.pool)].device_draws(dev))
+        room = self.rooms[id(dev.pool)]
+        room.give_back(room.by_device.get(id(dev.device), ()))
 
 
 def _no_undo() -> None:
