@@ -73,6 +73,13 @@ class PoolLayout:
                                     _USES[value] = amount
                             consumed.append((i, amount))
                 if consumed:
+                    if len(consumed) > 1 and len({i for i, _ in consumed}) < len(consumed):
+                        # A counter named twice: one draw of the sum (the same room after it, and
+                        # a draw whose positions differ can be checked without taking it).
+                        merged: dict[int, Amount] = {}
+                        for i, amount in consumed:
+                            merged[i] = merged.get(i, 0) + amount
+                        consumed = list(merged.items())
                     draws = tuple(consumed)
                     uses.append(((pool.driver, pool.name, d.name), draws))
                     by_device[id(d)] = draws
@@ -113,6 +120,16 @@ class CounterRoom:
             self.give_back(draws)
             return False
         return True
+
+    def fits(self, draws: Draws) -> bool:
+        """Whether take(draws) would succeed, changing nothing (draws name each position once)."""
+        room = self.room
+        negative = self.negative
+        for i, amount in draws:
+            before = room[i]
+            if (before - amount < 0) != (before < 0):
+                negative += 1 if before >= 0 else -1
+        return not negative
 
     def give_back(self, draws: Draws) -> None:
         room = self.room

@@ -238,6 +238,7 @@ class ReferenceAllocator:
         self.memo = problem.inventory.memo
         self.held = problem.inventory.allocated.devices  # dedicated devices of allocated claims
         self.consumable = self.f.consumable_capacity
+        self.counters_first = self.f.partitionable_devices  # (gate off: such devices fail otherwise)
         self.constraints = [self._make_constraints(c) for c in problem.claims]
         if self.shape is not None:
             problem.shape_keys = self.shape
@@ -447,6 +448,17 @@ class ReferenceAllocator:
                     ok = p.capacity_ok(req, dev, None)  # (a dedicated device's fit ignores the rest)
             if not ok:
                 return not self.dirty
+        if self.counters_first and not dev.multi_allocatable and dev.device.consumes_counters:
+            # What _allocate_device would find first, checked without a call: a dedicated device
+            # whose counters count (see there) and are short fails before anything changes.
+            if self.lazy:
+                self._materialize(pool)
+            if self.defects or not req.admin_access:
+                room = self.rooms.get(id(pool))
+                if room is None:
+                    room = self._room(pool)
+                if not room.fits(room.by_device.get(id(dev.device), ())):
+                    return not self.dirty
         undo = self._allocate_device(req, dev, must=False, checked=True)
         if undo is None:
             return self._fail_clean and not self.dirty
