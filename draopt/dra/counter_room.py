@@ -44,9 +44,9 @@ class PoolLayout:
         self.totals = totals
         for set_name, counters in pool.counter_sets.items():
             at = position[set_name] = {}
-            for n, v in counters.items():
+            for n, total in counters.items():
                 at[n] = len(totals)
-                totals.append(v.numerator if v.denominator == 1 else v)
+                totals.append(total.numerator if total.denominator == 1 else total)
         uses: list[tuple[DeviceID, Draws]] = []
         self.uses = uses
         # id(Device) -> what it draws (counters outside the pool's sets take part in no comparison)

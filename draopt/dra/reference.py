@@ -27,7 +27,7 @@ import sys
 from bisect import bisect_left
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from draopt.dra.counter_room import CounterRoom, PoolLayout
 from draopt.dra.constraints import AttrValue, constraint_applies, normalise
@@ -267,10 +267,11 @@ class ReferenceAllocator:
             )
         return out
 
-    def _constraint_values(self, name: str):
+    def _constraint_values(self, constraint_name: str | None):
         """What a constraint on attribute `name` sees of a device, normalised: NO_ATTRIBUTE when
         there is none. A driver attribute's is kept per device (in inventory.memo: devices and
         their attributes do not change); a request's derived attributes are evaluated."""
+        name = cast(str, constraint_name)  # (prepare() rejects a constraint without one)
         p, list_types = self.p, self.f.list_type_attributes
         derived_on = self.f.derived_attributes
         by_device = self.memo.setdefault(("constraint values", name, list_types), {})
