@@ -104,7 +104,11 @@ class CounterRoom:
     def __init__(self, room: list[Amount], by_device: dict[int, Draws]):
         self.room = room
         self.by_device = by_device  # the layout's: id(Device) -> what it draws
-        self.negative = sum(1 for r in room if r < 0)
+        negative = 0
+        for r in room:
+            if r < 0:
+                negative += 1
+        self.negative = negative
 
     def take(self, draws: Draws) -> bool:
         """Reserve; False (and nothing reserved) when some counter of the pool is then short."""
