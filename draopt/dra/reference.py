@@ -449,17 +449,16 @@ class ReferenceAllocator:
                     ok = p.capacity_ok(req, dev, None)  # (a dedicated device's fit ignores the rest)
             if not ok:
                 return not self.dirty
-        if self.counters_first and not dev.multi_allocatable and dev.device.consumes_counters:
-            # What _allocate_device would find first, checked without a call: a dedicated device
-            # whose counters count (see there) and are short fails before anything changes.
+        if self.counters_first and not dev.multi_allocatable and self._counts_counters(req, dev, False):
+            # What _allocate_device would find first, checked without taking them: a dedicated
+            # device whose counters are short fails before anything changes.
             if self.lazy:
                 self._materialize(pool)
-            if self.defects or not req.admin_access:
-                room = self.rooms.get(id(pool))
-                if room is None:
-                    room = self._room(pool)
-                if not room.fits(room.by_device.get(id(dev.device), ())):
-                    return not self.dirty
+            room = self.rooms.get(id(pool))
+            if room is None:
+                room = self._room(pool)
+            if not room.fits(room.by_device.get(id(dev.device), ())):
+                return not self.dirty
         undo = self._allocate_device(req, dev, must=False, checked=True)
         if undo is None:
             return self._fail_clean and not self.dirty
@@ -589,21 +588,7 @@ class ReferenceAllocator:
             return None
         if multi:
             self._fail_clean = False  # whether its counters count changes once its capacity is in use
-        if self.defects:
-            # Kubernetes: a multi-allocatable device's counters are skipped once capacity is in use.
-            counts_counters = bool(consumes) and not (
-                multi and (dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity)
-            )
-        elif multi:
-            # Documented: drawn once, by the first non-admin allocation.
-            counts_counters = (
-                bool(consumes)
-                and not req.admin_access
-                and dev.id not in self.p.inventory.allocated.capacity
-                and not self.counted_multi.get(dev.id)
-            )
-        else:
-            counts_counters = bool(consumes) and not req.admin_access
+        counts_counters = self._counts_counters(req, dev, multi)
         if counts_counters:
             pool = dev.pool
             room = self.rooms.get(id(pool))
@@ -724,6 +709,23 @@ class ReferenceAllocator:
         return undo
 
     # ------------------------------------------------------------------ counters
+    def _counts_counters(self, req: RequestSpec, dev: DeviceEntry, multi: bool) -> bool:
+        """Whether allocating `dev` for `req` draws on its counters now (`multi`: a
+        multi-allocatable device, consumable capacity on)."""
+        if not dev.device.consumes_counters:
+            return False
+        if self.defects:
+            # Kubernetes: a multi-allocatable device's counters are skipped once capacity is in use.
+            return not (multi and (dev.id in self.p.inventory.allocated.capacity or dev.id in self.allocating_capacity))
+        if multi:
+            # Documented: drawn once, by the first non-admin allocation.
+            return (
+                not req.admin_access
+                and dev.id not in self.p.inventory.allocated.capacity
+                and not self.counted_multi.get(dev.id)
+            )
+        return not req.admin_access
+
     def _room(self, pool: Pool) -> CounterRoom:
         """available_counters(pool, allocated) less what this search reserved."""
         got = self.rooms.get(id(pool))

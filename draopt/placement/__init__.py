@@ -23,6 +23,7 @@ from draopt.kube.models import (
     NodeSelector,
     ResourceClaim,
 )
+from draopt.kube.models.base import K8S_DUMP
 from draopt.kube.models.resource import ResourceClaimSpec
 from draopt.cluster.state import Cluster
 from draopt.allocation.explain import explain_failed_pod
@@ -285,9 +286,6 @@ class _NotPlain(Exception):
     """A value _Dumps does not write itself: pydantic dumps the object."""
 
 
-_DUMP_ARGS: dict[str, Any] = {"by_alias": True, "exclude_unset": True, "exclude_none": True, "mode": "json"}
-
-
 def _aliases(cls) -> tuple[tuple[str, str], ...]:
     return tuple((name, f.serialization_alias or f.alias or name) for name, f in cls.model_fields.items())
 
@@ -321,7 +319,7 @@ class _Dumps:
             return claim.to_k8s()
         if "spec" not in claim.__pydantic_fields_set__:
             return claim.to_k8s()
-        rest = claim.model_dump(exclude=_SPEC, **_DUMP_ARGS)
+        rest = claim.model_dump(exclude=_SPEC, **K8S_DUMP)
         out: dict[str, Any] = {}
         for k, v in rest.items():  # the fields in declaration order, then the unknown ones
             if "spec" not in out and k not in _CLAIM_BEFORE_SPEC:

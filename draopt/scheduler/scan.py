@@ -205,7 +205,7 @@ def takes_now(sched) -> np.ndarray:
     if arr is not None and sched.__dict__.get("_takes_checked", (None,))[0] is not arr:
         sched._takes_checked = (arr, all(nd._takes_kept is arr for nd in sched.nodes))
     if arr is not None and sched._takes_checked[1]:
-        return arr.copy()
+        return arr  # (compared at once: nothing takes while the scan runs)
     return np.fromiter(map(_TAKES, sched.nodes), dtype=np.int64, count=len(sched.nodes))
 
 

@@ -26,7 +26,11 @@ class K8sModel(BaseModel):
     def to_k8s(self) -> dict[str, Any]:
         """The object as Kubernetes JSON: the fields that were set (read or assigned), unknown
         ones included; defaults that were never set are not invented."""
-        return self.model_dump(by_alias=True, exclude_unset=True, exclude_none=True, mode="json")
+        return self.model_dump(**K8S_DUMP)
+
+
+# model_dump's arguments for Kubernetes JSON (to_k8s; placement's output dumps parts with them)
+K8S_DUMP: dict[str, Any] = {"by_alias": True, "exclude_unset": True, "exclude_none": True, "mode": "json"}
 
 
 class ObjectMeta(K8sModel):
