@@ -603,3 +603,14 @@ def test_yaml_11_booleans_read_as_pyyaml_reads_them_on_every_path(token, value):
     assert (ok, docs) == ((False, []) if isinstance(value, bool) else (True, want))
     big = text + "pad: " + "x" * fastyaml.MIN_CHARS + "\n"
     assert list(loader._documents(big, "t"))[0]["v"] == value
+
+
+@pytest.mark.parametrize("token", ["0b_", "0x_", "0o_", "+0b_"])
+def test_int_prefix_without_digits_is_the_string_written(token):
+    # Found by test_random_base60_tokens_are_refused_or_read_alike: PyYAML's int resolver matches
+    # these and then fails to convert them (ValueError, a traceback from every command); go-yaml
+    # (sigs.k8s.io/yaml, what kubectl and the API server read with) keeps them as strings.
+    text = f"k0: {token}\nseq:\n- {token}\n"
+    assert reference(text) == [{"k0": token, "seq": [token]}]
+    ok, docs = fast(text)
+    assert not ok or docs == reference(text)

@@ -277,7 +277,12 @@ def _number_or_base60_text(construct):
     def construct_number(loader, node):
         if ":" in node.value:
             return loader.construct_scalar(node)
-        return construct(loader, node)
+        try:
+            return construct(loader, node)
+        except ValueError:
+            # PyYAML's int resolver also matches tokens with no digits after the prefix (`0b_`,
+            # `0x_`), then cannot convert them; go-yaml reads such a token as the string written.
+            return loader.construct_scalar(node)
 
     return construct_number
 
