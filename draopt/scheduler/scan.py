@@ -103,25 +103,33 @@ def scan(
             known[:low] = False
         # Enough feasible nodes before a stale one can only happen with this many of them:
         # else the running count is not needed (every stale node is filtered).
-        cum = rotated(known, start).cumsum() if int(np.count_nonzero(known)) + stale.size - 1 >= to_find else None
+        cum = (
+            rotated(known, start).cumsum().tolist()
+            if int(np.count_nonzero(known)) + stale.size - 1 >= to_find
+            else None
+        )
+        stale_list = stale.tolist()
+        # (Python lists in the loop: a numpy scalar read or write costs several list accesses;
+        # the answers taken from the board are written to the arrays at once, after the loop.)
+        board_hit = (bver[stale] == versions[stale]).tolist() if bver is not None else None
+        from_board: list[int] = []
         newly = 0
         fill = None
-        for idx in stale.tolist():
+        for j, idx in enumerate(stale_list):
             if cum is not None:
                 p = idx - start if idx >= start else idx - start + n  # its position in search order
                 if (cum[p - 1] if p else 0) + newly >= to_find:
                     break
-            node = nodes[idx]
-            version = node.version
-            if bver is not None and bver[idx] == version:
+            if board_hit is not None and board_hit[j]:
                 reason, fit = breason[idx], None
                 if reason is None:
-                    feas[idx] = True
-                    dscore[idx] = bscore[idx]
-                    ver[idx] = version
+                    from_board.append(idx)
                     newly += 1
                     continue
+                version = nodes[idx].version
             else:
+                node = nodes[idx]
+                version = node.version
                 reason, fit = try_fn(node)
                 if reason is not None:
                     reason = generic(reason, keys)
@@ -144,6 +152,7 @@ def scan(
             fits[idx] = fit
             newly += 1
             if shared is not None:
+                node = nodes[idx]
                 took[idx] = node._takes
                 g = group[idx] = group_number(sched, shared.memo(node))
                 if g not in filled:
@@ -151,6 +160,11 @@ def scan(
                     if got is not None and group_number(sched, got[0]) == g:
                         fill = (g, got[1])
                         break
+        if from_board:
+            at = np.array(from_board, dtype=np.int64)
+            feas[at] = True
+            dscore[at] = bscore[at]
+            ver[at] = versions[at]
         if fill is None:
             break
         g, group_fit = fill
