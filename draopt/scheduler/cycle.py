@@ -149,6 +149,10 @@ def requests_shape(pod) -> tuple | None:
 class Scheduler:
     """kube-scheduler's node choice inside `draopt.cluster.firstfit.simulate`."""
 
+    # Alike kinds of pods share one table of node answers in the filter loop (see select); False
+    # gives each kind its own (tests compare both).
+    share_alike_tables: bool = True
+
     def __init__(self, config: SchedulerConfig, cluster, workload, *, seed: int = 0, tie_break: str = "random"):
         if tie_break not in TIE_BREAKS:
             raise InputError(f"--tie-break: {tie_break!r}: must be random or name")
@@ -205,6 +209,9 @@ class Scheduler:
         self.fail_memo: dict[Any, tuple[int, Counter]] = {}
         self.kinds: dict[Any, tuple] = {}  # kind -> (version seen, feasible, DRA score, reason) per node
         self.boards: dict[Any, tuple] = {}  # the same per alike kind (see select), shareable answers only
+        # Alike kinds whose one shared table (see select) met a reason that names a kind's own
+        # claims or classes: from then on each of these kinds keeps its own table.
+        self.alike_apart: set = set()
         self._groups: dict[int, tuple[int, Any]] = {}  # id(device group memo) -> (number, memo)
         self._versions_kept: bool | None = None  # the nodes keep cluster.versions (checked once)
         self._kept_array = getattr(cluster, "versions", None)
@@ -331,8 +338,14 @@ class Scheduler:
             if alike is not None:
                 alike = alike[:-1] + sig[-1:]
         keys = [u.key for u in demand.claims]
-        frontier = first_open.get(sig, 0) if sig is not None else 0
-        skipped_before = Counter(skipped_reasons.get(sig) or ()) if frontier else Counter()  # generic
+        # Alike kinds get the same answer from every node (the same feasibility and scores): one
+        # table of answers, frontier and skipped reasons serves them all as long as every reason
+        # in it is shareable (scan keeps to that), so a node that changed is answered once for
+        # all of them instead of once per kind.
+        merged = self.share_alike_tables and alike is not None and hard is None and alike not in self.alike_apart
+        table_key = ("alike kinds", alike) if merged else sig  # (never a kind's own key)
+        frontier = first_open.get(table_key, 0) if table_key is not None else 0
+        skipped_before = Counter(skipped_reasons.get(table_key) or ()) if frontier else Counter()  # generic
         kcache = self.fit_cache.setdefault(sig, {}) if sig is not None else None
         start = self.next_start
         memo_key = (sig, prof.name) if sig is not None and hard is None else None
@@ -346,7 +359,7 @@ class Scheduler:
         if sig is not None and hard is None:
             feasible, dra, fits, rejected, processed = scan(
                 self,
-                sig,
+                table_key,
                 start,
                 frontier,
                 to_find,
@@ -358,6 +371,7 @@ class Scheduler:
                 alike,
                 demand,
                 shared,
+                merged,
             )
         else:
             feasible, dra, fits, rejected, processed = self._scan_slow(

@@ -60,6 +60,7 @@ def scan(
     alike,
     demand=None,
     shared=None,
+    merged=False,
 ):
     """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
     was filtered there keep their answer; the others, in search order, are filtered until
@@ -70,6 +71,9 @@ def scan(
     kind was filtered there since (the same answer: only the fit is left to compute, for the
     node chosen); the loop is otherwise the same, so the frontier moves as it did.
 
+    `merged`: the table (`sig`) serves every kind alike to `alike` (Scheduler.select), so it
+    needs no board; a reason that is not shareable sets the alike kinds apart.
+
     `shared` (firstfit's SharedDevices): once the pod fits on a node through devices every
     node of its group reaches alike (a shared inventory, and an answer that names no node),
     the group's other nodes that passed the node filters for this kind before and took
@@ -78,7 +82,7 @@ def scan(
     nodes = sched.nodes
     n = len(nodes)
     ver, feas, dscore, reasons, took, group = table(sched, sched.kinds, sig)
-    if alike is not None and alike != sig:
+    if alike is not None and alike != sig and not merged:
         bver, _, bscore, breason, _, _ = table(sched, sched.boards, alike)
     else:
         bver = None
@@ -133,10 +137,15 @@ def scan(
                 reason, fit = try_fn(node)
                 if reason is not None:
                     reason = generic(reason, keys)
-                if bver is not None and shareable_reason(reason):
-                    bver[idx] = version
-                    breason[idx] = reason
-                    bscore[idx] = fit[3] if fit is not None else 0
+                if bver is not None:
+                    if shareable_reason(reason):
+                        bver[idx] = version
+                        breason[idx] = reason
+                        bscore[idx] = fit[3] if fit is not None else 0
+                elif merged and not shareable_reason(reason):
+                    # This table serves every alike kind (Scheduler.select): a reason of this
+                    # kind's own is not theirs, so they keep their own tables from now on.
+                    sched.alike_apart.add(alike)
             ver[idx] = version
             if reason is not None:
                 feas[idx] = False
