@@ -106,28 +106,28 @@ def scan(
         if low:
             known[:low] = False
         # Enough feasible nodes before a stale one can only happen with this many of them:
-        # else the running count is not needed (every stale node is filtered).
-        cum = (
-            rotated(known, start).cumsum().tolist()
-            if int(np.count_nonzero(known)) + stale.size - 1 >= to_find
-            else None
-        )
-        stale_list = stale.tolist()
-        # (Python lists in the loop: a numpy scalar read or write costs several list accesses;
-        # the answers taken from the board are written to the arrays at once, after the loop.)
-        board_hit = (bver[stale] == versions[stale]).tolist() if bver is not None else None
-        from_board: list[int] = []
+        # else the count is not needed (every stale node is filtered). With it: the positions
+        # in search order of the nodes known feasible; a stale node at position p has m of them
+        # before it when known_at[m - 1] < p.
+        n_known = int(np.count_nonzero(known))
+        known_at = rotated(known, start).nonzero()[0] if n_known + stale.size - 1 >= to_find else None
         newly = 0
         fill = None
-        for j, idx in enumerate(stale_list):
-            if cum is not None:
-                p = idx - start if idx >= start else idx - start + n  # its position in search order
-                if (cum[p - 1] if p else 0) + newly >= to_find:
+        # (stale nodes read one at a time: the loop mostly stops after a few of them)
+        for at in stale:
+            idx = int(at)
+            if known_at is not None:
+                need = to_find - newly
+                if need <= 0 or (
+                    need <= n_known and known_at[need - 1] < (idx - start if idx >= start else idx - start + n)
+                ):
                     break
-            if board_hit is not None and board_hit[j]:
+            if bver is not None and bver[idx] == versions[idx]:
                 reason, fit = breason[idx], None
                 if reason is None:
-                    from_board.append(idx)
+                    feas[idx] = True
+                    dscore[idx] = bscore[idx]
+                    ver[idx] = versions[idx]
                     newly += 1
                     continue
                 version = nodes[idx].version
@@ -169,11 +169,6 @@ def scan(
                     if got is not None and group_number(sched, got[0]) == g:
                         fill = (g, got[1])
                         break
-        if from_board:
-            at = np.array(from_board, dtype=np.int64)
-            feas[at] = True
-            dscore[at] = bscore[at]
-            ver[at] = versions[at]
         if fill is None:
             break
         g, group_fit = fill
@@ -210,7 +205,7 @@ def in_search_order(indexes: np.ndarray, start: int) -> np.ndarray:
     """Sorted node indexes in search order from `start`: those >= start, then the others."""
     if not start or not indexes.size or indexes[0] >= start:
         return indexes
-    cut = int(np.searchsorted(indexes, start))
+    cut = int(indexes.searchsorted(start))
     if cut == indexes.size:
         return indexes
     return np.concatenate((indexes[cut:], indexes[:cut]))
