@@ -16,6 +16,8 @@ def score(sched, demand, info, prof, fe: np.ndarray, dra: np.ndarray):
     and, symmetrically, for each existing pod whose preferred (anti-)affinity terms match this
     pod (unless ignorePreferredTermsOfExistingPods), and hardPodAffinityWeight for existing
     pods' required affinity terms matching it; normalised 100 * (s - min) / (max - min)."""
+    if not (info.preferred_affinity or info.preferred_anti or sched.affinity_groups):
+        return None  # no term on either side: every node scores 0
     ns = sched.ns_labels
     raw = np.zeros(len(fe), dtype=np.int64)
     touched = False
