@@ -141,6 +141,7 @@ class Workload:
     # What the input has that the placement does not honour (gated_field_notes): part of every
     # answer made from this workload, whatever was printed before.
     notes: list[str] = field(default_factory=list)
+    claim_copies: Any = None  # the ClaimCopier of the generated claims (output dumps its copies)
 
     def pod(self, key: str) -> PodDemand:
         index = self.__dict__.get("_index")
@@ -239,10 +240,6 @@ def pod_requests(pod: Pod, skip: Iterable[str] = (), *, pod_level: bool = True) 
 def _resources_key(res: ResourceRequirements | None) -> tuple | None:
     """What of `res` pod_requests reads, in order (equal keys: equal requests, in the same order)."""
     return None if res is None else (tuple(res.requests.items()), tuple(res.limits.items()))
-
-
-def _claim_doc(metadata: dict[str, Any], spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": metadata, "spec": spec}
 
 
 def _container_requests(c: Container) -> tuple:
@@ -395,15 +392,14 @@ class _Expander:
                 ResourceClaim.model_validate({"spec": json.loads(text)}).spec,
             )
 
-        def doc() -> dict[str, Any]:
+        def metadata() -> dict[str, Any]:
             annotations = dict(tmeta.get("annotations") or {})
             annotations[POD_CLAIM_NAME_ANNOTATION] = claim_name
-            metadata = {"name": name, "namespace": namespace, "labels": dict(tmeta.get("labels") or {})}
-            metadata.update(annotations=annotations, ownerReferences=[owner])
-            return _claim_doc(metadata, cached[3])
+            labels = dict(tmeta.get("labels") or {})
+            return dict(name=name, namespace=namespace, labels=labels, annotations=annotations, ownerReferences=[owner])
 
         # (the claims of one template and pod claim name differ in name and owner only)
-        claim = self._copier.claim((id(template), namespace, claim_name), name, owner, doc)
+        claim = self._copier.claim((id(template), namespace, claim_name), name, owner, metadata, cached[3])
         canonical = cached[2]
         if canonical is None:
             # The claim spec's canonical text (what draopt.cluster.firstfit.ClaimBook.signature
@@ -581,16 +577,14 @@ class _Expander:
                 requests_text = None
         known = self._extended_specs.get(requests_text) if requests_text is not None else None
 
-        def doc() -> dict[str, Any]:
-            metadata: dict[str, Any] = {"name": name, "namespace": ns}
-            metadata.update(annotations={EXTENDED_CLAIM_ANNOTATION: "true"}, ownerReferences=[owner])
-            spec = known[1] if known is not None else {"devices": {"requests": requests}}
-            return _claim_doc(metadata, spec)
+        def metadata() -> dict[str, Any]:
+            annotations = {EXTENDED_CLAIM_ANNOTATION: "true"}
+            return dict(name=name, namespace=ns, annotations=annotations, ownerReferences=[owner])
 
-        if requests_text is None:
-            claim = ResourceClaim.model_validate(doc())
-        else:  # (the claims of one request list and namespace differ in name and owner only)
-            claim = self._copier.claim(("extended", requests_text, ns), name, owner, doc)
+        # (the claims of one request list and namespace differ in name and owner only)
+        kind = ("extended", requests_text, ns) if requests_text is not None else None
+        spec = known[1] if known is not None else {"devices": {"requests": requests}}
+        claim = self._copier.claim(kind, name, owner, metadata, spec)
         # _add_claim, with what _index_extended would read from the claim made just above.
         self.claims[key] = claim
         self._extended_by_owner.setdefault((ns, pod.name), []).append(key)
@@ -775,6 +769,7 @@ class _Expander:
             node_allocatable=node_allocatable(self.o.nodes),
             composites=composites,
             spec_texts=self.spec_texts,
+            claim_copies=self._copier,
         )
 
     # -------------------------------------------------------------- KEP-5732 / KEP-6012

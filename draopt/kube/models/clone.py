@@ -10,6 +10,7 @@ claim's spec, which nothing changes once read: a copy is made where one is chang
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -103,21 +104,53 @@ class ClaimCopier:
         # kind -> (the first claim, how to copy it: None until the second claim of the kind
         # compared a copy with validation, False when the copy differed or cannot be made)
         self._first: dict[Hashable, tuple[ResourceClaim, _Copier | None | bool]] = {}
+        self._copies: dict[
+            int, tuple[ResourceClaim, Hashable, str, dict[str, Any]]
+        ] = {}  # id -> (copy, kind, name, owner)
+        self._dumps: dict[Hashable, bytes] = {}  # kind -> marshal of the first claim's to_k8s()
 
-    def claim(self, kind: Hashable, name: str, owner: dict[str, Any], doc: Callable[[], dict]) -> ResourceClaim:
-        """The claim validated from doc() (metadata.name `name`, metadata.ownerReferences
-        [`owner`]), with the spec of the first claim of the kind."""
-        known = self._first.get(kind)
+    def claim(
+        self, kind: Hashable | None, name: str, owner: dict[str, Any], metadata: Callable[[], dict], spec: Any
+    ) -> ResourceClaim:
+        """The claim validated from metadata() (its name `name`, its ownerReferences [`owner`])
+        and `spec` (a document, or the validated spec of the first claim of the kind); None: a
+        kind of its own."""
+        known = self._first.get(kind) if kind is not None else None
         if known is not None and known[1]:
-            return _copy(known[1], name, owner)  # type: ignore[arg-type]
-        claim = ResourceClaim.model_validate(doc())
-        if known is None:
+            copy = _copy(known[1], name, owner)  # type: ignore[arg-type]
+            if all(type(v) in _SCALARS for v in owner.values()):  # (its dump: a copy of it)
+                self._copies[id(copy)] = (copy, kind, name, owner)
+            return copy
+        doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": metadata(), "spec": spec}
+        claim = ResourceClaim.model_validate(doc)
+        if kind is None:
+            pass
+        elif known is None:
             self._first[kind] = (claim, None)
         elif known[1] is None:
             how = _copier(known[0])
             same = how is not None and same_state(claim, _copy(how, name, owner))
             self._first[kind] = (known[0], how if same else False)
         return claim
+
+    def dump(self, claim: ResourceClaim) -> dict[str, Any] | None:
+        """claim.to_k8s() for a copy made here, from the first claim's dump (its name and owner
+        replaced: the fields all copies differ in); None for any other claim. Nothing changes an
+        expanded claim's metadata or spec, nor sets its status (a copy of the claim is changed)."""
+        got = self._copies.get(id(claim))
+        if got is None or got[0] is not claim:
+            return None
+        _, kind, name, owner = got
+        first = self._first[kind][0]
+        if claim.__pydantic_fields_set__ != first.__pydantic_fields_set__ or claim.spec is not first.spec:
+            return None
+        text = self._dumps.get(kind)
+        if text is None:
+            text = self._dumps[kind] = marshal.dumps(first.to_k8s())
+        out = marshal.loads(text)
+        out["metadata"]["name"] = name
+        out["metadata"]["ownerReferences"] = [dict(owner)]
+        return out
 
 
 def _copier(first: ResourceClaim) -> _Copier | None:
