@@ -89,6 +89,29 @@ def decode_claim(
                 r.consumed_capacity = {n: str(v) for n, v in sorted(c.consumed.items())}
         results.append(r)
 
+    # Most claims have no configuration (neither in their classes nor in themselves): then none
+    # is allocated, whatever was selected.
+    if claim.claim.spec.devices.config or any(
+        spec.device_class.spec.config for group in claim.requests for spec in group.alternatives
+    ):
+        config = _config(claim, selected_sub)
+    else:
+        config = []
+    devices = _trusted(
+        DeviceAllocationResult,
+        {"results": results, "config": [_trusted(DeviceAllocationConfiguration, cfg) for cfg in config]},
+        None if config else _RESULTS_ONLY,
+    )
+    selector = node_selector(problem, chosen)
+    return _trusted(
+        AllocationResult,
+        {"devices": devices, "node_selector": selector},
+        None if selector else _DEVICES_ONLY,
+    )
+
+
+def _config(claim: ClaimSpec, selected_sub: dict[tuple[int, int], int]) -> list[dict[str, Any]]:
+    """The allocated configuration: the selected requests' classes' configs, then the claim's."""
     selected = _selected_names(claim, selected_sub)
     config: list[dict[str, Any]] = []
     class_ranges: dict[str, tuple[int, int]] = {}
@@ -115,17 +138,7 @@ def decode_claim(
             cfg["requests"] = None  # a config for every request: "empty means all"
         elif requests == []:
             cfg["requests"] = None
-    devices = _trusted(
-        DeviceAllocationResult,
-        {"results": results, "config": [_trusted(DeviceAllocationConfiguration, cfg) for cfg in config]},
-        None if config else _RESULTS_ONLY,
-    )
-    selector = node_selector(problem, chosen)
-    return _trusted(
-        AllocationResult,
-        {"devices": devices, "node_selector": selector},
-        None if selector else _DEVICES_ONLY,
-    )
+    return config
 
 
 _RESULTS_ONLY = frozenset({"results"})
@@ -226,6 +239,15 @@ def node_selector(problem: Problem, chosen: list[Chosen]) -> NodeSelector | None
     known = memo.get(key)
     if known is not None:
         return known[1]
+    # Selectors of different slices written alike (one per slice: thousands of slices, one
+    # label) merge alike too: one result per sequence of their requirements' contents, which
+    # output then writes once.
+    content = tuple(_selector_content(memo, sel) for sel in selectors)
+    by_content = ("merged node selector content", content) if None not in content else None
+    if by_content is not None and by_content in memo:
+        merged = memo[by_content]
+        memo[key] = (selectors, merged)
+        return merged
     expressions: list[NodeSelectorRequirement] = []
     fields: list[NodeSelectorRequirement] = []
     for sel in selectors:
@@ -237,4 +259,27 @@ def node_selector(problem: Problem, chosen: list[Chosen]) -> NodeSelector | None
         else None
     )
     memo[key] = (selectors, merged)
+    if by_content is not None:
+        memo[by_content] = merged
     return merged
+
+
+def _selector_content(memo: dict, sel: NodeSelector) -> tuple | None:
+    """What merging `sel` (a single-term selector) reads of it and what writing the merged
+    requirements writes (a requirement's key, operator, values and fields set), once per
+    selector; None when there is more (an unknown field, a subclass)."""
+    got = memo.get(("node selector content", id(sel)))
+    if got is None:
+        term = sel.node_selector_terms[0]
+        parts = tuple(tuple(map(_requirement_content, reqs)) for reqs in (term.match_fields, term.match_expressions))
+        content = None if any(None in part for part in parts) else parts
+        got = memo[("node selector content", id(sel))] = (sel, content)  # (sel kept: its id stays its own)
+    return got[1]
+
+
+def _requirement_content(r: NodeSelectorRequirement) -> tuple | None:
+    if type(r) is not NodeSelectorRequirement or r.__pydantic_extra__ or r.__pydantic_private__ is not None:
+        return None
+    if type(r.values) is not list or any(type(v) is not str for v in r.values):
+        return None
+    return (r.key, r.operator, tuple(r.values), frozenset(r.__pydantic_fields_set__))

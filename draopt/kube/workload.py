@@ -40,6 +40,7 @@ from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
 from draopt.kube.models import DeviceClass, Node, ResourceClaim, ResourceClaimTemplate
+from draopt.kube.models.clone import ClaimCopier
 from draopt.kube.models.workload import (
     CompositePodGroup,
     Container,
@@ -140,6 +141,7 @@ class Workload:
     # What the input has that the placement does not honour (gated_field_notes): part of every
     # answer made from this workload, whatever was printed before.
     notes: list[str] = field(default_factory=list)
+    claim_copies: Any = None  # the ClaimCopier of the generated claims (output dumps its copies)
 
     def pod(self, key: str) -> PodDemand:
         index = self.__dict__.get("_index")
@@ -233,6 +235,15 @@ def pod_requests(pod: Pod, skip: Iterable[str] = (), *, pod_level: bool = True) 
             reqs[name] = q(level[name])
     _add(reqs, _parsed(dict(pod.spec.overhead), skip))
     return reqs
+
+
+def _resources_key(res: ResourceRequirements | None) -> tuple | None:
+    """What of `res` pod_requests reads, in order (equal keys: equal requests, in the same order)."""
+    return None if res is None else (tuple(res.requests.items()), tuple(res.limits.items()))
+
+
+def _container_requests(c: Container) -> tuple:
+    return (c.restart_policy, _resources_key(c.resources))
 
 
 def _is_extended_name(name: str) -> bool:
@@ -330,6 +341,8 @@ class _Expander:
         self._template_specs: dict[int, tuple[ResourceClaimTemplate, str, str | None, Any]] = {}
         self.spec_texts: dict[str, str] = {}  # generated claim key -> canonical spec text
         self._extended_specs: dict[str, tuple[str, Any]] = {}  # extended requests (JSON) -> (canonical spec text, spec)
+        self._copier = ClaimCopier()
+        self._request_shapes: dict[tuple, tuple] = {}  # see _requests
         # Extended-resource claims by (namespace, owning pod name), in self.claims order: finding
         # a pod's claim must not scan every claim for every pod (quadratic on large inputs).
         self._extended_by_owner: dict[tuple[str, str], list[str]] = {}
@@ -365,8 +378,6 @@ class _Expander:
         self, name: str, namespace: str, template: ResourceClaimTemplate, owner: dict[str, Any], claim_name: str
     ) -> ResourceClaim:
         tmeta = template.spec.metadata or {}
-        annotations = dict(tmeta.get("annotations") or {})
-        annotations[POD_CLAIM_NAME_ANNOTATION] = claim_name
         # Every claim of a template gets the same spec: dumped and validated once per template (a
         # pydantic dump per claim was a tenth of first-fit's time on scheduler_perf's workloads,
         # validating it per claim a tenth of the expansion). The claims share that one spec object:
@@ -380,19 +391,15 @@ class _Expander:
                 None,
                 ResourceClaim.model_validate({"spec": json.loads(text)}).spec,
             )
-        doc = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": dict(tmeta.get("labels") or {}),
-                "annotations": annotations,
-                "ownerReferences": [owner],
-            },
-            "spec": cached[3],
-        }
-        claim = ResourceClaim.model_validate(doc)
+
+        def metadata() -> dict[str, Any]:
+            annotations = dict(tmeta.get("annotations") or {})
+            annotations[POD_CLAIM_NAME_ANNOTATION] = claim_name
+            labels = dict(tmeta.get("labels") or {})
+            return dict(name=name, namespace=namespace, labels=labels, annotations=annotations, ownerReferences=[owner])
+
+        # (the claims of one template and pod claim name differ in name and owner only)
+        claim = self._copier.claim((id(template), namespace, claim_name), name, owner, metadata, cached[3])
         canonical = cached[2]
         if canonical is None:
             # The claim spec's canonical text (what draopt.cluster.firstfit.ClaimBook.signature
@@ -493,13 +500,9 @@ class _Expander:
         return ClaimUse(pc.name, key, key in self._generated, None)
 
     # -------------------------------------------------------------- extended resources
-    def extended(self, pod: Pod) -> tuple[list[dict[str, Any]], dict[str, Fraction]]:
-        """(device requests, pod totals) for the extended resources backed by DRA."""
-        requests, totals, _ = self._extended(pod)
-        return requests, totals
-
     def _extended(self, pod: Pod) -> tuple[list[dict[str, Any]], dict[str, Fraction], dict[str, Fraction] | None]:
-        """extended(), and the pod's requests (pod_requests) when they were computed for it."""
+        """(device requests, pod totals) for the extended resources backed by DRA, and the pod's
+        requests (pod_requests) when they were computed for it."""
         if not self.ext_mapping:
             return [], {}, None
         requests: list[dict[str, Any]] = []
@@ -539,7 +542,8 @@ class _Expander:
         totals = {k: v for k, v in everything.items() if k in used}
         return requests, totals, everything
 
-    def extended_claim(self, pod: Pod, requests: list[dict[str, Any]]) -> ClaimUse:
+    def extended_claim(self, pod: Pod, requests: list[dict[str, Any]], requests_text: str | None = None) -> ClaimUse:
+        """`requests_text`: _sorted_json(requests), when known."""
         ns = pod.namespace
         st = pod.status.extended_resource_claim_status
         if st is not None and st.resource_claim_name and f"{ns}/{st.resource_claim_name}" in self.claims:
@@ -562,28 +566,25 @@ class _Expander:
                 f"{pod.ref}: field spec.containers: the extended-resource claim name {key} is "
                 f"taken by a ResourceClaim that is not this pod's extended-resource claim"
             )
-        doc = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {
-                "name": name,
-                "namespace": ns,
-                "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
-                "ownerReferences": [self._owner("v1", "Pod", pod)],
-            },
-            "spec": {"devices": {"requests": requests}},
-        }
+        owner = self._owner("v1", "Pod", pod)
         # Pods with the same extended resources get claims with the same spec: validated once per
         # distinct request list (the claims share it: nothing changes a claim's spec once read),
         # its canonical text (first-fit's claim signature) computed once.
-        try:
-            requests_text = _sorted_json(requests)
-        except (TypeError, ValueError):
-            requests_text = None
+        if requests_text is None:
+            try:
+                requests_text = _sorted_json(requests)
+            except (TypeError, ValueError):
+                requests_text = None
         known = self._extended_specs.get(requests_text) if requests_text is not None else None
-        if known is not None:
-            doc["spec"] = known[1]
-        claim = ResourceClaim.model_validate(doc)
+
+        def metadata() -> dict[str, Any]:
+            annotations = {EXTENDED_CLAIM_ANNOTATION: "true"}
+            return dict(name=name, namespace=ns, annotations=annotations, ownerReferences=[owner])
+
+        # (the claims of one request list and namespace differ in name and owner only)
+        kind = ("extended", requests_text, ns) if requests_text is not None else None
+        spec = known[1] if known is not None else {"devices": {"requests": requests}}
+        claim = self._copier.claim(kind, name, owner, metadata, spec)
         # _add_claim, with what _index_extended would read from the claim made just above.
         self.claims[key] = claim
         self._extended_by_owner.setdefault((ns, pod.name), []).append(key)
@@ -617,9 +618,39 @@ class _Expander:
             use = self.resolve(pod, i, pc, group)
             if use is not None:
                 claims.append(use)
-        ext_requests, ext_totals, everything = self._extended(pod)
+        ext_requests, ext_text, ext_totals, resources = self._requests(pod)
         if ext_requests:
-            claims.append(self.extended_claim(pod, ext_requests))
+            claims.append(self.extended_claim(pod, ext_requests, ext_text))
+        priority = self.priority(pod, pod.spec)
+        return PodDemand(
+            pod=pod,
+            key=key,
+            priority=priority,
+            queue_key=(-priority, _queue_time(pod), *self._created(key)),
+            node_name=pod.spec.node_name or None,
+            node_selector=dict(pod.spec.node_selector),
+            resources=dict(resources),
+            claims=claims,
+            group=_key(group) if group is not None else None,
+            extended_resources=dict(ext_totals),
+        )
+
+    def _requests(self, pod: Pod) -> tuple[list[dict[str, Any]], str | None, dict[str, Fraction], dict[str, Fraction]]:
+        """(extended-resource device requests, _sorted_json of them, their pod totals, the pod's
+        other requests as the scheduler counts them), worked out once per distinct set of
+        container, pod-level and overhead requests (these are all they depend on; callers copy
+        the dicts they keep)."""
+        spec = pod.spec
+        shape = (
+            tuple(map(_container_requests, spec.init_containers)),
+            tuple(map(_container_requests, spec.containers)),
+            _resources_key(spec.resources),
+            tuple(spec.overhead.items()),
+        )
+        known = self._request_shapes.get(shape)
+        if known is not None:
+            return known
+        ext_requests, ext_totals, everything = self._extended(pod)
         if everything is not None:
             # pod_requests(pod, skip=ext_totals): each resource is summed on its own, so leaving
             # some out is leaving their entries out (in the same order); not computed twice.
@@ -630,19 +661,12 @@ class _Expander:
             resources.setdefault(name, _ZERO)
         resources["pods"] = _ONE
         resources = {k: v for k, v in resources.items() if v or k in ("cpu", "memory", "pods")}
-        priority = self.priority(pod, pod.spec)
-        return PodDemand(
-            pod=pod,
-            key=key,
-            priority=priority,
-            queue_key=(-priority, _queue_time(pod), *self._created(key)),
-            node_name=pod.spec.node_name or None,
-            node_selector=dict(pod.spec.node_selector),
-            resources=resources,
-            claims=claims,
-            group=_key(group) if group is not None else None,
-            extended_resources=ext_totals,
-        )
+        try:
+            ext_text = _sorted_json(ext_requests) if ext_requests else None
+        except (TypeError, ValueError):
+            ext_text = None
+        known = self._request_shapes[shape] = (ext_requests, ext_text, ext_totals, resources)
+        return known
 
     def _created(self, key: str) -> tuple:
         """Queue tie-break after priority and creation time: the pod's key; a pod made from a
@@ -745,6 +769,7 @@ class _Expander:
             node_allocatable=node_allocatable(self.o.nodes),
             composites=composites,
             spec_texts=self.spec_texts,
+            claim_copies=self._copier,
         )
 
     # -------------------------------------------------------------- KEP-5732 / KEP-6012
@@ -852,6 +877,26 @@ def _list_valued(attr: Any) -> bool:
     return attr.bools is not None or attr.ints is not None or attr.strings is not None or attr.versions is not None
 
 
+_LIST_FORMS = frozenset(("bools", "ints", "strings", "versions"))
+
+
+def _device_gated_fields(devices: list) -> tuple[bool, bool]:
+    """(whether a device sets nodeAllocatableResources, whether one has a list-valued attribute),
+    the devices read once."""
+    allocatable = lists = False
+    for d in devices:
+        allocatable = allocatable or bool(d.node_allocatable_resources)
+        if not lists:
+            for a in d.attributes.values():
+                # (a field never set holds None: reading the fields set is one look-up)
+                if not _LIST_FORMS.isdisjoint(a.__pydantic_fields_set__) and _list_valued(a):
+                    lists = True
+                    break
+        if allocatable and lists:
+            break
+    return allocatable, lists
+
+
 def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
     """One line per gated field the input sets whose gate is off (the API server drops such a
     field on write, so Kubernetes never sees it), and per field draopt does not model: the
@@ -873,11 +918,10 @@ def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
         if topology_key(c.spec.scheduling_constraints) is not None:
             seen("CompositePodGroup spec.schedulingConstraints", "TopologyAwareWorkloadScheduling", c.ref)
     for s in objects.resource_slices:
-        for d in s.spec.devices:
-            if d.node_allocatable_resources:
-                seen("ResourceSlice spec.devices[].nodeAllocatableResources", "DRANodeAllocatableResources", s.ref)
-                break
-        if any(_list_valued(a) for d in s.spec.devices for a in d.attributes.values()):
+        allocatable, lists = _device_gated_fields(s.spec.devices)
+        if allocatable:
+            seen("ResourceSlice spec.devices[].nodeAllocatableResources", "DRANodeAllocatableResources", s.ref)
+        if lists:
             seen("ResourceSlice spec.devices[].attributes[] list values", "DRAListTypeAttributes", s.ref)
     lines = []
     for (field_name, gate), refs in found.items():

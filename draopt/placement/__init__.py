@@ -239,7 +239,7 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     n_nodes = result.stats.get("nodes")
     consumers: dict[str, list[dict[str, Any]]] = {}
-    dumps = _Dumps()
+    dumps = _Dumps(getattr(workload, "claim_copies", None))
     for pl in result.pods:
         pod = workload.pod(pl.pod)
         d = pod.pod.to_k8s()
@@ -302,8 +302,9 @@ class _Dumps:
     the device results decode makes (strings, booleans, lists of them) are written directly.
     Anything else is pydantic's dump."""
 
-    def __init__(self) -> None:
+    def __init__(self, copies=None) -> None:
         self._once: dict[int, tuple[Any, bytes]] = {}
+        self._copies = copies  # draopt.kube.models.clone.ClaimCopier: claims dumped from their first's dump
 
     def shared(self, model) -> dict[str, Any]:
         """model.to_k8s(), dumped once per object (kept while this lives, so ids are not reused);
@@ -314,6 +315,9 @@ class _Dumps:
         return marshal.loads(got[1])
 
     def claim(self, claim: ResourceClaim) -> dict[str, Any]:
+        copied = self._copies.dump(claim) if self._copies is not None else None
+        if copied is not None:
+            return copied
         spec = claim.__dict__.get("spec")
         if type(claim) is not ResourceClaim or type(spec) is not ResourceClaimSpec:
             return claim.to_k8s()
