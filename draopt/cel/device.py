@@ -208,7 +208,8 @@ def driver_test(expression: str) -> Optional[Tuple[str, bool]]:
 
 _GOOD_VERSIONS: set = set()
 _GOOD_QUANTITIES: set = set()
-_CLEAN_ATTRIBUTES: dict = {}  # (id(attribute), list types) -> (the attribute, whether it converts)
+# per list-types setting: id(attribute) -> (the attribute, whether it converts)
+_CLEAN_ATTRIBUTES: tuple[dict, dict] = ({}, {})
 
 
 def _attribute_converts(a, list_type_attributes: bool) -> bool:
@@ -248,14 +249,14 @@ def converts_cleanly(device, list_type_attributes: bool) -> bool:
     ResourceSlice device): every attribute has one value of a scalar type that converts (a
     version that parses), or a list value that is left out; every capacity parses. False when
     unsure (the caller then builds the input, which finds the error if there is one)."""
-    clean = _CLEAN_ATTRIBUTES
+    clean = _CLEAN_ATTRIBUTES[bool(list_type_attributes)]
     for a in device.attributes.values():
         # (identical attribute values are one object, read once: draopt.kube.shared_attributes)
-        got = clean.get((id(a), list_type_attributes))
+        got = clean.get(id(a))
         if got is None or got[0] is not a:
             ok = _attribute_converts(a, list_type_attributes)
             if len(clean) < 65536:
-                clean[(id(a), list_type_attributes)] = (a, ok)
+                clean[id(a)] = (a, ok)
         else:
             ok = got[1]
         if not ok:

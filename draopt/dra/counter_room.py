@@ -13,8 +13,12 @@ values, several times faster), the rest as Fractions.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from draopt.dra.inventory import AllocatedState, DeviceID, Pool, parse_quantity
+from draopt.dra.rules import parse_quantity
+
+if TYPE_CHECKING:  # (draopt.dra.inventory builds pools' layouts: it imports this module)
+    from draopt.dra.inventory import AllocatedState, DeviceID, Pool
 
 Amount = Fraction | int
 # (counter's position in the pool's layout, amount) per counter a device draws on
@@ -53,6 +57,7 @@ class PoolLayout:
         by_device: dict[int, Draws] = {}
         self.by_device = by_device
         no_set: dict[str, int] = {}
+        driver, pool_name = pool.driver, pool.name
         for s in pool.slices + pool.other_slices:
             for d in s.spec.devices:
                 consumes = d.consumes_counters
@@ -73,15 +78,16 @@ class PoolLayout:
                                     _USES[value] = amount
                             consumed.append((i, amount))
                 if consumed:
-                    if len(consumed) > 1 and len({i for i, _ in consumed}) < len(consumed):
-                        # A counter named twice: one draw of the sum (the same room after it, and
-                        # a draw whose positions differ can be checked without taking it).
+                    if len(consumes) > 1 and len({i for i, _ in consumed}) < len(consumed):
+                        # A counter named twice (in two entries for one set: one entry's counters
+                        # are a map): one draw of the sum (the same room after it, and a draw
+                        # whose positions differ can be checked without taking it).
                         merged: dict[int, Amount] = {}
                         for i, amount in consumed:
                             merged[i] = merged.get(i, 0) + amount
                         consumed = list(merged.items())
                     draws = tuple(consumed)
-                    uses.append(((pool.driver, pool.name, d.name), draws))
+                    uses.append(((driver, pool_name, d.name), draws))
                     by_device[id(d)] = draws
 
     def room(self, allocated: AllocatedState) -> CounterRoom:

@@ -13,25 +13,19 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any, Iterable, Sequence
 
-from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.models import Device, DeviceTaint, Node, ResourceClaim, ResourceSlice
-from draopt.kube.models.resource import DeviceTaintRule
-from draopt.kube.nodeselect import node_matches
+from draopt.kube.models.resource import DeviceCounterConsumption, DeviceTaintRule
+from draopt.kube.nodeselect import node_matches, node_selector_matches
 from draopt.kube.quantity import Quantity
+from draopt.dra.counter_room import PoolLayout
+from draopt.dra.rules import parse_quantity
 
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
 
 
 def device_id_str(did: DeviceID) -> str:
     return "/".join(did)
-
-
-def parse_quantity(value: str, where: str) -> Fraction:
-    try:
-        return Quantity.parse(value).value
-    except ValueError as e:
-        raise InputError(f"{where}: {e}") from None
 
 
 @dataclass
@@ -47,6 +41,9 @@ class Pool:
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     has_binding_conditions: bool = False
     compatibility_grouped: bool | None = None  # a device names compatibility groups (None: not looked)
+    # draopt.dra.counter_room.PoolLayout of the pool, built while gathering (its slices' objects
+    # are in the CPU's caches then, not when a search first reaches the pool); None: not built
+    counter_layout: PoolLayout | None = field(default=None, compare=False, repr=False)
 
     @property
     def id(self) -> str:
@@ -92,7 +89,7 @@ def _converts_cleanly():
     return _CONVERTS_CLEANLY
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class DeviceEntry:
     """One device of a usable pool, in search order."""
 
@@ -105,9 +102,20 @@ class DeviceEntry:
     id: DeviceID = field(init=False)  # (driver, pool, device): fixed once built, looked up in every search step
     multi_allocatable: bool = field(init=False)  # allowMultipleAllocations (read in every search step)
 
-    def __post_init__(self) -> None:
-        self.id = (self.pool.driver, self.pool.name, self.device.name)
-        self.multi_allocatable = bool(self.device.allow_multiple_allocations)
+    def __init__(
+        self,
+        index: int,
+        pool: Pool,
+        slice: ResourceSlice,
+        device: Device,
+        taints: list[DeviceTaint],
+        list_type_attributes: bool = False,
+    ) -> None:
+        # (written out: one entry per device of every pool the node sees)
+        self.index, self.pool, self.slice, self.device, self.taints = index, pool, slice, device, taints
+        self.list_type_attributes = list_type_attributes
+        self.id = (pool.driver, pool.name, device.name)
+        self.multi_allocatable = bool(device.allow_multiple_allocations)
 
     @property
     def driver(self) -> str:
@@ -128,6 +136,15 @@ class DeviceEntry:
             got = self.__dict__["_cel_clean"] = _converts_cleanly()(self.device, self.list_type_attributes)
         return got
 
+    @property
+    def plain_capacity(self) -> bool:
+        """Every capacity of the device has no request policy and a value that parses (then a
+        request without capacity requests takes it whole); computed once, as cel_clean."""
+        got = self.__dict__.get("_plain_capacity")
+        if got is None:
+            got = self.__dict__["_plain_capacity"] = plain_capacity(self.device)
+        return got
+
     @cached_property
     def capacity(self) -> dict[str, Fraction]:
         return {
@@ -137,6 +154,27 @@ class DeviceEntry:
     @property
     def where(self) -> str:
         return f"ResourceSlice {self.slice.name}: device {self.device.name}"
+
+
+_PARSES: set[str] = set()  # capacity values that parse as quantities
+
+
+def plain_capacity(device: Device) -> bool:
+    """DeviceEntry.plain_capacity (False when unsure: a value that is not a string)."""
+    for c in device.capacity.values():
+        if c.request_policy is not None:
+            return False
+        v = c.value
+        if v not in _PARSES:
+            if type(v) is not str:
+                return False
+            try:
+                Quantity.parse(v)
+            except Exception:  # noqa: BLE001 - not plain: the caller's own parse reports it
+                return False
+            if len(_PARSES) < 4096:
+                _PARSES.add(v)
+    return True
 
 
 @dataclass
@@ -243,9 +281,16 @@ def available_counters(pool: "Pool", allocated: AllocatedState) -> dict[str, dic
 # ------------------------------------------------------------------------- pools
 def _slice_relevant(s: ResourceSlice, node: Node | None) -> bool:
     sp = s.spec
-    if sp.node_name or sp.all_nodes or sp.node_selector is not None:
-        return node_matches(
-            node, sp.node_name, sp.all_nodes, sp.node_selector, f"ResourceSlice {s.name}: spec.nodeSelector"
+    # (node_matches inline, the slice's place in error messages written only for an error:
+    # this runs for every slice and node)
+    if sp.node_name:
+        return node is not None and node.name == sp.node_name
+    if sp.all_nodes:
+        return True
+    selector = sp.node_selector
+    if selector is not None:
+        return node is not None and node_selector_matches(
+            selector, node, lambda: f"ResourceSlice {s.name}: spec.nodeSelector"
         )
     if sp.per_device_node_selection:
         return any(
@@ -283,19 +328,27 @@ _COUNTER_VALUES: dict[str, Fraction] = {}  # counter values parsed, by text (mos
 
 def _validate_consumption(sets: dict[str, dict[str, Fraction]], slices: list[ResourceSlice]) -> bool:
     """Raises ValueError for a counter outside the sets; whether some device names compatibility groups."""
+    return _validate_consumers(sets, [d.consumes_counters for s in slices for d in s.spec.devices])
+
+
+def _validate_consumers(sets: dict[str, dict[str, Fraction]], consumers: list[list[DeviceCounterConsumption]]) -> bool:
+    """_validate_consumption of the devices' consumesCounters, in device order."""
     grouped = False
-    for s in slices:
-        for d in s.spec.devices:
-            for c in d.consumes_counters:
-                if c.compatibility_groups:
-                    grouped = True
-                counters = sets.get(c.counter_set)
-                if counters is None:
-                    raise ValueError(f"counter set {c.counter_set} not found")
-                for n in c.counters:
-                    if n not in counters:
-                        raise ValueError(f"counter {n} not found in counter set {c.counter_set}")
+    for consumes in consumers:
+        for c in consumes:
+            if c.compatibility_groups:
+                grouped = True
+            counters = sets.get(c.counter_set)
+            if counters is None:
+                raise ValueError(f"counter set {c.counter_set} not found")
+            for n in c.counters:
+                if n not in counters:
+                    raise ValueError(f"counter {n} not found in counter set {c.counter_set}")
     return grouped
+
+
+def _slice_name(s: ResourceSlice) -> str:
+    return s.metadata.name
 
 
 def _build_pool(
@@ -305,36 +358,42 @@ def _build_pool(
     features: Features,
     all_slices_for_pool: list[ResourceSlice] | None,
 ) -> Pool:
-    slices = sorted(slices, key=lambda s: s.name)
+    if len(slices) > 1:
+        slices = sorted(slices, key=_slice_name)
+    partitionable = features.partitionable_devices
     pool = Pool(driver=driver, name=name, generation=slices[0].spec.pool.generation)
     counter_slices: list[ResourceSlice] = []
     device_slices: list[ResourceSlice] = []
     other: list[ResourceSlice] = []
     for s in slices:
-        (counter_slices if features.partitionable_devices and s.spec.shared_counters else device_slices).append(s)
+        (counter_slices if partitionable and s.spec.shared_counters else device_slices).append(s)
     if all_slices_for_pool is not None and len(slices) < len(all_slices_for_pool):
         names = {s.name for s in slices}
         for s in all_slices_for_pool:
             if s.name in names:
                 continue
-            (counter_slices if features.partitionable_devices and s.spec.shared_counters else other).append(s)
+            (counter_slices if partitionable and s.spec.shared_counters else other).append(s)
     seen: set[str] = set()
     binding = False
+    consumers: list[list[DeviceCounterConsumption]] = []  # (validated below, in this order)
     for s in device_slices:
         for d in s.spec.devices:
-            if d.name in seen:
-                pool.invalid, pool.invalid_reason = True, f"duplicate device name {d.name}"
+            device_name = d.name
+            if device_name in seen:
+                pool.invalid, pool.invalid_reason = True, f"duplicate device name {device_name}"
                 return pool
-            seen.add(d.name)
+            seen.add(device_name)
             if d.binding_conditions:
                 binding = True
+            if d.consumes_counters:
+                consumers.append(d.consumes_counters)
     pool.slices = device_slices
-    if not features.partitionable_devices:
+    if not partitionable:
         pool.has_binding_conditions = binding
         return pool
     try:
         pool.counter_sets = _counter_sets(counter_slices)
-        grouped = _validate_consumption(pool.counter_sets, device_slices)
+        grouped = _validate_consumers(pool.counter_sets, consumers)
         grouped = _validate_consumption(pool.counter_sets, other) or grouped
     except ValueError as e:
         pool.invalid, pool.invalid_reason = True, str(e)
@@ -343,6 +402,11 @@ def _build_pool(
     pool.other_slices = other
     pool.compatibility_grouped = grouped
     pool.has_binding_conditions = binding
+    if consumers or any(d.consumes_counters for s in other for d in s.spec.devices):
+        try:
+            pool.counter_layout = PoolLayout(pool)
+        except Exception:  # noqa: BLE001 - (a counter that does not parse) raised when a search reaches the pool
+            pool.counter_layout = None
     return pool
 
 
@@ -428,18 +492,23 @@ def gather_pools(
         index = slices_by_node(all_slices)
     for_node = (index.get(node_name, []) if node_name else []) + index.get("", [])
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+    partitionable = features.partitionable_devices
     for s in for_node:
-        if not features.partitionable_devices and (
-            s.spec.per_device_node_selection is not None or s.spec.shared_counters
-        ):
+        sp = s.spec
+        if not partitionable and (sp.per_device_node_selection is not None or sp.shared_counters):
             continue
         if not _slice_relevant(s, node):
             continue
-        key = (s.spec.driver, s.spec.pool.name)
+        slice_pool = sp.pool
+        key = (sp.driver, slice_pool.name)
         cur = grouped.get(key)
-        if cur is None or s.spec.pool.generation > cur[0].spec.pool.generation:
+        if cur is None:
             grouped[key] = [s]
-        elif s.spec.pool.generation == cur[0].spec.pool.generation:
+            continue
+        generation, current = slice_pool.generation, cur[0].spec.pool.generation
+        if generation > current:
+            grouped[key] = [s]
+        elif generation == current:
             cur.append(s)
     plain: list[Pool] = []
     with_binding: list[Pool] = []
@@ -525,6 +594,7 @@ def build_inventory(
     """The node's candidate devices. `allocated` (shared, e.g. cluster-wide and updated as pods
     are placed) replaces the state computed from `allocated_claims`."""
     pools = gather_pools(slices, node, features, index)
+    converts_cleanly = _converts_cleanly()
     devices: list[DeviceEntry] = []
     list_types = features.list_type_attributes
     for pool in pools:
@@ -533,7 +603,15 @@ def build_inventory(
         for s in pool.slices:
             for d in s.spec.devices:
                 # (index, pool, slice, device, taints, list_type_attributes)
-                devices.append(DeviceEntry(len(devices), pool, s, d, list(d.taints), list_types))
+                entry = DeviceEntry(len(devices), pool, s, d, list(d.taints), list_types)
+                # (computed now, while the device's objects are in the CPU's caches: every
+                # search that reaches the device reads them; on a surprise, left to then)
+                try:
+                    entry.__dict__["_cel_clean"] = converts_cleanly(d, list_types)
+                    entry.__dict__["_plain_capacity"] = plain_capacity(d)
+                except Exception:  # noqa: BLE001
+                    pass
+                devices.append(entry)
     if features.device_taints and taint_rules and cel_env is not None:
         for entry in devices:
             for rule in taint_rules:

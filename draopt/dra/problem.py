@@ -184,6 +184,76 @@ class Problem:
             self.derived_attributes(req, dev)
         return True
 
+    def selector_errors(self, req: RequestSpec) -> list[int]:
+        """Cumulative count, over the devices in search order, of those on which selectable()
+        raises (out[i]: among the first i). Every device's answer is computed, as selectable()
+        would compute it, and kept."""
+        out = [0]
+        append = out.append
+        fast = self._driver_tests(req)
+        if fast is None:
+            failed = 0
+            for dev in self.devices:
+                try:
+                    self.selectable(req, dev)
+                except Exception:  # noqa: BLE001 - the search raises it when (and if) it gets there
+                    failed += 1
+                append(failed)
+            return out
+        # Every selector compares the driver with a literal: on a device whose CEL input converts
+        # cleanly that is the answer (no CEL, no error), the same for every device of a driver.
+        by_driver: dict[str, bool] = {}
+        binding_gate = not self.features.device_binding_and_status
+        derived = bool(self.features.derived_attributes and req.fields.derived_attributes)
+        match_cache = self._match_cache
+        shared = None
+        if self.shape_keys is not None:
+            shared = self.inventory.memo.setdefault(("selectable", self.shape_keys[req.claim_index], req.key), {})
+        rk = req.key
+        failed = 0
+        for dev in self.devices:
+            key = (rk, dev.index)
+            if key not in match_cache:
+                if binding_gate and dev.device.binding_conditions:
+                    ok = False
+                elif not dev.cel_clean:
+                    ok = None
+                else:
+                    driver = dev.pool.driver
+                    ok = by_driver.get(driver)
+                    if ok is None:
+                        ok = by_driver[driver] = all((driver == name) == equal for name, equal in fast)
+                    if ok and (derived or dev.slice.spec.per_device_node_selection):
+                        ok = None  # (evaluated after the selectors, and may raise)
+                if ok is None:
+                    try:
+                        self.selectable(req, dev)
+                    except Exception:  # noqa: BLE001 - the search raises it when (and if) it gets there
+                        failed += 1
+                else:
+                    match_cache[key] = ok
+                    if shared is not None:
+                        shared[dev.index] = ok
+            append(failed)
+        return out
+
+    def _driver_tests(self, req: RequestSpec) -> tuple[tuple[str, bool], ...] | None:
+        """(driver, equal) of each of the request's selectors (its class's, then its own) when
+        each is a comparison of the driver with a literal that compiles, else None."""
+        tests = []
+        for listed in (req.device_class.spec.selectors, req.fields.selectors):
+            for sel in listed:
+                text = sel.cel.expression if sel.cel else None
+                test = _driver_test(text) if text is not None else None
+                if test is None:
+                    return None
+                try:
+                    self.cel_env.compile(text)
+                except Exception:  # noqa: BLE001 - selectable() raises it, with its message
+                    return None
+                tests.append(test)
+        return tuple(tests)
+
     def _evaluate(self, of_class: bool, i: int, text: str | None, req: RequestSpec, dev: DeviceEntry) -> bool:
         """One selector on one device (not evaluated before): its answer, kept in _expr_cache."""
         compiled = self._compiled.get(text) if text is not None else None
@@ -266,8 +336,10 @@ class Problem:
 
     def _dedicated_fits(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         in_use = self.inventory.allocated.capacity.get(dev.id)
-        caps = dev.device.capacity
         if in_use is None and not req.capacity_requests:
+            if dev.plain_capacity:
+                return True  # (what the loops below find, known from the inventory)
+            caps = dev.device.capacity
             for c in caps.values():
                 if c.request_policy is not None:
                     break
@@ -289,7 +361,7 @@ class Problem:
             if hit is not None:
                 return hit
         used = self.consumption(req, dev)
-        hit = used is not None and fits_capacity(caps, used, in_use, None)
+        hit = used is not None and fits_capacity(dev.device.capacity, used, in_use, None)
         if shared is not None:
             shared[dev.index] = hit
         return hit

@@ -502,15 +502,7 @@ class ReferenceAllocator:
         assert self.shape is not None  # called only on the fast path
         errors = self.memo.get(("errors", self.shape[ci], req.key))
         if errors is None:
-            errors = [0]
-            for dev in self.p.devices:
-                try:
-                    self.p.selectable(req, dev)
-                    failed = 0
-                except Exception:  # noqa: BLE001 - the search raises it when (and if) it gets there
-                    failed = 1
-                errors.append(errors[-1] + failed)
-            self.memo[("errors", self.shape[ci], req.key)] = errors
+            errors = self.memo[("errors", self.shape[ci], req.key)] = self.p.selector_errors(req)
         matches = by_value.get(target.first, ()) if target.first is not None else ()
         return matches, errors
 
@@ -523,10 +515,20 @@ class ReferenceAllocator:
         self.lazy_seen[id(pool)] = total
         ranges = self.memo.get("pool_ranges")
         if ranges is None:
+            # Per pool: its first device's index, and its last one's + 1 (walked in runs of
+            # one pool's devices, as the inventory lists them)
             ranges = {}
-            for dev in self.p.devices:
-                lo, _ = ranges.get(id(dev.pool), (dev.index, 0))
-                ranges[id(dev.pool)] = (lo, dev.index + 1)
+            devices = self.p.devices
+            start, n = 0, len(devices)
+            while start < n:
+                first = devices[start]
+                run_pool = first.pool
+                stop = start + 1
+                while stop < n and devices[stop].pool is run_pool:
+                    stop += 1
+                lo, _ = ranges.get(id(run_pool), (first.index, 0))
+                ranges[id(run_pool)] = (lo, devices[stop - 1].index + 1)
+                start = stop
             self.memo["pool_ranges"] = ranges
         lo, hi = ranges[id(pool)]
         devices = self.p.devices
@@ -730,9 +732,11 @@ class ReferenceAllocator:
         """available_counters(pool, allocated) less what this search reserved."""
         got = self.rooms.get(id(pool))
         if got is None:
-            layout = self.memo.get(("counter layout", id(pool)))
-            if layout is None or layout.pool is not pool:
-                layout = self.memo[("counter layout", id(pool))] = PoolLayout(pool)
+            layout = pool.counter_layout  # (built with the pool, unless its counters do not parse)
+            if layout is None:
+                layout = self.memo.get(("counter layout", id(pool)))
+                if layout is None or layout.pool is not pool:
+                    layout = self.memo[("counter layout", id(pool))] = PoolLayout(pool)
             got = self.rooms[id(pool)] = layout.room(self.p.inventory.allocated)
         return got
 

@@ -7,12 +7,21 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from draopt.errors import InputError
 from draopt.kube.models import DeviceTaint, DeviceToleration
 from draopt.kube.models.resource import DeviceCapacity
 from draopt.kube.nodeselect import tolerates
 from draopt.kube.quantity import Quantity
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def parse_quantity(value: str, where: str) -> Fraction:
+    """A quantity's exact value; InputError naming `where` if it does not parse."""
+    try:
+        return Quantity.parse(value).value
+    except ValueError as e:
+        raise InputError(f"{where}: {e}") from None
 
 
 # ------------------------------------------------------------------ taints

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from draopt.errors import InputError
 from draopt.kube.models import DeviceTaint, DeviceToleration, Node, NodeSelector, NodeSelectorRequirement
 
@@ -34,8 +36,10 @@ def _requirement_matches(req: NodeSelectorRequirement, values: dict[str, str], w
     raise InputError(f"{where}: unknown node selector operator {op!r}")
 
 
-def node_selector_matches(selector: NodeSelector, node: Node, where: str = "nodeSelector") -> bool:
-    """Terms are ORed; requirements within a term are ANDed; an empty term matches nothing."""
+def node_selector_matches(selector: NodeSelector, node: Node, where: str | Callable[[], str] = "nodeSelector") -> bool:
+    """Terms are ORed; requirements within a term are ANDed; an empty term matches nothing.
+    `where` (the selector's place, in error messages) may be a function that writes it: called
+    only for an operator other than In and Exists."""
     labels = node.metadata.labels or {}
     fields = None
     for i, term in enumerate(selector.node_selector_terms):
@@ -49,12 +53,16 @@ def node_selector_matches(selector: NodeSelector, node: Node, where: str = "node
             elif r.operator == "Exists":
                 ok = r.key in labels
             else:
+                if not isinstance(where, str):
+                    where = where()
                 ok = _requirement_matches(r, labels, f"{where}.nodeSelectorTerms[{i}].matchExpressions")
             if not ok:
                 break
         if ok and term.match_fields:
             if fields is None:
                 fields = {"metadata.name": node.name}
+            if not isinstance(where, str):
+                where = where()
             ok = all(
                 _requirement_matches(r, fields, f"{where}.nodeSelectorTerms[{i}].matchFields")
                 for r in term.match_fields
