@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 from draopt.kube.features import Features
 from draopt.kube.models import Device, DeviceTaint, Node, ResourceClaim, ResourceSlice
 from draopt.kube.models.resource import DeviceCounterConsumption, DeviceTaintRule
-from draopt.kube.nodeselect import node_matches, node_selector_matches
+from draopt.kube.nodeselect import node_matches
 from draopt.kube.quantity import Quantity
 from draopt.dra.counter_room import PoolLayout
 from draopt.dra.rules import parse_quantity
@@ -281,16 +281,11 @@ def available_counters(pool: "Pool", allocated: AllocatedState) -> dict[str, dic
 # ------------------------------------------------------------------------- pools
 def _slice_relevant(s: ResourceSlice, node: Node | None) -> bool:
     sp = s.spec
-    # (node_matches inline, the slice's place in error messages written only for an error:
-    # this runs for every slice and node)
-    if sp.node_name:
-        return node is not None and node.name == sp.node_name
-    if sp.all_nodes:
-        return True
-    selector = sp.node_selector
-    if selector is not None:
-        return node is not None and node_selector_matches(
-            selector, node, lambda: f"ResourceSlice {s.name}: spec.nodeSelector"
+    if sp.node_name or sp.all_nodes or sp.node_selector is not None:
+        # (the slice's place in error messages written only for an error: this runs for every
+        # slice and node)
+        return node_matches(
+            node, sp.node_name, sp.all_nodes, sp.node_selector, lambda: f"ResourceSlice {s.name}: spec.nodeSelector"
         )
     if sp.per_device_node_selection:
         return any(

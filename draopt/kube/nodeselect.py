@@ -73,9 +73,14 @@ def node_selector_matches(selector: NodeSelector, node: Node, where: str | Calla
 
 
 def node_matches(
-    node: Node | None, node_name: str | None, all_nodes: bool | None, selector: NodeSelector | None, where: str
+    node: Node | None,
+    node_name: str | None,
+    all_nodes: bool | None,
+    selector: NodeSelector | None,
+    where: str | Callable[[], str],
 ) -> bool:
-    """Kubernetes' NodeMatches: nodeName, else allNodes, else nodeSelector, else no match."""
+    """Kubernetes' NodeMatches: nodeName, else allNodes, else nodeSelector, else no match.
+    `where` as for node_selector_matches (a function: written only for an error)."""
     if node_name:
         return node is not None and node.name == node_name
     if all_nodes:
