@@ -246,6 +246,25 @@ def _container_requests(c: Container) -> tuple:
     return (c.restart_policy, _resources_key(c.resources))
 
 
+def requests_shape(pod: Pod) -> tuple | None:
+    """Everything of a pod that its requests are worked out from (containers', init containers'
+    with their restart policies, pod-level and overhead requests), as a key: pods alike in it get
+    the same requests (pods of one template differ in names only). None when a value is not
+    hashable."""
+    spec = pod.spec
+    key = (
+        tuple(map(_container_requests, spec.init_containers)),
+        tuple(map(_container_requests, spec.containers)),
+        _resources_key(spec.resources),
+        tuple(spec.overhead.items()),
+    )
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def _is_extended_name(name: str) -> bool:
     """IsExtendedResourceName or the deviceclass prefix: domain-qualified, not kubernetes.io."""
     if name.startswith(DEVICE_CLASS_PREFIX):
@@ -640,14 +659,8 @@ class _Expander:
         other requests as the scheduler counts them), worked out once per distinct set of
         container, pod-level and overhead requests (these are all they depend on; callers copy
         the dicts they keep)."""
-        spec = pod.spec
-        shape = (
-            tuple(map(_container_requests, spec.init_containers)),
-            tuple(map(_container_requests, spec.containers)),
-            _resources_key(spec.resources),
-            tuple(spec.overhead.items()),
-        )
-        known = self._request_shapes.get(shape)
+        shape = requests_shape(pod)
+        known = self._request_shapes.get(shape) if shape is not None else None
         if known is not None:
             return known
         ext_requests, ext_totals, everything = self._extended(pod)
@@ -665,7 +678,9 @@ class _Expander:
             ext_text = _sorted_json(ext_requests) if ext_requests else None
         except (TypeError, ValueError):
             ext_text = None
-        known = self._request_shapes[shape] = (ext_requests, ext_text, ext_totals, resources)
+        known = (ext_requests, ext_text, ext_totals, resources)
+        if shape is not None:
+            self._request_shapes[shape] = known
         return known
 
     def _created(self, key: str) -> tuple:

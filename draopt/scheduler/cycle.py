@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from draopt.errors import InputError
-from draopt.kube.workload import effective_container_requests, q
+from draopt.kube.workload import effective_container_requests, q, requests_shape
 from draopt.dra.rules import tolerates
 from draopt.scheduler.plugins import SCORE_PLUGINS
 from draopt.scheduler.config import Profile, SchedulerConfig
@@ -123,27 +123,6 @@ def nonzero_requests(pod) -> tuple[int, int]:
     if "memory" in over:
         mem += units("memory", q(over["memory"]))
     return cpu, mem
-
-
-def _resources_key(res) -> tuple | None:
-    return None if res is None else (tuple(res.requests.items()), tuple(res.limits.items()))
-
-
-def requests_shape(pod) -> tuple | None:
-    """What nonzero_requests reads of a pod, as a key (pods alike in it get the same answer;
-    pods of one template differ in names only), or None when a value is not hashable."""
-    spec = pod.spec
-    key = (
-        tuple([_resources_key(c.resources) for c in spec.containers]),
-        tuple([(_resources_key(c.resources), c.restart_policy) for c in spec.init_containers]),
-        _resources_key(spec.resources),
-        tuple(spec.overhead.items()) if spec.overhead else (),
-    )
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
 
 
 class Scheduler:
