@@ -467,6 +467,23 @@ def _reuse(
     return None, (problem, chosen, selected, score)
 
 
+def reuse_fit(cluster: Cluster, book: ClaimBook, pod, node: NodeState, fit):
+    """The fit try_node gives `pod` on `node` when it gave `fit` there to a pod whose pending
+    claims have the same specs (in the same order, each once), and the node has not changed
+    since (the scheduler's table says so): `fit`'s devices under this pod's claims, as _reuse
+    rebinds them. Only without node-allocatable resources (no further check after the search)."""
+    problem, chosen, selected, score = fit
+    if problem is None:
+        return fit  # no claims to allocate: nothing of the pod's own in it
+    claims = [book.claims[u.key] for u in pod.claims]
+    inventory = cluster.inventory(node)
+    if inventory is not problem.inventory and _names_no_node(chosen):
+        problem = _rebind(problem, claims)
+    else:
+        problem = _rebind(problem, claims, inventory)
+    return problem, chosen, selected, score
+
+
 def _rebind(problem, claims, inventory=None):
     """The solved problem with another pod's claims (same specs) in place of its own, on
     `inventory` (another node's view of the same devices) if given: decoding and node-allocatable
@@ -575,6 +592,10 @@ def simulate(
             got = indexes_of[allowed] = sorted(cluster.by_name[n].index for n in allowed)
         return got
 
+    # The scheduler reuses a kept fit for the node it chose (see Scheduler.select) only where
+    # try_node's cached successes apply: incremental, and no node-allocatable check to redo.
+    reuse = cluster.incremental and not cluster.features.node_allocatable_resources
+
     def place(pod, only: NodeState | None = None, allowed: frozenset | None = None) -> PodPlacement:
         """`only`: the one node to try (the node preemption nominated, which the scheduler's next
         cycle tries first and takes when it passes the filters). `allowed`: the nodes of the pod
@@ -608,6 +629,7 @@ def simulate(
                     pl,
                 )
             else:
+                refit = (lambda node, fit: reuse_fit(cluster, book, pod, node, fit)) if reuse else None
                 found = scheduler.select(
                     pod,
                     lambda node: try_node(cluster, book, pod, node, cache, share_id),
@@ -619,6 +641,7 @@ def simulate(
                     _specific,
                     alike,
                     shared,
+                    refit,
                 )
             if found is not None:
                 node, (problem, chosen, selected, score) = found

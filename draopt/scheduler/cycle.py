@@ -131,6 +131,9 @@ class Scheduler:
     # Alike kinds of pods share one table of node answers in the filter loop (see select); False
     # gives each kind its own (tests compare both).
     share_alike_tables: bool = True
+    # The node chosen from the table, not filtered this cycle, takes the fit kept there (see
+    # select) instead of asking try_fn again; False asks again (tests compare both).
+    reuse_kept_fits: bool = True
 
     def __init__(self, config: SchedulerConfig, cluster, workload, *, seed: int = 0, tie_break: str = "random"):
         if tie_break not in TIE_BREAKS:
@@ -292,12 +295,15 @@ class Scheduler:
         specific,
         alike=None,
         shared=None,
+        refit=None,
     ):
         """Filter and score for `demand`; returns (node, fit) or None (reasons in pl.reasons).
         `try_fn(node)` is firstfit's try_node for this pod: (reason, fit). `alike`: the pod's kind
         as the allocator sees it (firstfit's kind with each claim's classes by their selectors),
         or None: pods of alike kinds get the same answers from a node that has not changed.
-        `shared`: firstfit's SharedDevices (see draopt.scheduler.scan), or None."""
+        `shared`: firstfit's SharedDevices (see draopt.scheduler.scan), or None. `refit(node,
+        fit)`: the fit try_fn would give on a node whose answer has not changed since it gave
+        `fit` there to a pod with the same claim specs (firstfit's reuse_fit), or None."""
         prof = self.profile(demand)
         nodes = self.nodes
         n = len(nodes)
@@ -335,7 +341,11 @@ class Scheduler:
                 # (every node processed, so the start index is where it was).
                 pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
                 return None
-        if sig is not None and hard is None:
+        scanned = sig is not None and hard is None
+        specs = (
+            sig[0] if scanned and refit is not None and self.reuse_kept_fits and len(set(keys)) == len(keys) else None
+        )
+        if scanned:
             feasible, dra, fits, rejected, processed = scan(
                 self,
                 table_key,
@@ -351,6 +361,7 @@ class Scheduler:
                 demand,
                 shared,
                 merged,
+                specs,
             )
         else:
             feasible, dra, fits, rejected, processed = self._scan_slow(
@@ -372,6 +383,12 @@ class Scheduler:
         fit = fits.get(chosen)
         if fit is None and isinstance(fits, Fits):
             fit = next((f for same, f in fits.groups if same[chosen]), None)
+        if fit is None and specs is not None:
+            # The node was answered from the table: the fit kept there, if it was found at the
+            # node's version now for claims with these specs, is what try_fn would rebuild.
+            got = self.kinds[table_key][6][chosen]
+            if got is not None and got[0] == nodes[chosen].version and got[1] == specs:
+                fit = refit(nodes[chosen], got[2])
         if fit is None:
             reason, fit = try_fn(nodes[chosen])
             if reason is not None:

@@ -21,7 +21,8 @@ MAX_KINDS = 1024  # kinds of pods whose per-node answers are kept (a few hundred
 
 def table(sched, tables: dict, key) -> tuple:
     """Per node: (version answered at, feasible, DRA score, generic reason or None, the node's
-    take count then, its device group then (-1: none))."""
+    take count then, its device group then (-1: none), the last fit try_node gave there:
+    (node version, the pod's claim signatures, fit) or None)."""
     got = tables.get(key)
     if got is None:
         if len(tables) >= MAX_KINDS:
@@ -34,6 +35,7 @@ def table(sched, tables: dict, key) -> tuple:
             [None] * n,
             np.full(n, -1, dtype=np.int64),
             np.full(n, -1, dtype=np.int64),
+            [None] * n,
         )
     return got
 
@@ -61,6 +63,7 @@ def scan(
     demand=None,
     shared=None,
     merged=False,
+    specs=None,
 ):
     """The filter loop on arrays: nodes whose state has not changed since a pod of this kind
     was filtered there keep their answer; the others, in search order, are filtered until
@@ -74,6 +77,9 @@ def scan(
     `merged`: the table (`sig`) serves every kind alike to `alike` (Scheduler.select), so it
     needs no board; a reason that is not shareable sets the alike kinds apart.
 
+    `specs` (the pod's claim signatures, or None): each fit found is kept with them in the
+    table (Scheduler.select reuses it for the node chosen when it was not filtered now).
+
     `shared` (firstfit's SharedDevices): once the pod fits on a node through devices every
     node of its group reaches alike (a shared inventory, and an answer that names no node),
     the group's other nodes that passed the node filters for this kind before and took
@@ -81,9 +87,9 @@ def scan(
     score: try_node would answer them so from its cache. They are answered in one step."""
     nodes = sched.nodes
     n = len(nodes)
-    ver, feas, dscore, reasons, took, group = table(sched, sched.kinds, sig)
+    ver, feas, dscore, reasons, took, group, last_fit = table(sched, sched.kinds, sig)
     if alike is not None and alike != sig and not merged:
-        bver, _, bscore, breason, _, _ = table(sched, sched.boards, alike)
+        bver, _, bscore, breason, _, _, _ = table(sched, sched.boards, alike)
     else:
         bver = None
     versions = versions_now(sched)
@@ -159,6 +165,8 @@ def scan(
             feas[idx] = True
             dscore[idx] = fit[3]
             fits[idx] = fit
+            if specs is not None:
+                last_fit[idx] = (version, specs, fit)
             newly += 1
             if shared is not None:
                 node = nodes[idx]
