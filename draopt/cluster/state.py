@@ -104,7 +104,9 @@ class NodeState:
         for r, v in demand.items():
             if not v and r in used:
                 continue  # adds nothing (pods that request no cpu or memory: most of them)
-            used[r] = used.get(r, Fraction(0)) + (v if sign == 1 else sign * v)
+            cur = used.get(r)
+            add = v if sign == 1 else sign * v
+            used[r] = add if cur is None else cur + add  # (0 + add is add: Fractions are immutable)
         self.version += 1
         self._takes += 1
         if self._versions is not None:

@@ -234,14 +234,18 @@ class Scheduler:
             self.pods_on[idx].append(info)
         else:
             self.pods_on[idx].remove(info)
-        self._n_anti += sign * len(info.required_anti)
+        if not (info.required_anti or info.required_affinity or info.preferred_affinity or info.preferred_anti):
+            terms_of = ()  # (most pods: no inter-pod terms to count)
+        else:
+            self._n_anti += sign * len(info.required_anti)
+            terms_of = (
+                ("anti", 0, [(0, t) for t in info.required_anti]),
+                ("req", 0, [(0, t) for t in info.required_affinity]),
+                ("pref", 1, info.preferred_affinity),
+                ("pref", -1, info.preferred_anti),
+            )
         # existing pods' terms, grouped by term: each distinct term is matched once per cycle
-        for kind, weight, terms in (
-            ("anti", 0, [(0, t) for t in info.required_anti]),
-            ("req", 0, [(0, t) for t in info.required_affinity]),
-            ("pref", 1, info.preferred_affinity),
-            ("pref", -1, info.preferred_anti),
-        ):
+        for kind, weight, terms in terms_of:
             for w, t in terms:
                 gkey = (kind, weight * w, t.key)
                 group = self.affinity_groups.get(gkey)
@@ -264,12 +268,12 @@ class Scheduler:
             if v:
                 arr[idx] += sign * units(r, v)
         nzc, nzm = self.nonzero(demand)
-        self.nz_cpu[idx] += sign * (
-            nzc + units("cpu", taken.get("cpu", 0)) - units("cpu", demand.resources.get("cpu", 0))
-        )
-        self.nz_mem[idx] += sign * (
-            nzm + units("memory", taken.get("memory", 0)) - units("memory", demand.resources.get("memory", 0))
-        )
+        # The non-zero requests plus what the devices add (taken - requests: nothing when taken
+        # holds the pod's own amount, the same object, as it does without device resources).
+        cpu, own_cpu = taken.get("cpu", 0), demand.resources.get("cpu", 0)
+        mem, own_mem = taken.get("memory", 0), demand.resources.get("memory", 0)
+        self.nz_cpu[idx] += sign * (nzc if cpu is own_cpu else nzc + units("cpu", cpu) - units("cpu", own_cpu))
+        self.nz_mem[idx] += sign * (nzm if mem is own_mem else nzm + units("memory", mem) - units("memory", own_mem))
         self._add_pod(self.info(demand), idx, sign)
 
     # ------------------------------------------------------------------ the cycle
