@@ -134,6 +134,9 @@ class Scheduler:
     # The node chosen from the table, not filtered this cycle, takes the fit kept there (see
     # select) instead of asking try_fn again; False asks again (tests compare both).
     reuse_kept_fits: bool = True
+    # Pods of a kind are filtered by the array loop (draopt.scheduler.scan); False filters them
+    # node by node as pods with inter-pod filters are (_scan_slow; tests compare both).
+    array_scan: bool = True
 
     def __init__(self, config: SchedulerConfig, cluster, workload, *, seed: int = 0, tie_break: str = "random"):
         if tie_break not in TIE_BREAKS:
@@ -345,7 +348,7 @@ class Scheduler:
                 # (every node processed, so the start index is where it was).
                 pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
                 return None
-        scanned = sig is not None and hard is None
+        scanned = sig is not None and hard is None and self.array_scan
         specs = (
             sig[0] if scanned and refit is not None and self.reuse_kept_fits and len(set(keys)) == len(keys) else None
         )

@@ -7,6 +7,7 @@ in one step once one of them fits through the group's shared devices (see scan).
 from __future__ import annotations
 
 import operator
+from bisect import bisect_left
 from collections import Counter
 from typing import Any
 
@@ -102,39 +103,33 @@ def scan(
     group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
     # (x.nonzero()[0] on these 1-D arrays: np.flatnonzero's answer without its Python wrappers)
     while True:
-        changed = ver != versions
         if low:
-            changed[:low] = False
-        stale = in_search_order(changed.nonzero()[0], start)
-        if not stale.size:
+            nz = (ver[low:] != versions[low:]).nonzero()[0]
+            nz += low
+        else:
+            nz = (ver != versions).nonzero()[0]
+        if not nz.size:
             break
-        known = feas & ~changed
-        if low:
-            known[:low] = False
-        # Enough feasible nodes before a stale one can only happen with this many of them:
-        # else the count is not needed (every stale node is filtered). With it: the positions
-        # in search order of the nodes known feasible; a stale node at position p has m of them
-        # before it when known_at[m - 1] < p.
-        n_known = int(np.count_nonzero(known))
-        known_at = rotated(known, start).nonzero()[0] if n_known + stale.size - 1 >= to_find else None
-        newly = 0
+        # Stale nodes in search order (as a list: the loop mostly stops after a few of them).
+        stale = nz.tolist()
+        if start and stale[0] < start:
+            cut = bisect_left(stale, start)
+            stale = stale[cut:] + stale[:cut]
+        # Enough feasible nodes before a stale one: with every stale node before it filtered
+        # (search order), the feasible nodes (>= low) before it are the known ones plus those
+        # found now. Reaching to_find needs at least this many nodes that may be feasible;
+        # else the count is not needed (every stale node is filtered).
+        may_stop = int(np.count_nonzero(feas[low:] if low else feas)) + len(stale) - 1 >= to_find
         fill = None
-        # (stale nodes read one at a time: the loop mostly stops after a few of them)
-        for at in stale:
-            idx = int(at)
-            if known_at is not None:
-                need = to_find - newly
-                if need <= 0 or (
-                    need <= n_known and known_at[need - 1] < (idx - start if idx >= start else idx - start + n)
-                ):
-                    break
+        for idx in stale:
+            if may_stop and feasible_before(feas, idx, start, low) >= to_find:
+                break
             if bver is not None and bver[idx] == versions[idx]:
                 reason, fit = breason[idx], None
                 if reason is None:
                     feas[idx] = True
                     dscore[idx] = bscore[idx]
                     ver[idx] = versions[idx]
-                    newly += 1
                     continue
                 version = nodes[idx].version
             else:
@@ -167,7 +162,6 @@ def scan(
             fits[idx] = fit
             if specs is not None:
                 last_fit[idx] = (version, specs, fit)
-            newly += 1
             if shared is not None:
                 node = nodes[idx]
                 took[idx] = node._takes
@@ -186,16 +180,26 @@ def scan(
         ver[same] = versions[same]
         dscore[same] = group_fit[3]
         group_fits.append((same, group_fit))
+    # Every node before the first stale one left in search order is answered now, and that one
+    # has at least to_find feasible nodes before it: those found from `start` on are the first.
+    lo = start if start > low else low
+    ahead = feas[lo:].nonzero()[0]
+    if ahead.size >= to_find:
+        found = ahead[:to_find]
+        found += lo
+        last = int(found[-1])
+        processed = last - start + 1 if last >= start else last - start + n + 1
+        return found, dscore[found], _with_groups(fits, group_fits), None, processed
     fresh = ver == versions
     answered = fresh & feas
     if low:
         answered[:low] = False
     ok = in_search_order(answered.nonzero()[0], start)
+    rejected: Counter | None = None
     if ok.size >= to_find:
         found = ok[:to_find]
         last = int(found[-1])
         processed = (last - start if last >= start else last - start + n) + 1
-        rejected: Counter = Counter()
     else:
         found = ok
         processed = n
@@ -203,10 +207,24 @@ def scan(
         if low:
             refused[:low] = False
         rejected = Counter(reasons[i] for i in in_search_order(refused.nonzero()[0], start).tolist())
-    if group_fits:
-        fits = Fits(fits)
-        fits.groups = group_fits
-    return found, dscore[found], fits, rejected, processed
+    return found, dscore[found], _with_groups(fits, group_fits), rejected, processed
+
+
+def _with_groups(fits: dict, group_fits: list):
+    if not group_fits:
+        return fits
+    out = Fits(fits)
+    out.groups = group_fits
+    return out
+
+
+def feasible_before(feas: np.ndarray, idx: int, start: int, low: int) -> int:
+    """Nodes >= low marked feasible before node `idx` in search order from `start`."""
+    lo = start if start > low else low
+    if idx >= start:
+        return int(np.count_nonzero(feas[lo:idx])) if idx > lo else 0
+    # wrapped around: every node from `start` on, then those from `low` to idx
+    return int(np.count_nonzero(feas[lo:])) + (int(np.count_nonzero(feas[low:idx])) if idx > low else 0)
 
 
 def in_search_order(indexes: np.ndarray, start: int) -> np.ndarray:
@@ -242,7 +260,7 @@ def versions_now(sched) -> np.ndarray:
         sched._versions_kept = arr is not None and all(nd._versions is arr for nd in sched.nodes)
     if arr is None or not sched._versions_kept or arr is not sched._kept_array:
         return np.fromiter(map(_VERSION, sched.nodes), dtype=np.int64, count=len(sched.nodes))
-    return np.array(arr, dtype=np.int64)
+    return arr  # (read at once: nothing changes a version while the scan runs)
 
 
 class Fits(dict):
