@@ -166,6 +166,8 @@ class Cluster:
                     self.cel_env,
                     index=self.index,
                     allocated=self.allocated,
+                    # (the share key lists the slices that reach the node: not matched twice)
+                    relevant=frozenset(key) if key is not None else None,
                 )
                 if key is not None:
                     self._shared[(id(self.allocated), key)] = inv

@@ -480,7 +480,11 @@ def gather_pools(
     node: Node | None,
     features: Features,
     index: dict[str, list[ResourceSlice]] | None = None,
+    relevant: frozenset[int] | None = None,
 ) -> list[Pool]:
+    """`relevant` (ids of the slices without a node name that reach `node`, as
+    shared_slices_key found them for a node without slices of its own): those slices are not
+    matched against the node again."""
     node_name = node.name if node is not None else ""
     # Kubernetes looks at the node's own slices, then at slices without nodeName.
     if index is None:
@@ -492,7 +496,7 @@ def gather_pools(
         sp = s.spec
         if not partitionable and (sp.per_device_node_selection is not None or sp.shared_counters):
             continue
-        if not _slice_relevant(s, node):
+        if (id(s) not in relevant) if relevant is not None else not _slice_relevant(s, node):
             continue
         slice_pool = sp.pool
         key = (sp.driver, slice_pool.name)
@@ -585,10 +589,12 @@ def build_inventory(
     *,
     index: dict[str, list[ResourceSlice]] | None = None,
     allocated: AllocatedState | None = None,
+    relevant: frozenset[int] | None = None,
 ) -> Inventory:
     """The node's candidate devices. `allocated` (shared, e.g. cluster-wide and updated as pods
-    are placed) replaces the state computed from `allocated_claims`."""
-    pools = gather_pools(slices, node, features, index)
+    are placed) replaces the state computed from `allocated_claims`; `relevant` as for
+    gather_pools."""
+    pools = gather_pools(slices, node, features, index, relevant)
     converts_cleanly = _converts_cleanly()
     devices: list[DeviceEntry] = []
     list_types = features.list_type_attributes

@@ -48,13 +48,18 @@ class NodeScores:
                 fit,
                 resources,
                 any(r in sched.ext_classes for r, _ in resources),
+                # (the defaults: the requests are the pod's non-zero cpu and memory, as a pair)
+                fit and [r for r, _ in resources] == ["cpu", "memory"],
             )
-        _, fit, resources, backed_by_dra = got
+        _, fit, resources, backed_by_dra, nonzero_pair = got
         scorer = SCORE_PLUGINS[plugin]
         if backed_by_dra:
             # A resource backed by DRA scores from the allocated devices too: not kept.
             return scorer(sched, demand, info, prof, fe, None)
-        requests = tuple([sched._pod_request(demand, r, fit) for r, _ in resources])
+        if nonzero_pair:
+            requests = tuple(sched.nonzero(demand))
+        else:
+            requests = tuple([sched._pod_request(demand, r, fit) for r, _ in resources])
         key = (plugin, prof.name, requests)
         got = self._cache.get(key, self._cache)
         if got is self._cache:
