@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import random
 import sys
-from contextlib import contextmanager
+from unittest import mock
 
 import pytest
 
@@ -39,33 +39,6 @@ from draopt.testing.audit import objects_of  # noqa: E402
 from draopt.testing.synth_cluster import FAMILIES, features_for, random_cluster  # noqa: E402
 
 
-@contextmanager
-def kept_fits(on: bool):
-    old = Scheduler.reuse_kept_fits
-    Scheduler.reuse_kept_fits = on
-    try:
-        yield
-    finally:
-        Scheduler.reuse_kept_fits = old
-
-
-@contextmanager
-def counting():
-    """Counts the kept fits taken (calls of firstfit.reuse_fit)."""
-    real = firstfit.reuse_fit
-    calls = [0]
-
-    def counted(*args):
-        calls[0] += 1
-        return real(*args)
-
-    firstfit.reuse_fit = counted
-    try:
-        yield calls
-    finally:
-        firstfit.reuse_fit = real
-
-
 def outcome(docs, features, seed: int = 0):
     try:
         out = place(objects_of(docs), policy="first-fit", features=features, seed=seed)
@@ -79,15 +52,19 @@ def outcome(docs, features, seed: int = 0):
 
 
 def both(docs, features, seed: int = 0):
-    with kept_fits(False):
+    with mock.patch.object(Scheduler, "reuse_kept_fits", False):
         asked, asked_errors = outcome(docs, features, seed)
-    with kept_fits(True), counting() as calls:
+    # (the kept fits taken are counted: calls of firstfit.reuse_fit)
+    with (
+        mock.patch.object(Scheduler, "reuse_kept_fits", True),
+        mock.patch.object(firstfit, "reuse_fit", wraps=firstfit.reuse_fit) as taken,
+    ):
         kept, kept_errors = outcome(docs, features, seed)
     assert kept == asked
     # (the same findings: first-fit reproduces Kubernetes' allocator defects, which the
     # checker, on the documented semantics, reports; e.g. distinct-last-only)
     assert kept_errors == asked_errors
-    return calls[0]
+    return taken.call_count
 
 
 @pytest.mark.parametrize(

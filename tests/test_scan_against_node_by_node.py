@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import random
 import sys
-from contextlib import contextmanager
+from unittest import mock
 
 import pytest
 
@@ -31,16 +31,6 @@ from draopt.placement import place  # noqa: E402
 from draopt.scheduler.cycle import Scheduler  # noqa: E402
 from draopt.testing.audit import objects_of  # noqa: E402
 from draopt.testing.synth_cluster import FAMILIES, features_for, random_cluster  # noqa: E402
-
-
-@contextmanager
-def array_scan(on: bool):
-    old = Scheduler.array_scan
-    Scheduler.array_scan = on
-    try:
-        yield
-    finally:
-        Scheduler.array_scan = old
 
 
 def outcome(docs, features, seed: int):
@@ -59,9 +49,9 @@ def outcome(docs, features, seed: int):
 
 
 def same_both_ways(docs, features, seed: int, reasons: bool = True):
-    with array_scan(False):
+    with mock.patch.object(Scheduler, "array_scan", False):
         node_by_node = outcome(docs, features, seed)
-    with array_scan(True):
+    with mock.patch.object(Scheduler, "array_scan", True):
         arrays = outcome(docs, features, seed)
     if not reasons:
         node_by_node.pop("reasons", None)

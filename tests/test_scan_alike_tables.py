@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from contextlib import contextmanager
+from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 
@@ -30,16 +30,6 @@ DRIVER = sw.DRIVER
 V1 = "resource.k8s.io/v1"
 
 
-@contextmanager
-def shared_tables(on: bool):
-    old = Scheduler.share_alike_tables
-    Scheduler.share_alike_tables = on
-    try:
-        yield
-    finally:
-        Scheduler.share_alike_tables = old
-
-
 def outcome(docs: list[dict]) -> dict:
     objects = load_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}), "test.json")
     res = place(objects, policy="first-fit", features=Features.from_gates()).result
@@ -50,9 +40,9 @@ def outcome(docs: list[dict]) -> dict:
 
 
 def both(docs: list[dict]) -> tuple[dict, dict]:
-    with shared_tables(False):
+    with mock.patch.object(Scheduler, "share_alike_tables", False):
         apart = outcome(docs)
-    with shared_tables(True):
+    with mock.patch.object(Scheduler, "share_alike_tables", True):
         shared = outcome(docs)
     return apart, shared
 

@@ -237,11 +237,6 @@ def in_search_order(indexes: np.ndarray, start: int) -> np.ndarray:
     return np.concatenate((indexes[cut:], indexes[:cut]))
 
 
-def rotated(mask: np.ndarray, start: int) -> np.ndarray:
-    """A per-node array in search order from `start`."""
-    return np.concatenate((mask[start:], mask[:start])) if start else mask
-
-
 def takes_now(sched) -> np.ndarray:
     """Every node's take count now: the cluster's array when the nodes keep it (checked once
     per array, as versions_now does), else read."""
