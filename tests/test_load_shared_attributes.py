@@ -93,3 +93,40 @@ def test_an_attribute_pydantic_refuses_gives_the_same_error():
     with pytest.raises(InputError) as alone:
         loader.parse_object(doc, "x document 1")
     assert str(shared.value) == str(alone.value) and "attributes.bad.int" in str(shared.value)
+
+
+def _selector_slice(name: str, selector: dict) -> dict:
+    doc = _slice({"i": {"int": 1}})
+    doc["metadata"] = {"name": name}
+    del doc["spec"]["nodeName"]
+    doc["spec"]["nodeSelector"] = selector
+    return doc
+
+
+# Shaped as Kubernetes' scheduler_perf partitionable slices (resourceslice-partitionable-*.yaml):
+# thousands of slices, one nodeSelector written alike in each.
+_RACK = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
+
+
+def test_slices_selecting_nodes_alike_share_one_node_selector_per_read():
+    other = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r2"]}]}]}
+    docs = [_selector_slice(f"s{i}", copy.deepcopy(_RACK)) for i in range(3)] + [_selector_slice("t", other)]
+    text = yaml.safe_dump(as_list(docs))
+    first, second = (loader.load_text(text, "x", notes=io.StringIO()).resource_slices for _ in range(2))
+    by_name = {s.name: s for s in first}
+    assert len({id(by_name[f"s{i}"].spec.node_selector) for i in range(3)}) == 1
+    assert by_name["t"].spec.node_selector is not by_name["s0"].spec.node_selector
+    assert first[0].spec.node_selector is not second[0].spec.node_selector  # per read
+    for doc, s in zip(docs, first):
+        _same(s, ResourceSlice.model_validate(to_v1(doc)))  # field for field what validating alone gives
+
+
+def test_a_node_selector_pydantic_refuses_gives_the_same_error():
+    bad = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": "r1"}]}]}
+    doc = _selector_slice("s", bad)
+    with pytest.raises(InputError) as shared:
+        loader.load_text(yaml.safe_dump(as_list([_selector_slice("ok", _RACK), doc])), "x")
+    with pytest.raises(InputError) as alone:
+        loader.parse_object(doc, "x document 1 items[1]")
+    assert str(shared.value) == str(alone.value)
+    assert "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values" in str(shared.value)

@@ -463,14 +463,22 @@ def shared_slices_key(index: dict[str, list[ResourceSlice]], node: Node, feature
     if index.get(node.name):
         return None
     out = []
+    partitionable = features.partitionable_devices
+    by_selector: dict[int, bool] = {}  # id(NodeSelector) -> reaches the node (the loader shares equal ones)
     for s in index.get("", []):
-        if not features.partitionable_devices and (
-            s.spec.per_device_node_selection is not None or s.spec.shared_counters
-        ):
+        sp = s.spec
+        if not partitionable and (sp.per_device_node_selection is not None or sp.shared_counters):
             continue
-        if s.spec.per_device_node_selection:
+        if sp.per_device_node_selection:
             return None
-        if _slice_relevant(s, node):
+        selector = sp.node_selector
+        if selector is not None and not sp.node_name and not sp.all_nodes:
+            reaches = by_selector.get(id(selector))
+            if reaches is None:
+                reaches = by_selector[id(selector)] = _slice_relevant(s, node)
+        else:
+            reaches = _slice_relevant(s, node)
+        if reaches:
             out.append(id(s))
     return tuple(out)
 
@@ -492,11 +500,21 @@ def gather_pools(
     for_node = (index.get(node_name, []) if node_name else []) + index.get("", [])
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
     partitionable = features.partitionable_devices
+    by_selector: dict[int, bool] = {}  # as in shared_slices_key
     for s in for_node:
         sp = s.spec
         if not partitionable and (sp.per_device_node_selection is not None or sp.shared_counters):
             continue
-        if (id(s) not in relevant) if relevant is not None else not _slice_relevant(s, node):
+        if relevant is not None:
+            if id(s) not in relevant:
+                continue
+        elif sp.node_selector is not None and not sp.node_name and not sp.all_nodes:
+            reaches = by_selector.get(id(sp.node_selector))
+            if reaches is None:
+                reaches = by_selector[id(sp.node_selector)] = _slice_relevant(s, node)
+            if not reaches:
+                continue
+        elif not _slice_relevant(s, node):
             continue
         slice_pool = sp.pool
         key = (sp.driver, slice_pool.name)

@@ -492,12 +492,29 @@ class ReferenceAllocator:
             by_value = {}
             # (what the constraint sees of each device too: see _constraint_values)
             by_device = self.memo.setdefault(("constraint values", target.attribute, False), {})
+            # (lookup_attribute and normalise, inline: this reads every device of the node once;
+            # identical values are one object, normalised once here)
+            name = target.attribute
+            domain, sep, short = name.partition("/")
+            seen: dict[int, Any] = {}
             for dev in self.p.devices:
-                raw = lookup_attribute(dev.device.attributes, dev.driver, target.attribute)
-                v = normalise(raw, False) if raw is not None else None
-                by_device[dev.index] = NO_ATTRIBUTE if raw is None else v
+                attributes = dev.device.attributes
+                raw = attributes.get(name)
+                if raw is None and sep and domain == dev.pool.driver:
+                    raw = attributes.get(short)
+                if raw is None:
+                    by_device[dev.index] = NO_ATTRIBUTE
+                    continue
+                got = seen.get(id(raw))
+                if got is None or got[0] is not raw:
+                    got = seen[id(raw)] = (raw, normalise(raw, False))
+                v = by_device[dev.index] = got[1]
                 if v is not None:
-                    by_value.setdefault(v, []).append(dev.index)
+                    at = by_value.get(v)
+                    if at is None:
+                        by_value[v] = [dev.index]
+                    else:
+                        at.append(dev.index)
             self.memo[("values", target.attribute)] = by_value
         assert self.shape is not None  # called only on the fast path
         errors = self.memo.get(("errors", self.shape[ci], req.key))

@@ -10,12 +10,21 @@ attribute with that value (pydantic keeps a model it is given: `revalidate_insta
 `never`). Every other attribute is validated as before, in its place. The slice's fields, the
 models and their values are the same; identical attributes are one object, which nothing
 changes after reading.
+
+A slice's `spec.nodeSelector` is shared the same way (every slice of a driver usually selects
+the same nodes): one `NodeSelector` per distinct selector written, so what is worked out per
+selector (which nodes it reaches, its content in an allocation's node selector) is worked out
+once. A selector that does not validate on its own stays in place, for the slice's validation
+to report as before.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
+from draopt.kube.models.core import NodeSelector
 from draopt.kube.models.resource import DeviceAttribute
 
 # alias -> the one JSON type pydantic keeps as it is (an int field also takes 1.0 or "1"; not here)
@@ -23,11 +32,19 @@ _SIMPLE = {"int": int, "bool": bool, "string": str, "version": str}
 MAX_CACHED = 200_000  # distinct values kept per read
 
 
-def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], DeviceAttribute]) -> dict[str, Any]:
+def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], Any]) -> dict[str, Any]:
     """`doc` (a ResourceSlice in v1 form, not changed) with its devices' simple attributes
     replaced by the models of `cache` (filled as they are first seen)."""
     spec: Any = doc.get("spec")
-    devices = spec.get("devices") if isinstance(spec, dict) else None
+    if not isinstance(spec, dict):
+        return doc
+    selector = spec.get("nodeSelector")
+    if type(selector) is dict and selector:
+        shared_selector = _shared_selector(selector, cache)
+        if shared_selector is not None:
+            spec = {**spec, "nodeSelector": shared_selector}
+            doc = {**doc, "spec": spec}
+    devices = spec.get("devices")
     if not isinstance(devices, list):
         return doc
     out = []
@@ -51,6 +68,20 @@ def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], DeviceAtt
             shared[name] = attribute
         out.append({**device, "attributes": shared})
     return {**doc, "spec": {**spec, "devices": out}}
+
+
+def _shared_selector(selector: dict[str, Any], cache: dict) -> NodeSelector | None:
+    # (repr tells 1 from "1" and True, and keeps the order written: equal reprs, equal selectors)
+    key = ("nodeSelector", repr(selector))
+    model = cache.get(key)
+    if model is None:
+        try:
+            model = NodeSelector.model_validate(selector)
+        except ValidationError:
+            return None
+        if len(cache) < MAX_CACHED:
+            cache[key] = model
+    return model
 
 
 __all__ = ["MAX_CACHED", "share_attributes"]
