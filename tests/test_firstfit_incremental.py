@@ -12,7 +12,10 @@ Two checks:
       git archive 3f36bb4 | tar -x -C /tmp/base
       PYTHONPATH=/tmp/base python tests/test_firstfit_incremental.py --write-golden
 
-  (tests/data/firstfit_golden.json: generated output, do not edit by hand).
+  (tests/data/firstfit_golden.json: generated output, do not edit by hand). One correction since,
+  recorded in the file's ``_corrected``: two unplaced pods' reasons, which 3f36bb4 took from the
+  nodes before their kind's frontier as those nodes had answered earlier (the reasons of every node
+  filtered again are the ones kept; tests/test_frontier_reasons.py).
 """
 
 from __future__ import annotations

@@ -257,6 +257,39 @@ def pending_claims(book: ClaimBook, pod) -> list[str]:
     return todo
 
 
+# Nodes before a kind's frontier (each rejected a pod of the kind, and nodes only fill up until a
+# release) are not filtered again for later pods of the kind, except for their reasons when a pod
+# fits nowhere (frontier_reasons). Off: every node is filtered for every pod (tests compare).
+KIND_FRONTIERS = True
+
+
+def frontier_reasons(skipped: dict | None, nodes, below: int, try_fn, generic, keys, keep=None) -> Counter:
+    """Why the nodes before a kind's frontier (index < `below`) reject a pod of the kind now, for
+    a pod that fits nowhere. They rejected the kind when the frontier passed them and still do
+    (nodes only fill up until something is released, which resets the frontiers), but the filter
+    that rejects first may have changed: a node whose devices ran out may be short of cpu now,
+    and Kubernetes filters every node again for each pod. A node that changed since its reason
+    was kept is filtered again (`try_fn`, reasons made generic by `generic(reason, keys)`); its
+    new reason is kept when `keep(reason)` allows (default: always). `skipped`: node index ->
+    (node version, generic reason), as the filter loops keep them."""
+    out: Counter = Counter()
+    if not skipped:
+        return out
+    for idx, (version, reason) in skipped.items():
+        if idx >= below:
+            continue  # passed during this cycle: the loop counted it
+        node = nodes[idx]
+        if node.version != version:
+            now, _ = try_fn(node)
+            if now is not None:  # (None cannot happen while nodes only fill up: kept as it was)
+                now = generic(now, keys)
+                if keep is None or keep(now):
+                    skipped[idx] = (node.version, now)
+                reason = now
+        out[reason] += 1
+    return out
+
+
 def filter_reason(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
     """Why the scheduler's filters reject the pod on the node, or None (explain's node check)."""
     return try_node(cluster, book, pod, node, {}, None)[0]
@@ -617,7 +650,7 @@ def simulate(
             # same answer from a node (try_node's cache says so for the devices).
             alike = (tuple([book.allocation_signature(u.key) for u in pod.claims]),) + sig[1:]
         keys = [u.key for u in pod.claims]
-        start = first_open.get(sig, 0) if sig is not None else 0
+        start = first_open.get(sig, 0) if sig is not None and KIND_FRONTIERS else 0
         if only is not None:
             start = len(cluster.nodes)
         elif scheduler is not None:
@@ -647,8 +680,7 @@ def simulate(
                 node, (problem, chosen, selected, score) = found
                 best = (node, score, problem, chosen, selected)
             start = len(cluster.nodes)  # the loop below is draopt's own node choice
-        elif start:
-            pl.reasons.update({_specific(r, keys): n for r, n in skipped_reasons[sig].items()})
+        skipped_below = start if start and scheduler is None and only is None else 0  # (read on failure)
         contiguous = True
         if only is not None:
             candidates = [only]
@@ -664,7 +696,7 @@ def simulate(
                 pl.reasons[reason] += 1
                 if contiguous and sig is not None:
                     first_open[sig] = node.index + 1
-                    skipped_reasons.setdefault(sig, Counter())[_generic(reason, keys)] += 1
+                    skipped_reasons.setdefault(sig, {})[node.index] = (node.version, _generic(reason, keys))
                 continue
             contiguous = False
             problem, chosen, selected, score = fit
@@ -677,6 +709,16 @@ def simulate(
             if score >= max_score:
                 break
         if best is None:
+            if skipped_below:
+                fresh = frontier_reasons(
+                    skipped_reasons.get(sig),
+                    cluster.nodes,
+                    skipped_below,
+                    lambda node: try_node(cluster, book, pod, node, cache, share_id),
+                    _generic,
+                    keys,
+                )
+                pl.reasons.update({_specific(r, keys): n for r, n in fresh.items()})
             if not cluster.nodes:
                 pl.reasons["no Node objects in the input"] += 1
             if explain_failures is not None and any(

@@ -34,6 +34,8 @@ from draopt.scheduler.config import Profile, SchedulerConfig
 from draopt.scheduler.podinfo import PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
+from draopt.cluster import firstfit
+from draopt.cluster.firstfit import frontier_reasons, shareable_reason
 from draopt.scheduler.scan import MAX_KINDS, Fits, scan
 
 _MAXIMUM = np.maximum.reduce  # ndarray.max() without its Python wrapper (once per cycle)
@@ -336,8 +338,7 @@ class Scheduler:
         # all of them instead of once per kind.
         merged = self.share_alike_tables and alike is not None and hard is None and alike not in self.alike_apart
         table_key = ("alike kinds", alike) if merged else sig  # (never a kind's own key)
-        frontier = first_open.get(table_key, 0) if table_key is not None else 0
-        skipped_before = Counter(skipped_reasons.get(table_key) or ()) if frontier else Counter()  # generic
+        frontier = first_open.get(table_key, 0) if table_key is not None and firstfit.KIND_FRONTIERS else 0
         kcache = self.fit_cache.setdefault(sig, {}) if sig is not None else None
         start = self.next_start
         memo_key = (sig, prof.name) if sig is not None and hard is None else None
@@ -376,7 +377,12 @@ class Scheduler:
             )
         self.next_start = (start + processed) % n
         if not len(feasible):
-            rejected.update(skipped_before)
+            if frontier:
+                # (a merged table serves alike kinds: only reasons they share are kept in it)
+                keep = shareable_reason if merged else None
+                rejected.update(
+                    frontier_reasons(skipped_reasons.get(table_key), nodes, frontier, try_fn, generic, keys, keep)
+                )
             if memo_key is not None:
                 self.fail_memo[memo_key] = (self.epoch, rejected)
             pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
@@ -521,7 +527,7 @@ class Scheduler:
                     if idx == frontier:
                         frontier += 1
                         first_open[sig] = frontier
-                        skipped_reasons.setdefault(sig, Counter())[reason] += 1
+                        skipped_reasons.setdefault(sig, {})[idx] = (node.version, reason)
                 continue
             fits[idx] = fit
             if kcache is not None:

@@ -154,7 +154,7 @@ def scan(
                 if idx == frontier:
                     frontier += 1
                     first_open[sig] = frontier
-                    skipped_reasons.setdefault(sig, Counter())[reason] += 1
+                    skipped_reasons.setdefault(sig, {})[idx] = (version, reason)
                 continue
             assert fit is not None  # try_node's fit when it gives no reason
             feas[idx] = True
