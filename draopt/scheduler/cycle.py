@@ -36,7 +36,7 @@ from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
 from draopt.cluster import firstfit
 from draopt.cluster.firstfit import frontier_reasons, shareable_reason
-from draopt.scheduler.scan import MAX_KINDS, Fits, scan
+from draopt.scheduler.scan import LAST_FIT, MAX_KINDS, Fits, scan
 
 _MAXIMUM = np.maximum.reduce  # ndarray.max() without its Python wrapper (once per cycle)
 MIN_FEASIBLE_NODES = 100
@@ -399,7 +399,7 @@ class Scheduler:
         if fit is None and specs is not None:
             # The node was answered from the table: the fit kept there, if it was found at the
             # node's version now for claims with these specs, is what try_fn would rebuild.
-            got = self.kinds[table_key][6][chosen]
+            got = self.kinds[table_key][LAST_FIT][chosen]
             if got is not None and got[0] == nodes[chosen].version and got[1] == specs:
                 fit = refit(nodes[chosen], got[2])
         if fit is None:

@@ -17,6 +17,7 @@ from draopt.cluster.firstfit import shareable_reason
 
 _VERSION = operator.attrgetter("version")
 _TAKES = operator.attrgetter("_takes")
+LAST_FIT = 6  # position of the kept fits in a table (see table)
 MAX_KINDS = 1024  # kinds of pods whose per-node answers are kept (a few hundred bytes per node each)
 
 
