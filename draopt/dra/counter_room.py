@@ -35,11 +35,18 @@ _USES: dict[str, Amount] = {}  # counter amounts parsed by PoolLayout, by text (
 class PoolLayout:
     """What a pool's counters are, once per pool: every counter of its sets at a position, the
     totals, and per device drawing on them (all its slices, as available_counters walks them)
-    the positions and amounts, parsed as available_counters parses them."""
+    the positions and amounts, parsed as available_counters parses them.
 
-    __slots__ = ("pool", "position", "totals", "uses", "by_device")
+    `validate` (gathering the pool, in the same pass): raise the ValueError of the first counter
+    set or counter a device names that the pool's sets lack (in device order, as Kubernetes
+    validates a pool's consumption), note in `grouped` whether a device names compatibility
+    groups, and leave `unparsable` set, instead of raising, when an amount does not parse (the
+    layout is then not to be used: the search that reaches the pool raises the error), so that a
+    later device's ValueError is still the one raised."""
 
-    def __init__(self, pool: Pool):
+    __slots__ = ("pool", "position", "totals", "uses", "by_device", "grouped", "unparsable")
+
+    def __init__(self, pool: Pool, validate: bool = False):
         self.pool = pool
         # counter set -> counter -> position
         position: dict[str, dict[str, int]] = {}
@@ -56,6 +63,7 @@ class PoolLayout:
         # id(Device) -> what it draws (counters outside the pool's sets take part in no comparison)
         by_device: dict[int, Draws] = {}
         self.by_device = by_device
+        grouped = unparsable = False
         no_set: dict[str, int] = {}
         driver, pool_name = pool.driver, pool.name
         for s in pool.slices + pool.other_slices:
@@ -66,18 +74,35 @@ class PoolLayout:
                 consumed = []
                 for c in consumes:
                     at = position.get(c.counter_set, no_set)
+                    if validate:
+                        if c.compatibility_groups:
+                            grouped = True
+                        if at is no_set:
+                            raise ValueError(f"counter set {c.counter_set} not found")
                     for n, v in c.counters.items():
                         i = at.get(n)
-                        if i is not None:
-                            value = v.value
-                            amount = _USES.get(value)
-                            if amount is None:
-                                where = f"ResourceSlice {s.name}: device {d.name}: consumesCounters"
+                        if i is None:
+                            if validate:
+                                raise ValueError(f"counter {n} not found in counter set {c.counter_set}")
+                            continue
+                        if unparsable:
+                            continue
+                        value = v.value
+                        amount = _USES.get(value)
+                        if amount is None:
+                            where = f"ResourceSlice {s.name}: device {d.name}: consumesCounters"
+                            if validate:
+                                try:
+                                    amount = exact(parse_quantity(value, where))
+                                except Exception:  # noqa: BLE001 - raised when a search reaches the pool
+                                    unparsable = True
+                                    continue
+                            else:
                                 amount = exact(parse_quantity(value, where))
-                                if len(_USES) < 4096:
-                                    _USES[value] = amount
-                            consumed.append((i, amount))
-                if consumed:
+                            if len(_USES) < 4096:
+                                _USES[value] = amount
+                        consumed.append((i, amount))
+                if consumed and not unparsable:
                     if len(consumes) > 1 and len({i for i, _ in consumed}) < len(consumed):
                         # A counter named twice (in two entries for one set: one entry's counters
                         # are a map): one draw of the sum (the same room after it, and a draw
@@ -89,6 +114,8 @@ class PoolLayout:
                     draws = tuple(consumed)
                     uses.append(((driver, pool_name, d.name), draws))
                     by_device[id(d)] = draws
+        self.grouped = grouped
+        self.unparsable = unparsable
 
     def room(self, allocated: AllocatedState) -> CounterRoom:
         """The counters left by allocated claims' devices (which may leave some negative)."""

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 
 from draopt.kube.features import Features
 from draopt.kube.models import Device, DeviceTaint, Node, ResourceClaim, ResourceSlice
-from draopt.kube.models.resource import DeviceCounterConsumption, DeviceTaintRule
+from draopt.kube.models.resource import DeviceTaintRule
 from draopt.kube.nodeselect import node_matches
 from draopt.kube.quantity import Quantity
 from draopt.dra.counter_room import PoolLayout
@@ -321,27 +321,6 @@ def _counter_sets(slices: list[ResourceSlice]) -> dict[str, dict[str, Fraction]]
 _COUNTER_VALUES: dict[str, Fraction] = {}  # counter values parsed, by text (most repeat)
 
 
-def _validate_consumption(sets: dict[str, dict[str, Fraction]], slices: list[ResourceSlice]) -> bool:
-    """Raises ValueError for a counter outside the sets; whether some device names compatibility groups."""
-    return _validate_consumers(sets, [d.consumes_counters for s in slices for d in s.spec.devices])
-
-
-def _validate_consumers(sets: dict[str, dict[str, Fraction]], consumers: list[list[DeviceCounterConsumption]]) -> bool:
-    """_validate_consumption of the devices' consumesCounters, in device order."""
-    grouped = False
-    for consumes in consumers:
-        for c in consumes:
-            if c.compatibility_groups:
-                grouped = True
-            counters = sets.get(c.counter_set)
-            if counters is None:
-                raise ValueError(f"counter set {c.counter_set} not found")
-            for n in c.counters:
-                if n not in counters:
-                    raise ValueError(f"counter {n} not found in counter set {c.counter_set}")
-    return grouped
-
-
 def _slice_name(s: ResourceSlice) -> str:
     return s.metadata.name
 
@@ -369,8 +348,7 @@ def _build_pool(
                 continue
             (counter_slices if partitionable and s.spec.shared_counters else other).append(s)
     seen: set[str] = set()
-    binding = False
-    consumers: list[list[DeviceCounterConsumption]] = []  # (validated below, in this order)
+    binding = consumes = False
     for s in device_slices:
         for d in s.spec.devices:
             device_name = d.name
@@ -381,27 +359,28 @@ def _build_pool(
             if d.binding_conditions:
                 binding = True
             if d.consumes_counters:
-                consumers.append(d.consumes_counters)
+                consumes = True
     pool.slices = device_slices
     if not partitionable:
         pool.has_binding_conditions = binding
         return pool
+    layout = None
     try:
         pool.counter_sets = _counter_sets(counter_slices)
-        grouped = _validate_consumers(pool.counter_sets, consumers)
-        grouped = _validate_consumption(pool.counter_sets, other) or grouped
+        if consumes or any(d.consumes_counters for s in other for d in s.spec.devices):
+            # The devices' consumption validated (Kubernetes' order: the pool's device slices,
+            # then its slices for other nodes) in the pass that lays the counters out.
+            pool.other_slices = other
+            layout = PoolLayout(pool, validate=True)
     except ValueError as e:
         pool.invalid, pool.invalid_reason = True, str(e)
-        pool.slices, pool.counter_sets = [], {}
+        pool.slices, pool.counter_sets, pool.other_slices = [], {}, []
         return pool
     pool.other_slices = other
-    pool.compatibility_grouped = grouped
+    pool.compatibility_grouped = layout.grouped if layout is not None else False
     pool.has_binding_conditions = binding
-    if consumers or any(d.consumes_counters for s in other for d in s.spec.devices):
-        try:
-            pool.counter_layout = PoolLayout(pool)
-        except Exception:  # noqa: BLE001 - (a counter that does not parse) raised when a search reaches the pool
-            pool.counter_layout = None
+    # (an amount that does not parse: raised when a search reaches the pool)
+    pool.counter_layout = layout if layout is not None and not layout.unparsable else None
     return pool
 
 
