@@ -130,3 +130,35 @@ def test_a_node_selector_pydantic_refuses_gives_the_same_error():
         loader.parse_object(doc, "x document 1 items[1]")
     assert str(shared.value) == str(alone.value)
     assert "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values" in str(shared.value)
+
+
+def test_consumption_entries_written_alike_are_one_object_per_read():
+    # As in Kubernetes' scheduler_perf resourceslice-partitionable-devices.yaml: every pool's
+    # devices draw the same counters of their pool's counter set.
+    entry = {"counterSet": "counter-set", "counters": {"counter1": {"value": "1"}}}
+    docs = []
+    for i in range(3):
+        doc = _slice({"i": {"int": i}})
+        doc["metadata"] = {"name": f"s{i}"}
+        for d in doc["spec"]["devices"]:
+            d["consumesCounters"] = [copy.deepcopy(entry)]
+        doc["spec"]["devices"][0]["consumesCounters"].append({"counterSet": "other", "counters": {}})
+        docs.append(doc)
+    text = yaml.safe_dump(as_list(docs))
+    first, second = (loader.load_text(text, "x", notes=io.StringIO()).resource_slices for _ in range(2))
+    entries = [d.consumes_counters[0] for s in first for d in s.spec.devices]
+    assert len({id(e) for e in entries}) == 1 and len(entries) == 9
+    assert len({id(s.spec.devices[0].consumes_counters[1]) for s in first}) == 1
+    assert entries[0] is not second[0].spec.devices[0].consumes_counters[0]  # per read
+    for doc, s in zip(docs, first):
+        _same(s, ResourceSlice.model_validate(to_v1(doc)))
+
+
+def test_a_consumption_entry_pydantic_refuses_gives_the_same_error():
+    doc = _slice({"i": {"int": 1}})
+    doc["spec"]["devices"][1]["consumesCounters"] = [{"counterSet": "c", "counters": {"a": {"value": "x1"}}}]
+    with pytest.raises(InputError) as shared:
+        loader.load_text(yaml.safe_dump(doc), "x")
+    with pytest.raises(InputError) as alone:
+        loader.parse_object(doc, "x document 1")
+    assert str(shared.value) == str(alone.value) and "consumesCounters[0].counters.a.value" in str(shared.value)

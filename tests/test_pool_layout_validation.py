@@ -96,3 +96,40 @@ def test_a_valid_pool_is_laid_out_as_without_validation():
     assert layout is not None and not layout.unparsable
     assert (layout.position, layout.totals, layout.uses) == (plain.position, plain.totals, plain.uses)
     assert layout.by_device == plain.by_device and len(layout.uses) == 2
+
+
+def test_entries_shared_by_pools_laid_out_differently_draw_at_each_pools_positions():
+    # Two pools in one read, their devices drawing the same entry (one object: the loader shares
+    # it); the second pool lists its counters in the other order, so the positions differ.
+    def pool_docs(name: str, counters: dict) -> list[dict]:
+        spec = {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": name, "resourceSliceCount": 2}}
+        entry = {"counterSet": "gpu-0", "counters": {"mem": {"value": "1Gi"}, "cores": {"value": "2"}}}
+        return [
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-counters"},
+                "spec": {**spec, "sharedCounters": [{"name": "gpu-0", "counters": counters}]},
+            },
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-devices"},
+                "spec": {**spec, "devices": [{"name": f"d{i}", "consumesCounters": [dict(entry)]} for i in range(3)]},
+            },
+        ]
+
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    docs = [node] + pool_docs("p", {"mem": {"value": "8Gi"}, "cores": {"value": "8"}})
+    docs += pool_docs("q", {"cores": {"value": "8"}, "mem": {"value": "8Gi"}})
+    objects = load_text(yaml.safe_dump_all(docs, sort_keys=False), "pools.yaml", notes=io.StringIO())
+    entries = {id(d.consumes_counters[0]) for s in objects.resource_slices for d in s.spec.devices}
+    assert len(entries) == 1  # (what makes the kept draws apply)
+    pools = gather_pools(objects.resource_slices, objects.nodes[0], Features.from_gates())
+    assert [p.name for p in pools] == ["p", "q"]
+    for pool in pools:
+        layout, plain = pool.counter_layout, PoolLayout(pool)
+        assert layout is not None
+        assert (layout.position, layout.totals, layout.uses) == (plain.position, plain.totals, plain.uses)
+    p, q = (pool.counter_layout for pool in pools)
+    assert p.uses[0][1] != q.uses[0][1]  # the same entry, other positions

@@ -30,6 +30,9 @@ def exact(v: Fraction | int) -> Amount:
 
 
 _USES: dict[str, Amount] = {}  # counter amounts parsed by PoolLayout, by text (parsed once)
+# (counter positions of a layout, id(DeviceCounterConsumption)) -> (the entry, its draws, whether
+# it names compatibility groups): validated entries, read once (the entry kept: its id stays its own)
+_ENTRY_DRAWS: dict[tuple, tuple] = {}
 
 
 class PoolLayout:
@@ -66,6 +69,9 @@ class PoolLayout:
         grouped = unparsable = False
         no_set: dict[str, int] = {}
         driver, pool_name = pool.driver, pool.name
+        # An entry's draws depend on the counters' positions and its own fields: kept per entry
+        # object (the loader makes entries written alike one object) for pools laid out alike.
+        layout_key = tuple((name, tuple(at)) for name, at in position.items()) if validate else None
         for s in pool.slices + pool.other_slices:
             for d in s.spec.devices:
                 consumes = d.consumes_counters
@@ -73,6 +79,13 @@ class PoolLayout:
                     continue
                 consumed = []
                 for c in consumes:
+                    if layout_key is not None and not unparsable:
+                        known = _ENTRY_DRAWS.get((layout_key, id(c)))
+                        if known is not None and known[0] is c:
+                            consumed += known[1]
+                            grouped = grouped or known[2]
+                            continue
+                        start = len(consumed)
                     at = position.get(c.counter_set, no_set)
                     if validate:
                         if c.compatibility_groups:
@@ -102,6 +115,8 @@ class PoolLayout:
                             if len(_USES) < 4096:
                                 _USES[value] = amount
                         consumed.append((i, amount))
+                    if layout_key is not None and not unparsable and len(_ENTRY_DRAWS) < 65536:
+                        _ENTRY_DRAWS[(layout_key, id(c))] = (c, consumed[start:], bool(c.compatibility_groups))
                 if consumed and not unparsable:
                     if len(consumes) > 1 and len({i for i, _ in consumed}) < len(consumed):
                         # A counter named twice (in two entries for one set: one entry's counters

@@ -11,6 +11,10 @@ attribute with that value (pydantic keeps a model it is given: `revalidate_insta
 models and their values are the same; identical attributes are one object, which nothing
 changes after reading.
 
+A device's `consumesCounters` entries are shared the same way (every pool of a partitionable
+driver lists the same partitions drawing the same amounts): one `DeviceCounterConsumption` per
+entry written, so a pool's counter layout reads each entry's positions once (PoolLayout).
+
 A slice's `spec.nodeSelector` is shared the same way (every slice of a driver usually selects
 the same nodes): one `NodeSelector` per distinct selector written, so what is worked out per
 selector (which nodes it reaches, its content in an allocation's node selector) is worked out
@@ -25,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from draopt.kube.models.core import NodeSelector
-from draopt.kube.models.resource import DeviceAttribute
+from draopt.kube.models.resource import DeviceAttribute, DeviceCounterConsumption
 
 # alias -> the one JSON type pydantic keeps as it is (an int field also takes 1.0 or "1"; not here)
 _SIMPLE = {"int": int, "bool": bool, "string": str, "version": str}
@@ -50,6 +54,15 @@ def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], Any]) -> 
     out = []
     simple, cached, validate = _SIMPLE.get, cache.get, DeviceAttribute.model_validate
     for device in devices:
+        if type(device) is dict:
+            consumes = device.get("consumesCounters")
+            if type(consumes) is list and consumes:
+                device = {
+                    **device,
+                    "consumesCounters": [
+                        _shared_model(DeviceCounterConsumption, "consumesCounters", c, cache) for c in consumes
+                    ],
+                }
         attributes = device.get("attributes") if type(device) is dict else None
         if type(attributes) is not dict or not attributes:
             out.append(device)
@@ -71,14 +84,23 @@ def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], Any]) -> 
 
 
 def _shared_selector(selector: dict[str, Any], cache: dict) -> NodeSelector | None:
-    # (repr tells 1 from "1" and True, and keeps the order written: equal reprs, equal selectors)
-    key = ("nodeSelector", repr(selector))
+    got = _shared_model(NodeSelector, "nodeSelector", selector, cache)
+    return got if type(got) is NodeSelector else None
+
+
+def _shared_model(model_type, field: str, value: Any, cache: dict) -> Any:
+    """The one model of `model_type` for `value` as written (a dict) in this read, or `value`
+    itself when it is no dict or does not validate alone (the object's validation reports it)."""
+    if type(value) is not dict:
+        return value
+    # (repr tells 1 from "1" and True, and keeps the order written: equal reprs, equal values)
+    key = (field, repr(value))
     model = cache.get(key)
     if model is None:
         try:
-            model = NodeSelector.model_validate(selector)
+            model = model_type.model_validate(value)
         except ValidationError:
-            return None
+            return value
         if len(cache) < MAX_CACHED:
             cache[key] = model
     return model
