@@ -530,9 +530,8 @@ def _rebind(problem, claims, inventory=None):
     if not same_inventory:
         out.inventory = inventory
         if inventory.devices is not problem.inventory.devices:
-            # Answers kept per device position are another node's devices' there: fresh ones
-            # (nothing searches a rebound problem today; a search on it must not read them).
-            out._match_cache, out._dedicated_fit, out._derived_cache, out._consumption_cache = {}, {}, {}, {}
+            # (nothing searches a rebound problem today; a search on it must not read them)
+            out.forget_device_answers()
     return out
 
 

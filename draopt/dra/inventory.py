@@ -301,6 +301,19 @@ def _slice_relevant(s: ResourceSlice, node: Node | None) -> bool:
     return False
 
 
+def _slice_reaches(s: ResourceSlice, node: Node | None, by_selector: dict[int, bool]) -> bool:
+    """_slice_relevant, once per NodeSelector object for slices that select by one alone (the
+    loader makes equal selectors one object): `by_selector` is the caller's memo for this node."""
+    sp = s.spec
+    selector = sp.node_selector
+    if selector is None or sp.node_name or sp.all_nodes:
+        return _slice_relevant(s, node)
+    reaches = by_selector.get(id(selector))
+    if reaches is None:
+        reaches = by_selector[id(selector)] = _slice_relevant(s, node)
+    return reaches
+
+
 def _counter_sets(slices: list[ResourceSlice]) -> dict[str, dict[str, Fraction]]:
     sets: dict[str, dict[str, Fraction]] = {}
     for s in slices:
@@ -365,18 +378,17 @@ def _build_pool(
         pool.has_binding_conditions = binding
         return pool
     layout = None
+    pool.other_slices = other
     try:
         pool.counter_sets = _counter_sets(counter_slices)
         if consumes or any(d.consumes_counters for s in other for d in s.spec.devices):
             # The devices' consumption validated (Kubernetes' order: the pool's device slices,
             # then its slices for other nodes) in the pass that lays the counters out.
-            pool.other_slices = other
             layout = PoolLayout(pool, validate=True)
     except ValueError as e:
         pool.invalid, pool.invalid_reason = True, str(e)
         pool.slices, pool.counter_sets, pool.other_slices = [], {}, []
         return pool
-    pool.other_slices = other
     pool.compatibility_grouped = layout.grouped if layout is not None else False
     pool.has_binding_conditions = binding
     # (an amount that does not parse: raised when a search reaches the pool)
@@ -443,21 +455,14 @@ def shared_slices_key(index: dict[str, list[ResourceSlice]], node: Node, feature
         return None
     out = []
     partitionable = features.partitionable_devices
-    by_selector: dict[int, bool] = {}  # id(NodeSelector) -> reaches the node (the loader shares equal ones)
+    by_selector: dict[int, bool] = {}  # (_slice_reaches' memo)
     for s in index.get("", []):
         sp = s.spec
         if not partitionable and (sp.per_device_node_selection is not None or sp.shared_counters):
             continue
         if sp.per_device_node_selection:
             return None
-        selector = sp.node_selector
-        if selector is not None and not sp.node_name and not sp.all_nodes:
-            reaches = by_selector.get(id(selector))
-            if reaches is None:
-                reaches = by_selector[id(selector)] = _slice_relevant(s, node)
-        else:
-            reaches = _slice_relevant(s, node)
-        if reaches:
+        if _slice_reaches(s, node, by_selector):
             out.append(id(s))
     return tuple(out)
 
@@ -479,21 +484,12 @@ def gather_pools(
     for_node = (index.get(node_name, []) if node_name else []) + index.get("", [])
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
     partitionable = features.partitionable_devices
-    by_selector: dict[int, bool] = {}  # as in shared_slices_key
+    by_selector: dict[int, bool] = {}  # (_slice_reaches' memo)
     for s in for_node:
         sp = s.spec
         if not partitionable and (sp.per_device_node_selection is not None or sp.shared_counters):
             continue
-        if relevant is not None:
-            if id(s) not in relevant:
-                continue
-        elif sp.node_selector is not None and not sp.node_name and not sp.all_nodes:
-            reaches = by_selector.get(id(sp.node_selector))
-            if reaches is None:
-                reaches = by_selector[id(sp.node_selector)] = _slice_relevant(s, node)
-            if not reaches:
-                continue
-        elif not _slice_relevant(s, node):
+        if (id(s) not in relevant) if relevant is not None else not _slice_reaches(s, node, by_selector):
             continue
         slice_pool = sp.pool
         key = (sp.driver, slice_pool.name)

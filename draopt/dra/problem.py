@@ -135,6 +135,11 @@ class Problem:
         # only on the request and the device are then shared through inventory.memo.
         self.shape_keys: tuple | None = None
 
+    def forget_device_answers(self) -> None:
+        """Drop the answers kept per device position (request key, device index): for a copy of
+        the problem on another node's devices, where a position is another device."""
+        self._match_cache, self._dedicated_fit, self._derived_cache, self._consumption_cache = {}, {}, {}, {}
+
     # ---------------------------------------------------------------- selectors
     def selectable(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         """isSelectable: binding-condition gate, class then request CEL selectors, per-device

@@ -492,16 +492,11 @@ class ReferenceAllocator:
             by_value = {}
             # (what the constraint sees of each device too: see _constraint_values)
             by_device = self.memo.setdefault(("constraint values", target.attribute, False), {})
-            # (lookup_attribute and normalise, inline: this reads every device of the node once;
-            # identical values are one object, normalised once here)
+            # (identical values are one object: each normalised once here)
             name = target.attribute
-            domain, sep, short = name.partition("/")
             seen: dict[int, Any] = {}
             for dev in self.p.devices:
-                attributes = dev.device.attributes
-                raw = attributes.get(name)
-                if raw is None and sep and domain == dev.pool.driver:
-                    raw = attributes.get(short)
+                raw = lookup_attribute(dev.device.attributes, dev.pool.driver, name)
                 if raw is None:
                     by_device[dev.index] = NO_ATTRIBUTE
                     continue

@@ -43,9 +43,9 @@ def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], Any]) -> 
     if not isinstance(spec, dict):
         return doc
     selector = spec.get("nodeSelector")
-    if type(selector) is dict and selector:
-        shared_selector = _shared_selector(selector, cache)
-        if shared_selector is not None:
+    if selector:
+        shared_selector = _shared_model(NodeSelector, "nodeSelector", selector, cache)
+        if shared_selector is not selector:
             spec = {**spec, "nodeSelector": shared_selector}
             doc = {**doc, "spec": spec}
     devices = spec.get("devices")
@@ -81,11 +81,6 @@ def share_attributes(doc: dict[str, Any], cache: dict[tuple[str, Any], Any]) -> 
             shared[name] = attribute
         out.append({**device, "attributes": shared})
     return {**doc, "spec": {**spec, "devices": out}}
-
-
-def _shared_selector(selector: dict[str, Any], cache: dict) -> NodeSelector | None:
-    got = _shared_model(NodeSelector, "nodeSelector", selector, cache)
-    return got if type(got) is NodeSelector else None
 
 
 def _shared_model(model_type, field: str, value: Any, cache: dict) -> Any:
