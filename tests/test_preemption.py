@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draopt.cluster.check import check_placement
+from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet, parse_object
 from draopt.placement import output_objects, place, pod_table
 from draopt.scheduler.preemption import num_candidates
@@ -261,10 +262,20 @@ def test_equal_or_higher_priority_is_never_evicted():
     ]
     out = run(docs)
     assert node_of(out, "preemptor") is None and not out.result.evictions
+    # "small" (200m) can never hold 300m: NodeResourcesFit says Unresolvable, preemption skips it
     assert out.result.pods[0].preemption == (
         "preemption: 0/2 nodes are available: 1 No preemption victims found for "
         "incoming pod, 1 Preemption is not helpful for scheduling."
     )
+
+
+def test_a_node_still_short_with_every_victim_gone_gives_the_filters_reason():
+    """SelectVictimsOnNode returns the filter's status when the pod does not fit with every
+    lower-priority pod removed; DryRunPreemption keeps it for the node (preemption.go, v1.37.2)."""
+    docs = [node("n", 1000), pod("high", 600, HIGH, "n", 1), pod("low", 200, LOW, "n", 1), pod("preemptor", 500, MID)]
+    out = run(docs)
+    assert node_of(out, "preemptor") is None and not out.result.evictions
+    assert out.result.pods[0].preemption == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
 
 
 def test_preemption_policy_never_does_not_preempt():
@@ -349,9 +360,42 @@ def _claim(name: str, device: str | None, users: list[str]) -> dict:
     return d
 
 
+DRA_PREEMPTION = Features.from_gates({"DRAPreemption": True})  # KEP-5690: the dry run sees a victim's devices freed
+
+
+def test_a_victims_devices_are_not_freed_in_the_dry_run_without_kep_5690():
+    """kube-scheduler 1.36/1.37: DynamicResources has no PreFilterExtensions, so removing a victim in
+    the dry run leaves its claim's devices allocated; a pod that needs them cannot preempt."""
+    docs = _gpu_docs() + [
+        _claim("held", "gpu-0", ["a"]),
+        _claim("mine", None, []),
+        pod("a", 100, LOW, "n", 1, claims=["held"]),
+        pod("preemptor", 100, HIGH, claims=["mine"]),
+    ]
+    out = run(docs)
+    assert node_of(out, "preemptor") is None and not out.result.evictions
+    assert out.result.pods[-1].preemption == "preemption: 0/1 nodes are available: 1 cannot allocate all claims."
+
+
+def test_a_victim_preempted_for_cpu_still_releases_its_claims():
+    """The dry run keeps the victim's GPU, but the pod needs the victim's cpu and another GPU: the
+    victim goes, and its claim is deallocated when it goes."""
+    docs = _gpu_docs(2) + [
+        _claim("held", "gpu-0", ["a"]),
+        _claim("mine", None, []),
+        pod("a", 1500, LOW, "n", 1, claims=["held"]),
+        pod("preemptor", 1000, HIGH, claims=["mine"]),
+    ]
+    out = run(docs)
+    assert node_of(out, "preemptor") == "n" and evicted(out) == ["a"]
+    assert out.result.deallocated == ["default/held"]
+    assert "default/mine" in out.result.claims
+
+
 def test_shared_claim_comes_free_only_when_its_last_pod_goes():
     """Two low-priority pods share the claim holding the node's one GPU: both must go before the
-    device is free, and the claim is deallocated (KEP-5729: deallocated when reservedFor is empty)."""
+    device is free, and the claim is deallocated (KEP-5729: deallocated when reservedFor is empty).
+    With the DRAPreemption gate (KEP-5690), the dry run sees the device freed."""
     docs = _gpu_docs() + [
         _claim("shared", "gpu-0", ["a", "b"]),
         _claim("mine", None, []),
@@ -359,7 +403,7 @@ def test_shared_claim_comes_free_only_when_its_last_pod_goes():
         pod("b", 100, LOW, "n", 2, claims=["shared"]),
         pod("preemptor", 100, HIGH, claims=["mine"]),
     ]
-    out = run(docs)
+    out = run(docs, features=DRA_PREEMPTION)
     assert node_of(out, "preemptor") == "n"
     assert evicted(out) == ["a", "b"]
     assert out.result.deallocated == ["default/shared"]
@@ -396,7 +440,7 @@ def test_pods_not_holding_the_device_are_reprieved():
         pod("b", 100, LOW, "n", 1),
         pod("preemptor", 100, HIGH, claims=["mine"]),
     ]
-    out = run(docs)
+    out = run(docs, features=DRA_PREEMPTION)
     assert node_of(out, "preemptor") == "n" and evicted(out) == ["a"]
 
 
@@ -760,3 +804,22 @@ def test_a_profile_without_default_preemption_does_not_preempt():
 
         assert preemption_for(_Sched()) is None
     assert parse_config(api, "<t>").profiles["default-scheduler"].preemption is True
+
+
+def test_optimal_names_evictions_for_devices_as_beyond_the_scheduler():
+    """Optimal may evict a GPU holder for a higher-priority pod as a what-if, and says that
+    kube-scheduler 1.36/1.37 would not; with the DRAPreemption gate, first-fit does the same and
+    the note goes."""
+    docs = _gpu_docs() + [
+        _claim("held", "gpu-0", ["a"]),
+        _claim("mine", None, []),
+        pod("a", 100, LOW, "n", 1, claims=["held"]),
+        pod("preemptor", 100, HIGH, claims=["mine"]),
+    ]
+    out = run(docs, policy="optimal")
+    assert node_of(out, "preemptor") == "n" and evicted(out) == ["a"]
+    assert "beyond the scheduler" in out.result.stats["beyond_scheduler"]
+    assert "default/held" in out.result.stats["preemption"]
+    gated = run(docs, policy="optimal", features=DRA_PREEMPTION)
+    assert evicted(gated) == ["a"] and "beyond_scheduler" not in gated.result.stats
+    assert evicted(run(docs, features=DRA_PREEMPTION)) == ["a"]

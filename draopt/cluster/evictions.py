@@ -127,6 +127,7 @@ class RunningPods:
         self.changed = changed
         self.live: dict[str, Any] = {p.key: p for p in workload.running if p.node_name in cluster.by_name}
         self.evicted: dict[str, Eviction] = {}
+        self.devices_kept: set[str] = set()  # removed in a dry run that left their claims' devices taken
         self.users: dict[str, set[str]] = {}
         for p in self.live.values():
             for use in p.claims:
@@ -153,15 +154,28 @@ class RunningPods:
             share = bool(r.share_id) and features.consumable_capacity
             yield (r.driver, r.pool, r.device), bool(r.admin_access), share, consumed
 
-    def remove(self, pod, *, notify: bool = True) -> bool:
+    def remove(self, pod, *, notify: bool = True, free_devices: bool = True) -> bool:
         """Take a running pod off its node; its claims' devices come free if it was their last user.
         Returns whether devices other nodes reach came free; `notify`: tell first-fit now (else the
-        caller does, once for many pods)."""
+        caller does, once for many pods). `free_devices=False`: the pod's node resources come free but
+        its claims keep their devices, as preemption's dry run sees a victim when DynamicResources has
+        no PreFilterExtensions (kube-scheduler 1.36/1.37; KEP-5690 adds them)."""
         del self.live[pod.key]
         node = self.cluster.by_name[pod.node_name]
         node.take(pod.resources, -1)
         if self.scheduler is not None:
             self.scheduler.placed(pod, node, pod.resources, -1)
+        if free_devices:
+            shared = self._release_claims(pod)
+        else:
+            self.devices_kept.add(pod.key)
+            shared = False
+        if notify:
+            self.changed(shared)
+        return shared
+
+    def _release_claims(self, pod) -> bool:
+        """The pod no longer uses its claims: the devices of those it was the last user of come free."""
         shared = False
         for use in pod.claims:
             users = self.users.get(use.key, set())
@@ -179,8 +193,6 @@ class RunningPods:
                 self.cluster.allocated.remove_result(use.key, did, admin=admin, share=share, consumed=consumed)
             self.book.freed.add(use.key)
             shared = shared or self._reached_elsewhere(use.key, pod.node_name)
-        if notify:
-            self.changed(shared)
         return shared
 
     def restore(self, pod, *, notify: bool = True) -> bool:
@@ -191,7 +203,12 @@ class RunningPods:
         if self.scheduler is not None:
             self.scheduler.placed(pod, node, pod.resources)
         shared = False
-        for use in pod.claims:
+        if pod.key in self.devices_kept:  # removed without its devices: nothing to give back
+            self.devices_kept.discard(pod.key)
+            pod_claims = ()
+        else:
+            pod_claims = pod.claims
+        for use in pod_claims:
             self.users.setdefault(use.key, set()).add(pod.key)
             if use.key not in self.book.freed:
                 continue
@@ -208,10 +225,10 @@ class RunningPods:
             self.changed(shared)
         return shared
 
-    def remove_many(self, pods) -> None:
+    def remove_many(self, pods, *, free_devices: bool = True) -> None:
         shared = False
         for p in pods:
-            shared = self.remove(p, notify=False) or shared
+            shared = self.remove(p, notify=False, free_devices=free_devices) or shared
         self.changed(shared)
 
     def restore_many(self, pods) -> None:
@@ -233,9 +250,13 @@ class RunningPods:
         return got
 
     def evict(self, pod, record: Eviction) -> None:
-        """remove(), for good (the pod must be removed already or is removed now)."""
+        """remove(), for good (the pod must be removed already or is removed now): its claims'
+        devices come free when it was their last user, also after a dry run that kept them."""
         if pod.key in self.live:
             self.remove(pod)
+        elif pod.key in self.devices_kept:
+            self.devices_kept.discard(pod.key)
+            self.changed(self._release_claims(pod))
         self.evicted[pod.key] = record
 
     def holds_devices(self, pod) -> bool:

@@ -29,8 +29,13 @@ class PodPlacement:
     def reason_text(self, n_nodes: int) -> str:
         if not self.reasons:
             return ""
-        parts = ", ".join(f"{n} {r}" for r, n in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
-        return f"0/{n_nodes} nodes are available: {parts}"
+        return f"0/{n_nodes} nodes are available: {reason_histogram(self.reasons)}"
+
+
+def reason_histogram(reasons: Counter) -> str:
+    """The reasons and how many nodes gave each, as the scheduler's FitError lists them: the
+    texts "<count> <reason>" in byte order ("1 b, 2 a"; "10 x" before "2 y")."""
+    return ", ".join(sorted(f"{n} {r}" for r, n in reasons.items()))
 
 
 @dataclass

@@ -69,6 +69,21 @@ class NodeState:
         new._takes_kept = None
         return new
 
+    def exceeds_allocatable(self, demand: dict[str, Fraction]) -> bool:
+        """Whether the demand is more than the node holds even empty (NodeResourcesFit's Unresolvable:
+        preemption cannot help there). Pods are counted per node, not here."""
+        for r, v in demand.items():
+            if not v or r == "pods":
+                continue
+            cap = self.allocatable.get(r)
+            if cap is None:
+                if r in _BASIC or r.startswith("hugepages-"):
+                    continue
+                return True
+            if v > cap:
+                return True
+        return False
+
     def fits(self, demand: dict[str, Fraction]) -> str | None:
         """None if the demand fits next to what is used, else the first resource that does not.
         A resource the node does not publish is unlimited, except extended resources."""

@@ -26,6 +26,9 @@ DEFAULT_GATES: dict[str, bool] = {
     "TopologyAwareWorkloadScheduling": False,
     # KEP-6012 (alpha in 1.37): CompositePodGroup objects, PodGroup spec.parentCompositePodGroupName.
     "CompositePodGroup": False,
+    # KEP-5690 (not in 1.36/1.37): DynamicResources gets PreFilterExtensions, so preemption's dry run
+    # sees the devices of a victim pod (not of a PodGroup) freed.
+    "DRAPreemption": False,
 }
 
 
@@ -48,6 +51,7 @@ class Features:
     workload_resource_claims: bool = False
     topology_aware_workload_scheduling: bool = False
     composite_pod_group: bool = False
+    dra_preemption: bool = False
     gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES), compare=False, hash=False)
 
     @classmethod
@@ -71,6 +75,7 @@ class Features:
             workload_resource_claims=g["DRAWorkloadResourceClaims"],
             topology_aware_workload_scheduling=g["TopologyAwareWorkloadScheduling"],
             composite_pod_group=g["CompositePodGroup"],
+            dra_preemption=g["DRAPreemption"],
             gates=g,
         )
 

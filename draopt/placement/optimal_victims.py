@@ -249,8 +249,40 @@ def optimal_with_victims(
         f"{stats['victim_candidates']} candidates (first-fit evicted {len(first_fit.evictions)})"
         + (f"; {vs.cost_note}" if vs.cost_note else "")
     )
+    beyond = _beyond_the_scheduler(workload, result, features)
+    if beyond:
+        stats["beyond_scheduler"] = beyond
+        stats["preemption"] += f"; {beyond}"
     stats["victims_s"] = round(time.perf_counter() - t0, 3)
     return result, ""
+
+
+def _beyond_the_scheduler(workload, result: PlacementResult, features) -> str:
+    """What the model's evictions do that kube-scheduler's preemption cannot: without the DRAPreemption
+    gate (KEP-5690; not in 1.36/1.37) the dry run never sees a victim's devices freed, so placing a
+    pod on them is a what-if, not the scheduler's answer."""
+    if features.dra_preemption or not result.deallocated:
+        return ""
+    freed: dict[tuple[str, str, str], str] = {}
+    for key in result.deallocated:
+        alloc = workload.claims[key].status.allocation
+        for r in alloc.devices.results if alloc is not None else ():
+            freed[(r.driver, r.pool, r.device)] = key
+    reused = sorted(
+        {
+            freed[d]
+            for alloc, _ in result.claims.values()
+            for r in alloc.devices.results
+            if (d := (r.driver, r.pool, r.device)) in freed
+        }
+    )
+    if not reused:
+        return ""
+    return (
+        f"beyond the scheduler: the placement uses devices the evictions free (claims {', '.join(reused)}); "
+        "kube-scheduler's preemption cannot count on them without the DRAPreemption gate (KEP-5690), "
+        "so first-fit would not evict for them"
+    )
 
 
 def _decode(workload, result: PlacementResult, vs: VictimSet, first_fit: PlacementResult, objects) -> str:

@@ -10,10 +10,14 @@ evaluator (selectVictimsOnDomain); keps/sig-scheduling/5710-workload-aware-preem
 What draopt does differently, on purpose or for lack of input (docs/scheduler.md, "Preemption"):
 victims are pods running in the input (pods placed in the same run come later in the priority queue
 and never have a lower priority than the pod that preempts); candidate nodes are tried in name order
-from the first (the scheduler starts at a random offset); no PodDisruptionBudgets; a claim's devices
-count as free in the dry run when no remaining pod uses them (kube-scheduler 1.36/1.37's
-DynamicResources has no PreFilterExtensions and would not see them freed: KEP-5710 "In place victim
-reprieval"); the preemptor is placed on the nominated node right away (its next cycle).
+from the first (the scheduler starts at a random offset); no PodDisruptionBudgets; the preemptor is
+placed on the nominated node right away (its next cycle), with the victims' claims deallocated (the
+ResourceClaim controller's work once they are gone).
+
+Devices in the dry run: kube-scheduler 1.36/1.37's DynamicResources has no PreFilterExtensions, so
+removing a victim never frees its claims' devices there, and a pod blocked only by devices cannot
+preempt. With the DRAPreemption gate (KEP-5690) a victim pod's devices come free in a pod's dry run
+when no remaining pod uses them; a PodGroup victim's never do (the KEP leaves them out).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from draopt.cluster.evictions import (
     start_time,
 )
 from draopt.cluster.firstfit import try_node
+from draopt.cluster.result import reason_histogram
 
 # pkg/scheduler/apis/config/v1/defaults.go SetDefaults_DefaultPreemptionArgs
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -183,47 +188,59 @@ class PreemptionRun:
                 out.setdefault(u.key, u)
         return list(out.values())
 
-    def _take(self, units: list[Victim]) -> None:
-        self.running.remove_many([p for u in units for p in u.pods])
+    def _take(self, units: list[Victim], *, pod_preemption: bool = False) -> None:
+        """Take the units off their nodes for a dry run. Their claims' devices come free only where
+        DynamicResources sees the removal: with the DRAPreemption gate (KEP-5690), for a pod's
+        preemption and victims outside PodGroups; kube-scheduler 1.36/1.37 never."""
+        frees = pod_preemption and self.cluster.features.dra_preemption
+        for free in (True, False):
+            pods = [p for u in units if (frees and not u.is_group) == free for p in u.pods]
+            if pods:
+                self.running.remove_many(pods, free_devices=free)
 
     def _give(self, units: list[Victim]) -> None:
         self.running.restore_many([p for u in units for p in u.pods])
 
     # ------------------------------------------------------------------ the filters
-    def fits(self, pod, node) -> bool:
-        """The scheduler's filters for `pod` on `node` in the current state (devices, resources,
-        node rules; with a profile also inter-pod affinity and topology spread)."""
+    def filter_reason(self, pod, node) -> str | None:
+        """Why the scheduler's filters reject `pod` on `node` in the current state (devices,
+        resources, node rules; with a profile also inter-pod affinity and topology spread), or None."""
         reason, _ = try_node(self.cluster, self.book, pod, node, self.cache, None)
         if reason is not None:
-            return False
+            return reason
         if self.scheduler is not None:
             prof = self.scheduler.profile(pod)
             if prof is None:
-                return False
+                return f"no scheduler profile {self.scheduler.info(pod).scheduler_name!r}"
             hard = self.scheduler._hard_filters(pod, self.scheduler.info(pod), prof)  # the cycle's own checks
-            if hard is not None and hard(node.index) is not None:
-                return False
-        return True
+            if hard is not None:
+                return hard(node.index)
+        return None
 
-    def select_victims_on_node(self, pod, priority: int, node) -> list[Victim] | None:
+    def fits(self, pod, node) -> bool:
+        return self.filter_reason(pod, node) is None
+
+    def select_victims_on_node(self, pod, priority: int, node) -> tuple[list[Victim] | None, str | None]:
         """SelectVictimsOnNode: remove every lower-priority unit on the node; if the pod then fits,
         reprieve units from the most important down while it still fits; the rest are the victims.
-        None: the node is no candidate. A dry run: the state is as before afterwards."""
+        Returns (victims, None), or (None, why the node is no candidate): NO_VICTIMS, or the filter's
+        reason with every unit removed. A dry run: the state is as before afterwards."""
         units = self.units(self.running.pods_on(node.name), priority)
         if not units:
-            return None
-        self._take(units)
-        if not self.fits(pod, node):
+            return None, NO_VICTIMS
+        self._take(units, pod_preemption=True)
+        why = self.filter_reason(pod, node)
+        if why is not None:
             self._give(units)
-            return None
+            return None, why
         victims = []
         for u in sorted(units, key=Victim.importance):
             self._give([u])
             if not self.fits(pod, node):
-                self._take([u])
+                self._take([u], pod_preemption=True)
                 victims.append(u)
         self._give(victims)
-        return victims or None
+        return (victims or None), (None if victims else NO_VICTIMS)
 
     # ------------------------------------------------------------------ a pod
     def after(self, pod) -> None:
@@ -278,17 +295,14 @@ class PreemptionRun:
             return
         wanted = num_candidates(n, self.config.percentage, self.config.absolute)
         candidates: list[Candidate] = []
-        not_helpful = no_victims = 0
+        statuses: Counter = Counter()  # the nodes' statuses in the FitError preemption returns
         for node in self.cluster.nodes:  # DryRunPreemption (from offset 0, see the module docstring)
-            if self.cluster.node_rejects(node, pod) is not None:
-                not_helpful += 1  # UnschedulableAndUnresolvable: preemption cannot help
+            if self.cluster.node_rejects(node, pod) is not None or node.exceeds_allocatable(pod.resources):
+                statuses[NOT_HELPFUL] += 1  # UnschedulableAndUnresolvable: preemption cannot help
                 continue
-            victims = self.select_victims_on_node(pod, pod.priority, node)
+            victims, why = self.select_victims_on_node(pod, pod.priority, node)
             if victims is None:
-                if not self.units(self.running.pods_on(node.name), pod.priority):
-                    no_victims += 1
-                else:
-                    not_helpful += 1
+                statuses[why] += 1
                 continue
             pods = [p for u in victims for p in u.pods]
             prios = [u.priority for u in victims for _ in u.pods]
@@ -298,8 +312,7 @@ class PreemptionRun:
                 break
         chosen = pick_one_node(candidates)
         if chosen is None:
-            parts = [f"{c} {r}" for r, c in ((NO_VICTIMS, no_victims), (NOT_HELPFUL, not_helpful)) if c]
-            pl.preemption = f"preemption: 0/{n} nodes are available: {', '.join(parts)}."
+            pl.preemption = f"preemption: 0/{n} nodes are available: {reason_histogram(statuses)}."
             self._remember_failure(kind, pod.priority, 1, pl.preemption)
             return
         self._evict(chosen.victims, pod.key, "pod", pod.priority, pod, chosen.node.name)
@@ -373,7 +386,7 @@ class PreemptionRun:
         for pl in pls:
             if pl.placed:
                 self.unplace(pl)
-        self._take(units)
+        self._take(units)  # (DynamicResources frees no PodGroup victim's devices, KEP-5690 neither)
         placed = self._run_group(members)
         if len(placed) < need:
             for m in placed:
