@@ -196,6 +196,9 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     from draopt.studies import sweep
 
     sweep.register(sub)
+    from draopt.crosscheck import command as crosscheck_command
+
+    crosscheck_command.register(sub)
     for name in PROGRESS_COMMANDS:
         _progress_flags(sub.choices[name])
     return p

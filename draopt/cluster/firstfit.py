@@ -861,7 +861,7 @@ def simulate(
         if needs_group_cycles(workload)
         else None
     )
-    if cycles is not None and scheduler is not None and cluster.incremental:
+    if cycles is not None and scheduler is not None and cluster.incremental and scheduler.prefer_nodes is None:
         cycles.memo = scheduler.trial_memo(book, cycles._shared_claims())
     cycle_failed: set[str] = set()  # groups a pod-group cycle left unscheduled (not tried again)
     for pod in workload.pending:

@@ -87,10 +87,13 @@ def place(
     scheduler_config=None,
     seed: int = 0,
     tie_break: str = "random",
+    prefer_nodes: dict[str, str] | None = None,
 ) -> PlaceOutcome:
     """`scheduler_config` (first-fit): a draopt.scheduler.SchedulerConfig, a file path or
-    `builtin:<name>`; None: Kubernetes 1.36's default profile. `seed`: the random tie-break's
-    seed; `tie_break`: random (as kube-scheduler) or name (the first node by name)."""
+    `builtin:<name>`; None: Kubernetes' default profile. `seed`: the random tie-break's
+    seed; `tie_break`: random (as kube-scheduler) or name (the first node by name);
+    `prefer_nodes` (first-fit with a profile): pod key -> the node a tie goes to when it is among
+    the tied nodes (others by name), as draopt.crosscheck follows kube-scheduler's own draws."""
     with _no_gc_pauses():
         return _place(
             objects,
@@ -100,6 +103,7 @@ def place(
             scheduler_config=scheduler_config,
             seed=seed,
             tie_break=tie_break,
+            prefer_nodes=prefer_nodes,
         )
 
 
@@ -142,6 +146,7 @@ def _place(
     scheduler_config=None,
     seed: int = 0,
     tie_break: str = "random",
+    prefer_nodes: dict[str, str] | None = None,
 ) -> PlaceOutcome:
     import time
     from draopt.errors import InputError
@@ -156,11 +161,19 @@ def _place(
     cluster = build_cluster(objects, workload, features)
     if policy == "first-fit":
         sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
+        if sched is not None and prefer_nodes is not None:
+            sched.prefer_nodes = dict(prefer_nodes)
         result = simulate(
             cluster, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=preemption_for(sched)
         )
         if sched is not None:
-            result.stats["tie_break"] = tie_break if tie_break == "name" else f"random (seed {seed})"
+            result.stats["tie_break"] = (
+                "the given nodes, else name"
+                if prefer_nodes is not None
+                else tie_break
+                if tie_break == "name"
+                else f"random (seed {seed})"
+            )
     else:
         from draopt.placement.optimal import optimize
 

@@ -206,6 +206,9 @@ class Scheduler:
             Any, dict[int, tuple[int, int, str | None]]
         ] = {}  # kind -> node -> (version, DRA score, reason)
         self.on_tie = None  # called with the tied nodes before a tie-break (TrialMemo's recording)
+        # Ties broken toward a given node per pod (draopt.crosscheck: kube-scheduler's own choice, so
+        # one random draw does not make every later pod differ); others by name. No trial memo then.
+        self.prefer_nodes: dict[str, str] | None = None
 
     def trial_memo(self, book, shared_claims: set[str]) -> TrialMemo:
         """The memory of pod-group trials for one first-fit run (draopt/scheduler/trial_memo.py)."""
@@ -392,7 +395,7 @@ class Scheduler:
         else:
             fe = feasible if isinstance(feasible, np.ndarray) else np.asarray(feasible, dtype=np.int64)
             total = self.score(demand, info, prof, fe, np.asarray(dra, dtype=np.int64))
-            chosen = self._pick(feasible, total)
+            chosen = self._pick(feasible, total, demand)
         fit = fits.get(chosen)
         if fit is None and isinstance(fits, Fits):
             fit = next((f for same, f in fits.groups if same[chosen]), None)
@@ -449,6 +452,7 @@ class Scheduler:
             else self._pick(
                 feasible,
                 self.score(demand, info, prof, np.asarray(feasible, dtype=np.int64), np.asarray(dra, dtype=np.int64)),
+                demand,
             )
         )
         return self.nodes[chosen], fits[chosen]
@@ -538,14 +542,18 @@ class Scheduler:
                 break
         return feasible, dra, fits, rejected, processed
 
-    def _pick(self, feasible, total: np.ndarray) -> int:
-        """The chosen node of `feasible` (node indexes: a list, or scan's int64 array)."""
+    def _pick(self, feasible, total: np.ndarray, demand) -> int:
+        """The chosen node of `feasible` (node indexes: a list, or scan's int64 array) for `demand`."""
         best = int(_MAXIMUM(total))
         tied = (total == best).nonzero()[0]
         if len(tied) == 1:
             return int(feasible[int(tied[0])])
         if self.on_tie is not None:
             self.on_tie([int(feasible[int(t)]) for t in tied])
+        if self.prefer_nodes is not None:
+            indexes = [int(feasible[int(t)]) for t in tied]
+            wanted = self.prefer_nodes.get(demand.key)
+            return next((i for i in indexes if self.nodes[i].name == wanted), min(indexes))
         if self.tie_break == "name":
             return min(int(feasible[int(t)]) for t in tied)
         # selectHost keeps each tied node with probability 1/count (reservoir sampling): a

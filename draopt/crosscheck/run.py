@@ -1,0 +1,180 @@
+"""`draopt crosscheck`: draopt's first-fit and Kubernetes' own code on the same input.
+
+`place` mode (default): kube-scheduler (the scheduler oracle) and draopt's first-fit placement,
+compared pod by pod and claim by claim (draopt.crosscheck.scheduler_diff). `allocate` mode (a
+node given): the DRA allocator of k8s.io/dynamic-resource-allocation (the allocator oracle) and
+draopt's first-fit allocate on that node, compared claim by claim.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from draopt.errors import InputError
+from draopt.kube.features import Features
+
+DEFAULT_TIMEOUT = 300.0
+
+
+@dataclass
+class CrosscheckReport:
+    """Both answers and their differences; `refused`: the oracle refused the input (the API server
+    would reject it), which is not a difference."""
+
+    mode: str  # place | allocate
+    kubernetes_version: str  # the minor compared against, e.g. "1.37"
+    oracle_version: str  # the module version the oracle ran, e.g. "v1.37.2"
+    pods: list[Any] = field(default_factory=list)  # scheduler_diff.PodComparison (place)
+    claims: list[dict[str, Any]] = field(default_factory=list)  # allocate: per claim, both results
+    differences: list[Any] = field(default_factory=list)  # scheduler_diff.Difference
+    refused: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences and not self.refused
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "mode": self.mode,
+                "kubernetesVersion": self.kubernetes_version,
+                "oracleVersion": self.oracle_version,
+                "identical": self.identical,
+                "refused": self.refused,
+                "differences": [asdict(d) for d in self.differences],
+                "pods": [dict(asdict(p), same=p.same) for p in self.pods],
+                "claims": self.claims,
+                "notes": self.notes,
+            },
+            indent=2,
+            sort_keys=False,
+        )
+
+    def table(self) -> str:
+        head = f"kubernetes {self.oracle_version or self.kubernetes_version} ({self.mode}): "
+        if self.refused:
+            return head + f"the oracle refused the input: {self.refused}"
+        lines = []
+        for p in self.pods:
+            mark = "=" if p.same else "!"
+            lines.append(
+                f"{mark} {p.pod:<40} draopt {p.draopt_node or 'pending':<20} kubernetes {p.kubernetes_node or 'pending'}"
+            )
+        for c in self.claims:
+            mark = "=" if c["same"] else "!"
+            lines.append(f"{mark} {c['claim']:<40} draopt {c['draopt']}; kubernetes {c['kubernetes']}")
+        if self.identical:
+            lines.append(head + "identical")
+        else:
+            lines.append(head + f"{len(self.differences)} difference(s)")
+            lines += ["  " + d.text() for d in self.differences]
+        return "\n".join(lines)
+
+
+def crosscheck(
+    objects,
+    *,
+    kubernetes_version: str,
+    features: Features,
+    scheduler_config_path: str | None = None,
+    node: str | None = None,
+    claims: list[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> CrosscheckReport:
+    """Run draopt and the oracle of `kubernetes_version` (a minor: "1.36", "1.37") on `objects` (an
+    ObjectSet). With `node`: allocate mode, else place mode."""
+    from draopt.crosscheck import gobuild
+
+    if kubernetes_version not in gobuild.SUPPORTED:
+        raise InputError(
+            f"--kubernetes-version {kubernetes_version}: crosscheck has oracles for "
+            f"{', '.join(gobuild.SUPPORTED)} (the k8s.io modules this project pins)"
+        )
+    if node is not None:
+        return _crosscheck_allocate(objects, kubernetes_version, features, node, claims, timeout)
+    if claims:
+        raise InputError("--claim: give --node too (allocate mode); place mode compares every pod and claim")
+    return _crosscheck_place(objects, kubernetes_version, features, scheduler_config_path, timeout)
+
+
+def _crosscheck_place(objects, minor: str, features: Features, config_path: str | None, timeout: float):
+    from draopt.crosscheck.scheduler_diff import compare_placement, oracle_objects
+    from draopt.crosscheck.scheduler_oracle import run_scheduler_oracle
+    from draopt.kube.workload import expand
+    from draopt.placement import place
+    from draopt.scheduler import load_config
+
+    config = load_config(config_path) if config_path else None
+    config_text = _read_text(config_path) if config_path else None
+    workload = expand(objects, features)
+    oracle = _as_dict(
+        run_scheduler_oracle(
+            oracle_objects(objects, workload),
+            minor=minor,
+            scheduler_config_text=config_text,
+            gates=dict(features.gates),
+            timeout=timeout,
+        )
+    )
+    report = CrosscheckReport("place", minor, oracle.get("version", ""))
+    if oracle.get("error"):
+        report.refused = oracle["error"]
+        return report
+    chosen = {f"{p['namespace']}/{p['name']}": p["node"] for p in oracle.get("pods") or [] if p.get("node")}
+    outcome = place(objects, policy="first-fit", features=features, scheduler_config=config, prefer_nodes=chosen)
+    cmp = compare_placement(outcome, oracle)
+    report.pods, report.differences = cmp.pods, cmp.differences
+    report.notes = list(outcome.notes)
+    return report
+
+
+def _crosscheck_allocate(objects, minor: str, features: Features, node: str, claims, timeout: float):
+    from draopt.allocation.allocate import allocate
+    from draopt.crosscheck.allocator_oracle import compare_allocation, run_allocator_oracle, scenario_from_objects
+    from draopt.crosscheck.scheduler_diff import Difference
+
+    ours = allocate(objects, node=node, claims=claims, features=features, policy="first-fit")
+    names = [f"{c.namespace}/{c.name}" for c in ours.claims] if ours.claims else list(claims or [])
+    scenario = scenario_from_objects(node, objects, claims, features)
+    (theirs,) = run_allocator_oracle([scenario], minor, timeout=timeout)
+    report = CrosscheckReport("allocate", minor, getattr(theirs, "version", "") or f"v0.{minor.split('.')[1]}")
+    if theirs.outcome == "invalid":
+        report.refused = theirs.error
+        return report
+    for text in compare_allocation(ours, theirs):
+        report.differences.append(Difference("device", node, text, ""))
+    for i, name in enumerate(names):
+        mine = _result_devices(ours.claims[i].status.allocation.to_k8s()) if ours.allocated else ours.reason
+        other = (
+            _result_devices(theirs.results[i])
+            if theirs.outcome == "allocated" and i < len(theirs.results)
+            else theirs.outcome
+        )
+        report.claims.append({"claim": name, "draopt": mine, "kubernetes": other, "same": mine == other})
+    return report
+
+
+def _result_devices(allocation: dict[str, Any]) -> str:
+    results = (allocation.get("devices") or {}).get("results") or []
+    return ", ".join(f"{r.get('request')}={r.get('pool')}/{r.get('device')}" for r in results)
+
+
+def _as_dict(result: Any) -> dict[str, Any]:
+    """The scheduler oracle's answer as its JSON protocol has it."""
+    if isinstance(result, dict):
+        return result
+    raw = getattr(result, "raw", None)
+    if isinstance(raw, dict):
+        return raw
+    return asdict(result)
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"--scheduler-config: {path}: {e.strerror}") from None
