@@ -45,6 +45,18 @@ MIN_CANDIDATE_NODES_ABSOLUTE = 100
 _SHIFT = 2**31  # pickOneNodeForPreemption: priority + MaxInt32 + 1 keeps every term positive
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
+# Filter reasons with the status Unschedulable (preemption may help); every other reason of draopt's
+# filters is UnschedulableAndUnresolvable (TaintToleration, NodeAffinity, NodeUnschedulable,
+# DynamicResources' statusUnschedulable, InterPodAffinity's required affinity), and "Insufficient X"
+# is too when the request is above the node's allocatable (noderesources/fit.go, v1.37.2).
+RESOLVABLE_REASONS = frozenset(
+    (
+        "Too many pods",
+        "node(s) didn't match pod topology spread constraints",
+        "node(s) didn't match pod anti-affinity rules",
+        "node(s) didn't satisfy existing pods anti-affinity rules",
+    )
+)
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
 
@@ -111,6 +123,34 @@ def _earliest_of_highest(c: Candidate) -> datetime:
     """util.GetEarliestPodStartTime: the earliest start among the highest-priority victims."""
     high = max(c.priorities)
     return min(start_time(p.pod) for p, prio in zip(c.pods, c.priorities) if prio == high)
+
+
+def _is_node_rule(reason: str) -> bool:
+    """A reason of Cluster.node_rejects (counted node by node in _helpless_from_reasons)."""
+    return reason in (
+        "node is unschedulable",
+        "node(s) didn't match Pod's node affinity/selector",
+    ) or reason.startswith("node(s) had untolerated taint")
+
+
+# Scheduler-plugin reasons that are UnschedulableAndUnresolvable (InterPodAffinity, PodTopologySpread).
+_UNRESOLVABLE_PLUGIN_REASONS = frozenset(
+    (
+        "node(s) didn't match pod affinity rules",
+        "node(s) didn't match pod topology spread constraints (missing required label)",
+    )
+)
+
+
+def _is_dra_reason(reason: str) -> bool:
+    """A rejection of DynamicResources: any reason of draopt's filters that no other plugin gives."""
+    return not (
+        reason.startswith("Insufficient ")
+        or reason.startswith("no scheduler profile")
+        or reason in RESOLVABLE_REASONS
+        or reason in _UNRESOLVABLE_PLUGIN_REASONS
+        or _is_node_rule(reason)
+    )
 
 
 class Preemption:
@@ -250,8 +290,8 @@ class PreemptionRun:
                 self.preempt_group(pod.group)
             return
         pl = self.by_pod[pod.key]
-        if pl.placed or self.lowest is None or self.lowest >= pod.priority:
-            return  # nothing of lower priority runs anywhere: the scheduler's message alone
+        if pl.placed or (self.scheduler is not None and self.scheduler.profile(pod) is None):
+            return  # (a pod no profile schedules never gets a cycle)
         self.preempt_pod(pod, pl)
 
     def _kind(self, pods) -> tuple:
@@ -288,17 +328,24 @@ class PreemptionRun:
         if preemption_policy(pod.pod, self.classes) == NEVER:
             pl.preemption = "preemption: not eligible due to preemptionPolicy=Never."
             return
-        kind = self._kind([pod])
+        if self.lowest is None or self.lowest >= pod.priority:
+            # Nothing of lower priority runs anywhere: every node the cycle left open to preemption
+            # says so (SelectVictimsOnNode), the others that preemption cannot help.
+            helpless = self._helpless_from_reasons(pod, pl.reasons)
+            statuses = Counter({NOT_HELPFUL: helpless, NO_VICTIMS: n - helpless})
+            pl.preemption = f"preemption: 0/{n} nodes are available: {reason_histogram(+statuses)}."
+            return
+        kind = (self._kind([pod]), tuple(sorted(pl.reasons.items())))
         known = self._failed_before(kind, pod.priority, 1)
         if known is not None:
             pl.preemption = known
             return
         wanted = num_candidates(n, self.config.percentage, self.config.absolute)
         candidates: list[Candidate] = []
-        statuses: Counter = Counter()  # the nodes' statuses in the FitError preemption returns
+        statuses = Counter()  # the nodes' statuses in the FitError preemption returns
         for node in self.cluster.nodes:  # DryRunPreemption (from offset 0, see the module docstring)
-            if self.cluster.node_rejects(node, pod) is not None or node.exceeds_allocatable(pod.resources):
-                statuses[NOT_HELPFUL] += 1  # UnschedulableAndUnresolvable: preemption cannot help
+            if not self._preemption_might_help(pod, node, self.filter_reason(pod, node)):
+                statuses[NOT_HELPFUL] += 1
                 continue
             victims, why = self.select_victims_on_node(pod, pod.priority, node)
             if victims is None:
@@ -324,6 +371,36 @@ class PreemptionRun:
             f"{p.key} (priority {prio})" for p, prio in zip(chosen.pods, chosen.priorities)
         )
         self.by_pod[pod.key] = new
+
+    def _preemption_might_help(self, pod, node, reason: str | None) -> bool:
+        """nodesWherePreemptionMightHelp: the cycle rejected the node with Unschedulable, not
+        UnschedulableAndUnresolvable (node rules, DynamicResources' every rejection unless the
+        DRAPreemption gate lets preemption free devices, a request above the node's allocatable,
+        required pod affinity, a missing topology label)."""
+        if reason is None:
+            return True
+        if reason.startswith("Insufficient "):
+            return not node.exceeds_allocatable(pod.resources)
+        return reason in RESOLVABLE_REASONS or (self.cluster.features.dra_preemption and _is_dra_reason(reason))
+
+    def _helpless_from_reasons(self, pod, reasons: Counter) -> int:
+        """How many nodes the pod's cycle rejected as UnschedulableAndUnresolvable, from its reasons:
+        node rules and allocatable overruns node by node (they come first in the filter order), the
+        other unresolvable reasons by their count."""
+        helpless = 0
+        for node in self.cluster.nodes:
+            if self.cluster.node_rejects(node, pod) is not None or node.exceeds_allocatable(pod.resources):
+                helpless += 1
+        dra_helps = self.cluster.features.dra_preemption
+        late = sum(
+            c
+            for r, c in reasons.items()
+            if not r.startswith("Insufficient ")
+            and r not in RESOLVABLE_REASONS
+            and not _is_node_rule(r)
+            and not (dra_helps and _is_dra_reason(r))
+        )
+        return min(len(self.cluster.nodes), helpless + late)
 
     def _evict(self, victims: list[Victim], preemptor: str, kind: str, priority: int, sample_pod, where: str) -> None:
         scheduler_name = (sample_pod.pod.spec.model_extra or {}).get("schedulerName") or "default-scheduler"
