@@ -110,16 +110,17 @@ def _crosscheck_place(objects, minor: str, features: Features, config_path: str 
     config = load_config(config_path) if config_path else None
     config_text = _read_text(config_path) if config_path else None
     workload = expand(objects, features)
+    gates, notes = oracle_gates(features, objects, minor)
     oracle = _as_dict(
         run_scheduler_oracle(
             oracle_objects(objects, workload),
             minor=minor,
             scheduler_config_text=config_text,
-            gates=oracle_gates(features),
+            gates=gates,
             timeout=timeout,
         )
     )
-    report = CrosscheckReport("place", minor, oracle.get("version", ""))
+    report = CrosscheckReport("place", minor, oracle.get("version", ""), notes=notes)
     if oracle.get("error"):
         report.refused = oracle["error"]
         return report
@@ -127,17 +128,35 @@ def _crosscheck_place(objects, minor: str, features: Features, config_path: str 
     outcome = place(objects, policy="first-fit", features=features, scheduler_config=config, prefer_nodes=chosen)
     cmp = compare_placement(outcome, oracle)
     report.pods, report.differences = cmp.pods, cmp.differences
-    report.notes = list(outcome.notes)
+    report.notes = notes + list(outcome.notes)
     return report
 
 
-def oracle_gates(features: Features) -> dict[str, bool]:
-    """The gates to set in the oracle: draopt's, less those the release does not have, left at off
-    (DRAPreemption, KEP-5690, is not in 1.36/1.37: kube-scheduler refuses an unknown gate)."""
-    return {g: on for g, on in features.gates.items() if on or g not in _NOT_IN_RELEASE}
+def oracle_gates(features: Features, objects, minor: str) -> tuple[dict[str, bool], list[str]]:
+    """The gates to set in the oracle, and notes. draopt's gates, less those the release does not
+    have, left at off (DRAPreemption, KEP-5690, is not in 1.36/1.37: kube-scheduler refuses an
+    unknown gate). draopt schedules PodGroups as gangs whatever the gates say (docs/versions.md);
+    kube-scheduler does so only with the Workload API's gates on, so they are turned on for an
+    input with PodGroups, and said."""
+    gates = {g: on for g, on in features.gates.items() if on or g not in _NOT_IN_RELEASE}
+    notes = []
+    if getattr(objects, "pod_groups", None) or getattr(objects, "workloads", None):
+        gang = _GANG_GATES[minor]
+        gates.update(dict.fromkeys(gang, True))
+        notes.append(
+            f"the input has PodGroups: the oracle runs with {', '.join(g + '=true' for g in gang)} "
+            "(off by default), as draopt schedules PodGroups as gangs"
+        )
+    return gates, notes
 
 
 _NOT_IN_RELEASE = frozenset({"DRAPreemption"})
+# The gates under which kube-scheduler schedules PodGroups as gangs, with workload-aware preemption
+# (pkg/features/kube_features.go and apis/config/v1/default_plugins.go at v1.36.3 and v1.37.2).
+_GANG_GATES = {
+    "1.36": ("GenericWorkload", "GangScheduling", "WorkloadAwarePreemption"),
+    "1.37": ("GenericWorkload",),
+}
 
 
 def _crosscheck_allocate(objects, minor: str, features: Features, node: str, claims, timeout: float):
