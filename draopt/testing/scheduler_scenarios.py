@@ -359,7 +359,8 @@ class _Builder:
 
     def units(self, share: float) -> list[list[dict[str, Any]]]:
         """About `share` of the units of pending pods (a ReplicaSet's pods are decorated alike)."""
-        return [u for u in self.pending if self.rng.random() < share]
+        out = [u for u in self.pending if self.rng.random() < share]
+        return out or self.pending[:1]
 
 
 # ---------------------------------------------------------------------- families
@@ -385,6 +386,8 @@ def _taints(b: _Builder) -> None:
             del node["spec"]["taints"]
         if not node["spec"]:
             del node["spec"]
+    for r in b.running:  # synth_cluster's
+        _tolerate_no_execute(b, r["spec"])
     tolerations = [
         {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
         {"key": "dedicated", "operator": "Equal", "value": "cpu", "effect": "NoSchedule"},  # no match
@@ -463,6 +466,11 @@ def _spread_affinity(b: _Builder) -> None:
                         for part, terms in parts.items():
                             _merge_affinity(p["spec"], kind, part, terms)
 
+    for r in b.running:  # running pods whose anti-affinity keeps some pending pods off their node
+        if rng.random() < 0.2:
+            term = {"labelSelector": {"matchLabels": {"app": rng.choice(apps)}}, "topologyKey": HOSTNAME}
+            _merge_affinity(r["spec"], "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", [term])
+
 
 def _spread_constraints(b: _Builder, app: str) -> list[dict[str, Any]]:
     rng = b.rng
@@ -521,28 +529,18 @@ PRIORITY_CLASSES = [
 ]
 
 
+def _priority_class(b: _Builder, name: str, value: int, **extra: Any) -> dict[str, Any]:
+    doc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+    doc.update(extra)
+    b.docs["PriorityClass"].append(doc)
+    return doc
+
+
 def _priority_classes(b: _Builder) -> None:
     for name, value, policy in PRIORITY_CLASSES:
-        doc: dict[str, Any] = {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-        }
-        if policy:
-            doc["preemptionPolicy"] = policy
-        b.docs["PriorityClass"].append(doc)
+        _priority_class(b, name, value, **({"preemptionPolicy": policy} if policy else {}))
     if b.rng.random() < 0.3:
-        b.docs["PriorityClass"].append(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": "cluster-default"},
-                "value": 500,
-                "globalDefault": True,
-                "description": "pods without a class",
-            }
-        )
+        _priority_class(b, "cluster-default", 500, globalDefault=True, description="pods without a class")
 
 
 def _preemption(b: _Builder) -> None:
@@ -558,7 +556,7 @@ def _preemption(b: _Builder) -> None:
             if count >= RUNNING_MAX:
                 break
             count += _running_pod(b, name, devices)
-    loose = [p for p in b.all_pending() if "schedulingGroup" not in p["spec"]]
+    loose = [p for p in b.all_pending() if "schedulingGroup" not in p["spec"] and not _owned(p)]
     for p in rng.sample(loose, min(len(loose), rng.randint(1, 5))):
         node = b.info[rng.choice(names)]
         p["spec"]["priorityClassName"] = rng.choice(["production-high", "production-high", "production-no-preempt"])
@@ -567,6 +565,10 @@ def _preemption(b: _Builder) -> None:
         res.setdefault("requests", {})["cpu"] = _cpu_text(rng, max(100, node["cpu"] * rng.randint(5, 9) // 1000 * 100))
         if "limits" in res and "cpu" in res["limits"]:
             res["limits"]["cpu"] = res["requests"]["cpu"]
+
+
+def _owned(pod: dict[str, Any]) -> bool:
+    return "ownerReferences" in pod["metadata"]
 
 
 def _use(b: _Builder, node: str, cpu: int, mem: int) -> None:
@@ -587,23 +589,13 @@ def _running_pod(b: _Builder, node: str, devices: dict[str, list[tuple[dict, dic
     k = len(b.running)
     ns = rng.choice(["team-a", "batch-jobs"])
     b.namespaces.setdefault(ns, {})
-    spec: dict[str, Any] = {
-        "nodeName": node,
-        "containers": [
-            {
-                "name": "main",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {"cpu": _cpu_text(rng, cpu), "memory": _mem_text(rng, mem)}},
-            }
-        ],
-    }
+    requests = {"cpu": _cpu_text(rng, cpu), "memory": _mem_text(rng, mem)}
+    spec: dict[str, Any] = {"nodeName": node, "containers": [{"name": "main", "resources": {"requests": requests}}]}
     if rng.random() < 0.6:
         spec["priorityClassName"] = "preemptible-batch"
     else:
         spec["priority"] = 0
-    tolerate = [t for t in _node(b, node).get("spec", {}).get("taints", []) if t["effect"] == "NoExecute"]
-    if tolerate:
-        spec["tolerations"] = [{"key": t["key"], "operator": "Exists", "effect": "NoExecute"} for t in tolerate]
+    _tolerate_no_execute(b, spec)
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -617,8 +609,12 @@ def _running_pod(b: _Builder, node: str, devices: dict[str, list[tuple[dict, dic
     return 1
 
 
-def _node(b: _Builder, name: str) -> dict[str, Any]:
-    return next(n for n in b.nodes if n["metadata"]["name"] == name)
+def _tolerate_no_execute(b: _Builder, spec: dict[str, Any]) -> None:
+    """A running pod tolerates its node's NoExecute taints (else the taint manager evicts it)."""
+    node = next(n for n in b.nodes if n["metadata"]["name"] == spec["nodeName"])
+    for t in node.get("spec", {}).get("taints", []):
+        if t["effect"] == "NoExecute":
+            spec.setdefault("tolerations", []).append({"key": t["key"], "operator": "Exists", "effect": "NoExecute"})
 
 
 def _free_devices(b: _Builder) -> dict[str, list[tuple[dict, dict]]]:
@@ -673,32 +669,19 @@ def _hold_device(b: _Builder, pod: dict[str, Any], where: tuple[dict, dict]) -> 
     meta = pod["metadata"]
     name = f"{meta['name']}-dev"
     node = sl["spec"]["nodeName"]
+    result = {"request": "dev", "driver": sl["spec"]["driver"], "pool": sl["spec"]["pool"]["name"]}
+    result["device"] = dev["name"]
+    on_node = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    allocation = {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [on_node]}}
+    reserved = [{"resource": "pods", "name": meta["name"], "uid": f"uid-{meta['name']}"}]
+    request = {"name": "dev", "exactly": {"deviceClassName": cls, "allocationMode": "ExactCount", "count": 1}}
     b.docs["ResourceClaim"].append(
         {
             "apiVersion": sc.V1,
             "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": meta["namespace"], "uid": f"claim-{name}"},
-            "spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": cls, "count": 1}}]}},
-            "status": {
-                "allocation": {
-                    "devices": {
-                        "results": [
-                            {
-                                "request": "dev",
-                                "driver": sl["spec"]["driver"],
-                                "pool": sl["spec"]["pool"]["name"],
-                                "device": dev["name"],
-                            }
-                        ]
-                    },
-                    "nodeSelector": {
-                        "nodeSelectorTerms": [
-                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                        ]
-                    },
-                },
-                "reservedFor": [{"resource": "pods", "name": meta["name"], "uid": f"uid-{meta['name']}"}],
-            },
+            "metadata": {"name": name, "namespace": meta["namespace"], "uid": _uid(b.rng)},
+            "spec": {"devices": {"requests": [request]}},
+            "status": {"allocation": allocation, "reservedFor": reserved},
         }
     )
     meta["uid"] = f"uid-{meta['name']}"
@@ -711,7 +694,7 @@ def _gangs(b: _Builder, topology: bool) -> None:
     loose: dict[str, list[dict[str, Any]]] = {}
     for unit in b.pending:
         for p in unit:
-            if "schedulingGroup" not in p["spec"] and "ownerReferences" not in p["metadata"]:
+            if "schedulingGroup" not in p["spec"] and not _owned(p):
                 loose.setdefault(p["metadata"]["namespace"], []).append(p)
     made = 0
     for _ in range(rng.randint(1, 4)):
@@ -796,7 +779,7 @@ def _node_resources(b: _Builder) -> None:
 def _profiles(b: _Builder) -> None:
     rng = b.rng
     fit_most = {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
-    choice = rng.randrange(4)
+    choice = rng.randrange(5)
     cfg: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
     if choice == 0:
         cfg["profiles"] = [
@@ -824,9 +807,15 @@ def _profiles(b: _Builder) -> None:
         }
         args = {"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}}
         cfg["profiles"] = [{"schedulerName": "default-scheduler", "pluginConfig": [args]}]
-    else:
+    elif choice == 3:
         cfg["percentageOfNodesToScore"] = rng.choice([5, 10, 30, 50, 70])
         cfg["profiles"] = [{"schedulerName": "default-scheduler"}]
+    else:  # other score weights (a re-enabled plugin keeps its place)
+        weights = [{"name": n, "weight": rng.randint(1, 5)} for n in ("TaintToleration", "PodTopologySpread")]
+        profile = {"schedulerName": "default-scheduler", "plugins": {"multiPoint": {"enabled": weights}}}
+        if rng.random() < 0.5:
+            profile["plugins"]["score"] = {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}
+        cfg["profiles"] = [profile]
     b.config = yaml.safe_dump(cfg, sort_keys=False)
 
 
@@ -851,13 +840,7 @@ def _fix_priorities(b: _Builder, pods: list[dict[str, Any]]) -> None:
         if name is None and spec.get("priority"):
             name = f"priority-{spec['priority']}"
             if name not in classes:
-                classes[name] = {
-                    "apiVersion": "scheduling.k8s.io/v1",
-                    "kind": "PriorityClass",
-                    "metadata": {"name": name},
-                    "value": spec["priority"],
-                }
-                b.docs["PriorityClass"].append(classes[name])
+                classes[name] = _priority_class(b, name, spec["priority"])
         if name is None and default is not None:
             name = default["metadata"]["name"]
         if name is not None:
@@ -874,6 +857,7 @@ def _finish_pods(b: _Builder) -> list[dict[str, Any]]:
     rng.shuffle(b.pending)  # DRA pods and plain ones interleaved; a ReplicaSet's pods together
     running, pending = b.running, b.all_pending()
     _fix_priorities(b, running + pending)
+    _replica_set_templates(b, pending)
     uids: dict[str, str] = {}
     second = 0
     for p in running + pending:
@@ -894,10 +878,34 @@ def _finish_pods(b: _Builder) -> list[dict[str, Any]]:
             c.setdefault("image", "registry.k8s.io/pause:3.10")
         if "nodeName" not in spec:
             p["status"] = {"phase": "Pending"}
+        _default_tolerations(spec)
     for c in b.docs["ResourceClaim"]:
         for r in c.get("status", {}).get("reservedFor", []):
             r["uid"] = uids.get(r["uid"], r["uid"])
     return running + pending
+
+
+def _default_tolerations(spec: dict[str, Any]) -> None:
+    """What the DefaultTolerationSeconds admission plugin adds (unless a toleration covers it)."""
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        if not any(
+            t.get("key", "") in (key, "") and t.get("effect", "") in ("NoExecute", "")
+            for t in spec.get("tolerations", [])
+        ):
+            toleration = {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            spec.setdefault("tolerations", []).append(toleration)
+
+
+def _replica_set_templates(b: _Builder, pending: list[dict[str, Any]]) -> None:
+    """A ReplicaSet's template: its first pod's spec as written (class name, not priority)."""
+    first = {}
+    for p in pending:
+        for ref in p["metadata"].get("ownerReferences", []):
+            first.setdefault((p["metadata"]["namespace"], ref["name"]), p)
+    for rs in b.docs["ReplicaSet"]:
+        pod = first[(rs["metadata"]["namespace"], rs["metadata"]["name"])]
+        drop = ("priority", "preemptionPolicy", "schedulingGates")
+        rs["spec"]["template"]["spec"] = {k: copy.deepcopy(v) for k, v in pod["spec"].items() if k not in drop}
 
 
 def _detect(b: _Builder) -> None:
