@@ -62,7 +62,7 @@ SCHED = "scheduling.k8s.io/v1beta1"
 EXTENDED = "example.com/gpu"
 PACKER = "bin-packing-scheduler"
 CORDON = "node.kubernetes.io/unschedulable"
-REGIONS = {"us-east-1": "abc", "europe-west4": "abc"}
+REGIONS = {"us-east-1": "abc", "us-west-2": "abcd"}
 SIZES = {2: "large", 4: "xlarge", 8: "2xlarge", 16: "4xlarge", 32: "8xlarge", 64: "16xlarge"}
 KIND_ORDER = ("Namespace", "PriorityClass", "DeviceClass", "Node", "ResourceSlice", "DeviceTaintRule")
 KIND_ORDER += ("ResourceClaimTemplate", "ResourceClaim", "ReplicaSet", "PodGroup")
@@ -82,6 +82,10 @@ class Scenario:
 
     def running_pods(self) -> list[dict[str, Any]]:
         return [d for d in self.documents if d["kind"] == "Pod" and d["spec"].get("nodeName")]
+
+    def to_yaml(self) -> str:
+        """The documents as one multi-document YAML text (`draopt place -f`, the oracle's input)."""
+        return yaml.safe_dump_all(self.documents, sort_keys=False)
 
 
 # ---------------------------------------------------------------------- small helpers
@@ -230,21 +234,15 @@ class _Builder:
         else:
             capacity = {"cpu": str(cpu), "memory": _mem_text(rng, cap_mem)}
         capacity["pods"] = alloc["pods"]
-        capacity["ephemeral-storage"] = "104845292Ki"
+        capacity["ephemeral-storage"] = "209690584Ki"
         alloc["ephemeral-storage"] = rng.choice(["96625420948", "100Gi", "50Gi"])
         if rng.random() < 0.3:
             for h in ("hugepages-1Gi", "hugepages-2Mi"):
                 alloc[h] = capacity[h] = "0"
         node["status"]["capacity"] = capacity
         node["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
-        self.info[name] = {
-            "cpu": _cpu_milli(alloc["cpu"]),
-            "mem": _mem_bytes(alloc["memory"]),
-            "pods": int(alloc["pods"]),
-            "used_cpu": 0,
-            "used_mem": 0,
-            "used_pods": 0,
-        }
+        self.info[name] = dict(cpu=_cpu_milli(alloc["cpu"]), mem=_mem_bytes(alloc["memory"]), pods=int(alloc["pods"]))
+        self.info[name].update(used_cpu=0, used_mem=0, used_pods=0)
 
     def rename_nodes(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Long cloud-style node names (every string equal to an old name is replaced)."""
