@@ -823,8 +823,12 @@ def _pick_families(rng: random.Random) -> set[str]:
     draws run with the release's defaults)."""
     share = {"dra": 0.0, "gang-topology": 0.0, "node-resources": 0.15}
     fams = {f for f in FAMILIES if rng.random() < share.get(f, 0.35)}
-    if rng.random() < 0.7 or fams & {"extended-resources", "node-resources"}:
+    if rng.random() < 0.7:
         fams.add("dra")
+    if not fams:
+        fams.add(rng.choice([f for f in FAMILIES if f != "gang-topology"]))
+    if fams & {"extended-resources", "node-resources"}:
+        fams.add("dra")  # devices needed
     if "gangs" in fams and rng.random() < 0.4:
         fams.add("gang-topology")
     return fams
