@@ -140,7 +140,7 @@ def test_defaults_are_kubernetes_1_36():
         "VolumeBinding": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
-        "DynamicResources": 1,
+        "DynamicResources": 2,  # applyDynamicResources (v1.36.3, v1.37.2): weight 2
         "NodeResourcesBalancedAllocation": 1,
         "ImageLocality": 1,
     }

@@ -5,7 +5,8 @@ Sources (kubernetes/kubernetes):
 * default plugins and weights: pkg/scheduler/apis/config/v1/default_plugins.go
   (commit 01db4ae9e74af4d97f67d2e92060f72ed91898da): TaintToleration 3, NodeAffinity 2,
   NodeResourcesFit 1, PodTopologySpread 2, InterPodAffinity 2, NodeResourcesBalancedAllocation 1,
-  ImageLocality 1, DynamicResources (no weight: 1) added when the DRA gate is on (GA);
+  ImageLocality 1, DynamicResources with weight 2 inserted before DefaultPreemption when the DRA
+  gate is on (GA; applyDynamicResources, the same at v1.36.3 and v1.37.2);
   merging a profile's plugins into the defaults: mergePluginSet in the same file;
 * argument defaults: pkg/scheduler/apis/config/v1/defaults.go
   (commit 00fe7a377bc3c858548409173dff587de03d455c): NodeResourcesFit LeastAllocated over
@@ -102,7 +103,7 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
-    ("DynamicResources", 0),
+    ("DynamicResources", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
