@@ -19,8 +19,7 @@ from typing import Any
 
 from draopt.kube.workload import EXTENDED_CLAIM_USE
 
-# What the scheduler's FitError appends after the node reasons when preemption ran.
-_PREEMPTION = " preemption: "
+_SELECTOR_OWNERS = frozenset(("ReplicaSet", "StatefulSet", "ReplicationController"))
 
 
 @dataclass(frozen=True)
@@ -85,6 +84,9 @@ def oracle_objects(objects, workload) -> list[dict[str, Any]]:
         "pod_groups",
     ):
         out += [o.to_k8s() for o in getattr(objects, kind, [])]
+    # The owners default spreading reads their selectors from (helper.DefaultSelector); draopt
+    # spreads by owner instead (docs/scheduler.md), which matches when each owner selects its pods.
+    out += [doc for doc, _ in getattr(objects, "controllers", []) if doc.get("kind") in _SELECTOR_OWNERS]
     uids: dict[str, str] = {}
     pods = _pod_documents(objects, workload, uids)
     out += _claim_documents(objects, workload, uids)

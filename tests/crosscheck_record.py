@@ -1,0 +1,88 @@
+"""What the differential tests against Kubernetes' own code ran and found, for the summary at the
+end of the run (tests/conftest.py) and $DRAOPT_CROSSCHECK_REPORT; and which documented cause
+(docs/differences.md) explains a difference.
+
+Each rule in EXPLAINED names its section of docs/differences.md; a difference no rule explains
+fails its test with both answers."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+def _message_tail(text: str) -> str:
+    return text.split("\n", 1)[0]
+
+
+# cause (the heading of its section in docs/differences.md) -> does it explain this difference?
+EXPLAINED: dict[str, Callable[[Any, Any], bool]] = {}
+
+
+def explained_by(difference, report) -> str | None:
+    for cause, rule in EXPLAINED.items():
+        if rule(difference, report):
+            return cause
+    return None
+
+
+@dataclass
+class Record:
+    scenarios: Counter = field(default_factory=Counter)  # (oracle, minor) -> scenarios run
+    refusals: Counter = field(default_factory=Counter)  # (oracle, minor) -> inputs draopt or the oracle refused
+    differences: Counter = field(default_factory=Counter)  # (oracle, minor, kind) -> differences
+    explained: Counter = field(default_factory=Counter)  # (oracle, minor, cause) -> differences
+    unexplained: list[str] = field(default_factory=list)
+
+    def add(self, oracle: str, minor: str, source: str, report) -> list[str]:
+        """Count one compared scenario; return its unexplained differences as text."""
+        self.scenarios[(oracle, minor)] += 1
+        if report.refused:
+            self.refusals[(oracle, minor)] += 1
+        out = []
+        for d in report.differences:
+            self.differences[(oracle, minor, d.kind)] += 1
+            cause = explained_by(d, report)
+            if cause is None:
+                text = f"{minor} {source}: {d.text()}"
+                out.append(text)
+                self.unexplained.append(text)
+            else:
+                self.explained[(oracle, minor, cause)] += 1
+        self._write()
+        return out
+
+    def refused(self, oracle: str, minor: str, source: str) -> None:
+        """An input draopt itself refuses (an invalid one, on purpose)."""
+        self.refusals[(oracle, minor)] += 1
+        self._write()
+
+    def lines(self) -> list[str]:
+        out = []
+        for (oracle, minor), n in sorted(self.scenarios.items()):
+            diffs = sum(c for (o, m, _), c in self.differences.items() if (o, m) == (oracle, minor))
+            kinds = ", ".join(
+                f"{k} {c}" for (o, m, k), c in sorted(self.differences.items()) if (o, m) == (oracle, minor)
+            )
+            causes = ", ".join(
+                f"{k}: {c}" for (o, m, k), c in sorted(self.explained.items()) if (o, m) == (oracle, minor)
+            )
+            out.append(
+                f"{oracle} oracle {minor}: {n} scenarios, {self.refusals[(oracle, minor)]} refused, "
+                f"{diffs} differences" + (f" ({kinds})" if kinds else "") + (f"; explained: {causes}" if causes else "")
+            )
+        if self.unexplained:
+            out.append(f"unexplained differences: {len(self.unexplained)}")
+        return out
+
+    def _write(self) -> None:
+        path = os.environ.get("DRAOPT_CROSSCHECK_REPORT")
+        if path:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"summary": self.lines(), "unexplained": self.unexplained}, f, indent=2)
+
+
+RECORD = Record()

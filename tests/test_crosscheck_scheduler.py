@@ -1,0 +1,113 @@
+"""draopt's first-fit placement against kube-scheduler itself (the scheduler oracle, built from
+k8s.io/kubernetes v1.36.3 and v1.37.2), on random multi-node clusters of every feature family
+(draopt.testing.scheduler_scenarios) and on every example.
+
+Every difference found must be explained in docs/differences.md: the scenarios whose differences
+are all explained there (by the classifier below, one rule per documented cause) pass; any other
+difference fails with both answers. The counts per run are printed in pytest's summary
+(tests/conftest.py) and written to $DRAOPT_CROSSCHECK_REPORT when set.
+
+Needs Go (the oracle is built on first use, then cached); skipped without it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from draopt.crosscheck import gobuild
+from draopt.errors import InputError
+from draopt.kube.features import Features
+from draopt.kube.loader import CONTROLLER_KINDS, ObjectSet, finish, load_files, parse_object
+from draopt.testing.scheduler_scenarios import random_scheduler_scenario
+
+from crosscheck_record import RECORD
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = int(os.environ.get("DRAOPT_CROSSCHECK_SCHEDULER", "150"))  # per version
+VERSIONS = ("1.36", "1.37")
+
+pytestmark = pytest.mark.skipif(gobuild.go_path() is None, reason="Go is not installed: no scheduler oracle")
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def minor(request):
+    try:
+        gobuild.oracle_binary("scheduler", request.param)
+    except gobuild.OracleUnavailable as e:
+        if "download" in str(e) or "proxy" in str(e):
+            pytest.skip(f"the scheduler oracle cannot be built here: {e}")
+        raise
+    return request.param
+
+
+def _objects(docs: list[dict]) -> ObjectSet:
+    out = ObjectSet()
+    for i, d in enumerate(docs):
+        if d["kind"] in CONTROLLER_KINDS:
+            out.controllers.append((d, f"doc {i}"))
+        else:
+            out.add(parse_object(d, f"doc {i}"))
+    finish(out, notes=io.StringIO())
+    return out
+
+
+def _run(objects, minor: str, features: Features, config_text: str | None, tmp_path: Path, source: str):
+    from draopt.crosscheck.run import crosscheck
+
+    config_path = None
+    if config_text:
+        config_path = tmp_path / "sched.yaml"
+        config_path.write_text(config_text)
+    report = crosscheck(
+        objects,
+        kubernetes_version=minor,
+        features=features,
+        scheduler_config_path=str(config_path) if config_path else None,
+        timeout=120,
+    )
+    unexplained = RECORD.add("scheduler", minor, source, report)
+    return report, unexplained
+
+
+@pytest.mark.parametrize("block", range(10))
+def test_random_clusters_of_every_family(minor, block, tmp_path):
+    """SCENARIOS seeds per version, in 10 blocks; 1-50 nodes, 1-200 pending pods (the generator's
+    ranges), every family drawn (tests/test_scheduler_scenarios.py counts them)."""
+    failures = []
+    for seed in range(block, SCENARIOS, 10):
+        s = random_scheduler_scenario(random.Random(seed))
+        features = Features.from_gates(s.gates)
+        report, unexplained = _run(_objects(s.documents), minor, features, s.scheduler_config, tmp_path, f"seed {seed}")
+        if unexplained:
+            failures.append(f"seed {seed} ({', '.join(sorted(s.families))}):\n  " + "\n  ".join(unexplained[:5]))
+    assert not failures, "\n".join(failures)
+
+
+def _inputs() -> list[Path]:
+    files = sorted((ROOT / "examples").glob("*.yaml"))
+    shared = ROOT.parent / "shared" / "realworld"
+    if shared.is_dir():
+        files += sorted(p for p in shared.rglob("*.yaml"))
+    return files
+
+
+@pytest.mark.parametrize("path", _inputs(), ids=lambda p: p.name)
+def test_examples_and_realworld_inputs(minor, path, tmp_path):
+    try:
+        objects = load_files([str(path)])
+        features = Features.from_gates()
+    except InputError:
+        RECORD.refused("scheduler", minor, path.name)
+        pytest.skip("draopt refuses this input (an invalid one, on purpose)")
+    try:
+        report, unexplained = _run(objects, minor, features, None, tmp_path, path.name)
+    except InputError as e:
+        RECORD.refused("scheduler", minor, path.name)
+        pytest.skip(f"draopt refuses this input: {e}")
+    assert not unexplained, "\n".join(unexplained)
