@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import os
 import random
-from collections import Counter
 from pathlib import Path
 
 import pytest
