@@ -13,7 +13,7 @@ import pytest
 import draopt
 from draopt.errors import InputError
 from draopt.kube.features import DEFAULT_GATES, Features, features_from_flags
-from draopt.kube.releases import DEFAULT_VERSION, KNOWN_GATES, RELEASES, parse_kubernetes_version
+from draopt.kube.releases import DEFAULT_VERSION, KNOWN_GATES, RELEASES, GateDefault, parse_kubernetes_version
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = str(ROOT / "examples" / "cluster.yaml")
@@ -74,9 +74,7 @@ def test_138_is_planned_and_graduates_the_dra_gates():
 
 
 def test_device_taints_ga_in_137_but_not_locked_until_138():
-    assert RELEASES["1.37"].gates["DRADeviceTaints"] == RELEASES["1.37"].gates["DRADeviceTaints"].__class__(
-        True, "ga", False
-    )
+    assert RELEASES["1.37"].gates["DRADeviceTaints"] == GateDefault(True, "ga", locked=False)
     assert not Features.from_gates({"DRADeviceTaints": False}, "1.37").device_taints
     with pytest.raises(
         InputError, match="cannot set feature gate DRADeviceTaints to false.*locked to true in Kubernetes 1.38"
