@@ -17,7 +17,7 @@ from draopt.allocation import allocate as api
 from draopt.dra import taint_impact
 from draopt import validation as validate
 from draopt.errors import DraoptError
-from draopt.kube.features import Features, parse_gates
+from draopt.kube.features import add_version_flag, features_from_flags
 from draopt.kube.loader import dump_objects, load_files
 
 
@@ -72,6 +72,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         help="claims to allocate together, in order (default: every claim without status.allocation)",
     )
     a.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(a)
     a.add_argument(
         "--policy",
         default="first-fit",
@@ -106,6 +107,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         "--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit"
     )
     pl.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(pl)
     pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
     pl.add_argument(
         "--stats",
@@ -133,6 +135,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     )
     ex.add_argument("--node", help="only this node")
     ex.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(ex)
     ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
     _input_flags(ex)
     ex.set_defaults(func=cmd_explain)
@@ -172,6 +175,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         "phase, 40%% for the cost phase, 20%% for the one-fewer checks",
     )
     pn.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(pn)
     pn.add_argument("-o", "--output", default="table", choices=("table", "json"))
     pn.add_argument(
         "--stats",
@@ -225,7 +229,7 @@ def cmd_allocate(args) -> int:
     objects = _load(args)
     load_ms = (time.perf_counter() - t0) * 1000
     args.partial_stats = {"load_ms": round(load_ms, 3)}
-    features = Features.from_gates(parse_gates(args.feature_gates))
+    features = features_from_flags(args.feature_gates, args.kubernetes_version)
     _print_dropped_fields(objects, features)
     outcome = public.allocate(
         objects,
@@ -269,7 +273,7 @@ def cmd_place(args) -> int:
     t0 = time.perf_counter()
     objects = _load(args)
     load_s = time.perf_counter() - t0
-    features = Features.from_gates(parse_gates(args.feature_gates))
+    features = features_from_flags(args.feature_gates, args.kubernetes_version)
 
     def run(policy):
         t = time.perf_counter()
@@ -326,7 +330,7 @@ def cmd_explain(args) -> int:
 
     api.warm_up()
     objects = _load(args)
-    features = Features.from_gates(parse_gates(args.feature_gates))
+    features = features_from_flags(args.feature_gates, args.kubernetes_version)
     sections: list[tuple[str, list]] = []
     if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
         from draopt.placement import place
@@ -430,7 +434,7 @@ def cmd_plan(args) -> int:
     if args.node_types:
         types += load_node_types(args.node_types)
     types += [NodeType(name, name, Fraction(1)) for name in args.node_template]
-    features = Features.from_gates(parse_gates(args.feature_gates))
+    features = features_from_flags(args.feature_gates, args.kubernetes_version)
     result = public.plan(objects, types, features=features, time_limit=args.time_limit, max_nodes=args.max_nodes)
     if not result.pods:
         print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)

@@ -2,7 +2,8 @@
 
 Each function takes what a user has at hand (an ObjectSet or the paths of YAML/JSON files)
 and the options the command line names (`--time-limit` is `time_limit=`), and returns the
-result object the command prints. Bad input raises draopt.errors.InputError naming the file
+result object the command prints; `features=` (gates) and `kubernetes_version=` ("1.35" ..
+"1.38", default 1.37's gates) are `--feature-gates` and `--kubernetes-version`. Bad input raises draopt.errors.InputError naming the file
 and field, as the command line reports it (exit 2).
 
     import draopt
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from draopt.errors import InputError
-from draopt.kube.features import Features, parse_gates
+from draopt.kube.features import Features, parse_gates, parse_kubernetes_version
 from draopt.kube.loader import ObjectSet, load_files
 
 if TYPE_CHECKING:
@@ -56,16 +57,24 @@ def _objects(inputs: Inputs, *, recursive: bool = False, strict: bool = False) -
     return load_files(_paths(inputs, "inputs"), recursive=recursive, strict=strict)
 
 
-def _features(features: FeaturesLike) -> Features:
-    """A Features, `--feature-gates` text ("G=true,H=false") or a mapping of gates."""
+def _features(features: FeaturesLike, kubernetes_version: str | None = None) -> Features:
+    """A Features, `--feature-gates` text ("G=true,H=false") or a mapping of gates, on top of the
+    defaults of `kubernetes_version` ("1.35" .. "1.38"; None: 1.37, no lock checks), as
+    `--kubernetes-version` does."""
+    version = parse_kubernetes_version(kubernetes_version) if kubernetes_version is not None else None
     if features is None:
-        return Features.from_gates()
+        return Features.from_gates(None, version)
     if isinstance(features, Features):
+        if version is not None and features.kubernetes_version != version:
+            raise InputError(
+                f"kubernetes_version={kubernetes_version!r}: the Features given are Kubernetes "
+                f"{features.kubernetes_version}'s; give gates instead, or Features.from_gates(..., version)"
+            )
         return features
     if isinstance(features, str):
-        return Features.from_gates(parse_gates(features))
+        return Features.from_gates(parse_gates(features), version)
     if isinstance(features, Mapping):
-        return Features.from_gates(dict(features))
+        return Features.from_gates(dict(features), version)
     raise InputError(f"features: expected Features, 'G=true,...' text or a mapping, got {type(features).__name__}")
 
 
@@ -99,6 +108,7 @@ def allocate(
     node: str | None = None,
     claims: list[str] | None = None,
     features: FeaturesLike = None,
+    kubernetes_version: str | None = None,
     policy: str = "first-fit",
     engine: str = "cp-sat",
     deterministic_share_ids: bool = False,
@@ -118,7 +128,7 @@ def allocate(
         _objects(inputs),
         node=node,
         claims=claims,
-        features=_features(features),
+        features=_features(features, kubernetes_version),
         policy=policy,
         engine=engine,
         deterministic_share_ids=deterministic_share_ids,
@@ -131,6 +141,7 @@ def place(
     *,
     policy: str = "first-fit",
     features: FeaturesLike = None,
+    kubernetes_version: str | None = None,
     time_limit: float = 60.0,
     scheduler_config: Any = None,
     seed: int = 0,
@@ -151,7 +162,7 @@ def place(
     return place_pods(
         _objects(inputs),
         policy=policy,
-        features=_features(features),
+        features=_features(features, kubernetes_version),
         time_limit=time_limit,
         scheduler_config=scheduler_config,
         seed=seed,
@@ -164,6 +175,7 @@ def plan(
     node_types: Iterable[NodeType | str] | str,
     *,
     features: FeaturesLike = None,
+    kubernetes_version: str | None = None,
     time_limit: float = 60.0,
     max_nodes: int = 256,
 ) -> MixPlan:
@@ -188,7 +200,13 @@ def plan(
             types.append(parse_node_type(t))
         else:
             raise InputError(f"node_types: expected NodeType or 'NODE=COST' text, got {type(t).__name__}")
-    return plan_mix(_objects(inputs), types, features=_features(features), time_limit=time_limit, max_nodes=max_nodes)
+    return plan_mix(
+        _objects(inputs),
+        types,
+        features=_features(features, kubernetes_version),
+        time_limit=time_limit,
+        max_nodes=max_nodes,
+    )
 
 
 def simulate(
@@ -287,6 +305,7 @@ def compare(
     policies: list[str] | None = None,
     *,
     features: FeaturesLike = None,
+    kubernetes_version: str | None = None,
     time_limit: float = 60.0,
     scheduler_config: Any = None,
     seed: int = 0,
@@ -305,7 +324,7 @@ def compare(
     return compare_policies(
         _objects(inputs),
         list(policies or ["first-fit", "optimal"]),
-        features=_features(features),
+        features=_features(features, kubernetes_version),
         time_limit=time_limit,
         scheduler_config=scheduler_config,
         seed=seed,
@@ -313,7 +332,9 @@ def compare(
     )
 
 
-def validate(paths: str | Iterable[str] | ObjectSet, *, features: FeaturesLike = None) -> Report:
+def validate(
+    paths: str | Iterable[str] | ObjectSet, *, features: FeaturesLike = None, kubernetes_version: str | None = None
+) -> Report:
     """What a Kubernetes API server would reject, as `draopt validate`. Validation reads the
     documents as written, so it takes file paths (an ObjectSet is already parsed: InputError).
     Returns a draopt.validation.Report: `findings` (empty: valid), `notes`, `objects`, `to_dict()`.
@@ -327,11 +348,16 @@ def validate(paths: str | Iterable[str] | ObjectSet, *, features: FeaturesLike =
         raise InputError(
             "validate: give the file paths; an ObjectSet is already parsed (validation reads the documents as written)"
         )
-    return validate_files(_paths(paths, "paths"), _features(features))
+    return validate_files(_paths(paths, "paths"), _features(features, kubernetes_version))
 
 
 def explain(
-    inputs: Inputs, *, claims: list[str] | None = None, node: str | None = None, features: FeaturesLike = None
+    inputs: Inputs,
+    *,
+    claims: list[str] | None = None,
+    node: str | None = None,
+    features: FeaturesLike = None,
+    kubernetes_version: str | None = None,
 ) -> list[NodeExplanation]:
     """Why the claims cannot be allocated together, per node, as `draopt explain --claim`: each
     draopt.allocation.explain.NodeExplanation says which devices each request rejects and why, and the
@@ -349,4 +375,4 @@ def explain(
     if not claims and not api.select_claims(objects, None)[0]:
         api._nothing_to_allocate(objects)
         return []
-    return explain_claims(objects, claims, _features(features), node)
+    return explain_claims(objects, claims, _features(features, kubernetes_version), node)

@@ -67,12 +67,12 @@ def test_kubernetes_136_field_name_for_node_allocatable_mappings(capsys):
     """b04-website-136-nodeallocatable-mappings.yaml (kubernetes/website dynamic-resource-allocation.md,
     1.36 "Node allocatable resources"): `nodeAllocatableResourceMappings.memory.allocationMultiplier: 8Gi`
     is 1.36's name for 1.37's nodeAllocatableResources mapping: 8Gi + 4Gi > 10Gi, pending with the gate on;
-    with it off (1.36's default) the field is dropped and the pod fits."""
+    with it off (1.36's default, and 1.37's) the field is dropped and the pod fits."""
     files = r2("b04-website-136-nodeallocatable-mappings.yaml")
     ((node, reason),) = placed(files).values()
     assert (node, reason) == (None, "Insufficient memory (node-allocatable resources of devices)")
     assert "unknown field" not in capsys.readouterr().err
-    ((node, _),) = placed(files, Features.from_gates()).values()
+    ((node, _),) = placed(files, Features.from_gates(version="1.36")).values()
     assert node == "my-node"
 
 
@@ -173,7 +173,7 @@ def test_exclusive_topology_annotations_give_one_group_per_node_pool(workload, p
 
 # ---------------------------------------------------------------- gates and dropped fields
 def test_topology_aware_workload_scheduling_gate_and_its_dropped_field():
-    """j01-podgroup-topology.yaml (KEP-5732, alpha in 1.36): the gate is known; off (1.36's default) the
+    """j01-podgroup-topology.yaml (KEP-5732, alpha in 1.36 and 1.37): the gate is known; off (the default) the
     API server drops PodGroup spec.schedulingConstraints, and draopt says so; on, draopt models the
     constraint (the pod-group cycle with placements, draopt/cluster/podgroup_placement.py): no note."""
     from draopt.kube.features import parse_gates
@@ -275,7 +275,7 @@ def test_explain_does_not_say_fits_after_insufficient_node_allocatable_memory():
 
 
 def test_allocate_prints_the_dropped_field_notes_as_place_does():
-    """c03-cpu-nic-pcieroot-list.yaml with DRAListTypeAttributes off (1.36's default): `allocate` says
+    """c03-cpu-nic-pcieroot-list.yaml with DRAListTypeAttributes off (1.36's and 1.37's default): `allocate` says
     that the list values are dropped, as `place` does (draopt.kube.workload.gated_field_notes)."""
     import subprocess
     import sys

@@ -50,7 +50,7 @@ def cmd_crosscheck(args) -> int:
         version = version.rsplit(".", 1)[0]
     if args.timeout <= 0:
         raise InputError(f"--timeout {args.timeout}: must be more than 0 seconds")
-    features = Features.from_gates(parse_gates(args.feature_gates))
+    features = Features.from_gates(parse_gates(args.feature_gates), version)
     objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
     report = crosscheck(
         objects,

@@ -133,12 +133,14 @@ def _crosscheck_place(objects, minor: str, features: Features, config_path: str 
 
 
 def oracle_gates(features: Features, objects, minor: str) -> tuple[dict[str, bool], list[str]]:
-    """The gates to set in the oracle, and notes. draopt's gates, less those the release does not
-    have, left at off (DRAPreemption, KEP-5690, is not in 1.36/1.37: kube-scheduler refuses an
-    unknown gate). draopt schedules PodGroups as gangs whatever the gates say (docs/versions.md);
+    """The gates to set in the oracle, and notes. draopt's gates that the release has
+    (kube-scheduler refuses an unknown gate; Features.from_gates refused those set on already). draopt schedules PodGroups as gangs whatever the gates say (docs/versions.md);
     kube-scheduler does so only with the Workload API's gates on, so they are turned on for an
     input with PodGroups, and said."""
-    gates = {g: on for g, on in features.gates.items() if on or g not in _NOT_IN_RELEASE}
+    from draopt.kube.releases import RELEASES
+
+    has = RELEASES[minor].gates
+    gates = {g: on for g, on in features.gates.items() if g in has}
     notes = []
     if getattr(objects, "pod_groups", None) or getattr(objects, "workloads", None):
         gang = _GANG_GATES[minor]
@@ -150,7 +152,6 @@ def oracle_gates(features: Features, objects, minor: str) -> tuple[dict[str, boo
     return gates, notes
 
 
-_NOT_IN_RELEASE = frozenset({"DRAPreemption"})
 # The gates under which kube-scheduler schedules PodGroups as gangs, with workload-aware preemption
 # (pkg/features/kube_features.go and apis/config/v1/default_plugins.go at v1.36.3 and v1.37.2).
 _GANG_GATES = {

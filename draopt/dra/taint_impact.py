@@ -24,7 +24,7 @@ import yaml
 
 from draopt.cel import CelEnvironment, make_cel_device
 from draopt.errors import DraoptError, InputError
-from draopt.kube.features import Features, parse_gates
+from draopt.kube.features import Features, add_version_flag, features_from_flags
 from draopt.dra.inventory import taint_rule_selects
 from draopt.kube.loader import KINDS, ObjectSet, parse_object
 from draopt.kube.models import DeviceTaint, DeviceToleration, ResourceClaim, ResourceSlice
@@ -381,7 +381,7 @@ def render(impacts: list[RuleImpact], fmt: str) -> str:
 
 def cmd_taint_impact(args) -> int:
     try:
-        features = Features.from_gates(parse_gates(getattr(args, "feature_gates", "") or ""))
+        features = features_from_flags(getattr(args, "feature_gates", ""), getattr(args, "kubernetes_version", None))
         impacts = analyze(load_inputs(args.filename), features, args.rule)
     except DraoptError as e:
         print(f"draopt: error: {e}", file=sys.stderr)
@@ -403,6 +403,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--rule", metavar="NAME", help="only this DeviceTaintRule (default: every rule)")
     p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(p)
     p.add_argument("-o", "--output", default="text", choices=("text", "json", "yaml"))
     p.set_defaults(func=cmd_taint_impact)
 

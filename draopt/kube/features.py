@@ -5,31 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from draopt.errors import InputError
+from draopt.kube.releases import (
+    DEFAULT_VERSION,
+    KNOWN_GATES,
+    RELEASES,
+    check_gates,
+    parse_kubernetes_version,
+)
 
-# What Kubernetes 1.36 enables by default (beta and GA gates on, alpha gates off).
-DEFAULT_GATES: dict[str, bool] = {
-    "DRAPrioritizedList": True,
-    "DRAAdminAccess": True,
-    "DRAResourceClaimDeviceStatus": True,
-    "DRAPartitionableDevices": True,
-    "DRADeviceTaints": True,
-    "DRADeviceTaintRules": True,
-    "DRAConsumableCapacity": True,
-    "DRADeviceBindingConditions": True,
-    "DRAExtendedResource": True,
-    "DRAListTypeAttributes": False,
-    "DRADeviceCompatibilityGroups": False,
-    "DRADerivedAttributes": False,
-    "DRANodeAllocatableResources": False,
-    "DRAWorkloadResourceClaims": False,
-    # KEP-5732 (alpha in 1.36): PodGroup spec.schedulingConstraints.topology.
-    "TopologyAwareWorkloadScheduling": False,
-    # KEP-6012 (alpha in 1.37): CompositePodGroup objects, PodGroup spec.parentCompositePodGroupName.
-    "CompositePodGroup": False,
-    # KEP-5690 (not in 1.36/1.37): DynamicResources gets PreFilterExtensions, so preemption's dry run
-    # sees the devices of a victim pod (not of a PodGroup) freed.
-    "DRAPreemption": False,
-}
+# What the default release (Kubernetes 1.37, draopt.kube.releases.DEFAULT_VERSION) enables by
+# default: beta and GA gates on (except DRAWorkloadResourceClaims, beta and off), alpha gates off.
+# KEP-5732 TopologyAwareWorkloadScheduling (alpha in 1.36 and 1.37): PodGroup
+# spec.schedulingConstraints.topology; KEP-6012 CompositePodGroup (alpha in 1.37): CompositePodGroup
+# objects, PodGroup spec.parentCompositePodGroupName. Per release: RELEASES.
+DEFAULT_GATES: dict[str, bool] = RELEASES[DEFAULT_VERSION].defaults()
 
 
 @dataclass(frozen=True)
@@ -51,12 +40,27 @@ class Features:
     workload_resource_claims: bool = False
     topology_aware_workload_scheduling: bool = False
     composite_pod_group: bool = False
-    dra_preemption: bool = False
+    dra_preemption: bool = False  # KEP-5690, gate DRAPreemption (planned for 1.38)
+    # The Kubernetes release whose defaults (and, when asked for by name, locks) these came from.
+    kubernetes_version: str = DEFAULT_VERSION
     gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES), compare=False, hash=False)
 
+    @property
+    def version(self) -> str:
+        return self.kubernetes_version
+
     @classmethod
-    def from_gates(cls, gates: dict[str, bool] | None = None) -> "Features":
-        g = dict(DEFAULT_GATES)
+    def from_gates(cls, gates: dict[str, bool] | None = None, version: str | None = None) -> "Features":
+        """The release's defaults with `gates` on top. With `version` given ("1.36", "v1.37.2"),
+        a gate unknown in that release or locked there to the other value is an InputError, as
+        kube-scheduler refuses it; without it, the default release's defaults and any known gate
+        (the allocator library's feature set, e.g. DRAPrioritizedList=false for the conformance
+        scenarios)."""
+        release = RELEASES[parse_kubernetes_version(version)]
+        if version is not None:
+            check_gates(gates or {}, release.version)
+        g = {name: False for name in KNOWN_GATES}
+        g.update(release.defaults())
         g.update(gates or {})
         return cls(
             prioritized_list=g["DRAPrioritizedList"],
@@ -76,12 +80,15 @@ class Features:
             topology_aware_workload_scheduling=g["TopologyAwareWorkloadScheduling"],
             composite_pod_group=g["CompositePodGroup"],
             dra_preemption=g["DRAPreemption"],
-            gates=g,
+            kubernetes_version=release.version,
+            gates={name: value for name, value in g.items() if name in release.gates or name in (gates or {})},
         )
 
     @classmethod
-    def all_enabled(cls) -> "Features":
-        return cls.from_gates({g: True for g in DEFAULT_GATES})
+    def all_enabled(cls, version: str | None = None) -> "Features":
+        """Every gate of the release on (the default release: every gate it knows)."""
+        release = RELEASES[parse_kubernetes_version(version)]
+        return cls.from_gates({g: True for g in release.gates}, version)
 
 
 def parse_gates(text: str) -> dict[str, bool]:
@@ -94,12 +101,39 @@ def parse_gates(text: str) -> dict[str, bool]:
         name, value = name.strip(), value.strip().lower()
         if not sep or value not in ("true", "false"):
             raise InputError(f"--feature-gates: {part!r} is not NAME=true|false")
-        if name not in DEFAULT_GATES:
+        if name not in KNOWN_GATES:
             raise InputError(
-                f"--feature-gates: unknown feature gate {name!r} (known: {', '.join(sorted(DEFAULT_GATES))})"
+                f"--feature-gates: unknown feature gate {name!r} (known: {', '.join(sorted(KNOWN_GATES))})"
             )
         gates[name] = value == "true"
     return gates
 
 
-__all__ = ["DEFAULT_GATES", "Features", "parse_gates", "fields"]
+def features_from_flags(gates_text: str | None, version_text: str | None) -> Features:
+    """`--feature-gates` and `--kubernetes-version` as the commands read them (None: not given)."""
+    version = parse_kubernetes_version(version_text) if version_text else None
+    return Features.from_gates(parse_gates(gates_text or ""), version)
+
+
+def add_version_flag(parser) -> None:
+    """`--kubernetes-version`, next to a command's `--feature-gates`."""
+    parser.add_argument(
+        "--kubernetes-version",
+        default=None,
+        metavar="1.35|1.36|1.37|1.38",
+        help=f"the release whose default feature gates apply (default {DEFAULT_VERSION}); named, "
+        "--feature-gates may not set a gate that release locks or does not have",
+    )
+
+
+__all__ = [
+    "DEFAULT_GATES",
+    "DEFAULT_VERSION",
+    "KNOWN_GATES",
+    "Features",
+    "add_version_flag",
+    "features_from_flags",
+    "parse_gates",
+    "parse_kubernetes_version",
+    "fields",
+]

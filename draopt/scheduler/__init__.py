@@ -36,7 +36,7 @@ def add_scheduler_flags(parser, *, seed: bool = True) -> None:
         metavar="FILE",
         help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for first-fit's node "
         "choice, or builtin:default|most-allocated|name-order (default: Kubernetes 1.36's "
-        "default profile; name-order: every node, first by name)",
+        "default profile, also 1.37's; name-order: every node, first by name)",
     )
     if seed:
         parser.add_argument(

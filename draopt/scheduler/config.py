@@ -1,5 +1,6 @@
 """KubeSchedulerConfiguration (`kubescheduler.config.k8s.io/v1`): profiles, score plugins and
-their weights, plugin arguments, `percentageOfNodesToScore`; the defaults of Kubernetes 1.36.
+their weights, plugin arguments, `percentageOfNodesToScore`; the defaults of Kubernetes 1.36
+(the same plugins and weights in 1.37 and 1.38; docs/versions.md).
 
 Sources (kubernetes/kubernetes):
 * default plugins and weights: pkg/scheduler/apis/config/v1/default_plugins.go

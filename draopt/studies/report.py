@@ -46,7 +46,7 @@ from typing import Any
 
 from draopt import progress
 from draopt.errors import InputError
-from draopt.kube.features import Features
+from draopt.kube.features import Features, add_version_flag, features_from_flags
 from draopt.kube.loader import ObjectSet
 from draopt.kube.optionfiles import check_writable, save_figure
 
@@ -718,6 +718,7 @@ def register(sub, input_flags, positive_seconds) -> None:
     )
     p.add_argument("--time-limit", type=positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit")
     p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(p)
     from draopt.scheduler import add_scheduler_flags
 
     add_scheduler_flags(p)
@@ -730,7 +731,6 @@ def register(sub, input_flags, positive_seconds) -> None:
 
 def cmd_compare(args) -> int:
     from draopt.allocation.allocate import warm_up
-    from draopt.kube.features import parse_gates
     from draopt.kube.loader import load_files
 
     for flag, wanted in (("--html", args.html), ("--plot", args.plot)):
@@ -746,7 +746,7 @@ def cmd_compare(args) -> int:
     scheduler_config = load_config(args.scheduler_config) if args.scheduler_config else None
     warm_up()
     objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
-    features = Features.from_gates(parse_gates(args.feature_gates))
+    features = features_from_flags(args.feature_gates, args.kubernetes_version)
     if not objects.nodes:
         print("note: no Node in the input: no pod can be placed", file=sys.stderr)
     reports = compare(

@@ -6,7 +6,7 @@ import json
 import sys
 
 from draopt.errors import DraoptError
-from draopt.kube.features import DEFAULT_GATES, Features, parse_gates
+from draopt.kube.features import KNOWN_GATES, add_version_flag, features_from_flags
 from draopt.validation.documents import validate_files
 from draopt.validation.findings import Report
 
@@ -23,7 +23,7 @@ def format_text(report: Report) -> str:
 
 def cmd_validate(args) -> int:
     try:
-        features = Features.from_gates(parse_gates(getattr(args, "feature_gates", "") or ""))
+        features = features_from_flags(getattr(args, "feature_gates", ""), getattr(args, "kubernetes_version", None))
         report = validate_files(args.filename, features)
     except DraoptError as e:
         print(f"draopt: error: {e}", file=sys.stderr)
@@ -50,7 +50,10 @@ def register(subparsers) -> None:
         "--feature-gates",
         default="",
         metavar="G=true|false,...",
-        help="API server feature gates (default: Kubernetes 1.36's; known: " + ", ".join(sorted(DEFAULT_GATES)) + ")",
+        help="API server feature gates (default: the --kubernetes-version release's; known: "
+        + ", ".join(sorted(KNOWN_GATES))
+        + ")",
     )
+    add_version_flag(p)
     p.add_argument("-o", "--output", default="text", choices=("text", "json"))
     p.set_defaults(func=cmd_validate)

@@ -26,6 +26,7 @@ from draopt.kube.convert import ConversionError, schema_for, to_v1
 from draopt.kube.features import Features
 from draopt.errors import InputError
 from draopt.kube.loader import KINDS, node_allocatable_136, raw_documents
+from draopt.kube.releases import RELEASES
 from draopt.kube.strict import unknown_fields
 from draopt.validation.context import _Ctx
 from draopt.validation.device_class import _validate_device_class
@@ -77,6 +78,17 @@ _VALIDATORS = {
 }
 
 
+def _not_served(kind: str, api_version: str, version: str) -> str | None:
+    """A note when the API server of Kubernetes `version` does not serve `kind` in `api_version`
+    (draopt still reads it as that version's shape)."""
+    served = (RELEASES[version].served or {}).get(kind)
+    if served is None or api_version in served:
+        return None
+    if not served:
+        return f"Kubernetes {version} has no {kind} API; validated as {api_version}"
+    return f"Kubernetes {version} serves {kind} as {', '.join(served)}, not {api_version}; validated as written"
+
+
 def validate_documents(docs: list[tuple[Any, str]], features: Features | None = None) -> Report:
     features = features or Features.from_gates()
     expressions = Expressions(features)
@@ -107,6 +119,9 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
         if doc.get("apiVersion") not in versions:
             ctx.invalid("apiVersion", doc.get("apiVersion"), f"{kind} is served as: " + ", ".join(versions))
             continue
+        not_served = _not_served(kind, doc["apiVersion"], features.kubernetes_version)
+        if not_served:
+            ctx.note("apiVersion", not_served)
         if kind == "CompositePodGroup" and not features.composite_pod_group:
             ctx.note(
                 "kind",
