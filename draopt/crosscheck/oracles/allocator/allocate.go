@@ -41,8 +41,8 @@ func run(sc Scenario) Output {
 	for _, class := range sc.Classes {
 		classes[class.Name] = class
 	}
-	if msg := preFilter(sc, classes); msg != "" {
-		out.Outcome, out.Error = OutcomeUnschedulable, msg
+	if outcome, msg := preFilter(sc, classes); outcome != "" {
+		out.Outcome, out.Error = outcome, msg
 		return out
 	}
 	ctx := context.Background()
@@ -60,6 +60,8 @@ func run(sc Scenario) Output {
 		EnableListTypeAttributes: sc.gate("DRAListTypeAttributes"),
 	})
 	timeout := time.Duration(sc.TimeoutSeconds * float64(time.Second))
+	structured.EnableAllocators(sc.Allocators...)
+	defer structured.EnableAllocators()
 	for i := 0; i < sc.Repeat; i++ {
 		out.Results, out.Outcome, out.Error = nil, "", ""
 		runCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -68,6 +70,7 @@ func run(sc Scenario) Output {
 		var results []resourceapi.AllocationResult
 		if err == nil {
 			results, err = allocator.Allocate(runCtx, sc.Node, sc.Claims)
+			out.Allocator = variantName(allocator)
 		}
 		out.Nanos = append(out.Nanos, time.Since(start).Nanoseconds())
 		cancel()
@@ -89,42 +92,43 @@ func run(sc Scenario) Output {
 }
 
 // preFilter checks what the plugin's PreFilter checks of claims to allocate
-// before any node is tried: each request's class exists, and subrequests only
-// with DRAPrioritizedList. A failure makes the pod unschedulable.
-func preFilter(sc Scenario, classes classLister) string {
+// before any node is tried: each request names a class (else an error), the
+// class exists and subrequests come only with DRAPrioritizedList (else the
+// pod is unschedulable). It returns the outcome and message of a failure.
+func preFilter(sc Scenario, classes classLister) (string, string) {
 	for _, claim := range sc.Claims {
 		for _, request := range claim.Spec.Devices.Requests {
 			switch {
 			case request.Exactly != nil:
-				if msg := validateClass(classes, request.Exactly.DeviceClassName, request.Name); msg != "" {
-					return msg
+				if outcome, msg := validateClass(classes, request.Exactly.DeviceClassName, request.Name); outcome != "" {
+					return outcome, msg
 				}
 			case len(request.FirstAvailable) > 0:
 				if !sc.gate("DRAPrioritizedList") {
-					return fmt.Sprintf("resource claim %s/%s, request %s: has subrequests, but the DRAPrioritizedList feature is disabled", claim.Namespace, claim.Name, request.Name)
+					return OutcomeUnschedulable, fmt.Sprintf("resource claim %s/%s, request %s: has subrequests, but the DRAPrioritizedList feature is disabled", claim.Namespace, claim.Name, request.Name)
 				}
 				for _, sub := range request.FirstAvailable {
 					name := strings.Join([]string{request.Name, sub.Name}, "/")
-					if msg := validateClass(classes, sub.DeviceClassName, name); msg != "" {
-						return msg
+					if outcome, msg := validateClass(classes, sub.DeviceClassName, name); outcome != "" {
+						return outcome, msg
 					}
 				}
 			default:
-				return fmt.Sprintf("resource claim %s/%s, request %s: unknown request type", claim.Namespace, claim.Name, request.Name)
+				return OutcomeUnschedulable, fmt.Sprintf("resource claim %s/%s, request %s: unknown request type", claim.Namespace, claim.Name, request.Name)
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
 
-func validateClass(classes classLister, className, requestName string) string {
+func validateClass(classes classLister, className, requestName string) (string, string) {
 	if className == "" {
-		return fmt.Sprintf("request %s: unsupported request type", requestName)
+		return OutcomeError, fmt.Sprintf("request %s: unsupported request type", requestName)
 	}
 	if _, ok := classes[className]; !ok {
-		return fmt.Sprintf("request %s: device class %s does not exist", requestName, className)
+		return OutcomeUnschedulable, fmt.Sprintf("request %s: device class %s does not exist", requestName, className)
 	}
-	return ""
+	return "", ""
 }
 
 // allocatedState gathers what the in-use claims hold, as the scheduler's DRA
@@ -155,4 +159,12 @@ func allocatedState(sc Scenario) structured.AllocatedState {
 		}
 	}
 	return state
+}
+
+// variantName tells which allocator variant NewAllocator picked, from its
+// package name (the variants are internal packages).
+func variantName(allocator structured.Allocator) string {
+	name := strings.TrimPrefix(fmt.Sprintf("%T", allocator), "*")
+	name, _, _ = strings.Cut(name, ".")
+	return name
 }

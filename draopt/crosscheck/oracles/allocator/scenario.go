@@ -26,6 +26,8 @@ type Output struct {
 	Results []resourceapi.AllocationResult `json:"results"`
 	Error   string                         `json:"error"`
 	Nanos   []int64                        `json:"nanos"`
+	// Allocator names the variant that ran: stable, incubating or experimental.
+	Allocator string `json:"allocator,omitempty"`
 }
 
 // rawScenario is one input line before the objects are typed.
@@ -37,6 +39,7 @@ type rawScenario struct {
 	Claims         []json.RawMessage `json:"claims"`
 	Repeat         int               `json:"repeat"`
 	TimeoutSeconds float64           `json:"timeoutSeconds"`
+	Allocators     []string          `json:"allocators"`
 }
 
 // Scenario is one allocation on one node.
@@ -51,6 +54,11 @@ type Scenario struct {
 	Claims         []*resourceapi.ResourceClaim
 	Repeat         int
 	TimeoutSeconds float64
+	// Allocators, when given, limits the variants NewAllocator may pick (the
+	// scheduler's choice otherwise). The stable variant visits pools in Go map
+	// order, which is random; pinning ["incubating", "experimental"] gives the
+	// same search in pool-ID order.
+	Allocators []string
 }
 
 type typeMeta struct {
@@ -74,6 +82,7 @@ func parseScenario(line []byte) (Scenario, error) {
 		Node:           raw.Node,
 		Repeat:         raw.Repeat,
 		TimeoutSeconds: raw.TimeoutSeconds,
+		Allocators:     raw.Allocators,
 	}
 	if sc.Node == nil {
 		return sc, errors.New("node: missing")

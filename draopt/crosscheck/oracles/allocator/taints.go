@@ -9,7 +9,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 )
 
 // patchedSlices returns the slices as the scheduler's DRA manager lists them:
@@ -30,22 +29,25 @@ func patchedSlices(ctx context.Context, sc Scenario) ([]*resourceapi.ResourceSli
 	}
 	client := fake.NewClientset(objects...)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	defer factory.Shutdown()
+	defer func() {
+		cancel() // Shutdown waits for the informers, which stop when ctx is done
+		factory.Shutdown()
+	}()
 	sliceTracker, err := startTracker(ctx, sc, factory)
 	if err != nil {
 		return nil, err
 	}
 	defer sliceTracker.Stop()
 	factory.Start(ctx.Done())
-	for informerType, synced := range factory.WaitForCacheSync(ctx.Done()) {
-		if !synced {
-			return nil, fmt.Errorf("informer for %v did not sync", informerType)
+	// The tracker is synced once its handlers have seen every object of the
+	// informers; poll it finely (cache.WaitForCacheSync polls every 100ms).
+	for !sliceTracker.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return nil, errors.New("ResourceSlice tracker did not sync")
+		case <-time.After(50 * time.Microsecond):
 		}
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), sliceTracker.HasSynced) {
-		return nil, errors.New("ResourceSlice tracker did not sync")
 	}
 	slices, err := sliceTracker.ListPatchedResourceSlices()
 	if err != nil {
