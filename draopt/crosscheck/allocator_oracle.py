@@ -278,17 +278,9 @@ def with_pool_order(scenarios: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[
         yield in_pool_order(scenario)
 
 
-def paired(answers: list[OracleAllocation]) -> list[OracleAllocation]:
-    """Answers of with_pool_order's stream, one per scenario: the scheduler's own, but where it
-    ran the stable variant, the results of the pool-order run (the outcome stays the
-    scheduler's: a search that visits every pool decides it whatever their order)."""
-    out = []
-    for auto, ordered in zip(answers[::2], answers[1::2]):
-        if auto.allocator == "stable" and auto.outcome == ordered.outcome:
-            out.append(OracleAllocation(auto.name, auto.outcome, ordered.results, auto.error, auto.nanos, "stable"))
-        else:
-            out.append(auto)
-    return out
+def paired(answers: list[OracleAllocation]) -> list[tuple[OracleAllocation, OracleAllocation]]:
+    """Answers of with_pool_order's stream, per scenario: (the scheduler's, the pool-order one)."""
+    return list(zip(answers[::2], answers[1::2]))
 
 
 def normalized_result(result: Mapping[str, Any]) -> dict[str, Any]:
