@@ -71,6 +71,33 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     return obj.to_k8s() if hasattr(obj, "to_k8s") else dict(obj)
 
 
+def _default_request(request: dict[str, Any]) -> dict[str, Any]:
+    request = dict(request)
+    request.setdefault("allocationMode", "ExactCount")
+    if request["allocationMode"] == "ExactCount":
+        request.setdefault("count", 1)
+    if request.get("tolerations"):
+        request["tolerations"] = [{"operator": "Equal", **t} for t in request["tolerations"]]
+    return request
+
+
+def with_api_defaults(claim: Mapping[str, Any]) -> dict[str, Any]:
+    """The claim as the API server stores it: each request's allocationMode (ExactCount), count
+    (1) and tolerations' operator (Equal) defaulted, as the scheduler then reads them; draopt
+    applies the same defaults itself, the oracle's allocator does not."""
+    spec = claim.get("spec") or {}
+    devices = spec.get("devices") or {}
+    requests = []
+    for request in devices.get("requests") or []:
+        request = dict(request)
+        if request.get("exactly") is not None:
+            request["exactly"] = _default_request(request["exactly"])
+        if request.get("firstAvailable"):
+            request["firstAvailable"] = [_default_request(sub) for sub in request["firstAvailable"]]
+        requests.append(request)
+    return {**claim, "spec": {**spec, "devices": {**devices, "requests": requests}}}
+
+
 def scenario_from_objects(
     node: Any,
     objects: Iterable[Any],
@@ -90,13 +117,15 @@ def scenario_from_objects(
         doc = _as_dict(obj)
         if doc.get("kind") in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
             doc = {**doc, "apiVersion": RESOURCE_V1}
+        if doc.get("kind") == "ResourceClaim":
+            doc = with_api_defaults(doc)
         docs.append(doc)
     return {
         "name": name,
         "gates": dict(sorted(features.gates.items())),
         "node": _as_dict(node),
         "objects": docs,
-        "claims": [{**_as_dict(c), "apiVersion": RESOURCE_V1} for c in claims],
+        "claims": [with_api_defaults({**_as_dict(c), "apiVersion": RESOURCE_V1}) for c in claims],
         "repeat": repeat,
         "timeoutSeconds": timeout_seconds,
     }
@@ -115,8 +144,8 @@ def scenario_from_case(case: Mapping[str, Any]) -> dict[str, Any]:
         "name": case.get("name", ""),
         "gates": conformance_gates(case.get("features") or []),
         "node": node,
-        "objects": list(case.get("objects") or []),
-        "claims": list(case.get("claims") or []),
+        "objects": [with_api_defaults(o) if o.get("kind") == "ResourceClaim" else o for o in case.get("objects") or []],
+        "claims": [with_api_defaults(c) for c in case.get("claims") or []],
         "repeat": 1,
         "timeoutSeconds": 10.0,
     }
@@ -354,4 +383,5 @@ __all__ = [
     "scenario_from_case",
     "scenario_from_objects",
     "scenarios_from_object_set",
+    "with_api_defaults",
 ]

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from draopt.crosscheck.allocator_oracle import scenario_from_case, scenarios_from_object_set
+from draopt.crosscheck.allocator_oracle import scenario_from_case, scenarios_from_object_set, with_api_defaults
 from draopt.errors import InputError
 from draopt.kube.features import DEFAULT_GATES, Features
 from draopt.testing.synth import random_instance
@@ -87,8 +87,8 @@ def synth_scenarios(count: int, minor: str, seed: int = 0) -> list[dict[str, Any
                 "name": f"synth-{i:05d}-{label}-{mode}",
                 "gates": dict(sorted(gates.items())),
                 "node": instance["node"],
-                "objects": instance["objects"],
-                "claims": instance["claims"],
+                "objects": [with_api_defaults(o) if o["kind"] == "ResourceClaim" else o for o in instance["objects"]],
+                "claims": [with_api_defaults(c) for c in instance["claims"]],
                 "repeat": 1,
                 "timeoutSeconds": 10.0,
             }
