@@ -161,18 +161,14 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
         "derived-attributes-gate-off",
         lambda c: "cannot handle request with derived attributes, the feature is disabled" in c.kubernetes.error,
     ),
-    ("derived-attributes", lambda c: "derivedAttributes" in c.text and c.gate("DRADerivedAttributes")),
-    ("distinct-attribute", lambda c: "distinctAttribute" in c.text),
-    ("compatibility-groups", lambda c: "compatibilityGroups" in c.text),
     (
         "all-mode-incomplete-pool",
         lambda c: "asks for all devices, but resource pool" in c.draopt.error and c.kubernetes.outcome != "error",
     ),
-    (
-        "constraint-not-satisfied-error",
-        lambda c: "because a claim constraint would not be satisfied" in (c.draopt.error + c.kubernetes.error),
-    ),
     ("capacity-requests", lambda c: '"capacity": {"requests"' in c.text),
+    ("derived-attributes", lambda c: "derivedAttributes" in c.text and c.gate("DRADerivedAttributes")),
+    ("distinct-attribute", lambda c: "distinctAttribute" in c.text),
+    ("compatibility-groups", lambda c: "compatibilityGroups" in c.text),
 ]
 
 
@@ -540,8 +536,9 @@ def test_open_derived_attributes_gate_off(minor):
 
 
 @OPEN
-def test_open_derived_attributes():
-    """derived-attributes: generated scenario 187 (DRADerivedAttributes on)."""
+def test_open_all_mode_incomplete_pool():
+    """all-mode-incomplete-pool: generated scenario 187 (allocationMode All, a pool with a
+    counter slice while DRAPartitionableDevices is off)."""
     kubernetes, mine = _both(_synth("1.37", 187), "1.37")
     assert compare_allocation(mine, kubernetes) == []
 
@@ -555,6 +552,11 @@ def test_open_compatibility_groups():
 
 @OPEN
 def test_open_capacity_requests():
-    """capacity-requests: generated scenario 422 (every gate on)."""
-    kubernetes, mine = _both(_synth("1.37", 422), "1.37")
-    assert compare_allocation(mine, kubernetes) == []
+    """capacity-requests: generated scenarios 422 and 1294 (every gate on), claim 1 of 1294
+    alone: firstAvailable [alt0: 2 devices with bandwidth 6G, alt1, alt2] and a request for 6G
+    of a shared device, under matchAttribute model."""
+    reduced = _synth("1.37", 1294)
+    reduced = dict(reduced, name="reduced-1294", claims=reduced["claims"][1:])
+    for scenario in (_synth("1.37", 422), reduced):
+        kubernetes, mine = _both(scenario, "1.37")
+        assert compare_allocation(mine, kubernetes) == []
