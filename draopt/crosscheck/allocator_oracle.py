@@ -15,6 +15,7 @@ import json
 import queue
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -61,6 +62,7 @@ class DraoptAllocation:
     outcome: str  # allocated, unschedulable, error
     results: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
+    nanos: list[int] = field(default_factory=list)  # elapsed ns of each repeat of the allocate call
 
 
 class OracleFailed(DraoptError):
@@ -174,9 +176,10 @@ def _objects_of(scenario: Mapping[str, Any]) -> ObjectSet:
     return objs
 
 
-def draopt_allocation(scenario: Mapping[str, Any]) -> DraoptAllocation:
-    """draopt's first-fit (`draopt allocate --node N --claim ...`) on an oracle scenario.
-    An input draopt refuses raises InputError."""
+def draopt_allocation(scenario: Mapping[str, Any], repeat: int = 1) -> DraoptAllocation:
+    """draopt's first-fit (`draopt allocate --node N --claim ...`) on an oracle scenario, the
+    allocate call made `repeat` times and timed as the oracle times Kubernetes' (the objects
+    read once, before). An input draopt refuses raises InputError."""
     from draopt.allocation.allocate import allocate
 
     objects = _objects_of(scenario)
@@ -185,21 +188,31 @@ def draopt_allocation(scenario: Mapping[str, Any]) -> DraoptAllocation:
         meta = c.get("metadata") or {}
         refs.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
     features = Features.from_gates(dict(scenario.get("gates") or {}))
-    try:
-        out = allocate(
-            objects,
-            node=scenario["node"]["metadata"]["name"],
-            claims=refs,
-            features=features,
-            deterministic_share_ids=True,
-        )
-    except InputError:
-        raise
-    except DraoptError as e:
-        return DraoptAllocation("error", [], str(e))
-    if out.results is None:
-        return DraoptAllocation("unschedulable", [], out.reason)
-    return DraoptAllocation("allocated", [r.to_k8s() for r in out.results])
+    nanos = []
+    answer = DraoptAllocation("error")
+    for _ in range(max(1, repeat)):
+        start = time.perf_counter_ns()
+        try:
+            out = allocate(
+                objects,
+                node=scenario["node"]["metadata"]["name"],
+                claims=refs,
+                features=features,
+                deterministic_share_ids=True,
+            )
+        except InputError:
+            raise
+        except DraoptError as e:
+            nanos.append(time.perf_counter_ns() - start)
+            answer = DraoptAllocation("error", [], str(e))
+            continue
+        nanos.append(time.perf_counter_ns() - start)
+        if out.results is None:
+            answer = DraoptAllocation("unschedulable", [], out.reason)
+        else:
+            answer = DraoptAllocation("allocated", [r.to_k8s() for r in out.results])
+    answer.nanos = nanos
+    return answer
 
 
 def run_allocator_oracle(
