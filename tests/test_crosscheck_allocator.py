@@ -560,3 +560,36 @@ def test_open_capacity_requests():
     for scenario in (_synth("1.37", 422), reduced):
         kubernetes, mine = _both(scenario, "1.37")
         assert compare_allocation(mine, kubernetes) == []
+
+
+# ------------------------------------------------------------------ the protocol and the build
+def test_oracle_protocol_survives_malformed_lines():
+    """A malformed line is answered "invalid" and the stream goes on."""
+    import subprocess
+
+    binary = oracle_or_skip("1.37")
+    good = _scenario(
+        "good",
+        [],
+        [GPU_CLASS, _slice("s", "p", [_device("d")])],
+        [_claim([{"name": "r", "exactly": {"deviceClassName": "gpu"}}])],
+    )
+    lines = ["not json", json.dumps({"name": "no-node", "claims": []}), json.dumps(dict(good, repeat=3))]
+    out = subprocess.run([str(binary)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(a["name"], a["outcome"]) for a in answers] == [
+        ("", "invalid"),
+        ("no-node", "invalid"),
+        ("good", "allocated"),
+    ]
+    assert len(answers[2]["nanos"]) == 3 and answers[2]["results"][0]["devices"]["results"][0]["device"] == "d"
+
+
+def test_oracle_binary_is_built_once():
+    """The binary is cached under $DRAOPT_CACHE_DIR by the sources' hash and reused."""
+    first = oracle_or_skip("1.37")
+    assert first.parent.name.startswith("allocator-1.37-") and first.name == "oracle"
+    stamp = first.stat().st_mtime_ns
+    assert oracle_binary("allocator", "1.37") == first and first.stat().st_mtime_ns == stamp
+    with pytest.raises(InputError, match="not supported"):
+        oracle_binary("allocator", "1.35")

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	resourceapi "k8s.io/api/resource/v1"
 )
 
 func main() {
@@ -32,7 +34,7 @@ func serve(in io.Reader, out io.Writer) error {
 	for {
 		line, readErr := reader.ReadBytes('\n')
 		if len(trimSpace(line)) > 0 {
-			if err := encoder.Encode(answer(line)); err != nil {
+			if err := encoder.Encode(withEmptyLists(answer(line))); err != nil {
 				return err
 			}
 			if err := writer.Flush(); err != nil {
@@ -73,4 +75,15 @@ func answer(line []byte) (out Output) {
 		return Output{Name: sc.Name, Outcome: OutcomeInvalid, Error: err.Error()}
 	}
 	return run(sc)
+}
+
+// withEmptyLists writes absent results and timings as [] rather than null.
+func withEmptyLists(out Output) Output {
+	if out.Results == nil {
+		out.Results = []resourceapi.AllocationResult{}
+	}
+	if out.Nanos == nil {
+		out.Nanos = []int64{}
+	}
+	return out
 }
