@@ -29,7 +29,7 @@ _DOWNLOAD_FAILURE = re.compile(
     r"dial tcp|no such host|connection refused|i/o timeout|TLS handshake|network is unreachable"
     r"|reading https?://|Get \"https?://|proxyconnect"
 )
-_GO_TOO_OLD = re.compile(r"requires go >= |go: updates to go\.mod needed|toolchain not available")
+_GO_TOO_OLD = re.compile(r"requires go >= |toolchain not available")
 
 
 class OracleUnavailable(InputError):
