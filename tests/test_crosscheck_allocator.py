@@ -387,6 +387,24 @@ def test_stable_variant_pool_order():
 
 
 @pytest.mark.parametrize("minor", SUPPORTED)
+def test_stable_variant_distinct_attribute(minor):
+    """stable-variant: distinctAttribute while DRAConsumableCapacity is off; the stable variant
+    does not know the constraint ("empty constraint", an error), the sorted variants and draopt
+    enforce it (two devices of numa 0: unschedulable)."""
+    devices = [_device(f"d{i}", attributes={"numa": {"int": 0}}) for i in range(2)]
+    claim = _claim(
+        [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 2}}],
+        constraints=[{"distinctAttribute": "gpu.example.com/numa"}],
+    )
+    scenario = _scenario("distinct", [], [GPU_CLASS, _slice("s", "p", devices)], [claim])
+    oracle_or_skip(minor)
+    [(kubernetes, ordered)] = paired(run_allocator_oracle(with_pool_order([scenario]), minor, timeout=60))
+    mine = _draopt(scenario)
+    assert (kubernetes.allocator, kubernetes.outcome) == ("stable", "error") and "empty constraint" in kubernetes.error
+    assert mine is not None and (ordered.outcome, mine.outcome) == ("unschedulable", "unschedulable")
+
+
+@pytest.mark.parametrize("minor", SUPPORTED)
 def test_prefilter_subrequests(minor):
     """prefilter-subrequests: firstAvailable with DRAPrioritizedList off."""
     request = {"name": "r", "firstAvailable": [{"name": "a", "deviceClassName": "gpu"}]}
@@ -498,19 +516,6 @@ def test_open_taint_rule_removed_selector_fields(minor):
 
 
 @OPEN
-@pytest.mark.parametrize("minor", SUPPORTED)
-def test_open_distinct_attribute_gate_off(minor):
-    """distinct-attribute: distinctAttribute while DRAConsumableCapacity is off."""
-    devices = [_device(f"d{i}", attributes={"numa": {"int": 0}}) for i in range(2)]
-    claim = _claim(
-        [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 2}}],
-        constraints=[{"distinctAttribute": "gpu.example.com/numa"}],
-    )
-    kubernetes, mine = _both(_scenario("distinct", [], [GPU_CLASS, _slice("s", "p", devices)], [claim]), minor)
-    assert compare_allocation(mine, kubernetes) == []
-
-
-@OPEN
 def test_open_distinct_attribute_shared_device():
     """distinct-attribute: generated scenario 54 (every gate on): draopt repeats a numa value
     across the constraint's requests when one device is shared (allowMultipleAllocations)."""
@@ -537,16 +542,50 @@ def test_open_derived_attributes_gate_off(minor):
 
 @OPEN
 def test_open_all_mode_incomplete_pool():
-    """all-mode-incomplete-pool: generated scenario 187 (allocationMode All, a pool with a
-    counter slice while DRAPartitionableDevices is off)."""
-    kubernetes, mine = _both(_synth("1.37", 187), "1.37")
+    """all-mode-incomplete-pool (reduced from generated scenario 187): gates off; the only slice
+    of a pool of 3 slices has a device whose counters name compatibilityGroups; allocationMode
+    All. Kubernetes ignores that slice, so the pool is not there at all: unschedulable; draopt
+    keeps the pool as incomplete: error "asks for all devices, but resource pool ... is
+    currently being updated"."""
+    consumes = [{"counterSet": "cs-0", "counters": {"mem": {"value": "6Gi"}}, "compatibilityGroups": ["vgpu"]}]
+    pool = _slice("s1", "p", [_device("d", consumesCounters=consumes)])
+    pool["spec"]["pool"]["resourceSliceCount"] = 3
+    claim = _claim([{"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}])
+    kubernetes, mine = _both(_scenario("all-incomplete", [], [GPU_CLASS, pool], [claim]), "1.37")
     assert compare_allocation(mine, kubernetes) == []
 
 
 @OPEN
 def test_open_compatibility_groups():
-    """compatibility-groups: generated scenario 339 (DRADeviceCompatibilityGroups on)."""
-    kubernetes, mine = _both(_synth("1.37", 339), "1.37")
+    """compatibility-groups (reduced from generated scenario 339): DRAPartitionableDevices and
+    DRADeviceCompatibilityGroups on; one pool, counter set cs-1 of 12Gi; devices d0 (model a),
+    d1 (model c, no counters), d2 and d4 (model c, 4Gi and 6Gi of cs-1, groups [mig, vgpu]); three
+    devices with matchAttribute model. Kubernetes allocates d1, d2, d4; draopt is unschedulable."""
+    counters = _slice("counters", "p", [], sharedCounters=[{"name": "cs-1", "counters": {"mem": {"value": "12Gi"}}}])
+    counters["spec"].pop("devices")
+
+    def grouped(name: str, mem: str) -> dict[str, Any]:
+        consumes = [{"counterSet": "cs-1", "counters": {"mem": {"value": mem}}, "compatibilityGroups": ["mig", "vgpu"]}]
+        return _device(name, attributes={"model": {"string": "c"}}, consumesCounters=consumes)
+
+    devices = _slice(
+        "devices",
+        "p",
+        [
+            _device("d0", attributes={"model": {"string": "a"}}),
+            _device("d1", attributes={"model": {"string": "c"}}),
+            grouped("d2", "4Gi"),
+            grouped("d4", "6Gi"),
+        ],
+    )
+    for s in (counters, devices):
+        s["spec"]["pool"]["resourceSliceCount"] = 2
+    claim = _claim(
+        [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 3}}],
+        constraints=[{"matchAttribute": "gpu.example.com/model"}],
+    )
+    gates = ["DRAPartitionableDevices", "DRADeviceCompatibilityGroups"]
+    kubernetes, mine = _both(_scenario("grouped-3", gates, [GPU_CLASS, counters, devices], [claim]), "1.37")
     assert compare_allocation(mine, kubernetes) == []
 
 
