@@ -110,6 +110,18 @@ def _list_attributes_matter_on_136(case: Case) -> bool:
     return case.gate("DRAListTypeAttributes") and "/links" in case.text
 
 
+def _rejected_by_prefilter(case: Case) -> bool:
+    """The plugin's PreFilter marks the pod unschedulable before any allocator runs (a request
+    with subrequests while DRAPrioritizedList is off, a DeviceClass that does not exist); draopt
+    reports the allocator's error for the same conditions."""
+    messages = ("has subrequests, but the DRAPrioritizedList feature is disabled", "does not exist")
+    return (
+        case.kubernetes.outcome == "unschedulable"
+        and any(m in case.kubernetes.error for m in messages)
+        and case.draopt.outcome == "error"
+    )
+
+
 def _taint_rule_with_removed_fields(case: Case) -> bool:
     """A DeviceTaintRule selecting by deviceClassName or CEL selectors: fields no served
     version has (1.36, 1.37), so Kubernetes decodes the selector without them."""
@@ -128,14 +140,7 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
         "stable-variant",
         lambda c: c.kubernetes.allocator == "stable" and not compare_allocation(c.draopt, c.pool_order),
     ),
-    (
-        "prefilter-subrequests",
-        lambda c: (
-            c.kubernetes.outcome == "unschedulable"
-            and "has subrequests, but the DRAPrioritizedList feature is disabled" in c.kubernetes.error
-            and c.draopt.outcome == "error"
-        ),
-    ),
+    ("prefilter", _rejected_by_prefilter),
     (
         "consumed-capacity-format",
         lambda c: c.minor == "1.37" and not compare_allocation(_by_value(c.draopt), _by_value(c.kubernetes)),
@@ -405,12 +410,17 @@ def test_stable_variant_distinct_attribute(minor):
 
 
 @pytest.mark.parametrize("minor", SUPPORTED)
-def test_prefilter_subrequests(minor):
-    """prefilter-subrequests: firstAvailable with DRAPrioritizedList off."""
+def test_prefilter(minor):
+    """prefilter: firstAvailable with DRAPrioritizedList off; a DeviceClass that does not exist."""
     request = {"name": "r", "firstAvailable": [{"name": "a", "deviceClassName": "gpu"}]}
     scenario = _scenario("prefilter", [], [GPU_CLASS, _slice("s", "p", [_device("d")])], [_claim([request])])
     kubernetes, mine = _both(scenario, minor)
     assert (kubernetes.outcome, mine.outcome) == ("unschedulable", "error")
+    missing = _claim([{"name": "r", "exactly": {"deviceClassName": "missing"}}])
+    scenario = _scenario("no-class", [], [GPU_CLASS, _slice("s", "p", [_device("d")])], [missing])
+    kubernetes, mine = _both(scenario, minor)
+    assert (kubernetes.outcome, mine.outcome) == ("unschedulable", "error")
+    assert "device class missing does not exist" in kubernetes.error
 
 
 def _bandwidth_scenario() -> dict[str, Any]:
