@@ -158,6 +158,11 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
         "release-1.36-config-requests",
         lambda c: c.minor == "1.36" and all(d.split(":")[0].endswith(" config") for d in c.diffs),
     ),
+    ("release-1.37-distinct-attribute", lambda c: c.minor == "1.37" and "distinctAttribute" in c.text),
+    (
+        "search-timeout",
+        lambda c: c.kubernetes.outcome == "timeout" and "did not finish within its step limit" in c.draopt.error,
+    ),
     ("release-1.36-list-attributes", lambda c: c.minor == "1.36" and _list_attributes_matter_on_136(c)),
     ("release-1.36-compatibility-groups", lambda c: c.minor == "1.36" and "compatibilityGroups" in c.text),
     # open: draopt differs from the allocator it reproduces
@@ -172,7 +177,6 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
     ),
     ("capacity-requests", lambda c: '"capacity": {"requests"' in c.text),
     ("derived-attributes", lambda c: "derivedAttributes" in c.text and c.gate("DRADerivedAttributes")),
-    ("distinct-attribute", lambda c: "distinctAttribute" in c.text),
     ("compatibility-groups", lambda c: "compatibilityGroups" in c.text),
 ]
 
@@ -525,12 +529,21 @@ def test_open_taint_rule_removed_selector_fields(minor):
     assert compare_allocation(mine, kubernetes) == []
 
 
-@OPEN
-def test_open_distinct_attribute_shared_device():
-    """distinct-attribute: generated scenario 54 (every gate on): draopt repeats a numa value
-    across the constraint's requests when one device is shared (allowMultipleAllocations)."""
-    kubernetes, mine = _both(_synth("1.37", 54), "1.37")
-    assert compare_allocation(mine, kubernetes) == []
+def test_release_137_distinct_attribute():
+    """release-1.37-distinct-attribute (reduced from generated scenario 54): devices of numa 0, 2,
+    2, 1; two requests of two devices each under distinctAttribute numa (DRAConsumableCapacity
+    on). 1.36 and draopt allocate d1, d3 and d0, d2 (numa 2 twice); 1.37 finds no four distinct
+    values: unschedulable."""
+    devices = [_device(f"d{i}", attributes={"numa": {"int": v}}) for i, v in enumerate([0, 2, 2, 1])]
+    claim = _claim(
+        [{"name": n, "exactly": {"deviceClassName": "gpu", "count": 2}} for n in ("a", "b")],
+        constraints=[{"distinctAttribute": "gpu.example.com/numa"}],
+    )
+    scenario = _scenario("distinct", ["DRAConsumableCapacity"], [GPU_CLASS, _slice("s", "p", devices)], [claim])
+    k136, mine = _both(scenario, "1.36")
+    k137, _ = _both(scenario, "1.37")
+    assert k136.outcome == "allocated" and compare_allocation(mine, k136) == []
+    assert k137.outcome == "unschedulable"
 
 
 @OPEN
