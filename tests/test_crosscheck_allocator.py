@@ -158,10 +158,16 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
         "release-1.36-config-requests",
         lambda c: c.minor == "1.36" and all(d.split(":")[0].endswith(" config") for d in c.diffs),
     ),
-    ("release-1.37-distinct-attribute", lambda c: c.minor == "1.37" and "distinctAttribute" in c.text),
+    (
+        "release-1.37-distinct-attribute",
+        lambda c: c.minor == "1.37" and "distinctAttribute" in c.text and c.draopt.outcome == "allocated",
+    ),
     (
         "search-timeout",
-        lambda c: c.kubernetes.outcome == "timeout" and "did not finish within its step limit" in c.draopt.error,
+        lambda c: (
+            c.kubernetes.outcome in ("timeout", "unschedulable")
+            and "did not finish within its step limit" in c.draopt.error
+        ),
     ),
     ("release-1.36-list-attributes", lambda c: c.minor == "1.36" and _list_attributes_matter_on_136(c)),
     ("release-1.36-compatibility-groups", lambda c: c.minor == "1.36" and "compatibilityGroups" in c.text),
