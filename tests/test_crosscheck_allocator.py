@@ -182,7 +182,6 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
         lambda c: "asks for all devices, but resource pool" in c.draopt.error and c.kubernetes.outcome != "error",
     ),
     ("capacity-requests", lambda c: '"capacity": {"requests"' in c.text),
-    ("derived-attributes", lambda c: "derivedAttributes" in c.text and c.gate("DRADerivedAttributes")),
     ("compatibility-groups", lambda c: "compatibilityGroups" in c.text),
 ]
 
