@@ -181,8 +181,7 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
         "all-mode-incomplete-pool",
         lambda c: "asks for all devices, but resource pool" in c.draopt.error and c.kubernetes.outcome != "error",
     ),
-    ("capacity-requests", lambda c: '"capacity": {"requests"' in c.text),
-    ("compatibility-groups", lambda c: "compatibilityGroups" in c.text),
+    ("counter-leak", lambda c: '"consumesCounters"' in c.text and c.gate("DRAPartitionableDevices")),
 ]
 
 
@@ -583,49 +582,83 @@ def test_open_all_mode_incomplete_pool():
     assert compare_allocation(mine, kubernetes) == []
 
 
-@OPEN
-def test_open_compatibility_groups():
-    """compatibility-groups (reduced from generated scenario 339): DRAPartitionableDevices and
-    DRADeviceCompatibilityGroups on; one pool, counter set cs-1 of 12Gi; devices d0 (model a),
-    d1 (model c, no counters), d2 and d4 (model c, 4Gi and 6Gi of cs-1, groups [mig, vgpu]); three
-    devices with matchAttribute model. Kubernetes allocates d1, d2, d4; draopt is unschedulable."""
-    counters = _slice("counters", "p", [], sharedCounters=[{"name": "cs-1", "counters": {"mem": {"value": "12Gi"}}}])
+def _counter_pool_and_plain_pool() -> list[dict[str, Any]]:
+    """Pool p0: counter set cs of 6Gi, d1 (numa 0, no model) takes 6Gi, d2 (model a) 4Gi; pool
+    p1: d0 (model a)."""
+    counters = _slice("counters", "p0", [], sharedCounters=[{"name": "cs", "counters": {"mem": {"value": "6Gi"}}}])
     counters["spec"].pop("devices")
 
-    def grouped(name: str, mem: str) -> dict[str, Any]:
-        consumes = [{"counterSet": "cs-1", "counters": {"mem": {"value": mem}}, "compatibilityGroups": ["mig", "vgpu"]}]
-        return _device(name, attributes={"model": {"string": "c"}}, consumesCounters=consumes)
+    def uses(mem: str) -> list[dict[str, Any]]:
+        return [{"counterSet": "cs", "counters": {"mem": {"value": mem}}}]
 
     devices = _slice(
         "devices",
-        "p",
+        "p0",
         [
-            _device("d0", attributes={"model": {"string": "a"}}),
-            _device("d1", attributes={"model": {"string": "c"}}),
-            grouped("d2", "4Gi"),
-            grouped("d4", "6Gi"),
+            _device("d1", attributes={"numa": {"int": 0}}, consumesCounters=uses("6Gi")),
+            _device("d2", attributes={"model": {"string": "a"}}, consumesCounters=uses("4Gi")),
         ],
     )
     for s in (counters, devices):
         s["spec"]["pool"]["resourceSliceCount"] = 2
-    claim = _claim(
-        [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 3}}],
-        constraints=[{"matchAttribute": "gpu.example.com/model"}],
+    return [GPU_CLASS, counters, devices, _slice("other", "p1", [_device("d0", attributes={"model": {"string": "a"}})])]
+
+
+def _shared_counter_device_scenario() -> dict[str, Any]:
+    """Reduced from generated scenario 422: pool p, counter set cs of 8Gi; d0 (model a, shared:
+    allowMultipleAllocations, bandwidth 10G of validValues 1G/2G/5G, takes 6Gi of cs), d1 (model
+    a), d3 (model c). claim-0: firstAvailable [alt1: two devices of model a, alt2: one device
+    with 3G of bandwidth]; claim-1: two requests of one device."""
+    counters = _slice("counters", "p", [], sharedCounters=[{"name": "cs", "counters": {"mem": {"value": "8Gi"}}}])
+    counters["spec"].pop("devices")
+    bandwidth = {"value": "10G", "requestPolicy": {"default": "2G", "validValues": ["1G", "2G", "5G"]}}
+    shared = _device(
+        "d0",
+        attributes={"model": {"string": "a"}},
+        capacity={"memory": {"value": "2Gi"}, "bandwidth": bandwidth},
+        allowMultipleAllocations=True,
+        consumesCounters=[{"counterSet": "cs", "counters": {"mem": {"value": "6Gi"}}}],
     )
-    gates = ["DRAPartitionableDevices", "DRADeviceCompatibilityGroups"]
-    kubernetes, mine = _both(_scenario("grouped-3", gates, [GPU_CLASS, counters, devices], [claim]), "1.37")
-    assert compare_allocation(mine, kubernetes) == []
+    plain = [_device("d1", attributes={"model": {"string": "a"}}), _device("d3", attributes={"model": {"string": "c"}})]
+    devices = _slice("devices", "p", [shared, *plain])
+    for s in (counters, devices):
+        s["spec"]["pool"]["resourceSliceCount"] = 2
+    model_a = [{"cel": {"expression": 'device.attributes["gpu.example.com"].model == "a"'}}]
+    first = _claim(
+        [
+            {
+                "name": "r",
+                "firstAvailable": [
+                    {"name": "alt1", "deviceClassName": "gpu", "count": 2, "selectors": model_a},
+                    {"name": "alt2", "deviceClassName": "gpu", "capacity": {"requests": {"bandwidth": "3G"}}},
+                ],
+            }
+        ]
+    )
+    second = _claim([{"name": n, "exactly": {"deviceClassName": "gpu"}} for n in ("r0", "r1")])
+    second["metadata"] = {"name": "claim-1", "namespace": "default", "uid": "uid-1"}
+    gates = ["DRAConsumableCapacity", "DRAPartitionableDevices", "DRAPrioritizedList"]
+    return _scenario("shared-counter-device", gates, [GPU_CLASS, counters, devices], [first, second])
 
 
 @OPEN
-def test_open_capacity_requests():
-    """capacity-requests: generated scenarios 422 and 1294 (every gate on), claim 1 of 1294
-    alone: firstAvailable [alt0: 2 devices with bandwidth 6G, alt1, alt2] and a request for 6G
-    of a shared device, under matchAttribute model."""
-    reduced = _synth("1.37", 1294)
-    reduced = dict(reduced, name="reduced-1294", claims=reduced["claims"][1:])
-    for scenario in (_synth("1.37", 422), reduced):
-        kubernetes, mine = _both(scenario, "1.37")
+@pytest.mark.parametrize("minor", SUPPORTED)
+def test_open_counter_leak(minor):
+    """counter-leak: draopt reproduces the allocator's counter leak (counters kept after a
+    constraint refuses the device, or after backtracking a shared device), which 1.36.3 and
+    1.37.0 fixed (rollbackDevice). (a) Two requests of one device under matchAttribute model:
+    Kubernetes tries d1 for r0 (no model: refused), then d2 (4Gi of 6Gi), then d0 for r1:
+    allocated; draopt keeps d1's 6Gi: unschedulable. (b) _shared_counter_device_scenario:
+    Kubernetes backtracks claim-0 to alt2 on d0; draopt: unschedulable."""
+    claim = _claim(
+        [{"name": n, "exactly": {"deviceClassName": "gpu"}} for n in ("r0", "r1")],
+        constraints=[{"matchAttribute": "gpu.example.com/model"}],
+    )
+    gates = ["DRAPartitionableDevices", "DRAConsumableCapacity"]  # the incubating variant: pools in order
+    constrained = _scenario("counters-constraint", gates, _counter_pool_and_plain_pool(), [claim])
+    for scenario in (constrained, _shared_counter_device_scenario()):
+        kubernetes, mine = _both(scenario, minor)
+        assert kubernetes.outcome == "allocated"
         assert compare_allocation(mine, kubernetes) == []
 
 
