@@ -181,6 +181,14 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
         "all-mode-incomplete-pool",
         lambda c: "asks for all devices, but resource pool" in c.draopt.error and c.kubernetes.outcome != "error",
     ),
+    (
+        "all-mode-shared-device",
+        lambda c: (
+            '"allocationMode": "All"' in c.text
+            and '"shareID"' in c.text
+            and (c.draopt.outcome, c.kubernetes.outcome) == ("allocated", "unschedulable")
+        ),
+    ),
     ("counter-leak", lambda c: '"consumesCounters"' in c.text and c.gate("DRAPartitionableDevices")),
 ]
 
@@ -580,6 +588,32 @@ def test_open_all_mode_incomplete_pool():
     claim = _claim([{"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}])
     kubernetes, mine = _both(_scenario("all-incomplete", [], [GPU_CLASS, pool], [claim]), "1.37")
     assert compare_allocation(mine, kubernetes) == []
+
+
+def test_release_137_all_mode_shared_device():
+    """release-1.37-all-mode-shared-device (reduced from generated scenario 899):
+    DRAConsumableCapacity on; a shared device s (allowMultipleAllocations, memory 2Gi) whose 2Gi
+    an in-use claim holds (shareID set), a device d; a request for All devices. 1.36 and draopt
+    allocate d alone; 1.37 counts s among all devices, and s has no memory left: unschedulable."""
+    shared = _device("s", allowMultipleAllocations=True, capacity={"memory": {"value": "2Gi"}})
+    held = {
+        "request": "r",
+        "driver": "gpu.example.com",
+        "pool": "p",
+        "device": "s",
+        "shareID": "00000000-0000-0000-0000-000000000001",
+        "consumedCapacity": {"memory": "2Gi"},
+    }
+    in_use = _claim([{"name": "r", "exactly": {"deviceClassName": "gpu"}}])
+    in_use["metadata"] = {"name": "running", "namespace": "default", "uid": "u-run"}
+    in_use["status"] = {"allocation": {"devices": {"results": [held]}}}
+    claim = _claim([{"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}])
+    objects = [GPU_CLASS, _slice("s", "p", [shared, _device("d")]), in_use]
+    scenario = _scenario("all-shared", ["DRAConsumableCapacity"], objects, [claim])
+    k136, mine = _both(scenario, "1.36")
+    k137, _ = _both(scenario, "1.37")
+    assert k136.outcome == "allocated" and compare_allocation(mine, k136) == []
+    assert k137.outcome == "unschedulable"
 
 
 def _counter_pool_and_plain_pool() -> list[dict[str, Any]]:
