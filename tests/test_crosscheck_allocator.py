@@ -171,10 +171,12 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
     ),
     (
         "release-1.37-all-mode-shared-device",
-        lambda c: c.minor == "1.37"
-        and '"allocationMode": "All"' in c.text
-        and '"shareID"' in c.text
-        and (c.draopt.outcome, c.kubernetes.outcome) == ("allocated", "unschedulable"),
+        lambda c: (
+            c.minor == "1.37"
+            and '"allocationMode": "All"' in c.text
+            and '"shareID"' in c.text
+            and (c.draopt.outcome, c.kubernetes.outcome) == ("allocated", "unschedulable")
+        ),
     ),
     ("release-1.36-list-attributes", lambda c: c.minor == "1.36" and _list_attributes_matter_on_136(c)),
     ("release-1.36-compatibility-groups", lambda c: c.minor == "1.36" and "compatibilityGroups" in c.text),
@@ -187,7 +189,6 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
     (
         "all-mode-incomplete-pool",
         lambda c: "asks for all devices, but resource pool" in c.draopt.error and c.kubernetes.outcome != "error",
-    ),
     ),
     ("counter-leak", lambda c: '"consumesCounters"' in c.text and c.gate("DRAPartitionableDevices")),
 ]
