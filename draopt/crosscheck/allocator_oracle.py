@@ -348,21 +348,21 @@ def _normalized_config(configs: Iterable[Mapping[str, Any]] | None) -> list[dict
     ]
 
 
-def compare_allocation(draopt: DraoptAllocation, oracle: OracleAllocation) -> list[str]:
+def compare_allocation(draopt_results: DraoptAllocation, oracle: OracleAllocation) -> list[str]:
     """Where draopt's answer differs from Kubernetes': the outcome, then per claim and in
     order each device result (normalized_result), the config entries and whether a
     nodeSelector is set. An empty list: they agree."""
-    if draopt.outcome != oracle.outcome:
+    if draopt_results.outcome != oracle.outcome:
         return [
-            f"outcome: draopt {draopt.outcome} ({draopt.error[:200]}), "
+            f"outcome: draopt {draopt_results.outcome} ({draopt_results.error[:200]}), "
             f"kubernetes {oracle.outcome} ({oracle.error[:200]})".replace(" ()", "")
         ]
-    if draopt.outcome != "allocated":
+    if draopt_results.outcome != "allocated":
         return []
-    if len(draopt.results) != len(oracle.results):
-        return [f"claims: draopt allocated {len(draopt.results)}, kubernetes {len(oracle.results)}"]
+    if len(draopt_results.results) != len(oracle.results):
+        return [f"claims: draopt allocated {len(draopt_results.results)}, kubernetes {len(oracle.results)}"]
     diffs = []
-    for i, (mine, theirs) in enumerate(zip(draopt.results, oracle.results)):
+    for i, (mine, theirs) in enumerate(zip(draopt_results.results, oracle.results)):
         got = [normalized_result(r) for r in (mine.get("devices") or {}).get("results") or []]
         want = [normalized_result(r) for r in (theirs.get("devices") or {}).get("results") or []]
         if got != want:
