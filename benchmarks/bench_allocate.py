@@ -13,6 +13,16 @@ Each number is the median over --runs runs (after one warm-up run) inside this p
 ratio cp-sat/reference is computed from medians measured in this same run.
 
     python benchmarks/bench_allocate.py [--runs 20] [--quick]
+
+With --oracle: draopt against Kubernetes' own allocator (the Go oracle of draopt.crosscheck, for
+--minor) on the crosscheck's generated scenarios (draopt.crosscheck.scenarios.synth_scenarios),
+both timed the same way: the allocate call alone (Kubernetes: allocator construction + Allocate;
+draopt: draopt.allocation.allocate.allocate; the objects are read before), (a) cold: the first
+call in a fresh process per case, (b) warm: the median of --runs calls in one process per case.
+Prints the median and p90 of the per-case ratio draopt/Kubernetes and the targets (median <= 0.5,
+p90 <= 1.0) met or not; the process wall times of the cold runs are printed beside.
+
+    python benchmarks/bench_allocate.py --oracle [--minor 1.37] [--cases 200] [--cold-cases 30] [--quick]
 """
 
 from __future__ import annotations
@@ -55,12 +65,114 @@ def measure(objects, node, claims, features, engine, runs):
     return med, out
 
 
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+DRAOPT_COLD = (
+    "import json, sys\n"
+    "from draopt.crosscheck.allocator_oracle import draopt_allocation\n"
+    "print(draopt_allocation(json.load(sys.stdin)).nanos[0])\n"
+)
+
+
+def _cold(cmd: list[str], scenario: dict) -> tuple[int, float]:
+    """(the allocate call's ns as the fresh process reports it, the process's wall seconds)."""
+    import json
+    import subprocess
+
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, input=json.dumps(scenario), capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    line = proc.stdout.strip().splitlines()[-1]
+    nanos = json.loads(line)["nanos"][0] if line.startswith("{") else int(line)
+    return nanos, wall
+
+
+def _ratio_line(label: str, ratios: list[float]) -> str:
+    med, p90 = statistics.median(ratios), percentile(ratios, 0.9)
+    verdict = f"median {'met' if med <= 0.5 else 'NOT met'}, p90 {'met' if p90 <= 1.0 else 'NOT met'}"
+    return f"{label:<6} draopt/kubernetes per case: median {med:.2f}x, p90 {p90:.2f}x  (targets 0.5x / 1.0x: {verdict})"
+
+
+def oracle_main(a) -> int:
+    """draopt against Kubernetes' allocator, cold and warm (see the module docstring)."""
+    import contextlib
+    import io
+
+    from draopt.crosscheck.allocator_oracle import draopt_allocation, run_allocator_oracle
+    from draopt.crosscheck.gobuild import oracle_binary
+    from draopt.crosscheck.scenarios import synth_scenarios
+    from draopt.errors import InputError
+
+    cases = 40 if a.quick else a.cases
+    cold_cases = 8 if a.quick else a.cold_cases
+    runs = 5 if a.quick else max(2, a.runs)
+    binary = oracle_binary("allocator", a.minor)
+    api.warm_up()
+    scenarios = []
+    with contextlib.redirect_stderr(io.StringIO()):
+        for scenario in synth_scenarios(cases, a.minor, a.seed):
+            try:
+                draopt_allocation(scenario)  # draopt refuses some inputs: those are not timed
+            except InputError:
+                continue
+            scenarios.append(scenario)
+    print(
+        f"bench_allocate --oracle: Kubernetes {a.minor} ({binary}); {len(scenarios)} generated scenarios "
+        f"(seed {a.seed}); warm: median of {runs} calls per case; cold: first call of a fresh process, "
+        f"{min(cold_cases, len(scenarios))} cases; python {sys.version.split()[0]}; {os.cpu_count()} CPUs; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    # warm: every case repeated in one process each side
+    kubernetes = run_allocator_oracle([dict(s, repeat=runs) for s in scenarios], a.minor, timeout=300)
+    warm_ratios, k_ms, d_ms = [], [], []
+    # PreFilter rejects some before any allocator runs (no time): left out on both sides
+    timed = [(s, k) for s, k in zip(scenarios, kubernetes) if k.nanos]
+    print(f"timed: {len(timed)} scenarios ({len(scenarios) - len(timed)} rejected by PreFilter, not timed)")
+    scenarios = [s for s, _ in timed]
+    with contextlib.redirect_stderr(io.StringIO()):
+        for scenario, k in timed:
+            mine = draopt_allocation(scenario, repeat=runs)
+            km, dm = statistics.median(k.nanos) / 1e6, statistics.median(mine.nanos) / 1e6
+            k_ms.append(km)
+            d_ms.append(dm)
+            warm_ratios.append(dm / km)
+    print(
+        f"warm   kubernetes median {statistics.median(k_ms):.3f} ms (p90 {percentile(k_ms, 0.9):.3f}); "
+        f"draopt median {statistics.median(d_ms):.3f} ms (p90 {percentile(d_ms, 0.9):.3f})"
+    )
+    print(_ratio_line("warm", warm_ratios))
+    # cold: a fresh process per case each side
+    cold_ratios, k_wall, d_wall = [], [], []
+    step = max(1, len(scenarios) // max(1, cold_cases))
+    for scenario in scenarios[::step][:cold_cases]:
+        k_ns, kw = _cold([str(binary)], dict(scenario, repeat=1))
+        d_ns, dw = _cold([sys.executable, "-c", DRAOPT_COLD], scenario)
+        cold_ratios.append(d_ns / k_ns)
+        k_wall.append(kw)
+        d_wall.append(dw)
+    print(
+        f"cold   process wall: kubernetes median {statistics.median(k_wall) * 1000:.0f} ms, draopt median "
+        f"{statistics.median(d_wall) * 1000:.0f} ms (python start-up and imports included)"
+    )
+    print(_ratio_line("cold", cold_ratios))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=20, help="timed runs per scenario and engine (default 20)")
     ap.add_argument("--quick", action="store_true", help="3 runs, smaller generated cluster (16 nodes)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--oracle", action="store_true", help="draopt against Kubernetes' allocator (Go oracle)")
+    ap.add_argument("--minor", default="1.37", help="--oracle: Kubernetes release (1.36 or 1.37)")
+    ap.add_argument("--cases", type=int, default=200, help="--oracle: generated scenarios (default 200)")
+    ap.add_argument("--cold-cases", type=int, default=30, help="--oracle: of those, run cold (default 30)")
     a = ap.parse_args()
+    if a.oracle:
+        return oracle_main(a)
     runs = 3 if a.quick else max(1, a.runs)
     nodes = 16 if a.quick else 64
 

@@ -1,1 +1,2 @@
-"""draopt judged by Kubernetes' own code: Go oracles built from the released k8s.io modules."""
+"""Crosschecks of draopt against Kubernetes' own code, linked from its released Go modules:
+oracles (small Go programs under oracles/) that answer draopt's scenarios, built by gobuild."""

@@ -606,7 +606,7 @@ def build_inventory(
                 except Exception:  # noqa: BLE001
                     pass
                 devices.append(entry)
-    if features.device_taints and taint_rules and cel_env is not None:
+    if features.device_taint_rules and taint_rules and cel_env is not None:  # DRADeviceTaintRules too
         for entry in devices:
             for rule in taint_rules:
 

@@ -1,0 +1,58 @@
+//go:build k8s_1_36
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+
+	resourcebeta "k8s.io/api/resource/v1beta2"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/dynamic-resource-allocation/resourceslice/tracker"
+	"k8s.io/dynamic-resource-allocation/structured"
+)
+
+// release names the Kubernetes release this build links.
+const release = "1.36"
+
+// allocatorFeatures maps gates to allocator features as the 1.36 plugin's
+// AllocatorFeatures does: DRAListTypeAttributes reaches only the CEL
+// compiler there, not the allocator.
+func allocatorFeatures(sc Scenario) structured.Features {
+	return structured.Features{
+		AdminAccess:            sc.gate("DRAAdminAccess"),
+		PrioritizedList:        sc.gate("DRAPrioritizedList"),
+		PartitionableDevices:   sc.gate("DRAPartitionableDevices"),
+		DeviceTaints:           sc.gate("DRADeviceTaints"),
+		DeviceBindingAndStatus: sc.gate("DRADeviceBindingConditions") && sc.gate("DRAResourceClaimDeviceStatus"),
+		ConsumableCapacity:     sc.gate("DRAConsumableCapacity"),
+	}
+}
+
+// trackerObjects types the DeviceTaintRules as 1.36 serves them
+// (resource.k8s.io/v1beta2); its tracker also watches DeviceClasses.
+func trackerObjects(sc Scenario) ([]runtime.Object, error) {
+	var objects []runtime.Object
+	for _, raw := range sc.TaintRules {
+		rule := &resourcebeta.DeviceTaintRule{}
+		if err := json.Unmarshal(raw, rule); err != nil {
+			return nil, err
+		}
+		objects = append(objects, rule)
+	}
+	for _, class := range sc.Classes {
+		objects = append(objects, class.DeepCopy())
+	}
+	return objects, nil
+}
+
+func startTracker(ctx context.Context, sc Scenario, factory informers.SharedInformerFactory) (*tracker.Tracker, error) {
+	return tracker.StartTracker(ctx, tracker.Options{
+		EnableDeviceTaintRules:   true,
+		EnableConsumableCapacity: sc.gate("DRAConsumableCapacity"),
+		SliceInformer:            factory.Resource().V1().ResourceSlices(),
+		TaintInformer:            factory.Resource().V1beta2().DeviceTaintRules(),
+		ClassInformer:            factory.Resource().V1().DeviceClasses(),
+	})
+}
