@@ -161,28 +161,37 @@ _GANG_GATES = {
 
 
 def _crosscheck_allocate(objects, minor: str, features: Features, node: str, claims, timeout: float):
-    from draopt.allocation.allocate import allocate
-    from draopt.crosscheck.allocator_oracle import compare_allocation, run_allocator_oracle, scenario_from_objects
+    from draopt.allocation.allocate import select_claims
+    from draopt.crosscheck.allocator_oracle import (
+        compare_allocation,
+        draopt_allocation,
+        run_allocator_oracle,
+        scenario_from_objects,
+    )
     from draopt.crosscheck.scheduler_diff import Difference
 
-    ours = allocate(objects, node=node, claims=claims, features=features, policy="first-fit")
-    names = [f"{c.namespace}/{c.name}" for c in ours.claims] if ours.claims else list(claims or [])
-    scenario = scenario_from_objects(node, objects, claims, features)
+    target = next((n for n in objects.nodes if n.name == node), None)
+    if target is None:
+        raise InputError(f"--node {node}: no such Node in the input")
+    todo, in_use = select_claims(objects, claims)
+    if not todo:
+        raise InputError("nothing to allocate: every claim has status.allocation (give --claim)")
+    shared = [*objects.device_classes, *objects.resource_slices, *objects.taint_rules, *in_use]
+    scenario = scenario_from_objects(target, shared, todo, features, name=node, timeout_seconds=timeout)
     (theirs,) = run_allocator_oracle([scenario], minor, timeout=timeout)
-    report = CrosscheckReport("allocate", minor, getattr(theirs, "version", "") or f"v0.{minor.split('.')[1]}")
+    report = CrosscheckReport("allocate", minor, theirs.allocator and f"{minor} ({theirs.allocator} allocator)")
     if theirs.outcome == "invalid":
         report.refused = theirs.error
         return report
+    ours = draopt_allocation(scenario)
     for text in compare_allocation(ours, theirs):
         report.differences.append(Difference("device", node, text, ""))
-    for i, name in enumerate(names):
-        mine = _result_devices(ours.claims[i].status.allocation.to_k8s()) if ours.allocated else ours.reason
-        other = (
-            _result_devices(theirs.results[i])
-            if theirs.outcome == "allocated" and i < len(theirs.results)
-            else theirs.outcome
+    for i, claim in enumerate(todo):
+        mine = _result_devices(ours.results[i]) if ours.outcome == "allocated" else ours.outcome
+        other = _result_devices(theirs.results[i]) if theirs.outcome == "allocated" else theirs.outcome
+        report.claims.append(
+            {"claim": f"{claim.namespace}/{claim.name}", "draopt": mine, "kubernetes": other, "same": mine == other}
         )
-        report.claims.append({"claim": name, "draopt": mine, "kubernetes": other, "same": mine == other})
     return report
 
 
