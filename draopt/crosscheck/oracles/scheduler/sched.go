@@ -1,0 +1,513 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/pkg/scheduler"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/profile"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
+var claimsGVR = resourcev1.SchemeGroupVersion.WithResource("resourceclaims")
+
+// rvTracker stamps a growing resourceVersion on every object written, as
+// the API server does (the fake tracker leaves it empty; the scheduler's
+// assume caches need it), and counts what is written per resource.
+type rvTracker struct {
+	clienttesting.ObjectTracker
+	mu      sync.Mutex
+	rv      int64
+	written map[schema.GroupVersionResource]int64
+	deletes map[string]bool // "resource/ns/name" deleted but not yet seen by an informer
+}
+
+func (t *rvTracker) stamp(gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
+	obj = obj.DeepCopyObject()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	t.rv++
+	m.SetResourceVersion(strconv.FormatInt(t.rv, 10))
+	t.written[gvr] = t.rv
+	return obj, nil
+}
+
+func (t *rvTracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	obj, err := t.stamp(gvr, obj)
+	if err != nil {
+		return err
+	}
+	return t.ObjectTracker.Create(gvr, obj, ns, opts...)
+}
+
+func (t *rvTracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	obj, err := t.stamp(gvr, obj)
+	if err != nil {
+		return err
+	}
+	return t.ObjectTracker.Update(gvr, obj, ns, opts...)
+}
+
+func (t *rvTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	obj, err := t.stamp(gvr, obj)
+	if err != nil {
+		return err
+	}
+	return t.ObjectTracker.Patch(gvr, obj, ns, opts...)
+}
+
+func (t *rvTracker) Delete(gvr schema.GroupVersionResource, ns, name string, opts ...metav1.DeleteOptions) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	err := t.ObjectTracker.Delete(gvr, ns, name, opts...)
+	if err == nil {
+		t.deletes[gvr.Resource+"/"+ns+"/"+name] = true
+	}
+	return err
+}
+
+type failure struct {
+	message, reason, nominated string
+}
+
+type event struct {
+	cycle int
+	seq   int
+	outAttempt
+}
+
+// oracle holds one run of the scheduler.
+type oracle struct {
+	cs      *fake.Clientset
+	tracker *rvTracker
+	factory informers.SharedInformerFactory
+	sched   *scheduler.Scheduler
+	clock   *testingclock.FakeClock
+	logger  klog.Logger
+
+	mu          sync.Mutex
+	actions     int64
+	seen        map[schema.GroupVersionResource]int64
+	watched     map[schema.GroupVersionResource]bool
+	cycle       int
+	seq         int
+	current     []string // pods popped in the current cycle
+	events      []event
+	evictions   []outEviction
+	lastFailure map[string]failure
+}
+
+func (o *oracle) observe(gvr schema.GroupVersionResource) toolscache.ResourceEventHandler {
+	note := func(obj any) {
+		if m, err := meta.Accessor(obj); err == nil {
+			if rv, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64); err == nil {
+				o.mu.Lock()
+				if rv > o.seen[gvr] {
+					o.seen[gvr] = rv
+				}
+				o.mu.Unlock()
+			}
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { note(obj) },
+		UpdateFunc: func(_, obj any) { note(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if m, err := meta.Accessor(obj); err == nil {
+				o.tracker.mu.Lock()
+				delete(o.tracker.deletes, gvr.Resource+"/"+m.GetNamespace()+"/"+m.GetName())
+				o.tracker.mu.Unlock()
+			}
+		},
+	}
+}
+
+func (o *oracle) watch(gvr schema.GroupVersionResource) error {
+	if o.watched[gvr] {
+		return nil
+	}
+	inf, err := o.factory.ForResource(gvr)
+	if err != nil {
+		return refuse("no informer for %s: %v", gvr, err)
+	}
+	if _, err := inf.Informer().AddEventHandler(o.observe(gvr)); err != nil {
+		return err
+	}
+	o.watched[gvr] = true
+	return nil
+}
+
+// informersCaughtUp: every write to a watched resource has reached its informer.
+func (o *oracle) informersCaughtUp() bool {
+	o.tracker.mu.Lock()
+	defer o.tracker.mu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for gvr := range o.watched {
+		if o.seen[gvr] < o.tracker.written[gvr] {
+			return false
+		}
+	}
+	for key := range o.tracker.deletes {
+		_ = key
+		return false
+	}
+	return true
+}
+
+func (o *oracle) signature() string {
+	o.mu.Lock()
+	n := o.actions
+	o.mu.Unlock()
+	_, summary := o.sched.SchedulingQueue.PendingPods()
+	return fmt.Sprintf("%d|%s", n, summary)
+}
+
+// settle waits until the scheduler has nothing in flight, every write has
+// reached the informers, and neither the client nor the queue changed for
+// a few consecutive polls (event handlers run on informer goroutines).
+func (o *oracle) settle(deadline time.Time) error {
+	last := ""
+	stable := 0
+	for {
+		quiet := len(o.sched.SchedulingQueue.InFlightPods()) == 0 && o.informersCaughtUp()
+		sig := o.signature()
+		if quiet && sig == last {
+			stable++
+			if stable >= 3 {
+				return nil
+			}
+		} else {
+			stable = 0
+		}
+		last = sig
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out waiting for the scheduler to settle")
+		}
+		time.Sleep(300 * time.Microsecond)
+	}
+}
+
+func (o *oracle) record(pod, node, message string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seq++
+	o.events = append(o.events, event{cycle: o.cycle, seq: o.seq, outAttempt: outAttempt{Pod: pod, Node: node, Message: message}})
+}
+
+func (o *oracle) installReactors() {
+	// Applied to the tracker that stamps resource versions.
+	o.cs.PrependReactor("*", "*", clienttesting.ObjectReaction(o.tracker))
+	o.cs.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		binding := action.(clienttesting.CreateAction).GetObject().(*corev1.Binding)
+		ns := action.GetNamespace()
+		got, err := o.tracker.Get(podsGVR, ns, binding.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		pod := got.(*corev1.Pod).DeepCopy()
+		if pod.Spec.NodeName != "" {
+			return true, nil, fmt.Errorf("pod %s/%s is already assigned to node %q", ns, pod.Name, pod.Spec.NodeName)
+		}
+		pod.Spec.NodeName = binding.Target.Name
+		setCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
+		if err := o.tracker.Update(podsGVR, pod, ns); err != nil {
+			return true, nil, err
+		}
+		o.record(ns+"/"+pod.Name, binding.Target.Name, "")
+		return true, binding, nil
+	})
+	o.cs.PrependReactor("delete", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		name := action.(clienttesting.DeleteAction).GetName()
+		o.mu.Lock()
+		preemptor := ""
+		if len(o.current) == 1 {
+			preemptor = o.current[0]
+		}
+		o.evictions = append(o.evictions, outEviction{Pod: action.GetNamespace() + "/" + name, Preemptor: preemptor})
+		o.mu.Unlock()
+		return false, nil, nil
+	})
+	o.cs.PrependReactor("*", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		o.mu.Lock()
+		o.actions++
+		o.mu.Unlock()
+		return false, nil, nil
+	})
+}
+
+func setCondition(status *corev1.PodStatus, c corev1.PodCondition) {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == c.Type {
+			status.Conditions[i] = c
+			return
+		}
+	}
+	status.Conditions = append(status.Conditions, c)
+}
+
+func run(in *inputDoc) (*outputDoc, error) {
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(in.Gates); err != nil {
+		return nil, refuse("feature gates: %v", err)
+	}
+	if v := os.Getenv("DRAOPT_ORACLE_VERBOSITY"); v != "" {
+		var fs = klogFlags()
+		_ = fs.Set("v", v)
+	} else {
+		klog.SetOutput(os.Stderr)
+	}
+	opts, err := schedulerOptions(in.SchedulerConfig)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := decodeObjects(in.Objects)
+	if err != nil {
+		return nil, err
+	}
+	objs = append(implicitNamespaces(objs), objs...)
+	timeout := time.Duration(in.TimeoutSeconds * float64(time.Second))
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logger := klog.Background()
+	ctx = klog.NewContext(ctx, logger)
+
+	cs := fake.NewSimpleClientset()
+	o := &oracle{
+		cs: cs,
+		tracker: &rvTracker{ObjectTracker: cs.Tracker(), written: map[schema.GroupVersionResource]int64{},
+			deletes: map[string]bool{}},
+		clock:       testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		logger:      logger,
+		seen:        map[schema.GroupVersionResource]int64{},
+		watched:     map[schema.GroupVersionResource]bool{},
+		lastFailure: map[string]failure{},
+	}
+	o.installReactors()
+	o.factory = newInformerFactory(cs)
+	recorder := profile.RecorderFactory(func(string) events.EventRecorderLogger { return &events.FakeRecorder{} })
+	opts = append(opts, scheduler.WithClock(o.clock), scheduler.WithParallelism(1))
+	sched, err := scheduler.New(ctx, cs, o.factory, nil, recorder, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating the scheduler: %w", err)
+	}
+	o.sched = sched
+	handle := sched.FailureHandler
+	sched.FailureHandler = func(ctx context.Context, f framework.Framework, pi *framework.QueuedPodInfo, status *fwk.Status, ni *fwk.NominatingInfo, start time.Time) {
+		key := pi.Pod.Namespace + "/" + pi.Pod.Name
+		reason := corev1.PodReasonSchedulerError
+		if status.IsRejected() {
+			reason = corev1.PodReasonUnschedulable
+		}
+		nominated := ""
+		if ni != nil && ni.Mode() == fwk.ModeOverride {
+			nominated = ni.NominatedNodeName
+		}
+		o.record(key, "", status.Message())
+		o.mu.Lock()
+		o.lastFailure[key] = failure{message: status.Message(), reason: reason, nominated: nominated}
+		o.mu.Unlock()
+		handle(ctx, f, pi, status, ni, start)
+	}
+	wrapNext(sched, func(keys []string) {
+		o.mu.Lock()
+		o.current = keys
+		o.mu.Unlock()
+	})
+
+	for _, gvr := range []schema.GroupVersionResource{podsGVR, claimsGVR} {
+		if err := o.watch(gvr); err != nil {
+			return nil, err
+		}
+	}
+	for _, ob := range objs {
+		if err := o.watch(ob.gvr); err != nil {
+			return nil, err
+		}
+	}
+	o.factory.Start(ctx.Done())
+	o.factory.WaitForCacheSync(ctx.Done())
+	sched.SchedulingQueue.Run(logger)
+	if sched.APIDispatcher != nil {
+		sched.APIDispatcher.Run(logger)
+	}
+
+	// Create the objects in a defined order, each batch seen by the
+	// informers before the next; pending pods one at a time with the clock
+	// stepped between them, so queue timestamps follow the input order.
+	ordered := creationOrder(objs)
+	for i, ob := range ordered {
+		if err := o.tracker.Create(ob.gvr, ob.obj, ob.meta.GetNamespace()); err != nil {
+			return nil, refuse("creating %s: %v", ob.key(), err)
+		}
+		pendingPod := creationRank(ob) == 11
+		if pendingPod || i+1 == len(ordered) || creationRank(ordered[i+1]) != creationRank(ob) || i%50 == 49 {
+			if err := o.settle(deadline); err != nil {
+				return nil, err
+			}
+		}
+		if pendingPod {
+			o.clock.Step(time.Millisecond)
+		}
+	}
+
+	popFromBackoff := utilfeature.DefaultFeatureGate.Enabled(features.SchedulerPopFromBackoffQ)
+	out := &outputDoc{Version: kubernetesVersion()}
+	var runErr error
+	for {
+		if err := o.settle(deadline); err != nil {
+			runErr = err
+			break
+		}
+		active := len(sched.SchedulingQueue.PodsInActiveQ())
+		backoff := len(sched.SchedulingQueue.PodsInBackoffQ())
+		if active+backoff == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			runErr = fmt.Errorf("no quiescence within %v (%d scheduling cycles)", timeout, o.cycle)
+			break
+		}
+		if active == 0 && !popFromBackoff {
+			o.clock.Step(time.Duration(maxBackoff+1) * time.Second)
+			continue
+		}
+		o.mu.Lock()
+		o.cycle++
+		o.current = nil
+		o.mu.Unlock()
+		sched.ScheduleOne(ctx)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out.Cycles = o.cycle
+	o.fillOutput(out, objs)
+	return out, runErr
+}
+
+
+
+func (o *oracle) fillOutput(out *outputDoc, objs []*object) {
+	// Events of one cycle from the binding goroutines may race: keep the
+	// cycles in order and, inside a cycle, order by pod.
+	sort.SliceStable(o.events, func(i, j int) bool {
+		a, b := o.events[i], o.events[j]
+		if a.cycle != b.cycle {
+			return a.cycle < b.cycle
+		}
+		if a.Node != "" && b.Node != "" {
+			return a.Pod < b.Pod
+		}
+		return a.seq < b.seq
+	})
+	out.Attempts = []outAttempt{}
+	for _, e := range o.events {
+		out.Attempts = append(out.Attempts, e.outAttempt)
+	}
+	out.Evictions = append([]outEviction{}, o.evictions...)
+	out.Pods = []outPod{}
+	for _, ob := range objs {
+		in, ok := ob.obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		key := in.Namespace + "/" + in.Name
+		p := outPod{Namespace: in.Namespace, Name: in.Name}
+		got, err := o.tracker.Get(podsGVR, in.Namespace, in.Name)
+		if err != nil {
+			p.Deleted = true
+			p.Reason = "Deleted"
+			out.Pods = append(out.Pods, p)
+			continue
+		}
+		pod := got.(*corev1.Pod)
+		p.Node = pod.Spec.NodeName
+		p.NominatedNode = pod.Status.NominatedNodeName
+		if p.Node == "" {
+			if len(pod.Spec.SchedulingGates) > 0 {
+				p.Message, p.Reason = "SchedulingGated", corev1.PodReasonSchedulingGated
+			} else if f, ok := o.lastFailure[key]; ok {
+				p.Message, p.Reason = f.message, f.reason
+				if p.NominatedNode == "" {
+					p.NominatedNode = f.nominated
+				}
+			}
+			for _, c := range pod.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+					p.Message, p.Reason = c.Message, c.Reason
+				}
+			}
+		}
+		out.Pods = append(out.Pods, p)
+	}
+	out.Claims = []outClaim{}
+	if list, err := o.tracker.List(claimsGVR, resourcev1.SchemeGroupVersion.WithKind("ResourceClaim"), ""); err == nil {
+		items := list.(*resourcev1.ResourceClaimList).Items
+		sort.Slice(items, func(i, j int) bool {
+			if items[i].Namespace != items[j].Namespace {
+				return items[i].Namespace < items[j].Namespace
+			}
+			return items[i].Name < items[j].Name
+		})
+		for _, c := range items {
+			alloc, _ := json.Marshal(c.Status.Allocation)
+			reserved := c.Status.ReservedFor
+			if reserved == nil {
+				reserved = []resourcev1.ResourceClaimConsumerReference{}
+			}
+			rf, _ := json.Marshal(reserved)
+			out.Claims = append(out.Claims, outClaim{Namespace: c.Namespace, Name: c.Name, Allocation: alloc, ReservedFor: rf})
+		}
+	}
+	snap := internalcache.NewEmptySnapshot()
+	out.NodeOrder = []string{}
+	if err := o.sched.Cache.UpdateSnapshot(o.logger, snap); err == nil {
+		if infos, err := snap.NodeInfos().List(); err == nil {
+			for _, ni := range infos {
+				out.NodeOrder = append(out.NodeOrder, ni.Node().Name)
+			}
+		}
+	}
+}
