@@ -3,6 +3,7 @@
 package main
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
@@ -16,10 +17,10 @@ const k8sMinor = "1.37"
 // Versions the 1.37 scheduler's informers watch for the kinds whose
 // version changed between releases.
 var versionedTargets = map[schema.GroupKind]schema.GroupVersion{
-	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:    {Group: "resource.k8s.io", Version: "v1"},
-	{Group: "scheduling.k8s.io", Kind: "PodGroup"}:         {Group: "scheduling.k8s.io", Version: "v1beta1"},
+	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:     {Group: "resource.k8s.io", Version: "v1"},
+	{Group: "scheduling.k8s.io", Kind: "PodGroup"}:          {Group: "scheduling.k8s.io", Version: "v1beta1"},
 	{Group: "scheduling.k8s.io", Kind: "CompositePodGroup"}: {Group: "scheduling.k8s.io", Version: "v1alpha3"},
-	{Group: "scheduling.k8s.io", Kind: "Workload"}:         {Group: "scheduling.k8s.io", Version: "v1alpha3"},
+	{Group: "scheduling.k8s.io", Kind: "Workload"}:          {Group: "scheduling.k8s.io", Version: "v1alpha3"},
 }
 
 func newInformerFactory(cs clientset.Interface) informers.SharedInformerFactory {
@@ -48,4 +49,12 @@ func wrapNext(sched *scheduler.Scheduler, popped func(keys []string)) {
 		}
 		return e, err
 	}
+}
+
+// gatingPlugin names the PreEnqueue plugin holding a pending pod back.
+func gatingPlugin(sched *scheduler.Scheduler, pod *corev1.Pod) string {
+	if pi, ok := sched.SchedulingQueue.GetPod(pod.Name, pod.Namespace, pod.Spec.SchedulingGroup); ok && pi != nil {
+		return pi.GatingPlugin
+	}
+	return ""
 }

@@ -88,7 +88,11 @@ func decodeObjects(raws []json.RawMessage) ([]*object, error) {
 		legacyscheme.Scheme.Default(decoded)
 		obj := decoded
 		if gvk.GroupVersion() != target {
-			obj, err = legacyscheme.Scheme.ConvertToVersion(decoded, target)
+			// Versioned types convert through the internal one.
+			internal, err := legacyscheme.Scheme.ConvertToVersion(decoded, schema.GroupVersion{Group: target.Group, Version: runtime.APIVersionInternal})
+			if err == nil {
+				obj, err = legacyscheme.Scheme.ConvertToVersion(internal, target)
+			}
 			if err != nil {
 				return nil, refuse("object %d (%s %s): cannot convert to %s: %v", i, gvk.GroupVersion(), gvk.Kind, target, err)
 			}

@@ -247,7 +247,20 @@ func (o *oracle) installReactors() {
 		if pod.Spec.NodeName != "" {
 			return true, nil, fmt.Errorf("pod %s/%s is already assigned to node %q", ns, pod.Name, pod.Spec.NodeName)
 		}
+		if len(pod.Spec.SchedulingGates) != 0 {
+			return true, nil, fmt.Errorf("pod %s has non-empty .spec.schedulingGates", pod.Name)
+		}
+		// What the API server's binding storage does.
 		pod.Spec.NodeName = binding.Target.Name
+		if utilfeature.DefaultFeatureGate.Enabled(features.ClearingNominatedNodeNameAfterBinding) {
+			pod.Status.NominatedNodeName = ""
+		}
+		for k, v := range binding.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
 		setCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
 		if err := o.tracker.Update(podsGVR, pod, ns); err != nil {
 			return true, nil, err
@@ -427,8 +440,6 @@ func run(in *inputDoc) (*outputDoc, error) {
 	return out, runErr
 }
 
-
-
 func (o *oracle) fillOutput(out *outputDoc, objs []*object) {
 	// Events of one cycle from the binding goroutines may race: keep the
 	// cycles in order and, inside a cycle, order by pod.
@@ -468,6 +479,10 @@ func (o *oracle) fillOutput(out *outputDoc, objs []*object) {
 		if p.Node == "" {
 			if len(pod.Spec.SchedulingGates) > 0 {
 				p.Message, p.Reason = "SchedulingGated", corev1.PodReasonSchedulingGated
+			} else if plugin := gatingPlugin(o.sched, pod); plugin != "" {
+				// Held back by a PreEnqueue plugin: the scheduler writes no
+				// condition for that; the oracle says which plugin.
+				p.Message, p.Reason = "waiting at PreEnqueue plugin "+plugin, "PreEnqueue"
 			} else if f, ok := o.lastFailure[key]; ok {
 				p.Message, p.Reason = f.message, f.reason
 				if p.NominatedNode == "" {
@@ -492,6 +507,10 @@ func (o *oracle) fillOutput(out *outputDoc, objs []*object) {
 			return items[i].Name < items[j].Name
 		})
 		for _, c := range items {
+			if c.Status.Allocation != nil {
+				// Wall-clock time of the write: left out for reproducible output.
+				c.Status.Allocation.AllocationTimestamp = nil
+			}
 			alloc, _ := json.Marshal(c.Status.Allocation)
 			reserved := c.Status.ReservedFor
 			if reserved == nil {
