@@ -20,7 +20,7 @@ var versionedTargets = map[schema.GroupKind]schema.GroupVersion{
 	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:     {Group: "resource.k8s.io", Version: "v1"},
 	{Group: "scheduling.k8s.io", Kind: "PodGroup"}:          {Group: "scheduling.k8s.io", Version: "v1beta1"},
 	{Group: "scheduling.k8s.io", Kind: "CompositePodGroup"}: {Group: "scheduling.k8s.io", Version: "v1alpha3"},
-	{Group: "scheduling.k8s.io", Kind: "Workload"}:          {Group: "scheduling.k8s.io", Version: "v1alpha3"},
+	{Group: "scheduling.k8s.io", Kind: "Workload"}:          {Group: "scheduling.k8s.io", Version: "v1beta1"},
 }
 
 func newInformerFactory(cs clientset.Interface) informers.SharedInformerFactory {
