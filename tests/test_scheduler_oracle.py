@@ -1,0 +1,149 @@
+"""The scheduler oracle (real kube-scheduler in Go) on hand-written clusters: sane and deterministic.
+
+Skipped without a Go toolchain; a compile failure of the oracle fails these tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from draopt.crosscheck.gobuild import go_path
+from draopt.crosscheck.scheduler_oracle import SchedulerOracleResult, run_scheduler_oracle
+from draopt.errors import InputError
+
+pytestmark = pytest.mark.skipif(go_path() is None, reason="no Go toolchain")
+
+
+def node(name: str, cpu: str = "8", **extra: Any) -> dict[str, Any]:
+    n: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"}},
+    }
+    if extra:
+        n["spec"] = extra
+    return n
+
+
+def pod(name: str, cpu: str = "1", *, node_name: str = "", claim: str = "", **spec: Any) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+    p: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [container], **spec},
+    }
+    if claim:
+        container["resources"]["claims"] = [{"name": "gpus"}]
+        p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim}]
+    if node_name:
+        p["spec"]["nodeName"] = node_name
+        p["status"] = {"phase": "Running"}
+    return p
+
+
+def gpu_slice(node_name: str, count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node_name}-gpus"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}"} for i in range(count)],
+        },
+    }
+
+
+GPU_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu"},
+    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+}
+
+
+def claim(name: str, count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": count}}]}},
+    }
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def run(objects: list[dict[str, Any]], minor: str = "1.37", config: str | None = None) -> SchedulerOracleResult:
+    first = run_scheduler_oracle(objects, minor=minor, scheduler_config_text=config, gates={}, timeout=60)
+    second = run_scheduler_oracle(objects, minor=minor, scheduler_config_text=config, gates={}, timeout=60)
+    assert first == second, "two runs of the oracle differ"
+    return first
+
+
+@pytest.mark.parametrize("minor", ["1.37", "1.36"])
+def test_three_node_cpu_cluster(minor: str) -> None:
+    objects = [node("node-c", "4"), node("node-a", "4"), node("node-b", "4")]
+    objects += [pod(f"p{i}", "3") for i in range(4)]
+    objects.append(pod("gated", "1", schedulingGates=[{"name": "hold"}]))
+    result = run(objects, minor)
+    assert result.version.startswith(minor + ".")
+    assert result.node_order == ["node-a", "node-b", "node-c"]
+    placed = [result.pod(f"default/p{i}").node for i in range(4)]
+    assert sorted(placed[:3]) == ["node-a", "node-b", "node-c"]
+    p3 = result.pod("default/p3")
+    assert p3.node == "" and p3.reason == "Unschedulable"
+    assert p3.message.startswith("0/3 nodes are available: 3 Insufficient cpu.")
+    assert result.pod("default/gated").message == "SchedulingGated"
+    assert [a.pod for a in result.attempts] == [f"default/p{i}" for i in range(4)]
+
+
+def test_gpu_claims() -> None:
+    objects = [GPU_CLASS, node("node-a"), node("node-b"), gpu_slice("node-a", 2), gpu_slice("node-b", 2)]
+    objects += [claim("big", 2), claim("shared", 1), claim("too-big", 3)]
+    objects += [
+        pod("trainer", claim="big"),
+        pod("share-1", claim="shared"),
+        pod("share-2", claim="shared"),
+        pod("greedy", claim="too-big"),
+    ]
+    result = run(objects)
+    trainer, s1, s2 = (result.pod(f"default/{n}") for n in ("trainer", "share-1", "share-2"))
+    assert trainer.node and s1.node and s1.node == s2.node and s1.node != trainer.node
+    claims = {c.name: c for c in result.claims}
+    big = claims["big"].allocation
+    assert big is not None and len(big["devices"]["results"]) == 2
+    assert {r["pool"] for r in big["devices"]["results"]} == {trainer.node}
+    assert sorted(r["name"] for r in claims["shared"].reserved_for) == ["share-1", "share-2"]
+    assert claims["too-big"].allocation is None
+    greedy = result.pod("default/greedy")
+    assert greedy.node == "" and "cannot allocate all claims" in greedy.message
+
+
+def test_preemption() -> None:
+    objects = [priority_class("low", 10), priority_class("high", 1000), node("node-a", "4")]
+    objects += [pod("victim", "3", node_name="node-a", priorityClassName="low")]
+    objects += [pod("urgent", "2", priorityClassName="high")]
+    result = run(objects)
+    assert [(e.pod, e.preemptor) for e in result.evictions] == [("default/victim", "default/urgent")]
+    assert result.pod("default/victim").deleted
+    assert result.pod("default/urgent").node == "node-a"
+    assert result.attempts[0].pod == "default/urgent" and result.attempts[0].node == ""
+    assert "preempting 1 victims" in result.attempts[0].message
+
+
+def test_refuses_unknown_priority_class() -> None:
+    with pytest.raises(InputError, match="PriorityClass"):
+        run_scheduler_oracle(
+            [node("n"), pod("p", priorityClassName="nope")],
+            minor="1.37",
+            scheduler_config_text=None,
+            gates={},
+            timeout=30,
+        )
