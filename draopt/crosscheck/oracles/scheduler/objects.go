@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -185,6 +186,12 @@ func admit(objs []*object) error {
 				}
 			}
 			fillOwnerUIDs(x.OwnerReferences, podUIDs, x.Namespace)
+			if x.Spec.NodeName != "" && x.Status.StartTime == nil {
+				// The kubelet sets startTime on every pod it starts; without
+				// one, kube-scheduler reads the wall clock for the pod's start
+				// (preemption's last tie-breaks), so the result would vary.
+				x.Status.StartTime = &metav1.Time{Time: clockStart.Add(-time.Hour + time.Duration(o.index)*time.Second)}
+			}
 		case *resourcev1.ResourceClaim:
 			fillOwnerUIDs(x.OwnerReferences, podUIDs, x.Namespace)
 			for i := range x.Status.ReservedFor {

@@ -32,6 +32,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 )
 
+// clockStart is the scheduler's (fake) clock at the start of every run.
+var clockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 var claimsGVR = resourcev1.SchemeGroupVersion.WithResource("resourceclaims")
 
@@ -122,6 +125,7 @@ type oracle struct {
 	seen        map[schema.GroupVersionResource]int64
 	watched     map[schema.GroupVersionResource]bool
 	cycle       int
+	binds       int
 	seq         int
 	current     []string // pods popped in the current cycle
 	events      []event
@@ -262,6 +266,11 @@ func (o *oracle) installReactors() {
 			pod.Annotations[k] = v
 		}
 		setCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
+		// As if the kubelet started it at once: bound later, started later.
+		o.mu.Lock()
+		o.binds++
+		pod.Status.StartTime = &metav1.Time{Time: clockStart.Add(time.Duration(o.binds) * time.Second)}
+		o.mu.Unlock()
 		if err := o.tracker.Update(podsGVR, pod, ns); err != nil {
 			return true, nil, err
 		}
@@ -332,7 +341,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 		cs: cs,
 		tracker: &rvTracker{ObjectTracker: cs.Tracker(), written: map[schema.GroupVersionResource]int64{},
 			deletes: map[string]bool{}},
-		clock:       testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		clock:       testingclock.NewFakeClock(clockStart),
 		logger:      logger,
 		seen:        map[schema.GroupVersionResource]int64{},
 		watched:     map[schema.GroupVersionResource]bool{},
