@@ -28,13 +28,16 @@ func newInformerFactory(cs clientset.Interface) informers.SharedInformerFactory 
 
 // wrapNext reports the pod the scheduler pops (in 1.36 a pod group is
 // scheduled from the cycle of one of its pods).
-func wrapNext(sched *scheduler.Scheduler, popped func(keys []string)) {
+func wrapNext(sched *scheduler.Scheduler, before func(), popped func(keys []string)) {
 	next := sched.NextPod
 	sched.NextPod = func(logger klog.Logger) (*framework.QueuedPodInfo, error) {
+		before()
 		pi, err := next(logger)
+		var keys []string
 		if err == nil && pi != nil && pi.Pod != nil {
-			popped([]string{pi.Pod.Namespace + "/" + pi.Pod.Name})
+			keys = []string{pi.Pod.Namespace + "/" + pi.Pod.Name}
 		}
+		popped(keys)
 		return pi, err
 	}
 }

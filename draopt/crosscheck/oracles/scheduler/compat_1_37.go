@@ -28,12 +28,13 @@ func newInformerFactory(cs clientset.Interface) informers.SharedInformerFactory 
 }
 
 // wrapNext reports the pods of every entity the scheduler pops.
-func wrapNext(sched *scheduler.Scheduler, popped func(keys []string)) {
+func wrapNext(sched *scheduler.Scheduler, before func(), popped func(keys []string)) {
 	next := sched.NextEntity
 	sched.NextEntity = func(logger klog.Logger) (framework.QueuedEntityInfo, error) {
+		before()
 		e, err := next(logger)
+		var keys []string
 		if err == nil && e != nil {
-			var keys []string
 			switch x := e.(type) {
 			case *framework.QueuedPodInfo:
 				if x.Pod != nil {
@@ -45,8 +46,8 @@ func wrapNext(sched *scheduler.Scheduler, popped func(keys []string)) {
 					return true
 				})
 			}
-			popped(keys)
 		}
+		popped(keys)
 		return e, err
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -373,7 +374,13 @@ func run(in *inputDoc) (*outputDoc, error) {
 		o.mu.Unlock()
 		handle(ctx, f, pi, status, ni, start)
 	}
-	wrapNext(sched, func(keys []string) {
+	// The scheduler pops only when the driver loop hands it a token, so
+	// cycles run one at a time, each after the previous one settled.
+	tokens := make(chan struct{})
+	cycleDone := make(chan struct{}, 1)
+	var inPop atomic.Bool
+	wrapNext(sched, func() { <-tokens; inPop.Store(true) }, func(keys []string) {
+		inPop.Store(false)
 		o.mu.Lock()
 		o.current = keys
 		o.mu.Unlock()
@@ -417,7 +424,17 @@ func run(in *inputDoc) (*outputDoc, error) {
 
 	popFromBackoff := utilfeature.DefaultFeatureGate.Enabled(features.SchedulerPopFromBackoffQ)
 	out := &outputDoc{Version: kubernetesVersion()}
+	go func() {
+		for ctx.Err() == nil {
+			sched.ScheduleOne(ctx)
+			select {
+			case cycleDone <- struct{}{}:
+			case <-ctx.Done():
+			}
+		}
+	}()
 	var runErr error
+loop:
 	for {
 		if err := o.settle(deadline); err != nil {
 			runErr = err
@@ -440,8 +457,39 @@ func run(in *inputDoc) (*outputDoc, error) {
 		o.cycle++
 		o.current = nil
 		o.mu.Unlock()
-		sched.ScheduleOne(ctx)
+		tokens <- struct{}{}
+		for {
+			select {
+			case <-cycleDone:
+				continue loop
+			case <-time.After(5 * time.Millisecond):
+			}
+			if !inPop.Load() {
+				continue
+			}
+			// Still waiting in Pop: the queue listed pods that it does not
+			// hand out (e.g. a pod group whose members are not all there).
+			// Once everything settled with Pop still waiting, nothing more
+			// can be scheduled.
+			if err := o.settle(deadline); err != nil {
+				runErr = err
+				break loop
+			}
+			select {
+			case <-cycleDone:
+				continue loop
+			default:
+			}
+			if inPop.Load() {
+				o.mu.Lock()
+				o.cycle-- // this cycle never started
+				o.mu.Unlock()
+				break loop
+			}
+		}
 	}
+	cancel()
+	sched.SchedulingQueue.Close()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out.Cycles = o.cycle
