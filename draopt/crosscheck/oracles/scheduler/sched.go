@@ -434,6 +434,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 		}
 	}()
 	var runErr error
+	lastStuck := ""
 loop:
 	for {
 		if err := o.settle(deadline); err != nil {
@@ -481,6 +482,29 @@ loop:
 			default:
 			}
 			if inPop.Load() {
+				// Pod groups wait out their backoff in backoffQ (Pop does not
+				// take them early): let the backoff expire once, and stop when
+				// a retry changed nothing.
+				if inBackoff := sched.SchedulingQueue.PodsInBackoffQ(); len(inBackoff) > 0 {
+					o.mu.Lock()
+					sig := fmt.Sprintf("%d|%d|%d", len(inBackoff), o.binds, len(o.evictions))
+					o.mu.Unlock()
+					if sig != lastStuck {
+						lastStuck = sig
+						o.clock.Step(time.Duration(maxBackoff+1) * time.Second)
+						continue
+					}
+				}
+				if os.Getenv("DRAOPT_ORACLE_VERBOSITY") != "" {
+					names := func(pods []*corev1.Pod) (out []string) {
+						for _, p := range pods {
+							out = append(out, p.Namespace+"/"+p.Name)
+						}
+						return out
+					}
+					fmt.Fprintf(os.Stderr, "oracle: Pop waits; activeQ lists %v, backoffQ lists %v\n",
+						names(sched.SchedulingQueue.PodsInActiveQ()), names(sched.SchedulingQueue.PodsInBackoffQ()))
+				}
 				o.mu.Lock()
 				o.cycle-- // this cycle never started
 				o.mu.Unlock()
