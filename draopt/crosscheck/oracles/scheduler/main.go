@@ -60,6 +60,7 @@ type outputDoc struct {
 	Claims    []outClaim    `json:"claims"`
 	NodeOrder []string      `json:"nodeOrder"`
 	Cycles    int           `json:"cycles"`
+	Livelock  string        `json:"livelock,omitempty"`
 	Error     string        `json:"error"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,6 +110,7 @@ type failure struct {
 type event struct {
 	cycle int
 	seq   int
+	own   bool // about a pod popped in this cycle (not one woken by it)
 	outAttempt
 }
 
@@ -209,8 +211,17 @@ func (o *oracle) signature() string {
 func (o *oracle) settle(deadline time.Time) error {
 	last := ""
 	stable := 0
+	start := time.Now()
 	for {
-		quiet := len(o.sched.SchedulingQueue.InFlightPods()) == 0 && o.informersCaughtUp()
+		waiting := o.waitingPods()
+		quiet := len(o.sched.SchedulingQueue.InFlightPods()) == len(waiting) && o.informersCaughtUp()
+		// Every pod popped in this cycle has its outcome (bound, failed,
+		// deleted, or parked at Permit): API calls may still be queued in
+		// the scheduler's dispatcher after it let go of the pod. A pod the
+		// scheduler skipped has none, hence the time limit.
+		if quiet && time.Since(start) < 200*time.Millisecond {
+			quiet = o.outcomesKnown(waiting)
+		}
 		sig := o.signature()
 		if quiet && sig == last {
 			stable++
@@ -228,11 +239,51 @@ func (o *oracle) settle(deadline time.Time) error {
 	}
 }
 
+func (o *oracle) outcomesKnown(waiting map[string][]string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, key := range o.current {
+		if _, ok := waiting[key]; ok {
+			continue
+		}
+		found := false
+		for i := len(o.events) - 1; i >= 0 && o.events[i].cycle == o.cycle; i-- {
+			if o.events[i].Pod == key {
+				found = true
+				break
+			}
+		}
+		if !found {
+			ns, name, _ := strings.Cut(key, "/")
+			if _, err := o.tracker.Get(podsGVR, ns, name); err == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// waitingPods lists the pods parked at Permit ("ns/name" -> pending
+// plugins): in flight, but only another pod's cycle or a timeout moves them.
+func (o *oracle) waitingPods() map[string][]string {
+	out := map[string][]string{}
+	for _, f := range o.sched.Profiles {
+		f.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+			out[wp.GetPod().Namespace+"/"+wp.GetPod().Name] = wp.GetPendingPlugins()
+		})
+	}
+	return out
+}
+
 func (o *oracle) record(pod, node, message string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.seq++
-	o.events = append(o.events, event{cycle: o.cycle, seq: o.seq, outAttempt: outAttempt{Pod: pod, Node: node, Message: message}})
+	own := false
+	for _, k := range o.current {
+		own = own || k == pod
+	}
+	o.events = append(o.events, event{cycle: o.cycle, seq: o.seq, own: own, outAttempt: outAttempt{Pod: pod, Node: node, Message: message}})
 }
 
 func (o *oracle) installReactors() {
@@ -435,6 +486,13 @@ func run(in *inputDoc) (*outputDoc, error) {
 	}()
 	var runErr error
 	lastStuck := ""
+	lastProgress, idleCycles := "", 0
+	idleLimit := 20
+	for _, ob := range objs {
+		if _, ok := ob.obj.(*corev1.Pod); ok {
+			idleLimit += 4
+		}
+	}
 loop:
 	for {
 		if err := o.settle(deadline); err != nil {
@@ -453,6 +511,19 @@ loop:
 		if active == 0 && !popFromBackoff {
 			o.clock.Step(time.Duration(maxBackoff+1) * time.Second)
 			continue
+		}
+		o.mu.Lock()
+		progress := fmt.Sprintf("%d|%d", o.binds, len(o.evictions))
+		o.mu.Unlock()
+		if progress != lastProgress {
+			lastProgress, idleCycles = progress, 0
+		} else if idleCycles++; idleCycles > idleLimit {
+			// Pods keep being retried (events they cause move each other
+			// back to the queue) without any bind or eviction: the 1.36
+			// gang plugin's Permit waits and rejections do this.
+			out.Livelock = fmt.Sprintf("stopped after %d scheduling cycles without a bind or eviction; pods still retried: %s",
+				idleCycles-1, strings.Join(podKeys(sched.SchedulingQueue.PodsInActiveQ(), sched.SchedulingQueue.PodsInBackoffQ()), ", "))
+			break
 		}
 		o.mu.Lock()
 		o.cycle++
@@ -512,24 +583,34 @@ loop:
 			}
 		}
 	}
+	// The answer is read before the scheduler stops: stopping rejects the
+	// pods still waiting at Permit.
+	waiting := o.waitingPods()
+	o.mu.Lock()
+	out.Cycles = o.cycle
+	o.fillOutput(out, objs, waiting)
+	o.mu.Unlock()
 	cancel()
 	sched.SchedulingQueue.Close()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out.Cycles = o.cycle
-	o.fillOutput(out, objs)
 	return out, runErr
 }
 
-func (o *oracle) fillOutput(out *outputDoc, objs []*object) {
-	// Events of one cycle from the binding goroutines may race: keep the
-	// cycles in order and, inside a cycle, order by pod.
+func (o *oracle) fillOutput(out *outputDoc, objs []*object, waiting map[string][]string) {
+	// Events of one cycle from binding goroutines (pod groups, pods
+	// waiting at Permit) may race: keep the cycles in order; inside a cycle
+	// the popped pod's failures in order, then the rest by pod.
 	sort.SliceStable(o.events, func(i, j int) bool {
 		a, b := o.events[i], o.events[j]
 		if a.cycle != b.cycle {
 			return a.cycle < b.cycle
 		}
-		if a.Node != "" && b.Node != "" {
+		if a.own != b.own {
+			return a.own
+		}
+		if a.own && a.Node == "" && b.Node == "" {
+			return a.seq < b.seq
+		}
+		if a.Pod != b.Pod {
 			return a.Pod < b.Pod
 		}
 		return a.seq < b.seq
@@ -560,6 +641,10 @@ func (o *oracle) fillOutput(out *outputDoc, objs []*object) {
 		if p.Node == "" {
 			if len(pod.Spec.SchedulingGates) > 0 {
 				p.Message, p.Reason = "SchedulingGated", corev1.PodReasonSchedulingGated
+			} else if plugins, ok := waiting[key]; ok {
+				// Assumed on a node, its binding cycle waiting at Permit
+				// (e.g. a gang short of its minCount in 1.36).
+				p.Message, p.Reason = "waiting at Permit for "+strings.Join(plugins, ", "), "Permit"
 			} else if plugin := gatingPlugin(o.sched, pod); plugin != "" {
 				// Held back by a PreEnqueue plugin: the scheduler writes no
 				// condition for that; the oracle says which plugin.
@@ -610,4 +695,15 @@ func (o *oracle) fillOutput(out *outputDoc, objs []*object) {
 			}
 		}
 	}
+}
+
+func podKeys(lists ...[]*corev1.Pod) []string {
+	var out []string
+	for _, pods := range lists {
+		for _, p := range pods {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
