@@ -529,6 +529,9 @@ loop:
 		o.cycle++
 		o.current = nil
 		o.mu.Unlock()
+		// A cycle takes time: queue timestamps (the order among pods of
+		// equal priority) follow the order of the attempts, as they would.
+		o.clock.Step(time.Millisecond)
 		tokens <- struct{}{}
 		for {
 			select {
