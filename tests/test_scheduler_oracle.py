@@ -80,9 +80,15 @@ def priority_class(name: str, value: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
 
 
-def run(objects: list[dict[str, Any]], minor: str = "1.37", config: str | None = None) -> SchedulerOracleResult:
-    first = run_scheduler_oracle(objects, minor=minor, scheduler_config_text=config, gates={}, timeout=60)
-    second = run_scheduler_oracle(objects, minor=minor, scheduler_config_text=config, gates={}, timeout=60)
+def run(
+    objects: list[dict[str, Any]],
+    minor: str = "1.37",
+    config: str | None = None,
+    gates: dict[str, bool] | None = None,
+) -> SchedulerOracleResult:
+    gates = gates or {}
+    first = run_scheduler_oracle(objects, minor=minor, scheduler_config_text=config, gates=gates, timeout=60)
+    second = run_scheduler_oracle(objects, minor=minor, scheduler_config_text=config, gates=gates, timeout=60)
     assert first == second, "two runs of the oracle differ"
     return first
 
@@ -147,3 +153,65 @@ def test_refuses_unknown_priority_class() -> None:
             gates={},
             timeout=30,
         )
+
+
+BINPACK = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - name: cpu
+          weight: 1
+"""
+
+
+def test_scheduler_configuration() -> None:
+    objects = [node("a", "4"), node("b", "4"), node("c", "4")] + [pod(f"p{i}", "1") for i in range(4)]
+    spread = run(objects)
+    assert len({spread.pod(f"default/p{i}").node for i in range(3)}) == 3  # LeastAllocated spreads
+    packed = run(objects, config=BINPACK)
+    assert len({packed.pod(f"default/p{i}").node for i in range(4)}) == 1  # MostAllocated packs
+    with pytest.raises(InputError, match="schedulerConfig"):
+        run_scheduler_oracle(objects, minor="1.37", scheduler_config_text="kind: Nope", gates={}, timeout=30)
+
+
+def test_gang_1_37() -> None:
+    def group(name: str, min_count: int) -> dict[str, Any]:
+        return {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        }
+
+    objects = [node("n1", "4"), node("n2", "4"), group("fits", 2), group("too-big", 3)]
+    objects += [pod(f"fits-{i}", "3", schedulingGroup={"podGroupName": "fits"}) for i in range(2)]
+    objects += [pod(f"big-{i}", "1", schedulingGroup={"podGroupName": "too-big"}) for i in range(3)]
+    result = run(objects, gates={"GenericWorkload": True})
+    assert {result.pod(f"default/fits-{i}").node for i in range(2)} == {"n1", "n2"}
+    assert all(result.pod(f"default/big-{i}").node == "" for i in range(3))
+    assert "minCount (3) cannot be satisfied" in result.pod("default/big-0").message
+
+
+def test_zones_and_a_larger_cluster_repeat() -> None:
+    """Node order interleaves zones; 30 nodes, 150 pods with preemption give the same answer twice."""
+    objects: list[dict[str, Any]] = [priority_class("low", 10), priority_class("high", 1000)]
+    for i in range(30):
+        n = node(f"node-{i:02d}", "8")
+        n["metadata"]["labels"]["topology.kubernetes.io/zone"] = f"z{i // 10}"
+        objects.append(n)
+    for j in range(150):
+        cpu = ("1", "2", "3", "5")[j * 7 % 4]
+        if j < 60:
+            objects.append(pod(f"run-{j:03d}", cpu, node_name=f"node-{j % 30:02d}", priorityClassName="low"))
+        else:
+            objects.append(pod(f"new-{j:03d}", cpu, priorityClassName=("low", "high")[j % 2]))
+    result = run(objects)
+    # the scheduler's node tree: one node of each zone in turn, each zone's nodes in the order they came
+    assert result.node_order[:6] == ["node-00", "node-10", "node-20", "node-01", "node-11", "node-21"]
+    assert result.evictions and all(e.preemptor.startswith("default/new-") for e in result.evictions)

@@ -28,7 +28,7 @@ class OraclePod:
     node: str  # "" while pending
     nominated_node: str
     message: str  # the PodScheduled condition's message, "SchedulingGated", or a PreEnqueue note
-    reason: str  # Unschedulable, SchedulerError, SchedulingGated, PreEnqueue, Deleted, or ""
+    reason: str  # Unschedulable, SchedulerError, SchedulingGated, PreEnqueue, Permit, Deleted, or ""
     deleted: bool = False  # a preemption victim
 
     @property
@@ -67,6 +67,7 @@ class SchedulerOracleResult:
     node_order: list[str]
     cycles: int = 0
     error: str = ""
+    livelock: str = ""  # set when the run stopped because pods were retried without progress
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def pod(self, key: str) -> OraclePod:
@@ -112,6 +113,7 @@ def _parse(doc: dict[str, Any]) -> SchedulerOracleResult:
         node_order=list(doc.get("nodeOrder") or []),
         cycles=int(doc.get("cycles", 0)),
         error=doc.get("error", ""),
+        livelock=doc.get("livelock", ""),
         raw=doc,
     )
 
