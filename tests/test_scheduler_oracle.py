@@ -215,3 +215,28 @@ def test_zones_and_a_larger_cluster_repeat() -> None:
     # the scheduler's node tree: one node of each zone in turn, each zone's nodes in the order they came
     assert result.node_order[:6] == ["node-00", "node-10", "node-20", "node-01", "node-11", "node-21"]
     assert result.evictions and all(e.preemptor.startswith("default/new-") for e in result.evictions)
+
+
+def test_oracle_objects_from_an_example() -> None:
+    """draopt's view of examples/gang-preemption.yaml: template claims generated as draopt names them."""
+    from pathlib import Path
+
+    from draopt.crosscheck.scheduler_oracle import oracle_objects
+    from draopt.kube.features import Features
+    from draopt.kube.loader import load_files
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "gang-preemption.yaml"
+    gates = {"GenericWorkload": True}
+    docs = oracle_objects(load_files([str(example)]), Features.from_gates(gates))
+    trainer = next(d for d in docs if d["kind"] == "Pod" and d["metadata"]["name"] == "trainer-0")
+    assert trainer["status"]["resourceClaimStatuses"] == [{"name": "gpus", "resourceClaimName": "trainer-0-gpus"}]
+    assert any(d["kind"] == "ResourceClaim" and d["metadata"]["name"] == "trainer-0-gpus" for d in docs)
+    result = run(docs, gates=gates)
+    assert result.pod("ml/trainer-0").node == ""
+    assert "cannot allocate all claims" in result.pod("ml/trainer-0").message
+    # a DRA filter failure is UnschedulableAndUnresolvable: preemption does not try those nodes
+    assert "Preemption is not helpful" in result.pod("ml/inference").message
+    running = {
+        d["metadata"]["name"]: d["spec"]["nodeName"] for d in docs if d["kind"] == "Pod" and "nodeName" in d["spec"]
+    }
+    assert all(result.pod(f"ml/{name}").node == node for name, node in running.items())

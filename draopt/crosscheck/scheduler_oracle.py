@@ -15,10 +15,14 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draopt.crosscheck.gobuild import oracle_binary
 from draopt.errors import InputError
+
+if TYPE_CHECKING:
+    from draopt.kube.features import Features
+    from draopt.kube.loader import ObjectSet
 
 
 @dataclass(frozen=True)
@@ -160,3 +164,60 @@ def run_scheduler_oracle(
     if proc.returncode != 0 or result.error:
         raise OracleError(f"scheduler oracle: {result.error or proc.stderr[-2000:]}", result)
     return result
+
+
+def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list[dict[str, Any]]:
+    """draopt's view of an input as the oracle's `objects`: every object as Kubernetes JSON, plus what
+    the ResourceClaim controller would have made, which the oracle does not run: the claims from
+    ResourceClaimTemplates (named as draopt names them, see draopt.kube.workload) and the pods'
+    (PodGroups') ``status.resourceClaimStatuses`` naming them. Extended-resource claims are left to
+    the scheduler, which makes them itself. Pending pods come in draopt's queue order (creation time,
+    then input order); the oracle adds them to the scheduler's queue in this order.
+    """
+    from draopt.kube.workload import EXTENDED_CLAIM_USE, expand
+
+    workload = expand(objects, features)
+    statuses: dict[str, dict[str, str]] = {}  # pod or podgroup key -> pod claim name -> claim name
+    generated: dict[str, dict[str, Any]] = {}
+    for demand in workload.running + workload.pending:
+        for use in demand.claims:
+            if use.name == EXTENDED_CLAIM_USE or not use.generated:
+                continue
+            owner = use.for_group or demand.key
+            statuses.setdefault(owner, {})[use.name] = use.key.split("/", 1)[1]
+            if use.key not in generated:
+                claim = workload.claims[use.key].to_k8s()
+                claim["apiVersion"], claim["kind"] = "resource.k8s.io/v1", "ResourceClaim"
+                generated[use.key] = claim
+
+    def with_statuses(obj: Any) -> dict[str, Any]:
+        doc = obj.to_k8s()
+        names = statuses.get(f"{obj.namespace}/{obj.name}")
+        if names:
+            status = doc.setdefault("status", {})
+            have = {s.get("name") for s in status.get("resourceClaimStatuses", [])}
+            status.setdefault("resourceClaimStatuses", []).extend(
+                {"name": n, "resourceClaimName": c} for n, c in names.items() if n not in have
+            )
+        return doc
+
+    out: list[dict[str, Any]] = []
+    for group in (
+        objects.namespaces,
+        objects.priority_classes,
+        objects.device_classes,
+        objects.taint_rules,
+        objects.resource_slices,
+        objects.nodes,
+        objects.workloads,
+        objects.composite_pod_groups,
+    ):
+        out.extend(o.to_k8s() for o in group)
+    out.extend(with_statuses(g) for g in objects.pod_groups)
+    out.extend(o.to_k8s() for o in objects.resource_claims)
+    out.extend(o.to_k8s() for o in objects.claim_templates)
+    out.extend(generated.values())
+    order = {d.key: d.queue_key[1:] for d in workload.pending}
+    pods = sorted(objects.pods, key=lambda p: order.get(f"{p.namespace}/{p.name}", ()))
+    out.extend(with_statuses(p) for p in pods)
+    return out

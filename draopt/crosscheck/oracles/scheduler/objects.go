@@ -12,10 +12,14 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/features"
 
 	// The API groups the oracle accepts: their versions, defaults and
 	// conversions, as the API server would apply them.
@@ -159,31 +163,17 @@ func admit(objs []*object) error {
 	for _, o := range objs {
 		switch x := o.obj.(type) {
 		case *corev1.Pod:
-			if x.Spec.Priority == nil {
-				var value int32
-				policy := corev1.PreemptLowerPriority
-				if x.Spec.PriorityClassName != "" {
-					if pc, ok := classes[x.Spec.PriorityClassName]; ok {
-						value = pc.Value
-						if pc.PreemptionPolicy != nil {
-							policy = *pc.PreemptionPolicy
-						}
-					} else if v, ok := builtinPriorityClasses[x.Spec.PriorityClassName]; ok {
-						value = v
-					} else {
-						return refuse("pod %s/%s: no PriorityClass %q (the API would reject the pod)", x.Namespace, x.Name, x.Spec.PriorityClassName)
-					}
-				} else if globalDefault != nil {
-					x.Spec.PriorityClassName = globalDefault.Name
-					value = globalDefault.Value
-					if globalDefault.PreemptionPolicy != nil {
-						policy = *globalDefault.PreemptionPolicy
-					}
-				}
-				x.Spec.Priority = &value
-				if x.Spec.PreemptionPolicy == nil {
-					x.Spec.PreemptionPolicy = &policy
-				}
+			name, value, policy, err := establishPriority(x.Spec.PriorityClassName, classes, globalDefault)
+			if err != nil {
+				return refuse("pod %s/%s: %v (the API would reject the pod)", x.Namespace, x.Name, err)
+			}
+			if x.Spec.Priority != nil && *x.Spec.Priority != value {
+				return refuse("pod %s/%s: spec.priority %d differs from %d of its PriorityClass (the API would reject the pod)",
+					x.Namespace, x.Name, *x.Spec.Priority, value)
+			}
+			x.Spec.PriorityClassName, x.Spec.Priority = name, &value
+			if x.Spec.PreemptionPolicy == nil {
+				x.Spec.PreemptionPolicy = &policy
 			}
 			fillOwnerUIDs(x.OwnerReferences, podUIDs, x.Namespace)
 			if x.Spec.NodeName != "" && x.Status.StartTime == nil {
@@ -191,6 +181,12 @@ func admit(objs []*object) error {
 				// one, kube-scheduler reads the wall clock for the pod's start
 				// (preemption's last tie-breaks), so the result would vary.
 				x.Status.StartTime = &metav1.Time{Time: clockStart.Add(-time.Hour + time.Duration(o.index)*time.Second)}
+			}
+		default:
+			if o.gvk.Group == "scheduling.k8s.io" && (o.gvk.Kind == "PodGroup" || o.gvk.Kind == "CompositePodGroup") {
+				if err := admitGroupPriority(o, classes, globalDefault); err != nil {
+					return err
+				}
 			}
 		case *resourcev1.ResourceClaim:
 			fillOwnerUIDs(x.OwnerReferences, podUIDs, x.Namespace)
@@ -327,4 +323,68 @@ func targetVersion(gk schema.GroupKind) (schema.GroupVersion, bool) {
 		}
 	}
 	return schema.GroupVersion{}, false
+}
+
+// establishPriority resolves a PriorityClass name as the Priority admission
+// plugin does: the class's value and preemption policy; without a name the
+// global default class, else 0.
+func establishPriority(className string, classes map[string]*schedulingv1.PriorityClass, globalDefault *schedulingv1.PriorityClass) (string, int32, corev1.PreemptionPolicy, error) {
+	policy := corev1.PreemptLowerPriority
+	if className == "" {
+		if globalDefault == nil {
+			return "", 0, policy, nil
+		}
+		className = globalDefault.Name
+	}
+	if pc, ok := classes[className]; ok {
+		if pc.PreemptionPolicy != nil {
+			policy = *pc.PreemptionPolicy
+		}
+		return className, pc.Value, policy, nil
+	}
+	if v, ok := builtinPriorityClasses[className]; ok {
+		return className, v, policy, nil
+	}
+	return "", 0, policy, fmt.Errorf("no PriorityClass %q", className)
+}
+
+// admitGroupPriority sets a PodGroup's or CompositePodGroup's spec.priority
+// (and, with PodGroupPreemptionPolicy, spec.preemptionPolicy) from its
+// PriorityClass, as the Priority admission plugin does when GenericWorkload
+// is on. The types differ between releases: edited as unstructured data.
+func admitGroupPriority(o *object, classes map[string]*schedulingv1.PriorityClass, globalDefault *schedulingv1.PriorityClass) error {
+	if !utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		return nil
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj)
+	if err != nil {
+		return err
+	}
+	className, _, _ := unstructured.NestedString(u, "spec", "priorityClassName")
+	name, value, policy, err := establishPriority(className, classes, globalDefault)
+	if err != nil {
+		return refuse("%s: %v (the API would reject it)", o.key(), err)
+	}
+	if have, found, _ := unstructured.NestedInt64(u, "spec", "priority"); found && have != int64(value) {
+		return refuse("%s: spec.priority %d differs from %d of its PriorityClass (the API would reject it)", o.key(), have, value)
+	}
+	_ = unstructured.SetNestedField(u, int64(value), "spec", "priority")
+	if name != "" {
+		_ = unstructured.SetNestedField(u, name, "spec", "priorityClassName")
+	}
+	if gateOn("PodGroupPreemptionPolicy") && o.gvk.Kind == "PodGroup" {
+		if _, found, _ := unstructured.NestedString(u, "spec", "preemptionPolicy"); !found {
+			_ = unstructured.SetNestedField(u, string(policy), "spec", "preemptionPolicy")
+		}
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u, o.obj)
+}
+
+// gateOn: a gate that may not exist in every release (false where it does not).
+func gateOn(name string) bool {
+	gate := featuregate.Feature(name)
+	if _, known := utilfeature.DefaultMutableFeatureGate.GetAll()[gate]; !known {
+		return false
+	}
+	return utilfeature.DefaultFeatureGate.Enabled(gate)
 }
