@@ -175,6 +175,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("draopt.placement",),  # place: first-fit and optimal policies
     ("draopt.studies",),  # simulate, plan, sweep, compare
     ("draopt.testing",),  # test-instance generators (not the product)
+    ("draopt.crosscheck",),  # the Go oracles (real Kubernetes code) draopt is judged against
     ("draopt.public", "draopt.cli", "draopt.__main__"),  # the Python API and the command line
 ]
 

@@ -108,6 +108,8 @@ def test_three_node_cpu_cluster(minor: str) -> None:
     assert p3.message.startswith("0/3 nodes are available: 3 Insufficient cpu.")
     assert result.pod("default/gated").message == "SchedulingGated"
     assert [a.pod for a in result.attempts] == [f"default/p{i}" for i in range(4)]
+    first = result.attempts[0]
+    assert first.best_nodes == ("node-a", "node-b", "node-c") and first.node == "node-a"  # ties: the first
 
 
 def test_gpu_claims() -> None:

@@ -45,6 +45,11 @@ class OracleAttempt:
     pod: str  # "ns/name"
     node: str  # the node bound to, "" for a failed attempt
     message: str
+    # For a bind: the nodes sharing the best total score, in the order the scheduler scored them
+    # (it takes the first: without extenders its tie-breaker is 0 for every node), and that score.
+    # Empty when the pod was not scored (one feasible node, or an opportunistic-batching hint).
+    best_nodes: tuple[str, ...] = ()
+    score: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,12 @@ def _parse(doc: dict[str, Any]) -> SchedulerOracleResult:
             )
             for p in doc.get("pods") or []
         ],
-        attempts=[OracleAttempt(a["pod"], a.get("node", ""), a.get("message", "")) for a in doc.get("attempts") or []],
+        attempts=[
+            OracleAttempt(
+                a["pod"], a.get("node", ""), a.get("message", ""), tuple(a.get("bestNodes") or ()), a.get("score")
+            )
+            for a in doc.get("attempts") or []
+        ],
         evictions=[OracleEviction(e["pod"], e.get("preemptor", "")) for e in doc.get("evictions") or []],
         claims=[
             OracleClaim(c["namespace"], c["name"], c.get("allocation"), list(c.get("reservedFor") or []))

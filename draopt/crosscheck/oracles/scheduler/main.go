@@ -38,6 +38,11 @@ type outAttempt struct {
 	Pod     string `json:"pod"`
 	Node    string `json:"node"`
 	Message string `json:"message"`
+	// For a bind: the nodes that shared the best total score (the scheduler
+	// picks one of them at random) and that score; a pod that fitted one
+	// node only was not scored.
+	BestNodes []string `json:"bestNodes,omitempty"`
+	Score     *int64   `json:"score,omitempty"`
 }
 
 type outEviction struct {

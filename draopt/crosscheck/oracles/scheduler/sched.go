@@ -134,6 +134,7 @@ type oracle struct {
 	events      []event
 	evictions   []outEviction
 	lastFailure map[string]failure
+	best        map[string]best // pod -> its last scoring's best nodes
 }
 
 func (o *oracle) observe(gvr schema.GroupVersionResource) toolscache.ResourceEventHandler {
@@ -275,15 +276,51 @@ func (o *oracle) waitingPods() map[string][]string {
 	return out
 }
 
+// scoringFramework records, per pod, the nodes sharing the best total score
+// of its last scoring.
+type scoringFramework struct {
+	framework.Framework
+	o *oracle
+}
+
+func (f *scoringFramework) RunScorePlugins(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
+	scores, status := f.Framework.RunScorePlugins(ctx, state, pod, nodes)
+	if status.IsSuccess() && len(scores) > 0 {
+		b := best{score: scores[0].TotalScore}
+		for _, s := range scores {
+			if s.TotalScore > b.score {
+				b = best{score: s.TotalScore}
+			}
+			if s.TotalScore == b.score {
+				b.nodes = append(b.nodes, s.Name)
+			}
+		}
+		f.o.mu.Lock()
+		f.o.best[pod.Namespace+"/"+pod.Name] = b
+		f.o.mu.Unlock()
+	}
+	return scores, status
+}
+
+type best struct {
+	score int64
+	nodes []string
+}
+
 func (o *oracle) record(pod, node, message string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.seq++
+	attempt := outAttempt{Pod: pod, Node: node, Message: message}
+	if b, ok := o.best[pod]; ok && node != "" {
+		score := b.score
+		attempt.BestNodes, attempt.Score = b.nodes, &score
+	}
 	own := false
 	for _, k := range o.current {
 		own = own || k == pod
 	}
-	o.events = append(o.events, event{cycle: o.cycle, seq: o.seq, own: own, outAttempt: outAttempt{Pod: pod, Node: node, Message: message}})
+	o.events = append(o.events, event{cycle: o.cycle, seq: o.seq, own: own, outAttempt: attempt})
 }
 
 func (o *oracle) installReactors() {
@@ -398,6 +435,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 		seen:        map[schema.GroupVersionResource]int64{},
 		watched:     map[schema.GroupVersionResource]bool{},
 		lastFailure: map[string]failure{},
+		best:        map[string]best{},
 	}
 	o.installReactors()
 	o.factory = newInformerFactory(cs)
@@ -430,9 +468,15 @@ func run(in *inputDoc) (*outputDoc, error) {
 	tokens := make(chan struct{})
 	cycleDone := make(chan struct{}, 1)
 	var inPop atomic.Bool
+	for name, f := range sched.Profiles {
+		sched.Profiles[name] = &scoringFramework{Framework: f, o: o}
+	}
 	wrapNext(sched, func() { <-tokens; inPop.Store(true) }, func(keys []string) {
 		inPop.Store(false)
 		o.mu.Lock()
+		for _, k := range keys {
+			delete(o.best, k)
+		}
 		o.current = keys
 		o.mu.Unlock()
 	})
