@@ -5,6 +5,8 @@ Skipped without a Go toolchain; a compile failure of the oracle fails these test
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,8 +223,6 @@ def test_zones_and_a_larger_cluster_repeat() -> None:
 
 def test_oracle_objects_from_an_example() -> None:
     """draopt's view of examples/gang-preemption.yaml: template claims generated as draopt names them."""
-    from pathlib import Path
-
     from draopt.crosscheck.scheduler_oracle import oracle_objects
     from draopt.kube.features import Features
     from draopt.kube.loader import load_files
@@ -242,3 +242,17 @@ def test_oracle_objects_from_an_example() -> None:
         d["metadata"]["name"]: d["spec"]["nodeName"] for d in docs if d["kind"] == "Pod" and "nodeName" in d["spec"]
     }
     assert all(result.pod(f"ml/{name}").node == node for name, node in running.items())
+
+
+TESTDATA = Path(__file__).resolve().parent.parent / "draopt" / "crosscheck" / "oracles" / "scheduler" / "testdata"
+
+
+@pytest.mark.parametrize(
+    "name, minor",
+    [(p.stem, "1.37") for p in sorted(TESTDATA.glob("*.json")) if p.stem != "gang_1.36"]
+    + [("gpu", "1.36"), ("preempt", "1.36")],
+)
+def test_testdata_runs_and_repeats(name: str, minor: str) -> None:
+    doc = json.loads((TESTDATA / f"{name}.json").read_text())
+    result = run(doc["objects"], minor, doc.get("schedulerConfig"), doc.get("gates"))
+    assert result.pods and not result.error and not result.livelock
