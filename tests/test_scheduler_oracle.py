@@ -146,6 +146,7 @@ def test_preemption() -> None:
     assert result.pod("default/urgent").node == "node-a"
     assert result.attempts[0].pod == "default/urgent" and result.attempts[0].node == ""
     assert "preempting 1 victims" in result.attempts[0].message
+    assert result.attempts[0].nominated_node == "node-a"
 
 
 def test_refuses_unknown_priority_class() -> None:
@@ -256,3 +257,13 @@ def test_testdata_runs_and_repeats(name: str, minor: str) -> None:
     doc = json.loads((TESTDATA / f"{name}.json").read_text())
     result = run(doc["objects"], minor, doc.get("schedulerConfig"), doc.get("gates"))
     assert result.pods and not result.error and not result.livelock
+
+
+def test_gang_preemption_1_37() -> None:
+    doc = json.loads((TESTDATA / "gang_preempt.json").read_text())
+    result = run(doc["objects"], gates=doc["gates"])
+    assert sorted((e.pod, e.preemptor, e.preemptor_kind) for e in result.evictions) == [
+        ("ml/low-1", "ml/hi", "PodGroup"),
+        ("ml/low-2", "ml/hi", "PodGroup"),
+    ]
+    assert {result.pod("ml/hi-0").node, result.pod("ml/hi-1").node} == {"n1", "n2"}

@@ -50,12 +50,14 @@ class OracleAttempt:
     # Empty when the pod was not scored (one feasible node, or an opportunistic-batching hint).
     best_nodes: tuple[str, ...] = ()
     score: int | None = None
+    nominated_node: str = ""  # for a failure: the node nominated by preemption
 
 
 @dataclass(frozen=True)
 class OracleEviction:
     pod: str
-    preemptor: str  # "" when not known
+    preemptor: str  # "ns/name" of the preempting pod or PodGroup; "" when not known
+    preemptor_kind: str = ""  # "Pod" or "PodGroup"
 
 
 @dataclass(frozen=True)
@@ -115,11 +117,19 @@ def _parse(doc: dict[str, Any]) -> SchedulerOracleResult:
         ],
         attempts=[
             OracleAttempt(
-                a["pod"], a.get("node", ""), a.get("message", ""), tuple(a.get("bestNodes") or ()), a.get("score")
+                a["pod"],
+                a.get("node", ""),
+                a.get("message", ""),
+                tuple(a.get("bestNodes") or ()),
+                a.get("score"),
+                a.get("nominatedNode", ""),
             )
             for a in doc.get("attempts") or []
         ],
-        evictions=[OracleEviction(e["pod"], e.get("preemptor", "")) for e in doc.get("evictions") or []],
+        evictions=[
+            OracleEviction(e["pod"], e.get("preemptor", ""), e.get("preemptorKind", ""))
+            for e in doc.get("evictions") or []
+        ],
         claims=[
             OracleClaim(c["namespace"], c["name"], c.get("allocation"), list(c.get("reservedFor") or []))
             for c in doc.get("claims") or []

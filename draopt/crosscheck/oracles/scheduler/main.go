@@ -38,6 +38,8 @@ type outAttempt struct {
 	Pod     string `json:"pod"`
 	Node    string `json:"node"`
 	Message string `json:"message"`
+	// For a failure: the node the scheduler nominated (preemption).
+	NominatedNode string `json:"nominatedNode,omitempty"`
 	// For a bind: the nodes that shared the best total score (the scheduler
 	// picks one of them at random) and that score; a pod that fitted one
 	// node only was not scored.
@@ -46,8 +48,9 @@ type outAttempt struct {
 }
 
 type outEviction struct {
-	Pod       string `json:"pod"`
-	Preemptor string `json:"preemptor"`
+	Pod           string `json:"pod"`
+	Preemptor     string `json:"preemptor"`
+	PreemptorKind string `json:"preemptorKind,omitempty"` // Pod or PodGroup
 }
 
 type outClaim struct {

@@ -307,11 +307,11 @@ type best struct {
 	nodes []string
 }
 
-func (o *oracle) record(pod, node, message string) {
+func (o *oracle) record(pod, node, message, nominated string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.seq++
-	attempt := outAttempt{Pod: pod, Node: node, Message: message}
+	attempt := outAttempt{Pod: pod, Node: node, Message: message, NominatedNode: nominated}
 	if b, ok := o.best[pod]; ok && node != "" {
 		score := b.score
 		attempt.BestNodes, attempt.Score = b.nodes, &score
@@ -363,17 +363,25 @@ func (o *oracle) installReactors() {
 		if err := o.tracker.Update(podsGVR, pod, ns); err != nil {
 			return true, nil, err
 		}
-		o.record(ns+"/"+pod.Name, binding.Target.Name, "")
+		o.record(ns+"/"+pod.Name, binding.Target.Name, "", "")
 		return true, binding, nil
 	})
 	o.cs.PrependReactor("delete", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		name := action.(clienttesting.DeleteAction).GetName()
 		o.mu.Lock()
-		preemptor := ""
+		ev := outEviction{Pod: action.GetNamespace() + "/" + name}
 		if len(o.current) == 1 {
-			preemptor = o.current[0]
+			ev.Preemptor, ev.PreemptorKind = o.current[0], "Pod"
+		} else if len(o.current) > 1 {
+			// A pod group's cycle: name the group.
+			ns, first, _ := strings.Cut(o.current[0], "/")
+			if got, err := o.tracker.Get(podsGVR, ns, first); err == nil {
+				if g := got.(*corev1.Pod).Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+					ev.Preemptor, ev.PreemptorKind = ns+"/"+*g.PodGroupName, "PodGroup"
+				}
+			}
 		}
-		o.evictions = append(o.evictions, outEviction{Pod: action.GetNamespace() + "/" + name, Preemptor: preemptor})
+		o.evictions = append(o.evictions, ev)
 		o.mu.Unlock()
 		return false, nil, nil
 	})
@@ -457,7 +465,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 		if ni != nil && ni.Mode() == fwk.ModeOverride {
 			nominated = ni.NominatedNodeName
 		}
-		o.record(key, "", status.Message())
+		o.record(key, "", status.Message(), nominated)
 		o.mu.Lock()
 		o.lastFailure[key] = failure{message: status.Message(), reason: reason, nominated: nominated}
 		o.mu.Unlock()
