@@ -59,3 +59,9 @@ func gatingPlugin(sched *scheduler.Scheduler, pod *corev1.Pod) string {
 	}
 	return ""
 }
+
+// inQueue: the scheduling queue holds the pod (in any of its pools).
+func inQueue(sched *scheduler.Scheduler, pod *corev1.Pod) bool {
+	_, ok := sched.SchedulingQueue.GetPod(pod.Name, pod.Namespace, pod.Spec.SchedulingGroup)
+	return ok
+}
