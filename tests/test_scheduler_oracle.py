@@ -267,3 +267,13 @@ def test_gang_preemption_1_37() -> None:
         ("ml/low-2", "ml/hi", "PodGroup"),
     ]
     assert {result.pod("ml/hi-0").node, result.pod("ml/hi-1").node} == {"n1", "n2"}
+
+
+def test_timeout_gives_a_partial_result() -> None:
+    from draopt.crosscheck.scheduler_oracle import OracleError
+
+    objects = [node(f"n{i:03d}", "64") for i in range(200)] + [pod(f"p{j:04d}", "1") for j in range(3000)]
+    with pytest.raises(OracleError) as caught:
+        run_scheduler_oracle(objects, minor="1.37", scheduler_config_text=None, gates={}, timeout=2)
+    partial = caught.value.result
+    assert partial is not None and partial.error and len(partial.pods) == 3000

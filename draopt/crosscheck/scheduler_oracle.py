@@ -32,7 +32,7 @@ class OraclePod:
     node: str  # "" while pending
     nominated_node: str
     message: str  # the PodScheduled condition's message, "SchedulingGated", or a PreEnqueue note
-    reason: str  # Unschedulable, SchedulerError, SchedulingGated, PreEnqueue, Permit, Deleted, or ""
+    reason: str  # Unschedulable, SchedulerError, SchedulingGated, PreEnqueue, Permit, Deleted, NotCreated, ""
     deleted: bool = False  # a preemption victim
 
     @property

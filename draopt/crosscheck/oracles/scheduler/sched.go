@@ -135,6 +135,7 @@ type oracle struct {
 	evictions   []outEviction
 	lastFailure map[string]failure
 	best        map[string]best // pod -> its last scoring's best nodes
+	created     map[string]bool // object keys created in the fake API
 }
 
 func (o *oracle) observe(gvr schema.GroupVersionResource) toolscache.ResourceEventHandler {
@@ -444,6 +445,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 		watched:     map[schema.GroupVersionResource]bool{},
 		lastFailure: map[string]failure{},
 		best:        map[string]best{},
+		created:     map[string]bool{},
 	}
 	o.installReactors()
 	o.factory = newInformerFactory(cs)
@@ -509,11 +511,13 @@ func run(in *inputDoc) (*outputDoc, error) {
 	// Create the objects in a defined order, each batch seen by the
 	// informers before the next; pending pods one at a time with the clock
 	// stepped between them, so queue timestamps follow the input order.
+	var runErr error
 	ordered := creationOrder(objs)
 	for i, ob := range ordered {
 		if err := o.tracker.Create(ob.gvr, ob.obj, ob.meta.GetNamespace()); err != nil {
 			return nil, refuse("creating %s: %v", ob.key(), err)
 		}
+		o.created[ob.key()] = true
 		pendingPod := creationRank(ob) == 11
 		if pendingPod && i+1 < len(ordered) {
 			// Only the queue has to have it (its timestamp is the clock's
@@ -524,7 +528,8 @@ func run(in *inputDoc) (*outputDoc, error) {
 			}
 		} else if i+1 == len(ordered) || creationRank(ordered[i+1]) != creationRank(ob) || i%50 == 49 {
 			if err := o.settle(deadline); err != nil {
-				return nil, err
+				runErr = fmt.Errorf("creating the objects: %w", err)
+				break
 			}
 		}
 		if pendingPod {
@@ -543,7 +548,6 @@ func run(in *inputDoc) (*outputDoc, error) {
 			}
 		}
 	}()
-	var runErr error
 	lastStuck := ""
 	lastProgress, idleCycles := "", 0
 	idleLimit := 20
@@ -553,7 +557,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 		}
 	}
 loop:
-	for {
+	for runErr == nil {
 		if err := o.settle(deadline); err != nil {
 			runErr = err
 			break
@@ -692,8 +696,11 @@ func (o *oracle) fillOutput(out *outputDoc, objs []*object, waiting map[string][
 		p := outPod{Namespace: in.Namespace, Name: in.Name}
 		got, err := o.tracker.Get(podsGVR, in.Namespace, in.Name)
 		if err != nil {
-			p.Deleted = true
-			p.Reason = "Deleted"
+			if o.created[ob.key()] {
+				p.Deleted, p.Reason = true, "Deleted"
+			} else {
+				p.Reason = "NotCreated" // the run stopped (timeout) before it
+			}
 			out.Pods = append(out.Pods, p)
 			continue
 		}
