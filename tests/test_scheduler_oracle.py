@@ -277,3 +277,25 @@ def test_timeout_gives_a_partial_result() -> None:
         run_scheduler_oracle(objects, minor="1.37", scheduler_config_text=None, gates={}, timeout=2)
     partial = caught.value.result
     assert partial is not None and partial.error and len(partial.pods) == 3000
+
+
+def test_unknown_gate_refused() -> None:
+    with pytest.raises(InputError, match="NoSuchGate"):
+        run_scheduler_oracle(
+            [node("n")], minor="1.37", scheduler_config_text=None, gates={"NoSuchGate": True}, timeout=30
+        )
+
+
+def test_gang_1_36_livelock_is_reported() -> None:
+    """1.36's gang plugin keeps a gang that cannot fit cycling through Permit: the oracle stops and
+    says so. Only the placements repeat (the attempts' order depends on goroutines)."""
+    doc = json.loads((TESTDATA / "gang_1.36.json").read_text())
+    runs = [
+        run_scheduler_oracle(doc["objects"], minor="1.36", scheduler_config_text=None, gates=doc["gates"], timeout=60)
+        for _ in range(2)
+    ]
+    for result in runs:
+        assert result.livelock
+        assert {result.pod(f"ml/fits-{i}").node for i in range(2)} == {"n1", "n2"}
+        assert all(result.pod(f"ml/big-{i}").node == "" for i in range(3))
+    assert runs[0].placements() == runs[1].placements()
