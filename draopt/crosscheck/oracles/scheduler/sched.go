@@ -136,6 +136,7 @@ type oracle struct {
 	lastFailure map[string]failure
 	best        map[string]best // pod -> its last scoring's best nodes
 	created     map[string]bool // object keys created in the fake API
+	generated   int             // names made from generateName
 }
 
 func (o *oracle) observe(gvr schema.GroupVersionResource) toolscache.ResourceEventHandler {
@@ -221,8 +222,9 @@ func (o *oracle) settle(deadline time.Time) error {
 		// deleted, or parked at Permit): API calls may still be queued in
 		// the scheduler's dispatcher after it let go of the pod. A pod the
 		// scheduler skipped has none, hence the time limit.
-		if quiet && time.Since(start) < 200*time.Millisecond {
-			quiet = o.outcomesKnown(waiting)
+		if quiet {
+			known, binding := o.outcomesKnown(waiting)
+			quiet = binding == 0 && (known || time.Since(start) > 200*time.Millisecond)
 		}
 		sig := o.signature()
 		if quiet && sig == last {
@@ -241,9 +243,13 @@ func (o *oracle) settle(deadline time.Time) error {
 	}
 }
 
-func (o *oracle) outcomesKnown(waiting map[string][]string) bool {
+// outcomesKnown: whether every pod popped in this cycle has an outcome, and
+// how many of those without one the scheduler's cache holds as assumed
+// (their binding cycle still runs, e.g. a DRA PreBind waiting for a claim).
+func (o *oracle) outcomesKnown(waiting map[string][]string) (bool, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	known, binding := true, 0
 	for _, key := range o.current {
 		if _, ok := waiting[key]; ok {
 			continue
@@ -257,12 +263,15 @@ func (o *oracle) outcomesKnown(waiting map[string][]string) bool {
 		}
 		if !found {
 			ns, name, _ := strings.Cut(key, "/")
-			if _, err := o.tracker.Get(podsGVR, ns, name); err == nil {
-				return false
+			if got, err := o.tracker.Get(podsGVR, ns, name); err == nil {
+				known = false
+				if assumed, _ := o.sched.Cache.IsAssumedPod(got.(*corev1.Pod)); assumed {
+					binding++
+				}
 			}
 		}
 	}
-	return true
+	return known, binding
 }
 
 // waitingPods lists the pods parked at Permit ("ns/name" -> pending
@@ -327,6 +336,28 @@ func (o *oracle) record(pod, node, message, nominated string) {
 func (o *oracle) installReactors() {
 	// Applied to the tracker that stamps resource versions.
 	o.cs.PrependReactor("*", "*", clienttesting.ObjectReaction(o.tracker))
+	// What the API server gives an object the scheduler creates (the
+	// DRA plugin's claim for extended resources): a name from generateName
+	// (a counter instead of random characters) and a UID.
+	o.cs.PrependReactor("create", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "" {
+			return false, nil, nil
+		}
+		m, err := meta.Accessor(action.(clienttesting.CreateAction).GetObject())
+		if err != nil {
+			return false, nil, nil
+		}
+		if m.GetName() == "" && m.GetGenerateName() != "" {
+			o.mu.Lock()
+			o.generated++
+			m.SetName(fmt.Sprintf("%s%05d", m.GetGenerateName(), o.generated))
+			o.mu.Unlock()
+		}
+		if m.GetUID() == "" {
+			m.SetUID(stableUID(action.GetResource().Resource, m.GetNamespace(), m.GetName()))
+		}
+		return false, nil, nil
+	})
 	o.cs.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() != "binding" {
 			return false, nil, nil
