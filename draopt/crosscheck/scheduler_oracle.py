@@ -32,7 +32,8 @@ class OraclePod:
     node: str  # "" while pending
     nominated_node: str
     message: str  # the PodScheduled condition's message, "SchedulingGated", or a PreEnqueue note
-    reason: str  # Unschedulable, SchedulerError, SchedulingGated, PreEnqueue, Permit, Deleted, NotCreated, ""
+    reason: str  # Unschedulable, SchedulerError, SchedulingGated, PreEnqueue, Permit, Deleted, NotCreated,
+    # Succeeded or Failed (terminal pods, never shown to the scheduler), or ""
     deleted: bool = False  # a preemption victim
 
     @property
