@@ -101,19 +101,17 @@ def crosscheck(
 
 
 def _crosscheck_place(objects, minor: str, features: Features, config_path: str | None, timeout: float):
-    from draopt.crosscheck.scheduler_diff import compare_placement, oracle_objects
-    from draopt.crosscheck.scheduler_oracle import run_scheduler_oracle
-    from draopt.kube.workload import expand
+    from draopt.crosscheck.scheduler_diff import compare_placement
+    from draopt.crosscheck.scheduler_oracle import oracle_objects, run_scheduler_oracle
     from draopt.placement import place
     from draopt.scheduler import load_config
 
     config = load_config(config_path) if config_path else None
     config_text = _read_text(config_path) if config_path else None
-    workload = expand(objects, features)
     gates, notes = oracle_gates(features, objects, minor)
     oracle = _as_dict(
         run_scheduler_oracle(
-            oracle_objects(objects, workload),
+            oracle_objects(objects, features),
             minor=minor,
             scheduler_config_text=config_text,
             gates=gates,

@@ -1,25 +1,17 @@
-"""draopt's first-fit placement against kube-scheduler's own, on the same input.
+"""draopt's first-fit placement against kube-scheduler's own (the scheduler oracle, fed by
+draopt.crosscheck.scheduler_oracle.oracle_objects), on the same input, pod by pod and claim by claim.
 
-The scheduler oracle (`draopt/crosscheck/oracles/scheduler/`, kube-scheduler linked from the
-released k8s.io/kubernetes module) gets what the scheduler would see: the cluster's objects, with
-the pods that draopt's workload expansion made (Deployments, Jobs, JobSets ...) and the claims it
-generated from ResourceClaimTemplates (the ResourceClaim controller's work, which the oracle does
-not run). Pending pods go in in draopt's queue order (their creation order in a real cluster).
-
-draopt then places the same input with ties broken toward the node kube-scheduler chose, when that
+draopt places the same input with ties broken toward the node kube-scheduler chose, when that
 node is among draopt's best-scored ones: one random draw should not make every later pod differ,
 and a node the scheduler chose that draopt did not score best is still a difference.
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from draopt.kube.workload import EXTENDED_CLAIM_USE
-
-_SELECTOR_OWNERS = frozenset(("ReplicaSet", "StatefulSet", "ReplicationController"))
 
 
 @dataclass(frozen=True)
@@ -62,84 +54,6 @@ class PodComparison:
 class PlacementComparison:
     pods: list[PodComparison] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
-
-
-def pod_uid(namespace: str, name: str) -> str:
-    """A stable UID for a pod the input gives none (manifests): generated claims name their owner by it."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"draopt:pod/{namespace}/{name}"))
-
-
-def oracle_objects(objects, workload) -> list[dict[str, Any]]:
-    """The objects kube-scheduler would see for this input, as the oracle reads them (JSON dicts)."""
-    out: list[dict[str, Any]] = []
-    for kind in (
-        "namespaces",
-        "priority_classes",
-        "device_classes",
-        "taint_rules",
-        "resource_slices",
-        "nodes",
-        "workloads",
-        "composite_pod_groups",
-        "pod_groups",
-    ):
-        out += [o.to_k8s() for o in getattr(objects, kind, [])]
-    # The owners default spreading reads their selectors from (helper.DefaultSelector); draopt
-    # spreads by owner instead (docs/scheduler.md), which matches when each owner selects its pods.
-    out += [doc for doc, _ in getattr(objects, "controllers", []) if doc.get("kind") in _SELECTOR_OWNERS]
-    uids: dict[str, str] = {}
-    pods = _pod_documents(objects, workload, uids)
-    out += _claim_documents(objects, workload, uids)
-    out += pods
-    return out
-
-
-def _pod_documents(objects, workload, uids: dict[str, str]) -> list[dict[str, Any]]:
-    """Running pods first, then pending ones in draopt's queue order; generated claims recorded in
-    status.resourceClaimStatuses as the ResourceClaim controller records them."""
-    demands = {d.key: d for d in workload.running + workload.pending}
-    order = {d.key: i for i, d in enumerate(workload.running + workload.pending)}
-    pods = sorted(objects.pods, key=lambda p: order.get(f"{p.namespace}/{p.name}", -1))
-    out = []
-    for pod in pods:
-        key = f"{pod.namespace}/{pod.name}"
-        doc = pod.to_k8s()
-        meta = doc.setdefault("metadata", {})
-        meta.setdefault("namespace", pod.namespace)
-        meta.setdefault("uid", pod_uid(pod.namespace, pod.name))
-        uids[key] = meta["uid"]
-        demand = demands.get(key)
-        generated = [
-            {"name": u.name, "resourceClaimName": u.key.split("/", 1)[1]}
-            for u in (demand.claims if demand is not None else ())
-            if u.generated and u.name != EXTENDED_CLAIM_USE and u.for_group is None
-        ]
-        if generated:
-            status = doc.setdefault("status", {})
-            known = {s.get("name") for s in status.get("resourceClaimStatuses") or []}
-            status["resourceClaimStatuses"] = list(status.get("resourceClaimStatuses") or []) + [
-                g for g in generated if g["name"] not in known
-            ]
-        out.append(doc)
-    return out
-
-
-def _claim_documents(objects, workload, uids: dict[str, str]) -> list[dict[str, Any]]:
-    """The input's claims and those draopt generated from templates (owner UIDs filled in where the
-    input's pod had none). Extended-resource claims are left out: the scheduler makes its own."""
-    given = {f"{c.namespace}/{c.name}" for c in objects.resource_claims}
-    extended = {u.key for d in workload.running + workload.pending for u in d.claims if u.name == EXTENDED_CLAIM_USE}
-    out = [c.to_k8s() for c in objects.resource_claims]
-    for key, claim in workload.claims.items():
-        if key in given or key in extended:
-            continue
-        doc = claim.to_k8s()
-        ns = doc.get("metadata", {}).get("namespace") or claim.namespace
-        for ref in doc.get("metadata", {}).get("ownerReferences") or []:
-            if ref.get("kind") == "Pod" and not ref.get("uid"):
-                ref["uid"] = uids.get(f"{ns}/{ref.get('name')}", pod_uid(ns, ref.get("name", "")))
-        out.append(doc)
-    return out
 
 
 def draopt_message(pl, n_nodes: int) -> str:

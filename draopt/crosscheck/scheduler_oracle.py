@@ -187,6 +187,9 @@ def run_scheduler_oracle(
     return result
 
 
+_SELECTOR_OWNERS = frozenset(("ReplicaSet", "StatefulSet", "ReplicationController"))
+
+
 def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list[dict[str, Any]]:
     """draopt's view of an input as the oracle's `objects`: every object as Kubernetes JSON, plus what
     the ResourceClaim controller would have made, which the oracle does not run: the claims from
@@ -238,6 +241,9 @@ def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list
     out.extend(o.to_k8s() for o in objects.resource_claims)
     out.extend(o.to_k8s() for o in objects.claim_templates)
     out.extend(generated.values())
+    # The owners whose selectors default spreading reads (helper.DefaultSelector); draopt spreads
+    # by owner instead (docs/scheduler.md), the same where each owner selects exactly its pods.
+    out.extend(doc for doc, _ in objects.controllers if doc.get("kind") in _SELECTOR_OWNERS)
     order = {d.key: d.queue_key[1:] for d in workload.pending}
     pods = sorted(objects.pods, key=lambda p: order.get(f"{p.namespace}/{p.name}", ()))
     out.extend(with_statuses(p) for p in pods)

@@ -300,8 +300,14 @@ func targetVersion(gk schema.GroupKind) (schema.GroupVersion, bool) {
 	switch gk.Group {
 	case "":
 		switch gk.Kind {
-		case "Pod", "Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim":
+		case "Pod", "Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim", "Service", "ReplicationController":
 			return corev1.SchemeGroupVersion, true
+		}
+	case "apps":
+		// default spreading reads the selectors of a pod's owners (helper.DefaultSelector)
+		switch gk.Kind {
+		case "ReplicaSet", "StatefulSet":
+			return schema.GroupVersion{Group: "apps", Version: "v1"}, true
 		}
 	case "resource.k8s.io":
 		switch gk.Kind {
