@@ -366,7 +366,7 @@ def cmd_explain(args) -> int:
                     sections[-1] = (sections[-1][0] + "\n" + pl.explanation, [])
             if exps or args.pod:
                 sections.append((f"pod {key}: in the state after first-fit", exps))
-            sections.extend(_preemption_sections(outcome.result, key))
+            sections.extend(_preemption_sections(outcome.result, key, narrow=bool(args.node)))
         if not wanted:
             print("note: nothing to explain: first-fit places every pending pod", file=sys.stderr)
     else:
@@ -391,16 +391,19 @@ def cmd_explain(args) -> int:
     return 0
 
 
-def _preemption_sections(result, key: str) -> list[tuple[str, list]]:
+def _preemption_sections(result, key: str, narrow: bool = False) -> list[tuple[str, list]]:
     """Who preemption evicted for the pod (or its PodGroup) and why, or why it did not help; and
     whether the pod itself was evicted."""
     out: list[tuple[str, list]] = []
     pl = next((p for p in result.pods if p.pod == key), None)
     for_it = [e for e in result.evictions if e.preemptor == key or (pl is not None and e.preemptor == pl.group)]
     if pl is not None and (pl.preemption or for_it):
-        lines = [pl.preemption] if pl.preemption else []
+        # (`--node`: the message counting every node is left out, as the headline's counts are)
+        counts_all = narrow and pl.preemption.startswith("preemption: 0/")
+        lines = [pl.preemption] if pl.preemption and not counts_all else []
         lines += [f"evicted {e.pod} on {e.node}: {e.why}" for e in for_it]
-        out.append((f"pod {key}: preemption\n" + "\n".join(lines), []))
+        if lines:
+            out.append((f"pod {key}: preemption\n" + "\n".join(lines), []))
     own = next((e for e in result.evictions if e.pod == key), None)
     if own is not None:
         out.append((f"pod {key}: evicted by preemption ({own.condition()['reason']}): {own.why}", []))

@@ -126,9 +126,9 @@ def prioritized_score(problem, selected: dict[tuple[int, int], int]) -> int:
 # class names, claim names or texts): the scheduler shares them between pods of alike kinds.
 _SHAREABLE = (
     "Insufficient ",
-    "node is unschedulable",
+    "node(s) were unschedulable",
     "node(s) didn't match Pod's node affinity/selector",
-    "node(s) had untolerated taint ",
+    "node(s) had untolerated taint(s)",
 )
 
 

@@ -127,10 +127,14 @@ def _earliest_of_highest(c: Candidate) -> datetime:
 
 def _is_node_rule(reason: str) -> bool:
     """A reason of Cluster.node_rejects (counted node by node in _helpless_from_reasons)."""
-    return reason in (
-        "node is unschedulable",
-        "node(s) didn't match Pod's node affinity/selector",
-    ) or reason.startswith("node(s) had untolerated taint")
+    return (
+        reason
+        in (
+            "node(s) were unschedulable",
+            "node(s) didn't match Pod's node affinity/selector",
+        )
+        or reason == "node(s) had untolerated taint(s)"
+    )
 
 
 # Scheduler-plugin reasons that are UnschedulableAndUnresolvable (InterPodAffinity, PodTopologySpread).

@@ -78,7 +78,7 @@ class PlanResult:
 
 
 # Reasons a copy of the template node gives again, whatever the state of the cluster.
-_NODE_COUNT_CANNOT_HELP = ("resource claim error", "node is unschedulable", "node(s) had untolerated taint")
+_NODE_COUNT_CANNOT_HELP = ("resource claim error", "node(s) were unschedulable", "node(s) had untolerated taint(s)")
 
 
 def _blocked(pods) -> dict[str, str]:
