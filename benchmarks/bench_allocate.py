@@ -15,7 +15,7 @@ ratio cp-sat/reference is computed from medians measured in this same run.
     python benchmarks/bench_allocate.py [--runs 20] [--quick]
 
 With --oracle: draopt against Kubernetes' own allocator (the Go oracle of draopt.crosscheck, for
---minor) on the crosscheck's generated scenarios (draopt.crosscheck.scenarios.synth_scenarios),
+--minor) on the crosscheck's generated scenarios (draopt.testing.crosscheck_scenarios.synth_scenarios),
 both timed the same way: the allocate call alone (Kubernetes: allocator construction + Allocate;
 draopt: draopt.allocation.allocate.allocate; the objects are read before), (a) cold: the first
 call in a fresh process per case, (b) warm: the median of --runs calls in one process per case.
@@ -103,7 +103,7 @@ def oracle_main(a) -> int:
 
     from draopt.crosscheck.allocator_oracle import draopt_allocation, run_allocator_oracle
     from draopt.crosscheck.gobuild import oracle_binary
-    from draopt.crosscheck.scenarios import synth_scenarios
+    from draopt.testing.crosscheck_scenarios import synth_scenarios
     from draopt.errors import InputError
 
     cases = 40 if a.quick else a.cases

@@ -37,7 +37,7 @@ from draopt.crosscheck.allocator_oracle import (
     with_pool_order,
 )
 from draopt.crosscheck.gobuild import SUPPORTED, OracleUnavailable, oracle_binary
-from draopt.crosscheck.scenarios import (
+from draopt.testing.crosscheck_scenarios import (
     conformance_cases,
     conformance_scenarios,
     file_scenarios,

@@ -174,8 +174,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("draopt.scheduler",),  # kube-scheduler simulated
     ("draopt.placement",),  # place: first-fit and optimal policies
     ("draopt.studies",),  # simulate, plan, sweep, compare
-    ("draopt.testing",),  # test-instance generators (not the product)
     ("draopt.crosscheck",),  # draopt against Kubernetes' own code (the Go oracles)
+    ("draopt.testing",),  # test-instance generators (not the product), the crosscheck's scenarios too
     ("draopt.public", "draopt.cli", "draopt.__main__"),  # the Python API and the command line
 ]
 
