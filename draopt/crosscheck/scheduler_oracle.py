@@ -187,9 +187,6 @@ def run_scheduler_oracle(
     return result
 
 
-_SELECTOR_OWNERS = frozenset(("ReplicaSet", "StatefulSet", "ReplicationController"))
-
-
 def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list[dict[str, Any]]:
     """draopt's view of an input as the oracle's `objects`: every object as Kubernetes JSON, plus what
     the ResourceClaim controller would have made, which the oracle does not run: the claims from
@@ -243,7 +240,7 @@ def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list
     out.extend(generated.values())
     # The owners whose selectors default spreading reads (helper.DefaultSelector); draopt spreads
     # by owner instead (docs/scheduler.md), the same where each owner selects exactly its pods.
-    out.extend(doc for doc, _ in objects.controllers if doc.get("kind") in _SELECTOR_OWNERS)
+    out.extend(objects.selector_owners)
     order = {d.key: d.queue_key[1:] for d in workload.pending}
     pods = sorted(objects.pods, key=lambda p: order.get(f"{p.namespace}/{p.name}", ()))
     out.extend(with_statuses(p) for p in pods)

@@ -79,6 +79,9 @@ class ObjectSet:
     # Kubeflow Trainer runtimes (TrainingRuntime, ClusterTrainingRuntime documents, where from): the
     # JobSet templates of the TrainJobs (draopt.kube.batch_controllers).
     runtimes: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    # The controllers whose selectors kube-scheduler's default spreading reads (ReplicaSet,
+    # StatefulSet, ReplicationController documents), kept after `finish` for draopt.crosscheck.
+    selector_owners: list[dict[str, Any]] = field(default_factory=list)
 
     _BY_KIND = {
         "DeviceClass": "device_classes",
@@ -500,10 +503,14 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
             else:
                 objects.add(parse_object(doc, where))
         objects.creation_order.update(created.order)
+        objects.selector_owners += [d for d, _ in objects.controllers if d.get("kind") in _SELECTOR_OWNERS]
         objects.controllers = []
         for line in created.notes:
             print(f"note: {line}", file=notes if notes is not None else sys.stderr)
     return objects
+
+
+_SELECTOR_OWNERS = frozenset(("ReplicaSet", "StatefulSet", "ReplicationController"))
 
 
 @contextmanager

@@ -23,6 +23,7 @@ import (
 
 	// The API groups the oracle accepts: their versions, defaults and
 	// conversions, as the API server would apply them.
+	_ "k8s.io/kubernetes/pkg/apis/apps/install"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
 	_ "k8s.io/kubernetes/pkg/apis/resource/install"
