@@ -126,6 +126,7 @@ def prioritized_score(problem, selected: dict[tuple[int, int], int]) -> int:
 # class names, claim names or texts): the scheduler shares them between pods of alike kinds.
 _SHAREABLE = (
     "Insufficient ",
+    "Too many pods",
     "node(s) were unschedulable",
     "node(s) didn't match Pod's node affinity/selector",
     "node(s) had untolerated taint(s)",
@@ -228,15 +229,27 @@ def _devices_short(node: NodeState, pod, extra: dict, why: str | None) -> str | 
     return None if short is None else f"Insufficient {short} (node-allocatable resources of devices)"
 
 
-def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
-    """The node filters that need no device allocation: the scheduler's node filters, node
-    resources, and the node selectors of the pod's claims that are allocated already."""
+def insufficient(short: str) -> str:
+    """NodeResourcesFit's reason for a resource the node lacks (the pod count: "Too many pods")."""
+    return "Too many pods" if short == "pods" else f"Insufficient {short}"
+
+
+def node_level_reason(cluster: Cluster, node: NodeState, pod) -> str | None:
+    """The reason of the filters kube-scheduler runs first (NodeUnschedulable, TaintToleration,
+    NodeAffinity, NodeResourcesFit), or None."""
     rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected
     short = node.fits(pod.resources)
-    if short is not None:
-        return f"Insufficient {short}"
+    return None if short is None else insufficient(short)
+
+
+def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
+    """The node filters that need no device allocation: the scheduler's node filters, node
+    resources, and the node selectors of the pod's claims that are allocated already."""
+    rejected = node_level_reason(cluster, node, pod)
+    if rejected is not None:
+        return rejected
     for use in pod.claims:
         alloc = book.allocation(use.key)
         if (
@@ -305,7 +318,7 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         return rejected, None
     short = node.fits(pod.resources)
     if short is not None:
-        return f"Insufficient {short}", None
+        return insufficient(short), None
     todo: list[str] = []
     for use in pod.claims:
         alloc = book.allocation(use.key)

@@ -35,7 +35,7 @@ from draopt.scheduler.podinfo import PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
 from draopt.cluster import firstfit
-from draopt.cluster.firstfit import frontier_reasons, shareable_reason
+from draopt.cluster.firstfit import frontier_reasons, node_level_reason, shareable_reason
 from draopt.scheduler.scan import LAST_FIT, MAX_KINDS, Fits, scan
 
 _MAXIMUM = np.maximum.reduce  # ndarray.max() without its Python wrapper (once per cycle)
@@ -577,17 +577,17 @@ class Scheduler:
                 checks.append(f)
         if not checks:
             return None
-        if len(checks) == 1:
-            return checks[0]
 
-        def both(idx: int) -> str | None:
+        def ordered(idx: int) -> str | None:
             for c in checks:
                 r = c(idx)
                 if r is not None:
-                    return r
+                    # The node filters run before PodTopologySpread and InterPodAffinity in the
+                    # default order: a node both reject says theirs.
+                    return node_level_reason(self.cluster, self.nodes[idx], demand) or r
             return None
 
-        return both
+        return ordered
 
     def default_rules(self, info: PodInfo, prof: Profile, when: str) -> list[SpreadRule]:
         """Default constraints apply to pods a ReplicaSet, StatefulSet or ReplicationController
