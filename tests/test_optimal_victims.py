@@ -157,7 +157,10 @@ def test_output_objects_carry_the_conditions():
     pods = {d["metadata"]["name"]: d for d in opt.objects if d.get("kind") == "Pod"}
     (cond,) = [c for c in pods["low"]["status"]["conditions"] if c["type"] == "DisruptionTarget"]
     assert cond["reason"] == "PreemptionByScheduler"
-    assert pods["preemptor"]["status"]["nominatedNodeName"] == "n"
+    # placed on n: the binding cleared nominatedNodeName (ClearingNominatedNodeNameAfterBinding)
+    assert pods["preemptor"]["spec"]["nodeName"] == "n"
+    assert "nominatedNodeName" not in pods["preemptor"].get("status", {})
+    assert next(p for p in opt.result.pods if p.pod == "default/preemptor").nominated_node == "n"
 
 
 def test_an_unmodelled_victim_claim_falls_back_and_says_why():

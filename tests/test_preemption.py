@@ -418,7 +418,9 @@ def test_shared_claim_comes_free_only_when_its_last_pod_goes():
         "reason": "PreemptionByScheduler",
         "message": "default-scheduler: preempting to accommodate a higher priority pod",
     }
-    assert objs[("Pod", "preemptor")]["status"]["nominatedNodeName"] == "n"
+    # placed: the binding cleared nominatedNodeName (ClearingNominatedNodeNameAfterBinding, 1.35+)
+    assert objs[("Pod", "preemptor")]["spec"]["nodeName"] == "n"
+    assert "nominatedNodeName" not in objs[("Pod", "preemptor")].get("status", {})
 
 
 def test_claim_of_a_higher_priority_pod_is_not_freed():

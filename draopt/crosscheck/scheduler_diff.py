@@ -81,7 +81,7 @@ def compare_placement(outcome, oracle: dict[str, Any]) -> PlacementComparison:
             pl.pod,
             pl.node or "",
             k.get("node", ""),
-            pl.nominated_node or "",
+            "" if pl.placed else pl.nominated_node or "",  # (binding clears it, as output_objects writes)
             k.get("nominatedNode", ""),
             ours_msg,
             theirs_msg,

@@ -256,8 +256,10 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
     for pl in result.pods:
         pod = workload.pod(pl.pod)
         d = pod.pod.to_k8s()
-        if pl.nominated_node:
-            d.setdefault("status", {})["nominatedNodeName"] = pl.nominated_node  # set by preemption
+        if pl.nominated_node and not pl.placed:
+            # set by preemption; the binding clears it (ClearingNominatedNodeNameAfterBinding, on
+            # since 1.35): a placed preemptor keeps it in PodPlacement.nominated_node only
+            d.setdefault("status", {})["nominatedNodeName"] = pl.nominated_node
         if pl.placed:
             d.setdefault("spec", {})["nodeName"] = pl.node
         else:
