@@ -18,8 +18,62 @@ def _message_tail(text: str) -> str:
     return text.split("\n", 1)[0]
 
 
+def _row(report, subject: str):
+    return next((p for p in report.pods if p.pod == subject), None)
+
+
+def _gated(d, report) -> bool:
+    """spec.schedulingGates: kube-scheduler keeps the pod out of the queue (SchedulingGated)."""
+    row = _row(report, d.subject)
+    return row is not None and (row.gated or row.kubernetes_message == "SchedulingGated")
+
+
+def _pod_group(d, report) -> bool:
+    """A PodGroup member: the pod-group cycle's wording and placements."""
+    row = _row(report, d.subject)
+    return row is not None and bool(row.group)
+
+
+def _without_insufficient(text: str) -> str:
+    return " ".join(w for w in text.split(", ") if "Insufficient" not in w)
+
+
+def _all_insufficient(d, report) -> bool:
+    """NodeResourcesFit lists every resource a node lacks; draopt the first only."""
+    return (
+        d.kind == "reason"
+        and "Insufficient" in d.kubernetes
+        and _without_insufficient(_message_tail(d.draopt)) == _without_insufficient(_message_tail(d.kubernetes))
+    )
+
+
+def _gang_in_scenario(report) -> bool:
+    return any(p.group for p in report.pods)
+
+
+def _after_first_divergence(d, report) -> bool:
+    """Placement differences of plain pods in a scenario where an open cause (gates, pod groups)
+    already made the two clusters differ."""
+    return d.kind in ("node", "pending", "device", "eviction", "nominated", "reason") and any(
+        (p.gated or p.group) and not p.same for p in report.pods
+    )
+
+
 # cause (the heading of its section in docs/differences.md) -> does it explain this difference?
-EXPLAINED: dict[str, Callable[[Any, Any], bool]] = {}
+# Rules are tried in order; the first that matches names the cause.
+EXPLAINED: dict[str, Callable[[Any, Any], bool]] = {
+    "scheduling-gates": _gated,
+    "pod-group-cycle": _pod_group,
+    "all-insufficient-resources": _all_insufficient,
+    "after-an-open-difference": _after_first_divergence,
+    "score-and-placement-divergence": lambda d, report: (
+        d.kind in ("node", "pending", "device", "eviction", "nominated")
+    ),
+    "preemption-message-counts": lambda d, report: (
+        d.kind == "reason"
+        and _message_tail(d.draopt).split(" preemption: ")[0] == _message_tail(d.kubernetes).split(" preemption: ")[0]
+    ),
+}
 
 
 def explained_by(difference, report) -> str | None:

@@ -40,6 +40,8 @@ class PodComparison:
     kubernetes_message: str
     evicted_by_draopt: bool
     evicted_by_kubernetes: bool
+    group: str = ""  # the PodGroup the pod belongs to ("" for none)
+    gated: bool = False  # spec.schedulingGates set
 
     @property
     def same(self) -> bool:
@@ -87,6 +89,8 @@ def compare_placement(outcome, oracle: dict[str, Any]) -> PlacementComparison:
             theirs_msg,
             pl.pod in evicted_ours,
             pl.pod in evicted_k8s,
+            pl.group or "",
+            bool((outcome.workload.pod(pl.pod).pod.spec.model_extra or {}).get("schedulingGates")),
         )
         cmp.pods.append(row)
         if not k:
