@@ -34,17 +34,39 @@ def _pod_group(d, report) -> bool:
     return row is not None and bool(row.group)
 
 
-def _without_insufficient(text: str) -> str:
-    return " ".join(w for w in text.split(", ") if "Insufficient" not in w)
+# 1.36's DynamicResources PostFilter adds its own words before DefaultPreemption's (1.37 does not)
+_RELEASE_136_POSTFILTER = ("still not schedulable, ", "no new claims to deallocate, ")
 
 
-def _all_insufficient(d, report) -> bool:
-    """NodeResourcesFit lists every resource a node lacks; draopt the first only."""
-    return (
-        d.kind == "reason"
-        and "Insufficient" in d.kubernetes
-        and _without_insufficient(_message_tail(d.draopt)) == _without_insufficient(_message_tail(d.kubernetes))
+def _node_reasons(head: str, keep_insufficient: bool = True) -> list[str]:
+    head = head.split(" nodes are available: ", 1)[-1].rstrip(".")
+    # (NodeResourcesFit's reasons: every resource a node lacks, the pod count among them)
+    return sorted(
+        w for w in head.split(", ") if keep_insufficient or ("Insufficient" not in w and "Too many pods" not in w)
     )
+
+
+def _reason_cause(d, report) -> str | None:
+    """The documented cause of a difference in the message of a pod both leave pending."""
+    if d.kind != "reason":
+        return None
+    ours, theirs = _message_tail(d.draopt), _message_tail(d.kubernetes)
+    causes = []
+    for words in _RELEASE_136_POSTFILTER:
+        if words in theirs:
+            theirs = theirs.replace(words, "")
+            causes.append("release-1.36-dynamicresources-postfilter")
+    if ours == theirs:
+        return causes[0] if causes else None
+    head_a, _, tail_a = ours.partition(" preemption: ")
+    head_b, _, tail_b = theirs.partition(" preemption: ")
+    if _node_reasons(head_a) != _node_reasons(head_b):
+        if _node_reasons(head_a, False) != _node_reasons(head_b, False):
+            return None
+        causes.append("all-insufficient-resources")
+    if tail_a != tail_b:
+        causes.append("preemption-victims-placed-in-this-run")
+    return causes[-1] if causes else None
 
 
 def _gang_in_scenario(report) -> bool:
@@ -52,34 +74,31 @@ def _gang_in_scenario(report) -> bool:
 
 
 def _after_first_divergence(d, report) -> bool:
-    """Placement differences of plain pods in a scenario where an open cause (gates, pod groups)
-    already made the two clusters differ."""
-    return d.kind in ("node", "pending", "device", "eviction", "nominated", "reason") and any(
-        (p.gated or p.group) and not p.same for p in report.pods
+    """A difference in a scenario where pods were already placed differently (an open cause: gates,
+    pod groups, scores): the two clusters are no longer in the same state."""
+    return any(
+        p.draopt_node != p.kubernetes_node or p.evicted_by_draopt != p.evicted_by_kubernetes for p in report.pods
     )
 
 
 # cause (the heading of its section in docs/differences.md) -> does it explain this difference?
 # Rules are tried in order; the first that matches names the cause.
-EXPLAINED: dict[str, Callable[[Any, Any], bool]] = {
+EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "scheduling-gates": _gated,
     "pod-group-cycle": _pod_group,
-    "all-insufficient-resources": _all_insufficient,
-    "after-an-open-difference": _after_first_divergence,
+    "reason": _reason_cause,  # (returns the cause's name itself)
+    "after-a-placement-difference": _after_first_divergence,
     "score-and-placement-divergence": lambda d, report: (
         d.kind in ("node", "pending", "device", "eviction", "nominated")
-    ),
-    "preemption-message-counts": lambda d, report: (
-        d.kind == "reason"
-        and _message_tail(d.draopt).split(" preemption: ")[0] == _message_tail(d.kubernetes).split(" preemption: ")[0]
     ),
 }
 
 
 def explained_by(difference, report) -> str | None:
     for cause, rule in EXPLAINED.items():
-        if rule(difference, report):
-            return cause
+        got = rule(difference, report)
+        if got:
+            return got if isinstance(got, str) else cause
     return None
 
 

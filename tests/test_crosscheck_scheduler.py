@@ -22,7 +22,8 @@ import pytest
 from draopt.crosscheck import gobuild
 from draopt.errors import InputError
 from draopt.kube.features import Features
-from draopt.kube.loader import CONTROLLER_KINDS, ObjectSet, finish, load_files, parse_object
+from draopt.kube.controllers import CONTROLLER_KINDS
+from draopt.kube.loader import ObjectSet, finish, load_files, parse_object
 from draopt.testing.scheduler_scenarios import random_scheduler_scenario
 
 from crosscheck_record import RECORD
