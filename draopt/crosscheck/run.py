@@ -183,7 +183,7 @@ def _crosscheck_allocate(objects, minor: str, features: Features, node: str, cla
     if theirs.outcome == "invalid":
         report.refused = theirs.error
         return report
-    ours = draopt_allocation(scenario)
+    ours = draopt_allocation(scenario, minor=minor)
     for text in compare_allocation(ours, theirs):
         report.differences.append(Difference("device", node, text, ""))
     for i, claim in enumerate(todo):
