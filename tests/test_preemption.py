@@ -375,7 +375,10 @@ def test_a_victims_devices_are_not_freed_in_the_dry_run_without_kep_5690():
     out = run(docs)
     assert node_of(out, "preemptor") is None and not out.result.evictions
     # (DynamicResources' rejection is UnschedulableAndUnresolvable: the node is not even tried)
-    assert out.result.pods[-1].preemption == "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    assert (
+        out.result.pods[-1].preemption
+        == "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
 
 
 def test_a_victim_preempted_for_cpu_still_releases_its_claims():
