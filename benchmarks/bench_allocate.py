@@ -115,7 +115,7 @@ def oracle_main(a) -> int:
     with contextlib.redirect_stderr(io.StringIO()):
         for scenario in synth_scenarios(cases, a.minor, a.seed):
             try:
-                draopt_allocation(scenario)  # draopt refuses some inputs: those are not timed
+                draopt_allocation(scenario, minor=a.minor)  # draopt refuses some inputs: those are not timed
             except InputError:
                 continue
             scenarios.append(scenario)
@@ -134,7 +134,7 @@ def oracle_main(a) -> int:
     scenarios = [s for s, _ in timed]
     with contextlib.redirect_stderr(io.StringIO()):
         for scenario, k in timed:
-            mine = draopt_allocation(scenario, repeat=runs)
+            mine = draopt_allocation(scenario, repeat=runs, minor=a.minor)
             km, dm = statistics.median(k.nanos) / 1e6, statistics.median(mine.nanos) / 1e6
             k_ms.append(km)
             d_ms.append(dm)

@@ -16,10 +16,16 @@ Two checks:
   recorded in the file's ``_corrected``: two unplaced pods' reasons, which 3f36bb4 took from the
   nodes before their kind's frontier as those nodes had answered earlier (the reasons of every node
   filtered again are the ones kept; tests/test_frontier_reasons.py).
+  The code of 3f36bb4 reproduced the allocator's counter-leak and distinct-last-only defects
+  and left a full shared device out of allocationMode All: Kubernetes 1.35's behaviour, so the
+  golden placements are checked as 1.35 allocates (``--kubernetes-version 1.35``; the gates as
+  before). The fast paths are compared with the plain search for 1.35 and for the default
+  release.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -40,6 +46,17 @@ from draopt.testing.synth_cluster import FAMILIES, features_for, random_cluster 
 from draopt.testing.audit import objects_of  # noqa: E402
 
 GOLDEN_SEEDS = range(4)
+GOLDEN_RELEASE = "1.35"  # the allocator behaviour of the code that wrote the golden file
+RELEASES = ("1.35", "1.37")
+
+
+def as_release(features, version: str):
+    """`features` (None: the defaults) with `version`'s allocator behaviour, the gates kept."""
+    from draopt.kube.features import Features
+
+    return dataclasses.replace(features or Features.from_gates(), kubernetes_version=version)
+
+
 SCHEDPERF_SCALES = {"basic": 0.02, "extended-resource-25": 0.02, "prioritized-list": 0.02, "partitionable": 0.02}
 
 
@@ -48,9 +65,10 @@ def golden_instances():
     for family in FAMILIES:
         for seed in GOLDEN_SEEDS:
             rng = random.Random(f"ff-golden-{family}-{seed}")
-            yield f"{family}-{seed}", random_cluster(rng, family, nodes=(2, 6), pods=(4, 16)), features_for(seed)
+            docs = random_cluster(rng, family, nodes=(2, 6), pods=(4, 16))
+            yield f"{family}-{seed}", docs, as_release(features_for(seed), GOLDEN_RELEASE)
     for name, scale in SCHEDPERF_SCALES.items():
-        yield f"schedperf-{name}", sw.objects(name, scale=scale), None
+        yield f"schedperf-{name}", sw.objects(name, scale=scale), as_release(None, GOLDEN_RELEASE)
 
 
 def _first_fit(objects, features):
@@ -116,12 +134,13 @@ def test_golden_placements_unchanged():
     assert placed > 100 and unplaced > 10
 
 
+@pytest.mark.parametrize("release", RELEASES)
 @pytest.mark.parametrize("family", FAMILIES)
-def test_fast_paths_match_plain_search(family):
+def test_fast_paths_match_plain_search(family, release):
     for seed in range(10, 22):
         rng = random.Random(f"ff-fast-{family}-{seed}")
         docs = random_cluster(rng, family, nodes=(2, 8), pods=(4, 24))
-        features = features_for(seed)
+        features = as_release(features_for(seed), release)
         with fast_paths(False):
             plain = digest(docs, features)
         with fast_paths(True):
@@ -129,13 +148,14 @@ def test_fast_paths_match_plain_search(family):
         assert fast == plain, f"{family} seed {seed}"
 
 
+@pytest.mark.parametrize("release", RELEASES)
 @pytest.mark.parametrize("name", sorted(sw.WORKLOADS))
-def test_fast_paths_match_plain_search_schedperf(name):
+def test_fast_paths_match_plain_search_schedperf(name, release):
     docs = sw.objects(name, scale=0.03)
     with fast_paths(False):
-        plain = digest(docs, None)
+        plain = digest(docs, as_release(None, release))
     with fast_paths(True):
-        fast = digest(docs, None)
+        fast = digest(docs, as_release(None, release))
     assert fast == plain
     assert any(p["node"] for p in fast["pods"])
 
@@ -155,17 +175,17 @@ if __name__ == "__main__":
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes, {len(data['instances'])} instances)")
 
 
-def test_fast_paths_are_exercised():
+@pytest.mark.parametrize("release", RELEASES)
+def test_fast_paths_are_exercised(release):
     """The comparisons above run the fast paths for real: on the partitionable workload nodes
     share one inventory, the allocator remembers dead prefixes and skips non-matching runs
-    under matchAttribute (replaying their counter leaks), and successes are reused."""
-    from draopt.kube.features import Features
+    under matchAttribute (replaying their counter leaks on 1.35), and successes are reused."""
     from draopt.placement import build_cluster
     from draopt.cluster.firstfit import simulate
     from draopt.kube.workload import expand
 
     docs = sw.objects("partitionable", scale=0.03)
-    features = Features.from_gates()
+    features = as_release(None, release)
     objects = objects_of(docs)
     workload = expand(objects, features)
     cluster = build_cluster(objects, workload, features)

@@ -11,6 +11,7 @@ them, runs draopt on the same scenarios and lists where the two answers differ.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import subprocess
@@ -21,7 +22,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from draopt.crosscheck.gobuild import oracle_binary
 from draopt.errors import DraoptError, InputError
-from draopt.kube.features import DEFAULT_GATES, Features
+from draopt.kube.features import DEFAULT_GATES, Features, parse_kubernetes_version
 from draopt.kube.loader import ObjectSet, parse_object
 
 OUTCOMES = ("allocated", "unschedulable", "error", "timeout", "invalid")
@@ -176,10 +177,12 @@ def _objects_of(scenario: Mapping[str, Any]) -> ObjectSet:
     return objs
 
 
-def draopt_allocation(scenario: Mapping[str, Any], repeat: int = 1) -> DraoptAllocation:
+def draopt_allocation(scenario: Mapping[str, Any], repeat: int = 1, minor: str | None = None) -> DraoptAllocation:
     """draopt's first-fit (`draopt allocate --node N --claim ...`) on an oracle scenario, the
     allocate call made `repeat` times and timed as the oracle times Kubernetes' (the objects
-    read once, before). An input draopt refuses raises InputError."""
+    read once, before). `minor`: the release whose allocator behaviour draopt reproduces (the
+    oracle's; None: the default release); the scenario's gates are taken as given. An input
+    draopt refuses raises InputError."""
     from draopt.allocation.allocate import allocate
 
     objects = _objects_of(scenario)
@@ -188,6 +191,8 @@ def draopt_allocation(scenario: Mapping[str, Any], repeat: int = 1) -> DraoptAll
         meta = c.get("metadata") or {}
         refs.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
     features = Features.from_gates(dict(scenario.get("gates") or {}))
+    if minor is not None:
+        features = dataclasses.replace(features, kubernetes_version=parse_kubernetes_version(minor))
     nanos = []
     answer = DraoptAllocation("error")
     for _ in range(max(1, repeat)):

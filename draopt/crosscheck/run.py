@@ -9,7 +9,7 @@ draopt's first-fit allocate on that node, compared claim by claim.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from draopt.errors import InputError
@@ -85,7 +85,8 @@ def crosscheck(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> CrosscheckReport:
     """Run draopt and the oracle of `kubernetes_version` (a minor: "1.36", "1.37") on `objects` (an
-    ObjectSet). With `node`: allocate mode, else place mode."""
+    ObjectSet). With `node`: allocate mode, else place mode. draopt allocates as that release
+    does (its release-dependent allocator behaviour), under the gates of `features`."""
     from draopt.crosscheck import gobuild
 
     if kubernetes_version not in gobuild.SUPPORTED:
@@ -93,6 +94,7 @@ def crosscheck(
             f"--kubernetes-version {kubernetes_version}: crosscheck has oracles for "
             f"{', '.join(gobuild.SUPPORTED)} (the k8s.io modules this project pins)"
         )
+    features = replace(features, kubernetes_version=kubernetes_version)
     if node is not None:
         return _crosscheck_allocate(objects, kubernetes_version, features, node, claims, timeout)
     if claims:
@@ -181,7 +183,7 @@ def _crosscheck_allocate(objects, minor: str, features: Features, node: str, cla
     if theirs.outcome == "invalid":
         report.refused = theirs.error
         return report
-    ours = draopt_allocation(scenario)
+    ours = draopt_allocation(scenario, minor=minor)
     for text in compare_allocation(ours, theirs):
         report.differences.append(Difference("device", node, text, ""))
     for i, claim in enumerate(todo):

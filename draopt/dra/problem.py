@@ -339,6 +339,16 @@ class Problem:
             return False
         return fits_capacity(dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), allocating)
 
+    def capacity_fits_alone(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        """Whether `dev` belongs among an All request's devices as far as capacity goes: up to
+        1.36 its capacity left by the in-use claims (capacity_ok), from 1.37 its static capacity
+        (Features.all_mode_static_capacity: a shared device an in-use claim fills stays among
+        "all", and the request then fails when it comes to that device)."""
+        if not self.features.all_mode_static_capacity:
+            return self.capacity_ok(req, dev, None)
+        used = self.consumption(req, dev)
+        return used is not None and fits_capacity(dev.device.capacity, used, None, None)
+
     def _dedicated_fits(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         in_use = self.inventory.allocated.capacity.get(dev.id)
         if in_use is None and not req.capacity_requests:
@@ -662,7 +672,7 @@ def _make_request(
         for dev in problem.devices:
             if not problem.selectable(req, dev):
                 continue
-            if problem.features.consumable_capacity and not problem.capacity_ok(req, dev, None):
+            if problem.features.consumable_capacity and not problem.capacity_fits_alone(req, dev):
                 continue
             req.all_devices.append(dev)
         req.count = len(req.all_devices)

@@ -8,12 +8,16 @@ wins. CEL selectors are evaluated lazily, in the same order, so runtime errors s
 when Kubernetes' would.
 
 `kubernetes_defects=True` (the default, what `first-fit` means) reproduces the allocator's
-known defects; `False` gives the documented semantics (see docs/semantics.md):
-  * DEFECT distinct-last-only: distinctAttribute keeps one stored value per request name, and
-    a backtrack deletes it, so devices of one request are not all compared with each other.
-  * DEFECT counter-leak: counters are reserved before the taint, constraint and capacity
-    checks and not released when those reject the device (nor on backtrack of a
-    multi-allocatable device).
+known defects, those of the problem's release (`Features.kubernetes_version`; where each
+changed: draopt.kube.releases); `False` gives the documented semantics (see docs/semantics.md):
+  * DEFECT distinct-last-only (up to 1.36): distinctAttribute keeps one stored value per
+    request name, and a backtrack deletes it, so devices of one request are not all compared
+    with each other. 1.37 compares every device's value, as the documented semantics do.
+  * DEFECT counter-leak (1.35; fixed in 1.36.3 and 1.37): counters are reserved before the
+    taint, constraint and capacity checks and not released when those reject the device (nor
+    on backtrack of a multi-allocatable device). Without it a refused device is rolled back
+    whole, and a multi-allocatable device's counters are given back with the share that drew
+    them (still drawn only by a share while no capacity of the device is in use).
   * DEFECT admin-counters: admin-access allocations consume counters.
   * QUIRK admin-blocks-batch: inside one run, a device an admin-access request took counts as
     "allocating" and blocks non-admin requests searched later.
@@ -218,6 +222,9 @@ class ReferenceAllocator:
         self.p = problem
         self.f = problem.features
         self.defects = kubernetes_defects
+        # The release-dependent defects (Features: counter_leak, distinct_last_only).
+        self.leak = kubernetes_defects and self.f.counter_leak
+        self.last_only = kubernetes_defects and self.f.distinct_last_only
         self.node_limit = node_limit
         self.nodes_visited = 0
         # Devices tried (the search loop's unit of work, unlike nodes, which may each try many
@@ -254,14 +261,15 @@ class ReferenceAllocator:
     def _make_constraints(self, claim: ClaimSpec) -> list[_Constraint]:
         out: list[_Constraint] = []
         for c in claim.constraints:
-            cls = MatchConstraint if c.match_attribute is not None else DistinctConstraint
-            name = c.match_attribute if c.match_attribute is not None else c.distinct_attribute
+            match = c.match_attribute is not None
+            cls = MatchConstraint if match else DistinctConstraint
+            name = c.match_attribute if match else c.distinct_attribute
             out.append(
                 cls(
                     list(c.requests),
                     name,
                     self.f.list_type_attributes,
-                    self.defects,
+                    self.defects if match else self.last_only,
                     self._constraint_values(name),
                 )
             )
@@ -372,7 +380,7 @@ class ReferenceAllocator:
         # nothing was released since.
         prefix_key = None
         if self.shape is not None and k == 0 and start == 0 and not self.dirty:
-            prefix_key = ("prefix", self.shape[ci], req.key, self.defects)
+            prefix_key = ("prefix", self.shape[ci], req.key, self.defects, self.leak, self.last_only)
             got = self.memo.get(prefix_key)
             if got is not None and got[0] == self.p.inventory.allocated.releases:
                 i = got[1]
@@ -386,7 +394,7 @@ class ReferenceAllocator:
                     next_match = matches[pos] if pos < len(matches) else n
                 if next_match > i:
                     if errors[next_match] == errors[i]:
-                        if self.defects:
+                        if self.leak:
                             self.lazy.append((i, next_match, req))
                         i = next_match
                         continue
@@ -624,8 +632,8 @@ class ReferenceAllocator:
 
         def release_counters_if_clean():
             compat_undo()
-            # Kubernetes never releases here (DEFECT counter-leak).
-            if counts_counters and not self.defects:
+            # Kubernetes 1.35 never releases here (DEFECT counter-leak).
+            if counts_counters and not self.leak:
                 self._release_counters(dev)
                 self.counted_multi.pop(dev.id, None)
 
@@ -652,12 +660,23 @@ class ReferenceAllocator:
         if not multi:
             slot.add(ci)
         consumed = None
+        existed = False  # a share of this multi-allocatable device was there before this one
         if self.f.consumable_capacity:
             if not checked and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+                if not self.leak:
+                    # 1.36.3 and later roll the device back (its in-use mark, constraints,
+                    # counters); 1.35 leaves that state as is here (DEFECT counter-leak).
+                    if not multi:
+                        slot.discard(ci)
+                    for c in reversed(added):
+                        c.remove(req, dev)
+                    release_counters_if_clean()
+                    return None
                 compat_undo()
-                return None  # Kubernetes leaves constraint and counter state as is here
+                return None
             if multi:
                 consumed = self.p.consumption(req, dev)
+                existed = dev.id in self.allocating_capacity
                 per = self.allocating_capacity.setdefault(dev.id, {})
                 for n, v in consumed.items():
                     per[n] = per.get(n, Fraction(0)) + v.value
@@ -672,13 +691,17 @@ class ReferenceAllocator:
                 c.remove(req, dev)
             slot.discard(ci)
             if multi:
-                if consumed:
+                if consumed or (not self.leak and consumed is not None):
                     per = self.allocating_capacity[dev.id]
                     for n, v in consumed.items():
                         per[n] -= v.value
                     if all(v == 0 for v in per.values()):
                         del self.allocating_capacity[dev.id]
-                if counts_counters and not self.defects:
+                        if existed and not self.leak:
+                            # An earlier share still holds the device: its (empty) entry stays,
+                            # the mark that a further share draws no counters.
+                            self.allocating_capacity[dev.id] = {}
+                if counts_counters and not self.leak:
                     self._release_counters(dev)
                     self.counted_multi.pop(dev.id, None)
             elif counts_counters:

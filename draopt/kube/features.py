@@ -6,10 +6,14 @@ from dataclasses import dataclass, field, fields
 
 from draopt.errors import InputError
 from draopt.kube.releases import (
+    ALL_MODE_STATIC_CAPACITY,
+    COUNTER_LEAK_FIXED,
     DEFAULT_VERSION,
+    DISTINCT_ALL_DEVICES,
     KNOWN_GATES,
     RELEASES,
     check_gates,
+    at_least,
     parse_kubernetes_version,
 )
 
@@ -48,6 +52,23 @@ class Features:
     @property
     def version(self) -> str:
         return self.kubernetes_version
+
+    # The allocator defects that depend on the release (draopt.kube.releases, where each
+    # changed); first-fit reproduces the release's behaviour.
+    @property
+    def counter_leak(self) -> bool:
+        """DEFECT counter-leak: 1.35 (1.36.3 and 1.37 roll a refused device back)."""
+        return not at_least(self.kubernetes_version, COUNTER_LEAK_FIXED)
+
+    @property
+    def distinct_last_only(self) -> bool:
+        """DEFECT distinct-last-only: up to 1.36 (1.37 compares every device's value)."""
+        return not at_least(self.kubernetes_version, DISTINCT_ALL_DEVICES)
+
+    @property
+    def all_mode_static_capacity(self) -> bool:
+        """From 1.37 allocationMode All picks devices by static capacity (in-use shares stay in)."""
+        return at_least(self.kubernetes_version, ALL_MODE_STATIC_CAPACITY)
 
     @classmethod
     def from_gates(cls, gates: dict[str, bool] | None = None, version: str | None = None) -> "Features":

@@ -189,6 +189,28 @@ def _key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
+def at_least(version: str, other: str) -> bool:
+    """Whether release `version` ("1.37") is `other` or later."""
+    return _key(version) >= _key(other)
+
+
+# Allocator behaviour that changed between the releases draopt targets (facts from
+# k8s.io/dynamic-resource-allocation structured/internal/{incubating,experimental} at v0.35.0,
+# v0.36.3 and v0.37.2; docs/semantics.md "Kubernetes' defects", docs/differences.md "Fixed"):
+#   counter-leak: 1.35.0 (and 1.36.0-1.36.2) keep a device's counters (and, for a capacity
+#     failure, its constraint values and in-use mark) when a check after the counter
+#     reservation refuses it, and never give back a shared device's counters; 1.36.3 and 1.37
+#     roll every such change back.
+#   distinct-last-only: up to 1.36 distinctAttribute keeps one value per request name; from
+#     1.37 every device's value.
+#   all-mode-static-capacity: from 1.37 allocationMode All selects matching devices by their
+#     static capacity, so a shared device whose capacity is in use stays among "all" and the
+#     request fails; up to 1.36 such a device is left out.
+COUNTER_LEAK_FIXED = "1.36"
+DISTINCT_ALL_DEVICES = "1.37"
+ALL_MODE_STATIC_CAPACITY = "1.37"
+
+
 def first_release_with(gate: str) -> str | None:
     return next((v for v, r in RELEASES.items() if gate in r.gates), None)
 
@@ -216,6 +238,7 @@ __all__ = [
     "RELEASES",
     "GateDefault",
     "Release",
+    "at_least",
     "check_gates",
     "parse_kubernetes_version",
     "supported_versions",

@@ -33,11 +33,19 @@ def path_dependent(problem: Problem) -> list[str]:
     replay the search): lazily evaluated CEL that fails somewhere, and the allocator's defects."""
     why = []
     f = problem.features
-    has_counters = f.partitionable_devices and any(d.device.consumes_counters for d in problem.devices)
+    # The counter leak is 1.35's (Features.counter_leak): later releases roll a refused device
+    # back, so their search finds the model's first solution.
+    has_counters = (
+        f.counter_leak and f.partitionable_devices and any(d.device.consumes_counters for d in problem.devices)
+    )
     for claim in problem.claims:
         for c in claim.constraints:
             if c.distinct_attribute is not None:
-                why.append("distinctAttribute (DEFECT distinct-last-only)")
+                why.append(
+                    "distinctAttribute (DEFECT distinct-last-only)"
+                    if f.distinct_last_only
+                    else "distinctAttribute (values of unknown type)"
+                )
             elif f.list_type_attributes:
                 why.append("list-type matchAttribute (DEFECT match-intersection)")
             elif has_counters:

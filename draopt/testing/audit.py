@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Violations first-fit is expected to show: the kube-scheduler's known allocator defects, which
-# `first-fit` reproduces on purpose (docs/dra-semantics: distinct-last-only, and match-intersection
-# with list-type attributes).
+# `first-fit` reproduces on purpose (docs/semantics.md: distinct-last-only up to 1.36, and
+# match-intersection with list-type attributes).
 FIRST_FIT_DEFECTS = ("distinctAttribute", "matchAttribute")
 
 
@@ -140,11 +140,13 @@ def audit(
     out.pods = len(ff.result.pods)
     out.ff_weighted = ff.result.weighted_placed()
     try:
-        # match-intersection only exists with list-type attributes (DRAListTypeAttributes).
+        # match-intersection only exists with list-type attributes (DRAListTypeAttributes),
+        # distinct-last-only up to 1.36 (Features.distinct_last_only).
         from draopt.kube.features import Features
 
-        list_types = (features or Features.from_gates()).list_type_attributes
-        defects = FIRST_FIT_DEFECTS if list_types else FIRST_FIT_DEFECTS[:1]
+        f = features or Features.from_gates()
+        on = (f.distinct_last_only, f.list_type_attributes)
+        defects = tuple(d for d, applies in zip(FIRST_FIT_DEFECTS, on) if applies)
         for e in check_placement(ff):
             (out.ff_defects if any(d in e for d in defects) else out.ff_errors).append(e)
     except Exception as e:  # noqa: BLE001
