@@ -51,6 +51,10 @@ def _reason_cause(d, report) -> str | None:
     if d.kind != "reason":
         return None
     ours, theirs = _message_tail(d.draopt), _message_tail(d.kubernetes)
+    if theirs == "no nodes available to schedule pods" and "no Node objects in the input" in ours:
+        return "no-nodes-wording"
+    if theirs.startswith('running "DynamicResources" filter plugin') and "resource claim error" in ours:
+        return "dra-filter-error-wording"
     causes = []
     for words in _RELEASE_136_POSTFILTER:
         if words in theirs:

@@ -329,6 +329,8 @@ class PreemptionRun:
 
     def preempt_pod(self, pod, pl) -> None:
         n = len(self.cluster.nodes)
+        if n == 0:
+            return  # (no node at all: the cycle fails before any plugin, PostFilter included)
         if preemption_policy(pod.pod, self.classes) == NEVER:
             pl.preemption = "preemption: not eligible due to preemptionPolicy=Never."
             return
