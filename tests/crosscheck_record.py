@@ -57,9 +57,9 @@ def _reason_cause(d, report) -> str | None:
         return "dra-filter-error-wording"
     causes = []
     for words in _RELEASE_136_POSTFILTER:
-        if words in theirs:
-            theirs = theirs.replace(words, "")
+        if (words in theirs) != (words in ours):
             causes.append("release-1.36-dynamicresources-postfilter")
+        theirs, ours = theirs.replace(words, ""), ours.replace(words, "")
     if ours == theirs:
         return causes[0] if causes else None
     head_a, _, tail_a = ours.partition(" preemption: ")

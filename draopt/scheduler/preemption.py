@@ -38,6 +38,7 @@ from draopt.cluster.evictions import (
 )
 from draopt.cluster.firstfit import try_node
 from draopt.cluster.result import reason_histogram
+from draopt.kube.releases import at_least
 
 # pkg/scheduler/apis/config/v1/defaults.go SetDefaults_DefaultPreemptionArgs
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -297,6 +298,17 @@ class PreemptionRun:
         if pl.placed or (self.scheduler is not None and self.scheduler.profile(pod) is None):
             return  # (a pod no profile schedules never gets a cycle)
         self.preempt_pod(pod, pl)
+        final = self.by_pod[pod.key]
+        if (
+            not final.placed
+            and final.preemption.startswith("preemption: ")
+            and not at_least(self.cluster.features.version, "1.37")
+        ):
+            # 1.36's DynamicResources has a PostFilter of its own, before DefaultPreemption's: no
+            # claim of the pod it could deallocate (dynamicresources.go, v1.36.3)
+            final.preemption = ("still not schedulable, " if pod.claims else "no new claims to deallocate, ") + (
+                final.preemption
+            )
 
     def _kind(self, pods) -> tuple:
         return tuple(

@@ -1,0 +1,49 @@
+"""The scheduler differences of docs/differences.md ("kube-scheduler"), each on its minimal input
+(tests/data/crosscheck/), answered by kube-scheduler itself (the scheduler oracle, 1.36 and 1.37):
+a fixed one must stay identical, an open one must stay exactly the difference documented (when it
+goes, the docs and this test change with it). Needs Go; skipped without it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from draopt.crosscheck import gobuild
+from draopt.crosscheck.run import crosscheck
+from draopt.kube.features import Features
+from draopt.kube.loader import load_files
+
+DATA = Path(__file__).resolve().parent / "data" / "crosscheck"
+
+pytestmark = pytest.mark.skipif(gobuild.go_path() is None, reason="Go is not installed: no scheduler oracle")
+
+
+def _report(name: str, minor: str):
+    return crosscheck(
+        load_files([str(DATA / name)]),
+        kubernetes_version=minor,
+        features=Features.from_gates({}, minor),
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_preemption_does_not_free_a_victims_devices(minor):
+    report = _report("gpu-preemption.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    (pre,) = [p for p in report.pods if p.pod == "default/preemptor"]
+    assert pre.kubernetes_node == "" and "Preemption is not helpful for scheduling" in pre.kubernetes_message
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_open_scheduling_gates(minor):
+    (d,) = _report("gated.yaml", minor).differences
+    assert (d.kind, d.subject, d.draopt, d.kubernetes) == ("pending", "default/gated", "n1", "pending")
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_open_all_insufficient_resources(minor):
+    (d,) = _report("insufficient.yaml", minor).differences
+    assert d.kind == "reason" and "1 Insufficient cpu, 1 Insufficient memory." in d.kubernetes
+    assert "Insufficient memory" not in d.draopt
