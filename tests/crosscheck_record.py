@@ -55,6 +55,8 @@ def _reason_cause(d, report) -> str | None:
         return "no-nodes-wording"
     if theirs.startswith('running "DynamicResources" filter plugin') and "resource claim error" in ours:
         return "dra-filter-error-wording"
+    if "does not exist" in theirs and "could not retrieve device class" in ours:
+        return "dra-prefilter-wording"  # a missing DeviceClass: PreFilter's message, once for all nodes
     causes = []
     for words in _RELEASE_136_POSTFILTER:
         if (words in theirs) != (words in ours):
@@ -113,6 +115,7 @@ class Record:
     differences: Counter = field(default_factory=Counter)  # (oracle, minor, kind) -> differences
     explained: Counter = field(default_factory=Counter)  # (oracle, minor, cause) -> differences
     unexplained: list[str] = field(default_factory=list)
+    oracle_failures: list[str] = field(default_factory=list)  # the oracle did not answer (settling)
 
     def add(self, oracle: str, minor: str, source: str, report) -> list[str]:
         """Count one compared scenario; return its unexplained differences as text."""
@@ -137,6 +140,10 @@ class Record:
         self.refusals[(oracle, minor)] += 1
         self._write()
 
+    def failed(self, oracle: str, minor: str, what: str) -> None:
+        self.oracle_failures.append(f"{oracle} {minor} {what}")
+        self._write()
+
     def lines(self) -> list[str]:
         out = []
         for (oracle, minor), n in sorted(self.scenarios.items()):
@@ -151,6 +158,8 @@ class Record:
                 f"{oracle} oracle {minor}: {n} scenarios, {self.refusals[(oracle, minor)]} refused, "
                 f"{diffs} differences" + (f" ({kinds})" if kinds else "") + (f"; explained: {causes}" if causes else "")
             )
+        if self.oracle_failures:
+            out.append(f"oracle did not answer: {len(self.oracle_failures)} ({'; '.join(self.oracle_failures)[:300]})")
         if self.unexplained:
             out.append(f"unexplained differences: {len(self.unexplained)}")
         return out

@@ -104,22 +104,25 @@ def crosscheck(
 
 def _crosscheck_place(objects, minor: str, features: Features, config_path: str | None, timeout: float):
     from draopt.crosscheck.scheduler_diff import compare_placement
-    from draopt.crosscheck.scheduler_oracle import oracle_objects, run_scheduler_oracle
+    from draopt.crosscheck.allocator_oracle import OracleFailed
+    from draopt.crosscheck.scheduler_oracle import OracleError, oracle_objects, run_scheduler_oracle
     from draopt.placement import place
     from draopt.scheduler import load_config
 
     config = load_config(config_path) if config_path else None
     config_text = _read_text(config_path) if config_path else None
     gates, notes = oracle_gates(features, objects, minor)
-    oracle = _as_dict(
-        run_scheduler_oracle(
+    try:
+        answer = run_scheduler_oracle(
             oracle_objects(objects, features),
             minor=minor,
             scheduler_config_text=config_text,
             gates=gates,
             timeout=timeout,
         )
-    )
+    except OracleError as e:
+        raise OracleFailed(f"the scheduler oracle could not answer: {e}") from None
+    oracle = _as_dict(answer)
     report = CrosscheckReport("place", minor, oracle.get("version", ""), notes=notes)
     if oracle.get("error"):
         report.refused = oracle["error"]
