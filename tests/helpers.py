@@ -58,3 +58,21 @@ def run_cpsat(problem, policy: str):
 
 def decoded(problem, chosen, selected):
     return decode(problem, chosen, selected, deterministic_share_id)
+
+
+def scenario_objects(docs: list[dict]):
+    """Generated documents as `draopt place -f` reads them: controllers (ReplicaSets) kept for the
+    expansion, the rest parsed, then `finish` (notes swallowed)."""
+    import io
+
+    from draopt.kube.controllers import CONTROLLER_KINDS
+    from draopt.kube.loader import ObjectSet, finish, parse_object
+
+    out = ObjectSet()
+    for i, d in enumerate(docs):
+        if d["kind"] in CONTROLLER_KINDS:
+            out.controllers.append((d, f"doc {i}"))
+        else:
+            out.add(parse_object(d, f"doc {i}"))
+    finish(out, notes=io.StringIO())
+    return out

@@ -12,7 +12,6 @@ Needs Go (the oracle is built on first use, then cached); skipped without it.
 
 from __future__ import annotations
 
-import io
 import os
 import random
 from pathlib import Path
@@ -23,11 +22,11 @@ from draopt.crosscheck import gobuild
 from draopt.crosscheck.allocator_oracle import OracleFailed
 from draopt.errors import InputError
 from draopt.kube.features import Features
-from draopt.kube.controllers import CONTROLLER_KINDS
-from draopt.kube.loader import ObjectSet, finish, load_files, parse_object
+from draopt.kube.loader import load_files
 from draopt.testing.scheduler_scenarios import random_scheduler_scenario
 
 from crosscheck_record import RECORD
+from helpers import scenario_objects
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = int(os.environ.get("DRAOPT_CROSSCHECK_SCHEDULER", "300"))  # per version
@@ -45,17 +44,6 @@ def minor(request):
             pytest.skip(f"the scheduler oracle cannot be built here: {e}")
         raise
     return request.param
-
-
-def _objects(docs: list[dict]) -> ObjectSet:
-    out = ObjectSet()
-    for i, d in enumerate(docs):
-        if d["kind"] in CONTROLLER_KINDS:
-            out.controllers.append((d, f"doc {i}"))
-        else:
-            out.add(parse_object(d, f"doc {i}"))
-    finish(out, notes=io.StringIO())
-    return out
 
 
 def _run(objects, minor: str, features: Features, config_text: str | None, tmp_path: Path, source: str, timeout=120):
@@ -90,7 +78,7 @@ def test_random_clusters_of_every_family(minor, block, tmp_path):
         features = Features.from_gates(s.gates)
         try:
             report, unexplained = _run(
-                _objects(s.documents), minor, features, s.scheduler_config, tmp_path, f"seed {seed}"
+                scenario_objects(s.documents), minor, features, s.scheduler_config, tmp_path, f"seed {seed}"
             )
         except InputError as e:
             RECORD.refused("scheduler", minor, f"seed {seed}")

@@ -5,7 +5,6 @@ what first-fit reproduces of Kubernetes on purpose (see `_unexpected`)."""
 
 from __future__ import annotations
 
-import io
 import json
 import random
 from collections import Counter
@@ -14,9 +13,9 @@ from functools import lru_cache
 import pytest
 
 from draopt.cluster.check import check_placement
-from draopt.kube.controllers import CONTROLLER_KINDS
 from draopt.kube.features import Features
-from draopt.kube.loader import ObjectSet, finish, load_text, parse_object
+from helpers import scenario_objects
+from draopt.kube.loader import ObjectSet, load_text
 from draopt.placement import place
 from draopt.scheduler import load_config
 from draopt.testing.scheduler_scenarios import DRA_FAMILIES, FAMILIES, RUNNING_MAX, random_scheduler_scenario
@@ -32,17 +31,9 @@ def scenario(seed: int):
 
 
 def objects(docs: list[dict]) -> ObjectSet:
-    """As `draopt place -f` reads them: ReplicaSets kept for the controllers' expansion (their
-    pods are all in the input, so none is made)."""
-    out = ObjectSet()
-    for i, d in enumerate(docs):
-        if d["kind"] in CONTROLLER_KINDS:
-            out.controllers.append((d, f"doc {i}"))
-        else:
-            out.add(parse_object(d, f"doc {i}"))
-    pods = len(out.pods)
-    finish(out, notes=io.StringIO())
-    assert len(out.pods) == pods
+    """As `draopt place -f` reads them: the ReplicaSets' pods are all in the input, so none is made."""
+    out = scenario_objects(docs)
+    assert len(out.pods) == sum(1 for d in docs if d["kind"] == "Pod")
     return out
 
 
