@@ -231,6 +231,10 @@ class Cluster:
         spec = pod.pod.spec
         if node.node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
             return "node(s) were unschedulable"  # NodeUnschedulable: unless the pod tolerates the taint
+        # TaintToleration runs before NodeAffinity in the default filter order (default_plugins.go)
+        for taint in node.node.spec.taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in spec.tolerations):
+                return "node(s) had untolerated taint(s)"  # TaintToleration (1.36, 1.37): the taint unnamed
         required = (
             spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
             if spec.affinity is not None and spec.affinity.node_affinity is not None
@@ -238,9 +242,6 @@ class Cluster:
         )
         if not self.node_matches(node, pod.node_selector, required):
             return "node(s) didn't match Pod's node affinity/selector"
-        for taint in node.node.spec.taints:
-            if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in spec.tolerations):
-                return "node(s) had untolerated taint(s)"  # TaintToleration (1.36, 1.37): the taint unnamed
         return None
 
     def node_matches(self, node: NodeState, selector: dict[str, str], node_selector=None) -> bool:
