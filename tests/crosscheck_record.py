@@ -99,6 +99,8 @@ EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "pod-group-cycle": _pod_group,
     "reason": _reason_cause,  # (returns the cause's name itself)
     "after-a-placement-difference": _after_first_divergence,
+    # (open, untraced: the nodes' reasons differ in their counts, the clusters' states apart)
+    "node-state-divergence": lambda d, report: d.kind == "reason",
     "score-and-placement-divergence": lambda d, report: (
         d.kind in ("node", "pending", "device", "eviction", "nominated")
     ),
