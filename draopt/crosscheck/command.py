@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from draopt.crosscheck.run import DEFAULT_TIMEOUT
 from draopt.errors import InputError
 
 
@@ -29,7 +30,7 @@ def register(sub) -> None:
     c.add_argument("--claim", action="append", metavar="NAMESPACE/NAME", help="allocate mode: the claims, in order")
     c.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     c.add_argument("--scheduler-config", metavar="FILE", help="a KubeSchedulerConfiguration for both sides")
-    c.add_argument("--timeout", type=float, default=300.0, metavar="S", help="the oracle's time limit")
+    c.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help="the oracle's time limit")
     c.add_argument("-o", "--output", default="table", choices=("table", "json"))
     c.add_argument("-R", "--recursive", action="store_true", help="-f DIR: read the directory's subdirectories too")
     c.add_argument(

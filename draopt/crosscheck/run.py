@@ -171,7 +171,7 @@ def _crosscheck_allocate(objects, minor: str, features: Features, node: str, cla
         run_allocator_oracle,
         scenario_from_objects,
     )
-    from draopt.crosscheck.scheduler_diff import Difference
+    from draopt.crosscheck.scheduler_diff import Difference, device_list
 
     target = next((n for n in objects.nodes if n.name == node), None)
     if target is None:
@@ -190,17 +190,12 @@ def _crosscheck_allocate(objects, minor: str, features: Features, node: str, cla
     for text in compare_allocation(ours, theirs):
         report.differences.append(Difference("device", node, text, ""))
     for i, claim in enumerate(todo):
-        mine = _result_devices(ours.results[i]) if ours.outcome == "allocated" else ours.outcome
-        other = _result_devices(theirs.results[i]) if theirs.outcome == "allocated" else theirs.outcome
+        mine = ", ".join(device_list(ours.results[i])) if ours.outcome == "allocated" else ours.outcome
+        other = ", ".join(device_list(theirs.results[i])) if theirs.outcome == "allocated" else theirs.outcome
         report.claims.append(
             {"claim": f"{claim.namespace}/{claim.name}", "draopt": mine, "kubernetes": other, "same": mine == other}
         )
     return report
-
-
-def _result_devices(allocation: dict[str, Any]) -> str:
-    results = (allocation.get("devices") or {}).get("results") or []
-    return ", ".join(f"{r.get('request')}={r.get('pool')}/{r.get('device')}" for r in results)
 
 
 def _as_dict(result: Any) -> dict[str, Any]:

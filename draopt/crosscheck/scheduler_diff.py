@@ -143,14 +143,14 @@ def _claim_differences(outcome, oracle: dict[str, Any], agreed_pods: set[str]) -
     for key in sorted(users):
         if not users[key] <= agreed_pods or outcome.workload.claims[key].status.allocation is not None:
             continue
-        mine = _devices(ours[key].to_k8s() if key in ours else None)
-        other = _devices(theirs.get(key))
+        mine = device_list(ours[key].to_k8s() if key in ours else None)
+        other = device_list(theirs.get(key))
         if mine != other:
             out.append(Difference("device", key, ", ".join(mine), ", ".join(other)))
     return out
 
 
-def _devices(allocation: dict[str, Any] | None) -> list[str]:
+def device_list(allocation: dict[str, Any] | None) -> list[str]:
     if not allocation:
         return []
     results = (allocation.get("devices") or {}).get("results") or []
