@@ -17,6 +17,12 @@ clock and CPU time both printed for each: on a loaded machine wall-clock time sa
   python benchmarks/bench_schedperf.py --scale 0.1           # smaller instances
   python benchmarks/bench_schedperf.py --only partitionable --profile   # cProfile of first-fit
   python benchmarks/bench_schedperf.py --no-optimal --runs 5   # first-fit's median of 5 fresh runs
+  python benchmarks/bench_schedperf.py --no-optimal --scale 0.1 --oracle 1.37   # beside kube-scheduler
+
+`--oracle MINOR` (issue 30) also runs kube-scheduler itself (draopt's scheduler oracle, built from
+k8s.io/kubernetes; needs Go) on the same file and prints its pods/s beside draopt's first-fit: the
+oracle's whole run (its process, the fake API server and informers, one cycle at a time with
+parallelism 1, settling between cycles), so a lower bound of the scheduler's own speed.
 """
 
 from __future__ import annotations
@@ -98,9 +104,33 @@ def _measure(path: str, policy: str, time_limit: float, profile: bool, scheduler
     return out
 
 
+def _measure_oracle(path: str, minor: str, kill_after: float) -> dict[str, Any]:
+    """kube-scheduler `minor` on the file, timed around the oracle's run (its input prepared first)."""
+    from draopt.crosscheck.run import oracle_gates
+    from draopt.crosscheck.scheduler_oracle import oracle_objects, run_scheduler_oracle
+    from draopt.kube.features import Features
+    from draopt.kube.loader import load_files
+
+    objects = load_files([path])
+    features = Features.from_gates({}, minor)
+    gates, _ = oracle_gates(features, objects, minor)
+    payload = oracle_objects(objects, features)
+    t = time.perf_counter()
+    answer = run_scheduler_oracle(payload, minor=minor, scheduler_config_text=None, gates=gates, timeout=kill_after)
+    elapsed = time.perf_counter() - t
+    pods = [p for p in answer.pods if not p.deleted]
+    return {
+        "policy": f"kube-scheduler {answer.version}",
+        "place_s": elapsed,
+        "pods": len(pods),
+        "placed": sum(1 for p in pods if p.node),
+        "cycles": answer.cycles,
+    }
+
+
 def _child(conn, *args) -> None:
     try:
-        conn.send(("ok", _measure(*args)))
+        conn.send(("ok", _measure_oracle(*args[1:]) if args[0] == "oracle" else _measure(*args)))
     except BaseException:  # noqa: BLE001  (reported by the parent as a failed run)
         conn.send(("error", traceback.format_exc()))
     finally:
@@ -137,6 +167,24 @@ def run(
     return {"policy": policy, "failed": True}
 
 
+def oracle_run(path: str, args) -> dict[str, Any]:
+    """The scheduler oracle in a forked child, as draopt's runs are."""
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, "oracle", path, args.oracle, args.kill_after))
+    proc.start()
+    send.close()
+    try:
+        status, payload = recv.recv()
+    except EOFError:
+        status, payload = "error", "the child process died without an answer"
+    proc.join()
+    if status == "ok":
+        return payload
+    print("   FAILED oracle:\n" + "\n".join("     " + x for x in payload.splitlines()))
+    return {"policy": "oracle", "failed": True}
+
+
 def first_fit_runs(path: str, args) -> dict[str, Any]:
     """First-fit in `args.runs` fresh children (each a user's first place() call: no cache
     carried over from an earlier call); the run of median CPU time, with every run's pods/s."""
@@ -171,6 +219,12 @@ def main(argv: list[str] | None = None) -> int:
         help="first-fit runs per workload, each in a fresh process; the median by CPU time is reported (default 3)",
     )
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument(
+        "--oracle",
+        metavar="MINOR",
+        choices=("1.36", "1.37"),
+        help="also run kube-scheduler MINOR itself (the scheduler oracle; needs Go) on each workload",
+    )
     ap.add_argument(
         "--kill-after",
         type=float,
@@ -234,6 +288,17 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 if ff.get("profile"):
                     print(ff["profile"])
+            if args.oracle:
+                row["oracle"] = oracle_run(path, args)
+                o = row["oracle"]
+                if not o.get("failed") and not ff.get("failed"):
+                    opps = o["pods"] / o["place_s"] if o["place_s"] else float("inf")
+                    o["pods_per_s"] = opps
+                    print(
+                        f"   {o['policy']} (oracle) {o['place_s']:.2f} s = {opps:,.0f} pods/s   placed "
+                        f"{o['placed']}/{o['pods']} in {o['cycles']} cycles;   draopt/oracle pods/s "
+                        f"{ff['pods_per_s'] / opps:.1f}x"
+                    )
             if not args.no_optimal:
                 opt = run(path, "optimal", args.time_limit, kill_after=args.kill_after)
                 row["optimal"] = opt

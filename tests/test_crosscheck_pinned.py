@@ -47,3 +47,41 @@ def test_open_all_insufficient_resources(minor):
     (d,) = _report("insufficient.yaml", minor).differences
     assert d.kind == "reason" and "1 Insufficient cpu, 1 Insufficient memory." in d.kubernetes
     assert "Insufficient memory" not in d.draopt
+
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_fixed_every_example_is_identical_on_the_default_release(example):
+    """Issue 30's bar: `draopt crosscheck -f examples/...` says identical (1.37, the default). The
+    gang examples hold the three messages of a failed pod-group cycle (schedule_one_podgroup.go):
+    a member tried that did not fit (its FitError), one not tried ("minCount (2) cannot be
+    satisfied: ..."), one that fitted and was taken back ("pod group is unschedulable, ...")."""
+    report = crosscheck(
+        load_files([str(example)]), kubernetes_version="1.37", features=Features.from_gates({}, "1.37"), timeout=300
+    )
+    assert report.identical, [d.text() for d in report.differences]
+
+
+def test_fixed_pod_group_cycle_messages():
+    report = crosscheck(
+        load_files([str(EXAMPLES[0].parent / "mig-gangs.yaml")]),
+        kubernetes_version="1.37",
+        features=Features.from_gates({}, "1.37"),
+        timeout=300,
+    )
+    by_pod = {p.pod: p for p in report.pods}
+    worker, chief = by_pod["ml/trainer-1-worker"], by_pod["ml/trainer-1-chief"]
+    # the worker comes first in the group's queue order (created first) and fits; the chief does not
+    assert worker.kubernetes_message.startswith("pod group is unschedulable, minCount (2) cannot be satisfied: 1")
+    assert chief.kubernetes_message == "0/4 nodes are available: 4 cannot allocate all claims."
+    assert (worker.draopt_message, chief.draopt_message) == (worker.kubernetes_message, chief.kubernetes_message)
+    stranded = crosscheck(
+        load_files([str(EXAMPLES[0].parent / "gang-preemption.yaml")]),
+        kubernetes_version="1.37",
+        features=Features.from_gates({}, "1.37"),
+        timeout=300,
+    )
+    not_tried = [p for p in stranded.pods if p.kubernetes_message.startswith("minCount (")]
+    assert not_tried and all(p.draopt_message == p.kubernetes_message for p in not_tried)

@@ -27,7 +27,9 @@ from draopt.kube.nodeselect import node_selector_matches
 from draopt.dra.problem import ClaimSpec, Problem, prepare
 from draopt.dra.reference import Chosen, ReferenceAllocator, SearchLimit
 from draopt.cluster.state import Cluster, NodeState
-from draopt.cluster.result import PlacementResult, PodPlacement
+from draopt.cluster.result import PlacementResult, PodPlacement, fit_error_message
+from draopt.cluster.podgroup_status import gang_trial, member_messages
+from draopt.kube.releases import at_least
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
 MAX_SUBREQUEST_SCORE = 8
@@ -572,6 +574,20 @@ EXPLAIN_NODES = 5  # nodes a failed pod's device-side explanation covers
 FailureExplainer = Callable[[Cluster, "ClaimBook", Any, list], str]
 
 
+def word_failed_gang(workload, key: str, by_pod: dict, released: set[str], post_filter: str, n_nodes: int) -> None:
+    """The messages kube-scheduler 1.37's pod-group cycle writes on a gang that did not reach
+    minCount (draopt.cluster.podgroup_status); `released`: the pods that fitted in its trial."""
+    gang = workload.groups[key]
+    members = [p for p in workload.pending if p.group == key]
+    fitted = [p.key in released for p in members]
+    trial = gang_trial(fitted, len(gang.pods) - len(members), gang.min_count)
+    if trial.feasible:
+        return
+    errors = [fit_error_message(by_pod[p.key].reason_text(n_nodes)) for p in members]
+    for p, text in zip(members, member_messages(trial, fitted, errors, post_filter)):
+        by_pod[p.key].message = text
+
+
 def simulate(
     cluster: Cluster,
     workload,
@@ -877,25 +893,53 @@ def simulate(
     if cycles is not None and scheduler is not None and cluster.incremental and scheduler.prefer_nodes is None:
         cycles.memo = scheduler.trial_memo(book, cycles._shared_claims())
     cycle_failed: set[str] = set()  # groups a pod-group cycle left unscheduled (not tried again)
+    released: set[str] = set()  # pods that fitted in their gang's trial, taken back with it
+
+    def release_short_gang(key: str) -> bool:
+        """A gang short of minCount (its running pods count) gives back what its pods took."""
+        gang = workload.groups[key]
+        placed = [by_pod[p] for p in gang.pods if p in by_pod and by_pod[p].placed]
+        running = sum(1 for p in gang.pods if p not in demand_of)
+        if gang.policy != "gang" or running + len(placed) >= gang.min_count:
+            return False
+        for pl in placed:
+            released.add(pl.pod)
+            unplace(pl)
+        return True
+
+    members_of: dict[str, list] = {}
+    for pod in workload.pending:
+        if pod.group is not None:
+            members_of.setdefault(pod.group, []).append(pod)
     for pod in workload.pending:
         root = cycles.root_of(pod.group) if cycles is not None else None
         if root is not None:
             if pod.key not in by_pod:  # the root's first pod in queue order starts its cycle
                 by_pod.update(run_group_cycle(cycles, root, group_domain, cycle_failed, len(cluster.nodes)))
             continue
+        if pod.group is not None and pod.group in workload.groups:
+            # The pod-group cycle (schedule_one_podgroup.go): the group's first pod in queue order
+            # brings all its pending pods, tried one after the other; then the group's PostFilter;
+            # a gang short of minCount is taken back at once, before any other pod is tried.
+            if pod.key in by_pod:
+                continue
+            members = members_of[pod.group]
+            for m in members:
+                by_pod[m.key] = place(m)
+            if preempting is not None:
+                preempting.after(members[-1])
+            release_short_gang(pod.group)
+            continue
         by_pod[pod.key] = place(pod)
         if preempting is not None:
             preempting.after(pod)  # PostFilter: the pod, or its PodGroup once its last pod was tried
-    # Gangs short of minCount release what they hold; then the others get a second chance.
+    # Gangs short of minCount hold nothing now; the others get a second chance.
     failed_gangs = set()
     for key, gang in workload.groups.items():
-        if gang.policy != "gang" or key in group_domain:  # (a cycle bound it: its running pods count)
+        if key in group_domain:  # (a cycle bound it: its running pods count)
             continue
-        placed = [by_pod[p] for p in gang.pods if p in by_pod and by_pod[p].placed]
-        if len(placed) < gang.min_count:
+        if release_short_gang(key):
             failed_gangs.add(key)
-            for pl in placed:
-                unplace(pl)
     failed_gangs |= cycle_failed
     if failed_gangs:
         for pod in workload.pending:
@@ -904,6 +948,10 @@ def simulate(
                 by_pod[pod.key] = place(pod)
                 if not by_pod[pod.key].placed:
                     by_pod[pod.key].preemption = pl.preemption  # what preemption said stays said
+    if failed_gangs - cycle_failed and at_least(cluster.features.version, "1.37"):
+        post_filter = preempting.group_post_filter if preempting is not None else {}
+        for key in sorted(failed_gangs - cycle_failed):
+            word_failed_gang(workload, key, by_pod, released, post_filter.get(key, ""), len(cluster.nodes))
     elapsed = time.perf_counter() - t0
     pods = [by_pod[p.key] for p in workload.pending]
     stats = {

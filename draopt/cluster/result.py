@@ -21,6 +21,9 @@ class PodPlacement:
     explanation: str = ""  # device-level, when it failed
     nominated_node: str | None = None  # set by preemption: the node its victims were evicted from
     preemption: str = ""  # why preemption did or did not help (PostFilter's message)
+    # kube-scheduler's PodScheduled message where it is not the FitError's and PostFilter's (the
+    # members of a PodGroup whose pod-group cycle failed: draopt.cluster.podgroup_status)
+    message: str = ""
 
     @property
     def placed(self) -> bool:
@@ -30,6 +33,19 @@ class PodPlacement:
         if not self.reasons:
             return ""
         return f"0/{n_nodes} nodes are available: {reason_histogram(self.reasons)}"
+
+    def condition_message(self, n_nodes: int) -> str:
+        """The PodScheduled message kube-scheduler would write for this unplaced pod: the FitError's
+        node reasons ending in '.', then the PostFilter's (preemption) message; or the pod-group
+        cycle's own message."""
+        if self.message:
+            return self.message
+        return fit_error_message(self.reason_text(n_nodes)) + (f" {self.preemption}" if self.preemption else "")
+
+
+def fit_error_message(reason_text: str) -> str:
+    """A FitError's text ends in '.' (framework.FitError.Error)."""
+    return reason_text + "." if reason_text and not reason_text.endswith(".") else reason_text
 
 
 def reason_histogram(reasons: Counter) -> str:

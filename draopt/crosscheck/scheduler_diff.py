@@ -61,10 +61,7 @@ class PlacementComparison:
 def draopt_message(pl, n_nodes: int) -> str:
     """The PodScheduled message kube-scheduler would write for draopt's unplaced pod: the FitError's
     node reasons ending in '.', then the PostFilter's (preemption) message."""
-    head = pl.reason_text(n_nodes)
-    if head and not head.endswith("."):
-        head += "."
-    return head + (f" {pl.preemption}" if pl.preemption else "")
+    return pl.condition_message(n_nodes)
 
 
 def compare_placement(outcome, oracle: dict[str, Any]) -> PlacementComparison:

@@ -263,11 +263,9 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
         if pl.placed:
             d.setdefault("spec", {})["nodeName"] = pl.node
         else:
-            message = pl.reason_text(n_nodes or sum(pl.reasons.values()))
+            message = pl.condition_message(n_nodes or sum(pl.reasons.values()))
             if pl.explanation:
                 message += "\n" + pl.explanation
-            if pl.preemption:
-                message += " " + pl.preemption
             d.setdefault("status", {})["conditions"] = [
                 {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
             ]

@@ -37,6 +37,7 @@ from draopt.cluster.evictions import (
     start_time,
 )
 from draopt.cluster.firstfit import try_node
+from draopt.cluster.podgroup_status import gang_trial
 from draopt.cluster.result import reason_histogram
 from draopt.kube.releases import at_least
 
@@ -199,7 +200,11 @@ class PreemptionRun:
         # Failed attempts, by kind of preemptor: while nothing was evicted since, placements only take
         # room, so a preemptor of that kind with no higher priority (a gang: no fewer pods) fails again.
         self._failed: dict[tuple, tuple[int, int, int, str]] = {}
+        self._failed_words: dict[tuple, str] = {}  # a gang's failure in kube-scheduler's words
         self.lowest = min((self.victim_priority(p) for p in self.running.live.values()), default=None)
+        # PodGroup -> PodGroupPostFilter's message in kube-scheduler's words (podgrouppreemption.go),
+        # for the pod-group cycle's messages (draopt.cluster.podgroup_status)
+        self.group_post_filter: dict[str, str] = {}
 
     # ------------------------------------------------------------------ victims
     def victim_priority(self, pod) -> int:
@@ -453,16 +458,22 @@ class PreemptionRun:
         members = [self.workload.pod(k) for k in gang.pods if k in self.by_pod]
         pls = [self.by_pod[m.key] for m in members]
         need = gang.min_count if gang.policy == "gang" else 1
-        if sum(1 for pl in pls if pl.placed) >= need or self.lowest is None or self.lowest >= gang.priority:
+        if sum(1 for pl in pls if pl.placed) >= need:
             return
         obj = self.group_objs.get(gkey)
+        never = group_preemption_policy(obj, [m.pod for m in members], self.classes) == NEVER
+        if not never and (self.lowest is None or self.lowest >= gang.priority):
+            # (eligibility first, then the victims: PodGroupEvaluator.Preempt)
+            self.group_post_filter[gkey] = "pod group preemption: No preemption victims found for incoming preemptor"
+            return
 
-        def say(text: str) -> None:
+        def say(text: str, words: str | None = None) -> None:
+            self.group_post_filter[gkey] = words or text
             for pl in pls:
                 if not pl.placed:
                     pl.preemption = text
 
-        if group_preemption_policy(obj, [m.pod for m in members], self.classes) == NEVER:
+        if never:
             say("pod group preemption: not eligible due to preemptionPolicy=Never.")
             return
         # the constraint as the workload read it (dropped with its gate, as the API server drops it)
@@ -472,7 +483,7 @@ class PreemptionRun:
         kind = self._kind(members)
         known = self._failed_before(kind, gang.priority, need)
         if known is not None:
-            say(known)
+            say(known, self._failed_words.get(kind))
             return
         units = self.units(list(self.running.live.values()), gang.priority)
         if not units:
@@ -484,6 +495,9 @@ class PreemptionRun:
         self._take(units)  # (DynamicResources frees no PodGroup victim's devices, KEP-5690 neither)
         placed = self._run_group(members)
         if len(placed) < need:
+            # kube-scheduler gives the status of the group's run without victims
+            rerun = gang_trial([self.by_pod[m.key].placed for m in members], len(gang.pods) - len(members), need)
+            words = f"pod group preemption: {rerun.status}"
             for m in placed:
                 self.unplace(self.by_pod[m.key])
             self._give(units)
@@ -495,6 +509,7 @@ class PreemptionRun:
             for m in members:
                 if not self.by_pod[m.key].placed:
                     self.by_pod[m.key].preemption = text
+            self.group_post_filter[gkey] = self._failed_words[kind] = words
             self._remember_failure(kind, gang.priority, need, text)
             return
         assigned = [(m, self.cluster.by_name[self.by_pod[m.key].node]) for m in placed]

@@ -502,6 +502,12 @@ func run(in *inputDoc) (*outputDoc, error) {
 		o.mu.Lock()
 		o.lastFailure[key] = failure{message: status.Message(), reason: reason, nominated: nominated}
 		o.mu.Unlock()
+		if pi.Pod.Spec.SchedulingGroup != nil {
+			// A real clock moves between two failures: a pod group's members, requeued one
+			// after the other by the scheduling goroutine, get distinct queue timestamps in
+			// that order and keep it in the next cycle (not name order, as a still clock gives).
+			o.clock.Step(time.Microsecond)
+		}
 		handle(ctx, f, pi, status, ni, start)
 	}
 	// The scheduler pops only when the driver loop hands it a token, so
