@@ -28,7 +28,8 @@ from draopt.dra.problem import ClaimSpec, Problem, prepare
 from draopt.dra.reference import Chosen, ReferenceAllocator, SearchLimit
 from draopt.cluster.state import Cluster, NodeState
 from draopt.cluster.result import PlacementResult, PodPlacement, fit_error_message
-from draopt.cluster.podgroup_status import gang_trial, member_messages
+from draopt.cluster.podgroup_status import gang_held_back, invalid_pod_group, member_message_136, word_failed_gang
+from draopt.cluster.evictions import _extra
 from draopt.kube.releases import at_least
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
@@ -574,20 +575,6 @@ EXPLAIN_NODES = 5  # nodes a failed pod's device-side explanation covers
 FailureExplainer = Callable[[Cluster, "ClaimBook", Any, list], str]
 
 
-def word_failed_gang(workload, key: str, by_pod: dict, released: set[str], post_filter: str, n_nodes: int) -> None:
-    """The messages kube-scheduler 1.37's pod-group cycle writes on a gang that did not reach
-    minCount (draopt.cluster.podgroup_status); `released`: the pods that fitted in its trial."""
-    gang = workload.groups[key]
-    members = [p for p in workload.pending if p.group == key]
-    fitted = [p.key in released for p in members]
-    trial = gang_trial(fitted, len(gang.pods) - len(members), gang.min_count)
-    if trial.feasible:
-        return
-    errors = [fit_error_message(by_pod[p.key].reason_text(n_nodes)) for p in members]
-    for p, text in zip(members, member_messages(trial, fitted, errors, post_filter)):
-        by_pod[p.key].message = text
-
-
 def simulate(
     cluster: Cluster,
     workload,
@@ -907,21 +894,51 @@ def simulate(
             unplace(pl)
         return True
 
+    # kube-scheduler 1.37 validates a pod group before its cycle (validatePodGroup)
+    pod_group_cycles_validate = at_least(cluster.features.version, "1.37")
+    refused_groups: set[str] = set()
     members_of: dict[str, list] = {}
     for pod in workload.pending:
         if pod.group is not None:
             members_of.setdefault(pod.group, []).append(pod)
+
+    def held_or_refused(group: str) -> bool:
+        """A PodGroup that gets no cycle (too few pods to enter the queue), or that 1.37 refuses
+        before its cycle (validatePodGroup): its pods get the message, nothing is tried."""
+        members = members_of[group]
+        outside = [m.key for m in members if _extra(m.pod.spec, "schedulingGates")]
+        outside += [m.key for m in members if scheduler is not None and scheduler.profile(m) is None]
+        gang = workload.groups[group]
+        held = gang_held_back(gang, members, outside)
+        if held is None and outside:
+            return False  # (each pod of another scheduler says so; the gates are the gated pods' own)
+        if held is None and pod_group_cycles_validate:
+            scheduled = [workload.pod(k) for k in gang.pods if k not in demand_of]
+            refusal = invalid_pod_group(gang, members + scheduled, cluster.objects.priority_classes)
+            held = (refusal, "") if refusal else None
+        if held is None:
+            return False
+        refused_groups.add(group)
+        for m in members:
+            if m.key in outside:
+                by_pod[m.key] = place(m)  # (its own reason: gated, or no profile)
+            else:
+                by_pod[m.key] = PodPlacement(m.key, None, m.priority, m.group, message=held[0], explanation=held[1])
+        return True
+
     for pod in workload.pending:
         root = cycles.root_of(pod.group) if cycles is not None else None
         if root is not None:
             if pod.key not in by_pod:  # the root's first pod in queue order starts its cycle
+                if root[0] == "pg" and held_or_refused(root[1]):
+                    continue
                 by_pod.update(run_group_cycle(cycles, root, group_domain, cycle_failed, len(cluster.nodes)))
             continue
         if pod.group is not None and pod.group in workload.groups:
             # The pod-group cycle (schedule_one_podgroup.go): the group's first pod in queue order
             # brings all its pending pods, tried one after the other; then the group's PostFilter;
             # a gang short of minCount is taken back at once, before any other pod is tried.
-            if pod.key in by_pod:
+            if pod.key in by_pod or held_or_refused(pod.group):
                 continue
             members = members_of[pod.group]
             for m in members:
@@ -936,7 +953,7 @@ def simulate(
     # Gangs short of minCount hold nothing now; the others get a second chance.
     failed_gangs = set()
     for key, gang in workload.groups.items():
-        if key in group_domain:  # (a cycle bound it: its running pods count)
+        if key in group_domain or key in refused_groups:  # (a cycle bound it: its running pods count)
             continue
         if release_short_gang(key):
             failed_gangs.add(key)
@@ -944,14 +961,26 @@ def simulate(
     if failed_gangs:
         for pod in workload.pending:
             pl = by_pod[pod.key]
-            if not pl.placed and pod.group not in failed_gangs:
+            if not pl.placed and pod.group not in failed_gangs and pod.group not in refused_groups:
                 by_pod[pod.key] = place(pod)
                 if not by_pod[pod.key].placed:
                     by_pod[pod.key].preemption = pl.preemption  # what preemption said stays said
-    if failed_gangs - cycle_failed and at_least(cluster.features.version, "1.37"):
+    if at_least(cluster.features.version, "1.37"):
         post_filter = preempting.group_post_filter if preempting is not None else {}
         for key in sorted(failed_gangs - cycle_failed):
             word_failed_gang(workload, key, by_pod, released, post_filter.get(key, ""), len(cluster.nodes))
+    elif preempting is not None:
+        for pod in workload.pending:
+            pl = by_pod[pod.key]
+            if (
+                pod.group is not None
+                and pod.group not in refused_groups
+                and not pl.placed
+                and (cycles is None or cycles.root_of(pod.group) is None)
+                and (scheduler is None or scheduler.profile(pod) is not None)  # (no profile: never tried)
+            ):
+                fit_error = fit_error_message(pl.reason_text(len(cluster.nodes)))
+                pl.message = member_message_136(pod.key in released, fit_error, bool(pod.claims))
     elapsed = time.perf_counter() - t0
     pods = [by_pod[p.key] for p in workload.pending]
     stats = {

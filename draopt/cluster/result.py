@@ -22,8 +22,9 @@ class PodPlacement:
     nominated_node: str | None = None  # set by preemption: the node its victims were evicted from
     preemption: str = ""  # why preemption did or did not help (PostFilter's message)
     # kube-scheduler's PodScheduled message where it is not the FitError's and PostFilter's (the
-    # members of a PodGroup whose pod-group cycle failed: draopt.cluster.podgroup_status)
-    message: str = ""
+    # members of a PodGroup whose pod-group cycle failed: draopt.cluster.podgroup_status); ""
+    # where it writes none (a pod it never tries: another scheduler's, a group never popped)
+    message: str | None = None
 
     @property
     def placed(self) -> bool:
@@ -38,7 +39,7 @@ class PodPlacement:
         """The PodScheduled message kube-scheduler would write for this unplaced pod: the FitError's
         node reasons ending in '.', then the PostFilter's (preemption) message; or the pod-group
         cycle's own message."""
-        if self.message:
+        if self.message is not None:
             return self.message
         return fit_error_message(self.reason_text(n_nodes)) + (f" {self.preemption}" if self.preemption else "")
 

@@ -109,6 +109,9 @@ class Gang:
     parent: str | None = None
     disruption_mode: str = "Single"  # KEP-5710: "Single" | "All"
     preemption_policy: str | None = None
+    # spec.priority as the Priority admission plugin writes it (the class's value, else the
+    # global default's, else 0): what kube-scheduler 1.37 holds the members' priorities to
+    admitted_priority: int = 0
 
 
 @dataclass
@@ -773,6 +776,7 @@ class _Expander:
                 parent=self.parent_of(g),
                 disruption_mode=disruption_mode(g.spec.disruption_mode),
                 preemption_policy=g.spec.preemption_policy,
+                admitted_priority=self.priority(g, g.spec),
             )
         composites = self.composites(groups)
         return Workload(

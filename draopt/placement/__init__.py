@@ -264,8 +264,10 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
             d.setdefault("spec", {})["nodeName"] = pl.node
         else:
             message = pl.condition_message(n_nodes or sum(pl.reasons.values()))
+            if pl.message == "":  # (kube-scheduler writes no condition on a pod it never tries)
+                message = pl.reason_text(n_nodes or sum(pl.reasons.values()))
             if pl.explanation:
-                message += "\n" + pl.explanation
+                message = (message + "\n" if message else "") + pl.explanation
             d.setdefault("status", {})["conditions"] = [
                 {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
             ]

@@ -321,6 +321,7 @@ class Scheduler:
         n = len(nodes)
         if prof is None:
             pl.reasons[self.no_profile_reason(demand)] += max(n, 1)
+            pl.message = ""  # (another scheduler's pod: kube-scheduler never sees it)
             return None
         if n == 0:
             return None
@@ -422,6 +423,7 @@ class Scheduler:
         prof = self.profile(demand)
         if prof is None:
             pl.reasons[self.no_profile_reason(demand)] += max(len(indexes), 1)
+            pl.message = ""  # (another scheduler's pod: kube-scheduler never sees it)
             return None
         info = self.info(demand)
         pct = prof.percentage_of_nodes_to_score

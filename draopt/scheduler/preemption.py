@@ -460,6 +460,8 @@ class PreemptionRun:
         need = gang.min_count if gang.policy == "gang" else 1
         if sum(1 for pl in pls if pl.placed) >= need:
             return
+        if self.scheduler is not None and any(self.scheduler.profile(m) is None for m in members):
+            return  # (a pod no profile schedules never gets a cycle)
         obj = self.group_objs.get(gkey)
         never = group_preemption_policy(obj, [m.pod for m in members], self.classes) == NEVER
         if not never and (self.lowest is None or self.lowest >= gang.priority):
