@@ -208,6 +208,16 @@ def _claims_of(pod: Pod, claims: list[ResourceClaim]) -> list[str]:
     ]
 
 
+def _not_counted(owner: str) -> str:
+    """What a terminating pod's controller does on either clock (IsPodActive; a Job unless its
+    podReplacementPolicy is Failed)."""
+    if owner.startswith("ReplicaSet "):
+        return f"; its {owner} does not count it and creates its replacement at once"
+    if owner.startswith("Job "):
+        return f"; its {owner} replaces it at once unless its podReplacementPolicy is Failed"
+    return ""
+
+
 def _now_notes(objects: ObjectSet, leaving: list[Departure]) -> list[str]:
     pods = {_key(p): p for p in objects.pods}
     notes = []
@@ -217,6 +227,7 @@ def _now_notes(objects: ObjectSet, leaving: list[Departure]) -> list[str]:
         notes.append(
             f"now (--no-settle): pod {d.pod} {d.why.split(': the taint-eviction')[0]}; it holds its cpu/memory"
             f"{devices} on node {d.node} until it is gone"
+            + (_not_counted(d.owner) if terminating(pods[d.pod]) else "")
         )
     for pod in objects.pods:
         if terminal(pod):
