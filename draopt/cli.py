@@ -52,8 +52,10 @@ def _load(args):
     """The input files; on the clock `--no-settle` chooses where the command has it, its notes
     on stderr (draopt.kube.settle)."""
     objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
-    if not hasattr(args, "no_settle"):
-        return objects
+    return _clocked(args, objects) if hasattr(args, "no_settle") else objects
+
+
+def _clocked(args, objects):
     clocked = settle.apply(objects, settle=not args.no_settle)
     for line in clocked.clock_notes:
         print(f"note: {line}", file=sys.stderr)
@@ -353,7 +355,8 @@ def cmd_explain(args) -> int:
     from draopt.allocation import explain
 
     api.warm_up()
-    objects = _load(args)
+    raw = load_files(args.filename, recursive=args.recursive, strict=args.strict)
+    objects = _clocked(args, raw)
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
     sections: list[tuple[str, list]] = []
     if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
@@ -393,6 +396,7 @@ def cmd_explain(args) -> int:
             sections.extend(_preemption_sections(outcome.result, key, narrow=bool(args.node)))
         if not wanted:
             print("note: nothing to explain: first-fit places every pending pod", file=sys.stderr)
+        sections.extend(_clock_sections(raw, features, args.pod))
     else:
         if not args.claim and not api.select_claims(objects, None)[0]:
             api._nothing_to_allocate(objects)  # only templates: an error that points to `place`
@@ -413,6 +417,15 @@ def cmd_explain(args) -> int:
             print(f"== {title}")
             print(explain.render(exps))
     return 0
+
+
+def _clock_sections(raw, features, pods: list[str] | None) -> list[tuple[str, list]]:
+    """Where the clocks disagree (draopt.placement.clocks): one section, whichever clock was asked."""
+    from draopt.placement import clocks
+
+    keys = {ref if "/" in ref else f"default/{ref}" for ref in pods or []}
+    lines = [line for line in clocks.differences(raw, features) if not keys or line.split(":")[0][4:] in keys]
+    return [("now (--no-settle) and settled differ\n" + "\n".join(lines), [])] if lines else []
 
 
 def _preemption_sections(result, key: str, narrow: bool = False) -> list[tuple[str, list]]:

@@ -1,0 +1,101 @@
+"""The two clocks side by side, for `draopt explain`: a pod that is pending at the moment of the
+dump but placed once the controllers have acted (or the other way round), and what it waits for.
+
+The clocks are draopt.kube.settle's: `now` (the scheduler's view of the dump) and `settled`
+(terminal pods' claims released, deletions and NoExecute evictions finished, replacements made).
+Both are placed with first-fit, the default profile and the name tie-break (one answer per input).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from draopt.kube import settle
+from draopt.kube.features import Features
+from draopt.kube.loader import ObjectSet
+from draopt.kube.models import Pod, ResourceClaim
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A pod on a node that holds what it has only on the `now` clock."""
+
+    pod: str
+    what: str  # "terminating pod", "Succeeded pod", "pod evicted by NoExecute taint"
+    devices: tuple[str, ...]  # driver/pool/device of its allocated claims
+    counted: bool  # whether the scheduler counts its cpu/memory (not for terminal pods)
+
+    def text(self) -> str:
+        held = list(self.devices) + (["its cpu/memory"] if self.counted and not self.devices else [])
+        return f"{', '.join(held)} held by {self.what} {self.pod}"
+
+
+def _key(obj) -> str:
+    return f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+
+
+def _devices(pod: Pod, claims: list[ResourceClaim]) -> tuple[str, ...]:
+    namespace = pod.metadata.namespace or "default"
+    out = []
+    for claim in claims:
+        allocation = claim.status.allocation
+        if (claim.metadata.namespace or "default") != namespace or allocation is None:
+            continue
+        if not any(r.resource == "pods" and r.name == pod.metadata.name for r in claim.status.reserved_for):
+            continue
+        out += [f"{r.driver}/{r.pool}/{r.device}" for r in allocation.devices.results]
+    return tuple(out)
+
+
+def holders(objects: ObjectSet) -> dict[str, list[Holder]]:
+    """node -> the pods holding resources there only until the controllers act (input order)."""
+    leaving = {d.pod: d for d in settle.departures(objects.pods, objects.nodes)}
+    out: dict[str, list[Holder]] = {}
+    for pod in objects.pods:
+        key, node = _key(pod), pod.spec.node_name
+        if not node:
+            continue
+        if key in leaving:
+            what = "terminating pod" if settle.terminating(pod) else "pod evicted by a NoExecute taint"
+            counted = True
+        elif settle.terminal(pod):
+            what, counted = f"{pod.status.phase} pod", False
+        else:
+            continue
+        devices = _devices(pod, objects.resource_claims)
+        if devices or counted:
+            out.setdefault(node, []).append(Holder(key, what, devices, counted))
+    return out
+
+
+def differences(raw: ObjectSet, features: Features) -> list[str]:
+    """One line per pod whose first-fit answer differs between the clocks (queue order of the
+    `now` clock, then pods only the settled clock has)."""
+    from draopt.placement import place
+
+    later = settle.apply(raw)
+    if not later.clock_notes:
+        return []
+    now = settle.apply(raw, settle=False)
+    before = place(now, policy="first-fit", features=features, tie_break="name").result
+    after = place(later, policy="first-fit", features=features, tie_break="name").result
+    settled_node = {p.pod: p.node for p in after.pods}
+    now_node = {p.pod: p.node for p in before.pods}
+    held = holders(raw)
+    n_nodes = len(raw.nodes)
+    lines = []
+    for p in before.pods:
+        target = settled_node.get(p.pod)
+        if p.placed or not target:
+            continue
+        what = "; ".join(h.text() for h in held.get(target, [])) or "nothing draopt can name"
+        lines.append(
+            f"pod {p.pod}: pending now ({p.reason_text(n_nodes)}); on node {target}: {what}; "
+            f"fits once that is gone (settled: placed on {target})"
+        )
+    for p in after.pods:
+        if p.pod not in now_node and not p.placed:
+            lines.append(f"pod {p.pod}: created on the settled clock only, pending: {p.reason_text(n_nodes)}")
+        elif now_node.get(p.pod) and not p.placed:
+            lines.append(f"pod {p.pod}: placed now on {now_node[p.pod]}, pending settled: {p.reason_text(n_nodes)}")
+    return lines
