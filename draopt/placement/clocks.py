@@ -21,13 +21,13 @@ class Holder:
     """A pod on a node that holds what it has only on the `now` clock."""
 
     pod: str
-    what: str  # "terminating pod", "Succeeded pod", "pod evicted by NoExecute taint"
+    who: str  # "terminating pod ns/x", "Succeeded pod ns/x", "pod ns/x (NoExecute eviction)"
     devices: tuple[str, ...]  # driver/pool/device of its allocated claims
     counted: bool  # whether the scheduler counts its cpu/memory (not for terminal pods)
 
     def text(self) -> str:
         held = list(self.devices) + (["its cpu/memory"] if self.counted and not self.devices else [])
-        return f"{', '.join(held)} held by {self.what} {self.pod}"
+        return f"{', '.join(held)} held by {self.who}"
 
 
 def _key(obj) -> str:
@@ -56,15 +56,15 @@ def holders(objects: ObjectSet) -> dict[str, list[Holder]]:
         if not node:
             continue
         if key in leaving:
-            what = "terminating pod" if settle.terminating(pod) else "pod evicted by a NoExecute taint"
+            who = f"terminating pod {key}" if settle.terminating(pod) else f"pod {key} (NoExecute eviction)"
             counted = True
         elif settle.terminal(pod):
-            what, counted = f"{pod.status.phase} pod", False
+            who, counted = f"{pod.status.phase} pod {key}", False
         else:
             continue
         devices = _devices(pod, objects.resource_claims)
         if devices or counted:
-            out.setdefault(node, []).append(Holder(key, what, devices, counted))
+            out.setdefault(node, []).append(Holder(key, who, devices, counted))
     return out
 
 
@@ -88,10 +88,11 @@ def differences(raw: ObjectSet, features: Features) -> list[str]:
         target = settled_node.get(p.pod)
         if p.placed or not target:
             continue
-        what = "; ".join(h.text() for h in held.get(target, [])) or "nothing draopt can name"
+        there = held.get(target, [])
+        what = "; ".join(h.text() for h in there) or "nothing draopt can name"
         lines.append(
             f"pod {p.pod}: pending now ({p.reason_text(n_nodes)}); on node {target}: {what}; "
-            f"fits once that is gone (settled: placed on {target})"
+            f"fits once {'they are' if len(there) > 1 else 'it is'} gone (settled: placed on {target})"
         )
     for p in after.pods:
         if p.pod not in now_node and not p.placed:
