@@ -58,7 +58,7 @@ class Departure:
     """A pod that is gone on the settled clock, and why (a phrase after its name)."""
 
     pod: str  # namespace/name
-    node: str
+    node: str  # "" for a pod not bound
     why: str
     owner: str = ""  # "<Kind> namespace/name" of its controller, "" without one
 
@@ -123,15 +123,18 @@ def eviction(pod: Pod, node: Node) -> str | None:
 
 
 def departures(pods: list[Pod], nodes: list[Node]) -> list[Departure]:
-    """The bound, not terminal pods that are gone on the settled clock, in input order."""
+    """The pods, not terminal, that are gone on the settled clock, in input order: those being
+    deleted (bound or not: a pending one is never scheduled) and those NoExecute taints evict."""
     by_name = {n.name: n for n in nodes}
     out = []
     for pod in pods:
-        node_name = pod.spec.node_name
-        if not node_name or terminal(pod):
+        node_name = pod.spec.node_name or ""
+        if terminal(pod):
             continue
         if terminating(pod):
             why = "is being deleted (metadata.deletionTimestamp)"
+        elif not node_name:
+            continue
         else:
             node = by_name.get(node_name)
             reason = eviction(pod, node) if node is not None else None
@@ -222,6 +225,8 @@ def _now_notes(objects: ObjectSet, leaving: list[Departure]) -> list[str]:
     pods = {_key(p): p for p in objects.pods}
     notes = []
     for d in leaving:
+        if not d.node:
+            continue  # pending: the scheduler skips it on either clock (draopt.placement)
         held = _claims_of(pods[d.pod], objects.resource_claims)
         devices = f" and the devices of claim(s) {', '.join(held)}" if held else ""
         notes.append(
