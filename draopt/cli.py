@@ -475,7 +475,14 @@ def cmd_plan(args) -> int:
         types += load_node_types(args.node_types)
     types += [NodeType(name, name, Fraction(1)) for name in args.node_template]
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
-    result = public.plan(objects, types, features=features, time_limit=args.time_limit, max_nodes=args.max_nodes, settle=not args.no_settle)
+    result = public.plan(
+        objects,
+        types,
+        features=features,
+        time_limit=args.time_limit,
+        max_nodes=args.max_nodes,
+        settle=not args.no_settle,
+    )
     if not result.pods:
         print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)
     if args.stats:

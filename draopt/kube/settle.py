@@ -159,44 +159,57 @@ def _generated_for(claim: ResourceClaim, pod: Pod) -> bool:
     )
 
 
-def release_claims(claims: list[ResourceClaim], gone: dict[str, tuple[Pod, str]]) -> tuple[list[ResourceClaim], list[str]]:
+def release_claims(
+    claims: list[ResourceClaim], gone: dict[str, tuple[Pod, str]]
+) -> tuple[list[ResourceClaim], list[str]]:
     """The claims after the ResourceClaim controller dropped the reservations of the pods in `gone`
     (key -> (pod, what happened to it)); one note per claim it changed."""
     out, notes = [], []
     for claim in claims:
         namespace = claim.metadata.namespace or "default"
-        reserved = claim.status.reserved_for
+        leaving = [gone[f"{namespace}/{r.name}"] for r in claim.status.reserved_for if f"{namespace}/{r.name}" in gone]
         leaving = [
-            gone[f"{namespace}/{r.name}"]
-            for r in reserved
-            if f"{namespace}/{r.name}" in gone and _reserved_by(r, gone[f"{namespace}/{r.name}"][0])
+            (pod, happened) for pod, happened in leaving if any(_reserved_by(r, pod) for r in claim.status.reserved_for)
         ]
         if not leaving:
             out.append(claim)
             continue
-        names = {p.metadata.name for p, _ in leaving}
-        remaining = [r for r in reserved if not (r.name in names and (r.api_group or "") == "" and r.resource == "pods")]
-        pod, happened = leaving[0]
-        deallocate = not remaining and claim.status.allocation is not None
-        protected = DELETE_PROTECTION in (_extra(claim, "finalizers") or [])
-        status = claim.status.model_copy(
-            update={"reserved_for": remaining, "allocation": None if deallocate and protected else claim.status.allocation}
-        )
-        out.append(claim.model_copy(update={"status": status}))
-        subject = f"settled: pod {_key(pod)} {happened}; the ResourceClaim controller "
-        if remaining:
-            notes.append(subject + f"drops it from claim {_key(claim)}'s reservedFor ({len(remaining)} consumer(s) left)")
-        elif deallocate and protected:
-            deleted = " and deletes it (generated for the pod)" if _generated_for(claim, pod) else ""
-            notes.append(subject + f"deallocates claim {_key(claim)}{deleted}")
-        elif deallocate:
-            notes.append(
-                subject + f"drops it from claim {_key(claim)}'s reservedFor; the claim keeps its allocation "
-                f"(no {DELETE_PROTECTION} finalizer, which syncClaim requires to deallocate)"
-            )
-        else:
-            notes.append(subject + f"drops it from claim {_key(claim)}'s reservedFor")
+        released, note = _release(claim, leaving)
+        out.append(released)
+        notes.append(note)
     return out, notes
+
+
+def _release(claim: ResourceClaim, leaving: list[tuple[Pod, str]]) -> tuple[ResourceClaim, str]:
+    """syncClaim on one claim: the leaving pods' entries dropped; with no consumer left, the
+    allocation cleared if the claim has the controller's finalizer."""
+    remaining = [r for r in claim.status.reserved_for if not any(_reserved_by(r, pod) for pod, _ in leaving)]
+    allocated = claim.status.allocation is not None
+    protected = DELETE_PROTECTION in (_extra(claim, "finalizers") or [])
+    deallocate = not remaining and allocated and protected
+    status = claim.status.model_copy(
+        update={"reserved_for": remaining, "allocation": None if deallocate else claim.status.allocation}
+    )
+    who = "; ".join(f"pod {_key(pod)} {happened}" for pod, happened in leaving)
+    subject = f"settled: {who}; the ResourceClaim controller "
+    dropped = f"drops {'it' if len(leaving) == 1 else 'them'} from claim {_key(claim)}'s reservedFor"
+    if remaining:
+        note = subject + f"{dropped} ({len(remaining)} consumer(s) left)"
+    elif deallocate:
+        generated = all(_generated_for(claim, pod) for pod, _ in leaving)
+        note = (
+            subject
+            + f"deallocates claim {_key(claim)}"
+            + (" and deletes it (generated for the pod)" if generated else "")
+        )
+    elif allocated:
+        note = (
+            subject + f"{dropped}; the claim keeps its allocation "
+            f"(no {DELETE_PROTECTION} finalizer, which syncClaim requires to deallocate)"
+        )
+    else:
+        note = subject + dropped
+    return claim.model_copy(update={"status": status}), note
 
 
 # ------------------------------------------------------------------ the two clocks
@@ -231,8 +244,7 @@ def _now_notes(objects: ObjectSet, leaving: list[Departure]) -> list[str]:
         devices = f" and the devices of claim(s) {', '.join(held)}" if held else ""
         notes.append(
             f"now (--no-settle): pod {d.pod} {d.why.split(': the taint-eviction')[0]}; it holds its cpu/memory"
-            f"{devices} on node {d.node} until it is gone"
-            + (_not_counted(d.owner) if terminating(pods[d.pod]) else "")
+            f"{devices} on node {d.node} until it is gone" + (_not_counted(d.owner) if terminating(pods[d.pod]) else "")
         )
     for pod in objects.pods:
         if terminal(pod):
