@@ -33,6 +33,7 @@ import pytest
 
 import draopt
 from draopt.cli import main
+from draopt.errors import InputError
 from draopt.kube import settle
 from draopt.kube.loader import load_files, load_text
 from draopt.kube.models import Node, Pod
@@ -133,6 +134,13 @@ def test_apply_leaves_the_input_unchanged_and_is_idempotent():
     twice = settle.apply(once)
     assert twice.clock_notes == []
     assert [c.status.allocation for c in twice.resource_claims] == [None, None]
+    with pytest.raises(InputError, match="already on the settled clock"):
+        settle.apply(once, settle=False)
+
+
+def test_allocate_cli_says_each_note_once():
+    _, _, err = _run("allocate", "-f", _file("terminal-claims.yaml"), "--no-settle")
+    assert err.count("now (--no-settle): pod ml/train-done is Succeeded") == 1
 
 
 # ------------------------------------------------------------------ pods being deleted
@@ -337,3 +345,16 @@ def test_now_clock_is_kube_schedulers_view(name, minor):
     )
     assert report.identical, [d.text() for d in report.differences]
     assert all(p.kubernetes_node == "" for p in report.pods)  # every pending pod waits on the now clock
+
+
+def test_allocate_uses_the_devices_a_terminal_pod_released(tmp_path):
+    extra = tmp_path / "claim.yaml"
+    extra.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: extra, namespace: ml}\n"
+        "spec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {deviceClassName: gpu.example.com}\n"
+    )
+    paths = [_file("terminal-claims.yaml"), str(extra)]
+    settled = draopt.allocate(paths, node="gpu-1", claims=["ml/extra"])
+    assert settled.allocated and any("deallocates claim ml/train-done-gpu-h5ltz" in n for n in settled.notes)
+    now = draopt.allocate(paths, node="gpu-1", claims=["ml/extra"], settle=False)
+    assert not now.allocated

@@ -86,6 +86,7 @@ class ObjectSet:
     # made by `finish`); the notes of the clock draopt.kube.settle.apply chose.
     settled: Any = None
     clock_notes: list[str] = field(default_factory=list)
+    clock: str = ""  # "settled" or "now" once draopt.kube.settle.apply chose; "" as read
 
     _BY_KIND = {
         "DeviceClass": "device_classes",

@@ -42,6 +42,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from draopt.errors import InputError
 from draopt.kube.models import Node, Pod, ResourceClaim
 from draopt.kube.models.core import Taint, Toleration
 from draopt.kube.nodeselect import tolerates
@@ -260,10 +261,16 @@ def _now_notes(objects: ObjectSet, leaving: list[Departure]) -> list[str]:
 
 def apply(objects: ObjectSet, *, settle: bool = True) -> ObjectSet:
     """`objects` on the settled clock (a copy; the input is not changed), or as given with
-    `settle=False`; the clock's notes in `clock_notes` of the result."""
+    `settle=False`; the clock's notes in `clock_notes` of the result (none when `objects` is
+    already on that clock: they were said when it was chosen)."""
+    clock = "settled" if settle else "now"
+    if objects.clock == clock:
+        return dataclasses.replace(objects, clock_notes=[])
+    if objects.clock:
+        raise InputError(f"settle={settle}: these objects are already on the {objects.clock} clock; give them as read")
     leaving = departures(objects.pods, objects.nodes)
     if not settle:
-        return dataclasses.replace(objects, clock_notes=_now_notes(objects, leaving))
+        return dataclasses.replace(objects, clock_notes=_now_notes(objects, leaving), clock=clock)
     gone_keys = {d.pod: d for d in leaving}
     notes = [
         f"settled: pod {d.pod} {d.why}" + ("" if "taint-eviction" in d.why else "; the deletion finishes")
@@ -296,4 +303,5 @@ def apply(objects: ObjectSet, *, settle: bool = True) -> ObjectSet:
         creation_order=order,
         clock_notes=notes + claim_notes,
         settled=None,
+        clock=clock,
     )
