@@ -4,8 +4,8 @@ Each function takes what a user has at hand (an ObjectSet or the paths of YAML/J
 and the options the command line names (`--time-limit` is `time_limit=`), and returns the
 result object the command prints; `features=` (gates) and `kubernetes_version=` ("1.35" ..
 "1.38", default 1.37's gates) are `--feature-gates` and `--kubernetes-version`. Bad input raises draopt.errors.InputError naming the file
-and field, as the command line reports it (exit 2). `settle=` (allocate, place, plan, explain; default
-True) is the clock: True applies what the controllers are about to do (terminal pods release their
+and field, as the command line reports it (exit 2). `settle=` (allocate, place, plan, explain, compare;
+default True) is the clock: True applies what the controllers are about to do (terminal pods release their
 claims, deletions and NoExecute evictions finish, replacements are created); False is
 `--no-settle`, the scheduler's view at the moment of the dump (draopt.kube.settle; docs/inputs.md).
 
@@ -330,6 +330,7 @@ def compare(
     scheduler_config: Any = None,
     seed: int = 0,
     tie_break: str = "random",
+    settle: bool = True,
 ) -> list[PolicyReport]:
     """Place the workload with each policy (default first-fit and optimal; `first-fit:CONFIG` is
     first-fit under its own scheduler configuration) and measure the state each leaves, as
@@ -342,7 +343,7 @@ def compare(
     from draopt.studies.report import compare as compare_policies
 
     return compare_policies(
-        _objects(inputs),
+        _clocked(inputs, settle),
         list(policies or ["first-fit", "optimal"]),
         features=_features(features, kubernetes_version),
         time_limit=time_limit,

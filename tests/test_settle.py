@@ -151,6 +151,8 @@ def test_terminating_pod_holds_its_devices_now():
     assert _placed(out) == {"ml/train-new": None, "ml/cancelled": None}
     cancelled = next(p for p in out.result.pods if p.pod == "ml/cancelled")
     assert not cancelled.reasons and "being deleted" in cancelled.explanation
+    (written,) = [d for d in out.objects if d["metadata"]["name"] == "cancelled"]
+    assert "conditions" not in written["status"]  # no PodScheduled condition: it was never tried
     assert any(n.startswith("now (--no-settle): pod ml/train-old is being deleted") for n in out.notes)
 
 

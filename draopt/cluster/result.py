@@ -21,6 +21,7 @@ class PodPlacement:
     explanation: str = ""  # device-level, when it failed
     nominated_node: str | None = None  # set by preemption: the node its victims were evicted from
     preemption: str = ""  # why preemption did or did not help (PostFilter's message)
+    skipped: bool = False  # never tried (a pending pod being deleted: skipPodSchedule)
 
     @property
     def placed(self) -> bool:

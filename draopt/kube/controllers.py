@@ -51,7 +51,8 @@ intermediate ReplicaSets, StatefulSets and Jobs are derived the same way.
 
 Pods already in the input that the controller owns (``ownerReferences``: kind and name), or
 adopts (no controller reference, its selector matches: :mod:`draopt.kube.adoption`), count:
-only the missing replicas, ordinals, indexes or nodes are created (a Deployment's pods are those
+only the missing replicas, ordinals, indexes or nodes are created (a ReplicaSet or Job does not
+count a pod being deleted, ``IsPodActive``: see :mod:`draopt.kube.settle`) (a Deployment's pods are those
 owned by a ReplicaSet ``<N>-<their pod-template-hash label>``). A Deployment with one of its
 ReplicaSets in the input, or a CronJob/JobSet with one of its Jobs in the input, leaves the pods
 to those objects.

@@ -247,6 +247,7 @@ def _skip_deleting(workload) -> list[PodPlacement]:
             d.priority,
             d.group,
             explanation="not scheduled: the pod is being deleted (metadata.deletionTimestamp)",
+            skipped=True,
         )
         for d in skipped
     ]
@@ -288,6 +289,8 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
             d.setdefault("status", {})["nominatedNodeName"] = pl.nominated_node
         if pl.placed:
             d.setdefault("spec", {})["nodeName"] = pl.node
+        elif pl.skipped:
+            pass  # never tried: the scheduler writes no PodScheduled condition (_skip_deleting)
         else:
             message = pl.reason_text(n_nodes or sum(pl.reasons.values()))
             if pl.explanation:
