@@ -214,15 +214,23 @@ def _release(claim: ResourceClaim, leaving: list[tuple[Pod, str]]) -> tuple[Reso
 
 
 # ------------------------------------------------------------------ the two clocks
-def _claims_of(pod: Pod, claims: list[ResourceClaim]) -> list[str]:
-    namespace = pod.metadata.namespace or "default"
-    return [
-        _key(c)
-        for c in claims
-        if (c.metadata.namespace or "default") == namespace
-        and c.status.allocation is not None
-        and any(_reserved_by(r, pod) for r in c.status.reserved_for)
-    ]
+def allocated_by_pod(claims: list[ResourceClaim]) -> dict[str, list[ResourceClaim]]:
+    """Allocated claims by the pods in their reservedFor ("namespace/name"), indexed once: a dump
+    may have thousands of terminal pods and claims."""
+    out: dict[str, list[ResourceClaim]] = {}
+    for claim in claims:
+        if claim.status.allocation is None:
+            continue
+        namespace = claim.metadata.namespace or "default"
+        for ref in claim.status.reserved_for:
+            if (ref.api_group or "") == "" and ref.resource == "pods":
+                out.setdefault(f"{namespace}/{ref.name}", []).append(claim)
+    return out
+
+
+def claims_of(pod: Pod, index: dict[str, list[ResourceClaim]]) -> list[ResourceClaim]:
+    """The allocated claims reserved for `pod` (by name, and UID where both are known)."""
+    return [c for c in index.get(_key(pod), []) if any(_reserved_by(r, pod) for r in c.status.reserved_for)]
 
 
 def _not_counted(owner: str) -> str:
@@ -237,11 +245,12 @@ def _not_counted(owner: str) -> str:
 
 def _now_notes(objects: ObjectSet, leaving: list[Departure]) -> list[str]:
     pods = {_key(p): p for p in objects.pods}
+    index = allocated_by_pod(objects.resource_claims)
     notes = []
     for d in leaving:
         if not d.node:
             continue  # pending: the scheduler skips it on either clock (draopt.placement)
-        held = _claims_of(pods[d.pod], objects.resource_claims)
+        held = [_key(c) for c in claims_of(pods[d.pod], index)]
         devices = f" and the devices of claim(s) {', '.join(held)}" if held else ""
         notes.append(
             f"now (--no-settle): pod {d.pod} {d.why.split(': the taint-eviction')[0]}; it holds its cpu/memory"
@@ -249,7 +258,7 @@ def _now_notes(objects: ObjectSet, leaving: list[Departure]) -> list[str]:
         )
     for pod in objects.pods:
         if terminal(pod):
-            held = _claims_of(pod, objects.resource_claims)
+            held = [_key(c) for c in claims_of(pod, index)]
             if held:
                 notes.append(
                     f"now (--no-settle): pod {_key(pod)} is {pod.status.phase}: the scheduler does not count it, "

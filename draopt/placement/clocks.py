@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from draopt.kube import settle
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
-from draopt.kube.models import Pod, ResourceClaim
+from draopt.kube.models import ResourceClaim
 
 
 @dataclass(frozen=True)
@@ -34,22 +34,19 @@ def _key(obj) -> str:
     return f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
 
 
-def _devices(pod: Pod, claims: list[ResourceClaim]) -> tuple[str, ...]:
-    namespace = pod.metadata.namespace or "default"
-    out = []
-    for claim in claims:
-        allocation = claim.status.allocation
-        if (claim.metadata.namespace or "default") != namespace or allocation is None:
-            continue
-        if not any(r.resource == "pods" and r.name == pod.metadata.name for r in claim.status.reserved_for):
-            continue
-        out += [f"{r.driver}/{r.pool}/{r.device}" for r in allocation.devices.results]
-    return tuple(out)
+def _devices(claims: list[ResourceClaim]) -> tuple[str, ...]:
+    return tuple(
+        f"{r.driver}/{r.pool}/{r.device}"
+        for c in claims
+        if c.status.allocation
+        for r in c.status.allocation.devices.results
+    )
 
 
 def holders(objects: ObjectSet) -> dict[str, list[Holder]]:
     """node -> the pods holding resources there only until the controllers act (input order)."""
     leaving = {d.pod: d for d in settle.departures(objects.pods, objects.nodes)}
+    index = settle.allocated_by_pod(objects.resource_claims)
     out: dict[str, list[Holder]] = {}
     for pod in objects.pods:
         key, node = _key(pod), pod.spec.node_name
@@ -62,7 +59,7 @@ def holders(objects: ObjectSet) -> dict[str, list[Holder]]:
             who, counted = f"{pod.status.phase} pod {key}", False
         else:
             continue
-        devices = _devices(pod, objects.resource_claims)
+        devices = _devices(settle.claims_of(pod, index))
         if devices or counted:
             out.setdefault(node, []).append(Holder(key, who, devices, counted))
     return out
