@@ -278,6 +278,8 @@ def apply(objects: ObjectSet, *, settle: bool = True) -> ObjectSet:
     if objects.clock:
         raise InputError(f"settle={settle}: these objects are already on the {objects.clock} clock; give them as read")
     leaving = departures(objects.pods, objects.nodes)
+    if not leaving and objects.settled is None and not any(terminal(p) for p in objects.pods):
+        return dataclasses.replace(objects, clock_notes=[], clock=clock)  # the clocks agree
     if not settle:
         return dataclasses.replace(objects, clock_notes=_now_notes(objects, leaving), clock=clock)
     gone_keys = {d.pod: d for d in leaving}
