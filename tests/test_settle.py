@@ -159,7 +159,14 @@ def test_terminating_pod_holds_its_devices_now():
 def test_terminating_pod_is_gone_when_settled():
     out = draopt.place(_file("terminating.yaml"))
     assert _placed(out) == {"ml/train-new": "gpu-1"}
-    assert "settled: pod ml/train-old is being deleted (metadata.deletionTimestamp); the deletion finishes" in out.notes
+    assert (
+        "settled: pod ml/train-old is being deleted (metadata.deletionTimestamp); the kubelet stops it on "
+        "node gpu-1 and the pod object is removed"
+    ) in out.notes
+    assert (
+        "settled: pod ml/cancelled is being deleted (metadata.deletionTimestamp); never scheduled, the pod "
+        "object is removed"
+    ) in out.notes
     assert any("deallocates claim ml/train-old-gpu-k8r2t" in n for n in out.notes)
 
 
@@ -232,6 +239,11 @@ def test_rollout_replaces_a_terminating_replica_on_both_clocks():
     assert any("its ReplicaSet ml/web-5d8b9c7f4 does not count it" in n for n in now.notes)
     settled = draopt.place(_file("rollout.yaml"))
     assert _placed(settled) == {pending.pod: "gpu-1"}
+    assert any(
+        n.startswith("settled: pod ml/web-5d8b9c7f4-x2kqp is being deleted")
+        and n.endswith("its ReplicaSet ml/web-5d8b9c7f4 does not count it and creates its replacement at once")
+        for n in settled.notes
+    )
 
 
 JOB = """\

@@ -268,6 +268,16 @@ def _now_notes(objects: ObjectSet, leaving: list[Departure]) -> list[str]:
     return notes
 
 
+def _deletion_end(d: Departure) -> str:
+    """Who finishes a deletion under way (an eviction's note names its controller already)."""
+    if "taint-eviction" in d.why:
+        return ""
+    replaced = _not_counted(d.owner)
+    if d.node:
+        return f"; the kubelet stops it on node {d.node} and the pod object is removed{replaced}"
+    return f"; never scheduled, the pod object is removed{replaced}"
+
+
 def apply(objects: ObjectSet, *, settle: bool = True) -> ObjectSet:
     """`objects` on the settled clock (a copy; the input is not changed), or as given with
     `settle=False`; the clock's notes in `clock_notes` of the result (none when `objects` is
@@ -283,10 +293,7 @@ def apply(objects: ObjectSet, *, settle: bool = True) -> ObjectSet:
     if not settle:
         return dataclasses.replace(objects, clock_notes=_now_notes(objects, leaving), clock=clock)
     gone_keys = {d.pod: d for d in leaving}
-    notes = [
-        f"settled: pod {d.pod} {d.why}" + ("" if "taint-eviction" in d.why else "; the deletion finishes")
-        for d in leaving
-    ]
+    notes = [f"settled: pod {d.pod} {d.why}{_deletion_end(d)}" for d in leaving]
     gone: dict[str, tuple[Pod, str]] = {}
     for pod in objects.pods:
         key = _key(pod)
