@@ -372,3 +372,44 @@ def test_allocate_uses_the_devices_a_terminal_pod_released(tmp_path):
     assert settled.allocated and any("deallocates claim ml/train-done-gpu-h5ltz" in n for n in settled.notes)
     now = draopt.allocate(paths, node="gpu-1", claims=["ml/extra"], settle=False)
     assert not now.allocated
+
+
+REPLICASET_WITH_A_TYPO = """\
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web, namespace: ml, uid: u-rs}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}, bogusField: 1}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-old
+  namespace: ml
+  labels: {app: web}
+  deletionTimestamp: "2026-07-01T12:00:00Z"
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: u-rs, controller: true}]
+spec: {nodeName: n1, containers: [{name: c, image: x, resources: {requests: {cpu: "3"}}}]}
+status: {phase: Running}
+"""
+
+
+def test_a_template_warning_is_said_once_though_the_controllers_expand_twice(tmp_path):
+    path = tmp_path / "rs.yaml"
+    path.write_text(REPLICASET_WITH_A_TYPO)
+    code, out, err = _run("place", "-f", str(path))
+    assert err.count('unknown field "spec.containers[0].bogusField"') == 1
+    # settled: the 3-cpu pod being deleted is gone, both replicas fit (now: one of them waits)
+    assert code == 0 and out.count(" n1 ") == 2
+    code, out, _ = _run("place", "-f", str(path), "--no-settle")
+    assert code == 1 and out.count(" n1 ") == 1

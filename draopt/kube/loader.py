@@ -503,7 +503,7 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
             staying = [_controller_view(p) for p in objects.pods if f"{p.namespace}/{p.name}" not in leaving]
             later = batch_controllers.expand(objects.controllers, staying, objects.nodes, objects.runtimes, groups)
             said += [line for line in later.notes if line not in said]
-            objects.settled = settle.SettledPods(_created_pods(later), later.order, set(created.order))
+            objects.settled = settle.SettledPods(_created_pods(later, read=True), later.order, set(created.order))
         for doc, where in created.groups:  # gangs of batch jobs (before their pods)
             objects.add(parse_object(doc, where))
         for pod in _created_pods(created):
@@ -516,11 +516,12 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
     return objects
 
 
-def _created_pods(created: Any) -> list[Pod]:
-    """The pods a controller expansion made, read as input pods are."""
+def _created_pods(created: Any, read: bool = False) -> list[Pod]:
+    """The pods a controller expansion made, read as input pods are; `read`: their templates were
+    read (and warned about) by an expansion before."""
     out = []
     for i, (doc, where) in enumerate(created.pods):
-        if i in created.repeats:  # its template was read (and warned about) for an earlier pod
+        if read or i in created.repeats:  # its template was read (and warned about) for an earlier pod
             out.append(Pod.model_validate(doc))
         else:
             out.append(parse_object(doc, where))
