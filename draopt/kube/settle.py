@@ -302,24 +302,28 @@ def apply(objects: ObjectSet, *, settle: bool = True) -> ObjectSet:
         elif terminal(pod):
             gone[key] = (pod, f"is {pod.status.phase}")
     claims, claim_notes = release_claims(objects.resource_claims, gone)
-    settled: SettledPods | None = objects.settled
-    replaced = settled.replaced if settled is not None else set()
-    pods = [p for p in objects.pods if _key(p) not in gone_keys and _key(p) not in replaced]
-    order = dict(objects.creation_order)
-    if settled is not None:
-        made_now = replaced
-        for pod in settled.created:
-            if _key(pod) not in made_now:
-                owner = _controller(pod) or "its controller"
-                notes.append(f"settled: the {owner.split(' ')[0]} controller creates pod {_key(pod)} ({owner})")
-        pods += settled.created
-        order.update(settled.order)
+    pods, order, made = _settled_pods(objects, set(gone_keys))
     return dataclasses.replace(
         objects,
         pods=pods,
         resource_claims=claims,
         creation_order=order,
-        clock_notes=notes + claim_notes,
+        clock_notes=notes + made + claim_notes,
         settled=None,
         clock=clock,
     )
+
+
+def _settled_pods(objects: ObjectSet, gone: set[str]) -> tuple[list[Pod], dict[str, tuple[str, int]], list[str]]:
+    """The pods on the settled clock: the input's without the departed ones, and the workload
+    controllers' settled expansion in place of their `now` one; a note per pod only it has."""
+    settled: SettledPods | None = objects.settled
+    if settled is None:
+        return [p for p in objects.pods if _key(p) not in gone], objects.creation_order, []
+    pods = [p for p in objects.pods if _key(p) not in gone and _key(p) not in settled.replaced]
+    notes = []
+    for pod in settled.created:
+        if _key(pod) not in settled.replaced:
+            owner = _controller(pod) or "its controller"
+            notes.append(f"settled: the {owner.split(' ')[0]} controller creates pod {_key(pod)} ({owner})")
+    return pods + settled.created, {**objects.creation_order, **settled.order}, notes
