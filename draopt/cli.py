@@ -18,6 +18,7 @@ from draopt.dra import taint_impact
 from draopt import validation as validate
 from draopt.errors import DraoptError
 from draopt.kube.features import add_version_flag, features_from_flags
+from draopt.kube import settle
 from draopt.kube.loader import dump_objects, load_files
 
 
@@ -38,8 +39,27 @@ def _input_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _clock_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="the scheduler's view at the moment of the dump: terminating pods and terminal pods' claims "
+        "hold their resources (default: settled, what the controllers are about to do is done)",
+    )
+
+
 def _load(args):
-    return load_files(args.filename, recursive=args.recursive, strict=args.strict)
+    """The input files; on the clock `--no-settle` chooses where the command has it, its notes
+    on stderr (draopt.kube.settle)."""
+    objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
+    return _clocked(args, objects) if hasattr(args, "no_settle") else objects
+
+
+def _clocked(args, objects):
+    clocked = settle.apply(objects, settle=not args.no_settle)
+    for line in clocked.clock_notes:
+        print(f"note: {line}", file=sys.stderr)
+    return clocked
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,6 +114,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     a.add_argument("-o", "--output", default="yaml", choices=("yaml", "json"))
     a.add_argument("--stats", action="store_true", help="print one JSON line of timings to stderr")
     _input_flags(a)
+    _clock_flag(a)
     a.set_defaults(func=cmd_allocate)
     pl = sub.add_parser(
         "place",
@@ -119,6 +140,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
 
     add_scheduler_flags(pl)
     _input_flags(pl)
+    _clock_flag(pl)
     pl.set_defaults(func=cmd_place)
     ex = sub.add_parser(
         "explain",
@@ -138,6 +160,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     add_version_flag(ex)
     ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
     _input_flags(ex)
+    _clock_flag(ex)
     ex.set_defaults(func=cmd_explain)
     pn = sub.add_parser(
         "plan",
@@ -183,6 +206,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         help="one JSON line on stderr: load_s, estimator and solver phase times, model size, status",
     )
     _input_flags(pn)
+    _clock_flag(pn)
     pn.set_defaults(func=cmd_plan)
     validate.register(sub)
     taint_impact.register(sub)
@@ -240,6 +264,7 @@ def cmd_allocate(args) -> int:
         engine=args.engine,
         deterministic_share_ids=args.deterministic_share_ids,
         time_limit=args.time_limit,
+        settle=not args.no_settle,
     )
     if args.stats:
         stats = {"load_ms": round(load_ms, 3)}
@@ -286,6 +311,7 @@ def cmd_place(args) -> int:
                 scheduler_config=scheduler_config,
                 seed=args.seed,
                 tie_break=args.tie_break,
+                settle=not args.no_settle,
             )
         if args.stats:
             import resource
@@ -329,7 +355,8 @@ def cmd_explain(args) -> int:
     from draopt.allocation import explain
 
     api.warm_up()
-    objects = _load(args)
+    raw = load_files(args.filename, recursive=args.recursive, strict=args.strict)
+    objects = _clocked(args, raw)
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
     sections: list[tuple[str, list]] = []
     if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
@@ -369,6 +396,7 @@ def cmd_explain(args) -> int:
             sections.extend(_preemption_sections(outcome.result, key, narrow=bool(args.node)))
         if not wanted:
             print("note: nothing to explain: first-fit places every pending pod", file=sys.stderr)
+        sections.extend(_clock_sections(raw, features, args.pod))
     else:
         if not args.claim and not api.select_claims(objects, None)[0]:
             api._nothing_to_allocate(objects)  # only templates: an error that points to `place`
@@ -389,6 +417,15 @@ def cmd_explain(args) -> int:
             print(f"== {title}")
             print(explain.render(exps))
     return 0
+
+
+def _clock_sections(raw, features, pods: list[str] | None) -> list[tuple[str, list]]:
+    """Where the clocks disagree (draopt.placement.clocks): one section, whichever clock was asked."""
+    from draopt.placement import clocks
+
+    keys = {ref if "/" in ref else f"default/{ref}" for ref in pods or []}
+    lines = [line for line in clocks.differences(raw, features) if not keys or line.split(":")[0][4:] in keys]
+    return [("now (--no-settle) and settled differ\n" + "\n".join(lines), [])] if lines else []
 
 
 def _preemption_sections(result, key: str, narrow: bool = False) -> list[tuple[str, list]]:
@@ -438,7 +475,14 @@ def cmd_plan(args) -> int:
         types += load_node_types(args.node_types)
     types += [NodeType(name, name, Fraction(1)) for name in args.node_template]
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
-    result = public.plan(objects, types, features=features, time_limit=args.time_limit, max_nodes=args.max_nodes)
+    result = public.plan(
+        objects,
+        types,
+        features=features,
+        time_limit=args.time_limit,
+        max_nodes=args.max_nodes,
+        settle=not args.no_settle,
+    )
     if not result.pods:
         print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)
     if args.stats:

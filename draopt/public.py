@@ -4,7 +4,10 @@ Each function takes what a user has at hand (an ObjectSet or the paths of YAML/J
 and the options the command line names (`--time-limit` is `time_limit=`), and returns the
 result object the command prints; `features=` (gates) and `kubernetes_version=` ("1.35" ..
 "1.38", default 1.37's gates) are `--feature-gates` and `--kubernetes-version`. Bad input raises draopt.errors.InputError naming the file
-and field, as the command line reports it (exit 2).
+and field, as the command line reports it (exit 2). `settle=` (allocate, place, plan, explain, compare;
+default True) is the clock: True applies what the controllers are about to do (terminal pods release their
+claims, deletions and NoExecute evictions finish, replacements are created); False is
+`--no-settle`, the scheduler's view at the moment of the dump (draopt.kube.settle; docs/inputs.md).
 
     import draopt
     out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
@@ -55,6 +58,14 @@ def _objects(inputs: Inputs, *, recursive: bool = False, strict: bool = False) -
     if isinstance(inputs, ObjectSet):
         return inputs
     return load_files(_paths(inputs, "inputs"), recursive=recursive, strict=strict)
+
+
+def _clocked(inputs: Inputs, settle: bool) -> ObjectSet:
+    """The input on the settled clock (controllers' pending actions applied) or, with
+    `settle=False`, as the scheduler sees it at the moment of the dump (draopt.kube.settle)."""
+    from draopt.kube import settle as clock
+
+    return clock.apply(_objects(inputs), settle=settle)
 
 
 def _features(features: FeaturesLike, kubernetes_version: str | None = None) -> Features:
@@ -113,6 +124,7 @@ def allocate(
     engine: str = "cp-sat",
     deterministic_share_ids: bool = False,
     time_limit: float | None = None,
+    settle: bool = True,
 ) -> AllocateOutcome:
     """Allocate the pending ResourceClaims together on `node` (default: the first node, by name,
     where they fit), as `draopt allocate`. Returns a draopt.allocation.allocate.AllocateOutcome: `allocated`,
@@ -124,8 +136,9 @@ def allocate(
     from draopt.allocation import allocate as api
 
     _warm_up()
-    return api.allocate(
-        _objects(inputs),
+    objects = _clocked(inputs, settle)
+    outcome = api.allocate(
+        objects,
         node=node,
         claims=claims,
         features=_features(features, kubernetes_version),
@@ -134,6 +147,8 @@ def allocate(
         deterministic_share_ids=deterministic_share_ids,
         time_limit=time_limit,
     )
+    outcome.notes[:0] = objects.clock_notes
+    return outcome
 
 
 def place(
@@ -146,6 +161,7 @@ def place(
     scheduler_config: Any = None,
     seed: int = 0,
     tie_break: str = "random",
+    settle: bool = True,
 ) -> PlaceOutcome:
     """Place the pending Pods and PodGroups on the nodes, as `draopt place`: `first-fit`
     (kube-scheduler's choice; `scheduler_config` a KubeSchedulerConfiguration path,
@@ -159,8 +175,9 @@ def place(
     """
     from draopt.placement import place as place_pods
 
-    return place_pods(
-        _objects(inputs),
+    objects = _clocked(inputs, settle)
+    outcome = place_pods(
+        objects,
         policy=policy,
         features=_features(features, kubernetes_version),
         time_limit=time_limit,
@@ -168,6 +185,8 @@ def place(
         seed=seed,
         tie_break=tie_break,
     )
+    outcome.workload.notes[:0] = objects.clock_notes
+    return outcome
 
 
 def plan(
@@ -178,6 +197,7 @@ def plan(
     kubernetes_version: str | None = None,
     time_limit: float = 60.0,
     max_nodes: int = 256,
+    settle: bool = True,
 ) -> MixPlan:
     """The cheapest mix of new nodes that places the pending pods, as `draopt plan`. A node type is
     a draopt.studies.planning.NodeType or `--node-type` text `NODE=COST` (the input's Node NODE with its
@@ -201,7 +221,7 @@ def plan(
         else:
             raise InputError(f"node_types: expected NodeType or 'NODE=COST' text, got {type(t).__name__}")
     return plan_mix(
-        _objects(inputs),
+        _clocked(inputs, settle),
         types,
         features=_features(features, kubernetes_version),
         time_limit=time_limit,
@@ -310,6 +330,7 @@ def compare(
     scheduler_config: Any = None,
     seed: int = 0,
     tie_break: str = "random",
+    settle: bool = True,
 ) -> list[PolicyReport]:
     """Place the workload with each policy (default first-fit and optimal; `first-fit:CONFIG` is
     first-fit under its own scheduler configuration) and measure the state each leaves, as
@@ -322,7 +343,7 @@ def compare(
     from draopt.studies.report import compare as compare_policies
 
     return compare_policies(
-        _objects(inputs),
+        _clocked(inputs, settle),
         list(policies or ["first-fit", "optimal"]),
         features=_features(features, kubernetes_version),
         time_limit=time_limit,
@@ -358,6 +379,7 @@ def explain(
     node: str | None = None,
     features: FeaturesLike = None,
     kubernetes_version: str | None = None,
+    settle: bool = True,
 ) -> list[NodeExplanation]:
     """Why the claims cannot be allocated together, per node, as `draopt explain --claim`: each
     draopt.allocation.explain.NodeExplanation says which devices each request rejects and why, and the
@@ -370,7 +392,7 @@ def explain(
     from draopt.allocation import allocate as api
     from draopt.allocation.explain import explain_claims
 
-    objects = _objects(inputs)
+    objects = _clocked(inputs, settle)
     _warm_up()
     if not claims and not api.select_claims(objects, None)[0]:
         api._nothing_to_allocate(objects)

@@ -25,6 +25,7 @@ class PodPlacement:
     # members of a PodGroup whose pod-group cycle failed: draopt.cluster.podgroup_status); ""
     # where it writes none (a pod it never tries: another scheduler's, a group never popped)
     message: str | None = None
+    skipped: bool = False  # never tried (a pending pod being deleted: skipPodSchedule)
 
     @property
     def placed(self) -> bool:
@@ -39,6 +40,8 @@ class PodPlacement:
         """The PodScheduled message kube-scheduler would write for this unplaced pod: the FitError's
         node reasons ending in '.', then the PostFilter's (preemption) message; or the pod-group
         cycle's own message."""
+        if self.skipped:
+            return ""  # (never tried: no PodScheduled condition)
         if self.message is not None:
             return self.message
         return fit_error_message(self.reason_text(n_nodes)) + (f" {self.preemption}" if self.preemption else "")

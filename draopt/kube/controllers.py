@@ -51,7 +51,8 @@ intermediate ReplicaSets, StatefulSets and Jobs are derived the same way.
 
 Pods already in the input that the controller owns (``ownerReferences``: kind and name), or
 adopts (no controller reference, its selector matches: :mod:`draopt.kube.adoption`), count:
-only the missing replicas, ordinals, indexes or nodes are created (a Deployment's pods are those
+only the missing replicas, ordinals, indexes or nodes are created (a ReplicaSet or Job does not
+count a pod being deleted, ``IsPodActive``: see :mod:`draopt.kube.settle`) (a Deployment's pods are those
 owned by a ReplicaSet ``<N>-<their pod-template-hash label>``). A Deployment with one of its
 ReplicaSets in the input, or a CronJob/JobSet with one of its Jobs in the input, leaves the pods
 to those objects.
@@ -416,7 +417,7 @@ class _Expander:
     ) -> None:
         replicas = r.count(spec, path, "replicas", 1)
         if have is None:
-            have = len([p for p in self.owned_pods(r.namespace, "ReplicaSet", rs_name) if not _finished(p)])
+            have = len([p for p in self.owned_pods(r.namespace, "ReplicaSet", rs_name) if _active(p)])
         owner = _owner("apps/v1", "ReplicaSet", rs_name, rs_uid)
         for i in range(have, replicas):
             self.pod(
@@ -453,7 +454,7 @@ class _Expander:
                 p
                 for p in self.existing
                 if _ns(p) == r.namespace
-                and not _finished(p)
+                and _active(p)
                 and any(o == f"{r.name}-{_label(p, 'pod-template-hash')}" for o in _owner_names(p, "ReplicaSet"))
             ]
         )
@@ -591,8 +592,13 @@ class _Expander:
                 f"must be less than or equal to {MAX_INDEXED_COMPLETIONS} when completionMode is Indexed",
             )
         owned = self.owned_pods(r.namespace, "Job", job_name)
-        active = [p for p in owned if not _finished(p)]
+        active = [p for p in owned if _active(p)]
         succeeded = [p for p in owned if _phase(p) == "Succeeded"]
+        # Terminating pods are replaced at once, unless podReplacementPolicy is Failed (the default
+        # with a podFailurePolicy): then they hold their places until gone (job_controller.go
+        # onlyReplaceFailedPods; batch/v1 defaults.go).
+        policy = r.get(spec, path, "podReplacementPolicy", str, "Failed" if spec.get("podFailurePolicy") else "")
+        waiting = [p for p in owned if _terminating(p) and not _finished(p)] if policy == "Failed" else []
         labels = {
             "batch.kubernetes.io/controller-uid": job_uid,
             "batch.kubernetes.io/job-name": job_name,
@@ -605,9 +611,9 @@ class _Expander:
         if mode == "NonIndexed":
             done = len(succeeded)
             if completions is None:
-                want = 0 if done else parallelism - len(active)
+                want = 0 if done else parallelism - len(active) - len(waiting)
             else:
-                want = min(parallelism, completions - done) - len(active)
+                want = min(parallelism, completions - done) - len(active) - len(waiting)
             for i in range(max(0, want)):
                 self.pod(
                     r,
@@ -621,8 +627,8 @@ class _Expander:
                 )
                 made += 1
             return made
-        busy = {_completion_index(p) for p in active + succeeded}
-        want = max(0, parallelism - len(active))
+        busy = {_completion_index(p) for p in active + succeeded + waiting}
+        want = max(0, parallelism - len(active) - len(waiting))
         free = [i for i in range(min(completions or 0, len(busy) + want)) if i not in busy][:want]
         for i in free:
             self.pod(
@@ -859,6 +865,17 @@ def _phase(pod: dict[str, Any]) -> str | None:
 
 def _finished(pod: dict[str, Any]) -> bool:
     return _phase(pod) in ("Succeeded", "Failed")
+
+
+def _terminating(pod: dict[str, Any]) -> bool:
+    meta = pod.get("metadata")
+    return isinstance(meta, dict) and meta.get("deletionTimestamp") is not None
+
+
+def _active(pod: dict[str, Any]) -> bool:
+    """A pod its controller counts as a replica: not finished, not being deleted
+    (controller_utils.go IsPodActive)."""
+    return not _finished(pod) and not _terminating(pod)
 
 
 def _completion_index(pod: dict[str, Any]) -> int | None:

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
-from draopt.kube import apply, batch_controllers, controllers
+from draopt.kube import apply, batch_controllers, controllers, settle
 from draopt.kube import fastyaml
 from draopt.kube.convert import SERVED_VERSIONS, ConversionError, schema_for, slice_layout_error, to_v1
 from draopt.errors import InputError
@@ -82,6 +82,11 @@ class ObjectSet:
     # The controllers whose selectors kube-scheduler's default spreading reads (ReplicaSet,
     # StatefulSet, ReplicationController documents), kept after `finish` for draopt.crosscheck.
     selector_owners: list[dict[str, Any]] = field(default_factory=list)
+    # The controllers' pods on the settled clock, where they differ (draopt.kube.settle.SettledPods,
+    # made by `finish`); the notes of the clock draopt.kube.settle.apply chose.
+    settled: Any = None
+    clock_notes: list[str] = field(default_factory=list)
+    clock: str = ""  # "settled" or "now" once draopt.kube.settle.apply chose; "" as read
 
     _BY_KIND = {
         "DeviceClass": "device_classes",
@@ -488,26 +493,39 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
             print(f"note: {line}", file=stream)
         objects.skipped = {}
     if objects.controllers:
+        groups = {f"{g.namespace}/{g.name}" for g in objects.pod_groups}
+        leaving = {d.pod for d in settle.departures(objects.pods, objects.nodes)}
         created = batch_controllers.expand(
-            objects.controllers,
-            [_controller_view(p) for p in objects.pods],
-            objects.nodes,
-            objects.runtimes,
-            {f"{g.namespace}/{g.name}" for g in objects.pod_groups},
+            objects.controllers, [_controller_view(p) for p in objects.pods], objects.nodes, objects.runtimes, groups
         )
+        said = list(created.notes)
+        if leaving:  # the settled clock: the controllers see the departing pods gone
+            staying = [_controller_view(p) for p in objects.pods if f"{p.namespace}/{p.name}" not in leaving]
+            later = batch_controllers.expand(objects.controllers, staying, objects.nodes, objects.runtimes, groups)
+            said += [line for line in later.notes if line not in said]
+            objects.settled = settle.SettledPods(_created_pods(later, read=True), later.order, set(created.order))
         for doc, where in created.groups:  # gangs of batch jobs (before their pods)
             objects.add(parse_object(doc, where))
-        for i, (doc, where) in enumerate(created.pods):
-            if i in created.repeats:  # its template was read (and warned about) for an earlier pod
-                objects.add(Pod.model_validate(doc))
-            else:
-                objects.add(parse_object(doc, where))
+        for pod in _created_pods(created):
+            objects.add(pod)
         objects.creation_order.update(created.order)
         objects.selector_owners += [d for d, _ in objects.controllers if d.get("kind") in _SELECTOR_OWNERS]
         objects.controllers = []
-        for line in created.notes:
+        for line in said:
             print(f"note: {line}", file=notes if notes is not None else sys.stderr)
     return objects
+
+
+def _created_pods(created: Any, read: bool = False) -> list[Pod]:
+    """The pods a controller expansion made, read as input pods are; `read`: their templates were
+    read (and warned about) by an expansion before."""
+    out = []
+    for i, (doc, where) in enumerate(created.pods):
+        if read or i in created.repeats:  # its template was read (and warned about) for an earlier pod
+            out.append(Pod.model_validate(doc))
+        else:
+            out.append(parse_object(doc, where))
+    return out
 
 
 _SELECTOR_OWNERS = frozenset(("ReplicaSet", "StatefulSet", "ReplicationController"))

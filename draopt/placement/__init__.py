@@ -158,6 +158,7 @@ def _place(
         raise InputError(f"--policy: unknown placement policy {policy!r} (known: {', '.join(PLACE_POLICIES)})")
     features = features or Features.from_gates()
     workload = expand(objects, features)
+    deleting = _skip_deleting(workload)
     cluster = build_cluster(objects, workload, features)
     if policy == "first-fit":
         sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
@@ -223,7 +224,33 @@ def _place(
             said = result.stats.get("preemption")
             result.stats["preemption"] = f"{said} (victim model not used: {why_not})" if said else why_not
     result.stats["nodes"] = len(cluster.nodes)
+    result.pods += deleting
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
+
+
+def _skip_deleting(workload) -> list[PodPlacement]:
+    """Pending pods being deleted (metadata.deletionTimestamp), taken out of the queue: the
+    scheduler does not schedule them (pkg/scheduler/schedule_one.go skipPodSchedule) and writes
+    no PodScheduled condition; they stay pending, said in their explanation."""
+    from draopt.kube.settle import terminating
+
+    index = {p.key: p for p in workload.pending + workload.running}
+    skipped = [d for d in workload.pending if terminating(d.pod)]
+    if not skipped:
+        return []
+    workload.pending = [d for d in workload.pending if not terminating(d.pod)]
+    workload.__dict__["_index"] = index  # Workload.pod still finds them (output, explain)
+    return [
+        PodPlacement(
+            d.key,
+            None,
+            d.priority,
+            d.group,
+            explanation="not scheduled: the pod is being deleted (metadata.deletionTimestamp)",
+            skipped=True,
+        )
+        for d in skipped
+    ]
 
 
 def _best_first_fit(
@@ -262,6 +289,8 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
             d.setdefault("status", {})["nominatedNodeName"] = pl.nominated_node
         if pl.placed:
             d.setdefault("spec", {})["nodeName"] = pl.node
+        elif pl.skipped:
+            pass  # never tried: the scheduler writes no PodScheduled condition (_skip_deleting)
         else:
             message = pl.condition_message(n_nodes or sum(pl.reasons.values()))
             if pl.message == "":  # (kube-scheduler writes no condition on a pod it never tries)

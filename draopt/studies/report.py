@@ -726,6 +726,11 @@ def register(sub, input_flags, positive_seconds) -> None:
     p.add_argument("--html", metavar="FILE.html", help="also write a self-contained HTML report (needs matplotlib)")
     p.add_argument("--plot", metavar="FILE.png", help="also write the measures as one PNG (needs matplotlib)")
     input_flags(p)
+    p.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="the scheduler's view at the moment of the dump (default: settled; see `draopt place --help`)",
+    )
     p.set_defaults(func=cmd_compare)
 
 
@@ -745,7 +750,13 @@ def cmd_compare(args) -> int:
 
     scheduler_config = load_config(args.scheduler_config) if args.scheduler_config else None
     warm_up()
-    objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
+    from draopt.kube import settle
+
+    objects = settle.apply(
+        load_files(args.filename, recursive=args.recursive, strict=args.strict), settle=not args.no_settle
+    )
+    for line in objects.clock_notes:
+        print(f"note: {line}", file=sys.stderr)
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
     if not objects.nodes:
         print("note: no Node in the input: no pod can be placed", file=sys.stderr)
