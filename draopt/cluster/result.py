@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from draopt.kube.admission import Hold
 from draopt.kube.models import AllocationResult
 
 
@@ -21,15 +22,24 @@ class PodPlacement:
     explanation: str = ""  # device-level, when it failed
     nominated_node: str | None = None  # set by preemption: the node its victims were evicted from
     preemption: str = ""  # why preemption did or did not help (PostFilter's message)
+    hold: Hold | None = None  # kube-scheduler keeps the pod out of its queue: never placed
 
     @property
     def placed(self) -> bool:
         return self.node is not None
 
     def reason_text(self, n_nodes: int) -> str:
+        if self.hold is not None:
+            return self.hold.text
         if not self.reasons:
             return ""
         return f"0/{n_nodes} nodes are available: {reason_histogram(self.reasons)}"
+
+
+def waiting_placements(workload) -> list[PodPlacement]:
+    """The pods kube-scheduler keeps out of its queue (Workload.waiting), as every policy reports
+    them: not placed, with the reason."""
+    return [PodPlacement(d.key, None, d.priority, d.group, hold=d.hold) for d in workload.waiting]
 
 
 def reason_histogram(reasons: Counter) -> str:
@@ -72,6 +82,9 @@ class PlacementResult:
         }
         if self.evictions:
             out["evicted"] = len(self.evictions)
+        waiting = sum(1 for p in self.pods if p.hold is not None)
+        if waiting:
+            out["waiting"] = waiting  # (outside the scheduling queue: no policy places them)
         out.update(self.stats)
         return out
 

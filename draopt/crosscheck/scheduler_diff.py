@@ -60,7 +60,12 @@ class PlacementComparison:
 
 def draopt_message(pl, n_nodes: int) -> str:
     """The PodScheduled message kube-scheduler would write for draopt's unplaced pod: the FitError's
-    node reasons ending in '.', then the PostFilter's (preemption) message."""
+    node reasons ending in '.', then the PostFilter's (preemption) message. A pod outside the queue
+    in the oracle's words: the reason SchedulingGated, or the PreEnqueue plugin that holds it."""
+    if pl.hold is not None:
+        if pl.hold.condition_reason:
+            return pl.hold.condition_reason
+        return f"waiting at PreEnqueue plugin {pl.hold.plugin}"
     head = pl.reason_text(n_nodes)
     if head and not head.endswith("."):
         head += "."
