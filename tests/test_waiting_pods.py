@@ -210,3 +210,33 @@ def test_oracle_admin_access_unlabelled(minor):
     rows = {p.pod: p for p in report.pods}
     assert rows["admins/monitor"].kubernetes_node == "n1"
     assert rows["plain/monitor"].kubernetes_message == "waiting at PreEnqueue plugin DynamicResources"
+
+
+# ---------------------------------------------------------------- a PodGroup with a waiting pod
+GATED_GROUP = DATA / "gated-pod-group.yaml"
+GROUP_FEATURES = Features.from_gates({"GenericWorkload": True})
+
+
+@pytest.mark.parametrize("policy", ["first-fit", "optimal"])
+def test_a_pod_group_with_a_gated_pod_waits_whole(policy):
+    """1.37 queues the group as one entity, gated while any pod of it is (scheduling_queue.go,
+    runPreEnqueuePlugins): a and c are not placed although they would reach minCount 2."""
+    out = place(load_files([str(GATED_GROUP)]), policy=policy, features=GROUP_FEATURES, time_limit=20)
+    holds = {p.pod: p.hold for p in out.result.pods}
+    assert all(p.node is None for p in out.result.pods) and len(holds) == 3
+    assert holds["default/b"] is not None and holds["default/b"].condition_reason == "SchedulingGated"
+    for key in ("default/a", "default/c"):
+        hold = holds[key]
+        assert hold is not None and hold.group == "default/g" and "its pod default/b waits" in hold.message
+
+
+@needs_go
+def test_oracle_gated_pod_group():
+    """1.37 only (the 1.36 oracle serves PodGroup v1alpha2, this input is v1beta1): a and c pending
+    with no message (no condition, no gating plugin of their own), b SchedulingGated."""
+    report = _oracle(GATED_GROUP, "1.37")
+    assert report.identical, [d.text() for d in report.differences]
+    rows = {p.pod: p for p in report.pods}
+    assert all(p.kubernetes_node == "" for p in rows.values())
+    assert rows["default/b"].kubernetes_message == "SchedulingGated"
+    assert rows["default/a"].kubernetes_message == "" and rows["default/c"].kubernetes_message == ""

@@ -63,6 +63,8 @@ def draopt_message(pl, n_nodes: int) -> str:
     node reasons ending in '.', then the PostFilter's (preemption) message. A pod outside the queue
     in the oracle's words: the reason SchedulingGated, or the PreEnqueue plugin that holds it."""
     if pl.hold is not None:
+        if pl.hold.group:
+            return ""  # (the pod group is gated, not the pod: no condition, no gating plugin of its own)
         if pl.hold.condition_reason:
             return pl.hold.condition_reason
         return f"waiting at PreEnqueue plugin {pl.hold.plugin}"

@@ -40,6 +40,7 @@ class Hold:
     plugin: str  # SCHEDULING_GATES | DYNAMIC_RESOURCES
     condition_reason: str  # the PodScheduled=False reason Kubernetes writes; "" when it writes none
     message: str  # what the pod waits for
+    group: str = ""  # the PodGroup, when the pod waits for another member of it (group_hold)
 
     @property
     def text(self) -> str:
@@ -62,6 +63,13 @@ def gate_hold(pod: Any) -> Hold | None:
 def missing_claim_hold(what: str) -> Hold:
     """`what`: the object that does not exist, e.g. 'ResourceClaim ns/name not found'."""
     return Hold(DYNAMIC_RESOURCES, "", what)
+
+
+def group_hold(group: str, member: str, hold: Hold) -> Hold:
+    """A pending member of PodGroup `group` whose member `member` waits with `hold`: the group is one
+    queue entity, gated while any of its pods is (pkg/scheduler/backend/queue/scheduling_queue.go,
+    runPreEnqueuePlugins, 1.37). Kubernetes writes nothing on the pod itself."""
+    return Hold(hold.plugin, "", f"PodGroup {group}: its pod {member} waits ({hold.message})", group)
 
 
 def _requests_admin_access(spec: Any) -> bool:
@@ -127,6 +135,7 @@ __all__ = [
     "Hold",
     "admin_access_refusal",
     "gate_hold",
+    "group_hold",
     "missing_claim_hold",
     "refused_objects",
     "scheduling_gates",

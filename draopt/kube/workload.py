@@ -37,7 +37,14 @@ from fractions import Fraction
 from typing import Any, Iterable
 
 from draopt.errors import InputError
-from draopt.kube.admission import Hold, gate_hold, missing_claim_hold, refused_objects, unchecked_admin_namespaces
+from draopt.kube.admission import (
+    Hold,
+    gate_hold,
+    group_hold,
+    missing_claim_hold,
+    refused_objects,
+    unchecked_admin_namespaces,
+)
 from draopt.kube.features import Features
 from draopt.kube.field_notes import gated_field_notes
 from draopt.kube.loader import ObjectSet
@@ -753,6 +760,7 @@ class _Expander:
             seen_pods.add(key)
         # Finished pods hold nothing (the scheduler does not count Succeeded/Failed pods).
         demands = [self.demand(p) for p in self.o.pods if p.status.phase not in ("Succeeded", "Failed")]
+        _hold_groups_of_waiting_pods(demands)
         pending = sorted((d for d in demands if d.node_name is None and d.hold is None), key=lambda d: d.queue_key)
         waiting = sorted((d for d in demands if d.hold is not None), key=lambda d: d.queue_key)
         running = [d for d in demands if d.node_name is not None]
@@ -927,6 +935,19 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
             _SAID.add(line)
             print(f"note: {line}", file=sys.stderr)
     return workload
+
+
+def _hold_groups_of_waiting_pods(demands: list[PodDemand]) -> None:
+    """A PodGroup with a waiting pod waits whole (draopt.kube.admission.group_hold)."""
+    first: dict[str, PodDemand] = {}
+    for d in demands:
+        if d.hold is not None and d.group is not None:
+            first.setdefault(d.group, d)
+    for d in demands:
+        if d.hold is None and d.node_name is None and d.group in first:
+            member = first[d.group]
+            assert member.hold is not None
+            d.hold = group_hold(d.group, member.key, member.hold)
 
 
 def waiting_notes(waiting: list[PodDemand]) -> list[str]:
