@@ -368,10 +368,15 @@ def cmd_explain(args) -> int:
         book.allocations.update(outcome.result.claims)
         wanted = args.pod or [p.pod for p in outcome.result.pods if not p.placed]
         known = {p.key for p in outcome.workload.pending + outcome.workload.running}
+        waiting = {d.key: d.hold for d in outcome.workload.waiting}
         if args.node and args.node not in {n.name for n in objects.nodes}:
             raise DraoptError(f"--node {args.node}: no Node {args.node} in the input")
         for ref in wanted:
             key = ref if "/" in ref else f"default/{ref}"
+            hold = waiting.get(key)
+            if hold is not None:  # never in a scheduling cycle: no node was tried
+                sections.append((f"pod {key}: not placed by any policy: {hold.text}", []))
+                continue
             if key not in known:
                 raise DraoptError(f"--pod {ref}: no Pod {key} in the input")
             exps = explain.explain_pod(outcome.cluster, book, outcome.workload.pod(key), node_check=filter_reason)

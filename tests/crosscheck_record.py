@@ -22,12 +22,6 @@ def _row(report, subject: str):
     return next((p for p in report.pods if p.pod == subject), None)
 
 
-def _gated(d, report) -> bool:
-    """spec.schedulingGates: kube-scheduler keeps the pod out of the queue (SchedulingGated)."""
-    row = _row(report, d.subject)
-    return row is not None and (row.gated or row.kubernetes_message == "SchedulingGated")
-
-
 def _pod_group(d, report) -> bool:
     """A PodGroup member: the pod-group cycle's wording and placements."""
     row = _row(report, d.subject)
@@ -95,7 +89,6 @@ def _after_first_divergence(d, report) -> bool:
 # cause (the heading of its section in docs/differences.md) -> does it explain this difference?
 # Rules are tried in order; the first that matches names the cause.
 EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
-    "scheduling-gates": _gated,
     "pod-group-cycle": _pod_group,
     "reason": _reason_cause,  # (returns the cause's name itself)
     "after-a-placement-difference": _after_first_divergence,

@@ -198,11 +198,6 @@ spec:
             [],
             "spec.schedulingGroup.podGroupName: PodGroup ml/nope not found",
         ),
-        (
-            [POD.replace("[{name: c}]", "[{name: c}]\n  resourceClaims: [{name: x, resourceClaimTemplateName: nope}]")],
-            [],
-            "resourceClaimTemplateName",
-        ),
         ([POD], ["--time-limit", "0"], "the time limit must be more than 0 seconds"),
         ([POD], ["--policy", "best"], "invalid choice"),
     ],

@@ -37,9 +37,12 @@ def test_fixed_preemption_does_not_free_a_victims_devices(minor):
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
-def test_open_scheduling_gates(minor):
-    (d,) = _report("gated.yaml", minor).differences
-    assert (d.kind, d.subject, d.draopt, d.kubernetes) == ("pending", "default/gated", "n1", "pending")
+def test_fixed_scheduling_gates(minor):
+    """A gated pod stays out of the queue on both sides (issue 31 item 2; tests/test_waiting_pods.py)."""
+    report = _report("gated.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    (row,) = report.pods
+    assert row.kubernetes_node == "" and row.kubernetes_message == "SchedulingGated"
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])

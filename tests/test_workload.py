@@ -493,15 +493,6 @@ def test_podgroup_counts_once_in_reserved_for():
     "objs, match",
     [
         (
-            [pod("p", claims=[{"name": "x", "resourceClaimName": "gone"}])],
-            r"Pod default/p: field spec.resourceClaims\[0\].resourceClaimName: ResourceClaim default/gone not found",
-        ),
-        (
-            [pod("p", claims=[{"name": "x", "resourceClaimTemplateName": "gone"}])],
-            r"Pod default/p: field spec.resourceClaims\[0\].resourceClaimTemplateName: ResourceClaimTemplate "
-            r"default/gone not found",
-        ),
-        (
             [pod("p", group="nope")],
             r"Pod default/p: field spec.schedulingGroup.podGroupName: PodGroup default/nope not found",
         ),
@@ -511,6 +502,22 @@ def test_podgroup_counts_once_in_reserved_for():
 def test_missing_objects_name_the_field(objs, match):
     with pytest.raises(InputError, match=match):
         expand_docs(*objs)
+
+
+@pytest.mark.parametrize(
+    "ref, what",
+    [
+        ("resourceClaimName", "ResourceClaim default/gone not found"),
+        ("resourceClaimTemplateName", "ResourceClaimTemplate default/gone not found"),
+    ],
+)
+def test_a_claim_not_there_yet_makes_the_pod_wait(ref, what):
+    """The API server takes the pod; kube-scheduler's DynamicResources PreEnqueue keeps it out of the
+    queue (pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go, PreEnqueue)."""
+    w = expand_docs(pod("p", claims=[{"name": "x", ref: "gone"}]), pod("q"))
+    assert [d.key for d in w.pending] == ["default/q"]
+    (d,) = w.waiting
+    assert d.key == "default/p" and d.hold is not None and d.hold.message == what
 
 
 # ------------------------------------------------------------------ node allocatable

@@ -14,6 +14,7 @@ from typing import Any
 
 from draopt.dra.decode import decode, deterministic_share_id, random_share_id
 from draopt.errors import AllocationError, DraoptError, InputError
+from draopt.kube.admission import refused_objects
 from draopt.kube.features import Features
 from draopt.dra.inventory import allocated_state, build_inventory, slices_by_node
 from draopt.kube.loader import ObjectSet
@@ -196,16 +197,21 @@ def _allocate(
         raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     features = features or Features.from_gates()
     todo, in_use = select_claims(objects, claims)
+    todo, notes = _without_refused(objects, todo, features, named=bool(claims))
     if not todo:
-        _nothing_to_allocate(objects)
+        if not notes:
+            _nothing_to_allocate(objects)
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
         return AllocateOutcome(
             node,
             [],
             [],
             stats=stats,
-            notes=[
-                "nothing to allocate: every ResourceClaim in the input has status.allocation"
+            notes=notes
+            + [
+                "nothing else to allocate"
+                if notes
+                else "nothing to allocate: every ResourceClaim in the input has status.allocation"
                 if objects.resource_claims
                 else "nothing to allocate: no ResourceClaim in the input"
             ],
@@ -262,7 +268,7 @@ def _allocate(
             c.model_fields_set.add("status")
             out.append(c)
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-        return AllocateOutcome(name, out, results, stats=stats)
+        return AllocateOutcome(name, out, results, stats=stats, notes=notes)
     reason = "; ".join(reasons)
     if invalid_pools:
         # Kubernetes reports this as an error when no node could take the claims.
@@ -275,7 +281,24 @@ def _allocate(
     if len(todo) > 1:
         reason += _failing_claims(objects, todo, in_use, node, features, policy, engine, time_limit, shared)
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-    return AllocateOutcome(node, [], None, reason=reason, stats=stats)
+    return AllocateOutcome(node, [], None, reason=reason, stats=stats, notes=notes)
+
+
+def _without_refused(
+    objects: ObjectSet, todo: list[ResourceClaim], features: Features, *, named: bool
+) -> tuple[list[ResourceClaim], list[str]]:
+    """The claims to allocate without those the API server refuses (admin access in a namespace
+    without its label, draopt.kube.admission): they do not exist, so nothing allocates them. A claim
+    named with --claim is an error; otherwise each is a note."""
+    refused = refused_objects(objects, features.admin_access)
+    notes = []
+    for c in todo:
+        why = refused.get(id(c))
+        if why is not None:
+            if named:
+                raise InputError(f"--claim {c.namespace}/{c.name}: {why}; it cannot be allocated")
+            notes.append(f"{why}: not allocated")
+    return [c for c in todo if id(c) not in refused], notes
 
 
 def _nothing_to_allocate(objects: ObjectSet) -> None:

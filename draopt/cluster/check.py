@@ -94,6 +94,8 @@ def check_placement(outcome) -> list[str]:
             continue
         placed.add(pl.pod)
         pod = workload.pod(pl.pod)
+        if pod.hold is not None:
+            errors.append(f"pod {pl.pod}: placed, but kube-scheduler keeps it out of its queue: {pod.hold.message}")
         node = nodes.get(pl.node)
         if node is None:
             errors.append(f"pod {pl.pod}: placed on unknown node {pl.node}")

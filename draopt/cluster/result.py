@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from draopt.kube.admission import Hold
 from draopt.kube.models import AllocationResult
 
 
@@ -26,12 +27,15 @@ class PodPlacement:
     # where it writes none (a pod it never tries: another scheduler's, a group never popped)
     message: str | None = None
     skipped: bool = False  # never tried (a pending pod being deleted: skipPodSchedule)
+    hold: Hold | None = None  # kube-scheduler keeps the pod out of its queue: never placed
 
     @property
     def placed(self) -> bool:
         return self.node is not None
 
     def reason_text(self, n_nodes: int) -> str:
+        if self.hold is not None:
+            return self.hold.text
         if not self.reasons:
             return ""
         return f"0/{n_nodes} nodes are available: {reason_histogram(self.reasons)}"
@@ -42,6 +46,12 @@ class PodPlacement:
         cycle's own message."""
         if self.skipped:
             return ""  # (never tried: no PodScheduled condition)
+        if self.hold is not None:
+            # outside the queue, in the oracle's words: the reason SchedulingGated, or the
+            # PreEnqueue plugin that holds it; a gated pod group's other pods: no condition
+            if self.hold.group:
+                return ""
+            return self.hold.condition_reason or f"waiting at PreEnqueue plugin {self.hold.plugin}"
         if self.message is not None:
             return self.message
         return fit_error_message(self.reason_text(n_nodes)) + (f" {self.preemption}" if self.preemption else "")
@@ -50,6 +60,12 @@ class PodPlacement:
 def fit_error_message(reason_text: str) -> str:
     """A FitError's text ends in '.' (framework.FitError.Error)."""
     return reason_text + "." if reason_text and not reason_text.endswith(".") else reason_text
+
+
+def waiting_placements(workload) -> list[PodPlacement]:
+    """The pods kube-scheduler keeps out of its queue (Workload.waiting), as every policy reports
+    them: not placed, with the reason."""
+    return [PodPlacement(d.key, None, d.priority, d.group, hold=d.hold) for d in workload.waiting]
 
 
 def reason_histogram(reasons: Counter) -> str:
@@ -92,6 +108,9 @@ class PlacementResult:
         }
         if self.evictions:
             out["evicted"] = len(self.evictions)
+        waiting = sum(1 for p in self.pods if p.hold is not None)
+        if waiting:
+            out["waiting"] = waiting  # (outside the scheduling queue: no policy places them)
         out.update(self.stats)
         return out
 

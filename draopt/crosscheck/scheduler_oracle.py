@@ -195,12 +195,16 @@ def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list
     the scheduler, which makes them itself. Pending pods come in draopt's queue order (creation time,
     then input order); the oracle adds them to the scheduler's queue in this order.
     """
+    from draopt.kube import features as gates
+    from draopt.kube.admission import refused_objects
     from draopt.kube.workload import EXTENDED_CLAIM_USE, expand
 
+    features = features or gates.Features.from_gates()
     workload = expand(objects, features)
+    refused = refused_objects(objects, features.admin_access)  # the API server never stored them
     statuses: dict[str, dict[str, str]] = {}  # pod or podgroup key -> pod claim name -> claim name
     generated: dict[str, dict[str, Any]] = {}
-    for demand in workload.running + workload.pending:
+    for demand in workload.running + workload.pending + workload.waiting:
         for use in demand.claims:
             if use.name == EXTENDED_CLAIM_USE or not use.generated:
                 continue
@@ -235,8 +239,8 @@ def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list
     ):
         out.extend(o.to_k8s() for o in group)
     out.extend(with_statuses(g) for g in objects.pod_groups)
-    out.extend(o.to_k8s() for o in objects.resource_claims)
-    out.extend(o.to_k8s() for o in objects.claim_templates)
+    out.extend(o.to_k8s() for o in objects.resource_claims if id(o) not in refused)
+    out.extend(o.to_k8s() for o in objects.claim_templates if id(o) not in refused)
     out.extend(generated.values())
     # The owners whose selectors default spreading reads (helper.DefaultSelector); draopt spreads
     # by owner instead (docs/scheduler.md), the same where each owner selects exactly its pods.

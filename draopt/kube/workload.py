@@ -37,7 +37,16 @@ from fractions import Fraction
 from typing import Any, Iterable
 
 from draopt.errors import InputError
+from draopt.kube.admission import (
+    Hold,
+    gate_hold,
+    group_hold,
+    missing_claim_hold,
+    refused_objects,
+    unchecked_admin_namespaces,
+)
 from draopt.kube.features import Features
+from draopt.kube.field_notes import gated_field_notes
 from draopt.kube.loader import ObjectSet
 from draopt.kube.models import DeviceClass, Node, ResourceClaim, ResourceClaimTemplate
 from draopt.kube.models.clone import ClaimCopier
@@ -93,6 +102,9 @@ class PodDemand:
     # kube-scheduler serves them from a device plugin instead on a node whose allocatable has the
     # resource (> 0); the placement engine may put them back for such nodes.
     extended_resources: dict[str, Fraction] = field(default_factory=dict)
+    # Set on a pending pod kube-scheduler keeps out of its queue (draopt.kube.admission): no policy
+    # places it; it is in Workload.waiting, not in Workload.pending.
+    hold: Hold | None = None
 
 
 @dataclass
@@ -145,11 +157,13 @@ class Workload:
     # answer made from this workload, whatever was printed before.
     notes: list[str] = field(default_factory=list)
     claim_copies: Any = None  # the ClaimCopier of the generated claims (output dumps its copies)
+    # Pending pods kube-scheduler keeps out of its queue (PodDemand.hold says why), in queue order.
+    waiting: list[PodDemand] = field(default_factory=list)
 
     def pod(self, key: str) -> PodDemand:
         index = self.__dict__.get("_index")
         if index is None:
-            index = self.__dict__["_index"] = {p.key: p for p in self.pending + self.running}
+            index = self.__dict__["_index"] = {p.key: p for p in self.pending + self.running + self.waiting}
         try:
             return index[key]
         except KeyError:
@@ -335,12 +349,34 @@ def containers_referencing(pod: Pod, claim_name: str) -> int:
 
 
 # ------------------------------------------------------------------ expansion
+class _Missing(Exception):
+    """A claim a pod uses does not exist (yet): the pod waits (draopt.kube.admission); str() says
+    which object."""
+
+    def __init__(self, what: str, template: bool):
+        super().__init__(what)
+        self.template = template  # the resourceclaim controller stops at a template it cannot use
+
+
 class _Expander:
     def __init__(self, objects: ObjectSet, features: Features):
         self.o = objects
         self.features = features
-        self.claims: dict[str, ResourceClaim] = {_key(c): c for c in objects.resource_claims}
-        self.templates: dict[str, ResourceClaimTemplate] = {_key(t): t for t in objects.claim_templates}
+        # Claims and templates the API server refuses (admin access) do not exist for anyone.
+        refused = refused_objects(objects, features.admin_access)
+        self.refused: dict[str, str] = {}  # "ResourceClaim ns/name" -> why the API server refuses it
+        for kind, objs in (
+            ("ResourceClaim", objects.resource_claims),
+            ("ResourceClaimTemplate", objects.claim_templates),
+        ):
+            for obj in objs:
+                if id(obj) in refused:
+                    self.refused[f"{kind} {_key(obj)}"] = refused[id(obj)]
+        self.claims: dict[str, ResourceClaim] = {_key(c): c for c in objects.resource_claims if id(c) not in refused}
+        self.templates: dict[str, ResourceClaimTemplate] = {
+            _key(t): t for t in objects.claim_templates if id(t) not in refused
+        }
+        self.notes: list[str] = []  # what run() adds to the workload's notes
         self.groups: dict[str, PodGroup] = {}
         for g in objects.pod_groups:
             self.groups[_key(g)] = g
@@ -455,11 +491,11 @@ class _Expander:
         tkey = f"{pod.namespace}/{pc.resource_claim_template_name}"
         t = self.templates.get(tkey)
         if t is None:
-            raise InputError(
-                f"{pod.ref}: field spec.resourceClaims[{i}].resourceClaimTemplateName: "
-                f"ResourceClaimTemplate {tkey} not found"
-            )
+            raise _Missing(self._not_found("ResourceClaimTemplate", tkey), template=True)
         return t
+
+    def _not_found(self, kind: str, key: str) -> str:
+        return self.refused.get(f"{kind} {key}") or f"{kind} {key} not found"
 
     def resolve(self, pod: Pod, i: int, pc: PodResourceClaim, group: PodGroup | None) -> ClaimUse | None:
         if bool(pc.resource_claim_name) == bool(pc.resource_claim_template_name):
@@ -484,9 +520,7 @@ class _Expander:
         if pc.resource_claim_name:
             key = f"{ns}/{pc.resource_claim_name}"
             if key not in self.claims:
-                raise InputError(
-                    f"{pod.ref}: field spec.resourceClaims[{i}].resourceClaimName: ResourceClaim {key} not found"
-                )
+                raise _Missing(self._not_found("ResourceClaim", key), template=False)
             return ClaimUse(pc.name, key, False, for_group)
         # From a template.
         if matches:
@@ -631,17 +665,30 @@ class _Expander:
                 raise InputError(
                     f"{pod.ref}: field spec.schedulingGroup.podGroupName: PodGroup {pod.namespace}/{gname} not found"
                 )
+        # SchedulingGates runs before DynamicResources among the PreEnqueue plugins.
+        hold = gate_hold(pod) if not pod.spec.node_name else None
         claims: list[ClaimUse] = []
         seen: set[str] = set()
+        controller_stopped = False
         for i, pc in enumerate(pod.spec.resource_claims):
             if pc.name in seen:
                 raise InputError(f"{pod.ref}: field spec.resourceClaims[{i}].name: duplicate name {pc.name!r}")
             seen.add(pc.name)
-            use = self.resolve(pod, i, pc, group)
+            if controller_stopped:
+                continue  # (handleClaim returned at the template it could not use; it retries)
+            try:
+                use = self.resolve(pod, i, pc, group)
+            except _Missing as e:
+                controller_stopped = e.template
+                if pod.spec.node_name:
+                    self.notes.append(f"{pod.ref} is bound to node {pod.spec.node_name}, but {e}: it holds no devices")
+                elif hold is None:
+                    hold = missing_claim_hold(str(e))
+                continue
             if use is not None:
                 claims.append(use)
         ext_requests, ext_text, ext_totals, resources = self._requests(pod)
-        if ext_requests:
+        if ext_requests and hold is None:  # (the scheduler makes this claim in PreBind)
             claims.append(self.extended_claim(pod, ext_requests, ext_text))
         priority = self.priority(pod, pod.spec)
         return PodDemand(
@@ -655,6 +702,7 @@ class _Expander:
             claims=claims,
             group=_key(group) if group is not None else None,
             extended_resources=dict(ext_totals),
+            hold=hold,
         )
 
     def _requests(self, pod: Pod) -> tuple[list[dict[str, Any]], str | None, dict[str, Fraction], dict[str, Fraction]]:
@@ -715,7 +763,9 @@ class _Expander:
             seen_pods.add(key)
         # Finished pods hold nothing (the scheduler does not count Succeeded/Failed pods).
         demands = [self.demand(p) for p in self.o.pods if p.status.phase not in ("Succeeded", "Failed")]
-        pending = sorted((d for d in demands if d.node_name is None), key=lambda d: d.queue_key)
+        _hold_groups_of_waiting_pods(demands)
+        pending = sorted((d for d in demands if d.node_name is None and d.hold is None), key=lambda d: d.queue_key)
+        waiting = sorted((d for d in demands if d.hold is not None), key=lambda d: d.queue_key)
         running = [d for d in demands if d.node_name is not None]
 
         reserved: dict[str, list[str]] = {
@@ -750,7 +800,7 @@ class _Expander:
         groups: dict[str, Gang] = {}
         by_group: dict[str, list] = {}
         for d in demands:
-            if d.group is not None:
+            if d.group is not None and d.hold is None:  # (a waiting member is not in the queue)
                 by_group.setdefault(d.group, []).append(d)
         for g in self.o.pod_groups:
             gkey = _key(g)
@@ -789,6 +839,8 @@ class _Expander:
             composites=composites,
             spec_texts=self.spec_texts,
             claim_copies=self._copier,
+            waiting=waiting,
+            notes=self.notes + waiting_notes(waiting),
         )
 
     # -------------------------------------------------------------- KEP-5732 / KEP-6012
@@ -878,124 +930,46 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     """The pods of `objects` as the scheduler sees them; see the module docstring."""
     features = features or Features.from_gates()
     notes = gated_field_notes(objects, features)
-    for line in notes:
+    if features.admin_access:
+        notes += unchecked_admin_namespaces(objects)
+    workload = _Expander(objects, features).run()
+    workload.notes = notes + workload.notes
+    for line in workload.notes:
         if line not in _SAID:  # printed once per run, however many policies expand the same input
             _SAID.add(line)
             print(f"note: {line}", file=sys.stderr)
-    workload = _Expander(objects, features).run()
-    workload.notes = list(notes)
     return workload
 
 
-_SAID: set[str] = set()
+def _hold_groups_of_waiting_pods(demands: list[PodDemand]) -> None:
+    """A PodGroup with a waiting pod waits whole (draopt.kube.admission.group_hold)."""
+    first: dict[str, PodDemand] = {}
+    for d in demands:
+        if d.hold is not None and d.group is not None:
+            first.setdefault(d.group, d)
+    for d in demands:
+        if d.hold is None and d.node_name is None and d.group in first:
+            member = first[d.group]
+            assert member.hold is not None
+            d.hold = group_hold(d.group, member.key, member.hold)
 
 
-def _list_valued(attr: Any) -> bool:
-    """A device attribute with a list value (to_k8s() would write bools, ints, strings or versions);
-    read from the model, not from a dump of every device."""
-    return attr.bools is not None or attr.ints is not None or attr.strings is not None or attr.versions is not None
-
-
-_LIST_FORMS = frozenset(("bools", "ints", "strings", "versions"))
-
-
-def _device_gated_fields(devices: list) -> tuple[bool, bool]:
-    """(whether a device sets nodeAllocatableResources, whether one has a list-valued attribute),
-    the devices read once."""
-    allocatable = lists = False
-    for d in devices:
-        allocatable = allocatable or bool(d.node_allocatable_resources)
-        if not lists:
-            for a in d.attributes.values():
-                # (a field never set holds None: reading the fields set is one look-up)
-                if not _LIST_FORMS.isdisjoint(a.__pydantic_fields_set__) and _list_valued(a):
-                    lists = True
-                    break
-        if allocatable and lists:
-            break
-    return allocatable, lists
-
-
-def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
-    """One line per gated field the input sets whose gate is off (the API server drops such a
-    field on write, so Kubernetes never sees it), and per field draopt does not model: the
-    first object, and how many more."""
-    found: dict[tuple[str, str], list[str]] = {}
-
-    def seen(field_name: str, gate: str, ref: str) -> None:
-        found.setdefault((field_name, gate), []).append(ref)
-
-    for g in objects.pod_groups:
-        if topology_key(g.spec.scheduling_constraints) is not None:
-            seen("PodGroup spec.schedulingConstraints", "TopologyAwareWorkloadScheduling", g.ref)
-        if g.spec.parent_composite_pod_group_name:
-            seen("PodGroup spec.parentCompositePodGroupName", "CompositePodGroup", g.ref)
-        if g.spec.resource_claims:
-            seen("PodGroup spec.resourceClaims", "DRAWorkloadResourceClaims", g.ref)
-    for c in getattr(objects, "composite_pod_groups", []):
-        seen("CompositePodGroup objects", "CompositePodGroup", c.ref)
-        if topology_key(c.spec.scheduling_constraints) is not None:
-            seen("CompositePodGroup spec.schedulingConstraints", "TopologyAwareWorkloadScheduling", c.ref)
-    for s in objects.resource_slices:
-        allocatable, lists = _device_gated_fields(s.spec.devices)
-        if allocatable:
-            seen("ResourceSlice spec.devices[].nodeAllocatableResources", "DRANodeAllocatableResources", s.ref)
-        if lists:
-            seen("ResourceSlice spec.devices[].attributes[] list values", "DRAListTypeAttributes", s.ref)
+def waiting_notes(waiting: list[PodDemand]) -> list[str]:
+    """One line per reason pods wait outside kube-scheduler's queue: the first pod, and how many more."""
+    by_reason: dict[tuple[str, str], list[str]] = {}
+    for d in waiting:
+        assert d.hold is not None
+        gated = d.hold.condition_reason != ""  # (one line for every gated pod, whatever its gates)
+        by_reason.setdefault((d.hold.plugin, "" if gated else d.hold.message), []).append(d.key)
     lines = []
-    for (field_name, gate), refs in found.items():
-        more = f" and {len(refs) - 1} more" if len(refs) > 1 else ""
-        if features.gates.get(gate, False):
-            continue
-        if field_name.endswith(" objects"):
-            lines.append(
-                f"{field_name} not served: gate {gate} is off; their PodGroups are scheduled as roots ({refs[0]}{more})"
-            )
-        else:
-            lines.append(f"field {field_name} dropped: gate {gate} is off ({refs[0]}{more})")
-    if (
-        features.composite_pod_group
-        and not features.topology_aware_workload_scheduling
-        and getattr(objects, "composite_pod_groups", [])
-    ):
-        lines.append(
-            "CompositePodGroup needs TopologyAwareWorkloadScheduling in kube-scheduler (its placement "
-            "algorithm); with that gate off draopt schedules each tree in one pod-group cycle over all "
-            "nodes, without topology constraints"
-        )
-    lines.extend(_template_copy_notes(objects))
+    for (plugin, message), pods in by_reason.items():
+        who = f"pods {pods[0]} and {len(pods) - 1} more wait" if len(pods) > 1 else f"pod {pods[0]} waits"
+        why = message or "spec.schedulingGates is not empty"
+        lines.append(f"{why}: {who} outside the scheduling queue ({plugin} PreEnqueue), not placed")
     return lines
 
 
-def _template_copy_notes(objects: ObjectSet) -> list[str]:
-    """A PodGroup whose scheduling policy or constraints differ from its Workload template: the
-    scheduler reads the PodGroup's own copy (made when the PodGroup was created), so draopt does too."""
-    templates = {}
-    for w in getattr(objects, "workloads", []):
-        for t in w.spec.pod_group_templates:
-            templates[(w.namespace, w.name, t.name)] = t
-    out = []
-    for g in objects.pod_groups:
-        ref = g.spec.workload_ref or {}
-        workload, template = ref.get("workloadName"), ref.get("templateName")
-        old = (g.spec.pod_group_template_ref or {}).get("workload") or {}
-        workload = workload or old.get("workloadName")
-        template = template or old.get("podGroupTemplateName")
-        t = templates.get((g.namespace, workload, template))
-        if t is None:
-            continue
-        for name, mine, theirs in (
-            ("schedulingPolicy", g.spec.scheduling_policy, t.scheduling_policy),
-            ("schedulingConstraints", g.spec.scheduling_constraints, t.scheduling_constraints),
-        ):
-            a = mine.to_k8s() if mine is not None else None
-            b = theirs.to_k8s() if theirs is not None else None
-            if (a or None) != (b or None):
-                out.append(
-                    f"{g.ref}: spec.{name} differs from its Workload template {g.namespace}/{workload} "
-                    f"{template!r}: kube-scheduler reads the PodGroup's own copy, and so does draopt"
-                )
-    return out
+_SAID: set[str] = set()
 
 
 __all__ = [

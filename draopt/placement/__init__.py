@@ -28,7 +28,7 @@ from draopt.kube.models.resource import ResourceClaimSpec
 from draopt.cluster.state import Cluster
 from draopt.allocation.explain import explain_failed_pod
 from draopt.cluster.firstfit import simulate
-from draopt.cluster.result import PlacementResult, PodPlacement  # noqa: F401  (re-exported)
+from draopt.cluster.result import PlacementResult, PodPlacement, waiting_placements  # noqa: F401  (re-exported)
 from draopt.scheduler.preemption import Preemption
 
 PLACE_POLICIES = ("first-fit", "optimal")
@@ -225,6 +225,7 @@ def _place(
             result.stats["preemption"] = f"{said} (victim model not used: {why_not})" if said else why_not
     result.stats["nodes"] = len(cluster.nodes)
     result.pods += deleting
+    result.pods.extend(waiting_placements(workload))  # (every policy: they never entered the queue)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
 
 
@@ -291,6 +292,8 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
             d.setdefault("spec", {})["nodeName"] = pl.node
         elif pl.skipped:
             pass  # never tried: the scheduler writes no PodScheduled condition (_skip_deleting)
+        elif pl.hold is not None:
+            _waiting_status(d, pl.hold)
         else:
             message = pl.condition_message(n_nodes or sum(pl.reasons.values()))
             if pl.message == "":  # (kube-scheduler writes no condition on a pod it never tries)
@@ -324,6 +327,18 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
         out.append(d)
     out += _eviction_objects(result, workload)
     return out
+
+
+def _waiting_status(pod: dict[str, Any], hold) -> None:
+    """A pod outside the scheduling queue: the PodScheduled condition Kubernetes writes for it (the
+    API server on a gated pod), none when it writes none (a DynamicResources PreEnqueue hold)."""
+    if not hold.condition_reason:
+        return
+    conditions = [c for c in pod.setdefault("status", {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
+    conditions.append(
+        {"type": "PodScheduled", "status": "False", "reason": hold.condition_reason, "message": hold.message}
+    )
+    pod["status"]["conditions"] = conditions
 
 
 class _NotPlain(Exception):

@@ -84,6 +84,9 @@ _NODE_COUNT_CANNOT_HELP = ("resource claim error", "node(s) were unschedulable",
 def _blocked(pods) -> dict[str, str]:
     out = {}
     for p in pods:
+        if p.hold is not None:  # outside the scheduling queue: no node helps
+            out[p.pod] = p.hold.text
+            continue
         if p.placed or not p.reasons:
             continue
         if all(r.startswith(_NODE_COUNT_CANNOT_HELP) for r in p.reasons):

@@ -1,0 +1,143 @@
+"""Pods kube-scheduler keeps out of its queue, and DRA objects the API server refuses.
+
+A pending pod that a PreEnqueue plugin turns away never reaches a scheduling cycle: no policy may
+place it, and no plan buys a node for it. Two plugins do this (pkg/scheduler/framework/plugins):
+
+* ``SchedulingGates`` (schedulinggates/scheduling_gates.go, PreEnqueue): a pod with
+  ``spec.schedulingGates`` (Kueue gates pods until it admits them). The API server gives such a
+  pod the condition PodScheduled=False, reason SchedulingGated (pkg/registry/core/pod/strategy.go,
+  applySchedulingGatedCondition);
+* ``DynamicResources`` (dynamicresources/dynamicresources.go, PreEnqueue and
+  foreachPodResourceClaim): a claim the pod uses does not exist (yet): a ``resourceClaimName`` that
+  names no ResourceClaim, or a template's claim the resourceclaim controller could not make because
+  the ResourceClaimTemplate is missing (pkg/controller/resourceclaim/controller.go, handleClaim,
+  retries). The scheduler writes no condition for this.
+
+The API server refuses a ResourceClaim or ResourceClaimTemplate with ``adminAccess`` in a namespace
+without the ``resource.kubernetes.io/admin-access: "true"`` label (pkg/registry/resource/utils.go,
+AuthorizedForAdmin), and an allocation with admin access there (AuthorizedForAdminStatus): such a
+claim is never allocated, and its pods wait as for a missing one. A namespace that is not in the
+input is not checked (as ``draopt validate`` says).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+SCHEDULING_GATES = "SchedulingGates"
+DYNAMIC_RESOURCES = "DynamicResources"
+SCHEDULING_GATED = "SchedulingGated"
+# The PodScheduled message the API server writes on a gated pod (strategy.go).
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Why kube-scheduler keeps a pending pod out of its queue: the PreEnqueue plugin that said no."""
+
+    plugin: str  # SCHEDULING_GATES | DYNAMIC_RESOURCES
+    condition_reason: str  # the PodScheduled=False reason Kubernetes writes; "" when it writes none
+    message: str  # what the pod waits for
+    group: str = ""  # the PodGroup, when the pod waits for another member of it (group_hold)
+
+    @property
+    def text(self) -> str:
+        """The reason as draopt reports it for a pod that is not placed."""
+        return f"waiting outside the scheduling queue ({self.plugin} PreEnqueue): {self.message}"
+
+
+def scheduling_gates(pod: Any) -> list[str]:
+    """The names of the pod's spec.schedulingGates (kept as an unmodelled field of the spec)."""
+    gates = (pod.spec.model_extra or {}).get("schedulingGates") or []
+    return [g.get("name", "") if isinstance(g, dict) else str(g) for g in gates]
+
+
+def gate_hold(pod: Any) -> Hold | None:
+    if not scheduling_gates(pod):
+        return None
+    return Hold(SCHEDULING_GATES, SCHEDULING_GATED, GATED_MESSAGE)
+
+
+def missing_claim_hold(what: str) -> Hold:
+    """`what`: the object that does not exist, e.g. 'ResourceClaim ns/name not found'."""
+    return Hold(DYNAMIC_RESOURCES, "", what)
+
+
+def group_hold(group: str, member: str, hold: Hold) -> Hold:
+    """A pending member of PodGroup `group` whose member `member` waits with `hold`: the group is one
+    queue entity, gated while any of its pods is (pkg/scheduler/backend/queue/scheduling_queue.go,
+    runPreEnqueuePlugins, 1.37). Kubernetes writes nothing on the pod itself."""
+    return Hold(hold.plugin, "", f"PodGroup {group}: its pod {member} waits ({hold.message})", group)
+
+
+def _requests_admin_access(spec: Any) -> bool:
+    return any(r.exactly is not None and r.exactly.admin_access for r in spec.devices.requests)
+
+
+def admin_access_refusal(
+    kind: str, obj: Any, claim_spec: Any, namespace_labels: dict[str, dict[str, str]]
+) -> str | None:
+    """Why the API server refuses `obj` (a ResourceClaim or ResourceClaimTemplate, `kind`, whose claim
+    spec is `claim_spec`) for admin access, or None. `namespace_labels`: the input's namespaces."""
+    if not _requests_admin_access(claim_spec):
+        return None
+    labels = namespace_labels.get(obj.namespace)
+    if labels is None or labels.get(ADMIN_ACCESS_LABEL) == "true":
+        return None  # (a namespace not in the input is not checked)
+    return (
+        f"{kind} {obj.namespace}/{obj.name} asks for admin access, which needs the "
+        f"`{ADMIN_ACCESS_LABEL}: true` label on namespace {obj.namespace!r}: the API server refuses it"
+    )
+
+
+def unchecked_admin_namespaces(objects: Any) -> list[str]:
+    """The namespaces that claims or templates with admin access use but the input does not define:
+    not checked (a note, as `draopt validate` gives)."""
+    known = {n.name for n in objects.namespaces}
+    out: dict[str, str] = {}
+    for c in objects.resource_claims:
+        if c.namespace not in known and c.status.allocation is None and _requests_admin_access(c.spec):
+            out.setdefault(c.namespace, f"ResourceClaim {c.namespace}/{c.name}")
+    for t in objects.claim_templates:
+        if t.namespace not in known and _requests_admin_access(t.spec.spec):
+            out.setdefault(t.namespace, f"ResourceClaimTemplate {t.namespace}/{t.name}")
+    return [
+        f"{ref} asks for admin access in namespace {ns!r}, which is not in the input: taken as labelled "
+        f"`{ADMIN_ACCESS_LABEL}: true` (not checked)"
+        for ns, ref in sorted(out.items())
+    ]
+
+
+def refused_objects(objects: Any, admin_access: bool) -> dict[int, str]:
+    """id() of each unallocated ResourceClaim and each ResourceClaimTemplate the API server refuses
+    for admin access -> why (`admin_access`: the DRAAdminAccess gate; off, the field is dropped)."""
+    if not admin_access:
+        return {}
+    labels = {n.name: dict(n.metadata.labels) for n in objects.namespaces}
+    out: dict[int, str] = {}
+    for c in objects.resource_claims:
+        if c.status.allocation is None:  # (an allocation made before is kept: AuthorizedForAdminStatus)
+            why = admin_access_refusal("ResourceClaim", c, c.spec, labels)
+            if why is not None:
+                out[id(c)] = why
+    for t in objects.claim_templates:
+        why = admin_access_refusal("ResourceClaimTemplate", t, t.spec.spec, labels)
+        if why is not None:
+            out[id(t)] = why
+    return out
+
+
+__all__ = [
+    "ADMIN_ACCESS_LABEL",
+    "GATED_MESSAGE",
+    "Hold",
+    "admin_access_refusal",
+    "gate_hold",
+    "group_hold",
+    "missing_claim_hold",
+    "refused_objects",
+    "scheduling_gates",
+    "unchecked_admin_namespaces",
+]
