@@ -875,15 +875,20 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     features = features or Features.from_gates()
     notes = gated_field_notes(objects, features)
     for line in notes:
-        if line not in _SAID:  # printed once per run, however many policies expand the same input
-            _SAID.add(line)
-            print(f"note: {line}", file=sys.stderr)
+        say_note(line)
     workload = _Expander(objects, features).run()
     workload.notes = list(notes)
     return workload
 
 
 _SAID: set[str] = set()
+
+
+def say_note(line: str) -> None:
+    """A note on stderr, once per run however many policies (or rounds) meet the same input."""
+    if line not in _SAID:
+        _SAID.add(line)
+        print(f"note: {line}", file=sys.stderr)
 
 
 def _list_valued(attr: Any) -> bool:
