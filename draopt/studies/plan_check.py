@@ -79,7 +79,8 @@ def check_plan(
     if plan.pods == 0:
         return
     workload = expand(objects, features)
-    rules = unmodelled_rules(build_cluster(objects, workload, features), workload)
+    cluster = build_cluster(objects, workload, features)
+    rules = unmodelled_rules(cluster, workload) + _shared_mapped_claims(cluster, workload)
     claimed = plan.placed
     checked = first_fit_on_mix(objects, plan.node_types, plan.mix, features)
     plan.first_fit = checked
@@ -113,9 +114,36 @@ def _not_proven(plan, rules, claimed: int, checked: FirstFitCheck, max_nodes: in
             plan.first_fit = best
         reasons.append(said)
     plan.placed = best.placed
+    for check in plan.one_fewer:
+        if check.verdict.startswith("places them all"):
+            check.verdict += " (in the model, which does not encode the rules above)"
     if plan.why_not_proven:
         reasons.append(plan.why_not_proven)
     plan.why_not_proven = "; ".join(reasons)
+
+
+def _shared_mapped_claims(cluster, workload) -> list[str]:
+    """A claim several pending pods share next to devices mapped as node resources: Kubernetes
+    rejects its second pod on a mapped device (validateNodeAllocatableDRAClaimSharing), which the
+    model does not encode (optimal checks its placement afterwards: shared_mapped_claim)."""
+    if not cluster.features.node_allocatable_resources:
+        return []
+    from draopt.kube.node_allocatable import has_mapping
+
+    if not any(
+        d.node_allocatable_resources and has_mapping(d)
+        for s in cluster.objects.resource_slices
+        for d in (s.spec.devices or [])
+    ):
+        return []
+    users: dict[str, int] = {}
+    for pod in workload.pending:
+        for key in {use.key for use in pod.claims}:
+            users[key] = users.get(key, 0) + 1
+    shared = sorted(k for k, n in users.items() if n > 1)
+    if not shared:
+        return []
+    return [f"a claim several pods share next to mapped node-allocatable devices ({shared[0]})"]
 
 
 def _add_nodes(objects, node_types, start: FirstFitCheck, target: int, max_nodes: int, deadline, features):
