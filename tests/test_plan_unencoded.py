@@ -90,7 +90,7 @@ def test_plan_buys_the_node_in_the_short_zone_and_is_not_proven():
     assert out.mix == {"node-a": 0, "node-b": 1}
     assert out.placed == 4 and out.first_fit.placed == 4
     assert not out.proven_minimal and not out.placed_proven
-    assert out.status != "OPTIMAL"
+    assert out.status == "FEASIBLE" and out.stats["status"] == "FEASIBLE" and out.stats["model_status"] == "OPTIMAL"
     assert out.stats["model_placed"] == 4 and out.stats["repaired_from"] == {"node-a": 0, "node-b": 0}
     assert out.unencoded_rules == ["topology spread constraints (default/web-0: spec.topologySpreadConstraints)"]
     assert "does not encode topology spread constraints" in out.why_not_proven
@@ -208,3 +208,29 @@ def test_optimal_does_not_encode_a_running_pods_anti_affinity():
         "anti-affinity of a running pod (default/guard: spec.affinity.podAntiAffinity, selects default/web-0)"
         in (out.stats["summary"])
     )
+
+
+def test_cli_plan_spread_json_and_exit(tmp_path):
+    """`draopt plan -o json`: the rule named, first-fit's check, and exit 0 once the repaired mix
+    places every pod (first-fit's count, not the model's)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    path = tmp_path / "spread.yaml"
+    path.write_text(yaml.safe_dump_all(spread_docs()))
+    p = subprocess.run(
+        [sys.executable, "-m", "draopt", "plan", "-f", str(path), "--node-type", "node-b=1", "-o", "json"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert p.returncode == 0, p.stderr
+    js = json.loads(p.stdout)
+    assert js["mix"] == {"node-b": 1} and js["placed"] == 4 and js["status"] == "FEASIBLE"
+    assert js["proven_minimal"] is False and js["placed_proven"] is False
+    assert js["first_fit"] == {"mix": {"node-b": 1}, "placed": 4, "pods": 4}
+    assert js["unencoded_rules"][0].startswith("topology spread constraints")

@@ -97,6 +97,7 @@ def _not_proven(plan, rules, claimed: int, checked: FirstFitCheck, max_nodes: in
     plan.placed_proven = False
     if plan.status == "OPTIMAL":
         plan.status = "FEASIBLE"
+    plan.stats["status"] = plan.status  # the model's own in model_status
     reasons = [f"the placement model does not encode {'; '.join(rules)}"]
     best = checked
     if checked.placed < claimed:
