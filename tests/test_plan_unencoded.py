@@ -234,3 +234,28 @@ def test_cli_plan_spread_json_and_exit(tmp_path):
     assert js["proven_minimal"] is False and js["placed_proven"] is False
     assert js["first_fit"] == {"mix": {"node-b": 1}, "placed": 4, "pods": 4}
     assert js["unencoded_rules"][0].startswith("topology spread constraints")
+
+
+def test_host_ports_and_claimed_volumes_are_noted_and_never_proven():
+    """Two pods asking for host port 8080 and one with a persistentVolumeClaim that does not exist.
+    Oracle (1.37.2): p0 on node-1, p1 and p2 pending (NodePorts: pkg/scheduler/framework/plugins/
+    nodeports/node_ports.go, Filter; VolumeBinding: volumebinding/volume_binding.go, PreFilter).
+    draopt models neither (docs/differences.md, host-ports-and-volumes): it places all three, says
+    so in a note, and plan is not proven on them."""
+    ports = [{"containerPort": 80, "hostPort": 8080}]
+    docs = [node("node-1", "4")]
+    for name in ("p0", "p1"):
+        p = pod(name)
+        p["spec"]["containers"][0]["ports"] = ports
+        docs.append(p)
+    docs.append(pod("p2", volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]))
+    out = place(scenario_objects(docs))
+    assert all(p.placed for p in out.result.pods)  # the documented difference, not Kubernetes' answer
+    assert any("hostPort not modelled" in n and "default/p0 and 1 more" in n for n in out.notes)
+    assert any("spec.volumes[]" in n and "(default/p2)" in n for n in out.notes)
+    result = plan(scenario_objects(docs), [NodeType("node-1", "node-1", Fraction(1))], time_limit=10)
+    assert not result.proven_minimal and result.status == "FEASIBLE"
+    assert [r.split(",")[0] for r in result.unencoded_rules] == [
+        "host ports (NodePorts filter)",
+        "claimed or attached volumes (VolumeBinding",
+    ]

@@ -30,7 +30,6 @@ Naming (deterministic; Kubernetes uses ``generateName`` with a random suffix):
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
@@ -872,131 +871,32 @@ def node_allocatable(nodes: list[Node]) -> dict[str, dict[str, Fraction]]:
 
 def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     """The pods of `objects` as the scheduler sees them; see the module docstring."""
+    from draopt.kube.field_notes import gated_field_notes, say_note, unmodelled_pod_fields
+
     features = features or Features.from_gates()
     notes = gated_field_notes(objects, features)
     for line in notes:
         say_note(line)
     workload = _Expander(objects, features).run()
-    workload.notes = list(notes)
+    unmodelled = unmodelled_pod_fields(workload.pending)
+    for line in unmodelled:
+        say_note(line)
+    workload.notes = list(notes) + unmodelled
     return workload
 
 
-_SAID: set[str] = set()
+def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
+    """draopt.kube.field_notes.gated_field_notes (kept importable from here)."""
+    from draopt.kube.field_notes import gated_field_notes as notes
+
+    return notes(objects, features)
 
 
 def say_note(line: str) -> None:
-    """A note on stderr, once per run however many policies (or rounds) meet the same input."""
-    if line not in _SAID:
-        _SAID.add(line)
-        print(f"note: {line}", file=sys.stderr)
+    """draopt.kube.field_notes.say_note (kept importable from here)."""
+    from draopt.kube.field_notes import say_note as say
 
-
-def _list_valued(attr: Any) -> bool:
-    """A device attribute with a list value (to_k8s() would write bools, ints, strings or versions);
-    read from the model, not from a dump of every device."""
-    return attr.bools is not None or attr.ints is not None or attr.strings is not None or attr.versions is not None
-
-
-_LIST_FORMS = frozenset(("bools", "ints", "strings", "versions"))
-
-
-def _device_gated_fields(devices: list) -> tuple[bool, bool]:
-    """(whether a device sets nodeAllocatableResources, whether one has a list-valued attribute),
-    the devices read once."""
-    allocatable = lists = False
-    for d in devices:
-        allocatable = allocatable or bool(d.node_allocatable_resources)
-        if not lists:
-            for a in d.attributes.values():
-                # (a field never set holds None: reading the fields set is one look-up)
-                if not _LIST_FORMS.isdisjoint(a.__pydantic_fields_set__) and _list_valued(a):
-                    lists = True
-                    break
-        if allocatable and lists:
-            break
-    return allocatable, lists
-
-
-def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
-    """One line per gated field the input sets whose gate is off (the API server drops such a
-    field on write, so Kubernetes never sees it), and per field draopt does not model: the
-    first object, and how many more."""
-    found: dict[tuple[str, str], list[str]] = {}
-
-    def seen(field_name: str, gate: str, ref: str) -> None:
-        found.setdefault((field_name, gate), []).append(ref)
-
-    for g in objects.pod_groups:
-        if topology_key(g.spec.scheduling_constraints) is not None:
-            seen("PodGroup spec.schedulingConstraints", "TopologyAwareWorkloadScheduling", g.ref)
-        if g.spec.parent_composite_pod_group_name:
-            seen("PodGroup spec.parentCompositePodGroupName", "CompositePodGroup", g.ref)
-        if g.spec.resource_claims:
-            seen("PodGroup spec.resourceClaims", "DRAWorkloadResourceClaims", g.ref)
-    for c in getattr(objects, "composite_pod_groups", []):
-        seen("CompositePodGroup objects", "CompositePodGroup", c.ref)
-        if topology_key(c.spec.scheduling_constraints) is not None:
-            seen("CompositePodGroup spec.schedulingConstraints", "TopologyAwareWorkloadScheduling", c.ref)
-    for s in objects.resource_slices:
-        allocatable, lists = _device_gated_fields(s.spec.devices)
-        if allocatable:
-            seen("ResourceSlice spec.devices[].nodeAllocatableResources", "DRANodeAllocatableResources", s.ref)
-        if lists:
-            seen("ResourceSlice spec.devices[].attributes[] list values", "DRAListTypeAttributes", s.ref)
-    lines = []
-    for (field_name, gate), refs in found.items():
-        more = f" and {len(refs) - 1} more" if len(refs) > 1 else ""
-        if features.gates.get(gate, False):
-            continue
-        if field_name.endswith(" objects"):
-            lines.append(
-                f"{field_name} not served: gate {gate} is off; their PodGroups are scheduled as roots ({refs[0]}{more})"
-            )
-        else:
-            lines.append(f"field {field_name} dropped: gate {gate} is off ({refs[0]}{more})")
-    if (
-        features.composite_pod_group
-        and not features.topology_aware_workload_scheduling
-        and getattr(objects, "composite_pod_groups", [])
-    ):
-        lines.append(
-            "CompositePodGroup needs TopologyAwareWorkloadScheduling in kube-scheduler (its placement "
-            "algorithm); with that gate off draopt schedules each tree in one pod-group cycle over all "
-            "nodes, without topology constraints"
-        )
-    lines.extend(_template_copy_notes(objects))
-    return lines
-
-
-def _template_copy_notes(objects: ObjectSet) -> list[str]:
-    """A PodGroup whose scheduling policy or constraints differ from its Workload template: the
-    scheduler reads the PodGroup's own copy (made when the PodGroup was created), so draopt does too."""
-    templates = {}
-    for w in getattr(objects, "workloads", []):
-        for t in w.spec.pod_group_templates:
-            templates[(w.namespace, w.name, t.name)] = t
-    out = []
-    for g in objects.pod_groups:
-        ref = g.spec.workload_ref or {}
-        workload, template = ref.get("workloadName"), ref.get("templateName")
-        old = (g.spec.pod_group_template_ref or {}).get("workload") or {}
-        workload = workload or old.get("workloadName")
-        template = template or old.get("podGroupTemplateName")
-        t = templates.get((g.namespace, workload, template))
-        if t is None:
-            continue
-        for name, mine, theirs in (
-            ("schedulingPolicy", g.spec.scheduling_policy, t.scheduling_policy),
-            ("schedulingConstraints", g.spec.scheduling_constraints, t.scheduling_constraints),
-        ):
-            a = mine.to_k8s() if mine is not None else None
-            b = theirs.to_k8s() if theirs is not None else None
-            if (a or None) != (b or None):
-                out.append(
-                    f"{g.ref}: spec.{name} differs from its Workload template {g.namespace}/{workload} "
-                    f"{template!r}: kube-scheduler reads the PodGroup's own copy, and so does draopt"
-                )
-    return out
+    say(line)
 
 
 __all__ = [

@@ -133,7 +133,7 @@ def leave_other_schedulers_pods(cluster: Cluster, workload, scheduler_config) ->
     Volcano, ...): kube-scheduler never places them, and neither does any policy here (no node
     takes them: Cluster.node_rejects); said in the notes."""
     from draopt.cluster.state import scheduler_name
-    from draopt.kube.workload import say_note
+    from draopt.kube.field_notes import say_note
 
     served = frozenset(scheduler_configuration(scheduler_config).profiles)
     cluster.served_schedulers = served

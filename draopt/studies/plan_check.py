@@ -73,6 +73,7 @@ def check_plan(
     use, not proven, first-fit's count, and repaired by adding nodes (see the module docstring)."""
     from draopt.placement import build_cluster
     from draopt.placement.optimal import unmodelled_rules
+    from draopt.kube.field_notes import unmodelled_filter_rules
     from draopt.kube.workload import expand
 
     t0 = time.perf_counter()
@@ -81,6 +82,7 @@ def check_plan(
     workload = expand(objects, features)
     cluster = build_cluster(objects, workload, features)
     rules = unmodelled_rules(cluster, workload) + _shared_mapped_claims(cluster, workload)
+    rules += unmodelled_filter_rules(workload.pending)  # first-fit's check cannot catch these
     claimed = plan.placed
     checked = first_fit_on_mix(objects, plan.node_types, plan.mix, features)
     plan.first_fit = checked
