@@ -20,7 +20,7 @@ fewer pods in Kubernetes than it says. So:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -36,7 +36,6 @@ class FirstFitCheck:
     mix: dict[str, int]
     placed: int  # pending pods of the input placed (DaemonSet pods of the copies not counted)
     pods: int
-    unplaced: dict[str, str] = field(default_factory=dict)  # pod -> the scheduler's reasons
 
     def to_json(self) -> dict[str, Any]:
         return {"mix": self.mix, "placed": self.placed, "pods": self.pods}
@@ -57,8 +56,7 @@ def first_fit_on_mix(
     workload, cluster = _cluster_for(objs, features, type_of, by_cost)
     result = simulate(cluster, workload, scheduler=scheduler_for(None, cluster, workload), explain_failures=None)
     real = [p for p in result.pods if p.pod not in daemon_of]
-    unplaced = {p.pod: "; ".join(sorted(p.reasons)) for p in real if not p.placed}
-    return FirstFitCheck(dict(mix), sum(1 for p in real if p.placed), len(real), unplaced)
+    return FirstFitCheck(dict(mix), sum(1 for p in real if p.placed), len(real))
 
 
 def check_plan(
@@ -106,10 +104,10 @@ def _not_proven(plan, rules, claimed: int, checked: FirstFitCheck, max_nodes: in
         best = _add_nodes(objects, plan.node_types, checked, claimed, max_nodes, deadline, features)
         said = (
             f"first-fit (kube-scheduler's default profile) places {checked.placed} of {checked.pods} with the "
-            f"model's mix ({_mix_text(checked.mix)}), the model {claimed}"
+            f"model's mix ({_mix_text(checked.mix)}), where the model places {claimed}"
         )
         if best.mix != checked.mix:
-            said += f"; {_added_text(checked.mix, best.mix)} added one at a time until first-fit places {best.placed}"
+            said += f"; {_added_text(checked.mix, best.mix)} added one at a time: first-fit places {best.placed}"
             plan.stats["repaired_from"] = dict(checked.mix)
             plan.one_fewer = []  # those were of the model's mix
             plan.mix = {t.name: best.mix.get(t.name, 0) for t in plan.node_types}
