@@ -241,7 +241,7 @@ def test_host_ports_and_claimed_volumes_are_noted_and_never_proven():
     Oracle (1.37.2): p0 on node-1, p1 and p2 pending (NodePorts: pkg/scheduler/framework/plugins/
     nodeports/node_ports.go, Filter; VolumeBinding: volumebinding/volume_binding.go, PreFilter).
     draopt models neither (docs/differences.md, host-ports-and-volumes): it places all three, says
-    so in a note, and plan is not proven on them."""
+    so in a note, and neither optimal nor plan is proven on them."""
     ports = [{"containerPort": 80, "hostPort": 8080}]
     docs = [node("node-1", "4")]
     for name in ("p0", "p1"):
@@ -253,6 +253,10 @@ def test_host_ports_and_claimed_volumes_are_noted_and_never_proven():
     assert all(p.placed for p in out.result.pods)  # the documented difference, not Kubernetes' answer
     assert any("hostPort not modelled" in n and "default/p0 and 1 more" in n for n in out.notes)
     assert any("spec.volumes[]" in n and "(default/p2)" in n for n in out.notes)
+    opt = place(scenario_objects(docs), policy="optimal", time_limit=10).result
+    assert opt.stats["status"] == "FEASIBLE"
+    assert opt.stats["summary"].startswith("FEASIBLE, not proven optimal: proven for the filters draopt models:")
+    assert "(host ports (NodePorts filter), which draopt does not model" in opt.stats["summary"]
     result = plan(scenario_objects(docs), [NodeType("node-1", "node-1", Fraction(1))], time_limit=10)
     assert not result.proven_minimal and result.status == "FEASIBLE"
     assert [r.split(",")[0] for r in result.unencoded_rules] == [

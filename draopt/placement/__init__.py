@@ -260,6 +260,7 @@ def _place(
 
             result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=first_fit)
             note_unsearched_preemption(result, workload, objects.priority_classes)
+        _lower_for_unmodelled_filters(result, workload)
         if why_not:
             # Victims could not be decisions of the model: said, with the path taken instead.
             result.stats["victims_model"] = f"not used: {why_not}"
@@ -267,6 +268,26 @@ def _place(
             result.stats["preemption"] = f"{said} (victim model not used: {why_not})" if said else why_not
     result.stats["nodes"] = len(cluster.nodes)
     return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
+
+
+def _lower_for_unmodelled_filters(result: PlacementResult, workload) -> None:
+    """Pods whose host ports or volumes kube-scheduler filters on, which draopt does not model
+    (draopt.kube.field_notes): optimal's proofs hold for the rules draopt models only, so never
+    OPTIMAL, the filters named in the summary."""
+    from draopt.kube.field_notes import unmodelled_filter_rules
+    from draopt.placement.optimal import restate_summary
+
+    rules = unmodelled_filter_rules(workload.pending)
+    if not rules:
+        return
+    stats = result.stats
+    stats["not_modelled"] = rules
+    if stats.get("status") == "OPTIMAL":
+        stats["status"] = "FEASIBLE"
+        if isinstance(stats.get("summary"), str):
+            restate_summary(stats, " for the filters draopt models")
+    if isinstance(stats.get("summary"), str):
+        stats["summary"] += f" ({'; '.join(rules)})"
 
 
 def _best_first_fit(
