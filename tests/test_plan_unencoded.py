@@ -263,3 +263,23 @@ def test_host_ports_and_claimed_volumes_are_noted_and_never_proven():
         "host ports (NodePorts filter)",
         "claimed or attached volumes (VolumeBinding",
     ]
+
+
+def test_plan_with_self_anti_affinity_buys_a_node_per_pod():
+    """Three pods with required hostname anti-affinity among themselves on one roomy node:
+    kube-scheduler places one (oracle, 1.37.2: db-0 on node-1, db-1 and db-2 pending;
+    interpodaffinity/filtering.go, satisfyPodAntiAffinity). The model alone put all three on node-1;
+    checked with first-fit, plan adds two nodes and is not proven."""
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}
+            ]
+        }
+    }
+    docs = [node("node-1", "8")] + [pod(f"db-{i}", labels={"app": "db"}, affinity=anti) for i in range(3)]
+    assert [p.placed for p in place(scenario_objects(docs)).result.pods] == [True, False, False]
+    out = plan(scenario_objects(docs), [NodeType("node-1", "node-1", Fraction(2))], time_limit=10)
+    assert out.mix == {"node-1": 2} and out.cost == 4 and out.placed == 3
+    assert not out.proven_minimal and out.stats["model_placed"] == 3 and out.stats["repaired_from"] == {"node-1": 0}
+    assert out.unencoded_rules[0].startswith("required inter-pod anti-affinity (default/db-0")
