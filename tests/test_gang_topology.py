@@ -326,9 +326,9 @@ def test_example_optimal_chooses_domains_jointly_and_never_splits():
 
 
 def test_gate_off_drops_the_constraint(capsys, monkeypatch):
-    import draopt.kube.workload as wl
+    import draopt.kube.field_notes as notes
 
-    monkeypatch.setattr(wl, "_SAID", set())  # the note is said once per process: another test may have said it
+    monkeypatch.setattr(notes, "_SAID", set())  # the note is said once per process: another test may have said it
     got = place(load_files([EXAMPLE]))
     assert (
         "field PodGroup spec.schedulingConstraints dropped: gate TopologyAwareWorkloadScheduling is off"

@@ -220,3 +220,40 @@ def test_out_of_time_returns_first_fit_with_its_evictions():
     assert check_placement(out) == []
     assert out.result.stats["status"] == "UNKNOWN" and evicted(out) == ["low"]
     assert out.result.stats["victims_model"].startswith("not used: ")
+
+
+# ------------------------------------------------------------------ found by random draws
+DATA = Path(__file__).resolve().parent / "data" / "placement"
+
+
+def test_no_eviction_for_never_pods_beside_a_preempting_group():
+    """A random draw of gpu_clusters (the one that had the property tests derandomized): the victim
+    model evicted on n0 for the preemptionPolicy-Never pods p0/p1 (its reprieve counted every placed
+    pod of higher priority) and the decoder named PodGroup train, placed elsewhere, as the
+    preemptor: the checker refused it and the victim model was not used. Now the reprieve counts
+    pods that may preempt only (pkg/scheduler/framework/preemption/preemption.go,
+    PodEligibleToPreemptOthers: Never pods do not preempt)."""
+    from draopt.kube.loader import load_files
+
+    out = place(load_files([str(DATA / "victims-never-pods-beside-a-group.yaml")]), policy="optimal", time_limit=10)
+    assert check_placement(out) == []
+    assert "victims_model" not in out.result.stats, out.result.stats.get("victims_model")
+    never = {p for p in ("default/p0", "default/p1")}
+    _victims_sound(out, never)
+
+
+def test_an_eviction_is_named_for_the_podgroup_placed_on_its_node():
+    """Two preempting PodGroups of one priority: g-1 must go to node a (nodeSelector), g-2 takes b
+    after evicting its low-priority pod. The decoder named the first group by name (g-1, placed on
+    a) as the preemptor, which the checker refuses (a PodGroup preemptor has a pod on its victim's
+    node); found on a random rack cluster. Now the group with a pod on the node is named."""
+    a, b = node("a", 500, {"zone": "a"}), node("b", 500)
+    g1 = pod("g-1-0", 500, MID, group="g-1")
+    g1["spec"]["nodeSelector"] = {"zone": "a"}
+    docs = [a, b, pod("low", 500, LOW, "b", 1), pod_group("g-1", 1), pod_group("g-2", 1), g1]
+    docs.append(pod("g-2-0", 500, MID, group="g-2"))
+    out = run(docs, policy="optimal")
+    assert "victims_model" not in out.result.stats, out.result.stats.get("victims_model")
+    assert evicted(out) == ["low"] and node_of(out, "g-2-0") == "b" and node_of(out, "g-1-0") == "a"
+    (e,) = out.result.evictions
+    assert (e.preemptor_kind, e.preemptor) == ("podgroup", "default/g-2")

@@ -26,7 +26,7 @@ from draopt.kube.models import AllocationResult, ResourceClaim
 from draopt.kube.nodeselect import node_selector_matches
 from draopt.dra.problem import ClaimSpec, Problem, prepare
 from draopt.dra.reference import Chosen, ReferenceAllocator, SearchLimit
-from draopt.cluster.state import Cluster, NodeState
+from draopt.cluster.state import DEFAULT_SCHEDULER_NAME, Cluster, NodeState
 from draopt.cluster.result import PlacementResult, PodPlacement, fit_error_message
 from draopt.cluster.podgroup_status import gang_held_back, invalid_pod_group, member_message_136, word_failed_gang
 from draopt.cluster.evictions import _extra
@@ -144,12 +144,18 @@ def shareable_reason(reason: str | None) -> bool:
 
 
 def _scheduling_constraints(pod) -> str:
-    """A pod's node affinity and tolerations, as a key (pods alike in these fail alike)."""
+    """A pod's node affinity, tolerations and scheduler, as a key (pods alike in these fail alike)."""
     spec = pod.pod.spec
+    extra = spec.__pydantic_extra__
+    name = extra.get("schedulerName") if extra else None
+    scheduler = "" if name is None or name == DEFAULT_SCHEDULER_NAME else f"\x00scheduler={name}"
     if spec.affinity is None and not spec.tolerations:
-        return ""
-    return json.dumps(
-        [spec.affinity.to_k8s() if spec.affinity else None, [t.to_k8s() for t in spec.tolerations]], sort_keys=True
+        return scheduler
+    return (
+        json.dumps(
+            [spec.affinity.to_k8s() if spec.affinity else None, [t.to_k8s() for t in spec.tolerations]], sort_keys=True
+        )
+        + scheduler
     )
 
 

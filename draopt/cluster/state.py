@@ -133,6 +133,19 @@ class NodeState:
 # The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).
 _UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+def scheduler_name(pod) -> str:
+    """A pending pod's spec.schedulerName (default-scheduler when unset)."""
+    extra = pod.pod.spec.__pydantic_extra__
+    return (extra.get("schedulerName") if extra else None) or DEFAULT_SCHEDULER_NAME
+
+
+def other_scheduler_reason(name: str, served) -> str:
+    """Why a pod naming a scheduler that no profile serves is left pending."""
+    return f"no scheduler profile {name!r} (spec.schedulerName; served: {', '.join(sorted(served))})"
+
 
 class Cluster:
     # First-fit's fast paths (cached successful node answers, allocator skips): same answers,
@@ -214,10 +227,19 @@ class Cluster:
             self._share_keys[labels] = shared_slices_key(self.index, node.node, self.features)
         return self._share_keys[labels]
 
+    # The schedulerNames kube-scheduler serves (its profiles): a pod naming another scheduler is
+    # that scheduler's to place, and no node takes it here (draopt.placement sets the profiles).
+    served_schedulers: frozenset[str] = frozenset({DEFAULT_SCHEDULER_NAME})
+
     def node_rejects(self, node: NodeState, pod) -> str | None:
         """The kube-scheduler's node filters other than resources and devices: unschedulable,
-        nodeSelector, required node affinity, taints (NoSchedule/NoExecute not tolerated)."""
+        nodeSelector, required node affinity, taints (NoSchedule/NoExecute not tolerated); and
+        no node at all for a pod that names a scheduler no profile serves."""
         spec = pod.pod.spec
+        if spec.__pydantic_extra__ and spec.__pydantic_extra__.get("schedulerName"):
+            name = scheduler_name(pod)
+            if name not in self.served_schedulers:
+                return other_scheduler_reason(name, self.served_schedulers)
         if self.incremental and not pod.node_selector and spec.affinity is None and not spec.tolerations:
             # A pod with no selector, affinity or toleration: the answer is the node's alone.
             plain = self.__dict__.setdefault("_plain_rejects", {})

@@ -1,13 +1,88 @@
-"""Notes on what the input sets that the scheduler does not see: a gated field whose gate is off (the
-API server drops it on write), and a PodGroup whose policy differs from its Workload template."""
+"""Notes on what the input has that placements do not honour: a gated field whose gate is off (the
+API server drops it), a field draopt does not model, a PodGroup that differs from its Workload
+template. Said once per run (`say_note`), kept in `Workload.notes`."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
 from draopt.kube.models.workload import topology_key
+
+
+# Volume sources kube-scheduler's volume filters read (VolumeBinding, VolumeZone,
+# VolumeRestrictions, NodeVolumeLimits): a claim to bind, a zone, an attach limit.
+_SCHEDULED_VOLUMES = ("persistentVolumeClaim", "ephemeral", "csi")
+
+
+HOST_PORTS = "host ports (NodePorts filter)"
+VOLUMES = "claimed or attached volumes (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits filters)"
+_FIELD = {HOST_PORTS: "spec.containers[].ports[].hostPort", VOLUMES: "spec.volumes[]"}
+
+
+def pods_with_unmodelled_fields(pods) -> dict[str, list[str]]:
+    """Scheduler filters draopt does not model (HOST_PORTS, VOLUMES) -> the pending pods whose
+    fields they read (a host port; a persistentVolumeClaim, ephemeral or csi volume)."""
+    out: dict[str, list[str]] = {}
+    for d in pods:
+        spec = d.pod.spec
+        if any(_asks_host_port(c) for c in spec.containers + spec.init_containers):
+            out.setdefault(HOST_PORTS, []).append(d.key)
+        extra = spec.__pydantic_extra__
+        vols = (extra.get("volumes") if extra else None) or []
+        if any(isinstance(v, dict) and any(k in v for k in _SCHEDULED_VOLUMES) for v in vols):
+            out.setdefault(VOLUMES, []).append(d.key)
+    return out
+
+
+def unmodelled_filter_rules(pods) -> list[str]:
+    """The filters of pods_with_unmodelled_fields as rules, named with the first pod and field."""
+    return [
+        f"{rule}, which draopt does not model ({keys[0]}: {_FIELD[rule]})"
+        for rule, keys in pods_with_unmodelled_fields(pods).items()
+    ]
+
+
+def unmodelled_pod_fields(pods) -> list[str]:
+    """One note per field of the pending pods whose scheduler filter draopt does not model, the
+    first pod and how many more: placements ignore them, said rather than silent."""
+    found = pods_with_unmodelled_fields(pods)
+    lines = []
+    if HOST_PORTS in found:
+        lines.append(
+            "field Pod spec.containers[].ports[].hostPort not modelled: kube-scheduler's NodePorts filter keeps "
+            f"pods asking for the same host port off one node; draopt places them as if they asked for none "
+            f"({_first_and_more(found[HOST_PORTS])})"
+        )
+    if VOLUMES in found:
+        lines.append(
+            "field Pod spec.volumes[] (persistentVolumeClaim, ephemeral, csi) not modelled: kube-scheduler's volume "
+            "filters (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) are not checked; draopt "
+            f"places the pods as if they had no such volume ({_first_and_more(found[VOLUMES])})"
+        )
+    return lines
+
+
+def _asks_host_port(container) -> bool:
+    extra = container.__pydantic_extra__
+    ports = (extra.get("ports") if extra else None) or []
+    return any(isinstance(p, dict) and p.get("hostPort") for p in ports)
+
+
+def _first_and_more(keys: list[str]) -> str:
+    return keys[0] + (f" and {len(keys) - 1} more" if len(keys) > 1 else "")
+
+
+_SAID: set[str] = set()
+
+
+def say_note(line: str) -> None:
+    """A note on stderr, once per run however many policies (or rounds) meet the same input."""
+    if line not in _SAID:
+        _SAID.add(line)
+        print(f"note: {line}", file=sys.stderr)
 
 
 def _list_valued(attr: Any) -> bool:
@@ -116,6 +191,3 @@ def _template_copy_notes(objects: ObjectSet) -> list[str]:
                     f"{template!r}: kube-scheduler reads the PodGroup's own copy, and so does draopt"
                 )
     return out
-
-
-__all__ = ["gated_field_notes"]

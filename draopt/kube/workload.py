@@ -30,7 +30,6 @@ Naming (deterministic; Kubernetes uses ``generateName`` with a random suffix):
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
@@ -928,16 +927,16 @@ def node_allocatable(nodes: list[Node]) -> dict[str, dict[str, Fraction]]:
 
 def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     """The pods of `objects` as the scheduler sees them; see the module docstring."""
+    from draopt.kube.field_notes import say_note, unmodelled_pod_fields
+
     features = features or Features.from_gates()
     notes = gated_field_notes(objects, features)
     if features.admin_access:
         notes += unchecked_admin_namespaces(objects)
     workload = _Expander(objects, features).run()
-    workload.notes = notes + workload.notes
+    workload.notes = notes + workload.notes + unmodelled_pod_fields(workload.pending)
     for line in workload.notes:
-        if line not in _SAID:  # printed once per run, however many policies expand the same input
-            _SAID.add(line)
-            print(f"note: {line}", file=sys.stderr)
+        say_note(line)  # (printed once per run, however many policies expand the same input)
     return workload
 
 
@@ -967,9 +966,6 @@ def waiting_notes(waiting: list[PodDemand]) -> list[str]:
         why = message or "spec.schedulingGates is not empty"
         lines.append(f"{why}: {who} outside the scheduling queue ({plugin} PreEnqueue), not placed")
     return lines
-
-
-_SAID: set[str] = set()
 
 
 __all__ = [

@@ -184,7 +184,9 @@ def build(
     totals: dict = {}
     class_pods: dict = {}
     node_demand: dict[str, list] = defaultdict(list)  # node -> [(resources, var)]
-    prio_of: dict[int, int] = {}  # demand variable (index) -> priority of its pods (victims' reprieve)
+    # Demand variable (index) -> priority of its pods, for the victims' reprieve: only pods that may
+    # preempt (an eviction never serves a pod with preemptionPolicy Never).
+    prio_of: dict[int, int] = {}
     unit_parts: dict[tuple[int, str], list] = {}  # counted units: (kind, node) -> [(pods, count)]
     preference = []
     kinds = [prep.kinds[i] for i in kind_ids]
@@ -283,7 +285,8 @@ def build(
                     continue
                 var = cp.new_int_var(0, cap, f"k[{kind.index},{node.name}]")
                 k[(kind.index, node.name)] = var
-                prio_of[var.index] = rep.priority
+                if victims is None or victims.preempts(rep):
+                    prio_of[var.index] = rep.priority
                 if size == 1:
                     per_node.append(var)
                     node_demand[node.name].append((rep.resources, var))
@@ -295,7 +298,8 @@ def build(
                         if cap_j <= 0:
                             continue
                         kj = cp.new_int_var(0, cap_j, f"k[{kind.index},{node.name},{j}]")
-                        prio_of[kj.index] = rep.priority
+                        if victims is None or victims.preempts(rep):
+                            prio_of[kj.index] = rep.priority
                         parts.append((j, kj))
                         node_demand[node.name].append(({r: v * j for r, v in rep.resources.items()}, kj))
                     m.add(cp.add(var == sum(kj for _, kj in parts)))
@@ -338,7 +342,8 @@ def build(
                 if node.name not in node_names or free(node, pod.resources) <= 0:
                     continue
                 v = y[(pod.key, node.name)] = cp.new_bool_var(f"y[{pod.key},{node.name}]")
-                prio_of[v.index] = pod.priority
+                if victims is None or victims.preempts(pod):
+                    prio_of[v.index] = pod.priority
                 vs.append(v)
                 node_demand[node.name].append((pod.resources, v))
             placed[pod.key] = cp.new_bool_var(f"placed[{pod.key}]")

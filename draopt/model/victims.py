@@ -67,6 +67,10 @@ class VictimSet:
     def nodes(self) -> set[str]:
         return {n for u in self.units for n in u.nodes}
 
+    def preempts(self, pod) -> bool:
+        """Whether a pending pod may preempt (itself, or its PodGroup): evictions serve only such pods."""
+        return pod.key in self.pod_preemptors or (pod.group is not None and pod.group in self.group_preemptors)
+
     def links(self) -> list[tuple[str, str]]:
         """Nodes decided together: a unit's nodes, the nodes of the users of one claim."""
         out = []
@@ -268,9 +272,10 @@ def _columns(vs: VictimSet, prep, claims: list[str]) -> dict:
 
 def necessary(m, enc: Encoded, vs: VictimSet, cluster, node_demand: dict, prio_of: dict, by_ref, refs) -> None:
     """Kubernetes' reprieve: a victim is evicted only if putting it back (the others as decided)
-    leaves no room for the pending pods of higher priority placed on its node: some node resource
-    or some column of its devices would be over-full. Without it the model could evict for pods of
-    the victim's own priority or lower, which preemption never does."""
+    leaves no room for the pending pods of higher priority placed on its node that may preempt: some
+    node resource or some column of its devices would be over-full. Without it the model could evict
+    for pods of the victim's own priority or lower, or for a pod with preemptionPolicy Never (room
+    the preemptors do not need), which preemption never does."""
     from draopt.model.encodings.base import scale_to_int
 
     cp = m.cp
@@ -312,7 +317,11 @@ def necessary(m, enc: Encoded, vs: VictimSet, cluster, node_demand: dict, prio_o
                 rhs = node.allocatable[r] - node.used.get(r, 0) - enc.node_total[n].get(r, 0) - mine_r
                 options.append(over(("node", n, r, prio, mine_r), terms, rhs))
         for ref_key, count in _columns(vs, enc.prep, u0.claims).items():
-            ts = [t for t in by_ref.get(ref_key, []) if not t.spec.admin_access and _owner_priority(t.owner) > prio]
+            ts = [
+                t
+                for t in by_ref.get(ref_key, [])
+                if not t.spec.admin_access and _owner_preempts(t.owner, vs) and _owner_priority(t.owner) > prio
+            ]
             if not ts:
                 continue
             held = kept_in.get(ref_key, [])
@@ -327,6 +336,15 @@ def necessary(m, enc: Encoded, vs: VictimSet, cluster, node_demand: dict, prio_o
             m.add(cp.add(var == 0))
         else:
             m.add(cp.add(sum(options) >= 1).only_enforce_if(m.positive(var)))
+
+
+def _owner_preempts(owner, vs: VictimSet) -> bool:
+    """Whether every pod an owner's devices serve may preempt (a claim shared with a pod that may
+    not is no reason to evict)."""
+    if owner.counted:
+        return vs.preempts(owner.kind.pods[0])
+    users = owner.kind.users.get(owner.claim_key) or [p.key for p in owner.kind.pods]
+    return all(vs.preempts(p) for p in owner.kind.pods if p.key in users)
 
 
 def _owner_priority(owner) -> int:

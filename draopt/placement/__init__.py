@@ -109,16 +109,51 @@ def place(
 
 def scheduler_for(scheduler_config, cluster: Cluster, workload, *, seed: int = 0, tie_break: str = "random"):
     """The draopt.scheduler.Scheduler first-fit runs with (None for the built-in name-order)."""
-    from draopt.scheduler import SchedulerConfig, Scheduler, load_config
+    from draopt.scheduler import Scheduler
 
-    cfg = scheduler_config
-    if cfg is None:
-        cfg = SchedulerConfig.default()
-    elif isinstance(cfg, str):
-        cfg = load_config(cfg)
+    cfg = scheduler_configuration(scheduler_config)
     if cfg.name_order:
         return None
     return Scheduler(cfg, cluster, workload, seed=seed, tie_break=tie_break)
+
+
+def scheduler_configuration(scheduler_config):
+    """The draopt.scheduler.SchedulerConfig of a `scheduler_config` argument (None: the default)."""
+    from draopt.scheduler import SchedulerConfig, load_config
+
+    if scheduler_config is None:
+        return SchedulerConfig.default()
+    if isinstance(scheduler_config, str):
+        return load_config(scheduler_config)
+    return scheduler_config
+
+
+def leave_other_schedulers_pods(cluster: Cluster, workload, scheduler_config) -> None:
+    """Pods whose spec.schedulerName no profile serves are another scheduler's (kai-scheduler,
+    Volcano, ...): kube-scheduler never places them, and neither does any policy here (no node
+    takes them: Cluster.node_rejects); said in the notes."""
+    from draopt.cluster.state import scheduler_name
+    from draopt.kube.field_notes import say_note
+
+    served = frozenset(scheduler_configuration(scheduler_config).profiles)
+    cluster.served_schedulers = served
+    others: dict[str, list[str]] = {}
+    for pod in workload.pending:
+        name = scheduler_name(pod)
+        if name not in served:
+            others.setdefault(name, []).append(pod.key)
+    notes = getattr(workload, "notes", None)
+    if notes is None:
+        notes = workload.notes = []
+    for name, keys in sorted(others.items()):
+        shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+        note = (
+            f"{len(keys)} pending pod(s) name spec.schedulerName {name!r}, which no scheduler profile serves "
+            f"({shown}): left pending for that scheduler, by every policy"
+        )
+        if note not in notes:
+            notes.append(note)
+        say_note(note)
 
 
 def preemption_for(sched) -> Preemption | None:
@@ -160,6 +195,7 @@ def _place(
     workload = expand(objects, features)
     deleting = _skip_deleting(workload)
     cluster = build_cluster(objects, workload, features)
+    leave_other_schedulers_pods(cluster, workload, scheduler_config)
     if policy == "first-fit":
         sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
         if sched is not None and prefer_nodes is not None:
@@ -182,6 +218,13 @@ def _place(
         from draopt.placement.optimal_victims import optimal_with_victims, victim_set
 
         first_fit, preempts = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
+
+        def build_served(objs: ObjectSet, wl, feats: Features) -> Cluster:
+            # Clusters built again (without victims, for the checker) serve the same schedulers.
+            built = build_cluster(objs, wl, feats)
+            built.served_schedulers = cluster.served_schedulers
+            return built
+
         result = None
         vs, why_not = victim_set(workload, cluster, objects) if preempts else (None, "")
         if vs is not None:
@@ -193,7 +236,7 @@ def _place(
                 vs,
                 time_limit,
                 started,
-                build_cluster,
+                build_served,
                 check_placement,
                 lambda r, w, c: PlaceOutcome(r, w, c, []),
             )
@@ -209,7 +252,7 @@ def _place(
                 first_fit,
                 time_limit,
                 started,
-                build_cluster,
+                build_served,
                 check_placement,
                 lambda r, w, c: PlaceOutcome(r, w, c, []),
             )
@@ -218,6 +261,7 @@ def _place(
 
             result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=first_fit)
             note_unsearched_preemption(result, workload, objects.priority_classes)
+        _lower_for_unmodelled_filters(result, workload)
         if why_not:
             # Victims could not be decisions of the model: said, with the path taken instead.
             result.stats["victims_model"] = f"not used: {why_not}"
@@ -252,6 +296,26 @@ def _skip_deleting(workload) -> list[PodPlacement]:
         )
         for d in skipped
     ]
+
+
+def _lower_for_unmodelled_filters(result: PlacementResult, workload) -> None:
+    """Pods whose host ports or volumes kube-scheduler filters on, which draopt does not model
+    (draopt.kube.field_notes): optimal's proofs hold for the rules draopt models only, so never
+    OPTIMAL, the filters named in the summary."""
+    from draopt.kube.field_notes import unmodelled_filter_rules
+    from draopt.placement.optimal import restate_summary
+
+    rules = unmodelled_filter_rules(workload.pending)
+    if not rules:
+        return
+    stats = result.stats
+    stats["not_modelled"] = rules
+    if stats.get("status") == "OPTIMAL":
+        stats["status"] = "FEASIBLE"
+        if isinstance(stats.get("summary"), str):
+            restate_summary(stats, " for the filters draopt models")
+    if isinstance(stats.get("summary"), str):
+        stats["summary"] += f" ({'; '.join(rules)})"
 
 
 def _best_first_fit(

@@ -208,27 +208,62 @@ def unmodelled_rule(cluster: Cluster, workload) -> str | None:
     """A scheduling rule of the input that the optimal model does not encode, named with the first
     pod that uses it; None when the model encodes every rule the pending pods use. Such an input
     gets first-fit's placement, said so (UNKNOWN), never a placement that breaks the rule."""
+    rules = unmodelled_rules(cluster, workload)
+    return rules[0] if rules else None
+
+
+def unmodelled_rules(cluster: Cluster, workload) -> list[str]:
+    """Every scheduling rule of the input that the placement model does not encode (each once,
+    named with the first pod that uses it): what kube-scheduler's filters check against the pods
+    already on the nodes (required inter-pod affinity and anti-affinity, the pending pods' own and
+    the running pods' anti-affinity towards them; DoNotSchedule topology spread), and pod-level
+    resources next to node-allocatable devices."""
     from draopt.scheduler.podinfo import _extra, pod_info
     from draopt.kube.workload import effective_container_requests
 
     node_allocatable = cluster.features.node_allocatable_resources and any(
         d.node_allocatable_resources for s in cluster.objects.resource_slices for d in (s.spec.devices or [])
     )
+    found: dict[str, str] = {}  # rule -> its message (the first pod that uses it)
     for pod in workload.pending:
         spec = pod.pod.spec
         # Only a pod with affinity or spread constraints is read whole (40,000 pods: a second).
         if spec.affinity is not None or _extra(spec, "topologySpreadConstraints"):
             info = pod_info(pod.pod)  # the scheduler's own reading of these fields
-            if info.required_affinity or info.required_anti:
-                anti = not info.required_affinity
-                return (
-                    f"required inter-pod {'anti-' if anti else ''}affinity "
-                    f"({pod.key}: spec.affinity.{'podAntiAffinity' if anti else 'podAffinity'})"
-                )
+            if info.required_affinity:
+                found.setdefault("affinity", f"required inter-pod affinity ({pod.key}: spec.affinity.podAffinity)")
+            if info.required_anti:
+                found.setdefault("anti", f"required inter-pod anti-affinity ({pod.key}: spec.affinity.podAntiAffinity)")
             if any(r.when_unsatisfiable == "DoNotSchedule" for r in info.spread):
-                return f"topology spread constraints ({pod.key}: spec.topologySpreadConstraints)"
-        if node_allocatable and effective_container_requests(spec.resources):
-            return f"pod-level resources next to node-allocatable devices ({pod.key}: spec.resources)"
+                found.setdefault("spread", f"topology spread constraints ({pod.key}: spec.topologySpreadConstraints)")
+        if node_allocatable and "pod-level" not in found and effective_container_requests(spec.resources):
+            found["pod-level"] = f"pod-level resources next to node-allocatable devices ({pod.key}: spec.resources)"
+    running = _running_anti_affinity(cluster, workload)
+    if running:
+        found.setdefault("anti", running)
+    order = ("affinity", "anti", "spread", "pod-level")
+    return [found[k] for k in order if k in found]
+
+
+def _running_anti_affinity(cluster: Cluster, workload) -> str | None:
+    """A running pod whose required anti-affinity selects a pending pod (kube-scheduler's filter
+    keeps the pending pod out of its domain: interpodaffinity/filtering.go, the existing pods'
+    anti-affinity), named with both pods; None when there is none."""
+    from draopt.scheduler.podinfo import pod_info
+
+    holders = [p for p in workload.running if p.pod.spec.affinity is not None]
+    terms = [(p, t) for p in holders for t in pod_info(p.pod).required_anti]
+    if not terms:
+        return None
+    ns_labels = {ns.name: dict(ns.metadata.labels or {}) for ns in cluster.objects.namespaces}
+    for pod in workload.pending:
+        info = pod_info(pod.pod)
+        for holder, term in terms:
+            if term.matches(info, ns_labels):
+                return (
+                    f"required inter-pod anti-affinity of a running pod ({holder.key}: spec.affinity.podAntiAffinity, "
+                    f"selects {pod.key})"
+                )
     return None
 
 

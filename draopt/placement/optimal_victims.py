@@ -287,7 +287,8 @@ def _beyond_the_scheduler(workload, result: PlacementResult, features) -> str:
 
 def _decode(workload, result: PlacementResult, vs: VictimSet, first_fit: PlacementResult, objects) -> str:
     """Evictions, each with its preemptor (the highest-priority placed preemptor on the victim's
-    nodes, else a placed PodGroup allowed to preempt), deallocated claims, nominatedNodeName."""
+    nodes, else the highest-priority preempting PodGroup with a pod there, else any placed PodGroup
+    allowed to preempt), deallocated claims, nominatedNodeName."""
     placed = {pl.pod: pl for pl in result.pods if pl.placed}
     on_node: dict[str, list] = {}
     for key, prio in vs.pod_preemptors.items():
@@ -300,6 +301,7 @@ def _decode(workload, result: PlacementResult, vs: VictimSet, first_fit: Placeme
     )
     for v in on_node.values():
         v.sort(key=lambda t: (-t[0], t[1]))
+    group_nodes = {g: {placed[k].node for k in workload.groups[g].pods if k in placed} for _, g in groups}
     evictions: list[Eviction] = []
     by_preemptor: dict[tuple[str, str], list[Eviction]] = {}
     for i, u in enumerate(vs.units):
@@ -311,7 +313,10 @@ def _decode(workload, result: PlacementResult, vs: VictimSet, first_fit: Placeme
             kind, where = "pod", f"on {placed[who].node}"
             sample = workload.pod(who)
         else:
-            got = next(((p, g) for p, g in groups if p > u.priority), None)
+            # A PodGroup with a pod on the victim's node made the room (the checker holds it to
+            # that); any preempting group only when none has (room on devices other nodes reach).
+            higher = [(p, g) for p, g in groups if p > u.priority]
+            got = next((t for t in higher if group_nodes[t[1]] & set(u.nodes)), higher[0] if higher else None)
             if got is None:
                 return f"internal: the model evicted {u.key} for no placed preemptor"
             prio, who = got

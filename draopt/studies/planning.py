@@ -175,6 +175,10 @@ class MixPlan:
     one_fewer: list[OneFewer] = field(default_factory=list)
     blocked: dict[str, str] = field(default_factory=dict)  # pod -> why no node of any type or cluster takes it
     stats: dict[str, Any] = field(default_factory=dict)
+    # draopt.studies.plan_check: first-fit on the cluster with the mix, and the rules the pods use
+    # that the model does not encode (then not proven, and `placed` is first-fit's count).
+    first_fit: Any = None  # plan_check.FirstFitCheck
+    unencoded_rules: list[str] = field(default_factory=list)
 
     @property
     def gap(self) -> float:
@@ -204,6 +208,8 @@ class MixPlan:
             "candidates": self.candidates,
             "blocked": self.blocked,
             "one_fewer": [{"removed": o.removed, "mix": o.mix, "verdict": o.verdict} for o in self.one_fewer],
+            "unencoded_rules": self.unencoded_rules,
+            "first_fit": None if self.first_fit is None else self.first_fit.to_json(),
             "ffd": {
                 e.node_type.name: {
                     "nodes": e.nodes,
@@ -259,6 +265,7 @@ class MixPlan:
             out.append(f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, gap {self.gap:.1%}")
         for o in self.one_fewer:
             out.append(f"one {o.removed} fewer ({_mix_text(o.mix)}): {o.verdict}")
+        out.extend(self._first_fit_lines())
         best = self.ffd_best()
         if best is not None:
             out.append(
@@ -270,6 +277,22 @@ class MixPlan:
             out.append(f"no node of any type (nor of the cluster) takes {len(self.blocked)} pod(s):")
             out.extend(f"  {pod}: {why}" for pod, why in sorted(self.blocked.items()))
         return "\n".join(out)
+
+    def _first_fit_lines(self) -> list[str]:
+        ff = self.first_fit
+        if ff is None:
+            return []
+        line = (
+            f"checked with first-fit (kube-scheduler's default profile, no preemption) on the cluster with "
+            f"{_mix_text(ff.mix)}: places {ff.placed} of {ff.pods}"
+        )
+        if ff.placed < self.placed:
+            line += f", fewer than the plan's {self.placed} (the scheduler's order and node choice do not find its placement)"
+        out = [line]
+        if self.unencoded_rules:
+            # The estimate runs draopt's name-order first-fit, which leaves these rules to the scheduler's plugins too.
+            out.append("the first-fit-decreasing estimate below does not check these rules either")
+        return out
 
 
 def _num(v: Fraction) -> int | float:
@@ -417,7 +440,31 @@ def plan(
 ) -> MixPlan:
     """The cheapest mix of new nodes of `node_types` with which the most pending pods (every
     one, when any mix can) are placed, decided by the CP-SAT placement model; the first-fit-
-    decreasing estimate of every type side by side; and the one-fewer check of the mix."""
+    decreasing estimate of every type side by side; the one-fewer check of the mix; and the mix
+    checked with first-fit, not proven (and repaired) where the pods use a rule the model does
+    not encode (draopt.studies.plan_check)."""
+    import time
+
+    from draopt.studies.plan_check import check_plan
+
+    t0 = time.perf_counter()
+    features = features or Features.from_gates()
+    out = _plan(objects, node_types, features=features, time_limit=time_limit, max_nodes=max_nodes)
+    with progress.current().task("plan: the mix checked with first-fit"):
+        check_plan(objects, out, features, max_nodes=max_nodes, deadline=t0 + 2 * time_limit)
+    out.stats["solve_s"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def _plan(
+    objects: ObjectSet,
+    node_types: list[NodeType],
+    *,
+    features: Features | None = None,
+    time_limit: float = 60.0,
+    max_nodes: int = 256,
+) -> MixPlan:
+    """plan's model: the mix as the CP-SAT placement model (or column generation) decides it."""
     import time
 
     from ortools.sat.python import cp_model
