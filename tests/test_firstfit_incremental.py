@@ -16,6 +16,9 @@ Two checks:
   recorded in the file's ``_corrected``: two unplaced pods' reasons, which 3f36bb4 took from the
   nodes before their kind's frontier as those nodes had answered earlier (the reasons of every node
   filtered again are the ones kept; tests/test_frontier_reasons.py).
+  Instances with PodGroups are no longer compared: gangs follow kube-scheduler's pod-group
+  cycle since (all of a group's pods tried when its first pops, a short gang taken back at once),
+  where 3f36bb4 placed their pods one by one; the fast paths are still checked on them below.
   The code of 3f36bb4 reproduced the allocator's counter-leak and distinct-last-only defects
   and left a full shared device out of allocationMode All: Kubernetes 1.35's behaviour, so the
   golden placements are checked as 1.35 allocates (``--kubernetes-version 1.35``; the gates as
@@ -65,7 +68,8 @@ def golden_instances():
     for family in FAMILIES:
         for seed in GOLDEN_SEEDS:
             rng = random.Random(f"ff-golden-{family}-{seed}")
-            docs = random_cluster(rng, family, nodes=(2, 6), pods=(4, 16))
+            # (instances as drawn when the golden file was written: gangs' pods with their own priorities)
+            docs = random_cluster(rng, family, nodes=(2, 6), pods=(4, 16), valid_groups=False)
             yield f"{family}-{seed}", docs, as_release(features_for(seed), GOLDEN_RELEASE)
     for name, scale in SCHEDPERF_SCALES.items():
         yield f"schedperf-{name}", sw.objects(name, scale=scale), as_release(None, GOLDEN_RELEASE)
@@ -121,17 +125,25 @@ def fast_paths(on: bool):
 # ------------------------------------------------------------------------------------ tests
 def test_golden_placements_unchanged():
     golden = json.loads(GOLDEN.read_text())
-    labels = []
+    labels, compared = [], []
     for label, docs, features in golden_instances():
         labels.append(label)
         assert label in golden["instances"], f"{label}: no golden placement (regenerate, see module doc)"
+        if _has_pod_groups(docs):
+            continue  # (PodGroups follow the pod-group cycle since, not 3f36bb4's pod-by-pod gangs)
+        compared.append(label)
         got = json.loads(json.dumps(digest(docs, features)))
         assert got == golden["instances"][label], label
     assert sorted(labels) == sorted(golden["instances"])
     # The set is not trivial: pods placed and pods refused, several families with claims.
-    placed = sum(1 for d in golden["instances"].values() for p in d.get("pods", []) if p["node"])
-    unplaced = sum(1 for d in golden["instances"].values() for p in d.get("pods", []) if not p["node"])
-    assert placed > 100 and unplaced > 10
+    kept = [golden["instances"][label] for label in compared]
+    placed = sum(1 for d in kept for p in d.get("pods", []) if p["node"])
+    unplaced = sum(1 for d in kept for p in d.get("pods", []) if not p["node"])
+    assert len(compared) >= 10 and placed > 100 and unplaced > 10
+
+
+def _has_pod_groups(docs) -> bool:
+    return isinstance(docs, list) and any(d.get("kind") == "PodGroup" for d in docs)
 
 
 @pytest.mark.parametrize("release", RELEASES)

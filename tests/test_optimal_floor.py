@@ -10,7 +10,7 @@ from draopt.testing.synth_cluster import random_cluster
 from draopt.testing.audit import objects_of
 
 
-@pytest.mark.parametrize("family,seed", [("gpu-nic", 5), ("mixed", 5)])
+@pytest.mark.parametrize("family,seed", [("gpu-nic", 8), ("mixed", 5)])
 def test_optimal_never_below_either_first_fit(family, seed):
     docs = random_cluster(random.Random(seed), family)
     profile = place(objects_of(docs), policy="first-fit").result
@@ -22,9 +22,9 @@ def test_optimal_never_below_either_first_fit(family, seed):
 
 
 def test_profiles_differ_on_this_cluster():
-    # gpu-nic seed 5: the default profile (spreading) places more than name order here, so the
+    # gpu-nic seed 8: the default profile (spreading) places more than name order here, so the
     # test above checks the profile's run is the floor, not only the name-order one.
-    docs = random_cluster(random.Random(5), "gpu-nic")
+    docs = random_cluster(random.Random(8), "gpu-nic")
     profile = place(objects_of(docs), policy="first-fit").result
     by_name = place(objects_of(docs), policy="first-fit", scheduler_config="builtin:name-order").result
     assert profile.weighted_placed() != by_name.weighted_placed()

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+from draopt.kube.admission import PREEMPT_LOWER_PRIORITY, preemption_policy  # noqa: F401  (re-exported)
+
 NEVER = "Never"
 
 # pkg/scheduler/framework/preemption (executor.go): the condition the scheduler writes on a victim
@@ -54,21 +55,6 @@ class Eviction:
 def _extra(model: Any, name: str) -> Any:
     extra = getattr(model, "model_extra", None) or {}
     return extra.get(name)
-
-
-def preemption_policy(pod: Any, priority_classes: list[Any]) -> str:
-    """spec.preemptionPolicy; unset: the one the Priority admission plugin copies from the pod's
-    PriorityClass (the globalDefault class when the pod names none); else PreemptLowerPriority."""
-    spec = pod.spec
-    given = getattr(spec, "preemption_policy", None) or _extra(spec, "preemptionPolicy")
-    if given:
-        return str(given)
-    name = spec.priority_class_name
-    for pc in priority_classes:
-        if (pc.name == name) if name else bool(pc.global_default):
-            if pc.preemption_policy:
-                return str(pc.preemption_policy)
-    return PREEMPT_LOWER_PRIORITY
 
 
 def group_preemption_policy(group_obj: Any, members: list[Any], priority_classes: list[Any]) -> str:

@@ -28,8 +28,7 @@ from draopt.dra.problem import ClaimSpec, Problem, prepare
 from draopt.dra.reference import Chosen, ReferenceAllocator, SearchLimit
 from draopt.cluster.state import DEFAULT_SCHEDULER_NAME, Cluster, NodeState
 from draopt.cluster.result import PlacementResult, PodPlacement, fit_error_message
-from draopt.cluster.podgroup_status import gang_held_back, invalid_pod_group, member_message_136, word_failed_gang
-from draopt.cluster.evictions import _extra
+from draopt.cluster.podgroup_status import member_message_136, word_failed_gang
 from draopt.kube.releases import at_least
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
@@ -900,8 +899,6 @@ def simulate(
             unplace(pl)
         return True
 
-    # kube-scheduler 1.37 validates a pod group before its cycle (validatePodGroup)
-    pod_group_cycles_validate = at_least(cluster.features.version, "1.37")
     refused_groups: set[str] = set()
     members_of: dict[str, list] = {}
     for pod in workload.pending:
@@ -909,27 +906,25 @@ def simulate(
             members_of.setdefault(pod.group, []).append(pod)
 
     def held_or_refused(group: str) -> bool:
-        """A PodGroup that gets no cycle (too few pods to enter the queue), or that 1.37 refuses
-        before its cycle (validatePodGroup): its pods get the message, nothing is tried."""
+        """A gang whose pods of this scheduler are fewer than minCount is never popped: they stay
+        pending without a message (those of another scheduler say so). The groups kube-scheduler
+        never tries for other reasons are held in the workload (draopt.kube.admission)."""
         members = members_of[group]
-        outside = [m.key for m in members if _extra(m.pod.spec, "schedulingGates")]
-        outside += [m.key for m in members if scheduler is not None and scheduler.profile(m) is None]
+        outside = [m.key for m in members if scheduler is not None and scheduler.profile(m) is None]
         gang = workload.groups[group]
-        held = gang_held_back(gang, members, outside)
-        if held is None and outside:
-            return False  # (each pod of another scheduler says so; the gates are the gated pods' own)
-        if held is None and pod_group_cycles_validate:
-            scheduled = [workload.pod(k) for k in gang.pods if k not in demand_of]
-            refusal = invalid_pod_group(gang, members + scheduled, cluster.objects.priority_classes)
-            held = (refusal, "") if refusal else None
-        if held is None:
+        if not outside or gang.policy != "gang" or len(gang.pods) - len(outside) >= gang.min_count:
             return False
         refused_groups.add(group)
+        why = (
+            f"never tried: its PodGroup {gang.key} needs minCount {gang.min_count} pods in the scheduling queue; "
+            f"{len(outside)} of its {len(gang.pods)} pods are another scheduler's ({', '.join(outside)})"
+        )
         for m in members:
-            if m.key in outside:
-                by_pod[m.key] = place(m)  # (its own reason: gated, or no profile)
-            else:
-                by_pod[m.key] = PodPlacement(m.key, None, m.priority, m.group, message=held[0], explanation=held[1])
+            by_pod[m.key] = (
+                place(m)
+                if m.key in outside
+                else PodPlacement(m.key, None, m.priority, m.group, message="", explanation=why)
+            )
         return True
 
     for pod in workload.pending:

@@ -20,9 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
-# A gang with fewer pods than minCount: GangScheduling's PreEnqueue keeps them all out of the
-# queue and the scheduler writes no condition; the crosscheck's oracle names the plugin so.
-GANG_PRE_ENQUEUE = "waiting at PreEnqueue plugin GangScheduling"
 
 # Kubernetes 1.36 (v1.36.3 schedule_one_podgroup.go, gangscheduling Permit, default_preemption.go):
 # its cycle tries every pod, each with its own PostFilter, where DefaultPreemption declines a pod
@@ -57,27 +54,6 @@ class GangTrial:
         return not self.status
 
 
-def gang_held_back(gang, pending: list, outside: list[str]) -> tuple[str, str] | None:
-    """(message, explanation) when a gang never gets a cycle: fewer pods than minCount exist
-    (GangScheduling's PreEnqueue keeps them all out of the queue), or fewer than minCount could
-    enter it (`outside`: the pending pods gated, or of another scheduler): the group is never
-    popped, and kube-scheduler writes nothing."""
-    if gang.policy != "gang":
-        return None
-    if len(gang.pods) < gang.min_count:
-        return GANG_PRE_ENQUEUE, (
-            f"its PodGroup {gang.key} has {len(gang.pods)} pod(s), fewer than minCount {gang.min_count}: "
-            "none enters the scheduling queue"
-        )
-    if outside and len(gang.pods) - len(outside) < gang.min_count:
-        return "", (
-            f"never tried: its PodGroup {gang.key} needs minCount {gang.min_count} pods in the scheduling queue; "
-            f"{len(outside)} of its {len(gang.pods)} pods cannot enter it (gated, or of another scheduler: "
-            f"{', '.join(outside)})"
-        )
-    return None
-
-
 def word_failed_gang(workload, key: str, by_pod: dict, released: set[str], post_filter: str, n_nodes: int) -> None:
     """The messages kube-scheduler 1.37's pod-group cycle writes on a gang that did not reach
     minCount; `released`: the pods that fitted in its trial."""
@@ -93,34 +69,6 @@ def word_failed_gang(workload, key: str, by_pod: dict, released: set[str], post_
     for p, text in zip(members, member_messages(trial, fitted, errors, post_filter)):
         if by_pod[p.key].message is None:  # ("": a pod kube-scheduler never sees keeps none)
             by_pod[p.key].message = text
-
-
-def invalid_pod_group(gang, pods: list, priority_classes: list) -> str:
-    """kube-scheduler 1.37 refuses a PodGroup before trying it (validatePodGroup; the pods get the
-    error, SchedulerError): its pods (pending in queue order, then scheduled) must share the first
-    one's schedulerName and preemption policy (PodGroupPreemptionPolicy off), and have the group's
-    admitted priority. "" when valid."""
-    from draopt.cluster.evictions import _extra, preemption_policy
-
-    first_name = first_policy = None
-    for d in pods:
-        name = _extra(d.pod.spec, "schedulerName") or "default-scheduler"
-        first_name = first_name or name
-        if name != first_name:
-            return (
-                "all pods in a single pod group should have the same .spec.schedulerName set, "
-                f'got: "{name}" and "{first_name}"'
-            )
-        if d.priority != gang.admitted_priority:
-            return (
-                "all pods in a single pod group should have the same priority as the pod group's priority, "
-                f"got {d.priority} and {gang.admitted_priority}"
-            )
-        policy = preemption_policy(d.pod, priority_classes)
-        first_policy = first_policy or policy
-        if policy != first_policy:
-            return f"all pods in a single pod group should have the same preemption policy, got {policy} and {first_policy}"
-    return ""
 
 
 def min_count_status(min_count: int, scheduled: int, remaining: int) -> str:
@@ -159,13 +107,10 @@ def member_messages(trial: GangTrial, fitted: list[bool], fit_errors: list[str],
 
 
 __all__ = [
-    "GANG_PRE_ENQUEUE",
     "GangTrial",
-    "gang_held_back",
     "word_failed_gang",
     "POD_GROUP_UNSCHEDULABLE",
     "gang_trial",
-    "invalid_pod_group",
     "member_message_136",
     "member_messages",
     "min_count_status",

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from draopt.kube.admission import Hold
+from draopt.kube.admission import SCHEDULER_ERROR, Hold
 from draopt.kube.models import AllocationResult
 
 
@@ -51,6 +51,8 @@ class PodPlacement:
             # PreEnqueue plugin that holds it; a gated pod group's other pods: no condition
             if self.hold.group:
                 return ""
+            if self.hold.condition_reason == SCHEDULER_ERROR:
+                return self.hold.message  # (validatePodGroup's error, the pods' message)
             return self.hold.condition_reason or f"waiting at PreEnqueue plugin {self.hold.plugin}"
         if self.message is not None:
             return self.message

@@ -45,6 +45,8 @@ class Hold:
     @property
     def text(self) -> str:
         """The reason as draopt reports it for a pod that is not placed."""
+        if self.condition_reason == SCHEDULER_ERROR:
+            return f"its PodGroup is refused before its cycle ({self.plugin}): {self.message}"
         return f"waiting outside the scheduling queue ({self.plugin} PreEnqueue): {self.message}"
 
 
@@ -70,6 +72,99 @@ def group_hold(group: str, member: str, hold: Hold) -> Hold:
     queue entity, gated while any of its pods is (pkg/scheduler/backend/queue/scheduling_queue.go,
     runPreEnqueuePlugins, 1.37). Kubernetes writes nothing on the pod itself."""
     return Hold(hold.plugin, "", f"PodGroup {group}: its pod {member} waits ({hold.message})", group)
+
+
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+
+
+def _spec_extra(spec: Any, name: str) -> Any:
+    return (getattr(spec, "model_extra", None) or {}).get(name)
+
+
+def preemption_policy(pod: Any, priority_classes: list[Any]) -> str:
+    """spec.preemptionPolicy; unset: the one the Priority admission plugin copies from the pod's
+    PriorityClass (the globalDefault class when the pod names none); else PreemptLowerPriority."""
+    spec = pod.spec
+    given = getattr(spec, "preemption_policy", None) or _spec_extra(spec, "preemptionPolicy")
+    if given:
+        return str(given)
+    name = spec.priority_class_name
+    for pc in priority_classes:
+        if (pc.name == name) if name else bool(pc.global_default):
+            if pc.preemption_policy:
+                return str(pc.preemption_policy)
+    return PREEMPT_LOWER_PRIORITY
+
+
+def invalid_pod_group(admitted_priority: int, pods: list, priority_classes: list[Any]) -> str:
+    """kube-scheduler 1.37 refuses a PodGroup before its cycle (validatePodGroup): its pods (pending
+    in queue order, then scheduled) must share the first one's schedulerName and preemption policy
+    (PodGroupPreemptionPolicy off), and have the group's admitted priority. "" when valid."""
+    first_name = first_policy = None
+    for d in pods:
+        name = _spec_extra(d.pod.spec, "schedulerName") or "default-scheduler"
+        first_name = first_name or name
+        if name != first_name:
+            return (
+                "all pods in a single pod group should have the same .spec.schedulerName set, "
+                f'got: "{name}" and "{first_name}"'
+            )
+        if d.priority != admitted_priority:
+            return (
+                "all pods in a single pod group should have the same priority as the pod group's priority, "
+                f"got {d.priority} and {admitted_priority}"
+            )
+        policy = preemption_policy(d.pod, priority_classes)
+        first_policy = first_policy or policy
+        if policy != first_policy:
+            return f"all pods in a single pod group should have the same preemption policy, got {policy} and {first_policy}"
+    return ""
+
+
+GANG_SCHEDULING = "GangScheduling"
+SCHEDULER_ERROR = "SchedulerError"
+
+
+def gang_count_hold(group: str, pods: int, min_count: int) -> Hold:
+    """A gang with fewer pods than minCount: GangScheduling's PreEnqueue keeps each of them out of
+    the queue (gangscheduling.go, PreEnqueue); Kubernetes writes nothing on the pods."""
+    return Hold(GANG_SCHEDULING, "", f"PodGroup {group} has {pods} pod(s), fewer than its minCount {min_count}")
+
+
+def refused_group_hold(error: str) -> Hold:
+    """A PodGroup kube-scheduler 1.37 refuses before its cycle (schedule_one_podgroup.go,
+    validatePodGroup): every cycle fails with `error`, written on the pods (SchedulerError)."""
+    return Hold("validatePodGroup", SCHEDULER_ERROR, error)
+
+
+def hold_groups_never_tried(groups: dict, pending: list, waiting: list, running: list, validate: bool, classes: list):
+    """(pending, waiting) once the PodGroups kube-scheduler never tries are held: a gang with fewer
+    pods than minCount (GangScheduling's PreEnqueue), and with `validate` (1.37) one that
+    validatePodGroup refuses. Their pending pods move to `waiting`, out of their Gang's pods."""
+    by_key = {d.key: d for d in pending + running}
+    held: set[str] = set()
+    for key, gang in groups.items():
+        members = [by_key[k] for k in gang.pods if k in by_key]
+        hold = None
+        if gang.policy == "gang" and len(gang.pods) < gang.min_count:
+            hold = gang_count_hold(key, len(gang.pods), gang.min_count)
+        elif validate:
+            queued = [d for d in members if d.node_name is None]
+            error = invalid_pod_group(
+                gang.admitted_priority, queued + [d for d in members if d.node_name is not None], classes
+            )
+            hold = refused_group_hold(error) if error else None
+        if hold is None:
+            continue
+        for d in members:
+            if d.node_name is None:
+                d.hold = hold
+                held.add(d.key)
+        gang.pods = [k for k in gang.pods if k not in held]
+    if not held:
+        return pending, waiting
+    moved = [d for d in pending if d.key in held]
+    return [d for d in pending if d.key not in held], sorted(waiting + moved, key=lambda d: d.queue_key)
 
 
 def _requests_admin_access(spec: Any) -> bool:

@@ -40,12 +40,14 @@ from draopt.kube.admission import (
     Hold,
     gate_hold,
     group_hold,
+    hold_groups_never_tried,
     missing_claim_hold,
     refused_objects,
     unchecked_admin_namespaces,
 )
 from draopt.kube.features import Features
 from draopt.kube.field_notes import gated_field_notes
+from draopt.kube.releases import at_least
 from draopt.kube.loader import ObjectSet
 from draopt.kube.models import DeviceClass, Node, ResourceClaim, ResourceClaimTemplate
 from draopt.kube.models.clone import ClaimCopier
@@ -828,6 +830,9 @@ class _Expander:
                 admitted_priority=self.priority(g, g.spec),
             )
         composites = self.composites(groups)
+        pending, waiting = hold_groups_never_tried(
+            groups, pending, waiting, running, at_least(self.features.version, "1.37"), self.o.priority_classes
+        )
         return Workload(
             pending=pending,
             running=running,

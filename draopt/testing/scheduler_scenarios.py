@@ -724,7 +724,13 @@ def _pod_group(b: _Builder, ns: str, members: list[dict[str, Any]], topology: bo
         spec["schedulingConstraints"] = {"topology": [{"key": rng.choice([ZONE, ZONE, HOSTNAME])}]}
     b.docs["PodGroup"].append({"apiVersion": SCHED, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns}})
     b.docs["PodGroup"][-1]["spec"] = spec
-    first = members[0]["spec"]
+    first = dict(members[0]["spec"])
+    # Mostly a valid group (validatePodGroup, 1.37): the pods' PriorityClass is the group's; one
+    # in ten keeps its pods' priority apart from the group's (1.37 refuses it).
+    if first.get("priorityClassName") and rng.random() < 0.9:
+        spec["priorityClassName"] = first["priorityClassName"]
+    elif "priority" in first and rng.random() < 0.9:
+        first.pop("priority")
     for p in members:
         p["spec"]["schedulingGroup"] = {"podGroupName": name}
         for key in ("priorityClassName", "priority", "schedulerName"):  # a job's pods share these

@@ -190,8 +190,21 @@ class _Gen:
                 "spec": {"schedulingPolicy": {"gang": {"minCount": max(1, min(min_count, len(members)))}}},
             }
         )
+        # A valid group (validatePodGroup, 1.37): its pods share one priority, the group's as the
+        # Priority admission plugin sets it: the first pod's PriorityClass, else the default (0).
+        if not getattr(self, "valid_groups", True):
+            for p in members:
+                p["spec"]["schedulingGroup"] = {"podGroupName": name}
+            return name
+        cls = members[0]["spec"].get("priorityClassName") if members else None
+        if cls:
+            self.groups[-1]["spec"]["priorityClassName"] = cls
         for p in members:
             p["spec"]["schedulingGroup"] = {"podGroupName": name}
+            p["spec"].pop("priority", None)
+            p["spec"].pop("priorityClassName", None)
+            if cls:
+                p["spec"]["priorityClassName"] = cls
         return name
 
     # ------------------------------------------------------------------ nodes and devices
@@ -942,11 +955,17 @@ class _Gen:
 
 
 def random_cluster(
-    rng: random.Random, family: str, *, nodes: tuple[int, int] = (1, 4), pods: tuple[int, int] = (2, 10)
+    rng: random.Random,
+    family: str,
+    *,
+    nodes: tuple[int, int] = (1, 4),
+    pods: tuple[int, int] = (2, 10),
+    valid_groups: bool = True,
 ) -> list[dict[str, Any]]:
     """Kubernetes documents of one random cluster of `family` (one of FAMILIES); `nodes` and
     `pods` are inclusive ranges for the numbers of Nodes and pending Pods (shared claims and
-    gangs may add up to 3 pods past the upper bound)."""
+    gangs may add up to 3 pods past the upper bound). `valid_groups`: a gang's pods share its
+    priority (False: each keeps its own, as instances drawn before validatePodGroup were)."""
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
     if family == "mixed":
@@ -957,7 +976,9 @@ def random_cluster(
         features = {family}
         if family == "shared" and rng.random() < 0.5:
             features.add("network")  # claims shared through network-attached devices
-    return _Gen(rng, features, nodes, pods).run()
+    gen = _Gen(rng, features, nodes, pods)
+    gen.valid_groups = valid_groups
+    return gen.run()
 
 
 def features_for(seed: int):
