@@ -413,10 +413,20 @@ def test_gang_priority_from_podgroup_or_members():
             "spec": {"schedulingPolicy": {"basic": {}}},
         },
     ]
-    w = expand_docs(*groups, pod("x", group="a"), pod("y", group="b", priority=3), pod("z", group="b", priority=9))
-    assert (w.groups["default/a"].priority, w.groups["default/a"].min_count) == (7, 3)
-    assert (w.groups["default/b"].priority, w.groups["default/b"].policy) == (9, "basic")
-    assert w.groups["default/b"].pods == ["default/z", "default/y"]
+    members = (pod("x", group="a"), pod("y", group="b", priority=3), pod("z", group="b", priority=9))
+    old = expand_docs(*groups, *members, features=Features.from_gates({"DRAWorkloadResourceClaims": True}, "1.36"))
+    assert (old.groups["default/a"].priority, old.groups["default/a"].min_count) == (7, 3)
+    assert (old.groups["default/b"].priority, old.groups["default/b"].policy) == (9, "basic")
+    assert old.groups["default/b"].pods == ["default/z", "default/y"]
+    # 1.37 never tries either group: a has 1 pod for minCount 3 (GangScheduling PreEnqueue); b's pods
+    # have priorities apart from b's admitted one, 0 (schedule_one_podgroup.go validatePodGroup)
+    w = expand_docs(*groups, *members)
+    assert w.groups["default/b"].pods == [] and not w.pending
+    holds = {d.key: d.hold for d in w.waiting}
+    assert holds["default/x"].plugin == "GangScheduling"
+    assert holds["default/z"].message == (
+        "all pods in a single pod group should have the same priority as the pod group's priority, got 9 and 0"
+    )
 
 
 # ------------------------------------------------------------------ resource arithmetic
