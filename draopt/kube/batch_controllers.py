@@ -83,6 +83,7 @@ class _BatchExpander(_Expander):
         input_jobs: list[dict],
     ):
         super().__init__(existing_pods, nodes, batch)
+        self.owner_kinds = {**controllers.CONTROLLER_KINDS, **BATCH_KINDS}
         self.input_jobs = input_jobs  # the input's Jobs (a TrainJob's JobSet may have its Jobs there)
         self.runtimes = runtimes
         self.pod_groups = pod_groups  # namespace/name of the input's PodGroups

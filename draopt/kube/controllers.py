@@ -77,6 +77,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from draopt.errors import InputError
+from draopt.kube.groups import of_another_group
 from draopt.kube.exclusive_topology import (
     JOB_INDEX_KEY,
     JOBSET_EXCLUSIVE,
@@ -274,12 +275,22 @@ def _owner(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
     }
 
 
+def _refers_to(ref: Any, kind: str, served: dict[str, tuple[str, ...]] = CONTROLLER_KINDS) -> bool:
+    """An ownerReference to `kind` in a group draopt reads it in (`served`): a Volcano Job
+    (batch.volcano.sh) owns its pods, a batch/v1 Job of the same name does not."""
+    return (
+        isinstance(ref, dict)
+        and ref.get("kind") == kind
+        and of_another_group(ref.get("apiVersion"), served.get(kind, ())) is None
+    )
+
+
 def _owned_by(doc: dict[str, Any], kind: str, name: str) -> bool:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
     if not isinstance(refs, list):
         return False
-    return any(isinstance(r, dict) and r.get("kind") == kind and r.get("name") == name for r in refs)
+    return any(_refers_to(r, kind) and r.get("name") == name for r in refs)
 
 
 def _ns(doc: dict[str, Any]) -> str:
@@ -316,6 +327,7 @@ class _Expander:
         self.checked: set[tuple[int, str]] = set()  # (reader, template path) validated
         self.made: dict[int, int] = {}  # reader -> pods made
         self.by_owner: dict[tuple[str, str, str], list[dict[str, Any]]] | None = None
+        self.owner_kinds = CONTROLLER_KINDS  # the owners' kinds, with the apiVersions they are read in
 
     # ---------------------------------------------------------- pods
     def owned_pods(self, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
@@ -329,9 +341,12 @@ class _Expander:
                 if not isinstance(refs, list):
                     continue
                 owners = {
-                    (_ns(p), r.get("kind"), r.get("name"))
+                    (_ns(p), r["kind"], r["name"])
                     for r in refs
-                    if isinstance(r, dict) and isinstance(r.get("kind"), str) and isinstance(r.get("name"), str)
+                    if isinstance(r, dict)
+                    and isinstance(r.get("kind"), str)
+                    and isinstance(r.get("name"), str)
+                    and _refers_to(r, r["kind"], self.owner_kinds)
                 }
                 for key in owners:
                     self.by_owner.setdefault(key, []).append(p)
@@ -841,7 +856,7 @@ def _owner_names(doc: dict[str, Any], kind: str) -> list[str]:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
     return (
-        [r["name"] for r in refs if isinstance(r, dict) and r.get("kind") == kind and isinstance(r.get("name"), str)]
+        [r["name"] for r in refs if _refers_to(r, kind) and isinstance(r.get("name"), str)]
         if isinstance(refs, list)
         else []
     )
