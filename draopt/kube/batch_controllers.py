@@ -96,7 +96,7 @@ class _BatchExpander(_Expander):
         """The gang PodGroup `N` for the job's pods (spec.schedulingGroup to set on each)."""
         key = f"{r.namespace}/{r.name}"
         if key not in self.pod_groups:
-            meta: dict[str, Any] = {"name": r.name}
+            meta: dict[str, Any] = {"name": r.name, "uid": stable_uid("PodGroup", r.namespace, r.name)}
             if r.namespace_field is not None:
                 meta["namespace"] = r.namespace_field
             self.out.groups.append(

@@ -384,6 +384,9 @@ class _Expander:
         meta: dict[str, Any] = {"name": name}
         if r.namespace_field is not None:
             meta["namespace"] = r.namespace_field
+        # The API server gives every pod a uid, and a claim's reservedFor must name it
+        # (validateResourceClaimUserReference): a stable one, from the pod's namespace and name.
+        meta["uid"] = stable_uid("Pod", r.namespace, name)
         all_labels = dict(tmeta.get("labels") or {})
         all_labels.update(labels or {})
         if all_labels:

@@ -544,7 +544,9 @@ def _skipped_kinds(skipped: dict[tuple[str, str], int]) -> list[tuple[str, int, 
         custom = not is_kubernetes_group(group)
         label = f"{kind} ({group})" if custom and (served_versions(kind) or groups[kind] > 1) else kind
         if kind in POD_CREATING_KINDS or (kind, group) in POD_CREATING_CUSTOM_KINDS:
-            why = "creates pods that draopt does not model (give the pods it creates, e.g. from kubectl get pods -o yaml)"
+            why = (
+                "creates pods that draopt does not model (give the pods it creates, e.g. from kubectl get pods -o yaml)"
+            )
         else:
             why = (None if custom else NOT_MODELLED_KINDS.get(kind)) or "not used for placement"
         out.append((label, n, why))

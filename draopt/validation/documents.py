@@ -114,7 +114,10 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             continue
         group = custom_resource_group(doc)
         if group is not None:
-            ctx.note("kind", f"a {kind} of API group {group} (a custom resource, not Kubernetes' {kind}) is not validated by draopt")
+            ctx.note(
+                "kind",
+                f"a {kind} of API group {group} (a custom resource, not Kubernetes' {kind}) is not validated by draopt",
+            )
             continue
         versions = KINDS[kind][1] if kind in KINDS else EXTRA_KINDS.get(kind)
         if versions is None:
