@@ -79,3 +79,46 @@ def test_cli_explains_unplaced_gang_pods():
     subjects = [s["subject"] for s in json.loads(p.stdout)]
     assert any("ml/trainer-1" in s and "cannot allocate all claims" in s for s in subjects)
     assert any("when it failed" in s and "claim ml/trainer-1-gpu request gpu: 1 device(s)" in s for s in subjects)
+
+
+CAPACITY_SLICE = """---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: dra.example.com
+  nodeName: worker-1
+  pool: {name: pool, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: dev
+    capacity:
+      memory:
+        value: 4Gi
+        requestPolicy: {default: 1Gi, validRange: {min: 1Gi, max: 2Gi}}
+      bandwidth: {value: 10G}
+"""
+
+
+def capacity_request(capacity: str) -> str:
+    return (
+        "    - name: req-0\n      exactly:\n        deviceClassName: resource.example.com\n"
+        f"        capacity: {{requests: {{{capacity}}}}}\n"
+    )
+
+
+def test_capacity_rejections_name_the_capacity():
+    """The three ways a device's capacities refuse a request (k8s.io/dynamic-resource-allocation
+    structured/internal/experimental/consumable_capacity.go GetConsumedCapacityFromRequest,
+    violatesPolicy, CmpRequestOverCapacity), each naming the capacity. The scheduler oracle (crosscheck
+    with a pod per claim, DRAConsumableCapacity on, 1.37.2) leaves all three pending, and places a
+    fourth pod whose claim requests memory: 2Gi."""
+    cases = {
+        "bandwidth: 20G": "capacity too small (bandwidth)",
+        "memory: 3Gi": "request outside the requestPolicy of capacity memory",
+        "example.com/lanes: 1": "lacks capacity example.com/lanes",
+    }
+    for i, (capacity, reason) in enumerate(cases.items()):
+        objs = load_text(tf.CLASS + CAPACITY_SLICE + tf.NODE + tf.claim(f"c{i}", capacity_request(capacity)))
+        (ex,) = explain_claims(objs, None, ALL)
+        assert not ex.fits
+        assert dict(ex.rejections[f"default/c{i} req-0"]) == {reason: 1}, capacity

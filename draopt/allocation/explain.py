@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 from draopt.errors import AllocationError, DeviceCelError
 from draopt.dra.inventory import available_counters
 from draopt.dra.problem import Problem, prepare
-from draopt.dra.rules import taint_blocks
+from draopt.dra.rules import consumed_quantity, q, taint_blocks, violates_policy
 
 
 @dataclass
@@ -96,7 +96,7 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
     if not f.device_binding_and_status and dev.device.binding_conditions:
         return "has binding conditions (DRADeviceBindingConditions off)"
     if f.consumable_capacity and not problem.capacity_ok(spec, dev, None):
-        return "capacity too small or request outside its policy"
+        return capacity_rejection(problem, spec, dev)
     if dev.device.consumes_counters:
         if not f.partitionable_devices:
             return "consumes counters (DRAPartitionableDevices off)"
@@ -119,6 +119,29 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
         ):
             return f"lacks attribute {name}"
     return None
+
+
+def capacity_rejection(problem: Problem, spec, dev) -> str:
+    """Why the device's capacities cannot take the request, naming them: a capacity the request
+    names that the device lacks, a request outside a capacity's requestPolicy, or capacities the
+    in-use claims leave too little of (the checks of rules.consumption and rules.fits_capacity)."""
+    capacity = dev.device.capacity
+    requests = spec.capacity_requests or {}
+    missing = sorted(name for name in requests if name not in capacity)
+    if missing:
+        return f"lacks capacity {', '.join(missing)}"
+    in_use = problem.inventory.allocated.capacity.get(dev.id) or {}
+    outside, short = [], []
+    for name, cap in capacity.items():
+        raw = requests.get(name)
+        value, is_default = consumed_quantity(q(raw) if raw is not None else None, cap)
+        if violates_policy(value, is_default, cap, raw):
+            outside.append(name)
+        elif value.value + in_use.get(name, 0) > q(cap.value).value:
+            short.append(name)
+    if outside:
+        return f"request outside the requestPolicy of capacity {', '.join(sorted(outside))}"
+    return f"capacity too small ({', '.join(sorted(short))})"
 
 
 def minimal_conflict(problem: Problem, time_limit: float = 10.0) -> list[str] | None:
