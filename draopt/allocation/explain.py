@@ -406,3 +406,53 @@ def narrow_to_node(text: str, node: str) -> tuple[str, bool]:
         elif not line.startswith(" "):
             keep = False
     return "\n".join(out), found
+
+
+@dataclass
+class Section:
+    """One part of `draopt explain`'s answer about one subject: a pod (``pod default/p``) or the
+    claims asked about (``claims default/a, default/b``)."""
+
+    subject: str
+    title: str  # "first-fit could not place it", "when it failed", "in the state after first-fit"...
+    message: str = ""  # the answer: on the title's line, or (`block`) below it
+    nodes: list[NodeExplanation] = field(default_factory=list)
+    block: bool = False
+    # the headline's reasons (filter reason -> how many nodes gave it), for a pod that failed
+    reasons: dict[str, int] | None = None
+    explained: bool = False  # `message` is a rendered device explanation (render): its nodes go to JSON
+
+    def heading(self) -> str:
+        head = f"{self.subject}: {self.title}" if self.title else self.subject
+        if not self.message:
+            return head
+        return f"{head}\n{self.message}" if self.block else f"{head}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"subject": self.subject, "section": self.title, "message": self.message}
+        if self.reasons is not None:
+            out["reasons"] = self.reasons
+        nodes = [e.to_json() for e in self.nodes]
+        out["nodes"] = nodes + (node_blocks(self.message) if self.explained else [])
+        return out
+
+
+def node_blocks(text: str) -> list[dict[str, Any]]:
+    """The node blocks of a rendered explanation (:func:`render`) as JSON: per block its first node,
+    the others with the same explanation (``also``, and ``unnamed``: how many more it does not
+    name), and its lines (the head's remainder first)."""
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        m = _NODE_HEADER.match(line)
+        if m:
+            block: dict[str, Any] = {"node": m.group(1)}
+            if m.group(2) is not None:
+                named = [n for n in m.group(2).split(", ") if n and n != "..."]
+                total = int(re.search(r"\(and (\d+) more", line).group(1))  # type: ignore[union-attr]
+                block["also"] = named
+                block["unnamed"] = total - len(named)
+            block["lines"] = [m.group(3).strip()] if m.group(3).strip() else []
+            out.append(block)
+        elif out and line.startswith(" "):
+            out[-1]["lines"].append(line.strip())
+    return out
