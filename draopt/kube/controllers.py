@@ -487,6 +487,7 @@ class _Expander:
         start = r.count(ordinals, "spec.ordinals", "start", 0, maximum=2**31 - 1)
         service = r.get(spec, "spec", "serviceName", str, "")
         have = {_name(p) for p in self.owned_pods(r.namespace, "StatefulSet", r.name)}
+        self.volume_claim_templates(r, spec)
         revision = f"{r.name}-{template_hash(template)}"
         owner = _owner("apps/v1", "StatefulSet", r.name, r.uid)
         for i in range(start, start + replicas):
@@ -509,6 +510,25 @@ class _Expander:
                 spec_update=update,
                 order=(f"{r.namespace}/{r.name}", i),
             )
+
+    def volume_claim_templates(self, r: _Reader, spec: dict) -> None:
+        """Said, not dropped silently: each pod of the set would mount a PersistentVolumeClaim
+        `<template>-<set>-<ordinal>` (pkg/controller/statefulset/stateful_set_utils.go
+        getPersistentVolumeClaimName, updateStorage), which kube-scheduler's VolumeBinding filter
+        needs bound or bindable on the node; draopt models neither the claims nor volume binding."""
+        templates = r.get(spec, "spec", "volumeClaimTemplates", list, [])
+        if not templates:
+            return
+        names = [
+            str(t["metadata"].get("name"))
+            for t in templates
+            if isinstance(t, dict) and isinstance(t.get("metadata"), dict)
+        ]
+        self.out.notes.append(
+            f"{r.what}: spec.volumeClaimTemplates ({', '.join(names) or len(templates)}) not modelled: draopt "
+            f"creates no PersistentVolumeClaims for its pods and does not simulate volume binding "
+            f"(kube-scheduler's VolumeBinding filter), so a pod is placed as if its volumes could bind on any node"
+        )
 
     def do_DaemonSet(self, r: _Reader) -> None:
         from draopt.kube.models.workload import PodSpec
