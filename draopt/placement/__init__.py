@@ -225,7 +225,13 @@ def _place(
             result.stats["preemption"] = f"{said} (victim model not used: {why_not})" if said else why_not
     result.stats["nodes"] = len(cluster.nodes)
     group_uids = {f"{g.namespace}/{g.name}": g.metadata.uid for g in objects.pod_groups if g.metadata.uid}
-    return PlaceOutcome(result, workload, cluster, output_objects(result, workload, group_uids))
+    written = output_objects(result, workload, group_uids)
+    if policy != "first-fit":
+        from draopt.placement.optimal_reasons import reason_in_final_state
+
+        if reason_in_final_state(objects, features, result, written, scheduler_config):
+            written = output_objects(result, workload, group_uids)  # (the pending pods' conditions)
+    return PlaceOutcome(result, workload, cluster, written)
 
 
 def _best_first_fit(
