@@ -121,3 +121,18 @@ def test_pods_owned_by_a_volcano_job_are_not_a_batch_job_of_the_same_name():
     objects = load_text((DATA / "volcano.yaml").read_text() + job, "in.yaml", notes=io.StringIO())
     made = sorted(p.name for p in objects.pods if p.name.startswith("test-job-") and "nginx" not in p.name)
     assert len(made) == 2
+
+
+def test_a_kind_in_two_kubernetes_groups_is_one_note():
+    """Event is served as v1 and as events.k8s.io/v1 (both Kubernetes'): one note counts both."""
+    text = (
+        "apiVersion: v1\nkind: Event\nmetadata: {name: a}\n---\n"
+        "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata: {name: b}\n---\n"
+        "apiVersion: example.com/v1\nkind: Event\nmetadata: {name: c}\n"
+    )
+    notes = io.StringIO()
+    load_text(text, "in.yaml", notes=notes)
+    assert notes.getvalue().splitlines() == [
+        "note: skipped 2 Event object(s): not used for placement",
+        "note: skipped 1 Event (example.com) object(s): not used for placement",
+    ]

@@ -539,7 +539,7 @@ def _skipped_kinds(skipped: dict[tuple[str, str], int]) -> list[tuple[str, int, 
     groups: dict[str, int] = {}
     for kind, _ in skipped:
         groups[kind] = groups.get(kind, 0) + 1
-    out = []
+    out: dict[tuple[str, str], int] = {}  # (label, why) -> count: a kind in two Kubernetes groups is one
     for (kind, group), n in skipped.items():
         custom = not is_kubernetes_group(group)
         label = f"{kind} ({group})" if custom and (served_versions(kind) or groups[kind] > 1) else kind
@@ -549,8 +549,8 @@ def _skipped_kinds(skipped: dict[tuple[str, str], int]) -> list[tuple[str, int, 
             )
         else:
             why = (None if custom else NOT_MODELLED_KINDS.get(kind)) or "not used for placement"
-        out.append((label, n, why))
-    return sorted(out)
+        out[label, why] = out.get((label, why), 0) + n
+    return sorted((label, n, why) for (label, why), n in out.items())
 
 
 _SELECTOR_OWNERS = frozenset(("ReplicaSet", "StatefulSet", "ReplicationController"))
