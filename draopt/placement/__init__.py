@@ -229,7 +229,10 @@ def _place(
     if policy != "first-fit":
         from draopt.placement.optimal_reasons import reason_in_final_state
 
-        if reason_in_final_state(objects, features, result, written, scheduler_config):
+        def scheduler(cluster, workload):
+            return scheduler_for(scheduler_config, cluster, workload, tie_break="name")
+
+        if reason_in_final_state(objects, features, result, written, build_cluster, scheduler):
             written = output_objects(result, workload, group_uids)  # (the pending pods' conditions)
     return PlaceOutcome(result, workload, cluster, written)
 

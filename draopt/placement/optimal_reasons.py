@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 from draopt.cluster.result import PlacementResult
 from draopt.kube.features import Features
@@ -48,23 +48,25 @@ def reason_in_final_state(
     features: Features,
     result: PlacementResult,
     written: list[dict[str, Any]],
-    scheduler_config=None,
+    build_cluster: Callable[..., Any],
+    scheduler: Callable[..., Any],
 ) -> bool:
     """Replace the reasons (and explanations) of `result`'s pending pods by those of its final
     state; returns whether any pod was pending. A pod that first-fit would place in that state
-    (the optimum honours a rule this replay does not, such as a gang's minCount) says so."""
+    (the optimum honours a rule this replay does not, such as a gang's minCount) says so.
+    `build_cluster(objects, workload, features)` and `scheduler(cluster, workload)` (the profile's
+    scheduler, or None) come from draopt.placement, which calls this."""
     pending = [pl for pl in result.pods if not pl.placed]
     if not pending:
         return False
     from draopt.allocation.explain import explain_failed_pod
     from draopt.cluster.firstfit import simulate
     from draopt.kube.workload import expand
-    from draopt.placement import build_cluster, scheduler_for
 
     state = final_state(objects, result, written)
     workload = expand(state, features)
     cluster = build_cluster(state, workload, features)
-    sched = scheduler_for(scheduler_config, cluster, workload, tie_break="name")
+    sched = scheduler(cluster, workload)
     replay = {p.pod: p for p in simulate(cluster, workload, scheduler=sched, explain_failures=explain_failed_pod).pods}
     for pl in pending:
         again = replay.get(pl.pod)
