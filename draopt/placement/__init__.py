@@ -301,7 +301,7 @@ def output_objects(result: PlacementResult, workload, group_uids: dict[str, str]
         d = dumps.claim(claim)
         status = d.setdefault("status", {})
         status["allocation"] = dumps.allocation(allocation)
-        reserved = [_with_uid(r, claim.namespace) for r in status.get("reservedFor") or []]
+        reserved = [_with_uid(r, claim.namespace, workload) for r in status.get("reservedFor") or []]
         for ref in consumers.get(key, []):
             if ref not in reserved:
                 reserved.append(ref)
@@ -318,10 +318,16 @@ def _object_uid(obj: Any, kind: str) -> str:
     return obj.metadata.uid or stable_uid(kind, obj.namespace, obj.name)
 
 
-def _with_uid(ref: dict[str, Any], namespace: str) -> dict[str, Any]:
-    """A reservedFor entry of the input without a uid, with the one draopt gives its pod or PodGroup."""
+def _with_uid(ref: dict[str, Any], namespace: str, workload) -> dict[str, Any]:
+    """A reservedFor entry of the input without a uid, with its pod's uid, or the one draopt gives
+    a pod or PodGroup without one."""
     if ref.get("uid") or not isinstance(ref.get("name"), str):
         return ref
+    if ref.get("resource") == "pods":
+        try:
+            return dict(ref, uid=_object_uid(workload.pod(f"{namespace}/{ref['name']}").pod, "Pod"))
+        except KeyError:
+            pass  # (a pod not in the input)
     kind = {"pods": "Pod", "podgroups": "PodGroup"}.get(str(ref.get("resource")), str(ref.get("resource")))
     return dict(ref, uid=stable_uid(kind, namespace, ref["name"]))
 
@@ -476,7 +482,7 @@ def _eviction_objects(result: PlacementResult, workload) -> list[dict[str, Any]]
         status.pop("allocation", None)
         ns = workload.claims[key].namespace
         status["reservedFor"] = [
-            _with_uid(r, ns)
+            _with_uid(r, ns, workload)
             for r in status.get("reservedFor") or []
             if not (r.get("resource") == "pods" and f"{ns}/{r.get('name')}" in evicted)
         ]
