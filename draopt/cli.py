@@ -358,7 +358,7 @@ def cmd_explain(args) -> int:
     raw = load_files(args.filename, recursive=args.recursive, strict=args.strict)
     objects = _clocked(args, raw)
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
-    sections: list[tuple[str, list]] = []
+    sections: list[explain.Section] = []
     if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
         from draopt.placement import place
         from draopt.cluster.firstfit import ClaimBook, filter_reason
@@ -375,68 +375,70 @@ def cmd_explain(args) -> int:
             key = ref if "/" in ref else f"default/{ref}"
             hold = waiting.get(key)
             if hold is not None:  # never in a scheduling cycle: no node was tried
-                sections.append((f"pod {key}: not placed by any policy: {hold.text}", []))
+                sections.append(explain.Section(f"pod {key}", "not placed by any policy", hold.text))
                 continue
             if key not in known:
                 raise DraoptError(f"--pod {ref}: no Pod {key} in the input")
             exps = explain.explain_pod(outcome.cluster, book, outcome.workload.pod(key), node_check=filter_reason)
             if args.node:
                 exps = [e for e in exps if e.node == args.node]
-            pl = (
-                next(p for p in outcome.result.pods if p.pod == key)
-                if key in {p.pod for p in outcome.result.pods}
-                else None
-            )
+            pl = next((p for p in outcome.result.pods if p.pod == key), None)
             if pl is not None and not pl.placed and args.node:
                 sections.extend(_failure_on_node(explain, key, pl, args.node))
             elif pl is not None and not pl.placed:
-                sections.append(
-                    (f"pod {key}: first-fit could not place it: {pl.reason_text(len(outcome.cluster.nodes))}", [])
-                )
+                sections.append(_failure_headline(explain, key, pl, pl.reason_text(len(outcome.cluster.nodes))))
                 if pl.explanation:
-                    sections.append((f"pod {key}: when it failed", []))
-                    sections[-1] = (sections[-1][0] + "\n" + pl.explanation, [])
+                    sections.append(
+                        explain.Section(f"pod {key}", "when it failed", pl.explanation, block=True, explained=True)
+                    )
             if exps or args.pod:
-                sections.append((f"pod {key}: in the state after first-fit", exps))
-            sections.extend(_preemption_sections(outcome.result, key, narrow=bool(args.node)))
+                sections.append(explain.Section(f"pod {key}", "in the state after first-fit", nodes=exps))
+            sections.extend(_preemption_sections(explain, outcome.result, key, narrow=bool(args.node)))
         if not wanted:
             print("note: nothing to explain: first-fit places every pending pod", file=sys.stderr)
-        sections.extend(_clock_sections(raw, features, args.pod))
+        sections.extend(_clock_sections(explain, raw, features, args.pod))
     else:
-        if not args.claim and not api.select_claims(objects, None)[0]:
+        pending = api.select_claims(objects, None)[0]
+        if not args.claim and not pending:
             api._nothing_to_allocate(objects)  # only templates: an error that points to `place`
             print("note: nothing to explain: no pending ResourceClaim in the input", file=sys.stderr)
             return 0
+        claims = ", ".join(args.claim or [f"{c.namespace}/{c.name}" for c in pending])
         sections.append(
-            (
-                "claims " + ", ".join(args.claim or ["(all pending)"]) + (f" on node {args.node}" if args.node else ""),
-                explain.explain_claims(objects, args.claim, features, args.node),
+            explain.Section(
+                f"claims {claims}" + (f" on node {args.node}" if args.node else ""),
+                "",
+                nodes=explain.explain_claims(objects, args.claim, features, args.node),
             )
         )
     if args.output == "json":
-        print(
-            json.dumps([{"subject": title, "nodes": [e.to_json() for e in exps]} for title, exps in sections], indent=2)
-        )
+        print(json.dumps([section.to_json() for section in sections], indent=2))
     else:
-        for title, exps in sections:
-            print(f"== {title}")
-            print(explain.render(exps))
+        for section in sections:
+            print(f"== {section.heading()}")
+            print(explain.render(section.nodes))
     return 0
 
 
-def _clock_sections(raw, features, pods: list[str] | None) -> list[tuple[str, list]]:
+def _clock_sections(explain, raw, features, pods: list[str] | None) -> list:
     """Where the clocks disagree (draopt.placement.clocks): one section, whichever clock was asked."""
     from draopt.placement import clocks
 
     keys = {ref if "/" in ref else f"default/{ref}" for ref in pods or []}
     lines = [line for line in clocks.differences(raw, features) if not keys or line.split(":")[0][4:] in keys]
-    return [("now (--no-settle) and settled differ\n" + "\n".join(lines), [])] if lines else []
+    if not lines:
+        return []
+    return [explain.Section("now (--no-settle) and settled differ", "", "\n".join(lines), block=True)]
 
 
-def _preemption_sections(result, key: str, narrow: bool = False) -> list[tuple[str, list]]:
+def _failure_headline(explain, key: str, pl, message: str, title: str = "first-fit could not place it"):
+    return explain.Section(f"pod {key}", title, message, reasons=dict(sorted(pl.reasons.items())))
+
+
+def _preemption_sections(explain, result, key: str, narrow: bool = False) -> list:
     """Who preemption evicted for the pod (or its PodGroup) and why, or why it did not help; and
     whether the pod itself was evicted."""
-    out: list[tuple[str, list]] = []
+    out = []
     pl = next((p for p in result.pods if p.pod == key), None)
     for_it = [e for e in result.evictions if e.preemptor == key or (pl is not None and e.preemptor == pl.group)]
     if pl is not None and (pl.preemption or for_it):
@@ -445,17 +447,17 @@ def _preemption_sections(result, key: str, narrow: bool = False) -> list[tuple[s
         lines = [pl.preemption] if pl.preemption and not counts_all else []
         lines += [f"evicted {e.pod} on {e.node}: {e.why}" for e in for_it]
         if lines:
-            out.append((f"pod {key}: preemption\n" + "\n".join(lines), []))
+            out.append(explain.Section(f"pod {key}", "preemption", "\n".join(lines), block=True))
     own = next((e for e in result.evictions if e.pod == key), None)
     if own is not None:
-        out.append((f"pod {key}: evicted by preemption ({own.condition()['reason']}): {own.why}", []))
+        out.append(explain.Section(f"pod {key}", f"evicted by preemption ({own.condition()['reason']})", own.why))
     return out
 
 
-def _failure_on_node(explain, key: str, pl, node: str) -> list[tuple[str, list]]:
+def _failure_on_node(explain, key: str, pl, node: str) -> list:
     """`explain --node N`: a failed pod's sections about N alone: the headline without the other
     nodes' counts, and N's block of the explanation taken when the pod failed."""
-    out: list[tuple[str, list]] = [(f"pod {key}: first-fit could not place it (node {node} below)", [])]
+    out = [explain.Section(f"pod {key}", f"first-fit could not place it (node {node} below)")]
     if pl.explanation:
         text, found = explain.narrow_to_node(pl.explanation, node)
         if not found:
@@ -463,7 +465,7 @@ def _failure_on_node(explain, key: str, pl, node: str) -> list[tuple[str, list]]
                 f"node {node}: not among the nodes whose devices were explained (rejected before its "
                 f"devices were looked at, or beyond the first nodes explained): see the state after first-fit"
             )
-        out.append((f"pod {key}: when it failed\n{text}", []))
+        out.append(explain.Section(f"pod {key}", "when it failed", text, block=True, explained=found))
     return out
 
 

@@ -627,3 +627,24 @@ def test_generate_name_manifests_get_stable_names():
     assert names == pod_names(load_text(text, "t"))
     assert re.fullmatch(f"p-{SUFFIX}", names[0]), names
     assert all(re.fullmatch(f"pi-{SUFFIX}-{SUFFIX}", n) for n in names[1:]) and len(names) == 3, names
+
+
+def test_statefulset_volume_claim_templates_are_said_not_modelled():
+    """volumeClaimTemplates: each pod would mount the claim <template>-<set>-<ordinal>
+    (pkg/controller/statefulset/stateful_set_utils.go getPersistentVolumeClaimName, updateStorage),
+    which VolumeBinding needs bound or bindable; draopt models neither, so it says so, once per set."""
+    sts = DEPLOYMENT.replace("Deployment", "StatefulSet").replace(
+        "replicas: 4",
+        "replicas: 2\n  volumeClaimTemplates:\n  - metadata: {name: data}\n"
+        "    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}",
+    )
+    assert "volumeClaimTemplates" in sts
+    notes = io.StringIO()
+    objs = load_text(docs(TEMPLATE, sts), "t", notes=notes)
+    assert pod_names(objs) == ["infer-0", "infer-1"]
+    said = [n for n in notes.getvalue().splitlines() if "volumeClaimTemplates" in n]
+    assert said == [
+        "note: t document 2: StatefulSet ml/infer: spec.volumeClaimTemplates (data) not modelled: draopt "
+        "creates no PersistentVolumeClaims for its pods and does not simulate volume binding (kube-scheduler's "
+        "VolumeBinding filter), so a pod is placed as if its volumes could bind on any node"
+    ]

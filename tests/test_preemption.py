@@ -608,13 +608,15 @@ def _victims_sound(out, never: set[str]) -> None:
 
 
 def test_explain_says_who_was_evicted_and_why():
+    from draopt.allocation import explain
     from draopt.cli import _preemption_sections
 
     out = run([node("n"), pod("low", 500, LOW, "n", 1), pod("preemptor", 500, HIGH)])
-    ((title, _),) = _preemption_sections(out.result, "default/preemptor")
+    (section,) = _preemption_sections(explain, out.result, "default/preemptor")
+    title = section.heading()
     assert "evicted default/low on n" in title and "to make room for pod default/preemptor (priority 1000)" in title
-    ((title, _),) = _preemption_sections(out.result, "default/low")
-    assert title.startswith("pod default/low: evicted by preemption (PreemptionByScheduler)")
+    (section,) = _preemption_sections(explain, out.result, "default/low")
+    assert section.heading().startswith("pod default/low: evicted by preemption (PreemptionByScheduler)")
 
 
 def test_gang_with_topology_constraint_does_not_preempt():

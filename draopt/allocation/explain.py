@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 from draopt.errors import AllocationError, DeviceCelError
 from draopt.dra.inventory import available_counters
 from draopt.dra.problem import Problem, prepare
-from draopt.dra.rules import taint_blocks
+from draopt.dra.rules import consumed_quantity, q, taint_blocks, violates_policy
 
 
 @dataclass
@@ -96,7 +96,7 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
     if not f.device_binding_and_status and dev.device.binding_conditions:
         return "has binding conditions (DRADeviceBindingConditions off)"
     if f.consumable_capacity and not problem.capacity_ok(spec, dev, None):
-        return "capacity too small or request outside its policy"
+        return capacity_rejection(problem, spec, dev)
     if dev.device.consumes_counters:
         if not f.partitionable_devices:
             return "consumes counters (DRAPartitionableDevices off)"
@@ -119,6 +119,29 @@ def device_rejection(problem: Problem, spec, dev) -> str | None:
         ):
             return f"lacks attribute {name}"
     return None
+
+
+def capacity_rejection(problem: Problem, spec, dev) -> str:
+    """Why the device's capacities cannot take the request, naming them: a capacity the request
+    names that the device lacks, a request outside a capacity's requestPolicy, or capacities the
+    in-use claims leave too little of (the checks of rules.consumption and rules.fits_capacity)."""
+    capacity = dev.device.capacity
+    requests = spec.capacity_requests or {}
+    missing = sorted(name for name in requests if name not in capacity)
+    if missing:
+        return f"lacks capacity {', '.join(missing)}"
+    in_use = problem.inventory.allocated.capacity.get(dev.id) or {}
+    outside, short = [], []
+    for name, cap in capacity.items():
+        raw = requests.get(name)
+        value, is_default = consumed_quantity(q(raw) if raw is not None else None, cap)
+        if violates_policy(value, is_default, cap, raw):
+            outside.append(name)
+        elif value.value + in_use.get(name, 0) > q(cap.value).value:
+            short.append(name)
+    if outside:
+        return f"request outside the requestPolicy of capacity {', '.join(sorted(outside))}"
+    return f"capacity too small ({', '.join(sorted(short))})"
 
 
 def minimal_conflict(problem: Problem, time_limit: float = 10.0) -> list[str] | None:
@@ -383,3 +406,53 @@ def narrow_to_node(text: str, node: str) -> tuple[str, bool]:
         elif not line.startswith(" "):
             keep = False
     return "\n".join(out), found
+
+
+@dataclass
+class Section:
+    """One part of `draopt explain`'s answer about one subject: a pod (``pod default/p``) or the
+    claims asked about (``claims default/a, default/b``)."""
+
+    subject: str
+    title: str  # "first-fit could not place it", "when it failed", "in the state after first-fit"...
+    message: str = ""  # the answer: on the title's line, or (`block`) below it
+    nodes: list[NodeExplanation] = field(default_factory=list)
+    block: bool = False
+    # the headline's reasons (filter reason -> how many nodes gave it), for a pod that failed
+    reasons: dict[str, int] | None = None
+    explained: bool = False  # `message` is a rendered device explanation (render): its nodes go to JSON
+
+    def heading(self) -> str:
+        head = f"{self.subject}: {self.title}" if self.title else self.subject
+        if not self.message:
+            return head
+        return f"{head}\n{self.message}" if self.block else f"{head}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"subject": self.subject, "section": self.title, "message": self.message}
+        if self.reasons is not None:
+            out["reasons"] = self.reasons
+        nodes = [e.to_json() for e in self.nodes]
+        out["nodes"] = nodes + (node_blocks(self.message) if self.explained else [])
+        return out
+
+
+def node_blocks(text: str) -> list[dict[str, Any]]:
+    """The node blocks of a rendered explanation (:func:`render`) as JSON: per block its first node,
+    the others with the same explanation (``also``, and ``unnamed``: how many more it does not
+    name), and its lines (the head's remainder first)."""
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        m = _NODE_HEADER.match(line)
+        if m:
+            block: dict[str, Any] = {"node": m.group(1)}
+            if m.group(2) is not None:
+                named = [n for n in m.group(2).split(", ") if n and n != "..."]
+                total = int(re.search(r"\(and (\d+) more", line).group(1))  # type: ignore[union-attr]
+                block["also"] = named
+                block["unnamed"] = total - len(named)
+            block["lines"] = [m.group(3).strip()] if m.group(3).strip() else []
+            out.append(block)
+        elif out and line.startswith(" "):
+            out[-1]["lines"].append(line.strip())
+    return out

@@ -26,7 +26,7 @@ from draopt.cel import CelEnvironment, make_cel_device
 from draopt.errors import DraoptError, InputError
 from draopt.kube.features import Features, add_version_flag, features_from_flags
 from draopt.dra.inventory import taint_rule_selects
-from draopt.kube.loader import KINDS, ObjectSet, parse_object
+from draopt.kube.loader import KINDS, ObjectSet, custom_resource_group, parse_object
 from draopt.kube.models import DeviceTaint, DeviceToleration, ResourceClaim, ResourceSlice
 from draopt.dra.rules import tolerates
 from draopt.validation import read_documents
@@ -143,6 +143,8 @@ def load_inputs(paths: list[str]) -> Inputs:
     objects, pods = ObjectSet(), []
     for doc, source in read_documents(paths):
         kind = doc.get("kind") if isinstance(doc, dict) else None
+        if custom_resource_group(doc) is not None:  # a custom resource's kind of the same name
+            continue
         if kind == "Pod":
             pods.append(doc)
         elif (kind is not None and not isinstance(kind, str)) or kind in KINDS:  # a non-string kind: an error

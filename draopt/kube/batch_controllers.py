@@ -83,6 +83,7 @@ class _BatchExpander(_Expander):
         input_jobs: list[dict],
     ):
         super().__init__(existing_pods, nodes, batch)
+        self.owner_kinds = {**controllers.CONTROLLER_KINDS, **BATCH_KINDS}
         self.input_jobs = input_jobs  # the input's Jobs (a TrainJob's JobSet may have its Jobs there)
         self.runtimes = runtimes
         self.pod_groups = pod_groups  # namespace/name of the input's PodGroups
@@ -95,7 +96,7 @@ class _BatchExpander(_Expander):
         """The gang PodGroup `N` for the job's pods (spec.schedulingGroup to set on each)."""
         key = f"{r.namespace}/{r.name}"
         if key not in self.pod_groups:
-            meta: dict[str, Any] = {"name": r.name}
+            meta: dict[str, Any] = {"name": r.name, "uid": stable_uid("PodGroup", r.namespace, r.name)}
             if r.namespace_field is not None:
                 meta["namespace"] = r.namespace_field
             self.out.groups.append(

@@ -78,6 +78,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from draopt.errors import InputError
+from draopt.kube.groups import of_another_group
 from draopt.kube.exclusive_topology import (
     JOB_INDEX_KEY,
     JOBSET_EXCLUSIVE,
@@ -275,12 +276,22 @@ def _owner(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
     }
 
 
+def _refers_to(ref: Any, kind: str, served: dict[str, tuple[str, ...]] = CONTROLLER_KINDS) -> bool:
+    """An ownerReference to `kind` in a group draopt reads it in (`served`): a Volcano Job
+    (batch.volcano.sh) owns its pods, a batch/v1 Job of the same name does not."""
+    return (
+        isinstance(ref, dict)
+        and ref.get("kind") == kind
+        and of_another_group(ref.get("apiVersion"), served.get(kind, ())) is None
+    )
+
+
 def _owned_by(doc: dict[str, Any], kind: str, name: str) -> bool:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
     if not isinstance(refs, list):
         return False
-    return any(isinstance(r, dict) and r.get("kind") == kind and r.get("name") == name for r in refs)
+    return any(_refers_to(r, kind) and r.get("name") == name for r in refs)
 
 
 def _ns(doc: dict[str, Any]) -> str:
@@ -317,6 +328,7 @@ class _Expander:
         self.checked: set[tuple[int, str]] = set()  # (reader, template path) validated
         self.made: dict[int, int] = {}  # reader -> pods made
         self.by_owner: dict[tuple[str, str, str], list[dict[str, Any]]] | None = None
+        self.owner_kinds = CONTROLLER_KINDS  # the owners' kinds, with the apiVersions they are read in
 
     # ---------------------------------------------------------- pods
     def owned_pods(self, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
@@ -330,9 +342,12 @@ class _Expander:
                 if not isinstance(refs, list):
                     continue
                 owners = {
-                    (_ns(p), r.get("kind"), r.get("name"))
+                    (_ns(p), r["kind"], r["name"])
                     for r in refs
-                    if isinstance(r, dict) and isinstance(r.get("kind"), str) and isinstance(r.get("name"), str)
+                    if isinstance(r, dict)
+                    and isinstance(r.get("kind"), str)
+                    and isinstance(r.get("name"), str)
+                    and _refers_to(r, r["kind"], self.owner_kinds)
                 }
                 for key in owners:
                     self.by_owner.setdefault(key, []).append(p)
@@ -370,6 +385,9 @@ class _Expander:
         meta: dict[str, Any] = {"name": name}
         if r.namespace_field is not None:
             meta["namespace"] = r.namespace_field
+        # The API server gives every pod a uid, and a claim's reservedFor must name it
+        # (validateResourceClaimUserReference): a stable one, from the pod's namespace and name.
+        meta["uid"] = stable_uid("Pod", r.namespace, name)
         all_labels = dict(tmeta.get("labels") or {})
         all_labels.update(labels or {})
         if all_labels:
@@ -470,6 +488,7 @@ class _Expander:
         start = r.count(ordinals, "spec.ordinals", "start", 0, maximum=2**31 - 1)
         service = r.get(spec, "spec", "serviceName", str, "")
         have = {_name(p) for p in self.owned_pods(r.namespace, "StatefulSet", r.name)}
+        self.volume_claim_templates(r, spec)
         revision = f"{r.name}-{template_hash(template)}"
         owner = _owner("apps/v1", "StatefulSet", r.name, r.uid)
         for i in range(start, start + replicas):
@@ -492,6 +511,25 @@ class _Expander:
                 spec_update=update,
                 order=(f"{r.namespace}/{r.name}", i),
             )
+
+    def volume_claim_templates(self, r: _Reader, spec: dict) -> None:
+        """Said, not dropped silently: each pod of the set would mount a PersistentVolumeClaim
+        `<template>-<set>-<ordinal>` (pkg/controller/statefulset/stateful_set_utils.go
+        getPersistentVolumeClaimName, updateStorage), which kube-scheduler's VolumeBinding filter
+        needs bound or bindable on the node; draopt models neither the claims nor volume binding."""
+        templates = r.get(spec, "spec", "volumeClaimTemplates", list, [])
+        if not templates:
+            return
+        names = [
+            str(t["metadata"].get("name"))
+            for t in templates
+            if isinstance(t, dict) and isinstance(t.get("metadata"), dict)
+        ]
+        self.out.notes.append(
+            f"{r.what}: spec.volumeClaimTemplates ({', '.join(names) or len(templates)}) not modelled: draopt "
+            f"creates no PersistentVolumeClaims for its pods and does not simulate volume binding "
+            f"(kube-scheduler's VolumeBinding filter), so a pod is placed as if its volumes could bind on any node"
+        )
 
     def do_DaemonSet(self, r: _Reader) -> None:
         from draopt.kube.models.workload import PodSpec
@@ -847,7 +885,7 @@ def _owner_names(doc: dict[str, Any], kind: str) -> list[str]:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
     return (
-        [r["name"] for r in refs if isinstance(r, dict) and r.get("kind") == kind and isinstance(r.get("name"), str)]
+        [r["name"] for r in refs if _refers_to(r, kind) and isinstance(r.get("name"), str)]
         if isinstance(refs, list)
         else []
     )

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from draopt.kube import apply, batch_controllers, controllers, settle
 from draopt.kube import fastyaml
+from draopt.kube.groups import api_group, is_kubernetes_group, of_another_group
 from draopt.kube.convert import SERVED_VERSIONS, ConversionError, schema_for, slice_layout_error, to_v1
 from draopt.errors import InputError
 from draopt.kube.models import (
@@ -72,9 +73,9 @@ class ObjectSet:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     extra: dict[str, list[Any]] = field(default_factory=dict)
     # Workload controllers (documents, where from), expanded into `pods` by `finish`; kinds skipped
-    # (kind -> count); pods made by controllers: pod key -> (controller key, index) (queue order).
+    # ((kind, API group) -> count); pods made by controllers: pod key -> (controller key, index) (queue order).
     controllers: list[tuple[dict[str, Any], str]] = field(default_factory=list)
-    skipped: dict[str, int] = field(default_factory=dict)
+    skipped: dict[tuple[str, str], int] = field(default_factory=dict)
     creation_order: dict[str, tuple[str, int]] = field(default_factory=dict)
     # Kubeflow Trainer runtimes (TrainingRuntime, ClusterTrainingRuntime documents, where from): the
     # JobSet templates of the TrainJobs (draopt.kube.batch_controllers).
@@ -427,8 +428,10 @@ def _route(doc: Any, source: str, objects: ObjectSet, attributes: dict[Any, Any]
             f"field kind: expected a string, got {_type_name(kind)}"
         )
     doc = _generated_name(doc, source)
-    if isinstance(kind, str) and kind and kind not in KINDS:
-        if kind in controllers.CONTROLLER_KINDS:
+    if isinstance(kind, str) and kind and (kind not in KINDS or custom_resource_group(doc) is not None):
+        if custom_resource_group(doc) is not None:  # another group's kind of the same name
+            _skip(objects, kind, doc.get("apiVersion"))
+        elif kind in controllers.CONTROLLER_KINDS:
             controllers.check_api_version(doc, source)
             objects.controllers.append((doc, source))
         elif kind in batch_controllers.BATCH_KINDS:
@@ -438,9 +441,34 @@ def _route(doc: Any, source: str, objects: ObjectSet, attributes: dict[Any, Any]
             batch_controllers.check_api_version(doc, source)
             objects.runtimes.append((doc, source))
         else:
-            objects.skipped[kind] = objects.skipped.get(kind, 0) + 1
+            _skip(objects, kind, doc.get("apiVersion"))
         return
     objects.add(parse_object(doc, source, attributes=attributes))
+
+
+def served_versions(kind: str) -> tuple[str, ...] | None:
+    """The apiVersions draopt reads `kind` in (objects, workload controllers, training runtimes);
+    None for a kind it does not read."""
+    if kind in KINDS:
+        return KINDS[kind][1]
+    return (
+        controllers.CONTROLLER_KINDS.get(kind)
+        or batch_controllers.BATCH_KINDS.get(kind)
+        or batch_controllers.RUNTIME_KINDS.get(kind)
+    )
+
+
+def custom_resource_group(doc: Any) -> str | None:
+    """The group of a document whose kind draopt reads but whose apiVersion is a custom resource's
+    group (Kueue's kueue.x-k8s.io Workload): another object, not read; else None."""
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    versions = served_versions(kind) if isinstance(kind, str) else None
+    return None if versions is None else of_another_group(doc.get("apiVersion"), versions)
+
+
+def _skip(objects: ObjectSet, kind: str, api_version: Any) -> None:
+    key = (kind, api_group(api_version) or "")
+    objects.skipped[key] = objects.skipped.get(key, 0) + 1
 
 
 def _generated_name(doc: Any, source: str) -> Any:
@@ -461,6 +489,8 @@ def _generated_name(doc: Any, source: str) -> Any:
 # Workload kinds of batch frameworks whose controllers create pods draopt does not make (Kubeflow
 # training-operator, KubeRay; MPIJob, PyTorchJob and TrainJob are made: draopt.kube.batch_controllers).
 POD_CREATING_KINDS = frozenset({"TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "RayCluster", "RayJob", "RayService"})
+# The same, for kinds whose name is also a Kubernetes kind: (kind, API group).
+POD_CREATING_CUSTOM_KINDS = frozenset({("Job", "batch.volcano.sh")})
 
 # Kinds that would change a placement but that draopt does not read: said as such, not as unused.
 NOT_MODELLED_KINDS = {
@@ -477,15 +507,7 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
     """After every input is read: skipped kinds reported (one note per kind on `notes`, default
     stderr; errors with `strict`), controllers expanded into the Pods they would create."""
     if objects.skipped:
-        lines = [
-            f"skipped {n} {kind} object(s): "
-            + (
-                "creates pods that draopt does not model (give the pods it creates, e.g. from kubectl get pods -o yaml)"
-                if kind in POD_CREATING_KINDS
-                else NOT_MODELLED_KINDS.get(kind, "not used for placement")
-            )
-            for kind, n in sorted(objects.skipped.items())
-        ]
+        lines = [f"skipped {n} {label} object(s): {why}" for label, n, why in _skipped_kinds(objects.skipped)]
         if strict:
             raise InputError("; ".join(lines) + " (--strict)")
         stream = notes if notes is not None else sys.stderr
@@ -526,6 +548,27 @@ def _created_pods(created: Any, read: bool = False) -> list[Pod]:
         else:
             out.append(parse_object(doc, where))
     return out
+
+
+def _skipped_kinds(skipped: dict[tuple[str, str], int]) -> list[tuple[str, int, str]]:
+    """(label, count, why) per skipped kind, in label order. A custom resource's kind is labelled
+    with its group where the kind alone is ambiguous: a kind draopt reads in another group
+    (Workload (kueue.x-k8s.io)), or one given in several groups."""
+    groups: dict[str, int] = {}
+    for kind, _ in skipped:
+        groups[kind] = groups.get(kind, 0) + 1
+    out: dict[tuple[str, str], int] = {}  # (label, why) -> count: a kind in two Kubernetes groups is one
+    for (kind, group), n in skipped.items():
+        custom = not is_kubernetes_group(group)
+        label = f"{kind} ({group})" if custom and (served_versions(kind) or groups[kind] > 1) else kind
+        if kind in POD_CREATING_KINDS or (kind, group) in POD_CREATING_CUSTOM_KINDS:
+            why = (
+                "creates pods that draopt does not model (give the pods it creates, e.g. from kubectl get pods -o yaml)"
+            )
+        else:
+            why = (None if custom else NOT_MODELLED_KINDS.get(kind)) or "not used for placement"
+        out[label, why] = out.get((label, why), 0) + n
+    return sorted((label, n, why) for (label, why), n in out.items())
 
 
 _SELECTOR_OWNERS = frozenset(("ReplicaSet", "StatefulSet", "ReplicationController"))

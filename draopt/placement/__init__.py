@@ -12,6 +12,7 @@ import marshal
 
 from draopt.allocation.allocate import _cel_env
 from draopt.errors import InputError
+from draopt.kube.controllers import stable_uid
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
 from draopt.kube.models import (
@@ -270,7 +271,17 @@ def _place(
     result.stats["nodes"] = len(cluster.nodes)
     result.pods += deleting
     result.pods.extend(waiting_placements(workload))  # (every policy: they never entered the queue)
-    return PlaceOutcome(result, workload, cluster, output_objects(result, workload))
+    group_uids = {f"{g.namespace}/{g.name}": g.metadata.uid for g in objects.pod_groups if g.metadata.uid}
+    written = output_objects(result, workload, group_uids)
+    if policy != "first-fit":
+        from draopt.placement.optimal_reasons import reason_in_final_state
+
+        def scheduler(cluster, workload):
+            return scheduler_for(scheduler_config, cluster, workload, tie_break="name")
+
+        if reason_in_final_state(objects, features, result, written, build_cluster, scheduler):
+            written = output_objects(result, workload, group_uids)  # (the pending pods' conditions)
+    return PlaceOutcome(result, workload, cluster, written)
 
 
 def _skip_deleting(workload) -> list[PodPlacement]:
@@ -338,9 +349,10 @@ def _best_first_fit(
     return max(runs, key=lambda r: r.weighted_placed()), preemption is not None
 
 
-def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
+def output_objects(result: PlacementResult, workload, group_uids: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Pods (placed: spec.nodeName; not placed: a PodScheduled=False condition with the
-    reason) and every claim the placement allocated, with status.allocation and reservedFor."""
+    reason) and every claim the placement allocated, with status.allocation and reservedFor
+    (`group_uids`: the PodGroups' uids by namespace/name, for the entries naming them)."""
     out: list[dict[str, Any]] = []
     n_nodes = result.stats.get("nodes")
     consumers: dict[str, list[dict[str, Any]]] = {}
@@ -348,6 +360,8 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
     for pl in result.pods:
         pod = workload.pod(pl.pod)
         d = pod.pod.to_k8s()
+        uid = _object_uid(pod.pod, "Pod")
+        d["metadata"]["uid"] = uid  # (the reservedFor entries below name it)
         if pl.nominated_node and not pl.placed:
             # set by preemption; the binding clears it (ClearingNominatedNodeNameAfterBinding, on
             # since 1.35): a placed preemptor keeps it in PodPlacement.nominated_node only
@@ -371,9 +385,9 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
         if pl.placed:
             for use in pod.claims:
                 ref = (
-                    {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": use.for_group.split("/", 1)[1]}
+                    _group_reference(use.for_group, group_uids or {})
                     if use.for_group
-                    else {"resource": "pods", "name": pod.pod.name, "uid": pod.pod.metadata.uid or ""}
+                    else {"resource": "pods", "name": pod.pod.name, "uid": uid}
                 )
                 lst = consumers.setdefault(use.key, [])
                 if ref not in lst:
@@ -383,7 +397,7 @@ def output_objects(result: PlacementResult, workload) -> list[dict[str, Any]]:
         d = dumps.claim(claim)
         status = d.setdefault("status", {})
         status["allocation"] = dumps.allocation(allocation)
-        reserved = list(status.get("reservedFor") or [])
+        reserved = [_with_uid(r, claim.namespace, workload) for r in status.get("reservedFor") or []]
         for ref in consumers.get(key, []):
             if ref not in reserved:
                 reserved.append(ref)
@@ -403,6 +417,33 @@ def _waiting_status(pod: dict[str, Any], hold) -> None:
         {"type": "PodScheduled", "status": "False", "reason": hold.condition_reason, "message": hold.message}
     )
     pod["status"]["conditions"] = conditions
+
+
+def _object_uid(obj: Any, kind: str) -> str:
+    """The object's uid; one derived from its namespace and name when the input gave none (a
+    manifest: the API server would give one), since a claim's reservedFor entry must name it
+    (pkg/apis/resource/validation/validation.go validateResourceClaimUserReference)."""
+    return obj.metadata.uid or stable_uid(kind, obj.namespace, obj.name)
+
+
+def _with_uid(ref: dict[str, Any], namespace: str, workload) -> dict[str, Any]:
+    """A reservedFor entry of the input without a uid, with its pod's uid, or the one draopt gives
+    a pod or PodGroup without one."""
+    if ref.get("uid") or not isinstance(ref.get("name"), str):
+        return ref
+    if ref.get("resource") == "pods":
+        try:
+            return dict(ref, uid=_object_uid(workload.pod(f"{namespace}/{ref['name']}").pod, "Pod"))
+        except KeyError:
+            pass  # (a pod not in the input)
+    kind = {"pods": "Pod", "podgroups": "PodGroup"}.get(str(ref.get("resource")), str(ref.get("resource")))
+    return dict(ref, uid=stable_uid(kind, namespace, ref["name"]))
+
+
+def _group_reference(group_key: str, group_uids: dict[str, str]) -> dict[str, Any]:
+    namespace, name = group_key.split("/", 1)
+    uid = group_uids.get(group_key) or stable_uid("PodGroup", namespace, name)
+    return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": name, "uid": uid}
 
 
 class _NotPlain(Exception):
@@ -549,7 +590,7 @@ def _eviction_objects(result: PlacementResult, workload) -> list[dict[str, Any]]
         status.pop("allocation", None)
         ns = workload.claims[key].namespace
         status["reservedFor"] = [
-            r
+            _with_uid(r, ns, workload)
             for r in status.get("reservedFor") or []
             if not (r.get("resource") == "pods" and f"{ns}/{r.get('name')}" in evicted)
         ]

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from draopt.kube.convert import ConversionError, schema_for, to_v1
 from draopt.kube.features import Features
 from draopt.errors import InputError
-from draopt.kube.loader import KINDS, node_allocatable_136, raw_documents
+from draopt.kube.loader import KINDS, custom_resource_group, node_allocatable_136, raw_documents
 from draopt.kube.releases import RELEASES
 from draopt.kube.strict import unknown_fields
 from draopt.validation.context import _Ctx
@@ -111,6 +111,13 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             continue
         if not isinstance(kind, str):
             ctx.invalid("kind", kind, "must be of type string")
+            continue
+        group = custom_resource_group(doc)
+        if group is not None:
+            ctx.note(
+                "kind",
+                f"a {kind} of API group {group} (a custom resource, not Kubernetes' {kind}) is not validated by draopt",
+            )
             continue
         versions = KINDS[kind][1] if kind in KINDS else EXTRA_KINDS.get(kind)
         if versions is None:
