@@ -214,6 +214,12 @@ def device_demand(
     return covered, why
 
 
+def _device_plugin_serves_any(cluster: Cluster, workload) -> bool:
+    """Some node's device plugin serves a pending pod's DRA-backed extended resource."""
+    names = {r for d in workload.pending for r in d.extended_resources}
+    return bool(names) and any(n.allocatable.get(r, 0) > 0 for n in cluster.nodes for r in names)
+
+
 def _held_by_another_pod(book: ClaimBook, key: str, pod) -> bool:
     """Allocated in this run (for a pod placed before this one), or reserved for another pod."""
     if key in book.allocations:
@@ -237,6 +243,7 @@ def insufficient(short: str) -> str:
 def node_level_reason(cluster: Cluster, node: NodeState, pod) -> str | None:
     """The reason of the filters kube-scheduler runs first (NodeUnschedulable, TaintToleration,
     NodeAffinity, NodeResourcesFit), or None."""
+    pod = cluster.pod_on(node, pod)
     rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected
@@ -247,6 +254,7 @@ def node_level_reason(cluster: Cluster, node: NodeState, pod) -> str | None:
 def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
     """The node filters that need no device allocation: the scheduler's node filters, node
     resources, and the node selectors of the pod's claims that are allocated already."""
+    pod = cluster.pod_on(node, pod)
     rejected = node_level_reason(cluster, node, pod)
     if rejected is not None:
         return rejected
@@ -313,6 +321,7 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     pod fits, else (reason, None)."""
     # node_filter and pending_claims in one pass over the pod's claims (this runs for every node
     # a pod is filtered on): the same answers, each claim's allocation looked up once.
+    pod = cluster.pod_on(node, pod)
     rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected, None
@@ -603,9 +612,13 @@ def simulate(
     book._signature.update(getattr(workload, "spec_texts", None) or {})
     cache: dict = {}
     # try_node's shared-devices answers, for the scheduler's filter loop (quick path only)
+    # (not where a device plugin serves some pod's extended resources on some nodes: nodes that
+    # share devices may then differ in what they ask of them)
     shared = (
         SharedDevices(cluster, cache)
-        if cluster.incremental and not cluster.features.node_allocatable_resources
+        if cluster.incremental
+        and not cluster.features.node_allocatable_resources
+        and not _device_plugin_serves_any(cluster, workload)
         else None
     )
     explained: dict[tuple, str] = {}
@@ -623,6 +636,8 @@ def simulate(
             tuple(sorted([(r, (v.numerator, v.denominator)) for r, v in pod.resources.items()])),
             tuple(sorted(pod.node_selector.items())),
             _scheduling_constraints(pod),
+            # (which names a device plugin may serve instead: DRA's claim alone does not say)
+            tuple(sorted(pod.extended_resources)),
         )
 
     # While nodes only fill up, a node that rejected a kind of pod rejects it again: each kind
@@ -764,11 +779,12 @@ def simulate(
                 book.commit(claim.key, result, node.name)
             # Devices other nodes can reach too (allNodes, node selectors) change their answers.
             touched_shared = any(c.device.slice.spec.node_name != node.name for cl in chosen for c in cl)
+        on_node = cluster.pod_on(node, pod)
         taken[pod.key] = _plus(
-            pod.resources,
-            device_resources(cluster, book, pod, node, (problem, chosen))
+            on_node.resources,
+            device_resources(cluster, book, on_node, node, (problem, chosen))
             if problem is not None
-            else device_resources(cluster, book, pod, node, None),
+            else device_resources(cluster, book, on_node, node, None),
         )
         node.take(taken[pod.key])
         if scheduler is not None:

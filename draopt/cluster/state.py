@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from draopt.kube.extended_resources import on_node
 from draopt.kube.features import Features
 from draopt.dra.inventory import (
     AllocatedState,
@@ -213,6 +214,12 @@ class Cluster:
         if labels not in self._share_keys:
             self._share_keys[labels] = shared_slices_key(self.index, node.node, self.features)
         return self._share_keys[labels]
+
+    @staticmethod
+    def pod_on(node: NodeState, pod):
+        """The pod as this node serves it: its DRA-backed extended resources from the node's
+        device plugin where the node's allocatable lists them (draopt.kube.extended_resources)."""
+        return on_node(pod, node.allocatable) if getattr(pod, "extended_resources", None) else pod
 
     def node_rejects(self, node: NodeState, pod) -> str | None:
         """The kube-scheduler's node filters other than resources and devices: unschedulable,

@@ -32,14 +32,20 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import timezone
 from fractions import Fraction
 from typing import Any, Iterable
 
 from draopt.errors import InputError
+from draopt.kube.extended_resources import (
+    EXTENDED_CLAIM_USE,
+    device_class_mapping,
+    is_extended_name,
+)
+from draopt.kube.extended_resources import creation_time as _ts
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
-from draopt.kube.models import DeviceClass, Node, ResourceClaim, ResourceClaimTemplate
+from draopt.kube.models import Node, ResourceClaim, ResourceClaimTemplate
 from draopt.kube.models.clone import ClaimCopier
 from draopt.kube.models.workload import (
     CompositePodGroup,
@@ -56,10 +62,8 @@ from draopt.kube.quantity import Quantity
 
 MAX_RESERVED_FOR = 256
 MAX_POD_GROUP_CLAIMS = 4
-DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
-EXTENDED_CLAIM_USE = "<extended-resources>"
 POD_GROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 # Built into every cluster (kube-apiserver creates them).
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
@@ -91,7 +95,7 @@ class PodDemand:
     group: str | None
     # Extended resources moved from `resources` to the extended-resource claim (pod totals).
     # kube-scheduler serves them from a device plugin instead on a node whose allocatable has the
-    # resource (> 0); the placement engine may put them back for such nodes.
+    # resource (> 0): draopt.kube.extended_resources.on_node gives the pod as such a node sees it.
     extended_resources: dict[str, Fraction] = field(default_factory=dict)
 
 
@@ -263,56 +267,6 @@ def requests_shape(pod: Pod) -> tuple | None:
     except TypeError:
         return None
     return key
-
-
-def _is_extended_name(name: str) -> bool:
-    """IsExtendedResourceName or the deviceclass prefix: domain-qualified, not kubernetes.io."""
-    if name.startswith(DEVICE_CLASS_PREFIX):
-        return True
-    if "/" not in name or name.startswith("requests."):
-        return False
-    domain = name.split("/", 1)[0]
-    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
-
-
-def device_class_mapping(classes: list[DeviceClass]) -> dict[str, str]:
-    """Extended resource name -> DeviceClass name, as kube-scheduler's DeviceClassMapping:
-    `deviceclass.resource.kubernetes.io/<class>` for every class; a class's extendedResourceName
-    too, the newest class (creationTimestamp) winning, then the smallest name."""
-    mapping: dict[str, str] = {}
-    chosen: dict[str, DeviceClass] = {}
-    for c in classes:
-        mapping[DEVICE_CLASS_PREFIX + c.name] = c.name
-    for c in classes:
-        name = c.spec.extended_resource_name
-        if not name:
-            continue
-        prev = chosen.get(name)
-        if prev is None or _prefer(c, prev):
-            chosen[name] = c
-    for name, c in chosen.items():
-        mapping[name] = c.name
-    return mapping
-
-
-def _ts(obj) -> datetime | None:
-    raw = obj.metadata.creation_timestamp
-    if not raw:
-        return None
-    try:
-        d = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{obj.ref}: field metadata.creationTimestamp: {raw!r} is not an RFC 3339 time") from None
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
-
-
-def _prefer(a: DeviceClass, b: DeviceClass) -> bool:
-    ta, tb = _ts(a), _ts(b)
-    ta_n = ta.timestamp() if ta else 0.0
-    tb_n = tb.timestamp() if tb else 0.0
-    if ta_n == tb_n:
-        return a.name < b.name
-    return ta_n > tb_n
 
 
 def _queue_time(pod: Pod) -> str:
@@ -532,7 +486,7 @@ class _Expander:
             creqs = effective_container_requests(c.resources)
             names = sorted(creqs)
             for ridx, rname in enumerate(names):
-                if rname not in self.ext_mapping or not _is_extended_name(rname):
+                if rname not in self.ext_mapping or not is_extended_name(rname):
                     continue
                 value = q(creqs[rname])
                 if value == 0:

@@ -55,7 +55,7 @@ def build_cluster(objects: ObjectSet, workload, features: Features) -> Cluster:
     for pod in workload.running:
         node = cluster.by_name.get(pod.node_name)
         if node is not None:
-            node.take(pod.resources)
+            node.take(cluster.pod_on(node, pod).resources)
     return cluster
 
 
