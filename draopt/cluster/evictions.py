@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+
+from draopt.cluster.state import pod_on
+
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 NEVER = "Never"
 
@@ -162,7 +165,7 @@ class RunningPods:
         no PreFilterExtensions (kube-scheduler 1.36/1.37; KEP-5690 adds them)."""
         del self.live[pod.key]
         node = self.cluster.by_name[pod.node_name]
-        resources = self.cluster.pod_on(node, pod).resources
+        resources = pod_on(node, pod).resources
         node.take(resources, -1)
         if self.scheduler is not None:
             self.scheduler.placed(pod, node, resources, -1)
@@ -200,7 +203,7 @@ class RunningPods:
         """Undo remove(): the pod back on its node, with its claims' devices."""
         self.live[pod.key] = pod
         node = self.cluster.by_name[pod.node_name]
-        resources = self.cluster.pod_on(node, pod).resources
+        resources = pod_on(node, pod).resources
         node.take(resources)
         if self.scheduler is not None:
             self.scheduler.placed(pod, node, resources)

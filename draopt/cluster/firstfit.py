@@ -26,7 +26,7 @@ from draopt.kube.models import AllocationResult, ResourceClaim
 from draopt.kube.nodeselect import node_selector_matches
 from draopt.dra.problem import ClaimSpec, Problem, prepare
 from draopt.dra.reference import Chosen, ReferenceAllocator, SearchLimit
-from draopt.cluster.state import Cluster, NodeState
+from draopt.cluster.state import Cluster, NodeState, pod_on
 from draopt.cluster.result import PlacementResult, PodPlacement
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
@@ -243,7 +243,7 @@ def insufficient(short: str) -> str:
 def node_level_reason(cluster: Cluster, node: NodeState, pod) -> str | None:
     """The reason of the filters kube-scheduler runs first (NodeUnschedulable, TaintToleration,
     NodeAffinity, NodeResourcesFit), or None."""
-    pod = cluster.pod_on(node, pod)
+    pod = pod_on(node, pod)
     rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected
@@ -254,7 +254,7 @@ def node_level_reason(cluster: Cluster, node: NodeState, pod) -> str | None:
 def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
     """The node filters that need no device allocation: the scheduler's node filters, node
     resources, and the node selectors of the pod's claims that are allocated already."""
-    pod = cluster.pod_on(node, pod)
+    pod = pod_on(node, pod)
     rejected = node_level_reason(cluster, node, pod)
     if rejected is not None:
         return rejected
@@ -321,7 +321,7 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     pod fits, else (reason, None)."""
     # node_filter and pending_claims in one pass over the pod's claims (this runs for every node
     # a pod is filtered on): the same answers, each claim's allocation looked up once.
-    pod = cluster.pod_on(node, pod)
+    pod = pod_on(node, pod)
     rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected, None
@@ -779,7 +779,7 @@ def simulate(
                 book.commit(claim.key, result, node.name)
             # Devices other nodes can reach too (allNodes, node selectors) change their answers.
             touched_shared = any(c.device.slice.spec.node_name != node.name for cl in chosen for c in cl)
-        on_node = cluster.pod_on(node, pod)
+        on_node = pod_on(node, pod)
         taken[pod.key] = _plus(
             on_node.resources,
             device_resources(cluster, book, on_node, node, (problem, chosen))

@@ -131,6 +131,12 @@ class NodeState:
             self._takes_kept[self.index] = self._takes
 
 
+def pod_on(node: NodeState, pod):
+    """The pod as this node serves it: its DRA-backed extended resources from the node's device
+    plugin where the node's allocatable lists them (draopt.kube.extended_resources.on_node)."""
+    return on_node(pod, node.allocatable) if getattr(pod, "extended_resources", None) else pod
+
+
 # The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).
 _UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
@@ -214,12 +220,6 @@ class Cluster:
         if labels not in self._share_keys:
             self._share_keys[labels] = shared_slices_key(self.index, node.node, self.features)
         return self._share_keys[labels]
-
-    @staticmethod
-    def pod_on(node: NodeState, pod):
-        """The pod as this node serves it: its DRA-backed extended resources from the node's
-        device plugin where the node's allocatable lists them (draopt.kube.extended_resources)."""
-        return on_node(pod, node.allocatable) if getattr(pod, "extended_resources", None) else pod
 
     def node_rejects(self, node: NodeState, pod) -> str | None:
         """The kube-scheduler's node filters other than resources and devices: unschedulable,
