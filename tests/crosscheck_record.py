@@ -55,11 +55,6 @@ def _reason_cause(d, report) -> str | None:
         return "no-nodes-wording"
     if theirs.startswith('running "DynamicResources" filter plugin') and "resource claim error" in ours:
         return "dra-filter-error-wording"
-    if any(
-        w.split(" ", 1)[-1].startswith("Insufficient ") and "/" in w
-        for w in _node_reasons(theirs.partition(" preemption: ")[0])
-    ) and not any("/" in w and "Insufficient" in w for w in _node_reasons(ours.partition(" preemption: ")[0])):
-        return "extended-resources-device-plugin"  # a node's device plugin serves it (issue 31 item 3)
     if "does not exist" in theirs and "could not retrieve device class" in ours:
         return "dra-prefilter-wording"  # a missing DeviceClass: PreFilter's message, once for all nodes
     causes = []

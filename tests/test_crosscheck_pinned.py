@@ -37,6 +37,30 @@ def test_fixed_preemption_does_not_free_a_victims_devices(minor):
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_extended_resources_device_plugin(minor):
+    """A DRA-backed extended resource on a mixed cluster: device plugin where the node's
+    allocatable lists it, DRA elsewhere (extendeddynamicresources.go filterExtendedResources,
+    noderesources/fit.go shouldDelegateResourceToDRA). The oracle's answers, recorded: a and c on
+    dp-1 (device plugin, 2 GPUs; dp-2's two held by a running pod), b and e (the implicit
+    deviceclass.resource.kubernetes.io name: DRA on every node) on dra-1, d (2 GPUs) pending."""
+    report = _report("extended-mixed.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    nodes = {p.pod: p.kubernetes_node for p in report.pods}
+    assert nodes == {
+        "default/a": "dp-1",
+        "default/b": "dra-1",
+        "default/c": "dp-1",
+        "default/d": "",
+        "default/e": "dra-1",
+    }
+    (d,) = [p for p in report.pods if p.pod == "default/d"]
+    assert d.kubernetes_message.startswith(
+        "0/3 nodes are available: 1 cannot allocate all claims, 2 Insufficient nvidia.com/gpu."
+    )
+    assert "2 No preemption victims found for incoming pod" in d.kubernetes_message
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_open_scheduling_gates(minor):
     (d,) = _report("gated.yaml", minor).differences
     assert (d.kind, d.subject, d.draopt, d.kubernetes) == ("pending", "default/gated", "n1", "pending")
