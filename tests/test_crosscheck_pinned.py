@@ -60,6 +60,38 @@ def test_fixed_extended_resources_device_plugin(minor):
     assert "2 No preemption victims found for incoming pod" in d.kubernetes_message
 
 
+PREEMPTION = "priority-classes-preemption.yaml"
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_preemption_with_priority_classes_and_devices(minor):
+    """PriorityClasses as a cluster has them (value, preemptionPolicy Never, globalDefault; pods
+    name them, one names none). The oracle's answers, recorded: the GPU pod short of cpu is not
+    helped by evicting the GPU holders (DynamicResources has no PreFilterExtensions: their devices
+    stay held in the dry run, dynamicresources.go; pkg/scheduler/framework/preemption/preemption.go
+    SelectVictimsOnNode); the Never pod fits nowhere and evicts nothing (default_preemption.go
+    PodEligibleToPreemptOthers); cpu-high evicts holder-0 on n1, whose victim priority 10 is below
+    no-class's global default 100 on n2 (pickOneNodeForPreemption)."""
+    report = _report(PREEMPTION, minor)
+    assert report.identical, [d.text() for d in report.differences]
+    by_pod = {p.pod: p for p in report.pods}
+    assert by_pod["default/cpu-high"].kubernetes_node == "n1"
+    gpu = by_pod["default/gpu-high"]
+    assert gpu.kubernetes_node == "" and gpu.kubernetes_message.startswith(
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector."
+    )
+    assert gpu.kubernetes_message.endswith(
+        "preemption: 0/2 nodes are available: 1 Preemption is not helpful for scheduling, 1 cannot allocate all claims."
+    )
+    never = by_pod["default/never"]
+    assert never.kubernetes_node == "" and never.kubernetes_message.startswith(
+        "0/2 nodes are available: 2 Insufficient cpu."
+    )
+    assert never.kubernetes_message.endswith("preemption: not eligible due to preemptionPolicy=Never.")
+    # 1.36's DynamicResources PostFilter words before preemption's (dynamicresources.go PostFilter)
+    assert ("still not schedulable, preemption:" in gpu.kubernetes_message) == (minor == "1.36")
+
+
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_open_scheduling_gates(minor):
     (d,) = _report("gated.yaml", minor).differences
