@@ -60,6 +60,17 @@ def test_fixed_extended_resources_device_plugin(minor):
     assert "2 No preemption victims found for incoming pod" in d.kubernetes_message
 
 
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_extended_resources_of_init_containers(minor):
+    """Init containers reuse the long-lived containers' requests (extendeddynamicresources.go,
+    createRequestsAndMappings). The oracle's answers, recorded: a (2 devices) on dra-1, b (1) and c
+    (2) on dra-2, d (2) pending; draopt asked 4 devices for a and 3 for c, leaving both pending."""
+    report = _report("extended-init-containers.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    nodes = {p.pod: p.kubernetes_node for p in report.pods}
+    assert nodes == {"default/a": "dra-1", "default/b": "dra-2", "default/c": "dra-2", "default/d": ""}
+
+
 PREEMPTION = "priority-classes-preemption.yaml"
 
 

@@ -122,3 +122,46 @@ def test_plan_buys_device_plugin_nodes():
     dra-1's second GPU), which it could not if every request went to DRA."""
     mix = plan(_mixed(), [NodeType("dp", "dp-1", Fraction(1))], time_limit=20)
     assert (mix.mix, mix.placed, mix.pods) == ({"dp": 1}, 5, 5)
+
+
+INIT = Path(__file__).resolve().parent / "data" / "crosscheck" / "extended-init-containers.yaml"
+
+
+def _claim_counts(name: str) -> dict[str, int]:
+    workload = expand(load_files([str(INIT)]), Features.from_gates())
+    claim = workload.claims[f"default/{name}-extended-resources"]
+    return {r.name: r.exactly.count for r in claim.spec.devices.requests}
+
+
+@pytest.mark.parametrize(
+    "pod, counts",
+    [
+        # i1 (2) reuses c's request (1) and asks 1 more; i2 (1) reuses c's
+        ("a", {"container-0-request-0": 1, "container-2-request-0": 1}),
+        ("b", {"container-1-request-0": 1}),  # i1 reuses c's whole
+        # i1 (2) reuses the sidecar's (1, index 1 >= 0); the sidecar has its own
+        ("c", {"container-0-request-0": 1, "container-1-request-0": 1}),
+        # the sidecar before i has its own; i (index 1) reuses c's (index 2)
+        ("d", {"container-0-request-0": 1, "container-2-request-0": 1}),
+    ],
+)
+def test_init_containers_reuse_long_lived_requests(pod, counts):
+    """extendeddynamicresources.go createRequestsAndMappings / createResourceRequestAndMappings:
+    a non-sidecar init container reuses the requests of long-lived containers at its index and
+    after; only the largest remainder of the init containers is asked for. (The oracle agrees on
+    the placements: test_crosscheck_pinned.py::test_fixed_extended_resources_of_init_containers.)"""
+    assert _claim_counts(pod) == counts
+
+
+def test_largest_init_remainder_is_kept():
+    from draopt.kube.extended_resources import claim_requests
+
+    got = claim_requests(
+        [({GPU: 3}, False), ({GPU: 2, "cpu": 0}, False), ({GPU: 1}, True)], {GPU: "gpu.nvidia.com"}, [GPU]
+    )
+    # remainders 3 - 1 = 2 and 2 - 1 = 1: the first, larger, is kept; the second's name sorts
+    # its resource after cpu (index 1), but it is dropped
+    assert [(r["name"], r["exactly"]["count"]) for r in got] == [
+        ("container-0-request-0", 2),
+        ("container-2-request-0", 1),
+    ]

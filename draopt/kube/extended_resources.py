@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime, timezone
 from fractions import Fraction
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from draopt.errors import InputError
 from draopt.kube.models import DeviceClass
@@ -79,6 +79,50 @@ def device_class_mapping(classes: list[DeviceClass]) -> dict[str, str]:
     for name, c in chosen.items():
         mapping[name] = c.name
     return mapping
+
+
+def _request(ci: int, ridx: int, class_name: str, count: int) -> dict[str, Any]:
+    return {
+        "name": f"container-{ci}-request-{ridx}",
+        "exactly": {"deviceClassName": class_name, "allocationMode": "ExactCount", "count": count},
+    }
+
+
+def claim_requests(
+    containers: list[tuple[dict[str, int], bool]], mapping: Mapping[str, str], names: list[str]
+) -> list[dict[str, Any]]:
+    """The extended-resource claim's device requests for the resources `names`, as
+    kube-scheduler's createRequestsAndMappings makes them (extendeddynamicresources.go).
+    `containers`: per container of `initContainers + containers`, its whole-number requests of
+    such resources (among every request name it has: see `ridx`) and whether it runs for the pod's
+    whole life (a regular container or a sidecar). A long-lived container gets a request of its
+    own; an init container that is not a sidecar first reuses the requests of the long-lived
+    containers from its own index on and asks for the rest only, and of those rests only the
+    largest is kept (the init containers run one after the other). Requests are named
+    ``container-<i>-request-<j>`` (``j``: the resource's index among the container's request
+    names, sorted) and sorted by name."""
+    out: list[dict[str, Any]] = []
+    for name in sorted(names):
+        class_name = mapping[name]
+        long_lived: list[dict[str, Any] | None] = [None] * len(containers)
+        for ci, (reqs, whole_life) in enumerate(containers):
+            if whole_life and reqs.get(name):
+                long_lived[ci] = _request(ci, sorted(reqs).index(name), class_name, reqs[name])
+        largest: dict[str, Any] | None = None
+        for ci, (reqs, whole_life) in enumerate(containers):
+            if whole_life or not reqs.get(name):
+                continue
+            reused = sum(r["exactly"]["count"] for r in long_lived[ci:] if r is not None)
+            if reused >= reqs[name]:
+                continue
+            own = _request(ci, sorted(reqs).index(name), class_name, reqs[name] - reused)
+            if largest is None or largest["exactly"]["count"] < own["exactly"]["count"]:
+                largest = own
+        if largest is not None:
+            out.append(largest)
+        out.extend(r for r in long_lived if r is not None)
+    out.sort(key=lambda r: r["name"])
+    return out
 
 
 def device_plugin_served(demand: PodDemand, allocatable: Mapping[str, Fraction]) -> tuple[str, ...]:

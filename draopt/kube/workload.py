@@ -21,7 +21,9 @@ Naming (deterministic; Kubernetes uses ``generateName`` with a random suffix):
   a claim annotated ``resource.kubernetes.io/extended-resource-claim: "true"`` owned by the pod);
   its requests are named ``container-<i>-request-<j>`` as kube-scheduler names them: ``i`` is the
   container's index in ``initContainers + containers``, ``j`` the resource's index among the
-  container's request names sorted; requests are sorted by name; its :class:`ClaimUse` name is
+  container's request names sorted; requests are sorted by name; init containers reuse the
+  requests of the long-lived containers after them
+  (draopt.kube.extended_resources.claim_requests); its :class:`ClaimUse` name is
   ``<extended-resources>`` (kube-scheduler's in-memory name; never a valid pod claim name);
 * ``reservedFor`` consumers: ``pods/<name>`` and ``podgroups.scheduling.k8s.io/<name>``
   (``<resource>[.<apiGroup>]/<name>``; the namespace is the claim's).
@@ -39,6 +41,7 @@ from typing import Any, Iterable
 from draopt.errors import InputError
 from draopt.kube.extended_resources import (
     EXTENDED_CLAIM_USE,
+    claim_requests,
     device_class_mapping,
     is_extended_name,
 )
@@ -478,14 +481,16 @@ class _Expander:
         requests (pod_requests) when they were computed for it."""
         if not self.ext_mapping:
             return [], {}, None
-        requests: list[dict[str, Any]] = []
         inits = len(pod.spec.init_containers)
         containers: list[Container] = [*pod.spec.init_containers, *pod.spec.containers]
         used: set[str] = set()
+        # per container: every request name (their sorted order names the requests), the
+        # whole-number amounts of those DRA may serve; and whether it runs the pod's whole life
+        per_container: list[tuple[dict[str, int], bool]] = []
         for ci, c in enumerate(containers):
             creqs = effective_container_requests(c.resources)
-            names = sorted(creqs)
-            for ridx, rname in enumerate(names):
+            amounts = dict.fromkeys(creqs, 0)
+            for rname in creqs:
                 if rname not in self.ext_mapping or not is_extended_name(rname):
                     continue
                 value = q(creqs[rname])
@@ -498,19 +503,11 @@ class _Expander:
                         f"{creqs[rname]!r}: an extended resource must be a whole number"
                     )
                 used.add(rname)
-                requests.append(
-                    {
-                        "name": f"container-{ci}-request-{ridx}",
-                        "exactly": {
-                            "deviceClassName": self.ext_mapping[rname],
-                            "allocationMode": "ExactCount",
-                            "count": int(value),
-                        },
-                    }
-                )
+                amounts[rname] = int(value)
+            per_container.append((amounts, ci >= inits or c.restart_policy == "Always"))
+        requests = claim_requests(per_container, self.ext_mapping, sorted(used))
         if not requests:
             return [], {}, None
-        requests.sort(key=lambda r: r["name"])
         everything = pod_requests(pod)
         totals = {k: v for k, v in everything.items() if k in used}
         return requests, totals, everything
