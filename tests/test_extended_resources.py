@@ -165,3 +165,17 @@ def test_largest_init_remainder_is_kept():
         ("container-0-request-0", 2),
         ("container-2-request-0", 1),
     ]
+
+
+def test_the_arrival_simulation_refuses_pods_served_both_ways(tmp_path):
+    """draopt simulate gives a pod one shape on every node: a pod the device plugin serves on one
+    node and DRA on another is refused, with the pod and node named."""
+    from draopt.studies.simulate import build
+
+    text = MIXED.read_text()
+    # (the simulation starts from an empty cluster: the running pod goes)
+    docs = [d for d in text.split("\n---\n") if "name: holder" not in d]
+    path = tmp_path / "mixed.yaml"
+    path.write_text("\n---\n".join(docs))
+    with pytest.raises(InputError, match="Pod default/a: .*node dp-1's device plugin.*not simulated"):
+        build(load_files([str(path)]))
