@@ -87,11 +87,19 @@ def _after_first_divergence(d, report) -> bool:
     ) or any(other.kind == "device" for other in report.differences)
 
 
+def _extended_prebind(d, report) -> bool:
+    """kube-scheduler's PreBind fails for the pod (extended resources a device plugin serves next
+    to claims of its own): draopt places it."""
+    pod = next((p for p in report.pods if p.pod == d.subject), None)
+    return pod is not None and "nil or empty request mappings" in pod.kubernetes_message
+
+
 # cause (the heading of its section in docs/differences.md) -> does it explain this difference?
 # Rules are tried in order; the first that matches names the cause.
 EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "scheduling-gates": _gated,
     "pod-group-cycle": _pod_group,
+    "extended-resources-prebind": _extended_prebind,
     "reason": _reason_cause,  # (returns the cause's name itself)
     "after-a-placement-difference": _after_first_divergence,
     # (open, untraced: the nodes' reasons differ in their counts, the clusters' states apart)

@@ -110,6 +110,27 @@ def test_open_scheduling_gates(minor):
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_open_extended_resources_prebind(minor):
+    """A pod with a claim of its own whose extended resources a node's device plugin serves:
+    kube-scheduler fails PreBind on that node (extendeddynamicresources.go,
+    patchPodExtendedResourceClaimStatus: no request mappings), draopt places it (with a note). The
+    oracle's other answers, recorded: allocatable "0" is served by DRA (filterExtendedResources:
+    allocatable == 0), an extended resource no class names is Insufficient on both nodes."""
+    report = _report("extended-prebind.yaml", minor)
+    (d,) = report.differences
+    assert (d.kind, d.subject, d.draopt, d.kubernetes) == ("pending", "default/a-user-and-ext", "both-1", "pending")
+    by_pod = {p.pod: p for p in report.pods}
+    assert by_pod["default/a-user-and-ext"].kubernetes_message == (
+        'running PreBind plugin "DynamicResources": nil or empty request mappings, no update of pod '
+        "default/a-user-and-ext ExtendedResourceClaimStatus"
+    )
+    assert by_pod["default/b-zero"].kubernetes_node == "zero-1"
+    assert by_pod["default/c-other"].kubernetes_message.startswith(
+        "0/2 nodes are available: 2 Insufficient example.com/fpga."
+    )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_open_all_insufficient_resources(minor):
     (d,) = _report("insufficient.yaml", minor).differences
     assert d.kind == "reason" and "1 Insufficient cpu, 1 Insufficient memory." in d.kubernetes

@@ -179,3 +179,13 @@ def test_the_arrival_simulation_refuses_pods_served_both_ways(tmp_path):
     path.write_text("\n---\n".join(docs))
     with pytest.raises(InputError, match="Pod default/a: .*node dp-1's device plugin.*not simulated"):
         build(load_files([str(path)]))
+
+
+def test_a_pod_kube_scheduler_cannot_bind_is_noted():
+    """extendeddynamicresources.go patchPodExtendedResourceClaimStatus: a pod with claims of its own
+    on a node whose device plugin serves all its extended resources fails PreBind (pinned against
+    the oracle: test_crosscheck_pinned.py::test_open_extended_resources_prebind). draopt says so."""
+    out = place(load_files([str(Path(__file__).resolve().parent / "data" / "crosscheck" / "extended-prebind.yaml")]))
+    (note,) = [n for n in out.notes if "PreBind" in n]
+    assert note.startswith("Pod default/a-user-and-ext: ") and "node both-1's device plugin" in note
+    assert not any("b-zero" in n or "c-other" in n for n in out.notes)

@@ -20,7 +20,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Mapping
 
 from draopt.errors import InputError
-from draopt.kube.models import DeviceClass
+from draopt.kube.models import DeviceClass, Node
+from draopt.kube.quantity import Quantity
 
 if TYPE_CHECKING:
     from draopt.kube.workload import PodDemand
@@ -169,3 +170,43 @@ def on_node(demand: PodDemand, allocatable: Mapping[str, Fraction]) -> PodDemand
         extended_resources={},
     )
     return got
+
+
+def prebind_failure_notes(pending: list[PodDemand], nodes: list[Node]) -> list[str]:
+    """prebind_failure_note for every pending pod that uses extended resources."""
+    if not any(d.extended_resources for d in pending):
+        return []
+    allocatables = [(n.name, _allocatable(n)) for n in sorted(nodes, key=lambda n: n.name)]
+    notes = (prebind_failure_note(d, allocatables) for d in pending if d.extended_resources)
+    return [n for n in notes if n is not None]
+
+
+def _allocatable(node: Node) -> dict[str, Fraction]:
+    """status.allocatable, or status.capacity where allocatable is not given (the API server's
+    default), as draopt.cluster.state reads a node."""
+    given = "allocatable" in node.status.model_fields_set
+    return {
+        k: Quantity.parse(v).value
+        for k, v in ((node.status.allocatable if given else node.status.capacity) or {}).items()
+    }
+
+
+def prebind_failure_note(demand: PodDemand, nodes: list[tuple[str, Mapping[str, Fraction]]]) -> str | None:
+    """What draopt does not model of a pending pod with claims of its own whose extended resources
+    a node's device plugin serves entirely (`nodes`: name, allocatable): kube-scheduler 1.36/1.37
+    passes the node in Filter, allocates an extended-resource claim without requests there and
+    fails PreBind (patchPodExtendedResourceClaimStatus: no request mappings), so the pod is never
+    bound there; draopt places it as the filters allow. None when that cannot happen."""
+    if not demand.extended_resources or demand.node_name:
+        return None
+    use = next((u for u in demand.claims if u.name == EXTENDED_CLAIM_USE), None)
+    if use is None or not use.generated or all(u is use for u in demand.claims):
+        return None
+    for name, allocatable in nodes:
+        if len(device_plugin_served(demand, allocatable)) == len(demand.extended_resources):
+            return (
+                f"Pod {demand.key}: with ResourceClaims of its own, its extended resources served by node "
+                f"{name}'s device plugin: kube-scheduler fails PreBind there (no request mappings for the "
+                f"extended-resource claim) and never binds it; draopt places it as the filters allow"
+            )
+    return None

@@ -44,6 +44,7 @@ from draopt.kube.extended_resources import (
     claim_requests,
     device_class_mapping,
     is_extended_name,
+    prebind_failure_notes,
 )
 from draopt.kube.extended_resources import creation_time as _ts
 from draopt.kube.features import Features
@@ -825,13 +826,19 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     """The pods of `objects` as the scheduler sees them; see the module docstring."""
     features = features or Features.from_gates()
     notes = gated_field_notes(objects, features)
+    _say(notes)
+    workload = _Expander(objects, features).run()
+    later = prebind_failure_notes(workload.pending, objects.nodes)
+    _say(later)
+    workload.notes = notes + later
+    return workload
+
+
+def _say(notes: list[str]) -> None:
     for line in notes:
         if line not in _SAID:  # printed once per run, however many policies expand the same input
             _SAID.add(line)
             print(f"note: {line}", file=sys.stderr)
-    workload = _Expander(objects, features).run()
-    workload.notes = list(notes)
-    return workload
 
 
 _SAID: set[str] = set()
