@@ -49,11 +49,6 @@ def _reason_cause(d, report) -> str | None:
         return "no-nodes-wording"
     if theirs.startswith('running "DynamicResources" filter plugin') and "resource claim error" in ours:
         return "dra-filter-error-wording"
-    if any(
-        w.split(" ", 1)[-1].startswith("Insufficient ") and "/" in w
-        for w in _node_reasons(theirs.partition(" preemption: ")[0])
-    ) and not any("/" in w and "Insufficient" in w for w in _node_reasons(ours.partition(" preemption: ")[0])):
-        return "extended-resources-device-plugin"  # a node's device plugin serves it (issue 31 item 3)
     if "does not exist" in theirs and "could not retrieve device class" in ours:
         return "dra-prefilter-wording"  # a missing DeviceClass: PreFilter's message, once for all nodes
     causes = []
@@ -86,10 +81,18 @@ def _after_first_divergence(d, report) -> bool:
     ) or any(other.kind == "device" for other in report.differences)
 
 
+def _extended_prebind(d, report) -> bool:
+    """kube-scheduler's PreBind fails for the pod (extended resources a device plugin serves next
+    to claims of its own): draopt places it."""
+    pod = next((p for p in report.pods if p.pod == d.subject), None)
+    return pod is not None and "nil or empty request mappings" in pod.kubernetes_message
+
+
 # cause (the heading of its section in docs/differences.md) -> does it explain this difference?
 # Rules are tried in order; the first that matches names the cause.
 EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "pod-group-cycle": _pod_group,
+    "extended-resources-prebind": _extended_prebind,
     "reason": _reason_cause,  # (returns the cause's name itself)
     "after-a-placement-difference": _after_first_divergence,
     # (open, untraced: the nodes' reasons differ in their counts, the clusters' states apart)

@@ -46,6 +46,94 @@ def test_fixed_scheduling_gates(minor):
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_extended_resources_device_plugin(minor):
+    """A DRA-backed extended resource on a mixed cluster: device plugin where the node's
+    allocatable lists it, DRA elsewhere (extendeddynamicresources.go filterExtendedResources,
+    noderesources/fit.go shouldDelegateResourceToDRA). The oracle's answers, recorded: a and c on
+    dp-1 (device plugin, 2 GPUs; dp-2's two held by a running pod), b and e (the implicit
+    deviceclass.resource.kubernetes.io name: DRA on every node) on dra-1, d (2 GPUs) pending."""
+    report = _report("extended-mixed.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    nodes = {p.pod: p.kubernetes_node for p in report.pods}
+    assert nodes == {
+        "default/a": "dp-1",
+        "default/b": "dra-1",
+        "default/c": "dp-1",
+        "default/d": "",
+        "default/e": "dra-1",
+    }
+    (d,) = [p for p in report.pods if p.pod == "default/d"]
+    assert d.kubernetes_message.startswith(
+        "0/3 nodes are available: 1 cannot allocate all claims, 2 Insufficient nvidia.com/gpu."
+    )
+    assert "2 No preemption victims found for incoming pod" in d.kubernetes_message
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_extended_resources_of_init_containers(minor):
+    """Init containers reuse the long-lived containers' requests (extendeddynamicresources.go,
+    createRequestsAndMappings). The oracle's answers, recorded: a (2 devices) on dra-1, b (1) and c
+    (2) on dra-2, d (2) pending; draopt asked 4 devices for a and 3 for c, leaving both pending."""
+    report = _report("extended-init-containers.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    nodes = {p.pod: p.kubernetes_node for p in report.pods}
+    assert nodes == {"default/a": "dra-1", "default/b": "dra-2", "default/c": "dra-2", "default/d": ""}
+
+
+PREEMPTION = "priority-classes-preemption.yaml"
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_preemption_with_priority_classes_and_devices(minor):
+    """PriorityClasses as a cluster has them (value, preemptionPolicy Never, globalDefault; pods
+    name them, one names none). The oracle's answers, recorded: the GPU pod short of cpu is not
+    helped by evicting the GPU holders (DynamicResources has no PreFilterExtensions: their devices
+    stay held in the dry run, dynamicresources.go; pkg/scheduler/framework/preemption/preemption.go
+    SelectVictimsOnNode); the Never pod fits nowhere and evicts nothing (default_preemption.go
+    PodEligibleToPreemptOthers); cpu-high evicts holder-0 on n1, whose victim priority 10 is below
+    no-class's global default 100 on n2 (pickOneNodeForPreemption)."""
+    report = _report(PREEMPTION, minor)
+    assert report.identical, [d.text() for d in report.differences]
+    by_pod = {p.pod: p for p in report.pods}
+    assert by_pod["default/cpu-high"].kubernetes_node == "n1"
+    gpu = by_pod["default/gpu-high"]
+    assert gpu.kubernetes_node == "" and gpu.kubernetes_message.startswith(
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector."
+    )
+    assert gpu.kubernetes_message.endswith(
+        "preemption: 0/2 nodes are available: 1 Preemption is not helpful for scheduling, 1 cannot allocate all claims."
+    )
+    never = by_pod["default/never"]
+    assert never.kubernetes_node == "" and never.kubernetes_message.startswith(
+        "0/2 nodes are available: 2 Insufficient cpu."
+    )
+    assert never.kubernetes_message.endswith("preemption: not eligible due to preemptionPolicy=Never.")
+    # 1.36's DynamicResources PostFilter words before preemption's (dynamicresources.go PostFilter)
+    assert ("still not schedulable, preemption:" in gpu.kubernetes_message) == (minor == "1.36")
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_open_extended_resources_prebind(minor):
+    """A pod with a claim of its own whose extended resources a node's device plugin serves:
+    kube-scheduler fails PreBind on that node (extendeddynamicresources.go,
+    patchPodExtendedResourceClaimStatus: no request mappings), draopt places it (with a note). The
+    oracle's other answers, recorded: allocatable "0" is served by DRA (filterExtendedResources:
+    allocatable == 0), an extended resource no class names is Insufficient on both nodes."""
+    report = _report("extended-prebind.yaml", minor)
+    (d,) = report.differences
+    assert (d.kind, d.subject, d.draopt, d.kubernetes) == ("pending", "default/a-user-and-ext", "both-1", "pending")
+    by_pod = {p.pod: p for p in report.pods}
+    assert by_pod["default/a-user-and-ext"].kubernetes_message == (
+        'running PreBind plugin "DynamicResources": nil or empty request mappings, no update of pod '
+        "default/a-user-and-ext ExtendedResourceClaimStatus"
+    )
+    assert by_pod["default/b-zero"].kubernetes_node == "zero-1"
+    assert by_pod["default/c-other"].kubernetes_message.startswith(
+        "0/2 nodes are available: 2 Insufficient example.com/fpga."
+    )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_open_all_insufficient_resources(minor):
     (d,) = _report("insufficient.yaml", minor).differences
     assert d.kind == "reason" and "1 Insufficient cpu, 1 Insufficient memory." in d.kubernetes

@@ -13,13 +13,15 @@ Transcribed cases cite their Kubernetes source:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draopt.cluster.check import check_placement
 from draopt.kube.features import Features
-from draopt.kube.loader import ObjectSet, parse_object
+from draopt.kube.loader import ObjectSet, load_files, parse_object
 from draopt.placement import output_objects, place, pod_table
 from draopt.scheduler.preemption import num_candidates
 
@@ -831,3 +833,25 @@ def test_optimal_names_evictions_for_devices_as_beyond_the_scheduler():
     gated = run(docs, policy="optimal", features=DRA_PREEMPTION)
     assert evicted(gated) == ["a"] and "beyond_scheduler" not in gated.result.stats
     assert evicted(run(docs, features=DRA_PREEMPTION)) == ["a"]
+
+
+def test_first_fit_evicts_for_cpu_and_releases_the_victims_claim():
+    """tests/data/crosscheck/priority-classes-preemption.yaml, draopt's side (identical to
+    kube-scheduler's, evictions included: tests/test_crosscheck_pinned.py::
+    test_fixed_preemption_with_priority_classes_and_devices): one victim, holder-0, its claim
+    deallocated; the GPU holder on n2 and the pod without a class stay. The optimal policy may go
+    beyond the scheduler and evict the GPU holder on n2 for gpu-high, said so."""
+    path = Path(__file__).resolve().parent / "data" / "crosscheck" / "priority-classes-preemption.yaml"
+    out = place(load_files([str(path)]), policy="first-fit")
+    assert [(e.pod, e.node, e.preemptor) for e in out.result.evictions] == [
+        ("default/holder-0", "n1", "default/cpu-high")
+    ]
+    assert out.result.deallocated == ["default/held-0"]
+    priorities = {p.pod: p.priority for p in out.result.pods}
+    assert priorities == {"default/gpu-high": 1000, "default/never": 1000, "default/cpu-high": 1000}
+    assert out.workload.pod("default/no-class").priority == 100  # the globalDefault class
+    assert check_placement(out) == []
+    opt = place(load_files([str(path)]), policy="optimal", time_limit=10)
+    assert sorted(e.pod for e in opt.result.evictions) == ["default/holder-0", "default/holder-1"]
+    assert "beyond the scheduler" in opt.result.stats["beyond_scheduler"]
+    assert check_placement(opt) == []

@@ -284,13 +284,13 @@ def test_extended_resource_by_extended_resource_name():
     assert (use.name, use.key, use.generated) == (EXTENDED_CLAIM_USE, "default/p-extended-resources", True)
     c = w.claims[use.key]
     # container index over initContainers + containers; request index among the sorted names
-    # (cpu, example.com/gpu, memory -> 1).
+    # (cpu, example.com/gpu, memory -> 1). The init container's 1 reuses container a's request
+    # (extendeddynamicresources.go createResourceRequestAndMappings): no request of its own.
     got = [
         (r.name, r.exactly.device_class_name, r.exactly.allocation_mode, r.exactly.count)
         for r in c.spec.devices.requests
     ]
     assert got == [
-        ("container-0-request-0", "gpu.example.com", "ExactCount", 1),
         ("container-1-request-1", "gpu.example.com", "ExactCount", 2),
         ("container-2-request-0", "gpu.example.com", "ExactCount", 3),
     ]

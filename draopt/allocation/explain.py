@@ -286,12 +286,15 @@ def explain_pod(cluster, book, pod, max_device_nodes: int | None = None, *, node
     explanations for at most `max_device_nodes` nodes). `node_check(cluster, book, pod, node)`:
     the scheduler's filter for one node (a reason, or None); the placement layer passes its own,
     since this layer sits below it."""
+    from draopt.cluster.state import pod_on
     from draopt.kube.nodeselect import node_selector_matches
 
     out = []
     deep = 0
+    whole = pod
     for node in cluster.nodes:
         ex = NodeExplanation(node.name)
+        pod = pod_on(node, whole)  # (a device plugin may serve its extended resources here)
         rejected = cluster.node_rejects(node, pod)
         if rejected is not None:
             ex.reason = rejected

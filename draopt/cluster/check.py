@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from fractions import Fraction
 
+from draopt.cluster.state import pod_on
 from draopt.dra.checker import check
 from draopt.dra.inventory import allocated_state, available_counters, build_inventory
 from draopt.kube.nodeselect import node_selector_matches
@@ -81,7 +82,8 @@ def check_placement(outcome) -> list[str]:
     for pod in workload.running:
         if pod.key in evicted:
             continue
-        for r, v in pod.resources.items():
+        on_node = nodes.get(pod.node_name)
+        for r, v in (pod_on(on_node, pod) if on_node is not None else pod).resources.items():
             used[pod.node_name][r] += v
     from draopt.cluster.firstfit import ClaimBook, device_resources
 
@@ -103,6 +105,8 @@ def check_placement(outcome) -> list[str]:
         rejected = cluster.node_rejects(node, pod)
         if rejected is not None:
             errors.append(f"pod {pl.pod}: node {pl.node}: {rejected}")
+        errors += _check_device_plugin_served(pod, node, result)
+        pod = pod_on(node, pod)  # its extended resources as the node serves them
         for r, v in pod.resources.items():
             used[pl.node][r] += v
         for r, v in device_resources(cluster, book, pod, node, None).items():  # DRANodeAllocatableResources
@@ -125,6 +129,16 @@ def check_placement(outcome) -> list[str]:
                 errors.append(f"node {name}: {r} over-committed ({v} > {cap})")
     errors += _check_groups(workload, nodes, {pl.pod: pl.node for pl in result.pods if pl.placed}, evicted)
     return errors
+
+
+def _check_device_plugin_served(pod, node, result) -> list[str]:
+    """A node's device plugin serves the pod's extended resources: no claim allocated for them."""
+    asked = {u.key for u in pod_on(node, pod).claims}
+    return [
+        f"pod {pod.key}: claim {u.key} is allocated but node {node.name}'s device plugin serves its extended resources"
+        for u in pod.claims
+        if u.key not in asked and u.key in result.claims
+    ]
 
 
 def _check_groups(workload, nodes, placed: dict[str, str], evicted) -> list[str]:

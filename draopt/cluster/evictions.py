@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+
+from draopt.cluster.state import pod_on
 from draopt.kube.admission import PREEMPT_LOWER_PRIORITY, preemption_policy  # noqa: F401  (re-exported)
 
 NEVER = "Never"
@@ -148,9 +150,10 @@ class RunningPods:
         no PreFilterExtensions (kube-scheduler 1.36/1.37; KEP-5690 adds them)."""
         del self.live[pod.key]
         node = self.cluster.by_name[pod.node_name]
-        node.take(pod.resources, -1)
+        resources = pod_on(node, pod).resources
+        node.take(resources, -1)
         if self.scheduler is not None:
-            self.scheduler.placed(pod, node, pod.resources, -1)
+            self.scheduler.placed(pod, node, resources, -1)
         if free_devices:
             shared = self._release_claims(pod)
         else:
@@ -185,9 +188,10 @@ class RunningPods:
         """Undo remove(): the pod back on its node, with its claims' devices."""
         self.live[pod.key] = pod
         node = self.cluster.by_name[pod.node_name]
-        node.take(pod.resources)
+        resources = pod_on(node, pod).resources
+        node.take(resources)
         if self.scheduler is not None:
-            self.scheduler.placed(pod, node, pod.resources)
+            self.scheduler.placed(pod, node, resources)
         shared = False
         if pod.key in self.devices_kept:  # removed without its devices: nothing to give back
             self.devices_kept.discard(pod.key)

@@ -26,10 +26,9 @@ from draopt.kube.models import AllocationResult, ResourceClaim
 from draopt.kube.nodeselect import node_selector_matches
 from draopt.dra.problem import ClaimSpec, Problem, prepare
 from draopt.dra.reference import Chosen, ReferenceAllocator, SearchLimit
-from draopt.cluster.state import DEFAULT_SCHEDULER_NAME, Cluster, NodeState
-from draopt.cluster.result import PlacementResult, PodPlacement, fit_error_message
-from draopt.cluster.podgroup_status import member_message_136, word_failed_gang
-from draopt.kube.releases import at_least
+from draopt.cluster.state import DEFAULT_SCHEDULER_NAME, Cluster, NodeState, pod_on
+from draopt.cluster.result import PlacementResult, PodPlacement
+from draopt.cluster.podgroup_status import never_popped, word_group_members
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
 MAX_SUBREQUEST_SCORE = 8
@@ -222,6 +221,12 @@ def device_demand(
     return covered, why
 
 
+def _device_plugin_serves_any(cluster: Cluster, workload) -> bool:
+    """Some node's device plugin serves a pending pod's DRA-backed extended resource."""
+    names = {r for d in workload.pending for r in d.extended_resources}
+    return bool(names) and any(n.allocatable.get(r, 0) > 0 for n in cluster.nodes for r in names)
+
+
 def _held_by_another_pod(book: ClaimBook, key: str, pod) -> bool:
     """Allocated in this run (for a pod placed before this one), or reserved for another pod."""
     if key in book.allocations:
@@ -245,6 +250,7 @@ def insufficient(short: str) -> str:
 def node_level_reason(cluster: Cluster, node: NodeState, pod) -> str | None:
     """The reason of the filters kube-scheduler runs first (NodeUnschedulable, TaintToleration,
     NodeAffinity, NodeResourcesFit), or None."""
+    pod = pod_on(node, pod)
     rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected
@@ -255,6 +261,7 @@ def node_level_reason(cluster: Cluster, node: NodeState, pod) -> str | None:
 def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
     """The node filters that need no device allocation: the scheduler's node filters, node
     resources, and the node selectors of the pod's claims that are allocated already."""
+    pod = pod_on(node, pod)
     rejected = node_level_reason(cluster, node, pod)
     if rejected is not None:
         return rejected
@@ -321,6 +328,7 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     pod fits, else (reason, None)."""
     # node_filter and pending_claims in one pass over the pod's claims (this runs for every node
     # a pod is filtered on): the same answers, each claim's allocation looked up once.
+    pod = pod_on(node, pod)
     rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected, None
@@ -611,9 +619,13 @@ def simulate(
     book._signature.update(getattr(workload, "spec_texts", None) or {})
     cache: dict = {}
     # try_node's shared-devices answers, for the scheduler's filter loop (quick path only)
+    # (not where a device plugin serves some pod's extended resources on some nodes: nodes that
+    # share devices may then differ in what they ask of them)
     shared = (
         SharedDevices(cluster, cache)
-        if cluster.incremental and not cluster.features.node_allocatable_resources
+        if cluster.incremental
+        and not cluster.features.node_allocatable_resources
+        and not _device_plugin_serves_any(cluster, workload)
         else None
     )
     explained: dict[tuple, str] = {}
@@ -631,6 +643,8 @@ def simulate(
             tuple(sorted([(r, (v.numerator, v.denominator)) for r, v in pod.resources.items()])),
             tuple(sorted(pod.node_selector.items())),
             _scheduling_constraints(pod),
+            # (which names a device plugin may serve instead: DRA's claim alone does not say)
+            tuple(sorted(pod.extended_resources)),
         )
 
     # While nodes only fill up, a node that rejected a kind of pod rejects it again: each kind
@@ -772,11 +786,12 @@ def simulate(
                 book.commit(claim.key, result, node.name)
             # Devices other nodes can reach too (allNodes, node selectors) change their answers.
             touched_shared = any(c.device.slice.spec.node_name != node.name for cl in chosen for c in cl)
+        on_node = pod_on(node, pod)
         taken[pod.key] = _plus(
-            pod.resources,
-            device_resources(cluster, book, pod, node, (problem, chosen))
+            on_node.resources,
+            device_resources(cluster, book, on_node, node, (problem, chosen))
             if problem is not None
-            else device_resources(cluster, book, pod, node, None),
+            else device_resources(cluster, book, on_node, node, None),
         )
         node.take(taken[pod.key])
         if scheduler is not None:
@@ -906,25 +921,16 @@ def simulate(
             members_of.setdefault(pod.group, []).append(pod)
 
     def held_or_refused(group: str) -> bool:
-        """A gang whose pods of this scheduler are fewer than minCount is never popped: they stay
-        pending without a message (those of another scheduler say so). The groups kube-scheduler
-        never tries for other reasons are held in the workload (draopt.kube.admission)."""
+        """A gang never popped for want of this scheduler's pods (draopt.cluster.podgroup_status)."""
         members = members_of[group]
         outside = [m.key for m in members if scheduler is not None and scheduler.profile(m) is None]
-        gang = workload.groups[group]
-        if not outside or gang.policy != "gang" or len(gang.pods) - len(outside) >= gang.min_count:
+        why = never_popped(workload.groups[group], outside)
+        if not why:
             return False
         refused_groups.add(group)
-        why = (
-            f"never tried: its PodGroup {gang.key} needs minCount {gang.min_count} pods in the scheduling queue; "
-            f"{len(outside)} of its {len(gang.pods)} pods are another scheduler's ({', '.join(outside)})"
-        )
-        for m in members:
-            by_pod[m.key] = (
-                place(m)
-                if m.key in outside
-                else PodPlacement(m.key, None, m.priority, m.group, message="", explanation=why)
-            )
+        for m in members:  # (another scheduler's pod: place() gives its reason)
+            quiet = PodPlacement(m.key, None, m.priority, m.group, message="", explanation=why)
+            by_pod[m.key] = place(m) if m.key in outside else quiet
         return True
 
     for pod in workload.pending:
@@ -966,22 +972,19 @@ def simulate(
                 by_pod[pod.key] = place(pod)
                 if not by_pod[pod.key].placed:
                     by_pod[pod.key].preemption = pl.preemption  # what preemption said stays said
-    if at_least(cluster.features.version, "1.37"):
-        post_filter = preempting.group_post_filter if preempting is not None else {}
-        for key in sorted(failed_gangs - cycle_failed):
-            word_failed_gang(workload, key, by_pod, released, post_filter.get(key, ""), len(cluster.nodes))
-    elif preempting is not None:
-        for pod in workload.pending:
-            pl = by_pod[pod.key]
-            if (
-                pod.group is not None
-                and pod.group not in refused_groups
-                and not pl.placed
-                and (cycles is None or cycles.root_of(pod.group) is None)
-                and (scheduler is None or scheduler.profile(pod) is not None)  # (no profile: never tried)
-            ):
-                fit_error = fit_error_message(pl.reason_text(len(cluster.nodes)))
-                pl.message = member_message_136(pod.key in released, fit_error, bool(pod.claims))
+    word_group_members(
+        workload,
+        by_pod,
+        released,
+        failed_gangs - cycle_failed,
+        lambda pod: (
+            pod.group not in refused_groups
+            and (cycles is None or cycles.root_of(pod.group) is None)
+            and (scheduler is None or scheduler.profile(pod) is not None)  # (no profile: never tried)
+        ),
+        preempting.group_post_filter if preempting is not None else None,
+        cluster,
+    )
     elapsed = time.perf_counter() - t0
     pods = [by_pod[p.key] for p in workload.pending]
     stats = {

@@ -492,7 +492,8 @@ class GroupCycle:
                 least[r] = min(amounts)
         device_need: dict[tuple, int] = {}
         per_pod = [self._device_requests(p) for p in pods]
-        if all(per_pod):
+        # (not for extended resources: a node's device plugin may serve them instead of devices)
+        if all(per_pod) and not any(p.extended_resources for p in pods):
             for key in set.intersection(*(set(d) for d in per_pod)):
                 device_need[key] = min(d[key] for d in per_pod)
         total = 0

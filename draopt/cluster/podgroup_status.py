@@ -54,6 +54,39 @@ class GangTrial:
         return not self.status
 
 
+def never_popped(gang, outside: list[str]) -> str:
+    """Why a gang is never popped: its pods of this scheduler (all but `outside`, another
+    scheduler's) are fewer than minCount, so they stay pending with no message; "" otherwise."""
+    if not outside or gang.policy != "gang" or len(gang.pods) - len(outside) >= gang.min_count:
+        return ""
+    return (
+        f"never tried: its PodGroup {gang.key} needs minCount {gang.min_count} pods in the scheduling queue; "
+        f"{len(outside)} of its {len(gang.pods)} pods are another scheduler's ({', '.join(outside)})"
+    )
+
+
+def word_group_members(workload, by_pod: dict, released: set[str], failed: set[str], tried, post_filter, cluster):
+    """The messages of the pending pods of PodGroups after first-fit's run, in the release's words:
+    1.37, those of the gangs in `failed`; 1.36 (with a PostFilter, `post_filter` not None), every
+    unplaced member `tried(pod)` says had a cycle. `released`: the pods that fitted in their gang's
+    trial; `post_filter`: PodGroup -> PodGroupPostFilter's message."""
+    from draopt.cluster.result import fit_error_message
+    from draopt.kube.releases import at_least
+
+    n_nodes = len(cluster.nodes)
+    if at_least(cluster.features.version, "1.37"):
+        for key in sorted(failed):
+            word_failed_gang(workload, key, by_pod, released, (post_filter or {}).get(key, ""), n_nodes)
+        return
+    if post_filter is None:
+        return
+    for pod in workload.pending:
+        pl = by_pod[pod.key]
+        if pod.group is not None and not pl.placed and tried(pod):
+            fit_error = fit_error_message(pl.reason_text(n_nodes))
+            pl.message = member_message_136(pod.key in released, fit_error, bool(pod.claims))
+
+
 def word_failed_gang(workload, key: str, by_pod: dict, released: set[str], post_filter: str, n_nodes: int) -> None:
     """The messages kube-scheduler 1.37's pod-group cycle writes on a gang that did not reach
     minCount; `released`: the pods that fitted in its trial."""
@@ -109,6 +142,8 @@ def member_messages(trial: GangTrial, fitted: list[bool], fit_errors: list[str],
 __all__ = [
     "GangTrial",
     "word_failed_gang",
+    "word_group_members",
+    "never_popped",
     "POD_GROUP_UNSCHEDULABLE",
     "gang_trial",
     "member_message_136",

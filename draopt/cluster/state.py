@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from draopt.kube.extended_resources import on_node
 from draopt.kube.features import Features
 from draopt.dra.inventory import (
     AllocatedState,
@@ -128,6 +129,12 @@ class NodeState:
             self._versions[self.index] = self.version
         if self._takes_kept is not None:
             self._takes_kept[self.index] = self._takes
+
+
+def pod_on(node: NodeState, pod):
+    """The pod as this node serves it: its DRA-backed extended resources from the node's device
+    plugin where the node's allocatable lists them (draopt.kube.extended_resources.on_node)."""
+    return on_node(pod, node.allocatable) if getattr(pod, "extended_resources", None) else pod
 
 
 # The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).

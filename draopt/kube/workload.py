@@ -21,7 +21,9 @@ Naming (deterministic; Kubernetes uses ``generateName`` with a random suffix):
   a claim annotated ``resource.kubernetes.io/extended-resource-claim: "true"`` owned by the pod);
   its requests are named ``container-<i>-request-<j>`` as kube-scheduler names them: ``i`` is the
   container's index in ``initContainers + containers``, ``j`` the resource's index among the
-  container's request names sorted; requests are sorted by name; its :class:`ClaimUse` name is
+  container's request names sorted; requests are sorted by name; init containers reuse the
+  requests of the long-lived containers after them
+  (draopt.kube.extended_resources.claim_requests); its :class:`ClaimUse` name is
   ``<extended-resources>`` (kube-scheduler's in-memory name; never a valid pod claim name);
 * ``reservedFor`` consumers: ``pods/<name>`` and ``podgroups.scheduling.k8s.io/<name>``
   (``<resource>[.<apiGroup>]/<name>``; the namespace is the claim's).
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import timezone
 from fractions import Fraction
 from typing import Any, Iterable
 
@@ -45,11 +47,19 @@ from draopt.kube.admission import (
     refused_objects,
     unchecked_admin_namespaces,
 )
+from draopt.kube.extended_resources import (
+    EXTENDED_CLAIM_USE,
+    claim_requests,
+    device_class_mapping,
+    is_extended_name,
+    prebind_failure_notes,
+)
+from draopt.kube.extended_resources import creation_time as _ts
 from draopt.kube.features import Features
 from draopt.kube.field_notes import gated_field_notes
 from draopt.kube.releases import at_least
 from draopt.kube.loader import ObjectSet
-from draopt.kube.models import DeviceClass, Node, ResourceClaim, ResourceClaimTemplate
+from draopt.kube.models import Node, ResourceClaim, ResourceClaimTemplate
 from draopt.kube.models.clone import ClaimCopier
 from draopt.kube.models.workload import (
     CompositePodGroup,
@@ -66,10 +76,8 @@ from draopt.kube.quantity import Quantity
 
 MAX_RESERVED_FOR = 256
 MAX_POD_GROUP_CLAIMS = 4
-DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
-EXTENDED_CLAIM_USE = "<extended-resources>"
 POD_GROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 # Built into every cluster (kube-apiserver creates them).
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
@@ -101,7 +109,7 @@ class PodDemand:
     group: str | None
     # Extended resources moved from `resources` to the extended-resource claim (pod totals).
     # kube-scheduler serves them from a device plugin instead on a node whose allocatable has the
-    # resource (> 0); the placement engine may put them back for such nodes.
+    # resource (> 0): draopt.kube.extended_resources.on_node gives the pod as such a node sees it.
     extended_resources: dict[str, Fraction] = field(default_factory=dict)
     # Set on a pending pod kube-scheduler keeps out of its queue (draopt.kube.admission): no policy
     # places it; it is in Workload.waiting, not in Workload.pending.
@@ -281,56 +289,6 @@ def requests_shape(pod: Pod) -> tuple | None:
     except TypeError:
         return None
     return key
-
-
-def _is_extended_name(name: str) -> bool:
-    """IsExtendedResourceName or the deviceclass prefix: domain-qualified, not kubernetes.io."""
-    if name.startswith(DEVICE_CLASS_PREFIX):
-        return True
-    if "/" not in name or name.startswith("requests."):
-        return False
-    domain = name.split("/", 1)[0]
-    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
-
-
-def device_class_mapping(classes: list[DeviceClass]) -> dict[str, str]:
-    """Extended resource name -> DeviceClass name, as kube-scheduler's DeviceClassMapping:
-    `deviceclass.resource.kubernetes.io/<class>` for every class; a class's extendedResourceName
-    too, the newest class (creationTimestamp) winning, then the smallest name."""
-    mapping: dict[str, str] = {}
-    chosen: dict[str, DeviceClass] = {}
-    for c in classes:
-        mapping[DEVICE_CLASS_PREFIX + c.name] = c.name
-    for c in classes:
-        name = c.spec.extended_resource_name
-        if not name:
-            continue
-        prev = chosen.get(name)
-        if prev is None or _prefer(c, prev):
-            chosen[name] = c
-    for name, c in chosen.items():
-        mapping[name] = c.name
-    return mapping
-
-
-def _ts(obj) -> datetime | None:
-    raw = obj.metadata.creation_timestamp
-    if not raw:
-        return None
-    try:
-        d = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{obj.ref}: field metadata.creationTimestamp: {raw!r} is not an RFC 3339 time") from None
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
-
-
-def _prefer(a: DeviceClass, b: DeviceClass) -> bool:
-    ta, tb = _ts(a), _ts(b)
-    ta_n = ta.timestamp() if ta else 0.0
-    tb_n = tb.timestamp() if tb else 0.0
-    if ta_n == tb_n:
-        return a.name < b.name
-    return ta_n > tb_n
 
 
 def _queue_time(pod: Pod) -> str:
@@ -562,15 +520,17 @@ class _Expander:
         requests (pod_requests) when they were computed for it."""
         if not self.ext_mapping:
             return [], {}, None
-        requests: list[dict[str, Any]] = []
         inits = len(pod.spec.init_containers)
         containers: list[Container] = [*pod.spec.init_containers, *pod.spec.containers]
         used: set[str] = set()
+        # per container: every request name (their sorted order names the requests), the
+        # whole-number amounts of those DRA may serve; and whether it runs the pod's whole life
+        per_container: list[tuple[dict[str, int], bool]] = []
         for ci, c in enumerate(containers):
             creqs = effective_container_requests(c.resources)
-            names = sorted(creqs)
-            for ridx, rname in enumerate(names):
-                if rname not in self.ext_mapping or not _is_extended_name(rname):
+            amounts = dict.fromkeys(creqs, 0)
+            for rname in creqs:
+                if rname not in self.ext_mapping or not is_extended_name(rname):
                     continue
                 value = q(creqs[rname])
                 if value == 0:
@@ -582,19 +542,11 @@ class _Expander:
                         f"{creqs[rname]!r}: an extended resource must be a whole number"
                     )
                 used.add(rname)
-                requests.append(
-                    {
-                        "name": f"container-{ci}-request-{ridx}",
-                        "exactly": {
-                            "deviceClassName": self.ext_mapping[rname],
-                            "allocationMode": "ExactCount",
-                            "count": int(value),
-                        },
-                    }
-                )
+                amounts[rname] = int(value)
+            per_container.append((amounts, ci >= inits or c.restart_policy == "Always"))
+        requests = claim_requests(per_container, self.ext_mapping, sorted(used))
         if not requests:
             return [], {}, None
-        requests.sort(key=lambda r: r["name"])
         everything = pod_requests(pod)
         totals = {k: v for k, v in everything.items() if k in used}
         return requests, totals, everything
@@ -939,7 +891,8 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     if features.admin_access:
         notes += unchecked_admin_namespaces(objects)
     workload = _Expander(objects, features).run()
-    workload.notes = notes + workload.notes + unmodelled_pod_fields(workload.pending)
+    later = prebind_failure_notes(workload.pending, objects.nodes)
+    workload.notes = notes + workload.notes + unmodelled_pod_fields(workload.pending) + later
     for line in workload.notes:
         say_note(line)  # (printed once per run, however many policies expand the same input)
     return workload

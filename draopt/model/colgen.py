@@ -45,6 +45,7 @@ from draopt.model.colgen_substitution import realize, substitutions
 from draopt.model.patterns import Configuration, NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 from draopt.cluster.result import weight
+from draopt.cluster.state import pod_on
 
 MAX_CLASSES = 64  # more classes: the per-node model is the better form
 MIN_NODES = 200  # smaller parts: the one model (and patterns.py) proves them exactly
@@ -97,6 +98,9 @@ class ColumnGeneration:
                 return "gangs"
             if len({p.priority for p in kind.pods}) > 1:
                 return "a kind with several priorities"
+            rep = kind.pods[0]
+            if rep.extended_resources and any(pod_on(n, rep) is not rep for n in cluster.nodes):
+                return "extended resources a device plugin serves on some node (requests differ by node)"
         seen: set[int] = set()
         for problem in prep.problems.values():  # problems are shared by nodes alike: each looked at once
             if id(problem) not in seen:

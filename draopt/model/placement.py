@@ -35,7 +35,7 @@ from draopt.model.encodings.base import LiteralHelpers, scale_to_int, upper_boun
 from draopt.dra.inventory import counter_sets_in_use, in_use_groups
 from draopt.dra.problem import MAX_RESULTS, Problem
 from draopt.kube.quantity import Quantity
-from draopt.cluster.state import Cluster, NodeState
+from draopt.cluster.state import Cluster, NodeState, pod_on
 from draopt.cluster.firstfit import ClaimBook
 from draopt.model.reductions import DeviceRef, Kind, OwnAcrossNodes
 from draopt.cluster.result import weight
@@ -230,7 +230,10 @@ def build(
             if left <= 0:
                 break
             rep_node = nc.nodes[0]
-            caps = [min(len(prep.kinds[ki].pods), free(rep_node, prep.kinds[ki].pods[0].resources)) for ki in nc.kinds]
+            caps = [
+                min(len(prep.kinds[ki].pods), free(rep_node, pod_on(rep_node, prep.kinds[ki].pods[0]).resources))
+                for ki in nc.kinds
+            ]
             if enumerate_configurations(
                 nc, prep, cluster, workload, book, caps, left, one_node_model(nc, prep, cluster, workload, book)
             ):
@@ -262,7 +265,7 @@ def build(
             kind_nodes = [
                 n
                 for n in _nodes_within(prep, rep.key, node_names, cluster)
-                if n.name not in pattern_nodes and free(n, rep.resources) > 0
+                if n.name not in pattern_nodes and free(n, pod_on(n, rep).resources) > 0
             ]
             # Devices every node of the kind reaches alike: one owner for all of them.
             _check_time(deadline)
@@ -280,7 +283,9 @@ def build(
                     continue
                 _check_time(deadline)
                 size = kind.unit_size
-                cap = min(len(kind.units) if size > 1 else len(kind.pods), free(node, rep.resources))
+                # (the pod as the node serves it: a device plugin's extended resources are node resources)
+                rep_resources = pod_on(node, rep).resources
+                cap = min(len(kind.units) if size > 1 else len(kind.pods), free(node, rep_resources))
                 if cap <= 0:
                     continue
                 var = cp.new_int_var(0, cap, f"k[{kind.index},{node.name}]")
@@ -289,19 +294,19 @@ def build(
                     prio_of[var.index] = rep.priority
                 if size == 1:
                     per_node.append(var)
-                    node_demand[node.name].append((rep.resources, var))
+                    node_demand[node.name].append((rep_resources, var))
                 else:
                     # Units alike: k[j] units with j of their pods placed here (their claims once each).
                     parts = []
                     for j in range(1, size + 1):
-                        cap_j = min(len(kind.units), free(node, rep.resources) // j)
+                        cap_j = min(len(kind.units), free(node, rep_resources) // j)
                         if cap_j <= 0:
                             continue
                         kj = cp.new_int_var(0, cap_j, f"k[{kind.index},{node.name},{j}]")
                         if victims is None or victims.preempts(rep):
                             prio_of[kj.index] = rep.priority
                         parts.append((j, kj))
-                        node_demand[node.name].append(({r: v * j for r, v in rep.resources.items()}, kj))
+                        node_demand[node.name].append(({r: v * j for r, v in rep_resources.items()}, kj))
                     m.add(cp.add(var == sum(kj for _, kj in parts)))
                     per_node.append(sum(j * kj for j, kj in parts))
                     unit_parts[(kind.index, node.name)] = parts
@@ -339,13 +344,13 @@ def build(
         for pod in kind.pods:
             vs = []
             for node in prep.pod_nodes[pod.key]:
-                if node.name not in node_names or free(node, pod.resources) <= 0:
+                if node.name not in node_names or free(node, pod_on(node, pod).resources) <= 0:
                     continue
                 v = y[(pod.key, node.name)] = cp.new_bool_var(f"y[{pod.key},{node.name}]")
                 if victims is None or victims.preempts(pod):
                     prio_of[v.index] = pod.priority
                 vs.append(v)
-                node_demand[node.name].append((pod.resources, v))
+                node_demand[node.name].append((pod_on(node, pod).resources, v))
             placed[pod.key] = cp.new_bool_var(f"placed[{pod.key}]")
             m.add(cp.add(sum(vs) == placed[pod.key]))
         if not kind.claim_keys:

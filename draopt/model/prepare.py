@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from draopt.model.encodings.attributes import constraint_name
 from draopt.errors import AllocationError, DeviceCelError
 from draopt.dra.problem import Problem, prepare
-from draopt.cluster.state import Cluster, NodeState
+from draopt.cluster.state import Cluster, NodeState, pod_on
 from draopt.cluster.firstfit import ClaimBook, _scheduling_constraints, node_filter
 from draopt.model.reductions import (
     CountIdenticalPods,
@@ -52,6 +52,18 @@ class Prepared:
     node_resources_of_devices: bool
     candidacy: "Candidacy" = None
     shared_ref_of: dict[tuple, DeviceRef] = field(default_factory=dict)  # device several nodes reach -> column
+    # Pods of units (pods not counted alike) whose extended resources some node's device plugin
+    # serves -> the first such node: the model does not encode them (unmodelled_extended).
+    device_plugin_units: dict[str, str] = field(default_factory=dict)
+
+    def unmodelled_extended(self) -> str | None:
+        """What of the input the model does not encode here, or None."""
+        for key, node in self.device_plugin_units.items():
+            return (
+                f"extended resources a device plugin serves (node {node}) for a pod that is not counted "
+                f"with pods alike ({key})"
+            )
+        return None
 
     def column(self, node: str, device_id: tuple) -> DeviceRef | None:
         """The column of a device as the node sees it."""
@@ -153,6 +165,23 @@ def _content_key(models: dict) -> tuple:
     return tuple((name, _model_key(m)) for name, m in sorted(models.items(), key=lambda kv: kv[0]))
 
 
+def _extended_tag(pod) -> str:
+    """Which extended resources DRA serves the pod where no device plugin does: pods alike in
+    their claims may differ in it (a class's name and its extendedResourceName)."""
+    return "|extended:" + ",".join(sorted(pod.extended_resources)) if pod.extended_resources else ""
+
+
+def node_claim_keys(cluster: Cluster, node: NodeState, pod, keys: list[str]) -> list[str]:
+    """`keys` (claims of the pod's kind) without those the node does not ask for: the
+    extended-resource claim where the node's device plugin serves the pod's extended resources
+    (Cluster.pod_on). `keys` itself when the node asks for all of them."""
+    view = pod_on(node, pod)
+    if view is pod:
+        return keys
+    dropped = {u.key for u in pod.claims} - {u.key for u in view.claims}
+    return [k for k in keys if k not in dropped] if dropped else keys
+
+
 def prepare_cluster(
     cluster: Cluster, workload, book: ClaimBook, deadline: float | None = None, extra_tag=None
 ) -> Prepared:
@@ -204,11 +233,17 @@ def prepare_cluster(
     kinds = CountIdenticalPods().apply(
         pending,
         book,
-        lambda pod: _scheduling_constraints(pod) + kind_tag(workload, pod) + (extra_tag(pod) if extra_tag else ""),
+        lambda pod: (
+            _scheduling_constraints(pod)
+            + kind_tag(workload, pod)
+            + (extra_tag(pod) if extra_tag else "")
+            + _extended_tag(pod)
+        ),
         is_countable,
         node_local_only,
     )
     pod_nodes: dict[str, list[NodeState]] = {}
+    device_plugin_units: dict[str, str] = {}
     for kind in kinds:
         # Kinds and units with claims alike share one problem per node (owners name their own claims).
         sig = tuple(book.signature(k) for k in kind.claim_keys)
@@ -219,7 +254,17 @@ def prepare_cluster(
             _check_time(deadline)
             for node in cluster.nodes:
                 reason = node_filter(cluster, book, pod, node)
-                if reason is None and kind.claim_keys:
+                here = node_claim_keys(cluster, node, pod, kind.claim_keys)
+                if reason is None and here is not kind.claim_keys:
+                    # a device plugin serves the pod's extended resources here (kinds are
+                    # alike in them): the claims the node asks for; a unit's are not modelled
+                    if not kind.counted:
+                        device_plugin_units.setdefault(pod.key, node.name)
+                    if here:
+                        reason, p = node_problem(here, node, tuple(book.signature(k) for k in here))
+                        if p is not None and reason is None:
+                            problems[(kind.index, node.name)] = p
+                elif reason is None and kind.claim_keys:
                     if kind.counted:
                         reason, p = node_problem(kind.claim_keys, node, sig)
                         if p is not None and reason is None:
@@ -299,7 +344,9 @@ def prepare_cluster(
         refs[node.name] = node_refs
         if reach is not None:
             same_columns[reach] = node_refs
-    return Prepared(kinds, pod_nodes, problems, refs, ref_of, derived_node_resources, candidacy, shared)
+    return Prepared(
+        kinds, pod_nodes, problems, refs, ref_of, derived_node_resources, candidacy, shared, device_plugin_units
+    )
 
 
 def _candidate(problem: Problem, spec, entry) -> bool:

@@ -13,6 +13,7 @@ from draopt.dra.problem import ClaimSpec
 from draopt.dra.reference import Chosen
 from draopt.cluster.state import Cluster
 from draopt.cluster.firstfit import ClaimBook, pending_claims
+from draopt.cluster.state import pod_on
 from draopt.model.placement import Built, Owner, Term, representative_owners
 from draopt.model.prepare import Prepared
 from draopt.model.reductions import CountIdenticalPods, GroupDevices
@@ -250,7 +251,12 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None,
                     p.consumption(spec, entry) if entry.multi_allocatable and p.features.consumable_capacity else None
                 )
                 chosen_lists[claim.index].append(Chosen(spec, entry, consumed))
-    keys = claim_keys if claim_keys is not None else pending_claims(book, pod)
+    if claim_keys is None:
+        # the claims the pod's node asks for (not the extended-resource claim where a device
+        # plugin serves the pod's extended resources: Cluster.pod_on)
+        node = book.cluster.by_name.get(pl.node) if pl.node else None
+        claim_keys = pending_claims(book, pod_on(node, pod) if node is not None else pod)
+    keys = claim_keys
     if len(keys) != len(p.claims):
         raise RuntimeError(f"internal: pod {pod.key} has {len(keys)} pending claims, its kind {len(p.claims)}")
     _write_claims(p, [book.claims[u] for u in keys], chosen_lists, selected, share_id, pl)

@@ -26,7 +26,7 @@ from draopt.kube.models import (
 )
 from draopt.kube.models.base import K8S_DUMP
 from draopt.kube.models.resource import ResourceClaimSpec
-from draopt.cluster.state import Cluster
+from draopt.cluster.state import Cluster, pod_on
 from draopt.allocation.explain import explain_failed_pod
 from draopt.cluster.firstfit import simulate
 from draopt.cluster.result import PlacementResult, PodPlacement, waiting_placements  # noqa: F401  (re-exported)
@@ -56,7 +56,7 @@ def build_cluster(objects: ObjectSet, workload, features: Features) -> Cluster:
     for pod in workload.running:
         node = cluster.by_name.get(pod.node_name)
         if node is not None:
-            node.take(pod.resources)
+            node.take(pod_on(node, pod).resources)
     return cluster
 
 

@@ -73,6 +73,9 @@ def optimize(
             )
     except OutOfTime:
         return _first_fit_returned(first_fit, workload, t0, "the time limit ran out while preparing the model")
+    unmodelled = prep.unmodelled_extended()
+    if unmodelled:
+        return _first_fit_returned(first_fit, workload, t0, f"the optimal model does not encode {unmodelled}")
     stats: dict[str, Any] = {
         "kinds": len(prep.kinds),
         "counted_kinds": sum(1 for k in prep.kinds if k.counted),

@@ -19,6 +19,7 @@ from typing import Any
 
 from draopt.cluster.evictions import start_time
 from draopt.cluster.result import PlacementResult
+from draopt.cluster.state import pod_on
 
 
 def optimal_after_evictions(
@@ -176,7 +177,7 @@ def _reprieve(workload, cluster_after, result: PlacementResult) -> set[str]:
     for pl in result.pods:
         if pl.node is not None:
             on = used[pl.node]
-            for r, v in workload.pod(pl.pod).resources.items():
+            for r, v in pod_on(cluster_after.by_name[pl.node], workload.pod(pl.pod)).resources.items():
                 on[r] = on.get(r, Fraction(0)) + v
     taken = {(r.driver, r.pool, r.device) for alloc, _ in result.claims.values() for r in alloc.devices.results}
     by_pod = {e.pod: e for e in result.evictions}
@@ -208,7 +209,7 @@ def _reprieve(workload, cluster_after, result: PlacementResult) -> set[str]:
         devices: set = set()
         for d in demands:
             node = cluster_after.by_name[d.node_name]
-            for r, v in d.resources.items():
+            for r, v in pod_on(node, d).resources.items():
                 trial[d.node_name][r] = trial[d.node_name].get(r, Fraction(0)) + v
                 cap = node.allocatable.get(r)
                 if cap is not None and trial[d.node_name][r] > cap:

@@ -34,6 +34,7 @@ from draopt.cluster.evictions import (
     start_time,
 )
 from draopt.cluster.result import PlacementResult
+from draopt.cluster.state import pod_on
 from draopt.model.victims import VictimSet, VictimUnit
 
 # Beyond this many victim units (each a variable of its own when not counted), the model is not used.
@@ -86,7 +87,8 @@ def victim_set(workload, cluster, objects) -> tuple[VictimSet | None, str]:
         got = highest_preemptor(node_name)
         return got is not None and got > prio
 
-    live = [p for p in workload.running if p.node_name in cluster.by_name]
+    # (each as its node serves it: a device plugin's extended resources are node resources there)
+    live = [pod_on(cluster.by_name[p.node_name], p) for p in workload.running if p.node_name in cluster.by_name]
     units: list[VictimUnit] = []
     seen_groups: set[str] = set()
     for p in live:
@@ -130,7 +132,7 @@ def _unsupported(workload, cluster, units) -> str:
     for p in workload.running:
         if p.node_name in cluster.by_name:
             tot = on_node.setdefault(p.node_name, {})
-            for r, v in p.resources.items():
+            for r, v in pod_on(cluster.by_name[p.node_name], p).resources.items():
                 tot[r] = tot.get(r, 0) + v
     for name in sorted({n for u in units for n in u.nodes}):
         node = cluster.by_name[name]

@@ -38,6 +38,7 @@ from draopt.cluster.evictions import (
 )
 from draopt.cluster.firstfit import try_node
 from draopt.cluster.podgroup_status import gang_trial
+from draopt.cluster.state import pod_on
 from draopt.cluster.result import reason_histogram
 from draopt.kube.releases import at_least
 
@@ -403,7 +404,7 @@ class PreemptionRun:
         if reason is None:
             return True
         if reason.startswith("Insufficient "):
-            return not node.exceeds_allocatable(pod.resources)
+            return not node.exceeds_allocatable(pod_on(node, pod).resources)
         return reason in RESOLVABLE_REASONS or (self.cluster.features.dra_preemption and _is_dra_reason(reason))
 
     def _helpless_from_reasons(self, pod, reasons: Counter) -> int:
@@ -412,7 +413,9 @@ class PreemptionRun:
         other unresolvable reasons by their count."""
         helpless = 0
         for node in self.cluster.nodes:
-            if self.cluster.node_rejects(node, pod) is not None or node.exceeds_allocatable(pod.resources):
+            if self.cluster.node_rejects(node, pod) is not None or node.exceeds_allocatable(
+                pod_on(node, pod).resources
+            ):
                 helpless += 1
         dra_helps = self.cluster.features.dra_preemption
         late = sum(

@@ -54,6 +54,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from draopt.cluster.state import pod_on
 from draopt.errors import InputError
 from draopt.kube.optionfiles import check_writable, save_figure
 from draopt.kube.quantity import Quantity
@@ -172,6 +173,13 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
     if not cluster.nodes:
         raise InputError("simulate: no Node in -f: nothing to place on")
     nodes = cluster.nodes
+    for p in workload.pending:
+        served = next((nd for nd in nodes if p.extended_resources and pod_on(nd, p) is not p), None)
+        if served is not None:
+            raise InputError(
+                f"simulate: Pod {p.key}: node {served.name}'s device plugin serves its extended resources, "
+                "not DRA: not simulated (a pod has one shape, its claims, on every node here)"
+            )
     invs = [cluster.inventory(n) for n in nodes]
     d_max = max((len(inv.devices) for inv in invs), default=0)
     n = len(nodes)
