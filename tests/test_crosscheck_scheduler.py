@@ -99,12 +99,16 @@ def test_random_clusters_of_every_family(minor, block, tmp_path):
     assert not failures, "\n".join(failures)
 
 
+# kind -> the version 1.36 serves the generator's fields in (it writes 1.37's: PodGroup
+# scheduling.k8s.io/v1beta1, DeviceTaintRule resource.k8s.io/v1)
+_SERVED_IN_136 = {"PodGroup": "scheduling.k8s.io/v1alpha2", "DeviceTaintRule": "resource.k8s.io/v1beta2"}
+
+
 def _served(documents: list[dict], minor: str) -> list[dict]:
-    """The generator writes PodGroups as scheduling.k8s.io/v1beta1 (1.37); 1.36 serves the same
-    fields as v1alpha2 only, so they are written in that version there."""
+    """The documents in versions the release serves (same fields, another apiVersion)."""
     if minor != "1.36":
         return documents
-    return [{**d, "apiVersion": "scheduling.k8s.io/v1alpha2"} if d.get("kind") == "PodGroup" else d for d in documents]
+    return [{**d, "apiVersion": _SERVED_IN_136[d["kind"]]} if d.get("kind") in _SERVED_IN_136 else d for d in documents]
 
 
 def _known_refusal(message: str, minor: str) -> bool:

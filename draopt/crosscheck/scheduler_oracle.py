@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from draopt.crosscheck.gobuild import oracle_binary
 from draopt.errors import InputError
+from draopt.kube.releases import at_least
 
 if TYPE_CHECKING:
     from draopt.kube.features import Features
@@ -231,13 +232,15 @@ def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list
         objects.namespaces,
         objects.priority_classes,
         objects.device_classes,
-        objects.taint_rules,
         objects.resource_slices,
         objects.nodes,
         objects.workloads,
         objects.composite_pod_groups,
     ):
         out.extend(o.to_k8s() for o in group)
+    # DeviceTaintRule: resource.k8s.io/v1 from 1.37 on; 1.36 serves the same fields as v1beta2
+    rule_version = "resource.k8s.io/v1" if at_least(features.version, "1.37") else "resource.k8s.io/v1beta2"
+    out.extend({**o.to_k8s(), "apiVersion": rule_version} for o in objects.taint_rules)
     out.extend(with_statuses(g) for g in objects.pod_groups)
     out.extend(o.to_k8s() for o in objects.resource_claims if id(o) not in refused)
     out.extend(o.to_k8s() for o in objects.claim_templates if id(o) not in refused)
