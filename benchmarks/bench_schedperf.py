@@ -145,17 +145,27 @@ def run(
     scheduler: str | None = None,
     kill_after: float | None = None,
 ) -> dict[str, Any]:
+    return _in_child(policy, (path, policy, time_limit, profile, scheduler), kill_after)
+
+
+def oracle_run(path: str, args) -> dict[str, Any]:
+    """The scheduler oracle in a forked child, as draopt's runs are."""
+    return _in_child("oracle", ("oracle", path, args.oracle, args.kill_after), args.kill_after)
+
+
+def _in_child(label: str, child_args: tuple, kill_after: float | None) -> dict[str, Any]:
+    """One measurement in a forked child (its own peak RSS; a crash fails one run)."""
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, path, policy, time_limit, profile, scheduler))
+    proc = ctx.Process(target=_child, args=(send, *child_args))
     t = time.perf_counter()
     proc.start()
     send.close()
     if kill_after is not None and not recv.poll(kill_after):
         proc.kill()
         proc.join()
-        print(f"   {policy}: no answer after {kill_after:g} s (killed)")
-        return {"policy": policy, "failed": True, "killed_after_s": round(time.perf_counter() - t, 1)}
+        print(f"   {label}: no answer after {kill_after:g} s (killed)")
+        return {"policy": label, "failed": True, "killed_after_s": round(time.perf_counter() - t, 1)}
     try:
         status, payload = recv.recv()
     except EOFError:
@@ -163,26 +173,8 @@ def run(
     proc.join()
     if status == "ok":
         return payload
-    print(f"   FAILED {policy}: exit code {proc.exitcode}\n" + "\n".join("     " + x for x in payload.splitlines()))
-    return {"policy": policy, "failed": True}
-
-
-def oracle_run(path: str, args) -> dict[str, Any]:
-    """The scheduler oracle in a forked child, as draopt's runs are."""
-    ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, "oracle", path, args.oracle, args.kill_after))
-    proc.start()
-    send.close()
-    try:
-        status, payload = recv.recv()
-    except EOFError:
-        status, payload = "error", "the child process died without an answer"
-    proc.join()
-    if status == "ok":
-        return payload
-    print("   FAILED oracle:\n" + "\n".join("     " + x for x in payload.splitlines()))
-    return {"policy": "oracle", "failed": True}
+    print(f"   FAILED {label}: exit code {proc.exitcode}\n" + "\n".join("     " + x for x in payload.splitlines()))
+    return {"policy": label, "failed": True}
 
 
 def first_fit_runs(path: str, args) -> dict[str, Any]:
