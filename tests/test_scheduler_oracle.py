@@ -5,6 +5,8 @@ Skipped without a Go toolchain; a compile failure of the oracle fails these test
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from pathlib import Path
 from typing import Any
@@ -91,8 +93,15 @@ def run(
     gates = gates or {}
     first = run_scheduler_oracle(objects, minor=minor, scheduler_config_text=config, gates=gates, timeout=60)
     second = run_scheduler_oracle(objects, minor=minor, scheduler_config_text=config, gates=gates, timeout=60)
-    assert first == second, "two runs of the oracle differ"
+    assert _answer(first) == _answer(second), "two runs of the oracle differ"
     return first
+
+
+def _answer(result: SchedulerOracleResult) -> SchedulerOracleResult:
+    """What crosscheck compares: every field, the evictions as the set of pods evicted. The
+    preemption executor deletes victims in parallel goroutines, so which cycle a deletion is seen
+    in (and the preemptor the oracle names for it) can vary on a loaded machine."""
+    return dataclasses.replace(result, evictions=sorted({e.pod for e in result.evictions}))
 
 
 @pytest.mark.parametrize("minor", ["1.37", "1.36"])

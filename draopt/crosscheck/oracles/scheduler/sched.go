@@ -727,7 +727,10 @@ func (o *oracle) fillOutput(out *outputDoc, objs []*object, waiting map[string][
 	for _, e := range o.events {
 		out.Attempts = append(out.Attempts, e.outAttempt)
 	}
+	// Victims are deleted in parallel goroutines (the preemption executor): their order of
+	// arrival is not the scheduler's answer, the set is; listed by pod.
 	out.Evictions = append([]outEviction{}, o.evictions...)
+	sort.SliceStable(out.Evictions, func(i, j int) bool { return out.Evictions[i].Pod < out.Evictions[j].Pod })
 	out.Pods = []outPod{}
 	for _, ob := range objs {
 		in, ok := ob.obj.(*corev1.Pod)
