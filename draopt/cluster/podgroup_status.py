@@ -36,8 +36,13 @@ def member_message_136(fitted: bool, fit_error: str, has_claims: bool) -> str:
     PostFilter words and DefaultPreemption's."""
     if fitted:
         return f"{POD_GROUP_UNSCHEDULABLE}, {PERMIT_WAITING_136}"
-    dra = "still not schedulable, " if has_claims else "no new claims to deallocate, "
-    return f"{fit_error} {dra}{GROUP_POD_NOT_PREEMPTING_136}"
+    return f"{fit_error} {dynamic_resources_post_filter_136(has_claims)}{GROUP_POD_NOT_PREEMPTING_136}"
+
+
+def dynamic_resources_post_filter_136(has_claims: bool) -> str:
+    """1.36's DynamicResources PostFilter words, before DefaultPreemption's: it has no claim of the
+    pod it could deallocate (dynamicresources.go, v1.36.3); 1.37 has no such PostFilter."""
+    return "still not schedulable, " if has_claims else "no new claims to deallocate, "
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,7 @@ __all__ = [
     "POD_GROUP_UNSCHEDULABLE",
     "gang_trial",
     "member_message_136",
+    "dynamic_resources_post_filter_136",
     "member_messages",
     "min_count_status",
 ]

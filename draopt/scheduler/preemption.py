@@ -37,7 +37,7 @@ from draopt.cluster.evictions import (
     start_time,
 )
 from draopt.cluster.firstfit import try_node
-from draopt.cluster.podgroup_status import gang_trial
+from draopt.cluster.podgroup_status import dynamic_resources_post_filter_136, gang_trial
 from draopt.cluster.state import pod_on
 from draopt.cluster.result import reason_histogram
 from draopt.kube.releases import at_least
@@ -312,9 +312,7 @@ class PreemptionRun:
         ):
             # 1.36's DynamicResources has a PostFilter of its own, before DefaultPreemption's: no
             # claim of the pod it could deallocate (dynamicresources.go, v1.36.3)
-            final.preemption = ("still not schedulable, " if pod.claims else "no new claims to deallocate, ") + (
-                final.preemption
-            )
+            final.preemption = dynamic_resources_post_filter_136(bool(pod.claims)) + (final.preemption)
 
     def _kind(self, pods) -> tuple:
         return tuple(
