@@ -168,11 +168,23 @@ class Workload:
     claim_copies: Any = None  # the ClaimCopier of the generated claims (output dumps its copies)
     # Pending pods kube-scheduler keeps out of its queue (PodDemand.hold says why), in queue order.
     waiting: list[PodDemand] = field(default_factory=list)
+    # Pending pods being deleted, taken out of the queue (never scheduled); Workload.pod still finds them.
+    deleting: list[PodDemand] = field(default_factory=list)
+    # Workload.pod's index by key, built on first use; dropped with the workload.
+    _pods_by_key: dict[str, PodDemand] | None = field(default=None, repr=False, compare=False)
+
+    def set_aside(self, deleting: list[PodDemand]) -> None:
+        """Take pods being deleted out of the queue; Workload.pod still finds them."""
+        keys = {d.key for d in deleting}
+        self.pending = [d for d in self.pending if d.key not in keys]
+        self.deleting = deleting
+        self._pods_by_key = None
 
     def pod(self, key: str) -> PodDemand:
-        index = self.__dict__.get("_index")
+        index = self._pods_by_key
         if index is None:
-            index = self.__dict__["_index"] = {p.key: p for p in self.pending + self.running + self.waiting}
+            everyone = self.pending + self.running + self.waiting + self.deleting
+            index = self._pods_by_key = {p.key: p for p in everyone}
         try:
             return index[key]
         except KeyError:

@@ -290,12 +290,10 @@ def _skip_deleting(workload) -> list[PodPlacement]:
     no PodScheduled condition; they stay pending, said in their explanation."""
     from draopt.kube.settle import terminating
 
-    index = {p.key: p for p in workload.pending + workload.running}
     skipped = [d for d in workload.pending if terminating(d.pod)]
     if not skipped:
         return []
-    workload.pending = [d for d in workload.pending if not terminating(d.pod)]
-    workload.__dict__["_index"] = index  # Workload.pod still finds them (output, explain)
+    workload.set_aside(skipped)
     return [
         PodPlacement(
             d.key,
