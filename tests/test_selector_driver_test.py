@@ -8,7 +8,7 @@ import pytest
 
 from draopt.cel import CelEnvironment, CelRuntimeError, make_cel_device
 from draopt.cel.device import converts_cleanly, driver_test
-from draopt.dra.inventory import cel_input
+from draopt.dra.device_views import cel_input
 from draopt.kube.models import Device
 
 ENV = CelEnvironment()

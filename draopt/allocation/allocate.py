@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from draopt.dra.decode import decode, deterministic_share_id, random_share_id
 from draopt.errors import AllocationError, DraoptError, InputError
@@ -33,9 +33,21 @@ class AllocateOutcome:
     node: str | None
     claims: list[ResourceClaim]  # the claims allocated (status.allocation set)
     results: list[AllocationResult] | None  # None: unschedulable
-    reason: str = ""
+    reason_text: str = ""  # `reason` as far as it is worked out (see explain_together)
     stats: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # for the user (the CLI prints them on stderr)
+    # The end of `reason` for claims allocated together: which fail alone. Worked out when
+    # `reason` is first read, as it runs the search again per claim and Kubernetes' allocator
+    # answers "unschedulable" alone.
+    explain_together: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def reason(self) -> str:
+        """Why nothing was allocated ("" when allocated)."""
+        if self.explain_together is not None:
+            self.reason_text += self.explain_together()
+            self.explain_together = None
+        return self.reason_text
 
     @property
     def allocated(self) -> bool:
@@ -278,10 +290,15 @@ def _allocate(
             " (no Node objects in the input: only devices of allNodes slices were tried; "
             "give the Nodes, e.g. `kubectl get nodes -o yaml`, or --node NAME)"
         )
+    together = None
     if len(todo) > 1:
-        reason += _failing_claims(objects, todo, in_use, node, features, policy, engine, time_limit, shared)
+        given = copy.copy(objects)  # (the input as it is now, should the caller change it before reading)
+
+        def together() -> str:
+            return _failing_claims(given, todo, in_use, node, features, policy, engine, time_limit, shared)
+
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-    return AllocateOutcome(node, [], None, reason=reason, stats=stats, notes=notes)
+    return AllocateOutcome(node, [], None, reason_text=reason, stats=stats, notes=notes, explain_together=together)
 
 
 def _without_refused(

@@ -164,10 +164,15 @@ class CompiledExpression:
         return _COST_STATE.cost
 
     def matches(self, device: CelDevice) -> bool:
-        """Evaluate as a selector; the result must be a bool."""
+        """Evaluate as a selector; the result must be a bool. Answers are kept on the device
+        (CelDevice.matched); errors are raised again on each call."""
+        known = device.matched.get(self)
+        if known is not None:
+            return known
         r = self._eval(device)
         v = r.value()
         if v is True or v is False:
+            device.matched[self] = v
             return v
         t = r.type()
         if t == _ERROR_TYPE:

@@ -30,7 +30,7 @@ def _base_variables() -> Dict[str, Any]:
 class CelDevice:
     """A prepared activation for one device (build once, evaluate many times)."""
 
-    __slots__ = ("driver", "name", "data", "error", "_activations", "__weakref__")
+    __slots__ = ("driver", "name", "data", "error", "_activations", "matched", "__weakref__")
 
     def __init__(self, driver: str, name: str, data: Dict[str, Any], error: Optional[str]):
         self.driver = driver
@@ -38,6 +38,9 @@ class CelDevice:
         self.data = data
         self.error = error
         self._activations: Dict[Any, Any] = {}
+        # Selector answers on this device, by compiled expression (one per environment and
+        # text): a device's CEL input never changes, so an answer holds for as long as it lives.
+        self.matched: Dict[Any, bool] = {}
 
     def _activation(self, env):
         # env: the CelEnvironment (draopt.cel.core) this activation is for

@@ -50,32 +50,6 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
-_ATTRIBUTE_FIELDS = (
-    ("bool_", "bool"),
-    ("int_", "int"),
-    ("string", "string"),
-    ("version", "version"),
-    ("bools", "bools"),
-    ("ints", "ints"),
-    ("strings", "strings"),
-    ("versions", "versions"),
-)
-
-
-def cel_input(device: Device) -> dict:
-    """The parts of a device CEL sees, as Kubernetes JSON (cheaper than a full model dump)."""
-    attributes = {}
-    for name, a in device.attributes.items():
-        fields = a.__dict__  # the model's field values (one dict read each, not two getattr)
-        attributes[name] = {key: v for f, key in _ATTRIBUTE_FIELDS if (v := fields.get(f)) is not None}
-    return {
-        "name": device.name,
-        "attributes": attributes,
-        "capacity": {name: {"value": c.value} for name, c in device.capacity.items()},
-        "allowMultipleAllocations": bool(device.allow_multiple_allocations),
-    }
-
-
 _CONVERTS_CLEANLY: Any = None
 
 
@@ -123,9 +97,9 @@ class DeviceEntry:
 
     @cached_property
     def cel(self):
-        from draopt.cel import make_cel_device
+        from draopt.dra.device_views import CEL_DEVICES
 
-        return make_cel_device(self.driver, cel_input(self.device), list_type_attributes=self.list_type_attributes)
+        return CEL_DEVICES.of(self.device, self.driver, self.list_type_attributes)
 
     @property
     def cel_clean(self) -> bool:
