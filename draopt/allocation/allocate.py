@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from draopt.cel import CelEnvironment  # (at import, not in the first call: every allocation evaluates CEL)
 from draopt.dra.decode import decode, deterministic_share_id, random_share_id
 from draopt.errors import AllocationError, DraoptError, InputError
 from draopt.kube.admission import refused_objects
@@ -62,8 +63,6 @@ def _cel_env(features: Features):
     across allocations, as the scheduler's CEL cache does."""
     env = _CEL_ENVIRONMENTS.get(features.list_type_attributes)
     if env is None:
-        from draopt.cel import CelEnvironment
-
         env = _CEL_ENVIRONMENTS[features.list_type_attributes] = CelEnvironment(
             list_type_attributes=features.list_type_attributes
         )
