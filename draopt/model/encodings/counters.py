@@ -7,13 +7,18 @@ counters in Kubernetes (quirk, first-fit only). A pool whose counters are alread
 over-committed by allocated devices admits no further counter-consuming device.
 
 `limit_pool` is the rule, over every device of one pool that some request may take (with
-the variables of the requests that may take it); the model builder calls it, once per pool.
+the variables of the requests that may take it); `limit_every_pool` calls it once per pool, with the
+compatibility groups' rule (`draopt.model.encodings.compatibility`).
 """
 
 from __future__ import annotations
 
-from draopt.dra.inventory import available_counters
+from collections import defaultdict
+
+from draopt.dra.inventory import available_counters, compatibility_groups, in_use_groups
+from draopt.model.encodings import compatibility
 from draopt.model.encodings.base import scale_to_int
+from draopt.model.encodings.context import ModelContext
 
 
 def limit_pool(m, pool, allocated, features, devices: list, *, quirks: bool) -> None:
@@ -62,3 +67,31 @@ def _fmt(value) -> str:
     from draopt.kube.quantity import Quantity
 
     return str(Quantity.from_fraction(value, "BinarySI"))
+
+
+def limit_every_pool(ctx: ModelContext) -> None:
+    """Per pool whose devices consume counters: its counters, then (DRADeviceCompatibilityGroups)
+    the compatibility groups on each of its counter sets."""
+    m, cluster, features = ctx.m, ctx.cluster, ctx.cluster.features
+    counter_pools: dict[tuple, list] = defaultdict(list)
+    for key, ts in ctx.by_ref.items():
+        e = ctx.refs[key].first
+        if e.device.consumes_counters:
+            counter_pools[(e.pool.driver, e.pool.name)].append((e, [(t.var, t.spec.admin_access) for t in ts]))
+    for devices in counter_pools.values():
+        pool = devices[0][0].pool
+        limit_pool(m, pool, cluster.allocated, features, devices, quirks=ctx.kubernetes_quirks)
+        if features.compatibility_groups:
+            for set_name in sorted(pool.counter_sets):
+                fixed = in_use_groups(cluster.allocated, pool, set_name)
+                compatibility.limit_counter_set(
+                    m,
+                    pool,
+                    set_name,
+                    fixed,
+                    [
+                        (e, m.any_of([v for v, _ in users], f"used[{'/'.join(e.id)}]"))
+                        for e, users in devices
+                        if compatibility_groups(e.device, set_name) is not None
+                    ],
+                )

@@ -7,7 +7,8 @@ a device an admin-access request took is "allocating" and blocks non-admin reque
 later in the search order. A multi-allocatable device may serve several requests (capacity
 and distinctAttribute limit that elsewhere).
 
-`limit_device` is the rule and `admin_blocks_later` the quirk; the model builder calls them. A term
+`limit_device` is the rule and `admin_blocks_later` the quirk; `limit_every_device` applies them
+(with shared capacity) to every column of the model. A term
 may stand for a group of `size` identical devices and for `mult` identical pods (counted
 classes): then "one request at most" becomes "at most `size` devices taken", and "never twice
 within one claim" becomes "at most `size` per pod of the claim's owner".
@@ -18,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable
 
+from draopt.model.encodings import capacity
 from draopt.model.encodings.base import upper_bound
+from draopt.model.encodings.context import ModelContext
 
 
 @dataclass(frozen=True)
@@ -65,3 +68,44 @@ def admin_blocks_later(m, uses: list[tuple]) -> None:
         for var_n, admin_n, key_n in uses:
             if not admin_n and key_n[0] != key_a[0] and key_n > key_a:
                 m.add(m.cp.add_bool_or([var_a.negated(), var_n.negated()]))
+
+
+def index_columns(ctx: ModelContext) -> None:
+    """Every column some owner may take, with the terms that may take it, in owner order."""
+    for o in ctx.owners:
+        for ts in o.terms.values():
+            for t in ts:
+                ctx.by_ref[t.ref.key].append(t)
+    ctx.refs = {t.ref.key: t.ref for ts in ctx.by_ref.values() for t in ts}
+
+
+def limit_every_device(ctx: ModelContext) -> None:
+    """Across every owner, per column: who may share it (and allocate's admin-access quirk),
+    and a multi-allocatable device's shared capacity (`draopt.model.encodings.capacity`)."""
+    m, cluster = ctx.m, ctx.cluster
+    for key, ts in ctx.by_ref.items():
+        ref = ctx.refs[key]
+        multi = cluster.features.consumable_capacity and ref.first.multi_allocatable
+        limit_device(
+            m,
+            [
+                DeviceUse(
+                    t.var,
+                    t.spec.admin_access,
+                    (t.owner.index, t.spec.claim_index),
+                    t.owner.mult if t.owner.counted else None,
+                )
+                for t in ts
+            ],
+            size=ref.size,
+            multi_allocatable=multi,
+        )
+        if ctx.kubernetes_quirks and not multi:
+            admin_blocks_later(m, [(t.var, t.spec.admin_access, t.spec.key) for t in ts])
+        if multi:
+            capacity.limit_shares(
+                m,
+                ref.first,
+                cluster.allocated.capacity.get(ref.first.id, {}),
+                [(t.var, t.problem.consumption(t.spec, t.entry)) for t in ts],
+            )
