@@ -85,9 +85,7 @@ def optimize(
         "pinned_pods": 0,
         "prepare_s": round(time.perf_counter() - t0, 3),
     }
-    skipped = {
-        k for p in {id(p): p for p in prep.problems.values()}.values() for k in p.__dict__.get("cel_skipped", {})
-    }
+    skipped = {k for p in {id(p): p for p in prep.problems.values()}.values() for k in getattr(p, "cel_skipped", {})}
     if skipped:
         stats["cel_error_candidates_skipped"] = len(skipped)
     parts = _components(prep, cluster, workload, victims)
@@ -695,8 +693,7 @@ def _values(solver, b: Built) -> dict:
 def _fresh(cluster: Cluster) -> Cluster:
     import copy
 
-    fresh = Cluster.__new__(Cluster)
-    fresh.__dict__.update(cluster.__dict__)
+    fresh = copy.copy(cluster)  # every attribute shared, then the mutable state copied below
     fresh.allocated = copy.deepcopy(cluster.allocated)
     fresh.nodes = [copy.copy(n) for n in cluster.nodes]
     for n in fresh.nodes:
