@@ -17,7 +17,7 @@ import numpy as np
 from draopt.errors import InputError
 
 if TYPE_CHECKING:
-    from draopt.studies.simulate import Shape, State
+    from draopt.studies.sim_cluster import Shape, State
 
 
 def _quantity(k: float, scale: int) -> str:
