@@ -105,15 +105,73 @@ def _lcm_den(values) -> int:
     return out
 
 
+@dataclass
+class _Devices:
+    """The nodes' devices as matrices, and the nodes grouped by identical devices."""
+
+    inventories: list[Any]  # per node: its inventory (DeviceEntry in search order)
+    cap: np.ndarray  # [N, D] capacity, in 1/cap_scale units (0: no device)
+    present: np.ndarray  # [N, D]
+    cap_scale: int
+    group_of: np.ndarray  # [N] group of nodes with the same devices (driver, attributes, taints)
+    representative: list[int]  # per group: its first node
+
+
+@dataclass
+class _NodeResources:
+    """The node resources the pending pods request, as exact integer counts of 1/scale units."""
+
+    names: list[str]
+    scale: list[int]
+    alloc: np.ndarray  # [N, R] allocatable (inf: unlimited)
+
+
 def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> SimCluster:
     """The cluster and the pending pods of `objects` as arrays (see the module docstring for
     what the fast path supports; anything else is an InputError naming the object)."""
     from draopt.kube.features import Features
-    from draopt.placement import build_cluster
-    from draopt.dra.problem import prepare
-    from draopt.kube.workload import expand
 
     features = features or Features.from_gates()
+    workload, cluster = _checked_input(objects, features)
+    nodes = cluster.nodes
+    devices = _device_matrices(cluster, capacity_name)
+    pending = sorted(workload.pending, key=lambda p: p.queue_key)
+    resources = _node_resources(pending, nodes)
+    shapes: list[Shape] = []
+    by_key: dict[str, int] = {}
+    pod_shape: list[int] = []
+    for p in pending:
+        si = _shape_of(p, workload, cluster, devices, resources, capacity_name, features, shapes, by_key)
+        shapes[si].pods.append(p.key)
+        pod_shape.append(si)
+    c = SimCluster(
+        [x.name for x in nodes],
+        resources.names,
+        resources.alloc,
+        devices.cap,
+        devices.present,
+        devices.inventories,
+        shapes,
+        pod_shape,
+        [p.key for p in pending],
+        capacity_name,
+        objects,
+        [x.node for x in nodes],
+        resources.scale,
+        devices.cap_scale,
+    )
+    c.group = _node_kinds(devices.group_of, shapes)
+    c.total = float(devices.cap[devices.present].sum())
+    if c.total <= 0:
+        raise InputError(f"simulate: the cluster publishes no device capacity {capacity_name!r}")
+    return c
+
+
+def _checked_input(objects, features):
+    """The workload and the cluster of `objects`, refused unless the fast path simulates them."""
+    from draopt.kube.workload import expand
+    from draopt.placement import build_cluster
+
     workload = expand(objects, features)
     if workload.running:
         raise InputError(
@@ -127,14 +185,19 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
     cluster = build_cluster(objects, workload, features)
     if not cluster.nodes:
         raise InputError("simulate: no Node in -f: nothing to place on")
-    nodes = cluster.nodes
     for p in workload.pending:
-        served = next((nd for nd in nodes if p.extended_resources and pod_on(nd, p) is not p), None)
+        served = next((nd for nd in cluster.nodes if p.extended_resources and pod_on(nd, p) is not p), None)
         if served is not None:
             raise InputError(
                 f"simulate: Pod {p.key}: node {served.name}'s device plugin serves its extended resources, "
                 "not DRA: not simulated (a pod has one shape, its claims, on every node here)"
             )
+    return workload, cluster
+
+
+def _device_matrices(cluster, capacity_name: str) -> _Devices:
+    """Every node's devices with their capacity `capacity_name`, and the nodes grouped by devices."""
+    nodes = cluster.nodes
     invs = [cluster.inventory(n) for n in nodes]
     d_max = max((len(inv.devices) for inv in invs), default=0)
     n = len(nodes)
@@ -167,16 +230,18 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
         if g == len(rep):
             rep.append(i)
         group_of[i] = g
+    return _Devices(invs, cap, present, cap_scale, group_of, rep)
 
-    # Node resources.
-    pending = sorted(workload.pending, key=lambda p: p.queue_key)
+
+def _node_resources(pending, nodes) -> _NodeResources:
+    """The node resources the pending pods request and every node's allocatable of them."""
     res_names = sorted({r for p in pending for r, v in p.resources.items() if v})
     # Every amount is held as an exact integer count of 1/scale units.
     res_scale = [
         _lcm_den([p.resources.get(r, 0) for p in pending] + [nd.allocatable.get(r, 0) for nd in nodes])
         for r in res_names
     ]
-    alloc = np.zeros((n, len(res_names)))
+    alloc = np.zeros((len(nodes), len(res_names)))
     for i, node in enumerate(nodes):
         for j, r in enumerate(res_names):
             v = node.allocatable.get(r)
@@ -184,110 +249,113 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
                 alloc[i, j] = math.inf if (r in _UNLIMITED or r.startswith("hugepages-")) else 0.0
             else:
                 alloc[i, j] = float(v * res_scale[j])
+    return _NodeResources(res_names, res_scale, alloc)
 
-    shapes: list[Shape] = []
-    by_key: dict[str, int] = {}
-    pod_shape: list[int] = []
-    for p in pending:
-        raw_spec = p.pod.spec.to_k8s()
-        placement = {k: raw_spec[k] for k in ("nodeSelector", "affinity", "tolerations") if raw_spec.get(k)}
-        if len(p.claims) > 1:
-            raise InputError(
-                f"simulate: Pod {p.key}: field spec.resourceClaims: {len(p.claims)} claims; "
-                "the simulation supports at most one claim per pod"
-            )
-        claim = workload.claims[p.claims[0].key] if p.claims else None
-        claim_spec = None
-        if claim is not None:
-            claim_spec = claim.spec.to_k8s()
-            reqs = claim.spec.devices.requests
-            where = f"simulate: ResourceClaim {p.claims[0].key} (Pod {p.key})"
-            if len(reqs) != 1 or reqs[0].exactly is None:
-                raise InputError(
-                    f"{where}: field spec.devices.requests: the simulation supports one `exactly` request per claim"
-                )
-            ex = reqs[0].exactly
-            if (ex.allocation_mode or "ExactCount") != "ExactCount" or ex.admin_access:
-                raise InputError(
-                    f"{where}: field spec.devices.requests[0].exactly: the simulation supports "
-                    "ExactCount requests without adminAccess"
-                )
-            if claim.spec.devices.constraints:
-                raise InputError(f"{where}: field spec.devices.constraints: not simulated")
-        res = {r: v for r, v in p.resources.items() if v}
-        key = json.dumps([sorted((r, str(v)) for r, v in res.items()), claim_spec, placement], sort_keys=True)
-        si = by_key.get(key)
-        if si is None:
-            si = by_key[key] = len(shapes)
-            demand = np.array([float(res.get(r, Fraction(0)) * res_scale[j]) for j, r in enumerate(res_names)])
-            compat = np.zeros_like(present)
-            cons = np.zeros_like(cap)
-            count = 0
-            if claim is not None:
-                count = int(claim.spec.devices.requests[0].exactly.count or 1)
-                for g, ri in enumerate(rep):
-                    inv = invs[ri]
-                    problem = prepare([claim], inv, cluster.classes, features, cluster.cel_env, cluster.expr_cache)
-                    req = problem.claims[0].requests[0].alternatives[0]
-                    rows = group_of == g
-                    for e in inv.devices:
-                        if not problem.usable_alone(req, e):
-                            continue
-                        used = problem.consumption(req, e)
-                        amount = used.get(capacity_name) if used else None
-                        compat[rows, e.index] = True
-                        if e.multi_allocatable:
-                            units = amount.value * cap_scale if amount is not None else Fraction(0)
-                            if Fraction(units).denominator != 1:
-                                raise InputError(
-                                    f"simulate: Pod {p.key}: consumes {amount} of {e.where}: "
-                                    "not a whole multiple of the capacity's unit"
-                                )
-                            cons[rows, e.index] = float(units)
-                        else:
-                            cons[rows, e.index] = cap[ri, e.index]  # taken whole
-            nominal = cons[compat]
-            if nominal.size:
-                request = count * float(nominal.min())
-            elif claim is not None:
-                # No device anywhere serves it: it still arrives, with what it asks for.
-                ex = claim.spec.devices.requests[0].exactly
-                asked = ((ex.capacity.requests if ex.capacity is not None else None) or {}).get(capacity_name)
-                if asked is None:
+
+def _shape_of(p, workload, cluster, devices, resources, capacity_name, features, shapes, by_key) -> int:
+    """The index of pod `p`'s shape in `shapes` (appended when new; `by_key`: shapes by their key)."""
+    raw_spec = p.pod.spec.to_k8s()
+    placement = {k: raw_spec[k] for k in ("nodeSelector", "affinity", "tolerations") if raw_spec.get(k)}
+    claim = _simulated_claim(p, workload)
+    claim_spec = claim.spec.to_k8s() if claim is not None else None
+    res = {r: v for r, v in p.resources.items() if v}
+    key = json.dumps([sorted((r, str(v)) for r, v in res.items()), claim_spec, placement], sort_keys=True)
+    si = by_key.get(key)
+    if si is not None:
+        return si
+    si = by_key[key] = len(shapes)
+    demand = np.array([float(res.get(r, Fraction(0)) * resources.scale[j]) for j, r in enumerate(resources.names)])
+    compat = np.zeros_like(devices.present)
+    cons = np.zeros_like(devices.cap)
+    count = 0
+    if claim is not None:
+        count = int(claim.spec.devices.requests[0].exactly.count or 1)
+        _device_use(p, claim, cluster, devices, capacity_name, features, compat, cons)
+    request = _requested_capacity(p, claim, count, compat, cons, devices.cap_scale, capacity_name)
+    node_ok = np.array([cluster.node_rejects(node, p) is None for node in cluster.nodes], dtype=bool)
+    shapes.append(Shape(si, demand, count, compat, cons, request, claim_spec, res, node_ok, placement))
+    return si
+
+
+def _simulated_claim(p, workload):
+    """Pod `p`'s one claim (None without), refused unless the fast path simulates it."""
+    if len(p.claims) > 1:
+        raise InputError(
+            f"simulate: Pod {p.key}: field spec.resourceClaims: {len(p.claims)} claims; "
+            "the simulation supports at most one claim per pod"
+        )
+    claim = workload.claims[p.claims[0].key] if p.claims else None
+    if claim is None:
+        return None
+    reqs = claim.spec.devices.requests
+    where = f"simulate: ResourceClaim {p.claims[0].key} (Pod {p.key})"
+    if len(reqs) != 1 or reqs[0].exactly is None:
+        raise InputError(
+            f"{where}: field spec.devices.requests: the simulation supports one `exactly` request per claim"
+        )
+    ex = reqs[0].exactly
+    if (ex.allocation_mode or "ExactCount") != "ExactCount" or ex.admin_access:
+        raise InputError(
+            f"{where}: field spec.devices.requests[0].exactly: the simulation supports "
+            "ExactCount requests without adminAccess"
+        )
+    if claim.spec.devices.constraints:
+        raise InputError(f"{where}: field spec.devices.constraints: not simulated")
+    return claim
+
+
+def _device_use(p, claim, cluster, devices, capacity_name, features, compat, cons) -> None:
+    """Fills `compat` (the device may serve the claim's request) and `cons` (the capacity one
+    allocation takes there), per group of nodes with the same devices, by draopt's own rules."""
+    from draopt.dra.problem import prepare
+
+    cap, cap_scale = devices.cap, devices.cap_scale
+    for g, ri in enumerate(devices.representative):
+        inv = devices.inventories[ri]
+        problem = prepare([claim], inv, cluster.classes, features, cluster.cel_env, cluster.expr_cache)
+        req = problem.claims[0].requests[0].alternatives[0]
+        rows = devices.group_of == g
+        for e in inv.devices:
+            if not problem.usable_alone(req, e):
+                continue
+            used = problem.consumption(req, e)
+            amount = used.get(capacity_name) if used else None
+            compat[rows, e.index] = True
+            if e.multi_allocatable:
+                units = amount.value * cap_scale if amount is not None else Fraction(0)
+                if Fraction(units).denominator != 1:
                     raise InputError(
-                        f"simulate: Pod {p.key}: no device of the cluster can serve its claim, and "
-                        f"the claim asks for no {capacity_name}: its demand is unknown"
+                        f"simulate: Pod {p.key}: consumes {amount} of {e.where}: "
+                        "not a whole multiple of the capacity's unit"
                     )
-                request = count * float(Quantity.parse(asked).value * cap_scale)
+                cons[rows, e.index] = float(units)
             else:
-                request = 0.0
-            node_ok = np.array([cluster.node_rejects(node, p) is None for node in nodes], dtype=bool)
-            shapes.append(Shape(si, demand, count, compat, cons, request, claim_spec, res, node_ok, placement))
-        shapes[si].pods.append(p.key)
-        pod_shape.append(si)
-    c = SimCluster(
-        [x.name for x in nodes],
-        res_names,
-        alloc,
-        cap,
-        present,
-        invs,
-        shapes,
-        pod_shape,
-        [p.key for p in pending],
-        capacity_name,
-        objects,
-        [x.node for x in nodes],
-        res_scale,
-        cap_scale,
-    )
-    kinds: dict[str, int] = {}
+                cons[rows, e.index] = cap[ri, e.index]  # taken whole
+
+
+def _requested_capacity(p, claim, count: int, compat, cons, cap_scale: int, capacity_name: str) -> float:
+    """The device capacity a pod of the shape requests: `count` x the least it consumes anywhere."""
+    nominal = cons[compat]
+    if nominal.size:
+        return count * float(nominal.min())
+    if claim is None:
+        return 0.0
+    # No device anywhere serves it: it still arrives, with what it asks for.
+    ex = claim.spec.devices.requests[0].exactly
+    asked = ((ex.capacity.requests if ex.capacity is not None else None) or {}).get(capacity_name)
+    if asked is None:
+        raise InputError(
+            f"simulate: Pod {p.key}: no device of the cluster can serve its claim, and "
+            f"the claim asks for no {capacity_name}: its demand is unknown"
+        )
+    return count * float(Quantity.parse(asked).value * cap_scale)
+
+
+def _node_kinds(group_of: np.ndarray, shapes: list[Shape]) -> np.ndarray:
+    """[N] kind of node: the same devices, and the same shapes pass its filters."""
+    kinds: dict[tuple[int, bytes], int] = {}
     ok = np.stack([s.node_ok for s in shapes], axis=1)  # [N, shapes]
-    c.group = np.array([kinds.setdefault((int(group_of[i]), ok[i].tobytes()), len(kinds)) for i in range(n)])
-    c.total = float(cap[present].sum())
-    if c.total <= 0:
-        raise InputError(f"simulate: the cluster publishes no device capacity {capacity_name!r}")
-    return c
+    return np.array([kinds.setdefault((int(group_of[i]), ok[i].tobytes()), len(kinds)) for i in range(len(group_of))])
 
 
 # ------------------------------------------------------------------ fragmentation
