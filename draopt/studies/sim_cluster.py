@@ -59,6 +59,8 @@ class SimCluster:
     total: float = 0.0
     # the `kube-scheduler` policy's node choice (draopt.scheduler.trace.TraceScheduler), set by its caller
     kube_scheduler: Any = None
+    # the FGD paper protocol's view of the cluster (draopt.studies.paper_protocol.prepare), made once
+    paper_view: Any = field(default=None, init=False, repr=False)
 
     @property
     def n(self) -> int:
