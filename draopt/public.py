@@ -295,10 +295,8 @@ def simulate(
         from draopt.scheduler import SchedulerConfig
         from draopt.scheduler.trace import TraceScheduler
 
-        # set on the cluster as simulate.cmd_simulate does (SimCluster does not declare it)
-        c.kube_scheduler = TraceScheduler(  # type: ignore[attr-defined]
-            c, SchedulerConfig.default(), seed=seed, tie_break="random"
-        )
+        # the policy's node choice, as simulate.cmd_simulate sets it (SimCluster.kube_scheduler)
+        c.kube_scheduler = TraceScheduler(c, SchedulerConfig.default(), seed=seed, tie_break="random")
     got = sim.simulate(
         c,
         levels=level_list,

@@ -27,8 +27,8 @@ import numpy as np
 
 from draopt.errors import InputError
 
-if TYPE_CHECKING:  # draopt.studies.simulate imports this module to run the policy: types only
-    from draopt.studies.simulate import FragModel, Shape, SimCluster, State
+if TYPE_CHECKING:
+    from draopt.studies.sim_cluster import FragModel, Shape, SimCluster, State
 
 
 class _Kind:
@@ -65,7 +65,7 @@ class _Kind:
         never = np.array([key == b"never" for key in keys])
         count = np.array([s.count for s in first])
         # Fragmentation's parts: shapes without a device and shapes that never fit count all
-        # free device capacity; the others what they cannot use (simulate.FragModel.frag).
+        # free device capacity; the others what they cannot use (sim_cluster.FragModel.frag).
         self.p_all = float(weight[(count == 0) | never].sum())
         g = (count > 0) & ~never
         self.p = weight[g]
@@ -99,7 +99,7 @@ class DeltaTable:
     that delta is for (FGD's own choice on that node: the GPU whose use fragments least, first
     by index on ties; multi-GPU tasks take the first usable GPUs, as `simulate._fgd` does).
     `delta[s, n]` is +inf where shape s does not fit node n. The fragmentation is `frag`'s
-    (simulate.FragModel: the trace's shapes weighted by frequency), computed per kind of node
+    (sim_cluster.FragModel: the trace's shapes weighted by frequency), computed per kind of node
     on classes of alike shapes."""
 
     def __init__(self, st: State, frag: FragModel, node_frag=None):
@@ -307,7 +307,7 @@ DEFAULT_SIZE_WEIGHT = 0.3
 
 
 class OptimalBatch:
-    """The `optimal-batch` policy as an object (`frag`: the FGD model, `simulate.FragModel` of the
+    """The `optimal-batch` policy as an object (`frag`: the FGD model, `sim_cluster.FragModel` of the
     trace's shape weights): `place(st, shapes)` places one batch (the K
     arrivals, all known) on `st` and returns (node, devices) or None per task, in arrival order.
     The delta table belongs to one State: a new State (or one changed by someone else since the
@@ -396,10 +396,10 @@ class PaperOptimalBatch:
     protocol applies them in arrival order (any order is valid: they were feasible together).
     The policy plans on a private copy of the run's State, checked equal to the protocol's at
     every batch (copied again if not), so it never writes the protocol's state itself.
-    `frag_model(c, weights)`: the FGD model class (simulate.FragModel; passed in, not imported,
+    `frag_model(c, weights)`: the FGD model class (sim_cluster.FragModel; passed in, not imported,
     so that this module imports neither the simulator nor the protocol). `paper_frag`: the deltas
     are of the protocol's own fragmentation (`ctx.pc.frag`, the authors' frag.go, as its fgd
-    scores them), not of simulate.FragModel's."""
+    scores them), not of sim_cluster.FragModel's."""
 
     name = "optimal-batch"
 

@@ -90,70 +90,16 @@ class PaperCluster:
 
 
 def prepare(c) -> PaperCluster:
-    """The protocol's view of a `simulate.build` cluster (cached on it)."""
-    pc = getattr(c, "_paper", None)
-    if pc is not None:
-        return pc
-    if "cpu" not in c.resources:
-        raise InputError(
-            "simulate --protocol fgd-paper: no pod of --trace requests cpu (their scorers weigh milli CPU)"
-        )
-    cpu_j = c.resources.index("cpu")
-    if not np.isfinite(c.alloc[:, cpu_j]).all():
-        bad = c.nodes[int(np.flatnonzero(~np.isfinite(c.alloc[:, cpu_j]))[0])]
-        raise InputError(f"simulate --protocol fgd-paper: Node {bad}: no status.allocatable.cpu")
-    caps = np.unique(c.cap[c.present])
-    if len(caps) != 1:
-        raise InputError(
-            f"simulate --protocol fgd-paper: devices of {c.capacity_name} "
-            f"{', '.join(str(v / c.cap_scale) for v in caps[:4])}: the paper's GPUs all hold "
-            f"{MILLI} milli (one capacity for every device)"
-        )
-    gpu_scale = MILLI / float(caps[0])
-    cpu_scale = 1000.0 / c.res_scale[cpu_j]
-    S = len(c.shapes)
-    cpu = np.zeros(S, dtype=np.int64)
-    milli = np.zeros(S, dtype=np.int64)
-    count = np.zeros(S, dtype=np.int64)
-    access_rows = []
-    for s in c.shapes:
-        raw = s.demand[cpu_j] * cpu_scale
-        cpu[s.index] = round(raw) if raw > 0 else 100
-        count[s.index] = s.count
-        if s.count:
-            per = s.request / s.count * gpu_scale
-            if abs(per - round(per)) > 1e-9:
-                raise InputError(
-                    f"simulate --protocol fgd-paper: Pod {s.pods[0]}: {per:g} milli GPU per device is not a whole milli"
-                )
-            milli[s.index] = round(per)
-        access_rows.append((s.compat.any(axis=1) & s.node_ok).tobytes() if s.count else b"")
+    """The protocol's view of a `simulate.build` cluster (computed once: SimCluster.paper_view)."""
+    if c.paper_view is not None:
+        return c.paper_view
+    cpu_j, cpu_scale, gpu_scale = _paper_scales(c)
+    cpu, milli, count, access_rows = _shape_sizes(c, cpu_j, cpu_scale, gpu_scale)
     # Kinds of node: the same access for every shape.
     acc = np.stack([(s.compat.any(axis=1) & s.node_ok) if s.count else np.ones(c.n, bool) for s in c.shapes])
     _, kind = np.unique(acc.T, axis=0, return_inverse=True)
     kind = kind.reshape(-1)
-    # GetTypicalPods (pkg/utils/frag.go): PodResource classes of the trace's pods (cpu, milli,
-    # count, GPU type), by decreasing count (ties: reverse of PodResource.Less), the most
-    # frequent kept until they cover POPULARITY % of the pods, weighted by count.
-    classes: dict[tuple, list] = {}
-    for si in c.pod_shape:
-        key = (int(cpu[si]), int(milli[si]), int(count[si]), access_rows[si])
-        classes.setdefault(key, [0, si])[0] += 1
-    unrestricted = {access_rows[si] for si in range(S) if count[si] and acc[si][c.present.any(axis=1)].all()}
-
-    def type_order(row: bytes) -> bytes:
-        return b"" if (row == b"" or row in unrestricted) else b"\x01" + row
-
-    ranked = sorted(
-        classes.items(), key=lambda kv: (kv[1][0], kv[0][0], kv[0][1], kv[0][2], type_order(kv[0][3])), reverse=True
-    )
-    total = sum(v[0] for _, v in ranked)
-    expected = POPULARITY * total / 100.0
-    kept, cum = 0, 0
-    while cum < expected and kept < len(ranked):
-        cum += ranked[kept][1][0]
-        kept += 1
-    typ = ranked[:kept]
+    typ = _typical_pods(c, cpu, milli, count, access_rows, acc)
     t_cpu = np.array([k[0] for k, _ in typ], dtype=np.int64)
     t_milli = np.array([k[1] for k, _ in typ], dtype=np.int64)
     t_count = np.array([k[2] for k, _ in typ], dtype=np.int64)
@@ -165,7 +111,7 @@ def prepare(c) -> PaperCluster:
         for k in range(n_kinds):
             t_access[t, k] = bool(row[np.flatnonzero(kind == k)[0]])
     frag = pp.FragModel(t_cpu, t_milli, t_count, t_w, t_access)
-    tags = np.array([pp.gpu_tag(int(milli[i]), int(count[i])) for i in range(S)])
+    tags = np.array([pp.gpu_tag(int(milli[i]), int(count[i])) for i in range(len(c.shapes))])
     pc = PaperCluster(
         c,
         cpu_j,
@@ -183,8 +129,80 @@ def prepare(c) -> PaperCluster:
     )
     pc.tags = tags
     pc.memo = FGDMemo(pc)
-    c._paper = pc
+    c.paper_view = pc
     return pc
+
+
+def _paper_scales(c) -> tuple[int, float, float]:
+    """The cpu column, and the scales to milli CPU and milli GPU; refused unless every node has a
+    cpu and every GPU one capacity, as the paper's."""
+    if "cpu" not in c.resources:
+        raise InputError(
+            "simulate --protocol fgd-paper: no pod of --trace requests cpu (their scorers weigh milli CPU)"
+        )
+    cpu_j = c.resources.index("cpu")
+    if not np.isfinite(c.alloc[:, cpu_j]).all():
+        bad = c.nodes[int(np.flatnonzero(~np.isfinite(c.alloc[:, cpu_j]))[0])]
+        raise InputError(f"simulate --protocol fgd-paper: Node {bad}: no status.allocatable.cpu")
+    caps = np.unique(c.cap[c.present])
+    if len(caps) != 1:
+        raise InputError(
+            f"simulate --protocol fgd-paper: devices of {c.capacity_name} "
+            f"{', '.join(str(v / c.cap_scale) for v in caps[:4])}: the paper's GPUs all hold "
+            f"{MILLI} milli (one capacity for every device)"
+        )
+    gpu_scale = MILLI / float(caps[0])
+    cpu_scale = 1000.0 / c.res_scale[cpu_j]
+    return cpu_j, cpu_scale, gpu_scale
+
+
+def _shape_sizes(c, cpu_j: int, cpu_scale: float, gpu_scale: float):
+    """Per shape: milli CPU, milli GPU per device, devices, and the nodes its GPUs may be on."""
+    S = len(c.shapes)
+    cpu = np.zeros(S, dtype=np.int64)
+    milli = np.zeros(S, dtype=np.int64)
+    count = np.zeros(S, dtype=np.int64)
+    access_rows = []
+    for s in c.shapes:
+        raw = s.demand[cpu_j] * cpu_scale
+        cpu[s.index] = round(raw) if raw > 0 else 100
+        count[s.index] = s.count
+        if s.count:
+            per = s.request / s.count * gpu_scale
+            if abs(per - round(per)) > 1e-9:
+                raise InputError(
+                    f"simulate --protocol fgd-paper: Pod {s.pods[0]}: {per:g} milli GPU per device is not a whole milli"
+                )
+            milli[s.index] = round(per)
+        access_rows.append((s.compat.any(axis=1) & s.node_ok).tobytes() if s.count else b"")
+    return cpu, milli, count, access_rows
+
+
+def _typical_pods(c, cpu, milli, count, access_rows, acc) -> list:
+    """GetTypicalPods (pkg/utils/frag.go): PodResource classes of the trace's pods (cpu, milli,
+    count, GPU type), by decreasing count (ties: reverse of PodResource.Less), the most
+    frequent kept until they cover POPULARITY % of the pods, weighted by count."""
+    classes: dict[tuple, list] = {}
+    for si in c.pod_shape:
+        key = (int(cpu[si]), int(milli[si]), int(count[si]), access_rows[si])
+        classes.setdefault(key, [0, si])[0] += 1
+    unrestricted = {
+        access_rows[si] for si in range(len(c.shapes)) if count[si] and acc[si][c.present.any(axis=1)].all()
+    }
+
+    def type_order(row: bytes) -> bytes:
+        return b"" if (row == b"" or row in unrestricted) else b"\x01" + row
+
+    ranked = sorted(
+        classes.items(), key=lambda kv: (kv[1][0], kv[0][0], kv[0][1], kv[0][2], type_order(kv[0][3])), reverse=True
+    )
+    total = sum(v[0] for _, v in ranked)
+    expected = POPULARITY * total / 100.0
+    kept, cum = 0, 0
+    while cum < expected and kept < len(ranked):
+        cum += ranked[kept][1][0]
+        kept += 1
+    return ranked[:kept]
 
 
 # ------------------------------------------------------------------ arrivals

@@ -18,7 +18,6 @@ the answer is checked: `k` places everything, and `k - 1` was tried and did not.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -31,9 +30,21 @@ from draopt.studies.ffd_estimate import FfdEstimate, _cluster_for, _scheduled_fi
 from draopt.studies.ffd_estimate import ffd_estimate as ffd_estimate
 from draopt.studies.ffd_estimate import hash_node as hash_node
 from draopt.studies.ffd_estimate import with_copies
+from draopt.studies.plan_model import (
+    OneFewer,
+    PlanOptions,
+    _Candidates,
+    _candidates,
+    _CostPhase,
+    _least_cost,
+    _mix_model,
+    _more_candidates,
+    _most_pods,
+    _one_fewer,
+    _warm_start,
+)
 from draopt.studies.node_types import (
     NodeType,
-    check_cost_range,
     check_node_types,
     load_node_types as load_node_types,
     format_cost as _fmt,
@@ -147,13 +158,6 @@ def nodes_needed(
 # one type that the interchangeable-nodes reduction (patterns.py) groups are counted, not
 # enumerated. Side by side: what a first-fit-decreasing estimator would buy, one type at a time,
 # as the cluster-autoscaler's binpacking estimator does.
-
-
-@dataclass
-class OneFewer:
-    removed: str  # node type one node fewer of
-    mix: dict[str, int]
-    verdict: str  # "infeasible (proven)", "feasible", "not proven (time limit)"
 
 
 @dataclass
@@ -304,100 +308,6 @@ def _mix_text(mix: dict[str, int]) -> str:
     return " + ".join(used) if used else "no new node"
 
 
-def _solver(seconds: float):
-    from ortools.sat.python import cp_model
-
-    solver = cp_model.CpSolver()
-    # Same input, same answer: one worker and deterministic time; the wall clock only as a
-    # generous hard stop. Measured (benchmarks/bench_plan.py, mixed, 200 pods): the cost phase
-    # proves in 0.01 s with one worker, 3.9 s with two interleaved, 7.4 s with four.
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    solver.parameters.max_deterministic_time = seconds
-    solver.parameters.max_time_in_seconds = max(0.1, 3 * seconds + 1)
-    return solver
-
-
-def _one_fewer(cp, counts: dict, mix: dict[str, int], node_types: list[NodeType], seconds: float) -> list[OneFewer]:
-    """The mix less one node of each type it uses (the others at most the mix's): does it place
-    as many pods? The model as solved (the pods phase's count held), its objective dropped."""
-    from ortools.sat.python import cp_model
-
-    checks = []
-    used_types = [t for t in node_types if mix[t.name] > 0]
-    for t in used_types:
-        c = cp.clone()
-        c.clear_objective()
-        c.clear_hints()
-        fewer = {s.name: mix[s.name] - (1 if s is t else 0) for s in node_types}
-        for s in node_types:
-            c.add(c.get_int_var_from_proto_index(counts[s.name].index) <= fewer[s.name])
-        status = _solver(seconds / len(used_types)).solve(c)
-        verdict = {
-            cp_model.INFEASIBLE: "does not place them all (proven infeasible)",
-            cp_model.OPTIMAL: "places them all",
-            cp_model.FEASIBLE: "places them all",
-        }.get(status, "not proven either way (time limit)")
-        checks.append(OneFewer(t.name, fewer, verdict))
-    return checks
-
-
-def _open_new_nodes(
-    cp, b, cluster, type_of: dict[str, str], node_types: list[NodeType], caps: dict[str, int], first: set[str]
-):
-    """How many copies of each type the model opens: (per type, the terms that sum to it; per
-    copy outside a class, its opened literal; the classes with their parts' counts; the nodes in
-    classes). Copies of a type are opened in order, those in `first` (the estimate's) first."""
-    from draopt.model.encodings.base import upper_bound
-
-    # A class of interchangeable nodes (patterns.py) counts its opened nodes per part (the
-    # cluster's own, the copies of each type); every other copy has its own literal that
-    # every pod placed there needs.
-    on_node: dict[str, list] = {}
-    for (ki, n), v in b.k.items():
-        on_node.setdefault(n, []).append(v)
-    for (pod, n), v in b.y.items():
-        on_node.setdefault(n, []).append(v)
-    opened: dict[str, Any] = {}
-    count_terms: dict[str, list] = {t.name: [] for t in node_types}
-    in_class = set()
-    segments = []  # (class, [(type name, or None for the cluster's own nodes; opened count)])
-    for nc in b.node_classes:
-        in_class.update(n.name for n in nc.nodes)
-        sizes: dict[str | None, int] = {}
-        for n in nc.nodes:
-            sizes[type_of.get(n.name)] = sizes.get(type_of.get(n.name), 0) + 1
-        if set(sizes) == {None}:
-            continue
-        # The class's nodes are alike for placement: how many are opened of each part is all
-        # that matters (minimising the cost opens the cheapest parts first).
-        segs = []
-        for name, size in sizes.items():
-            v = cp.new_int_var(0, size, f"opened[{nc.nodes[0].name} class, {name or 'cluster'}]")
-            segs.append((name, v))
-            if name is not None:
-                count_terms[name].append(v)
-        cp.add(sum(v for _, v in segs) == sum(nc.vars))
-        segments.append((nc, segs))
-    for node in cluster.nodes:
-        name = node.name
-        if name not in type_of or name in in_class:
-            continue
-        lit = opened[name] = cp.new_bool_var(f"opened[{name}]")
-        for v in on_node.get(name, []):
-            cp.add(v <= upper_bound(v) * lit)
-        count_terms[type_of[name]].append(lit)
-    # Copies of a type are alike: any fixed order in which to open them loses no solution
-    # (symmetry). The estimate's copies come first, so that its placement stays a solution (a gang
-    # that gave its node back leaves a gap in its copies).
-    for t in node_types:
-        names = [f"{t.name}-plan-{i}" for i in range(caps[t.name]) if f"{t.name}-plan-{i}" in opened]
-        lits = [opened[n] for n in sorted(names, key=lambda n: n not in first)]  # stable
-        for a, c in zip(lits, lits[1:]):
-            cp.add(a >= c)
-    return count_terms, opened, segments, in_class
-
-
 def _estimates(objects, node_types, features, first, max_nodes: int, stats: dict, deadline: float | None):
     """The first-fit-decreasing estimate of every type; past `deadline` (perf_counter) a type is
     not estimated (reported so). One estimate is not interrupted: the largest nodes go first
@@ -448,84 +358,41 @@ def plan(
     from draopt.studies.plan_check import check_plan
 
     t0 = time.perf_counter()
-    features = features or Features.from_gates()
-    out = _plan(objects, node_types, features=features, time_limit=time_limit, max_nodes=max_nodes)
+    opts = PlanOptions(features or Features.from_gates(), time_limit, max_nodes)
+    out = _plan(objects, node_types, opts)
     with progress.current().task("plan: the mix checked with first-fit"):
-        check_plan(objects, out, features, max_nodes=max_nodes, deadline=t0 + 2 * time_limit)
+        check_plan(objects, out, opts.features, max_nodes=max_nodes, deadline=t0 + 2 * time_limit)
     out.stats["solve_s"] = round(time.perf_counter() - t0, 3)
     return out
 
 
-def _plan(
-    objects: ObjectSet,
-    node_types: list[NodeType],
-    *,
-    features: Features | None = None,
-    time_limit: float = 60.0,
-    max_nodes: int = 256,
-) -> MixPlan:
+def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> MixPlan:
     """plan's model: the mix as the CP-SAT placement model (or column generation) decides it."""
     import time
 
-    from ortools.sat.python import cp_model
-
-    from draopt.model.encodings.base import scale_to_int
-    from draopt.cluster.firstfit import ClaimBook
-    from draopt.model.placement import build
-    from draopt.model.prepare import prepare_cluster
-    from draopt.placement.optimal import _complete_hint, _first_fit_hint
-    from draopt.cluster.result import PodPlacement, weight
-
     t0 = time.perf_counter()
-    if max_nodes < 1:
-        raise InputError(f"--max-nodes: must be 1 or more, got {max_nodes}")
+    if opts.max_nodes < 1:
+        raise InputError(f"--max-nodes: must be 1 or more, got {opts.max_nodes}")
     check_node_types(objects, node_types)
-    features = features or Features.from_gates()
     stats: dict[str, Any] = {}
-    first = _scheduled_first(objects, features)
-    large = len(first[0]) >= COLUMNS_MIN_PODS
-    if large:
+    first = _scheduled_first(objects, opts.features)
+    if len(first[0]) >= COLUMNS_MIN_PODS:
         # Large inputs: the columns first (their share of --time-limit, which bounds the whole
         # command here), then the estimates in the time left.
-        by_columns = _plan_by_columns(objects, node_types, features, first, max_nodes, stats, t0, time_limit)
+        by_columns = _plan_by_columns(objects, node_types, opts, first, stats, t0)
         if by_columns is not None:
             by_columns.stats["solve_s"] = round(time.perf_counter() - t0, 3)
             return by_columns
-    ffd = _estimates(objects, node_types, features, first, max_nodes, stats, None)
+    ffd = _estimates(objects, node_types, opts.features, first, opts.max_nodes, stats, None)
     stats["ffd_s"] = round(time.perf_counter() - t0, 3)
-    most = max(e.placed for e in ffd)
-    best_ffd = min((e for e in ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
-    ub = best_ffd.cost
-    # Candidates per type: enough for every mix no dearer than the best estimate (a mix with
-    # more than ub / cost nodes of a type costs more), at least the type's own estimate, one at least.
-    # A cost-optimal mix opens no node without a pod either, so no more copies than pods that fit one
-    # (the estimate's count of placed pods, checked against the model's own candidacy below).
-    caps = {
-        t.name: max(1, min(max_nodes, max(e.nodes, min(int(ub // t.cost), e.placed)))) for t, e in zip(node_types, ffd)
-    }
-    cost_of = {t.name: t.cost for t in node_types}
-    by_cost = [t.name for t in sorted(node_types, key=lambda t: t.cost)]  # stable: ties keep the given order
+    best_ffd = _cheapest_estimate(ffd)
+    caps = _first_caps(node_types, ffd, best_ffd, opts.max_nodes)
     # The model is built again with more candidates if the mix found could be beaten by a mix
     # with more copies of a type than there were candidates (at most a few rounds).
     for _round in range(4):
         t1 = time.perf_counter()
-        objs, type_of, daemon_of = _with_types(objects, [(t, caps[t.name]) for t in node_types])
-        workload, cluster = _cluster_for(objs, features, type_of, by_cost)
-        book = ClaimBook(cluster, workload.claims)
-        prep = prepare_cluster(cluster, workload, book)
-        real = [d for d in workload.pending if d.key not in daemon_of]
-        # Pods a copy of each type may take (a cost-optimal mix opens no more copies than that).
-        fits = {t.name: 0 for t in node_types}
-        for d in real:
-            for name in {type_of[n.name] for n in prep.pod_nodes.get(d.key, []) if n.name in type_of}:
-                fits[name] += 1
-        blocked = {}
-        for d in real:
-            if not prep.pod_nodes.get(d.key):
-                pl = best_ffd.placement.get(d.key)
-                why = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
-                blocked[d.key] = why
-        if not prep.kinds:
+        cand = _candidates(objects, node_types, caps, opts.features, best_ffd)
+        if not cand.prep.kinds:
             return MixPlan(
                 node_types,
                 {t.name: 0 for t in node_types},
@@ -534,193 +401,64 @@ def _plan(
                 Fraction(0),
                 True,
                 "",
-                len(real),
+                len(cand.real),
                 0,
                 True,
                 caps,
                 ffd,
                 [],
-                blocked,
+                cand.blocked,
                 stats,
             )
-        with progress.current().task(
-            f"plan: building the model (round {_round + 1}, {sum(caps.values())} candidate nodes)"
-        ):
-            b = build(
-                prep,
-                cluster,
-                workload,
-                book,
-                [k.index for k in prep.kinds],
-                {n.name for n in cluster.nodes},
-                pattern_seconds=5.0,
-            )  # not scaled down: the model must not depend on the wall clock
-        cp = b.model.cp
-        stats["build_s"] = round(time.perf_counter() - t1, 3)
-        stats["pattern_classes"] = len(b.node_classes)
-        count_terms, opened, segments, in_class = _open_new_nodes(
-            cp, b, cluster, type_of, node_types, caps, best_ffd.used
-        )
-        # A copy's DaemonSet pods run exactly when it is opened; they are not pods to place.
-        kind_of = {p.key: kind for kind in prep.kinds for p in kind.pods}
-        daemon_kinds = set()
-        for key, node in daemon_of.items():
-            kind = kind_of[key]
-            if len(kind.pods) != 1 or node in in_class:
-                raise RuntimeError(f"internal: DaemonSet pod {key} of a copy is not on its own")
-            daemon_kinds.add(kind.index)
-            placed_var = b.placed.get(key)
-            if placed_var is None:
-                placed_var = sum(v for (ki, _), v in b.totals.items() if ki == kind.index)
-            cp.add(placed_var == opened[node])
-        counts = {t.name: cp.new_int_var(0, caps[t.name], f"new_nodes[{t.name}]") for t in node_types}
-        for t in node_types:
-            cp.add(counts[t.name] == sum(count_terms[t.name]))
-        ints, scale = scale_to_int([t.cost for t in node_types])
-        check_cost_range(node_types, ints, caps)
-        cost_expr = sum(c * counts[t.name] for c, t in zip(ints, node_types))
-        placed_expr = sum(weight(prio) * v for (ki, (prio, _)), v in b.totals.items() if ki not in daemon_kinds) + sum(
-            weight(workload.pod(p).priority) * v for p, v in b.placed.items() if p not in daemon_of
-        )
-        pods_expr = sum(v for (ki, _), v in b.totals.items() if ki not in daemon_kinds) + sum(
-            v for p, v in b.placed.items() if p not in daemon_of
-        )
-        placed_count = cp.new_int_var(0, len(real), "placed_pods")
-        cp.add(placed_count == pods_expr)
-        cheap = sum(weight(d.priority) for d in real if prep.pod_nodes.get(d.key))
-        stats.update(variables=len(cp.proto.variables), constraints=len(cp.proto.constraints))
-        # The estimate's placement as a solution of the model: the incumbent, and a bound on the cost.
-        t2 = time.perf_counter()
-        ff_by_pod = {}
-        for d in workload.pending:
-            pl = best_ffd.placement.get(d.key)
-            keep = (
-                pl is not None
-                and pl.placed
-                and pl.node in cluster.by_name
-                and (d.key not in daemon_of or daemon_of[d.key] in best_ffd.used)
-            )
-            ff_by_pod[d.key] = pl if keep else PodPlacement(d.key, None, d.priority, d.group)
-        hint = _first_fit_hint(b, prep, book, ff_by_pod)
-        for name, lit in opened.items():
-            hint[lit] = int(name in best_ffd.used)
-        with_pods = {pl.node for pl in ff_by_pod.values() if pl.placed}
-        for nc, segs in segments:
-            for name, v in segs:
-                hint[v] = sum(1 for n in nc.nodes if type_of.get(n.name) == name and n.name in with_pods)
-        # Generous wall time: a completion cut short by a busy machine would change the answer.
-        with progress.current().task("plan: the estimate as the warm start"):
-            full = _complete_hint(
-                cp, hint, max(10.0, 0.1 * time_limit), time.perf_counter() + max(10.0, 0.2 * time_limit)
-            )
-        stats["hint_s"] = round(time.perf_counter() - t2, 3)
-        stats["ffd_in_model"] = full is not None
-        floor = 0
-        incumbent = None  # the best solution known: proto variable index -> value
-        if full is not None:
-            floor = sum(weight(ff_by_pod[d.key].priority) for d in real if ff_by_pod[d.key].placed)
-            hint_cost = sum(c * full[counts[t.name]] for c, t in zip(ints, node_types))
-            cp.add(placed_expr >= floor)
-            for var, value in full.items():
-                cp.add_hint(var, value)
-            incumbent = ffd_solution = {var.index: value for var, value in full.items()}
-        # Phase 1: the most pods (priority-weighted).
-        t3 = time.perf_counter()
-        if full is not None and floor >= cheap:
-            best_placed, placed_proven = floor, True
-            stats["placed_proof"] = "the estimate places every pod that has a feasible node"
-        else:
-            cp.maximize(placed_expr)
-            solver = _solver(0.4 * time_limit)
-            with progress.current().task("plan: phase 1 of 2, most pods placed (priority-weighted)") as shown:
-                status = solver.solve(cp, progress.solver_callback(solver, shown))
-            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                best_placed = round(solver.objective_value)
-                # Proven for any number of nodes when every pod with a node is placed, or when the
-                # candidates are as many as the pods that fit each type.
-                placed_proven = best_placed >= cheap or (
-                    status == cp_model.OPTIMAL and all(caps[t.name] >= fits[t.name] for t in node_types)
-                )
-                solution = solver.response_proto.solution
-                incumbent = dict(enumerate(solution))
-                cp.clear_hints()
-                for i in range(len(solution)):
-                    cp.add_hint(cp.get_int_var_from_proto_index(i), solution[i])
-            elif incumbent is not None:  # nothing better than the estimate's placement in time
-                best_placed, placed_proven = floor, False
-            else:
-                raise InputError(
-                    f"--time-limit {time_limit:g}: CP-SAT found no placement within the time limit "
-                    f"({solver.status_name(status)}); give it more time"
-                )
-        stats["placed_s"] = round(time.perf_counter() - t3, 3)
-        # Phase 2: the least cost with those pods placed.
-        t4 = time.perf_counter()
-        cp.add(placed_expr >= best_placed)
-        if full is not None and best_placed <= floor:
-            cp.add(cost_expr <= hint_cost)  # never dearer than the estimate (its placement is a solution)
-        cp.minimize(cost_expr)
-        solver = _solver(0.4 * time_limit)
-        with progress.current().task("plan: phase 2 of 2, least cost (costs scaled to integers)") as shown:
-            status = solver.solve(cp, progress.solver_callback(solver, shown))
-        stats["cost_s"] = round(time.perf_counter() - t4, 3)
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            incumbent = dict(enumerate(solver.response_proto.solution))
-            bound = Fraction(math.ceil(solver.best_objective_bound - 1e-6)) * scale  # the objective is integral
-        elif incumbent is None:
-            raise RuntimeError(f"internal: the planning model lost its solution ({solver.status_name(status)})")
-        else:  # no solution of the cost phase in time: the pods phase's (or the estimate's) stands
-            if full is not None and best_placed <= floor:
-                incumbent = ffd_solution
-            bound = Fraction(0)
-        mix = {t.name: incumbent[counts[t.name].index] for t in node_types}
-        cost = sum(cost_of[t] * n for t, n in mix.items())
-        placed = incumbent[placed_count.index]
-        status_name = solver.status_name(status)
-        # Proven minimal: the cost phase is proven, the pods phase too, and the candidates cover
-        # every cheaper mix (n + 1 copies of a type would cost more than the mix found).
-        short = [t.name for t in node_types if (caps[t.name] + 1) * t.cost <= cost and caps[t.name] < fits[t.name]]
-        reasons = []
-        if status != cp_model.OPTIMAL:
-            reasons.append(f"CP-SAT stopped at the time limit ({status_name})")
-        if not placed_proven:
-            reasons.append("that no mix places more pods was not proven")
-        if short:
-            reasons.append(f"the candidate copies of {', '.join(short)} may be too few (--max-nodes {max_nodes})")
-            # CP-SAT's bound holds for mixes within the candidates; one beyond them costs at least
-            # (candidates + 1) x cost of that type: the lower bound is the smaller of the two.
-            bound = min([bound] + [(caps[name] + 1) * cost_of[name] for name in short])
-        grow = {name: min(max_nodes, fits[name], int(cost // cost_of[name])) for name in short}
-        if not placed_proven:  # as many candidates as pods that fit each type prove the pods phase
-            for name in caps:
-                grow[name] = max(grow.get(name, 0), min(max_nodes, fits[name]))
+        model = _mix_model(cand, node_types, caps, best_ffd, stats, _round, t1)
+        warm = _warm_start(model, cand, best_ffd, opts.time_limit, stats)
+        pods_phase = _most_pods(model, warm, cand, node_types, caps, opts.time_limit, stats)
+        answer = _least_cost(model, warm, pods_phase, node_types, opts, caps, cand.fits, stats)
+        grow = _more_candidates(answer, pods_phase, node_types, caps, cand.fits, opts.max_nodes)
         if all(grow[name] <= caps[name] for name in grow):
             break
         caps.update({name: max(caps[name], grow[name]) for name in grow})
         stats["rounds"] = _round + 2
     t5 = time.perf_counter()
     with progress.current().task("plan: one-fewer checks"):
-        checks = _one_fewer(cp, counts, mix, node_types, 0.2 * time_limit)
+        checks = _one_fewer(model.cp, model.counts, answer.mix, node_types, 0.2 * opts.time_limit)
     stats["one_fewer_s"] = round(time.perf_counter() - t5, 3)
-    stats["status"] = status_name
+    stats["status"] = answer.status_name
     stats["solve_s"] = round(time.perf_counter() - t0, 3)
     return MixPlan(
         node_types,
-        mix,
-        cost,
-        status_name,
-        bound,
-        not reasons,
-        "; ".join(reasons),
-        len(real),
-        placed,
-        placed_proven,
+        answer.mix,
+        answer.cost,
+        answer.status_name,
+        answer.bound,
+        answer.proven_minimal,
+        "; ".join(answer.reasons),
+        len(cand.real),
+        answer.placed,
+        pods_phase.placed_proven,
         caps,
         ffd,
         checks,
-        blocked,
+        cand.blocked,
         stats,
     )
+
+
+def _cheapest_estimate(ffd: list[FfdEstimate]) -> FfdEstimate:
+    """The cheapest estimate among those that place the most pods."""
+    most = max(e.placed for e in ffd)
+    return min((e for e in ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
+
+
+def _first_caps(node_types: list[NodeType], ffd: list[FfdEstimate], best_ffd: FfdEstimate, max_nodes: int):
+    """Candidates per type: enough for every mix no dearer than the best estimate (a mix with
+    more than ub / cost nodes of a type costs more), at least the type's own estimate, one at least.
+    A cost-optimal mix opens no node without a pod either, so no more copies than pods that fit one
+    (the estimate's count of placed pods, checked against the model's own candidacy below)."""
+    ub = best_ffd.cost
+    return {
+        t.name: max(1, min(max_nodes, max(e.nodes, min(int(ub // t.cost), e.placed)))) for t, e in zip(node_types, ffd)
+    }
 
 
 from draopt.studies.sweep import sweep  # noqa: E402,F401  (moved to draopt.studies.sweep; kept importable from here)
@@ -733,14 +471,7 @@ COLUMNS_SHARE = 0.6  # of --time-limit for the columns on large inputs (the rest
 
 
 def _plan_by_columns(
-    objects: ObjectSet,
-    node_types: list[NodeType],
-    features: Features,
-    first,
-    max_nodes: int,
-    stats: dict,
-    t0: float,
-    time_limit: float,
+    objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions, first, stats: dict, t0: float
 ) -> MixPlan | None:
     """The cheapest mix by column generation (draopt/model/colgen_plan.py): one copy of each type
     stands for all of them (copies are alike), so the model does not grow with the candidates.
@@ -748,11 +479,52 @@ def _plan_by_columns(
     prioritized lists): the CP-SAT placement model over candidate copies decides then."""
     import time
 
+    built = time.perf_counter()
+    cand = _one_copy_each(objects, node_types, opts.features, stats)
+    if cand is None:
+        return None
+    real = list(cand.workload.pending)
+    stats["build_s"] = round(time.perf_counter() - built, 3)
+    sol = _columns(cand, node_types, deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit))
+    stats.update(sol.stats)
+    t1 = time.perf_counter()
+    ffd = _estimates(objects, node_types, opts.features, first, opts.max_nodes, stats, t0 + 0.9 * opts.time_limit)
+    stats["ffd_s"] = round(time.perf_counter() - t1, 3)
+    most = max(e.placed for e in ffd)
+    best_ffd = min((e for e in ffd if e.placed == most and not e.skipped), key=lambda e: (e.cost, e.nodes))
+    blocked = {}
+    for d in real:
+        if not cand.prep.pod_nodes.get(d.key):
+            pl = best_ffd.placement.get(d.key)
+            blocked[d.key] = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
+    answer = _columns_answer(sol, best_ffd, real, cand.prep, node_types, stats)
+    stats["status"] = answer.status_name
+    return MixPlan(
+        node_types,
+        answer.mix,
+        answer.cost,
+        answer.status_name,
+        answer.bound,
+        answer.proven_minimal,
+        "; ".join(answer.reasons),
+        len(real),
+        answer.placed,
+        sol.covered,
+        {t.name: 1 for t in node_types},
+        ffd,
+        [],
+        blocked,
+        stats,
+    )
+
+
+def _one_copy_each(objects, node_types: list[NodeType], features, stats: dict) -> _Candidates | None:
+    """The input with one copy of each type, prepared; None (said in `stats`) where the columns
+    do not apply."""
     from draopt.cluster.firstfit import ClaimBook
     from draopt.model.colgen_plan import CheapestMix
     from draopt.model.prepare import prepare_cluster
 
-    built = time.perf_counter()
     objs, type_of, daemon_of = _with_types(objects, [(t, 1) for t in node_types])
     if daemon_of:
         stats["columns_not_used"] = "DaemonSet pods on the copies"
@@ -761,37 +533,32 @@ def _plan_by_columns(
     workload, cluster = _cluster_for(objs, features, type_of, by_cost)
     book = ClaimBook(cluster, workload.claims)
     prep = prepare_cluster(cluster, workload, book)
-    kind_ids = [k.index for k in prep.kinds]
-    names = {n.name for n in cluster.nodes}
-    why = CheapestMix.accepts(prep, kind_ids, names, cluster)
+    why = CheapestMix.accepts(prep, [k.index for k in prep.kinds], {n.name for n in cluster.nodes}, cluster)
     if why is not None:
         stats["columns_not_used"] = why
         return None
-    real = list(workload.pending)
-    cost_of = {t.name: t.cost for t in node_types}
-    stats["build_s"] = round(time.perf_counter() - built, 3)
-    sol = CheapestMix().apply(
-        prep,
-        cluster,
-        workload,
-        book,
-        kind_ids,
-        names,
-        type_of,
-        cost_of,
-        deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * time_limit),
+    return _Candidates(workload, cluster, book, prep, type_of, daemon_of, list(workload.pending), {}, {})
+
+
+def _columns(cand: _Candidates, node_types: list[NodeType], *, deadline: float):
+    """The column generation's answer (colgen_plan.CheapestMix.apply)."""
+    from draopt.model.colgen_plan import CheapestMix
+
+    return CheapestMix().apply(
+        cand.prep,
+        cand.cluster,
+        cand.workload,
+        cand.book,
+        [k.index for k in cand.prep.kinds],
+        {n.name for n in cand.cluster.nodes},
+        cand.type_of,
+        {t.name: t.cost for t in node_types},
+        deadline=deadline,
     )
-    stats.update(sol.stats)
-    t1 = time.perf_counter()
-    ffd = _estimates(objects, node_types, features, first, max_nodes, stats, t0 + 0.9 * time_limit)
-    stats["ffd_s"] = round(time.perf_counter() - t1, 3)
-    most = max(e.placed for e in ffd)
-    best_ffd = min((e for e in ffd if e.placed == most and not e.skipped), key=lambda e: (e.cost, e.nodes))
-    blocked = {}
-    for d in real:
-        if not prep.pod_nodes.get(d.key):
-            pl = best_ffd.placement.get(d.key)
-            blocked[d.key] = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
+
+
+def _columns_answer(sol, best_ffd: FfdEstimate, real, prep, node_types: list[NodeType], stats: dict) -> _CostPhase:
+    """The mix of the columns, or the estimate's when it is cheaper or the columns cover less."""
     mix = {t.name: 0 for t in node_types}
     mix.update(sol.mix())
     placed = (
@@ -819,22 +586,4 @@ def _plan_by_columns(
         )
     if sol.stopped:
         reasons.append(sol.stopped)
-    status = "OPTIMAL" if proven else "FEASIBLE"
-    stats["status"] = status
-    return MixPlan(
-        node_types,
-        mix,
-        cost,
-        status,
-        bound,
-        proven,
-        "; ".join(reasons),
-        len(real),
-        placed,
-        sol.covered,
-        {t.name: 1 for t in node_types},
-        ffd,
-        [],
-        blocked,
-        stats,
-    )
+    return _CostPhase(mix, cost, placed, "OPTIMAL" if proven else "FEASIBLE", bound, [], reasons, proven)

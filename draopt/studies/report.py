@@ -283,27 +283,53 @@ def _shape_key(pod, workload) -> str:
 
 
 def _measure_state(state: _State, workload) -> dict[str, Any]:
-    from draopt.dra.inventory import available_counters
-    from draopt.cluster.firstfit import ClaimBook, try_node
-
     cluster, alloc = state.cluster, state.cluster.allocated
-    # Every device once, with the nodes that can reach it.
+    entries, reach = _devices_reached(cluster)
+    counters = _Counters(alloc)
+    free, used, capacity = _free_devices(entries, alloc, counters)
+    counter_use = _counters_used(entries, counters)
+    probes = _Probes(cluster, state, workload)
+    stranded, fragmentation = _stranding(free, reach, probes)
+    return {
+        "devices_total": len(entries),
+        "devices_used": used,
+        "free_devices": _num(sum(free.values(), Fraction(0))),
+        "stranded_devices": _num(stranded),
+        "fragmentation": _num(fragmentation),
+        "shapes": len(probes.probes),
+        "counters": {n: {"used": _num(u), "total": _num(t)} for n, (u, t) in sorted(counter_use.items())},
+        "capacity": {n: {"used": _num(u), "total": _num(t)} for n, (u, t) in sorted(capacity.items())},
+    }
+
+
+def _devices_reached(cluster) -> tuple[dict, dict]:
+    """Every device once, with the nodes that can reach it."""
     entries: dict = {}
     reach: dict = {}
     for node in cluster.nodes:
         for e in cluster.inventory(node).devices:
             entries.setdefault(e.id, e)
             reach.setdefault(e.id, []).append(node)
-    avail_cache: dict = {}
+    return entries, reach
 
-    def available(pool):
+
+class _Counters:
+    """The counters a pool has left after the allocations (each pool read once)."""
+
+    def __init__(self, alloc):
+        self.alloc = alloc
+        self.cache: dict = {}
+
+    def available(self, pool):
+        from draopt.dra.inventory import available_counters
+
         key = (pool.driver, pool.name)
-        if key not in avail_cache:
-            avail_cache[key] = available_counters(pool, alloc)
-        return avail_cache[key]
+        if key not in self.cache:
+            self.cache[key] = available_counters(pool, self.alloc)
+        return self.cache[key]
 
-    def counters_fit(e) -> bool:
-        avail = available(e.pool)
+    def fit(self, e) -> bool:
+        avail = self.available(e.pool)
         for c in e.device.consumes_counters:
             cs = avail.get(c.counter_set, {})
             for n, v in c.counters.items():
@@ -311,6 +337,10 @@ def _measure_state(state: _State, workload) -> dict[str, Any]:
                     return False
         return True
 
+
+def _free_devices(entries: dict, alloc, counters: _Counters) -> tuple[dict, int, dict[str, list[Fraction]]]:
+    """The free share of each device (a device not free is left out), the devices held, and the
+    capacity taken and published per capacity name of the shared devices."""
     free: dict = {}
     used = 0
     capacity: dict[str, list[Fraction]] = {}
@@ -323,63 +353,79 @@ def _measure_state(state: _State, workload) -> dict[str, Any]:
                 tot = capacity.setdefault(n, [Fraction(0), Fraction(0)])
                 tot[0] += taken.get(n, Fraction(0))
                 tot[1] += cap
-            if did in alloc.devices or (not held and not counters_fit(e)):
+            if did in alloc.devices or (not held and not counters.fit(e)):
                 f = Fraction(0)
             else:
                 shares = [(cap - taken.get(n, Fraction(0))) / cap for n, cap in e.capacity.items() if cap > 0]
                 f = max(Fraction(0), min(shares)) if shares else Fraction(1)
         else:
-            f = Fraction(0) if held or not counters_fit(e) else Fraction(1)
+            f = Fraction(0) if held or not counters.fit(e) else Fraction(1)
         if f:
             free[did] = f
-    counters: dict[str, list[Fraction]] = {}
+    return free, used, capacity
+
+
+def _counters_used(entries: dict, counters: _Counters) -> dict[str, list[Fraction]]:
+    """Per counter name: used and total over the pools (each pool once)."""
+    out: dict[str, list[Fraction]] = {}
     seen_pools = set()
     for e in entries.values():
         key = (e.pool.driver, e.pool.name)
         if key in seen_pools:
             continue
         seen_pools.add(key)
-        avail = available(e.pool)
+        avail = counters.available(e.pool)
         for set_name, values in e.pool.counter_sets.items():
             for n, total in values.items():
-                tot = counters.setdefault(n, [Fraction(0), Fraction(0)])
+                tot = out.setdefault(n, [Fraction(0), Fraction(0)])
                 tot[0] += total - avail[set_name][n]
                 tot[1] += total
+    return out
 
-    # Pod shapes of the workload, weighted by their number of pods; one pod stands for each.
-    shapes: dict[str, list] = {}
-    for pod in workload.pending:
-        shapes.setdefault(_shape_key(pod, workload), []).append(pod)
-    n_pods = sum(len(v) for v in shapes.values())
-    probes = []
-    for key in sorted(shapes):
-        rep = shapes[key][0]
-        book = ClaimBook(cluster, workload.claims)
-        own = {u.key for u in rep.claims if workload.claims[u.key].status.allocation is None}
-        book.allocations.update({k: v for k, v in state.book.allocations.items() if k not in own})
-        probes.append((rep, book, Fraction(len(shapes[key]), n_pods)))
-    cache: dict = {}
-    fits_memo: dict = {}
 
-    def fits(i: int, node) -> bool:
-        got = fits_memo.get((i, node.name))
+class _Probes:
+    """Pod shapes of the workload, weighted by their number of pods; one pod stands for each:
+    where it fits, and which devices it could use there (both memoised)."""
+
+    def __init__(self, cluster, state: _State, workload):
+        from draopt.cluster.firstfit import ClaimBook
+
+        self.cluster = cluster
+        shapes: dict[str, list] = {}
+        for pod in workload.pending:
+            shapes.setdefault(_shape_key(pod, workload), []).append(pod)
+        n_pods = sum(len(v) for v in shapes.values())
+        self.probes: list[tuple[Any, Any, Fraction]] = []  # (pod, its book, its weight)
+        for key in sorted(shapes):
+            rep = shapes[key][0]
+            book = ClaimBook(cluster, workload.claims)
+            own = {u.key for u in rep.claims if workload.claims[u.key].status.allocation is None}
+            book.allocations.update({k: v for k, v in state.book.allocations.items() if k not in own})
+            self.probes.append((rep, book, Fraction(len(shapes[key]), n_pods)))
+        self.cache: dict = {}
+        self.fits_memo: dict = {}
+        self.usable_memo: dict = {}
+
+    def fits(self, i: int, node) -> bool:
+        from draopt.cluster.firstfit import try_node
+
+        got = self.fits_memo.get((i, node.name))
         if got is None:
-            rep, book, _ = probes[i]
-            reason, _fit = try_node(cluster, book, rep, node, cache, None)
-            got = fits_memo[(i, node.name)] = reason is None
+            rep, book, _ = self.probes[i]
+            reason, _fit = try_node(self.cluster, book, rep, node, self.cache, None)
+            got = self.fits_memo[(i, node.name)] = reason is None
         return got
 
-    usable_memo: dict = {}
-
-    def usable(i: int, node) -> frozenset:
-        """Devices of the node one of shape i's requests could take, each on its own."""
-        got = usable_memo.get((i, node.name))
+    def usable(self, i: int, node, free: dict) -> frozenset:
+        """Devices of the node (of `free`) one of shape i's requests could take, each on its own."""
+        got = self.usable_memo.get((i, node.name))
         if got is None:
             from draopt.errors import AllocationError
             from draopt.cluster.firstfit import pending_claims
             from draopt.dra.problem import prepare
 
-            rep, book, _ = probes[i]
+            cluster = self.cluster
+            rep, book, _ = self.probes[i]
             todo = pending_claims(book, rep)
             inv = cluster.inventory(node)
             ids = set()
@@ -400,33 +446,29 @@ def _measure_state(state: _State, workload) -> dict[str, Any]:
                                 ids.add(e.id)
                         except AllocationError:  # a CEL error on this device: it cannot be used
                             pass
-            got = usable_memo[(i, node.name)] = frozenset(ids)
+            got = self.usable_memo[(i, node.name)] = frozenset(ids)
         return got
 
+
+def _stranding(free: dict, reach: dict, probes: _Probes) -> tuple[Fraction, Fraction]:
+    """Stranded free devices (no shape can use them) and the fragmentation (the free share no
+    shape can use, weighted by the shapes' pods)."""
     stranded = Fraction(0)
     fragmentation = Fraction(0)
+    shapes = probes.probes
     for did in sorted(free):
         unusable = sum(
             (
                 p
-                for i, (_, _, p) in enumerate(probes)
-                if not any(fits(i, n) and did in usable(i, n) for n in reach[did])
+                for i, (_, _, p) in enumerate(shapes)
+                if not any(probes.fits(i, n) and did in probes.usable(i, n, free) for n in reach[did])
             ),
             Fraction(0),
         )
-        if unusable == 1 or not probes:
+        if unusable == 1 or not shapes:
             stranded += free[did]
-        fragmentation += free[did] * (unusable if probes else 1)
-    return {
-        "devices_total": len(entries),
-        "devices_used": used,
-        "free_devices": _num(sum(free.values(), Fraction(0))),
-        "stranded_devices": _num(stranded),
-        "fragmentation": _num(fragmentation),
-        "shapes": len(probes),
-        "counters": {n: {"used": _num(u), "total": _num(t)} for n, (u, t) in sorted(counters.items())},
-        "capacity": {n: {"used": _num(u), "total": _num(t)} for n, (u, t) in sorted(capacity.items())},
-    }
+        fragmentation += free[did] * (unusable if shapes else 1)
+    return stranded, fragmentation
 
 
 def _parse(value: str) -> Fraction:

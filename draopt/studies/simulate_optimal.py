@@ -17,7 +17,7 @@ import numpy as np
 from draopt.errors import InputError
 
 if TYPE_CHECKING:
-    from draopt.studies.simulate import Shape, State
+    from draopt.studies.sim_cluster import Shape, State
 
 
 def _quantity(k: float, scale: int) -> str:
@@ -84,88 +84,103 @@ def residual_objects(
     c = st.c
     docs: list[dict] = [cl.to_k8s() for cl in c.objects.device_classes]
     for i in relevant_nodes(st, [s for s, _ in shape_counts], keep):
-        name = c.nodes[i]
-        free = st.free[i]
-        allocatable = {}
-        for j, r in enumerate(c.resources):
-            if math.isfinite(c.alloc[i, j]):
-                allocatable[r] = _quantity(max(free[j], 0.0), c.res_scale[j])
-        node = c.node_objects[i].to_k8s()
-        node["status"] = {"allocatable": allocatable}
-        docs.append(node)
-        pools: dict[tuple[str, str], list[dict]] = {}
-        for e in c.devices[i].devices:
-            left = st.left[i, e.index]
-            if left <= 0:
-                continue
-            d = e.device.to_k8s()
-            d["capacity"] = {c.capacity_name: {"value": _quantity(left, c.cap_scale)}}
-            pools.setdefault((e.pool.driver, e.pool.name), []).append(d)
-        for (driver, pool), devs in sorted(pools.items()):
-            docs.append(
-                {
-                    "apiVersion": "resource.k8s.io/v1",
-                    "kind": "ResourceSlice",
-                    "metadata": {"name": f"{name}-{driver}-{pool}"[:253]},
-                    "spec": {
-                        "driver": driver,
-                        "nodeName": name,
-                        "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
-                        "devices": devs,
-                    },
-                }
-            )
+        docs += _node_docs(st, i)
     templates: dict[int, str] = {}
     for k, (s, pod_name) in enumerate(shape_counts):
-        pod: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": pod_name, "namespace": "sim", "creationTimestamp": _ts(k)},
-            "spec": {
-                **copy.deepcopy(s.placement),
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "sim",
-                        "resources": {
-                            "requests": {
-                                r: str(v) if v.denominator == 1 else _quantity(float(v * 10**9), 10**9)
-                                for r, v in s.resources.items()
-                                if r != "pods"
-                            }
-                        },
-                    }
-                ],
-            },
-        }
+        pod = _pod_doc(s, pod_name, k)
         if priority:
             pod["spec"]["priority"] = max(0, int(round(s.request)) * scale - 1)
         if s.claim_spec is not None:
             if s.index not in templates:
                 templates[s.index] = f"shape-{s.index}"
-                spec = copy.deepcopy(s.claim_spec)
-                ex = spec["devices"]["requests"][0]["exactly"]
-                amounts = s.cons[s.compat]
-                if amounts.size and (amounts != amounts[0]).any():
-                    raise InputError(
-                        f"simulate: claims of pod {s.pods[0]} consume different amounts on "
-                        "different devices: the optimal policies need one amount"
-                    )
-                ex.setdefault("capacity", {}).setdefault("requests", {})[c.capacity_name] = _quantity(
-                    float(amounts[0]) if amounts.size else 0.0, c.cap_scale
-                )
-                docs.append(
-                    {
-                        "apiVersion": "resource.k8s.io/v1",
-                        "kind": "ResourceClaimTemplate",
-                        "metadata": {"name": templates[s.index], "namespace": "sim"},
-                        "spec": {"spec": spec},
-                    }
-                )
+                docs.append(_claim_template_doc(st.c, s, templates[s.index]))
             pod["spec"]["resourceClaims"] = [{"name": "dev", "resourceClaimTemplateName": templates[s.index]}]
             pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "dev"}]
         docs.append(pod)
     return _object_set(docs)
+
+
+def _node_docs(st: State, i: int) -> list[dict]:
+    """Node i with its free resources as allocatable, and its slices with the capacity left."""
+    c = st.c
+    name = c.nodes[i]
+    free = st.free[i]
+    allocatable = {}
+    for j, r in enumerate(c.resources):
+        if math.isfinite(c.alloc[i, j]):
+            allocatable[r] = _quantity(max(free[j], 0.0), c.res_scale[j])
+    node = c.node_objects[i].to_k8s()
+    node["status"] = {"allocatable": allocatable}
+    docs = [node]
+    pools: dict[tuple[str, str], list[dict]] = {}
+    for e in c.devices[i].devices:
+        left = st.left[i, e.index]
+        if left <= 0:
+            continue
+        d = e.device.to_k8s()
+        d["capacity"] = {c.capacity_name: {"value": _quantity(left, c.cap_scale)}}
+        pools.setdefault((e.pool.driver, e.pool.name), []).append(d)
+    for (driver, pool), devs in sorted(pools.items()):
+        docs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-{driver}-{pool}"[:253]},
+                "spec": {
+                    "driver": driver,
+                    "nodeName": name,
+                    "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+                    "devices": devs,
+                },
+            }
+        )
+    return docs
+
+
+def _pod_doc(s: Shape, pod_name: str, k: int) -> dict[str, Any]:
+    """A pod of shape `s`, the k-th to arrive."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod_name, "namespace": "sim", "creationTimestamp": _ts(k)},
+        "spec": {
+            **copy.deepcopy(s.placement),
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "sim",
+                    "resources": {
+                        "requests": {
+                            r: str(v) if v.denominator == 1 else _quantity(float(v * 10**9), 10**9)
+                            for r, v in s.resources.items()
+                            if r != "pods"
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def _claim_template_doc(c, s: Shape, name: str) -> dict[str, Any]:
+    """The claim of shape `s` as a template asking for what one allocation consumes."""
+    spec = copy.deepcopy(s.claim_spec)
+    ex = spec["devices"]["requests"][0]["exactly"]
+    amounts = s.cons[s.compat]
+    if amounts.size and (amounts != amounts[0]).any():
+        raise InputError(
+            f"simulate: claims of pod {s.pods[0]} consume different amounts on "
+            "different devices: the optimal policies need one amount"
+        )
+    ex.setdefault("capacity", {}).setdefault("requests", {})[c.capacity_name] = _quantity(
+        float(amounts[0]) if amounts.size else 0.0, c.cap_scale
+    )
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "sim"},
+        "spec": {"spec": spec},
+    }
 
 
 def _ts(k: int) -> str:
