@@ -80,6 +80,11 @@ class DeviceEntry:
     list_type_attributes: bool = False
     id: DeviceID = field(init=False)  # (driver, pool, device): fixed once built, looked up in every search step
     multi_allocatable: bool = field(init=False)  # allowMultipleAllocations (read in every search step)
+    # cel_clean's and plain_capacity's answers once computed (None: not yet); declared fields, not
+    # functools.cached_property: on Python 3.11 its first computation takes a lock, once per
+    # device of every inventory built
+    _cel_clean: bool | None = field(init=False, default=None, repr=False)
+    _plain_capacity: bool | None = field(init=False, default=None, repr=False)
 
     def __init__(
         self,
@@ -109,19 +114,19 @@ class DeviceEntry:
     @property
     def cel_clean(self) -> bool:
         """The device's CEL input converts without error (draopt.cel.device.converts_cleanly);
-        computed once (kept in the instance: functools.cached_property takes a lock per read)."""
-        got = self.__dict__.get("_cel_clean")
+        computed once (build_inventory reads it as it builds the entry)."""
+        got = self._cel_clean
         if got is None:
-            got = self.__dict__["_cel_clean"] = _converts_cleanly()(self.device, self.list_type_attributes)
+            got = self._cel_clean = _converts_cleanly()(self.device, self.list_type_attributes)
         return got
 
     @property
     def plain_capacity(self) -> bool:
         """Every capacity of the device has no request policy and a value that parses (then a
         request without capacity requests takes it whole); computed once, as cel_clean."""
-        got = self.__dict__.get("_plain_capacity")
+        got = self._plain_capacity
         if got is None:
-            got = self.__dict__["_plain_capacity"] = plain_capacity(self.device)
+            got = self._plain_capacity = plain_capacity(self.device)
         return got
 
     @cached_property
@@ -481,7 +486,6 @@ def build_inventory(
     are placed) replaces the state computed from `allocated_claims`; `relevant` as for
     gather_pools."""
     pools = gather_pools(slices, node, features, index, relevant)
-    converts_cleanly = _converts_cleanly()
     devices: list[DeviceEntry] = []
     list_types = features.list_type_attributes
     for pool in pools:
@@ -494,8 +498,8 @@ def build_inventory(
                 # (computed now, while the device's objects are in the CPU's caches: every
                 # search that reaches the device reads them; on a surprise, left to then)
                 try:
-                    entry.__dict__["_cel_clean"] = converts_cleanly(d, list_types)
-                    entry.__dict__["_plain_capacity"] = plain_capacity(d)
+                    entry.cel_clean
+                    entry.plain_capacity
                 except Exception:  # noqa: BLE001
                     pass
                 devices.append(entry)
