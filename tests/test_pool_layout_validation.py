@@ -1,5 +1,5 @@
 """A pool's counter consumption is validated in the pass that lays its counters out
-(draopt.dra.counter_room.PoolLayout(validate=True)): the same answers as validating first and laying
+(draopt.dra.pools.PoolLayout(validate=True)): the same answers as validating first and laying
 out after. Kubernetes' own cases (unknown counter set, unknown counter, a slice for other nodes) are
 in tests/conformance/extra2 (k8s-y-partitionable-devices-*); these add the order between an amount
 that does not parse (raised only when a search reaches the pool) and a later device's unknown
@@ -16,7 +16,7 @@ from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import load_text
 from draopt.dra.inventory import gather_pools
-from draopt.dra.counter_room import PoolLayout
+from draopt.dra.pools import PoolLayout
 
 
 def _pool(devices: list[dict], counters: dict | None = None, unparsable: str | None = None):

@@ -453,59 +453,19 @@ def _instrument_terms(src: str, worst: bool, ticks: bool, bound: Optional[dict],
         prev = toks[sig[j - 1]][1] if j > 0 else ""
         if kind == "id" and prev == "." and nxt == "(" and t in _LOOP_OVERHEAD:
             close, args = _split_args(sig, toks, j + 1)
-            if not args:
-                nvars = 0
-            elif t in _PREDICATE_MACROS:
-                nvars = len(args) - 1 if len(args) in (2, 3) else 0
-            elif t == "map":
-                nvars = 1 if len(args) in (2, 3) else 0
-            else:
-                nvars = 2 if len(args) in (3, 4) else 0
+            nvars = _loop_variables(t, args)
             if (
                 close is not None
                 and nvars in (1, 2)
                 and all(b - a == 1 and toks[sig[a]][0] == "id" for a, b in args[:nvars])
             ):
-                texts = ["".join(x for _, x in toks[sig[a] : sig[b]]) for a, b in args]
-                inside = visible | frozenset(x.strip() for x in texts[:nvars]) | frozenset(_visible_at(sig, toks, j))
-                inner = [_instrument_terms(x, worst, ticks, bound, inside) for x in texts[nvars:]]
-                per_iter, kept = _iteration_costs(t, [x[1] for x in inner])
-                runtime = [term for x in inner for term in x[4]]
-                size = _receiver_size(sig, toks, j - 1, worst)
-                # sizes known only at runtime have a bound when they are this loop's elements
-                # and the loop runs over a device attribute map or list (the worst case only)
-                over_attributes = worst and size is not None and _receiver_size(sig, toks, j - 1) is None
-                own = {x.strip() for x in texts[:nvars]}
-                bounded = not runtime or (over_attributes and all(r[1] in own and r[2] is not None for r in runtime))
+                call, extra = _instrument_loop(
+                    sig, toks, j, t, args, nvars, (worst, ticks, bound, visible), total_extra is not None
+                )
                 if total_extra is not None:
-                    if size is None or not bounded or any(x[3] is None for x in inner):
-                        total_extra = None  # a size known only at runtime: no static bound
-                    else:
-                        total_extra += size * (
-                            sum(_iteration_costs(t, [x[3] for x in inner])) + sum(r[2] for r in runtime)
-                        )
-                tick = f"{_TICK}({' + '.join([str(per_iter)] + [r[0] for r in runtime])})"
-                bodies = [x[0] for x in inner]
-                # a predicate whose truth costs more (a kept element, a true exists_one)
-                counted = f"{tick} && (({bodies[0]}) ? {_TICK}({kept}) : false)" if kept else None
-                if not ticks:
-                    new_body = list(bodies)
-                elif t in _PREDICATE_MACROS:
-                    new_body = [counted or f"{tick} && ({bodies[0]})"]
-                elif len(bodies) == 1:  # transform only: add an always-true filter
-                    new_body = [tick, f"({bodies[0]})"]
-                else:  # filter + transform
-                    new_body = [counted or f"{tick} && ({bodies[0]})", bodies[1]]
+                    total_extra = None if extra is None else total_extra + extra
                 out.append("".join(x for _, x in toks[pos : sig[j]]))
-                # cel-cpp knows the two-variable form as existsOne only
-                name = "existsOne" if t == "exists_one" and nvars == 2 else t
-                suffix = ""
-                if t == "transformMap":  # pairs [key, value], then a map (no cel.@mapInsert in the binding)
-                    name, suffix = "transformList", f".{_TO_MAP}()"
-                    new_body[-1] = f"[dyn({texts[0]}), dyn({new_body[-1]})]"
-                elif t == "transformMapEntry":  # one-entry maps, then merged
-                    name, suffix = "transformList", f".{_MERGE_MAPS}()"
-                out.append(name + "(" + ", ".join(texts[:nvars] + new_body) + ")" + suffix)
+                out.append(call)
                 pos = sig[close] + 1
                 j = close + 1
                 cost += _ONCE_COST[t]
@@ -513,38 +473,109 @@ def _instrument_terms(src: str, worst: bool, ticks: bool, bound: Optional[dict],
                 operand_end = True
                 continue
         if kind == "id":
-            if nxt == "(":
-                cost += 0 if t == "has" else _call_cost(sig, toks, j, bound)
-                term = _runtime_call_cost(sig, toks, j, bound, visible) if visible and t in _MEMBER_COSTS else None
-                if term is not None:
-                    terms.append(term)
-            elif t in ("true", "false", "null"):
-                pass
-            elif t == "in":
-                # `x in [a, b, c]`: the list's size (runtimecost.go)
-                listed = _list_literal_size(sig, toks, j + 1) if j + 1 < len(sig) else None
-                cost += 1 if listed is None else max(1, listed)
-            elif prev == "." or t not in _TYPE_NAMES:
-                cost += 1
+            cost += _identifier_cost(sig, toks, j, t, prev, nxt, bound, visible, terms)
             operand_end = t not in ("in",)
         elif kind == "str":
             operand_end = True
         else:
-            if t == "[":
-                cost += 1 if operand_end else 10
-            elif t == "{":
-                cost += 30
-            elif t in "<>!=" and (t != "=" or prev not in ("=", "!", "<", ">")):
-                op = t + nxt if nxt == "=" else t
-                if op in _STRING_OPERATORS:
-                    cost += _operator_cost(sig, toks, j, op, bound)
-                elif t != "=":
-                    cost += 1  # ! (a unary not)
-            elif t == "+":
-                cost += _operator_cost(sig, toks, j, "+", bound)
-            elif t in "-*/%":
-                cost += 1
+            cost += _symbol_cost(sig, toks, j, t, prev, nxt, bound, operand_end)
             operand_end = t.isalnum() or t in ")]}"
         j += 1
     out.append("".join(x for _, x in toks[pos:]))
     return "".join(out), cost, loops, (None if total_extra is None else cost + total_extra), terms
+
+
+def _loop_variables(t: str, args: list) -> int:
+    """How many iteration variables a macro call with these arguments names (0: not a macro)."""
+    if not args:
+        return 0
+    if t in _PREDICATE_MACROS:
+        return len(args) - 1 if len(args) in (2, 3) else 0
+    if t == "map":
+        return 1 if len(args) in (2, 3) else 0
+    return 2 if len(args) in (3, 4) else 0
+
+
+def _instrument_loop(sig, toks, j: int, t: str, args: list, nvars: int, how: tuple, count_extra: bool):
+    """One macro call at sig[j] (its name `t`), its bodies instrumented and its iterations
+    ticked: (the call rewritten, the loop's static cost over its receiver, None when a size is
+    known only at runtime; computed only when `count_extra`). `how`: _instrument_terms'
+    (worst, ticks, bound, visible)."""
+    worst, ticks, bound, visible = how
+    texts = ["".join(x for _, x in toks[sig[a] : sig[b]]) for a, b in args]
+    inside = visible | frozenset(x.strip() for x in texts[:nvars]) | frozenset(_visible_at(sig, toks, j))
+    inner = [_instrument_terms(x, worst, ticks, bound, inside) for x in texts[nvars:]]
+    per_iter, kept = _iteration_costs(t, [x[1] for x in inner])
+    runtime = [term for x in inner for term in x[4]]
+    size = _receiver_size(sig, toks, j - 1, worst)
+    # sizes known only at runtime have a bound when they are this loop's elements
+    # and the loop runs over a device attribute map or list (the worst case only)
+    over_attributes = worst and size is not None and _receiver_size(sig, toks, j - 1) is None
+    own = {x.strip() for x in texts[:nvars]}
+    bounded = not runtime or (over_attributes and all(r[1] in own and r[2] is not None for r in runtime))
+    extra = None
+    if count_extra:
+        if size is None or not bounded or any(x[3] is None for x in inner):
+            extra = None  # a size known only at runtime: no static bound
+        else:
+            extra = size * (sum(_iteration_costs(t, [x[3] for x in inner])) + sum(r[2] for r in runtime))
+    tick = f"{_TICK}({' + '.join([str(per_iter)] + [r[0] for r in runtime])})"
+    bodies = [x[0] for x in inner]
+    # a predicate whose truth costs more (a kept element, a true exists_one)
+    counted = f"{tick} && (({bodies[0]}) ? {_TICK}({kept}) : false)" if kept else None
+    if not ticks:
+        new_body = list(bodies)
+    elif t in _PREDICATE_MACROS:
+        new_body = [counted or f"{tick} && ({bodies[0]})"]
+    elif len(bodies) == 1:  # transform only: add an always-true filter
+        new_body = [tick, f"({bodies[0]})"]
+    else:  # filter + transform
+        new_body = [counted or f"{tick} && ({bodies[0]})", bodies[1]]
+    # cel-cpp knows the two-variable form as existsOne only
+    name = "existsOne" if t == "exists_one" and nvars == 2 else t
+    suffix = ""
+    if t == "transformMap":  # pairs [key, value], then a map (no cel.@mapInsert in the binding)
+        name, suffix = "transformList", f".{_TO_MAP}()"
+        new_body[-1] = f"[dyn({texts[0]}), dyn({new_body[-1]})]"
+    elif t == "transformMapEntry":  # one-entry maps, then merged
+        name, suffix = "transformList", f".{_MERGE_MAPS}()"
+    return name + "(" + ", ".join(texts[:nvars] + new_body) + ")" + suffix, extra
+
+
+def _identifier_cost(sig, toks, j: int, t: str, prev: str, nxt: str, bound: dict, visible: frozenset, terms: list):
+    """An identifier's static cost (a call's, with its runtime-size term appended to `terms`)."""
+    cost = 0
+    if nxt == "(":
+        cost += 0 if t == "has" else _call_cost(sig, toks, j, bound)
+        term = _runtime_call_cost(sig, toks, j, bound, visible) if visible and t in _MEMBER_COSTS else None
+        if term is not None:
+            terms.append(term)
+    elif t in ("true", "false", "null"):
+        pass
+    elif t == "in":
+        # `x in [a, b, c]`: the list's size (runtimecost.go)
+        listed = _list_literal_size(sig, toks, j + 1) if j + 1 < len(sig) else None
+        cost += 1 if listed is None else max(1, listed)
+    elif prev == "." or t not in _TYPE_NAMES:
+        cost += 1
+    return cost
+
+
+def _symbol_cost(sig, toks, j: int, t: str, prev: str, nxt: str, bound: dict, operand_end: bool) -> int:
+    """An operator's or bracket's static cost."""
+    cost = 0
+    if t == "[":
+        cost += 1 if operand_end else 10
+    elif t == "{":
+        cost += 30
+    elif t in "<>!=" and (t != "=" or prev not in ("=", "!", "<", ">")):
+        op = t + nxt if nxt == "=" else t
+        if op in _STRING_OPERATORS:
+            cost += _operator_cost(sig, toks, j, op, bound)
+        elif t != "=":
+            cost += 1  # ! (a unary not)
+    elif t == "+":
+        cost += _operator_cost(sig, toks, j, "+", bound)
+    elif t in "-*/%":
+        cost += 1
+    return cost

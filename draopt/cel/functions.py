@@ -153,10 +153,11 @@ def _decl(name, overloads):
     return _cel.FunctionDecl(name, ovs)
 
 
-def _build_functions(list_type_attributes: bool, loop_impl):
+def _quantity_and_semver_functions() -> list:
+    """Kubernetes' quantity and semver libraries (their comparisons share overload names)."""
     T = _T
     QT, ST = _QT, _ST
-    fns = [
+    return [
         _decl("quantity", [("string_to_quantity", QT, [T.STRING], False, _fn_quantity)]),
         _decl("isQuantity", [("is_quantity_string", T.BOOL, [T.STRING], False, _fn_is_quantity)]),
         _decl("sign", [("quantity_sign", T.INT, [QT], False, _fn_q_sign)]),
@@ -215,7 +216,13 @@ def _build_functions(list_type_attributes: bool, loop_impl):
         _decl("major", [("semver_major", T.INT, [ST], True, _fn_s_major)]),
         _decl("minor", [("semver_minor", T.INT, [ST], True, _fn_s_minor)]),
         _decl("patch", [("semver_patch", T.INT, [ST], True, _fn_s_patch)]),
-        # Kubernetes regex library
+    ]
+
+
+def _regex_and_sets_functions() -> list:
+    """Kubernetes' regex library and cel-go's ext.Sets."""
+    T = _T
+    return [
         _decl("find", [("string_find_string", T.STRING, [T.STRING, T.STRING], True, _fn_find)]),
         _decl(
             "findAll",
@@ -229,6 +236,13 @@ def _build_functions(list_type_attributes: bool, loop_impl):
         _decl("sets.equivalent", [("list_sets_equivalent_list", T.BOOL, [T.LIST, T.LIST], False, _fn_sets_equivalent)]),
         _decl("sets.intersects", [("list_sets_intersects_list", T.BOOL, [T.LIST, T.LIST], False, _fn_sets_intersects)]),
     ]
+
+
+def _list_functions() -> list:
+    """Kubernetes' lists library."""
+    T = _T
+    QT, ST = _QT, _ST
+    fns = []
     # Kubernetes lists library: one overload per element type as Kubernetes declares them
     # (cel-cpp calls one implementation per runtime kind; all list overloads share it).
     comparable = [
@@ -281,9 +295,14 @@ def _build_functions(list_type_attributes: bool, loop_impl):
                 + [(f"list_{n}_{name}_int", T.INT, [T.List(t), t], True, lst_impl) for n, t in elem],
             )
         )
-    # IP / CIDR (Kubernetes 1.30)
+    return fns
+
+
+def _ip_functions() -> list:
+    """IP / CIDR (Kubernetes 1.30)."""
+    T = _T
     IPT, CIDRT = _IPT, _CIDRT
-    fns += [
+    return [
         _decl("ip", [("string_to_ip", IPT, [T.STRING], False, _fn_ip), ("cidr_ip", IPT, [CIDRT], True, _fn_cidr_ip)]),
         _decl("isIP", [("is_ip", T.BOOL, [T.STRING], False, _fn_is_ip)]),
         _decl("ip.isCanonical", [("ip_is_canonical", T.BOOL, [T.STRING], False, _fn_ip_is_canonical)]),
@@ -315,9 +334,13 @@ def _build_functions(list_type_attributes: bool, loop_impl):
         _decl("masked", [("cidr_masked", CIDRT, [CIDRT], True, _fn_cidr_masked)]),
         _decl("prefixLength", [("cidr_prefix_length", T.INT, [CIDRT], True, _fn_cidr_prefix_length)]),
     ]
-    # URLs (Kubernetes base environment since 1.0)
+
+
+def _url_functions() -> list:
+    """URLs (Kubernetes base environment since 1.0)."""
+    T = _T
     URLT = _URLT
-    fns += [
+    return [
         _decl("url", [("string_to_url", URLT, [T.STRING], False, _fn_url)]),
         _decl("isURL", [("is_url_string", T.BOOL, [T.STRING], False, _fn_is_url)]),
         _decl("getScheme", [("url_get_scheme", T.STRING, [URLT], True, _fn_url_scheme)]),
@@ -327,6 +350,12 @@ def _build_functions(list_type_attributes: bool, loop_impl):
         _decl("getEscapedPath", [("url_get_escaped_path", T.STRING, [URLT], True, _fn_url_escaped_path)]),
         _decl("getQuery", [("url_get_query", T.Map(T.STRING, T.List(T.STRING)), [URLT], True, _fn_url_query)]),
     ]
+
+
+def _format_functions() -> list:
+    """The format library (Kubernetes 1.31) and cel-go's string.format."""
+    T = _T
+    fns = []
     # format library (Kubernetes 1.31): format.<name>() and, through _rewrite_format,
     # format.named() and <Format>.validate()
     for fname in _FORMAT_NAMES:
@@ -343,7 +372,14 @@ def _build_functions(list_type_attributes: bool, loop_impl):
     )
     # "...".format([...]) with cel-go's formatter (member calls renamed by _rename_members)
     fns.append(_decl(_FORMAT, [("string_format_list", T.STRING, [T.STRING, T.LIST], True, _fn_format)]))
-    fns.append(_decl(_TICK, [(f"{_TICK}_int", T.BOOL, [T.INT], False, _fn_tick)]))
+    return fns
+
+
+def _internal_functions(loop_impl) -> list:
+    """draopt's own helpers that rewritten expressions call (cost ticks, loops run from Python,
+    list-to-map conversions)."""
+    T = _T
+    fns = [_decl(_TICK, [(f"{_TICK}_int", T.BOOL, [T.INT], False, _fn_tick)])]
     if loop_impl is not None:
         fns.append(
             _decl(
@@ -356,26 +392,45 @@ def _build_functions(list_type_attributes: bool, loop_impl):
         )
     fns.append(_decl(_TO_MAP, [(f"{_TO_MAP}_list", T.Map(T.DYN, T.DYN), [T.LIST], True, _fn_to_map)]))
     fns.append(_decl(_MERGE_MAPS, [(f"{_MERGE_MAPS}_list", T.Map(T.DYN, T.DYN), [T.LIST], True, _fn_merge_maps)]))
-    if list_type_attributes:
-        # Kubernetes declares one overload dra_includes_dyn_dyn.  cel-cpp never
-        # matches dyn parameters at runtime, so enumerate the concrete kinds.
-        kinds = [
-            ("bool", T.BOOL),
-            ("int", T.INT),
-            ("uint", T.UINT),
-            ("double", T.DOUBLE),
-            ("string", T.STRING),
-            ("bytes", T.BYTES),
-            ("quantity", QT),
-            ("semver", ST),
-        ]
-        ovs = []
+    return fns
+
+
+def _includes_functions() -> list:
+    """ListTypeAttributes' includes(), one overload per pair of concrete kinds."""
+    T = _T
+    QT, ST = _QT, _ST
+    # Kubernetes declares one overload dra_includes_dyn_dyn.  cel-cpp never
+    # matches dyn parameters at runtime, so enumerate the concrete kinds.
+    kinds = [
+        ("bool", T.BOOL),
+        ("int", T.INT),
+        ("uint", T.UINT),
+        ("double", T.DOUBLE),
+        ("string", T.STRING),
+        ("bytes", T.BYTES),
+        ("quantity", QT),
+        ("semver", ST),
+    ]
+    ovs = []
+    for an, at in kinds:
+        ovs.append((f"dra_includes_list_{an}", T.BOOL, [T.LIST, at], True, _fn_includes_list))
+    for tn, tt in kinds:
         for an, at in kinds:
-            ovs.append((f"dra_includes_list_{an}", T.BOOL, [T.LIST, at], True, _fn_includes_list))
-        for tn, tt in kinds:
-            for an, at in kinds:
-                ovs.append((f"dra_includes_{tn}_{an}", T.BOOL, [tt, at], True, _fn_includes_scalar))
-        fns.append(_decl("includes", ovs))
+            ovs.append((f"dra_includes_{tn}_{an}", T.BOOL, [tt, at], True, _fn_includes_scalar))
+    return [_decl("includes", ovs)]
+
+
+def _build_functions(list_type_attributes: bool, loop_impl):
+    """Every function declaration of the environment, family by family (the order cel-cpp gets)."""
+    fns = _quantity_and_semver_functions()
+    fns += _regex_and_sets_functions()
+    fns += _list_functions()
+    fns += _ip_functions()
+    fns += _url_functions()
+    fns += _format_functions()
+    fns += _internal_functions(loop_impl)
+    if list_type_attributes:
+        fns += _includes_functions()
     return fns
 
 

@@ -158,6 +158,7 @@ def _trusted_fast(cls: type[M], values: dict[str, Any], fields_set: frozenset[st
     constructor call per model was slower than validating a whole document in one call, and
     that (pydantic's model_construct too) slower than this."""
     m = _new(cls)
+    # (a fresh instance, made here, filled as pydantic's model_construct would: see _same_as_pydantic)
     _set(m, "__dict__", {**_DEFAULTS[cls], **values})
     _set(m, "__pydantic_fields_set__", set(values if fields_set is None else fields_set))
     _set(m, "__pydantic_extra__", {})

@@ -11,43 +11,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from draopt.kube.features import Features
 from draopt.kube.models import Device, DeviceTaint, Node, ResourceClaim, ResourceSlice
 from draopt.kube.models.resource import DeviceTaintRule
 from draopt.kube.nodeselect import node_matches
 from draopt.kube.quantity import Quantity
-from draopt.dra.counter_room import PoolLayout
+from draopt.dra.allocated import AllocatedState, DeviceID, allocated_state
+from draopt.dra.pools import Pool, PoolLayout
 from draopt.dra.rules import parse_quantity
 
-DeviceID = tuple[str, str, str]  # (driver, pool, device)
+# (Pool, DeviceID, AllocatedState and allocated_state are also read from this module by the layers above)
 
 
 def device_id_str(did: DeviceID) -> str:
     return "/".join(did)
-
-
-@dataclass
-class Pool:
-    driver: str
-    name: str
-    generation: int = 0
-    incomplete: bool = False
-    invalid: bool = False
-    invalid_reason: str = ""
-    slices: list[ResourceSlice] = field(default_factory=list)  # device slices targeting the node
-    other_slices: list[ResourceSlice] = field(default_factory=list)  # device slices for other nodes
-    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
-    has_binding_conditions: bool = False
-    compatibility_grouped: bool | None = None  # a device names compatibility groups (None: not looked)
-    # draopt.dra.counter_room.PoolLayout of the pool, built while gathering (its slices' objects
-    # are in the CPU's caches then, not when a search first reaches the pool); None: not built
-    counter_layout: PoolLayout | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def id(self) -> str:
-        return f"{self.driver}/{self.name}"
 
 
 _CONVERTS_CLEANLY: Any = None
@@ -75,6 +54,11 @@ class DeviceEntry:
     list_type_attributes: bool = False
     id: DeviceID = field(init=False)  # (driver, pool, device): fixed once built, looked up in every search step
     multi_allocatable: bool = field(init=False)  # allowMultipleAllocations (read in every search step)
+    # cel_clean's and plain_capacity's answers once computed (None: not yet); declared fields, not
+    # functools.cached_property: on Python 3.11 its first computation takes a lock, once per
+    # device of every inventory built
+    _cel_clean: bool | None = field(init=False, default=None, repr=False)
+    _plain_capacity: bool | None = field(init=False, default=None, repr=False)
 
     def __init__(
         self,
@@ -104,19 +88,19 @@ class DeviceEntry:
     @property
     def cel_clean(self) -> bool:
         """The device's CEL input converts without error (draopt.cel.device.converts_cleanly);
-        computed once (kept in the instance: functools.cached_property takes a lock per read)."""
-        got = self.__dict__.get("_cel_clean")
+        computed once (build_inventory reads it as it builds the entry)."""
+        got = self._cel_clean
         if got is None:
-            got = self.__dict__["_cel_clean"] = _converts_cleanly()(self.device, self.list_type_attributes)
+            got = self._cel_clean = _converts_cleanly()(self.device, self.list_type_attributes)
         return got
 
     @property
     def plain_capacity(self) -> bool:
         """Every capacity of the device has no request policy and a value that parses (then a
         request without capacity requests takes it whole); computed once, as cel_clean."""
-        got = self.__dict__.get("_plain_capacity")
+        got = self._plain_capacity
         if got is None:
-            got = self.__dict__["_plain_capacity"] = plain_capacity(self.device)
+            got = self._plain_capacity = plain_capacity(self.device)
         return got
 
     @cached_property
@@ -149,92 +133,6 @@ def plain_capacity(device: Device) -> bool:
             if len(_PARSES) < 4096:
                 _PARSES.add(v)
     return True
-
-
-@dataclass
-class AllocatedState:
-    """What claims that already carry status.allocation hold (Kubernetes' AllocatedState)."""
-
-    devices: set[DeviceID] = field(default_factory=set)  # dedicated, non-admin
-    shared: set[DeviceID] = field(default_factory=set)  # multi-allocation shares
-    capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
-    claims_by_device: dict[DeviceID, list[str]] = field(default_factory=dict)
-    shared_count: dict[DeviceID, int] = field(default_factory=dict)
-    # Bumped whenever a result is removed: while it stays the same, devices only ever become
-    # more used (what the allocator's remembered dead prefixes rely on).
-    releases: int = 0
-    version: int = 0  # bumped on every change (results added or removed)
-
-    def holds(self, did: DeviceID) -> bool:
-        """IsDeviceAllocated: the device consumes its counters."""
-        return did in self.devices or did in self.shared or did in self.capacity
-
-    def add_result(
-        self, claim_key: str, did: DeviceID, *, admin: bool, share: bool, consumed: dict[str, Fraction] | None
-    ) -> None:
-        """Record one allocation result of a claim (as the scheduler's allocated-state tracker)."""
-        self.version += 1
-        self.claims_by_device.setdefault(did, []).append(claim_key)
-        if admin:
-            return
-        if share:
-            self.shared_count[did] = self.shared_count.get(did, 0) + 1
-            self.shared.add(did)
-            per = self.capacity.setdefault(did, {})
-            for n, v in (consumed or {}).items():
-                per[n] = per.get(n, Fraction(0)) + v
-        else:
-            self.devices.add(did)
-
-    def remove_result(
-        self, claim_key: str, did: DeviceID, *, admin: bool, share: bool, consumed: dict[str, Fraction] | None
-    ) -> None:
-        """Undo add_result (a gang that could not be placed whole gives its devices back)."""
-        self.releases += 1
-        self.version += 1
-        users = self.claims_by_device.get(did, [])
-        if claim_key in users:
-            users.remove(claim_key)
-        if admin:
-            return
-        if share:
-            self.shared_count[did] -= 1
-            per = self.capacity[did]
-            for n, v in (consumed or {}).items():
-                per[n] -= v
-            if self.shared_count[did] == 0:
-                del self.shared_count[did]
-                self.shared.discard(did)
-                del self.capacity[did]
-        else:
-            self.devices.discard(did)
-
-
-def allocated_state(claims: Iterable[ResourceClaim], features: Features) -> AllocatedState:
-    state = AllocatedState()
-    for claim in claims:
-        alloc = claim.status.allocation
-        if alloc is None:
-            continue
-        for i, r in enumerate(alloc.devices.results):
-            did = (r.driver, r.pool, r.device)
-            state.claims_by_device.setdefault(did, []).append(f"{claim.namespace}/{claim.name}")
-            if r.admin_access:
-                continue  # admin access never marks a device in use
-            if features.consumable_capacity and r.share_id:
-                state.shared.add(did)
-                state.shared_count[did] = state.shared_count.get(did, 0) + 1
-                per = state.capacity.setdefault(did, {})
-                for name, q in (r.consumed_capacity or {}).items():
-                    v = parse_quantity(
-                        q,
-                        f"ResourceClaim {claim.namespace}/{claim.name}: "
-                        f"status.allocation.devices.results[{i}].consumedCapacity.{name}",
-                    )
-                    per[name] = per.get(name, Fraction(0)) + v
-            else:
-                state.devices.add(did)
-    return state
 
 
 def available_counters(pool: "Pool", allocated: AllocatedState) -> dict[str, dict[str, Fraction]]:
@@ -562,7 +460,6 @@ def build_inventory(
     are placed) replaces the state computed from `allocated_claims`; `relevant` as for
     gather_pools."""
     pools = gather_pools(slices, node, features, index, relevant)
-    converts_cleanly = _converts_cleanly()
     devices: list[DeviceEntry] = []
     list_types = features.list_type_attributes
     for pool in pools:
@@ -575,8 +472,8 @@ def build_inventory(
                 # (computed now, while the device's objects are in the CPU's caches: every
                 # search that reaches the device reads them; on a surprise, left to then)
                 try:
-                    entry.__dict__["_cel_clean"] = converts_cleanly(d, list_types)
-                    entry.__dict__["_plain_capacity"] = plain_capacity(d)
+                    entry.cel_clean
+                    entry.plain_capacity
                 except Exception:  # noqa: BLE001
                     pass
                 devices.append(entry)

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, cast
 
-from draopt.dra.counter_room import CounterRoom, PoolLayout
+from draopt.dra.counter_room import CounterRoom
+from draopt.dra.pools import PoolLayout
 from draopt.dra.constraints import AttrValue, constraint_applies, normalise
 from draopt.dra.rules import lookup_attribute
 from draopt.errors import AllocationError

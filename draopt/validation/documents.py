@@ -105,92 +105,121 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             ctx.invalid("(object)", None, "expected a Kubernetes object (a mapping)")
             continue
         doc = json.loads(json.dumps(doc, default=str))  # private copy: dropping fields must not leak
-        kind = doc.get("kind")
-        if not kind:
-            ctx.required("kind")
+        kind = _served_kind(ctx, doc, features)
+        if kind is None:
             continue
-        if not isinstance(kind, str):
-            ctx.invalid("kind", kind, "must be of type string")
+        v1 = _strict_v1(ctx, doc, kind)
+        if v1 is None:
             continue
-        group = custom_resource_group(doc)
-        if group is not None:
-            ctx.note(
-                "kind",
-                f"a {kind} of API group {group} (a custom resource, not Kubernetes' {kind}) is not validated by draopt",
-            )
-            continue
-        versions = KINDS[kind][1] if kind in KINDS else EXTRA_KINDS.get(kind)
-        if versions is None:
-            ctx.note("kind", f"{kind} objects are not validated by draopt")
-            continue
-        if doc.get("apiVersion") not in versions:
-            ctx.invalid("apiVersion", doc.get("apiVersion"), f"{kind} is served as: " + ", ".join(versions))
-            continue
-        not_served = _not_served(kind, doc["apiVersion"], features.kubernetes_version)
-        if not_served:
-            ctx.note("apiVersion", not_served)
-        if kind == "CompositePodGroup" and not features.composite_pod_group:
-            ctx.note(
-                "kind",
-                "CompositePodGroup is not served: feature gate CompositePodGroup must be enabled (not validated)",
-            )
-            continue
-        if kind == "DeviceTaintRule" and not features.device_taint_rules:
-            ctx.note(
-                "kind",
-                "DeviceTaintRule is not served: feature gates DRADeviceTaints and "
-                "DRADeviceTaintRules must be enabled (not validated)",
-            )
-            continue
-        # Strict decoding (kubectl's default field validation): unknown fields of the version
-        # as written; then the object in its v1 (internal) form, as the API server validates it.
-        if kind == "ResourceSlice":  # 1.36's nodeAllocatableResourceMappings, read in its 1.37 shape
-            try:
-                doc = node_allocatable_136(doc, kind)
-            except InputError as e:
-                ctx.invalid("spec.devices", None, str(e))
-                continue
-        if kind in KINDS:
-            for path in unknown_fields(doc, schema_for(KINDS[kind][0], doc.get("apiVersion"))):
-                ctx.err(path, "Unknown field")
-        try:
-            doc = to_v1(doc)
-        except ConversionError as e:
-            ctx.invalid(e.path, None, e.message)
-            continue
-        meta = doc.get("metadata")
-        if not isinstance(meta, dict):
-            meta = {}
-        name = meta.get("name")
-        namespaced = kind in NAMESPACED
-        name_check = is_dns1123_label if kind == "Namespace" else is_dns1123_subdomain
-        if not name and not meta.get("generateName"):
-            ctx.required("metadata.name", "name or generateName is required")
-        elif name:
-            ctx.names(name, "metadata.name", name_check)
-            key = (kind, (meta.get("namespace") or "default") if namespaced else "", name)
-            if not all(isinstance(k, str) for k in key):
-                pass  # a wrong type is reported by the name checks
-            elif key in seen:
-                ctx.duplicate("metadata.name", name)
-                ctx.note(
-                    "metadata.name",
-                    f"the same {kind} is also given in {seen[key]}: kubectl apply would "
-                    "apply the later one over the earlier (kubectl create: AlreadyExists)",
-                )
-            else:
-                seen[key] = source
-        if namespaced and meta.get("namespace"):
-            ctx.names(meta["namespace"], "metadata.namespace", is_dns1123_label)
-        if kind == "ResourceClaim":
-            _validate_claim_spec(ctx, doc.get("spec"), "spec", meta.get("namespace") or "default", namespaces)
-        elif kind == "ResourceClaimTemplate":
-            spec = ctx.get(doc, "spec", "", dict, {})
-            _validate_claim_spec(ctx, spec.get("spec"), "spec.spec", meta.get("namespace") or "default", namespaces)
-        elif kind in _VALIDATORS:
-            _VALIDATORS[kind](ctx, doc)
-        _quantities(ctx, doc, kind)
+        meta = _check_metadata(ctx, v1, kind, source, seen)
+        _validate_kind(ctx, v1, kind, meta, namespaces)
     return report
+
+
+def _served_kind(ctx: _Ctx, doc: dict, features: Features) -> str | None:
+    """The document's kind, when draopt validates it as the API server of `features` serves it;
+    None (with the finding or note that says why) when not."""
+    kind = doc.get("kind")
+    if not kind:
+        ctx.required("kind")
+        return None
+    if not isinstance(kind, str):
+        ctx.invalid("kind", kind, "must be of type string")
+        return None
+    group = custom_resource_group(doc)
+    if group is not None:
+        ctx.note(
+            "kind",
+            f"a {kind} of API group {group} (a custom resource, not Kubernetes' {kind}) is not validated by draopt",
+        )
+        return None
+    versions = KINDS[kind][1] if kind in KINDS else EXTRA_KINDS.get(kind)
+    if versions is None:
+        ctx.note("kind", f"{kind} objects are not validated by draopt")
+        return None
+    if doc.get("apiVersion") not in versions:
+        ctx.invalid("apiVersion", doc.get("apiVersion"), f"{kind} is served as: " + ", ".join(versions))
+        return None
+    not_served = _not_served(kind, doc["apiVersion"], features.kubernetes_version)
+    if not_served:
+        ctx.note("apiVersion", not_served)
+    if kind == "CompositePodGroup" and not features.composite_pod_group:
+        ctx.note(
+            "kind",
+            "CompositePodGroup is not served: feature gate CompositePodGroup must be enabled (not validated)",
+        )
+        return None
+    if kind == "DeviceTaintRule" and not features.device_taint_rules:
+        ctx.note(
+            "kind",
+            "DeviceTaintRule is not served: feature gates DRADeviceTaints and "
+            "DRADeviceTaintRules must be enabled (not validated)",
+        )
+        return None
+    return kind
+
+
+def _strict_v1(ctx: _Ctx, doc: dict, kind: str) -> dict | None:
+    """The document in its v1 form, its unknown fields reported; None when it does not convert."""
+    # Strict decoding (kubectl's default field validation): unknown fields of the version
+    # as written; then the object in its v1 (internal) form, as the API server validates it.
+    if kind == "ResourceSlice":  # 1.36's nodeAllocatableResourceMappings, read in its 1.37 shape
+        try:
+            doc = node_allocatable_136(doc, kind)
+        except InputError as e:
+            ctx.invalid("spec.devices", None, str(e))
+            return None
+    if kind in KINDS:
+        for path in unknown_fields(doc, schema_for(KINDS[kind][0], doc.get("apiVersion"))):
+            ctx.err(path, "Unknown field")
+    try:
+        doc = to_v1(doc)
+    except ConversionError as e:
+        ctx.invalid(e.path, None, e.message)
+        return None
+    return doc
+
+
+def _check_metadata(ctx: _Ctx, doc: dict, kind: str, source: str, seen: dict[tuple[str, str, str], str]) -> dict:
+    """The object's name and namespace, and whether an earlier document gave the same object;
+    its metadata (empty when not a mapping)."""
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    name = meta.get("name")
+    namespaced = kind in NAMESPACED
+    name_check = is_dns1123_label if kind == "Namespace" else is_dns1123_subdomain
+    if not name and not meta.get("generateName"):
+        ctx.required("metadata.name", "name or generateName is required")
+    elif name:
+        ctx.names(name, "metadata.name", name_check)
+        key = (kind, (meta.get("namespace") or "default") if namespaced else "", name)
+        if not all(isinstance(k, str) for k in key):
+            pass  # a wrong type is reported by the name checks
+        elif key in seen:
+            ctx.duplicate("metadata.name", name)
+            ctx.note(
+                "metadata.name",
+                f"the same {kind} is also given in {seen[key]}: kubectl apply would "
+                "apply the later one over the earlier (kubectl create: AlreadyExists)",
+            )
+        else:
+            seen[key] = source
+    if namespaced and meta.get("namespace"):
+        ctx.names(meta["namespace"], "metadata.namespace", is_dns1123_label)
+    return meta
+
+
+def _validate_kind(ctx: _Ctx, doc: dict, kind: str, meta: dict, namespaces: dict) -> None:
+    """The rules of the object's kind, then its quantities."""
+    if kind == "ResourceClaim":
+        _validate_claim_spec(ctx, doc.get("spec"), "spec", meta.get("namespace") or "default", namespaces)
+    elif kind == "ResourceClaimTemplate":
+        spec = ctx.get(doc, "spec", "", dict, {})
+        _validate_claim_spec(ctx, spec.get("spec"), "spec.spec", meta.get("namespace") or "default", namespaces)
+    elif kind in _VALIDATORS:
+        _VALIDATORS[kind](ctx, doc)
+    _quantities(ctx, doc, kind)
 
 
 def validate_files(paths: Iterable[str], features: Features | None = None) -> Report:

@@ -43,7 +43,6 @@ def _attr_used(name: str, req: str, attrs: dict[str, set[str]]) -> bool:
 
 
 def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namespaces: dict[str, dict]) -> None:
-    f = ctx.features
     if spec is None:
         spec = {}
     if not isinstance(spec, dict):
@@ -54,8 +53,29 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
     requests = ctx.get(devices, "requests", dp, list, [])
     constraints = ctx.get(devices, "constraints", dp, list, [])
     config = ctx.get(devices, "config", dp, list, [])
+    _drop_disabled_fields(ctx, requests, constraints, dp)
+    names = _request_names(requests)
+    constraint_attrs = _constraint_attributes(constraints)
 
-    # Drop disabled fields (on create).
+    if len(requests) > MAX_REQUESTS:
+        ctx.too_many(f"{dp}.requests", len(requests), MAX_REQUESTS)
+    else:
+        for i, r in enumerate(requests):
+            _validate_request(ctx, r, f"{dp}.requests[{i}]", constraint_attrs)
+        ctx.unique_list(requests, f"{dp}.requests", lambda r: r.get("name") if isinstance(r, dict) else None)
+
+    _validate_constraints(ctx, constraints, dp, names)
+    if ctx.within(config, f"{dp}.config", MAX_CONFIG):
+        for cp, c in ctx.objects(config, f"{dp}.config"):
+            _request_refs(ctx, c.get("requests"), f"{cp}.requests", names)
+            ctx.opaque(c, cp)
+
+    _check_admin_access(ctx, requests, dp, namespace, namespaces)
+
+
+def _drop_disabled_fields(ctx: _Ctx, requests: list, constraints: list, dp: str) -> None:
+    """Drop disabled fields (on create)."""
+    f = ctx.features
     for i, r in enumerate(requests):
         if not isinstance(r, dict):
             continue
@@ -79,7 +99,9 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
         for i, c in enumerate(constraints):
             _drop(ctx, c, "distinctAttribute", f"{dp}.constraints[{i}]", "DRAConsumableCapacity", False)
 
-    # Request names (and sub-request names) that constraints and config may reference.
+
+def _request_names(requests: list) -> dict[str, set[str] | None]:
+    """Request names (and sub-request names) that constraints and config may reference."""
     names: dict[str, set[str] | None] = {}
     for r in requests:
         if isinstance(r, dict) and isinstance(r.get("name"), str):
@@ -89,15 +111,11 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
                 if isinstance(fa, list) and fa
                 else None
             )
-    constraint_attrs = _constraint_attributes(constraints)
+    return names
 
-    if len(requests) > MAX_REQUESTS:
-        ctx.too_many(f"{dp}.requests", len(requests), MAX_REQUESTS)
-    else:
-        for i, r in enumerate(requests):
-            _validate_request(ctx, r, f"{dp}.requests[{i}]", constraint_attrs)
-        ctx.unique_list(requests, f"{dp}.requests", lambda r: r.get("name") if isinstance(r, dict) else None)
 
+def _validate_constraints(ctx: _Ctx, constraints: list, dp: str, names: dict[str, set[str] | None]) -> None:
+    f = ctx.features
     if ctx.within(constraints, f"{dp}.constraints", MAX_CONSTRAINTS):
         for cp, c in ctx.objects(constraints, f"{dp}.constraints"):
             _request_refs(ctx, c.get("requests"), f"{cp}.requests", names)
@@ -117,12 +135,9 @@ def _validate_claim_spec(ctx: _Ctx, spec: Any, base: str, namespace: str, namesp
             else:
                 ctx.required(f"{cp}.matchAttribute")
 
-    if ctx.within(config, f"{dp}.config", MAX_CONFIG):
-        for cp, c in ctx.objects(config, f"{dp}.config"):
-            _request_refs(ctx, c.get("requests"), f"{cp}.requests", names)
-            ctx.opaque(c, cp)
 
-    # Admin access (registry strategy AuthorizedForAdmin: the first request with adminAccess).
+def _check_admin_access(ctx: _Ctx, requests: list, dp: str, namespace: str, namespaces: dict[str, dict]) -> None:
+    """Admin access (registry strategy AuthorizedForAdmin: the first request with adminAccess)."""
     for i, r in enumerate(requests):
         ex = r.get("exactly") if isinstance(r, dict) else None
         if isinstance(ex, dict) and ex.get("adminAccess") is True:

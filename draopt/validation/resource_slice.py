@@ -37,12 +37,23 @@ _SCALAR_ATTR_KEYS = ("bool", "int", "string", "version")
 
 
 def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
-    f = ctx.features
     spec = ctx.get(doc, "spec", "", dict, None)
     if spec is None:
         ctx.required("spec")
         return
-    # Fields of disabled gates are dropped first.
+    devices = _drop_disabled_fields(ctx, spec)
+    _validate_driver_and_pool(ctx, spec)
+    _validate_node_choice(ctx, spec)
+    if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
+        ctx.invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed")
+
+    _validate_devices(ctx, spec, devices or [])
+    _validate_shared_counters(ctx, spec)
+
+
+def _drop_disabled_fields(ctx: _Ctx, spec: dict) -> list | None:
+    """Fields of disabled gates are dropped first; the spec's devices (None: not a list)."""
+    f = ctx.features
     for key in ("sharedCounters", "perDeviceNodeSelection"):
         _drop(ctx, spec, key, "spec", "DRAPartitionableDevices", f.partitionable_devices)
     devices = ctx.get(spec, "devices", "spec", list, None)
@@ -69,7 +80,10 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
             for name, attr in d["attributes"].items():
                 for key in _LIST_ATTR_KEYS:
                     _drop(ctx, attr, key, f"{p}.attributes[{name}]", "DRAListTypeAttributes", False)
+    return devices
 
+
+def _validate_driver_and_pool(ctx: _Ctx, spec: dict) -> None:
     ctx.driver_name(spec.get("driver"), "spec.driver")
     pool = ctx.get(spec, "pool", "spec", dict, None)
     if pool is None:
@@ -83,6 +97,9 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
         if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
             ctx.invalid("spec.pool.generation", gen, "must be greater than or equal to zero")
 
+
+def _validate_node_choice(ctx: _Ctx, spec: dict) -> None:
+    """Exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection."""
     set_fields = []
     if "nodeName" in spec and spec["nodeName"] is not None:
         if spec["nodeName"] != "":
@@ -111,10 +128,8 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
             "required, but multiple fields are set",
         )
 
-    if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
-        ctx.invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed")
 
-    devices = devices or []
+def _validate_devices(ctx: _Ctx, spec: dict, devices: list) -> None:
     advanced = any(
         isinstance(d, dict)
         and (
@@ -142,6 +157,8 @@ def _validate_resource_slice(ctx: _Ctx, doc: dict) -> None:
             _validate_device(ctx, d, f"spec.devices[{i}]", per_device)
         ctx.unique_list(devices, "spec.devices", lambda d: d.get("name") if isinstance(d, dict) else None)
 
+
+def _validate_shared_counters(ctx: _Ctx, spec: dict) -> None:
     counters = ctx.get(spec, "sharedCounters", "spec", list, [])
     if ctx.within(counters, "spec.sharedCounters", MAX_COUNTER_SETS):
         for p, cs in ctx.objects(counters, "spec.sharedCounters"):
@@ -198,39 +215,13 @@ def _validate_device(ctx: _Ctx, d: Any, p: str, per_device: bool) -> None:
     for name, attr in attrs.items():
         ctx.qualified_name(name, f"{p}.attributes")
         _validate_attribute(ctx, attr, f"{p}.attributes[{name}]")
-    multi = d.get("allowMultipleAllocations") is True
-    for name, cap in caps.items():
-        ctx.qualified_name(name, f"{p}.capacity")
-        cp = f"{p}.capacity[{name}]"
-        if not isinstance(cap, dict):
-            ctx.invalid(cp, cap, "must be of type object (`{value: ...}`)")
-            continue
-        if cap.get("value") is None:
-            ctx.required(f"{cp}.value")
-            continue
-        if cap.get("requestPolicy") is not None and not multi:
-            ctx.forbidden(f"{cp}.requestPolicy", "allowMultipleAllocations must be true")
-        elif isinstance(cap.get("requestPolicy"), dict):
-            rp = cap["requestPolicy"]
-            if rp.get("validValues") and rp.get("validRange") is not None:
-                ctx.forbidden(
-                    f"{cp}.requestPolicy",
-                    'exactly one policy can be specified, cannot specify '
-                    '"validValues" and "validRange" at the same time',
-                )
-            elif (rp.get("validValues") or rp.get("validRange") is not None) and rp.get("default") is None:
-                which = "validValues" if rp.get("validValues") else "validRange"
-                ctx.required(f"{cp}.requestPolicy.default", f"required when {which} is defined")
-            elif isinstance(rp.get("validRange"), dict) and rp["validRange"].get("min") is None:
-                ctx.required(f"{cp}.requestPolicy.validRange.min", "required when validRange is defined")
-
+    _validate_capacities(ctx, caps, p, d.get("allowMultipleAllocations") is True)
     taints = ctx.get(d, "taints", p, list, [])
     if len(taints) > MAX_TAINTS:
         ctx.too_many(f"{p}.taints", len(taints), MAX_TAINTS)
     else:
         for i, t in enumerate(taints):
             _validate_taint(ctx, t, f"{p}.taints[{i}]")
-
     cc = ctx.get(d, "consumesCounters", p, list, [])
     if ctx.within(cc, f"{p}.consumesCounters", MAX_CONSUMPTIONS_PER_DEVICE):
         for cp, c in ctx.objects(cc, f"{p}.consumesCounters"):
@@ -240,7 +231,12 @@ def _validate_device(ctx: _Ctx, d: Any, p: str, per_device: bool) -> None:
             if isinstance(groups, list) and len(groups) > MAX_COMPATIBILITY_GROUPS:
                 ctx.too_many(f"{cp}.compatibilityGroups", len(groups), MAX_COMPATIBILITY_GROUPS)
         ctx.unique_list(cc, f"{p}.consumesCounters", lambda c: c.get("counterSet") if isinstance(c, dict) else None)
+    _validate_device_nodes(ctx, d, p, per_device)
+    _binding_conditions(ctx, d, p)
 
+
+def _validate_device_nodes(ctx: _Ctx, d: dict, p: str, per_device: bool) -> None:
+    """A device's own node choice (perDeviceNodeSelection)."""
     node_keys = [k for k in ("nodeName", "nodeSelector", "allNodes") if d.get(k) is not None]
     if per_device:
         set_fields = []
@@ -274,7 +270,32 @@ def _validate_device(ctx: _Ctx, d: Any, p: str, per_device: bool) -> None:
             "`perDeviceNodeSelection` is set to true in the ResourceSlice spec",
         )
 
-    _binding_conditions(ctx, d, p)
+
+def _validate_capacities(ctx: _Ctx, caps: dict, p: str, multi: bool) -> None:
+    for name, cap in caps.items():
+        ctx.qualified_name(name, f"{p}.capacity")
+        cp = f"{p}.capacity[{name}]"
+        if not isinstance(cap, dict):
+            ctx.invalid(cp, cap, "must be of type object (`{value: ...}`)")
+            continue
+        if cap.get("value") is None:
+            ctx.required(f"{cp}.value")
+            continue
+        if cap.get("requestPolicy") is not None and not multi:
+            ctx.forbidden(f"{cp}.requestPolicy", "allowMultipleAllocations must be true")
+        elif isinstance(cap.get("requestPolicy"), dict):
+            rp = cap["requestPolicy"]
+            if rp.get("validValues") and rp.get("validRange") is not None:
+                ctx.forbidden(
+                    f"{cp}.requestPolicy",
+                    'exactly one policy can be specified, cannot specify '
+                    '"validValues" and "validRange" at the same time',
+                )
+            elif (rp.get("validValues") or rp.get("validRange") is not None) and rp.get("default") is None:
+                which = "validValues" if rp.get("validValues") else "validRange"
+                ctx.required(f"{cp}.requestPolicy.default", f"required when {which} is defined")
+            elif isinstance(rp.get("validRange"), dict) and rp["validRange"].get("min") is None:
+                ctx.required(f"{cp}.requestPolicy.validRange.min", "required when validRange is defined")
 
 
 def _binding_conditions(ctx: _Ctx, d: dict, p: str) -> None:
