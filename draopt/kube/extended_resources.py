@@ -146,7 +146,7 @@ def on_node(demand: PodDemand, allocatable: Mapping[str, Fraction]) -> PodDemand
     served = device_plugin_served(demand, allocatable)
     if not served:
         return demand
-    views = demand.__dict__.setdefault("_node_views", {})
+    views = demand.node_views
     got = views.get(served)
     if got is not None:
         return got

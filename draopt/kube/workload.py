@@ -114,6 +114,9 @@ class PodDemand:
     # Set on a pending pod kube-scheduler keeps out of its queue (draopt.kube.admission): no policy
     # places it; it is in Workload.waiting, not in Workload.pending.
     hold: Hold | None = None
+    # on_node's answers, by the tuple of extended resources a node's device plugin serves (not an
+    # init field: a dataclasses.replace copy starts with its own, empty)
+    node_views: dict[tuple[str, ...], PodDemand] = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 @dataclass
