@@ -24,7 +24,7 @@ from draopt.kube.models import DeviceClass, Node
 from draopt.kube.quantity import Quantity
 
 if TYPE_CHECKING:
-    from draopt.kube.workload import PodDemand
+    from draopt.kube.workload_types import PodDemand
 
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 # kube-scheduler's in-memory name of the extended-resource claim; never a valid pod claim name.
