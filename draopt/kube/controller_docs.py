@@ -113,7 +113,7 @@ class _Reader:
         self.namespace = ns or "default"
         self.what = f"{source}: {self.kind} {self.namespace}/{name}"
         uid = meta.get("uid")
-        self.uid = uid if isinstance(uid, str) and uid else stable_uid(self.kind, self.namespace, name)
+        self.uid = uid if isinstance(uid, str) and uid else stable_uid(str(self.kind), self.namespace, name)
         self.creation = meta.get("creationTimestamp")
         self.template_paths: dict[int, str] = {}  # id(pod template) -> its path, for errors
 

@@ -673,7 +673,7 @@ def expand(
 
 def check_api_version(doc: dict[str, Any], source: str) -> None:
     kind = doc.get("kind")
-    versions = CONTROLLER_KINDS[kind]
+    versions = CONTROLLER_KINDS[str(kind)]  # (a kind of CONTROLLER_KINDS: the loader chose it by kind)
     api_version = doc.get("apiVersion")
     if api_version in versions:
         return

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime, timezone
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from draopt.errors import InputError
 from draopt.kube.models import DeviceClass, Node
@@ -191,7 +191,7 @@ def _allocatable(node: Node) -> dict[str, Fraction]:
     }
 
 
-def prebind_failure_note(demand: PodDemand, nodes: list[tuple[str, Mapping[str, Fraction]]]) -> str | None:
+def prebind_failure_note(demand: PodDemand, nodes: Sequence[tuple[str, Mapping[str, Fraction]]]) -> str | None:
     """What draopt does not model of a pending pod with claims of its own whose extended resources
     a node's device plugin serves entirely (`nodes`: name, allocatable): kube-scheduler 1.36/1.37
     passes the node in Filter, allocates an extended-resource claim without requests there and

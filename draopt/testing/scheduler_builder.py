@@ -23,7 +23,7 @@ PACKER = "bin-packing-scheduler"
 CORDON = "node.kubernetes.io/unschedulable"
 REGIONS = {"us-east-1": "abc", "us-west-2": "abcd"}
 SIZES = {2: "large", 4: "xlarge", 8: "2xlarge", 16: "4xlarge", 32: "8xlarge", 64: "16xlarge"}
-KIND_ORDER = ("Namespace", "PriorityClass", "DeviceClass", "Node", "ResourceSlice", "DeviceTaintRule")
+KIND_ORDER: tuple[str, ...] = ("Namespace", "PriorityClass", "DeviceClass", "Node", "ResourceSlice", "DeviceTaintRule")
 KIND_ORDER += ("ResourceClaimTemplate", "ResourceClaim", "ReplicaSet", "PodGroup")
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 GI = 1024**3
@@ -284,7 +284,7 @@ class Builder:
                 },
             }
         )
-        owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": uid}
+        owner: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": uid}
         owner.update({"controller": True, "blockOwnerDeletion": True})
         unit = []
         for _ in range(size):

@@ -70,7 +70,7 @@ from draopt.testing.scheduler_builder import (
     random_uid,
 )
 
-FAMILIES = ("dra", "preemption", "scheduling-gates", "taints", "spread-affinity", "node-affinity")
+FAMILIES: tuple[str, ...] = ("dra", "preemption", "scheduling-gates", "taints", "spread-affinity", "node-affinity")
 FAMILIES += ("gangs", "gang-topology", "extended-resources", "node-resources", "profiles")
 DRA_FAMILIES = tuple(f"dra:{f}" for f in sc.FAMILIES)
 
@@ -118,7 +118,7 @@ def _taints(b: Builder) -> None:
             del node["spec"]
     for r in b.running:  # synth_cluster's
         _tolerate_no_execute(b, r["spec"])
-    tolerations = [
+    tolerations: list[dict[str, Any]] = [
         {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
         {"key": "dedicated", "operator": "Equal", "value": "cpu", "effect": "NoSchedule"},  # no match
         {"key": "example.com/spot", "operator": "Exists"},
@@ -548,7 +548,10 @@ def _profiles(b: Builder) -> None:
         cfg["profiles"] = [{"schedulerName": "default-scheduler"}]
     else:  # other score weights (a re-enabled plugin keeps its place)
         weights = [{"name": n, "weight": rng.randint(1, 5)} for n in ("TaintToleration", "PodTopologySpread")]
-        profile = {"schedulerName": "default-scheduler", "plugins": {"multiPoint": {"enabled": weights}}}
+        profile: dict[str, Any] = {
+            "schedulerName": "default-scheduler",
+            "plugins": {"multiPoint": {"enabled": weights}},
+        }
         if rng.random() < 0.5:
             profile["plugins"]["score"] = {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}
         cfg["profiles"] = [profile]
@@ -641,7 +644,7 @@ def _default_tolerations(spec: dict[str, Any]) -> None:
 
 def _replica_set_templates(b: Builder, pending: list[dict[str, Any]]) -> None:
     """A ReplicaSet's template: its first pod's spec as written (class name, not priority)."""
-    first = {}
+    first: dict[tuple[str, str], dict[str, Any]] = {}
     for p in pending:
         for ref in p["metadata"].get("ownerReferences", []):
             first.setdefault((p["metadata"]["namespace"], ref["name"]), p)

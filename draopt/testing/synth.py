@@ -250,7 +250,7 @@ def _running_claim(rng: random.Random, device_ids: list[_DeviceId]) -> dict[str,
     held = rng.sample(device_ids, min(len(device_ids), rng.randint(1, 2)))
     results = []
     for drv, pool, name, dev in held:
-        r = {"request": "r", "driver": drv, "pool": pool, "device": name}
+        r: dict[str, Any] = {"request": "r", "driver": drv, "pool": pool, "device": name}
         if dev.get("allowMultipleAllocations"):
             r["shareID"] = "00000000-0000-0000-0000-000000000001"
             r["consumedCapacity"] = {"memory": dev["capacity"]["memory"]["value"], "bandwidth": "2G"}
@@ -266,7 +266,7 @@ def _running_claim(rng: random.Random, device_ids: list[_DeviceId]) -> dict[str,
 
 def _claim(rng: random.Random, feats: set[str], drivers: list[str], classes: list[str], ci: int) -> dict[str, Any]:
     """Claim `ci` to allocate: 1-2 requests, maybe a constraint."""
-    requests = []
+    requests: list[dict[str, Any]] = []
     for ri in range(rng.randint(1, 2)):
         cls = rng.choice(classes)
         drv = drivers[classes.index(cls)]
@@ -342,7 +342,7 @@ def _add_constraints(
         kind = rng.choice(["matchAttribute", "distinctAttribute"])
         attr = rng.choice(["numa", "model"] + (["links"] if "lists" in feats else []))
         domain = drivers[0] if len(drivers) == 1 else "gpu.example.com"
-        c = {kind: f"{domain}/{attr}"}
+        c: dict[str, Any] = {kind: f"{domain}/{attr}"}
         if rng.random() < 0.5:
             c["requests"] = [r["name"] for r in requests]
         spec["constraints"] = [c]

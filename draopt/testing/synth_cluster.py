@@ -394,7 +394,7 @@ class _Gen(ClusterDraw):
         rng = self.rng
         choice = rng.randrange(3)
         if choice == 0:  # an empty selector list
-            e = {"deviceClassName": self.gpu_class(), "selectors": [], "count": 1}
+            e: dict[str, Any] = {"deviceClassName": self.gpu_class(), "selectors": [], "count": 1}
             name = "empty-selectors"
         elif choice == 1:  # guarded: devices without the attribute simply do not match
             e = {

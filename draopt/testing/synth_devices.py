@@ -56,6 +56,8 @@ class ClusterDraw:
         self.zones: dict[str, str] = {}
         self.tainted_nodes: set[str] = set()
         self.uuid = 0
+        # A gang's pods share its priority (False: each keeps its own, as draws before validatePodGroup)
+        self.valid_groups = True
 
     # ------------------------------------------------------------------ helpers
     def device_class(self, name: str, expr: str) -> str:
@@ -165,7 +167,7 @@ class ClusterDraw:
         )
         # A valid group (validatePodGroup, 1.37): its pods share one priority, the group's as the
         # Priority admission plugin sets it: the first pod's PriorityClass, else the default (0).
-        if not getattr(self, "valid_groups", True):
+        if not self.valid_groups:
             for p in members:
                 p["spec"]["schedulingGroup"] = {"podGroupName": name}
             return name
