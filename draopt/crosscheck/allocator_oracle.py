@@ -237,52 +237,13 @@ def run_allocator_oracle(
     assert proc.stdin is not None and proc.stdout is not None
     names: list[str] = []
     write_error: list[BaseException] = []
-
-    def feed() -> None:
-        try:
-            for scenario in scenarios:
-                names.append(str(scenario.get("name", "")))
-                proc.stdin.write(json.dumps(scenario, separators=(",", ":")) + "\n")  # type: ignore[union-attr]
-                proc.stdin.flush()  # type: ignore[union-attr]
-        except BaseException as e:  # noqa: BLE001 - reported by the reading side
-            write_error.append(e)
-        finally:
-            try:
-                proc.stdin.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
-
     lines: queue.Queue[str | None] = queue.Queue()
-
-    def drain() -> None:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            lines.put(line)
-        lines.put(None)
-
-    writer = threading.Thread(target=feed, daemon=True)
-    reader = threading.Thread(target=drain, daemon=True)
+    writer = threading.Thread(target=_feed, args=(proc, scenarios, names, write_error), daemon=True)
+    reader = threading.Thread(target=_drain, args=(proc, lines), daemon=True)
     writer.start()
     reader.start()
-    answers: list[OracleAllocation] = []
     try:
-        while True:
-            try:
-                line = lines.get(timeout=timeout)
-            except queue.Empty:
-                raise OracleFailed(f"allocator oracle {minor}: no answer within {timeout}s") from None
-            if line is None:
-                break
-            data = json.loads(line)
-            answers.append(
-                OracleAllocation(
-                    name=data.get("name", ""),
-                    outcome=data.get("outcome", ""),
-                    results=list(data.get("results") or []),
-                    error=data.get("error", ""),
-                    nanos=list(data.get("nanos") or []),
-                    allocator=data.get("allocator", ""),
-                )
-            )
+        answers = _read_answers(lines, minor, timeout)
         writer.join()
         if write_error:
             raise write_error[0]
@@ -304,6 +265,58 @@ def run_allocator_oracle(
         if answer.name != name:
             raise OracleFailed(f"allocator oracle {minor}: answer {answer.name!r} in the place of {name!r}")
     return answers
+
+
+def _feed(
+    proc: subprocess.Popen[str],
+    scenarios: Iterable[Mapping[str, Any]],
+    names: list[str],
+    write_error: list[BaseException],
+) -> None:
+    """Write the scenarios to the oracle, one JSON line each (their names into `names`), then
+    close its input; an error goes to `write_error` (the reading side reports it)."""
+    try:
+        for scenario in scenarios:
+            names.append(str(scenario.get("name", "")))
+            proc.stdin.write(json.dumps(scenario, separators=(",", ":")) + "\n")  # type: ignore[union-attr]
+            proc.stdin.flush()  # type: ignore[union-attr]
+    except BaseException as e:  # noqa: BLE001 - reported by the reading side
+        write_error.append(e)
+    finally:
+        try:
+            proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
+
+
+def _drain(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+    """The oracle's output lines into `lines`, then None."""
+    for line in proc.stdout:  # type: ignore[union-attr]
+        lines.put(line)
+    lines.put(None)
+
+
+def _read_answers(lines: queue.Queue[str | None], minor: str, timeout: float) -> list[OracleAllocation]:
+    """The oracle's answers until its output ends; OracleFailed when none comes within `timeout`."""
+    answers: list[OracleAllocation] = []
+    while True:
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            raise OracleFailed(f"allocator oracle {minor}: no answer within {timeout}s") from None
+        if line is None:
+            return answers
+        data = json.loads(line)
+        answers.append(
+            OracleAllocation(
+                name=data.get("name", ""),
+                outcome=data.get("outcome", ""),
+                results=list(data.get("results") or []),
+                error=data.get("error", ""),
+                nanos=list(data.get("nanos") or []),
+                allocator=data.get("allocator", ""),
+            )
+        )
 
 
 POOL_ORDER_SUFFIX = "#pool-order"

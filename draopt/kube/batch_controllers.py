@@ -162,9 +162,22 @@ class _BatchExpander(_Expander):
         if scheduling is not None:
             min_member = r.get(scheduling, "spec.runPolicy.schedulingPolicy", "minAvailable", int, workers + 1)
             group = self.gang(r, min_member, "spec.runPolicy.schedulingPolicy")
-        have = self.owned_names(r)
-        owner = _owner("kubeflow.org/v2beta1", "MPIJob", r.name, r.uid)
-        key = f"{r.namespace}/{r.name}"
+        self.note_extra_mpi_workers(r, workers)
+        if not self.mpi_workers(r, worker, workers, group, as_worker):
+            return
+        job_name = f"{r.name}-launcher"
+        if self.owned_pods(r.namespace, "Job", job_name):
+            return  # the launcher Job's pod is in the input
+        if creation == "WaitForWorkersReady" and workers and not self.workers_running(r, workers):
+            self.out.notes.append(
+                f"{r.what}: spec.launcherCreationPolicy: WaitForWorkersReady: the launcher Job "
+                f"{job_name} is created once the {workers} workers are ready (not made here)"
+            )
+            return
+        self.mpi_launcher(r, launcher, job_name, group, as_worker)
+
+    def note_extra_mpi_workers(self, r: _Reader, workers: int) -> None:
+        """A note for the MPIJob's worker pods past its replicas (the controller would delete them)."""
         selector = {
             "matchLabels": {KF + "operator-name": "mpi-operator", KF + "job-name": r.name, KF + "job-role": "worker"}
         }  # workerSelector
@@ -182,6 +195,20 @@ class _BatchExpander(_Expander):
                 f"({', '.join(extra[:3])}) would be deleted by the controller (scale-down): "
                 f"kept here"
             )
+
+    def mpi_workers(
+        self,
+        r: _Reader,
+        worker: tuple[dict, dict, str] | None,
+        workers: int,
+        group: dict[str, Any] | None,
+        as_worker: bool,
+    ) -> bool:
+        """The MPIJob's missing worker pods; False where the controller stops (a pod of a worker's
+        name that it does not control)."""
+        have = self.owned_names(r)
+        owner = _owner("kubeflow.org/v2beta1", "MPIJob", r.name, r.uid)
+        key = f"{r.namespace}/{r.name}"
         for i in range(workers):
             name = f"{r.name}-worker-{i}"
             if name in have:
@@ -191,7 +218,7 @@ class _BatchExpander(_Expander):
                     f"{r.what}: pod {r.namespace}/{name} exists and is not controlled by it: "
                     f"the controller stops there (ErrResourceExists) and creates no more pods"
                 )
-                return
+                return False
             assert worker is not None
             update: dict[str, Any] = {
                 "hostname": name,
@@ -214,15 +241,18 @@ class _BatchExpander(_Expander):
                 spec_update=update,
                 order=(key, i + 1),
             )
-        job_name = f"{r.name}-launcher"
-        if self.owned_pods(r.namespace, "Job", job_name):
-            return  # the launcher Job's pod is in the input
-        if creation == "WaitForWorkersReady" and workers and not self.workers_running(r, workers):
-            self.out.notes.append(
-                f"{r.what}: spec.launcherCreationPolicy: WaitForWorkersReady: the launcher Job "
-                f"{job_name} is created once the {workers} workers are ready (not made here)"
-            )
-            return
+        return True
+
+    def mpi_launcher(
+        self,
+        r: _Reader,
+        launcher: tuple[dict, dict, str],
+        job_name: str,
+        group: dict[str, Any] | None,
+        as_worker: bool,
+    ) -> None:
+        """The MPIJob's launcher Job (its pod made as the Job controller makes it)."""
+        key = f"{r.namespace}/{r.name}"
         lspec, ltemplate, lpath = launcher
         labels = dict((ltemplate.get("metadata") or {}).get("labels") or {})
         labels.update({KF + "operator-name": "mpi-operator", KF + "job-name": r.name, KF + "job-role": "launcher"})

@@ -17,14 +17,14 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime, timezone
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from draopt.errors import InputError
 from draopt.kube.models import DeviceClass, Node
 from draopt.kube.quantity import Quantity
 
 if TYPE_CHECKING:
-    from draopt.kube.workload import PodDemand
+    from draopt.kube.workload_types import PodDemand
 
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 # kube-scheduler's in-memory name of the extended-resource claim; never a valid pod claim name.
@@ -146,7 +146,7 @@ def on_node(demand: PodDemand, allocatable: Mapping[str, Fraction]) -> PodDemand
     served = device_plugin_served(demand, allocatable)
     if not served:
         return demand
-    views = demand.__dict__.setdefault("_node_views", {})
+    views = demand.node_views
     got = views.get(served)
     if got is not None:
         return got
@@ -191,7 +191,7 @@ def _allocatable(node: Node) -> dict[str, Fraction]:
     }
 
 
-def prebind_failure_note(demand: PodDemand, nodes: list[tuple[str, Mapping[str, Fraction]]]) -> str | None:
+def prebind_failure_note(demand: PodDemand, nodes: Sequence[tuple[str, Mapping[str, Fraction]]]) -> str | None:
     """What draopt does not model of a pending pod with claims of its own whose extended resources
     a node's device plugin serves entirely (`nodes`: name, allocatable): kube-scheduler 1.36/1.37
     passes the node in Filter, allocates an extended-resource claim without requests there and

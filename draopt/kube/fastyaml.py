@@ -132,7 +132,9 @@ def _without_block_scalars(text: str) -> str:
         if header.start() < pos:
             continue  # inside a block already left out
         line_start = text.rfind("\n", 0, header.start()) + 1
-        column = _LINE_INDENT.match(text, line_start, header.start()).end() - line_start
+        indent = _LINE_INDENT.match(text, line_start, header.start())
+        assert indent is not None  # (the pattern matches the empty string)
+        column = indent.end() - line_start
         end = _BLOCK_ENDS.get(column)
         if end is None:  # a newline, then a line with content indented `column` or less
             end = _BLOCK_ENDS[column] = re.compile(r"\n(?= {0," + str(column) + r"}[^ \n])")

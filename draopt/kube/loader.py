@@ -8,7 +8,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import yaml
 from pydantic import ValidationError
@@ -235,7 +235,7 @@ def node_allocatable_136(doc: dict[str, Any], what: str) -> dict[str, Any]:
         new_inner = {k: v for k, v in inner.items() if k != MAPPINGS_136}
         new_inner["nodeAllocatableResources"] = converted
         out.append(dict(d, basic=new_inner) if inner is not d else new_inner)
-    return dict(doc, spec=dict(spec, devices=out))
+    return dict(doc, spec=dict(cast(dict[str, Any], spec), devices=out))
 
 
 class _KubernetesYaml:
@@ -267,7 +267,7 @@ class _YamlLoader(_KubernetesYaml, yaml.SafeLoader):
 
 # libyaml scans and parses in C (the same documents, about 3x faster); its error messages are
 # worded differently, so a document it refuses is read again by _YamlLoader for the message.
-_CYamlLoader = type("_CYamlLoader", (_KubernetesYaml, yaml.CSafeLoader), {}) if yaml.__with_libyaml__ else None
+_CYamlLoader: Any = type("_CYamlLoader", (_KubernetesYaml, yaml.CSafeLoader), {}) if yaml.__with_libyaml__ else None
 
 
 def _key_text(key: Any) -> str:
@@ -546,7 +546,7 @@ def _created_pods(created: Any, read: bool = False) -> list[Pod]:
         if read or i in created.repeats:  # its template was read (and warned about) for an earlier pod
             out.append(Pod.model_validate(doc))
         else:
-            out.append(parse_object(doc, where))
+            out.append(cast(Pod, parse_object(doc, where)))
     return out
 
 
@@ -747,7 +747,7 @@ def _apply_repeats(
 
     base = {attr: len(getattr(objects, attr)) for attr in ObjectSet._BY_KIND.values()}
     for attr in ObjectSet._BY_KIND.values():
-        kept = []
+        kept: list[Any] = []
         for obj in getattr(part, attr):
             hit = seen.get(obj.ref)
             if hit is None or hit[0] != attr or hit[2] == source:
@@ -764,7 +764,7 @@ def _apply_repeats(
                 getattr(objects, attr)[position] = parse_object(merged, f"{source} (applied over {earlier})")
             said(obj.ref, earlier, same=merged == live)
         setattr(part, attr, kept)
-    kept_controllers = []
+    kept_controllers: list[tuple[dict[str, Any], str]] = []
     for doc, where in part.controllers:
         ref = _controller_ref(doc)
         hit = seen.get(ref)

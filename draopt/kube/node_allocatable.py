@@ -9,7 +9,8 @@ from fractions import Fraction
 from draopt.errors import InputError
 from draopt.kube.models import Device
 from draopt.kube.models.workload import NodeAllocatableResources
-from draopt.kube.workload import _POD_LEVEL, PodDemand, effective_container_requests, pod_requests, q
+from draopt.kube.pod_requests import _POD_LEVEL, effective_container_requests, pod_requests, q
+from draopt.kube.workload_types import PodDemand
 
 
 def node_allocatable_demand(

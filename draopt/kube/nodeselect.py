@@ -6,6 +6,7 @@ from typing import Callable
 
 from draopt.errors import InputError
 from draopt.kube.models import DeviceTaint, DeviceToleration, Node, NodeSelector, NodeSelectorRequirement
+from draopt.kube.models.core import Taint, Toleration
 
 
 def _requirement_matches(req: NodeSelectorRequirement, values: dict[str, str], where: str) -> bool:
@@ -90,7 +91,7 @@ def node_matches(
     return False
 
 
-def tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
+def tolerates(toleration: DeviceToleration | Toleration, taint: DeviceTaint | Taint) -> bool:
     """resourceclaim.ToleratesTaint (and core/v1 Toleration.ToleratesTaint, the same rule): empty key/effect match all; empty operator means Equal."""
     if toleration.effect and toleration.effect != taint.effect:
         return False

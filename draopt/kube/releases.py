@@ -60,8 +60,12 @@ _SCHED = "scheduling.k8s.io/"
 _DRA_CORE = (_RES + "v1", _RES + "v1beta2", _RES + "v1beta1")
 
 
-def _served(taint_rules: tuple[str, ...], workload: tuple[str, ...], pod_group: tuple[str, ...], composite=()):
-    out = {k: _DRA_CORE for k in ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")}
+def _served(
+    taint_rules: tuple[str, ...], workload: tuple[str, ...], pod_group: tuple[str, ...], composite: tuple[str, ...] = ()
+) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {
+        k: _DRA_CORE for k in ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+    }
     out["DeviceTaintRule"] = tuple(_RES + v for v in taint_rules)
     out["Workload"] = tuple(_SCHED + v for v in workload)
     out["PodGroup"] = tuple(_SCHED + v for v in pod_group)

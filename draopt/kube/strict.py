@@ -30,18 +30,30 @@ from pydantic import BaseModel
 class Obj(dict):
     """An object schema: JSON field name -> schema of its value."""
 
+    # Remembered answers (class-level defaults; an instance sets its own): nested()'s, dropped
+    # when the schema changes, and the compiled check with the _GENERATION it was built at.
+    _nested: tuple[tuple[str, Any], ...] | None = None
+    _compiled: tuple[int, Any] | None = None
+
     def nested(self) -> tuple[tuple[str, Any], ...]:
         """(field, schema) of the fields whose values are looked into (remembered until the
         schema changes)."""
-        found = self.__dict__.get("_nested")
+        found = self._nested
         if found is None:
-            found = self.__dict__["_nested"] = tuple((k, s) for k, s in self.items() if _looks_into(s))
+            found = self._nested = tuple((k, s) for k, s in self.items() if _looks_into(s))
         return found
+
+    def compiled(self) -> Any:
+        """The compiled check of this schema (see _compile), built again after any Obj changed."""
+        found = self._compiled
+        if found is None or found[0] != _GENERATION:
+            found = self._compiled = (_GENERATION, _compile(self, {}))
+        return found[1]
 
     def _changed(self) -> None:
         global _GENERATION
-        _GENERATION += 1  # every compiled check (see _compiled) is built again
-        self.__dict__.pop("_nested", None)
+        _GENERATION += 1  # every compiled check (see compiled) is built again
+        self._nested = None
 
     def __setitem__(self, key, value):
         self._changed()
@@ -142,7 +154,7 @@ def unknown_fields(data: Any, schema: Any, path: str = "") -> list[str]:
     """Paths of the fields of `data` that `schema` does not declare, in document order, as
     the API server prints them (`spec.devices.requests[0].exactly.foo`). Values of a wrong
     JSON type are not looked into (the model or the validator reports them)."""
-    if isinstance(schema, Obj) and _compiled(schema)(data):
+    if isinstance(schema, Obj) and schema.compiled()(data):
         return []  # the usual case: nothing unknown (one pass that builds no paths)
     out: list[str] = []
     _walk(data, schema, (path,) if path else None, out)
@@ -155,13 +167,6 @@ def unknown_fields(data: Any, schema: Any, path: str = "") -> list[str]:
 # (or cannot tell), _walk finds the fields, in order, with their paths. Containers of objects
 # whose fields have no schema of their own (a device's attributes, a pod's tolerations) are
 # checked by one `frozenset.issuperset` per item, mapped in C.
-def _compiled(schema: "Obj") -> Any:
-    found = schema.__dict__.get("_compiled")
-    if found is None or found[0] != _GENERATION:
-        found = schema.__dict__["_compiled"] = (_GENERATION, _compile(schema, {}))
-    return found[1]
-
-
 def _compile(schema: Any, memo: dict[int, Any]) -> Any:
     """A function data -> bool (True: nothing unknown), or None when nothing is looked into."""
     if not _looks_into(schema):

@@ -32,14 +32,12 @@ Naming (deterministic; Kubernetes uses ``generateName`` with a random suffix):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from datetime import timezone
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any
 
 from draopt.errors import InputError
 from draopt.kube.admission import (
-    Hold,
     gate_hold,
     group_hold,
     hold_groups_never_tried,
@@ -68,11 +66,17 @@ from draopt.kube.models.workload import (
     PodGroup,
     PodResourceClaim,
     PriorityClass,
-    ResourceRequirements,
     disruption_mode,
     topology_key,
 )
-from draopt.kube.quantity import Quantity
+from draopt.kube.pod_requests import (
+    containers_referencing,
+    effective_container_requests,
+    pod_requests,
+    q,
+    requests_shape,
+)
+from draopt.kube.workload_types import ClaimUse, CompositeGang, Gang, PodDemand, Workload
 
 MAX_RESERVED_FOR = 256
 MAX_POD_GROUP_CLAIMS = 4
@@ -81,122 +85,9 @@ POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 POD_GROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 # Built into every cluster (kube-apiserver creates them).
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
-# PodLevelResources: resources a pod-level `spec.resources` may set.
-_POD_LEVEL = ("cpu", "memory")
-
-
-# ------------------------------------------------------------------ result types
-@dataclass
-class ClaimUse:
-    """One entry of a pod's spec.resourceClaims (or its extended-resource claim)."""
-
-    name: str  # the pod's claim name (EXTENDED_CLAIM_USE for extended resources)
-    key: str  # "namespace/name" of the ResourceClaim used
-    generated: bool  # made here (from a template, or for extended resources)
-    for_group: str | None  # PodGroup key when the claim is reserved for the PodGroup, else None
-
-
-@dataclass
-class PodDemand:
-    pod: Pod
-    key: str
-    priority: int
-    queue_key: tuple
-    node_name: str | None
-    node_selector: dict[str, str]
-    resources: dict[str, Fraction]
-    claims: list[ClaimUse]
-    group: str | None
-    # Extended resources moved from `resources` to the extended-resource claim (pod totals).
-    # kube-scheduler serves them from a device plugin instead on a node whose allocatable has the
-    # resource (> 0): draopt.kube.extended_resources.on_node gives the pod as such a node sees it.
-    extended_resources: dict[str, Fraction] = field(default_factory=dict)
-    # Set on a pending pod kube-scheduler keeps out of its queue (draopt.kube.admission): no policy
-    # places it; it is in Workload.waiting, not in Workload.pending.
-    hold: Hold | None = None
-
-
-@dataclass
-class Gang:
-    key: str
-    min_count: int
-    pods: list[str]
-    priority: int
-    policy: str  # "gang" | "basic"
-    # KEP-5732: the node label whose values are the domains all the group's pods share (None:
-    # no constraint, or TopologyAwareWorkloadScheduling off and the field dropped).
-    topology_key: str | None = None
-    # KEP-6012: the CompositePodGroup (key) this group belongs to (None: a root).
-    parent: str | None = None
-    disruption_mode: str = "Single"  # KEP-5710: "Single" | "All"
-    preemption_policy: str | None = None
-    # spec.priority as the Priority admission plugin writes it (the class's value, else the
-    # global default's, else 0): what kube-scheduler 1.37 holds the members' priorities to
-    admitted_priority: int = 0
-
-
-@dataclass
-class CompositeGang:
-    """A CompositePodGroup (KEP-6012): child groups scheduled together in one pod-group cycle;
-    a gang policy needs `min_group_count` children scheduled, else none is."""
-
-    key: str
-    min_group_count: int
-    policy: str  # "gang" | "basic"
-    children: list[tuple[str, str]]  # (kind, key): child PodGroups and CompositePodGroups, by name
-    topology_key: str | None = None
-    parent: str | None = None
-    priority: int = 0
-    disruption_mode: str = "Single"
-
-
-@dataclass
-class Workload:
-    pending: list[PodDemand]
-    running: list[PodDemand]
-    claims: dict[str, ResourceClaim]
-    groups: dict[str, Gang]
-    reserved_for: dict[str, list[str]]
-    node_allocatable: dict[str, dict[str, Fraction]]
-    composites: dict[str, CompositeGang] = field(default_factory=dict)
-    # Generated claims' spec texts (json.dumps(spec.to_k8s(), sort_keys=True)), computed once per
-    # ResourceClaimTemplate: first-fit's claim signatures start from them.
-    spec_texts: dict[str, str] = field(default_factory=dict)
-    # What the input has that the placement does not honour (gated_field_notes): part of every
-    # answer made from this workload, whatever was printed before.
-    notes: list[str] = field(default_factory=list)
-    claim_copies: Any = None  # the ClaimCopier of the generated claims (output dumps its copies)
-    # Pending pods kube-scheduler keeps out of its queue (PodDemand.hold says why), in queue order.
-    waiting: list[PodDemand] = field(default_factory=list)
-    # Pending pods being deleted, taken out of the queue (never scheduled); Workload.pod still finds them.
-    deleting: list[PodDemand] = field(default_factory=list)
-    # Workload.pod's index by key, built on first use; dropped with the workload.
-    _pods_by_key: dict[str, PodDemand] | None = field(default=None, repr=False, compare=False)
-
-    def set_aside(self, deleting: list[PodDemand]) -> None:
-        """Take pods being deleted out of the queue; Workload.pod still finds them."""
-        keys = {d.key for d in deleting}
-        self.pending = [d for d in self.pending if d.key not in keys]
-        self.deleting = deleting
-        self._pods_by_key = None
-
-    def pod(self, key: str) -> PodDemand:
-        index = self._pods_by_key
-        if index is None:
-            everyone = self.pending + self.running + self.waiting + self.deleting
-            index = self._pods_by_key = {p.key: p for p in everyone}
-        try:
-            return index[key]
-        except KeyError:
-            raise KeyError(key) from None
 
 
 # ------------------------------------------------------------------ helpers
-def q(value: Any) -> Fraction:
-    """Exact value of a Kubernetes quantity string (cpu in cores, memory in bytes)."""
-    return Quantity.parse(str(value)).value
-
-
 _ZERO, _ONE = Fraction(0), Fraction(1)  # (immutable: shared by every pod's requests)
 # json.dumps(x, sort_keys=True) without making an encoder per call
 _sorted_json = json.JSONEncoder(sort_keys=True).encode
@@ -220,103 +111,11 @@ def consumer_string(ref) -> str:
     return f"{ref.resource}.{group}/{ref.name}" if group else f"{ref.resource}/{ref.name}"
 
 
-def _add(into: dict[str, Fraction], more: dict[str, Fraction]) -> None:
-    for k, v in more.items():
-        old = into.get(k)
-        into[k] = v if old is None else old + v  # (Fraction(0) + v is v: a Fraction sum is Python, slow)
-
-
-def _max(into: dict[str, Fraction], other: dict[str, Fraction]) -> None:
-    for k, v in other.items():
-        if k not in into or v > into[k]:
-            into[k] = v
-
-
-def effective_container_requests(res: ResourceRequirements | None) -> dict[str, str]:
-    """Requests after API defaulting: a resource with a limit and no request requests its limit."""
-    if res is None:
-        return {}
-    out = dict(res.limits)
-    out.update(res.requests)
-    return out
-
-
-def _parsed(reqs: dict[str, str], skip: set[str]) -> dict[str, Fraction]:
-    return {k: q(v) for k, v in reqs.items() if k not in skip}
-
-
-def pod_requests(pod: Pod, skip: Iterable[str] = (), *, pod_level: bool = True) -> dict[str, Fraction]:
-    """kube-scheduler's PodRequests (component-helpers/resource): sum(containers) and sidecars
-    (restartable init containers) against each init container's peak; pod-level requests for
-    cpu/memory when set (unless `pod_level` is False: SkipPodLevelResources); plus
-    spec.overhead. Resources in `skip` are left out."""
-    skip = set(skip)
-    reqs: dict[str, Fraction] = {}
-    for c in pod.spec.containers:
-        _add(reqs, _parsed(effective_container_requests(c.resources), skip))
-    sidecars: dict[str, Fraction] = {}
-    init_peak: dict[str, Fraction] = {}
-    for c in pod.spec.init_containers:
-        creqs = _parsed(effective_container_requests(c.resources), skip)
-        if c.restart_policy == "Always":
-            _add(reqs, creqs)
-            _add(sidecars, creqs)
-            peak = dict(sidecars)
-        else:
-            peak = dict(creqs)
-            _add(peak, sidecars)
-        _max(init_peak, peak)
-    _max(reqs, init_peak)
-    level = effective_container_requests(pod.spec.resources) if pod_level else {}
-    for name in _POD_LEVEL:
-        if name in level and name not in skip:
-            reqs[name] = q(level[name])
-    _add(reqs, _parsed(dict(pod.spec.overhead), skip))
-    return reqs
-
-
-def _resources_key(res: ResourceRequirements | None) -> tuple | None:
-    """What of `res` pod_requests reads, in order (equal keys: equal requests, in the same order)."""
-    return None if res is None else (tuple(res.requests.items()), tuple(res.limits.items()))
-
-
-def _container_requests(c: Container) -> tuple:
-    return (c.restart_policy, _resources_key(c.resources))
-
-
-def requests_shape(pod: Pod) -> tuple | None:
-    """Everything of a pod that its requests are worked out from (containers', init containers'
-    with their restart policies, pod-level and overhead requests), as a key: pods alike in it get
-    the same requests (pods of one template differ in names only). None when a value is not
-    hashable."""
-    spec = pod.spec
-    key = (
-        tuple(map(_container_requests, spec.init_containers)),
-        tuple(map(_container_requests, spec.containers)),
-        _resources_key(spec.resources),
-        tuple(spec.overhead.items()),
-    )
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
 def _queue_time(pod: Pod) -> str:
     d = _ts(pod)
     if d is None:
         return ""
     return d.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def containers_referencing(pod: Pod, claim_name: str) -> int:
-    """How many containers (init and regular) list `claim_name` in resources.claims."""
-    return sum(
-        1
-        for c in list(pod.spec.init_containers) + list(pod.spec.containers)
-        if any(r.name == claim_name for r in c.resources.claims)
-    )
 
 
 # ------------------------------------------------------------------ expansion
@@ -707,6 +506,36 @@ class _Expander:
 
     # -------------------------------------------------------------- all
     def run(self) -> Workload:
+        self.check_pod_groups()
+        self.check_unique_pods()
+        # Finished pods hold nothing (the scheduler does not count Succeeded/Failed pods).
+        demands = [self.demand(p) for p in self.o.pods if p.status.phase not in ("Succeeded", "Failed")]
+        _hold_groups_of_waiting_pods(demands)
+        pending = sorted((d for d in demands if d.node_name is None and d.hold is None), key=lambda d: d.queue_key)
+        waiting = sorted((d for d in demands if d.hold is not None), key=lambda d: d.queue_key)
+        running = [d for d in demands if d.node_name is not None]
+        reserved = self.reserved_for(pending)
+        groups = self.gangs(demands)
+        composites = self.composites(groups)
+        pending, waiting = hold_groups_never_tried(
+            groups, pending, waiting, running, at_least(self.features.version, "1.37"), self.o.priority_classes
+        )
+        return Workload(
+            pending=pending,
+            running=running,
+            claims=self.claims,
+            groups=groups,
+            reserved_for=reserved,
+            node_allocatable=node_allocatable(self.o.nodes),
+            composites=composites,
+            spec_texts=self.spec_texts,
+            claim_copies=self._copier,
+            waiting=waiting,
+            notes=self.notes + waiting_notes(waiting),
+        )
+
+    def check_pod_groups(self) -> None:
+        """What the API server refuses of a PodGroup's spec.resourceClaims: an input error."""
         for g in self.o.pod_groups:
             if len(g.spec.resource_claims) > MAX_POD_GROUP_CLAIMS:
                 raise InputError(
@@ -719,20 +548,19 @@ class _Expander:
                         f"{g.ref}: field spec.resourceClaims[{i}]: exactly one of "
                         f"resourceClaimName and resourceClaimTemplateName must be set"
                     )
+
+    def check_unique_pods(self) -> None:
+        """One object per namespace/name, as the API server holds it."""
         seen_pods: set[str] = set()
         for p in self.o.pods:
             key = _key(p)
             if key in seen_pods:
-                # One object per namespace/name, as the API server holds it.
                 raise InputError(f"Pod {key}: given twice (field metadata.name): one object per namespace and name")
             seen_pods.add(key)
-        # Finished pods hold nothing (the scheduler does not count Succeeded/Failed pods).
-        demands = [self.demand(p) for p in self.o.pods if p.status.phase not in ("Succeeded", "Failed")]
-        _hold_groups_of_waiting_pods(demands)
-        pending = sorted((d for d in demands if d.node_name is None and d.hold is None), key=lambda d: d.queue_key)
-        waiting = sorted((d for d in demands if d.hold is not None), key=lambda d: d.queue_key)
-        running = [d for d in demands if d.node_name is not None]
 
+    def reserved_for(self, pending: list[PodDemand]) -> dict[str, list[str]]:
+        """Every claim's status.reservedFor once the pending pods are added (in queue order); an input
+        error where that would exceed MAX_RESERVED_FOR entries."""
         reserved: dict[str, list[str]] = {
             k: [consumer_string(r) for r in c.status.reserved_for] for k, c in self.claims.items()
         }
@@ -748,20 +576,11 @@ class _Expander:
                 else:
                     entries.append(consumer)
         if beyond:
-            key, over = next(iter(beyond.items()))
-            d, claim_name = over[0]
-            idx = next((i for i, pc in enumerate(d.pod.spec.resource_claims) if pc.name == claim_name), None)
-            fld = f"spec.resourceClaims[{idx}]" if idx is not None else "spec.containers"
-            raise InputError(
-                f"{d.pod.ref}: field {fld}: ResourceClaim {key}: status.reservedFor would exceed "
-                f"{MAX_RESERVED_FOR} entries; pods beyond the limit: "
-                + ", ".join(x.key for x, _ in over)
-                + "".join(
-                    f"; ResourceClaim {k}: pods beyond the limit: " + ", ".join(x.key for x, _ in v)
-                    for k, v in list(beyond.items())[1:]
-                )
-            )
+            raise _reserved_for_overflow(beyond)
+        return reserved
 
+    def gangs(self, demands: list[PodDemand]) -> dict[str, Gang]:
+        """Every PodGroup, with its members in the queue (in queue order)."""
         groups: dict[str, Gang] = {}
         by_group: dict[str, list] = {}
         for d in demands:
@@ -793,23 +612,7 @@ class _Expander:
                 preemption_policy=g.spec.preemption_policy,
                 admitted_priority=self.priority(g, g.spec),
             )
-        composites = self.composites(groups)
-        pending, waiting = hold_groups_never_tried(
-            groups, pending, waiting, running, at_least(self.features.version, "1.37"), self.o.priority_classes
-        )
-        return Workload(
-            pending=pending,
-            running=running,
-            claims=self.claims,
-            groups=groups,
-            reserved_for=reserved,
-            node_allocatable=node_allocatable(self.o.nodes),
-            composites=composites,
-            spec_texts=self.spec_texts,
-            claim_copies=self._copier,
-            waiting=waiting,
-            notes=self.notes + waiting_notes(waiting),
-        )
+        return groups
 
     # -------------------------------------------------------------- KEP-5732 / KEP-6012
     def topology(self, obj: PodGroup | CompositePodGroup) -> str | None:
@@ -910,6 +713,24 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     return workload
 
 
+def _reserved_for_overflow(beyond: dict[str, list[tuple[PodDemand, str]]]) -> InputError:
+    """The error for claims whose status.reservedFor would exceed MAX_RESERVED_FOR entries (`beyond`:
+    the pods past the limit, with their claim names, per claim)."""
+    key, over = next(iter(beyond.items()))
+    d, claim_name = over[0]
+    idx = next((i for i, pc in enumerate(d.pod.spec.resource_claims) if pc.name == claim_name), None)
+    fld = f"spec.resourceClaims[{idx}]" if idx is not None else "spec.containers"
+    return InputError(
+        f"{d.pod.ref}: field {fld}: ResourceClaim {key}: status.reservedFor would exceed "
+        f"{MAX_RESERVED_FOR} entries; pods beyond the limit: "
+        + ", ".join(x.key for x, _ in over)
+        + "".join(
+            f"; ResourceClaim {k}: pods beyond the limit: " + ", ".join(x.key for x, _ in v)
+            for k, v in list(beyond.items())[1:]
+        )
+    )
+
+
 def _hold_groups_of_waiting_pods(demands: list[PodDemand]) -> None:
     """A PodGroup with a waiting pod waits whole (draopt.kube.admission.group_hold)."""
     first: dict[str, PodDemand] = {}
@@ -948,6 +769,9 @@ __all__ = [
     "gated_field_notes",
     "containers_referencing",
     "pod_requests",
+    "effective_container_requests",
+    "q",
+    "requests_shape",
     "device_class_mapping",
     "node_allocatable",
     "MAX_RESERVED_FOR",

@@ -8,7 +8,10 @@ import random
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 # Violations first-fit is expected to show: the kube-scheduler's known allocator defects, which
 # `first-fit` reproduces on purpose (docs/semantics.md: distinct-last-only up to 1.36, and
@@ -147,8 +150,8 @@ def audit(
         f = features or Features.from_gates()
         on = (f.distinct_last_only, f.list_type_attributes)
         defects = tuple(d for d, applies in zip(FIRST_FIT_DEFECTS, on) if applies)
-        for e in check_placement(ff):
-            (out.ff_defects if any(d in e for d in defects) else out.ff_errors).append(e)
+        for err in check_placement(ff):
+            (out.ff_defects if any(d in err for d in defects) else out.ff_errors).append(err)
     except Exception as e:  # noqa: BLE001
         out.crash = "checker on first-fit: " + _crash_text(e)
         return out
@@ -191,7 +194,7 @@ class IsolatedAudit:
     DIED = "the placement process died (exit code {code}; -6: an abort, e.g. a CP-SAT check failure)"
 
     def __init__(self) -> None:
-        self._pool = None
+        self._pool: ProcessPoolExecutor | None = None
 
     def __call__(self, docs: list[dict[str, Any]], *, timeout: float | None = None, **kwargs: Any) -> Audit:
         """audit(docs, **kwargs) in the child. `timeout` (default: 4 x time_limit + 60 s) ends a

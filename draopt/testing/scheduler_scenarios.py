@@ -49,25 +49,30 @@ from typing import Any
 import yaml
 
 from draopt.testing import synth_cluster as sc
+from draopt.testing.scheduler_builder import (
+    Builder,
+    CORDON,
+    EXTENDED,
+    GENERATION,
+    GI,
+    HOSTNAME,
+    INSTANCE,
+    KIND_ORDER,
+    PACKER,
+    RUNNING_MAX,
+    SCHED,
+    ZONE,
+    cpu_text,
+    mem_text,
+    merge_affinity,
+    name_suffix,
+    pod_containers,
+    random_uid,
+)
 
-FAMILIES = ("dra", "preemption", "scheduling-gates", "taints", "spread-affinity", "node-affinity")
+FAMILIES: tuple[str, ...] = ("dra", "preemption", "scheduling-gates", "taints", "spread-affinity", "node-affinity")
 FAMILIES += ("gangs", "gang-topology", "extended-resources", "node-resources", "profiles")
 DRA_FAMILIES = tuple(f"dra:{f}" for f in sc.FAMILIES)
-RUNNING_MAX = 40
-ZONE = "topology.kubernetes.io/zone"
-HOSTNAME = "kubernetes.io/hostname"
-INSTANCE = "node.kubernetes.io/instance-type"
-GENERATION = "example.com/cpu-generation"
-SCHED = "scheduling.k8s.io/v1beta1"
-EXTENDED = "example.com/gpu"
-PACKER = "bin-packing-scheduler"
-CORDON = "node.kubernetes.io/unschedulable"
-REGIONS = {"us-east-1": "abc", "us-west-2": "abcd"}
-SIZES = {2: "large", 4: "xlarge", 8: "2xlarge", 16: "4xlarge", 32: "8xlarge", 64: "16xlarge"}
-KIND_ORDER = ("Namespace", "PriorityClass", "DeviceClass", "Node", "ResourceSlice", "DeviceTaintRule")
-KIND_ORDER += ("ResourceClaimTemplate", "ResourceClaim", "ReplicaSet", "PodGroup")
-NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-GI = 1024**3
 
 
 @dataclass
@@ -88,281 +93,8 @@ class Scenario:
         return yaml.safe_dump_all(self.documents, sort_keys=False)
 
 
-# ---------------------------------------------------------------------- small helpers
-def _suffix(rng: random.Random, n: int = 5) -> str:
-    return "".join(rng.choice(NAME_CHARS) for _ in range(n))
-
-
-def _uid(rng: random.Random) -> str:
-    h = f"{rng.getrandbits(128):032x}"
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
-
-
-def _cpu_milli(v: str) -> int:
-    return int(v[:-1]) if v.endswith("m") else int(float(v) * 1000)
-
-
-def _mem_bytes(v: str) -> int:
-    units = {"Ki": 1024, "Mi": 1024**2, "Gi": GI, "Ti": 1024**4}
-    for u, m in units.items():
-        if v.endswith(u):
-            return int(float(v[:-2]) * m)
-    return int(v)
-
-
-def _cpu_text(rng: random.Random, milli: int) -> str:
-    if milli % 1000 == 0 and rng.random() < 0.7:
-        return str(milli // 1000)
-    return f"{milli}m"
-
-
-def _mem_text(rng: random.Random, nbytes: int) -> str:
-    if nbytes % GI == 0 and rng.random() < 0.6:
-        return f"{nbytes // GI}Gi"
-    if nbytes % (1024**2) == 0 and rng.random() < 0.7:
-        return f"{nbytes // 1024**2}Mi"
-    return f"{nbytes // 1024}Ki" if nbytes % 1024 == 0 else str(nbytes)
-
-
-def _walk_replace(obj: Any, mapping: dict[str, str]) -> Any:
-    """`obj` with every string equal to a key of `mapping` replaced (node renames)."""
-    if isinstance(obj, dict):
-        return {k: _walk_replace(v, mapping) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_walk_replace(v, mapping) for v in obj]
-    if isinstance(obj, str):
-        return mapping.get(obj, obj)
-    return obj
-
-
-def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    return pod["spec"]["containers"]
-
-
-def _merge_affinity(spec: dict[str, Any], kind: str, part: str, terms: list[Any]) -> None:
-    spec.setdefault("affinity", {}).setdefault(kind, {}).setdefault(part, []).extend(terms)
-
-
-# ---------------------------------------------------------------------- the builder
-class _Builder:
-    def __init__(self, rng: random.Random, families: set[str], n_nodes: int, n_pods: int):
-        self.rng = rng
-        self.families = families
-        self.n_nodes = n_nodes
-        self.n_pods = n_pods
-        self.gates: dict[str, bool] = {}
-        self.config: str | None = None
-        self.docs: dict[str, list[dict[str, Any]]] = {k: [] for k in KIND_ORDER}
-        self.nodes: list[dict[str, Any]] = []
-        self.info: dict[str, dict[str, Any]] = {}  # node name -> cpu/mem/pods allocatable, zone
-        self.pending: list[list[dict[str, Any]]] = []  # units of pods created together
-        self.running: list[dict[str, Any]] = []
-        self.namespaces: dict[str, dict[str, str]] = {}
-        region = rng.choice(sorted(REGIONS))
-        self.zones = [f"{region}{z}" for z in REGIONS[region][: rng.randint(1, 3)]]
-        self.apps = 0
-        self.made = 0
-
-    # ------------------------------------------------------------ base clusters
-    def dra_base(self, family: str, n_dra: int) -> None:
-        docs = sc.random_cluster(self.rng, family, nodes=(self.n_nodes, self.n_nodes), pods=(n_dra, n_dra))
-        for d in docs:
-            kind = d["kind"]
-            if kind == "Namespace":
-                self.namespaces[d["metadata"]["name"]] = d["metadata"].get("labels", {})
-            elif kind == "Node":
-                self.nodes.append(d)
-            elif kind == "Pod" and d["spec"].get("nodeName"):
-                self.running.append(d)
-            elif kind == "Pod":
-                self.pending.append([d])
-            else:
-                self.docs[kind].append(d)
-        k = self.rng.randint(1, 4)
-        for i, unit in enumerate(self.pending):
-            unit[0]["metadata"]["labels"] = {"app": f"trainer-{i % k}"}
-        if len(self.pending) > self.n_pods:  # gangs and shared claims add pods past the bound
-            self.pending = self.pending[: self.n_pods]
-
-    def plain_nodes(self) -> None:
-        rng = self.rng
-        for i in range(self.n_nodes):
-            name = f"node-{i}"
-            cpu = rng.choice([2, 4, 8, 8, 16, 32])
-            mem = cpu * rng.choice([2, 4, 4, 8])
-            alloc = {"cpu": str(cpu), "memory": f"{mem}Gi", "pods": str(rng.choice([110, 110, 58, 8]))}
-            self.nodes.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {"name": name, "labels": {HOSTNAME: name}},
-                    "status": {"allocatable": alloc},
-                }
-            )
-
-    # ------------------------------------------------------------ nodes as real clusters have them
-    def dress_nodes(self) -> None:
-        for i, node in enumerate(self.nodes):
-            self.dress_node(node, i)
-
-    def dress_node(self, node: dict[str, Any], i: int) -> None:
-        rng = self.rng
-        name = node["metadata"]["name"]
-        alloc = node["status"]["allocatable"]
-        cpu, mem = _cpu_milli(alloc["cpu"]) // 1000, _mem_bytes(alloc["memory"])
-        ratio = max(1, mem // GI // max(1, cpu))
-        kind = {1: "c6i", 2: "c5", 4: "m5", 8: "r5"}.get(ratio, "x2iedn")
-        zone = self.zones[i % len(self.zones)] if rng.random() < 0.7 else rng.choice(self.zones)
-        labels = node["metadata"].setdefault("labels", {})
-        labels.update(
-            {
-                "kubernetes.io/arch": "amd64",
-                "kubernetes.io/os": "linux",
-                ZONE: zone,
-                "topology.kubernetes.io/region": zone[:-1],
-                INSTANCE: f"{kind}.{SIZES.get(cpu, 'metal')}",
-                GENERATION: str(rng.choice([3, 4, 5])),
-            }
-        )
-        labels[HOSTNAME] = name
-        cap_mem = mem + rng.choice([0, 512 * 1024**2, GI + 268 * 1024**2])
-        if rng.random() < 0.4:  # kubelet's reservations: millicores and Ki
-            alloc_cpu, cap_cpu = cpu * 1000 - rng.choice([0, 70, 90, 140]), str(cpu)
-            alloc["cpu"] = f"{alloc_cpu}m" if alloc_cpu % 1000 else str(alloc_cpu // 1000)
-            alloc["memory"] = f"{mem // 1024 - rng.randrange(0, 200000)}Ki"
-            capacity = {"cpu": cap_cpu, "memory": f"{cap_mem // 1024}Ki"}
-        else:
-            capacity = {"cpu": str(cpu), "memory": _mem_text(rng, cap_mem)}
-        capacity["pods"] = alloc["pods"]
-        capacity["ephemeral-storage"] = "209690584Ki"
-        alloc["ephemeral-storage"] = rng.choice(["96625420948", "100Gi", "50Gi"])
-        if rng.random() < 0.3:
-            for h in ("hugepages-1Gi", "hugepages-2Mi"):
-                alloc[h] = capacity[h] = "0"
-        node["status"]["capacity"] = capacity
-        node["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
-        self.info[name] = dict(cpu=_cpu_milli(alloc["cpu"]), mem=_mem_bytes(alloc["memory"]), pods=int(alloc["pods"]))
-        self.info[name].update(used_cpu=0, used_mem=0, used_pods=0)
-
-    def rename_nodes(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Long cloud-style node names (every string equal to an old name is replaced)."""
-        rng = self.rng
-        style = rng.randrange(3)
-        mapping = {}
-        for i, node in enumerate(self.nodes):
-            old = node["metadata"]["name"]
-            if style == 0:
-                mapping[old] = f"ip-10-{rng.randrange(256)}-{i // 256}-{i % 256}.{self.zones[0][:-1]}.compute.internal"
-            elif style == 1:
-                mapping[old] = f"gke-prod-cluster-default-pool-{rng.getrandbits(32):08x}-{_suffix(rng, 4)}{i}"
-            else:
-                mapping[old] = f"aks-nodepool1-{rng.randrange(10**8):08d}-vmss{i:06x}"
-        return [_walk_replace(d, mapping) for d in docs]
-
-    # ------------------------------------------------------------ pending pods
-    def pod(self, ns: str, labels: dict[str, str], spec: dict[str, Any], name: str | None = None) -> dict[str, Any]:
-        self.namespaces.setdefault(ns, {})
-        self.made += 1
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name or f"pod-{self.made}-{_suffix(self.rng)}", "namespace": ns, "labels": labels},
-            "spec": spec,
-        }
-
-    def container_resources(self) -> dict[str, Any]:
-        rng = self.rng
-        r = rng.random()
-        if r < 0.08:
-            return {}  # no requests at all
-        if r < 0.16:
-            return {"limits": {"cpu": rng.choice(["500m", "1", "2"]), "memory": rng.choice(["512Mi", "1Gi"])}}
-        req = {
-            "cpu": rng.choice(["0", "10m", "100m", "250m", "500m", "1", "1500m", "2", "4"]),
-            "memory": rng.choice(["0", "64Mi", "256Mi", "1Gi", "1536Mi", "2Gi", "4Gi", "1048576Ki", "8Gi"]),
-        }
-        if rng.random() < 0.1:
-            req["ephemeral-storage"] = rng.choice(["1Gi", "10Gi"])
-        out: dict[str, Any] = {"requests": req}
-        if rng.random() < 0.3:
-            out["limits"] = {"memory": "16Gi"}
-        return out
-
-    def plain_spec(self) -> dict[str, Any]:
-        rng = self.rng
-        spec: dict[str, Any] = {
-            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10", **self.resources_field()}]
-        }
-        if rng.random() < 0.2:
-            spec["containers"].append(
-                {"name": "log-shipper", "image": "fluent/fluent-bit:3.1", **self.resources_field()}
-            )
-        if rng.random() < 0.15:
-            init: dict[str, Any] = {"name": "init", "image": "busybox:1.36"}
-            init.update({"resources": {"requests": {"cpu": rng.choice(["2", "3"]), "memory": "512Mi"}}})
-            if rng.random() < 0.3:
-                init["restartPolicy"] = "Always"  # a sidecar
-            spec["initContainers"] = [init]
-        if self.rng.random() < 0.3:
-            spec["priority"] = rng.choice([10, 100])
-        return spec
-
-    def resources_field(self) -> dict[str, Any]:
-        res = self.container_resources()
-        return {"resources": res} if res else {}
-
-    def plain_pods(self, count: int) -> None:
-        rng = self.rng
-        while count > 0:
-            self.apps += 1
-            size = min(count, rng.randint(1, 6))
-            ns = rng.choice(["team-a", "team-b", "batch-jobs"])
-            app = rng.choice(["web", "api", "worker", "cache", "ingest"]) + f"-{self.apps}"
-            spec = self.plain_spec()
-            if size >= 2 and rng.random() < 0.7:
-                self.replica_set(ns, app, spec, size)
-            else:
-                for _ in range(size):
-                    self.pending.append([self.pod(ns, {"app": app}, copy.deepcopy(spec))])
-            count -= size
-
-    def replica_set(self, ns: str, app: str, spec: dict[str, Any], size: int) -> None:
-        rng = self.rng
-        h = "".join(rng.choice(NAME_CHARS) for _ in range(rng.choice([9, 10])))
-        name, uid = f"{app}-{h}", _uid(rng)
-        labels = {"app": app, "pod-template-hash": h}
-        self.docs["ReplicaSet"].append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "metadata": {"name": name, "namespace": ns, "uid": uid, "labels": dict(labels)},
-                "spec": {
-                    "replicas": size,
-                    "selector": {"matchLabels": dict(labels)},
-                    "template": {"metadata": {"labels": dict(labels)}, "spec": copy.deepcopy(spec)},
-                },
-            }
-        )
-        owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": uid}
-        owner.update({"controller": True, "blockOwnerDeletion": True})
-        unit = []
-        for _ in range(size):
-            p = self.pod(ns, dict(labels), copy.deepcopy(spec), name=f"{name}-{_suffix(rng)}")
-            p["metadata"]["ownerReferences"] = [dict(owner)]
-            unit.append(p)
-        self.pending.append(unit)
-
-    def all_pending(self) -> list[dict[str, Any]]:
-        return [p for unit in self.pending for p in unit]
-
-    def units(self, share: float) -> list[list[dict[str, Any]]]:
-        """About `share` of the units of pending pods (a ReplicaSet's pods are decorated alike)."""
-        out = [u for u in self.pending if self.rng.random() < share]
-        return out or self.pending[:1]
-
-
 # ---------------------------------------------------------------------- families
-def _taints(b: _Builder) -> None:
+def _taints(b: Builder) -> None:
     rng = b.rng
     choices = [
         {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
@@ -386,7 +118,7 @@ def _taints(b: _Builder) -> None:
             del node["spec"]
     for r in b.running:  # synth_cluster's
         _tolerate_no_execute(b, r["spec"])
-    tolerations = [
+    tolerations: list[dict[str, Any]] = [
         {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
         {"key": "dedicated", "operator": "Equal", "value": "cpu", "effect": "NoSchedule"},  # no match
         {"key": "example.com/spot", "operator": "Exists"},
@@ -403,7 +135,7 @@ def _taints(b: _Builder) -> None:
             p["spec"].setdefault("tolerations", []).extend(copy.deepcopy(picked))
 
 
-def _node_affinity(b: _Builder) -> None:
+def _node_affinity(b: Builder) -> None:
     rng = b.rng
     types = sorted({n["metadata"]["labels"][INSTANCE] for n in b.nodes})
     for unit in b.units(0.4):
@@ -439,12 +171,12 @@ def _node_affinity(b: _Builder) -> None:
                 na = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
                 na["requiredDuringSchedulingIgnoredDuringExecution"] = copy.deepcopy(spec_add["required"])
             if "preferred" in spec_add:
-                _merge_affinity(
+                merge_affinity(
                     spec, "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", spec_add["preferred"]
                 )
 
 
-def _spread_affinity(b: _Builder) -> None:
+def _spread_affinity(b: Builder) -> None:
     rng = b.rng
     apps = sorted({p["metadata"]["labels"]["app"] for p in b.all_pending()})
     for unit in b.units(0.45):
@@ -462,15 +194,15 @@ def _spread_affinity(b: _Builder) -> None:
                 else:
                     for kind, parts in value.items():
                         for part, terms in parts.items():
-                            _merge_affinity(p["spec"], kind, part, terms)
+                            merge_affinity(p["spec"], kind, part, terms)
 
     for r in b.running:  # running pods whose anti-affinity keeps some pending pods off their node
         if rng.random() < 0.2:
             term = {"labelSelector": {"matchLabels": {"app": rng.choice(apps)}}, "topologyKey": HOSTNAME}
-            _merge_affinity(r["spec"], "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", [term])
+            merge_affinity(r["spec"], "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", [term])
 
 
-def _spread_constraints(b: _Builder, app: str) -> list[dict[str, Any]]:
+def _spread_constraints(b: Builder, app: str) -> list[dict[str, Any]]:
     rng = b.rng
     out = []
     for key in rng.sample([ZONE, HOSTNAME], rng.randint(1, 2)):
@@ -490,7 +222,7 @@ def _spread_constraints(b: _Builder, app: str) -> list[dict[str, Any]]:
     return out
 
 
-def _pod_affinity(b: _Builder, app: str, other: str) -> dict[str, dict[str, list[Any]]]:
+def _pod_affinity(b: Builder, app: str, other: str) -> dict[str, dict[str, list[Any]]]:
     rng = b.rng
     key = rng.choice([HOSTNAME, ZONE])
     r = rng.random()
@@ -512,7 +244,7 @@ def _pod_affinity(b: _Builder, app: str, other: str) -> dict[str, dict[str, list
     return {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [weighted]}}
 
 
-def _scheduling_gates(b: _Builder) -> None:
+def _scheduling_gates(b: Builder) -> None:
     rng = b.rng
     gates = [[{"name": "example.com/quota"}], [{"name": "kueue.x-k8s.io/admission"}, {"name": "example.com/b"}]]
     candidates = [p for p in b.all_pending()]
@@ -527,21 +259,21 @@ PRIORITY_CLASSES = [
 ]
 
 
-def _priority_class(b: _Builder, name: str, value: int, **extra: Any) -> dict[str, Any]:
+def _priority_class(b: Builder, name: str, value: int, **extra: Any) -> dict[str, Any]:
     doc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
     doc.update(extra)
     b.docs["PriorityClass"].append(doc)
     return doc
 
 
-def _priority_classes(b: _Builder) -> None:
+def _priority_classes(b: Builder) -> None:
     for name, value, policy in PRIORITY_CLASSES:
         _priority_class(b, name, value, **({"preemptionPolicy": policy} if policy else {}))
     if b.rng.random() < 0.3:
         _priority_class(b, "cluster-default", 500, globalDefault=True, description="pods without a class")
 
 
-def _preemption(b: _Builder) -> None:
+def _preemption(b: Builder) -> None:
     rng = b.rng
     _priority_classes(b)
     names = [n["metadata"]["name"] for n in b.nodes]
@@ -559,8 +291,8 @@ def _preemption(b: _Builder) -> None:
         node = b.info[rng.choice(names)]
         p["spec"]["priorityClassName"] = rng.choice(["production-high", "production-high", "production-no-preempt"])
         p["spec"].pop("priority", None)
-        res = _containers(p)[0].setdefault("resources", {})
-        res.setdefault("requests", {})["cpu"] = _cpu_text(rng, max(100, node["cpu"] * rng.randint(5, 9) // 1000 * 100))
+        res = pod_containers(p)[0].setdefault("resources", {})
+        res.setdefault("requests", {})["cpu"] = cpu_text(rng, max(100, node["cpu"] * rng.randint(5, 9) // 1000 * 100))
         if "limits" in res and "cpu" in res["limits"]:
             res["limits"]["cpu"] = res["requests"]["cpu"]
 
@@ -569,14 +301,14 @@ def _owned(pod: dict[str, Any]) -> bool:
     return "ownerReferences" in pod["metadata"]
 
 
-def _use(b: _Builder, node: str, cpu: int, mem: int) -> None:
+def _use(b: Builder, node: str, cpu: int, mem: int) -> None:
     i = b.info[node]
     i["used_cpu"] += cpu
     i["used_mem"] += mem
     i["used_pods"] += 1
 
 
-def _running_pod(b: _Builder, node: str, devices: dict[str, list[tuple[dict, dict]]]) -> int:
+def _running_pod(b: Builder, node: str, devices: dict[str, list[tuple[dict, dict]]]) -> int:
     rng = b.rng
     i = b.info[node]
     cpu = rng.randint(1, 4) * max(100, i["cpu"] // 1000 * 100)
@@ -587,7 +319,7 @@ def _running_pod(b: _Builder, node: str, devices: dict[str, list[tuple[dict, dic
     k = len(b.running)
     ns = rng.choice(["team-a", "batch-jobs"])
     b.namespaces.setdefault(ns, {})
-    requests = {"cpu": _cpu_text(rng, cpu), "memory": _mem_text(rng, mem)}
+    requests = {"cpu": cpu_text(rng, cpu), "memory": mem_text(rng, mem)}
     spec: dict[str, Any] = {"nodeName": node, "containers": [{"name": "main", "resources": {"requests": requests}}]}
     if rng.random() < 0.6:
         spec["priorityClassName"] = "preemptible-batch"
@@ -597,7 +329,7 @@ def _running_pod(b: _Builder, node: str, devices: dict[str, list[tuple[dict, dic
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": f"batch-{k}-{_suffix(rng)}", "namespace": ns, "labels": {"app": f"batch-{k % 3}"}},
+        "metadata": {"name": f"batch-{k}-{name_suffix(rng)}", "namespace": ns, "labels": {"app": f"batch-{k % 3}"}},
         "spec": spec,
         "status": {"phase": "Running"},
     }
@@ -607,7 +339,7 @@ def _running_pod(b: _Builder, node: str, devices: dict[str, list[tuple[dict, dic
     return 1
 
 
-def _tolerate_no_execute(b: _Builder, spec: dict[str, Any]) -> None:
+def _tolerate_no_execute(b: Builder, spec: dict[str, Any]) -> None:
     """A running pod tolerates its node's NoExecute taints (else the taint manager evicts it)."""
     node = next(n for n in b.nodes if n["metadata"]["name"] == spec["nodeName"])
     for t in node.get("spec", {}).get("taints", []):
@@ -615,7 +347,7 @@ def _tolerate_no_execute(b: _Builder, spec: dict[str, Any]) -> None:
             spec.setdefault("tolerations", []).append({"key": t["key"], "operator": "Exists", "effect": "NoExecute"})
 
 
-def _free_devices(b: _Builder) -> dict[str, list[tuple[dict, dict]]]:
+def _free_devices(b: Builder) -> dict[str, list[tuple[dict, dict]]]:
     """Per node: (slice, device) a running pod may hold: untainted, no counters, not allocated."""
     taken = set()
     for c in b.docs["ResourceClaim"]:
@@ -649,7 +381,7 @@ def _class_for(driver: str, device: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _device_class(b: _Builder, name: str, expr: str, extended: str | None = None) -> str:
+def _device_class(b: Builder, name: str, expr: str, extended: str | None = None) -> str:
     if not any(c["metadata"]["name"] == name for c in b.docs["DeviceClass"]):
         spec: dict[str, Any] = {"selectors": [sc._sel(expr)]}
         if extended:
@@ -660,7 +392,7 @@ def _device_class(b: _Builder, name: str, expr: str, extended: str | None = None
     return name
 
 
-def _hold_device(b: _Builder, pod: dict[str, Any], where: tuple[dict, dict]) -> None:
+def _hold_device(b: Builder, pod: dict[str, Any], where: tuple[dict, dict]) -> None:
     sl, dev = where
     cls, expr = _class_for(sl["spec"]["driver"], dev) or ("", "")
     _device_class(b, cls, expr)
@@ -677,7 +409,7 @@ def _hold_device(b: _Builder, pod: dict[str, Any], where: tuple[dict, dict]) -> 
         {
             "apiVersion": sc.V1,
             "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": meta["namespace"], "uid": _uid(b.rng)},
+            "metadata": {"name": name, "namespace": meta["namespace"], "uid": random_uid(b.rng)},
             "spec": {"devices": {"requests": [request]}},
             "status": {"allocation": allocation, "reservedFor": reserved},
         }
@@ -687,7 +419,7 @@ def _hold_device(b: _Builder, pod: dict[str, Any], where: tuple[dict, dict]) -> 
     pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "dev"}]
 
 
-def _gangs(b: _Builder, topology: bool) -> None:
+def _gangs(b: Builder, topology: bool) -> None:
     rng = b.rng
     loose: dict[str, list[dict[str, Any]]] = {}
     for unit in b.pending:
@@ -712,9 +444,9 @@ def _gangs(b: _Builder, topology: bool) -> None:
         b.families.discard("gangs")
 
 
-def _pod_group(b: _Builder, ns: str, members: list[dict[str, Any]], topology: bool) -> None:
+def _pod_group(b: Builder, ns: str, members: list[dict[str, Any]], topology: bool) -> None:
     rng = b.rng
-    name = f"job-{len(b.docs['PodGroup'])}-{_suffix(rng)}"
+    name = f"job-{len(b.docs['PodGroup'])}-{name_suffix(rng)}"
     if rng.random() < 0.8:
         policy: dict[str, Any] = {"gang": {"minCount": rng.randint(max(1, len(members) // 2), len(members))}}
     else:
@@ -739,7 +471,7 @@ def _pod_group(b: _Builder, ns: str, members: list[dict[str, Any]], topology: bo
                 p["spec"][key] = first[key]
 
 
-def _extended_resources(b: _Builder) -> None:
+def _extended_resources(b: Builder) -> None:
     rng = b.rng
     cls = _device_class(
         b, "gpu-extended", f'device.driver == "{sc.GPU}" && {sc._attr(sc.GPU, "type")} == "gpu"', EXTENDED
@@ -756,12 +488,12 @@ def _extended_resources(b: _Builder) -> None:
         name = "deviceclass.resource.kubernetes.io/gpu" if implicit and rng.random() < 0.3 else EXTENDED
         n = str(rng.choice([1, 1, 2]))
         for p in unit:
-            res = _containers(p)[0].setdefault("resources", {})
+            res = pod_containers(p)[0].setdefault("resources", {})
             res.setdefault("requests", {})[name] = n
             res.setdefault("limits", {})[name] = n
 
 
-def _node_resources(b: _Builder) -> None:
+def _node_resources(b: Builder) -> None:
     rng = b.rng
     b.gates["DRANodeAllocatableResources"] = True
     shapes = [
@@ -780,7 +512,7 @@ def _node_resources(b: _Builder) -> None:
                     d["nodeAllocatableResources"] = copy.deepcopy(rng.choice(shapes))
 
 
-def _profiles(b: _Builder) -> None:
+def _profiles(b: Builder) -> None:
     rng = b.rng
     fit_most = {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
     choice = rng.randrange(5)
@@ -816,7 +548,10 @@ def _profiles(b: _Builder) -> None:
         cfg["profiles"] = [{"schedulerName": "default-scheduler"}]
     else:  # other score weights (a re-enabled plugin keeps its place)
         weights = [{"name": n, "weight": rng.randint(1, 5)} for n in ("TaintToleration", "PodTopologySpread")]
-        profile = {"schedulerName": "default-scheduler", "plugins": {"multiPoint": {"enabled": weights}}}
+        profile: dict[str, Any] = {
+            "schedulerName": "default-scheduler",
+            "plugins": {"multiPoint": {"enabled": weights}},
+        }
         if rng.random() < 0.5:
             profile["plugins"]["score"] = {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}
         cfg["profiles"] = [profile]
@@ -840,7 +575,7 @@ def _pick_families(rng: random.Random) -> set[str]:
     return fams
 
 
-def _fix_priorities(b: _Builder, pods: list[dict[str, Any]]) -> None:
+def _fix_priorities(b: Builder, pods: list[dict[str, Any]]) -> None:
     """What the Priority admission plugin writes: a class for every non-zero priority, then
     spec.priority and preemptionPolicy from the class (or the global default, else 0)."""
     classes = {c["metadata"]["name"]: c for c in b.docs["PriorityClass"]}
@@ -863,7 +598,7 @@ def _fix_priorities(b: _Builder, pods: list[dict[str, Any]]) -> None:
             spec["preemptionPolicy"] = "PreemptLowerPriority"
 
 
-def _finish_pods(b: _Builder) -> list[dict[str, Any]]:
+def _finish_pods(b: Builder) -> list[dict[str, Any]]:
     rng = b.rng
     rng.shuffle(b.pending)  # DRA pods and plain ones interleaved; a ReplicaSet's pods together
     running, pending = b.running, b.all_pending()
@@ -874,7 +609,7 @@ def _finish_pods(b: _Builder) -> list[dict[str, Any]]:
     for p in running + pending:
         meta, spec = p["metadata"], p["spec"]
         old = meta.get("uid")
-        meta["uid"] = _uid(rng)
+        meta["uid"] = random_uid(rng)
         if old:
             uids[old] = meta["uid"]
         if "nodeName" in spec:
@@ -907,9 +642,9 @@ def _default_tolerations(spec: dict[str, Any]) -> None:
             spec.setdefault("tolerations", []).append(toleration)
 
 
-def _replica_set_templates(b: _Builder, pending: list[dict[str, Any]]) -> None:
+def _replica_set_templates(b: Builder, pending: list[dict[str, Any]]) -> None:
     """A ReplicaSet's template: its first pod's spec as written (class name, not priority)."""
-    first = {}
+    first: dict[tuple[str, str], dict[str, Any]] = {}
     for p in pending:
         for ref in p["metadata"].get("ownerReferences", []):
             first.setdefault((p["metadata"]["namespace"], ref["name"]), p)
@@ -919,7 +654,7 @@ def _replica_set_templates(b: _Builder, pending: list[dict[str, Any]]) -> None:
         rs["spec"]["template"]["spec"] = {k: copy.deepcopy(v) for k, v in pod["spec"].items() if k not in drop}
 
 
-def _detect(b: _Builder) -> None:
+def _detect(b: Builder) -> None:
     """Families synth_cluster's draw brought in by itself, and the gates they need; fields of
     alpha gates left off are dropped, as the API server drops them."""
     compat = b.rng.random() < 0.3
@@ -939,12 +674,12 @@ def _detect(b: _Builder) -> None:
     if b.docs["PodGroup"]:
         b.families.add("gangs")
     for p in b.all_pending():
-        for c in _containers(p):
+        for c in pod_containers(p):
             if any("/" in k for k in c.get("resources", {}).get("requests", {})):
                 b.families.add("extended-resources")
 
 
-def _assemble(b: _Builder) -> list[dict[str, Any]]:
+def _assemble(b: Builder) -> list[dict[str, Any]]:
     pods = _finish_pods(b)
     namespaces = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": dict({"name": ns}, **({"labels": lb} if lb else {}))}
@@ -965,7 +700,7 @@ def random_scheduler_scenario(
     pods, for the families drawn (see the module's docstring)."""
     families = _pick_families(rng)
     n_nodes, n_pods = rng.randint(*nodes), rng.randint(*pods)
-    b = _Builder(rng, families, n_nodes, n_pods)
+    b = Builder(rng, families, n_nodes, n_pods)
     if "dra" in families:
         dra = rng.choice(sc.FAMILIES)
         families.add(f"dra:{dra}")

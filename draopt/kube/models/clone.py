@@ -68,6 +68,7 @@ class _Flat:
         for k in self.extra_containers:
             more[k] = more[k].copy()
         c = _new(self.cls)
+        # c is a fresh object built here, as model_construct builds one: not a write into a foreign object
         _set(c, "__dict__", own)
         _set(c, "__pydantic_fields_set__", set(self.fields_set))
         _set(c, "__pydantic_extra__", more)
