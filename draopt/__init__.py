@@ -10,11 +10,18 @@ friends do not load the whole package:
     draopt.place("examples/gang-stranding.yaml", policy="optimal").result.summary()
 
 load, allocate, place, plan, simulate, compare, validate, explain: see docs/api.md.
+`draopt.__version__` is the installed version (`draopt --version`).
 """
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Any
+
+try:  # the installed distribution's version (pyproject.toml [project] version)
+    __version__: str = metadata.version("draopt")
+except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0.1.0+unknown"
 
 __all__ = ["allocate", "compare", "explain", "load", "place", "plan", "simulate", "validate"]
 

@@ -12,6 +12,7 @@ import sys
 import time
 from fractions import Fraction
 
+import draopt
 from draopt import progress, public
 from draopt.allocation import allocate as api
 from draopt.dra import taint_impact
@@ -74,6 +75,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         prog=prog,
         description="Kubernetes DRA device allocation, first-fit as kube-scheduler does it and optimal, with CP-SAT.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {draopt.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     a = sub.add_parser("allocate", help="allocate claims on a node as the kube-scheduler would")
     a.add_argument(
