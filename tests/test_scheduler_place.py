@@ -707,7 +707,7 @@ def test_released_gang_gives_back_its_anti_affinity():
     docs = gpu_docs(2, [1] * 4, pod_extra=setup)
     docs.append(
         {
-            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "apiVersion": "scheduling.k8s.io/v1beta1",
             "kind": "PodGroup",
             "metadata": {"name": "g", "namespace": "default"},
             "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},

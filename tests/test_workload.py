@@ -399,28 +399,31 @@ def test_missing_priority_class_names_field():
 
 
 def test_gang_priority_from_podgroup_or_members():
-    groups = [
-        {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": "a", "namespace": "default"},
-            "spec": {"priority": 7, "schedulingPolicy": {"gang": {"minCount": 3}}},
-        },
-        {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": "b", "namespace": "default"},
-            "spec": {"schedulingPolicy": {"basic": {}}},
-        },
-    ]
+    def groups(version: str) -> list[dict]:  # (1.36 serves PodGroup as v1alpha2 only)
+        return [
+            {
+                "apiVersion": f"scheduling.k8s.io/{version}",
+                "kind": "PodGroup",
+                "metadata": {"name": "a", "namespace": "default"},
+                "spec": {"priority": 7, "schedulingPolicy": {"gang": {"minCount": 3}}},
+            },
+            {
+                "apiVersion": f"scheduling.k8s.io/{version}",
+                "kind": "PodGroup",
+                "metadata": {"name": "b", "namespace": "default"},
+                "spec": {"schedulingPolicy": {"basic": {}}},
+            },
+        ]
+
     members = (pod("x", group="a"), pod("y", group="b", priority=3), pod("z", group="b", priority=9))
-    old = expand_docs(*groups, *members, features=Features.from_gates({"DRAWorkloadResourceClaims": True}, "1.36"))
+    features_136 = Features.from_gates({"DRAWorkloadResourceClaims": True}, "1.36")
+    old = expand_docs(*groups("v1alpha2"), *members, features=features_136)
     assert (old.groups["default/a"].priority, old.groups["default/a"].min_count) == (7, 3)
     assert (old.groups["default/b"].priority, old.groups["default/b"].policy) == (9, "basic")
     assert old.groups["default/b"].pods == ["default/z", "default/y"]
     # 1.37 never tries either group: a has 1 pod for minCount 3 (GangScheduling PreEnqueue); b's pods
     # have priorities apart from b's admitted one, 0 (schedule_one_podgroup.go validatePodGroup)
-    w = expand_docs(*groups, *members)
+    w = expand_docs(*groups("v1beta1"), *members)
     assert w.groups["default/b"].pods == [] and not w.pending
     holds = {d.key: d.hold for d in w.waiting}
     assert holds["default/x"].plugin == "GangScheduling"

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from draopt.cel import CelEnvironment  # (at import, not in the first call: every allocation evaluates CEL)
 from draopt.dra.decode import decode, deterministic_share_id, random_share_id
 from draopt.errors import AllocationError, DraoptError, InputError
-from draopt.kube.admission import refused_objects
+from draopt.kube.admission import check_served, refused_objects
 from draopt.kube.features import Features
 from draopt.dra.inventory import allocated_state, build_inventory, slices_by_node
 from draopt.kube.loader import ObjectSet
@@ -207,6 +207,7 @@ def _allocate(
     if engine not in ENGINES:
         raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     features = features or Features.from_gates()
+    check_served(objects, features.kubernetes_version)
     todo, in_use = select_claims(objects, claims)
     todo, notes = _without_refused(objects, todo, features, named=bool(claims))
     if not todo:

@@ -236,3 +236,26 @@ __all__ = [
     "scheduling_gates",
     "unchecked_admin_namespaces",
 ]
+
+
+# The kinds whose served API versions differ between releases (draopt.kube.releases).
+_VERSIONED = ("taint_rules", "pod_groups", "workloads", "composite_pod_groups")
+
+
+def check_served(objects: Any, version: str) -> None:
+    """InputError for the first object the API server of Kubernetes `version` does not serve in
+    its apiVersion (e.g. a scheduling.k8s.io/v1beta1 PodGroup, served from 1.37, placed as 1.36):
+    that server would refuse to create it, so the answer cannot be that release's."""
+    from draopt.errors import InputError
+    from draopt.kube.releases import not_served
+
+    for attr in _VERSIONED:
+        for obj in getattr(objects, attr):
+            if attr == "pod_groups" and f"{obj.namespace}/{obj.name}" in objects.simulated_groups:
+                continue
+            why = not_served(obj.kind, obj.api_version, version)
+            if why is not None:
+                raise InputError(
+                    f"{obj.ref}: field apiVersion: {why} (the API server of that release refuses it); "
+                    f"give --kubernetes-version of a release that serves it, or the object in a served version"
+                )

@@ -88,6 +88,9 @@ class ObjectSet:
     settled: Any = None
     clock_notes: list[str] = field(default_factory=list)
     clock: str = ""  # "settled" or "now" once draopt.kube.settle.apply chose; "" as read
+    # PodGroups draopt makes for batch operators' gangs (namespace/name): a simulation's stand-in,
+    # not an object of the API, so no release's served versions apply to it.
+    simulated_groups: set[str] = field(default_factory=set)
 
     _BY_KIND = {
         "DeviceClass": "device_classes",
@@ -527,7 +530,9 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
             said += [line for line in later.notes if line not in said]
             objects.settled = settle.SettledPods(_created_pods(later, read=True), later.order, set(created.order))
         for doc, where in created.groups:  # gangs of batch jobs (before their pods)
-            objects.add(parse_object(doc, where))
+            group = parse_object(doc, where)
+            objects.add(group)
+            objects.simulated_groups.add(f"{group.namespace}/{group.name}")
         for pod in _created_pods(created):
             objects.add(pod)
         objects.creation_order.update(created.order)

@@ -165,6 +165,18 @@ RELEASES: dict[str, Release] = {
     ),
 }
 
+
+def not_served(kind: str, api_version: str, version: str) -> str | None:
+    """Why the API server of Kubernetes `version` refuses `kind` in `api_version` (it serves no
+    such version); None when it serves it, or when draopt has no list for the kind."""
+    served = (RELEASES[version].served or {}).get(kind)
+    if served is None or api_version in served:
+        return None
+    if not served:
+        return f"Kubernetes {version} has no {kind} API"
+    return f"Kubernetes {version} serves {kind} as {', '.join(served)}, not {api_version}"
+
+
 # The newest released minor draopt pins.
 DEFAULT_VERSION = "1.37"
 

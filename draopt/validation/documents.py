@@ -26,7 +26,7 @@ from draopt.kube.convert import ConversionError, schema_for, to_v1
 from draopt.kube.features import Features
 from draopt.errors import InputError
 from draopt.kube.loader import KINDS, custom_resource_group, node_allocatable_136, raw_documents
-from draopt.kube.releases import RELEASES
+from draopt.kube.releases import RELEASES, not_served
 from draopt.kube.strict import unknown_fields
 from draopt.validation.context import _Ctx
 from draopt.validation.device_class import _validate_device_class
@@ -81,12 +81,11 @@ _VALIDATORS = {
 def _not_served(kind: str, api_version: str, version: str) -> str | None:
     """A note when the API server of Kubernetes `version` does not serve `kind` in `api_version`
     (draopt still reads it as that version's shape)."""
-    served = (RELEASES[version].served or {}).get(kind)
-    if served is None or api_version in served:
+    why = not_served(kind, api_version, version)
+    if why is None:
         return None
-    if not served:
-        return f"Kubernetes {version} has no {kind} API; validated as {api_version}"
-    return f"Kubernetes {version} serves {kind} as {', '.join(served)}, not {api_version}; validated as written"
+    some_version = bool((RELEASES[version].served or {}).get(kind))
+    return why + ("; validated as written" if some_version else f"; validated as {api_version}")
 
 
 def validate_documents(docs: list[tuple[Any, str]], features: Features | None = None) -> Report:
