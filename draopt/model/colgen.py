@@ -34,13 +34,14 @@ import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from draopt import progress
 from draopt.model.colgen_pricing import DevicePricing
+from draopt.model.colgen_stats import ColgenStats, PricingCounts
 from draopt.model.colgen_substitution import realize, substitutions
 from draopt.model.patterns import Configuration, NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
@@ -82,7 +83,7 @@ class Solution:
     converged: bool  # no column has a positive reduced value
     stopped: str = ""  # why the generation stopped early
     warm: str = ""  # why the warm start's placement is kept
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: ColgenStats = field(default_factory=lambda: ColgenStats())
 
 
 class ColumnGeneration:
@@ -131,262 +132,22 @@ class ColumnGeneration:
         """`warm`: pod key -> node of a valid placement (its configurations are the first
         columns and the integer floor). `deadline` (perf_counter) bounds everything."""
         t0 = time.perf_counter()
-        kinds = [prep.kinds[i] for i in kind_ids]
-        classes = node_classes(prep, kinds, node_names, cluster, min_size=1)
-        value = {k.index: weight(k.pods[0].priority) for k in kinds}
-        pods_of = {k.index: len(k.pods) for k in kinds}
-        ones = [one_node_model(nc, prep, cluster, workload, book, packed=False) for nc in classes]
-        fast: list[DevicePricing | None] = []
-        fast_stats: dict[str, Any] = {"colgen_fast_classes": 0, "colgen_fast_checked": 0}
-        for j, nc in enumerate(classes):
-            pricing, why = DevicePricing.for_class(nc, prep, ones[j].vars)
-            fast.append(pricing)
-            if pricing is not None:
-                fast_stats["colgen_fast_classes"] += 1
-            else:
-                fast_stats.setdefault("colgen_fast_not_used", why)
-        subs = [(a, b) for a, b in substitutions(classes, fast) if a in pods_of and b in pods_of]
-        fast_stats["colgen_substitutions"] = len(subs)
-        columns: list[Column] = []
-        seen: set[tuple] = set()
-
-        def add(j: int, counts: tuple[int, ...], conf: Configuration | None) -> bool:
-            if (j, counts) in seen or not any(counts):
-                return False
-            seen.add((j, counts))
-            columns.append(Column(j, counts, sum(value[ki] * n for ki, n in zip(classes[j].kinds, counts)), conf))
-            return True
-
-        warm_counts: Counter = Counter()
-        class_of = {n.name: (j, n) for j, nc in enumerate(classes) for n in nc.nodes}
+        part = _start(prep, cluster, workload, book, kind_ids, node_names)
         if warm:
-            per_node: dict[str, Counter] = defaultdict(Counter)
-            for kind in kinds:
-                for pod in kind.pods:
-                    node = warm.get(pod.key)
-                    if node is not None:
-                        per_node[node][kind.index] += 1
-            for name, got in per_node.items():
-                if name not in class_of:
-                    continue
-                j, _ = class_of[name]
-                counts = tuple(got[ki] for ki in classes[j].kinds)
-                add(j, counts, None)
-                warm_counts[(j, counts)] += 1
-        # ------------------------------------------------------------ generation
-        lp_share = t0 + (deadline - t0) * LP_SHARE
-        bound = float(sum(value[k] * pods_of[k] for k in value))  # every pod placed
-        rounds, converged, stopped, lp_value = 0, False, "", None
-        lp = _Master(classes, kinds, pods_of)
-        lp.add_substitutions(subs, value)
-        done = 0
-        total_value = bound
-        # Wentges smoothing: the pricing reads prices between the LP's duals and the duals of the
-        # best bound so far (the master is degenerate: its duals jump between rounds). A round
-        # whose columns do not improve the LP (mispricing) prices at the LP's duals next.
-        center: dict[int, float] | None = None
-        alpha = SMOOTHING
-        cap = PRICE_FIRST_SECONDS  # per pricing solve: short while columns come, longer to prove
-        # Entered by hand, not to re-indent the loop; on an exception draopt.progress.reporting
-        # closes the line.
-        generation_line = progress.current().task("optimal: column generation")
-        generation = generation_line.__enter__()
-        while True:
-            generation.note(round=rounds + 1, columns=len(columns), bound=f"{bound:,.0f}")
-            lp.add_columns(columns[done:])
-            done = len(columns)
-            lp_value, pi_lp, mu = lp.solve()
-            rounds += 1
-            if bound - lp_value <= LP_TOLERANCE * max(1.0, total_value):
-                converged = True  # the LP is proven within the tolerance of its bound
-                break
-
-            def improves(j: int, counts: tuple[int, ...], mu_j: float) -> bool:
-                """A positive reduced value at the LP's own duals: a column the master lacks."""
-                return sum((value[ki] - pi_lp[ki]) * n for ki, n in zip(classes[j].kinds, counts)) > mu_j + 1e-6
-
-            a = alpha if center is not None else 0.0
-            pi = pi_lp if not a else {ki: a * center[ki] + (1 - a) * pi_lp[ki] for ki in pi_lp}
-            lagrange = sum(pi[k] * pods_of[k] for k in pods_of)
-            added = 0
-            exact = True
-            priced = price_classes(
-                classes,
-                fast,
-                ones,
-                lambda j: {ki: value[ki] - pi[ki] for ki in classes[j].kinds},
-                lambda j: lambda counts: improves(j, counts, mu[j]),
-                cap,
-                lp_share,
-                fast_stats,
-            )
-            for j, (nc, got) in enumerate(zip(classes, priced)):
-                if got == "late":
-                    stopped = "the time limit ran out during the column generation"
-                    break
-                if got is None:
-                    stopped = "a pricing model found nothing in time"
-                    break
-                confs, upper, proven = got
-                exact = exact and proven
-                # Lagrangian bound at prices pi (kind rows relaxed): valid for any pi >= 0.
-                lagrange += len(nc.nodes) * max(0.0, upper)
-                for conf in confs if isinstance(confs, list) else [confs]:
-                    if conf is not None and improves(j, conf.counts, mu[j]):
-                        added += add(j, conf.counts, conf)
-            else:
-                if lagrange < bound:
-                    bound, center = lagrange, pi
-                if added:
-                    alpha = SMOOTHING
-                    continue
-                if a:
-                    alpha = 0.0  # mispricing: the LP's own duals next
-                    continue
-                if not exact and cap < PRICE_SECONDS:
-                    cap = min(PRICE_SECONDS, cap * 4)  # nothing found quickly: look longer
-                    continue
-                converged = exact
-                if not exact:
-                    stopped = "a pricing model was not solved to optimality in time"
-                break
-            break
-        generation_line.__exit__(None, None, None)
-        gen_s = time.perf_counter() - t0
-        # ------------------------------------------------------------ integer placement
-        floor = sum(
-            columns[i].value * warm_counts[(c.cls, c.counts)]
-            for i, c in enumerate(columns)
-            if (c.cls, c.counts) in warm_counts
+            _add_warm(part, warm)
+        gen = _Generation(
+            stop=t0 + (deadline - t0) * LP_SHARE,
+            bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)),  # every pod placed
         )
-        counts, int_status = None, "UNKNOWN"
-        banned: set[int] = set()
-        fallback = ""
-        warm_only = [warm_counts.get((c.cls, c.counts), 0) for c in columns]
-        start, rounded = warm_only, 0
-        if lp_value is not None and time.perf_counter() < deadline:
-            # Diving by the LP: its columns rounded down, the pods and nodes left over placed by
-            # a small CP-SAT model over every column; kept when it beats the warm start.
-            lp.add_columns(columns[done:])
-            done = len(columns)
-            lp.solve()
-            down = [int(math.floor(x + 1e-6)) for x in lp.primal()]
-            nodes_left = [len(nc.nodes) for nc in classes]
-            pods_left = dict(pods_of)
-            for c, n in zip(columns, down):
-                for ki, k in zip(classes[c.cls].kinds, c.counts):
-                    pods_left[ki] -= n * k
-            # The LP may fill places of a kind with smaller pods (substitutions): the rounding
-            # keeps no more of a kind's places than it has pods, dropping nodes where it has more.
-            for i in sorted(range(len(columns)), key=lambda i: -sum(columns[i].counts)):
-                c = columns[i]
-                while down[i] and any(pods_left[ki] < 0 for ki, k in zip(classes[c.cls].kinds, c.counts) if k):
-                    down[i] -= 1
-                    for ki, k in zip(classes[c.cls].kinds, c.counts):
-                        pods_left[ki] += k
-            for c, n in zip(columns, down):
-                nodes_left[c.cls] -= n
-            rest, _ = _integer(
-                classes,
-                kinds,
-                pods_left,
-                columns,
-                banned,
-                [0] * len(columns),
-                0,
-                time.perf_counter() + (deadline - time.perf_counter()) * ROUNDING_SHARE,
-                nodes_of=nodes_left,
-            )
-            dive = [a + b for a, b in zip(down, rest)]
-            rounded = sum(c.value * n for c, n in zip(columns, dive))
-            if rounded > floor:
-                start, floor = dive, rounded
-        moves: dict[tuple[int, int], int] = {}
-        for _ in range(4):
-            # The rest of the time: 70 % for the integer model, then checks and decoding.
-            with progress.current().task("optimal: column generation, integer placement") as integer_line:
-                integer_line.solver(floor, math.floor(bound + 1e-6))
-                counts, int_status = _integer(
-                    classes,
-                    kinds,
-                    pods_of,
-                    columns,
-                    banned,
-                    start,
-                    floor,
-                    time.perf_counter() + (deadline - time.perf_counter()) * 0.7,
-                    shown=integer_line,
-                    bound=math.floor(bound + 1e-6),
-                    gap=INTEGER_GAP * total_value,
-                    subs=[(a, b, value[b] - value[a]) for a, b in subs],
-                    moves=moves,
-                )
-            if int_status == "WARM" and start is not warm_only:
-                int_status = "ROUNDED"  # the LP's rounding stands: a placement of columns, checked below
-            if int_status == "WARM" or not any(counts):
-                break
-            bad, unchecked = [], False
-            for i, n in enumerate(counts):
-                if n:
-                    ok = _checked(columns[i], ones, deadline - time.perf_counter())
-                    if ok is None:
-                        unchecked = True
-                        break
-                    if not ok:
-                        bad.append(i)
-            if not bad and not unchecked and any(moves.values()):
-                # Pods of smaller kinds in places of larger ones: the configurations that gives,
-                # checked by the one model; any it rejects, the placement is solved without.
-                realized = self._realized(classes, columns, counts, moves, value, ones, deadline)
-                if realized is None:
-                    fast_stats["colgen_substitution_rejected"] = True
-                    subs, moves = [], {}
-                    warm_only += [0] * (len(columns) - len(warm_only))
-                    start = start + [0] * (len(columns) - len(start))
-                    continue
-                fast_stats["colgen_substituted_pods"] = sum(moves.values())
-                counts = realized
-                warm_only += [0] * (len(columns) - len(warm_only))
-                moves = {}
-            if unchecked:
-                # No time to check the configurations it uses: the warm start (all its columns
-                # are real node contents) is returned, said so.
-                fallback = "the time limit ran out while checking the configurations of the integer placement"
-                counts, int_status = warm_only, "WARM"
-                break
-            if not bad:
-                break
-            banned.update(bad)
-            floor = 0  # a warm configuration the one model rejects: the warm start is no floor
-            start = warm_only
-        else:
-            counts, int_status = [0] * len(columns), "REJECTED"
-        if int_status == "WARM":
-            reach = sum(c.value * n for c, n in zip(columns, counts)) >= math.floor(bound + 1e-6)
-            fallback = fallback or (
-                "the warm start reaches the bound" if reach else "no better integer placement found in time"
-            )
-        objective = sum(c.value * n for c, n in zip(columns, counts))
-        proven_bound = max(objective, math.floor(bound + 1e-6))
-        sol = Solution(classes, columns, counts, objective, proven_bound, lp_value, converged, stopped, warm=fallback)
-        sol.stats = {
-            "colgen_rounds": rounds,
-            "colgen_columns": len(columns),
-            "colgen_classes": len(classes),
-            "colgen_s": round(gen_s, 3),
-            "colgen_integer_status": int_status,
-            "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
-            "colgen_converged": converged,
-            **fast_stats,
-        }
-        if lp_value is not None:
-            sol.stats["colgen_lp_value"] = round(lp_value, 3)
-            sol.stats["colgen_rounded_value"] = rounded
-        if stopped:
-            sol.stats["colgen_stopped"] = stopped
-        if fallback:
-            sol.stats["colgen_warm_kept"] = fallback
-        return sol
+        lp = _Master(part.classes, part.kinds, part.pods_of)
+        lp.add_substitutions(part.subs, part.value)
+        _generate(part, lp, gen)
+        gen_s = time.perf_counter() - t0
+        ints = _integer_start(part)
+        if gen.lp_value is not None and time.perf_counter() < deadline:
+            _dive(part, lp, gen, ints, deadline)
+        _place_integer(part, gen, ints, deadline)
+        return _solution(part, gen, ints, t0, gen_s)
 
     @staticmethod
     def _realized(classes, columns, counts, moves, value, ones, deadline) -> list[int] | None:
@@ -431,6 +192,378 @@ class ColumnGeneration:
                     f"internal: {placed[ki]} pods of kind {ki} placed, it has {len(prep.kinds[ki].pods)}"
                 )
         return assignment, chosen
+
+
+# ---------------------------------------------------------------- the steps of `apply`
+
+
+@dataclass
+class _Part:
+    """One part's column generation: what stays fixed, and the columns found so far."""
+
+    classes: list[NodeClass]
+    kinds: list[Any]  # the part's kinds (prepare.Kind)
+    value: dict[int, int]  # kind -> placed value of one of its pods
+    pods_of: dict[int, int]  # kind -> its pods
+    ones: list[OneNodeModel]  # per class, the one model on its representative
+    fast: list[DevicePricing | None]  # per class, the compact pricing (None: the one model prices)
+    stats: ColgenStats
+    subs: list[tuple[int, int]] = field(default_factory=list)  # (a, b): b's pods may take a's places
+    columns: list[Column] = field(default_factory=list)
+    seen: set[tuple] = field(default_factory=set)  # (class, counts) of every column
+    warm_counts: Counter = field(default_factory=Counter)  # (class, counts) -> warm start's nodes
+
+    def add(self, j: int, counts: tuple[int, ...], conf: Configuration | None) -> bool:
+        """A new column (False: known already, or empty)."""
+        if (j, counts) in self.seen or not any(counts):
+            return False
+        self.seen.add((j, counts))
+        value = self.value
+        self.columns.append(Column(j, counts, sum(value[ki] * n for ki, n in zip(self.classes[j].kinds, counts)), conf))
+        return True
+
+
+@dataclass
+class _Generation:
+    """The generation loop's state."""
+
+    stop: float  # perf_counter: the generation's share of the time
+    bound: float  # best Lagrangian bound so far
+    rounds: int = 0
+    converged: bool = False
+    stopped: str = ""
+    lp_value: float | None = None
+    done: int = 0  # columns already in the master
+    # Wentges smoothing: the pricing reads prices between the LP's duals and the duals of the
+    # best bound so far (the master is degenerate: its duals jump between rounds). A round
+    # whose columns do not improve the LP (mispricing) prices at the LP's duals next.
+    center: dict[int, float] | None = None
+    alpha: float = SMOOTHING
+    cap: float = PRICE_FIRST_SECONDS  # per pricing solve: short while columns come, longer to prove
+    total_value: float = field(init=False)  # of every pod placed (the first bound)
+
+    def __post_init__(self) -> None:
+        self.total_value = self.bound
+
+
+@dataclass
+class _IntegerState:
+    """The integer placement's state."""
+
+    floor: int  # a placement of columns known to reach this value
+    warm_only: list[int]  # nodes per column of the warm start
+    start: list[int]  # the hint: the warm start, or the LP's rounding when it is better
+    subs: list[tuple[int, int]]  # the substitutions still allowed
+    counts: list[int] | None = None
+    status: str = "UNKNOWN"
+    banned: set[int] = field(default_factory=set)  # columns the one model rejects
+    fallback: str = ""  # why the warm start's placement is kept
+    rounded: int = 0  # placed value of the LP's rounding
+    moves: dict[tuple[int, int], int] = field(default_factory=dict)
+
+
+def _start(prep, cluster, workload, book, kind_ids: list[int], node_names: set[str]) -> _Part:
+    """The classes, their one models and compact pricings, and the substitutions."""
+    kinds = [prep.kinds[i] for i in kind_ids]
+    classes = node_classes(prep, kinds, node_names, cluster, min_size=1)
+    value = {k.index: weight(k.pods[0].priority) for k in kinds}
+    pods_of = {k.index: len(k.pods) for k in kinds}
+    ones = [one_node_model(nc, prep, cluster, workload, book, packed=False) for nc in classes]
+    fast: list[DevicePricing | None] = []
+    fast_stats: ColgenStats = {"colgen_fast_classes": 0, "colgen_fast_checked": 0}
+    for j, nc in enumerate(classes):
+        pricing, why = DevicePricing.for_class(nc, prep, ones[j].vars)
+        fast.append(pricing)
+        if pricing is not None:
+            fast_stats["colgen_fast_classes"] += 1
+        else:
+            fast_stats.setdefault("colgen_fast_not_used", why)
+    subs = [(a, b) for a, b in substitutions(classes, fast) if a in pods_of and b in pods_of]
+    fast_stats["colgen_substitutions"] = len(subs)
+    return _Part(classes, kinds, value, pods_of, ones, fast, fast_stats, subs)
+
+
+def _add_warm(part: _Part, warm: dict[str, str | None]) -> None:
+    """The warm start's node contents as the first columns (unchecked), counted in `warm_counts`."""
+    classes = part.classes
+    class_of = {n.name: (j, n) for j, nc in enumerate(classes) for n in nc.nodes}
+    per_node: dict[str, Counter] = defaultdict(Counter)
+    for kind in part.kinds:
+        for pod in kind.pods:
+            node = warm.get(pod.key)
+            if node is not None:
+                per_node[node][kind.index] += 1
+    for name, got in per_node.items():
+        if name not in class_of:
+            continue
+        j, _ = class_of[name]
+        counts = tuple(got[ki] for ki in classes[j].kinds)
+        part.add(j, counts, None)
+        part.warm_counts[(j, counts)] += 1
+
+
+def _generate(part: _Part, lp: _Master, gen: _Generation) -> None:
+    """Master LP and pricing rounds until the LP reaches the bound, no column is left, or time."""
+    # Entered by hand, not to re-indent the loop; on an exception draopt.progress.reporting
+    # closes the line.
+    generation_line = progress.current().task("optimal: column generation")
+    generation = generation_line.__enter__()
+    while True:
+        generation.note(round=gen.rounds + 1, columns=len(part.columns), bound=f"{gen.bound:,.0f}")
+        lp.add_columns(part.columns[gen.done :])
+        gen.done = len(part.columns)
+        lp_value, pi_lp, mu = lp.solve()
+        gen.lp_value = lp_value
+        gen.rounds += 1
+        if gen.bound - lp_value <= LP_TOLERANCE * max(1.0, gen.total_value):
+            gen.converged = True  # the LP is proven within the tolerance of its bound
+            break
+        if not _price_round(part, gen, pi_lp, mu):
+            break
+    generation_line.__exit__(None, None, None)
+
+
+def _price_round(part: _Part, gen: _Generation, pi_lp: dict[int, float], mu: list[float]) -> bool:
+    """One pricing round at the (smoothed) duals: new columns and the round's bound. True: another
+    round follows."""
+    classes, value = part.classes, part.value
+
+    def improves(j: int, counts: tuple[int, ...], mu_j: float) -> bool:
+        """A positive reduced value at the LP's own duals: a column the master lacks."""
+        return sum((value[ki] - pi_lp[ki]) * n for ki, n in zip(classes[j].kinds, counts)) > mu_j + 1e-6
+
+    center = gen.center
+    a = gen.alpha if center is not None else 0.0
+    pi = pi_lp if not a or center is None else {ki: a * center[ki] + (1 - a) * pi_lp[ki] for ki in pi_lp}
+    lagrange = sum(pi[k] * part.pods_of[k] for k in part.pods_of)
+    added = 0
+    exact = True
+    priced = price_classes(
+        classes,
+        part.fast,
+        part.ones,
+        lambda j: {ki: value[ki] - pi[ki] for ki in classes[j].kinds},
+        lambda j: lambda counts: improves(j, counts, mu[j]),
+        gen.cap,
+        gen.stop,
+        part.stats,
+    )
+    for j, (nc, got) in enumerate(zip(classes, priced)):
+        if got == "late":
+            gen.stopped = "the time limit ran out during the column generation"
+            return False
+        if got is None:
+            gen.stopped = "a pricing model found nothing in time"
+            return False
+        confs, upper, proven = got
+        exact = exact and proven
+        # Lagrangian bound at prices pi (kind rows relaxed): valid for any pi >= 0.
+        lagrange += len(nc.nodes) * max(0.0, upper)
+        for conf in confs if isinstance(confs, list) else [confs]:
+            if conf is not None and improves(j, conf.counts, mu[j]):
+                added += part.add(j, conf.counts, conf)
+    if lagrange < gen.bound:
+        gen.bound, gen.center = lagrange, pi
+    return _next_round(gen, added, a, exact)
+
+
+def _next_round(gen: _Generation, added: int, smoothed: float, exact: bool) -> bool:
+    """After a complete round: True for another one (and at which prices and time per solve),
+    False when the generation ends (converged or not)."""
+    if added:
+        gen.alpha = SMOOTHING
+        return True
+    if smoothed:
+        gen.alpha = 0.0  # mispricing: the LP's own duals next
+        return True
+    if not exact and gen.cap < PRICE_SECONDS:
+        gen.cap = min(PRICE_SECONDS, gen.cap * 4)  # nothing found quickly: look longer
+        return True
+    gen.converged = exact
+    if not exact:
+        gen.stopped = "a pricing model was not solved to optimality in time"
+    return False
+
+
+def _integer_start(part: _Part) -> _IntegerState:
+    """The warm start as the integer placement's floor and hint."""
+    columns, warm_counts = part.columns, part.warm_counts
+    floor = sum(
+        columns[i].value * warm_counts[(c.cls, c.counts)]
+        for i, c in enumerate(columns)
+        if (c.cls, c.counts) in warm_counts
+    )
+    warm_only = [warm_counts.get((c.cls, c.counts), 0) for c in columns]
+    return _IntegerState(floor, warm_only, warm_only, part.subs)
+
+
+def _dive(part: _Part, lp: _Master, gen: _Generation, ints: _IntegerState, deadline: float) -> None:
+    """Diving by the LP: its columns rounded down, the pods and nodes left over placed by a small
+    CP-SAT model over every column; the hint and floor when it beats the warm start."""
+    columns, classes = part.columns, part.classes
+    lp.add_columns(columns[gen.done :])
+    gen.done = len(columns)
+    lp.solve()
+    down, pods_left = _round_down(part, lp.primal())
+    nodes_left = [len(nc.nodes) for nc in classes]
+    for c, n in zip(columns, down):
+        nodes_left[c.cls] -= n
+    rest, _ = _integer(
+        classes,
+        part.kinds,
+        pods_left,
+        columns,
+        ints.banned,
+        [0] * len(columns),
+        0,
+        time.perf_counter() + (deadline - time.perf_counter()) * ROUNDING_SHARE,
+        nodes_of=nodes_left,
+    )
+    dive = [a + b for a, b in zip(down, rest)]
+    ints.rounded = sum(c.value * n for c, n in zip(columns, dive))
+    if ints.rounded > ints.floor:
+        ints.start, ints.floor = dive, ints.rounded
+
+
+def _round_down(part: _Part, primal: list[float]) -> tuple[list[int], dict[int, int]]:
+    """The LP's columns rounded down, and the pods of each kind they leave."""
+    columns, classes = part.columns, part.classes
+    down = [int(math.floor(x + 1e-6)) for x in primal]
+    pods_left = dict(part.pods_of)
+    for c, n in zip(columns, down):
+        for ki, k in zip(classes[c.cls].kinds, c.counts):
+            pods_left[ki] -= n * k
+    # The LP may fill places of a kind with smaller pods (substitutions): the rounding
+    # keeps no more of a kind's places than it has pods, dropping nodes where it has more.
+    for i in sorted(range(len(columns)), key=lambda i: -sum(columns[i].counts)):
+        c = columns[i]
+        while down[i] and any(pods_left[ki] < 0 for ki, k in zip(classes[c.cls].kinds, c.counts) if k):
+            down[i] -= 1
+            for ki, k in zip(classes[c.cls].kinds, c.counts):
+                pods_left[ki] += k
+    return down, pods_left
+
+
+def _place_integer(part: _Part, gen: _Generation, ints: _IntegerState, deadline: float) -> None:
+    """The integer placement, its columns checked by the one model (at most 4 solves: a column it
+    rejects is banned, a substitution it rejects is dropped, and the placement solved again)."""
+    for _ in range(4):
+        if not _integer_attempt(part, gen, ints, deadline):
+            break
+    else:
+        ints.counts, ints.status = [0] * len(part.columns), "REJECTED"
+
+
+def _integer_attempt(part: _Part, gen: _Generation, ints: _IntegerState, deadline: float) -> bool:
+    """One integer solve and its checks. True: solve again."""
+    columns, value = part.columns, part.value
+    # The rest of the time: 70 % for the integer model, then checks and decoding.
+    with progress.current().task("optimal: column generation, integer placement") as integer_line:
+        integer_line.solver(ints.floor, math.floor(gen.bound + 1e-6))
+        counts, ints.status = _integer(
+            part.classes,
+            part.kinds,
+            part.pods_of,
+            columns,
+            ints.banned,
+            ints.start,
+            ints.floor,
+            time.perf_counter() + (deadline - time.perf_counter()) * 0.7,
+            shown=integer_line,
+            bound=math.floor(gen.bound + 1e-6),
+            gap=INTEGER_GAP * gen.total_value,
+            subs=[(a, b, value[b] - value[a]) for a, b in ints.subs],
+            moves=ints.moves,
+        )
+    ints.counts = counts
+    if ints.status == "WARM" and ints.start is not ints.warm_only:
+        ints.status = "ROUNDED"  # the LP's rounding stands: a placement of columns, checked below
+    if ints.status == "WARM" or not any(counts):
+        return False
+    bad, unchecked = _check_used(part, counts, deadline)
+    if not bad and not unchecked and any(ints.moves.values()):
+        # Pods of smaller kinds in places of larger ones: the configurations that gives,
+        # checked by the one model; any it rejects, the placement is solved without.
+        realized = ColumnGeneration._realized(part.classes, columns, counts, ints.moves, value, part.ones, deadline)
+        if realized is None:
+            part.stats["colgen_substitution_rejected"] = True
+            ints.subs, ints.moves = [], {}
+            ints.warm_only += [0] * (len(columns) - len(ints.warm_only))
+            ints.start = ints.start + [0] * (len(columns) - len(ints.start))
+            return True
+        part.stats["colgen_substituted_pods"] = sum(ints.moves.values())
+        ints.counts = realized
+        ints.warm_only += [0] * (len(columns) - len(ints.warm_only))
+        ints.moves = {}
+    if unchecked:
+        # No time to check the configurations it uses: the warm start (all its columns
+        # are real node contents) is returned, said so.
+        ints.fallback = "the time limit ran out while checking the configurations of the integer placement"
+        ints.counts, ints.status = ints.warm_only, "WARM"
+        return False
+    if not bad:
+        return False
+    ints.banned.update(bad)
+    ints.floor = 0  # a warm configuration the one model rejects: the warm start is no floor
+    ints.start = ints.warm_only
+    return True
+
+
+def _check_used(part: _Part, counts: list[int], deadline: float) -> tuple[list[int], bool]:
+    """The columns a placement uses, checked by the one model: those it rejects, and whether
+    time ran out before all were decided."""
+    bad: list[int] = []
+    for i, n in enumerate(counts):
+        if n:
+            ok = _checked(part.columns[i], part.ones, deadline - time.perf_counter())
+            if ok is None:
+                return bad, True
+            if not ok:
+                bad.append(i)
+    return bad, False
+
+
+def _solution(part: _Part, gen: _Generation, ints: _IntegerState, t0: float, gen_s: float) -> Solution:
+    """The Solution and its figures."""
+    columns = part.columns
+    counts = ints.counts if ints.counts is not None else []
+    if ints.status == "WARM":
+        reach = sum(c.value * n for c, n in zip(columns, counts)) >= math.floor(gen.bound + 1e-6)
+        ints.fallback = ints.fallback or (
+            "the warm start reaches the bound" if reach else "no better integer placement found in time"
+        )
+    objective = sum(c.value * n for c, n in zip(columns, counts))
+    proven_bound = max(objective, math.floor(gen.bound + 1e-6))
+    sol = Solution(
+        part.classes,
+        columns,
+        counts,
+        objective,
+        proven_bound,
+        gen.lp_value,
+        gen.converged,
+        gen.stopped,
+        warm=ints.fallback,
+    )
+    stats: ColgenStats = {
+        "colgen_rounds": gen.rounds,
+        "colgen_columns": len(columns),
+        "colgen_classes": len(part.classes),
+        "colgen_s": round(gen_s, 3),
+        "colgen_integer_status": ints.status,
+        "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
+        "colgen_converged": gen.converged,
+    }
+    stats.update(part.stats)
+    if gen.lp_value is not None:
+        stats["colgen_lp_value"] = round(gen.lp_value, 3)
+        stats["colgen_rounded_value"] = ints.rounded
+    if gen.stopped:
+        stats["colgen_stopped"] = gen.stopped
+    if ints.fallback:
+        stats["colgen_warm_kept"] = ints.fallback
+    sol.stats = stats
+    return sol
 
 
 class _Master:
@@ -481,7 +614,7 @@ class _Master:
         return [x.solution_value() for x in self.vars]
 
 
-def price_classes(classes, fast, ones, reduced_of, wanted_of, cap: float, stop: float, stats: dict) -> list:
+def price_classes(classes, fast, ones, reduced_of, wanted_of, cap: float, stop: float, stats: ColgenStats) -> list:
     """Price every class under its `reduced_of(j)` values, PRICING_THREADS classes at once: the
     compact pricing where the class has it (a column the one model rejects drops it for the
     class, `fast[j] = None`), else the one model. Per class, in class order: (configurations,
@@ -492,7 +625,7 @@ def price_classes(classes, fast, ones, reduced_of, wanted_of, cap: float, stop: 
         left = stop - time.perf_counter()
         if left <= 0:
             return "late", {}, False
-        own: dict[str, int] = {"colgen_fast_checked": 0}
+        own: PricingCounts = {"colgen_fast_checked": 0}
         got, dropped = None, False
         if fast[j] is not None:
             got = _price_fast(fast[j], ones[j], reduced_of(j), min(cap, left), own, wanted_of(j))
@@ -506,9 +639,11 @@ def price_classes(classes, fast, ones, reduced_of, wanted_of, cap: float, stop: 
     with ThreadPoolExecutor(max_workers=PRICING_THREADS) as pool:
         results = list(pool.map(one_class, range(len(classes))))
     out = []
+    # Added key by key in each class's order (the keys' order in the stats stays that of the run).
+    counts = cast("dict[str, int]", stats)
     for j, (got, own, dropped) in enumerate(results):
         for k, v in own.items():
-            stats[k] = stats.get(k, 0) + v
+            counts[k] = counts.get(k, 0) + v
         if dropped:
             fast[j] = None
         out.append(got)
@@ -547,7 +682,9 @@ def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], secon
     return one.configuration(solver, counts), upper, status == cp_model.OPTIMAL
 
 
-def _price_fast(fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float], seconds: float, stats: dict, wanted):
+def _price_fast(
+    fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float], seconds: float, stats: PricingCounts, wanted
+):
     """The compact pricing (colgen_pricing.py); a column it returns is checked by the one model
     (the rule source) before it is used (`wanted(counts)`: the master lacks it). "disagree" if the one model rejects it (the class is
     then priced by the one model), None if nothing was found in time."""
@@ -555,7 +692,7 @@ def _price_fast(fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float
     if got is None:
         return None
     counts, upper, proven, others = got
-    confs = []
+    confs: list[Configuration | bool] = []
     for c in [counts] + others:
         if len(confs) == FAST_COLUMNS or not wanted(c):  # no new column: nothing to check
             continue
@@ -575,7 +712,15 @@ def _price_fast(fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float
     return confs, upper, proven
 
 
-def _checked(col: Column, ones: list[OneNodeModel], seconds: float) -> bool | None:
+class _CheckedColumn(Protocol):
+    """A column of either generation (Column, colgen_plan.PlanColumn)."""
+
+    cls: int
+    counts: tuple[int, ...]
+    conf: Any
+
+
+def _checked(col: _CheckedColumn, ones: list[OneNodeModel], seconds: float) -> bool | None:
     """A column from the warm start, checked by the one model when it is used: True, False
     (the model rejects it), None (not decided in `seconds`)."""
     if col.conf is not None:
@@ -587,7 +732,7 @@ def _checked(col: Column, ones: list[OneNodeModel], seconds: float) -> bool | No
     got = one.check(col.counts, seconds=min(5.0, seconds))
     if got is None or got is False:
         return got
-    col.conf = got
+    col.conf = cast(Configuration, got)  # `check` gives False or a configuration, never True
     return True
 
 
@@ -615,6 +760,39 @@ def _integer(
     nodes_of = nodes_of if nodes_of is not None else [len(nc.nodes) for nc in classes]
     if moves is not None:
         moves.clear()  # filled with this solve's moves (none when the start is returned)
+    m, xs, zs, objective = _integer_model(classes, pods_of, columns, banned, nodes_of, subs)
+    if floor:
+        m.add(objective >= floor)
+    if bound is not None and bound >= floor:
+        m.add(objective <= bound)
+    for x, n in zip(xs, start):
+        m.add_hint(x, n)
+    m.maximize(objective)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 2
+    solver.parameters.interleave_search = True
+    solver.parameters.random_seed = 0
+    if gap > 0:
+        solver.parameters.absolute_gap_limit = gap
+    left = max(0.1, hard_stop - time.perf_counter())
+    solver.parameters.max_deterministic_time = left
+    solver.parameters.max_time_in_seconds = left  # wall time: the time limit is kept
+    status = solver.solve(m, progress.solver_callback(solver, shown))
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if floor:
+            return list(start), "WARM"
+        return [0] * len(columns), solver.status_name(status)
+    if floor and solver.objective_value <= floor:
+        return list(start), "WARM"
+    if moves is not None:
+        moves.clear()
+        moves.update({(a, b): solver.value(z) for (a, b, _), z in zip(subs, zs)})
+    return [solver.value(x) for x in xs], solver.status_name(status)
+
+
+def _integer_model(classes, pods_of, columns, banned, nodes_of: list[int], subs):
+    """`_integer`'s CP-SAT model: nodes per column (xs), pods of b in places of a per pair (zs),
+    the rows per class and kind, and the placed value (not yet set as the objective)."""
     m = cp_model.CpModel()
     xs = []
     given = {a for a, _, _ in subs}  # kinds whose places smaller pods may take
@@ -645,30 +823,4 @@ def _integer(
         if ki in given:
             m.add(sum(terms) >= 0)  # only places the columns have move
     objective = sum(c.value * x for c, x in zip(columns, xs)) + sum(d * z for z, (_, _, d) in zip(zs, subs))
-    if floor:
-        m.add(objective >= floor)
-    if bound is not None and bound >= floor:
-        m.add(objective <= bound)
-    for x, n in zip(xs, start):
-        m.add_hint(x, n)
-    m.maximize(objective)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 2
-    solver.parameters.interleave_search = True
-    solver.parameters.random_seed = 0
-    if gap > 0:
-        solver.parameters.absolute_gap_limit = gap
-    left = max(0.1, hard_stop - time.perf_counter())
-    solver.parameters.max_deterministic_time = left
-    solver.parameters.max_time_in_seconds = left  # wall time: the time limit is kept
-    status = solver.solve(m, progress.solver_callback(solver, shown))
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        if floor:
-            return list(start), "WARM"
-        return [0] * len(columns), solver.status_name(status)
-    if floor and solver.objective_value <= floor:
-        return list(start), "WARM"
-    if moves is not None:
-        moves.clear()
-        moves.update({(a, b): solver.value(z) for (a, b, _), z in zip(subs, zs)})
-    return [solver.value(x) for x in xs], solver.status_name(status)
+    return m, xs, zs, objective

@@ -25,16 +25,17 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes
 from draopt.model.colgen_pricing import DevicePricing
+from draopt.model.colgen_stats import ColgenStats
 from draopt.model.colgen_substitution import realize, substitutions
 from draopt.model.encodings.base import scale_to_int
-from draopt.model.patterns import NodeClass, node_classes
+from draopt.model.patterns import NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 
 LP_SHARE = 0.7  # of the time given, for the generation (the rest: integer counts)
@@ -64,7 +65,7 @@ class PlanSolution:
     converged: bool
     covered: bool  # every pod that has a node is placed
     stopped: str = ""
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: ColgenStats = field(default_factory=lambda: ColgenStats())
 
     def mix(self) -> dict[str, int]:
         out: Counter = Counter()
@@ -103,239 +104,344 @@ class CheapestMix:
         `alias`: a node of the warm placement that is not in the cluster -> the copy it is alike
         (the estimate's copies beyond the first of a type)."""
         t0 = time.perf_counter()
-        kinds = [prep.kinds[i] for i in kind_ids]
-        classes = node_classes(prep, kinds, node_names, cluster, min_size=1)
-        free_nodes = [sum(1 for n in nc.nodes if n.name not in type_of) for nc in classes]
-        class_type: list[str | None] = []
-        class_cost: list[Fraction | None] = []
-        for nc in classes:
-            types = sorted({type_of[n.name] for n in nc.nodes if n.name in type_of}, key=lambda t: (cost_of[t], t))
-            class_type.append(types[0] if types else None)
-            class_cost.append(cost_of[types[0]] if types else None)
-        demand = {k.index: len(k.pods) for k in kinds if any(k.index in nc.kinds for nc in classes)}
-        ones = [one_node_model(nc, prep, cluster, workload, book, packed=False) for nc in classes]
-        fast: list[DevicePricing | None] = [
-            DevicePricing.for_class(nc, prep, ones[j].vars)[0] for j, nc in enumerate(classes)
-        ]
-        fast_stats: dict[str, Any] = {"colgen_fast_classes": sum(f is not None for f in fast), "colgen_fast_checked": 0}
-        subs = [(a, b) for a, b in substitutions(classes, fast) if a in demand and b in demand]
-        fast_stats["colgen_substitutions"] = len(subs)
-        columns: list[PlanColumn] = []
-        seen: set[tuple] = set()
-
-        def add(j: int, counts: tuple[int, ...], conf) -> bool:
-            if (j, counts) in seen or not any(counts):
-                return False
-            seen.add((j, counts))
-            columns.append(PlanColumn(j, counts, conf))
-            return True
-
-        class_of = {n.name: j for j, nc in enumerate(classes) for n in nc.nodes}
-        warm_free: Counter = Counter()
-        warm_copy: Counter = Counter()
+        part = _start(prep, cluster, workload, book, kind_ids, node_names, type_of, cost_of)
         if warm:
-            per_node: dict[str, Counter] = defaultdict(Counter)
-            for kind in kinds:
-                for pod in kind.pods:
-                    node = warm.get(pod.key)
-                    if node is not None:
-                        per_node[node][kind.index] += 1
-            for name, got in sorted(per_node.items()):
-                name = name if name in class_of else (alias or {}).get(name, "")
-                if name not in class_of:
-                    continue
-                j = class_of[name]
-                counts = tuple(got[ki] for ki in classes[j].kinds)
-                add(j, counts, None)
-                (warm_copy if name in type_of else warm_free)[(j, counts)] += 1
-        # A column for every kind (its most pods alone on the first class that can buy more of
-        # them, or else any class): the covering master and the integer counts need one each.
-        has = {ki for (j, counts) in seen for ki, n in zip(classes[j].kinds, counts) if n}
-        for ki in demand:
-            if ki in has or time.perf_counter() > deadline:
-                continue
-            for j in sorted(
-                (j for j, nc in enumerate(classes) if ki in nc.kinds), key=lambda j: (class_cost[j] is None, j)
-            ):
-                alone = _alone(fast[j], ones[j], classes[j], ki, demand[ki], fast_stats)
-                if alone is not None and add(j, alone.counts, alone):
-                    break
-        cost_f = [float(c) if c is not None else None for c in class_cost]
-        # ------------------------------------------------------------ generation
-        lp_stop = t0 + (deadline - t0) * LP_SHARE
-        master = _CoverMaster(classes, free_nodes, cost_f, demand)
-        master.add_substitutions(subs)
-        done, rounds, converged, stopped, lp_value = 0, 0, False, "", None
-        bound = _pooled_bound(fast, classes, free_nodes, class_cost, demand)
-        cap = PRICE_FIRST_SECONDS
-        center: dict[int, float] | None = None  # Wentges smoothing, as in colgen.py
-        alpha = SMOOTHING
-        while True:
-            master.add_columns(columns[done:])
-            done = len(columns)
-            lp_value, pi_lp, sigma = master.solve()
-            rounds += 1
-            if lp_value is not None and lp_value - bound <= LP_TOLERANCE * max(1.0, lp_value):
-                converged = True
-                break
-            a = alpha if center is not None else 0.0
-            pi = pi_lp if not a else {k: a * center[k] + (1 - a) * pi_lp[k] for k in pi_lp}
-            best = []
-            exact, added, incomplete = True, 0, False
-            limits = []
-            for j in range(len(classes)):
-                limit = cost_f[j] if cost_f[j] is not None else math.inf
-                if free_nodes[j]:
-                    limit = min(limit, sigma[j])
-                limits.append(limit)
-
-            def wanted(j: int):
-                def negative(counts, j=j):
-                    """A negative reduced cost at the LP's own duals: a column the master lacks."""
-                    return sum(pi_lp.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts)) > limits[j] + 1e-6
-
-                return negative
-
-            priced = price_classes(
-                classes,
-                fast,
-                ones,
-                lambda j: {ki: pi.get(ki, 0.0) for ki in classes[j].kinds},
-                wanted,
-                cap,
-                lp_stop,
-                fast_stats,
-            )
-            for j, got in enumerate(priced):
-                if got == "late":
-                    stopped = "the time limit ran out during the column generation"
-                    break
-                if got is None:
-                    # Nothing in time on this class: no bound this round, the other classes
-                    # still give columns.
-                    exact, incomplete = False, True
-                    best.append(math.inf)
-                    continue
-                confs, upper, proven = got
-                exact = exact and proven
-                best.append(max(0.0, upper))
-                check = wanted(j)
-                for conf in confs if isinstance(confs, list) else [confs]:
-                    if conf is not None and check(conf.counts):
-                        added += add(j, conf.counts, conf)
-            else:
-                farley = 0.0 if incomplete else _farley(pi, demand, best, cost_f, free_nodes)
-                if farley > bound or (center is None and not incomplete):
-                    bound, center = max(bound, farley), pi
-                if added:
-                    alpha = SMOOTHING
-                    continue
-                if a:
-                    alpha = 0.0  # mispricing: the LP's own duals next
-                    continue
-                if incomplete and time.perf_counter() < lp_stop and cap >= PRICE_SECONDS:
-                    stopped = "a pricing model found nothing in time"
-                    break
-                if not exact and cap < PRICE_SECONDS:
-                    cap = min(PRICE_SECONDS, cap * 4)
-                    continue
-                converged = exact
-                if not exact:
-                    stopped = "a pricing model was not solved to optimality in time"
-                break
-            break
+            _add_warm(part, warm, type_of, alias)
+        _add_alone(part, deadline)
+        gen = _PlanGeneration(stop=t0 + (deadline - t0) * LP_SHARE)
+        master = _CoverMaster(part.classes, part.free_nodes, part.cost_f, part.demand)
+        master.add_substitutions(part.subs)
+        gen.bound = _pooled_bound(part.fast, part.classes, part.free_nodes, part.class_cost, part.demand)
+        _generate(part, master, gen)
         gen_s = time.perf_counter() - t0
-        # ------------------------------------------------------------ integer counts
-        ints, scale = scale_to_int([c if c is not None else Fraction(0) for c in class_cost])
-        free_counts, copy_counts, int_status = [0] * len(columns), [0] * len(columns), "UNKNOWN"
-        banned: set[int] = set()
-        use_subs = subs
-        for _ in range(4):
-            got = _integer_cover(
-                classes,
-                free_nodes,
-                ints,
-                demand,
-                columns,
-                banned,
-                warm_free,
-                warm_copy,
-                time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * 0.8),
-                use_subs,
-            )
-            if got is None:
+        counts = _cover_counts(part, deadline)
+        return _solution(part, gen, counts, t0, gen_s)
+
+
+# ---------------------------------------------------------------- the steps of `apply`
+
+
+@dataclass
+class _PlanPart:
+    """One plan's column generation: what stays fixed, and the columns found so far."""
+
+    classes: list[NodeClass]
+    kinds: list[Any]  # the pending kinds (prepare.Kind)
+    free_nodes: list[int]  # per class, the input's own nodes
+    class_type: list[str | None]  # per class, its cheapest copy type (None: no copies)
+    class_cost: list[Fraction | None]
+    cost_f: list[float | None]  # class_cost as floats (the LP's)
+    demand: dict[int, int]  # kind that has a node -> its pods
+    ones: list[OneNodeModel]  # per class, the one model on its representative
+    fast: list[DevicePricing | None]  # per class, the compact pricing (None: the one model prices)
+    stats: ColgenStats
+    subs: list[tuple[int, int]]  # (a, b): b's pods may take a's places
+    columns: list[PlanColumn] = field(default_factory=list)
+    seen: set[tuple] = field(default_factory=set)  # (class, counts) of every column
+    warm_free: Counter = field(default_factory=Counter)  # (class, counts) -> the warm start's free nodes
+    warm_copy: Counter = field(default_factory=Counter)  # (class, counts) -> the warm start's copies
+
+    def add(self, j: int, counts: tuple[int, ...], conf) -> bool:
+        """A new column (False: known already, or empty)."""
+        if (j, counts) in self.seen or not any(counts):
+            return False
+        self.seen.add((j, counts))
+        self.columns.append(PlanColumn(j, counts, conf))
+        return True
+
+
+@dataclass
+class _PlanGeneration:
+    """The generation loop's state."""
+
+    stop: float  # perf_counter: the generation's share of the time
+    bound: float = 0.0  # best lower bound so far
+    rounds: int = 0
+    converged: bool = False
+    stopped: str = ""
+    lp_value: float | None = None
+    done: int = 0  # columns already in the master
+    cap: float = PRICE_FIRST_SECONDS  # per pricing solve
+    center: dict[int, float] | None = None  # Wentges smoothing, as in colgen.py
+    alpha: float = SMOOTHING
+
+
+@dataclass
+class _CoverCounts:
+    """The integer counts: free nodes and copies per column."""
+
+    free_counts: list[int]
+    copy_counts: list[int]
+    scale: Fraction  # costs are multiples of it
+    status: str = "UNKNOWN"
+
+
+def _start(prep, cluster, workload, book, kind_ids, node_names, type_of, cost_of) -> _PlanPart:
+    """The classes, their costs, one models and compact pricings, and the substitutions."""
+    kinds = [prep.kinds[i] for i in kind_ids]
+    classes = node_classes(prep, kinds, node_names, cluster, min_size=1)
+    free_nodes = [sum(1 for n in nc.nodes if n.name not in type_of) for nc in classes]
+    class_type: list[str | None] = []
+    class_cost: list[Fraction | None] = []
+    for nc in classes:
+        types = sorted({type_of[n.name] for n in nc.nodes if n.name in type_of}, key=lambda t: (cost_of[t], t))
+        class_type.append(types[0] if types else None)
+        class_cost.append(cost_of[types[0]] if types else None)
+    demand = {k.index: len(k.pods) for k in kinds if any(k.index in nc.kinds for nc in classes)}
+    ones = [one_node_model(nc, prep, cluster, workload, book, packed=False) for nc in classes]
+    fast: list[DevicePricing | None] = [
+        DevicePricing.for_class(nc, prep, ones[j].vars)[0] for j, nc in enumerate(classes)
+    ]
+    fast_stats: ColgenStats = {"colgen_fast_classes": sum(f is not None for f in fast), "colgen_fast_checked": 0}
+    subs = [(a, b) for a, b in substitutions(classes, fast) if a in demand and b in demand]
+    fast_stats["colgen_substitutions"] = len(subs)
+    cost_f = [float(c) if c is not None else None for c in class_cost]
+    return _PlanPart(classes, kinds, free_nodes, class_type, class_cost, cost_f, demand, ones, fast, fast_stats, subs)
+
+
+def _add_warm(part: _PlanPart, warm: dict[str, str | None], type_of: dict[str, str], alias) -> None:
+    """The warm start's node contents as the first columns (unchecked), counted per free node
+    and per copy."""
+    classes = part.classes
+    class_of = {n.name: j for j, nc in enumerate(classes) for n in nc.nodes}
+    per_node: dict[str, Counter] = defaultdict(Counter)
+    for kind in part.kinds:
+        for pod in kind.pods:
+            node = warm.get(pod.key)
+            if node is not None:
+                per_node[node][kind.index] += 1
+    for name, got in sorted(per_node.items()):
+        name = name if name in class_of else (alias or {}).get(name, "")
+        if name not in class_of:
+            continue
+        j = class_of[name]
+        counts = tuple(got[ki] for ki in classes[j].kinds)
+        part.add(j, counts, None)
+        (part.warm_copy if name in type_of else part.warm_free)[(j, counts)] += 1
+
+
+def _add_alone(part: _PlanPart, deadline: float) -> None:
+    """A column for every kind (its most pods alone on the first class that can buy more of
+    them, or else any class): the covering master and the integer counts need one each."""
+    classes, class_cost = part.classes, part.class_cost
+    has = {ki for (j, counts) in part.seen for ki, n in zip(classes[j].kinds, counts) if n}
+    for ki in part.demand:
+        if ki in has or time.perf_counter() > deadline:
+            continue
+        for j in sorted(
+            (j for j, nc in enumerate(classes) if ki in nc.kinds), key=lambda j: (class_cost[j] is None, j)
+        ):
+            alone = _alone(part.fast[j], part.ones[j], classes[j], ki, part.demand[ki], part.stats)
+            if alone is not None and part.add(j, alone.counts, alone):
                 break
-            free_counts, copy_counts, int_status, moves = got
-            bad = []
-            for i, c in enumerate(columns):
-                if free_counts[i] or copy_counts[i]:
-                    ok = _checked(c, ones, deadline - time.perf_counter())
-                    if ok is False:
-                        bad.append(i)
-            if bad:
-                banned.update(bad)
-                continue
-            if not any(moves.values()):
-                break
-            # Pods of smaller kinds take places of larger ones: the configurations that gives,
-            # each checked by the one model; any it rejects, the cover is solved again without.
-            used, complete = realize(classes, columns, free_counts, copy_counts, moves)
-            index = {(c.cls, c.counts): i for i, c in enumerate(columns)}
-            placed_free, placed_copy = [0] * len(columns), [0] * len(columns)
-            rejected = not complete
-            for j, counts, copy, n in used:
-                i = index.get((j, counts))
-                if i is None:
-                    i = index[(j, counts)] = len(columns)
-                    columns.append(PlanColumn(j, counts, None))
-                    placed_free.append(0)
-                    placed_copy.append(0)
-                # Checked, new or met again unused (undecided in time counts as rejected).
-                rejected = rejected or _checked(columns[i], ones, deadline - time.perf_counter()) is not True
-                (placed_copy if copy else placed_free)[i] += n
-            if rejected:
-                fast_stats["colgen_substitution_rejected"] = True
-                use_subs = []
-                continue
-            fast_stats["colgen_substituted_pods"] = sum(moves.values())
-            free_counts, copy_counts = placed_free, placed_copy
+
+
+def _generate(part: _PlanPart, master: _CoverMaster, gen: _PlanGeneration) -> None:
+    """Covering LP and pricing rounds until the LP reaches the bound, no column is left, or time."""
+    while True:
+        master.add_columns(part.columns[gen.done :])
+        gen.done = len(part.columns)
+        lp_value, pi_lp, sigma = master.solve()
+        gen.lp_value = lp_value
+        gen.rounds += 1
+        if lp_value is not None and lp_value - gen.bound <= LP_TOLERANCE * max(1.0, lp_value):
+            gen.converged = True
             break
-        cost = sum((class_cost[c.cls] * n for c, n in zip(columns, copy_counts) if n), Fraction(0))
-        covered = _covers(classes, demand, columns, free_counts, copy_counts)
-        # Costs are multiples of `scale`: a bound rounds up to the next multiple.
-        lower = Fraction(math.ceil(Fraction(bound) / scale - Fraction(1, 10**6))) * scale if bound > 0 else Fraction(0)
-        sol = PlanSolution(
-            classes,
-            class_cost,
-            class_type,
-            free_nodes,
+        if not _price_round(part, gen, pi_lp, sigma):
+            break
+
+
+def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float], sigma: list[float]) -> bool:
+    """One pricing round at the (smoothed) duals: new columns and the round's Farley bound.
+    True: another round follows."""
+    classes = part.classes
+    center = gen.center
+    a = gen.alpha if center is not None else 0.0
+    pi = pi_lp if not a or center is None else {k: a * center[k] + (1 - a) * pi_lp[k] for k in pi_lp}
+    best: list[float] = []
+    exact, added, incomplete = True, 0, False
+    limits = []
+    for j in range(len(classes)):
+        limit = part.cost_f[j]
+        limit = limit if limit is not None else math.inf
+        if part.free_nodes[j]:
+            limit = min(limit, sigma[j])
+        limits.append(limit)
+
+    def wanted(j: int):
+        def negative(counts, j=j):
+            """A negative reduced cost at the LP's own duals: a column the master lacks."""
+            return sum(pi_lp.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts)) > limits[j] + 1e-6
+
+        return negative
+
+    priced = price_classes(
+        classes,
+        part.fast,
+        part.ones,
+        lambda j: {ki: pi.get(ki, 0.0) for ki in classes[j].kinds},
+        wanted,
+        gen.cap,
+        gen.stop,
+        part.stats,
+    )
+    for j, got in enumerate(priced):
+        if got == "late":
+            gen.stopped = "the time limit ran out during the column generation"
+            return False
+        if got is None:
+            # Nothing in time on this class: no bound this round, the other classes
+            # still give columns.
+            exact, incomplete = False, True
+            best.append(math.inf)
+            continue
+        confs, upper, proven = got
+        exact = exact and proven
+        best.append(max(0.0, upper))
+        check = wanted(j)
+        for conf in confs if isinstance(confs, list) else [confs]:
+            if conf is not None and check(conf.counts):
+                added += part.add(j, conf.counts, conf)
+    farley = 0.0 if incomplete else _farley(pi, part.demand, best, part.cost_f, part.free_nodes)
+    if farley > gen.bound or (gen.center is None and not incomplete):
+        gen.bound, gen.center = max(gen.bound, farley), pi
+    return _next_round(gen, added, a, exact, incomplete)
+
+
+def _next_round(gen: _PlanGeneration, added: int, smoothed: float, exact: bool, incomplete: bool) -> bool:
+    """After a complete round: True for another one, False when the generation ends."""
+    if added:
+        gen.alpha = SMOOTHING
+        return True
+    if smoothed:
+        gen.alpha = 0.0  # mispricing: the LP's own duals next
+        return True
+    if incomplete and time.perf_counter() < gen.stop and gen.cap >= PRICE_SECONDS:
+        gen.stopped = "a pricing model found nothing in time"
+        return False
+    if not exact and gen.cap < PRICE_SECONDS:
+        gen.cap = min(PRICE_SECONDS, gen.cap * 4)
+        return True
+    gen.converged = exact
+    if not exact:
+        gen.stopped = "a pricing model was not solved to optimality in time"
+    return False
+
+
+def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
+    """The integer counts, their columns checked by the one model (at most 4 solves: a column it
+    rejects is banned, a substitution it rejects is dropped, and the cover solved again)."""
+    columns = part.columns
+    ints, scale = scale_to_int([c if c is not None else Fraction(0) for c in part.class_cost])
+    part_counts = _CoverCounts([0] * len(columns), [0] * len(columns), scale)
+    banned: set[int] = set()
+    use_subs = part.subs
+    for _ in range(4):
+        got = _integer_cover(
+            part.classes,
+            part.free_nodes,
+            ints,
+            part.demand,
             columns,
-            free_counts,
-            copy_counts,
-            cost,
-            min(lower, cost) if covered else lower,
-            lp_value,
-            converged,
-            covered,
-            stopped,
+            banned,
+            part.warm_free,
+            part.warm_copy,
+            time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * 0.8),
+            use_subs,
         )
-        sol.stats = {
-            "colgen_rounds": rounds,
-            "colgen_columns": len(columns),
-            "colgen_classes": len(classes),
-            "colgen_s": round(gen_s, 3),
-            "colgen_integer_status": int_status,
-            "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
-            "colgen_converged": converged,
-            "colgen_lp_value": lp_value,
-            **fast_stats,
-        }
-        if stopped:
-            sol.stats["colgen_stopped"] = stopped
-        return sol
+        if got is None:
+            break
+        part_counts.free_counts, part_counts.copy_counts, part_counts.status, moves = got
+        bad = [
+            i
+            for i, c in enumerate(columns)
+            if (part_counts.free_counts[i] or part_counts.copy_counts[i])
+            and _checked(c, part.ones, deadline - time.perf_counter()) is False
+        ]
+        if bad:
+            banned.update(bad)
+            continue
+        if not any(moves.values()):
+            break
+        if not _realize_moves(part, part_counts, moves, deadline):
+            part.stats["colgen_substitution_rejected"] = True
+            use_subs = []
+            continue
+        part.stats["colgen_substituted_pods"] = sum(moves.values())
+        break
+    return part_counts
 
 
-def _alone(fast, one, nc, ki: int, pods: int, stats: dict):
+def _realize_moves(part: _PlanPart, counts: _CoverCounts, moves: dict, deadline: float) -> bool:
+    """Pods of smaller kinds take places of larger ones: the configurations that gives, each
+    checked by the one model, replace `counts`. False (counts kept) if it rejects any."""
+    columns = part.columns
+    used, complete = realize(part.classes, columns, counts.free_counts, counts.copy_counts, moves)
+    index = {(c.cls, c.counts): i for i, c in enumerate(columns)}
+    placed_free, placed_copy = [0] * len(columns), [0] * len(columns)
+    rejected = not complete
+    for j, got, copy, n in used:
+        i = index.get((j, got))
+        if i is None:
+            i = index[(j, got)] = len(columns)
+            columns.append(PlanColumn(j, got, None))
+            placed_free.append(0)
+            placed_copy.append(0)
+        # Checked, new or met again unused (undecided in time counts as rejected).
+        rejected = rejected or _checked(columns[i], part.ones, deadline - time.perf_counter()) is not True
+        (placed_copy if copy else placed_free)[i] += n
+    if rejected:
+        return False
+    counts.free_counts, counts.copy_counts = placed_free, placed_copy
+    return True
+
+
+def _solution(part: _PlanPart, gen: _PlanGeneration, counts: _CoverCounts, t0: float, gen_s: float) -> PlanSolution:
+    """The PlanSolution and its figures."""
+    columns, class_cost = part.columns, part.class_cost
+    scale = counts.scale
+    # A column with copies is of a class that has a copy type (its cost is not None).
+    cost = cast(
+        Fraction,
+        sum((cast(Fraction, class_cost[c.cls]) * n for c, n in zip(columns, counts.copy_counts) if n), Fraction(0)),
+    )
+    covered = _covers(part.classes, part.demand, columns, counts.free_counts, counts.copy_counts)
+    # Costs are multiples of `scale`: a bound rounds up to the next multiple.
+    bound = gen.bound
+    lower = Fraction(math.ceil(Fraction(bound) / scale - Fraction(1, 10**6))) * scale if bound > 0 else Fraction(0)
+    sol = PlanSolution(
+        part.classes,
+        class_cost,
+        part.class_type,
+        part.free_nodes,
+        columns,
+        counts.free_counts,
+        counts.copy_counts,
+        cost,
+        min(lower, cost) if covered else lower,
+        gen.lp_value,
+        gen.converged,
+        covered,
+        gen.stopped,
+    )
+    stats: ColgenStats = {
+        "colgen_rounds": gen.rounds,
+        "colgen_columns": len(columns),
+        "colgen_classes": len(part.classes),
+        "colgen_s": round(gen_s, 3),
+        "colgen_integer_status": counts.status,
+        "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
+        "colgen_converged": gen.converged,
+        "colgen_lp_value": gen.lp_value,
+    }
+    stats.update(part.stats)
+    if gen.stopped:
+        stats["colgen_stopped"] = gen.stopped
+    sol.stats = stats
+    return sol
+
+
+def _alone(fast, one, nc, ki: int, pods: int, stats: ColgenStats):
     """The configuration with the most pods of kind `ki` alone on class `nc` (one model's values),
     or None."""
     i = nc.kinds.index(ki)

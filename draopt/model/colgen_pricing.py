@@ -47,7 +47,7 @@ class DevicePricing:
         demand: list[dict],
         free: dict,
         whole: list[int],
-        share: list[int],
+        share: list[Fraction | int],
         devices: int,
         capacity: Fraction,
     ):
@@ -69,7 +69,10 @@ class DevicePricing:
         rep = nc.nodes[0]
         refs = prep.refs.get(rep.name, [])
         entries = [e for r in refs for e in r.entries]
-        ub, demand, whole, share = [], [], [], []
+        ub: list[int] = []
+        demand: list[dict] = []
+        whole: list[int] = []
+        share: list[Fraction | int] = []
         candidates_seen: set[int] | None = None
         amount_cap: Fraction | None = None
         cap_name: str | None = None
@@ -101,29 +104,13 @@ class DevicePricing:
                 candidates_seen = cands
             elif cands != candidates_seen:
                 return None, "kinds with different candidate devices"
-            amounts = set()
-            for i in cands:
-                e = entries[i]
-                d = e.device
-                if d.consumes_counters or e.device.node_allocatable_resources:
-                    return None, "devices with counters or node resources"
-                if p.inventory.allocated.capacity.get(e.id) or e.id in p.inventory.allocated.devices:
-                    return None, "a device with an allocation"
-                if not e.multi_allocatable:
-                    amounts.add(("whole", None, None))
-                    continue
-                if len(d.capacity) != 1:
-                    return None, "a shareable device without exactly one capacity"
-                used = p.consumption(s, e)
-                if used is None:
-                    return None, "a request its devices cannot serve"
-                ((name, q),) = used.items()
-                capv = _quantity(d.capacity[name].value)
-                amounts.add((name, q.value, capv))
+            amounts = _amounts(p, s, [entries[i] for i in cands])
+            if isinstance(amounts, str):
+                return None, amounts
             if len(amounts) != 1:
                 return None, "devices alike serve a request differently"
             ((name, a, capv),) = amounts
-            if name == "whole" or a >= capv:
+            if name == "whole" or (a is not None and capv is not None and a >= capv):
                 whole[-1] = s.count
                 if name != "whole":
                     if cap_name not in (None, name) or amount_cap not in (None, capv):
@@ -132,7 +119,7 @@ class DevicePricing:
             else:
                 if s.count != 1:
                     return None, "a request for shares of several devices"
-                if a <= 0:
+                if a is None or a <= 0:
                     return None, "a request that consumes nothing"
                 if cap_name not in (None, name) or amount_cap not in (None, capv):
                     return None, "devices of different capacities"
@@ -199,7 +186,7 @@ class DevicePricing:
             full = [m.new_bool_var(f"f{g}") for g in range(self.devices)]
             m.add(sum(full) == whole_devices)
             loads = []
-            slots = {s: [] for s in sizes}
+            slots: dict[Fraction | int, list] = {s: [] for s in sizes}
             for g in range(self.devices):
                 ys = []
                 for s in sizes:
@@ -247,6 +234,31 @@ class _Solutions(cp_model.CpSolverSolutionCallback):
         self.seen.append(tuple(self.value(v) for v in self.variables))
 
 
+def _amounts(p, s, devices) -> set[tuple[str, Fraction | None, Fraction | None]] | str:
+    """How request `s` of problem `p` uses each of its candidate `devices` (entries): ("whole",
+    None, None) for a device taken whole, (capacity name, amount consumed, capacity) for a share;
+    or why the compact model does not apply."""
+    amounts: set[tuple[str, Fraction | None, Fraction | None]] = set()
+    for e in devices:
+        d = e.device
+        if d.consumes_counters or e.device.node_allocatable_resources:
+            return "devices with counters or node resources"
+        if p.inventory.allocated.capacity.get(e.id) or e.id in p.inventory.allocated.devices:
+            return "a device with an allocation"
+        if not e.multi_allocatable:
+            amounts.add(("whole", None, None))
+            continue
+        if len(d.capacity) != 1:
+            return "a shareable device without exactly one capacity"
+        used = p.consumption(s, e)
+        if used is None:
+            return "a request its devices cannot serve"
+        ((name, q),) = used.items()
+        capv = _quantity(d.capacity[name].value)
+        amounts.add((name, q.value, capv))
+    return amounts
+
+
 def _quantity(value) -> Fraction:
     from draopt.kube.quantity import Quantity
 
@@ -258,7 +270,7 @@ def _hi(v) -> int:
     return int(dom[len(dom) - 1])
 
 
-def _ints(values: list[Fraction]) -> list[int]:
+def _ints(values: list[Fraction | int]) -> list[int]:
     """Exact integers in the same ratio (common denominator)."""
     from math import lcm
 
