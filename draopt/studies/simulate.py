@@ -114,7 +114,8 @@ def place_one(st: State, s: Shape, policy: str, frag: FragModel | None) -> tuple
     return node, (_first(use[node], s.count) if s.count else [])
 
 
-def _fgd(st: State, s: Shape, cand: np.ndarray, use, frag: FragModel) -> tuple[int, list[int]]:
+def _fgd(st: State, s: Shape, cand: np.ndarray, use, frag: FragModel | None) -> tuple[int, list[int]]:
+    assert frag is not None  # simulate makes the FGD model for fgd
     if s.count == 0:
         # No device: fragmentation only changes through the node resources.
         free = st.free[cand] - s.demand
@@ -257,9 +258,10 @@ def run_policy(
         # draopt.studies.online_batch: each batch smallest FGD delta first; a batch never crosses a level.
         from draopt.studies.online_batch import OptimalBatch, run_batches
 
-        got = run_batches(OptimalBatch(c, frag, batch=batch), st, seq, stops, after=record)
+        assert frag is not None  # simulate makes the FGD model for optimal-batch
+        batch_log = run_batches(OptimalBatch(c, frag, batch=batch), st, seq, stops, after=record)
         if log is not None:
-            log += got
+            log += batch_log
     else:
         for k, si in enumerate(seq, start=1):
             s = c.shapes[si]
@@ -312,7 +314,7 @@ def offline(
             f"{k} arrivals from {best}'s placement"
         ):
             got = solve_optimal(st, [c.shapes[i] for i in seq[:k]], time_limit=time_limit, hint=logs[best][:k])
-        bound = got["bound"]
+        bound = got.bound
         out.append(
             Record(
                 lv,
@@ -323,9 +325,9 @@ def offline(
                 st.placed,
                 st.failed,
                 round(time.perf_counter() - t0, 3),
-                gap=got["gap"],
+                gap=got.gap,
                 bound_unallocated=max(0.0, 1.0 - bound / c.total) if bound else None,
-                status=got["status"],
+                status=got.status,
             )
         )
     return out
@@ -591,7 +593,7 @@ def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate
     level on its own, so its seconds add up over levels), arrivals per second, peak RSS."""
     import resource
 
-    per: dict[str, dict[str, float]] = {}
+    per: dict[str, dict[str, Any]] = {}
     last: dict[tuple[str, int], Record] = {}
     for r in records:
         if r.policy == OFFLINE:
