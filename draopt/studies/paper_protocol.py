@@ -62,6 +62,7 @@ from draopt.studies import paper_policies as pp
 from draopt.errors import InputError
 from draopt.progress import current as current_progress  # the status lines (`progress` is a parameter here)
 from draopt.studies.paper_policies import MILLI
+from draopt.studies.simulate import SimRow
 
 PAPER_POLICIES = ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
 OFFLINE = "offline-optimum"  # simulate.OFFLINE
@@ -616,7 +617,7 @@ def simulate_paper(
     bins: list[int],
     tune: float = 1.3,
     progress: Callable[[str], None] | None = None,
-) -> tuple[list[dict[str, Any]], list[PaperRun]]:
+) -> tuple[list[SimRow], list[PaperRun]]:
     """Every policy on every seed's arrivals: rows in simulate.COLUMNS form, and the runs."""
     pc = prepare(c)
     runs: list[PaperRun] = []
@@ -627,7 +628,7 @@ def simulate_paper(
             runs.append(r)
             if progress:
                 progress(f"seed {seed}: {r.policy}: {len(arr.shapes)} arrivals in {r.seconds:.1f} s")
-    rows: list[dict[str, Any]] = []
+    rows: list[SimRow] = []
     names = list(dict.fromkeys(r.policy for r in runs))
     for name in names:
         rs = [r for r in runs if r.policy == name]
@@ -638,23 +639,23 @@ def simulate_paper(
             v = curve[b]
             ends = [_bin_end(r, pc.gpus, b) for r in rs]
             rows.append(
-                {
-                    "inflation": b / 100,
-                    "policy": name,
-                    "runs": v["runs"],
-                    "unallocated_pct": round(v["unallocated_pct"], 3),
-                    "std_pct": round(v["std_pct"], 3),
-                    "min_pct": round(v["min_pct"], 3),
-                    "max_pct": round(v["max_pct"], 3),
-                    "arrived_pct": round(float(np.mean([e[0] for e in ends])), 3),
-                    "placed": round(float(np.mean([e[1] for e in ends])), 1),
-                    "failed": round(float(np.mean([e[2] for e in ends])), 1),
-                    "bound_unallocated_pct": "",
-                    "gap": "",
-                    "status": "",
-                }
+                SimRow(
+                    inflation=b / 100,
+                    policy=name,
+                    runs=int(v["runs"]),  # a count (len)
+                    unallocated_pct=round(v["unallocated_pct"], 3),
+                    std_pct=round(v["std_pct"], 3),
+                    min_pct=round(v["min_pct"], 3),
+                    max_pct=round(v["max_pct"], 3),
+                    arrived_pct=round(float(np.mean([e[0] for e in ends])), 3),
+                    placed=round(float(np.mean([e[1] for e in ends])), 1),
+                    failed=round(float(np.mean([e[2] for e in ends])), 1),
+                    bound_unallocated_pct="",
+                    gap="",
+                    status="",
+                )
             )
-    rows.sort(key=lambda r: (r["inflation"], names.index(r["policy"])))
+    rows.sort(key=lambda r: (r.inflation, names.index(r.policy)))
     return rows, runs
 
 
@@ -753,7 +754,7 @@ def offline_paper(
     return out
 
 
-def offline_rows(solves: list[OfflineSolve], gpus: int, capacity_milli: int) -> list[dict[str, Any]]:
+def offline_rows(solves: list[OfflineSolve], gpus: int, capacity_milli: int) -> list[SimRow]:
     """simulate.COLUMNS rows of the offline optimum, one per bin (means over seeds)."""
     rows = []
     for b in sorted({s.bin for s in solves}):
@@ -762,21 +763,21 @@ def offline_rows(solves: list[OfflineSolve], gpus: int, capacity_milli: int) -> 
         lo = [100.0 * max(0.0, 1 - s.bound / capacity_milli) for s in ss if s.bound is not None]
         gaps = [float(s.gap) for s in ss if s.gap is not None]
         rows.append(
-            {
-                "inflation": b / 100,
-                "policy": OFFLINE,
-                "runs": len(ss),
-                "unallocated_pct": round(float(u.mean()), 3),
-                "std_pct": round(float(u.std(ddof=1)) if len(ss) > 1 else 0.0, 3),
-                "min_pct": round(float(u.min()), 3),
-                "max_pct": round(float(u.max()), 3),
-                "arrived_pct": round(float(np.mean([s.arrived_milli for s in ss]) / gpus / 10), 3),
-                "placed": round(float(np.mean([s.placed for s in ss])), 1),
-                "failed": round(float(np.mean([s.arrivals - s.placed for s in ss])), 1),
-                "bound_unallocated_pct": round(float(np.mean(lo)), 3) if len(lo) == len(ss) else "",
-                "gap": round(max(gaps), 4) if gaps else "",
-                "status": ",".join(sorted({s.status for s in ss})),
-            }
+            SimRow(
+                inflation=b / 100,
+                policy=OFFLINE,
+                runs=len(ss),
+                unallocated_pct=round(float(u.mean()), 3),
+                std_pct=round(float(u.std(ddof=1)) if len(ss) > 1 else 0.0, 3),
+                min_pct=round(float(u.min()), 3),
+                max_pct=round(float(u.max()), 3),
+                arrived_pct=round(float(np.mean([s.arrived_milli for s in ss]) / gpus / 10), 3),
+                placed=round(float(np.mean([s.placed for s in ss])), 1),
+                failed=round(float(np.mean([s.arrivals - s.placed for s in ss])), 1),
+                bound_unallocated_pct=round(float(np.mean(lo)), 3) if len(lo) == len(ss) else "",
+                gap=round(max(gaps), 4) if gaps else "",
+                status=",".join(sorted({s.status for s in ss})),
+            )
         )
     return rows
 
@@ -855,7 +856,7 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
                         f"in {o.seconds:.1f} s ({o.status})"
                     )
         rows += offline_rows(offline_solves, pc.gpus, pc.capacity_milli)
-        rows.sort(key=lambda r: r["inflation"])  # stable: the online policies' order, then the optimum
+        rows.sort(key=lambda r: r.inflation)  # stable: the online policies' order, then the optimum
     if getattr(args, "stats", False):
         per: dict[str, dict[str, Any]] = {}
         for r in runs:
