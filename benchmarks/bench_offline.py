@@ -59,12 +59,12 @@ def run(name: str, warm: str, level: float, time_limit: float, cluster: str, que
     got = sim.solve_optimal(st, [c.shapes[i] for i in seq[:k]], time_limit=time_limit, hint=log[:k])
     offline_s = time.perf_counter() - t2
     unalloc = 100 * (1 - st.allocated / c.total)
-    bound = 100 * max(0.0, 1 - got["bound"] / c.total)
+    bound = 100 * max(0.0, 1 - got.bound / c.total)
     # The placed value (the first objective) is proven when it reaches the bound; packing (the
     # model's third objective) is not column generation's goal, so optimize's status says FEASIBLE.
-    proven = got["objective"] >= got["bound"]
+    proven = got.objective >= got.bound
     status = (
-        "OPTIMAL (placed value)" if proven else ("LP converged" if got["colgen"].get("colgen_converged") else "STOPPED")
+        "OPTIMAL (placed value)" if proven else ("LP converged" if got.colgen.get("colgen_converged") else "STOPPED")
     )
     queue.put(
         {
@@ -81,7 +81,7 @@ def run(name: str, warm: str, level: float, time_limit: float, cluster: str, que
             "warm_s": round(warm_s, 1),
             "total_s": round(time.perf_counter() - t0, 1),
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            **got["colgen"],
+            **got.colgen,
         }
     )
 

@@ -80,7 +80,7 @@ def run_openb(time_limit: float, pods: str) -> int:
     p = plan(objs, types, time_limit=time_limit, max_nodes=len([o for o in objs.pods]))
     wall = time.perf_counter() - t0
     best = p.ffd_best()
-    st = p.stats
+    st = p.stats.to_dict()
     print(p.table())
     print()
     print(
@@ -126,7 +126,7 @@ def main() -> int:
     for pods in sizes:
         for mix in MIXES:
             r = run(mix, pods, args.time_limit, args.max_nodes)
-            p, best, st = r["plan"], r["best"], r["plan"].stats
+            p, best, st = r["plan"], r["best"], r["plan"].stats.to_dict()
             mix_text = " + ".join(f"{n} {t}" for t, n in p.mix.items() if n) or "-"
             saving = float((best.cost - p.cost) / best.cost) if best.cost else 0.0
             fewer = (

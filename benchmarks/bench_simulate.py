@@ -122,7 +122,7 @@ def paper_main(args) -> int:
             for e in errs[:5]:
                 print(f"  CHECK FAILED {pods} {r.policy} seed {r.seed}: {e}")
         ref = PAPER if pods == "default" else {"FGD": PAPER_OTHER[pods]}
-        got = {(r["policy"], round(r["inflation"] * 100)): r for r in rows}
+        got = {(r.policy, round(r.inflation * 100)): r.to_dict() for r in rows}
         print(f"unallocated GPU % (ours: mean of seeds {seeds[0]}-{seeds[-1]} +- std; paper; ours - paper)")
         print("arrived  " + "  ".join(f"{k:>27s}" for k in ref))
         for b in bins:

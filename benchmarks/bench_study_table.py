@@ -124,7 +124,7 @@ def main() -> int:
                         flush=True,
                     )
                 solves += got
-        off = {row["inflation"]: row for row in P.offline_rows(solves, pc.gpus, pc.capacity_milli)}
+        off = {row.inflation: row.to_dict() for row in P.offline_rows(solves, pc.gpus, pc.capacity_milli)}
         # fgd's unallocated % after exactly the arrivals each offline solve placed (same seed, same
         # pods): what "below fgd on the same arrivals" is measured against.
         fgd_same: dict[int, list[float]] = {}

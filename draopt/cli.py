@@ -504,7 +504,7 @@ def cmd_plan(args) -> int:
             "candidates": result.candidates,
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         }
-        line.update(result.stats)
+        line.update(result.stats.to_dict())
         print(json.dumps(line, sort_keys=True, default=str), file=sys.stderr)
         args.partial_stats = None
     if args.output == "json":

@@ -287,7 +287,7 @@ def simulate(
             policies=[paper.make_policy(p, batch=batch) for p in names],
             bins=paper.level_bins(level_list),
         )
-        return rows
+        return [r.to_dict() for r in rows]
     names = sim.parse_policies(
         policies if isinstance(policies, str) else ",".join(policies) if policies else sim.DEFAULT_POLICIES
     )
@@ -307,7 +307,7 @@ def simulate(
         time_limit=time_limit,
         offline_optimum=offline_optimum,
     )
-    return got if records else sim.aggregate(got, names + [sim.OFFLINE])
+    return got if records else [r.to_dict() for r in sim.aggregate(got, names + [sim.OFFLINE])]
 
 
 def _policy_names(policies: list[str] | str | None, default: str) -> list[str]:

@@ -360,11 +360,11 @@ def test_offline_optimum_rows_bound_replay(small):
     assert o.allocated >= int(r.allocated[o.arrivals - 1]) == o.warm_allocated
     assert o.bound is not None and o.bound >= o.allocated
     (row,) = P.offline_rows([o], pc.gpus, pc.capacity_milli)
-    assert row["policy"] == "offline-optimum" and row["inflation"] == 1.0 and row["status"]
-    assert row["bound_unallocated_pct"] <= row["unallocated_pct"]
-    assert row["unallocated_pct"] <= round(100 * (1 - r.allocated[o.arrivals - 1] / pc.capacity_milli), 3)
+    assert row.policy == "offline-optimum" and row.inflation == 1.0 and row.status
+    assert row.bound_unallocated_pct <= row.unallocated_pct
+    assert row.unallocated_pct <= round(100 * (1 - r.allocated[o.arrivals - 1] / pc.capacity_milli), 3)
     fgd_bin = 100 - P.bin_seed(r.arrived, r.allocated, pc.gpus, [100])[100]
-    assert row["unallocated_pct"] <= fgd_bin + 0.01  # the bin's figure: 2-decimal rounding
+    assert row.unallocated_pct <= fgd_bin + 0.01  # the bin's figure: 2-decimal rounding
     assert o.placed == len(o.log) > 0
     assert replay_errors(c, nodes, tasks, o.log) == []
     used = sum(c.shapes[si].cons[n, d] for si, n, ds in o.log for d in ds) * pc.gpu_scale

@@ -90,8 +90,8 @@ def test_plan_buys_the_node_in_the_short_zone_and_is_not_proven():
     assert out.mix == {"node-a": 0, "node-b": 1}
     assert out.placed == 4 and out.first_fit.placed == 4
     assert not out.proven_minimal and not out.placed_proven
-    assert out.status == "FEASIBLE" and out.stats["status"] == "FEASIBLE" and out.stats["model_status"] == "OPTIMAL"
-    assert out.stats["model_placed"] == 4 and out.stats["repaired_from"] == {"node-a": 0, "node-b": 0}
+    assert out.status == "FEASIBLE" and out.stats.status == "FEASIBLE" and out.stats.model_status == "OPTIMAL"
+    assert out.stats.model_placed == 4 and out.stats.repaired_from == {"node-a": 0, "node-b": 0}
     assert out.unencoded_rules == ["topology spread constraints (default/web-0: spec.topologySpreadConstraints)"]
     assert "does not encode topology spread constraints" in out.why_not_proven
     assert "places 3 of 4 with the model's mix" in out.why_not_proven
@@ -281,5 +281,5 @@ def test_plan_with_self_anti_affinity_buys_a_node_per_pod():
     assert [p.placed for p in place(scenario_objects(docs)).result.pods] == [True, False, False]
     out = plan(scenario_objects(docs), [NodeType("node-1", "node-1", Fraction(2))], time_limit=10)
     assert out.mix == {"node-1": 2} and out.cost == 4 and out.placed == 3
-    assert not out.proven_minimal and out.stats["model_placed"] == 3 and out.stats["repaired_from"] == {"node-1": 0}
+    assert not out.proven_minimal and out.stats.model_placed == 3 and out.stats.repaired_from == {"node-1": 0}
     assert out.unencoded_rules[0].startswith("required inter-pod anti-affinity (default/db-0")

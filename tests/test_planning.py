@@ -94,7 +94,7 @@ def test_cheapest_mix_is_proven_and_never_above_the_estimate(plans, mix):
     _, types, p = plans[mix]
     assert p.status == "OPTIMAL" and p.proven_minimal and p.bound == p.cost and p.gap == 0
     assert p.placed == p.pods == 40 and not p.blocked
-    assert p.stats["ffd_in_model"]  # the estimate's placement bounds the cost
+    assert p.stats.ffd_in_model  # the estimate's placement bounds the cost
     assert sum(1 for n in p.mix.values() if n) >= 2  # a mix of types, not one type
     best = p.ffd_best()
     assert best.placed == 40 and p.cost <= best.cost
@@ -328,7 +328,7 @@ def test_time_limit_too_short_gives_bound_and_gap_never_above_the_estimate():
     assert not p.proven_minimal and "time limit" in p.why_not_proven
     assert p.bound < p.cost and p.gap > 0 and f"gap {p.gap:.1%}" in p.table()
     assert p.cost <= p.ffd_best().cost and p.placed == p.pods == 60
-    assert p.stats["pattern_classes"] == 0
+    assert p.stats.pattern_classes == 0
     q = plan(objs, types, time_limit=10)
     assert q.proven_minimal and q.cost <= p.cost
 
@@ -384,7 +384,7 @@ def test_estimate_with_a_gap_in_its_copies_stays_a_solution():
     # (Since a gang short of minCount gives its copy back at once, in its pod-group cycle, later
     # pods reuse it: this seed's estimate no longer leaves a gap, but stays the model's start.)
     assert p.ffd_best().used
-    assert p.stats["ffd_in_model"] and p.proven_minimal
+    assert p.stats.ffd_in_model and p.proven_minimal
     assert p.placed >= p.ffd_best().placed
 
 
@@ -473,11 +473,11 @@ def test_plan_by_columns_on_an_openb_cut(tmp_path, monkeypatch):
     types = [NodeType(r["sn"], r["sn"], Fraction(int(r["gpu"]))) for r in first.values()]
     monkeypatch.setattr(planning, "COLUMNS_MIN_PODS", 0)
     p = plan(objs, types, time_limit=25)
-    assert p.stats.get("colgen_rounds", 0) >= 1, p.stats
+    assert p.stats.columns.get("colgen_rounds", 0) >= 1, p.stats
     # Smaller tasks may take larger ones' places (colgen_substitution.py): the mix below is
     # still placed by the one model, independent of the columns and of those moves.
-    assert p.stats["colgen_substitutions"] > 0
-    assert p.stats["solve_s"] <= 25 + 5  # the time limit bounds the whole plan
+    assert p.stats.columns["colgen_substitutions"] > 0
+    assert p.stats.solve_s <= 25 + 5  # the time limit bounds the whole plan
     best = p.ffd_best()
     assert p.placed == p.pods == len(lines[1::100])
     assert 0 <= p.bound <= p.cost <= best.cost

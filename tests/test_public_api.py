@@ -159,10 +159,13 @@ def test_simulate_as_the_module(tmp_path):
     objects = load_files([str(cluster)])
     objects.extend(sim._object_set(trace.workload_objects(trace.read_tasks(tasks, what="--trace")), tasks))
     c = sim.build(objects)
-    want = sim.aggregate(
-        sim.simulate(c, levels=[0.5, 1.0], policies=["first-fit", "fgd"], runs=2, seed=3),
-        ["first-fit", "fgd", sim.OFFLINE],
-    )
+    want = [
+        r.to_dict()
+        for r in sim.aggregate(
+            sim.simulate(c, levels=[0.5, 1.0], policies=["first-fit", "fgd"], runs=2, seed=3),
+            ["first-fit", "fgd", sim.OFFLINE],
+        )
+    ]
     assert got == want and len(got) == 4
     assert (
         draopt.simulate(
@@ -179,12 +182,12 @@ def test_simulate_as_the_module(tmp_path):
     from draopt.studies import paper_protocol
 
     paper = draopt.simulate(str(cluster), tasks, levels=[0.3, 0.5], policies=["fgd"], runs=2, protocol="fgd-paper")
-    assert (
-        paper
-        == paper_protocol.simulate_paper(c, seeds=[0, 1], policies=[paper_protocol.make_policy("fgd")], bins=[30, 50])[
-            0
-        ]
-    )
+    assert paper == [
+        r.to_dict()
+        for r in paper_protocol.simulate_paper(
+            c, seeds=[0, 1], policies=[paper_protocol.make_policy("fgd")], bins=[30, 50]
+        )[0]
+    ]
     assert paper and {r["policy"] for r in paper} == {"fgd"}
     with pytest.raises(InputError, match="--policy"):
         draopt.simulate(str(cluster), tasks, levels=[0.5], policies="nope")

@@ -371,6 +371,6 @@ def test_offline_optimum_places_capacity_before_pods_without_devices(tmp_path):
     st = sim.State(c)
     got = sim.solve_optimal(st, batch, time_limit=10)
     assert st.allocated == 50 and st.placed == 1
-    assert got["objective"] == 50 and 50 <= got["bound"] < 60
+    assert got.objective == 50 and 50 <= got.bound < 60
     # A request so large that its priority would pass Kubernetes' 32-bit range: a smaller scale.
     assert so.value_scale([dataclasses.replace(gpu, request=5e6)]) == so.MAX_PRIORITY // 5_000_000

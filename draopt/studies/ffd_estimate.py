@@ -103,7 +103,8 @@ def _with_types(objects: ObjectSet, counts: list[tuple[NodeType, int]]):
             if key not in before:
                 daemon_of[key] = next(
                     f.values[0]
-                    for term in p.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+                    # a copy's DaemonSet pod: _with_types gave it the required node affinity to its copy
+                    for term in p.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms  # type: ignore[union-attr]
                     for f in term.match_fields
                     if f.key == "metadata.name"
                 )
@@ -222,7 +223,7 @@ def ffd_estimate(
         wl.pending = daemons + placed_first + rest
         res = simulate(cluster, wl, explain_failures=None)
         placement = {p.pod: p for p in res.pods}
-        used = {p.node for p in res.pods if p.placed and p.pod not in daemon_of and p.node in type_of}
+        used = {p.node for p in res.pods if p.placed and p.pod not in daemon_of and p.node in type_of and p.node}
         last_used = k > 0 and f"{node_type.name}-plan-{k - 1}" in used
         if not last_used or k >= left or k >= max_nodes:
             break

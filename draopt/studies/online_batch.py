@@ -21,7 +21,7 @@ node's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,9 +70,10 @@ class _Kind:
         g = (count > 0) & ~never
         self.p = weight[g]
         self.count = count[g]
-        self.dem = np.stack([first[i].demand for i in np.flatnonzero(g)]) if g.any() else None
-        self.compat = np.stack([first[i].compat[node] for i in np.flatnonzero(g)]) if g.any() else None
-        self.cons = np.stack([first[i].cons[node] for i in np.flatnonzero(g)]) if g.any() else None
+        # None when no class of this kind has devices to fit
+        self.dem: Any = np.stack([first[i].demand for i in np.flatnonzero(g)]) if g.any() else None
+        self.compat: Any = np.stack([first[i].compat[node] for i in np.flatnonzero(g)]) if g.any() else None
+        self.cons: Any = np.stack([first[i].cons[node] for i in np.flatnonzero(g)]) if g.any() else None
         # Options: one per class that can fit (never-fitting classes have none).
         self.opt = np.array([i for i in range(len(reps)) if not never[i]], dtype=np.int64)
         self.opt_count = count[self.opt]
@@ -113,12 +114,12 @@ class DeltaTable:
                 f"({len(frag.p)} weights for {len(c.shapes)} shapes)"
             )
         self.st, self.frag, self.c = st, frag, c
-        kinds: dict[int, _Kind] = {}
-        self.kind = [kinds.setdefault(int(g), None) for g in c.group]
+        kinds: dict[int, _Kind] = {}  # made at the first node of each kind
+        self.kind: list[_Kind] = []
         for n, g in enumerate(c.group):
-            if kinds[int(g)] is None:
+            if int(g) not in kinds:
                 kinds[int(g)] = _Kind(c, frag.p, n)
-            self.kind[n] = kinds[int(g)]
+            self.kind.append(kinds[int(g)])
         self.delta = np.full((len(c.shapes), c.n), np.inf)
         self.devs: list[dict[int, list[int]]] = [{} for _ in range(c.n)]
         for n in range(c.n):
@@ -453,6 +454,7 @@ class PaperOptimalBatch:
         if self._policy is None:
             raise InputError("optimal-batch: choose_batch before start (the protocol calls start first)")
         st = ctx.st
+        assert self._st is not None  # made with the policy, by start
         if not (np.array_equal(self._st.free, st.free) and np.array_equal(self._st.left, st.left)):
             self._st = self._copy(st)
         c = ctx.c

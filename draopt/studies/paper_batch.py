@@ -93,8 +93,8 @@ class PaperForwardBatch:
         self.plan_wins: dict[str, int] = {}
         self.moves = 0  # repairs kept over the run (for the study)
         self.dropped = 0  # pods left unplaced by a kept repair
-        self._ctx = None
-        self._fgd = None
+        self._ctx: Any = None  # make_context's, from start on
+        self._fgd: Any = None  # make_fgd's, from start on
 
     # ------------------------------------------------------------------ private state
     def start(self, ctx) -> None:
@@ -152,7 +152,7 @@ class PaperForwardBatch:
             st.placed,
             ctx.cpu_left.copy(),
             ctx.left.copy(),
-            ctx.sid.copy() if hasattr(ctx, "sid") else None,
+            ctx.sid.copy() if ctx.sid is not None else None,
         )
 
     def _restore(self, snap) -> None:

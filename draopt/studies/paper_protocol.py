@@ -49,6 +49,7 @@ Public interface:
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -61,6 +62,7 @@ from draopt.studies import paper_policies as pp
 from draopt.errors import InputError
 from draopt.progress import current as current_progress  # the status lines (`progress` is a parameter here)
 from draopt.studies.paper_policies import MILLI
+from draopt.studies.simulate import SimRow
 
 PAPER_POLICIES = ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
 OFFLINE = "offline-optimum"  # simulate.OFFLINE
@@ -85,8 +87,8 @@ class PaperCluster:
     typical: list[tuple[int, int, int, int]]  # (cpu, milli, count, weight) kept by GetTypicalPods
     gpus: int  # GPUs in the cluster
     capacity_milli: int
-    memo: FGDMemo = None
-    tags: np.ndarray = None  # [S] GPU affinity tag
+    memo: FGDMemo = None  # type: ignore[assignment]  # set by prepare, right after construction
+    tags: np.ndarray = None  # type: ignore[assignment]  # [S] GPU affinity tag, set by prepare
 
 
 def prepare(c) -> PaperCluster:
@@ -270,6 +272,10 @@ class RunContext:
         self.cpu_left = np.rint(st.free[:, pc.cpu_j] * pc.cpu_scale).astype(np.int64)
         self.left = np.rint(np.clip(st.left, 0, None) * pc.gpu_scale).astype(np.int64)
         self.allocated = 0
+        # the policies' own per-node state, made by their start (fgd: the memo's node states;
+        # gpu-clustering: the pods per GPU tag)
+        self.sid: np.ndarray | None = None
+        self.tag_counts: np.ndarray | None = None
 
     def refresh(self, node: int) -> None:
         pc, st = self.pc, self.st
@@ -367,8 +373,10 @@ class _Builtin:
     def taken(self, ctx: RunContext, si: int, node: int, devs: list[int]) -> None:
         pc = ctx.pc
         if self.name == "fgd":
+            assert ctx.sid is not None  # made by start
             ctx.sid[node] = pc.memo.state(int(pc.kind[node]), int(ctx.cpu_left[node]), ctx.left[node])
         elif self.name == "gpu-clustering" and pc.tags[si] >= 0:
+            assert ctx.tag_counts is not None  # made by start
             ctx.tag_counts[node, pc.tags[si]] += 1
 
     def choose(self, ctx: RunContext, si: int, cand: np.ndarray, use) -> tuple[int, list[int]] | None:
@@ -381,6 +389,7 @@ class _Builtin:
                 return node, []
             return node, pp.gpus_random(ctx.left[node], use[node], milli, count, ctx.rng)
         if name == "fgd":
+            assert ctx.sid is not None  # made by start
             score = pc.memo.scores((cpu, milli, count), ctx.sid[cand])
         elif name in ("best-fit", "dot-product"):
             fn = pp.score_best_fit if name == "best-fit" else pp.score_dot_product
@@ -394,6 +403,7 @@ class _Builtin:
             score = pp.score_gpu_packing(ctx.left[cand], ctx.present[cand], milli, count)
         else:
             tag = int(pc.tags[si])
+            assert ctx.tag_counts is not None  # made by start
             counts = ctx.tag_counts[cand]
             same = counts[:, tag] > 0 if tag >= 0 else np.zeros(len(cand), bool)
             score = pp.score_gpu_clustering(ctx.left[cand].sum(axis=1), same, (counts > 0).sum(axis=1), tag >= 0)
@@ -419,7 +429,7 @@ class _Builtin:
         return int(idx[int(np.argmax(sc))])
 
 
-_REGISTRY: dict[str, Callable[[], Any]] = {name: (lambda n=name: _Builtin(n)) for name in PAPER_POLICIES}
+_REGISTRY: dict[str, Callable[[], Any]] = {name: functools.partial(_Builtin, name) for name in PAPER_POLICIES}
 
 
 def _optimal_batch(batch: int | None = None):
@@ -607,7 +617,7 @@ def simulate_paper(
     bins: list[int],
     tune: float = 1.3,
     progress: Callable[[str], None] | None = None,
-) -> tuple[list[dict[str, Any]], list[PaperRun]]:
+) -> tuple[list[SimRow], list[PaperRun]]:
     """Every policy on every seed's arrivals: rows in simulate.COLUMNS form, and the runs."""
     pc = prepare(c)
     runs: list[PaperRun] = []
@@ -618,7 +628,7 @@ def simulate_paper(
             runs.append(r)
             if progress:
                 progress(f"seed {seed}: {r.policy}: {len(arr.shapes)} arrivals in {r.seconds:.1f} s")
-    rows = []
+    rows: list[SimRow] = []
     names = list(dict.fromkeys(r.policy for r in runs))
     for name in names:
         rs = [r for r in runs if r.policy == name]
@@ -629,23 +639,23 @@ def simulate_paper(
             v = curve[b]
             ends = [_bin_end(r, pc.gpus, b) for r in rs]
             rows.append(
-                {
-                    "inflation": b / 100,
-                    "policy": name,
-                    "runs": v["runs"],
-                    "unallocated_pct": round(v["unallocated_pct"], 3),
-                    "std_pct": round(v["std_pct"], 3),
-                    "min_pct": round(v["min_pct"], 3),
-                    "max_pct": round(v["max_pct"], 3),
-                    "arrived_pct": round(float(np.mean([e[0] for e in ends])), 3),
-                    "placed": round(float(np.mean([e[1] for e in ends])), 1),
-                    "failed": round(float(np.mean([e[2] for e in ends])), 1),
-                    "bound_unallocated_pct": "",
-                    "gap": "",
-                    "status": "",
-                }
+                SimRow(
+                    inflation=b / 100,
+                    policy=name,
+                    runs=int(v["runs"]),  # a count (len)
+                    unallocated_pct=round(v["unallocated_pct"], 3),
+                    std_pct=round(v["std_pct"], 3),
+                    min_pct=round(v["min_pct"], 3),
+                    max_pct=round(v["max_pct"], 3),
+                    arrived_pct=round(float(np.mean([e[0] for e in ends])), 3),
+                    placed=round(float(np.mean([e[1] for e in ends])), 1),
+                    failed=round(float(np.mean([e[2] for e in ends])), 1),
+                    bound_unallocated_pct="",
+                    gap="",
+                    status="",
+                )
             )
-    rows.sort(key=lambda r: (r["inflation"], names.index(r["policy"])))
+    rows.sort(key=lambda r: (r.inflation, names.index(r.policy)))
     return rows, runs
 
 
@@ -723,7 +733,7 @@ def offline_paper(
             f"simulate: seed {arrivals.seed}: offline optimum: bin {b} % ({k} arrivals from {warm.policy}'s placement)"
         ):
             got = solve_optimal(st, [c.shapes[i] for i in shapes], time_limit=time_limit, hint=hint)
-        bound = round(float(got["bound"]) * pc.gpu_scale) if got["bound"] else None
+        bound = round(float(got.bound) * pc.gpu_scale) if got.bound else None
         out.append(
             OfflineSolve(
                 arrivals.seed,
@@ -735,8 +745,8 @@ def offline_paper(
                 round(st.allocated * pc.gpu_scale),
                 st.placed,
                 bound,
-                got["gap"],
-                str(got["status"] or "UNKNOWN"),
+                got.gap,
+                str(got.status or "UNKNOWN"),
                 list(st.taken),
                 time.perf_counter() - t0,
             )
@@ -744,7 +754,7 @@ def offline_paper(
     return out
 
 
-def offline_rows(solves: list[OfflineSolve], gpus: int, capacity_milli: int) -> list[dict[str, Any]]:
+def offline_rows(solves: list[OfflineSolve], gpus: int, capacity_milli: int) -> list[SimRow]:
     """simulate.COLUMNS rows of the offline optimum, one per bin (means over seeds)."""
     rows = []
     for b in sorted({s.bin for s in solves}):
@@ -753,21 +763,21 @@ def offline_rows(solves: list[OfflineSolve], gpus: int, capacity_milli: int) -> 
         lo = [100.0 * max(0.0, 1 - s.bound / capacity_milli) for s in ss if s.bound is not None]
         gaps = [float(s.gap) for s in ss if s.gap is not None]
         rows.append(
-            {
-                "inflation": b / 100,
-                "policy": OFFLINE,
-                "runs": len(ss),
-                "unallocated_pct": round(float(u.mean()), 3),
-                "std_pct": round(float(u.std(ddof=1)) if len(ss) > 1 else 0.0, 3),
-                "min_pct": round(float(u.min()), 3),
-                "max_pct": round(float(u.max()), 3),
-                "arrived_pct": round(float(np.mean([s.arrived_milli for s in ss]) / gpus / 10), 3),
-                "placed": round(float(np.mean([s.placed for s in ss])), 1),
-                "failed": round(float(np.mean([s.arrivals - s.placed for s in ss])), 1),
-                "bound_unallocated_pct": round(float(np.mean(lo)), 3) if len(lo) == len(ss) else "",
-                "gap": round(max(gaps), 4) if gaps else "",
-                "status": ",".join(sorted({s.status for s in ss})),
-            }
+            SimRow(
+                inflation=b / 100,
+                policy=OFFLINE,
+                runs=len(ss),
+                unallocated_pct=round(float(u.mean()), 3),
+                std_pct=round(float(u.std(ddof=1)) if len(ss) > 1 else 0.0, 3),
+                min_pct=round(float(u.min()), 3),
+                max_pct=round(float(u.max()), 3),
+                arrived_pct=round(float(np.mean([s.arrived_milli for s in ss]) / gpus / 10), 3),
+                placed=round(float(np.mean([s.placed for s in ss])), 1),
+                failed=round(float(np.mean([s.arrivals - s.placed for s in ss])), 1),
+                bound_unallocated_pct=round(float(np.mean(lo)), 3) if len(lo) == len(ss) else "",
+                gap=round(max(gaps), 4) if gaps else "",
+                status=",".join(sorted({s.status for s in ss})),
+            )
         )
     return rows
 
@@ -833,22 +843,22 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
     rows, runs = simulate_paper(c, seeds=seeds, policies=policies, bins=bins, progress=say)
     if args.offline_optimum:
         pc = prepare(c)
-        solves = []
+        offline_solves: list[OfflineSolve] = []
         for seed in seeds:
             got = offline_paper(
                 c, paper_arrivals(c, seed), [r for r in runs if r.seed == seed], bins, time_limit=args.time_limit
             )
-            solves += got
+            offline_solves += got
             if say:
                 for o in got:
                     say(
                         f"seed {seed}: {OFFLINE} bin {o.bin} %: {o.arrivals} arrivals from {o.warm}'s placement "
                         f"in {o.seconds:.1f} s ({o.status})"
                     )
-        rows += offline_rows(solves, pc.gpus, pc.capacity_milli)
-        rows.sort(key=lambda r: r["inflation"])  # stable: the online policies' order, then the optimum
+        rows += offline_rows(offline_solves, pc.gpus, pc.capacity_milli)
+        rows.sort(key=lambda r: r.inflation)  # stable: the online policies' order, then the optimum
     if getattr(args, "stats", False):
-        per: dict[str, dict[str, float]] = {}
+        per: dict[str, dict[str, Any]] = {}
         for r in runs:
             p = per.setdefault(r.policy, {"seconds": 0.0, "arrivals": 0})
             p["seconds"] += r.seconds

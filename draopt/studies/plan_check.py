@@ -87,17 +87,17 @@ def check_plan(
     plan.unencoded_rules = rules
     if rules:
         _not_proven(plan, rules, claimed, checked, max_nodes, deadline, features, objects)
-    plan.stats["first_fit_check_s"] = round(time.perf_counter() - t0, 3)
+    plan.stats.first_fit_check_s = round(time.perf_counter() - t0, 3)
 
 
 def _not_proven(plan, rules, claimed: int, checked: FirstFitCheck, max_nodes: int, deadline, features, objects):
-    plan.stats["model_status"] = plan.status
-    plan.stats["model_placed"] = claimed
+    plan.stats.model_status = plan.status
+    plan.stats.model_placed = claimed
     plan.proven_minimal = False
     plan.placed_proven = False
     if plan.status == "OPTIMAL":
         plan.status = "FEASIBLE"
-    plan.stats["status"] = plan.status  # the model's own in model_status
+    plan.stats.status = plan.status  # the model's own in model_status
     reasons = [f"the placement model does not encode {'; '.join(rules)}"]
     best = checked
     if checked.placed < claimed:
@@ -108,7 +108,7 @@ def _not_proven(plan, rules, claimed: int, checked: FirstFitCheck, max_nodes: in
         )
         if best.mix != checked.mix:
             said += f"; {_added_text(checked.mix, best.mix)} added one at a time: first-fit places {best.placed}"
-            plan.stats["repaired_from"] = dict(checked.mix)
+            plan.stats.repaired_from = dict(checked.mix)
             plan.one_fewer = []  # those were of the model's mix
             plan.mix = {t.name: best.mix.get(t.name, 0) for t in plan.node_types}
             plan.cost = sum((t.cost * plan.mix[t.name] for t in plan.node_types), Fraction(0))

@@ -7,7 +7,7 @@ needs (`_more_candidates`); the one-fewer checks of the answer (`_one_fewer`).""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any
 
@@ -23,6 +23,48 @@ class OneFewer:
     removed: str  # node type one node fewer of
     mix: dict[str, int]
     verdict: str  # "infeasible (proven)", "feasible", "not proven (time limit)"
+
+
+@dataclass
+class PlanStats:
+    """How a plan was decided and what each step took (seconds, rounded to the millisecond). A
+    field left None was not measured on this input (`to_dict` leaves it out)."""
+
+    # the first-fit-decreasing estimates: their time, and the node types not estimated (past the deadline)
+    ffd_s: float | None = None
+    ffd_skipped: int | None = None
+    # large inputs (column generation): why the columns were not used, or that the estimate was kept
+    columns_not_used: str | None = None
+    columns_kept_estimate: bool | None = None
+    # the model: its build time, classes of interchangeable nodes, size, rounds (more candidates)
+    build_s: float | None = None
+    pattern_classes: int | None = None
+    variables: int | None = None
+    constraints: int | None = None
+    rounds: int | None = None
+    # the estimate as the warm start: its time, and whether it is a solution of the model
+    hint_s: float | None = None
+    ffd_in_model: bool | None = None
+    # the phases: most pods (and why that is proven without a solve), least cost, one-fewer checks
+    placed_proof: str | None = None
+    placed_s: float | None = None
+    cost_s: float | None = None
+    one_fewer_s: float | None = None
+    # the answer's status (after the first-fit check: the model's own in model_status), and the whole plan
+    status: str | None = None
+    solve_s: float | None = None
+    # draopt.studies.plan_check: the first-fit check's time, the model's status and count, the mix repaired
+    first_fit_check_s: float | None = None
+    model_status: str | None = None
+    model_placed: int | None = None
+    repaired_from: dict[str, int] | None = None
+    # column generation's own figures (colgen_*: draopt.model.colgen_plan), as it reports them
+    columns: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures measured, one flat dict (`plan --stats`)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "columns"}
+        return {k: v for k, v in out.items() if v is not None} | self.columns
 
 
 @dataclass(frozen=True)
@@ -90,7 +132,7 @@ def _open_new_nodes(
         on_node.setdefault(n, []).append(v)
     opened: dict[str, Any] = {}
     count_terms: dict[str, list] = {t.name: [] for t in node_types}
-    in_class = set()
+    in_class: set[str] = set()
     segments = []  # (class, [(type name, or None for the cluster's own nodes; opened count)])
     for nc in b.node_classes:
         in_class.update(n.name for n in nc.nodes)
@@ -185,7 +227,7 @@ class _MixModel:
     cheap: int  # the weight of every pod that has a feasible node
 
 
-def _mix_model(cand: _Candidates, node_types, caps, best_ffd, stats: dict, _round: int, t1: float) -> _MixModel:
+def _mix_model(cand: _Candidates, node_types, caps, best_ffd, stats: PlanStats, _round: int, t1: float) -> _MixModel:
     import time
 
     from draopt.cluster.result import weight
@@ -206,8 +248,8 @@ def _mix_model(cand: _Candidates, node_types, caps, best_ffd, stats: dict, _roun
             pattern_seconds=5.0,
         )  # not scaled down: the model must not depend on the wall clock
     cp = b.model.cp
-    stats["build_s"] = round(time.perf_counter() - t1, 3)
-    stats["pattern_classes"] = len(b.node_classes)
+    stats.build_s = round(time.perf_counter() - t1, 3)
+    stats.pattern_classes = len(b.node_classes)
     count_terms, opened, segments, in_class = _open_new_nodes(
         cp, b, cluster, cand.type_of, node_types, caps, best_ffd.used
     )
@@ -238,7 +280,7 @@ def _mix_model(cand: _Candidates, node_types, caps, best_ffd, stats: dict, _roun
     placed_count = cp.new_int_var(0, len(cand.real), "placed_pods")
     cp.add(placed_count == pods_expr)
     cheap = sum(weight(d.priority) for d in cand.real if prep.pod_nodes.get(d.key))
-    stats.update(variables=len(cp.proto.variables), constraints=len(cp.proto.constraints))
+    stats.variables, stats.constraints = len(cp.proto.variables), len(cp.proto.constraints)
     return _MixModel(
         b, cp, counts, opened, segments, daemon_kinds, ints, scale, cost_expr, placed_expr, placed_count, cheap
     )
@@ -254,7 +296,7 @@ class _WarmStart:
     solution: dict[int, int] | None = None  # the same solution: proto variable index -> value
 
 
-def _warm_start(model: _MixModel, cand: _Candidates, best_ffd, time_limit: float, stats: dict) -> _WarmStart:
+def _warm_start(model: _MixModel, cand: _Candidates, best_ffd, time_limit: float, stats: PlanStats) -> _WarmStart:
     """The estimate's placement as a solution of the model: the incumbent, and a bound on the cost."""
     import time
 
@@ -283,8 +325,8 @@ def _warm_start(model: _MixModel, cand: _Candidates, best_ffd, time_limit: float
     # Generous wall time: a completion cut short by a busy machine would change the answer.
     with progress.current().task("plan: the estimate as the warm start"):
         full = _complete_hint(cp, hint, max(10.0, 0.1 * time_limit), time.perf_counter() + max(10.0, 0.2 * time_limit))
-    stats["hint_s"] = round(time.perf_counter() - t2, 3)
-    stats["ffd_in_model"] = full is not None
+    stats.hint_s = round(time.perf_counter() - t2, 3)
+    stats.ffd_in_model = full is not None
     warm = _WarmStart(full)
     if full is not None:
         warm.floor = sum(weight(ff_by_pod[d.key].priority) for d in cand.real if ff_by_pod[d.key].placed)
@@ -318,7 +360,7 @@ def _most_pods(
     t3 = time.perf_counter()
     if warm.full is not None and warm.floor >= model.cheap:
         best_placed, placed_proven = warm.floor, True
-        stats["placed_proof"] = "the estimate places every pod that has a feasible node"
+        stats.placed_proof = "the estimate places every pod that has a feasible node"
     else:
         cp.maximize(model.placed_expr)
         solver = _solver(0.4 * time_limit)
@@ -343,7 +385,7 @@ def _most_pods(
                 f"--time-limit {time_limit:g}: CP-SAT found no placement within the time limit "
                 f"({solver.status_name(status)}); give it more time"
             )
-    stats["placed_s"] = round(time.perf_counter() - t3, 3)
+    stats.placed_s = round(time.perf_counter() - t3, 3)
     return _PodsPhase(best_placed, placed_proven, incumbent)
 
 
@@ -379,7 +421,7 @@ def _least_cost(
     solver = _solver(0.4 * opts.time_limit)
     with progress.current().task("plan: phase 2 of 2, least cost (costs scaled to integers)") as shown:
         status = solver.solve(cp, progress.solver_callback(solver, shown))
-    stats["cost_s"] = round(time.perf_counter() - t4, 3)
+    stats.cost_s = round(time.perf_counter() - t4, 3)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         incumbent = dict(enumerate(solver.response_proto.solution))
         bound = Fraction(math.ceil(solver.best_objective_bound - 1e-6)) * model.scale  # the objective is integral
@@ -389,6 +431,7 @@ def _least_cost(
         if warm.full is not None and pods.best_placed <= warm.floor:
             incumbent = warm.solution
         bound = Fraction(0)
+    assert incumbent is not None  # the cost phase's, the pods phase's or the estimate's
     cost_of = {t.name: t.cost for t in node_types}
     mix = {t.name: incumbent[model.counts[t.name].index] for t in node_types}
     cost = sum(cost_of[t] * n for t, n in mix.items())

@@ -33,6 +33,7 @@ from draopt.studies.ffd_estimate import with_copies
 from draopt.studies.plan_model import (
     OneFewer,
     PlanOptions,
+    PlanStats,
     _Candidates,
     _candidates,
     _CostPhase,
@@ -123,10 +124,10 @@ def nodes_needed(
     def placed_all(k: int) -> bool:
         if k not in result.tried:
             out = place(with_copies(objects, template, k), policy=policy, features=features, time_limit=time_limit)
-            pods = out.result.pods
-            result.tried[k] = (sum(p.placed for p in pods), len(pods))
+            placements = out.result.pods
+            result.tried[k] = (sum(p.placed for p in placements), len(placements))
             if k == 0:
-                result.blocked = _blocked(pods)
+                result.blocked = _blocked(placements)
         placed, pods = result.tried[k]
         return placed >= pods - len(result.blocked)
 
@@ -178,7 +179,7 @@ class MixPlan:
     ffd: list[FfdEstimate]
     one_fewer: list[OneFewer] = field(default_factory=list)
     blocked: dict[str, str] = field(default_factory=dict)  # pod -> why no node of any type or cluster takes it
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: PlanStats = field(default_factory=PlanStats)
     # draopt.studies.plan_check: first-fit on the cluster with the mix, and the rules the pods use
     # that the model does not encode (then not proven, and `placed` is first-fit's count).
     first_fit: Any = None  # plan_check.FirstFitCheck
@@ -308,7 +309,7 @@ def _mix_text(mix: dict[str, int]) -> str:
     return " + ".join(used) if used else "no new node"
 
 
-def _estimates(objects, node_types, features, first, max_nodes: int, stats: dict, deadline: float | None):
+def _estimates(objects, node_types, features, first, max_nodes: int, stats: PlanStats, deadline: float | None):
     """The first-fit-decreasing estimate of every type; past `deadline` (perf_counter) a type is
     not estimated (reported so). One estimate is not interrupted: the largest nodes go first
     (the fewest copies, the quickest estimates) when there is a deadline."""
@@ -324,7 +325,7 @@ def _estimates(objects, node_types, features, first, max_nodes: int, stats: dict
         for t in order:
             if deadline is not None and got and time.perf_counter() > deadline:
                 got[t.name] = FfdEstimate(t, 0, 0, len(first[0]), skipped=True)
-                stats["ffd_skipped"] = stats.get("ffd_skipped", 0) + 1
+                stats.ffd_skipped = (stats.ffd_skipped or 0) + 1
             else:
                 got[t.name] = ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first)
             shown.update_to(len(got))
@@ -362,7 +363,7 @@ def plan(
     out = _plan(objects, node_types, opts)
     with progress.current().task("plan: the mix checked with first-fit"):
         check_plan(objects, out, opts.features, max_nodes=max_nodes, deadline=t0 + 2 * time_limit)
-    out.stats["solve_s"] = round(time.perf_counter() - t0, 3)
+    out.stats.solve_s = round(time.perf_counter() - t0, 3)
     return out
 
 
@@ -374,17 +375,17 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
     if opts.max_nodes < 1:
         raise InputError(f"--max-nodes: must be 1 or more, got {opts.max_nodes}")
     check_node_types(objects, node_types)
-    stats: dict[str, Any] = {}
+    stats = PlanStats()
     first = _scheduled_first(objects, opts.features)
     if len(first[0]) >= COLUMNS_MIN_PODS:
         # Large inputs: the columns first (their share of --time-limit, which bounds the whole
         # command here), then the estimates in the time left.
         by_columns = _plan_by_columns(objects, node_types, opts, first, stats, t0)
         if by_columns is not None:
-            by_columns.stats["solve_s"] = round(time.perf_counter() - t0, 3)
+            by_columns.stats.solve_s = round(time.perf_counter() - t0, 3)
             return by_columns
     ffd = _estimates(objects, node_types, opts.features, first, opts.max_nodes, stats, None)
-    stats["ffd_s"] = round(time.perf_counter() - t0, 3)
+    stats.ffd_s = round(time.perf_counter() - t0, 3)
     best_ffd = _cheapest_estimate(ffd)
     caps = _first_caps(node_types, ffd, best_ffd, opts.max_nodes)
     # The model is built again with more candidates if the mix found could be beaten by a mix
@@ -418,13 +419,13 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
         if all(grow[name] <= caps[name] for name in grow):
             break
         caps.update({name: max(caps[name], grow[name]) for name in grow})
-        stats["rounds"] = _round + 2
+        stats.rounds = _round + 2
     t5 = time.perf_counter()
     with progress.current().task("plan: one-fewer checks"):
         checks = _one_fewer(model.cp, model.counts, answer.mix, node_types, 0.2 * opts.time_limit)
-    stats["one_fewer_s"] = round(time.perf_counter() - t5, 3)
-    stats["status"] = answer.status_name
-    stats["solve_s"] = round(time.perf_counter() - t0, 3)
+    stats.one_fewer_s = round(time.perf_counter() - t5, 3)
+    stats.status = answer.status_name
+    stats.solve_s = round(time.perf_counter() - t0, 3)
     return MixPlan(
         node_types,
         answer.mix,
@@ -471,7 +472,7 @@ COLUMNS_SHARE = 0.6  # of --time-limit for the columns on large inputs (the rest
 
 
 def _plan_by_columns(
-    objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions, first, stats: dict, t0: float
+    objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions, first, stats: PlanStats, t0: float
 ) -> MixPlan | None:
     """The cheapest mix by column generation (draopt/model/colgen_plan.py): one copy of each type
     stands for all of them (copies are alike), so the model does not grow with the candidates.
@@ -484,12 +485,12 @@ def _plan_by_columns(
     if cand is None:
         return None
     real = list(cand.workload.pending)
-    stats["build_s"] = round(time.perf_counter() - built, 3)
+    stats.build_s = round(time.perf_counter() - built, 3)
     sol = _columns(cand, node_types, deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit))
-    stats.update(sol.stats)
+    stats.columns.update(sol.stats)
     t1 = time.perf_counter()
     ffd = _estimates(objects, node_types, opts.features, first, opts.max_nodes, stats, t0 + 0.9 * opts.time_limit)
-    stats["ffd_s"] = round(time.perf_counter() - t1, 3)
+    stats.ffd_s = round(time.perf_counter() - t1, 3)
     most = max(e.placed for e in ffd)
     best_ffd = min((e for e in ffd if e.placed == most and not e.skipped), key=lambda e: (e.cost, e.nodes))
     blocked = {}
@@ -498,7 +499,7 @@ def _plan_by_columns(
             pl = best_ffd.placement.get(d.key)
             blocked[d.key] = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
     answer = _columns_answer(sol, best_ffd, real, cand.prep, node_types, stats)
-    stats["status"] = answer.status_name
+    stats.status = answer.status_name
     return MixPlan(
         node_types,
         answer.mix,
@@ -518,7 +519,7 @@ def _plan_by_columns(
     )
 
 
-def _one_copy_each(objects, node_types: list[NodeType], features, stats: dict) -> _Candidates | None:
+def _one_copy_each(objects, node_types: list[NodeType], features, stats: PlanStats) -> _Candidates | None:
     """The input with one copy of each type, prepared; None (said in `stats`) where the columns
     do not apply."""
     from draopt.cluster.firstfit import ClaimBook
@@ -527,7 +528,7 @@ def _one_copy_each(objects, node_types: list[NodeType], features, stats: dict) -
 
     objs, type_of, daemon_of = _with_types(objects, [(t, 1) for t in node_types])
     if daemon_of:
-        stats["columns_not_used"] = "DaemonSet pods on the copies"
+        stats.columns_not_used = "DaemonSet pods on the copies"
         return None
     by_cost = [t.name for t in sorted(node_types, key=lambda t: t.cost)]
     workload, cluster = _cluster_for(objs, features, type_of, by_cost)
@@ -535,7 +536,7 @@ def _one_copy_each(objects, node_types: list[NodeType], features, stats: dict) -
     prep = prepare_cluster(cluster, workload, book)
     why = CheapestMix.accepts(prep, [k.index for k in prep.kinds], {n.name for n in cluster.nodes}, cluster)
     if why is not None:
-        stats["columns_not_used"] = why
+        stats.columns_not_used = why
         return None
     return _Candidates(workload, cluster, book, prep, type_of, daemon_of, list(workload.pending), {}, {})
 
@@ -557,7 +558,7 @@ def _columns(cand: _Candidates, node_types: list[NodeType], *, deadline: float):
     )
 
 
-def _columns_answer(sol, best_ffd: FfdEstimate, real, prep, node_types: list[NodeType], stats: dict) -> _CostPhase:
+def _columns_answer(sol, best_ffd: FfdEstimate, real, prep, node_types: list[NodeType], stats: PlanStats) -> _CostPhase:
     """The mix of the columns, or the estimate's when it is cheaper or the columns cover less."""
     mix = {t.name: 0 for t in node_types}
     mix.update(sol.mix())
@@ -571,7 +572,7 @@ def _columns_answer(sol, best_ffd: FfdEstimate, real, prep, node_types: list[Nod
         # The estimate is cheaper or the columns cover less: it is the answer (said so).
         mix = {t.name: (best_ffd.nodes if t.name == best_ffd.node_type.name else 0) for t in node_types}
         cost, placed = best_ffd.cost, best_ffd.placed
-        stats["columns_kept_estimate"] = True
+        stats.columns_kept_estimate = True
     # The bound is of mixes that place every pod with a node: it proves nothing of a mix that
     # places fewer (the estimate kept when the columns cover less).
     proven = sol.covered and placed == sum(1 for d in real if prep.pod_nodes.get(d.key)) and cost <= bound

@@ -73,23 +73,26 @@ PLOTTED = ("placed", "weighted_placed", "devices_used", "free_devices", "strande
 
 @dataclass
 class PolicyReport:
-    policy: str
-    pods: int
+    """One policy's placement measured (`draopt compare`; the measures are defined in the module
+    docstring and DEFINITIONS)."""
+
+    policy: str  # the policy as given (first-fit:CONFIG included)
+    pods: int  # pending pods of the input
     placed: int
-    weighted_pods: int
-    weighted_placed: int
+    weighted_pods: int  # sum of max(1, 1 + priority) over the pending pods
+    weighted_placed: int  # ... over the placed ones
     devices_total: int
     devices_used: int
     free_devices: float
     stranded_devices: float
     fragmentation: float
-    shapes: int
+    shapes: int  # pod shapes of the workload
     solve_s: float
-    status: str
-    gap: float | None
-    counters: dict[str, dict[str, float]] = field(default_factory=dict)
-    capacity: dict[str, dict[str, float]] = field(default_factory=dict)
-    summary: str = ""
+    status: str  # the optimal policy's solver status; "heuristic" for first-fit
+    gap: float | None  # the optimal policy's gap to its bound
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {"used", "total"}
+    capacity: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {"used", "total"}
+    summary: str = ""  # what the optimal model proved, in words
     # The placement map: node -> its devices in search order, each (device, holder, how held);
     # not part of to_json (the measures), drawn by to_html.
     device_map: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict, repr=False)

@@ -46,7 +46,7 @@ class SimCluster:
     alloc: np.ndarray  # [N, R] allocatable (inf: unlimited)
     cap: np.ndarray  # [N, D] device capacity (0: no device)
     present: np.ndarray  # [N, D]
-    devices: list[list[Any]]  # per node: DeviceEntry in search order
+    devices: list[Any]  # per node: its inventory (`.devices`: DeviceEntry in search order)
     shapes: list[Shape]
     pod_shape: list[int]  # the trace's pending pods, by queue order: their shape
     pod_keys: list[str]
@@ -55,7 +55,7 @@ class SimCluster:
     node_objects: list = field(default_factory=list)
     res_scale: list[int] = field(default_factory=list)
     cap_scale: int = 1
-    group: np.ndarray = None  # [N] kind of node: same devices, same pods pass its filters
+    group: np.ndarray = None  # type: ignore[assignment]  # [N] kind of node: same devices, same pods pass its filters; set by build
     total: float = 0.0
     # the `kube-scheduler` policy's node choice (draopt.scheduler.trace.TraceScheduler), set by its caller
     kube_scheduler: Any = None
@@ -81,7 +81,7 @@ class State:
     def usable(self, s: Shape) -> np.ndarray:
         return s.compat & (self.left >= s.cons)
 
-    def feasible(self, s: Shape) -> tuple[np.ndarray, np.ndarray]:
+    def feasible(self, s: Shape) -> tuple[np.ndarray, Any]:  # (nodes, usable devices [N, D] or None)
         ok = (self.free >= s.demand).all(axis=1) & s.node_ok
         if s.count == 0:
             return ok, None

@@ -114,7 +114,8 @@ def place_one(st: State, s: Shape, policy: str, frag: FragModel | None) -> tuple
     return node, (_first(use[node], s.count) if s.count else [])
 
 
-def _fgd(st: State, s: Shape, cand: np.ndarray, use, frag: FragModel) -> tuple[int, list[int]]:
+def _fgd(st: State, s: Shape, cand: np.ndarray, use, frag: FragModel | None) -> tuple[int, list[int]]:
+    assert frag is not None  # simulate makes the FGD model for fgd
     if s.count == 0:
         # No device: fragmentation only changes through the node resources.
         free = st.free[cand] - s.demand
@@ -257,9 +258,10 @@ def run_policy(
         # draopt.studies.online_batch: each batch smallest FGD delta first; a batch never crosses a level.
         from draopt.studies.online_batch import OptimalBatch, run_batches
 
-        got = run_batches(OptimalBatch(c, frag, batch=batch), st, seq, stops, after=record)
+        assert frag is not None  # simulate makes the FGD model for optimal-batch
+        batch_log = run_batches(OptimalBatch(c, frag, batch=batch), st, seq, stops, after=record)
         if log is not None:
-            log += got
+            log += batch_log
     else:
         for k, si in enumerate(seq, start=1):
             s = c.shapes[si]
@@ -312,7 +314,7 @@ def offline(
             f"{k} arrivals from {best}'s placement"
         ):
             got = solve_optimal(st, [c.shapes[i] for i in seq[:k]], time_limit=time_limit, hint=logs[best][:k])
-        bound = got["bound"]
+        bound = got.bound
         out.append(
             Record(
                 lv,
@@ -323,9 +325,9 @@ def offline(
                 st.placed,
                 st.failed,
                 round(time.perf_counter() - t0, 3),
-                gap=got["gap"],
+                gap=got.gap,
                 bound_unallocated=max(0.0, 1.0 - bound / c.total) if bound else None,
-                status=got["status"],
+                status=got.status,
             )
         )
     return out
@@ -384,7 +386,30 @@ COLUMNS = [
 ]  # deterministic: no timings
 
 
-def aggregate(records: list[Record], order: list[str]) -> list[dict[str, Any]]:
+@dataclass
+class SimRow:
+    """One line of `draopt simulate`'s table and CSV: a policy at an inflation level, over the runs
+    (the columns are COLUMNS, in that order)."""
+
+    inflation: float  # the level: requested device capacity / the cluster's
+    policy: str
+    runs: int
+    unallocated_pct: float  # device capacity not allocated, % (mean over the runs)
+    std_pct: float  # ... its standard deviation over the runs (0 with one run)
+    min_pct: float
+    max_pct: float
+    arrived_pct: float  # requested capacity that arrived, % (mean)
+    placed: float  # pods placed (mean)
+    failed: float  # pods that fit nowhere (mean)
+    bound_unallocated_pct: float | str = ""  # the offline optimum's bound, % ("": none)
+    gap: float | str = ""  # the offline optimum's largest gap ("": none)
+    status: str = ""  # the offline optimum's solver statuses ("": an online policy)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {c: getattr(self, c) for c in COLUMNS}
+
+
+def aggregate(records: list[Record], order: list[str]) -> list[SimRow]:
     groups: dict[tuple[float, str], list[Record]] = {}
     for r in records:
         groups.setdefault((r.level, r.policy), []).append(r)
@@ -396,45 +421,45 @@ def aggregate(records: list[Record], order: list[str]) -> list[dict[str, Any]]:
         gaps = [r.gap for r in rs if r.gap is not None]
         statuses = sorted({r.status for r in rs if r.status})
         rows.append(
-            {
-                "inflation": lv,
-                "policy": pol,
-                "runs": len(rs),
-                "unallocated_pct": round(float(u.mean()), 3),
-                "std_pct": round(float(u.std(ddof=1)) if len(rs) > 1 else 0.0, 3),
-                "min_pct": round(float(u.min()), 3),
-                "max_pct": round(float(u.max()), 3),
-                "arrived_pct": round(float(np.mean([r.arrived for r in rs])) * 100, 3),
-                "placed": round(float(np.mean([r.placed for r in rs])), 1),
-                "failed": round(float(np.mean([r.failed for r in rs])), 1),
-                "bound_unallocated_pct": round(float(np.mean(bounds)) * 100, 3) if bounds else "",
-                "gap": round(float(max(gaps)), 4) if gaps else "",
-                "status": ",".join(statuses),
-            }
+            SimRow(
+                inflation=lv,
+                policy=pol,
+                runs=len(rs),
+                unallocated_pct=round(float(u.mean()), 3),
+                std_pct=round(float(u.std(ddof=1)) if len(rs) > 1 else 0.0, 3),
+                min_pct=round(float(u.min()), 3),
+                max_pct=round(float(u.max()), 3),
+                arrived_pct=round(float(np.mean([r.arrived for r in rs])) * 100, 3),
+                placed=round(float(np.mean([r.placed for r in rs])), 1),
+                failed=round(float(np.mean([r.failed for r in rs])), 1),
+                bound_unallocated_pct=round(float(np.mean(bounds)) * 100, 3) if bounds else "",
+                gap=round(float(max(gaps)), 4) if gaps else "",
+                status=",".join(statuses),
+            )
         )
     return rows
 
 
-def table(rows: list[dict[str, Any]]) -> str:
+def table(rows: list[SimRow]) -> str:
     cols = list(COLUMNS)
-    if not any(r["status"] for r in rows):
+    if not any(r.status for r in rows):
         cols = [c for c in cols if c not in ("bound_unallocated_pct", "gap", "status")]
-    text = [[str(r[c]) for c in cols] for r in rows]
+    text = [[str(getattr(r, c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(t[i]) for t in text)) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths)) for t in text]
     return "\n".join(lines)
 
 
-def to_csv(rows: list[dict[str, Any]]) -> str:
+def to_csv(rows: list[SimRow]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
-    w.writerows(rows)
+    w.writerows(r.to_dict() for r in rows)
     return buf.getvalue()
 
 
-def plot(rows: list[dict[str, Any]], path: str, *, title: str = "") -> None:
+def plot(rows: list[SimRow], path: str, *, title: str = "") -> None:
     try:
         import matplotlib
 
@@ -443,22 +468,20 @@ def plot(rows: list[dict[str, Any]], path: str, *, title: str = "") -> None:
     except ImportError:
         raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'") from None
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    policies = list(dict.fromkeys(r.policy for r in rows))
     for pol in policies:
-        rs = [r for r in rows if r["policy"] == pol]
-        x = [r["inflation"] * 100 for r in rs]
-        y = [r["unallocated_pct"] for r in rs]
-        e = [r["std_pct"] for r in rs]
+        rs = [r for r in rows if r.policy == pol]
+        x = [r.inflation * 100 for r in rs]
+        y = [r.unallocated_pct for r in rs]
+        e = [r.std_pct for r in rs]
         style = "--" if pol == OFFLINE else "-"
         line = ax.errorbar(x, y, yerr=e, label=pol, linestyle=style, marker="o", markersize=3, capsize=2)
-        bounded = [
-            (xi, r["bound_unallocated_pct"], yi) for xi, r, yi in zip(x, rs, y) if r["bound_unallocated_pct"] != ""
-        ]
+        bounded = [(xi, r.bound_unallocated_pct, yi) for xi, r, yi in zip(x, rs, y) if r.bound_unallocated_pct != ""]
         if pol == OFFLINE and bounded:  # the optimum lies between its bound and the value found
             bx, lo, hi = zip(*bounded)
             ax.fill_between(bx, lo, hi, color=line[0].get_color(), alpha=0.2, label=f"{pol}: bound to value")
             ax.vlines(bx, lo, hi, color=line[0].get_color(), alpha=0.5, linewidth=4)  # a single bin shows too
-    xs = sorted({r["inflation"] * 100 for r in rows})
+    xs = sorted({r.inflation * 100 for r in rows})
     ax.plot(
         xs, [max(0.0, 100 - x) for x in xs], color="grey", linewidth=0.8, linestyle=":", label="requested < capacity"
     )
@@ -591,7 +614,7 @@ def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate
     level on its own, so its seconds add up over levels), arrivals per second, peak RSS."""
     import resource
 
-    per: dict[str, dict[str, float]] = {}
+    per: dict[str, dict[str, Any]] = {}
     last: dict[tuple[str, int], Record] = {}
     for r in records:
         if r.policy == OFFLINE:
@@ -688,7 +711,7 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def write_rows(args, rows: list[dict[str, Any]], *, title: str) -> None:
+def write_rows(args, rows: list[SimRow], *, title: str) -> None:
     """`draopt simulate`'s output (either protocol): the table or `-o csv`, and `--plot`."""
     if args.output == "csv":
         sys.stdout.write(to_csv(rows))

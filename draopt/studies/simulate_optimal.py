@@ -9,7 +9,9 @@ import copy
 import math
 import time
 import uuid
+from dataclasses import dataclass
 from fractions import Fraction
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +33,7 @@ def _quantity(k: float, scale: int) -> str:
     raise InputError(f"simulate: {v} cannot be written as a Kubernetes quantity")
 
 
-def relevant_nodes(st: State, batch: list[Shape], keep: set[int] = frozenset()) -> list[int]:
+def relevant_nodes(st: State, batch: list[Shape], keep: AbstractSet[int] = frozenset()) -> list[int]:
     """Nodes the optimal model needs for `batch`, two exact reductions: a node where no pod of
     the batch fits alone can take none; of nodes in the same state (kind of node, free
     resources, capacity left per device), no more can be used than there are pods of the batch
@@ -73,7 +75,7 @@ def residual_objects(
     shape_counts: list[tuple[Shape, str]],
     *,
     priority: bool = True,
-    keep: set[int] = frozenset(),
+    keep: AbstractSet[int] = frozenset(),
     scale: int = 1,
 ):
     """What is left of the cluster as Kubernetes objects, and pods to place on it: every node
@@ -165,6 +167,7 @@ def _pod_doc(s: Shape, pod_name: str, k: int) -> dict[str, Any]:
 def _claim_template_doc(c, s: Shape, name: str) -> dict[str, Any]:
     """The claim of shape `s` as a template asking for what one allocation consumes."""
     spec = copy.deepcopy(s.claim_spec)
+    assert spec is not None  # a shape with a claim
     ex = spec["devices"]["requests"][0]["exactly"]
     amounts = s.cons[s.compat]
     if amounts.size and (amounts != amounts[0]).any():
@@ -197,9 +200,22 @@ def _object_set(docs: list[dict], source: str = "<simulate>"):
     return objects
 
 
+@dataclass
+class OptimalSolve:
+    """The optimal model's answer for a batch (`solve_optimal`), in units of device capacity."""
+
+    placed_request: float  # device capacity the placed pods request
+    bound: float  # the solver's bound of the placed value (0: none)
+    objective: float  # the placed value found (pods without devices add 1/value_scale each)
+    gap: float | None  # the solver's relative gap
+    status: str | None  # the solver's status (OPTIMAL, FEASIBLE, ...)
+    solve_s: float | None  # the solve's wall time
+    colgen: dict[str, Any]  # column generation's figures (colgen_*), the values in capacity units
+
+
 def solve_optimal(
     st: State, batch: list[Shape], *, time_limit: float, apply: bool = True, hint: list | None = None
-) -> dict:
+) -> OptimalSolve:
     """Place `batch` on what is left with draopt's optimal model, maximising device capacity
     placed (then pods without devices: GPU_FIRST); update the state when `apply`. `hint`: a placement of the batch ((node, devices) or
     None per pod) the model starts from instead of first-fit's (it never returns less).
@@ -225,6 +241,7 @@ def solve_optimal(
         placed_request += s.request
         if not apply:
             continue
+        assert pl.node is not None  # placed
         node = index[pl.node]
         devs: list[int] = []
         demand = outcome.workload.pod(pl.pod)
@@ -240,15 +257,15 @@ def solve_optimal(
             colgen[k] = round(colgen[k] / scale, 3)
     # The placed value and its bound in units of device capacity: pods without devices add
     # 1/scale each, so the bound is a bound of the capacity placed.
-    return {
-        "placed_request": placed_request,
-        "bound": float(stats.get("bound", 0) or 0) / scale,
-        "objective": float(stats.get("objective", 0) or 0) / scale,
-        "gap": stats.get("gap"),
-        "status": stats.get("status"),
-        "solve_s": stats.get("solve_s"),
-        "colgen": colgen,
-    }
+    return OptimalSolve(
+        placed_request,
+        float(stats.get("bound", 0) or 0) / scale,
+        float(stats.get("objective", 0) or 0) / scale,
+        stats.get("gap"),
+        stats.get("status"),
+        stats.get("solve_s"),
+        colgen,
+    )
 
 
 def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: list, time_limit: float):
@@ -277,6 +294,7 @@ def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: 
             node, devs = h
             claims = {}
             for use in demand.claims:
+                assert s.claim_spec is not None  # a pod with a claim is of a shape with one
                 request = s.claim_spec["devices"]["requests"][0]["name"]
                 results = []
                 for k, d in enumerate(devs):
@@ -303,7 +321,7 @@ def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: 
                 )
             pods.append(PodPlacement(demand.key, c.nodes[node], demand.priority, None, claims))
         hint_result = PlacementResult(
-            "hint", pods, {ck: (a, pl.node) for pl in pods for ck, a in pl.new_claims.items()}
+            "hint", pods, {ck: (a, pl.node) for pl in pods if pl.node is not None for ck, a in pl.new_claims.items()}
         )
         result = optimize(cluster, workload, time_limit=time_limit, first_fit=hint_result, started=started)
     return SimpleNamespace(result=result, workload=workload)

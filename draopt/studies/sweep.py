@@ -109,12 +109,12 @@ def _completed(
         own = client is None
         if own:
             client = _dask_client(address, workers)
-        from dask.distributed import as_completed
+        from dask.distributed import as_completed as dask_as_completed
 
         try:
-            futures = [client.submit(guarded, item, pure=False) for item in items]
-            index = {f.key: i for i, f in enumerate(futures)}
-            for f in as_completed(futures):
+            submitted = [client.submit(guarded, item, pure=False) for item in items]
+            index = {f.key: i for i, f in enumerate(submitted)}
+            for f in dask_as_completed(submitted):
                 yield index[f.key], _unwrap(f.result())
         finally:
             if own:

@@ -378,7 +378,7 @@ def import_trace(nodes_csv: str | None, pods_csv: str | None) -> list[dict[str, 
     return objs
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # the C dumper when built
     pass
 
 
