@@ -168,11 +168,7 @@ def test_no_import_cycle():
 
 # Cycles that only type-only imports close, left to their layers' owners (issue 32): remove an
 # entry when its cycle is gone. Any other cycle, type-only imports included, fails the test.
-KNOWN_TYPE_ONLY_CYCLES: list[list[str]] = [
-    ["draopt.dra.counter_room", "draopt.dra.inventory"],
-    ["draopt.kube.extended_resources", "draopt.kube.workload"],
-    ["draopt.kube.loader", "draopt.kube.settle"],
-]
+KNOWN_TYPE_ONLY_CYCLES: list[list[str]] = []
 
 
 def test_the_typed_graph_is_read():

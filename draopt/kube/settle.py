@@ -48,7 +48,7 @@ from draopt.kube.models.core import Taint, Toleration
 from draopt.kube.nodeselect import tolerates
 
 if TYPE_CHECKING:
-    from draopt.kube.loader import ObjectSet
+    from draopt.kube.object_set import ObjectSet
 
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 TERMINAL_PHASES = ("Succeeded", "Failed")
