@@ -239,6 +239,9 @@ class ReferenceAllocator:
         self.results: list[list[Chosen]] = [[] for _ in problem.claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.compat: dict[tuple[int, str], frozenset[str] | None] = {}  # None: put back unset
+        # The groups the claims already allocated leave on each (pool, counter set): fixed for
+        # the whole search, so worked out once per key.
+        self.compat_in_use: dict[tuple[int, str], frozenset[str] | None] = {}
         self.counted_multi: dict[
             DeviceID, bool
         ] = {}  # documented mode: multi device drew its counters   # running intersection per counter set
@@ -724,8 +727,11 @@ class ReferenceAllocator:
             key = (id(dev.pool), c.counter_set)
             current = self.compat.get(key)
             if current is None:
-                fixed = in_use_groups(self.p.inventory.allocated, dev.pool, c.counter_set)
-                current = frozenset.intersection(*fixed) if fixed else None
+                if key in self.compat_in_use:
+                    current = self.compat_in_use[key]
+                else:
+                    fixed = in_use_groups(self.p.inventory.allocated, dev.pool, c.counter_set)
+                    current = self.compat_in_use[key] = frozenset.intersection(*fixed) if fixed else None
             mine = compatibility_groups(dev.device, c.counter_set)
             assert mine is not None  # c is one of the device's own counter sets
             new = mine if current is None else current & mine
