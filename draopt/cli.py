@@ -20,7 +20,7 @@ from draopt import validation as validate
 from draopt.errors import DraoptError
 from draopt.kube.features import add_version_flag, features_from_flags
 from draopt.kube import settle
-from draopt.kube.loader import dump_objects, load_files
+from draopt.kube.loader import dump_objects, expand_paths, load_files
 
 
 def _positive_seconds(text: str) -> float:
@@ -74,18 +74,41 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     p = _Parser(
         prog=prog,
         description="Kubernetes DRA device allocation, first-fit as kube-scheduler does it and optimal, with CP-SAT.",
+        epilog=TOP_EPILOG,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {draopt.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    a = sub.add_parser("allocate", help="allocate claims on a node as the kube-scheduler would")
-    a.add_argument(
+    _add_allocate(sub)
+    _add_place(sub)
+    _add_explain(sub)
+    _add_plan(sub)
+    _add_registered(sub)
+    for name in PROGRESS_COMMANDS:
+        _progress_flags(sub.choices[name])
+    _apply_conventions(sub)
+    return p
+
+
+def _filename_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "-f",
         "--filename",
         action="append",
         required=True,
         metavar="FILE",
-        help="YAML/JSON documents or a List; '-' reads stdin (repeatable)",
+        help="YAML/JSON documents or a List; '-' reads stdin; a directory gives its files (repeatable)",
     )
+
+
+def _gates_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(p)
+
+
+def _add_allocate(sub) -> None:
+    a = sub.add_parser("allocate", help="allocate claims on a node as the kube-scheduler would")
+    _filename_flag(a)
     a.add_argument("--node", help="node to allocate on (default: the first node, by name, that fits)")
     a.add_argument(
         "--claim",
@@ -93,8 +116,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         metavar="NAMESPACE/NAME",
         help="claims to allocate together, in order (default: every claim without status.allocation)",
     )
-    a.add_argument("--feature-gates", default="", metavar="G=true|false,...")
-    add_version_flag(a)
+    _gates_flags(a)
     a.add_argument(
         "--policy",
         default="first-fit",
@@ -103,7 +125,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         "first-fit under the documented semantics; optimal: best packing",
     )
     a.add_argument(
-        "--engine", default="cp-sat", choices=api.ENGINES, help="cp-sat (default) or the plain-Python reference search"
+        "--engine", default="cp-sat", choices=api.ENGINES, help="cp-sat or the plain-Python reference search"
     )
     a.add_argument(
         "--deterministic-share-ids",
@@ -118,19 +140,21 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     _input_flags(a)
     _clock_flag(a)
     a.set_defaults(func=cmd_allocate)
+
+
+def _add_place(sub) -> None:
     pl = sub.add_parser(
         "place",
         help="place pending pods and PodGroups on nodes: kube-scheduler "
         "simulation (first-fit) or one optimal CP-SAT model",
     )
-    pl.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    _filename_flag(pl)
     pl.add_argument("--policy", default="first-fit", choices=("first-fit", "optimal"))
     pl.add_argument("--compare", action="store_true", help="run both policies and print both summaries")
     pl.add_argument(
         "--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit"
     )
-    pl.add_argument("--feature-gates", default="", metavar="G=true|false,...")
-    add_version_flag(pl)
+    _gates_flags(pl)
     pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
     pl.add_argument(
         "--stats",
@@ -144,12 +168,15 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     _input_flags(pl)
     _clock_flag(pl)
     pl.set_defaults(func=cmd_place)
+
+
+def _add_explain(sub) -> None:
     ex = sub.add_parser(
         "explain",
         help="why claims cannot be allocated or pods not placed: device rejections "
         "per node and the smallest set of requirements that cannot hold together",
     )
-    ex.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    _filename_flag(ex)
     ex.add_argument("--claim", action="append", metavar="NAMESPACE/NAME", help="claims to explain (allocated together)")
     ex.add_argument(
         "--pod",
@@ -158,19 +185,21 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         help="pods to explain after a first-fit placement (default: every pod it could not place)",
     )
     ex.add_argument("--node", help="only this node")
-    ex.add_argument("--feature-gates", default="", metavar="G=true|false,...")
-    add_version_flag(ex)
+    _gates_flags(ex)
     ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
     _input_flags(ex)
     _clock_flag(ex)
     ex.set_defaults(func=cmd_explain)
+
+
+def _add_plan(sub) -> None:
     pn = sub.add_parser(
         "plan",
         help="the cheapest mix of new nodes (several node types, each a template Node "
         "and a cost) that places the pending pods, proven by CP-SAT; next to a "
         "first-fit-decreasing estimate (cluster-autoscaler)",
     )
-    pn.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    _filename_flag(pn)
     pn.add_argument(
         "--node-type",
         action="append",
@@ -199,8 +228,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         help="CP-SAT budget per model round in deterministic seconds: 40%% for the pods "
         "phase, 40%% for the cost phase, 20%% for the one-fewer checks",
     )
-    pn.add_argument("--feature-gates", default="", metavar="G=true|false,...")
-    add_version_flag(pn)
+    _gates_flags(pn)
     pn.add_argument("-o", "--output", default="table", choices=("table", "json"))
     pn.add_argument(
         "--stats",
@@ -210,6 +238,10 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     _input_flags(pn)
     _clock_flag(pn)
     pn.set_defaults(func=cmd_plan)
+
+
+def _add_registered(sub) -> None:
+    """The commands whose parsers their own modules define, in their layers."""
     validate.register(sub)
     taint_impact.register(sub)
     from draopt.studies import simulate
@@ -229,9 +261,262 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     from draopt.crosscheck import command as crosscheck_command
 
     crosscheck_command.register(sub)
-    for name in PROGRESS_COMMANDS:
-        _progress_flags(sub.choices[name])
-    return p
+
+
+# ------------------------------------------------------------------ kubectl's conventions
+# One meaning per flag on every command (docs/cli.md): -o is an output format and files go to
+# --output-file; `-o table` is the human output; --dask-scheduler is a Dask address; -R and
+# --strict on every command that reads. The old spellings work for one release, with a note.
+
+EXIT_CODES = {
+    "allocate": "0 allocated (stdout: a List of ResourceClaims), 1 unschedulable, 2 invalid input or allocation error",
+    "place": "0 every pending pod placed (by --policy), 1 some pod not placed, 2 invalid input",
+    "explain": "0 explained, 2 invalid input",
+    "plan": "0 the plan places every pending pod, 1 it does not, 2 invalid input",
+    "validate": "0 valid, 1 findings, 2 unreadable input",
+    "taint-impact": "0 analysed, 2 invalid input",
+    "trace": "0 written, 2 bad CSV or flags",
+    "simulate": "0 simulated, 2 invalid input",
+    "compare": "0 compared, 2 invalid input or an output file that cannot be written",
+    "sweep": "0 every scenario done, 2 invalid input or grid",
+    "crosscheck": "0 identical, 1 different, 2 bad input, an input the oracle refuses, or no Go",
+}
+EXAMPLES = {
+    "allocate": [
+        "draopt allocate -f examples/cluster.yaml --node gpu-node-1",
+        "draopt allocate -f examples/cluster.yaml --policy optimal -o json",
+    ],
+    "place": [
+        "draopt place -f examples/gang-stranding.yaml --compare",
+        "draopt place -f examples/mig-gangs.yaml --policy optimal --time-limit 30 -o yaml",
+        "draopt place -f examples/mig-gangs.yaml --scheduler-config builtin:most-allocated",
+    ],
+    "explain": [
+        "draopt explain -f examples/mig-gangs.yaml --pod ml/trainer-1-chief",
+        "draopt explain -f examples/cluster.yaml --claim ml/trainer --node gpu-node-1 -o json",
+    ],
+    "plan": [
+        "draopt plan -f examples/mig-gangs.yaml --node-template node-0",
+        "draopt plan -f examples/mig-gangs.yaml --node-type node-0=3 -o json",
+    ],
+    "validate": ["draopt validate -f examples/cluster.yaml", "draopt validate -R -f examples/ --strict -o json"],
+    "taint-impact": ["draopt taint-impact -f examples/cluster.yaml", "draopt taint-impact -f examples/ -o yaml"],
+    "trace": [
+        "draopt trace import --nodes ../shared/data/openb/openb_node_list_gpu_node.csv --output-file openb.yaml",
+    ],
+    "simulate": [
+        "draopt simulate -f openb.yaml --trace ../shared/data/openb/openb_pod_list_default.csv "
+        "--inflation 0.5:1.0:0.05 --policy first-fit,fgd -o csv",
+    ],
+    "compare": [
+        "draopt compare -f examples/mig-gangs.yaml",
+        "draopt compare -f examples/mig-gangs.yaml --policy first-fit --policy optimal -o json",
+    ],
+    "sweep": [
+        "draopt sweep --grid grid.yaml --output-file results.parquet",
+        "draopt sweep --grid grid.yaml --output-file results.parquet --dask-scheduler tcp://HOST:8786",
+    ],
+    "crosscheck": [
+        "draopt crosscheck -f examples/cluster.yaml --node gpu-node-1",
+        "draopt crosscheck -f examples/gang-stranding.yaml --kubernetes-version 1.36",
+    ],
+}
+TOP_EPILOG = """examples:
+  draopt place -f examples/gang-stranding.yaml --compare
+  draopt explain -f examples/mig-gangs.yaml --pod ml/trainer-1-chief
+  draopt plan -f examples/mig-gangs.yaml --node-template node-0
+
+exit codes: 0 success, 1 the answer is no (a pod not placed, findings, differences),
+2 invalid input or flags, 130 interrupted, 141 output pipe closed.
+`draopt COMMAND --help` for each command; the documentation: docs/index.md"""
+
+# Flags that their modules define without help: one meaning each, as docs/cli.md lists them.
+FLAG_HELP = {
+    "--feature-gates": "Kubernetes feature gates on top of the --kubernetes-version release's defaults",
+    "--node": "only this node",
+    "--output": "output format",
+    "--policy": "the placement policy",
+    "--runs": "runs (seeds) per policy and level",
+    "--seed": "the first run's seed",
+}
+# The commands that make files: the formats their -o takes (the first is the default).
+FILE_OUTPUT = {("sweep",): ("parquet",), ("trace", "import"): ("yaml",)}
+# The commands whose human output was `-o text`, and the name their renderer knows it by.
+TEXT_OUTPUT = {("explain",): "table", ("validate",): "table", ("taint-impact",): "text"}
+# The commands that read files through their own modules: -R and --strict resolved here.
+OWN_READERS = (("validate",), ("taint-impact",))
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each flag's default, and the examples of the epilog as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        hidden = default is None or default is False or default == "" or default == [] or default == argparse.SUPPRESS
+        if hidden or not action.option_strings or "default" in text or "%(default)" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class _Choices(tuple):
+    """An option's choices that also accept old names (deprecated: help does not list them)."""
+
+    aliases: tuple[str, ...] = ()
+
+    def __new__(cls, names: tuple[str, ...], aliases: tuple[str, ...]) -> "_Choices":
+        self = super().__new__(cls, names)
+        self.aliases = aliases
+        return self
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.aliases or tuple.__contains__(self, value)
+
+
+class _DeprecatedFlag(argparse.Action):
+    """An old spelling of a flag, kept for one release: sets the new flag's value, with a note."""
+
+    def __init__(self, option_strings, dest, replacement: str = "", **kwargs):
+        self.replacement = replacement
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _deprecated(f"{option_string}", self.replacement)
+        setattr(namespace, self.dest, values)
+
+
+def _deprecated(old: str, new: str) -> None:
+    print(f"draopt: warning: {old} is deprecated and will be removed in the next release: use {new}", file=sys.stderr)
+
+
+def _apply_conventions(sub) -> None:
+    """The same habits on every command, whichever module defines its parser."""
+    parsers = _command_parsers(sub)
+    for path, parser in parsers.items():
+        parser.formatter_class = HelpFormatter
+        examples = "\n".join(f"  {line}" for line in EXAMPLES.get(path[0], []))
+        parser.epilog = (f"examples:\n{examples}\n\n" if examples else "") + f"exit codes: {EXIT_CODES[path[0]]}"
+        for action in parser._actions:
+            if action.help is None and action.option_strings:
+                action.help = FLAG_HELP.get(max(action.option_strings, key=len), "")
+        if path in TEXT_OUTPUT:
+            output = parser._option_string_actions["-o"]
+            names = tuple("table" if c == "text" else c for c in action_choices(output))
+            output.choices, output.default = _Choices(names, ("text",)), "table"
+        if path in FILE_OUTPUT:
+            _output_file_flags(parser, FILE_OUTPUT[path], stdout=path == ("trace", "import"))
+        if path in OWN_READERS:
+            _input_flags(parser)
+    _rename_flag(parsers[("sweep",)], "--scheduler", "--dask-scheduler")
+    engine = parsers[("sweep",)]._option_string_actions["--engine"]
+    engine.help = (engine.help or "").replace("--scheduler", "--dask-scheduler")
+
+
+def action_choices(action: argparse.Action) -> tuple[str, ...]:
+    return tuple(action.choices or ())
+
+
+def _command_parsers(sub) -> dict[tuple[str, ...], argparse.ArgumentParser]:
+    """Every command's parser by its path (`("trace", "import")`), the command groups' own too."""
+    out: dict[tuple[str, ...], argparse.ArgumentParser] = {}
+    for name, parser in sub.choices.items():
+        out[(name,)] = parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child, child_parser in action.choices.items():
+                    out[(name, child)] = child_parser
+    return out
+
+
+def _output_file_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...], stdout: bool) -> None:
+    output = parser._option_string_actions["-o"]
+    output.required, output.default, output.metavar = False, formats[0], "|".join(formats)
+    output.help = "output format; the file is --output-file (-o FILE: deprecated)"
+    parser.add_argument(
+        "--output-file",
+        default="-" if stdout else None,
+        metavar="FILE",
+        help="where to write ('-': stdout)" if stdout else "where to write (required)",
+    )
+
+
+def _rename_flag(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    action = parser._option_string_actions.pop(old)
+    action.option_strings = [new if o == old else o for o in action.option_strings]
+    parser._option_string_actions[new] = action
+    parser.add_argument(
+        old, dest=action.dest, action=_DeprecatedFlag, replacement=new, metavar=action.metavar, help=argparse.SUPPRESS
+    )
+
+
+def _command_path(args) -> tuple[str, ...]:
+    sub_command = getattr(args, f"{args.command}_command", None)
+    return (args.command, sub_command) if sub_command else (args.command,)
+
+
+def _resolve_conventions(args) -> None:
+    """After parsing: deprecated spellings noted and mapped to what the command reads."""
+    path = _command_path(args)
+    if path in FILE_OUTPUT:
+        _resolve_output_file(args, " ".join(path), FILE_OUTPUT[path])
+    if path in TEXT_OUTPUT:
+        if args.output == "text":
+            _deprecated("-o text", "-o table")
+        if args.output in ("text", "table"):
+            args.output = TEXT_OUTPUT[path]
+    if path in OWN_READERS:
+        if args.recursive:
+            args.filename = expand_paths(args.filename, recursive=True)
+        if args.strict:
+            _refuse_unused_kinds(args.filename)
+
+
+def _looks_like_path(value: str) -> bool:
+    return value == "-" or "." in value or "/" in value or os.sep in value
+
+
+def _resolve_output_file(args, command: str, formats: tuple[str, ...]) -> None:
+    """`-o FORMAT --output-file FILE`; the old `-o FILE` kept with a note. The command's module
+    reads the file as args.output, the format as args.output_format."""
+    value = args.output
+    if value not in formats:
+        if not _looks_like_path(value):
+            raise DraoptError(
+                f"-o {value}: not an output format of {command} ({', '.join(formats)}); files: --output-file"
+            )
+        if args.output_file not in (None, "-"):
+            raise DraoptError(f"-o {value} and --output-file {args.output_file}: give the file with --output-file")
+        _deprecated(f"-o {value} (a file)", f"-o {formats[0]} --output-file {value}")
+        args.output_file, value = value, formats[0]
+    if args.output_file is None:
+        raise DraoptError(f"{command}: --output-file FILE is required")
+    suffix = os.path.splitext(args.output_file)[1]
+    if args.output_file != "-" and suffix and suffix != f".{value}" and not (value == "yaml" and suffix == ".yml"):
+        print(f"note: {args.output_file}: written as {value}, whatever its name says", file=sys.stderr)
+    args.output_format, args.output = value, args.output_file
+
+
+def _refuse_unused_kinds(paths: list[str]) -> None:
+    """--strict for the commands that read through their own modules: a kind draopt does not
+    use is an error, as load_files(strict=True) makes it for the others. Stdin is read once and
+    given back to the command."""
+    import io
+
+    from draopt.kube import batch_controllers, controllers
+    from draopt.kube.loader import KINDS, custom_resource_group, raw_documents
+
+    text = sys.stdin.read() if "-" in paths else ""
+    sys.stdin = io.StringIO(text)
+    made = {**controllers.CONTROLLER_KINDS, **batch_controllers.BATCH_KINDS, **batch_controllers.RUNTIME_KINDS}
+    unused: dict[str, int] = {}
+    for doc, _source in raw_documents(paths):
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        if isinstance(kind, str) and kind not in made and (kind not in KINDS or custom_resource_group(doc) is not None):
+            unused[kind] = unused.get(kind, 0) + 1
+    sys.stdin = io.StringIO(text)
+    if unused:
+        kinds = "; ".join(f"{n} {kind} object(s)" for kind, n in sorted(unused.items()))
+        raise DraoptError(f"not used for placement: {kinds} (--strict)")
 
 
 # Commands that can run for minutes: a status line on stderr while they work (draopt.progress).
@@ -521,6 +806,7 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     args = build_parser(prog).parse_args(argv)
     start = time.perf_counter()
     try:
+        _resolve_conventions(args)
         with progress.reporting(_progress_for(args)):
             code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
