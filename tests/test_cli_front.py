@@ -128,7 +128,7 @@ def test_sweep_output_file_required_and_deprecated_o_file(tmp_path):
     assert p.returncode == 0 and "deprecated" not in p.stderr and new.read_bytes()[:4] == b"PAR1"
 
 
-def test_dask_scheduler_flag_and_deprecated_scheduler():
+def test_dask_scheduler_flag_and_its_help():
     from draopt import cli
 
     parser = cli.build_parser()
