@@ -835,14 +835,17 @@ def kubectl_main(argv: list[str] | None = None) -> int:
 
 
 def _progress_for(args) -> progress.Progress | None:
-    """The status lines of a long command: on a terminal, or forced with --progress; none with
-    --quiet, on a pipe or a file, or for the other commands."""
+    """The status lines of a long command: redrawn on a terminal; forced with --progress where
+    stderr is not one, plain lines (a CI log gets no carriage returns); none with --quiet, on a
+    pipe or a file, or for the other commands."""
     if not hasattr(args, "progress"):
         return None
     if args.progress and args.quiet:
         raise DraoptError("--progress and --quiet: give one of them")
     if not progress.wanted(force=args.progress, quiet=args.quiet, stream=sys.stderr):
         return None
+    if not progress.wanted(force=False, quiet=False, stream=sys.stderr):  # forced into a log or a pipe
+        return progress.LineProgress(sys.stderr)
     return progress.TerminalProgress(sys.stderr)
 
 

@@ -222,3 +222,14 @@ def test_strict_reads_stdin_once():
 )
 def test_bad_input_exits_2(args):
     assert run(*args).returncode == 2
+
+
+# ------------------------------------------------------------------ --progress into a log: plain lines
+def test_forced_progress_on_a_pipe_is_plain_lines():
+    p = run("place", "-f", "examples/mig-gangs.yaml", "--policy", "optimal", "--progress")
+    assert p.returncode == 1
+    assert "\r" not in p.stderr and "\x1b" not in p.stderr
+    lines = p.stderr.splitlines()
+    assert "place: optimal  started" in lines
+    assert any(line.startswith("optimal: phase 1 of 3") and "gap " in line for line in lines)
+    assert lines[-1].startswith("place: optimal  done")
