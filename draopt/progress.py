@@ -123,14 +123,15 @@ def _number(value: float) -> str:
 
 
 def _solver_fields(best: float | None, bound: float | None) -> dict[str, Any]:
+    """The gap first: on a narrow terminal the end of the line is cut, and the gap says most."""
     fields: dict[str, Any] = {}
+    g = gap(best, bound)
+    if g is not None:
+        fields["gap"] = f"{100 * g:.2f}%"
     if best is not None:
         fields["best"] = _number(best)
     if bound is not None:
         fields["bound"] = _number(bound)
-    g = gap(best, bound)
-    if g is not None:
-        fields["gap"] = f"{100 * g:.2f}%"
     return fields
 
 
@@ -199,8 +200,8 @@ class TerminalProgress(Progress):
         from tqdm import tqdm
 
         with self.lock:
-            if total is None:
-                fmt = "{desc}  {elapsed}{postfix}"
+            if total is None:  # the clock first: a long phase name is what a narrow line cuts
+                fmt = "{elapsed}  {desc}{postfix}"
             else:
                 fmt = (
                     "{desc}  {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} "

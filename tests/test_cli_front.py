@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import draopt
+from tests.test_progress import spread  # noqa: F401 (a fixture)
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,3 +234,15 @@ def test_forced_progress_on_a_pipe_is_plain_lines():
     assert "place: optimal  started" in lines
     assert any(line.startswith("optimal: phase 1 of 3") and "gap " in line for line in lines)
     assert lines[-1].startswith("place: optimal  done")
+
+
+def test_progress_at_80_columns_shows_the_gap(spread, tmp_path):  # noqa: F811 (the fixture, imported)
+    import re
+
+    from tests.test_progress import _on_terminal, _optimal
+
+    code, shown, _ = _on_terminal(_optimal(spread), tmp_path, size=(24, 80))
+    assert code == 1
+    lines = [re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", line) for line in re.split(r"[\r\n]", shown)]
+    with_gap = [line for line in lines if "gap " in line]
+    assert with_gap and all(len(line) <= 80 for line in with_gap)
