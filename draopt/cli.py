@@ -261,6 +261,77 @@ def _add_registered(sub) -> None:
     from draopt.crosscheck import command as crosscheck_command
 
     crosscheck_command.register(sub)
+    _add_completion(sub)
+
+
+# ------------------------------------------------------------------ shell completion
+def _add_completion(sub) -> None:
+    c = sub.add_parser("completion", help="print a shell completion script (bash; zsh through bashcompinit)")
+    c.add_argument("shell", choices=("bash", "zsh"), help="the shell the script is for")
+    c.set_defaults(func=cmd_completion)
+
+
+def cmd_completion(args) -> int:
+    script = completion_script(build_parser())
+    if args.shell == "zsh":  # zsh runs bash's completion functions through bashcompinit
+        script = "autoload -U +X bashcompinit && bashcompinit\n" + script
+    sys.stdout.write(script)
+    return 0
+
+
+def completion_script(parser: argparse.ArgumentParser) -> str:
+    """A bash completion function for `draopt` and `kubectl-draopt`, made from the parser: the
+    commands, each command's flags, and the choices of the flags that have them; files otherwise."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    parsers = _command_parsers(sub)
+    commands = " ".join(name for name in sub.choices)
+    cases, choices = [], []
+    for path, p in parsers.items():
+        flags = sorted(o for a in p._actions if a.help != argparse.SUPPRESS for o in a.option_strings)
+        children = [k[1] for k in parsers if len(k) == 2 and k[0] == path[0]] if len(path) == 1 else []
+        cases.append(f'        "{" ".join(path)}") words="{" ".join(children + flags)}" ;;')
+        for a in p._actions:
+            if a.choices and a.option_strings:
+                values = " ".join(str(v) for v in a.choices)
+                choices += [f'        "{" ".join(path)}:{o}") words="{values}" ;;' for o in a.option_strings]
+    return (
+        COMPLETION_TEMPLATE.replace("@COMMANDS@", commands)
+        .replace("@CASES@", "\n".join(cases))
+        .replace("@CHOICES@", "\n".join(choices))
+    )
+
+
+COMPLETION_TEMPLATE = """# draopt completion for bash: source <(draopt completion bash)
+_draopt() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" i w words=""
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w="${COMP_WORDS[i]}"
+        if [[ -z "$path" && " @COMMANDS@ " == *" $w "* ]]; then
+            path="$w"
+        elif [[ "$path" == trace && "$w" == import ]]; then
+            path="trace import"
+        fi
+    done
+    case "$path:$prev" in
+@CHOICES@
+    esac
+    if [[ -n "$words" ]]; then
+        COMPREPLY=($(compgen -W "$words" -- "$cur"))
+        return
+    fi
+    if [[ -z "$path" ]]; then
+        COMPREPLY=($(compgen -W "@COMMANDS@ --help --version" -- "$cur"))
+        return
+    fi
+    case "$path" in
+@CASES@
+    esac
+    if [[ "$cur" == -* || "$path" == trace ]]; then
+        COMPREPLY=($(compgen -W "$words" -- "$cur"))
+    fi
+}
+complete -o default -F _draopt draopt kubectl-draopt
+"""
 
 
 # ------------------------------------------------------------------ kubectl's conventions
@@ -280,6 +351,7 @@ EXIT_CODES = {
     "compare": "0 compared, 2 invalid input or an output file that cannot be written",
     "sweep": "0 every scenario done, 2 invalid input or grid",
     "crosscheck": "0 identical, 1 different, 2 bad input, an input the oracle refuses, or no Go",
+    "completion": "0 printed, 2 an unknown shell",
 }
 EXAMPLES = {
     "allocate": [
@@ -316,6 +388,7 @@ EXAMPLES = {
         "draopt sweep --grid grid.yaml --output-file results.parquet",
         "draopt sweep --grid grid.yaml --output-file results.parquet --dask-scheduler tcp://HOST:8786",
     ],
+    "completion": ["draopt completion bash > ~/.draopt-completion.bash", "source <(draopt completion zsh)"],
     "crosscheck": [
         "draopt crosscheck -f examples/cluster.yaml --node gpu-node-1",
         "draopt crosscheck -f examples/gang-stranding.yaml --kubernetes-version 1.36",

@@ -246,3 +246,29 @@ def test_progress_at_80_columns_shows_the_gap(spread, tmp_path):  # noqa: F811 (
     lines = [re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", line) for line in re.split(r"[\r\n]", shown)]
     with_gap = [line for line in lines if "gap " in line]
     assert with_gap and all(len(line) <= 80 for line in with_gap)
+
+
+# ------------------------------------------------------------------ shell completion
+def test_bash_completion_completes_commands_flags_and_values(tmp_path):
+    import shutil
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    p = run("completion", "bash")
+    assert p.returncode == 0
+    script = tmp_path / "draopt.bash"
+    script.write_text(p.stdout)
+    probe = f"""
+source {script}
+t() {{ COMP_WORDS=("$@"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); COMPREPLY=(); _draopt; echo "${{COMPREPLY[*]}}"; }}
+t draopt pl
+t draopt place --pol
+t draopt validate -o ""
+t draopt trace import --output-
+t draopt sweep --dask
+"""
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["place plan", "--policy", "table json", "--output-file", "--dask-scheduler"]
+    assert run("completion", "zsh").stdout.startswith("autoload -U +X bashcompinit")
+    assert run("completion", "fish").returncode == 2
