@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import draopt
+from draopt.cli.conventions import EXAMPLES
 from tests.test_progress import spread  # noqa: F401 (a fixture)
 import pytest
 
@@ -40,10 +41,11 @@ def _parsers():
     import argparse
 
     from draopt import cli
+    from draopt.cli import conventions
 
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return parser, cli._command_parsers(sub)
+    return parser, conventions.command_parsers(sub)
 
 
 def test_every_command_help_has_examples_defaults_and_exit_codes():
@@ -73,7 +75,7 @@ def test_docs_cli_table_lists_every_flag():
 EXAMPLE_COMMANDS = sorted(
     {
         line
-        for lines in __import__("draopt.cli", fromlist=["EXAMPLES"]).EXAMPLES.values()
+        for lines in EXAMPLES.values()
         for line in lines
         if "examples/" in line and not line.startswith("draopt crosscheck")  # crosscheck needs Go
     }
@@ -272,3 +274,57 @@ t draopt sweep --dask
     assert out.stdout.splitlines() == ["place plan", "--policy", "table json", "--output-file", "--dask-scheduler"]
     assert run("completion", "zsh").stdout.startswith("autoload -U +X bashcompinit")
     assert run("completion", "fish").returncode == 2
+
+
+# ------------------------------------------------------------------ -n, -A, -l: which pending pods to place
+def test_parse_selector():
+    from draopt.cli.conventions import parse_selector
+
+    assert parse_selector("app=web,tier!=db, env in (a, b),gpu,!spot,x==1,y notin (c)") == {
+        "matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["web"]},
+            {"key": "tier", "operator": "NotIn", "values": ["db"]},
+            {"key": "env", "operator": "In", "values": ["a", "b"]},
+            {"key": "gpu", "operator": "Exists"},
+            {"key": "spot", "operator": "DoesNotExist"},
+            {"key": "x", "operator": "In", "values": ["1"]},
+            {"key": "y", "operator": "NotIn", "values": ["c"]},
+        ]
+    }
+
+
+@pytest.fixture
+def labelled(tmp_path) -> str:
+    """examples/mig-gangs.yaml with its two notebook pods labelled app=notebook."""
+    text = (ROOT / "examples" / "mig-gangs.yaml").read_text()
+    text = text.replace("metadata: {name: notebook-", "metadata: {labels: {app: notebook}, name: notebook-")
+    assert text.count("app: notebook") == 2
+    path = tmp_path / "labelled.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "flags, selected, code",
+    [
+        (["-l", "app=notebook"], 2, 0),
+        (["-l", "app in (notebook)"], 2, 0),
+        (["-l", "!app"], 8, 1),
+        (["-n", "ml", "-l", "app!=notebook"], 8, 1),
+        (["-n", "other"], 0, 0),
+        (["-A", "-n", "other"], 10, 1),
+    ],
+)
+def test_place_selects_the_pending_pods(labelled, flags, selected, code):
+    p = run("place", "-f", labelled, *flags)
+    assert p.returncode == code, p.stderr
+    pods = [line.split()[0] for line in p.stdout.splitlines() if line.startswith("ml/")]
+    assert len(pods) == selected
+    if flags[:2] == ["-l", "app=notebook"]:
+        assert sorted(pods) == ["ml/notebook-0", "ml/notebook-1"]
+
+
+def test_plan_takes_the_selection_and_bad_selectors_exit_2(labelled):
+    p = run("plan", "-f", labelled, "--node-template", "node-0", "-l", "app=notebook")
+    assert p.returncode == 0 and "places 2 of 2 pending pod(s)" in p.stdout, p.stdout
+    assert run("place", "-f", labelled, "-l", "a~b").returncode == 2

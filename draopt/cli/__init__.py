@@ -1,6 +1,8 @@
 """`draopt` command line: a thin layer over the Python API (draopt.public).
 
-Exit codes: 0 success, 1 unschedulable, 2 invalid input or allocation error.
+Exit codes: 0 success, 1 the answer is no (unschedulable, not placed), 2 invalid input or
+allocation error, 130 interrupted, 141 output pipe closed. The habits every command shares
+(help, output flags, deprecated spellings, pod selection, completion): draopt.cli.conventions.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from draopt import validation as validate
 from draopt.errors import DraoptError
 from draopt.kube.features import add_version_flag, features_from_flags
 from draopt.kube import settle
-from draopt.kube.loader import dump_objects, expand_paths, load_files
+from draopt.cli import conventions
+from draopt.kube.loader import dump_objects, load_files
 
 
 def _positive_seconds(text: str) -> float:
@@ -51,9 +54,10 @@ def _clock_flag(p: argparse.ArgumentParser) -> None:
 
 def _load(args):
     """The input files; on the clock `--no-settle` chooses where the command has it, its notes
-    on stderr (draopt.kube.settle)."""
+    on stderr (draopt.kube.settle); only the pending pods -n/-l select where it has them."""
     objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
-    return _clocked(args, objects) if hasattr(args, "no_settle") else objects
+    objects = _clocked(args, objects) if hasattr(args, "no_settle") else objects
+    return conventions.selected(args, objects) if hasattr(args, "selector") else objects
 
 
 def _clocked(args, objects):
@@ -74,8 +78,8 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     p = _Parser(
         prog=prog,
         description="Kubernetes DRA device allocation, first-fit as kube-scheduler does it and optimal, with CP-SAT.",
-        epilog=TOP_EPILOG,
-        formatter_class=HelpFormatter,
+        epilog=conventions.TOP_EPILOG,
+        formatter_class=conventions.HelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {draopt.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -86,7 +90,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     _add_registered(sub)
     for name in PROGRESS_COMMANDS:
         _progress_flags(sub.choices[name])
-    _apply_conventions(sub)
+    conventions.apply(sub, _input_flags)
     return p
 
 
@@ -167,6 +171,7 @@ def _add_place(sub) -> None:
     add_scheduler_flags(pl)
     _input_flags(pl)
     _clock_flag(pl)
+    conventions.selection_flags(pl)
     pl.set_defaults(func=cmd_place)
 
 
@@ -237,6 +242,7 @@ def _add_plan(sub) -> None:
     )
     _input_flags(pn)
     _clock_flag(pn)
+    conventions.selection_flags(pn)
     pn.set_defaults(func=cmd_plan)
 
 
@@ -272,324 +278,11 @@ def _add_completion(sub) -> None:
 
 
 def cmd_completion(args) -> int:
-    script = completion_script(build_parser())
+    script = conventions.completion_script(build_parser())
     if args.shell == "zsh":  # zsh runs bash's completion functions through bashcompinit
         script = "autoload -U +X bashcompinit && bashcompinit\n" + script
     sys.stdout.write(script)
     return 0
-
-
-def completion_script(parser: argparse.ArgumentParser) -> str:
-    """A bash completion function for `draopt` and `kubectl-draopt`, made from the parser: the
-    commands, each command's flags, and the choices of the flags that have them; files otherwise."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    parsers = _command_parsers(sub)
-    commands = " ".join(name for name in sub.choices)
-    cases, choices = [], []
-    for path, p in parsers.items():
-        flags = sorted(o for a in p._actions if a.help != argparse.SUPPRESS for o in a.option_strings)
-        children = [k[1] for k in parsers if len(k) == 2 and k[0] == path[0]] if len(path) == 1 else []
-        cases.append(f'        "{" ".join(path)}") words="{" ".join(children + flags)}" ;;')
-        for a in p._actions:
-            if a.choices and a.option_strings:
-                values = " ".join(str(v) for v in a.choices)
-                choices += [f'        "{" ".join(path)}:{o}") words="{values}" ;;' for o in a.option_strings]
-    return (
-        COMPLETION_TEMPLATE.replace("@COMMANDS@", commands)
-        .replace("@CASES@", "\n".join(cases))
-        .replace("@CHOICES@", "\n".join(choices))
-    )
-
-
-COMPLETION_TEMPLATE = """# draopt completion for bash: source <(draopt completion bash)
-_draopt() {
-    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" i w words=""
-    for ((i = 1; i < COMP_CWORD; i++)); do
-        w="${COMP_WORDS[i]}"
-        if [[ -z "$path" && " @COMMANDS@ " == *" $w "* ]]; then
-            path="$w"
-        elif [[ "$path" == trace && "$w" == import ]]; then
-            path="trace import"
-        fi
-    done
-    case "$path:$prev" in
-@CHOICES@
-    esac
-    if [[ -n "$words" ]]; then
-        COMPREPLY=($(compgen -W "$words" -- "$cur"))
-        return
-    fi
-    if [[ -z "$path" ]]; then
-        COMPREPLY=($(compgen -W "@COMMANDS@ --help --version" -- "$cur"))
-        return
-    fi
-    case "$path" in
-@CASES@
-    esac
-    if [[ "$cur" == -* || "$path" == trace ]]; then
-        COMPREPLY=($(compgen -W "$words" -- "$cur"))
-    fi
-}
-complete -o default -F _draopt draopt kubectl-draopt
-"""
-
-
-# ------------------------------------------------------------------ kubectl's conventions
-# One meaning per flag on every command (docs/cli.md): -o is an output format and files go to
-# --output-file; `-o table` is the human output; --dask-scheduler is a Dask address; -R and
-# --strict on every command that reads. The old spellings work for one release, with a note.
-
-EXIT_CODES = {
-    "allocate": "0 allocated (stdout: a List of ResourceClaims), 1 unschedulable, 2 invalid input or allocation error",
-    "place": "0 every pending pod placed (by --policy), 1 some pod not placed, 2 invalid input",
-    "explain": "0 explained, 2 invalid input",
-    "plan": "0 the plan places every pending pod, 1 it does not, 2 invalid input",
-    "validate": "0 valid, 1 findings, 2 unreadable input",
-    "taint-impact": "0 analysed, 2 invalid input",
-    "trace": "0 written, 2 bad CSV or flags",
-    "simulate": "0 simulated, 2 invalid input",
-    "compare": "0 compared, 2 invalid input or an output file that cannot be written",
-    "sweep": "0 every scenario done, 2 invalid input or grid",
-    "crosscheck": "0 identical, 1 different, 2 bad input, an input the oracle refuses, or no Go",
-    "completion": "0 printed, 2 an unknown shell",
-}
-EXAMPLES = {
-    "allocate": [
-        "draopt allocate -f examples/cluster.yaml --node gpu-node-1",
-        "draopt allocate -f examples/cluster.yaml --policy optimal -o json",
-    ],
-    "place": [
-        "draopt place -f examples/gang-stranding.yaml --compare",
-        "draopt place -f examples/mig-gangs.yaml --policy optimal --time-limit 30 -o yaml",
-        "draopt place -f examples/mig-gangs.yaml --scheduler-config builtin:most-allocated",
-    ],
-    "explain": [
-        "draopt explain -f examples/mig-gangs.yaml --pod ml/trainer-1-chief",
-        "draopt explain -f examples/cluster.yaml --claim ml/trainer --node gpu-node-1 -o json",
-    ],
-    "plan": [
-        "draopt plan -f examples/mig-gangs.yaml --node-template node-0",
-        "draopt plan -f examples/mig-gangs.yaml --node-type node-0=3 -o json",
-    ],
-    "validate": ["draopt validate -f examples/cluster.yaml", "draopt validate -R -f examples/ --strict -o json"],
-    "taint-impact": ["draopt taint-impact -f examples/cluster.yaml", "draopt taint-impact -f examples/ -o yaml"],
-    "trace": [
-        "draopt trace import --nodes ../shared/data/openb/openb_node_list_gpu_node.csv --output-file openb.yaml",
-    ],
-    "simulate": [
-        "draopt simulate -f openb.yaml --trace ../shared/data/openb/openb_pod_list_default.csv "
-        "--inflation 0.5:1.0:0.05 --policy first-fit,fgd -o csv",
-    ],
-    "compare": [
-        "draopt compare -f examples/mig-gangs.yaml",
-        "draopt compare -f examples/mig-gangs.yaml --policy first-fit --policy optimal -o json",
-    ],
-    "sweep": [
-        "draopt sweep --grid grid.yaml --output-file results.parquet",
-        "draopt sweep --grid grid.yaml --output-file results.parquet --dask-scheduler tcp://HOST:8786",
-    ],
-    "completion": ["draopt completion bash > ~/.draopt-completion.bash", "source <(draopt completion zsh)"],
-    "crosscheck": [
-        "draopt crosscheck -f examples/cluster.yaml --node gpu-node-1",
-        "draopt crosscheck -f examples/gang-stranding.yaml --kubernetes-version 1.36",
-    ],
-}
-TOP_EPILOG = """examples:
-  draopt place -f examples/gang-stranding.yaml --compare
-  draopt explain -f examples/mig-gangs.yaml --pod ml/trainer-1-chief
-  draopt plan -f examples/mig-gangs.yaml --node-template node-0
-
-exit codes: 0 success, 1 the answer is no (a pod not placed, findings, differences),
-2 invalid input or flags, 130 interrupted, 141 output pipe closed.
-`draopt COMMAND --help` for each command; the documentation: docs/index.md"""
-
-# Flags that their modules define without help: one meaning each, as docs/cli.md lists them.
-FLAG_HELP = {
-    "--feature-gates": "Kubernetes feature gates on top of the --kubernetes-version release's defaults",
-    "--node": "only this node",
-    "--output": "output format",
-    "--policy": "the placement policy",
-    "--runs": "runs (seeds) per policy and level",
-    "--seed": "the first run's seed",
-}
-# The commands that make files: the formats their -o takes (the first is the default).
-FILE_OUTPUT = {("sweep",): ("parquet",), ("trace", "import"): ("yaml",)}
-# The commands whose human output was `-o text`, and the name their renderer knows it by.
-TEXT_OUTPUT = {("explain",): "table", ("validate",): "table", ("taint-impact",): "text"}
-# The commands that read files through their own modules: -R and --strict resolved here.
-OWN_READERS = (("validate",), ("taint-impact",))
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Help that shows each flag's default, and the examples of the epilog as written."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        default = action.default
-        hidden = default is None or default is False or default == "" or default == [] or default == argparse.SUPPRESS
-        if hidden or not action.option_strings or "default" in text or "%(default)" in text:
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-class _Choices(tuple):
-    """An option's choices that also accept old names (deprecated: help does not list them)."""
-
-    aliases: tuple[str, ...] = ()
-
-    def __new__(cls, names: tuple[str, ...], aliases: tuple[str, ...]) -> "_Choices":
-        self = super().__new__(cls, names)
-        self.aliases = aliases
-        return self
-
-    def __contains__(self, value: object) -> bool:
-        return value in self.aliases or tuple.__contains__(self, value)
-
-
-class _DeprecatedFlag(argparse.Action):
-    """An old spelling of a flag, kept for one release: sets the new flag's value, with a note."""
-
-    def __init__(self, option_strings, dest, replacement: str = "", **kwargs):
-        self.replacement = replacement
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        _deprecated(f"{option_string}", self.replacement)
-        setattr(namespace, self.dest, values)
-
-
-def _deprecated(old: str, new: str) -> None:
-    print(f"draopt: warning: {old} is deprecated and will be removed in the next release: use {new}", file=sys.stderr)
-
-
-def _apply_conventions(sub) -> None:
-    """The same habits on every command, whichever module defines its parser."""
-    parsers = _command_parsers(sub)
-    for path, parser in parsers.items():
-        parser.formatter_class = HelpFormatter
-        examples = "\n".join(f"  {line}" for line in EXAMPLES.get(path[0], []))
-        parser.epilog = (f"examples:\n{examples}\n\n" if examples else "") + f"exit codes: {EXIT_CODES[path[0]]}"
-        for action in parser._actions:
-            if action.help is None and action.option_strings:
-                action.help = FLAG_HELP.get(max(action.option_strings, key=len), "")
-        if path in TEXT_OUTPUT:
-            output = parser._option_string_actions["-o"]
-            names = tuple("table" if c == "text" else c for c in action_choices(output))
-            output.choices, output.default = _Choices(names, ("text",)), "table"
-        if path in FILE_OUTPUT:
-            _output_file_flags(parser, FILE_OUTPUT[path], stdout=path == ("trace", "import"))
-        if path in OWN_READERS:
-            _input_flags(parser)
-    _rename_flag(parsers[("sweep",)], "--scheduler", "--dask-scheduler")
-    engine = parsers[("sweep",)]._option_string_actions["--engine"]
-    engine.help = (engine.help or "").replace("--scheduler", "--dask-scheduler")
-
-
-def action_choices(action: argparse.Action) -> tuple[str, ...]:
-    return tuple(action.choices or ())
-
-
-def _command_parsers(sub) -> dict[tuple[str, ...], argparse.ArgumentParser]:
-    """Every command's parser by its path (`("trace", "import")`), the command groups' own too."""
-    out: dict[tuple[str, ...], argparse.ArgumentParser] = {}
-    for name, parser in sub.choices.items():
-        out[(name,)] = parser
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for child, child_parser in action.choices.items():
-                    out[(name, child)] = child_parser
-    return out
-
-
-def _output_file_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...], stdout: bool) -> None:
-    output = parser._option_string_actions["-o"]
-    output.required, output.default, output.metavar = False, formats[0], "|".join(formats)
-    output.help = "output format; the file is --output-file (-o FILE: deprecated)"
-    parser.add_argument(
-        "--output-file",
-        default="-" if stdout else None,
-        metavar="FILE",
-        help="where to write ('-': stdout)" if stdout else "where to write (required)",
-    )
-
-
-def _rename_flag(parser: argparse.ArgumentParser, old: str, new: str) -> None:
-    action = parser._option_string_actions.pop(old)
-    action.option_strings = [new if o == old else o for o in action.option_strings]
-    parser._option_string_actions[new] = action
-    parser.add_argument(
-        old, dest=action.dest, action=_DeprecatedFlag, replacement=new, metavar=action.metavar, help=argparse.SUPPRESS
-    )
-
-
-def _command_path(args) -> tuple[str, ...]:
-    sub_command = getattr(args, f"{args.command}_command", None)
-    return (args.command, sub_command) if sub_command else (args.command,)
-
-
-def _resolve_conventions(args) -> None:
-    """After parsing: deprecated spellings noted and mapped to what the command reads."""
-    path = _command_path(args)
-    if path in FILE_OUTPUT:
-        _resolve_output_file(args, " ".join(path), FILE_OUTPUT[path])
-    if path in TEXT_OUTPUT:
-        if args.output == "text":
-            _deprecated("-o text", "-o table")
-        if args.output in ("text", "table"):
-            args.output = TEXT_OUTPUT[path]
-    if path in OWN_READERS:
-        if args.recursive:
-            args.filename = expand_paths(args.filename, recursive=True)
-        if args.strict:
-            _refuse_unused_kinds(args.filename)
-
-
-def _looks_like_path(value: str) -> bool:
-    return value == "-" or "." in value or "/" in value or os.sep in value
-
-
-def _resolve_output_file(args, command: str, formats: tuple[str, ...]) -> None:
-    """`-o FORMAT --output-file FILE`; the old `-o FILE` kept with a note. The command's module
-    reads the file as args.output, the format as args.output_format."""
-    value = args.output
-    if value not in formats:
-        if not _looks_like_path(value):
-            raise DraoptError(
-                f"-o {value}: not an output format of {command} ({', '.join(formats)}); files: --output-file"
-            )
-        if args.output_file not in (None, "-"):
-            raise DraoptError(f"-o {value} and --output-file {args.output_file}: give the file with --output-file")
-        _deprecated(f"-o {value} (a file)", f"-o {formats[0]} --output-file {value}")
-        args.output_file, value = value, formats[0]
-    if args.output_file is None:
-        raise DraoptError(f"{command}: --output-file FILE is required")
-    suffix = os.path.splitext(args.output_file)[1]
-    if args.output_file != "-" and suffix and suffix != f".{value}" and not (value == "yaml" and suffix == ".yml"):
-        print(f"note: {args.output_file}: written as {value}, whatever its name says", file=sys.stderr)
-    args.output_format, args.output = value, args.output_file
-
-
-def _refuse_unused_kinds(paths: list[str]) -> None:
-    """--strict for the commands that read through their own modules: a kind draopt does not
-    use is an error, as load_files(strict=True) makes it for the others. Stdin is read once and
-    given back to the command."""
-    import io
-
-    from draopt.kube import batch_controllers, controllers
-    from draopt.kube.loader import KINDS, custom_resource_group, raw_documents
-
-    text = sys.stdin.read() if "-" in paths else ""
-    sys.stdin = io.StringIO(text)
-    made = {**controllers.CONTROLLER_KINDS, **batch_controllers.BATCH_KINDS, **batch_controllers.RUNTIME_KINDS}
-    unused: dict[str, int] = {}
-    for doc, _source in raw_documents(paths):
-        kind = doc.get("kind") if isinstance(doc, dict) else None
-        if isinstance(kind, str) and kind not in made and (kind not in KINDS or custom_resource_group(doc) is not None):
-            unused[kind] = unused.get(kind, 0) + 1
-    sys.stdin = io.StringIO(text)
-    if unused:
-        kinds = "; ".join(f"{n} {kind} object(s)" for kind, n in sorted(unused.items()))
-        raise DraoptError(f"not used for placement: {kinds} (--strict)")
 
 
 # Commands that can run for minutes: a status line on stderr while they work (draopt.progress).
@@ -879,7 +572,7 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     args = build_parser(prog).parse_args(argv)
     start = time.perf_counter()
     try:
-        _resolve_conventions(args)
+        conventions.resolve(args)
         with progress.reporting(_progress_for(args)):
             code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
