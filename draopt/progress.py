@@ -122,6 +122,19 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
 
 
+def _solver_fields(best: float | None, bound: float | None) -> dict[str, Any]:
+    """The gap first: on a narrow terminal the end of the line is cut, and the gap says most."""
+    fields: dict[str, Any] = {}
+    g = gap(best, bound)
+    if g is not None:
+        fields["gap"] = f"{100 * g:.2f}%"
+    if best is not None:
+        fields["best"] = _number(best)
+    if bound is not None:
+        fields["bound"] = _number(bound)
+    return fields
+
+
 class _TerminalTask(Task):
     active = True
 
@@ -145,15 +158,7 @@ class _TerminalTask(Task):
     def solver(self, best: float | None, bound: float | None) -> None:
         # A bound proven before the solver's first solution: the best known stays (a warm start's).
         best = self._best = best if best is not None else self._best
-        fields: dict[str, Any] = {}
-        if best is not None:
-            fields["best"] = _number(best)
-        if bound is not None:
-            fields["bound"] = _number(bound)
-        g = gap(best, bound)
-        if g is not None:
-            fields["gap"] = f"{100 * g:.2f}%"
-        self.note(**fields)
+        self.note(**_solver_fields(best, bound))
 
     def _show(self) -> None:
         text = "  ".join(f"{k} {v}" for k, v in self._fields.items())
@@ -195,8 +200,8 @@ class TerminalProgress(Progress):
         from tqdm import tqdm
 
         with self.lock:
-            if total is None:
-                fmt = "{desc}  {elapsed}{postfix}"
+            if total is None:  # the clock first: a long phase name is what a narrow line cuts
+                fmt = "{elapsed}  {desc}{postfix}"
             else:
                 fmt = (
                     "{desc}  {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} "
@@ -244,3 +249,71 @@ class TerminalProgress(Progress):
             for bar in reversed(self._bars):
                 bar.close()
             self._bars.clear()
+
+
+# ------------------------------------------------------------------ into a log
+class _LineTask(Task):
+    active = True
+
+    def __init__(self, owner: LineProgress, phase: str, total: int | None, unit: str):
+        self._owner = owner
+        self._phase = phase
+        self._total = total
+        self._unit = unit
+        self._done: int | None = None
+        self._fields: dict[str, Any] = {}
+        self._best: float | None = None
+        self._started = self._written = time.monotonic()
+
+    def update_to(self, done: int) -> None:
+        self._done = done
+        self._maybe_write()
+
+    def note(self, **fields: Any) -> None:
+        self._fields = dict(fields)
+        self._maybe_write()
+
+    def solver(self, best: float | None, bound: float | None) -> None:
+        best = self._best = best if best is not None else self._best
+        self.note(**_solver_fields(best, bound))
+
+    def _maybe_write(self) -> None:
+        now = time.monotonic()
+        if now - self._written >= self._owner.interval:
+            self._written = now
+            self.write("")
+
+    def write(self, state: str) -> None:
+        elapsed = "" if state == "started" else f"{time.monotonic() - self._started:.1f}s"
+        parts = [self._phase, state, elapsed]
+        if self._total is not None:
+            parts.append(f"{self._done or 0}/{self._total} {self._unit}".rstrip())
+        parts += [f"{k} {v}" for k, v in self._fields.items()]
+        self._owner.write("  ".join(p for p in parts if p))
+
+
+class LineProgress(Progress):
+    """Tasks as plain lines on `stream`, for a log, a pipe or a file (`--progress` where stderr is
+    not a terminal): no carriage returns and no cursor moves. A line when a task starts, at most
+    one every `interval` seconds while it runs, and one when it ends, with its last figures."""
+
+    active = True
+
+    def __init__(self, stream: TextIO, *, interval: float = 10.0):
+        self.stream = stream
+        self.interval = interval
+        self.lock = threading.Lock()
+
+    @contextmanager
+    def task(self, phase: str, *, total: int | None = None, unit: str = "") -> Iterator[Task]:
+        line = _LineTask(self, phase, total, unit)
+        line.write("started")
+        try:
+            yield line
+        finally:
+            line.write("done")
+
+    def write(self, text: str) -> None:
+        with self.lock:
+            self.stream.write(text + "\n")
+            self.stream.flush()

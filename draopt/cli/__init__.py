@@ -1,6 +1,8 @@
 """`draopt` command line: a thin layer over the Python API (draopt.public).
 
-Exit codes: 0 success, 1 unschedulable, 2 invalid input or allocation error.
+Exit codes: 0 success, 1 the answer is no (unschedulable, not placed), 2 invalid input or
+allocation error, 130 interrupted, 141 output pipe closed. The habits every command shares
+(help, output flags, deprecated spellings, pod selection, completion): draopt.cli.conventions.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from draopt import validation as validate
 from draopt.errors import DraoptError
 from draopt.kube.features import add_version_flag, features_from_flags
 from draopt.kube import settle
+from draopt.cli import conventions
 from draopt.kube.loader import dump_objects, load_files
 
 
@@ -51,9 +54,10 @@ def _clock_flag(p: argparse.ArgumentParser) -> None:
 
 def _load(args):
     """The input files; on the clock `--no-settle` chooses where the command has it, its notes
-    on stderr (draopt.kube.settle)."""
+    on stderr (draopt.kube.settle); only the pending pods -n/-l select where it has them."""
     objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
-    return _clocked(args, objects) if hasattr(args, "no_settle") else objects
+    objects = _clocked(args, objects) if hasattr(args, "no_settle") else objects
+    return conventions.selected(args, objects) if hasattr(args, "selector") else objects
 
 
 def _clocked(args, objects):
@@ -74,18 +78,41 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     p = _Parser(
         prog=prog,
         description="Kubernetes DRA device allocation, first-fit as kube-scheduler does it and optimal, with CP-SAT.",
+        epilog=conventions.TOP_EPILOG,
+        formatter_class=conventions.HelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {draopt.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    a = sub.add_parser("allocate", help="allocate claims on a node as the kube-scheduler would")
-    a.add_argument(
+    _add_allocate(sub)
+    _add_place(sub)
+    _add_explain(sub)
+    _add_plan(sub)
+    _add_registered(sub)
+    for name in PROGRESS_COMMANDS:
+        _progress_flags(sub.choices[name])
+    conventions.apply(sub, _input_flags)
+    return p
+
+
+def _filename_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "-f",
         "--filename",
         action="append",
         required=True,
         metavar="FILE",
-        help="YAML/JSON documents or a List; '-' reads stdin (repeatable)",
+        help="YAML/JSON documents or a List; '-' reads stdin; a directory gives its files (repeatable)",
     )
+
+
+def _gates_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(p)
+
+
+def _add_allocate(sub) -> None:
+    a = sub.add_parser("allocate", help="allocate claims on a node as the kube-scheduler would")
+    _filename_flag(a)
     a.add_argument("--node", help="node to allocate on (default: the first node, by name, that fits)")
     a.add_argument(
         "--claim",
@@ -93,8 +120,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         metavar="NAMESPACE/NAME",
         help="claims to allocate together, in order (default: every claim without status.allocation)",
     )
-    a.add_argument("--feature-gates", default="", metavar="G=true|false,...")
-    add_version_flag(a)
+    _gates_flags(a)
     a.add_argument(
         "--policy",
         default="first-fit",
@@ -103,7 +129,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         "first-fit under the documented semantics; optimal: best packing",
     )
     a.add_argument(
-        "--engine", default="cp-sat", choices=api.ENGINES, help="cp-sat (default) or the plain-Python reference search"
+        "--engine", default="cp-sat", choices=api.ENGINES, help="cp-sat or the plain-Python reference search"
     )
     a.add_argument(
         "--deterministic-share-ids",
@@ -118,19 +144,21 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     _input_flags(a)
     _clock_flag(a)
     a.set_defaults(func=cmd_allocate)
+
+
+def _add_place(sub) -> None:
     pl = sub.add_parser(
         "place",
         help="place pending pods and PodGroups on nodes: kube-scheduler "
         "simulation (first-fit) or one optimal CP-SAT model",
     )
-    pl.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    _filename_flag(pl)
     pl.add_argument("--policy", default="first-fit", choices=("first-fit", "optimal"))
     pl.add_argument("--compare", action="store_true", help="run both policies and print both summaries")
     pl.add_argument(
         "--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit"
     )
-    pl.add_argument("--feature-gates", default="", metavar="G=true|false,...")
-    add_version_flag(pl)
+    _gates_flags(pl)
     pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
     pl.add_argument(
         "--stats",
@@ -143,13 +171,17 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     add_scheduler_flags(pl)
     _input_flags(pl)
     _clock_flag(pl)
+    conventions.selection_flags(pl)
     pl.set_defaults(func=cmd_place)
+
+
+def _add_explain(sub) -> None:
     ex = sub.add_parser(
         "explain",
         help="why claims cannot be allocated or pods not placed: device rejections "
         "per node and the smallest set of requirements that cannot hold together",
     )
-    ex.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    _filename_flag(ex)
     ex.add_argument("--claim", action="append", metavar="NAMESPACE/NAME", help="claims to explain (allocated together)")
     ex.add_argument(
         "--pod",
@@ -158,19 +190,21 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         help="pods to explain after a first-fit placement (default: every pod it could not place)",
     )
     ex.add_argument("--node", help="only this node")
-    ex.add_argument("--feature-gates", default="", metavar="G=true|false,...")
-    add_version_flag(ex)
+    _gates_flags(ex)
     ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
     _input_flags(ex)
     _clock_flag(ex)
     ex.set_defaults(func=cmd_explain)
+
+
+def _add_plan(sub) -> None:
     pn = sub.add_parser(
         "plan",
         help="the cheapest mix of new nodes (several node types, each a template Node "
         "and a cost) that places the pending pods, proven by CP-SAT; next to a "
         "first-fit-decreasing estimate (cluster-autoscaler)",
     )
-    pn.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    _filename_flag(pn)
     pn.add_argument(
         "--node-type",
         action="append",
@@ -199,8 +233,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
         help="CP-SAT budget per model round in deterministic seconds: 40%% for the pods "
         "phase, 40%% for the cost phase, 20%% for the one-fewer checks",
     )
-    pn.add_argument("--feature-gates", default="", metavar="G=true|false,...")
-    add_version_flag(pn)
+    _gates_flags(pn)
     pn.add_argument("-o", "--output", default="table", choices=("table", "json"))
     pn.add_argument(
         "--stats",
@@ -209,7 +242,12 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     )
     _input_flags(pn)
     _clock_flag(pn)
+    conventions.selection_flags(pn)
     pn.set_defaults(func=cmd_plan)
+
+
+def _add_registered(sub) -> None:
+    """The commands whose parsers their own modules define, in their layers."""
     validate.register(sub)
     taint_impact.register(sub)
     from draopt.studies import simulate
@@ -229,9 +267,22 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     from draopt.crosscheck import command as crosscheck_command
 
     crosscheck_command.register(sub)
-    for name in PROGRESS_COMMANDS:
-        _progress_flags(sub.choices[name])
-    return p
+    _add_completion(sub)
+
+
+# ------------------------------------------------------------------ shell completion
+def _add_completion(sub) -> None:
+    c = sub.add_parser("completion", help="print a shell completion script (bash; zsh through bashcompinit)")
+    c.add_argument("shell", choices=("bash", "zsh"), help="the shell the script is for")
+    c.set_defaults(func=cmd_completion)
+
+
+def cmd_completion(args) -> int:
+    script = conventions.completion_script(build_parser())
+    if args.shell == "zsh":  # zsh runs bash's completion functions through bashcompinit
+        script = "autoload -U +X bashcompinit && bashcompinit\n" + script
+    sys.stdout.write(script)
+    return 0
 
 
 # Commands that can run for minutes: a status line on stderr while they work (draopt.progress).
@@ -521,6 +572,7 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     args = build_parser(prog).parse_args(argv)
     start = time.perf_counter()
     try:
+        conventions.resolve(args)
         with progress.reporting(_progress_for(args)):
             code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
@@ -549,14 +601,17 @@ def kubectl_main(argv: list[str] | None = None) -> int:
 
 
 def _progress_for(args) -> progress.Progress | None:
-    """The status lines of a long command: on a terminal, or forced with --progress; none with
-    --quiet, on a pipe or a file, or for the other commands."""
+    """The status lines of a long command: redrawn on a terminal; forced with --progress where
+    stderr is not one, plain lines (a CI log gets no carriage returns); none with --quiet, on a
+    pipe or a file, or for the other commands."""
     if not hasattr(args, "progress"):
         return None
     if args.progress and args.quiet:
         raise DraoptError("--progress and --quiet: give one of them")
     if not progress.wanted(force=args.progress, quiet=args.quiet, stream=sys.stderr):
         return None
+    if not progress.wanted(force=False, quiet=False, stream=sys.stderr):  # forced into a log or a pipe
+        return progress.LineProgress(sys.stderr)
     return progress.TerminalProgress(sys.stderr)
 
 
