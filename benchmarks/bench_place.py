@@ -712,7 +712,7 @@ def main(argv: list[str] | None = None) -> int:
         prof.enable()
         out = place(objs, policy=policy, time_limit=limit)
         prof.disable()
-        print(out.result.summary())
+        print(out.result.summary().to_dict())
         s = io.StringIO()
         ps = pstats.Stats(prof, stream=s)
         ps.sort_stats("cumulative").print_stats(30)

@@ -229,6 +229,26 @@ def plan(
     )
 
 
+def _cluster_and_trace(cluster: Inputs, trace: str) -> ObjectSet:
+    """The cluster's objects and the trace's Pods, as simulate.cmd_simulate reads them: a task CSV
+    becomes Pods; YAML is read with the cluster."""
+    from draopt.studies import simulate as sim
+
+    is_csv = trace.lower().endswith(".csv")
+    if isinstance(cluster, ObjectSet):
+        both = ObjectSet()
+        both.extend(cluster)  # the caller's set is left as it was
+        if not is_csv:
+            both.extend(load_files([trace]))
+    else:
+        both = load_files(_paths(cluster, "cluster") + ([] if is_csv else [trace]))
+    if is_csv:
+        from draopt.studies.trace import read_tasks, workload_objects
+
+        both.extend(sim._object_set(workload_objects(read_tasks(trace, what="--trace")), trace))
+    return both
+
+
 def simulate(
     cluster: Inputs,
     trace: str,
@@ -261,20 +281,7 @@ def simulate(
     level_list = sim.parse_levels(levels) if isinstance(levels, str) else list(levels)
     if not isinstance(trace, str):
         raise InputError(f"--trace: expected a file path, got {type(trace).__name__}")
-    # as simulate.cmd_simulate reads them: a task CSV becomes Pods; YAML is read with the cluster
-    is_csv = trace.lower().endswith(".csv")
-    if isinstance(cluster, ObjectSet):
-        both = ObjectSet()
-        both.extend(cluster)  # the caller's set is left as it was
-        if not is_csv:
-            both.extend(load_files([trace]))
-    else:
-        both = load_files(_paths(cluster, "cluster") + ([] if is_csv else [trace]))
-    if is_csv:
-        from draopt.studies.trace import read_tasks, workload_objects
-
-        both.extend(sim._object_set(workload_objects(read_tasks(trace, what="--trace")), trace))
-    c = sim.build(both, capacity_name=capacity or sim.DEFAULT_CAPACITY)
+    c = sim.build(_cluster_and_trace(cluster, trace), capacity_name=capacity or sim.DEFAULT_CAPACITY)
     if protocol == "fgd-paper":
         from draopt.studies import paper_protocol as paper
 

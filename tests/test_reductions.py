@@ -22,6 +22,7 @@ from draopt.model.prepare import prepare_cluster
 from draopt.placement.optimal import optimize
 from draopt.model.patterns import enumerate_configurations, node_classes
 from draopt.model.reductions import CountIdenticalPods, GroupDevices, SplitComponents
+from draopt.model.reductions.split_components import LinkedItems
 from draopt.testing.synth_cluster import FAMILIES, features_for, random_cluster
 from draopt.testing.audit import objects_of
 from draopt.kube.workload import expand
@@ -169,9 +170,9 @@ def test_device_groups_hand_out_distinct_free_devices():
 
 # ---------------------------------------------------------------- SplitComponents
 def test_components_split_and_merge():
-    parts = SplitComponents().apply(["a", "b", "c", "d"], [("a", "c")])
+    parts, data = SplitComponents().apply(LinkedItems(["a", "b", "c", "d"], [("a", "c")]))
     assert parts == [["a", "c"], ["b"], ["d"]]
-    assert SplitComponents.invert([{"a": 1}, {"b": 2}]) == {"a": 1, "b": 2}
+    assert SplitComponents.invert([{"a": 1}, {"b": 2}], data) == {"a": 1, "b": 2}
 
 
 # ---------------------------------------------------------------- interchangeable nodes
@@ -202,15 +203,15 @@ def test_reductions_are_exact_on_random_clusters(family):
         feats = features_for(seed)
         w, c, book = setup(objs, feats)
         with_patterns = optimize(c, w, time_limit=20)
-        from draopt.placement import optimal as opt_mod
+        from draopt.placement import optimal_part as part_mod
 
-        original = opt_mod.build
+        original = part_mod.build
         try:
-            opt_mod.build = lambda *a, **k: original(*a, **{**k, "patterns": False})
+            part_mod.build = lambda *a, **k: original(*a, **{**k, "patterns": False})
             w2, c2, _ = setup(objs, feats)
             without = optimize(c2, w2, time_limit=20)
         finally:
-            opt_mod.build = original
+            part_mod.build = original
         if with_patterns.stats["proven"]["placed"] and without.stats["proven"]["placed"]:
             assert with_patterns.weighted_placed() == without.weighted_placed(), (family, seed)
 
@@ -250,9 +251,9 @@ def test_every_family_is_reachable_by_the_model():
 
 
 def test_no_better_placement_in_time_keeps_first_fit_and_says_so(monkeypatch):
-    from draopt.placement import optimal as opt_mod
+    from draopt.placement import optimal_part as part_mod
 
-    original = opt_mod._solver
+    original = part_mod._solver
 
     def no_time(seconds, hard_stop):  # every search stops before finding anything
         solver = original(seconds, hard_stop)
@@ -260,7 +261,7 @@ def test_no_better_placement_in_time_keeps_first_fit_and_says_so(monkeypatch):
         solver.parameters.max_time_in_seconds = 0.0
         return solver
 
-    monkeypatch.setattr(opt_mod, "_solver", no_time)
+    monkeypatch.setattr(part_mod, "_solver", no_time)
     out = place(fleet(8, 60, shared=4), policy="optimal", time_limit=10)
     st = out.result.stats
     # First-fit's placement is a solution of the model: kept as the incumbent, not "pinned".

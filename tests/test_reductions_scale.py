@@ -14,6 +14,7 @@ from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet, parse_object
 from draopt.placement import PlaceOutcome, build_cluster, output_objects
 from draopt.placement import optimal as opt_mod
+from draopt.placement import optimal_part as part_mod
 from draopt.cluster.check import check_placement
 from draopt.cluster.firstfit import simulate
 from draopt.testing.synth_cluster import features_for, random_cluster
@@ -145,12 +146,12 @@ def run(objs, features=None, *, across=True, time_limit=20.0, started=None):
     features = features or Features.from_gates()
     w = expand(objs, features)
     c = build_cluster(objs, w, features)
-    original = opt_mod.build
+    original = part_mod.build
     try:
-        opt_mod.build = lambda *a, **k: original(*a, **{**k, "across": across})
+        part_mod.build = lambda *a, **k: original(*a, **{**k, "across": across})
         result = opt_mod.optimize(c, w, time_limit=time_limit, started=started)
     finally:
-        opt_mod.build = original
+        part_mod.build = original
     return PlaceOutcome(result, w, c, output_objects(result, w))
 
 
@@ -206,7 +207,7 @@ def test_time_limit_bounds_preparing_the_model_and_says_so():
 def test_time_limit_bounds_building_a_part(monkeypatch):
     from draopt.model import placement as model
 
-    real_check, real_build = model._check_time, opt_mod.build
+    real_check, real_build = model._check_time, part_mod.build
     building = []
 
     def late(deadline):  # once the build has started, the deadline has passed
@@ -217,7 +218,7 @@ def test_time_limit_bounds_building_a_part(monkeypatch):
         return real_build(*a, **k)
 
     monkeypatch.setattr(model, "_check_time", late)
-    monkeypatch.setattr(opt_mod, "build", build)
+    monkeypatch.setattr(part_mod, "build", build)
     out = run(partitionable(3, 3, 4))
     st = out.result.stats
     assert building and st["status"] == "UNKNOWN" and "while building the model" in st["fallback"]

@@ -78,7 +78,7 @@ def test_a_gated_pod_is_written_with_the_api_servers_condition():
         assert d["status"]["conditions"] == [
             {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated", "message": GATED_MESSAGE}
         ]
-    assert out.result.summary()["waiting"] == 2
+    assert out.result.summary().waiting == 2
     claims = [d for d in out.objects if d.get("kind") == "ResourceClaim"]
     assert [c["metadata"]["name"] for c in claims] == ["inference-gpus"]  # nothing allocated for the gated pods
 

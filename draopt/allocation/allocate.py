@@ -19,7 +19,7 @@ from draopt.kube.admission import check_served, refused_objects
 from draopt.kube.features import Features
 from draopt.dra.inventory import allocated_state, build_inventory, slices_by_node
 from draopt.kube.loader import ObjectSet
-from draopt.kube.models import AllocationResult, Node, ResourceClaim
+from draopt.kube.models import AllocationResult, Node, ObjectMeta, ResourceClaim
 from draopt.dra.problem import claim_key, prepare
 from draopt.dra.reference import quick_first_fit
 from draopt.model.single_node import solve_problem
@@ -153,10 +153,11 @@ def _candidate_nodes(objects: ObjectSet, node: str | None) -> list[Node | None]:
             raise InputError(
                 f"--node {node}: no Node {node} in the input (nodes: {', '.join(n.name for n in objects.nodes)})"
             )
-        return [Node(api_version="v1", kind="Node", metadata={"name": node})]
+        return [Node(api_version="v1", kind="Node", metadata=ObjectMeta(name=node))]
     if not objects.nodes:
         return [None]
-    return sorted(objects.nodes, key=lambda n: n.name)
+    ordered: list[Node] = sorted(objects.nodes, key=lambda n: n.name)
+    return list[Node | None](ordered)
 
 
 def allocate(
@@ -211,23 +212,7 @@ def _allocate(
     todo, in_use = select_claims(objects, claims)
     todo, notes = _without_refused(objects, todo, features, named=bool(claims))
     if not todo:
-        if not notes:
-            _nothing_to_allocate(objects)
-        stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-        return AllocateOutcome(
-            node,
-            [],
-            [],
-            stats=stats,
-            notes=notes
-            + [
-                "nothing else to allocate"
-                if notes
-                else "nothing to allocate: every ResourceClaim in the input has status.allocation"
-                if objects.resource_claims
-                else "nothing to allocate: no ResourceClaim in the input"
-            ],
-        )
+        return _nothing_left(objects, node, notes, stats, start)
     classes = {c.name: c for c in objects.device_classes}
     cel_env = _cel_env(features)
     reasons = []
@@ -253,32 +238,15 @@ def _allocate(
             inventories[candidate.name if candidate is not None else None] = inventory
         problem = prepare(todo, inventory, classes, features, cel_env, expr_cache)
         chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
-        for k in ("build_ms", "solve_ms", "variables", "constraints"):
-            stats[k] += run_stats.get(k, 0)
-        for k in ("status", "replay", "replay_truncated"):
-            if k in run_stats:
-                stats[k] = run_stats[k]
+        _add_run_stats(stats, run_stats)
         name = candidate.name if candidate is not None else None
         if chosen is None:
-            if inventory.invalid_pools:
-                invalid_pools = True
-                reasons.append(
-                    f"node {name}: invalid resource pools were encountered: "
-                    + "; ".join(f"{p.id}: {p.invalid_reason}" for p in inventory.invalid_pools)
-                )
-            else:
-                reasons.append(f"node {name}: cannot allocate all claims" if name else "cannot allocate all claims")
+            invalid_pools = invalid_pools or bool(inventory.invalid_pools)
+            reasons.append(_why_not_on(inventory, name))
             continue
         share = deterministic_share_id if deterministic_share_ids else random_share_id
         results = decode(problem, chosen, selected, share)
-        out = []
-        for claim, result in zip(todo, results):
-            # Shallow copies: the input claim is left as it was, its spec is shared.
-            status = claim.status.model_copy(update={"allocation": result})
-            status.model_fields_set.add("allocation")
-            c = claim.model_copy(update={"status": status})
-            c.model_fields_set.add("status")
-            out.append(c)
+        out = _with_allocations(todo, results)
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
         return AllocateOutcome(name, out, results, stats=stats, notes=notes)
     reason = "; ".join(reasons)
@@ -299,6 +267,58 @@ def _allocate(
 
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
     return AllocateOutcome(node, [], None, reason_text=reason, stats=stats, notes=notes, explain_together=together)
+
+
+def _add_run_stats(stats: dict[str, Any], run_stats: dict[str, Any]) -> None:
+    """One node's search added to the call's figures (sizes and times summed, the last status)."""
+    for k in ("build_ms", "solve_ms", "variables", "constraints"):
+        stats[k] += run_stats.get(k, 0)
+    for k in ("status", "replay", "replay_truncated"):
+        if k in run_stats:
+            stats[k] = run_stats[k]
+
+
+def _why_not_on(inventory, name: str | None) -> str:
+    """Why the claims could not be allocated on the node."""
+    if inventory.invalid_pools:
+        return f"node {name}: invalid resource pools were encountered: " + "; ".join(
+            f"{p.id}: {p.invalid_reason}" for p in inventory.invalid_pools
+        )
+    return f"node {name}: cannot allocate all claims" if name else "cannot allocate all claims"
+
+
+def _nothing_left(objects: ObjectSet, node, notes: list[str], stats: dict[str, Any], start: float) -> AllocateOutcome:
+    """No claim to allocate (none pending, or every pending one refused): said in the notes."""
+    if not notes:
+        _nothing_to_allocate(objects)
+    stats["allocate_ms"] = (time.perf_counter() - start) * 1000
+    return AllocateOutcome(
+        node,
+        [],
+        [],
+        stats=stats,
+        notes=notes
+        + [
+            "nothing else to allocate"
+            if notes
+            else "nothing to allocate: every ResourceClaim in the input has status.allocation"
+            if objects.resource_claims
+            else "nothing to allocate: no ResourceClaim in the input"
+        ],
+    )
+
+
+def _with_allocations(todo: list[ResourceClaim], results: list) -> list[ResourceClaim]:
+    """The claims with their allocations in their status."""
+    out = []
+    for claim, result in zip(todo, results):
+        # Shallow copies: the input claim is left as it was, its spec is shared.
+        status = claim.status.model_copy(update={"allocation": result})
+        status.model_fields_set.add("allocation")
+        c = claim.model_copy(update={"status": status})
+        c.model_fields_set.add("status")
+        out.append(c)
+    return out
 
 
 def _without_refused(

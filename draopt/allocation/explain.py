@@ -151,6 +151,7 @@ def minimal_conflict(problem: Problem, time_limit: float = 10.0) -> list[str] | 
     m = build_one_node(problem, kubernetes_quirks=False, explain=True)[0].model
     names = sorted(m.guards)
     lits = [m.guards[n] for n in names]
+    cores: dict[str, list[int]] = {}  # "first": the first infeasible core found
 
     def feasible(active: list[int]) -> bool | None:
         model = m.cp.clone()
@@ -162,14 +163,14 @@ def minimal_conflict(problem: Problem, time_limit: float = 10.0) -> list[str] | 
         st = s.solve(model)
         if st == cp_model.INFEASIBLE:
             core = set(s.sufficient_assumptions_for_infeasibility())
-            feasible.core = [i for i in active if lits[i].index in core]
+            cores["first"] = [i for i in active if lits[i].index in core]
             return False
         return st in (cp_model.OPTIMAL, cp_model.FEASIBLE) or None
 
     everything = list(range(len(lits)))
     if feasible(everything) is not False:
         return None if feasible(everything) else ["(solver time limit reached)"]
-    core = getattr(feasible, "core", everything) or everything
+    core = cores.get("first", everything) or everything
     # Deletion filter: drop each requirement in turn; keep it only if the rest become feasible.
     i = 0
     while i < len(core):
@@ -226,7 +227,7 @@ def explain_problem(problem: Problem, node_name: str | None) -> NodeExplanation:
     for claim in problem.claims:
         for group in claim.requests:
             for spec in group.alternatives:
-                counts = Counter()
+                counts: Counter[str] = Counter()
                 for dev in problem.devices:
                     why = device_rejection(problem, spec, dev)
                     counts[why or "usable"] += 1

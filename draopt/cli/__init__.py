@@ -400,7 +400,7 @@ def cmd_place(args) -> int:
     else:
         sys.stdout.write(dump_objects(outcome.objects, args.output))
         for r in results:
-            print(json.dumps(r.summary(), sort_keys=True, default=str), file=sys.stderr)
+            print(json.dumps(r.summary().to_dict(), sort_keys=True, default=str), file=sys.stderr)
     return 0 if all(p.placed for p in outcome.result.pods) else 1
 
 

@@ -99,20 +99,54 @@ class PlacementResult:
     def nodes_used(self) -> int:
         return len({p.node for p in self.pods if p.placed})
 
-    def summary(self) -> dict[str, Any]:
-        out = {
-            "policy": self.policy,
-            "pods": len(self.pods),
-            "placed": len(self.placed_pods()),
-            "weighted_placed": self.weighted_placed(),
-            "devices_used": self.devices_used(),
-            "nodes_used": self.nodes_used(),
-        }
-        if self.evictions:
-            out["evicted"] = len(self.evictions)
+    def summary(self) -> PlacementSummary:
+        """The placement in figures (`PlacementSummary`; `.to_dict()` as the CLI prints it)."""
         waiting = sum(1 for p in self.pods if p.hold is not None)
-        if waiting:
-            out["waiting"] = waiting  # (outside the scheduling queue: no policy places them)
+        return PlacementSummary(
+            policy=self.policy,
+            pods=len(self.pods),
+            placed=len(self.placed_pods()),
+            weighted_placed=self.weighted_placed(),
+            devices_used=self.devices_used(),
+            nodes_used=self.nodes_used(),
+            evicted=len(self.evictions) if self.evictions else None,
+            waiting=waiting or None,
+            stats=dict(self.stats),
+        )
+
+
+@dataclass
+class PlacementSummary:
+    """A placement in figures: what `PlacementResult.summary()` returns."""
+
+    policy: str  # first-fit or optimal
+    pods: int  # pending pods, placed or not
+    placed: int  # pods placed
+    weighted_placed: int  # placed pods weighted by priority (`weight`): the optimal model's objective
+    devices_used: int  # devices allocated to the placed pods' new claims
+    nodes_used: int  # nodes with a placed pod
+    evicted: int | None = None  # running pods preemption evicted (None: none)
+    waiting: int | None = None  # pods kube-scheduler keeps out of its queue: no policy places them
+    # The policy's own figures, `PlacementResult.stats`: first-fit's scheduler profile and tie
+    # break; optimal's model size, phase times, status, gap and proofs in words
+    # (draopt.placement.solver_stats.SolverStats documents each).
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """One flat dict, as `draopt place -o json` prints it on stderr (the stats' keys last,
+        over the counts of the same name)."""
+        out: dict[str, Any] = {
+            "policy": self.policy,
+            "pods": self.pods,
+            "placed": self.placed,
+            "weighted_placed": self.weighted_placed,
+            "devices_used": self.devices_used,
+            "nodes_used": self.nodes_used,
+        }
+        if self.evicted is not None:
+            out["evicted"] = self.evicted
+        if self.waiting is not None:
+            out["waiting"] = self.waiting  # (outside the scheduling queue: no policy places them)
         out.update(self.stats)
         return out
 

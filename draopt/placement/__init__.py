@@ -198,76 +198,11 @@ def _place(
     cluster = build_cluster(objects, workload, features)
     leave_other_schedulers_pods(cluster, workload, scheduler_config)
     if policy == "first-fit":
-        sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
-        if sched is not None and prefer_nodes is not None:
-            sched.prefer_nodes = dict(prefer_nodes)
-        result = simulate(
-            cluster, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=preemption_for(sched)
-        )
-        if sched is not None:
-            result.stats["tie_break"] = (
-                "the given nodes, else name"
-                if prefer_nodes is not None
-                else tie_break
-                if tie_break == "name"
-                else f"random (seed {seed})"
-            )
+        result = _place_first_fit(cluster, workload, scheduler_config, seed, tie_break, prefer_nodes)
     else:
-        from draopt.placement.optimal import optimize
-
-        from draopt.cluster.check import check_placement
-        from draopt.placement.optimal_victims import optimal_with_victims, victim_set
-
-        first_fit, preempts = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
-
-        def build_served(objs: ObjectSet, wl, feats: Features) -> Cluster:
-            # Clusters built again (without victims, for the checker) serve the same schedulers.
-            built = build_cluster(objs, wl, feats)
-            built.served_schedulers = cluster.served_schedulers
-            return built
-
-        result = None
-        vs, why_not = victim_set(workload, cluster, objects) if preempts else (None, "")
-        if vs is not None:
-            result, why_not = optimal_with_victims(
-                objects,
-                workload,
-                features,
-                first_fit,
-                vs,
-                time_limit,
-                started,
-                build_served,
-                check_placement,
-                lambda r, w, c: PlaceOutcome(r, w, c, []),
-            )
-        if result is not None:
-            pass  # the victims were the model's decisions
-        elif first_fit.evictions:
-            from draopt.placement.optimal_preemption import optimal_after_evictions
-
-            result = optimal_after_evictions(
-                objects,
-                workload,
-                features,
-                first_fit,
-                time_limit,
-                started,
-                build_served,
-                check_placement,
-                lambda r, w, c: PlaceOutcome(r, w, c, []),
-            )
-        else:
-            from draopt.placement.optimal_preemption import note_unsearched_preemption
-
-            result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=first_fit)
-            note_unsearched_preemption(result, workload, objects.priority_classes)
-        _lower_for_unmodelled_filters(result, workload)
-        if why_not:
-            # Victims could not be decisions of the model: said, with the path taken instead.
-            result.stats["victims_model"] = f"not used: {why_not}"
-            said = result.stats.get("preemption")
-            result.stats["preemption"] = f"{said} (victim model not used: {why_not})" if said else why_not
+        result = _place_optimal(
+            objects, workload, cluster, features, scheduler_config, seed, tie_break, time_limit, started
+        )
     result.stats["nodes"] = len(cluster.nodes)
     result.pods += deleting
     result.pods.extend(waiting_placements(workload))  # (every policy: they never entered the queue)
@@ -282,6 +217,96 @@ def _place(
         if reason_in_final_state(objects, features, result, written, build_cluster, scheduler):
             written = output_objects(result, workload, group_uids)  # (the pending pods' conditions)
     return PlaceOutcome(result, workload, cluster, written)
+
+
+def _place_first_fit(cluster: Cluster, workload, scheduler_config, seed, tie_break, prefer_nodes) -> PlacementResult:
+    """kube-scheduler's placement, with the profile's preemption; its tie break said."""
+    sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
+    if sched is not None and prefer_nodes is not None:
+        sched.prefer_nodes = dict(prefer_nodes)
+    result = simulate(
+        cluster, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=preemption_for(sched)
+    )
+    if sched is not None:
+        result.stats["tie_break"] = (
+            "the given nodes, else name"
+            if prefer_nodes is not None
+            else tie_break
+            if tie_break == "name"
+            else f"random (seed {seed})"
+        )
+    return result
+
+
+def _place_optimal(
+    objects: ObjectSet,
+    workload,
+    cluster: Cluster,
+    features: Features,
+    scheduler_config,
+    seed,
+    tie_break,
+    time_limit,
+    started,
+) -> PlacementResult:
+    """The optimal model from the best first-fit: with victims as its decisions where it may evict,
+    else after first-fit's evictions, else without preemption (said)."""
+    from draopt.placement.optimal import optimize
+
+    from draopt.cluster.check import check_placement
+    from draopt.placement.optimal_victims import optimal_with_victims, victim_set
+
+    first_fit, preempts = _best_first_fit(cluster, workload, scheduler_config, seed, tie_break)
+
+    def build_served(objs: ObjectSet, wl, feats: Features) -> Cluster:
+        # Clusters built again (without victims, for the checker) serve the same schedulers.
+        built = build_cluster(objs, wl, feats)
+        built.served_schedulers = cluster.served_schedulers
+        return built
+
+    result: PlacementResult | None = None
+    vs, why_not = victim_set(workload, cluster, objects) if preempts else (None, "")
+    if vs is not None:
+        result, why_not = optimal_with_victims(
+            objects,
+            workload,
+            features,
+            first_fit,
+            vs,
+            time_limit,
+            started,
+            build_served,
+            check_placement,
+            lambda r, w, c: PlaceOutcome(r, w, c, []),
+        )
+    if result is not None:
+        pass  # the victims were the model's decisions
+    elif first_fit.evictions:
+        from draopt.placement.optimal_preemption import optimal_after_evictions
+
+        result = optimal_after_evictions(
+            objects,
+            workload,
+            features,
+            first_fit,
+            time_limit,
+            started,
+            build_served,
+            check_placement,
+            lambda r, w, c: PlaceOutcome(r, w, c, []),
+        )
+    else:
+        from draopt.placement.optimal_preemption import note_unsearched_preemption
+
+        result = optimize(cluster, workload, time_limit=time_limit, started=started, first_fit=first_fit)
+        note_unsearched_preemption(result, workload, objects.priority_classes)
+    _lower_for_unmodelled_filters(result, workload)
+    if why_not:
+        # Victims could not be decisions of the model: said, with the path taken instead.
+        result.stats["victims_model"] = f"not used: {why_not}"
+        said = result.stats.get("preemption")
+        result.stats["preemption"] = f"{said} (victim model not used: {why_not})" if said else why_not
+    return result
 
 
 def _skip_deleting(workload) -> list[PodPlacement]:
@@ -601,7 +626,7 @@ def summary_table(results: list[PlacementResult]) -> str:
     cols = ["policy", "placed", "pods", "weighted_placed", "devices_used", "nodes_used", "solve_s", "gap", "status"]
     if any(r.evictions for r in results):
         cols.insert(4, "evicted")
-    rows = [[str(r.summary().get(c, "")) for c in cols] for r in results]
+    rows = [[str(r.summary().to_dict().get(c, "")) for c in cols] for r in results]
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
     line = "  ".join(c.ljust(w) for c, w in zip(cols, widths))
     body = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows)

@@ -21,6 +21,7 @@ Nothing is proven by it: the status stays what phase 1 proved (its bound, its ga
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -75,6 +76,72 @@ def _victim_vars(b, victims) -> list[tuple[set[str], Any]]:
     return [({n for i in units for n in victims.units[i].nodes}, var) for units, var in enc.classes]
 
 
+@dataclass
+class _Neighbourhoods:
+    """The copy of the model every window is solved in, and the incumbent (`value_at`: proto
+    index -> value). Variables outside a window are fixed by their domains."""
+
+    work: cp_model.CpModel
+    by_node: dict[str, list[int]]  # node -> indexes of its variables
+    victim_vars: list[tuple[set[str], int]]  # (the victim's nodes, its variable's index)
+    index_of: dict[Any, int]  # variable -> proto index
+    value_at: dict[int, int]
+    original: dict[int, list[int]]  # index -> its domain in the model
+    weights: list[tuple[int, int]]  # (victim cost, variable index)
+    score: Any  # what a window maximises
+
+    def fix(self, i: int) -> None:
+        v = self.value_at.get(i, 0)
+        domain = self.work.proto.variables[i].domain
+        domain.clear()
+        domain.extend([v, v])
+
+    def free(self, hood: set[str]) -> list[int]:
+        """The window's variables back to their domains; their indexes."""
+        free = [i for node in hood for i in self.by_node.get(node, ())]
+        free += [i for nodes, i in self.victim_vars if nodes & hood]
+        for i in free:
+            domain = self.work.proto.variables[i].domain
+            domain.clear()
+            domain.extend(self.original[i])
+        return free
+
+    def cost(self) -> int:
+        return sum(c * self.value_at.get(i, 0) for c, i in self.weights)
+
+    def hint(self) -> None:
+        """The incumbent as the copy's hint."""
+        hint = self.work.proto.solution_hint
+        hint.vars.clear()
+        hint.values.clear()
+        hint.vars.extend(list(self.value_at))
+        hint.values.extend(list(self.value_at.values()))
+
+
+def _neighbourhoods(m: cp_model.CpModel, b, values: dict, victims) -> tuple[_Neighbourhoods, int]:
+    """The copy of `m` with every node's and victim's variable fixed to the incumbent, maximising
+    the placed value (then the fewest victims); and the score's scale (1 without victims)."""
+    work = m.clone()
+    work.clear_hints()
+    proto_vars = work.proto.variables
+    by_node = {node: [v.index for v in vs] for node, vs in _node_vars(b).items()}
+    victim_vars = [(nodes, var.index) for nodes, var in _victim_vars(b, victims)]
+    index_of = {var: var.index for var in values}
+    value_at = {var.index: int(v) for var, v in values.items()}
+    original = {i: list(proto_vars[i].domain) for vs in by_node.values() for i in vs}
+    original.update((i, list(proto_vars[i].domain)) for _, i in victim_vars)
+    # The victims right after the placed pods (as phase 1b orders them): a window's score is the
+    # placed value times more than any victim cost, minus the cost (one linear objective).
+    weights = [(c, var.index) for c, var in (b.victims.weights if b.victims is not None else [])]
+    scale = 1 + sum(c * original[i][-1] for c, i in weights)
+    score = b.objective * scale - sum(c * var for c, var in b.victims.weights) if weights else b.objective
+    hoods = _Neighbourhoods(work, by_node, victim_vars, index_of, value_at, original, weights, score)
+    for i in original:
+        hoods.fix(i)
+    work.maximize(score)
+    return hoods, scale
+
+
 def improve(
     m: cp_model.CpModel,
     b,
@@ -95,35 +162,9 @@ def improve(
     if not hoods or best >= bound or b.node_classes:
         return best, values, stats
     t0 = time.perf_counter()
-    work = m.clone()
-    work.clear_hints()
-    proto_vars = work.proto.variables
-    by_node = {node: [v.index for v in vs] for node, vs in _node_vars(b).items()}
-    victim_vars = [(nodes, var.index) for nodes, var in _victim_vars(b, victims)]
-    index_of = {var: var.index for var in values}
-    value_at = {var.index: int(v) for var, v in values.items()}
-    original = {i: list(proto_vars[i].domain) for vs in by_node.values() for i in vs}
-    original.update((i, list(proto_vars[i].domain)) for _, i in victim_vars)
-
-    def fix(i: int) -> None:
-        v = value_at.get(i, 0)
-        domain = proto_vars[i].domain
-        domain.clear()
-        domain.extend([v, v])
-
-    for i in original:
-        fix(i)
-    # The victims right after the placed pods (as phase 1b orders them): a window's score is the
-    # placed value times more than any victim cost, minus the cost (one linear objective).
-    weights = [(c, var.index) for c, var in (b.victims.weights if b.victims is not None else [])]
-    scale = 1 + sum(c * original[i][-1] for c, i in weights)
-    score = b.objective * scale - sum(c * var for c, var in b.victims.weights) if weights else b.objective
-    work.maximize(score)
-
-    def cost() -> int:
-        return sum(c * value_at.get(i, 0) for c, i in weights)
-
-    best_cost = cost()
+    search, scale = _neighbourhoods(m, b, values, victims)
+    work = search.work
+    best_cost = search.cost()
     spent = 0.0
     floor_set = None  # the score the copy is required to beat
     since_gain = 0
@@ -135,22 +176,13 @@ def improve(
             break
         hood = set(hoods[n % len(hoods)])
         n += 1
-        free = [i for node in hood for i in by_node.get(node, ())]
-        free += [i for nodes, i in victim_vars if nodes & hood]
-        for i in free:
-            domain = proto_vars[i].domain
-            domain.clear()
-            domain.extend(original[i])
-        target = best * scale - best_cost + 1 if weights else best + 1
+        free = search.free(hood)
+        target = best * scale - best_cost + 1 if search.weights else best + 1
         if floor_set != target:
             # Better or nothing: a window that cannot improve is proven so fast.
-            work.add(score >= target)
+            work.add(search.score >= target)
             floor_set = target
-        hint = work.proto.solution_hint
-        hint.vars.clear()
-        hint.values.clear()
-        hint.vars.extend(list(value_at))
-        hint.values.extend(list(value_at.values()))
+        search.hint()
         solver = solver_for(min(WINDOW_SECONDS, budget - spent), hard_stop)
         # Most of the model is fixed: presolve's removal of it is the cost, not the search.
         solver.parameters.max_presolve_iterations = 1
@@ -161,19 +193,19 @@ def improve(
         stats["lns_windows"] += 1
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             solution = solver.response_proto.solution
-            value_at = {i: int(solution[i]) for i in value_at}
+            search.value_at = {i: int(solution[i]) for i in search.value_at}
             best = int(solver.value(b.objective))
-            best_cost = cost()
+            best_cost = search.cost()
             stats["lns_improved"] += 1
             since_gain = 0
         else:
             since_gain += 1
         for i in free:
-            fix(i)
+            search.fix(i)
     stats["lns_gain"] = best - start
     stats["lns_victim_cost"] = best_cost
     stats["lns_s"] = round(time.perf_counter() - t0, 3)
     stats["lns_deterministic_s"] = round(spent, 3)
     if stats["lns_improved"]:
-        values = {var: value_at[i] for var, i in index_of.items()}
+        values = {var: search.value_at[i] for var, i in search.index_of.items()}
     return best, values, stats

@@ -44,20 +44,8 @@ MAX_UNITS = 20_000
 def victim_set(workload, cluster, objects) -> tuple[VictimSet | None, str]:
     """The victim candidates and the preemptors; (None, why) when there is nothing to decide or the
     model cannot take it (`why` empty: nothing to decide)."""
-    classes = list(objects.priority_classes)
     group_objs = {f"{g.namespace}/{g.name}": g for g in objects.pod_groups}
-    pod_pre: dict[str, int] = {}
-    group_pre: dict[str, int] = {}
-    for p in workload.pending:
-        if p.group is None and preemption_policy(p.pod, classes) != NEVER:
-            pod_pre[p.key] = p.priority
-    for gkey, gang in workload.groups.items():
-        members = [workload.pod(k) for k in gang.pods]
-        if not any(m.node_name is None for m in members) or getattr(gang, "topology_key", None):
-            continue
-        pending = [m.pod for m in members if m.node_name is None]
-        if group_preemption_policy(group_objs.get(gkey), pending, classes) != NEVER:
-            group_pre[gkey] = gang.priority
+    pod_pre, group_pre = _preemptors(workload, list(objects.priority_classes), group_objs)
     tops = list(pod_pre.values()) + list(group_pre.values())
     if not tops or not workload.running:
         return None, ""
@@ -123,6 +111,23 @@ def victim_set(workload, cluster, objects) -> tuple[VictimSet | None, str]:
     if why:
         return None, why
     return VictimSet(units, claim_users, claim_devices, pod_pre, group_pre), ""
+
+
+def _preemptors(workload, classes: list, group_objs: dict) -> tuple[dict[str, int], dict[str, int]]:
+    """The pending pods (not in a PodGroup) and PodGroups that may preempt, with their priorities."""
+    pod_pre: dict[str, int] = {}
+    group_pre: dict[str, int] = {}
+    for p in workload.pending:
+        if p.group is None and preemption_policy(p.pod, classes) != NEVER:
+            pod_pre[p.key] = p.priority
+    for gkey, gang in workload.groups.items():
+        members = [workload.pod(k) for k in gang.pods]
+        if not any(m.node_name is None for m in members) or getattr(gang, "topology_key", None):
+            continue
+        pending = [m.pod for m in members if m.node_name is None]
+        if group_preemption_policy(group_objs.get(gkey), pending, classes) != NEVER:
+            group_pre[gkey] = gang.priority
+    return pod_pre, group_pre
 
 
 def _unsupported(workload, cluster, units) -> str:
@@ -292,7 +297,7 @@ def _decode(workload, result: PlacementResult, vs: VictimSet, first_fit: Placeme
     nodes, else the highest-priority preempting PodGroup with a pod there, else any placed PodGroup
     allowed to preempt), deallocated claims, nominatedNodeName."""
     placed = {pl.pod: pl for pl in result.pods if pl.placed}
-    on_node: dict[str, list] = {}
+    on_node: dict[str | None, list] = {}  # (placed pods: the node is set)
     for key, prio in vs.pod_preemptors.items():
         pl = placed.get(key)
         if pl is not None:

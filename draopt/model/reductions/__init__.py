@@ -24,13 +24,14 @@ from draopt.model.reductions.group_devices import (
     groupable,
 )
 from draopt.model.reductions.own_across_nodes import OwnAcrossNodes
-from draopt.model.reductions.split_components import SplitComponents
+from draopt.model.reductions.split_components import LinkedItems, SplitComponents
 
 __all__ = [
     "CountIdenticalPods",
     "DeviceRef",
     "GroupDevices",
     "Kind",
+    "LinkedItems",
     "OwnAcrossNodes",
     "SplitComponents",
     "attribute_pattern",

@@ -4,17 +4,18 @@
 
 * allocate (claims on one node): `ClaimsOnOneNode` makes the problem an instance of the one
   placement model (one pod, one candidate node, one column per device).
-* place (`draopt.model.placement`, `draopt.placement.optimal`): `CountIdenticalPods` (pods ->
-  kinds), `GroupDevices` (devices -> columns), `OwnAcrossNodes` (one owner for a kind's nodes)
-  and `SplitComponents` (independent parts). Those work inside the builder, on the objects it
-  holds at each step (pods while it prepares, a node's devices while it makes columns), so
-  `placement_reductions` names them and their order and the builder applies each where its
-  `accepts` holds; their inverses run in the decoding, in the opposite order.
+* place (`draopt.placement.chain.place_chain`): `CountIdenticalPods` (pods -> kinds),
+  `GroupDevices` (devices -> columns), `OwnAcrossNodes` (one owner for a kind's nodes) and
+  `SplitComponents` (independent parts). The first three still work inside the model's
+  preparation and builder (draopt.model.prepare, draopt.model.placement), on the objects those
+  hold at each step, and are inverted in the decoding (draopt.model.solution);
+  `placement_reductions` names the four and their order. `SplitComponents` is applied and
+  inverted through the chain `place_chain` assembles.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from draopt.model.reductions.claims_on_one_node import ClaimsOnOneNode
 from draopt.model.reductions.count_identical_pods import CountIdenticalPods
@@ -23,11 +24,27 @@ from draopt.model.reductions.own_across_nodes import OwnAcrossNodes
 from draopt.model.reductions.split_components import SplitComponents
 
 
+class Reduction(Protocol):
+    """A reduction, in cvxpy's shape."""
+
+    def accepts(self, problem: Any) -> bool:
+        """Whether `apply` is exact on the problem."""
+        ...
+
+    def apply(self, problem: Any) -> tuple[Any, Any]:
+        """(the reduced problem, what `invert` needs)."""
+        ...
+
+    def invert(self, solution: Any, inverse_data: Any) -> Any:
+        """A solution of the reduced problem -> a solution of the problem `apply` took."""
+        ...
+
+
 class Chain:
     """Reductions applied in order; each has `accepts(problem)`, `apply(problem) -> (reduced,
     inverse data)` and `invert(solution, inverse data) -> solution of its input problem`."""
 
-    def __init__(self, reductions: list):
+    def __init__(self, reductions: list[Reduction]):
         self.reductions = list(reductions)
 
     def accepts(self, problem) -> bool:
@@ -35,8 +52,8 @@ class Chain:
         it returns, checked as the chain is applied)."""
         return not self.reductions or self.reductions[0].accepts(problem)
 
-    def apply(self, problem) -> tuple[Any, list]:
-        inverse_data = []
+    def apply(self, problem: Any) -> tuple[Any, list]:
+        inverse_data: list = []
         for r in self.reductions:
             if not r.accepts(problem):
                 raise ValueError(f"internal: {type(r).__name__} does not accept {type(problem).__name__}")
@@ -44,7 +61,7 @@ class Chain:
             inverse_data.append(data)
         return problem, inverse_data
 
-    def invert(self, solution, inverse_data: list):
+    def invert(self, solution: Any, inverse_data: list) -> Any:
         for r, data in reversed(list(zip(self.reductions, inverse_data))):
             solution = r.invert(solution, data)
         return solution

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import cast
 
 from draopt.dra.inventory import AllocatedState
 from draopt.dra.problem import Problem
 from draopt.dra.reference import Chosen
 from draopt.kube.features import Features
-from draopt.kube.models import Node
+from draopt.kube.models import Node, ObjectMeta
 from draopt.cluster.state import NodeState
-from draopt.model.prepare import Prepared
+from draopt.model.prepare import Candidacy, Prepared
 from draopt.model.reductions.count_identical_pods import Kind
 from draopt.model.reductions.group_devices import DeviceRef
 
@@ -98,7 +99,7 @@ class ClaimsOnOneNode:
 
     @staticmethod
     def apply(problem: Problem) -> tuple[OneNodeInstance, Problem]:
-        node = problem.inventory.node or Node(api_version="v1", kind="Node", metadata={"name": ""})
+        node = problem.inventory.node or Node(api_version="v1", kind="Node", metadata=ObjectMeta(name=""))
         state = NodeState(node, 0, {})
         pod = ClaimsPod()
         keys = [c.key for c in problem.claims]
@@ -111,7 +112,7 @@ class ClaimsOnOneNode:
             {state.name: refs},
             {(state.name, r.first.id): r for r in refs},
             False,
-            Candidates(),
+            cast(Candidacy, Candidates()),  # (what the builder calls of a candidacy: __call__)
         )
         cluster = OneNodeCluster(problem.features, problem.inventory.allocated, [state], {state.name: state})
         return OneNodeInstance(prepared, cluster, OneNodeWorkload(pod), state.name), problem

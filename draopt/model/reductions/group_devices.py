@@ -71,7 +71,7 @@ class GroupDevices:
     def invert(ref: DeviceRef, count: int, taken: dict, reusable: bool = False, exclude=()) -> list[Any]:
         """`count` devices of the group, the first free ones in search order (`taken` records
         them; `reusable`: admin access or shares, which may take a device others took)."""
-        out = []
+        out: list[Any] = []
         for e in ref.entries:
             if len(out) == count:
                 break

@@ -4,6 +4,8 @@ them through one owner for all its nodes, not one copy per node.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class OwnAcrossNodes:
     """apply(kind, its nodes) -> whether one owner may take the kind's devices for all its nodes.
@@ -43,3 +45,10 @@ class OwnAcrossNodes:
             elif got != first:
                 return False
         return True
+
+    @staticmethod
+    def invert(owners: list, kind: Any) -> dict[str, Any]:
+        """Node name -> the owner that deals the kind's devices to its pods placed there: an owner
+        across nodes for every node it spans, else each node's own owner (`owners`: the built
+        model's, draopt.model.placement.Owner)."""
+        return {name: o for o in owners if o.counted and o.kind is kind for name in (o.spans or [o.node.name])}
