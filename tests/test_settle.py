@@ -413,3 +413,43 @@ def test_a_template_warning_is_said_once_though_the_controllers_expand_twice(tmp
     assert code == 0 and out.count(" n1 ") == 2
     code, out, _ = _run("place", "-f", str(path), "--no-settle")
     assert code == 1 and out.count(" n1 ") == 1
+
+
+# ------------------------------------------------------------------ a suspended Job
+def test_suspended_jobs_active_pods_are_deleted_when_settled():
+    """The Job controller deletes every active pod of a suspended Job (job_controller.go manageJob),
+    bound or not, and makes none while suspended: on the settled clock the running pod's cpu is free
+    for the other pod and the pending one is gone."""
+    out = draopt.place(_file("suspended-job.yaml"))
+    placed = {p.pod: p.node for p in out.result.pods}
+    assert placed == {"default/other": "node-1"}
+    notes = "\n".join(out.workload.notes)
+    assert "pod ml/train-a belongs to suspended Job ml/train (spec.suspend: true): the Job controller deletes it" in notes
+    assert "pod ml/train-b belongs to suspended Job ml/train" in notes
+    assert "replaces it" not in notes  # suspended: nothing replaces them
+
+
+def test_suspended_jobs_pods_are_still_there_now():
+    """At the dump's moment the Job controller has not acted yet: the running pod holds its cpu, the
+    pending one may be placed (as kube-scheduler 1.36/1.37 do: tested against the oracle below)."""
+    out = draopt.place(_file("suspended-job.yaml"), settle=False)
+    placed = {p.pod: p.node for p in out.result.pods}
+    assert placed == {"default/other": None, "ml/train-b": "node-1"}
+    assert any("pod ml/train-b belongs to suspended Job" in n and "may be placed" in n for n in out.workload.notes)
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_suspended_jobs_pods_now_are_kube_schedulers_view(minor):
+    from draopt.crosscheck import gobuild
+    from draopt.crosscheck.run import crosscheck
+    from draopt.kube.features import Features
+
+    if gobuild.go_path() is None:
+        pytest.skip("Go is not installed: no scheduler oracle")
+    report = crosscheck(
+        load_files([_file("suspended-job.yaml")]),
+        kubernetes_version=minor,
+        features=Features.from_gates({}, minor),
+        timeout=120,
+    )
+    assert report.identical, [d.text() for d in report.differences]

@@ -82,7 +82,7 @@ from draopt.kube.exclusive_topology import (
     exclusive_topology,
     jobset_exclusive,
 )
-from draopt.kube import adoption
+from draopt.kube import adoption, settle
 from draopt.kube.controller_docs import (
     NAME_ALPHABET,
     _active,
@@ -695,3 +695,33 @@ __all__ = [
     "generate_name",
     "stable_uid",
 ]
+
+
+def deleted_by_suspended_jobs(controllers: list[tuple[dict[str, Any], str]], pods: list[Any]) -> dict[str, str]:
+    """The active pods (not finished, not being deleted) of the input's suspended Jobs: the Job
+    controller deletes every one of them (pkg/controller/job/job_controller.go, manageJob: a
+    suspended Job's active pods are all removed, bound or not). Pod key -> why."""
+    suspended = set()
+    for doc, _ in controllers:
+        spec = doc.get("spec")
+        if doc.get("kind") == "Job" and isinstance(spec, dict) and spec.get("suspend") is True:
+            meta = doc.get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            suspended.add((meta.get("namespace") or "default", meta.get("name")))
+    if not suspended:
+        return {}
+    out = {}
+    for pod in pods:
+        owners = (pod.metadata.model_extra or {}).get("ownerReferences") or []
+        job = next(
+            (o.get("name") for o in owners if isinstance(o, dict) and o.get("kind") == "Job" and o.get("controller")),
+            None,
+        )
+        if job is None or (pod.namespace, job) not in suspended:
+            continue
+        if settle.terminal(pod) or settle.terminating(pod):
+            continue
+        out[f"{pod.namespace}/{pod.name}"] = (
+            f"belongs to suspended Job {pod.namespace}/{job} (spec.suspend: true): the Job controller deletes it"
+        )
+    return out

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from draopt.errors import InputError
 from draopt.kube.models import Node, Pod, ResourceClaim
@@ -62,6 +62,7 @@ class Departure:
     node: str  # "" for a pod not bound
     why: str
     owner: str = ""  # "<Kind> namespace/name" of its controller, "" without one
+    replaced: bool = True  # its controller makes a new pod for it (not when it deleted the pod itself)
 
 
 @dataclass
@@ -123,10 +124,12 @@ def eviction(pod: Pod, node: Node) -> str | None:
     return f"tolerates node {node.name}'s NoExecute taint(s) {said} for {wait}s (tolerationSeconds)"
 
 
-def departures(pods: list[Pod], nodes: list[Node]) -> list[Departure]:
+def departures(pods: list[Pod], nodes: list[Node], deleted: Mapping[str, str] | None = None) -> list[Departure]:
     """The pods, not terminal, that are gone on the settled clock, in input order: those being
-    deleted (bound or not: a pending one is never scheduled) and those NoExecute taints evict."""
+    deleted (bound or not: a pending one is never scheduled), those their controller deletes
+    (`deleted`: pod key -> why, ObjectSet.deleted_by_controllers) and those NoExecute taints evict."""
     by_name = {n.name: n for n in nodes}
+    deleted = deleted or {}
     out = []
     for pod in pods:
         node_name = pod.spec.node_name or ""
@@ -134,6 +137,9 @@ def departures(pods: list[Pod], nodes: list[Node]) -> list[Departure]:
             continue
         if terminating(pod):
             why = "is being deleted (metadata.deletionTimestamp)"
+        elif _key(pod) in deleted:
+            out.append(Departure(_key(pod), node_name, deleted[_key(pod)], _controller(pod), replaced=False))
+            continue
         elif not node_name:
             continue
         else:
@@ -248,8 +254,11 @@ def _now_notes(objects: ObjectSet, leaving: list[Departure]) -> list[str]:
     index = allocated_by_pod(objects.resource_claims)
     notes = []
     for d in leaving:
-        if not d.node:
+        if not d.node and terminating(pods[d.pod]):
             continue  # pending: the scheduler skips it on either clock (draopt.placement)
+        if not d.node:
+            notes.append(f"now (--no-settle): pod {d.pod} {d.why}; until then it is pending and may be placed")
+            continue
         held = [_key(c) for c in claims_of(pods[d.pod], index)]
         devices = f" and the devices of claim(s) {', '.join(held)}" if held else ""
         notes.append(
@@ -272,7 +281,7 @@ def _deletion_end(d: Departure) -> str:
     """Who finishes a deletion under way (an eviction's note names its controller already)."""
     if "taint-eviction" in d.why:
         return ""
-    replaced = _not_counted(d.owner)
+    replaced = _not_counted(d.owner) if d.replaced else ""
     if d.node:
         return f"; the kubelet stops it on node {d.node} and the pod object is removed{replaced}"
     return f"; never scheduled, the pod object is removed{replaced}"
@@ -287,7 +296,7 @@ def apply(objects: ObjectSet, *, settle: bool = True) -> ObjectSet:
         return dataclasses.replace(objects, clock_notes=[])
     if objects.clock:
         raise InputError(f"settle={settle}: these objects are already on the {objects.clock} clock; give them as read")
-    leaving = departures(objects.pods, objects.nodes)
+    leaving = departures(objects.pods, objects.nodes, objects.deleted_by_controllers)
     if not leaving and objects.settled is None and not any(terminal(p) for p in objects.pods):
         return dataclasses.replace(objects, clock_notes=[], clock=clock)  # the clocks agree
     if not settle:
