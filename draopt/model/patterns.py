@@ -43,6 +43,10 @@ class NodeClass:
     kinds: list[int]  # counted kinds that may use them
     configurations: list[Configuration] = field(default_factory=list)
     rep_owners: dict[int, Any] = field(default_factory=dict)  # kind -> Owner on the representative
+    # The model's count per configuration (draopt.model.encodings.node_classes).
+    vars: list = field(default_factory=list, compare=False, repr=False)
+    # The representative's column key -> position (draopt.model.solution), once per class.
+    ref_positions: dict | None = field(default=None, compare=False, repr=False)
 
 
 def node_classes(prep, kinds, node_names: set[str], cluster, min_size: int = 2) -> list[NodeClass]:

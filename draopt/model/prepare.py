@@ -55,6 +55,9 @@ class Prepared:
     # Pods of units (pods not counted alike) whose extended resources some node's device plugin
     # serves -> the first such node: the model does not encode them (unmodelled_extended).
     device_plugin_units: dict[str, str] = field(default_factory=dict)
+    # id(a pod_nodes list) -> its node names, for parts much smaller than a pod's candidates
+    # (draopt.model.encodings.pods); the lists live as long as this record.
+    name_sets: dict[int, set[str]] = field(default_factory=dict)
 
     def unmodelled_extended(self) -> str | None:
         """What of the input the model does not encode here, or None."""
@@ -130,11 +133,11 @@ class Candidacy:
         got = self._cache.get(key)
         if got is None:
             ok = _candidate(problem, spec, entry)
-            error = None if ok else problem.__dict__.get("cel_skipped", {}).get((spec.key, entry.id))
+            error = None if ok else problem.cel_skipped.get((spec.key, entry.id))
             got = self._cache[key] = (ok, error)
         elif got[1] is not None:
             # A CEL runtime error on a device alike: this device is no candidate either, counted.
-            problem.__dict__.setdefault("cel_skipped", {})[(spec.key, entry.id)] = got[1]
+            problem.cel_skipped[(spec.key, entry.id)] = got[1]
         return got[0]
 
     def attributes(self, problem: Problem, spec, entry, names: list[str]) -> tuple:
@@ -423,7 +426,7 @@ def _usable(problem: Problem, spec, entry) -> bool:
     try:
         return problem.usable_alone(spec, entry)
     except DeviceCelError as e:
-        problem.__dict__.setdefault("cel_skipped", {})[(spec.key, entry.id)] = str(e)
+        problem.cel_skipped[(spec.key, entry.id)] = str(e)
         return False
 
 

@@ -105,10 +105,10 @@ def _hint_results(hint, prep, node, results) -> None:
         ref = prep.column(node, (r.driver, r.pool, r.device))
         if ref is None:
             continue
-        index = o.__dict__.get("_term_of")
+        index = o.term_of
         if index is None:
             # (request, column) -> the owner's first term there (built once per owner).
-            index = o._term_of = {}
+            index = o.term_of = {}
             for key, ts in o.terms.items():
                 for t in ts:
                     index.setdefault((t.spec.full_name, t.ref.key), (key, t))
