@@ -19,7 +19,7 @@ more than MAX_CHECKS one-node solves keeps the per-node form.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ortools.sat.python import cp_model
 
@@ -209,7 +209,7 @@ class OneNodeModel:
         got = self.check(counts, seconds)
         return got or None
 
-    def check(self, counts, seconds: float = 5.0) -> Configuration | bool | None:
+    def check(self, counts, seconds: float = 5.0) -> Configuration | Literal[False] | None:
         """The configuration, False if the model rejects the counts, None if undecided in time."""
         b = self.b
         saved = []

@@ -57,7 +57,7 @@ def build(
     prep: Prepared,
     cluster: Cluster,
     workload,
-    book: ClaimBook,
+    book: ClaimBook | None,
     kind_ids: list[int],
     node_names: set[str],
     *,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 
 from draopt.model.encodings.attributes import constraint_name
@@ -50,7 +51,8 @@ class Prepared:
     refs: dict[str, list[DeviceRef]]  # node -> columns
     ref_of: dict[tuple[str, tuple], DeviceRef]  # (node, node-local device id) -> its column
     node_resources_of_devices: bool
-    candidacy: "Candidacy" = None
+    # Candidacy, or a stand-in with its call and `attributes` (reductions.claims_on_one_node)
+    candidacy: Any = None
     shared_ref_of: dict[tuple, DeviceRef] = field(default_factory=dict)  # device several nodes reach -> column
     # Pods of units (pods not counted alike) whose extended resources some node's device plugin
     # serves -> the first such node: the model does not encode them (unmodelled_extended).
@@ -90,7 +92,7 @@ class Candidacy:
         self._content: dict[int, tuple] = {}  # id(entry) -> content key (entries outlive the run)
 
     def _device_key(self, problem: Problem, entry):
-        got = self._content.get(id(entry), self)
+        got: Any = self._content.get(id(entry), self)
         if got is not self:
             return got
         sp = entry.slice.spec
@@ -338,7 +340,7 @@ class _CandidateNodes:
 
 def _columns(
     cluster: Cluster, problems: dict[tuple[int, str], Problem], candidacy: Candidacy, deadline
-) -> tuple[dict[str, list[DeviceRef]], dict[tuple[str, tuple], DeviceRef], dict[tuple, DeviceRef]]:
+) -> tuple[dict[str, list[DeviceRef]], dict[tuple[str, tuple], DeviceRef], dict[Any, DeviceRef]]:
     """Columns per node: devices alike for every owner that may use the node share a column.
     (refs per node, node-local device -> column, device several nodes reach -> column.)"""
     users_of_node: dict[str, list[Problem]] = defaultdict(list)
@@ -346,7 +348,7 @@ def _columns(
         users_of_node[name].append(p)
     refs: dict[str, list[DeviceRef]] = {}
     ref_of: dict[tuple[str, tuple], DeviceRef] = {}
-    shared: dict[tuple, DeviceRef] = {}
+    shared: dict[Any, DeviceRef] = {}
     same_columns: dict[tuple, list[DeviceRef]] = {}
     for node in cluster.nodes:
         ps = users_of_node.get(node.name)

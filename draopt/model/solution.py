@@ -272,9 +272,10 @@ def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
         c = claim.constraints[ci]
         if not constraint_applies(list(c.requests), spec.request_name, spec.sub_name):
             continue
-        by_element = index.get((spec.key, ci))
+        by_element: dict[tuple, list] | None = index.get((spec.key, ci))
         if by_element is None:
-            by_element = index[(spec.key, ci)] = defaultdict(list)
+            fresh: dict[tuple, list] = defaultdict(list)
+            by_element = index[(spec.key, ci)] = fresh
             for t in ts:
                 raw = t.problem.attribute_for_constraint(t.spec, t.entry, c.match_attribute)
                 v = normalise(raw, t.problem.features.list_type_attributes) if raw is not None else None

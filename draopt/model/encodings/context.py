@@ -128,7 +128,7 @@ class ModelContext:
     prep: Prepared
     cluster: Cluster
     workload: Any
-    book: ClaimBook
+    book: ClaimBook | None  # None: allocate's model (draopt.model.single_node)
     kinds: list[Kind]
     node_names: set[str]
     check_time: Callable[[], None]  # raises OutOfTime past the build's deadline
