@@ -424,7 +424,9 @@ def test_suspended_jobs_active_pods_are_deleted_when_settled():
     placed = {p.pod: p.node for p in out.result.pods}
     assert placed == {"default/other": "node-1"}
     notes = "\n".join(out.workload.notes)
-    assert "pod ml/train-a belongs to suspended Job ml/train (spec.suspend: true): the Job controller deletes it" in notes
+    assert (
+        "pod ml/train-a belongs to suspended Job ml/train (spec.suspend: true): the Job controller deletes it" in notes
+    )
     assert "pod ml/train-b belongs to suspended Job ml/train" in notes
     assert "replaces it" not in notes  # suspended: nothing replaces them
 

@@ -134,6 +134,9 @@ class Problem:
         # One text per claim (its spec), set by draopt.dra.reference's fast paths: answers that depend
         # only on the request and the device are then shared through inventory.memo.
         self.shape_keys: tuple | None = None
+        # (request key, device id) -> the CEL runtime error that made the device no candidate
+        # (the placement model skips such devices and counts them: draopt.model.prepare).
+        self.cel_skipped: dict[tuple, str] = {}
 
     def forget_device_answers(self) -> None:
         """Drop the answers kept per device position (request key, device index): for a copy of

@@ -19,7 +19,7 @@ more than MAX_CHECKS one-node solves keeps the per-node form.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ortools.sat.python import cp_model
 
@@ -43,6 +43,10 @@ class NodeClass:
     kinds: list[int]  # counted kinds that may use them
     configurations: list[Configuration] = field(default_factory=list)
     rep_owners: dict[int, Any] = field(default_factory=dict)  # kind -> Owner on the representative
+    # The model's count per configuration (draopt.model.encodings.node_classes).
+    vars: list = field(default_factory=list, compare=False, repr=False)
+    # The representative's column key -> position (draopt.model.solution), once per class.
+    ref_positions: dict | None = field(default=None, compare=False, repr=False)
 
 
 def node_classes(prep, kinds, node_names: set[str], cluster, min_size: int = 2) -> list[NodeClass]:
@@ -205,7 +209,7 @@ class OneNodeModel:
         got = self.check(counts, seconds)
         return got or None
 
-    def check(self, counts, seconds: float = 5.0) -> Configuration | bool | None:
+    def check(self, counts, seconds: float = 5.0) -> Configuration | Literal[False] | None:
         """The configuration, False if the model rejects the counts, None if undecided in time."""
         b = self.b
         saved = []

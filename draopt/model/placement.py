@@ -1,7 +1,8 @@
 """The one placement model: every pending pod, candidate node and device of the cluster in one
-CP-SAT model, built from the rule functions of `draopt.model.encodings` (usage, counters,
-compatibility, capacity, attributes). `allocate` is this model with one pod and one candidate
-node (`draopt.model.single_node`, `reductions.claims_on_one_node`).
+CP-SAT model, built by the steps of `draopt.model.encodings` (pods, claims, node_classes,
+usage, counters, node_resources, gangs, packing) over one `ModelContext`, with their rules
+(usage, counters, compatibility, capacity, attributes). `allocate` is this model with one pod
+and one candidate node (`draopt.model.single_node`, `reductions.claims_on_one_node`).
 
 Owners take devices. An owner is either
 * a counted kind on one node (`CountIdenticalPods`): `k` identical pods of the kind go there,
@@ -32,7 +33,16 @@ from draopt.model.encodings.context import ModelContext, Owner, PlacementModel, 
 from draopt.model.prepare import Prepared, _check_time
 from draopt.model.reductions import Kind
 
-__all__ = ["Built", "Owner", "PlacementModel", "Term", "build", "one_node_model", "packing_objective"]
+__all__ = [
+    "Built",
+    "Owner",
+    "PlacementModel",
+    "Term",
+    "build",
+    "one_node_model",
+    "packing_objective",
+    "representative_owners",
+]
 
 
 @dataclass
@@ -57,7 +67,7 @@ def build(
     prep: Prepared,
     cluster: Cluster,
     workload,
-    book: ClaimBook,
+    book: ClaimBook | None,
     kind_ids: list[int],
     node_names: set[str],
     *,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 
 from draopt.model.encodings.attributes import constraint_name
@@ -50,11 +51,15 @@ class Prepared:
     refs: dict[str, list[DeviceRef]]  # node -> columns
     ref_of: dict[tuple[str, tuple], DeviceRef]  # (node, node-local device id) -> its column
     node_resources_of_devices: bool
-    candidacy: "Candidacy" = None
+    # Candidacy, or a stand-in with its call and `attributes` (reductions.claims_on_one_node)
+    candidacy: Any = None
     shared_ref_of: dict[tuple, DeviceRef] = field(default_factory=dict)  # device several nodes reach -> column
     # Pods of units (pods not counted alike) whose extended resources some node's device plugin
     # serves -> the first such node: the model does not encode them (unmodelled_extended).
     device_plugin_units: dict[str, str] = field(default_factory=dict)
+    # id(a pod_nodes list) -> its node names, for parts much smaller than a pod's candidates
+    # (draopt.model.encodings.pods); the lists live as long as this record.
+    name_sets: dict[int, set[str]] = field(default_factory=dict)
 
     def unmodelled_extended(self) -> str | None:
         """What of the input the model does not encode here, or None."""
@@ -87,7 +92,7 @@ class Candidacy:
         self._content: dict[int, tuple] = {}  # id(entry) -> content key (entries outlive the run)
 
     def _device_key(self, problem: Problem, entry):
-        got = self._content.get(id(entry), self)
+        got: Any = self._content.get(id(entry), self)
         if got is not self:
             return got
         sp = entry.slice.spec
@@ -130,11 +135,11 @@ class Candidacy:
         got = self._cache.get(key)
         if got is None:
             ok = _candidate(problem, spec, entry)
-            error = None if ok else problem.__dict__.get("cel_skipped", {}).get((spec.key, entry.id))
+            error = None if ok else problem.cel_skipped.get((spec.key, entry.id))
             got = self._cache[key] = (ok, error)
         elif got[1] is not None:
             # A CEL runtime error on a device alike: this device is no candidate either, counted.
-            problem.__dict__.setdefault("cel_skipped", {})[(spec.key, entry.id)] = got[1]
+            problem.cel_skipped[(spec.key, entry.id)] = got[1]
         return got[0]
 
     def attributes(self, problem: Problem, spec, entry, names: list[str]) -> tuple:
@@ -191,35 +196,72 @@ def prepare_cluster(
     derived_node_resources = bool(features.node_allocatable_resources) and any(
         d.node_allocatable_resources for s in cluster.objects.resource_slices for d in s.spec.devices
     )
-    pending = list(workload.pending)
-    problems: dict[tuple[int, str], Problem] = {}
-    probe: dict[tuple, tuple[str | None, Problem | None]] = {}
-    candidacy = Candidacy()
+    probes = _NodeProblems(cluster, book)
+    kinds = _count_kinds(cluster, workload, book, probes, derived_node_resources, extra_tag)
+    nodes = _CandidateNodes()
+    for kind in kinds:
+        nodes.add_kind(cluster, book, probes, kind, deadline)
+    refs, ref_of, shared = _columns(cluster, nodes.problems, probes.candidacy, deadline)
+    return Prepared(
+        kinds,
+        nodes.pod_nodes,
+        nodes.problems,
+        refs,
+        ref_of,
+        derived_node_resources,
+        probes.candidacy,
+        shared,
+        nodes.device_plugin_units,
+    )
 
-    def node_problem(keys: list[str], node: NodeState, sig: tuple):
-        hit = probe.get((sig, node.name))
+
+@dataclass(eq=False)
+class _NodeProblems:
+    """Node problems of sets of pending claims, prepared once per (claims' signatures, node),
+    with the quick rejection's verdict; owned by one `prepare_cluster`."""
+
+    cluster: Cluster
+    book: ClaimBook
+    candidacy: Candidacy = field(default_factory=Candidacy)
+    probe: dict[tuple, tuple[str | None, Problem | None]] = field(default_factory=dict)
+
+    def get(self, keys: list[str], node: NodeState, sig: tuple) -> tuple[str | None, Problem | None]:
+        """(why the node cannot take the claims or None, their problem there or None)."""
+        hit = self.probe.get((sig, node.name))
         if hit is None:
+            cluster = self.cluster
             try:
                 p = prepare(
-                    [book.claims[k] for k in keys],
+                    [self.book.claims[k] for k in keys],
                     cluster.inventory(node),
                     cluster.classes,
-                    features,
+                    cluster.features,
                     cluster.cel_env,
                     cluster.expr_cache,
                 )
-                candidacy.sig_of[id(p)] = sig
-                hit = (_quick_reject(p, candidacy), p)
+                self.candidacy.sig_of[id(p)] = sig
+                hit = (_quick_reject(p, self.candidacy), p)
             except AllocationError as e:
                 hit = (f"resource claim error: {e}", None)
-            probe[(sig, node.name)] = hit
+            self.probe[(sig, node.name)] = hit
         return hit
+
+    def of_keys(self, keys: list[str], node: NodeState) -> tuple[str | None, Problem | None]:
+        return self.get(keys, node, tuple(self.book.signature(k) for k in keys))
+
+
+def _count_kinds(
+    cluster: Cluster, workload, book: ClaimBook, probes: _NodeProblems, derived_node_resources: bool, extra_tag
+) -> list[Kind]:
+    """The pending pods as kinds: pods alike counted together (CountIdenticalPods), the rest units.
+    Groups of pod-group cycles (topology constraints, CompositePodGroups) keep kinds of their own."""
+    features = cluster.features
 
     def is_countable(pod) -> str | None:
         keys = [u.key for u in pod.claims if book.allocation(u.key) is None]
         for node in cluster.nodes:
             if node_filter(cluster, book, pod, node) is None:
-                reason, p = node_problem(keys, node, tuple(book.signature(k) for k in keys))
+                reason, p = probes.of_keys(keys, node)
                 if p is not None:
                     return countable(p, features, derived_node_resources and bool(keys))
         return None  # fits nowhere: counting is harmless
@@ -229,9 +271,8 @@ def prepare_cluster(
         for s in cluster.objects.resource_slices
         if s.spec.devices
     )
-    # Groups of pod-group cycles (topology constraints, CompositePodGroups) keep kinds of their own.
-    kinds = CountIdenticalPods().apply(
-        pending,
+    return CountIdenticalPods().apply(
+        list(workload.pending),
         book,
         lambda pod: (
             _scheduling_constraints(pod)
@@ -242,9 +283,17 @@ def prepare_cluster(
         is_countable,
         node_local_only,
     )
-    pod_nodes: dict[str, list[NodeState]] = {}
-    device_plugin_units: dict[str, str] = {}
-    for kind in kinds:
+
+
+@dataclass(eq=False)
+class _CandidateNodes:
+    """Each pending pod's candidate nodes, and each kind's problem per node."""
+
+    problems: dict[tuple[int, str], Problem] = field(default_factory=dict)  # (kind, node) -> problem
+    pod_nodes: dict[str, list[NodeState]] = field(default_factory=dict)
+    device_plugin_units: dict[str, str] = field(default_factory=dict)  # see Prepared
+
+    def add_kind(self, cluster: Cluster, book: ClaimBook, probes: _NodeProblems, kind: Kind, deadline) -> None:
         # Kinds and units with claims alike share one problem per node (owners name their own claims).
         sig = tuple(book.signature(k) for k in kind.claim_keys)
         # Counted pods are identical: the representative's nodes are everybody's.
@@ -253,42 +302,53 @@ def prepare_cluster(
             own = [u.key for u in pod.claims if book.allocation(u.key) is None]
             _check_time(deadline)
             for node in cluster.nodes:
-                reason = node_filter(cluster, book, pod, node)
-                here = node_claim_keys(cluster, node, pod, kind.claim_keys)
-                if reason is None and here is not kind.claim_keys:
-                    # a device plugin serves the pod's extended resources here (kinds are
-                    # alike in them): the claims the node asks for; a unit's are not modelled
-                    if not kind.counted:
-                        device_plugin_units.setdefault(pod.key, node.name)
-                    if here:
-                        reason, p = node_problem(here, node, tuple(book.signature(k) for k in here))
-                        if p is not None and reason is None:
-                            problems[(kind.index, node.name)] = p
-                elif reason is None and kind.claim_keys:
-                    if kind.counted:
-                        reason, p = node_problem(kind.claim_keys, node, sig)
-                        if p is not None and reason is None:
-                            problems[(kind.index, node.name)] = p
-                    else:
-                        # A unit: each pod is judged by the claims it uses; the unit's problem on
-                        # the node only gives the columns (another pod's claim may not fit here).
-                        if own:
-                            reason, _ = node_problem(own, node, tuple(book.signature(k) for k in own))
-                        if reason is None and (kind.index, node.name) not in problems:
-                            _, p = node_problem(kind.claim_keys, node, sig)
-                            if p is not None:
-                                problems[(kind.index, node.name)] = p
-                if reason is None:
+                if self._judge(cluster, book, probes, kind, sig, pod, own, node) is None:
                     nodes.append(node)
             for member in kind.pods if kind.counted else [pod]:
-                pod_nodes[member.key] = nodes
-    # Columns per node: devices alike for every owner that may use the node share a column.
+                self.pod_nodes[member.key] = nodes
+
+    def _judge(self, cluster, book, probes: _NodeProblems, kind: Kind, sig, pod, own, node) -> str | None:
+        """Why the pod cannot go to the node (None: it may); records the kind's problem there."""
+        key = (kind.index, node.name)
+        reason = node_filter(cluster, book, pod, node)
+        here = node_claim_keys(cluster, node, pod, kind.claim_keys)
+        if reason is None and here is not kind.claim_keys:
+            # a device plugin serves the pod's extended resources here (kinds are
+            # alike in them): the claims the node asks for; a unit's are not modelled
+            if not kind.counted:
+                self.device_plugin_units.setdefault(pod.key, node.name)
+            if here:
+                reason, p = probes.of_keys(here, node)
+                if p is not None and reason is None:
+                    self.problems[key] = p
+        elif reason is None and kind.claim_keys:
+            if kind.counted:
+                reason, p = probes.get(kind.claim_keys, node, sig)
+                if p is not None and reason is None:
+                    self.problems[key] = p
+            else:
+                # A unit: each pod is judged by the claims it uses; the unit's problem on
+                # the node only gives the columns (another pod's claim may not fit here).
+                if own:
+                    reason, _ = probes.of_keys(own, node)
+                if reason is None and key not in self.problems:
+                    _, p = probes.get(kind.claim_keys, node, sig)
+                    if p is not None:
+                        self.problems[key] = p
+        return reason
+
+
+def _columns(
+    cluster: Cluster, problems: dict[tuple[int, str], Problem], candidacy: Candidacy, deadline
+) -> tuple[dict[str, list[DeviceRef]], dict[tuple[str, tuple], DeviceRef], dict[Any, DeviceRef]]:
+    """Columns per node: devices alike for every owner that may use the node share a column.
+    (refs per node, node-local device -> column, device several nodes reach -> column.)"""
     users_of_node: dict[str, list[Problem]] = defaultdict(list)
     for (ki, name), p in problems.items():
         users_of_node[name].append(p)
     refs: dict[str, list[DeviceRef]] = {}
     ref_of: dict[tuple[str, tuple], DeviceRef] = {}
-    shared: dict[tuple, DeviceRef] = {}
+    shared: dict[Any, DeviceRef] = {}
     same_columns: dict[tuple, list[DeviceRef]] = {}
     for node in cluster.nodes:
         ps = users_of_node.get(node.name)
@@ -309,31 +369,10 @@ def prepare_cluster(
             if reach in same_columns:
                 refs[node.name] = same_columns[reach]
                 continue
-        specs = [
-            (p, s, sorted({constraint_name(c)[1] for cl in p.claims for c in cl.constraints}))
-            for p in ps
-            for cl in p.claims
-            for g in cl.requests
-            for s in g.alternatives
-        ]
-        patterns = []
-        for entry in inv.devices:
-            if not groupable(entry, node.name, features):
-                # A column of its own: only whether some request may take it matters.
-                if any(candidacy(p, s, entry) for p, s, _ in specs):
-                    patterns.append((entry, None))
-                continue
-            pat = []
-            for p, s, names in specs:
-                ok = candidacy(p, s, entry)
-                pat.append(ok)
-                if ok and names:
-                    pat.append(candidacy.attributes(p, s, entry, names))
-            if not any(x is True for x in pat):
-                continue
-            patterns.append((entry, (tuple(map(repr, pat)), device_pattern_extra(entry))))
         node_refs = []
-        for ref in GroupDevices().apply(node.name, patterns, features):
+        for ref in GroupDevices().apply(
+            node.name, _device_patterns(node.name, inv, ps, candidacy, cluster.features), cluster.features
+        ):
             if ref.node is None:
                 # Reached from several nodes: one column for all of them.
                 ref = shared.setdefault(ref.key, ref)
@@ -344,9 +383,36 @@ def prepare_cluster(
         refs[node.name] = node_refs
         if reach is not None:
             same_columns[reach] = node_refs
-    return Prepared(
-        kinds, pod_nodes, problems, refs, ref_of, derived_node_resources, candidacy, shared, device_plugin_units
-    )
+    return refs, ref_of, shared
+
+
+def _device_patterns(node_name: str, inv, ps: list[Problem], candidacy: Candidacy, features) -> list[tuple]:
+    """The node's devices some request may take, each with what makes devices alike
+    (None: a column of its own)."""
+    specs = [
+        (p, s, sorted({constraint_name(c)[1] for cl in p.claims for c in cl.constraints}))
+        for p in ps
+        for cl in p.claims
+        for g in cl.requests
+        for s in g.alternatives
+    ]
+    patterns: list[tuple] = []
+    for entry in inv.devices:
+        if not groupable(entry, node_name, features):
+            # A column of its own: only whether some request may take it matters.
+            if any(candidacy(p, s, entry) for p, s, _ in specs):
+                patterns.append((entry, None))
+            continue
+        pat: list = []
+        for p, s, names in specs:
+            ok = candidacy(p, s, entry)
+            pat.append(ok)
+            if ok and names:
+                pat.append(candidacy.attributes(p, s, entry, names))
+        if not any(x is True for x in pat):
+            continue
+        patterns.append((entry, (tuple(map(repr, pat)), device_pattern_extra(entry))))
+    return patterns
 
 
 def _candidate(problem: Problem, spec, entry) -> bool:
@@ -362,7 +428,7 @@ def _usable(problem: Problem, spec, entry) -> bool:
     try:
         return problem.usable_alone(spec, entry)
     except DeviceCelError as e:
-        problem.__dict__.setdefault("cel_skipped", {})[(spec.key, entry.id)] = str(e)
+        problem.cel_skipped[(spec.key, entry.id)] = str(e)
         return False
 
 

@@ -95,6 +95,7 @@ def static_infeasibility(problem: Problem, b: Built) -> list[str]:
     matching device that cannot be used."""
     why = []
     for owner in b.owners:
+        assert owner.claim_index is not None  # allocate's owners are the claims of its one pod
         claim = problem.claims[owner.claim_index]
         for group in claim.requests:
             if group.has_subrequests:

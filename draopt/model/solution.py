@@ -107,9 +107,9 @@ def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
     rep = representative_owners(nc, prep, cluster, workload, book).get(kind.index)
     if rep is None:
         return None, {}
-    rep_refs = nc.__dict__.get("_ref_positions")
+    rep_refs = nc.ref_positions
     if rep_refs is None:  # the representative's column positions, once per class
-        rep_refs = nc._ref_positions = {r.key: i for i, r in enumerate(prep.refs[nc.nodes[0].name])}
+        rep_refs = nc.ref_positions = {r.key: i for i, r in enumerate(prep.refs[nc.nodes[0].name])}
     refs = prep.refs[node.name]
     o = Owner(-1, kind, node, None, prep.problems[(kind.index, node.name)], None)
     val: dict = {}
@@ -266,15 +266,16 @@ def _allowed_terms(o, claim, spec, ts, witness: dict) -> list:
     """The terms whose device holds the pod's matchAttribute element of every constraint that
     covers the request (an index per owner, request and constraint: built once per owner)."""
 
-    index = o.__dict__.setdefault("_by_element", {})
+    index = o.by_element
     out = None
     for ci, e in witness.items():
         c = claim.constraints[ci]
         if not constraint_applies(list(c.requests), spec.request_name, spec.sub_name):
             continue
-        by_element = index.get((spec.key, ci))
+        by_element: dict[tuple, list] | None = index.get((spec.key, ci))
         if by_element is None:
-            by_element = index[(spec.key, ci)] = defaultdict(list)
+            fresh: dict[tuple, list] = defaultdict(list)
+            by_element = index[(spec.key, ci)] = fresh
             for t in ts:
                 raw = t.problem.attribute_for_constraint(t.spec, t.entry, c.match_attribute)
                 v = normalise(raw, t.problem.features.list_type_attributes) if raw is not None else None

@@ -73,7 +73,7 @@ class VictimSet:
 
     def links(self) -> list[tuple[str, str]]:
         """Nodes decided together: a unit's nodes, the nodes of the users of one claim."""
-        out = []
+        out: list[tuple[str, str]] = []
         for u in self.units:
             ns = u.nodes
             out.extend(zip(ns, ns[1:]))
@@ -163,8 +163,8 @@ def encode(m, vs: VictimSet, prep, node_names: set[str]) -> Encoded:
                 kept_in[ref_key].append((n, len(g) if len(u0.pods) == 1 else 1, var))
     for c in sorted(shared_claims):
         users = vs.claim_users[c]
-        cols = _columns(vs, prep, [c])
-        if not cols:
+        held = _columns(vs, prep, [c])
+        if not held:
             continue
         if all(i in evicted_of_unit for i in users):
             freed = cp.new_bool_var(f"freed[{c}]")
@@ -173,7 +173,7 @@ def encode(m, vs: VictimSet, prep, node_names: set[str]) -> Encoded:
                 m.add(cp.add(freed <= evicted_of_unit[i]))
         else:
             freed = 0  # a user outside the part stays: the claim stays
-        for ref_key, n in cols.items():
+        for ref_key, n in held.items():
             kept_in[ref_key].append((n, 1, freed))
     out.kept_in = kept_in
     return out

@@ -16,7 +16,7 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
     ff_counts: dict[str, Counter] = defaultdict(Counter)
     for var in list(b.k.values()) + list(b.y.values()) + list(b.placed.values()) + list(b.totals.values()):
         hint[var] = 0
-    owner_at = {(o.kind.index, name): o for o in b.owners if o.counted for name in (o.spans or [o.node.name])}
+    owner_at = {(o.kind.index, name): o for o in b.owners if o.node is not None for name in (o.spans or [o.node.name])}
     owner_of_claim = {o.claim_key: o for o in b.owners if not o.counted}
     for o in b.owners:
         if not o.counted:
@@ -40,9 +40,9 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
                     ff_counts[pl.node][kind.index] += 1  # an interchangeable node, or none of the model's
                     continue
                 hint[b.k[(kind.index, pl.node)]] += 1
-                o = owner_at.get((kind.index, pl.node))
+                at = owner_at.get((kind.index, pl.node))
                 results = (
-                    [] if o is None else [(o, r) for alloc in pl.new_claims.values() for r in alloc.devices.results]
+                    [] if at is None else [(at, r) for alloc in pl.new_claims.values() for r in alloc.devices.results]
                 )
                 _hint_results(hint, prep, pl.node, results)
             else:
@@ -51,11 +51,11 @@ def _first_fit_hint(b: Built, prep: Prepared, book: ClaimBook, ff_by_pod: dict) 
                 hint[b.y[(pod.key, pl.node)]] = 1
                 hint[b.placed[pod.key]] = 1
                 for ck, alloc in pl.new_claims.items():
-                    o = owner_of_claim.get(ck)
-                    if o is None:
+                    of_claim = owner_of_claim.get(ck)
+                    if of_claim is None:
                         continue
-                    hint[o.mult] = 1
-                    _hint_results(hint, prep, pl.node, [(o, r) for r in alloc.devices.results])
+                    hint[of_claim.mult] = 1
+                    _hint_results(hint, prep, pl.node, [(of_claim, r) for r in alloc.devices.results])
     # Kinds owned across nodes: the owner's multiplicity is the kind's pods on its nodes.
     for o in b.owners:
         if o.spans:
@@ -105,10 +105,10 @@ def _hint_results(hint, prep, node, results) -> None:
         ref = prep.column(node, (r.driver, r.pool, r.device))
         if ref is None:
             continue
-        index = o.__dict__.get("_term_of")
+        index = o.term_of
         if index is None:
             # (request, column) -> the owner's first term there (built once per owner).
-            index = o._term_of = {}
+            index = o.term_of = {}
             for key, ts in o.terms.items():
                 for t in ts:
                     index.setdefault((t.spec.full_name, t.ref.key), (key, t))

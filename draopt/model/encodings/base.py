@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import gcd
+from typing import Any
 
 
 class LiteralHelpers:
     """Literals derived from variables, for the model (`draopt.model.placement.PlacementModel`);
     needs `cp` and `_positive`."""
+
+    cp: Any  # the CP-SAT model
+    _positive: dict[int, Any]  # variable index -> its positive literal
 
     def positive(self, var):
         """A literal true iff `var` > 0 (the variable itself when it is a boolean)."""

@@ -117,7 +117,7 @@ def _add_unit_requests(
     ci = owner.claim_index
     assert ci is not None  # a unit's owner
     claim = owner.problem.claims[ci]
-    claim_vars = []
+    claim_vars: list = []
     for ri, g in enumerate(claim.requests):
         _select(m, owner, g, 1, ctx.preference)
         for s in g.alternatives:
@@ -187,7 +187,7 @@ def _all_request(m, owner, s, ts, problems, all_nodes, users, y, sel) -> None:
         p = dict(problems)[node_name]
         need = f"claim {claim_key} request {spec.full_name}: all {len(spec.all_devices)} matching devices"
         usable = bool(spec.all_devices) and all(_usable(p, spec, d) for d in spec.all_devices)
-        term_of = {}  # device id -> the term whose column holds it (reached from the node)
+        term_of: dict[tuple, Term] = {}  # device id -> the term whose column holds it (reached from the node)
         for t in ts:
             if node_name in t.reach:
                 for x in t.ref.entries:

@@ -47,6 +47,10 @@ class Owner:
     sel: dict = field(default_factory=dict)  # spec key -> selection variable (count or bool)
     witness: dict = field(default_factory=dict)  # (claim index, constraint index) -> {element: var}
     terms: dict = field(default_factory=dict)  # spec key -> [Term]
+    # Decoding's index (draopt.model.solution): (spec key, constraint index) -> {element: [Term]}
+    by_element: dict = field(default_factory=dict, repr=False)
+    # The warm start's index (draopt.model.warm_start): (request, column key) -> (spec key, first Term)
+    term_of: dict | None = field(default=None, repr=False)
 
     @property
     def counted(self) -> bool:
@@ -124,7 +128,7 @@ class ModelContext:
     prep: Prepared
     cluster: Cluster
     workload: Any
-    book: ClaimBook
+    book: ClaimBook | None  # None: allocate's model (draopt.model.single_node)
     kinds: list[Kind]
     node_names: set[str]
     check_time: Callable[[], None]  # raises OutOfTime past the build's deadline

@@ -54,7 +54,7 @@ def _column_terms(ctx: ModelContext) -> dict[str, list]:
         pool = pools[pool_id]
         if set_name in counter_sets_in_use(cluster.allocated, pool):
             continue  # drawing on a set already in use costs nothing new
-        t = cp.new_bool_var(f"set_used[{pool.id}/{set_name}]")
-        cp.add_max_equality(t, lits)
-        fresh.append(t)
+        drawn = cp.new_bool_var(f"set_used[{pool.id}/{set_name}]")
+        cp.add_max_equality(drawn, lits)
+        fresh.append(drawn)
     return {"nodes": ctx.touched_nodes, "counter_sets": fresh, "amounts": amounts, "devices": devices, "order": order}

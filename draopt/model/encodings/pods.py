@@ -157,7 +157,7 @@ def _nodes_within(prep: Prepared, pod_key: str, node_names: set[str], cluster: C
     """The pod's candidate nodes that are in `node_names`, in node order."""
     nodes = prep.pod_nodes[pod_key]
     if len(node_names) * 4 < len(nodes):
-        names = prep.__dict__.setdefault("_name_sets", {})
+        names = prep.name_sets
         key = id(nodes)
         if key not in names:
             names[key] = {n.name for n in nodes}
