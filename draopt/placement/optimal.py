@@ -116,7 +116,7 @@ def _prepared_stats(prep: Prepared, t0: float) -> SolverStats:
         pinned_pods=0,
         prepare_s=round(time.perf_counter() - t0, 3),
     )
-    skipped = {k for p in {id(p): p for p in prep.problems.values()}.values() for k in getattr(p, "cel_skipped", {})}
+    skipped = {k for p in {id(p): p for p in prep.problems.values()}.values() for k in p.cel_skipped}
     if skipped:
         stats.cel_error_candidates_skipped = len(skipped)
     return stats
