@@ -7,6 +7,7 @@ nothing of CP-SAT or of the reference search.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from draopt.dra.constraints import constraint_applies, normalise
@@ -27,93 +28,123 @@ def _spec_for(problem: Problem, claim_index: int, request: str) -> RequestSpec |
     return None
 
 
+@dataclass
+class _Use:
+    """What the claims' results use together (gathered result by result, checked at the end)."""
+
+    dedicated_users: dict[tuple, list[str]] = field(default_factory=dict)  # device id -> claims
+    capacity: dict[tuple, dict[str, Fraction]] = field(default_factory=dict)  # shared device -> amounts
+    counters: dict[int, dict[tuple[str, str], Fraction]] = field(default_factory=dict)  # id(pool) -> use
+    counter_counted: set[tuple] = field(default_factory=set)  # devices whose counters are counted
+
+
 def check(problem: Problem, results: list[AllocationResult]) -> list[str]:
+    errors: list[str] = []
+    if len(results) != len(problem.claims):
+        return [f"{len(results)} results for {len(problem.claims)} claims"]
+    use = _Use()
+    for claim, result in zip(problem.claims, results):
+        errors += _check_claim(problem, claim, result, use)
+    errors += _check_shared_use(problem, use)
+    errors += _check_compatibility(problem, results)
+    errors += _check_counter_use(problem, use)
+    return errors
+
+
+def _check_claim(problem: Problem, claim, result: AllocationResult, use: _Use) -> list[str]:
+    errors: list[str] = []
+    where = f"claim {claim.key}"
+    items = result.devices.results
+    if len(items) > MAX_RESULTS:
+        errors.append(f"{where}: {len(items)} results, at most {MAX_RESULTS}")
+    picked: dict[str, list] = {}
+    seen_in_claim: set[tuple] = set()
+    for i, r in enumerate(items):
+        errors += _check_result(problem, claim, where, i, r, picked, seen_in_claim, use)
+    errors += _check_counts(problem, claim, picked, where)
+    errors += _check_constraints(problem, claim, picked, where)
+    node_local = any(
+        d.slice.spec.node_name
+        or d.device.binds_to_node
+        or (d.slice.spec.per_device_node_selection and d.device.node_name)
+        for lst in picked.values()
+        for _, d, _ in lst
+    )
+    if node_local and result.node_selector is None:
+        errors.append(f"{where}: node-local devices but no nodeSelector")
+    return errors
+
+
+def _check_result(
+    problem: Problem, claim, where: str, i: int, r, picked: dict, seen_in_claim: set, use: _Use
+) -> list[str]:
+    """One result of a claim (noted in `picked`, its device in `seen_in_claim` and `use`)."""
     errors: list[str] = []
     f = problem.features
     inv = problem.inventory
-    if len(results) != len(problem.claims):
-        return [f"{len(results)} results for {len(problem.claims)} claims"]
-    dedicated_users: dict[tuple, list[str]] = {}
-    capacity_use: dict[tuple, dict[str, Fraction]] = {}
-    counter_use: dict[int, dict[tuple[str, str], Fraction]] = {}
-    counter_counted: set[tuple] = set()
-    for claim, result in zip(problem.claims, results):
-        where = f"claim {claim.key}"
-        items = result.devices.results
-        if len(items) > MAX_RESULTS:
-            errors.append(f"{where}: {len(items)} results, at most {MAX_RESULTS}")
-        picked: dict[str, list] = {}
-        seen_in_claim: set[tuple] = set()
-        for i, r in enumerate(items):
-            w = f"{where} result[{i}] {r.request} {r.driver}/{r.pool}/{r.device}"
-            spec = _spec_for(problem, claim.index, r.request)
-            if spec is None:
-                errors.append(f"{w}: no such request or sub-request")
-                continue
-            dev = inv.by_id.get((r.driver, r.pool, r.device))
-            if dev is None:
-                errors.append(f"{w}: not a device of a usable pool on this node")
-                continue
-            picked.setdefault(spec.request_name, []).append((spec, dev, r))
-            if not problem.selectable(spec, dev):
-                errors.append(f"{w}: does not match the class/request selectors")
-            if taint_blocks(dev.taints, spec.tolerations) and f.device_taints:
-                errors.append(f"{w}: has a taint the request does not tolerate")
-            if bool(r.admin_access) != spec.admin_access:
-                errors.append(f"{w}: adminAccess is {r.admin_access}, request says {spec.admin_access}")
-            multi = f.consumable_capacity and dev.multi_allocatable
-            if multi:
-                used = consumption(dev.device.capacity, spec.capacity_requests)
-                if used is None:
-                    errors.append(f"{w}: capacity request violates the device's requestPolicy")
-                    continue
-                per = capacity_use.setdefault(dev.id, {})
-                for n, v in used.items():
-                    per[n] = per.get(n, Fraction(0)) + v.value
-                want = {n: str(v) for n, v in used.items()}
-                if (r.consumed_capacity or {}) != want and (r.consumed_capacity or want):
-                    errors.append(f"{w}: consumedCapacity {r.consumed_capacity} should be {want}")
-                if not r.share_id:
-                    errors.append(f"{w}: a multi-allocatable device needs a shareID")
-            else:
-                if f.consumable_capacity and consumption(dev.device.capacity, spec.capacity_requests) is None:
-                    errors.append(f"{w}: capacity request violates the device's requestPolicy")
-                if dev.id in seen_in_claim:
-                    errors.append(f"{w}: device used twice in the claim")
-                seen_in_claim.add(dev.id)
-                if not spec.admin_access:
-                    if dev.id in inv.allocated.devices:
-                        errors.append(
-                            f"{w}: device is in use by {', '.join(inv.allocated.claims_by_device.get(dev.id, []))}"
-                        )
-                    dedicated_users.setdefault(dev.id, []).append(claim.key)
-            if f.partitionable_devices and dev.device.consumes_counters and not spec.admin_access:
-                key = dev.id
-                if multi and (key in counter_counted or key in inv.allocated.capacity):
-                    continue
-                counter_counted.add(key)
-                use = counter_use.setdefault(id(dev.pool), {})
-                for c in dev.device.consumes_counters:
-                    for counter_name, counter in c.counters.items():
-                        key_in_set = (c.counter_set, counter_name)
-                        use[key_in_set] = use.get(key_in_set, Fraction(0)) + problem.counter_value(counter.value)
-            elif dev.device.consumes_counters and not f.partitionable_devices:
-                errors.append(f"{w}: consumes counters but DRAPartitionableDevices is off")
-        errors += _check_counts(problem, claim, picked, where)
-        errors += _check_constraints(problem, claim, picked, where)
-        node_local = any(
-            d.slice.spec.node_name
-            or d.device.binds_to_node
-            or (d.slice.spec.per_device_node_selection and d.device.node_name)
-            for lst in picked.values()
-            for _, d, _ in lst
-        )
-        if node_local and result.node_selector is None:
-            errors.append(f"{where}: node-local devices but no nodeSelector")
-    for did, users in dedicated_users.items():
+    w = f"{where} result[{i}] {r.request} {r.driver}/{r.pool}/{r.device}"
+    spec = _spec_for(problem, claim.index, r.request)
+    if spec is None:
+        errors.append(f"{w}: no such request or sub-request")
+        return errors
+    dev = inv.by_id.get((r.driver, r.pool, r.device))
+    if dev is None:
+        errors.append(f"{w}: not a device of a usable pool on this node")
+        return errors
+    picked.setdefault(spec.request_name, []).append((spec, dev, r))
+    if not problem.selectable(spec, dev):
+        errors.append(f"{w}: does not match the class/request selectors")
+    if taint_blocks(dev.taints, spec.tolerations) and f.device_taints:
+        errors.append(f"{w}: has a taint the request does not tolerate")
+    if bool(r.admin_access) != spec.admin_access:
+        errors.append(f"{w}: adminAccess is {r.admin_access}, request says {spec.admin_access}")
+    multi = f.consumable_capacity and dev.multi_allocatable
+    if multi:
+        used = consumption(dev.device.capacity, spec.capacity_requests)
+        if used is None:
+            errors.append(f"{w}: capacity request violates the device's requestPolicy")
+            return errors
+        per = use.capacity.setdefault(dev.id, {})
+        for n, v in used.items():
+            per[n] = per.get(n, Fraction(0)) + v.value
+        want = {n: str(v) for n, v in used.items()}
+        if (r.consumed_capacity or {}) != want and (r.consumed_capacity or want):
+            errors.append(f"{w}: consumedCapacity {r.consumed_capacity} should be {want}")
+        if not r.share_id:
+            errors.append(f"{w}: a multi-allocatable device needs a shareID")
+    else:
+        if f.consumable_capacity and consumption(dev.device.capacity, spec.capacity_requests) is None:
+            errors.append(f"{w}: capacity request violates the device's requestPolicy")
+        if dev.id in seen_in_claim:
+            errors.append(f"{w}: device used twice in the claim")
+        seen_in_claim.add(dev.id)
+        if not spec.admin_access:
+            if dev.id in inv.allocated.devices:
+                errors.append(f"{w}: device is in use by {', '.join(inv.allocated.claims_by_device.get(dev.id, []))}")
+            use.dedicated_users.setdefault(dev.id, []).append(claim.key)
+    if f.partitionable_devices and dev.device.consumes_counters and not spec.admin_access:
+        key = dev.id
+        if multi and (key in use.counter_counted or key in inv.allocated.capacity):
+            return errors
+        use.counter_counted.add(key)
+        per_set = use.counters.setdefault(id(dev.pool), {})
+        for c in dev.device.consumes_counters:
+            for counter_name, counter in c.counters.items():
+                key_in_set = (c.counter_set, counter_name)
+                per_set[key_in_set] = per_set.get(key_in_set, Fraction(0)) + problem.counter_value(counter.value)
+    elif dev.device.consumes_counters and not f.partitionable_devices:
+        errors.append(f"{w}: consumes counters but DRAPartitionableDevices is off")
+    return errors
+
+
+def _check_shared_use(problem: Problem, use: _Use) -> list[str]:
+    """Dedicated devices given twice, shared devices' capacity over-used."""
+    errors: list[str] = []
+    inv = problem.inventory
+    for did, users in use.dedicated_users.items():
         if len(users) > 1:
             errors.append(f"device {'/'.join(did)}: allocated to {len(users)} requests ({', '.join(users)})")
-    for did, per in capacity_use.items():
+    for did, per in use.capacity.items():
         dev = inv.by_id[did]
         already = inv.allocated.capacity.get(did, {})
         for n, amount in per.items():
@@ -122,11 +153,17 @@ def check(problem: Problem, results: list[AllocationResult]) -> list[str]:
                 errors.append(
                     f"device {'/'.join(did)}: capacity {n} over-used ({amount + already.get(n, 0)} > {limit})"
                 )
-    errors += _check_compatibility(problem, results)
+    return errors
+
+
+def _check_counter_use(problem: Problem, use: _Use) -> list[str]:
+    """Pools' shared counters over-used (beyond what allocated claims already take)."""
+    errors: list[str] = []
+    inv = problem.inventory
     pools = {id(d.pool): d.pool for d in inv.devices}
-    for pid, use in counter_use.items():
+    for pid, per_set in use.counters.items():
         avail = available_counters(pools[pid], inv.allocated)
-        for (cs, n), amount in use.items():
+        for (cs, n), amount in per_set.items():
             if amount > avail.get(cs, {}).get(n, Fraction(0)):
                 errors.append(f"pool {pools[pid].id}: counter {cs}/{n} over-used")
     return errors

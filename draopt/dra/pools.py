@@ -60,16 +60,9 @@ class PoolLayout:
 
     def __init__(self, pool: Pool, validate: bool = False):
         self.pool = pool
-        # counter set -> counter -> position
-        position: dict[str, dict[str, int]] = {}
-        self.position = position
-        totals: list[Amount] = []
+        position, totals = _counter_positions(pool.counter_sets)
+        self.position = position  # counter set -> counter -> position
         self.totals = totals
-        for set_name, counters in pool.counter_sets.items():
-            at = position[set_name] = {}
-            for n, total in counters.items():
-                at[n] = len(totals)
-                totals.append(total.numerator if total.denominator == 1 else total)
         uses: list[tuple[DeviceID, Draws]] = []
         self.uses = uses
         # id(Device) -> what it draws (counters outside the pool's sets take part in no comparison)
@@ -128,13 +121,7 @@ class PoolLayout:
                         _ENTRY_DRAWS[(layout_key, id(c))] = (c, consumed[start:], bool(c.compatibility_groups))
                 if consumed and not unparsable:
                     if len(consumes) > 1 and len({i for i, _ in consumed}) < len(consumed):
-                        # A counter named twice (in two entries for one set: one entry's counters
-                        # are a map): one draw of the sum (the same room after it, and a draw
-                        # whose positions differ can be checked without taking it).
-                        merged: dict[int, Amount] = {}
-                        for i, amount in consumed:
-                            merged[i] = merged.get(i, 0) + amount
-                        consumed = list(merged.items())
+                        consumed = _merge_repeated(consumed)
                     draws = tuple(consumed)
                     uses.append(((driver, pool_name, d.name), draws))
                     by_device[id(d)] = draws
@@ -151,3 +138,25 @@ class PoolLayout:
                 for i, amount in consumed:
                     room[i] -= amount
         return CounterRoom(room, self.by_device)
+
+
+def _counter_positions(counter_sets: dict[str, dict[str, Fraction]]) -> tuple[dict[str, dict[str, int]], list[Amount]]:
+    """Every counter of the pool's sets at a position: (counter set -> counter -> position, totals)."""
+    position: dict[str, dict[str, int]] = {}
+    totals: list[Amount] = []
+    for set_name, counters in counter_sets.items():
+        at = position[set_name] = {}
+        for n, total in counters.items():
+            at[n] = len(totals)
+            totals.append(total.numerator if total.denominator == 1 else total)
+    return position, totals
+
+
+def _merge_repeated(consumed: list[tuple[int, Amount]]) -> list[tuple[int, Amount]]:
+    """A counter named twice (in two entries for one set: one entry's counters are a map): one
+    draw of the sum (the same room after it, and a draw whose positions differ can be checked
+    without taking it)."""
+    merged: dict[int, Amount] = {}
+    for i, amount in consumed:
+        merged[i] = merged.get(i, 0) + amount
+    return list(merged.items())

@@ -540,78 +540,94 @@ def prepare(
         for ri, request in enumerate(spec.requests):
             where = f"spec.devices.requests[{ri}] ({request.name})"
             if request.first_available:
-                if request.exactly is not None:
-                    raise _request_error(claim, where, "exactly and firstAvailable are mutually exclusive")
-                if not features.prioritized_list:
-                    raise _request_error(
-                        claim,
-                        where,
-                        f"request {request.name}: has subrequests, but the DRAPrioritizedList feature is disabled",
-                    )
-                if len(request.first_available) > MAX_SUBREQUESTS:
-                    raise _request_error(
-                        claim,
-                        where,
-                        f"firstAvailable has {len(request.first_available)} "
-                        f"sub-requests, at most {MAX_SUBREQUESTS} are allowed",
-                    )
-                if not features.consumable_capacity:
-                    for sub in request.first_available:
-                        if sub.capacity is not None:
-                            raise _request_error(
-                                claim,
-                                f"{where}.firstAvailable ({sub.name})",
-                                f"subrequest {sub.name}: has capacity requests, but the "
-                                "DRAConsumableCapacity feature is disabled",
-                            )
-                alts = [
-                    _make_request(
-                        problem, claim, ci, ri, si, request.name, sub.name, sub, False, f"{where}.firstAvailable[{si}]"
-                    )
-                    for si, sub in enumerate(request.first_available)
-                ]
-                min_devices += min(a.count for a in alts)
-                # A sub-request of more devices than a claim can hold can never be chosen; its count
-                # is capped just above the limit, as infeasible as before, so no model needs
-                # coefficients beyond 64 bits (all of them too large fails below).
-                for a in alts:
-                    a.count = min(a.count, MAX_RESULTS + 1)
-                groups.append(RequestGroup(request.name, alts, True))
+                group, fewest = _prioritized_group(problem, features, claim, ci, ri, request, where)
             else:
-                if request.exactly is None:
-                    raise _request_error(claim, where, "missing device class name (unsupported request type?)")
-                if not features.consumable_capacity and request.exactly.capacity is not None:
-                    raise _request_error(
-                        claim,
-                        where,
-                        f"request {request.name}: has capacity requests, but the "
-                        "DRAConsumableCapacity feature is disabled",
-                    )
-                r = _make_request(
-                    problem,
-                    claim,
-                    ci,
-                    ri,
-                    -1,
-                    request.name,
-                    "",
-                    request.exactly,
-                    request.exactly.admin_access is not None,
-                    f"{where}.exactly",
-                )
-                min_devices += r.count
-                groups.append(RequestGroup(request.name, [r], False))
-        if min_devices > MAX_RESULTS:
-            raise AllocationError(
-                f"ResourceClaim {claim_key(claim)}: number of requested devices {min_devices} "
-                f"exceeds the claim limit of {MAX_RESULTS}"
-            )
-        for i, c in enumerate(spec.constraints):
-            if c.match_attribute is None and c.distinct_attribute is None:
-                raise _request_error(
-                    claim, f"spec.devices.constraints[{i}]", "empty constraint (unsupported constraint type?)"
-                )
+                group, fewest = _exact_group(problem, features, claim, ci, ri, request, where)
+            min_devices += fewest
+            groups.append(group)
+        _check_claim_totals(claim, min_devices)
     return problem
+
+
+def _prioritized_group(
+    problem: Problem, features: Features, claim: ResourceClaim, ci: int, ri: int, request, where: str
+) -> tuple[RequestGroup, int]:
+    """A request with firstAvailable: its group of sub-requests, and the fewest devices it takes."""
+    if request.exactly is not None:
+        raise _request_error(claim, where, "exactly and firstAvailable are mutually exclusive")
+    if not features.prioritized_list:
+        raise _request_error(
+            claim,
+            where,
+            f"request {request.name}: has subrequests, but the DRAPrioritizedList feature is disabled",
+        )
+    if len(request.first_available) > MAX_SUBREQUESTS:
+        raise _request_error(
+            claim,
+            where,
+            f"firstAvailable has {len(request.first_available)} sub-requests, at most {MAX_SUBREQUESTS} are allowed",
+        )
+    if not features.consumable_capacity:
+        for sub in request.first_available:
+            if sub.capacity is not None:
+                raise _request_error(
+                    claim,
+                    f"{where}.firstAvailable ({sub.name})",
+                    f"subrequest {sub.name}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+                )
+    alts = [
+        _make_request(problem, claim, ci, ri, si, request.name, sub.name, sub, False, f"{where}.firstAvailable[{si}]")
+        for si, sub in enumerate(request.first_available)
+    ]
+    fewest = min(a.count for a in alts)
+    # A sub-request of more devices than a claim can hold can never be chosen; its count
+    # is capped just above the limit, as infeasible as before, so no model needs
+    # coefficients beyond 64 bits (all of them too large fails below).
+    for a in alts:
+        a.count = min(a.count, MAX_RESULTS + 1)
+    return RequestGroup(request.name, alts, True), fewest
+
+
+def _exact_group(
+    problem: Problem, features: Features, claim: ResourceClaim, ci: int, ri: int, request, where: str
+) -> tuple[RequestGroup, int]:
+    """A request of exactly one kind of device: its group, and the devices it takes."""
+    if request.exactly is None:
+        raise _request_error(claim, where, "missing device class name (unsupported request type?)")
+    if not features.consumable_capacity and request.exactly.capacity is not None:
+        raise _request_error(
+            claim,
+            where,
+            f"request {request.name}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+        )
+    r = _make_request(
+        problem,
+        claim,
+        ci,
+        ri,
+        -1,
+        request.name,
+        "",
+        request.exactly,
+        request.exactly.admin_access is not None,
+        f"{where}.exactly",
+    )
+    return RequestGroup(request.name, [r], False), r.count
+
+
+def _check_claim_totals(claim: ResourceClaim, min_devices: int) -> None:
+    """The claim's fewest devices within the limit, and every constraint of a known type."""
+    spec = claim.spec.devices
+    if min_devices > MAX_RESULTS:
+        raise AllocationError(
+            f"ResourceClaim {claim_key(claim)}: number of requested devices {min_devices} "
+            f"exceeds the claim limit of {MAX_RESULTS}"
+        )
+    for i, c in enumerate(spec.constraints):
+        if c.match_attribute is None and c.distinct_attribute is None:
+            raise _request_error(
+                claim, f"spec.devices.constraints[{i}]", "empty constraint (unsupported constraint type?)"
+            )
 
 
 def _make_request(

@@ -595,10 +595,9 @@ class ReferenceAllocator:
     def _allocate_device(
         self, req: RequestSpec, dev: DeviceEntry, must: bool, reject: bool = False, checked: bool = False
     ):
-        """Allocate one device (an undo function) or None. `reject`: replaying a skipped device
-        that the claim's constraint rejects (draopt's fast path): stop there, as the search did.
-        `checked`: _try_one has just found the device not in use and its capacity enough (the
-        same checks again here would give the same answers: nothing between changes them)."""
+        """Allocate one device (an undo function) or None. `reject`: replaying a skipped device that the
+        claim's constraint rejects (draopt's fast path): stop there, as the search did. `checked`: _try_one
+        has just found the device not in use and its capacity enough (nothing since changes the answers)."""
         if self.lazy:
             self._materialize(dev.pool)
         self._fail_clean = True
@@ -663,29 +662,68 @@ class ReferenceAllocator:
         slot = (self.allocating_admin if req.admin_access else self.allocating).setdefault(dev.id, set())
         if not multi:
             slot.add(ci)
-        consumed = None
-        existed = False  # a share of this multi-allocatable device was there before this one
+        consumed, existed = None, False  # existed: a share of this multi-allocatable device was there before
         if self.f.consumable_capacity:
-            if not checked and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
-                if not self.leak:
-                    # 1.36.3 and later roll the device back (its in-use mark, constraints,
-                    # counters); 1.35 leaves that state as is here (DEFECT counter-leak).
-                    if not multi:
-                        slot.discard(ci)
-                    for c in reversed(added):
-                        c.remove(req, dev)
-                    release_counters_if_clean()
-                    return None
-                compat_undo()
+            taken = self._take_capacity(req, dev, slot, multi, checked, added, release_counters_if_clean, compat_undo)
+            if taken is None:
                 return None
-            if multi:
-                consumed = self.p.consumption(req, dev)
-                existed = dev.id in self.allocating_capacity
-                per = self.allocating_capacity.setdefault(dev.id, {})
-                for n, v in consumed.items():
-                    per[n] = per.get(n, Fraction(0)) + v.value
+            consumed, existed = taken
         self.results[ci].append(Chosen(req, dev, consumed))
         n_before = len(self.results[ci]) - 1
+        return self._undo_device(req, dev, slot, multi, consumed, existed, counts_counters, compat_undo, n_before)
+
+    def _take_capacity(
+        self,
+        req: RequestSpec,
+        dev: DeviceEntry,
+        slot: set[int],
+        multi: bool,
+        checked: bool,
+        added: list[_Constraint],
+        release_counters_if_clean: Callable[[], None],
+        compat_undo: Callable[[], None],
+    ) -> tuple[Any, bool] | None:
+        """_allocate_device's capacity step, the device marked for the claim: (what the request
+        consumes of a multi-allocatable device, else None; whether an earlier share was there),
+        or None when the capacity left is short."""
+        ci = req.claim_index
+        if not checked and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+            if not self.leak:
+                # 1.36.3 and later roll the device back (its in-use mark, constraints,
+                # counters); 1.35 leaves that state as is here (DEFECT counter-leak).
+                if not multi:
+                    slot.discard(ci)
+                for c in reversed(added):
+                    c.remove(req, dev)
+                release_counters_if_clean()
+                return None
+            compat_undo()
+            return None
+        consumed = None
+        existed = False
+        if multi:
+            consumed = self.p.consumption(req, dev)
+            existed = dev.id in self.allocating_capacity
+            per = self.allocating_capacity.setdefault(dev.id, {})
+            for n, v in consumed.items():
+                per[n] = per.get(n, Fraction(0)) + v.value
+        return consumed, existed
+
+    def _undo_device(
+        self,
+        req: RequestSpec,
+        dev: DeviceEntry,
+        slot: set[int],
+        multi: bool,
+        consumed: Any,
+        existed: bool,
+        counts_counters: bool,
+        compat_undo: Callable[[], None],
+        n_before: int,
+    ) -> Callable[[], None]:
+        """The undo function of a device _allocate_device has just allocated (result n_before of
+        its claim)."""
+        ci = req.claim_index
 
         def undo():
             if self.lazy:

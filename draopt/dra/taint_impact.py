@@ -27,7 +27,7 @@ from draopt.errors import DraoptError, InputError
 from draopt.kube.features import Features, add_version_flag, features_from_flags
 from draopt.dra.inventory import taint_rule_selects
 from draopt.kube.loader import KINDS, ObjectSet, custom_resource_group, parse_object
-from draopt.kube.models import DeviceTaint, DeviceToleration, ResourceClaim, ResourceSlice
+from draopt.kube.models import DeviceTaint, DeviceTaintRule, DeviceToleration, ResourceClaim, ResourceSlice
 from draopt.dra.rules import tolerates
 from draopt.validation import read_documents
 
@@ -232,12 +232,7 @@ def _toleration_outcome(tolerations: list[DeviceToleration], taint: DeviceTaint)
 def analyze(inputs: Inputs, features: Features | None = None, rule_name: str | None = None) -> list[RuleImpact]:
     features = features or Features.from_gates()
     objs = inputs.objects
-    rules = objs.taint_rules
-    if rule_name is not None:
-        rules = [r for r in rules if r.name == rule_name]
-        if not rules:
-            known = ", ".join(r.name for r in objs.taint_rules) or "none in the input"
-            raise InputError(f"--rule: no DeviceTaintRule named {rule_name!r} (known: {known})")
+    rules = _selected_rules(objs.taint_rules, rule_name)
     env = CelEnvironment(list_type_attributes=features.list_type_attributes)
     classes = {c.name: c for c in objs.device_classes}
     devices = list(published_devices(objs.resource_slices))
@@ -251,93 +246,129 @@ def analyze(inputs: Inputs, features: Features | None = None, rule_name: str | N
             )
         return cel_devices[did]
 
-    # Allocated devices: device -> [(claim, result)]
+    holders = _holders(objs.resource_claims)
+    out: list[RuleImpact] = []
+    for rule in rules:
+        impact = _rule_header(rule, classes, features)
+        taint = rule.spec.taint
+        # The taint as the eviction controller weighs it: None is evaluated as NoExecute (dry run).
+        weighed = taint.model_copy(update={"effect": "NoExecute"}) if taint.effect == "None" else taint
+        claims = _ClaimsHit()
+        for s, d in devices:
+            if not _rule_selects(rule, s, d, classes, env, cel_of):
+                continue
+            _note_device(impact, claims, (s.spec.driver, s.spec.pool.name, d.name), holders, weighed)
+        _weigh_claims(impact, claims, inputs.pods)
+        out.append(impact)
+    return out
+
+
+def _selected_rules(taint_rules: list[DeviceTaintRule], rule_name: str | None) -> list[DeviceTaintRule]:
+    """The rules analyzed: all, or the one named (InputError when the input has none by that name)."""
+    rules = taint_rules
+    if rule_name is not None:
+        rules = [r for r in rules if r.name == rule_name]
+        if not rules:
+            known = ", ".join(r.name for r in taint_rules) or "none in the input"
+            raise InputError(f"--rule: no DeviceTaintRule named {rule_name!r} (known: {known})")
+    return rules
+
+
+def _holders(claims: list[ResourceClaim]) -> dict[DeviceID, list[tuple[ResourceClaim, Any]]]:
+    """Allocated devices: device -> [(claim, result)]."""
     holders: dict[DeviceID, list[tuple[ResourceClaim, Any]]] = {}
-    for c in objs.resource_claims:
+    for c in claims:
         if c.status.allocation is None:
             continue
         for r in c.status.allocation.devices.results:
             holders.setdefault((r.driver, r.pool, r.device), []).append((c, r))
+    return holders
 
-    out: list[RuleImpact] = []
-    for rule in rules:
-        taint = rule.spec.taint
-        sel = rule.spec.device_selector
-        empty = sel is None or not (sel.device_class_name or sel.driver or sel.pool or sel.device or sel.selectors)
-        impact = RuleImpact(
-            rule=rule.name,
-            taint=taint.to_k8s(),
-            effect=taint.effect,
-            selector_empty=empty,
-            evaluates_eviction=taint.effect in ("NoExecute", "None"),
+
+def _rule_header(rule: DeviceTaintRule, classes: dict, features: Features) -> RuleImpact:
+    """The rule's impact before any device is looked at: its taint, and notes on its selector."""
+    taint = rule.spec.taint
+    sel = rule.spec.device_selector
+    empty = sel is None or not (sel.device_class_name or sel.driver or sel.pool or sel.device or sel.selectors)
+    impact = RuleImpact(
+        rule=rule.name,
+        taint=taint.to_k8s(),
+        effect=taint.effect,
+        selector_empty=empty,
+        evaluates_eviction=taint.effect in ("NoExecute", "None"),
+    )
+    if empty:
+        impact.notes.append(
+            "the rule has no selector fields: it selects every device (the empty selector matches all devices)"
         )
-        if empty:
-            impact.notes.append(
-                "the rule has no selector fields: it selects every device (the empty selector matches all devices)"
-            )
-        if sel is not None and sel.device_class_name and sel.device_class_name not in classes:
-            impact.notes.append(f"DeviceClass {sel.device_class_name!r} is not in the input: no device matches it")
-        if not features.device_taint_rules:
-            impact.notes.append(
-                "DeviceTaintRules are disabled (DRADeviceTaints/DRADeviceTaintRules): the rule has no effect"
-            )
-        # The taint as the eviction controller weighs it: None is evaluated as NoExecute (dry run).
-        weighed = taint.model_copy(update={"effect": "NoExecute"}) if taint.effect == "None" else taint
-        by_claim: dict[str, ClaimImpact] = {}
-        claim_objs: dict[str, ResourceClaim] = {}
-        outcomes: dict[str, list[tuple[bool, int | None]]] = {}
-        for s, d in devices:
+    if sel is not None and sel.device_class_name and sel.device_class_name not in classes:
+        impact.notes.append(f"DeviceClass {sel.device_class_name!r} is not in the input: no device matches it")
+    if not features.device_taint_rules:
+        impact.notes.append(
+            "DeviceTaintRules are disabled (DRADeviceTaints/DRADeviceTaintRules): the rule has no effect"
+        )
+    return impact
 
-            def class_matches(name, s=s, d=d):
-                cls = classes.get(name)
-                if cls is None:
-                    return False
-                try:
-                    return all(
-                        x.cel is not None and env.compile(x.cel.expression).matches(cel_of(s, d))
-                        for x in cls.spec.selectors
-                    )
-                except Exception:  # noqa: BLE001 - a class whose CEL fails on a device does not select it
-                    return False
 
-            if not taint_rule_selects(
-                rule, s.spec.driver, s.spec.pool.name, d, class_matches, env, lambda s=s, d=d: cel_of(s, d)
-            ):
-                continue
-            did = (s.spec.driver, s.spec.pool.name, d.name)
-            dev = "/".join(did)
-            impact.devices.append(dev)
-            for claim, result in holders.get(did, []):
-                key = f"{claim.namespace}/{claim.name}"
-                impact.allocated.setdefault(dev, [])
-                if key not in impact.allocated[dev]:
-                    impact.allocated[dev].append(key)
-                ci = by_claim.get(key)
-                if ci is None:
-                    ci = by_claim[key] = ClaimImpact(claim=key, devices=[])
-                    claim_objs[key] = claim
-                if dev not in ci.devices:
-                    ci.devices.append(dev)
-                ci.admin_access = ci.admin_access or bool(result.admin_access)
-                tols = (
-                    result.tolerations
-                    if result.tolerations is not None
-                    else _request_tolerations(claim, result.request)
-                )
-                outcomes.setdefault(key, []).append(_toleration_outcome(tols, weighed))
-        for key in sorted(by_claim):
-            ci = by_claim[key]
-            results = outcomes[key]
-            ci.tolerated = all(forever for forever, _ in results)
-            delays = [sec for forever, sec in results if not forever]
-            # Evicted now if some result is not tolerated at all, else after the shortest delay.
-            ci.evict_after_seconds = (
-                None if ci.tolerated or any(d is None for d in delays) else min(d for d in delays if d is not None)
+def _rule_selects(rule: DeviceTaintRule, s: ResourceSlice, d, classes: dict, env: CelEnvironment, cel_of) -> bool:
+    def class_matches(name, s=s, d=d):
+        cls = classes.get(name)
+        if cls is None:
+            return False
+        try:
+            return all(
+                x.cel is not None and env.compile(x.cel.expression).matches(cel_of(s, d)) for x in cls.spec.selectors
             )
-            ci.pods = _claim_pods(claim_objs[key], inputs.pods)
-            impact.claims.append(ci)
-        out.append(impact)
-    return out
+        except Exception:  # noqa: BLE001 - a class whose CEL fails on a device does not select it
+            return False
+
+    return taint_rule_selects(
+        rule, s.spec.driver, s.spec.pool.name, d, class_matches, env, lambda s=s, d=d: cel_of(s, d)
+    )
+
+
+@dataclass
+class _ClaimsHit:
+    """The allocated claims one rule's devices hold, with each result's toleration outcome."""
+
+    by_claim: dict[str, ClaimImpact] = field(default_factory=dict)
+    claim_objs: dict[str, ResourceClaim] = field(default_factory=dict)
+    outcomes: dict[str, list[tuple[bool, int | None]]] = field(default_factory=dict)
+
+
+def _note_device(impact: RuleImpact, claims: _ClaimsHit, did: DeviceID, holders: dict, weighed: DeviceTaint) -> None:
+    """A device the rule selects, and the claims allocated on it."""
+    dev = "/".join(did)
+    impact.devices.append(dev)
+    for claim, result in holders.get(did, []):
+        key = f"{claim.namespace}/{claim.name}"
+        impact.allocated.setdefault(dev, [])
+        if key not in impact.allocated[dev]:
+            impact.allocated[dev].append(key)
+        ci = claims.by_claim.get(key)
+        if ci is None:
+            ci = claims.by_claim[key] = ClaimImpact(claim=key, devices=[])
+            claims.claim_objs[key] = claim
+        if dev not in ci.devices:
+            ci.devices.append(dev)
+        ci.admin_access = ci.admin_access or bool(result.admin_access)
+        tols = result.tolerations if result.tolerations is not None else _request_tolerations(claim, result.request)
+        claims.outcomes.setdefault(key, []).append(_toleration_outcome(tols, weighed))
+
+
+def _weigh_claims(impact: RuleImpact, claims: _ClaimsHit, pods) -> None:
+    """Each claim hit, in name order: tolerated or when evicted, and its pods."""
+    for key in sorted(claims.by_claim):
+        ci = claims.by_claim[key]
+        results = claims.outcomes[key]
+        ci.tolerated = all(forever for forever, _ in results)
+        delays = [sec for forever, sec in results if not forever]
+        # Evicted now if some result is not tolerated at all, else after the shortest delay.
+        ci.evict_after_seconds = (
+            None if ci.tolerated or any(d is None for d in delays) else min(d for d in delays if d is not None)
+        )
+        ci.pods = _claim_pods(claims.claim_objs[key], pods)
+        impact.claims.append(ci)
 
 
 # ------------------------------------------------------------------ output
