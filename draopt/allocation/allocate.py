@@ -15,7 +15,7 @@ from typing import Any, Callable
 from draopt.cel import CelEnvironment  # (at import, not in the first call: every allocation evaluates CEL)
 from draopt.dra.decode import decode, deterministic_share_id, random_share_id
 from draopt.errors import AllocationError, DraoptError, InputError
-from draopt.kube.admission import check_served, refused_objects
+from draopt.kube.admission import refused_objects, served_notes
 from draopt.kube.features import Features
 from draopt.dra.inventory import allocated_state, build_inventory, slices_by_node
 from draopt.kube.loader import ObjectSet
@@ -208,9 +208,9 @@ def _allocate(
     if engine not in ENGINES:
         raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     features = features or Features.from_gates()
-    check_served(objects, features.kubernetes_version)
     todo, in_use = select_claims(objects, claims)
     todo, notes = _without_refused(objects, todo, features, named=bool(claims))
+    notes = served_notes(objects, features.kubernetes_version) + notes
     if not todo:
         return _nothing_left(objects, node, notes, stats, start)
     classes = {c.name: c for c in objects.device_classes}

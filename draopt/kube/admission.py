@@ -242,20 +242,22 @@ __all__ = [
 _VERSIONED = ("taint_rules", "pod_groups", "workloads", "composite_pod_groups")
 
 
-def check_served(objects: Any, version: str) -> None:
-    """InputError for the first object the API server of Kubernetes `version` does not serve in
-    its apiVersion (e.g. a scheduling.k8s.io/v1beta1 PodGroup, served from 1.37, placed as 1.36):
-    that server would refuse to create it, so the answer cannot be that release's."""
-    from draopt.errors import InputError
+def served_notes(objects: Any, version: str) -> list[str]:
+    """A note per object in an apiVersion the API server of Kubernetes `version` does not serve
+    (e.g. a scheduling.k8s.io/v1alpha2 PodGroup, as the DRA example driver's 1.36 demo writes it,
+    read as 1.37): that server would refuse to create it. draopt reads it with its own version's
+    fields, and says so."""
     from draopt.kube.releases import not_served
 
+    notes = []
     for attr in _VERSIONED:
         for obj in getattr(objects, attr):
             if attr == "pod_groups" and f"{obj.namespace}/{obj.name}" in objects.simulated_groups:
                 continue
             why = not_served(obj.kind, obj.api_version, version)
             if why is not None:
-                raise InputError(
-                    f"{obj.ref}: field apiVersion: {why} (the API server of that release refuses it); "
-                    f"give --kubernetes-version of a release that serves it, or the object in a served version"
+                notes.append(
+                    f"{obj.ref}: {why}, and its API server refuses the object; read with the fields of "
+                    f"{obj.api_version} (--kubernetes-version of a release that serves it gives that release's answer)"
                 )
+    return notes

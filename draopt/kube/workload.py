@@ -38,7 +38,7 @@ from typing import Any
 
 from draopt.errors import InputError
 from draopt.kube.admission import (
-    check_served,
+    served_notes,
     gate_hold,
     group_hold,
     hold_groups_never_tried,
@@ -703,8 +703,7 @@ def expand(objects: ObjectSet, features: Features | None = None) -> Workload:
     from draopt.kube.field_notes import say_note, unmodelled_pod_fields
 
     features = features or Features.from_gates()
-    check_served(objects, features.kubernetes_version)
-    notes = gated_field_notes(objects, features)
+    notes = served_notes(objects, features.kubernetes_version) + gated_field_notes(objects, features)
     if features.admin_access:
         notes += unchecked_admin_namespaces(objects)
     workload = _Expander(objects, features).run()
