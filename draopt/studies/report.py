@@ -537,31 +537,68 @@ def to_json(reports: list[PolicyReport], inputs: list[str]) -> dict[str, Any]:
     return {"inputs": list(inputs), "definitions": DEFINITIONS, "policies": [r.to_json() for r in reports]}
 
 
-def plots(reports: list[PolicyReport]) -> dict[str, str]:
-    """One bar chart per measure, as SVG text (matplotlib; no fonts or images fetched)."""
+# Plot titles: what each measure counts, and its unit.
+TITLES = {
+    "placed": "pods placed",
+    "weighted_placed": "placed pods, priority-weighted",
+    "devices_used": "devices used",
+    "free_devices": "free devices (device units)",
+    "stranded_devices": "stranded devices (device units)",
+    "fragmentation": "fragmentation (device units)",
+    "solve_s": "placement time (s)",
+}
+
+
+def rounded(v: Any) -> str:
+    """A value as a plot labels it: whole numbers as they are, others to two decimals
+    (104.727273 -> 104.73); None as "-"."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool) or isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+        return _cell(int(v) if isinstance(v, float) else v)
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
+
+
+def _matplotlib(flag: str):
     try:
         import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
     except ImportError:
-        raise InputError("--html needs matplotlib: pip install 'draopt[plot]'") from None
+        raise InputError(f"{flag} needs matplotlib: pip install 'draopt[plot]'") from None
+    return matplotlib
+
+
+def new_figure(**kwargs: Any):
+    """A matplotlib Figure drawn by the Agg renderer, outside pyplot: the process's backend (a
+    notebook's inline one, say) is left as it was, and no window is opened."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def plots(reports: list[PolicyReport]) -> dict[str, str]:
+    """One bar chart per measure, as SVG text (matplotlib; no fonts or images fetched)."""
+    matplotlib = _matplotlib("--html")
     out = {}
     names = [r.policy for r in reports]
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "draopt"}):
         for measure in PLOTTED:
-            fig, ax = plt.subplots(figsize=(4.2, 2.8))
+            fig = new_figure(figsize=(4.2, 2.8))
+            ax = fig.subplots()
             values = [float(getattr(r, measure)) for r in reports]
             bars = ax.bar(names, values, color=[f"C{i}" for i in range(len(names))])
-            ax.bar_label(bars, labels=[_cell(getattr(r, measure)) for r in reports], fontsize=8)
-            ax.set_title(measure)
+            ax.bar_label(bars, labels=[rounded(getattr(r, measure)) for r in reports], fontsize=8)
+            ax.set_title(TITLES[measure])
             _fit_labels(ax, names)
             ax.margins(y=0.2)
             ax.set_ylim(bottom=0, top=None if any(values) else 1)
             fig.tight_layout()
             buf = io.StringIO()
             fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-            plt.close(fig)
             svg = buf.getvalue()
             svg = svg[svg.index("<svg") :]  # no XML prolog, no DOCTYPE (it names a URL)
             out[measure] = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
@@ -584,22 +621,17 @@ def plot_png(reports: list[PolicyReport], path: str) -> None:
 
 
 def _png_figure(reports: list[PolicyReport]):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'") from None
+    _matplotlib("--plot")
     names = [r.policy for r in reports]
     cols = 4
     rows = -(-len(PLOTTED) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows))
+    fig = new_figure(figsize=(3.2 * cols, 2.6 * rows))
+    axes = fig.subplots(rows, cols)
     flat = list(axes.flat)
     for ax, measure in zip(flat, PLOTTED):
         bars = ax.bar(names, [float(getattr(r, measure)) for r in reports], color=[f"C{i}" for i in range(len(names))])
-        ax.bar_label(bars, labels=[_cell(getattr(r, measure)) for r in reports], fontsize=8)
-        ax.set_title(measure, fontsize=10)
+        ax.bar_label(bars, labels=[rounded(getattr(r, measure)) for r in reports], fontsize=8)
+        ax.set_title(TITLES[measure], fontsize=10)
         ax.tick_params(labelsize=8)
         _fit_labels(ax, names)
         ax.margins(y=0.25)

@@ -460,14 +460,18 @@ def to_csv(rows: list[SimRow]) -> str:
 
 
 def plot(rows: list[SimRow], path: str, *, title: str = "") -> None:
-    try:
-        import matplotlib
+    save_figure(figure(rows, title=title), "--plot", path, dpi=120)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'") from None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+
+def figure(rows: list[SimRow], *, title: str = ""):
+    """The curves of unallocated GPU capacity against the arrived workload, per policy, on a
+    matplotlib Figure of its own (pyplot and its backend untouched: display it in a notebook
+    as the cell's value, or save it)."""
+    from draopt.studies.report import _matplotlib, new_figure
+
+    _matplotlib("--plot")
+    fig = new_figure(figsize=(7, 4.5))
+    ax = fig.subplots()
     policies = list(dict.fromkeys(r.policy for r in rows))
     for pol in policies:
         rs = [r for r in rows if r.policy == pol]
@@ -492,7 +496,7 @@ def plot(rows: list[SimRow], path: str, *, title: str = "") -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, "--plot", path, dpi=120)
+    return fig
 
 
 # ------------------------------------------------------------------ command line
