@@ -49,6 +49,7 @@ from draopt.errors import InputError
 from draopt.kube.features import Features, add_version_flag, features_from_flags
 from draopt.kube.loader import ObjectSet
 from draopt.kube.optionfiles import check_writable, save_figure
+from draopt.provenance import Provenance, record
 
 DEFINITIONS = {
     "placed": "pending pods placed",
@@ -533,8 +534,17 @@ def table(reports: list[PolicyReport]) -> str:
     return "\n".join(lines + notes)
 
 
-def to_json(reports: list[PolicyReport], inputs: list[str]) -> dict[str, Any]:
-    return {"inputs": list(inputs), "definitions": DEFINITIONS, "policies": [r.to_json() for r in reports]}
+def to_json(reports: list[PolicyReport], inputs: list[str], provenance: Provenance | None = None) -> dict[str, Any]:
+    """`compare -o json`: the measures per policy, their definitions, and `provenance` (when
+    given: draopt.provenance.Provenance.to_dict())."""
+    out: dict[str, Any] = {
+        "inputs": list(inputs),
+        "definitions": DEFINITIONS,
+        "policies": [r.to_json() for r in reports],
+    }
+    if provenance is not None:
+        out["provenance"] = provenance.to_dict()
+    return out
 
 
 # Plot titles: what each measure counts, and its unit.
@@ -720,9 +730,9 @@ def placement_map(reports: list[PolicyReport]) -> str:
     )
 
 
-def to_html(reports: list[PolicyReport], inputs: list[str]) -> str:
+def to_html(reports: list[PolicyReport], inputs: list[str], provenance: Provenance | None = None) -> str:
     """A self-contained page: the table, the placement map, the definitions, one inline SVG plot
-    per measure."""
+    per measure, and `provenance` (when given) as its footer."""
     e = html.escape
     rows = _rows(reports)
     head = "".join(f"<th>{e(v)}</th>" for v in rows[0])
@@ -750,6 +760,7 @@ table.pmap td {{ width: 18px; height: 14px; padding: 0; border: 1px solid #999; 
                  text-align: center; line-height: 14px; }}
 td.free {{ background: #fff; }} td.before {{ background: #888; }}
 p.unplaced {{ max-width: 40em; }}
+footer.provenance {{ margin-top: 2em; font-size: 85%; color: #444; }} footer.provenance ul {{ margin: 0; }}
 ol.legend {{ list-style: none; padding: 0; columns: 16em; font-size: 12px; }}
 ol.legend li {{ margin: 1px 0; }}
 .swatch {{ display: inline-block; min-width: 2.2em; margin-right: 0.4em; text-align: center;
@@ -765,6 +776,7 @@ ol.legend li {{ margin: 1px 0; }}
 {figs}
 <h2>Definitions</h2>
 <dl>{defs}</dl>
+{provenance.html_footer() if provenance is not None else ""}
 </body></html>
 """
 
@@ -852,12 +864,15 @@ def cmd_compare(args) -> int:
             "count as stranded",
             file=sys.stderr,
         )
+    made = record(
+        args.filename, seed=args.seed, time_limit=args.time_limit, kubernetes_version=features.kubernetes_version
+    )
     if args.output == "json":
-        print(json.dumps(to_json(reports, args.filename), indent=2, sort_keys=True))
+        print(json.dumps(to_json(reports, args.filename, made), indent=2, sort_keys=True))
     else:
         print(table(reports))
     if args.html:
-        text = to_html(reports, args.filename)
+        text = to_html(reports, args.filename, made)
         try:
             with open(args.html, "w", encoding="utf-8") as f:
                 f.write(text)

@@ -55,6 +55,7 @@ import numpy as np
 
 from draopt.errors import InputError
 from draopt.kube.optionfiles import check_writable, save_figure
+from draopt.provenance import Provenance, record
 from draopt.studies.sim_cluster import (  # noqa: F401  (re-exported: the simulator's names)
     DEFAULT_CAPACITY,
     FragModel,
@@ -715,9 +716,36 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def write_csv(path: str, rows: list[SimRow], provenance: Provenance | None = None) -> None:
+    """The rows as CSV at `path`, and `provenance` beside it in PATH.provenance.json: not as
+    `# key: value` lines in the CSV, which csv.DictReader, pandas.read_csv (without comment="#")
+    and the tests read as a header or a row."""
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(to_csv(rows))
+        if provenance is not None:
+            provenance.write_sidecar(path)
+    except OSError as e:
+        raise InputError(f"--output-file {path}: cannot write: {e.strerror or e}") from None
+
+
+def command_provenance(args) -> Provenance:
+    """`draopt simulate`'s provenance record: the cluster and trace files, the seed, the time limit."""
+    from draopt.kube.features import Features
+
+    version = getattr(args, "kubernetes_version", None) or Features.from_gates().kubernetes_version
+    return record(
+        list(args.filename) + [args.trace], seed=args.seed, time_limit=args.time_limit, kubernetes_version=version
+    )
+
+
 def write_rows(args, rows: list[SimRow], *, title: str) -> None:
-    """`draopt simulate`'s output (either protocol): the table or `-o csv`, and `--plot`."""
-    if args.output == "csv":
+    """`draopt simulate`'s output (either protocol): the table or `-o csv` (into `--output-file`
+    with its provenance sidecar, when the command line has that flag), and `--plot`."""
+    output_file = getattr(args, "output_file", None)
+    if args.output == "csv" and output_file:
+        write_csv(output_file, rows, command_provenance(args))
+    elif args.output == "csv":
         sys.stdout.write(to_csv(rows))
     else:
         print(table(rows))
