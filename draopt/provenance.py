@@ -31,9 +31,9 @@ _CHUNK = 1 << 20
 
 def draopt_version() -> str:
     """draopt.__version__, else the installed distribution's version, else "unknown"."""
-    import draopt
-
-    version = getattr(draopt, "__version__", None)
+    # The package is loaded already (this module is inside it); read from sys.modules, not
+    # imported: the package's __init__ loads the public API, which imports the studies and this.
+    version = getattr(sys.modules.get("draopt"), "__version__", None)
     if version:
         return str(version)
     from importlib import metadata

@@ -68,3 +68,33 @@ def test_plot_titles_have_units_and_values_are_rounded():
     labels = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert "104.73" in labels and "104.727273" not in labels
     assert report.rounded(3) == "3" and report.rounded(2.0) == "2" and report.rounded(None) == "-"
+
+
+def test_results_show_short_in_a_notebook_and_become_frames():
+    pd = pytest.importorskip("pandas")
+    import draopt
+
+    reports = draopt.compare("examples/gang-stranding.yaml", time_limit=10)
+    assert isinstance(reports, report.PolicyReports) and len(repr(reports)) < 200
+    assert all("\n" not in repr(r) and len(repr(r)) < 200 for r in reports)
+    assert repr(reports[0]).startswith("<PolicyReport first-fit: ")
+    df = reports.to_frame()
+    assert list(df.columns) == ["policy", *report.ROWS] and list(df["policy"]) == ["first-fit", "optimal"]
+    assert "<table>" in reports._repr_html_() and "<table>" in reports[1]._repr_html_()
+
+    mix = draopt.plan("examples/gang-stranding.yaml", ["node-1=1"], time_limit=10)
+    assert repr(mix).startswith("<MixPlan: ") and "\n" not in repr(mix) and len(repr(mix)) < 200
+    frame = mix.to_frame()
+    assert list(frame.columns) == list(mix.FRAME_COLUMNS) and list(frame["node_type"]) == ["node-1"]
+    assert frame["new_nodes"].tolist() == [mix.mix["node-1"]] and "<table>" in mix._repr_html_()
+
+    rows = simulate.aggregate(
+        [simulate.Record(lv, "first-fit", run, 0.1, lv, 3, 1, 0.0) for lv in (0.8, 1.0) for run in (0, 1)],
+        ["first-fit"],
+    )
+    assert repr(rows) == "<SimRows: 2 rows, 1 policies (first-fit), 2 levels>"
+    assert rows[0]["policy"] == "first-fit" and rows[0]["runs"] == 2
+    sf = rows.to_frame()
+    assert list(sf.columns) == simulate.COLUMNS and sf["gap"].isna().all()
+    assert isinstance(sf, pd.DataFrame) and "<table>" in rows._repr_html_()
+    assert len(simulate.records_frame([simulate.Record(1.0, "fgd", 0, 0.1, 1.0, 3, 1, 0.0)])) == 1

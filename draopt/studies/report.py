@@ -107,11 +107,48 @@ class PolicyReport:
     def fragmentation_pct(self) -> float:
         return round(100 * self.fragmentation / self.free_devices, 3) if self.free_devices else 0.0
 
+    def __repr__(self) -> str:
+        gap = "" if self.gap is None else f", gap {self.gap:.2%}"
+        return (
+            f"<PolicyReport {self.policy}: {self.placed} of {self.pods} pods placed, {self.devices_used} of "
+            f"{self.devices_total} devices used, {rounded(self.stranded_devices)} stranded, {self.status}{gap}>"
+        )
+
+    def _repr_html_(self) -> str:
+        return PolicyReports([self])._repr_html_()
+
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("device_map", "unplaced")}
         out["proven"] = self.proven
         out["fragmentation_pct"] = self.fragmentation_pct
         return out
+
+
+class PolicyReports(list[PolicyReport]):
+    """What :func:`compare` returns: a list of PolicyReport, one per policy in order, that a
+    notebook shows as a table and turns into a DataFrame."""
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per policy: `policy`, then ROWS (pods, placed,
+        weighted_pods, weighted_placed, devices_total, devices_used, free_devices,
+        stranded_devices, fragmentation, fragmentation_pct, shapes, solve_s, status, gap,
+        proven), defined in DEFINITIONS and the module docstring."""
+        from draopt.studies.frames import frame
+
+        return frame(("policy",) + ROWS, ([r.policy] + [r.to_json()[c] for c in ROWS] for r in self))
+
+    def __repr__(self) -> str:
+        return (
+            f"<PolicyReports: {len(self)} policies: "
+            + "; ".join(f"{r.policy} {r.placed}/{r.pods} placed" for r in self)
+            + ">"
+        )
+
+    def _repr_html_(self) -> str:
+        from draopt.studies.frames import html_table
+
+        rows = _rows(self)
+        return html_table("draopt compare", rows[0], rows[1:])
 
 
 def _num(v: Fraction) -> float | int:
@@ -125,7 +162,7 @@ def compare(
     features: Features | None = None,
     time_limit: float = 60.0,
     **first_fit: Any,
-) -> list[PolicyReport]:
+) -> PolicyReports:
     """Place the workload with each policy and measure the state each leaves (module docstring).
     `first_fit`: place()'s scheduler_config, seed, tie_break (first-fit's node choice). A policy
     `first-fit:CONFIG` is first-fit with its own scheduler configuration (`builtin:NAME` or a
@@ -150,7 +187,7 @@ def compare(
             except InputError as e:
                 raise InputError(f"--policy {spec}: {e}") from None
     features = features or Features.from_gates()
-    reports: list[PolicyReport] = []
+    reports = PolicyReports()
     for spec in policies:
         with progress.current().task(f"compare: {spec} ({len(reports) + 1} of {len(policies)})"):
             reports.append(measure_policy(objects, spec, features=features, time_limit=time_limit, **first_fit))

@@ -409,13 +409,67 @@ class SimRow:
     def to_dict(self) -> dict[str, Any]:
         return {c: getattr(self, c) for c in COLUMNS}
 
+    def __getitem__(self, column: str) -> Any:
+        """row["policy"]: a column, as in the dicts simulate returned."""
+        if column not in COLUMNS:
+            raise KeyError(column)
+        return getattr(self, column)
 
-def aggregate(records: list[Record], order: list[str]) -> list[SimRow]:
+
+class SimRows(list[SimRow]):
+    """What :func:`aggregate` returns: the SimRow lines, shown as a table in a notebook and
+    turned into a DataFrame."""
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame with COLUMNS, one row per line: inflation (requested / capacity),
+        policy, runs, unallocated_pct, std_pct, min_pct, max_pct, arrived_pct (percent of the
+        device capacity), placed and failed (pods, means over the runs), bound_unallocated_pct,
+        gap and status (the offline optimum's; None for online policies)."""
+        from draopt.studies.frames import frame
+
+        return frame(COLUMNS, ([None if v == "" else v for v in r.to_dict().values()] for r in self))
+
+    def __repr__(self) -> str:
+        policies = list(dict.fromkeys(r.policy for r in self))
+        levels = sorted({r.inflation for r in self})
+        return f"<SimRows: {len(self)} rows, {len(policies)} policies ({', '.join(policies)}), {len(levels)} levels>"
+
+    def _repr_html_(self) -> str:
+        from draopt.studies.frames import html_table
+
+        return html_table("draopt simulate", COLUMNS, ([getattr(r, c) for c in COLUMNS] for r in self))
+
+
+RECORD_COLUMNS = (
+    "level",
+    "policy",
+    "run",
+    "unallocated",
+    "arrived",
+    "placed",
+    "failed",
+    "seconds",
+    "gap",
+    "bound_unallocated",
+    "status",
+)
+
+
+def records_frame(records: list[Record]) -> Any:
+    """The per-run records (simulate(..., records=True)) as a pandas DataFrame, RECORD_COLUMNS:
+    level, policy, run, unallocated and arrived (shares of the device capacity, 0..1), placed,
+    failed, seconds (wall time), and the offline optimum's gap, bound_unallocated and status."""
+    from draopt.studies.frames import frame
+
+    return frame(RECORD_COLUMNS, ([getattr(r, c) for c in RECORD_COLUMNS] for r in records))
+
+
+def aggregate(records: list[Record], order: list[str]) -> SimRows:
     groups: dict[tuple[float, str], list[Record]] = {}
     for r in records:
         groups.setdefault((r.level, r.policy), []).append(r)
     rank = {p: i for i, p in enumerate(order)}
-    rows = []
+    rows = SimRows()
     for (lv, pol), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99))):
         u = np.array([r.unallocated for r in rs]) * 100
         bounds = [r.bound_unallocated for r in rs if r.bound_unallocated is not None]
