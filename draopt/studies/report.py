@@ -777,7 +777,7 @@ def to_html(reports: list[PolicyReport], inputs: list[str], provenance: Provenan
     defs = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS.items())
     notes = "".join(f"<p><b>{e(r.policy)}</b>: {e(r.summary)}</p>" for r in reports if r.summary)
     figs = "".join(
-        f'<figure>{svg}<figcaption>{e(m)}: {e(DEFINITIONS.get(m, ""))}</figcaption></figure>'
+        f'<figure>{svg}<figcaption>{e(TITLES[m])}: {e(DEFINITIONS.get(m, ""))}</figcaption></figure>'
         for m, svg in plots(reports).items()
     )
     return f"""<!DOCTYPE html>
