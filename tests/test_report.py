@@ -213,6 +213,9 @@ def test_cli_table_json_and_self_contained_html(stranding, tmp_path):
     assert got["optimal"]["proven"] is True and got["first-fit"]["proven"] is False
     page = html_path.read_text()
     assert page.count("<svg") == 7  # one plot per measure
+    made = json.loads(p.stdout)["provenance"]  # the same record in the JSON and the page's footer
+    assert made["time_limit"] == 20.0 and made["seed"] == 0 and set(made["inputs"]) == set(map(str, [stranding]))
+    assert '<footer class="provenance">' in page and made["date"] in page
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "<script" not in page and "<link" not in page and "@import" not in page
     t = _run(

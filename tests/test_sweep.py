@@ -174,6 +174,12 @@ def test_cli_runs_resumes_and_reads_a_grid_file(grid, serial_rows, tmp_path):
     assert p.returncode == 0, p.stderr
     assert strip(sw.read_rows(out)) == strip(serial_rows)
     assert "24 scenarios (0 already in" in p.stderr
+    import json
+
+    import pyarrow.parquet as pq
+
+    made = json.loads(pq.read_schema(out).metadata[b"draopt.provenance"])  # the run's record
+    assert made["command"][-2:] == ["-o", out] and str(spec) in made["inputs"] and made["time_limit"] == 60.0
     p = _cli("--grid", str(spec), "--seeds", "0:3", "--engine", "serial", "--quiet", "-o", out)
     assert p.returncode == 0, p.stderr
     assert "36 scenarios (24 already in" in p.stderr and len(sw.read_rows(out)) == 36

@@ -189,6 +189,63 @@ class MixPlan:
     def gap(self) -> float:
         return 0.0 if not self.cost else float((self.cost - self.bound) / self.cost)
 
+    def __repr__(self) -> str:
+        proof = "proven minimal" if self.proven_minimal else f"gap {self.gap:.2%}"
+        return (
+            f"<MixPlan: {_mix_text(self.mix)}, cost {_fmt(self.cost)} ({proof}, {self.status}), "
+            f"{self.placed} of {self.pods} pods placed, {len(self.node_types)} node types>"
+        )
+
+    FRAME_COLUMNS = (
+        "node_type",
+        "template",
+        "cost_per_node",
+        "candidates",
+        "new_nodes",
+        "ffd_nodes",
+        "ffd_cost",
+        "ffd_placed",
+        "ffd_pods",
+    )
+
+    def _frame_rows(self) -> list[list[Any]]:
+        by_type = {e.node_type.name: e for e in self.ffd}
+        rows = []
+        for t in self.node_types:
+            e = by_type.get(t.name)
+            estimated = e is not None and not e.skipped
+            rows.append(
+                [
+                    t.name,
+                    t.template,
+                    _num(t.cost),
+                    self.candidates.get(t.name, 0),
+                    self.mix.get(t.name, 0),
+                    e.nodes if e is not None and estimated else None,
+                    _num(e.cost) if e is not None and estimated else None,
+                    e.placed if e is not None and estimated else None,
+                    e.pods if e is not None and estimated else None,
+                ]
+            )
+        return rows
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per node type (FRAME_COLUMNS): its name and template Node,
+        `cost_per_node`, `candidates` (copies in the model), `new_nodes` (the cheapest mix), and
+        what first-fit-decreasing with that type alone buys: `ffd_nodes`, `ffd_cost`, `ffd_placed`
+        of `ffd_pods` (None: not estimated, the time limit ran out first)."""
+        from draopt.studies.frames import frame
+
+        return frame(self.FRAME_COLUMNS, self._frame_rows())
+
+    def _repr_html_(self) -> str:
+        from draopt.studies.frames import html_table
+
+        caption = (
+            f"draopt plan: {_mix_text(self.mix)}, cost {_fmt(self.cost)}, {self.placed} of {self.pods} pods placed"
+        )
+        return html_table(caption, self.FRAME_COLUMNS, self._frame_rows())
+
     def ffd_best(self) -> FfdEstimate | None:
         """The cheapest single-type estimate among those that place the most pods."""
         if not self.ffd:

@@ -49,6 +49,7 @@ from draopt.errors import InputError
 from draopt.kube.features import Features, add_version_flag, features_from_flags
 from draopt.kube.loader import ObjectSet
 from draopt.kube.optionfiles import check_writable, save_figure
+from draopt.provenance import Provenance, record
 
 DEFINITIONS = {
     "placed": "pending pods placed",
@@ -106,11 +107,48 @@ class PolicyReport:
     def fragmentation_pct(self) -> float:
         return round(100 * self.fragmentation / self.free_devices, 3) if self.free_devices else 0.0
 
+    def __repr__(self) -> str:
+        gap = "" if self.gap is None else f", gap {self.gap:.2%}"
+        return (
+            f"<PolicyReport {self.policy}: {self.placed} of {self.pods} pods placed, {self.devices_used} of "
+            f"{self.devices_total} devices used, {rounded(self.stranded_devices)} stranded, {self.status}{gap}>"
+        )
+
+    def _repr_html_(self) -> str:
+        return PolicyReports([self])._repr_html_()
+
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("device_map", "unplaced")}
         out["proven"] = self.proven
         out["fragmentation_pct"] = self.fragmentation_pct
         return out
+
+
+class PolicyReports(list[PolicyReport]):
+    """What :func:`compare` returns: a list of PolicyReport, one per policy in order, that a
+    notebook shows as a table and turns into a DataFrame."""
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per policy: `policy`, then ROWS (pods, placed,
+        weighted_pods, weighted_placed, devices_total, devices_used, free_devices,
+        stranded_devices, fragmentation, fragmentation_pct, shapes, solve_s, status, gap,
+        proven), defined in DEFINITIONS and the module docstring."""
+        from draopt.studies.frames import frame
+
+        return frame(("policy",) + ROWS, ([r.policy] + [r.to_json()[c] for c in ROWS] for r in self))
+
+    def __repr__(self) -> str:
+        return (
+            f"<PolicyReports: {len(self)} policies: "
+            + "; ".join(f"{r.policy} {r.placed}/{r.pods} placed" for r in self)
+            + ">"
+        )
+
+    def _repr_html_(self) -> str:
+        from draopt.studies.frames import html_table
+
+        rows = _rows(self)
+        return html_table("draopt compare", rows[0], rows[1:])
 
 
 def _num(v: Fraction) -> float | int:
@@ -124,7 +162,7 @@ def compare(
     features: Features | None = None,
     time_limit: float = 60.0,
     **first_fit: Any,
-) -> list[PolicyReport]:
+) -> PolicyReports:
     """Place the workload with each policy and measure the state each leaves (module docstring).
     `first_fit`: place()'s scheduler_config, seed, tie_break (first-fit's node choice). A policy
     `first-fit:CONFIG` is first-fit with its own scheduler configuration (`builtin:NAME` or a
@@ -149,7 +187,7 @@ def compare(
             except InputError as e:
                 raise InputError(f"--policy {spec}: {e}") from None
     features = features or Features.from_gates()
-    reports: list[PolicyReport] = []
+    reports = PolicyReports()
     for spec in policies:
         with progress.current().task(f"compare: {spec} ({len(reports) + 1} of {len(policies)})"):
             reports.append(measure_policy(objects, spec, features=features, time_limit=time_limit, **first_fit))
@@ -533,35 +571,81 @@ def table(reports: list[PolicyReport]) -> str:
     return "\n".join(lines + notes)
 
 
-def to_json(reports: list[PolicyReport], inputs: list[str]) -> dict[str, Any]:
-    return {"inputs": list(inputs), "definitions": DEFINITIONS, "policies": [r.to_json() for r in reports]}
+def to_json(reports: list[PolicyReport], inputs: list[str], provenance: Provenance | None = None) -> dict[str, Any]:
+    """`compare -o json`: the measures per policy, their definitions, and `provenance` (when
+    given: draopt.provenance.Provenance.to_dict())."""
+    out: dict[str, Any] = {
+        "inputs": list(inputs),
+        "definitions": DEFINITIONS,
+        "policies": [r.to_json() for r in reports],
+    }
+    if provenance is not None:
+        out["provenance"] = provenance.to_dict()
+    return out
+
+
+# Plot titles: what each measure counts, and its unit.
+TITLES = {
+    "placed": "pods placed",
+    "weighted_placed": "placed pods, priority-weighted",
+    "devices_used": "devices used",
+    "free_devices": "free devices (device units)",
+    "stranded_devices": "stranded devices (device units)",
+    "fragmentation": "fragmentation (device units)",
+    "solve_s": "placement time (s)",
+}
+
+
+def rounded(v: Any) -> str:
+    """A value as a plot labels it: whole numbers as they are, others to two decimals
+    (104.727273 -> 104.73); None as "-"."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool) or isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+        return _cell(int(v) if isinstance(v, float) else v)
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
+
+
+def _matplotlib(flag: str):
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError(f"{flag} needs matplotlib: pip install 'draopt[plot]'") from None
+    return matplotlib
+
+
+def new_figure(**kwargs: Any):
+    """A matplotlib Figure drawn by the Agg renderer, outside pyplot: the process's backend (a
+    notebook's inline one, say) is left as it was, and no window is opened."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def plots(reports: list[PolicyReport]) -> dict[str, str]:
     """One bar chart per measure, as SVG text (matplotlib; no fonts or images fetched)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InputError("--html needs matplotlib: pip install 'draopt[plot]'") from None
+    matplotlib = _matplotlib("--html")
     out = {}
     names = [r.policy for r in reports]
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "draopt"}):
         for measure in PLOTTED:
-            fig, ax = plt.subplots(figsize=(4.2, 2.8))
+            fig = new_figure(figsize=(4.2, 2.8))
+            ax = fig.subplots()
             values = [float(getattr(r, measure)) for r in reports]
             bars = ax.bar(names, values, color=[f"C{i}" for i in range(len(names))])
-            ax.bar_label(bars, labels=[_cell(getattr(r, measure)) for r in reports], fontsize=8)
-            ax.set_title(measure)
+            ax.bar_label(bars, labels=[rounded(getattr(r, measure)) for r in reports], fontsize=8)
+            ax.set_title(TITLES[measure])
             _fit_labels(ax, names)
             ax.margins(y=0.2)
             ax.set_ylim(bottom=0, top=None if any(values) else 1)
             fig.tight_layout()
             buf = io.StringIO()
             fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-            plt.close(fig)
             svg = buf.getvalue()
             svg = svg[svg.index("<svg") :]  # no XML prolog, no DOCTYPE (it names a URL)
             out[measure] = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
@@ -584,22 +668,17 @@ def plot_png(reports: list[PolicyReport], path: str) -> None:
 
 
 def _png_figure(reports: list[PolicyReport]):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'") from None
+    _matplotlib("--plot")
     names = [r.policy for r in reports]
     cols = 4
     rows = -(-len(PLOTTED) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows))
+    fig = new_figure(figsize=(3.2 * cols, 2.6 * rows))
+    axes = fig.subplots(rows, cols)
     flat = list(axes.flat)
     for ax, measure in zip(flat, PLOTTED):
         bars = ax.bar(names, [float(getattr(r, measure)) for r in reports], color=[f"C{i}" for i in range(len(names))])
-        ax.bar_label(bars, labels=[_cell(getattr(r, measure)) for r in reports], fontsize=8)
-        ax.set_title(measure, fontsize=10)
+        ax.bar_label(bars, labels=[rounded(getattr(r, measure)) for r in reports], fontsize=8)
+        ax.set_title(TITLES[measure], fontsize=10)
         ax.tick_params(labelsize=8)
         _fit_labels(ax, names)
         ax.margins(y=0.25)
@@ -688,9 +767,9 @@ def placement_map(reports: list[PolicyReport]) -> str:
     )
 
 
-def to_html(reports: list[PolicyReport], inputs: list[str]) -> str:
+def to_html(reports: list[PolicyReport], inputs: list[str], provenance: Provenance | None = None) -> str:
     """A self-contained page: the table, the placement map, the definitions, one inline SVG plot
-    per measure."""
+    per measure, and `provenance` (when given) as its footer."""
     e = html.escape
     rows = _rows(reports)
     head = "".join(f"<th>{e(v)}</th>" for v in rows[0])
@@ -698,7 +777,7 @@ def to_html(reports: list[PolicyReport], inputs: list[str]) -> str:
     defs = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS.items())
     notes = "".join(f"<p><b>{e(r.policy)}</b>: {e(r.summary)}</p>" for r in reports if r.summary)
     figs = "".join(
-        f'<figure>{svg}<figcaption>{e(m)}: {e(DEFINITIONS.get(m, ""))}</figcaption></figure>'
+        f'<figure>{svg}<figcaption>{e(TITLES[m])}: {e(DEFINITIONS.get(m, ""))}</figcaption></figure>'
         for m, svg in plots(reports).items()
     )
     return f"""<!DOCTYPE html>
@@ -718,6 +797,7 @@ table.pmap td {{ width: 18px; height: 14px; padding: 0; border: 1px solid #999; 
                  text-align: center; line-height: 14px; }}
 td.free {{ background: #fff; }} td.before {{ background: #888; }}
 p.unplaced {{ max-width: 40em; }}
+footer.provenance {{ margin-top: 2em; font-size: 85%; color: #444; }} footer.provenance ul {{ margin: 0; }}
 ol.legend {{ list-style: none; padding: 0; columns: 16em; font-size: 12px; }}
 ol.legend li {{ margin: 1px 0; }}
 .swatch {{ display: inline-block; min-width: 2.2em; margin-right: 0.4em; text-align: center;
@@ -733,6 +813,7 @@ ol.legend li {{ margin: 1px 0; }}
 {figs}
 <h2>Definitions</h2>
 <dl>{defs}</dl>
+{provenance.html_footer() if provenance is not None else ""}
 </body></html>
 """
 
@@ -820,12 +901,15 @@ def cmd_compare(args) -> int:
             "count as stranded",
             file=sys.stderr,
         )
+    made = record(
+        args.filename, seed=args.seed, time_limit=args.time_limit, kubernetes_version=features.kubernetes_version
+    )
     if args.output == "json":
-        print(json.dumps(to_json(reports, args.filename), indent=2, sort_keys=True))
+        print(json.dumps(to_json(reports, args.filename, made), indent=2, sort_keys=True))
     else:
         print(table(reports))
     if args.html:
-        text = to_html(reports, args.filename)
+        text = to_html(reports, args.filename, made)
         try:
             with open(args.html, "w", encoding="utf-8") as f:
                 f.write(text)

@@ -55,6 +55,7 @@ import numpy as np
 
 from draopt.errors import InputError
 from draopt.kube.optionfiles import check_writable, save_figure
+from draopt.provenance import Provenance, record
 from draopt.studies.sim_cluster import (  # noqa: F401  (re-exported: the simulator's names)
     DEFAULT_CAPACITY,
     FragModel,
@@ -408,13 +409,67 @@ class SimRow:
     def to_dict(self) -> dict[str, Any]:
         return {c: getattr(self, c) for c in COLUMNS}
 
+    def __getitem__(self, column: str) -> Any:
+        """row["policy"]: a column, as in the dicts simulate returned."""
+        if column not in COLUMNS:
+            raise KeyError(column)
+        return getattr(self, column)
 
-def aggregate(records: list[Record], order: list[str]) -> list[SimRow]:
+
+class SimRows(list[SimRow]):
+    """What :func:`aggregate` returns: the SimRow lines, shown as a table in a notebook and
+    turned into a DataFrame."""
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame with COLUMNS, one row per line: inflation (requested / capacity),
+        policy, runs, unallocated_pct, std_pct, min_pct, max_pct, arrived_pct (percent of the
+        device capacity), placed and failed (pods, means over the runs), bound_unallocated_pct,
+        gap and status (the offline optimum's; None for online policies)."""
+        from draopt.studies.frames import frame
+
+        return frame(COLUMNS, ([None if v == "" else v for v in r.to_dict().values()] for r in self))
+
+    def __repr__(self) -> str:
+        policies = list(dict.fromkeys(r.policy for r in self))
+        levels = sorted({r.inflation for r in self})
+        return f"<SimRows: {len(self)} rows, {len(policies)} policies ({', '.join(policies)}), {len(levels)} levels>"
+
+    def _repr_html_(self) -> str:
+        from draopt.studies.frames import html_table
+
+        return html_table("draopt simulate", COLUMNS, ([getattr(r, c) for c in COLUMNS] for r in self))
+
+
+RECORD_COLUMNS = (
+    "level",
+    "policy",
+    "run",
+    "unallocated",
+    "arrived",
+    "placed",
+    "failed",
+    "seconds",
+    "gap",
+    "bound_unallocated",
+    "status",
+)
+
+
+def records_frame(records: list[Record]) -> Any:
+    """The per-run records (simulate(..., records=True)) as a pandas DataFrame, RECORD_COLUMNS:
+    level, policy, run, unallocated and arrived (shares of the device capacity, 0..1), placed,
+    failed, seconds (wall time), and the offline optimum's gap, bound_unallocated and status."""
+    from draopt.studies.frames import frame
+
+    return frame(RECORD_COLUMNS, ([getattr(r, c) for c in RECORD_COLUMNS] for r in records))
+
+
+def aggregate(records: list[Record], order: list[str]) -> SimRows:
     groups: dict[tuple[float, str], list[Record]] = {}
     for r in records:
         groups.setdefault((r.level, r.policy), []).append(r)
     rank = {p: i for i, p in enumerate(order)}
-    rows = []
+    rows = SimRows()
     for (lv, pol), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99))):
         u = np.array([r.unallocated for r in rs]) * 100
         bounds = [r.bound_unallocated for r in rs if r.bound_unallocated is not None]
@@ -460,14 +515,18 @@ def to_csv(rows: list[SimRow]) -> str:
 
 
 def plot(rows: list[SimRow], path: str, *, title: str = "") -> None:
-    try:
-        import matplotlib
+    save_figure(figure(rows, title=title), "--plot", path, dpi=120)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'") from None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+
+def figure(rows: list[SimRow], *, title: str = ""):
+    """The curves of unallocated GPU capacity against the arrived workload, per policy, on a
+    matplotlib Figure of its own (pyplot and its backend untouched: display it in a notebook
+    as the cell's value, or save it)."""
+    from draopt.studies.report import _matplotlib, new_figure
+
+    _matplotlib("--plot")
+    fig = new_figure(figsize=(7, 4.5))
+    ax = fig.subplots()
     policies = list(dict.fromkeys(r.policy for r in rows))
     for pol in policies:
         rs = [r for r in rows if r.policy == pol]
@@ -492,7 +551,7 @@ def plot(rows: list[SimRow], path: str, *, title: str = "") -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, "--plot", path, dpi=120)
+    return fig
 
 
 # ------------------------------------------------------------------ command line
@@ -711,9 +770,36 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def write_csv(path: str, rows: list[SimRow], provenance: Provenance | None = None) -> None:
+    """The rows as CSV at `path`, and `provenance` beside it in PATH.provenance.json: not as
+    `# key: value` lines in the CSV, which csv.DictReader, pandas.read_csv (without comment="#")
+    and the tests read as a header or a row."""
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(to_csv(rows))
+        if provenance is not None:
+            provenance.write_sidecar(path)
+    except OSError as e:
+        raise InputError(f"--output-file {path}: cannot write: {e.strerror or e}") from None
+
+
+def command_provenance(args) -> Provenance:
+    """`draopt simulate`'s provenance record: the cluster and trace files, the seed, the time limit."""
+    from draopt.kube.features import Features
+
+    version = getattr(args, "kubernetes_version", None) or Features.from_gates().kubernetes_version
+    return record(
+        list(args.filename) + [args.trace], seed=args.seed, time_limit=args.time_limit, kubernetes_version=version
+    )
+
+
 def write_rows(args, rows: list[SimRow], *, title: str) -> None:
-    """`draopt simulate`'s output (either protocol): the table or `-o csv`, and `--plot`."""
-    if args.output == "csv":
+    """`draopt simulate`'s output (either protocol): the table or `-o csv` (into `--output-file`
+    with its provenance sidecar, when the command line has that flag), and `--plot`."""
+    output_file = getattr(args, "output_file", None)
+    if args.output == "csv" and output_file:
+        write_csv(output_file, rows, command_provenance(args))
+    elif args.output == "csv":
         sys.stdout.write(to_csv(rows))
     else:
         print(table(rows))

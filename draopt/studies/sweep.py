@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from draopt.errors import InputError
 from draopt.kube.optionfiles import check_writable, read_yaml_option
+from draopt.provenance import Provenance, record
 
 STUDIES = ("simulate", "place")
 ENGINES = ("processes", "serial", "dask")
@@ -441,15 +442,65 @@ def read_rows(path: str) -> list[dict[str, Any]]:
         raise InputError(f"{path}: cannot read as Parquet: {e}") from None
 
 
-def write_rows(path: str, rows: list[dict[str, Any]]) -> None:
-    """All rows to `path`, atomically (a reader or a crash never sees half a file)."""
+# The Parquet type of every column a sweep writes, whatever the rows hold (a column of None only,
+# gap or bound_unallocated_pct without an optimal row, was typed `null`, and changed type
+# from one file to the next). The inputs, each study's results (simulate, then place), then
+# elapsed_s and key. Read with pyarrow.parquet.read_schema(path).
+COLUMN_TYPES: dict[str, str] = {
+    "study": "string",
+    "cluster": "string",
+    "trace": "string",
+    "nodes": "int64",
+    "policy": "string",
+    "seed": "int64",
+    "inflation": "float64",
+    "time_limit": "float64",
+    "batch": "int64",
+    "capacity": "string",
+    "unallocated_pct": "float64",
+    "arrived_pct": "float64",
+    "placed": "int64",
+    "failed": "int64",
+    "nodes_in_cluster": "int64",
+    "bound_unallocated_pct": "float64",
+    "gap": "float64",
+    "status": "string",
+    "pods": "int64",
+    "weighted_pods": "int64",
+    "weighted_placed": "int64",
+    "devices_total": "int64",
+    "devices_used": "int64",
+    "free_devices": "float64",
+    "stranded_devices": "float64",
+    "fragmentation": "float64",
+    "fragmentation_pct": "float64",
+    "shapes": "int64",
+    "proven": "bool_",
+    "elapsed_s": "float64",
+    "key": "string",
+}
+
+
+def schema(columns: list[str], provenance: Provenance | None = None):
+    """The pyarrow schema of a file holding `columns` (in that order): COLUMN_TYPES' types (a
+    column it does not name, from a custom `run`, is a string), and the provenance record as
+    schema metadata (provenance.PARQUET_KEY)."""
+    pa = _pyarrow()
+    fields = [pa.field(c, getattr(pa, COLUMN_TYPES.get(c, "string"))()) for c in columns]
+    return pa.schema(fields, metadata=provenance.parquet_metadata() if provenance else None)
+
+
+def write_rows(path: str, rows: list[dict[str, Any]], provenance: Provenance | None = None) -> None:
+    """All rows to `path`, atomically (a reader or a crash never sees half a file), typed by
+    :func:`schema`, with `provenance` in the schema's metadata."""
     pa = _pyarrow()
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         # Every column of every row (from_pylist takes the first row's keys only: a file holding
         # rows of both studies would lose the second study's measures).
         columns = list(dict.fromkeys(k for r in rows for k in r))
-        pa.parquet.write_table(pa.table({c: [r.get(c) for r in rows] for c in columns}), tmp)
+        table = pa.table({c: [r.get(c) for r in rows] for c in columns}, schema=schema(columns, provenance))
+        pa.parquet.write_table(table, tmp)
         os.replace(tmp, path)
     except OSError as e:
         raise InputError(f"{path}: cannot write: {e.strerror or e}") from None
@@ -470,8 +521,11 @@ def run_sweep(
     client=None,
     progress: bool = True,
     run: Callable[[dict[str, Any]], dict[str, Any]] = run_scenario,
+    provenance: Provenance | None = None,
 ) -> list[dict[str, Any]]:
-    """Run the scenarios not already in `out`; return the rows of all of them, in their order."""
+    """Run the scenarios not already in `out`; return the rows of all of them, in their order.
+    `provenance` goes into the file's schema metadata (the last run's: a resumed file says
+    which run finished it)."""
     done: dict[str, dict[str, Any]] = {}
     kept: list[dict[str, Any]] = []
     if out:
@@ -484,7 +538,7 @@ def run_sweep(
     bar = None
     if progress:
         try:
-            from tqdm import tqdm
+            from tqdm.auto import tqdm  # a widget in a notebook, a text bar elsewhere
         except ImportError:
             raise InputError(f"sweep: the progress bar needs tqdm: {_EXTRA} (or no progress bar)") from None
         bar = tqdm(
@@ -511,13 +565,13 @@ def run_sweep(
             unsaved += 1
             # The file is rewritten whole: at most once a second (and at the end, or on an error).
             if out and time.monotonic() - last_write >= WRITE_EVERY_S:
-                write_rows(out, rows)
+                write_rows(out, rows, provenance)
                 unsaved, last_write = 0, time.monotonic()
             if bar is not None:
                 bar.update(1)
     finally:
         if out and unsaved:
-            write_rows(out, rows)
+            write_rows(out, rows, provenance)
         if bar is not None:
             bar.close()
     return [done[k] for k in keys]
@@ -622,7 +676,12 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
 
 
 def cmd_sweep(args) -> int:
-    scenarios = grid_from_args(args).scenarios()
+    grid = grid_from_args(args)
+    scenarios = grid.scenarios()
+    from draopt.kube.features import Features
+
+    inputs = ([args.grid] if args.grid else []) + [f for c in grid.clusters for f in c] + list(grid.traces)
+    made = record(inputs, time_limit=grid.time_limit, kubernetes_version=Features.from_gates().kubernetes_version)
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers {args.workers}: must be at least 1")
     engine = "dask" if args.scheduler else args.engine
@@ -631,7 +690,13 @@ def cmd_sweep(args) -> int:
     present = {r.get("key") for r in read_rows(args.output)} if os.path.exists(args.output) else set()
     skipped = sum(scenario_key(s) in present for s in scenarios)
     rows = run_sweep(
-        scenarios, args.output, engine=engine, workers=args.workers, address=args.scheduler, progress=not args.quiet
+        scenarios,
+        args.output,
+        engine=engine,
+        workers=args.workers,
+        address=args.scheduler,
+        progress=not args.quiet,
+        provenance=made,
     )
     print(summary_table(rows))
     print(
