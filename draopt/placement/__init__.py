@@ -48,6 +48,53 @@ class PlaceOutcome:
         gate is off, or one draopt does not model): every call gives them, not only the first."""
         return list(getattr(self.workload, "notes", []))
 
+    # The columns of to_frame(), one row per pending pod.
+    FRAME_COLUMNS = ("pod", "node", "placed", "priority", "group", "claims_allocated", "reasons")
+
+    def __repr__(self) -> str:
+        s = self.result.summary()
+        status = s.stats.get("status") or ("heuristic" if s.policy == "first-fit" else "")
+        gap = s.stats.get("gap")
+        gap_text = f", gap {gap:.2%}" if isinstance(gap, (int, float)) and gap else ""
+        return (
+            f"<PlaceOutcome {s.policy}: {s.placed} of {s.pods} pods placed on {s.nodes_used} nodes"
+            f"{', ' + str(status) if status else ''}{gap_text}>"
+        )
+
+    def rows(self) -> list[list[Any]]:
+        """One row per pending pod, in FRAME_COLUMNS order (`reasons`: why nodes refused it)."""
+        return [
+            [
+                p.pod,
+                p.node,
+                p.placed,
+                p.priority,
+                p.group,
+                len(p.new_claims),
+                "; ".join(f"{n} {r}" for r, n in p.reasons.most_common()),
+            ]
+            for p in self.result.pods
+        ]
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame of `rows()` (pandas is imported only here)."""
+        import pandas
+
+        return pandas.DataFrame(self.rows(), columns=list(self.FRAME_COLUMNS))
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the summary line and the first 20 pods."""
+        from html import escape
+
+        head = "".join(f"<th>{escape(c)}</th>" for c in self.FRAME_COLUMNS)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape('' if v is None else str(v))}</td>" for v in row) + "</tr>"
+            for row in self.rows()[:20]
+        )
+        more = len(self.result.pods) - 20
+        tail = f"<p>... {more} more pods (to_frame() has them all)</p>" if more > 0 else ""
+        return f"<p>{escape(repr(self))}</p><table><tr>{head}</tr>{body}</table>{tail}"
+
 
 def build_cluster(objects: ObjectSet, workload, features: Features) -> Cluster:
     in_use = [c for c in workload.claims.values() if c.status.allocation is not None]
