@@ -128,7 +128,7 @@ class DevicePricing:
         if candidates_seen is None:
             return None, "no kind uses a device"
         free = {}
-        for r in {r for d in demand for r in d}:
+        for r in sorted({r for d in demand for r in d}):  # sorted: the model's rows in one order every run
             if r in rep.allocatable:
                 free[r] = Fraction(rep.allocatable[r]) - Fraction(rep.used.get(r, 0))
         if any(share) and amount_cap is None:
