@@ -138,7 +138,7 @@ def _solver_fields(best: float | None, bound: float | None) -> dict[str, Any]:
 class _TerminalTask(Task):
     active = True
 
-    def __init__(self, owner: TerminalProgress, bar: Any):
+    def __init__(self, owner: TerminalProgress | NotebookProgress, bar: Any):
         self._owner = owner
         self._bar = bar
         self._fields: dict[str, Any] = {}
@@ -317,3 +317,43 @@ class LineProgress(Progress):
         with self.lock:
             self.stream.write(text + "\n")
             self.stream.flush()
+
+
+class NotebookProgress(Progress):
+    """Tasks as tqdm.auto bars: widgets in a Jupyter notebook, text elsewhere (the Python API's
+    reporter; the command line has its own)."""
+
+    active = True
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+
+    @contextmanager
+    def task(self, phase: str, *, total: int | None = None, unit: str = "") -> Iterator[Task]:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, desc=phase, unit=unit or "it", leave=False)
+        try:
+            yield _TerminalTask(self, bar)  # (it reads only the owner's lock and the bar)
+        finally:
+            bar.close()
+
+
+def for_api(show: bool | None) -> Progress | None:
+    """The Python API's reporter: `show` None shows bars inside a Jupyter kernel only (a script's
+    call stays quiet), True or False forces them on or off."""
+    import sys
+
+    on = ("ipykernel" in sys.modules) if show is None else show
+    return NotebookProgress() if on else None
+
+
+@contextmanager
+def api_call(show: bool | None) -> Iterator[Progress]:
+    """Around one Python API call: the reporter the caller installed (the command line's) stays;
+    otherwise `for_api(show)` for the call's duration."""
+    if current().active:
+        yield current()
+        return
+    with reporting(for_api(show)) as progress:
+        yield progress

@@ -8,6 +8,8 @@ and field, as the command line reports it (exit 2). `settle=` (allocate, place, 
 default True) is the clock: True applies what the controllers are about to do (terminal pods release their
 claims, deletions and NoExecute evictions finish, replacements are created); False is
 `--no-settle`, the scheduler's view at the moment of the dump (draopt.kube.settle; docs/inputs.md).
+`place`, `plan`, `simulate` and `compare` also take `progress=`: None (the default) shows their
+long work as tqdm.auto bars inside a Jupyter notebook only, True or False forces it.
 
     import draopt
     out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
@@ -16,8 +18,9 @@ claims, deletions and NoExecute evictions finish, replacements are created); Fal
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from draopt.errors import InputError
 from draopt.kube.features import Features, parse_gates, parse_kubernetes_version
@@ -34,6 +37,24 @@ if TYPE_CHECKING:
 __all__ = ["allocate", "compare", "explain", "load", "place", "plan", "simulate", "validate"]
 
 Inputs = ObjectSet | str | Iterable[str]
+_R = TypeVar("_R")
+
+
+def _shows_progress(fn: Callable[..., _R]) -> Callable[..., _R]:
+    """The API call takes `progress=` (None: bars in a Jupyter notebook only; True/False: forced)
+    and shows its long work as tqdm.auto bars (draopt.progress.api_call); the command line's
+    reporter, when it calls, stays."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, progress: bool | None = None, **kwargs: Any) -> _R:
+        from draopt.progress import api_call
+
+        with api_call(progress):
+            return fn(*args, **kwargs)
+
+    return call
+
+
 FeaturesLike = Features | str | Mapping[str, bool] | None
 
 
@@ -151,6 +172,7 @@ def allocate(
     return outcome
 
 
+@_shows_progress
 def place(
     inputs: Inputs,
     *,
@@ -189,6 +211,7 @@ def place(
     return outcome
 
 
+@_shows_progress
 def plan(
     inputs: Inputs,
     node_types: Iterable[NodeType | str] | str,
@@ -249,6 +272,7 @@ def _cluster_and_trace(cluster: Inputs, trace: str) -> ObjectSet:
     return both
 
 
+@_shows_progress
 def simulate(
     cluster: Inputs,
     trace: str,
@@ -325,6 +349,7 @@ def _policy_names(policies: list[str] | str | None, default: str) -> list[str]:
     return names
 
 
+@_shows_progress
 def compare(
     inputs: Inputs,
     policies: list[str] | None = None,
