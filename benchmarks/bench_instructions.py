@@ -46,7 +46,9 @@ def _child(path: str, places: int) -> None:
 
 
 def _count(path: str, places: int, out_dir: str) -> subprocess.Popen:
-    python = os.path.realpath(sys.executable)  # (a pyenv shim would be counted, not Python)
+    # The interpreter itself, not a pyenv shim (a shell script, which callgrind would count);
+    # a virtual environment's python is kept as it is: its real path would lose the venv's packages.
+    python = os.path.realpath(sys.executable) if "/shims/" in sys.executable else sys.executable
     cmd = [
         "valgrind",
         "--tool=callgrind",
