@@ -201,6 +201,8 @@ class Scheduler:
         self.alike_apart: set = set()
         self._groups: dict[int, tuple[int, Any]] = {}  # id(device group memo) -> (number, memo)
         self._versions_kept: bool | None = None  # the nodes keep cluster.versions (checked once)
+        # (cluster.takes, whether every node keeps it): scan.takes_now's check, once per array
+        self._takes_checked: tuple[Any, bool] = (None, False)
         self._kept_array = getattr(cluster, "versions", None)
         self.fit_cache: dict[
             Any, dict[int, tuple[int, int, str | None]]
@@ -326,10 +328,7 @@ class Scheduler:
         if n == 0:
             return None
         info = self.info(demand)
-        pct = prof.percentage_of_nodes_to_score
-        if pct is None:
-            pct = self.config.percentage_of_nodes_to_score
-        to_find = num_feasible_nodes_to_find(pct, n) if prof.score_weights else 1
+        to_find = self._to_find(prof, n)
         hard = self._hard_filters(demand, info, prof)
         if sig is not None and info.has_pod_affinity:
             sig = self._node_level_kind(demand, sig)
@@ -346,13 +345,8 @@ class Scheduler:
         kcache = self.fit_cache.setdefault(sig, {}) if sig is not None else None
         start = self.next_start
         memo_key = (sig, prof.name) if sig is not None and hard is None else None
-        if memo_key is not None:
-            memo = self.fail_memo.get(memo_key)
-            if memo is not None and memo[0] == self.epoch:
-                # Nothing changed since this kind of pod failed everywhere: it fails again
-                # (every node processed, so the start index is where it was).
-                pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
-                return None
+        if memo_key is not None and self._failed_before(memo_key, pl, specific, keys):
+            return None
         scanned = sig is not None and hard is None and self.array_scan
         specs = (
             sig[0] if scanned and refit is not None and self.reuse_kept_fits and len(set(keys)) == len(keys) else None
@@ -391,6 +385,27 @@ class Scheduler:
                 self.fail_memo[memo_key] = (self.epoch, rejected)
             pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
             return None
+        return self._chosen(demand, info, prof, feasible, dra, fits, specs, table_key, try_fn, refit)
+
+    def _to_find(self, prof: Profile, n: int) -> int:
+        """How many feasible nodes the profile scores (percentageOfNodesToScore; 1 without scores)."""
+        pct = prof.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.config.percentage_of_nodes_to_score
+        return num_feasible_nodes_to_find(pct, n) if prof.score_weights else 1
+
+    def _failed_before(self, memo_key, pl, specific, keys) -> bool:
+        """Nothing changed since this kind of pod failed everywhere: it fails again (every node
+        processed, so the start index is where it was); its reasons are the pod's."""
+        memo = self.fail_memo.get(memo_key)
+        if memo is not None and memo[0] == self.epoch:
+            pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
+            return True
+        return False
+
+    def _chosen(self, demand, info, prof: Profile, feasible, dra, fits, specs, table_key, try_fn, refit):
+        """The best-scoring feasible node (ties broken) and the pod's fit there: (node, fit)."""
+        nodes = self.nodes
         if len(feasible) == 1:
             chosen = int(feasible[0])
         else:

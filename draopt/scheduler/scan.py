@@ -242,7 +242,7 @@ def takes_now(sched) -> np.ndarray:
     """Every node's take count now: the cluster's array when the nodes keep it (checked once
     per array, as versions_now does), else read."""
     arr = getattr(sched.cluster, "takes", None)
-    if arr is not None and sched.__dict__.get("_takes_checked", (None,))[0] is not arr:
+    if arr is not None and sched._takes_checked[0] is not arr:
         sched._takes_checked = (arr, all(nd._takes_kept is arr for nd in sched.nodes))
     if arr is not None and sched._takes_checked[1]:
         return arr  # (compared at once: nothing takes while the scan runs)
