@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from draopt.cluster.result import PodPlacement
 
@@ -293,7 +293,7 @@ class GroupCycle:
                 lines.extend(out.lines)
             if len(failures) > EXPLAIN_DOMAINS:
                 lines.append(f"... and {len(failures) - EXPLAIN_DOMAINS} more placements")
-            failed = {}
+            failed: dict[str, PodPlacement] = {}
             for _, out in failures:
                 for pod, pl in out.failed.items():
                     failed.setdefault(pod, pl)
@@ -341,7 +341,7 @@ class GroupCycle:
             raise RuntimeError(f"internal: {pod} fitted {node} in its placement's trial, not now")
 
     def _revert(self, out: Outcome) -> None:
-        out.assignment = [(pl.pod, pl.node) for pl in out.placed]
+        out.assignment = [(pl.pod, cast(str, pl.node)) for pl in out.placed]  # (placed: a node each)
         for pl in reversed(out.placed):
             self.retract(pl)
         out.placed = []

@@ -138,6 +138,7 @@ def pod_on(node: NodeState, pod):
 
 
 # The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).
+_UNANSWERED: Any = object()  # (node_rejects' plain answers: not asked yet; None is an answer)
 _UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -257,19 +258,27 @@ class Cluster:
             plain = self._plain_rejects
             if plain is None:
                 plain = self._plain_rejects = {}
-            got = plain.get(node.index, plain)
-            if got is plain:
+            got = plain.get(node.index, _UNANSWERED)
+            if got is _UNANSWERED:
                 got = plain[node.index] = self._node_rejects(node, pod)
             return got
         return self._node_rejects(node, pod)
 
     def _node_rejects(self, node: NodeState, pod) -> str | None:
         spec = pod.pod.spec
-        if node.node.spec.unschedulable and not any(tolerates(t, _UNSCHEDULABLE) for t in spec.tolerations):
+        # (nodeselect.tolerates is annotated for device taints; core/v1 taints and tolerations have
+        # the same fields and the same rule)
+        if node.node.spec.unschedulable and not any(
+            tolerates(t, _UNSCHEDULABLE)  # type: ignore[arg-type]
+            for t in spec.tolerations
+        ):
             return "node(s) were unschedulable"  # NodeUnschedulable: unless the pod tolerates the taint
         # TaintToleration runs before NodeAffinity in the default filter order (default_plugins.go)
         for taint in node.node.spec.taints:
-            if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in spec.tolerations):
+            if taint.effect in ("NoSchedule", "NoExecute") and not any(
+                tolerates(t, taint)  # type: ignore[arg-type]  # (core/v1 taints: see above)
+                for t in spec.tolerations
+            ):
                 return "node(s) had untolerated taint(s)"  # TaintToleration (1.36, 1.37): the taint unnamed
         required = (
             spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution

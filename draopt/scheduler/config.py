@@ -402,7 +402,7 @@ def _fit_args(w: _Where, args: Any, path: str) -> FitStrategy:
         points = _list(w, rm.get("shape"), f"{rp}.shape")
         if not points:
             raise w.error(f"{rp}.shape", "required for RequestedToCapacityRatio: at least one point")
-        got = []
+        got: list[tuple[int, int]] = []
         for i, pt in enumerate(points):
             pm = _mapping(w, pt, f"{rp}.shape[{i}]", {"utilization", "score"})
             u = _int(w, pm.get("utilization"), f"{rp}.shape[{i}].utilization", 0, 100)
@@ -423,7 +423,7 @@ def _spread_args(w: _Where, args: Any, path: str) -> tuple[str, tuple[SpreadCons
     defaulting = a.get("defaultingType") or "System"
     if defaulting not in ("System", "List"):
         raise w.error(f"{path}.defaultingType", f"{defaulting!r}: must be System or List")
-    cons = []
+    cons: list[SpreadConstraint] = []
     for i, c in enumerate(_list(w, a.get("defaultConstraints"), f"{path}.defaultConstraints")):
         cp = f"{path}.defaultConstraints[{i}]"
         cm = _mapping(

@@ -371,6 +371,7 @@ class PreemptionRun:
                 continue
             victims, why = self.select_victims_on_node(pod, pod.priority, node)
             if victims is None:
+                assert why is not None  # (no victims: the reason why)
                 statuses[why] += 1
                 continue
             pods = [p for u in victims for p in u.pods]
