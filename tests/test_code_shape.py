@@ -68,9 +68,25 @@ def _foreign_dict(node: ast.AST) -> bool:
     )
 
 
+# A class's own copy protocol fills the fresh object it has just made (no __init__ run).
+_COPY_PROTOCOL = {"__copy__", "__deepcopy__"}
+
+
+def _walk_outside_copies(tree: ast.AST):
+    """ast.walk, without the bodies of __copy__ / __deepcopy__ methods."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef) and child.name in _COPY_PROTOCOL:
+                continue
+            todo.append(child)
+
+
 def _dict_writes(tree: ast.Module) -> list[int]:
     lines = []
-    for node in ast.walk(tree):
+    for node in _walk_outside_copies(tree):
         targets: list[ast.AST] = []
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
@@ -108,5 +124,10 @@ def test_the_checks_catch_what_they_look_for():
         "    o.__dict__.setdefault('y', {})\n"
         "    object.__setattr__(p, '__dict__', {})\n"
         "    self.__dict__['z'] = 2\n"
+        "class C:\n"
+        "    def __copy__(self):\n"
+        "        new = C.__new__(C)\n"
+        "        new.__dict__.update(self.__dict__)\n"
+        "        return new\n"
     )
     assert _dict_writes(bad) == [2, 3, 4]

@@ -21,7 +21,6 @@ from draopt.dra.problem import prepare
 
 def check_placement(outcome) -> list[str]:
     result, workload, cluster = outcome.result, outcome.workload, outcome.cluster
-    features = cluster.features
     errors: list[str] = []
     evicted = {e.pod: e for e in result.evictions}
     deallocated = set(result.deallocated)
@@ -29,8 +28,17 @@ def check_placement(outcome) -> list[str]:
     nodes = {n.name: n for n in cluster.nodes}
     errors += _check_evictions(result, workload, evicted, deallocated)
     errors += _check_preemptors(result, workload, cluster.objects.pod_groups, evicted)
+    errors += _check_claims_per_node(result, workload, cluster, initial, nodes)
+    errors += _check_devices_and_counters(result, cluster, initial)
+    errors += _check_pods(result, workload, cluster, nodes, evicted, deallocated)
+    errors += _check_groups(workload, nodes, {pl.pod: pl.node for pl in result.pods if pl.placed}, evicted)
+    return errors
 
-    # Per node: the new claims obey the allocation rules.
+
+def _check_claims_per_node(result, workload, cluster, initial: list, nodes: dict) -> list[str]:
+    """Per node: the new claims obey the allocation rules."""
+    features = cluster.features
+    errors: list[str] = []
     by_node: dict[str, list[str]] = defaultdict(list)
     for key, (_, node) in sorted(result.claims.items()):
         by_node[node].append(key)
@@ -49,8 +57,13 @@ def check_placement(outcome) -> list[str]:
         problem = prepare([workload.claims[k] for k in keys], inv, cluster.classes, features, cluster.cel_env)
         for e in check(problem, [result.claims[k][0] for k in keys]):
             errors.append(f"node {node_name}: {e}")
+    return errors
 
-    # Across nodes: devices and counters, with everything allocated in the end.
+
+def _check_devices_and_counters(result, cluster, initial: list) -> list[str]:
+    """Across nodes: devices and counters, with everything allocated in the end."""
+    features = cluster.features
+    errors: list[str] = []
     final = allocated_state(initial, features)
     owners: dict[tuple, list[str]] = defaultdict(list)
     for key, (alloc, _) in result.claims.items():
@@ -76,8 +89,12 @@ def check_placement(outcome) -> list[str]:
                 for name, left in counters.items():
                     if left < 0:
                         errors.append(f"pool {pool.id}: counter {set_name}/{name} over-committed by {-left}")
+    return errors
 
-    # Pods: node resources, selectors, claims' node selectors, gangs.
+
+def _check_pods(result, workload, cluster, nodes: dict, evicted: dict, deallocated: set) -> list[str]:
+    """Pods: node resources, selectors, claims' node selectors."""
+    errors: list[str] = []
     used: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
     for pod in workload.running:
         if pod.key in evicted:
@@ -85,16 +102,14 @@ def check_placement(outcome) -> list[str]:
         on_node = nodes.get(pod.node_name)
         for r, v in (pod_on(on_node, pod) if on_node is not None else pod).resources.items():
             used[pod.node_name][r] += v
-    from draopt.cluster.firstfit import ClaimBook, device_resources
+    from draopt.cluster.firstfit_node import ClaimBook, device_resources
 
     book = ClaimBook(cluster, workload.claims)
     book.allocations.update(result.claims)
     book.freed.update(deallocated)
-    placed = set()
     for pl in result.pods:
         if not pl.placed:
             continue
-        placed.add(pl.pod)
         pod = workload.pod(pl.pod)
         if pod.hold is not None:
             errors.append(f"pod {pl.pod}: placed, but kube-scheduler keeps it out of its queue: {pod.hold.message}")
@@ -127,7 +142,6 @@ def check_placement(outcome) -> list[str]:
             cap = node.allocatable.get(r)
             if cap is not None and v > cap:
                 errors.append(f"node {name}: {r} over-committed ({v} > {cap})")
-    errors += _check_groups(workload, nodes, {pl.pod: pl.node for pl in result.pods if pl.placed}, evicted)
     return errors
 
 
@@ -229,10 +243,7 @@ def _check_preemptors(result, workload, pod_groups, evicted: dict) -> list[str]:
     whole = {g for g, obj in group_objs.items() if disrupts_whole_group(obj) and g in workload.groups}
 
     def victim_priority(pod) -> int:
-        obj = group_objs.get(pod.group) if pod.group else None
-        if obj is not None and (obj.spec.priority is not None or obj.spec.priority_class_name):
-            return workload.groups[pod.group].priority
-        return pod.priority
+        return _victim_priority(pod, group_objs, workload)
 
     by_preemptor: dict[tuple[str, str], list] = defaultdict(list)
     for key, e in sorted(evicted.items()):
@@ -274,6 +285,21 @@ def _check_preemptors(result, workload, pod_groups, evicted: dict) -> list[str]:
             errors.append(
                 f"PodGroup {g} (disruptionMode all): {len(gone)} of its {len(members)} running pods evicted, not all"
             )
+    errors += _check_preemptors_where(by_preemptor, workload, node_of, whole)
+    return errors
+
+
+def _victim_priority(pod, group_objs: dict, workload) -> int:
+    """A victim's priority as preemption compares it: its PodGroup's when the group sets one."""
+    obj = group_objs.get(pod.group) if pod.group else None
+    if obj is not None and (obj.spec.priority is not None or obj.spec.priority_class_name):
+        return workload.groups[pod.group].priority
+    return pod.priority
+
+
+def _check_preemptors_where(by_preemptor: dict, workload, node_of: dict, whole: set) -> list[str]:
+    """Each preemptor where its victims were (see _check_preemptors)."""
+    errors: list[str] = []
     for (kind, who), victims in sorted(by_preemptor.items()):
         nodes = {v.node_name for v in victims}
         if kind == "pod":

@@ -12,7 +12,7 @@ preemptionPolicy and status.startTime, a PodGroup's disruptionMode.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -195,7 +195,7 @@ class RunningPods:
         shared = False
         if pod.key in self.devices_kept:  # removed without its devices: nothing to give back
             self.devices_kept.discard(pod.key)
-            pod_claims = ()
+            pod_claims: Sequence[Any] = ()
         else:
             pod_claims = pod.claims
         for use in pod_claims:

@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from draopt.cluster.result import PodPlacement
 
@@ -209,6 +209,11 @@ class GroupCycle:
         # (group, placement size) -> its pending pods' kinds, whether all nodes are filtered (this cycle)
         self._kinds_of: dict[tuple[str, int], tuple] = {}
         self._caps: dict[tuple[int, ...], dict] = {}  # a placement's nodes -> allocatable summed
+        # (node name, least amounts and devices) -> (node version, how many pods it could take)
+        self._node_caps: dict[tuple, tuple[int, int]] = {}
+        self._shared: set[str] | None = None  # claims several pods use (_shared_claims; made on first use)
+        # (id(inventory), class, selectors, exact) -> (inventory, its devices they select)
+        self._selected: dict[tuple, tuple] = {}
 
     # ---------------------------------------------------------------- which groups
     def root_of(self, group: str | None) -> tuple[str, str] | None:
@@ -288,7 +293,7 @@ class GroupCycle:
                 lines.extend(out.lines)
             if len(failures) > EXPLAIN_DOMAINS:
                 lines.append(f"... and {len(failures) - EXPLAIN_DOMAINS} more placements")
-            failed = {}
+            failed: dict[str, PodPlacement] = {}
             for _, out in failures:
                 for pod, pl in out.failed.items():
                     failed.setdefault(pod, pl)
@@ -336,7 +341,7 @@ class GroupCycle:
             raise RuntimeError(f"internal: {pod} fitted {node} in its placement's trial, not now")
 
     def _revert(self, out: Outcome) -> None:
-        out.assignment = [(pl.pod, pl.node) for pl in out.placed]
+        out.assignment = [(pl.pod, cast(str, pl.node)) for pl in out.placed]  # (placed: a node each)
         for pl in reversed(out.placed):
             self.retract(pl)
         out.placed = []
@@ -407,16 +412,24 @@ class GroupCycle:
                 break
         out.new = len(out.placed) if known is None else len(pods)
         out.ok = scheduled >= need if gang.policy == "gang" else out.new >= 1
+        self._conclude_leaf(out, group, placement, len(pods), need, room, stopped)
+        return out
+
+    def _conclude_leaf(
+        self, out: Outcome, group: str, placement: Placement, n_pods: int, need: int, room, stopped
+    ) -> None:
+        """A leaf's trial in words (its summary and failed pods' lines); taken back if it failed."""
+        gang = self.w.groups[group]
         name = placement.name if not placement.parent else "all nodes"
         label = f"{name}" if gang.parent is None else f"{group} in {name}"
         running = f", {len(self._running(group))} running" if self._running(group) else ""
         if room is not None:
             summary = (
-                f"{label}: at most {room} of {len(pods)} pending pods fit, by its nodes' free resources and "
+                f"{label}: at most {room} of {n_pods} pending pods fit, by its nodes' free resources and "
                 f"devices (minCount {need}{running}; not tried pod by pod)"
             )
         else:
-            summary = f"{label}: {out.new} of {len(pods)} pending pods fit" + (
+            summary = f"{label}: {out.new} of {n_pods} pending pods fit" + (
                 f" (minCount {need}{running})" if gang.policy == "gang" else ""
             )
         if stopped:
@@ -431,7 +444,6 @@ class GroupCycle:
                 else f"no pod of the group fits: {summary}"
             )
             self._revert(out)
-        return out
 
     def _failed_lines(self, failed: dict[str, PodPlacement], shortfall: dict[str, str], n_nodes: int) -> list[str]:
         """The pods that did not fit, alike reasons together: how many, why (the reasons over
@@ -499,7 +511,7 @@ class GroupCycle:
         total = 0
         # A node's answer for these least amounts and devices, kept until the node changes (its
         # version is bumped by every change on it: Cluster.bump_all for shared devices).
-        known = self.__dict__.setdefault("_node_caps", {})
+        known = self._node_caps
         shape = (tuple(sorted(least.items())), tuple(sorted(device_need.items())))
         for node in nodes:
             key = (node.name, shape)
@@ -558,7 +570,7 @@ class GroupCycle:
         return out
 
     def _shared_claims(self) -> set[str]:
-        got = self.__dict__.get("_shared")
+        got = self._shared
         if got is None:
             seen: dict[str, str] = {}
             got = set()
@@ -566,7 +578,7 @@ class GroupCycle:
                 for use in d.claims:
                     if seen.setdefault(use.key, d.key) != d.key:
                         got.add(use.key)
-            self.__dict__["_shared"] = got
+            self._shared = got
         return got
 
     def _shortfall(self, pod, nodes: list, view=None) -> str:
@@ -611,7 +623,7 @@ class GroupCycle:
         if exact and any(entry.multi_allocatable for entry in inv.devices):
             return None
         # The devices a (class, selectors) selects do not change: found once per inventory.
-        memo = self.__dict__.setdefault("_selected", {})
+        memo = self._selected
         key = (id(inv), class_name, tuple(own), exact)
         got = memo.get(key)
         if got is None or got[0] is not inv:

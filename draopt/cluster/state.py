@@ -138,6 +138,7 @@ def pod_on(node: NodeState, pod):
 
 
 # The taint the NodeUnschedulable filter checks a pod's tolerations against (DaemonSet pods have it).
+_UNANSWERED: Any = object()  # (node_rejects' plain answers: not asked yet; None is an answer)
 _UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -184,6 +185,11 @@ class Cluster:
         # object everywhere. Keyed by the allocated state too (copies of a cluster get their own).
         self._shared: dict[tuple, Inventory] = {}
         self._share_keys: dict[tuple, tuple | None] = {}
+        # Whether a slice every node reaches selects nodes by name (_share_key; found on first use)
+        self._selects_by_name: bool | None = None
+        # node index -> node_rejects' answer for a pod with no selector, affinity or toleration
+        # (made on first use: a copy of the cluster made before then gets its own)
+        self._plain_rejects: dict[int, str | None] | None = None
 
     def inventory(self, node: NodeState) -> Inventory:
         inv = self._inventories.get(node.name)
@@ -222,7 +228,7 @@ class Cluster:
         """shared_slices_key, once per set of node labels (and name, if a slice selects by it)."""
         if self.index.get(node.name):
             return None
-        by_name = self.__dict__.get("_selects_by_name")
+        by_name = self._selects_by_name
         if by_name is None:
             by_name = self._selects_by_name = any(
                 s.spec.node_selector is not None
@@ -249,9 +255,11 @@ class Cluster:
                 return other_scheduler_reason(name, self.served_schedulers)
         if self.incremental and not pod.node_selector and spec.affinity is None and not spec.tolerations:
             # A pod with no selector, affinity or toleration: the answer is the node's alone.
-            plain = self.__dict__.setdefault("_plain_rejects", {})
-            got = plain.get(node.index, plain)
-            if got is plain:
+            plain = self._plain_rejects
+            if plain is None:
+                plain = self._plain_rejects = {}
+            got = plain.get(node.index, _UNANSWERED)
+            if got is _UNANSWERED:
                 got = plain[node.index] = self._node_rejects(node, pod)
             return got
         return self._node_rejects(node, pod)

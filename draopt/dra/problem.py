@@ -138,6 +138,13 @@ class Problem:
         # (the placement model skips such devices and counts them: draopt.model.prepare).
         self.cel_skipped: dict[tuple, str] = {}
 
+    def __copy__(self) -> "Problem":
+        """A shallow copy (requests, caches and device answers shared), made without __init__:
+        first-fit rebinds a solved problem to another pod's claims for most node answers."""
+        new = Problem.__new__(Problem)
+        new.__dict__.update(self.__dict__)
+        return new
+
     def forget_device_answers(self) -> None:
         """Drop the answers kept per device position (request key, device index): for a copy of
         the problem on another node's devices, where a position is another device."""

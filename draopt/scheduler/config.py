@@ -402,7 +402,7 @@ def _fit_args(w: _Where, args: Any, path: str) -> FitStrategy:
         points = _list(w, rm.get("shape"), f"{rp}.shape")
         if not points:
             raise w.error(f"{rp}.shape", "required for RequestedToCapacityRatio: at least one point")
-        got = []
+        got: list[tuple[int, int]] = []
         for i, pt in enumerate(points):
             pm = _mapping(w, pt, f"{rp}.shape[{i}]", {"utilization", "score"})
             u = _int(w, pm.get("utilization"), f"{rp}.shape[{i}].utilization", 0, 100)
@@ -423,7 +423,7 @@ def _spread_args(w: _Where, args: Any, path: str) -> tuple[str, tuple[SpreadCons
     defaulting = a.get("defaultingType") or "System"
     if defaulting not in ("System", "List"):
         raise w.error(f"{path}.defaultingType", f"{defaulting!r}: must be System or List")
-    cons = []
+    cons: list[SpreadConstraint] = []
     for i, c in enumerate(_list(w, a.get("defaultConstraints"), f"{path}.defaultConstraints")):
         cp = f"{path}.defaultConstraints[{i}]"
         cm = _mapping(
@@ -469,6 +469,27 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
     score = _expanded(multi, *sets["score"], SCORE_CAPABLE)
     filters = _expanded(multi, *sets["filter"], ALWAYS_FILTERED | OPTIONAL_FILTERS)
     preempts = "DefaultPreemption" in _expanded(multi, *sets["postFilter"], frozenset({"DefaultPreemption"}))
+    _refuse_filters_off(w, path, sets, multi)
+    args = _plugin_config(w, p, path)
+    return Profile(
+        name=name,
+        score_weights=score,
+        filters=frozenset(f for f in filters if f in OPTIONAL_FILTERS),
+        fit=args.fit,
+        balanced_resources=args.balanced,
+        spread_defaulting=args.defaulting,
+        spread_default_constraints=args.spread,
+        hard_pod_affinity_weight=args.hard_weight,
+        ignore_preferred_terms_of_existing_pods=args.ignore_existing_preferred,
+        percentage_of_nodes_to_score=pct,
+        preemption_candidates=args.preemption_candidates,
+        preemption=preempts,
+    )
+
+
+def _refuse_filters_off(w: _Where, path: str, sets: dict, multi: list) -> None:
+    """The filters draopt always applies cannot be turned off (under filter, or multiPoint
+    without re-enabling them under filter)."""
     for i, name_off in enumerate(sets["filter"][1]):
         if name_off in ALWAYS_FILTERED or (name_off == "*"):
             raise w.error(
@@ -487,12 +508,23 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
                     f"{name_off}: disables the filter(s) {', '.join(sorted(lost))}, which draopt always "
                     f"applies (enable them under plugins.filter, or disable only their score)",
                 )
-    fit = FitStrategy()
-    balanced = DEFAULT_RESOURCES
-    defaulting, spread = "System", ()
-    hard_weight = 1
-    ignore_existing_preferred = False
-    preemption_candidates = (10, 100)
+
+
+@dataclass
+class _PluginArgs:
+    """A profile's pluginConfig, read (the defaults where a plugin has none)."""
+
+    fit: FitStrategy = field(default_factory=FitStrategy)
+    balanced: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
+    defaulting: str = "System"
+    spread: tuple[SpreadConstraint, ...] = ()
+    hard_weight: int = 1
+    ignore_existing_preferred: bool = False
+    preemption_candidates: tuple[int, int] = (10, 100)
+
+
+def _plugin_config(w: _Where, p: dict, path: str) -> _PluginArgs:
+    out = _PluginArgs()
     seen = set()
     for i, pc in enumerate(_list(w, p.get("pluginConfig"), f"{path}.pluginConfig")):
         cp = f"{path}.pluginConfig[{i}]"
@@ -503,61 +535,48 @@ def _profile(w: _Where, doc: Any, path: str, name_default: str | None) -> Profil
         seen.add(pname)
         ap = f"{cp}.args"
         if pname == "NodeResourcesFit":
-            fit = _fit_args(w, pm.get("args"), ap)
+            out.fit = _fit_args(w, pm.get("args"), ap)
         elif pname == "NodeResourcesBalancedAllocation":
             a = _mapping(w, pm.get("args"), ap, {"apiVersion", "kind", "resources"})
-            balanced = _resources(w, a.get("resources"), f"{ap}.resources", weight_one=True) or DEFAULT_RESOURCES
+            out.balanced = _resources(w, a.get("resources"), f"{ap}.resources", weight_one=True) or DEFAULT_RESOURCES
         elif pname == "PodTopologySpread":
-            defaulting, spread = _spread_args(w, pm.get("args"), ap)
+            out.defaulting, out.spread = _spread_args(w, pm.get("args"), ap)
         elif pname == "InterPodAffinity":
-            a = _mapping(
-                w,
-                pm.get("args"),
-                ap,
-                {"apiVersion", "kind", "hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"},
-            )
-            hard_weight = _int(w, a.get("hardPodAffinityWeight", 1), f"{ap}.hardPodAffinityWeight", 0, 100)
-            ignore = a.get("ignorePreferredTermsOfExistingPods", False)
-            if not isinstance(ignore, bool):
-                raise w.error(f"{ap}.ignorePreferredTermsOfExistingPods", f"{ignore!r}: must be true or false")
-            ignore_existing_preferred = ignore
+            out.hard_weight, out.ignore_existing_preferred = _affinity_args(w, pm.get("args"), ap)
         elif pname == "NodeAffinity":
             a = _mapping(w, pm.get("args"), ap, {"apiVersion", "kind", "addedAffinity"})
             if a.get("addedAffinity"):
                 raise w.error(f"{ap}.addedAffinity", "not modelled by draopt")
         elif pname == "DefaultPreemption":
-            # DefaultPreemptionArgs and ValidateDefaultPreemptionArgs (pkg/scheduler/apis/config/validation)
-            a = _mapping(
-                w,
-                pm.get("args"),
-                ap,
-                {"apiVersion", "kind", "minCandidateNodesPercentage", "minCandidateNodesAbsolute"},
-            )
-            share = _int(w, a.get("minCandidateNodesPercentage", 10), f"{ap}.minCandidateNodesPercentage", 0, 100)
-            absolute = _int(w, a.get("minCandidateNodesAbsolute", 100), f"{ap}.minCandidateNodesAbsolute", 0)
-            if share == 0 and absolute == 0:
-                raise w.error(ap, "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero")
-            preemption_candidates = (share, absolute)
+            out.preemption_candidates = _preemption_args(w, pm.get("args"), ap)
         elif pname in ("VolumeBinding", "NodeVolumeLimits", "DynamicResources"):
             pass  # volumes, DRA timeouts: no effect on the node choice draopt models
         elif pname not in IN_TREE:
             raise w.error(f"{cp}.name", f"{pname!r} is not a kube-scheduler in-tree plugin")
         elif pm.get("args"):
             raise w.error(f"{ap}", f"arguments of {pname} are not modelled by draopt")
-    return Profile(
-        name=name,
-        score_weights=score,
-        filters=frozenset(f for f in filters if f in OPTIONAL_FILTERS),
-        fit=fit,
-        balanced_resources=balanced,
-        spread_defaulting=defaulting,
-        spread_default_constraints=spread,
-        hard_pod_affinity_weight=hard_weight,
-        ignore_preferred_terms_of_existing_pods=ignore_existing_preferred,
-        percentage_of_nodes_to_score=pct,
-        preemption_candidates=preemption_candidates,
-        preemption=preempts,
-    )
+    return out
+
+
+def _affinity_args(w: _Where, args: Any, ap: str) -> tuple[int, bool]:
+    """InterPodAffinityArgs: (hardPodAffinityWeight, ignorePreferredTermsOfExistingPods)."""
+    a = _mapping(w, args, ap, {"apiVersion", "kind", "hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
+    hard_weight = _int(w, a.get("hardPodAffinityWeight", 1), f"{ap}.hardPodAffinityWeight", 0, 100)
+    ignore = a.get("ignorePreferredTermsOfExistingPods", False)
+    if not isinstance(ignore, bool):
+        raise w.error(f"{ap}.ignorePreferredTermsOfExistingPods", f"{ignore!r}: must be true or false")
+    return hard_weight, ignore
+
+
+def _preemption_args(w: _Where, args: Any, ap: str) -> tuple[int, int]:
+    """DefaultPreemptionArgs, as ValidateDefaultPreemptionArgs (pkg/scheduler/apis/config/validation)
+    accepts them: (minCandidateNodesPercentage, minCandidateNodesAbsolute)."""
+    a = _mapping(w, args, ap, {"apiVersion", "kind", "minCandidateNodesPercentage", "minCandidateNodesAbsolute"})
+    share = _int(w, a.get("minCandidateNodesPercentage", 10), f"{ap}.minCandidateNodesPercentage", 0, 100)
+    absolute = _int(w, a.get("minCandidateNodesAbsolute", 100), f"{ap}.minCandidateNodesAbsolute", 0)
+    if share == 0 and absolute == 0:
+        raise w.error(ap, "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero")
+    return share, absolute
 
 
 def parse_config(doc: Any, source: str) -> SchedulerConfig:

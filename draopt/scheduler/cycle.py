@@ -31,7 +31,7 @@ from draopt.kube.workload import effective_container_requests, q, requests_shape
 from draopt.dra.rules import tolerates
 from draopt.scheduler.plugins import SCORE_PLUGINS
 from draopt.scheduler.config import Profile, SchedulerConfig
-from draopt.scheduler.podinfo import PodInfo, SpreadRule, pod_info
+from draopt.scheduler.podinfo import AffinityTerm, PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
 from draopt.cluster import firstfit
@@ -201,6 +201,8 @@ class Scheduler:
         self.alike_apart: set = set()
         self._groups: dict[int, tuple[int, Any]] = {}  # id(device group memo) -> (number, memo)
         self._versions_kept: bool | None = None  # the nodes keep cluster.versions (checked once)
+        # (cluster.takes, whether every node keeps it): scan.takes_now's check, once per array
+        self._takes_checked: tuple[Any, bool] = (None, False)
         self._kept_array = getattr(cluster, "versions", None)
         self.fit_cache: dict[
             Any, dict[int, tuple[int, int, str | None]]
@@ -243,7 +245,7 @@ class Scheduler:
         else:
             self.pods_on[idx].remove(info)
         if not (info.required_anti or info.required_affinity or info.preferred_affinity or info.preferred_anti):
-            terms_of = ()  # (most pods: no inter-pod terms to count)
+            terms_of: tuple[tuple[str, int, list[tuple[int, AffinityTerm]]], ...] = ()  # (most pods: none to count)
         else:
             self._n_anti += sign * len(info.required_anti)
             terms_of = (
@@ -320,39 +322,24 @@ class Scheduler:
         nodes = self.nodes
         n = len(nodes)
         if prof is None:
-            pl.reasons[self.no_profile_reason(demand)] += max(n, 1)
-            pl.message = ""  # (another scheduler's pod: kube-scheduler never sees it)
-            return None
+            return self._not_served(demand, pl, n)
         if n == 0:
             return None
         info = self.info(demand)
-        pct = prof.percentage_of_nodes_to_score
-        if pct is None:
-            pct = self.config.percentage_of_nodes_to_score
-        to_find = num_feasible_nodes_to_find(pct, n) if prof.score_weights else 1
+        to_find = self._to_find(prof, n)
         hard = self._hard_filters(demand, info, prof)
         if sig is not None and info.has_pod_affinity:
             sig = self._node_level_kind(demand, sig)
             if alike is not None:
                 alike = alike[:-1] + sig[-1:]
         keys = [u.key for u in demand.claims]
-        # Alike kinds get the same answer from every node (the same feasibility and scores): one
-        # table of answers, frontier and skipped reasons serves them all as long as every reason
-        # in it is shareable (scan keeps to that), so a node that changed is answered once for
-        # all of them instead of once per kind.
-        merged = self.share_alike_tables and alike is not None and hard is None and alike not in self.alike_apart
-        table_key = ("alike kinds", alike) if merged else sig  # (never a kind's own key)
+        merged, table_key = self._table_key(sig, alike, hard)
         frontier = first_open.get(table_key, 0) if table_key is not None and firstfit.KIND_FRONTIERS else 0
         kcache = self.fit_cache.setdefault(sig, {}) if sig is not None else None
         start = self.next_start
         memo_key = (sig, prof.name) if sig is not None and hard is None else None
-        if memo_key is not None:
-            memo = self.fail_memo.get(memo_key)
-            if memo is not None and memo[0] == self.epoch:
-                # Nothing changed since this kind of pod failed everywhere: it fails again
-                # (every node processed, so the start index is where it was).
-                pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
-                return None
+        if memo_key is not None and self._failed_before(memo_key, pl, specific, keys):
+            return None
         scanned = sig is not None and hard is None and self.array_scan
         specs = (
             sig[0] if scanned and refit is not None and self.reuse_kept_fits and len(set(keys)) == len(keys) else None
@@ -381,16 +368,52 @@ class Scheduler:
             )
         self.next_start = (start + processed) % n
         if not len(feasible):
-            if frontier:
-                # (a merged table serves alike kinds: only reasons they share are kept in it)
-                keep = shareable_reason if merged else None
-                rejected.update(
-                    frontier_reasons(skipped_reasons.get(table_key), nodes, frontier, try_fn, generic, keys, keep)
-                )
+            keep = shareable_reason if merged else None  # (a merged table serves alike kinds: their reasons)
+            self._fits_nowhere(rejected, frontier, skipped_reasons.get(table_key), try_fn, generic, keys, keep)
             if memo_key is not None:
                 self.fail_memo[memo_key] = (self.epoch, rejected)
             pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
             return None
+        return self._chosen(demand, info, prof, feasible, dra, fits, specs, table_key, try_fn, refit)
+
+    def _not_served(self, demand, pl, n: int) -> None:
+        """A pod no profile of this scheduler serves: every node says so."""
+        pl.reasons[self.no_profile_reason(demand)] += max(n, 1)
+        pl.message = ""  # (another scheduler's pod: kube-scheduler never sees it)
+        return None
+
+    def _table_key(self, sig, alike, hard) -> tuple[bool, Any]:
+        """(merged, the key of the table scan keeps answers in). Alike kinds get the same answer
+        from every node (the same feasibility and scores): one table of answers, frontier and
+        skipped reasons serves them all as long as every reason in it is shareable (scan keeps to
+        that), so a node that changed is answered once for all of them instead of once per kind."""
+        merged = self.share_alike_tables and alike is not None and hard is None and alike not in self.alike_apart
+        return merged, (("alike kinds", alike) if merged else sig)  # (never a kind's own key)
+
+    def _fits_nowhere(self, rejected: Counter, frontier: int, skipped, try_fn, generic, keys, keep) -> None:
+        """`rejected` completed with the reasons of the nodes before the kind's frontier."""
+        if frontier:
+            rejected.update(frontier_reasons(skipped, self.nodes, frontier, try_fn, generic, keys, keep))
+
+    def _to_find(self, prof: Profile, n: int) -> int:
+        """How many feasible nodes the profile scores (percentageOfNodesToScore; 1 without scores)."""
+        pct = prof.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.config.percentage_of_nodes_to_score
+        return num_feasible_nodes_to_find(pct, n) if prof.score_weights else 1
+
+    def _failed_before(self, memo_key, pl, specific, keys) -> bool:
+        """Nothing changed since this kind of pod failed everywhere: it fails again (every node
+        processed, so the start index is where it was); its reasons are the pod's."""
+        memo = self.fail_memo.get(memo_key)
+        if memo is not None and memo[0] == self.epoch:
+            pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
+            return True
+        return False
+
+    def _chosen(self, demand, info, prof: Profile, feasible, dra, fits, specs, table_key, try_fn, refit):
+        """The best-scoring feasible node (ties broken) and the pod's fit there: (node, fit)."""
+        nodes = self.nodes
         if len(feasible) == 1:
             chosen = int(feasible[0])
         else:

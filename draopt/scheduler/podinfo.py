@@ -16,34 +16,49 @@ Rules (kubernetes/kubernetes):
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from draopt.errors import InputError
 from draopt.kube.models.core import NodeSelector, NodeSelectorTerm, Toleration
 
-Matcher = Callable[[dict[str, str]], bool]
+
+class Matcher(Protocol):
+    """A label selector as a predicate on a pod's labels. Every matcher carries `key`: equal keys
+    select the same pods (selectors written alike by different pods share the scheduler's per-node
+    counts)."""
+
+    key: tuple
+
+    def __call__(self, labels: dict[str, str], /) -> bool: ...
+
+
+def _keyed(fn: Callable[[dict[str, str]], bool], key: tuple) -> Matcher:
+    """`fn` as a Matcher: the key is an attribute of the function itself (a plain function call
+    when matching)."""
+    setattr(fn, "key", key)
+    return cast(Matcher, fn)
+
+
 SPREAD_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
 
 
-def _nothing(labels: dict[str, str]) -> bool:
+def _no_pod(labels: dict[str, str]) -> bool:
     return False
 
 
-def _everything(labels: dict[str, str]) -> bool:
+def _every_pod(labels: dict[str, str]) -> bool:
     return True
 
 
-# Every matcher carries `key`: equal keys select the same pods (selectors written alike by
-# different pods share the scheduler's per-node counts).
-_nothing.key = ("nothing",)  # type: ignore[attr-defined]
-_everything.key = ("everything",)  # type: ignore[attr-defined]
+_nothing = _keyed(_no_pod, ("nothing",))
+_everything = _keyed(_every_pod, ("everything",))
 
 
-def label_selector(sel: Any, where: str, extra: list[tuple[str, str, list[str]]] = ()) -> Matcher:
+def label_selector(sel: Any, where: str, extra: Sequence[tuple[str, str, list[str]]] = ()) -> Matcher:
     """A matcher for a metav1.LabelSelector dict (None: nothing), plus extra requirements."""
     if sel is None:
         return _nothing
@@ -88,8 +103,7 @@ def label_selector(sel: Any, where: str, extra: list[tuple[str, str, list[str]]]
                 return False
         return True
 
-    match.key = tuple(sorted((k, op, tuple(sorted(v))) for k, op, v in reqs))  # type: ignore[attr-defined]
-    return match
+    return _keyed(match, tuple(sorted((k, op, tuple(sorted(v))) for k, op, v in reqs)))
 
 
 @dataclass
@@ -171,7 +185,7 @@ def _extra(model: Any, name: str) -> Any:
     extra = model.__pydantic_extra__  # (model_extra, without the property's cost: once per pod field)
     v = extra.get(name) if extra else None
     if v is None:
-        typed = _typed_field(type(model), name)
+        typed = _typed_field(model.__class__, name)
         if typed is not None:
             v = _plain(getattr(model, typed))
     return v
@@ -183,7 +197,7 @@ def _snake(name: str) -> str:
 
 
 @functools.cache
-def _typed_field(cls: type, name: str) -> str | None:
+def _typed_field(cls: type[BaseModel], name: str) -> str | None:
     """The attribute of `cls` that types the Kubernetes field `name`, or None (an extra)."""
     snake = _snake(name)
     return snake if snake in cls.__pydantic_fields__ else None

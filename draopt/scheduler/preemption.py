@@ -371,6 +371,7 @@ class PreemptionRun:
                 continue
             victims, why = self.select_victims_on_node(pod, pod.priority, node)
             if victims is None:
+                assert why is not None  # (no victims: the reason why)
                 statuses[why] += 1
                 continue
             pods = [p for u in victims for p in u.pods]
@@ -498,24 +499,41 @@ class PreemptionRun:
         self._take(units)  # (DynamicResources frees no PodGroup victim's devices, KEP-5690 neither)
         placed = self._run_group(members)
         if len(placed) < need:
-            # kube-scheduler gives the status of the group's run without victims
-            rerun = gang_trial([self.by_pod[m.key].placed for m in members], len(gang.pods) - len(members), need)
-            words = f"pod group preemption: {rerun.status}"
-            for m in placed:
-                self.unplace(self.by_pod[m.key])
-            self._give(units)
-            self._run_group(members)  # as before the attempt
-            text = (
-                "pod group preemption: the pod group does not fit even with every lower-priority pod "
-                f"evicted ({len(units)} units)"
-            )
-            for m in members:
-                if not self.by_pod[m.key].placed:
-                    self.by_pod[m.key].preemption = text
-            self.group_post_filter[gkey] = self._failed_words[kind] = words
-            self._remember_failure(kind, gang.priority, need, text)
+            self._group_short(gkey, members, placed, units, need, kind)
             return
         assigned = [(m, self.cluster.by_name[self.by_pod[m.key].node]) for m in placed]
+        victims = self._reprieve(gkey, units, assigned)
+        self._evict(victims, gkey, "podgroup", gang.priority, members[0], "cluster")
+        n_pods = sum(len(u.pods) for u in victims)
+        for m, node in assigned:
+            pl = self.by_pod[m.key]
+            pl.nominated_node = node.name
+            pl.preemption = f"pod group preemption: {gkey} placed after evicting {n_pods} lower-priority pod(s)"
+
+    def _group_short(self, gkey: str, members: list, placed: list, units: list, need: int, kind) -> None:
+        """The group does not fit even with every lower-priority unit gone: everything put back as
+        it was, and the failure said (and remembered for groups of its kind)."""
+        gang = self.workload.groups[gkey]
+        # kube-scheduler gives the status of the group's run without victims
+        rerun = gang_trial([self.by_pod[m.key].placed for m in members], len(gang.pods) - len(members), need)
+        words = f"pod group preemption: {rerun.status}"
+        for m in placed:
+            self.unplace(self.by_pod[m.key])
+        self._give(units)
+        self._run_group(members)  # as before the attempt
+        text = (
+            "pod group preemption: the pod group does not fit even with every lower-priority pod "
+            f"evicted ({len(units)} units)"
+        )
+        for m in members:
+            if not self.by_pod[m.key].placed:
+                self.by_pod[m.key].preemption = text
+        self.group_post_filter[gkey] = self._failed_words[kind] = words
+        self._remember_failure(kind, gang.priority, need, text)
+
+    def _reprieve(self, gkey: str, units: list, assigned: list) -> list:
+        """With the group placed (`assigned`: its pods and their nodes), the units given back from
+        the most important down where the group still fits; returns those that stay evicted."""
         nodes = {n.name for _, n in assigned}
         victims = []
         ordered = sorted(units, key=Victim.importance)
@@ -542,12 +560,7 @@ class PreemptionRun:
                 victims.append(u)
                 if not self._on_nodes(affected):
                     raise RuntimeError(f"internal: PodGroup {gkey} no longer fits where it fitted")
-        self._evict(victims, gkey, "podgroup", gang.priority, members[0], "cluster")
-        n_pods = sum(len(u.pods) for u in victims)
-        for m, node in assigned:
-            pl = self.by_pod[m.key]
-            pl.nominated_node = node.name
-            pl.preemption = f"pod group preemption: {gkey} placed after evicting {n_pods} lower-priority pod(s)"
+        return victims
 
     def _run_group(self, members) -> list[Any]:
         """The group's pending pods tried pod by pod (first-fit's cycle); returns the placed ones."""
