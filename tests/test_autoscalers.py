@@ -1,0 +1,249 @@
+"""The autoscalers' own loops as capacity-planning baselines (draopt.studies.autoscalers, karpenter),
+on small hand-made clusters whose answers are worked out by hand below.
+
+Each template node is full (a running pod takes all its cpu and memory), so every pending pod
+needs a new node; the copies start empty."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from draopt.errors import InputError
+from draopt.kube.features import Features
+from draopt.studies.autoscalers import AutoscalerBaseline, cluster_autoscaler, load_priorities
+from draopt.studies.karpenter import karpenter
+from draopt.studies.node_types import NodeType, load_node_types
+from draopt.testing.audit import objects_of
+
+V1 = "resource.k8s.io/v1"
+DRIVER = "gpu.example.com"
+
+
+def _node(name: str, cpu: int, memory: int, gpus: int = 0) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"shape": name}},
+            "status": {"allocatable": {"cpu": str(cpu), "memory": f"{memory}Gi", "pods": "110"}},
+        },
+        {  # fills the template: new nodes are copies without it
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"fill-{name}", "namespace": "ml", "uid": f"uid-fill-{name}"},
+            "spec": {
+                "nodeName": name,
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu), "memory": f"{memory}Gi"}}}],
+            },
+            "status": {"phase": "Running"},
+        },
+    ]
+    if gpus:
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-gpus"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": f"gpu-{i}"} for i in range(gpus)],
+                },
+            }
+        )
+    return docs
+
+
+def _pod(name: str, second: int, cpu: int, memory: int, template: str | None = None) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ml",
+            "uid": f"uid-{name}",
+            "creationTimestamp": f"2026-11-30T10:00:{second:02d}Z",
+        },
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu), "memory": f"{memory}Gi"}}}]},
+    }
+    if template is not None:
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return pod
+
+
+def _gpu_classes() -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": V1,
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        }
+    ]
+    for name, count in (("one-gpu", 1), ("three-gpus", 3)):
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": name, "namespace": "ml"},
+                "spec": {
+                    "spec": {
+                        "devices": {
+                            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": count}}]
+                        }
+                    }
+                },
+            }
+        )
+    return docs
+
+
+@pytest.fixture(scope="module")
+def sizes():
+    """small: 4 cpu, 16Gi, cost 1; large: 16 cpu, 64Gi, cost 4. Pending: `big` (10 cpu, 10Gi, fits
+    large only, first in the queue), then six pods of 4 cpu and 16Gi (one fills a small node, four
+    a large one)."""
+    docs = _node("large", 16, 64) + _node("small", 4, 16) + [_pod("big", 0, 10, 10)]
+    docs += [_pod(f"s{i}", 1 + i, 4, 16) for i in range(6)]
+    return objects_of(docs), [NodeType("small", "small", Fraction(1)), NodeType("large", "large", Fraction(4))]
+
+
+@pytest.fixture(scope="module")
+def gpus():
+    """gpu: 4 cpu, 16Gi, two GPUs (DRA slice), cost 10; cpu: 8 cpu, 32Gi, no GPU, cost 1. Pending: four
+    cpu pods (2 cpu, 4Gi), two pods of one GPU (1 cpu, 2Gi), and `x`, three GPUs: no type has them."""
+    docs = _gpu_classes() + _node("cpu", 8, 32) + _node("gpu", 4, 16, gpus=2)
+    docs += [_pod(f"c{i}", i, 2, 4) for i in range(4)]
+    docs += [_pod(f"g{i}", 10 + i, 1, 2, "one-gpu") for i in range(2)]
+    docs += [_pod("x", 20, 1, 2, "three-gpus")]
+    return objects_of(docs), [NodeType("gpu", "gpu", Fraction(10)), NodeType("cpu", "cpu", Fraction(1))]
+
+
+def _recheck(objects, b: AutoscalerBaseline, node_types: list[NodeType]) -> None:
+    """The baseline's bought nodes are in its objects, cost what it says, and the kube-scheduler's
+    first-fit simulation of them places the pods it says."""
+    from draopt.cluster.firstfit import simulate
+    from draopt.kube.workload import expand
+    from draopt.placement import build_cluster
+
+    assert b.objects is not None
+    before = {n.name for n in objects.nodes}
+    new = {n.name for n in b.objects.nodes} - before
+    assert new == set(b.bought)
+    assert {t: n for t, n in b.nodes.items() if n} == {
+        t: sum(1 for v in b.bought.values() if v == t) for t in set(b.bought.values())
+    }
+    assert b.cost == sum(t.cost * b.nodes[t.name] for t in node_types)
+    features = Features.from_gates()
+    w = expand(objects, features)
+    pending = [p.pod for p in simulate(build_cluster(objects, w, features), w).pods]
+    wl = expand(b.objects, features)
+    placed = {p.pod for p in simulate(build_cluster(b.objects, wl, features), wl).pods if p.placed}
+    assert b.pods == len(pending)
+    assert b.placed == sum(1 for k in pending if k in placed)
+    assert set(b.not_placed) == {k for k in pending if k not in placed}
+
+
+def test_least_waste_and_most_pods_choose_differently(sizes):
+    """Round 1: small places the six 4-cpu pods on 6 nodes with no waste; large places all seven on 3
+    nodes (big + one, four, one) with waste. least-waste buys 6 small, then 1 large for big: 10.
+    most-pods buys the 3 large at once: 12. price (cost per pod): small 6/6 < large 12/7: 10."""
+    objs, types = sizes
+    lw = cluster_autoscaler(objs, types, expander="least-waste")
+    assert lw.name == "cluster-autoscaler/least-waste"
+    assert lw.nodes == {"small": 6, "large": 1} and lw.cost == 10 and lw.placed == lw.pods == 7
+    assert lw.rounds == 2 and [(s.node_type, s.nodes, s.pods) for s in lw.scale_ups] == [
+        ("small", 6, 6),
+        ("large", 1, 1),
+    ]
+    assert lw.scale_ups[0].options == {"small": (6, 6), "large": (3, 7)}
+    mp = cluster_autoscaler(objs, types, expander="most-pods")
+    assert mp.nodes == {"small": 0, "large": 3} and mp.cost == 12 and mp.placed == 7 and mp.rounds == 1
+    price = cluster_autoscaler(objs, types, expander="price")
+    assert price.nodes == {"small": 6, "large": 1} and price.cost == 10
+    assert lw.to_json() == {"cost": 10, "nodes": {"small": 6, "large": 1}, "placed": 7, "pods": 7}
+    for b in (lw, mp, price):
+        _recheck(objs, b, types)
+
+
+def test_priority_expander(sizes, tmp_path):
+    objs, types = sizes
+    b = cluster_autoscaler(objs, types, expander="priority", priorities={10: ["^lar"], 1: [".*"]})
+    assert b.nodes == {"small": 0, "large": 3} and b.cost == 12
+    # Only small matches: small first; then large is the only option, matched by no rule: random among all.
+    b = cluster_autoscaler(objs, types, expander="priority", priorities={5: ["small"]})
+    assert b.nodes == {"small": 6, "large": 1} and b.cost == 10
+    _recheck(objs, b, types)
+    cm = tmp_path / "cm.yaml"
+    cm.write_text("kind: ConfigMap\ndata:\n  priorities: |-\n    10:\n      - ^lar\n")
+    assert load_priorities(str(cm)) == {10: ["^lar"]}
+
+
+def test_group_size_limit_leaves_pods_listed(sizes):
+    """At most one new node per type: small takes s0 (no waste), large takes big + s1; then no room."""
+    objs, types = sizes
+    b = cluster_autoscaler(objs, types, max_group_size=1)
+    assert b.nodes == {"small": 1, "large": 1} and b.placed == 3 and b.cost == 5
+    assert sorted(b.not_placed) == ["ml/s2", "ml/s3", "ml/s4", "ml/s5"]
+    assert "maximum size: small, large" in b.not_placed["ml/s2"]
+    _recheck(objs, b, types)
+
+
+def test_gpu_pods_fit_one_type_and_impossible_pod_is_listed(gpus):
+    """least-waste: cpu's option (4 cpu pods on 1 node, waste 0 + 1/2) beats gpu's (6 pods on 3 nodes,
+    waste 1/6 + 7/12): 1 cpu node, then 1 gpu node for the two GPU pods: 11. most-pods: 3 gpu nodes, 30.
+    x asks for three GPUs: never bought for, listed."""
+    objs, types = gpus
+    lw = cluster_autoscaler(objs, types)
+    assert lw.nodes == {"gpu": 1, "cpu": 1} and lw.cost == 11 and (lw.placed, lw.pods) == (6, 7)
+    assert list(lw.not_placed) == ["ml/x"] and "no node group's estimate places it" in lw.not_placed["ml/x"]
+    mp = cluster_autoscaler(objs, types, expander="most-pods")
+    assert mp.nodes == {"gpu": 3, "cpu": 0} and mp.cost == 30 and mp.placed == 6
+    kp = karpenter(objs, types)
+    assert kp.name == "karpenter" and kp.nodes == {"gpu": 1, "cpu": 1} and kp.cost == 11 and kp.placed == 6
+    assert list(kp.not_placed) == ["ml/x"] and kp.not_placed["ml/x"].startswith("no node type holds it: gpu: ")
+    for b in (lw, mp, kp):
+        _recheck(objs, b, types)
+
+
+def test_karpenter_launches_the_cheapest_type_that_holds_each_node(sizes):
+    """big opens A (large only); s0 joins A; s1 opens B (small or large); s2..s4 join B, which then
+    keeps large only; s5 opens C, which small holds: large, large, small = 9 (CA least-waste: 10)."""
+    objs, types = sizes
+    b = karpenter(objs, types)
+    assert b.nodes == {"small": 1, "large": 2} and b.cost == 9 and b.placed == b.pods == 7
+    assert sorted((s.node_type, s.pods) for s in b.scale_ups) == [("large", 2), ("large", 4), ("small", 1)]
+    assert not b.notes
+    _recheck(objs, b, types)
+
+
+def test_same_seed_same_answer(sizes):
+    objs, types = sizes
+    runs = [cluster_autoscaler(objs, types, expander="random", seed=7) for _ in range(2)]
+    assert runs[0].nodes == runs[1].nodes and runs[0].scale_ups == runs[1].scale_ups
+    assert runs[0].placed == 7
+    _recheck(objs, runs[0], types)
+
+
+def test_bad_input(sizes, tmp_path):
+    objs, types = sizes
+    with pytest.raises(InputError, match="--expander cheapest: unknown expander"):
+        cluster_autoscaler(objs, types, expander="cheapest")
+    with pytest.raises(InputError, match="--expander priority needs --expander-priorities"):
+        cluster_autoscaler(objs, types, expander="priority")
+    with pytest.raises(InputError, match="--expander-priorities: priority 3: '\\(' is not a valid regular"):
+        cluster_autoscaler(objs, types, expander="priority", priorities={3: ["("]})
+    with pytest.raises(InputError, match="--max-nodes-per-scaleup 0"):
+        cluster_autoscaler(objs, types, max_nodes_per_scaleup=0)
+    for run in (cluster_autoscaler, karpenter):
+        with pytest.raises(InputError, match="node type small: the cost must be more than 0"):
+            run(objs, [NodeType("small", "small", Fraction(0))])
+    path = tmp_path / "types.yaml"
+    path.write_text("- template: small\n")
+    with pytest.raises(InputError, match="entry 0: field cost: required"):
+        load_node_types(str(path))
