@@ -143,7 +143,13 @@ def _recheck(objects, b: AutoscalerBaseline, node_types: list[NodeType]) -> None
     w = expand(objects, features)
     pending = [p.pod for p in simulate(build_cluster(objects, w, features), w).pods]
     wl = expand(b.objects, features)
-    placed = {p.pod for p in simulate(build_cluster(b.objects, wl, features), wl).pods if p.placed}
+    cluster = build_cluster(b.objects, wl, features)
+    # The input's nodes in name order, then the bought ones in the order bought.
+    order = [n for n in cluster.nodes if n.name in before] + [cluster.by_name[name] for name in b.bought]
+    for i, n in enumerate(order):
+        n.index = i
+    cluster.nodes = order
+    placed = {p.pod for p in simulate(cluster, wl).pods if p.placed}
     assert b.pods == len(pending)
     assert b.placed == sum(1 for k in pending if k in placed)
     assert set(b.not_placed) == {k for k in pending if k not in placed}

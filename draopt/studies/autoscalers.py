@@ -91,13 +91,22 @@ class SchedulerView:
         return self.pending, self.on_cluster, [self.resources[k] for k in self.pending if k not in self.on_cluster]
 
 
-def kube_scheduler_view(objects: ObjectSet, features: Features) -> SchedulerView:
+def kube_scheduler_view(
+    objects: ObjectSet, features: Features, bought: list[str] | tuple[str, ...] = ()
+) -> SchedulerView:
+    """The simulation with the `bought` nodes last, in that order, after the others (name order): the
+    first-fit pass then puts every pod it placed before on the same node as before (pods placed in
+    an earlier round stay bound; only pods still pending go to new nodes)."""
     from draopt.cluster.firstfit import simulate
     from draopt.kube.workload import expand
     from draopt.placement import build_cluster
 
     workload = expand(objects, features)
     cluster = build_cluster(objects, workload, features)
+    rank = {name: i for i, name in enumerate(bought)}
+    cluster.nodes = sorted(cluster.nodes, key=lambda n: (1, rank[n.name], "") if n.name in rank else (0, 0, n.name))
+    for i, n in enumerate(cluster.nodes):
+        n.index = i
     n_nodes = len(cluster.nodes)
     result = simulate(cluster, workload, explain_failures=None)
     return SchedulerView(
@@ -264,7 +273,7 @@ class ScaleUpLoop:
             ScaleUp(t.name, pick.nodes, len(pick.pods), {o.node_type.name: (o.nodes, len(o.pods)) for o in options})
         )
         before = sum(1 for k in wanted if k in self.view.on_cluster)
-        self.view = kube_scheduler_view(self.objects, self.features)
+        self.view = kube_scheduler_view(self.objects, self.features, list(self.bought))
         if sum(1 for k in wanted if k in self.view.on_cluster) > before:
             return True
         self.notes.append(

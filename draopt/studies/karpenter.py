@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
+from typing import Any
 from fractions import Fraction
 
 from draopt.kube.features import Features
@@ -51,6 +52,7 @@ class PlannedNode:
 
     pods: list[str]
     types: list[NodeType]
+    opened: int  # the how-manieth node planned
 
     def cheapest(self, node_types: list[NodeType]) -> NodeType:
         return min(self.types, key=lambda t: (t.cost, node_types.index(t)))
@@ -70,18 +72,19 @@ def karpenter(
     view = kube_scheduler_view(objects, features)
     wanted = list(view.pending)
     left = [k for k in wanted if k not in view.on_cluster]
-    hold = HoldCheck(objects, node_types, features, view)
+    hold = HoldCheck(objects, node_types, features, view, left)
     planned: list[PlannedNode] = []
     refused: dict[str, str] = {}
     for key in _queue(left, view.resources):
         if not _join(key, planned, hold):
-            types = [t for t in node_types if hold.holds(t, [key])]
+            types = hold.accepts(len(planned), key, node_types)
             if types:
-                planned.append(PlannedNode([key], types))
+                planned.append(PlannedNode([key], types, len(planned)))
             else:
                 refused[key] = hold.why_not(key)
+    planned.sort(key=lambda n: n.opened)
     current, bought = _launch(objects, node_types, planned)
-    final = kube_scheduler_view(current, features)
+    final = kube_scheduler_view(current, features, list(bought))
     notes = []
     meant = len(wanted) - len(refused)
     placed = sum(1 for k in wanted if k in final.on_cluster)
@@ -120,8 +123,7 @@ def _join(key: str, planned: list[PlannedNode], hold: HoldCheck) -> bool:
     the nodes were opened in), some of whose types hold its pods with it."""
     planned.sort(key=lambda n: len(n.pods))
     for node in planned:
-        pods = node.pods + [key]
-        kept = [t for t in node.types if hold.holds(t, pods)]
+        kept = hold.accepts(node.opened, key, node.types)
         if kept:
             node.pods.append(key)
             node.types = kept
@@ -131,35 +133,35 @@ def _join(key: str, planned: list[PlannedNode], hold: HoldCheck) -> bool:
 
 def _launch(objects: ObjectSet, node_types: list[NodeType], planned: list[PlannedNode]):
     """The input with each planned node launched as its cheapest type, named `{type}-kp-plan-N`;
-    (objects, new node name -> type name)."""
+    (objects, new node name -> type name, in the order the nodes were planned)."""
     count = {t.name: 0 for t in node_types}
-    for node in planned:
-        count[node.cheapest(node_types).name] += 1
     bought: dict[str, str] = {}
+    for node in planned:
+        t = node.cheapest(node_types)
+        bought[f"{t.name}-kp-plan-{count[t.name]}"] = t.name
+        count[t.name] += 1
     for t in node_types:
         if count[t.name]:
-            prefix = f"{t.name}-kp"
             objects = with_copies(
-                objects, t.template, count[t.name], prefix=prefix, flag=f"node type {t.name}: template"
+                objects, t.template, count[t.name], prefix=f"{t.name}-kp", flag=f"node type {t.name}: template"
             )
-            bought.update({f"{prefix}-plan-{i}": t.name for i in range(count[t.name])})
     return objects, bought
 
 
 class HoldCheck:
-    """Whether a new node of a type holds a set of pending pods (and the type's DaemonSet pods):
-    the cpu, memory and pod count first, then draopt's simulation of one copy of the type alone."""
+    """Whether a planned node of a type takes one more pod: per node type, draopt's first-fit run on
+    copies of the type alone (copy j stands for the j-th planned node and holds the pods that node
+    took while the type was kept), which tries the pod on that one copy and keeps it there when it
+    fits. The cpu, memory and pod count are checked first."""
 
-    def __init__(self, objects: ObjectSet, node_types: list[NodeType], features: Features, view: SchedulerView):
+    def __init__(self, objects: ObjectSet, node_types: list[NodeType], features: Features, view: SchedulerView, left):
         from draopt.kube.quantity import Quantity
 
-        self.objects = objects
-        self.features = features
-        self.resources = view.resources
-        self.by_key = {f"{p.namespace}/{p.name}": p for p in objects.pods}
-        self.cache: dict[tuple[str, tuple[str, ...]], bool] = {}
+        self.objects, self.features, self.resources, self.left = objects, features, view.resources, list(left)
+        self.runs: dict[str, TypeRun] = {}
         self.alone: dict[str, dict[str, str]] = {}  # pod -> type -> why a new node of it does not hold the pod
         self.room: dict[str, dict[str, Fraction]] = {}
+        self.load: dict[tuple[str, int], dict[str, Fraction]] = {}  # (type, copy) -> pods' cpu, memory, count
         for t in node_types:
             node = next(n for n in objects.nodes if n.name == t.template)
             allocatable = {r: Fraction(Quantity.parse(v).value) for r, v in (node.status.allocatable or {}).items()}
@@ -168,70 +170,105 @@ class HoldCheck:
                 if r in allocatable:
                     used = len(daemons) if r == "pods" else sum(Fraction(self.resources[d].get(r, 0)) for d in daemons)
                     allocatable[r] -= used
-            self.room[t.name] = allocatable
+            self.room[t.name] = {r: v for r, v in allocatable.items() if r in (*PREFILTERED, "pods")}
 
-    def holds(self, t: NodeType, keys: list[str]) -> bool:
-        short = self._short(t, keys)
-        if short:
-            if len(keys) == 1:
-                self.alone.setdefault(keys[0], {})[t.name] = short
-            return False
-        memo = (t.name, tuple(keys))
-        if memo not in self.cache:
-            self.cache[memo] = self._simulate(t, keys)
-        return self.cache[memo]
+    def accepts(self, j: int, key: str, types: list[NodeType]) -> list[NodeType]:
+        """The types whose copy j takes pod `key` too (it stays there: the caller keeps only these
+        types for node j, or, when none, the pod goes elsewhere)."""
+        out = []
+        for t in types:
+            load = self.load.get((t.name, j), {})
+            short = self._short(t, load, key)
+            if short:
+                self._refused(j, key, t, short)
+                continue
+            run = self._run(t, j)
+            pl = run.run.place(run.run.demand_of[key], only=run.copies[j])
+            if not pl.placed:
+                self._refused(j, key, t, pl.reason_text(1) or "does not fit")
+                continue
+            run.members[j].append(key)
+            self.load[(t.name, j)] = {r: load.get(r, Fraction(0)) + self._amount(key, r) for r in self.room[t.name]}
+            out.append(t)
+        return out
 
     def why_not(self, key: str) -> str:
         reasons = self.alone.get(key, {})
         return "no node type holds it: " + "; ".join(f"{t}: {why}" for t, why in reasons.items())
 
-    def _short(self, t: NodeType, keys: list[str]) -> str:
-        """Why the pods cannot fit by cpu, memory or pod count ("" when they may)."""
-        room = self.room[t.name]
-        if "pods" in room and len(keys) > room["pods"]:
-            return f"{len(keys)} pods, room for {room['pods']}"
-        for r in PREFILTERED:
-            if r in room:
-                need = sum(Fraction(self.resources[k].get(r, 0)) for k in keys)
-                if need > room[r]:
-                    return f"needs {r} {float(need):g}, the node has {float(room[r]):g} left for pods"
+    def _refused(self, j: int, key: str, t: NodeType, why: str) -> None:
+        if not self.load.get((t.name, j)):  # a new node: why the type does not hold the pod alone
+            self.alone.setdefault(key, {})[t.name] = why
+
+    def _amount(self, key: str, r: str) -> Fraction:
+        return Fraction(1) if r == "pods" else Fraction(self.resources[key].get(r, 0))
+
+    def _short(self, t: NodeType, load: dict[str, Fraction], key: str) -> str:
+        """Why the pod does not fit by cpu, memory or pod count ("" when it may)."""
+        for r, room in self.room[t.name].items():
+            need = load.get(r, Fraction(0)) + self._amount(key, r)
+            if need > room:
+                what = "pods" if r == "pods" else r
+                return f"needs {what} {float(need):g} with the node's pods, the node has {float(room):g} for pods"
         return ""
 
-    def _simulate(self, t: NodeType, keys: list[str]) -> bool:
-        """One copy of the type, alone in the cluster, with its DaemonSet pods and then `keys` in order."""
-        from draopt.cluster.firstfit import simulate
+    def _run(self, t: NodeType, j: int) -> TypeRun:
+        """The type's run with a copy j (built again, twice as large, when it has too few copies;
+        the copies' pods placed again in order)."""
+        run = self.runs.get(t.name)
+        if run is None or j >= len(run.copies):
+            size = max(16, j + 1, 2 * len(run.copies) if run else 0)
+            members = run.members if run else {}
+            run = self.runs[t.name] = TypeRun.build(self._alone_with(t), t, size, self.features)
+            for i, keys in sorted(members.items()):
+                for key in keys:
+                    if not run.run.place(run.run.demand_of[key], only=run.copies[i]).placed:
+                        raise AssertionError(f"karpenter: {key} no longer fits copy {i} of {t.name}")
+                run.members[i] = list(keys)
+        return run
 
-        objs, type_of, daemon_of = _with_types(
-            self._alone_with(t, keys), [(NodeType(f"{t.name}-kp-probe", t.template, t.cost), 1)]
-        )
-        objs.nodes = [n for n in objs.nodes if n.name != t.template]
-        objs.resource_slices = [s for s in objs.resource_slices if s.spec.node_name != t.template]
-        objs.pods = [p for p in objs.pods if not _daemon_pod_of(p, t.template)]
-        workload, cluster = _cluster_for(objs, self.features, type_of, [f"{t.name}-kp-probe"])
-        pending = {d.key: d for d in workload.pending}
-        workload.pending = [pending[d] for d in daemon_of] + [pending[k] for k in keys]
-        result = simulate(cluster, workload, explain_failures=None)
-        where = {p.pod: p for p in result.pods}
-        ok = all(where[k].node in type_of for k in keys)
-        if not ok and len(keys) == 1:
-            self.alone.setdefault(keys[0], {})[t.name] = (
-                where[keys[0]].reason_text(len(cluster.nodes)) or "does not fit"
-            )
-        return ok
-
-    def _alone_with(self, t: NodeType, keys: list[str]) -> ObjectSet:
+    def _alone_with(self, t: NodeType) -> ObjectSet:
         """The input with only the template node (and the slices not pinned to another node), its
-        pending DaemonSet pods and the pods `keys` (taken out of their PodGroups)."""
+        pending DaemonSet pods and the pods to place (taken out of their PodGroups: Karpenter
+        does not know gangs)."""
         out = copy.copy(self.objects)
         out.nodes = [n for n in self.objects.nodes if n.name == t.template]
         out.resource_slices = [s for s in self.objects.resource_slices if s.spec.node_name in (None, "", t.template)]
         pods = [p for p in self.objects.pods if _daemon_pod_of(p, t.template)]
-        for k in keys:
-            pod = self.by_key[k]
-            if pod.spec.scheduling_group is not None:
-                pod = pod.model_copy(deep=True)
-                pod.spec.scheduling_group = None
-            pods.append(pod)
+        wanted = set(self.left)
+        for pod in self.objects.pods:
+            if f"{pod.namespace}/{pod.name}" in wanted and not _daemon_pod_of(pod, t.template):
+                if pod.spec.scheduling_group is not None:
+                    pod = pod.model_copy(deep=True)
+                    pod.spec.scheduling_group = None
+                pods.append(pod)
         out.pods = pods
         out.creation_order = dict(self.objects.creation_order)
         return out
+
+
+@dataclass
+class TypeRun:
+    """Copies of one node type alone in a cluster, and the first-fit run that fills them (`members`:
+    copy -> the pods placed on it, in order)."""
+
+    run: Any  # draopt.cluster.firstfit.Simulation
+    copies: list  # NodeState of copy j
+    members: dict[int, list[str]]
+
+    @classmethod
+    def build(cls, alone: ObjectSet, t: NodeType, size: int, features: Features) -> TypeRun:
+        from draopt.cluster.firstfit import Simulation
+        from draopt.dra.decode import decode, deterministic_share_id
+
+        probe = NodeType(f"{t.name}-kp-probe", t.template, t.cost)
+        objs, type_of, daemon_of = _with_types(alone, [(probe, size)])
+        objs.nodes = [n for n in objs.nodes if n.name != t.template]
+        objs.resource_slices = [s for s in objs.resource_slices if s.spec.node_name != t.template]
+        objs.pods = [p for p in objs.pods if not _daemon_pod_of(p, t.template)]
+        workload, cluster = _cluster_for(objs, features, type_of, [probe.name])
+        run = Simulation.begin(cluster, workload, deterministic_share_id, decode, None, None)
+        for pod, node in daemon_of.items():  # the DaemonSet controller's pods first, as on a new node
+            run.place(run.demand_of[pod], only=cluster.by_name[node])
+        copies = [cluster.by_name[f"{probe.name}-plan-{j}"] for j in range(size)]
+        return cls(run, copies, {j: [] for j in range(size)})
