@@ -22,12 +22,13 @@ V1 = "resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
 
 
-def _node(name: str, cpu: int, memory: int, gpus: int = 0) -> list[dict[str, Any]]:
+def _node(name: str, cpu: int, memory: int, gpus: int = 0, taint: bool = False) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = [
         {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {"name": name, "labels": {"shape": name}},
+            "spec": {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}] if taint else []},
             "status": {"allocatable": {"cpu": str(cpu), "memory": f"{memory}Gi", "pods": "110"}},
         },
         {  # fills the template: new nodes are copies without it
@@ -73,6 +74,7 @@ def _pod(name: str, second: int, cpu: int, memory: int, template: str | None = N
     if template is not None:
         pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
         pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+        pod["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
     return pod
 
 
@@ -253,3 +255,32 @@ def test_bad_input(sizes, tmp_path):
     path.write_text("- template: small\n")
     with pytest.raises(InputError, match="entry 0: field cost: required"):
         load_node_types(str(path))
+
+
+def test_estimates_of_groups_left_untouched_are_reused(monkeypatch):
+    """The gpu template is tainted (only the GPU pods tolerate it). Round 1: gpu's option (1 node,
+    g0 g1; waste 1/2 + 3/4) loses to cpu's (1 node, c0..c3; waste 0 + 1/2). Round 2: none of gpu's
+    pods was placed: its estimate stands (three estimates in all instead of four), same answer."""
+    import draopt.studies.autoscalers as autoscalers
+
+    docs = _gpu_classes() + _node("cpu", 8, 32) + _node("gpu", 4, 16, gpus=2, taint=True)
+    docs += [_pod(f"c{i}", i, 2, 4) for i in range(4)] + [_pod(f"g{i}", 10 + i, 1, 2, "one-gpu") for i in range(2)]
+    objs = objects_of(docs)
+    types = [NodeType("gpu", "gpu", Fraction(10)), NodeType("cpu", "cpu", Fraction(1))]
+    calls: list[str] = []
+    real = autoscalers.ffd_estimate
+
+    def counted(objects, node_type, **kw):
+        calls.append(node_type.name)
+        return real(objects, node_type, **kw)
+
+    monkeypatch.setattr(autoscalers, "ffd_estimate", counted)
+    b = cluster_autoscaler(objs, types)
+    assert calls == ["gpu-ca0", "cpu-ca0", "cpu-ca1"]
+    assert b.nodes == {"gpu": 1, "cpu": 1} and b.cost == 11 and b.placed == b.pods == 6
+    _recheck(objs, b, types)
+    monkeypatch.setattr(autoscalers, "_reads_other_pods", lambda pod: True)  # no reuse
+    calls.clear()
+    again = cluster_autoscaler(objs, types)
+    assert calls == ["gpu-ca0", "cpu-ca0", "gpu-ca1", "cpu-ca1"]
+    assert again.nodes == b.nodes and again.scale_ups == b.scale_ups

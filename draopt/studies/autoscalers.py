@@ -208,13 +208,17 @@ def cluster_autoscaler(
     features = features or Features.from_gates()
     rng = random.Random(seed)
     loop = ScaleUpLoop(objects, features, kube_scheduler_view(objects, features), {t.name: 0 for t in node_types})
+    # (devices not pinned to a node are shared: pods placed elsewhere may take them from new nodes)
+    loop.reuse = all(s.spec.node_name for s in objects.resource_slices) and not any(
+        _reads_other_pods(p) for p in objects.pods if f"{p.namespace}/{p.name}" in loop.view.pending
+    )
     wanted = list(loop.view.pending)
     while True:
         left = [k for k in wanted if k not in loop.view.on_cluster]
         if not left:
             break
         room = {t.name: _room(t, loop.grown, max_nodes_per_scaleup, max_group_size) for t in node_types}
-        options = _options(loop.objects, node_types, len(loop.steps), loop.view, left, room, features)
+        options = loop.options(node_types, left, room)
         loop.notes += [
             f"round {len(loop.steps) + 1}: the estimate for {o.node_type.name} took {o.seconds:.1f} s, more than "
             f"--max-nodegroup-binpacking-duration {binpacking_seconds:g} s (cluster-autoscaler stops it there)"
@@ -258,6 +262,34 @@ class ScaleUpLoop:
     bought: dict[str, str] = field(default_factory=dict)
     steps: list[ScaleUp] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Last estimate per group: (option, room, capped), reused while none of its pods got placed
+    # (see `options`); only where no pending pod's fit depends on other pods (`reuse`).
+    memo: dict[str, tuple[Option, int, bool]] = field(default_factory=dict)
+    reuse: bool = False
+
+    def options(self, node_types: list[NodeType], left: list[str], room: dict[str, int]) -> list[Option]:
+        """Each node group's option: the binpacking estimate of the pending pods on new nodes of its
+        type, named `{type}-ca{round}-plan-N` (as they will be if bought: never a bought node's name).
+        A group's estimate of the last round stands when its room is the same, it was not capped and
+        none of its pods was placed since: the estimate places every pending pod that fits a new
+        node alone, pods that fit nowhere change nothing, and the pods left keep their order."""
+        first, pending, out = self.view.first(), set(left), []
+        for t in node_types:
+            if room[t.name] <= 0:
+                continue
+            last = self.memo.get(t.name)
+            if self.reuse and last and last[1] == room[t.name] and not last[2] and pending.issuperset(last[0].pods):
+                out.append(Option(t, last[0].nodes, list(last[0].pods)))
+                continue
+            probe = NodeType(f"{t.name}-ca{len(self.steps)}", t.template, t.cost)
+            est = ffd_estimate(
+                self.objects, probe, features=self.features, max_nodes=room[t.name], scheduled_first=first
+            )
+            prefix = f"{probe.name}-plan-"
+            pods = [k for k in left if (est.placement[k].node or "").startswith(prefix)]
+            out.append(Option(t, est.nodes, pods, est.seconds))
+            self.memo[t.name] = (out[-1], room[t.name], est.capped)
+        return out
 
     def buy(self, pick: Option, options: list[Option], wanted: list[str]) -> bool:
         """Grow the picked group (its new nodes named as in its estimate, `{type}-ca{round}-plan-N`)
@@ -283,32 +315,20 @@ class ScaleUpLoop:
         return False
 
 
+def _reads_other_pods(pod) -> bool:
+    """Whether where the pod fits depends on other pods: inter-pod affinity, topology spreading, a gang."""
+    affinity = (pod.spec.affinity.model_extra or {}) if pod.spec.affinity is not None else {}
+    extra = pod.spec.model_extra or {}
+    return bool(
+        affinity.get("podAffinity")
+        or affinity.get("podAntiAffinity")
+        or extra.get("topologySpreadConstraints")
+        or pod.spec.scheduling_group is not None
+    )
+
+
 def _room(t: NodeType, grown: dict[str, int], per_scaleup: int, group_size: int | None) -> int:
     return per_scaleup if group_size is None else min(per_scaleup, group_size - grown[t.name])
-
-
-def _options(
-    objects: ObjectSet,
-    node_types: list[NodeType],
-    round_: int,
-    view: SchedulerView,
-    left: list[str],
-    room: dict[str, int],
-    features: Features,
-) -> list[Option]:
-    """Each node group's option: the binpacking estimate of the pending pods on new nodes of its type,
-    named `{type}-ca{round}-plan-N` (as they will be if bought: never a bought node's name)."""
-    first = view.first()
-    out = []
-    for t in node_types:
-        if room[t.name] <= 0:
-            continue
-        probe = NodeType(f"{t.name}-ca{round_}", t.template, t.cost)
-        est = ffd_estimate(objects, probe, features=features, max_nodes=room[t.name], scheduled_first=first)
-        prefix = f"{probe.name}-plan-"
-        pods = [k for k in left if (est.placement[k].node or "").startswith(prefix)]
-        out.append(Option(t, est.nodes, pods, est.seconds))
-    return out
 
 
 # ------------------------------------------------------------------ expanders
