@@ -25,8 +25,9 @@ says which are placed.
 from __future__ import annotations
 
 import copy
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from fractions import Fraction
 
@@ -183,11 +184,13 @@ class HoldCheck:
                 self._refused(j, key, t, short)
                 continue
             run = self._run(t, j)
-            pl = run.run.place(run.run.demand_of[key], only=run.copies[j])
+            copy_ = run.slot.get(j, len(run.slot))  # a new node: the first copy not in use
+            pl = run.run.place(run.run.demand_of[key], only=run.copies[copy_])
             if not pl.placed:
                 self._refused(j, key, t, pl.reason_text(1) or "does not fit")
                 continue
-            run.members[j].append(key)
+            run.slot[j] = copy_
+            run.members[copy_].append(key)
             self.load[(t.name, j)] = {r: load.get(r, Fraction(0)) + self._amount(key, r) for r in self.room[t.name]}
             out.append(t)
         return out
@@ -213,29 +216,36 @@ class HoldCheck:
         return ""
 
     def _run(self, t: NodeType, j: int) -> TypeRun:
-        """The type's run with a copy j (built again, twice as large, when it has too few copies;
-        the copies' pods placed again in order)."""
+        """The type's run with a copy for planned node j (built again, twice as large, when every
+        copy is in use; the copies' pods placed again in order)."""
         run = self.runs.get(t.name)
-        if run is None or j >= len(run.copies):
-            size = max(16, j + 1, 2 * len(run.copies) if run else 0)
-            members = run.members if run else {}
-            run = self.runs[t.name] = TypeRun.build(self._alone_with(t), t, size, self.features)
-            for i, keys in sorted(members.items()):
-                for key in keys:
-                    if not run.run.place(run.run.demand_of[key], only=run.copies[i]).placed:
-                        raise AssertionError(f"karpenter: {key} no longer fits copy {i} of {t.name}")
-                run.members[i] = list(keys)
+        if run is None or (j not in run.slot and len(run.slot) >= len(run.copies)):
+            alone, need = self._alone_with(t)
+            # First as many copies as the pods would fill by cpu, memory or count (rebuilding costs
+            # the pods' expansion again), then twice as many.
+            size = max(16, need + 1, 2 * len(run.copies) if run else 0)
+            old = run
+            run = self.runs[t.name] = TypeRun.build(alone, t, size, self.features)
+            if old is not None:
+                run.slot = dict(old.slot)
+                for i, keys in sorted(old.members.items()):
+                    for key in keys:
+                        if not run.run.place(run.run.demand_of[key], only=run.copies[i]).placed:
+                            raise AssertionError(f"karpenter: {key} no longer fits copy {i} of {t.name}")
+                    run.members[i] = list(keys)
         return run
 
-    def _alone_with(self, t: NodeType) -> ObjectSet:
+    def _alone_with(self, t: NodeType) -> tuple[ObjectSet, int]:
         """The input with only the template node (and the slices not pinned to another node), its
-        pending DaemonSet pods and the pods to place (taken out of their PodGroups: Karpenter
-        does not know gangs)."""
+        pending DaemonSet pods and the pods to place that fit it alone (taken out of their
+        PodGroups: Karpenter does not know gangs); and how many nodes those pods fill by cpu,
+        memory or count."""
         out = copy.copy(self.objects)
         out.nodes = [n for n in self.objects.nodes if n.name == t.template]
         out.resource_slices = [s for s in self.objects.resource_slices if s.spec.node_name in (None, "", t.template)]
         pods = [p for p in self.objects.pods if _daemon_pod_of(p, t.template)]
-        wanted = set(self.left)
+        # (pods too large for the type alone are never tried on it)
+        wanted = {k for k in self.left if not self._short(t, {}, k)}
         for pod in self.objects.pods:
             if f"{pod.namespace}/{pod.name}" in wanted and not _daemon_pod_of(pod, t.template):
                 if pod.spec.scheduling_group is not None:
@@ -244,17 +254,23 @@ class HoldCheck:
                 pods.append(pod)
         out.pods = pods
         out.creation_order = dict(self.objects.creation_order)
-        return out
+        need = 0
+        for r, room in self.room[t.name].items():
+            if room > 0:
+                need = max(need, math.ceil(sum(self._amount(k, r) for k in wanted) / room))
+        return out, need
 
 
 @dataclass
 class TypeRun:
     """Copies of one node type alone in a cluster, and the first-fit run that fills them (`members`:
-    copy -> the pods placed on it, in order)."""
+    copy -> the pods placed on it, in order; `slot`: planned node -> its copy, for the planned
+    nodes that kept the type when they opened)."""
 
     run: Any  # draopt.cluster.firstfit.Simulation
     copies: list  # NodeState of copy j
     members: dict[int, list[str]]
+    slot: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def build(cls, alone: ObjectSet, t: NodeType, size: int, features: Features) -> TypeRun:
