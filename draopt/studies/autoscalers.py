@@ -7,15 +7,21 @@ Every fit is decided by draopt's kube-scheduler simulation (draopt.cluster.first
 every node filtered, DRA allocator included), as in draopt.studies.ffd_estimate. Sources read
 (kubernetes/autoscaler, cluster-autoscaler/):
 
-* the loop, core/scaleup/ and core/scaleup/orchestrator/: the pods the scheduler leaves pending, one
-  option per node group (the binpacking estimate of those pods on new nodes of the group), options
-  that schedule no pod are dropped, the expander picks one, that group grows; the next loop counts
-  the new nodes as upcoming and the pods that fit them as handled;
+* the loop, core/scaleup/orchestrator/orchestrator.go @ bdef0a7a752a51e9a739accef4e100b3b01b80d0
+  (`ScaleUp`): for the pods the scheduler leaves pending, one option per node group (the binpacking
+  estimate of those pods on new nodes of the group); options with no pod or no node are dropped;
+  the expander picks one; its node count is capped by the cluster's and the group's limits and
+  the group grows. The next loop counts those nodes as upcoming and the pods that fit them as
+  handled. Not modelled: balancing across similar node groups, resource limits of the cluster,
+  node groups created on demand, all-or-nothing scale-ups;
 * estimator/binpacking_estimator.go @ 006685c4641726f573c75e865d015404b8f408ea: first-fit
-  decreasing on new nodes, stopped by a limiter at `--max-nodes-per-scaleup` nodes (and the group's
-  maximum size) or after `--max-nodegroup-binpacking-duration`;
-* the expanders (expander/), each a filter of the options whose survivors go to random.go's
-  uniform choice: waste/waste.go @ d7b4c2b58abc8d5cf1e981102bb519900dbaa788 (least-waste),
+  decreasing on new nodes; estimator/threshold_based_limiter.go @
+  0d0196dbc6b41c145c34cfe91c3e3b769aabd9e9: no node more once the estimate has the node limit
+  (`--max-nodes-per-scaleup`, lowered by the group's room) or has run for
+  `--max-nodegroup-binpacking-duration`;
+* the expanders (expander/), each a filter of the options whose survivors go to a uniform random
+  choice (random/random.go @ 01b46d1125a99248c0ec9eb52912c95b5e7d4d31):
+  waste/waste.go @ d7b4c2b58abc8d5cf1e981102bb519900dbaa788 (least-waste),
   mostpods/mostpods.go @ 098fe02f579de4dfbe6268b2d817e7a3a6e82634 (most-pods),
   priority/priority.go @ 137161c05fefda5ff720beec9b667be4b7fdef2c (priority),
   price/price.go @ 87198930a05ea3e91f4cc7be3e4cade5ef3d1927 (price).
