@@ -284,3 +284,15 @@ def test_estimates_of_groups_left_untouched_are_reused(monkeypatch):
     again = cluster_autoscaler(objs, types)
     assert calls == ["gpu-ca0", "cpu-ca0", "gpu-ca1", "cpu-ca1"]
     assert again.nodes == b.nodes and again.scale_ups == b.scale_ups
+
+
+def test_max_nodes_per_scaleup_caps_each_option(sizes):
+    """Two new nodes per scale-up: small's option places s0 s1, large's big + s0 and s1..s4 (6 pods):
+    most-pods buys 2 large; s5 is left for a second round."""
+    objs, types = sizes
+    b = cluster_autoscaler(objs, types, expander="most-pods", max_nodes_per_scaleup=2)
+    first = b.scale_ups[0]
+    assert (first.node_type, first.nodes, first.pods) == ("large", 2, 6)
+    assert first.options == {"small": (2, 2), "large": (2, 6)}
+    assert b.rounds == 2 and b.placed == b.pods == 7 and b.scale_ups[1].pods == 1
+    _recheck(objs, b, types)
