@@ -13,7 +13,7 @@ import pytest
 
 from draopt.errors import InputError
 from draopt.kube.features import Features
-from draopt.studies.autoscalers import AutoscalerBaseline, cluster_autoscaler, load_priorities
+from draopt.studies.autoscalers import AutoscalerBaseline, cluster_autoscaler, load_priorities, savings
 from draopt.studies.karpenter import karpenter
 from draopt.studies.node_types import NodeType, load_node_types
 from draopt.testing.audit import objects_of
@@ -296,3 +296,15 @@ def test_max_nodes_per_scaleup_caps_each_option(sizes):
     assert first.options == {"small": (2, 2), "large": (2, 6)}
     assert b.rounds == 2 and b.placed == b.pods == 7 and b.scale_ups[1].pods == 1
     _recheck(objs, b, types)
+
+
+def test_savings_line(sizes):
+    objs, types = sizes
+    lw, kp = cluster_autoscaler(objs, types), karpenter(objs, types)
+    assert savings(Fraction(9), 7, [lw, kp]) == (
+        "optimal saves 1 (10.0%) against cluster-autoscaler (least-waste) and 0 (0.0%) against Karpenter"
+    )
+    capped = cluster_autoscaler(objs, types, max_group_size=1)
+    assert savings(Fraction(9), 7, [capped]).endswith(
+        "against cluster-autoscaler (least-waste), which places 3 pods, not 7"
+    )

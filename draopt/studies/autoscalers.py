@@ -82,6 +82,26 @@ class AutoscalerBaseline:
         return {"cost": cost, "nodes": dict(self.nodes), "placed": self.placed, "pods": self.pods}
 
 
+def savings(optimal: Fraction, placed: int, baselines: list[AutoscalerBaseline]) -> str:
+    """ "optimal saves N (x %) against cluster-autoscaler (least-waste) and M (y %) against Karpenter",
+    for a mix of cost `optimal` placing `placed` pods; a baseline placing another number of pods
+    says so (the costs are then not of the same thing)."""
+    from draopt.studies.node_types import format_cost
+
+    parts = []
+    for b in baselines:
+        who = "Karpenter" if b.name == "karpenter" else b.name.replace("/", " (") + ")"
+        saved = b.cost - optimal
+        share = f"{float(saved / b.cost):.1%}" if b.cost else "-"
+        text = f"{format_cost(saved)} ({share}) against {who}"
+        if b.placed != placed:
+            text += f", which places {b.placed} pods, not {placed}"
+        parts.append(text)
+    if not parts:
+        return ""
+    return "optimal saves " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
+
+
 @dataclass
 class SchedulerView:
     """The kube-scheduler simulation of a cluster as it stands: `pending` (every pending pod, queue
