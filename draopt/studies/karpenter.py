@@ -3,10 +3,9 @@ kube-scheduler leaves pending, with the node types of the plan (a template Node 
 
 Sources read (kubernetes-sigs/karpenter, pkg/controllers/provisioning/scheduling/):
 
-* queue.go @ 08de6e34f5285296bad321cd79207f4b8398a843: the pods in decreasing cpu, then memory
-  request, by a stable sort (equal pods keep their queue order; that version compares memory
-  but returns the cpu comparison, so there memory does not reorder pods of equal cpu: here it
-  does, as the comparator's name says);
+* queue.go @ 08de6e34f5285296bad321cd79207f4b8398a843: the pods sorted, stably, by decreasing cpu
+  and then memory request (`byCPUAndMemoryDescending`); equal pods keep the kube-scheduler's
+  queue order here, where that version orders them by creation time and UID;
 * scheduler.go @ 5ed25f098dd11609bf2353e4b74341b3b957a063 (`Solve`, `add`): each pod tries the
   nodes already planned (sorted by fewest pods first), else opens a new node (NodeClaim) with the
   instance types that can hold it; a pod no type holds is an error for that pod;
@@ -28,8 +27,8 @@ import copy
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
 from fractions import Fraction
+from typing import Any
 
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
