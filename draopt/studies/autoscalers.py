@@ -313,7 +313,10 @@ class ScaleUpLoop:
             )
             prefix = f"{probe.name}-plan-"
             pods = [k for k in left if (est.placement[k].node or "").startswith(prefix)]
-            out.append(Option(t, est.nodes, pods, est.seconds))
+            # (the new nodes the pending pods use: a pod the scheduler placed on the cluster as
+            # it stands may take a new node in the estimate's order, which buys nothing)
+            nodes = len({est.placement[k].node for k in pods})
+            out.append(Option(t, nodes, pods, est.seconds))
             self.memo[t.name] = (out[-1], room[t.name], est.capped)
         return out
 
