@@ -309,7 +309,12 @@ class ScaleUpLoop:
                 continue
             probe = NodeType(f"{t.name}-ca{len(self.steps)}", t.template, t.cost)
             est = ffd_estimate(
-                self.objects, probe, features=self.features, max_nodes=room[t.name], scheduled_first=first
+                self.objects,
+                probe,
+                features=self.features,
+                max_nodes=room[t.name],
+                scheduled_first=first,
+                after=list(self.bought),
             )
             prefix = f"{probe.name}-plan-"
             pods = [k for k in left if (est.placement[k].node or "").startswith(prefix)]
