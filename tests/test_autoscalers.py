@@ -308,3 +308,19 @@ def test_savings_line(sizes):
     assert savings(Fraction(9), 7, [capped]).endswith(
         "against cluster-autoscaler (least-waste), which places 3 pods, not 7"
     )
+
+
+def test_estimate_cluster_puts_bought_nodes_last(sizes):
+    """The estimate lays the cluster out as the loop's scheduler view: the input's nodes by name,
+    then the nodes bought so far in the order bought, then the estimate's copies."""
+    from draopt.studies.ffd_estimate import _cluster_for, _with_types, with_copies
+
+    objs, types = sizes
+    grown = with_copies(objs, "small", 1, prefix="small-ca0")
+    grown = with_copies(grown, "large", 1, prefix="large-ca1")
+    probe = NodeType("small-ca2", "small", Fraction(1))
+    copies, type_of, _ = _with_types(grown, [(probe, 1)])
+    bought = ["small-ca0-plan-0", "large-ca1-plan-0"]
+    _, cluster = _cluster_for(copies, Features.from_gates(), type_of, [probe.name], bought)
+    assert [n.name for n in cluster.nodes] == ["large", "small", *bought, "small-ca2-plan-0"]
+    assert [n.index for n in cluster.nodes] == [0, 1, 2, 3, 4]
