@@ -60,9 +60,12 @@ class ScaleUp:
 @dataclass
 class AutoscalerBaseline:
     """What an autoscaler buys for the input's pending pods. `placed`: the input's pending pods the
-    kube-scheduler simulation places on the cluster with the bought nodes (input nodes included),
-    out of `pods`; `not_placed`: pod -> why; `bought`: new node name -> node type; `objects`: the
-    input with the bought nodes (copies of the templates with their slices and DaemonSet pods)."""
+    kube-scheduler simulation (first-fit) places on the cluster with the bought nodes, the input's
+    nodes first and the bought ones after them in the order bought, out of `pods`; `not_placed`:
+    pod -> why; `bought`: new node name -> node type, in the order bought; `objects`: the input
+    with the bought nodes (copies of the templates with their slices and DaemonSet pods);
+    `scale_ups`: cluster-autoscaler's rounds, or Karpenter's new nodes; `notes`: where the model
+    departs from the autoscaler on this input."""
 
     name: str
     cost: Fraction
