@@ -8,6 +8,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from collections.abc import Sequence
 from typing import Any
 
 from draopt.errors import InputError
@@ -111,17 +112,22 @@ def _with_types(objects: ObjectSet, counts: list[tuple[NodeType, int]]):
     return out, type_of, daemon_of
 
 
-def _cluster_for(objs: ObjectSet, features: Features, type_of: dict[str, str], order: list[str]):
-    """Workload and cluster, the input's nodes first (name order), then the copies by type (in
-    `order`) and index: first-fit opens copies in that order."""
+def _cluster_for(
+    objs: ObjectSet, features: Features, type_of: dict[str, str], order: list[str], after: Sequence[str] = ()
+):
+    """Workload and cluster, the input's nodes first (name order; those in `after` last, in that
+    order), then the copies by type (in `order`) and index: first-fit opens copies in that order."""
     from draopt.placement import build_cluster
     from draopt.kube.workload import expand
 
     workload = expand(objs, features)
     cluster = build_cluster(objs, workload, features)
     rank = {name: i for i, name in enumerate(order)}
+    late = {name: i for i, name in enumerate(after)}
 
     def key(n):
+        if n.name in late:
+            return (0, 1, late[n.name], "")
         if n.name not in type_of:
             return (0, 0, 0, n.name)
         t = type_of[n.name]
@@ -184,13 +190,16 @@ def ffd_estimate(
     features: Features | None = None,
     max_nodes: int = 256,
     scheduled_first=None,
+    after: Sequence[str] = (),
 ) -> FfdEstimate:
     """The cluster-autoscaler's binpacking estimate for one node type (kubernetes/autoscaler
     cluster-autoscaler/estimator/binpacking_estimator.go @ 006685c4641726f573c75e865d015404b8f408ea):
     the pods the kube-scheduler leaves pending on the cluster, sorted by decreasing score, each
     put on the first new node that takes it, a new node opened when none does. Every step is
     draopt's kube-scheduler simulation (first-fit, DRA allocator included). `scheduled_first`:
-    what `_scheduled_first` gives (the same for every type)."""
+    what `_scheduled_first` gives (the same for every type); `after`: input nodes the simulation
+    that gave it put after the others, in that order (draopt.studies.autoscalers: the nodes bought
+    so far), so that the pods it placed go where it put them."""
     import time
 
     from draopt.cluster.firstfit import simulate
@@ -212,7 +221,7 @@ def ffd_estimate(
     k = min(left, max(8, need + 1 + need // 8), max_nodes)
     while True:
         objs, type_of, daemon_of = _with_types(objects, [(node_type, k)])
-        wl, cluster = _cluster_for(objs, features, type_of, [node_type.name])
+        wl, cluster = _cluster_for(objs, features, type_of, [node_type.name], after)
         by_key = {d.key: d for d in wl.pending}
         index = {n.name: n.index for n in cluster.nodes}
         daemons = sorted((by_key[p] for p in daemon_of), key=lambda d: index[daemon_of[d.key]])
