@@ -221,11 +221,16 @@ def plan(
     time_limit: float = 60.0,
     max_nodes: int = 256,
     settle: bool = True,
+    baselines: Iterable[str] = (),
+    expander_priorities: str | None = None,
 ) -> MixPlan:
     """The cheapest mix of new nodes that places the pending pods, as `draopt plan`. A node type is
     a draopt.studies.planning.NodeType or `--node-type` text `NODE=COST` (the input's Node NODE with its
     slices as template, COST per node); a str that is not `NODE=COST` is a `--node-types` YAML file.
     Returns a draopt.studies.planning.MixPlan: `placed`, `pods`, `status`, `table()`, `to_json()`.
+    `baselines`: the autoscalers' own loops to run beside it (`karpenter`,
+    `cluster-autoscaler/least-waste|most-pods|price|random|priority`; `expander_priorities` the
+    priority expander's ConfigMap or mapping file), in `MixPlan.baselines`.
 
         mix = draopt.plan("examples/gang-stranding.yaml", ["node-a=1"], time_limit=10)
         mix.placed, mix.pods
@@ -243,13 +248,17 @@ def plan(
             types.append(parse_node_type(t))
         else:
             raise InputError(f"node_types: expected NodeType or 'NODE=COST' text, got {type(t).__name__}")
-    return plan_mix(
-        _clocked(inputs, settle),
-        types,
-        features=_features(features, kubernetes_version),
-        time_limit=time_limit,
-        max_nodes=max_nodes,
-    )
+    objects = _clocked(inputs, settle)
+    chosen = _features(features, kubernetes_version)
+    mix = plan_mix(objects, types, features=chosen, time_limit=time_limit, max_nodes=max_nodes)
+    names = list(baselines)
+    if names:
+        from draopt.studies.autoscalers import load_priorities
+        from draopt.studies.baselines import run_baselines
+
+        priorities = load_priorities(expander_priorities) if expander_priorities else None
+        mix.baselines = run_baselines(objects, types, names, features=chosen, priorities=priorities)
+    return mix
 
 
 def _cluster_and_trace(cluster: Inputs, trace: str) -> ObjectSet:

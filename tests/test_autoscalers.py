@@ -324,3 +324,56 @@ def test_estimate_cluster_puts_bought_nodes_last(sizes):
     _, cluster = _cluster_for(copies, Features.from_gates(), type_of, [probe.name], bought)
     assert [n.name for n in cluster.nodes] == ["large", "small", *bought, "small-ca2-plan-0"]
     assert [n.index for n in cluster.nodes] == [0, 1, 2, 3, 4]
+
+
+def test_plan_prints_the_baselines_beside_the_optimal_mix(sizes, tmp_path):
+    """`plan --baseline`: each loop's mix, cost and placed pods, and what optimal saves against it
+    (issue 34); `-o json` maps each baseline's name to its cost, nodes and placed pods."""
+    import contextlib
+    import io
+    import json
+
+    import yaml
+
+    import draopt
+    from draopt.cli import main
+
+    objs, types = sizes
+    mix = draopt.plan(objs, types, time_limit=10, baselines=["cluster-autoscaler", "karpenter"])
+    assert [b.name for b in mix.baselines] == ["cluster-autoscaler/least-waste", "karpenter"]
+    assert mix.placed == 7 and mix.cost <= min(b.cost for b in mix.baselines)
+    text = mix.table()
+    assert "cluster-autoscaler/least-waste: 6 x small + 1 x large, cost 10, places 7 of 7" in text
+    assert "optimal saves" in text and "against Karpenter" in text
+    got = mix.to_json()["baselines"]
+    assert got["cluster-autoscaler/least-waste"] == {
+        "cost": 10,
+        "nodes": {"small": 6, "large": 1},
+        "placed": 7,
+        "pods": 7,
+    }
+    assert "baselines" not in draopt.plan(objs, types, time_limit=10).to_json()  # only when asked
+    with pytest.raises(InputError, match="--baseline autoscaler: unknown baseline"):
+        draopt.plan(objs, types, time_limit=10, baselines=["autoscaler"])
+    path = tmp_path / "cluster.yaml"
+    docs = _node("large", 16, 64) + _node("small", 4, 16) + [_pod("big", 0, 10, 10)]
+    docs += [_pod(f"s{i}", 1 + i, 4, 16) for i in range(6)]  # (the `sizes` fixture's documents)
+    path.write_text(yaml.safe_dump_all(docs))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        rc = main(
+            [
+                "plan",
+                "-f",
+                str(path),
+                "--node-type",
+                "small=1",
+                "--node-type",
+                "large=4",
+                "--baseline",
+                "karpenter",
+                "-o",
+                "json",
+            ]
+        )
+    assert rc == 0 and set(json.loads(out.getvalue())["baselines"]) == {"karpenter"}

@@ -226,6 +226,20 @@ def _add_plan(sub) -> None:
     )
     pn.add_argument("--max-nodes", type=int, default=256, metavar="N", help="at most N new nodes per type")
     pn.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also run an autoscaler's own loop on the same input and print what optimal saves against it "
+        "(repeatable): karpenter, cluster-autoscaler (least-waste), cluster-autoscaler/EXPANDER "
+        "(least-waste, most-pods, price, random, priority)",
+    )
+    pn.add_argument(
+        "--expander-priorities",
+        metavar="FILE",
+        help="the priority expander's priorities: cluster-autoscaler's ConfigMap, or {priority: [regex on type names]}",
+    )
+    pn.add_argument(
         "--time-limit",
         type=_positive_seconds,
         default=60.0,
@@ -542,6 +556,8 @@ def cmd_plan(args) -> int:
         time_limit=args.time_limit,
         max_nodes=args.max_nodes,
         settle=not args.no_settle,
+        baselines=args.baseline,
+        expander_priorities=args.expander_priorities,
     )
     if not result.pods:
         print("note: nothing to place: no pending Pod (or workload controller) in the input", file=sys.stderr)

@@ -184,6 +184,8 @@ class MixPlan:
     # that the model does not encode (then not proven, and `placed` is first-fit's count).
     first_fit: Any = None  # plan_check.FirstFitCheck
     unencoded_rules: list[str] = field(default_factory=list)
+    # What the autoscalers' own loops buy (draopt.studies.autoscalers.run_baselines), when asked.
+    baselines: list[Any] = field(default_factory=list)
 
     @property
     def gap(self) -> float:
@@ -291,7 +293,7 @@ class MixPlan:
                 "cost": _num(best.cost),
                 "placed": best.placed,
             },
-        }
+        } | ({"baselines": {b.name: b.to_json() for b in self.baselines}} if self.baselines else {})
 
     def table(self) -> str:
         rows = [("node type", "template", "cost", "candidates", "optimal mix", "ffd nodes", "ffd cost", "ffd placed")]
@@ -335,10 +337,26 @@ class MixPlan:
                 f"{best.nodes} x {best.node_type.name}, cost {_fmt(best.cost)}, places {best.placed} of "
                 f"{best.pods}" + ("" if best.placed == best.pods else " (no single type places them all)")
             )
+        out.extend(self._baseline_lines())
         if self.blocked:
             out.append(f"no node of any type (nor of the cluster) takes {len(self.blocked)} pod(s):")
             out.extend(f"  {pod}: {why}" for pod, why in sorted(self.blocked.items()))
         return "\n".join(out)
+
+    def _baseline_lines(self) -> list[str]:
+        """The autoscalers' loops beside the optimal mix, and what optimal saves against each."""
+        if not self.baselines:
+            return []
+        from draopt.studies.autoscalers import savings
+
+        out = []
+        for b in self.baselines:
+            out.append(
+                f"{b.name}: {_mix_text(b.nodes)}, cost {_fmt(b.cost)}, places {b.placed} of {b.pods}"
+                + (f" ({len(b.not_placed)} pod(s) no type holds)" if b.not_placed else "")
+            )
+        out.append(savings(self.cost, self.placed, self.baselines))
+        return out
 
     def _first_fit_lines(self) -> list[str]:
         ff = self.first_fit
