@@ -131,3 +131,15 @@ def test_the_checks_catch_what_they_look_for():
         "        return new\n"
     )
     assert _dict_writes(bad) == [2, 3, 4]
+
+
+def test_mypy_covers_every_module():
+    """[tool.mypy] files name every module of draopt (a folder covers what is under it), so that a
+    new module is type-checked in CI without anyone remembering to list it."""
+    import tomllib
+
+    files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    left = [
+        path for path, _, _ in SOURCES if not any(path == f or (f.endswith("/") and path.startswith(f)) for f in files)
+    ]
+    assert not left, f"modules mypy does not check (add them to [tool.mypy] files): {left}"
