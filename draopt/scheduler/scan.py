@@ -9,8 +9,6 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -89,38 +87,21 @@ def scan(
     the group's other nodes that passed the node filters for this kind before and took
     nothing since (the allocated devices changed, not the node) fit too, with the same
     score: try_node would answer them so from its cache. They are answered in one step."""
-    run = _Scan(
-        sched,
-        sig,
-        keys,
-        try_fn,
-        generic,
-        alike,
-        merged,
-        specs,
-        shared,
-        demand,
-        first_open,
-        skipped_reasons,
-        table(sched, sched.kinds, sig),
-        table(sched, sched.boards, alike) if alike is not None and alike != sig and not merged else None,
-        versions_now(sched),
-    )
+    nodes = sched.nodes
+    n = len(nodes)
+    ver, feas, dscore, reasons, took, group, last_fit = table(sched, sched.kinds, sig)
+    if alike is not None and alike != sig and not merged:
+        bver, _, bscore, breason, _, _, _ = table(sched, sched.boards, alike)
+    else:
+        bver = None
+    versions = versions_now(sched)
     # The arrays are worked on in node-index order; the search order (from `start`, wrapping
     # around) is a rotation of it. Nodes below the frontier at entry are known to reject this
     # kind (`low`); the frontier may move while nodes are filtered, `low` does not.
     low = frontier
-    _filter_until_enough(run, start, low, to_find, frontier)
-    return _answer(run, start, low, to_find)
-
-
-def _filter_until_enough(run: _Scan, start: int, low: int, to_find: int, frontier: int) -> None:
-    """The stale nodes (changed since this kind's table answered them), in search order, filtered
-    until enough feasible nodes lie before the next one; a device group answered in one step
-    where scan's `shared` allows."""
-    sched = run.sched
-    ver, feas, dscore, _, took, group, _ = run.table
-    versions = run.versions
+    fits: dict[int, Any] = {}
+    filled: set[int] = set()  # device groups answered in one step
+    group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
     # (x.nonzero()[0] on these 1-D arrays: np.flatnonzero's answer without its Python wrappers)
     while True:
         if low:
@@ -140,122 +121,66 @@ def _filter_until_enough(run: _Scan, start: int, low: int, to_find: int, frontie
         # found now. Reaching to_find needs at least this many nodes that may be feasible;
         # else the count is not needed (every stale node is filtered).
         may_stop = int(np.count_nonzero(feas[low:] if low else feas)) + len(stale) - 1 >= to_find
-        frontier, fill = _filter_stale(run, stale, may_stop, start, low, to_find, frontier)
+        fill = None
+        for idx in stale:
+            if may_stop and feasible_before(feas, idx, start, low) >= to_find:
+                break
+            if bver is not None and bver[idx] == versions[idx]:
+                reason, fit = breason[idx], None
+                if reason is None:
+                    feas[idx] = True
+                    dscore[idx] = bscore[idx]
+                    ver[idx] = versions[idx]
+                    continue
+                version = nodes[idx].version
+            else:
+                node = nodes[idx]
+                version = node.version
+                reason, fit = try_fn(node)
+                if reason is not None:
+                    reason = generic(reason, keys)
+                if bver is not None:
+                    if shareable_reason(reason):
+                        bver[idx] = version
+                        breason[idx] = reason
+                        bscore[idx] = fit[3] if fit is not None else 0
+                elif merged and not shareable_reason(reason):
+                    # This table serves every alike kind (Scheduler.select): a reason of this
+                    # kind's own is not theirs, so they keep their own tables from now on.
+                    sched.alike_apart.add(alike)
+            ver[idx] = version
+            if reason is not None:
+                feas[idx] = False
+                reasons[idx] = reason
+                if idx == frontier:
+                    frontier += 1
+                    first_open[sig] = frontier
+                    skipped_reasons.setdefault(sig, {})[idx] = (version, reason)
+                continue
+            assert fit is not None  # try_node's fit when it gives no reason
+            feas[idx] = True
+            dscore[idx] = fit[3]
+            fits[idx] = fit
+            if specs is not None:
+                last_fit[idx] = (version, specs, fit)
+            if shared is not None:
+                node = nodes[idx]
+                took[idx] = node._takes
+                g = group[idx] = group_number(sched, shared.memo(node))
+                if g not in filled:
+                    got = shared.current(demand)
+                    if got is not None and group_number(sched, got[0]) == g:
+                        fill = (g, got[1])
+                        break
         if fill is None:
             break
         g, group_fit = fill
-        run.filled.add(g)
+        filled.add(g)
         same = (ver != versions) & (group == g) & (took == takes_now(sched)) & feas
         same[:frontier] = False
         ver[same] = versions[same]
         dscore[same] = group_fit[3]
-        run.group_fits.append((same, group_fit))
-
-
-@dataclass(eq=False)
-class _Scan:
-    """One scan's inputs and what it has found so far (see scan)."""
-
-    sched: Any  # draopt.scheduler.cycle.Scheduler
-    sig: Any
-    keys: list[str]
-    try_fn: Callable
-    generic: Callable
-    alike: Any
-    merged: bool
-    specs: Any
-    shared: Any  # firstfit's SharedDevices, or None
-    demand: Any
-    first_open: dict
-    skipped_reasons: dict
-    table: tuple  # this kind's (see table)
-    board: tuple | None  # the alike kind's, or None
-    versions: np.ndarray  # every node's version now
-    fits: dict[int, Any] = field(default_factory=dict)
-    filled: set[int] = field(default_factory=set)  # device groups answered in one step
-    group_fits: list = field(default_factory=list)  # (nodes answered so, the fit try_node gives each of them)
-
-
-def _filter_stale(run: _Scan, stale: list[int], may_stop: bool, start: int, low: int, to_find: int, frontier: int):
-    """The stale nodes filtered in search order until enough feasible nodes lie before the next
-    one; returns (the frontier, (device group, its fit) when a group can be answered in one
-    step, else None)."""
-    sched, nodes, versions, fits = run.sched, run.sched.nodes, run.versions, run.fits
-    ver, feas, dscore, reasons, took, group, last_fit = run.table
-    try_fn, generic, keys, merged, alike, specs, shared = (
-        run.try_fn,
-        run.generic,
-        run.keys,
-        run.merged,
-        run.alike,
-        run.specs,
-        run.shared,
-    )
-    sig, first_open, skipped_reasons = run.sig, run.first_open, run.skipped_reasons
-    filled, demand = run.filled, run.demand
-    if run.board is not None:
-        bver, _, bscore, breason, _, _, _ = run.board
-    else:
-        bver = None
-    fill = None
-    for idx in stale:
-        if may_stop and feasible_before(feas, idx, start, low) >= to_find:
-            break
-        if bver is not None and bver[idx] == versions[idx]:
-            reason, fit = breason[idx], None
-            if reason is None:
-                feas[idx] = True
-                dscore[idx] = bscore[idx]
-                ver[idx] = versions[idx]
-                continue
-            version = nodes[idx].version
-        else:
-            node = nodes[idx]
-            version = node.version
-            reason, fit = try_fn(node)
-            if reason is not None:
-                reason = generic(reason, keys)
-            if bver is not None:
-                if shareable_reason(reason):
-                    bver[idx] = version
-                    breason[idx] = reason
-                    bscore[idx] = fit[3] if fit is not None else 0
-            elif merged and not shareable_reason(reason):
-                # This table serves every alike kind (Scheduler.select): a reason of this
-                # kind's own is not theirs, so they keep their own tables from now on.
-                sched.alike_apart.add(alike)
-        ver[idx] = version
-        if reason is not None:
-            feas[idx] = False
-            reasons[idx] = reason
-            if idx == frontier:
-                frontier += 1
-                first_open[sig] = frontier
-                skipped_reasons.setdefault(sig, {})[idx] = (version, reason)
-            continue
-        assert fit is not None  # try_node's fit when it gives no reason
-        feas[idx] = True
-        dscore[idx] = fit[3]
-        fits[idx] = fit
-        if specs is not None:
-            last_fit[idx] = (version, specs, fit)
-        if shared is not None:
-            node = nodes[idx]
-            took[idx] = node._takes
-            g = group[idx] = group_number(sched, shared.memo(node))
-            if g not in filled:
-                got = shared.current(demand)
-                if got is not None and group_number(sched, got[0]) == g:
-                    fill = (g, got[1])
-                    break
-    return frontier, fill
-
-
-def _answer(run: _Scan, start: int, low: int, to_find: int):
-    """scan's answer once the loop is done (see scan)."""
-    ver, feas, dscore, reasons = run.table[:4]
-    versions, fits, group_fits = run.versions, run.fits, run.group_fits
-    n = len(run.sched.nodes)
+        group_fits.append((same, group_fit))
     # Every node before the first stale one left in search order is answered now, and that one
     # has at least to_find feasible nodes before it: those found from `start` on are the first.
     lo = start if start > low else low
