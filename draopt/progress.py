@@ -51,7 +51,8 @@ class Progress:
 
 
 _SILENT_TASK = Task()
-_SILENT = Progress()
+_SILENT = Progress()  # nothing installed (the default)
+_QUIET = Progress()  # installed by a caller that chose no progress (the command line on a pipe)
 _CURRENT: contextvars.ContextVar[Progress] = contextvars.ContextVar("draopt_progress", default=_SILENT)
 
 
@@ -63,7 +64,7 @@ def current() -> Progress:
 @contextmanager
 def reporting(progress: Progress | None) -> Iterator[Progress]:
     """Install `progress` (None: nothing shown) for the work done inside the block."""
-    token = _CURRENT.set(progress if progress is not None else _SILENT)
+    token = _CURRENT.set(progress if progress is not None else _QUIET)
     try:
         yield _CURRENT.get()
     finally:
@@ -342,17 +343,29 @@ class NotebookProgress(Progress):
 def for_api(show: bool | None) -> Progress | None:
     """The Python API's reporter: `show` None shows bars inside a Jupyter kernel only (a script's
     call stays quiet), True or False forces them on or off."""
+    on = _in_notebook() if show is None else show
+    return NotebookProgress() if on else None
+
+
+def _in_notebook() -> bool:
+    """Running inside a Jupyter kernel (IPython's ZMQ shell), not merely with ipykernel imported."""
     import sys
 
-    on = ("ipykernel" in sys.modules) if show is None else show
-    return NotebookProgress() if on else None
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:  # noqa: BLE001 - an IPython without a shell: not a notebook
+        return False
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
 @contextmanager
 def api_call(show: bool | None) -> Iterator[Progress]:
-    """Around one Python API call: the reporter the caller installed (the command line's) stays;
-    otherwise `for_api(show)` for the call's duration."""
-    if current().active:
+    """Around one Python API call: the reporter the caller installed stays (the command line's,
+    also when it chose none); otherwise `for_api(show)` for the call's duration."""
+    if current() is not _SILENT:
         yield current()
         return
     with reporting(for_api(show)) as progress:

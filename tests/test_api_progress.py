@@ -42,3 +42,15 @@ def test_the_callers_reporter_stays():
     with progress.reporting(mine):
         draopt.place("examples/gang-stranding.yaml", policy="optimal", time_limit=5, progress=True)
     assert any("phase 1 of 3" in p for p in mine.phases)
+
+
+def test_ipykernel_imported_is_not_a_notebook():
+    """A test run or a script may import ipykernel (nbclient does) without running in a kernel:
+    the API stays quiet there, and a caller's choice of no progress (the command line on a pipe)
+    stands (CI found both)."""
+    import ipykernel  # noqa: F401
+
+    assert progress.for_api(None) is None
+    assert "phase 1 of 3" not in _stderr_of()
+    with progress.reporting(None):
+        assert "phase 1 of 3" not in _stderr_of(progress=True)
