@@ -16,7 +16,7 @@ from draopt.cluster.firstfit import ClaimBook, pending_claims
 from draopt.cluster.state import pod_on
 from draopt.model.placement import Built, Owner, Term, representative_owners
 from draopt.model.prepare import Prepared
-from draopt.model.reductions import CountIdenticalPods, GroupDevices
+from draopt.model.reductions import CountIdenticalPods, GroupDevices, OwnAcrossNodes
 from draopt.cluster.result import PodPlacement
 
 
@@ -131,11 +131,7 @@ def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
 
 def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment, chosen=None) -> None:
     """`chosen`: the kind's placed pods (column generation), else the model's totals say."""
-    owners = (
-        {name: o for o in b.owners if o.counted and o.kind is kind for name in (o.spans or [o.node.name])}
-        if b is not None
-        else {}
-    )
+    owners = OwnAcrossNodes.invert(b.owners, kind) if b is not None else {}
     per_node = [(name, val.get(var, 0)) for (ki, name), var in b.k.items() if ki == kind.index] if b is not None else []
     for name, (nc, conf) in assignment.items():
         if kind.index in nc.kinds:
