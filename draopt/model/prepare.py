@@ -20,6 +20,7 @@ from draopt.model.reductions import (
     DeviceRef,
     GroupDevices,
     Kind,
+    ModelReductions,
     attribute_pattern,
     countable,
     device_pattern_extra,
@@ -60,6 +61,8 @@ class Prepared:
     # id(a pod_nodes list) -> its node names, for parts much smaller than a pod's candidates
     # (draopt.model.encodings.pods); the lists live as long as this record.
     name_sets: dict[int, set[str]] = field(default_factory=dict)
+    # The reductions that made this problem (their instances invert it: draopt.model.solution).
+    reductions: ModelReductions = field(default_factory=ModelReductions)
 
     def unmodelled_extended(self) -> str | None:
         """What of the input the model does not encode here, or None."""
