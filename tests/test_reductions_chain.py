@@ -1,7 +1,9 @@
 """The placement problem's reductions, each as `invert(apply(p))` (issue 32): on small generated
 problems, the placement the reduced model finds, mapped back, passes the checker and is worth as
-much as the one solved without the reduction (when both are proven). Also the chain's own round
-trip (`place_chain`, `SplitComponents` through `Chain`) and `OwnAcrossNodes.invert`."""
+much as the one solved without the reduction (when both are proven); each reduction's own round
+trip on what it applies to (pods, a node's devices, a kind's nodes, linked items). Also where
+the chain is assembled: `model_reductions` and `place_chain`, whose instances the preparation,
+the builder and the decoding use."""
 
 from __future__ import annotations
 
@@ -15,14 +17,21 @@ from draopt.cluster.check import check_placement
 from draopt.kube.features import Features
 from draopt.kube.workload import expand
 from draopt.model import prepare as prepare_mod
-from draopt.model.reductions import CountIdenticalPods, GroupDevices, OwnAcrossNodes, SplitComponents
+from draopt.cluster.firstfit import ClaimBook, _scheduling_constraints
+from draopt.model.reductions import (
+    CountIdenticalPods,
+    GroupDevices,
+    ModelReductions,
+    OwnAcrossNodes,
+    SplitComponents,
+)
 from draopt.model.reductions import group_devices
 from draopt.model.reductions.chain import Chain, placement_reductions
 from draopt.model.reductions.split_components import LinkedItems
 from draopt.placement import PlaceOutcome, build_cluster, output_objects
 from draopt.placement import optimal as opt_mod
 from draopt.placement import optimal_part as part_mod
-from draopt.placement.chain import place_chain
+from draopt.placement.chain import model_reductions, place_chain
 from draopt.testing.audit import objects_of
 from draopt.testing.synth_cluster import features_for, random_cluster
 
@@ -175,3 +184,116 @@ def test_group_devices_invert_takes_the_first_free_devices():
     taken: dict = {}
     assert [e.id[1] for e in GroupDevices.invert(ref, 2, taken)] == ["d0", "d1"]
     assert [e.id[1] for e in GroupDevices.invert(ref, 2, taken)] == ["d2", "d3"]
+
+
+# ---------------------------------------------------------------- assembled in one place
+def test_place_assembles_the_reductions_in_their_order():
+    model_side = [type(r) for r in vars(model_reductions()).values()]
+    assert model_side + [type(r) for r in place_chain().reductions] == placement_reductions()
+
+
+class _Recorded:
+    """Counts the calls of the reductions `optimize` hands to the model."""
+
+    def __init__(self):
+        self.calls: dict[str, int] = {}
+
+    def note(self, what: str) -> None:
+        self.calls[what] = self.calls.get(what, 0) + 1
+
+    def reductions(self) -> ModelReductions:
+        seen = self
+
+        class Count(CountIdenticalPods):
+            def apply(self, *a, **k):
+                seen.note("count.apply")
+                return super().apply(*a, **k)
+
+            def invert(self, *a, **k):  # type: ignore[override]
+                seen.note("count.invert")
+                return CountIdenticalPods.invert(*a, **k)
+
+        class Group(GroupDevices):
+            def apply(self, *a, **k):
+                seen.note("group.apply")
+                return super().apply(*a, **k)
+
+            def invert(self, *a, **k):  # type: ignore[override]
+                seen.note("group.invert")
+                return GroupDevices.invert(*a, **k)
+
+        class Own(OwnAcrossNodes):
+            def apply(self, *a, **k):  # type: ignore[override]
+                seen.note("own.apply")
+                return OwnAcrossNodes.apply(*a, **k)
+
+            def invert(self, *a, **k):  # type: ignore[override]
+                seen.note("own.invert")
+                return OwnAcrossNodes.invert(*a, **k)
+
+        return ModelReductions(Count(), Group(), Own())
+
+
+def test_the_model_applies_and_inverts_the_instances_place_assembles(monkeypatch):
+    objs = partitionable(4, 2, 6)
+    features = Features.from_gates()
+    plain = _solve(objs, features)
+    recorded = _Recorded()
+    monkeypatch.setattr(opt_mod, "model_reductions", recorded.reductions)
+    through = _solve(objs, features)
+    assert set(recorded.calls) == {
+        "count.apply",
+        "count.invert",
+        "group.apply",
+        "group.invert",
+        "own.apply",
+        "own.invert",
+    }, recorded.calls
+    assert [(p.pod, p.node, p.new_claims) for p in through.result.pods] == [
+        (p.pod, p.node, p.new_claims) for p in plain.result.pods
+    ]
+
+
+# ---------------------------------------------------------------- each reduction's round trip
+def _setup(objs, features):
+    w = expand(objs, features)
+    c = build_cluster(objs, w, features)
+    return w, c, ClaimBook(c, w.claims)
+
+
+def test_count_identical_pods_round_trip_gives_every_pending_pod_one_node():
+    for family, seed, objs in _cases():
+        w, c, book = _setup(objs, features_for(seed))
+        kinds = CountIdenticalPods().apply(list(w.pending), book, _scheduling_constraints, lambda pod: None)
+        assert sorted(p.key for k in kinds for p in k.pods) == sorted(p.key for p in w.pending), (family, seed)
+        names = [n.name for n in c.nodes]
+        node_of: dict[str, str] = {}
+        for kind in kinds:
+            # The kind's pods spread over the nodes, in node order: one slot each, back to pods.
+            slots = [
+                (name, sum(1 for i in range(len(kind.pods)) if i % len(names) == j)) for j, name in enumerate(names)
+            ]
+            got = CountIdenticalPods.invert(kind.pods, slots)
+            assert sorted(got) == sorted(p.key for p in kind.pods)
+            node_of.update(got)
+        assert sorted(node_of) == sorted(p.key for p in w.pending)
+
+
+def test_group_devices_round_trip_gives_back_each_nodes_devices():
+    grouped = 0
+    for family, seed, objs in _cases():
+        features = features_for(seed)
+        w, c, book = _setup(objs, features)
+        prep = prepare_mod.prepare_cluster(c, w, book)
+        for node in c.nodes:
+            ps = [p for (ki, name), p in prep.problems.items() if name == node.name]
+            if not ps:
+                continue
+            patterns = prepare_mod._device_patterns(node.name, c.inventory(node), ps, prep.candidacy, c.features)
+            refs = GroupDevices().apply(node.name, patterns, c.features)
+            grouped += sum(1 for r in refs if r.size > 1)
+            taken: dict = {}
+            back = [e for r in refs for e in GroupDevices.invert(r, r.size, taken)]
+            order = {id(e): i for i, (e, _) in enumerate(patterns)}
+            assert sorted(back, key=lambda e: order[id(e)]) == [e for e, _ in patterns], (family, seed, node.name)
+    assert grouped, "some devices are grouped"

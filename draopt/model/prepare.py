@@ -20,6 +20,7 @@ from draopt.model.reductions import (
     DeviceRef,
     GroupDevices,
     Kind,
+    ModelReductions,
     attribute_pattern,
     countable,
     device_pattern_extra,
@@ -60,6 +61,8 @@ class Prepared:
     # id(a pod_nodes list) -> its node names, for parts much smaller than a pod's candidates
     # (draopt.model.encodings.pods); the lists live as long as this record.
     name_sets: dict[int, set[str]] = field(default_factory=dict)
+    # The reductions that made this problem (their instances invert it: draopt.model.solution).
+    reductions: ModelReductions = field(default_factory=ModelReductions)
 
     def unmodelled_extended(self) -> str | None:
         """What of the input the model does not encode here, or None."""
@@ -188,20 +191,28 @@ def node_claim_keys(cluster: Cluster, node: NodeState, pod, keys: list[str]) -> 
 
 
 def prepare_cluster(
-    cluster: Cluster, workload, book: ClaimBook, deadline: float | None = None, extra_tag=None
+    cluster: Cluster,
+    workload,
+    book: ClaimBook,
+    deadline: float | None = None,
+    extra_tag=None,
+    reductions: ModelReductions | None = None,
 ) -> Prepared:
     """`deadline` (perf_counter): past it, `OutOfTime` is raised. `extra_tag(pod)`: more of the
-    scheduling key (pods with different tags are never counted together)."""
+    scheduling key (pods with different tags are never counted together). `reductions`: the
+    instances that count the pods and group the devices (draopt.placement.chain assembles
+    place's), kept on the result for the builder and the decoding."""
+    reductions = reductions if reductions is not None else ModelReductions()
     features = cluster.features
     derived_node_resources = bool(features.node_allocatable_resources) and any(
         d.node_allocatable_resources for s in cluster.objects.resource_slices for d in s.spec.devices
     )
     probes = _NodeProblems(cluster, book)
-    kinds = _count_kinds(cluster, workload, book, probes, derived_node_resources, extra_tag)
+    kinds = _count_kinds(reductions.count_pods, cluster, workload, book, probes, derived_node_resources, extra_tag)
     nodes = _CandidateNodes()
     for kind in kinds:
         nodes.add_kind(cluster, book, probes, kind, deadline)
-    refs, ref_of, shared = _columns(cluster, nodes.problems, probes.candidacy, deadline)
+    refs, ref_of, shared = _columns(reductions.group_devices, cluster, nodes.problems, probes.candidacy, deadline)
     return Prepared(
         kinds,
         nodes.pod_nodes,
@@ -212,6 +223,7 @@ def prepare_cluster(
         probes.candidacy,
         shared,
         nodes.device_plugin_units,
+        reductions=reductions,
     )
 
 
@@ -251,7 +263,13 @@ class _NodeProblems:
 
 
 def _count_kinds(
-    cluster: Cluster, workload, book: ClaimBook, probes: _NodeProblems, derived_node_resources: bool, extra_tag
+    count_pods: CountIdenticalPods,
+    cluster: Cluster,
+    workload,
+    book: ClaimBook,
+    probes: _NodeProblems,
+    derived_node_resources: bool,
+    extra_tag,
 ) -> list[Kind]:
     """The pending pods as kinds: pods alike counted together (CountIdenticalPods), the rest units.
     Groups of pod-group cycles (topology constraints, CompositePodGroups) keep kinds of their own."""
@@ -271,7 +289,7 @@ def _count_kinds(
         for s in cluster.objects.resource_slices
         if s.spec.devices
     )
-    return CountIdenticalPods().apply(
+    return count_pods.apply(
         list(workload.pending),
         book,
         lambda pod: (
@@ -339,7 +357,11 @@ class _CandidateNodes:
 
 
 def _columns(
-    cluster: Cluster, problems: dict[tuple[int, str], Problem], candidacy: Candidacy, deadline
+    group_devices: GroupDevices,
+    cluster: Cluster,
+    problems: dict[tuple[int, str], Problem],
+    candidacy: Candidacy,
+    deadline,
 ) -> tuple[dict[str, list[DeviceRef]], dict[tuple[str, tuple], DeviceRef], dict[Any, DeviceRef]]:
     """Columns per node: devices alike for every owner that may use the node share a column.
     (refs per node, node-local device -> column, device several nodes reach -> column.)"""
@@ -370,7 +392,7 @@ def _columns(
                 refs[node.name] = same_columns[reach]
                 continue
         node_refs = []
-        for ref in GroupDevices().apply(
+        for ref in group_devices.apply(
             node.name, _device_patterns(node.name, inv, ps, candidacy, cluster.features), cluster.features
         ):
             if ref.node is None:

@@ -16,7 +16,6 @@ from draopt.cluster.firstfit import ClaimBook, pending_claims
 from draopt.cluster.state import pod_on
 from draopt.model.placement import Built, Owner, Term, representative_owners
 from draopt.model.prepare import Prepared
-from draopt.model.reductions import CountIdenticalPods, GroupDevices
 from draopt.cluster.result import PodPlacement
 
 
@@ -131,11 +130,7 @@ def _view_owner(prep, cluster, workload, book, nc, conf, kind, node):
 
 def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken, out, assignment, chosen=None) -> None:
     """`chosen`: the kind's placed pods (column generation), else the model's totals say."""
-    owners = (
-        {name: o for o in b.owners if o.counted and o.kind is kind for name in (o.spans or [o.node.name])}
-        if b is not None
-        else {}
-    )
+    owners = prep.reductions.own_across.invert(b.owners, kind) if b is not None else {}
     per_node = [(name, val.get(var, 0)) for (ki, name), var in b.k.items() if ki == kind.index] if b is not None else []
     for name, (nc, conf) in assignment.items():
         if kind.index in nc.kinds:
@@ -151,7 +146,7 @@ def _decode_counted(prep, cluster, workload, b, val, kind, book, share_id, taken
     order = {p.key: i for i, p in enumerate(kind.pods)}
     chosen_pods.sort(key=lambda p: order[p.key])
     on_node: dict[str, list] = defaultdict(list)
-    node_of = CountIdenticalPods.invert(chosen_pods, per_node)
+    node_of = prep.reductions.count_pods.invert(chosen_pods, per_node)
     for pod in chosen_pods:
         on_node[node_of[pod.key]].append(pod)
     started: dict[int, Any] = {}  # id -> owner (kept alive: ids stay unique)
@@ -213,6 +208,7 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None,
     """One pod's share of a counted owner's devices (greedy; exact for what `countable` admits).
     `problem`: the pod's node's problem when the owner spans nodes (default the owner's)."""
     p = problem or o.problem
+    group_devices = prep.reductions.group_devices  # its invert deals each column's devices
     left = o._left
     sel_left = o._sel_left
     wit_left = o._wit_left
@@ -245,7 +241,7 @@ def _deal_one_pod(prep, o, pod, book, share_id, taken, pl, val, claim_keys=None,
             for t in picks:
                 left[t.var] -= 1
                 reusable = spec.admin_access or (p.features.consumable_capacity and t.entry.multi_allocatable)
-                dev = GroupDevices.invert(t.ref, 1, taken, reusable)[0]
+                dev = group_devices.invert(t.ref, 1, taken, reusable)[0]
                 entry = p.inventory.by_id[dev.id]
                 consumed = (
                     p.consumption(spec, entry) if entry.multi_allocatable and p.features.consumable_capacity else None
@@ -364,7 +360,7 @@ def _decode_unit(prep, b, val, kind, book, share_id, taken, out) -> None:
                     if not n:
                         continue
                     reusable = s.admin_access or (p.features.consumable_capacity and t.entry.multi_allocatable)
-                    for dev in GroupDevices.invert(t.ref, n, taken, reusable, in_claim):
+                    for dev in prep.reductions.group_devices.invert(t.ref, n, taken, reusable, in_claim):
                         if not (p.features.consumable_capacity and dev.multi_allocatable):
                             in_claim.add(dev.id)
                         entry = p.inventory.by_id.get(dev.id)

@@ -30,7 +30,7 @@ from draopt.cluster.firstfit import ClaimBook, simulate
 from draopt.model.prepare import OutOfTime, Prepared, prepare_cluster
 from draopt.model.reductions.chain import Chain
 from draopt.model.reductions.split_components import LinkedItems
-from draopt.placement.chain import place_chain
+from draopt.placement.chain import model_reductions, place_chain
 from draopt.cluster.result import PlacementResult, PodPlacement, weight
 from draopt.cluster.podgroup_placement import cycle_root
 from draopt.model.solution import decode_part
@@ -69,7 +69,12 @@ def optimize(
     try:
         with progress.current().task("optimal: preparing the model"):
             prep = prepare_cluster(
-                cluster, workload, book, deadline=deadline, extra_tag=victims.kind_tag if victims else None
+                cluster,
+                workload,
+                book,
+                deadline=deadline,
+                extra_tag=victims.kind_tag if victims else None,
+                reductions=model_reductions(),
             )
     except OutOfTime:
         return _first_fit_returned(first_fit, workload, t0, "the time limit ran out while preparing the model")

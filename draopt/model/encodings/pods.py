@@ -11,7 +11,7 @@ from draopt.cluster.state import Cluster, NodeState, pod_on
 from draopt.model.encodings.claims import add_requests
 from draopt.model.encodings.context import ModelContext, Owner
 from draopt.model.prepare import Prepared
-from draopt.model.reductions import DeviceRef, Kind, OwnAcrossNodes
+from draopt.model.reductions import DeviceRef, Kind
 
 
 def add_counted_kind(ctx: ModelContext, kind: Kind) -> None:
@@ -31,7 +31,7 @@ def add_counted_kind(ctx: ModelContext, kind: Kind) -> None:
         ctx.across
         and not ctx.one_node
         and not per_node
-        and OwnAcrossNodes.apply(
+        and prep.reductions.own_across.apply(
             kind, kind_nodes, prep.refs, lambda node, refs: _candidate_columns(prep, kind, node, refs)
         )
     )

@@ -23,6 +23,7 @@ from draopt.model.reductions.group_devices import (
     device_pattern_extra,
     groupable,
 )
+from draopt.model.reductions.model_reductions import ModelReductions
 from draopt.model.reductions.own_across_nodes import OwnAcrossNodes
 from draopt.model.reductions.split_components import LinkedItems, SplitComponents
 
@@ -32,6 +33,7 @@ __all__ = [
     "GroupDevices",
     "Kind",
     "LinkedItems",
+    "ModelReductions",
     "OwnAcrossNodes",
     "SplitComponents",
     "attribute_pattern",

@@ -4,13 +4,14 @@
 
 * allocate (claims on one node): `ClaimsOnOneNode` makes the problem an instance of the one
   placement model (one pod, one candidate node, one column per device).
-* place (`draopt.placement.chain.place_chain`): `CountIdenticalPods` (pods -> kinds),
+* place (assembled in `draopt.placement.chain`): `CountIdenticalPods` (pods -> kinds),
   `GroupDevices` (devices -> columns), `OwnAcrossNodes` (one owner for a kind's nodes) and
-  `SplitComponents` (independent parts). The first three still work inside the model's
-  preparation and builder (draopt.model.prepare, draopt.model.placement), on the objects those
-  hold at each step, and are inverted in the decoding (draopt.model.solution);
-  `placement_reductions` names the four and their order. `SplitComponents` is applied and
-  inverted through the chain `place_chain` assembles.
+  `SplitComponents` (independent parts); `placement_reductions` names the four and their order.
+  The first three (`model_reductions`, a `ModelReductions`) are applied inside the model's
+  preparation and builder (draopt.model.prepare, draopt.model.encodings.pods), on the objects
+  those hold at each step, and inverted in the decoding (draopt.model.solution), all with the
+  same instances. `SplitComponents` is applied and inverted through the `Chain` `place_chain`
+  assembles.
 """
 
 from __future__ import annotations
