@@ -13,6 +13,7 @@ import yaml
 from draopt.cluster.firstfit import ScoreWatch
 from draopt.crosscheck import gobuild
 from draopt.kube.features import Features
+from draopt.kube.loader import load_files
 from draopt.placement import place
 from draopt.scheduler import parse_config
 
@@ -101,13 +102,13 @@ def _cluster() -> list[dict]:
     ]
 
 
-def _breakdowns(docs: list[dict], config=None, prefer=None, features=None) -> tuple[dict, object]:
+def _breakdowns(objects, config=None, prefer=None, features=None) -> tuple[dict, object]:
+    """place() with every pod's scoring cycle watched: (pod key -> ScoreBreakdown, outcome);
+    `objects`: an ObjectSet, or documents."""
+    if isinstance(objects, list):
+        objects = scenario_objects(objects)
     got: dict = {}
-    objects = scenario_objects(docs)
-    watch = ScoreWatch(
-        frozenset(f"default/{d['metadata']['name']}" for d in docs if d["kind"] == "Pod"),
-        lambda b: got.__setitem__(b.pod, b),
-    )
+    watch = ScoreWatch(frozenset(f"{p.namespace}/{p.name}" for p in objects.pods), lambda b: got.__setitem__(b.pod, b))
     outcome = place(objects, features=features, scheduler_config=config, prefer_nodes=prefer, watch_scores=watch)
     return got, outcome
 
@@ -189,23 +190,34 @@ def oracle():
     return run_scheduler_oracle
 
 
-def _oracle_inputs() -> list[tuple[str, list[dict], str | None]]:
-    out: list[tuple[str, list[dict], str | None]] = [
+# Inputs the oracle binds pods of with scores: pod groups (gang-topology, mig-gangs: draopt scores
+# each pod within its group's placement), extended resources backed by DRA, a custom profile.
+FILE_INPUTS = (
+    "examples/gang-topology.yaml",
+    "examples/mig-gangs.yaml",
+    "tests/data/crosscheck/extended-mixed.yaml",
+    "tests/data/crosscheck/extended-init-containers.yaml",
+)
+
+
+def _oracle_inputs() -> list[tuple[str, object, str | None]]:
+    out: list[tuple[str, object, str | None]] = [
         ("four-nodes", _cluster(), None),
         ("custom-weights", _cluster(), CUSTOM),
     ]
     for name in ("cpu3.json", "spread.json", "binpack.json"):
         doc = json.loads((ORACLE_DATA / name).read_text())
         out.append((name, doc["objects"], doc.get("schedulerConfig")))
+    out.extend((Path(path).name, ROOT / path, None) for path in FILE_INPUTS)
     return out
 
 
-@pytest.mark.parametrize("name, docs, config_text", _oracle_inputs(), ids=[i[0] for i in _oracle_inputs()])
-def test_chosen_node_total_is_kube_schedulers(oracle, name, docs, config_text):
+@pytest.mark.parametrize("name, source, config_text", _oracle_inputs(), ids=[i[0] for i in _oracle_inputs()])
+def test_chosen_node_total_is_kube_schedulers(oracle, name, source, config_text):
     from draopt.crosscheck.run import oracle_gates
     from draopt.crosscheck.scheduler_oracle import oracle_objects
 
-    objects = scenario_objects(docs)
+    objects = load_files([str(source)]) if isinstance(source, Path) else scenario_objects(source)
     features = Features.from_gates(version="1.37")
     gates, _ = oracle_gates(features, objects, "1.37")
     answer = oracle(
@@ -213,7 +225,7 @@ def test_chosen_node_total_is_kube_schedulers(oracle, name, docs, config_text):
     )
     chosen = {p.key: p.node for p in answer.pods if p.node}
     config = parse_config(yaml.safe_load(config_text), f"{name}.yaml") if config_text else None
-    got, _ = _breakdowns(docs, config, prefer=chosen, features=features)
+    got, _ = _breakdowns(objects, config, prefer=chosen, features=features)
     compared = 0
     for attempt in answer.attempts:
         if not attempt.node or attempt.score is None:
