@@ -78,3 +78,19 @@ def test_scores_needs_pods(tmp_path):
     p = run("explain", "-f", _input(tmp_path), "--scores")
     assert p.returncode != 0
     assert "--scores: name the pods with --pod" in p.stderr
+
+
+def test_a_pod_given_back_with_its_gang_and_a_tie():
+    p = run(
+        "explain",
+        "-f",
+        "examples/mig-gangs.yaml",
+        "--pod",
+        "ml/trainer-1-worker",
+        "--pod",
+        "ml/trainer-0-chief",
+        "--scores",
+    )
+    assert p.returncode == 0, p.stderr
+    assert "scores in its scheduling cycle (its last; bound to node-2, then given back: it ends unplaced)" in p.stdout
+    assert "3 nodes share the best total: the tie is broken at random" in p.stdout

@@ -20,6 +20,10 @@ def section(explain, key: str, got: ScoreBreakdown | None, placement, name_order
     """The explain.Section of one pod's scores (or why there are none)."""
     title = "scores in its scheduling cycle"
     if got is not None:
+        if placement is None or not placement.placed:
+            title += f" (its last; bound to {got.chosen}, then given back: it ends unplaced)"
+        elif placement.node != got.chosen:
+            title += f" (its last that scored; it ends on {placement.node})"
         return explain.Section(f"pod {key}", title, table(got), block=True, scores=got.to_json())
     if name_order:
         why = "builtin:name-order has no score plugins: the first feasible node by name is taken"
@@ -49,6 +53,9 @@ def table(b: ScoreBreakdown, top: int = SHOWN_NODES) -> str:
     widths = [max(len(r[c]) for r in rows) for c in range(len(heads))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines.append(f"profile {b.profile}: {b.scope()}; * the chosen node")
+    tied = sum(1 for t in totals if t == totals[b.nodes.index(b.chosen)])
+    if tied > 1 and b.scored:
+        lines.append(f"{tied} nodes share the best total: the tie is broken at random (--seed, --tie-break)")
     if len(b.nodes) > len(shown):
         lines.append(f"(the chosen node and the best {len(shown) - 1} of the {len(b.nodes) - 1} others shown)")
     return "\n".join(lines)
