@@ -177,33 +177,47 @@ def test_percentage_of_nodes_to_score_limits_the_nodes_shown():
 # --------------------------------------------------------------------------- against kube-scheduler
 
 
-@pytest.fixture(scope="module")
-def oracle():
+@pytest.fixture(scope="module", params=("1.37", "1.36"))
+def minor(request):
     if gobuild.go_path() is None:
         pytest.skip("Go is not installed: no scheduler oracle")
     try:
-        gobuild.oracle_binary("scheduler", "1.37")
+        gobuild.oracle_binary("scheduler", request.param)
     except gobuild.OracleUnavailable as e:
         pytest.skip(f"the scheduler oracle cannot be built here: {e}")
-    from draopt.crosscheck.scheduler_oracle import run_scheduler_oracle
-
-    return run_scheduler_oracle
+    return request.param
 
 
 # Inputs the oracle binds pods of with scores: pod groups (gang-topology, mig-gangs: draopt scores
-# each pod within its group's placement), extended resources backed by DRA, a custom profile.
+# each pod within its group's placement; PodGroup v1beta1, which 1.37 serves), extended resources
+# backed by DRA, a custom profile.
 FILE_INPUTS = (
     "examples/gang-topology.yaml",
     "examples/mig-gangs.yaml",
     "tests/data/crosscheck/extended-mixed.yaml",
     "tests/data/crosscheck/extended-init-containers.yaml",
 )
+ONLY_137 = {"gang-topology.yaml", "mig-gangs.yaml"}
+
+# 130 nodes, percentageOfNodesToScore 10: the search stops at 100 feasible nodes, from the start
+# index the previous cycle left (nodes without zones: the scheduler's order is the name order).
+PERCENTAGE = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+percentageOfNodesToScore: 10
+"""
+
+
+def _many_nodes() -> list[dict]:
+    return [_node(f"n{i:03d}", str(4 + i % 5)) for i in range(130)] + [
+        _pod(f"p{i}", str(1 + i % 3)) for i in range(1, 6)
+    ]
 
 
 def _oracle_inputs() -> list[tuple[str, object, str | None]]:
     out: list[tuple[str, object, str | None]] = [
         ("four-nodes", _cluster(), None),
         ("custom-weights", _cluster(), CUSTOM),
+        ("130-nodes-10-percent", _many_nodes(), PERCENTAGE),
     ]
     for name in ("cpu3.json", "spread.json", "binpack.json"):
         doc = json.loads((ORACLE_DATA / name).read_text())
@@ -213,15 +227,17 @@ def _oracle_inputs() -> list[tuple[str, object, str | None]]:
 
 
 @pytest.mark.parametrize("name, source, config_text", _oracle_inputs(), ids=[i[0] for i in _oracle_inputs()])
-def test_chosen_node_total_is_kube_schedulers(oracle, name, source, config_text):
+def test_chosen_node_total_is_kube_schedulers(minor, name, source, config_text):
     from draopt.crosscheck.run import oracle_gates
-    from draopt.crosscheck.scheduler_oracle import oracle_objects
+    from draopt.crosscheck.scheduler_oracle import oracle_objects, run_scheduler_oracle
 
+    if minor != "1.37" and name in ONLY_137:
+        pytest.skip("PodGroup scheduling.k8s.io/v1beta1: served from 1.37 on")
     objects = load_files([str(source)]) if isinstance(source, Path) else scenario_objects(source)
-    features = Features.from_gates(version="1.37")
-    gates, _ = oracle_gates(features, objects, "1.37")
-    answer = oracle(
-        oracle_objects(objects, features), minor="1.37", scheduler_config_text=config_text, gates=gates, timeout=60
+    features = Features.from_gates(version=minor)
+    gates, _ = oracle_gates(features, objects, minor)
+    answer = run_scheduler_oracle(
+        oracle_objects(objects, features), minor=minor, scheduler_config_text=config_text, gates=gates, timeout=60
     )
     chosen = {p.key: p.node for p in answer.pods if p.node}
     config = parse_config(yaml.safe_load(config_text), f"{name}.yaml") if config_text else None
