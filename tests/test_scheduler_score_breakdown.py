@@ -132,6 +132,18 @@ def test_breakdown_chooses_as_the_scheduler_does():
     assert by_node["n3"][na] == 100 and by_node["n1"][na] == 0
 
 
+@pytest.mark.parametrize("path", ["examples/mig-gangs.yaml", "examples/gang-topology.yaml", None])
+def test_watching_changes_no_placement(path):
+    """Watching every pod (scores kept, one-node cycles scored too) places exactly as not watching."""
+    objects = load_files([str(ROOT / path)]) if path else scenario_objects(_cluster())
+    plain = place(objects, seed=3)
+    got, _ = _breakdowns(objects)
+    assert got
+    again = place(objects, seed=3, watch_scores=ScoreWatch(frozenset(got), lambda b: None))
+    assert [(p.pod, p.node) for p in again.result.pods] == [(p.pod, p.node) for p in plain.result.pods]
+    assert again.result.claims == plain.result.claims
+
+
 def test_custom_weights_profile():
     config = parse_config(yaml.safe_load(CUSTOM), "custom.yaml")
     got, _ = _breakdowns(_cluster(), config)
