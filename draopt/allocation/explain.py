@@ -425,6 +425,7 @@ class Section:
     # the headline's reasons (filter reason -> how many nodes gave it), for a pod that failed
     reasons: dict[str, int] | None = None
     explained: bool = False  # `message` is a rendered device explanation (render): its nodes go to JSON
+    scores: dict[str, Any] | None = None  # `explain --scores`: the ScoreBreakdown's JSON
 
     def heading(self) -> str:
         head = f"{self.subject}: {self.title}" if self.title else self.subject
@@ -438,6 +439,8 @@ class Section:
             out["reasons"] = self.reasons
         nodes = [e.to_json() for e in self.nodes]
         out["nodes"] = nodes + (node_blocks(self.message) if self.explained else [])
+        if self.scores is not None:
+            out["scores"] = self.scores
         return out
 
 

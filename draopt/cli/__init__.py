@@ -19,7 +19,7 @@ from draopt import progress, public
 from draopt.allocation import allocate as api
 from draopt.dra import taint_impact
 from draopt import validation as validate
-from draopt.errors import DraoptError
+from draopt.errors import DraoptError, InputError
 from draopt.kube.features import add_version_flag, features_from_flags
 from draopt.kube import settle
 from draopt.cli import conventions
@@ -190,6 +190,15 @@ def _add_explain(sub) -> None:
         help="pods to explain after a first-fit placement (default: every pod it could not place)",
     )
     ex.add_argument("--node", help="only this node")
+    ex.add_argument(
+        "--scores",
+        action="store_true",
+        help="with --pod: each score plugin's normalised score, weight and the weighted total on the "
+        "node the scheduler chose and the runners-up, in the pod's own scheduling cycle",
+    )
+    from draopt.scheduler import add_scheduler_flags
+
+    add_scheduler_flags(ex)
     _gates_flags(ex)
     ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
     _input_flags(ex)
@@ -426,11 +435,12 @@ def cmd_explain(args) -> int:
     objects = _clocked(args, raw)
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
     sections: list[explain.Section] = []
+    if args.scores and not args.pod:
+        raise InputError("--scores: name the pods with --pod (each one's scoring cycle is shown)")
     if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
-        from draopt.placement import place
         from draopt.cluster.firstfit import ClaimBook, filter_reason
 
-        outcome = place(objects, policy="first-fit", features=features)
+        outcome, breakdowns = _explain_placement(args, objects, features)
         book = ClaimBook(outcome.cluster, outcome.workload.claims)
         book.allocations.update(outcome.result.claims)
         wanted = args.pod or [p.pod for p in outcome.result.pods if not p.placed]
@@ -461,6 +471,8 @@ def cmd_explain(args) -> int:
             if exps or args.pod:
                 sections.append(explain.Section(f"pod {key}", "in the state after first-fit", nodes=exps))
             sections.extend(_preemption_sections(explain, outcome.result, key, narrow=bool(args.node)))
+            if breakdowns is not None:
+                sections.append(_score_section(explain, key, breakdowns, outcome, pl))
         if not wanted:
             print("note: nothing to explain: first-fit places every pending pod", file=sys.stderr)
         sections.extend(_clock_sections(explain, raw, features, args.pod))
@@ -485,6 +497,35 @@ def cmd_explain(args) -> int:
             print(f"== {section.heading()}")
             print(explain.render(section.nodes))
     return 0
+
+
+def _explain_placement(args, objects, features):
+    """First-fit's placement for `explain` with the scheduler flags, and (`--scores`) the pods'
+    scoring cycles: (outcome, pod key -> ScoreBreakdown, or None without --scores)."""
+    from draopt.placement import place
+
+    watch, breakdowns = None, None
+    if args.scores:
+        from draopt.cli import scores
+
+        watch, breakdowns = scores.watch(args.pod)
+    outcome = place(
+        objects,
+        policy="first-fit",
+        features=features,
+        scheduler_config=args.scheduler_config,
+        seed=args.seed,
+        tie_break=args.tie_break,
+        watch_scores=watch,
+    )
+    return outcome, breakdowns
+
+
+def _score_section(explain, key: str, breakdowns: dict, outcome, pl):
+    from draopt.cli import scores
+
+    name_order = outcome.result.stats.get("scheduler") == "builtin:name-order"
+    return scores.section(explain, key, breakdowns.get(key), pl, name_order)
 
 
 def _clock_sections(explain, raw, features, pods: list[str] | None) -> list:

@@ -46,6 +46,7 @@ EXAMPLES = {
     ],
     "explain": [
         "draopt explain -f examples/mig-gangs.yaml --pod ml/trainer-1-chief",
+        "draopt explain -f examples/mig-gangs.yaml --pod ml/trainer-0-chief --scores",
         "draopt explain -f examples/cluster.yaml --claim ml/trainer --node gpu-node-1 -o json",
     ],
     "plan": [

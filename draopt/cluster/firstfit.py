@@ -63,6 +63,7 @@ __all__ = [
     "SHARED_FIT",
     "ClaimBook",
     "FailureExplainer",
+    "ScoreWatch",
     "SharedDevices",
     "Simulation",
     "_generic",
@@ -96,6 +97,18 @@ EXPLAIN_NODES = 5  # nodes a failed pod's device-side explanation covers
 FailureExplainer = Callable[[Cluster, "ClaimBook", Any, list], str]
 
 
+@dataclass(frozen=True)
+class ScoreWatch:
+    """`simulate`'s observer of the scheduler's scoring (`draopt explain --scores`): for each
+    cycle in which the scheduler chooses a node for one of `pods` (keys), `seen` is called with
+    that cycle's draopt.scheduler.ScoreBreakdown, in the state of that cycle (the pods before it
+    placed). A pod may have several such cycles (a gang given back and tried again): the last
+    is the one it stayed bound by."""
+
+    pods: frozenset[str]
+    seen: Callable[[Any], None]
+
+
 def simulate(
     cluster: Cluster,
     workload,
@@ -104,6 +117,7 @@ def simulate(
     explain_failures: FailureExplainer | None = None,
     scheduler=None,
     preemption=None,
+    watch_scores: ScoreWatch | None = None,
 ) -> PlacementResult:
     """Place workload.pending in queue order; returns what Kubernetes would do.
 
@@ -117,11 +131,14 @@ def simulate(
 
     `preemption` (draopt.scheduler.preemption.Preemption, passed in by the layers above): the
     PostFilter that evicts lower-priority running pods for a pod, or for a PodGroup once its
-    last pod was tried, that fits nowhere; None: no preemption."""
+    last pod was tried, that fits nowhere; None: no preemption.
+
+    `watch_scores` (with a `scheduler`): the scoring cycles of some pods, plugin by plugin."""
     from draopt.dra.decode import decode, deterministic_share_id
 
     t0 = time.perf_counter()
     run = Simulation.begin(cluster, workload, share_id or deterministic_share_id, decode, explain_failures, scheduler)
+    run.watch_scores = watch_scores
     run.start_preemption(preemption)
     run.start_group_cycles()
     run.queue_pass()
@@ -171,6 +188,7 @@ class Simulation:
     released: set[str] = field(default_factory=set)  # pods that fitted in their gang's trial, taken back with it
     refused_groups: set[str] = field(default_factory=set)
     members_of: dict[str, list] = field(default_factory=dict)
+    watch_scores: ScoreWatch | None = None
 
     @classmethod
     def begin(
@@ -290,12 +308,15 @@ class Simulation:
         if only is not None:
             start = len(cluster.nodes)
         elif scheduler is not None:
+            watch = self.watch_scores
+            observe = watch.seen if watch is not None and pod.key in watch.pods else None
             if allowed is not None:  # a pod group's placement: its nodes only
                 found = scheduler.select_within(
                     pod,
                     self.placement_indexes(allowed),
                     lambda node: try_node(cluster, book, pod, node, cache, self.share_id),
                     pl,
+                    observe,
                 )
             else:
                 alike = None
@@ -316,6 +337,7 @@ class Simulation:
                     alike,
                     self.shared,
                     refit,
+                    observe,
                 )
             if found is not None:
                 node, (problem, chosen, selected, score) = found

@@ -136,12 +136,15 @@ def place(
     seed: int = 0,
     tie_break: str = "random",
     prefer_nodes: dict[str, str] | None = None,
+    watch_scores=None,
 ) -> PlaceOutcome:
     """`scheduler_config` (first-fit): a draopt.scheduler.SchedulerConfig, a file path or
     `builtin:<name>`; None: Kubernetes' default profile. `seed`: the random tie-break's
     seed; `tie_break`: random (as kube-scheduler) or name (the first node by name);
     `prefer_nodes` (first-fit with a profile): pod key -> the node a tie goes to when it is among
-    the tied nodes (others by name), as draopt.crosscheck follows kube-scheduler's own draws."""
+    the tied nodes (others by name), as draopt.crosscheck follows kube-scheduler's own draws;
+    `watch_scores` (first-fit with a profile): a draopt.cluster.firstfit.ScoreWatch, given the
+    scoring cycles of its pods."""
     with _no_gc_pauses():
         return _place(
             objects,
@@ -152,6 +155,7 @@ def place(
             seed=seed,
             tie_break=tie_break,
             prefer_nodes=prefer_nodes,
+            watch_scores=watch_scores,
         )
 
 
@@ -230,6 +234,7 @@ def _place(
     seed: int = 0,
     tie_break: str = "random",
     prefer_nodes: dict[str, str] | None = None,
+    watch_scores=None,
 ) -> PlaceOutcome:
     import time
     from draopt.errors import InputError
@@ -245,7 +250,7 @@ def _place(
     cluster = build_cluster(objects, workload, features)
     leave_other_schedulers_pods(cluster, workload, scheduler_config)
     if policy == "first-fit":
-        result = _place_first_fit(cluster, workload, scheduler_config, seed, tie_break, prefer_nodes)
+        result = _place_first_fit(cluster, workload, scheduler_config, seed, tie_break, prefer_nodes, watch_scores)
     else:
         result = _place_optimal(
             objects, workload, cluster, features, scheduler_config, seed, tie_break, time_limit, started
@@ -266,13 +271,20 @@ def _place(
     return PlaceOutcome(result, workload, cluster, written)
 
 
-def _place_first_fit(cluster: Cluster, workload, scheduler_config, seed, tie_break, prefer_nodes) -> PlacementResult:
+def _place_first_fit(
+    cluster: Cluster, workload, scheduler_config, seed, tie_break, prefer_nodes, watch_scores=None
+) -> PlacementResult:
     """kube-scheduler's placement, with the profile's preemption; its tie break said."""
     sched = scheduler_for(scheduler_config, cluster, workload, seed=seed, tie_break=tie_break)
     if sched is not None and prefer_nodes is not None:
         sched.prefer_nodes = dict(prefer_nodes)
     result = simulate(
-        cluster, workload, scheduler=sched, explain_failures=explain_failed_pod, preemption=preemption_for(sched)
+        cluster,
+        workload,
+        scheduler=sched,
+        explain_failures=explain_failed_pod,
+        preemption=preemption_for(sched),
+        watch_scores=watch_scores,
     )
     if sched is not None:
         result.stats["tie_break"] = (

@@ -29,7 +29,8 @@ import numpy as np
 from draopt.errors import InputError
 from draopt.kube.workload import effective_container_requests, q, requests_shape
 from draopt.dra.rules import tolerates
-from draopt.scheduler.plugins import SCORE_PLUGINS
+from draopt.scheduler.plugins import SCORE_PLUGINS, uniform_score
+from draopt.scheduler.score_breakdown import breakdown
 from draopt.scheduler.config import Profile, SchedulerConfig
 from draopt.scheduler.podinfo import AffinityTerm, PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
@@ -310,6 +311,7 @@ class Scheduler:
         alike=None,
         shared=None,
         refit=None,
+        observe=None,
     ):
         """Filter and score for `demand`; returns (node, fit) or None (reasons in pl.reasons).
         `try_fn(node)` is firstfit's try_node for this pod: (reason, fit). `alike`: the pod's kind
@@ -317,10 +319,10 @@ class Scheduler:
         or None: pods of alike kinds get the same answers from a node that has not changed.
         `shared`: firstfit's SharedDevices (see draopt.scheduler.scan), or None. `refit(node,
         fit)`: the fit try_fn would give on a node whose answer has not changed since it gave
-        `fit` there to a pod with the same claim specs (firstfit's reuse_fit), or None."""
+        `fit` there to a pod with the same claim specs (firstfit's reuse_fit), or None.
+        `observe(breakdown)`: called with the cycle's ScoreBreakdown when a node is chosen."""
         prof = self.profile(demand)
-        nodes = self.nodes
-        n = len(nodes)
+        n = len(self.nodes)
         if prof is None:
             return self._not_served(demand, pl, n)
         if n == 0:
@@ -374,7 +376,8 @@ class Scheduler:
                 self.fail_memo[memo_key] = (self.epoch, rejected)
             pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
             return None
-        return self._chosen(demand, info, prof, feasible, dra, fits, specs, table_key, try_fn, refit)
+        chosen = self._chosen(demand, info, prof, feasible, dra, observe)
+        return self.nodes[chosen], self._fit_at(demand, chosen, fits, specs, table_key, try_fn, refit)
 
     def _not_served(self, demand, pl, n: int) -> None:
         """A pod no profile of this scheduler serves: every node says so."""
@@ -411,15 +414,25 @@ class Scheduler:
             return True
         return False
 
-    def _chosen(self, demand, info, prof: Profile, feasible, dra, fits, specs, table_key, try_fn, refit):
-        """The best-scoring feasible node (ties broken) and the pod's fit there: (node, fit)."""
-        nodes = self.nodes
+    def _chosen(self, demand, info, prof: Profile, feasible, dra, observe, tried: int | None = None) -> int:
+        """The best-scoring feasible node (ties broken); its breakdown to `observe`, if given
+        (`tried`: the nodes the filter loop could try, default all)."""
+        seen: dict | None = None
         if len(feasible) == 1:
             chosen = int(feasible[0])
         else:
             fe = feasible if isinstance(feasible, np.ndarray) else np.asarray(feasible, dtype=np.int64)
-            total = self.score(demand, info, prof, fe, np.asarray(dra, dtype=np.int64))
+            seen = {} if observe is not None else None
+            total = self.score(demand, info, prof, fe, np.asarray(dra, dtype=np.int64), seen)
             chosen = self._pick(feasible, total, demand)
+        if observe is not None:
+            n = len(self.nodes) if tried is None else tried
+            self._observed(observe, demand, info, prof, feasible, dra, seen, chosen, n)
+        return chosen
+
+    def _fit_at(self, demand, chosen: int, fits, specs, table_key, try_fn, refit):
+        """The pod's fit on the chosen node."""
+        nodes = self.nodes
         fit = fits.get(chosen)
         if fit is None and isinstance(fits, Fits):
             fit = next((f for same, f in fits.groups if same[chosen]), None)
@@ -436,9 +449,9 @@ class Scheduler:
                     f"internal: node {nodes[chosen].name} passed for {demand.key} from the cache "
                     f"but fails now: {reason}"
                 )
-        return nodes[chosen], fit
+        return fit
 
-    def select_within(self, demand, indexes: list[int], try_fn, pl):
+    def select_within(self, demand, indexes: list[int], try_fn, pl, observe=None):
         """select() over the nodes `indexes` only (in that order): a pod of a pod group tried in
         one of its placements (draopt/cluster/podgroup_placement.py), whose snapshot holds only
         the placement's nodes. The same filters, numFeasibleNodesToFind over those nodes and the
@@ -471,15 +484,7 @@ class Scheduler:
                 break
         if not feasible:
             return None
-        chosen = (
-            feasible[0]
-            if len(feasible) == 1
-            else self._pick(
-                feasible,
-                self.score(demand, info, prof, np.asarray(feasible, dtype=np.int64), np.asarray(dra, dtype=np.int64)),
-                demand,
-            )
-        )
+        chosen = self._chosen(demand, info, prof, feasible, dra, observe, len(indexes))
         return self.nodes[chosen], fits[chosen]
 
     def _node_level_kind(self, demand, sig):
@@ -804,7 +809,12 @@ class Scheduler:
         return check
 
     # ------------------------------------------------------------------ scores
-    def score(self, demand, info: PodInfo, prof: Profile, fe: np.ndarray, dra: np.ndarray) -> np.ndarray:
+    def score(
+        self, demand, info: PodInfo, prof: Profile, fe: np.ndarray, dra: np.ndarray, seen: dict | None = None
+    ) -> np.ndarray:
+        """The weighted total over the feasible nodes `fe`, without the plugins that score every
+        node alike (see plugin_scores). `seen`: filled with each plugin's normalised scores (None
+        where it scores every node alike)."""
         plan = self._score_plans.get(prof.name)
         if plan is None or plan[0] is not prof:
             # (plugin, weight, scorer): plugins without a module (ImageLocality, VolumeBinding)
@@ -823,7 +833,51 @@ class Scheduler:
                 s = scorer(self, demand, info, prof, fe, dra)
             if s is not None:
                 total += weight * s
+            if seen is not None:
+                seen[plugin] = s
         return total
+
+    def plugin_scores(
+        self, demand, info: PodInfo, prof: Profile, fe: np.ndarray, dra: np.ndarray
+    ) -> tuple[np.ndarray, list[tuple[str, int, np.ndarray]]]:
+        """`score`'s total, and each of the profile's score plugins as (plugin, weight, normalised
+        scores over `fe`) as kube-scheduler has them: the plugins that score every node alike
+        with that score (uniform_score), those not modelled (ImageLocality, VolumeBinding) 0."""
+        seen: dict[str, Any] = {}
+        total = self.score(demand, info, prof, fe, dra, seen)
+        return total, self._rows(prof, len(fe), dra, seen)
+
+    @staticmethod
+    def _rows(prof: Profile, n: int, dra: np.ndarray, seen: dict) -> list[tuple[str, int, np.ndarray]]:
+        rows = []
+        for plugin, weight in prof.score_weights.items():
+            s = seen.get(plugin)
+            if s is None:
+                s = np.full(n, uniform_score(plugin, dra), dtype=np.int64)
+            rows.append((plugin, weight, np.asarray(s, dtype=np.int64)))
+        return rows
+
+    def _observed(self, observe, demand, info, prof: Profile, feasible, dra, seen, chosen: int, tried: int) -> None:
+        """Give `observe` the cycle's ScoreBreakdown (`seen`: what score filled, None: the cycle
+        did not score; `tried`: the nodes the filter loop could try)."""
+        fe = np.asarray(feasible, dtype=np.int64)
+        dra_arr = np.asarray(dra, dtype=np.int64)
+        if seen is None:  # one feasible node: what the plugins would give it
+            rows = self.plugin_scores(demand, info, prof, fe, dra_arr)[1]
+        else:
+            rows = self._rows(prof, len(fe), dra_arr, seen)
+        observe(
+            breakdown(
+                demand.key,
+                prof.name,
+                rows,
+                [self.nodes[int(i)].name for i in fe],
+                self.nodes[chosen].name,
+                scored=seen is not None,
+                nodes_in_cluster=tried,
+                feasible_wanted=self._to_find(prof, tried),
+            )
+        )
 
     def _plugin_score(self, plugin: str, demand, info: PodInfo, prof: Profile, fe: np.ndarray, dra: np.ndarray):
         """Normalised scores (0-100) over the feasible nodes, or None when the plugin gives every

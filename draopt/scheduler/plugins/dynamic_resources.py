@@ -19,3 +19,8 @@ def score(sched, demand, info, prof, fe: np.ndarray, dra: np.ndarray):
     if not len(dra) or not np.count_nonzero(dra) or not np.count_nonzero(dra != dra[0]):
         return None
     return default_normalize(dra)
+
+
+def uniform_score(dra: np.ndarray) -> int:
+    """`score`'s None: every node's raw score is the same, normalised to 100 (0 when it is 0)."""
+    return int(default_normalize(np.asarray(dra[:1], dtype=np.int64))[0]) if len(dra) else 0

@@ -20,3 +20,9 @@ def score(sched, demand, info, prof, fe: np.ndarray, dra: np.ndarray):
         [sum(1 for t in sched.prefer_taints[i] if not any(tolerates(x, t) for x in tol)) for i in fe], dtype=np.int64
     )
     return default_normalize(raw, reverse=True)
+
+
+def uniform_score(dra: np.ndarray) -> int:
+    """`score`'s None: no node has a PreferNoSchedule taint, every raw score is 0, which the
+    reversed normalisation makes the maximum."""
+    return int(default_normalize(np.zeros(1, dtype=np.int64), reverse=True)[0])
