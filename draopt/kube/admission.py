@@ -96,6 +96,64 @@ def preemption_policy(pod: Any, priority_classes: list[Any]) -> str:
     return PREEMPT_LOWER_PRIORITY
 
 
+BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+@dataclass(frozen=True)
+class AdmittedPriority:
+    """What the Priority admission plugin writes into a new pod's spec: its priority and preemption
+    policy, from the pod's PriorityClass (or the lowest global default class, else 0)."""
+
+    value: int
+    policy: str
+    source: str  # "PriorityClass NAME", or how the default was found
+
+
+def admitted_priorities(
+    classes: list[tuple[str, int, bool, str | None]],
+) -> tuple[dict[str, AdmittedPriority], AdmittedPriority]:
+    """From (name, value, globalDefault, preemptionPolicy) per PriorityClass: the admitted priority per
+    class name (the built-in system classes included), and the one a pod naming no class gets."""
+    table = {
+        n: AdmittedPriority(v, PREEMPT_LOWER_PRIORITY, f"PriorityClass {n}")
+        for n, v in BUILTIN_PRIORITY_CLASSES.items()
+    }
+    default = AdmittedPriority(0, PREEMPT_LOWER_PRIORITY, "no globalDefault PriorityClass")
+    for name, value, global_default, policy in classes:
+        table[name] = AdmittedPriority(value, policy or PREEMPT_LOWER_PRIORITY, f"PriorityClass {name}")
+        if global_default and (default.source.startswith("no ") or value < default.value):
+            default = AdmittedPriority(value, table[name].policy, f"the globalDefault PriorityClass {name}")
+    return table, default
+
+
+def priority_refusal(
+    given_priority: int | None,
+    given_policy: str | None,
+    class_name: str | None,
+    table: dict[str, AdmittedPriority],
+    default: AdmittedPriority,
+) -> tuple[str, str] | None:
+    """(field, why) when the Priority admission plugin (plugin/pkg/admission/priority) refuses to
+    create a pod whose spec already gives a priority or preemption policy other than the ones it
+    computes; None when it admits it. A class that does not exist is reported where it is read."""
+    admitted = table.get(class_name) if class_name else default
+    if admitted is None:
+        return None
+    if given_priority is not None and given_priority != admitted.value:
+        return "spec.priority", (
+            f"{given_priority} is not {admitted.value}, the priority of {admitted.source}: the API server "
+            "refuses to create a pod that sets another value (leave it out)"
+        )
+    if given_policy and given_policy != admitted.policy:
+        return "spec.preemptionPolicy", (
+            f"{given_policy} is not {admitted.policy}, the preemption policy of {admitted.source}: the API "
+            "server refuses to create a pod that sets another one (leave it out, or use a PriorityClass "
+            f"with preemptionPolicy: {given_policy})"
+        )
+    return None
+
+
 def invalid_pod_group(admitted_priority: int, pods: list, priority_classes: list[Any]) -> str:
     """kube-scheduler 1.37 refuses a PodGroup before its cycle (validatePodGroup): its pods (pending
     in queue order, then scheduled) must share the first one's schedulerName and preemption policy

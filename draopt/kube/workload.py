@@ -38,6 +38,10 @@ from typing import Any
 
 from draopt.errors import InputError
 from draopt.kube.admission import (
+    BUILTIN_PRIORITY_CLASSES,
+    MIRROR_POD_ANNOTATION,
+    admitted_priorities,
+    priority_refusal,
     served_notes,
     gate_hold,
     group_hold,
@@ -85,7 +89,6 @@ EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 POD_GROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 # Built into every cluster (kube-apiserver creates them).
-BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 
 
 # ------------------------------------------------------------------ helpers
@@ -163,6 +166,9 @@ class _Expander:
                 default_seen = pc  # several global defaults: Kubernetes takes the lowest value
         if default_seen is not None:
             self.default_priority = default_seen.value
+        self.admitted = admitted_priorities(
+            [(pc.name, pc.value, bool(pc.global_default), pc.preemption_policy) for pc in objects.priority_classes]
+        )
         self.ext_mapping = device_class_mapping(objects.device_classes) if features.extended_resource else {}
         self.group_claims: dict[tuple[str, str], str] = {}  # (group key, claim name) -> claim key
         self._generated: set[str] = set()  # keys of the claims made here
@@ -201,6 +207,20 @@ class _Expander:
                 )
             return self.classes[spec.priority_class_name]
         return self.default_priority
+
+    def _check_priority_admission(self, pod: Pod) -> None:
+        """A note for a pod the API server would refuse to create (Priority admission): draopt goes on
+        with the spec's values, as a scheduler would see them had the pod been created; `draopt
+        validate` reports it as an error. A pod with a uid was created by an API server already (the
+        check runs at creation only: its class may have changed since); a mirror pod is not checked."""
+        if pod.metadata.uid or MIRROR_POD_ANNOTATION in pod.metadata.annotations:
+            return
+        given_policy = getattr(pod.spec, "preemption_policy", None) or (pod.spec.model_extra or {}).get(
+            "preemptionPolicy"
+        )
+        refusal = priority_refusal(pod.spec.priority, given_policy, pod.spec.priority_class_name, *self.admitted)
+        if refusal is not None:
+            self.notes.append(f"{pod.ref}: field {refusal[0]}: {refusal[1]}; draopt uses the spec's value")
 
     # -------------------------------------------------------------- claims
     def _generate(
@@ -455,6 +475,7 @@ class _Expander:
         ext_requests, ext_text, ext_totals, resources = self._requests(pod)
         if ext_requests and hold is None:  # (the scheduler makes this claim in PreBind)
             claims.append(self.extended_claim(pod, ext_requests, ext_text))
+        self._check_priority_admission(pod)
         priority = self.priority(pod, pod.spec)
         return PodDemand(
             pod=pod,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from draopt.kube.admission import MIRROR_POD_ANNOTATION, AdmittedPriority, admitted_priorities, priority_refusal
 from draopt.kube.convert import ConversionError, schema_for, to_v1
 from draopt.kube.features import Features
 from draopt.errors import InputError
@@ -96,6 +97,7 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
     for doc, _ in docs:
         if isinstance(doc, dict) and doc.get("kind") == "Namespace" and isinstance(doc.get("metadata"), dict):
             namespaces[doc["metadata"].get("name")] = doc
+    admitted = _admitted_priorities(docs)
     seen: dict[tuple[str, str, str], str] = {}  # (kind, namespace, name) -> where first given
     for doc, source in docs:
         report.objects += 1
@@ -112,7 +114,48 @@ def validate_documents(docs: list[tuple[Any, str]], features: Features | None = 
             continue
         meta = _check_metadata(ctx, v1, kind, source, seen)
         _validate_kind(ctx, v1, kind, meta, namespaces)
+        if kind == "Pod":
+            _pod_priority(ctx, v1, meta, admitted)
     return report
+
+
+def _admitted_priorities(docs: list[tuple[Any, str]]) -> tuple[dict[str, AdmittedPriority], AdmittedPriority]:
+    """The priority and preemption policy the Priority admission plugin gives a pod, per class name,
+    from the input's PriorityClasses."""
+    classes = []
+    for doc, _ in docs:
+        if isinstance(doc, dict) and doc.get("kind") == "PriorityClass" and isinstance(doc.get("metadata"), dict):
+            value, policy = doc.get("value"), doc.get("preemptionPolicy")
+            if isinstance(value, int) and not isinstance(value, bool):
+                name = doc["metadata"].get("name")
+                classes.append(
+                    (str(name), value, doc.get("globalDefault") is True, policy if isinstance(policy, str) else None)
+                )
+    return admitted_priorities(classes)
+
+
+def _pod_priority(
+    ctx: _Ctx, doc: dict, meta: dict, admitted: tuple[dict[str, AdmittedPriority], AdmittedPriority]
+) -> None:
+    """A new pod whose spec sets a priority or preemption policy other than its class's is refused
+    (Priority admission). A pod with a uid was created already, and a mirror pod is not checked."""
+    annotations = meta.get("annotations")
+    if meta.get("uid") or not isinstance(annotations, dict):
+        annotations = {}
+    if meta.get("uid") or MIRROR_POD_ANNOTATION in annotations:
+        return
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        return
+    priority, policy, name = spec.get("priority"), spec.get("preemptionPolicy"), spec.get("priorityClassName")
+    refusal = priority_refusal(
+        priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+        policy if isinstance(policy, str) else None,
+        name if isinstance(name, str) else None,
+        *admitted,
+    )
+    if refusal is not None:
+        ctx.forbidden(refusal[0], refusal[1])
 
 
 def _served_kind(ctx: _Ctx, doc: dict, features: Features) -> str | None:
