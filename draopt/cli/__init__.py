@@ -15,7 +15,7 @@ import time
 from fractions import Fraction
 
 import draopt
-from draopt import progress, public
+from draopt import notes, progress, public
 from draopt.allocation import allocate as api
 from draopt.dra import taint_impact
 from draopt import validation as validate
@@ -630,7 +630,7 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     start = time.perf_counter()
     try:
         conventions.resolve(args)
-        with progress.reporting(_progress_for(args)):
+        with notes.on_stderr(), progress.reporting(_progress_for(args)):
             code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
