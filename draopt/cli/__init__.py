@@ -616,10 +616,20 @@ def cmd_plan(args) -> int:
         print(json.dumps(line, sort_keys=True, default=str), file=sys.stderr)
         args.partial_stats = None
     if args.output == "json":
-        print(json.dumps(result.to_json(), sort_keys=True))
+        print(json.dumps(dict(result.to_json(), provenance=_plan_provenance(args, features)), sort_keys=True))
     else:
         print(result.table())
     return 0 if result.placed == result.pods else 1
+
+
+def _plan_provenance(args, features) -> dict:
+    """`plan -o json`'s provenance: the inputs (and the node types file), the time limit, the
+    Kubernetes version (draopt.provenance)."""
+    from draopt.provenance import record
+
+    inputs = list(args.filename) + ([args.node_types] if args.node_types else [])
+    made = record(inputs, time_limit=args.time_limit, kubernetes_version=features.kubernetes_version)
+    return made.to_dict()
 
 
 def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
