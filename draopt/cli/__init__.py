@@ -378,7 +378,8 @@ def cmd_place(args) -> int:
 
     def run(policy):
         t = time.perf_counter()
-        with progress.current().task(f"place: {policy}"):
+        with progress.current().task(f"place: {policy}") as shown:
+            shown.time_limit(args.time_limit if policy == "optimal" else None)
             out = public.place(
                 objects,
                 policy=policy,

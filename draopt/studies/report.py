@@ -96,7 +96,7 @@ class PolicyReport:
     summary: str = ""  # what the optimal model proved, in words
     # The placement map: node -> its devices in search order, each (device, holder, how held);
     # not part of to_json (the measures), drawn by to_html.
-    device_map: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict, repr=False)
+    device_map: dict[str, list[DeviceCell]] = field(default_factory=dict, repr=False)
     unplaced: list[str] = field(default_factory=list, repr=False)
 
     @property
@@ -108,7 +108,7 @@ class PolicyReport:
         return round(100 * self.fragmentation / self.free_devices, 3) if self.free_devices else 0.0
 
     def __repr__(self) -> str:
-        gap = "" if self.gap is None else f", gap {self.gap:.2%}"
+        gap = "" if self.gap is None else f", gap {progress.format_gap(self.gap)}"
         return (
             f"<PolicyReport {self.policy}: {self.placed} of {self.pods} pods placed, {self.devices_used} of "
             f"{self.devices_total} devices used, {rounded(self.stranded_devices)} stranded, {self.status}{gap}>"
@@ -189,7 +189,8 @@ def compare(
     features = features or Features.from_gates()
     reports = PolicyReports()
     for spec in policies:
-        with progress.current().task(f"compare: {spec} ({len(reports) + 1} of {len(policies)})"):
+        with progress.current().task(f"compare: {spec} ({len(reports) + 1} of {len(policies)})") as shown:
+            shown.time_limit(time_limit if parse_policy(spec)[0] == "optimal" else None)
             reports.append(measure_policy(objects, spec, features=features, time_limit=time_limit, **first_fit))
     return reports
 
@@ -247,22 +248,40 @@ def measure_policy(
 PLACED, BEFORE = "placed", "before"  # allocated by the policy; allocated in the input
 
 
-def _device_map(cluster, workload, result) -> dict[str, list[tuple[str, str, str]]]:
-    """Node -> its devices in Kubernetes' search order, each (device, holder, how): the holder is
-    the pod whose claim holds the device (the first by name when several pods share the claim,
-    ", +N" for the others), how is PLACED (this policy's allocation), BEFORE (the input's) or ""
-    (free). A device several nodes reach is listed under each of them."""
+@dataclass(frozen=True)
+class Hold:
+    """One claim's hold on a device, as the placement map draws it."""
+
+    holder: str  # the pod whose claim it is (the first by name; ", +N" for the others sharing the claim)
+    how: str  # PLACED (this policy's allocation) or BEFORE (the input's)
+    share: float  # the part of the device the claim takes: 1 whole, else consumed capacity / capacity
+    shape: str  # what the claim takes ("1 device", "2 devices", "30% of a device"): the cell's colour
+
+
+DeviceCell = tuple[str, tuple[Hold, ...]]  # a device's name and its holds (none: free)
+
+
+def _device_map(cluster, workload, result) -> dict[str, list[DeviceCell]]:
+    """Node -> its devices in Kubernetes' search order, each with every claim that holds it (a
+    device shared through consumable capacity has several, each with its share). A device
+    several nodes reach is listed under each of them."""
     users: dict[str, list[str]] = {}
     for pod in list(workload.pending) + list(workload.running):
         for use in pod.claims:
             users.setdefault(use.key, []).append(pod.key)
-    held: dict[tuple[str, str, str], tuple[str, str]] = {}
+    capacities = {e.id: e.device.capacity for node in cluster.nodes for e in cluster.inventory(node).devices}
+    held: dict[Any, list[Hold]] = {}
+    seen: set[tuple[str, Any]] = set()
 
     def hold(key: str, allocation, how: str) -> None:
         names = sorted(set(users.get(key, []))) or [f"claim {key}"]
         holder = names[0] + (f", +{len(names) - 1}" if len(names) > 1 else "")
-        for r in allocation.devices.results:
-            held.setdefault((r.driver, r.pool, r.device), (holder, how))
+        results = [r for r in allocation.devices.results if (key, (r.driver, r.pool, r.device)) not in seen]
+        shares = [_share(r.consumed_capacity, capacities.get((r.driver, r.pool, r.device)) or {}) for r in results]
+        shape = _claim_shape(shares)
+        for r, share in zip(results, shares):
+            seen.add((key, (r.driver, r.pool, r.device)))
+            held.setdefault((r.driver, r.pool, r.device), []).append(Hold(holder, how, share, shape))
 
     for key, claim in sorted(workload.claims.items()):
         if claim.status.allocation is not None:
@@ -272,13 +291,29 @@ def _device_map(cluster, workload, result) -> dict[str, list[tuple[str, str, str
     out = {}
     for node in cluster.nodes:
         drivers = {e.pool.driver for e in cluster.inventory(node).devices}
-        cells = []
-        for e in cluster.inventory(node).devices:
-            name = e.device.name if len(drivers) == 1 else f"{e.pool.driver}/{e.device.name}"
-            holder, how = held.get(e.id, ("", ""))
-            cells.append((name, holder, how))
-        out[node.name] = cells
+        out[node.name] = [
+            (e.device.name if len(drivers) == 1 else f"{e.pool.driver}/{e.device.name}", tuple(held.get(e.id, ())))
+            for e in cluster.inventory(node).devices
+        ]
     return out
+
+
+def _share(consumed: dict[str, str] | None, capacity: dict) -> float:
+    """The part of a device a claim takes: 1 without consumed capacity (the device is the
+    claim's alone), else the largest consumed / capacity over the device's capacities."""
+    parts = [
+        float(_parse(str(q)) / _parse(str(capacity[n].value))) for n, q in (consumed or {}).items() if n in capacity
+    ]
+    parts = [p for p in parts if p >= 0]
+    return min(1.0, max(parts)) if parts else 1.0
+
+
+def _claim_shape(shares: list[float]) -> str:
+    """What a claim takes, as the map's colours name it: whole devices by count, or a share."""
+    if shares and all(s >= 1 for s in shares):
+        return f"{len(shares)} device{'' if len(shares) == 1 else 's'}"
+    part = max(shares, default=0.0)
+    return f"{100 * part:.0f}% of a device" + (f" x {len(shares)}" if len(shares) > 1 else "")
 
 
 @dataclass
@@ -546,10 +581,15 @@ def _cell(v) -> str:
     return str(v)
 
 
+def _gap_cell(g: float | None) -> str:
+    """A gap in a table: a percentage, as the progress line shows it (progress.format_gap)."""
+    return "-" if g is None else progress.format_gap(g)
+
+
 def _rows(reports: list[PolicyReport]) -> list[list[str]]:
     rows = [["measure"] + [r.policy for r in reports]]
     for name in ROWS:
-        rows.append([name] + [_cell(r.to_json()[name]) for r in reports])
+        rows.append([name] + [_gap_cell(r.gap) if name == "gap" else _cell(r.to_json()[name]) for r in reports])
     for kind in ("counters", "capacity"):
         names = sorted({n for r in reports for n in getattr(r, kind)})
         for n in names:
@@ -689,21 +729,106 @@ def _png_figure(reports: list[PolicyReport]):
     return fig
 
 
-MAP_NODES = 256  # rows of the placement map at most (nodes holding nothing are left out first)
+MAP_NODES = 64  # node rows of the placement map at most (busy nodes first); the others are summarised
 MAP_UNPLACED = 200  # pods named under a map as not placed, at most (the count is always given)
+# Colours of the claims' shapes (colour-blind-safe, Okabe-Ito first); shapes beyond them cycle.
+SHAPE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#7f3c8d", "#11a579")
+BEFORE_COLOUR = "#888"
 
 
 def _pod_colour(i: int) -> str:
-    """Distinct colours for neighbours in the legend: hues a golden angle apart, two lightnesses."""
-    return f"hsl({i * 137.508 % 360:.1f}, 70%, {58 if i % 2 == 0 else 72}%)"
+    return SHAPE_COLOURS[i % len(SHAPE_COLOURS)]
+
+
+def _busy(cells: list[DeviceCell], how: str | None = None) -> bool:
+    return any(h.how == how or (how is None) for _, holds in cells for h in holds)
+
+
+def _shapes(reports: list[PolicyReport], shown: list[str]) -> dict[str, int]:
+    """The shapes of the claims placed on the nodes shown -> their colour index, most devices first."""
+    count: dict[str, int] = {}
+    for r in reports:
+        for n in shown:
+            for _, holds in r.device_map.get(n, []):
+                for h in holds:
+                    if h.how == PLACED:
+                        count[h.shape] = count.get(h.shape, 0) + 1
+    return {shape: i for i, shape in enumerate(sorted(count, key=lambda k: (-count[k], k)))}
+
+
+def _cell_html(node: str, device: str, holds: tuple[Hold, ...], colour: dict[str, int]) -> str:
+    """One device: filled from the left by each claim's share, in its shape's colour (grey: the
+    input's); the number of claims when several share it; a tooltip naming them."""
+    e = html.escape
+    if not holds:
+        return f'<td class="free" title="{e(node)} {e(device)}: free"></td>'
+    stops, at = [], 0.0
+    for h in holds:
+        c = BEFORE_COLOUR if h.how == BEFORE else _pod_colour(colour[h.shape])
+        end = min(100.0, at + 100 * h.share)
+        stops.append(f"{c} {at:.0f}% {end:.0f}%")
+        at = end
+    if at < 100:
+        stops.append(f"#fff {at:.0f}% 100%")
+    who = "; ".join(
+        f"{h.holder}{'' if h.share >= 1 else f' ({100 * h.share:.0f}%)'}{' (in the input)' if h.how == BEFORE else ''}"
+        for h in holds
+    )
+    full = f", {min(100.0, at):.0f}% used" if len(holds) > 1 or at < 100 else ""
+    cls = "held" if any(h.how == PLACED for h in holds) else "before"
+    label = str(len(holds)) if len(holds) > 1 else ""
+    return (
+        f'<td class="{cls}" style="background:linear-gradient(to right, {", ".join(stops)})" '
+        f'title="{e(node)} {e(device)}: {e(who)}{full}">{label}</td>'
+    )
+
+
+def _rest_summary(r: PolicyReport, rest: list[str]) -> str:
+    """The nodes beyond the map's rows, in one sentence: how many hold this policy's claims, and
+    how much of their devices."""
+    if not rest:
+        return ""
+    cells = [c for n in rest for c in r.device_map.get(n, [])]
+    busy = sum(1 for n in rest if _busy(r.device_map.get(n, []), PLACED))
+    used = sum(1 for _, holds in cells if any(h.how == PLACED for h in holds))
+    shared = sum(1 for _, holds in cells if len(holds) > 1)
+    return (
+        f'<p class="rest">The other {len(rest)} nodes: {busy} hold pods it placed, on {used} of their '
+        f"{len(cells)} devices ({shared} shared by several claims).</p>"
+    )
+
+
+def _policy_map(r: PolicyReport, shown: list[str], rest: list[str], colour: dict[str, int]) -> str:
+    e = html.escape
+    rows = [
+        f"<tr><th>{e(n)}</th>{''.join(_cell_html(n, d, holds, colour) for d, holds in r.device_map.get(n, []))}</tr>"
+        for n in shown
+    ]
+    used = sum(1 for n in list(shown) + rest if _busy(r.device_map.get(n, []), PLACED))
+    listed = ", ".join(r.unplaced[:MAP_UNPLACED]) + (
+        f" and {len(r.unplaced) - MAP_UNPLACED} more" if len(r.unplaced) > MAP_UNPLACED else ""
+    )
+    missing = (
+        f'<p class="unplaced">Not placed ({len(r.unplaced)}): {e(listed)}</p>'
+        if r.unplaced
+        else '<p class="unplaced">Every pod placed.</p>'
+    )
+    return (
+        f'<div class="map"><h3>{e(r.policy)}</h3>'
+        f"<p>{r.placed} of {r.pods} pods placed, {r.devices_used} of {r.devices_total} devices "
+        f'used, on {used} node{"" if used == 1 else "s"}</p>'
+        f'<table class="pmap"><tbody>{"".join(rows)}</tbody></table>{_rest_summary(r, rest)}{missing}</div>'
+    )
 
 
 def placement_map(reports: list[PolicyReport]) -> str:
     """The placement map (HTML, CSS only): per policy, side by side, one row per node and one
-    cell per device in Kubernetes' search order, coloured by the pod that holds it and labelled
-    with the pod's number in the legend below (the same pod, the same colour and number in every
-    policy's map); grey: allocated in the input; white: free. Pods not placed are listed under
-    their policy's map."""
+    cell per device in Kubernetes' search order. A cell fills from the left with each claim's
+    share of the device (several pods share a GPU through consumable capacity), coloured by
+    what the claim takes (its shape, the same colour in every policy's map; grey: allocated in
+    the input; white: free), with the number of claims when several share it and a tooltip
+    naming the pods. Up to MAP_NODES nodes are drawn (those holding a device first); the others
+    are summarised under each map, as are the pods not placed."""
     e = html.escape
     nodes = list(dict.fromkeys(n for r in reports for n in r.device_map))
     if not nodes:
@@ -711,59 +836,29 @@ def placement_map(reports: list[PolicyReport]) -> str:
     shown = nodes
     if len(nodes) > MAP_NODES:
         # Nodes holding a device in some policy first, then the idle ones; in name order.
-        busy = [n for n in nodes if any(how for r in reports for _, _, how in r.device_map.get(n, []))]
+        busy = [n for n in nodes if any(_busy(r.device_map.get(n, [])) for r in reports)]
         kept = set((busy + [n for n in nodes if n not in set(busy)])[:MAP_NODES])
         shown = [n for n in nodes if n in kept]
-    omitted = len(nodes) - len(shown)
-    # The legend: the pods holding a device on a node shown (numbered by name).
-    holders = sorted({h for r in reports for n in shown for _, h, how in r.device_map.get(n, []) if how == PLACED})
-    number = {h: i + 1 for i, h in enumerate(holders)}
-    maps = []
-    for r in reports:
-        rows = []
-        for n in shown:
-            cells = []
-            for device, holder, how in r.device_map.get(n, []):
-                if how == PLACED:
-                    cells.append(
-                        f'<td class="held" style="background:{_pod_colour(number[holder] - 1)}" '
-                        f'title="{e(n)} {e(device)}: {e(holder)}">{number[holder]}</td>'
-                    )
-                elif how == BEFORE:
-                    cells.append(f'<td class="before" title="{e(n)} {e(device)}: {e(holder)} (in the input)"></td>')
-                else:
-                    cells.append(f'<td class="free" title="{e(n)} {e(device)}: free"></td>')
-            rows.append(f'<tr><th>{e(n)}</th>{"".join(cells)}</tr>')
-        used = sum(1 for n in shown if any(how == PLACED for _, _, how in r.device_map.get(n, [])))
-        listed = ", ".join(r.unplaced[:MAP_UNPLACED]) + (
-            f" and {len(r.unplaced) - MAP_UNPLACED} more" if len(r.unplaced) > MAP_UNPLACED else ""
-        )
-        missing = (
-            f'<p class="unplaced">Not placed ({len(r.unplaced)}): {e(listed)}</p>'
-            if r.unplaced
-            else '<p class="unplaced">Every pod placed.</p>'
-        )
-        maps.append(
-            f'<div class="map"><h3>{e(r.policy)}</h3>'
-            f'<p>{r.placed} of {r.pods} pods placed, {r.devices_used} of {r.devices_total} devices '
-            f'used, on {used} node{"" if used == 1 else "s"}</p>'
-            f'<table class="pmap"><tbody>{"".join(rows)}</tbody></table>{missing}</div>'
-        )
+    rest = [n for n in nodes if n not in set(shown)]
+    colour = _shapes(reports, shown)
+    maps = "".join(_policy_map(r, shown, rest, colour) for r in reports)
     legend = "".join(
-        f'<li><span class="swatch" style="background:{_pod_colour(i)}">{i + 1}</span>{e(h)}</li>'
-        for i, h in enumerate(holders)
+        f'<li><span class="swatch" style="background:{_pod_colour(i)}"></span>{e(shape)}</li>'
+        for shape, i in colour.items()
     )
     note = (
-        f"<p>{omitted} of {len(nodes)} nodes are not shown: the map has {MAP_NODES} rows, nodes holding "
-        f"a device in some policy first.</p>"
-        if omitted
+        f"<p>{len(rest)} of {len(nodes)} nodes are summarised under each map: it draws {MAP_NODES} "
+        f"rows, nodes holding a device in some policy first.</p>"
+        if rest
         else ""
     )
     return (
-        f'<p>Rows: nodes; cells: their devices in search order. A coloured cell is held by the pod '
-        f'of that number (legend); grey: allocated in the input; white: free.</p>{note}'
-        f'<div class="maps">{"".join(maps)}</div>'
-        f'<h3>Pods</h3><ol class="legend">{legend}</ol>'
+        "<p>Rows: nodes; cells: their devices in search order. A cell fills from the left with the "
+        "share of the device each claim takes, coloured by what the claim takes (legend); a number: "
+        "that many claims share the device; grey: allocated in the input; white: free. Hover a cell "
+        f"for its pods.</p>{note}"
+        f'<div class="maps">{maps}</div>'
+        f'<h3>Claims, by what they take</h3><ul class="legend">{legend}</ul>'
     )
 
 
@@ -798,10 +893,11 @@ table.pmap td {{ width: 18px; height: 14px; padding: 0; border: 1px solid #999; 
 td.free {{ background: #fff; }} td.before {{ background: #888; }}
 p.unplaced {{ max-width: 40em; }}
 footer.provenance {{ margin-top: 2em; font-size: 85%; color: #444; }} footer.provenance ul {{ margin: 0; }}
-ol.legend {{ list-style: none; padding: 0; columns: 16em; font-size: 12px; }}
-ol.legend li {{ margin: 1px 0; }}
-.swatch {{ display: inline-block; min-width: 2.2em; margin-right: 0.4em; text-align: center;
-           border: 1px solid #999; font-size: 10px; }}
+ul.legend {{ list-style: none; padding: 0; columns: 16em; font-size: 12px; }}
+ul.legend li {{ margin: 1px 0; }}
+.swatch {{ display: inline-block; width: 2.2em; height: 0.9em; margin-right: 0.4em; vertical-align: middle;
+           border: 1px solid #999; }}
+table.pmap td.held, table.pmap td.before {{ color: #fff; font-weight: bold; text-shadow: 0 0 2px #000; }}
 </style></head><body>
 <h1>draopt compare: {e(", ".join(r.policy for r in reports))}</h1>
 <p>Inputs: {e(", ".join(inputs))}</p>
