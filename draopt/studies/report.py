@@ -586,10 +586,35 @@ def _gap_cell(g: float | None) -> str:
     return "-" if g is None else progress.format_gap(g)
 
 
-def _rows(reports: list[PolicyReport]) -> list[list[str]]:
+# The HTML report's row titles: what each measure counts, with its unit (the text table keeps
+# the JSON's keys, which scripts read).
+ROW_TITLES = {
+    "pods": "pending pods",
+    "placed": "pods placed",
+    "weighted_pods": "pending pods, priority-weighted",
+    "weighted_placed": "pods placed, priority-weighted",
+    "devices_total": "devices",
+    "devices_used": "devices used",
+    "free_devices": "free devices (device units)",
+    "stranded_devices": "stranded devices (device units)",
+    "fragmentation": "fragmentation (device units)",
+    "fragmentation_pct": "fragmentation (% of free device units)",
+    "shapes": "pod shapes",
+    "solve_s": "placement time (s)",
+    "status": "solver status",
+    "gap": "gap to the bound (%)",
+    "proven": "proven optimal",
+}
+
+
+def _rows(reports: list[PolicyReport], human: bool = False) -> list[list[str]]:
+    """The table: one row per measure, one column per policy. `human` (the HTML report): titles
+    with units (ROW_TITLES) and values rounded to two decimals."""
+    value = rounded if human else _cell
     rows = [["measure"] + [r.policy for r in reports]]
     for name in ROWS:
-        rows.append([name] + [_gap_cell(r.gap) if name == "gap" else _cell(r.to_json()[name]) for r in reports])
+        label = ROW_TITLES[name] if human else name
+        rows.append([label] + [_gap_cell(r.gap) if name == "gap" else value(r.to_json()[name]) for r in reports])
     for kind in ("counters", "capacity"):
         names = sorted({n for r in reports for n in getattr(r, kind)})
         for n in names:
@@ -866,10 +891,10 @@ def to_html(reports: list[PolicyReport], inputs: list[str], provenance: Provenan
     """A self-contained page: the table, the placement map, the definitions, one inline SVG plot
     per measure, and `provenance` (when given) as its footer."""
     e = html.escape
-    rows = _rows(reports)
+    rows = _rows(reports, human=True)
     head = "".join(f"<th>{e(v)}</th>" for v in rows[0])
     body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows[1:])
-    defs = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS.items())
+    defs = "".join(f"<dt>{e(ROW_TITLES.get(k, k))}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS.items())
     notes = "".join(f"<p><b>{e(r.policy)}</b>: {e(r.summary)}</p>" for r in reports if r.summary)
     figs = "".join(
         f'<figure>{svg}<figcaption>{e(TITLES[m])}: {e(DEFINITIONS.get(m, ""))}</figcaption></figure>'
