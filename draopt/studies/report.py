@@ -156,7 +156,7 @@ class PolicyReports(list[PolicyReport]):
     def _repr_html_(self) -> str:
         from draopt.studies.frames import html_table
 
-        rows = _rows(self)
+        rows = _rows(self, human=True)  # titles with units, rounded values (as the HTML report)
         return html_table("draopt compare", rows[0], rows[1:])
 
 
