@@ -85,7 +85,16 @@ def _caller_level() -> int:
     standard library's wrappers), so that the warning names the user's line."""
     frame = sys._getframe(2)  # note() or warn(): level 2 from _say
     level = 2
-    while frame.f_back is not None and frame.f_code.co_filename.startswith((_PACKAGE, _STDLIB)):
+    while frame.f_back is not None and _inside(frame.f_code.co_filename):
         frame = frame.f_back
         level += 1
     return level
+
+
+def _inside(filename: str) -> bool:
+    """A frame of draopt's, or of the standard library's (contextlib, functools) but not of a
+    package installed beside it (site-packages is under the standard library's directory on a
+    system Python)."""
+    if filename.startswith(_PACKAGE):
+        return True
+    return filename.startswith(_STDLIB) and "site-packages" not in filename and "dist-packages" not in filename
