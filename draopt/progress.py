@@ -39,6 +39,9 @@ class Task:
     def solver(self, best: float | None, bound: float | None) -> None:
         """A solver's best objective value found so far and its proven bound (the gap is derived)."""
 
+    def time_limit(self, seconds: float | None) -> None:
+        """The task's time limit (wall seconds): the clock is shown against it."""
+
 
 class Progress:
     """The reporter the layers see through :func:`current`. This base shows nothing."""
@@ -123,12 +126,19 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
 
 
+def format_gap(g: float | None) -> str:
+    """A gap as every text output shows it (the progress line, the tables, the summaries): a
+    percentage with two decimals (0.0245 -> "2.45%"); "-" when there is none. Data files (JSON,
+    CSV, Parquet) and DataFrames keep the fraction (0..1)."""
+    return "-" if g is None else f"{100 * g:.2f}%"
+
+
 def _solver_fields(best: float | None, bound: float | None) -> dict[str, Any]:
     """The gap first: on a narrow terminal the end of the line is cut, and the gap says most."""
     fields: dict[str, Any] = {}
     g = gap(best, bound)
     if g is not None:
-        fields["gap"] = f"{100 * g:.2f}%"
+        fields["gap"] = format_gap(g)
     if best is not None:
         fields["best"] = _number(best)
     if bound is not None:
@@ -139,9 +149,12 @@ def _solver_fields(best: float | None, bound: float | None) -> dict[str, Any]:
 class _TerminalTask(Task):
     active = True
 
-    def __init__(self, owner: TerminalProgress | NotebookProgress, bar: Any):
+    def __init__(self, owner: TerminalProgress | NotebookProgress, bar: Any, phase: str = "", width: int = 0):
         self._owner = owner
         self._bar = bar
+        self._phase = phase  # a line without a total shows its phase and figures in the description
+        self._width = width  # the terminal's columns (0: unknown)
+        self._limit = ""
         self._fields: dict[str, Any] = {}
         self._best: float | None = None
         self._drawn_at = 0.0
@@ -161,6 +174,14 @@ class _TerminalTask(Task):
         best = self._best = best if best is not None else self._best
         self.note(**_solver_fields(best, bound))
 
+    def time_limit(self, seconds: float | None) -> None:
+        if seconds is None or self._bar.total is not None:  # (a bar with a total shows its own clock)
+            return
+        from tqdm import tqdm
+
+        self._limit = "/" + tqdm.format_interval(seconds)
+        self._show()
+
     def _show(self) -> None:
         text = "  ".join(f"{k} {v}" for k, v in self._fields.items())
         # Drawn at once at most every 0.1 s (a solver may prove bounds faster than a terminal
@@ -170,7 +191,25 @@ class _TerminalTask(Task):
         if draw:
             self._drawn_at = now
         with self._owner.lock:
-            self._bar.set_postfix_str(text, refresh=draw)
+            if self._bar.total is None and self._phase:
+                self._bar.set_description_str(self._limit + "  " + _fit(self._phase, text, self._width), refresh=draw)
+            else:
+                self._bar.set_postfix_str(text, refresh=draw)
+
+
+_CLOCK = 8  # "1:02:05" and the space after it: the most an elapsed time takes before the limit
+
+
+def _fit(phase: str, figures: str, width: int) -> str:
+    """The phase and then its figures (the gap first), the phase shortened with "…" so that the
+    figures fit a terminal of `width` columns after the clock and its limit (80 columns: a
+    phase of up to about 40 characters stays whole beside a gap, a best value and a bound)."""
+    if not figures:
+        return phase
+    room = width - 2 * _CLOCK - 2 - len(figures) if width else len(phase)
+    if len(phase) > room:
+        phase = phase[: max(room - 1, 12)].rstrip(" ,:") + "…"
+    return f"{phase}  {figures}"
 
 
 def _width(stream: TextIO) -> int:
@@ -201,8 +240,8 @@ class TerminalProgress(Progress):
         from tqdm import tqdm
 
         with self.lock:
-            if total is None:  # the clock first: a long phase name is what a narrow line cuts
-                fmt = "{elapsed}  {desc}{postfix}"
+            if total is None:  # the clock first (and its limit: _TerminalTask.time_limit), then the
+                fmt = "{elapsed}{desc}"  # phase and its figures, fitted to the width (_fit)
             else:
                 fmt = (
                     "{desc}  {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} "
@@ -212,7 +251,7 @@ class TerminalProgress(Progress):
             width = _width(self.stream)
             bar = tqdm(
                 total=total,
-                desc=phase,
+                desc=phase if total is not None else "  " + phase,
                 file=self.stream,
                 leave=False,
                 position=len(self._bars),
@@ -225,7 +264,7 @@ class TerminalProgress(Progress):
             self._bars.append(bar)
             self._start_ticker()
         try:
-            yield _TerminalTask(self, bar)
+            yield _TerminalTask(self, bar, phase if total is None else "", width)
         finally:
             with self.lock:
                 self._bars.remove(bar)
@@ -264,6 +303,7 @@ class _LineTask(Task):
         self._done: int | None = None
         self._fields: dict[str, Any] = {}
         self._best: float | None = None
+        self._limit: float | None = None
         self._started = self._written = time.monotonic()
 
     def update_to(self, done: int) -> None:
@@ -278,6 +318,9 @@ class _LineTask(Task):
         best = self._best = best if best is not None else self._best
         self.note(**_solver_fields(best, bound))
 
+    def time_limit(self, seconds: float | None) -> None:
+        self._limit = seconds
+
     def _maybe_write(self) -> None:
         now = time.monotonic()
         if now - self._written >= self._owner.interval:
@@ -286,6 +329,8 @@ class _LineTask(Task):
 
     def write(self, state: str) -> None:
         elapsed = "" if state == "started" else f"{time.monotonic() - self._started:.1f}s"
+        if elapsed and self._limit is not None:
+            elapsed += f" of {self._limit:g}s"
         parts = [self._phase, state, elapsed]
         if self._total is not None:
             parts.append(f"{self._done or 0}/{self._total} {self._unit}".rstrip())

@@ -11,9 +11,10 @@ claims, deletions and NoExecute evictions finish, replacements are created); Fal
 `place`, `plan`, `simulate` and `compare` also take `progress=`: None (the default) shows their
 long work as tqdm.auto bars inside a Jupyter notebook only, True or False forces it.
 
-    import draopt
-    out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
-    [p.pod for p in out.result.pods if p.placed]
+    >>> import draopt
+    >>> out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
+    >>> [p.pod for p in out.result.pods if p.placed]
+    ['ml/trainer-0', 'ml/trainer-1']
 """
 
 from __future__ import annotations
@@ -128,8 +129,9 @@ def load(paths: str | Iterable[str], *, recursive: bool = False, strict: bool = 
     .yaml/.yml/.json files, its subdirectories too with `recursive`); kinds draopt does not use
     are a note on stderr, an InputError with `strict`; workload controllers become their Pods.
 
-        objects = draopt.load("examples/cluster.yaml")
-        [n.name for n in objects.nodes]
+        >>> objects = draopt.load("examples/cluster.yaml")
+        >>> [n.name for n in objects.nodes]
+        ['gpu-node-1', 'gpu-node-2']
     """
     return load_files(_paths(paths, "paths"), recursive=recursive, strict=strict)
 
@@ -151,8 +153,9 @@ def allocate(
     where they fit), as `draopt allocate`. Returns a draopt.allocation.allocate.AllocateOutcome: `allocated`,
     `node`, `claims` (with status.allocation set), `reason` when unschedulable, `notes`.
 
-        out = draopt.allocate("examples/cluster.yaml", node="node-1", deterministic_share_ids=True)
-        out.allocated, [c.name for c in out.claims]
+        >>> out = draopt.allocate("examples/cluster.yaml", node="gpu-node-1", deterministic_share_ids=True)
+        >>> out.allocated, [c.name for c in out.claims]
+        (True, ['trainer', 'notebook'])
     """
     from draopt.allocation import allocate as api
 
@@ -192,8 +195,9 @@ def place(
     `result` (a PlacementResult: `pods`, `placed_pods()`, `summary()`, `stats`), `objects` (the
     Pods and ResourceClaims as Kubernetes would hold them).
 
-        out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
-        len(out.result.placed_pods()), out.result.summary()
+        >>> out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
+        >>> len(out.result.placed_pods()), out.result.summary().nodes_used
+        (2, 1)
     """
     from draopt.placement import place as place_pods
 
@@ -232,8 +236,9 @@ def plan(
     `cluster-autoscaler/least-waste|most-pods|price|random|priority`; `expander_priorities` the
     priority expander's ConfigMap or mapping file), in `MixPlan.baselines`.
 
-        mix = draopt.plan("examples/gang-stranding.yaml", ["node-a=1"], time_limit=10)
-        mix.placed, mix.pods
+        >>> mix = draopt.plan("examples/gang-stranding.yaml", ["node-1=1"], time_limit=10)
+        >>> mix.placed, mix.pods
+        (2, 2)
     """
     from draopt.studies.planning import NodeType, load_node_types, parse_node_type
     from draopt.studies.planning import plan as plan_mix
@@ -305,7 +310,15 @@ def simulate(
     ...; what `-o csv` prints), or with `records=True` (draopt protocol) the per-run
     draopt.studies.simulate.Record list.
 
-        rows = draopt.simulate("examples/cluster.yaml", "examples/mig-gangs.yaml", levels=[0.5], runs=1)
+        >>> rows = draopt.simulate(
+        ...     "examples/openb-mini/cluster.yaml", "examples/openb-mini/tasks.csv", levels=[1.0], runs=1
+        ... )
+        >>> [(r["policy"], r["unallocated_pct"]) for r in rows]
+        [('first-fit', 17.0), ('best-fit', 17.0), ('least-allocated', 17.0), ('fgd', 17.0)]
+
+    (`examples/openb-mini`: two nodes and five tasks in the openb trace's CSV format; the
+    cluster is `draopt trace import --nodes examples/openb-mini/nodes.csv`. A trace of gangs is
+    refused: `simulate` places pods one by one.)
     """
     from draopt.studies import simulate as sim
 
@@ -376,8 +389,9 @@ def compare(
     `draopt compare`. Returns a list of draopt.studies.report.PolicyReport (placed, stranded devices,
     fragmentation, `proven`, `to_json()`), one per policy, in order.
 
-        reports = draopt.compare("examples/gang-stranding.yaml", time_limit=10)
-        [(r.policy, r.placed) for r in reports]
+        >>> reports = draopt.compare("examples/gang-stranding.yaml", time_limit=10)
+        >>> [(r.policy, r.placed) for r in reports]
+        [('first-fit', 0), ('optimal', 2)]
     """
     from draopt.studies.report import compare as compare_policies
 
@@ -399,8 +413,9 @@ def validate(
     documents as written, so it takes file paths (an ObjectSet is already parsed: InputError).
     Returns a draopt.validation.Report: `findings` (empty: valid), `notes`, `objects`, `to_dict()`.
 
-        report = draopt.validate("examples/cluster.yaml")
-        report.findings == []
+        >>> report = draopt.validate("examples/cluster.yaml")
+        >>> report.findings
+        []
     """
     from draopt.validation.documents import validate_files
 
@@ -425,8 +440,9 @@ def explain(
     smallest set of requirements that cannot hold together (`conflict`; `fits` when they can).
     `claims`: NAMESPACE/NAME (default every pending claim); `node`: only that node.
 
-        exps = draopt.explain("examples/cluster.yaml", node="node-1")
-        [(e.node, e.fits) for e in exps]
+        >>> exps = draopt.explain("examples/cluster.yaml", node="gpu-node-1")
+        >>> [(e.node, e.fits) for e in exps]
+        [('gpu-node-1', True)]
     """
     from draopt.allocation import allocate as api
     from draopt.allocation.explain import explain_claims

@@ -12,6 +12,7 @@ import yaml
 from draopt import cli
 from draopt.kube.controllers import NAME_ALPHABET, template_hash
 from draopt.errors import InputError
+from draopt.notes import DraoptWarning
 from draopt.kube.loader import load_files, load_text
 from draopt.placement import place
 
@@ -512,9 +513,10 @@ def test_template_errors_name_the_controllers_field_and_warnings_come_once(capsy
     ):
         load_text(docs(TEMPLATE, bad), "t")
     typo = DEPLOYMENT.replace("      resourceClaims:", "      nodeSelectr: {gpu: 'true'}\n      resourceClaims:")
-    objs = load_text(docs(TEMPLATE, typo), "t")
+    with pytest.warns(DraoptWarning) as said:
+        objs = load_text(docs(TEMPLATE, typo), "t")
     assert len(objs.pods) == 4
-    err = capsys.readouterr().err
+    err = "\n".join(str(w.message) for w in said if issubclass(w.category, DraoptWarning))
     # The misspelled field is reported once for the template, not once per replica.
     assert err.count('unknown field "spec.nodeSelectr"') == 1, err
     assert "Deployment ml/infer: spec.template" in err

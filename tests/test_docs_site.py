@@ -55,3 +55,8 @@ def test_chromium_renders_the_front_page(site):
     text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", dom.stdout)).split())
     for expected in ("draopt places Kubernetes pods", "Where will these pods land?", "Start here"):
         assert expected in text, expected
+    # the document Chromium built has the site's title, and the page draws (a screenshot with content)
+    assert re.search(r"<title>draopt</title>", dom.stdout)
+    shot = site.parent / "front.png"
+    drawn = _run_browser(_browser(), f"--screenshot={shot}", "--window-size=1200,900", (site / "index.html").as_uri())
+    assert drawn.returncode == 0 and shot.stat().st_size > 10_000, drawn.stderr[-2000:]

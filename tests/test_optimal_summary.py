@@ -29,12 +29,12 @@ def test_feasible_never_says_proven_optimal():
     got = _summary(_stats("FEASIBLE", packing=False, gap=0.0))
     assert got == (
         "FEASIBLE, not proven optimal: proven: placed pods, sub-request preferences; "
-        "best found, not proven: packing (gap of placed pods 0.0)"
+        "best found, not proven: packing (gap of placed pods 0.00%)"
     )
     got = _summary(_stats("FEASIBLE", False, False, False, gap=0.25))
     assert got == (
         "FEASIBLE, not proven optimal: nothing proven; "
-        "best found, not proven: placed pods, sub-request preferences, packing (gap of placed pods 0.25)"
+        "best found, not proven: placed pods, sub-request preferences, packing (gap of placed pods 25.00%)"
     )
 
 

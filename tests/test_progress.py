@@ -6,8 +6,10 @@ module, the command in a subprocess), absent on a pipe and with --quiet, forced 
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import pty
+import re
 import struct
 import subprocess
 import sys
@@ -233,3 +235,32 @@ def test_kubectl_plugin_entry_point(capsys):
     with pytest.raises(SystemExit) as done:
         kubectl_main(["place", "--help"])
     assert done.value.code == 0 and capsys.readouterr().out.startswith("usage: kubectl draopt place ")
+
+
+def test_the_clock_runs_against_the_time_limit(spread, tmp_path):
+    code, shown, _ = _on_terminal(_optimal(spread), tmp_path, size=(24, 80))
+    assert code == UNPLACED
+    assert "/00:20  place: optimal" in shown  # elapsed/limit (--time-limit 20)
+    buf = io.StringIO()
+    lines = progress.LineProgress(buf, interval=0)
+    with lines.task("place: optimal") as task:
+        task.time_limit(60)
+        task.solver(1234, 1260)
+    assert re.search(r"^place: optimal  \d+\.\ds of 60s  gap 2\.06%  best 1,234  bound 1,260$", buf.getvalue(), re.M)
+
+
+def test_one_unit_for_gaps():
+    """The progress line, the tables and the summaries show a gap as a percentage (data files keep
+    the fraction)."""
+    from draopt.placement.solver_stats import _gap
+
+    assert progress.format_gap(0.0245) == "2.45%" and progress.format_gap(None) == "-"
+    assert progress._solver_fields(90, 100)["gap"] == "10.00%"
+    assert _gap(0.25) == "25.00%"
+
+
+def test_a_long_phase_is_shortened_so_that_its_figures_fit():
+    figures = "gap 1.59%  best 1,240  bound 1,260"
+    line = progress._fit("optimal: phase 1 of 3, placed pods (priority-weighted)", figures, 80)
+    assert line.endswith("…  " + figures) and 2 * progress._CLOCK + len(line) <= 80
+    assert progress._fit("plan: one-fewer checks", figures, 80) == "plan: one-fewer checks  " + figures

@@ -101,3 +101,18 @@ def test_sweep_parquet_schema_is_fixed_and_carries_provenance(monkeypatch, tmp_p
     assert types["gap"] == types["bound_unallocated_pct"] == types["inflation"] == "double"
     assert types["seed"] == types["nodes"] == types["placed"] == "int64" and types["status"] == "string"
     assert all(t != "null" for t in types.values())
+
+
+def test_plan_json_carries_it(monkeypatch, capsys):
+    from draopt import cli
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    gang = str(Path(__file__).resolve().parents[1] / "examples" / "gang-stranding.yaml")
+    argv = ["plan", "-f", gang, "--node-template", "node-1", "--time-limit", "5", "-o", "json"]
+    monkeypatch.setattr("sys.argv", ["draopt", *argv])
+    assert cli.main(argv) == 0
+    made = json.loads(capsys.readouterr().out)["provenance"]
+    assert made["command"] == ["draopt", *argv] and made["time_limit"] == 5.0 and made["seed"] is None
+    assert made["inputs"] == {gang: hashlib.sha256(Path(gang).read_bytes()).hexdigest()}
+    assert made["kubernetes_version"] == "1.37" and made["date"] == "2023-11-14T22:13:20Z"
+    assert made["version"] == provenance.draopt_version()

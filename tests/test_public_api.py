@@ -38,7 +38,8 @@ def test_import_draopt_is_lazy():
 
 
 def test_every_function_is_documented():
-    for name in draopt.__all__:
+    assert set(draopt.__all__) == set(draopt.public.__all__) | {"DraoptNote", "DraoptWarning"}
+    for name in draopt.public.__all__:
         fn = getattr(draopt, name)
         assert callable(fn)
         doc = getattr(draopt.public, name).__doc__

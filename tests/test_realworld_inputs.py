@@ -14,6 +14,7 @@ import yaml
 
 from draopt.dra import taint_impact
 from draopt.errors import InputError
+from draopt.notes import DraoptWarning
 from draopt.kube.loader import load_files, load_text
 from draopt.placement import place
 from draopt.validation import validate_documents, validate_files
@@ -64,9 +65,10 @@ def test_pod_with_misspelled_fields(capsys):
         'Pod default/p: spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names in '
         'pod.spec.resourceClaims which is empty',
     ]
-    objs = load_files([rw("minimal/m04-pod-misspelled-fields.yaml")])
-    err = capsys.readouterr().err
-    assert err.count("warning:") == 1 and 'Pod default/p: unknown field "spec.resourceclaims"' in err
+    with pytest.warns(DraoptWarning) as said:
+        objs = load_files([rw("minimal/m04-pod-misspelled-fields.yaml")])
+    texts = [str(w.message) for w in said if issubclass(w.category, DraoptWarning)]
+    assert len(texts) == 1 and 'Pod default/p: unknown field "spec.resourceclaims"' in texts[0]
     assert objs.pods[0].spec.resource_claims == []
 
 

@@ -198,7 +198,7 @@ def test_time_limit_bounds_preparing_the_model_and_says_so():
     assert "time limit ran out" in st["fallback"] and "time limit ran out" in st["summary"]
     # The only bound left: every pod placed (4), first-fit places 3 (one pod per pool).
     assert st["bound"] == 4 and st["objective"] == 3 and st["gap"] == 0.25
-    assert "nothing proven but a bound (every pod placed: 4, gap 0.25)" in st["summary"]
+    assert "nothing proven but a bound (every pod placed: 4, gap 25.00%)" in st["summary"]
     assert not st["proven"]["placed"]
     assert [(p.pod, p.node) for p in out.result.pods] == [(p.pod, p.node) for p in ff.pods]
     assert check_placement(out) == []
@@ -225,7 +225,7 @@ def test_time_limit_bounds_building_a_part(monkeypatch):
     assert st["objective"] == out.result.weighted_placed() and check_placement(out) == []
     # Still a bound: the pods that have a feasible node (3 pools: 3 of the 4 pods can be placed,
     # but each has a node), and the gap to first-fit's placement.
-    assert st["bound"] == 4 and st["objective"] == 3 and st["gap"] == 0.25 and "gap 0.25" in st["summary"]
+    assert st["bound"] == 4 and st["objective"] == 3 and st["gap"] == 0.25 and "gap 25.00%" in st["summary"]
 
 
 def test_out_of_time_with_every_pod_placed_proves_the_placed_pods():

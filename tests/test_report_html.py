@@ -170,7 +170,7 @@ def test_map_shows_both_policies_on_every_node(report):
         assert one.count("<td ") == 64 * 8
     ff, opt = maps
     # first-fit spreads the small pods: two on every node; optimal fills 16 nodes with them
-    assert len(re.findall(r"<tr><th>node-\d\d</th>(?:<td class=\"held\"[^>]*>\d+</td>){2}<td class=\"free\"", ff)) == 64
+    assert len(re.findall(r"<tr><th>node-\d\d</th>(?:<td class=\"held\"[^>]*></td>){2}<td class=\"free\"", ff)) == 64
     assert ff.count('class="held"') == 128 and opt.count('class="held"') == 128 + 48 * 8
     assert "Not placed (48): ml/large-000" in text and "Every pod placed." in text
 
@@ -199,11 +199,21 @@ def test_chromium_renders_the_map(report, tmp_path):
         "node-00",
         "node-63",
         "Not placed (48)",
-        "ml/small-000",
         "ml/large-047",
         "Every pod placed.",
+        "Claims, by what they take",
+        "1 device",
+        "8 devices",
     ):
         assert expected in words, expected
+    # the browser's document: the page's title, and one plot per measure, each drawn (bars, axes, labels)
+    from draopt.studies.report import PLOTTED
+
+    assert re.search(r"<title>draopt compare</title>", dom.stdout)
+    svgs = re.findall(r"<svg\b.*?</svg>", dom.stdout, flags=re.S)
+    assert len(svgs) == len(PLOTTED) and all(svg.count("<path") >= 5 and "<text" in svg for svg in svgs)
+    # every cell of both maps is laid out with a size (18 x 14 px in the style sheet)
+    assert dom.stdout.count('<td class="held"') == 128 + 128 + 48 * 8
     shot = tmp_path / "map.png"
     drawn = _run_browser(browser, f"--screenshot={shot}", "--window-size=1200,2050", page.as_uri())
     assert drawn.returncode == 0 and shot.stat().st_size > 10_000, drawn.stderr[-2000:]
@@ -215,10 +225,11 @@ def test_chromium_renders_the_map(report, tmp_path):
 def test_a_large_cluster_is_cut_to_the_busy_nodes():
     """More nodes than MAP_NODES: the nodes holding a device come first, the page says how many
     are left out, and the unplaced pods are named up to MAP_UNPLACED (their count in full)."""
-    from draopt.studies.report import MAP_NODES, MAP_UNPLACED, PLACED, PolicyReport, placement_map
+    from draopt.studies.report import MAP_NODES, MAP_UNPLACED, PLACED, Hold, PolicyReport, placement_map
 
     device_map = {
-        f"n{i:04d}": [("gpu-0", f"ns/p{i:04d}", PLACED if i % 3 == 0 else ""), ("gpu-1", "", "")] for i in range(1000)
+        f"n{i:04d}": [("gpu-0", (Hold(f"ns/p{i:04d}", PLACED, 1.0, "1 device"),) if i % 3 == 0 else ()), ("gpu-1", ())]
+        for i in range(1000)
     }
     report = PolicyReport(
         "first-fit",
@@ -241,6 +252,36 @@ def test_a_large_cluster_is_cut_to_the_busy_nodes():
     page = placement_map([report])
     rows = re.findall(r"<tr><th>(n\d{4})</th>", page)
     assert len(rows) == MAP_NODES and all(int(n[1:]) % 3 == 0 for n in rows) and rows == sorted(rows)
-    assert f"{1000 - MAP_NODES} of 1000 nodes are not shown" in page
-    assert page.count('<li><span class="swatch"') == MAP_NODES  # the legend: the pods on the rows shown
+    assert f"{1000 - MAP_NODES} of 1000 nodes are summarised under each map" in page
+    # the rest in one sentence: 334 busy nodes in all, MAP_NODES of them drawn
+    assert (
+        f"The other {1000 - MAP_NODES} nodes: {334 - MAP_NODES} hold pods it placed, on {334 - MAP_NODES} of their"
+        in page
+    )
+    assert page.count('<li><span class="swatch"') == 1  # the legend: one shape (1 device)
     assert "Not placed (266): " in page and f"ns/q{MAP_UNPLACED - 1:04d} and {266 - MAP_UNPLACED} more" in page
+
+
+def test_shared_devices_show_every_claim_and_its_share(tmp_path):
+    """openb-style pods sharing GPUs through consumable capacity: every pod is on the map, each
+    with its share of the device (not only the first claim, and a shared GPU is not drawn full)."""
+    import draopt
+    from draopt.kube.loader import ObjectSet, load_files
+    from draopt.studies import report as rep
+    from draopt.studies import simulate as sim
+    from draopt.studies import trace
+
+    mini = ROOT / "examples" / "openb-mini"
+    tasks = str(mini / "tasks.csv")
+    objects: ObjectSet = load_files([str(mini / "cluster.yaml")])
+    objects.extend(sim._object_set(trace.workload_objects(trace.read_tasks(tasks, what="--trace")), tasks))
+    reports = draopt.compare(objects, ["first-fit", "optimal"], time_limit=10)
+    cells = [holds for cells in reports[0].device_map.values() for _, holds in cells if holds]
+    holders = {h.holder.split("/")[-1] for holds in cells for h in holds}
+    assert reports[0].placed == 5 and holders == {"t-0", "t-1", "t-2", "t-3", "t-4"}  # every placed pod
+    shared = [holds for holds in cells if len(holds) > 1]
+    assert shared and all(sum(h.share for h in holds) <= 1 for holds in shared)
+    page = rep.placement_map(reports)
+    assert re.search(r'<td class="held" style="background:linear-gradient\(to right, [^"]*#fff \d+% 100%\)"', page)
+    assert re.search(r'title="n-\d gpu-\d: [^"]*\(30%\)[^"]*% used">\d</td>', page)
+    assert "30% of a device" in page and "1 device" in page  # the legend: shapes, not pods

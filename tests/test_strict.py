@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from draopt.kube.loader import load_text
+from draopt.notes import DraoptWarning
 from draopt.kube.models import (
     DeviceClass,
     Node,
@@ -127,11 +128,12 @@ def test_pod_with_lower_case_claims(tmp_path, capsys):
         'Pod default/p: spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names in '
         'pod.spec.resourceClaims which is empty',
     ]
-    objs = load_text(POD_LOWER_CASE, "pod.yaml")
-    assert (
-        capsys.readouterr().err.strip()
-        == 'warning: Pod default/p: unknown field "spec.resourceclaims" (pod.yaml document 1)'
-    )
+    with pytest.warns(DraoptWarning) as said:  # the Python API: a warning (the command line: stderr)
+        objs = load_text(POD_LOWER_CASE, "pod.yaml")
+    assert [str(w.message) for w in said] == [
+        'Pod default/p: unknown field "spec.resourceclaims" (pod.yaml document 1)'
+    ]
+    assert capsys.readouterr().err == ""
     assert objs.pods[0].spec.resource_claims == []
 
 

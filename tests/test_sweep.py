@@ -328,3 +328,20 @@ def test_rows_of_both_studies_in_one_file_keep_their_columns(grid, serial_rows, 
     assert strip(back[:2]) == strip([{**r, **{k: None for k in back[0] if k not in r}} for r in serial_rows[:2]])
     assert [r["devices_used"] for r in back[2:]] == [r["devices_used"] for r in rows] == [0, 2]
     assert back[0]["devices_used"] is None and back[2]["unallocated_pct"] is None
+
+
+def test_cli_progress_into_a_log_is_plain_lines(grid, tmp_path):
+    """stderr not a terminal (a CI log): the sweep's progress is plain lines, no carriage returns
+    or cursor moves (a tqdm bar is for a terminal)."""
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(
+        f"study: simulate\nclusters: {grid.clusters[0][0]}\ntraces: {grid.traces[0]}\n"
+        "nodes: [6]\npolicies: first-fit\nseeds: '0:1'\ninflation: [0.8]\n"
+    )
+    p = _cli("--grid", str(spec), "--engine", "serial", "--output-file", str(tmp_path / "log.parquet"))
+    assert p.returncode == 0, p.stderr
+    assert "\r" not in p.stderr and "\x1b" not in p.stderr
+    lines = p.stderr.splitlines()
+    assert "sweep  started  0/1 scenarios" in lines and any(
+        line.startswith("sweep  done") and "1/1 scenarios" in line for line in lines
+    )

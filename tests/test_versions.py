@@ -5,6 +5,7 @@ PodGroup scheduling.k8s.io v1alpha2/v1alpha3/v1beta1) are read as the API server
 from __future__ import annotations
 
 import copy
+import warnings
 import json
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import yaml
 from draopt.allocation import allocate as api
 from draopt.kube.convert import schema_for, to_v1
 from draopt.errors import InputError
+from draopt.notes import DraoptWarning
 from draopt.kube.loader import load_text
 from draopt.kube.models import ResourceClaim, ResourceSlice
 from draopt.placement import place
@@ -602,12 +604,13 @@ def test_taint_selector_class_and_cel_exist_only_in_v1alpha3(capsys):
             "taint": {"key": "k", "effect": "NoSchedule"},
         },
     }
-    load_text(yaml.safe_dump({"apiVersion": "resource.k8s.io/v1alpha3", **rule}))
-    assert capsys.readouterr().err == ""
-    objs = load_text(yaml.safe_dump({"apiVersion": "resource.k8s.io/v1", **rule}))
-    assert (
-        'unknown field "spec.deviceSelector.deviceClassName", unknown field "spec.deviceSelector.selectors"'
-        in capsys.readouterr().err
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DraoptWarning)  # none said
+        load_text(yaml.safe_dump({"apiVersion": "resource.k8s.io/v1alpha3", **rule}))
+    with pytest.warns(DraoptWarning) as said:
+        objs = load_text(yaml.safe_dump({"apiVersion": "resource.k8s.io/v1", **rule}))
+    assert 'unknown field "spec.deviceSelector.deviceClassName", unknown field "spec.deviceSelector.selectors"' in str(
+        said[0].message
     )
     assert objs.taint_rules[0].spec.device_selector.device_class_name == "gpu"
     report = validate_documents([({"apiVersion": "resource.k8s.io/v1beta2", **rule}, "x")])

@@ -15,7 +15,7 @@ import time
 from fractions import Fraction
 
 import draopt
-from draopt import progress, public
+from draopt import notes, progress, public
 from draopt.allocation import allocate as api
 from draopt.dra import taint_impact
 from draopt import validation as validate
@@ -378,7 +378,8 @@ def cmd_place(args) -> int:
 
     def run(policy):
         t = time.perf_counter()
-        with progress.current().task(f"place: {policy}"):
+        with progress.current().task(f"place: {policy}") as shown:
+            shown.time_limit(args.time_limit if policy == "optimal" else None)
             out = public.place(
                 objects,
                 policy=policy,
@@ -616,10 +617,20 @@ def cmd_plan(args) -> int:
         print(json.dumps(line, sort_keys=True, default=str), file=sys.stderr)
         args.partial_stats = None
     if args.output == "json":
-        print(json.dumps(result.to_json(), sort_keys=True))
+        print(json.dumps(dict(result.to_json(), provenance=_plan_provenance(args, features)), sort_keys=True))
     else:
         print(result.table())
     return 0 if result.placed == result.pods else 1
+
+
+def _plan_provenance(args, features) -> dict:
+    """`plan -o json`'s provenance: the inputs (and the node types file), the time limit, the
+    Kubernetes version (draopt.provenance)."""
+    from draopt.provenance import record
+
+    inputs = list(args.filename) + ([args.node_types] if args.node_types else [])
+    made = record(inputs, time_limit=args.time_limit, kubernetes_version=features.kubernetes_version)
+    return made.to_dict()
 
 
 def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
@@ -630,7 +641,7 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     start = time.perf_counter()
     try:
         conventions.resolve(args)
-        with progress.reporting(_progress_for(args)):
+        with notes.on_stderr(), progress.reporting(_progress_for(args)):
             code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code

@@ -4,10 +4,10 @@ template. Said once per run (`say_note`), kept in `Workload.notes`."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from draopt.kube.features import Features
+from draopt.notes import note
 from draopt.kube.loader import ObjectSet
 from draopt.kube.models.workload import topology_key
 
@@ -79,10 +79,10 @@ _SAID: set[str] = set()
 
 
 def say_note(line: str) -> None:
-    """A note on stderr, once per run however many policies (or rounds) meet the same input."""
+    """A note (draopt.notes), once per run however many policies (or rounds) meet the same input."""
     if line not in _SAID:
         _SAID.add(line)
-        print(f"note: {line}", file=sys.stderr)
+        note(line)
 
 
 def _list_valued(attr: Any) -> bool:

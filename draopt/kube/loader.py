@@ -17,6 +17,7 @@ from draopt.kube import fastyaml
 from draopt.kube.groups import api_group, is_kubernetes_group, of_another_group
 from draopt.kube.convert import SERVED_VERSIONS, ConversionError, schema_for, slice_layout_error, to_v1
 from draopt.errors import InputError
+from draopt import notes as say
 from draopt.kube.models import (
     DeviceClass,
     DeviceTaintRule,
@@ -118,7 +119,7 @@ def parse_object(doc: Any, source: str, *, attributes: dict[Any, Any] | None = N
     except ValidationError as e:
         raise InputError(describe_validation_error(what, e)) from None
     if unknown:  # kept (fields of newer versions survive), but said once per object
-        print(f"warning: {obj.ref}: {describe(unknown)} ({source})", file=sys.stderr)
+        say.warn(f"{obj.ref}: {describe(unknown)} ({source})")
     if isinstance(obj, ResourceSlice) and (problem := slice_layout_error(obj)):
         raise InputError(f"{what}: {problem}")
     return obj
@@ -441,16 +442,24 @@ NOT_MODELLED_KINDS = {
 }
 
 
+def _note(line: str, stream: Any) -> None:
+    """A note on `stream` when the caller gave one, else said (draopt.notes: stderr from the
+    command line, a DraoptNote warning from the Python API)."""
+    if stream is not None:
+        print(f"note: {line}", file=stream)
+    else:
+        say.note(line)
+
+
 def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> ObjectSet:
     """After every input is read: skipped kinds reported (one note per kind on `notes`, default
-    stderr; errors with `strict`), controllers expanded into the Pods they would create."""
+    draopt.notes; errors with `strict`), controllers expanded into the Pods they would create."""
     if objects.skipped:
         lines = [f"skipped {n} {label} object(s): {why}" for label, n, why in _skipped_kinds(objects.skipped)]
         if strict:
             raise InputError("; ".join(lines) + " (--strict)")
-        stream = notes if notes is not None else sys.stderr
         for line in lines:
-            print(f"note: {line}", file=stream)
+            _note(line, notes)
         objects.skipped = {}
     if objects.controllers:
         groups = {f"{g.namespace}/{g.name}" for g in objects.pod_groups}
@@ -475,7 +484,7 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
         objects.selector_owners += [d for d, _ in objects.controllers if d.get("kind") in _SELECTOR_OWNERS]
         objects.controllers = []
         for line in said:
-            print(f"note: {line}", file=notes if notes is not None else sys.stderr)
+            _note(line, notes)
     return objects
 
 
@@ -642,8 +651,8 @@ def raw_documents(paths: Iterable[str], recursive: bool = False) -> list[tuple[A
 def load_files(paths: Iterable[str], *, recursive: bool = False, strict: bool = False, notes: Any = None) -> ObjectSet:
     """Load files in order; `-` reads stdin; a directory gives its .json/.yaml/.yml files (see
     :func:`expand_paths`). Kinds draopt does not use are skipped with a note on `notes` (default
-    stderr), an error with `strict`; workload controllers become their Pods. An object that a
-    later file gives again is applied over the earlier one as `kubectl apply` does
+    draopt.notes: stderr from the command line, a DraoptNote from the API), an error with
+    `strict`; workload controllers become their Pods. An object that a later file gives again is applied over the earlier one as `kubectl apply` does
     (draopt.kube.apply), with a note naming both files."""
     objects = ObjectSet()
     seen: dict[str, tuple[str, int, str]] = {}  # ref -> (list, position, file) of the last one read
@@ -652,7 +661,7 @@ def load_files(paths: Iterable[str], *, recursive: bool = False, strict: bool = 
             text, source = read_source(path)
             part = load_text(text, source, _finish=False)
             for line in _apply_repeats(objects, part, source, seen):
-                print(f"note: {line}", file=notes if notes is not None else sys.stderr)
+                _note(line, notes)
             objects.extend(part)
         return finish(objects, strict=strict, notes=notes)
 

@@ -12,6 +12,7 @@ import marshal
 
 from draopt.allocation.allocate import _cel_env
 from draopt.errors import InputError
+from draopt.progress import format_gap
 from draopt.kube.controllers import stable_uid
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
@@ -55,7 +56,7 @@ class PlaceOutcome:
         s = self.result.summary()
         status = s.stats.get("status") or ("heuristic" if s.policy == "first-fit" else "")
         gap = s.stats.get("gap")
-        gap_text = f", gap {gap:.2%}" if isinstance(gap, (int, float)) and gap else ""
+        gap_text = f", gap {format_gap(gap)}" if isinstance(gap, (int, float)) and gap else ""
         return (
             f"<PlaceOutcome {s.policy}: {s.placed} of {s.pods} pods placed on {s.nodes_used} nodes"
             f"{', ' + str(status) if status else ''}{gap_text}>"
@@ -681,11 +682,18 @@ def _eviction_objects(result: PlacementResult, workload) -> list[dict[str, Any]]
     return out
 
 
+def _summary_cell(summary: dict, column: str) -> str:
+    value = summary.get(column, "")
+    if column == "gap" and isinstance(value, (int, float)):
+        return format_gap(value)  # a percentage, as the progress line shows it
+    return str(value)
+
+
 def summary_table(results: list[PlacementResult]) -> str:
     cols = ["policy", "placed", "pods", "weighted_placed", "devices_used", "nodes_used", "solve_s", "gap", "status"]
     if any(r.evictions for r in results):
         cols.insert(4, "evicted")
-    rows = [[str(r.summary().to_dict().get(c, "")) for c in cols] for r in results]
+    rows = [[_summary_cell(r.summary().to_dict(), c) for c in cols] for r in results]
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
     line = "  ".join(c.ljust(w) for c, w in zip(cols, widths))
     body = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows)

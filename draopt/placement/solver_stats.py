@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from draopt.progress import format_gap
+
 # Phase 1 (placed pods) is proven when these hold; with victims, "victims" comes after "placed".
 PHASES = ("placed", "preferences", "packing")
 PHASES_WITH_VICTIMS = ("placed", "victims", "preferences", "packing")
@@ -229,7 +231,7 @@ def summary_text(stats: dict, scope: str = "") -> str:
                     text + f"; placed pods proven optimal: it reaches the bound ({which}: {stats['bound']}); "
                     "nothing else proven"
                 )
-            return text + f"; nothing proven but a bound ({which}: {stats['bound']}, gap {stats['gap']})"
+            return text + f"; nothing proven but a bound ({which}: {stats['bound']}, gap {_gap(stats['gap'])})"
         return text + "; nothing proven"
     status = stats.get("status", "FEASIBLE")
     if status == "OPTIMAL":
@@ -239,5 +241,10 @@ def summary_text(stats: dict, scope: str = "") -> str:
     if stats.get("no_better_found"):
         text = f"{stats['no_better_found']} (first-fit's placement kept, bound {stats['bound']}); " + text
     if not_done:
-        text += f"; best found, not proven: {', '.join(not_done)} (gap of placed pods {stats['gap']})"
+        text += f"; best found, not proven: {', '.join(not_done)} (gap of placed pods {_gap(stats['gap'])})"
     return text
+
+
+def _gap(value: Any) -> str:
+    """A gap in the summary text: a percentage, as the progress line and the tables show it."""
+    return format_gap(value) if isinstance(value, (int, float)) else str(value)

@@ -192,7 +192,7 @@ class MixPlan:
         return 0.0 if not self.cost else float((self.cost - self.bound) / self.cost)
 
     def __repr__(self) -> str:
-        proof = "proven minimal" if self.proven_minimal else f"gap {self.gap:.2%}"
+        proof = "proven minimal" if self.proven_minimal else f"gap {progress.format_gap(self.gap)}"
         return (
             f"<MixPlan: {_mix_text(self.mix)}, cost {_fmt(self.cost)} ({proof}, {self.status}), "
             f"{self.placed} of {self.pods} pods placed, {len(self.node_types)} node types>"
@@ -326,7 +326,9 @@ class MixPlan:
                 f"(lower bound {_fmt(self.bound)}, gap 0)"
             )
         else:
-            out.append(f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, gap {self.gap:.1%}")
+            out.append(
+                f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, gap {progress.format_gap(self.gap)}"
+            )
         for o in self.one_fewer:
             out.append(f"one {o.removed} fewer ({_mix_text(o.mix)}): {o.verdict}")
         out.extend(self._first_fit_lines())

@@ -50,6 +50,15 @@ from draopt.kube.features import Features, add_version_flag, features_from_flags
 from draopt.kube.loader import ObjectSet
 from draopt.kube.optionfiles import check_writable, save_figure
 from draopt.provenance import Provenance, record
+from draopt.studies.report_map import (  # noqa: F401  (MAP_NODES, MAP_UNPLACED, Hold, PLACED: re-exported)
+    MAP_NODES,
+    MAP_UNPLACED,
+    PLACED,
+    DeviceCell,
+    Hold,
+    _device_map,
+    placement_map,
+)
 
 DEFINITIONS = {
     "placed": "pending pods placed",
@@ -96,7 +105,7 @@ class PolicyReport:
     summary: str = ""  # what the optimal model proved, in words
     # The placement map: node -> its devices in search order, each (device, holder, how held);
     # not part of to_json (the measures), drawn by to_html.
-    device_map: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict, repr=False)
+    device_map: dict[str, list[DeviceCell]] = field(default_factory=dict, repr=False)
     unplaced: list[str] = field(default_factory=list, repr=False)
 
     @property
@@ -108,7 +117,7 @@ class PolicyReport:
         return round(100 * self.fragmentation / self.free_devices, 3) if self.free_devices else 0.0
 
     def __repr__(self) -> str:
-        gap = "" if self.gap is None else f", gap {self.gap:.2%}"
+        gap = "" if self.gap is None else f", gap {progress.format_gap(self.gap)}"
         return (
             f"<PolicyReport {self.policy}: {self.placed} of {self.pods} pods placed, {self.devices_used} of "
             f"{self.devices_total} devices used, {rounded(self.stranded_devices)} stranded, {self.status}{gap}>"
@@ -147,7 +156,7 @@ class PolicyReports(list[PolicyReport]):
     def _repr_html_(self) -> str:
         from draopt.studies.frames import html_table
 
-        rows = _rows(self)
+        rows = _rows(self, human=True)  # titles with units, rounded values (as the HTML report)
         return html_table("draopt compare", rows[0], rows[1:])
 
 
@@ -189,7 +198,8 @@ def compare(
     features = features or Features.from_gates()
     reports = PolicyReports()
     for spec in policies:
-        with progress.current().task(f"compare: {spec} ({len(reports) + 1} of {len(policies)})"):
+        with progress.current().task(f"compare: {spec} ({len(reports) + 1} of {len(policies)})") as shown:
+            shown.time_limit(time_limit if parse_policy(spec)[0] == "optimal" else None)
             reports.append(measure_policy(objects, spec, features=features, time_limit=time_limit, **first_fit))
     return reports
 
@@ -241,44 +251,6 @@ def measure_policy(
         unplaced=sorted(p.pod for p in result.pods if not p.placed),
         **m,
     )
-
-
-# Whose device each cell of the placement map shows.
-PLACED, BEFORE = "placed", "before"  # allocated by the policy; allocated in the input
-
-
-def _device_map(cluster, workload, result) -> dict[str, list[tuple[str, str, str]]]:
-    """Node -> its devices in Kubernetes' search order, each (device, holder, how): the holder is
-    the pod whose claim holds the device (the first by name when several pods share the claim,
-    ", +N" for the others), how is PLACED (this policy's allocation), BEFORE (the input's) or ""
-    (free). A device several nodes reach is listed under each of them."""
-    users: dict[str, list[str]] = {}
-    for pod in list(workload.pending) + list(workload.running):
-        for use in pod.claims:
-            users.setdefault(use.key, []).append(pod.key)
-    held: dict[tuple[str, str, str], tuple[str, str]] = {}
-
-    def hold(key: str, allocation, how: str) -> None:
-        names = sorted(set(users.get(key, []))) or [f"claim {key}"]
-        holder = names[0] + (f", +{len(names) - 1}" if len(names) > 1 else "")
-        for r in allocation.devices.results:
-            held.setdefault((r.driver, r.pool, r.device), (holder, how))
-
-    for key, claim in sorted(workload.claims.items()):
-        if claim.status.allocation is not None:
-            hold(key, claim.status.allocation, BEFORE)
-    for key, (allocation, _node) in sorted(result.claims.items()):
-        hold(key, allocation, PLACED)
-    out = {}
-    for node in cluster.nodes:
-        drivers = {e.pool.driver for e in cluster.inventory(node).devices}
-        cells = []
-        for e in cluster.inventory(node).devices:
-            name = e.device.name if len(drivers) == 1 else f"{e.pool.driver}/{e.device.name}"
-            holder, how = held.get(e.id, ("", ""))
-            cells.append((name, holder, how))
-        out[node.name] = cells
-    return out
 
 
 @dataclass
@@ -546,10 +518,40 @@ def _cell(v) -> str:
     return str(v)
 
 
-def _rows(reports: list[PolicyReport]) -> list[list[str]]:
+def _gap_cell(g: float | None) -> str:
+    """A gap in a table: a percentage, as the progress line shows it (progress.format_gap)."""
+    return "-" if g is None else progress.format_gap(g)
+
+
+# The HTML report's row titles: what each measure counts, with its unit (the text table keeps
+# the JSON's keys, which scripts read).
+ROW_TITLES = {
+    "pods": "pending pods",
+    "placed": "pods placed",
+    "weighted_pods": "pending pods, priority-weighted",
+    "weighted_placed": "pods placed, priority-weighted",
+    "devices_total": "devices",
+    "devices_used": "devices used",
+    "free_devices": "free devices (device units)",
+    "stranded_devices": "stranded devices (device units)",
+    "fragmentation": "fragmentation (device units)",
+    "fragmentation_pct": "fragmentation (% of free device units)",
+    "shapes": "pod shapes",
+    "solve_s": "placement time (s)",
+    "status": "solver status",
+    "gap": "gap to the bound (%)",
+    "proven": "proven optimal",
+}
+
+
+def _rows(reports: list[PolicyReport], human: bool = False) -> list[list[str]]:
+    """The table: one row per measure, one column per policy. `human` (the HTML report): titles
+    with units (ROW_TITLES) and values rounded to two decimals."""
+    value = rounded if human else _cell
     rows = [["measure"] + [r.policy for r in reports]]
     for name in ROWS:
-        rows.append([name] + [_cell(r.to_json()[name]) for r in reports])
+        label = ROW_TITLES[name] if human else name
+        rows.append([label] + [_gap_cell(r.gap) if name == "gap" else value(r.to_json()[name]) for r in reports])
     for kind in ("counters", "capacity"):
         names = sorted({n for r in reports for n in getattr(r, kind)})
         for n in names:
@@ -689,92 +691,14 @@ def _png_figure(reports: list[PolicyReport]):
     return fig
 
 
-MAP_NODES = 256  # rows of the placement map at most (nodes holding nothing are left out first)
-MAP_UNPLACED = 200  # pods named under a map as not placed, at most (the count is always given)
-
-
-def _pod_colour(i: int) -> str:
-    """Distinct colours for neighbours in the legend: hues a golden angle apart, two lightnesses."""
-    return f"hsl({i * 137.508 % 360:.1f}, 70%, {58 if i % 2 == 0 else 72}%)"
-
-
-def placement_map(reports: list[PolicyReport]) -> str:
-    """The placement map (HTML, CSS only): per policy, side by side, one row per node and one
-    cell per device in Kubernetes' search order, coloured by the pod that holds it and labelled
-    with the pod's number in the legend below (the same pod, the same colour and number in every
-    policy's map); grey: allocated in the input; white: free. Pods not placed are listed under
-    their policy's map."""
-    e = html.escape
-    nodes = list(dict.fromkeys(n for r in reports for n in r.device_map))
-    if not nodes:
-        return "<p>No device on any node: no placement map.</p>"
-    shown = nodes
-    if len(nodes) > MAP_NODES:
-        # Nodes holding a device in some policy first, then the idle ones; in name order.
-        busy = [n for n in nodes if any(how for r in reports for _, _, how in r.device_map.get(n, []))]
-        kept = set((busy + [n for n in nodes if n not in set(busy)])[:MAP_NODES])
-        shown = [n for n in nodes if n in kept]
-    omitted = len(nodes) - len(shown)
-    # The legend: the pods holding a device on a node shown (numbered by name).
-    holders = sorted({h for r in reports for n in shown for _, h, how in r.device_map.get(n, []) if how == PLACED})
-    number = {h: i + 1 for i, h in enumerate(holders)}
-    maps = []
-    for r in reports:
-        rows = []
-        for n in shown:
-            cells = []
-            for device, holder, how in r.device_map.get(n, []):
-                if how == PLACED:
-                    cells.append(
-                        f'<td class="held" style="background:{_pod_colour(number[holder] - 1)}" '
-                        f'title="{e(n)} {e(device)}: {e(holder)}">{number[holder]}</td>'
-                    )
-                elif how == BEFORE:
-                    cells.append(f'<td class="before" title="{e(n)} {e(device)}: {e(holder)} (in the input)"></td>')
-                else:
-                    cells.append(f'<td class="free" title="{e(n)} {e(device)}: free"></td>')
-            rows.append(f'<tr><th>{e(n)}</th>{"".join(cells)}</tr>')
-        used = sum(1 for n in shown if any(how == PLACED for _, _, how in r.device_map.get(n, [])))
-        listed = ", ".join(r.unplaced[:MAP_UNPLACED]) + (
-            f" and {len(r.unplaced) - MAP_UNPLACED} more" if len(r.unplaced) > MAP_UNPLACED else ""
-        )
-        missing = (
-            f'<p class="unplaced">Not placed ({len(r.unplaced)}): {e(listed)}</p>'
-            if r.unplaced
-            else '<p class="unplaced">Every pod placed.</p>'
-        )
-        maps.append(
-            f'<div class="map"><h3>{e(r.policy)}</h3>'
-            f'<p>{r.placed} of {r.pods} pods placed, {r.devices_used} of {r.devices_total} devices '
-            f'used, on {used} node{"" if used == 1 else "s"}</p>'
-            f'<table class="pmap"><tbody>{"".join(rows)}</tbody></table>{missing}</div>'
-        )
-    legend = "".join(
-        f'<li><span class="swatch" style="background:{_pod_colour(i)}">{i + 1}</span>{e(h)}</li>'
-        for i, h in enumerate(holders)
-    )
-    note = (
-        f"<p>{omitted} of {len(nodes)} nodes are not shown: the map has {MAP_NODES} rows, nodes holding "
-        f"a device in some policy first.</p>"
-        if omitted
-        else ""
-    )
-    return (
-        f'<p>Rows: nodes; cells: their devices in search order. A coloured cell is held by the pod '
-        f'of that number (legend); grey: allocated in the input; white: free.</p>{note}'
-        f'<div class="maps">{"".join(maps)}</div>'
-        f'<h3>Pods</h3><ol class="legend">{legend}</ol>'
-    )
-
-
 def to_html(reports: list[PolicyReport], inputs: list[str], provenance: Provenance | None = None) -> str:
     """A self-contained page: the table, the placement map, the definitions, one inline SVG plot
     per measure, and `provenance` (when given) as its footer."""
     e = html.escape
-    rows = _rows(reports)
+    rows = _rows(reports, human=True)
     head = "".join(f"<th>{e(v)}</th>" for v in rows[0])
     body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows[1:])
-    defs = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS.items())
+    defs = "".join(f"<dt>{e(ROW_TITLES.get(k, k))}</dt><dd>{e(v)}</dd>" for k, v in DEFINITIONS.items())
     notes = "".join(f"<p><b>{e(r.policy)}</b>: {e(r.summary)}</p>" for r in reports if r.summary)
     figs = "".join(
         f'<figure>{svg}<figcaption>{e(TITLES[m])}: {e(DEFINITIONS.get(m, ""))}</figcaption></figure>'
@@ -798,10 +722,11 @@ table.pmap td {{ width: 18px; height: 14px; padding: 0; border: 1px solid #999; 
 td.free {{ background: #fff; }} td.before {{ background: #888; }}
 p.unplaced {{ max-width: 40em; }}
 footer.provenance {{ margin-top: 2em; font-size: 85%; color: #444; }} footer.provenance ul {{ margin: 0; }}
-ol.legend {{ list-style: none; padding: 0; columns: 16em; font-size: 12px; }}
-ol.legend li {{ margin: 1px 0; }}
-.swatch {{ display: inline-block; min-width: 2.2em; margin-right: 0.4em; text-align: center;
-           border: 1px solid #999; font-size: 10px; }}
+ul.legend {{ list-style: none; padding: 0; columns: 16em; font-size: 12px; }}
+ul.legend li {{ margin: 1px 0; }}
+.swatch {{ display: inline-block; width: 2.2em; height: 0.9em; margin-right: 0.4em; vertical-align: middle;
+           border: 1px solid #999; }}
+table.pmap td.held, table.pmap td.before {{ color: #fff; font-weight: bold; text-shadow: 0 0 2px #000; }}
 </style></head><body>
 <h1>draopt compare: {e(", ".join(r.policy for r in reports))}</h1>
 <p>Inputs: {e(", ".join(inputs))}</p>

@@ -67,6 +67,7 @@ from draopt.studies.sim_cluster import (  # noqa: F401  (re-exported: the simula
     build,
 )
 from draopt.studies.simulate_optimal import _object_set, _quantity, residual_objects, solve_optimal  # noqa: F401  (re-exported)
+from draopt.progress import format_gap
 from draopt.progress import current as current_progress  # the status lines (`progress` is a parameter here)
 
 ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
@@ -495,11 +496,18 @@ def aggregate(records: list[Record], order: list[str]) -> SimRows:
     return rows
 
 
+def _table_cell(row: SimRow, column: str) -> str:
+    value = getattr(row, column)
+    if column == "gap" and isinstance(value, (int, float)):
+        return format_gap(value)  # a percentage, as the progress line shows it (the CSV: the fraction)
+    return str(value)
+
+
 def table(rows: list[SimRow]) -> str:
     cols = list(COLUMNS)
     if not any(r.status for r in rows):
         cols = [c for c in cols if c not in ("bound_unallocated_pct", "gap", "status")]
-    text = [[str(getattr(r, c)) for c in cols] for r in rows]
+    text = [[_table_cell(r, c) for c in cols] for r in rows]
     widths = [max(len(c), *(len(t[i]) for t in text)) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths)) for t in text]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from draopt.errors import InputError
+from draopt.progress import LineProgress, Progress, wanted
 from draopt.kube.optionfiles import check_writable, read_yaml_option
 from draopt.provenance import Provenance, record
 
@@ -519,13 +520,14 @@ def run_sweep(
     workers: int | None = None,
     address: str | None = None,
     client=None,
-    progress: bool = True,
+    progress: bool | Progress = True,
     run: Callable[[dict[str, Any]], dict[str, Any]] = run_scenario,
     provenance: Provenance | None = None,
 ) -> list[dict[str, Any]]:
     """Run the scenarios not already in `out`; return the rows of all of them, in their order.
-    `provenance` goes into the file's schema metadata (the last run's: a resumed file says
-    which run finished it)."""
+    `progress`: a tqdm.auto bar (True), none (False), or a draopt.progress reporter's task (the
+    command line's plain lines in a log). `provenance` goes into the file's schema metadata (the
+    last run's: a resumed file says which run finished it)."""
     done: dict[str, dict[str, Any]] = {}
     kept: list[dict[str, Any]] = []
     if out:
@@ -535,20 +537,7 @@ def run_sweep(
         done = {r["key"]: r for r in kept if "key" in r}
     keys = [scenario_key(s) for s in scenarios]
     todo = [i for i, k in enumerate(keys) if k not in done]
-    bar = None
-    if progress:
-        try:
-            from tqdm.auto import tqdm  # a widget in a notebook, a text bar elsewhere
-        except ImportError:
-            raise InputError(f"sweep: the progress bar needs tqdm: {_EXTRA} (or no progress bar)") from None
-        bar = tqdm(
-            total=len(scenarios),
-            initial=len(scenarios) - len(todo),
-            desc="sweep",
-            unit="scenario",
-            file=sys.stderr,
-            dynamic_ncols=True,
-        )
+    bar = _progress_bar(progress, len(scenarios), len(scenarios) - len(todo))
     rows = list(kept)
     unsaved = 0
     last_write = time.monotonic()
@@ -575,6 +564,46 @@ def run_sweep(
         if bar is not None:
             bar.close()
     return [done[k] for k in keys]
+
+
+class _TaskBar:
+    """A draopt.progress task used as the sweep's bar (update, close)."""
+
+    def __init__(self, reporter: Progress, total: int, initial: int):
+        self._task_block = reporter.task("sweep", total=total, unit="scenarios")
+        self._task = self._task_block.__enter__()
+        self.n = initial
+        self._task.update_to(initial)
+
+    def update(self, k: int) -> None:
+        self.n += k
+        self._task.update_to(self.n)
+
+    def close(self) -> None:
+        self._task_block.__exit__(None, None, None)
+
+
+def _progress_bar(progress: bool | Progress, total: int, initial: int) -> Any:
+    """The sweep's bar: None, a reporter's task, or a tqdm.auto bar on stderr."""
+    if isinstance(progress, Progress):
+        return _TaskBar(progress, total, initial)
+    if not progress:
+        return None
+    try:
+        from tqdm.auto import tqdm  # a widget in a notebook, a text bar elsewhere
+    except ImportError:
+        raise InputError(f"sweep: the progress bar needs tqdm: {_EXTRA} (or no progress bar)") from None
+    return tqdm(total=total, initial=initial, desc="sweep", unit="scenario", file=sys.stderr, dynamic_ncols=True)
+
+
+def _command_progress(quiet: bool) -> bool | Progress:
+    """`draopt sweep`'s progress: none with --quiet; a bar on a terminal; plain lines (no carriage
+    returns or cursor moves) into a log, a file or a pipe."""
+    if quiet:
+        return False
+    if wanted(force=False, quiet=False, stream=sys.stderr):
+        return True
+    return LineProgress(sys.stderr)
 
 
 # ------------------------------------------------------------------ command line
@@ -695,7 +724,7 @@ def cmd_sweep(args) -> int:
         engine=engine,
         workers=args.workers,
         address=args.scheduler,
-        progress=not args.quiet,
+        progress=_command_progress(args.quiet),
         provenance=made,
     )
     print(summary_table(rows))
