@@ -19,6 +19,7 @@ long work as tqdm.auto bars inside a Jupyter notebook only, True or False forces
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -328,9 +329,10 @@ def simulate(
             bins=paper.level_bins(level_list),
         )
         return [r.to_dict() for r in rows]
-    names = sim.parse_policies(
-        policies if isinstance(policies, str) else ",".join(policies) if policies else sim.DEFAULT_POLICIES
-    )
+    notes: list[str] = []
+    names = sim.parse_policies(policies or sim.DEFAULT_POLICIES, notes)
+    for note in notes:  # an old policy name: a deprecation the caller sees (stacklevel: their line)
+        warnings.warn(note, FutureWarning, stacklevel=3)
     if "kube-scheduler" in names:
         from draopt.scheduler import SchedulerConfig
         from draopt.scheduler.trace import TraceScheduler

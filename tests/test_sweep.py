@@ -46,7 +46,7 @@ def grid(tmp_path_factory):
         clusters=[[str(cluster)]],
         traces=[str(d / "tasks.csv")],
         nodes=[6, 0],
-        policies=["first-fit", "best-fit", "fgd"],
+        policies=["first-node", "best-fit", "fgd"],
         seeds=[0, 1],
         inflation=[0.8, 1.0],
     )
@@ -60,7 +60,7 @@ def serial_rows(grid):
 def test_grid_order_and_inputs_in_rows(grid, serial_rows):
     assert len(serial_rows) == 2 * 3 * 2 * 2
     first = serial_rows[0]
-    assert (first["nodes"], first["policy"], first["seed"], first["inflation"]) == (6, "first-fit", 0, 0.8)
+    assert (first["nodes"], first["policy"], first["seed"], first["inflation"]) == (6, "first-node", 0, 0.8)
     assert all(r["key"] == sw.scenario_key(r) for r in serial_rows)
     assert {r["nodes_in_cluster"] for r in serial_rows} == {6, 12}
     assert all(0 <= r["unallocated_pct"] <= 100 and r["status"] == "heuristic" for r in serial_rows)
@@ -174,6 +174,7 @@ def test_cli_runs_resumes_and_reads_a_grid_file(grid, serial_rows, tmp_path):
     assert p.returncode == 0, p.stderr
     assert strip(sw.read_rows(out)) == strip(serial_rows)
     assert "24 scenarios (0 already in" in p.stderr
+    assert "--policy first-fit is deprecated in simulate and sweep" in p.stderr  # the grid's old name, said
     import json
 
     import pyarrow.parquet as pq

@@ -60,7 +60,7 @@ EXAMPLES = {
     ],
     "simulate": [
         "draopt simulate -f openb.yaml --trace ../shared/data/openb/openb_pod_list_default.csv "
-        "--inflation 0.5:1.0:0.05 --policy first-fit,fgd -o csv",
+        "--inflation 0.5:1.0:0.05 --policy first-node --policy fgd -o csv",
     ],
     "compare": [
         "draopt compare -f examples/mig-gangs.yaml",

@@ -19,8 +19,10 @@ trace's shapes: at most one claim per pod with one ExactCount request and no con
 node selection, an empty cluster. Within a node, devices are taken as the kube-scheduler's
 allocator takes them (the first ones in search order with capacity left), except by `fgd`.
 
-Policies (node choice; ties: first node by name):
-* `first-fit`: the first node by name where the pod fits (draopt's first-fit `place`);
+Policies (node choice; ties: first node by name; the names: docs/cli.md, "Policies"):
+* `first-node`: the first node by name where the pod fits (`place --scheduler-config
+  builtin:name-order`); called `first-fit` up to 0.1.0 (still read, with a deprecation note:
+  `first-fit` is kube-scheduler's default profile in every other command, `kube-scheduler` here);
 * `best-fit`: kube-scheduler's NodeResourcesFit `MostAllocated` over cpu, memory and the
   device capacity (equal weights): the node left fullest;
 * `least-allocated`: `LeastAllocated` over the same resources: the node left emptiest;
@@ -54,6 +56,7 @@ from typing import Any, Callable
 import numpy as np
 
 from draopt.errors import InputError
+from draopt.kube.listflags import CommaList
 from draopt.kube.optionfiles import check_writable, save_figure
 from draopt.provenance import Provenance, record
 from draopt.studies.sim_cluster import (  # noqa: F401  (re-exported: the simulator's names)
@@ -69,9 +72,12 @@ from draopt.studies.sim_cluster import (  # noqa: F401  (re-exported: the simula
 from draopt.studies.simulate_optimal import _object_set, _quantity, residual_objects, solve_optimal  # noqa: F401  (re-exported)
 from draopt.progress import current as current_progress  # the status lines (`progress` is a parameter here)
 
-ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
+ONLINE_POLICIES = ("first-node", "best-fit", "least-allocated", "fgd", "kube-scheduler")
 POLICIES = ONLINE_POLICIES + ("optimal-batch",)
-DEFAULT_POLICIES = "first-fit,best-fit,least-allocated,fgd"
+DEFAULT_POLICIES = "first-node,best-fit,least-allocated,fgd"
+# Old names read for one release, each with a deprecation note: simulate's `first-fit` packed (the
+# first node by name) where every other command's `first-fit` is kube-scheduler's default profile.
+DEPRECATED_POLICIES = {"first-fit": "first-node"}
 OFFLINE = "offline-optimum"
 DEFAULT_BATCH = 50  # optimal-batch's arrivals per batch under draopt's protocol
 
@@ -101,7 +107,7 @@ def place_one(st: State, s: Shape, policy: str, frag: FragModel | None) -> tuple
     cand = np.flatnonzero(ok)
     if cand.size == 0:
         return None
-    if policy == "first-fit":
+    if policy == "first-node":
         node = int(cand[0])
     elif policy in ("best-fit", "least-allocated"):
         score = _score_alloc(st, s, cand, policy == "best-fit")
@@ -291,12 +297,12 @@ def offline(
     logs: dict[str, list] | None = None,
 ) -> list[Record]:
     """All arrivals of each level placed at once by the optimal model, warm-started from the
-    online policy (of `logs`, first-fit's when empty) that allocated most at that level: the
+    online policy (of `logs`, first-node's when empty) that allocated most at that level: the
     answer is never worse than any online policy's, and the bound is the model's."""
     if not logs:
-        logs = {"first-fit": []}
+        logs = {"first-node": []}
         run_policy(
-            c, seq, cum, levels, "first-fit", run, frag=None, batch=1, time_limit=time_limit, log=logs["first-fit"]
+            c, seq, cum, levels, "first-node", run, frag=None, batch=1, time_limit=time_limit, log=logs["first-node"]
         )
     allocated = {}
     for pol, log in logs.items():
@@ -592,10 +598,10 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--policy",
-        default=None,
-        metavar="P,...",
-        help=f"comma-separated: {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); under "
-        "fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)",
+        action=CommaList,
+        metavar="POLICY",
+        help=f"a policy, repeatable (or comma-separated): {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); "
+        "under fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)",
     )
     p.add_argument(
         "--offline-optimum",
@@ -657,14 +663,30 @@ def _positive_float(text: str) -> float:
     return v
 
 
-def parse_policies(text: str) -> list[str]:
+def parse_policies(value: str | list[str], notes: list[str] | None = None) -> list[str]:
+    """`--policy`'s names (comma-separated text, or a list), each once, in order; an old name
+    (DEPRECATED_POLICIES) is read as its new one, with a deprecation note added to `notes`."""
+    text = value if isinstance(value, str) else ",".join(value)
     got = [p.strip() for p in text.split(",") if p.strip()]
+    for old in dict.fromkeys(p for p in got if p in DEPRECATED_POLICIES):
+        if notes is not None:
+            notes.append(deprecated_policy_note(old))
+    got = [DEPRECATED_POLICIES.get(p, p) for p in got]
     bad = [p for p in got if p not in POLICIES]
     if bad or not got:
         raise InputError(
             f"--policy {text!r}: unknown policy {', '.join(bad) or '(none)'} (known: {', '.join(POLICIES)})"
         )
     return list(dict.fromkeys(got))
+
+
+def deprecated_policy_note(old: str) -> str:
+    new = DEPRECATED_POLICIES[old]
+    return (
+        f"--policy {old} is deprecated in simulate and sweep and will be removed in the next release: it "
+        f"means {new} (the first node by name, packing); kube-scheduler's default profile, which is "
+        f"`first-fit` in place and compare, is `kube-scheduler` here"
+    )
 
 
 def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate_s: float) -> dict[str, Any]:
@@ -726,7 +748,10 @@ def load_for_command(args) -> tuple[SimCluster, list[float], float, float, float
 
 def cmd_simulate(args) -> int:
     """`draopt simulate --protocol draopt` (draopt.studies.paper_protocol.cmd_simulate dispatches)."""
-    policies = parse_policies(args.policy or DEFAULT_POLICIES)
+    notes: list[str] = []
+    policies = parse_policies(args.policy or DEFAULT_POLICIES, notes)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     c, levels, load_s, build_s, t0 = load_for_command(args)
     t_build = time.perf_counter() - build_s
     if "kube-scheduler" in policies or args.scheduler_config:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from draopt.errors import InputError
+from draopt.kube.listflags import CommaList
 from draopt.kube.optionfiles import check_writable, read_yaml_option
 from draopt.provenance import Provenance, record
 
@@ -155,16 +156,37 @@ class Grid:
     clusters: list[list[str]] = field(default_factory=list)  # each: the files of one cluster
     traces: list[str] = field(default_factory=list)  # simulate: task pools; place: workload files
     nodes: list[int] = field(default_factory=lambda: [0])  # 0: every node
-    policies: list[str] = field(default_factory=lambda: ["first-fit"])
+    policies: list[str] = field(default_factory=list)  # empty: first-node (simulate) or first-fit (place)
     seeds: list[int] = field(default_factory=lambda: [0])
     inflation: list[float] = field(default_factory=lambda: [1.0])
     time_limit: float = 60.0
     batch: int = 50
     capacity: str = "gpu.example.com/milli"
 
-    def validate(self) -> None:
+    def renamed_policies(self) -> list[str]:
+        """The study's default policy when none is named; the simulate study's old policy names
+        (simulate.DEPRECATED_POLICIES) replaced by their new ones: the deprecation notes, one per
+        old name (a sweep's rows and keys carry the new name)."""
         from draopt.studies import simulate
 
+        if not self.policies:
+            self.policies = ["first-node" if self.study == "simulate" else "first-fit"]
+        if self.study != "simulate":
+            return []
+        notes: list[str] = []
+        renamed = [simulate.DEPRECATED_POLICIES.get(p, p) for p in self.policies]
+        for old in dict.fromkeys(p for p in self.policies if p in simulate.DEPRECATED_POLICIES):
+            notes.append(simulate.deprecated_policy_note(old))
+        self.policies = list(dict.fromkeys(renamed))
+        return notes
+
+    def validate(self) -> None:
+        import warnings
+
+        from draopt.studies import simulate
+
+        for note in self.renamed_policies():  # a caller of the API (the command line said it already)
+            warnings.warn(note, FutureWarning, stacklevel=3)
         if self.study not in STUDIES:
             raise InputError(f"study: unknown study {self.study!r} (known: {', '.join(STUDIES)})")
         if not self.clusters:
@@ -605,7 +627,12 @@ def register(sub) -> None:
         help="simulate: a task pool (openb CSV or YAML); place: workload files (repeat for more)",
     )
     p.add_argument("--nodes", metavar="N,...", help="node counts (every k-th node by name; 0: all)")
-    p.add_argument("--policy", metavar="P,...", help="comma-separated policies")
+    p.add_argument(
+        "--policy",
+        action=CommaList,
+        metavar="POLICY",
+        help="a policy of the study, repeatable (or comma-separated): simulate's or place's names",
+    )
     p.add_argument("--seeds", metavar="START:STOP|S,...", help="simulate: seeds (STOP excluded)")
     p.add_argument("--inflation", metavar="START:STOP:STEP|L,...", help="simulate: inflation levels")
     p.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per optimal solve")
@@ -646,7 +673,7 @@ def grid_from_args(args) -> Grid:
         except ValueError:
             raise InputError(f"--nodes {args.nodes!r}: expected whole numbers, comma-separated") from None
     if args.policy:
-        grid.policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+        grid.policies = list(args.policy)
     if args.seeds:
         grid.seeds = parse_seeds(args.seeds)
     if args.inflation:
@@ -677,6 +704,8 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
 
 def cmd_sweep(args) -> int:
     grid = grid_from_args(args)
+    for note in grid.renamed_policies():
+        print(f"note: {note}", file=sys.stderr)
     scenarios = grid.scenarios()
     from draopt.kube.features import Features
 
