@@ -297,6 +297,8 @@ def simulate(
     capacity: str | None = None,
     protocol: str = "draopt",
     records: bool = False,
+    features: FeaturesLike = None,
+    kubernetes_version: str | None = None,
 ) -> list[Any]:
     """Online placement of a trace under workload inflation, as `draopt simulate`: `cluster` the
     Nodes/ResourceSlices/DeviceClasses, `trace` an openb task CSV or a YAML/JSON file of Pods;
@@ -304,7 +306,8 @@ def simulate(
     "draopt" (default) or "fgd-paper" (the FGD paper's protocol, draopt.studies.paper_protocol; seeds
     `seed`..`seed+runs-1`). Returns the aggregated rows (dicts: inflation, policy, unallocated_pct,
     ...; what `-o csv` prints), or with `records=True` (draopt protocol) the per-run
-    draopt.studies.simulate.Record list.
+    draopt.studies.simulate.Record list. `features`/`kubernetes_version`: as for `place`
+    (`--feature-gates`, `--kubernetes-version`).
 
         rows = draopt.simulate("examples/cluster.yaml", "examples/mig-gangs.yaml", levels=[0.5], runs=1)
     """
@@ -315,7 +318,11 @@ def simulate(
     level_list = sim.parse_levels(levels) if isinstance(levels, str) else list(levels)
     if not isinstance(trace, str):
         raise InputError(f"--trace: expected a file path, got {type(trace).__name__}")
-    c = sim.build(_cluster_and_trace(cluster, trace), capacity_name=capacity or sim.DEFAULT_CAPACITY)
+    c = sim.build(
+        _cluster_and_trace(cluster, trace),
+        capacity_name=capacity or sim.DEFAULT_CAPACITY,
+        features=_features(features, kubernetes_version),
+    )
     if protocol == "fgd-paper":
         from draopt.studies import paper_protocol as paper
 

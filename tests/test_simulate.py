@@ -4,6 +4,7 @@ choices on small cases, seeded sampling, the optimal bounds, the command line.""
 from __future__ import annotations
 
 import dataclasses
+import io
 
 from pathlib import Path
 
@@ -398,3 +399,50 @@ def test_old_first_fit_name_is_first_node_with_a_deprecation_note(files, capsys)
         rows = draopt.simulate(cluster, tasks_csv, levels=[0.8], policies=["first-fit"], runs=1)
     assert [r["policy"] for r in rows] == ["first-node"]
     assert [w.category for w in caught] == [FutureWarning] and caught[0].filename == __file__
+
+
+def test_feature_gates_and_kubernetes_version(files, tmp_path, capsys):
+    """simulate takes --feature-gates and --kubernetes-version as every command that reads a
+    cluster does: an unknown gate is refused (exit 2), the release is the one recorded."""
+    import json
+
+    cluster, tasks_csv = files
+    base = ["simulate", "-f", cluster, "--trace", tasks_csv, "--inflation", "0.8", "--runs", "1", "--quiet"]
+    assert main(base + ["--feature-gates", "NoSuchGate=true"]) == 2
+    assert "unknown feature gate 'NoSuchGate'" in capsys.readouterr().err
+    out = tmp_path / "rows.csv"
+    args = base + ["--kubernetes-version", "1.36", "--feature-gates", "DRAPrioritizedList=true", "-o", "csv"]
+    assert main(args + ["--output-file", str(out)]) == 0
+    assert json.loads((tmp_path / "rows.csv.provenance.json").read_text())["kubernetes_version"] == "1.36"
+
+
+def test_per_run_rows(files, tmp_path, capsys):
+    """`simulate -o csv --per-run`: a row per level, run and policy, whose means are the
+    aggregated rows'; refused without -o csv and under --protocol fgd-paper (exit 2)."""
+    import csv as csvlib
+
+    cluster, tasks_csv = files
+    base = ["simulate", "-f", cluster, "--trace", tasks_csv, "--inflation", "0.8,1.0", "--runs", "2", "--quiet"]
+    base += ["--policy", "first-node", "--policy", "fgd", "-o", "csv"]
+    assert main(base) == 0
+    means = list(csvlib.DictReader(io.StringIO(capsys.readouterr().out)))
+    out = tmp_path / "runs.csv"
+    assert main(base + ["--per-run", "--output-file", str(out)]) == 0
+    runs = list(csvlib.DictReader(out.open()))
+    assert list(runs[0]) == list(sim.PER_RUN_COLUMNS)
+    assert [(r["inflation"], r["run"], r["policy"]) for r in runs[:4]] == [
+        ("0.8", "0", "first-node"),
+        ("0.8", "0", "fgd"),
+        ("0.8", "1", "first-node"),
+        ("0.8", "1", "fgd"),
+    ]
+    assert len(runs) == 2 * 2 * 2 and (tmp_path / "runs.csv.provenance.json").exists()
+    for m in means:
+        mine = [
+            float(r["unallocated_pct"]) for r in runs if (r["inflation"], r["policy"]) == (m["inflation"], m["policy"])
+        ]
+        assert sum(mine) / len(mine) == pytest.approx(float(m["unallocated_pct"]), abs=2e-3)  # rounded to 0.001
+    assert main(base[:-2] + ["--per-run"]) == 2
+    assert "--per-run: the rows of each run are CSV" in capsys.readouterr().err
+    assert main(base[:-4] + ["--protocol", "fgd-paper", "--policy", "fgd", "-o", "csv", "--per-run"]) == 2
+    assert "draopt's protocol only" in capsys.readouterr().err

@@ -3,6 +3,7 @@ rows are what `draopt simulate` / `draopt compare` give for the same inputs."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -183,6 +184,7 @@ def test_cli_runs_resumes_and_reads_a_grid_file(grid, serial_rows, tmp_path):
     assert made["command"][-2:] == ["-o", out] and str(spec) in made["inputs"] and made["time_limit"] == 60.0
     p = _cli("--grid", str(spec), "--seeds", "0:3", "--engine", "serial", "--quiet", "-o", out)
     assert p.returncode == 0, p.stderr
+    assert "--seeds is deprecated" in p.stderr and "use --seed" in p.stderr  # one spelling: --seed
     assert "36 scenarios (24 already in" in p.stderr and len(sw.read_rows(out)) == 36
 
 
@@ -329,3 +331,23 @@ def test_rows_of_both_studies_in_one_file_keep_their_columns(grid, serial_rows, 
     assert strip(back[:2]) == strip([{**r, **{k: None for k in back[0] if k not in r}} for r in serial_rows[:2]])
     assert [r["devices_used"] for r in back[2:]] == [r["devices_used"] for r in rows] == [0, 2]
     assert back[0]["devices_used"] is None and back[2]["unallocated_pct"] is None
+
+
+def test_feature_gates_and_kubernetes_version_reach_every_scenario(grid, tmp_path):
+    """sweep takes --feature-gates and --kubernetes-version as every command that reads a cluster
+    does: the scenarios carry them (and their keys differ from the ungated ones, which stay as
+    they were, so earlier files resume); an unknown gate is refused before any scenario runs."""
+    import dataclasses
+
+    plain = grid.scenarios()
+    gated = dataclasses.replace(grid, feature_gates="DRAPrioritizedList=true", kubernetes_version="1.36").scenarios()
+    assert all(s["feature_gates"] == "DRAPrioritizedList=true" and s["kubernetes_version"] == "1.36" for s in gated)
+    assert all("feature_gates" not in s for s in plain)
+    assert {sw.scenario_key(s) for s in plain}.isdisjoint(sw.scenario_key(s) for s in gated)
+    assert sw.scenario_key(plain[0]) == json.dumps({k: plain[0][k] for k in sw.INPUTS}, sort_keys=True)
+    assert sw.run_scenario(gated[0]) | {"elapsed_s": 0} == sw.run_scenario(plain[0]) | {"elapsed_s": 0}
+    with pytest.raises(InputError, match="unknown feature gate 'NoSuchGate'"):
+        dataclasses.replace(grid, feature_gates="NoSuchGate=true").scenarios()
+    out = str(tmp_path / "x.parquet")
+    p = _cli("--study", "place", "--cluster", str(GANG), "--feature-gates", "NoSuchGate=true", "--output-file", out)
+    assert p.returncode == 2 and "unknown feature gate 'NoSuchGate'" in p.stderr and "Traceback" not in p.stderr

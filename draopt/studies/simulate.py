@@ -56,6 +56,7 @@ from typing import Any, Callable
 import numpy as np
 
 from draopt.errors import InputError
+from draopt.kube.features import add_version_flag
 from draopt.kube.listflags import CommaList
 from draopt.kube.optionfiles import check_writable, save_figure
 from draopt.provenance import Provenance, record
@@ -520,6 +521,36 @@ def to_csv(rows: list[SimRow]) -> str:
     return buf.getvalue()
 
 
+PER_RUN_COLUMNS = (
+    "inflation",
+    "run",
+    "policy",
+    "unallocated_pct",
+    "arrived_pct",
+    "placed",
+    "failed",
+    "bound_unallocated_pct",
+    "gap",
+    "status",
+)  # deterministic, as COLUMNS: no timings (--stats has them)
+
+
+def records_csv(records: list[Record]) -> str:
+    """`simulate -o csv --per-run`: one row per level, run and policy (PER_RUN_COLUMNS: the means'
+    columns for one run; shares in percent of the device capacity), by level, run, then policy
+    in --policy order."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(PER_RUN_COLUMNS)
+    for r in sorted(records, key=lambda r: (r.level, r.run)):  # stable: the policies' order stays
+        bound = "" if r.bound_unallocated is None else round(r.bound_unallocated * 100, 3)
+        w.writerow(
+            [r.level, r.run, r.policy, round(r.unallocated * 100, 3), round(r.arrived * 100, 3), r.placed, r.failed]
+            + [bound, "" if r.gap is None else round(r.gap, 4), r.status or ""]
+        )
+    return buf.getvalue()
+
+
 def plot(rows: list[SimRow], path: str, *, title: str = "") -> None:
     save_figure(figure(rows, title=title), "--plot", path, dpi=120)
 
@@ -624,7 +655,19 @@ def register(sub) -> None:
         metavar="NAME",
         help="the device capacity measured and shared (default %(default)s)",
     )
+    p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(p)
     p.add_argument("-o", "--output", default="table", choices=("table", "csv"))
+    p.add_argument(
+        "--output-file",
+        metavar="FILE",
+        help="-o csv: write the rows to FILE, their provenance beside it (FILE.provenance.json); default stdout",
+    )
+    p.add_argument(
+        "--per-run",
+        action="store_true",
+        help="-o csv: one row per level, run and policy instead of the means over the runs",
+    )
     p.add_argument("--plot", metavar="FILE.png", help="plot the curves (needs matplotlib: draopt[plot])")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument(
@@ -723,9 +766,15 @@ def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate
 def load_for_command(args) -> tuple[SimCluster, list[float], float, float, float]:
     """`draopt simulate`'s input, checked and built (either protocol): the cluster arrays, the
     levels, the seconds reading and building took, and the clock when reading began."""
+    from draopt.kube.features import features_from_flags
     from draopt.kube.loader import load_files
 
+    features = features_from_flags(getattr(args, "feature_gates", ""), getattr(args, "kubernetes_version", None))
     levels = parse_levels(args.inflation)
+    if getattr(args, "per_run", False) and args.output != "csv":
+        raise InputError("--per-run: the rows of each run are CSV: give -o csv")
+    if getattr(args, "per_run", False) and args.protocol == "fgd-paper":
+        raise InputError("--per-run: draopt's protocol only (--protocol fgd-paper bins the runs as the paper does)")
     if args.plot:
         import importlib.util
 
@@ -733,16 +782,17 @@ def load_for_command(args) -> tuple[SimCluster, list[float], float, float, float
             raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'")
         check_writable("--plot", args.plot)
     t0 = time.perf_counter()
+    reading = {"recursive": getattr(args, "recursive", False), "strict": getattr(args, "strict", False)}
     if args.trace.lower().endswith(".csv"):
         from draopt.studies.trace import read_tasks, workload_objects
 
-        objects = load_files(args.filename)
+        objects = load_files(args.filename, **reading)
         objects.extend(_object_set(workload_objects(read_tasks(args.trace, what="--trace")), args.trace))
     else:
-        objects = load_files(list(args.filename) + [args.trace])
+        objects = load_files(list(args.filename) + [args.trace], **reading)
     load_s = time.perf_counter() - t0
     t_build = time.perf_counter()
-    c = build(objects, capacity_name=args.capacity)
+    c = build(objects, capacity_name=args.capacity, features=features)
     return c, levels, load_s, time.perf_counter() - t_build, t0
 
 
@@ -789,19 +839,18 @@ def cmd_simulate(args) -> int:
             ),
             file=sys.stderr,
         )
-    write_rows(
-        args, aggregate(records, policies + [OFFLINE]), title=f"{c.n} nodes, {args.runs} run(s), seed {args.seed}"
-    )
+    title = f"{c.n} nodes, {args.runs} run(s), seed {args.seed}"
+    write_rows(args, aggregate(records, policies + [OFFLINE]), title=title, records=records)
     return 0
 
 
-def write_csv(path: str, rows: list[SimRow], provenance: Provenance | None = None) -> None:
-    """The rows as CSV at `path`, and `provenance` beside it in PATH.provenance.json: not as
-    `# key: value` lines in the CSV, which csv.DictReader, pandas.read_csv (without comment="#")
-    and the tests read as a header or a row."""
+def write_csv(path: str, rows: list[SimRow], provenance: Provenance | None = None, *, text: str | None = None) -> None:
+    """The rows as CSV at `path` (or `text`, CSV made already), and `provenance` beside it in
+    PATH.provenance.json: not as `# key: value` lines in the CSV, which csv.DictReader,
+    pandas.read_csv (without comment="#") and the tests read as a header or a row."""
     try:
         with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(to_csv(rows))
+            f.write(to_csv(rows) if text is None else text)
         if provenance is not None:
             provenance.write_sidecar(path)
     except OSError as e:
@@ -818,14 +867,16 @@ def command_provenance(args) -> Provenance:
     )
 
 
-def write_rows(args, rows: list[SimRow], *, title: str) -> None:
+def write_rows(args, rows: list[SimRow], *, title: str, records: list[Record] | None = None) -> None:
     """`draopt simulate`'s output (either protocol): the table or `-o csv` (into `--output-file`
-    with its provenance sidecar, when the command line has that flag), and `--plot`."""
+    with its provenance sidecar, when the command line has that flag; with `--per-run`, the
+    per-run `records` instead of the means), and `--plot`."""
     output_file = getattr(args, "output_file", None)
+    text = records_csv(records) if getattr(args, "per_run", False) and records is not None else to_csv(rows)
     if args.output == "csv" and output_file:
-        write_csv(output_file, rows, command_provenance(args))
+        write_csv(output_file, rows, command_provenance(args), text=text)
     elif args.output == "csv":
-        sys.stdout.write(to_csv(rows))
+        sys.stdout.write(text)
     else:
         print(table(rows))
     if args.plot:

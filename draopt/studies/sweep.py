@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from draopt.errors import InputError
+from draopt.kube.features import add_version_flag
 from draopt.kube.listflags import CommaList
 from draopt.kube.optionfiles import check_writable, read_yaml_option
 from draopt.provenance import Provenance, record
@@ -34,6 +35,9 @@ from draopt.provenance import Provenance, record
 STUDIES = ("simulate", "place")
 ENGINES = ("processes", "serial", "dask")
 INPUTS = ("study", "cluster", "trace", "nodes", "policy", "seed", "inflation", "time_limit", "batch", "capacity")
+# Inputs a scenario carries only when given (--feature-gates, --kubernetes-version): part of its key
+# then, and absent otherwise, so that the rows of earlier sweeps keep their keys and resume.
+GATE_INPUTS = ("feature_gates", "kubernetes_version")
 _EXTRA = "pip install 'draopt[sweep]'"
 WRITE_EVERY_S = 1.0
 
@@ -162,6 +166,8 @@ class Grid:
     time_limit: float = 60.0
     batch: int = 50
     capacity: str = "gpu.example.com/milli"
+    feature_gates: str = ""  # --feature-gates text ("G=true,H=false"): on top of the release's defaults
+    kubernetes_version: str = ""  # the release whose gates apply ("": draopt's default)
 
     def renamed_policies(self) -> list[str]:
         """The study's default policy when none is named; the simulate study's old policy names
@@ -224,6 +230,13 @@ class Grid:
             raise InputError(f"time_limit: {self.time_limit!r}: a number of seconds more than 0")
         if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 1:
             raise InputError(f"batch: {self.batch!r}: a whole number, at least 1")
+        self.features()  # unknown gates and releases: refused before any scenario runs
+
+    def features(self):
+        """The Features every scenario reads its cluster with."""
+        from draopt.kube.features import features_from_flags
+
+        return features_from_flags(str(self.feature_gates or ""), str(self.kubernetes_version or "") or None)
 
     def scenarios(self) -> list[dict[str, Any]]:
         """Every point of the grid, in a fixed order (cluster, trace, nodes, policy, seed, level)."""
@@ -249,8 +262,22 @@ class Grid:
                                         "batch": self.batch,
                                         "capacity": self.capacity,
                                     }
+                                    | self._gate_inputs()
                                 )
         return out
+
+    def _gate_inputs(self) -> dict[str, str]:
+        given = {
+            "feature_gates": str(self.feature_gates or ""),
+            "kubernetes_version": str(self.kubernetes_version or ""),
+        }
+        return {k: v for k, v in given.items() if v}
+
+
+def _scenario_features(s: dict[str, Any]):
+    from draopt.kube.features import features_from_flags
+
+    return features_from_flags(s.get("feature_gates") or "", s.get("kubernetes_version") or None)
 
 
 def _place_policies() -> tuple[str, ...]:
@@ -260,7 +287,8 @@ def _place_policies() -> tuple[str, ...]:
 
 
 def scenario_key(s: dict[str, Any]) -> str:
-    return json.dumps({k: s.get(k) for k in INPUTS}, sort_keys=True)
+    gates = {k: s[k] for k in GATE_INPUTS if s.get(k)}
+    return json.dumps({k: s.get(k) for k in INPUTS} | gates, sort_keys=True)
 
 
 def load_grid(path: str) -> Grid:
@@ -397,11 +425,19 @@ def _run_simulate(s: dict[str, Any]) -> dict[str, Any]:
     from draopt.studies import simulate as sim
 
     def make():
-        c = sim.build(_objects(s), capacity_name=s["capacity"])
+        c = sim.build(_objects(s), capacity_name=s["capacity"], features=_scenario_features(s))
         weights = np.array([len(sh.pods) for sh in c.shapes], dtype=float)
         return c, sim.FragModel(c, weights)
 
-    c, frag = _cached(_BUILT, 8, (s["cluster"], s["trace"], s["nodes"], s["capacity"]), make)
+    built_key = (
+        s["cluster"],
+        s["trace"],
+        s["nodes"],
+        s["capacity"],
+        s.get("feature_gates"),
+        s.get("kubernetes_version"),
+    )
+    c, frag = _cached(_BUILT, 8, built_key, make)
     # Run 0 of `draopt simulate --seed S`: the same arrivals.
     seq, cum = sim.arrivals(c, s["inflation"], np.random.default_rng([s["seed"], 0]))
     levels = [s["inflation"]]
@@ -433,12 +469,11 @@ def _run_simulate(s: dict[str, Any]) -> dict[str, Any]:
 
 def _run_place(s: dict[str, Any]) -> dict[str, Any]:
     from draopt.allocation.allocate import warm_up
-    from draopt.kube.features import Features
     from draopt.studies.report import measure_policy
 
     warm_up()
     objects = _objects(s)
-    r = measure_policy(objects, s["policy"], features=Features.from_gates(), time_limit=s["time_limit"])
+    r = measure_policy(objects, s["policy"], features=_scenario_features(s), time_limit=s["time_limit"])
     out = r.to_json()
     for k in ("policy", "solve_s", "summary", "counters", "capacity"):
         out.pop(k)
@@ -633,7 +668,11 @@ def register(sub) -> None:
         metavar="POLICY",
         help="a policy of the study, repeatable (or comma-separated): simulate's or place's names",
     )
-    p.add_argument("--seeds", metavar="START:STOP|S,...", help="simulate: seeds (STOP excluded)")
+    p.add_argument(
+        "--seed", metavar="START:STOP|S,...", help="simulate: the seeds, one run each (START:STOP, STOP excluded)"
+    )
+    p.add_argument("--feature-gates", metavar="G=true|false,...")
+    add_version_flag(p)
     p.add_argument("--inflation", metavar="START:STOP:STEP|L,...", help="simulate: inflation levels")
     p.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per optimal solve")
     p.add_argument("--batch", type=int, metavar="K", help="optimal-batch: arrivals per batch")
@@ -674,8 +713,12 @@ def grid_from_args(args) -> Grid:
             raise InputError(f"--nodes {args.nodes!r}: expected whole numbers, comma-separated") from None
     if args.policy:
         grid.policies = list(args.policy)
-    if args.seeds:
-        grid.seeds = parse_seeds(args.seeds)
+    if args.seed:
+        grid.seeds = parse_seeds(args.seed)
+    if args.feature_gates:
+        grid.feature_gates = args.feature_gates
+    if args.kubernetes_version:
+        grid.kubernetes_version = args.kubernetes_version
     if args.inflation:
         grid.inflation = parse_levels(args.inflation)
     if args.time_limit is not None:
@@ -707,10 +750,8 @@ def cmd_sweep(args) -> int:
     for note in grid.renamed_policies():
         print(f"note: {note}", file=sys.stderr)
     scenarios = grid.scenarios()
-    from draopt.kube.features import Features
-
     inputs = ([args.grid] if args.grid else []) + [f for c in grid.clusters for f in c] + list(grid.traces)
-    made = record(inputs, time_limit=grid.time_limit, kubernetes_version=Features.from_gates().kubernetes_version)
+    made = record(inputs, time_limit=grid.time_limit, kubernetes_version=grid.features().kubernetes_version)
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers {args.workers}: must be at least 1")
     engine = "dask" if args.scheduler else args.engine
