@@ -102,3 +102,21 @@ def test_deprecated_spellings_are_hidden_and_documented():
 def test_top_level_help_shows_examples_and_exit_codes():
     text = PARSER.format_help()
     assert "examples:" in text and "exit codes:" in text
+
+
+def test_place_wide_and_name(capsys):
+    """`place -o wide`: the table with the devices each placed pod's claims hold (a column after
+    the node); `-o name`: pod/NAMESPACE/NAME per placed pod, nothing else on stdout."""
+    from draopt.cli import main
+
+    gangs = str(ROOT / "examples" / "mig-gangs.yaml")
+    assert main(["place", "-f", gangs]) == 1
+    table = capsys.readouterr().out.splitlines()
+    assert main(["place", "-f", gangs, "-o", "wide"]) == 1
+    wide = capsys.readouterr().out.splitlines()
+    assert len(wide) == len(table)
+    assert wide[0].split()[:3] == ["ml/trainer-0-worker", "node-3", "node-3/7g"]
+    assert table[0].split() == ["ml/trainer-0-worker", "node-3"]
+    assert main(["place", "-f", gangs, "-o", "name"]) == 1
+    names = capsys.readouterr().out.splitlines()
+    assert names == ["pod/ml/trainer-0-worker", "pod/ml/trainer-0-chief", "pod/ml/notebook-0", "pod/ml/notebook-1"]

@@ -159,7 +159,14 @@ def _add_place(sub) -> None:
         "--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit"
     )
     _gates_flags(pl)
-    pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
+    pl.add_argument(
+        "-o",
+        "--output",
+        default="table",
+        choices=("table", "wide", "name", "yaml", "json"),
+        help="table; wide: the table with the devices each pod's claims hold; name: pod/NAMESPACE/NAME "
+        "per placed pod; yaml, json: the placed objects as a List",
+    )
     pl.add_argument(
         "--stats",
         action="store_true",
@@ -413,8 +420,15 @@ def cmd_place(args) -> int:
     if args.compare:
         other = "optimal" if args.policy == "first-fit" else "first-fit"
         results.append(run(other).result)
-    if args.output == "table":
-        print(pod_table(outcome.result, len(outcome.cluster.nodes)))
+    if args.output == "name":
+        from draopt.cli import listing
+
+        sys.stdout.write(listing.names(outcome))
+    elif args.output in ("table", "wide"):
+        from draopt.cli import listing
+
+        devices = listing.pod_devices(outcome) if args.output == "wide" else None
+        print(pod_table(outcome.result, len(outcome.cluster.nodes), devices))
         print()
         print(summary_table(results))
         for r in results:
