@@ -351,3 +351,12 @@ def test_feature_gates_and_kubernetes_version_reach_every_scenario(grid, tmp_pat
     out = str(tmp_path / "x.parquet")
     p = _cli("--study", "place", "--cluster", str(GANG), "--feature-gates", "NoSuchGate=true", "--output-file", out)
     assert p.returncode == 2 and "unknown feature gate 'NoSuchGate'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_optimal_batch_scenario_runs(grid):
+    """The simulate study hands optimal-batch its fragmentation model, as `simulate` does."""
+    import dataclasses
+
+    scenario = dataclasses.replace(grid, policies=["optimal-batch"], seeds=[0], nodes=[0]).scenarios()[0]
+    got = sw.run_scenario(scenario)
+    assert got["status"] == "heuristic" and got["placed"] > 0

@@ -15,7 +15,7 @@ import time
 from fractions import Fraction
 
 import draopt
-from draopt import progress, public
+from draopt import interrupt, progress, public
 from draopt.allocation import allocate as api
 from draopt.dra import taint_impact
 from draopt import validation as validate
@@ -644,9 +644,13 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     start = time.perf_counter()
     try:
         conventions.resolve(args)
-        with progress.reporting(_progress_for(args)):
+        with interrupt.installed(), progress.reporting(_progress_for(args)):
             code = args.func(args)
+            stopped = interrupt.requested()
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        if stopped:  # Ctrl-C while the answer was being improved: it was printed as it stood
+            print("draopt: interrupted: the answer above is the best found before Ctrl-C", file=sys.stderr)
+            return 130
         return code
     except BrokenPipeError:
         _silence_stdout()

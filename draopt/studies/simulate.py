@@ -657,6 +657,15 @@ def register(sub) -> None:
     )
     p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     add_version_flag(p)
+    _output_flags(p)
+    from draopt.scheduler import add_scheduler_flags
+
+    add_scheduler_flags(p, seed=False)
+    p.set_defaults(func=cmd_simulate)
+
+
+def _output_flags(p) -> None:
+    """simulate's outputs: the table or CSV (into a file, per run), the plot, stderr's lines."""
     p.add_argument("-o", "--output", default="table", choices=("table", "csv"))
     p.add_argument(
         "--output-file",
@@ -676,10 +685,6 @@ def register(sub) -> None:
         help="print one JSON line of timings to stderr (load_s, build_s, simulate_s, per-policy "
         "seconds and arrivals/s, peak RSS)",
     )
-    from draopt.scheduler import add_scheduler_flags
-
-    add_scheduler_flags(p, seed=False)
-    p.set_defaults(func=cmd_simulate)
 
 
 def _positive_int(text: str) -> int:

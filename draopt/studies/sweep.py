@@ -53,11 +53,19 @@ def _dask_client(address: str | None, workers: int | None, processes: bool = Tru
             return Client(address)
         except (OSError, ValueError, TypeError) as e:  # unreachable, or not an address
             raise InputError(f"--scheduler {address}: cannot connect to a Dask scheduler: {e}") from None
-    return Client(
-        LocalCluster(
+    import signal
+
+    # The worker processes start with SIGINT ignored (an ignored signal stays ignored across their
+    # exec, and Python then installs no KeyboardInterrupt handler): Ctrl-C is the parent's, which
+    # closes the cluster; no worker prints a traceback.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        cluster = LocalCluster(
             n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=processes, dashboard_address=None
         )
-    )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return Client(cluster)
 
 
 def _guarded(run: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
@@ -69,6 +77,17 @@ def _guarded(run: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
         return True, run(item)
     except DraoptError as e:
         return False, e
+
+
+def ignore_sigint() -> None:
+    """A worker process's initializer: Ctrl-C is for the parent, which stops the workers."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _indexed(run: Callable[[Any], Any], pair: tuple[int, Any]) -> tuple[int, Any]:
+    return pair[0], run(pair[1])
 
 
 def _unwrap(got: tuple[bool, Any]) -> Any:
@@ -97,31 +116,29 @@ def _completed(
     guarded = functools.partial(_guarded, run)
     if engine == "processes":
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
 
         # spawn: the parent may hold solver threads, which fork would copy in an unknown state.
-        with ProcessPoolExecutor(
-            max_workers=workers or os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")
-        ) as pool:
-            futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
-            try:
-                for f in as_completed(futures):
-                    yield futures[f], _unwrap(f.result())
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        # The workers ignore SIGINT: Ctrl-C (sent to the whole process group) is the parent's,
+        # which stops them at once (Pool's exit terminates them) with no traceback from any worker.
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(workers or os.cpu_count() or 1, initializer=ignore_sigint) as pool:
+            indexed = functools.partial(_indexed, guarded)
+            for i, got in pool.imap_unordered(indexed, enumerate(items)):
+                yield i, _unwrap(got)
     elif engine == "dask":
         own = client is None
         if own:
             client = _dask_client(address, workers)
-        from dask.distributed import as_completed as dask_as_completed
-
         try:
-            submitted = [client.submit(guarded, item, pure=False) for item in items]
-            index = {f.key: i for i, f in enumerate(submitted)}
-            for f in dask_as_completed(submitted):
-                yield index[f.key], _unwrap(f.result())
+            yield from _dask_completed(client, guarded, items)
+        except KeyboardInterrupt:
+            if own:  # the workers closed by the scheduler, before it goes: no heartbeat left hanging
+                import logging
+
+                logging.getLogger("distributed").setLevel(logging.CRITICAL)
+                client.shutdown()
+                own = False
+            raise
         finally:
             if own:
                 cluster = client.cluster
@@ -130,6 +147,39 @@ def _completed(
                     cluster.close()
     else:
         raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)}, local)")
+
+
+def _dask_completed(client, guarded: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[int, Any]]:
+    """(index, result) as Dask finishes them. Ctrl-C is taken between polls (a flag, then a
+    KeyboardInterrupt raised here): raised anywhere in the main thread, it would land inside
+    Dask's own callbacks there and leave the client's threads hanging."""
+    import signal
+    import threading
+
+    from dask.distributed import as_completed as dask_as_completed
+
+    interrupted = threading.Event()
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set()) if main else None
+    try:
+        submitted = []
+        for item in items:
+            if interrupted.is_set():
+                raise KeyboardInterrupt
+            submitted.append(client.submit(guarded, item, pure=False))
+        index = {f.key: i for i, f in enumerate(submitted)}
+        waiting = dask_as_completed(submitted)
+        while not waiting.is_empty():
+            if interrupted.is_set():
+                raise KeyboardInterrupt
+            batch = waiting.next_batch(block=False)
+            for f in batch:
+                yield index[f.key], _unwrap(f.result())
+            if not batch:
+                time.sleep(0.05)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
 def sweep(
@@ -451,7 +501,7 @@ def _run_simulate(s: dict[str, Any]) -> dict[str, Any]:
             levels,
             s["policy"],
             0,
-            frag=frag if s["policy"] == "fgd" else None,
+            frag=frag if s["policy"] in ("fgd", "optimal-batch") else None,
             batch=s["batch"],
             time_limit=s["time_limit"],
         )[0]
