@@ -124,3 +124,16 @@ def test_sweep_keeps_finished_rows_with_no_worker_traceback(trace_cluster, tmp_p
     assert waited < 30
     rows = pq.read_table(out).num_rows
     assert 0 < rows < 2 * 5000 * 2
+
+
+def test_simulate_prints_the_runs_finished(trace_cluster, tmp_path):
+    args = ["simulate", "-f", str(trace_cluster / "cluster.yaml"), "--trace", str(trace_cluster / "tasks.csv")]
+    args += ["--runs", "1000000", "--policy", "first-node", "--policy", "fgd", "--inflation", "0.5,1.0", "--quiet"]
+    p = _start(args + ["-o", "csv"], tmp_path)
+    time.sleep(6)  # loaded, some runs done
+    waited, out, err = _interrupt(p)
+    assert p.returncode == 130 and "Traceback" not in err, err
+    assert "interrupted: the rows above hold the runs finished before Ctrl-C" in err
+    rows = out.splitlines()
+    assert rows[0].startswith("inflation,policy,runs,") and len(rows) == 5
+    assert 0 < int(rows[1].split(",")[2]) < 1000000

@@ -352,10 +352,13 @@ def simulate(
     time_limit: float = 60.0,
     offline_optimum: bool = False,
     progress: Callable[[str], None] | None = None,
+    into: list[Record] | None = None,
 ) -> list[Record]:
+    """Every run's records, policy by policy; `into` (a list) receives each policy's records as
+    its run ends, so that a caller interrupted (Ctrl-C) keeps the runs finished."""
     weights = np.array([len(s.pods) for s in c.shapes], dtype=float)
     frag = FragModel(c, weights) if {"fgd", "optimal-batch"} & set(policies) else None
-    records: list[Record] = []
+    records: list[Record] = [] if into is None else into
     for run in range(runs):
         rng = np.random.default_rng([seed, run])
         seq, cum = arrivals(c, max(levels), rng)
@@ -825,17 +828,26 @@ def cmd_simulate(args) -> int:
             f"{len(c.shapes)} shapes (loaded in {time.perf_counter() - t0:.1f} s)"
         )
     t_sim = time.perf_counter()
-    records = simulate(
-        c,
-        levels=levels,
-        policies=policies,
-        runs=args.runs,
-        seed=args.seed,
-        batch=args.batch or DEFAULT_BATCH,
-        time_limit=args.time_limit,
-        offline_optimum=args.offline_optimum,
-        progress=say,
-    )
+    records: list[Record] = []
+    try:
+        simulate(
+            c,
+            levels=levels,
+            policies=policies,
+            runs=args.runs,
+            seed=args.seed,
+            batch=args.batch or DEFAULT_BATCH,
+            time_limit=args.time_limit,
+            offline_optimum=args.offline_optimum,
+            progress=say,
+            into=records,
+        )
+    except KeyboardInterrupt:
+        if not records:
+            raise
+        interrupted = True
+    else:
+        interrupted = False
     if getattr(args, "stats", False):
         print(
             json.dumps(
@@ -846,6 +858,9 @@ def cmd_simulate(args) -> int:
         )
     title = f"{c.n} nodes, {args.runs} run(s), seed {args.seed}"
     write_rows(args, aggregate(records, policies + [OFFLINE]), title=title, records=records)
+    if interrupted:  # Ctrl-C: the runs finished before it (the `runs` column counts them), exit 130
+        print("draopt: interrupted: the rows above hold the runs finished before Ctrl-C", file=sys.stderr)
+        return 130
     return 0
 
 
