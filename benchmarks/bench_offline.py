@@ -5,7 +5,7 @@ the gap in points, the online policy's figure on the same arrivals (the warm sta
 peak RSS (each trace in a child process: getrusage ru_maxrss).
 
   python benchmarks/bench_offline.py                       # 4 traces, warm start fgd, 600 s
-  python benchmarks/bench_offline.py --warm first-fit --time-limit 300 --traces default
+  python benchmarks/bench_offline.py --warm first-node --time-limit 300 --traces default
 """
 
 from __future__ import annotations

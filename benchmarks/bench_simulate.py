@@ -2,7 +2,7 @@
 Monte-Carlo workload-inflation protocol, every policy, with timings and an independent check.
 
   python benchmarks/bench_simulate.py                       # 1,213 GPU nodes, online policies, 3 runs
-  python benchmarks/bench_simulate.py --every 4 --policy first-fit,best-fit,fgd,optimal-batch --offline
+  python benchmarks/bench_simulate.py --every 4 --policy first-node,best-fit,fgd,optimal-batch --offline
                                                             # every 4th node, with the optimal policies
   python benchmarks/bench_simulate.py --plot curve.png --csv curve.csv
   python benchmarks/bench_simulate.py --protocol fgd-paper  # the paper's protocol: every policy, seeds
@@ -197,7 +197,7 @@ def main() -> int:
     )
     ap.add_argument("--traces", help="fgd-paper: only these of default,gpushare100,gpuspec33,multigpu50")
     ap.add_argument("--every", type=int, default=1, help="take every K-th GPU node (default all 1,213)")
-    ap.add_argument("--policy", default="first-fit,best-fit,least-allocated,fgd")
+    ap.add_argument("--policy", default="first-node,best-fit,least-allocated,fgd")
     ap.add_argument("--offline", action="store_true", help="the offline optimum at each level")
     ap.add_argument("--inflation", default="0.5:1.0:0.05")
     ap.add_argument("--runs", type=int, help="runs (default 3; fgd-paper: 10 seeds)")

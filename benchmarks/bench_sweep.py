@@ -4,7 +4,7 @@ process pool, the same rows checked, both timed.
   python benchmarks/bench_sweep.py                 # 200 scenarios, 2 workers each way
   python benchmarks/bench_sweep.py --quick         # 16 scenarios
 
-The grid: node counts 20, 40, 60, 80, 100 (every k-th openb GPU node) x first-fit, best-fit,
+The grid: node counts 20, 40, 60, 80, 100 (every k-th openb GPU node) x first-node, best-fit,
 least-allocated, fgd x seeds 0-4 x inflation 0.9, 1.0 (`draopt simulate` runs, one per
 scenario). Prints the wall time of each engine (progress bars on stderr), whether the rows are
 equal (every column but elapsed_s), and the rows per second. Reads ../shared/data/openb/ (stops
@@ -44,7 +44,7 @@ def main() -> int:
             clusters=[[str(cluster)]],
             traces=[str(OPENB / "openb_pod_list_default.csv")],
             nodes=[20, 40] if args.quick else [20, 40, 60, 80, 100],
-            policies=["first-fit", "fgd"] if args.quick else ["first-fit", "best-fit", "least-allocated", "fgd"],
+            policies=["first-node", "fgd"] if args.quick else ["first-node", "best-fit", "least-allocated", "fgd"],
             seeds=[0, 1] if args.quick else [0, 1, 2, 3, 4],
             inflation=[0.9, 1.0],
         )

@@ -20,6 +20,7 @@ long work as tqdm.auto bars inside a Jupyter notebook only, True or False forces
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -301,6 +302,8 @@ def simulate(
     capacity: str | None = None,
     protocol: str = "draopt",
     records: bool = False,
+    features: FeaturesLike = None,
+    kubernetes_version: str | None = None,
 ) -> list[Any]:
     """Online placement of a trace under workload inflation, as `draopt simulate`: `cluster` the
     Nodes/ResourceSlices/DeviceClasses, `trace` an openb task CSV or a YAML/JSON file of Pods;
@@ -308,7 +311,8 @@ def simulate(
     "draopt" (default) or "fgd-paper" (the FGD paper's protocol, draopt.studies.paper_protocol; seeds
     `seed`..`seed+runs-1`). Returns the aggregated rows (dicts: inflation, policy, unallocated_pct,
     ...; what `-o csv` prints), or with `records=True` (draopt protocol) the per-run
-    draopt.studies.simulate.Record list.
+    draopt.studies.simulate.Record list. `features`/`kubernetes_version`: as for `place`
+    (`--feature-gates`, `--kubernetes-version`).
 
         >>> rows = draopt.simulate(
         ...     "examples/openb-mini/cluster.yaml", "examples/openb-mini/tasks.csv", levels=[1.0], runs=1
@@ -327,7 +331,11 @@ def simulate(
     level_list = sim.parse_levels(levels) if isinstance(levels, str) else list(levels)
     if not isinstance(trace, str):
         raise InputError(f"--trace: expected a file path, got {type(trace).__name__}")
-    c = sim.build(_cluster_and_trace(cluster, trace), capacity_name=capacity or sim.DEFAULT_CAPACITY)
+    c = sim.build(
+        _cluster_and_trace(cluster, trace),
+        capacity_name=capacity or sim.DEFAULT_CAPACITY,
+        features=_features(features, kubernetes_version),
+    )
     if protocol == "fgd-paper":
         from draopt.studies import paper_protocol as paper
 
@@ -341,9 +349,10 @@ def simulate(
             bins=paper.level_bins(level_list),
         )
         return [r.to_dict() for r in rows]
-    names = sim.parse_policies(
-        policies if isinstance(policies, str) else ",".join(policies) if policies else sim.DEFAULT_POLICIES
-    )
+    notes: list[str] = []
+    names = sim.parse_policies(policies or sim.DEFAULT_POLICIES, notes)
+    for note in notes:  # an old policy name: a deprecation the caller sees (stacklevel: their line)
+        warnings.warn(note, FutureWarning, stacklevel=3)
     if "kube-scheduler" in names:
         from draopt.scheduler import SchedulerConfig
         from draopt.scheduler.trace import TraceScheduler

@@ -193,7 +193,8 @@ LAYERS: list[tuple[str, ...]] = [
         "draopt.notes",
         "draopt.progress",
         "draopt.provenance",
-    ),  # error types; notes; progress; where a result came from
+        "draopt.interrupt",
+    ),  # error types; notes; progress; provenance; Ctrl-C
     ("draopt.kube",),  # Kubernetes objects in and out
     ("draopt.cel",),  # CEL, as Kubernetes' device selectors evaluate it
     ("draopt.validation",),  # what the API server would reject

@@ -161,7 +161,7 @@ def test_plan_shows_its_phases(spread, tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "protocol, line", [("draopt", "simulate: run 0: first-fit"), ("fgd-paper", "simulate: seed 0: fgd")]
+    "protocol, line", [("draopt", "simulate: run 0: first-node"), ("fgd-paper", "simulate: seed 0: fgd")]
 )
 def test_simulate_shows_arrivals_and_levels(tmp_path, protocol, line, capsys, monkeypatch):
     from draopt.studies import trace
@@ -181,7 +181,7 @@ def test_simulate_shows_arrivals_and_levels(tmp_path, protocol, line, capsys, mo
         "1",
         "--protocol",
         protocol,
-    ] + (["--policy", "first-fit"] if protocol == "draopt" else ["--policy", "fgd"])
+    ] + (["--policy", "first-node"] if protocol == "draopt" else ["--policy", "fgd"])
     code, shown, stdout = _on_terminal(args, tmp_path)
     assert code == 0, shown
     assert line in shown and "arrivals" in shown and "level " in shown

@@ -80,7 +80,7 @@ def _scenarios():
     from draopt.studies import sweep as sw
 
     return [
-        {k: None for k in sw.INPUTS} | {"study": "simulate", "cluster": CLUSTER, "policy": "first-fit", "seed": s}
+        {k: None for k in sw.INPUTS} | {"study": "simulate", "cluster": CLUSTER, "policy": "first-node", "seed": s}
         for s in (0, 1)
     ]
 

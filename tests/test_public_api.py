@@ -156,15 +156,15 @@ def test_simulate_as_the_module(tmp_path):
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(trace.dump_yaml(trace.import_trace(str(tmp_path / "nodes.csv"), None)))
     tasks = str(tmp_path / "tasks.csv")
-    got = draopt.simulate(str(cluster), tasks, levels="0.5,1.0", policies="first-fit,fgd", runs=2, seed=3)
+    got = draopt.simulate(str(cluster), tasks, levels="0.5,1.0", policies="first-node,fgd", runs=2, seed=3)
     objects = load_files([str(cluster)])
     objects.extend(sim._object_set(trace.workload_objects(trace.read_tasks(tasks, what="--trace")), tasks))
     c = sim.build(objects)
     want = [
         r.to_dict()
         for r in sim.aggregate(
-            sim.simulate(c, levels=[0.5, 1.0], policies=["first-fit", "fgd"], runs=2, seed=3),
-            ["first-fit", "fgd", sim.OFFLINE],
+            sim.simulate(c, levels=[0.5, 1.0], policies=["first-node", "fgd"], runs=2, seed=3),
+            ["first-node", "fgd", sim.OFFLINE],
         )
     ]
     assert got == want and len(got) == 4
@@ -173,7 +173,7 @@ def test_simulate_as_the_module(tmp_path):
             objects_without_trace := load_files([str(cluster)]),
             tasks,
             levels=[0.5, 1.0],
-            policies=["first-fit", "fgd"],
+            policies=["first-node", "fgd"],
             runs=2,
             seed=3,
         )

@@ -115,7 +115,7 @@ def test_cli(files, capsys):
         "1",
         "--quiet",
         "--policy",
-        "first-fit,kube-scheduler",
+        "first-node,kube-scheduler",
         "--scheduler-config",
         "builtin:most-allocated",
         "-o",
@@ -123,9 +123,9 @@ def test_cli(files, capsys):
     ]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert [ln.split(",")[1] for ln in out.strip().splitlines()[1:]] == ["first-fit", "kube-scheduler"]
+    assert [ln.split(",")[1] for ln in out.strip().splitlines()[1:]] == ["first-node", "kube-scheduler"]
     assert main(args) == 0 and capsys.readouterr().out == out  # deterministic (seeded ties)
-    assert main(args[:-6] + ["--policy", "first-fit", "--scheduler-config", "builtin:default"]) == 2
+    assert main(args[:-6] + ["--policy", "first-node", "--scheduler-config", "builtin:default"]) == 2
     assert "used by the kube-scheduler policy" in capsys.readouterr().err
 
 

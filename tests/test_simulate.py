@@ -4,6 +4,7 @@ choices on small cases, seeded sampling, the optimal bounds, the command line.""
 from __future__ import annotations
 
 import dataclasses
+import io
 
 from pathlib import Path
 
@@ -64,8 +65,8 @@ def objects_with(cluster: str, tasks: list[trace.Task]):
     return objects
 
 
-def test_first_fit_matches_place(files):
-    """Arrivals sampled from the trace, placed one by one by the simulator's first-fit, land on
+def test_first_node_matches_place_by_name_order(files):
+    """Arrivals sampled from the trace, placed one by one by the simulator's first-node, land on
     the nodes and devices draopt's kube-scheduler simulation (`place`) gives the same pods
     created in arrival order."""
     cluster, tasks_csv = files
@@ -81,7 +82,7 @@ def test_first_fit_matches_place(files):
     st = sim.State(c)
     ours = {}
     for key, si in zip(c.pod_keys, c.pod_shape):
-        got = sim.place_one(st, c.shapes[si], "first-fit", None)
+        got = sim.place_one(st, c.shapes[si], "first-node", None)
         if got is None:
             ours[key] = None
             continue
@@ -123,7 +124,7 @@ def test_best_fit_packs_least_allocated_spreads(tmp_path):
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nw,1000,1024,1,1000\n",
     )
     w = shape_of(c, "w")
-    for policy, second in (("best-fit", "a"), ("least-allocated", "b"), ("first-fit", "a")):
+    for policy, second in (("best-fit", "a"), ("least-allocated", "b"), ("first-node", "a")):
         st = sim.State(c)
         first = sim.place_one(st, w, policy, None)
         assert c.nodes[first[0]] == "a" and first[1] == [0]  # a tie: the first node by name
@@ -145,7 +146,7 @@ def test_fgd_chooses_the_less_fragmenting_gpu(tmp_path):
     before = frag.frag(np.array([0, 1]), st.free, st.left)
     assert before == pytest.approx([0.0, 200.0])
     p5 = shape_of(c, "p5")
-    assert c.nodes[sim.place_one(st, p5, "first-fit", None)[0]] == "a"
+    assert c.nodes[sim.place_one(st, p5, "first-node", None)[0]] == "a"
     # On a: 500 left, lost to the whole-GPU shape (+166.7); on b: 100 left, lost to all (-100).
     assert c.nodes[sim.place_one(st, p5, "fgd", frag)[0]] == "b"
 
@@ -169,7 +170,7 @@ def test_offline_optimum_bounds_the_online_policies(files):
     records = sim.simulate(
         c,
         levels=[0.9, 1.2],
-        policies=["first-fit", "best-fit", "fgd", "optimal-batch"],
+        policies=["first-node", "best-fit", "fgd", "optimal-batch"],
         runs=1,
         seed=1,
         batch=4,
@@ -180,12 +181,12 @@ def test_offline_optimum_bounds_the_online_policies(files):
     for level in (0.9, 1.2):
         best = by[(level, sim.OFFLINE)]
         assert best.status in ("OPTIMAL", "FEASIBLE")
-        for policy in ("first-fit", "best-fit", "fgd", "optimal-batch"):
+        for policy in ("first-node", "best-fit", "fgd", "optimal-batch"):
             r = by[(level, policy)]
             assert 0.0 <= r.unallocated <= 1.0
             assert best.unallocated <= r.unallocated + 1e-9, (level, policy)
             assert r.arrived == best.arrived
-    assert by[(1.2, "first-fit")].failed > 0
+    assert by[(1.2, "first-node")].failed > 0
 
 
 def test_cli_table_csv_plot_deterministic(files, tmp_path, capsys):
@@ -201,7 +202,7 @@ def test_cli_table_csv_plot_deterministic(files, tmp_path, capsys):
         "--runs",
         "2",
         "--policy",
-        "first-fit,fgd",
+        "first-node,fgd",
         "--quiet",
         "-o",
         "csv",
@@ -211,9 +212,9 @@ def test_cli_table_csv_plot_deterministic(files, tmp_path, capsys):
     lines = out.strip().splitlines()
     assert lines[0].startswith("inflation,policy,runs,unallocated_pct,std_pct")
     assert [ln.split(",")[:3] for ln in lines[1:]] == [
-        ["0.8", "first-fit", "2"],
+        ["0.8", "first-node", "2"],
         ["0.8", "fgd", "2"],
-        ["1.0", "first-fit", "2"],
+        ["1.0", "first-node", "2"],
         ["1.0", "fgd", "2"],
     ]
     assert main(args) == 0
@@ -257,7 +258,7 @@ def test_cli_unwritable_plot_fails_before_the_run(files, tmp_path, capsys, monke
         (["--inflation", "1.3:0.5:0.1"], "needs 0 < START <= STOP"),
         (["--inflation", "a:b:c"], "expected START:STOP:STEP"),
         (["--inflation", "0"], "more than 0"),
-        (["--policy", "first-fit,random"], "unknown policy random"),
+        (["--policy", "first-node,random"], "unknown policy random"),
     ],
 )
 def test_cli_bad_flags_exit_2(files, capsys, extra, needle):
@@ -300,7 +301,7 @@ spec:
 @pytest.mark.skipif(not OPENB.is_dir(), reason="openb trace not in ../shared/data/openb")
 def test_openb_shapes_and_capacity(tmp_path):
     """The default trace on a slice of the openb GPU nodes: its shapes and capacity read as the
-    paper counts them, and one run's first-fit curve has its knee past 90 %."""
+    paper counts them, and one run's first-node curve has its knee past 90 %."""
     nodes = trace.read_nodes(str(OPENB / "openb_node_list_gpu_node.csv"))[::10]
     cluster = tmp_path / "c.yaml"
     objs = trace.class_objects({n.model for n in nodes}) + trace.node_objects(nodes) + trace.slice_objects(nodes)
@@ -308,7 +309,7 @@ def test_openb_shapes_and_capacity(tmp_path):
     c = sim.build(objects_with(str(cluster), trace.read_tasks(str(OPENB / "openb_pod_list_default.csv"))))
     assert c.total == 1000 * sum(n.gpus for n in nodes)
     assert len(c.pod_keys) == 8152
-    records = sim.simulate(c, levels=[0.5, 0.9, 1.0], policies=["first-fit"], runs=1)
+    records = sim.simulate(c, levels=[0.5, 0.9, 1.0], policies=["first-node"], runs=1)
     u = {r.level: r.unallocated for r in records}
     assert u[0.5] == pytest.approx(1 - records[0].arrived)  # all placed: unallocated = 1 - arrived
     assert 0 < u[1.0] < 0.2
@@ -322,7 +323,7 @@ def test_task_no_node_can_serve_still_arrives(tmp_path):
     )
     v = shape_of(c, "v")
     assert v.request == 2000 and not v.compat.any()
-    assert sim.place_one(sim.State(c), v, "first-fit", None) is None
+    assert sim.place_one(sim.State(c), v, "first-node", None) is None
 
 
 def test_trace_as_yaml_equals_trace_as_csv(files, tmp_path, capsys):
@@ -341,7 +342,7 @@ def test_trace_as_yaml_equals_trace_as_csv(files, tmp_path, capsys):
         "5",
         "--quiet",
         "--policy",
-        "first-fit,best-fit,least-allocated,fgd",
+        "first-node,best-fit,least-allocated,fgd",
         "-o",
         "csv",
     ]
@@ -374,3 +375,74 @@ def test_offline_optimum_places_capacity_before_pods_without_devices(tmp_path):
     assert got.objective == 50 and 50 <= got.bound < 60
     # A request so large that its priority would pass Kubernetes' 32-bit range: a smaller scale.
     assert so.value_scale([dataclasses.replace(gpu, request=5e6)]) == so.MAX_PRIORITY // 5_000_000
+
+
+def test_old_first_fit_name_is_first_node_with_a_deprecation_note(files, capsys):
+    """simulate's `first-fit` (the first node by name) is `first-node`: the old name gives the same
+    rows under the new name, with a note on the command line and a FutureWarning in the API; the
+    policy list may be repeated or comma-separated (docs/cli.md, "Policies")."""
+    import warnings
+
+    import draopt
+
+    cluster, tasks_csv = files
+    base = ["simulate", "-f", cluster, "--trace", tasks_csv, "--inflation", "0.8", "--runs", "1", "--quiet"]
+    assert main(base + ["--policy", "first-node,fgd", "-o", "csv"]) == 0
+    new = capsys.readouterr()
+    assert "deprecated" not in new.err
+    assert main(base + ["--policy", "first-fit", "--policy", "fgd", "-o", "csv"]) == 0
+    old = capsys.readouterr()
+    assert old.out == new.out and [ln.split(",")[1] for ln in old.out.splitlines()[1:]] == ["first-node", "fgd"]
+    assert old.err.count("note: --policy first-fit is deprecated") == 1 and "first-node" in old.err
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = draopt.simulate(cluster, tasks_csv, levels=[0.8], policies=["first-fit"], runs=1)
+    assert [r["policy"] for r in rows] == ["first-node"]
+    assert [w.category for w in caught] == [FutureWarning] and caught[0].filename == __file__
+
+
+def test_feature_gates_and_kubernetes_version(files, tmp_path, capsys):
+    """simulate takes --feature-gates and --kubernetes-version as every command that reads a
+    cluster does: an unknown gate is refused (exit 2), the release is the one recorded."""
+    import json
+
+    cluster, tasks_csv = files
+    base = ["simulate", "-f", cluster, "--trace", tasks_csv, "--inflation", "0.8", "--runs", "1", "--quiet"]
+    assert main(base + ["--feature-gates", "NoSuchGate=true"]) == 2
+    assert "unknown feature gate 'NoSuchGate'" in capsys.readouterr().err
+    out = tmp_path / "rows.csv"
+    args = base + ["--kubernetes-version", "1.36", "--feature-gates", "DRAPrioritizedList=true", "-o", "csv"]
+    assert main(args + ["--output-file", str(out)]) == 0
+    assert json.loads((tmp_path / "rows.csv.provenance.json").read_text())["kubernetes_version"] == "1.36"
+
+
+def test_per_run_rows(files, tmp_path, capsys):
+    """`simulate -o csv --per-run`: a row per level, run and policy, whose means are the
+    aggregated rows'; refused without -o csv and under --protocol fgd-paper (exit 2)."""
+    import csv as csvlib
+
+    cluster, tasks_csv = files
+    base = ["simulate", "-f", cluster, "--trace", tasks_csv, "--inflation", "0.8,1.0", "--runs", "2", "--quiet"]
+    base += ["--policy", "first-node", "--policy", "fgd", "-o", "csv"]
+    assert main(base) == 0
+    means = list(csvlib.DictReader(io.StringIO(capsys.readouterr().out)))
+    out = tmp_path / "runs.csv"
+    assert main(base + ["--per-run", "--output-file", str(out)]) == 0
+    runs = list(csvlib.DictReader(out.open()))
+    assert list(runs[0]) == list(sim.PER_RUN_COLUMNS)
+    assert [(r["inflation"], r["run"], r["policy"]) for r in runs[:4]] == [
+        ("0.8", "0", "first-node"),
+        ("0.8", "0", "fgd"),
+        ("0.8", "1", "first-node"),
+        ("0.8", "1", "fgd"),
+    ]
+    assert len(runs) == 2 * 2 * 2 and (tmp_path / "runs.csv.provenance.json").exists()
+    for m in means:
+        mine = [
+            float(r["unallocated_pct"]) for r in runs if (r["inflation"], r["policy"]) == (m["inflation"], m["policy"])
+        ]
+        assert sum(mine) / len(mine) == pytest.approx(float(m["unallocated_pct"]), abs=2e-3)  # rounded to 0.001
+    assert main(base[:-2] + ["--per-run"]) == 2
+    assert "--per-run: the rows of each run are CSV" in capsys.readouterr().err
+    assert main(base[:-4] + ["--protocol", "fgd-paper", "--policy", "fgd", "-o", "csv", "--per-run"]) == 2
+    assert "draopt's protocol only" in capsys.readouterr().err

@@ -3,6 +3,7 @@ rows are what `draopt simulate` / `draopt compare` give for the same inputs."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,7 @@ def grid(tmp_path_factory):
         clusters=[[str(cluster)]],
         traces=[str(d / "tasks.csv")],
         nodes=[6, 0],
-        policies=["first-fit", "best-fit", "fgd"],
+        policies=["first-node", "best-fit", "fgd"],
         seeds=[0, 1],
         inflation=[0.8, 1.0],
     )
@@ -60,7 +61,7 @@ def serial_rows(grid):
 def test_grid_order_and_inputs_in_rows(grid, serial_rows):
     assert len(serial_rows) == 2 * 3 * 2 * 2
     first = serial_rows[0]
-    assert (first["nodes"], first["policy"], first["seed"], first["inflation"]) == (6, "first-fit", 0, 0.8)
+    assert (first["nodes"], first["policy"], first["seed"], first["inflation"]) == (6, "first-node", 0, 0.8)
     assert all(r["key"] == sw.scenario_key(r) for r in serial_rows)
     assert {r["nodes_in_cluster"] for r in serial_rows} == {6, 12}
     assert all(0 <= r["unallocated_pct"] <= 100 and r["status"] == "heuristic" for r in serial_rows)
@@ -174,6 +175,7 @@ def test_cli_runs_resumes_and_reads_a_grid_file(grid, serial_rows, tmp_path):
     assert p.returncode == 0, p.stderr
     assert strip(sw.read_rows(out)) == strip(serial_rows)
     assert "24 scenarios (0 already in" in p.stderr
+    assert "--policy first-fit is deprecated in simulate and sweep" in p.stderr  # the grid's old name, said
     import json
 
     import pyarrow.parquet as pq
@@ -182,6 +184,7 @@ def test_cli_runs_resumes_and_reads_a_grid_file(grid, serial_rows, tmp_path):
     assert made["command"][-2:] == ["-o", out] and str(spec) in made["inputs"] and made["time_limit"] == 60.0
     p = _cli("--grid", str(spec), "--seeds", "0:3", "--engine", "serial", "--quiet", "-o", out)
     assert p.returncode == 0, p.stderr
+    assert "--seeds is deprecated" in p.stderr and "use --seed" in p.stderr  # one spelling: --seed
     assert "36 scenarios (24 already in" in p.stderr and len(sw.read_rows(out)) == 36
 
 
@@ -336,7 +339,7 @@ def test_cli_progress_into_a_log_is_plain_lines(grid, tmp_path):
     spec = tmp_path / "grid.yaml"
     spec.write_text(
         f"study: simulate\nclusters: {grid.clusters[0][0]}\ntraces: {grid.traces[0]}\n"
-        "nodes: [6]\npolicies: first-fit\nseeds: '0:1'\ninflation: [0.8]\n"
+        "nodes: [6]\npolicies: first-node\nseeds: '0:1'\ninflation: [0.8]\n"
     )
     p = _cli("--grid", str(spec), "--engine", "serial", "--output-file", str(tmp_path / "log.parquet"))
     assert p.returncode == 0, p.stderr
@@ -345,3 +348,32 @@ def test_cli_progress_into_a_log_is_plain_lines(grid, tmp_path):
     assert "sweep  started  0/1 scenarios" in lines and any(
         line.startswith("sweep  done") and "1/1 scenarios" in line for line in lines
     )
+
+
+def test_feature_gates_and_kubernetes_version_reach_every_scenario(grid, tmp_path):
+    """sweep takes --feature-gates and --kubernetes-version as every command that reads a cluster
+    does: the scenarios carry them (and their keys differ from the ungated ones, which stay as
+    they were, so earlier files resume); an unknown gate is refused before any scenario runs."""
+    import dataclasses
+
+    plain = grid.scenarios()
+    gated = dataclasses.replace(grid, feature_gates="DRAPrioritizedList=true", kubernetes_version="1.36").scenarios()
+    assert all(s["feature_gates"] == "DRAPrioritizedList=true" and s["kubernetes_version"] == "1.36" for s in gated)
+    assert all("feature_gates" not in s for s in plain)
+    assert {sw.scenario_key(s) for s in plain}.isdisjoint(sw.scenario_key(s) for s in gated)
+    assert sw.scenario_key(plain[0]) == json.dumps({k: plain[0][k] for k in sw.INPUTS}, sort_keys=True)
+    assert sw.run_scenario(gated[0]) | {"elapsed_s": 0} == sw.run_scenario(plain[0]) | {"elapsed_s": 0}
+    with pytest.raises(InputError, match="unknown feature gate 'NoSuchGate'"):
+        dataclasses.replace(grid, feature_gates="NoSuchGate=true").scenarios()
+    out = str(tmp_path / "x.parquet")
+    p = _cli("--study", "place", "--cluster", str(GANG), "--feature-gates", "NoSuchGate=true", "--output-file", out)
+    assert p.returncode == 2 and "unknown feature gate 'NoSuchGate'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_optimal_batch_scenario_runs(grid):
+    """The simulate study hands optimal-batch its fragmentation model, as `simulate` does."""
+    import dataclasses
+
+    scenario = dataclasses.replace(grid, policies=["optimal-batch"], seeds=[0], nodes=[0]).scenarios()[0]
+    got = sw.run_scenario(scenario)
+    assert got["status"] == "heuristic" and got["placed"] > 0

@@ -20,6 +20,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from draopt import interrupt
 from draopt.errors import AllocationError, DeviceCelError
 from draopt.dra.inventory import available_counters
 from draopt.dra.problem import Problem, prepare
@@ -160,7 +161,7 @@ def minimal_conflict(problem: Problem, time_limit: float = 10.0) -> list[str] | 
         s = cp_model.CpSolver()
         s.parameters.num_workers = 1
         s.parameters.max_time_in_seconds = time_limit
-        st = s.solve(model)
+        st = interrupt.watch(s).solve(model)
         if st == cp_model.INFEASIBLE:
             core = set(s.sufficient_assumptions_for_infeasibility())
             cores["first"] = [i for i in active if lits[i].index in core]

@@ -15,7 +15,7 @@ import time
 from fractions import Fraction
 
 import draopt
-from draopt import notes, progress, public
+from draopt import interrupt, notes, progress, public
 from draopt.allocation import allocate as api
 from draopt.dra import taint_impact
 from draopt import validation as validate
@@ -159,7 +159,14 @@ def _add_place(sub) -> None:
         "--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit"
     )
     _gates_flags(pl)
-    pl.add_argument("-o", "--output", default="table", choices=("yaml", "json", "table"))
+    pl.add_argument(
+        "-o",
+        "--output",
+        default="table",
+        choices=("table", "wide", "name", "yaml", "json"),
+        help="table; wide: the table with the devices each pod's claims hold; name: pod/NAMESPACE/NAME "
+        "per placed pod; yaml, json: the placed objects as a List",
+    )
     pl.add_argument(
         "--stats",
         action="store_true",
@@ -414,8 +421,15 @@ def cmd_place(args) -> int:
     if args.compare:
         other = "optimal" if args.policy == "first-fit" else "first-fit"
         results.append(run(other).result)
-    if args.output == "table":
-        print(pod_table(outcome.result, len(outcome.cluster.nodes)))
+    if args.output == "name":
+        from draopt.cli import listing
+
+        sys.stdout.write(listing.names(outcome))
+    elif args.output in ("table", "wide"):
+        from draopt.cli import listing
+
+        devices = listing.pod_devices(outcome) if args.output == "wide" else None
+        print(pod_table(outcome.result, len(outcome.cluster.nodes), devices))
         print()
         print(summary_table(results))
         for r in results:
@@ -641,9 +655,13 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     start = time.perf_counter()
     try:
         conventions.resolve(args)
-        with notes.on_stderr(), progress.reporting(_progress_for(args)):
+        with interrupt.installed(), notes.on_stderr(), progress.reporting(_progress_for(args)):
             code = args.func(args)
+            stopped = interrupt.requested()
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        if stopped:  # Ctrl-C while the answer was being improved: it was printed as it stood
+            print("draopt: interrupted: the answer above is the best found before Ctrl-C", file=sys.stderr)
+            return 130
         return code
     except BrokenPipeError:
         _silence_stdout()

@@ -60,7 +60,7 @@ EXAMPLES = {
     ],
     "simulate": [
         "draopt simulate -f openb.yaml --trace ../shared/data/openb/openb_pod_list_default.csv "
-        "--inflation 0.5:1.0:0.05 --policy first-fit,fgd -o csv",
+        "--inflation 0.5:1.0:0.05 --policy first-node --policy fgd -o csv",
     ],
     "compare": [
         "draopt compare -f examples/mig-gangs.yaml",
@@ -87,6 +87,7 @@ exit codes: 0 success, 1 the answer is no (a pod not placed, findings, differenc
 
 # Flags that their modules define without help: one meaning each, as docs/cli.md lists them.
 FLAG_HELP = {
+    "--filename": "YAML/JSON documents or a List; '-' reads stdin; a directory gives its files (repeatable)",
     "--feature-gates": "Kubernetes feature gates on top of the --kubernetes-version release's defaults",
     "--node": "only this node",
     "--output": "output format",
@@ -100,6 +101,8 @@ FILE_OUTPUT = {("sweep",): ("parquet",), ("trace", "import"): ("yaml",)}
 TEXT_OUTPUT = {("explain",): "table", ("validate",): "table", ("taint-impact",): "text"}
 # The commands that read files through their own modules: -R and --strict resolved here.
 OWN_READERS = (("validate",), ("taint-impact",))
+# The commands whose own modules read with load_files: -R and --strict added here, read there.
+LOADERS = (("simulate",),)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -160,9 +163,11 @@ def apply(sub, input_flags) -> None:
             output.choices, output.default = _Choices(names, ("text",)), "table"
         if path in FILE_OUTPUT:
             _output_file_flags(parser, FILE_OUTPUT[path], stdout=path == ("trace", "import"))
-        if path in OWN_READERS:
+        if path in OWN_READERS or path in LOADERS:
             input_flags(parser)
     _rename_flag(parsers[("sweep",)], "--scheduler", "--dask-scheduler")
+    _old_spelling(parsers[("sweep",)], "--seeds", parsers[("sweep",)]._option_string_actions["--seed"])
+    _rename_flag(parsers[("sweep",)], "--nodes", "--node-count")  # --nodes: trace import's node CSV
     engine = parsers[("sweep",)]._option_string_actions["--engine"]
     engine.help = (engine.help or "").replace("--scheduler", "--dask-scheduler")
 
@@ -199,6 +204,12 @@ def _rename_flag(parser: argparse.ArgumentParser, old: str, new: str) -> None:
     action = parser._option_string_actions.pop(old)
     action.option_strings = [new if o == old else o for o in action.option_strings]
     parser._option_string_actions[new] = action
+    _old_spelling(parser, old, action)
+
+
+def _old_spelling(parser: argparse.ArgumentParser, old: str, action: argparse.Action) -> None:
+    """`old` sets what `action` sets, with a deprecation note; help does not list it."""
+    new = max(action.option_strings, key=len)
     parser.add_argument(
         old, dest=action.dest, action=_DeprecatedFlag, replacement=new, metavar=action.metavar, help=argparse.SUPPRESS
     )

@@ -39,6 +39,7 @@ from typing import Any, Protocol, cast
 from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
+from draopt import interrupt
 from draopt import progress
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stats import ColgenStats, PricingCounts
@@ -674,7 +675,7 @@ def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], secon
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = max(0.05, seconds)
     solver.parameters.max_time_in_seconds = max(0.05, min(seconds * 3, wall))  # a hard stop
-    status = solver.solve(cp)
+    status = interrupt.watch(solver).solve(cp)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     counts = tuple(solver.value(v) if v is not None else 0 for v in one.vars)
@@ -777,7 +778,7 @@ def _integer(
     left = max(0.1, hard_stop - time.perf_counter())
     solver.parameters.max_deterministic_time = left
     solver.parameters.max_time_in_seconds = left  # wall time: the time limit is kept
-    status = solver.solve(m, progress.solver_callback(solver, shown))
+    status = interrupt.watch(solver).solve(m, progress.solver_callback(solver, shown))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if floor:
             return list(start), "WARM"

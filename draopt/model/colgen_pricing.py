@@ -34,6 +34,8 @@ from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
+from draopt import interrupt
+
 PRICE_SCALE = 10**6
 
 
@@ -213,7 +215,7 @@ class DevicePricing:
         solver.parameters.max_deterministic_time = max(0.05, seconds)  # same input, same columns
         solver.parameters.max_time_in_seconds = max(0.05, seconds * 3)  # a hard stop
         found = _Solutions(n)
-        status = solver.solve(m, found)
+        status = interrupt.watch(solver).solve(m, found)
         self.stats["solves"] += 1
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None

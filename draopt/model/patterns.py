@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from ortools.sat.python import cp_model
 
+from draopt import interrupt
 from draopt.model.encodings.attributes import constraint_name
 
 MAX_CHECKS = 400
@@ -230,7 +231,7 @@ class OneNodeModel:
             solver.parameters.num_workers = 1
             solver.parameters.random_seed = 0
             solver.parameters.max_time_in_seconds = max(0.01, seconds)
-            status = solver.solve(b.model.cp)
+            status = interrupt.watch(solver).solve(b.model.cp)
         finally:
             for d, lo, hi in saved:
                 d[0], d[1] = lo, hi

@@ -9,6 +9,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from draopt import interrupt
 from draopt.errors import AllocationError
 from draopt.dra.problem import Problem
 from draopt.dra.reference import ReferenceAllocator, SearchLimit
@@ -152,7 +153,7 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
         # exactly as built.
         solver.parameters.cp_model_presolve = False
     t1 = time.perf_counter()
-    status = solver.solve(cp)
+    status = interrupt.watch(solver).solve(cp)
     stats["solve_ms"] = (time.perf_counter() - t1) * 1000
     stats["status"] = solver.status_name(status)
     if status == cp_model.INFEASIBLE:

@@ -700,12 +700,15 @@ def summary_table(results: list[PlacementResult]) -> str:
     return line + "\n" + body
 
 
-def pod_table(result: PlacementResult, n_nodes: int) -> str:
+def pod_table(result: PlacementResult, n_nodes: int, devices: dict[str, str] | None = None) -> str:
+    """One line per pod: its node, or why none. `devices` (`-o wide`): pod key -> the devices its
+    claims hold, a column after the node."""
     lines = []
     for pl in result.pods:
         where = pl.node or "-"
         why = "" if pl.placed else pl.reason_text(n_nodes)
-        lines.append(f"{pl.pod:40s} {where:20s} {why}")
+        held = "" if devices is None else f"{devices.get(pl.pod) or '-':30s} "
+        lines.append(f"{pl.pod:40s} {where:20s} {held}{why}")
         if not pl.placed and pl.explanation:
             lines.extend("    " + line for line in pl.explanation.splitlines())
         if pl.preemption:

@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from typing import Any, cast
 
-from draopt import progress
+from draopt import interrupt, progress
 from draopt.dra.decode import deterministic_share_id
 from draopt.cluster.state import Cluster
 from draopt.allocation.explain import explain_failed_pod
@@ -88,7 +88,8 @@ def optimize(
     weighted = _weighted(prep, parts)
     run = _PartsRun(prep, cluster, workload, book, ff_by_pod, share_id, victims, deadline, stats)
     run.left_weight = sum(w for _, w in weighted)
-    solutions = [run.solve(number, part, w, len(parts)) for number, (part, w) in enumerate(weighted, start=1)]
+    with interrupt.deferred():  # Ctrl-C: each part keeps what it has (first-fit's at least), no more search
+        solutions = [run.solve(number, part, w, len(parts)) for number, (part, w) in enumerate(weighted, start=1)]
     placements = chain.invert(solutions, inverse_data)
     stats = run.total.close()
     stats.first_fit_objective = first_fit.weighted_placed()

@@ -17,6 +17,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from draopt import progress
+from draopt import interrupt
 from draopt.cluster.result import weight
 from draopt.model import topology_domains
 from draopt.model.placement import Built, build, packing_objective
@@ -35,7 +36,7 @@ def _solver(seconds: float, hard_stop: float) -> cp_model.CpSolver:
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = max(0.05, seconds)
     solver.parameters.max_time_in_seconds = max(0.05, hard_stop - time.perf_counter())
-    return solver
+    return interrupt.watch(solver)  # Ctrl-C on the command line: the best found so far (draopt.interrupt)
 
 
 @dataclass
@@ -270,7 +271,7 @@ def _later_phases(part: PartSolve) -> None:
             stats.proven[name] = True
             continue
         remaining = part.hard_stop - time.perf_counter()
-        if remaining < 0.05:
+        if remaining < 0.05 or interrupt.requested():
             break
         m.clear_hints()
         for var, value in part.values.items():
@@ -337,7 +338,7 @@ def _complete_hint(
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_time_in_seconds = max(0.05, min(seconds, hard_stop - time.perf_counter()))
-    status = solver.solve(copy)
+    status = interrupt.watch(solver).solve(copy)
     if outcome is not None:
         outcome["status"] = solver.status_name(status)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -66,7 +66,7 @@ from draopt.studies.simulate import SimRow
 
 PAPER_POLICIES = ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
 OFFLINE = "offline-optimum"  # simulate.OFFLINE
-NOT_IN_PAPER = ("first-fit", "least-allocated", "kube-scheduler", "optimal-batch")
+NOT_IN_PAPER = ("first-node", "first-fit", "least-allocated", "kube-scheduler", "optimal-batch")
 PROTOCOLS = ("draopt", "fgd-paper")
 POPULARITY = 95  # typicalPodsConfig.podPopularityThreshold (generate_config_and_run.py)
 
@@ -820,7 +820,7 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
                 f"{flag}: not part of --protocol fgd-paper, whose ties go by a random node order "
                 "and whose scorers are the paper's (draopt's protocol: --protocol draopt)"
             )
-    text = args.policy or ",".join(PAPER_POLICIES)
+    text = ",".join(args.policy) if args.policy else ",".join(PAPER_POLICIES)
     names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     if not names:
         raise InputError(f"--policy {text!r}: no policy (known: {', '.join(_REGISTRY)})")

@@ -47,6 +47,7 @@ from typing import Any
 from draopt import progress
 from draopt.errors import InputError
 from draopt.kube.features import Features, add_version_flag, features_from_flags
+from draopt.kube.listflags import CommaList
 from draopt.kube.loader import ObjectSet
 from draopt.kube.optionfiles import check_writable, save_figure
 from draopt.provenance import Provenance, record
@@ -761,9 +762,10 @@ def register(sub, input_flags, positive_seconds) -> None:
     )
     p.add_argument(
         "--policy",
-        action="append",
+        action=CommaList,
         metavar="POLICY",
-        help="a placement policy (repeat: --policy first-fit --policy optimal; default both); "
+        help="a placement policy, repeatable (or comma-separated): --policy first-fit --policy optimal "
+        "(default both); "
         "first-fit:CONFIG: first-fit with its own scheduler configuration (builtin:NAME or a "
         "file), e.g. --policy first-fit:builtin:most-allocated",
     )

@@ -59,6 +59,8 @@ class SimCluster:
     total: float = 0.0
     # the `kube-scheduler` policy's node choice (draopt.scheduler.trace.TraceScheduler), set by its caller
     kube_scheduler: Any = None
+    # the feature gates the cluster was read with (build's; the offline optimum's model reads them too)
+    features: Any = None
     # the FGD paper protocol's view of the cluster (draopt.studies.paper_protocol.prepare), made once
     paper_view: Any = field(default=None, init=False, repr=False)
 
@@ -162,6 +164,7 @@ def build(objects, *, capacity_name: str = DEFAULT_CAPACITY, features=None) -> S
         resources.scale,
         devices.cap_scale,
     )
+    c.features = features
     c.group = _node_kinds(devices.group_of, shapes)
     c.total = float(devices.cap[devices.present].sum())
     if c.total <= 0:

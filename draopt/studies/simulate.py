@@ -19,8 +19,10 @@ trace's shapes: at most one claim per pod with one ExactCount request and no con
 node selection, an empty cluster. Within a node, devices are taken as the kube-scheduler's
 allocator takes them (the first ones in search order with capacity left), except by `fgd`.
 
-Policies (node choice; ties: first node by name):
-* `first-fit`: the first node by name where the pod fits (draopt's first-fit `place`);
+Policies (node choice; ties: first node by name; the names: docs/cli.md, "Policies"):
+* `first-node`: the first node by name where the pod fits (`place --scheduler-config
+  builtin:name-order`); called `first-fit` up to 0.1.0 (still read, with a deprecation note:
+  `first-fit` is kube-scheduler's default profile in every other command, `kube-scheduler` here);
 * `best-fit`: kube-scheduler's NodeResourcesFit `MostAllocated` over cpu, memory and the
   device capacity (equal weights): the node left fullest;
 * `least-allocated`: `LeastAllocated` over the same resources: the node left emptiest;
@@ -54,6 +56,8 @@ from typing import Any, Callable
 import numpy as np
 
 from draopt.errors import InputError
+from draopt.kube.features import add_version_flag
+from draopt.kube.listflags import CommaList
 from draopt.kube.optionfiles import check_writable, save_figure
 from draopt.provenance import Provenance, record
 from draopt.studies.sim_cluster import (  # noqa: F401  (re-exported: the simulator's names)
@@ -70,9 +74,12 @@ from draopt.studies.simulate_optimal import _object_set, _quantity, residual_obj
 from draopt.progress import format_gap
 from draopt.progress import current as current_progress  # the status lines (`progress` is a parameter here)
 
-ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
+ONLINE_POLICIES = ("first-node", "best-fit", "least-allocated", "fgd", "kube-scheduler")
 POLICIES = ONLINE_POLICIES + ("optimal-batch",)
-DEFAULT_POLICIES = "first-fit,best-fit,least-allocated,fgd"
+DEFAULT_POLICIES = "first-node,best-fit,least-allocated,fgd"
+# Old names read for one release, each with a deprecation note: simulate's `first-fit` packed (the
+# first node by name) where every other command's `first-fit` is kube-scheduler's default profile.
+DEPRECATED_POLICIES = {"first-fit": "first-node"}
 OFFLINE = "offline-optimum"
 DEFAULT_BATCH = 50  # optimal-batch's arrivals per batch under draopt's protocol
 
@@ -102,7 +109,7 @@ def place_one(st: State, s: Shape, policy: str, frag: FragModel | None) -> tuple
     cand = np.flatnonzero(ok)
     if cand.size == 0:
         return None
-    if policy == "first-fit":
+    if policy == "first-node":
         node = int(cand[0])
     elif policy in ("best-fit", "least-allocated"):
         score = _score_alloc(st, s, cand, policy == "best-fit")
@@ -292,12 +299,12 @@ def offline(
     logs: dict[str, list] | None = None,
 ) -> list[Record]:
     """All arrivals of each level placed at once by the optimal model, warm-started from the
-    online policy (of `logs`, first-fit's when empty) that allocated most at that level: the
+    online policy (of `logs`, first-node's when empty) that allocated most at that level: the
     answer is never worse than any online policy's, and the bound is the model's."""
     if not logs:
-        logs = {"first-fit": []}
+        logs = {"first-node": []}
         run_policy(
-            c, seq, cum, levels, "first-fit", run, frag=None, batch=1, time_limit=time_limit, log=logs["first-fit"]
+            c, seq, cum, levels, "first-node", run, frag=None, batch=1, time_limit=time_limit, log=logs["first-node"]
         )
     allocated = {}
     for pol, log in logs.items():
@@ -346,10 +353,13 @@ def simulate(
     time_limit: float = 60.0,
     offline_optimum: bool = False,
     progress: Callable[[str], None] | None = None,
+    into: list[Record] | None = None,
 ) -> list[Record]:
+    """Every run's records, policy by policy; `into` (a list) receives each policy's records as
+    its run ends, so that a caller interrupted (Ctrl-C) keeps the runs finished."""
     weights = np.array([len(s.pods) for s in c.shapes], dtype=float)
     frag = FragModel(c, weights) if {"fgd", "optimal-batch"} & set(policies) else None
-    records: list[Record] = []
+    records: list[Record] = [] if into is None else into
     for run in range(runs):
         rng = np.random.default_rng([seed, run])
         seq, cum = arrivals(c, max(levels), rng)
@@ -522,6 +532,36 @@ def to_csv(rows: list[SimRow]) -> str:
     return buf.getvalue()
 
 
+PER_RUN_COLUMNS = (
+    "inflation",
+    "run",
+    "policy",
+    "unallocated_pct",
+    "arrived_pct",
+    "placed",
+    "failed",
+    "bound_unallocated_pct",
+    "gap",
+    "status",
+)  # deterministic, as COLUMNS: no timings (--stats has them)
+
+
+def records_csv(records: list[Record]) -> str:
+    """`simulate -o csv --per-run`: one row per level, run and policy (PER_RUN_COLUMNS: the means'
+    columns for one run; shares in percent of the device capacity), by level, run, then policy
+    in --policy order."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(PER_RUN_COLUMNS)
+    for r in sorted(records, key=lambda r: (r.level, r.run)):  # stable: the policies' order stays
+        bound = "" if r.bound_unallocated is None else round(r.bound_unallocated * 100, 3)
+        w.writerow(
+            [r.level, r.run, r.policy, round(r.unallocated * 100, 3), round(r.arrived * 100, 3), r.placed, r.failed]
+            + [bound, "" if r.gap is None else round(r.gap, 4), r.status or ""]
+        )
+    return buf.getvalue()
+
+
 def plot(rows: list[SimRow], path: str, *, title: str = "") -> None:
     save_figure(figure(rows, title=title), "--plot", path, dpi=120)
 
@@ -600,10 +640,10 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--policy",
-        default=None,
-        metavar="P,...",
-        help=f"comma-separated: {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); under "
-        "fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)",
+        action=CommaList,
+        metavar="POLICY",
+        help=f"a policy, repeatable (or comma-separated): {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); "
+        "under fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)",
     )
     p.add_argument(
         "--offline-optimum",
@@ -626,7 +666,28 @@ def register(sub) -> None:
         metavar="NAME",
         help="the device capacity measured and shared (default %(default)s)",
     )
+    p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
+    add_version_flag(p)
+    _output_flags(p)
+    from draopt.scheduler import add_scheduler_flags
+
+    add_scheduler_flags(p, seed=False)
+    p.set_defaults(func=cmd_simulate)
+
+
+def _output_flags(p) -> None:
+    """simulate's outputs: the table or CSV (into a file, per run), the plot, stderr's lines."""
     p.add_argument("-o", "--output", default="table", choices=("table", "csv"))
+    p.add_argument(
+        "--output-file",
+        metavar="FILE",
+        help="-o csv: write the rows to FILE, their provenance beside it (FILE.provenance.json); default stdout",
+    )
+    p.add_argument(
+        "--per-run",
+        action="store_true",
+        help="-o csv: one row per level, run and policy instead of the means over the runs",
+    )
     p.add_argument("--plot", metavar="FILE.png", help="plot the curves (needs matplotlib: draopt[plot])")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument(
@@ -635,10 +696,6 @@ def register(sub) -> None:
         help="print one JSON line of timings to stderr (load_s, build_s, simulate_s, per-policy "
         "seconds and arrivals/s, peak RSS)",
     )
-    from draopt.scheduler import add_scheduler_flags
-
-    add_scheduler_flags(p, seed=False)
-    p.set_defaults(func=cmd_simulate)
 
 
 def _positive_int(text: str) -> int:
@@ -665,14 +722,30 @@ def _positive_float(text: str) -> float:
     return v
 
 
-def parse_policies(text: str) -> list[str]:
+def parse_policies(value: str | list[str], notes: list[str] | None = None) -> list[str]:
+    """`--policy`'s names (comma-separated text, or a list), each once, in order; an old name
+    (DEPRECATED_POLICIES) is read as its new one, with a deprecation note added to `notes`."""
+    text = value if isinstance(value, str) else ",".join(value)
     got = [p.strip() for p in text.split(",") if p.strip()]
+    for old in dict.fromkeys(p for p in got if p in DEPRECATED_POLICIES):
+        if notes is not None:
+            notes.append(deprecated_policy_note(old))
+    got = [DEPRECATED_POLICIES.get(p, p) for p in got]
     bad = [p for p in got if p not in POLICIES]
     if bad or not got:
         raise InputError(
             f"--policy {text!r}: unknown policy {', '.join(bad) or '(none)'} (known: {', '.join(POLICIES)})"
         )
     return list(dict.fromkeys(got))
+
+
+def deprecated_policy_note(old: str) -> str:
+    new = DEPRECATED_POLICIES[old]
+    return (
+        f"--policy {old} is deprecated in simulate and sweep and will be removed in the next release: it "
+        f"means {new} (the first node by name, packing); kube-scheduler's default profile, which is "
+        f"`first-fit` in place and compare, is `kube-scheduler` here"
+    )
 
 
 def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate_s: float) -> dict[str, Any]:
@@ -709,9 +782,15 @@ def stats_line(records: list[Record], *, load_s: float, build_s: float, simulate
 def load_for_command(args) -> tuple[SimCluster, list[float], float, float, float]:
     """`draopt simulate`'s input, checked and built (either protocol): the cluster arrays, the
     levels, the seconds reading and building took, and the clock when reading began."""
+    from draopt.kube.features import features_from_flags
     from draopt.kube.loader import load_files
 
+    features = features_from_flags(getattr(args, "feature_gates", ""), getattr(args, "kubernetes_version", None))
     levels = parse_levels(args.inflation)
+    if getattr(args, "per_run", False) and args.output != "csv":
+        raise InputError("--per-run: the rows of each run are CSV: give -o csv")
+    if getattr(args, "per_run", False) and args.protocol == "fgd-paper":
+        raise InputError("--per-run: draopt's protocol only (--protocol fgd-paper bins the runs as the paper does)")
     if args.plot:
         import importlib.util
 
@@ -719,22 +798,26 @@ def load_for_command(args) -> tuple[SimCluster, list[float], float, float, float
             raise InputError("--plot needs matplotlib: pip install 'draopt[plot]'")
         check_writable("--plot", args.plot)
     t0 = time.perf_counter()
+    reading = {"recursive": getattr(args, "recursive", False), "strict": getattr(args, "strict", False)}
     if args.trace.lower().endswith(".csv"):
         from draopt.studies.trace import read_tasks, workload_objects
 
-        objects = load_files(args.filename)
+        objects = load_files(args.filename, **reading)
         objects.extend(_object_set(workload_objects(read_tasks(args.trace, what="--trace")), args.trace))
     else:
-        objects = load_files(list(args.filename) + [args.trace])
+        objects = load_files(list(args.filename) + [args.trace], **reading)
     load_s = time.perf_counter() - t0
     t_build = time.perf_counter()
-    c = build(objects, capacity_name=args.capacity)
+    c = build(objects, capacity_name=args.capacity, features=features)
     return c, levels, load_s, time.perf_counter() - t_build, t0
 
 
 def cmd_simulate(args) -> int:
     """`draopt simulate --protocol draopt` (draopt.studies.paper_protocol.cmd_simulate dispatches)."""
-    policies = parse_policies(args.policy or DEFAULT_POLICIES)
+    notes: list[str] = []
+    policies = parse_policies(args.policy or DEFAULT_POLICIES, notes)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     c, levels, load_s, build_s, t0 = load_for_command(args)
     t_build = time.perf_counter() - build_s
     if "kube-scheduler" in policies or args.scheduler_config:
@@ -753,17 +836,26 @@ def cmd_simulate(args) -> int:
             f"{len(c.shapes)} shapes (loaded in {time.perf_counter() - t0:.1f} s)"
         )
     t_sim = time.perf_counter()
-    records = simulate(
-        c,
-        levels=levels,
-        policies=policies,
-        runs=args.runs,
-        seed=args.seed,
-        batch=args.batch or DEFAULT_BATCH,
-        time_limit=args.time_limit,
-        offline_optimum=args.offline_optimum,
-        progress=say,
-    )
+    records: list[Record] = []
+    try:
+        simulate(
+            c,
+            levels=levels,
+            policies=policies,
+            runs=args.runs,
+            seed=args.seed,
+            batch=args.batch or DEFAULT_BATCH,
+            time_limit=args.time_limit,
+            offline_optimum=args.offline_optimum,
+            progress=say,
+            into=records,
+        )
+    except KeyboardInterrupt:
+        if not records:
+            raise
+        interrupted = True
+    else:
+        interrupted = False
     if getattr(args, "stats", False):
         print(
             json.dumps(
@@ -772,19 +864,21 @@ def cmd_simulate(args) -> int:
             ),
             file=sys.stderr,
         )
-    write_rows(
-        args, aggregate(records, policies + [OFFLINE]), title=f"{c.n} nodes, {args.runs} run(s), seed {args.seed}"
-    )
+    title = f"{c.n} nodes, {args.runs} run(s), seed {args.seed}"
+    write_rows(args, aggregate(records, policies + [OFFLINE]), title=title, records=records)
+    if interrupted:  # Ctrl-C: the runs finished before it (the `runs` column counts them), exit 130
+        print("draopt: interrupted: the rows above hold the runs finished before Ctrl-C", file=sys.stderr)
+        return 130
     return 0
 
 
-def write_csv(path: str, rows: list[SimRow], provenance: Provenance | None = None) -> None:
-    """The rows as CSV at `path`, and `provenance` beside it in PATH.provenance.json: not as
-    `# key: value` lines in the CSV, which csv.DictReader, pandas.read_csv (without comment="#")
-    and the tests read as a header or a row."""
+def write_csv(path: str, rows: list[SimRow], provenance: Provenance | None = None, *, text: str | None = None) -> None:
+    """The rows as CSV at `path` (or `text`, CSV made already), and `provenance` beside it in
+    PATH.provenance.json: not as `# key: value` lines in the CSV, which csv.DictReader,
+    pandas.read_csv (without comment="#") and the tests read as a header or a row."""
     try:
         with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(to_csv(rows))
+            f.write(to_csv(rows) if text is None else text)
         if provenance is not None:
             provenance.write_sidecar(path)
     except OSError as e:
@@ -801,14 +895,16 @@ def command_provenance(args) -> Provenance:
     )
 
 
-def write_rows(args, rows: list[SimRow], *, title: str) -> None:
+def write_rows(args, rows: list[SimRow], *, title: str, records: list[Record] | None = None) -> None:
     """`draopt simulate`'s output (either protocol): the table or `-o csv` (into `--output-file`
-    with its provenance sidecar, when the command line has that flag), and `--plot`."""
+    with its provenance sidecar, when the command line has that flag; with `--per-run`, the
+    per-run `records` instead of the means), and `--plot`."""
     output_file = getattr(args, "output_file", None)
+    text = records_csv(records) if getattr(args, "per_run", False) and records is not None else to_csv(rows)
     if args.output == "csv" and output_file:
-        write_csv(output_file, rows, command_provenance(args))
+        write_csv(output_file, rows, command_provenance(args), text=text)
     elif args.output == "csv":
-        sys.stdout.write(to_csv(rows))
+        sys.stdout.write(text)
     else:
         print(table(rows))
     if args.plot:

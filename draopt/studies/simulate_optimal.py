@@ -282,7 +282,7 @@ def _optimize_from(st: State, objs, batch: list[Shape], names: list[str], hint: 
     c = st.c
     started = time.perf_counter()
     with _no_gc_pauses():
-        features = Features.from_gates()
+        features = c.features or Features.from_gates()
         workload = expand(objs, features)
         cluster = build_cluster(objs, workload, features)
         pods = []

@@ -28,12 +28,17 @@ from typing import Any, Callable, Iterable, Iterator
 
 from draopt.errors import InputError
 from draopt.progress import LineProgress, Progress, wanted
+from draopt.kube.features import add_version_flag
+from draopt.kube.listflags import CommaList
 from draopt.kube.optionfiles import check_writable, read_yaml_option
 from draopt.provenance import Provenance, record
 
 STUDIES = ("simulate", "place")
 ENGINES = ("processes", "serial", "dask")
 INPUTS = ("study", "cluster", "trace", "nodes", "policy", "seed", "inflation", "time_limit", "batch", "capacity")
+# Inputs a scenario carries only when given (--feature-gates, --kubernetes-version): part of its key
+# then, and absent otherwise, so that the rows of earlier sweeps keep their keys and resume.
+GATE_INPUTS = ("feature_gates", "kubernetes_version")
 _EXTRA = "pip install 'draopt[sweep]'"
 WRITE_EVERY_S = 1.0
 
@@ -49,11 +54,19 @@ def _dask_client(address: str | None, workers: int | None, processes: bool = Tru
             return Client(address)
         except (OSError, ValueError, TypeError) as e:  # unreachable, or not an address
             raise InputError(f"--scheduler {address}: cannot connect to a Dask scheduler: {e}") from None
-    return Client(
-        LocalCluster(
+    import signal
+
+    # The worker processes start with SIGINT ignored (an ignored signal stays ignored across their
+    # exec, and Python then installs no KeyboardInterrupt handler): Ctrl-C is the parent's, which
+    # closes the cluster; no worker prints a traceback.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        cluster = LocalCluster(
             n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=processes, dashboard_address=None
         )
-    )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return Client(cluster)
 
 
 def _guarded(run: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
@@ -65,6 +78,17 @@ def _guarded(run: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
         return True, run(item)
     except DraoptError as e:
         return False, e
+
+
+def ignore_sigint() -> None:
+    """A worker process's initializer: Ctrl-C is for the parent, which stops the workers."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _indexed(run: Callable[[Any], Any], pair: tuple[int, Any]) -> tuple[int, Any]:
+    return pair[0], run(pair[1])
 
 
 def _unwrap(got: tuple[bool, Any]) -> Any:
@@ -93,31 +117,29 @@ def _completed(
     guarded = functools.partial(_guarded, run)
     if engine == "processes":
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
 
         # spawn: the parent may hold solver threads, which fork would copy in an unknown state.
-        with ProcessPoolExecutor(
-            max_workers=workers or os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")
-        ) as pool:
-            futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
-            try:
-                for f in as_completed(futures):
-                    yield futures[f], _unwrap(f.result())
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        # The workers ignore SIGINT: Ctrl-C (sent to the whole process group) is the parent's,
+        # which stops them at once (Pool's exit terminates them) with no traceback from any worker.
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(workers or os.cpu_count() or 1, initializer=ignore_sigint) as pool:
+            indexed = functools.partial(_indexed, guarded)
+            for i, got in pool.imap_unordered(indexed, enumerate(items)):
+                yield i, _unwrap(got)
     elif engine == "dask":
         own = client is None
         if own:
             client = _dask_client(address, workers)
-        from dask.distributed import as_completed as dask_as_completed
-
         try:
-            submitted = [client.submit(guarded, item, pure=False) for item in items]
-            index = {f.key: i for i, f in enumerate(submitted)}
-            for f in dask_as_completed(submitted):
-                yield index[f.key], _unwrap(f.result())
+            yield from _dask_completed(client, guarded, items)
+        except KeyboardInterrupt:
+            if own:  # the workers closed by the scheduler, before it goes: no heartbeat left hanging
+                import logging
+
+                logging.getLogger("distributed").setLevel(logging.CRITICAL)
+                client.shutdown()
+                own = False
+            raise
         finally:
             if own:
                 cluster = client.cluster
@@ -126,6 +148,39 @@ def _completed(
                     cluster.close()
     else:
         raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)}, local)")
+
+
+def _dask_completed(client, guarded: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[int, Any]]:
+    """(index, result) as Dask finishes them. Ctrl-C is taken between polls (a flag, then a
+    KeyboardInterrupt raised here): raised anywhere in the main thread, it would land inside
+    Dask's own callbacks there and leave the client's threads hanging."""
+    import signal
+    import threading
+
+    from dask.distributed import as_completed as dask_as_completed
+
+    interrupted = threading.Event()
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set()) if main else None
+    try:
+        submitted = []
+        for item in items:
+            if interrupted.is_set():
+                raise KeyboardInterrupt
+            submitted.append(client.submit(guarded, item, pure=False))
+        index = {f.key: i for i, f in enumerate(submitted)}
+        waiting = dask_as_completed(submitted)
+        while not waiting.is_empty():
+            if interrupted.is_set():
+                raise KeyboardInterrupt
+            batch = waiting.next_batch(block=False)
+            for f in batch:
+                yield index[f.key], _unwrap(f.result())
+            if not batch:
+                time.sleep(0.05)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
 def sweep(
@@ -156,16 +211,39 @@ class Grid:
     clusters: list[list[str]] = field(default_factory=list)  # each: the files of one cluster
     traces: list[str] = field(default_factory=list)  # simulate: task pools; place: workload files
     nodes: list[int] = field(default_factory=lambda: [0])  # 0: every node
-    policies: list[str] = field(default_factory=lambda: ["first-fit"])
+    policies: list[str] = field(default_factory=list)  # empty: first-node (simulate) or first-fit (place)
     seeds: list[int] = field(default_factory=lambda: [0])
     inflation: list[float] = field(default_factory=lambda: [1.0])
     time_limit: float = 60.0
     batch: int = 50
     capacity: str = "gpu.example.com/milli"
+    feature_gates: str = ""  # --feature-gates text ("G=true,H=false"): on top of the release's defaults
+    kubernetes_version: str = ""  # the release whose gates apply ("": draopt's default)
 
-    def validate(self) -> None:
+    def renamed_policies(self) -> list[str]:
+        """The study's default policy when none is named; the simulate study's old policy names
+        (simulate.DEPRECATED_POLICIES) replaced by their new ones: the deprecation notes, one per
+        old name (a sweep's rows and keys carry the new name)."""
         from draopt.studies import simulate
 
+        if not self.policies:
+            self.policies = ["first-node" if self.study == "simulate" else "first-fit"]
+        if self.study != "simulate":
+            return []
+        notes: list[str] = []
+        renamed = [simulate.DEPRECATED_POLICIES.get(p, p) for p in self.policies]
+        for old in dict.fromkeys(p for p in self.policies if p in simulate.DEPRECATED_POLICIES):
+            notes.append(simulate.deprecated_policy_note(old))
+        self.policies = list(dict.fromkeys(renamed))
+        return notes
+
+    def validate(self) -> None:
+        import warnings
+
+        from draopt.studies import simulate
+
+        for note in self.renamed_policies():  # a caller of the API (the command line said it already)
+            warnings.warn(note, FutureWarning, stacklevel=3)
         if self.study not in STUDIES:
             raise InputError(f"study: unknown study {self.study!r} (known: {', '.join(STUDIES)})")
         if not self.clusters:
@@ -203,6 +281,13 @@ class Grid:
             raise InputError(f"time_limit: {self.time_limit!r}: a number of seconds more than 0")
         if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 1:
             raise InputError(f"batch: {self.batch!r}: a whole number, at least 1")
+        self.features()  # unknown gates and releases: refused before any scenario runs
+
+    def features(self):
+        """The Features every scenario reads its cluster with."""
+        from draopt.kube.features import features_from_flags
+
+        return features_from_flags(str(self.feature_gates or ""), str(self.kubernetes_version or "") or None)
 
     def scenarios(self) -> list[dict[str, Any]]:
         """Every point of the grid, in a fixed order (cluster, trace, nodes, policy, seed, level)."""
@@ -228,8 +313,22 @@ class Grid:
                                         "batch": self.batch,
                                         "capacity": self.capacity,
                                     }
+                                    | self._gate_inputs()
                                 )
         return out
+
+    def _gate_inputs(self) -> dict[str, str]:
+        given = {
+            "feature_gates": str(self.feature_gates or ""),
+            "kubernetes_version": str(self.kubernetes_version or ""),
+        }
+        return {k: v for k, v in given.items() if v}
+
+
+def _scenario_features(s: dict[str, Any]):
+    from draopt.kube.features import features_from_flags
+
+    return features_from_flags(s.get("feature_gates") or "", s.get("kubernetes_version") or None)
 
 
 def _place_policies() -> tuple[str, ...]:
@@ -239,7 +338,8 @@ def _place_policies() -> tuple[str, ...]:
 
 
 def scenario_key(s: dict[str, Any]) -> str:
-    return json.dumps({k: s.get(k) for k in INPUTS}, sort_keys=True)
+    gates = {k: s[k] for k in GATE_INPUTS if s.get(k)}
+    return json.dumps({k: s.get(k) for k in INPUTS} | gates, sort_keys=True)
 
 
 def load_grid(path: str) -> Grid:
@@ -376,11 +476,19 @@ def _run_simulate(s: dict[str, Any]) -> dict[str, Any]:
     from draopt.studies import simulate as sim
 
     def make():
-        c = sim.build(_objects(s), capacity_name=s["capacity"])
+        c = sim.build(_objects(s), capacity_name=s["capacity"], features=_scenario_features(s))
         weights = np.array([len(sh.pods) for sh in c.shapes], dtype=float)
         return c, sim.FragModel(c, weights)
 
-    c, frag = _cached(_BUILT, 8, (s["cluster"], s["trace"], s["nodes"], s["capacity"]), make)
+    built_key = (
+        s["cluster"],
+        s["trace"],
+        s["nodes"],
+        s["capacity"],
+        s.get("feature_gates"),
+        s.get("kubernetes_version"),
+    )
+    c, frag = _cached(_BUILT, 8, built_key, make)
     # Run 0 of `draopt simulate --seed S`: the same arrivals.
     seq, cum = sim.arrivals(c, s["inflation"], np.random.default_rng([s["seed"], 0]))
     levels = [s["inflation"]]
@@ -394,7 +502,7 @@ def _run_simulate(s: dict[str, Any]) -> dict[str, Any]:
             levels,
             s["policy"],
             0,
-            frag=frag if s["policy"] == "fgd" else None,
+            frag=frag if s["policy"] in ("fgd", "optimal-batch") else None,
             batch=s["batch"],
             time_limit=s["time_limit"],
         )[0]
@@ -412,12 +520,11 @@ def _run_simulate(s: dict[str, Any]) -> dict[str, Any]:
 
 def _run_place(s: dict[str, Any]) -> dict[str, Any]:
     from draopt.allocation.allocate import warm_up
-    from draopt.kube.features import Features
     from draopt.studies.report import measure_policy
 
     warm_up()
     objects = _objects(s)
-    r = measure_policy(objects, s["policy"], features=Features.from_gates(), time_limit=s["time_limit"])
+    r = measure_policy(objects, s["policy"], features=_scenario_features(s), time_limit=s["time_limit"])
     out = r.to_json()
     for k in ("policy", "solve_s", "summary", "counters", "capacity"):
         out.pop(k)
@@ -634,8 +741,17 @@ def register(sub) -> None:
         help="simulate: a task pool (openb CSV or YAML); place: workload files (repeat for more)",
     )
     p.add_argument("--nodes", metavar="N,...", help="node counts (every k-th node by name; 0: all)")
-    p.add_argument("--policy", metavar="P,...", help="comma-separated policies")
-    p.add_argument("--seeds", metavar="START:STOP|S,...", help="simulate: seeds (STOP excluded)")
+    p.add_argument(
+        "--policy",
+        action=CommaList,
+        metavar="POLICY",
+        help="a policy of the study, repeatable (or comma-separated): simulate's or place's names",
+    )
+    p.add_argument(
+        "--seed", metavar="START:STOP|S,...", help="simulate: the seeds, one run each (START:STOP, STOP excluded)"
+    )
+    p.add_argument("--feature-gates", metavar="G=true|false,...")
+    add_version_flag(p)
     p.add_argument("--inflation", metavar="START:STOP:STEP|L,...", help="simulate: inflation levels")
     p.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per optimal solve")
     p.add_argument("--batch", type=int, metavar="K", help="optimal-batch: arrivals per batch")
@@ -675,9 +791,13 @@ def grid_from_args(args) -> Grid:
         except ValueError:
             raise InputError(f"--nodes {args.nodes!r}: expected whole numbers, comma-separated") from None
     if args.policy:
-        grid.policies = [p.strip() for p in args.policy.split(",") if p.strip()]
-    if args.seeds:
-        grid.seeds = parse_seeds(args.seeds)
+        grid.policies = list(args.policy)
+    if args.seed:
+        grid.seeds = parse_seeds(args.seed)
+    if args.feature_gates:
+        grid.feature_gates = args.feature_gates
+    if args.kubernetes_version:
+        grid.kubernetes_version = args.kubernetes_version
     if args.inflation:
         grid.inflation = parse_levels(args.inflation)
     if args.time_limit is not None:
@@ -706,11 +826,11 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
 
 def cmd_sweep(args) -> int:
     grid = grid_from_args(args)
+    for note in grid.renamed_policies():
+        print(f"note: {note}", file=sys.stderr)
     scenarios = grid.scenarios()
-    from draopt.kube.features import Features
-
     inputs = ([args.grid] if args.grid else []) + [f for c in grid.clusters for f in c] + list(grid.traces)
-    made = record(inputs, time_limit=grid.time_limit, kubernetes_version=Features.from_gates().kubernetes_version)
+    made = record(inputs, time_limit=grid.time_limit, kubernetes_version=grid.features().kubernetes_version)
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers {args.workers}: must be at least 1")
     engine = "dask" if args.scheduler else args.engine
