@@ -1,0 +1,190 @@
+"""Reading a live cluster (`--context`, `--kubeconfig`, `--save-dump`; `kubectl draopt` with no
+`-f`), against a real kube-apiserver: the `apiserver` oracle (k8s.io/kubernetes v1.37.2 on an
+embedded etcd, draopt/crosscheck/oracles/apiserver), built once and cached, started once for the
+module. A bundled example is created through the API; `place` on the cluster must give the
+answer `place -f` gives on the example, and `-f` on the saved dump the very same output.
+
+The server tests are skipped where the server cannot be built (no Go, or no module proxy); the
+tests of flags and errors that need no server always run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from draopt.cli import kubectl_main, main
+from draopt.crosscheck import apiserver, gobuild
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ("mig-gangs.yaml", "gang-preemption.yaml", "gang-stranding.yaml")
+
+needs_client = pytest.mark.skipif(
+    importlib.util.find_spec("kubernetes") is None, reason="the kubernetes client is not installed (draopt[live])"
+)
+
+
+def run(cli, argv, capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    try:
+        code = cli(argv)
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ------------------------------------------------------------------ without a server
+def test_plain_draopt_without_f_keeps_its_error(capsys):
+    code, _, err = run(main, ["place"], capsys)
+    assert code == 2
+    assert "the following arguments are required: -f/--filename" in err
+
+
+@needs_client
+def test_kubectl_plugin_without_f_reads_the_current_context(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, _, err = run(kubectl_main, ["place"], capsys)
+    assert code == 2
+    assert "no kubeconfig" in err and "Traceback" not in err
+
+
+def test_without_the_client_a_clear_error(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # import kubernetes -> ImportError
+    config = tmp_path / "config"
+    config.write_text("apiVersion: v1\nkind: Config\n")
+    code, _, err = run(main, ["place", "--kubeconfig", str(config)], capsys)
+    assert code == 2
+    assert "pip install 'draopt[live]'" in err
+
+
+@needs_client
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("garbage: [\n", "cannot read kubeconfig"),
+        ("apiVersion: v1\nkind: Config\ncontexts: []\ncurrent-context: ''\n", "no current context"),
+    ],
+)
+def test_bad_kubeconfig(capsys, tmp_path, text, expected):
+    config = tmp_path / "config"
+    config.write_text(text)
+    code, _, err = run(main, ["place", "--kubeconfig", str(config)], capsys)
+    assert code == 2 and expected in err and "Traceback" not in err
+
+
+@needs_client
+def test_unreachable_server_names_context_and_server(capsys, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "config"
+    config.write_text(
+        f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{port}"}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: gone, context: {{cluster: c, user: u}}}}]
+current-context: gone
+"""
+    )
+    code, _, err = run(main, ["place", "--kubeconfig", str(config)], capsys)
+    assert code == 2
+    assert f"cannot reach the API server https://127.0.0.1:{port} (context gone)" in err
+
+
+def test_save_dump_needs_a_cluster(capsys, tmp_path):
+    code, _, err = run(main, ["place", "-f", str(ROOT / "examples/cluster.yaml"), "--save-dump", "x.yaml"], capsys)
+    assert code == 2 and "--save-dump" in err
+
+
+# ------------------------------------------------------------------ against kube-apiserver
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if importlib.util.find_spec("kubernetes") is None:
+        pytest.skip("the kubernetes client is not installed (draopt[live])")
+    if gobuild.go_path() is None:
+        pytest.skip("Go is not installed: no test kube-apiserver")
+    try:
+        started = apiserver.start(tmp_path_factory.mktemp("apiserver"))
+    except gobuild.OracleUnavailable as e:
+        if e.cause in ("no-go", "go-too-old", "download"):
+            pytest.skip(f"the test kube-apiserver cannot be built here: {e}")
+        raise
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def writer(server):
+    return apiserver.Writer(server.kubeconfig)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_place_on_the_cluster_is_place_on_the_example(server, writer, example, capsys, tmp_path):
+    apiserver.clear(writer)
+    apiserver.load_example(writer, apiserver.documents(ROOT / "examples" / example))
+    dump = tmp_path / "dump.yaml"
+    live = run(main, ["place", "--kubeconfig", server.kubeconfig, "--save-dump", str(dump)], capsys)
+    assert "Traceback" not in live[2]
+    assert f"read from context admin ({server.server})" in live[2]
+    from_file = run(main, ["place", "-f", str(ROOT / "examples" / example)], capsys)
+    assert live[:2] == from_file[:2], live[2]
+    # -f on the dump: the same answer, byte for byte, in every format
+    for output in ("yaml", "json", "table"):
+        on_cluster = run(main, ["place", "--kubeconfig", server.kubeconfig, "-o", output], capsys)
+        on_dump = run(main, ["place", "-f", str(dump), "-o", output], capsys)
+        assert on_cluster[:2] == on_dump[:2]
+
+
+def test_kubectl_plugin_reads_the_current_context(server, writer, capsys, monkeypatch):
+    apiserver.clear(writer)
+    apiserver.load_example(writer, apiserver.documents(ROOT / "examples/mig-gangs.yaml"))
+    monkeypatch.setenv("KUBECONFIG", server.kubeconfig)
+    plugin = run(kubectl_main, ["place", "-o", "yaml"], capsys)
+    named = run(main, ["place", "--context", "admin", "-o", "yaml"], capsys)
+    assert plugin[:2] == named[:2]
+    assert "read from context admin" in plugin[2]
+
+
+def test_kinds_not_served_are_notes(server, writer, capsys):
+    apiserver.clear(writer)
+    code, _, err = run(main, ["validate", "--kubeconfig", server.kubeconfig], capsys)
+    assert code == 0, err
+    # CompositePodGroup is alpha (scheduling.k8s.io/v1alpha3): not served with beta APIs only
+    assert "note: CompositePodGroup not served by the API server" in err
+
+
+def test_forbidden_names_context_and_server(server, capsys):
+    code, _, err = run(main, ["place", "--kubeconfig", server.kubeconfig, "--context", "nobody"], capsys)
+    assert code == 2
+    assert "forbidden" in err and f"{server.server} (context nobody)" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_context(server, capsys):
+    code, _, err = run(main, ["place", "--kubeconfig", server.kubeconfig, "--context", "prod"], capsys)
+    assert code == 2
+    assert "no context 'prod' (contexts: admin, nobody)" in err
+
+
+def test_cluster_and_files_together(server, writer, capsys, tmp_path):
+    """`--kubeconfig K -f manifests`: the cluster first, the files after it, as the recipe's
+    `-f cluster.yaml -f manifests/`."""
+    apiserver.clear(writer)
+    docs = apiserver.documents(ROOT / "examples/gang-stranding.yaml")
+    pods = [d for d in docs if d["kind"] in ("Pod", "PodGroup")]
+    apiserver.load_example(writer, [d for d in docs if d not in pods])
+    manifests = tmp_path / "pods.yaml"
+    import yaml
+
+    manifests.write_text(yaml.safe_dump_all(pods))
+    both = run(main, ["place", "--kubeconfig", server.kubeconfig, "-f", str(manifests)], capsys)
+    whole = run(main, ["place", "-f", str(ROOT / "examples/gang-stranding.yaml")], capsys)
+    assert both[:2] == whole[:2], both[2]
