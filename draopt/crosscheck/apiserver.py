@@ -10,6 +10,7 @@ contexts: `admin` (the current one, group system:masters) and `nobody` (RBAC gra
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import os
 import select
@@ -27,9 +28,9 @@ import yaml
 
 from draopt.crosscheck.gobuild import oracle_binary
 
-# Beta APIs are off by default (scheduling.k8s.io/v1beta1 PodGroup and Workload); feature gates
-# stay at the release's defaults, as draopt's own defaults do.
-DEFAULT_SERVER_ARGS = ("--runtime-config=api/beta=true",)
+# Beta APIs are off by default, and so is GenericWorkload (beta in 1.37), which serves
+# scheduling.k8s.io/v1beta1 PodGroups and Workloads; the other gates keep the release's defaults.
+DEFAULT_SERVER_ARGS = ("--runtime-config=api/beta=true", "--feature-gates=GenericWorkload=true")
 START_TIMEOUT = 300.0  # seconds for the server to be ready on a loaded 2-core machine
 
 # Kinds the examples hold, in the order they are created: what an object names exists before
@@ -65,7 +66,7 @@ class TestServer:
             assert self.process.stdin is not None
             self.process.stdin.close()  # the server stops when its stdin closes
             try:
-                self.process.wait(timeout=30)
+                self.process.wait(timeout=3)  # etcd's graceful stop can take longer: no need
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
@@ -114,11 +115,13 @@ class Writer:
         ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
         self.tls = ssl.create_default_context(cadata=ca)
 
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.server + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
-        req.add_header("Content-Type", "application/json")
+        req.add_header("Content-Type", content_type)
         req.add_header("Accept", "application/json")
         try:
             with urllib.request.urlopen(req, context=self.tls, timeout=60) as response:
@@ -126,8 +129,8 @@ class Writer:
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
 
-    def must(self, method: str, path: str, body: Any = None) -> Any:
-        status, answer = self.request(method, path, body)
+    def must(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+        status, answer = self.request(method, path, body, content_type)
         if not 200 <= status <= 299:
             raise RuntimeError(f"{method} {path}: {status} {(answer or {}).get('message')}")
         return answer
@@ -136,7 +139,8 @@ class Writer:
 def collection_path(api_version: str, kind: str, namespace: str | None) -> str:
     prefix = "/api/" if "/" not in api_version else "/apis/"
     where = f"/namespaces/{namespace}" if namespace and kind in NAMESPACED else ""
-    return f"{prefix}{api_version}{where}/{kind.lower()}s"
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    return f"{prefix}{api_version}{where}/{plural}"
 
 
 def documents(path: str | Path) -> list[dict[str, Any]]:
@@ -162,13 +166,40 @@ def load_example(writer: Writer, objects: list[dict[str, Any]]) -> None:
     named = {o["metadata"]["name"] for o in by_kind["Namespace"]}
     for ns in sorted(namespaces - named - {"default"}):
         by_kind["Namespace"].append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    by_kind["Pod"] = _pods_in_queue_time_order(by_kind["Pod"])
     uids: dict[str, str] = {}
+    previous: tuple[str, float] | None = None  # the last pending pod: (its timestamp, the server's)
     for kind in CREATE_ORDER:
         for obj in by_kind[kind]:
-            _create(writer, _with_uids(obj, uids), uids)
+            stamp = _pending_stamp(obj)
+            if stamp is not None and previous is not None and stamp != previous[0]:
+                # the server stamps creation to the second: a later pod gets a later second
+                time.sleep(max(0.0, previous[1] + 1.0 - time.time()))
+            created = _create(writer, _with_uids(obj, uids), uids)
+            if stamp is not None:
+                previous = (stamp, _epoch(created["metadata"]["creationTimestamp"]))
 
 
-def _create(writer: Writer, obj: dict[str, Any], uids: dict[str, str]) -> None:
+def _pending_stamp(obj: dict[str, Any]) -> str | None:
+    """A pending pod's creationTimestamp ("" without one); None for any other object."""
+    if obj["kind"] != "Pod" or (obj.get("spec") or {}).get("nodeName"):
+        return None
+    return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def _pods_in_queue_time_order(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Running pods first, then the pending ones by creationTimestamp (the queue's order after
+    priority; ties keep the file's order, and the server breaks them by name as draopt does)."""
+    running = [p for p in pods if _pending_stamp(p) is None]
+    pending = [p for p in pods if _pending_stamp(p) is not None]
+    return running + sorted(pending, key=lambda p: _pending_stamp(p) or "")
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def _create(writer: Writer, obj: dict[str, Any], uids: dict[str, str]) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace") or ("default" if obj["kind"] in NAMESPACED else None)
     body = {k: v for k, v in obj.items() if k != "status"}
@@ -183,9 +214,15 @@ def _create(writer: Writer, obj: dict[str, Any], uids: dict[str, str]) -> None:
         raise RuntimeError(f"create {obj['kind']} {meta.get('name')}: {status} {(created or {}).get('message')}")
     if meta.get("uid"):
         uids[meta["uid"]] = created["metadata"]["uid"]
+    if obj["kind"] == "Node" and created["spec"].get("taints") != (obj.get("spec") or {}).get("taints"):
+        # TaintNodesByCondition gives a new Node the not-ready taint, which the node lifecycle
+        # controller takes off once the kubelet reports Ready: the example's nodes are ready ones.
+        created["spec"]["taints"] = (obj.get("spec") or {}).get("taints")
+        created = writer.must("PUT", f"{path}/{meta['name']}", created)
     if obj.get("status"):
         created["status"] = obj["status"]
-        writer.must("PUT", f"{path}/{meta['name']}/status", created)
+        created = writer.must("PUT", f"{path}/{meta['name']}/status", created)
+    return created
 
 
 def _with_uids(value: Any, uids: dict[str, str]) -> Any:
@@ -200,19 +237,25 @@ def _with_uids(value: Any, uids: dict[str, str]) -> Any:
 
 
 def clear(writer: Writer) -> None:
-    """Delete every object of the kinds an example creates (namespaces stay: without the
-    controller manager their deletion would never finish), at once (grace period 0)."""
+    """Delete every object of the kinds an example creates, at once (grace period 0; the
+    finalizers that controllers would take off, PodGroupProtection's, taken off here). Namespaces
+    stay: without the controller manager their deletion would never finish."""
     for kind in reversed(CREATE_ORDER[1:]):
-        api_version = _API_VERSIONS[kind]
-        for_namespaces = [None]
-        if kind in NAMESPACED:
-            listed = writer.must("GET", "/api/v1/namespaces")
-            for_namespaces = [n["metadata"]["name"] for n in listed["items"]]
-        for ns in for_namespaces:
-            path = collection_path(api_version, kind, ns)
-            status, answer = writer.request("DELETE", path + "?gracePeriodSeconds=0")
-            if status not in (200, 404):
-                raise RuntimeError(f"delete {kind} in {ns}: {status} {(answer or {}).get('message')}")
+        path = collection_path(_API_VERSIONS[kind], kind, None)  # every namespace
+        status, listed = writer.request("GET", path)
+        if status == 404:  # not served
+            continue
+        for item in (listed or {}).get("items") or []:
+            meta = item["metadata"]
+            if kind == "PriorityClass" and meta["name"].startswith("system-"):
+                continue  # the server's own (system-cluster-critical, system-node-critical)
+            own = collection_path(_API_VERSIONS[kind], kind, meta.get("namespace")) + "/" + meta["name"]
+            if meta.get("finalizers"):
+                patch = {"metadata": {"finalizers": None}}
+                writer.must("PATCH", own, patch, content_type="application/merge-patch+json")
+            status, answer = writer.request("DELETE", own + "?gracePeriodSeconds=0")
+            if status not in (200, 202, 404):
+                raise RuntimeError(f"delete {kind} {meta['name']}: {status} {(answer or {}).get('message')}")
 
 
 _API_VERSIONS = {

@@ -108,7 +108,8 @@ def _client(kubeconfig: str | None, context: str | None) -> tuple[Any, str, str]
     except ImportError:
         raise LiveReadError(INSTALL_HINT) from None
     where = f"kubeconfig {kubeconfig}" if kubeconfig else "the kubeconfig ($KUBECONFIG or ~/.kube/config)"
-    names, current = _contexts(_kubeconfig_files(kubeconfig))
+    files = _kubeconfig_files(kubeconfig)
+    names, current = _contexts(files)
     name = context or current
     if not name:
         raise LiveReadError(f"{where}: no current context; name one with --context ({', '.join(names)})")
@@ -117,7 +118,7 @@ def _client(kubeconfig: str | None, context: str | None) -> tuple[Any, str, str]
     configuration = client.Configuration()
     try:
         config.load_kube_config(
-            config_file=kubeconfig, context=name, client_configuration=configuration, persist_config=False
+            config_file=os.pathsep.join(files), context=name, client_configuration=configuration, persist_config=False
         )
     except _CONFIG_ERRORS + (config.ConfigException,) as e:
         raise LiveReadError(f"{where}, context {name}: {_first_line(e)}") from None
@@ -256,7 +257,7 @@ class _Reader:
 def _request(api: Any, path: str, query: list[tuple[str, Any]]) -> tuple[int, str, str | bytes]:
     """One authenticated GET: (status, reason, body). Newer releases of the client build the
     request with param_serialize and return every status; the older ones raise ApiException."""
-    headers = {"Accept": "application/json"}
+    headers = {"Accept": "application/json", **_token_header(api.configuration)}
     timeout = (CONNECT_TIMEOUT, READ_TIMEOUT)
     if hasattr(api, "param_serialize"):
         method, url, headers, body, post = api.param_serialize(
@@ -282,6 +283,18 @@ def _request(api: Any, path: str, query: list[tuple[str, Any]]) -> tuple[int, st
     except ApiException as e:
         return int(e.status or 0), str(e.reason), e.body or b""
     return int(response.status), str(response.reason), response.data
+
+
+def _token_header(configuration: Any) -> dict[str, str]:
+    """The bearer token as a header where the client would not send it itself: some releases
+    (36.0.0) keep a kubeconfig's token under api_key["authorization"] but send only
+    api_key["BearerToken"], so their requests go out anonymous."""
+    if configuration.auth_settings():
+        return {}  # the client adds it (auth_settings=["BearerToken"])
+    if configuration.refresh_api_key_hook is not None:  # an exec plugin's or an expired token
+        configuration.refresh_api_key_hook(configuration)
+    token = (configuration.api_key or {}).get("authorization")
+    return {"Authorization": token} if token else {}
 
 
 def _status_message(body: Any) -> str:
