@@ -22,7 +22,7 @@ from draopt import validation as validate
 from draopt.errors import DraoptError, InputError
 from draopt.kube.features import add_version_flag, features_from_flags
 from draopt.kube import settle
-from draopt.cli import conventions
+from draopt.cli import conventions, live
 from draopt.kube.loader import dump_objects, load_files
 
 
@@ -91,6 +91,7 @@ def build_parser(prog: str = "draopt") -> argparse.ArgumentParser:
     for name in PROGRESS_COMMANDS:
         _progress_flags(sub.choices[name])
     conventions.apply(sub, _input_flags)
+    live.add_flags(conventions.command_parsers(sub))
     return p
 
 
@@ -651,13 +652,15 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     """Run one command. No traceback for any input: input errors exit 2 with the message; a closed
     output pipe (`draopt place ... | head`) ends quietly with 141 (128 + SIGPIPE), as a program
     killed by SIGPIPE would; with `--stats`, the timings line is printed on the error path too."""
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
-        conventions.resolve(args)
-        with interrupt.installed(), notes.on_stderr(), progress.reporting(_progress_for(args)):
-            code = args.func(args)
-            stopped = interrupt.requested()
+        with notes.on_stderr(), live.inputs(args, prog, live.usage_error(parser, args)):
+            conventions.resolve(args)
+            with interrupt.installed(), progress.reporting(_progress_for(args)):
+                code = args.func(args)
+                stopped = interrupt.requested()
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         if stopped:  # Ctrl-C while the answer was being improved: it was printed as it stood
             print("draopt: interrupted: the answer above is the best found before Ctrl-C", file=sys.stderr)

@@ -81,6 +81,8 @@ def oracle_binary(kind: str, minor: str) -> Path:
     source = ORACLES_DIR / kind
     if not (source / "go.mod").exists():
         raise InputError(f"oracle {kind}: no Go module at {source}")
+    if minor != SUPPORTED[-1] and not (source / f"go_{minor}.mod").exists():  # go.mod pins the newest
+        raise InputError(f"oracle {kind}: not built for Kubernetes {minor} (no go_{minor}.mod)")
     target_dir = cache_dir() / f"{kind}-{minor}-{source_hash(source)}"
     binary = target_dir / "oracle"
     if binary.exists():
