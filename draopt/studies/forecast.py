@@ -18,6 +18,7 @@ optimal's placement is kept, said in a note.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from typing import Any, Iterable
 
@@ -123,34 +124,41 @@ def place_expecting(
         "optimal": place(objects, policy="optimal", time_limit=time_limit, **flags),
     }
     notes = [x.note() for x in left_out]
-    outcomes["lp-guided"] = lp_guided(objects, kept, outcomes["optimal"], features, time_limit, notes)
-    fits = [forecast_fit(name, objects, outcomes[name], kept, features, time_limit) for name in POLICIES]
-    report = ForecastReport(len(kept.pods), fits, left_out, notes, time_limit)
+    fits = {name: forecast_fit(name, objects, outcomes[name], kept, features, time_limit) for name in outcomes}
+    guided = lp_guided(
+        objects, kept, outcomes["optimal"], fits["optimal"], features, time_limit, notes, scheduler_config
+    )
+    outcomes["lp-guided"], hint = guided
+    fits["lp-guided"] = forecast_fit("lp-guided", objects, outcomes["lp-guided"], kept, features, time_limit, hint)
+    report = ForecastReport(len(kept.pods), [fits[name][0] for name in POLICIES], left_out, notes, time_limit)
     chosen = outcomes[policy]
     chosen.forecast = report
     return chosen
 
 
-def forecast_fit(name: str, objects: ObjectSet, outcome, forecast: ObjectSet, features, time_limit: float):
-    """The forecast counted on the cluster as `outcome` leaves it (`ForecastFit`)."""
+def forecast_fit(name: str, objects: ObjectSet, outcome, forecast: ObjectSet, features, time_limit: float, hint=None):
+    """The forecast counted on the cluster as `outcome` leaves it: (`ForecastFit`, the count's
+    PlacementResult or None without forecast pods). `hint`: forecast placements to start from."""
     t0 = time.perf_counter()
     today = [p for p in outcome.result.pods if p.hold is None and not p.skipped]
     placed = sum(1 for p in today if p.placed)
     if not forecast.pods:
-        return ForecastFit(name, placed, len(today), 0, 0, "OPTIMAL", 0.0)
-    result = count_forecast(placed_state(objects, outcome), forecast, features, time_limit).result
+        return ForecastFit(name, placed, len(today), 0, 0, "OPTIMAL", 0.0), None
+    result = count_forecast(placed_state(objects, outcome), forecast, features, time_limit, hint).result
     fits = sum(1 for p in result.pods if p.placed)
     bound = int(result.stats.get("bound") or fits)
     status = str(result.stats.get("status") or "UNKNOWN")
     if status == "OPTIMAL":
         bound = fits
-    return ForecastFit(name, placed, len(today), fits, bound, status, round(time.perf_counter() - t0, 3))
+    fit = ForecastFit(name, placed, len(today), fits, max(bound, fits), status, round(time.perf_counter() - t0, 3))
+    return fit, result
 
 
-def count_forecast(state: ObjectSet, forecast: ObjectSet, features, time_limit: float):
+def count_forecast(state: ObjectSet, forecast: ObjectSet, features, time_limit: float, hint=None):
     """The optimal model on `state` (nothing pending) with the forecast's pods pending, each weighing
     1, no preemption: a draopt.placement.PlaceOutcome whose placed pods are the forecast pods that
-    fit (the outcome's cluster and workload the checker's)."""
+    fit (the outcome's cluster and workload the checker's). `hint`: a PlacementResult of the
+    forecast pods the model starts from (default: first-fit's)."""
     from draopt.placement import PlaceOutcome, _no_gc_pauses, build_cluster, leave_other_schedulers_pods
     from draopt.placement.optimal import optimize
     from draopt.kube.workload import expand
@@ -162,7 +170,7 @@ def count_forecast(state: ObjectSet, forecast: ObjectSet, features, time_limit: 
         leave_other_schedulers_pods(cluster, workload, None)
         for demand in workload.pending:
             demand.priority = 0  # each forecast pod counts 1
-        result = optimize(cluster, workload, time_limit=time_limit)
+        result = optimize(cluster, workload, time_limit=time_limit, first_fit=hint)
     return PlaceOutcome(result, workload, cluster, [])
 
 
@@ -170,67 +178,78 @@ def _is_forecast(key: str) -> bool:
     return key.split("/", 1)[1].startswith(PREFIX)
 
 
-def lp_guided(objects: ObjectSet, forecast: ObjectSet, optimal, features, time_limit: float, notes: list[str]):
-    """Today's pods placed by the joint model (module docstring): a PlaceOutcome of today's pods
-    alone, as `place` returns it (its workload and cluster without the forecast)."""
-    from draopt.placement import PlaceOutcome, _no_gc_pauses, build_cluster, output_objects, waiting_placements
+def lp_guided(objects: ObjectSet, forecast: ObjectSet, optimal, optimal_fit, features, time_limit, notes, config=None):
+    """Today's pods placed by the joint model (module docstring), started from optimal's placement
+    and the forecast pods its count fitted beside it: (a PlaceOutcome of today's pods alone, as
+    `place` returns it, its workload and cluster without the forecast; the forecast pods the joint
+    model placed, a PlacementResult to start their count from, or None)."""
+    from draopt.placement import PlaceOutcome, _no_gc_pauses, _skip_deleting, build_cluster, output_objects
+    from draopt.placement import waiting_placements
     from draopt.kube.workload import expand
 
-    if not forecast.pods:
+    _fit, counted = optimal_fit
+    if not forecast.pods or counted is None:
         notes.append("lp-guided: no forecast pod left to keep room for: optimal's placement")
-        return _renamed(optimal, "lp-guided")
+        return _renamed(optimal, "lp-guided"), None
+    start = PlacementResult("hint", optimal.result.pods + counted.pods, {**optimal.result.claims, **counted.claims})
     with _no_gc_pauses():
-        joint = _joint_solve(objects, forecast, features, time_limit)
+        joint, beside = _joint_solve(objects, forecast, features, time_limit, start, config)
         if joint.weighted_placed() < optimal.result.weighted_placed():
             notes.append(
                 f"lp-guided: within the time limit the joint model placed less of today's pods "
                 f"(weighted {joint.weighted_placed()}) than optimal ({optimal.result.weighted_placed()}): "
                 "optimal's placement is kept"
             )
-            return _renamed(optimal, "lp-guided")
+            return _renamed(optimal, "lp-guided"), None
         workload = expand(objects, features)
+        deleting = _skip_deleting(workload)
         cluster = build_cluster(objects, workload, features)
-        joint.pods.extend(waiting_placements(workload))
+        joint.pods += deleting + waiting_placements(workload)
         joint.stats["nodes"] = len(cluster.nodes)
         group_uids = {f"{g.namespace}/{g.name}": g.metadata.uid for g in objects.pod_groups if g.metadata.uid}
         written = output_objects(joint, workload, group_uids)
-    return PlaceOutcome(joint, workload, cluster, written)
+    return PlaceOutcome(joint, workload, cluster, written), beside
 
 
-def _joint_solve(objects: ObjectSet, forecast: ObjectSet, features, time_limit: float) -> PlacementResult:
-    """The joint model's placement of today's pending pods (their own priorities), its figures those
-    of today's pods: the forecast pods it placed beside them in `joint_forecast_placed`."""
-    from draopt.placement import build_cluster, leave_other_schedulers_pods
+def _joint_solve(objects: ObjectSet, forecast: ObjectSet, features, time_limit: float, start, config):
+    """The joint model, from the placement `start` (every pending pod of today and of the forecast):
+    (today's pending pods' placement, with their own priorities and figures; the forecast pods it
+    placed beside them, as a PlacementResult)."""
+    from draopt.placement import _skip_deleting, build_cluster, leave_other_schedulers_pods
     from draopt.placement.optimal import optimize
     from draopt.kube.workload import expand
 
     merged = with_forecast(objects, forecast)
     workload = expand(merged, features)
+    _skip_deleting(workload)
     cluster = build_cluster(merged, workload, features)
-    leave_other_schedulers_pods(cluster, workload, None)
+    leave_other_schedulers_pods(cluster, workload, config)
     scale = sum(1 for d in workload.pending if _is_forecast(d.key)) + 1
     own = {d.key: d.priority for d in workload.pending}
     for d in workload.pending:  # today's pods before the whole forecast; each forecast pod 1
         d.priority = 0 if _is_forecast(d.key) else weight(d.priority) * scale - 1
     try:
-        result = optimize(cluster, workload, time_limit=time_limit)
+        result = optimize(cluster, workload, time_limit=time_limit, first_fit=start)
     finally:
         for d in workload.pending:
             d.priority = own[d.key]
     today = [dataclasses.replace(p, priority=own[p.pod]) for p in result.pods if not _is_forecast(p.pod)]
-    keys = {use.key for p in today if p.placed for use in workload.pod(p.pod).claims}
-    claims = {k: v for k, v in result.claims.items() if k in keys}
-    out = PlacementResult("lp-guided", today, claims, {})
-    out.stats.update(_today_figures(result.stats, scale, out, len(result.pods) - len(today)))
-    return out
+    beside = [dataclasses.replace(p, priority=0) for p in result.pods if _is_forecast(p.pod)]
+    out = PlacementResult("lp-guided", today, _claims_of(today, result, workload))
+    out.stats.update(_today_figures(result.stats, scale, out, beside))
+    return out, PlacementResult("lp-guided", beside, _claims_of(beside, result, workload))
 
 
-def _today_figures(stats: dict, scale: int, today: PlacementResult, forecast_pods: int) -> dict[str, Any]:
+def _claims_of(pods: list, result: PlacementResult, workload) -> dict:
+    keys = {use.key for p in pods if p.placed for use in workload.pod(p.pod).claims}
+    return {k: v for k, v in result.claims.items() if k in keys}
+
+
+def _today_figures(stats: dict, scale: int, today: PlacementResult, beside: list) -> dict[str, Any]:
     """The joint solve's figures for today's pods: the bound of today's weight is the joint bound
     divided by the scale (the whole forecast weighs less than one unit of it)."""
     placed, bound = today.weighted_placed(), int(stats.get("bound") or 0) // scale
     bound = max(bound, placed)
-    joint_objective = int(stats.get("objective") or 0)
     status = str(stats.get("status") or "UNKNOWN")
     out = {
         "status": status,
@@ -238,13 +257,16 @@ def _today_figures(stats: dict, scale: int, today: PlacementResult, forecast_pod
         "bound": bound,
         "gap": round((bound - placed) / bound, 4) if bound else 0.0,
         "solve_s": stats.get("solve_s"),
-        "joint_forecast_placed": joint_objective - placed * scale,
-        "joint_forecast_pods": forecast_pods,
+        "joint_forecast_placed": sum(1 for p in beside if p.placed),
+        "joint_forecast_pods": len(beside),
     }
+    if stats.get("fallback"):
+        # (the model's "first-fit" here is the start: optimal's placement and its forecast count)
+        out["fallback"] = re.sub(r"first-fit's placement( \([^)]*\))?", "optimal's placement", str(stats["fallback"]))
     proven = "proven" if status == "OPTIMAL" else "not proven"
     out["summary"] = (
         f"today's pods placed first ({placed} weighted, bound {bound}), then "
-        f"{out['joint_forecast_placed']} of {forecast_pods} forecast pods beside them ({proven})"
+        f"{out['joint_forecast_placed']} of {len(beside)} forecast pods beside them ({proven})"
     )
     return out
 

@@ -47,7 +47,12 @@ def read_forecast(paths: str | Iterable[str]) -> ObjectSet:
     for path in paths:
         if not isinstance(path, str):
             raise InputError(f"--expect: expected a file path, got {type(path).__name__}")
-        out.extend(_trace_objects(path) if path.lower().endswith(".csv") else _manifest_objects(path))
+        try:
+            out.extend(_trace_objects(path) if path.lower().endswith(".csv") else _manifest_objects(path))
+        except InputError as e:  # (the loader's own messages: said to be about the forecast)
+            if str(e).startswith("--expect"):
+                raise
+            raise InputError(f"--expect {e}") from None
     if not out.pods:
         raise InputError(f"--expect {', '.join(paths)}: no Pod and no workload controller: nothing is expected")
     return _as_forecast(out)
