@@ -147,9 +147,8 @@ def given_name(key: str) -> str:
 def shapes_that_fit(objects: ObjectSet, forecast: ObjectSet, features) -> tuple[ObjectSet, list[LeftOut]]:
     """The forecast without the shapes that fit no node of `objects` with every node empty (no pod
     running, no claim allocated), and those shapes. One pod per shape is tried on each node with
-    the scheduler's own filter and the device allocator."""
-    from draopt.allocation.explain import explain_pod
-    from draopt.cluster.firstfit import ClaimBook, filter_reason
+    the scheduler's own filter and the device allocator, up to the first node that takes it."""
+    from draopt.cluster.firstfit import ClaimBook
     from draopt.kube.workload import expand
     from draopt.placement import build_cluster
     from draopt.studies.forecast_merge import with_forecast
@@ -169,11 +168,10 @@ def shapes_that_fit(objects: ObjectSet, forecast: ObjectSet, features) -> tuple[
     for demand in workload.pending:
         if demand.key not in firsts:
             continue
-        nodes = explain_pod(cluster, book, demand, node_check=filter_reason)
-        if not any(n.fits for n in nodes):
+        why = _nowhere(cluster, book, demand)
+        if why is not None:
             shape = firsts[demand.key]
             unfit.add(shape)
-            why = _first_reason(nodes)
             left.append(LeftOut(given_name(demand.key), len(by_shape[shape]), why))
     kept = [pod for key, pods in by_shape.items() if key not in unfit for pod in pods]
     order = {id(p): i for i, p in enumerate(forecast.pods)}
@@ -181,9 +179,15 @@ def shapes_that_fit(objects: ObjectSet, forecast: ObjectSet, features) -> tuple[
     return dataclasses.replace(forecast, pods=kept), left
 
 
-def _first_reason(nodes) -> str:
-    """The first node's reason in one line (its device rejections when nothing else refused it)."""
-    if not nodes:
-        return "no node in the input"
-    text = " ".join(line.strip() for line in nodes[0].lines())
-    return text if len(text) <= 200 else text[:197] + "..."
+def _nowhere(cluster, book, demand) -> str | None:
+    """None when some node takes the pod (the scheduler's filters and the device allocator, on the
+    cluster as it stands); else the first node's reason."""
+    from draopt.cluster.firstfit import filter_reason
+
+    first = None
+    for node in cluster.nodes:
+        reason = filter_reason(cluster, book, demand, node)
+        if reason is None:
+            return None
+        first = first or f"node {node.name}: {reason}"
+    return first or "no node in the input"
