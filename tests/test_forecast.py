@@ -258,3 +258,20 @@ def test_lp_guided_places_today_as_optimal_and_fits_at_least_as_much(tmp_path_fa
         assert f.fits <= f.bound and (f.status != "OPTIMAL" or f.fits == f.bound)
     if all(f.status == "OPTIMAL" for f in fits.values()):
         assert fits["lp-guided"].fits >= max(fits["optimal"].fits, 0)
+
+
+def test_a_forecast_template_that_clashes_with_today_is_refused(tmp_path, capsys):
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "a"}}]}}},
+    }
+    other = json.loads(json.dumps(template))
+    other["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "b"
+    cluster = _write(tmp_path / "c.yaml", [_node("node-a", 8), template])
+    forecast = _write(tmp_path / "f.yaml", [other, _pod("p", 1)])
+    assert main(["place", "-f", cluster, "--expect", forecast]) == 2
+    assert "ResourceClaimTemplate default/gpu: metadata.name: today's input has" in capsys.readouterr().err
+    same = _write(tmp_path / "same.yaml", [template, _pod("p", 1)])
+    assert main(["place", "-f", cluster, "--expect", same]) == 0  # the same template: shared

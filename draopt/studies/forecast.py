@@ -26,7 +26,7 @@ from draopt.cluster.result import PlacementResult, weight
 from draopt.errors import InputError
 from draopt.kube.loader import ObjectSet
 from draopt.studies.forecast_input import PREFIX, LeftOut, read_forecast, shapes_that_fit
-from draopt.studies.forecast_merge import placed_state, with_forecast
+from draopt.studies.forecast_merge import placed_state, refuse_clashes, with_forecast
 
 POLICIES = ("first-fit", "optimal", "lp-guided")
 
@@ -117,6 +117,7 @@ def place_expecting(
         raise InputError(f"--policy: unknown placement policy {policy!r} (known: {', '.join(POLICIES)})")
     features = features or Features.from_gates()
     forecast = expect if isinstance(expect, ObjectSet) else read_forecast(expect)
+    refuse_clashes(objects, forecast)
     kept, left_out = shapes_that_fit(objects, forecast, features)
     flags = dict(features=features, scheduler_config=scheduler_config, seed=seed, tie_break=tie_break)
     outcomes = {

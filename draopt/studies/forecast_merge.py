@@ -56,3 +56,25 @@ def placed_state(objects: ObjectSet, outcome) -> ObjectSet:
     claims = [written["ResourceClaim"].pop(f"{c.namespace}/{c.name}", c) for c in objects.resource_claims]
     claims += list(written["ResourceClaim"].values())  # claims made from templates
     return dataclasses.replace(objects, pods=pods, resource_claims=claims)
+
+
+def refuse_clashes(today: ObjectSet, forecast: ObjectSet) -> None:
+    """A forecast object of the same kind and name as one of today's that is not the same object:
+    its pods would use today's (a template's other spec, a gang already half placed). Refused,
+    named, rather than merged silently."""
+    from draopt.errors import InputError
+
+    for attr in _ALONG:
+        have = {_key(o): o for o in getattr(today, attr)}
+        for obj in getattr(forecast, attr):
+            same = have.get(_key(obj))
+            if same is None:
+                continue
+            groups = attr in ("pod_groups", "workloads", "composite_pod_groups")
+            if groups or same.to_k8s().get("spec") != obj.to_k8s().get("spec"):
+                where = f"{obj.namespace}/{obj.name}" if getattr(obj, "namespace", None) else obj.name
+                raise InputError(
+                    f"--expect: {obj.kind} {where}: metadata.name: today's input has a {obj.kind} of this name "
+                    f"{'(a gang cannot be both today and forecast)' if groups else 'with another spec'}: "
+                    "give the forecast's its own name"
+                )
