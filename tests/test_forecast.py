@@ -275,3 +275,46 @@ def test_a_forecast_template_that_clashes_with_today_is_refused(tmp_path, capsys
     assert "ResourceClaimTemplate default/gpu: metadata.name: today's input has" in capsys.readouterr().err
     same = _write(tmp_path / "same.yaml", [template, _pod("p", 1)])
     assert main(["place", "-f", cluster, "--expect", same]) == 0  # the same template: shared
+
+
+def test_an_unproven_count_keeps_its_bound_and_gap(packed, monkeypatch):
+    """A count the solver did not prove (time limit): FEASIBLE, its bound and gap, never OPTIMAL."""
+    from draopt.placement import optimal
+
+    real = optimal.optimize
+
+    def unproven(cluster, workload, **kwargs):
+        result = real(cluster, workload, **kwargs)
+        if all(d.key.split("/")[1].startswith("forecast-") for d in workload.pending):
+            result.stats.update(status="FEASIBLE", bound=sum(p.placed for p in result.pods) + 3)
+        return result
+
+    monkeypatch.setattr(optimal, "optimize", unproven)
+    cluster, forecast = packed
+    report = draopt.place(cluster, policy="lp-guided", expect=forecast, time_limit=10).forecast
+    for fit in report.fits:
+        assert fit.status == "FEASIBLE" and fit.bound == fit.fits + 3 and fit.gap > 0
+    assert "FEASIBLE" in report.table() and "OPTIMAL" not in report.table()
+
+
+def test_a_joint_model_short_of_optimal_keeps_optimal_placement(packed, monkeypatch):
+    """Should the joint model place less of today's pods than optimal (time ran out), optimal's
+    placement is lp-guided's, said in a note."""
+    from draopt.cluster.result import PlacementResult, PodPlacement
+    from draopt.placement import optimal
+
+    real = optimal.optimize
+
+    def short(cluster, workload, **kwargs):
+        if kwargs.get("first_fit") is not None and kwargs["first_fit"].policy == "hint":
+            pods = [PodPlacement(d.key, None, d.priority, d.group) for d in workload.pending]
+            return PlacementResult("optimal", pods, {}, {"status": "UNKNOWN", "bound": 0, "objective": 0})
+        return real(cluster, workload, **kwargs)
+
+    monkeypatch.setattr(optimal, "optimize", short)
+    cluster, forecast = packed
+    out = draopt.place(cluster, policy="lp-guided", expect=forecast, time_limit=10)
+    opt = draopt.place(cluster, policy="optimal", time_limit=10)
+    assert any("optimal's placement is kept" in n for n in out.forecast.notes)
+    assert [p.node for p in out.result.pods] == [p.node for p in opt.result.pods]
+    assert out.result.policy == "lp-guided" and check_placement(out) == []
