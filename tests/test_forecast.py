@@ -318,3 +318,12 @@ def test_a_joint_model_short_of_optimal_keeps_optimal_placement(packed, monkeypa
     assert any("optimal's placement is kept" in n for n in out.forecast.notes)
     assert [p.node for p in out.result.pods] == [p.node for p in opt.result.pods]
     assert out.result.policy == "lp-guided" and check_placement(out) == []
+
+
+def test_forecast_from_stdin(packed, monkeypatch, capsys):
+    import io
+
+    cluster, forecast = packed
+    monkeypatch.setattr("sys.stdin", io.StringIO(Path(forecast).read_text()))
+    assert main(["place", "-f", cluster, "--policy", "lp-guided", "--expect", "-", "--time-limit", "10"]) == 0
+    assert "lp-guided  2 of 2        1 of 1" in capsys.readouterr().out

@@ -12,7 +12,9 @@ out with a note (`shapes_that_fit`).
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
+import sys
 from typing import Any, Iterable, cast
 
 from draopt.errors import InputError
@@ -74,6 +76,8 @@ def _manifest_objects(path: str) -> ObjectSet:
     from draopt.kube import batch_controllers, controller_docs
 
     workloads = {**controller_docs.CONTROLLER_KINDS, **batch_controllers.BATCH_KINDS, **batch_controllers.RUNTIME_KINDS}
+    stdin = sys.stdin.read() if path == "-" else ""  # read twice: here, then by the loader
+    sys.stdin = io.StringIO(stdin)
     for doc, source in raw_documents([path]):
         if not isinstance(doc, dict):
             raise InputError(f"--expect {source}: expected an object (a mapping), got {type(doc).__name__}")
@@ -89,6 +93,7 @@ def _manifest_objects(path: str) -> ObjectSet:
                 f"(a forecast holds Pods, workload controllers ({', '.join(sorted(workloads))}) "
                 f"and the {', '.join(_SUPPORT_KINDS[1:])} they name)"
             )
+    sys.stdin = io.StringIO(stdin)
     return load_files([path], strict=True)
 
 
