@@ -327,3 +327,18 @@ def test_forecast_from_stdin(packed, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO(Path(forecast).read_text()))
     assert main(["place", "-f", cluster, "--policy", "lp-guided", "--expect", "-", "--time-limit", "10"]) == 0
     assert "lp-guided  2 of 2        1 of 1" in capsys.readouterr().out
+
+
+def test_a_pod_of_today_named_forecast_is_today(tmp_path):
+    """Forecast pods are told apart by their keys, not by the `forecast-` prefix."""
+    cluster = _write(
+        tmp_path / "c.yaml",
+        [_node("node-a", 8), _node("node-b", 4), _node("node-c", 4)] + [_pod("forecast-a", 4), _pod("forecast-b", 4)],
+    )
+    forecast = _write(tmp_path / "f.yaml", [_job("train", 1, 8)])
+    out = draopt.place(cluster, policy="lp-guided", expect=forecast, time_limit=10)
+    assert sorted(p.node for p in out.result.pods) == ["node-b", "node-c"]
+    assert out.forecast.fit("lp-guided").fits == 1
+    clash = _write(tmp_path / "clash.yaml", [_node("node-a", 8), _pod("forecast-x", 1)])
+    with pytest.raises(draopt.errors.InputError, match="Pod default/forecast-x: metadata.name"):
+        draopt.place(clash, expect=_write(tmp_path / "x.yaml", [_pod("x", 1)]))

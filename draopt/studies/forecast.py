@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from draopt.cluster.result import PlacementResult, weight
 from draopt.errors import InputError
 from draopt.kube.loader import ObjectSet
-from draopt.studies.forecast_input import PREFIX, LeftOut, read_forecast, shapes_that_fit
+from draopt.studies.forecast_input import LeftOut, read_forecast, shapes_that_fit
 from draopt.studies.forecast_merge import placed_state, refuse_clashes, with_forecast
 
 POLICIES = ("first-fit", "optimal", "lp-guided")
@@ -175,10 +175,6 @@ def count_forecast(state: ObjectSet, forecast: ObjectSet, features, time_limit: 
     return PlaceOutcome(result, workload, cluster, [])
 
 
-def _is_forecast(key: str) -> bool:
-    return key.split("/", 1)[1].startswith(PREFIX)
-
-
 def lp_guided(objects: ObjectSet, forecast: ObjectSet, optimal, optimal_fit, features, time_limit, notes, config=None):
     """Today's pods placed by the joint model (module docstring), started from optimal's placement
     and the forecast pods its count fitted beside it: (a PlaceOutcome of today's pods alone, as
@@ -225,17 +221,18 @@ def _joint_solve(objects: ObjectSet, forecast: ObjectSet, features, time_limit: 
     _skip_deleting(workload)
     cluster = build_cluster(merged, workload, features)
     leave_other_schedulers_pods(cluster, workload, config)
-    scale = sum(1 for d in workload.pending if _is_forecast(d.key)) + 1
+    expected = {f"{p.namespace}/{p.name}" for p in forecast.pods}
+    scale = sum(1 for d in workload.pending if d.key in expected) + 1
     own = {d.key: d.priority for d in workload.pending}
     for d in workload.pending:  # today's pods before the whole forecast; each forecast pod 1
-        d.priority = 0 if _is_forecast(d.key) else weight(d.priority) * scale - 1
+        d.priority = 0 if d.key in expected else weight(d.priority) * scale - 1
     try:
         result = optimize(cluster, workload, time_limit=time_limit, first_fit=start)
     finally:
         for d in workload.pending:
             d.priority = own[d.key]
-    today = [dataclasses.replace(p, priority=own[p.pod]) for p in result.pods if not _is_forecast(p.pod)]
-    beside = [dataclasses.replace(p, priority=0) for p in result.pods if _is_forecast(p.pod)]
+    today = [dataclasses.replace(p, priority=own[p.pod]) for p in result.pods if p.pod not in expected]
+    beside = [dataclasses.replace(p, priority=0) for p in result.pods if p.pod in expected]
     out = PlacementResult("lp-guided", today, _claims_of(today, result, workload))
     out.stats.update(_today_figures(result.stats, scale, out, beside))
     return out, PlacementResult("lp-guided", beside, _claims_of(beside, result, workload))

@@ -64,6 +64,13 @@ def refuse_clashes(today: ObjectSet, forecast: ObjectSet) -> None:
     named, rather than merged silently."""
     from draopt.errors import InputError
 
+    pods = {f"{p.namespace}/{p.name}" for p in today.pods}
+    for pod in forecast.pods:
+        if f"{pod.namespace}/{pod.name}" in pods:
+            raise InputError(
+                f"--expect: Pod {pod.namespace}/{pod.name}: metadata.name: a pod of today's input has the name "
+                "draopt gives this forecast pod: rename one of them"
+            )
     for attr in _ALONG:
         have = {_key(o): o for o in getattr(today, attr)}
         for obj in getattr(forecast, attr):
