@@ -188,6 +188,7 @@ def place(
     seed: int = 0,
     tie_break: str = "random",
     settle: bool = True,
+    expect: str | Iterable[str] | ObjectSet | None = None,
 ) -> PlaceOutcome:
     """Place the pending Pods and PodGroups on the nodes, as `draopt place`: `first-fit`
     (kube-scheduler's choice; `scheduler_config` a KubeSchedulerConfiguration path,
@@ -195,6 +196,11 @@ def place(
     `optimal` (one CP-SAT model, `time_limit` seconds). Returns a draopt.placement.PlaceOutcome:
     `result` (a PlacementResult: `pods`, `placed_pods()`, `summary()`, `stats`), `objects` (the
     Pods and ResourceClaims as Kubernetes would hold them).
+    `expect` (`--expect`): a forecast, the paths of an openb trace CSV or of manifests (Pods,
+    Deployments, Jobs, JobSets, ... with their counts); `policy="lp-guided"` (which needs it)
+    places today's pods so that the forecast still fits, and `forecast` (a
+    draopt.studies.forecast.ForecastReport) says, for first-fit, optimal and lp-guided, how many
+    forecast pods fit after today's pods, each count solved by the optimal model with its bound.
 
         >>> out = draopt.place("examples/gang-stranding.yaml", policy="optimal")
         >>> len(out.result.placed_pods()), out.result.summary().nodes_used
@@ -203,6 +209,23 @@ def place(
     from draopt.placement import place as place_pods
 
     objects = _clocked(inputs, settle)
+    if expect is not None or policy == "lp-guided":
+        if expect is None:
+            raise InputError("--policy lp-guided: give the forecast to keep room for (--expect FORECAST, expect=)")
+        from draopt.studies.forecast import place_expecting
+
+        outcome = place_expecting(
+            objects,
+            expect,
+            policy=policy,
+            features=_features(features, kubernetes_version),
+            time_limit=time_limit,
+            scheduler_config=scheduler_config,
+            seed=seed,
+            tie_break=tie_break,
+        )
+        outcome.workload.notes[:0] = objects.clock_notes
+        return outcome
     outcome = place_pods(
         objects,
         policy=policy,

@@ -154,7 +154,13 @@ def _add_place(sub) -> None:
         "simulation (first-fit) or one optimal CP-SAT model",
     )
     _filename_flag(pl)
-    pl.add_argument("--policy", default="first-fit", choices=("first-fit", "optimal"))
+    pl.add_argument(
+        "--policy",
+        default="first-fit",
+        choices=("first-fit", "optimal", "lp-guided"),
+        help="first-fit: kube-scheduler; optimal: one CP-SAT model; lp-guided (with --expect): "
+        "today's pods as optimal places them, where the forecast still fits best",
+    )
     pl.add_argument("--compare", action="store_true", help="run both policies and print both summaries")
     pl.add_argument(
         "--time-limit", type=_positive_seconds, default=60.0, metavar="S", help="optimal: solver time limit"
@@ -180,6 +186,9 @@ def _add_place(sub) -> None:
     _input_flags(pl)
     _clock_flag(pl)
     conventions.selection_flags(pl)
+    from draopt.cli import forecast
+
+    forecast.add_flags(pl)
     pl.set_defaults(func=cmd_place)
 
 
@@ -383,6 +392,10 @@ def cmd_place(args) -> int:
     objects = _load(args)
     load_s = time.perf_counter() - t0
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
+    from draopt.cli import forecast
+
+    if forecast.wanted(args):
+        return forecast.cmd_place_expecting(args, objects, features, scheduler_config, load_s)
 
     def run(policy):
         t = time.perf_counter()

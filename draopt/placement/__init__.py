@@ -42,6 +42,8 @@ class PlaceOutcome:
     workload: Any
     cluster: Cluster
     objects: list[dict[str, Any]]  # Pods and ResourceClaims as Kubernetes would hold them
+    # `place --expect`: how much of the forecast fits after each policy (draopt.studies.forecast)
+    forecast: Any = None
 
     @property
     def notes(self) -> list[str]:
