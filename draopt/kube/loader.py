@@ -379,9 +379,16 @@ def _route(doc: Any, source: str, objects: ObjectSet, attributes: dict[Any, Any]
             batch_controllers.check_api_version(doc, source)
             objects.runtimes.append((doc, source))
         else:
+            if kind in KEPT_RAW:  # not modelled, but a study reads it (plan --consolidate: PDBs)
+                objects.extra.setdefault(kind, []).append(doc)
             _skip(objects, kind, doc.get("apiVersion"))
         return
     objects.add(parse_object(doc, source, attributes=attributes))
+
+
+# Kinds draopt does not model whose documents are kept as read (ObjectSet.extra[kind]) for the
+# studies that read them: PodDisruptionBudgets for `plan --consolidate` (draopt.studies.consolidate_rules).
+KEPT_RAW = ("PodDisruptionBudget",)
 
 
 def served_versions(kind: str) -> tuple[str, ...] | None:
