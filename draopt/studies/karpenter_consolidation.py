@@ -14,7 +14,10 @@ pdblimits.go; facts, no code):
 - single-node: the first candidate (with pods) that can be deleted, or replaced by one cheaper node;
 - a replacement is the cheapest type that holds the pods; a command needing two new nodes is none;
 - a node with a pod whose PodDisruptionBudget allows no disruption, or with a do-not-disrupt pod,
-  is no candidate.
+  is no candidate;
+- a command must leave every pod of the nodes it removes scheduled (pending pods are Karpenter's
+  provisioning's: here a command must also place as many of the input's pending pods as the
+  cluster did before it, so that both answers hold the same pods).
 
 Deviations, so that the comparison with the optimum is of the search only: the candidates and the
 pod rules are the optimum's (draopt.studies.consolidate_rules: local storage and pods without a
@@ -101,6 +104,8 @@ class _Loop:
     removed: list[str] = field(default_factory=list)
     bought: list[NodeType] = field(default_factory=list)
     simulations: int = 0
+    pending_floor: int | None = None  # pending pods placed with nothing removed
+    daemon_pods: set[str] = field(default_factory=set)  # pending DaemonSet pods made for one node (go with it)
 
     def fits(self, nodes: list[str], replacement: NodeType | None) -> bool:
         """Whether the movable pods of every node removed so far and of `nodes` all schedule
@@ -117,7 +122,21 @@ class _Loop:
         self.simulations += 1
         workload, cluster = _cluster_for(objs, self.features, type_of, [t.name for t in self.new_types])
         placed = {p.pod for p in simulate(cluster, workload, explain_failures=None).pods if p.placed}
-        return all(p in placed for p in evicted)
+        pending = sum(1 for d in self.workload.pending if d.key in placed and d.key not in self.daemon_pods)
+        if self.pending_floor is None:
+            self.pending_floor = pending if not gone and replacement is None else self._floor()
+        return all(p in placed for p in evicted) and pending >= self.pending_floor
+
+    def _floor(self) -> int:
+        """The pending pods first-fit places on the cluster as it is (a command must not place fewer)."""
+        saved, self.removed, self.bought = (self.removed, self.bought), [], []
+        self.pending_floor = None
+        try:
+            self.fits([], None)
+        finally:
+            self.removed, self.bought = saved
+        assert self.pending_floor is not None
+        return self.pending_floor
 
     def _objects(self, gone: set[str], evicted: set[str], bought: list[NodeType]):
         from draopt.studies.consolidate_model import moved_objects
@@ -141,7 +160,10 @@ def karpenter_consolidation(
     objects, workload, rules: PodRules, prices: dict[str, tuple[str, Fraction]], new_types: list[NodeType], features
 ) -> KarpenterConsolidation:
     """Karpenter's consolidation loop on the cluster (see the module docstring)."""
+    from draopt.studies.consolidate_model import pending_daemon_pods
+
     loop = _Loop(objects, workload, rules, prices, list(new_types), features)
+    loop.daemon_pods = set(pending_daemon_pods(objects, workload))
     commands: list[KarpenterCommand] = []
     for _ in range(len(prices) + 1):
         command = _next_command(loop)
@@ -181,7 +203,10 @@ def _movable_on(loop: _Loop, node: str) -> int:
 def _next_command(loop: _Loop) -> KarpenterCommand | None:
     """The next command: emptiness, then multi-node, then single-node consolidation."""
     candidates = _candidates(loop)
-    empty = [n for n in candidates if _movable_on(loop, n) == 0]
+    empty: list[str] = []
+    for node in candidates:  # (a node a pending pod needs is kept: Karpenter skips nominated nodes)
+        if _movable_on(loop, node) == 0 and loop.fits(empty + [node], None):
+            empty.append(node)
     if empty:
         return KarpenterCommand("emptiness", empty, None)
     found = _multi_node(loop, candidates[:MULTI_NODE_MAX])
