@@ -220,12 +220,14 @@ class _Answer:
 
 
 def _solve(model: Model, copies: dict[str, str], time_limit: float) -> _Answer:
-    """Three phases: most pods, least cost, fewest moves (each holds the one before)."""
+    """Three phases: most pods, least cost, fewest moves then fewest new nodes (each holds the one
+    before)."""
     from ortools.sat.python import cp_model
 
     from draopt.studies.plan_model import _solver
 
-    cp, stats = model.b.model.cp, {}
+    cp = model.b.model.cp
+    stats: dict[str, Any] = {}
     floor = _warm_start(model, copies, time_limit, stats)
     placed_proven = floor is not None and floor >= model.cheap
     best_placed = floor or 0
@@ -250,7 +252,9 @@ def _solve(model: Model, copies: dict[str, str], time_limit: float) -> _Answer:
     stats.update(cost_status=status_name, cost_s=round(solver.wall_time, 3))
     _hint_from(cp, solver)
     cp.add(model.cost_expr <= cost)
-    cp.maximize(model.stays_expr)
+    # the fewest moves, then the fewest new nodes (a tie in cost keeps the nodes that run)
+    new = [lit for name, lit in model.opened.items() if name in copies]
+    cp.maximize(model.stays_expr * (len(new) + 1) - sum(new))
     third = _solver(0.2 * time_limit)
     third_status = third.solve(cp)
     if third_status in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -139,21 +139,23 @@ class _Loop:
         return self.pending_floor
 
     def _objects(self, gone: set[str], evicted: set[str], bought: list[NodeType]):
-        from draopt.studies.consolidate_model import moved_objects
-        from draopt.studies.ffd_estimate import _with_types
+        """The cluster of a simulation: the evicted pods pending, the bought copies (with their
+        templates' DaemonSet pods, as the optimum's), then the removed nodes gone with their slices
+        and the pods that go with them."""
+        from draopt.studies.consolidate_model import moved_objects, with_new_nodes
 
         only = PodRules(
             {p: ("movable" if p in evicted else "kept") for p in self.rules.kind_of}, node_of=self.rules.node_of
         )
-        objs = moved_objects(self.objects, self.workload, only)
+        counts = {t.name: sum(1 for b in bought if b.name == t.name) for t in self.new_types}
+        objs, type_of, _, _ = with_new_nodes(
+            moved_objects(self.objects, self.workload, only), self.new_types, counts, self.workload
+        )
         objs = copy.copy(objs)
         objs.nodes = [n for n in objs.nodes if n.name not in gone]
         objs.resource_slices = [s for s in objs.resource_slices if s.spec.node_name not in gone]
         objs.pods = [p for p in objs.pods if p.spec.node_name not in gone]
-        counts: dict[str, int] = {}
-        for t in bought:
-            counts[t.name] = counts.get(t.name, 0) + 1
-        return _with_types(objs, [(t, counts[t.name]) for t in self.new_types if t.name in counts])[:2]
+        return objs, type_of
 
 
 def karpenter_consolidation(
@@ -214,7 +216,7 @@ def _next_command(loop: _Loop) -> KarpenterCommand | None:
         return found
     for node in candidates:
         replacement = _compute(loop, [node])
-        if replacement is not False:
+        if replacement is not None:
             return KarpenterCommand("single-node", [node], replacement or None)
     return None
 
@@ -229,7 +231,7 @@ def _multi_node(loop: _Loop, candidates: list[str]) -> KarpenterCommand | None:
         mid = (low + high) // 2
         prefix = candidates[: mid + 1]
         replacement = _compute(loop, prefix)
-        if replacement is not False:
+        if replacement is not None:
             best = KarpenterCommand("multi-node", prefix, replacement or None)
             low = mid + 1
         else:
@@ -237,9 +239,9 @@ def _multi_node(loop: _Loop, candidates: list[str]) -> KarpenterCommand | None:
     return best
 
 
-def _compute(loop: _Loop, nodes: list[str]) -> str | bool:
+def _compute(loop: _Loop, nodes: list[str]) -> str | None:
     """computeConsolidation: "" (delete: the pods fit on the rest), a type (replace with one node of
-    it, the cheapest that holds the pods and costs less), or False (nothing)."""
+    it, the cheapest that holds the pods and costs less), or None (nothing)."""
     if loop.fits(nodes, None):
         return ""
     limit = sum((loop.prices[n][1] for n in nodes), Fraction(0))
@@ -249,4 +251,4 @@ def _compute(loop: _Loop, nodes: list[str]) -> str | bool:
             continue
         if loop.fits(nodes, t):
             return t.name
-    return False
+    return None
