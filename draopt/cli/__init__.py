@@ -594,7 +594,7 @@ def cmd_plan(args) -> int:
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
     consolidate_cli.check_flags(args)
     if args.consolidate:
-        return consolidate_cli.cmd_consolidate(args, _clocked(args, objects), types, features)
+        return consolidate_cli.cmd_consolidate(args, objects, types, features)  # (clocked by _load)
     result = public.plan(
         objects,
         types,

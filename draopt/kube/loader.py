@@ -443,7 +443,8 @@ NOT_MODELLED_KINDS = {
         "not modelled: preemption counts every victim as violating no PodDisruptionBudget "
         "(kube-scheduler's DefaultPreemption reprieves PDB-violating victims first and prefers the "
         "candidate node with the fewest violations: pkg/scheduler/framework/plugins/defaultpreemption/"
-        "default_preemption.go SelectVictimsOnNode), so the victims draopt chooses may differ"
+        "default_preemption.go SelectVictimsOnNode), so the victims draopt chooses may differ "
+        "(`plan --consolidate` reads them: its moves keep each budget)"
     ),
 }
 
