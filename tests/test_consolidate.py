@@ -413,3 +413,22 @@ def test_realworld_running_pods_with_a_controller_move():
     assert out.stats["checked"] and out.proven
     assert out.rules.movable() and not out.rules.pinned_nodes()
     assert out.cost_after == 1
+
+
+def test_running_pod_on_a_node_not_in_the_dump_is_left_alone():
+    docs = _three_nodes() + [_pod("elsewhere", "gone", 1)]
+    out = _run(docs)
+    assert "default/elsewhere" not in out.rules.kind_of and out.cost_after == 10
+
+
+def test_a_rule_the_model_does_not_encode_is_said_and_not_proven():
+    docs = _three_nodes()
+    docs[3]["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    out = _run(docs)
+    assert not out.proven and any("anti-affinity" in w for w in out.why_not_proven)

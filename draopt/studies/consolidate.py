@@ -181,6 +181,7 @@ def consolidate(
         model = build_model(inp, features, node_costs, rules)
     answer = _solve(model, inp.type_of, time_limit)
     out = _answer(model, answer, inp, prices, rules, new_types, max_nodes)
+    _unencoded(model, out)
     _check(model, answer, inp, out, features)
     out.stats.update(answer.stats)
     if karpenter:
@@ -341,6 +342,18 @@ def _answer(model: Model, answer: _Answer, inp: ConsolidationInput, prices, rule
         out.budgets_used[budget.key] = (sum(1 for p in budget.pods if p in moves), budget.allowed)
     out.stats["placements"] = model_placements
     return out
+
+
+def _unencoded(model: Model, out: Consolidation) -> None:
+    """Rules of the pods to place that the placement model does not encode (inter-pod affinity,
+    topology spread, ...: draopt.placement.optimal.unmodelled_rules): said, and not proven."""
+    from draopt.placement.optimal import unmodelled_rules
+
+    rules = unmodelled_rules(model.cluster, model.workload)
+    if rules:
+        out.proven = False
+        out.why_not_proven.append("the model does not encode " + "; ".join(rules) + ": check the moves against them")
+        out.notes.extend(f"not encoded: {r}" for r in rules)
 
 
 def _check(model: Model, answer: _Answer, inp: ConsolidationInput, out: Consolidation, features) -> None:

@@ -151,6 +151,7 @@ def build_model(inp: ConsolidationInput, features, costs: dict[str, Fraction], r
     b = build(prep, cluster, workload, book, [k.index for k in prep.kinds], names, patterns=False)
     cp = b.model.cp
     opened = _opened(cp, b, cluster, set(rules.pinned_nodes()) & names, inp)
+    _capacity_cuts(cp, b, prep, workload, cluster, opened)
     daemon_of = inp.daemon_of
     for key, node in daemon_of.items():
         var = _placed_var(b, prep, key)
@@ -194,6 +195,36 @@ def _opened(cp, b, cluster, pinned: set[str], inp: ConsolidationInput) -> dict[s
         for a, c in zip(lits, lits[1:]):
             cp.add(a >= c)
     return opened
+
+
+def _capacity_cuts(cp, b, prep, workload, cluster, opened) -> None:
+    """Per node and for cpu and memory: the requests of the pods placed there, at most its room
+    times its literal. Implied by the model's own limits (with the literal), but it ties the
+    literal to the room taken, which the bound of the cost phase needs (a fractional node must
+    pay for the share it holds)."""
+    from draopt.model.encodings.base import scale_to_int
+
+    terms: dict[str, list[tuple[Any, Any]]] = {}  # node -> (pod's demand, variable)
+    for (ki, n), v in b.k.items():
+        terms.setdefault(n, []).append((prep.kinds[ki].pods[0], v))
+    for (pod, n), v in b.y.items():
+        terms.setdefault(n, []).append((workload.pod(pod), v))
+    for resource in ("cpu", "memory"):
+        rows = []
+        for node in cluster.nodes:
+            cap = node.allocatable.get(resource)
+            on = terms.get(node.name, [])
+            if cap is None or not on:
+                continue
+            room = max(Fraction(0), cap - node.used.get(resource, Fraction(0)))
+            rows.append((node.name, room, [(d.resources.get(resource, Fraction(0)), v) for d, v in on]))
+        values = [room for _, room, _ in rows] + [req for _, _, on in rows for req, _ in on]
+        if not values or not any(values):
+            continue
+        ints, _ = scale_to_int(values)
+        it = iter(ints[len(rows) :])
+        for (name, _, on), room in zip(rows, ints):
+            cp.add(sum(next(it) * v for _, v in on) <= room * opened[name])
 
 
 def _placed_var(b, prep, key: str):

@@ -142,13 +142,16 @@ def classify(objects, workload) -> PodRules:
     """Every running pod's class, and the budgets (PodDisruptionBudgets read from the input)."""
     rules = PodRules()
     shared = _shared_claims(workload)
+    nodes = {n.name for n in objects.nodes}
     for d in workload.running:
+        if d.node_name not in nodes:  # on a node the dump does not have: not the cluster's to move
+            continue
         rules.node_of[d.key] = d.node_name
         rules.kind_of[d.key], why = pod_class(d.pod, shared, d.key)
         if why:
             rules.why[d.key] = why
     for doc in objects.extra.get("PodDisruptionBudget", []):
-        budget = _budget(doc, workload)
+        budget = _budget(doc, workload, rules)
         if budget is None:
             continue
         if budget.allowed <= 0:
@@ -167,7 +170,7 @@ def classify(objects, workload) -> PodRules:
     return rules
 
 
-def _budget(doc: dict[str, Any], workload) -> Budget | None:
+def _budget(doc: dict[str, Any], workload, rules: PodRules) -> Budget | None:
     meta = doc.get("metadata") or {}
     ns, name = meta.get("namespace") or "default", meta.get("name") or ""
     key = f"{ns}/{name}"
@@ -178,7 +181,9 @@ def _budget(doc: dict[str, Any], workload) -> Budget | None:
     pods = tuple(
         d.key
         for d in workload.running
-        if d.pod.namespace == ns and selector_matches(selector, dict(d.pod.metadata.labels or {}))
+        if d.key in rules.node_of
+        and d.pod.namespace == ns
+        and selector_matches(selector, dict(d.pod.metadata.labels or {}))
     )
     status = doc.get("status") or {}
     if isinstance(status.get("disruptionsAllowed"), int):
