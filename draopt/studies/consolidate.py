@@ -177,18 +177,20 @@ def consolidate(
     node_costs = {n: c for n, (_, c) in prices.items()} | {
         copy: next(t.cost for t in new_types if t.name == name) for copy, name in inp.type_of.items()
     }
+    found = None
+    if karpenter:  # first: its answer is a warm start of the model
+        from draopt.studies.karpenter_consolidation import karpenter_consolidation
+
+        with progress.current().task("plan --consolidate: Karpenter's consolidation"):
+            found = karpenter_consolidation(objects, workload, rules, prices, new_types, features)
     with progress.current().task("plan --consolidate: building the model"):
         model = build_model(inp, features, node_costs, rules)
-    answer = _solve(model, inp.type_of, time_limit)
+    answer = _solve(model, inp, time_limit, found)
     out = _answer(model, answer, inp, prices, rules, new_types, max_nodes)
     _unencoded(model, out)
     _check(model, answer, inp, out, features)
     out.stats.update(answer.stats)
-    if karpenter:
-        from draopt.studies.karpenter_consolidation import karpenter_consolidation
-
-        with progress.current().task("plan --consolidate: Karpenter's consolidation"):
-            out.karpenter = karpenter_consolidation(objects, workload, rules, prices, new_types, features)
+    out.karpenter = found
     out.stats["solve_s"] = round(time.perf_counter() - t0, 3)
     return out
 
@@ -220,7 +222,7 @@ class _Answer:
     stats: dict[str, Any]
 
 
-def _solve(model: Model, copies: dict[str, str], time_limit: float) -> _Answer:
+def _solve(model: Model, inp: ConsolidationInput, time_limit: float, karpenter=None) -> _Answer:
     """Three phases: most pods, least cost, fewest moves then fewest new nodes (each holds the one
     before)."""
     from ortools.sat.python import cp_model
@@ -229,7 +231,8 @@ def _solve(model: Model, copies: dict[str, str], time_limit: float) -> _Answer:
 
     cp = model.b.model.cp
     stats: dict[str, Any] = {}
-    floor = _warm_start(model, copies, time_limit, stats)
+    copies = inp.type_of
+    floor = _warm_start(model, inp, time_limit, stats, karpenter)
     placed_proven = floor is not None and floor >= model.cheap
     best_placed = floor or 0
     if not placed_proven:
@@ -242,6 +245,8 @@ def _solve(model: Model, copies: dict[str, str], time_limit: float) -> _Answer:
         placed_proven = status == cp_model.OPTIMAL or best_placed >= model.cheap
         _hint_from(cp, solver)
     cp.add(model.placed_expr >= best_placed)
+    if model.hint_cost is not None and best_placed <= model.hint_cost[0]:
+        cp.add(model.cost_expr <= model.hint_cost[1])  # never dearer than the warm start (a solution)
     cp.minimize(model.cost_expr)
     solver = _solver(0.4 * time_limit)
     with progress.current().task("plan --consolidate: least cost") as shown:
@@ -281,24 +286,69 @@ def _hint_from(cp, solver) -> None:
         cp.add_hint(cp.get_int_var_from_proto_index(i), solution[i])
 
 
-def _warm_start(model: Model, copies: dict[str, str], time_limit: float, stats: dict) -> int | None:
-    """The cluster as it runs (every movable pod where it is, every existing node open, no copy):
-    a solution of the model, completed by propagation; its placed pods' weight (None: not one)."""
+def _warm_start(model: Model, inp: ConsolidationInput, time_limit: float, stats: dict, karpenter) -> int | None:
+    """The better of two solutions of the model, as its incumbent: the cluster as it runs (every
+    movable pod where it is, every existing node open, no copy), and Karpenter's consolidation's
+    answer when there is one; each completed by the solver with its placements fixed. Its placed
+    pods' weight (None: neither is a solution); the cost phase starts below its cost."""
     from draopt.placement.optimal import _complete_hint
 
     cp = model.b.model.cp
-    hint: dict = {var: pods for var, _, pods, _ in model.stay_vars if not isinstance(var, int)}
-    hint.update({lit: int(name not in copies) for name, lit in model.opened.items()})
-    started = time.perf_counter()
-    full = _complete_hint(cp, hint, max(5.0, 0.1 * time_limit), started + max(10.0, 0.2 * time_limit))
-    stats["warm_start"] = full is not None
-    for var, value in (full or hint).items():
-        cp.add_hint(var, value)
-    if full is None:
+    as_is: dict = {var: pods for var, _, pods, _ in model.stay_vars if not isinstance(var, int)}
+    as_is.update({lit: int(name not in inp.type_of) for name, lit in model.opened.items()})
+    tried = [("the cluster as it runs", as_is)]
+    if karpenter is not None:
+        tried.append(("Karpenter's consolidation", _karpenter_hint(model, inp, karpenter)))
+    best = None
+    for name, hint in tried:
+        started = time.perf_counter()
+        full = _complete_hint(cp, hint, max(5.0, 0.1 * time_limit), started + max(10.0, 0.2 * time_limit))
+        if full is None:
+            continue
+        floor = sum(w * full[v] for w, v in model.placed_terms)
+        cost = sum(model.cost_ints[n] * full[lit] for n, lit in model.opened.items())
+        if best is None or (floor, -cost) > (best[1], -best[2]):
+            best = (name, floor, cost, full)
+    stats["warm_start"] = None if best is None else best[0]
+    if best is None:
+        for var, value in as_is.items():
+            cp.add_hint(var, value)
         return None
-    floor = sum(w * full[v] for w, v in model.placed_terms)
+    _, floor, cost, full = best
+    for var, value in full.items():
+        cp.add_hint(var, value)
     cp.add(model.placed_expr >= floor)
+    model.hint_cost = (floor, cost)
     return floor
+
+
+def _karpenter_hint(model: Model, inp: ConsolidationInput, karpenter) -> dict:
+    """Karpenter's answer in the model's placement variables and literals (devices left to the
+    solver: its allocations were made on another cluster object)."""
+    from draopt.cluster.result import PodPlacement
+    from draopt.model.warm_start import _first_fit_hint
+
+    gone = set(karpenter.removed)
+    ff = {}
+    for d in model.workload.pending:
+        node = karpenter.placement.get(d.key)
+        if node is None and inp.origin.get(d.key) not in (None, *gone):
+            node = inp.origin[d.key]  # a movable pod Karpenter left where it runs
+        ff[d.key] = PodPlacement(d.key, node, d.priority, d.group)
+    hint = _first_fit_hint(model.b, model.prep, model.book, ff)
+    b = model.b
+    keep = {v.index for v in [*b.k.values(), *b.y.values(), *b.placed.values(), *b.totals.values()]}
+    hint = {v: x for v, x in hint.items() if v.index in keep}
+    counts: dict[str, int] = {}
+    for t in karpenter.bought:
+        counts[t] = counts.get(t, 0) + 1
+    for name, lit in model.opened.items():
+        if name in inp.type_of:
+            t = inp.type_of[name]
+            hint[lit] = int(int(name.rsplit("-", 1)[1]) < counts.get(t, 0))  # its copies open in order
+        else:
+            hint[lit] = int(name not in gone)
+    return hint
 
 
 def _answer(model: Model, answer: _Answer, inp: ConsolidationInput, prices, rules: PodRules, new_types, max_nodes):

@@ -129,6 +129,7 @@ class Model:
     stay_vars: list[tuple[Any, str, int, str]]  # (var, node, pods, a pod) of each movable kind on its origin
     cheap: int  # weight of every pod with a feasible node
     real: list[Any]  # the pods to place (not the DaemonSet pods made for a node)
+    hint_cost: tuple[int, int] | None = None  # the warm start's (placed weight, scaled cost)
 
 
 def build_model(inp: ConsolidationInput, features, costs: dict[str, Fraction], rules: PodRules) -> Model:

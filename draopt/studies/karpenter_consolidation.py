@@ -55,6 +55,7 @@ class KarpenterConsolidation:
     removed: list[str] = field(default_factory=list)
     bought: list[str] = field(default_factory=list)  # new nodes' types, one entry per node
     simulations: int = 0
+    placement: dict[str, str] = field(default_factory=dict)  # pods it placed (pending, evicted) -> node
 
     @property
     def saved(self) -> Fraction:
@@ -86,8 +87,10 @@ class KarpenterConsolidation:
         if more > 0:
             share = f" ({float(more / self.cost_after):.1%} of Karpenter's)" if self.cost_after else ""
             out.append(f"the optimum saves {cost_text(more)} more than Karpenter's consolidation{share}")
-        else:
+        elif more == 0:
             out.append("Karpenter's consolidation reaches the optimum's cost here")
+        else:  # the model's answer was cut short and did not start from Karpenter's
+            out.append(f"Karpenter's consolidation is {cost_text(-more)} cheaper than the best found in the time limit")
         return out
 
 
@@ -106,6 +109,7 @@ class _Loop:
     simulations: int = 0
     pending_floor: int | None = None  # pending pods placed with nothing removed
     daemon_pods: set[str] = field(default_factory=set)  # pending DaemonSet pods made for one node (go with it)
+    last: dict[str, str] = field(default_factory=dict)  # the last simulation's placed pods -> nodes
 
     def fits(self, nodes: list[str], replacement: NodeType | None) -> bool:
         """Whether the movable pods of every node removed so far and of `nodes` all schedule
@@ -121,7 +125,8 @@ class _Loop:
         objs, type_of = self._objects(gone, set(evicted), self.bought + ([replacement] if replacement else []))
         self.simulations += 1
         workload, cluster = _cluster_for(objs, self.features, type_of, [t.name for t in self.new_types])
-        placed = {p.pod for p in simulate(cluster, workload, explain_failures=None).pods if p.placed}
+        self.last = {p.pod: p.node for p in simulate(cluster, workload, explain_failures=None).pods if p.node}
+        placed = set(self.last)
         pending = sum(1 for d in self.workload.pending if d.key in placed and d.key not in self.daemon_pods)
         if self.pending_floor is None:
             self.pending_floor = pending if not gone and replacement is None else self._floor()
@@ -175,6 +180,8 @@ def karpenter_consolidation(
         loop.removed.extend(command.nodes)
         if command.replacement is not None:
             loop.bought.append(next(t for t in new_types if t.name == command.replacement))
+    loop.fits([], None)  # the final state's placement (the optimum's warm start may use it)
+    placement = dict(loop.last)
     before = sum((c for _, c in prices.values()), Fraction(0))
     after = (
         before
@@ -182,7 +189,7 @@ def karpenter_consolidation(
         + sum((t.cost for t in loop.bought), Fraction(0))
     )
     return KarpenterConsolidation(
-        commands, before, after, list(loop.removed), [t.name for t in loop.bought], loop.simulations
+        commands, before, after, list(loop.removed), [t.name for t in loop.bought], loop.simulations, placement
     )
 
 
