@@ -84,6 +84,8 @@ def _objects(docs: list[dict[str, Any]]):
 def _run(docs, costs: CostSource = COSTS, new_types=(), **kw):
     out = consolidate(_objects(docs), costs, list(new_types), time_limit=20, **kw)
     assert out.stats["checked"]
+    assert all(to is not None for _, to in out.moves.values())  # a running pod is moved, never dropped
+    assert out.karpenter is None or out.karpenter.cost_after >= out.cost_after
     return out
 
 
@@ -411,8 +413,13 @@ def test_realworld_running_pods_with_a_controller_move():
             ]
     out = consolidate(objects, costs, time_limit=20)
     assert out.stats["checked"] and out.proven
-    assert out.rules.movable() and not out.rules.pinned_nodes()
-    assert out.cost_after == 1
+    # the pod the NoExecute device taint does not let back on its device keeps running there
+    assert out.rules.kind_of["basic-resourceclaimtemplate/pod-no-toleration"] == "pinned"
+    assert sorted(out.rules.movable()) == [
+        "basic-resourceclaimtemplate/pod-with-300s-toleration",
+        "basic-resourceclaimtemplate/pod-with-toleration",
+    ]
+    assert out.kept == ["kind-worker"] and out.cost_after == 1 and out.moves == {}
 
 
 def test_running_pod_on_a_node_not_in_the_dump_is_left_alone():
@@ -432,3 +439,13 @@ def test_a_rule_the_model_does_not_encode_is_said_and_not_proven():
     }
     out = _run(docs)
     assert not out.proven and any("anti-affinity" in w for w in out.why_not_proven)
+
+
+def test_running_pod_its_node_no_longer_admits_stays():
+    """c is tainted NoSchedule after p3 started: p3 keeps running there (Kubernetes does not evict
+    it), but could not be placed there again: it pins c rather than being dropped."""
+    docs = _three_nodes()
+    docs[2]["spec"] = {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]}
+    out = _run(docs)
+    assert out.rules.kind_of["default/p3"] == "pinned" and "could not be placed again" in out.rules.why["default/p3"]
+    assert "c" in out.kept and len(out.kept) == 2 and out.cost_after == 13  # c and one big node

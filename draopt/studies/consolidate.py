@@ -22,6 +22,7 @@ from draopt.studies.consolidate_model import (
     build_model,
     moved_objects,
     pending_daemon_pods,
+    unplaceable_where_they_run,
     with_new_nodes,
 )
 from draopt.studies.consolidate_rules import CostSource, PodRules, classify, cost_text, existing_costs
@@ -177,14 +178,21 @@ def consolidate(
     node_costs = {n: c for n, (_, c) in prices.items()} | {
         copy: next(t.cost for t in new_types if t.name == name) for copy, name in inp.type_of.items()
     }
+    with progress.current().task("plan --consolidate: building the model"):
+        model = build_model(inp, features, node_costs, rules)
+        stuck = unplaceable_where_they_run(model)
+        if stuck:  # pinned where they run, and the model built again
+            for pod in stuck:
+                rules.kind_of[pod] = "pinned"
+                rules.why[pod] = "runs where it could not be placed again now (a taint, a cordon or its devices)"
+            inp = _input(objects, workload, rules, new_types, features, max_nodes)
+            model = build_model(inp, features, node_costs, rules)
     found = None
-    if karpenter:  # first: its answer is a warm start of the model
+    if karpenter:  # before the solve: its answer is a warm start of the model
         from draopt.studies.karpenter_consolidation import karpenter_consolidation
 
         with progress.current().task("plan --consolidate: Karpenter's consolidation"):
             found = karpenter_consolidation(objects, workload, rules, prices, new_types, features)
-    with progress.current().task("plan --consolidate: building the model"):
-        model = build_model(inp, features, node_costs, rules)
     answer = _solve(model, inp, time_limit, found)
     out = _answer(model, answer, inp, prices, rules, new_types, max_nodes)
     _unencoded(model, out)

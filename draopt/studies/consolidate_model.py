@@ -166,6 +166,7 @@ def build_model(inp: ConsolidationInput, features, costs: dict[str, Fraction], r
     placed_terms, placed_count, cheap = _placed(cp, b, prep, workload, real, daemon_of)
     placed_expr = sum(w * v for w, v in placed_terms)
     stay_vars = _stay_vars(b, prep, inp.origin)
+    _running_keep_a_place(cp, b, prep, inp.origin)
     _budgets(cp, stay_vars, inp, rules)
     stays_expr = sum(v for v, _, _, _ in stay_vars)
     return Model(
@@ -273,6 +274,38 @@ def _stay_vars(b, prep, origin: dict[str, str]) -> list[tuple[Any, str, int, str
                 var = b.y.get((p.key, node))
                 out.append((var if var is not None else 0, node, 1, p.key))
     return out
+
+
+def _running_keep_a_place(cp, b, prep, origin: dict[str, str]) -> None:
+    """Every movable pod is placed: a consolidation moves running pods, it never evicts one for good
+    (nor for a pending pod of higher priority: that is preemption's)."""
+    for kind in prep.kinds:
+        if origin.get(kind.pods[0].key) is None:
+            continue
+        # (a pod without a variable is pinned, and the model built again: unplaceable_where_they_run)
+        if kind.counted:
+            terms = [v for (ki, _), v in b.totals.items() if ki == kind.index]
+            if terms:
+                cp.add(sum(terms) == len(kind.pods))
+        else:
+            for p in kind.pods:
+                if p.key in b.placed:
+                    cp.add(b.placed[p.key] == 1)
+
+
+def unplaceable_where_they_run(model: Model) -> list[str]:
+    """Movable pods the model cannot put back on their own node (a taint, a cordon, their devices
+    taken or tainted since they were placed): Kubernetes lets them run there; they are pinned."""
+    out = []
+    for var, _, _, key in model.stay_vars:
+        if isinstance(var, int):
+            out.extend(_kind_keys(model.prep, key))
+    return out
+
+
+def _kind_keys(prep, key: str) -> list[str]:
+    kind = next(k for k in prep.kinds if any(p.key == key for p in k.pods))
+    return [p.key for p in kind.pods] if kind.counted else [key]
 
 
 def _budgets(cp, stay_vars, inp: ConsolidationInput, rules: PodRules) -> None:
