@@ -73,7 +73,12 @@ def cmd_consolidate(args, objects, types, features) -> int:
         karpenter=not args.no_karpenter,
     )
     if args.stats:
-        print(json.dumps(result.stats, sort_keys=True, default=str), file=sys.stderr)
+        import resource
+
+        line = dict(getattr(args, "partial_stats", None) or {}) | result.stats
+        line["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        line.update(nodes=len(result.nodes), movable=len(result.rules.movable()), moved=len(result.moves))
+        print(json.dumps(line, sort_keys=True, default=str), file=sys.stderr)
         args.partial_stats = None
     if args.output == "json":
         print(json.dumps(result.to_json(), sort_keys=True))
