@@ -191,14 +191,18 @@ def consolidate(
     if karpenter:  # before the solve: its answer is a warm start of the model
         from draopt.studies.karpenter_consolidation import karpenter_consolidation
 
+        started = time.perf_counter()
         with progress.current().task("plan --consolidate: Karpenter's consolidation"):
             found = karpenter_consolidation(objects, workload, rules, prices, new_types, features)
+        karpenter_s = round(time.perf_counter() - started, 3)
     answer = _solve(model, inp, time_limit, found)
     out = _answer(model, answer, inp, prices, rules, new_types, max_nodes)
     _unencoded(model, out)
     _check(model, answer, inp, out, features)
     out.stats.update(answer.stats)
     out.karpenter = found
+    if found is not None:
+        out.stats.update(karpenter_s=karpenter_s, karpenter_simulations=found.simulations)
     out.stats["solve_s"] = round(time.perf_counter() - t0, 3)
     return out
 
