@@ -23,6 +23,7 @@ from draopt.errors import DraoptError, InputError
 from draopt.kube.features import add_version_flag, features_from_flags
 from draopt.kube import settle
 from draopt.cli import conventions, live
+from draopt.cli import consolidate as consolidate_cli
 from draopt.kube.loader import dump_objects, load_files
 
 
@@ -251,6 +252,7 @@ def _add_plan(sub) -> None:
         help="shorthand for --node-type NODE=1 (count nodes)",
     )
     pn.add_argument("--max-nodes", type=int, default=256, metavar="N", help="at most N new nodes per type")
+    consolidate_cli.add_flags(pn)
     pn.add_argument(
         "--baseline",
         action="append",
@@ -274,7 +276,7 @@ def _add_plan(sub) -> None:
         "phase, 40%% for the cost phase, 20%% for the one-fewer checks",
     )
     _gates_flags(pn)
-    pn.add_argument("-o", "--output", default="table", choices=("table", "json"))
+    pn.add_argument("-o", "--output", default="table", choices=("table", "json", "yaml"))
     pn.add_argument(
         "--stats",
         action="store_true",
@@ -619,6 +621,9 @@ def cmd_plan(args) -> int:
         types += load_node_types(args.node_types)
     types += [NodeType(name, name, Fraction(1)) for name in args.node_template]
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
+    consolidate_cli.check_flags(args)
+    if args.consolidate:
+        return consolidate_cli.cmd_consolidate(args, objects, types, features)  # (clocked by _load)
     result = public.plan(
         objects,
         types,
@@ -646,6 +651,12 @@ def cmd_plan(args) -> int:
         args.partial_stats = None
     if args.output == "json":
         print(json.dumps(dict(result.to_json(), provenance=_plan_provenance(args, features)), sort_keys=True))
+    elif args.output == "yaml":
+        import yaml
+
+        print(
+            yaml.safe_dump(dict(result.to_json(), provenance=_plan_provenance(args, features)), sort_keys=False), end=""
+        )
     else:
         print(result.table())
     return 0 if result.placed == result.pods else 1

@@ -380,9 +380,16 @@ def _route(doc: Any, source: str, objects: ObjectSet, attributes: dict[Any, Any]
             batch_controllers.check_api_version(doc, source)
             objects.runtimes.append((doc, source))
         else:
+            if kind in KEPT_RAW:  # not modelled, but a study reads it (plan --consolidate: PDBs)
+                objects.extra.setdefault(kind, []).append(doc)
             _skip(objects, kind, doc.get("apiVersion"))
         return
     objects.add(parse_object(doc, source, attributes=attributes))
+
+
+# Kinds draopt does not model whose documents are kept as read (ObjectSet.extra[kind]) for the
+# studies that read them: PodDisruptionBudgets for `plan --consolidate` (draopt.studies.consolidate_rules).
+KEPT_RAW = ("PodDisruptionBudget",)
 
 
 def served_versions(kind: str) -> tuple[str, ...] | None:
@@ -437,7 +444,8 @@ NOT_MODELLED_KINDS = {
         "not modelled: preemption counts every victim as violating no PodDisruptionBudget "
         "(kube-scheduler's DefaultPreemption reprieves PDB-violating victims first and prefers the "
         "candidate node with the fewest violations: pkg/scheduler/framework/plugins/defaultpreemption/"
-        "default_preemption.go SelectVictimsOnNode), so the victims draopt chooses may differ"
+        "default_preemption.go SelectVictimsOnNode), so the victims draopt chooses may differ "
+        "(`plan --consolidate` reads them: its moves keep each budget)"
     ),
 }
 

@@ -87,3 +87,5 @@ class ObjectSet:
         for kind, n in other.skipped.items():
             self.skipped[kind] = self.skipped.get(kind, 0) + n
         self.creation_order.update(other.creation_order)
+        for extra_kind, docs in other.extra.items():
+            self.extra.setdefault(extra_kind, []).extend(docs)

@@ -1,0 +1,446 @@
+"""`draopt plan --consolidate`: on a running cluster, the cheapest set of its nodes (plus, optionally,
+new nodes of given types) that holds every running and pending pod, running pods moved as needed,
+Kubernetes' drain rules kept (draopt.studies.consolidate_rules); beside it, what Karpenter's
+consolidation would remove (draopt.studies.karpenter_consolidation). The model is the placement
+model with an objective on opened nodes (draopt.studies.consolidate_model); its answer is decoded
+into placements and checked with draopt.cluster.check, and against the drain rules, before it is
+returned. See docs/planning.md."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from draopt import progress
+from draopt.errors import InputError
+from draopt.kube.features import Features
+from draopt.studies.consolidate_model import (
+    ConsolidationInput,
+    Model,
+    build_model,
+    moved_objects,
+    pending_daemon_pods,
+    unplaceable_where_they_run,
+    with_new_nodes,
+)
+from draopt.studies.consolidate_rules import CostSource, PodRules, classify, cost_text, existing_costs
+from draopt.studies.node_types import NodeType, check_node_types
+
+
+@dataclass
+class Consolidation:
+    """The answer of `plan --consolidate`."""
+
+    nodes: dict[str, tuple[str, Fraction]]  # existing node -> (type, cost)
+    kept: list[str]  # existing nodes kept
+    drained: list[str]  # existing nodes to drain and remove
+    bought: dict[str, str]  # new node -> its type
+    moves: dict[str, tuple[str, str | None]]  # moved pod -> (from, to; None: not placed again)
+    pending: dict[str, str | None]  # pending pod -> its node (None: not placed)
+    cost_before: Fraction
+    cost_after: Fraction
+    bound: Fraction
+    status: str  # the cost phase's CP-SAT status
+    proven: bool
+    why_not_proven: list[str]
+    rules: PodRules
+    new_types: list[NodeType] = field(default_factory=list)
+    budgets_used: dict[str, tuple[int, int]] = field(default_factory=dict)  # budget -> (moved, allowed)
+    karpenter: Any = None  # karpenter_consolidation.KarpenterConsolidation
+    notes: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def saved(self) -> Fraction:
+        return self.cost_before - self.cost_after
+
+    @property
+    def gap(self) -> float:
+        return 0.0 if not self.cost_after else float((self.cost_after - self.bound) / self.cost_after)
+
+    @property
+    def placed_all(self) -> bool:
+        return all(to is not None for _, to in self.moves.values()) and all(
+            n is not None for n in self.pending.values()
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        from draopt.studies.planning import _num
+
+        return {
+            "nodes": {
+                n: {"type": t, "cost": _num(c), "verdict": "keep" if n in self.kept else "drain"}
+                for n, (t, c) in sorted(self.nodes.items())
+            },
+            "drain": self.drained,
+            "new_nodes": self.bought,
+            "moves": {p: {"from": a, "to": b} for p, (a, b) in sorted(self.moves.items())},
+            "pending": dict(sorted(self.pending.items())),
+            "cost_before": _num(self.cost_before),
+            "cost_after": _num(self.cost_after),
+            "saved": _num(self.saved),
+            "saved_share": round(float(self.saved / self.cost_before), 6) if self.cost_before else 0.0,
+            "bound": _num(self.bound),
+            "gap": round(self.gap, 6),
+            "status": self.status,
+            "proven_minimal": self.proven,
+            "why_not_proven": self.why_not_proven,
+            "kept_by_rules": self.rules.pinned_nodes(),
+            "pods": {c: sorted(p for p, k in self.rules.kind_of.items() if k == c) for c in _CLASSES},
+            "pod_disruption_budgets": {k: {"moved": m, "allowed": a} for k, (m, a) in self.budgets_used.items()},
+            "karpenter": None if self.karpenter is None else self.karpenter.to_json(),
+            "notes": self.notes,
+        }
+
+    def table(self) -> str:
+        rows = [("node", "type", "cost", "verdict", "pods after")]
+        after: dict[str, int] = {}
+        for _, to in self.moves.values():
+            if to is not None:
+                after[to] = after.get(to, 0) + 1
+        for to in self.pending.values():
+            if to is not None:
+                after[to] = after.get(to, 0) + 1
+        for pod, node in self.rules.node_of.items():
+            if pod not in self.moves:  # stays where it runs
+                after[node] = after.get(node, 0) + 1
+        for n, (t, c) in sorted(self.nodes.items()):
+            verdict = "keep" if n in self.kept else "drain"
+            rows.append((n, t, cost_text(c), verdict, str(after.get(n, 0) if verdict == "keep" else 0)))
+        cost_of = {t.name: t.cost for t in self.new_types}
+        for n, t in sorted(self.bought.items()):
+            rows.append((n, t, cost_text(cost_of[t]), "new", str(after.get(n, 0))))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        out = ["  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))) for r in rows]
+        return "\n".join([line.rstrip() for line in out] + [""] + self._summary_lines())
+
+    def _summary_lines(self) -> list[str]:
+        share = f" ({float(self.saved / self.cost_before):.1%})" if self.cost_before else ""
+        out = [
+            f"drain {len(self.drained)} node(s)" + (f": {', '.join(self.drained)}" if self.drained else "")
+            + (f"; buy {len(self.bought)}: {', '.join(sorted(self.bought))}" if self.bought else ""),
+            f"cost {cost_text(self.cost_before)} -> {cost_text(self.cost_after)}: saves {cost_text(self.saved)}{share}",
+        ]  # fmt: skip
+        if self.proven:
+            out.append(
+                f"proven minimal: no cheaper set of nodes holds these pods under these rules (bound {cost_text(self.bound)})"
+            )
+        else:
+            why = "; ".join(self.why_not_proven)
+            out.append(f"not proven minimal: {why}; lower bound {cost_text(self.bound)}, gap {self.gap:.1%}")
+        out.append(f"{len(self.moves)} pod(s) moved" + (":" if self.moves else ""))
+        out.extend(f"  {p}: {a} -> {b or '(not placed)'}" for p, (a, b) in sorted(self.moves.items()))
+        placed = {p: n for p, n in self.pending.items() if n is not None}
+        if self.pending:
+            out.append(f"pending pods: {len(placed)} of {len(self.pending)} placed")
+            out.extend(f"  {p}: {n or '(not placed)'}" for p, n in sorted(self.pending.items()))
+        kept = self.rules.pinned_nodes()
+        if kept:
+            out.append("kept by the drain rules:")
+            out.extend(f"  {n}: {why}" for n, why in sorted(kept.items()))
+        for k, (m, a) in sorted(self.budgets_used.items()):
+            out.append(f"PodDisruptionBudget {k}: {m} of {a} allowed disruption(s) used")
+        if self.karpenter is not None:
+            out.extend(self.karpenter.lines(self.cost_after))
+        out.extend(f"note: {n}" for n in self.notes)
+        return out
+
+
+_CLASSES = ("movable", "pinned", "daemon", "static")
+
+
+def consolidate(
+    objects,
+    costs: CostSource,
+    new_types: list[NodeType] = (),  # type: ignore[assignment]
+    *,
+    features: Features | None = None,
+    time_limit: float = 60.0,
+    max_nodes: int = 256,
+    karpenter: bool = True,
+) -> Consolidation:
+    """The cheapest nodes that hold every running and pending pod (see the module docstring)."""
+    from draopt.kube.workload import expand
+
+    t0 = time.perf_counter()
+    features = features or Features.from_gates()
+    new_types = list(new_types)
+    if not objects.nodes:
+        raise InputError("plan --consolidate: no Node in the input (a running cluster's dump is needed)")
+    if new_types:
+        check_node_types(objects, new_types)
+    prices = existing_costs(objects, costs, new_types)
+    workload = expand(objects, features)
+    rules = classify(objects, workload)
+    inp = _input(objects, workload, rules, new_types, features, max_nodes)
+    node_costs = {n: c for n, (_, c) in prices.items()} | {
+        copy: next(t.cost for t in new_types if t.name == name) for copy, name in inp.type_of.items()
+    }
+    with progress.current().task("plan --consolidate: building the model"):
+        model = build_model(inp, features, node_costs, rules)
+        stuck = unplaceable_where_they_run(model)
+        if stuck:  # pinned where they run, and the model built again
+            for pod in stuck:
+                rules.kind_of[pod] = "pinned"
+                rules.why[pod] = "runs where it could not be placed again now (a taint, a cordon or its devices)"
+            inp = _input(objects, workload, rules, new_types, features, max_nodes)
+            model = build_model(inp, features, node_costs, rules)
+    found = None
+    if karpenter:  # before the solve: its answer is a warm start of the model
+        from draopt.studies.karpenter_consolidation import karpenter_consolidation
+
+        started = time.perf_counter()
+        with progress.current().task("plan --consolidate: Karpenter's consolidation"):
+            found = karpenter_consolidation(objects, workload, rules, prices, new_types, features)
+        karpenter_s = round(time.perf_counter() - started, 3)
+    answer = _solve(model, inp, time_limit, found)
+    out = _answer(model, answer, inp, prices, rules, new_types, max_nodes)
+    _unencoded(model, out)
+    _check(model, answer, inp, out, features)
+    out.stats.update(answer.stats)
+    out.karpenter = found
+    if found is not None:
+        out.stats.update(karpenter_s=karpenter_s, karpenter_simulations=found.simulations)
+    out.stats["solve_s"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def _input(objects, workload, rules: PodRules, new_types, features, max_nodes: int) -> ConsolidationInput:
+    """The movable pods pending again, and candidate copies of the new types: as many as pods to
+    place (a cheapest answer opens no copy without a pod), at most `max_nodes` each."""
+    moved = moved_objects(objects, workload, rules)
+    to_place = len(rules.movable()) + len(workload.pending)
+    caps = {t.name: max(0, min(max_nodes, to_place)) for t in new_types}
+    objs, type_of, daemon_of, notes = with_new_nodes(moved, new_types, caps, workload)
+    from draopt.kube.workload import expand
+
+    daemon_of = dict(daemon_of)
+    daemon_of.update(pending_daemon_pods(moved, expand(moved, features)))
+    origin = {p: rules.node_of[p] for p in rules.movable()}
+    budgets_of = {p: rules.budgets_of(p) for p in origin}
+    return ConsolidationInput(objs, type_of, daemon_of, origin, budgets_of, caps, notes)
+
+
+@dataclass
+class _Answer:
+    values: dict  # every variable the decoding reads -> its value
+    opened: dict[str, int]
+    cost: int  # scaled
+    bound: int  # scaled
+    status: str
+    placed_proven: bool
+    stats: dict[str, Any]
+
+
+def _solve(model: Model, inp: ConsolidationInput, time_limit: float, karpenter=None) -> _Answer:
+    """Three phases: most pods, least cost, fewest moves then fewest new nodes (each holds the one
+    before)."""
+    from ortools.sat.python import cp_model
+
+    from draopt.studies.plan_model import _solver
+
+    cp = model.b.model.cp
+    stats: dict[str, Any] = {}
+    copies = inp.type_of
+    floor = _warm_start(model, inp, time_limit, stats, karpenter)
+    placed_proven = floor is not None and floor >= model.cheap
+    best_placed = floor or 0
+    if not placed_proven:
+        cp.maximize(model.placed_expr)
+        solver = _solver(0.4 * time_limit)
+        status = solver.solve(cp)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no placement in time; give it more time")
+        best_placed = round(solver.objective_value)
+        placed_proven = status == cp_model.OPTIMAL or best_placed >= model.cheap
+        _hint_from(cp, solver)
+    cp.add(model.placed_expr >= best_placed)
+    if model.hint_cost is not None and best_placed <= model.hint_cost[0]:
+        cp.add(model.cost_expr <= model.hint_cost[1])  # never dearer than the warm start (a solution)
+    cp.minimize(model.cost_expr)
+    solver = _solver(0.4 * time_limit)
+    with progress.current().task("plan --consolidate: least cost") as shown:
+        status = solver.solve(cp, progress.solver_callback(solver, shown))
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no cheaper set in time; give it more time")
+    cost, bound = round(solver.objective_value), _ceil(solver.best_objective_bound)
+    status_name = solver.status_name(status)
+    stats.update(cost_status=status_name, cost_s=round(solver.wall_time, 3))
+    _hint_from(cp, solver)
+    cp.add(model.cost_expr <= cost)
+    # the fewest moves, then the fewest new nodes (a tie in cost keeps the nodes that run)
+    new = [lit for name, lit in model.opened.items() if name in copies]
+    cp.maximize(model.stays_expr * (len(new) + 1) - sum(new))
+    third = _solver(0.2 * time_limit)
+    third_status = third.solve(cp)
+    if third_status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        solver = third
+    stats["moves_status"] = third.status_name(third_status)
+    from draopt.placement.optimal_part import _values
+
+    values = _values(solver, model.b)
+    opened = {n: solver.value(v) for n, v in model.opened.items()}
+    return _Answer(values, opened, cost, bound, status_name, placed_proven, stats)
+
+
+def _ceil(x: float) -> int:
+    import math
+
+    return math.ceil(x - 1e-6)
+
+
+def _hint_from(cp, solver) -> None:
+    solution = solver.response_proto.solution
+    cp.clear_hints()
+    for i in range(len(solution)):
+        cp.add_hint(cp.get_int_var_from_proto_index(i), solution[i])
+
+
+def _warm_start(model: Model, inp: ConsolidationInput, time_limit: float, stats: dict, karpenter) -> int | None:
+    """The better of two solutions of the model, as its incumbent: the cluster as it runs (every
+    movable pod where it is, every existing node open, no copy), and Karpenter's consolidation's
+    answer when there is one; each completed by the solver with its placements fixed. Its placed
+    pods' weight (None: neither is a solution); the cost phase starts below its cost."""
+    from draopt.placement.optimal import _complete_hint
+
+    cp = model.b.model.cp
+    as_is: dict = {var: pods for var, _, pods, _ in model.stay_vars if not isinstance(var, int)}
+    as_is.update({lit: int(name not in inp.type_of) for name, lit in model.opened.items()})
+    tried = [("the cluster as it runs", as_is)]
+    if karpenter is not None:
+        tried.append(("Karpenter's consolidation", _karpenter_hint(model, inp, karpenter)))
+    best = None
+    for name, hint in tried:
+        started = time.perf_counter()
+        full = _complete_hint(cp, hint, max(5.0, 0.1 * time_limit), started + max(10.0, 0.2 * time_limit))
+        if full is None:
+            continue
+        floor = sum(w * full[v] for w, v in model.placed_terms)
+        cost = sum(model.cost_ints[n] * full[lit] for n, lit in model.opened.items())
+        if best is None or (floor, -cost) > (best[1], -best[2]):
+            best = (name, floor, cost, full)
+    stats["warm_start"] = None if best is None else best[0]
+    if best is None:
+        for var, value in as_is.items():
+            cp.add_hint(var, value)
+        return None
+    _, floor, cost, full = best
+    for var, value in full.items():
+        cp.add_hint(var, value)
+    cp.add(model.placed_expr >= floor)
+    model.hint_cost = (floor, cost)
+    return floor
+
+
+def _karpenter_hint(model: Model, inp: ConsolidationInput, karpenter) -> dict:
+    """Karpenter's answer in the model's placement variables and literals (devices left to the
+    solver: its allocations were made on another cluster object)."""
+    from draopt.cluster.result import PodPlacement
+    from draopt.model.warm_start import _first_fit_hint
+
+    gone = set(karpenter.removed)
+    ff = {}
+    for d in model.workload.pending:
+        node = karpenter.placement.get(d.key)
+        if node is None and inp.origin.get(d.key) not in (None, *gone):
+            node = inp.origin[d.key]  # a movable pod Karpenter left where it runs
+        ff[d.key] = PodPlacement(d.key, node, d.priority, d.group)
+    hint = _first_fit_hint(model.b, model.prep, model.book, ff)
+    b = model.b
+    keep = {v.index for v in [*b.k.values(), *b.y.values(), *b.placed.values(), *b.totals.values()]}
+    hint = {v: x for v, x in hint.items() if v.index in keep}
+    counts: dict[str, int] = {}
+    for t in karpenter.bought:
+        counts[t] = counts.get(t, 0) + 1
+    for name, lit in model.opened.items():
+        if name in inp.type_of:
+            t = inp.type_of[name]
+            hint[lit] = int(int(name.rsplit("-", 1)[1]) < counts.get(t, 0))  # its copies open in order
+        else:
+            hint[lit] = int(name not in gone)
+    return hint
+
+
+def _answer(model: Model, answer: _Answer, inp: ConsolidationInput, prices, rules: PodRules, new_types, max_nodes):
+    """The decoded placement as nodes kept, drained and bought, and pods moved."""
+    from draopt.cluster.result import PodPlacement
+    from draopt.dra.decode import deterministic_share_id
+    from draopt.model.solution import decode_part
+
+    prep, b = model.prep, model.b
+    ff = {d.key: PodPlacement(d.key, None, d.priority, d.group) for d in model.workload.pending}
+    sol = {"built": b, "values": answer.values}
+    placed = decode_part(
+        prep, model.cluster, model.workload, model.book, sol, [k.index for k in prep.kinds], ff, deterministic_share_id
+    )
+    model_placements = placed
+    kept = sorted(n for n in prices if answer.opened.get(n))
+    drained = sorted(n for n in prices if not answer.opened.get(n))
+    bought = {n: t for n, t in inp.type_of.items() if answer.opened.get(n)}
+    moves = {p: (o, placed[p].node) for p, o in inp.origin.items() if placed[p].node != o}
+    pending = {d.key: placed[d.key].node for d in model.real if d.key not in inp.origin}
+    scale = model.scale
+    cost_after = sum((c for n, (_, c) in prices.items() if n in kept), Fraction(0)) + sum(
+        (t.cost for n, tn in bought.items() for t in new_types if t.name == tn), Fraction(0)
+    )
+    if cost_after != answer.cost * scale:
+        raise RuntimeError(f"internal: the model's cost {answer.cost * scale} is not its nodes' {cost_after}")
+    why = []
+    if answer.status != "OPTIMAL":
+        why.append(f"CP-SAT stopped at the time limit ({answer.status})")
+    if not answer.placed_proven:
+        why.append("that no set of nodes places more pods was not proven")
+    short = [t.name for t in new_types if inp.caps[t.name] < len(model.real)]
+    if short:
+        why.append(f"the candidate copies of {', '.join(short)} may be too few (--max-nodes {max_nodes})")
+    out = Consolidation(
+        {n: prices[n] for n in prices}, kept, drained, bought, moves, pending,
+        sum((c for _, c in prices.values()), Fraction(0)), cost_after, answer.bound * scale,
+        answer.status, not why, why, rules, list(new_types), notes=list(inp.notes),
+    )  # fmt: skip
+    for budget in rules.budgets:
+        out.budgets_used[budget.key] = (sum(1 for p in budget.pods if p in moves), budget.allowed)
+    out.stats["placements"] = model_placements
+    return out
+
+
+def _unencoded(model: Model, out: Consolidation) -> None:
+    """Rules of the pods to place that the placement model does not encode (inter-pod affinity,
+    topology spread, ...: draopt.placement.optimal.unmodelled_rules): said, and not proven."""
+    from draopt.placement.optimal import unmodelled_rules
+
+    rules = unmodelled_rules(model.cluster, model.workload)
+    if rules:
+        out.proven = False
+        out.why_not_proven.append("the model does not encode " + "; ".join(rules) + ": check the moves against them")
+        out.notes.extend(f"not encoded: {r}" for r in rules)
+
+
+def _check(model: Model, answer: _Answer, inp: ConsolidationInput, out: Consolidation, features) -> None:
+    """The answer checked from its placement alone: draopt.cluster.check on the cluster as the model
+    saw it (every rule of the placement), then the consolidation's own rules: no pod on a drained
+    node or a copy not bought, every node with a pinned pod kept, every budget kept."""
+    from draopt.cluster.check import check_placement
+    from draopt.cluster.result import PlacementResult
+    from draopt.placement import PlaceOutcome
+    from draopt.studies.ffd_estimate import _cluster_for
+
+    placements = out.stats.pop("placements")
+    pods = [placements[d.key] for d in model.workload.pending]
+    claims = {ck: (res, pl.node) for pl in pods for ck, res in pl.new_claims.items()}
+    result = PlacementResult("consolidate", pods, claims, {})
+    workload, cluster = _cluster_for(inp.objects, features, inp.type_of, list(inp.caps))
+    errors = check_placement(PlaceOutcome(result, workload, cluster, []))
+    kept = set(out.kept) | set(out.bought)
+    errors += [f"pod {pl.pod} on {pl.node}, a node not kept" for pl in pods if pl.placed and pl.node not in kept]
+    errors += [
+        f"node {n} has a pinned pod ({why}) but is drained"
+        for n, why in out.rules.pinned_nodes().items()
+        if n not in kept
+    ]
+    errors += [f"PodDisruptionBudget {k}: {m} moved, {a} allowed" for k, (m, a) in out.budgets_used.items() if m > a]
+    if errors:
+        raise RuntimeError("internal: the consolidation breaks a rule: " + "; ".join(errors[:5]))
+    out.stats["checked"] = True
