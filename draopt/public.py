@@ -341,7 +341,7 @@ def simulate(
         ...     "examples/openb-mini/cluster.yaml", "examples/openb-mini/tasks.csv", levels=[1.0], runs=1
         ... )
         >>> [(r["policy"], r["unallocated_pct"]) for r in rows]
-        [('first-fit', 17.0), ('best-fit', 17.0), ('least-allocated', 17.0), ('fgd', 17.0)]
+        [('first-node', 17.0), ('best-fit', 17.0), ('least-allocated', 17.0), ('fgd', 17.0)]
 
     (`examples/openb-mini`: two nodes and five tasks in the openb trace's CSV format; the
     cluster is `draopt trace import --nodes examples/openb-mini/nodes.csv`. A trace of gangs is
@@ -372,6 +372,34 @@ def simulate(
             bins=paper.level_bins(level_list),
         )
         return [r.to_dict() for r in rows]
+    return _simulate_draopt(
+        c,
+        level_list,
+        policies,
+        runs=runs,
+        seed=seed,
+        batch=batch,
+        time_limit=time_limit,
+        offline_optimum=offline_optimum,
+        records=records,
+    )
+
+
+def _simulate_draopt(
+    c: Any,
+    level_list: list[float],
+    policies: list[str] | str | None,
+    *,
+    runs: int,
+    seed: int,
+    batch: int | None,
+    time_limit: float,
+    offline_optimum: bool,
+    records: bool,
+) -> list[Any]:
+    """`simulate` under draopt's own protocol, on the built cluster arrays `c`."""
+    from draopt.studies import simulate as sim
+
     notes: list[str] = []
     names = sim.parse_policies(policies or sim.DEFAULT_POLICIES, notes)
     for note in notes:  # an old policy name: a deprecation the caller sees (stacklevel: their line)
