@@ -403,7 +403,7 @@ def _simulate_draopt(
     notes: list[str] = []
     names = sim.parse_policies(policies or sim.DEFAULT_POLICIES, notes)
     for note in notes:  # an old policy name: a deprecation the caller sees (stacklevel: their line)
-        warnings.warn(note, FutureWarning, stacklevel=3)
+        warnings.warn(note, FutureWarning, stacklevel=4)  # (the caller of simulate)
     if "kube-scheduler" in names:
         from draopt.scheduler import SchedulerConfig
         from draopt.scheduler.trace import TraceScheduler

@@ -325,21 +325,25 @@ def test_example_optimal_chooses_domains_jointly_and_never_splits():
     assert cliques
 
 
-def test_gate_off_drops_the_constraint(capsys, monkeypatch):
-    import draopt.kube.field_notes as notes
+def test_gate_off_drops_the_constraint(monkeypatch):
+    import warnings
 
-    monkeypatch.setattr(notes, "_SAID", set())  # the note is said once per process: another test may have said it
-    got = place(load_files([EXAMPLE]))
-    assert (
-        "field PodGroup spec.schedulingConstraints dropped: gate TopologyAwareWorkloadScheduling is off"
-        in capsys.readouterr().err
-    )
-    assert check_placement(got) == []
-    # The note is part of every answer, not only of the first call's stderr.
-    again = place(load_files([EXAMPLE]))
+    import draopt.kube.field_notes as notes
+    from draopt.notes import DraoptNote
+
     dropped = "field PodGroup spec.schedulingConstraints dropped: gate TopologyAwareWorkloadScheduling is off"
+    monkeypatch.setattr(notes, "_SAID", set())  # the note is said once per process: another test may have said it
+    with warnings.catch_warnings(record=True) as first:
+        warnings.simplefilter("always")
+        got = place(load_files([EXAMPLE]))
+    assert any(w.category is DraoptNote and dropped in str(w.message) for w in first)
+    assert check_placement(got) == []
+    # The note is part of every answer, not only of the first call's warnings.
+    with warnings.catch_warnings(record=True) as second:
+        warnings.simplefilter("always")
+        again = place(load_files([EXAMPLE]))
     assert any(dropped in n for n in got.notes) and any(dropped in n for n in again.notes)
-    assert dropped not in capsys.readouterr().err  # printed once per process
+    assert not any(dropped in str(w.message) for w in second)  # said once per process
 
 
 # ---------------------------------------------------------------- random rack clusters
@@ -484,12 +488,19 @@ def test_running_pods_pin_the_domain():
         assert {_rack_of(nodes[f"ml/g-{i}"]) for i in (1, 2)} == {"rack-1"}, policy
 
 
-def test_composite_gate_off_schedules_the_groups_as_roots(capsys):
+def test_composite_gate_off_schedules_the_groups_as_roots(monkeypatch):
+    import warnings
+
+    import draopt.kube.field_notes as notes
+
+    monkeypatch.setattr(notes, "_SAID", set())  # the note is said once per process: another test may have said it
     objects = _rack_objects(
         2, 2, 8, [("leader", 1, 2, RACK), ("workers", 2, 4, RACK)], composite=("job", ("leader", "workers"), 2, RACK)
     )
-    got = place(objects, features=TAS)
-    err = capsys.readouterr().err
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        got = place(objects, features=TAS)
+    err = "\n".join(str(w.message) for w in said)
     assert "CompositePodGroup objects not served: gate CompositePodGroup is off" in err
     assert "field PodGroup spec.parentCompositePodGroupName dropped" in err
     assert all(_by_pod(got).values())

@@ -181,6 +181,7 @@ def invalid_pod_group(admitted_priority: int, pods: list, priority_classes: list
 
 GANG_SCHEDULING = "GangScheduling"
 SCHEDULER_ERROR = "SchedulerError"
+REFUSED_GROUP_PLUGIN = "validatePodGroup"  # (a step of the group's cycle, not a plugin)
 
 
 def gang_count_hold(group: str, pods: int, min_count: int) -> Hold:
@@ -192,7 +193,7 @@ def gang_count_hold(group: str, pods: int, min_count: int) -> Hold:
 def refused_group_hold(error: str) -> Hold:
     """A PodGroup kube-scheduler 1.37 refuses before its cycle (schedule_one_podgroup.go,
     validatePodGroup): every cycle fails with `error`, written on the pods (SchedulerError)."""
-    return Hold("validatePodGroup", SCHEDULER_ERROR, error)
+    return Hold(REFUSED_GROUP_PLUGIN, SCHEDULER_ERROR, error)
 
 
 def hold_groups_never_tried(groups: dict, pending: list, waiting: list, running: list, validate: bool, classes: list):

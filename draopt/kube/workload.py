@@ -40,6 +40,8 @@ from draopt.errors import InputError
 from draopt.kube.admission import (
     BUILTIN_PRIORITY_CLASSES,
     MIRROR_POD_ANNOTATION,
+    REFUSED_GROUP_PLUGIN,
+    SCHEDULING_GATED,
     admitted_priorities,
     priority_refusal,
     served_notes,
@@ -771,11 +773,14 @@ def waiting_notes(waiting: list[PodDemand]) -> list[str]:
     by_reason: dict[tuple[str, str], list[str]] = {}
     for d in waiting:
         assert d.hold is not None
-        gated = d.hold.condition_reason != ""  # (one line for every gated pod, whatever its gates)
+        gated = d.hold.condition_reason == SCHEDULING_GATED  # (one line for every gated pod, whatever its gates)
         by_reason.setdefault((d.hold.plugin, "" if gated else d.hold.message), []).append(d.key)
     lines = []
     for (plugin, message), pods in by_reason.items():
         who = f"pods {pods[0]} and {len(pods) - 1} more wait" if len(pods) > 1 else f"pod {pods[0]} waits"
+        if plugin == REFUSED_GROUP_PLUGIN:  # (not a PreEnqueue plugin: every cycle of the group fails)
+            lines.append(f"{message}: {who}, the PodGroup refused before its cycle ({plugin}), not placed")
+            continue
         why = message or "spec.schedulingGates is not empty"
         lines.append(f"{why}: {who} outside the scheduling queue ({plugin} PreEnqueue), not placed")
     return lines
