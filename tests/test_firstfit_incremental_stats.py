@@ -23,7 +23,7 @@ def test_simulate_stats_line(files, capsys):  # noqa: F811
         "--runs",
         "2",
         "--policy",
-        "first-fit,fgd",
+        "first-node,fgd",
         "--quiet",
         "-o",
         "csv",
@@ -34,7 +34,7 @@ def test_simulate_stats_line(files, capsys):  # noqa: F811
     assert len(lines) == 1
     st = json.loads(lines[0])
     assert set(st) == {"load_s", "build_s", "simulate_s", "policies", "peak_rss_mib"}
-    assert set(st["policies"]) == {"first-fit", "fgd"}
+    assert set(st["policies"]) == {"first-node", "fgd"}
     for p in st["policies"].values():
         assert p["arrivals"] > 0 and p["seconds"] >= 0
         assert p["arrivals_per_s"] is None or p["arrivals_per_s"] > 0
