@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draopt.cluster.state import Cluster, NodeState, pod_on
-from draopt.cluster.result import PlacementResult, PodPlacement
+from draopt.cluster.result import FirstFitStats, PlacementResult, PodPlacement
 from draopt.cluster.podgroup_status import never_popped, word_group_members
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
@@ -627,11 +627,11 @@ class Simulation:
     def result(self, t0: float) -> PlacementResult:
         elapsed = time.perf_counter() - t0
         pods = [self.by_pod[p.key] for p in self.workload.pending]
-        stats = {
-            "solve_s": round(elapsed, 3),
-            "pods_per_s": round(len(pods) / elapsed, 1) if elapsed else None,
-            "scheduler": self.scheduler.config.source if self.scheduler is not None else "builtin:name-order",
-        }
+        stats = FirstFitStats(
+            solve_s=round(elapsed, 3),
+            pods_per_s=round(len(pods) / elapsed, 1) if elapsed else None,
+            scheduler=self.scheduler.config.source if self.scheduler is not None else "builtin:name-order",
+        )
         result = PlacementResult("first-fit", pods, dict(self.book.allocations), stats)
         if self.preempting is not None:
             self.preempting.finish(result)

@@ -106,7 +106,7 @@ def optimize(
     stats.solve_s = round(time.perf_counter() - t0, 3)
     stats.summary = _summary(stats.to_dict())
     name_first_fit(stats, first_fit.stats.get("scheduler", "builtin:name-order"))
-    result.stats.update(stats.to_dict())
+    result.optimal_stats.update(stats.to_dict())
     return result
 
 
@@ -310,7 +310,7 @@ def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: st
     )
     stats.summary = _summary(stats.to_dict())
     name_first_fit(stats, first_fit.stats.get("scheduler", "builtin:name-order"))
-    result.stats.update(stats.to_dict())
+    result.optimal_stats.update(stats.to_dict())
     return result
 
 
