@@ -183,7 +183,7 @@ def allocate(
         )
     except DraoptError as e:
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-        setattr(e, "stats", stats)
+        e.stats = stats
         raise
 
 
@@ -201,8 +201,8 @@ def _allocate(
     shared: dict,
 ) -> AllocateOutcome:
     """`shared`: what one call's searches on the same input can reuse: each node's inventory
-    (the claims in use are the same for every search of the call) and the selector results
-    per expression and device."""
+    (the claims in use are the same for every search of the call), the selector results per
+    expression and device, and the notes on objects the release does not serve."""
     if policy not in POLICIES:
         raise InputError(f"--policy: unknown policy {policy!r} (known: {', '.join(POLICIES)})")
     if engine not in ENGINES:
@@ -210,7 +210,11 @@ def _allocate(
     features = features or Features.from_gates()
     todo, in_use = select_claims(objects, claims)
     todo, notes = _without_refused(objects, todo, features, named=bool(claims))
-    notes = served_notes(objects, features.kubernetes_version) + notes
+    # (once per call tree: the recursive calls of _failing_claims read the same objects)
+    served = shared.get("served notes")
+    if served is None:
+        served = shared["served notes"] = served_notes(objects, features.kubernetes_version)
+    notes = served + notes
     if not todo:
         return _nothing_left(objects, node, notes, stats, start)
     classes = {c.name: c for c in objects.device_classes}

@@ -202,7 +202,7 @@ class Simulation:
     ) -> Simulation:
         book = ClaimBook(cluster, workload.claims)
         # Generated claims' signatures, computed once per ResourceClaimTemplate by the expansion.
-        book._signature.update(getattr(workload, "spec_texts", None) or {})
+        book.know_signatures(workload)
         run = cls(
             cluster=cluster,
             workload=workload,

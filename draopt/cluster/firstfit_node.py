@@ -43,6 +43,11 @@ class ClaimBook:
             return None
         return self.claims[key].status.allocation
 
+    def know_signatures(self, workload) -> None:
+        """The generated claims' signatures the workload's expansion computed once per
+        ResourceClaimTemplate (`spec_texts`, where it has them): not computed again here."""
+        self._signature.update(getattr(workload, "spec_texts", None) or {})
+
     def signature(self, key: str) -> str:
         sig = self._signature.get(key)
         if sig is None:

@@ -65,7 +65,7 @@ def optimize(
     ff_by_pod = {p.pod: p for p in first_fit.pods}
     book = ClaimBook(cluster, workload.claims)
     # The generated claims' spec texts, as first-fit's book has them (not dumped claim by claim).
-    book._signature.update(getattr(workload, "spec_texts", None) or {})
+    book.know_signatures(workload)
     try:
         with progress.current().task("optimal: preparing the model"):
             prep = prepare_cluster(
