@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from draopt.placement import PlaceOutcome
     from draopt.studies.planning import MixPlan, NodeType
     from draopt.studies.report import PolicyReport
+    from draopt.studies.simulate import Record, SimRows
     from draopt.validation.findings import Report
 
 __all__ = ["allocate", "compare", "explain", "load", "place", "plan", "simulate", "validate"]
@@ -296,13 +297,14 @@ def simulate(
     capacity: str | None = None,
     protocol: str = "draopt",
     records: bool = False,
-) -> list[Any]:
+) -> SimRows | list[Record]:
     """Online placement of a trace under workload inflation, as `draopt simulate`: `cluster` the
     Nodes/ResourceSlices/DeviceClasses, `trace` an openb task CSV or a YAML/JSON file of Pods;
     `levels` a list or `--inflation` text; `policies` a list or `--policy` text. `protocol`:
     "draopt" (default) or "fgd-paper" (the FGD paper's protocol, draopt.studies.paper_protocol; seeds
-    `seed`..`seed+runs-1`). Returns the aggregated rows (dicts: inflation, policy, unallocated_pct,
-    ...; what `-o csv` prints), or with `records=True` (draopt protocol) the per-run
+    `seed`..`seed+runs-1`). Returns the aggregated rows, a draopt.studies.simulate.SimRows of
+    SimRow records (inflation, policy, unallocated_pct, ...: what `-o csv` prints; `row.to_dict()`,
+    `row["policy"]`, `rows.to_frame()`), or with `records=True` (draopt protocol) the per-run
     draopt.studies.simulate.Record list.
 
         rows = draopt.simulate("examples/cluster.yaml", "examples/mig-gangs.yaml", levels=[0.5], runs=1)
@@ -327,7 +329,7 @@ def simulate(
             policies=[paper.make_policy(p, batch=batch) for p in names],
             bins=paper.level_bins(level_list),
         )
-        return [r.to_dict() for r in rows]
+        return sim.SimRows(rows)
     names = sim.parse_policies(
         policies if isinstance(policies, str) else ",".join(policies) if policies else sim.DEFAULT_POLICIES
     )
@@ -347,7 +349,7 @@ def simulate(
         time_limit=time_limit,
         offline_optimum=offline_optimum,
     )
-    return got if records else [r.to_dict() for r in sim.aggregate(got, names + [sim.OFFLINE])]
+    return got if records else sim.aggregate(got, names + [sim.OFFLINE])
 
 
 def _policy_names(policies: list[str] | str | None, default: str) -> list[str]:
