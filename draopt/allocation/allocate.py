@@ -210,11 +210,7 @@ def _allocate(
     features = features or Features.from_gates()
     todo, in_use = select_claims(objects, claims)
     todo, notes = _without_refused(objects, todo, features, named=bool(claims))
-    # (once per call tree: the recursive calls of _failing_claims read the same objects)
-    served = shared.get("served notes")
-    if served is None:
-        served = shared["served notes"] = served_notes(objects, features.kubernetes_version)
-    notes = served + notes
+    notes = _served_notes(objects, features, shared) + notes
     if not todo:
         return _nothing_left(objects, node, notes, stats, start)
     classes = {c.name: c for c in objects.device_classes}
@@ -271,6 +267,15 @@ def _allocate(
 
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
     return AllocateOutcome(node, [], None, reason_text=reason, stats=stats, notes=notes, explain_together=together)
+
+
+def _served_notes(objects: ObjectSet, features: Features, shared: dict) -> list[str]:
+    """draopt.kube.admission.served_notes, once per call tree (kept in the call's `shared`: the
+    recursive calls of _failing_claims read the same objects)."""
+    got = shared.get("served notes")
+    if got is None:
+        got = shared["served notes"] = served_notes(objects, features.kubernetes_version)
+    return got
 
 
 def _add_run_stats(stats: dict[str, Any], run_stats: dict[str, Any]) -> None:
