@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DraoptError(Exception):
     """Base class: invalid input or an allocation error (CLI exit code 2)."""
+
+    # The timings an allocation had when it raised (draopt.allocation.allocate sets them, as an
+    # outcome's: `allocate_ms` included; the CLI's --stats prints them); None: not an allocation's.
+    stats: dict[str, Any] | None = None
 
 
 class InputError(DraoptError):

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from draopt.placement import PlaceOutcome
     from draopt.studies.planning import MixPlan, NodeType
     from draopt.studies.report import PolicyReport
+    from draopt.studies.simulate import Record, SimRows
     from draopt.validation.findings import Report
 
 __all__ = ["allocate", "compare", "explain", "load", "place", "plan", "simulate", "validate"]
@@ -327,13 +328,14 @@ def simulate(
     records: bool = False,
     features: FeaturesLike = None,
     kubernetes_version: str | None = None,
-) -> list[Any]:
+) -> SimRows | list[Record]:
     """Online placement of a trace under workload inflation, as `draopt simulate`: `cluster` the
     Nodes/ResourceSlices/DeviceClasses, `trace` an openb task CSV or a YAML/JSON file of Pods;
     `levels` a list or `--inflation` text; `policies` a list or `--policy` text. `protocol`:
     "draopt" (default) or "fgd-paper" (the FGD paper's protocol, draopt.studies.paper_protocol; seeds
-    `seed`..`seed+runs-1`). Returns the aggregated rows (dicts: inflation, policy, unallocated_pct,
-    ...; what `-o csv` prints), or with `records=True` (draopt protocol) the per-run
+    `seed`..`seed+runs-1`). Returns the aggregated rows, a draopt.studies.simulate.SimRows of
+    SimRow records (inflation, policy, unallocated_pct, ...: what `-o csv` prints; `row.to_dict()`,
+    `row["policy"]`, `rows.to_frame()`), or with `records=True` (draopt protocol) the per-run
     draopt.studies.simulate.Record list. `features`/`kubernetes_version`: as for `place`
     (`--feature-gates`, `--kubernetes-version`).
 
@@ -371,7 +373,7 @@ def simulate(
             policies=[paper.make_policy(p, batch=batch) for p in names],
             bins=paper.level_bins(level_list),
         )
-        return [r.to_dict() for r in rows]
+        return sim.SimRows(rows)
     return _simulate_draopt(
         c,
         level_list,
@@ -396,7 +398,7 @@ def _simulate_draopt(
     time_limit: float,
     offline_optimum: bool,
     records: bool,
-) -> list[Any]:
+) -> SimRows | list[Record]:
     """`simulate` under draopt's own protocol, on the built cluster arrays `c`."""
     from draopt.studies import simulate as sim
 
@@ -420,7 +422,7 @@ def _simulate_draopt(
         time_limit=time_limit,
         offline_optimum=offline_optimum,
     )
-    return got if records else [r.to_dict() for r in sim.aggregate(got, names + [sim.OFFLINE])]
+    return got if records else sim.aggregate(got, names + [sim.OFFLINE])
 
 
 def _policy_names(policies: list[str] | str | None, default: str) -> list[str]:

@@ -167,23 +167,26 @@ def test_simulate_as_the_module(tmp_path):
             ["first-node", "fgd", sim.OFFLINE],
         )
     ]
-    assert got == want and len(got) == 4
-    assert (
-        draopt.simulate(
-            objects_without_trace := load_files([str(cluster)]),
+    # SimRow records (the dicts they were: to_dict, row["column"]; a DataFrame: to_frame)
+    assert isinstance(got, sim.SimRows) and [r.to_dict() for r in got] == want and len(got) == 4
+    assert got[0]["policy"] == got[0].policy
+    objects_without_trace = load_files([str(cluster)])
+    assert [
+        r.to_dict()
+        for r in draopt.simulate(
+            objects_without_trace,
             tasks,
             levels=[0.5, 1.0],
             policies=["first-node", "fgd"],
             runs=2,
             seed=3,
         )
-        == want
-    )
+    ] == want
     assert objects_without_trace.pods == []
     from draopt.studies import paper_protocol
 
     paper = draopt.simulate(str(cluster), tasks, levels=[0.3, 0.5], policies=["fgd"], runs=2, protocol="fgd-paper")
-    assert paper == [
+    assert [r.to_dict() for r in paper] == [
         r.to_dict()
         for r in paper_protocol.simulate_paper(
             c, seeds=[0, 1], policies=[paper_protocol.make_policy("fgd")], bins=[30, 50]

@@ -183,7 +183,7 @@ def allocate(
         )
     except DraoptError as e:
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-        setattr(e, "stats", stats)
+        e.stats = stats
         raise
 
 
@@ -201,8 +201,8 @@ def _allocate(
     shared: dict,
 ) -> AllocateOutcome:
     """`shared`: what one call's searches on the same input can reuse: each node's inventory
-    (the claims in use are the same for every search of the call) and the selector results
-    per expression and device."""
+    (the claims in use are the same for every search of the call), the selector results per
+    expression and device, and the notes on objects the release does not serve."""
     if policy not in POLICIES:
         raise InputError(f"--policy: unknown policy {policy!r} (known: {', '.join(POLICIES)})")
     if engine not in ENGINES:
@@ -210,7 +210,7 @@ def _allocate(
     features = features or Features.from_gates()
     todo, in_use = select_claims(objects, claims)
     todo, notes = _without_refused(objects, todo, features, named=bool(claims))
-    notes = served_notes(objects, features.kubernetes_version) + notes
+    notes = _served_notes(objects, features, shared) + notes
     if not todo:
         return _nothing_left(objects, node, notes, stats, start)
     classes = {c.name: c for c in objects.device_classes}
@@ -267,6 +267,15 @@ def _allocate(
 
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
     return AllocateOutcome(node, [], None, reason_text=reason, stats=stats, notes=notes, explain_together=together)
+
+
+def _served_notes(objects: ObjectSet, features: Features, shared: dict) -> list[str]:
+    """draopt.kube.admission.served_notes, once per call tree (kept in the call's `shared`: the
+    recursive calls of _failing_claims read the same objects)."""
+    got = shared.get("served notes")
+    if got is None:
+        got = shared["served notes"] = served_notes(objects, features.kubernetes_version)
+    return got
 
 
 def _add_run_stats(stats: dict[str, Any], run_stats: dict[str, Any]) -> None:

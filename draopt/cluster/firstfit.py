@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draopt.cluster.state import Cluster, NodeState, pod_on
-from draopt.cluster.result import PlacementResult, PodPlacement
+from draopt.cluster.result import FirstFitStats, PlacementResult, PodPlacement
 from draopt.cluster.podgroup_status import never_popped, word_group_members
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
@@ -202,7 +202,7 @@ class Simulation:
     ) -> Simulation:
         book = ClaimBook(cluster, workload.claims)
         # Generated claims' signatures, computed once per ResourceClaimTemplate by the expansion.
-        book._signature.update(getattr(workload, "spec_texts", None) or {})
+        book.know_signatures(workload)
         run = cls(
             cluster=cluster,
             workload=workload,
@@ -284,25 +284,16 @@ class Simulation:
     def place(self, pod, only: NodeState | None = None, allowed: frozenset | None = None) -> PodPlacement:
         """`only`: the one node to try (the node preemption nominated, which the scheduler's next
         cycle tries first and takes when it passes the filters). `allowed`: the nodes of the pod
-        group's placement (podgroup_placement); default: the placement its group was bound to."""
+        group's placement (podgroup_placement); default: the placement its group was bound to.
+        With a scheduler, its choice; else (or with `only`, or a pod group's placement) draopt's
+        own (_filter_nodes). (The scheduler's call is written out here, not in a function of its
+        own: this runs once per pod; bench_instructions counts each call.)"""
+        cluster, book, scheduler, cache = self.cluster, self.book, self.scheduler, self.cache
         pl = PodPlacement(pod.key, None, pod.priority, pod.group)
         if allowed is None and pod.group in self.group_domain:
             allowed = self.group_domain[pod.group]
         sig = self.kind(pod) if only is None and allowed is None else None
         keys = [u.key for u in pod.claims]
-        best, start = self._scheduler_choice(pod, pl, sig, only, allowed)
-        skipped_below = start if start and self.scheduler is None and only is None else 0  # (read on failure)
-        best = self._filter_nodes(pod, pl, sig, keys, only, allowed, start, best)
-        if best is None:
-            self._failed(pod, pl, sig, keys, skipped_below)
-            return pl
-        self._bind(pod, pl, best)
-        return pl
-
-    def _scheduler_choice(self, pod, pl: PodPlacement, sig, only: NodeState | None, allowed: frozenset | None):
-        """(best, start): the scheduler's choice (node, score, problem, chosen, selected) or None,
-        and the index of the first node draopt's own loop (_filter_nodes) goes on from."""
-        cluster, book, scheduler, cache = self.cluster, self.book, self.scheduler, self.cache
         best = None
         start = self.first_open.get(sig, 0) if sig is not None and KIND_FRONTIERS else 0
         if only is not None:
@@ -320,10 +311,10 @@ class Simulation:
                 )
             else:
                 alike = None
-                if sig is not None and cluster.incremental and not cluster.features.node_allocatable_resources:
+                if sig is not None and self.reuse:  # (reuse: incremental, no node-allocatable check)
                     # The kind as the allocator sees it (classes by their selectors): alike kinds get
                     # the same answer from a node (try_node's cache says so for the devices).
-                    alike = (tuple([book.allocation_signature(u.key) for u in pod.claims]),) + sig[1:]
+                    alike = (tuple([book.allocation_signature(k) for k in keys]),) + sig[1:]
                 refit = (lambda node, fit: reuse_fit(cluster, book, pod, node, fit)) if self.reuse else None
                 found = scheduler.select(
                     pod,
@@ -342,8 +333,15 @@ class Simulation:
             if found is not None:
                 node, (problem, chosen, selected, score) = found
                 best = (node, score, problem, chosen, selected)
-            start = len(cluster.nodes)  # the loop below is draopt's own node choice
-        return best, start
+            start = len(cluster.nodes)  # draopt's own node choice (_filter_nodes) has nothing left to try
+        if only is not None or start < len(cluster.nodes):
+            best = self._filter_nodes(pod, pl, sig, keys, only, allowed, start, best)
+        if best is None:
+            skipped_below = start if start and scheduler is None and only is None else 0
+            self._failed(pod, pl, sig, keys, skipped_below)
+            return pl
+        self._bind(pod, pl, best)
+        return pl
 
     def _filter_nodes(self, pod, pl: PodPlacement, sig, keys, only, allowed, start: int, best):
         """draopt's own node choice (no scheduler, `only`, or a pod group's placement): the nodes
@@ -428,15 +426,15 @@ class Simulation:
             # Devices other nodes can reach too (allNodes, node selectors) change their answers.
             touched_shared = any(c.device.slice.spec.node_name != node.name for cl in chosen for c in cl)
         on_node = pod_on(node, pod)
-        self.taken[pod.key] = _plus(
+        taken = self.taken[pod.key] = _plus(
             on_node.resources,
             device_resources(cluster, book, on_node, node, (problem, chosen))
             if problem is not None
             else device_resources(cluster, book, on_node, node, None),
         )
-        node.take(self.taken[pod.key])
+        node.take(taken)
         if self.scheduler is not None:
-            self.scheduler.placed(pod, node, self.taken[pod.key])
+            self.scheduler.placed(pod, node, taken)
         if touched_shared:
             cluster.bump_all()
             self.shared_of.add(pod.key)
@@ -629,11 +627,11 @@ class Simulation:
     def result(self, t0: float) -> PlacementResult:
         elapsed = time.perf_counter() - t0
         pods = [self.by_pod[p.key] for p in self.workload.pending]
-        stats = {
-            "solve_s": round(elapsed, 3),
-            "pods_per_s": round(len(pods) / elapsed, 1) if elapsed else None,
-            "scheduler": self.scheduler.config.source if self.scheduler is not None else "builtin:name-order",
-        }
+        stats = FirstFitStats(
+            solve_s=round(elapsed, 3),
+            pods_per_s=round(len(pods) / elapsed, 1) if elapsed else None,
+            scheduler=self.scheduler.config.source if self.scheduler is not None else "builtin:name-order",
+        )
         result = PlacementResult("first-fit", pods, dict(self.book.allocations), stats)
         if self.preempting is not None:
             self.preempting.finish(result)

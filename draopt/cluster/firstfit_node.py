@@ -43,6 +43,11 @@ class ClaimBook:
             return None
         return self.claims[key].status.allocation
 
+    def know_signatures(self, workload) -> None:
+        """The generated claims' signatures the workload's expansion computed once per
+        ResourceClaimTemplate (`spec_texts`, where it has them): not computed again here."""
+        self._signature.update(getattr(workload, "spec_texts", None) or {})
+
     def signature(self, key: str) -> str:
         sig = self._signature.get(key)
         if sig is None:
@@ -329,12 +334,9 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
         if reason is not None:
             return reason, None
         return None, (None, None, {}, 0)
-    return _try_devices(cluster, book, pod, node, cache, todo)
-
-
-def _try_devices(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict, todo: list[str]):
-    """try_node for a pod that passed the node filters and has claims `todo` to allocate: a
-    cached answer where one applies, else the allocator's search (its answer cached)."""
+    # The claims `todo` to allocate: a cached answer where one applies, else the allocator's
+    # search (its answer cached). (One function with the filters above: it runs for every node
+    # a pod is filtered on; bench_instructions counts each call.)
     quick = cluster.incremental and not cluster.features.node_allocatable_resources
     if quick:
         # This pod was just found to fit on a node sharing this node's devices, and nothing was
@@ -375,14 +377,25 @@ def _try_devices(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache:
                 got = _reuse(cluster, book, pod, node, todo, hit[2], hit[1], cache, sig, inventory)
                 if got is not None:
                     return got
-    answer = _search(cluster, book, pod, node, cache, todo, sig, inventory)
-    _remember(cluster, pod, node, cache, todo, sig, own, group, quick, inventory, answer)
-    return answer
+    return _search(cluster, book, pod, node, cache, todo, sig, inventory, own, group, quick)
 
 
-def _search(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict, todo: list[str], sig, inventory):
+def _search(
+    cluster: Cluster,
+    book: ClaimBook,
+    pod,
+    node: NodeState,
+    cache: dict,
+    todo: list[str],
+    sig,
+    inventory,
+    own: tuple,
+    group: tuple,
+    quick: bool,
+):
     """The allocator's search for the claims `todo` on the node (and the node-allocatable check
-    after it): (reason, None) or (None, (problem, chosen, selected, score))."""
+    after it): (reason, None) or (None, (problem, chosen, selected, score)); the answer kept for
+    the next pods (see try_node's lookups: `own` and `group` are its keys)."""
     answer: tuple[str | None, Any]
     try:
         claims = [book.claims[k] for k in todo]
@@ -412,23 +425,7 @@ def _search(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict
                 answer = (reason, None)
             else:
                 answer = (None, (problem, chosen, ref.selected_sub, prioritized_score(problem, ref.selected_sub)))
-    return answer
-
-
-def _remember(
-    cluster: Cluster,
-    pod,
-    node: NodeState,
-    cache: dict,
-    todo: list[str],
-    sig,
-    own,
-    group,
-    quick: bool,
-    inventory,
-    answer,
-) -> None:
-    """Keep the search's answer for the next pods (see _try_devices's lookups)."""
+    # (kept here, not in a function of its own: this runs for every search)
     if answer[0] is not None:
         cache[sig] = (node.version, (_generic(answer[0], todo), None))
         if answer[0] is NO_FIT and cluster.incremental:
@@ -438,6 +435,7 @@ def _remember(
         cache[group] = (cluster.allocated.version, sig[0], answer[1])
         if quick and _names_no_node(answer[1][1]):
             cache[SHARED_FIT] = (pod, cluster.allocated.version, inventory.memo, answer[1])
+    return answer
 
 
 class SharedDevices:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,15 +78,57 @@ def reason_histogram(reasons: Counter) -> str:
 
 
 @dataclass
+class FirstFitStats(Mapping[str, Any]):
+    """First-fit's figures for one run (`PlacementResult.stats` of the first-fit policy). Read as
+    a mapping, it has the keys the result's stats have always had (`to_dict`: the CLI's `--stats`
+    and `-o json` lines): a field that is None is left out, as a key that was never set, and the
+    keys come in the order they were always set in."""
+
+    solve_s: float  # wall seconds of simulate(), rounded to the millisecond
+    pods_per_s: float | None  # pending pods per second of solve_s (None: solve_s was 0)
+    scheduler: str  # the profile's source (draopt.scheduler.SchedulerConfig), or builtin:name-order
+    evicted: int | None = None  # running pods preemption evicted (None: none)
+    evicted_by_priority: dict[int, int] | None = None  # evicted pods by priority, ascending
+    tie_break: str | None = None  # with a scheduler: how ties were broken (name, random (seed n), ...)
+    nodes: int | None = None  # nodes in the cluster (set by draopt.placement.place)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"solve_s": self.solve_s, "pods_per_s": self.pods_per_s, "scheduler": self.scheduler}
+        for key in ("evicted", "evicted_by_priority", "tie_break", "nodes"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+
+@dataclass
 class PlacementResult:
     policy: str
     pods: list[PodPlacement]
     claims: dict[str, tuple[AllocationResult, str]]  # claim key -> (allocation, node)
-    stats: dict[str, Any] = field(default_factory=dict)
+    # first-fit: its FirstFitStats; optimal: SolverStats.to_dict() and what placement adds to it
+    stats: FirstFitStats | dict[str, Any] = field(default_factory=dict)
     # Running pods preemption evicted (draopt.cluster.evictions.Eviction), and the claims that were
     # deallocated because their last pod was evicted.
     evictions: list[Any] = field(default_factory=list)
     deallocated: list[str] = field(default_factory=list)
+
+    @property
+    def optimal_stats(self) -> dict[str, Any]:
+        """`stats` of an optimal (or hint) result, which its steps add keys to; first-fit's is a
+        FirstFitStats."""
+        stats = self.stats
+        assert isinstance(stats, dict), "first-fit's stats are a FirstFitStats"
+        return stats
 
     def placed_pods(self) -> list[PodPlacement]:
         return [p for p in self.pods if p.placed]

@@ -462,6 +462,7 @@ def build_inventory(
     pools = gather_pools(slices, node, features, index, relevant)
     devices: list[DeviceEntry] = []
     list_types = features.list_type_attributes
+    converts_cleanly = _converts_cleanly()
     for pool in pools:
         if pool.incomplete or pool.invalid:
             continue
@@ -471,9 +472,10 @@ def build_inventory(
                 entry = DeviceEntry(len(devices), pool, s, d, list(d.taints), list_types)
                 # (computed now, while the device's objects are in the CPU's caches: every
                 # search that reaches the device reads them; on a surprise, left to then)
+                # (the declared fields written directly: a property call per device costs here)
                 try:
-                    entry.cel_clean
-                    entry.plain_capacity
+                    entry._cel_clean = converts_cleanly(d, list_types)
+                    entry._plain_capacity = plain_capacity(d)
                 except Exception:  # noqa: BLE001
                     pass
                 devices.append(entry)

@@ -663,7 +663,7 @@ class ReferenceAllocator:
         if not multi:
             slot.add(ci)
         consumed, existed = None, False  # existed: a share of this multi-allocatable device was there before
-        if self.f.consumable_capacity:
+        if self.f.consumable_capacity and (multi or not checked):  # (else it takes nothing: (None, False))
             taken = self._take_capacity(req, dev, slot, multi, checked, added, release_counters_if_clean, compat_undo)
             if taken is None:
                 return None

@@ -472,7 +472,7 @@ def finish(objects: ObjectSet, *, strict: bool = False, notes: Any = None) -> Ob
     if objects.controllers:
         groups = {f"{g.namespace}/{g.name}" for g in objects.pod_groups}
         objects.deleted_by_controllers = controllers.deleted_by_suspended_jobs(objects.controllers, objects.pods)
-        leaving = {d.pod for d in settle.departures(objects.pods, objects.nodes, objects.deleted_by_controllers)}
+        leaving = {d.pod for d in settle.departures_of(objects)}
         created = batch_controllers.expand(
             objects.controllers, [_controller_view(p) for p in objects.pods], objects.nodes, objects.runtimes, groups
         )

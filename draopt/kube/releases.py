@@ -10,6 +10,7 @@ A gate a release does not list does not exist there.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -205,8 +206,10 @@ def _key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
+@functools.lru_cache(maxsize=256)
 def at_least(version: str, other: str) -> bool:
-    """Whether release `version` ("1.37") is `other` or later."""
+    """Whether release `version` ("1.37") is `other` or later. (Cached: the allocator asks for
+    every node a pod is filtered on, and the answers are a handful.)"""
     return _key(version) >= _key(other)
 
 

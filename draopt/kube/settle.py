@@ -124,6 +124,11 @@ def eviction(pod: Pod, node: Node) -> str | None:
     return f"tolerates node {node.name}'s NoExecute taint(s) {said} for {wait}s (tolerationSeconds)"
 
 
+def departures_of(objects) -> list[Departure]:
+    """`departures` of an ObjectSet's pods, nodes and the pods their controllers delete."""
+    return departures(objects.pods, objects.nodes, objects.deleted_by_controllers)
+
+
 def departures(pods: list[Pod], nodes: list[Node], deleted: Mapping[str, str] | None = None) -> list[Departure]:
     """The pods, not terminal, that are gone on the settled clock, in input order: those being
     deleted (bound or not: a pending one is never scheduled), those their controller deletes
@@ -296,7 +301,7 @@ def apply(objects: ObjectSet, *, settle: bool = True) -> ObjectSet:
         return dataclasses.replace(objects, clock_notes=[])
     if objects.clock:
         raise InputError(f"settle={settle}: these objects are already on the {objects.clock} clock; give them as read")
-    leaving = departures(objects.pods, objects.nodes, objects.deleted_by_controllers)
+    leaving = departures_of(objects)
     if not leaving and objects.settled is None and not any(terminal(p) for p in objects.pods):
         return dataclasses.replace(objects, clock_notes=[], clock=clock)  # the clocks agree
     if not settle:

@@ -30,7 +30,7 @@ from draopt.kube.models.resource import ResourceClaimSpec
 from draopt.cluster.state import Cluster, pod_on
 from draopt.allocation.explain import explain_failed_pod
 from draopt.cluster.firstfit import simulate
-from draopt.cluster.result import PlacementResult, PodPlacement, waiting_placements  # noqa: F401  (re-exported)
+from draopt.cluster.result import FirstFitStats, PlacementResult, PodPlacement, waiting_placements  # noqa: F401  (re-exported)
 from draopt.scheduler.preemption import Preemption
 
 PLACE_POLICIES = ("first-fit", "optimal")
@@ -258,7 +258,10 @@ def _place(
         result = _place_optimal(
             objects, workload, cluster, features, scheduler_config, seed, tie_break, time_limit, started
         )
-    result.stats["nodes"] = len(cluster.nodes)
+    if isinstance(result.stats, FirstFitStats):
+        result.stats.nodes = len(cluster.nodes)
+    else:
+        result.stats["nodes"] = len(cluster.nodes)
     result.pods += deleting
     result.pods.extend(waiting_placements(workload))  # (every policy: they never entered the queue)
     group_uids = {f"{g.namespace}/{g.name}": g.metadata.uid for g in objects.pod_groups if g.metadata.uid}
@@ -290,7 +293,8 @@ def _place_first_fit(
         watch_scores=watch_scores,
     )
     if sched is not None:
-        result.stats["tie_break"] = (
+        assert isinstance(result.stats, FirstFitStats)  # (simulate's)
+        result.stats.tie_break = (
             "the given nodes, else name"
             if prefer_nodes is not None
             else tie_break
@@ -365,9 +369,9 @@ def _place_optimal(
     _lower_for_unmodelled_filters(result, workload)
     if why_not:
         # Victims could not be decisions of the model: said, with the path taken instead.
-        result.stats["victims_model"] = f"not used: {why_not}"
-        said = result.stats.get("preemption")
-        result.stats["preemption"] = f"{said} (victim model not used: {why_not})" if said else why_not
+        result.optimal_stats["victims_model"] = f"not used: {why_not}"
+        said = result.optimal_stats.get("preemption")
+        result.optimal_stats["preemption"] = f"{said} (victim model not used: {why_not})" if said else why_not
     return result
 
 
@@ -404,7 +408,7 @@ def _lower_for_unmodelled_filters(result: PlacementResult, workload) -> None:
     rules = unmodelled_filter_rules(workload.pending)
     if not rules:
         return
-    stats = result.stats
+    stats = result.optimal_stats
     stats["not_modelled"] = rules
     if stats.get("status") == "OPTIMAL":
         stats["status"] = "FEASIBLE"

@@ -45,7 +45,7 @@ def _devices(claims: list[ResourceClaim]) -> tuple[str, ...]:
 
 def holders(objects: ObjectSet) -> dict[str, list[Holder]]:
     """node -> the pods holding resources there only until the controllers act (input order)."""
-    leaving = {d.pod: d for d in settle.departures(objects.pods, objects.nodes, objects.deleted_by_controllers)}
+    leaving = {d.pod: d for d in settle.departures_of(objects)}
     index = settle.allocated_by_pod(objects.resource_claims)
     out: dict[str, list[Holder]] = {}
     for pod in objects.pods:

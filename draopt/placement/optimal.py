@@ -65,7 +65,7 @@ def optimize(
     ff_by_pod = {p.pod: p for p in first_fit.pods}
     book = ClaimBook(cluster, workload.claims)
     # The generated claims' spec texts, as first-fit's book has them (not dumped claim by claim).
-    book._signature.update(getattr(workload, "spec_texts", None) or {})
+    book.know_signatures(workload)
     try:
         with progress.current().task("optimal: preparing the model"):
             prep = prepare_cluster(
@@ -107,7 +107,7 @@ def optimize(
     stats.solve_s = round(time.perf_counter() - t0, 3)
     stats.summary = _summary(stats.to_dict())
     name_first_fit(stats, first_fit.stats.get("scheduler", "builtin:name-order"))
-    result.stats.update(stats.to_dict())
+    result.optimal_stats.update(stats.to_dict())
     return result
 
 
@@ -311,7 +311,7 @@ def _first_fit_returned(first_fit: PlacementResult, workload, t0: float, why: st
     )
     stats.summary = _summary(stats.to_dict())
     name_first_fit(stats, first_fit.stats.get("scheduler", "builtin:name-order"))
-    result.stats.update(stats.to_dict())
+    result.optimal_stats.update(stats.to_dict())
     return result
 
 

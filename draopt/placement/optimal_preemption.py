@@ -69,11 +69,11 @@ def optimal_after_evictions(
             f"the model's placement uses the room of evicted pod {unjustified} for no pod of higher priority",
         )
         out.evictions, out.deallocated = list(first_fit.evictions), list(first_fit.deallocated)
-        out.stats["evicted"] = len(out.evictions)
+        out.optimal_stats["evicted"] = len(out.evictions)
         _nominations(out, first_fit)
         return out
     _nominations(result, first_fit)
-    stats = result.stats
+    stats = result.optimal_stats
     stats["evicted"] = len(result.evictions)
     stats["victims_put_back"] = len(kept)
     stats["preemption"] = (
@@ -261,7 +261,7 @@ def note_unsearched_preemption(result: PlacementResult, workload, priority_class
     ]
     if not could:
         return
-    stats = result.stats
+    stats = result.optimal_stats
     stats["preemption"] = (
         f"{len(could)} unplaced pod(s) outrank running pods (first {could[0]}): evicting is not a "
         f"decision of the model and first-fit's floor evicted none, so placements with evictions "

@@ -227,7 +227,7 @@ def optimal_with_victims(
     result = optimize(
         cluster_after, after, time_limit=time_limit * 0.75, started=started, first_fit=first_fit, victims=vs
     )
-    stats = result.stats
+    stats = result.optimal_stats
     if stats.get("fallback") and stats.get("pinned_pods") == len(workload.pending):
         # First-fit's placement whole (no time left to try another path): with its evictions.
         from draopt.placement.optimal_preemption import _nominations

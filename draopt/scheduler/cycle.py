@@ -129,7 +129,20 @@ def nonzero_requests(pod) -> tuple[int, int]:
 
 
 class Scheduler:
-    """kube-scheduler's node choice inside `draopt.cluster.firstfit.simulate`."""
+    """kube-scheduler's node choice inside `draopt.cluster.firstfit.simulate`.
+
+    select's arguments besides the pod's: `alike`, the pod's kind as the allocator sees it
+    (firstfit's kind with each claim's classes by their selectors), or None: pods of alike kinds
+    get the same answers from a node that has not changed. `shared`: firstfit's SharedDevices
+    (see draopt.scheduler.scan), or None. `refit(node, fit)`: the fit try_fn would give on a
+    node whose answer has not changed since it gave `fit` there to a pod with the same claim
+    specs (firstfit's reuse_fit), or None. `observe(breakdown)`: called with the cycle's
+    ScoreBreakdown when a node is chosen.
+
+    Alike kinds get the same answer from every node (the same feasibility and scores): one table
+    of answers, frontier and skipped reasons (select's `table_key`, "merged") serves them all as
+    long as every reason in it is shareable (scan keeps to that), so a node that changed is
+    answered once for all of them instead of once per kind."""
 
     # Alike kinds of pods share one table of node answers in the filter loop (see select); False
     # gives each kind its own (tests compare both).
@@ -314,13 +327,9 @@ class Scheduler:
         observe=None,
     ):
         """Filter and score for `demand`; returns (node, fit) or None (reasons in pl.reasons).
-        `try_fn(node)` is firstfit's try_node for this pod: (reason, fit). `alike`: the pod's kind
-        as the allocator sees it (firstfit's kind with each claim's classes by their selectors),
-        or None: pods of alike kinds get the same answers from a node that has not changed.
-        `shared`: firstfit's SharedDevices (see draopt.scheduler.scan), or None. `refit(node,
-        fit)`: the fit try_fn would give on a node whose answer has not changed since it gave
-        `fit` there to a pod with the same claim specs (firstfit's reuse_fit), or None.
-        `observe(breakdown)`: called with the cycle's ScoreBreakdown when a node is chosen."""
+        `try_fn(node)`: firstfit's try_node for this pod, (reason, fit); `alike`, `shared`, `refit`
+        and `observe`: see the class's notes on select. (Its small steps are written out here: it
+        runs once per pod, and bench_instructions counts each call.)"""
         prof = self.profile(demand)
         n = len(self.nodes)
         if prof is None:
@@ -335,12 +344,12 @@ class Scheduler:
             if alike is not None:
                 alike = alike[:-1] + sig[-1:]
         keys = [u.key for u in demand.claims]
-        merged, table_key = self._table_key(sig, alike, hard)
+        merged = self.share_alike_tables and alike is not None and hard is None and alike not in self.alike_apart
+        table_key = ("alike kinds", alike) if merged else sig  # (never a kind's own key; see the class)
         frontier = first_open.get(table_key, 0) if table_key is not None and firstfit.KIND_FRONTIERS else 0
-        kcache = self.fit_cache.setdefault(sig, {}) if sig is not None else None
         start = self.next_start
         memo_key = (sig, prof.name) if sig is not None and hard is None else None
-        if memo_key is not None and self._failed_before(memo_key, pl, specific, keys):
+        if memo_key in self.fail_memo and self._failed_before(memo_key, pl, specific, keys):
             return None
         scanned = sig is not None and hard is None and self.array_scan
         specs = (
@@ -365,6 +374,7 @@ class Scheduler:
                 specs,
             )
         else:
+            kcache = self.fit_cache.setdefault(sig, {}) if sig is not None else None
             feasible, dra, fits, rejected, processed = self._scan_slow(
                 sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, hard, kcache
             )
@@ -377,21 +387,16 @@ class Scheduler:
             pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
             return None
         chosen = self._chosen(demand, info, prof, feasible, dra, observe)
-        return self.nodes[chosen], self._fit_at(demand, chosen, fits, specs, table_key, try_fn, refit)
+        # (a fit is a non-empty tuple: `or` asks _fit_at only where none was kept)
+        return self.nodes[chosen], fits.get(chosen) or self._fit_at(
+            demand, chosen, fits, specs, table_key, try_fn, refit
+        )
 
     def _not_served(self, demand, pl, n: int) -> None:
         """A pod no profile of this scheduler serves: every node says so."""
         pl.reasons[self.no_profile_reason(demand)] += max(n, 1)
         pl.message = ""  # (another scheduler's pod: kube-scheduler never sees it)
         return None
-
-    def _table_key(self, sig, alike, hard) -> tuple[bool, Any]:
-        """(merged, the key of the table scan keeps answers in). Alike kinds get the same answer
-        from every node (the same feasibility and scores): one table of answers, frontier and
-        skipped reasons serves them all as long as every reason in it is shareable (scan keeps to
-        that), so a node that changed is answered once for all of them instead of once per kind."""
-        merged = self.share_alike_tables and alike is not None and hard is None and alike not in self.alike_apart
-        return merged, (("alike kinds", alike) if merged else sig)  # (never a kind's own key)
 
     def _fits_nowhere(self, rejected: Counter, frontier: int, skipped, try_fn, generic, keys, keep) -> None:
         """`rejected` completed with the reasons of the nodes before the kind's frontier."""

@@ -39,7 +39,7 @@ from draopt.cluster.evictions import (
 from draopt.cluster.firstfit import try_node
 from draopt.cluster.podgroup_status import dynamic_resources_post_filter_136, gang_trial
 from draopt.cluster.state import pod_on
-from draopt.cluster.result import reason_histogram
+from draopt.cluster.result import FirstFitStats, reason_histogram
 from draopt.kube.releases import at_least
 
 # pkg/scheduler/apis/config/v1/defaults.go SetDefaults_DefaultPreemptionArgs
@@ -605,8 +605,10 @@ class PreemptionRun:
         result.evictions = sorted(self.running.evicted.values(), key=lambda e: e.pod)
         result.deallocated = sorted(k for k in self.book.freed if k not in self.book.allocations)
         if result.evictions:
-            result.stats["evicted"] = len(result.evictions)
-            result.stats["evicted_by_priority"] = dict(sorted(Counter(e.priority for e in result.evictions).items()))
+            stats = result.stats
+            assert isinstance(stats, FirstFitStats)  # (first-fit's run: simulate made it)
+            stats.evicted = len(result.evictions)
+            stats.evicted_by_priority = dict(sorted(Counter(e.priority for e in result.evictions).items()))
 
 
 __all__ = ["Candidate", "Preemption", "PreemptionRun", "Victim", "num_candidates", "pick_one_node"]

@@ -234,7 +234,7 @@ def _joint_solve(objects: ObjectSet, forecast: ObjectSet, features, time_limit: 
     today = [dataclasses.replace(p, priority=own[p.pod]) for p in result.pods if p.pod not in expected]
     beside = [dataclasses.replace(p, priority=0) for p in result.pods if p.pod in expected]
     out = PlacementResult("lp-guided", today, _claims_of(today, result, workload))
-    out.stats.update(_today_figures(result.stats, scale, out, beside))
+    out.optimal_stats.update(_today_figures(result.optimal_stats, scale, out, beside))
     return out, PlacementResult("lp-guided", beside, _claims_of(beside, result, workload))
 
 

@@ -133,7 +133,7 @@ class ModelContext:
     node_names: set[str]
     check_time: Callable[[], None]  # raises OutOfTime past the build's deadline
     one_node: bool = False  # a configuration check or allocate's model: one node alone
-    across: bool = True  # OwnAcrossNodes still applies (once refused, for no later kind)
+    across: bool = True  # OwnAcrossNodes may apply (build's `across`); each counted kind decides its own
     kubernetes_quirks: bool = False
     allocation: bool = False  # allocate's model: its one pod on its one node
     packing_terms: bool = True

@@ -25,9 +25,10 @@ def add_counted_kind(ctx: ModelContext, kind: Kind) -> None:
         for n in _nodes_within(prep, rep.key, ctx.node_names, cluster)
         if n.name not in ctx.node_classes.nodes and ctx.free(n, pod_on(n, rep).resources) > 0
     ]
-    # Devices every node of the kind reaches alike: one owner for all of them.
+    # Devices every node of the kind reaches alike: one owner for all of them. (Decided for
+    # each kind: a kind refused, e.g. one that fits a single node, leaves the later kinds theirs.)
     ctx.check_time()
-    ctx.across = (
+    across = (
         ctx.across
         and not ctx.one_node
         and not per_node
@@ -45,7 +46,7 @@ def add_counted_kind(ctx: ModelContext, kind: Kind) -> None:
             continue
         var, cap = got
         p = prep.problems.get((kind.index, node.name))
-        if p is not None and ctx.across:
+        if p is not None and across:
             spanned.append((node, var, p))
         elif p is not None:
             owner = Owner(len(ctx.owners), kind, node, var, p, None)
