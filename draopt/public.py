@@ -210,24 +210,14 @@ def place(
     from draopt.placement import place as place_pods
 
     objects = _clocked(inputs, settle)
+    solve: Callable[..., Any] = place_pods
     if expect is not None or policy == "lp-guided":
         if expect is None:
             raise InputError("--policy lp-guided: give the forecast to keep room for (--expect FORECAST, expect=)")
         from draopt.studies.forecast import place_expecting
 
-        outcome = place_expecting(
-            objects,
-            expect,
-            policy=policy,
-            features=_features(features, kubernetes_version),
-            time_limit=time_limit,
-            scheduler_config=scheduler_config,
-            seed=seed,
-            tie_break=tie_break,
-        )
-        outcome.workload.notes[:0] = objects.clock_notes
-        return outcome
-    outcome = place_pods(
+        solve = functools.partial(place_expecting, expect=expect)
+    outcome = solve(
         objects,
         policy=policy,
         features=_features(features, kubernetes_version),
