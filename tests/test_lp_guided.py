@@ -20,7 +20,7 @@ from draopt.studies import trace
 
 OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
 needs_openb = pytest.mark.skipif(not OPENB.is_dir(), reason="openb trace not in ../shared/data/openb")
-SECONDS = 30.0
+SECONDS = 120.0
 
 
 def _cluster():
@@ -122,11 +122,15 @@ def test_work_conserving(small, seed, name):
 
 @needs_openb
 def test_learned_work_conserving_and_deterministic(small):
+    """Work-conserving with re-solves; the same placements twice when every LP solve converged
+    (the column generation stops on a wall clock: a solve cut short depends on the machine)."""
     c, _, _ = small
     a = P.paper_arrivals(c, 7)
-    r1 = P.run_paper(c, a, _policy("lp-guided-learned"))
-    r2 = P.run_paper(c, a, _policy("lp-guided-learned"))
+    p1, p2 = _policy("lp-guided-learned"), _policy("lp-guided-learned")
+    r1, r2 = P.run_paper(c, a, p1), P.run_paper(c, a, p2)
     _refused_fit_nowhere(c, a, r1)
+    assert p1.totals["solves"] >= 1
+    _skip_if_cut_short(p1, p2)
     assert r1.log == r2.log
 
 
@@ -135,10 +139,17 @@ def test_deterministic_for_a_seed(small):
     """The same seed gives the same placements, with the known plan solved again from nothing."""
     c, _, _ = small
     a = P.paper_arrivals(c, 43)
-    r1 = P.run_paper(c, a, _policy("lp-guided"))
+    p1, p2 = _policy("lp-guided"), _policy("lp-guided")
+    r1 = P.run_paper(c, a, p1)
     P.prepare(c).lp_plans.clear()
-    r2 = P.run_paper(c, a, _policy("lp-guided"))
+    r2 = P.run_paper(c, a, p2)
+    _skip_if_cut_short(p1, p2)
     assert r1.log == r2.log and np.array_equal(r1.allocated, r2.allocated)
+
+
+def _skip_if_cut_short(*policies) -> None:
+    if any(p.totals["unconverged"] for p in policies):
+        pytest.skip("an LP solve was cut short by the time limit (machine too loaded to compare)")
 
 
 @needs_openb
@@ -148,8 +159,9 @@ def test_learned_never_reads_the_trace_frequencies(small):
     source's run does change."""
     c, _, _ = small
     a = P.paper_arrivals(c, 44)
-    learned = P.run_paper(c, a, _policy("lp-guided-learned"))
-    known = P.run_paper(c, a, _policy("lp-guided"))
+    pl, pk = _policy("lp-guided-learned"), _policy("lp-guided")
+    learned = P.run_paper(c, a, pl)
+    known = P.run_paper(c, a, pk)
     saved = list(c.pod_shape)
     pc = P.prepare(c)
     saved_plans = dict(pc.lp_plans)
@@ -157,8 +169,11 @@ def test_learned_never_reads_the_trace_frequencies(small):
         rng = np.random.default_rng(0)
         c.pod_shape = [int(x) for x in rng.integers(0, len(c.shapes), size=len(saved))]
         pc.lp_plans.clear()
-        assert P.run_paper(c, a, _policy("lp-guided-learned")).log == learned.log
-        assert P.run_paper(c, a, _policy("lp-guided")).log != known.log
+        pl2, pk2 = _policy("lp-guided-learned"), _policy("lp-guided")
+        again = P.run_paper(c, a, pl2).log
+        assert P.run_paper(c, a, pk2).log != known.log
+        _skip_if_cut_short(pl, pl2)
+        assert again == learned.log
     finally:
         c.pod_shape = saved
         pc.lp_plans.clear()

@@ -111,6 +111,7 @@ class LpGuided:
     ):
         self.source, self.mode, self.seconds, self.horizon = source, mode, seconds, horizon
         self.warm_contents = warm_contents
+        self.first_learned, self.resolve_at = FIRST_LEARNED, RESOLVE_AT
         self.name = "bid-price" if mode == "prices" else ("lp-guided" if source == "known" else "lp-guided-learned")
         self.fgd = fgd_factory()  # the protocol's fgd (this module imports nothing of paper_protocol)
         self.stats: dict[str, Any] = {}  # this run's
@@ -134,7 +135,15 @@ class LpGuided:
         self.plan: Plan | None = None
         self.avail: dict[tuple, float] = {}
         self.next_resolve = 0
-        self.stats = {"solves": 0, "resolve_timeouts": 0, "lp_seconds": 0.0, "in_plan": 0, "opened": 0, "fallback": 0}
+        self.stats = {
+            "solves": 0,
+            "unconverged": 0,
+            "resolve_timeouts": 0,
+            "lp_seconds": 0.0,
+            "in_plan": 0,
+            "opened": 0,
+            "fallback": 0,
+        }
         if self.source == "known":
             self._use(known_plan(pc, self.horizon, self.seconds, self.warm_contents))
 
@@ -146,6 +155,7 @@ class LpGuided:
     def _use(self, plan: Plan) -> None:
         self.plan = plan
         self.stats["solves"] += 1
+        self.stats["unconverged"] += not plan.converged
         self.stats["lp_seconds"] = round(self.stats["lp_seconds"] + plan.seconds, 3)
         self.avail = {}
         for cf in plan.configs:
@@ -172,7 +182,7 @@ class LpGuided:
     # ---------------------------------------------------------------- re-solves
     def _maybe_resolve(self, ctx) -> None:
         share = self.arrived / self.horizon_milli
-        points = ((FIRST_LEARNED,) if self.source == "learned" else ()) + RESOLVE_AT
+        points = ((self.first_learned,) if self.source == "learned" else ()) + tuple(self.resolve_at)
         if self.next_resolve >= len(points) or share < points[self.next_resolve]:
             return
         while self.next_resolve < len(points) and share >= points[self.next_resolve]:
@@ -189,6 +199,7 @@ class LpGuided:
         got = model.solve(expected, seconds=self.seconds, columns=list(dict.fromkeys(columns)))
         if not got.converged and self.plan is not None:
             self.stats["resolve_timeouts"] += 1
+            self.stats["unconverged"] += 1
             self.stats["lp_seconds"] = round(self.stats["lp_seconds"] + got.seconds, 3)
             return
         self._use(got)

@@ -72,6 +72,7 @@ from draopt.progress import current as current_progress  # the status lines (`pr
 ONLINE_POLICIES = ("first-fit", "best-fit", "least-allocated", "fgd", "kube-scheduler")
 POLICIES = ONLINE_POLICIES + ("optimal-batch",)
 DEFAULT_POLICIES = "first-fit,best-fit,least-allocated,fgd"
+PAPER_PROTOCOL_ONLY = ("lp-guided", "lp-guided-learned", "bid-price")  # draopt.studies.lp_guided
 OFFLINE = "offline-optimum"
 DEFAULT_BATCH = 50  # optimal-batch's arrivals per batch under draopt's protocol
 
@@ -595,7 +596,8 @@ def register(sub) -> None:
         default=None,
         metavar="P,...",
         help=f"comma-separated: {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); under "
-        "fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)",
+        "fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all), "
+        "and optimal-batch, lp-guided, lp-guided-learned, bid-price",
     )
     p.add_argument(
         "--offline-optimum",
@@ -661,8 +663,10 @@ def parse_policies(text: str) -> list[str]:
     got = [p.strip() for p in text.split(",") if p.strip()]
     bad = [p for p in got if p not in POLICIES]
     if bad or not got:
+        paper_only = [p for p in bad if p in PAPER_PROTOCOL_ONLY]
+        hint = f" ({', '.join(paper_only)}: --protocol fgd-paper only)" if paper_only else ""
         raise InputError(
-            f"--policy {text!r}: unknown policy {', '.join(bad) or '(none)'} (known: {', '.join(POLICIES)})"
+            f"--policy {text!r}: unknown policy {', '.join(bad) or '(none)'} (known: {', '.join(POLICIES)}){hint}"
         )
     return list(dict.fromkeys(got))
 
