@@ -26,6 +26,9 @@ The known source re-solves only when the arrivals drift from its frequencies by 
 `DRIFT` (L1 share). A re-solve that runs out of `seconds` before its LP converged keeps the last
 plan (counted in `stats["resolve_timeouts"]`).
 
+Deterministic given its plans; a plan cut short by the time limit (the column generation stops on
+a wall clock) may differ between runs on a loaded machine.
+
 `bid-price`: no slots; fgd's best score, and among equal scores the node whose class has the least
 price per GPU milli (the LP's dual of a node of the class over its GPU milli: the duals as a cost
 per unit of each class's resources).
@@ -165,19 +168,9 @@ class LpGuided:
                 self.avail[key] -= n
         self.by_key = {cf.key: cf for cf in plan.configs}
         if self.mode == "prices":
-            cap = np.zeros(len(plan.class_price))
-            gpus = self.pc_gpus_per_class(plan)
-            cap[: len(gpus)] = gpus
-            self.node_price = np.where(
-                plan.class_of >= 0, (plan.class_price / np.maximum(cap, 1))[np.maximum(plan.class_of, 0)], np.inf
-            )
-
-    def pc_gpus_per_class(self, plan: Plan) -> np.ndarray:
-        out = np.zeros(len(plan.class_price))
-        for j in range(len(out)):
-            nodes = np.flatnonzero(plan.class_of == j)
-            out[j] = self._gpu_milli[nodes[0]] if len(nodes) else 1.0
-        return out
+            # a node's price per GPU milli: its class's dual over the GPU milli of its nodes
+            per_milli = plan.class_price[np.maximum(plan.class_of, 0)] / np.maximum(self._gpu_milli, 1)
+            self.node_price = np.where(plan.class_of >= 0, per_milli, np.inf)
 
     # ---------------------------------------------------------------- re-solves
     def _maybe_resolve(self, ctx) -> None:
