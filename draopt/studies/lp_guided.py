@@ -142,13 +142,17 @@ class LpGuided:
             "solves": 0,
             "unconverged": 0,
             "resolve_timeouts": 0,
+            "lp_failures": 0,
             "lp_seconds": 0.0,
             "in_plan": 0,
             "opened": 0,
             "fallback": 0,
         }
         if self.source == "known":
-            self._use(known_plan(pc, self.horizon, self.seconds, self.warm_contents))
+            try:
+                self._use(known_plan(pc, self.horizon, self.seconds, self.warm_contents))
+            except RuntimeError:  # the master LP ended abnormally (GLOP): fgd throughout
+                self.stats["lp_failures"] += 1
 
     def finish(self) -> None:
         """Adds this run's figures to the totals (the protocol's run loop calls it at the end)."""
@@ -189,7 +193,11 @@ class LpGuided:
         model = plan_model(pc)
         columns = list(self.plan.columns) if self.plan is not None else []
         columns += model.columns_of((i, dict(on)) for i, on in enumerate(self.contents) if on)
-        got = model.solve(expected, seconds=self.seconds, columns=list(dict.fromkeys(columns)))
+        try:
+            got = model.solve(expected, seconds=self.seconds, columns=list(dict.fromkeys(columns)))
+        except RuntimeError:  # the master LP ended abnormally (GLOP): the last plan stays
+            self.stats["lp_failures"] += 1
+            return
         if not got.converged and self.plan is not None:
             self.stats["resolve_timeouts"] += 1
             self.stats["unconverged"] += 1
