@@ -6,6 +6,14 @@ difference, and wall time per seed.
   python benchmarks/bench_online.py --every 8 --seeds 42:52  # every 8th node (152)
   python benchmarks/bench_online.py --traces default --batch 200,500,1000    # the paper's protocol: K
   python benchmarks/bench_online.py --protocol default --traces default --batch 50,100,200 --size-weight 0,0.3
+  python benchmarks/bench_online.py --protocol fgd-paper --policy fgd,optimal-batch,lp-guided   # issue 35
+  python benchmarks/bench_online.py --policy fgd,lp-guided --traces default --seeds 42:43 --time-limit 60
+
+`--policy` (fgd-paper only): the named policies of the protocol on the same arrivals, `lp-guided`
+standing for its three variants (lp-guided: the known source, lp-guided-learned, bid-price;
+draopt/studies/lp_guided.py). Per trace: unallocated GPU % at the 100 % bin (mean of the seeds),
+the worst excess over fgd at any bin 50-130 %, and the share of the gap between fgd and the
+offline bound it closes against issue 35's targets (half for lp-guided, a third for learned).
 
 Arrivals: `--protocol fgd-paper` is the FGD paper's (draopt.studies.paper_protocol: seeded shuffle, -tune
 1.3, the whole run to 130 %, unallocated % of the arrived-% bin of --level, fgd after the
@@ -99,6 +107,74 @@ def run_fgd(c, frag, seq, how: str):
     return st, log
 
 
+# Issue 35's table: the offline optimum's proven bound (seed 42, the 100 % bin, unallocated GPU %)
+# and fgd's 10-seed mean; targets: lp-guided (known) closes half of that gap, learned a third.
+OFFLINE_BOUND = {"default": 2.99, "gpushare100": 10.79, "gpuspec33": 3.21, "multigpu50": 1.53}
+TARGET_KNOWN = {"default": 3.85, "gpushare100": 12.05, "gpuspec33": 7.6, "multigpu50": 2.25}
+PAPER_BINS = list(range(50, 131))
+LP_VARIANTS = ("lp-guided", "lp-guided-learned", "bid-price")
+
+
+def policies_main(args) -> int:
+    """--policy: the protocol's policies on the same arrivals, the table of issue 35 per trace."""
+    from draopt.studies import paper_protocol as pp
+
+    names: list[str] = []
+    for p in args.policy.split(","):
+        names += list(LP_VARIANTS) if p == "lp-guided" else [p]
+    names = list(dict.fromkeys(["fgd"] + names))
+    lo, hi = (int(x) for x in args.seeds.split(":"))
+    problems = 0
+    for name in args.traces.split(","):
+        nodes, tasks, c = build(args.every, name)
+        pc = pp.prepare(c)
+        objs = {p: pp.make_policy(p, time_limit=args.time_limit) for p in names}
+        curves: dict[str, list[dict[int, float]]] = {p: [] for p in names}
+        secs: dict[str, float] = dict.fromkeys(names, 0.0)
+        for seed in range(lo, hi):
+            arr = pp.paper_arrivals(c, seed)
+            for p in names:
+                r = pp.run_paper(c, arr, objs[p])
+                secs[p] += r.seconds
+                errs = replay(c, nodes, tasks, arr.shapes, [(x[1], x[2]) if x else None for x in r.log])
+                problems += len(errs)
+                for e in errs[:3]:
+                    print(f"    CHECK FAILED {p}: {e}")
+                curves[p].append(pp.bin_seed(r.arrived, r.allocated, pc.gpus, PAPER_BINS))
+                u = 100 - curves[p][-1][100]
+                print(f"  {name} seed {seed}: {p} {u:.2f} % ({r.seconds:.1f} s)", flush=True)
+        print(_policies_table(name, c.n, lo, hi, names, curves, secs, objs), flush=True)
+    print(f"\nindependent replay: {'OK' if not problems else f'{problems} problem(s)'}")
+    return 1 if problems else 0
+
+
+def _policies_table(name, n, lo, hi, names, curves, secs, objs) -> str:
+    def mean(p: str, b: int) -> float:
+        return 100 - float(np.mean([d[b] for d in curves[p] if b in d]))
+
+    fgd = mean("fgd", 100)
+    bound = OFFLINE_BOUND.get(name)
+    lines = [
+        f"\n{name}: {n} nodes, seeds {lo}-{hi - 1}, unallocated GPU % at the 100 % bin "
+        f"(offline bound {bound}, issue 35's target for lp-guided {TARGET_KNOWN.get(name)})",
+        "| policy | 100 % | vs fgd | worst bin 50-130 % over fgd | gap closed | target | s/seed | LP solves / out of time |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in names:
+        u = mean(p, 100)
+        worst = max(mean(p, b) - mean("fgd", b) for b in PAPER_BINS)
+        closed = (fgd - u) / (fgd - bound) if bound is not None and fgd > bound else float("nan")
+        want = {"lp-guided": 0.5, "lp-guided-learned": 1 / 3}.get(p)
+        target = "" if want is None else ("met" if closed >= want and worst <= 0.1 else "missed") + f" ({want:.0%})"
+        t = getattr(objs[p], "totals", {})
+        lp = f"{t.get('solves', 0)} / {t.get('resolve_timeouts', 0)}" if t else ""
+        lines.append(
+            f"| {p} | {u:.2f} | {u - fgd:+.2f} | {worst:+.2f} | {closed:.0%} | {target} | "
+            f"{secs[p] / (hi - lo):.1f} | {lp} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--every", type=int, default=1, help="every K-th GPU node (default all 1,213)")
@@ -113,6 +189,8 @@ def main() -> int:
     ap.add_argument("--level", type=float, default=1.0, help="arrived share measured (default 1.0)")
     ap.add_argument("--protocol", default="fgd-paper", choices=("default", "fgd-paper"))
     ap.add_argument("--fgd", default="simulate", choices=("simulate", "table", "none"))
+    ap.add_argument("--policy", help="fgd-paper: the protocol's policies to compare (issue 35's table)")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="lp-guided: seconds per LP solve")
     args = ap.parse_args()
     if not OPENB.is_dir():
         print(f"bench_online: the openb trace is not at {OPENB}: nothing to measure", file=sys.stderr)
@@ -126,6 +204,11 @@ def main() -> int:
                 file=sys.stderr,
             )
             return 2
+    if args.policy:
+        if args.protocol != "fgd-paper":
+            print("bench_online: --policy is --protocol fgd-paper's", file=sys.stderr)
+            return 2
+        return policies_main(args)
     global LEVEL
     LEVEL = args.level
     paper = args.protocol == "fgd-paper"

@@ -195,6 +195,53 @@ class ColumnGeneration:
         return assignment, chosen
 
 
+@dataclass
+class Relaxation:
+    """The configuration LP alone (`relax`): its columns, nodes per column, and dual prices."""
+
+    classes: list[NodeClass]
+    columns: list[Column]
+    primal: list[float]  # nodes of its class taking each column, in the LP
+    pi: dict[int, float]  # kind -> dual price of one of its pods
+    mu: list[float]  # class -> dual price of one of its nodes
+    lp_value: float
+    bound: float  # the Lagrangian bound (the LP's value at convergence)
+    converged: bool
+    stopped: str = ""
+
+
+def relax(
+    prep,
+    cluster,
+    workload,
+    book,
+    kind_ids: list[int],
+    node_names: set[str],
+    *,
+    deadline: float,
+    pods_of: dict[int, float] | None = None,
+    columns: list[tuple[int, tuple[int, ...]]] = (),  # type: ignore[assignment]
+) -> Relaxation:
+    """The column generation of `apply` without the integer placement: the master LP over the
+    generated columns, with `pods_of` (kind -> pods, fractional allowed: an expectation) in place
+    of the kinds' own pod counts, warm-started from `columns` ((class, counts) from an earlier
+    solve over the same classes; checked by the one model only if used)."""
+    part = _start(prep, cluster, workload, book, kind_ids, node_names)
+    if pods_of is not None:
+        # an expectation: fractional counts (the master's rows take any bound)
+        part.pods_of = cast("dict[int, int]", {k: float(pods_of.get(k, 0.0)) for k in part.pods_of})
+    for j, counts in columns:
+        if j < len(part.classes) and len(counts) == len(part.classes[j].kinds):
+            part.add(j, tuple(counts), None)
+    gen = _Generation(stop=deadline, bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)))
+    lp = _Master(part.classes, part.kinds, part.pods_of)
+    lp.add_substitutions(part.subs, part.value)
+    _generate(part, lp, gen)
+    lp.add_columns(part.columns[gen.done :])
+    value, pi, mu = lp.solve()
+    return Relaxation(part.classes, part.columns, lp.primal(), pi, mu, value, gen.bound, gen.converged, gen.stopped)
+
+
 # ---------------------------------------------------------------- the steps of `apply`
 
 

@@ -89,6 +89,10 @@ class PaperCluster:
     capacity_milli: int
     memo: FGDMemo = None  # type: ignore[assignment]  # set by prepare, right after construction
     tags: np.ndarray = None  # type: ignore[assignment]  # [S] GPU affinity tag, set by prepare
+    # lp-guided's caches (draopt.studies.lp_guided): the column generation's model of the empty
+    # cluster, and the known source's plans (they depend only on the trace and the nodes)
+    lp_model: Any = None
+    lp_plans: dict = field(default_factory=dict)
 
 
 def prepare(c) -> PaperCluster:
@@ -444,6 +448,38 @@ def _optimal_batch(batch: int | None = None):
 _REGISTRY["optimal-batch"] = _optimal_batch
 
 
+def _lp_guided(source: str, mode: str = "slots", time_limit: float | None = None):
+    """draopt.studies.lp_guided's policy (not in the paper), given this protocol's fgd scorer;
+    `time_limit` (--time-limit) bounds each of its LP solves."""
+    from draopt.studies.lp_guided import DEFAULT_SECONDS, LpGuided
+
+    return LpGuided(lambda: _Builtin("fgd"), source, _fgd_contents, mode=mode, seconds=time_limit or DEFAULT_SECONDS)
+
+
+def _fgd_contents(pc: PaperCluster, horizon: float) -> list[tuple[int, dict[int, int]]]:
+    """lp-guided's warm start for the known plan: node contents after fgd places the name-sorted
+    trace (no seed: it depends on the trace and the nodes only) up to `horizon` x the GPU capacity."""
+    c = pc.c
+    shapes = trace_order(c)
+    arrived = np.cumsum(pc.shape_request[shapes])
+    shapes = shapes[: int(np.searchsorted(arrived, horizon * pc.capacity_milli, side="right")) + 1]
+    arr = PaperArrivals(0, shapes, np.cumsum(pc.shape_request[shapes]), np.arange(c.n))
+    out: dict[int, dict[int, int]] = {}
+    for e in run_paper(c, arr, "fgd").log:
+        if e is not None:
+            on = out.setdefault(e[1], {})
+            on[e[0]] = on.get(e[0], 0) + 1
+    return sorted(out.items())
+
+
+LP_GUIDED: dict[str, Callable[..., Any]] = {
+    "lp-guided": functools.partial(_lp_guided, "known"),
+    "lp-guided-learned": functools.partial(_lp_guided, "learned"),
+    "bid-price": functools.partial(_lp_guided, "known", "prices"),
+}
+_REGISTRY.update(LP_GUIDED)
+
+
 def register_policy(name: str, factory: Callable[[], Any]) -> None:
     """Another module's policy under `name` (e.g. optimal-batch): `factory()` returns a policy object."""
     _REGISTRY[name] = factory
@@ -453,8 +489,9 @@ def known_policies() -> list[str]:
     return list(_REGISTRY)
 
 
-def make_policy(policy, *, batch: int | None = None) -> Any:
-    """The policy named `policy`; `batch` (--batch) goes to a batch policy (optimal-batch)."""
+def make_policy(policy, *, batch: int | None = None, time_limit: float | None = None) -> Any:
+    """The policy named `policy`; `batch` (--batch) goes to a batch policy (optimal-batch),
+    `time_limit` (--time-limit) to lp-guided's LP solves."""
     if not isinstance(policy, str):
         return policy
     factory = _REGISTRY.get(policy)
@@ -465,6 +502,8 @@ def make_policy(policy, *, batch: int | None = None) -> Any:
         )
     if batch is not None and factory is _optimal_batch:
         return _optimal_batch(batch)
+    if time_limit is not None and policy in LP_GUIDED:
+        return LP_GUIDED[policy](time_limit=time_limit)
     return factory()
 
 
@@ -556,6 +595,7 @@ def run_paper(c, arrivals: PaperArrivals, policy, *, rng: np.random.Generator | 
             cand = np.flatnonzero(ok)
             apply(k, si, pol.choose(ctx, si, cand, use) if cand.size else None)
     shown_line.__exit__(None, None, None)
+    getattr(pol, "finish", lambda: None)()  # lp-guided: adds the run's LP figures to its totals
     return PaperRun(
         name, arrivals.seed, arrivals.arrived.copy(), allocated, placed, failed, log, time.perf_counter() - t0
     )
@@ -824,7 +864,7 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
     names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     if not names:
         raise InputError(f"--policy {text!r}: no policy (known: {', '.join(_REGISTRY)})")
-    policies = [make_policy(p, batch=args.batch) for p in names]
+    policies = [make_policy(p, batch=args.batch, time_limit=args.time_limit) for p in names]
     bins = level_bins(levels)
     seeds = [args.seed + i for i in range(args.runs)]
     say = None if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr, flush=True))
@@ -866,6 +906,9 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
         for p in per.values():
             p["seconds"] = round(p["seconds"], 3)
             p["arrivals_per_s"] = round(p["arrivals"] / p["seconds"], 1) if p["seconds"] else None
+        for pol in policies:
+            if getattr(pol, "totals", None):  # lp-guided: solves, re-solves out of time, LP seconds
+                per[pol.name]["lp"] = dict(pol.totals)
         print(
             json.dumps(
                 {"load_s": round(load_s, 3), "simulate_s": round(time.perf_counter() - t0, 3), "policies": per},

@@ -80,6 +80,7 @@ DEFAULT_POLICIES = "first-node,best-fit,least-allocated,fgd"
 # Old names read for one release, each with a deprecation note: simulate's `first-fit` packed (the
 # first node by name) where every other command's `first-fit` is kube-scheduler's default profile.
 DEPRECATED_POLICIES = {"first-fit": "first-node"}
+PAPER_PROTOCOL_ONLY = ("lp-guided", "lp-guided-learned", "bid-price")  # draopt.studies.lp_guided
 OFFLINE = "offline-optimum"
 DEFAULT_BATCH = 50  # optimal-batch's arrivals per batch under draopt's protocol
 
@@ -644,6 +645,7 @@ def register(sub) -> None:
         metavar="POLICY",
         help=f"a policy, repeatable (or comma-separated): {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); "
         "under fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)",
+        PAPER_PROTOCOL_ONLY=("lp-guided", "lp-guided-learned", "bid-price"),  # draopt.studies.lp_guided
     )
     p.add_argument(
         "--offline-optimum",
@@ -733,8 +735,10 @@ def parse_policies(value: str | list[str], notes: list[str] | None = None) -> li
     got = [DEPRECATED_POLICIES.get(p, p) for p in got]
     bad = [p for p in got if p not in POLICIES]
     if bad or not got:
+        paper_only = [p for p in bad if p in PAPER_PROTOCOL_ONLY]
+        hint = f" ({', '.join(paper_only)}: --protocol fgd-paper only)" if paper_only else ""
         raise InputError(
-            f"--policy {text!r}: unknown policy {', '.join(bad) or '(none)'} (known: {', '.join(POLICIES)})"
+            f"--policy {text!r}: unknown policy {', '.join(bad) or '(none)'} (known: {', '.join(POLICIES)}){hint}"
         )
     return list(dict.fromkeys(got))
 

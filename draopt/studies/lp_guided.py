@@ -1,0 +1,282 @@
+"""`lp-guided`: the configuration LP's plan, used while pods arrive (--protocol fgd-paper).
+
+The plan (draopt/studies/lp_plan.py, draopt's column generation): for the classes of
+interchangeable nodes and the arrivals expected up to a horizon (a share of the cluster's GPU
+capacity), how many nodes of each class take each configuration (pods per shape on one node), and
+the LP's dual prices. Online, a pod goes
+
+1. to a node whose configuration still has a free slot for its shape (ties: fgd's score, then the
+   protocol's node rank);
+2. else to an empty node of a class whose plan has a configuration with its shape and nodes still
+   unassigned: the node takes that configuration (the one with most LP nodes left);
+3. else where fgd puts it (the protocol's own scorer: the same memoised scores).
+
+Work-conserving: step 3 takes every feasible node, so a pod that fits somewhere is placed, and
+no pod moves. Devices: fgd's GPU choice. Two sources of expectation:
+
+* `known`: the trace's shape frequencies (what FGD's typical pods use), scaled to the pods the
+  horizon holds: depends only on the trace and the nodes, solved once per cluster and reused;
+* `learned`: the shapes of the arrivals so far (`LearnedExpectation` is given nothing else: it
+  cannot read the trace's frequencies).
+
+Re-solves: at the arrived shares of `RESOLVE_AT`, the plan is solved again for the arrivals so far
+plus the expectation of the rest (warm-started from the last columns); nodes keep the
+configurations they were given, the new plan's configurations are handed out to the nodes left.
+The known source re-solves only when the arrivals drift from its frequencies by more than
+`DRIFT` (L1 share). A re-solve that runs out of `seconds` before its LP converged keeps the last
+plan (counted in `stats["resolve_timeouts"]`).
+
+Deterministic given its plans; a plan cut short by the time limit (the column generation stops on
+a wall clock) may differ between runs on a loaded machine.
+
+`bid-price`: no slots; fgd's best score, and among equal scores the node whose class has the least
+price per GPU milli (the LP's dual of a node of the class over its GPU milli: the duals as a cost
+per unit of each class's resources).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from draopt.studies.lp_plan import Plan, PlanModel, ceil_nodes
+
+HORIZON = 1.0  # the plan's arrivals: this share of the cluster's GPU capacity
+RESOLVE_AT = (0.1, 0.3, 0.6)  # arrived shares of the horizon where the plan is solved again
+DRIFT = 0.15  # known source: re-solve only when arrivals so far differ this much (L1 share)
+DEFAULT_SECONDS = 120.0
+FIRST_LEARNED = 0.02  # learned: the first plan once this share of the horizon has arrived
+
+
+class KnownExpectation:
+    """The trace's shape frequencies (the name-sorted trace's pods, FGD's typical-pod source)."""
+
+    name = "known"
+
+    def __init__(self, freq: np.ndarray):
+        self.freq = np.asarray(freq, dtype=float)
+
+    def rest(self, seen: np.ndarray, pods_left: float) -> np.ndarray:
+        return self.freq * (pods_left / self.freq.sum())
+
+
+class LearnedExpectation:
+    """The frequencies of the arrivals so far; it is given nothing of the trace."""
+
+    name = "learned"
+
+    def rest(self, seen: np.ndarray, pods_left: float) -> np.ndarray:
+        total = float(seen.sum())
+        return seen * (pods_left / total) if total else np.zeros(len(seen))
+
+
+def plan_model(pc) -> PlanModel:
+    """The cluster's PlanModel, built once (PaperCluster.lp_model)."""
+    if pc.lp_model is None:
+        pc.lp_model = PlanModel(pc.c)
+    return pc.lp_model
+
+
+def known_plan(pc, horizon: float, seconds: float, warm_contents=None) -> Plan:
+    """The plan of the known source: depends only on the trace and the nodes (cached per horizon
+    and time limit on the PaperCluster, reused across seeds). `warm_contents(pc, horizon)`: node
+    contents whose configurations start the column generation (the protocol's fgd on the
+    name-sorted trace, up to the horizon)."""
+    key = ("known", horizon, seconds)
+    got = pc.lp_plans.get(key)
+    if got is None:
+        freq = trace_frequencies(pc)
+        pods = horizon * pc.capacity_milli / float((freq * pc.shape_request).sum() / freq.sum())
+        model = plan_model(pc)
+        warm = model.columns_of(warm_contents(pc, horizon)) if warm_contents is not None else []
+        got = pc.lp_plans[key] = model.solve(freq * (pods / freq.sum()), seconds=seconds, columns=warm)
+    return got
+
+
+def trace_frequencies(pc) -> np.ndarray:
+    return np.bincount(np.asarray(pc.c.pod_shape, dtype=np.int64), minlength=len(pc.c.shapes)).astype(float)
+
+
+class LpGuided:
+    """The policy (see the module docstring); `source` "known" or "learned", `mode` "slots" or
+    "prices" (bid prices alone)."""
+
+    def __init__(
+        self,
+        fgd_factory,
+        source: str = "known",
+        warm_contents=None,
+        *,
+        mode: str = "slots",
+        seconds: float = DEFAULT_SECONDS,
+        horizon: float = HORIZON,
+    ):
+        self.source, self.mode, self.seconds, self.horizon = source, mode, seconds, horizon
+        self.warm_contents = warm_contents
+        self.first_learned, self.resolve_at = FIRST_LEARNED, RESOLVE_AT
+        self.name = "bid-price" if mode == "prices" else ("lp-guided" if source == "known" else "lp-guided-learned")
+        self.fgd = fgd_factory()  # the protocol's fgd (this module imports nothing of paper_protocol)
+        self.stats: dict[str, Any] = {}  # this run's
+        self.totals: dict[str, Any] = {}  # over every run (--stats)
+
+    # ---------------------------------------------------------------- run start
+    def start(self, ctx) -> None:
+        pc = ctx.pc
+        self.fgd.start(ctx)
+        self._gpu_milli = (ctx.c.cap * ctx.c.present).sum(axis=1) * pc.gpu_scale
+        n, s = ctx.c.n, len(ctx.c.shapes)
+        self.expect = KnownExpectation(trace_frequencies(pc)) if self.source == "known" else LearnedExpectation()
+        self.seen = np.zeros(s)
+        self.arrived = 0
+        self.horizon_milli = self.horizon * pc.capacity_milli
+        self.slots = np.zeros((n, s), dtype=np.int64)  # free slots of each node's configuration
+        self.node_key: list[tuple | None] = [None] * n  # the configuration a node was given
+        self.given: dict[tuple, int] = {}  # configuration key -> nodes given it
+        self.empty = np.ones(n, dtype=bool)
+        self.contents: list[dict[int, int]] = [{} for _ in range(n)]  # pods per shape on each node
+        self.plan: Plan | None = None
+        self.avail: dict[tuple, float] = {}
+        self.next_resolve = 0
+        self.stats = {
+            "solves": 0,
+            "unconverged": 0,
+            "resolve_timeouts": 0,
+            "lp_failures": 0,
+            "lp_seconds": 0.0,
+            "in_plan": 0,
+            "opened": 0,
+            "fallback": 0,
+        }
+        if self.source == "known":
+            try:
+                self._use(known_plan(pc, self.horizon, self.seconds, self.warm_contents))
+            except RuntimeError:  # the master LP ended abnormally (GLOP): fgd throughout
+                self.stats["lp_failures"] += 1
+
+    def finish(self) -> None:
+        """Adds this run's figures to the totals (the protocol's run loop calls it at the end)."""
+        for k, v in self.stats.items():
+            self.totals[k] = round(self.totals.get(k, 0) + v, 3)
+
+    def _use(self, plan: Plan) -> None:
+        self.plan = plan
+        self.stats["solves"] += 1
+        self.stats["unconverged"] += not plan.converged
+        self.stats["lp_seconds"] = round(self.stats["lp_seconds"] + plan.seconds, 3)
+        self.avail = {}
+        for cf in plan.configs:
+            self.avail[cf.key] = self.avail.get(cf.key, 0) + ceil_nodes(cf.nodes)
+        for key, n in self.given.items():
+            if key in self.avail:
+                self.avail[key] -= n
+        self.by_key = {cf.key: cf for cf in plan.configs}
+        if self.mode == "prices":
+            # a node's price per GPU milli: its class's dual over the GPU milli of its nodes
+            per_milli = plan.class_price[np.maximum(plan.class_of, 0)] / np.maximum(self._gpu_milli, 1)
+            self.node_price = np.where(plan.class_of >= 0, per_milli, np.inf)
+
+    # ---------------------------------------------------------------- re-solves
+    def _maybe_resolve(self, ctx) -> None:
+        share = self.arrived / self.horizon_milli
+        points = ((self.first_learned,) if self.source == "learned" else ()) + tuple(self.resolve_at)
+        if self.next_resolve >= len(points) or share < points[self.next_resolve]:
+            return
+        while self.next_resolve < len(points) and share >= points[self.next_resolve]:
+            self.next_resolve += 1
+        if self.source == "known" and self._drift() <= DRIFT:
+            return
+        pc = ctx.pc
+        mean = float((self.seen * pc.shape_request).sum() / max(self.seen.sum(), 1))
+        left = max(0.0, (self.horizon_milli - self.arrived) / mean) if mean > 0 else 0.0
+        expected = self.seen + self.expect.rest(self.seen, left)
+        model = plan_model(pc)
+        columns = list(self.plan.columns) if self.plan is not None else []
+        columns += model.columns_of((i, dict(on)) for i, on in enumerate(self.contents) if on)
+        try:
+            got = model.solve(expected, seconds=self.seconds, columns=list(dict.fromkeys(columns)))
+        except RuntimeError:  # the master LP ended abnormally (GLOP): the last plan stays
+            self.stats["lp_failures"] += 1
+            return
+        if not got.converged and self.plan is not None:
+            self.stats["resolve_timeouts"] += 1
+            self.stats["unconverged"] += 1
+            self.stats["lp_seconds"] = round(self.stats["lp_seconds"] + got.seconds, 3)
+            return
+        self._use(got)
+
+    def _drift(self) -> float:
+        if not isinstance(self.expect, KnownExpectation) or not self.seen.sum():
+            return 0.0
+        f = self.expect.freq / self.expect.freq.sum()
+        return float(np.abs(self.seen / self.seen.sum() - f).sum() / 2)
+
+    # ---------------------------------------------------------------- per arrival
+    def choose(self, ctx, si: int, cand: np.ndarray, use) -> tuple[int, list[int]] | None:
+        pc = ctx.pc
+        self.seen[si] += 1
+        self.arrived += int(pc.shape_request[si])
+        self._maybe_resolve(ctx)
+        key = (int(pc.shape_cpu[si]), int(pc.shape_milli[si]), int(pc.shape_count[si]))
+        score = pc.memo.scores(key, ctx.sid[cand])
+        node = None
+        if self.plan is not None:
+            node = self._by_prices(ctx, cand, score) if self.mode == "prices" else self._by_slots(ctx, si, cand, score)
+        if node is None:
+            self.stats["fallback"] += 1
+            node = ctx.pick(cand, score)  # fgd
+        return node, self._devices(ctx, si, node, use)
+
+    def _by_slots(self, ctx, si: int, cand: np.ndarray, score: np.ndarray) -> int | None:
+        has = self.slots[cand, si] > 0
+        if has.any():
+            self.stats["in_plan"] += 1
+            return ctx.pick(cand[has], score[has])
+        plan = self.plan
+        assert plan is not None
+        open_ = self.empty[cand] & (plan.class_of[cand] >= 0)
+        if not open_.any():
+            return None
+        best: dict[int, tuple] = {}  # class -> configuration with the most nodes left holding si
+        for cf in plan.configs:
+            if si in cf.shapes and self.avail.get(cf.key, 0) > 0:
+                if cf.cls not in best or self.avail[cf.key] > self.avail[best[cf.cls]]:
+                    best[cf.cls] = cf.key
+        ok = open_ & np.isin(plan.class_of[cand], list(best))
+        if not ok.any():
+            return None
+        node = ctx.pick(cand[ok], score[ok])
+        key = best[int(plan.class_of[node])]
+        self.node_key[node] = key
+        self.given[key] = self.given.get(key, 0) + 1
+        self.avail[key] -= 1
+        for s, k in self.by_key[key].shapes.items():
+            self.slots[node, s] = k
+        self.stats["opened"] += 1
+        return node
+
+    def _by_prices(self, ctx, cand: np.ndarray, score: np.ndarray) -> int:
+        """fgd's best score; among equal scores the node of least price per GPU milli (the class's
+        dual), then the protocol's rank. (Price first, fgd among the cheapest, was measured: far
+        worse, docs/studies/online-lp.md.)"""
+        top = cand[score == score.max()]
+        price = self.node_price[top]
+        return ctx.pick(top, -price)
+
+    def _devices(self, ctx, si: int, node: int, use) -> list[int]:
+        from draopt.studies import paper_policies as pp
+
+        pc = ctx.pc
+        cpu, milli, count = int(pc.shape_cpu[si]), int(pc.shape_milli[si]), int(pc.shape_count[si])
+        if count == 0:
+            return []
+        if milli < pp.MILLI:
+            return [self.fgd._fgd_gpu(ctx, node, cpu, milli, use[node])]
+        return pp.gpus_best(ctx.left[node], use[node], milli, count)
+
+    def taken(self, ctx, si: int, node: int, devs: list[int]) -> None:
+        self.fgd.taken(ctx, si, node, devs)
+        self.empty[node] = False
+        self.contents[node][si] = self.contents[node].get(si, 0) + 1
+        if self.slots[node, si] > 0:
+            self.slots[node, si] -= 1
