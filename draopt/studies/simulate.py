@@ -644,8 +644,8 @@ def register(sub) -> None:
         action=CommaList,
         metavar="POLICY",
         help=f"a policy, repeatable (or comma-separated): {', '.join(POLICIES)} (default {DEFAULT_POLICIES}); "
-        "under fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all)",
-        PAPER_PROTOCOL_ONLY=("lp-guided", "lp-guided-learned", "bid-price"),  # draopt.studies.lp_guided
+        "under fgd-paper: fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random (default all), "
+        "and optimal-batch, lp-guided, lp-guided-learned, bid-price",
     )
     p.add_argument(
         "--offline-optimum",
