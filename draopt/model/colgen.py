@@ -649,6 +649,11 @@ class _Master:
 
     def solve(self):
         status = self.lp.Solve()
+        if status == pywraplp.Solver.ABNORMAL:
+            # GLOP's warm start from the last basis can fail numerically (seen once on a learned
+            # re-solve of gpuspec33): the same LP solved from scratch.
+            self.lp.Reset()
+            status = self.lp.Solve()
         if status != pywraplp.Solver.OPTIMAL:
             raise RuntimeError(f"internal: the restricted master LP ended with status {status}")
         # Dual prices of a maximisation with <= rows are >= 0; rounding noise is clipped (any

@@ -553,6 +553,11 @@ class _CoverMaster:
 
     def solve(self):
         status = self.lp.Solve()
+        if status == pywraplp.Solver.ABNORMAL:
+            # GLOP's warm start from the last basis can fail numerically (seen once on a learned
+            # re-solve of gpuspec33): the same LP solved from scratch.
+            self.lp.Reset()
+            status = self.lp.Solve()
         if status != pywraplp.Solver.OPTIMAL:
             raise RuntimeError(f"internal: the covering master LP ended with status {status}")
         pi = {k: max(0.0, r.dual_value()) for k, r in self.kind_rows.items()}
