@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from fractions import Fraction
 
 from draopt.allocation import allocate as api
 from draopt.testing.plan_scenarios import MIXES, scenario
@@ -45,7 +46,7 @@ def run(mix: str, pods: int, time_limit: float, max_nodes: int) -> dict:
     return {"mix": mix, "pods": pods, "plan": p, "best": best, "wall": wall}
 
 
-def run_openb(time_limit: float, pods: str) -> int:
+def run_openb(time_limit: float, pods: str, baselines: bool = True) -> int:
     import csv
     import os
     import resource
@@ -96,6 +97,175 @@ def run_openb(time_limit: float, pods: str) -> int:
         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} |"
     )
     print({k: v for k, v in st.items() if k.startswith("colgen_") or k.endswith("_s")})
+    if baselines:
+        print()
+        print_baselines(p, objs, types)
+    return 0
+
+
+def openb_priorities(types) -> dict:
+    """The priority expander's rules for the openb run: the types with more GPUs first (a team that
+    prefers big nodes), one priority per GPU count."""
+    import re
+
+    out: dict[int, list[str]] = {}
+    for t in types:
+        out.setdefault(int(t.cost), []).append(f"^{re.escape(t.name)}$")
+    return out
+
+
+def print_baselines(p, objs, types) -> None:
+    """Karpenter's provisioning and cluster-autoscaler's loop with each expander on the same input,
+    each timed, and what the optimal mix saves against each (draopt.studies.baselines)."""
+    from draopt.studies.autoscalers import savings
+    from draopt.studies.baselines import BASELINES, run_baselines
+
+    print("| baseline | cost | nodes | placed | rounds | s | optimal saves |")
+    print("|---|---|---|---|---|---|---|")
+    done = []
+    for name in BASELINES:
+        t0 = time.perf_counter()
+        (b,) = run_baselines(objs, types, [name], priorities=openb_priorities(types))
+        done.append(b)
+        saved = b.cost - p.cost
+        share = f"{float(saved / b.cost):.1%}" if b.cost else "-"
+        print(
+            f"| {b.name} | {float(b.cost):.0f} | {sum(b.nodes.values())} | {b.placed}/{b.pods} | {b.rounds} | "
+            f"{time.perf_counter() - t0:.1f} | {float(saved):.0f} ({share}) |"
+        )
+        sys.stdout.flush()
+    print()
+    print(savings(p.cost, p.placed, done))
+
+
+# ---------------------------------------------------------------- --scale: 8,000 to 80,000 pods, 40 types
+
+# A GPU's price per model (a unit a GPU of the cheapest models costs), for the scaled types' costs.
+_GPU_PRICE = {"P100": 2, "T4": 2, "V100M16": 3, "V100M32": 4, "G2": 3, "G3": 5, "A10": 4}
+# (size factor, price factor), in the order the types are taken: half-size nodes cost 10 % more per
+# GPU, double-size 5 % less, four times 10 % less.
+_SIZES = (
+    (Fraction(1), Fraction(1)),
+    (Fraction(1, 2), Fraction(11, 10)),
+    (Fraction(2), Fraction(19, 20)),
+    (Fraction(4), Fraction(9, 10)),
+)
+SCALE_TYPES = 40
+
+
+def _openb_dir():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
+
+
+def scale_node_types() -> list[tuple[str, int, int, int, str, Fraction]]:
+    """The 40 node types of --scale: openb's 15 GPU node shapes (the first node of each (cpu, memory,
+    GPUs, model)) at half, whole and double size where the GPU count stays whole, the first 40 in that
+    order; a node's cost = (GPUs x its model's price + cores / 16) x the size's price factor.
+    Rows: (name, cpu milli, memory MiB, GPUs, model, cost)."""
+    import csv
+
+    first: dict[tuple, dict] = {}
+    for r in csv.DictReader(open(_openb_dir() / "openb_node_list_gpu_node.csv")):
+        first.setdefault((r["cpu_milli"], r["memory_mib"], r["gpu"], r["model"]), r)
+    out: list = []
+    seen = set()
+    for size, premium in _SIZES:
+        for cpu, mem, gpu, model in first:
+            gpus = int(gpu) * size
+            if gpus.denominator != 1 or gpus < 1:
+                continue
+            c, m = int(int(cpu) * size), int(int(mem) * size)
+            if (c, m, gpus, model) in seen:  # a half of one shape is another's whole: one type
+                continue
+            seen.add((c, m, gpus, model))
+            cost = (_GPU_PRICE[model] * gpus + Fraction(c, 16000)) * premium
+            out.append((f"{model.lower()}-{int(gpus)}g-{c // 1000}c-{m // 1024}gi", c, m, int(gpus), model, cost))
+    return out[:SCALE_TYPES]
+
+
+def write_scale_fleet(pods: int, seed: int, into) -> tuple:
+    """--scale's input in directory `into`: nodes.csv (one node per type, its template), pods.csv
+    (`pods` tasks drawn with replacement from openb's default trace with random.Random(seed), named
+    anew), input.yaml (draopt trace import of both) and types.yaml (--node-types). Returns the paths
+    of input.yaml and types.yaml."""
+    import csv
+    import random
+
+    from draopt.studies import trace
+
+    types = scale_node_types()
+    nodes_csv, pods_csv = into / "nodes.csv", into / "pods.csv"
+    with open(nodes_csv, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["sn", "cpu_milli", "memory_mib", "gpu", "model"])
+        w.writerows(t[:5] for t in types)
+    trace_rows = list(csv.DictReader(open(_openb_dir() / "openb_pod_list_default.csv")))
+    drawn = random.Random(seed).choices(trace_rows, k=pods)
+    with open(pods_csv, "w", newline="") as f:
+        w2 = csv.DictWriter(f, fieldnames=list(trace_rows[0].keys()))
+        w2.writeheader()
+        w2.writerows(dict(r, name=f"scale-pod-{i:05d}") for i, r in enumerate(drawn))
+    inp, types_yaml = into / "input.yaml", into / "types.yaml"
+    inp.write_text(trace.dump_yaml(trace.import_trace(str(nodes_csv), str(pods_csv))))
+    types_yaml.write_text("".join(f"- {{name: {t[0]}, template: {t[0]}, cost: '{t[5]}'}}\n" for t in types))
+    return inp, types_yaml
+
+
+def run_scale(sizes: list[int], time_limit: float, seed: int) -> int:
+    """`draopt plan` (a process of its own per size, so its peak RSS is its own) on the scaled fleet."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    if not _openb_dir().is_dir():
+        print(f"bench_plan: {_openb_dir()} not found", file=sys.stderr)
+        return 2
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores, shared)")
+    print(
+        "| pods | kinds | cost | bound | gap | status | wall s | plan s | load s | ffd s | colgen s | integer s | "
+        "rounds | columns | peak RSS MiB | load avg |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    first_wall = None
+    for pods in sizes:
+        with tempfile.TemporaryDirectory() as d:
+            inp, types_yaml = write_scale_fleet(pods, seed, Path(d))
+            cmd = [
+                sys.executable,
+                "-m",
+                "draopt",
+                "plan",
+                "-f",
+                str(inp),
+                "--node-types",
+                str(types_yaml),
+                "--time-limit",
+                str(time_limit),
+                "--stats",
+                "-o",
+                "json",
+                "--quiet",
+            ]
+            t0 = time.perf_counter()
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+        if done.returncode not in (0, 1):
+            print(done.stderr, file=sys.stderr)
+            return done.returncode
+        out = json.loads(done.stdout)
+        st = json.loads(done.stderr.strip().splitlines()[-1])
+        first_wall = first_wall or wall
+        print(
+            f"| {pods} | {st.get('kinds', '-')} | {out['cost']} | {out['bound']} | {out['gap']:.2%} | {out['status']} | "
+            f"{wall:.1f} | {st.get('solve_s', 0):.1f} | {st.get('load_s', 0):.1f} | {st.get('ffd_s', 0):.1f} | "
+            f"{st.get('colgen_s', 0):.1f} | {st.get('colgen_integer_s', 0):.1f} | {st.get('colgen_rounds')} | "
+            f"{st.get('colgen_columns')} | {st['peak_rss_mib']:.0f} | {os.getloadavg()[0]:.2f} |"
+        )
+        sys.stdout.flush()
     return 0
 
 
@@ -113,9 +283,17 @@ def main() -> int:
     ap.add_argument("--sizes", default="", help="comma-separated pod counts (default 40,200,1000)")
     ap.add_argument("--openb", action="store_true", help="openb's node types and a whole trace (see above)")
     ap.add_argument("--pods", default="default", help="--openb: the trace (default, gpushare100, ...)")
+    ap.add_argument("--no-baselines", action="store_true", help="--openb: the optimal mix only")
+    ap.add_argument(
+        "--scale", action="store_true", help="the scaled fleet: openb's shapes drawn 8,000 to 80,000 times, 40 types"
+    )
+    ap.add_argument("--seed", type=int, default=0, help="--scale: the draw's seed")
     args = ap.parse_args()
+    if args.scale:
+        sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [8000, 20000, 40000, 80000]
+        return run_scale(sizes, args.time_limit if args.time_limit != 60.0 else 600.0, args.seed)
     if args.openb:
-        return run_openb(args.time_limit if args.time_limit != 60.0 else 600.0, args.pods)
+        return run_openb(args.time_limit if args.time_limit != 60.0 else 600.0, args.pods, not args.no_baselines)
     api.warm_up()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([40] if args.quick else [40, 200, 1000])
     print(

@@ -361,7 +361,8 @@ class MixPlan:
     def _first_fit_lines(self) -> list[str]:
         ff = self.first_fit
         if ff is None:
-            return []
+            skipped = self.stats.first_fit_skipped
+            return [f"not checked with first-fit: {skipped}"] if skipped else []
         line = (
             f"checked with first-fit (kube-scheduler's default profile, no preemption) on the cluster with "
             f"{_mix_text(ff.mix)}: places {ff.placed} of {ff.pods}"
@@ -428,16 +429,25 @@ def plan(
     one, when any mix can) are placed, decided by the CP-SAT placement model; the first-fit-
     decreasing estimate of every type side by side; the one-fewer check of the mix; and the mix
     checked with first-fit, not proven (and repaired) where the pods use a rule the model does
-    not encode (draopt.studies.plan_check)."""
+    not encode (draopt.studies.plan_check).
+
+    `time_limit`: wall-clock seconds bounding the whole plan; when it runs out the best mix found
+    so far is returned with its proven bound. What is deterministic: on inputs below
+    COLUMNS_MIN_PODS pending pods CP-SAT runs one worker, seeded, with deterministic-time limits
+    (shares of `time_limit`), so the same input gives the same answer whenever the wall clock does
+    not stop a phase first; column generation (larger inputs) stops on the wall clock only, so its
+    answer depends on the machine's speed when the limit is hit (its cost is the same when the
+    columns converge and the integer counts are proven in time). At least one first-fit-decreasing estimate is always made (the fallback answer), even
+    past the limit."""
     import time
 
     from draopt.studies.plan_check import check_plan
 
     t0 = time.perf_counter()
-    opts = PlanOptions(features or Features.from_gates(), time_limit, max_nodes)
+    opts = PlanOptions(features or Features.from_gates(), time_limit, max_nodes, t0 + time_limit)
     out = _plan(objects, node_types, opts)
     with progress.current().task("plan: the mix checked with first-fit"):
-        check_plan(objects, out, opts.features, max_nodes=max_nodes, deadline=t0 + 2 * time_limit)
+        check_plan(objects, out, opts.features, max_nodes=max_nodes, deadline=t0 + time_limit)
     out.stats.solve_s = round(time.perf_counter() - t0, 3)
     return out
 
@@ -488,7 +498,7 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
             )
         model = _mix_model(cand, node_types, caps, best_ffd, stats, _round, t1)
         warm = _warm_start(model, cand, best_ffd, opts.time_limit, stats)
-        pods_phase = _most_pods(model, warm, cand, node_types, caps, opts.time_limit, stats)
+        pods_phase = _most_pods(model, warm, cand, node_types, caps, opts.time_limit, stats, opts.deadline)
         answer = _least_cost(model, warm, pods_phase, node_types, opts, caps, cand.fits, stats)
         grow = _more_candidates(answer, pods_phase, node_types, caps, cand.fits, opts.max_nodes)
         if all(grow[name] <= caps[name] for name in grow):
@@ -497,7 +507,7 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
         stats.rounds = _round + 2
     t5 = time.perf_counter()
     with progress.current().task("plan: one-fewer checks"):
-        checks = _one_fewer(model.cp, model.counts, answer.mix, node_types, 0.2 * opts.time_limit)
+        checks = _one_fewer(model.cp, model.counts, answer.mix, node_types, 0.2 * opts.time_limit, opts.deadline)
     stats.one_fewer_s = round(time.perf_counter() - t5, 3)
     stats.status = answer.status_name
     stats.solve_s = round(time.perf_counter() - t0, 3)
