@@ -269,6 +269,81 @@ def run_scale(sizes: list[int], time_limit: float, seed: int) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- --dra: GPU + NIC alignment, partitionable MIG
+
+
+def _renamed(doc, old: str, new: str):
+    """`doc` with every string that starts with `old` starting with `new` instead (a generated node's
+    name in its Node, slices, pools and nodeName)."""
+    if isinstance(doc, dict):
+        return {k: _renamed(v, old, new) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_renamed(v, old, new) for v in doc]
+    if isinstance(doc, str) and doc.startswith(old):
+        return new + doc[len(old) :]
+    return doc
+
+
+def dra_fleets(pods: int = 48) -> dict[str, tuple[list, list[str]]]:
+    """Two DRA-shaped planning inputs from benchmarks/placement_clusters.py, each with two node
+    types (one template Node of each, with its slices; the templates are free nodes of the input):
+
+    * `gpu-nic`: gpu_nic_fleet's pods (1 GPU each, 30 % also a NIC on the GPU's PCIe root, a quarter
+      in gangs of 4), types gpu8x4nic (8 GPUs, 4 roots with a NIC each, cost 8) and gpu4x2nic (4 GPUs,
+      2 roots, cost 4.4);
+    * `mig`: mig_fleet's pods (MIG profiles 1g-7g by counters, a share of `any slice`, gangs),
+      types mig8 (8 partitionable GPUs, cost 8) and mig4 (4, cost 4.4).
+    Returns name -> (docs, --node-type texts)."""
+    import placement_clusters as pc
+
+    def two(make, old: str, big: str, small: str, **kw) -> list:
+        a = make(nodes=1, gpus=8, **kw)
+        b = make(nodes=1, gpus=4, **{k: v for k, v in kw.items() if k != "pods"})
+        extra = [d for d in b["docs"] if d.get("kind") in ("Node", "ResourceSlice")]
+        return _renamed(a["docs"], old, big) + _renamed(extra, old, small)
+
+    nic = two(pc.gpu_nic_fleet, "node-0000", "gpu8x4nic", "gpu4x2nic", pods=pods, gang_size=4, roots=4)
+    mig = two(pc.mig_fleet, "mig-node-00", "mig8", "mig4", demand_ratio=pods / 8)
+    return {
+        "gpu-nic": (nic, ["gpu8x4nic=8", "gpu4x2nic=4.4"]),
+        "mig": (mig, ["mig8=8", "mig4=4.4"]),
+    }
+
+
+def run_dra(time_limit: float, csv_path: str | None, pods: int) -> int:
+    """The optimal mix and every autoscaler baseline on each DRA-shaped fleet (draopt.plan, the
+    public API), a row per (fleet, who); with `csv_path` the rows as CSV (docs/studies/planning.csv)."""
+    import csv
+
+    import draopt
+    from draopt.studies.baselines import BASELINES
+    from draopt.testing.audit import objects_of
+
+    rows = []
+    for fleet, (docs, types) in dra_fleets(pods).items():
+        objs = objects_of(docs)
+        prio = {int(float(t.split("=")[1])): [f"^{t.split('=')[0]}$"] for t in types}
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            import yaml
+
+            yaml.safe_dump(prio, f)
+        t0 = time.perf_counter()
+        p = draopt.plan(objs, types, time_limit=time_limit, baselines=BASELINES, expander_priorities=f.name)
+        print(f"{fleet}: {time.perf_counter() - t0:.1f} s")
+        print(p.table())
+        print()
+        rows.append([fleet, "optimal", float(p.cost), sum(p.mix.values()), p.placed, p.pods, float(p.bound)])
+        rows += [[fleet, b.name, float(b.cost), sum(b.nodes.values()), b.placed, b.pods, ""] for b in p.baselines]
+    if csv_path:
+        with open(csv_path, "w", newline="") as out:
+            w = csv.writer(out)
+            w.writerow(["fleet", "who", "cost", "new_nodes", "placed", "pods", "bound"])
+            w.writerows(rows)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -288,7 +363,11 @@ def main() -> int:
         "--scale", action="store_true", help="the scaled fleet: openb's shapes drawn 8,000 to 80,000 times, 40 types"
     )
     ap.add_argument("--seed", type=int, default=0, help="--scale: the draw's seed")
+    ap.add_argument("--dra", action="store_true", help="the DRA-shaped fleets (GPU + NIC, MIG) and every baseline")
+    ap.add_argument("--csv", help="--dra: write the rows as CSV here")
     args = ap.parse_args()
+    if args.dra:
+        return run_dra(args.time_limit, args.csv, int(args.sizes or 48))
     if args.scale:
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [8000, 20000, 40000, 80000]
         return run_scale(sizes, args.time_limit if args.time_limit != 60.0 else 600.0, args.seed)
