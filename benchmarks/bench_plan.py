@@ -89,10 +89,12 @@ def run_openb(time_limit: float, pods: str, baselines: bool = True) -> int:
         "converged | wall s | peak RSS MiB |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    saving = float((best.cost - p.cost) / best.cost) if best.cost else 0.0
+    saving = float((best.cost - p.cost) / best.cost) if best is not None and best.cost else 0.0
+    best_text = "-" if best is None else f"{best.nodes} x {best.node_type.name}"
+    best_cost = "-" if best is None else f"{float(best.cost):.0f}"
     print(
         f"| {p.placed}/{p.pods} | {float(p.cost):.0f} | {float(p.bound):.0f} | {p.gap:.2%} | {p.status} | "
-        f"{best.nodes} x {best.node_type.name} | {float(best.cost):.0f} | {saving:.1%} | {st.get('colgen_rounds')} | "
+        f"{best_text} | {best_cost} | {saving:.1%} | {st.get('colgen_rounds')} | "
         f"{st.get('colgen_columns')} | {st.get('colgen_converged')} | {wall:.1f} | "
         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} |"
     )

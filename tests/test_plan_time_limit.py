@@ -103,3 +103,20 @@ def test_the_scaled_fleet_is_seeded_with_forty_types(tmp_path):
     ib, _ = bench_plan.write_scale_fleet(300, 7, b)
     assert ia.read_bytes() == ib.read_bytes()
     assert (a / "pods.csv").read_text().count("\n") == 301
+
+
+def test_columns_that_place_every_pod_need_no_estimate(monkeypatch):
+    """With no time left for them, the estimates are all skipped (the columns' mix is the answer,
+    placing every pod): no cheapest estimate, the table and JSON say so."""
+    from draopt.studies import planning
+    from draopt.studies.planning import plan
+    from draopt.testing.plan_scenarios import scenario
+
+    objs, types = scenario("inference", 40)
+    monkeypatch.setattr(planning, "COLUMNS_MIN_PODS", 0)
+    monkeypatch.setattr(planning, "ESTIMATES_UNTIL", 0.0)
+    p = plan(objs, types, time_limit=8)
+    assert p.placed == p.pods == 40 and 0 <= p.bound <= p.cost
+    assert all(e.skipped for e in p.ffd) and p.stats.ffd_skipped == len(types)
+    assert p.ffd_best() is None and p.to_json()["ffd_best"] is None
+    assert "first-fit decreasing (cluster-autoscaler's estimator)" not in p.table()

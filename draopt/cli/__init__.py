@@ -256,8 +256,8 @@ def _add_plan(sub) -> None:
         help="wall-clock seconds bounding the whole plan (after the input is read); the best mix found "
         "by then is printed with its proven bound. Small inputs: CP-SAT's phases also stop at a share of "
         "S in deterministic seconds (40%% pods, 40%% cost, 20%% one-fewer checks), so the same input gives "
-        "the same answer when the limit is not hit; large ones (column generation): 60%% for the columns, "
-        "the estimates until 90%%. The first estimate is always made (the fallback answer)",
+        "the same answer when the limit is not hit; large ones (column generation): 80%% for the columns, "
+        "the estimates until 90%% (at least one unless the columns place every pod)",
     )
     _gates_flags(pn)
     pn.add_argument("-o", "--output", default="table", choices=("table", "json"))

@@ -249,11 +249,13 @@ class MixPlan:
         return html_table(caption, self.FRAME_COLUMNS, self._frame_rows())
 
     def ffd_best(self) -> FfdEstimate | None:
-        """The cheapest single-type estimate among those that place the most pods."""
-        if not self.ffd:
+        """The cheapest single-type estimate among those made that place the most pods (None: none
+        made, as on a large input whose columns left no time for them)."""
+        made = [e for e in self.ffd if not e.skipped]
+        if not made:
             return None
-        most = max(e.placed for e in self.ffd)
-        return min((e for e in self.ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
+        most = max(e.placed for e in made)
+        return min((e for e in made if e.placed == most), key=lambda e: (e.cost, e.nodes))
 
     def to_json(self) -> dict[str, Any]:
         best = self.ffd_best()
@@ -385,10 +387,14 @@ def _mix_text(mix: dict[str, int]) -> str:
     return " + ".join(used) if used else "no new node"
 
 
-def _estimates(objects, node_types, features, first, max_nodes: int, stats: PlanStats, deadline: float | None):
+def _estimates(
+    objects, node_types, features, first, max_nodes: int, stats: PlanStats, deadline: float | None, optional=False
+):
     """The first-fit-decreasing estimate of every type; past `deadline` (perf_counter) a type is
     not estimated (reported so). One estimate is not interrupted: the largest nodes go first
-    (the fewest copies, the quickest estimates) when there is a deadline."""
+    (the fewest copies, the quickest estimates) when there is a deadline. The first is made
+    whatever the time unless `optional` (the answer does not need one): then an estimate starts
+    only when the last one's time still fits before the deadline."""
     import time
 
     order = list(node_types)
@@ -398,12 +404,16 @@ def _estimates(objects, node_types, features, first, max_nodes: int, stats: Plan
     with progress.current().task(
         "plan: first-fit-decreasing estimates", total=len(node_types), unit="node types"
     ) as shown:
+        last = 0.0
         for t in order:
-            if deadline is not None and got and time.perf_counter() > deadline:
+            started = time.perf_counter()
+            late = deadline is not None and started + (last if optional else 0.0) > deadline
+            if late and (got or optional):
                 got[t.name] = FfdEstimate(t, 0, 0, len(first[0]), skipped=True)
                 stats.ffd_skipped = (stats.ffd_skipped or 0) + 1
             else:
                 got[t.name] = ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first)
+                last = time.perf_counter() - started
             shown.update_to(len(got))
     return [got[t.name] for t in node_types]
 
@@ -437,8 +447,8 @@ def plan(
     (shares of `time_limit`), so the same input gives the same answer whenever the wall clock does
     not stop a phase first; column generation (larger inputs) stops on the wall clock only, so its
     answer depends on the machine's speed when the limit is hit (its cost is the same when the
-    columns converge and the integer counts are proven in time). At least one first-fit-decreasing estimate is always made (the fallback answer), even
-    past the limit."""
+    columns converge and the integer counts are proven in time). At least one first-fit-decreasing
+    estimate is made even past the limit (the fallback answer), unless the columns place every pod."""
     import time
 
     from draopt.studies.plan_check import check_plan
@@ -553,7 +563,10 @@ from draopt.studies.sweep import sweep  # noqa: E402,F401  (moved to draopt.stud
 COLUMNS_MIN_PODS = 1000  # from this many pending pods, plan by column generation where it applies
 
 
-COLUMNS_SHARE = 0.6  # of --time-limit for the columns on large inputs (the rest: the estimates)
+# Of --time-limit for the columns on large inputs (the rest: the estimates, which the answer
+# needs only when the columns do not place every pod).
+COLUMNS_SHARE = 0.8
+ESTIMATES_UNTIL = 0.9  # of --time-limit: the estimates after the columns start no later
 
 
 def _plan_by_columns(
@@ -574,15 +587,28 @@ def _plan_by_columns(
     sol = _columns(cand, node_types, deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit))
     stats.columns.update(sol.stats)
     t1 = time.perf_counter()
-    ffd = _estimates(objects, node_types, opts.features, first, opts.max_nodes, stats, t0 + 0.9 * opts.time_limit)
+    # Columns that place every pod need no estimate: they are made in the time left, for the table.
+    ffd = _estimates(
+        objects,
+        node_types,
+        opts.features,
+        first,
+        opts.max_nodes,
+        stats,
+        t0 + ESTIMATES_UNTIL * opts.time_limit,
+        optional=sol.covered,
+    )
     stats.ffd_s = round(time.perf_counter() - t1, 3)
-    most = max(e.placed for e in ffd)
-    best_ffd = min((e for e in ffd if e.placed == most and not e.skipped), key=lambda e: (e.cost, e.nodes))
+    made = [e for e in ffd if not e.skipped]
+    most = max((e.placed for e in made), default=0)
+    best_ffd = min((e for e in made if e.placed == most), key=lambda e: (e.cost, e.nodes), default=None)
     blocked = {}
     for d in real:
         if not cand.prep.pod_nodes.get(d.key):
-            pl = best_ffd.placement.get(d.key)
-            blocked[d.key] = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
+            pl = best_ffd.placement.get(d.key) if best_ffd is not None else None
+            blocked[d.key] = (
+                "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node of any type takes it"
+            )
     answer = _columns_answer(sol, best_ffd, real, cand.prep, node_types, stats)
     stats.status = answer.status_name
     return MixPlan(
@@ -643,17 +669,20 @@ def _columns(cand: _Candidates, node_types: list[NodeType], *, deadline: float):
     )
 
 
-def _columns_answer(sol, best_ffd: FfdEstimate, real, prep, node_types: list[NodeType], stats: PlanStats) -> _CostPhase:
-    """The mix of the columns, or the estimate's when it is cheaper or the columns cover less."""
+def _columns_answer(
+    sol, best_ffd: FfdEstimate | None, real, prep, node_types: list[NodeType], stats: PlanStats
+) -> _CostPhase:
+    """The mix of the columns, or the estimate's when it is cheaper or the columns cover less
+    (there is an estimate whenever the columns cover less: see _estimates' `optional`)."""
     mix = {t.name: 0 for t in node_types}
     mix.update(sol.mix())
-    placed = (
-        sum(1 for d in real if prep.pod_nodes.get(d.key))
-        if sol.covered
-        else sum(1 for pl in best_ffd.placement.values() if pl.placed)
-    )
+    if sol.covered:
+        placed = sum(1 for d in real if prep.pod_nodes.get(d.key))
+    else:
+        assert best_ffd is not None  # made whatever the time when the columns cover less
+        placed = sum(1 for pl in best_ffd.placement.values() if pl.placed)
     cost, bound = sol.cost, sol.bound
-    if not sol.covered or (best_ffd.placed >= placed and best_ffd.cost < cost):
+    if best_ffd is not None and (not sol.covered or (best_ffd.placed >= placed and best_ffd.cost < cost)):
         # The estimate is cheaper or the columns cover less: it is the answer (said so).
         mix = {t.name: (best_ffd.nodes if t.name == best_ffd.node_type.name else 0) for t in node_types}
         cost, placed = best_ffd.cost, best_ffd.placed
