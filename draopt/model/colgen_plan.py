@@ -428,6 +428,7 @@ def _solution(part: _PlanPart, gen: _PlanGeneration, counts: _CoverCounts, t0: f
         "colgen_rounds": gen.rounds,
         "colgen_columns": len(columns),
         "colgen_classes": len(part.classes),
+        "colgen_kinds": len(part.demand),  # pending pods that have a node, grouped into kinds
         "colgen_s": round(gen_s, 3),
         "colgen_integer_status": counts.status,
         "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),

@@ -33,6 +33,7 @@ class PlanStats:
     # the first-fit-decreasing estimates: their time, and the node types not estimated (past the deadline)
     ffd_s: float | None = None
     ffd_skipped: int | None = None
+    pending_pods: int | None = None  # pending pods of the input (expanded from their controllers)
     # large inputs (column generation): why the columns were not used, or that the estimate was kept
     columns_not_used: str | None = None
     columns_kept_estimate: bool | None = None

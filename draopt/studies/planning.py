@@ -26,6 +26,7 @@ from draopt import progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
+from draopt.kube.workload import expand
 from draopt.studies.ffd_estimate import FfdEstimate, _cluster_for, _scheduled_first, _with_types
 from draopt.studies.ffd_estimate import ffd_estimate as ffd_estimate
 from draopt.studies.ffd_estimate import hash_node as hash_node
@@ -388,13 +389,14 @@ def _mix_text(mix: dict[str, int]) -> str:
 
 
 def _estimates(
-    objects, node_types, features, first, max_nodes: int, stats: PlanStats, deadline: float | None, optional=False
+    objects, node_types, features, first_of, max_nodes: int, stats: PlanStats, deadline: float | None, optional=False
 ):
     """The first-fit-decreasing estimate of every type; past `deadline` (perf_counter) a type is
     not estimated (reported so). One estimate is not interrupted: the largest nodes go first
     (the fewest copies, the quickest estimates) when there is a deadline. The first is made
     whatever the time unless `optional` (the answer does not need one): then an estimate starts
-    only when the last one's time still fits before the deadline."""
+    only when the last one's time still fits before the deadline. `first_of()`: what
+    `_scheduled_first` gives (asked only when an estimate is made)."""
     import time
 
     order = list(node_types)
@@ -409,10 +411,12 @@ def _estimates(
             started = time.perf_counter()
             late = deadline is not None and started + (last if optional else 0.0) > deadline
             if late and (got or optional):
-                got[t.name] = FfdEstimate(t, 0, 0, len(first[0]), skipped=True)
+                got[t.name] = FfdEstimate(t, 0, 0, stats.pending_pods or 0, skipped=True)
                 stats.ffd_skipped = (stats.ffd_skipped or 0) + 1
             else:
-                got[t.name] = ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first)
+                got[t.name] = ffd_estimate(
+                    objects, t, features=features, max_nodes=max_nodes, scheduled_first=first_of()
+                )
                 last = time.perf_counter() - started
             shown.update_to(len(got))
     return [got[t.name] for t in node_types]
@@ -471,15 +475,16 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
         raise InputError(f"--max-nodes: must be 1 or more, got {opts.max_nodes}")
     check_node_types(objects, node_types)
     stats = PlanStats()
-    first = _scheduled_first(objects, opts.features)
-    if len(first[0]) >= COLUMNS_MIN_PODS:
+    first = _FirstOnCluster(objects, opts.features)
+    stats.pending_pods = len(expand(objects, opts.features).pending)
+    if stats.pending_pods >= COLUMNS_MIN_PODS:
         # Large inputs: the columns first (their share of --time-limit, which bounds the whole
         # command here), then the estimates in the time left.
         by_columns = _plan_by_columns(objects, node_types, opts, first, stats, t0)
         if by_columns is not None:
             by_columns.stats.solve_s = round(time.perf_counter() - t0, 3)
             return by_columns
-    ffd = _estimates(objects, node_types, opts.features, first, opts.max_nodes, stats, None)
+    ffd = _estimates(objects, node_types, opts.features, first.get, opts.max_nodes, stats, None)
     stats.ffd_s = round(time.perf_counter() - t0, 3)
     best_ffd = _cheapest_estimate(ffd)
     caps = _first_caps(node_types, ffd, best_ffd, opts.max_nodes)
@@ -540,6 +545,21 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
     )
 
 
+class _FirstOnCluster:
+    """`_scheduled_first` (the kube-scheduler on the input's cluster: its scan of every pending pod
+    over the nodes grows with pods x nodes), made when an estimate first needs it: large inputs
+    whose columns place every pod may need none."""
+
+    def __init__(self, objects: ObjectSet, features: Features):
+        self.objects, self.features = objects, features
+        self.value: Any = None
+
+    def get(self):
+        if self.value is None:
+            self.value = _scheduled_first(self.objects, self.features)
+        return self.value
+
+
 def _cheapest_estimate(ffd: list[FfdEstimate]) -> FfdEstimate:
     """The cheapest estimate among those that place the most pods."""
     most = max(e.placed for e in ffd)
@@ -592,7 +612,7 @@ def _plan_by_columns(
         objects,
         node_types,
         opts.features,
-        first,
+        first.get,
         opts.max_nodes,
         stats,
         t0 + ESTIMATES_UNTIL * opts.time_limit,
