@@ -16,11 +16,19 @@ above the cheapest estimate that places as many pods.
   python benchmarks/bench_plan.py --quick    # 40 pods per mix
   python benchmarks/bench_plan.py --sizes 1000 --max-nodes 256   # the CLI's default cap
   python benchmarks/bench_plan.py --openb [--time-limit 600]      # openb's 15 node types, whole default trace
+  python benchmarks/bench_plan.py --dra [--csv docs/studies/planning.csv]   # GPU + NIC and MIG fleets
+  python benchmarks/bench_plan.py --scale [--sizes 8000,20000,40000,80000]  # 40 types, growth in pods
 
 `--openb`: one node of each of openb's 15 GPU node types (../shared/data/openb/openb_node_list_gpu_node.csv,
 the first of each (cpu, memory, GPUs, model)) as the templates, a node's cost = its GPUs, and every task of
 openb_pod_list_default.csv (8,152) pending: the cheapest mix by column generation (draopt/model/colgen_plan.py)
-next to the first-fit-decreasing estimate of each type; wall time and peak RSS (getrusage) of the whole plan.
+next to the first-fit-decreasing estimate of each type; wall time and peak RSS (getrusage) of the whole plan;
+then Karpenter's provisioning and cluster-autoscaler's loop with each expander (priority: more GPUs
+first), each timed, and what the optimal mix saves against each (--no-baselines: the mix only).
+
+`--dra`: `dra_fleets` (GPU + NIC alignment, partitionable MIG; two node types each), the mix and every
+baseline through draopt.plan. `--scale`: `write_scale_fleet` per size, `draopt plan` in a process of
+its own; wall and cpu seconds, the phases, peak RSS and the load average (the machine is shared).
 """
 
 from __future__ import annotations
