@@ -272,8 +272,11 @@ def _add_plan(sub) -> None:
         type=_positive_seconds,
         default=60.0,
         metavar="S",
-        help="CP-SAT budget per model round in deterministic seconds: 40%% for the pods "
-        "phase, 40%% for the cost phase, 20%% for the one-fewer checks",
+        help="wall-clock seconds bounding the whole plan (after the input is read); the best mix found "
+        "by then is printed with its proven bound. Small inputs: CP-SAT's phases also stop at a share of "
+        "S in deterministic seconds (40%% pods, 40%% cost, 20%% one-fewer checks), so the same input gives "
+        "the same answer when the limit is not hit; large ones (column generation): 80%% for the columns, "
+        "the estimates until 90%% (at least one unless the columns place every pod)",
     )
     _gates_flags(pn)
     pn.add_argument("-o", "--output", default="table", choices=("table", "json", "yaml"))

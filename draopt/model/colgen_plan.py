@@ -428,6 +428,7 @@ def _solution(part: _PlanPart, gen: _PlanGeneration, counts: _CoverCounts, t0: f
         "colgen_rounds": gen.rounds,
         "colgen_columns": len(columns),
         "colgen_classes": len(part.classes),
+        "colgen_kinds": len(part.demand),  # pending pods that have a node, grouped into kinds
         "colgen_s": round(gen_s, 3),
         "colgen_integer_status": counts.status,
         "colgen_integer_s": round(time.perf_counter() - t0 - gen_s, 3),
@@ -598,9 +599,12 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
             return None
         m.add(sum(by_kind[ki]) >= d)
     cost = sum(ints[c.cls] * y for c, y in zip(columns, ys))
+    # Without a warm start (plan's columns), a greedy cover as the hint: CP-SAT starts from a
+    # solution, so a short time still gives one (all-zero hints left it none on a loaded machine).
+    greedy = _greedy_cover(classes, demand, columns, banned, ints) if not (warm_free or warm_copy) else {}
     for i, c in enumerate(columns):
         m.add_hint(xs[i], min(free_nodes[c.cls], warm_free.get((c.cls, c.counts), 0)))
-        m.add_hint(ys[i], warm_copy.get((c.cls, c.counts), 0))
+        m.add_hint(ys[i], warm_copy.get((c.cls, c.counts), 0) or greedy.get(i, 0))
     m.minimize(cost)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 2
@@ -614,6 +618,30 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
         return None
     moves = {p: solver.value(z) for p, z in zip(subs, zs)}
     return [solver.value(x) for x in xs], [solver.value(y) for y in ys], solver.status_name(status), moves
+
+
+def _greedy_cover(classes, demand, columns, banned, ints) -> dict[int, int]:
+    """Copies per column that cover every kind's demand (column -> copies): kind by kind, the
+    bought column with the most pods of the kind, as many copies as its pods still short need."""
+    got: Counter = Counter()
+    out: dict[int, int] = {}
+    for ki, d in sorted(demand.items()):
+        if got[ki] >= d:
+            continue
+        best, most = None, 0
+        for i, c in enumerate(columns):
+            if i in banned or ints[c.cls] <= 0 or ki not in classes[c.cls].kinds:
+                continue
+            n = c.counts[classes[c.cls].kinds.index(ki)]
+            if n > most:
+                best, most = i, n
+        if best is None:
+            continue
+        copies = math.ceil((d - got[ki]) / most)
+        out[best] = out.get(best, 0) + copies
+        for kj, n in zip(classes[columns[best].cls].kinds, columns[best].counts):
+            got[kj] += n * copies
+    return out
 
 
 def _covers(classes, demand, columns, free_counts, copy_counts) -> bool:

@@ -20,6 +20,7 @@ class ColgenStats(TypedDict, total=False):
     colgen_rounds: int  # restricted master LPs solved
     colgen_columns: int  # columns generated (warm start's and realized substitutions' included)
     colgen_classes: int  # classes of interchangeable nodes
+    colgen_kinds: int  # kinds of pending pods (pods alike) that have a node (draopt plan)
     colgen_s: float  # seconds of the generation (setup included)
     colgen_integer_status: str  # the integer placement's CP-SAT status, or WARM, ROUNDED, REJECTED, UNKNOWN
     colgen_integer_s: float  # seconds after the generation (integer placement, checks)

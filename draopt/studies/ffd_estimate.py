@@ -18,11 +18,18 @@ from draopt.studies.node_types import NodeType
 
 
 def with_copies(
-    objects: ObjectSet, template: str, count: int, *, prefix: str | None = None, flag: str = "--node-template"
+    objects: ObjectSet,
+    template: str,
+    count: int,
+    *,
+    prefix: str | None = None,
+    flag: str = "--node-template",
+    daemon_pods: list | None = None,
 ) -> ObjectSet:
     """The objects plus `count` copies of node `template` and of the slices pinned to it.
     Copies are named `{prefix}-plan-{i}` (prefix: the template's name unless given); their
-    slices and pools get the same suffix."""
+    slices and pools get the same suffix. `daemon_pods`: the pods that may be a DaemonSet's for
+    the template (`daemonset_pods`, found once for many templates; None: every pod is looked at)."""
     node = next((n for n in objects.nodes if n.name == template), None)
     if node is None:
         raise InputError(f"{flag} {template}: no Node {template} in the input")
@@ -32,7 +39,7 @@ def with_copies(
     out.nodes = list(objects.nodes)
     out.resource_slices = list(objects.resource_slices)
     own = [s for s in objects.resource_slices if s.spec.node_name == template]
-    daemons = [p for p in objects.pods if _daemon_pod_of(p, template)]
+    daemons = [p for p in (objects.pods if daemon_pods is None else daemon_pods) if _daemon_pod_of(p, template)]
     if daemons:
         out.pods = list(objects.pods)
         out.creation_order = dict(objects.creation_order)
@@ -53,6 +60,17 @@ def with_copies(
         for p in daemons:  # the DaemonSet controller makes its pod on the new node too
             out.pods.append(_daemon_pod_copy(p, template, name, out))
     return out
+
+
+def _daemonset_owned(pod) -> bool:
+    owners = (pod.metadata.model_extra or {}).get("ownerReferences") or []
+    return any(isinstance(o, dict) and o.get("kind") == "DaemonSet" for o in owners)
+
+
+def daemonset_pods(objects: ObjectSet) -> list:
+    """The pods a DaemonSet owns: those `_daemon_pod_of` may accept (looked at once, not once per
+    node type: the input may have 80,000 pods)."""
+    return [p for p in objects.pods if _daemonset_owned(p)]
 
 
 def _daemon_pod_of(pod, node: str) -> bool:
@@ -94,12 +112,16 @@ def _with_types(objects: ObjectSet, counts: list[tuple[NodeType, int]]):
     """The objects plus `count` copies of each type; (objects, node -> type name,
     DaemonSet pod made for a copy -> its node)."""
     out, type_of, daemon_of = objects, {}, {}
+    # A copy's DaemonSet pods come from the input's (those of earlier copies are pinned to them).
+    daemons = daemonset_pods(objects)
     for t, count in counts:
-        before = {f"{p.namespace}/{p.name}" for p in out.pods}
-        out = with_copies(out, t.template, count, prefix=t.name, flag=f"node type {t.name}: template")
+        before = {f"{p.namespace}/{p.name}" for p in out.pods} if daemons else set()
+        out = with_copies(
+            out, t.template, count, prefix=t.name, flag=f"node type {t.name}: template", daemon_pods=daemons
+        )
         for i in range(count):
             type_of[f"{t.name}-plan-{i}"] = t.name
-        for p in out.pods:
+        for p in out.pods if daemons else ():
             key = f"{p.namespace}/{p.name}"
             if key not in before:
                 daemon_of[key] = next(

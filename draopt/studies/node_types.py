@@ -74,12 +74,12 @@ def load_node_types(path: str) -> list[NodeType]:
         template = entry.get("template")
         if not isinstance(template, str) or not template:
             raise InputError(f"{where}: field template: the name of a Node in the input is required")
-        if "cost" not in entry:
-            raise InputError(f"{where}: field cost: required")
         name = entry.get("name", template)
         if not isinstance(name, str) or not name:
             raise InputError(f"{where}: field name: must be a non-empty string, got {name!r}")
-        out.append(NodeType(name, template, parse_cost(entry["cost"], f"{where}: field cost")))
+        if "cost" not in entry:
+            raise InputError(f"{where}: field cost: required (node type {name})")
+        out.append(NodeType(name, template, parse_cost(entry["cost"], f"{where} (node type {name}): field cost")))
     return out
 
 

@@ -33,6 +33,7 @@ class PlanStats:
     # the first-fit-decreasing estimates: their time, and the node types not estimated (past the deadline)
     ffd_s: float | None = None
     ffd_skipped: int | None = None
+    pending_pods: int | None = None  # pending pods of the input (expanded from their controllers)
     # large inputs (column generation): why the columns were not used, or that the estimate was kept
     columns_not_used: str | None = None
     columns_kept_estimate: bool | None = None
@@ -55,6 +56,7 @@ class PlanStats:
     solve_s: float | None = None
     # draopt.studies.plan_check: the first-fit check's time, the model's status and count, the mix repaired
     first_fit_check_s: float | None = None
+    first_fit_skipped: str | None = None  # why the first-fit check was not run
     model_status: str | None = None
     model_placed: int | None = None
     repaired_from: dict[str, int] | None = None
@@ -72,25 +74,36 @@ class PlanOptions:
     """What `plan` is asked, once for every step of it."""
 
     features: Features  # the feature gates the rules follow
-    time_limit: float = 60.0  # seconds: bounds the whole plan (each phase takes its share)
+    time_limit: float = 60.0  # wall-clock seconds: bounds the whole plan (each phase takes its share)
     max_nodes: int = 256  # candidate copies per node type, at most
+    # perf_counter at which the time limit runs out (None: only the phases' own limits)
+    deadline: float | None = None
 
 
-def _solver(seconds: float):
+def _solver(seconds: float, deadline: float | None = None):
+    import time
+
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
     # Same input, same answer: one worker and deterministic time; the wall clock only as a
-    # generous hard stop. Measured (benchmarks/bench_plan.py, mixed, 200 pods): the cost phase
-    # proves in 0.01 s with one worker, 3.9 s with two interleaved, 7.4 s with four.
+    # generous hard stop, and the command's deadline (--time-limit bounds the whole plan): a
+    # solve it cuts short may answer otherwise from run to run. Measured (benchmarks/bench_plan.py,
+    # mixed, 200 pods): the cost phase proves in 0.01 s with one worker, 3.9 s with two
+    # interleaved, 7.4 s with four.
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = seconds
-    solver.parameters.max_time_in_seconds = max(0.1, 3 * seconds + 1)
+    wall = max(0.1, 3 * seconds + 1)
+    if deadline is not None:
+        wall = min(wall, max(0.1, deadline - time.perf_counter()))
+    solver.parameters.max_time_in_seconds = wall
     return solver
 
 
-def _one_fewer(cp, counts: dict, mix: dict[str, int], node_types: list[NodeType], seconds: float) -> list[OneFewer]:
+def _one_fewer(
+    cp, counts: dict, mix: dict[str, int], node_types: list[NodeType], seconds: float, deadline: float | None = None
+) -> list[OneFewer]:
     """The mix less one node of each type it uses (the others at most the mix's): does it place
     as many pods? The model as solved (the pods phase's count held), its objective dropped."""
     from ortools.sat.python import cp_model
@@ -104,7 +117,7 @@ def _one_fewer(cp, counts: dict, mix: dict[str, int], node_types: list[NodeType]
         fewer = {s.name: mix[s.name] - (1 if s is t else 0) for s in node_types}
         for s in node_types:
             c.add(c.get_int_var_from_proto_index(counts[s.name].index) <= fewer[s.name])
-        status = _solver(seconds / len(used_types)).solve(c)
+        status = _solver(seconds / len(used_types), deadline).solve(c)
         verdict = {
             cp_model.INFEASIBLE: "does not place them all (proven infeasible)",
             cp_model.OPTIMAL: "places them all",
@@ -348,7 +361,7 @@ class _PodsPhase:
 
 
 def _most_pods(
-    model: _MixModel, warm: _WarmStart, cand: _Candidates, node_types, caps, time_limit, stats
+    model: _MixModel, warm: _WarmStart, cand: _Candidates, node_types, caps, time_limit, stats, deadline=None
 ) -> _PodsPhase:
     """Phase 1: the most pods (priority-weighted)."""
     import time
@@ -363,7 +376,7 @@ def _most_pods(
         stats.placed_proof = "the estimate places every pod that has a feasible node"
     else:
         cp.maximize(model.placed_expr)
-        solver = _solver(0.4 * time_limit)
+        solver = _solver(0.4 * time_limit, deadline)
         with progress.current().task("plan: phase 1 of 2, most pods placed (priority-weighted)") as shown:
             status = solver.solve(cp, progress.solver_callback(solver, shown))
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -418,7 +431,7 @@ def _least_cost(
     if warm.full is not None and pods.best_placed <= warm.floor:
         cp.add(model.cost_expr <= warm.hint_cost)  # never dearer than the estimate (its placement is a solution)
     cp.minimize(model.cost_expr)
-    solver = _solver(0.4 * opts.time_limit)
+    solver = _solver(0.4 * opts.time_limit, opts.deadline)
     with progress.current().task("plan: phase 2 of 2, least cost (costs scaled to integers)") as shown:
         status = solver.solve(cp, progress.solver_callback(solver, shown))
     stats.cost_s = round(time.perf_counter() - t4, 3)

@@ -26,6 +26,7 @@ from draopt import progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
+from draopt.kube.workload import expand
 from draopt.studies.ffd_estimate import FfdEstimate, _cluster_for, _scheduled_first, _with_types
 from draopt.studies.ffd_estimate import ffd_estimate as ffd_estimate
 from draopt.studies.ffd_estimate import hash_node as hash_node
@@ -249,11 +250,13 @@ class MixPlan:
         return html_table(caption, self.FRAME_COLUMNS, self._frame_rows())
 
     def ffd_best(self) -> FfdEstimate | None:
-        """The cheapest single-type estimate among those that place the most pods."""
-        if not self.ffd:
+        """The cheapest single-type estimate among those made that place the most pods (None: none
+        made, as on a large input whose columns left no time for them)."""
+        made = [e for e in self.ffd if not e.skipped]
+        if not made:
             return None
-        most = max(e.placed for e in self.ffd)
-        return min((e for e in self.ffd if e.placed == most), key=lambda e: (e.cost, e.nodes))
+        most = max(e.placed for e in made)
+        return min((e for e in made if e.placed == most), key=lambda e: (e.cost, e.nodes))
 
     def to_json(self) -> dict[str, Any]:
         best = self.ffd_best()
@@ -363,7 +366,8 @@ class MixPlan:
     def _first_fit_lines(self) -> list[str]:
         ff = self.first_fit
         if ff is None:
-            return []
+            skipped = self.stats.first_fit_skipped
+            return [f"not checked with first-fit: {skipped}"] if skipped else []
         line = (
             f"checked with first-fit (kube-scheduler's default profile, no preemption) on the cluster with "
             f"{_mix_text(ff.mix)}: places {ff.placed} of {ff.pods}"
@@ -386,10 +390,15 @@ def _mix_text(mix: dict[str, int]) -> str:
     return " + ".join(used) if used else "no new node"
 
 
-def _estimates(objects, node_types, features, first, max_nodes: int, stats: PlanStats, deadline: float | None):
+def _estimates(
+    objects, node_types, features, first_of, max_nodes: int, stats: PlanStats, deadline: float | None, optional=False
+):
     """The first-fit-decreasing estimate of every type; past `deadline` (perf_counter) a type is
     not estimated (reported so). One estimate is not interrupted: the largest nodes go first
-    (the fewest copies, the quickest estimates) when there is a deadline."""
+    (the fewest copies, the quickest estimates) when there is a deadline. The first is made
+    whatever the time unless `optional` (the answer does not need one): then an estimate starts
+    only when the last one's time still fits before the deadline. `first_of()`: what
+    `_scheduled_first` gives (asked only when an estimate is made)."""
     import time
 
     order = list(node_types)
@@ -399,12 +408,18 @@ def _estimates(objects, node_types, features, first, max_nodes: int, stats: Plan
     with progress.current().task(
         "plan: first-fit-decreasing estimates", total=len(node_types), unit="node types"
     ) as shown:
+        last = 0.0
         for t in order:
-            if deadline is not None and got and time.perf_counter() > deadline:
-                got[t.name] = FfdEstimate(t, 0, 0, len(first[0]), skipped=True)
+            started = time.perf_counter()
+            late = deadline is not None and started + (last if optional else 0.0) > deadline
+            if late and (got or optional):
+                got[t.name] = FfdEstimate(t, 0, 0, stats.pending_pods or 0, skipped=True)
                 stats.ffd_skipped = (stats.ffd_skipped or 0) + 1
             else:
-                got[t.name] = ffd_estimate(objects, t, features=features, max_nodes=max_nodes, scheduled_first=first)
+                got[t.name] = ffd_estimate(
+                    objects, t, features=features, max_nodes=max_nodes, scheduled_first=first_of()
+                )
+                last = time.perf_counter() - started
             shown.update_to(len(got))
     return [got[t.name] for t in node_types]
 
@@ -430,16 +445,25 @@ def plan(
     one, when any mix can) are placed, decided by the CP-SAT placement model; the first-fit-
     decreasing estimate of every type side by side; the one-fewer check of the mix; and the mix
     checked with first-fit, not proven (and repaired) where the pods use a rule the model does
-    not encode (draopt.studies.plan_check)."""
+    not encode (draopt.studies.plan_check).
+
+    `time_limit`: wall-clock seconds bounding the whole plan; when it runs out the best mix found
+    so far is returned with its proven bound. What is deterministic: on inputs below
+    COLUMNS_MIN_PODS pending pods CP-SAT runs one worker, seeded, with deterministic-time limits
+    (shares of `time_limit`), so the same input gives the same answer whenever the wall clock does
+    not stop a phase first; column generation (larger inputs) stops on the wall clock only, so its
+    answer depends on the machine's speed when the limit is hit (its cost is the same when the
+    columns converge and the integer counts are proven in time). At least one first-fit-decreasing
+    estimate is made even past the limit (the fallback answer), unless the columns place every pod."""
     import time
 
     from draopt.studies.plan_check import check_plan
 
     t0 = time.perf_counter()
-    opts = PlanOptions(features or Features.from_gates(), time_limit, max_nodes)
+    opts = PlanOptions(features or Features.from_gates(), time_limit, max_nodes, t0 + time_limit)
     out = _plan(objects, node_types, opts)
     with progress.current().task("plan: the mix checked with first-fit"):
-        check_plan(objects, out, opts.features, max_nodes=max_nodes, deadline=t0 + 2 * time_limit)
+        check_plan(objects, out, opts.features, max_nodes=max_nodes, deadline=t0 + time_limit)
     out.stats.solve_s = round(time.perf_counter() - t0, 3)
     return out
 
@@ -453,15 +477,16 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
         raise InputError(f"--max-nodes: must be 1 or more, got {opts.max_nodes}")
     check_node_types(objects, node_types)
     stats = PlanStats()
-    first = _scheduled_first(objects, opts.features)
-    if len(first[0]) >= COLUMNS_MIN_PODS:
+    first = _FirstOnCluster(objects, opts.features)
+    stats.pending_pods = len(expand(objects, opts.features).pending)
+    if stats.pending_pods >= COLUMNS_MIN_PODS:
         # Large inputs: the columns first (their share of --time-limit, which bounds the whole
         # command here), then the estimates in the time left.
         by_columns = _plan_by_columns(objects, node_types, opts, first, stats, t0)
         if by_columns is not None:
             by_columns.stats.solve_s = round(time.perf_counter() - t0, 3)
             return by_columns
-    ffd = _estimates(objects, node_types, opts.features, first, opts.max_nodes, stats, None)
+    ffd = _estimates(objects, node_types, opts.features, first.get, opts.max_nodes, stats, None)
     stats.ffd_s = round(time.perf_counter() - t0, 3)
     best_ffd = _cheapest_estimate(ffd)
     caps = _first_caps(node_types, ffd, best_ffd, opts.max_nodes)
@@ -490,7 +515,7 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
             )
         model = _mix_model(cand, node_types, caps, best_ffd, stats, _round, t1)
         warm = _warm_start(model, cand, best_ffd, opts.time_limit, stats)
-        pods_phase = _most_pods(model, warm, cand, node_types, caps, opts.time_limit, stats)
+        pods_phase = _most_pods(model, warm, cand, node_types, caps, opts.time_limit, stats, opts.deadline)
         answer = _least_cost(model, warm, pods_phase, node_types, opts, caps, cand.fits, stats)
         grow = _more_candidates(answer, pods_phase, node_types, caps, cand.fits, opts.max_nodes)
         if all(grow[name] <= caps[name] for name in grow):
@@ -499,7 +524,7 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
         stats.rounds = _round + 2
     t5 = time.perf_counter()
     with progress.current().task("plan: one-fewer checks"):
-        checks = _one_fewer(model.cp, model.counts, answer.mix, node_types, 0.2 * opts.time_limit)
+        checks = _one_fewer(model.cp, model.counts, answer.mix, node_types, 0.2 * opts.time_limit, opts.deadline)
     stats.one_fewer_s = round(time.perf_counter() - t5, 3)
     stats.status = answer.status_name
     stats.solve_s = round(time.perf_counter() - t0, 3)
@@ -520,6 +545,21 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
         cand.blocked,
         stats,
     )
+
+
+class _FirstOnCluster:
+    """`_scheduled_first` (the kube-scheduler on the input's cluster: its scan of every pending pod
+    over the nodes grows with pods x nodes), made when an estimate first needs it: large inputs
+    whose columns place every pod may need none."""
+
+    def __init__(self, objects: ObjectSet, features: Features):
+        self.objects, self.features = objects, features
+        self.value: Any = None
+
+    def get(self):
+        if self.value is None:
+            self.value = _scheduled_first(self.objects, self.features)
+        return self.value
 
 
 def _cheapest_estimate(ffd: list[FfdEstimate]) -> FfdEstimate:
@@ -545,7 +585,10 @@ from draopt.studies.sweep import sweep  # noqa: E402,F401  (moved to draopt.stud
 COLUMNS_MIN_PODS = 1000  # from this many pending pods, plan by column generation where it applies
 
 
-COLUMNS_SHARE = 0.6  # of --time-limit for the columns on large inputs (the rest: the estimates)
+# Of --time-limit for the columns on large inputs (the rest: the estimates, which the answer
+# needs only when the columns do not place every pod).
+COLUMNS_SHARE = 0.8
+ESTIMATES_UNTIL = 0.9  # of --time-limit: the estimates after the columns start no later
 
 
 def _plan_by_columns(
@@ -566,15 +609,28 @@ def _plan_by_columns(
     sol = _columns(cand, node_types, deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit))
     stats.columns.update(sol.stats)
     t1 = time.perf_counter()
-    ffd = _estimates(objects, node_types, opts.features, first, opts.max_nodes, stats, t0 + 0.9 * opts.time_limit)
+    # Columns that place every pod need no estimate: they are made in the time left, for the table.
+    ffd = _estimates(
+        objects,
+        node_types,
+        opts.features,
+        first.get,
+        opts.max_nodes,
+        stats,
+        t0 + ESTIMATES_UNTIL * opts.time_limit,
+        optional=sol.covered,
+    )
     stats.ffd_s = round(time.perf_counter() - t1, 3)
-    most = max(e.placed for e in ffd)
-    best_ffd = min((e for e in ffd if e.placed == most and not e.skipped), key=lambda e: (e.cost, e.nodes))
+    made = [e for e in ffd if not e.skipped]
+    most = max((e.placed for e in made), default=0)
+    best_ffd = min((e for e in made if e.placed == most), key=lambda e: (e.cost, e.nodes), default=None)
     blocked = {}
     for d in real:
         if not cand.prep.pod_nodes.get(d.key):
-            pl = best_ffd.placement.get(d.key)
-            blocked[d.key] = "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node takes it"
+            pl = best_ffd.placement.get(d.key) if best_ffd is not None else None
+            blocked[d.key] = (
+                "; ".join(sorted(pl.reasons)) if pl is not None and pl.reasons else "no node of any type takes it"
+            )
     answer = _columns_answer(sol, best_ffd, real, cand.prep, node_types, stats)
     stats.status = answer.status_name
     return MixPlan(
@@ -635,17 +691,20 @@ def _columns(cand: _Candidates, node_types: list[NodeType], *, deadline: float):
     )
 
 
-def _columns_answer(sol, best_ffd: FfdEstimate, real, prep, node_types: list[NodeType], stats: PlanStats) -> _CostPhase:
-    """The mix of the columns, or the estimate's when it is cheaper or the columns cover less."""
+def _columns_answer(
+    sol, best_ffd: FfdEstimate | None, real, prep, node_types: list[NodeType], stats: PlanStats
+) -> _CostPhase:
+    """The mix of the columns, or the estimate's when it is cheaper or the columns cover less
+    (there is an estimate whenever the columns cover less: see _estimates' `optional`)."""
     mix = {t.name: 0 for t in node_types}
     mix.update(sol.mix())
-    placed = (
-        sum(1 for d in real if prep.pod_nodes.get(d.key))
-        if sol.covered
-        else sum(1 for pl in best_ffd.placement.values() if pl.placed)
-    )
+    if sol.covered:
+        placed = sum(1 for d in real if prep.pod_nodes.get(d.key))
+    else:
+        assert best_ffd is not None  # made whatever the time when the columns cover less
+        placed = sum(1 for pl in best_ffd.placement.values() if pl.placed)
     cost, bound = sol.cost, sol.bound
-    if not sol.covered or (best_ffd.placed >= placed and best_ffd.cost < cost):
+    if best_ffd is not None and (not sol.covered or (best_ffd.placed >= placed and best_ffd.cost < cost)):
         # The estimate is cheaper or the columns cover less: it is the answer (said so).
         mix = {t.name: (best_ffd.nodes if t.name == best_ffd.node_type.name else 0) for t in node_types}
         cost, placed = best_ffd.cost, best_ffd.placed
