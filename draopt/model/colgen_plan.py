@@ -30,6 +30,7 @@ from typing import Any, cast
 from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
+from draopt import interrupt
 from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stats import ColgenStats
@@ -613,7 +614,7 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
     left = max(0.1, hard_stop - time.perf_counter())
     solver.parameters.max_deterministic_time = left
     solver.parameters.max_time_in_seconds = left
-    status = solver.solve(m)
+    status = interrupt.watch(solver).solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     moves = {p: solver.value(z) for p, z in zip(subs, zs)}

@@ -26,6 +26,8 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from draopt import interrupt
+
 # Nodes per neighbourhood: measured on bench_gangs (64 racks x 8 nodes): 4 racks solve in
 # about a second of deterministic time each, 8 in several.
 NODES_PER_WINDOW = 32
@@ -188,7 +190,7 @@ def improve(
         solver.parameters.max_presolve_iterations = 1
         solver.parameters.cp_model_probing_level = 0
         solver.parameters.symmetry_level = 0
-        status = solver.solve(work)
+        status = interrupt.watch(solver).solve(work)
         spent += solver.deterministic_time
         stats["lns_windows"] += 1
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):

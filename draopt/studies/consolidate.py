@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from draopt import interrupt
 from draopt import progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
@@ -250,7 +251,7 @@ def _solve(model: Model, inp: ConsolidationInput, time_limit: float, karpenter=N
     if not placed_proven:
         cp.maximize(model.placed_expr)
         solver = _solver(0.4 * time_limit)
-        status = solver.solve(cp)
+        status = interrupt.watch(solver).solve(cp)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no placement in time; give it more time")
         best_placed = round(solver.objective_value)
@@ -262,7 +263,7 @@ def _solve(model: Model, inp: ConsolidationInput, time_limit: float, karpenter=N
     cp.minimize(model.cost_expr)
     solver = _solver(0.4 * time_limit)
     with progress.current().task("plan --consolidate: least cost") as shown:
-        status = solver.solve(cp, progress.solver_callback(solver, shown))
+        status = interrupt.watch(solver).solve(cp, progress.solver_callback(solver, shown))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no cheaper set in time; give it more time")
     cost, bound = round(solver.objective_value), _ceil(solver.best_objective_bound)
@@ -274,7 +275,7 @@ def _solve(model: Model, inp: ConsolidationInput, time_limit: float, karpenter=N
     new = [lit for name, lit in model.opened.items() if name in copies]
     cp.maximize(model.stays_expr * (len(new) + 1) - sum(new))
     third = _solver(0.2 * time_limit)
-    third_status = third.solve(cp)
+    third_status = interrupt.watch(third).solve(cp)
     if third_status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         solver = third
     stats["moves_status"] = third.status_name(third_status)

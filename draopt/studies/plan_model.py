@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any
 
+from draopt import interrupt
 from draopt import progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
@@ -378,7 +379,7 @@ def _most_pods(
         cp.maximize(model.placed_expr)
         solver = _solver(0.4 * time_limit, deadline)
         with progress.current().task("plan: phase 1 of 2, most pods placed (priority-weighted)") as shown:
-            status = solver.solve(cp, progress.solver_callback(solver, shown))
+            status = interrupt.watch(solver).solve(cp, progress.solver_callback(solver, shown))
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             best_placed = round(solver.objective_value)
             # Proven for any number of nodes when every pod with a node is placed, or when the
@@ -433,7 +434,7 @@ def _least_cost(
     cp.minimize(model.cost_expr)
     solver = _solver(0.4 * opts.time_limit, opts.deadline)
     with progress.current().task("plan: phase 2 of 2, least cost (costs scaled to integers)") as shown:
-        status = solver.solve(cp, progress.solver_callback(solver, shown))
+        status = interrupt.watch(solver).solve(cp, progress.solver_callback(solver, shown))
     stats.cost_s = round(time.perf_counter() - t4, 3)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         incumbent = dict(enumerate(solver.response_proto.solution))
