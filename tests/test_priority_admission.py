@@ -123,3 +123,15 @@ def test_examples_are_admissible() -> None:
             if "priority" in f.lower() or "preemption" in f.lower()
         ]
         assert bad == [], example.name
+
+
+def test_objects_draopt_made_are_not_checked() -> None:
+    """The studies' own objects (draopt.studies.simulate_optimal: spec.priority as the model's
+    weight, no class) never reach an API server: no note for each of their thousands of pods."""
+    from draopt.studies.simulate_optimal import _object_set
+
+    docs = [_pod(f"shape-{i}", priority=999) for i in range(3)]
+    workload = expand(_object_set(docs))
+    assert not [n for n in workload.notes if "spec.priority" in n]
+    user = expand(load_text(yaml.safe_dump_all(docs), "input.yaml"))
+    assert len([n for n in user.notes if "spec.priority" in n]) == 3

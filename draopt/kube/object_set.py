@@ -57,6 +57,10 @@ class ObjectSet:
     # PodGroups draopt makes for batch operators' gangs (namespace/name): a simulation's stand-in,
     # not an object of the API, so no release's served versions apply to it.
     simulated_groups: set[str] = field(default_factory=set)
+    # Objects draopt's studies made themselves (a cluster's residue and its pods to place, with
+    # spec.priority as the model's weight): never sent to an API server, so its admission checks
+    # do not apply to them.
+    made_by_draopt: bool = False
     # Pods their controller deletes once it acts (pod key -> why, a phrase after the pod's name):
     # a suspended Job's active pods (draopt.kube.controllers.deleted_by_suspended_jobs).
     deleted_by_controllers: dict[str, str] = field(default_factory=dict)

@@ -215,7 +215,7 @@ class _Expander:
         with the spec's values, as a scheduler would see them had the pod been created; `draopt
         validate` reports it as an error. A pod with a uid was created by an API server already (the
         check runs at creation only: its class may have changed since); a mirror pod is not checked."""
-        if pod.metadata.uid or MIRROR_POD_ANNOTATION in pod.metadata.annotations:
+        if self.o.made_by_draopt or pod.metadata.uid or MIRROR_POD_ANNOTATION in pod.metadata.annotations:
             return
         given_policy = getattr(pod.spec, "preemption_policy", None) or (pod.spec.model_extra or {}).get(
             "preemptionPolicy"

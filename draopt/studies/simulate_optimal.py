@@ -194,7 +194,7 @@ def _object_set(docs: list[dict], source: str = "<simulate>"):
     """Objects made here, parsed as the loader parses them (without a YAML round trip)."""
     from draopt.kube.loader import ObjectSet, parse_object
 
-    objects = ObjectSet()
+    objects = ObjectSet(made_by_draopt=True)
     for i, doc in enumerate(docs):
         objects.add(parse_object(doc, f"{source} object {i + 1}"))
     return objects
