@@ -38,7 +38,6 @@ from typing import Any
 
 from draopt.errors import InputError
 from draopt.kube.admission import (
-    BUILTIN_PRIORITY_CLASSES,
     MIRROR_POD_ANNOTATION,
     REFUSED_GROUP_PLUGIN,
     SCHEDULING_GATED,
@@ -72,7 +71,6 @@ from draopt.kube.models.workload import (
     Pod,
     PodGroup,
     PodResourceClaim,
-    PriorityClass,
     disruption_mode,
     topology_key,
 )
@@ -159,18 +157,13 @@ class _Expander:
         self.composite_objects: dict[str, CompositePodGroup] = (
             {_key(c): c for c in getattr(objects, "composite_pod_groups", [])} if features.composite_pod_group else {}
         )
-        self.classes: dict[str, int] = dict(BUILTIN_PRIORITY_CLASSES)
-        self.default_priority = 0
-        default_seen: PriorityClass | None = None
-        for pc in objects.priority_classes:
-            self.classes[pc.name] = pc.value
-            if pc.global_default and (default_seen is None or pc.value < default_seen.value):
-                default_seen = pc  # several global defaults: Kubernetes takes the lowest value
-        if default_seen is not None:
-            self.default_priority = default_seen.value
+        # What the Priority admission plugin gives a pod per class (several global defaults: the
+        # lowest value), the one source of the classes' values and the default priority.
         self.admitted = admitted_priorities(
             [(pc.name, pc.value, bool(pc.global_default), pc.preemption_policy) for pc in objects.priority_classes]
         )
+        self.classes: dict[str, int] = {name: a.value for name, a in self.admitted[0].items()}
+        self.default_priority = self.admitted[1].value
         self.ext_mapping = device_class_mapping(objects.device_classes) if features.extended_resource else {}
         self.group_claims: dict[tuple[str, str], str] = {}  # (group key, claim name) -> claim key
         self._generated: set[str] = set()  # keys of the claims made here

@@ -136,13 +136,7 @@ class ColumnGeneration:
         part = _start(prep, cluster, workload, book, kind_ids, node_names)
         if warm:
             _add_warm(part, warm)
-        gen = _Generation(
-            stop=t0 + (deadline - t0) * LP_SHARE,
-            bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)),  # every pod placed
-        )
-        lp = _Master(part.classes, part.kinds, part.pods_of)
-        lp.add_substitutions(part.subs, part.value)
-        _generate(part, lp, gen)
+        gen, lp = _generated(part, t0 + (deadline - t0) * LP_SHARE)
         gen_s = time.perf_counter() - t0
         ints = _integer_start(part)
         if gen.lp_value is not None and time.perf_counter() < deadline:
@@ -233,13 +227,20 @@ def relax(
     for j, counts in columns:
         if j < len(part.classes) and len(counts) == len(part.classes[j].kinds):
             part.add(j, tuple(counts), None)
-    gen = _Generation(stop=deadline, bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)))
-    lp = _Master(part.classes, part.kinds, part.pods_of)
-    lp.add_substitutions(part.subs, part.value)
-    _generate(part, lp, gen)
+    gen, lp = _generated(part, deadline)
     lp.add_columns(part.columns[gen.done :])
     value, pi, mu = lp.solve()
     return Relaxation(part.classes, part.columns, lp.primal(), pi, mu, value, gen.bound, gen.converged, gen.stopped)
+
+
+def _generated(part: "_Part", stop: float) -> tuple["_Generation", "_Master"]:
+    """The column generation run on `part` until it converges or `stop` (perf_counter): its state,
+    and the master LP holding its columns (the first bound: every pod placed)."""
+    gen = _Generation(stop=stop, bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)))
+    lp = _Master(part.classes, part.kinds, part.pods_of)
+    lp.add_substitutions(part.subs, part.value)
+    _generate(part, lp, gen)
+    return gen, lp
 
 
 # ---------------------------------------------------------------- the steps of `apply`
@@ -614,6 +615,18 @@ def _solution(part: _Part, gen: _Generation, ints: _IntegerState, t0: float, gen
     return sol
 
 
+def solve_master(lp: pywraplp.Solver, what: str) -> None:
+    """Solve a column generation's master LP to optimality (`what` names it in the error)."""
+    status = lp.Solve()
+    if status == pywraplp.Solver.ABNORMAL:
+        # GLOP's warm start from the last basis can fail numerically (seen once on a learned
+        # re-solve of gpuspec33): the same LP solved from scratch.
+        lp.Reset()
+        status = lp.Solve()
+    if status != pywraplp.Solver.OPTIMAL:
+        raise RuntimeError(f"internal: the {what} LP ended with status {status}")
+
+
 class _Master:
     """The restricted master LP (GLOP), grown by columns."""
 
@@ -648,14 +661,7 @@ class _Master:
             self.objective.SetCoefficient(x, col.value)
 
     def solve(self):
-        status = self.lp.Solve()
-        if status == pywraplp.Solver.ABNORMAL:
-            # GLOP's warm start from the last basis can fail numerically (seen once on a learned
-            # re-solve of gpuspec33): the same LP solved from scratch.
-            self.lp.Reset()
-            status = self.lp.Solve()
-        if status != pywraplp.Solver.OPTIMAL:
-            raise RuntimeError(f"internal: the restricted master LP ended with status {status}")
+        solve_master(self.lp, "restricted master")
         # Dual prices of a maximisation with <= rows are >= 0; rounding noise is clipped (any
         # prices >= 0 give a valid Lagrangian bound).
         pi = {ki: max(0.0, r.dual_value()) for ki, r in self.kind_rows.items()}

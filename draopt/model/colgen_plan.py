@@ -31,7 +31,7 @@ from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from draopt import interrupt
-from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes
+from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes, solve_master
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stats import ColgenStats
 from draopt.model.colgen_substitution import realize, substitutions
@@ -554,14 +554,7 @@ class _CoverMaster:
                 self.kind_rows[ki].SetCoefficient(var, n)
 
     def solve(self):
-        status = self.lp.Solve()
-        if status == pywraplp.Solver.ABNORMAL:
-            # GLOP's warm start from the last basis can fail numerically (seen once on a learned
-            # re-solve of gpuspec33): the same LP solved from scratch.
-            self.lp.Reset()
-            status = self.lp.Solve()
-        if status != pywraplp.Solver.OPTIMAL:
-            raise RuntimeError(f"internal: the covering master LP ended with status {status}")
+        solve_master(self.lp, "covering master")
         pi = {k: max(0.0, r.dual_value()) for k, r in self.kind_rows.items()}
         # A free node's row: its dual (<= 0 in a minimisation) is what one more free node saves.
         sigma = [(-min(0.0, r.dual_value()) if r is not None else 0.0) for r in self.free_rows]
