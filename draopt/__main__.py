@@ -1,8 +1,8 @@
 import sys
 
 try:
-    from draopt.cli import main
-except KeyboardInterrupt:  # Ctrl-C while the libraries load: no traceback, as later
+    from draopt.launch import main
+except KeyboardInterrupt:  # Ctrl-C before draopt.launch could take the signal over
     sys.exit(130)
 
 sys.exit(main())

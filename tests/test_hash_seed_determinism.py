@@ -75,7 +75,8 @@ def _figures(stderr: str) -> dict:
 
 
 def _run(jobs: list[list[str]], seed: int) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONHASHSEED=str(seed))
+    # a fixed provenance date: two processes may straddle a second
+    env = dict(os.environ, PYTHONHASHSEED=str(seed), SOURCE_DATE_EPOCH="1798761600")
     return subprocess.Popen(
         [sys.executable, "-c", RUNNER, json.dumps(jobs)],
         cwd=ROOT,

@@ -207,7 +207,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("draopt.studies",),  # simulate, plan, sweep, compare
     ("draopt.crosscheck",),  # draopt against Kubernetes' own code (the Go oracles)
     ("draopt.testing",),  # test-instance generators (not the product), the crosscheck's scenarios too
-    ("draopt.public", "draopt.cli", "draopt.__main__"),  # the Python API and the command line
+    ("draopt.public", "draopt.cli", "draopt.launch", "draopt.__main__"),  # the Python API and the command line
 ]
 
 

@@ -231,7 +231,7 @@ def test_kubectl_plugin_entry_point(capsys):
     from draopt.cli import kubectl_main
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["kubectl-draopt"] == "draopt.cli:kubectl_main"
+    assert scripts["kubectl-draopt"] == "draopt.launch:kubectl_main"
     with pytest.raises(SystemExit) as done:
         kubectl_main(["place", "--help"])
     assert done.value.code == 0 and capsys.readouterr().out.startswith("usage: kubectl draopt place ")
