@@ -9,7 +9,6 @@ Ctrl-C ends the command with 130 and nothing printed, as a Ctrl-C does later (dr
 from __future__ import annotations
 
 import signal
-import sys
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
