@@ -55,10 +55,23 @@ def cache_dir() -> Path:
     return Path(root) / "oracles"
 
 
+def _build_inputs(source: Path) -> list[Path]:
+    """The files `go build` reads: sources and module files, not the README, tests or testdata
+    (a documentation edit must not cost CI a rebuild)."""
+    return sorted(
+        p
+        for p in source.rglob("*")
+        if p.is_file()
+        and p.suffix in (".go", ".mod", ".sum")
+        and not p.name.endswith("_test.go")
+        and "testdata" not in p.relative_to(source).parts
+    )
+
+
 def source_hash(source: Path) -> str:
-    """A short hash of every file of the oracle's directory (names and contents)."""
+    """A short hash of the oracle's build inputs (names and contents)."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+    for path in _build_inputs(source):
         digest.update(path.relative_to(source).as_posix().encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())
