@@ -271,7 +271,13 @@ t draopt sweep --dask
 """
     out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["place plan", "--policy", "table wide name json", "--output-file", "--dask-scheduler"]
+    assert out.stdout.splitlines() == [
+        "place plan",
+        "--policy",
+        "table wide name json",
+        "--output-file",
+        "--dask-scheduler",
+    ]
     assert run("completion", "zsh").stdout.startswith("autoload -U +X bashcompinit")
     assert run("completion", "fish").returncode == 2
 
