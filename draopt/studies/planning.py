@@ -411,7 +411,7 @@ def _estimates(
         last = 0.0
         for t in order:
             started = time.perf_counter()
-            late = deadline is not None and started + (last if optional else 0.0) > deadline
+            late = interrupt.requested() or (deadline is not None and started + (last if optional else 0.0) > deadline)
             if late and (got or optional):
                 got[t.name] = FfdEstimate(t, 0, 0, stats.pending_pods or 0, skipped=True)
                 stats.ffd_skipped = (stats.ffd_skipped or 0) + 1
@@ -659,7 +659,8 @@ def _plan_by_columns(
         return None
     real = list(cand.workload.pending)
     stats.build_s = round(time.perf_counter() - built, 3)
-    sol = _columns(cand, node_types, deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit))
+    with interrupt.deferred():  # Ctrl-C: the columns and integer counts found so far (draopt.interrupt)
+        sol = _columns(cand, node_types, deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit))
     stats.columns.update(sol.stats)
     t1 = time.perf_counter()
     # Columns that place every pod need no estimate: they are made in the time left, for the table.
