@@ -164,3 +164,18 @@ def test_simulate_prints_the_runs_finished(trace_cluster, tmp_path):
     rows = out.splitlines()
     assert rows[0].startswith("inflation,policy,runs,") and len(rows) == 5
     assert 0 < int(rows[1].split(",")[2]) < 1000000
+
+
+def test_refining_keeps_the_answer_under_the_command_line_only():
+    """interrupt.refining: under `installed` (the command line) Ctrl-C ends the block and is
+    recorded; in the Python API it raises as usual."""
+    from draopt import interrupt
+
+    with pytest.raises(KeyboardInterrupt), interrupt.refining():
+        raise KeyboardInterrupt
+    with interrupt.installed():
+        with interrupt.refining():
+            raise KeyboardInterrupt
+        assert interrupt.requested()
+    with interrupt.installed():
+        assert not interrupt.requested()  # a new command starts afresh
