@@ -12,6 +12,8 @@ SIGINT instead:
   placement, whose floor is first-fit's) Ctrl-C only sets :func:`requested`: every later solve
   of a watched solver gets no time, so the computation ends at once with what it has, and the
   command prints it and exits 130;
+* inside :func:`refining` (work that only checks or refines an answer made already: plan's
+  first-fit check of its mix) Ctrl-C ends the block at once and sets :func:`requested`;
 * elsewhere Ctrl-C raises KeyboardInterrupt, as Python's own handler does (exit 130, no answer).
 
 Outside :func:`installed` (the Python API, a notebook) nothing changes: CP-SAT keeps its own
@@ -69,6 +71,19 @@ def deferred() -> Iterator[None]:
         yield
     finally:
         _STATE.deferred -= 1
+
+
+@contextmanager
+def refining() -> Iterator[None]:
+    """Under :func:`installed`, Ctrl-C inside the block ends it at once, the work under way
+    dropped, and sets :func:`requested`: the answer made before the block stands. Elsewhere (the
+    Python API) KeyboardInterrupt goes on as usual."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not _STATE.installed:
+            raise
+        _STATE.requested = True
 
 
 def _stop_solvers() -> None:

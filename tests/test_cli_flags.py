@@ -120,3 +120,54 @@ def test_place_wide_and_name(capsys):
     assert main(["place", "-f", gangs, "-o", "name"]) == 1
     names = capsys.readouterr().out.splitlines()
     assert names == ["pod/ml/trainer-0-worker", "pod/ml/trainer-0-chief", "pod/ml/notebook-0", "pod/ml/notebook-1"]
+
+
+def _run(capsys, *argv: str) -> tuple[int, list[str]]:
+    from draopt.cli import main
+
+    code = main(list(argv))
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_name_lists_kind_namespace_name(capsys):
+    """`-o name` on the commands that place or report objects: KIND/NAMESPACE/NAME lines only."""
+    cluster, gangs = str(ROOT / "examples" / "cluster.yaml"), str(ROOT / "examples" / "gang-stranding.yaml")
+    assert _run(capsys, "allocate", "-f", cluster, "-o", "name") == (
+        0,
+        ["resourceclaim/ml/trainer", "resourceclaim/ml/notebook"],
+    )
+    assert _run(capsys, "explain", "-f", gangs, "-o", "name") == (0, ["pod/ml/trainer-0", "pod/ml/trainer-1"])
+    assert _run(capsys, "explain", "-f", cluster, "--claim", "ml/trainer", "-o", "name") == (
+        0,
+        ["resourceclaim/ml/trainer"],
+    )
+    taints = str(ROOT / "tests" / "data" / "taint_impact.yaml")
+    code, names = _run(capsys, "taint-impact", "-f", taints, "--rule", "broken-h100", "-o", "name")
+    assert (code, names) == (0, ["pod/admin/debugger", "pod/ml/trainer"])
+    code, names = _run(capsys, "validate", "-f", gangs, "-f", gangs, "-o", "name")  # every object twice
+    assert code == 1 and names[0] == "node/node-1" and "pod/ml/trainer-1" in names and len(set(names)) == len(names)
+
+
+def test_wide_adds_columns(capsys):
+    gangs = str(ROOT / "examples" / "gang-stranding.yaml")
+    code, table = _run(capsys, "validate", "-f", gangs, "-f", gangs)
+    code, wide = _run(capsys, "validate", "-f", gangs, "-f", gangs, "-o", "wide")
+    findings = [(t, w) for t, w in zip(table, wide, strict=True) if t != w]
+    assert findings and findings[0][1] == f"{findings[0][0]}  [{gangs} document 1]"  # the finding, then where
+    assert all(w.startswith(f"{t}  [{gangs} document ") for t, w in findings)
+    mig = str(ROOT / "examples" / "mig-gangs.yaml")
+    policies = ("--policy", "first-fit", "--policy", "first-fit:builtin:most-allocated")
+    code, table = _run(capsys, "compare", "-f", mig, *policies)
+    code, wide = _run(capsys, "compare", "-f", mig, *policies, "-o", "wide")
+    measures = [line.split()[0] for line in table]
+    assert [line.split()[0] for line in wide[: len(table)]] == measures  # (solve_s differs run to run)
+    assert [line.split()[-2:] for line in wide[len(table) :]] == [["1/3", "0/3"]] + [["1/3", "2/3"]] * 3
+    assert wide[-1].startswith("node node-3 devices (used/total)")
+
+
+@pytest.mark.parametrize(("command", "fmt"), [("plan", "name"), ("explain", "wide"), ("crosscheck", "name")])
+def test_a_format_a_command_does_not_have_exits_2(command, fmt, capsys):
+    with pytest.raises(SystemExit) as stop:
+        PARSER.parse_args([command, "-f", "x.yaml", "-o", fmt])
+    assert stop.value.code == 2
+    assert f"invalid choice: '{fmt}'" in capsys.readouterr().err

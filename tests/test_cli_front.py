@@ -217,7 +217,7 @@ def test_strict_reads_stdin_once():
     [
         ["place", "-f", "examples/no-such-file.yaml"],
         ["place", "-f", "examples/cluster.yaml", "--no-such-flag"],
-        ["validate", "-f", "examples/cluster.yaml", "-o", "wide"],
+        ["plan", "-f", "examples/cluster.yaml", "-o", "wide"],
         ["sweep", "--grid", "no-such-grid.yaml", "--output-file", "x.parquet"],
         ["trace", "import", "--output-file", "x.yaml"],
         [],
@@ -271,7 +271,13 @@ t draopt sweep --dask
 """
     out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["place plan", "--policy", "table json", "--output-file", "--dask-scheduler"]
+    assert out.stdout.splitlines() == [
+        "place plan",
+        "--policy",
+        "table wide name json",
+        "--output-file",
+        "--dask-scheduler",
+    ]
     assert run("completion", "zsh").stdout.startswith("autoload -U +X bashcompinit")
     assert run("completion", "fish").returncode == 2
 

@@ -76,7 +76,7 @@ def test_cli_explains_unplaced_gang_pods():
         cwd=ROOT,
     )
     assert p.returncode == 0, p.stderr
-    sections = json.loads(p.stdout)
+    sections = json.loads(p.stdout)["sections"]
     # `subject` names the pod; the answer is in `section` / `message`, the per-node reasons in `nodes`.
     assert {s["subject"] for s in sections} == {"pod ml/trainer-0", "pod ml/trainer-1"}
     by_title = {(s["subject"], s["section"]): s for s in sections}

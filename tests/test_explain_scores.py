@@ -43,7 +43,7 @@ def test_table_shows_each_plugin_on_the_chosen_node_and_runners_up(tmp_path):
 def test_json_scores(tmp_path):
     p = run("explain", "-f", _input(tmp_path), "--pod", "p2", "--scores", "-o", "json")
     assert p.returncode == 0, p.stderr
-    (section,) = [s for s in json.loads(p.stdout) if "scores" in s]
+    (section,) = [s for s in json.loads(p.stdout)["sections"] if "scores" in s]
     scores = section["scores"]
     assert scores["pod"] == "default/p2" and scores["scored"] and not scores["searchCut"]
     assert scores["weights"]["TaintToleration"] == 3

@@ -81,6 +81,29 @@ def test_place_optimal_keeps_the_best_found_and_exits_130(fleet, tmp_path):
     assert "phase 3 of 3" not in seen + err  # no phase after Ctrl-C
 
 
+def test_plan_prints_the_best_mix_with_its_bound_and_exits_130(fleet, tmp_path):
+    """Ctrl-C while CP-SAT looks for a cheaper mix: the mix found so far, its lower bound and gap,
+    the one-fewer checks left out; exit 130."""
+    types = ["--node-type", "gpu-node-000=3", "--node-type", "gpu-node-001=2", "--node-type", "gpu-node-002=5"]
+    p = _start(["plan", "-f", str(fleet), *types, "--time-limit", "120", "--progress"], tmp_path)
+    seen = ""
+    assert p.stderr is not None
+    for line in p.stderr:
+        seen += line
+        if "plan: phase 2 of 2" in line and "started" in line:
+            break
+    else:
+        pytest.fail(f"no phase 2 seen: {seen}")
+    time.sleep(0.5)
+    waited, out, err = _interrupt(p)
+    assert p.returncode == 130, seen + err
+    assert waited < 30, f"{waited:.1f} s from Ctrl-C to exit"
+    assert "interrupted: the answer above is the best found before Ctrl-C" in err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "cheapest mix: " in out and "lower bound" in out and "CP-SAT stopped by Ctrl-C" in out, out
+    assert "one-fewer" not in seen + err + out
+
+
 @pytest.mark.parametrize("after", [0.3, 0.8])
 def test_ctrl_c_before_any_answer_is_130_without_a_traceback(fleet, tmp_path, after):
     """While the libraries load (a Ctrl-C inside OR-Tools' initialisation once came back as an
@@ -141,3 +164,18 @@ def test_simulate_prints_the_runs_finished(trace_cluster, tmp_path):
     rows = out.splitlines()
     assert rows[0].startswith("inflation,policy,runs,") and len(rows) == 5
     assert 0 < int(rows[1].split(",")[2]) < 1000000
+
+
+def test_refining_keeps_the_answer_under_the_command_line_only():
+    """interrupt.refining: under `installed` (the command line) Ctrl-C ends the block and is
+    recorded; in the Python API it raises as usual."""
+    from draopt import interrupt
+
+    with pytest.raises(KeyboardInterrupt), interrupt.refining():
+        raise KeyboardInterrupt
+    with interrupt.installed():
+        with interrupt.refining():
+            raise KeyboardInterrupt
+        assert interrupt.requested()
+    with interrupt.installed():
+        assert not interrupt.requested()  # a new command starts afresh

@@ -116,3 +116,51 @@ def test_plan_json_carries_it(monkeypatch, capsys):
     assert made["inputs"] == {gang: hashlib.sha256(Path(gang).read_bytes()).hexdigest()}
     assert made["kubernetes_version"] == "1.37" and made["date"] == "2023-11-14T22:13:20Z"
     assert made["version"] == provenance.draopt_version()
+
+
+@pytest.mark.parametrize(
+    ("argv", "seed"),
+    [
+        (["explain", "-f", str(ROOT / "examples" / "gang-stranding.yaml"), "-o", "json"], 0),
+        (["validate", "-f", str(ROOT / "examples" / "gang-stranding.yaml"), "-o", "json"], None),
+        (["taint-impact", "-f", str(ROOT / "tests" / "data" / "taint_impact.yaml"), "-o", "json"], None),
+    ],
+)
+def test_json_of_explain_validate_and_taint_impact_carries_it(monkeypatch, capsys, argv, seed):
+    from draopt import cli
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.setattr("sys.argv", ["draopt", *argv])
+    cli.main(argv)
+    made = json.loads(capsys.readouterr().out)["provenance"]
+    path = argv[2]
+    assert made["inputs"] == {path: hashlib.sha256(Path(path).read_bytes()).hexdigest()}
+    assert made["command"] == ["draopt", *argv] and made["seed"] == seed and made["time_limit"] is None
+    assert made["kubernetes_version"] == "1.37" and made["date"] == "2023-11-14T22:13:20Z"
+
+
+def test_simulate_csv_on_stdout_is_plain_and_the_file_has_a_sidecar(monkeypatch, capsys, tmp_path):
+    """`simulate -o csv`: on stdout a header and rows that pandas and csv read as they are; with
+    --output-file, the provenance beside the file."""
+    import csv
+    import io
+
+    from draopt import cli
+    from draopt.studies import trace as openb
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    nodes, trace, cluster = tmp_path / "nodes.csv", tmp_path / "tasks.csv", tmp_path / "cluster.yaml"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn-0,16000,65536,2,T4\nn-1,64000,262144,8,G2\n")
+    trace.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nt-0,4000,8192,1,1000,\nt-1,2000,4096,1,300,\n"
+    )
+    cluster.write_text(openb.dump_yaml(openb.import_trace(str(nodes), None)))
+    argv = ["simulate", "-f", str(cluster), "--trace", str(trace), "--runs", "1", "--inflation", "0.5", "-o", "csv"]
+    assert cli.main([*argv, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("inflation,policy,")
+    assert list(csv.DictReader(io.StringIO(out)))
+    target = tmp_path / "rows.csv"
+    assert cli.main([*argv, "--quiet", "--output-file", str(target)]) == 0
+    assert target.read_text() == out
+    assert json.loads((tmp_path / "rows.csv.provenance.json").read_text())["inputs"][str(trace)]

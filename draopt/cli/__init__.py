@@ -141,7 +141,13 @@ def _add_allocate(sub) -> None:
     a.add_argument(
         "--time-limit", type=_positive_seconds, default=None, metavar="S", help="solver time limit in seconds"
     )
-    a.add_argument("-o", "--output", default="yaml", choices=("yaml", "json"))
+    a.add_argument(
+        "-o",
+        "--output",
+        default="yaml",
+        choices=("yaml", "json", "name"),
+        help="yaml, json: the allocated ResourceClaims as a List; name: resourceclaim/NAMESPACE/NAME per claim",
+    )
     a.add_argument("--stats", action="store_true", help="print one JSON line of timings to stderr")
     _input_flags(a)
     _clock_flag(a)
@@ -218,7 +224,14 @@ def _add_explain(sub) -> None:
 
     add_scheduler_flags(ex)
     _gates_flags(ex)
-    ex.add_argument("-o", "--output", default="text", choices=("text", "json"))
+    ex.add_argument(
+        "-o",
+        "--output",
+        default="text",
+        choices=("text", "name", "json"),
+        help="table; name: pod/NAMESPACE/NAME (or resourceclaim/NAMESPACE/NAME) per object explained; "
+        "json: the sections and the provenance",
+    )
     _input_flags(ex)
     _clock_flag(ex)
     ex.set_defaults(func=cmd_explain)
@@ -374,7 +387,13 @@ def cmd_allocate(args) -> int:
     if not outcome.allocated:
         print(f"draopt: unschedulable: {outcome.reason}", file=sys.stderr)
         return 1
-    sys.stdout.write(dump_objects([c.to_k8s() for c in outcome.claims], args.output))
+    documents = [c.to_k8s() for c in outcome.claims]
+    if args.output == "name":
+        from draopt.cli import listing
+
+        sys.stdout.write(listing.object_names(documents))
+    else:
+        sys.stdout.write(dump_objects(documents, args.output))
     return 0
 
 
@@ -524,13 +543,27 @@ def cmd_explain(args) -> int:
                 nodes=explain.explain_claims(objects, args.claim, features, args.node),
             )
         )
+    _print_explanation(args, explain, sections, features)
+    return 0
+
+
+def _print_explanation(args, explain, sections: list, features) -> None:
+    """`explain`'s output: the sections as text, the names of the objects they explain, or JSON
+    with the provenance (the input files' digests, the seed, the Kubernetes version)."""
     if args.output == "json":
-        print(json.dumps([section.to_json() for section in sections], indent=2))
+        from draopt.provenance import record
+
+        made = record(args.filename, seed=args.seed, kubernetes_version=features.kubernetes_version)
+        doc = {"sections": [section.to_json() for section in sections], "provenance": made.to_dict()}
+        print(json.dumps(doc, indent=2))
+    elif args.output == "name":
+        from draopt.cli import listing
+
+        sys.stdout.write(listing.subject_names(section.subject for section in sections))
     else:
         for section in sections:
             print(f"== {section.heading()}")
             print(explain.render(section.nodes))
-    return 0
 
 
 def _explain_placement(args, objects, features):

@@ -1,6 +1,7 @@
-"""`place -o wide` and `-o name`, as kubectl has them: wide is the table with the devices each
-pod's claims hold; name is one `pod/NAMESPACE/NAME` line per placed pod, in queue order (for
-scripts: `draopt place -f dump.yaml -o name | wc -l`)."""
+"""`-o wide` and `-o name`, as kubectl has them. `place -o wide` is the table with the devices
+each pod's claims hold; `-o name` is one `KIND/NAMESPACE/NAME` line (kind in lower case, as
+kubectl prints it; the namespace kept, since a dump spans namespaces) per object a command
+places or reports, in its own order (for scripts: `draopt place -f dump.yaml -o name | wc -l`)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,26 @@ def pod_devices(outcome) -> dict[str, str]:
 
 def names(outcome) -> str:
     return "".join(f"pod/{pl.pod}\n" for pl in outcome.result.pods if pl.placed)
+
+
+def object_names(documents) -> str:
+    """`kind/namespace/name` per Kubernetes object (a dict), `kind/name` for cluster-scoped ones."""
+    out = []
+    for doc in documents:
+        meta = doc.get("metadata") or {}
+        namespace = f"{meta['namespace']}/" if meta.get("namespace") else ""
+        out.append(f"{str(doc.get('kind', '')).lower()}/{namespace}{meta.get('name', '')}\n")
+    return "".join(out)
+
+
+def subject_names(subjects) -> str:
+    """`explain -o name`: the objects its sections are about, once each, in order: `pod NS/NAME`
+    subjects as pod/NS/NAME, `claims NS/A, NS/B [on node N]` as one resourceclaim/NS/NAME each."""
+    names: dict[str, None] = {}
+    for subject in subjects:
+        if subject.startswith("pod "):
+            names[f"pod/{subject[4:]}"] = None
+        elif subject.startswith("claims "):
+            claims = subject[len("claims ") :].split(" on node ")[0]
+            names.update((f"resourceclaim/{claim}", None) for claim in claims.split(", "))
+    return "".join(f"{name}\n" for name in names)

@@ -24,6 +24,7 @@ import yaml
 
 from draopt.cel import CelEnvironment, make_cel_device
 from draopt.errors import DraoptError, InputError
+from draopt.provenance import record
 from draopt.kube.features import Features, add_version_flag, features_from_flags
 from draopt.dra.inventory import taint_rule_selects
 from draopt.kube.loader import KINDS, ObjectSet, custom_resource_group, parse_object
@@ -403,10 +404,17 @@ def format_text(impacts: list[RuleImpact]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(impacts: list[RuleImpact], fmt: str) -> str:
+def render(impacts: list[RuleImpact], fmt: str, provenance: dict[str, Any] | None = None) -> str:
+    """The impacts as text, as `pod/NAMESPACE/NAME` lines of the pods evicted (`name`: each
+    once, in order of the rules), or as JSON or YAML (with `provenance` when given)."""
     if fmt == "text":
         return format_text(impacts)
-    doc = {"rules": [i.to_dict() for i in impacts]}
+    if fmt == "name":
+        pods = dict.fromkeys(p.key for i in impacts for p in i.evicted_pods)
+        return "".join(f"pod/{key}\n" for key in pods)
+    doc: dict[str, Any] = {"rules": [i.to_dict() for i in impacts]}
+    if provenance is not None:
+        doc["provenance"] = provenance
     if fmt == "json":
         return json.dumps(doc, indent=2) + "\n"
     return yaml.safe_dump(doc, sort_keys=False)
@@ -419,7 +427,8 @@ def cmd_taint_impact(args) -> int:
     except DraoptError as e:
         print(f"draopt: error: {e}", file=sys.stderr)
         return 2
-    sys.stdout.write(render(impacts, args.output))
+    made = record(args.filename, kubernetes_version=features.kubernetes_version)
+    sys.stdout.write(render(impacts, args.output, made.to_dict()))
     return 0
 
 
@@ -437,7 +446,13 @@ def register(subparsers) -> None:
     p.add_argument("--rule", metavar="NAME", help="only this DeviceTaintRule (default: every rule)")
     p.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     add_version_flag(p)
-    p.add_argument("-o", "--output", default="text", choices=("text", "json", "yaml"))
+    p.add_argument(
+        "-o",
+        "--output",
+        default="text",
+        choices=("text", "name", "json", "yaml"),
+        help="table; name: pod/NAMESPACE/NAME per pod evicted; json, yaml: the rules' impact and the provenance",
+    )
     p.set_defaults(func=cmd_taint_impact)
 
 

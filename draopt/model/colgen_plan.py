@@ -227,7 +227,7 @@ def _add_alone(part: _PlanPart, deadline: float) -> None:
     classes, class_cost = part.classes, part.class_cost
     has = {ki for (j, counts) in part.seen for ki, n in zip(classes[j].kinds, counts) if n}
     for ki in part.demand:
-        if ki in has or time.perf_counter() > deadline:
+        if ki in has or time.perf_counter() > deadline or interrupt.requested():  # (Ctrl-C: as out of time)
             continue
         for j in sorted(
             (j for j, nc in enumerate(classes) if ki in nc.kinds), key=lambda j: (class_cost[j] is None, j)
@@ -248,7 +248,7 @@ def _generate(part: _PlanPart, master: _CoverMaster, gen: _PlanGeneration) -> No
         if lp_value is not None and lp_value - gen.bound <= LP_TOLERANCE * max(1.0, lp_value):
             gen.converged = True
             break
-        if not _price_round(part, gen, pi_lp, sigma):
+        if interrupt.requested() or not _price_round(part, gen, pi_lp, sigma):
             break
 
 

@@ -118,7 +118,7 @@ def _one_fewer(
         fewer = {s.name: mix[s.name] - (1 if s is t else 0) for s in node_types}
         for s in node_types:
             c.add(c.get_int_var_from_proto_index(counts[s.name].index) <= fewer[s.name])
-        status = _solver(seconds / len(used_types), deadline).solve(c)
+        status = interrupt.watch(_solver(seconds / len(used_types), deadline)).solve(c)
         verdict = {
             cp_model.INFEASIBLE: "does not place them all (proven infeasible)",
             cp_model.OPTIMAL: "places them all",
@@ -456,7 +456,8 @@ def _least_cost(
     short = [t.name for t in node_types if (caps[t.name] + 1) * t.cost <= cost and caps[t.name] < fits[t.name]]
     reasons = []
     if status != cp_model.OPTIMAL:
-        reasons.append(f"CP-SAT stopped at the time limit ({status_name})")
+        stopped = "by Ctrl-C" if interrupt.requested() else "at the time limit"
+        reasons.append(f"CP-SAT stopped {stopped} ({status_name})")
     if not pods.placed_proven:
         reasons.append("that no mix places more pods was not proven")
     if short:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from draopt import progress
+from draopt import interrupt, progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
@@ -411,7 +411,7 @@ def _estimates(
         last = 0.0
         for t in order:
             started = time.perf_counter()
-            late = deadline is not None and started + (last if optional else 0.0) > deadline
+            late = interrupt.requested() or (deadline is not None and started + (last if optional else 0.0) > deadline)
             if late and (got or optional):
                 got[t.name] = FfdEstimate(t, 0, 0, stats.pending_pods or 0, skipped=True)
                 stats.ffd_skipped = (stats.ffd_skipped or 0) + 1
@@ -462,8 +462,10 @@ def plan(
     t0 = time.perf_counter()
     opts = PlanOptions(features or Features.from_gates(), time_limit, max_nodes, t0 + time_limit)
     out = _plan(objects, node_types, opts)
-    with progress.current().task("plan: the mix checked with first-fit"):
-        check_plan(objects, out, opts.features, max_nodes=max_nodes, deadline=t0 + time_limit)
+    # After Ctrl-C (draopt.interrupt) the check adds no node, and a Ctrl-C during it keeps the mix unchecked.
+    deadline = time.perf_counter() if interrupt.requested() else t0 + time_limit
+    with interrupt.refining(), progress.current().task("plan: the mix checked with first-fit"):
+        check_plan(objects, out, opts.features, max_nodes=max_nodes, deadline=deadline)
     out.stats.solve_s = round(time.perf_counter() - t0, 3)
     return out
 
@@ -490,6 +492,26 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
     stats.ffd_s = round(time.perf_counter() - t0, 3)
     best_ffd = _cheapest_estimate(ffd)
     caps = _first_caps(node_types, ffd, best_ffd, opts.max_nodes)
+    # From here the estimate is an answer: Ctrl-C on the command line stops the search and keeps
+    # the best mix found (draopt.interrupt); before, it stops the plan with none.
+    with interrupt.deferred():
+        return _mix_by_model(objects, node_types, opts, ffd, best_ffd, caps, stats, t0)
+
+
+def _mix_by_model(
+    objects: ObjectSet,
+    node_types: list[NodeType],
+    opts: PlanOptions,
+    ffd: list[FfdEstimate],
+    best_ffd: FfdEstimate,
+    caps: dict[str, int],
+    stats: PlanStats,
+    t0: float,
+) -> MixPlan:
+    """The cheapest mix by the CP-SAT placement model over candidate copies of each type (more
+    candidates in a later round when the mix could use them); then the one-fewer checks."""
+    import time
+
     # The model is built again with more candidates if the mix found could be beaten by a mix
     # with more copies of a type than there were candidates (at most a few rounds).
     for _round in range(4):
@@ -515,16 +537,23 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
             )
         model = _mix_model(cand, node_types, caps, best_ffd, stats, _round, t1)
         warm = _warm_start(model, cand, best_ffd, opts.time_limit, stats)
-        pods_phase = _most_pods(model, warm, cand, node_types, caps, opts.time_limit, stats, opts.deadline)
+        try:
+            pods_phase = _most_pods(model, warm, cand, node_types, caps, opts.time_limit, stats, opts.deadline)
+        except InputError:
+            if not interrupt.requested():
+                raise
+            return _estimate_answer(node_types, best_ffd, cand, caps, ffd, stats)  # Ctrl-C before any mix
         answer = _least_cost(model, warm, pods_phase, node_types, opts, caps, cand.fits, stats)
         grow = _more_candidates(answer, pods_phase, node_types, caps, cand.fits, opts.max_nodes)
-        if all(grow[name] <= caps[name] for name in grow):
+        if interrupt.requested() or all(grow[name] <= caps[name] for name in grow):
             break
         caps.update({name: max(caps[name], grow[name]) for name in grow})
         stats.rounds = _round + 2
     t5 = time.perf_counter()
-    with progress.current().task("plan: one-fewer checks"):
-        checks = _one_fewer(model.cp, model.counts, answer.mix, node_types, 0.2 * opts.time_limit, opts.deadline)
+    checks = []
+    if not interrupt.requested():  # (after Ctrl-C: the mix as it stands, unchecked)
+        with progress.current().task("plan: one-fewer checks"):
+            checks = _one_fewer(model.cp, model.counts, answer.mix, node_types, 0.2 * opts.time_limit, opts.deadline)
     stats.one_fewer_s = round(time.perf_counter() - t5, 3)
     stats.status = answer.status_name
     stats.solve_s = round(time.perf_counter() - t0, 3)
@@ -542,6 +571,30 @@ def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> 
         caps,
         ffd,
         checks,
+        cand.blocked,
+        stats,
+    )
+
+
+def _estimate_answer(node_types, best_ffd: FfdEstimate, cand, caps, ffd, stats: PlanStats) -> MixPlan:
+    """The cheapest estimate as the answer, when Ctrl-C came before the model had a mix."""
+    mix = {t.name: (best_ffd.nodes if t.name == best_ffd.node_type.name else 0) for t in node_types}
+    why = "interrupted (Ctrl-C) before the model found a mix: the cheapest estimate's"
+    stats.status = "UNKNOWN"
+    return MixPlan(
+        node_types,
+        mix,
+        best_ffd.cost,
+        "UNKNOWN",
+        Fraction(0),
+        False,
+        why,
+        len(cand.real),
+        best_ffd.placed,
+        False,
+        caps,
+        ffd,
+        [],
         cand.blocked,
         stats,
     )
@@ -606,7 +659,8 @@ def _plan_by_columns(
         return None
     real = list(cand.workload.pending)
     stats.build_s = round(time.perf_counter() - built, 3)
-    sol = _columns(cand, node_types, deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit))
+    with interrupt.deferred():  # Ctrl-C: the columns and integer counts found so far (draopt.interrupt)
+        sol = _columns(cand, node_types, deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit))
     stats.columns.update(sol.stats)
     t1 = time.perf_counter()
     # Columns that place every pod need no estimate: they are made in the time left, for the table.

@@ -566,8 +566,20 @@ def _rows(reports: list[PolicyReport], human: bool = False) -> list[list[str]]:
     return rows
 
 
-def table(reports: list[PolicyReport]) -> str:
-    rows = _rows(reports)
+def _node_rows(reports: list[PolicyReport]) -> list[list[str]]:
+    """`compare -o wide`: per node (in the map's order), the devices in use over its devices,
+    per policy."""
+    rows = []
+    for node in dict.fromkeys(n for r in reports for n in r.device_map):
+        cells = [r.device_map.get(node) for r in reports]
+        used = ["-" if c is None else f"{sum(1 for _, holds in c if holds)}/{len(c)}" for c in cells]
+        rows.append([f"node {node} devices (used/total)"] + used)
+    return rows
+
+
+def table(reports: list[PolicyReport], wide: bool = False) -> str:
+    """The measures, one row each, one column per policy (`wide`: and each node's devices used)."""
+    rows = _rows(reports) + (_node_rows(reports) if wide else [])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
     notes = [f"{r.policy}: {r.summary}" for r in reports if r.summary]
@@ -775,7 +787,14 @@ def register(sub, input_flags, positive_seconds) -> None:
     from draopt.scheduler import add_scheduler_flags
 
     add_scheduler_flags(p)
-    p.add_argument("-o", "--output", default="table", choices=("table", "json"))
+    p.add_argument(
+        "-o",
+        "--output",
+        default="table",
+        choices=("table", "wide", "json"),
+        help="table: the measures per policy; wide: and each node's devices used; json: the measures, "
+        "their definitions and the provenance",
+    )
     p.add_argument("--html", metavar="FILE.html", help="also write a self-contained HTML report (needs matplotlib)")
     p.add_argument("--plot", metavar="FILE.png", help="also write the measures as one PNG (needs matplotlib)")
     input_flags(p)
@@ -834,7 +853,7 @@ def cmd_compare(args) -> int:
     if args.output == "json":
         print(json.dumps(to_json(reports, args.filename, made), indent=2, sort_keys=True))
     else:
-        print(table(reports))
+        print(table(reports, wide=args.output == "wide"))
     if args.html:
         text = to_html(reports, args.filename, made)
         try:

@@ -683,7 +683,8 @@ def _output_flags(p) -> None:
     p.add_argument(
         "--output-file",
         metavar="FILE",
-        help="-o csv: write the rows to FILE, their provenance beside it (FILE.provenance.json); default stdout",
+        help="-o csv: write the rows to FILE, their provenance beside it (FILE.provenance.json); default stdout "
+        "(a plain CSV: no provenance)",
     )
     p.add_argument(
         "--per-run",

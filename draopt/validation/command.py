@@ -6,19 +6,32 @@ import json
 import sys
 
 from draopt.errors import DraoptError
+from draopt.provenance import record
 from draopt.kube.features import KNOWN_GATES, add_version_flag, features_from_flags
 from draopt.validation.documents import validate_files
 from draopt.validation.findings import Report
 
 
-def format_text(report: Report) -> str:
-    lines = [str(f) for f in report.findings]
+def format_text(report: Report, wide: bool = False) -> str:
+    """The findings, one a line (`wide`: each with the file and document it is in), the notes,
+    and the count."""
+    lines = [f"{f}  [{f.source}]" if wide and f.source else str(f) for f in report.findings]
     lines += [f"note: {n}" for n in report.notes]
     if report.findings:
         lines.append(f"{len(report.findings)} error(s) in {report.objects} object(s)")
     else:
         lines.append(f"{report.objects} object(s) valid")
     return "\n".join(lines) + "\n"
+
+
+def object_names(report: Report) -> str:
+    """`validate -o name`: `kind/namespace/name` (kubectl's `-o name`, the namespace kept) of each
+    object with findings, once, in the order of its first finding."""
+    names: dict[str, None] = {}
+    for finding in report.findings:
+        kind, _, name = finding.object.partition(" ")
+        names[f"{kind.lower()}/{name}"] = None
+    return "".join(f"{name}\n" for name in names)
 
 
 def cmd_validate(args) -> int:
@@ -29,9 +42,12 @@ def cmd_validate(args) -> int:
         print(f"draopt: error: {e}", file=sys.stderr)
         return 2
     if args.output == "json":
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        made = record(args.filename, kubernetes_version=features.kubernetes_version)
+        sys.stdout.write(json.dumps(dict(report.to_dict(), provenance=made.to_dict()), indent=2) + "\n")
+    elif args.output == "name":
+        sys.stdout.write(object_names(report))
     else:
-        sys.stdout.write(format_text(report))
+        sys.stdout.write(format_text(report, wide=args.output == "wide"))
     return 1 if report.findings else 0
 
 
@@ -55,5 +71,12 @@ def register(subparsers) -> None:
         + ")",
     )
     add_version_flag(p)
-    p.add_argument("-o", "--output", default="text", choices=("text", "json"))
+    p.add_argument(
+        "-o",
+        "--output",
+        default="text",
+        choices=("text", "wide", "name", "json"),
+        help="table: one finding a line; wide: with the file and document of each; name: "
+        "KIND/NAMESPACE/NAME per object with findings; json: the report and its provenance",
+    )
     p.set_defaults(func=cmd_validate)
