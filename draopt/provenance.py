@@ -127,6 +127,15 @@ class Provenance:
         return side
 
 
+def _command_line() -> list[str]:
+    """sys.argv as the user typed it: `python -m draopt` leaves the path of draopt/__main__.py in
+    argv[0], which says less than the command's name and differs between installs."""
+    argv = list(sys.argv)
+    if argv and Path(argv[0]).name == "__main__.py" and Path(argv[0]).parent.name == "draopt":
+        argv[0] = "draopt"
+    return argv
+
+
 def record(
     inputs: Iterable[str] = (),
     *,
@@ -138,7 +147,7 @@ def record(
     """The record of a run now: `command` defaults to sys.argv, inputs are digested as they are."""
     return Provenance(
         version=draopt_version(),
-        command=list(sys.argv if command is None else command),
+        command=list(_command_line() if command is None else command),
         inputs={p: digest(p) for p in dict.fromkeys(inputs)},
         seed=seed,
         time_limit=None if time_limit is None else float(time_limit),
