@@ -106,7 +106,7 @@ def test_three_pods_fit_one_big_node():
     assert out.cost_before == 23 and out.cost_after == 10 and out.saved == 13
     assert out.proven and out.bound == 10
     assert out.kept == ["a"] and out.drained == ["b", "c"]
-    # fewest moves: p1 stays where it runs
+    # fewest moves: p1 stays where it runs (a and b tie: the first by name is kept)
     assert out.moves == {"default/p2": ("b", "a"), "default/p3": ("c", "a")}
     assert out.karpenter.cost_after == 10
 

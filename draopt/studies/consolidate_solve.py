@@ -1,0 +1,282 @@
+"""The phases of `plan --consolidate`'s solve, on the model of draopt.studies.consolidate_model,
+within one wall-clock deadline (`--time-limit` bounds the whole command):
+
+1. the warm start: the better of the cluster as it runs and Karpenter's consolidation's answer,
+   each completed by the solver with its placements fixed (the answer of last resort);
+2. the most pods placed (skipped when the warm start places every pod that has a node);
+3. the aggregate bound (draopt.studies.consolidate_bound): its cheapest set of kept nodes is tried
+   in the full model with those nodes fixed; when they hold the pods, that answer costs the bound
+   and is proven minimal, with no search of the full model;
+4. the least cost (skipped when 3 proved it), starting from the best answer so far, its bound the
+   better of CP-SAT's and the aggregate's;
+5. the fewest moves, then the fewest new nodes, at that cost.
+
+Each phase stops at a share of `time_limit` in CP-SAT's deterministic time (so an input gives
+the same answer from run to run when the wall clock does not stop it first) and at the deadline;
+a phase cut short keeps the best answer found before it."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from draopt import interrupt
+from draopt import progress
+from draopt.errors import InputError
+from draopt.studies.consolidate_model import ConsolidationInput, Model
+
+# what is kept of the time limit for decoding and checking the answer after the solves
+_DECODE_SHARE = 0.1
+
+
+@dataclass
+class Answer:
+    values: dict  # every variable the decoding reads -> its value
+    opened: dict[str, int]
+    cost: int  # scaled
+    bound: int  # scaled
+    status: str
+    placed_proven: bool
+    stats: dict[str, Any]
+
+
+class _Fixed:
+    """A complete solution read like a solver's (`value(var)`), from its values by variable index."""
+
+    def __init__(self, by_index: dict[int, int]):
+        self.by_index = by_index
+
+    def value(self, var) -> int:
+        return self.by_index[var.index]
+
+
+@dataclass
+class _Clock:
+    time_limit: float
+    deadline: float  # perf_counter: the solves stop here (the decoding's share kept)
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def solver(self, share: float):
+        from draopt.studies.plan_model import _solver
+
+        return _solver(share * self.time_limit, self.deadline)
+
+
+def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadline: float, karpenter=None) -> Answer:
+    """The phases (see the module docstring); `deadline` is the command's (perf_counter)."""
+    from ortools.sat.python import cp_model
+
+    cp = model.b.model.cp
+    stats: dict[str, Any] = {}
+    clock = _Clock(time_limit, deadline - _DECODE_SHARE * time_limit)
+    best = _warm_start(model, inp, clock, stats, karpenter)
+    placed_proven = best is not None and best[0] >= model.cheap
+    if not placed_proven:
+        cp.maximize(model.placed_expr)
+        solver = clock.solver(0.3)
+        status = interrupt.watch(solver).solve(cp)
+        stats["pods_status"] = solver.status_name(status)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            placed = round(solver.objective_value)
+            placed_proven = status == cp_model.OPTIMAL or placed >= model.cheap
+            if best is None or placed > best[0]:
+                best = (placed, _Fixed(_solution(solver)))
+            _hint_from(cp, best[1].by_index)
+        elif best is None:
+            raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no placement in time; give it more time")
+    assert best is not None
+    best_placed, incumbent = best
+    cp.add(model.placed_expr >= best_placed)
+    floor, tried = _aggregate_phase(model, inp, rules, clock, stats, best_placed >= model.cheap)
+    if tried is not None:
+        incumbent = tried
+    cost = _cost_of(model, incumbent)
+    cp.add(model.cost_expr <= cost)  # never dearer than the best answer so far
+    status_name, bound = "OPTIMAL", floor
+    if cost > floor:
+        status_name, cost, bound, incumbent = _cost_phase(model, clock, stats, incumbent, cost, floor)
+    cp.add(model.cost_expr <= cost)
+    _hint_from(cp, incumbent.by_index)
+    solver = _moves_phase(model, inp, clock, stats)
+    chosen = solver if solver is not None else incumbent
+    from draopt.placement.optimal_part import _values
+
+    values = _values(chosen, model.b)
+    opened = {n: chosen.value(v) for n, v in model.opened.items()}
+    stats.update(cost_status=status_name, bound_aggregate=floor)
+    return Answer(values, opened, cost, bound, status_name, placed_proven, stats)
+
+
+def _cost_phase(model: Model, clock: _Clock, stats: dict, incumbent: _Fixed, cost: int, floor: int):
+    """The least cost, from the incumbent; (status, cost, bound, solution)."""
+    from ortools.sat.python import cp_model
+
+    cp = model.b.model.cp
+    _hint_from(cp, incumbent.by_index)
+    cp.add(model.cost_expr >= floor)
+    cp.minimize(model.cost_expr)
+    solver = clock.solver(0.3)
+    started = time.perf_counter()
+    with progress.current().task("plan --consolidate: least cost") as shown:
+        status = interrupt.watch(solver).solve(cp, progress.solver_callback(solver, shown))
+    stats["cost_s"] = round(time.perf_counter() - started, 3)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):  # cut short: the incumbent stays
+        return "UNKNOWN", cost, floor, incumbent
+    found = round(solver.objective_value)
+    bound = max(floor, _ceil(solver.best_objective_bound))
+    if found > cost:  # (the hint is a solution: never)
+        return solver.status_name(status), cost, bound, incumbent
+    name = "OPTIMAL" if found <= bound else solver.status_name(status)
+    return name, found, min(bound, found), _Fixed(_solution(solver))
+
+
+def _moves_phase(model: Model, inp: ConsolidationInput, clock: _Clock, stats: dict):
+    """The most movable pods left where they run, then the fewest new nodes, at the cost found
+    (a tie in cost keeps the nodes that run). The solver when it found an answer, else None."""
+    from ortools.sat.python import cp_model
+
+    if clock.left() < 0.5:
+        stats["moves_status"] = "SKIPPED (time limit)"
+        return None
+    cp = model.b.model.cp
+    new = [lit for name, lit in model.opened.items() if name in inp.type_of]
+    # then, among ties, the existing nodes first by name kept (the same answer every time)
+    names = sorted(n for n in model.opened if n not in inp.type_of)
+    by_name = sum((len(names) - i) * model.opened[n] for i, n in enumerate(names))
+    weight = len(names) * (len(names) + 1) // 2 + 1
+    cp.maximize((model.stays_expr * (len(new) + 1) - sum(new)) * weight + by_name)
+    solver = clock.solver(0.2)
+    status = interrupt.watch(solver).solve(cp)
+    stats["moves_status"] = solver.status_name(status)
+    return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+
+
+def _aggregate_phase(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict, all_pending: bool):
+    """The aggregate's bound (its cuts added to the model), and a solution of the full model at
+    that cost when its cheapest kept nodes hold the pods (else None)."""
+    from draopt.studies.consolidate_bound import aggregate, aggregate_cuts, solve_aggregate
+
+    started = time.perf_counter()
+    agg = aggregate(model, inp, rules, all_pending)
+    aggregate_cuts(model, agg)
+    answer = solve_aggregate(agg, 0.05 * clock.time_limit, clock.deadline)
+    stats["aggregate_status"] = answer.status
+    floor = answer.bound if answer.status in ("OPTIMAL", "FEASIBLE") else 0
+    found = None
+    if answer.cost is not None and answer.cost == floor and clock.left() > 0.5:  # its cost is proven
+        with progress.current().task("plan --consolidate: the aggregate's nodes"):
+            found, status = _with_kept(model, answer.kept, clock)
+        stats["aggregate_nodes_status"] = status
+    stats["aggregate_s"] = round(time.perf_counter() - started, 3)
+    if found is not None and _cost_of(model, found) == floor:
+        return floor, found
+    return floor, None
+
+
+def _with_kept(model: Model, kept: set[str], clock: _Clock):
+    """A solution of the full model (the pods phase's count held) that keeps exactly `kept`, or
+    None; and the status of its search."""
+    from ortools.sat.python import cp_model
+
+    copy = model.b.model.cp.clone()
+    for name, lit in model.opened.items():
+        copy.add(copy.get_int_var_from_proto_index(lit.index) == int(name in kept))
+    copy.clear_objective()
+    solver = clock.solver(0.15)
+    status = interrupt.watch(solver).solve(copy)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, solver.status_name(status)
+    return _Fixed(_solution(solver)), solver.status_name(status)
+
+
+def _cost_of(model: Model, solution: _Fixed) -> int:
+    return sum(model.cost_ints[n] * solution.value(lit) for n, lit in model.opened.items())
+
+
+def _solution(solver) -> dict[int, int]:
+    values = solver.response_proto.solution
+    return {i: values[i] for i in range(len(values))}
+
+
+def _ceil(x: float) -> int:
+    return math.ceil(x - 1e-6)
+
+
+def _hint_from(cp, by_index: dict[int, int]) -> None:
+    cp.clear_hints()
+    for i, value in by_index.items():
+        cp.add_hint(cp.get_int_var_from_proto_index(i), value)
+
+
+def _warm_start(model: Model, inp: ConsolidationInput, clock: _Clock, stats: dict, karpenter):
+    """The better of two solutions of the model, as its incumbent: the cluster as it runs (every
+    movable pod where it is, every existing node open, no copy), and Karpenter's consolidation's
+    answer when there is one; each completed by the solver with its placements fixed. (its placed
+    pods' weight, the solution), or None when neither is a solution. The completion of the cluster
+    as it runs always gets a few seconds, even past the deadline: it is the answer of last resort."""
+    from draopt.placement.optimal import _complete_hint
+
+    cp = model.b.model.cp
+    as_is: dict = {var: pods for var, _, pods, _ in model.stay_vars if not isinstance(var, int)}
+    as_is.update({lit: int(name not in inp.type_of) for name, lit in model.opened.items()})
+    tried = [("the cluster as it runs", as_is)]
+    if karpenter is not None:
+        tried.append(("Karpenter's consolidation", _karpenter_hint(model, inp, karpenter)))
+    best = None
+    limit = clock.time_limit
+    for name, hint in tried:
+        started = time.perf_counter()
+        stop = started + max(10.0, 0.2 * limit)
+        stop = min(stop, max(clock.deadline, started + 3.0)) if best is None else min(stop, clock.deadline)
+        full = _complete_hint(cp, hint, max(5.0, 0.1 * limit), stop)
+        if full is None:
+            continue
+        floor = sum(w * full[v] for w, v in model.placed_terms)
+        cost = sum(model.cost_ints[n] * full[lit] for n, lit in model.opened.items())
+        if best is None or (floor, -cost) > (best[1], -best[2]):
+            best = (name, floor, cost, full)
+    stats["warm_start"] = None if best is None else best[0]
+    if best is None:
+        for var, value in as_is.items():
+            cp.add_hint(var, value)
+        return None
+    _, floor, cost, full = best
+    for var, value in full.items():
+        cp.add_hint(var, value)
+    model.hint_cost = (floor, cost)
+    return floor, _Fixed({var.index: value for var, value in full.items()})
+
+
+def _karpenter_hint(model: Model, inp: ConsolidationInput, karpenter) -> dict:
+    """Karpenter's answer in the model's placement variables and literals (devices left to the
+    solver: its allocations were made on another cluster object)."""
+    from draopt.cluster.result import PodPlacement
+    from draopt.model.warm_start import _first_fit_hint
+
+    gone = set(karpenter.removed)
+    ff = {}
+    for d in model.workload.pending:
+        node = karpenter.placement.get(d.key)
+        if node is None and inp.origin.get(d.key) not in (None, *gone):
+            node = inp.origin[d.key]  # a movable pod Karpenter left where it runs
+        ff[d.key] = PodPlacement(d.key, node, d.priority, d.group)
+    hint = _first_fit_hint(model.b, model.prep, model.book, ff)
+    b = model.b
+    keep = {v.index for v in [*b.k.values(), *b.y.values(), *b.placed.values(), *b.totals.values()]}
+    hint = {v: x for v, x in hint.items() if v.index in keep}
+    for stay, count, pods in model.stay_caps:  # alike pods: as many stay as the kind has there
+        hint[stay] = min(pods, hint.get(count, 0))
+    counts: dict[str, int] = {}
+    for t in karpenter.bought:
+        counts[t] = counts.get(t, 0) + 1
+    for name, lit in model.opened.items():
+        if name in inp.type_of:
+            t = inp.type_of[name]
+            hint[lit] = int(int(name.rsplit("-", 1)[1]) < counts.get(t, 0))  # its copies open in order
+        else:
+            hint[lit] = int(name not in gone)
+    return hint
