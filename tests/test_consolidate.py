@@ -341,6 +341,81 @@ def test_cli_outputs(tmp_path, capsys):
     assert main(["plan", "-f", str(cluster), "--node-costs", str(costs), "--node-type", "a=1"]) == 2
 
 
+def test_aggregate_nodes_too_few_pod_by_pod_are_left_out():
+    """a, b: 4 cpu at 10; c: 2 cpu at 3; d: 8 cpu at 25 (empty). Pods of 3, 3 and 2 cpu. By volume
+    a + b (8 cpu, 20) would do, but pod by pod they cannot (3 + 3 leaves 1 + 1): the aggregate's
+    first answer is proven too few, then a + b + c (23) is kept, proven minimal (d alone: 25)."""
+    docs = [
+        _node("a", 4, "big"),
+        _node("b", 4, "big"),
+        _node("c", 2, "small"),
+        _node("d", 8, "huge"),
+        _pod("p1", "a", 3),
+        _pod("p2", "b", 3),
+        _pod("p3", "c", 2),
+    ]
+    costs = CostSource(type_costs={"big": Fraction(10), "small": Fraction(3), "huge": Fraction(25)})
+    out = _run(docs, costs)
+    assert out.kept == ["a", "b", "c"] and out.cost_after == 23 and out.proven and out.bound == 23
+    assert out.stats["aggregate_rounds"] == 2 and not out.moves
+
+
+def _many_nodes(n: int) -> list[dict[str, Any]]:
+    """n nodes of 4 cpu at 10, each running one 1-cpu pod: a quarter of them hold every pod."""
+    docs = [_node(f"n{i:02d}", 4, "big") for i in range(n)]
+    return docs + [_pod(f"p{i}", f"n{i:02d}", 1) for i in range(n)]
+
+
+@pytest.fixture
+def slow_simulations(monkeypatch):
+    """Karpenter's simulations made slow (0.2 s each): its loop alone would take far longer than
+    the time limit of the tests below."""
+    import time as clock
+
+    from draopt.studies import karpenter_consolidation
+
+    fits = karpenter_consolidation._Loop.fits
+
+    def slow(self, nodes, replacement):
+        clock.sleep(0.2)
+        return fits(self, nodes, replacement)
+
+    monkeypatch.setattr(karpenter_consolidation._Loop, "fits", slow)
+
+
+def test_time_limit_bounds_the_whole_command(slow_simulations):
+    """--time-limit is wall-clock seconds for the whole of consolidate: Karpenter's loop is cut
+    short (said), the solves stop at the deadline, and the answer comes with its bound."""
+    import time as clock
+
+    started = clock.perf_counter()
+    out = consolidate(_objects(_many_nodes(12)), COSTS, [], time_limit=3)
+    spent = clock.perf_counter() - started
+    assert spent < 3 + 1.0, spent  # (the decoding and check are inside the limit: 10 % of it is theirs)
+    assert out.stats["checked"] and out.karpenter.cut_short
+    assert "stopped at the time limit" in "\n".join(out.karpenter.lines(out.cost_after))
+    assert out.cost_after == 30 and out.proven  # 12 pods of 1 cpu on 3 nodes of 4 (the aggregate proves it)
+
+
+def test_time_limit_bounds_the_cli(tmp_path, capsys, slow_simulations):
+    import time as clock
+
+    from draopt.cli import main
+
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(yaml.safe_dump_all(_many_nodes(12)))
+    costs = tmp_path / "costs.yaml"
+    costs.write_text("big: 10\n")
+    started = clock.perf_counter()
+    code = main(
+        ["plan", "--consolidate", "-f", str(cluster), "--node-costs", str(costs), "--time-limit", "2", "-o", "json"]
+    )
+    spent = clock.perf_counter() - started
+    assert code == 0 and spent < 2 + 1.5, spent  # (reading the input is outside the limit, as in plan)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["karpenter"]["cut_short"] and doc["cost_after"] == 30
+
+
 # ------------------------------------------------------------------------------ real-world dumps
 REALWORLD = "/work/shared/realworld"
 

@@ -29,6 +29,8 @@ from draopt.studies.consolidate_model import ConsolidationInput, Model
 
 # what is kept of the time limit for decoding and checking the answer after the solves
 _DECODE_SHARE = 0.1
+# the aggregate solved at most this many times (each time without kept nodes proven too few)
+_AGGREGATE_ROUNDS = 4
 
 
 @dataclass
@@ -157,21 +159,31 @@ def _moves_phase(model: Model, inp: ConsolidationInput, clock: _Clock, stats: di
 
 def _aggregate_phase(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict, all_pending: bool):
     """The aggregate's bound (its cuts added to the model), and a solution of the full model at
-    that cost when its cheapest kept nodes hold the pods (else None)."""
+    that cost when its cheapest kept nodes hold the pods (else None). When the full model proves
+    they cannot, the aggregate is solved again without them (and without any subset of them:
+    fewer nodes hold no more), up to _AGGREGATE_ROUNDS times; its bound only rises. Not when a
+    DaemonSet pod waits for a node (a node more must then hold it too: more is not always easier)."""
     from draopt.studies.consolidate_bound import aggregate, aggregate_cuts, solve_aggregate
 
     started = time.perf_counter()
     agg = aggregate(model, inp, rules, all_pending)
     aggregate_cuts(model, agg)
-    answer = solve_aggregate(agg, 0.05 * clock.time_limit, clock.deadline)
-    stats["aggregate_status"] = answer.status
-    floor = answer.bound if answer.status in ("OPTIMAL", "FEASIBLE") else 0
-    found = None
-    if answer.cost is not None and answer.cost == floor and clock.left() > 0.5:  # its cost is proven
+    floor, found, excluded = 0, None, []
+    for _ in range(_AGGREGATE_ROUNDS):
+        answer = solve_aggregate(agg, 0.05 * clock.time_limit, clock.deadline, tuple(excluded))
+        stats["aggregate_status"] = answer.status
+        if answer.status not in ("OPTIMAL", "FEASIBLE"):
+            break
+        floor = max(floor, answer.bound)
+        if answer.cost != answer.bound or clock.left() < 0.5:  # its cost not proven, or no time
+            break
         with progress.current().task("plan --consolidate: the aggregate's nodes"):
             found, status = _with_kept(model, answer.kept, clock)
         stats["aggregate_nodes_status"] = status
-    stats["aggregate_s"] = round(time.perf_counter() - started, 3)
+        if found is not None or status != "INFEASIBLE" or inp.daemon_of:
+            break
+        excluded.append(answer.kept)
+    stats.update(aggregate_s=round(time.perf_counter() - started, 3), aggregate_rounds=len(excluded) + 1)
     if found is not None and _cost_of(model, found) == floor:
         return floor, found
     return floor, None
