@@ -168,7 +168,8 @@ def _aggregate_phase(model: Model, inp: ConsolidationInput, rules, clock: _Clock
     started = time.perf_counter()
     agg = aggregate(model, inp, rules, all_pending)
     aggregate_cuts(model, agg)
-    floor, found, excluded = 0, None, []
+    floor, found = 0, None
+    excluded: list[set[str]] = []
     for _ in range(_AGGREGATE_ROUNDS):
         answer = solve_aggregate(agg, 0.05 * clock.time_limit, clock.deadline, tuple(excluded))
         stats["aggregate_status"] = answer.status
