@@ -140,30 +140,34 @@ def solve_aggregate(
         more = [count[t] >= sum(1 for c in cs if c in kept) + 1 for t, cs in agg.copies.items()]
         lits = outside + [_lit(cp, m) for m in more]
         cp.add_bool_or(lits)
-    # the least cost, then the most movable pods on kept nodes (fewer to move, as the full model's
-    # last phase prefers), then the nodes first by name (ties: the same answer every time): one
-    # objective, each level weighted above the sum of the next
-    names = sorted(agg.nodes)
-    by_name = sum((len(names) - i) * keep[n] for i, n in enumerate(names))
-    stay_weight = len(names) * (len(names) + 1) // 2 + 1
-    weight = (sum(agg.movable_on.values()) + 1) * stay_weight
+    # the least cost; then, at that cost, the most movable pods on kept nodes (fewer to move, as
+    # the full model's last phase prefers), then the nodes first by name (ties: the same answer
+    # every time). Two solves: one objective for all three proves its bound far slower (600 nodes)
     cost = sum(agg.cost[n] * keep[n] for n in agg.nodes) + sum(
         agg.cost[c[0]] * count[t] for t, c in agg.copies.items() if c
     )
-    stays = sum(agg.movable_on.get(n, 0) * keep[n] for n in agg.nodes)
-    cp.minimize(cost * weight - stays * stay_weight - by_name)
+    cp.minimize(cost)
     solver = _solver(seconds, deadline)
     started = time.perf_counter()
     status = solver.solve(cp)
-    spent = round(time.perf_counter() - started, 3)
     name = solver.status_name(status)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return AggregateAnswer(name, None, 0, set(), spent)
+        return AggregateAnswer(name, None, 0, set(), round(time.perf_counter() - started, 3))
+    found, bound = round(solver.objective_value), math.ceil(solver.best_objective_bound - 1e-6)
+    for var in [*keep.values(), *count.values()]:
+        cp.add_hint(var, solver.value(var))
+    cp.add(cost <= found)
+    names = sorted(agg.nodes)
+    by_name = sum((len(names) - i) * keep[n] for i, n in enumerate(names))
+    stays = sum(agg.movable_on.get(n, 0) * keep[n] for n in agg.nodes)
+    cp.maximize(stays * (len(names) * (len(names) + 1) // 2 + 1) + by_name)
+    second = _solver(seconds / 2, deadline)
+    if second.solve(cp) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        solver = second
     kept = {n for n in agg.nodes if solver.value(keep[n])}
     for t, cs in agg.copies.items():
         kept.update(cs[: solver.value(count[t])])
-    found = sum(agg.cost[n] for n in kept)
-    return AggregateAnswer(name, found, math.ceil(solver.best_objective_bound / weight - 1e-9), kept, spent)
+    return AggregateAnswer(name, found, bound, kept, round(time.perf_counter() - started, 3))
 
 
 def _lit(cp, condition) -> Any:
