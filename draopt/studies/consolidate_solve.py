@@ -179,7 +179,7 @@ def _aggregate_phase(model: Model, inp: ConsolidationInput, rules, clock: _Clock
         if answer.cost != answer.bound or clock.left() < 0.5:  # its cost not proven, or no time
             break
         with progress.current().task("plan --consolidate: the aggregate's nodes"):
-            found, status = _with_kept(model, answer.kept, clock)
+            found, status = _with_kept(model, inp, answer.kept, clock)
         stats["aggregate_nodes_status"] = status
         if found is not None or status != "INFEASIBLE" or inp.daemon_of:
             break
@@ -190,20 +190,98 @@ def _aggregate_phase(model: Model, inp: ConsolidationInput, rules, clock: _Clock
     return floor, None
 
 
-def _with_kept(model: Model, kept: set[str], clock: _Clock):
+def _with_kept(model: Model, inp: ConsolidationInput, kept: set[str], clock: _Clock):
     """A solution of the full model (the pods phase's count held) that keeps exactly `kept`, or
-    None; and the status of its search."""
+    None; and the status of its search. First the pods of kept nodes left where they run and the
+    others put first-fit-decreasing on the kept nodes' room (cpu, memory, pods), completed by the
+    solver with those placements fixed (quick when it holds: propagation); else a search of the
+    model with the kept nodes fixed, from that placement as a hint."""
     from ortools.sat.python import cp_model
+
+    from draopt.placement.optimal import _complete_hint
 
     copy = model.b.model.cp.clone()
     for name, lit in model.opened.items():
         copy.add(copy.get_int_var_from_proto_index(lit.index) == int(name in kept))
     copy.clear_objective()
+    greedy = _first_fit_decreasing(model, inp, kept)
+    if greedy is not None:
+        hint = _placement_hint(model, inp, greedy, kept)
+        started = time.perf_counter()
+        full = _complete_hint(
+            copy, hint, max(1.0, 0.05 * clock.time_limit), min(clock.deadline, started + 0.1 * clock.time_limit)
+        )
+        if full is not None:
+            return _Fixed({var.index: value for var, value in full.items()}), "FEASIBLE (first-fit-decreasing)"
+        copy.clear_hints()
+        for var, value in hint.items():
+            copy.add_hint(copy.get_int_var_from_proto_index(var.index), value)
     solver = clock.solver(0.15)
     status = interrupt.watch(solver).solve(copy)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, solver.status_name(status)
     return _Fixed(_solution(solver)), solver.status_name(status)
+
+
+def _first_fit_decreasing(model: Model, inp: ConsolidationInput, kept: set[str]) -> dict[str, str | None] | None:
+    """Pod -> node keeping exactly `kept`: movable pods of kept nodes where they run, the DaemonSet
+    pods made for a kept node on it, the other pods by decreasing cpu then memory on the first
+    kept node of their candidates with room; None when one has no room (the model decides then)."""
+    from fractions import Fraction
+
+    free: dict[str, dict[str, Fraction]] = {}
+    for n in model.cluster.nodes:
+        if n.name in kept:
+            free[n.name] = {r: cap - n.used.get(r, Fraction(0)) for r, cap in n.allocatable.items()}
+    out: dict[str, str | None] = {}
+
+    def take(key: str, node: str) -> bool:
+        asks = dict(model.workload.pod(key).resources)
+        asks["pods"] = Fraction(1)
+        room = free[node]
+        if any(v > room[r] for r, v in asks.items() if r in room and v):
+            return False
+        for r, v in asks.items():
+            if r in room:
+                room[r] -= v
+        out[key] = node
+        return True
+
+    rest = []
+    for d in model.workload.pending:
+        home = inp.daemon_of.get(d.key) or inp.origin.get(d.key)
+        if home in free and take(d.key, home):
+            continue
+        if d.key in inp.daemon_of:
+            out[d.key] = None
+            continue
+        rest.append(d)
+    rest.sort(key=lambda d: (-d.resources.get("cpu", 0), -d.resources.get("memory", 0), d.key))
+    for d in rest:
+        nodes = [n.name for n in model.prep.pod_nodes.get(d.key, []) if n.name in free]
+        if not any(take(d.key, n) for n in nodes):
+            if d.key in inp.origin:
+                return None
+            out[d.key] = None
+    return out
+
+
+def _placement_hint(model: Model, inp: ConsolidationInput, node_of: dict[str, str | None], kept: set[str]) -> dict:
+    """A placement (pod -> node) and the nodes kept, in the model's placement variables and
+    literals (devices left to the solver)."""
+    from draopt.cluster.result import PodPlacement
+    from draopt.model.warm_start import _first_fit_hint
+
+    ff = {d.key: PodPlacement(d.key, node_of.get(d.key), d.priority, d.group) for d in model.workload.pending}
+    hint = _first_fit_hint(model.b, model.prep, model.book, ff)
+    b = model.b
+    keep = {v.index for v in [*b.k.values(), *b.y.values(), *b.placed.values(), *b.totals.values()]}
+    hint = {v: x for v, x in hint.items() if v.index in keep}
+    for stay, count, pods in model.stay_caps:  # alike pods: as many stay as the kind has there
+        hint[stay] = min(pods, hint.get(count, 0))
+    for name, lit in model.opened.items():
+        hint[lit] = int(name in kept)
+    return hint
 
 
 def _cost_of(model: Model, solution: _Fixed) -> int:
@@ -267,29 +345,17 @@ def _warm_start(model: Model, inp: ConsolidationInput, clock: _Clock, stats: dic
 def _karpenter_hint(model: Model, inp: ConsolidationInput, karpenter) -> dict:
     """Karpenter's answer in the model's placement variables and literals (devices left to the
     solver: its allocations were made on another cluster object)."""
-    from draopt.cluster.result import PodPlacement
-    from draopt.model.warm_start import _first_fit_hint
-
     gone = set(karpenter.removed)
-    ff = {}
+    node_of: dict[str, str | None] = {}
     for d in model.workload.pending:
         node = karpenter.placement.get(d.key)
         if node is None and inp.origin.get(d.key) not in (None, *gone):
             node = inp.origin[d.key]  # a movable pod Karpenter left where it runs
-        ff[d.key] = PodPlacement(d.key, node, d.priority, d.group)
-    hint = _first_fit_hint(model.b, model.prep, model.book, ff)
-    b = model.b
-    keep = {v.index for v in [*b.k.values(), *b.y.values(), *b.placed.values(), *b.totals.values()]}
-    hint = {v: x for v, x in hint.items() if v.index in keep}
-    for stay, count, pods in model.stay_caps:  # alike pods: as many stay as the kind has there
-        hint[stay] = min(pods, hint.get(count, 0))
+        node_of[d.key] = node
     counts: dict[str, int] = {}
     for t in karpenter.bought:
         counts[t] = counts.get(t, 0) + 1
-    for name, lit in model.opened.items():
-        if name in inp.type_of:
-            t = inp.type_of[name]
-            hint[lit] = int(int(name.rsplit("-", 1)[1]) < counts.get(t, 0))  # its copies open in order
-        else:
-            hint[lit] = int(name not in gone)
-    return hint
+    kept = {n for n in model.opened if n not in inp.type_of and n not in gone}
+    # its copies open in order
+    kept |= {n for n, t in inp.type_of.items() if int(n.rsplit("-", 1)[1]) < counts.get(t, 0)}
+    return _placement_hint(model, inp, node_of, kept)
