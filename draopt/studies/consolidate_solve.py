@@ -5,11 +5,12 @@ within one wall-clock deadline (`--time-limit` bounds the whole command):
    each completed by the solver with its placements fixed (the answer of last resort);
 2. the most pods placed (skipped when the warm start places every pod that has a node);
 3. the aggregate bound (draopt.studies.consolidate_bound): its cheapest set of kept nodes is tried
-   in the full model with those nodes fixed; when they hold the pods, that answer costs the bound
-   and is proven minimal, with no search of the full model;
+   in the full model with those nodes fixed (first-fit-decreasing first, then a search); when
+   they hold the pods, that answer costs the bound and is proven minimal, with no search of the
+   full model; when they are proven too few, the aggregate is solved again without them;
 4. the least cost (skipped when 3 proved it), starting from the best answer so far, its bound the
    better of CP-SAT's and the aggregate's;
-5. the fewest moves, then the fewest new nodes, at that cost.
+5. the fewest moves, then the fewest new nodes, then the first existing nodes by name, at that cost.
 
 Each phase stops at a share of `time_limit` in CP-SAT's deterministic time (so an input gives
 the same answer from run to run when the wall clock does not stop it first) and at the deadline;
@@ -97,6 +98,8 @@ def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadl
     if tried is not None:
         incumbent = tried
     cost = _cost_of(model, incumbent)
+    if floor > cost:  # a lower bound above an answer: the aggregate is wrong, never say "proven"
+        raise RuntimeError(f"internal: the aggregate's bound {floor} is above an answer's cost {cost}")
     cp.add(model.cost_expr <= cost)  # never dearer than the best answer so far
     status_name, bound = "OPTIMAL", floor
     if cost > floor:
