@@ -71,11 +71,60 @@ class _Clock:
 
 def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadline: float, karpenter=None) -> Answer:
     """The phases (see the module docstring); `deadline` is the command's (perf_counter)."""
-    from ortools.sat.python import cp_model
-
     cp = model.b.model.cp
     stats: dict[str, Any] = {}
     clock = _Clock(time_limit, deadline - _DECODE_SHARE * time_limit)
+    first = _aggregate_first(model, inp, rules, clock, stats)
+    if first is not None:  # proven at once: every pod placed, at the aggregate's bound
+        floor, incumbent = first
+        placed_proven, cost, bound, status_name = True, floor, floor, "OPTIMAL"
+        stats["warm_start"] = "the aggregate's nodes"
+    else:
+        placed_proven, cost, bound, status_name, floor, incumbent = _search(model, inp, rules, clock, stats, karpenter)
+    cp.add(model.cost_expr <= cost)
+    _hint_from(cp, incumbent.by_index)
+    solver = _moves_phase(model, inp, clock, stats)
+    chosen = solver if solver is not None else incumbent
+    from draopt.placement.optimal_part import _values
+
+    values = _values(chosen, model.b)
+    opened = {n: chosen.value(v) for n, v in model.opened.items()}
+    stats.update(cost_status=status_name, bound_aggregate=floor)
+    return Answer(values, opened, cost, bound, status_name, placed_proven, stats)
+
+
+def _aggregate_first(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict):
+    """Before any warm start: the aggregate with every pending pod placed, and its cheapest kept
+    nodes filled first-fit-decreasing (completed by the solver with the placements fixed). When
+    that places every pod that has a node, it is proven minimal: (its cost, the solution); else
+    None (the phases then run from the warm start). On the generated clusters of
+    benchmarks/bench_consolidate.py this is the answer at every size measured."""
+    from draopt.studies.consolidate_bound import aggregate, aggregate_cuts, solve_aggregate
+
+    started = time.perf_counter()
+    agg = aggregate(model, inp, rules, True)
+    answer = solve_aggregate(agg, 0.05 * clock.time_limit, clock.deadline)
+    found = None
+    if answer.cost is not None and answer.cost == answer.bound:
+        greedy = _first_fit_decreasing(model, inp, answer.kept)
+        if greedy is not None:
+            found = _completed(_kept_copy(model, answer.kept), model, inp, greedy, answer.kept, clock)
+    stats["aggregate_first_s"] = round(time.perf_counter() - started, 3)
+    if found is None or sum(w * found.value(v) for w, v in model.placed_terms) < model.cheap:
+        stats["aggregate_first"] = "not held pod by pod" if answer.cost == answer.bound else answer.status
+        return None
+    stats["aggregate_first"] = "proven"
+    model.b.model.cp.add(model.placed_expr >= model.cheap)
+    aggregate_cuts(model, agg)
+    return answer.bound, found
+
+
+def _search(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict, karpenter):
+    """From the warm start: the pods phase, the aggregate phase, the cost phase. (pods placed
+    proven, cost, bound, CP-SAT's status, the aggregate's bound, the solution)."""
+    from ortools.sat.python import cp_model
+
+    cp = model.b.model.cp
     best = _warm_start(model, inp, clock, stats, karpenter)
     placed_proven = best is not None and best[0] >= model.cheap
     if not placed_proven:
@@ -90,7 +139,7 @@ def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadl
                 best = (placed, _Fixed(_solution(solver)))
             _hint_from(cp, best[1].by_index)
         elif best is None:
-            raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no placement in time; give it more time")
+            raise InputError(f"--time-limit {clock.time_limit:g}: CP-SAT found no placement in time; give it more time")
     assert best is not None
     best_placed, incumbent = best
     cp.add(model.placed_expr >= best_placed)
@@ -104,16 +153,7 @@ def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadl
     status_name, bound = "OPTIMAL", floor
     if cost > floor:
         status_name, cost, bound, incumbent = _cost_phase(model, clock, stats, incumbent, cost, floor)
-    cp.add(model.cost_expr <= cost)
-    _hint_from(cp, incumbent.by_index)
-    solver = _moves_phase(model, inp, clock, stats)
-    chosen = solver if solver is not None else incumbent
-    from draopt.placement.optimal_part import _values
-
-    values = _values(chosen, model.b)
-    opened = {n: chosen.value(v) for n, v in model.opened.items()}
-    stats.update(cost_status=status_name, bound_aggregate=floor)
-    return Answer(values, opened, cost, bound, status_name, placed_proven, stats)
+    return placed_proven, cost, bound, status_name, floor, incumbent
 
 
 def _cost_phase(model: Model, clock: _Clock, stats: dict, incumbent: _Fixed, cost: int, floor: int):
@@ -195,35 +235,43 @@ def _aggregate_phase(model: Model, inp: ConsolidationInput, rules, clock: _Clock
 
 def _with_kept(model: Model, inp: ConsolidationInput, kept: set[str], clock: _Clock):
     """A solution of the full model (the pods phase's count held) that keeps exactly `kept`, or
-    None; and the status of its search. First the pods of kept nodes left where they run and the
-    others put first-fit-decreasing on the kept nodes' room (cpu, memory, pods), completed by the
-    solver with those placements fixed (quick when it holds: propagation); else a search of the
-    model with the kept nodes fixed, from that placement as a hint."""
+    None; and the status of its search. First first-fit-decreasing (_completed); else a search of
+    the model with the kept nodes fixed, from that placement as a hint."""
     from ortools.sat.python import cp_model
 
-    from draopt.placement.optimal import _complete_hint
-
-    copy = model.b.model.cp.clone()
-    for name, lit in model.opened.items():
-        copy.add(copy.get_int_var_from_proto_index(lit.index) == int(name in kept))
-    copy.clear_objective()
+    copy = _kept_copy(model, kept)
     greedy = _first_fit_decreasing(model, inp, kept)
     if greedy is not None:
-        hint = _placement_hint(model, inp, greedy, kept)
-        started = time.perf_counter()
-        full = _complete_hint(
-            copy, hint, max(1.0, 0.05 * clock.time_limit), min(clock.deadline, started + 0.1 * clock.time_limit)
-        )
+        full = _completed(copy, model, inp, greedy, kept, clock)
         if full is not None:
-            return _Fixed({var.index: value for var, value in full.items()}), "FEASIBLE (first-fit-decreasing)"
+            return full, "FEASIBLE (first-fit-decreasing)"
         copy.clear_hints()
-        for var, value in hint.items():
+        for var, value in _placement_hint(model, inp, greedy, kept).items():
             copy.add_hint(copy.get_int_var_from_proto_index(var.index), value)
     solver = clock.solver(0.15)
     status = interrupt.watch(solver).solve(copy)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, solver.status_name(status)
     return _Fixed(_solution(solver)), solver.status_name(status)
+
+
+def _kept_copy(model: Model, kept: set[str]):
+    """The model with exactly `kept` opened, and no objective."""
+    copy = model.b.model.cp.clone()
+    for name, lit in model.opened.items():
+        copy.add(copy.get_int_var_from_proto_index(lit.index) == int(name in kept))
+    copy.clear_objective()
+    return copy
+
+
+def _completed(copy, model: Model, inp: ConsolidationInput, node_of: dict, kept: set[str], clock: _Clock):
+    """The placement `node_of` completed by the solver in `copy` with its placements fixed (found by
+    propagation when it holds), or None."""
+    from draopt.placement.optimal import _complete_hint
+
+    hint = _placement_hint(model, inp, node_of, kept)
+    full = _complete_hint(copy, hint, max(5.0, 0.1 * clock.time_limit), clock.deadline)
+    return None if full is None else _Fixed({var.index: value for var, value in full.items()})
 
 
 def _first_fit_decreasing(model: Model, inp: ConsolidationInput, kept: set[str]) -> dict[str, str | None] | None:
