@@ -9,6 +9,7 @@ json`), its wall time and peak RSS, the cost before and after, the bound and gap
 Karpenter's simulated consolidation's cost, and the phases' statuses.
 
   python benchmarks/bench_consolidate.py                      # 30, 60 and 150 nodes, --time-limit 60
+  python benchmarks/bench_consolidate.py --sizes 30,60,150,300,600   # the table of docs/planning.md
   python benchmarks/bench_consolidate.py --sizes 150 --time-limit 30
   python benchmarks/bench_consolidate.py --write 150 --out /tmp/c150.yaml   # the cluster only
 """

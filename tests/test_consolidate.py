@@ -171,6 +171,20 @@ def test_budget_allowing_one_move_drains_one_node():
     assert len(out.karpenter.removed) == 1  # its budget caps the loop too
 
 
+def test_pods_alike_on_several_nodes_move_only_from_drained_nodes():
+    """Four 4-cpu nodes at 10, two alike 1-cpu db pods on each (one kind in the model, whatever node
+    they run on), a budget allowing 4 moves: two nodes hold the eight pods (20); the pods that move
+    are exactly those of the drained nodes (the decoding gives each kept node's places to the pods
+    that ran there), and the budget is used to the full."""
+    docs = [_node(n, 4, "big") for n in "abcd"]
+    docs += [_pod(f"db{i}", n, 1, labels={"app": "db"}) for i, n in enumerate("aabbccdd")]
+    out = _run(docs + [_pdb("db", {"app": "db"}, maxUnavailable=4)])
+    assert out.cost_after == 20 and out.proven and out.kept == ["a", "b"]
+    assert sorted(out.moves) == [f"default/db{i}" for i in range(4, 8)]
+    assert all(to in ("a", "b") for _, to in out.moves.values())
+    assert out.budgets_used == {"default/db": (4, 4)}
+
+
 def test_budget_status_wins_over_spec():
     docs = _budgeted(minAvailable=3)
     docs[-1]["status"] = {"disruptionsAllowed": 2}
