@@ -258,7 +258,7 @@ def _answer(model: Model, answer: Answer, inp: ConsolidationInput, prices, rules
         why.append(f"CP-SAT stopped at the time limit ({answer.status})")
     if not answer.placed_proven:
         why.append("that no set of nodes places more pods was not proven")
-    short = [t.name for t in new_types if inp.caps[t.name] < len(model.real)]
+    short = [t.name for t in new_types if inp.caps[t.name] < len(model.real) and not answer.any_copies]
     if short:
         why.append(f"the candidate copies of {', '.join(short)} may be too few (--max-nodes {max_nodes})")
     out = Consolidation(

@@ -38,6 +38,7 @@ class Aggregate:
     allowed: dict[str, int]  # budget -> disruptions it allows
     copies: dict[str, list[str]] = field(default_factory=dict)  # new type -> its candidate copies, in order
     movable_on: dict[str, int] = field(default_factory=dict)  # existing node -> the movable pods it runs
+    copy_limit: int = 0  # the pods to place: no answer needs more copies of a type
 
 
 @dataclass
@@ -98,6 +99,7 @@ def aggregate(model, inp, rules, all_pending: bool) -> Aggregate:
         {b.key: b.allowed for b in rules.budgets},
         {t: sorted(c, key=lambda n: int(n.rsplit("-", 1)[1])) for t, c in copies.items()},
         movable_on,
+        len(model.real),
     )
 
 
@@ -126,7 +128,9 @@ def solve_aggregate(
     keep = {n: cp.new_bool_var(f"keep[{n}]") for n in agg.nodes}
     for n in agg.forced:
         cp.add(keep[n] == 1)
-    count = {t: cp.new_int_var(0, len(c), f"copies[{t}]") for t, c in agg.copies.items()}
+    # a type's copies up to the pods to place, not the model's candidates: the bound then holds
+    # however many copies --max-nodes allows (a kept set beyond them is not tried)
+    count = {t: cp.new_int_var(0, max(len(c), agg.copy_limit), f"copies[{t}]") for t, c in agg.copies.items()}
     for key, on in agg.moved_if_drained.items():
         cp.add(sum(m * (1 - keep[n]) for n, m in on.items() if n in keep) <= agg.allowed[key])
     for r, need in agg.demand.items():

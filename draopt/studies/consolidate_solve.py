@@ -43,6 +43,9 @@ class Answer:
     status: str
     placed_proven: bool
     stats: dict[str, Any]
+    # the cost meets the aggregate's bound, which holds for any number of new copies: a cap on
+    # the candidate copies (--max-nodes) hides no cheaper answer
+    any_copies: bool = False
 
 
 class _Fixed:
@@ -90,7 +93,7 @@ def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadl
     values = _values(chosen, model.b)
     opened = {n: chosen.value(v) for n, v in model.opened.items()}
     stats.update(cost_status=status_name, bound_aggregate=floor)
-    return Answer(values, opened, cost, bound, status_name, placed_proven, stats)
+    return Answer(values, opened, cost, bound, status_name, placed_proven, stats, any_copies=cost == floor)
 
 
 def _aggregate_first(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict):
