@@ -32,6 +32,8 @@ from draopt.studies.consolidate_model import ConsolidationInput, Model
 _DECODE_SHARE = 0.1
 # the aggregate solved at most this many times (each time without kept nodes proven too few)
 _AGGREGATE_ROUNDS = 4
+# the aggregate's sets of nodes tried best-fit-decreasing before any warm start, at most
+_FIRST_ROUNDS = 8
 
 
 @dataclass
@@ -78,12 +80,14 @@ def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadl
     stats: dict[str, Any] = {}
     clock = _Clock(time_limit, deadline - _DECODE_SHARE * time_limit)
     first = _aggregate_first(model, inp, rules, clock, stats)
-    if first is not None:  # proven at once: every pod placed, at the aggregate's bound
+    if first is not None and _cost_of(model, first[1]) == first[0]:  # proven at once, every pod placed
         floor, incumbent = first
         placed_proven, cost, bound, status_name = True, floor, floor, "OPTIMAL"
         stats["warm_start"] = "the aggregate's nodes"
     else:
-        placed_proven, cost, bound, status_name, floor, incumbent = _search(model, inp, rules, clock, stats, karpenter)
+        placed_proven, cost, bound, status_name, floor, incumbent = _search(
+            model, inp, rules, clock, stats, karpenter, first
+        )
     cp.add(model.cost_expr <= cost)
     _hint_from(cp, incumbent.by_index)
     solver = _moves_phase(model, inp, clock, stats)
@@ -98,37 +102,57 @@ def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadl
 
 def _aggregate_first(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict):
     """Before any warm start: the aggregate with every pending pod placed, and its cheapest kept
-    nodes filled first-fit-decreasing (completed by the solver with the placements fixed). When
-    that places every pod that has a node, it is proven minimal: (its cost, the solution); else
-    None (the phases then run from the warm start). On the generated clusters of
-    benchmarks/bench_consolidate.py this is the answer at every size measured."""
+    nodes filled best-fit-decreasing (completed by the solver with the placements fixed). When
+    that places every pod that has a node, at the aggregate's bound, it is proven minimal. When it
+    does not, the aggregate is solved again without that set of nodes (a guess, not a proof: the
+    bound stays the first one's), up to _FIRST_ROUNDS times within 20 % of the time limit.
+    (the bound, the cheapest solution found or None); on the generated clusters of
+    benchmarks/bench_consolidate.py the first set is the answer from 60 nodes up."""
     from draopt.studies.consolidate_bound import aggregate, aggregate_cuts, solve_aggregate
 
     started = time.perf_counter()
     agg = aggregate(model, inp, rules, True)
-    answer = solve_aggregate(agg, 0.05 * clock.time_limit, clock.deadline)
-    found = None
-    if answer.cost is not None and answer.cost == answer.bound:
+    bound, best = None, None
+    tried: list[set[str]] = []
+    stop = started + 0.2 * clock.time_limit
+    for _ in range(_FIRST_ROUNDS):
+        answer = solve_aggregate(agg, 0.05 * clock.time_limit, clock.deadline, tuple(tried))
+        if answer.cost is None:
+            break
+        bound = answer.bound if bound is None else bound
         greedy = _first_fit_decreasing(model, inp, answer.kept)
+        found = None
         if greedy is not None:
             found = _completed(_kept_copy(model, answer.kept), model, inp, greedy, answer.kept, clock)
-    stats["aggregate_first_s"] = round(time.perf_counter() - started, 3)
-    if found is None or sum(w * found.value(v) for w, v in model.placed_terms) < model.cheap:
-        stats["aggregate_first"] = "not held pod by pod" if answer.cost == answer.bound else answer.status
+        if found is not None and sum(w * found.value(v) for w, v in model.placed_terms) >= model.cheap:
+            if best is None or _cost_of(model, found) < _cost_of(model, best):
+                best = found
+            break
+        tried.append(answer.kept)
+        if time.perf_counter() > stop or clock.left() < 0.5:
+            break
+    stats.update(aggregate_first_s=round(time.perf_counter() - started, 3), aggregate_first_rounds=len(tried) + 1)
+    if best is None or bound is None:
         return None
-    stats["aggregate_first"] = "proven"
     model.b.model.cp.add(model.placed_expr >= model.cheap)
     aggregate_cuts(model, agg)
-    return answer.bound, found
+    return bound, best
 
 
-def _search(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict, karpenter):
-    """From the warm start: the pods phase, the aggregate phase, the cost phase. (pods placed
-    proven, cost, bound, CP-SAT's status, the aggregate's bound, the solution)."""
+def _search(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict, karpenter, first):
+    """From the warm start (or `first`, the aggregate's guesses' answer, when it is cheaper): the
+    pods phase, the aggregate phase, the cost phase. (pods placed proven, cost, bound, CP-SAT's
+    status, the aggregate's bound, the solution)."""
     from ortools.sat.python import cp_model
 
     cp = model.b.model.cp
     best = _warm_start(model, inp, clock, stats, karpenter)
+    if first is not None and (
+        best is None or best[0] < model.cheap or _cost_of(model, first[1]) < _cost_of(model, best[1])
+    ):
+        best = (model.cheap, first[1])  # it places every pod, for less
+        _hint_from(cp, first[1].by_index)
+        stats["warm_start"] = "the aggregate's guesses"
     placed_proven = best is not None and best[0] >= model.cheap
     if not placed_proven:
         cp.maximize(model.placed_expr)
@@ -146,7 +170,7 @@ def _search(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: 
     assert best is not None
     best_placed, incumbent = best
     cp.add(model.placed_expr >= best_placed)
-    floor, tried = _aggregate_phase(model, inp, rules, clock, stats, best_placed >= model.cheap)
+    floor, tried = _aggregate_phase(model, inp, rules, clock, stats, best_placed >= model.cheap, first is None)
     if tried is not None:
         incumbent = tried
     cost = _cost_of(model, incumbent)
@@ -203,7 +227,9 @@ def _moves_phase(model: Model, inp: ConsolidationInput, clock: _Clock, stats: di
     return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
 
 
-def _aggregate_phase(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict, all_pending: bool):
+def _aggregate_phase(
+    model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict, all_pending: bool, try_nodes: bool
+):
     """The aggregate's bound (its cuts added to the model), and a solution of the full model at
     that cost when its cheapest kept nodes hold the pods (else None). When the full model proves
     they cannot, the aggregate is solved again without them (and without any subset of them:
@@ -222,7 +248,7 @@ def _aggregate_phase(model: Model, inp: ConsolidationInput, rules, clock: _Clock
         if answer.status not in ("OPTIMAL", "FEASIBLE"):
             break
         floor = max(floor, answer.bound)
-        if answer.cost != answer.bound or clock.left() < 0.5:  # its cost not proven, or no time
+        if not try_nodes or answer.cost != answer.bound or clock.left() < 0.5:  # not asked, not proven, no time
             break
         with progress.current().task("plan --consolidate: the aggregate's nodes"):
             found, status = _with_kept(model, inp, answer.kept, clock)
@@ -312,7 +338,10 @@ def _first_fit_decreasing(model: Model, inp: ConsolidationInput, kept: set[str])
         rest.append(d)
     rest.sort(key=lambda d: (-d.resources.get("cpu", 0), -d.resources.get("memory", 0), d.key))
     for d in rest:
+        # best fit: the candidate with the least cpu left first (then memory), so that the big
+        # rooms stay for the big pods
         nodes = [n.name for n in model.prep.pod_nodes.get(d.key, []) if n.name in free]
+        nodes.sort(key=lambda n: (free[n].get("cpu", 0), free[n].get("memory", 0), n))
         if not any(take(d.key, n) for n in nodes):
             if d.key in inp.origin:
                 return None
