@@ -116,10 +116,12 @@ def _gcd(values: list[Fraction]) -> Fraction | None:
 
 
 def solve_aggregate(
-    agg: Aggregate, seconds: float, deadline: float | None, excluded: tuple[set[str], ...] = ()
+    agg: Aggregate, seconds: float, deadline: float | None, excluded: tuple[set[str], ...] = (), slack: float = 0.0
 ) -> AggregateAnswer:
     """The aggregate's cheapest answer. `excluded`: sets of kept nodes found to hold no answer of the
-    full model (proven): an answer keeps some node outside each (fewer nodes cannot do better)."""
+    full model (proven): an answer keeps some node outside each (fewer nodes cannot do better).
+    `slack`: room for that share more than the demand (a guess at nodes that hold the pods one by
+    one; its answer's bound is then no bound of the consolidation)."""
     from ortools.sat.python import cp_model
 
     from draopt.studies.plan_model import _solver
@@ -137,7 +139,7 @@ def solve_aggregate(
         cp.add(
             sum(agg.room[n].get(r, 0) * keep[n] for n in agg.nodes)
             + sum(agg.room[c[0]].get(r, 0) * count[t] for t, c in agg.copies.items() if c)
-            >= need
+            >= math.ceil(need * (1 + slack))
         )
     for kept in excluded:
         outside = [keep[n] for n in agg.nodes if n not in kept]
