@@ -80,7 +80,8 @@ def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadl
     cp = model.b.model.cp
     stats: dict[str, Any] = {}
     clock = _Clock(time_limit, deadline - _DECODE_SHARE * time_limit)
-    first = _aggregate_first(model, inp, rules, clock, stats)
+    with progress.current().task("plan --consolidate: the aggregate's nodes"):
+        first = _aggregate_first(model, inp, rules, clock, stats)
     if first is not None and _cost_of(model, first[1]) == first[0]:  # proven at once, every pod placed
         floor, incumbent = first
         placed_proven, cost, bound, status_name = True, floor, floor, "OPTIMAL"
