@@ -5,8 +5,8 @@ type (its copies are alike), and only what every answer must satisfy:
 - a node with a pinned pod is kept;
 - per PodDisruptionBudget: the movable pods it selects on the drained nodes all move, so they number
   at most what it allows (a kept node's pods may move too: the aggregate does not count those);
-- per resource (cpu, memory, pods, ... as the nodes publish them): the kept nodes' room holds every
-  pod that must be placed. A node's room is what its pinned, DaemonSet and mirror pods leave (and
+- per resource (cpu, memory, pods, ephemeral storage, as the nodes publish them): the kept
+  nodes' room holds every pod that must be placed. A node's room is what its pinned, DaemonSet and mirror pods leave (and
   the DaemonSet pods made for it, which come with it), rounded down to a multiple of the greatest
   common divisor of the requests to place: pods of 0.25, 0.5 and 1 cpu use at most 7.75 of a room
   of 7.9.
@@ -23,6 +23,9 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
+
+
+_NODE_RESOURCES = frozenset(("cpu", "memory", "pods", "ephemeral-storage"))
 
 
 @dataclass
@@ -60,7 +63,10 @@ def aggregate(model, inp, rules, all_pending: bool) -> Aggregate:
     come_with: dict[str, list] = {}
     for key, node in inp.daemon_of.items():
         come_with.setdefault(node, []).append(workload.pod(key))
+    # the node's own resources only: an extended resource may also be served by DRA devices
+    # (a DeviceClass's extendedResourceName), which its allocatable does not count
     published = set.intersection(*(set(n.allocatable) for n in cluster.nodes)) if cluster.nodes else set()
+    published &= _NODE_RESOURCES
     room: dict[str, dict[str, int]] = {n.name: {} for n in cluster.nodes}
     demand: dict[str, int] = {}
     for r in sorted(published):
