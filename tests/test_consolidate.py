@@ -383,8 +383,8 @@ def _many_nodes(n: int) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def slow_simulations(monkeypatch):
-    """Karpenter's simulations made slow (0.2 s each): its loop alone would take far longer than
-    the time limit of the tests below."""
+    """Karpenter's simulations made slow (0.5 s each): its loop alone (12 nodes: 10 simulations)
+    would take longer than the time limits of the tests below and their slack."""
     import time as clock
 
     from draopt.studies import karpenter_consolidation
@@ -392,7 +392,7 @@ def slow_simulations(monkeypatch):
     fits = karpenter_consolidation._Loop.fits
 
     def slow(self, nodes, replacement):
-        clock.sleep(0.2)
+        clock.sleep(0.5)
         return fits(self, nodes, replacement)
 
     monkeypatch.setattr(karpenter_consolidation._Loop, "fits", slow)
@@ -406,7 +406,7 @@ def test_time_limit_bounds_the_whole_command(slow_simulations):
     started = clock.perf_counter()
     out = consolidate(_objects(_many_nodes(12)), COSTS, [], time_limit=3)
     spent = clock.perf_counter() - started
-    assert spent < 3 + 1.0, spent  # (the decoding and check are inside the limit: 10 % of it is theirs)
+    assert spent < 3 + 2.0, spent  # (building the model always runs: slack for a loaded machine)
     assert out.stats["checked"] and out.karpenter.cut_short
     assert "stopped at the time limit" in "\n".join(out.karpenter.lines(out.cost_after))
     assert out.cost_after == 30 and out.proven  # 12 pods of 1 cpu on 3 nodes of 4 (the aggregate proves it)
@@ -426,7 +426,7 @@ def test_time_limit_bounds_the_cli(tmp_path, capsys, slow_simulations):
         ["plan", "--consolidate", "-f", str(cluster), "--node-costs", str(costs), "--time-limit", "2", "-o", "json"]
     )
     spent = clock.perf_counter() - started
-    assert code == 0 and spent < 2 + 1.5, spent  # (reading the input is outside the limit, as in plan)
+    assert code == 0 and spent < 2 + 2.5, spent  # (reading the input is outside the limit, as in plan)
     doc = json.loads(capsys.readouterr().out)
     assert doc["karpenter"]["cut_short"] and doc["cost_after"] == 30
 
