@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from draopt import interrupt
@@ -35,6 +35,8 @@ _AGGREGATE_ROUNDS = 4
 # the room asked of the aggregate's sets of nodes tried best-fit-decreasing before any warm start,
 # beyond the demand: the first is the bound's, the others are guesses
 _FIRST_SLACK = (0.0, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16)
+# then the step between the last slack not held and the first held halved at most this many times
+_FIRST_HALVINGS = 3
 
 
 @dataclass
@@ -108,40 +110,78 @@ def _aggregate_first(model: Model, inp: ConsolidationInput, rules, clock: _Clock
     that places every pod that has a node, at the aggregate's bound, it is proven minimal. When it
     does not, the aggregate is solved again asking for more room than the demand (a guess, not a
     proof: the bound stays the first one's; pods of 0.3, 0.7, 1.1 and 1.7 cpu rarely fill a set
-    of nodes chosen by volume alone), _FIRST_SLACK in turn, within 20 % of the time limit.
-    (the bound, the cheapest solution found or None); on the generated clusters of
-    benchmarks/bench_consolidate.py the first set is the answer from 60 nodes up."""
-    from draopt.studies.consolidate_bound import aggregate, aggregate_cuts, solve_aggregate
+    of nodes chosen by volume alone), _FIRST_SLACK in turn, then halving the step between the last
+    slack not held and the first held, all within 20 % of the time limit. (the bound, the
+    cheapest solution found) or None; on the generated clusters of benchmarks/bench_consolidate.py
+    the first set is the answer from 30 nodes up."""
+    from draopt.studies.consolidate_bound import aggregate, aggregate_cuts
 
     started = time.perf_counter()
-    agg = aggregate(model, inp, rules, True)
-    bound, best = None, None
-    tried: list[set[str]] = []
-    stop = started + 0.2 * clock.time_limit
+    guess = _Guesses(model, inp, aggregate(model, inp, rules, True), clock, started + 0.2 * clock.time_limit)
+    held_at = None
     for slack in _FIRST_SLACK:
-        answer = solve_aggregate(agg, 0.05 * clock.time_limit, clock.deadline, slack=slack)
-        if answer.cost is None:
+        if guess.try_slack(slack):
+            held_at = slack
             break
-        bound = answer.bound if bound is None else bound
-        if answer.kept in tried:
-            continue
-        greedy = _first_fit_decreasing(model, inp, answer.kept)
-        found = None
-        if greedy is not None:
-            found = _completed(_kept_copy(model, answer.kept), model, inp, greedy, answer.kept, clock)
-        if found is not None and sum(w * found.value(v) for w, v in model.placed_terms) >= model.cheap:
-            if best is None or _cost_of(model, found) < _cost_of(model, best):
-                best = found
+        if guess.out_of_time():
             break
-        tried.append(answer.kept)
-        if time.perf_counter() > stop or clock.left() < 0.5:
-            break
-    stats.update(aggregate_first_s=round(time.perf_counter() - started, 3), aggregate_first_rounds=len(tried) + 1)
-    if best is None or bound is None:
+    if held_at:  # the cheapest held between the last slack not held and the first held
+        low, high = _FIRST_SLACK[_FIRST_SLACK.index(held_at) - 1], held_at
+        for _ in range(_FIRST_HALVINGS):
+            if guess.out_of_time():
+                break
+            middle = (low + high) / 2
+            low, high = (low, middle) if guess.try_slack(middle) else (middle, high)
+    stats.update(aggregate_first_s=round(time.perf_counter() - started, 3), aggregate_first_rounds=guess.rounds)
+    if guess.best is None or guess.bound is None:
         return None
     model.b.model.cp.add(model.placed_expr >= model.cheap)
-    aggregate_cuts(model, agg)
-    return bound, best
+    aggregate_cuts(model, guess.agg)
+    return guess.bound, guess.best
+
+
+@dataclass
+class _Guesses:
+    """The aggregate's sets of nodes tried best-fit-decreasing: the bound (the first solve's), the
+    cheapest solution held so far, and the sets tried."""
+
+    model: Model
+    inp: ConsolidationInput
+    agg: Any
+    clock: _Clock
+    stop: float  # perf_counter: no more guesses after this
+    bound: int | None = None
+    best: _Fixed | None = None
+    rounds: int = 0
+    tried: list = field(default_factory=list)  # sets of nodes not held
+
+    def out_of_time(self) -> bool:
+        return time.perf_counter() > self.stop or self.clock.left() < 0.5
+
+    def try_slack(self, slack: float) -> bool:
+        """Whether the aggregate's cheapest set with `slack` more room holds every pod (a cheaper
+        one than the best so far becomes the best)."""
+        from draopt.studies.consolidate_bound import solve_aggregate
+
+        model, clock = self.model, self.clock
+        answer = solve_aggregate(self.agg, 0.05 * clock.time_limit, clock.deadline, slack=slack)
+        if answer.cost is None:
+            return False
+        self.bound = answer.bound if self.bound is None else self.bound
+        if self.best is not None and answer.cost >= _cost_of(model, self.best):
+            return True  # no cheaper: as held as the best
+        if answer.kept in self.tried:
+            return False
+        self.rounds += 1
+        greedy = _first_fit_decreasing(model, self.inp, answer.kept)
+        found = None
+        if greedy is not None:
+            found = _completed(_kept_copy(model, answer.kept), model, self.inp, greedy, answer.kept, clock)
+        if found is None or sum(w * found.value(v) for w, v in model.placed_terms) < model.cheap:
+            self.tried.append(answer.kept)
+            return False
+        self.best = found
+        return True
 
 
 def _search(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: dict, karpenter, first):
