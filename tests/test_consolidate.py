@@ -106,7 +106,7 @@ def test_three_pods_fit_one_big_node():
     assert out.cost_before == 23 and out.cost_after == 10 and out.saved == 13
     assert out.proven and out.bound == 10
     assert out.kept == ["a"] and out.drained == ["b", "c"]
-    # fewest moves: p1 stays where it runs
+    # fewest moves: p1 stays where it runs (a and b tie: the first by name is kept)
     assert out.moves == {"default/p2": ("b", "a"), "default/p3": ("c", "a")}
     assert out.karpenter.cost_after == 10
 
@@ -169,6 +169,20 @@ def test_budget_allowing_one_move_drains_one_node():
     assert out.cost_after == 20 and len(out.drained) == 1 and len(out.moves) == 1 and out.proven
     assert out.budgets_used == {"default/db": (1, 1)}
     assert len(out.karpenter.removed) == 1  # its budget caps the loop too
+
+
+def test_pods_alike_on_several_nodes_move_only_from_drained_nodes():
+    """Four 4-cpu nodes at 10, two alike 1-cpu db pods on each (one kind in the model, whatever node
+    they run on), a budget allowing 4 moves: two nodes hold the eight pods (20); the pods that move
+    are exactly those of the drained nodes (the decoding gives each kept node's places to the pods
+    that ran there), and the budget is used to the full."""
+    docs = [_node(n, 4, "big") for n in "abcd"]
+    docs += [_pod(f"db{i}", n, 1, labels={"app": "db"}) for i, n in enumerate("aabbccdd")]
+    out = _run(docs + [_pdb("db", {"app": "db"}, maxUnavailable=4)])
+    assert out.cost_after == 20 and out.proven and out.kept == ["a", "b"]
+    assert sorted(out.moves) == [f"default/db{i}" for i in range(4, 8)]
+    assert all(to in ("a", "b") for _, to in out.moves.values())
+    assert out.budgets_used == {"default/db": (4, 4)}
 
 
 def test_budget_status_wins_over_spec():
@@ -339,6 +353,82 @@ def test_cli_outputs(tmp_path, capsys):
     assert main(args) == 0
     assert "cost 23 -> 10: saves 13 (56.5%)" in capsys.readouterr().out
     assert main(["plan", "-f", str(cluster), "--node-costs", str(costs), "--node-type", "a=1"]) == 2
+
+
+def test_aggregate_nodes_too_few_pod_by_pod_are_left_out():
+    """a, b: 4 cpu at 10; c: 2 cpu at 3; d: 8 cpu at 25 (empty). Pods of 3, 3 and 2 cpu. By volume
+    a + b (8 cpu, 20) would do, but pod by pod they cannot (3 + 3 leaves 1 + 1): the aggregate's
+    first answer is held by no best-fit-decreasing packing, its next one, a + b + c (23), is, and the
+    cost phase proves it minimal (d alone: 25)."""
+    docs = [
+        _node("a", 4, "big"),
+        _node("b", 4, "big"),
+        _node("c", 2, "small"),
+        _node("d", 8, "huge"),
+        _pod("p1", "a", 3),
+        _pod("p2", "b", 3),
+        _pod("p3", "c", 2),
+    ]
+    costs = CostSource(type_costs={"big": Fraction(10), "small": Fraction(3), "huge": Fraction(25)})
+    out = _run(docs, costs)
+    assert out.kept == ["a", "b", "c"] and out.cost_after == 23 and out.proven and out.bound == 23
+    assert out.stats["aggregate_first_rounds"] == 2 and not out.moves
+
+
+def _many_nodes(n: int) -> list[dict[str, Any]]:
+    """n nodes of 4 cpu at 10, each running one 1-cpu pod: a quarter of them hold every pod."""
+    docs = [_node(f"n{i:02d}", 4, "big") for i in range(n)]
+    return docs + [_pod(f"p{i}", f"n{i:02d}", 1) for i in range(n)]
+
+
+@pytest.fixture
+def slow_simulations(monkeypatch):
+    """Karpenter's simulations made slow (0.5 s each): its loop alone (12 nodes: 10 simulations)
+    would take longer than the time limits of the tests below and their slack."""
+    import time as clock
+
+    from draopt.studies import karpenter_consolidation
+
+    fits = karpenter_consolidation._Loop.fits
+
+    def slow(self, nodes, replacement):
+        clock.sleep(0.5)
+        return fits(self, nodes, replacement)
+
+    monkeypatch.setattr(karpenter_consolidation._Loop, "fits", slow)
+
+
+def test_time_limit_bounds_the_whole_command(slow_simulations):
+    """--time-limit is wall-clock seconds for the whole of consolidate: Karpenter's loop is cut
+    short (said), the solves stop at the deadline, and the answer comes with its bound."""
+    import time as clock
+
+    started = clock.perf_counter()
+    out = consolidate(_objects(_many_nodes(12)), COSTS, [], time_limit=3)
+    spent = clock.perf_counter() - started
+    assert spent < 3 + 2.0, spent  # (building the model always runs: slack for a loaded machine)
+    assert out.stats["checked"] and out.karpenter.cut_short
+    assert "stopped at the time limit" in "\n".join(out.karpenter.lines(out.cost_after))
+    assert out.cost_after == 30 and out.proven  # 12 pods of 1 cpu on 3 nodes of 4 (the aggregate proves it)
+
+
+def test_time_limit_bounds_the_cli(tmp_path, capsys, slow_simulations):
+    import time as clock
+
+    from draopt.cli import main
+
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(yaml.safe_dump_all(_many_nodes(12)))
+    costs = tmp_path / "costs.yaml"
+    costs.write_text("big: 10\n")
+    started = clock.perf_counter()
+    code = main(
+        ["plan", "--consolidate", "-f", str(cluster), "--node-costs", str(costs), "--time-limit", "2", "-o", "json"]
+    )
+    spent = clock.perf_counter() - started
+    assert code == 0 and spent < 2 + 2.5, spent  # (reading the input is outside the limit, as in plan)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["karpenter"]["cut_short"] and doc["cost_after"] == 30
 
 
 # ------------------------------------------------------------------------------ real-world dumps

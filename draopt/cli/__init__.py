@@ -289,7 +289,8 @@ def _add_plan(sub) -> None:
         "by then is printed with its proven bound. Small inputs: CP-SAT's phases also stop at a share of "
         "S in deterministic seconds (40%% pods, 40%% cost, 20%% one-fewer checks), so the same input gives "
         "the same answer when the limit is not hit; large ones (column generation): 80%% for the columns, "
-        "the estimates until 90%% (at least one unless the columns place every pod)",
+        "the estimates until 90%% (at least one unless the columns place every pod). With --consolidate: "
+        "the whole command too, Karpenter's simulation until 30%%, the best set of nodes printed with its bound",
     )
     _gates_flags(pn)
     pn.add_argument("-o", "--output", default="table", choices=("table", "json", "yaml"))

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from draopt import interrupt
 from draopt import progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
@@ -27,6 +26,7 @@ from draopt.studies.consolidate_model import (
     with_new_nodes,
 )
 from draopt.studies.consolidate_rules import CostSource, PodRules, classify, cost_text, existing_costs
+from draopt.studies.consolidate_solve import Answer, solve
 from draopt.studies.node_types import NodeType, check_node_types
 
 
@@ -150,6 +150,8 @@ class Consolidation:
 
 
 _CLASSES = ("movable", "pinned", "daemon", "static")
+# Karpenter's simulated consolidation stops issuing commands past this share of the time limit
+_KARPENTER_SHARE = 0.3
 
 
 def consolidate(
@@ -181,7 +183,7 @@ def consolidate(
     }
     with progress.current().task("plan --consolidate: building the model"):
         model = build_model(inp, features, node_costs, rules)
-        stuck = unplaceable_where_they_run(model)
+        stuck = unplaceable_where_they_run(model, inp.origin)
         if stuck:  # pinned where they run, and the model built again
             for pod in stuck:
                 rules.kind_of[pod] = "pinned"
@@ -194,9 +196,11 @@ def consolidate(
 
         started = time.perf_counter()
         with progress.current().task("plan --consolidate: Karpenter's consolidation"):
-            found = karpenter_consolidation(objects, workload, rules, prices, new_types, features)
+            found = karpenter_consolidation(
+                objects, workload, rules, prices, new_types, features, deadline=started + _KARPENTER_SHARE * time_limit
+            )
         karpenter_s = round(time.perf_counter() - started, 3)
-    answer = _solve(model, inp, time_limit, found)
+    answer = solve(model, inp, rules, time_limit, t0 + time_limit, found)
     out = _answer(model, answer, inp, prices, rules, new_types, max_nodes)
     _unencoded(model, out)
     _check(model, answer, inp, out, features)
@@ -224,147 +228,7 @@ def _input(objects, workload, rules: PodRules, new_types, features, max_nodes: i
     return ConsolidationInput(objs, type_of, daemon_of, origin, budgets_of, caps, notes)
 
 
-@dataclass
-class _Answer:
-    values: dict  # every variable the decoding reads -> its value
-    opened: dict[str, int]
-    cost: int  # scaled
-    bound: int  # scaled
-    status: str
-    placed_proven: bool
-    stats: dict[str, Any]
-
-
-def _solve(model: Model, inp: ConsolidationInput, time_limit: float, karpenter=None) -> _Answer:
-    """Three phases: most pods, least cost, fewest moves then fewest new nodes (each holds the one
-    before)."""
-    from ortools.sat.python import cp_model
-
-    from draopt.studies.plan_model import _solver
-
-    cp = model.b.model.cp
-    stats: dict[str, Any] = {}
-    copies = inp.type_of
-    floor = _warm_start(model, inp, time_limit, stats, karpenter)
-    placed_proven = floor is not None and floor >= model.cheap
-    best_placed = floor or 0
-    if not placed_proven:
-        cp.maximize(model.placed_expr)
-        solver = _solver(0.4 * time_limit)
-        status = interrupt.watch(solver).solve(cp)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no placement in time; give it more time")
-        best_placed = round(solver.objective_value)
-        placed_proven = status == cp_model.OPTIMAL or best_placed >= model.cheap
-        _hint_from(cp, solver)
-    cp.add(model.placed_expr >= best_placed)
-    if model.hint_cost is not None and best_placed <= model.hint_cost[0]:
-        cp.add(model.cost_expr <= model.hint_cost[1])  # never dearer than the warm start (a solution)
-    cp.minimize(model.cost_expr)
-    solver = _solver(0.4 * time_limit)
-    with progress.current().task("plan --consolidate: least cost") as shown:
-        status = interrupt.watch(solver).solve(cp, progress.solver_callback(solver, shown))
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise InputError(f"--time-limit {time_limit:g}: CP-SAT found no cheaper set in time; give it more time")
-    cost, bound = round(solver.objective_value), _ceil(solver.best_objective_bound)
-    status_name = solver.status_name(status)
-    stats.update(cost_status=status_name, cost_s=round(solver.wall_time, 3))
-    _hint_from(cp, solver)
-    cp.add(model.cost_expr <= cost)
-    # the fewest moves, then the fewest new nodes (a tie in cost keeps the nodes that run)
-    new = [lit for name, lit in model.opened.items() if name in copies]
-    cp.maximize(model.stays_expr * (len(new) + 1) - sum(new))
-    third = _solver(0.2 * time_limit)
-    third_status = interrupt.watch(third).solve(cp)
-    if third_status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        solver = third
-    stats["moves_status"] = third.status_name(third_status)
-    from draopt.placement.optimal_part import _values
-
-    values = _values(solver, model.b)
-    opened = {n: solver.value(v) for n, v in model.opened.items()}
-    return _Answer(values, opened, cost, bound, status_name, placed_proven, stats)
-
-
-def _ceil(x: float) -> int:
-    import math
-
-    return math.ceil(x - 1e-6)
-
-
-def _hint_from(cp, solver) -> None:
-    solution = solver.response_proto.solution
-    cp.clear_hints()
-    for i in range(len(solution)):
-        cp.add_hint(cp.get_int_var_from_proto_index(i), solution[i])
-
-
-def _warm_start(model: Model, inp: ConsolidationInput, time_limit: float, stats: dict, karpenter) -> int | None:
-    """The better of two solutions of the model, as its incumbent: the cluster as it runs (every
-    movable pod where it is, every existing node open, no copy), and Karpenter's consolidation's
-    answer when there is one; each completed by the solver with its placements fixed. Its placed
-    pods' weight (None: neither is a solution); the cost phase starts below its cost."""
-    from draopt.placement.optimal import _complete_hint
-
-    cp = model.b.model.cp
-    as_is: dict = {var: pods for var, _, pods, _ in model.stay_vars if not isinstance(var, int)}
-    as_is.update({lit: int(name not in inp.type_of) for name, lit in model.opened.items()})
-    tried = [("the cluster as it runs", as_is)]
-    if karpenter is not None:
-        tried.append(("Karpenter's consolidation", _karpenter_hint(model, inp, karpenter)))
-    best = None
-    for name, hint in tried:
-        started = time.perf_counter()
-        full = _complete_hint(cp, hint, max(5.0, 0.1 * time_limit), started + max(10.0, 0.2 * time_limit))
-        if full is None:
-            continue
-        floor = sum(w * full[v] for w, v in model.placed_terms)
-        cost = sum(model.cost_ints[n] * full[lit] for n, lit in model.opened.items())
-        if best is None or (floor, -cost) > (best[1], -best[2]):
-            best = (name, floor, cost, full)
-    stats["warm_start"] = None if best is None else best[0]
-    if best is None:
-        for var, value in as_is.items():
-            cp.add_hint(var, value)
-        return None
-    _, floor, cost, full = best
-    for var, value in full.items():
-        cp.add_hint(var, value)
-    cp.add(model.placed_expr >= floor)
-    model.hint_cost = (floor, cost)
-    return floor
-
-
-def _karpenter_hint(model: Model, inp: ConsolidationInput, karpenter) -> dict:
-    """Karpenter's answer in the model's placement variables and literals (devices left to the
-    solver: its allocations were made on another cluster object)."""
-    from draopt.cluster.result import PodPlacement
-    from draopt.model.warm_start import _first_fit_hint
-
-    gone = set(karpenter.removed)
-    ff = {}
-    for d in model.workload.pending:
-        node = karpenter.placement.get(d.key)
-        if node is None and inp.origin.get(d.key) not in (None, *gone):
-            node = inp.origin[d.key]  # a movable pod Karpenter left where it runs
-        ff[d.key] = PodPlacement(d.key, node, d.priority, d.group)
-    hint = _first_fit_hint(model.b, model.prep, model.book, ff)
-    b = model.b
-    keep = {v.index for v in [*b.k.values(), *b.y.values(), *b.placed.values(), *b.totals.values()]}
-    hint = {v: x for v, x in hint.items() if v.index in keep}
-    counts: dict[str, int] = {}
-    for t in karpenter.bought:
-        counts[t] = counts.get(t, 0) + 1
-    for name, lit in model.opened.items():
-        if name in inp.type_of:
-            t = inp.type_of[name]
-            hint[lit] = int(int(name.rsplit("-", 1)[1]) < counts.get(t, 0))  # its copies open in order
-        else:
-            hint[lit] = int(name not in gone)
-    return hint
-
-
-def _answer(model: Model, answer: _Answer, inp: ConsolidationInput, prices, rules: PodRules, new_types, max_nodes):
+def _answer(model: Model, answer: Answer, inp: ConsolidationInput, prices, rules: PodRules, new_types, max_nodes):
     """The decoded placement as nodes kept, drained and bought, and pods moved."""
     from draopt.cluster.result import PodPlacement
     from draopt.dra.decode import deterministic_share_id
@@ -376,6 +240,7 @@ def _answer(model: Model, answer: _Answer, inp: ConsolidationInput, prices, rule
     placed = decode_part(
         prep, model.cluster, model.workload, model.book, sol, [k.index for k in prep.kinds], ff, deterministic_share_id
     )
+    placed = _runners_stay(prep, placed, inp.origin)
     model_placements = placed
     kept = sorted(n for n in prices if answer.opened.get(n))
     drained = sorted(n for n in prices if not answer.opened.get(n))
@@ -393,7 +258,7 @@ def _answer(model: Model, answer: _Answer, inp: ConsolidationInput, prices, rule
         why.append(f"CP-SAT stopped at the time limit ({answer.status})")
     if not answer.placed_proven:
         why.append("that no set of nodes places more pods was not proven")
-    short = [t.name for t in new_types if inp.caps[t.name] < len(model.real)]
+    short = [t.name for t in new_types if inp.caps[t.name] < len(model.real) and not answer.any_copies]
     if short:
         why.append(f"the candidate copies of {', '.join(short)} may be too few (--max-nodes {max_nodes})")
     out = Consolidation(
@@ -404,6 +269,34 @@ def _answer(model: Model, answer: _Answer, inp: ConsolidationInput, prices, rule
     for budget in rules.budgets:
         out.budgets_used[budget.key] = (sum(1 for p in budget.pods if p in moves), budget.allowed)
     out.stats["placements"] = model_placements
+    return out
+
+
+def _runners_stay(prep, placed: dict, origin: dict[str, str]) -> dict:
+    """The decoded placements with, in each kind whose pods run on several nodes (alike, without
+    claims), the pods that ran on a node given that node's places first: the decoding hands a
+    kind's places to its pods in any order, the model counts how many stay."""
+    from dataclasses import replace
+
+    out = dict(placed)
+    for kind in prep.kinds:
+        keys = [p.key for p in kind.pods]
+        if not kind.counted or len({origin.get(k) for k in keys}) < 2 or any(placed[k].new_claims for k in keys):
+            continue
+        free: dict[str | None, int] = {}
+        for k in keys:
+            free[placed[k].node] = free.get(placed[k].node, 0) + 1
+        given: dict[str, str | None] = {}
+        for k in keys:  # first, each pod on its own node while places are left there
+            if free.get(origin.get(k), 0) > 0:
+                given[k] = origin[k]
+                free[origin[k]] -= 1
+        rest = [n for n, c in sorted(free.items(), key=lambda x: (x[0] is None, x[0] or "")) for _ in range(c)]
+        for k in keys:
+            if k not in given:
+                given[k] = rest.pop(0)
+        for k in keys:
+            out[k] = replace(placed[k], node=given[k])
     return out
 
 
@@ -419,7 +312,7 @@ def _unencoded(model: Model, out: Consolidation) -> None:
         out.notes.extend(f"not encoded: {r}" for r in rules)
 
 
-def _check(model: Model, answer: _Answer, inp: ConsolidationInput, out: Consolidation, features) -> None:
+def _check(model: Model, answer: Answer, inp: ConsolidationInput, out: Consolidation, features) -> None:
     """The answer checked from its placement alone: draopt.cluster.check on the cluster as the model
     saw it (every rule of the placement), then the consolidation's own rules: no pod on a drained
     node or a copy not bought, every node with a pinned pod kept, every budget kept."""

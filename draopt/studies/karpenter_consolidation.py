@@ -30,6 +30,7 @@ until none is found."""
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -56,6 +57,7 @@ class KarpenterConsolidation:
     bought: list[str] = field(default_factory=list)  # new nodes' types, one entry per node
     simulations: int = 0
     placement: dict[str, str] = field(default_factory=dict)  # pods it placed (pending, evicted) -> node
+    cut_short: bool = False  # the time limit stopped its loop before it found no more commands
 
     @property
     def saved(self) -> Fraction:
@@ -71,6 +73,7 @@ class KarpenterConsolidation:
             "cost_after": _num(self.cost_after),
             "saved": _num(self.saved),
             "simulations": self.simulations,
+            "cut_short": self.cut_short,
         }
 
     def lines(self, optimal_cost: Fraction) -> list[str]:
@@ -80,6 +83,8 @@ class KarpenterConsolidation:
             + (f", buys {len(self.bought)} ({', '.join(self.bought)})" if self.bought else "")
             + f": cost {cost_text(self.cost_before)} -> {cost_text(self.cost_after)}, saves {cost_text(self.saved)}"
         ]
+        if self.cut_short:
+            out.append("  (stopped at the time limit: more commands may follow)")
         for c in self.commands:
             what = f"replaced by one {c.replacement}" if c.replacement else "deleted"
             out.append(f"  {c.method}: {', '.join(c.nodes)} {what}")
@@ -110,6 +115,11 @@ class _Loop:
     pending_floor: int | None = None  # pending pods placed with nothing removed
     daemon_pods: set[str] = field(default_factory=set)  # pending DaemonSet pods made for one node (go with it)
     last: dict[str, str] = field(default_factory=dict)  # the last simulation's placed pods -> nodes
+    deadline: float | None = None  # perf_counter: past it, no more commands are looked for
+    cut_short: bool = False  # the deadline stopped the loop
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
 
     def fits(self, nodes: list[str], replacement: NodeType | None) -> bool:
         """Whether the movable pods of every node removed so far and of `nodes` all schedule
@@ -164,15 +174,25 @@ class _Loop:
 
 
 def karpenter_consolidation(
-    objects, workload, rules: PodRules, prices: dict[str, tuple[str, Fraction]], new_types: list[NodeType], features
+    objects,
+    workload,
+    rules: PodRules,
+    prices: dict[str, tuple[str, Fraction]],
+    new_types: list[NodeType],
+    features,
+    deadline: float | None = None,
 ) -> KarpenterConsolidation:
-    """Karpenter's consolidation loop on the cluster (see the module docstring)."""
+    """Karpenter's consolidation loop on the cluster (see the module docstring). Past `deadline`
+    (perf_counter) no command is looked for: the loop stops with the commands found (cut_short)."""
     from draopt.studies.consolidate_model import pending_daemon_pods
 
-    loop = _Loop(objects, workload, rules, prices, list(new_types), features)
+    loop = _Loop(objects, workload, rules, prices, list(new_types), features, deadline=deadline)
     loop.daemon_pods = set(pending_daemon_pods(objects, workload))
     commands: list[KarpenterCommand] = []
     for _ in range(len(prices) + 1):
+        if loop.past_deadline():
+            loop.cut_short = True
+            break
         command = _next_command(loop)
         if command is None:
             break
@@ -189,7 +209,14 @@ def karpenter_consolidation(
         + sum((t.cost for t in loop.bought), Fraction(0))
     )
     return KarpenterConsolidation(
-        commands, before, after, list(loop.removed), [t.name for t in loop.bought], loop.simulations, placement
+        commands,
+        before,
+        after,
+        list(loop.removed),
+        [t.name for t in loop.bought],
+        loop.simulations,
+        placement,
+        cut_short=loop.cut_short,
     )
 
 
@@ -222,6 +249,9 @@ def _next_command(loop: _Loop) -> KarpenterCommand | None:
     if found is not None:
         return found
     for node in candidates:
+        if loop.past_deadline():
+            loop.cut_short = True
+            return None
         replacement = _compute(loop, [node])
         if replacement is not None:
             return KarpenterCommand("single-node", [node], replacement or None)
@@ -234,7 +264,7 @@ def _multi_node(loop: _Loop, candidates: list[str]) -> KarpenterCommand | None:
         return None
     low, high = 1, len(candidates) - 1
     best = None
-    while low <= high:
+    while low <= high and not loop.past_deadline():
         mid = (low + high) // 2
         prefix = candidates[: mid + 1]
         replacement = _compute(loop, prefix)
