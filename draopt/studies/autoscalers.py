@@ -29,6 +29,7 @@ every node filtered, DRA allocator included), as in draopt.studies.ffd_estimate.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
@@ -39,6 +40,7 @@ from typing import Any
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
+from draopt.placement import _no_gc_pauses
 from draopt.kube.optionfiles import read_yaml_option
 from draopt.studies.ffd_estimate import _daemon_pod_of, _ffd_score, ffd_estimate, with_copies
 from draopt.studies.node_types import NodeType, check_node_types
@@ -201,6 +203,8 @@ class Option:
     capped: bool = False  # the node limit stopped the estimate with pods left that fit the type
 
 
+# (millions of long-lived objects: the cyclic collector would scan them again and again)
+@_no_gc_pauses()
 def cluster_autoscaler(
     objects: ObjectSet,
     node_types: list[NodeType],
@@ -247,7 +251,9 @@ def cluster_autoscaler(
     check_free_names(objects, node_types, r"-ca\d+", "-caR", "cluster-autoscaler")
     features = features or Features.from_gates()
     rng = random.Random(seed)
-    loop = ScaleUpLoop(objects, features, view or kube_scheduler_view(objects, features), {t.name: 0 for t in node_types})
+    loop = ScaleUpLoop(
+        objects, features, view or kube_scheduler_view(objects, features), {t.name: 0 for t in node_types}
+    )
     # (devices not pinned to a node are shared: pods placed elsewhere may take them from new nodes)
     loop.reuse = all(s.spec.node_name for s in objects.resource_slices) and not any(
         _reads_other_pods(p) for p in objects.pods if f"{p.namespace}/{p.name}" in loop.view.pending
@@ -374,7 +380,6 @@ class ScaleUpLoop:
         )
         return False
 
-
     def settle(self, wanted: list[str]) -> None:
         """After a loop on EstimateRuns: the kube-scheduler simulation of the whole cluster with the
         bought nodes, which the baseline reports (its reasons for pods left pending are current);
@@ -407,6 +412,7 @@ class EstimateRuns:
     shapes: Shapes
     keys: dict[str, list[str]]
     score: dict[str, dict[str, float]]  # type -> pod -> the estimator's order score
+    need: dict[str, int]  # type -> the nodes its pods fill by cpu, memory or count
     runs: dict[str, TypeRun] = field(default_factory=dict)
 
     @staticmethod
@@ -426,13 +432,21 @@ class EstimateRuns:
 
         left = [k for k in view.pending if k not in view.on_cluster]
         shapes = Shapes.probe(objects, node_types, features, left, ungang=False)
-        keys, score = {}, {}
+        keys, score, need = {}, {}, {}
         for t in node_types:
             keys[t.name] = [k for k in left if shapes.holds(k, t.name)]
             template = next(n for n in objects.nodes if n.name == t.template)
             allocatable = {r: Quantity.parse(v).value for r, v in (template.status.allocatable or {}).items()}
             score[t.name] = {k: _ffd_score(view.resources[k], allocatable) for k in keys[t.name]}
-        return cls(objects, features, shapes, keys, score)
+            need[t.name] = max(
+                [
+                    math.ceil(sum(view.resources[k].get(r, 0) for k in keys[t.name]) / allocatable[r])
+                    for r in ("cpu", "memory")
+                    if allocatable.get(r)
+                ]
+                + [math.ceil(len(keys[t.name]) / allocatable["pods"]) if allocatable.get("pods") else 0]
+            )
+        return cls(objects, features, shapes, keys, score, need)
 
     def estimate(self, t: NodeType, left: list[str], room: int) -> Option:
         """The binpacking estimate of the pods `left` on at most `room` new nodes of type `t`: by
@@ -459,7 +473,8 @@ class EstimateRuns:
                 got = run.first_fit(keys, self.shapes, limit)
                 if got is not None:
                     return got
-            size = max(16, 2 * size, min(limit, len(keys)) // 4)
+            # First as many copies as the type's pods fill by cpu, memory or count, then one per pod.
+            size = max(16, self.need[t.name] + 1) if run is None else max(size + 1, len(self.keys[t.name]))
             alone = alone_objects(self.objects, [t.template], set(self.keys[t.name]), ungang=False)
             run = self.runs[t.name] = TypeRun.build(alone, t, size, self.features, tag="ca")
 

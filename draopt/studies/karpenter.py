@@ -31,6 +31,7 @@ from fractions import Fraction
 
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
+from draopt.placement import _no_gc_pauses
 from draopt.studies.autoscalers import (
     AutoscalerBaseline,
     ScaleUp,
@@ -58,18 +59,25 @@ class PlannedNode:
         return min(self.types, key=lambda t: (t.cost, node_types.index(t)))
 
 
+# (millions of long-lived objects: the cyclic collector would scan them again and again)
+@_no_gc_pauses()
 def karpenter(
-    objects: ObjectSet, node_types: list[NodeType], *, features: Features | None = None
+    objects: ObjectSet,
+    node_types: list[NodeType],
+    *,
+    features: Features | None = None,
+    view: SchedulerView | None = None,
 ) -> AutoscalerBaseline:
     """Karpenter's provisioning: the pending pods by decreasing cpu then memory; each joins the first
     planned node (fewest pods first) some of whose types still hold its pods with it, else a new
     node with every type that holds it alone; at the end each node launches the cheapest type it
-    kept. Then the kube-scheduler simulation of the cluster with those nodes says what is placed."""
+    kept. Then the kube-scheduler simulation of the cluster with those nodes says what is placed.
+    `view`: the kube-scheduler's view of the input (`kube_scheduler_view`), when already made."""
     t0 = time.perf_counter()
     check_node_types(objects, node_types)
     check_free_names(objects, node_types, "-kp", "-kp", "Karpenter")
     features = features or Features.from_gates()
-    view = kube_scheduler_view(objects, features)
+    view = view or kube_scheduler_view(objects, features)
     wanted = list(view.pending)
     left = [k for k in wanted if k not in view.on_cluster]
     hold = HoldCheck(objects, node_types, features, view, left)
