@@ -280,24 +280,7 @@ def cluster_autoscaler(
             break
     if loop.runs is not None:
         loop.settle(wanted)
-    full = [t.name for t in node_types if max_group_size is not None and loop.grown[t.name] >= max_group_size]
-    why = "no node group's estimate places it" + (f" (groups at their maximum size: {', '.join(full)})" if full else "")
-    not_placed = {
-        k: f"{why}; {loop.view.reasons.get(k) or 'not placed'}" for k in wanted if k not in loop.view.on_cluster
-    }
-    return baseline_of(
-        f"cluster-autoscaler/{expander}",
-        loop.objects,
-        wanted,
-        node_types,
-        loop.bought,
-        loop.view,
-        not_placed=not_placed,
-        rounds=len(loop.steps),
-        seconds=time.perf_counter() - t0,
-        scale_ups=loop.steps,
-        notes=loop.notes,
-    )
+    return loop.baseline(f"cluster-autoscaler/{expander}", wanted, node_types, max_group_size, t0)
 
 
 @dataclass
@@ -379,6 +362,31 @@ class ScaleUpLoop:
             f"{t.name} nodes than before (its queue order is not the estimate's); stopped"
         )
         return False
+
+    def baseline(
+        self, name: str, wanted: list[str], node_types: list[NodeType], max_group_size: int | None, t0: float
+    ) -> AutoscalerBaseline:
+        """The loop's answer; each pod left pending with why (groups at their maximum size named)."""
+        full = [t.name for t in node_types if max_group_size is not None and self.grown[t.name] >= max_group_size]
+        why = "no node group's estimate places it" + (
+            f" (groups at their maximum size: {', '.join(full)})" if full else ""
+        )
+        not_placed = {
+            k: f"{why}; {self.view.reasons.get(k) or 'not placed'}" for k in wanted if k not in self.view.on_cluster
+        }
+        return baseline_of(
+            name,
+            self.objects,
+            wanted,
+            node_types,
+            self.bought,
+            self.view,
+            not_placed=not_placed,
+            rounds=len(self.steps),
+            seconds=time.perf_counter() - t0,
+            scale_ups=self.steps,
+            notes=self.notes,
+        )
 
     def settle(self, wanted: list[str]) -> None:
         """After a loop on EstimateRuns: the kube-scheduler simulation of the whole cluster with the
