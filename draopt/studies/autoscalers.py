@@ -29,7 +29,6 @@ every node filtered, DRA allocator included), as in draopt.studies.ffd_estimate.
 
 from __future__ import annotations
 
-import math
 import random
 import re
 import time
@@ -44,7 +43,7 @@ from draopt.placement import _no_gc_pauses
 from draopt.kube.optionfiles import read_yaml_option
 from draopt.studies.ffd_estimate import _daemon_pod_of, _ffd_score, ffd_estimate, with_copies
 from draopt.studies.node_types import NodeType, check_node_types
-from draopt.studies.type_runs import Shapes, TypeRun, _reads_other_pods, alone_objects
+from draopt.studies.type_runs import NodeFills, Shapes, TypeRun, _reads_other_pods, alone_objects
 
 EXPANDERS = ("least-waste", "most-pods", "price", "priority", "random")
 
@@ -420,8 +419,7 @@ class EstimateRuns:
     shapes: Shapes
     keys: dict[str, list[str]]
     score: dict[str, dict[str, float]]  # type -> pod -> the estimator's order score
-    need: dict[str, int]  # type -> the nodes its pods fill by cpu, memory or count
-    runs: dict[str, TypeRun] = field(default_factory=dict)
+    fills: dict[str, NodeFills] = field(default_factory=dict)
 
     @staticmethod
     def applies(objects: ObjectSet, node_types: list[NodeType], view: SchedulerView) -> bool:
@@ -440,21 +438,13 @@ class EstimateRuns:
 
         left = [k for k in view.pending if k not in view.on_cluster]
         shapes = Shapes.probe(objects, node_types, features, left, ungang=False)
-        keys, score, need = {}, {}, {}
+        keys, score = {}, {}
         for t in node_types:
             keys[t.name] = [k for k in left if shapes.holds(k, t.name)]
             template = next(n for n in objects.nodes if n.name == t.template)
             allocatable = {r: Quantity.parse(v).value for r, v in (template.status.allocatable or {}).items()}
             score[t.name] = {k: _ffd_score(view.resources[k], allocatable) for k in keys[t.name]}
-            need[t.name] = max(
-                [
-                    math.ceil(sum(view.resources[k].get(r, 0) for k in keys[t.name]) / allocatable[r])
-                    for r in ("cpu", "memory")
-                    if allocatable.get(r)
-                ]
-                + [math.ceil(len(keys[t.name]) / allocatable["pods"]) if allocatable.get("pods") else 0]
-            )
-        return cls(objects, features, shapes, keys, score, need)
+        return cls(objects, features, shapes, keys, score)
 
     def estimate(self, t: NodeType, left: list[str], room: int) -> Option:
         """The binpacking estimate of the pods `left` on at most `room` new nodes of type `t`: by
@@ -474,17 +464,11 @@ class EstimateRuns:
         return SchedulerView(view.pending, view.on_cluster | set(placed), view.resources, view.reasons)
 
     def _first_fit(self, t: NodeType, keys: list[str], limit: int) -> tuple[dict[str, int], int]:
-        run = self.runs.get(t.name)
-        size = len(run.copies) if run is not None else 0
-        while True:
-            if run is not None:
-                got = run.first_fit(keys, self.shapes, limit)
-                if got is not None:
-                    return got
-            # First as many copies as the type's pods fill by cpu, memory or count, then one per pod.
-            size = max(16, self.need[t.name] + 1) if run is None else max(size + 1, len(self.keys[t.name]))
+        fills = self.fills.get(t.name)
+        if fills is None:
             alone = alone_objects(self.objects, [t.template], set(self.keys[t.name]), ungang=False)
-            run = self.runs[t.name] = TypeRun.build(alone, t, size, self.features, tag="ca")
+            fills = self.fills[t.name] = NodeFills.of(TypeRun.build(alone, t, 1, self.features, tag="ca"), self.shapes)
+        return fills.first_fit(keys, limit)
 
 
 def _room(t: NodeType, grown: dict[str, int], per_scaleup: int, group_size: int | None) -> int:

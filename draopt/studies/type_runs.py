@@ -5,6 +5,8 @@ provisioning, cluster-autoscaler's loop): what makes them fast on a whole trace.
   them (draopt's kube-scheduler filter of one node, DRA allocator included); a pod is tried on one
   copy at a time (`Simulation.place(only=...)`) and taken back exactly (`retract`), so one run
   serves many estimates instead of a new simulation of the whole input per estimate.
+* `NodeFills`: cluster-autoscaler's first-fit on new nodes of one type, a node being the sequence
+  of shapes placed on it: whether it takes one more pod is tried once per (sequence, shape).
 * `Shapes`: the pods to place grouped by shape (pods alike, as first-fit's kinds: the same claims
   up to their names, resources, node filters; a pod whose fit depends on other pods, or that
   shares a claim, is a shape of its own), and per (shape, node type) whether a new node of the
@@ -75,38 +77,88 @@ class TypeRun:
         copies = [cluster.by_name[f"{probe.name}-plan-{j}"] for j in range(size)]
         return cls(run, copies, {j: [] for j in range(size)})
 
-    def first_fit(self, keys: list[str], shapes: Shapes, limit: int) -> tuple[dict[str, int], int] | None:
-        """`keys` in that order, each on the first of the copies opened so far that takes it, else on
-        a new copy while fewer than `limit` are open; then every pod taken back (the copies are
-        empty again). Returns (pod -> copy, copies opened), or None when the copies ran out first
-        (build a larger run). A copy that refused a shape is not tried again for it (it only fills)."""
-        run, copies = self.run, self.copies
+
+@dataclass
+class NodeFills:
+    """First-fit on new nodes of one type without a copy per node: a node is the sequence of the
+    shapes placed on it (a state of a trie: `parent`, `last`), and whether it takes a pod of a
+    shape is asked once per (state, shape) of one copy (`run.copies[0]`) on which the state's pods
+    are placed again (pods of those shapes), the pod tried, and everything taken back. Pods of one
+    shape are alike and the allocator is deterministic, so a node's answers depend on its sequence
+    only; many nodes of an estimate fill alike, and the answers are kept across estimates."""
+
+    run: TypeRun
+    shapes: Shapes
+    of_shape: dict[Hashable, list[str]]  # shape -> the run's pods of it, queue order
+    parent: list[int] = field(default_factory=lambda: [-1])  # state 0: an empty node
+    last: list[Hashable] = field(default_factory=lambda: [None])
+    child: dict[tuple[int, Hashable], int] = field(default_factory=dict)
+    takes: dict[tuple[int, Hashable], bool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, run: TypeRun, shapes: Shapes) -> NodeFills:
+        of_shape: dict[Hashable, list[str]] = {}
+        for key in run.run.demand_of:
+            of_shape.setdefault(shapes.of(key), []).append(key)
+        return cls(run, shapes, of_shape)
+
+    def first_fit(self, keys: list[str], limit: int) -> tuple[dict[str, int], int]:
+        """`keys` in that order, each on the first of the nodes opened so far that takes it, else on a
+        new node while fewer than `limit` are open. Returns (pod -> node, nodes opened). A node that
+        refused a shape is not asked again for it (it only fills)."""
+        nodes: list[int] = []  # node -> its state
         placed: dict[str, int] = {}
-        taken: list = []
         frontier: dict[Hashable, int] = {}
-        opened = 0
+        for key in keys:
+            shape = self.shapes.of(key)
+            i = frontier.get(shape, 0)
+            while i < len(nodes) and not self._takes(nodes[i], shape, key):
+                i += 1
+            frontier[shape] = i
+            if i == len(nodes) and (len(nodes) >= limit or not self._takes(0, shape, key)):
+                continue
+            if i == len(nodes):
+                nodes.append(0)
+            nodes[i] = self._grown(nodes[i], shape)
+            placed[key] = i
+        return placed, len(nodes)
+
+    def _grown(self, state: int, shape: Hashable) -> int:
+        got = self.child.get((state, shape))
+        if got is None:
+            got = self.child[(state, shape)] = len(self.parent)
+            self.parent.append(state)
+            self.last.append(shape)
+        return got
+
+    def _takes(self, state: int, shape: Hashable, key: str) -> bool:
+        hit = self.takes.get((state, shape))
+        if hit is None:
+            hit = self.takes[(state, shape)] = self._try(state, key)
+        return hit
+
+    def _try(self, state: int, key: str) -> bool:
+        """The state's pods placed again on the copy (the first pods of each shape other than `key`),
+        then `key`; all taken back."""
+        seq = []
+        while state:
+            seq.append(self.last[state])
+            state = self.parent[state]
+        used: dict[Hashable, int] = {}
+        run, node = self.run.run, self.run.copies[0]
+        taken: list = []
         try:
-            for key in keys:
-                shape = shapes.of(key)
-                pod = run.demand_of[key]
-                i = frontier.get(shape, 0)
-                while i < opened and not _placed(run.place(pod, only=copies[i]), taken):
-                    i += 1
-                frontier[shape] = i
-                if i < opened:
-                    placed[key] = i
-                    continue
-                if opened >= limit:
-                    continue
-                if opened >= len(copies):
-                    return None
-                if _placed(run.place(pod, only=copies[opened]), taken):
-                    placed[key] = opened
-                    opened += 1
+            mine = self.shapes.of(key)
+            at = self.of_shape[mine].index(key)
+            for shape in reversed(seq):
+                c = used[shape] = used.get(shape, 0) + 1
+                n = c if shape == mine and at <= c - 1 else c - 1  # (the pod tried is not one of the state's)
+                if not _placed(run.place(run.demand_of[self.of_shape[shape][n]], only=node), taken):
+                    raise AssertionError(f"a node of {len(seq)} pods no longer takes a pod of its shape")
+            return _placed(run.place(run.demand_of[key], only=node), taken)
         finally:
             for pl in reversed(taken):
                 run.retract(pl)
-        return placed, opened
 
 
 def _placed(pl, taken: list) -> bool:
