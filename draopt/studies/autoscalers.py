@@ -465,10 +465,14 @@ class EstimateRuns:
 
     def _first_fit(self, t: NodeType, keys: list[str], limit: int) -> tuple[dict[str, int], int]:
         fills = self.fills.get(t.name)
-        if fills is None:
+        while True:
+            got = fills.first_fit(keys, limit) if fills is not None else None
+            if got is not None:
+                return got
+            size = 2 * len(fills.run.copies) if fills is not None else 64
             alone = alone_objects(self.objects, [t.template], set(self.keys[t.name]), ungang=False)
-            fills = self.fills[t.name] = NodeFills.of(TypeRun.build(alone, t, 1, self.features, tag="ca"), self.shapes)
-        return fills.first_fit(keys, limit)
+            run = TypeRun.build(alone, t, size, self.features, tag="ca")
+            fills = self.fills[t.name] = NodeFills(run, self.shapes, *((fills.child, fills.answers) if fills else ()))
 
 
 def _room(t: NodeType, grown: dict[str, int], per_scaleup: int, group_size: int | None) -> int:

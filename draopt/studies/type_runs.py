@@ -57,7 +57,7 @@ class TypeRun:
 
     run: Any  # draopt.cluster.firstfit.Simulation
     copies: list  # NodeState of copy j
-    members: dict[int, list[str]]
+    members: dict[int, list[str]] = field(default_factory=dict)
     slot: dict[int, int] = field(default_factory=dict)
 
     @classmethod
@@ -80,85 +80,66 @@ class TypeRun:
 
 @dataclass
 class NodeFills:
-    """First-fit on new nodes of one type without a copy per node: a node is the sequence of the
-    shapes placed on it (a state of a trie: `parent`, `last`), and whether it takes a pod of a
-    shape is asked once per (state, shape) of one copy (`run.copies[0]`) on which the state's pods
-    are placed again (pods of those shapes), the pod tried, and everything taken back. Pods of one
-    shape are alike and the allocator is deterministic, so a node's answers depend on its sequence
-    only; many nodes of an estimate fill alike, and the answers are kept across estimates."""
+    """cluster-autoscaler's first-fit on new nodes of one type: a node is also the sequence of the
+    shapes placed on it (a state of a trie: `child`), and whether a node in a state takes a pod of
+    a shape is kept (`answers`): pods of one shape are alike and the allocator is deterministic, so
+    the answer depends on the sequence only. A node gets a copy of the type (`run.copies`) only when
+    it is asked something not known yet: its pods are then placed there (the copy catches up) and
+    the pod tried. Many nodes of an estimate fill alike; the answers serve every later estimate."""
 
     run: TypeRun
     shapes: Shapes
-    of_shape: dict[Hashable, list[str]]  # shape -> the run's pods of it, queue order
-    parent: list[int] = field(default_factory=lambda: [-1])  # state 0: an empty node
-    last: list[Hashable] = field(default_factory=lambda: [None])
     child: dict[tuple[int, Hashable], int] = field(default_factory=dict)
-    takes: dict[tuple[int, Hashable], bool] = field(default_factory=dict)
+    answers: dict[tuple[int, Hashable], bool] = field(default_factory=dict)
 
-    @classmethod
-    def of(cls, run: TypeRun, shapes: Shapes) -> NodeFills:
-        of_shape: dict[Hashable, list[str]] = {}
-        for key in run.run.demand_of:
-            of_shape.setdefault(shapes.of(key), []).append(key)
-        return cls(run, shapes, of_shape)
-
-    def first_fit(self, keys: list[str], limit: int) -> tuple[dict[str, int], int]:
+    def first_fit(self, keys: list[str], limit: int) -> tuple[dict[str, int], int] | None:
         """`keys` in that order, each on the first of the nodes opened so far that takes it, else on a
-        new node while fewer than `limit` are open. Returns (pod -> node, nodes opened). A node that
-        refused a shape is not asked again for it (it only fills)."""
-        nodes: list[int] = []  # node -> its state
+        new node while fewer than `limit` are open (every pod here fits an empty node). Returns (pod ->
+        node, nodes opened), or None when the copies ran out (build a larger run). A node that
+        refused a shape is not asked again for it (it only fills). The copies are empty after."""
+        run, copies = self.run.run, self.run.copies
+        states: list[int] = []  # node -> its state
+        members: list[list[str]] = []  # node -> its pods, in order
+        copy_of: dict[int, int] = {}  # node -> its copy, once it has one
+        on_copy: dict[int, int] = {}  # node -> how many of its pods its copy holds
         placed: dict[str, int] = {}
         frontier: dict[Hashable, int] = {}
-        for key in keys:
-            shape = self.shapes.of(key)
-            i = frontier.get(shape, 0)
-            while i < len(nodes) and not self._takes(nodes[i], shape, key):
-                i += 1
-            frontier[shape] = i
-            if i == len(nodes) and (len(nodes) >= limit or not self._takes(0, shape, key)):
-                continue
-            if i == len(nodes):
-                nodes.append(0)
-            nodes[i] = self._grown(nodes[i], shape)
-            placed[key] = i
-        return placed, len(nodes)
-
-    def _grown(self, state: int, shape: Hashable) -> int:
-        got = self.child.get((state, shape))
-        if got is None:
-            got = self.child[(state, shape)] = len(self.parent)
-            self.parent.append(state)
-            self.last.append(shape)
-        return got
-
-    def _takes(self, state: int, shape: Hashable, key: str) -> bool:
-        hit = self.takes.get((state, shape))
-        if hit is None:
-            hit = self.takes[(state, shape)] = self._try(state, key)
-        return hit
-
-    def _try(self, state: int, key: str) -> bool:
-        """The state's pods placed again on the copy (the first pods of each shape other than `key`),
-        then `key`; all taken back."""
-        seq = []
-        while state:
-            seq.append(self.last[state])
-            state = self.parent[state]
-        used: dict[Hashable, int] = {}
-        run, node = self.run.run, self.run.copies[0]
         taken: list = []
         try:
-            mine = self.shapes.of(key)
-            at = self.of_shape[mine].index(key)
-            for shape in reversed(seq):
-                c = used[shape] = used.get(shape, 0) + 1
-                n = c if shape == mine and at <= c - 1 else c - 1  # (the pod tried is not one of the state's)
-                if not _placed(run.place(run.demand_of[self.of_shape[shape][n]], only=node), taken):
-                    raise AssertionError(f"a node of {len(seq)} pods no longer takes a pod of its shape")
-            return _placed(run.place(run.demand_of[key], only=node), taken)
+            for key in keys:
+                shape = self.shapes.of(key)
+                i = frontier.get(shape, 0)
+                while i < len(states):
+                    hit = self.answers.get((states[i], shape))
+                    if hit is None:
+                        c = copy_of.setdefault(i, len(copy_of))
+                        if c >= len(copies):
+                            return None
+                        for k in members[i][on_copy.get(i, 0) :]:
+                            if not _placed(run.place(run.demand_of[k], only=copies[c]), taken):
+                                raise AssertionError(f"{k} no longer fits the copy of its node")
+                        on_copy[i] = len(members[i])
+                        hit = self.answers[(states[i], shape)] = _placed(
+                            run.place(run.demand_of[key], only=copies[c]), taken
+                        )
+                        if hit:
+                            on_copy[i] += 1
+                    if hit:
+                        break
+                    i += 1
+                frontier[shape] = i
+                if i == len(states):
+                    if len(states) >= limit:
+                        continue
+                    states.append(0)
+                    members.append([])
+                states[i] = self.child.setdefault((states[i], shape), len(self.child) + 1)
+                members[i].append(key)
+                placed[key] = i
         finally:
             for pl in reversed(taken):
                 run.retract(pl)
+        return placed, len(states)
 
 
 def _placed(pl, taken: list) -> bool:
