@@ -24,7 +24,9 @@ the first of each (cpu, memory, GPUs, model)) as the templates, a node's cost = 
 openb_pod_list_default.csv (8,152) pending: the cheapest mix by column generation (draopt/model/colgen_plan.py)
 next to the first-fit-decreasing estimate of each type; wall time and peak RSS (getrusage) of the whole plan;
 then Karpenter's provisioning and cluster-autoscaler's loop with each expander (priority: more GPUs
-first), each timed, and what the optimal mix saves against each (--no-baselines: the mix only).
+first), each placing the whole trace (a baseline that leaves pods says how many and why), each
+timed; the optimal mix's cost, bound and gap, and one "optimal saves N (x %) against ..." line per
+baseline (--no-baselines: the mix only).
 
 `--dra`: `dra_fleets` (GPU + NIC alignment, partitionable MIG; two node types each), the mix and every
 baseline through draopt.plan. `--scale`: `write_scale_fleet` per size, `draopt plan` in a process of

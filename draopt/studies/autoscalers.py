@@ -4,7 +4,9 @@ of the input and a cost). Karpenter's provisioning is in draopt.studies.karpente
 `AutoscalerBaseline`.
 
 Every fit is decided by draopt's kube-scheduler simulation (draopt.cluster.firstfit.simulate:
-every node filtered, DRA allocator included), as in draopt.studies.ffd_estimate. Sources read
+every node filtered, DRA allocator included), as in draopt.studies.ffd_estimate; where it gives
+the same answers, on copies of each type alone (`EstimateRuns`, draopt.studies.type_runs), which
+keeps a whole trace's loop to seconds per expander. Sources read
 (kubernetes/autoscaler, cluster-autoscaler/):
 
 * the loop, core/scaleup/orchestrator/orchestrator.go @ bdef0a7a752a51e9a739accef4e100b3b01b80d0
