@@ -43,7 +43,7 @@ from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
 from draopt.placement import _no_gc_pauses
 from draopt.kube.optionfiles import read_yaml_option
-from draopt.studies.ffd_estimate import _daemon_pod_of, _ffd_score, ffd_estimate, with_copies
+from draopt.studies.ffd_estimate import _daemon_pod_of, _ffd_score, daemonset_pods, ffd_estimate, with_copies
 from draopt.studies.node_types import NodeType, check_node_types
 from draopt.studies.type_runs import NodeFills, Shapes, TypeRun, _reads_other_pods, alone_objects
 
@@ -428,7 +428,7 @@ class EstimateRuns:
         pending = set(view.pending)
         return (
             all(s.spec.node_name for s in objects.resource_slices)
-            and not any(_daemon_pod_of(p, t.template) for p in objects.pods for t in node_types)
+            and not any(_daemon_pod_of(p, t.template) for p in daemonset_pods(objects) for t in node_types)
             and not any(_reads_other_pods(p) for p in objects.pods if f"{p.namespace}/{p.name}" in pending)
             and not any(r.first_available for c in objects.resource_claims for r in c.spec.devices.requests)
             and not any(r.first_available for c in objects.claim_templates for r in c.spec.spec.devices.requests)
