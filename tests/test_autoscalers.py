@@ -311,6 +311,21 @@ def test_runs_on_copies_alone_answer_as_the_whole_simulation(fixture, limit, req
         assert (fast.placed, fast.not_placed, fast.notes) == (slow.placed, slow.not_placed, slow.notes), expander
 
 
+@pytest.mark.parametrize("fixture", ["sizes", "gpus"])
+def test_karpenter_shapes_change_nothing(fixture, request, monkeypatch):
+    """Karpenter with the pods' shapes (types and planned nodes that refused a shape skipped) buys
+    what it buys with every pod a shape of its own and no type ruled out."""
+    import draopt.studies.karpenter as kp
+    from draopt.studies.type_runs import Shapes
+
+    objs, types = request.getfixturevalue(fixture)
+    with_shapes = karpenter(objs, types)
+    monkeypatch.setattr(kp.Shapes, "probe", classmethod(lambda cls, *a, **kw: Shapes()))
+    alone = karpenter(objs, types)
+    assert with_shapes.bought == alone.bought and with_shapes.scale_ups == alone.scale_ups
+    assert (with_shapes.placed, with_shapes.not_placed.keys()) == (alone.placed, alone.not_placed.keys())
+
+
 def test_max_nodes_per_scaleup_caps_each_option(sizes):
     """Two new nodes per scale-up: small's option places s0 s1, large's big + s0 and s1..s4 (6 pods):
     most-pods buys 2 large; s5 is left for a second round."""
