@@ -24,7 +24,9 @@ the first of each (cpu, memory, GPUs, model)) as the templates, a node's cost = 
 openb_pod_list_default.csv (8,152) pending: the cheapest mix by column generation (draopt/model/colgen_plan.py)
 next to the first-fit-decreasing estimate of each type; wall time and peak RSS (getrusage) of the whole plan;
 then Karpenter's provisioning and cluster-autoscaler's loop with each expander (priority: more GPUs
-first), each timed, and what the optimal mix saves against each (--no-baselines: the mix only).
+first), each placing the whole trace (a baseline that leaves pods says how many and why), each
+timed; the optimal mix's cost, bound and gap, and one "optimal saves N (x %) against ..." line per
+baseline (--no-baselines: the mix only).
 
 `--dra`: `dra_fleets` (GPU + NIC alignment, partitionable MIG; two node types each), the mix and every
 baseline through draopt.plan. `--scale`: `write_scale_fleet` per size, `draopt plan` in a process of
@@ -124,28 +126,48 @@ def openb_priorities(types) -> dict:
     return out
 
 
-def print_baselines(p, objs, types) -> None:
+def print_baselines(p, objs, types) -> list:
     """Karpenter's provisioning and cluster-autoscaler's loop with each expander on the same input,
-    each timed, and what the optimal mix saves against each (draopt.studies.baselines)."""
-    from draopt.studies.autoscalers import savings
-    from draopt.studies.baselines import BASELINES, run_baselines
+    each timed, and what the optimal mix saves against each (draopt.studies.baselines). They share
+    the kube-scheduler's view of the input and the runs on copies of each type (made by the first
+    that needs them: their time is in its row). A baseline that leaves pods pending says how many
+    and why."""
+    from collections import Counter
 
-    print("| baseline | cost | nodes | placed | rounds | s | optimal saves |")
-    print("|---|---|---|---|---|---|---|")
+    from draopt.kube.features import Features
+    from draopt.studies.autoscalers import savings
+    from draopt.studies.baselines import BASELINES, SharedInput
+
+    print("| baseline | cost | new nodes | nodes per type | placed | rounds | s | optimal saves |")
+    print("|---|---|---|---|---|---|---|---|")
+    shared = SharedInput(objs, types, Features.from_gates())
     done = []
     for name in BASELINES:
         t0 = time.perf_counter()
-        (b,) = run_baselines(objs, types, [name], priorities=openb_priorities(types))
+        b = shared.run(name, openb_priorities(types), 0)
         done.append(b)
         saved = b.cost - p.cost
         share = f"{float(saved / b.cost):.1%}" if b.cost else "-"
+        mix = " + ".join(f"{n} {t}" for t, n in b.nodes.items() if n) or "-"
         print(
-            f"| {b.name} | {float(b.cost):.0f} | {sum(b.nodes.values())} | {b.placed}/{b.pods} | {b.rounds} | "
+            f"| {b.name} | {float(b.cost):.0f} | {sum(b.nodes.values())} | {mix} | {b.placed}/{b.pods} | {b.rounds} | "
             f"{time.perf_counter() - t0:.1f} | {float(saved):.0f} ({share}) |"
         )
         sys.stdout.flush()
     print()
-    print(savings(p.cost, p.placed, done))
+    for b in done:
+        if b.placed < b.pods:
+            why = Counter(b.not_placed.values()).most_common(3)
+            print(f"{b.name} leaves {b.pods - b.placed} of {b.pods} pods pending: " + "; ".join(f"{n} x {w}" for w, n in why))
+        for note in b.notes:
+            print(f"{b.name}: {note}")
+    print(
+        f"optimal mix: cost {float(p.cost):.0f}, bound {float(p.bound):.0f}, gap {p.gap:.2%}, "
+        f"places {p.placed} of {p.pods}"
+    )
+    for b in done:
+        print(savings(p.cost, p.placed, [b]))
+    return done
 
 
 # ---------------------------------------------------------------- --scale: 8,000 to 80,000 pods, 40 types

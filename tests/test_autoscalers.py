@@ -275,6 +275,8 @@ def test_estimates_of_groups_left_untouched_are_reused(monkeypatch):
         return real(objects, node_type, **kw)
 
     monkeypatch.setattr(autoscalers, "ffd_estimate", counted)
+    # (the estimates of the whole cluster's simulation; EstimateRuns' are compared with them below)
+    monkeypatch.setattr(autoscalers.EstimateRuns, "applies", staticmethod(lambda *a: False))
     b = cluster_autoscaler(objs, types)
     assert calls == ["gpu-ca0", "cpu-ca0", "cpu-ca1"]
     assert b.nodes == {"gpu": 1, "cpu": 1} and b.cost == 11 and b.placed == b.pods == 6
@@ -284,6 +286,44 @@ def test_estimates_of_groups_left_untouched_are_reused(monkeypatch):
     again = cluster_autoscaler(objs, types)
     assert calls == ["gpu-ca0", "cpu-ca0", "gpu-ca1", "cpu-ca1"]
     assert again.nodes == b.nodes and again.scale_ups == b.scale_ups
+
+
+@pytest.mark.parametrize("limit", [1000, 2, 1])
+@pytest.mark.parametrize("fixture", ["sizes", "gpus"])
+def test_runs_on_copies_alone_answer_as_the_whole_simulation(fixture, limit, request, monkeypatch):
+    """EstimateRuns (estimates and views on copies of each type alone) give the loop of the whole
+    cluster's simulations: the same options each round, choices, bought nodes and pods left."""
+    import draopt.studies.autoscalers as autoscalers
+    from draopt.studies.baselines import SharedInput
+
+    objs, types = request.getfixturevalue(fixture)
+    prio = {10: ["large", "gpu"], 1: [".*"]}
+    shared = SharedInput(objs, types, Features.from_gates())  # one set of runs for every expander
+    for expander in autoscalers.EXPANDERS:
+        if limit == 1000:
+            fast = shared.run(f"cluster-autoscaler/{expander}", prio, 0)
+        else:
+            fast = cluster_autoscaler(objs, types, expander=expander, max_nodes_per_scaleup=limit, priorities=prio)
+        with monkeypatch.context() as m:
+            m.setattr(autoscalers.EstimateRuns, "applies", staticmethod(lambda *a: False))
+            slow = cluster_autoscaler(objs, types, expander=expander, max_nodes_per_scaleup=limit, priorities=prio)
+        assert fast.scale_ups == slow.scale_ups and fast.bought == slow.bought, expander
+        assert (fast.placed, fast.not_placed, fast.notes) == (slow.placed, slow.not_placed, slow.notes), expander
+
+
+@pytest.mark.parametrize("fixture", ["sizes", "gpus"])
+def test_karpenter_shapes_change_nothing(fixture, request, monkeypatch):
+    """Karpenter with the pods' shapes (types and planned nodes that refused a shape skipped) buys
+    what it buys with every pod a shape of its own and no type ruled out."""
+    import draopt.studies.karpenter as kp
+    from draopt.studies.type_runs import Shapes
+
+    objs, types = request.getfixturevalue(fixture)
+    with_shapes = karpenter(objs, types)
+    monkeypatch.setattr(kp.Shapes, "probe", classmethod(lambda cls, *a, **kw: Shapes()))
+    alone = karpenter(objs, types)
+    assert with_shapes.bought == alone.bought and with_shapes.scale_ups == alone.scale_ups
+    assert (with_shapes.placed, with_shapes.not_placed.keys()) == (alone.placed, alone.not_placed.keys())
 
 
 def test_max_nodes_per_scaleup_caps_each_option(sizes):

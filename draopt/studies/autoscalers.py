@@ -4,7 +4,9 @@ of the input and a cost). Karpenter's provisioning is in draopt.studies.karpente
 `AutoscalerBaseline`.
 
 Every fit is decided by draopt's kube-scheduler simulation (draopt.cluster.firstfit.simulate:
-every node filtered, DRA allocator included), as in draopt.studies.ffd_estimate. Sources read
+every node filtered, DRA allocator included), as in draopt.studies.ffd_estimate; where it gives
+the same answers, on copies of each type alone (`EstimateRuns`, draopt.studies.type_runs), which
+keeps a whole trace's loop to seconds per expander. Sources read
 (kubernetes/autoscaler, cluster-autoscaler/):
 
 * the loop, core/scaleup/orchestrator/orchestrator.go @ bdef0a7a752a51e9a739accef4e100b3b01b80d0
@@ -39,9 +41,11 @@ from typing import Any
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
+from draopt.placement import _no_gc_pauses
 from draopt.kube.optionfiles import read_yaml_option
-from draopt.studies.ffd_estimate import ffd_estimate, with_copies
+from draopt.studies.ffd_estimate import _daemon_pod_of, _ffd_score, daemonset_pods, ffd_estimate, with_copies
 from draopt.studies.node_types import NodeType, check_node_types
+from draopt.studies.type_runs import NodeFills, Shapes, TypeRun, _reads_other_pods, alone_objects
 
 EXPANDERS = ("least-waste", "most-pods", "price", "priority", "random")
 
@@ -197,8 +201,11 @@ class Option:
     nodes: int
     pods: list[str]
     seconds: float = 0.0
+    capped: bool = False  # the node limit stopped the estimate with pods left that fit the type
 
 
+# (millions of long-lived objects: the cyclic collector would scan them again and again)
+@_no_gc_pauses()
 def cluster_autoscaler(
     objects: ObjectSet,
     node_types: list[NodeType],
@@ -210,6 +217,8 @@ def cluster_autoscaler(
     max_group_size: int | None = None,
     binpacking_seconds: float = 10.0,
     priorities: dict | None = None,
+    view: SchedulerView | None = None,
+    runs: EstimateRuns | None = None,
 ) -> AutoscalerBaseline:
     """cluster-autoscaler's scale-up loop, repeated until no option places a pod. Each round: the
     pods the kube-scheduler leaves pending on the cluster as it stands (input nodes and the nodes
@@ -229,18 +238,29 @@ def cluster_autoscaler(
     penalty for groups not yet created; none of that is modelled here.
     Expanders: `least-waste`, `most-pods`, `price`, `priority` (needs `priorities`,
     {priority: [regular expression on node type names]}), `random` (seeded by `seed`); ties
-    are broken at random from `seed`, so the same seed gives the same answer."""
+    are broken at random from `seed`, so the same seed gives the same answer.
+
+    `view`: the kube-scheduler's view of the input (`kube_scheduler_view(objects, features)`) and
+    `runs`: `EstimateRuns.start(...)` for it, when several loops share them (made here otherwise).
+    Where `EstimateRuns.applies`, every estimate is a first-fit run on copies of the type alone
+    (the pods that fit it alone, the pods left in the estimate's order, taken back after) and the
+    scheduler's view of the grown cluster is the last view plus the pods left, in queue order, on
+    the new nodes (the same answers: see EstimateRuns); the whole simulation is run once at the end."""
     t0 = time.perf_counter()
     rules = check_ca_options(expander, max_nodes_per_scaleup, max_group_size, binpacking_seconds, priorities)
     check_node_types(objects, node_types)
     check_free_names(objects, node_types, r"-ca\d+", "-caR", "cluster-autoscaler")
     features = features or Features.from_gates()
     rng = random.Random(seed)
-    loop = ScaleUpLoop(objects, features, kube_scheduler_view(objects, features), {t.name: 0 for t in node_types})
+    loop = ScaleUpLoop(
+        objects, features, view or kube_scheduler_view(objects, features), {t.name: 0 for t in node_types}
+    )
     # (devices not pinned to a node are shared: pods placed elsewhere may take them from new nodes)
     loop.reuse = all(s.spec.node_name for s in objects.resource_slices) and not any(
         _reads_other_pods(p) for p in objects.pods if f"{p.namespace}/{p.name}" in loop.view.pending
     )
+    if EstimateRuns.applies(objects, node_types, loop.view):
+        loop.runs = runs or EstimateRuns.start(objects, node_types, features, loop.view)
     wanted = list(loop.view.pending)
     while True:
         left = [k for k in wanted if k not in loop.view.on_cluster]
@@ -259,24 +279,9 @@ def cluster_autoscaler(
             choose(expander, options, rng, rules, loop.view.resources, objects), options, wanted
         ):
             break
-    full = [t.name for t in node_types if max_group_size is not None and loop.grown[t.name] >= max_group_size]
-    why = "no node group's estimate places it" + (f" (groups at their maximum size: {', '.join(full)})" if full else "")
-    not_placed = {
-        k: f"{why}; {loop.view.reasons.get(k) or 'not placed'}" for k in wanted if k not in loop.view.on_cluster
-    }
-    return baseline_of(
-        f"cluster-autoscaler/{expander}",
-        loop.objects,
-        wanted,
-        node_types,
-        loop.bought,
-        loop.view,
-        not_placed=not_placed,
-        rounds=len(loop.steps),
-        seconds=time.perf_counter() - t0,
-        scale_ups=loop.steps,
-        notes=loop.notes,
-    )
+    if loop.runs is not None:
+        loop.settle(wanted)
+    return loop.baseline(f"cluster-autoscaler/{expander}", wanted, node_types, max_group_size, t0)
 
 
 @dataclass
@@ -295,6 +300,7 @@ class ScaleUpLoop:
     # (see `options`); only where no pending pod's fit depends on other pods (`reuse`).
     memo: dict[str, tuple[Option, int, bool]] = field(default_factory=dict)
     reuse: bool = False
+    runs: EstimateRuns | None = None  # the estimates and views on copies of each type alone, where they apply
 
     def options(self, node_types: list[NodeType], left: list[str], room: dict[str, int]) -> list[Option]:
         """Each node group's option: the binpacking estimate of the pending pods on new nodes of its
@@ -309,6 +315,10 @@ class ScaleUpLoop:
             last = self.memo.get(t.name)
             if self.reuse and last and last[1] == room[t.name] and not last[2] and pending.issuperset(last[0].pods):
                 out.append(Option(t, last[0].nodes, list(last[0].pods)))
+                continue
+            if self.runs is not None:
+                out.append(self.runs.estimate(t, left, room[t.name]))
+                self.memo[t.name] = (out[-1], room[t.name], out[-1].capped)
                 continue
             probe = NodeType(f"{t.name}-ca{len(self.steps)}", t.template, t.cost)
             est = ffd_estimate(
@@ -342,7 +352,10 @@ class ScaleUpLoop:
             ScaleUp(t.name, pick.nodes, len(pick.pods), {o.node_type.name: (o.nodes, len(o.pods)) for o in options})
         )
         before = sum(1 for k in wanted if k in self.view.on_cluster)
-        self.view = kube_scheduler_view(self.objects, self.features, list(self.bought))
+        if self.runs is not None:
+            self.view = self.runs.grown_view(self.view, t, pick.nodes)
+        else:
+            self.view = kube_scheduler_view(self.objects, self.features, list(self.bought))
         if sum(1 for k in wanted if k in self.view.on_cluster) > before:
             return True
         self.notes.append(
@@ -351,17 +364,117 @@ class ScaleUpLoop:
         )
         return False
 
+    def baseline(
+        self, name: str, wanted: list[str], node_types: list[NodeType], max_group_size: int | None, t0: float
+    ) -> AutoscalerBaseline:
+        """The loop's answer; each pod left pending with why (groups at their maximum size named)."""
+        full = [t.name for t in node_types if max_group_size is not None and self.grown[t.name] >= max_group_size]
+        why = "no node group's estimate places it" + (
+            f" (groups at their maximum size: {', '.join(full)})" if full else ""
+        )
+        not_placed = {
+            k: f"{why}; {self.view.reasons.get(k) or 'not placed'}" for k in wanted if k not in self.view.on_cluster
+        }
+        return baseline_of(
+            name,
+            self.objects,
+            wanted,
+            node_types,
+            self.bought,
+            self.view,
+            not_placed=not_placed,
+            rounds=len(self.steps),
+            seconds=time.perf_counter() - t0,
+            scale_ups=self.steps,
+            notes=self.notes,
+        )
 
-def _reads_other_pods(pod) -> bool:
-    """Whether where the pod fits depends on other pods: inter-pod affinity, topology spreading, a gang."""
-    affinity = (pod.spec.affinity.model_extra or {}) if pod.spec.affinity is not None else {}
-    extra = pod.spec.model_extra or {}
-    return bool(
-        affinity.get("podAffinity")
-        or affinity.get("podAntiAffinity")
-        or extra.get("topologySpreadConstraints")
-        or pod.spec.scheduling_group is not None
-    )
+    def settle(self, wanted: list[str]) -> None:
+        """After a loop on EstimateRuns: the kube-scheduler simulation of the whole cluster with the
+        bought nodes, which the baseline reports (its reasons for pods left pending are current);
+        a note if it places other pods than the loop's views did."""
+        seen = {k for k in wanted if k in self.view.on_cluster}
+        self.view = kube_scheduler_view(self.objects, self.features, list(self.bought))
+        now = {k for k in wanted if k in self.view.on_cluster}
+        if now != seen:
+            self.notes.append(
+                f"the loop's views placed {len(seen)} pods, the kube-scheduler simulation of the cluster with "
+                f"the bought nodes places {len(now)}"
+            )
+
+
+@dataclass
+class EstimateRuns:
+    """cluster-autoscaler's estimates and views on copies of each type alone (draopt.studies.type_runs),
+    where they give the answers of the simulations of the whole cluster (`applies`): every device is
+    pinned to its node, no DaemonSet makes pods on the templates, no pending pod's fit depends on other
+    pods (affinity, spreading, gangs) and no claim has a prioritized list (so first-fit takes the
+    first node that fits: no score tells nodes apart). Then a pod the scheduler left pending was
+    refused by every node of the cluster at its turn, and those nodes only fill up: in the estimate
+    of a type it goes to the new nodes, in the estimate's order, as on copies of the type alone; and
+    when a group grows, the nodes bought last come last, so the pods placed stay where they were
+    and the pods left, in queue order, go to the new nodes as on copies alone. `keys`: per type,
+    the pods left at the start that an empty node of the type holds (queue order)."""
+
+    objects: ObjectSet
+    features: Features
+    shapes: Shapes
+    keys: dict[str, list[str]]
+    score: dict[str, dict[str, float]]  # type -> pod -> the estimator's order score
+    fills: dict[str, NodeFills] = field(default_factory=dict)
+
+    @staticmethod
+    def applies(objects: ObjectSet, node_types: list[NodeType], view: SchedulerView) -> bool:
+        pending = set(view.pending)
+        return (
+            all(s.spec.node_name for s in objects.resource_slices)
+            and not any(_daemon_pod_of(p, t.template) for p in daemonset_pods(objects) for t in node_types)
+            and not any(_reads_other_pods(p) for p in objects.pods if f"{p.namespace}/{p.name}" in pending)
+            and not any(r.first_available for c in objects.resource_claims for r in c.spec.devices.requests)
+            and not any(r.first_available for c in objects.claim_templates for r in c.spec.spec.devices.requests)
+        )
+
+    @classmethod
+    def start(cls, objects: ObjectSet, node_types: list[NodeType], features: Features, view: SchedulerView):
+        from draopt.kube.quantity import Quantity
+
+        left = [k for k in view.pending if k not in view.on_cluster]
+        shapes = Shapes.probe(objects, node_types, features, left, ungang=False)
+        keys, score = {}, {}
+        for t in node_types:
+            keys[t.name] = [k for k in left if shapes.holds(k, t.name)]
+            template = next(n for n in objects.nodes if n.name == t.template)
+            allocatable = {r: Quantity.parse(v).value for r, v in (template.status.allocatable or {}).items()}
+            score[t.name] = {k: _ffd_score(view.resources[k], allocatable) for k in keys[t.name]}
+        return cls(objects, features, shapes, keys, score)
+
+    def estimate(self, t: NodeType, left: list[str], room: int) -> Option:
+        """The binpacking estimate of the pods `left` on at most `room` new nodes of type `t`: by
+        decreasing score (equal scores in queue order), each on the first new node that takes it."""
+        t0 = time.perf_counter()
+        pending = set(left)
+        order = sorted((k for k in self.keys[t.name] if k in pending), key=lambda k: -self.score[t.name][k])
+        placed, opened = self._first_fit(t, order, room)
+        pods = [k for k in left if k in placed]
+        return Option(t, opened, pods, time.perf_counter() - t0, capped=opened >= room and len(placed) < len(order))
+
+    def grown_view(self, view: SchedulerView, t: NodeType, nodes: int) -> SchedulerView:
+        """The view after `nodes` new nodes of type `t` joined the cluster (last): the pods left, in
+        queue order, first-fit on them (reasons are those of the view before)."""
+        pending = {k for k in view.pending if k not in view.on_cluster}
+        placed, _ = self._first_fit(t, [k for k in self.keys[t.name] if k in pending], nodes)
+        return SchedulerView(view.pending, view.on_cluster | set(placed), view.resources, view.reasons)
+
+    def _first_fit(self, t: NodeType, keys: list[str], limit: int) -> tuple[dict[str, int], int]:
+        fills = self.fills.get(t.name)
+        while True:
+            got = fills.first_fit(keys, limit) if fills is not None else None
+            if got is not None:
+                return got
+            size = 2 * len(fills.run.copies) if fills is not None else 64
+            alone = alone_objects(self.objects, [t.template], set(self.keys[t.name]), ungang=False)
+            run = TypeRun.build(alone, t, size, self.features, tag="ca")
+            fills = self.fills[t.name] = NodeFills(run, self.shapes, *((fills.child, fills.answers) if fills else ()))
 
 
 def _room(t: NodeType, grown: dict[str, int], per_scaleup: int, group_size: int | None) -> int:

@@ -161,7 +161,7 @@ def _cluster_for(
     return workload, cluster
 
 
-def _ffd_score(pod, allocatable: dict) -> float:
+def _ffd_score(resources: dict, allocatable: dict) -> float:
     """The cluster-autoscaler's DecreasingPodOrderer score: cpu request / node cpu + memory
     request / node memory (kubernetes/autoscaler cluster-autoscaler/estimator/
     decreasing_pod_orderer.go @ 2fc0cb0ab57c0928896d8327a3e8e63613c2f32c)."""
@@ -169,7 +169,7 @@ def _ffd_score(pod, allocatable: dict) -> float:
     for r in ("cpu", "memory"):
         cap = allocatable.get(r)
         if cap:
-            score += float(pod.resources.get(r, 0) / cap)
+            score += float(resources.get(r, 0) / cap)
     return score
 
 
@@ -250,7 +250,7 @@ def ffd_estimate(
         placed_first = [d for d in wl.pending if d.key in on_cluster]
         rest = [d for d in wl.pending if d.key not in on_cluster and d.key not in daemon_of]
         # Stable: equal scores keep the scheduler's queue order (Go's sort.Slice does not promise that).
-        rest.sort(key=lambda d: -_ffd_score(d, allocatable))
+        rest.sort(key=lambda d: -_ffd_score(d.resources, allocatable))
         wl.pending = daemons + placed_first + rest
         res = simulate(cluster, wl, explain_failures=None)
         placement = {p.pod: p for p in res.pods}

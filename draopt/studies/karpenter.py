@@ -23,15 +23,15 @@ says which are placed.
 
 from __future__ import annotations
 
-import copy
 import math
 import time
-from dataclasses import dataclass, field
+from collections.abc import Hashable
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from draopt.kube.features import Features
 from draopt.kube.loader import ObjectSet
+from draopt.placement import _no_gc_pauses
 from draopt.studies.autoscalers import (
     AutoscalerBaseline,
     ScaleUp,
@@ -40,8 +40,9 @@ from draopt.studies.autoscalers import (
     check_free_names,
     kube_scheduler_view,
 )
-from draopt.studies.ffd_estimate import _cluster_for, _daemon_pod_of, _with_types, with_copies
+from draopt.studies.ffd_estimate import _daemon_pod_of, with_copies
 from draopt.studies.node_types import NodeType, check_node_types
+from draopt.studies.type_runs import Shapes, TypeRun, alone_objects
 
 PREFILTERED = ("cpu", "memory")
 
@@ -58,18 +59,25 @@ class PlannedNode:
         return min(self.types, key=lambda t: (t.cost, node_types.index(t)))
 
 
+# (millions of long-lived objects: the cyclic collector would scan them again and again)
+@_no_gc_pauses()
 def karpenter(
-    objects: ObjectSet, node_types: list[NodeType], *, features: Features | None = None
+    objects: ObjectSet,
+    node_types: list[NodeType],
+    *,
+    features: Features | None = None,
+    view: SchedulerView | None = None,
 ) -> AutoscalerBaseline:
     """Karpenter's provisioning: the pending pods by decreasing cpu then memory; each joins the first
     planned node (fewest pods first) some of whose types still hold its pods with it, else a new
     node with every type that holds it alone; at the end each node launches the cheapest type it
-    kept. Then the kube-scheduler simulation of the cluster with those nodes says what is placed."""
+    kept. Then the kube-scheduler simulation of the cluster with those nodes says what is placed.
+    `view`: the kube-scheduler's view of the input (`kube_scheduler_view`), when already made."""
     t0 = time.perf_counter()
     check_node_types(objects, node_types)
     check_free_names(objects, node_types, "-kp", "-kp", "Karpenter")
     features = features or Features.from_gates()
-    view = kube_scheduler_view(objects, features)
+    view = view or kube_scheduler_view(objects, features)
     wanted = list(view.pending)
     left = [k for k in wanted if k not in view.on_cluster]
     hold = HoldCheck(objects, node_types, features, view, left)
@@ -122,12 +130,18 @@ def _join(key: str, planned: list[PlannedNode], hold: HoldCheck) -> bool:
     """The pod joins the first planned node, fewest pods first (a stable sort: ties keep the order
     the nodes were opened in), some of whose types hold its pods with it."""
     planned.sort(key=lambda n: len(n.pods))
+    # (a planned node only fills up and keeps fewer types: once it refused a pod of a shape, it
+    # refuses every later pod of that shape, which is not tried there again)
+    refused = hold.refused.setdefault(hold.shapes.of(key), set())
     for node in planned:
+        if node.opened in refused:
+            continue
         kept = hold.accepts(node.opened, key, node.types)
         if kept:
             node.pods.append(key)
             node.types = kept
             return True
+        refused.add(node.opened)
     return False
 
 
@@ -159,6 +173,8 @@ class HoldCheck:
 
         self.objects, self.features, self.resources, self.left = objects, features, view.resources, list(left)
         self.runs: dict[str, TypeRun] = {}
+        self.shapes = Shapes.probe(objects, node_types, features, self.left, ungang=True)
+        self.refused: dict[Hashable, set[int]] = {}  # shape -> planned nodes that refused a pod of it
         self.alone: dict[str, dict[str, str]] = {}  # pod -> type -> why a new node of it does not hold the pod
         self.room: dict[str, dict[str, Fraction]] = {}
         self.load: dict[tuple[str, int], dict[str, Fraction]] = {}  # (type, copy) -> pods' cpu, memory, count
@@ -177,6 +193,9 @@ class HoldCheck:
         types for node j, or, when none, the pod goes elsewhere)."""
         out = []
         for t in types:
+            if not self.shapes.holds(key, t.name):
+                self._refused(j, key, t, self.shapes.never[(self.shapes.of(key), t.name)])
+                continue
             load = self.load.get((t.name, j), {})
             short = self._short(t, load, key)
             if short:
@@ -239,51 +258,10 @@ class HoldCheck:
         pending DaemonSet pods and the pods to place that fit it alone (taken out of their
         PodGroups: Karpenter does not know gangs); and how many nodes those pods fill by cpu,
         memory or count."""
-        out = copy.copy(self.objects)
-        out.nodes = [n for n in self.objects.nodes if n.name == t.template]
-        out.resource_slices = [s for s in self.objects.resource_slices if s.spec.node_name in (None, "", t.template)]
-        pods = [p for p in self.objects.pods if _daemon_pod_of(p, t.template)]
-        # (pods too large for the type alone are never tried on it)
-        wanted = {k for k in self.left if not self._short(t, {}, k)}
-        for pod in self.objects.pods:
-            if f"{pod.namespace}/{pod.name}" in wanted and not _daemon_pod_of(pod, t.template):
-                if pod.spec.scheduling_group is not None:
-                    pod = pod.model_copy(deep=True)
-                    pod.spec.scheduling_group = None
-                pods.append(pod)
-        out.pods = pods
-        out.creation_order = dict(self.objects.creation_order)
+        # (pods too large for the type alone, or of a shape its empty node refuses, are never tried on it)
+        wanted = {k for k in self.left if not self._short(t, {}, k) and self.shapes.holds(k, t.name)}
         need = 0
         for r, room in self.room[t.name].items():
             if room > 0:
                 need = max(need, math.ceil(sum(self._amount(k, r) for k in wanted) / room))
-        return out, need
-
-
-@dataclass
-class TypeRun:
-    """Copies of one node type alone in a cluster, and the first-fit run that fills them (`members`:
-    copy -> the pods placed on it, in order; `slot`: planned node -> its copy, for the planned
-    nodes that kept the type when they opened)."""
-
-    run: Any  # draopt.cluster.firstfit.Simulation
-    copies: list  # NodeState of copy j
-    members: dict[int, list[str]]
-    slot: dict[int, int] = field(default_factory=dict)
-
-    @classmethod
-    def build(cls, alone: ObjectSet, t: NodeType, size: int, features: Features) -> TypeRun:
-        from draopt.cluster.firstfit import Simulation
-        from draopt.dra.decode import decode, deterministic_share_id
-
-        probe = NodeType(f"{t.name}-kp-probe", t.template, t.cost)
-        objs, type_of, daemon_of = _with_types(alone, [(probe, size)])
-        objs.nodes = [n for n in objs.nodes if n.name != t.template]
-        objs.resource_slices = [s for s in objs.resource_slices if s.spec.node_name != t.template]
-        objs.pods = [p for p in objs.pods if not _daemon_pod_of(p, t.template)]
-        workload, cluster = _cluster_for(objs, features, type_of, [probe.name])
-        run = Simulation.begin(cluster, workload, deterministic_share_id, decode, None, None)
-        for pod, node in daemon_of.items():  # the DaemonSet controller's pods first, as on a new node
-            run.place(run.demand_of[pod], only=cluster.by_name[node])
-        copies = [cluster.by_name[f"{probe.name}-plan-{j}"] for j in range(size)]
-        return cls(run, copies, {j: [] for j in range(size)})
+        return alone_objects(self.objects, [t.template], wanted, ungang=True), need

@@ -518,23 +518,8 @@ def _mix_by_model(
         t1 = time.perf_counter()
         cand = _candidates(objects, node_types, caps, opts.features, best_ffd)
         if not cand.prep.kinds:
-            return MixPlan(
-                node_types,
-                {t.name: 0 for t in node_types},
-                Fraction(0),
-                "OPTIMAL",
-                Fraction(0),
-                True,
-                "",
-                len(cand.real),
-                0,
-                True,
-                caps,
-                ffd,
-                [],
-                cand.blocked,
-                stats,
-            )
+            nothing = _CostPhase({t.name: 0 for t in node_types}, Fraction(0), 0, "OPTIMAL", Fraction(0), [], [], True)
+            return _mix_plan(node_types, nothing, len(cand.real), True, caps, ffd, cand.blocked, stats)
         model = _mix_model(cand, node_types, caps, best_ffd, stats, _round, t1)
         warm = _warm_start(model, cand, best_ffd, opts.time_limit, stats)
         try:
@@ -557,6 +542,23 @@ def _mix_by_model(
     stats.one_fewer_s = round(time.perf_counter() - t5, 3)
     stats.status = answer.status_name
     stats.solve_s = round(time.perf_counter() - t0, 3)
+    return _mix_plan(
+        node_types, answer, len(cand.real), pods_phase.placed_proven, caps, ffd, cand.blocked, stats, checks
+    )
+
+
+def _mix_plan(
+    node_types: list[NodeType],
+    answer: _CostPhase,
+    pods: int,
+    placed_proven: bool,
+    candidates: dict[str, int],
+    ffd: list[FfdEstimate],
+    blocked: dict[str, str],
+    stats: PlanStats,
+    one_fewer: list[OneFewer] | None = None,
+) -> MixPlan:
+    """The plan of a cost phase's answer (the model's, or the columns')."""
     return MixPlan(
         node_types,
         answer.mix,
@@ -565,13 +567,13 @@ def _mix_by_model(
         answer.bound,
         answer.proven_minimal,
         "; ".join(answer.reasons),
-        len(cand.real),
+        pods,
         answer.placed,
-        pods_phase.placed_proven,
-        caps,
+        placed_proven,
+        candidates,
         ffd,
-        checks,
-        cand.blocked,
+        one_fewer or [],
+        blocked,
         stats,
     )
 
@@ -687,23 +689,7 @@ def _plan_by_columns(
             )
     answer = _columns_answer(sol, best_ffd, real, cand.prep, node_types, stats)
     stats.status = answer.status_name
-    return MixPlan(
-        node_types,
-        answer.mix,
-        answer.cost,
-        answer.status_name,
-        answer.bound,
-        answer.proven_minimal,
-        "; ".join(answer.reasons),
-        len(real),
-        answer.placed,
-        sol.covered,
-        {t.name: 1 for t in node_types},
-        ffd,
-        [],
-        blocked,
-        stats,
-    )
+    return _mix_plan(node_types, answer, len(real), sol.covered, {t.name: 1 for t in node_types}, ffd, blocked, stats)
 
 
 def _one_copy_each(objects, node_types: list[NodeType], features, stats: PlanStats) -> _Candidates | None:
