@@ -158,7 +158,10 @@ def print_baselines(p, objs, types) -> list:
     for b in done:
         if b.placed < b.pods:
             why = Counter(b.not_placed.values()).most_common(3)
-            print(f"{b.name} leaves {b.pods - b.placed} of {b.pods} pods pending: " + "; ".join(f"{n} x {w}" for w, n in why))
+            print(
+                f"{b.name} leaves {b.pods - b.placed} of {b.pods} pods pending: "
+                + "; ".join(f"{n} x {w}" for w, n in why)
+            )
         for note in b.notes:
             print(f"{b.name}: {note}")
     print(
