@@ -17,8 +17,10 @@ ratio cp-sat/reference is computed from medians measured in this same run.
 With --oracle: draopt against Kubernetes' own allocator (the Go oracle of draopt.crosscheck, for
 --minor) on the crosscheck's generated scenarios (draopt.testing.crosscheck_scenarios.synth_scenarios),
 both timed the same way: the allocate call alone (Kubernetes: allocator construction + Allocate;
-draopt: draopt.allocation.allocate.allocate; the objects are read before), (a) cold: the first
-call in a fresh process per case, (b) warm: the median of --runs calls in one process per case.
+draopt: draopt.allocation.allocate.allocate; the objects are read before, and each side's CEL
+environment is built before its timer), (a) cold: the first call in a fresh process per case,
+(b) warm: the median of --runs calls in one process per case (each side keeps what it keeps
+between calls: Kubernetes its CEL cache, draopt what draopt.allocation.reuse holds).
 Prints the median and p90 of the per-case ratio draopt/Kubernetes and the targets (median <= 0.5,
 p90 <= 1.0) met or not; the process wall times of the cold runs are printed beside.
 

@@ -23,6 +23,7 @@ from draopt.kube.models import AllocationResult, Node, ObjectMeta, ResourceClaim
 from draopt.dra.problem import claim_key, prepare
 from draopt.dra.reference import quick_first_fit
 from draopt.model.single_node import solve_problem
+from draopt.allocation.reuse import CALL_REUSE
 
 POLICIES = ("first-fit", "first-fit-documented", "optimal")
 MAX_PROBED = 16  # pending claims tried one by one to name the failing ones
@@ -174,12 +175,22 @@ def allocate(
     """Allocate the claims together on the node (or on the first node, by name, where they fit).
 
     A DraoptError raised here carries the timings an outcome has (`allocate_ms` included) in
-    its `stats` attribute, so errors are timed like allocations (the CLI's --stats)."""
+    its `stats` attribute, so errors are timed like allocations (the CLI's --stats).
+
+    What the call builds before its search (claims selected, inventories, prepared problems) is
+    kept for the next call on the same objects (draopt.allocation.reuse): the objects read are
+    not to be changed in place between calls (copy them, as draopt does, to edit them)."""
     start = time.perf_counter()
     stats: dict[str, Any] = {"build_ms": 0.0, "solve_ms": 0.0, "variables": 0, "constraints": 0}
     try:
+        if policy not in POLICIES:
+            raise InputError(f"--policy: unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+        if engine not in ENGINES:
+            raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+        features = features or Features.from_gates()
+        shared = CALL_REUSE.shared_for(objects, features, policy, engine)
         return _allocate(
-            objects, node, claims, features, policy, engine, deterministic_share_ids, time_limit, stats, start, {}
+            objects, node, claims, features, policy, engine, deterministic_share_ids, time_limit, stats, start, shared
         )
     except DraoptError as e:
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
@@ -200,31 +211,31 @@ def _allocate(
     start: float,
     shared: dict,
 ) -> AllocateOutcome:
-    """`shared`: what one call's searches on the same input can reuse: each node's inventory
-    (the claims in use are the same for every search of the call), the selector results per
-    expression and device, and the notes on objects the release does not serve."""
-    if policy not in POLICIES:
-        raise InputError(f"--policy: unknown policy {policy!r} (known: {', '.join(POLICIES)})")
-    if engine not in ENGINES:
-        raise InputError(f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    """`shared`: what searches on the same input (this call's, the calls of _failing_claims,
+    later calls on the same objects: draopt.allocation.reuse) can reuse: the claims selected
+    (per list of claims and --claim names), each node's inventory (the claims in use are the
+    same for every search on a `shared`), the prepared problem per node and claims, the
+    selector results per expression and device, and the notes on objects the release does not
+    serve."""
     features = features or Features.from_gates()
-    todo, in_use = select_claims(objects, claims)
-    todo, notes = _without_refused(objects, todo, features, named=bool(claims))
+    todo, in_use, notes = _claims_to_allocate(objects, claims, features, shared)
     notes = _served_notes(objects, features, shared) + notes
     if not todo:
         return _nothing_left(objects, node, notes, stats, start)
-    classes = {c.name: c for c in objects.device_classes}
+    classes = _device_classes(objects, shared)
     cel_env = _cel_env(features)
     reasons = []
     invalid_pools = False
-    index = slices_by_node(objects.resource_slices)
-    allocated = allocated_state(in_use, features)  # the same for every node tried
+    index, allocated = _slices_and_in_use(objects, in_use, features, shared)  # the same for every node tried
     inventories = shared.setdefault("inventories", {})
     expr_cache = shared.setdefault("selector results", {})
-    for candidate in _candidate_nodes(objects, node):
-        inventory = inventories.get(candidate.name if candidate is not None else None)
+    problems = shared.setdefault("problems", {})
+    todo_key = tuple(map(id, todo))
+    for candidate in _candidates(objects, node, shared):
+        name = candidate.name if candidate is not None else None
+        inventory = inventories.get(name)
         if inventory is None:
-            inventory = build_inventory(
+            inventory = inventories[name] = build_inventory(
                 objects.resource_slices,
                 candidate,
                 in_use,
@@ -235,11 +246,11 @@ def _allocate(
                 index=index,
                 allocated=allocated,
             )
-            inventories[candidate.name if candidate is not None else None] = inventory
-        problem = prepare(todo, inventory, classes, features, cel_env, expr_cache)
+        problem = problems.get((name, todo_key))
+        if problem is None:
+            problem = problems[(name, todo_key)] = prepare(todo, inventory, classes, features, cel_env, expr_cache)
         chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
         _add_run_stats(stats, run_stats)
-        name = candidate.name if candidate is not None else None
         if chosen is None:
             invalid_pools = invalid_pools or bool(inventory.invalid_pools)
             reasons.append(_why_not_on(inventory, name))
@@ -267,6 +278,52 @@ def _allocate(
 
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
     return AllocateOutcome(node, [], None, reason_text=reason, stats=stats, notes=notes, explain_together=together)
+
+
+def _claims_to_allocate(
+    objects: ObjectSet, claims: list[str] | None, features: Features, shared: dict
+) -> tuple[list[ResourceClaim], list[ResourceClaim], list[str]]:
+    """(claims to allocate, claims in use, notes on the refused ones): select_claims, then
+    _without_refused, kept in `shared` per list of claims and --claim names (an InputError is
+    raised again by the next call: nothing is kept for it). The lists returned are not to be
+    changed."""
+    key = ("claims", tuple(map(id, objects.resource_claims)), tuple(claims) if claims else None)
+    got = shared.get(key)
+    if got is None:
+        todo, in_use = select_claims(objects, claims)
+        todo, notes = _without_refused(objects, todo, features, named=bool(claims))
+        got = shared[key] = (todo, in_use, notes)
+    return got
+
+
+def _device_classes(objects: ObjectSet, shared: dict) -> dict[str, Any]:
+    """The DeviceClasses by name (kept in `shared`)."""
+    got = shared.get("classes")
+    if got is None:
+        got = shared["classes"] = {c.name: c for c in objects.device_classes}
+    return got
+
+
+def _candidates(objects: ObjectSet, node: str | None, shared: dict) -> list[Node | None]:
+    """_candidate_nodes, kept in `shared` per --node (an InputError is raised again)."""
+    got = shared.get(("candidates", node))
+    if got is None:
+        got = shared[("candidates", node)] = _candidate_nodes(objects, node)
+    return got
+
+
+def _slices_and_in_use(
+    objects: ObjectSet, in_use: list[ResourceClaim], features: Features, shared: dict
+) -> tuple[dict[str, list[Any]], Any]:
+    """(the slices by node, the devices the claims in use hold), kept in `shared`."""
+    index = shared.get("slice index")
+    if index is None:
+        index = shared["slice index"] = slices_by_node(objects.resource_slices)
+    key = ("allocated", tuple(map(id, in_use)))
+    allocated = shared.get(key)
+    if allocated is None:
+        allocated = shared[key] = allocated_state(in_use, features)
+    return index, allocated
 
 
 def _served_notes(objects: ObjectSet, features: Features, shared: dict) -> list[str]:

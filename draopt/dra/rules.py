@@ -130,7 +130,13 @@ def fits_capacity(
     allocating: dict[str, Fraction] | None,
 ) -> bool:
     for name, cap in capacity.items():
-        total = consumed[name].value + (already or {}).get(name, 0) + (allocating or {}).get(name, 0)
+        total = consumed[name].value
+        # (what nothing holds adds nothing: adding 0 to a Fraction makes a new one, on every
+        # device the search tries)
+        if already and name in already:
+            total = total + already[name]
+        if allocating and name in allocating:
+            total = total + allocating[name]
         if total > q(cap.value).value:
             return False
     return True
