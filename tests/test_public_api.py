@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import draopt
+import draopt.public
 from draopt.allocation import allocate as api
 from draopt.studies import trace
 from draopt.errors import InputError
