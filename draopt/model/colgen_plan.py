@@ -32,6 +32,7 @@ from ortools.sat.python import cp_model
 
 from draopt import interrupt
 from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes, solve_master
+from draopt.model.colgen_dive import dive
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stats import ColgenStats
 from draopt.model.colgen_substitution import realize, substitutions
@@ -41,6 +42,7 @@ from draopt.model.placement import one_node_model
 
 LP_SHARE = 0.7  # of the time given, for the generation (the rest: integer counts)
 SMOOTHING = 0.5  # Wentges: weight of the best bound's duals in the prices priced
+GREEDY_COLUMNS = 4  # per class and prices, from the greedy pricing's orders
 LP_TOLERANCE = 1e-4  # relative gap between the bound and the LP at which the generation stops
 
 
@@ -165,6 +167,8 @@ class _PlanGeneration:
     cap: float = PRICE_FIRST_SECONDS  # per pricing solve
     center: dict[int, float] | None = None  # Wentges smoothing, as in colgen.py
     alpha: float = SMOOTHING
+    greedy: bool = True  # rounds start with the greedy pricing; the exact one when it finds nothing
+    greedy_rounds: int = 0
 
 
 @dataclass
@@ -276,6 +280,12 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
 
         return negative
 
+    if gen.greedy:
+        found = _greedy_columns(part, (pi, pi_lp), wanted)
+        if found:
+            gen.greedy_rounds += 1
+            part.stats["colgen_greedy_columns"] = part.stats.get("colgen_greedy_columns", 0) + found
+            return True
     priced = price_classes(
         classes,
         part.fast,
@@ -309,6 +319,23 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
     return _next_round(gen, added, a, exact, incomplete)
 
 
+def _greedy_columns(part: _PlanPart, prices: tuple[dict[int, float], ...], wanted) -> int:
+    """Columns of negative reduced cost (`wanted(j)(counts)`) from the greedy fill of every class
+    that has the compact model (DevicePricing.greedy) at each of `prices`: added unchecked (the one
+    model checks those the integer counts use, as the warm start's), the number added."""
+    added = 0
+    for j, f in enumerate(part.fast):
+        if f is None:
+            continue
+        kinds = part.classes[j].kinds
+        negative = wanted(j)
+        for pi in prices:
+            for counts in f.greedy({ki: pi.get(ki, 0.0) for ki in kinds}, part.demand)[:GREEDY_COLUMNS]:
+                if negative(counts):
+                    added += part.add(j, counts, None)
+    return added
+
+
 def _next_round(gen: _PlanGeneration, added: int, smoothed: float, exact: bool, incomplete: bool) -> bool:
     """After a complete round: True for another one, False when the generation ends."""
     if added:
@@ -338,6 +365,10 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
     banned: set[int] = set()
     use_subs = part.subs
     for _ in range(4):
+        left = deadline - time.perf_counter()
+        start = dive(
+            part.classes, part.free_nodes, part.class_cost, part.demand, columns, banned, use_subs, deadline - left / 2
+        )
         got = _integer_cover(
             part.classes,
             part.free_nodes,
@@ -349,7 +380,10 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
             part.warm_copy,
             time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * 0.8),
             use_subs,
+            start,
         )
+        if start is not None and (got is None or _cost(ints, columns, got[1]) > _cost(ints, columns, start[1])):
+            got = start[0], start[1], "DIVE", start[2]  # the LP's rounding is cheaper than CP-SAT's answer in time
         if got is None:
             break
         part_counts.free_counts, part_counts.copy_counts, part_counts.status, moves = got
@@ -427,6 +461,7 @@ def _solution(part: _PlanPart, gen: _PlanGeneration, counts: _CoverCounts, t0: f
     )
     stats: ColgenStats = {
         "colgen_rounds": gen.rounds,
+        "colgen_greedy_rounds": gen.greedy_rounds,
         "colgen_columns": len(columns),
         "colgen_classes": len(part.classes),
         "colgen_kinds": len(part.demand),  # pending pods that have a node, grouped into kinds
@@ -561,7 +596,14 @@ class _CoverMaster:
         return self.objective.Value(), pi, sigma
 
 
-def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free, warm_copy, hard_stop, subs=()):
+def _cost(ints, columns, copy_counts) -> int:
+    """The integer counts' cost (in `ints`, the classes' costs scaled to integers)."""
+    return sum(ints[c.cls] * n for c, n in zip(columns, copy_counts) if n)
+
+
+def _integer_cover(
+    classes, free_nodes, ints, demand, columns, banned, warm_free, warm_copy, hard_stop, subs=(), start=None
+):
     """Free nodes and copies per column (CP-SAT): every kind covered, the least cost; with
     `subs`, pods of kind b may take places of kind a (pair (a, b)): how many, per pair."""
     m = cp_model.CpModel()
@@ -587,7 +629,7 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
         zs.append(z)
         by_kind[a].append(-z)
         by_kind[b].append(z)
-        m.add_hint(z, 0)
+        m.add_hint(z, start[2].get((a, b), 0) if start is not None else 0)
     for ki, d in demand.items():
         if not by_kind[ki]:
             return None
@@ -595,8 +637,13 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
     cost = sum(ints[c.cls] * y for c, y in zip(columns, ys))
     # Without a warm start (plan's columns), a greedy cover as the hint: CP-SAT starts from a
     # solution, so a short time still gives one (all-zero hints left it none on a loaded machine).
-    greedy = _greedy_cover(classes, demand, columns, banned, ints) if not (warm_free or warm_copy) else {}
+    # `start` (the LP's rounding, colgen_dive.py) is the better hint when there is one.
+    greedy = _greedy_cover(classes, demand, columns, banned, ints) if not (warm_free or warm_copy or start) else {}
     for i, c in enumerate(columns):
+        if start is not None:
+            m.add_hint(xs[i], start[0][i])
+            m.add_hint(ys[i], start[1][i])
+            continue
         m.add_hint(xs[i], min(free_nodes[c.cls], warm_free.get((c.cls, c.counts), 0)))
         m.add_hint(ys[i], warm_copy.get((c.cls, c.counts), 0) or greedy.get(i, 0))
     m.minimize(cost)
