@@ -40,7 +40,7 @@ from draopt.model.encodings.base import scale_to_int
 from draopt.model.patterns import NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 
-LP_SHARE = 0.7  # of the time given, for the generation (the rest: integer counts)
+LP_SHARE = 0.85  # of the time given, for the generation (the rest: the LP's rounding and integer counts)
 SMOOTHING = 0.5  # Wentges: weight of the best bound's duals in the prices priced
 GREEDY_COLUMNS = 4  # per class and prices, from the greedy pricing's orders
 LP_TOLERANCE = 1e-4  # relative gap between the bound and the LP at which the generation stops
@@ -139,6 +139,8 @@ class _PlanPart:
     fast: list[DevicePricing | None]  # per class, the compact pricing (None: the one model prices)
     stats: ColgenStats
     subs: list[tuple[int, int]]  # (a, b): b's pods may take a's places
+    # per class, the class that prices for it (itself, or a cheaper one that holds all it holds)
+    priced_by: list[int] = field(default_factory=list)
     columns: list[PlanColumn] = field(default_factory=list)
     seen: set[tuple] = field(default_factory=set)  # (class, counts) of every column
     warm_free: Counter = field(default_factory=Counter)  # (class, counts) -> the warm start's free nodes
@@ -201,7 +203,32 @@ def _start(prep, cluster, workload, book, kind_ids, node_names, type_of, cost_of
     subs = [(a, b) for a, b in substitutions(classes, fast) if a in demand and b in demand]
     fast_stats["colgen_substitutions"] = len(subs)
     cost_f = [float(c) if c is not None else None for c in class_cost]
-    return _PlanPart(classes, kinds, free_nodes, class_type, class_cost, cost_f, demand, ones, fast, fast_stats, subs)
+    part = _PlanPart(classes, kinds, free_nodes, class_type, class_cost, cost_f, demand, ones, fast, fast_stats, subs)
+    part.priced_by = priced_by(fast, class_cost)
+    fast_stats["colgen_dominated_classes"] = sum(1 for j, r in enumerate(part.priced_by) if r != j)
+    return part
+
+
+def priced_by(fast: list[DevicePricing | None], cost: list[Fraction | None]) -> list[int]:
+    """Per class, the class that prices for it: a class with the compact model is dominated by
+    one no dearer (ties: the first) whose node holds every configuration of its own (the same
+    kinds taken the same way, at least its free resources and devices of the same capacity,
+    DevicePricing.holds); its best reduced value is never above the dominating class's, so the
+    generation prices the dominating class only and the Farley bound reads its value for both
+    (valid; at most the free nodes' worth weaker). Undominated classes price for themselves."""
+    out = list(range(len(fast)))
+    for j, f in enumerate(fast):
+        if f is None or cost[j] is None:
+            continue
+        for k, g in enumerate(fast):
+            if k == j or g is None or cost[k] is None or (cost[k], k) >= (cost[j], j):
+                continue
+            if g.holds(f) and (out[j] == j or (cost[k], k) < (cost[out[j]], out[j])):
+                out[j] = k
+    for j in range(len(out)):  # to the root: dominance is transitive, so the root dominates j
+        while out[out[j]] != out[j]:
+            out[j] = out[out[j]]
+    return out
 
 
 def _add_warm(part: _PlanPart, warm: dict[str, str | None], type_of: dict[str, str], alias) -> None:
@@ -227,7 +254,8 @@ def _add_warm(part: _PlanPart, warm: dict[str, str | None], type_of: dict[str, s
 
 def _add_alone(part: _PlanPart, deadline: float) -> None:
     """A column for every kind (its most pods alone on the first class that can buy more of
-    them, or else any class): the covering master and the integer counts need one each."""
+    them, or else any class): the covering master and the integer counts need one each. With the
+    compact model, the greedy fill gives it (exact for one kind); else the one model."""
     classes, class_cost = part.classes, part.class_cost
     has = {ki for (j, counts) in part.seen for ki, n in zip(classes[j].kinds, counts) if n}
     for ki in part.demand:
@@ -236,6 +264,14 @@ def _add_alone(part: _PlanPart, deadline: float) -> None:
         for j in sorted(
             (j for j, nc in enumerate(classes) if ki in nc.kinds), key=lambda j: (class_cost[j] is None, j)
         ):
+            f = part.fast[j]
+            if f is not None:
+                # One kind alone: the greedy fill is exact (as many as the resources and devices
+                # hold). Unchecked, as the greedy rounds' columns.
+                most = f.greedy({ki: 1.0}, {ki: part.demand[ki]})
+                if most and part.add(j, most[0], None):
+                    break
+                continue
             alone = _alone(part.fast[j], part.ones[j], classes[j], ki, part.demand[ki], part.stats)
             if alone is not None and part.add(j, alone.counts, alone):
                 break
@@ -263,7 +299,7 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
     center = gen.center
     a = gen.alpha if center is not None else 0.0
     pi = pi_lp if not a or center is None else {k: a * center[k] + (1 - a) * pi_lp[k] for k in pi_lp}
-    best: list[float] = []
+    best: dict[int, float] = {}
     exact, added, incomplete = True, 0, False
     limits = []
     for j in range(len(classes)):
@@ -286,17 +322,23 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
             gen.greedy_rounds += 1
             part.stats["colgen_greedy_columns"] = part.stats.get("colgen_greedy_columns", 0) + found
             return True
-    priced = price_classes(
-        classes,
-        part.fast,
-        part.ones,
-        lambda j: {ki: pi.get(ki, 0.0) for ki in classes[j].kinds},
-        wanted,
+    roots = [j for j, r in enumerate(part.priced_by) if r == j]
+    fast = [part.fast[j] for j in roots]
+    got_roots = price_classes(
+        [classes[j] for j in roots],
+        fast,
+        [part.ones[j] for j in roots],
+        lambda i: {ki: pi.get(ki, 0.0) for ki in classes[roots[i]].kinds},
+        lambda i: wanted(roots[i]),
         gen.cap,
         gen.stop,
         part.stats,
     )
-    for j, got in enumerate(priced):
+    for j, f in zip(roots, fast):
+        part.fast[j] = f  # None where the one model disagreed with the compact one
+    priced = dict(zip(roots, got_roots))
+    for j in roots:
+        got = priced[j]
         if got == "late":
             gen.stopped = "the time limit ran out during the column generation"
             return False
@@ -304,16 +346,17 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
             # Nothing in time on this class: no bound this round, the other classes
             # still give columns.
             exact, incomplete = False, True
-            best.append(math.inf)
+            best[j] = math.inf
             continue
         confs, upper, proven = got
         exact = exact and proven
-        best.append(max(0.0, upper))
+        best[j] = max(0.0, upper)
         check = wanted(j)
         for conf in confs if isinstance(confs, list) else [confs]:
             if conf is not None and check(conf.counts):
                 added += part.add(j, conf.counts, conf)
-    farley = 0.0 if incomplete else _farley(pi, part.demand, best, part.cost_f, part.free_nodes)
+    best = {j: best[part.priced_by[j]] for j in range(len(classes))}  # a dominated class: its root's
+    farley = 0.0 if incomplete else _farley(pi, part.demand, list(best.values()), part.cost_f, part.free_nodes)
     if farley > gen.bound or (gen.center is None and not incomplete):
         gen.bound, gen.center = max(gen.bound, farley), pi
     return _next_round(gen, added, a, exact, incomplete)
@@ -325,7 +368,7 @@ def _greedy_columns(part: _PlanPart, prices: tuple[dict[int, float], ...], wante
     model checks those the integer counts use, as the warm start's), the number added."""
     added = 0
     for j, f in enumerate(part.fast):
-        if f is None:
+        if f is None or part.priced_by[j] != j:
             continue
         kinds = part.classes[j].kinds
         negative = wanted(j)

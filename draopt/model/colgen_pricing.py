@@ -218,6 +218,26 @@ class DevicePricing:
         others = [c for c in reversed(found.seen) if c != counts]
         return counts, upper, status == cp_model.OPTIMAL, others
 
+    def holds(self, other: DevicePricing) -> bool:
+        """Every configuration `other`'s model accepts, this one accepts (its node is at least as
+        large in every resource and device, and takes every kind of `other` the same way)."""
+        if self.capacity != other.capacity or self.devices < other.devices or set(self.free) != set(other.free):
+            return False
+        if any(self.free[r] < other.free[r] for r in other.free):
+            return False
+        index = {ki: i for i, ki in enumerate(self.kinds)}
+        for i, ki in enumerate(other.kinds):
+            if other.ub[i] == 0:
+                continue
+            k = index.get(ki)
+            if (
+                k is None
+                or self.ub[k] < other.ub[i]
+                or (self.whole[k], self.share[k]) != (other.whole[i], other.share[i])
+            ):
+                return False
+        return True
+
     # ------------------------------------------------------------------ greedy pricing
     def greedy(self, reduced: dict[int, float], most: dict[int, int]) -> list[tuple[int, ...]]:
         """Configurations the compact model accepts, filled greedily under `reduced` values per pod

@@ -33,6 +33,7 @@ class ColgenStats(TypedDict, total=False):
     colgen_warm_kept: str  # placement only: why the warm start's placement is kept
     colgen_fast_classes: int  # classes priced by the compact model (colgen_pricing.py)
     colgen_fast_not_used: str  # placement only: why the first class without the compact model lacks it
+    colgen_dominated_classes: int  # plan only: classes priced by a cheaper class that holds all they hold
     colgen_fast_checked: int  # compact pricing's columns checked by the one model
     colgen_fast_disagreed: int  # of those, rejected by the one model (the class then priced by it)
     colgen_fast_undecided: int  # of those, not decided in time (not used)
