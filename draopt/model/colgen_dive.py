@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ortools.linear_solver import pywraplp
@@ -22,13 +23,20 @@ from ortools.linear_solver import pywraplp
 MAX_DIVES = 2000  # LP solves at most
 
 
-def dive(
-    classes, free_nodes, cost, demand, columns, banned, subs, deadline: float
-) -> tuple[list[int], list[int], dict[tuple[int, int], int]] | None:
-    """(free nodes, copies) per column covering every kind's `demand`, and the pods moved per
-    substitution (a, b) of `subs`; or None (no cover over the columns, or `deadline`
-    (perf_counter) passed). `cost`: per class, a copy's cost (None: no copies); `banned`:
-    columns not to use."""
+@dataclass
+class Dive:
+    free: list[int]  # free nodes per column
+    copy: list[int]  # copies per column
+    moves: dict[tuple[int, int], int]  # pods moved per substitution (a, b)
+    floor_free: list[int]  # the first LP's whole part (the integer counts keep at least it)
+    floor_copy: list[int]
+
+
+def dive(classes, free_nodes, cost, demand, columns, banned, subs, deadline: float) -> Dive | None:
+    """Free nodes and copies per column covering every kind's `demand`, the pods moved per
+    substitution (a, b) of `subs`, and the first LP's whole part; or None (no cover over the
+    columns, or `deadline` (perf_counter) passed). `cost`: per class, a copy's cost (None: no
+    copies); `banned`: columns not to use."""
     lp = pywraplp.Solver.CreateSolver("GLOP")
     inf = lp.infinity()
     kind_rows = {k: lp.Constraint(float(d), inf) for k, d in demand.items()}
@@ -63,12 +71,14 @@ def dive(
     free_counts, copy_counts = [0] * len(columns), [0] * len(columns)
     left = dict(demand)
     free_left = list(free_nodes)
+    floor: tuple[list[int], list[int]] | None = None
     for _ in range(MAX_DIVES):
         if time.perf_counter() > deadline or lp.Solve() != pywraplp.Solver.OPTIMAL:
             return None
         values = [v.solution_value() for _, _, v in variables]
         if all(x <= 1e-9 for x in values):
-            return free_counts, copy_counts, {p: round(z.solution_value()) for p, z in moved}
+            moves = {p: round(z.solution_value()) for p, z in moved}
+            return Dive(free_counts, copy_counts, moves, *(floor or (free_counts, copy_counts)))
         fixed = [(k, math.floor(x + 1e-6)) for k, x in enumerate(values) if x >= 1 - 1e-6]
         if not fixed:
             top = max(range(len(values)), key=lambda k: (values[k], -k))
@@ -89,4 +99,6 @@ def dive(
                 if c and ki in left:
                     left[ki] -= c * n
                     kind_rows[ki].SetLb(float(left[ki]))  # below 0: places other kinds may take
+        if floor is None:
+            floor = (list(free_counts), list(copy_counts))
     return None

@@ -333,6 +333,8 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
         gen.cap,
         gen.stop,
         part.stats,
+        checked=False,  # the integer counts check the columns they use (an undecided check under
+        # load made a round unproven, so the generation never converged)
     )
     for j, f in zip(roots, fast):
         part.fast[j] = f  # None where the one model disagreed with the compact one
@@ -353,8 +355,9 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
         best[j] = max(0.0, upper)
         check = wanted(j)
         for conf in confs if isinstance(confs, list) else [confs]:
-            if conf is not None and check(conf.counts):
-                added += part.add(j, conf.counts, conf)
+            counts = conf if isinstance(conf, tuple) else None if conf is None else conf.counts
+            if counts is not None and check(counts):
+                added += part.add(j, counts, None if isinstance(conf, tuple) else conf)
     best = {j: best[part.priced_by[j]] for j in range(len(classes))}  # a dominated class: its root's
     farley = 0.0 if incomplete else _farley(pi, part.demand, list(best.values()), part.cost_f, part.free_nodes)
     if farley > gen.bound or (gen.center is None and not incomplete):
@@ -425,8 +428,13 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
             use_subs,
             start,
         )
-        if start is not None and (got is None or _cost(ints, columns, got[1]) > _cost(ints, columns, start[1])):
-            got = start[0], start[1], "DIVE", start[2]  # the LP's rounding is cheaper than CP-SAT's answer in time
+        if start is not None and (got is None or _cost(ints, columns, got[1]) > _cost(ints, columns, start.copy)):
+            got = (
+                start.free,
+                start.copy,
+                "DIVE",
+                start.moves,
+            )  # the LP's rounding is cheaper than CP-SAT's answer in time
         if got is None:
             break
         part_counts.free_counts, part_counts.copy_counts, part_counts.status, moves = got
@@ -654,9 +662,13 @@ def _integer_cover(
     top = max([1] + list(demand.values()))
     for i, c in enumerate(columns):
         ok = i not in banned
-        xs.append(m.new_int_var(0, free_nodes[c.cls] if ok else 0, f"x{i}"))
         has_copy = ints[c.cls] > 0 or False
-        ys.append(m.new_int_var(0, top if ok and has_copy else 0, f"y{i}"))
+        hi_x, hi_y = free_nodes[c.cls] if ok else 0, top if ok and has_copy else 0
+        # With the LP's rounding, its first LP's whole part is kept (relax and fix): CP-SAT
+        # decides the fractional rest, a small problem, where the whole one is too large.
+        lo_x, lo_y = (min(start.floor_free[i], hi_x), min(start.floor_copy[i], hi_y)) if start else (0, 0)
+        xs.append(m.new_int_var(lo_x, hi_x, f"x{i}"))
+        ys.append(m.new_int_var(lo_y, hi_y, f"y{i}"))
     for j, n in enumerate(free_nodes):
         vs = [x for c, x in zip(columns, xs) if c.cls == j]
         if vs:
@@ -672,7 +684,7 @@ def _integer_cover(
         zs.append(z)
         by_kind[a].append(-z)
         by_kind[b].append(z)
-        m.add_hint(z, start[2].get((a, b), 0) if start is not None else 0)
+        m.add_hint(z, start.moves.get((a, b), 0) if start is not None else 0)
     for ki, d in demand.items():
         if not by_kind[ki]:
             return None
@@ -684,8 +696,8 @@ def _integer_cover(
     greedy = _greedy_cover(classes, demand, columns, banned, ints) if not (warm_free or warm_copy or start) else {}
     for i, c in enumerate(columns):
         if start is not None:
-            m.add_hint(xs[i], start[0][i])
-            m.add_hint(ys[i], start[1][i])
+            m.add_hint(xs[i], start.free[i])
+            m.add_hint(ys[i], start.copy[i])
             continue
         m.add_hint(xs[i], min(free_nodes[c.cls], warm_free.get((c.cls, c.counts), 0)))
         m.add_hint(ys[i], warm_copy.get((c.cls, c.counts), 0) or greedy.get(i, 0))
