@@ -7,13 +7,18 @@ free and limited (its real nodes), copies of a node type cost the type's cost an
 
 * master (LP, GLOP): minimise the copies' cost s.t. every pod of every kind that has a node
   is placed (sum of configurations >= its pods) and the free nodes of a class are not overused;
-* pricing: the compact model of colgen_pricing.py where the class has its structure (each column
-  it returns checked by the one model), the one model otherwise, maximising sum_k pi_k n_k;
+* pricing: the compact model of colgen_pricing.py where the class has its structure (its columns
+  enter unchecked; the one model checks those the integer counts use), the one model otherwise,
+  maximising sum_k pi_k n_k; a round first tries the compact model's greedy fill (cheap, no
+  bound) and prices exactly only when it finds no column; a class whose node holds no more than
+  a no dearer class's is priced by that class (`priced_by`);
 * bound (Farley): with pi scaled by theta = min over copied classes of cost / best value
   (<= 1, so that no copy has a negative reduced cost), theta * (sum_k pi_k pods_k - sum over
   free classes of nodes * best value) is a lower bound of every mix's cost, at any round;
-* integer: CP-SAT over configuration counts, hinted with (and never above) the warm start (the
-  first-fit-decreasing estimate's own nodes, whose contents are columns from the start).
+* integer: the covering LP rounded by diving (colgen_dive.py), then CP-SAT over configuration
+  counts kept at or above the first LP's whole part and hinted with the dive (or with the warm
+  start, the first-fit-decreasing estimate's own nodes, whose contents are columns from the
+  start); the dive is kept when CP-SAT finds nothing cheaper.
 
 `invert` gives per class and column how many free nodes and how many copies take it.
 """
