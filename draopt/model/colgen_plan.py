@@ -37,7 +37,7 @@ from ortools.sat.python import cp_model
 
 from draopt import interrupt
 from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes, solve_master
-from draopt.model.colgen_dive import dive
+from draopt.model.colgen_dive import Dive, dive
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stats import ColgenStats
 from draopt.model.colgen_substitution import realize, substitutions
@@ -376,7 +376,9 @@ def _greedy_columns(part: _PlanPart, prices: tuple[dict[int, float], ...], wante
     model checks those the integer counts use, as the warm start's), the number added."""
     added = 0
     for j, f in enumerate(part.fast):
-        if f is None or part.priced_by[j] != j:
+        # Dominated classes too: no copy of theirs is worth buying once their dominating class
+        # prices out, but their free nodes are still worth filling (the exact rounds skip them).
+        if f is None:
             continue
         kinds = part.classes[j].kinds
         negative = wanted(j)
@@ -420,26 +422,23 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
         start = dive(
             part.classes, part.free_nodes, part.class_cost, part.demand, columns, banned, use_subs, deadline - left / 2
         )
-        got = _integer_cover(
-            part.classes,
-            part.free_nodes,
-            ints,
-            part.demand,
-            columns,
-            banned,
-            part.warm_free,
-            part.warm_copy,
-            time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * 0.8),
-            use_subs,
-            start,
-        )
+        args = (part.classes, part.free_nodes, ints, part.demand, columns, banned, part.warm_free, part.warm_copy)
+        # With the dive: CP-SAT with the first LP's whole part kept first (relax and fix: a small
+        # problem, where all the counts of the 40 scale types are too many for it in the time),
+        # then over all the counts hinted with the better of that and the dive (it may leave
+        # the LP's whole part: on openb's 15 types it proves the optimum).
+        got = None
+        if start is not None:
+            got = _integer_cover(*args, _stop_at(deadline, 0.3), use_subs, start, keep_floor=True)
+            if got is not None:
+                got = got[0], got[1], "FIXED_" + got[2], got[3]  # optimal for the fixed part only
+                if _cost(ints, columns, got[1]) < _cost(ints, columns, start.copy):
+                    start = Dive(got[0], got[1], got[3], start.floor_free, start.floor_copy)
+        whole = _integer_cover(*args, _stop_at(deadline, 0.8), use_subs, start)
+        if whole is not None and (got is None or _cost(ints, columns, whole[1]) <= _cost(ints, columns, got[1])):
+            got = whole
         if start is not None and (got is None or _cost(ints, columns, got[1]) > _cost(ints, columns, start.copy)):
-            got = (
-                start.free,
-                start.copy,
-                "DIVE",
-                start.moves,
-            )  # the LP's rounding is cheaper than CP-SAT's answer in time
+            got = start.free, start.copy, "DIVE", start.moves  # the LP's rounding is cheaper
         if got is None:
             break
         part_counts.free_counts, part_counts.copy_counts, part_counts.status, moves = got
@@ -652,13 +651,29 @@ class _CoverMaster:
         return self.objective.Value(), pi, sigma
 
 
+def _stop_at(deadline: float, share: float) -> float:
+    """`share` of the time left before `deadline` (perf_counter), from now."""
+    return time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * share)
+
+
 def _cost(ints, columns, copy_counts) -> int:
     """The integer counts' cost (in `ints`, the classes' costs scaled to integers)."""
     return sum(ints[c.cls] * n for c, n in zip(columns, copy_counts) if n)
 
 
 def _integer_cover(
-    classes, free_nodes, ints, demand, columns, banned, warm_free, warm_copy, hard_stop, subs=(), start=None
+    classes,
+    free_nodes,
+    ints,
+    demand,
+    columns,
+    banned,
+    warm_free,
+    warm_copy,
+    hard_stop,
+    subs=(),
+    start=None,
+    keep_floor=False,
 ):
     """Free nodes and copies per column (CP-SAT): every kind covered, the least cost; with
     `subs`, pods of kind b may take places of kind a (pair (a, b)): how many, per pair."""
@@ -669,9 +684,9 @@ def _integer_cover(
         ok = i not in banned
         has_copy = ints[c.cls] > 0 or False
         hi_x, hi_y = free_nodes[c.cls] if ok else 0, top if ok and has_copy else 0
-        # With the LP's rounding, its first LP's whole part is kept (relax and fix): CP-SAT
+        # `keep_floor`: the dive's first LP's whole part is kept (relax and fix): CP-SAT
         # decides the fractional rest, a small problem, where the whole one is too large.
-        lo_x, lo_y = (min(start.floor_free[i], hi_x), min(start.floor_copy[i], hi_y)) if start else (0, 0)
+        lo_x, lo_y = (min(start.floor_free[i], hi_x), min(start.floor_copy[i], hi_y)) if keep_floor else (0, 0)
         xs.append(m.new_int_var(lo_x, hi_x, f"x{i}"))
         ys.append(m.new_int_var(lo_y, hi_y, f"y{i}"))
     for j, n in enumerate(free_nodes):
