@@ -45,7 +45,7 @@ from draopt.model.encodings.base import scale_to_int
 from draopt.model.patterns import NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 
-LP_SHARE = 0.85  # of the time given, for the generation (the rest: the LP's rounding and integer counts)
+LP_SHARE = 0.7  # of the time given, for the generation (the rest: the LP's rounding, the integer counts and the one model's checks of the columns they use)
 SMOOTHING = 0.5  # Wentges: weight of the best bound's duals in the prices priced
 GREEDY_COLUMNS = 4  # per class and prices, from the greedy pricing's orders
 LP_TOLERANCE = 1e-4  # relative gap between the bound and the LP at which the generation stops
@@ -429,12 +429,12 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
         # the LP's whole part: on openb's 15 types it proves the optimum).
         got = None
         if start is not None:
-            got = _integer_cover(*args, _stop_at(deadline, 0.3), use_subs, start, keep_floor=True)
+            got = _integer_cover(*args, _stop_at(deadline, 0.25), use_subs, start, keep_floor=True)
             if got is not None:
                 got = got[0], got[1], "FIXED_" + got[2], got[3]  # optimal for the fixed part only
                 if _cost(ints, columns, got[1]) < _cost(ints, columns, start.copy):
                     start = Dive(got[0], got[1], got[3], start.floor_free, start.floor_copy)
-        whole = _integer_cover(*args, _stop_at(deadline, 0.8), use_subs, start)
+        whole = _integer_cover(*args, _stop_at(deadline, 0.6), use_subs, start)
         if whole is not None and (got is None or _cost(ints, columns, whole[1]) <= _cost(ints, columns, got[1])):
             got = whole
         if start is not None and (got is None or _cost(ints, columns, got[1]) > _cost(ints, columns, start.copy)):
