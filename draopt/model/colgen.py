@@ -673,12 +673,15 @@ class _Master:
         return [x.solution_value() for x in self.vars]
 
 
-def price_classes(classes, fast, ones, reduced_of, wanted_of, cap: float, stop: float, stats: ColgenStats) -> list:
+def price_classes(
+    classes, fast, ones, reduced_of, wanted_of, cap: float, stop: float, stats: ColgenStats, checked: bool = True
+) -> list:
     """Price every class under its `reduced_of(j)` values, PRICING_THREADS classes at once: the
     compact pricing where the class has it (a column the one model rejects drops it for the
     class, `fast[j] = None`), else the one model. Per class, in class order: (configurations,
     proven upper bound, proven), None when nothing was found in time, or "late" when `stop`
-    (perf_counter) passed before the class was priced."""
+    (perf_counter) passed before the class was priced. `checked=False`: the compact pricing's
+    columns come as counts, not checked by the one model (the caller checks those it uses)."""
 
     def one_class(j: int):
         left = stop - time.perf_counter()
@@ -686,6 +689,8 @@ def price_classes(classes, fast, ones, reduced_of, wanted_of, cap: float, stop: 
             return "late", {}, False
         own: PricingCounts = {"colgen_fast_checked": 0}
         got, dropped = None, False
+        if fast[j] is not None and not checked:
+            return _price_fast_counts(fast[j], reduced_of(j), min(cap, left), wanted_of(j)), own, False
         if fast[j] is not None:
             got = _price_fast(fast[j], ones[j], reduced_of(j), min(cap, left), own, wanted_of(j))
             if got == "disagree":
@@ -769,6 +774,16 @@ def _price_fast(
             continue
         confs.append(conf)
     return confs, upper, proven
+
+
+def _price_fast_counts(fast: DevicePricing, reduced: dict[int, float], seconds: float, wanted):
+    """The compact pricing's best configurations the master lacks (`wanted`), as counts, with its
+    proven upper bound and whether it is proven; None if nothing was found in time."""
+    got = fast.price(reduced, seconds)
+    if got is None:
+        return None
+    counts, upper, proven, others = got
+    return [c for c in [counts] + others if wanted(c)][:FAST_COLUMNS], upper, proven
 
 
 class _CheckedColumn(Protocol):

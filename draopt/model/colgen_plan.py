@@ -7,13 +7,18 @@ free and limited (its real nodes), copies of a node type cost the type's cost an
 
 * master (LP, GLOP): minimise the copies' cost s.t. every pod of every kind that has a node
   is placed (sum of configurations >= its pods) and the free nodes of a class are not overused;
-* pricing: the compact model of colgen_pricing.py where the class has its structure (each column
-  it returns checked by the one model), the one model otherwise, maximising sum_k pi_k n_k;
+* pricing: the compact model of colgen_pricing.py where the class has its structure (its columns
+  enter unchecked; the one model checks those the integer counts use), the one model otherwise,
+  maximising sum_k pi_k n_k; a round first tries the compact model's greedy fill (cheap, no
+  bound) and prices exactly only when it finds no column; a class whose node holds no more than
+  a no dearer class's is priced by that class (`priced_by`);
 * bound (Farley): with pi scaled by theta = min over copied classes of cost / best value
   (<= 1, so that no copy has a negative reduced cost), theta * (sum_k pi_k pods_k - sum over
   free classes of nodes * best value) is a lower bound of every mix's cost, at any round;
-* integer: CP-SAT over configuration counts, hinted with (and never above) the warm start (the
-  first-fit-decreasing estimate's own nodes, whose contents are columns from the start).
+* integer: the covering LP rounded by diving (colgen_dive.py), then CP-SAT over configuration
+  counts kept at or above the first LP's whole part and hinted with the dive (or with the warm
+  start, the first-fit-decreasing estimate's own nodes, whose contents are columns from the
+  start); the dive is kept when CP-SAT finds nothing cheaper.
 
 `invert` gives per class and column how many free nodes and how many copies take it.
 """
@@ -32,6 +37,7 @@ from ortools.sat.python import cp_model
 
 from draopt import interrupt
 from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes, solve_master
+from draopt.model.colgen_dive import Dive, dive
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stats import ColgenStats
 from draopt.model.colgen_substitution import realize, substitutions
@@ -39,8 +45,9 @@ from draopt.model.encodings.base import scale_to_int
 from draopt.model.patterns import NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 
-LP_SHARE = 0.7  # of the time given, for the generation (the rest: integer counts)
+LP_SHARE = 0.7  # of the time given, for the generation (the rest: the LP's rounding, the integer counts and the one model's checks of the columns they use)
 SMOOTHING = 0.5  # Wentges: weight of the best bound's duals in the prices priced
+GREEDY_COLUMNS = 4  # per class and prices, from the greedy pricing's orders
 LP_TOLERANCE = 1e-4  # relative gap between the bound and the LP at which the generation stops
 
 
@@ -137,6 +144,8 @@ class _PlanPart:
     fast: list[DevicePricing | None]  # per class, the compact pricing (None: the one model prices)
     stats: ColgenStats
     subs: list[tuple[int, int]]  # (a, b): b's pods may take a's places
+    # per class, the class that prices for it (itself, or a cheaper one that holds all it holds)
+    priced_by: list[int] = field(default_factory=list)
     columns: list[PlanColumn] = field(default_factory=list)
     seen: set[tuple] = field(default_factory=set)  # (class, counts) of every column
     warm_free: Counter = field(default_factory=Counter)  # (class, counts) -> the warm start's free nodes
@@ -165,6 +174,8 @@ class _PlanGeneration:
     cap: float = PRICE_FIRST_SECONDS  # per pricing solve
     center: dict[int, float] | None = None  # Wentges smoothing, as in colgen.py
     alpha: float = SMOOTHING
+    greedy: bool = True  # rounds start with the greedy pricing; the exact one when it finds nothing
+    greedy_rounds: int = 0
 
 
 @dataclass
@@ -197,7 +208,32 @@ def _start(prep, cluster, workload, book, kind_ids, node_names, type_of, cost_of
     subs = [(a, b) for a, b in substitutions(classes, fast) if a in demand and b in demand]
     fast_stats["colgen_substitutions"] = len(subs)
     cost_f = [float(c) if c is not None else None for c in class_cost]
-    return _PlanPart(classes, kinds, free_nodes, class_type, class_cost, cost_f, demand, ones, fast, fast_stats, subs)
+    part = _PlanPart(classes, kinds, free_nodes, class_type, class_cost, cost_f, demand, ones, fast, fast_stats, subs)
+    part.priced_by = priced_by(fast, class_cost)
+    fast_stats["colgen_dominated_classes"] = sum(1 for j, r in enumerate(part.priced_by) if r != j)
+    return part
+
+
+def priced_by(fast: list[DevicePricing | None], cost: list[Fraction | None]) -> list[int]:
+    """Per class, the class that prices for it: a class with the compact model is dominated by
+    one no dearer (ties: the first) whose node holds every configuration of its own (the same
+    kinds taken the same way, at least its free resources and devices of the same capacity,
+    DevicePricing.holds); its best reduced value is never above the dominating class's, so the
+    generation prices the dominating class only and the Farley bound reads its value for both
+    (valid; at most the free nodes' worth weaker). Undominated classes price for themselves."""
+    out = list(range(len(fast)))
+    for j, f in enumerate(fast):
+        if f is None or cost[j] is None:
+            continue
+        for k, g in enumerate(fast):
+            if k == j or g is None or cost[k] is None or (cost[k], k) >= (cost[j], j):
+                continue
+            if g.holds(f) and (out[j] == j or (cost[k], k) < (cost[out[j]], out[j])):
+                out[j] = k
+    for j in range(len(out)):  # to the root: dominance is transitive, so the root dominates j
+        while out[out[j]] != out[j]:
+            out[j] = out[out[j]]
+    return out
 
 
 def _add_warm(part: _PlanPart, warm: dict[str, str | None], type_of: dict[str, str], alias) -> None:
@@ -223,7 +259,8 @@ def _add_warm(part: _PlanPart, warm: dict[str, str | None], type_of: dict[str, s
 
 def _add_alone(part: _PlanPart, deadline: float) -> None:
     """A column for every kind (its most pods alone on the first class that can buy more of
-    them, or else any class): the covering master and the integer counts need one each."""
+    them, or else any class): the covering master and the integer counts need one each. With the
+    compact model, the greedy fill gives it (exact for one kind); else the one model."""
     classes, class_cost = part.classes, part.class_cost
     has = {ki for (j, counts) in part.seen for ki, n in zip(classes[j].kinds, counts) if n}
     for ki in part.demand:
@@ -232,6 +269,14 @@ def _add_alone(part: _PlanPart, deadline: float) -> None:
         for j in sorted(
             (j for j, nc in enumerate(classes) if ki in nc.kinds), key=lambda j: (class_cost[j] is None, j)
         ):
+            f = part.fast[j]
+            if f is not None:
+                # One kind alone: the greedy fill is exact (as many as the resources and devices
+                # hold). Unchecked, as the greedy rounds' columns.
+                most = f.greedy({ki: 1.0}, {ki: part.demand[ki]})
+                if most and part.add(j, most[0], None):
+                    break
+                continue
             alone = _alone(part.fast[j], part.ones[j], classes[j], ki, part.demand[ki], part.stats)
             if alone is not None and part.add(j, alone.counts, alone):
                 break
@@ -259,7 +304,7 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
     center = gen.center
     a = gen.alpha if center is not None else 0.0
     pi = pi_lp if not a or center is None else {k: a * center[k] + (1 - a) * pi_lp[k] for k in pi_lp}
-    best: list[float] = []
+    best: dict[int, float] = {}
     exact, added, incomplete = True, 0, False
     limits = []
     for j in range(len(classes)):
@@ -276,17 +321,31 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
 
         return negative
 
-    priced = price_classes(
-        classes,
-        part.fast,
-        part.ones,
-        lambda j: {ki: pi.get(ki, 0.0) for ki in classes[j].kinds},
-        wanted,
+    if gen.greedy:
+        found = _greedy_columns(part, (pi, pi_lp), wanted)
+        if found:
+            gen.greedy_rounds += 1
+            part.stats["colgen_greedy_columns"] = part.stats.get("colgen_greedy_columns", 0) + found
+            return True
+    roots = [j for j, r in enumerate(part.priced_by) if r == j]
+    fast = [part.fast[j] for j in roots]
+    got_roots = price_classes(
+        [classes[j] for j in roots],
+        fast,
+        [part.ones[j] for j in roots],
+        lambda i: {ki: pi.get(ki, 0.0) for ki in classes[roots[i]].kinds},
+        lambda i: wanted(roots[i]),
         gen.cap,
         gen.stop,
         part.stats,
+        checked=False,  # the integer counts check the columns they use (an undecided check under
+        # load made a round unproven, so the generation never converged)
     )
-    for j, got in enumerate(priced):
+    for j, f in zip(roots, fast):
+        part.fast[j] = f  # None where the one model disagreed with the compact one
+    priced = dict(zip(roots, got_roots))
+    for j in roots:
+        got = priced[j]
         if got == "late":
             gen.stopped = "the time limit ran out during the column generation"
             return False
@@ -294,19 +353,40 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
             # Nothing in time on this class: no bound this round, the other classes
             # still give columns.
             exact, incomplete = False, True
-            best.append(math.inf)
+            best[j] = math.inf
             continue
         confs, upper, proven = got
         exact = exact and proven
-        best.append(max(0.0, upper))
+        best[j] = max(0.0, upper)
         check = wanted(j)
         for conf in confs if isinstance(confs, list) else [confs]:
-            if conf is not None and check(conf.counts):
-                added += part.add(j, conf.counts, conf)
-    farley = 0.0 if incomplete else _farley(pi, part.demand, best, part.cost_f, part.free_nodes)
+            counts = conf if isinstance(conf, tuple) else None if conf is None else conf.counts
+            if counts is not None and check(counts):
+                added += part.add(j, counts, None if isinstance(conf, tuple) else conf)
+    best = {j: best[part.priced_by[j]] for j in range(len(classes))}  # a dominated class: its root's
+    farley = 0.0 if incomplete else _farley(pi, part.demand, list(best.values()), part.cost_f, part.free_nodes)
     if farley > gen.bound or (gen.center is None and not incomplete):
         gen.bound, gen.center = max(gen.bound, farley), pi
     return _next_round(gen, added, a, exact, incomplete)
+
+
+def _greedy_columns(part: _PlanPart, prices: tuple[dict[int, float], ...], wanted) -> int:
+    """Columns of negative reduced cost (`wanted(j)(counts)`) from the greedy fill of every class
+    that has the compact model (DevicePricing.greedy) at each of `prices`: added unchecked (the one
+    model checks those the integer counts use, as the warm start's), the number added."""
+    added = 0
+    for j, f in enumerate(part.fast):
+        # Dominated classes too: no copy of theirs is worth buying once their dominating class
+        # prices out, but their free nodes are still worth filling (the exact rounds skip them).
+        if f is None:
+            continue
+        kinds = part.classes[j].kinds
+        negative = wanted(j)
+        for pi in prices:
+            for counts in f.greedy({ki: pi.get(ki, 0.0) for ki in kinds}, part.demand)[:GREEDY_COLUMNS]:
+                if negative(counts):
+                    added += part.add(j, counts, None)
+    return added
 
 
 def _next_round(gen: _PlanGeneration, added: int, smoothed: float, exact: bool, incomplete: bool) -> bool:
@@ -338,18 +418,27 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
     banned: set[int] = set()
     use_subs = part.subs
     for _ in range(4):
-        got = _integer_cover(
-            part.classes,
-            part.free_nodes,
-            ints,
-            part.demand,
-            columns,
-            banned,
-            part.warm_free,
-            part.warm_copy,
-            time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * 0.8),
-            use_subs,
+        left = deadline - time.perf_counter()
+        start = dive(
+            part.classes, part.free_nodes, part.class_cost, part.demand, columns, banned, use_subs, deadline - left / 2
         )
+        args = (part.classes, part.free_nodes, ints, part.demand, columns, banned, part.warm_free, part.warm_copy)
+        # With the dive: CP-SAT with the first LP's whole part kept first (relax and fix: a small
+        # problem, where all the counts of the 40 scale types are too many for it in the time),
+        # then over all the counts hinted with the better of that and the dive (it may leave
+        # the LP's whole part: on openb's 15 types it proves the optimum).
+        got = None
+        if start is not None:
+            got = _integer_cover(*args, _stop_at(deadline, 0.25), use_subs, start, keep_floor=True)
+            if got is not None:
+                got = got[0], got[1], "FIXED_" + got[2], got[3]  # optimal for the fixed part only
+                if _cost(ints, columns, got[1]) < _cost(ints, columns, start.copy):
+                    start = Dive(got[0], got[1], got[3], start.floor_free, start.floor_copy)
+        whole = _integer_cover(*args, _stop_at(deadline, 0.6), use_subs, start)
+        if whole is not None and (got is None or _cost(ints, columns, whole[1]) <= _cost(ints, columns, got[1])):
+            got = whole
+        if start is not None and (got is None or _cost(ints, columns, got[1]) > _cost(ints, columns, start.copy)):
+            got = start.free, start.copy, "DIVE", start.moves  # the LP's rounding is cheaper
         if got is None:
             break
         part_counts.free_counts, part_counts.copy_counts, part_counts.status, moves = got
@@ -427,6 +516,7 @@ def _solution(part: _PlanPart, gen: _PlanGeneration, counts: _CoverCounts, t0: f
     )
     stats: ColgenStats = {
         "colgen_rounds": gen.rounds,
+        "colgen_greedy_rounds": gen.greedy_rounds,
         "colgen_columns": len(columns),
         "colgen_classes": len(part.classes),
         "colgen_kinds": len(part.demand),  # pending pods that have a node, grouped into kinds
@@ -561,7 +651,30 @@ class _CoverMaster:
         return self.objective.Value(), pi, sigma
 
 
-def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free, warm_copy, hard_stop, subs=()):
+def _stop_at(deadline: float, share: float) -> float:
+    """`share` of the time left before `deadline` (perf_counter), from now."""
+    return time.perf_counter() + max(0.1, (deadline - time.perf_counter()) * share)
+
+
+def _cost(ints, columns, copy_counts) -> int:
+    """The integer counts' cost (in `ints`, the classes' costs scaled to integers)."""
+    return sum(ints[c.cls] * n for c, n in zip(columns, copy_counts) if n)
+
+
+def _integer_cover(
+    classes,
+    free_nodes,
+    ints,
+    demand,
+    columns,
+    banned,
+    warm_free,
+    warm_copy,
+    hard_stop,
+    subs=(),
+    start=None,
+    keep_floor=False,
+):
     """Free nodes and copies per column (CP-SAT): every kind covered, the least cost; with
     `subs`, pods of kind b may take places of kind a (pair (a, b)): how many, per pair."""
     m = cp_model.CpModel()
@@ -569,9 +682,13 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
     top = max([1] + list(demand.values()))
     for i, c in enumerate(columns):
         ok = i not in banned
-        xs.append(m.new_int_var(0, free_nodes[c.cls] if ok else 0, f"x{i}"))
         has_copy = ints[c.cls] > 0 or False
-        ys.append(m.new_int_var(0, top if ok and has_copy else 0, f"y{i}"))
+        hi_x, hi_y = free_nodes[c.cls] if ok else 0, top if ok and has_copy else 0
+        # `keep_floor`: the dive's first LP's whole part is kept (relax and fix): CP-SAT
+        # decides the fractional rest, a small problem, where the whole one is too large.
+        lo_x, lo_y = (min(start.floor_free[i], hi_x), min(start.floor_copy[i], hi_y)) if keep_floor else (0, 0)
+        xs.append(m.new_int_var(lo_x, hi_x, f"x{i}"))
+        ys.append(m.new_int_var(lo_y, hi_y, f"y{i}"))
     for j, n in enumerate(free_nodes):
         vs = [x for c, x in zip(columns, xs) if c.cls == j]
         if vs:
@@ -587,7 +704,7 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
         zs.append(z)
         by_kind[a].append(-z)
         by_kind[b].append(z)
-        m.add_hint(z, 0)
+        m.add_hint(z, start.moves.get((a, b), 0) if start is not None else 0)
     for ki, d in demand.items():
         if not by_kind[ki]:
             return None
@@ -595,8 +712,13 @@ def _integer_cover(classes, free_nodes, ints, demand, columns, banned, warm_free
     cost = sum(ints[c.cls] * y for c, y in zip(columns, ys))
     # Without a warm start (plan's columns), a greedy cover as the hint: CP-SAT starts from a
     # solution, so a short time still gives one (all-zero hints left it none on a loaded machine).
-    greedy = _greedy_cover(classes, demand, columns, banned, ints) if not (warm_free or warm_copy) else {}
+    # `start` (the LP's rounding, colgen_dive.py) is the better hint when there is one.
+    greedy = _greedy_cover(classes, demand, columns, banned, ints) if not (warm_free or warm_copy or start) else {}
     for i, c in enumerate(columns):
+        if start is not None:
+            m.add_hint(xs[i], start.free[i])
+            m.add_hint(ys[i], start.copy[i])
+            continue
         m.add_hint(xs[i], min(free_nodes[c.cls], warm_free.get((c.cls, c.counts), 0)))
         m.add_hint(ys[i], warm_copy.get((c.cls, c.counts), 0) or greedy.get(i, 0))
     m.minimize(cost)

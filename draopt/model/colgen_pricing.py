@@ -31,12 +31,15 @@ pricing for the class on the first disagreement.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cached_property
 
 from ortools.sat.python import cp_model
 
 from draopt import interrupt
 
 PRICE_SCALE = 10**6
+ARC_FLOW_ARCS = 4000  # a device's share patterns as a flow graph up to this many arcs
+ARC_FLOW_DEVICES = 4  # from this many devices
 
 
 class DevicePricing:
@@ -185,24 +188,14 @@ class DevicePricing:
             cap = self.capacity
             ints = _ints(sizes + [cap])
             size_int, cap_int = dict(zip(sizes, ints[:-1])), ints[-1]
-            full = [m.new_bool_var(f"f{g}") for g in range(self.devices)]
-            m.add(sum(full) == whole_devices)
-            loads = []
-            slots: dict[Fraction | int, list] = {s: [] for s in sizes}
-            for g in range(self.devices):
-                ys = []
-                for s in sizes:
-                    y = m.new_int_var(0, int(cap // s), f"y{s}_{g}")
-                    slots[s].append(y)
-                    ys.append(size_int[s] * y)
-                load = m.new_int_var(0, cap_int, f"l{g}")
-                m.add(load == sum(ys) + cap_int * full[g])
-                loads.append(load)
-            for g in range(self.devices - 1):
-                m.add(loads[g] >= loads[g + 1])
-                m.add(full[g] >= full[g + 1])
+            # Few devices: the per-device form is the smaller model.
+            arcs = _arc_flow_graph([size_int[s] for s in sizes], cap_int) if self.devices >= ARC_FLOW_DEVICES else None
+            if arcs is not None:
+                slots = _arc_flow(m, arcs, sizes, self.devices, whole_devices)
+            else:
+                slots = _per_device(m, sizes, size_int, cap_int, cap, self.devices, whole_devices)
             for s in sizes:
-                m.add(sum(v for v, sh in zip(n, self.share) if sh == s) <= sum(slots[s]))
+                m.add(sum(v for v, sh in zip(n, self.share) if sh == s) <= slots[s])
         else:
             m.add(whole_devices <= self.devices)
         m.maximize(sum(c * v for c, v in terms))
@@ -224,6 +217,170 @@ class DevicePricing:
         # The solutions met on the way, best first: several columns from one solve.
         others = [c for c in reversed(found.seen) if c != counts]
         return counts, upper, status == cp_model.OPTIMAL, others
+
+    def holds(self, other: DevicePricing) -> bool:
+        """Every configuration `other`'s model accepts, this one accepts (its node is at least as
+        large in every resource and device, and takes every kind of `other` the same way)."""
+        if self.capacity != other.capacity or self.devices < other.devices or set(self.free) != set(other.free):
+            return False
+        if any(self.free[r] < other.free[r] for r in other.free):
+            return False
+        index = {ki: i for i, ki in enumerate(self.kinds)}
+        for i, ki in enumerate(other.kinds):
+            if other.ub[i] == 0:
+                continue
+            k = index.get(ki)
+            if (
+                k is None
+                or self.ub[k] < other.ub[i]
+                or (self.whole[k], self.share[k]) != (other.whole[i], other.share[i])
+            ):
+                return False
+        return True
+
+    # ------------------------------------------------------------------ greedy pricing
+    def greedy(self, reduced: dict[int, float], most: dict[int, int]) -> list[tuple[int, ...]]:
+        """Configurations the compact model accepts, filled greedily under `reduced` values per pod
+        (a heuristic: cheap rounds while columns come; the exact `price` proves when none is
+        left): kinds of positive value in a few orders of value per size, each taking as many
+        pods as still fit (at most `most[kind]`, its pods), shares best-fit on the devices.
+        Distinct configurations, best value first; deterministic."""
+        g = self._integral
+        pos = [i for i, ki in enumerate(self.kinds) if reduced.get(ki, 0.0) > 0 and self.ub[i] > 0]
+        if not pos:
+            return []
+        value = {i: reduced[self.kinds[i]] for i in pos}
+
+        def by_density(size: list[float]) -> list[int]:
+            return sorted(pos, key=lambda i: (-value[i] / max(size[i], 1e-12), i))
+
+        orders = [by_density(g.size_sum), by_density(g.size_max), by_density(g.size_devices)]
+        orders.append(sorted(pos, key=lambda i: (-value[i], i)))
+        out: dict[tuple[int, ...], float] = {}
+        for order in orders:
+            counts = g.fill(order, [min(self.ub[i], most.get(self.kinds[i], 0)) for i in range(len(self.kinds))])
+            if any(counts) and counts not in out:
+                out[counts] = sum(value.get(i, 0.0) * n for i, n in enumerate(counts))
+        return sorted(out, key=lambda c: (-out[c], c))
+
+    @cached_property
+    def _integral(self) -> _Integral:
+        return _Integral(self)
+
+
+class _Integral:
+    """A DevicePricing in integers (common denominators), for the greedy fill."""
+
+    def __init__(self, f: DevicePricing):
+        self.resources = list(f.free)
+        self.need = []
+        for r in self.resources:
+            ints = _ints([f.demand[i].get(r, 0) for i in range(len(f.kinds))] + [f.free[r]])
+            self.need.append(ints)
+        self.free = [row[-1] for row in self.need]
+        sizes = _ints([s for s in f.share] + [f.capacity])
+        self.share, self.capacity = sizes[:-1], sizes[-1]
+        self.whole, self.devices = list(f.whole), f.devices
+        k = len(f.kinds)
+        usage = [
+            [row[i] / max(row[-1], 1) for row in self.need]
+            + [self.whole[i] / max(self.devices, 1), self.share[i] / max(self.capacity * self.devices, 1)]
+            for i in range(k)
+        ]
+        self.size_sum = [sum(u) for u in usage]
+        self.size_max = [max(u) for u in usage]
+        self.size_devices = [u[-2] + u[-1] or sum(u) for u in usage]
+
+    def fill(self, order: list[int], most: list[int]) -> tuple[int, ...]:
+        free = list(self.free)
+        loads = [0] * self.devices
+        counts = [0] * len(most)
+        cap = self.capacity
+        for i in order:
+            need = [row[i] for row in self.need]
+            whole, share = self.whole[i], self.share[i]
+            while counts[i] < most[i] and all(a <= b for a, b in zip(need, free)):
+                if whole:
+                    empty = [g for g, load in enumerate(loads) if load == 0]
+                    if len(empty) < whole:
+                        break
+                    for g in empty[:whole]:
+                        loads[g] = cap
+                elif share:
+                    fits = [g for g, load in enumerate(loads) if load + share <= cap]
+                    if not fits:
+                        break
+                    g = max(fits, key=lambda g: (loads[g], -g))  # best fit: empty devices kept whole
+                    loads[g] += share
+                free = [b - a for a, b in zip(need, free)]
+                counts[i] += 1
+        return tuple(counts)
+
+
+def _arc_flow_graph(sizes: list[int], capacity: int) -> list[tuple[int, int, int]] | None:
+    """The arc-flow graph of one device's shares (Valerio de Carvalho's bin-packing model): nodes
+    are loads in units of the sizes' common divisor, an arc (load, load + size, size index) adds
+    one share, sizes taken in decreasing order (each pattern is one path), and a loss arc from
+    every load to the full one; None when it has more than ARC_FLOW_ARCS arcs."""
+    from math import gcd
+
+    unit = gcd(capacity, *sizes)
+    top = capacity // unit
+    reach = {0}
+    arcs: list[tuple[int, int, int]] = []
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        step = sizes[i] // unit
+        for v in range(top + 1):  # increasing: a share of this size may follow one of its own
+            if v in reach and v + step <= top:
+                arcs.append((v, v + step, i))
+                reach.add(v + step)
+        if len(arcs) > ARC_FLOW_ARCS:
+            return None
+    arcs += [(v, top, -1) for v in sorted(reach) if v < top]
+    return arcs
+
+
+def _arc_flow(m, arcs, sizes, devices: int, whole_devices) -> dict:
+    """The shares on the devices not taken whole as a flow of one unit per device through the
+    arc-flow graph (exact for alike devices; a strong LP relaxation whatever their number):
+    size -> the shares of that size the devices hold."""
+    flow = [m.new_int_var(0, devices, f"a{a}_{b}_{i}") for a, b, i in arcs]
+    top = max(b for _, b, _ in arcs)
+    into: dict[int, list] = {}
+    out: dict[int, list] = {}
+    for (a, b, _), f in zip(arcs, flow):
+        out.setdefault(a, []).append(f)
+        into.setdefault(b, []).append(f)
+    m.add(sum(out[0]) + whole_devices == devices)
+    for v in sorted(set(into) | set(out)):
+        if v not in (0, top):
+            m.add(sum(into.get(v, [])) == sum(out.get(v, [])))
+    slots: dict = {s: 0 for s in sizes}
+    for (_, _, i), f in zip(arcs, flow):
+        if i >= 0:
+            slots[sizes[i]] += f
+    return slots
+
+
+def _per_device(m, sizes, size_int, cap_int: int, cap, devices: int, whole_devices) -> dict:
+    """The shares per device (the form for graphs too large): size -> the shares of that size."""
+    full = [m.new_bool_var(f"f{g}") for g in range(devices)]
+    m.add(sum(full) == whole_devices)
+    loads = []
+    slots: dict = {s: [] for s in sizes}
+    for g in range(devices):
+        ys = []
+        for s in sizes:
+            y = m.new_int_var(0, int(cap // s), f"y{s}_{g}")
+            slots[s].append(y)
+            ys.append(size_int[s] * y)
+        load = m.new_int_var(0, cap_int, f"l{g}")
+        m.add(load == sum(ys) + cap_int * full[g])
+        loads.append(load)
+    for g in range(devices - 1):
+        m.add(loads[g] >= loads[g + 1])
+        m.add(full[g] >= full[g + 1])
+    return {s: sum(v) for s, v in slots.items()}
 
 
 class _Solutions(cp_model.CpSolverSolutionCallback):

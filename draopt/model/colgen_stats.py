@@ -18,11 +18,13 @@ class ColgenStats(TypedDict, total=False):
     only when what they describe happened."""
 
     colgen_rounds: int  # restricted master LPs solved
+    colgen_greedy_rounds: int  # plan only: rounds priced by the greedy fill alone (no bound from them)
+    colgen_greedy_columns: int  # plan only: columns the greedy fill found
     colgen_columns: int  # columns generated (warm start's and realized substitutions' included)
     colgen_classes: int  # classes of interchangeable nodes
     colgen_kinds: int  # kinds of pending pods (pods alike) that have a node (draopt plan)
     colgen_s: float  # seconds of the generation (setup included)
-    colgen_integer_status: str  # the integer placement's CP-SAT status, or WARM, ROUNDED, REJECTED, UNKNOWN
+    colgen_integer_status: str  # the integer placement's CP-SAT status, or WARM, ROUNDED, REJECTED, UNKNOWN, DIVE
     colgen_integer_s: float  # seconds after the generation (integer placement, checks)
     colgen_converged: bool  # no column with a positive reduced value is left (proven)
     colgen_lp_value: float | None  # the last restricted master's LP value (placement: rounded to 3 places)
@@ -31,6 +33,7 @@ class ColgenStats(TypedDict, total=False):
     colgen_warm_kept: str  # placement only: why the warm start's placement is kept
     colgen_fast_classes: int  # classes priced by the compact model (colgen_pricing.py)
     colgen_fast_not_used: str  # placement only: why the first class without the compact model lacks it
+    colgen_dominated_classes: int  # plan only: classes priced by a cheaper class that holds all they hold
     colgen_fast_checked: int  # compact pricing's columns checked by the one model
     colgen_fast_disagreed: int  # of those, rejected by the one model (the class then priced by it)
     colgen_fast_undecided: int  # of those, not decided in time (not used)

@@ -1,0 +1,104 @@
+"""The covering LP of colgen_plan.py rounded into integer counts by diving (a start for CP-SAT).
+
+CP-SAT over thousands of generated columns, hinted with a cover built kind by kind, can stay far
+above the LP in the time it has (at 8,000 pods of 40 node types, 30,877 against an LP of 16,374).
+Diving keeps the LP's choices: solve the covering LP over the columns, fix every column's whole
+part (free nodes and copies), lower the demand by what the fixed nodes hold, solve again; when no
+value is whole, the largest is rounded up to one. The residual LPs are small, so the rounding
+costs a few nodes above the LP, whatever the number of pods. Deterministic (GLOP, ties broken by
+column order). Substitutions (pods of a smaller kind in places of a larger one) are variables of
+every LP, as in the master: the rows they join form a network, so once the counts are whole the
+last LP's moves are whole too.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ortools.linear_solver import pywraplp
+
+MAX_DIVES = 2000  # LP solves at most
+
+
+@dataclass
+class Dive:
+    free: list[int]  # free nodes per column
+    copy: list[int]  # copies per column
+    moves: dict[tuple[int, int], int]  # pods moved per substitution (a, b)
+    floor_free: list[int]  # the first LP's whole part (the integer counts keep at least it)
+    floor_copy: list[int]
+
+
+def dive(classes, free_nodes, cost, demand, columns, banned, subs, deadline: float) -> Dive | None:
+    """Free nodes and copies per column covering every kind's `demand`, the pods moved per
+    substitution (a, b) of `subs`, and the first LP's whole part; or None (no cover over the
+    columns, or `deadline` (perf_counter) passed). `cost`: per class, a copy's cost (None: no
+    copies); `banned`: columns not to use."""
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    inf = lp.infinity()
+    kind_rows = {k: lp.Constraint(float(d), inf) for k, d in demand.items()}
+    free_rows = [lp.Constraint(-inf, float(n)) if n else None for n in free_nodes]
+    objective = lp.Objective()
+    objective.SetMinimization()
+    variables: list[tuple[int, bool, Any]] = []  # (column, is a copy, LP variable)
+    for i, col in enumerate(columns):
+        if i in banned:
+            continue
+        j = col.cls
+        holds = [(ki, n) for ki, n in zip(classes[j].kinds, col.counts) if n and ki in kind_rows]
+        if not holds:
+            continue
+        for copy in (False, True):
+            if (copy and cost[j] is None) or (not copy and not free_nodes[j]):
+                continue
+            v = lp.NumVar(0.0, inf, "")
+            if copy:
+                objective.SetCoefficient(v, float(cost[j]))
+            else:
+                free_rows[j].SetCoefficient(v, 1)
+            for ki, n in holds:
+                kind_rows[ki].SetCoefficient(v, n)
+            variables.append((i, copy, v))
+    moved = []
+    for a, b in subs:
+        z = lp.NumVar(0.0, float(demand[b]), "")  # no more of b's pods move than it has
+        kind_rows[a].SetCoefficient(z, -1)
+        kind_rows[b].SetCoefficient(z, 1)
+        moved.append(((a, b), z))
+    free_counts, copy_counts = [0] * len(columns), [0] * len(columns)
+    left = dict(demand)
+    free_left = list(free_nodes)
+    floor: tuple[list[int], list[int]] | None = None
+    for _ in range(MAX_DIVES):
+        if time.perf_counter() > deadline or lp.Solve() != pywraplp.Solver.OPTIMAL:
+            return None
+        values = [v.solution_value() for _, _, v in variables]
+        if all(x <= 1e-9 for x in values):
+            moves = {p: round(z.solution_value()) for p, z in moved}
+            return Dive(free_counts, copy_counts, moves, *(floor or (free_counts, copy_counts)))
+        fixed = [(k, math.floor(x + 1e-6)) for k, x in enumerate(values) if x >= 1 - 1e-6]
+        if not fixed:
+            top = max(range(len(values)), key=lambda k: (values[k], -k))
+            if values[top] <= 1e-9:
+                return None
+            fixed = [(top, 1)]
+        for k, n in fixed:
+            i, copy, _ = variables[k]
+            j = columns[i].cls
+            if not copy:
+                n = min(n, free_left[j])
+                free_left[j] -= n
+                free_rows[j].SetUb(float(free_left[j]))
+                free_counts[i] += n
+            else:
+                copy_counts[i] += n
+            for ki, c in zip(classes[j].kinds, columns[i].counts):
+                if c and ki in left:
+                    left[ki] -= c * n
+                    kind_rows[ki].SetLb(float(left[ki]))  # below 0: places other kinds may take
+        if floor is None:
+            floor = (list(free_counts), list(copy_counts))
+    return None
