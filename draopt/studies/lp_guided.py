@@ -11,8 +11,10 @@ the LP's dual prices. Online, a pod goes
    unassigned: the node takes that configuration (the one with most LP nodes left);
 3. else where fgd puts it (the protocol's own scorer: the same memoised scores).
 
-Work-conserving: step 3 takes every feasible node, so a pod that fits somewhere is placed, and
-no pod moves. Devices: fgd's GPU choice. Two sources of expectation:
+The learned source first keeps the empty nodes of the most GPUs from smaller pods while no more
+of them are left than the whole-node pods its arrivals expect (`_keep_whole_nodes`; only when
+another node fits the pod). Work-conserving: step 3 takes every feasible node, so a pod that
+fits somewhere is placed, and no pod moves. Devices: fgd's GPU choice. Two sources of expectation:
 
 * `known`: the trace's shape frequencies (what FGD's typical pods use), scaled to the pods the
   horizon holds: depends only on the trace and the nodes, solved once per cluster and reused;
@@ -142,6 +144,10 @@ class LpGuided:
         self.node_key: list[tuple | None] = [None] * n  # the configuration a node was given
         self.given: dict[tuple, int] = {}  # configuration key -> nodes given it
         self.empty = np.ones(n, dtype=bool)
+        gpus = ctx.c.present.sum(axis=1)
+        most = int(gpus.max()) if n else 0
+        self.whole_node = gpus >= most  # nodes with the most GPUs
+        self.whole_shape = (np.asarray(pc.shape_count) >= most) & (most > 0)  # pods that need all of them
         self.contents: list[dict[int, int]] = [{} for _ in range(n)]  # pods per shape on each node
         self.plan: Plan | None = None
         self.avail: dict[tuple, float] = {}
@@ -231,6 +237,8 @@ class LpGuided:
         self.seen[si] += 1
         self.arrived += int(pc.shape_request[si])
         self._maybe_resolve(ctx)
+        if self.source == "learned" and self.mode == "slots":
+            cand = self._keep_whole_nodes(ctx, si, cand)
         key = (int(pc.shape_cpu[si]), int(pc.shape_milli[si]), int(pc.shape_count[si]))
         score = pc.memo.scores(key, ctx.sid[cand])
         node = None
@@ -240,6 +248,22 @@ class LpGuided:
             self.stats["fallback"] += 1
             node = ctx.pick(cand, score)  # fgd
         return node, self._devices(ctx, si, node, use)
+
+    def _keep_whole_nodes(self, ctx, si: int, cand: np.ndarray) -> np.ndarray:
+        """learned: while no more empty nodes of the most GPUs are left than the whole-node pods
+        the arrivals so far expect for the rest of the horizon, a smaller pod does not take one
+        if another node fits it (its plans, made from few arrivals, would fill them first)."""
+        pc = ctx.pc
+        if self.whole_shape[si] or not self.seen.sum():
+            return cand
+        mean = float((self.seen * pc.shape_request).sum() / self.seen.sum())
+        left = (self.horizon_milli - self.arrived) / mean if mean > 0 else 0.0
+        expected = self.seen[self.whole_shape].sum() / self.seen.sum() * max(0.0, left)
+        kept = self.empty & self.whole_node
+        if kept.sum() > expected:
+            return cand
+        keep = kept[cand]
+        return cand[~keep] if keep.any() and not keep.all() else cand
 
     def _by_slots(self, ctx, si: int, cand: np.ndarray, score: np.ndarray) -> int | None:
         has = self.slots[cand, si] > 0
