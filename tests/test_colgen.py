@@ -141,7 +141,7 @@ def test_compact_pricing_agrees_with_the_one_model_on_the_openb_cut(tmp_path, mo
     compared = []
     real_fast, real_one = colgen._price_fast, colgen._price
 
-    def both(fast, one, reduced, seconds, stats, wanted):
+    def both(fast, one, reduced, seconds, stats, wanted, hard=True):
         got = real_fast(fast, one, reduced, 5.0, stats, wanted)
         assert got != "disagree"
         exact = real_one(one, reduced, fast.kinds, 5.0, wall=10.0)

@@ -202,6 +202,7 @@ class Relaxation:
     bound: float  # the Lagrangian bound (the LP's value at convergence)
     converged: bool
     stopped: str = ""
+    rounds: int = 0  # master solves of the generation
 
 
 def relax(
@@ -212,14 +213,18 @@ def relax(
     kind_ids: list[int],
     node_names: set[str],
     *,
-    deadline: float,
+    deadline: float = math.inf,
+    rounds: int | None = None,
     pods_of: dict[int, float] | None = None,
     columns: list[tuple[int, tuple[int, ...]]] = (),  # type: ignore[assignment]
 ) -> Relaxation:
     """The column generation of `apply` without the integer placement: the master LP over the
     generated columns, with `pods_of` (kind -> pods, fractional allowed: an expectation) in place
     of the kinds' own pod counts, warm-started from `columns` ((class, counts) from an earlier
-    solve over the same classes; checked by the one model only if used)."""
+    solve over the same classes; checked by the one model only if used). Bounded by `deadline`
+    (perf_counter) and/or `rounds` (master solves); with no deadline the pricing solves have no
+    wall-clock stop either (deterministic time only): the same input gives the same LP on any
+    machine."""
     part = _start(prep, cluster, workload, book, kind_ids, node_names)
     if pods_of is not None:
         # an expectation: fractional counts (the master's rows take any bound)
@@ -227,16 +232,20 @@ def relax(
     for j, counts in columns:
         if j < len(part.classes) and len(counts) == len(part.classes[j].kinds):
             part.add(j, tuple(counts), None)
-    gen, lp = _generated(part, deadline)
+    gen, lp = _generated(part, deadline, rounds)
     lp.add_columns(part.columns[gen.done :])
     value, pi, mu = lp.solve()
-    return Relaxation(part.classes, part.columns, lp.primal(), pi, mu, value, gen.bound, gen.converged, gen.stopped)
+    return Relaxation(
+        part.classes, part.columns, lp.primal(), pi, mu, value, gen.bound, gen.converged, gen.stopped, gen.rounds
+    )
 
 
-def _generated(part: "_Part", stop: float) -> tuple["_Generation", "_Master"]:
-    """The column generation run on `part` until it converges or `stop` (perf_counter): its state,
-    and the master LP holding its columns (the first bound: every pod placed)."""
+def _generated(part: "_Part", stop: float, rounds: int | None = None) -> tuple["_Generation", "_Master"]:
+    """The column generation run on `part` until it converges, `stop` (perf_counter) or `rounds`
+    master solves: its state, and the master LP holding its columns (the first bound: every pod
+    placed)."""
     gen = _Generation(stop=stop, bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)))
+    gen.max_rounds = rounds
     lp = _Master(part.classes, part.kinds, part.pods_of)
     lp.add_substitutions(part.subs, part.value)
     _generate(part, lp, gen)
@@ -279,6 +288,7 @@ class _Generation:
     stop: float  # perf_counter: the generation's share of the time
     bound: float  # best Lagrangian bound so far
     rounds: int = 0
+    max_rounds: int | None = None  # relax's work bound (None: time only)
     converged: bool = False
     stopped: str = ""
     lp_value: float | None = None
@@ -366,6 +376,9 @@ def _generate(part: _Part, lp: _Master, gen: _Generation) -> None:
         gen.rounds += 1
         if gen.bound - lp_value <= LP_TOLERANCE * max(1.0, gen.total_value):
             gen.converged = True  # the LP is proven within the tolerance of its bound
+            break
+        if gen.max_rounds is not None and gen.rounds >= gen.max_rounds:
+            gen.stopped = f"the column generation reached its {gen.max_rounds} rounds"
             break
         if not _price_round(part, gen, pi_lp, mu):
             break
@@ -681,7 +694,10 @@ def price_classes(
     class, `fast[j] = None`), else the one model. Per class, in class order: (configurations,
     proven upper bound, proven), None when nothing was found in time, or "late" when `stop`
     (perf_counter) passed before the class was priced. `checked=False`: the compact pricing's
-    columns come as counts, not checked by the one model (the caller checks those it uses)."""
+    columns come as counts, not checked by the one model (the caller checks those it uses). An
+    infinite `stop`: no wall-clock stop at all, the solves are bounded by deterministic time only
+    (the same columns on any machine)."""
+    hard = math.isfinite(stop)
 
     def one_class(j: int):
         left = stop - time.perf_counter()
@@ -690,9 +706,9 @@ def price_classes(
         own: PricingCounts = {"colgen_fast_checked": 0}
         got, dropped = None, False
         if fast[j] is not None and not checked:
-            return _price_fast_counts(fast[j], reduced_of(j), min(cap, left), wanted_of(j)), own, False
+            return _price_fast_counts(fast[j], reduced_of(j), min(cap, left), wanted_of(j), hard), own, False
         if fast[j] is not None:
-            got = _price_fast(fast[j], ones[j], reduced_of(j), min(cap, left), own, wanted_of(j))
+            got = _price_fast(fast[j], ones[j], reduced_of(j), min(cap, left), own, wanted_of(j), hard)
             if got == "disagree":
                 got, dropped = None, True
         if got is None:
@@ -737,7 +753,8 @@ def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], secon
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = max(0.05, seconds)
-    solver.parameters.max_time_in_seconds = max(0.05, min(seconds * 3, wall))  # a hard stop
+    if math.isfinite(wall):
+        solver.parameters.max_time_in_seconds = max(0.05, min(seconds * 3, wall))  # a hard stop
     status = interrupt.watch(solver).solve(cp)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
@@ -747,12 +764,18 @@ def _price(one: OneNodeModel, reduced: dict[int, float], kinds: list[int], secon
 
 
 def _price_fast(
-    fast: DevicePricing, one: OneNodeModel, reduced: dict[int, float], seconds: float, stats: PricingCounts, wanted
+    fast: DevicePricing,
+    one: OneNodeModel,
+    reduced: dict[int, float],
+    seconds: float,
+    stats: PricingCounts,
+    wanted,
+    hard: bool = True,
 ):
     """The compact pricing (colgen_pricing.py); a column it returns is checked by the one model
     (the rule source) before it is used (`wanted(counts)`: the master lacks it). "disagree" if the one model rejects it (the class is
     then priced by the one model), None if nothing was found in time."""
-    got = fast.price(reduced, seconds)
+    got = fast.price(reduced, seconds, hard=hard)
     if got is None:
         return None
     counts, upper, proven, others = got
@@ -761,7 +784,7 @@ def _price_fast(
         if len(confs) == FAST_COLUMNS or not wanted(c):  # no new column: nothing to check
             continue
         one.b.model.cp.clear_objective()
-        conf = one.check(c, seconds=max(0.1, seconds))
+        conf = one.check(c, seconds=max(0.1, seconds), hard=hard)
         stats["colgen_fast_checked"] += 1
         if conf is False:
             stats["colgen_fast_disagreed"] = stats.get("colgen_fast_disagreed", 0) + 1
@@ -776,10 +799,10 @@ def _price_fast(
     return confs, upper, proven
 
 
-def _price_fast_counts(fast: DevicePricing, reduced: dict[int, float], seconds: float, wanted):
+def _price_fast_counts(fast: DevicePricing, reduced: dict[int, float], seconds: float, wanted, hard: bool = True):
     """The compact pricing's best configurations the master lacks (`wanted`), as counts, with its
     proven upper bound and whether it is proven; None if nothing was found in time."""
-    got = fast.price(reduced, seconds)
+    got = fast.price(reduced, seconds, hard=hard)
     if got is None:
         return None
     counts, upper, proven, others = got

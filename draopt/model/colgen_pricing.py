@@ -150,9 +150,10 @@ class DevicePricing:
         ), ""
 
     # ------------------------------------------------------------------ pricing
-    def price(self, reduced: dict[int, float], seconds: float, hint: tuple[int, ...] | None = None):
+    def price(self, reduced: dict[int, float], seconds: float, hint: tuple[int, ...] | None = None, *, hard=True):
         """(counts, proven upper bound of the reduced value, proven, other solutions found) of the
-        best configuration under `reduced`, or None if nothing was found in `seconds`."""
+        best configuration under `reduced`, or None if nothing was found in `seconds` (deterministic
+        time; `hard`: also stopped at three times that in wall-clock seconds)."""
         top = max([abs(v) for v in reduced.values()] + [1e-9])
         scale = PRICE_SCALE / top
         m = cp_model.CpModel()
@@ -206,7 +207,8 @@ class DevicePricing:
         solver.parameters.num_workers = 1
         solver.parameters.random_seed = 0
         solver.parameters.max_deterministic_time = max(0.05, seconds)  # same input, same columns
-        solver.parameters.max_time_in_seconds = max(0.05, seconds * 3)  # a hard stop
+        if hard:
+            solver.parameters.max_time_in_seconds = max(0.05, seconds * 3)  # a hard stop
         found = _Solutions(n)
         status = interrupt.watch(solver).solve(m, found)
         self.stats["solves"] += 1

@@ -210,8 +210,9 @@ class OneNodeModel:
         got = self.check(counts, seconds)
         return got or None
 
-    def check(self, counts, seconds: float = 5.0) -> Configuration | Literal[False] | None:
-        """The configuration, False if the model rejects the counts, None if undecided in time."""
+    def check(self, counts, seconds: float = 5.0, hard: bool = True) -> Configuration | Literal[False] | None:
+        """The configuration, False if the model rejects the counts, None if undecided in time
+        (`seconds` of wall clock; `hard` False: of deterministic time, the same answer on any machine)."""
         b = self.b
         saved = []
         for var, n in zip(self.vars, counts):
@@ -230,7 +231,10 @@ class OneNodeModel:
             solver = cp_model.CpSolver()
             solver.parameters.num_workers = 1
             solver.parameters.random_seed = 0
-            solver.parameters.max_time_in_seconds = max(0.01, seconds)
+            if hard:
+                solver.parameters.max_time_in_seconds = max(0.01, seconds)
+            else:
+                solver.parameters.max_deterministic_time = max(0.01, seconds)
             status = interrupt.watch(solver).solve(b.model.cp)
         finally:
             for d, lo, hi in saved:

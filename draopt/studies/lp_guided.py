@@ -11,8 +11,10 @@ the LP's dual prices. Online, a pod goes
    unassigned: the node takes that configuration (the one with most LP nodes left);
 3. else where fgd puts it (the protocol's own scorer: the same memoised scores).
 
-Work-conserving: step 3 takes every feasible node, so a pod that fits somewhere is placed, and
-no pod moves. Devices: fgd's GPU choice. Two sources of expectation:
+The learned source first keeps the empty nodes of the most GPUs from smaller pods while no more
+of them are left than the whole-node pods its arrivals expect (`_keep_whole_nodes`; only when
+another node fits the pod). Work-conserving: step 3 takes every feasible node, so a pod that
+fits somewhere is placed, and no pod moves. Devices: fgd's GPU choice. Two sources of expectation:
 
 * `known`: the trace's shape frequencies (what FGD's typical pods use), scaled to the pods the
   horizon holds: depends only on the trace and the nodes, solved once per cluster and reused;
@@ -23,11 +25,11 @@ Re-solves: at the arrived shares of `RESOLVE_AT`, the plan is solved again for t
 plus the expectation of the rest (warm-started from the last columns); nodes keep the
 configurations they were given, the new plan's configurations are handed out to the nodes left.
 The known source re-solves only when the arrivals drift from its frequencies by more than
-`DRIFT` (L1 share). A re-solve that runs out of `seconds` before its LP converged keeps the last
-plan (counted in `stats["resolve_timeouts"]`).
+`DRIFT` (L1 share). A re-solve whose LP has not converged within `rounds` keeps the last plan
+(counted in `stats["resolve_timeouts"]`).
 
-Deterministic given its plans; a plan cut short by the time limit (the column generation stops on
-a wall clock) may differ between runs on a loaded machine.
+Deterministic for a seed on any machine: every LP solve is bounded by work, not by a wall clock
+(`rounds` of the column generation, its pricing solves by CP-SAT's deterministic time).
 
 `bid-price`: no slots; fgd's best score, and among equal scores the node whose class has the least
 price per GPU milli (the LP's dual of a node of the class over its GPU milli: the duals as a cost
@@ -45,7 +47,7 @@ from draopt.studies.lp_plan import Plan, PlanModel, ceil_nodes
 HORIZON = 1.0  # the plan's arrivals: this share of the cluster's GPU capacity
 RESOLVE_AT = (0.1, 0.3, 0.6)  # arrived shares of the horizon where the plan is solved again
 DRIFT = 0.15  # known source: re-solve only when arrivals so far differ this much (L1 share)
-DEFAULT_SECONDS = 120.0
+PLAN_ROUNDS = 40  # column generation rounds per LP solve (the known plans converge in 2-3)
 FIRST_LEARNED = 0.02  # learned: the first plan once this share of the horizon has arrived
 
 
@@ -78,20 +80,28 @@ def plan_model(pc) -> PlanModel:
     return pc.lp_model
 
 
-def known_plan(pc, horizon: float, seconds: float, warm_contents=None) -> Plan:
+def known_plan(pc, horizon: float, rounds: int, warm_contents=None) -> Plan:
     """The plan of the known source: depends only on the trace and the nodes (cached per horizon
-    and time limit on the PaperCluster, reused across seeds). `warm_contents(pc, horizon)`: node
+    and round cap on the PaperCluster, reused across seeds). `warm_contents(pc, horizon)`: node
     contents whose configurations start the column generation (the protocol's fgd on the
     name-sorted trace, up to the horizon)."""
-    key = ("known", horizon, seconds)
+    key = ("known", horizon, rounds)
     got = pc.lp_plans.get(key)
     if got is None:
         freq = trace_frequencies(pc)
         pods = horizon * pc.capacity_milli / float((freq * pc.shape_request).sum() / freq.sum())
         model = plan_model(pc)
         warm = model.columns_of(warm_contents(pc, horizon)) if warm_contents is not None else []
-        got = pc.lp_plans[key] = model.solve(freq * (pods / freq.sum()), seconds=seconds, columns=warm)
+        got = pc.lp_plans[key] = model.solve(freq * (pods / freq.sum()), rounds=rounds, columns=warm)
     return got
+
+
+def expected_sequence(expected: np.ndarray) -> np.ndarray:
+    """Shape indices in the proportions of `expected` (pods per shape, rounded), in an order fixed
+    by a constant seed: what fgd places for the learned plan's warm start."""
+    counts = np.round(np.asarray(expected, dtype=float)).astype(np.int64)
+    seq = np.repeat(np.arange(len(counts)), counts)
+    return seq[np.random.default_rng(0).permutation(len(seq))]
 
 
 def trace_frequencies(pc) -> np.ndarray:
@@ -109,12 +119,12 @@ class LpGuided:
         warm_contents=None,
         *,
         mode: str = "slots",
-        seconds: float = DEFAULT_SECONDS,
+        rounds: int = PLAN_ROUNDS,
         horizon: float = HORIZON,
     ):
-        self.source, self.mode, self.seconds, self.horizon = source, mode, seconds, horizon
+        self.source, self.mode, self.rounds, self.horizon = source, mode, rounds, horizon
         self.warm_contents = warm_contents
-        self.first_learned, self.resolve_at = FIRST_LEARNED, RESOLVE_AT
+        self.first_learned, self.resolve_at, self.drift = FIRST_LEARNED, RESOLVE_AT, DRIFT
         self.name = "bid-price" if mode == "prices" else ("lp-guided" if source == "known" else "lp-guided-learned")
         self.fgd = fgd_factory()  # the protocol's fgd (this module imports nothing of paper_protocol)
         self.stats: dict[str, Any] = {}  # this run's
@@ -134,6 +144,10 @@ class LpGuided:
         self.node_key: list[tuple | None] = [None] * n  # the configuration a node was given
         self.given: dict[tuple, int] = {}  # configuration key -> nodes given it
         self.empty = np.ones(n, dtype=bool)
+        gpus = ctx.c.present.sum(axis=1)
+        most = int(gpus.max()) if n else 0
+        self.whole_node = gpus >= most  # nodes with the most GPUs
+        self.whole_shape = (np.asarray(pc.shape_count) >= most) & (most > 0)  # pods that need all of them
         self.contents: list[dict[int, int]] = [{} for _ in range(n)]  # pods per shape on each node
         self.plan: Plan | None = None
         self.avail: dict[tuple, float] = {}
@@ -146,11 +160,12 @@ class LpGuided:
             "lp_seconds": 0.0,
             "in_plan": 0,
             "opened": 0,
+            "lp_rounds": 0,
             "fallback": 0,
         }
         if self.source == "known":
             try:
-                self._use(known_plan(pc, self.horizon, self.seconds, self.warm_contents))
+                self._use(known_plan(pc, self.horizon, self.rounds, self.warm_contents))
             except RuntimeError:  # the master LP ended abnormally (GLOP): fgd throughout
                 self.stats["lp_failures"] += 1
 
@@ -163,6 +178,7 @@ class LpGuided:
         self.plan = plan
         self.stats["solves"] += 1
         self.stats["unconverged"] += not plan.converged
+        self.stats["lp_rounds"] += plan.rounds
         self.stats["lp_seconds"] = round(self.stats["lp_seconds"] + plan.seconds, 3)
         self.avail = {}
         for cf in plan.configs:
@@ -184,17 +200,21 @@ class LpGuided:
             return
         while self.next_resolve < len(points) and share >= points[self.next_resolve]:
             self.next_resolve += 1
-        if self.source == "known" and self._drift() <= DRIFT:
+        if self.source == "known" and self._drift() <= self.drift:
             return
         pc = ctx.pc
         mean = float((self.seen * pc.shape_request).sum() / max(self.seen.sum(), 1))
         left = max(0.0, (self.horizon_milli - self.arrived) / mean) if mean > 0 else 0.0
         expected = self.seen + self.expect.rest(self.seen, left)
         model = plan_model(pc)
-        columns = list(self.plan.columns) if self.plan is not None else []
+        columns = []
+        if self.source == "learned" and self.warm_contents is not None:
+            # fgd's configurations for the expectation, as the known plan's warm start
+            columns += model.columns_of(self.warm_contents(pc, self.horizon, expected_sequence(expected)))
+        columns += list(self.plan.columns) if self.plan is not None else []
         columns += model.columns_of((i, dict(on)) for i, on in enumerate(self.contents) if on)
         try:
-            got = model.solve(expected, seconds=self.seconds, columns=list(dict.fromkeys(columns)))
+            got = model.solve(expected, rounds=self.rounds, columns=list(dict.fromkeys(columns)))
         except RuntimeError:  # the master LP ended abnormally (GLOP): the last plan stays
             self.stats["lp_failures"] += 1
             return
@@ -217,6 +237,8 @@ class LpGuided:
         self.seen[si] += 1
         self.arrived += int(pc.shape_request[si])
         self._maybe_resolve(ctx)
+        if self.source == "learned" and self.mode == "slots":
+            cand = self._keep_whole_nodes(ctx, si, cand)
         key = (int(pc.shape_cpu[si]), int(pc.shape_milli[si]), int(pc.shape_count[si]))
         score = pc.memo.scores(key, ctx.sid[cand])
         node = None
@@ -226,6 +248,22 @@ class LpGuided:
             self.stats["fallback"] += 1
             node = ctx.pick(cand, score)  # fgd
         return node, self._devices(ctx, si, node, use)
+
+    def _keep_whole_nodes(self, ctx, si: int, cand: np.ndarray) -> np.ndarray:
+        """learned: while no more empty nodes of the most GPUs are left than the whole-node pods
+        the arrivals so far expect for the rest of the horizon, a smaller pod does not take one
+        if another node fits it (its plans, made from few arrivals, would fill them first)."""
+        pc = ctx.pc
+        if self.whole_shape[si] or not self.seen.sum():
+            return cand
+        mean = float((self.seen * pc.shape_request).sum() / self.seen.sum())
+        left = (self.horizon_milli - self.arrived) / mean if mean > 0 else 0.0
+        expected = self.seen[self.whole_shape].sum() / self.seen.sum() * max(0.0, left)
+        kept = self.empty & self.whole_node
+        if kept.sum() > expected:
+            return cand
+        keep = kept[cand]
+        return cand[~keep] if keep.any() and not keep.all() else cand
 
     def _by_slots(self, ctx, si: int, cand: np.ndarray, score: np.ndarray) -> int | None:
         has = self.slots[cand, si] > 0

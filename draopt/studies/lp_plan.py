@@ -43,6 +43,7 @@ class Plan:
     converged: bool
     stopped: str
     seconds: float
+    rounds: int  # master solves of the column generation
     columns: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
 
 
@@ -130,8 +131,10 @@ class PlanModel:
                 out.append((j, tuple(counts)))
         return list(dict.fromkeys(out))
 
-    def solve(self, expected: np.ndarray, *, seconds: float, columns=()) -> Plan:
-        """The LP for `expected` pods per shape (fractional allowed), warm-started from `columns`."""
+    def solve(self, expected: np.ndarray, *, rounds: int | None = None, seconds: float = math.inf, columns=()) -> Plan:
+        """The LP for `expected` pods per shape (fractional allowed), warm-started from `columns`;
+        bounded by `rounds` of the column generation (deterministic: the same plan on any machine)
+        and/or `seconds` of wall clock."""
         from draopt.model.colgen import relax
 
         t0 = time.perf_counter()
@@ -148,6 +151,7 @@ class PlanModel:
             self.kind_ids,
             self.node_names,
             deadline=t0 + seconds,
+            rounds=rounds,
             pods_of=pods_of,
             columns=list(columns),
         )
@@ -178,6 +182,7 @@ class PlanModel:
             rx.converged,
             rx.stopped,
             time.perf_counter() - t0,
+            rx.rounds,
             [(col.cls, tuple(col.counts)) for col in rx.columns],
         )
 

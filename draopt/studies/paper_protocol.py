@@ -448,19 +448,24 @@ def _optimal_batch(batch: int | None = None):
 _REGISTRY["optimal-batch"] = _optimal_batch
 
 
-def _lp_guided(source: str, mode: str = "slots", time_limit: float | None = None):
-    """draopt.studies.lp_guided's policy (not in the paper), given this protocol's fgd scorer;
-    `time_limit` (--time-limit) bounds each of its LP solves."""
-    from draopt.studies.lp_guided import DEFAULT_SECONDS, LpGuided
+def _lp_guided(source: str, mode: str = "slots"):
+    """draopt.studies.lp_guided's policy (not in the paper), given this protocol's fgd scorer. Its
+    LP solves are bounded by work (rounds), not by --time-limit: the same seed, the same plans."""
+    from draopt.studies.lp_guided import LpGuided
 
-    return LpGuided(lambda: _Builtin("fgd"), source, _fgd_contents, mode=mode, seconds=time_limit or DEFAULT_SECONDS)
+    return LpGuided(lambda: _Builtin("fgd"), source, _fgd_contents, mode=mode)
 
 
-def _fgd_contents(pc: PaperCluster, horizon: float) -> list[tuple[int, dict[int, int]]]:
-    """lp-guided's warm start for the known plan: node contents after fgd places the name-sorted
-    trace (no seed: it depends on the trace and the nodes only) up to `horizon` x the GPU capacity."""
+def _fgd_contents(
+    pc: PaperCluster, horizon: float, shapes: np.ndarray | None = None
+) -> list[tuple[int, dict[int, int]]]:
+    """lp-guided's warm start: node contents after fgd places, from the empty cluster, the
+    name-sorted trace (the known plan: no seed, it depends on the trace and the nodes only) or
+    `shapes` (the learned plan: a sequence made of the arrivals seen), up to `horizon` x the GPU
+    capacity."""
     c = pc.c
-    shapes = trace_order(c)
+    if shapes is None:
+        shapes = trace_order(c)
     arrived = np.cumsum(pc.shape_request[shapes])
     shapes = shapes[: int(np.searchsorted(arrived, horizon * pc.capacity_milli, side="right")) + 1]
     arr = PaperArrivals(0, shapes, np.cumsum(pc.shape_request[shapes]), np.arange(c.n))
@@ -490,8 +495,8 @@ def known_policies() -> list[str]:
 
 
 def make_policy(policy, *, batch: int | None = None, time_limit: float | None = None) -> Any:
-    """The policy named `policy`; `batch` (--batch) goes to a batch policy (optimal-batch),
-    `time_limit` (--time-limit) to lp-guided's LP solves."""
+    """The policy named `policy`; `batch` (--batch) goes to a batch policy (optimal-batch).
+    `time_limit` reaches no policy: lp-guided's LP solves are bounded by rounds (deterministic)."""
     if not isinstance(policy, str):
         return policy
     factory = _REGISTRY.get(policy)
@@ -502,8 +507,6 @@ def make_policy(policy, *, batch: int | None = None, time_limit: float | None = 
         )
     if batch is not None and factory is _optimal_batch:
         return _optimal_batch(batch)
-    if time_limit is not None and policy in LP_GUIDED:
-        return LP_GUIDED[policy](time_limit=time_limit)
     return factory()
 
 
@@ -907,7 +910,7 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
             p["seconds"] = round(p["seconds"], 3)
             p["arrivals_per_s"] = round(p["arrivals"] / p["seconds"], 1) if p["seconds"] else None
         for pol in policies:
-            if getattr(pol, "totals", None):  # lp-guided: solves, re-solves out of time, LP seconds
+            if getattr(pol, "totals", None):  # lp-guided: solves, re-solves not converged in their rounds, LP seconds
                 per[pol.name]["lp"] = dict(pol.totals)
         print(
             json.dumps(
