@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ortools.linear_solver import pywraplp
 
 from draopt.studies import simulate as sim
 from draopt.studies import trace
@@ -205,3 +206,27 @@ def test_compact_pricing_bound_holds_and_carries_only_the_rounding():
         scale = PRICE_SCALE / max(abs(v) for v in reduced.values())
         moved = sum(abs(r - round(r * scale) / scale) * u for r, u in zip(reduced.values(), ub) if r > 0)
         assert upper <= best + moved + 1e-9
+
+
+class _AbnormalOnce:
+    """A master LP whose warm-started solve fails numerically once (GLOP's ABNORMAL)."""
+
+    def __init__(self, then: int) -> None:
+        self.then = then
+        self.calls: list[object] = []
+
+    def Solve(self, params=None):  # noqa: N802 (pywraplp's name)
+        self.calls.append(params)
+        return pywraplp.Solver.ABNORMAL if len(self.calls) == 1 else self.then
+
+
+def test_an_abnormal_master_solve_is_retried_from_scratch():
+    from draopt.model.colgen import solve_master
+
+    lp = _AbnormalOnce(then=pywraplp.Solver.OPTIMAL)
+    solve_master(lp, "restricted master")  # type: ignore[arg-type]
+    retry = lp.calls[1]
+    assert len(lp.calls) == 2 and retry is not None
+    assert retry.GetIntegerParam(retry.INCREMENTALITY) == retry.INCREMENTALITY_OFF
+    with pytest.raises(RuntimeError, match="restricted master LP ended with status"):
+        solve_master(_AbnormalOnce(then=pywraplp.Solver.ABNORMAL), "restricted master")  # type: ignore[arg-type]

@@ -632,10 +632,11 @@ def solve_master(lp: pywraplp.Solver, what: str) -> None:
     """Solve a column generation's master LP to optimality (`what` names it in the error)."""
     status = lp.Solve()
     if status == pywraplp.Solver.ABNORMAL:
-        # GLOP's warm start from the last basis can fail numerically (seen once on a learned
-        # re-solve of gpuspec33): the same LP solved from scratch.
-        lp.Reset()
-        status = lp.Solve()
+        # GLOP's warm start from the last basis can fail numerically (seen on learned re-solves
+        # of gpuspec33 and lp-guided on default): the same LP solved again from scratch.
+        from_scratch = pywraplp.MPSolverParameters()
+        from_scratch.SetIntegerParam(from_scratch.INCREMENTALITY, from_scratch.INCREMENTALITY_OFF)
+        status = lp.Solve(from_scratch)
     if status != pywraplp.Solver.OPTIMAL:
         raise RuntimeError(f"internal: the {what} LP ended with status {status}")
 
