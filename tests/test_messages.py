@@ -382,7 +382,7 @@ def test_explain_names_an_incomplete_pool(capsys, tmp_path):
         "ResourceSlices (generation 1) are in the input" in out
     )
     assert cli.main(["explain", "-f", str(f), "-o", "json"]) == 0
-    (section,) = json.loads(capsys.readouterr().out)
+    (section,) = json.loads(capsys.readouterr().out)["sections"]
     assert section["nodes"][0]["pools"][0].startswith("pool gpu.example.com/node-1 is incomplete")
 
 
