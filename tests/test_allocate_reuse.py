@@ -13,7 +13,7 @@ import pytest
 
 from draopt.allocation.allocate import allocate
 from draopt.allocation.reuse import CALL_REUSE, CallReuse
-from draopt.crosscheck.allocator_oracle import _objects_of, draopt_allocation
+from draopt.crosscheck.allocator_oracle import _objects_of, draopt_allocation, scenario_claim_refs
 from draopt.errors import DraoptError, InputError
 from draopt.kube.features import Features
 from draopt.kube.loader import load_text
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::draopt.notes.DraoptWarning")
 
 
 def _answer(objects, scenario, features):
-    refs = [f"{c['metadata'].get('namespace') or 'default'}/{c['metadata']['name']}" for c in scenario["claims"]]
+    refs = scenario_claim_refs(scenario)
     try:
         out = allocate(
             objects,

@@ -186,10 +186,7 @@ def draopt_allocation(scenario: Mapping[str, Any], repeat: int = 1, minor: str |
     from draopt.allocation.allocate import _cel_env, allocate
 
     objects = _objects_of(scenario)
-    refs = []
-    for c in scenario["claims"]:
-        meta = c.get("metadata") or {}
-        refs.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+    refs = scenario_claim_refs(scenario)
     features = Features.from_gates(dict(scenario.get("gates") or {}))
     if minor is not None:
         features = dataclasses.replace(features, kubernetes_version=parse_kubernetes_version(minor))
@@ -221,6 +218,15 @@ def draopt_allocation(scenario: Mapping[str, Any], repeat: int = 1, minor: str |
             answer = DraoptAllocation("allocated", [r.to_k8s() for r in out.results])
     answer.nanos = nanos
     return answer
+
+
+def scenario_claim_refs(scenario: Mapping[str, Any]) -> list[str]:
+    """The scenario's claims as `namespace/name` references, in order (`default` when unset)."""
+    refs = []
+    for c in scenario["claims"]:
+        meta = c.get("metadata") or {}
+        refs.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+    return refs
 
 
 def run_allocator_oracle(
