@@ -40,17 +40,7 @@ def cluster(n_nodes: int, seed: int = 1, mixed: bool = False) -> list[dict]:
     docs: list[dict] = []
     pod_id = 0
     for i in range(n_nodes):
-        kind, cpu, _ = TYPES[i % 3]
-        name = f"n{i:03d}"
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": kind}},
-                "status": {"allocatable": {"cpu": str(cpu), "memory": f"{cpu * 4}Gi", "pods": "110"}},
-            }
-        )
-        docs.append(_pod(f"log-{name}", "kube-system", name, "DaemonSet", "log", "100m", "128Mi", {}))
+        name, cpu = _node(i, docs)
         used, target = 0.1, cpu * rng.uniform(0.2, 0.6)
         while used < target:
             size = rng.choice([0.25, 0.5, 1.0])
@@ -62,15 +52,7 @@ def cluster(n_nodes: int, seed: int = 1, mixed: bool = False) -> list[dict]:
             )
             pod_id += 1
             used += size
-    for a in range(APPS):
-        docs.append(
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": f"app{a}", "namespace": "default"},
-                "spec": {"maxUnavailable": "50%", "selector": {"matchLabels": {"app": f"app{a}"}}},
-            }
-        )
+    docs += _budgets("50%")
     return docs
 
 
@@ -82,17 +64,7 @@ def mixed_cluster(n_nodes: int, seed: int = 2) -> list[dict]:
     docs: list[dict] = []
     pod_id = 0
     for i in range(n_nodes):
-        kind, cpu, _ = TYPES[i % 3]
-        name = f"n{i:03d}"
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": kind}},
-                "status": {"allocatable": {"cpu": str(cpu), "memory": f"{cpu * 4}Gi", "pods": "110"}},
-            }
-        )
-        docs.append(_pod(f"log-{name}", "kube-system", name, "DaemonSet", "log", "100m", "128Mi", {}))
+        name, cpu = _node(i, docs)
         used, memory, target = 0.1, 0.128, cpu * rng.uniform(0.2, 0.7)
         while used < target:
             size, gib = rng.choice([0.3, 0.7, 1.1, 1.7]), rng.choice([0.5, 1, 3, 6])
@@ -114,16 +86,37 @@ def mixed_cluster(n_nodes: int, seed: int = 2) -> list[dict]:
             pod_id += 1
             used += size
             memory += gib
-    for a in range(APPS):
-        docs.append(
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": f"app{a}", "namespace": "default"},
-                "spec": {"maxUnavailable": "30%", "selector": {"matchLabels": {"app": f"app{a}"}}},
-            }
-        )
+    docs += _budgets("30%")
     return docs
+
+
+def _node(i: int, docs: list[dict]) -> tuple[str, int]:
+    """Node i (the types in turn) and its DaemonSet pod, appended to `docs`: its name and cpu."""
+    kind, cpu, _ = TYPES[i % 3]
+    name = f"n{i:03d}"
+    docs.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": kind}},
+            "status": {"allocatable": {"cpu": str(cpu), "memory": f"{cpu * 4}Gi", "pods": "110"}},
+        }
+    )
+    docs.append(_pod(f"log-{name}", "kube-system", name, "DaemonSet", "log", "100m", "128Mi", {}))
+    return name, cpu
+
+
+def _budgets(max_unavailable: str) -> list[dict]:
+    """One PodDisruptionBudget per app."""
+    return [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"app{a}", "namespace": "default"},
+            "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": f"app{a}"}}},
+        }
+        for a in range(APPS)
+    ]
 
 
 def _pod(name, namespace, node, owner_kind, owner, cpu, memory, labels) -> dict:
