@@ -336,6 +336,23 @@ func (o *oracle) record(pod, node, message, nominated string) {
 func (o *oracle) installReactors() {
 	// Applied to the tracker that stamps resource versions.
 	o.cs.PrependReactor("*", "*", clienttesting.ObjectReaction(o.tracker))
+	// A claim the scheduler creates (the DRA plugin's claim for extended
+	// resources) is written, then seen by the informers before the call
+	// returns: the plugin looks for it in its assume cache at once and
+	// otherwise polls once a second on the wall clock, which changes no
+	// outcome but costs seconds per pod.
+	o.cs.PrependReactor("create", "resourceclaims", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "" {
+			return false, nil, nil
+		}
+		handled, obj, err := clienttesting.ObjectReaction(o.tracker)(action)
+		if err == nil {
+			if claim, ok := obj.(*resourcev1.ResourceClaim); ok {
+				o.waitUntilInformed(claim)
+			}
+		}
+		return handled, obj, err
+	})
 	// What the API server gives an object the scheduler creates (the
 	// DRA plugin's claim for extended resources): a name from generateName
 	// (a counter instead of random characters) and a UID.
@@ -423,6 +440,19 @@ func (o *oracle) installReactors() {
 		o.mu.Unlock()
 		return false, nil, nil
 	})
+}
+
+// waitUntilInformed waits, at most 100 ms, until the claim informer holds
+// `claim`, then lets its event handlers run.
+func (o *oracle) waitUntilInformed(claim *resourcev1.ResourceClaim) {
+	lister := o.factory.Resource().V1().ResourceClaims().Lister().ResourceClaims(claim.Namespace)
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
+		if got, err := lister.Get(claim.Name); err == nil && got.ResourceVersion == claim.ResourceVersion {
+			break
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	time.Sleep(time.Millisecond)
 }
 
 func setCondition(status *corev1.PodStatus, c corev1.PodCondition) {
