@@ -723,6 +723,8 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
                 code = args.func(args)
                 stopped = interrupt.requested()
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        if code == consolidate_cli.INTERRUPTED:  # the command said what it had when Ctrl-C came
+            return code
         if stopped:  # Ctrl-C while the answer was being improved: it was printed as it stood
             print("draopt: interrupted: the answer above is the best found before Ctrl-C", file=sys.stderr)
             return 130
