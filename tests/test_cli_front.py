@@ -334,3 +334,58 @@ def test_plan_takes_the_selection_and_bad_selectors_exit_2(labelled):
     p = run("plan", "-f", labelled, "--node-template", "node-0", "-l", "app=notebook")
     assert p.returncode == 0 and "places 2 of 2 pending pod(s)" in p.stdout, p.stdout
     assert run("place", "-f", labelled, "-l", "a~b").returncode == 2
+
+
+def test_explain_takes_the_selection(labelled):
+    """-n/-A/-l on `explain`: only the pending pods they select are placed, so only their failures
+    are explained (without the notebooks, trainer-1's gang fits)."""
+    every = run("explain", "-f", labelled, "-o", "name")
+    assert every.returncode == 0 and "pod/ml/trainer-1-worker" in every.stdout, every.stderr
+    p = run("explain", "-f", labelled, "-o", "name", "-l", "!app")
+    assert p.returncode == 0 and "note: 8 of 10 pending pod(s) selected (-n/-l)" in p.stderr, p.stderr
+    assert "trainer-1" not in p.stdout and "pod/ml/trainer-2-worker" in p.stdout
+    p = run("explain", "-f", labelled, "-o", "name", "-n", "other")
+    assert p.returncode == 0 and p.stdout == "" and "first-fit places every pending pod" in p.stderr
+    assert run("explain", "-f", labelled, "-o", "name", "-A", "-n", "other").stdout == every.stdout
+    p = run("explain", "-f", labelled, "--pod", "ml/trainer-1-worker", "-l", "app=notebook")
+    assert p.returncode == 2 and "no Pod ml/trainer-1-worker in the input among the pods -n/-l select" in p.stderr
+
+
+def test_explain_selects_the_pending_claims(tmp_path):
+    """Without pods, -n/-l choose the pending ResourceClaims explained (their namespace, labels)."""
+    text = (ROOT / "examples" / "cluster.yaml").read_text()
+    text = text.replace(
+        "  name: notebook\n  namespace: ml\n", "  name: notebook\n  namespace: ml\n  labels: {app: nb}\n"
+    )
+    path = tmp_path / "claims.yaml"
+    path.write_text(text)
+    assert run("explain", "-f", str(path), "-o", "name").stdout.split() == [
+        "resourceclaim/ml/trainer",
+        "resourceclaim/ml/notebook",
+    ]
+    p = run("explain", "-f", str(path), "-o", "name", "-l", "app=nb")
+    assert p.returncode == 0 and p.stdout.split() == ["resourceclaim/ml/notebook"], p.stderr
+    assert "note: 1 of 2 pending claim(s) selected (-n/-l)" in p.stderr
+    p = run("explain", "-f", str(path), "-n", "default")
+    assert p.returncode == 0 and p.stdout == "" and "-n/-l select no pending ResourceClaim" in p.stderr
+
+
+def test_compare_takes_the_selection(labelled):
+    import json
+
+    policies = ["--policy", "first-fit,first-fit:builtin:most-allocated", "-o", "json"]
+    every = json.loads(run("compare", "-f", labelled, *policies).stdout)
+    assert [r["pods"] for r in every["policies"]] == [10, 10]
+    p = run("compare", "-f", labelled, *policies, "-l", "app=notebook")
+    assert p.returncode == 0 and "note: 2 of 10 pending pod(s) selected (-n/-l)" in p.stderr, p.stderr
+    assert [(r["pods"], r["placed"]) for r in json.loads(p.stdout)["policies"]] == [(2, 2), (2, 2)]
+    p = run("compare", "-f", labelled, *policies, "-n", "other")
+    assert [r["pods"] for r in json.loads(p.stdout)["policies"]] == [0, 0]
+
+
+@pytest.mark.parametrize("command", ["compare", "explain"])
+def test_a_bad_selector_exits_2_with_the_reason(labelled, command):
+    p = run(command, "-f", labelled, "-l", "app~web")
+    assert p.returncode == 2 and p.stdout == "", p.stdout
+    assert "draopt: error: --selector 'app~web': cannot read 'app~web'" in p.stderr
+    assert "Traceback" not in p.stderr

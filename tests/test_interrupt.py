@@ -5,6 +5,7 @@ its own process group and sends SIGINT to the group, as a terminal does."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -102,6 +103,49 @@ def test_plan_prints_the_best_mix_with_its_bound_and_exits_130(fleet, tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert "cheapest mix: " in out and "lower bound" in out and "CP-SAT stopped by Ctrl-C" in out, out
     assert "one-fewer" not in seen + err + out
+
+
+def _consolidate_until(fleet: Path, tmp_path: Path, phase: str, *extra: str) -> tuple[str, str, str, int]:
+    """`plan --consolidate` on the fleet (its nodes priced 1, 2, 3 in turn: the least-cost phase
+    searches for some 20 s), Ctrl-C 0.5 s after `phase` started: (what was seen, stdout, stderr, exit)."""
+    costs = tmp_path / "costs.yaml"
+    costs.write_text("".join(f"gpu-node-{i:03d}: {1 + i % 3}\n" for i in range(40)))
+    args = ["plan", "--consolidate", "-f", str(fleet), "--node-costs", str(costs), "--time-limit", "120"]
+    p = _start([*args, "--progress", *extra], tmp_path)
+    seen = ""
+    assert p.stderr is not None
+    for line in p.stderr:
+        seen += line
+        if phase in line and "started" in line:
+            break
+    else:
+        pytest.fail(f"no {phase} seen: {seen}")
+    time.sleep(0.5)
+    waited, out, err = _interrupt(p)
+    assert waited < 30, f"{waited:.1f} s from Ctrl-C to exit"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    return seen, out, err, p.returncode
+
+
+def test_consolidate_prints_the_best_found_with_its_bound_and_exits_130(fleet, tmp_path):
+    """Ctrl-C while CP-SAT looks for a cheaper set of nodes: the answer found so far (nodes to
+    drain, pods moved, cost) with its lower bound and gap, marked interrupted and not proven."""
+    seen, out, err, code = _consolidate_until(fleet, tmp_path, "plan --consolidate: least cost")
+    assert code == 130, seen + err
+    assert "interrupted: the answer above is the best found before Ctrl-C" in err
+    assert "drain " in out and "pod(s) moved" in out and "cost 79 -> " in out, out
+    assert "not proven minimal: interrupted by Ctrl-C" in out and "lower bound" in out and "gap" in out, out
+    assert "proven minimal: no cheaper" not in out
+
+
+def test_consolidate_before_any_answer_prints_what_is_known_and_exits_130(fleet, tmp_path):
+    """Ctrl-C during Karpenter's simulated consolidation, before the model has any answer: the cost
+    of the nodes as they run (and the bound, not computed yet), in the -o format asked."""
+    seen, out, err, code = _consolidate_until(fleet, tmp_path, "Karpenter's consolidation", "-o", "json")
+    assert code == 130, seen + err
+    assert "no consolidation was found before Ctrl-C" in err and "the answer above" not in err
+    assert json.loads(out) == {"answer": None, "bound": None, "cost_before": 79, "interrupted": True, "nodes": 40}
+    assert "least cost" not in seen + err  # no search after Ctrl-C
 
 
 @pytest.mark.parametrize("after", [0.3, 0.8])

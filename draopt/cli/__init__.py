@@ -234,6 +234,7 @@ def _add_explain(sub) -> None:
     )
     _input_flags(ex)
     _clock_flag(ex)
+    conventions.selection_flags(ex)
     ex.set_defaults(func=cmd_explain)
 
 
@@ -319,7 +320,7 @@ def _add_registered(sub) -> None:
     sub.choices["simulate"].set_defaults(func=paper_protocol.cmd_simulate)
     from draopt.studies import report
 
-    report.register(sub, _input_flags, _positive_seconds)
+    report.register(sub, _input_flags, _positive_seconds, conventions.selection_flags)
     from draopt.studies import sweep
 
     sweep.register(sub)
@@ -486,12 +487,14 @@ def cmd_explain(args) -> int:
 
     api.warm_up()
     raw = load_files(args.filename, recursive=args.recursive, strict=args.strict)
-    objects = _clocked(args, raw)
+    clocked = _clocked(args, raw)
+    objects = conventions.selected(args, clocked)  # (only the pending pods -n/-l select)
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
     sections: list[explain.Section] = []
     if args.scores and not args.pod:
         raise InputError("--scores: name the pods with --pod (each one's scoring cycle is shown)")
-    if args.pod or (objects.extra.get("pods") or getattr(objects, "pods", None)) and not args.claim:
+    # (pods in the input, selected or not: their placement is explained, not the claims)
+    if args.pod or (clocked.extra.get("pods") or getattr(clocked, "pods", None)) and not args.claim:
         from draopt.cluster.firstfit import ClaimBook, filter_reason
 
         outcome, breakdowns = _explain_placement(args, objects, features)
@@ -509,7 +512,8 @@ def cmd_explain(args) -> int:
                 sections.append(explain.Section(f"pod {key}", "not placed by any policy", hold.text))
                 continue
             if key not in known:
-                raise DraoptError(f"--pod {ref}: no Pod {key} in the input")
+                left_out = " among the pods -n/-l select" if _selected_keys(args, raw) is not None else ""
+                raise DraoptError(f"--pod {ref}: no Pod {key} in the input{left_out}")
             exps = explain.explain_pod(outcome.cluster, book, outcome.workload.pod(key), node_check=filter_reason)
             if args.node:
                 exps = [e for e in exps if e.node == args.node]
@@ -529,9 +533,18 @@ def cmd_explain(args) -> int:
                 sections.append(_score_section(explain, key, breakdowns, outcome, pl))
         if not wanted:
             print("note: nothing to explain: first-fit places every pending pod", file=sys.stderr)
-        sections.extend(_clock_sections(explain, raw, features, args.pod))
+        sections.extend(_clock_sections(explain, raw, features, args.pod, _selected_keys(args, raw)))
     else:
         pending = api.select_claims(objects, None)[0]
+        chosen = conventions.pending_filter(args.namespace, args.all_namespaces, args.selector)
+        if chosen is not None and not args.claim:  # -n/-l: the pending claims they select
+            selected = [c for c in pending if chosen(c)]
+            print(f"note: {len(selected)} of {len(pending)} pending claim(s) selected (-n/-l)", file=sys.stderr)
+            if pending and not selected:
+                print("note: nothing to explain: -n/-l select no pending ResourceClaim", file=sys.stderr)
+                return 0
+            pending = selected
+            args.claim = [f"{c.namespace}/{c.name}" for c in selected]
         if not args.claim and not pending:
             api._nothing_to_allocate(objects)  # only templates: an error that points to `place`
             print("note: nothing to explain: no pending ResourceClaim in the input", file=sys.stderr)
@@ -596,15 +609,24 @@ def _score_section(explain, key: str, breakdowns: dict, outcome, pl):
     return scores.section(explain, key, breakdowns.get(key), pl, name_order)
 
 
-def _clock_sections(explain, raw, features, pods: list[str] | None) -> list:
-    """Where the clocks disagree (draopt.placement.clocks): one section, whichever clock was asked."""
+def _clock_sections(explain, raw, features, pods: list[str] | None, selected: set[str] | None = None) -> list:
+    """Where the clocks disagree (draopt.placement.clocks): one section, whichever clock was asked;
+    `selected`: the pending pods -n/-l select (None: every one)."""
     from draopt.placement import clocks
 
     keys = {ref if "/" in ref else f"default/{ref}" for ref in pods or []}
     lines = [line for line in clocks.differences(raw, features) if not keys or line.split(":")[0][4:] in keys]
+    if selected is not None:
+        lines = [line for line in lines if line.split(":")[0][4:] in selected]
     if not lines:
         return []
     return [explain.Section("now (--no-settle) and settled differ", "", "\n".join(lines), block=True)]
+
+
+def _selected_keys(args, raw) -> set[str] | None:
+    """The keys of the pods -n/-l select (None: every pod)."""
+    chosen = conventions.pending_filter(args.namespace, args.all_namespaces, args.selector)
+    return None if chosen is None else {f"{p.namespace}/{p.name}" for p in raw.pods if chosen(p)}
 
 
 def _failure_headline(explain, key: str, pl, message: str, title: str = "first-fit could not place it"):
@@ -723,6 +745,8 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
                 code = args.func(args)
                 stopped = interrupt.requested()
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        if code == consolidate_cli.INTERRUPTED:  # the command said what it had when Ctrl-C came
+            return code
         if stopped:  # Ctrl-C while the answer was being improved: it was printed as it stood
             print("draopt: interrupted: the answer above is the best found before Ctrl-C", file=sys.stderr)
             return 130

@@ -6,6 +6,9 @@ import argparse
 import json
 import sys
 
+# the command said itself what it had when Ctrl-C came (draopt.cli's main adds nothing)
+INTERRUPTED = 130
+
 
 def add_flags(pn: argparse.ArgumentParser) -> None:
     """The flags of `plan --consolidate` (on plan's parser)."""
@@ -54,8 +57,10 @@ def check_flags(args) -> None:
 
 
 def cmd_consolidate(args, objects, types, features) -> int:
-    """Run it and print the answer: 0 when every pod is placed, 1 when some pending pod is not."""
-    from draopt.studies.consolidate import consolidate
+    """Run it and print the answer: 0 when every pod is placed, 1 when some pending pod is not.
+    Ctrl-C: the best answer found so far (draopt.cli's main says it was interrupted), or before
+    any, what was known then; 130."""
+    from draopt.studies.consolidate import Interrupted, consolidate
     from draopt.studies.consolidate_rules import CostSource, load_type_costs
 
     source = CostSource(
@@ -63,15 +68,22 @@ def cmd_consolidate(args, objects, types, features) -> int:
         type_costs=load_type_costs(args.node_costs) if args.node_costs else {},
         type_label=args.type_label,
     )
-    result = consolidate(
-        objects,
-        source,
-        types,
-        features=features,
-        time_limit=args.time_limit,
-        max_nodes=args.max_nodes,
-        karpenter=not args.no_karpenter,
-    )
+    try:
+        result = consolidate(
+            objects,
+            source,
+            types,
+            features=features,
+            time_limit=args.time_limit,
+            max_nodes=args.max_nodes,
+            karpenter=not args.no_karpenter,
+        )
+    except Interrupted as stop:
+        _print(args, stop.to_json(), stop.lines())
+        print(
+            "draopt: interrupted: no consolidation was found before Ctrl-C (what was known is above)", file=sys.stderr
+        )
+        return INTERRUPTED
     if args.stats:
         import resource
 
@@ -80,12 +92,20 @@ def cmd_consolidate(args, objects, types, features) -> int:
         line.update(nodes=len(result.nodes), movable=len(result.rules.movable()), moved=len(result.moves))
         print(json.dumps(line, sort_keys=True, default=str), file=sys.stderr)
         args.partial_stats = None
-    if args.output == "json":
-        print(json.dumps(result.to_json(), sort_keys=True))
-    elif args.output == "yaml":
-        import yaml
-
-        print(yaml.safe_dump(result.to_json(), sort_keys=False), end="")
+    if args.output in ("json", "yaml"):
+        _print(args, result.to_json(), [])
     else:
         print(result.table())
     return 0 if result.placed_all else 1
+
+
+def _print(args, made: dict, lines: list[str]) -> None:
+    """-o json|yaml: `made`; else the lines."""
+    if args.output == "json":
+        print(json.dumps(made, sort_keys=True))
+    elif args.output == "yaml":
+        import yaml
+
+        print(yaml.safe_dump(made, sort_keys=False), end="")
+    else:
+        print("\n".join(lines))

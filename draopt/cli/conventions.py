@@ -6,13 +6,12 @@ a note; -R and --strict where a command's own module reads; which pending pods t
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
-import re
 import sys
 
 from draopt.errors import DraoptError
 from draopt.kube.loader import expand_paths
+from draopt.kube.selection import parse_selector, pending_filter, select_pending  # noqa: F401  (kept importable from here)
 
 
 # ------------------------------------------------------------------ kubectl's conventions
@@ -48,6 +47,7 @@ EXAMPLES = {
         "draopt explain -f examples/mig-gangs.yaml --pod ml/trainer-1-chief",
         "draopt explain -f examples/mig-gangs.yaml --pod ml/trainer-0-chief --scores",
         "draopt explain -f examples/cluster.yaml --claim ml/trainer --node gpu-node-1 -o json",
+        "draopt explain -f examples/mig-gangs.yaml -n ml -o name",
     ],
     "plan": [
         "draopt plan -f examples/mig-gangs.yaml --node-template node-0",
@@ -65,6 +65,7 @@ EXAMPLES = {
     "compare": [
         "draopt compare -f examples/mig-gangs.yaml",
         "draopt compare -f examples/mig-gangs.yaml --policy first-fit --policy optimal -o json",
+        "draopt compare -f examples/mig-gangs.yaml -n ml --policy first-fit,optimal",
     ],
     "sweep": [
         "draopt sweep --grid grid.yaml --output-file results.parquet",
@@ -306,56 +307,8 @@ def selection_flags(p: argparse.ArgumentParser) -> None:
 
 
 def selected(args, objects):
-    """The input with only the pending pods that -n/-l select (running pods stay: they hold their
-    resources). A gang cut by the selection is short of its minCount, as it would be."""
-    namespaces = None if args.all_namespaces or not args.namespace else set(args.namespace)
-    selector = parse_selector(args.selector) if args.selector else None
-    if namespaces is None and selector is None:
-        return objects
-    from draopt.kube.adoption import selector_matches
-
-    def wanted(pod) -> bool:
-        if pod.spec.node_name:
-            return True
-        if namespaces is not None and pod.namespace not in namespaces:
-            return False
-        return selector is None or selector_matches(selector, pod.metadata.labels)
-
-    pods = [pod for pod in objects.pods if wanted(pod)]
-    pending = sum(1 for pod in objects.pods if not pod.spec.node_name)
-    chosen = sum(1 for pod in pods if not pod.spec.node_name)
-    print(f"note: {chosen} of {pending} pending pod(s) selected (-n/-l)", file=sys.stderr)
-    return dataclasses.replace(objects, pods=pods)
-
-
-def parse_selector(text: str) -> dict:
-    """kubectl's label selector (`-l`) as a LabelSelector: requirements separated by commas
-    outside parentheses: `k=v` and `k==v` (present and equal), `k!=v` (absent or other),
-    `k in (a,b)`, `k notin (a,b)`, `k` (present), `!k` (absent)."""
-    terms, depth, current = [], 0, ""
-    for ch in text:
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            terms.append(current)
-            current = ""
-        else:
-            current += ch
-    terms.append(current)
-    key = r"([A-Za-z0-9][-A-Za-z0-9_./]*)"
-    expressions = []
-    for term in (t.strip() for t in terms):
-        if m := re.fullmatch(key + r"\s+(in|notin)\s+\(([^()]*)\)", term):
-            values = [v.strip() for v in m[3].split(",") if v.strip()]
-            expressions.append({"key": m[1], "operator": "In" if m[2] == "in" else "NotIn", "values": values})
-        elif m := re.fullmatch(key + r"\s*(==|=|!=)\s*([-A-Za-z0-9_.]*)", term):
-            expressions.append({"key": m[1], "operator": "NotIn" if m[2] == "!=" else "In", "values": [m[3]]})
-        elif m := re.fullmatch(r"(!?)\s*" + key, term):
-            expressions.append({"key": m[2], "operator": "DoesNotExist" if m[1] else "Exists"})
-        else:
-            raise DraoptError(
-                f"--selector {text!r}: cannot read {term!r} (k=v, k!=v, k in (a,b), k notin (a,b), k, !k)"
-            )
-    return {"matchExpressions": expressions}
+    """The input with only the pending pods that -n/-l select (draopt.kube.selection)."""
+    return select_pending(objects, args.namespace, args.all_namespaces, args.selector)
 
 
 # ------------------------------------------------------------------ shell completion

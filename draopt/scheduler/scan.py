@@ -87,100 +87,160 @@ def scan(
     the group's other nodes that passed the node filters for this kind before and took
     nothing since (the allocated devices changed, not the node) fit too, with the same
     score: try_node would answer them so from its cache. They are answered in one step."""
-    nodes = sched.nodes
-    n = len(nodes)
-    ver, feas, dscore, reasons, took, group, last_fit = table(sched, sched.kinds, sig)
-    if alike is not None and alike != sig and not merged:
-        bver, _, bscore, breason, _, _, _ = table(sched, sched.boards, alike)
-    else:
-        bver = None
-    versions = versions_now(sched)
-    # The arrays are worked on in node-index order; the search order (from `start`, wrapping
-    # around) is a rotation of it. Nodes below the frontier at entry are known to reject this
-    # kind (`low`); the frontier may move while nodes are filtered, `low` does not.
-    low = frontier
-    fits: dict[int, Any] = {}
-    filled: set[int] = set()  # device groups answered in one step
-    group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
-    # (x.nonzero()[0] on these 1-D arrays: np.flatnonzero's answer without its Python wrappers)
+    st = _Scan(
+        sched, sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, alike, demand,
+        shared, merged, specs,
+    )  # fmt: skip
     while True:
-        if low:
-            nz = (ver[low:] != versions[low:]).nonzero()[0]
-            nz += low
-        else:
-            nz = (ver != versions).nonzero()[0]
-        if not nz.size:
+        stale = _stale_in_search_order(st)
+        if not stale:
             break
-        # Stale nodes in search order (as a list: the loop mostly stops after a few of them).
-        stale = nz.tolist()
-        if start and stale[0] < start:
-            cut = bisect_left(stale, start)
-            stale = stale[cut:] + stale[:cut]
-        # Enough feasible nodes before a stale one: with every stale node before it filtered
-        # (search order), the feasible nodes (>= low) before it are the known ones plus those
-        # found now. Reaching to_find needs at least this many nodes that may be feasible;
-        # else the count is not needed (every stale node is filtered).
-        may_stop = int(np.count_nonzero(feas[low:] if low else feas)) + len(stale) - 1 >= to_find
-        fill = None
-        for idx in stale:
-            if may_stop and feasible_before(feas, idx, start, low) >= to_find:
-                break
-            if bver is not None and bver[idx] == versions[idx]:
-                reason, fit = breason[idx], None
-                if reason is None:
-                    feas[idx] = True
-                    dscore[idx] = bscore[idx]
-                    ver[idx] = versions[idx]
-                    continue
-                version = nodes[idx].version
-            else:
-                node = nodes[idx]
-                version = node.version
-                reason, fit = try_fn(node)
-                if reason is not None:
-                    reason = generic(reason, keys)
-                if bver is not None:
-                    if shareable_reason(reason):
-                        bver[idx] = version
-                        breason[idx] = reason
-                        bscore[idx] = fit[3] if fit is not None else 0
-                elif merged and not shareable_reason(reason):
-                    # This table serves every alike kind (Scheduler.select): a reason of this
-                    # kind's own is not theirs, so they keep their own tables from now on.
-                    sched.alike_apart.add(alike)
-            ver[idx] = version
-            if reason is not None:
-                feas[idx] = False
-                reasons[idx] = reason
-                if idx == frontier:
-                    frontier += 1
-                    first_open[sig] = frontier
-                    skipped_reasons.setdefault(sig, {})[idx] = (version, reason)
-                continue
-            assert fit is not None  # try_node's fit when it gives no reason
-            feas[idx] = True
-            dscore[idx] = fit[3]
-            fits[idx] = fit
-            if specs is not None:
-                last_fit[idx] = (version, specs, fit)
-            if shared is not None:
-                node = nodes[idx]
-                took[idx] = node._takes
-                g = group[idx] = group_number(sched, shared.memo(node))
-                if g not in filled:
-                    got = shared.current(demand)
-                    if got is not None and group_number(sched, got[0]) == g:
-                        fill = (g, got[1])
-                        break
+        fill = _filter_stale(st, stale)
         if fill is None:
             break
-        g, group_fit = fill
-        filled.add(g)
-        same = (ver != versions) & (group == g) & (took == takes_now(sched)) & feas
-        same[:frontier] = False
-        ver[same] = versions[same]
-        dscore[same] = group_fit[3]
-        group_fits.append((same, group_fit))
+        _fill_group(st, *fill)
+    return _answer(st)
+
+
+class _Scan:
+    """One scan's state (see scan): its arguments, the kind's table and the alike kind's board,
+    every node's version now, and what the loop found."""
+
+    __slots__ = (
+        "sched", "sig", "start", "frontier", "to_find", "try_fn", "keys", "first_open", "skipped_reasons",
+        "generic", "alike", "demand", "shared", "merged", "specs", "nodes", "ver", "feas", "dscore", "reasons",
+        "took", "group", "last_fit", "bver", "bscore", "breason", "versions", "low", "fits", "filled", "group_fits",
+    )  # fmt: skip
+
+    def __init__(
+        self, sched, sig, start, frontier, to_find, try_fn, keys, first_open, skipped_reasons, generic, alike, demand,
+        shared, merged, specs,
+    ):  # fmt: skip
+        self.sched, self.sig, self.start, self.frontier, self.to_find = sched, sig, start, frontier, to_find
+        self.try_fn, self.keys, self.first_open, self.skipped_reasons = try_fn, keys, first_open, skipped_reasons
+        self.generic, self.alike, self.demand, self.shared = generic, alike, demand, shared
+        self.merged, self.specs = merged, specs
+        self.nodes = sched.nodes
+        self.ver, self.feas, self.dscore, self.reasons, self.took, self.group, self.last_fit = table(
+            sched, sched.kinds, sig
+        )
+        if alike is not None and alike != sig and not merged:
+            self.bver, _, self.bscore, self.breason, _, _, _ = table(sched, sched.boards, alike)
+        else:
+            self.bver = self.bscore = self.breason = None
+        self.versions = versions_now(sched)
+        # The arrays are worked on in node-index order; the search order (from `start`, wrapping
+        # around) is a rotation of it. Nodes below the frontier at entry are known to reject this
+        # kind (`low`); the frontier may move while nodes are filtered, `low` does not.
+        self.low = frontier
+        self.fits: dict[int, Any] = {}
+        self.filled: set[int] = set()  # device groups answered in one step
+        self.group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
+
+
+def _stale_in_search_order(st: _Scan) -> list:
+    """The nodes whose version changed since this kind was answered there (from `low` on), in
+    search order (as a list: the loop mostly stops after a few of them); empty when none."""
+    # (x.nonzero()[0] on these 1-D arrays: np.flatnonzero's answer without its Python wrappers)
+    low, ver, versions, start = st.low, st.ver, st.versions, st.start
+    if low:
+        nz = (ver[low:] != versions[low:]).nonzero()[0]
+        nz += low
+    else:
+        nz = (ver != versions).nonzero()[0]
+    if not nz.size:
+        return []
+    stale = nz.tolist()
+    if start and stale[0] < start:
+        cut = bisect_left(stale, start)
+        stale = stale[cut:] + stale[:cut]
+    return stale
+
+
+def _filter_stale(st: _Scan, stale: list):
+    """The stale nodes filtered in search order until enough feasible nodes lie before the next
+    one. (the device group, its fit) when a fit through a group's shared devices stops the loop
+    (_fill_group answers the group), else None."""
+    sched, nodes, sig, start, low, to_find = st.sched, st.nodes, st.sig, st.start, st.low, st.to_find
+    ver, feas, dscore, reasons, took, group = st.ver, st.feas, st.dscore, st.reasons, st.took, st.group
+    bver, bscore, breason, versions, shared = st.bver, st.bscore, st.breason, st.versions, st.shared
+    frontier = st.frontier
+    # Enough feasible nodes before a stale one: with every stale node before it filtered
+    # (search order), the feasible nodes (>= low) before it are the known ones plus those
+    # found now. Reaching to_find needs at least this many nodes that may be feasible;
+    # else the count is not needed (every stale node is filtered).
+    may_stop = int(np.count_nonzero(feas[low:] if low else feas)) + len(stale) - 1 >= to_find
+    fill = None
+    for idx in stale:
+        if may_stop and feasible_before(feas, idx, start, low) >= to_find:
+            break
+        if bver is not None and bver[idx] == versions[idx]:
+            reason, fit = breason[idx], None
+            if reason is None:
+                feas[idx] = True
+                dscore[idx] = bscore[idx]
+                ver[idx] = versions[idx]
+                continue
+            version = nodes[idx].version
+        else:
+            node = nodes[idx]
+            version = node.version
+            reason, fit = st.try_fn(node)
+            if reason is not None:
+                reason = st.generic(reason, st.keys)
+            if bver is not None:
+                if shareable_reason(reason):
+                    bver[idx] = version
+                    breason[idx] = reason
+                    bscore[idx] = fit[3] if fit is not None else 0
+            elif st.merged and not shareable_reason(reason):
+                # This table serves every alike kind (Scheduler.select): a reason of this
+                # kind's own is not theirs, so they keep their own tables from now on.
+                sched.alike_apart.add(st.alike)
+        ver[idx] = version
+        if reason is not None:
+            feas[idx] = False
+            reasons[idx] = reason
+            if idx == frontier:
+                frontier += 1
+                st.first_open[sig] = frontier
+                st.skipped_reasons.setdefault(sig, {})[idx] = (version, reason)
+            continue
+        assert fit is not None  # try_node's fit when it gives no reason
+        feas[idx] = True
+        dscore[idx] = fit[3]
+        st.fits[idx] = fit
+        if st.specs is not None:
+            st.last_fit[idx] = (version, st.specs, fit)
+        if shared is not None:
+            node = nodes[idx]
+            took[idx] = node._takes
+            g = group[idx] = group_number(sched, shared.memo(node))
+            if g not in st.filled:
+                got = shared.current(st.demand)
+                if got is not None and group_number(sched, got[0]) == g:
+                    fill = (g, got[1])
+                    break
+    st.frontier = frontier
+    return fill
+
+
+def _fill_group(st: _Scan, g: int, group_fit) -> None:
+    """Device group `g` answered in one step: its nodes that passed the node filters for this kind
+    before and took nothing since fit with `group_fit`'s score (see scan's `shared`)."""
+    st.filled.add(g)
+    ver, versions = st.ver, st.versions
+    same = (ver != versions) & (st.group == g) & (st.took == takes_now(st.sched)) & st.feas
+    same[: st.frontier] = False
+    ver[same] = versions[same]
+    st.dscore[same] = group_fit[3]
+    st.group_fits.append((same, group_fit))
+
+
+def _answer(st: _Scan):
+    """scan's answer once no stale node is left to filter before enough feasible ones."""
+    start, low, to_find, feas, dscore = st.start, st.low, st.to_find, st.feas, st.dscore
+    n = len(st.nodes)
     # Every node before the first stale one left in search order is answered now, and that one
     # has at least to_find feasible nodes before it: those found from `start` on are the first.
     lo = start if start > low else low
@@ -190,8 +250,8 @@ def scan(
         found += lo
         last = int(found[-1])
         processed = last - start + 1 if last >= start else last - start + n + 1
-        return found, dscore[found], _with_groups(fits, group_fits), None, processed
-    fresh = ver == versions
+        return found, dscore[found], _with_groups(st.fits, st.group_fits), None, processed
+    fresh = st.ver == st.versions
     answered = fresh & feas
     if low:
         answered[:low] = False
@@ -207,8 +267,8 @@ def scan(
         refused = fresh & ~feas
         if low:
             refused[:low] = False
-        rejected = Counter(reasons[i] for i in in_search_order(refused.nonzero()[0], start).tolist())
-    return found, dscore[found], _with_groups(fits, group_fits), rejected, processed
+        rejected = Counter(st.reasons[i] for i in in_search_order(refused.nonzero()[0], start).tolist())
+    return found, dscore[found], _with_groups(st.fits, st.group_fits), rejected, processed
 
 
 def _with_groups(fits: dict, group_fits: list):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from draopt import progress
+from draopt import interrupt, progress
 from draopt.errors import InputError
 from draopt.kube.features import Features
 from draopt.studies.consolidate_model import (
@@ -26,7 +26,7 @@ from draopt.studies.consolidate_model import (
     with_new_nodes,
 )
 from draopt.studies.consolidate_rules import CostSource, PodRules, classify, cost_text, existing_costs
-from draopt.studies.consolidate_solve import Answer, solve
+from draopt.studies.consolidate_solve import Answer, NoAnswer, solve
 from draopt.studies.node_types import NodeType, check_node_types
 
 
@@ -52,6 +52,7 @@ class Consolidation:
     karpenter: Any = None  # karpenter_consolidation.KarpenterConsolidation
     notes: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False  # Ctrl-C stopped the search: the best answer found before it
 
     @property
     def saved(self) -> Fraction:
@@ -87,6 +88,7 @@ class Consolidation:
             "gap": round(self.gap, 6),
             "status": self.status,
             "proven_minimal": self.proven,
+            "interrupted": self.interrupted,
             "why_not_proven": self.why_not_proven,
             "kept_by_rules": self.rules.pinned_nodes(),
             "pods": {c: sorted(p for p, k in self.rules.kind_of.items() if k == c) for c in _CLASSES},
@@ -164,9 +166,10 @@ def consolidate(
     max_nodes: int = 256,
     karpenter: bool = True,
 ) -> Consolidation:
-    """The cheapest nodes that hold every running and pending pod (see the module docstring)."""
-    from draopt.kube.workload import expand
-
+    """The cheapest nodes that hold every running and pending pod (see the module docstring).
+    Ctrl-C on the command line (draopt.interrupt): once the model is built, the best answer found
+    so far, `interrupted` and not proven; before any answer, Interrupted (a KeyboardInterrupt) with
+    what was known."""
     t0 = time.perf_counter()
     features = features or Features.from_gates()
     new_types = list(new_types)
@@ -175,6 +178,72 @@ def consolidate(
     if new_types:
         check_node_types(objects, new_types)
     prices = existing_costs(objects, costs, new_types)
+    cost_before = sum((c for _, c in prices.values()), Fraction(0))
+    try:
+        workload, rules, inp, model = _built(objects, prices, new_types, features, max_nodes)
+        # From here Ctrl-C stops the search with the answer it has (draopt.interrupt); before, it stops with none.
+        with interrupt.deferred():
+            try:
+                return _solved(
+                    objects,
+                    workload,
+                    rules,
+                    inp,
+                    model,
+                    prices,
+                    new_types,
+                    features,
+                    time_limit,
+                    max_nodes,
+                    karpenter,
+                    t0,
+                )
+            except NoAnswer as stop:
+                bound = None if stop.bound is None else stop.bound * model.scale
+                raise Interrupted(cost_before, len(prices), bound) from None
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:  # (while the model was built)
+        raise Interrupted(cost_before, len(prices), None) from None
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C before `plan --consolidate` found any answer: what was known by then (the cost of the
+    nodes as they run, and the aggregate's lower bound when it was computed)."""
+
+    def __init__(self, cost_before: Fraction, nodes: int, bound: Fraction | None):
+        super().__init__()
+        self.cost_before, self.nodes, self.bound = cost_before, nodes, bound
+
+    def to_json(self) -> dict[str, Any]:
+        from draopt.studies.planning import _num
+
+        return {
+            "interrupted": True,
+            "answer": None,
+            "nodes": self.nodes,
+            "cost_before": _num(self.cost_before),
+            "bound": None if self.bound is None else _num(self.bound),
+        }
+
+    def lines(self) -> list[str]:
+        out = [
+            "interrupted (Ctrl-C) before any consolidation was found",
+            f"cost now {cost_text(self.cost_before)} ({self.nodes} node(s))",
+        ]
+        if self.bound is None:
+            out.append("lower bound: not computed yet")
+        else:
+            saved = self.cost_before - self.bound
+            share = f" ({float(saved / self.cost_before):.1%})" if self.cost_before else ""
+            out.append(f"lower bound {cost_text(self.bound)}: a consolidation saves at most {cost_text(saved)}{share}")
+        return out
+
+
+def _built(objects, prices, new_types: list[NodeType], features, max_nodes: int):
+    """The model of the consolidation: (the input's workload, the pods' rules, the model's input, the model)."""
+    from draopt.kube.workload import expand
+
     workload = expand(objects, features)
     rules = classify(objects, workload)
     inp = _input(objects, workload, rules, new_types, features, max_nodes)
@@ -190,6 +259,11 @@ def consolidate(
                 rules.why[pod] = "runs where it could not be placed again now (a taint, a cordon or its devices)"
             inp = _input(objects, workload, rules, new_types, features, max_nodes)
             model = build_model(inp, features, node_costs, rules)
+    return workload, rules, inp, model
+
+
+def _solved(objects, workload, rules, inp, model, prices, new_types, features, time_limit, max_nodes, karpenter, t0):
+    """Karpenter's consolidation, the model solved from it, and the answer decoded and checked."""
     found = None
     if karpenter:  # before the solve: its answer is a warm start of the model
         from draopt.studies.karpenter_consolidation import karpenter_consolidation
@@ -204,6 +278,9 @@ def consolidate(
     out = _answer(model, answer, inp, prices, rules, new_types, max_nodes)
     _unencoded(model, out)
     _check(model, answer, inp, out, features)
+    if interrupt.requested():  # Ctrl-C: the best found so far, not proven
+        out.interrupted, out.proven = True, False
+        out.why_not_proven.insert(0, "interrupted by Ctrl-C before the search ended")
     out.stats.update(answer.stats)
     out.karpenter = found
     if found is not None:
@@ -255,7 +332,8 @@ def _answer(model: Model, answer: Answer, inp: ConsolidationInput, prices, rules
         raise RuntimeError(f"internal: the model's cost {answer.cost * scale} is not its nodes' {cost_after}")
     why = []
     if answer.status != "OPTIMAL":
-        why.append(f"CP-SAT stopped at the time limit ({answer.status})")
+        stopped = "by Ctrl-C" if interrupt.requested() else "at the time limit"
+        why.append(f"CP-SAT stopped {stopped} ({answer.status})")
     if not answer.placed_proven:
         why.append("that no set of nodes places more pods was not proven")
     short = [t.name for t in new_types if inp.caps[t.name] < len(model.real) and not answer.any_copies]

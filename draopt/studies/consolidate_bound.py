@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from draopt import interrupt
+
 
 _NODE_RESOURCES = frozenset(("cpu", "memory", "pods", "ephemeral-storage"))
 
@@ -159,7 +161,7 @@ def solve_aggregate(
         agg.cost[c[0]] * count[t] for t, c in agg.copies.items() if c
     )
     cp.minimize(cost)
-    solver = _solver(seconds, deadline)
+    solver = interrupt.watch(_solver(seconds, deadline))
     started = time.perf_counter()
     status = solver.solve(cp)
     name = solver.status_name(status)
@@ -173,7 +175,7 @@ def solve_aggregate(
     by_name = sum((len(names) - i) * keep[n] for i, n in enumerate(names))
     stays = sum(agg.movable_on.get(n, 0) * keep[n] for n in agg.nodes)
     cp.maximize(stays * (len(names) * (len(names) + 1) // 2 + 1) + by_name)
-    second = _solver(seconds / 2, deadline)
+    second = interrupt.watch(_solver(seconds / 2, deadline))
     if second.solve(cp) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         solver = second
     kept = {n for n in agg.nodes if solver.value(keep[n])}

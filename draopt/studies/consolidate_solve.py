@@ -14,7 +14,9 @@ within one wall-clock deadline (`--time-limit` bounds the whole command):
 
 Each phase stops at a share of `time_limit` in CP-SAT's deterministic time (so an input gives
 the same answer from run to run when the wall clock does not stop it first) and at the deadline;
-a phase cut short keeps the best answer found before it."""
+a phase cut short keeps the best answer found before it. Ctrl-C on the command line
+(draopt.interrupt, under `deferred`) cuts every phase short the same way; before any answer,
+it raises NoAnswer with the aggregate's bound when it was computed."""
 
 from __future__ import annotations
 
@@ -51,6 +53,14 @@ class Answer:
     # the cost meets the aggregate's bound, which holds for any number of new copies: a cap on
     # the candidate copies (--max-nodes) hides no cheaper answer
     any_copies: bool = False
+
+
+class NoAnswer(KeyboardInterrupt):
+    """Ctrl-C before any answer of the model: the aggregate's lower bound (scaled) when computed."""
+
+    def __init__(self, bound: int | None):
+        super().__init__()
+        self.bound = bound
 
 
 class _Fixed:
@@ -92,6 +102,7 @@ def solve(model: Model, inp: ConsolidationInput, rules, time_limit: float, deadl
         placed_proven, cost, bound, status_name, floor, incumbent = _search(
             model, inp, rules, clock, stats, karpenter, first
         )
+    stats.pop("aggregate_first_bound", None)
     cp.add(model.cost_expr <= cost)
     _hint_from(cp, incumbent.by_index)
     solver = _moves_phase(model, inp, clock, stats)
@@ -133,6 +144,8 @@ def _aggregate_first(model: Model, inp: ConsolidationInput, rules, clock: _Clock
             middle = (low + high) / 2
             low, high = (low, middle) if guess.try_slack(middle) else (middle, high)
     stats.update(aggregate_first_s=round(time.perf_counter() - started, 3), aggregate_first_rounds=guess.rounds)
+    if guess.bound is not None:  # what is known if Ctrl-C comes before any answer (taken out by `solve`)
+        stats["aggregate_first_bound"] = guess.bound
     if guess.best is None or guess.bound is None:
         return None
     model.b.model.cp.add(model.placed_expr >= model.cheap)
@@ -156,7 +169,7 @@ class _Guesses:
     tried: list = field(default_factory=list)  # sets of nodes not held
 
     def out_of_time(self) -> bool:
-        return time.perf_counter() > self.stop or self.clock.left() < 0.5
+        return time.perf_counter() > self.stop or self.clock.left() < 0.5 or interrupt.requested()
 
     def try_slack(self, slack: float) -> bool:
         """Whether the aggregate's cheapest set with `slack` more room holds every pod (a cheaper
@@ -198,6 +211,8 @@ def _search(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: 
         best = (model.cheap, first[1])  # it places every pod, for less
         _hint_from(cp, first[1].by_index)
         stats["warm_start"] = "the aggregate's guesses"
+    if best is None and interrupt.requested():  # Ctrl-C before any answer: no search starts
+        raise NoAnswer(stats.get("aggregate_first_bound"))
     placed_proven = best is not None and best[0] >= model.cheap
     if not placed_proven:
         cp.maximize(model.placed_expr)
@@ -211,6 +226,8 @@ def _search(model: Model, inp: ConsolidationInput, rules, clock: _Clock, stats: 
                 best = (placed, _Fixed(_solution(solver)))
             _hint_from(cp, best[1].by_index)
         elif best is None:
+            if interrupt.requested():
+                raise NoAnswer(stats.get("aggregate_first_bound"))
             raise InputError(f"--time-limit {clock.time_limit:g}: CP-SAT found no placement in time; give it more time")
     assert best is not None
     best_placed, incumbent = best
@@ -256,8 +273,8 @@ def _moves_phase(model: Model, inp: ConsolidationInput, clock: _Clock, stats: di
     (a tie in cost keeps the nodes that run). The solver when it found an answer, else None."""
     from ortools.sat.python import cp_model
 
-    if clock.left() < 0.5:
-        stats["moves_status"] = "SKIPPED (time limit)"
+    if clock.left() < 0.5 or interrupt.requested():
+        stats["moves_status"] = "SKIPPED (Ctrl-C)" if interrupt.requested() else "SKIPPED (time limit)"
         return None
     cp = model.b.model.cp
     new = [lit for name, lit in model.opened.items() if name in inp.type_of]
@@ -293,7 +310,8 @@ def _aggregate_phase(
         if answer.status not in ("OPTIMAL", "FEASIBLE"):
             break
         floor = max(floor, answer.bound)
-        if not try_nodes or answer.cost != answer.bound or clock.left() < 0.5:  # not asked, not proven, no time
+        # not asked, not proven, no time (or Ctrl-C)
+        if not try_nodes or answer.cost != answer.bound or clock.left() < 0.5 or interrupt.requested():
             break
         with progress.current().task("plan --consolidate: the aggregate's nodes"):
             found, status = _with_kept(model, inp, answer.kept, clock)
@@ -448,6 +466,8 @@ def _warm_start(model: Model, inp: ConsolidationInput, clock: _Clock, stats: dic
     best = None
     limit = clock.time_limit
     for name, hint in tried:
+        if interrupt.requested():  # Ctrl-C: no completion starts (the answer of last resort neither)
+            break
         started = time.perf_counter()
         stop = started + max(10.0, 0.2 * limit)
         stop = min(stop, max(clock.deadline, started + 3.0)) if best is None else min(stop, clock.deadline)

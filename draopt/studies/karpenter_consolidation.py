@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from draopt import interrupt
 from draopt.studies.consolidate_rules import PodRules, cost_text
 from draopt.studies.node_types import NodeType
 
@@ -84,7 +85,8 @@ class KarpenterConsolidation:
             + f": cost {cost_text(self.cost_before)} -> {cost_text(self.cost_after)}, saves {cost_text(self.saved)}"
         ]
         if self.cut_short:
-            out.append("  (stopped at the time limit: more commands may follow)")
+            why = "by Ctrl-C" if interrupt.requested() else "at the time limit"
+            out.append(f"  (stopped {why}: more commands may follow)")
         for c in self.commands:
             what = f"replaced by one {c.replacement}" if c.replacement else "deleted"
             out.append(f"  {c.method}: {', '.join(c.nodes)} {what}")
@@ -119,7 +121,8 @@ class _Loop:
     cut_short: bool = False  # the deadline stopped the loop
 
     def past_deadline(self) -> bool:
-        return self.deadline is not None and time.perf_counter() > self.deadline
+        """Past the deadline, or Ctrl-C on the command line (draopt.interrupt): no more commands."""
+        return (self.deadline is not None and time.perf_counter() > self.deadline) or interrupt.requested()
 
     def fits(self, nodes: list[str], replacement: NodeType | None) -> bool:
         """Whether the movable pods of every node removed so far and of `nodes` all schedule

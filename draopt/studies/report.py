@@ -757,7 +757,7 @@ table.pmap td.held, table.pmap td.before {{ color: #fff; font-weight: bold; text
 
 
 # ------------------------------------------------------------------ command line
-def register(sub, input_flags, positive_seconds) -> None:
+def register(sub, input_flags, positive_seconds, selection_flags) -> None:
     p = sub.add_parser(
         "compare",
         help="place one workload with two or more policies and compare them: placed "
@@ -803,6 +803,7 @@ def register(sub, input_flags, positive_seconds) -> None:
         action="store_true",
         help="the scheduler's view at the moment of the dump (default: settled; see `draopt place --help`)",
     )
+    selection_flags(p)
     p.set_defaults(func=cmd_compare)
 
 
@@ -829,6 +830,9 @@ def cmd_compare(args) -> int:
     )
     for line in objects.clock_notes:
         print(f"note: {line}", file=sys.stderr)
+    from draopt.kube.selection import select_pending
+
+    objects = select_pending(objects, args.namespace, args.all_namespaces, args.selector)  # (-n/-l)
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
     if not objects.nodes:
         print("note: no Node in the input: no pod can be placed", file=sys.stderr)
