@@ -20,6 +20,7 @@ class ColgenStats(TypedDict, total=False):
     colgen_rounds: int  # restricted master LPs solved
     colgen_greedy_rounds: int  # plan only: rounds priced by the greedy fill alone (no bound from them)
     colgen_greedy_columns: int  # plan only: columns the greedy fill found
+    colgen_residual_columns: int  # plan only: columns the dive's greedy fill found for the residual demand
     colgen_columns: int  # columns generated (warm start's and realized substitutions' included)
     colgen_classes: int  # classes of interchangeable nodes
     colgen_kinds: int  # kinds of pending pods (pods alike) that have a node (draopt plan)
