@@ -333,6 +333,8 @@ class MixPlan:
             out.append(
                 f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, gap {progress.format_gap(self.gap)}"
             )
+        if self.stats.incumbent:
+            out.append(self.incumbent_line())
         for o in self.one_fewer:
             out.append(f"one {o.removed} fewer ({_mix_text(o.mix)}): {o.verdict}")
         out.extend(self._first_fit_lines())
@@ -355,7 +357,7 @@ class MixPlan:
             return []
         from draopt.studies.autoscalers import savings
 
-        out = [self.incumbent_line()] if self.stats.incumbent else []
+        out = []
         for b in self.baselines:
             out.append(
                 f"{b.name}: {_mix_text(b.nodes)}, cost {_fmt(b.cost)}, places {b.placed} of {b.pods}"
