@@ -509,15 +509,17 @@ def _take_incumbent(out: MixPlan, incumbents: tuple[Any, ...]) -> None:
     if best.cost >= out.cost and out.placed == out.pods:
         out.stats.incumbent_kept = bool(out.stats.incumbent_kept)
         return
-    searched = _fmt(out.cost)
+    why = (
+        f"the search ended at {_fmt(out.cost)}, dearer than the incumbent {best.name}'s mix: that mix is the answer"
+        if out.placed == out.pods
+        else f"the search's mix places {out.placed} of {out.pods} pods, the incumbent {best.name}'s every one: "
+        "that mix is the answer"
+    )
     out.mix = {t.name: best.nodes.get(t.name, 0) for t in out.node_types}
     out.cost, out.placed, out.one_fewer = best.cost, best.placed, []
     out.proven_minimal = best.cost <= out.bound
     out.status = out.stats.status = "OPTIMAL" if out.proven_minimal else "FEASIBLE"
-    out.why_not_proven = "; ".join(
-        [f"the search ended at {searched}, dearer than the incumbent {best.name}'s mix: that mix is the answer"]
-        + ([out.why_not_proven] if out.why_not_proven else [])
-    )
+    out.why_not_proven = "; ".join([why] + ([out.why_not_proven] if out.why_not_proven else []))
     out.stats.incumbent, out.stats.incumbent_kept = best.name, True
 
 
