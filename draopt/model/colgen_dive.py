@@ -33,14 +33,17 @@ class Dive:
     floor_copy: list[int]
 
 
-def dive(classes, free_nodes, cost, demand, columns, banned, subs, deadline: float, price=None) -> Dive | None:
+def dive(
+    classes, free_nodes, cost, demand, columns, banned, subs, deadline: float, price=None, price_until: float = math.inf
+) -> Dive | None:
     """Free nodes and copies per column covering every kind's `demand`, the pods moved per
     substitution (a, b) of `subs`, and the first LP's whole part; or None (no cover over the
     columns, or `deadline` (perf_counter) passed). `cost`: per class, a copy's cost (None: no
     copies); `banned`: columns not to use. `price(pi, left, free_left, sigma)`: new columns for
     the residual LP at its duals (kind -> pi, per class the free row's sigma), appended to
     `columns`, their indices returned; asked after every LP, before its values are fixed, until
-    it gives none (at most RESIDUAL_ROUNDS times)."""
+    it gives none (at most RESIDUAL_ROUNDS times), until `price_until` (perf_counter; the dive
+    goes on without it after, so that a loaded machine still gets the plain rounding in time)."""
     lp = pywraplp.Solver.CreateSolver("GLOP")
     inf = lp.infinity()
     kind_rows = {k: lp.Constraint(float(d), inf) for k, d in demand.items()}
@@ -84,6 +87,8 @@ def dive(classes, free_nodes, cost, demand, columns, banned, subs, deadline: flo
         if time.perf_counter() > deadline or lp.Solve() != pywraplp.Solver.OPTIMAL:
             return False
         for _ in range(RESIDUAL_ROUNDS if price is not None else 0):
+            if time.perf_counter() > price_until:
+                break
             pi = {k: max(0.0, r.dual_value()) for k, r in kind_rows.items()}
             sigma = [(-min(0.0, r.dual_value()) if r is not None else 0.0) for r in free_rows]
             new = price(pi, {k: max(0, n) for k, n in left.items()}, list(free_left), sigma)

@@ -425,17 +425,26 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
     use_subs = part.subs
     for _ in range(4):
         left = deadline - time.perf_counter()
-        start = dive(
-            part.classes,
-            part.free_nodes,
-            part.class_cost,
-            part.demand,
-            columns,
-            banned,
-            use_subs,
+        dived = time.perf_counter()
+        dive_args = (part.classes, part.free_nodes, part.class_cost, part.demand, columns, banned, use_subs)
+        # The plain rounding first (quick), then the one that prices the residual demand (new
+        # columns; cheaper on openb and most scale runs, not on every one): the cheaper is the start.
+        plain = dive(*dive_args, deadline - left / 4)
+        priced = dive(
+            *dive_args,
             deadline - left / 2,
             _residual_pricing(part),
+            price_until=deadline - left * 3 / 4,  # then the plain rounding goes on
         )
+        dives = [
+            (_cost(ints, columns, d.copy), k, _padded(d, len(columns))) for k, d in enumerate((plain, priced)) if d
+        ]
+        cheapest = min(dives, key=lambda c: c[:2], default=None)
+        start = cheapest[2] if cheapest is not None else None
+        part.stats["colgen_dive_s"] = round(time.perf_counter() - dived, 3)
+        if cheapest is not None:
+            part.stats["colgen_dive_cost"] = float(cheapest[0] * scale)
+            part.stats["colgen_dive_priced"] = cheapest[1] == 1
         args = (part.classes, part.free_nodes, ints, part.demand, columns, banned, part.warm_free, part.warm_copy)
         # With the dive: CP-SAT with the first LP's whole part kept first (relax and fix: a small
         # problem, where all the counts of the 40 scale types are too many for it in the time),
@@ -480,6 +489,14 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
         part.stats["colgen_substituted_pods"] = sum(moves.values())
         break
     return part_counts
+
+
+def _padded(d: Dive, n: int) -> Dive:
+    """`d` over `n` columns (columns added after it took none)."""
+    pad = [0] * (n - len(d.free))
+    if not pad:
+        return d
+    return Dive(d.free + pad, d.copy + pad, d.moves, d.floor_free + pad, d.floor_copy + pad)
 
 
 def _warm_counts(part: _PlanPart, banned: set[int]) -> Dive | None:
