@@ -21,12 +21,13 @@ above the cheapest estimate that places as many pods.
 
 `--openb`: one node of each of openb's 15 GPU node types (../shared/data/openb/openb_node_list_gpu_node.csv,
 the first of each (cpu, memory, GPUs, model)) as the templates, a node's cost = its GPUs, and every task of
-openb_pod_list_default.csv (8,152) pending: the cheapest mix by column generation (draopt/model/colgen_plan.py)
-next to the first-fit-decreasing estimate of each type; wall time and peak RSS (getrusage) of the whole plan;
-then Karpenter's provisioning and cluster-autoscaler's loop with each expander (priority: more GPUs
-first), each placing the whole trace (a baseline that leaves pods says how many and why), each
-timed; the optimal mix's cost, bound and gap, and one "optimal saves N (x %) against ..." line per
-baseline (--no-baselines: the mix only).
+openb_pod_list_default.csv (8,152) pending. First Karpenter's provisioning and cluster-autoscaler's loop
+with each expander (priority: more GPUs first), each timed; then the cheapest mix by column generation
+(draopt/model/colgen_plan.py), started from the cheapest baseline that places every pod (its incumbent:
+the mix is never dearer), next to the first-fit-decreasing estimate of each type, with the wall time and
+peak RSS (getrusage) of the whole run so far; then the baselines, each placing the whole trace (a
+baseline that leaves pods says how many and why), the incumbent, the optimal mix's cost, bound and gap,
+and one "optimal saves N (x %) against ..." line per baseline (--no-baselines: the mix only).
 
 `--dra`: `dra_fleets` (GPU + NIC alignment, partitionable MIG; two node types each), the mix and every
 baseline through draopt.plan. `--scale`: `write_scale_fleet` per size, `draopt plan` in a process of
@@ -86,9 +87,11 @@ def run_openb(time_limit: float, pods: str, baselines: bool = True) -> int:
     inp.write_text(trace.dump_yaml(trace.import_trace(str(nodes_csv), str(openb / f"openb_pod_list_{pods}.csv"))))
     objs = load_files([str(inp)])
     types = [NodeType(r["sn"], r["sn"], Fraction(int(r["gpu"]))) for r in first.values()]
+    # The baselines first: the cheapest that places every pod is the plan's incumbent.
+    done = run_baselines_timed(objs, types) if baselines else []
     t0 = time.perf_counter()
     # Candidates up to the number of pods: the estimates are not capped (256, the CLI's default, would).
-    p = plan(objs, types, time_limit=time_limit, max_nodes=len([o for o in objs.pods]))
+    p = plan(objs, types, time_limit=time_limit, max_nodes=len([o for o in objs.pods]), incumbents=[b for b, _ in done])
     wall = time.perf_counter() - t0
     best = p.ffd_best()
     st = p.stats.to_dict()
@@ -108,10 +111,10 @@ def run_openb(time_limit: float, pods: str, baselines: bool = True) -> int:
         f"{st.get('colgen_columns')} | {st.get('colgen_converged')} | {wall:.1f} | "
         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} |"
     )
-    print({k: v for k, v in st.items() if k.startswith("colgen_") or k.endswith("_s")})
+    print({k: v for k, v in st.items() if k.startswith("colgen_") or k.endswith("_s") or k.startswith("incumbent")})
     if baselines:
         print()
-        print_baselines(p, objs, types)
+        print_baselines(p, done)
     return 0
 
 
@@ -126,36 +129,42 @@ def openb_priorities(types) -> dict:
     return out
 
 
-def print_baselines(p, objs, types) -> list:
+def run_baselines_timed(objs, types) -> list:
     """Karpenter's provisioning and cluster-autoscaler's loop with each expander on the same input,
-    each timed, and what the optimal mix saves against each (draopt.studies.baselines). They share
-    the kube-scheduler's view of the input and the runs on copies of each type (made by the first
-    that needs them: their time is in its row). A baseline that leaves pods pending says how many
-    and why."""
-    from collections import Counter
-
+    each timed: [(AutoscalerBaseline, seconds)]. They share the kube-scheduler's view of the input
+    and the runs on copies of each type (made by the first that needs them: their time is in its
+    row)."""
     from draopt.kube.features import Features
-    from draopt.studies.autoscalers import savings
     from draopt.studies.baselines import BASELINES, SharedInput
 
-    print("| baseline | cost | new nodes | nodes per type | placed | rounds | s | optimal saves |")
-    print("|---|---|---|---|---|---|---|---|")
     shared = SharedInput(objs, types, Features.from_gates())
     done = []
     for name in BASELINES:
         t0 = time.perf_counter()
-        b = shared.run(name, openb_priorities(types), 0)
-        done.append(b)
+        done.append((shared.run(name, openb_priorities(types), 0), time.perf_counter() - t0))
+    return done
+
+
+def print_baselines(p, done: list) -> None:
+    """The baselines of `run_baselines_timed` beside the optimal mix `p`, and what it saves
+    against each (draopt.studies.baselines). A baseline that leaves pods pending says how many
+    and why."""
+    from collections import Counter
+
+    from draopt.studies.autoscalers import savings
+
+    print("| baseline | cost | new nodes | nodes per type | placed | rounds | s | optimal saves |")
+    print("|---|---|---|---|---|---|---|---|")
+    for b, seconds in done:
         saved = b.cost - p.cost
         share = f"{float(saved / b.cost):.1%}" if b.cost else "-"
         mix = " + ".join(f"{n} {t}" for t, n in b.nodes.items() if n) or "-"
         print(
             f"| {b.name} | {float(b.cost):.0f} | {sum(b.nodes.values())} | {mix} | {b.placed}/{b.pods} | {b.rounds} | "
-            f"{time.perf_counter() - t0:.1f} | {float(saved):.0f} ({share}) |"
+            f"{seconds:.1f} | {float(saved):.0f} ({share}) |"
         )
-        sys.stdout.flush()
     print()
-    for b in done:
+    for b, _ in done:
         if b.placed < b.pods:
             why = Counter(b.not_placed.values()).most_common(3)
             print(
@@ -164,13 +173,14 @@ def print_baselines(p, objs, types) -> list:
             )
         for note in b.notes:
             print(f"{b.name}: {note}")
+    if p.stats.incumbent:
+        print(p.incumbent_line())
     print(
         f"optimal mix: cost {float(p.cost):.0f}, bound {float(p.bound):.0f}, gap {p.gap:.2%}, "
         f"places {p.placed} of {p.pods}"
     )
-    for b in done:
+    for b, _ in done:
         print(savings(p.cost, p.placed, [b]))
-    return done
 
 
 # ---------------------------------------------------------------- --scale: 8,000 to 80,000 pods, 40 types

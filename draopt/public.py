@@ -249,7 +249,8 @@ def plan(
     Returns a draopt.studies.planning.MixPlan: `placed`, `pods`, `status`, `table()`, `to_json()`.
     `baselines`: the autoscalers' own loops to run beside it (`karpenter`,
     `cluster-autoscaler/least-waste|most-pods|price|random|priority`; `expander_priorities` the
-    priority expander's ConfigMap or mapping file), in `MixPlan.baselines`.
+    priority expander's ConfigMap or mapping file), in `MixPlan.baselines`; run before the plan,
+    which starts from the cheapest that places every pod (never answering dearer than it).
 
         >>> mix = draopt.plan("examples/gang-stranding.yaml", ["node-1=1"], time_limit=10)
         >>> mix.placed, mix.pods
@@ -270,14 +271,18 @@ def plan(
             raise InputError(f"node_types: expected NodeType or 'NODE=COST' text, got {type(t).__name__}")
     objects = _clocked(inputs, settle)
     chosen = _features(features, kubernetes_version)
-    mix = plan_mix(objects, types, features=chosen, time_limit=time_limit, max_nodes=max_nodes)
     names = list(baselines)
+    done: list = []
     if names:
+        # The baselines first: the cheapest that places every pod is the plan's incumbent (its
+        # answer is never dearer than a baseline it prints beside it). `time_limit` is the plan's.
         from draopt.studies.autoscalers import load_priorities
         from draopt.studies.baselines import run_baselines
 
         priorities = load_priorities(expander_priorities) if expander_priorities else None
-        mix.baselines = run_baselines(objects, types, names, features=chosen, priorities=priorities)
+        done = run_baselines(objects, types, names, features=chosen, priorities=priorities)
+    mix = plan_mix(objects, types, features=chosen, time_limit=time_limit, max_nodes=max_nodes, incumbents=done)
+    mix.baselines = done
     return mix
 
 

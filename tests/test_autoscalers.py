@@ -366,6 +366,39 @@ def test_estimate_cluster_puts_bought_nodes_last(sizes):
     assert [n.index for n in cluster.nodes] == [0, 1, 2, 3, 4]
 
 
+def test_plan_takes_the_cheapest_baseline_as_its_incumbent(sizes):
+    """The baselines run before the plan and the cheapest that places every pod is its incumbent
+    (issue 34): a cheaper incumbent is the answer, said so and not proven above the bound; a dearer
+    one leaves the answer as it was (proven only where it meets the bound)."""
+    from types import SimpleNamespace
+
+    import draopt
+    from draopt.studies.planning import plan
+
+    objs, types = sizes
+    mix = draopt.plan(objs, types, time_limit=10, baselines=["cluster-autoscaler", "karpenter"])
+    cheapest = min(mix.baselines, key=lambda b: (b.cost, b.name))
+    assert mix.stats.incumbent == cheapest.name and mix.cost <= cheapest.cost
+    assert all(len(b.placement) == b.placed for b in mix.baselines)
+    assert f"incumbent: {cheapest.name}'s mix" in mix.table()
+    alone = plan(objs, types, time_limit=10)
+    pods = alone.pods
+    dearer = SimpleNamespace(name="dear", cost=alone.cost + 5, nodes={"small": 9}, placed=pods, pods=pods)
+    got = plan(objs, types, time_limit=10, incumbents=[dearer])
+    assert (got.mix, got.cost) == (alone.mix, alone.cost)
+    assert got.stats.incumbent == "dear" and got.stats.incumbent_kept is False
+    # (made up, cheaper than the optimum: only the rule is tested)
+    cheaper = SimpleNamespace(name="cheap", cost=Fraction(1), nodes={"small": 1}, placed=pods, pods=pods)
+    partial = SimpleNamespace(name="partial", cost=Fraction(0), nodes={}, placed=pods - 1, pods=pods)
+    got = plan(objs, types, time_limit=10, incumbents=[dearer, cheaper, partial])
+    assert got.cost == 1 and got.mix == {"small": 1, "large": 0} and got.stats.incumbent_kept
+    assert "dearer than the incumbent cheap's mix" in got.why_not_proven and got.one_fewer == []
+    assert got.proven_minimal == (got.cost <= got.bound) and got.status == (
+        "OPTIMAL" if got.proven_minimal else "FEASIBLE"
+    )
+    assert "the search found none cheaper, so it is the answer" in got.table()
+
+
 def test_plan_prints_the_baselines_beside_the_optimal_mix(sizes, tmp_path):
     """`plan --baseline`: each loop's mix, cost and placed pods, and what optimal saves against it
     (issue 34); `-o json` maps each baseline's name to its cost, nodes and placed pods."""

@@ -21,6 +21,7 @@ from typing import Any
 from ortools.linear_solver import pywraplp
 
 MAX_DIVES = 2000  # LP solves at most
+RESIDUAL_ROUNDS = 5  # per LP of the dive: pricing of the residual demand, then solved again
 
 
 @dataclass
@@ -32,11 +33,17 @@ class Dive:
     floor_copy: list[int]
 
 
-def dive(classes, free_nodes, cost, demand, columns, banned, subs, deadline: float) -> Dive | None:
+def dive(
+    classes, free_nodes, cost, demand, columns, banned, subs, deadline: float, price=None, price_until: float = math.inf
+) -> Dive | None:
     """Free nodes and copies per column covering every kind's `demand`, the pods moved per
     substitution (a, b) of `subs`, and the first LP's whole part; or None (no cover over the
     columns, or `deadline` (perf_counter) passed). `cost`: per class, a copy's cost (None: no
-    copies); `banned`: columns not to use."""
+    copies); `banned`: columns not to use. `price(pi, left, free_left, sigma)`: new columns for
+    the residual LP at its duals (kind -> pi, per class the free row's sigma), appended to
+    `columns`, their indices returned; asked after every LP, before its values are fixed, until
+    it gives none (at most RESIDUAL_ROUNDS times), until `price_until` (perf_counter; the dive
+    goes on without it after, so that a loaded machine still gets the plain rounding in time)."""
     lp = pywraplp.Solver.CreateSolver("GLOP")
     inf = lp.infinity()
     kind_rows = {k: lp.Constraint(float(d), inf) for k, d in demand.items()}
@@ -44,13 +51,12 @@ def dive(classes, free_nodes, cost, demand, columns, banned, subs, deadline: flo
     objective = lp.Objective()
     objective.SetMinimization()
     variables: list[tuple[int, bool, Any]] = []  # (column, is a copy, LP variable)
-    for i, col in enumerate(columns):
-        if i in banned:
-            continue
-        j = col.cls
-        holds = [(ki, n) for ki, n in zip(classes[j].kinds, col.counts) if n and ki in kind_rows]
+
+    def add(i: int) -> None:
+        j = columns[i].cls
+        holds = [(ki, n) for ki, n in zip(classes[j].kinds, columns[i].counts) if n and ki in kind_rows]
         if not holds:
-            continue
+            return
         for copy in (False, True):
             if (copy and cost[j] is None) or (not copy and not free_nodes[j]):
                 continue
@@ -62,6 +68,10 @@ def dive(classes, free_nodes, cost, demand, columns, banned, subs, deadline: flo
             for ki, n in holds:
                 kind_rows[ki].SetCoefficient(v, n)
             variables.append((i, copy, v))
+
+    for i in range(len(columns)):
+        if i not in banned:
+            add(i)
     moved = []
     for a, b in subs:
         z = lp.NumVar(0.0, float(demand[b]), "")  # no more of b's pods move than it has
@@ -72,13 +82,36 @@ def dive(classes, free_nodes, cost, demand, columns, banned, subs, deadline: flo
     left = dict(demand)
     free_left = list(free_nodes)
     floor: tuple[list[int], list[int]] | None = None
-    for _ in range(MAX_DIVES):
+
+    def solved() -> bool:
         if time.perf_counter() > deadline or lp.Solve() != pywraplp.Solver.OPTIMAL:
+            return False
+        for _ in range(RESIDUAL_ROUNDS if price is not None else 0):
+            if time.perf_counter() > price_until:
+                break
+            pi = {k: max(0.0, r.dual_value()) for k, r in kind_rows.items()}
+            sigma = [(-min(0.0, r.dual_value()) if r is not None else 0.0) for r in free_rows]
+            new = price(pi, {k: max(0, n) for k, n in left.items()}, list(free_left), sigma)
+            if not new:
+                break
+            for i in new:
+                add(i)
+            if time.perf_counter() > deadline or lp.Solve() != pywraplp.Solver.OPTIMAL:
+                return False
+        return True
+
+    for _ in range(MAX_DIVES):
+        if not solved():
             return None
         values = [v.solution_value() for _, _, v in variables]
+        grown = len(columns) - len(free_counts)
+        free_counts += [0] * grown
+        copy_counts += [0] * grown
         if all(x <= 1e-9 for x in values):
             moves = {p: round(z.solution_value()) for p, z in moved}
-            return Dive(free_counts, copy_counts, moves, *(floor or (free_counts, copy_counts)))
+            first = floor or (free_counts, copy_counts)
+            pad = [0] * (len(columns) - len(first[0]))
+            return Dive(free_counts, copy_counts, moves, first[0] + pad, first[1] + pad)
         fixed = [(k, math.floor(x + 1e-6)) for k, x in enumerate(values) if x >= 1 - 1e-6]
         if not fixed:
             top = max(range(len(values)), key=lambda k: (values[k], -k))

@@ -106,15 +106,20 @@ class CheapestMix:
         deadline: float,
         warm: dict[str, str | None] | None = None,
         alias: dict[str, str] | None = None,
+        more_warm: tuple[dict[str, str | None], ...] = (),
     ) -> PlanSolution:
         """`type_of`: copy node -> its type (every other node is the input's, free); `warm`: pod
-        key -> node of a valid placement (the estimate's), its nodes' contents the first columns;
-        `alias`: a node of the warm placement that is not in the cluster -> the copy it is alike
-        (the estimate's copies beyond the first of a type)."""
+        key -> node of a valid placement (the estimate's, or an autoscaler's), its nodes' contents
+        the first columns and its counts the incumbent (the answer is never dearer when it places
+        every pod); `alias`: a node of a warm placement that is not in the cluster -> the copy it
+        is alike (copies beyond the first of a type); `more_warm`: other valid placements whose
+        nodes' contents are columns too (not counted)."""
         t0 = time.perf_counter()
         part = _start(prep, cluster, workload, book, kind_ids, node_names, type_of, cost_of)
         if warm:
             _add_warm(part, warm, type_of, alias)
+        for other in more_warm:
+            _add_warm(part, other, type_of, alias, counted=False)
         _add_alone(part, deadline)
         gen = _PlanGeneration(stop=t0 + (deadline - t0) * LP_SHARE)
         master = _CoverMaster(part.classes, part.free_nodes, part.cost_f, part.demand)
@@ -236,9 +241,9 @@ def priced_by(fast: list[DevicePricing | None], cost: list[Fraction | None]) -> 
     return out
 
 
-def _add_warm(part: _PlanPart, warm: dict[str, str | None], type_of: dict[str, str], alias) -> None:
+def _add_warm(part: _PlanPart, warm: dict[str, str | None], type_of: dict[str, str], alias, counted=True) -> None:
     """The warm start's node contents as the first columns (unchecked), counted per free node
-    and per copy."""
+    and per copy (`counted`)."""
     classes = part.classes
     class_of = {n.name: j for j, nc in enumerate(classes) for n in nc.nodes}
     per_node: dict[str, Counter] = defaultdict(Counter)
@@ -254,7 +259,8 @@ def _add_warm(part: _PlanPart, warm: dict[str, str | None], type_of: dict[str, s
         j = class_of[name]
         counts = tuple(got[ki] for ki in classes[j].kinds)
         part.add(j, counts, None)
-        (part.warm_copy if name in type_of else part.warm_free)[(j, counts)] += 1
+        if counted:
+            (part.warm_copy if name in type_of else part.warm_free)[(j, counts)] += 1
 
 
 def _add_alone(part: _PlanPart, deadline: float) -> None:
@@ -419,9 +425,26 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
     use_subs = part.subs
     for _ in range(4):
         left = deadline - time.perf_counter()
-        start = dive(
-            part.classes, part.free_nodes, part.class_cost, part.demand, columns, banned, use_subs, deadline - left / 2
+        dived = time.perf_counter()
+        dive_args = (part.classes, part.free_nodes, part.class_cost, part.demand, columns, banned, use_subs)
+        # The plain rounding first (quick), then the one that prices the residual demand (new
+        # columns; cheaper on openb and most scale runs, not on every one): the cheaper is the start.
+        plain = dive(*dive_args, deadline - left / 4)
+        priced = dive(
+            *dive_args,
+            deadline - left / 2,
+            _residual_pricing(part),
+            price_until=deadline - left * 3 / 4,  # then the plain rounding goes on
         )
+        dives = [
+            (_cost(ints, columns, d.copy), k, _padded(d, len(columns))) for k, d in enumerate((plain, priced)) if d
+        ]
+        cheapest = min(dives, key=lambda c: c[:2], default=None)
+        start = cheapest[2] if cheapest is not None else None
+        part.stats["colgen_dive_s"] = round(time.perf_counter() - dived, 3)
+        if cheapest is not None:
+            part.stats["colgen_dive_cost"] = float(cheapest[0] * scale)
+            part.stats["colgen_dive_priced"] = cheapest[1] == 1
         args = (part.classes, part.free_nodes, ints, part.demand, columns, banned, part.warm_free, part.warm_copy)
         # With the dive: CP-SAT with the first LP's whole part kept first (relax and fix: a small
         # problem, where all the counts of the 40 scale types are too many for it in the time),
@@ -434,11 +457,17 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
                 got = got[0], got[1], "FIXED_" + got[2], got[3]  # optimal for the fixed part only
                 if _cost(ints, columns, got[1]) < _cost(ints, columns, start.copy):
                     start = Dive(got[0], got[1], got[3], start.floor_free, start.floor_copy)
-        whole = _integer_cover(*args, _stop_at(deadline, 0.6), use_subs, start)
+        warm = _warm_counts(part, banned)
+        hint = start
+        if warm is not None and (start is None or _cost(ints, columns, warm.copy) < _cost(ints, columns, start.copy)):
+            hint = warm  # the incumbent is the better hint (CP-SAT over all the counts: no floor kept)
+        whole = _integer_cover(*args, _stop_at(deadline, 0.6), use_subs, hint)
         if whole is not None and (got is None or _cost(ints, columns, whole[1]) <= _cost(ints, columns, got[1])):
             got = whole
         if start is not None and (got is None or _cost(ints, columns, got[1]) > _cost(ints, columns, start.copy)):
             got = start.free, start.copy, "DIVE", start.moves  # the LP's rounding is cheaper
+        if warm is not None and (got is None or _cost(ints, columns, got[1]) > _cost(ints, columns, warm.copy)):
+            got = warm.free, warm.copy, "WARM", warm.moves  # the incumbent (a baseline's mix) is cheaper
         if got is None:
             break
         part_counts.free_counts, part_counts.copy_counts, part_counts.status, moves = got
@@ -460,6 +489,59 @@ def _cover_counts(part: _PlanPart, deadline: float) -> _CoverCounts:
         part.stats["colgen_substituted_pods"] = sum(moves.values())
         break
     return part_counts
+
+
+def _padded(d: Dive, n: int) -> Dive:
+    """`d` over `n` columns (columns added after it took none)."""
+    pad = [0] * (n - len(d.free))
+    if not pad:
+        return d
+    return Dive(d.free + pad, d.copy + pad, d.moves, d.floor_free + pad, d.floor_copy + pad)
+
+
+def _warm_counts(part: _PlanPart, banned: set[int]) -> Dive | None:
+    """The warm start's counts per column (the incumbent: a valid placement's nodes), as a Dive
+    with no floor; None without a warm start, or when it does not cover every kind or uses a
+    banned column."""
+    if not part.warm_free and not part.warm_copy:
+        return None
+    columns = part.columns
+    index = {(c.cls, c.counts): i for i, c in enumerate(columns)}
+    free, copy = [0] * len(columns), [0] * len(columns)
+    for counted, into in ((part.warm_free, free), (part.warm_copy, copy)):
+        for key, n in counted.items():
+            into[index[key]] += n
+    if any(free[i] or copy[i] for i in banned) or not _covers(part.classes, part.demand, columns, free, copy):
+        return None
+    zero = [0] * len(columns)
+    return Dive(free, copy, {}, zero, zero)
+
+
+def _residual_pricing(part: _PlanPart):
+    """The dive's pricing (colgen_dive.dive's `price`): the greedy fill of every class that has
+    the compact model at the residual LP's duals, each kind at most its pods still uncovered, so
+    that the pods the LP's whole part leaves get mixed columns of their own (the columns of the
+    generation are full patterns of the LP's kinds). Columns of negative reduced cost are added,
+    unchecked (the integer counts check those they use); deterministic."""
+
+    def price(pi: dict[int, float], left: dict[int, int], free_left: list[int], sigma: list[float]) -> list[int]:
+        new = []
+        for j, f in enumerate(part.fast):
+            cost = part.cost_f[j]
+            limit = cost if cost is not None else math.inf
+            if free_left[j]:
+                limit = min(limit, sigma[j])
+            if f is None or math.isinf(limit):
+                continue
+            kinds = part.classes[j].kinds
+            reduced = {ki: pi.get(ki, 0.0) for ki in kinds}
+            for counts in f.greedy(reduced, left)[:GREEDY_COLUMNS]:
+                if sum(reduced[ki] * n for ki, n in zip(kinds, counts)) > limit + 1e-6 and part.add(j, counts, None):
+                    new.append(len(part.columns) - 1)
+        part.stats["colgen_residual_columns"] = part.stats.get("colgen_residual_columns", 0) + len(new)
+        return new
+
+    return price
 
 
 def _realize_moves(part: _PlanPart, counts: _CoverCounts, moves: dict, deadline: float) -> bool:

@@ -20,6 +20,10 @@ class ColgenStats(TypedDict, total=False):
     colgen_rounds: int  # restricted master LPs solved
     colgen_greedy_rounds: int  # plan only: rounds priced by the greedy fill alone (no bound from them)
     colgen_greedy_columns: int  # plan only: columns the greedy fill found
+    colgen_residual_columns: int  # plan only: columns the dive's greedy fill found for the residual demand
+    colgen_dive_s: float  # plan only: seconds of the last dive (the LP rounded, the residual priced)
+    colgen_dive_priced: bool  # plan only: the dive that priced the residual demand was the cheaper
+    colgen_dive_cost: float  # plan only: the last dive's cost (absent: it found no cover in time)
     colgen_columns: int  # columns generated (warm start's and realized substitutions' included)
     colgen_classes: int  # classes of interchangeable nodes
     colgen_kinds: int  # kinds of pending pods (pods alike) that have a node (draopt plan)

@@ -83,6 +83,9 @@ class AutoscalerBaseline:
     notes: list[str] = field(default_factory=list)
     bought: dict[str, str] = field(default_factory=dict)
     objects: ObjectSet | None = field(default=None, repr=False, compare=False)
+    # pending pod -> its node in the kube-scheduler simulation of the cluster with the bought nodes
+    # (what `draopt plan` starts from as its incumbent); empty where the view did not record it
+    placement: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         cost: int | float = int(self.cost) if self.cost.denominator == 1 else float(self.cost)
@@ -118,6 +121,7 @@ class SchedulerView:
     on_cluster: set[str]
     resources: dict[str, dict]
     reasons: dict[str, str]
+    nodes: dict[str, str] = field(default_factory=dict)  # placed pod -> its node (a whole simulation's view)
 
     def first(self):
         """What ffd_estimate takes as `scheduled_first`."""
@@ -147,6 +151,7 @@ def kube_scheduler_view(
         {p.pod for p in result.pods if p.placed},
         {d.key: d.resources for d in workload.pending},
         {p.pod: p.reason_text(n_nodes) for p in result.pods if not p.placed},
+        {p.pod: p.node for p in result.pods if p.placed and p.node is not None},
     )
 
 
@@ -186,6 +191,7 @@ def baseline_of(
         pods=len(wanted),
         bought=bought,
         objects=objects,
+        placement={k: view.nodes[k] for k in wanted if k in view.nodes},
         **extra,
     )
 

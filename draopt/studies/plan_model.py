@@ -38,6 +38,10 @@ class PlanStats:
     # large inputs (column generation): why the columns were not used, or that the estimate was kept
     columns_not_used: str | None = None
     columns_kept_estimate: bool | None = None
+    # the cheapest incumbent (a baseline that places every pod) the search started from, and
+    # whether its mix is the answer (the search found none cheaper)
+    incumbent: str | None = None
+    incumbent_kept: bool | None = None
     # the model: its build time, classes of interchangeable nodes, size, rounds (more candidates)
     build_s: float | None = None
     pattern_classes: int | None = None
@@ -79,6 +83,9 @@ class PlanOptions:
     max_nodes: int = 256  # candidate copies per node type, at most
     # perf_counter at which the time limit runs out (None: only the phases' own limits)
     deadline: float | None = None
+    # mixes already known to place the pending pods (the autoscalers' baselines, AutoscalerBaseline):
+    # the cheapest that places as many pods is the plan's incumbent, its nodes' contents columns
+    incumbents: tuple[Any, ...] = ()
 
 
 def _solver(seconds: float, deadline: float | None = None):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from collections.abc import Sequence
 from typing import Any
 
 from draopt import interrupt, progress
@@ -332,6 +333,8 @@ class MixPlan:
             out.append(
                 f"not proven minimal: {self.why_not_proven}; lower bound {_fmt(self.bound)}, gap {progress.format_gap(self.gap)}"
             )
+        if self.stats.incumbent:
+            out.append(self.incumbent_line())
         for o in self.one_fewer:
             out.append(f"one {o.removed} fewer ({_mix_text(o.mix)}): {o.verdict}")
         out.extend(self._first_fit_lines())
@@ -362,6 +365,13 @@ class MixPlan:
             )
         out.append(savings(self.cost, self.placed, self.baselines))
         return out
+
+    def incumbent_line(self) -> str:
+        """Which baseline the search started from, and whether its mix is the answer."""
+        head = f"incumbent: {self.stats.incumbent}'s mix, the cheapest baseline that places every pod: "
+        if self.stats.incumbent_kept:
+            return head + "the search found none cheaper, so it is the answer"
+        return head + "the search found a cheaper one"
 
     def _first_fit_lines(self) -> list[str]:
         ff = self.first_fit
@@ -448,12 +458,20 @@ def plan(
     features: Features | None = None,
     time_limit: float = 60.0,
     max_nodes: int = 256,
+    incumbents: Sequence[Any] = (),
 ) -> MixPlan:
     """The cheapest mix of new nodes of `node_types` with which the most pending pods (every
     one, when any mix can) are placed, decided by the CP-SAT placement model; the first-fit-
     decreasing estimate of every type side by side; the one-fewer check of the mix; and the mix
     checked with first-fit, not proven (and repaired) where the pods use a rule the model does
     not encode (draopt.studies.plan_check).
+
+    `incumbents`: mixes known to place the pods (the autoscalers' baselines,
+    draopt.studies.autoscalers.AutoscalerBaseline, run on the same input): the column generation
+    starts from the cheapest that places every pod (its nodes' contents are columns, its counts
+    the incumbent of the integer counts, the other baselines' nodes columns too), and the answer
+    is never dearer than a baseline that places as many pods: if the search ends dearer, that
+    baseline's mix is the answer, said so (`stats.incumbent_kept`).
 
     `time_limit`: wall-clock seconds bounding the whole plan; when it runs out the best mix found
     so far is returned with its proven bound. What is deterministic: on inputs below
@@ -468,14 +486,41 @@ def plan(
     from draopt.studies.plan_check import check_plan
 
     t0 = time.perf_counter()
-    opts = PlanOptions(features or Features.from_gates(), time_limit, max_nodes, t0 + time_limit)
+    opts = PlanOptions(features or Features.from_gates(), time_limit, max_nodes, t0 + time_limit, tuple(incumbents))
     out = _plan(objects, node_types, opts)
+    _take_incumbent(out, opts.incumbents)
     # After Ctrl-C (draopt.interrupt) the check adds no node, and a Ctrl-C during it keeps the mix unchecked.
     deadline = time.perf_counter() if interrupt.requested() else t0 + time_limit
     with interrupt.refining(), progress.current().task("plan: the mix checked with first-fit"):
         check_plan(objects, out, opts.features, max_nodes=max_nodes, deadline=deadline)
     out.stats.solve_s = round(time.perf_counter() - t0, 3)
     return out
+
+
+def _take_incumbent(out: MixPlan, incumbents: tuple[Any, ...]) -> None:
+    """The cheapest incumbent that places every pending pod, when it is cheaper than the search's
+    mix and places no fewer pods: its mix becomes the answer (not proven unless it meets the
+    bound), and the plan says so."""
+    whole = [b for b in incumbents if b.placed == b.pods == out.pods and b.placed >= out.placed]
+    if not whole:
+        return
+    best = min(whole, key=lambda b: (b.cost, b.name))
+    out.stats.incumbent = out.stats.incumbent or best.name
+    if best.cost >= out.cost and out.placed == out.pods:
+        out.stats.incumbent_kept = bool(out.stats.incumbent_kept)
+        return
+    why = (
+        f"the search ended at {_fmt(out.cost)}, dearer than the incumbent {best.name}'s mix: that mix is the answer"
+        if out.placed == out.pods
+        else f"the search's mix places {out.placed} of {out.pods} pods, the incumbent {best.name}'s every one: "
+        "that mix is the answer"
+    )
+    out.mix = {t.name: best.nodes.get(t.name, 0) for t in out.node_types}
+    out.cost, out.placed, out.one_fewer = best.cost, best.placed, []
+    out.proven_minimal = best.cost <= out.bound
+    out.status = out.stats.status = "OPTIMAL" if out.proven_minimal else "FEASIBLE"
+    out.why_not_proven = "; ".join([why] + ([out.why_not_proven] if out.why_not_proven else []))
+    out.stats.incumbent, out.stats.incumbent_kept = best.name, True
 
 
 def _plan(objects: ObjectSet, node_types: list[NodeType], opts: PlanOptions) -> MixPlan:
@@ -670,7 +715,13 @@ def _plan_by_columns(
     real = list(cand.workload.pending)
     stats.build_s = round(time.perf_counter() - built, 3)
     with interrupt.deferred():  # Ctrl-C: the columns and integer counts found so far (draopt.interrupt)
-        sol = _columns(cand, node_types, deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit))
+        sol = _columns(
+            cand,
+            node_types,
+            deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit),
+            incumbents=_whole_incumbents(opts.incumbents, len(real)),
+            stats=stats,
+        )
     stats.columns.update(sol.stats)
     t1 = time.perf_counter()
     # Columns that place every pod need no estimate: they are made in the time left, for the table.
@@ -726,11 +777,32 @@ def _one_copy_each(objects, node_types: list[NodeType], features, stats: PlanSta
     return _Candidates(workload, cluster, book, prep, type_of, daemon_of, list(workload.pending), {}, {})
 
 
-def _columns(cand: _Candidates, node_types: list[NodeType], *, deadline: float):
-    """The column generation's answer (colgen_plan.CheapestMix.apply)."""
+def _whole_incumbents(incumbents: tuple[Any, ...], pods: int) -> list[Any]:
+    """The incumbents that place every one of the `pods` pending pods and say where (cheapest first)."""
+    return sorted(
+        (b for b in incumbents if b.placed == b.pods == pods and getattr(b, "placement", None)),
+        key=lambda b: (b.cost, b.name),
+    )
+
+
+def _columns(
+    cand: _Candidates,
+    node_types: list[NodeType],
+    *,
+    deadline: float,
+    incumbents: Sequence[Any] = (),
+    stats: PlanStats | None = None,
+):
+    """The column generation's answer (colgen_plan.CheapestMix.apply), warm-started from the
+    incumbents' placements (the first counted: the integer counts' incumbent)."""
     from draopt.model.colgen_plan import CheapestMix
 
-    return CheapestMix().apply(
+    copy_of: dict[str, str] = {}
+    for node, t in sorted(cand.type_of.items()):
+        copy_of.setdefault(t, node)
+    # A baseline's new node stands for the one copy of its type (copies are alike).
+    alias = {n: copy_of[t] for b in incumbents for n, t in b.bought.items() if t in copy_of}
+    sol = CheapestMix().apply(
         cand.prep,
         cand.cluster,
         cand.workload,
@@ -740,7 +812,14 @@ def _columns(cand: _Candidates, node_types: list[NodeType], *, deadline: float):
         cand.type_of,
         {t.name: t.cost for t in node_types},
         deadline=deadline,
+        warm=incumbents[0].placement if incumbents else None,
+        alias=alias,
+        more_warm=tuple(b.placement for b in incumbents[1:]),
     )
+    if incumbents and stats is not None:
+        stats.incumbent = incumbents[0].name
+        stats.incumbent_kept = sol.stats.get("colgen_integer_status") == "WARM"
+    return sol
 
 
 def _columns_answer(
