@@ -192,3 +192,17 @@ def test_time_limit_does_not_reach_the_policy():
     p = P.make_policy("lp-guided", time_limit=7.0)
     assert p.rounds == LG.PLAN_ROUNDS and p.name == "lp-guided"
     assert {"lp-guided", "lp-guided-learned", "bid-price"} <= set(P.known_policies())
+
+
+def test_bid_prices_equal_but_for_rounding_noise_tie():
+    """bid-price: class prices per GPU milli that differ only by the LP's rounding noise (default's
+    duals: every class 0.81 per milli, to 1e-14) are equal, so their ties go to the node rank as
+    fgd's do, not to the noise of the dual vertex GLOP returned."""
+    pol = LG.LpGuided(lambda: None, mode="prices")
+    pol._gpu_milli = np.array([2000.0, 8000.0, 1000.0, 4000.0])
+    pol.stats = dict.fromkeys(("solves", "unconverged", "lp_rounds", "lp_seconds"), 0)
+    pol.given = {}
+    noisy = np.array([1620.0000000000095, 6479.999999999987, 810.0, 3300.0])
+    plan = LG.Plan([], np.array([0, 1, 2, 3]), np.zeros(1), noisy, 0.0, 0.0, True, "", 0.0, 1)
+    pol._use(plan)
+    assert pol.node_price[0] == pol.node_price[1] == pol.node_price[2] < pol.node_price[3]

@@ -217,6 +217,7 @@ def relax(
     rounds: int | None = None,
     pods_of: dict[int, float] | None = None,
     columns: list[tuple[int, tuple[int, ...]]] = (),  # type: ignore[assignment]
+    classes: list[NodeClass] | None = None,
 ) -> Relaxation:
     """The column generation of `apply` without the integer placement: the master LP over the
     generated columns, with `pods_of` (kind -> pods, fractional allowed: an expectation) in place
@@ -224,8 +225,9 @@ def relax(
     solve over the same classes; checked by the one model only if used). Bounded by `deadline`
     (perf_counter) and/or `rounds` (master solves); with no deadline the pricing solves have no
     wall-clock stop either (deterministic time only): the same input gives the same LP on any
-    machine."""
-    part = _start(prep, cluster, workload, book, kind_ids, node_names)
+    machine. `classes`: node_classes' answer for these arguments, computed once by a caller that
+    solves the same model again (the classes take most of a solve's time at 1,213 nodes)."""
+    part = _start(prep, cluster, workload, book, kind_ids, node_names, classes)
     if pods_of is not None:
         # an expectation: fractional counts (the master's rows take any bound)
         part.pods_of = cast("dict[int, int]", {k: float(pods_of.get(k, 0.0)) for k in part.pods_of})
@@ -321,10 +323,16 @@ class _IntegerState:
     moves: dict[tuple[int, int], int] = field(default_factory=dict)
 
 
-def _start(prep, cluster, workload, book, kind_ids: list[int], node_names: set[str]) -> _Part:
-    """The classes, their one models and compact pricings, and the substitutions."""
+def _start(
+    prep, cluster, workload, book, kind_ids: list[int], node_names: set[str], known: list[NodeClass] | None = None
+) -> _Part:
+    """The classes (`known`: node_classes' answer, given by the caller), their one models and
+    compact pricings, and the substitutions."""
     kinds = [prep.kinds[i] for i in kind_ids]
-    classes = node_classes(prep, kinds, node_names, cluster, min_size=1)
+    if known is None:
+        classes = node_classes(prep, kinds, node_names, cluster, min_size=1)
+    else:  # fresh objects: a solve's memos on its classes stay its own
+        classes = [NodeClass(list(nc.nodes), list(nc.kinds)) for nc in known]
     value = {k.index: weight(k.pods[0].priority) for k in kinds}
     pods_of = {k.index: len(k.pods) for k in kinds}
     ones = [one_node_model(nc, prep, cluster, workload, book, packed=False) for nc in classes]

@@ -48,6 +48,7 @@ HORIZON = 1.0  # the plan's arrivals: this share of the cluster's GPU capacity
 RESOLVE_AT = (0.1, 0.3, 0.6)  # arrived shares of the horizon where the plan is solved again
 DRIFT = 0.15  # known source: re-solve only when arrivals so far differ this much (L1 share)
 PLAN_ROUNDS = 40  # column generation rounds per LP solve (the known plans converge in 2-3)
+PRICE_DIGITS = 6  # bid-price: prices per GPU milli compared to this many decimals
 FIRST_LEARNED = 0.02  # learned: the first plan once this share of the horizon has arrived
 
 
@@ -189,8 +190,11 @@ class LpGuided:
         self.by_key = {cf.key: cf for cf in plan.configs}
         if self.mode == "prices":
             # a node's price per GPU milli: its class's dual over the GPU milli of its nodes
+            # Rounded to PRICE_DIGITS: prices equal but for the LP's rounding noise (on default
+            # every class is worth 0.81 per GPU milli, to 1e-14) are equal, and their ties go to
+            # the node rank, not to the noise of whichever dual vertex GLOP returned.
             per_milli = plan.class_price[np.maximum(plan.class_of, 0)] / np.maximum(self._gpu_milli, 1)
-            self.node_price = np.where(plan.class_of >= 0, per_milli, np.inf)
+            self.node_price = np.where(plan.class_of >= 0, np.round(per_milli, PRICE_DIGITS), np.inf)
 
     # ---------------------------------------------------------------- re-solves
     def _maybe_resolve(self, ctx) -> None:

@@ -102,6 +102,7 @@ class PlanModel:
         # contents become warm-start columns
         kinds = [self.prep.kinds[i] for i in self.kind_ids]
         classes = node_classes(self.prep, kinds, self.node_names, self.cluster, min_size=1)
+        self.classes = classes  # given to every solve: relax would compute them again each time
         self.class_kinds = [list(nc.kinds) for nc in classes]
         self.node_class = np.full(c.n, -1, dtype=np.int64)
         for j, nc in enumerate(classes):
@@ -154,6 +155,7 @@ class PlanModel:
             rounds=rounds,
             pods_of=pods_of,
             columns=list(columns),
+            classes=self.classes,
         )
         class_of = np.full(c.n, -1, dtype=np.int64)
         for j, nc in enumerate(rx.classes):
