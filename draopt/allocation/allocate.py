@@ -33,7 +33,10 @@ ENGINES = ("cp-sat", "reference")
 @dataclass
 class AllocateOutcome:
     node: str | None
-    claims: list[ResourceClaim]  # the claims allocated (status.allocation set)
+    # The claims allocated (status.allocation set): see `claims`. Given as the pending claims
+    # and their results, the copies are made when `claims` is first read (the scheduler's
+    # allocator returns the results alone; a caller reading only `results` makes no copies).
+    pending: list[ResourceClaim]
     results: list[AllocationResult] | None  # None: unschedulable
     reason_text: str = ""  # `reason` as far as it is worked out (see explain_together)
     stats: dict[str, Any] = field(default_factory=dict)
@@ -42,6 +45,16 @@ class AllocateOutcome:
     # `reason` is first read, as it runs the search again per claim and Kubernetes' allocator
     # answers "unschedulable" alone.
     explain_together: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+
+    _claims: list[ResourceClaim] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def claims(self) -> list[ResourceClaim]:
+        """The claims allocated, each a copy of the pending claim with its allocation in its
+        status ([] when nothing was allocated)."""
+        if self._claims is None:
+            self._claims = _with_allocations(self.pending, self.results) if self.results else []
+        return self._claims
 
     @property
     def reason(self) -> str:
@@ -61,12 +74,14 @@ _CEL_ENVIRONMENTS: dict[bool, Any] = {}
 
 def _cel_env(features: Features):
     """One CEL environment per process and list-type setting: compiled expressions are cached
-    across allocations, as the scheduler's CEL cache does."""
+    across allocations, as the scheduler's CEL cache does. It is primed when made (the
+    library's first-use costs paid at set-up, as Kubernetes builds its CEL environment at
+    start-up: not in the allocation that compiles the first expression)."""
     env = _CEL_ENVIRONMENTS.get(features.list_type_attributes)
     if env is None:
-        env = _CEL_ENVIRONMENTS[features.list_type_attributes] = CelEnvironment(
-            list_type_attributes=features.list_type_attributes
-        )
+        env = CelEnvironment(list_type_attributes=features.list_type_attributes)
+        env.prime()
+        _CEL_ENVIRONMENTS[features.list_type_attributes] = env
     return env
 
 
@@ -218,20 +233,20 @@ def _allocate(
     selector results per expression and device, and the notes on objects the release does not
     serve."""
     features = features or Features.from_gates()
-    todo, in_use, notes = _claims_to_allocate(objects, claims, features, shared)
-    notes = _served_notes(objects, features, shared) + notes
+    plan = _call_plan(objects, node, claims, features, shared)
+    todo, in_use = plan.todo, plan.in_use
+    notes = list(plan.notes)
     if not todo:
         return _nothing_left(objects, node, notes, stats, start)
     classes = _device_classes(objects, shared)
     cel_env = _cel_env(features)
     reasons = []
     invalid_pools = False
-    index, allocated = _slices_and_in_use(objects, in_use, features, shared)  # the same for every node tried
-    inventories = shared.setdefault("inventories", {})
-    expr_cache = shared.setdefault("selector results", {})
-    problems = shared.setdefault("problems", {})
-    todo_key = tuple(map(id, todo))
-    for candidate in _candidates(objects, node, shared):
+    index, allocated = plan.index, plan.allocated  # the same for every node tried
+    inventories = shared["inventories"]
+    problems = shared["problems"]
+    todo_key = plan.todo_key
+    for candidate in plan.candidates:
         name = candidate.name if candidate is not None else None
         inventory = inventories.get(name)
         if inventory is None:
@@ -248,7 +263,9 @@ def _allocate(
             )
         problem = problems.get((name, todo_key))
         if problem is None:
-            problem = problems[(name, todo_key)] = prepare(todo, inventory, classes, features, cel_env, expr_cache)
+            problem = problems[(name, todo_key)] = prepare(
+                todo, inventory, classes, features, cel_env, shared["selector results"]
+            )
         chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
         _add_run_stats(stats, run_stats)
         if chosen is None:
@@ -257,9 +274,8 @@ def _allocate(
             continue
         share = deterministic_share_id if deterministic_share_ids else random_share_id
         results = decode(problem, chosen, selected, share)
-        out = _with_allocations(todo, results)
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-        return AllocateOutcome(name, out, results, stats=stats, notes=notes)
+        return AllocateOutcome(name, todo, results, stats=stats, notes=notes)
     reason = "; ".join(reasons)
     if invalid_pools:
         # Kubernetes reports this as an error when no node could take the claims.
@@ -278,6 +294,46 @@ def _allocate(
 
     stats["allocate_ms"] = (time.perf_counter() - start) * 1000
     return AllocateOutcome(node, [], None, reason_text=reason, stats=stats, notes=notes, explain_together=together)
+
+
+@dataclass
+class _CallPlan:
+    """What a call works out before its node loop, the same for every call with the same
+    claims, --claim names and --node on a `shared` (kept there): the claims to allocate and in
+    use, the notes, the slices by node, the devices in use, the nodes to try."""
+
+    todo: list[ResourceClaim]
+    in_use: list[ResourceClaim]
+    notes: list[str]  # (a copy goes to each outcome)
+    todo_key: tuple = ()
+    index: dict[str, list[Any]] = field(default_factory=dict)
+    allocated: Any = None
+    candidates: list[Node | None] = field(default_factory=list)
+
+
+def _call_plan(
+    objects: ObjectSet, node: str | None, claims: list[str] | None, features: Features, shared: dict
+) -> _CallPlan:
+    """The call's _CallPlan, kept in `shared` (an InputError is raised again by the next call:
+    nothing is kept for it). With no claim to allocate, the rest is not worked out (--node is
+    not checked), as the call returns before it."""
+    key = ("plan", tuple(map(id, objects.resource_claims)), tuple(claims) if claims else None, node)
+    plan = shared.get(key)
+    if plan is not None:
+        return plan
+    todo, in_use, notes = _claims_to_allocate(objects, claims, features, shared)
+    plan = _CallPlan(todo, in_use, _served_notes(objects, features, shared) + notes)
+    if todo:
+        _device_classes(objects, shared)
+        _cel_env(features)
+        plan.index, plan.allocated = _slices_and_in_use(objects, in_use, features, shared)
+        shared.setdefault("inventories", {})
+        shared.setdefault("selector results", {})
+        shared.setdefault("problems", {})
+        plan.todo_key = tuple(map(id, todo))
+        plan.candidates = _candidates(objects, node, shared)
+    shared[key] = plan
+    return plan
 
 
 def _claims_to_allocate(

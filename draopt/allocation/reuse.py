@@ -64,9 +64,16 @@ class CallReuse:
     def __init__(self, limit: int = 4) -> None:
         self.limit = limit
         self._entries: dict[tuple, tuple[tuple, dict[Any, Any]]] = {}
+        # The most recently used entry's key and `shared`: a call on the same input as the last
+        # compares its key with this one (element by element, by identity first) instead of
+        # hashing it (the gates' hash is most of a key's).
+        self._last: tuple[tuple, dict[Any, Any]] | None = None
 
     def shared_for(self, objects: ObjectSet, features: Features, policy: str, engine: str) -> dict[Any, Any]:
         key = input_key(objects, features, policy, engine)
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
         got = self._entries.pop(key, None)
         if got is None:
             held = tuple(tuple(getattr(objects, name)) for name in _READ)
@@ -74,10 +81,12 @@ class CallReuse:
             while len(self._entries) >= self.limit:
                 del self._entries[next(iter(self._entries))]
         self._entries[key] = got  # (last: the most recently used)
+        self._last = (key, got[1])
         return got[1]
 
     def clear(self) -> None:
         self._entries.clear()
+        self._last = None
 
 
 CALL_REUSE = CallReuse()  # the process's: allocate() reads and fills it

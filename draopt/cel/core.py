@@ -196,6 +196,18 @@ class CompiledExpression:
         return f"CompiledExpression({self.expression!r})"
 
 
+# What prime() compiles and evaluates: the parts of the library selectors use most (the
+# driver, an attribute's presence and value, a quantity and a semver comparison, a list
+# macro, a map literal).
+_PRIMER = (
+    'device.driver == "prime.draopt.invalid" && "a" in device.attributes["prime.draopt.invalid"]'
+    ' && device.attributes["prime.draopt.invalid"].a == 1'
+    ' && device.capacity["prime.draopt.invalid"].c.compareTo(quantity("1Gi")) >= 0'
+    ' && device.attributes["prime.draopt.invalid"].v.isGreaterThan(semver("1.0.0"))'
+    ' && [1, 2].all(x, x > 0) && {"k": 1}["k"] == 1'
+)
+
+
 class CelEnvironment:
     """The Kubernetes DRA selector environment."""
 
@@ -212,6 +224,26 @@ class CelEnvironment:
         self._env = new_env(_base_variables(), self._functions_key, _fn_loop)
         self._cache: Dict[Tuple[str, bool], Any] = {}
         self._lock = threading.Lock()
+
+    def prime(self) -> None:
+        """Pay the library's first-use costs now, at set-up (cel-cpp builds its checker on an
+        environment's first compile, protobuf its message classes on first use, and the
+        extension functions have first calls too: several ms, on whatever expression came
+        first): one built-in expression compiled and evaluated on one built-in device.
+        Nothing is cached: the cache stays as it was."""
+        from draopt.cel.device import make_cel_device
+
+        compiled = self._compile(_PRIMER, True)
+        device = make_cel_device(
+            "prime.draopt.invalid",
+            {
+                "name": "d",
+                "attributes": {"a": {"int": 1}, "v": {"version": "1.1.0"}},
+                "capacity": {"c": {"value": "2Gi"}},
+            },
+            list_type_attributes=self.list_type_attributes,
+        )
+        compiled.matches(device)
 
     def compile(self, expression: str, *, selector: bool = True) -> CompiledExpression:
         """Compile (cached per expression string).

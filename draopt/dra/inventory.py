@@ -19,6 +19,7 @@ from draopt.kube.models.resource import DeviceTaintRule
 from draopt.kube.nodeselect import node_matches
 from draopt.kube.quantity import Quantity
 from draopt.dra.allocated import AllocatedState, DeviceID, allocated_state
+from draopt.dra.device_views import CEL_DEVICES
 from draopt.dra.pools import Pool, PoolLayout
 from draopt.dra.rules import parse_quantity
 
@@ -81,8 +82,6 @@ class DeviceEntry:
 
     @cached_property
     def cel(self):
-        from draopt.dra.device_views import CEL_DEVICES
-
         return CEL_DEVICES.of(self.device, self.driver, self.list_type_attributes)
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 from draopt.errors import InputError
 from draopt.kube.releases import (
@@ -54,18 +55,18 @@ class Features:
         return self.kubernetes_version
 
     # The allocator defects that depend on the release (draopt.kube.releases, where each
-    # changed); first-fit reproduces the release's behaviour.
-    @property
+    # changed); first-fit reproduces the release's behaviour. (Cached: every search reads them.)
+    @cached_property
     def counter_leak(self) -> bool:
         """DEFECT counter-leak: 1.35 (1.36.3 and 1.37 roll a refused device back)."""
         return not at_least(self.kubernetes_version, COUNTER_LEAK_FIXED)
 
-    @property
+    @cached_property
     def distinct_last_only(self) -> bool:
         """DEFECT distinct-last-only: up to 1.36 (1.37 compares every device's value)."""
         return not at_least(self.kubernetes_version, DISTINCT_ALL_DEVICES)
 
-    @property
+    @cached_property
     def all_mode_static_capacity(self) -> bool:
         """From 1.37 allocationMode All picks devices by static capacity (in-use shares stay in)."""
         return at_least(self.kubernetes_version, ALL_MODE_STATIC_CAPACITY)
