@@ -242,10 +242,7 @@ def _allocate(
     cel_env = _cel_env(features)
     reasons = []
     invalid_pools = False
-    index, allocated = plan.index, plan.allocated  # the same for every node tried
-    inventories = shared["inventories"]
-    problems = shared["problems"]
-    todo_key = plan.todo_key
+    inventories, problems = shared["inventories"], shared["problems"]
     for candidate in plan.candidates:
         name = candidate.name if candidate is not None else None
         inventory = inventories.get(name)
@@ -258,12 +255,12 @@ def _allocate(
                 objects.taint_rules,
                 classes,
                 cel_env,
-                index=index,
-                allocated=allocated,
+                index=plan.index,  # (the same for every node tried, as plan.allocated)
+                allocated=plan.allocated,
             )
-        problem = problems.get((name, todo_key))
+        problem = problems.get((name, plan.todo_key))
         if problem is None:
-            problem = problems[(name, todo_key)] = prepare(
+            problem = problems[(name, plan.todo_key)] = prepare(
                 todo, inventory, classes, features, cel_env, shared["selector results"]
             )
         chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
