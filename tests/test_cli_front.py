@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tomllib
@@ -274,7 +275,7 @@ t draopt sweep --dask
     assert out.stdout.splitlines() == [
         "place plan",
         "--policy",
-        "table wide name json",
+        "table wide name json yaml",
         "--output-file",
         "--dask-scheduler",
     ]
@@ -389,3 +390,120 @@ def test_a_bad_selector_exits_2_with_the_reason(labelled, command):
     assert p.returncode == 2 and p.stdout == "", p.stdout
     assert "draopt: error: --selector 'app~web': cannot read 'app~web'" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_allocate_selects_the_pending_claims(tmp_path):
+    """-n/-A/-l on `allocate`: only the pending claims they select are allocated; named claims
+    must be among them; none selected: an empty List, exit 0."""
+    text = (ROOT / "examples" / "cluster.yaml").read_text()
+    text = text.replace(
+        "  name: notebook\n  namespace: ml\n", "  name: notebook\n  namespace: ml\n  labels: {app: nb}\n"
+    )
+    path = tmp_path / "claims.yaml"
+    path.write_text(text)
+    p = run("allocate", "-f", str(path), "-o", "name", "-l", "app=nb")
+    assert p.returncode == 0 and p.stdout.split() == ["resourceclaim/ml/notebook"], p.stderr
+    assert "note: 1 of 2 pending claim(s) selected (-n/-l)" in p.stderr
+    p = run("allocate", "-f", str(path), "-o", "name", "-n", "ml", "-l", "!app")
+    assert p.stdout.split() == ["resourceclaim/ml/trainer"], p.stderr
+    assert run("allocate", "-f", str(path), "-o", "name", "-A", "-n", "x").stdout.split() == [
+        "resourceclaim/ml/trainer",
+        "resourceclaim/ml/notebook",
+    ]
+    p = run("allocate", "-f", str(path), "-o", "json", "-n", "other")
+    assert p.returncode == 0 and json.loads(p.stdout)["items"] == [], p.stderr
+    assert "-n/-l select no pending ResourceClaim" in p.stderr
+    p = run("allocate", "-f", str(path), "--claim", "ml/trainer", "-l", "app=nb")
+    assert p.returncode == 2 and "--claim ml/trainer: not among the claims -n/-l select" in p.stderr
+    assert run("allocate", "-f", str(path), "-l", "a~b").returncode == 2
+
+
+def test_crosscheck_takes_the_selection(labelled):
+    """-n/-A/-l on `crosscheck`: the pending pods they leave out are left out of the input both
+    draopt and the oracle read (place mode); with --node, the pending claims both allocate."""
+    p = run("crosscheck", "-f", labelled, "-l", "app=notebook", "-o", "json")
+    if p.returncode == 2 and "Go" in p.stderr:
+        pytest.skip("no Go oracle")
+    assert p.returncode == 0 and "note: 2 of 10 pending pod(s) selected (-n/-l)" in p.stderr, p.stderr
+    report = json.loads(p.stdout)
+    assert report["identical"] and [r["pod"] for r in report["pods"]] == ["ml/notebook-0", "ml/notebook-1"]
+    cluster = str(ROOT / "examples" / "cluster.yaml")
+    p = run("crosscheck", "-f", cluster, "--node", "gpu-node-1", "-n", "ml", "-o", "json")
+    assert p.returncode == 0 and [c["claim"] for c in json.loads(p.stdout)["claims"]] == ["ml/trainer", "ml/notebook"]
+    p = run("crosscheck", "-f", cluster, "--node", "gpu-node-1", "-n", "other")
+    assert p.returncode == 2 and "-n/-l select no pending ResourceClaim" in p.stderr
+    assert run("crosscheck", "-f", labelled, "-l", "a~b").returncode == 2
+
+
+# ------------------------------------------------------------------ -o: the formats of each command
+def test_output_formats_table_matches_the_parsers():
+    """docs/cli.md's "Output formats": each command's -o choices as its parser has them, and each of
+    kubectl's five formats either taken or listed as refused (argparse refuses it: exit 2)."""
+    import re
+
+    from tests.test_cli_flags import COMMANDS, DOC
+
+    section = DOC[DOC.index("## Output formats") : DOC.index("### Provenance")]
+    rows = [line.rstrip()[1:-1].split("|") for line in section.splitlines() if line.startswith("| `")]
+    assert {re.findall(r"`([-a-z ]+)`", row[0])[0] for row in rows} == set(COMMANDS) - {"completion"}
+    for row in rows:
+        name = re.findall(r"`([-a-z ]+)`", row[0])[0]
+        taken = re.findall(r"`([a-z]+)`", row[1])
+        refused = [f for f in re.findall(r"`([a-z]+)`", row[4]) if f in ("table", "wide", "name", "yaml", "json")]
+        output = COMMANDS[name]._option_string_actions["-o"]
+        if output.choices is not None:
+            assert sorted(taken) == sorted(c for c in output.choices if c != "text"), name
+        assert not set(taken) & set(refused), name
+        assert {"table", "wide", "name", "yaml", "json"} <= set(taken) | set(refused), name
+        if output.choices is not None:
+            for format in refused:
+                assert run(name, "-f", "examples/cluster.yaml", "-o", format).returncode == 2, (name, format)
+
+
+def test_yaml_is_the_json_document(tmp_path):
+    """-o yaml where -o json is: the same document (the provenance's command line aside)."""
+    import yaml
+
+    gangs, cluster = "examples/gang-stranding.yaml", "examples/cluster.yaml"
+    for argv in (
+        ["explain", "-f", gangs],
+        ["explain", "-f", cluster, "--claim", "ml/trainer"],
+        ["validate", "-f", gangs],
+        ["compare", "-f", "examples/mig-gangs.yaml", "--policy", "first-fit,first-fit:builtin:most-allocated"],
+    ):
+        as_json, as_yaml = run(*argv, "-o", "json"), run(*argv, "-o", "yaml")
+        assert as_json.returncode == as_yaml.returncode == 0, as_yaml.stderr
+        from_json, from_yaml = json.loads(as_json.stdout), yaml.safe_load(as_yaml.stdout)
+        for doc in (from_json, from_yaml):
+            doc["provenance"].pop("command")
+            doc["provenance"].pop("date")
+            for policy in doc.get("policies", []):
+                policy.pop("solve_s")
+        assert from_yaml == from_json, argv
+
+
+def test_allocate_table(capsys):
+    """`allocate -o table`: a line per claim allocated, its node and each request's devices."""
+    code, lines = _run_main(capsys, "allocate", "-f", str(ROOT / "examples" / "cluster.yaml"), "-o", "table")
+    assert code == 0
+    assert [line.split() for line in lines] == [
+        ["ml/trainer", "gpu-node-1", "gpu=gpu-node-1/gpu-4", "gpu=gpu-node-1/gpu-5", "nic=gpu-node-1/nic-1"],
+        ["ml/notebook", "gpu-node-1", "gpu/h100=gpu-node-1/gpu-2"],
+    ]
+
+
+def test_crosscheck_yaml(capsys):
+    import yaml
+
+    p = run("crosscheck", "-f", "examples/cluster.yaml", "--node", "gpu-node-1", "-o", "yaml")
+    if p.returncode == 2 and "Go" in p.stderr:
+        pytest.skip("no Go oracle")
+    q = run("crosscheck", "-f", "examples/cluster.yaml", "--node", "gpu-node-1", "-o", "json")
+    assert p.returncode == 0 and yaml.safe_load(p.stdout) == json.loads(q.stdout)
+
+
+def _run_main(capsys, *argv: str) -> tuple[int, list[str]]:
+    from draopt.cli import main
+
+    code = main(list(argv))
+    return code, capsys.readouterr().out.splitlines()

@@ -211,13 +211,13 @@ def test_compact_pricing_bound_holds_and_carries_only_the_rounding():
 class _AbnormalOnce:
     """A master LP whose warm-started solve fails numerically once (GLOP's ABNORMAL)."""
 
-    def __init__(self, then: int) -> None:
-        self.then = then
+    def __init__(self, then: int, first: int = pywraplp.Solver.ABNORMAL) -> None:
+        self.then, self.first = then, first
         self.calls: list[object] = []
 
     def Solve(self, params=None):  # noqa: N802 (pywraplp's name)
         self.calls.append(params)
-        return pywraplp.Solver.ABNORMAL if len(self.calls) == 1 else self.then
+        return self.first if len(self.calls) == 1 else self.then
 
 
 def test_an_abnormal_master_solve_is_retried_from_scratch():
@@ -230,3 +230,13 @@ def test_an_abnormal_master_solve_is_retried_from_scratch():
     assert retry.GetIntegerParam(retry.INCREMENTALITY) == retry.INCREMENTALITY_OFF
     with pytest.raises(RuntimeError, match="restricted master LP ended with status"):
         solve_master(_AbnormalOnce(then=pywraplp.Solver.ABNORMAL), "restricted master")  # type: ignore[arg-type]
+
+
+def test_a_master_solve_stopped_by_its_work_limit_is_retried_from_scratch():
+    """relax bounded by rounds caps GLOP's deterministic time per master solve (MASTER_WORK): a
+    solve stopped there (not optimal) is solved again from scratch, as an abnormal one."""
+    from draopt.model.colgen import solve_master
+
+    lp = _AbnormalOnce(then=pywraplp.Solver.OPTIMAL, first=pywraplp.Solver.NOT_SOLVED)
+    solve_master(lp, "restricted master")  # type: ignore[arg-type]
+    assert len(lp.calls) == 2 and lp.calls[1] is not None

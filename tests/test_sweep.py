@@ -377,3 +377,24 @@ def test_optimal_batch_scenario_runs(grid):
     scenario = dataclasses.replace(grid, policies=["optimal-batch"], seeds=[0], nodes=[0]).scenarios()[0]
     got = sw.run_scenario(scenario)
     assert got["status"] == "heuristic" and got["placed"] > 0
+
+
+def test_cli_recursive_and_strict(tmp_path, capsys, monkeypatch):
+    """-R and --strict as on the commands that read -f: -R makes a cluster directory its files,
+    subdirectories included; --strict refuses a kind draopt does not use, before any scenario runs."""
+    from draopt.cli import main
+
+    (tmp_path / "c" / "sub").mkdir(parents=True)
+    (tmp_path / "c" / "sub" / "gang.yaml").write_text(GANG.read_text())
+    ran: list = []
+    monkeypatch.setattr(sw, "_run_place", lambda s: ran.append(s["cluster"]) or {"placed": 0})
+    flags = ["--cluster", str(tmp_path / "c"), "--study", "place", "--engine", "serial", "--quiet"]
+    assert main(["sweep", *flags, "--output-file", str(tmp_path / "flat.parquet")]) == 0
+    assert main(["sweep", *flags, "-R", "--output-file", str(tmp_path / "deep.parquet")]) == 0
+    assert ran == [str(tmp_path / "c"), str(tmp_path / "c" / "sub" / "gang.yaml")]
+    (tmp_path / "c" / "sub" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    capsys.readouterr()
+    code = main(["sweep", *flags, "-R", "--strict", "--output-file", str(tmp_path / "strict.parquet")])
+    err = capsys.readouterr().err
+    assert code == 2 and "1 ConfigMap object(s)" in err and "--strict" in err and len(ran) == 2
+    assert main(["sweep", *flags, "--strict", "--output-file", str(tmp_path / "top.parquet")]) == 0

@@ -145,12 +145,14 @@ def _add_allocate(sub) -> None:
         "-o",
         "--output",
         default="yaml",
-        choices=("yaml", "json", "name"),
-        help="yaml, json: the allocated ResourceClaims as a List; name: resourceclaim/NAMESPACE/NAME per claim",
+        choices=("yaml", "json", "name", "table"),
+        help="yaml, json: the allocated ResourceClaims as a List; name: resourceclaim/NAMESPACE/NAME per claim; "
+        "table: per claim its node and each request's devices",
     )
     a.add_argument("--stats", action="store_true", help="print one JSON line of timings to stderr")
     _input_flags(a)
     _clock_flag(a)
+    conventions.selection_flags(a, "allocate only the pending claims")
     a.set_defaults(func=cmd_allocate)
 
 
@@ -228,9 +230,9 @@ def _add_explain(sub) -> None:
         "-o",
         "--output",
         default="text",
-        choices=("text", "name", "json"),
+        choices=("text", "name", "json", "yaml"),
         help="table; name: pod/NAMESPACE/NAME (or resourceclaim/NAMESPACE/NAME) per object explained; "
-        "json: the sections and the provenance",
+        "json, yaml: the sections and the provenance",
     )
     _input_flags(ex)
     _clock_flag(ex)
@@ -327,6 +329,7 @@ def _add_registered(sub) -> None:
     from draopt.crosscheck import command as crosscheck_command
 
     crosscheck_command.register(sub)
+    conventions.selection_flags(sub.choices["crosscheck"], "compare only the pending pods (--node: claims)")
     _add_completion(sub)
 
 
@@ -363,15 +366,20 @@ def _progress_flags(p: argparse.ArgumentParser) -> None:
 def cmd_allocate(args) -> int:
     api.warm_up()
     t0 = time.perf_counter()
-    objects = _load(args)
+    objects = _clocked(args, load_files(args.filename, recursive=args.recursive, strict=args.strict))
     load_ms = (time.perf_counter() - t0) * 1000
     args.partial_stats = {"load_ms": round(load_ms, 3)}
     features = features_from_flags(args.feature_gates, args.kubernetes_version)
     _print_dropped_fields(objects, features)
+    claims = conventions.selected_claims(args, objects)  # (-n/-l: the pending claims they select)
+    if claims == []:
+        print("note: nothing to allocate: -n/-l select no pending ResourceClaim", file=sys.stderr)
+        sys.stdout.write("" if args.output in ("name", "table") else dump_objects([], args.output))
+        return 0
     outcome = public.allocate(
         objects,
         node=args.node,
-        claims=args.claim,
+        claims=claims,
         features=features,
         policy=args.policy,
         engine=args.engine,
@@ -390,10 +398,10 @@ def cmd_allocate(args) -> int:
         print(f"draopt: unschedulable: {outcome.reason}", file=sys.stderr)
         return 1
     documents = [c.to_k8s() for c in outcome.claims]
-    if args.output == "name":
+    if args.output in ("name", "table"):
         from draopt.cli import listing
 
-        sys.stdout.write(listing.object_names(documents))
+        sys.stdout.write(listing.object_names(documents) if args.output == "name" else listing.claim_table(outcome))
     else:
         sys.stdout.write(dump_objects(documents, args.output))
     return 0
@@ -563,13 +571,18 @@ def cmd_explain(args) -> int:
 
 def _print_explanation(args, explain, sections: list, features) -> None:
     """`explain`'s output: the sections as text, the names of the objects they explain, or JSON
-    with the provenance (the input files' digests, the seed, the Kubernetes version)."""
-    if args.output == "json":
+    (or the same as YAML) with the provenance (the input files' digests, the seed, the Kubernetes version)."""
+    if args.output in ("json", "yaml"):
         from draopt.provenance import record
 
         made = record(args.filename, seed=args.seed, kubernetes_version=features.kubernetes_version)
         doc = {"sections": [section.to_json() for section in sections], "provenance": made.to_dict()}
-        print(json.dumps(doc, indent=2))
+        if args.output == "json":
+            print(json.dumps(doc, indent=2))
+        else:
+            import yaml
+
+            sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
     elif args.output == "name":
         from draopt.cli import listing
 

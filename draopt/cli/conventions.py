@@ -11,7 +11,7 @@ import sys
 
 from draopt.errors import DraoptError
 from draopt.kube.loader import expand_paths
-from draopt.kube.selection import parse_selector, pending_filter, select_pending  # noqa: F401  (kept importable from here)
+from draopt.kube.selection import parse_selector, pending_filter, select_claim_refs, select_pending  # noqa: F401  (kept importable from here)
 
 
 # ------------------------------------------------------------------ kubectl's conventions
@@ -37,6 +37,7 @@ EXAMPLES = {
     "allocate": [
         "draopt allocate -f examples/cluster.yaml --node gpu-node-1",
         "draopt allocate -f examples/cluster.yaml --policy optimal -o json",
+        "draopt allocate -f examples/cluster.yaml -n ml -o name",
     ],
     "place": [
         "draopt place -f examples/gang-stranding.yaml --compare",
@@ -75,6 +76,7 @@ EXAMPLES = {
     "crosscheck": [
         "draopt crosscheck -f examples/cluster.yaml --node gpu-node-1",
         "draopt crosscheck -f examples/gang-stranding.yaml --kubernetes-version 1.36",
+        "draopt crosscheck -f examples/mig-gangs.yaml -n ml",
     ],
 }
 TOP_EPILOG = """examples:
@@ -103,7 +105,7 @@ TEXT_OUTPUT = {("explain",): "table", ("validate",): "table", ("taint-impact",):
 # The commands that read files through their own modules: -R and --strict resolved here.
 OWN_READERS = (("validate",), ("taint-impact",))
 # The commands whose own modules read with load_files: -R and --strict added here, read there.
-LOADERS = (("simulate",),)
+LOADERS = (("simulate",), ("sweep",))
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -264,51 +266,47 @@ def _resolve_output_file(args, command: str, formats: tuple[str, ...]) -> None:
 
 
 def _refuse_unused_kinds(paths: list[str]) -> None:
-    """--strict for the commands that read through their own modules: a kind draopt does not
-    use is an error, as load_files(strict=True) makes it for the others. Stdin is read once and
-    given back to the command."""
+    """--strict for the commands that read through their own modules (draopt.kube.loader.
+    refuse_unused_kinds). Stdin is read once and given back to the command."""
     import io
 
-    from draopt.kube import batch_controllers, controllers
-    from draopt.kube.loader import KINDS, custom_resource_group, raw_documents
+    from draopt.kube.loader import refuse_unused_kinds
 
     text = sys.stdin.read() if "-" in paths else ""
     sys.stdin = io.StringIO(text)
-    made = {**controllers.CONTROLLER_KINDS, **batch_controllers.BATCH_KINDS, **batch_controllers.RUNTIME_KINDS}
-    unused: dict[str, int] = {}
-    for doc, _source in raw_documents(paths):
-        kind = doc.get("kind") if isinstance(doc, dict) else None
-        if isinstance(kind, str) and kind not in made and (kind not in KINDS or custom_resource_group(doc) is not None):
-            unused[kind] = unused.get(kind, 0) + 1
-    sys.stdin = io.StringIO(text)
-    if unused:
-        kinds = "; ".join(f"{n} {kind} object(s)" for kind, n in sorted(unused.items()))
-        raise DraoptError(f"not used for placement: {kinds} (--strict)")
+    try:
+        refuse_unused_kinds(paths)
+    finally:
+        sys.stdin = io.StringIO(text)
 
 
 # ------------------------------------------------------------------ which pending pods to place
-def selection_flags(p: argparse.ArgumentParser) -> None:
+def selection_flags(p: argparse.ArgumentParser, chosen: str = "place only the pending pods") -> None:
+    """-n, -A, -l; `chosen` says what they choose, in the command's words."""
     p.add_argument(
         "-n",
         "--namespace",
         action="append",
         metavar="NS",
-        help="place only the pending pods of this namespace (repeatable; default: every namespace)",
+        help=f"{chosen} of this namespace (repeatable; default: every namespace)",
     )
-    p.add_argument(
-        "-A", "--all-namespaces", action="store_true", help="the pending pods of every namespace (wins over -n)"
-    )
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace (wins over -n)")
     p.add_argument(
         "-l",
         "--selector",
         metavar="SELECTOR",
-        help="place only the pending pods whose labels match (kubectl's syntax: k=v,k!=v,k in (a,b),k,!k)",
+        help=f"{chosen} whose labels match (kubectl's syntax: k=v,k!=v,k in (a,b),k,!k)",
     )
 
 
 def selected(args, objects):
     """The input with only the pending pods that -n/-l select (draopt.kube.selection)."""
     return select_pending(objects, args.namespace, args.all_namespaces, args.selector)
+
+
+def selected_claims(args, objects) -> list[str] | None:
+    """The claims to allocate once -n/-l have chosen (draopt.kube.selection.select_claim_refs)."""
+    return select_claim_refs(objects.resource_claims, args.claim, args.namespace, args.all_namespaces, args.selector)
 
 
 # ------------------------------------------------------------------ shell completion

@@ -22,6 +22,17 @@ def pod_devices(outcome) -> dict[str, str]:
     return out
 
 
+def claim_table(outcome) -> str:
+    """`allocate -o table`: one line per claim allocated, as `place`'s table has one per pod: the
+    claim, the node, and each request's devices (`REQUEST=POOL/DEVICE,...`)."""
+    lines = []
+    for claim in outcome.claims:
+        results = claim.status.allocation.devices.results
+        held = " ".join(f"{r.request}={r.pool}/{r.device}" for r in results) or "-"
+        lines.append(f"{claim.namespace + '/' + claim.name:40s} {outcome.node or '-':20s} {held}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
 def names(outcome) -> str:
     return "".join(f"pod/{pl.pod}\n" for pl in outcome.result.pods if pl.placed)
 

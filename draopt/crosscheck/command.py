@@ -31,7 +31,13 @@ def register(sub) -> None:
     c.add_argument("--feature-gates", default="", metavar="G=true|false,...")
     c.add_argument("--scheduler-config", metavar="FILE", help="a KubeSchedulerConfiguration for both sides")
     c.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help="the oracle's time limit")
-    c.add_argument("-o", "--output", default="table", choices=("table", "json"))
+    c.add_argument(
+        "-o",
+        "--output",
+        default="table",
+        choices=("table", "json", "yaml"),
+        help="table: a line per pod or claim and each difference; json, yaml: the report",
+    )
     c.add_argument("-R", "--recursive", action="store_true", help="-f DIR: read the directory's subdirectories too")
     c.add_argument(
         "--strict", action="store_true", help="kinds draopt does not use are errors (exit 2) instead of notes"
@@ -53,19 +59,42 @@ def cmd_crosscheck(args) -> int:
         raise InputError(f"--timeout {args.timeout}: must be more than 0 seconds")
     features = Features.from_gates(parse_gates(args.feature_gates), version)
     objects = load_files(args.filename, recursive=args.recursive, strict=args.strict)
+    objects, claims = _selected(args, objects)
     report = crosscheck(
         objects,
         kubernetes_version=version,
         features=features,
         scheduler_config_path=args.scheduler_config,
         node=args.node,
-        claims=args.claim,
+        claims=claims,
         timeout=args.timeout,
     )
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
-    print(report.to_json() if args.output == "json" else report.table())
+    if args.output == "yaml":
+        import json
+
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(json.loads(report.to_json()), sort_keys=False))
+    else:
+        print(report.to_json() if args.output == "json" else report.table())
     if report.refused:
         print(f"draopt: error: the oracle refused the input: {report.refused}", file=sys.stderr)
         return 2
     return 0 if report.identical else 1
+
+
+def _selected(args, objects):
+    """-n, -A, -l (added by the command line): the input both sides read, and the claims both
+    allocate. Place mode: only the pending pods they select, left out of the input before either
+    side runs; allocate mode (--node): only the pending claims they select."""
+    from draopt.kube.selection import select_claim_refs, select_pending
+
+    namespace, every, selector = args.namespace, args.all_namespaces, args.selector
+    if args.node is None:
+        return select_pending(objects, namespace, every, selector), args.claim
+    claims = select_claim_refs(objects.resource_claims, args.claim, namespace, every, selector)
+    if claims == []:
+        raise InputError("nothing to compare: -n/-l select no pending ResourceClaim")
+    return objects, claims

@@ -656,6 +656,20 @@ def raw_documents(paths: Iterable[str], recursive: bool = False) -> list[tuple[A
     return out
 
 
+def refuse_unused_kinds(paths: Iterable[str], recursive: bool = False) -> None:
+    """--strict where the files are not read here at once (`validate`, `taint-impact`, `sweep`'s
+    clusters): a kind draopt does not use is an error, as `load_files(strict=True)` makes it."""
+    made = {**controllers.CONTROLLER_KINDS, **batch_controllers.BATCH_KINDS, **batch_controllers.RUNTIME_KINDS}
+    unused: dict[str, int] = {}
+    for doc, _source in raw_documents(paths, recursive):
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        if isinstance(kind, str) and kind not in made and (kind not in KINDS or custom_resource_group(doc) is not None):
+            unused[kind] = unused.get(kind, 0) + 1
+    if unused:
+        kinds = "; ".join(f"{n} {kind} object(s)" for kind, n in sorted(unused.items()))
+        raise InputError(f"not used for placement: {kinds} (--strict)")
+
+
 def load_files(paths: Iterable[str], *, recursive: bool = False, strict: bool = False, notes: Any = None) -> ObjectSet:
     """Load files in order; `-` reads stdin; a directory gives its .json/.yaml/.yml files (see
     :func:`expand_paths`). Kinds draopt does not use are skipped with a note on `notes` (default

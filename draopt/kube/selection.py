@@ -49,6 +49,31 @@ def select_pending(objects, namespace: list[str] | None, all_namespaces: bool, s
     return dataclasses.replace(objects, pods=pods)
 
 
+def select_claim_refs(
+    claims, refs: list[str] | None, namespace: list[str] | None, all_namespaces: bool, selector: str | None
+) -> list[str] | None:
+    """The claims a command allocates (NAMESPACE/NAME) once -n/-l have chosen: `refs` (--claim)
+    when they select everything; the named claims, each of which they must select; without names,
+    the pending claims they select, in input order (a claim given again with status.allocation
+    is not pending). An empty list: they select no pending claim."""
+    wanted = pending_filter(namespace, all_namespaces, selector)
+    if wanted is None:
+        return refs
+    by_key = {f"{c.namespace}/{c.name}": c for c in claims}
+    if refs:
+        for ref in refs:
+            claim = by_key.get(ref if "/" in ref else f"default/{ref}")
+            if claim is not None and not wanted(claim):
+                raise DraoptError(f"--claim {ref}: not among the claims -n/-l select")
+        return refs
+    allocated = {f"{c.namespace}/{c.name}" for c in claims if c.status.allocation is not None}
+    pending = [c for c in claims if c.status.allocation is None and f"{c.namespace}/{c.name}" not in allocated]
+    chosen = list(dict.fromkeys(f"{c.namespace}/{c.name}" for c in pending if wanted(c)))
+    total = len(dict.fromkeys(f"{c.namespace}/{c.name}" for c in pending))
+    print(f"note: {len(chosen)} of {total} pending claim(s) selected (-n/-l)", file=sys.stderr)
+    return chosen
+
+
 def parse_selector(text: str) -> dict:
     """kubectl's label selector (`-l`) as a LabelSelector: requirements separated by commas
     outside parentheses: `k=v` and `k==v` (present and equal), `k!=v` (absent or other),

@@ -59,6 +59,7 @@ FAST_COLUMNS = 4  # columns taken from one compact pricing solve (its best solut
 INTEGER_GAP = 2e-4  # the integer placement stops this close to the bound (of all pods' value)
 ROUNDING_SHARE = 0.2  # of the time left after the generation, for the LP's rounding
 LP_TOLERANCE = 1e-4  # the generation stops when its bound is this close to the LP (of all pods' value)
+MASTER_WORK = 20.0  # relax bounded by rounds: GLOP's deterministic time per master solve
 LP_SHARE = 0.6  # of the time limit, for the generation (the rest: integer placement)
 # Classes priced at once: CP-SAT releases the GIL and every class has its own models, so the
 # columns are the ones pricing the classes one by one gives.
@@ -234,7 +235,9 @@ def relax(
     for j, counts in columns:
         if j < len(part.classes) and len(counts) == len(part.classes[j].kinds):
             part.add(j, tuple(counts), None)
-    gen, lp = _generated(part, deadline, rounds)
+    # bounded by rounds: each master solve by GLOP's deterministic work too (a learned re-solve
+    # of default's seed 49 ran minutes in one master solve)
+    gen, lp = _generated(part, deadline, rounds, MASTER_WORK if rounds is not None else None)
     lp.add_columns(part.columns[gen.done :])
     value, pi, mu = lp.solve()
     return Relaxation(
@@ -242,13 +245,15 @@ def relax(
     )
 
 
-def _generated(part: "_Part", stop: float, rounds: int | None = None) -> tuple["_Generation", "_Master"]:
+def _generated(
+    part: "_Part", stop: float, rounds: int | None = None, master_work: float | None = None
+) -> tuple["_Generation", "_Master"]:
     """The column generation run on `part` until it converges, `stop` (perf_counter) or `rounds`
     master solves: its state, and the master LP holding its columns (the first bound: every pod
     placed)."""
     gen = _Generation(stop=stop, bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)))
     gen.max_rounds = rounds
-    lp = _Master(part.classes, part.kinds, part.pods_of)
+    lp = _Master(part.classes, part.kinds, part.pods_of, master_work)
     lp.add_substitutions(part.subs, part.value)
     _generate(part, lp, gen)
     return gen, lp
@@ -639,9 +644,10 @@ def _solution(part: _Part, gen: _Generation, ints: _IntegerState, t0: float, gen
 def solve_master(lp: pywraplp.Solver, what: str) -> None:
     """Solve a column generation's master LP to optimality (`what` names it in the error)."""
     status = lp.Solve()
-    if status == pywraplp.Solver.ABNORMAL:
+    if status != pywraplp.Solver.OPTIMAL:
         # GLOP's warm start from the last basis can fail numerically (seen on learned re-solves
-        # of gpuspec33 and lp-guided on default): the same LP solved again from scratch.
+        # of gpuspec33 and lp-guided on default), or stall until its work limit (MASTER_WORK):
+        # the same LP solved again from scratch.
         from_scratch = pywraplp.MPSolverParameters()
         from_scratch.SetIntegerParam(from_scratch.INCREMENTALITY, from_scratch.INCREMENTALITY_OFF)
         status = lp.Solve(from_scratch)
@@ -652,15 +658,17 @@ def solve_master(lp: pywraplp.Solver, what: str) -> None:
 class _Master:
     """The restricted master LP (GLOP), grown by columns."""
 
-    def __init__(self, classes, kinds, pods_of):
+    def __init__(self, classes, kinds, pods_of, work: float | None = None):
         self.lp = pywraplp.Solver.CreateSolver("GLOP")
+        if work is not None:  # GLOP's deterministic time: the same stop on any machine
+            self.lp.SetSolverSpecificParametersAsString(f"max_deterministic_time: {work}")
         inf = self.lp.infinity()
         self.class_rows = [self.lp.Constraint(-inf, len(nc.nodes)) for nc in classes]
         self.kind_rows = {k.index: self.lp.Constraint(-inf, pods_of[k.index]) for k in kinds}
         self.objective = self.lp.Objective()
         self.objective.SetMaximization()
         self.classes = classes
-        self.vars = []
+        self.vars: list[Any] = []
 
     def add_substitutions(self, pairs, value) -> None:
         """A pod of kind b in a place of kind a (colgen_substitution.py): b's value for a's. A

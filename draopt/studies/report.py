@@ -791,8 +791,8 @@ def register(sub, input_flags, positive_seconds, selection_flags) -> None:
         "-o",
         "--output",
         default="table",
-        choices=("table", "wide", "json"),
-        help="table: the measures per policy; wide: and each node's devices used; json: the measures, "
+        choices=("table", "wide", "json", "yaml"),
+        help="table: the measures per policy; wide: and each node's devices used; json, yaml: the measures, "
         "their definitions and the provenance",
     )
     p.add_argument("--html", metavar="FILE.html", help="also write a self-contained HTML report (needs matplotlib)")
@@ -856,6 +856,10 @@ def cmd_compare(args) -> int:
     )
     if args.output == "json":
         print(json.dumps(to_json(reports, args.filename, made), indent=2, sort_keys=True))
+    elif args.output == "yaml":
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(to_json(reports, args.filename, made), sort_keys=True))
     else:
         print(table(reports, wide=args.output == "wide"))
     if args.html:

@@ -807,6 +807,19 @@ def grid_from_args(args) -> Grid:
     return grid
 
 
+def _read_as_asked(grid: Grid, recursive: bool, strict: bool) -> None:
+    """-R: each cluster's directories with their subdirectories (the cluster becomes the files
+    found); --strict: a kind draopt does not use, in a cluster or a YAML trace, is an error before
+    any scenario runs (the workers read without it)."""
+    from draopt.kube.loader import expand_paths, refuse_unused_kinds
+
+    if recursive:
+        grid.clusters = [expand_paths(files, recursive=True) for files in grid.clusters]
+    if strict:
+        yaml_traces = [t for t in grid.traces if not t.lower().endswith(".csv")]
+        refuse_unused_kinds([f for files in grid.clusters for f in files] + yaml_traces)
+
+
 def summary_table(rows: list[dict[str, Any]]) -> str:
     """Mean over seeds of the study's main measure, per the other inputs."""
     simulate = bool(rows) and rows[0]["study"] == "simulate"
@@ -826,6 +839,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
 
 def cmd_sweep(args) -> int:
     grid = grid_from_args(args)
+    _read_as_asked(grid, recursive=args.recursive, strict=args.strict)
     for note in grid.renamed_policies():
         print(f"note: {note}", file=sys.stderr)
     scenarios = grid.scenarios()

@@ -41,9 +41,15 @@ def cmd_validate(args) -> int:
     except DraoptError as e:
         print(f"draopt: error: {e}", file=sys.stderr)
         return 2
-    if args.output == "json":
+    if args.output in ("json", "yaml"):
         made = record(args.filename, kubernetes_version=features.kubernetes_version)
-        sys.stdout.write(json.dumps(dict(report.to_dict(), provenance=made.to_dict()), indent=2) + "\n")
+        doc = dict(report.to_dict(), provenance=made.to_dict())
+        if args.output == "json":
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        else:
+            import yaml
+
+            sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
     elif args.output == "name":
         sys.stdout.write(object_names(report))
     else:
@@ -75,8 +81,8 @@ def register(subparsers) -> None:
         "-o",
         "--output",
         default="text",
-        choices=("text", "wide", "name", "json"),
+        choices=("text", "wide", "name", "json", "yaml"),
         help="table: one finding a line; wide: with the file and document of each; name: "
-        "KIND/NAMESPACE/NAME per object with findings; json: the report and its provenance",
+        "KIND/NAMESPACE/NAME per object with findings; json, yaml: the report and its provenance",
     )
     p.set_defaults(func=cmd_validate)
