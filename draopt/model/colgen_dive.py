@@ -33,30 +33,6 @@ class Dive:
     floor_copy: list[int]
 
 
-def move_caps(subs, demand) -> dict[int, int]:
-    """Per kind b of a substitution (a, b), the most pods that can move into a's places through b:
-    its own and those of every kind after it in the chains (the pairs are transitively reduced, so
-    a -> b -> c moves c's pods through b; capping a move at b's own pods, as before, kept the
-    integer counts from chains the LP used: at 80,000 scale pods the first LP's whole part was
-    above the LP)."""
-    after: dict[int, set[int]] = {}
-    for _, b in subs:
-        after.setdefault(b, set())
-    succ: dict[int, list[int]] = {}
-    for a, b in subs:
-        succ.setdefault(a, []).append(b)
-    caps = {}
-    for b in after:
-        seen, todo = {b}, [b]
-        while todo:
-            for c in succ.get(todo.pop(), ()):
-                if c not in seen:
-                    seen.add(c)
-                    todo.append(c)
-        caps[b] = sum(demand.get(c, 0) for c in seen)
-    return caps
-
-
 def dive(
     classes, free_nodes, cost, demand, columns, banned, subs, deadline: float, price=None, price_until: float = math.inf
 ) -> Dive | None:
@@ -97,9 +73,8 @@ def dive(
         if i not in banned:
             add(i)
     moved = []
-    caps = move_caps(subs, demand)
     for a, b in subs:
-        z = lp.NumVar(0.0, float(caps[b]), "")  # no more pods move through b than it and what follows have
+        z = lp.NumVar(0.0, float(demand[b]), "")  # no more of b's pods move than it has
         kind_rows[a].SetCoefficient(z, -1)
         kind_rows[b].SetCoefficient(z, 1)
         moved.append(((a, b), z))

@@ -37,7 +37,7 @@ from ortools.sat.python import cp_model
 
 from draopt import interrupt
 from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes, solve_master
-from draopt.model.colgen_dive import Dive, dive, move_caps
+from draopt.model.colgen_dive import Dive, dive
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stats import ColgenStats
 from draopt.model.colgen_substitution import realize, substitutions
@@ -781,9 +781,8 @@ def _integer_cover(
             if n and ki in demand:
                 by_kind[ki].append(n * (x + y))
     zs = []
-    caps = move_caps(subs, demand)
     for a, b in subs:
-        z = m.new_int_var(0, caps[b], f"z{a}_{b}")  # chains: b passes pods on to the kinds after it
+        z = m.new_int_var(0, demand[b], f"z{a}_{b}")
         zs.append(z)
         by_kind[a].append(-z)
         by_kind[b].append(z)
