@@ -182,7 +182,7 @@ class FfdEstimate:
     placed: int  # pending pods placed (input's pods)
     pods: int
     capped: bool = False  # stopped at max_nodes copies
-    skipped: bool = False  # not estimated: the time limit ran out first
+    skipped: bool = False  # not estimated (plan: its time share ran out, or the baselines compare)
     placement: dict[str, Any] = field(default_factory=dict)  # pod -> PodPlacement
     used: set[str] = field(default_factory=set)  # copies with pods
     seconds: float = 0.0

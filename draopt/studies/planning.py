@@ -237,7 +237,7 @@ class MixPlan:
         """A pandas DataFrame, one row per node type (FRAME_COLUMNS): its name and template Node,
         `cost_per_node`, `candidates` (copies in the model), `new_nodes` (the cheapest mix), and
         what first-fit-decreasing with that type alone buys: `ffd_nodes`, `ffd_cost`, `ffd_placed`
-        of `ffd_pods` (None: not estimated, the time limit ran out first)."""
+        of `ffd_pods` (None: not estimated, `stats.ffd_skipped_why` says why)."""
         from draopt.studies.frames import frame
 
         return frame(self.FRAME_COLUMNS, self._frame_rows())
@@ -252,7 +252,8 @@ class MixPlan:
 
     def ffd_best(self) -> FfdEstimate | None:
         """The cheapest single-type estimate among those made that place the most pods (None: none
-        made, as on a large input whose columns left no time for them)."""
+        made: on a large input whose columns place every pod, when their share of the time ran out or
+        a baseline gives the comparison)."""
         made = [e for e in self.ffd if not e.skipped]
         if not made:
             return None
