@@ -120,3 +120,91 @@ def test_columns_that_place_every_pod_need_no_estimate(monkeypatch):
     assert all(e.skipped for e in p.ffd) and p.stats.ffd_skipped == len(types)
     assert p.ffd_best() is None and p.to_json()["ffd_best"] is None
     assert "first-fit decreasing (cluster-autoscaler's estimator)" not in p.table()
+
+
+def test_estimates_for_the_table_keep_to_their_share_of_the_limit(monkeypatch):
+    """When the columns place every pod the estimates are for the table only: their deadline is
+    ESTIMATES_SHARE of --time-limit from when they start (never past ESTIMATES_UNTIL of it), an
+    estimate whose guessed time does not fit is not started (counted), and one stopped before it
+    grows is reported not made, never as a partial figure."""
+    import time
+
+    from draopt.studies import planning
+    from draopt.studies.plan_model import PlanOptions, PlanStats
+    from draopt.testing.plan_scenarios import scenario
+
+    objs, types = scenario("inference", 40)
+    opts = PlanOptions(planning.Features.from_gates(), 600.0, 256, 0.0, ())
+    first = planning._FirstOnCluster(objs, opts.features)
+    seen: dict = {}
+
+    def record(*args, **kwargs):
+        seen["deadline"], seen["optional"] = args[6], kwargs["optional"]
+        return []
+
+    monkeypatch.setattr(planning, "_estimates", record)
+    t0 = time.perf_counter()
+    planning._table_estimates(objs, types, opts, first, PlanStats(), True, False, t0)
+    assert seen["optional"] and seen["deadline"] <= time.perf_counter() + planning.ESTIMATES_SHARE * 600.0
+    planning._table_estimates(objs, types, opts, first, PlanStats(), False, False, t0)
+    assert not seen["optional"] and seen["deadline"] == t0 + planning.ESTIMATES_UNTIL * 600.0
+    monkeypatch.undo()
+
+    calls = []
+    monkeypatch.setattr(planning, "ffd_estimate", lambda *a, **k: calls.append(a))
+    stats = PlanStats(pending_pods=40)
+    # A first guess of 5 s against a deadline 1 s away: nothing starts.
+    got = planning._estimates(
+        objs, types, None, lambda: None, 256, stats, time.perf_counter() + 1.0, optional=True, first_guess=5.0
+    )
+    assert calls == [] and all(e.skipped for e in got) and stats.ffd_skipped == len(types)
+    assert stats.ffd_skipped_why == "their share of --time-limit ran out"
+
+    stopped = planning.FfdEstimate(types[0], 0, 0, 40, skipped=True)
+    monkeypatch.setattr(planning, "ffd_estimate", lambda *a, **k: calls.append(k["deadline"]) or stopped)
+    stats = PlanStats(pending_pods=40)
+    deadline = time.perf_counter() + 3600.0
+    got = planning._estimates(objs, types[:1], None, lambda: None, 256, stats, deadline, optional=True)
+    assert calls == [deadline] and got[0].skipped and stats.ffd_skipped == 1
+
+
+def test_an_estimate_past_its_deadline_is_not_a_partial_figure():
+    """ffd_estimate with a deadline already past: if its first simulation used its last copy (it
+    would grow), it is returned skipped; otherwise it is the estimate made without a deadline."""
+    import time
+
+    from draopt.studies.ffd_estimate import ffd_estimate
+    from draopt.testing.plan_scenarios import scenario
+
+    objs, types = scenario("inference", 200)  # gpu-2's first simulation uses its last copy
+    cuts = []
+    for t in types:
+        whole = ffd_estimate(objs, t, max_nodes=256)
+        cut = ffd_estimate(objs, t, max_nodes=256, deadline=time.perf_counter() - 1.0)
+        assert cut.skipped or (cut.nodes, cut.placed, cut.used) == (whole.nodes, whole.placed, whole.used)
+        if cut.skipped:
+            assert (cut.nodes, cut.placed, cut.cost) == (0, 0, 0) and not cut.placement
+        cuts.append(cut.skipped)
+    assert cuts == [False, True, False]
+
+
+def test_baselines_that_place_every_pod_make_the_estimates_unneeded(monkeypatch):
+    """Columns that place every pod, with a baseline that places every pod: no estimate is made
+    (the baselines give the table its comparison), and the table and stats say so."""
+    from draopt.studies import planning
+    from draopt.studies.baselines import run_baselines
+    from draopt.testing.plan_scenarios import scenario
+
+    objs, types = scenario("inference", 40)
+    monkeypatch.setattr(planning, "COLUMNS_MIN_PODS", 0)
+    done = run_baselines(objs, types, ["karpenter"])
+    assert done[0].placed == done[0].pods == 40
+
+    def never(*a, **k):
+        raise AssertionError("an estimate was made")
+
+    monkeypatch.setattr(planning, "ffd_estimate", never)
+    p = planning.plan(objs, types, time_limit=8, incumbents=done)
+    assert p.placed == p.pods == 40 and all(e.skipped for e in p.ffd) and p.ffd_best() is None
+    assert p.stats.to_dict()["ffd_skipped_why"] == "the baselines give the comparison"
+    assert f"estimates not made for {len(types)} of {len(types)} node type(s) ('-'): the baselines" in p.table()

@@ -44,74 +44,24 @@ def dive(
     `columns`, their indices returned; asked after every LP, before its values are fixed, until
     it gives none (at most RESIDUAL_ROUNDS times), until `price_until` (perf_counter; the dive
     goes on without it after, so that a loaded machine still gets the plain rounding in time)."""
-    lp = pywraplp.Solver.CreateSolver("GLOP")
-    inf = lp.infinity()
-    kind_rows = {k: lp.Constraint(float(d), inf) for k, d in demand.items()}
-    free_rows = [lp.Constraint(-inf, float(n)) if n else None for n in free_nodes]
-    objective = lp.Objective()
-    objective.SetMinimization()
-    variables: list[tuple[int, bool, Any]] = []  # (column, is a copy, LP variable)
-
-    def add(i: int) -> None:
-        j = columns[i].cls
-        holds = [(ki, n) for ki, n in zip(classes[j].kinds, columns[i].counts) if n and ki in kind_rows]
-        if not holds:
-            return
-        for copy in (False, True):
-            if (copy and cost[j] is None) or (not copy and not free_nodes[j]):
-                continue
-            v = lp.NumVar(0.0, inf, "")
-            if copy:
-                objective.SetCoefficient(v, float(cost[j]))
-            else:
-                free_rows[j].SetCoefficient(v, 1)
-            for ki, n in holds:
-                kind_rows[ki].SetCoefficient(v, n)
-            variables.append((i, copy, v))
-
+    res = _ResidualLP(classes, free_nodes, cost, demand, columns)
     for i in range(len(columns)):
         if i not in banned:
-            add(i)
-    moved = []
-    for a, b in subs:
-        z = lp.NumVar(0.0, float(demand[b]), "")  # no more of b's pods move than it has
-        kind_rows[a].SetCoefficient(z, -1)
-        kind_rows[b].SetCoefficient(z, 1)
-        moved.append(((a, b), z))
-    free_counts, copy_counts = [0] * len(columns), [0] * len(columns)
-    left = dict(demand)
-    free_left = list(free_nodes)
+            res.add(i)
+    res.add_moves(subs, demand)  # after the columns' variables, as before
     floor: tuple[list[int], list[int]] | None = None
-
-    def solved() -> bool:
-        if time.perf_counter() > deadline or lp.Solve() != pywraplp.Solver.OPTIMAL:
-            return False
-        for _ in range(RESIDUAL_ROUNDS if price is not None else 0):
-            if time.perf_counter() > price_until:
-                break
-            pi = {k: max(0.0, r.dual_value()) for k, r in kind_rows.items()}
-            sigma = [(-min(0.0, r.dual_value()) if r is not None else 0.0) for r in free_rows]
-            new = price(pi, {k: max(0, n) for k, n in left.items()}, list(free_left), sigma)
-            if not new:
-                break
-            for i in new:
-                add(i)
-            if time.perf_counter() > deadline or lp.Solve() != pywraplp.Solver.OPTIMAL:
-                return False
-        return True
-
     for _ in range(MAX_DIVES):
-        if not solved():
+        if not res.solved(deadline, price, price_until):
             return None
-        values = [v.solution_value() for _, _, v in variables]
-        grown = len(columns) - len(free_counts)
-        free_counts += [0] * grown
-        copy_counts += [0] * grown
+        values = [v.solution_value() for _, _, v in res.variables]
+        grown = len(columns) - len(res.free_counts)
+        res.free_counts += [0] * grown
+        res.copy_counts += [0] * grown
         if all(x <= 1e-9 for x in values):
-            moves = {p: round(z.solution_value()) for p, z in moved}
-            first = floor or (free_counts, copy_counts)
+            moves = {p: round(z.solution_value()) for p, z in res.moved}
+            first = floor or (res.free_counts, res.copy_counts)
             pad = [0] * (len(columns) - len(first[0]))
-            return Dive(free_counts, copy_counts, moves, first[0] + pad, first[1] + pad)
+            return Dive(res.free_counts, res.copy_counts, moves, first[0] + pad, first[1] + pad)
         fixed = [(k, math.floor(x + 1e-6)) for k, x in enumerate(values) if x >= 1 - 1e-6]
         if not fixed:
             top = max(range(len(values)), key=lambda k: (values[k], -k))
@@ -119,19 +69,87 @@ def dive(
                 return None
             fixed = [(top, 1)]
         for k, n in fixed:
-            i, copy, _ = variables[k]
-            j = columns[i].cls
-            if not copy:
-                n = min(n, free_left[j])
-                free_left[j] -= n
-                free_rows[j].SetUb(float(free_left[j]))
-                free_counts[i] += n
-            else:
-                copy_counts[i] += n
-            for ki, c in zip(classes[j].kinds, columns[i].counts):
-                if c and ki in left:
-                    left[ki] -= c * n
-                    kind_rows[ki].SetLb(float(left[ki]))  # below 0: places other kinds may take
+            res.fix(k, n)
         if floor is None:
-            floor = (list(free_counts), list(copy_counts))
+            floor = (list(res.free_counts), list(res.copy_counts))
     return None
+
+
+class _ResidualLP:
+    """The dive's covering LP (GLOP) over the columns, its rows lowered as counts are fixed."""
+
+    def __init__(self, classes, free_nodes, cost, demand, columns):
+        self.classes, self.free_nodes, self.cost, self.columns = classes, free_nodes, cost, columns
+        self.lp = lp = pywraplp.Solver.CreateSolver("GLOP")
+        inf = lp.infinity()
+        self.kind_rows = {k: lp.Constraint(float(d), inf) for k, d in demand.items()}
+        self.free_rows = [lp.Constraint(-inf, float(n)) if n else None for n in free_nodes]
+        self.objective = lp.Objective()
+        self.objective.SetMinimization()
+        self.variables: list[tuple[int, bool, Any]] = []  # (column, is a copy, LP variable)
+        self.moved: list[tuple[tuple[int, int], Any]] = []
+        self.free_counts, self.copy_counts = [0] * len(columns), [0] * len(columns)
+        self.left = dict(demand)
+        self.free_left = list(free_nodes)
+
+    def add(self, i: int) -> None:
+        """Column i's variables: a free node's (where the class has some) and a copy's (where it
+        can be bought)."""
+        j = self.columns[i].cls
+        holds = [(ki, n) for ki, n in zip(self.classes[j].kinds, self.columns[i].counts) if n and ki in self.kind_rows]
+        if not holds:
+            return
+        for copy in (False, True):
+            if (copy and self.cost[j] is None) or (not copy and not self.free_nodes[j]):
+                continue
+            v = self.lp.NumVar(0.0, self.lp.infinity(), "")
+            if copy:
+                self.objective.SetCoefficient(v, float(self.cost[j]))
+            else:
+                self.free_rows[j].SetCoefficient(v, 1)
+            for ki, n in holds:
+                self.kind_rows[ki].SetCoefficient(v, n)
+            self.variables.append((i, copy, v))
+
+    def add_moves(self, subs, demand) -> None:
+        """A variable per substitution (a, b): b's pods in a's places."""
+        for a, b in subs:
+            z = self.lp.NumVar(0.0, float(demand[b]), "")  # no more of b's pods move than it has
+            self.kind_rows[a].SetCoefficient(z, -1)
+            self.kind_rows[b].SetCoefficient(z, 1)
+            self.moved.append(((a, b), z))
+
+    def solved(self, deadline: float, price, price_until: float) -> bool:
+        """Solved (False: not optimal, or past `deadline`), then priced at its duals and solved
+        again while `price` gives columns (dive's `price`)."""
+        if time.perf_counter() > deadline or self.lp.Solve() != pywraplp.Solver.OPTIMAL:
+            return False
+        for _ in range(RESIDUAL_ROUNDS if price is not None else 0):
+            if time.perf_counter() > price_until:
+                break
+            pi = {k: max(0.0, r.dual_value()) for k, r in self.kind_rows.items()}
+            sigma = [(-min(0.0, r.dual_value()) if r is not None else 0.0) for r in self.free_rows]
+            new = price(pi, {k: max(0, n) for k, n in self.left.items()}, list(self.free_left), sigma)
+            if not new:
+                break
+            for i in new:
+                self.add(i)
+            if time.perf_counter() > deadline or self.lp.Solve() != pywraplp.Solver.OPTIMAL:
+                return False
+        return True
+
+    def fix(self, k: int, n: int) -> None:
+        """n more of LP variable k's column (free nodes: at most those left), the rows lowered."""
+        i, copy, _ = self.variables[k]
+        j = self.columns[i].cls
+        if not copy:
+            n = min(n, self.free_left[j])
+            self.free_left[j] -= n
+            self.free_rows[j].SetUb(float(self.free_left[j]))
+            self.free_counts[i] += n
+        else:
+            self.copy_counts[i] += n
+        for ki, c in zip(self.classes[j].kinds, self.columns[i].counts):
+            if c and ki in self.left:
+                self.left[ki] -= c * n
+                self.kind_rows[ki].SetLb(float(self.left[ki]))  # below 0: places other kinds may take

@@ -182,7 +182,7 @@ class FfdEstimate:
     placed: int  # pending pods placed (input's pods)
     pods: int
     capped: bool = False  # stopped at max_nodes copies
-    skipped: bool = False  # not estimated: the time limit ran out first
+    skipped: bool = False  # not estimated (plan: its time share ran out, or the baselines compare)
     placement: dict[str, Any] = field(default_factory=dict)  # pod -> PodPlacement
     used: set[str] = field(default_factory=set)  # copies with pods
     seconds: float = 0.0
@@ -213,6 +213,7 @@ def ffd_estimate(
     max_nodes: int = 256,
     scheduled_first=None,
     after: Sequence[str] = (),
+    deadline: float | None = None,
 ) -> FfdEstimate:
     """The cluster-autoscaler's binpacking estimate for one node type (kubernetes/autoscaler
     cluster-autoscaler/estimator/binpacking_estimator.go @ 006685c4641726f573c75e865d015404b8f408ea):
@@ -221,7 +222,9 @@ def ffd_estimate(
     draopt's kube-scheduler simulation (first-fit, DRA allocator included). `scheduled_first`:
     what `_scheduled_first` gives (the same for every type); `after`: input nodes the simulation
     that gave it put after the others, in that order (draopt.studies.autoscalers: the nodes bought
-    so far), so that the pods it placed go where it put them."""
+    so far), so that the pods it placed go where it put them. `deadline` (perf_counter): past it,
+    no simulation with more copies starts, and the estimate is returned `skipped` (not a partial
+    figure)."""
     import time
 
     from draopt.cluster.firstfit import simulate
@@ -258,6 +261,8 @@ def ffd_estimate(
         last_used = k > 0 and f"{node_type.name}-plan-{k - 1}" in used
         if not last_used or k >= left or k >= max_nodes:
             break
+        if deadline is not None and time.perf_counter() > deadline:
+            return FfdEstimate(node_type, 0, 0, len(real), skipped=True, seconds=time.perf_counter() - t0)
         k = min(2 * k, left, max_nodes)
     placed = sum(1 for key in real if placement[key].placed)
     return FfdEstimate(

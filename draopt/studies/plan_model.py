@@ -34,6 +34,7 @@ class PlanStats:
     # the first-fit-decreasing estimates: their time, and the node types not estimated (past the deadline)
     ffd_s: float | None = None
     ffd_skipped: int | None = None
+    ffd_skipped_why: str | None = None  # why those types were not estimated (the table says it)
     pending_pods: int | None = None  # pending pods of the input (expanded from their controllers)
     # large inputs (column generation): why the columns were not used, or that the estimate was kept
     columns_not_used: str | None = None

@@ -237,7 +237,7 @@ class MixPlan:
         """A pandas DataFrame, one row per node type (FRAME_COLUMNS): its name and template Node,
         `cost_per_node`, `candidates` (copies in the model), `new_nodes` (the cheapest mix), and
         what first-fit-decreasing with that type alone buys: `ffd_nodes`, `ffd_cost`, `ffd_placed`
-        of `ffd_pods` (None: not estimated, the time limit ran out first)."""
+        of `ffd_pods` (None: not estimated, `stats.ffd_skipped_why` says why)."""
         from draopt.studies.frames import frame
 
         return frame(self.FRAME_COLUMNS, self._frame_rows())
@@ -252,7 +252,8 @@ class MixPlan:
 
     def ffd_best(self) -> FfdEstimate | None:
         """The cheapest single-type estimate among those made that place the most pods (None: none
-        made, as on a large input whose columns left no time for them)."""
+        made: on a large input whose columns place every pod, when their share of the time ran out or
+        a baseline gives the comparison)."""
         made = [e for e in self.ffd if not e.skipped]
         if not made:
             return None
@@ -310,8 +311,8 @@ class MixPlan:
                     str(self.candidates.get(t.name, 0)),
                     str(self.mix.get(t.name, 0)),
                     "-" if e.skipped else str(e.nodes) + ("+" if e.capped else ""),
-                    _fmt(e.cost),
-                    f"{e.placed}/{e.pods}",
+                    "-" if e.skipped else _fmt(e.cost),
+                    "-" if e.skipped else f"{e.placed}/{e.pods}",
                 )
             )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -344,6 +345,11 @@ class MixPlan:
                 f"first-fit decreasing (cluster-autoscaler's estimator), cheapest single type: "
                 f"{best.nodes} x {best.node_type.name}, cost {_fmt(best.cost)}, places {best.placed} of "
                 f"{best.pods}" + ("" if best.placed == best.pods else " (no single type places them all)")
+            )
+        if self.stats.ffd_skipped:
+            out.append(
+                f"first-fit-decreasing estimates not made for {self.stats.ffd_skipped} of {len(self.ffd)} "
+                f"node type(s) ('-'): {self.stats.ffd_skipped_why or 'the time limit ran out'}"
             )
         out.extend(self._baseline_lines())
         if self.blocked:
@@ -431,15 +437,29 @@ def _estimates(
             started = time.perf_counter()
             late = interrupt.requested() or (deadline is not None and started + (last if optional else 0.0) > deadline)
             if late and (got or optional):
-                got[t.name] = FfdEstimate(t, 0, 0, stats.pending_pods or 0, skipped=True)
-                stats.ffd_skipped = (stats.ffd_skipped or 0) + 1
+                got[t.name] = _not_estimated(t, stats, "their share of --time-limit ran out")
             else:
+                # An optional estimate stops at the deadline rather than grow (a needed one never stops).
                 got[t.name] = ffd_estimate(
-                    objects, t, features=features, max_nodes=max_nodes, scheduled_first=first_of()
+                    objects,
+                    t,
+                    features=features,
+                    max_nodes=max_nodes,
+                    scheduled_first=first_of(),
+                    deadline=deadline if optional else None,
                 )
+                if got[t.name].skipped:
+                    _not_estimated(t, stats, "their share of --time-limit ran out")
                 last = time.perf_counter() - started
             shown.update_to(len(got))
     return [got[t.name] for t in node_types]
+
+
+def _not_estimated(t: NodeType, stats: PlanStats, why: str) -> FfdEstimate:
+    """A type not estimated, counted in `stats` with why (the table says so)."""
+    stats.ffd_skipped = (stats.ffd_skipped or 0) + 1
+    stats.ffd_skipped_why = why
+    return FfdEstimate(t, 0, 0, stats.pending_pods or 0, skipped=True)
 
 
 def _capacity_of(objects, t: NodeType) -> float:
@@ -697,6 +717,10 @@ COLUMNS_MIN_PODS = 1000  # from this many pending pods, plan by column generatio
 # needs only when the columns do not place every pod).
 COLUMNS_SHARE = 0.8
 ESTIMATES_UNTIL = 0.9  # of --time-limit: the estimates after the columns start no later
+# Of --time-limit for the estimates when the columns place every pod (they are for the table only:
+# on openb they took 280-515 s of a 600 s limit with a whole share).
+ESTIMATES_SHARE = 0.05
+ESTIMATE_GUESS = 3.0  # the first optional estimate's time guess, in one-copy-each build times
 
 
 def _plan_by_columns(
@@ -714,31 +738,18 @@ def _plan_by_columns(
         return None
     real = list(cand.workload.pending)
     stats.build_s = round(time.perf_counter() - built, 3)
+    whole = _whole_incumbents(opts.incumbents, len(real))
     with interrupt.deferred():  # Ctrl-C: the columns and integer counts found so far (draopt.interrupt)
         sol = _columns(
             cand,
             node_types,
             deadline=max(time.perf_counter() + 1.0, t0 + COLUMNS_SHARE * opts.time_limit),
-            incumbents=_whole_incumbents(opts.incumbents, len(real)),
+            incumbents=whole,
             stats=stats,
         )
     stats.columns.update(sol.stats)
     t1 = time.perf_counter()
-    # Columns that place every pod need no estimate: they are made in the time left, for the table.
-    ffd = _estimates(
-        objects,
-        node_types,
-        opts.features,
-        first.get,
-        opts.max_nodes,
-        stats,
-        t0 + ESTIMATES_UNTIL * opts.time_limit,
-        optional=sol.covered,
-        # Building the one-copy-each cluster is a pass over every pod, as an estimate is: its
-        # time is the first estimate's guess (at 80,000 pods one estimate took 130 s and ran
-        # 50 s past the time limit).
-        first_guess=stats.build_s or 0.0,
-    )
+    ffd = _table_estimates(objects, node_types, opts, first, stats, sol.covered, bool(whole), t0)
     stats.ffd_s = round(time.perf_counter() - t1, 3)
     made = [e for e in ffd if not e.skipped]
     most = max((e.placed for e in made), default=0)
@@ -753,6 +764,35 @@ def _plan_by_columns(
     answer = _columns_answer(sol, best_ffd, real, cand.prep, node_types, stats)
     stats.status = answer.status_name
     return _mix_plan(node_types, answer, len(real), sol.covered, {t.name: 1 for t in node_types}, ffd, blocked, stats)
+
+
+def _table_estimates(
+    objects, node_types: list[NodeType], opts: PlanOptions, first, stats: PlanStats, covered: bool, baselines: bool, t0
+) -> list[FfdEstimate]:
+    """The estimates after the columns. When the columns place every pod the answer needs none:
+    none is made where a baseline that places every pod gives the table its comparison, else they
+    get ESTIMATES_SHARE of --time-limit (never past ESTIMATES_UNTIL of it), each started only
+    when the last one's time still fits and stopped rather than grown past it."""
+    import time
+
+    if covered and baselines:
+        return [_not_estimated(t, stats, "the baselines give the comparison") for t in node_types]
+    now = time.perf_counter()
+    until = t0 + ESTIMATES_UNTIL * opts.time_limit
+    return _estimates(
+        objects,
+        node_types,
+        opts.features,
+        first.get,
+        opts.max_nodes,
+        stats,
+        min(until, now + ESTIMATES_SHARE * opts.time_limit) if covered else until,
+        optional=covered,
+        # Building the one-copy-each cluster is a pass over every pod; an estimate simulates every
+        # pod over many copies: at 80,000 pods it took 1.5-3 times the build (145 s, 47 s past the
+        # limit, with the build's time as its guess).
+        first_guess=ESTIMATE_GUESS * (stats.build_s or 0.0),
+    )
 
 
 def _one_copy_each(objects, node_types: list[NodeType], features, stats: PlanStats) -> _Candidates | None:
