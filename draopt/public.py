@@ -20,6 +20,7 @@ long work as tqdm.auto bars inside a Jupyter notebook only, True or False forces
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -273,17 +274,31 @@ def plan(
     chosen = _features(features, kubernetes_version)
     names = list(baselines)
     done: list = []
+    plan_limit = time_limit
     if names:
         # The baselines first: the cheapest that places every pod is the plan's incumbent (its
-        # answer is never dearer than a baseline it prints beside it). `time_limit` is the plan's.
+        # answer is never dearer than a baseline it prints beside it). They are simulations run
+        # to the end; `time_limit` covers them and the plan, which gets what they left.
         from draopt.studies.autoscalers import load_priorities
         from draopt.studies.baselines import run_baselines
 
+        started = _clock()
         priorities = load_priorities(expander_priorities) if expander_priorities else None
         done = run_baselines(objects, types, names, features=chosen, priorities=priorities)
-    mix = plan_mix(objects, types, features=chosen, time_limit=time_limit, max_nodes=max_nodes, incumbents=done)
+        plan_limit = _left_for_the_plan(time_limit, _clock() - started)
+    mix = plan_mix(objects, types, features=chosen, time_limit=plan_limit, max_nodes=max_nodes, incumbents=done)
     mix.baselines = done
     return mix
+
+
+_clock = time.monotonic  # (a name of its own, so that a test can move it)
+PLAN_SHARE_AT_LEAST = 0.05  # of --time-limit, for the plan after baselines that took (nearly) all of it
+
+
+def _left_for_the_plan(time_limit: float, baselines_took: float) -> float:
+    """The plan's seconds after the baselines: the rest of `time_limit`, and never less than a
+    small share of it, so that the plan still starts from the cheapest baseline and says so."""
+    return max(time_limit - baselines_took, PLAN_SHARE_AT_LEAST * time_limit)
 
 
 def _cluster_and_trace(cluster: Inputs, trace: str) -> ObjectSet:

@@ -450,3 +450,27 @@ def test_plan_prints_the_baselines_beside_the_optimal_mix(sizes, tmp_path):
             ]
         )
     assert rc == 0 and set(json.loads(out.getvalue())["baselines"]) == {"karpenter"}
+
+
+def test_time_limit_covers_the_baselines_and_the_plan(sizes, monkeypatch):
+    """`--time-limit` bounds the whole command (issue 34): with baselines, the plan gets what they
+    left of it, and never less than a small share (it still starts from the cheapest baseline)."""
+    import draopt
+    import draopt.public as public
+    import draopt.studies.planning as planning
+
+    given = []
+    real_plan = planning.plan
+
+    def recording_plan(*args, **kwargs):
+        given.append(kwargs["time_limit"])
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(planning, "plan", recording_plan)
+    clock = iter([100.0, 130.0])  # the baselines "took" 30 s of the clock the plan reads
+    monkeypatch.setattr(public, "_clock", lambda: next(clock))
+    objs, types = sizes
+    draopt.plan(objs, types, time_limit=40, baselines=["karpenter"])
+    assert given == [pytest.approx(10.0)]
+    assert public._left_for_the_plan(40, 39.9) == pytest.approx(40 * public.PLAN_SHARE_AT_LEAST)
+    assert public._left_for_the_plan(40, 0) == 40
