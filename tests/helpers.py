@@ -76,3 +76,30 @@ def scenario_objects(docs: list[dict]):
             out.add(parse_object(d, f"doc {i}"))
     finish(out, notes=io.StringIO())
     return out
+
+
+def openb_cut(openb_dir, tmp_path, step: int):
+    """Every `step`-th task of openb's default trace on its node types, one node per shape (cost =
+    GPUs): (objects, node types), read through `draopt trace import`."""
+    import csv
+    from fractions import Fraction
+
+    from draopt.kube.loader import load_files
+    from draopt.studies import trace
+    from draopt.studies.planning import NodeType
+
+    rows = list(csv.DictReader(open(openb_dir / "openb_node_list_gpu_node.csv")))
+    first: dict[tuple, dict] = {}
+    for r in rows:
+        first.setdefault((r["cpu_milli"], r["memory_mib"], r["gpu"], r["model"]), r)
+    nodes_csv = tmp_path / "types.csv"
+    with open(nodes_csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(first.values())
+    lines = (openb_dir / "openb_pod_list_default.csv").read_text().splitlines()
+    tasks_csv = tmp_path / "tasks.csv"
+    tasks_csv.write_text("\n".join([lines[0]] + lines[1::step]) + "\n")
+    inp = tmp_path / "in.yaml"
+    inp.write_text(trace.dump_yaml(trace.import_trace(str(nodes_csv), str(tasks_csv))))
+    return load_files([str(inp)]), [NodeType(r["sn"], r["sn"], Fraction(int(r["gpu"]))) for r in first.values()]

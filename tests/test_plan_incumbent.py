@@ -3,37 +3,18 @@ every pod is where the search starts; the answer is never dearer than it."""
 
 from __future__ import annotations
 
-import csv
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from draopt.kube.loader import load_files
+from helpers import openb_cut
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENB = ROOT.parent / "shared" / "data" / "openb"
 
 
 def _openb_cut(tmp_path, step: int):
-    from draopt.studies import trace
-    from draopt.studies.planning import NodeType
-
-    rows = list(csv.DictReader(open(OPENB / "openb_node_list_gpu_node.csv")))
-    first: dict[tuple, dict] = {}
-    for r in rows:
-        first.setdefault((r["cpu_milli"], r["memory_mib"], r["gpu"], r["model"]), r)
-    nodes_csv = tmp_path / "types.csv"
-    with open(nodes_csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(first.values())
-    lines = (OPENB / "openb_pod_list_default.csv").read_text().splitlines()
-    tasks_csv = tmp_path / "tasks.csv"
-    tasks_csv.write_text("\n".join([lines[0]] + lines[1::step]) + "\n")
-    inp = tmp_path / "in.yaml"
-    inp.write_text(trace.dump_yaml(trace.import_trace(str(nodes_csv), str(tasks_csv))))
-    return load_files([str(inp)]), [NodeType(r["sn"], r["sn"], Fraction(int(r["gpu"]))) for r in first.values()]
+    return openb_cut(OPENB, tmp_path, step)
 
 
 @pytest.mark.skipif(not OPENB.is_dir(), reason="openb trace not in ../shared/data/openb")

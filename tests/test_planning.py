@@ -448,29 +448,14 @@ def test_plan_by_columns_on_an_openb_cut(tmp_path, monkeypatch):
     """Column generation (draopt/model/colgen_plan.py) plans every 40th task of the default trace
     on openb's 15 node types (cost = GPUs): the mix is never dearer than the estimate, its bound
     is at most its cost, and the one placement model places every pod on a cluster of that mix."""
-    import csv
 
     from draopt.placement import place
-    from draopt.studies import planning, trace
-    from draopt.studies.planning import NodeType, _with_types, plan
+    from draopt.studies import planning
+    from draopt.studies.planning import _with_types, plan
 
-    rows = list(csv.DictReader(open(OPENB / "openb_node_list_gpu_node.csv")))
-    first: dict[tuple, dict] = {}
-    for r in rows:
-        first.setdefault((r["cpu_milli"], r["memory_mib"], r["gpu"], r["model"]), r)
-    nodes_csv = tmp_path / "types.csv"
-    with open(nodes_csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(first.values())
-    tasks_csv = tmp_path / "tasks.csv"
-    with open(OPENB / "openb_pod_list_default.csv") as f:
-        lines = f.read().splitlines()
-    tasks_csv.write_text("\n".join([lines[0]] + lines[1::100]) + "\n")
-    inp = tmp_path / "in.yaml"
-    inp.write_text(trace.dump_yaml(trace.import_trace(str(nodes_csv), str(tasks_csv))))
-    objs = load_files([str(inp)])
-    types = [NodeType(r["sn"], r["sn"], Fraction(int(r["gpu"]))) for r in first.values()]
+    from helpers import openb_cut
+
+    objs, types = openb_cut(OPENB, tmp_path, 100)
     monkeypatch.setattr(planning, "COLUMNS_MIN_PODS", 0)
     p = plan(objs, types, time_limit=25)
     assert p.stats.columns.get("colgen_rounds", 0) >= 1, p.stats
@@ -479,7 +464,7 @@ def test_plan_by_columns_on_an_openb_cut(tmp_path, monkeypatch):
     assert p.stats.columns["colgen_substitutions"] > 0
     assert p.stats.solve_s <= 25 + 5  # the time limit bounds the whole plan
     best = p.ffd_best()
-    assert p.placed == p.pods == len(lines[1::100])
+    assert p.placed == p.pods == len((OPENB / "openb_pod_list_default.csv").read_text().splitlines()[1::100])
     assert 0 <= p.bound <= p.cost <= best.cost
     assert p.proven_minimal == (p.cost <= p.bound)
     # The mix places every pod: the one placement model (independent of the columns) on a cluster
