@@ -507,3 +507,34 @@ def _run_main(capsys, *argv: str) -> tuple[int, list[str]]:
 
     code = main(list(argv))
     return code, capsys.readouterr().out.splitlines()
+
+
+# ------------------------------------------------------------------ --output-file on every command with -o
+def test_every_command_with_o_has_output_file():
+    _, parsers = _parsers()
+    with_o = [path for path, parser in parsers.items() if "-o" in parser._option_string_actions]
+    assert len(with_o) >= 8
+    for path in with_o:
+        assert "--output-file" in parsers[path]._option_string_actions, path
+
+
+def test_output_file_holds_what_stdout_would(tmp_path):
+    example = str(ROOT / "examples" / "gang-stranding.yaml")
+    plain = run("place", "-f", example, "--policy", "optimal", "-o", "name")
+    target = tmp_path / "placed.txt"
+    filed = run("place", "-f", example, "--policy", "optimal", "-o", "name", "--output-file", str(target))
+    assert (plain.returncode, filed.returncode) == (0, 0)
+    assert filed.stdout == "" and target.read_text() == plain.stdout != ""
+    answer = tmp_path / "compare.json"
+    assert run("compare", "-f", example, "-o", "json", "--output-file", str(answer)).returncode == 0
+    assert set(json.loads(answer.read_text())) >= {"policies", "provenance"}
+
+
+def test_output_file_is_not_written_on_an_error(tmp_path):
+    target = tmp_path / "never.yaml"
+    bad = run("place", "-f", str(tmp_path / "missing.yaml"), "--output-file", str(target))
+    assert bad.returncode == 2 and not target.exists()
+    nowhere = run(
+        "place", "-f", str(ROOT / "examples" / "gang-stranding.yaml"), "--output-file", str(tmp_path / "no" / "x")
+    )
+    assert nowhere.returncode == 2 and "--output-file" in nowhere.stderr and "no such directory" in nowhere.stderr

@@ -8,6 +8,8 @@ allocation error, 130 interrupted, 141 output pipe closed. The habits every comm
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -754,9 +756,12 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
     try:
         with notes.on_stderr(), live.inputs(args, prog, live.usage_error(parser, args)):
             conventions.resolve(args)
-            with interrupt.installed(), progress.reporting(_progress_for(args)):
+            target = conventions.redirected_output(args)
+            with interrupt.installed(), progress.reporting(_progress_for(args)), _stdout_into(target) as captured:
                 code = args.func(args)
                 stopped = interrupt.requested()
+            if target is not None:  # (an answer, even one cut short by Ctrl-C; never on an error)
+                conventions.write_output_file(target, captured.getvalue())
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         if code == consolidate_cli.INTERRUPTED:  # the command said what it had when Ctrl-C came
             return code
@@ -778,6 +783,18 @@ def main(argv: list[str] | None = None, prog: str = "draopt") -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+@contextlib.contextmanager
+def _stdout_into(target: str | None):
+    """With --output-file: what the command prints goes into a buffer, written to the file once
+    it answered."""
+    if target is None:
+        yield None
+        return
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        yield buffer
 
 
 def kubectl_main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 from draopt.errors import DraoptError
 from draopt.kube.loader import expand_paths
@@ -166,6 +167,13 @@ def apply(sub, input_flags) -> None:
             output.choices, output.default = _Choices(names, ("text",)), "table"
         if path in FILE_OUTPUT:
             _output_file_flags(parser, FILE_OUTPUT[path], stdout=path == ("trace", "import"))
+        elif "-o" in parser._option_string_actions and "--output-file" not in parser._option_string_actions:
+            parser.add_argument(
+                "--output-file",
+                metavar="FILE",
+                help="write the output (-o) to FILE instead of stdout: written whole when the command "
+                "answers (exit 0 or 1), not written on an error",
+            )
         if path in OWN_READERS or path in LOADERS:
             input_flags(parser)
     _rename_flag(parsers[("sweep",)], "--scheduler", "--dask-scheduler")
@@ -233,6 +241,9 @@ def resolve(args) -> None:
             _deprecated("-o text", "-o table")
         if args.output in ("text", "table"):
             args.output = TEXT_OUTPUT[path]
+    target = redirected_output(args)
+    if target is not None and not os.path.isdir(os.path.dirname(os.path.abspath(target))):
+        raise DraoptError(f"--output-file {target}: no such directory")  # (said before any work)
     if path in OWN_READERS:
         if args.recursive:
             args.filename = expand_paths(args.filename, recursive=True)
@@ -363,3 +374,27 @@ _draopt() {
 }
 complete -o default -F _draopt draopt kubectl-draopt
 """
+
+
+def redirected_output(args):
+    """The --output-file of a command that writes its answer to stdout (the file-output commands
+    handle theirs themselves), or None."""
+    if _command_path(args) in FILE_OUTPUT:
+        return None
+    return getattr(args, "output_file", None)
+
+
+def write_output_file(path: str, text: str) -> None:
+    """`text` into `path` whole: a temporary file beside it, renamed over it."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".draopt-", suffix=".tmp")
+    except OSError as e:
+        raise DraoptError(f"--output-file {path}: cannot write there: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        os.unlink(tmp)
+        raise DraoptError(f"--output-file {path}: cannot write it: {e.strerror}") from None
