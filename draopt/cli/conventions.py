@@ -170,6 +170,7 @@ def apply(sub, input_flags) -> None:
         elif "-o" in parser._option_string_actions and "--output-file" not in parser._option_string_actions:
             parser.add_argument(
                 "--output-file",
+                dest="output_file_redirect",  # (not output_file: simulate's own flag of that name writes its files)
                 metavar="FILE",
                 help="write the output (-o) to FILE instead of stdout: written whole when the command "
                 "answers (exit 0 or 1), not written on an error",
@@ -379,9 +380,7 @@ complete -o default -F _draopt draopt kubectl-draopt
 def redirected_output(args):
     """The --output-file of a command that writes its answer to stdout (the file-output commands
     handle theirs themselves), or None."""
-    if _command_path(args) in FILE_OUTPUT:
-        return None
-    return getattr(args, "output_file", None)
+    return getattr(args, "output_file_redirect", None)
 
 
 def write_output_file(path: str, text: str) -> None:
