@@ -131,8 +131,20 @@ def _crosscheck_place(objects, minor: str, features: Features, config_path: str 
     outcome = place(objects, policy="first-fit", features=features, scheduler_config=config, prefer_nodes=chosen)
     cmp = compare_placement(outcome, oracle)
     report.pods, report.differences = cmp.pods, cmp.differences
-    report.notes = notes + list(outcome.notes)
+    report.notes = notes + _livelock_notes(oracle) + list(outcome.notes)
     return report
+
+
+def _livelock_notes(oracle: dict[str, Any]) -> list[str]:
+    """A run the oracle stopped because pods kept being retried without progress (1.36's gang plugin
+    does this with a gang that cannot fit): the placements made meanwhile can depend on goroutine
+    timing inside kube-scheduler, so a difference there is weaker evidence."""
+    if not oracle.get("livelock"):
+        return []
+    return [
+        f"kube-scheduler kept retrying pods without progress and the oracle stopped it ({oracle['livelock']}); "
+        "placements made while those pods cycled can vary between runs of kube-scheduler itself"
+    ]
 
 
 def oracle_gates(features: Features, objects, minor: str) -> tuple[dict[str, bool], list[str]]:

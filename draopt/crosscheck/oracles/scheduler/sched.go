@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -30,6 +31,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -49,6 +52,10 @@ type rvTracker struct {
 	rv      int64
 	written map[schema.GroupVersionResource]int64
 	deletes map[string]bool // "resource/ns/name" deleted but not yet seen by an informer
+	// preemptors: UIDs of the pods and pod groups written, in order; any of
+	// them may start an asynchronous preemption
+	preemptors []types.UID
+	known      map[types.UID]bool
 }
 
 func (t *rvTracker) stamp(gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
@@ -69,6 +76,12 @@ func (t *rvTracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, 
 	obj, err := t.stamp(gvr, obj)
 	if err != nil {
 		return err
+	}
+	if gvr.Resource == "pods" || gvr.Resource == "podgroups" {
+		if m, err := meta.Accessor(obj); err == nil && m.GetUID() != "" && !t.known[m.GetUID()] {
+			t.known[m.GetUID()] = true
+			t.preemptors = append(t.preemptors, m.GetUID())
+		}
 	}
 	return t.ObjectTracker.Create(gvr, obj, ns, opts...)
 }
@@ -137,6 +150,7 @@ type oracle struct {
 	best        map[string]best // pod -> its last scoring's best nodes
 	created     map[string]bool // object keys created in the fake API
 	generated   int             // names made from generateName
+	executors   []*preemption.Executor
 }
 
 func (o *oracle) observe(gvr schema.GroupVersionResource) toolscache.ResourceEventHandler {
@@ -200,6 +214,46 @@ func (o *oracle) informersCaughtUp() bool {
 	return true
 }
 
+// preemptionExecutors: the DefaultPreemption plugins' executors, one per
+// profile that has the plugin.
+func preemptionExecutors(sched *scheduler.Scheduler) []*preemption.Executor {
+	names := make([]string, 0, len(sched.Profiles))
+	for name := range sched.Profiles {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []*preemption.Executor
+	for _, name := range names {
+		for _, pl := range sched.Profiles[name].PreEnqueuePlugins() {
+			if dp, ok := pl.(*defaultpreemption.DefaultPreemption); ok && dp.Executor != nil {
+				out = append(out, dp.Executor)
+			}
+		}
+	}
+	return out
+}
+
+// preemptionRunning: an asynchronous preemption has not finished (its
+// goroutine clears nominations and deletes victims after the cycle ended;
+// on a loaded machine it can start after a few quiet polls, and the next
+// cycle would then see a different cluster).
+func (o *oracle) preemptionRunning() bool {
+	if len(o.executors) == 0 {
+		return false
+	}
+	o.tracker.mu.Lock()
+	uids := append([]types.UID(nil), o.tracker.preemptors...)
+	o.tracker.mu.Unlock()
+	for _, ex := range o.executors {
+		for _, uid := range uids {
+			if ex.IsPodRunningPreemption(uid) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (o *oracle) signature() string {
 	o.mu.Lock()
 	n := o.actions
@@ -217,7 +271,8 @@ func (o *oracle) settle(deadline time.Time) error {
 	start := time.Now()
 	for {
 		waiting := o.waitingPods()
-		quiet := len(o.sched.SchedulingQueue.InFlightPods()) == len(waiting) && o.informersCaughtUp()
+		quiet := len(o.sched.SchedulingQueue.InFlightPods()) == len(waiting) && o.informersCaughtUp() &&
+			!o.preemptionRunning()
 		// Every pod popped in this cycle has its outcome (bound, failed,
 		// deleted, or parked at Permit): API calls may still be queued in
 		// the scheduler's dispatcher after it let go of the pod. A pod the
@@ -455,6 +510,18 @@ func (o *oracle) waitUntilInformed(claim *resourcev1.ResourceClaim) {
 	time.Sleep(time.Millisecond)
 }
 
+// waitQueued waits until the scheduling queue holds `pod`; false at the
+// deadline.
+func waitQueued(sched *scheduler.Scheduler, pod *corev1.Pod, deadline time.Time) bool {
+	for !inQueue(sched, pod) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	return true
+}
+
 func setCondition(status *corev1.PodStatus, c corev1.PodCondition) {
 	for i := range status.Conditions {
 		if status.Conditions[i].Type == c.Type {
@@ -499,7 +566,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 	o := &oracle{
 		cs: cs,
 		tracker: &rvTracker{ObjectTracker: cs.Tracker(), written: map[schema.GroupVersionResource]int64{},
-			deletes: map[string]bool{}},
+			deletes: map[string]bool{}, known: map[types.UID]bool{}},
 		clock:       testingclock.NewFakeClock(clockStart),
 		logger:      logger,
 		seen:        map[schema.GroupVersionResource]int64{},
@@ -517,6 +584,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 		return nil, fmt.Errorf("creating the scheduler: %w", err)
 	}
 	o.sched = sched
+	o.executors = preemptionExecutors(sched)
 	handle := sched.FailureHandler
 	sched.FailureHandler = func(ctx context.Context, f framework.Framework, pi *framework.QueuedPodInfo, status *fwk.Status, ni *fwk.NominatingInfo, start time.Time) {
 		key := pi.Pod.Namespace + "/" + pi.Pod.Name
@@ -593,10 +661,14 @@ func run(in *inputDoc) (*outputDoc, error) {
 		pendingPod := creationRank(ob) == 11
 		if pendingPod && i+1 < len(ordered) {
 			// Only the queue has to have it (its timestamp is the clock's
-			// now) before the clock moves on.
+			// now) before the clock moves on. Every pending pod of this
+			// scheduler's profiles is queued: waiting for it without a short
+			// cap keeps the input order on a loaded machine (a capped wait
+			// once let the clock move first, and two runs differed).
 			pod := ob.obj.(*corev1.Pod)
-			for start := time.Now(); !inQueue(sched, pod) && time.Since(start) < 100*time.Millisecond; {
-				time.Sleep(50 * time.Microsecond)
+			if _, ours := sched.Profiles[pod.Spec.SchedulerName]; ours && !waitQueued(sched, pod, deadline) {
+				runErr = fmt.Errorf("creating the objects: timed out waiting for %s to be queued", ob.key())
+				break
 			}
 		} else if i+1 == len(ordered) || creationRank(ordered[i+1]) != creationRank(ob) || i%50 == 49 {
 			if err := o.settle(deadline); err != nil {
