@@ -369,6 +369,9 @@ def test_explain_selects_the_pending_claims(tmp_path):
     assert "note: 1 of 2 pending claim(s) selected (-n/-l)" in p.stderr
     p = run("explain", "-f", str(path), "-n", "default")
     assert p.returncode == 0 and p.stdout == "" and "-n/-l select no pending ResourceClaim" in p.stderr
+    # a named claim must be among those selected, as allocate and crosscheck require
+    p = run("explain", "-f", str(path), "--claim", "ml/trainer", "-l", "app=nb")
+    assert p.returncode == 2 and "--claim ml/trainer: not among the claims -n/-l select" in p.stderr
 
 
 def test_compare_takes_the_selection(labelled):

@@ -546,15 +546,12 @@ def cmd_explain(args) -> int:
         sections.extend(_clock_sections(explain, raw, features, args.pod, _selected_keys(args, raw)))
     else:
         pending = api.select_claims(objects, None)[0]
-        chosen = conventions.pending_filter(args.namespace, args.all_namespaces, args.selector)
-        if chosen is not None and not args.claim:  # -n/-l: the pending claims they select
-            selected = [c for c in pending if chosen(c)]
-            print(f"note: {len(selected)} of {len(pending)} pending claim(s) selected (-n/-l)", file=sys.stderr)
+        selected = conventions.selected_claims(args, objects)  # -n/-l, as allocate and compare choose
+        if selected is not None and not args.claim:
             if pending and not selected:
                 print("note: nothing to explain: -n/-l select no pending ResourceClaim", file=sys.stderr)
                 return 0
-            pending = selected
-            args.claim = [f"{c.namespace}/{c.name}" for c in selected]
+            args.claim = selected
         if not args.claim and not pending:
             api._nothing_to_allocate(objects)  # only templates: an error that points to `place`
             print("note: nothing to explain: no pending ResourceClaim in the input", file=sys.stderr)
