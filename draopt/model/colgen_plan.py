@@ -104,6 +104,7 @@ class CheapestMix:
         cost_of: dict[str, Fraction],
         *,
         deadline: float,
+        covered_deadline: float | None = None,
         warm: dict[str, str | None] | None = None,
         alias: dict[str, str] | None = None,
         more_warm: tuple[dict[str, str | None], ...] = (),
@@ -113,7 +114,11 @@ class CheapestMix:
         the first columns and its counts the incumbent (the answer is never dearer when it places
         every pod); `alias`: a node of a warm placement that is not in the cluster -> the copy it
         is alike (copies beyond the first of a type); `more_warm`: other valid placements whose
-        nodes' contents are columns too (not counted)."""
+        nodes' contents are columns too (not counted). `covered_deadline` (later than `deadline`):
+        the caller's deadline when the columns cover every pod (it then needs no time after them);
+        taken when every kind has a column with copies (the LP and the integer counts cover it),
+        the extra time the generation's: the integer counts keep the (1 - LP_SHARE) of
+        `deadline`'s time they have without it (giving them less lost the cover under load)."""
         t0 = time.perf_counter()
         part = _start(prep, cluster, workload, book, kind_ids, node_names, type_of, cost_of)
         if warm:
@@ -121,7 +126,12 @@ class CheapestMix:
         for other in more_warm:
             _add_warm(part, other, type_of, alias, counted=False)
         _add_alone(part, deadline)
-        gen = _PlanGeneration(stop=t0 + (deadline - t0) * LP_SHARE)
+        stop = t0 + (deadline - t0) * LP_SHARE
+        if covered_deadline is not None and covered_deadline > deadline and _copies_cover(part):
+            stop += covered_deadline - deadline
+            deadline = covered_deadline
+            part.stats["colgen_covered_deadline"] = True
+        gen = _PlanGeneration(stop=stop)
         master = _CoverMaster(part.classes, part.free_nodes, part.cost_f, part.demand)
         master.add_substitutions(part.subs)
         gen.bound = _pooled_bound(part.fast, part.classes, part.free_nodes, part.class_cost, part.demand)
@@ -286,6 +296,19 @@ def _add_alone(part: _PlanPart, deadline: float) -> None:
             alone = _alone(part.fast[j], part.ones[j], classes[j], ki, part.demand[ki], part.stats)
             if alone is not None and part.add(j, alone.counts, alone):
                 break
+
+
+def _copies_cover(part: _PlanPart) -> bool:
+    """Every kind with pods has a column of a class that has copies (unlimited: the covering LP
+    needs no slack, and the integer counts have a cover)."""
+    bought = {
+        ki
+        for (j, counts) in part.seen
+        if part.class_cost[j] is not None
+        for ki, n in zip(part.classes[j].kinds, counts)
+        if n
+    }
+    return all(ki in bought for ki in part.demand)
 
 
 def _generate(part: _PlanPart, master: _CoverMaster, gen: _PlanGeneration) -> None:

@@ -34,6 +34,7 @@ class ColgenStats(TypedDict, total=False):
     colgen_lp_value: float | None  # the last restricted master's LP value (placement: rounded to 3 places)
     colgen_rounded_value: int  # placement only: the placed value of the LP's rounding (diving)
     colgen_stopped: str  # why the generation stopped early
+    colgen_covered_deadline: bool  # plan only: the columns cover every kind, the caller's later deadline taken
     colgen_warm_kept: str  # placement only: why the warm start's placement is kept
     colgen_fast_classes: int  # classes priced by the compact model (colgen_pricing.py)
     colgen_fast_not_used: str  # placement only: why the first class without the compact model lacks it
