@@ -28,7 +28,7 @@ class ColgenStats(TypedDict, total=False):
     colgen_classes: int  # classes of interchangeable nodes
     colgen_kinds: int  # kinds of pending pods (pods alike) that have a node (draopt plan)
     colgen_s: float  # seconds of the generation (setup included)
-    colgen_integer_status: str  # the integer placement's CP-SAT status, or WARM, ROUNDED, REJECTED, UNKNOWN, DIVE
+    colgen_integer_status: str  # the integer placement's CP-SAT status, or WARM, ROUNDED, REJECTED, UNKNOWN, DIVE, DIVE_CHAINS (plan: the rounding with moves along chains)
     colgen_integer_s: float  # seconds after the generation (integer placement, checks)
     colgen_converged: bool  # no column with a positive reduced value is left (proven)
     colgen_lp_value: float | None  # the last restricted master's LP value (placement: rounded to 3 places)
