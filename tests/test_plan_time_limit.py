@@ -208,3 +208,21 @@ def test_baselines_that_place_every_pod_make_the_estimates_unneeded(monkeypatch)
     assert p.placed == p.pods == 40 and all(e.skipped for e in p.ffd) and p.ffd_best() is None
     assert p.stats.to_dict()["ffd_skipped_why"] == "the baselines give the comparison"
     assert f"estimates not made for {len(types)} of {len(types)} node type(s) ('-'): the baselines" in p.table()
+
+
+def test_columns_that_cover_take_the_time_no_estimate_will_use():
+    """When the columns place every pod, their deadline is the limit less PLAN_MARGIN, less the
+    estimates' share only where an estimate can start (no baseline gives the comparison and the
+    first one's guess, ESTIMATE_GUESS build times, fits the share): at 80,000 pods none could,
+    and the plan ended at COLUMNS_SHARE of the limit."""
+    from draopt.studies import planning
+    from draopt.studies.plan_model import PlanOptions, PlanStats
+
+    opts = PlanOptions(planning.Features.from_gates(), 570.0, 256, 0.0, ())
+    whole = (1 - planning.PLAN_MARGIN) * 570.0
+    share = planning.ESTIMATES_SHARE * 570.0
+    quick, slow = PlanStats(build_s=1.0), PlanStats(build_s=share)  # the guess: 3 s, then past the share
+    assert planning._covered_deadline(opts, quick, False, 10.0) == pytest.approx(10.0 + whole - share)
+    assert planning._covered_deadline(opts, slow, False, 10.0) == pytest.approx(10.0 + whole)
+    assert planning._covered_deadline(opts, quick, True, 10.0) == pytest.approx(10.0 + whole)
+    assert planning._covered_deadline(opts, quick, False, 0.0) > planning.COLUMNS_SHARE * 570.0

@@ -33,8 +33,38 @@ class Dive:
     floor_copy: list[int]
 
 
+def move_caps(subs, demand) -> dict[int, int]:
+    """Per kind b of a substitution (a, b), the most pods that can move into a's places through b:
+    its own and those of every kind after it in the chains. The pairs are transitively reduced,
+    so the master moves c's pods along a -> b -> c; a move capped at b's own pods keeps the
+    rounding from such chains (at 80,000 scale pods its first whole part was above the LP)."""
+    succ: dict[int, list[int]] = {}
+    for a, b in subs:
+        succ.setdefault(a, []).append(b)
+    caps = {}
+    for b in sorted({b for _, b in subs}):
+        seen, todo = {b}, [b]
+        while todo:
+            for c in succ.get(todo.pop(), ()):
+                if c not in seen:
+                    seen.add(c)
+                    todo.append(c)
+        caps[b] = sum(demand.get(c, 0) for c in seen)
+    return caps
+
+
 def dive(
-    classes, free_nodes, cost, demand, columns, banned, subs, deadline: float, price=None, price_until: float = math.inf
+    classes,
+    free_nodes,
+    cost,
+    demand,
+    columns,
+    banned,
+    subs,
+    deadline: float,
+    price=None,
+    price_until: float = math.inf,
+    chains: bool = False,
 ) -> Dive | None:
     """Free nodes and copies per column covering every kind's `demand`, the pods moved per
     substitution (a, b) of `subs`, and the first LP's whole part; or None (no cover over the
@@ -43,12 +73,14 @@ def dive(
     the residual LP at its duals (kind -> pi, per class the free row's sigma), appended to
     `columns`, their indices returned; asked after every LP, before its values are fixed, until
     it gives none (at most RESIDUAL_ROUNDS times), until `price_until` (perf_counter; the dive
-    goes on without it after, so that a loaded machine still gets the plain rounding in time)."""
+    goes on without it after, so that a loaded machine still gets the plain rounding in time).
+    `chains`: a substitution (a, b) moves at most the pods of b and of the kinds after it
+    (move_caps), else b's own (their configurations are fewer, the one model checks them sooner)."""
     res = _ResidualLP(classes, free_nodes, cost, demand, columns)
     for i in range(len(columns)):
         if i not in banned:
             res.add(i)
-    res.add_moves(subs, demand)  # after the columns' variables, as before
+    res.add_moves(subs, move_caps(subs, demand) if chains else demand)  # after the columns' variables, as before
     floor: tuple[list[int], list[int]] | None = None
     for _ in range(MAX_DIVES):
         if not res.solved(deadline, price, price_until):
@@ -111,10 +143,10 @@ class _ResidualLP:
                 self.kind_rows[ki].SetCoefficient(v, n)
             self.variables.append((i, copy, v))
 
-    def add_moves(self, subs, demand) -> None:
-        """A variable per substitution (a, b): b's pods in a's places."""
+    def add_moves(self, subs, caps) -> None:
+        """A variable per substitution (a, b): b's pods in a's places, at most caps[b]."""
         for a, b in subs:
-            z = self.lp.NumVar(0.0, float(demand[b]), "")  # no more of b's pods move than it has
+            z = self.lp.NumVar(0.0, float(caps[b]), "")
             self.kind_rows[a].SetCoefficient(z, -1)
             self.kind_rows[b].SetCoefficient(z, 1)
             self.moved.append(((a, b), z))

@@ -28,12 +28,14 @@ class ColgenStats(TypedDict, total=False):
     colgen_classes: int  # classes of interchangeable nodes
     colgen_kinds: int  # kinds of pending pods (pods alike) that have a node (draopt plan)
     colgen_s: float  # seconds of the generation (setup included)
-    colgen_integer_status: str  # the integer placement's CP-SAT status, or WARM, ROUNDED, REJECTED, UNKNOWN, DIVE
+    colgen_integer_status: str  # the integer placement's CP-SAT status, or WARM, ROUNDED, REJECTED, UNKNOWN, DIVE, DIVE_CHAINS (plan: the rounding with moves along chains), DIVE_LAST (plan: the plain rounding past the deadline)
     colgen_integer_s: float  # seconds after the generation (integer placement, checks)
     colgen_converged: bool  # no column with a positive reduced value is left (proven)
     colgen_lp_value: float | None  # the last restricted master's LP value (placement: rounded to 3 places)
     colgen_rounded_value: int  # placement only: the placed value of the LP's rounding (diving)
     colgen_stopped: str  # why the generation stopped early
+    colgen_resumed_rounds: int  # plan only: rounds after the rounding came within NEAR_LP of the LP (CP-SAT's time)
+    colgen_covered_deadline: bool  # plan only: the columns cover every kind, the caller's later deadline taken
     colgen_warm_kept: str  # placement only: why the warm start's placement is kept
     colgen_fast_classes: int  # classes priced by the compact model (colgen_pricing.py)
     colgen_fast_not_used: str  # placement only: why the first class without the compact model lacks it
