@@ -63,6 +63,12 @@ class RequestSpec:
     all_devices: list[DeviceEntry] = field(default_factory=list)
     # (claim, request, sub-request) indexes: the key of every per-request cache
     key: tuple[int, int, int] = field(init=False)
+    # What draopt.dra.decode writes of a device allocated for this request (the same for every
+    # allocation of it): (id(entry), binding fields written) -> (the entry, the result's fields).
+    # (and the names of those fields whose values are lists)
+    decoded: dict[tuple[int, bool], tuple[DeviceEntry, dict[str, Any], tuple[str, ...]]] = field(
+        init=False, default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.key = (self.claim_index, self.request_index, self.sub_index)
@@ -347,7 +353,9 @@ class Problem:
         used = self.consumption(req, dev)
         if used is None:
             return False
-        return fits_capacity(dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), allocating)
+        return fits_capacity(
+            dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), allocating, self.counter_value
+        )
 
     def capacity_fits_alone(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         """Whether `dev` belongs among an All request's devices as far as capacity goes: up to
@@ -386,7 +394,7 @@ class Problem:
             if hit is not None:
                 return hit
         used = self.consumption(req, dev)
-        hit = used is not None and fits_capacity(dev.device.capacity, used, in_use, None)
+        hit = used is not None and fits_capacity(dev.device.capacity, used, in_use, None, self.counter_value)
         if shared is not None:
             shared[dev.index] = hit
         return hit
