@@ -89,9 +89,7 @@ def decode_claim(
 
     # Most claims have no configuration (neither in their classes nor in themselves): then none
     # is allocated, whatever was selected.
-    if claim.claim.spec.devices.config or any(
-        spec.device_class.spec.config for group in claim.requests for spec in group.alternatives
-    ):
+    if claim.claim.spec.devices.config or claim.classes_have_config:
         config = _config(claim, selected_sub)
     else:
         config = []

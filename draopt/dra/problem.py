@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 from typing import Any
 
@@ -109,6 +110,12 @@ class ClaimSpec:
     @property
     def key(self) -> str:
         return claim_key(self.claim)
+
+    @cached_property
+    def classes_have_config(self) -> bool:
+        """Whether the class of some request or sub-request has a configuration (read by each
+        decoding of the claim's allocation)."""
+        return any(spec.device_class.spec.config for group in self.requests for spec in group.alternatives)
 
 
 class Problem:
