@@ -70,11 +70,15 @@ def decode_claim(
     for i, c in enumerate(chosen):
         entry = c.device
         request = c.request
-        known = request.decoded.get((id(entry), binding))
-        if known is None or known[0] is not entry:
+        # (per Device object and pool: what the fields are made of, the same in every node's
+        # inventory, so one entry per device whatever the inventories decoded)
+        pool = entry.pool
+        key = (id(entry.device), pool.driver, pool.name, binding)
+        known = request.decoded.get(key)
+        if known is None or known[0] is not entry.device:
             fields = _result_fields(request, entry, binding)
             lists = tuple(k for k, v in fields.items() if type(v) is list)
-            known = request.decoded[(id(entry), binding)] = (entry, fields, lists)
+            known = request.decoded[key] = (entry.device, fields, lists)
         fields = known[1]
         if known[2]:
             fields = dict(fields)

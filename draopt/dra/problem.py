@@ -65,9 +65,9 @@ class RequestSpec:
     # (claim, request, sub-request) indexes: the key of every per-request cache
     key: tuple[int, int, int] = field(init=False)
     # What draopt.dra.decode writes of a device allocated for this request (the same for every
-    # allocation of it): (id(entry), binding fields written) -> (the entry, the result's fields).
-    # (and the names of those fields whose values are lists)
-    decoded: dict[tuple[int, bool], tuple[DeviceEntry, dict[str, Any], tuple[str, ...]]] = field(
+    # allocation of it): (id(entry.device), pool driver, pool name, binding fields written) -> (the
+    # entry's Device, the result's fields, the names of those fields whose values are lists).
+    decoded: dict[tuple[int, str, str, bool], tuple[Any, dict[str, Any], tuple[str, ...]]] = field(
         init=False, default_factory=dict, repr=False
     )
 
