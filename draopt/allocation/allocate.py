@@ -238,8 +238,6 @@ def _allocate(
     notes = list(plan.notes)
     if not todo:
         return _nothing_left(objects, node, notes, stats, start)
-    classes = _device_classes(objects, shared)
-    cel_env = _cel_env(features)
     reasons = []
     invalid_pools = False
     inventories, problems = shared["inventories"], shared["problems"]
@@ -253,16 +251,14 @@ def _allocate(
                 in_use,
                 features,
                 objects.taint_rules,
-                classes,
-                cel_env,
+                _device_classes(objects, shared),
+                _cel_env(features),
                 index=plan.index,  # (the same for every node tried, as plan.allocated)
                 allocated=plan.allocated,
             )
         problem = problems.get((name, plan.todo_key))
         if problem is None:
-            problem = problems[(name, plan.todo_key)] = prepare(
-                todo, inventory, classes, features, cel_env, shared["selector results"]
-            )
+            problem = _prepared(objects, todo, inventory, features, shared, (name, plan.todo_key))
         chosen, selected, run_stats = _solve(problem, policy, engine, time_limit)
         _add_run_stats(stats, run_stats)
         if chosen is None:
@@ -327,10 +323,34 @@ def _call_plan(
         shared.setdefault("inventories", {})
         shared.setdefault("selector results", {})
         shared.setdefault("problems", {})
+        shared.setdefault("refused problems", {})
         plan.todo_key = tuple(map(id, todo))
         plan.candidates = _candidates(objects, node, shared)
     shared[key] = plan
     return plan
+
+
+def _prepared(
+    objects: ObjectSet, todo: list[ResourceClaim], inventory: Any, features: Features, shared: dict, key: tuple
+) -> Any:
+    """The claims' problem on the node (draopt.dra.problem.prepare), kept in `shared` under `key`. A
+    claim refused there (an AllocationError: a request, class or count Kubernetes' allocator
+    refuses before its search) is refused again by the next call with the same message, without
+    preparing again (the reasons depend on the claims, classes and gates alone)."""
+    refused = shared["refused problems"]
+    message = refused.get(key)
+    if message is not None:
+        raise AllocationError(message)
+    try:
+        problem = prepare(
+            todo, inventory, _device_classes(objects, shared), features, _cel_env(features), shared["selector results"]
+        )
+    except AllocationError as e:
+        if type(e) is AllocationError and len(e.args) == 1:  # (a subclass carries more than its message)
+            refused[key] = e.args[0]
+        raise
+    shared["problems"][key] = problem
+    return problem
 
 
 def _claims_to_allocate(
@@ -388,13 +408,22 @@ def _served_notes(objects: ObjectSet, features: Features, shared: dict) -> list[
     return got
 
 
+_SUMMED_RUN_KEYS = frozenset(("build_ms", "solve_ms", "variables", "constraints"))
+_LAST_RUN_KEYS = ("status", "replay", "replay_truncated")
+_LAST_RUN_KEY_SET = frozenset(_LAST_RUN_KEYS)
+
+
 def _add_run_stats(stats: dict[str, Any], run_stats: dict[str, Any]) -> None:
     """One node's search added to the call's figures (sizes and times summed, the last status)."""
-    for k in ("build_ms", "solve_ms", "variables", "constraints"):
-        stats[k] += run_stats.get(k, 0)
-    for k in ("status", "replay", "replay_truncated"):
-        if k in run_stats:
-            stats[k] = run_stats[k]
+    # (over the run's own keys: Kubernetes' search, most runs, gives three; a figure it does not
+    # give adds nothing)
+    for k, v in run_stats.items():
+        if k in _SUMMED_RUN_KEYS:
+            stats[k] += v
+    if not _LAST_RUN_KEY_SET.isdisjoint(run_stats):
+        for k in _LAST_RUN_KEYS:
+            if k in run_stats:
+                stats[k] = run_stats[k]
 
 
 def _why_not_on(inventory, name: str | None) -> str:

@@ -15,7 +15,8 @@ from draopt.kube.models import (
     NodeSelectorTerm,
 )
 from draopt.kube.models.base import K8sModel
-from draopt.dra.problem import ClaimSpec, Problem
+from draopt.dra.inventory import DeviceEntry
+from draopt.dra.problem import ClaimSpec, Problem, RequestSpec
 from draopt.dra.reference import Chosen
 
 M = TypeVar("M")
@@ -68,20 +69,21 @@ def decode_claim(
     consumable = features.consumable_capacity
     for i, c in enumerate(chosen):
         entry = c.device
-        dev = entry.device
-        pool = entry.pool
         request = c.request
-        fields: dict[str, Any] = {
-            "request": request.full_name,
-            "driver": pool.driver,
-            "pool": pool.name,
-            "device": dev.name,
-            "admin_access": True if request.admin_access else None,
-            "tolerations": list(request.tolerations) or None,
-        }
-        if binding:
-            fields["binding_conditions"] = list(dev.binding_conditions) or None
-            fields["binding_failure_conditions"] = list(dev.binding_failure_conditions) or None
+        # (per Device object and pool: what the fields are made of, the same in every node's
+        # inventory, so one entry per device whatever the inventories decoded)
+        pool = entry.pool
+        key = (id(entry.device), pool.driver, pool.name, binding)
+        known = request.decoded.get(key)
+        if known is None or known[0] is not entry.device:
+            fields = _result_fields(request, entry, binding)
+            lists = tuple(k for k, v in fields.items() if type(v) is list)
+            known = request.decoded[key] = (entry.device, fields, lists)
+        fields = known[1]
+        if known[2]:
+            fields = dict(fields)
+            for k in known[2]:
+                fields[k] = list(fields[k])  # (each result its own lists, as when they were built here)
         r = _trusted(DeviceRequestAllocationResult, fields)
         if consumable and entry.multi_allocatable:
             r.share_id = share_id(claim, c, i)
@@ -91,9 +93,7 @@ def decode_claim(
 
     # Most claims have no configuration (neither in their classes nor in themselves): then none
     # is allocated, whatever was selected.
-    if claim.claim.spec.devices.config or any(
-        spec.device_class.spec.config for group in claim.requests for spec in group.alternatives
-    ):
+    if claim.claim.spec.devices.config or claim.classes_have_config:
         config = _config(claim, selected_sub)
     else:
         config = []
@@ -108,6 +108,25 @@ def decode_claim(
         {"devices": devices, "node_selector": selector},
         None if selector else _DEVICES_ONLY,
     )
+
+
+def _result_fields(request: RequestSpec, entry: DeviceEntry, binding: bool) -> dict[str, Any]:
+    """The fields of the DeviceRequestAllocationResult of `entry` allocated for `request` (the
+    share ID and consumed capacity aside); `binding`: with the binding conditions."""
+    dev = entry.device
+    pool = entry.pool
+    fields: dict[str, Any] = {
+        "request": request.full_name,
+        "driver": pool.driver,
+        "pool": pool.name,
+        "device": dev.name,
+        "admin_access": True if request.admin_access else None,
+        "tolerations": list(request.tolerations) or None,
+    }
+    if binding:
+        fields["binding_conditions"] = list(dev.binding_conditions) or None
+        fields["binding_failure_conditions"] = list(dev.binding_failure_conditions) or None
+    return fields
 
 
 def _config(claim: ClaimSpec, selected_sub: dict[tuple[int, int], int]) -> list[dict[str, Any]]:

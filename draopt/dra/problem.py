@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 from typing import Any
 
@@ -63,6 +64,12 @@ class RequestSpec:
     all_devices: list[DeviceEntry] = field(default_factory=list)
     # (claim, request, sub-request) indexes: the key of every per-request cache
     key: tuple[int, int, int] = field(init=False)
+    # What draopt.dra.decode writes of a device allocated for this request (the same for every
+    # allocation of it): (id(entry.device), pool driver, pool name, binding fields written) -> (the
+    # entry's Device, the result's fields, the names of those fields whose values are lists).
+    decoded: dict[tuple[int, str, str, bool], tuple[Any, dict[str, Any], tuple[str, ...]]] = field(
+        init=False, default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.key = (self.claim_index, self.request_index, self.sub_index)
@@ -103,6 +110,12 @@ class ClaimSpec:
     @property
     def key(self) -> str:
         return claim_key(self.claim)
+
+    @cached_property
+    def classes_have_config(self) -> bool:
+        """Whether the class of some request or sub-request has a configuration (read by each
+        decoding of the claim's allocation)."""
+        return any(spec.device_class.spec.config for group in self.requests for spec in group.alternatives)
 
 
 class Problem:
@@ -347,7 +360,9 @@ class Problem:
         used = self.consumption(req, dev)
         if used is None:
             return False
-        return fits_capacity(dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), allocating)
+        return fits_capacity(
+            dev.device.capacity, used, self.inventory.allocated.capacity.get(dev.id), allocating, self.counter_value
+        )
 
     def capacity_fits_alone(self, req: RequestSpec, dev: DeviceEntry) -> bool:
         """Whether `dev` belongs among an All request's devices as far as capacity goes: up to
@@ -386,7 +401,7 @@ class Problem:
             if hit is not None:
                 return hit
         used = self.consumption(req, dev)
-        hit = used is not None and fits_capacity(dev.device.capacity, used, in_use, None)
+        hit = used is not None and fits_capacity(dev.device.capacity, used, in_use, None, self.counter_value)
         if shared is not None:
             shared[dev.index] = hit
         return hit

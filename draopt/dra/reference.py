@@ -250,7 +250,7 @@ class ReferenceAllocator:
         self.held = problem.inventory.allocated.devices  # dedicated devices of allocated claims
         self.consumable = self.f.consumable_capacity
         self.counters_first = self.f.partitionable_devices  # (gate off: such devices fail otherwise)
-        self.constraints = [self._make_constraints(c) for c in problem.claims]
+        self.constraints = [self._make_constraints(c) if c.constraints else [] for c in problem.claims]
         if self.shape is not None:
             problem.shape_keys = self.shape
         self.dirty = False  # something of this search's state changed (counters, results, ...)
@@ -316,11 +316,6 @@ class ReferenceAllocator:
         return self.results
 
     # ------------------------------------------------------------------ recursion
-    def _tick(self) -> None:
-        self.nodes_visited += 1
-        if self.node_limit is not None and self.nodes_visited > self.node_limit:
-            raise SearchLimit(f"search stopped after {self.node_limit} steps")
-
     def _claim(self, ci: int) -> bool:
         if ci >= len(self.p.claims):
             return True
@@ -355,7 +350,10 @@ class ReferenceAllocator:
         return False
 
     def _device(self, req: RequestSpec, k: int, start: int) -> bool:
-        self._tick()
+        # (a search step: past node_limit, SearchLimit)
+        self.nodes_visited += 1
+        if self.node_limit is not None and self.nodes_visited > self.node_limit:
+            raise SearchLimit(f"search stopped after {self.node_limit} steps")
         ci = req.claim_index
         if req.mode == "All" and not req.all_devices:
             return False
@@ -376,7 +374,7 @@ class ReferenceAllocator:
             if not done:
                 undo()
             return done
-        devices = self.p.devices
+        devices = self.p.inventory.devices
         n = len(devices)
         i = start
         # Dead prefix: at the start of a search nothing is taken yet, so devices that failed
@@ -461,7 +459,12 @@ class ReferenceAllocator:
                     ok = p.capacity_ok(req, dev, None)  # (a dedicated device's fit ignores the rest)
             if not ok:
                 return not self.dirty
-        if self.counters_first and not dev.multi_allocatable and self._counts_counters(req, dev, False):
+        if (
+            self.counters_first
+            and not dev.multi_allocatable
+            and dev.device.consumes_counters  # (_counts_counters' first test, inline: most devices draw none)
+            and self._counts_counters(req, dev, False)
+        ):
             # What _allocate_device would find first, checked without taking them: a dedicated
             # device whose counters are short fails before anything changes.
             if self.lazy:
@@ -613,7 +616,7 @@ class ReferenceAllocator:
             return None
         if multi:
             self._fail_clean = False  # whether its counters count changes once its capacity is in use
-        counts_counters = self._counts_counters(req, dev, multi)
+        counts_counters = bool(consumes) and self._counts_counters(req, dev, multi)
         if counts_counters:
             pool = dev.pool
             room = self.rooms.get(id(pool))
@@ -626,19 +629,22 @@ class ReferenceAllocator:
             self.dirty = True
         if counts_counters and multi and not self.defects:
             self.counted_multi[dev.id] = True
-        compat_undo = self._take_compatibility(dev)
+        compat_undo = self._take_compatibility(dev) if consumes else _no_undo  # (no counter set: no group)
         if compat_undo is None:
             if counts_counters:
                 self._release_counters(dev)
                 self.counted_multi.pop(dev.id, None)
             return None
 
-        def release_counters_if_clean():
-            compat_undo()
-            # Kubernetes 1.35 never releases here (DEFECT counter-leak).
-            if counts_counters and not self.leak:
-                self._release_counters(dev)
-                self.counted_multi.pop(dev.id, None)
+        release_counters_if_clean: Callable[[], None] = _no_undo  # (nothing to give back: most devices)
+        if counts_counters or compat_undo is not _no_undo:
+
+            def release_counters_if_clean():
+                compat_undo()
+                # Kubernetes 1.35 never releases here (DEFECT counter-leak).
+                if counts_counters and not self.leak:
+                    self._release_counters(dev)
+                    self.counted_multi.pop(dev.id, None)
 
         if dev.taints and self.p.taint_blocks(req, dev):
             release_counters_if_clean()
@@ -647,18 +653,9 @@ class ReferenceAllocator:
             release_counters_if_clean()
             return None
         added: list[_Constraint] = []
-        for c in self.constraints[ci]:
-            if not c.add(req, dev):
-                if must:
-                    raise AllocationError(
-                        f"claim {self.p.claims[ci].key}, request {req.own_name}: cannot add device "
-                        f"{device_id_str(dev.id)} because a claim constraint would not be satisfied"
-                    )
-                for prev in added:
-                    prev.remove(req, dev)
-                release_counters_if_clean()
-                return None
-            added.append(c)
+        if self.constraints[ci] and not self._add_to_constraints(req, dev, must, added):
+            release_counters_if_clean()
+            return None
         slot = (self.allocating_admin if req.admin_access else self.allocating).setdefault(dev.id, set())
         if not multi:
             slot.add(ci)
@@ -671,6 +668,24 @@ class ReferenceAllocator:
         self.results[ci].append(Chosen(req, dev, consumed))
         n_before = len(self.results[ci]) - 1
         return self._undo_device(req, dev, slot, multi, consumed, existed, counts_counters, compat_undo, n_before)
+
+    def _add_to_constraints(self, req: RequestSpec, dev: DeviceEntry, must: bool, added: list[_Constraint]) -> bool:
+        """The device added to each constraint of its claim (those it was added to, in `added`);
+        False when one refuses it (nothing added then). `must` (All): a refusal is an error."""
+        ci = req.claim_index
+        for c in self.constraints[ci]:
+            if not c.add(req, dev):
+                if must:
+                    raise AllocationError(
+                        f"claim {self.p.claims[ci].key}, request {req.own_name}: cannot add device "
+                        f"{device_id_str(dev.id)} because a claim constraint would not be satisfied"
+                    )
+                for prev in added:
+                    prev.remove(req, dev)
+                added.clear()
+                return False
+            added.append(c)
+        return True
 
     def _take_capacity(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 from draopt.errors import InputError
 from draopt.kube.models import DeviceTaint, DeviceToleration
@@ -128,7 +128,11 @@ def fits_capacity(
     consumed: dict[str, Quantity],
     already: dict[str, Fraction] | None,
     allocating: dict[str, Fraction] | None,
+    value_of: Callable[[str], Fraction] | None = None,
 ) -> bool:
+    """Whether `consumed` fits in each capacity beside what is `already` in use and what the search
+    is `allocating`. `value_of`: a capacity's value (a cache of Quantity.parse's, the same answers
+    and errors; default: parsed here)."""
     for name, cap in capacity.items():
         total = consumed[name].value
         # (what nothing holds adds nothing: adding 0 to a Fraction makes a new one, on every
@@ -137,6 +141,6 @@ def fits_capacity(
             total = total + already[name]
         if allocating and name in allocating:
             total = total + allocating[name]
-        if total > q(cap.value).value:
+        if total > (q(cap.value).value if value_of is None else value_of(cap.value)):
             return False
     return True

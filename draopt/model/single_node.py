@@ -120,25 +120,31 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
     stats: dict[str, Any] = {}
     quirks = policy == "first-fit"
     t0 = time.perf_counter()
+    why = path_dependent(problem) if quirks else []
+    # Restrictive defects cannot create solutions, but distinct-last-only can, and an All
+    # request under a constraint fails with an error rather than unschedulable: those replay.
+    replay_if_infeasible = any("distinct" in w or "All request" in w for w in why)
+    if replay_if_infeasible:
+        # Every way out below replays Kubernetes' search then, and answers with it (the model's
+        # answer only where the search stops at its limit): the search first, no model unless then.
+        replayed = _replay_before_model(problem, stats, t0, why)
+        if replayed is not None:
+            return replayed
     try:
         b, chain, inverse_data = build_one_node(problem, kubernetes_quirks=quirks, packing=policy == "optimal")
     except AllocationError:
         if not quirks:
             raise
         # A CEL runtime error somewhere: Kubernetes only fails if its search reaches it.
-        return _replay(problem, stats, t0, ["CEL runtime error on some device"])
+        return _replay(problem, stats, t0, ["CEL runtime error on some device"], stopped=replay_if_infeasible)
     cp = b.model.cp
     stats["build_ms"] = (time.perf_counter() - t0) * 1000
     stats["variables"] = len(cp.proto.variables)
     stats["constraints"] = len(cp.proto.constraints)
-    why = path_dependent(problem) if quirks else []
-    # Restrictive defects cannot create solutions, but distinct-last-only can, and an All
-    # request under a constraint fails with an error rather than unschedulable: those replay.
-    replay_if_infeasible = any("distinct" in w or "All request" in w for w in why)
     if static_infeasibility(problem, b):
         stats["solve_ms"] = 0.0
         if replay_if_infeasible:
-            return _replay(problem, stats, t0, why)
+            return _replay(problem, stats, t0, why, stopped=True)
         return None, {}, stats
     if policy == "optimal":
         objective = allocation_packing(b, problem)
@@ -158,7 +164,7 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
     stats["status"] = solver.status_name(status)
     if status == cp_model.INFEASIBLE:
         if replay_if_infeasible:
-            return _replay(problem, stats, t0, why)
+            return _replay(problem, stats, t0, why, stopped=True)
         return None, {}, stats
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise AllocationError(f"solver stopped without an answer ({solver.status_name(status)}); raise --time-limit")
@@ -167,14 +173,34 @@ def solve_problem(problem: Problem, *, policy: str = "first-fit", time_limit: fl
         # A solution exists under the documented rules; Kubernetes' search may still take a
         # different path. Replay it (restrictive defects cannot create solutions, so an
         # infeasible model needs no replay).
-        return _replay(problem, stats, t0, why, fallback=(chosen, selected))
+        return _replay(problem, stats, t0, why, fallback=(chosen, selected), stopped=replay_if_infeasible)
     return chosen, selected, stats
 
 
-def _replay(problem: Problem, stats: dict, t0: float, why: list[str], fallback=None):
+def _replay_before_model(problem: Problem, stats: dict, t0: float, why: list[str]):
+    """Kubernetes' search, as _replay runs it, before any model: its answer and figures, or None
+    when it stops at its step limit (the same search stops there again: see _replay's `stopped`)."""
     t = time.perf_counter()
     ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=REPLAY_NODE_LIMIT)
     try:
+        chosen = ref.allocate()
+    except SearchLimit:
+        return None
+    stats["replay"] = sorted(set(why))
+    stats["solve_ms"] = (time.perf_counter() - t) * 1000
+    stats["build_ms"] = (t - t0) * 1000
+    return chosen, ref.selected_sub, stats
+
+
+def _replay(problem: Problem, stats: dict, t0: float, why: list[str], fallback=None, stopped: bool = False):
+    """Kubernetes' search replayed to the end (its answer), or `fallback` when it stops at its step
+    limit (an AllocationError without one). `stopped`: it is known to stop there (it was run, on
+    the same problem, by _replay_before_model), so it is not run again."""
+    t = time.perf_counter()
+    ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=REPLAY_NODE_LIMIT)
+    try:
+        if stopped:
+            raise SearchLimit("known to stop at its step limit")
         chosen = ref.allocate()
         selected = ref.selected_sub
     except SearchLimit:
