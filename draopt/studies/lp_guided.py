@@ -126,6 +126,8 @@ class LpGuided:
         self.source, self.mode, self.rounds, self.horizon = source, mode, rounds, horizon
         self.warm_contents = warm_contents
         self.first_learned, self.resolve_at, self.drift = FIRST_LEARNED, RESOLVE_AT, DRIFT
+        self.keep_slots_packable = True
+        self.guard_known = True
         self.name = "bid-price" if mode == "prices" else ("lp-guided" if source == "known" else "lp-guided-learned")
         self.fgd = fgd_factory()  # the protocol's fgd (this module imports nothing of paper_protocol)
         self.stats: dict[str, Any] = {}  # this run's
@@ -241,7 +243,7 @@ class LpGuided:
         self.seen[si] += 1
         self.arrived += int(pc.shape_request[si])
         self._maybe_resolve(ctx)
-        if self.source == "learned" and self.mode == "slots":
+        if self.mode == "slots" and (self.source == "learned" or self.guard_known):
             cand = self._keep_whole_nodes(ctx, si, cand)
         key = (int(pc.shape_cpu[si]), int(pc.shape_milli[si]), int(pc.shape_count[si]))
         score = pc.memo.scores(key, ctx.sid[cand])
@@ -262,7 +264,7 @@ class LpGuided:
             return cand
         mean = float((self.seen * pc.shape_request).sum() / self.seen.sum())
         left = (self.horizon_milli - self.arrived) / mean if mean > 0 else 0.0
-        expected = self.seen[self.whole_shape].sum() / self.seen.sum() * max(0.0, left)
+        expected = float(self.expect.rest(self.seen, max(0.0, left))[self.whole_shape].sum())
         kept = self.empty & self.whole_node
         if kept.sum() > expected:
             return cand
@@ -313,8 +315,41 @@ class LpGuided:
         if count == 0:
             return []
         if milli < pp.MILLI:
-            return [self.fgd._fgd_gpu(ctx, node, cpu, milli, use[node])]
+            usable = use[node]
+            if self.mode == "slots" and self.keep_slots_packable:
+                usable = self._slot_keeping_gpus(ctx, si, node, usable)
+            return [self.fgd._fgd_gpu(ctx, node, cpu, milli, usable)]
         return pp.gpus_best(ctx.left[node], use[node], milli, count)
+
+    def _slot_keeping_gpus(self, ctx, si: int, node: int, usable: np.ndarray) -> np.ndarray:
+        """The usable GPUs after whose taking the node's other free slots still pack on its GPUs
+        (whole-GPU slots on free GPUs, shared ones first-fit decreasing); all of them if none
+        does. Why: a configuration fits its node GPU by GPU, and fgd's GPU choice, made pod by
+        pod, may split the shared milli so that a slot no longer fits (a dead slot)."""
+        from draopt.studies import paper_policies as pp
+
+        pc = ctx.pc
+        rest = self.slots[node].copy()
+        if rest[si] > 0:
+            rest[si] -= 1
+        shapes = np.flatnonzero(rest)
+        if not shapes.size:
+            return usable
+        whole = int(sum(rest[s] * pc.shape_count[s] for s in shapes if pc.shape_milli[s] >= pp.MILLI))
+        shared = sorted(
+            (int(pc.shape_milli[s]) for s in shapes if 0 < pc.shape_milli[s] < pp.MILLI for _ in range(rest[s])),
+            reverse=True,
+        )
+        if not shared and not whole:
+            return usable
+        milli = int(pc.shape_milli[si])
+        present = np.flatnonzero(ctx.present[node])
+        keep = np.zeros_like(usable)
+        for g in np.flatnonzero(usable):
+            left = ctx.left[node].copy()
+            left[g] -= milli
+            keep[g] = _packs(left[present], whole, shared)
+        return keep if keep.any() else usable
 
     def taken(self, ctx, si: int, node: int, devs: list[int]) -> None:
         self.fgd.taken(ctx, si, node, devs)
@@ -322,3 +357,21 @@ class LpGuided:
         self.contents[node][si] = self.contents[node].get(si, 0) + 1
         if self.slots[node, si] > 0:
             self.slots[node, si] -= 1
+
+
+def _packs(left: np.ndarray, whole: int, shared: list[int]) -> bool:
+    """Whether `whole` fully free GPUs and then the `shared` milli (decreasing), first fit, fit
+    GPUs with `left` milli free."""
+    from draopt.studies import paper_policies as pp
+
+    free = left.astype(np.int64)
+    full = np.flatnonzero(free >= pp.MILLI)
+    if len(full) < whole:
+        return False
+    free = np.delete(free, full[:whole])
+    for m in shared:
+        fit = np.flatnonzero(free >= m)
+        if not fit.size:
+            return False
+        free[fit[0]] -= m
+    return True
