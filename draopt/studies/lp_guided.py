@@ -11,13 +11,16 @@ the LP's dual prices. Online, a pod goes
    unassigned: the node takes that configuration (the one with most LP nodes left);
 3. else where fgd puts it (the protocol's own scorer: the same memoised scores).
 
-The learned source first keeps the empty nodes of the most GPUs from smaller pods while no more
-of them are left than the whole-node pods its arrivals expect (`_keep_whole_nodes`; only when
-another node fits the pod). Work-conserving: step 3 takes every feasible node, so a pod that
-fits somewhere is placed, and no pod moves. Devices: fgd's GPU choice. Two sources of expectation:
+Both sources first keep the empty nodes of the most GPUs from smaller pods while no more of them
+are left than the whole-node pods the expectation holds for the rest of the horizon
+(`_keep_whole_nodes`; only when another node fits the pod). Work-conserving: step 3 takes every
+feasible node, so a pod that fits somewhere is placed, and no pod moves. Devices: fgd's GPU
+choice, on a planned node among the GPUs that leave its other free slots packable
+(`_slot_keeping_gpus`). Two sources of expectation:
 
 * `known`: the trace's shape frequencies (what FGD's typical pods use), scaled to the pods the
-  horizon holds: depends only on the trace and the nodes, solved once per cluster and reused;
+  horizon holds, the horizon cut to the share of the capacity the LP places (`fitted_horizon`):
+  depends only on the trace and the nodes, solved once per cluster and reused;
 * `learned`: the shapes of the arrivals so far (`LearnedExpectation` is given nothing else: it
   cannot read the trace's frequencies).
 
@@ -271,9 +274,10 @@ class LpGuided:
         return node, self._devices(ctx, si, node, use)
 
     def _keep_whole_nodes(self, ctx, si: int, cand: np.ndarray) -> np.ndarray:
-        """learned: while no more empty nodes of the most GPUs are left than the whole-node pods
-        the arrivals so far expect for the rest of the horizon, a smaller pod does not take one
-        if another node fits it (its plans, made from few arrivals, would fill them first)."""
+        """While no more empty nodes of the most GPUs are left than the whole-node pods the
+        expectation holds for the rest of the horizon, a smaller pod does not take one if another
+        node fits it (learned: its plans, made from few arrivals, would fill them first; known:
+        pods outside the plan would, and one whole-node pod refused is 8 GPUs at once)."""
         pc = ctx.pc
         if self.whole_shape[si] or not self.seen.sum():
             return cand
