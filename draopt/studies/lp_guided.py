@@ -142,6 +142,7 @@ class LpGuided:
         self.keep_slots_packable = True
         self.guard_known = True
         self.fit_horizon = True
+        self.whole_by_fit = True
         self.name = "bid-price" if mode == "prices" else ("lp-guided" if source == "known" else "lp-guided-learned")
         self.fgd = fgd_factory()  # the protocol's fgd (this module imports nothing of paper_protocol)
         self.stats: dict[str, Any] = {}  # this run's
@@ -165,6 +166,7 @@ class LpGuided:
         most = int(gpus.max()) if n else 0
         self.whole_node = gpus >= most  # nodes with the most GPUs
         self.whole_shape = (np.asarray(pc.shape_count) >= most) & (most > 0)  # pods that need all of them
+        self.whole_fit = self._whole_fit(ctx.c)
         self.contents: list[dict[int, int]] = [{} for _ in range(n)]  # pods per shape on each node
         self.plan: Plan | None = None
         self.avail: dict[tuple, float] = {}
@@ -285,10 +287,33 @@ class LpGuided:
         left = (self.horizon_milli - self.arrived) / mean if mean > 0 else 0.0
         expected = float(self.expect.rest(self.seen, max(0.0, left))[self.whole_shape].sum())
         kept = self.empty & self.whole_node
-        if kept.sum() > expected:
-            return cand
-        keep = kept[cand]
+        guard = kept if kept.sum() <= expected else np.zeros_like(kept)
+        if self.whole_by_fit:
+            rest = self.expect.rest(self.seen, max(0.0, left))
+            for fit, within in self.whole_fit:
+                nodes = kept & fit
+                if nodes.sum() <= rest[within].sum():
+                    guard = guard | nodes
+        keep = guard[cand]
         return cand[~keep] if keep.any() and not keep.all() else cand
+
+    def _whole_fit(self, c) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per whole-node shape: the nodes of the most GPUs it fits when empty (cpu, memory,
+        GPUs of its model), and the whole-node shapes that fit only among those nodes. A shape
+        that fits fewer of them (120 cores on multigpu50) has its own count to keep: the pods
+        that need those nodes against the nodes left (Hall's condition on nested node sets)."""
+        fits: dict[int, np.ndarray] = {}
+        for w in np.flatnonzero(self.whole_shape).tolist():
+            sh = c.shapes[w]
+            ok = self.whole_node & sh.node_ok & (c.alloc >= sh.demand).all(axis=1)
+            fits[w] = ok & ((sh.compat & c.present).sum(axis=1) >= sh.count)
+        out = []
+        for fit in fits.values():
+            within = np.zeros(len(self.whole_shape), dtype=bool)
+            for w2, fit2 in fits.items():
+                within[w2] = not (fit2 & ~fit).any()
+            out.append((fit, within))
+        return out
 
     def _by_slots(self, ctx, si: int, cand: np.ndarray, score: np.ndarray) -> int | None:
         has = self.slots[cand, si] > 0
