@@ -206,3 +206,24 @@ def test_bid_prices_equal_but_for_rounding_noise_tie():
     plan = LG.Plan([], np.array([0, 1, 2, 3]), np.zeros(1), noisy, 0.0, 0.0, True, "", 0.0, 1)
     pol._use(plan)
     assert pol.node_price[0] == pol.node_price[1] == pol.node_price[2] < pol.node_price[3]
+
+
+def test_slots_pack_whole_gpus_first_then_shared_first_fit():
+    """`_packs`: whole-GPU slots need fully free GPUs, shared ones fit the milli left."""
+    left = np.array([1000, 500, 200])
+    assert LG._packs(left, 1, [500, 200])
+    assert not LG._packs(left, 2, [])
+    assert not LG._packs(left, 1, [600])
+    assert LG._packs(left, 0, [900, 500, 200])
+    assert not LG._packs(left, 0, [900, 500, 300])
+
+
+@needs_openb
+def test_fitted_horizon_is_what_the_plan_places(small):
+    """The known plan's horizon is cut to the share of the GPU capacity its LP places."""
+    c, _, _ = small
+    pc = P.prepare(c)
+    h = LG.fitted_horizon(pc, LG.HORIZON, LG.PLAN_ROUNDS)
+    plan = LG.known_plan(pc, LG.HORIZON, LG.PLAN_ROUNDS)
+    assert 0 < h <= LG.HORIZON
+    assert h == pytest.approx(min(LG.HORIZON, plan.lp_value / pc.capacity_milli))

@@ -11,13 +11,16 @@ the LP's dual prices. Online, a pod goes
    unassigned: the node takes that configuration (the one with most LP nodes left);
 3. else where fgd puts it (the protocol's own scorer: the same memoised scores).
 
-The learned source first keeps the empty nodes of the most GPUs from smaller pods while no more
-of them are left than the whole-node pods its arrivals expect (`_keep_whole_nodes`; only when
-another node fits the pod). Work-conserving: step 3 takes every feasible node, so a pod that
-fits somewhere is placed, and no pod moves. Devices: fgd's GPU choice. Two sources of expectation:
+Both sources first keep the empty nodes of the most GPUs from smaller pods while no more of them
+are left than the whole-node pods the expectation holds for the rest of the horizon
+(`_keep_whole_nodes`; only when another node fits the pod). Work-conserving: step 3 takes every
+feasible node, so a pod that fits somewhere is placed, and no pod moves. Devices: fgd's GPU
+choice, on a planned node among the GPUs that leave its other free slots packable
+(`_slot_keeping_gpus`). Two sources of expectation:
 
 * `known`: the trace's shape frequencies (what FGD's typical pods use), scaled to the pods the
-  horizon holds: depends only on the trace and the nodes, solved once per cluster and reused;
+  horizon holds, the horizon cut to the share of the capacity the LP places (`fitted_horizon`):
+  depends only on the trace and the nodes, solved once per cluster and reused;
 * `learned`: the shapes of the arrivals so far (`LearnedExpectation` is given nothing else: it
   cannot read the trace's frequencies).
 
@@ -97,6 +100,16 @@ def known_plan(pc, horizon: float, rounds: int, warm_contents=None) -> Plan:
     return got
 
 
+def fitted_horizon(pc, horizon: float, rounds: int, warm_contents=None) -> float:
+    """The known plan's horizon cut to what its LP places: the share of the GPU capacity the LP
+    for `horizon` places (at most `horizon`). Why: the LP for more pods than the cluster holds
+    leaves some out (3 % of the capacity on default, 11 % on gpushare100), but online they arrive
+    before the cluster is full, find no slot and, placed by fgd, take room the plan holds for
+    other shapes. Planned for what fits, the slots cover the pods that arrive until it is full."""
+    plan = known_plan(pc, horizon, rounds, warm_contents)
+    return min(horizon, plan.lp_value / pc.capacity_milli)
+
+
 def expected_sequence(expected: np.ndarray) -> np.ndarray:
     """Shape indices in the proportions of `expected` (pods per shape, rounded), in an order fixed
     by a constant seed: what fgd places for the learned plan's warm start."""
@@ -126,6 +139,10 @@ class LpGuided:
         self.source, self.mode, self.rounds, self.horizon = source, mode, rounds, horizon
         self.warm_contents = warm_contents
         self.first_learned, self.resolve_at, self.drift = FIRST_LEARNED, RESOLVE_AT, DRIFT
+        self.keep_slots_packable = True
+        self.guard_known = True
+        self.fit_horizon = True
+        self.whole_by_fit = True
         self.name = "bid-price" if mode == "prices" else ("lp-guided" if source == "known" else "lp-guided-learned")
         self.fgd = fgd_factory()  # the protocol's fgd (this module imports nothing of paper_protocol)
         self.stats: dict[str, Any] = {}  # this run's
@@ -149,6 +166,7 @@ class LpGuided:
         most = int(gpus.max()) if n else 0
         self.whole_node = gpus >= most  # nodes with the most GPUs
         self.whole_shape = (np.asarray(pc.shape_count) >= most) & (most > 0)  # pods that need all of them
+        self.whole_fit = self._whole_fit(ctx.c)
         self.contents: list[dict[int, int]] = [{} for _ in range(n)]  # pods per shape on each node
         self.plan: Plan | None = None
         self.avail: dict[tuple, float] = {}
@@ -166,7 +184,11 @@ class LpGuided:
         }
         if self.source == "known":
             try:
-                self._use(known_plan(pc, self.horizon, self.rounds, self.warm_contents))
+                horizon = self.horizon
+                if self.mode == "slots" and self.fit_horizon:
+                    horizon = fitted_horizon(pc, horizon, self.rounds, self.warm_contents)
+                    self.horizon_milli = horizon * pc.capacity_milli
+                self._use(known_plan(pc, horizon, self.rounds, self.warm_contents))
             except RuntimeError:  # the master LP ended abnormally (GLOP): fgd throughout
                 self.stats["lp_failures"] += 1
 
@@ -241,7 +263,7 @@ class LpGuided:
         self.seen[si] += 1
         self.arrived += int(pc.shape_request[si])
         self._maybe_resolve(ctx)
-        if self.source == "learned" and self.mode == "slots":
+        if self.mode == "slots" and (self.source == "learned" or self.guard_known):
             cand = self._keep_whole_nodes(ctx, si, cand)
         key = (int(pc.shape_cpu[si]), int(pc.shape_milli[si]), int(pc.shape_count[si]))
         score = pc.memo.scores(key, ctx.sid[cand])
@@ -254,20 +276,44 @@ class LpGuided:
         return node, self._devices(ctx, si, node, use)
 
     def _keep_whole_nodes(self, ctx, si: int, cand: np.ndarray) -> np.ndarray:
-        """learned: while no more empty nodes of the most GPUs are left than the whole-node pods
-        the arrivals so far expect for the rest of the horizon, a smaller pod does not take one
-        if another node fits it (its plans, made from few arrivals, would fill them first)."""
+        """While no more empty nodes of the most GPUs are left than the whole-node pods the
+        expectation holds for the rest of the horizon, a smaller pod does not take one if another
+        node fits it (learned: its plans, made from few arrivals, would fill them first; known:
+        pods outside the plan would, and one whole-node pod refused is 8 GPUs at once)."""
         pc = ctx.pc
         if self.whole_shape[si] or not self.seen.sum():
             return cand
         mean = float((self.seen * pc.shape_request).sum() / self.seen.sum())
         left = (self.horizon_milli - self.arrived) / mean if mean > 0 else 0.0
-        expected = self.seen[self.whole_shape].sum() / self.seen.sum() * max(0.0, left)
+        expected = float(self.expect.rest(self.seen, max(0.0, left))[self.whole_shape].sum())
         kept = self.empty & self.whole_node
-        if kept.sum() > expected:
-            return cand
-        keep = kept[cand]
+        guard = kept if kept.sum() <= expected else np.zeros_like(kept)
+        if self.whole_by_fit:
+            rest = self.expect.rest(self.seen, max(0.0, left))
+            for fit, within in self.whole_fit:
+                nodes = kept & fit
+                if nodes.sum() <= rest[within].sum():
+                    guard = guard | nodes
+        keep = guard[cand]
         return cand[~keep] if keep.any() and not keep.all() else cand
+
+    def _whole_fit(self, c) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per whole-node shape: the nodes of the most GPUs it fits when empty (cpu, memory,
+        GPUs of its model), and the whole-node shapes that fit only among those nodes. A shape
+        that fits fewer of them (120 cores on multigpu50) has its own count to keep: the pods
+        that need those nodes against the nodes left (Hall's condition on nested node sets)."""
+        fits: dict[int, np.ndarray] = {}
+        for w in np.flatnonzero(self.whole_shape).tolist():
+            sh = c.shapes[w]
+            ok = self.whole_node & sh.node_ok & (c.alloc >= sh.demand).all(axis=1)
+            fits[w] = ok & ((sh.compat & c.present).sum(axis=1) >= sh.count)
+        out = []
+        for fit in fits.values():
+            within = np.zeros(len(self.whole_shape), dtype=bool)
+            for w2, fit2 in fits.items():
+                within[w2] = not (fit2 & ~fit).any()
+            out.append((fit, within))
+        return out
 
     def _by_slots(self, ctx, si: int, cand: np.ndarray, score: np.ndarray) -> int | None:
         has = self.slots[cand, si] > 0
@@ -313,8 +359,41 @@ class LpGuided:
         if count == 0:
             return []
         if milli < pp.MILLI:
-            return [self.fgd._fgd_gpu(ctx, node, cpu, milli, use[node])]
+            usable = use[node]
+            if self.mode == "slots" and self.keep_slots_packable:
+                usable = self._slot_keeping_gpus(ctx, si, node, usable)
+            return [self.fgd._fgd_gpu(ctx, node, cpu, milli, usable)]
         return pp.gpus_best(ctx.left[node], use[node], milli, count)
+
+    def _slot_keeping_gpus(self, ctx, si: int, node: int, usable: np.ndarray) -> np.ndarray:
+        """The usable GPUs after whose taking the node's other free slots still pack on its GPUs
+        (whole-GPU slots on free GPUs, shared ones first-fit decreasing); all of them if none
+        does. Why: a configuration fits its node GPU by GPU, and fgd's GPU choice, made pod by
+        pod, may split the shared milli so that a slot no longer fits (a dead slot)."""
+        from draopt.studies import paper_policies as pp
+
+        pc = ctx.pc
+        rest = self.slots[node].copy()
+        if rest[si] > 0:
+            rest[si] -= 1
+        shapes = np.flatnonzero(rest)
+        if not shapes.size:
+            return usable
+        whole = int(sum(rest[s] * pc.shape_count[s] for s in shapes if pc.shape_milli[s] >= pp.MILLI))
+        shared = sorted(
+            (int(pc.shape_milli[s]) for s in shapes if 0 < pc.shape_milli[s] < pp.MILLI for _ in range(rest[s])),
+            reverse=True,
+        )
+        if not shared and not whole:
+            return usable
+        milli = int(pc.shape_milli[si])
+        present = np.flatnonzero(ctx.present[node])
+        keep = np.zeros_like(usable)
+        for g in np.flatnonzero(usable):
+            left = ctx.left[node].copy()
+            left[g] -= milli
+            keep[g] = _packs(left[present], whole, shared)
+        return keep if keep.any() else usable
 
     def taken(self, ctx, si: int, node: int, devs: list[int]) -> None:
         self.fgd.taken(ctx, si, node, devs)
@@ -322,3 +401,21 @@ class LpGuided:
         self.contents[node][si] = self.contents[node].get(si, 0) + 1
         if self.slots[node, si] > 0:
             self.slots[node, si] -= 1
+
+
+def _packs(left: np.ndarray, whole: int, shared: list[int]) -> bool:
+    """Whether `whole` fully free GPUs and then the `shared` milli (decreasing), first fit, fit
+    GPUs with `left` milli free."""
+    from draopt.studies import paper_policies as pp
+
+    free = left.astype(np.int64)
+    full = np.flatnonzero(free >= pp.MILLI)
+    if len(full) < whole:
+        return False
+    free = np.delete(free, full[:whole])
+    for m in shared:
+        fit = np.flatnonzero(free >= m)
+        if not fit.size:
+            return False
+        free[fit[0]] -= m
+    return True
