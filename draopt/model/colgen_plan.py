@@ -327,15 +327,8 @@ def _resumed(part: _PlanPart, master: _CoverMaster, gen: _PlanGeneration, deadli
     if not gen.late or gen.lp_value is None or not part.subs or interrupt.requested():
         return False
     now = time.perf_counter()
-    none: set[int] = set()
     got = dive(
-        part.classes,
-        part.free_nodes,
-        part.class_cost,
-        part.demand,
-        part.columns,
-        none,
-        part.subs,
+        *_dive_args(part, set(), part.subs),
         now + (deadline - now) * (1 - RESUMED_SHARE) / 2,
         chains=True,
     )
@@ -491,7 +484,7 @@ def _cover_counts(part: _PlanPart, deadline: float, near: float | None = None) -
     for _ in range(4):
         left = deadline - time.perf_counter()
         dived = time.perf_counter()
-        dive_args = (part.classes, part.free_nodes, part.class_cost, part.demand, columns, banned, use_subs)
+        dive_args = _dive_args(part, banned, use_subs)
         # The plain rounding first (quick), then the one that prices the residual demand (new
         # columns; cheaper on openb and most scale runs, not on every one): the cheaper is the start.
         plain = dive(*dive_args, deadline - left / 4)
@@ -566,21 +559,17 @@ def _counts_from(part: _PlanPart, start: Dive | None, ints, banned: set[int], us
     return got
 
 
+def _dive_args(part: _PlanPart, banned: set[int], subs) -> tuple[Any, Any, Any, Any, Any, set[int], Any]:
+    """dive's leading arguments for this part: its classes, free nodes, costs, demand, columns."""
+    return part.classes, part.free_nodes, part.class_cost, part.demand, part.columns, banned, subs
+
+
 def _last_resort(part: _PlanPart, part_counts: _CoverCounts, banned: set[int]) -> None:
     """The counts of the LP's plain rounding without substitutions (no configuration of theirs to
     confirm), even past the deadline (LAST_RESORT_SECONDS at most), when the counts found in time
     do not cover: substitutions rejected for checks undecided under load, then nothing found in
     the time left, had lost the cover (the table's estimate, minutes at 80,000 pods, the answer)."""
-    got = dive(
-        part.classes,
-        part.free_nodes,
-        part.class_cost,
-        part.demand,
-        part.columns,
-        banned,
-        [],
-        time.perf_counter() + LAST_RESORT_SECONDS,
-    )
+    got = dive(*_dive_args(part, banned, []), time.perf_counter() + LAST_RESORT_SECONDS)
     if got is not None:
         got = _padded(got, len(part.columns))
         part_counts.free_counts, part_counts.copy_counts, part_counts.status = got.free, got.copy, "DIVE_LAST"
