@@ -12,8 +12,9 @@ the LP's dual prices. Online, a pod goes
 3. else where fgd puts it (the protocol's own scorer: the same memoised scores).
 
 Both sources first keep the empty nodes of the most GPUs from smaller pods while no more of them
-are left than the whole-node pods the expectation holds for the rest of the horizon
-(`_keep_whole_nodes`; only when another node fits the pod). Work-conserving: step 3 takes every
+are left than the whole-node pods the expectation holds for the rest of the horizon (learned:
+with a margin for its estimate, `_whole_demand`), and keep whole-node pods off the nodes only
+bigger whole-node shapes fit (`_keep_whole_nodes`; only when another node fits the pod). Work-conserving: step 3 takes every
 feasible node, so a pod that fits somewhere is placed, and no pod moves. Devices: fgd's GPU
 choice, on a planned node among the GPUs that leave its other free slots packable
 (`_slot_keeping_gpus`). Two sources of expectation:
@@ -282,7 +283,9 @@ class LpGuided:
         """While no more empty nodes of the most GPUs are left than the whole-node pods the
         expectation holds for the rest of the horizon, a smaller pod does not take one if another
         node fits it (learned: its plans, made from few arrivals, would fill them first; known:
-        pods outside the plan would, and one whole-node pod refused is 8 GPUs at once)."""
+        pods outside the plan would, and one whole-node pod refused is 8 GPUs at once). Per
+        whole-node shape's nodes (`_whole_fit`) the same, and there whole-node pods of shapes
+        that also fit elsewhere are kept off too."""
         pc = ctx.pc
         if not self.seen.sum() or (self.whole_shape[si] and not self.whole_by_fit):
             return cand
