@@ -181,15 +181,23 @@ def _replay_before_model(problem: Problem, stats: dict, t0: float, why: list[str
     """Kubernetes' search, as _replay runs it, before any model: its answer and figures, or None
     when it stops at its step limit (the same search stops there again: see _replay's `stopped`)."""
     t = time.perf_counter()
-    ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=REPLAY_NODE_LIMIT)
-    try:
-        chosen = ref.allocate()
-    except SearchLimit:
+    answer = _search_to_the_end(problem)
+    if answer is None:
         return None
     stats["replay"] = sorted(set(why))
     stats["solve_ms"] = (time.perf_counter() - t) * 1000
     stats["build_ms"] = (t - t0) * 1000
-    return chosen, ref.selected_sub, stats
+    return answer[0], answer[1], stats
+
+
+def _search_to_the_end(problem: Problem):
+    """Kubernetes' search on the problem: (its answer, the sub-requests it selected), or None when
+    it stops at its step limit."""
+    ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=REPLAY_NODE_LIMIT)
+    try:
+        return ref.allocate(), ref.selected_sub
+    except SearchLimit:
+        return None
 
 
 def _replay(problem: Problem, stats: dict, t0: float, why: list[str], fallback=None, stopped: bool = False):
@@ -197,17 +205,13 @@ def _replay(problem: Problem, stats: dict, t0: float, why: list[str], fallback=N
     limit (an AllocationError without one). `stopped`: it is known to stop there (it was run, on
     the same problem, by _replay_before_model), so it is not run again."""
     t = time.perf_counter()
-    ref = ReferenceAllocator(problem, kubernetes_defects=True, node_limit=REPLAY_NODE_LIMIT)
-    try:
-        if stopped:
-            raise SearchLimit("known to stop at its step limit")
-        chosen = ref.allocate()
-        selected = ref.selected_sub
-    except SearchLimit:
+    answer = None if stopped else _search_to_the_end(problem)
+    if answer is None:
         if fallback is None:
-            raise AllocationError("the kube-scheduler search did not finish within its step limit") from None
-        chosen, selected = fallback
+            raise AllocationError("the kube-scheduler search did not finish within its step limit")
+        answer = fallback
         stats["replay_truncated"] = True
+    chosen, selected = answer
     stats["replay"] = sorted(set(why))
     stats["solve_ms"] = stats.get("solve_ms", 0.0) + (time.perf_counter() - t) * 1000
     stats.setdefault("build_ms", (t - t0) * 1000)

@@ -141,10 +141,6 @@ class LpGuided:
         self.source, self.mode, self.rounds, self.horizon = source, mode, rounds, horizon
         self.warm_contents = warm_contents
         self.first_learned, self.resolve_at, self.drift = FIRST_LEARNED, RESOLVE_AT, DRIFT
-        self.keep_slots_packable = True
-        self.guard_known = True
-        self.fit_horizon = True
-        self.whole_by_fit = True
         # the known source's count is the trace's; learned's is an estimate (see _whole_demand)
         self.whole_margin = WHOLE_MARGIN if source == "learned" else 0.0
         self.name = "bid-price" if mode == "prices" else ("lp-guided" if source == "known" else "lp-guided-learned")
@@ -189,7 +185,7 @@ class LpGuided:
         if self.source == "known":
             try:
                 horizon = self.horizon
-                if self.mode == "slots" and self.fit_horizon:
+                if self.mode == "slots":
                     horizon = fitted_horizon(pc, horizon, self.rounds, self.warm_contents)
                     self.horizon_milli = horizon * pc.capacity_milli
                 self._use(known_plan(pc, horizon, self.rounds, self.warm_contents))
@@ -267,7 +263,7 @@ class LpGuided:
         self.seen[si] += 1
         self.arrived += int(pc.shape_request[si])
         self._maybe_resolve(ctx)
-        if self.mode == "slots" and (self.source == "learned" or self.guard_known):
+        if self.mode == "slots":
             cand = self._keep_whole_nodes(ctx, si, cand)
         key = (int(pc.shape_cpu[si]), int(pc.shape_milli[si]), int(pc.shape_count[si]))
         score = pc.memo.scores(key, ctx.sid[cand])
@@ -287,7 +283,7 @@ class LpGuided:
         whole-node shape's nodes (`_whole_fit`) the same, and there whole-node pods of shapes
         that also fit elsewhere are kept off too."""
         pc = ctx.pc
-        if not self.seen.sum() or (self.whole_shape[si] and not self.whole_by_fit):
+        if not self.seen.sum():
             return cand
         mean = float((self.seen * pc.shape_request).sum() / self.seen.sum())
         left = (self.horizon_milli - self.arrived) / mean if mean > 0 else 0.0
@@ -296,13 +292,12 @@ class LpGuided:
         guard = np.zeros_like(kept)
         if not self.whole_shape[si] and kept.sum() <= self._whole_demand(rest, self.whole_shape):
             guard = kept
-        if self.whole_by_fit:
-            for fit, within in self.whole_fit:
-                if within[si]:
-                    continue  # a whole-node pod is kept only off the nodes of the shapes that need fewer
-                nodes = kept & fit
-                if nodes.sum() <= self._whole_demand(rest, within):
-                    guard = guard | nodes
+        for fit, within in self.whole_fit:
+            if within[si]:
+                continue  # a whole-node pod is kept only off the nodes of the shapes that need fewer
+            nodes = kept & fit
+            if nodes.sum() <= self._whole_demand(rest, within):
+                guard = guard | nodes
         keep = guard[cand]
         return cand[~keep] if keep.any() and not keep.all() else cand
 
@@ -383,7 +378,7 @@ class LpGuided:
             return []
         if milli < pp.MILLI:
             usable = use[node]
-            if self.mode == "slots" and self.keep_slots_packable:
+            if self.mode == "slots":
                 usable = self._slot_keeping_gpus(ctx, si, node, usable)
             return [self.fgd._fgd_gpu(ctx, node, cpu, milli, usable)]
         return pp.gpus_best(ctx.left[node], use[node], milli, count)
