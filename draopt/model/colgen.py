@@ -704,7 +704,15 @@ class _Master:
 
 
 def price_classes(
-    classes, fast, ones, reduced_of, wanted_of, cap: float, stop: float, stats: ColgenStats, checked: bool = True
+    classes,
+    fast,
+    ones,
+    reduced_of,
+    wanted_of,
+    cap: float | list[float],
+    stop: float,
+    stats: ColgenStats,
+    checked: bool = True,
 ) -> list:
     """Price every class under its `reduced_of(j)` values, PRICING_THREADS classes at once: the
     compact pricing where the class has it (a column the one model rejects drops it for the
@@ -715,8 +723,10 @@ def price_classes(
     infinite `stop`: no wall-clock stop at all, the solves are bounded by deterministic time only
     (the same columns on any machine)."""
     hard = math.isfinite(stop)
+    caps = cap if isinstance(cap, list) else [cap] * len(classes)
 
     def one_class(j: int):
+        cap = caps[j]
         left = stop - time.perf_counter()
         if left <= 0:
             return "late", {}, False

@@ -14,7 +14,11 @@ free and limited (its real nodes), copies of a node type cost the type's cost an
   a no dearer class's is priced by that class (`priced_by`);
 * bound (Farley): with pi scaled by theta = min over copied classes of cost / best value
   (<= 1, so that no copy has a negative reduced cost), theta * (sum_k pi_k pods_k - sum over
-  free classes of nodes * best value) is a lower bound of every mix's cost, at any round;
+  free classes of nodes * best value) is a lower bound of every mix's cost, at any round; the
+  bound kept is the best combination of every round's (colgen_stabilise.DualBundle: never below
+  the best round's), and the prices priced are smoothed (Wentges) from the centre of the
+  master's optimal dual face (colgen_stabilise.DualFace) towards that combination's prices; a
+  class left unproven, and without a column, is priced longer from then on (its own cap);
 * integer: the covering LP rounded by diving (colgen_dive.py), then CP-SAT over configuration
   counts kept at or above the first LP's whole part and hinted with the dive (or with the warm
   start, the first-fit-decreasing estimate's own nodes, whose contents are columns from the
@@ -39,6 +43,7 @@ from draopt import interrupt
 from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes, solve_master
 from draopt.model.colgen_dive import Dive, dive
 from draopt.model.colgen_pricing import DevicePricing
+from draopt.model.colgen_stabilise import DualBundle, DualFace, RelaxedPricing
 from draopt.model.colgen_stats import ColgenStats
 from draopt.model.colgen_substitution import realize, substitutions
 from draopt.model.encodings.base import scale_to_int
@@ -46,7 +51,12 @@ from draopt.model.patterns import NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 
 LP_SHARE = 0.7  # of the time given, for the generation (the rest: the LP's rounding, the integer counts and the one model's checks of the columns they use)
-SMOOTHING = 0.5  # Wentges: weight of the best bound's duals in the prices priced
+SMOOTHING = float(
+    __import__("os").environ.get("DRAOPT_ALPHA", "0.5")
+)  # Wentges: weight of the best bound's duals in the prices priced
+FACE_DRAWS = int(__import__("os").environ.get("DRAOPT_FACE", "4"))
+CENTER = __import__("os").environ.get("DRAOPT_CENTER", "bundle")
+MISPRICE = __import__("os").environ.get("DRAOPT_MISPRICE", "zero")
 GREEDY_COLUMNS = 4  # per class and prices, from the greedy pricing's orders
 LP_TOLERANCE = 1e-4  # relative gap between the bound and the LP at which the generation stops
 # The LP's rounding at most this far above the LP when the clock stops the generation: CP-SAT over
@@ -54,6 +64,7 @@ LP_TOLERANCE = 1e-4  # relative gap between the bound and the LP at which the ge
 # converged, is what is left; its time goes back to the generation (_resumed).
 NEAR_LP = 1e-3
 RESUMED_SHARE = 0.7  # of the time left then: CP-SAT's (0.25, then 0.6 of the rest); the checks keep the others
+LATE = "the time limit ran out during the column generation"
 LAST_RESORT_SECONDS = 15.0  # the plain rounding past the deadline (80,000 pods: 1-4 s, up to 4x under load)
 
 
@@ -169,6 +180,7 @@ class _PlanPart:
     subs: list[tuple[int, int]]  # (a, b): b's pods may take a's places
     # per class, the class that prices for it (itself, or a cheaper one that holds all it holds)
     priced_by: list[int] = field(default_factory=list)
+    relaxed: list[RelaxedPricing | None] = field(default_factory=list)  # per class (None: no compact model)
     columns: list[PlanColumn] = field(default_factory=list)
     seen: set[tuple] = field(default_factory=set)  # (class, counts) of every column
     warm_free: Counter = field(default_factory=Counter)  # (class, counts) -> the warm start's free nodes
@@ -194,11 +206,18 @@ class _PlanGeneration:
     stopped: str = ""
     lp_value: float | None = None
     done: int = 0  # columns already in the master
-    cap: float = PRICE_FIRST_SECONDS  # per pricing solve
+    caps: dict[int, float] = field(default_factory=dict)  # per priced class, per solve (PRICE_FIRST_SECONDS first)
+    raised: bool = False  # the last exact round raised a class's cap (its bound was not proven)
     center: dict[int, float] | None = None  # Wentges smoothing, as in colgen.py
     alpha: float = SMOOTHING
+    mispriced: int = 0
+    face: DualFace | None = None  # the master's optimal dual face (colgen_stabilise.py)
+    bundle: DualBundle | None = None  # every point priced exactly (colgen_stabilise.py)
     greedy: bool = True  # rounds start with the greedy pricing; the exact one when it finds nothing
     greedy_rounds: int = 0
+    exact_rounds: int = 0  # rounds that priced every class exactly (each gives a bound)
+    farley: float = 0.0  # the best single point's Farley bound (gen.bound: the points combined)
+    theta: float = 0.0  # Farley's theta at the last exact round's prices
     late: bool = False  # the clock stopped it (a class not priced before `stop`)
 
 
@@ -234,6 +253,7 @@ def _start(prep, cluster, workload, book, kind_ids, node_names, type_of, cost_of
     cost_f = [float(c) if c is not None else None for c in class_cost]
     part = _PlanPart(classes, kinds, free_nodes, class_type, class_cost, cost_f, demand, ones, fast, fast_stats, subs)
     part.priced_by = priced_by(fast, class_cost)
+    part.relaxed = [RelaxedPricing(f) if f is not None else None for f in fast]
     fast_stats["colgen_dominated_classes"] = sum(1 for j, r in enumerate(part.priced_by) if r != j)
     return part
 
@@ -349,6 +369,10 @@ def _generate(part: _PlanPart, master: _CoverMaster, gen: _PlanGeneration) -> No
     """Covering LP and pricing rounds until the LP reaches the bound, no column is left, or time."""
     while True:
         master.add_columns(part.columns[gen.done :])
+        if FACE_DRAWS and gen.face is None:
+            gen.face = DualFace(part.classes, part.demand, part.cost_f, part.free_nodes, part.subs)
+        if gen.face is not None:
+            gen.face.add_columns(part.columns[gen.done :])
         gen.done = len(part.columns)
         lp_value, pi_lp, sigma = master.solve()
         gen.lp_value = lp_value
@@ -366,7 +390,8 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
     classes = part.classes
     center = gen.center
     a = gen.alpha if center is not None else 0.0
-    pi = pi_lp if not a or center is None else {k: a * center[k] + (1 - a) * pi_lp[k] for k in pi_lp}
+    pi_out = pi_lp  # the prices smoothed towards the centre: the LP's own, then the face's centre
+    pi = _smoothed(center, a, pi_out)
     best: dict[int, float] = {}
     exact, added, incomplete = True, 0, False
     limits = []
@@ -380,25 +405,38 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
     def wanted(j: int):
         def negative(counts, j=j):
             """A negative reduced cost at the LP's own duals: a column the master lacks."""
-            return sum(pi_lp.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts)) > limits[j] + 1e-6
+            lp = sum(pi_lp.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts))
+            out = sum(pi_out.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts))
+            return max(lp, out) > limits[j] + 1e-6
 
         return negative
 
+    if time.perf_counter() >= gen.stop:  # the greedy rounds, too, stop at the generation's time
+        gen.stopped, gen.late = LATE, True
+        return False
     if gen.greedy:
         found = _greedy_columns(part, (pi, pi_lp), wanted)
         if found:
             gen.greedy_rounds += 1
             part.stats["colgen_greedy_columns"] = part.stats.get("colgen_greedy_columns", 0) + found
             return True
+    if gen.face is not None and gen.lp_value is not None:
+        pi_out = gen.face.centre(gen.lp_value, pi_lp, FACE_DRAWS, gen.rounds)
+        pi = _smoothed(center, a, pi_out)
     roots = [j for j, r in enumerate(part.priced_by) if r == j]
+    relaxed = _relaxed_bounds(part, roots, pi, limits)
+    skipped = {j: u for j, u in relaxed.items() if u <= limits[j]}
+    part.stats["colgen_relaxed_skips"] = part.stats.get("colgen_relaxed_skips", 0) + len(skipped)
+    all_roots, roots = roots, [j for j in roots if j not in skipped]
     fast = [part.fast[j] for j in roots]
+    _t0 = time.perf_counter()
     got_roots = price_classes(
         [classes[j] for j in roots],
         fast,
         [part.ones[j] for j in roots],
         lambda i: {ki: pi.get(ki, 0.0) for ki in classes[roots[i]].kinds},
         lambda i: wanted(roots[i]),
-        gen.cap,
+        [gen.caps.get(j, PRICE_FIRST_SECONDS) for j in roots],
         gen.stop,
         part.stats,
         checked=False,  # the integer counts check the columns they use (an undecided check under
@@ -407,30 +445,89 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
     for j, f in zip(roots, fast):
         part.fast[j] = f  # None where the one model disagreed with the compact one
     priced = dict(zip(roots, got_roots))
-    for j in roots:
+    for j, u in skipped.items():
+        priced[j] = [], u, True  # no column (its relaxation is worth at most its cost), a proven bound
+    gen.raised = False
+    for j in all_roots:
         got = priced[j]
         if got == "late":
-            gen.stopped, gen.late = "the time limit ran out during the column generation", True
+            gen.stopped, gen.late = LATE, True
             return False
         if got is None:
             # Nothing in time on this class: no bound this round, the other classes
             # still give columns.
             exact, incomplete = False, True
+            _raise_cap(gen, j)
             best[j] = math.inf
             continue
         confs, upper, proven = got
+        upper = min(upper, relaxed.get(j, math.inf))  # both bound it
         exact = exact and proven
         best[j] = max(0.0, upper)
         check = wanted(j)
+        before = added
         for conf in confs if isinstance(confs, list) else [confs]:
             counts = conf if isinstance(conf, tuple) else None if conf is None else conf.counts
             if counts is not None and check(counts):
                 added += part.add(j, counts, None if isinstance(conf, tuple) else conf)
+        if not proven and added == before and upper > limits[j] + 1e-6:
+            _raise_cap(gen, j)
     best = {j: best[part.priced_by[j]] for j in range(len(classes))}  # a dominated class: its root's
     farley = 0.0 if incomplete else _farley(pi, part.demand, list(best.values()), part.cost_f, part.free_nodes)
-    if farley > gen.bound or (gen.center is None and not incomplete):
-        gen.bound, gen.center = max(gen.bound, farley), pi
+    combined, center = 0.0, None
+    if not incomplete:
+        gen.exact_rounds += 1
+        gen.farley, gen.theta = max(gen.farley, farley), _theta(list(best.values()), part.cost_f)
+        if gen.bundle is None:
+            gen.bundle = DualBundle(part.demand, part.cost_f, part.free_nodes)
+        gen.bundle.add(pi, list(best.values()))
+        if CENTER != "off":
+            combined, center = gen.bundle.best()
+    import os, sys
+
+    if os.environ.get("DRAOPT_COLGEN_TRACE"):
+        th = min(
+            [1.0] + [part.cost_f[j] / b for j, b in best.items() if part.cost_f[j] is not None and b > part.cost_f[j]]
+        )
+        print(
+            f"TRACE exact r={gen.rounds} g={gen.greedy_rounds} t={time.perf_counter() - _t0:.1f} lp={gen.lp_value:.1f} farley={farley:.1f} comb={combined:.1f} bound={gen.bound:.1f} theta={th:.4f} a={a} caps={sorted(gen.caps.values())} added={added} exact={exact} unproven={sum(1 for j in roots if not isinstance(priced[j], str) and priced[j] is not None and not priced[j][2])} roots={len(roots)} skipped={len(skipped)} left={gen.stop - time.perf_counter():.0f}",
+            file=sys.stderr,
+            flush=True,
+        )
+    if CENTER == "bundle" and center is not None and combined > gen.bound:
+        gen.bound, gen.center = combined, center
+    elif farley > gen.bound or (gen.center is None and not incomplete):
+        gen.bound, gen.center = max(gen.bound, farley, combined), pi
+    elif combined > gen.bound:
+        gen.bound = combined
     return _next_round(gen, added, a, exact, incomplete)
+
+
+def _relaxed_bounds(part: _PlanPart, roots: list[int], pi: dict[int, float], limits: list[float]) -> dict[int, float]:
+    """Per root class with the compact model, the upper bound of its best configuration's value
+    at `pi` from its relaxation (colgen_stabilise.RelaxedPricing). Roots priced for a class with
+    free nodes are left out: their value there counts in full, not only above the cost."""
+    grouped_free = Counter(part.priced_by[j] for j, n in enumerate(part.free_nodes) if n)
+    out = {}
+    for j in roots:
+        r = part.relaxed[j] if part.relaxed else None
+        if r is not None and part.fast[j] is not None and not grouped_free[j] and math.isfinite(limits[j]):
+            out[j] = r.upper({ki: pi.get(ki, 0.0) for ki in part.classes[j].kinds})
+    return out
+
+
+def _smoothed(center: dict[int, float] | None, a: float, pi: dict[int, float]) -> dict[int, float]:
+    """Wentges: the prices `a` of the way from `pi` to the centre."""
+    return pi if not a or center is None else {k: a * center[k] + (1 - a) * pi[k] for k in pi}
+
+
+def _raise_cap(gen: _PlanGeneration, j: int) -> None:
+    """Class `j` gave no column and no proof: its bound, not its columns, is what the next rounds
+    need from it (a loose one held theta at 0.95 over the last rounds at 8,000 scale pods), so it
+    is priced longer from now on, alone (the others' caps are kept: short while columns come)."""
+    cap = gen.caps.get(j, PRICE_FIRST_SECONDS)
+    if cap < PRICE_SECONDS:
+        gen.caps[j], gen.raised = min(PRICE_SECONDS, cap * 4), True
 
 
 def _greedy_columns(part: _PlanPart, prices: tuple[dict[int, float], ...], wanted) -> int:
@@ -456,15 +553,19 @@ def _next_round(gen: _PlanGeneration, added: int, smoothed: float, exact: bool, 
     """After a complete round: True for another one, False when the generation ends."""
     if added:
         gen.alpha = SMOOTHING
+        gen.mispriced = 0
         return True
     if smoothed:
-        gen.alpha = 0.0  # mispricing: the LP's own duals next
+        if MISPRICE == "zero":
+            gen.alpha = 0.0  # mispricing: the LP's own duals next
+        else:
+            gen.mispriced += 1
+            gen.alpha = max(0.0, 1 - gen.mispriced * (1 - SMOOTHING))
         return True
-    if incomplete and time.perf_counter() < gen.stop and gen.cap >= PRICE_SECONDS:
+    if incomplete and time.perf_counter() < gen.stop and not gen.raised:
         gen.stopped = "a pricing model found nothing in time"
         return False
-    if not exact and gen.cap < PRICE_SECONDS:
-        gen.cap = min(PRICE_SECONDS, gen.cap * 4)
+    if not exact and gen.raised:
         return True
     gen.converged = exact
     if not exact:
@@ -708,6 +809,9 @@ def _solution(part: _PlanPart, gen: _PlanGeneration, counts: _CoverCounts, t0: f
     stats: ColgenStats = {
         "colgen_rounds": gen.rounds,
         "colgen_greedy_rounds": gen.greedy_rounds,
+        "colgen_exact_rounds": gen.exact_rounds,
+        "colgen_farley_bound": round(gen.farley, 3),
+        "colgen_theta": round(gen.theta, 4),
         "colgen_columns": len(columns),
         "colgen_classes": len(part.classes),
         "colgen_kinds": len(part.demand),  # pending pods that have a node, grouped into kinds
@@ -780,14 +884,21 @@ def _pooled_bound(fast, classes, free_nodes, class_cost, demand) -> float:
     return best
 
 
-def _farley(
-    pi: dict[int, float], demand: dict[int, int], best: list[float], cost: list[float | None], free_nodes: list[int]
-) -> float:
-    """Lagrangian lower bound at theta * pi (see the module docstring)."""
+def _theta(best: list[float], cost: list[float | None]) -> float:
+    """Farley's scale: no copy worth more than its cost at theta * pi (`best`: per class, an upper
+    bound of its best configuration's value at pi)."""
     theta = 1.0
     for b, c in zip(best, cost):
         if c is not None and b > c:
             theta = min(theta, c / b)
+    return theta
+
+
+def _farley(
+    pi: dict[int, float], demand: dict[int, int], best: list[float], cost: list[float | None], free_nodes: list[int]
+) -> float:
+    """Lagrangian lower bound at theta * pi (see the module docstring)."""
+    theta = _theta(best, cost)
     value = sum(pi.get(k, 0.0) * d for k, d in demand.items()) - sum(n * b for n, b in zip(free_nodes, best))
     return max(0.0, theta * value)
 
