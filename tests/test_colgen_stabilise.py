@@ -84,33 +84,3 @@ def test_the_bound_never_exceeds_the_covering_lp_on_random_instances():
         bound, _ = bundle.best()
         assert bound <= _covering_lp(configs, cost, free_nodes, demand) + 1e-6
         assert bound >= best_farley - 1e-6
-
-
-def test_the_relaxed_pricing_bounds_every_configuration():
-    """RelaxedPricing.upper is at least the best configuration's value (every count vector the
-    compact model accepts, enumerated) at random prices, negative ones included; it skips a class
-    only where that holds."""
-    from fractions import Fraction
-
-    from draopt.model.colgen_pricing import DevicePricing
-    from draopt.model.colgen_stabilise import RelaxedPricing
-
-    # A node of 2 GPUs of 1000 and 10 cpus: kind 0 takes a whole GPU, kinds 1-2 a share of one
-    # (500, 300), kind 3 no GPU; each pod 1 cpu.
-    kinds = [0, 1, 2, 3]
-    ub = [2, 4, 6, 10]
-    demand = [{"cpu": Fraction(1)} for _ in kinds]
-    whole, share = [1, 0, 0, 0], [0, Fraction(500), Fraction(300), 0]
-    f = DevicePricing(kinds, ub, demand, {"cpu": Fraction(10)}, whole, share, 2, Fraction(1000))
-    relaxed = RelaxedPricing(f)
-    rng = random.Random(3)
-    tight = 0
-    for _ in range(30):
-        reduced = {k: rng.uniform(-0.2, 1.0) for k in kinds}
-        counts, upper, proven, _ = f.price(reduced, 5.0)
-        assert proven
-        best = sum(reduced[k] * n for k, n in zip(kinds, counts))
-        got = relaxed.upper(reduced)
-        assert got >= best - 1e-9
-        tight += got <= 1.2 * best + 1e-9
-    assert tight >= 15  # a bound, and not a loose one: within 20 % on most draws

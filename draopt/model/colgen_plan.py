@@ -16,9 +16,9 @@ free and limited (its real nodes), copies of a node type cost the type's cost an
   (<= 1, so that no copy has a negative reduced cost), theta * (sum_k pi_k pods_k - sum over
   free classes of nodes * best value) is a lower bound of every mix's cost, at any round; the
   bound kept is the best combination of every round's (colgen_stabilise.DualBundle: never below
-  the best round's), and the prices priced are smoothed (Wentges) from the centre of the
-  master's optimal dual face (colgen_stabilise.DualFace) towards that combination's prices; a
-  class left unproven, and without a column, is priced longer from then on (its own cap);
+  the best round's), and the prices priced are smoothed (Wentges) from the LP's duals towards
+  that combination's prices; a class left unproven, and without a column, is priced longer from
+  then on (its own cap);
 * integer: the covering LP rounded by diving (colgen_dive.py), then CP-SAT over configuration
   counts kept at or above the first LP's whole part and hinted with the dive (or with the warm
   start, the first-fit-decreasing estimate's own nodes, whose contents are columns from the
@@ -28,6 +28,7 @@ free and limited (its real nodes), copies of a node type cost the type's cost an
 """
 
 from __future__ import annotations
+
 
 import math
 import time
@@ -43,7 +44,7 @@ from draopt import interrupt
 from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes, solve_master
 from draopt.model.colgen_dive import Dive, dive
 from draopt.model.colgen_pricing import DevicePricing
-from draopt.model.colgen_stabilise import DualBundle, DualFace, RelaxedPricing
+from draopt.model.colgen_stabilise import DualBundle, farley as _farley, pooled_bound as _pooled_bound, theta as _theta
 from draopt.model.colgen_stats import ColgenStats
 from draopt.model.colgen_substitution import realize, substitutions
 from draopt.model.encodings.base import scale_to_int
@@ -51,12 +52,7 @@ from draopt.model.patterns import NodeClass, OneNodeModel, node_classes
 from draopt.model.placement import one_node_model
 
 LP_SHARE = 0.7  # of the time given, for the generation (the rest: the LP's rounding, the integer counts and the one model's checks of the columns they use)
-SMOOTHING = float(
-    __import__("os").environ.get("DRAOPT_ALPHA", "0.5")
-)  # Wentges: weight of the best bound's duals in the prices priced
-FACE_DRAWS = int(__import__("os").environ.get("DRAOPT_FACE", "4"))
-CENTER = __import__("os").environ.get("DRAOPT_CENTER", "bundle")
-MISPRICE = __import__("os").environ.get("DRAOPT_MISPRICE", "zero")
+SMOOTHING = 0.5  # Wentges: weight of the best bound's duals in the prices priced
 GREEDY_COLUMNS = 4  # per class and prices, from the greedy pricing's orders
 LP_TOLERANCE = 1e-4  # relative gap between the bound and the LP at which the generation stops
 # The LP's rounding at most this far above the LP when the clock stops the generation: CP-SAT over
@@ -180,7 +176,6 @@ class _PlanPart:
     subs: list[tuple[int, int]]  # (a, b): b's pods may take a's places
     # per class, the class that prices for it (itself, or a cheaper one that holds all it holds)
     priced_by: list[int] = field(default_factory=list)
-    relaxed: list[RelaxedPricing | None] = field(default_factory=list)  # per class (None: no compact model)
     columns: list[PlanColumn] = field(default_factory=list)
     seen: set[tuple] = field(default_factory=set)  # (class, counts) of every column
     warm_free: Counter = field(default_factory=Counter)  # (class, counts) -> the warm start's free nodes
@@ -210,8 +205,6 @@ class _PlanGeneration:
     raised: bool = False  # the last exact round raised a class's cap (its bound was not proven)
     center: dict[int, float] | None = None  # Wentges smoothing, as in colgen.py
     alpha: float = SMOOTHING
-    mispriced: int = 0
-    face: DualFace | None = None  # the master's optimal dual face (colgen_stabilise.py)
     bundle: DualBundle | None = None  # every point priced exactly (colgen_stabilise.py)
     greedy: bool = True  # rounds start with the greedy pricing; the exact one when it finds nothing
     greedy_rounds: int = 0
@@ -247,13 +240,15 @@ def _start(prep, cluster, workload, book, kind_ids, node_names, type_of, cost_of
     fast: list[DevicePricing | None] = [
         DevicePricing.for_class(nc, prep, ones[j].vars)[0] for j, nc in enumerate(classes)
     ]
+    for f in fast:
+        if f is not None:
+            f.linearization = 2  # the exact rounds' proofs: the most of the generation's time
     fast_stats: ColgenStats = {"colgen_fast_classes": sum(f is not None for f in fast), "colgen_fast_checked": 0}
     subs = [(a, b) for a, b in substitutions(classes, fast) if a in demand and b in demand]
     fast_stats["colgen_substitutions"] = len(subs)
     cost_f = [float(c) if c is not None else None for c in class_cost]
     part = _PlanPart(classes, kinds, free_nodes, class_type, class_cost, cost_f, demand, ones, fast, fast_stats, subs)
     part.priced_by = priced_by(fast, class_cost)
-    part.relaxed = [RelaxedPricing(f) if f is not None else None for f in fast]
     fast_stats["colgen_dominated_classes"] = sum(1 for j, r in enumerate(part.priced_by) if r != j)
     return part
 
@@ -369,10 +364,6 @@ def _generate(part: _PlanPart, master: _CoverMaster, gen: _PlanGeneration) -> No
     """Covering LP and pricing rounds until the LP reaches the bound, no column is left, or time."""
     while True:
         master.add_columns(part.columns[gen.done :])
-        if FACE_DRAWS and gen.face is None:
-            gen.face = DualFace(part.classes, part.demand, part.cost_f, part.free_nodes, part.subs)
-        if gen.face is not None:
-            gen.face.add_columns(part.columns[gen.done :])
         gen.done = len(part.columns)
         lp_value, pi_lp, sigma = master.solve()
         gen.lp_value = lp_value
@@ -390,10 +381,7 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
     classes = part.classes
     center = gen.center
     a = gen.alpha if center is not None else 0.0
-    pi_out = pi_lp  # the prices smoothed towards the centre: the LP's own, then the face's centre
-    pi = _smoothed(center, a, pi_out)
-    best: dict[int, float] = {}
-    exact, added, incomplete = True, 0, False
+    pi = _smoothed(center, a, pi_lp)
     limits = []
     for j in range(len(classes)):
         limit = part.cost_f[j]
@@ -405,9 +393,7 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
     def wanted(j: int):
         def negative(counts, j=j):
             """A negative reduced cost at the LP's own duals: a column the master lacks."""
-            lp = sum(pi_lp.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts))
-            out = sum(pi_out.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts))
-            return max(lp, out) > limits[j] + 1e-6
+            return sum(pi_lp.get(ki, 0.0) * n for ki, n in zip(classes[j].kinds, counts)) > limits[j] + 1e-6
 
         return negative
 
@@ -420,16 +406,8 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
             gen.greedy_rounds += 1
             part.stats["colgen_greedy_columns"] = part.stats.get("colgen_greedy_columns", 0) + found
             return True
-    if gen.face is not None and gen.lp_value is not None:
-        pi_out = gen.face.centre(gen.lp_value, pi_lp, FACE_DRAWS, gen.rounds)
-        pi = _smoothed(center, a, pi_out)
     roots = [j for j, r in enumerate(part.priced_by) if r == j]
-    relaxed = _relaxed_bounds(part, roots, pi, limits)
-    skipped = {j: u for j, u in relaxed.items() if u <= limits[j]}
-    part.stats["colgen_relaxed_skips"] = part.stats.get("colgen_relaxed_skips", 0) + len(skipped)
-    all_roots, roots = roots, [j for j in roots if j not in skipped]
     fast = [part.fast[j] for j in roots]
-    _t0 = time.perf_counter()
     got_roots = price_classes(
         [classes[j] for j in roots],
         fast,
@@ -444,24 +422,36 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
     )
     for j, f in zip(roots, fast):
         part.fast[j] = f  # None where the one model disagreed with the compact one
-    priced = dict(zip(roots, got_roots))
-    for j, u in skipped.items():
-        priced[j] = [], u, True  # no column (its relaxation is worth at most its cost), a proven bound
+    got = _exact_columns(part, gen, dict(zip(roots, got_roots)), wanted, limits)
+    if got is None:
+        return False  # the clock stopped it
+    best, added, exact = got
+    incomplete = math.inf in best.values()
+    if not incomplete:
+        _bound(part, gen, pi, best)
+    return _next_round(gen, added, a, exact, incomplete)
+
+
+def _exact_columns(part: _PlanPart, gen: _PlanGeneration, priced: dict, wanted, limits: list[float]):
+    """The exact round's columns from each root class's pricing (`priced`), and per class (the
+    dominated ones: their root's) the proven upper bound of its best value (inf: nothing found
+    in time): (best, columns added, every class proven), None when the clock stopped it. A root
+    class left unproven without a column is priced longer from then on (_raise_cap)."""
+    best: dict[int, float] = {}
+    exact, added = True, 0
     gen.raised = False
-    for j in all_roots:
-        got = priced[j]
+    for j, got in priced.items():
         if got == "late":
             gen.stopped, gen.late = LATE, True
-            return False
+            return None
         if got is None:
             # Nothing in time on this class: no bound this round, the other classes
             # still give columns.
-            exact, incomplete = False, True
+            exact = False
             _raise_cap(gen, j)
             best[j] = math.inf
             continue
         confs, upper, proven = got
-        upper = min(upper, relaxed.get(j, math.inf))  # both bound it
         exact = exact and proven
         best[j] = max(0.0, upper)
         check = wanted(j)
@@ -472,48 +462,25 @@ def _price_round(part: _PlanPart, gen: _PlanGeneration, pi_lp: dict[int, float],
                 added += part.add(j, counts, None if isinstance(conf, tuple) else conf)
         if not proven and added == before and upper > limits[j] + 1e-6:
             _raise_cap(gen, j)
-    best = {j: best[part.priced_by[j]] for j in range(len(classes))}  # a dominated class: its root's
-    farley = 0.0 if incomplete else _farley(pi, part.demand, list(best.values()), part.cost_f, part.free_nodes)
-    combined, center = 0.0, None
-    if not incomplete:
-        gen.exact_rounds += 1
-        gen.farley, gen.theta = max(gen.farley, farley), _theta(list(best.values()), part.cost_f)
-        if gen.bundle is None:
-            gen.bundle = DualBundle(part.demand, part.cost_f, part.free_nodes)
-        gen.bundle.add(pi, list(best.values()))
-        if CENTER != "off":
-            combined, center = gen.bundle.best()
-    import os, sys
+    return {j: best[part.priced_by[j]] for j in range(len(part.classes))}, added, exact
 
-    if os.environ.get("DRAOPT_COLGEN_TRACE"):
-        th = min(
-            [1.0] + [part.cost_f[j] / b for j, b in best.items() if part.cost_f[j] is not None and b > part.cost_f[j]]
-        )
-        print(
-            f"TRACE exact r={gen.rounds} g={gen.greedy_rounds} t={time.perf_counter() - _t0:.1f} lp={gen.lp_value:.1f} farley={farley:.1f} comb={combined:.1f} bound={gen.bound:.1f} theta={th:.4f} a={a} caps={sorted(gen.caps.values())} added={added} exact={exact} unproven={sum(1 for j in roots if not isinstance(priced[j], str) and priced[j] is not None and not priced[j][2])} roots={len(roots)} skipped={len(skipped)} left={gen.stop - time.perf_counter():.0f}",
-            file=sys.stderr,
-            flush=True,
-        )
-    if CENTER == "bundle" and center is not None and combined > gen.bound:
+
+def _bound(part: _PlanPart, gen: _PlanGeneration, pi: dict[int, float], best: dict[int, float]) -> None:
+    """A complete exact round at `pi`: its Farley bound, and the best bound of every such round's
+    prices combined (colgen_stabilise.DualBundle, never below the best round's); the centre the
+    next prices are smoothed towards is the combination's prices when they raise the bound."""
+    upper = list(best.values())
+    farley = _farley(pi, part.demand, upper, part.cost_f, part.free_nodes)
+    gen.exact_rounds += 1
+    gen.farley, gen.theta = max(gen.farley, farley), _theta(upper, part.cost_f)
+    if gen.bundle is None:
+        gen.bundle = DualBundle(part.demand, part.cost_f, part.free_nodes)
+    gen.bundle.add(pi, upper)
+    combined, center = gen.bundle.best()
+    if center is not None and combined > gen.bound:
         gen.bound, gen.center = combined, center
-    elif farley > gen.bound or (gen.center is None and not incomplete):
-        gen.bound, gen.center = max(gen.bound, farley, combined), pi
-    elif combined > gen.bound:
-        gen.bound = combined
-    return _next_round(gen, added, a, exact, incomplete)
-
-
-def _relaxed_bounds(part: _PlanPart, roots: list[int], pi: dict[int, float], limits: list[float]) -> dict[int, float]:
-    """Per root class with the compact model, the upper bound of its best configuration's value
-    at `pi` from its relaxation (colgen_stabilise.RelaxedPricing). Roots priced for a class with
-    free nodes are left out: their value there counts in full, not only above the cost."""
-    grouped_free = Counter(part.priced_by[j] for j, n in enumerate(part.free_nodes) if n)
-    out = {}
-    for j in roots:
-        r = part.relaxed[j] if part.relaxed else None
-        if r is not None and part.fast[j] is not None and not grouped_free[j] and math.isfinite(limits[j]):
-            out[j] = r.upper({ki: pi.get(ki, 0.0) for ki in part.classes[j].kinds})
-    return out
+    elif farley > gen.bound or gen.center is None:
+        gen.bound, gen.center = max(gen.bound, farley), pi
 
 
 def _smoothed(center: dict[int, float] | None, a: float, pi: dict[int, float]) -> dict[int, float]:
@@ -553,14 +520,9 @@ def _next_round(gen: _PlanGeneration, added: int, smoothed: float, exact: bool, 
     """After a complete round: True for another one, False when the generation ends."""
     if added:
         gen.alpha = SMOOTHING
-        gen.mispriced = 0
         return True
     if smoothed:
-        if MISPRICE == "zero":
-            gen.alpha = 0.0  # mispricing: the LP's own duals next
-        else:
-            gen.mispriced += 1
-            gen.alpha = max(0.0, 1 - gen.mispriced * (1 - SMOOTHING))
+        gen.alpha = 0.0  # mispricing: the LP's own duals next
         return True
     if incomplete and time.perf_counter() < gen.stop and not gen.raised:
         gen.stopped = "a pricing model found nothing in time"
@@ -849,58 +811,6 @@ def _alone(fast, one, nc, ki: int, pods: int, stats: ColgenStats):
             return conf
         hi -= 1 if conf is False else hi  # undecided in time: give up on this class
     return None
-
-
-def _pooled_bound(fast, classes, free_nodes, class_cost, demand) -> float:
-    """A bound without any round: per resource (node resources, and devices: a share counts its
-    part of one), the demand the free nodes cannot hold, bought at the best capacity per cost.
-    Pooling a resource over nodes relaxes every node's limits, so any mix costs at least this.
-    Needs the compact structure (colgen_pricing) of every class; 0 otherwise."""
-    if any(f is None for f in fast):
-        return 0.0
-    need: dict = defaultdict(Fraction)
-    for kind_index, pods in demand.items():
-        for f in fast:
-            if kind_index in f.kinds:
-                i = f.kinds.index(kind_index)
-                for r, a in f.demand[i].items():
-                    need[r] += a * pods
-                need["devices"] += (f.whole[i] + f.share[i] / f.capacity) * pods
-                break
-    best = 0.0
-    for r, total in need.items():
-        have = Fraction(0)
-        per_cost = 0.0
-        for j, f in enumerate(fast):
-            cap = Fraction(f.devices) if r == "devices" else f.free.get(r)
-            if cap is None:
-                break  # a class that does not limit r: no bound from r
-            have += cap * free_nodes[j]
-            if class_cost[j] is not None:
-                per_cost = max(per_cost, float(cap / class_cost[j]))
-        else:
-            if total > have and per_cost > 0:
-                best = max(best, float(total - have) / per_cost)
-    return best
-
-
-def _theta(best: list[float], cost: list[float | None]) -> float:
-    """Farley's scale: no copy worth more than its cost at theta * pi (`best`: per class, an upper
-    bound of its best configuration's value at pi)."""
-    theta = 1.0
-    for b, c in zip(best, cost):
-        if c is not None and b > c:
-            theta = min(theta, c / b)
-    return theta
-
-
-def _farley(
-    pi: dict[int, float], demand: dict[int, int], best: list[float], cost: list[float | None], free_nodes: list[int]
-) -> float:
-    """Lagrangian lower bound at theta * pi (see the module docstring)."""
-    theta = _theta(best, cost)
-    value = sum(pi.get(k, 0.0) * d for k, d in demand.items()) - sum(n * b for n, b in zip(free_nodes, best))
-    return max(0.0, theta * value)
 
 
 class _CoverMaster:

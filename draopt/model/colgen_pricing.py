@@ -65,6 +65,10 @@ class DevicePricing:
         self.devices = devices
         self.capacity = capacity
         self.stats = {"solves": 0}
+        # CP-SAT's linearization level for `price` (its default: 1). The plan sets 2 (the full
+        # LP relaxation, cuts included): 35-40 % fewer cpu seconds to prove the openb-shaped
+        # classes of the 8,000-pod scale fleet (50 solves of two exact rounds: 7.0 s against 11.2).
+        self.linearization = 1
 
     # ------------------------------------------------------------------ structure
     @staticmethod
@@ -207,6 +211,7 @@ class DevicePricing:
         solver.parameters.num_workers = 1
         solver.parameters.random_seed = 0
         solver.parameters.max_deterministic_time = max(0.05, seconds)  # same input, same columns
+        solver.parameters.linearization_level = self.linearization
         if hard:
             solver.parameters.max_time_in_seconds = max(0.05, seconds * 3)  # a hard stop
         found = _Solutions(n)

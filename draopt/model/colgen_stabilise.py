@@ -1,4 +1,5 @@
-"""The plan's lower bound from every dual point priced so far, not from one at a time.
+"""The plan's lower bounds (colgen_plan.py): Farley's at one dual point, the pooled resources' one before
+any round, and the best combination of every dual point priced so far.
 
 colgen_plan.py prices the classes exactly at a dual point pi_t (kind -> price of one pod) and gets,
 per class j, a proven upper bound U_tj of its best configuration's value v_j(pi_t) = max over the
@@ -20,6 +21,9 @@ smoothed towards (Wentges).
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
 
 from ortools.linear_solver import pywraplp
 
@@ -85,122 +89,53 @@ class DualBundle:
         return [max(0.0, m.solution_value()) for m in mu]
 
 
-class DualFace:
-    """The covering master's optimal dual face, for prices inside it rather than at a vertex.
-
-    GLOP's duals of the restricted master are a vertex of its optimal dual face, and the master is
-    degenerate: the vertex jumps between rounds and prices columns far from the full LP's duals.
-    Any point of the face prices the same master at its optimum, so the average of a few of its
-    vertices (the face's extremes under seeded random objectives, half maximised, half minimised:
-    Rousseau, Gendreau and Feillet's interior point stabilisation) is a dual of the master too,
-    nearer the face's centre. The dual LP kept here grows by a row per column, as the master."""
-
-    def __init__(self, classes, demand: dict[int, int], cost: list[float | None], free_nodes: list[int], subs):
-        self.lp = pywraplp.Solver.CreateSolver("GLOP")
-        inf = self.lp.infinity()
-        self.classes, self.cost, self.free_nodes = classes, cost, free_nodes
-        self.kinds = sorted(demand)
-        # At most the master's price of a pod left short (its slack): no face vertex is unbounded.
-        big = 1.0 + 10 * sum(c for c in cost if c is not None) * max([1] + list(demand.values()))
-        self.pi = {k: self.lp.NumVar(0.0, big, f"pi{k}") for k in self.kinds}
-        self.sigma = [self.lp.NumVar(0.0, inf, f"s{j}") if n else None for j, n in enumerate(free_nodes)]
-        # The master's value: the face is the duals that reach it (its lower bound set per solve).
-        self.value = self.lp.Constraint(-inf, inf)
-        for k in self.kinds:
-            self.value.SetCoefficient(self.pi[k], demand[k])
-        for j, s in enumerate(self.sigma):
-            if s is not None:
-                self.value.SetCoefficient(s, -free_nodes[j])
-        for a, b in subs:  # a pod of b in a's place: b's price at most a's
-            row = self.lp.Constraint(-inf, 0.0)
-            row.SetCoefficient(self.pi[b], 1)
-            row.SetCoefficient(self.pi[a], -1)
-
-    def add_columns(self, cols) -> None:
-        inf = self.lp.infinity()
-        for col in cols:
-            j = col.cls
-            terms = [(self.pi[k], n) for k, n in zip(self.classes[j].kinds, col.counts) if n and k in self.pi]
-            if self.cost[j] is not None:
-                row = self.lp.Constraint(-inf, self.cost[j])
-                for v, n in terms:
-                    row.SetCoefficient(v, n)
-            if self.sigma[j] is not None:
-                row = self.lp.Constraint(-inf, 0.0)
-                row.SetCoefficient(self.sigma[j], -1)
-                for v, n in terms:
-                    row.SetCoefficient(v, n)
-
-    def centre(self, value: float, pi_lp: dict[int, float], draws: int, seed: int) -> dict[int, float]:
-        """The average of `draws` vertices of the face at the master's `value` (`pi_lp` where a
-        solve fails: GLOP's own vertex is in the face)."""
-        import random
-
-        rng = random.Random(seed)
-        self.value.SetLb(value - 1e-7 * max(1.0, abs(value)))
-        got = []
-        objective = self.lp.Objective()
-        for t in range(draws):
-            objective.Clear()
-            for k in self.kinds:
-                objective.SetCoefficient(self.pi[k], rng.random())
-            if t % 2:
-                objective.SetMinimization()
-            else:
-                objective.SetMaximization()
-            if self.lp.Solve() == pywraplp.Solver.OPTIMAL:
-                got.append({k: max(0.0, self.pi[k].solution_value()) for k in self.kinds})
-        if not got:
-            return pi_lp
-        return {k: sum(p[k] for p in got) / len(got) for k in self.kinds}
+def pooled_bound(fast, classes, free_nodes, class_cost, demand) -> float:
+    """A bound without any round: per resource (node resources, and devices: a share counts its
+    part of one), the demand the free nodes cannot hold, bought at the best capacity per cost.
+    Pooling a resource over nodes relaxes every node's limits, so any mix costs at least this.
+    Needs the compact structure (colgen_pricing) of every class; 0 otherwise."""
+    if any(f is None for f in fast):
+        return 0.0
+    need: dict = defaultdict(Fraction)
+    for kind_index, pods in demand.items():
+        for f in fast:
+            if kind_index in f.kinds:
+                i = f.kinds.index(kind_index)
+                for r, a in f.demand[i].items():
+                    need[r] += a * pods
+                need["devices"] += (f.whole[i] + f.share[i] / f.capacity) * pods
+                break
+    best = 0.0
+    for r, total in need.items():
+        have = Fraction(0)
+        per_cost = 0.0
+        for j, f in enumerate(fast):
+            cap = Fraction(f.devices) if r == "devices" else f.free.get(r)
+            if cap is None:
+                break  # a class that does not limit r: no bound from r
+            have += cap * free_nodes[j]
+            if class_cost[j] is not None:
+                per_cost = max(per_cost, float(cap / class_cost[j]))
+        else:
+            if total > have and per_cost > 0:
+                best = max(best, float(total - have) / per_cost)
+    return best
 
 
-class RelaxedPricing:
-    """An upper bound of one class's best configuration value at any prices, without CP-SAT: the
-    compact model (colgen_pricing.DevicePricing) with its devices pooled (a share counts its part
-    of one device, a whole device one) and its counts fractional, a relaxation of every rule it
-    keeps. A class whose bound is at most its cost has no column to give and does not lower
-    Farley's theta: the exact round skips it (at 8,000 scale pods, most of the expensive
-    types). The LP's duals give the bound by weak duality, computed here from the rows, so
-    GLOP's tolerances cannot make it too low."""
+def theta(best: list[float], cost: list[float | None]) -> float:
+    """Farley's scale: no copy worth more than its cost at theta * pi (`best`: per class, an upper
+    bound of its best configuration's value at pi)."""
+    out = 1.0
+    for b, c in zip(best, cost):
+        if c is not None and b > c:
+            out = min(out, c / b)
+    return out
 
-    def __init__(self, fast):
-        self.kinds = list(fast.kinds)
-        rows: list[tuple[list[float], float]] = []
-        for r, free in fast.free.items():
-            rows.append(([float(d.get(r, 0)) for d in fast.demand], float(free)))
-        per_device = [float(w + s / fast.capacity) for w, s in zip(fast.whole, fast.share)]
-        rows.append((per_device, float(fast.devices)))
-        self.rows = rows
-        self.hi = []
-        for i in range(len(self.kinds)):
-            hi = float(fast.ub[i])
-            for coef, room in rows:
-                if coef[i] > 0:
-                    hi = min(hi, room / coef[i])
-            self.hi.append(max(0.0, hi))
-        self.lp = pywraplp.Solver.CreateSolver("GLOP")
-        self.vars = [self.lp.NumVar(0.0, h, f"a{i}") for i, h in enumerate(self.hi)]
-        self.constraints = []
-        for coef, room in rows:
-            c = self.lp.Constraint(-self.lp.infinity(), room)
-            for v, a in zip(self.vars, coef):
-                if a:
-                    c.SetCoefficient(v, a)
-            self.constraints.append(c)
-        self.lp.Objective().SetMaximization()
 
-    def upper(self, reduced: dict[int, float]) -> float:
-        """At least the best configuration's value sum_k reduced_k n_k (inf if the LP fails)."""
-        value = [max(0.0, reduced.get(k, 0.0)) for k in self.kinds]
-        objective = self.lp.Objective()
-        for v, r in zip(self.vars, value):
-            objective.SetCoefficient(v, r)
-        if self.lp.Solve() != pywraplp.Solver.OPTIMAL:
-            return float("inf")
-        y = [max(0.0, c.dual_value()) for c in self.constraints]
-        # Weak duality with the counts' upper bounds: any y >= 0 bounds the LP, hence every count.
-        bound = sum(yr * room for yr, (_, room) in zip(y, self.rows))
-        for i, r in enumerate(value):
-            bound += self.hi[i] * max(0.0, r - sum(yr * coef[i] for yr, (coef, _) in zip(y, self.rows)))
-        return bound
+def farley(
+    pi: dict[int, float], demand: dict[int, int], best: list[float], cost: list[float | None], free_nodes: list[int]
+) -> float:
+    """Lagrangian lower bound at theta * pi (colgen_plan.py's module docstring)."""
+    scale = theta(best, cost)
+    value = sum(pi.get(k, 0.0) * d for k, d in demand.items()) - sum(n * b for n, b in zip(free_nodes, best))
+    return max(0.0, scale * value)
