@@ -733,7 +733,10 @@ def price_classes(
         own: PricingCounts = {"colgen_fast_checked": 0}
         got, dropped = None, False
         if fast[j] is not None and not checked:
-            return _price_fast_counts(fast[j], reduced_of(j), min(cap, left), wanted_of(j), hard), own, False
+            # A hard stop at `stop` too: a long cap (16 s, three times that in wall time) no longer
+            # runs past it into the time of what follows.
+            got = _price_fast_counts(fast[j], reduced_of(j), min(cap, left), wanted_of(j), hard, left)
+            return got, own, False
         if fast[j] is not None:
             got = _price_fast(fast[j], ones[j], reduced_of(j), min(cap, left), own, wanted_of(j), hard)
             if got == "disagree":
@@ -826,10 +829,13 @@ def _price_fast(
     return confs, upper, proven
 
 
-def _price_fast_counts(fast: DevicePricing, reduced: dict[int, float], seconds: float, wanted, hard: bool = True):
+def _price_fast_counts(
+    fast: DevicePricing, reduced: dict[int, float], seconds: float, wanted, hard: bool = True, wall: float | None = None
+):
     """The compact pricing's best configurations the master lacks (`wanted`), as counts, with its
-    proven upper bound and whether it is proven; None if nothing was found in time."""
-    got = fast.price(reduced, seconds, hard=hard)
+    proven upper bound and whether it is proven; None if nothing was found in time (`wall`: the
+    wall-clock seconds left at most, with `hard`)."""
+    got = fast.price(reduced, seconds, hard=hard, wall=wall)
     if got is None:
         return None
     counts, upper, proven, others = got

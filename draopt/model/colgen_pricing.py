@@ -30,6 +30,7 @@ pricing for the class on the first disagreement.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from functools import cached_property
 
@@ -154,10 +155,19 @@ class DevicePricing:
         ), ""
 
     # ------------------------------------------------------------------ pricing
-    def price(self, reduced: dict[int, float], seconds: float, hint: tuple[int, ...] | None = None, *, hard=True):
+    def price(
+        self,
+        reduced: dict[int, float],
+        seconds: float,
+        hint: tuple[int, ...] | None = None,
+        *,
+        hard=True,
+        wall: float | None = None,
+    ):
         """(counts, proven upper bound of the reduced value, proven, other solutions found) of the
         best configuration under `reduced`, or None if nothing was found in `seconds` (deterministic
-        time; `hard`: also stopped at three times that in wall-clock seconds)."""
+        time; `hard`: also stopped at three times that in wall-clock seconds, or at `wall` seconds
+        if sooner)."""
         top = max([abs(v) for v in reduced.values()] + [1e-9])
         scale = PRICE_SCALE / top
         m = cp_model.CpModel()
@@ -213,7 +223,7 @@ class DevicePricing:
         solver.parameters.max_deterministic_time = max(0.05, seconds)  # same input, same columns
         solver.parameters.linearization_level = self.linearization
         if hard:
-            solver.parameters.max_time_in_seconds = max(0.05, seconds * 3)  # a hard stop
+            solver.parameters.max_time_in_seconds = max(0.05, min(seconds * 3, wall if wall is not None else math.inf))
         found = _Solutions(n)
         status = interrupt.watch(solver).solve(m, found)
         self.stats["solves"] += 1
