@@ -22,16 +22,16 @@ from draopt.testing.crosscheck_scenarios import FAMILY_GATES, GATE_MODES, synth_
 # synth_scenarios takes one family per len(GATE_MODES) scenarios in its single-family modes:
 # this many scenarios go through every family, alone and with the others.
 EVERY_FAMILY = len(FAMILY_GATES) * len(GATE_MODES)
+_ALLOCATE = reference.ReferenceAllocator.allocate  # (the search's own: each run wraps this one)
 
 
 def _recorded(log: list) -> Callable:
     """ReferenceAllocator.allocate, with what each search leaves in `log`: whether it found an
     allocation, the devices it still marks in use (its undos taken back), the devices tried and
     the steps."""
-    original = reference.ReferenceAllocator.allocate
 
     def allocate(self):
-        chosen = original(self)
+        chosen = _ALLOCATE(self)
         marked = sorted((reference.device_id_str(d), sorted(c)) for d, c in self.allocating.items() if c)
         log.append((chosen is not None, marked, self.devices_tried, self.nodes_visited))
         return chosen
