@@ -415,11 +415,10 @@ _LAST_RUN_KEY_SET = frozenset(_LAST_RUN_KEYS)
 
 def _add_run_stats(stats: dict[str, Any], run_stats: dict[str, Any]) -> None:
     """One node's search added to the call's figures (sizes and times summed, the last status)."""
-    # (over the run's own keys: Kubernetes' search, most runs, gives three; a figure it does not
-    # give adds nothing)
-    for k, v in run_stats.items():
-        if k in _SUMMED_RUN_KEYS:
-            stats[k] += v
+    # (over the keys the run gives: Kubernetes' search, most runs, gives one of them; a figure it
+    # does not give adds nothing)
+    for k in _SUMMED_RUN_KEYS.intersection(run_stats):
+        stats[k] += run_stats[k]
     if not _LAST_RUN_KEY_SET.isdisjoint(run_stats):
         for k in _LAST_RUN_KEYS:
             if k in run_stats:

@@ -12,7 +12,9 @@ objects (an id is never taken for another object's)."""
 
 from __future__ import annotations
 
+import operator
 import threading
+from itertools import chain
 from typing import Any
 
 from draopt.kube.features import Features
@@ -33,27 +35,24 @@ _READ = (
 )
 
 
+_LISTS_READ = operator.attrgetter(*_READ)
+
+
 def input_key(objects: ObjectSet, features: Features, policy: str, engine: str) -> tuple:
-    """The identity of what a call reads: the objects of each list read, in order, the PodGroups
-    draopt made, the gates, the policy and engine, and the thread (a search fills the caches
-    of the problem it runs on)."""
-    o = objects
-    # (written out: read on every call, the generator over _READ cost more than the lookups)
+    """The identity of what a call reads: the objects of each list read, in order (the lists'
+    lengths, then every object's id, list after list), the PodGroups draopt made, the gates,
+    the policy and engine, and the thread (a search fills the caches of the problem it runs on)."""
+    lists = _LISTS_READ(objects)
+    # (two C-level passes: read on every call, a tuple per list cost more than the search of a
+    # one-device problem's parts)
     return (
         threading.get_ident(),
         policy,
         engine,
         features,
-        frozenset(o.simulated_groups) if o.simulated_groups else None,
-        tuple(map(id, o.resource_claims)),
-        tuple(map(id, o.resource_slices)),
-        tuple(map(id, o.device_classes)),
-        tuple(map(id, o.taint_rules)),
-        tuple(map(id, o.nodes)),
-        tuple(map(id, o.namespaces)),
-        tuple(map(id, o.pod_groups)),
-        tuple(map(id, o.workloads)),
-        tuple(map(id, o.composite_pod_groups)),
+        frozenset(objects.simulated_groups) if objects.simulated_groups else None,
+        tuple(map(len, lists)),
+        tuple(map(id, chain.from_iterable(lists))),
     )
 
 

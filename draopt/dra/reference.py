@@ -31,7 +31,8 @@ import sys
 from bisect import bisect_left
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, cast
+from functools import partial
+from typing import Any, Callable, Sequence, cast
 
 from draopt.dra.counter_room import CounterRoom
 from draopt.dra.pools import PoolLayout
@@ -250,7 +251,10 @@ class ReferenceAllocator:
         self.held = problem.inventory.allocated.devices  # dedicated devices of allocated claims
         self.consumable = self.f.consumable_capacity
         self.counters_first = self.f.partitionable_devices  # (gate off: such devices fail otherwise)
-        self.constraints = [self._make_constraints(c) if c.constraints else [] for c in problem.claims]
+        # (claims without constraints, most: one empty tuple each, nothing is added to it)
+        self.constraints: list[Sequence[_Constraint]] = [
+            self._make_constraints(c) if c.constraints else () for c in problem.claims
+        ]
         if self.shape is not None:
             problem.shape_keys = self.shape
         self.dirty = False  # something of this search's state changed (counters, results, ...)
@@ -667,7 +671,19 @@ class ReferenceAllocator:
             consumed, existed = taken
         self.results[ci].append(Chosen(req, dev, consumed))
         n_before = len(self.results[ci]) - 1
-        return self._undo_device(req, dev, slot, multi, consumed, existed, counts_counters, compat_undo, n_before)
+        if not FAST_PATHS or multi or counts_counters or compat_undo is not _no_undo or self.constraints[ci]:
+            return self._undo_device(req, dev, slot, multi, consumed, existed, counts_counters, compat_undo, n_before)
+        # (most devices: no share, counters, groups nor constraints to give back; what
+        # _undo_device's function does then, without its closure)
+        return partial(self._undo_plain, dev, slot, ci, n_before)
+
+    def _undo_plain(self, dev: DeviceEntry, slot: set[int], ci: int, n_before: int) -> None:
+        """_undo_device's undo for a device that is not shared and took no counters nor groups,
+        of a claim without constraints: the in-use mark and the result taken back."""
+        if self.lazy:
+            self._materialize(dev.pool)
+        slot.discard(ci)
+        del self.results[ci][n_before:]
 
     def _add_to_constraints(self, req: RequestSpec, dev: DeviceEntry, must: bool, added: list[_Constraint]) -> bool:
         """The device added to each constraint of its claim (those it was added to, in `added`);
