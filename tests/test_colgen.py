@@ -240,3 +240,69 @@ def test_a_master_solve_stopped_by_its_work_limit_is_retried_from_scratch():
     lp = _AbnormalOnce(then=pywraplp.Solver.OPTIMAL, first=pywraplp.Solver.NOT_SOLVED)
     solve_master(lp, "restricted master")  # type: ignore[arg-type]
     assert len(lp.calls) == 2 and lp.calls[1] is not None
+
+
+class _SlowMaster(_AbnormalOnce):
+    """A master LP whose solve outlasts its wall-clock limit and reports it unsolved."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(then=pywraplp.Solver.NOT_SOLVED, first=pywraplp.Solver.NOT_SOLVED)
+        self.seconds = seconds
+        self.limits: list[int] = []
+
+    def SetTimeLimit(self, ms: int) -> None:  # noqa: N802 (pywraplp's name)
+        self.limits.append(ms)
+
+    def Solve(self, params=None):  # noqa: N802
+        import time
+
+        time.sleep(self.seconds)
+        return super().Solve(params)
+
+
+def test_a_master_solve_is_stopped_at_its_time_limit():
+    """The offline optimum's master solves stop at the time limit (one ran 15 minutes past it
+    on gpuspec33): the limit is handed to GLOP, and a solve it stopped is not retried past it."""
+    import time
+
+    from draopt.model.colgen import MasterTimeUp, solve_master
+
+    lp = _SlowMaster(0.05)
+    with pytest.raises(MasterTimeUp):
+        solve_master(lp, "restricted master", until=time.perf_counter() + 0.01)  # type: ignore[arg-type]
+    assert len(lp.calls) == 1 and 1 <= lp.limits[0] <= 10
+    late = _SlowMaster(0.0)
+    with pytest.raises(MasterTimeUp):
+        solve_master(late, "restricted master", until=time.perf_counter() - 1.0)  # type: ignore[arg-type]
+    assert late.calls == []
+    # Without a stop (relax, bounded by GLOP's deterministic work), no time limit is set.
+    free = _SlowMaster(0.0)
+    with pytest.raises(RuntimeError, match="ended with status"):
+        solve_master(free, "restricted master")  # type: ignore[arg-type]
+    assert free.limits == [] and len(free.calls) == 2
+
+
+def test_a_master_solve_cut_by_the_time_limit_ends_the_generation(small, monkeypatch):
+    """A master solve still running at the generation's stop ends it (here the first: on this
+    cluster the warm start converges in one round): the placement is the integer phase's from
+    the warm start, checked, not claimed converged, and the bound still holds."""
+    c, batch, exact = small
+    monkeypatch.setattr(colgen, "MIN_NODES", 0)
+    solve = colgen._Master.solve
+    calls: list[float | None] = []
+
+    def cut(self, until=None):
+        calls.append(until)
+        if until is not None:
+            raise colgen.MasterTimeUp("restricted master")
+        return solve(self, until)
+
+    monkeypatch.setattr(colgen._Master, "solve", cut)
+    got = _place(c, batch, time_limit=10.0)
+    st = got.result.stats
+    assert calls[0] is not None  # apply's master solves are bounded by the clock
+    assert "master LP" in st["colgen_stopped"] and not st["colgen_converged"]
+    assert st["colgen_rounds"] == 0 and "colgen_lp_value" not in st
+    assert not st["proven"]["placed"] or st["objective"] == exact.result.stats["objective"]
+    assert check_placement(got) == []
+    assert st["bound"] >= exact.result.stats["objective"] >= st["objective"]

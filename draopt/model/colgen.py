@@ -137,7 +137,7 @@ class ColumnGeneration:
         part = _start(prep, cluster, workload, book, kind_ids, node_names)
         if warm:
             _add_warm(part, warm)
-        gen, lp = _generated(part, t0 + (deadline - t0) * LP_SHARE)
+        gen, lp = _generated(part, t0 + (deadline - t0) * LP_SHARE, master_until_stop=True)
         gen_s = time.perf_counter() - t0
         ints = _integer_start(part)
         if gen.lp_value is not None and time.perf_counter() < deadline:
@@ -246,13 +246,18 @@ def relax(
 
 
 def _generated(
-    part: "_Part", stop: float, rounds: int | None = None, master_work: float | None = None
+    part: "_Part",
+    stop: float,
+    rounds: int | None = None,
+    master_work: float | None = None,
+    master_until_stop: bool = False,
 ) -> tuple["_Generation", "_Master"]:
     """The column generation run on `part` until it converges, `stop` (perf_counter) or `rounds`
     master solves: its state, and the master LP holding its columns (the first bound: every pod
-    placed)."""
+    placed). `master_until_stop`: a master solve still running at `stop` ends the generation."""
     gen = _Generation(stop=stop, bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)))
     gen.max_rounds = rounds
+    gen.master_until_stop = master_until_stop
     lp = _Master(part.classes, part.kinds, part.pods_of, master_work)
     lp.add_substitutions(part.subs, part.value)
     _generate(part, lp, gen)
@@ -296,6 +301,7 @@ class _Generation:
     bound: float  # best Lagrangian bound so far
     rounds: int = 0
     max_rounds: int | None = None  # relax's work bound (None: time only)
+    master_until_stop: bool = False  # apply: each master solve stops at `stop` too
     converged: bool = False
     stopped: str = ""
     lp_value: float | None = None
@@ -384,7 +390,11 @@ def _generate(part: _Part, lp: _Master, gen: _Generation) -> None:
         generation.note(round=gen.rounds + 1, columns=len(part.columns), bound=f"{gen.bound:,.0f}")
         lp.add_columns(part.columns[gen.done :])
         gen.done = len(part.columns)
-        lp_value, pi_lp, mu = lp.solve()
+        try:
+            lp_value, pi_lp, mu = lp.solve(gen.stop if gen.master_until_stop else None)
+        except MasterTimeUp:
+            gen.stopped = "the time limit ran out during a master LP solve of the column generation"
+            break
         gen.lp_value = lp_value
         gen.rounds += 1
         if gen.bound - lp_value <= LP_TOLERANCE * max(1.0, gen.total_value):
@@ -478,7 +488,10 @@ def _dive(part: _Part, lp: _Master, gen: _Generation, ints: _IntegerState, deadl
     columns, classes = part.columns, part.classes
     lp.add_columns(columns[gen.done :])
     gen.done = len(columns)
-    lp.solve()
+    try:
+        lp.solve(deadline)
+    except MasterTimeUp:
+        return  # no LP to dive by: the integer placement starts from the warm start
     down, pods_left = _round_down(part, lp.primal())
     nodes_left = [len(nc.nodes) for nc in classes]
     for c, n in zip(columns, down):
@@ -641,18 +654,36 @@ def _solution(part: _Part, gen: _Generation, ints: _IntegerState, t0: float, gen
     return sol
 
 
-def solve_master(lp: pywraplp.Solver, what: str) -> None:
-    """Solve a column generation's master LP to optimality (`what` names it in the error)."""
-    status = lp.Solve()
+class MasterTimeUp(Exception):
+    """A master LP solve that did not finish by its wall-clock stop (apply's time limit)."""
+
+
+def solve_master(lp: pywraplp.Solver, what: str, until: float | None = None) -> None:
+    """Solve a column generation's master LP to optimality (`what` names it in the error), by
+    `until` (perf_counter) if given: MasterTimeUp when it cannot."""
+    status = _solve_by(lp, None, until)
     if status != pywraplp.Solver.OPTIMAL:
         # GLOP's warm start from the last basis can fail numerically (seen on learned re-solves
         # of gpuspec33 and lp-guided on default), or stall until its work limit (MASTER_WORK):
         # the same LP solved again from scratch.
         from_scratch = pywraplp.MPSolverParameters()
         from_scratch.SetIntegerParam(from_scratch.INCREMENTALITY, from_scratch.INCREMENTALITY_OFF)
-        status = lp.Solve(from_scratch)
+        status = _solve_by(lp, from_scratch, until)
     if status != pywraplp.Solver.OPTIMAL:
+        if until is not None and time.perf_counter() >= until:
+            raise MasterTimeUp(what)
         raise RuntimeError(f"internal: the {what} LP ended with status {status}")
+
+
+def _solve_by(lp: pywraplp.Solver, params: pywraplp.MPSolverParameters | None, until: float | None) -> int:
+    """One GLOP solve, stopped at `until` in wall time (one master solve of the offline optimum
+    on gpuspec33 ran 15 minutes past its time limit)."""
+    if until is not None:
+        left = until - time.perf_counter()
+        if left <= 0:
+            raise MasterTimeUp("the time limit")
+        lp.SetTimeLimit(max(1, int(left * 1000)))
+    return lp.Solve() if params is None else lp.Solve(params)
 
 
 class _Master:
@@ -690,8 +721,8 @@ class _Master:
                     self.kind_rows[ki].SetCoefficient(x, n)
             self.objective.SetCoefficient(x, col.value)
 
-    def solve(self):
-        solve_master(self.lp, "restricted master")
+    def solve(self, until: float | None = None):
+        solve_master(self.lp, "restricted master", until)
         # Dual prices of a maximisation with <= rows are >= 0; rounding noise is clipped (any
         # prices >= 0 give a valid Lagrangian bound).
         pi = {ki: max(0.0, r.dual_value()) for ki, r in self.kind_rows.items()}
