@@ -29,7 +29,6 @@ free and limited (its real nodes), copies of a node type cost the type's cost an
 
 from __future__ import annotations
 
-
 import math
 import time
 from collections import Counter, defaultdict

@@ -22,8 +22,6 @@ class ColgenStats(TypedDict, total=False):
     colgen_exact_rounds: int  # plan only: rounds that priced every class exactly (each gives a bound)
     colgen_farley_bound: float  # plan only: the best single round's Farley bound (the bound combines them all)
     colgen_theta: float  # plan only: Farley's theta at the last exact round (1: no copy worth more than its cost)
-    colgen_quick_rounds: int  # plan only: rounds priced by short CP-SAT solves (no proof, no bound)
-    colgen_quick_columns: int  # plan only: columns those rounds found
     colgen_greedy_columns: int  # plan only: columns the greedy fill found
     colgen_residual_columns: int  # plan only: columns the dive's greedy fill found for the residual demand
     colgen_dive_s: float  # plan only: seconds of the last dive (the LP rounded, the residual priced)
