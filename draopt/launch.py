@@ -34,11 +34,21 @@ def _load_entry(name: str) -> Callable[..., int] | None:
     return entry
 
 
+def _run(name: str) -> int:
+    entry = _load_entry(name)
+    if entry is None:
+        return INTERRUPTED_EXIT
+    try:
+        return entry()
+    except KeyboardInterrupt:
+        # A Ctrl-C before the command installs its own handler (draopt.interrupt), e.g. while
+        # building the parser imports a layer: the same exit, nothing printed (seen in CI at 0.8 s).
+        return INTERRUPTED_EXIT
+
+
 def main() -> int:
-    entry = _load_entry("main")
-    return INTERRUPTED_EXIT if entry is None else entry()
+    return _run("main")
 
 
 def kubectl_main() -> int:
-    entry = _load_entry("kubectl_main")
-    return INTERRUPTED_EXIT if entry is None else entry()
+    return _run("kubectl_main")
