@@ -171,3 +171,18 @@ def test_a_format_a_command_does_not_have_exits_2(command, fmt, capsys):
         PARSER.parse_args([command, "-f", "x.yaml", "-o", fmt])
     assert stop.value.code == 2
     assert f"invalid choice: '{fmt}'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in COMMANDS.items() if "-f" in p._option_string_actions))
+def test_filename_takes_several_files_after_one_flag_and_repeated(name):
+    """`-f a b -f c` is three files in that order, on every command that reads (issue 30: `-f FILES...`)."""
+    parser = COMMANDS[name]
+    required = [
+        s
+        for a in parser._actions
+        if a.required and a.option_strings and "-f" not in a.option_strings
+        for s in a.option_strings[:1]
+    ]
+    extra = [arg for flag in required for arg in (flag, "x")]
+    args = parser.parse_args(["-f", "a.yaml", "b.yaml", "-f", "c.yaml", *extra])
+    assert args.filename == ["a.yaml", "b.yaml", "c.yaml"]

@@ -102,10 +102,11 @@ def _filename_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-f",
         "--filename",
-        action="append",
+        action="extend",
+        nargs="+",
         required=True,
         metavar="FILE",
-        help="YAML/JSON documents or a List; '-' reads stdin; a directory gives its files (repeatable)",
+        help="YAML/JSON documents or a List; '-' reads stdin; a directory gives its files (one or more after -f, and -f repeatable)",
     )
 
 

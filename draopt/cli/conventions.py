@@ -91,7 +91,7 @@ exit codes: 0 success, 1 the answer is no (a pod not placed, findings, differenc
 
 # Flags that their modules define without help: one meaning each, as docs/cli.md lists them.
 FLAG_HELP = {
-    "--filename": "YAML/JSON documents or a List; '-' reads stdin; a directory gives its files (repeatable)",
+    "--filename": "YAML/JSON documents or a List; '-' reads stdin; a directory gives its files (one or more after -f, and -f repeatable)",
     "--feature-gates": "Kubernetes feature gates on top of the --kubernetes-version release's defaults",
     "--node": "only this node",
     "--output": "output format",

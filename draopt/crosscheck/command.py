@@ -18,7 +18,7 @@ def register(sub) -> None:
         help="run draopt's first-fit and Kubernetes' own code (kube-scheduler, or the DRA allocator "
         "with --node) on the same input and print every difference",
     )
-    c.add_argument("-f", "--filename", action="append", required=True, metavar="FILE")
+    c.add_argument("-f", "--filename", action="extend", nargs="+", required=True, metavar="FILE")
     c.add_argument(
         "--kubernetes-version",
         default=None,

@@ -438,7 +438,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "-f",
         "--filename",
-        action="append",
+        action="extend",
+        nargs="+",
         required=True,
         metavar="FILE",
         help="YAML/JSON documents or a List (Pods and Namespaces allowed); '-' reads stdin",

@@ -767,10 +767,11 @@ def register(sub, input_flags, positive_seconds, selection_flags) -> None:
     p.add_argument(
         "-f",
         "--filename",
-        action="append",
+        action="extend",
+        nargs="+",
         required=True,
         metavar="FILE",
-        help="cluster and workload, as for `draopt place` (repeatable)",
+        help="cluster and workload, as for `draopt place` (one or more after -f, and -f repeatable)",
     )
     p.add_argument(
         "--policy",

@@ -613,7 +613,8 @@ def register(sub) -> None:
     p.add_argument(
         "-f",
         "--filename",
-        action="append",
+        action="extend",
+        nargs="+",
         required=True,
         metavar="CLUSTER",
         help="Nodes, ResourceSlices, DeviceClasses (e.g. from `draopt trace import --nodes`)",

@@ -63,10 +63,11 @@ def register(subparsers) -> None:
     p.add_argument(
         "-f",
         "--filename",
-        action="append",
+        action="extend",
+        nargs="+",
         required=True,
         metavar="FILE",
-        help="YAML/JSON documents or a List; '-' reads stdin (repeatable)",
+        help="YAML/JSON documents or a List; '-' reads stdin (one or more after -f, and -f repeatable)",
     )
     p.add_argument(
         "--feature-gates",
