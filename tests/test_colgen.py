@@ -306,3 +306,46 @@ def test_a_master_solve_cut_by_the_time_limit_ends_the_generation(small, monkeyp
     assert not st["proven"]["placed"] or st["objective"] == exact.result.stats["objective"]
     assert check_placement(got) == []
     assert st["bound"] >= exact.result.stats["objective"] >= st["objective"]
+
+
+def test_a_plan_master_solve_cut_by_its_time_limit_ends_the_generation(monkeypatch):
+    """The plan's covering master (colgen_plan, `draopt plan`'s column generation) is bounded by
+    the generation's stop too, as apply's is: the limit reaches GLOP, and a solve it cuts ends
+    the generation, said so, with a mix that still places every pod and a bound under its cost."""
+    import math
+
+    from draopt.model import colgen_plan
+    from draopt.studies import planning
+    from draopt.studies.planning import plan
+    from draopt.testing.plan_scenarios import scenario
+
+    solve = colgen_plan._CoverMaster.solve
+    calls: list[float | None] = []
+
+    def cut(self, until=None):
+        calls.append(until)
+        if len(calls) > 1:  # the first LP solved, the next one cut by the clock
+            raise colgen.MasterTimeUp("covering master")
+        return solve(self, until)
+
+    objs, types = scenario("inference", 40)
+    monkeypatch.setattr(planning, "COLUMNS_MIN_PODS", 0)
+    monkeypatch.setattr(colgen_plan._CoverMaster, "solve", cut)
+    p = plan(objs, types, time_limit=20)
+    st = p.stats.columns
+    assert len(calls) == 2 and all(u is not None and math.isfinite(u) for u in calls)
+    assert st["colgen_rounds"] == 1 and not st["colgen_converged"]
+    assert st["colgen_stopped"] == colgen_plan.MASTER_LATE
+    assert p.placed == p.pods and 0 <= p.bound <= p.cost
+
+
+def test_an_infinite_stop_sets_no_time_limit():
+    """A master solve with no finite stop (an infinite deadline) sets no wall-clock limit."""
+    import math
+
+    from draopt.model.colgen import solve_master
+
+    lp = _SlowMaster(0.0)
+    with pytest.raises(RuntimeError, match="ended with status"):
+        solve_master(lp, "covering master", until=math.inf)  # type: ignore[arg-type]
+    assert lp.limits == [] and len(lp.calls) == 2

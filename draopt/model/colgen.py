@@ -60,6 +60,13 @@ INTEGER_GAP = 2e-4  # the integer placement stops this close to the bound (of al
 ROUNDING_SHARE = 0.2  # of the time left after the generation, for the LP's rounding
 LP_TOLERANCE = 1e-4  # the generation stops when its bound is this close to the LP (of all pods' value)
 MASTER_WORK = 20.0  # relax bounded by rounds: GLOP's deterministic time per master solve
+# apply: GLOP's deterministic time for a master solve warm-started from the last basis (its
+# solves take 0.05-0.2 at 2,000 columns); past it the solve has stalled and is made again from
+# scratch by the dual simplex with perturbed costs (STALLED_PARAMS). The master is degenerate
+# (hundreds of substitutions of zero value): on gpuspec33's seed 43 the primal simplex from one
+# basis ran 59,000 iterations in a minute without an end, where a solve takes 250-1,100.
+APPLY_MASTER_WORK = 5.0
+STALLED_PARAMS = "use_dual_simplex: true perturb_costs_in_dual_simplex: true"
 LP_SHARE = 0.6  # of the time limit, for the generation (the rest: integer placement)
 # Classes priced at once: CP-SAT releases the GIL and every class has its own models, so the
 # columns are the ones pricing the classes one by one gives.
@@ -137,7 +144,9 @@ class ColumnGeneration:
         part = _start(prep, cluster, workload, book, kind_ids, node_names)
         if warm:
             _add_warm(part, warm)
-        gen, lp = _generated(part, t0 + (deadline - t0) * LP_SHARE, master_until_stop=True)
+        gen, lp = _generated(
+            part, t0 + (deadline - t0) * LP_SHARE, master_work=APPLY_MASTER_WORK, master_until_stop=True
+        )
         gen_s = time.perf_counter() - t0
         ints = _integer_start(part)
         if gen.lp_value is not None and time.perf_counter() < deadline:
@@ -258,7 +267,9 @@ def _generated(
     gen = _Generation(stop=stop, bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)))
     gen.max_rounds = rounds
     gen.master_until_stop = master_until_stop
-    lp = _Master(part.classes, part.kinds, part.pods_of, master_work)
+    # apply (bounded by the clock): a stalled solve is made again by the dual simplex; relax
+    # keeps its retry as it was (the online plans' figures depend on it).
+    lp = _Master(part.classes, part.kinds, part.pods_of, master_work, STALLED_PARAMS if master_until_stop else None)
     lp.add_substitutions(part.subs, part.value)
     _generate(part, lp, gen)
     return gen, lp
@@ -658,17 +669,27 @@ class MasterTimeUp(Exception):
     """A master LP solve that did not finish by its wall-clock stop (apply's time limit)."""
 
 
-def solve_master(lp: pywraplp.Solver, what: str, until: float | None = None) -> None:
+def solve_master(
+    lp: pywraplp.Solver, what: str, until: float | None = None, retry: tuple[str, str] | None = None
+) -> None:
     """Solve a column generation's master LP to optimality (`what` names it in the error), by
-    `until` (perf_counter) if given: MasterTimeUp when it cannot."""
+    `until` (perf_counter) if given: MasterTimeUp when it cannot. `retry`: (GLOP parameters of
+    the solve from scratch after a failed one, the parameters restored after it); None: the same
+    parameters."""
     status = _solve_by(lp, None, until)
     if status != pywraplp.Solver.OPTIMAL:
         # GLOP's warm start from the last basis can fail numerically (seen on learned re-solves
-        # of gpuspec33 and lp-guided on default), or stall until its work limit (MASTER_WORK):
-        # the same LP solved again from scratch.
+        # of gpuspec33 and lp-guided on default), or stall until its work limit (MASTER_WORK,
+        # APPLY_MASTER_WORK): the same LP solved again from scratch.
         from_scratch = pywraplp.MPSolverParameters()
         from_scratch.SetIntegerParam(from_scratch.INCREMENTALITY, from_scratch.INCREMENTALITY_OFF)
-        status = _solve_by(lp, from_scratch, until)
+        if retry is not None:
+            lp.SetSolverSpecificParametersAsString(retry[0])
+        try:
+            status = _solve_by(lp, from_scratch, until)
+        finally:
+            if retry is not None:
+                lp.SetSolverSpecificParametersAsString(retry[1])
     if status != pywraplp.Solver.OPTIMAL:
         if until is not None and time.perf_counter() >= until:
             raise MasterTimeUp(what)
@@ -678,7 +699,7 @@ def solve_master(lp: pywraplp.Solver, what: str, until: float | None = None) -> 
 def _solve_by(lp: pywraplp.Solver, params: pywraplp.MPSolverParameters | None, until: float | None) -> int:
     """One GLOP solve, stopped at `until` in wall time (one master solve of the offline optimum
     on gpuspec33 ran 15 minutes past its time limit)."""
-    if until is not None:
+    if until is not None and math.isfinite(until):  # (an infinite stop: no wall-clock limit)
         left = until - time.perf_counter()
         if left <= 0:
             raise MasterTimeUp("the time limit")
@@ -689,10 +710,13 @@ def _solve_by(lp: pywraplp.Solver, params: pywraplp.MPSolverParameters | None, u
 class _Master:
     """The restricted master LP (GLOP), grown by columns."""
 
-    def __init__(self, classes, kinds, pods_of, work: float | None = None):
+    def __init__(self, classes, kinds, pods_of, work: float | None = None, stalled: str | None = None):
         self.lp = pywraplp.Solver.CreateSolver("GLOP")
-        if work is not None:  # GLOP's deterministic time: the same stop on any machine
-            self.lp.SetSolverSpecificParametersAsString(f"max_deterministic_time: {work}")
+        params = f"max_deterministic_time: {work}" if work is not None else ""
+        if params:  # GLOP's deterministic time: the same stop on any machine
+            self.lp.SetSolverSpecificParametersAsString(params)
+        # `stalled`: the parameters of the solve from scratch after a failed one (solve_master)
+        self.retry = (stalled, params) if stalled is not None else None
         inf = self.lp.infinity()
         self.class_rows = [self.lp.Constraint(-inf, len(nc.nodes)) for nc in classes]
         self.kind_rows = {k.index: self.lp.Constraint(-inf, pods_of[k.index]) for k in kinds}
@@ -722,7 +746,7 @@ class _Master:
             self.objective.SetCoefficient(x, col.value)
 
     def solve(self, until: float | None = None):
-        solve_master(self.lp, "restricted master", until)
+        solve_master(self.lp, "restricted master", until, self.retry)
         # Dual prices of a maximisation with <= rows are >= 0; rounding noise is clipped (any
         # prices >= 0 give a valid Lagrangian bound).
         pi = {ki: max(0.0, r.dual_value()) for ki, r in self.kind_rows.items()}
