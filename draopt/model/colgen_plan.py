@@ -40,15 +40,9 @@ from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from draopt import interrupt
-from draopt.model.colgen import (
-    PRICE_FIRST_SECONDS,
-    PRICE_SECONDS,
-    MasterTimeUp,
-    _checked,
-    price_classes,
-    solve_master,
-)
+from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes
 from draopt.model.colgen_dive import Dive, dive
+from draopt.model.colgen_master import MasterTimeUp, solve_master
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stabilise import DualBundle, farley as _farley, pooled_bound as _pooled_bound, theta as _theta
 from draopt.model.colgen_stats import ColgenStats
