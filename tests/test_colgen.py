@@ -221,7 +221,7 @@ class _AbnormalOnce:
 
 
 def test_an_abnormal_master_solve_is_retried_from_scratch():
-    from draopt.model.colgen import solve_master
+    from draopt.model.colgen_master import solve_master
 
     lp = _AbnormalOnce(then=pywraplp.Solver.OPTIMAL)
     solve_master(lp, "restricted master")  # type: ignore[arg-type]
@@ -235,11 +235,54 @@ def test_an_abnormal_master_solve_is_retried_from_scratch():
 def test_a_master_solve_stopped_by_its_work_limit_is_retried_from_scratch():
     """relax bounded by rounds caps GLOP's deterministic time per master solve (MASTER_WORK): a
     solve stopped there (not optimal) is solved again from scratch, as an abnormal one."""
-    from draopt.model.colgen import solve_master
+    from draopt.model.colgen_master import solve_master
 
     lp = _AbnormalOnce(then=pywraplp.Solver.OPTIMAL, first=pywraplp.Solver.NOT_SOLVED)
     solve_master(lp, "restricted master")  # type: ignore[arg-type]
     assert len(lp.calls) == 2 and lp.calls[1] is not None
+
+
+def _tiny_master(work, stalled):
+    """A real master LP (GLOP) of two classes and two kinds, its columns added."""
+    from types import SimpleNamespace as NS
+
+    classes = [NS(nodes=[0] * 3, kinds=[0, 1]), NS(nodes=[0] * 2, kinds=[0, 1])]
+    lp = colgen._Master(classes, [NS(index=0), NS(index=1)], {0: 7, 1: 5}, work, stalled)
+    lp.add_columns(
+        [colgen.Column(0, (2, 0), 2, None), colgen.Column(0, (1, 1), 2, None)]
+        + [colgen.Column(1, (0, 3), 3, None), colgen.Column(1, (3, 1), 4, None)]
+    )
+    return lp
+
+
+def test_a_stalled_master_solve_is_made_again_by_the_dual_simplex():
+    """apply's master: a solve stopped by its work limit (here at once: a stall) is made again
+    from scratch under STALLED_PARAMS, to the LP's optimum; the work limit is back after it.
+    relax's retry keeps its parameters (its work limit again: it fails as before)."""
+    value = _tiny_master(None, None).solve()[0]
+    with pytest.raises(RuntimeError, match="ended with status"):
+        _tiny_master(1e-12, None).solve()
+    lp = _tiny_master(1e-12, colgen.STALLED_PARAMS)
+    assert lp.solve()[0] == pytest.approx(value) == 12.0
+    lp.add_columns([colgen.Column(1, (2, 2), 4, None)])
+    assert lp.lp.Solve() != pywraplp.Solver.OPTIMAL  # the work limit restored
+
+
+def test_apply_bounds_its_master_solves_by_work_with_the_dual_simplex_retry(small, monkeypatch):
+    """apply's masters get APPLY_MASTER_WORK and the dual simplex's retry (its placement checked)."""
+    c, batch, _ = small
+    monkeypatch.setattr(colgen, "MIN_NODES", 0)
+    made: list[tuple] = []
+    init = colgen._Master.__init__
+
+    def spy(self, classes, kinds, pods_of, work=None, stalled=None):
+        made.append((work, stalled))
+        init(self, classes, kinds, pods_of, work, stalled)
+
+    monkeypatch.setattr(colgen._Master, "__init__", spy)
+    got = _place(c, batch, time_limit=10.0)
+    assert made and made[0] == (colgen.APPLY_MASTER_WORK, colgen.STALLED_PARAMS)
+    assert check_placement(got) == []
 
 
 class _SlowMaster(_AbnormalOnce):
@@ -265,7 +308,7 @@ def test_a_master_solve_is_stopped_at_its_time_limit():
     on gpuspec33): the limit is handed to GLOP, and a solve it stopped is not retried past it."""
     import time
 
-    from draopt.model.colgen import MasterTimeUp, solve_master
+    from draopt.model.colgen_master import MasterTimeUp, solve_master
 
     lp = _SlowMaster(0.05)
     with pytest.raises(MasterTimeUp):
@@ -306,3 +349,46 @@ def test_a_master_solve_cut_by_the_time_limit_ends_the_generation(small, monkeyp
     assert not st["proven"]["placed"] or st["objective"] == exact.result.stats["objective"]
     assert check_placement(got) == []
     assert st["bound"] >= exact.result.stats["objective"] >= st["objective"]
+
+
+def test_a_plan_master_solve_cut_by_its_time_limit_ends_the_generation(monkeypatch):
+    """The plan's covering master (colgen_plan, `draopt plan`'s column generation) is bounded by
+    the generation's stop too, as apply's is: the limit reaches GLOP, and a solve it cuts ends
+    the generation, said so, with a mix that still places every pod and a bound under its cost."""
+    import math
+
+    from draopt.model import colgen_plan
+    from draopt.studies import planning
+    from draopt.studies.planning import plan
+    from draopt.testing.plan_scenarios import scenario
+
+    solve = colgen_plan._CoverMaster.solve
+    calls: list[float | None] = []
+
+    def cut(self, until=None):
+        calls.append(until)
+        if len(calls) > 1:  # the first LP solved, the next one cut by the clock
+            raise colgen.MasterTimeUp("covering master")
+        return solve(self, until)
+
+    objs, types = scenario("inference", 40)
+    monkeypatch.setattr(planning, "COLUMNS_MIN_PODS", 0)
+    monkeypatch.setattr(colgen_plan._CoverMaster, "solve", cut)
+    p = plan(objs, types, time_limit=20)
+    st = p.stats.columns
+    assert len(calls) == 2 and all(u is not None and math.isfinite(u) for u in calls)
+    assert st["colgen_rounds"] == 1 and not st["colgen_converged"]
+    assert st["colgen_stopped"] == colgen_plan.MASTER_LATE
+    assert p.placed == p.pods and 0 <= p.bound <= p.cost
+
+
+def test_an_infinite_stop_sets_no_time_limit():
+    """A master solve with no finite stop (an infinite deadline) sets no wall-clock limit."""
+    import math
+
+    from draopt.model.colgen_master import solve_master
+
+    lp = _SlowMaster(0.0)
+    with pytest.raises(RuntimeError, match="ended with status"):
+        solve_master(lp, "covering master", until=math.inf)  # type: ignore[arg-type]
+    assert lp.limits == [] and len(lp.calls) == 2

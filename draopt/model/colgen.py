@@ -36,11 +36,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from draopt import interrupt
 from draopt import progress
+from draopt.model.colgen_master import MasterTimeUp, _Master
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stats import ColgenStats, PricingCounts
 from draopt.model.colgen_substitution import realize, substitutions
@@ -60,6 +60,13 @@ INTEGER_GAP = 2e-4  # the integer placement stops this close to the bound (of al
 ROUNDING_SHARE = 0.2  # of the time left after the generation, for the LP's rounding
 LP_TOLERANCE = 1e-4  # the generation stops when its bound is this close to the LP (of all pods' value)
 MASTER_WORK = 20.0  # relax bounded by rounds: GLOP's deterministic time per master solve
+# apply: GLOP's deterministic time for a master solve warm-started from the last basis (its
+# solves take 0.05-0.2 at 2,000 columns); past it the solve has stalled and is made again from
+# scratch by the dual simplex with perturbed costs (STALLED_PARAMS). The master is degenerate
+# (hundreds of substitutions of zero value): on gpuspec33's seed 43 the primal simplex from one
+# basis ran 59,000 iterations in a minute without an end, where a solve takes 250-1,100.
+APPLY_MASTER_WORK = 5.0
+STALLED_PARAMS = "use_dual_simplex: true perturb_costs_in_dual_simplex: true"
 LP_SHARE = 0.6  # of the time limit, for the generation (the rest: integer placement)
 # Classes priced at once: CP-SAT releases the GIL and every class has its own models, so the
 # columns are the ones pricing the classes one by one gives.
@@ -137,7 +144,9 @@ class ColumnGeneration:
         part = _start(prep, cluster, workload, book, kind_ids, node_names)
         if warm:
             _add_warm(part, warm)
-        gen, lp = _generated(part, t0 + (deadline - t0) * LP_SHARE, master_until_stop=True)
+        gen, lp = _generated(
+            part, t0 + (deadline - t0) * LP_SHARE, master_work=APPLY_MASTER_WORK, master_until_stop=True
+        )
         gen_s = time.perf_counter() - t0
         ints = _integer_start(part)
         if gen.lp_value is not None and time.perf_counter() < deadline:
@@ -258,7 +267,9 @@ def _generated(
     gen = _Generation(stop=stop, bound=float(sum(part.value[k] * part.pods_of[k] for k in part.value)))
     gen.max_rounds = rounds
     gen.master_until_stop = master_until_stop
-    lp = _Master(part.classes, part.kinds, part.pods_of, master_work)
+    # apply (bounded by the clock): a stalled solve is made again by the dual simplex; relax
+    # keeps its retry as it was (the online plans' figures depend on it).
+    lp = _Master(part.classes, part.kinds, part.pods_of, master_work, STALLED_PARAMS if master_until_stop else None)
     lp.add_substitutions(part.subs, part.value)
     _generate(part, lp, gen)
     return gen, lp
@@ -652,86 +663,6 @@ def _solution(part: _Part, gen: _Generation, ints: _IntegerState, t0: float, gen
         stats["colgen_warm_kept"] = ints.fallback
     sol.stats = stats
     return sol
-
-
-class MasterTimeUp(Exception):
-    """A master LP solve that did not finish by its wall-clock stop (apply's time limit)."""
-
-
-def solve_master(lp: pywraplp.Solver, what: str, until: float | None = None) -> None:
-    """Solve a column generation's master LP to optimality (`what` names it in the error), by
-    `until` (perf_counter) if given: MasterTimeUp when it cannot."""
-    status = _solve_by(lp, None, until)
-    if status != pywraplp.Solver.OPTIMAL:
-        # GLOP's warm start from the last basis can fail numerically (seen on learned re-solves
-        # of gpuspec33 and lp-guided on default), or stall until its work limit (MASTER_WORK):
-        # the same LP solved again from scratch.
-        from_scratch = pywraplp.MPSolverParameters()
-        from_scratch.SetIntegerParam(from_scratch.INCREMENTALITY, from_scratch.INCREMENTALITY_OFF)
-        status = _solve_by(lp, from_scratch, until)
-    if status != pywraplp.Solver.OPTIMAL:
-        if until is not None and time.perf_counter() >= until:
-            raise MasterTimeUp(what)
-        raise RuntimeError(f"internal: the {what} LP ended with status {status}")
-
-
-def _solve_by(lp: pywraplp.Solver, params: pywraplp.MPSolverParameters | None, until: float | None) -> int:
-    """One GLOP solve, stopped at `until` in wall time (one master solve of the offline optimum
-    on gpuspec33 ran 15 minutes past its time limit)."""
-    if until is not None:
-        left = until - time.perf_counter()
-        if left <= 0:
-            raise MasterTimeUp("the time limit")
-        lp.SetTimeLimit(max(1, int(left * 1000)))
-    return lp.Solve() if params is None else lp.Solve(params)
-
-
-class _Master:
-    """The restricted master LP (GLOP), grown by columns."""
-
-    def __init__(self, classes, kinds, pods_of, work: float | None = None):
-        self.lp = pywraplp.Solver.CreateSolver("GLOP")
-        if work is not None:  # GLOP's deterministic time: the same stop on any machine
-            self.lp.SetSolverSpecificParametersAsString(f"max_deterministic_time: {work}")
-        inf = self.lp.infinity()
-        self.class_rows = [self.lp.Constraint(-inf, len(nc.nodes)) for nc in classes]
-        self.kind_rows = {k.index: self.lp.Constraint(-inf, pods_of[k.index]) for k in kinds}
-        self.objective = self.lp.Objective()
-        self.objective.SetMaximization()
-        self.classes = classes
-        self.vars: list[Any] = []
-
-    def add_substitutions(self, pairs, value) -> None:
-        """A pod of kind b in a place of kind a (colgen_substitution.py): b's value for a's. A
-        kind's row then also keeps its places used >= 0: only places the columns have move."""
-        for a, b in pairs:
-            self.kind_rows[a].SetLb(0.0)
-            z = self.lp.NumVar(0.0, self.lp.infinity(), "")
-            self.kind_rows[a].SetCoefficient(z, -1)
-            self.kind_rows[b].SetCoefficient(z, 1)
-            self.objective.SetCoefficient(z, value[b] - value[a])
-
-    def add_columns(self, cols) -> None:
-        for col in cols:
-            x = self.lp.NumVar(0.0, self.lp.infinity(), f"x{len(self.vars)}")
-            self.vars.append(x)
-            self.class_rows[col.cls].SetCoefficient(x, 1)
-            for ki, n in zip(self.classes[col.cls].kinds, col.counts):
-                if n:
-                    self.kind_rows[ki].SetCoefficient(x, n)
-            self.objective.SetCoefficient(x, col.value)
-
-    def solve(self, until: float | None = None):
-        solve_master(self.lp, "restricted master", until)
-        # Dual prices of a maximisation with <= rows are >= 0; rounding noise is clipped (any
-        # prices >= 0 give a valid Lagrangian bound).
-        pi = {ki: max(0.0, r.dual_value()) for ki, r in self.kind_rows.items()}
-        mu = [max(0.0, r.dual_value()) for r in self.class_rows]
-        return self.objective.Value(), pi, mu
-
-    def primal(self) -> list[float]:
-        """The last solve's value of every column (in the order added)."""
-        return [x.solution_value() for x in self.vars]
 
 
 def price_classes(

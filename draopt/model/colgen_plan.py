@@ -40,8 +40,9 @@ from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from draopt import interrupt
-from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes, solve_master
+from draopt.model.colgen import PRICE_FIRST_SECONDS, PRICE_SECONDS, _checked, price_classes
 from draopt.model.colgen_dive import Dive, dive
+from draopt.model.colgen_master import MasterTimeUp, solve_master
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stabilise import DualBundle, farley as _farley, pooled_bound as _pooled_bound, theta as _theta
 from draopt.model.colgen_stats import ColgenStats
@@ -63,6 +64,7 @@ NEAR_LP = 1e-3
 # was lost (0.53 % above the LP); the generation's last rounds move the bound little.
 RESUMED_SHARE = 0.5
 LATE = "the time limit ran out during the column generation"
+MASTER_LATE = "the time limit ran out during a master LP solve of the column generation"
 LAST_RESORT_SECONDS = 15.0  # the plain rounding past the deadline (80,000 pods: 1-4 s, up to 4x under load)
 
 
@@ -367,7 +369,13 @@ def _generate(part: _PlanPart, master: _CoverMaster, gen: _PlanGeneration) -> No
     while True:
         master.add_columns(part.columns[gen.done :])
         gen.done = len(part.columns)
-        lp_value, pi_lp, sigma = master.solve()
+        try:
+            # Bounded by the generation's stop, as colgen.apply's master (a GLOP solve ran
+            # minutes past its limit there); the integer counts keep their share of the time.
+            lp_value, pi_lp, sigma = master.solve(gen.stop)
+        except MasterTimeUp:
+            gen.stopped = MASTER_LATE
+            break
         gen.lp_value = lp_value
         gen.rounds += 1
         if lp_value is not None and lp_value - gen.bound <= LP_TOLERANCE * max(1.0, lp_value):
@@ -857,8 +865,10 @@ class _CoverMaster:
             if n and ki in self.kind_rows:
                 self.kind_rows[ki].SetCoefficient(var, n)
 
-    def solve(self):
-        solve_master(self.lp, "covering master")
+    def solve(self, until: float | None = None):
+        """The LP's value, the kinds' duals and the free rows' (sigma), solved by `until`
+        (perf_counter) if given: MasterTimeUp when it cannot."""
+        solve_master(self.lp, "covering master", until)
         pi = {k: max(0.0, r.dual_value()) for k, r in self.kind_rows.items()}
         # A free node's row: its dual (<= 0 in a minimisation) is what one more free node saves.
         sigma = [(-min(0.0, r.dual_value()) if r is not None else 0.0) for r in self.free_rows]
