@@ -22,6 +22,7 @@ from typing import Any
 
 from draopt.cluster.state import Cluster, NodeState, pod_on
 from draopt.cluster.result import FirstFitStats, PlacementResult, PodPlacement
+from draopt.cluster.filter_error import first_filter_error, group_member_error, is_filter_error
 from draopt.cluster.podgroup_status import never_popped, word_group_members
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
@@ -187,6 +188,7 @@ class Simulation:
     cycle_failed: set[str] = field(default_factory=set)  # groups a pod-group cycle left unscheduled (not tried again)
     released: set[str] = field(default_factory=set)  # pods that fitted in their gang's trial, taken back with it
     refused_groups: set[str] = field(default_factory=set)
+    errored_groups: set[str] = field(default_factory=set)  # groups whose cycle a filter error ended
     members_of: dict[str, list] = field(default_factory=dict)
     watch_scores: ScoreWatch | None = None
 
@@ -362,6 +364,9 @@ class Simulation:
             if allowed is not None and node.name not in allowed:
                 continue
             reason, fit = try_node(cluster, book, pod, node, cache, share_id)
+            if is_filter_error(reason):
+                pl.error = reason  # the attempt ends here (draopt.cluster.filter_error)
+                return None
             if reason is not None:
                 pl.reasons[reason] += 1
                 if contiguous and sig is not None:
@@ -384,6 +389,8 @@ class Simulation:
         """A pod that fits nowhere: the reasons of the nodes its kind's frontier passed, and the
         device-side explanation."""
         cluster, book, cache = self.cluster, self.book, self.cache
+        if pl.error:
+            return  # (the attempt ended at a filter error: no node reasons to complete)
         if skipped_below:
             fresh = frontier_reasons(
                 self.skipped_reasons.get(sig),
@@ -394,6 +401,10 @@ class Simulation:
                 keys,
             )
             pl.reasons.update({_specific(r, keys): n for r, n in fresh.items()})
+            error = first_filter_error(pl.reasons)
+            if error is not None:
+                pl.error, pl.reasons = error, Counter()
+                return
         if not cluster.nodes:
             pl.reasons["no Node objects in the input"] += 1
         if self.explain_failures is not None and any(
@@ -575,8 +586,8 @@ class Simulation:
                 if pod.key in by_pod or self.held_or_refused(pod.group):
                     continue
                 members = self.members_of[pod.group]
-                for m in members:
-                    by_pod[m.key] = self.place(m)
+                if not self.place_group(pod.group, members):
+                    continue  # (a filter error ended the cycle: no PostFilter)
                 if preempting is not None:
                     preempting.after(members[-1])
                 self.release_short_gang(pod.group)
@@ -584,6 +595,29 @@ class Simulation:
             by_pod[pod.key] = self.place(pod)
             if preempting is not None:
                 preempting.after(pod)  # PostFilter: the pod, or its PodGroup once its last pod was tried
+
+    def place_group(self, group: str, members: list) -> bool:
+        """The plain pod-group cycle: the group's pending pods one after the other. A filter error
+        ends it (schedule_one_podgroup.go, 1.36 and 1.37): what its pods took is given back, the
+        failing pod keeps its error and every other pod gets the group's (GROUP_ERROR before it);
+        False then."""
+        by_pod = self.by_pod
+        tried = []
+        for m in members:
+            pl = by_pod[m.key] = self.place(m)
+            tried.append(pl)
+            if pl.error:
+                break
+        else:
+            return True
+        for earlier in reversed(tried):
+            if earlier.placed:
+                self.retract(earlier)
+        self.errored_groups.add(group)
+        for m in members:
+            if m.key != pl.pod:
+                by_pod[m.key] = PodPlacement(m.key, None, m.priority, m.group, error=group_member_error(pl.error))
+        return False
 
     def release_short_gangs(self) -> set[str]:
         """Gangs short of minCount hold nothing now; returns the gangs that failed."""
@@ -602,7 +636,7 @@ class Simulation:
         by_pod = self.by_pod
         for pod in self.workload.pending:
             pl = by_pod[pod.key]
-            if not pl.placed and pod.group not in failed_gangs and pod.group not in self.refused_groups:
+            if not pl.placed and pod.group not in failed_gangs | self.refused_groups | self.errored_groups:
                 by_pod[pod.key] = self.place(pod)
                 if not by_pod[pod.key].placed:
                     by_pod[pod.key].preemption = pl.preemption  # what preemption said stays said

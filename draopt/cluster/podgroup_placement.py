@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, cast
 
+from draopt.cluster.filter_error import group_member_error
 from draopt.cluster.result import PodPlacement
 
 OUTSIDE = "node(s) outside the pod group's placement"
@@ -176,6 +177,9 @@ class Outcome:
     # A trial the TrialMemo knew, not run: (random state it started from, domain state it ends in,
     # domain state it started from, the pods' kinds).
     replayed: tuple[Any, tuple, tuple, tuple] | None = None
+    # A filter error ended the cycle (draopt.cluster.filter_error): the pod and its message.
+    error_pod: str = ""
+    error: str = ""
 
 
 class GroupCycle:
@@ -239,6 +243,8 @@ class GroupCycle:
         """RunRootSchedulingAlgorithm: the root's placements, committed when it is scheduled."""
         self._kinds_of = {}
         out = self._placement_algorithm(entity, list(self.cluster.nodes))
+        if out.error:
+            return out
         if out.ok and out.new == 0:
             self._revert(out)
             out = Outcome(False, failed=out.failed, reason="no pods were schedulable", lines=out.lines)
@@ -260,7 +266,7 @@ class GroupCycle:
             return Outcome(False, reason=why, lines=[f"{what}: {why}"])
         if len(placements) == 1:
             out = self._default(entity, placements[0])
-            if not out.ok and not placements[0].parent:
+            if not out.ok and not out.error and not placements[0].parent:
                 out.reason = f"0/1 placements are available, first placement status: {out.reason}"
             return out
         limit = placements_to_find(len(placements), sum(len(p.nodes) for p in placements))
@@ -268,6 +274,8 @@ class GroupCycle:
         failures: list[tuple[Placement, Outcome]] = []
         for placement in placements:
             out = self._default(entity, placement, replay=True)
+            if out.error:  # (taken back already: the whole cycle ends)
+                return out
             if out.ok:
                 running = sum(len(self._running(leaf)) for leaf in self.leaves(entity))
                 caps = self._caps.setdefault(tuple(n.index for n in placement.nodes), {})
@@ -398,6 +406,10 @@ class GroupCycle:
             else:
                 pl = self.place(pod, allowed)
             remaining -= 1
+            if pl.error:  # the whole cycle ends here (draopt.cluster.filter_error)
+                out.error_pod, out.error = pod.key, pl.error
+                self._revert(out)
+                return out
             if pl.placed:
                 out.placed.append(pl)
                 scheduled += 1
@@ -656,6 +668,9 @@ class GroupCycle:
             for child in children:
                 entity = _entity(child)
                 sub = self._placement_algorithm(entity, placement.nodes)
+                if sub.error:
+                    self._revert(out)
+                    return Outcome(False, error_pod=sub.error_pod, error=sub.error)
                 remaining -= 1
                 out.lines.extend("  " + line for line in sub.lines)
                 out.failed.update(sub.failed)
@@ -694,6 +709,8 @@ def run_group_cycle(
     pods that did not fit are tried there again later), one that was not joins `failed_groups`
     and its pods carry the group's reason and the per-domain explanation."""
     out = cycles.run(root)
+    if out.error:
+        return _errored(cycles, root, out, failed_groups)
     placed = {pl.pod: pl for pl in out.placed}
     scheduled = set(out.domains) if out.ok else set()
     explanation = "\n".join(out.lines)
@@ -719,6 +736,18 @@ def run_group_cycle(
             pl.explanation = explanation if first is None else f"(as for {first})"
             first = first or d.key
             results[d.key] = pl
+    return results
+
+
+def _errored(cycles: GroupCycle, root: tuple[str, str], out: Outcome, failed_groups: set[str]) -> dict:
+    """A cycle a filter error ended: the failing pod keeps its error, every other pending pod of
+    the root gets the group's (schedule_one_podgroup.go)."""
+    results = {}
+    for leaf in cycles.leaves(root):
+        failed_groups.add(leaf)
+        for d in cycles._pending_pods(leaf):
+            error = out.error if d.key == out.error_pod else group_member_error(out.error)
+            results[d.key] = PodPlacement(d.key, None, d.priority, d.group, error=error)
     return results
 
 

@@ -37,6 +37,7 @@ from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
 from draopt.cluster import firstfit
 from draopt.cluster.firstfit import frontier_reasons, node_level_reason, shareable_reason
+from draopt.cluster.filter_error import first_filter_error, is_filter_error
 from draopt.scheduler.scan import LAST_FIT, MAX_KINDS, Fits, scan
 
 _MAXIMUM = np.maximum.reduce  # ndarray.max() without its Python wrapper (once per cycle)
@@ -382,6 +383,10 @@ class Scheduler:
         if not len(feasible):
             keep = shareable_reason if merged else None  # (a merged table serves alike kinds: their reasons)
             self._fits_nowhere(rejected, frontier, skipped_reasons.get(table_key), try_fn, generic, keys, keep)
+            error = first_filter_error(rejected)
+            if error is not None:  # the attempt ended there (draopt.cluster.filter_error): nothing kept
+                pl.error = specific(error, keys)
+                return None
             if memo_key is not None:
                 self.fail_memo[memo_key] = (self.epoch, rejected)
             pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
@@ -400,7 +405,7 @@ class Scheduler:
 
     def _fits_nowhere(self, rejected: Counter, frontier: int, skipped, try_fn, generic, keys, keep) -> None:
         """`rejected` completed with the reasons of the nodes before the kind's frontier."""
-        if frontier:
+        if frontier and first_filter_error(rejected) is None:
             rejected.update(frontier_reasons(skipped, self.nodes, frontier, try_fn, generic, keys, keep))
 
     def _to_find(self, prof: Profile, n: int) -> int:
@@ -479,6 +484,9 @@ class Scheduler:
             reason = hard(idx) if hard is not None else None
             if reason is None:
                 reason, fit = try_fn(self.nodes[idx])
+            if is_filter_error(reason):
+                pl.error = reason  # the attempt ends here (draopt.cluster.filter_error)
+                return None
             if reason is not None:
                 pl.reasons[reason] += 1
                 continue
@@ -560,6 +568,8 @@ class Scheduler:
             reason, fit = try_fn(node)
             if reason is not None:
                 reason = generic(reason, keys)
+                if is_filter_error(reason):  # the attempt ends here, the node not kept
+                    return [], [], {}, Counter({reason: 1}), processed - 1
                 rejected[reason] += 1
                 if kcache is not None:
                     kcache[idx] = (node.version, 0, reason)

@@ -301,8 +301,8 @@ class PreemptionRun:
                 self.preempt_group(pod.group)
             return
         pl = self.by_pod[pod.key]
-        if pl.placed or (self.scheduler is not None and self.scheduler.profile(pod) is None):
-            return  # (a pod no profile schedules never gets a cycle)
+        if pl.placed or pl.error or (self.scheduler is not None and self.scheduler.profile(pod) is None):
+            return  # (a pod no profile schedules never gets a cycle; a filter error: no PostFilter)
         self.preempt_pod(pod, pl)
         final = self.by_pod[pod.key]
         if (

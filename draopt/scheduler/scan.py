@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from draopt.cluster.filter_error import is_filter_error
 from draopt.cluster.firstfit import shareable_reason
 
 _VERSION = operator.attrgetter("version")
@@ -96,6 +97,8 @@ def scan(
         if not stale:
             break
         fill = _filter_stale(st, stale)
+        if st.error is not None:
+            return _stopped(st)
         if fill is None:
             break
         _fill_group(st, *fill)
@@ -110,6 +113,7 @@ class _Scan:
         "sched", "sig", "start", "frontier", "to_find", "try_fn", "keys", "first_open", "skipped_reasons",
         "generic", "alike", "demand", "shared", "merged", "specs", "nodes", "ver", "feas", "dscore", "reasons",
         "took", "group", "last_fit", "bver", "bscore", "breason", "versions", "low", "fits", "filled", "group_fits",
+        "error",
     )  # fmt: skip
 
     def __init__(
@@ -136,6 +140,7 @@ class _Scan:
         self.fits: dict[int, Any] = {}
         self.filled: set[int] = set()  # device groups answered in one step
         self.group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
+        self.error: tuple[int, str] | None = None  # (node, generic reason): a filter error stopped the loop
 
 
 def _stale_in_search_order(st: _Scan) -> list:
@@ -188,6 +193,12 @@ def _filter_stale(st: _Scan, stale: list):
             reason, fit = st.try_fn(node)
             if reason is not None:
                 reason = st.generic(reason, st.keys)
+                if is_filter_error(reason):
+                    # The attempt stops here (draopt.cluster.filter_error). Not kept: the node
+                    # stays stale, so every later pod of the kind that reaches it is stopped too.
+                    feas[idx] = False
+                    st.error = (idx, reason)
+                    break
             if bver is not None:
                 if shareable_reason(reason):
                     bver[idx] = version
@@ -269,6 +280,15 @@ def _answer(st: _Scan):
             refused[:low] = False
         rejected = Counter(st.reasons[i] for i in in_search_order(refused.nonzero()[0], start).tolist())
     return found, dscore[found], _with_groups(st.fits, st.group_fits), rejected, processed
+
+
+def _stopped(st: _Scan):
+    """scan's answer when a node's filter returned an error: no feasible node, that error as the
+    only reason, and the nodes before it in search order processed."""
+    idx, reason = st.error
+    n = len(st.nodes)
+    processed = idx - st.start if idx >= st.start else idx - st.start + n
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), {}, Counter({reason: 1}), processed
 
 
 def _with_groups(fits: dict, group_fits: list):
