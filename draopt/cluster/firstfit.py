@@ -145,6 +145,7 @@ def simulate(
     run.queue_pass()
     failed_gangs = run.release_short_gangs()
     run.second_chance(failed_gangs)
+    failed_gangs |= run.retry_errors()
     run.word_members(failed_gangs)
     return run.result(t0)
 
@@ -618,6 +619,49 @@ class Simulation:
             if m.key != pl.pod:
                 by_pod[m.key] = PodPlacement(m.key, None, m.priority, m.group, error=group_member_error(pl.error))
         return False
+
+    def retry_errors(self) -> set[str]:
+        """The pods (and pod groups) whose attempt a filter error ended, tried again once the rest
+        is done, until a pass places nothing more: kube-scheduler puts them in backoff, not among
+        the pods waiting for a cluster event, so it retries them until they stop failing or no pod
+        makes progress; their message is their last attempt's. Returns the gangs that failed again."""
+        by_pod, workload, cycles, failed = self.by_pod, self.workload, self.cycles, set()
+        for _ in workload.pending:  # (bounded: each pass but the last places a pod)
+            errored = [p for p in workload.pending if by_pod[p.key].error]
+            placed = sum(1 for pl in by_pod.values() if pl.placed)
+            seen: set[str] = set()
+            for pod in errored:
+                if pod.key not in seen:
+                    failed |= self._retry(pod, cycles.root_of(pod.group) if cycles is not None else None, seen)
+            if not errored or sum(1 for pl in by_pod.values() if pl.placed) == placed:
+                break
+        return failed
+
+    def _retry(self, pod, root, seen: set[str]) -> set[str]:
+        """One errored pod's cycle again (its group's, or its root's); the gangs it left failed."""
+        by_pod, preempting = self.by_pod, self.preempting
+        if root is not None:
+            cycles = _cycles(self.cycles)
+            for leaf in cycles.leaves(root):
+                self.cycle_failed.discard(leaf)
+            got = run_group_cycle(cycles, root, self.group_domain, self.cycle_failed, len(self.cluster.nodes))
+            by_pod.update(got)
+            seen.update(got)
+            return set()
+        if pod.group is not None and pod.group in self.workload.groups:
+            members = self.members_of[pod.group]
+            seen.update(m.key for m in members)
+            self.errored_groups.discard(pod.group)
+            if not self.place_group(pod.group, members):
+                return set()
+            if preempting is not None:
+                preempting.after(members[-1])
+            return {pod.group} if self.release_short_gang(pod.group) else set()
+        seen.add(pod.key)
+        by_pod[pod.key] = self.place(pod)
+        if preempting is not None:
+            preempting.after(pod)
+        return set()
 
     def release_short_gangs(self) -> set[str]:
         """Gangs short of minCount hold nothing now; returns the gangs that failed."""
