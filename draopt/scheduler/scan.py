@@ -172,12 +172,15 @@ def _filter_stale(st: _Scan, stale: list):
     frontier = st.frontier
     # Enough feasible nodes before a stale one: with every stale node before it filtered
     # (search order), the feasible nodes (>= low) before it are the known ones plus those
-    # found now. Reaching to_find needs at least this many nodes that may be feasible;
-    # else the count is not needed (every stale node is filtered).
-    may_stop = int(np.count_nonzero(feas[low:] if low else feas)) + len(stale) - 1 >= to_find
+    # found now. kube-scheduler's loop stops at the feasible node after the to_find it keeps
+    # (findNodesThatPassFilters cancels on finding one too many): the nodes before that one are
+    # processed (a filter error among them stops the attempt). Reaching to_find + 1 needs at
+    # least this many nodes that may be feasible; else every stale node is filtered.
+    need = to_find + 1
+    may_stop = int(np.count_nonzero(feas[low:] if low else feas)) + len(stale) - 1 >= need
     fill = None
     for idx in stale:
-        if may_stop and feasible_before(feas, idx, start, low) >= to_find:
+        if may_stop and feasible_before(feas, idx, start, low) >= need:
             break
         if bver is not None and bver[idx] == versions[idx]:
             reason, fit = breason[idx], None
@@ -253,14 +256,14 @@ def _answer(st: _Scan):
     start, low, to_find, feas, dscore = st.start, st.low, st.to_find, st.feas, st.dscore
     n = len(st.nodes)
     # Every node before the first stale one left in search order is answered now, and that one
-    # has at least to_find feasible nodes before it: those found from `start` on are the first.
+    # has at least to_find + 1 feasible nodes before it: those found from `start` on are the
+    # first; the loop processed the nodes before the one after the to_find kept.
     lo = start if start > low else low
     ahead = feas[lo:].nonzero()[0]
-    if ahead.size >= to_find:
+    if ahead.size > to_find:
         found = ahead[:to_find]
         found += lo
-        last = int(found[-1])
-        processed = last - start + 1 if last >= start else last - start + n + 1
+        processed = int(ahead[to_find]) + lo - start  # (>= start: lo is)
         return found, dscore[found], _with_groups(st.fits, st.group_fits), None, processed
     fresh = st.ver == st.versions
     answered = fresh & feas
@@ -268,13 +271,14 @@ def _answer(st: _Scan):
         answered[:low] = False
     ok = in_search_order(answered.nonzero()[0], start)
     rejected: Counter | None = None
-    if ok.size >= to_find:
+    if ok.size > to_find:
         found = ok[:to_find]
-        last = int(found[-1])
-        processed = (last - start if last >= start else last - start + n) + 1
+        cut = int(ok[to_find])
+        processed = cut - start if cut >= start else cut - start + n
     else:
         found = ok
-        processed = n
+        processed = n  # (no feasible node after those kept: every node processed)
+    if not found.size:
         refused = fresh & ~feas
         if low:
             refused[:low] = False
