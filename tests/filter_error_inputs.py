@@ -99,7 +99,8 @@ def one_pod() -> list[dict]:
 
 
 def gang(minor: str = "1.37") -> list[dict]:
-    """A gang of two: w0 (any GPU) fits, w1 (the selector) meets node-a's GPU: the cycle ends."""
+    """A gang of two: w1 (the selector), first in queue order, meets node-a's GPU and ends the
+    cycle; w0 (any GPU) would fit."""
     return [
         device_class(),
         *node("node-a", profile=False),
@@ -107,8 +108,8 @@ def gang(minor: str = "1.37") -> list[dict]:
         claim("g0", selector=False),
         claim("g1"),
         pod_group("trainer", 2, minor),
-        pod("w0", "g0", second=0, group="trainer"),
-        pod("w1", "g1", second=1, group="trainer"),
+        pod("w1", "g1", second=0, group="trainer"),
+        pod("w0", "g0", second=1, group="trainer"),
     ]
 
 
