@@ -17,6 +17,7 @@ group's other pods get GROUP_ERROR before it (schedule_one_podgroup.go, both rel
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeGuard
 
 from draopt.errors import AllocationError, DeviceCelError
 from draopt.kube.releases import at_least
@@ -30,7 +31,7 @@ _NO_SUCH_KEY_HINT = (
 )
 
 
-def is_filter_error(reason: str | None) -> bool:
+def is_filter_error(reason: str | None) -> TypeGuard[str]:
     """try_node's `reason` is a Filter Error status (the attempt stops), not a node's rejection."""
     return reason is not None and reason.startswith(FILTER_ERROR)
 

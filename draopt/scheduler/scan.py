@@ -289,6 +289,7 @@ def _answer(st: _Scan):
 def _stopped(st: _Scan):
     """scan's answer when a node's filter returned an error: no feasible node, that error as the
     only reason, and the nodes before it in search order processed."""
+    assert st.error is not None
     idx, reason = st.error
     n = len(st.nodes)
     processed = idx - st.start if idx >= st.start else idx - st.start + n
