@@ -144,8 +144,7 @@ def simulate(
     run.start_group_cycles()
     run.queue_pass()
     failed_gangs = run.release_short_gangs()
-    run.second_chance(failed_gangs)
-    failed_gangs |= run.retry_errors()
+    failed_gangs |= run.retry_errors(run.second_chance(failed_gangs))
     run.word_members(failed_gangs)
     return run.result(t0)
 
@@ -620,22 +619,37 @@ class Simulation:
                 by_pod[m.key] = PodPlacement(m.key, None, m.priority, m.group, error=group_member_error(pl.error))
         return False
 
-    def retry_errors(self) -> set[str]:
-        """The pods (and pod groups) whose attempt a filter error ended, tried again once the rest
-        is done, until a pass places nothing more: kube-scheduler puts them in backoff, not among
-        the pods waiting for a cluster event, so it retries them until they stop failing or no pod
-        makes progress; their message is their last attempt's. Returns the gangs that failed again."""
-        by_pod, workload, cycles, failed = self.by_pod, self.workload, self.cycles, set()
-        for _ in workload.pending:  # (bounded: each pass but the last places a pod)
-            errored = [p for p in workload.pending if by_pod[p.key].error]
-            placed = sum(1 for pl in by_pod.values() if pl.placed)
-            seen: set[str] = set()
-            for pod in errored:
-                if pod.key not in seen:
-                    failed |= self._retry(pod, cycles.root_of(pod.group) if cycles is not None else None, seen)
-            if not errored or sum(1 for pl in by_pod.values() if pl.placed) == placed:
+    def retry_errors(self, earlier: tuple[bool, set[str]]) -> set[str]:
+        """The pods (and pod groups) whose attempt a filter error ended, tried again in queue order
+        once the rest is done, pass after pass until one places nothing: kube-scheduler puts them in
+        backoff, not among the pods waiting for a cluster event, and retries them until no pod makes
+        progress; their message is their last attempt's. `earlier`: second_chance's (whether its
+        pass retried them and placed a pod, the gangs it left failed). Returns the gangs that failed."""
+        progress, failed = earlier
+        for _ in self.workload.pending:  # (bounded: each pass but the last places a pod)
+            if not progress:
                 break
+            progress, more = self._retry_pass(lambda pod: False)
+            failed |= more
         return failed
+
+    def _placed_count(self) -> int:
+        return sum(1 for pl in self.by_pod.values() if pl.placed)
+
+    def _retry_pass(self, also) -> tuple[bool, set[str]]:
+        """One pass in queue order over the errored pods (their groups' cycles again) and the pods
+        `also(pod)` names; (whether it placed a pod, the gangs it left failed)."""
+        by_pod, cycles, failed = self.by_pod, self.cycles, set()
+        placed, seen = self._placed_count(), set()
+        for pod in self.workload.pending:
+            pl = by_pod[pod.key]
+            if pl.error and pod.key not in seen:
+                failed |= self._retry(pod, cycles.root_of(pod.group) if cycles is not None else None, seen)
+            elif also(pod):
+                by_pod[pod.key] = self.place(pod)
+                if not by_pod[pod.key].placed:
+                    by_pod[pod.key].preemption = pl.preemption  # what preemption said stays said
+        return self._placed_count() != placed, failed
 
     def _retry(self, pod, root, seen: set[str]) -> set[str]:
         """One errored pod's cycle again (its group's, or its root's); the gangs it left failed."""
@@ -673,17 +687,14 @@ class Simulation:
                 failed_gangs.add(key)
         return failed_gangs | self.cycle_failed
 
-    def second_chance(self, failed_gangs: set[str]) -> None:
-        """The pods not placed, other than the failed gangs', try again in the room those left."""
+    def second_chance(self, failed_gangs: set[str]) -> tuple[bool, set[str]]:
+        """The pods not placed, other than the failed gangs', try again in the room those left; the
+        pods a filter error stopped are retried in the same pass (retry_errors' first). Returns
+        (whether a pass is still due: none ran, or it placed a pod; the gangs it left failed)."""
         if not failed_gangs:
-            return
-        by_pod = self.by_pod
-        for pod in self.workload.pending:
-            pl = by_pod[pod.key]
-            if not pl.placed and pod.group not in failed_gangs | self.refused_groups | self.errored_groups:
-                by_pod[pod.key] = self.place(pod)
-                if not by_pod[pod.key].placed:
-                    by_pod[pod.key].preemption = pl.preemption  # what preemption said stays said
+            return True, set()
+        skip = failed_gangs | self.refused_groups | self.errored_groups
+        return self._retry_pass(lambda pod: not self.by_pod[pod.key].placed and pod.group not in skip)
 
     def word_members(self, failed_gangs: set[str]) -> None:
         """The PodGroups' pending members' messages, in the release's words (podgroup_status)."""
