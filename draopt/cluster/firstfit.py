@@ -603,7 +603,14 @@ class Simulation:
         False then."""
         by_pod = self.by_pod
         tried = []
-        for m in members:
+        out_of_reach = self._placement_feasible(group, len(members))
+        for i, m in enumerate(members):
+            if out_of_reach(i, sum(1 for t in tried if t.placed)):
+                # 1.37's PlacementFeasible stops the cycle: the rest are never tried (their
+                # message is the gang's status, podgroup_status), so no filter of theirs runs.
+                for rest in members[i:]:
+                    by_pod[rest.key] = PodPlacement(rest.key, None, rest.priority, rest.group)
+                return True
             pl = by_pod[m.key] = self.place(m)
             tried.append(pl)
             if pl.error:
@@ -618,6 +625,18 @@ class Simulation:
             if m.key != pl.pod:
                 by_pod[m.key] = PodPlacement(m.key, None, m.priority, m.group, error=group_member_error(pl.error))
         return False
+
+    def _placement_feasible(self, group: str, pending: int):
+        """(pods tried, pods placed) -> whether 1.37's cycle stops before the next pod: a gang's
+        minCount out of reach, its running pods counted (gang_trial's rule); never on 1.36 (its
+        cycle tries every pod) nor for a basic group."""
+        from draopt.kube.releases import at_least
+
+        gang = self.workload.groups[group]
+        if gang.policy != "gang" or not at_least(self.cluster.features.version, "1.37"):
+            return lambda tried, placed: False
+        running = sum(1 for p in gang.pods if p not in self.demand_of)
+        return lambda tried, placed: running + placed + pending - tried < gang.min_count
 
     def retry_errors(self, earlier: tuple[bool, set[str]]) -> set[str]:
         """The pods (and pod groups) whose attempt a filter error ended, tried again in queue order
