@@ -145,6 +145,22 @@ def start_index() -> list[dict]:
     ]
 
 
+def preemption() -> list[dict]:
+    """Two full nodes (a low-priority pod each) whose GPUs lack `profile`: the pending pod is
+    rejected for cpu, so no DRA filter runs; preemption's dry run removes the victims and meets the
+    error on both nodes: its answer is the errors (DryRunPreemption, no candidate)."""
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    docs = [high, device_class(), *node("node-a", profile=False, cpu="2"), *node("node-b", profile=False, cpu="2")]
+    for name in ("node-a", "node-b"):
+        running = pod(f"low-{name}", None, cpu="2")
+        running["spec"]["nodeName"] = name
+        running["status"] = {"phase": "Running"}
+        docs.append(running)
+    pending = pod("high", "c1", cpu="1", second=1)
+    pending["spec"].update(priorityClassName="high", priority=1000)
+    return docs + [claim("c1"), pending]
+
+
 def write(path: Path, docs: list[dict]) -> str:
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return str(path)

@@ -85,3 +85,18 @@ def test_fixed_nodes_beyond_the_search(tmp_path, minor, error_at):
     else:
         assert pods["a"].kubernetes_message == MESSAGE[minor].format(claim="ca", node=node)
     assert pods["b"].kubernetes_message == MESSAGE[minor].format(claim="cb", node=node)
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_filter_error_in_preemptions_dry_run(tmp_path, minor):
+    """Preemption's dry run (victims removed) meets the error on both nodes: no candidate, so
+    its message is the errors, two distinct ones in brackets (1.37 names the devices); 1.36's
+    DynamicResources PostFilter words do not come before an Error."""
+    pods = _report(tmp_path, inputs.preemption(), minor)
+    message = pods["high"].kubernetes_message
+    assert message.startswith("0/2 nodes are available: 2 Insufficient cpu. preemption: ")
+    if minor == "1.37":
+        both = [MESSAGE[minor].format(claim="c1", node=n) for n in ("node-a", "node-b")]
+        assert message.endswith(f"preemption: [{', '.join(both)}]")
+    else:
+        assert message.endswith("preemption: " + MESSAGE[minor].format(claim="c1", node=""))

@@ -130,3 +130,16 @@ def test_a_missing_device_class_stays_a_node_reason():
     assert not pods["p1"].error and pods["p1"].condition_message(n).startswith(
         "0/1 nodes are available: 1 resource claim error"
     )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_error_in_preemptions_dry_run(minor):
+    pods, n, outcome = _place(inputs.preemption(), minor)
+    high = pods["high"]
+    assert not high.placed and not high.error and not outcome.result.evictions
+    if minor == "1.37":
+        both = ", ".join(_message("c1", node, minor) for node in ("node-a", "node-b"))
+        assert high.preemption == f"preemption: [{both}]"
+    else:
+        assert high.preemption == "preemption: " + _message("c1", "", minor)
+    assert high.condition_message(n) == f"0/2 nodes are available: 2 Insufficient cpu. {high.preemption}"
