@@ -376,7 +376,9 @@ class GroupCycle:
             stopped = f"{scheduled + remaining} pods, minCount {need}"
         else:
             room = self._bound(pods, placement.nodes, view)
-            if scheduled + room < need:
+            # (not where a selector errs on a device there: the trial would run the filters and
+            # may end the whole cycle with that error, draopt.cluster.filter_error)
+            if scheduled + room < need and not self._may_err(pods, placement.nodes):
                 # Not tried: the placement's free resources and devices hold fewer pods than the
                 # group needs whatever the filters say (a necessary condition; the trial would
                 # fail the same way).
@@ -644,16 +646,30 @@ class GroupCycle:
                 sel.cel.expression for sel in (cls.spec.selectors if cls is not None else []) if sel.cel is not None
             ] + list(own)
             chosen = []
+            erring = False
             for entry in inv.devices:
                 try:
                     if all(self.cluster.cel_env.compile(e).matches(entry.cel) for e in exprs):
                         chosen.append(entry.id)
                 except Exception:  # a selector that errors on this device: counted when bounding
+                    erring = True
                     if exact:
                         chosen.append(entry.id)
-            got = memo[key] = (inv, chosen)
+            got = memo[key] = (inv, chosen, erring)
         holds = self.cluster.allocated.holds
         return sum(1 for did in got[1] if not holds(did))
+
+    def _may_err(self, pods: list, nodes: list) -> bool:
+        """A selector of the pods' device requests errs on some device of the nodes (as
+        _free_devices evaluates them: the class's and the request's, for the requests it bounds)."""
+        for pod in pods:
+            for class_name, selectors in self._device_requests(pod):
+                for node in nodes:
+                    self._free_devices(node, class_name, list(selectors), exact=True)
+                    key = (id(self.cluster.inventory(node)), class_name, tuple(selectors), True)
+                    if self._selected[key][2]:
+                        return True
+        return False
 
     def _composite_default(self, key: str, placement: Placement) -> Outcome:
         comp = self.w.composites[key]
