@@ -145,13 +145,16 @@ def start_index() -> list[dict]:
     ]
 
 
-def preemption() -> list[dict]:
-    """Two full nodes (a low-priority pod each) whose GPUs lack `profile`: the pending pod is
-    rejected for cpu, so no DRA filter runs; preemption's dry run removes the victims and meets the
-    error on both nodes: its answer is the errors (DryRunPreemption, no candidate)."""
+def preemption(names: tuple[str, ...] = ("node-a",)) -> list[dict]:
+    """Full nodes (a low-priority pod each) whose GPUs lack `profile`: the pending pod is rejected
+    for cpu, so no DRA filter runs; preemption's dry run removes the victims and meets the error on
+    every node: its answer is the errors (DryRunPreemption, no candidate). (Kubernetes starts the
+    dry run at a random node: with several nodes the errors' order varies.)"""
     high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
-    docs = [high, device_class(), *node("node-a", profile=False, cpu="2"), *node("node-b", profile=False, cpu="2")]
-    for name in ("node-a", "node-b"):
+    docs = [high, device_class()]
+    for name in names:
+        docs += node(name, profile=False, cpu="2")
+    for name in names:
         running = pod(f"low-{name}", None, cpu="2")
         running["spec"]["nodeName"] = name
         running["status"] = {"phase": "Running"}

@@ -134,7 +134,7 @@ def test_a_missing_device_class_stays_a_node_reason():
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_error_in_preemptions_dry_run(minor):
-    pods, n, outcome = _place(inputs.preemption(), minor)
+    pods, n, outcome = _place(inputs.preemption(("node-a", "node-b")), minor)
     high = pods["high"]
     assert not high.placed and not high.error and not outcome.result.evictions
     if minor == "1.37":
