@@ -602,10 +602,10 @@ class Simulation:
         failing pod keeps its error and every other pod gets the group's (GROUP_ERROR before it);
         False then."""
         by_pod = self.by_pod
-        tried = []
+        tried: list[PodPlacement] = []
         out_of_reach = self._placement_feasible(group, len(members))
         for i, m in enumerate(members):
-            if out_of_reach(i, sum(1 for t in tried if t.placed)):
+            if out_of_reach(i, len([t for t in tried if t.placed])):
                 # 1.37's PlacementFeasible stops the cycle: the rest are never tried (their
                 # message is the gang's status, podgroup_status), so no filter of theirs runs.
                 for rest in members[i:]:
@@ -659,7 +659,7 @@ class Simulation:
         """One pass in queue order over the errored pods (their groups' cycles again) and the pods
         `also(pod)` names; (whether it placed a pod, the gangs it left failed)."""
         by_pod, cycles, failed = self.by_pod, self.cycles, set()
-        placed, seen = self._placed_count(), set()
+        placed, seen = self._placed_count(), set[str]()
         for pod in self.workload.pending:
             pl = by_pod[pod.key]
             if pl.error and pod.key not in seen:
