@@ -47,8 +47,6 @@ def _reason_cause(d, report) -> str | None:
     ours, theirs = _message_tail(d.draopt), _message_tail(d.kubernetes)
     if theirs == "no nodes available to schedule pods" and "no Node objects in the input" in ours:
         return "no-nodes-wording"
-    if theirs.startswith('running "DynamicResources" filter plugin') and "resource claim error" in ours:
-        return "dra-filter-error-wording"
     if "does not exist" in theirs and "could not retrieve device class" in ours:
         return "dra-prefilter-wording"  # a missing DeviceClass: PreFilter's message, once for all nodes
     causes = []

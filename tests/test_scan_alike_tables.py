@@ -1,7 +1,7 @@
 """The scheduler's filter loop keeps one table of node answers for alike kinds of pods (claims the
 allocator sees alike: the same specs with classes replaced by their selectors; see
 draopt.scheduler.cycle.Scheduler.select). Placements, allocations and every unplaced pod's
-reasons are the same as with one table per kind, including reasons that name a pod's own classes
+reasons are the same as with one table per kind, including errors that name a pod's own classes
 (a CEL runtime error in a class selector), after which the kinds keep their own tables.
 
 Shapes: Kubernetes' scheduler_perf ExtendedResource_25Classes workload (benchmarks/
@@ -34,7 +34,7 @@ def outcome(docs: list[dict]) -> dict:
     objects = load_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}), "test.json")
     res = place(objects, policy="first-fit", features=Features.from_gates()).result
     return {
-        "pods": [(p.pod, p.node, dict(sorted(p.reasons.items()))) for p in res.pods],
+        "pods": [(p.pod, p.node, dict(sorted(p.reasons.items())), p.error) for p in res.pods],
         "claims": {k: [a.to_k8s(), n] for k, (a, n) in sorted(res.claims.items())},
     }
 
@@ -64,7 +64,7 @@ def test_overfilled_extended_resource_workload_same_as_one_table_per_kind():
     assert shared == apart
     unplaced = [p for p in shared["pods"] if p[1] is None]
     assert len(unplaced) == 40
-    assert all(reasons for _, _, reasons in unplaced)
+    assert all(reasons for _, _, reasons, _ in unplaced)
 
 
 def _node(i: int) -> dict:
@@ -130,13 +130,12 @@ def test_reasons_naming_a_class_stay_each_kinds_own():
     # node-2's devices lack the attribute: the selector raises there, naming the pod's class.
     docs += [_slice(i, 2, with_attribute=i != 2) for i in range(nodes)]
     docs += [_class("class-a"), _class("class-b")]
-    for i in range(12):  # 6 devices answer: later pods fail, each with its own class in the reason
+    for i in range(12):  # every pod's filter loop meets node-2: each stops there, naming its own class
         docs += _pod_with_claim(i, "class-a" if i % 2 == 0 else "class-b")
     apart, shared = both(docs)
     assert shared == apart
     unplaced = [p for p in shared["pods"] if p[1] is None]
-    assert len(unplaced) == 6
-    for pod, _, reasons in unplaced:
+    assert len(unplaced) == 12
+    for pod, _, reasons, error in unplaced:
         own = "class-a" if int(pod.rsplit("-", 1)[1]) % 2 == 0 else "class-b"
-        errors = [r for r in reasons if "CEL runtime error" in r]
-        assert errors and all(own in r for r in errors), (pod, reasons)
+        assert not reasons and "CEL runtime error" in error and f"class {own}:" in error, (pod, error)

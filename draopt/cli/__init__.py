@@ -532,7 +532,12 @@ def cmd_explain(args) -> int:
             if pl is not None and not pl.placed and args.node:
                 sections.extend(_failure_on_node(explain, key, pl, args.node))
             elif pl is not None and not pl.placed:
-                sections.append(_failure_headline(explain, key, pl, pl.reason_text(len(outcome.cluster.nodes))))
+                message = pl.reason_text(len(outcome.cluster.nodes))
+                if pl.error:  # (kube-scheduler stops at the node whose filter errs: nothing is chosen)
+                    title = "first-fit could not place it: a filter error ended its scheduling attempt, no node chosen"
+                    sections.append(_failure_headline(explain, key, pl, message, title))
+                else:
+                    sections.append(_failure_headline(explain, key, pl, message))
                 if pl.explanation:
                     sections.append(
                         explain.Section(f"pod {key}", "when it failed", pl.explanation, block=True, explained=True)
@@ -669,6 +674,8 @@ def _failure_on_node(explain, key: str, pl, node: str) -> list:
     """`explain --node N`: a failed pod's sections about N alone: the headline without the other
     nodes' counts, and N's block of the explanation taken when the pod failed."""
     out = [explain.Section(f"pod {key}", f"first-fit could not place it (node {node} below)")]
+    if pl.error:  # (the attempt ended at one node, maybe another: every node's answer is moot)
+        out.append(explain.Section(f"pod {key}", "a filter error ended its scheduling attempt", pl.error))
     if pl.explanation:
         text, found = explain.narrow_to_node(pl.explanation, node)
         if not found:

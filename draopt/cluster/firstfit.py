@@ -22,6 +22,7 @@ from typing import Any
 
 from draopt.cluster.state import Cluster, NodeState, pod_on
 from draopt.cluster.result import FirstFitStats, PlacementResult, PodPlacement
+from draopt.cluster.filter_error import first_filter_error, group_member_error, is_filter_error
 from draopt.cluster.podgroup_status import never_popped, word_group_members
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
 
@@ -143,7 +144,7 @@ def simulate(
     run.start_group_cycles()
     run.queue_pass()
     failed_gangs = run.release_short_gangs()
-    run.second_chance(failed_gangs)
+    failed_gangs |= run.retry_errors(run.second_chance(failed_gangs))
     run.word_members(failed_gangs)
     return run.result(t0)
 
@@ -187,6 +188,7 @@ class Simulation:
     cycle_failed: set[str] = field(default_factory=set)  # groups a pod-group cycle left unscheduled (not tried again)
     released: set[str] = field(default_factory=set)  # pods that fitted in their gang's trial, taken back with it
     refused_groups: set[str] = field(default_factory=set)
+    errored_groups: set[str] = field(default_factory=set)  # groups whose cycle a filter error ended
     members_of: dict[str, list] = field(default_factory=dict)
     watch_scores: ScoreWatch | None = None
 
@@ -362,6 +364,9 @@ class Simulation:
             if allowed is not None and node.name not in allowed:
                 continue
             reason, fit = try_node(cluster, book, pod, node, cache, share_id)
+            if is_filter_error(reason):
+                pl.error = reason  # the attempt ends here (draopt.cluster.filter_error)
+                return None
             if reason is not None:
                 pl.reasons[reason] += 1
                 if contiguous and sig is not None:
@@ -384,6 +389,8 @@ class Simulation:
         """A pod that fits nowhere: the reasons of the nodes its kind's frontier passed, and the
         device-side explanation."""
         cluster, book, cache = self.cluster, self.book, self.cache
+        if pl.error:
+            return  # (the attempt ended at a filter error: no node reasons to complete)
         if skipped_below:
             fresh = frontier_reasons(
                 self.skipped_reasons.get(sig),
@@ -394,6 +401,10 @@ class Simulation:
                 keys,
             )
             pl.reasons.update({_specific(r, keys): n for r, n in fresh.items()})
+            error = first_filter_error(pl.reasons)
+            if error is not None:
+                pl.error, pl.reasons = error, Counter()
+                return
         if not cluster.nodes:
             pl.reasons["no Node objects in the input"] += 1
         if self.explain_failures is not None and any(
@@ -575,8 +586,8 @@ class Simulation:
                 if pod.key in by_pod or self.held_or_refused(pod.group):
                     continue
                 members = self.members_of[pod.group]
-                for m in members:
-                    by_pod[m.key] = self.place(m)
+                if not self.place_group(pod.group, members):
+                    continue  # (a filter error ended the cycle: no PostFilter)
                 if preempting is not None:
                     preempting.after(members[-1])
                 self.release_short_gang(pod.group)
@@ -584,6 +595,106 @@ class Simulation:
             by_pod[pod.key] = self.place(pod)
             if preempting is not None:
                 preempting.after(pod)  # PostFilter: the pod, or its PodGroup once its last pod was tried
+
+    def place_group(self, group: str, members: list) -> bool:
+        """The plain pod-group cycle: the group's pending pods one after the other. A filter error
+        ends it (schedule_one_podgroup.go, 1.36 and 1.37): what its pods took is given back, the
+        failing pod keeps its error and every other pod gets the group's (GROUP_ERROR before it);
+        False then."""
+        by_pod = self.by_pod
+        tried: list[PodPlacement] = []
+        out_of_reach = self._placement_feasible(group, len(members))
+        for i, m in enumerate(members):
+            if out_of_reach(i, len([t for t in tried if t.placed])):
+                # 1.37's PlacementFeasible stops the cycle: the rest are never tried (their
+                # message is the gang's status, podgroup_status), so no filter of theirs runs.
+                for rest in members[i:]:
+                    by_pod[rest.key] = PodPlacement(rest.key, None, rest.priority, rest.group)
+                return True
+            pl = by_pod[m.key] = self.place(m)
+            tried.append(pl)
+            if pl.error:
+                break
+        else:
+            return True
+        for earlier in reversed(tried):
+            if earlier.placed:
+                self.retract(earlier)
+        self.errored_groups.add(group)
+        for m in members:
+            if m.key != pl.pod:
+                by_pod[m.key] = PodPlacement(m.key, None, m.priority, m.group, error=group_member_error(pl.error))
+        return False
+
+    def _placement_feasible(self, group: str, pending: int):
+        """(pods tried, pods placed) -> whether 1.37's cycle stops before the next pod: a gang's
+        minCount out of reach, its running pods counted (gang_trial's rule); never on 1.36 (its
+        cycle tries every pod) nor for a basic group."""
+        from draopt.kube.releases import at_least
+
+        gang = self.workload.groups[group]
+        if gang.policy != "gang" or not at_least(self.cluster.features.version, "1.37"):
+            return lambda tried, placed: False
+        running = sum(1 for p in gang.pods if p not in self.demand_of)
+        return lambda tried, placed: running + placed + pending - tried < gang.min_count
+
+    def retry_errors(self, earlier: tuple[bool, set[str]]) -> set[str]:
+        """The pods (and pod groups) whose attempt a filter error ended, tried again in queue order
+        once the rest is done, pass after pass until one places nothing: kube-scheduler puts them in
+        backoff, not among the pods waiting for a cluster event, and retries them until no pod makes
+        progress; their message is their last attempt's. `earlier`: second_chance's (whether its
+        pass retried them and placed a pod, the gangs it left failed). Returns the gangs that failed."""
+        progress, failed = earlier
+        for _ in self.workload.pending:  # (bounded: each pass but the last places a pod)
+            if not progress:
+                break
+            progress, more = self._retry_pass(lambda pod: False)
+            failed |= more
+        return failed
+
+    def _placed_count(self) -> int:
+        return sum(1 for pl in self.by_pod.values() if pl.placed)
+
+    def _retry_pass(self, also) -> tuple[bool, set[str]]:
+        """One pass in queue order over the errored pods (their groups' cycles again) and the pods
+        `also(pod)` names; (whether it placed a pod, the gangs it left failed)."""
+        by_pod, cycles, failed = self.by_pod, self.cycles, set()
+        placed, seen = self._placed_count(), set[str]()
+        for pod in self.workload.pending:
+            pl = by_pod[pod.key]
+            if pl.error and pod.key not in seen:
+                failed |= self._retry(pod, cycles.root_of(pod.group) if cycles is not None else None, seen)
+            elif also(pod):
+                by_pod[pod.key] = self.place(pod)
+                if not by_pod[pod.key].placed:
+                    by_pod[pod.key].preemption = pl.preemption  # what preemption said stays said
+        return self._placed_count() != placed, failed
+
+    def _retry(self, pod, root, seen: set[str]) -> set[str]:
+        """One errored pod's cycle again (its group's, or its root's); the gangs it left failed."""
+        by_pod, preempting = self.by_pod, self.preempting
+        if root is not None:
+            cycles = _cycles(self.cycles)
+            for leaf in cycles.leaves(root):
+                self.cycle_failed.discard(leaf)
+            got = run_group_cycle(cycles, root, self.group_domain, self.cycle_failed, len(self.cluster.nodes))
+            by_pod.update(got)
+            seen.update(got)
+            return set()
+        if pod.group is not None and pod.group in self.workload.groups:
+            members = self.members_of[pod.group]
+            seen.update(m.key for m in members)
+            self.errored_groups.discard(pod.group)
+            if not self.place_group(pod.group, members):
+                return set()
+            if preempting is not None:
+                preempting.after(members[-1])
+            return {pod.group} if self.release_short_gang(pod.group) else set()
+        seen.add(pod.key)
+        by_pod[pod.key] = self.place(pod)
+        if preempting is not None:
+            preempting.after(pod)
+        return set()
 
     def release_short_gangs(self) -> set[str]:
         """Gangs short of minCount hold nothing now; returns the gangs that failed."""
@@ -595,17 +706,14 @@ class Simulation:
                 failed_gangs.add(key)
         return failed_gangs | self.cycle_failed
 
-    def second_chance(self, failed_gangs: set[str]) -> None:
-        """The pods not placed, other than the failed gangs', try again in the room those left."""
+    def second_chance(self, failed_gangs: set[str]) -> tuple[bool, set[str]]:
+        """The pods not placed, other than the failed gangs', try again in the room those left; the
+        pods a filter error stopped are retried in the same pass (retry_errors' first). Returns
+        (whether a pass is still due: none ran, or it placed a pod; the gangs it left failed)."""
         if not failed_gangs:
-            return
-        by_pod = self.by_pod
-        for pod in self.workload.pending:
-            pl = by_pod[pod.key]
-            if not pl.placed and pod.group not in failed_gangs and pod.group not in self.refused_groups:
-                by_pod[pod.key] = self.place(pod)
-                if not by_pod[pod.key].placed:
-                    by_pod[pod.key].preemption = pl.preemption  # what preemption said stays said
+            return True, set()
+        skip = failed_gangs | self.refused_groups | self.errored_groups
+        return self._retry_pass(lambda pod: not self.by_pod[pod.key].placed and pod.group not in skip)
 
     def word_members(self, failed_gangs: set[str]) -> None:
         """The PodGroups' pending members' messages, in the release's words (podgroup_status)."""

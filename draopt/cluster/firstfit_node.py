@@ -17,6 +17,7 @@ from draopt.kube.nodeselect import node_selector_matches
 from draopt.dra.problem import ClaimSpec, prepare
 from draopt.dra.reference import Chosen, ReferenceAllocator, SearchLimit
 from draopt.cluster.state import DEFAULT_SCHEDULER_NAME, Cluster, NodeState, pod_on
+from draopt.cluster.filter_error import allocator_error, raised_by_allocate, timed_out
 
 MAX_SUBREQUEST_SCORE = 8
 NO_FIT = "cannot allocate all claims"
@@ -397,6 +398,7 @@ def _search(
     after it): (reason, None) or (None, (problem, chosen, selected, score)); the answer kept for
     the next pods (see try_node's lookups: `own` and `group` are its keys)."""
     answer: tuple[str | None, Any]
+    allocating = False
     try:
         claims = [book.claims[k] for k in todo]
         prepared = cache.get(("prepared", sig[0], id(inventory))) if cluster.incremental else None
@@ -411,11 +413,17 @@ def _search(
         ref = ReferenceAllocator(
             problem, kubernetes_defects=True, node_limit=SEARCH_LIMIT, shape=sig[0] if cluster.incremental else None
         )
+        allocating = True
         chosen = ref.allocate()
     except AllocationError as e:
-        answer = (f"resource claim error: {e}", None)
+        # Kubernetes' allocator errors are the Filter's Error status (draopt.cluster.filter_error);
+        # the rest (a missing DeviceClass: PreFilter's) stay this node's rejection.
+        if allocating or raised_by_allocate(e):
+            answer = (allocator_error(e, cluster.features.version), None)
+        else:
+            answer = (f"resource claim error: {e}", None)
     except SearchLimit:
-        answer = ("device allocation timed out", None)
+        answer = (timed_out(node.name), None)
     else:
         if chosen is None:
             answer = (NO_FIT, None)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, cast
 
+from draopt.cluster.filter_error import group_member_error
 from draopt.cluster.result import PodPlacement
 
 OUTSIDE = "node(s) outside the pod group's placement"
@@ -176,6 +177,9 @@ class Outcome:
     # A trial the TrialMemo knew, not run: (random state it started from, domain state it ends in,
     # domain state it started from, the pods' kinds).
     replayed: tuple[Any, tuple, tuple, tuple] | None = None
+    # A filter error ended the cycle (draopt.cluster.filter_error): the pod and its message.
+    error_pod: str = ""
+    error: str = ""
 
 
 class GroupCycle:
@@ -239,6 +243,8 @@ class GroupCycle:
         """RunRootSchedulingAlgorithm: the root's placements, committed when it is scheduled."""
         self._kinds_of = {}
         out = self._placement_algorithm(entity, list(self.cluster.nodes))
+        if out.error:
+            return out
         if out.ok and out.new == 0:
             self._revert(out)
             out = Outcome(False, failed=out.failed, reason="no pods were schedulable", lines=out.lines)
@@ -260,7 +266,7 @@ class GroupCycle:
             return Outcome(False, reason=why, lines=[f"{what}: {why}"])
         if len(placements) == 1:
             out = self._default(entity, placements[0])
-            if not out.ok and not placements[0].parent:
+            if not out.ok and not out.error and not placements[0].parent:
                 out.reason = f"0/1 placements are available, first placement status: {out.reason}"
             return out
         limit = placements_to_find(len(placements), sum(len(p.nodes) for p in placements))
@@ -268,6 +274,8 @@ class GroupCycle:
         failures: list[tuple[Placement, Outcome]] = []
         for placement in placements:
             out = self._default(entity, placement, replay=True)
+            if out.error:  # (taken back already: the whole cycle ends)
+                return out
             if out.ok:
                 running = sum(len(self._running(leaf)) for leaf in self.leaves(entity))
                 caps = self._caps.setdefault(tuple(n.index for n in placement.nodes), {})
@@ -368,7 +376,9 @@ class GroupCycle:
             stopped = f"{scheduled + remaining} pods, minCount {need}"
         else:
             room = self._bound(pods, placement.nodes, view)
-            if scheduled + room < need:
+            # (not where a selector errs on a device there: the trial would run the filters and
+            # may end the whole cycle with that error, draopt.cluster.filter_error)
+            if scheduled + room < need and not self._may_err(pods, placement.nodes):
                 # Not tried: the placement's free resources and devices hold fewer pods than the
                 # group needs whatever the filters say (a necessary condition; the trial would
                 # fail the same way).
@@ -398,6 +408,10 @@ class GroupCycle:
             else:
                 pl = self.place(pod, allowed)
             remaining -= 1
+            if pl.error:  # the whole cycle ends here (draopt.cluster.filter_error)
+                out.error_pod, out.error = pod.key, pl.error
+                self._revert(out)
+                return out
             if pl.placed:
                 out.placed.append(pl)
                 scheduled += 1
@@ -632,16 +646,30 @@ class GroupCycle:
                 sel.cel.expression for sel in (cls.spec.selectors if cls is not None else []) if sel.cel is not None
             ] + list(own)
             chosen = []
+            erring = False
             for entry in inv.devices:
                 try:
                     if all(self.cluster.cel_env.compile(e).matches(entry.cel) for e in exprs):
                         chosen.append(entry.id)
                 except Exception:  # a selector that errors on this device: counted when bounding
+                    erring = True
                     if exact:
                         chosen.append(entry.id)
-            got = memo[key] = (inv, chosen)
+            got = memo[key] = (inv, chosen, erring)
         holds = self.cluster.allocated.holds
         return sum(1 for did in got[1] if not holds(did))
+
+    def _may_err(self, pods: list, nodes: list) -> bool:
+        """A selector of the pods' device requests errs on some device of the nodes (as
+        _free_devices evaluates them: the class's and the request's, for the requests it bounds)."""
+        for pod in pods:
+            for class_name, selectors in self._device_requests(pod):
+                for node in nodes:
+                    self._free_devices(node, class_name, list(selectors), exact=True)
+                    key = (id(self.cluster.inventory(node)), class_name, tuple(selectors), True)
+                    if self._selected[key][2]:
+                        return True
+        return False
 
     def _composite_default(self, key: str, placement: Placement) -> Outcome:
         comp = self.w.composites[key]
@@ -656,6 +684,9 @@ class GroupCycle:
             for child in children:
                 entity = _entity(child)
                 sub = self._placement_algorithm(entity, placement.nodes)
+                if sub.error:
+                    self._revert(out)
+                    return Outcome(False, error_pod=sub.error_pod, error=sub.error)
                 remaining -= 1
                 out.lines.extend("  " + line for line in sub.lines)
                 out.failed.update(sub.failed)
@@ -694,6 +725,8 @@ def run_group_cycle(
     pods that did not fit are tried there again later), one that was not joins `failed_groups`
     and its pods carry the group's reason and the per-domain explanation."""
     out = cycles.run(root)
+    if out.error:
+        return _errored(cycles, root, out, failed_groups)
     placed = {pl.pod: pl for pl in out.placed}
     scheduled = set(out.domains) if out.ok else set()
     explanation = "\n".join(out.lines)
@@ -719,6 +752,18 @@ def run_group_cycle(
             pl.explanation = explanation if first is None else f"(as for {first})"
             first = first or d.key
             results[d.key] = pl
+    return results
+
+
+def _errored(cycles: GroupCycle, root: tuple[str, str], out: Outcome, failed_groups: set[str]) -> dict:
+    """A cycle a filter error ended: the failing pod keeps its error, every other pending pod of
+    the root gets the group's (schedule_one_podgroup.go)."""
+    results = {}
+    for leaf in cycles.leaves(root):
+        failed_groups.add(leaf)
+        for d in cycles._pending_pods(leaf):
+            error = out.error if d.key == out.error_pod else group_member_error(out.error)
+            results[d.key] = PodPlacement(d.key, None, d.priority, d.group, error=error)
     return results
 
 

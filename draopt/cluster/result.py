@@ -28,6 +28,9 @@ class PodPlacement:
     # where it writes none (a pod it never tries: another scheduler's, a group never popped)
     message: str | None = None
     skipped: bool = False  # never tried (a pending pod being deleted: skipPodSchedule)
+    # The scheduling attempt ended with a Filter plugin's error (draopt.cluster.filter_error):
+    # kube-scheduler's message (condition reason SchedulerError); no node reasons, no PostFilter.
+    error: str = ""
     hold: Hold | None = None  # kube-scheduler keeps the pod out of its queue: never placed
 
     @property
@@ -37,6 +40,8 @@ class PodPlacement:
     def reason_text(self, n_nodes: int) -> str:
         if self.hold is not None:
             return self.hold.text
+        if self.error:
+            return self.error
         if not self.reasons:
             return ""
         return f"0/{n_nodes} nodes are available: {reason_histogram(self.reasons)}"
@@ -55,6 +60,8 @@ class PodPlacement:
             if self.hold.condition_reason == SCHEDULER_ERROR:
                 return self.hold.message  # (validatePodGroup's error, the pods' message)
             return self.hold.condition_reason or f"waiting at PreEnqueue plugin {self.hold.plugin}"
+        if self.error:
+            return self.error
         if self.message is not None:
             return self.message
         return fit_error_message(self.reason_text(n_nodes)) + (f" {self.preemption}" if self.preemption else "")

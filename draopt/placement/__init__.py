@@ -468,7 +468,13 @@ def output_objects(result: PlacementResult, workload, group_uids: dict[str, str]
             if pl.explanation:
                 message = (message + "\n" if message else "") + pl.explanation
             d.setdefault("status", {})["conditions"] = [
-                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    # (a filter error: handleSchedulingFailure's reason for an Error status)
+                    "reason": "SchedulerError" if pl.error else "Unschedulable",
+                    "message": message,
+                }
             ]
         out.append(d)
         if pl.placed:

@@ -6,11 +6,12 @@ Sources (kubernetes/kubernetes, pkg/scheduler/schedule_one.go, commit
 003b4460edb52bc9a9fe6cf54294e5b3e4681610):
 * schedulePod: one feasible node is taken without scoring;
 * findNodesThatPassFilters / numFeasibleNodesToFind: nodes are checked from
-  nextStartNodeIndex; the search stops once numFeasibleNodesToFind feasible nodes are found (all
+  nextStartNodeIndex; the search stops at the feasible node after numFeasibleNodesToFind (all
   nodes below 100; else percentageOfNodesToScore of them, the profile's value over the global
   one, 0 meaning adaptive 50 - nodes/125 with at least 5 %, and never fewer than 100); one node
   is enough when the profile has no score plugins; the start index then moves by the number of
-  nodes processed (feasible + rejected);
+  nodes processed (feasible + rejected, that last one not counted); a filter Error from a
+  processed node ends the attempt (draopt.cluster.filter_error);
 * selectHost (before the heap-based version; the same distribution): the highest total score,
   ties broken uniformly at random (reservoir sampling).
 Nodes are in name order (the real scheduler's node tree interleaves zones); filters are run one
@@ -37,6 +38,7 @@ from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
 from draopt.cluster import firstfit
 from draopt.cluster.firstfit import frontier_reasons, node_level_reason, shareable_reason
+from draopt.cluster.filter_error import first_filter_error, is_filter_error
 from draopt.scheduler.scan import LAST_FIT, MAX_KINDS, Fits, scan
 
 _MAXIMUM = np.maximum.reduce  # ndarray.max() without its Python wrapper (once per cycle)
@@ -382,10 +384,7 @@ class Scheduler:
         if not len(feasible):
             keep = shareable_reason if merged else None  # (a merged table serves alike kinds: their reasons)
             self._fits_nowhere(rejected, frontier, skipped_reasons.get(table_key), try_fn, generic, keys, keep)
-            if memo_key is not None:
-                self.fail_memo[memo_key] = (self.epoch, rejected)
-            pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
-            return None
+            return self._failed(pl, rejected, memo_key, specific, keys)
         chosen = self._chosen(demand, info, prof, feasible, dra, observe)
         # (a fit is a non-empty tuple: `or` asks _fit_at only where none was kept)
         return self.nodes[chosen], fits.get(chosen) or self._fit_at(
@@ -400,8 +399,20 @@ class Scheduler:
 
     def _fits_nowhere(self, rejected: Counter, frontier: int, skipped, try_fn, generic, keys, keep) -> None:
         """`rejected` completed with the reasons of the nodes before the kind's frontier."""
-        if frontier:
+        if frontier and first_filter_error(rejected) is None:
             rejected.update(frontier_reasons(skipped, self.nodes, frontier, try_fn, generic, keys, keep))
+
+    def _failed(self, pl, rejected: Counter, memo_key, specific, keys) -> None:
+        """No feasible node: the pod's reasons, remembered for its kind; or the filter error that
+        ended the attempt (draopt.cluster.filter_error), remembered nowhere."""
+        error = first_filter_error(rejected)
+        if error is not None:
+            pl.error = specific(error, keys)
+            return None
+        if memo_key is not None:
+            self.fail_memo[memo_key] = (self.epoch, rejected)
+        pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
+        return None
 
     def _to_find(self, prof: Profile, n: int) -> int:
         """How many feasible nodes the profile scores (percentageOfNodesToScore; 1 without scores)."""
@@ -479,14 +490,17 @@ class Scheduler:
             reason = hard(idx) if hard is not None else None
             if reason is None:
                 reason, fit = try_fn(self.nodes[idx])
+            if is_filter_error(reason):
+                pl.error = reason  # the attempt ends here (draopt.cluster.filter_error)
+                return None
             if reason is not None:
                 pl.reasons[reason] += 1
                 continue
+            if len(feasible) >= to_find:  # the loop stops at one feasible node too many
+                break
             feasible.append(idx)
             dra.append(fit[3])
             fits[idx] = fit
-            if len(feasible) >= to_find:
-                break
         if not feasible:
             return None
         chosen = self._chosen(demand, info, prof, feasible, dra, observe, len(indexes))
@@ -552,14 +566,17 @@ class Scheduler:
                     if hit[2] is not None:
                         rejected[hit[2]] += 1
                         continue
+                    if len(feasible) >= to_find:  # one feasible node too many: the loop stops before it
+                        processed -= 1
+                        break
                     feasible.append(idx)
                     dra.append(hit[1])
-                    if len(feasible) >= to_find:
-                        break
                     continue
             reason, fit = try_fn(node)
             if reason is not None:
                 reason = generic(reason, keys)
+                if is_filter_error(reason):  # the attempt ends here, the node not kept
+                    return [], [], {}, Counter({reason: 1}), processed - 1
                 rejected[reason] += 1
                 if kcache is not None:
                     kcache[idx] = (node.version, 0, reason)
@@ -568,13 +585,14 @@ class Scheduler:
                         first_open[sig] = frontier
                         skipped_reasons.setdefault(sig, {})[idx] = (node.version, reason)
                 continue
-            fits[idx] = fit
             if kcache is not None:
                 kcache[idx] = (node.version, fit[3], None)
+            if len(feasible) >= to_find:  # (findNodesThatPassFilters cancels on one too many)
+                processed -= 1
+                break
+            fits[idx] = fit
             feasible.append(idx)
             dra.append(fit[3])
-            if len(feasible) >= to_find:
-                break
         return feasible, dra, fits, rejected, processed
 
     def _pick(self, feasible, total: np.ndarray, demand) -> int:

@@ -36,6 +36,7 @@ from draopt.cluster.evictions import (
     preemption_policy,
     start_time,
 )
+from draopt.cluster.filter_error import is_filter_error
 from draopt.cluster.firstfit import try_node
 from draopt.cluster.podgroup_status import dynamic_resources_post_filter_136, gang_trial
 from draopt.cluster.state import pod_on
@@ -301,15 +302,17 @@ class PreemptionRun:
                 self.preempt_group(pod.group)
             return
         pl = self.by_pod[pod.key]
-        if pl.placed or (self.scheduler is not None and self.scheduler.profile(pod) is None):
-            return  # (a pod no profile schedules never gets a cycle)
+        if pl.placed or pl.error or (self.scheduler is not None and self.scheduler.profile(pod) is None):
+            return  # (a pod no profile schedules never gets a cycle; a filter error: no PostFilter)
         self.preempt_pod(pod, pl)
         final = self.by_pod[pod.key]
         if (
             not final.placed
             and final.preemption.startswith("preemption: ")
+            and not is_filter_error(final.preemption.removeprefix("preemption: ").removeprefix("["))
             and not at_least(self.cluster.features.version, "1.37")
         ):
+            # (an Error from DefaultPreemption is the PostFilter's whole answer: no words before it)
             # 1.36's DynamicResources has a PostFilter of its own, before DefaultPreemption's: no
             # claim of the pod it could deallocate (dynamicresources.go, v1.36.3)
             final.preemption = dynamic_resources_post_filter_136(bool(pod.claims)) + (final.preemption)
@@ -364,6 +367,7 @@ class PreemptionRun:
             return
         wanted = num_candidates(n, self.config.percentage, self.config.absolute)
         candidates: list[Candidate] = []
+        errors: list[str] = []  # filter errors on nodes with their victims removed
         statuses = Counter()  # the nodes' statuses in the FitError preemption returns
         for node in self.cluster.nodes:  # DryRunPreemption (from offset 0, see the module docstring)
             if not self._preemption_might_help(pod, node, self.filter_reason(pod, node)):
@@ -372,6 +376,8 @@ class PreemptionRun:
             victims, why = self.select_victims_on_node(pod, pod.priority, node)
             if victims is None:
                 assert why is not None  # (no victims: the reason why)
+                if is_filter_error(why):  # (with the victims gone the DRA filter ran, and erred)
+                    errors.append(why)
                 statuses[why] += 1
                 continue
             pods = [p for u in victims for p in u.pods]
@@ -382,7 +388,14 @@ class PreemptionRun:
                 break
         chosen = pick_one_node(candidates)
         if chosen is None:
-            pl.preemption = f"preemption: 0/{n} nodes are available: {reason_histogram(statuses)}."
+            # No candidate: DryRunPreemption's errors, if a node's filter erred, are Preempt's
+            # answer (an aggregate: distinct messages, bracketed when several), else the FitError.
+            if errors:
+                distinct = list(dict.fromkeys(errors))
+                text = distinct[0] if len(distinct) == 1 else f"[{', '.join(distinct)}]"
+                pl.preemption = f"preemption: {text}"
+            else:
+                pl.preemption = f"preemption: 0/{n} nodes are available: {reason_histogram(statuses)}."
             self._remember_failure(kind, pod.priority, 1, pl.preemption)
             return
         self._evict(chosen.victims, pod.key, "pod", pod.priority, pod, chosen.node.name)

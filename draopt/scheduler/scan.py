@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from draopt.cluster.filter_error import is_filter_error
 from draopt.cluster.firstfit import shareable_reason
 
 _VERSION = operator.attrgetter("version")
@@ -96,6 +97,8 @@ def scan(
         if not stale:
             break
         fill = _filter_stale(st, stale)
+        if st.error is not None:
+            return _stopped(st)
         if fill is None:
             break
         _fill_group(st, *fill)
@@ -110,6 +113,7 @@ class _Scan:
         "sched", "sig", "start", "frontier", "to_find", "try_fn", "keys", "first_open", "skipped_reasons",
         "generic", "alike", "demand", "shared", "merged", "specs", "nodes", "ver", "feas", "dscore", "reasons",
         "took", "group", "last_fit", "bver", "bscore", "breason", "versions", "low", "fits", "filled", "group_fits",
+        "error",
     )  # fmt: skip
 
     def __init__(
@@ -136,6 +140,7 @@ class _Scan:
         self.fits: dict[int, Any] = {}
         self.filled: set[int] = set()  # device groups answered in one step
         self.group_fits: list = []  # (nodes answered so, the fit try_node gives each of them)
+        self.error: tuple[int, str] | None = None  # (node, generic reason): a filter error stopped the loop
 
 
 def _stale_in_search_order(st: _Scan) -> list:
@@ -167,12 +172,15 @@ def _filter_stale(st: _Scan, stale: list):
     frontier = st.frontier
     # Enough feasible nodes before a stale one: with every stale node before it filtered
     # (search order), the feasible nodes (>= low) before it are the known ones plus those
-    # found now. Reaching to_find needs at least this many nodes that may be feasible;
-    # else the count is not needed (every stale node is filtered).
-    may_stop = int(np.count_nonzero(feas[low:] if low else feas)) + len(stale) - 1 >= to_find
+    # found now. kube-scheduler's loop stops at the feasible node after the to_find it keeps
+    # (findNodesThatPassFilters cancels on finding one too many): the nodes before that one are
+    # processed (a filter error among them stops the attempt). Reaching to_find + 1 needs at
+    # least this many nodes that may be feasible; else every stale node is filtered.
+    need = to_find + 1
+    may_stop = int(np.count_nonzero(feas[low:] if low else feas)) + len(stale) - 1 >= need
     fill = None
     for idx in stale:
-        if may_stop and feasible_before(feas, idx, start, low) >= to_find:
+        if may_stop and feasible_before(feas, idx, start, low) >= need:
             break
         if bver is not None and bver[idx] == versions[idx]:
             reason, fit = breason[idx], None
@@ -188,6 +196,12 @@ def _filter_stale(st: _Scan, stale: list):
             reason, fit = st.try_fn(node)
             if reason is not None:
                 reason = st.generic(reason, st.keys)
+                if is_filter_error(reason):
+                    # The attempt stops here (draopt.cluster.filter_error). Not kept: the node
+                    # stays stale, so every later pod of the kind that reaches it is stopped too.
+                    feas[idx] = False
+                    st.error = (idx, reason)
+                    break
             if bver is not None:
                 if shareable_reason(reason):
                     bver[idx] = version
@@ -242,14 +256,14 @@ def _answer(st: _Scan):
     start, low, to_find, feas, dscore = st.start, st.low, st.to_find, st.feas, st.dscore
     n = len(st.nodes)
     # Every node before the first stale one left in search order is answered now, and that one
-    # has at least to_find feasible nodes before it: those found from `start` on are the first.
+    # has at least to_find + 1 feasible nodes before it: those found from `start` on are the
+    # first; the loop processed the nodes before the one after the to_find kept.
     lo = start if start > low else low
     ahead = feas[lo:].nonzero()[0]
-    if ahead.size >= to_find:
+    if ahead.size > to_find:
         found = ahead[:to_find]
         found += lo
-        last = int(found[-1])
-        processed = last - start + 1 if last >= start else last - start + n + 1
+        processed = int(ahead[to_find]) + lo - start  # (>= start: lo is)
         return found, dscore[found], _with_groups(st.fits, st.group_fits), None, processed
     fresh = st.ver == st.versions
     answered = fresh & feas
@@ -257,18 +271,29 @@ def _answer(st: _Scan):
         answered[:low] = False
     ok = in_search_order(answered.nonzero()[0], start)
     rejected: Counter | None = None
-    if ok.size >= to_find:
+    if ok.size > to_find:
         found = ok[:to_find]
-        last = int(found[-1])
-        processed = (last - start if last >= start else last - start + n) + 1
+        cut = int(ok[to_find])
+        processed = cut - start if cut >= start else cut - start + n
     else:
         found = ok
-        processed = n
+        processed = n  # (no feasible node after those kept: every node processed)
+    if not found.size:
         refused = fresh & ~feas
         if low:
             refused[:low] = False
         rejected = Counter(st.reasons[i] for i in in_search_order(refused.nonzero()[0], start).tolist())
     return found, dscore[found], _with_groups(st.fits, st.group_fits), rejected, processed
+
+
+def _stopped(st: _Scan):
+    """scan's answer when a node's filter returned an error: no feasible node, that error as the
+    only reason, and the nodes before it in search order processed."""
+    assert st.error is not None
+    idx, reason = st.error
+    n = len(st.nodes)
+    processed = idx - st.start if idx >= st.start else idx - st.start + n
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), {}, Counter({reason: 1}), processed
 
 
 def _with_groups(fits: dict, group_fits: list):

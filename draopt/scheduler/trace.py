@@ -148,8 +148,8 @@ class TraceScheduler:
         to_find = num_feasible_nodes_to_find(self.percentage, n) if prof.score_weights else 1
         rotated = np.concatenate([cand[cand >= start], cand[cand < start]])
         fe = rotated[:to_find]
-        if len(rotated) >= to_find:
-            processed = int((fe[-1] - start) % n) + 1
+        if len(rotated) > to_find:  # the filter loop stops at the feasible node after those kept
+            processed = int((rotated[to_find] - start) % n)
         else:
             processed = n
         state["start"] = (start + processed) % n

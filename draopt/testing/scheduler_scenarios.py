@@ -27,6 +27,8 @@ Each draw picks a few of FAMILIES:
 * ``extended-resources``: a DeviceClass with ``spec.extendedResourceName`` and pods requesting
   it (or ``deviceclass.resource.kubernetes.io/<class>``), some nodes with a device plugin for it;
 * ``node-resources``: devices with ``nodeAllocatableResources`` (gate DRANodeAllocatableResources);
+* ``cel-errors`` (with ``dra``): GPUs of which some lack an attribute that selectors of pending
+  claims read (a filter error: the pod's attempt ends where its loop meets such a device);
 * ``profiles``: a scheduler configuration (two profiles and pods choosing one by
   ``spec.schedulerName``, or one profile with MostAllocated / RequestedToCapacityRatio /
   ``percentageOfNodesToScore``).
@@ -71,7 +73,11 @@ from draopt.testing.scheduler_builder import (
 )
 
 FAMILIES: tuple[str, ...] = ("dra", "preemption", "scheduling-gates", "taints", "spread-affinity", "node-affinity")
-FAMILIES += ("gangs", "gang-topology", "extended-resources", "node-resources", "profiles")
+FAMILIES += ("gangs", "gang-topology", "extended-resources", "node-resources", "profiles", "cel-errors")
+# Families drawn from a generator of their own (seeded from the scenario's), so that adding them
+# left every earlier family's draws as they were.
+_DRAWN_APART = ("cel-errors",)
+CEL_ERROR_ATTRIBUTE = "tier"
 DRA_FAMILIES = tuple(f"dra:{f}" for f in sc.FAMILIES)
 
 
@@ -512,6 +518,27 @@ def _node_resources(b: Builder) -> None:
                     d["nodeAllocatableResources"] = copy.deepcopy(rng.choice(shapes))
 
 
+def _cel_errors(b: Builder, rng: random.Random) -> None:
+    """A selector reading an attribute some GPUs lack: the DynamicResources Filter errs (a CEL
+    runtime error, "no such key") on a node whose such device the allocator evaluates, which ends
+    the pod's scheduling attempt (draopt.cluster.filter_error). Most GPUs get the attribute; about
+    half of the pending claims' and templates' requests read it (devices of other drivers pass)."""
+    for sl in b.docs["ResourceSlice"]:
+        if sl["spec"].get("driver") == sc.GPU:
+            for d in sl["spec"].get("devices", []):
+                if rng.random() < 0.8:
+                    d.setdefault("attributes", {})[CEL_ERROR_ATTRIBUTE] = {"string": "std"}
+    expression = f'device.driver != "{sc.GPU}" || device.attributes["{sc.GPU}"].{CEL_ERROR_ATTRIBUTE} == "std"'
+    specs = [c["spec"] for c in b.docs["ResourceClaim"] if not c.get("status", {}).get("allocation")]
+    specs += [t["spec"]["spec"] for t in b.docs["ResourceClaimTemplate"]]
+    for spec in specs:
+        for request in spec.get("devices", {}).get("requests", []):
+            if rng.random() < 0.5:
+                for part in [request.get("exactly")] + list(request.get("firstAvailable") or []):
+                    if part is not None:
+                        part.setdefault("selectors", []).append({"cel": {"expression": expression}})
+
+
 def _profiles(b: Builder) -> None:
     rng = b.rng
     fit_most = {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
@@ -563,11 +590,11 @@ def _pick_families(rng: random.Random) -> set[str]:
     """Each family about a third of the time; those that need an alpha gate less often (most
     draws run with the release's defaults)."""
     share = {"dra": 0.0, "gang-topology": 0.0, "node-resources": 0.15}
-    fams = {f for f in FAMILIES if rng.random() < share.get(f, 0.35)}
+    fams = {f for f in FAMILIES if f not in _DRAWN_APART and rng.random() < share.get(f, 0.35)}
     if rng.random() < 0.7:
         fams.add("dra")
     if not fams:
-        fams.add(rng.choice([f for f in FAMILIES if f != "gang-topology"]))
+        fams.add(rng.choice([f for f in FAMILIES if f != "gang-topology" and f not in _DRAWN_APART]))
     if fams & {"extended-resources", "node-resources"}:
         fams.add("dra")  # devices needed
     if "gangs" in fams and rng.random() < 0.4:
@@ -727,6 +754,10 @@ def random_scheduler_scenario(
         _scheduling_gates(b)
     if "profiles" in families:
         _profiles(b)
+    apart = random.Random(repr(rng.getstate()[1]))  # (see _DRAWN_APART)
+    if "dra" in families and apart.random() < 0.25:
+        families.add("cel-errors")
+        _cel_errors(b, apart)
     _detect(b)
     docs = _assemble(b)
     return Scenario(docs, dict(sorted(b.gates.items())), b.config, frozenset(families))
