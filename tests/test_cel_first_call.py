@@ -1,0 +1,58 @@
+"""What a first compile and a first device conversion skip or share (issue 30 item 7, the cold
+call): the cost instrumentation of a source without a comprehension, the literal check of a
+source without a comma, a version attribute's parse per text."""
+
+from __future__ import annotations
+
+import pytest
+
+from draopt.cel import CelCompileError, CelEnvironment, CelRuntimeError, core, make_cel_device
+
+LONG = "a" * 1000
+
+
+@pytest.fixture()
+def env():
+    return CelEnvironment()
+
+
+def _device(version: str = "1.2.3"):
+    return make_cel_device("gpu.example.com", {"name": "g", "attributes": {"v": {"version": version}}})
+
+
+def test_a_source_without_a_comprehension_is_not_instrumented_when_compiled(env, monkeypatch):
+    calls = []
+    real = core._instrument
+    monkeypatch.setattr(core, "_instrument", lambda src, *a, **k: calls.append(src) or real(src, *a, **k))
+    compiled = env.compile(f'device.driver == "gpu.example.com" && "{LONG}".contains("zz")')
+    assert calls == []
+    assert compiled.matches(_device()) is False
+    # its cost is worked out when asked: cel-go's count (ceil(1000 * 0.1) for contains, 1 per operator and select)
+    assert compiled.cost(_device()) == env.compile(f'"{LONG}".contains("zz")', selector=False).cost(_device()) + 3
+    assert compiled.estimated_cost() == compiled.cost(_device())
+    assert len(calls) == 2
+
+
+def test_a_source_naming_a_comprehension_macro_is_instrumented(env, monkeypatch):
+    calls = []
+    real = core._instrument
+    monkeypatch.setattr(core, "_instrument", lambda src, *a, **k: calls.append(src) or real(src, *a, **k))
+    env.compile("[1, 2, 3].all(x, x > 0)")
+    assert calls
+    assert env.compile("[1, 2, 3, 4, 5].map(x, x).exists(x, x == 5) == true", selector=False).cost(_device()) == 118
+
+
+@pytest.mark.parametrize("expression", ['[1, "a"].size() == 2', '{"a": 1, "b": "x"}.size() == 2'])
+def test_mixed_literals_are_still_refused(env, expression):
+    with pytest.raises(CelCompileError, match="expected type"):
+        env.compile(expression)
+
+
+def test_a_version_attribute_is_parsed_once_per_text_and_a_bad_one_fails_every_device(env):
+    a, b = _device("1.2.3"), _device("1.2.3")
+    check = env.compile('device.attributes["gpu.example.com"].v.isGreaterThan(semver("1.0.0"))')
+    assert check.matches(a) and check.matches(b)
+    assert not env.compile('device.attributes["gpu.example.com"].v == semver("1.2.4")').matches(b)
+    for _ in range(2):
+        with pytest.raises(CelRuntimeError, match="semantic version"):
+            check.matches(_device("1.2"))
