@@ -56,3 +56,26 @@ def test_a_version_attribute_is_parsed_once_per_text_and_a_bad_one_fails_every_d
     for _ in range(2):
         with pytest.raises(CelRuntimeError, match="semantic version"):
             check.matches(_device("1.2"))
+
+
+def test_a_driver_comparison_is_compiled_when_first_evaluated(env, monkeypatch):
+    compiled = []
+    real = env._compile_now
+    monkeypatch.setattr(env, "_compile_now", lambda src, selector: compiled.append(src) or real(src, selector))
+    for expression, on_gpu in [
+        ('device.driver == "gpu.example.com"', True),
+        ("'nic.example.com' != device.driver", True),
+        ('device.driver=="nic.example.com"', False),
+    ]:
+        c = env.compile(expression)
+        assert (c.output_type, c.estimated_cost()) == ("BOOL", 3)
+        assert compiled == []
+        assert c.matches(_device()) is on_gpu
+        assert compiled == [expression]
+        compiled.clear()
+    # a device whose CEL input has an error: the error, as the compiled program gives it
+    with pytest.raises(CelRuntimeError, match="semantic version"):
+        env.compile('device.driver == "other.example.com"').matches(_device("1.2"))
+    # what CEL refuses is refused when compiled: a carriage return in the literal
+    with pytest.raises(CelCompileError):
+        env.compile('device.driver == "a\rb"')

@@ -14,7 +14,7 @@ import threading
 from typing import Any, Dict, Optional, Tuple
 
 from draopt.cel.cost import _COST_EXCEEDED, _COST_STATE, _LOOP_OVERHEAD, _instrument
-from draopt.cel.device import CelDevice, _base_variables
+from draopt.cel.device import CelDevice, _base_variables, driver_test
 from draopt.cel.errors import CelCompileError, CelRuntimeError, _compile_message, _runtime_message
 from draopt.cel.functions import new_env
 from draopt.cel.literals import _aggregate_literal_problem, _literal_problem
@@ -210,6 +210,24 @@ class CompiledExpression:
         return f"CompiledExpression({self.expression!r})"
 
 
+class _DriverComparison(CompiledExpression):
+    """``device.driver == "<name>"`` (or ``!=``, draopt.cel.device.driver_test: a string literal
+    without escapes), as device classes are usually written: it always compiles, to a bool, so
+    cel-cpp compiles it when it is first evaluated (the allocator answers it on most devices
+    without CEL: draopt.dra.problem), not when it is compiled (a compile was a quarter of a first
+    allocation's instructions)."""
+
+    __slots__ = ()
+
+    def __init__(self, expression: str, cenv: "CelEnvironment"):
+        super().__init__(expression, None, cenv, "BOOL", base_cost=None)
+
+    def _eval(self, device: CelDevice):
+        if self._expr is None:
+            self._expr = self._cenv._compile_now(self.expression, True)._expr
+        return CompiledExpression._eval(self, device)
+
+
 # What prime() compiles and evaluates: the parts of the library selectors use most (the
 # driver, an attribute's presence and value, a quantity and a semver comparison, a list
 # macro, a map literal).
@@ -286,6 +304,11 @@ class CelEnvironment:
     def _compile(self, expression: str, selector: bool) -> CompiledExpression:
         if not isinstance(expression, str):
             raise CelCompileError(f"compilation failed: expression must be a string, got {type(expression).__name__}")
+        if "\r" not in expression and driver_test(expression) is not None:  # (CEL refuses a CR in a literal)
+            return _DriverComparison(expression, self)
+        return self._compile_now(expression, selector)
+
+    def _compile_now(self, expression: str, selector: bool) -> CompiledExpression:
         # The rewritten form (unknown domains as empty maps) is what runs; compiling it alone
         # saves a compile. Errors are reported for the expression as written.
         problem = _literal_problem(self, expression)
