@@ -79,3 +79,13 @@ def test_a_driver_comparison_is_compiled_when_first_evaluated(env, monkeypatch):
     # what CEL refuses is refused when compiled: a carriage return in the literal
     with pytest.raises(CelCompileError):
         env.compile('device.driver == "a\rb"')
+
+
+def test_prime_parses_the_lexer_primer_whole_and_caches_nothing(env):
+    env.prime()
+    assert env._cache == {}
+    with pytest.raises(RuntimeError) as refused:
+        env._env.compile(core._LEXER_PRIMER)
+    # refused by the type checker, so parsed to its end (a syntax error would stop the lexer early)
+    assert "no matching overload" in str(refused.value)
+    assert "Syntax error" not in str(refused.value) and "recursion" not in str(refused.value)
