@@ -9,11 +9,13 @@ iteration budget, evaluates the comprehensions from Python (draopt.cel.loops).
 
 from __future__ import annotations
 
+import re
+import string
 import threading
 from typing import Any, Dict, Optional, Tuple
 
-from draopt.cel.cost import _COST_EXCEEDED, _COST_STATE, _instrument
-from draopt.cel.device import CelDevice, _base_variables
+from draopt.cel.cost import _COST_EXCEEDED, _COST_STATE, _LOOP_OVERHEAD, _instrument
+from draopt.cel.device import CelDevice, _base_variables, driver_test
 from draopt.cel.errors import CelCompileError, CelRuntimeError, _compile_message, _runtime_message
 from draopt.cel.functions import new_env
 from draopt.cel.literals import _aggregate_literal_problem, _literal_problem
@@ -28,6 +30,10 @@ from draopt.cel.rewrite import (
 )
 from draopt.cel.values import _BOOL_TYPE, _DYN_TYPE, _ERROR_TYPE, _to_python
 
+
+# Any name of a comprehension macro, anywhere in the source (in a string or an identifier too: a
+# source without one has no comprehension for draopt.cel.cost to instrument)
+_LOOP_NAMES = re.compile("|".join(sorted(map(re.escape, _LOOP_OVERHEAD), key=len, reverse=True)))
 
 # cel-cpp's default RuntimeOptions.comprehension_max_iterations (not configurable in the binding)
 _ITERATION_BUDGET = 10_000
@@ -56,9 +62,10 @@ class CompiledExpression:
         cenv: "CelEnvironment",
         output_type: str,
         loops: bool = False,
-        base_cost: int = 0,
+        base_cost: Optional[int] = 0,
         static_cost: Optional[int] = None,
     ):
+        # base_cost None: not worked out yet (an expression without a loop: _cost_outside_loops)
         self._static_cost = static_cost
         self._prepared = expression
         self._ticked: Optional[str] = None  # counting source of a bounded loop expression
@@ -113,7 +120,7 @@ class CompiledExpression:
                     f"cannot be evaluated otherwise: {_runtime_message(str(e))}"
                 ) from None
         st = _COST_STATE
-        st.cost = self._base_cost
+        st.cost = self._cost_outside_loops()
         st.limit = self._cenv.cost_limit
         _LOOP_STATE.data = device.data
         try:
@@ -126,13 +133,21 @@ class CompiledExpression:
             raise CelRuntimeError(_COST_EXCEEDED)
         return r
 
+    def _cost_outside_loops(self) -> int:
+        """The static cost outside loop bodies (draopt.cel.cost), worked out on first use for
+        an expression compiled without one (most selectors: nothing reads it on the way to an
+        answer)."""
+        if self._base_cost is None:
+            self._base_cost = _instrument(self._prepared)[1]
+        return self._base_cost
+
     def estimated_cost(self) -> Optional[int]:
         """Worst-case cost over every device (the API server's estimate, as far as draopt
         can bound the loops: literal lists, ``lists.range(N)``, the device's attribute and
         capacity maps (32 entries) and list attributes (48 values)); None when a loop's
         size cannot be bounded from the expression."""
         if not self._loops and self._ticked is None:
-            return self._base_cost
+            return self._cost_outside_loops()
         return _instrument(self._prepared, worst=True)[3]
 
     def exceeds_estimated_cost_limit(self) -> bool:
@@ -151,12 +166,12 @@ class CompiledExpression:
                 self._cenv,
                 self.output_type,
                 True,
-                self._base_cost,
+                self._cost_outside_loops(),
                 self._static_cost,
             )
             return counting.cost(device)
         if not self._loops:
-            return self._base_cost
+            return self._cost_outside_loops()
         try:
             self._eval(device)
         except CelRuntimeError:
@@ -196,6 +211,24 @@ class CompiledExpression:
         return f"CompiledExpression({self.expression!r})"
 
 
+class _DriverComparison(CompiledExpression):
+    """``device.driver == "<name>"`` (or ``!=``, draopt.cel.device.driver_test: a string literal
+    without escapes), as device classes are usually written: it always compiles, to a bool, so
+    cel-cpp compiles it when it is first evaluated (the allocator answers it on most devices
+    without CEL: draopt.dra.problem), not when it is compiled (a compile was a quarter of a first
+    allocation's instructions)."""
+
+    __slots__ = ()
+
+    def __init__(self, expression: str, cenv: "CelEnvironment"):
+        super().__init__(expression, None, cenv, "BOOL", base_cost=None)
+
+    def _eval(self, device: CelDevice):
+        if self._expr is None:
+            self._expr = self._cenv._compile_now(self.expression, True)._expr
+        return CompiledExpression._eval(self, device)
+
+
 # What prime() compiles and evaluates: the parts of the library selectors use most (the
 # driver, an attribute's presence and value, a quantity and a semver comparison, a list
 # macro, a map literal).
@@ -205,6 +238,18 @@ _PRIMER = (
     ' && device.capacity["prime.draopt.invalid"].c.compareTo(quantity("1Gi")) >= 0'
     ' && device.attributes["prime.draopt.invalid"].v.isGreaterThan(semver("1.0.0"))'
     ' && [1, 2].all(x, x > 0) && {"k": 1}["k"] == 1'
+)
+
+# What prime() parses besides: every ASCII letter, digit and printable character where a selector
+# has them (identifiers beginning with each letter, a string literal, numbers, each operator). The
+# parser's lexer works out its moves per character on first sight and keeps them for the process:
+# the first compiles paid for them (about 3 % of a first allocation's instructions).
+_LEXER_PRIMER = (
+    'device.attributes["'
+    + "".join(c for c in string.printable if c not in '"\\\n\r\x0b\x0c')
+    + '"].x == 1 || !(2 < 3.5) && -4 <= 5u && 6 > 7 && 8 >= 9 && 1 != 2 ? ['
+    + ", ".join(c + string.ascii_letters + string.digits + "_" for c in string.ascii_letters + "_")
+    + '] : [1, 2][0] % 3 * 4 / 5 - 6 in {"a": b"x", r"y": 0x1F} && true && false && null == null'
 )
 
 
@@ -244,6 +289,10 @@ class CelEnvironment:
             list_type_attributes=self.list_type_attributes,
         )
         compiled.matches(device)
+        try:
+            self._env.compile(_LEXER_PRIMER)
+        except RuntimeError:
+            pass  # (it does not type-check: its parse is what is wanted)
 
     def compile(self, expression: str, *, selector: bool = True) -> CompiledExpression:
         """Compile (cached per expression string).
@@ -272,14 +321,24 @@ class CelEnvironment:
     def _compile(self, expression: str, selector: bool) -> CompiledExpression:
         if not isinstance(expression, str):
             raise CelCompileError(f"compilation failed: expression must be a string, got {type(expression).__name__}")
+        if "\r" not in expression and driver_test(expression) is not None:  # (CEL refuses a CR in a literal)
+            return _DriverComparison(expression, self)
+        return self._compile_now(expression, selector)
+
+    def _compile_now(self, expression: str, selector: bool) -> CompiledExpression:
         # The rewritten form (unknown domains as empty maps) is what runs; compiling it alone
         # saves a compile. Errors are reported for the expression as written.
         problem = _literal_problem(self, expression)
         if problem:
             raise CelCompileError(f"compilation failed: {problem}")
         prepared = _rename_members(_rewrite(_rewrite_format(_rewrite_has(expression))))
-        rewritten, base_cost, loops, static_cost = _instrument(prepared)
         ticked = None
+        if _LOOP_NAMES.search(prepared) is None:
+            # No comprehension: the source runs as it is, uncounted (its cost, read by cost() and
+            # estimated_cost() alone, is worked out when they ask: _cost_outside_loops)
+            rewritten, base_cost, loops, static_cost = prepared, None, False, None
+        else:
+            rewritten, base_cost, loops, static_cost = _instrument(prepared)
         if loops:
             worst_cost = _instrument(prepared, worst=True, ticks=False)[3]
             if worst_cost is not None and worst_cost <= self.cost_limit:
@@ -300,7 +359,9 @@ class CelEnvironment:
                 if _rewrite_numeric(expression, str(original)) is None:
                     raise CelCompileError(_compile_message(str(original))) from None
             raise CelCompileError(_compile_message(str(error))) from None
-        problem = _aggregate_literal_problem(expr)
+        # (a literal list or map whose elements, keys or values differ in type has two of them,
+        # so a comma: without one there is nothing to check)
+        problem = _aggregate_literal_problem(expr) if "," in rewritten else None
         if not problem and _rewrite_map_literals(rewritten) != rewritten:
             # the map literals as written: their keys and values must be homogeneous too
             problem = _aggregate_literal_problem(self._compile_source(rewritten, maps_as_written=True))

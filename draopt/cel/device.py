@@ -87,11 +87,25 @@ def _attribute_value(attr: Dict[str, Any], list_types: bool):
     if attr.get("string") is not None:
         return str(attr["string"])
     if attr.get("version") is not None:
+        return _s_msg(_parsed_version(attr["version"]))
+    raise ValueError("unsupported attribute value")
+
+
+# version text -> semver.Version: devices of one driver carry a few versions, each parsed once (a
+# parse was most of converting a device with a version attribute); a Version is not changed in place
+_PARSED_VERSIONS: Dict[Any, _semver.Version] = {}
+
+
+def _parsed_version(text: Any) -> _semver.Version:
+    got = _PARSED_VERSIONS.get(text) if type(text) is str else None
+    if got is None:
         try:
-            return _s_msg(_semver.Version.parse(attr["version"]))
+            got = _semver.Version.parse(text)
         except (ValueError, TypeError) as e:
             raise ValueError(f"parse semantic version: {e}") from None
-    raise ValueError("unsupported attribute value")
+        if type(text) is str and len(_PARSED_VERSIONS) < 4096:
+            _PARSED_VERSIONS[text] = got
+    return got
 
 
 def _list_only(attr: Any) -> bool:
