@@ -40,11 +40,15 @@ from draopt.cluster.firstfit_node import (
     _rebind,
     _scheduling_constraints,
     _specific,
+    DEVICES_BEYOND_NODE,
+    count_reasons,
+    counted_reasons,
     device_demand,
     device_resources,
     filter_reason,
     frontier_reasons,
     insufficient,
+    is_resource_reason,
     node_filter,
     node_level_reason,
     pending_claims,
@@ -55,6 +59,7 @@ from draopt.cluster.firstfit_node import (
 )
 
 __all__ = [
+    "DEVICES_BEYOND_NODE",
     "EXPLAIN_NODES",
     "KIND_FRONTIERS",
     "MAX_SUBREQUEST_SCORE",
@@ -71,11 +76,14 @@ __all__ = [
     "_rebind",
     "_scheduling_constraints",
     "_specific",
+    "count_reasons",
+    "counted_reasons",
     "device_demand",
     "device_resources",
     "filter_reason",
     "frontier_reasons",
     "insufficient",
+    "is_resource_reason",
     "node_filter",
     "node_level_reason",
     "pending_claims",
@@ -143,7 +151,8 @@ def simulate(
     run.start_group_cycles()
     run.queue_pass()
     failed_gangs = run.release_short_gangs()
-    run.second_chance(failed_gangs)
+    if run.released:
+        run.second_chance(failed_gangs)
     run.word_members(failed_gangs)
     return run.result(t0)
 
@@ -363,7 +372,7 @@ class Simulation:
                 continue
             reason, fit = try_node(cluster, book, pod, node, cache, share_id)
             if reason is not None:
-                pl.reasons[reason] += 1
+                count_reasons(pl.reasons, {reason: 1})
                 if contiguous and sig is not None:
                     first_open[sig] = node.index + 1
                     skipped_reasons.setdefault(sig, {})[node.index] = (node.version, _generic(reason, keys))
@@ -393,7 +402,7 @@ class Simulation:
                 _generic,
                 keys,
             )
-            pl.reasons.update({_specific(r, keys): n for r, n in fresh.items()})
+            count_reasons(pl.reasons, {_specific(r, keys): n for r, n in fresh.items()})
         if not cluster.nodes:
             pl.reasons["no Node objects in the input"] += 1
         if self.explain_failures is not None and any(
@@ -596,7 +605,10 @@ class Simulation:
         return failed_gangs | self.cycle_failed
 
     def second_chance(self, failed_gangs: set[str]) -> None:
-        """The pods not placed, other than the failed gangs', try again in the room those left."""
+        """The pods not placed, other than the failed gangs', try again in the room those left
+        (only after a gang gave back pods at the end: a gang short of minCount in the queue pass
+        gave them back before any other pod was tried, and kube-scheduler tries a rejected pod
+        again only on an event that may help it, not on a gang's failure that freed nothing)."""
         if not failed_gangs:
             return
         by_pod = self.by_pod

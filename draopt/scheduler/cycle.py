@@ -36,7 +36,7 @@ from draopt.scheduler.podinfo import AffinityTerm, PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
 from draopt.cluster import firstfit
-from draopt.cluster.firstfit import frontier_reasons, node_level_reason, shareable_reason
+from draopt.cluster.firstfit import count_reasons, frontier_reasons, node_level_reason, shareable_reason
 from draopt.scheduler.scan import LAST_FIT, MAX_KINDS, Fits, scan
 
 _MAXIMUM = np.maximum.reduce  # ndarray.max() without its Python wrapper (once per cycle)
@@ -384,7 +384,7 @@ class Scheduler:
             self._fits_nowhere(rejected, frontier, skipped_reasons.get(table_key), try_fn, generic, keys, keep)
             if memo_key is not None:
                 self.fail_memo[memo_key] = (self.epoch, rejected)
-            pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
+            count_reasons(pl.reasons, {specific(r, keys): c for r, c in rejected.items()})
             return None
         chosen = self._chosen(demand, info, prof, feasible, dra, observe)
         # (a fit is a non-empty tuple: `or` asks _fit_at only where none was kept)
@@ -415,7 +415,7 @@ class Scheduler:
         processed, so the start index is where it was); its reasons are the pod's."""
         memo = self.fail_memo.get(memo_key)
         if memo is not None and memo[0] == self.epoch:
-            pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
+            count_reasons(pl.reasons, {specific(r, keys): c for r, c in memo[1].items()})
             return True
         return False
 
@@ -480,7 +480,7 @@ class Scheduler:
             if reason is None:
                 reason, fit = try_fn(self.nodes[idx])
             if reason is not None:
-                pl.reasons[reason] += 1
+                count_reasons(pl.reasons, {reason: 1})
                 continue
             feasible.append(idx)
             dra.append(fit[3])
