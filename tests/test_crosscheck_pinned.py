@@ -171,6 +171,40 @@ def test_fixed_node_allocatable_resources_wording():
     )
 
 
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_claim_not_available_on_the_node(minor):
+    """An allocated claim the node cannot reach: DynamicResources' Filter allocates the pod's other
+    claims first ("cannot allocate all claims" where they do not fit), then says "resourceclaim not
+    available on the node" (dynamicresources.go Filter)."""
+    report = _report("claim-on-another-node.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    (p2,) = [p for p in report.pods if p.pod == "default/p2"]
+    assert p2.kubernetes_message.startswith(
+        "0/3 nodes are available: 1 Insufficient cpu, 1 cannot allocate all claims, "
+        "1 resourceclaim not available on the node."
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("gang-retry-none.yaml", {"default/g-0": "0/1 nodes are available: 1 Insufficient cpu, 1 Too many pods."}),
+        ("gang-retry-gave.yaml", {"default/g-0": "0/1 nodes are available: 1 Too many pods."}),
+        ("gang-retry-leftover.yaml", {"default/g-1": "0/1 nodes are available: 1 Too many pods."}),
+    ],
+)
+def test_fixed_which_pods_are_tried_again(name, expected):
+    """kube-scheduler 1.37 tries a failed gang, and the unplaced pods of a PodGroup that reached
+    minCount, again after the other pods (their messages read the final state); a plain pod its
+    devices rejected is not tried again (no event that may help it)."""
+    report = _report(name, "1.37")
+    assert report.identical, [d.text() for d in report.differences]
+    by_pod = {p.pod: p.kubernetes_message for p in report.pods}
+    assert by_pod["default/a"].startswith("0/1 nodes are available: 1 cannot allocate all claims.")
+    for pod, message in expected.items():
+        assert by_pod[pod] == message
+
+
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.yaml"))
 
 

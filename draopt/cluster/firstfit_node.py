@@ -20,6 +20,7 @@ from draopt.cluster.state import DEFAULT_SCHEDULER_NAME, Cluster, NodeState, pod
 
 MAX_SUBREQUEST_SCORE = 8
 NO_FIT = "cannot allocate all claims"
+UNAVAILABLE_CLAIM = "resourceclaim not available on the node"  # (an allocated claim's node selector)
 SHARED_FIT = "fit on shared devices"  # try_node's cache: the current pod's answer on shared devices
 SEARCH_LIMIT = 100_000
 
@@ -303,7 +304,7 @@ def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str 
             and alloc.node_selector is not None
             and not node_selector_matches(alloc.node_selector, node.node)
         ):
-            return "node(s) did not match the allocation of a resource claim"
+            return UNAVAILABLE_CLAIM
     return None
 
 
@@ -361,13 +362,25 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     if short is not None:
         return short, None
     todo: list[str] = []
+    unavailable = False
     for use in pod.claims:
         alloc = book.allocation(use.key)
         if alloc is None:
             if use.key not in todo:
                 todo.append(use.key)
         elif alloc.node_selector is not None and not node_selector_matches(alloc.node_selector, node.node):
-            return "node(s) did not match the allocation of a resource claim", None
+            unavailable = True
+    answer = _claims_fit(cluster, book, pod, node, cache, todo)
+    if unavailable and answer[0] is None:
+        # DynamicResources' Filter allocates the other claims (and checks their node-allocatable
+        # resources) before it rejects a node an allocated claim is not available on
+        return UNAVAILABLE_CLAIM, None
+    return answer
+
+
+def _claims_fit(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict, todo: list[str]):
+    """try_node after the node checks: the claims `todo` allocated on the node (none: the
+    node-allocatable resources of the pod's allocated devices only)."""
     if not todo:
         reason = _devices_short(node, pod, *device_demand(cluster, book, pod, node, None))
         if reason is not None:
