@@ -41,6 +41,7 @@ from draopt.cluster.firstfit_node import (
     _scheduling_constraints,
     _specific,
     DEVICES_BEYOND_NODE,
+    count_reason,
     count_reasons,
     counted_reasons,
     device_demand,
@@ -76,6 +77,7 @@ __all__ = [
     "_rebind",
     "_scheduling_constraints",
     "_specific",
+    "count_reason",
     "count_reasons",
     "counted_reasons",
     "device_demand",
@@ -372,7 +374,7 @@ class Simulation:
                 continue
             reason, fit = try_node(cluster, book, pod, node, cache, share_id)
             if reason is not None:
-                count_reasons(pl.reasons, {reason: 1})
+                count_reason(pl.reasons, reason)
                 if contiguous and sig is not None:
                     first_open[sig] = node.index + 1
                     skipped_reasons.setdefault(sig, {})[node.index] = (node.version, _generic(reason, keys))

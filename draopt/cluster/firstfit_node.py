@@ -153,12 +153,20 @@ def counted_reasons(reason: str) -> list[str]:
     return [r.partition(" (")[0] for r in reason.split(", ")]
 
 
-def count_reasons(into: Counter, reasons: dict) -> None:
-    """`reasons` (a node answer -> how many nodes gave it) added to a pod's reasons (`into`),
-    each of a node's reasons counted (framework.FitError)."""
-    for reason, n in reasons.items():
+def count_reason(into: Counter, reason: str, n: int = 1) -> None:
+    """A node answer given by `n` nodes added to a pod's reasons (`into`), each of its reasons
+    counted (framework.FitError)."""
+    if reason.startswith(_RESOURCE_REASONS):
         for r in counted_reasons(reason):
             into[r] += n
+    else:
+        into[reason] += n
+
+
+def count_reasons(into: Counter, reasons: dict) -> None:
+    """`reasons` (a node answer -> how many nodes gave it) added to a pod's reasons (`into`)."""
+    for reason, n in reasons.items():
+        count_reason(into, reason, n)
 
 
 def is_resource_reason(reason: str) -> bool:

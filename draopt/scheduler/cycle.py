@@ -36,7 +36,7 @@ from draopt.scheduler.podinfo import AffinityTerm, PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
 from draopt.cluster import firstfit
-from draopt.cluster.firstfit import count_reasons, frontier_reasons, node_level_reason, shareable_reason
+from draopt.cluster.firstfit import count_reason, count_reasons, frontier_reasons, node_level_reason, shareable_reason
 from draopt.scheduler.scan import LAST_FIT, MAX_KINDS, Fits, scan
 
 _MAXIMUM = np.maximum.reduce  # ndarray.max() without its Python wrapper (once per cycle)
@@ -480,7 +480,7 @@ class Scheduler:
             if reason is None:
                 reason, fit = try_fn(self.nodes[idx])
             if reason is not None:
-                count_reasons(pl.reasons, {reason: 1})
+                count_reason(pl.reasons, reason)
                 continue
             feasible.append(idx)
             dra.append(fit[3])

@@ -36,7 +36,7 @@ from draopt.cluster.evictions import (
     preemption_policy,
     start_time,
 )
-from draopt.cluster.firstfit import DEVICES_BEYOND_NODE, count_reasons, is_resource_reason, try_node
+from draopt.cluster.firstfit import DEVICES_BEYOND_NODE, count_reason, is_resource_reason, try_node
 from draopt.cluster.podgroup_status import dynamic_resources_post_filter_136, gang_trial
 from draopt.cluster.state import pod_on
 from draopt.cluster.result import FirstFitStats, reason_histogram
@@ -372,7 +372,7 @@ class PreemptionRun:
             victims, why = self.select_victims_on_node(pod, pod.priority, node)
             if victims is None:
                 assert why is not None  # (no victims: the reason why)
-                count_reasons(statuses, {why: 1})
+                count_reason(statuses, why)
                 continue
             pods = [p for u in victims for p in u.pods]
             prios = [u.priority for u in victims for _ in u.pods]
