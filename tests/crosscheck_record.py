@@ -32,12 +32,8 @@ def _pod_group(d, report) -> bool:
 _RELEASE_136_POSTFILTER = ("still not schedulable, ", "no new claims to deallocate, ")
 
 
-def _node_reasons(head: str, keep_insufficient: bool = True) -> list[str]:
-    head = head.split(" nodes are available: ", 1)[-1].rstrip(".")
-    # (NodeResourcesFit's reasons: every resource a node lacks, the pod count among them)
-    return sorted(
-        w for w in head.split(", ") if keep_insufficient or ("Insufficient" not in w and "Too many pods" not in w)
-    )
+def _node_reasons(head: str) -> list[str]:
+    return sorted(head.split(" nodes are available: ", 1)[-1].rstrip(".").split(", "))
 
 
 def _reason_cause(d, report) -> str | None:
@@ -59,9 +55,9 @@ def _reason_cause(d, report) -> str | None:
     head_a, _, tail_a = ours.partition(" preemption: ")
     head_b, _, tail_b = theirs.partition(" preemption: ")
     if _node_reasons(head_a) != _node_reasons(head_b):
-        if _node_reasons(head_a, False) != _node_reasons(head_b, False):
-            return None
-        causes.append("all-insufficient-resources")
+        # (all-insufficient-resources is fixed: every resource a node lacks is counted on both
+        # sides; nodes' reasons counted apart are a state's, below)
+        return None
     if tail_a != tail_b:
         causes.append("preemption-victims-placed-in-this-run")
     return causes[-1] if causes else None

@@ -120,8 +120,11 @@ def test_open_extended_resources_prebind(minor):
     oracle's other answers, recorded: allocatable "0" is served by DRA (filterExtendedResources:
     allocatable == 0), an extended resource no class names is Insufficient on both nodes."""
     report = _report("extended-prebind.yaml", minor)
-    (d,) = report.differences
+    d, then = report.differences
     assert (d.kind, d.subject, d.draopt, d.kubernetes) == ("pending", "default/a-user-and-ext", "both-1", "pending")
+    # and after it: a-user-and-ext holds both-1's device-plugin GPU in draopt's run only
+    assert (then.kind, then.subject) == ("reason", "default/c-other")
+    assert "1 Insufficient nvidia.com/gpu, 2 Insufficient example.com/fpga." in then.draopt
     by_pod = {p.pod: p for p in report.pods}
     assert by_pod["default/a-user-and-ext"].kubernetes_message == (
         'running PreBind plugin "DynamicResources": nil or empty request mappings, no update of pod '
@@ -134,10 +137,72 @@ def test_open_extended_resources_prebind(minor):
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
-def test_open_all_insufficient_resources(minor):
-    (d,) = _report("insufficient.yaml", minor).differences
-    assert d.kind == "reason" and "1 Insufficient cpu, 1 Insufficient memory." in d.kubernetes
-    assert "Insufficient memory" not in d.draopt
+def test_fixed_all_insufficient_resources(minor):
+    """NodeResourcesFit names every resource a node lacks, "Too many pods" among them, and the
+    FitError counts each (noderesources/fit.go fitsRequest); a pod requesting nothing is checked
+    for its pod slot only."""
+    report = _report("insufficient.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    by_pod = {p.pod: p.kubernetes_message for p in report.pods}
+    assert by_pod["default/big"].startswith(
+        "0/2 nodes are available: 1 Too many pods, 2 Insufficient cpu, 2 Insufficient example.com/gpu, "
+        "2 Insufficient memory."
+    )
+    assert by_pod["default/zero"].startswith(
+        "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match Pod's node affinity/selector."
+    )
+
+
+def test_fixed_node_allocatable_resources_wording():
+    """DynamicResources' check of the devices' node-allocatable resources (1.37, gate
+    DRANodeAllocatableResources) says "Insufficient cpu", each resource counted, as NodeResourcesFit
+    does (draopt's explain keeps its note); above the node's allocatable, preemption cannot help."""
+    report = crosscheck(
+        load_files([str(DATA / "node-allocatable-insufficient.yaml")]),
+        kubernetes_version="1.37",
+        features=Features.from_gates({"DRANodeAllocatableResources": True}, "1.37"),
+        timeout=120,
+    )
+    assert report.identical, [d.text() for d in report.differences]
+    (row,) = report.pods
+    assert row.kubernetes_message == (
+        "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_claim_not_available_on_the_node(minor):
+    """An allocated claim the node cannot reach: DynamicResources' Filter allocates the pod's other
+    claims first ("cannot allocate all claims" where they do not fit), then says "resourceclaim not
+    available on the node" (dynamicresources.go Filter)."""
+    report = _report("claim-on-another-node.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    (p2,) = [p for p in report.pods if p.pod == "default/p2"]
+    assert p2.kubernetes_message.startswith(
+        "0/3 nodes are available: 1 Insufficient cpu, 1 cannot allocate all claims, "
+        "1 resourceclaim not available on the node."
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("gang-retry-none.yaml", {"default/g-0": "0/1 nodes are available: 1 Insufficient cpu, 1 Too many pods."}),
+        ("gang-retry-gave.yaml", {"default/g-0": "0/1 nodes are available: 1 Too many pods."}),
+        ("gang-retry-leftover.yaml", {"default/g-1": "0/1 nodes are available: 1 Too many pods."}),
+    ],
+)
+def test_fixed_which_pods_are_tried_again(name, expected):
+    """kube-scheduler 1.37 tries a failed gang, and the unplaced pods of a PodGroup that reached
+    minCount, again after the other pods (their messages read the final state); a plain pod its
+    devices rejected is not tried again (no event that may help it)."""
+    report = _report(name, "1.37")
+    assert report.identical, [d.text() for d in report.differences]
+    by_pod = {p.pod: p.kubernetes_message for p in report.pods}
+    assert by_pod["default/a"].startswith("0/1 nodes are available: 1 cannot allocate all claims.")
+    for pod, message in expected.items():
+        assert by_pod[pod] == message
 
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.yaml"))

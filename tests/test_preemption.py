@@ -277,7 +277,10 @@ def test_a_node_still_short_with_every_victim_gone_gives_the_filters_reason():
     docs = [node("n", 1000), pod("high", 600, HIGH, "n", 1), pod("low", 200, LOW, "n", 1), pod("preemptor", 500, MID)]
     out = run(docs)
     assert node_of(out, "preemptor") is None and not out.result.evictions
-    assert out.result.pods[0].preemption == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
+    # (every resource the node lacks, each counted: framework.FitError over NodeResourcesFit's reasons)
+    assert out.result.pods[0].preemption == (
+        "preemption: 0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory."
+    )
 
 
 def test_preemption_policy_never_does_not_preempt():

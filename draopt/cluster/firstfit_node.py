@@ -21,6 +21,7 @@ from draopt.cluster.filter_error import allocator_error, raised_by_allocate, tim
 
 MAX_SUBREQUEST_SCORE = 8
 NO_FIT = "cannot allocate all claims"
+UNAVAILABLE_CLAIM = "resourceclaim not available on the node"  # (an allocated claim's node selector)
 SHARED_FIT = "fit on shared devices"  # try_node's cache: the current pod's answer on shared devices
 SEARCH_LIMIT = 100_000
 
@@ -131,7 +132,47 @@ def shareable_reason(reason: str | None) -> bool:
     """try_node's answer `reason` (None: fits) is the same for every pod of an alike kind."""
     if reason is None or reason == NO_FIT:
         return True
-    return reason.startswith(_SHAREABLE) and not reason.endswith("(node-allocatable resources of devices)")
+    return reason.startswith(_SHAREABLE) and not reason.endswith(_DEVICES_NOTES)
+
+
+# A node's answer names every resource it lacks, as NodeResourcesFit (and DynamicResources' check
+# of the devices' node-allocatable resources) does: one text, the reasons joined by ", " (no
+# resource name or note below has a comma), each counted on its own in the FitError (counted_reasons).
+_RESOURCE_REASONS = ("Insufficient ", "Too many pods")
+# draopt's notes on DynamicResources' check (explain shows them, the pod's reasons do not): the
+# second where the pod with its devices needs more than the node has even empty (Unresolvable)
+DEVICES_NOTE = " (node-allocatable resources of devices)"
+DEVICES_BEYOND_NODE = " (node-allocatable resources of devices: more than the node's allocatable)"
+_DEVICES_NOTES = (DEVICES_NOTE, DEVICES_BEYOND_NODE)
+
+
+def counted_reasons(reason: str) -> list[str]:
+    """The reasons one node's answer adds to the pod's FitError histogram, in Kubernetes' words
+    (a resource name has no space: what follows " (" is draopt's note)."""
+    if not reason.startswith(_RESOURCE_REASONS):
+        return [reason]
+    return [r.partition(" (")[0] for r in reason.split(", ")]
+
+
+def count_reason(into: Counter, reason: str, n: int = 1) -> None:
+    """A node answer given by `n` nodes added to a pod's reasons (`into`), each of its reasons
+    counted (framework.FitError)."""
+    if reason.startswith(_RESOURCE_REASONS):
+        for r in counted_reasons(reason):
+            into[r] += n
+    else:
+        into[reason] += n
+
+
+def count_reasons(into: Counter, reasons: dict) -> None:
+    """`reasons` (a node answer -> how many nodes gave it) added to a pod's reasons (`into`)."""
+    for reason, n in reasons.items():
+        count_reason(into, reason, n)
+
+
+def is_resource_reason(reason: str) -> bool:
+    """A rejection of NodeResourcesFit (or of the devices' node-allocatable resources)."""
+    return reason.startswith(_RESOURCE_REASONS)
 
 
 def _scheduling_constraints(pod) -> str:
@@ -231,13 +272,21 @@ def _held_by_another_pod(book: ClaimBook, key: str, pod) -> bool:
 def _devices_short(node: NodeState, pod, extra: dict, why: str | None) -> str | None:
     if why is not None:
         return why
-    short = node.fits(_plus(pod.resources, extra)) if extra else None
-    return None if short is None else f"Insufficient {short} (node-allocatable resources of devices)"
+    if not extra:
+        return None
+    demand = _plus(pod.resources, extra)
+    if node.fits(demand) is None:
+        return None
+    note = DEVICES_BEYOND_NODE if node.exceeds_allocatable(demand) else DEVICES_NOTE
+    return ", ".join(f"Insufficient {r}{note}" for r in node.shortfalls(demand))
 
 
-def insufficient(short: str) -> str:
-    """NodeResourcesFit's reason for a resource the node lacks (the pod count: "Too many pods")."""
-    return "Too many pods" if short == "pods" else f"Insufficient {short}"
+def insufficient(node: NodeState, demand: dict) -> str | None:
+    """NodeResourcesFit's reasons for the resources the node lacks (the pod count: "Too many
+    pods"), or None when the demand fits."""
+    if node.fits(demand) is None:
+        return None
+    return ", ".join("Too many pods" if r == "pods" else f"Insufficient {r}" for r in node.shortfalls(demand))
 
 
 def node_level_reason(cluster: Cluster, node: NodeState, pod) -> str | None:
@@ -247,8 +296,7 @@ def node_level_reason(cluster: Cluster, node: NodeState, pod) -> str | None:
     rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected
-    short = node.fits(pod.resources)
-    return None if short is None else insufficient(short)
+    return insufficient(node, pod.resources)
 
 
 def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str | None:
@@ -265,7 +313,7 @@ def node_filter(cluster: Cluster, book: ClaimBook, pod, node: NodeState) -> str 
             and alloc.node_selector is not None
             and not node_selector_matches(alloc.node_selector, node.node)
         ):
-            return "node(s) did not match the allocation of a resource claim"
+            return UNAVAILABLE_CLAIM
     return None
 
 
@@ -319,17 +367,29 @@ def try_node(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dic
     rejected = cluster.node_rejects(node, pod)
     if rejected is not None:
         return rejected, None
-    short = node.fits(pod.resources)
+    short = insufficient(node, pod.resources)
     if short is not None:
-        return insufficient(short), None
+        return short, None
     todo: list[str] = []
+    unavailable = False
     for use in pod.claims:
         alloc = book.allocation(use.key)
         if alloc is None:
             if use.key not in todo:
                 todo.append(use.key)
         elif alloc.node_selector is not None and not node_selector_matches(alloc.node_selector, node.node):
-            return "node(s) did not match the allocation of a resource claim", None
+            unavailable = True
+    answer = _claims_fit(cluster, book, pod, node, cache, todo)
+    if unavailable and answer[0] is None:
+        # DynamicResources' Filter allocates the other claims (and checks their node-allocatable
+        # resources) before it rejects a node an allocated claim is not available on
+        return UNAVAILABLE_CLAIM, None
+    return answer
+
+
+def _claims_fit(cluster: Cluster, book: ClaimBook, pod, node: NodeState, cache: dict, todo: list[str]):
+    """try_node after the node checks: the claims `todo` allocated on the node (none: the
+    node-allocatable resources of the pod's allocated devices only)."""
     if not todo:
         reason = _devices_short(node, pod, *device_demand(cluster, book, pod, node, None))
         if reason is not None:

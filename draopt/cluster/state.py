@@ -115,6 +115,27 @@ class NodeState:
                 return r
         return None
 
+    def shortfalls(self, demand: dict[str, Fraction]) -> list[str]:
+        """Every resource of the demand that does not fit next to what is used (fits() names the
+        first only; NodeResourcesFit names them all), the pod count first."""
+        self.fits(demand)  # (the free amounts, cached)
+        assert self._free is not None
+        free = self._free[2]
+        out = []
+        for r, v in demand.items():
+            if not v:
+                continue
+            f = free.get(r)
+            if f is None:
+                if not (r in _BASIC or r.startswith("hugepages-")):
+                    out.append(r)
+            elif v.numerator * f[1] > f[0] * v.denominator:
+                out.append(r)
+        if "pods" in out[1:]:
+            out.remove("pods")
+            out.insert(0, "pods")
+        return out
+
     def take(self, demand: dict[str, Fraction], sign: int = 1) -> None:
         used = self.used
         for r, v in demand.items():

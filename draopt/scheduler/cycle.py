@@ -37,7 +37,7 @@ from draopt.scheduler.podinfo import AffinityTerm, PodInfo, SpreadRule, pod_info
 from draopt.scheduler.trial_memo import TrialMemo
 from draopt.scheduler.node_scores import PER_NODE, NodeScores
 from draopt.cluster import firstfit
-from draopt.cluster.firstfit import frontier_reasons, node_level_reason, shareable_reason
+from draopt.cluster.firstfit import count_reason, count_reasons, frontier_reasons, node_level_reason, shareable_reason
 from draopt.cluster.filter_error import first_filter_error, is_filter_error
 from draopt.scheduler.scan import LAST_FIT, MAX_KINDS, Fits, scan
 
@@ -411,7 +411,7 @@ class Scheduler:
             return None
         if memo_key is not None:
             self.fail_memo[memo_key] = (self.epoch, rejected)
-        pl.reasons.update({specific(r, keys): c for r, c in rejected.items()})
+        count_reasons(pl.reasons, {specific(r, keys): c for r, c in rejected.items()})
         return None
 
     def _to_find(self, prof: Profile, n: int) -> int:
@@ -426,7 +426,7 @@ class Scheduler:
         processed, so the start index is where it was); its reasons are the pod's."""
         memo = self.fail_memo.get(memo_key)
         if memo is not None and memo[0] == self.epoch:
-            pl.reasons.update({specific(r, keys): c for r, c in memo[1].items()})
+            count_reasons(pl.reasons, {specific(r, keys): c for r, c in memo[1].items()})
             return True
         return False
 
@@ -494,7 +494,7 @@ class Scheduler:
                 pl.error = reason  # the attempt ends here (draopt.cluster.filter_error)
                 return None
             if reason is not None:
-                pl.reasons[reason] += 1
+                count_reason(pl.reasons, reason)
                 continue
             if len(feasible) >= to_find:  # the loop stops at one feasible node too many
                 break

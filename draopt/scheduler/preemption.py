@@ -37,7 +37,7 @@ from draopt.cluster.evictions import (
     start_time,
 )
 from draopt.cluster.filter_error import is_filter_error
-from draopt.cluster.firstfit import try_node
+from draopt.cluster.firstfit import DEVICES_BEYOND_NODE, count_reason, is_resource_reason, try_node
 from draopt.cluster.podgroup_status import dynamic_resources_post_filter_136, gang_trial
 from draopt.cluster.state import pod_on
 from draopt.cluster.result import FirstFitStats, reason_histogram
@@ -153,7 +153,7 @@ _UNRESOLVABLE_PLUGIN_REASONS = frozenset(
 def _is_dra_reason(reason: str) -> bool:
     """A rejection of DynamicResources: any reason of draopt's filters that no other plugin gives."""
     return not (
-        reason.startswith("Insufficient ")
+        is_resource_reason(reason)
         or reason.startswith("no scheduler profile")
         or reason in RESOLVABLE_REASONS
         or reason in _UNRESOLVABLE_PLUGIN_REASONS
@@ -378,7 +378,7 @@ class PreemptionRun:
                 assert why is not None  # (no victims: the reason why)
                 if is_filter_error(why):  # (with the victims gone the DRA filter ran, and erred)
                     errors.append(why)
-                statuses[why] += 1
+                count_reason(statuses, why)
                 continue
             pods = [p for u in victims for p in u.pods]
             prios = [u.priority for u in victims for _ in u.pods]
@@ -415,8 +415,10 @@ class PreemptionRun:
         required pod affinity, a missing topology label)."""
         if reason is None:
             return True
-        if reason.startswith("Insufficient "):
-            return not node.exceeds_allocatable(pod_on(node, pod).resources)
+        if is_resource_reason(reason):  # (Unresolvable when one of the resources is)
+            return not reason.endswith(DEVICES_BEYOND_NODE) and not node.exceeds_allocatable(
+                pod_on(node, pod).resources
+            )
         return reason in RESOLVABLE_REASONS or (self.cluster.features.dra_preemption and _is_dra_reason(reason))
 
     def _helpless_from_reasons(self, pod, reasons: Counter) -> int:
@@ -424,16 +426,21 @@ class PreemptionRun:
         node rules and allocatable overruns node by node (they come first in the filter order), the
         other unresolvable reasons by their count."""
         helpless = 0
+        # (the devices' node-allocatable resources: Unresolvable where they overrun the node, which
+        # only the node's filter knows)
+        devices_check = self.cluster.features.node_allocatable_resources and bool(pod.claims)
         for node in self.cluster.nodes:
             if self.cluster.node_rejects(node, pod) is not None or node.exceeds_allocatable(
                 pod_on(node, pod).resources
             ):
                 helpless += 1
+            elif devices_check and (self.filter_reason(pod, node) or "").endswith(DEVICES_BEYOND_NODE):
+                helpless += 1
         dra_helps = self.cluster.features.dra_preemption
         late = sum(
             c
             for r, c in reasons.items()
-            if not r.startswith("Insufficient ")
+            if not is_resource_reason(r)
             and r not in RESOLVABLE_REASONS
             and not _is_node_rule(r)
             and not (dra_helps and _is_dra_reason(r))
