@@ -278,7 +278,8 @@ def explain_failed_pod(cluster, book, pod, reasons: list[str]) -> str:
 
     exps = [e for e in explain_pod(cluster, book, pod, EXPLAIN_NODES, node_check=filter_reason) if not e.reason]
     for e in exps:
-        if e.error and any(e.error in r for r in reasons):
+        # (a filter error's message gives the error without draopt's request and expression)
+        if e.error and any(e.error.split(" (request ", 1)[0] in r for r in reasons):
             e.error = ""
     return render([e for e in exps if len(e.lines()) > 1])
 

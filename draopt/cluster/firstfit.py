@@ -401,7 +401,10 @@ class Simulation:
         device-side explanation."""
         cluster, book, cache = self.cluster, self.book, self.cache
         if pl.error:
-            return  # (the attempt ended at a filter error: no node reasons to complete)
+            # (the attempt ended at a filter error: no node reasons to complete; the device side
+            # still says which devices err, and why)
+            self._explain(pod, pl, [pl.error], keys)
+            return
         if skipped_below:
             fresh = frontier_reasons(
                 self.skipped_reasons.get(sig),
@@ -418,20 +421,24 @@ class Simulation:
                 return
         if not cluster.nodes:
             pl.reasons["no Node objects in the input"] += 1
-        if self.explain_failures is not None and any(
-            r.startswith(("cannot allocate", "resource claim error")) for r in pl.reasons
-        ):
-            # Explain the device side now, in the state that made it fail; once per kind of
-            # pod (same claims), which keeps large simulations fast.
-            claims_sig = tuple(book.signature(u.key) for u in pod.claims)
-            if claims_sig not in self.explained:
-                text = self.explain_failures(cluster, book, pod, list(pl.reasons))
-                self.explained[claims_sig] = (pod.key, _generic(text, keys))
-            first, text = self.explained[claims_sig]
-            text = _specific(text, keys)
-            pl.explanation = (
-                text if first == pod.key or not text else f"(as for {first}, the first pod like it that failed)\n{text}"
-            )
+        if any(r.startswith(("cannot allocate", "resource claim error")) for r in pl.reasons):
+            self._explain(pod, pl, list(pl.reasons), keys)
+
+    def _explain(self, pod, pl: PodPlacement, reasons: list[str], keys: list[str]) -> None:
+        """The device side of a failed pod, in the state that made it fail; once per kind of pod
+        (same claims), which keeps large simulations fast."""
+        if self.explain_failures is None:
+            return
+        book = self.book
+        claims_sig = tuple(book.signature(u.key) for u in pod.claims)
+        if claims_sig not in self.explained:
+            text = self.explain_failures(self.cluster, book, pod, reasons)
+            self.explained[claims_sig] = (pod.key, _generic(text, keys))
+        first, text = self.explained[claims_sig]
+        text = _specific(text, keys)
+        pl.explanation = (
+            text if first == pod.key or not text else f"(as for {first}, the first pod like it that failed)\n{text}"
+        )
 
     def _bind(self, pod, pl: PodPlacement, best) -> None:
         """The pod on the chosen node: its claims' allocations committed, the node's resources taken."""
@@ -747,8 +754,8 @@ class Simulation:
             if cycles is not None and cycles.root_of(key) is not None:
                 continue  # (a cycle with placements: its own messages)
             members = self.members_of.get(key) or []
-            if not members:
-                continue
+            if not members or any(self.by_pod[m.key].placed for m in members):
+                continue  # (none, or placed since it failed: an errored pod's retry placed it)
             for m in members:
                 self.released.discard(m.key)
                 self.by_pod[m.key] = self.place(m)

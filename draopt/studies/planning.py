@@ -101,6 +101,9 @@ def _blocked(pods) -> dict[str, str]:
         if p.hold is not None:  # outside the scheduling queue: no node helps
             out[p.pod] = p.hold.text
             continue
+        if p.error:  # a filter error ends the attempt on the nodes there are; copies keep them
+            out[p.pod] = p.error
+            continue
         if p.placed or not p.reasons:
             continue
         if all(r.startswith(_NODE_COUNT_CANNOT_HELP) for r in p.reasons):
