@@ -92,6 +92,44 @@ def _cold(cmd: list[str], scenario: dict) -> tuple[int, float]:
     return nanos, wall
 
 
+def _devices_tried(scenario: dict, minor: str):
+    """What draopt's search did on a scenario, for --worst: the devices Kubernetes' search tried,
+    or "model" where it went past its budget and the CP-SAT model answered."""
+    import contextlib
+    import dataclasses
+    import io
+
+    from draopt.crosscheck.allocator_oracle import _objects_of, scenario_claim_refs
+    from draopt.kube.features import parse_kubernetes_version
+
+    tried: list = []
+    quick = api.quick_first_fit
+
+    def counted(problem):
+        got = quick(problem)
+        tried.append("model" if got is None else got[2])
+        return got
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        objects = _objects_of(scenario)
+        features = Features.from_gates(dict(scenario.get("gates") or {}))
+        features = dataclasses.replace(features, kubernetes_version=parse_kubernetes_version(minor))
+        api.quick_first_fit = counted
+        try:
+            api.allocate(
+                objects,
+                node=scenario["node"]["metadata"]["name"],
+                claims=scenario_claim_refs(scenario),
+                features=features,
+                deterministic_share_ids=True,
+            )
+        except Exception as e:  # noqa: BLE001 - a listing: the error's name is printed beside
+            tried.append(type(e).__name__)
+        finally:
+            api.quick_first_fit = quick
+    return "+".join(map(str, tried))
+
+
 def _ratio_line(label: str, ratios: list[float]) -> str:
     med, p90 = statistics.median(ratios), percentile(ratios, 0.9)
     verdict = f"median {'met' if med <= 0.5 else 'NOT met'}, p90 {'met' if p90 <= 1.0 else 'NOT met'}"
@@ -129,7 +167,7 @@ def oracle_main(a) -> int:
     )
     # warm: every case repeated in one process each side
     kubernetes = run_allocator_oracle([dict(s, repeat=runs) for s in scenarios], a.minor, timeout=300)
-    warm_ratios, k_ms, d_ms = [], [], []
+    warm_ratios, k_ms, d_ms, worst = [], [], [], []
     # PreFilter rejects some before any allocator runs (no time): left out on both sides
     timed = [(s, k) for s, k in zip(scenarios, kubernetes) if k.nanos]
     print(f"timed: {len(timed)} scenarios ({len(scenarios) - len(timed)} rejected by PreFilter, not timed)")
@@ -141,11 +179,18 @@ def oracle_main(a) -> int:
             k_ms.append(km)
             d_ms.append(dm)
             warm_ratios.append(dm / km)
+            worst.append((dm / km, scenario["name"], km, dm, _devices_tried(scenario, a.minor) if a.worst else None))
     print(
         f"warm   kubernetes median {statistics.median(k_ms):.3f} ms (p90 {percentile(k_ms, 0.9):.3f}); "
         f"draopt median {statistics.median(d_ms):.3f} ms (p90 {percentile(d_ms, 0.9):.3f})"
     )
     print(_ratio_line("warm", warm_ratios))
+    for ratio, name, km, dm, tried in sorted(worst, reverse=True)[: a.worst]:
+        print(
+            f"  worst  {ratio:6.2f}x  kubernetes {km * 1000:8.1f} us  draopt {dm * 1000:8.1f} us  tried {tried}  {name}"
+        )
+    if a.cold_cases <= 0:
+        return 0
     # cold: a fresh process per case each side
     cold_ratios, k_wall, d_wall = [], [], []
     step = max(1, len(scenarios) // max(1, cold_cases))
@@ -171,7 +216,8 @@ def main() -> int:
     ap.add_argument("--oracle", action="store_true", help="draopt against Kubernetes' allocator (Go oracle)")
     ap.add_argument("--minor", default="1.37", help="--oracle: Kubernetes release (1.36 or 1.37)")
     ap.add_argument("--cases", type=int, default=200, help="--oracle: generated scenarios (default 200)")
-    ap.add_argument("--cold-cases", type=int, default=30, help="--oracle: of those, run cold (default 30)")
+    ap.add_argument("--cold-cases", type=int, default=30, help="--oracle: of those, run cold (default 30; 0: none)")
+    ap.add_argument("--worst", type=int, default=0, help="--oracle: list the N worst warm cases (devices tried)")
     a = ap.parse_args()
     if a.oracle:
         return oracle_main(a)

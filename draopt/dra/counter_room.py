@@ -40,6 +40,12 @@ class CounterRoom:
                 negative += 1
         self.negative = negative
 
+    def copy(self) -> "CounterRoom":
+        """Another room with the same counters left (taken from and given back to on its own)."""
+        out = CounterRoom.__new__(CounterRoom)
+        out.room, out.by_device, out.negative = list(self.room), self.by_device, self.negative
+        return out
+
     def take(self, draws: Draws) -> bool:
         """Reserve; False (and nothing reserved) when some counter of the pool is then short."""
         room = self.room

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from fractions import Fraction
-from typing import Any
+from typing import Any, Mapping
 
 from draopt.errors import AllocationError, DeviceCelError
 from draopt.kube.features import Features
@@ -147,6 +147,7 @@ class Problem:
         # One text per claim (its spec), set by draopt.dra.reference's fast paths: answers that depend
         # only on the request and the device are then shared through inventory.memo.
         self.shape_keys: tuple | None = None
+        self.search_plan: Any = None  # draopt.dra.search_plan's, for the searches on this problem
         # (request key, device id) -> the CEL runtime error that made the device no candidate
         # (the placement model skips such devices and counts them: draopt.model.prepare).
         self.cel_skipped: dict[tuple, str] = {}
@@ -348,7 +349,7 @@ class Problem:
             self._consumption_cache[key] = consumption(dev.device.capacity, req.capacity_requests)
         return self._consumption_cache[key]
 
-    def capacity_ok(self, req: RequestSpec, dev: DeviceEntry, allocating: dict[str, Fraction] | None) -> bool:
+    def capacity_ok(self, req: RequestSpec, dev: DeviceEntry, allocating: Mapping[str, Fraction | int] | None) -> bool:
         """CmpRequestOverCapacity (every device, multi-allocatable or not)."""
         if not dev.multi_allocatable:
             # Only shares of multi-allocatable devices accumulate: the answer is fixed.

@@ -30,13 +30,12 @@ from __future__ import annotations
 import sys
 from bisect import bisect_left
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import partial
 from typing import Any, Callable, Sequence, cast
 
-from draopt.dra.counter_room import CounterRoom
+from draopt.dra.counter_room import Amount, CounterRoom
 from draopt.dra.pools import PoolLayout
-from draopt.dra.constraints import AttrValue, constraint_applies, normalise
+from draopt.dra.constraints import normalise
 from draopt.dra.rules import lookup_attribute
 from draopt.errors import AllocationError
 from draopt.dra.inventory import (
@@ -48,6 +47,14 @@ from draopt.dra.inventory import (
     in_use_groups,
 )
 from draopt.dra.problem import MAX_RESULTS, ClaimSpec, Problem, RequestSpec
+from draopt.dra.search_constraints import (
+    NO_ATTRIBUTE,
+    UNSET,
+    DistinctConstraint,
+    MatchConstraint,
+    SearchConstraint,
+)
+from draopt.dra.search_plan import SearchPlan, search_plan
 from draopt.kube.quantity import Quantity
 
 
@@ -76,134 +83,7 @@ class SearchLimit(Exception):
 NO_TRY_LIMIT = sys.maxsize
 
 
-# ----------------------------------------------------------------------------- constraints
-class _Constraint:
-    def __init__(self, names: list[str], attribute: str, list_types: bool, defects: bool, values):
-        self.names, self.attribute, self.list_types, self.defects = names, attribute, list_types, defects
-        # callable (RequestSpec, DeviceEntry) -> the attribute normalised (list_types), or NO_ATTRIBUTE
-        self.values = values
-        self._applies: dict[tuple[int, int, int], bool] = {}
-
-    def applies(self, req: RequestSpec) -> bool:
-        got = self._applies.get(req.key)
-        if got is None:
-            got = self._applies[req.key] = constraint_applies(self.names, req.request_name, req.sub_name)
-        return got
-
-    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
-        raise NotImplementedError  # MatchConstraint, DistinctConstraint
-
-    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
-        raise NotImplementedError
-
-
-NO_ATTRIBUTE: Any = object()  # the device has no such attribute (unlike None: a value of unknown type)
-_UNSET: Any = object()
-
-
-class MatchConstraint(_Constraint):
-    def __init__(self, *a):
-        super().__init__(*a)
-        self.num = 0
-        self.first: AttrValue | None = None  # scalar mode: first device's value
-        self.intersection: AttrValue | None = None
-        self.stack: list[AttrValue | None] = []
-
-    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
-        if self.names and not self.applies(req):
-            return True
-        v = self.values(req, dev)
-        if v is NO_ATTRIBUTE:
-            return False
-        if self.num == 0:
-            if self.list_types:
-                if v is None:
-                    return False
-                self.stack.append(self.intersection)
-                self.intersection = v
-            else:
-                self.first = v  # may be None: unknown type still gets picked
-            self.num = 1
-            return True
-        if self.list_types:
-            s = v
-            if (
-                s is None
-                or self.intersection is None
-                or s[0] != self.intersection[0]
-                or not (s[1] & self.intersection[1])
-            ):
-                return False
-            self.stack.append(self.intersection)
-            self.intersection = (s[0], s[1] & self.intersection[1])
-        elif v is None or self.first is None or v != self.first:
-            return False
-        self.num += 1
-        return True
-
-    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
-        if self.names and not self.applies(req):
-            return
-        self.num -= 1
-        if self.list_types and not self.defects and self.stack:
-            self.intersection = self.stack.pop()
-
-
-class DistinctConstraint(_Constraint):
-    def __init__(self, *a):
-        super().__init__(*a)
-        self.num = 0
-        self.by_request: dict[str, AttrValue | None] = {}  # Kubernetes: one value per request name
-        self.all: list[AttrValue | None] = []  # documented semantics: every device
-
-    def _clashes(self, new: AttrValue | None, existing: list[AttrValue | None]) -> bool:
-        for old in existing:
-            if self.list_types:
-                if new is None:
-                    return True
-                if old is None:
-                    continue
-            else:
-                if new is None:
-                    return True  # unknown type
-                if old is None:
-                    continue
-            if new[0] == old[0] and (new[1] & old[1]):
-                return True
-        return False
-
-    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
-        if self.names and not self.applies(req):
-            return True
-        v = self.values(req, dev)
-        if v is NO_ATTRIBUTE:
-            return False
-        if self.num > 0:
-            existing = list(self.by_request.values()) if self.defects else self.all
-            if self._clashes(v, existing):
-                return False
-        self.by_request[req.request_name] = v
-        self.all.append(v)
-        self.num += 1
-        return True
-
-    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
-        if self.names and not self.applies(req):
-            return
-        self.by_request.pop(req.request_name, None)
-        self.all.pop()
-        self.num -= 1
-
-
 # ----------------------------------------------------------------------------- search
-@dataclass
-class _Slot:
-    claim: int
-    request: int
-    sub: int  # -1: not inside a chosen sub-request
-    device: int
-
-
 class ReferenceAllocator:
     """`shape` (one text per claim, equal for claims whose specs are equal; e.g. the claims'
     JSON) lets searches on the same node share what they learn through `inventory.memo`:
@@ -230,12 +110,13 @@ class ReferenceAllocator:
         self.node_limit = node_limit
         self.nodes_visited = 0
         # Devices tried (the search loop's unit of work, unlike nodes, which may each try many
-        # devices); past the limit: SearchLimit.
+        # devices), those the plan leaves out included (the count, and the budget, are then the
+        # same whatever the caches know); past the limit: SearchLimit.
         self.try_limit = try_limit
         self.devices_tried = 0
         self.allocating: dict[DeviceID, set[int]] = {}  # claims using a device (non-admin)
         self.allocating_admin: dict[DeviceID, set[int]] = {}  # claims using it with admin access
-        self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
+        self.allocating_capacity: dict[DeviceID, dict[str, Amount]] = {}  # (whole amounts as ints)
         self.rooms: dict[int, CounterRoom] = {}  # pool id() -> its counters left
         self.results: list[list[Chosen]] = [[] for _ in problem.claims]
         self.selected_sub: dict[tuple[int, int], int] = {}
@@ -251,12 +132,19 @@ class ReferenceAllocator:
         self.held = problem.inventory.allocated.devices  # dedicated devices of allocated claims
         self.consumable = self.f.consumable_capacity
         self.counters_first = self.f.partitionable_devices  # (gate off: such devices fail otherwise)
+        # What every search on the problem finds the same (draopt.dra.search_plan): its devices
+        # that can never be taken are skipped where no dead prefix is kept (no `shape`).
+        self.plan: SearchPlan | None = search_plan(problem) if FAST_PATHS else None
+        if self.plan is not None:
+            self.compat_in_use = self.plan.compat_in_use
+        self.skip_static = self.plan is not None and self.shape is None
         # (claims without constraints, most: one empty tuple each, nothing is added to it)
-        self.constraints: list[Sequence[_Constraint]] = [
+        self.constraints: list[Sequence[SearchConstraint]] = [
             self._make_constraints(c) if c.constraints else () for c in problem.claims
         ]
         if self.shape is not None:
             problem.shape_keys = self.shape
+        self._cands: dict[Any, list[int]] = {}  # request key -> the plan's candidates (for this search)
         self.dirty = False  # something of this search's state changed (counters, results, ...)
         self._fail_clean = False  # the last _allocate_device failed before changing anything
         self._undo_pending: Callable[[], None] | None = None  # the undo function of the device _try_one just allocated
@@ -266,8 +154,8 @@ class ReferenceAllocator:
         self.lazy: list[tuple[int, int, RequestSpec]] = []
         self.lazy_seen: dict[int, int] = {}
 
-    def _make_constraints(self, claim: ClaimSpec) -> list[_Constraint]:
-        out: list[_Constraint] = []
+    def _make_constraints(self, claim: ClaimSpec) -> list[SearchConstraint]:
+        out: list[SearchConstraint] = []
         for c in claim.constraints:
             match = c.match_attribute is not None
             cls = MatchConstraint if match else DistinctConstraint
@@ -290,18 +178,24 @@ class ReferenceAllocator:
         name = cast(str, constraint_name)  # (prepare() rejects a constraint without one)
         p, list_types = self.p, self.f.list_type_attributes
         derived_on = self.f.derived_attributes
+        if self.plan is not None:
+            got = self.plan.constraint_values.get(name)
+            if got is not None:
+                return got
         by_device = self.memo.setdefault(("constraint values", name, list_types), {})
 
         def values(req: RequestSpec, dev: DeviceEntry):
             if derived_on and req.fields.derived_attributes:
                 raw = p.attribute_for_constraint(req, dev, name)
                 return NO_ATTRIBUTE if raw is None else normalise(raw, list_types)
-            got = by_device.get(dev.index, _UNSET)
-            if got is _UNSET:
+            got = by_device.get(dev.index, UNSET)
+            if got is UNSET:
                 raw = lookup_attribute(dev.device.attributes, dev.driver, name)
                 got = by_device[dev.index] = NO_ATTRIBUTE if raw is None else normalise(raw, list_types)
             return got
 
+        if self.plan is not None:
+            self.plan.constraint_values[name] = values
         return values
 
     # ------------------------------------------------------------------ public
@@ -378,6 +272,8 @@ class ReferenceAllocator:
             if not done:
                 undo()
             return done
+        if self.skip_static:
+            return self._candidates(req, k, start, ci)
         devices = self.p.inventory.devices
         n = len(devices)
         i = start
@@ -430,6 +326,47 @@ class ReferenceAllocator:
             self._remember_prefix(prefix_key, n)
         return False
 
+    def _candidates(self, req: RequestSpec, k: int, start: int, ci: int) -> bool:
+        """_device's loop over the devices from `start` that `req` may still take (SearchPlan's
+        candidates): what the loop over every device does, the devices left out counted as
+        tried (the loop refuses each, and the budget counts it)."""
+        cands = self._cands.get(req.key)
+        if cands is None:
+            assert self.plan is not None
+            cands = self._cands[req.key] = self.plan.candidates(req, self.leak)
+        devices = self.p.inventory.devices
+        counted = start  # the devices before this one are counted as tried
+        for j in range(bisect_left(cands, start), len(cands)):
+            i = cands[j]
+            if i > counted:
+                self.devices_tried += i - counted
+                if self.devices_tried > self.try_limit:
+                    raise SearchLimit(f"search stopped after trying {self.try_limit} devices")
+            counted = i + 1
+            if self._try_one(req, devices[i], ci) is None:
+                undo = self._undo_pending
+                assert undo is not None  # _try_one allocated the device (returned None)
+                try:
+                    if k + 1 < req.count:
+                        done = self._device(req, k + 1, i + 1)
+                    else:
+                        # (the request has its devices: _device's step, then the next request)
+                        self.nodes_visited += 1
+                        if self.node_limit is not None and self.nodes_visited > self.node_limit:
+                            raise SearchLimit(f"search stopped after {self.node_limit} steps")
+                        done = self._next_request(ci, req.request_index + 1)
+                except BaseException:
+                    undo()
+                    raise
+                if done:
+                    return True
+                undo()
+        if len(devices) > counted:
+            self.devices_tried += len(devices) - counted
+            if self.devices_tried > self.try_limit:
+                raise SearchLimit(f"search stopped after trying {self.try_limit} devices")
+        return False
+
     def _try_one(self, req: RequestSpec, dev: DeviceEntry, ci: int) -> bool | None:
         """One device of the search loop: None when it was allocated (its undo function in
         _undo_pending), else whether it failed in a way that a later search starting clean
@@ -456,13 +393,30 @@ class ReferenceAllocator:
             return True
         if self.consumable:
             if dev.multi_allocatable:
-                ok = p.capacity_ok(req, dev, self.allocating_capacity.get(did))
+                ok = self._capacity_ok(req, dev)
             else:
                 ok = p._dedicated_fit.get(key)
                 if ok is None:
                     ok = p.capacity_ok(req, dev, None)  # (a dedicated device's fit ignores the rest)
             if not ok:
                 return not self.dirty
+        if (
+            FAST_PATHS
+            and not dev.device.consumes_counters
+            and not dev.taints
+            and not (self.consumable and dev.multi_allocatable)
+            and not self.constraints[ci]
+            and not self.lazy
+        ):
+            # (most devices: no counters, share, taint nor constraint to check or take; what
+            # _allocate_device does with such a device, without its steps)
+            self.dirty = True
+            slot = (self.allocating_admin if req.admin_access else self.allocating).setdefault(did, set())
+            slot.add(ci)
+            results = self.results[ci]
+            results.append(Chosen(req, dev, None))
+            self._undo_pending = partial(self._undo_plain, dev, slot, ci, len(results) - 1)
+            return None
         if (
             self.counters_first
             and not dev.multi_allocatable
@@ -580,7 +534,7 @@ class ReferenceAllocator:
             return
         if not self.p.selectable(req, dev):
             return
-        if self.f.consumable_capacity and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+        if self.f.consumable_capacity and not self._capacity_ok(req, dev):
             return
         self._allocate_device(req, dev, must=False, reject=True)
 
@@ -589,12 +543,18 @@ class ReferenceAllocator:
         """In use for a non-admin request of claim `ci`."""
         admin = self.allocating_admin.get(did)
         return (
-            did in self.p.inventory.allocated.devices
+            did in self.held
             or bool(self.allocating.get(did))
             or admin is not None
             and len(admin) > 0
             and (self.defects or ci in admin)
         )
+
+    def _capacity_ok(self, req: RequestSpec, dev: DeviceEntry) -> bool:
+        """Problem.capacity_ok beside what the search is allocating (a share's room through the plan)."""
+        if self.plan is not None and dev.multi_allocatable:
+            return self.plan.share_fits(req, dev, self.allocating_capacity.get(dev.id))
+        return self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id))
 
     def _used_by_claim(self, did: DeviceID, ci: int) -> bool:
         return ci in self.allocating.get(did, ()) or ci in self.allocating_admin.get(did, ())
@@ -650,13 +610,13 @@ class ReferenceAllocator:
                     self._release_counters(dev)
                     self.counted_multi.pop(dev.id, None)
 
-        if dev.taints and self.p.taint_blocks(req, dev):
+        if dev.taints and (self.p.taint_blocks(req, dev) if self.plan is None else self.plan.taint_blocks(req, dev)):
             release_counters_if_clean()
             return None
         if reject:
             release_counters_if_clean()
             return None
-        added: list[_Constraint] = []
+        added: list[SearchConstraint] = []
         if self.constraints[ci] and not self._add_to_constraints(req, dev, must, added):
             release_counters_if_clean()
             return None
@@ -685,7 +645,9 @@ class ReferenceAllocator:
         slot.discard(ci)
         del self.results[ci][n_before:]
 
-    def _add_to_constraints(self, req: RequestSpec, dev: DeviceEntry, must: bool, added: list[_Constraint]) -> bool:
+    def _add_to_constraints(
+        self, req: RequestSpec, dev: DeviceEntry, must: bool, added: list[SearchConstraint]
+    ) -> bool:
         """The device added to each constraint of its claim (those it was added to, in `added`);
         False when one refuses it (nothing added then). `must` (All): a refusal is an error."""
         ci = req.claim_index
@@ -710,7 +672,7 @@ class ReferenceAllocator:
         slot: set[int],
         multi: bool,
         checked: bool,
-        added: list[_Constraint],
+        added: list[SearchConstraint],
         release_counters_if_clean: Callable[[], None],
         compat_undo: Callable[[], None],
     ) -> tuple[Any, bool] | None:
@@ -718,7 +680,7 @@ class ReferenceAllocator:
         consumes of a multi-allocatable device, else None; whether an earlier share was there),
         or None when the capacity left is short."""
         ci = req.claim_index
-        if not checked and not self.p.capacity_ok(req, dev, self.allocating_capacity.get(dev.id)):
+        if not checked and not self._capacity_ok(req, dev):
             if not self.leak:
                 # 1.36.3 and later roll the device back (its in-use mark, constraints,
                 # counters); 1.35 leaves that state as is here (DEFECT counter-leak).
@@ -736,9 +698,15 @@ class ReferenceAllocator:
             consumed = self.p.consumption(req, dev)
             existed = dev.id in self.allocating_capacity
             per = self.allocating_capacity.setdefault(dev.id, {})
-            for n, v in consumed.items():
-                per[n] = per.get(n, Fraction(0)) + v.value
+            for n, v in self._amounts(req, dev, consumed):
+                per[n] = per.get(n, 0) + v
         return consumed, existed
+
+    def _amounts(self, req: RequestSpec, dev: DeviceEntry, consumed: dict[str, Quantity]) -> Any:
+        """(capacity, amount) of one share `consumed` (whole amounts as ints with the plan)."""
+        if self.plan is not None:
+            return self.plan.share_use(req, dev, consumed)
+        return [(n, v.value) for n, v in consumed.items()]
 
     def _undo_device(
         self,
@@ -766,9 +734,9 @@ class ReferenceAllocator:
             if multi:
                 if consumed or (not self.leak and consumed is not None):
                     per = self.allocating_capacity[dev.id]
-                    for n, v in consumed.items():
-                        per[n] -= v.value
-                    if all(v == 0 for v in per.values()):
+                    for n, v in self._amounts(req, dev, consumed):
+                        per[n] -= v
+                    if not any(per.values()):  # (every amount back to 0)
                         del self.allocating_capacity[dev.id]
                         if existed and not self.leak:
                             # An earlier share still holds the device: its (empty) entry stays,
@@ -842,6 +810,11 @@ class ReferenceAllocator:
     def _room(self, pool: Pool) -> CounterRoom:
         """available_counters(pool, allocated) less what this search reserved."""
         got = self.rooms.get(id(pool))
+        if got is None and self.plan is not None:
+            start = self.plan.rooms.get(id(pool))  # (the same for every search on the problem)
+            if start is not None:
+                got = self.rooms[id(pool)] = start.copy()
+                return got
         if got is None:
             layout = pool.counter_layout  # (built with the pool, unless its counters do not parse)
             if layout is None:
@@ -849,6 +822,8 @@ class ReferenceAllocator:
                 if layout is None or layout.pool is not pool:
                     layout = self.memo[("counter layout", id(pool))] = PoolLayout(pool)
             got = self.rooms[id(pool)] = layout.room(self.p.inventory.allocated)
+            if self.plan is not None:
+                self.plan.rooms[id(pool)] = got.copy()
         return got
 
     def _release_counters(self, dev: DeviceEntry) -> None:
@@ -869,8 +844,12 @@ def reference_first_fit(
 # Kubernetes' own search runs first for allocate's first-fit: most problems take a few dozen
 # device tries, far less than building and solving a CP-SAT model. Past these budgets the
 # search may be exponential (Kubernetes times out at 10 s there): the model answers instead.
+# The steps bound the search; the devices tried (those SearchPlan leaves out included, which
+# cost next to nothing once the problem's answers are known) bound the steps' loops: unschedulable
+# problems that take a few hundred steps try a few thousand devices, and the search ends them
+# in less time than the model takes.
 QUICK_NODE_LIMIT = 300
-QUICK_TRY_LIMIT = 300
+QUICK_TRY_LIMIT = 2500
 
 
 def quick_first_fit(problem: Problem) -> tuple[list[list[Chosen]] | None, dict[tuple[int, int], int], int] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from draopt.errors import InputError
 from draopt.kube.models import DeviceTaint, DeviceToleration
@@ -127,7 +127,7 @@ def fits_capacity(
     capacity: dict[str, DeviceCapacity],
     consumed: dict[str, Quantity],
     already: dict[str, Fraction] | None,
-    allocating: dict[str, Fraction] | None,
+    allocating: Mapping[str, Fraction | int] | None,
     value_of: Callable[[str], Fraction] | None = None,
 ) -> bool:
     """Whether `consumed` fits in each capacity beside what is `already` in use and what the search
