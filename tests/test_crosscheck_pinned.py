@@ -140,6 +140,49 @@ def test_open_all_insufficient_resources(minor):
     assert "Insufficient memory" not in d.draopt
 
 
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_open_preemptor_retried_after_the_queue(minor):
+    """Random scheduler seeds 26 and 37 (1.37), reduced: kube-scheduler tries the preemptor again
+    only after the follower (back-off); the follower lands in zone a on the room the eviction left,
+    so the preemptor's next attempt fails zone spread on za-1 and evicts the follower too. draopt
+    places the preemptor at once on za-1 and the follower after it."""
+    report = _report("preemptor-retried-later.yaml", minor)
+    assert [a["pod"] for a in report.kubernetes_attempts][:3] == ["default/preemptor", "default/follower"] + [
+        "default/preemptor"
+    ]
+    assert report.kubernetes_attempts[0]["nominatedNode"] == "za-1"
+    kinds = sorted((d.kind, d.subject, d.draopt, d.kubernetes) for d in report.differences)
+    assert kinds == [
+        ("eviction", "default/follower", "kept", "evicted"),
+        ("pending", "default/follower", "za-1", "pending"),
+    ]
+    by_pod = {p.pod: p for p in report.pods}
+    assert by_pod["default/preemptor"].kubernetes_node == by_pod["default/preemptor"].draopt_node == "za-1"
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_open_retried_after_cluster_events(minor):
+    """Random scheduler seed 22 (1.37), reduced: the pod's required pod affinity matches nothing at
+    its first attempt; the db pod bound after it moves it back to the queue and kube-scheduler
+    places it; draopt's one attempt leaves it pending."""
+    report = _report("retried-after-events.yaml", minor)
+    ((kind, subject, ours, theirs),) = [(d.kind, d.subject, d.draopt, d.kubernetes) for d in report.differences]
+    assert (kind, subject, ours, theirs) == ("pending", "default/follows-db", "pending", "n1")
+    tries = [a for a in report.kubernetes_attempts if a["pod"] == "default/follows-db"]
+    assert len(tries) == 2 and "didn't match pod affinity rules" in tries[0]["message"]
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_open_victim_claims_kept_by_the_oracle(minor):
+    """Random scheduler seed 28 (1.37), reduced: the victim's claim keeps gpu-0 in the oracle (no
+    ResourceClaim controller), so kube-scheduler gives the preemptor gpu-1 and gpu-2; draopt
+    deallocates the claim of the evicted pod, its last consumer, and allocates gpu-0 and gpu-2."""
+    report = _report("victim-claims-kept.yaml", minor)
+    (d,) = report.differences
+    assert (d.kind, d.subject) == ("device", "default/two")
+    assert "n1/gpu-0" in d.draopt and "n1/gpu-0" not in d.kubernetes and "n1/gpu-1" in d.kubernetes
+
+
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.yaml"))
 
 
