@@ -173,7 +173,7 @@ def test_open_retried_after_cluster_events(minor):
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
-def test_open_victim_claims_kept_by_the_oracle(minor):
+def test_explained_victim_claims_kept_by_the_oracle(minor):
     """Random scheduler seed 28 (1.37), reduced: the victim's claim keeps gpu-0 in the oracle (no
     ResourceClaim controller), so kube-scheduler gives the preemptor gpu-1 and gpu-2; draopt
     deallocates the claim of the evicted pod, its last consumer, and allocates gpu-0 and gpu-2."""
