@@ -93,6 +93,15 @@ KIND_FRONTIERS = True
 
 EXPLAIN_NODES = 5  # nodes a failed pod's device-side explanation covers
 
+# InterPodAffinity's Filter reasons (interpodaffinity/filtering.go): a node it rejected the pod on
+_INTER_POD_AFFINITY_REASONS = frozenset(
+    (
+        "node(s) didn't match pod affinity rules",
+        "node(s) didn't match pod anti-affinity rules",
+        "node(s) didn't satisfy existing pods anti-affinity rules",
+    )
+)
+
 # (cluster, book, pod, the reasons the pod failed with) -> the explanation's text
 FailureExplainer = Callable[[Cluster, "ClaimBook", Any, list], str]
 
@@ -142,6 +151,7 @@ def simulate(
     run.start_preemption(preemption)
     run.start_group_cycles()
     run.queue_pass()
+    run.retry_woken()
     failed_gangs = run.release_short_gangs()
     run.second_chance(failed_gangs)
     run.word_members(failed_gangs)
@@ -189,6 +199,8 @@ class Simulation:
     refused_groups: set[str] = field(default_factory=set)
     members_of: dict[str, list] = field(default_factory=dict)
     watch_scores: ScoreWatch | None = None
+    bound: list[str] = field(default_factory=list)  # pending pods bound, in the order of their cycles
+    failed_at: dict[str, int] = field(default_factory=dict)  # unplaced pod -> len(bound) at its last attempt
 
     @classmethod
     def begin(
@@ -584,6 +596,61 @@ class Simulation:
             by_pod[pod.key] = self.place(pod)
             if preempting is not None:
                 preempting.after(pod)  # PostFilter: the pod, or its PodGroup once its last pod was tried
+            self._attempted(pod.key)
+
+    def _attempted(self, key: str) -> None:
+        """A single pod's cycle (and PostFilter) ended: bound, or failed at this point of the run."""
+        if self.by_pod[key].placed:
+            self.bound.append(key)
+            self.failed_at.pop(key, None)
+        else:
+            self.failed_at[key] = len(self.bound)
+
+    def retry_woken(self) -> None:
+        """Pods kube-scheduler tries again once the active queue is empty: an unschedulable pod goes
+        back to the queue (its back-off) when a pod bound after its attempt matches every one of its
+        required pod-affinity terms, where InterPodAffinity rejected it on some node (the plugin's
+        queueing hint for an added pod, isSchedulableAfterAssignedPodChange); popped from the back-off
+        queue in the order they failed (SchedulerPopFromBackoffQ). A pod tried again that binds may
+        wake others. Other plugins' hints are not modelled (docs/differences.md,
+        retried-after-cluster-events)."""
+        scheduler = self.scheduler
+        if scheduler is None:
+            return
+        waiting = [k for k in self.failed_at if self._wants_affinity(k)]
+        while waiting:
+            woken = [k for k in waiting if self._woken(k)]
+            if not woken:
+                return
+            key = min(woken, key=lambda k: self.failed_at[k])
+            pod = self.demand_of[key]
+            self.by_pod[key] = self.place(pod)
+            if self.preempting is not None:
+                self.preempting.after(pod)
+            self._attempted(key)
+            waiting = [k for k in waiting if k in self.failed_at and self._wants_affinity(k)]
+
+    def _wants_affinity(self, key: str) -> bool:
+        """A single pod left pending with required pod affinity that some node rejected it for."""
+        pod, pl = self.demand_of[key], self.by_pod[key]
+        return (
+            pod.group is None
+            and not pl.placed
+            and not pl.nominated_node
+            and bool(self.scheduler.info(pod).required_affinity)
+            and any(r in _INTER_POD_AFFINITY_REASONS for r in pl.reasons)
+        )
+
+    def _woken(self, key: str) -> bool:
+        scheduler = self.scheduler
+        terms = scheduler.info(self.demand_of[key]).required_affinity
+        ns = scheduler.ns_labels
+        for other in self.bound[self.failed_at[key] :]:
+            if self.by_pod[other].placed:
+                info = scheduler.info(self.demand_of[other])
+                if all(t.matches(info, ns) for t in terms):
+                    return True
+        return False
 
     def release_short_gangs(self) -> set[str]:
         """Gangs short of minCount hold nothing now; returns the gangs that failed."""
