@@ -607,34 +607,39 @@ class Simulation:
             self.failed_at[key] = len(self.bound)
 
     def retry_woken(self) -> None:
-        """Pods kube-scheduler tries again once the active queue is empty: an unschedulable pod goes
-        back to the queue (its back-off) when a pod bound after its attempt matches every one of its
-        required pod-affinity terms, where InterPodAffinity rejected it on some node (the plugin's
-        queueing hint for an added pod, isSchedulableAfterAssignedPodChange); popped from the back-off
-        queue in the order they failed (SchedulerPopFromBackoffQ). A pod tried again that binds may
-        wake others. Other plugins' hints are not modelled (docs/differences.md,
+        """Pods kube-scheduler tries again once the active queue is empty, popped from its back-off
+        queue in the order they failed (SchedulerPopFromBackoffQ): a preemptor waiting on its
+        nominated node (its victims' deletion moved it back), and an unschedulable pod that goes
+        back to the queue when a pod bound after its attempt matches every one of its required
+        pod-affinity terms, where InterPodAffinity rejected it on some node (the plugin's queueing
+        hint for an added pod, isSchedulableAfterAssignedPodChange). A pod tried again that binds
+        may wake others. Other plugins' hints are not modelled (docs/differences.md,
         retried-after-cluster-events)."""
-        scheduler = self.scheduler
-        if scheduler is None:
+        held = self.preempting.held if self.preempting is not None else {}
+        if self.scheduler is None and not held:
             return
-        waiting = [k for k in self.failed_at if self._wants_affinity(k)]
+        waiting = [k for k in self.failed_at if k in held or self._wants_affinity(k)]
         while waiting:
-            woken = [k for k in waiting if self._woken(k)]
-            if not woken:
+            due = [k for k in waiting if k in held or self._woken(k)]
+            if not due:
                 return
-            key = min(woken, key=lambda k: self.failed_at[k])
+            key = min(due, key=lambda k: self.failed_at[k])
             pod = self.demand_of[key]
-            self.by_pod[key] = self.place(pod)
-            if self.preempting is not None:
-                self.preempting.after(pod)
+            if key in held:
+                self.preempting.retry(pod)
+            else:
+                self.by_pod[key] = self.place(pod)
+                if self.preempting is not None:
+                    self.preempting.after(pod)
             self._attempted(key)
-            waiting = [k for k in waiting if k in self.failed_at and self._wants_affinity(k)]
+            waiting = [k for k in waiting if k in self.failed_at and (k in held or self._wants_affinity(k))]
 
     def _wants_affinity(self, key: str) -> bool:
         """A single pod left pending with required pod affinity that some node rejected it for."""
         pod, pl = self.demand_of[key], self.by_pod[key]
         return (
-            pod.group is None
+            self.scheduler is not None
+            and pod.group is None
             and not pl.placed
             and not pl.nominated_node
             and bool(self.scheduler.info(pod).required_affinity)
