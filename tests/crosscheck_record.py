@@ -131,11 +131,17 @@ def _retried_after_events(d, report) -> bool:
 
 
 def _victim_claims_kept(d, report) -> bool:
-    """Another device for a claim of a pod that preempted in kube-scheduler: the oracle runs no
-    ResourceClaim controller, so its victims' claims stay allocated (a cluster deallocates them)."""
+    """Another device for a claim of a pod that preempted in kube-scheduler, or such a pod placed by
+    kube-scheduler that draopt's devices left pending: the oracle runs no ResourceClaim controller,
+    so its victims' claims stay allocated (a cluster deallocates them)."""
+    preemptors = {a["pod"] for a in _attempts(report) if a.get("nominatedNode")}
+    if d.kind == "pending" and d.subject in preemptors and d.draopt == "pending":
+        row = _row(report, d.subject)
+        return row is not None and any(
+            words in row.draopt_message for words in ("cannot allocate all claims", "node-allocatable resources")
+        )
     if d.kind != "device":
         return False
-    preemptors = {a["pod"] for a in _attempts(report) if a.get("nominatedNode")}
     users = (getattr(report, "claim_users", None) or {}).get(d.subject, [])
     return any(u in preemptors for u in users)
 

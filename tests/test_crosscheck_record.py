@@ -61,3 +61,18 @@ def test_devices_of_a_preemptor_whose_victims_claims_the_oracle_keeps():
     assert explained_by(d, _report(attempts, [d], {"ns/two": ["ns/pre"]})) == "victim-claims-kept-by-the-oracle"
     other = _report(attempts, [d], {"ns/two": ["ns/someone"]})
     assert explained_by(d, other) != "victim-claims-kept-by-the-oracle"
+
+
+def test_a_preemptor_kube_scheduler_placed_on_the_victims_devices():
+    from draopt.crosscheck.scheduler_diff import PodComparison
+
+    attempts = [NOMINATED, {"pod": "ns/pre", "node": "n1"}]
+    d = Difference("pending", "ns/pre", "pending", "n1")
+    message = "0/1 nodes are available: 1 Insufficient cpu (node-allocatable resources of devices)."
+    report = _report(attempts, [d])
+    report.pods = [PodComparison("ns/pre", "", "n1", "", "", message, "", False, False)]
+    assert explained_by(d, report) == "victim-claims-kept-by-the-oracle"
+    report.pods = [
+        PodComparison("ns/pre", "", "n1", "", "", "0/1 nodes are available: 1 Too many pods.", "", False, False)
+    ]
+    assert explained_by(d, report) != "victim-claims-kept-by-the-oracle"
