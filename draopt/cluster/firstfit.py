@@ -14,6 +14,8 @@ what it took (the Permit stage times out), and a second pass offers that room to
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -201,6 +203,8 @@ class Simulation:
     watch_scores: ScoreWatch | None = None
     bound: list[str] = field(default_factory=list)  # pending pods bound, in the order of their cycles
     failed_at: dict[str, int] = field(default_factory=dict)  # unplaced pod -> len(bound) at its last attempt
+    # required pod-affinity terms (their keys) -> (binds looked at, indexes in `bound` matching them)
+    affinity_hits: dict[tuple, tuple[int, list[int]]] = field(default_factory=dict)
 
     @classmethod
     def begin(
@@ -618,12 +622,21 @@ class Simulation:
         held = self.preempting.held if self.preempting is not None else {}
         if self.scheduler is None and not held:
             return
-        waiting = [k for k in self.failed_at if k in held or self._wants_affinity(k)]
+        order = {k: i for i, k in enumerate(self.failed_at)}  # (ties: queue order)
+        waiting = {k for k in self.failed_at if k in held or self._wants_affinity(k)}
+        seen: dict[str, int] = {}  # pod -> the binds already looked at for it (each bind once)
+        due: list[tuple[int, int, str]] = [(self.failed_at[k], order[k], k) for k in waiting if k in held]
+        heapq.heapify(due)
+        queued = {k for _, _, k in due}
         while waiting:
-            due = [k for k in waiting if k in held or self._woken(k)]
+            for k in waiting:
+                if k not in queued and self._woken(k, seen):
+                    heapq.heappush(due, (self.failed_at[k], order[k], k))
+                    queued.add(k)
             if not due:
                 return
-            key = min(due, key=lambda k: self.failed_at[k])
+            _, _, key = heapq.heappop(due)
+            queued.discard(key)
             pod = self.demand_of[key]
             if key in held:
                 self.preempting.retry(pod)
@@ -632,7 +645,12 @@ class Simulation:
                 if self.preempting is not None:
                     self.preempting.after(pod)
             self._attempted(key)
-            waiting = [k for k in waiting if k in self.failed_at and (k in held or self._wants_affinity(k))]
+            if key in self.failed_at and (key in held or self._wants_affinity(key)):
+                if key in held:  # (nominated again: waits again)
+                    heapq.heappush(due, (self.failed_at[key], order[key], key))
+                    queued.add(key)
+            else:
+                waiting.discard(key)
 
     def _wants_affinity(self, key: str) -> bool:
         """A single pod left pending with required pod affinity that some node rejected it for."""
@@ -646,16 +664,22 @@ class Simulation:
             and any(r in _INTER_POD_AFFINITY_REASONS for r in pl.reasons)
         )
 
-    def _woken(self, key: str) -> bool:
+    def _woken(self, key: str, seen: dict[str, int]) -> bool:
+        """A pod bound since `key`'s last attempt matches all its required pod-affinity terms."""
         scheduler = self.scheduler
         terms = scheduler.info(self.demand_of[key]).required_affinity
+        start = max(self.failed_at[key], seen.get(key, 0))
+        seen[key] = len(self.bound)
+        # The binds matching these terms, found once per set of terms (pods alike share them).
+        tkey = tuple(t.key for t in terms)
+        upto, hits = self.affinity_hits.get(tkey, (0, []))
         ns = scheduler.ns_labels
-        for other in self.bound[self.failed_at[key] :]:
-            if self.by_pod[other].placed:
-                info = scheduler.info(self.demand_of[other])
-                if all(t.matches(info, ns) for t in terms):
-                    return True
-        return False
+        for i in range(upto, len(self.bound)):
+            info = scheduler.info(self.demand_of[self.bound[i]])
+            if all(t.matches(info, ns) for t in terms):
+                hits.append(i)
+        self.affinity_hits[tkey] = (len(self.bound), hits)
+        return any(self.by_pod[self.bound[i]].placed for i in hits[bisect_left(hits, start) :])
 
     def release_short_gangs(self) -> set[str]:
         """Gangs short of minCount hold nothing now; returns the gangs that failed."""
