@@ -82,11 +82,72 @@ def _extended_prebind(d, report) -> bool:
     return pod is not None and "nil or empty request mappings" in pod.kubernetes_message
 
 
+def _attempts(report) -> list[dict]:
+    return getattr(report, "kubernetes_attempts", None) or []
+
+
+def _waiting_preemptors(report) -> list[tuple[str, set[str]]]:
+    """kube-scheduler's preempting attempts that other pods' attempts followed before the
+    preemptor's next one: (preemptor, the pods tried in between)."""
+    attempts = _attempts(report)
+    out = []
+    for i, a in enumerate(attempts):
+        if not a.get("nominatedNode"):
+            continue
+        j = next((k for k in range(i + 1, len(attempts)) if attempts[k]["pod"] == a["pod"]), len(attempts))
+        between = {b["pod"] for b in attempts[i + 1 : j]}
+        if between:
+            out.append((a["pod"], between))
+    return out
+
+
+def _preemptor_retried_later(d, report) -> bool:
+    """kube-scheduler tried a preemptor again only after other pods (its back-off): the preemptor
+    itself, or a pod tried while it waited, placed or evicted otherwise. draopt places a preemptor
+    at once on its nominated node."""
+    if d.kind not in ("node", "pending", "nominated", "eviction"):
+        return False
+    return any(d.subject == pod or d.subject in between for pod, between in _waiting_preemptors(report))
+
+
+def _retried_after_events(d, report) -> bool:
+    """kube-scheduler tried the pod again after a later event (no preemption of its own): placed
+    then where draopt, trying it once, left it pending; or left pending with a message draopt's
+    one attempt matches at kube-scheduler's first."""
+    tries = [a for a in _attempts(report) if a["pod"] == d.subject]
+    if len(tries) < 2 or any(a.get("nominatedNode") for a in tries):
+        return False
+    if d.kind == "pending":
+        return d.draopt == "pending" and bool(tries[-1].get("node"))
+    if d.kind == "reason":
+        return _message_tail(d.draopt) == _message_tail(tries[0].get("message", ""))
+    return False
+
+
+def _victim_claims_kept(d, report) -> bool:
+    """Another device for a claim of a pod that preempted in kube-scheduler, or such a pod placed by
+    kube-scheduler that draopt's devices left pending: the oracle runs no ResourceClaim controller,
+    so its victims' claims stay allocated (a cluster deallocates them)."""
+    preemptors = {a["pod"] for a in _attempts(report) if a.get("nominatedNode")}
+    if d.kind == "pending" and d.subject in preemptors and d.draopt == "pending":
+        row = _row(report, d.subject)
+        return row is not None and any(
+            words in row.draopt_message for words in ("cannot allocate all claims", "node-allocatable resources")
+        )
+    if d.kind != "device":
+        return False
+    users = (getattr(report, "claim_users", None) or {}).get(d.subject, [])
+    return any(u in preemptors for u in users)
+
+
 # cause (the heading of its section in docs/differences.md) -> does it explain this difference?
 # Rules are tried in order; the first that matches names the cause.
 EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "pod-group-cycle": _pod_group,
     "extended-resources-prebind": _extended_prebind,
+    "victim-claims-kept-by-the-oracle": _victim_claims_kept,
+    "preemptor-retried-after-the-queue": _preemptor_retried_later,
+    "retried-after-cluster-events": _retried_after_events,
     "reason": _reason_cause,  # (returns the cause's name itself)
     "after-a-placement-difference": _after_first_divergence,
     # (open, untraced: the nodes' reasons differ in their counts, the clusters' states apart)

@@ -205,6 +205,45 @@ def test_fixed_which_pods_are_tried_again(name, expected):
         assert by_pod[pod] == message
 
 
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_preemptor_retried_after_the_queue(minor):
+    """Random scheduler seeds 26 and 37 (1.37), reduced: kube-scheduler tries the preemptor again
+    only after the follower (its back-off); the follower lands in zone a, so the preemptor's next
+    attempt fails zone spread on za-1 and preempts again on zb-1. draopt placed the preemptor at
+    once on za-1; it now waits too (tests/test_queue_retries.py)."""
+    report = _report("preemptor-retried-later.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    assert [a["pod"] for a in report.kubernetes_attempts] == ["default/preemptor", "default/follower"] + [
+        "default/preemptor"
+    ] * 2
+    assert [a.get("nominatedNode") for a in report.kubernetes_attempts][:3] == ["za-1", None, "zb-1"]
+    assert {p.pod: p.kubernetes_node for p in report.pods} == {"default/preemptor": "zb-1", "default/follower": "za-1"}
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_retried_after_cluster_events(minor):
+    """Random scheduler seed 22 (1.37), reduced: the pod's required pod affinity matches nothing at
+    its first attempt; the db pod bound after it moves it back to the queue (InterPodAffinity's
+    queueing hint) and kube-scheduler places it at its second attempt. draopt tried each pod once
+    and left it pending; it now tries it again too (tests/test_queue_retries.py)."""
+    report = _report("retried-after-events.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    tries = [a for a in report.kubernetes_attempts if a["pod"] == "default/follows-db"]
+    assert len(tries) == 2 and "didn't match pod affinity rules" in tries[0]["message"]
+    assert tries[1]["node"] == "n1"
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_explained_victim_claims_kept_by_the_oracle(minor):
+    """Random scheduler seed 28 (1.37), reduced: the victim's claim keeps gpu-0 in the oracle (no
+    ResourceClaim controller), so kube-scheduler gives the preemptor gpu-1 and gpu-2; draopt
+    deallocates the claim of the evicted pod, its last consumer, and allocates gpu-0 and gpu-2."""
+    report = _report("victim-claims-kept.yaml", minor)
+    (d,) = report.differences
+    assert (d.kind, d.subject) == ("device", "default/two")
+    assert "n1/gpu-0" in d.draopt and "n1/gpu-0" not in d.kubernetes and "n1/gpu-1" in d.kubernetes
+
+
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.yaml"))
 
 

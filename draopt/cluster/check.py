@@ -197,10 +197,13 @@ def _check_groups(workload, nodes, placed: dict[str, str], evicted) -> list[str]
 
 def _check_evictions(result, workload, evicted: dict, deallocated: set[str]) -> list[str]:
     """Preemption's evictions: running pods only, each of lower priority than the pod or PodGroup that
-    evicted it, which is placed; a deallocated claim has no user left (not evicted, placed)."""
+    evicted it (a PodGroup placed; a pod may be left pending: its next cycle, once its back-off
+    ended, failed); a deallocated claim has no user left (not evicted, placed)."""
     errors: list[str] = []
     running = {p.key: p for p in workload.running}
     placed = {pl.pod for pl in result.pods if pl.placed}
+    # pod preemptors left pending after their back-off (nominated, tried again, not placed)
+    waited = {pl.pod for pl in result.pods if not pl.placed and (pl.nominated_node or pl.nominated_before)}
     for key, e in evicted.items():
         if key not in running:
             errors.append(f"pod {key}: evicted but not running in the input")
@@ -209,7 +212,7 @@ def _check_evictions(result, workload, evicted: dict, deallocated: set[str]) -> 
                 f"pod {key}: evicted (priority {e.priority}) for {e.preemptor_kind} {e.preemptor} "
                 f"of priority {e.preemptor_priority}, not higher"
             )
-        if e.preemptor_kind == "pod" and e.preemptor not in placed:
+        if e.preemptor_kind == "pod" and e.preemptor not in placed and e.preemptor not in waited:
             errors.append(f"pod {key}: evicted for pod {e.preemptor}, which is not placed")
         if e.preemptor_kind == "podgroup" and not any(p in placed for p in workload.groups[e.preemptor].pods):
             errors.append(f"pod {key}: evicted for PodGroup {e.preemptor}, which has no placed pod")
@@ -285,7 +288,8 @@ def _check_preemptors(result, workload, pod_groups, evicted: dict) -> list[str]:
             errors.append(
                 f"PodGroup {g} (disruptionMode all): {len(gone)} of its {len(members)} running pods evicted, not all"
             )
-    errors += _check_preemptors_where(by_preemptor, workload, node_of, whole)
+    nominated = {pl.pod: (pl.nominated_node, pl.nominated_before) for pl in result.pods}
+    errors += _check_preemptors_where(by_preemptor, workload, node_of, whole, nominated)
     return errors
 
 
@@ -297,23 +301,25 @@ def _victim_priority(pod, group_objs: dict, workload) -> int:
     return pod.priority
 
 
-def _check_preemptors_where(by_preemptor: dict, workload, node_of: dict, whole: set) -> list[str]:
-    """Each preemptor where its victims were (see _check_preemptors)."""
+def _check_preemptors_where(by_preemptor: dict, workload, node_of: dict, whole: set, nominated: dict) -> list[str]:
+    """Each preemptor where its victims were (see _check_preemptors). A pod preemptor is nominated
+    to the node of its victims and placed there when it passes the filters after its back-off;
+    else (its nominations before) it is placed elsewhere, preempts again on another node, or stays
+    pending: victims on the nodes it was nominated to are its."""
     errors: list[str] = []
     for (kind, who), victims in sorted(by_preemptor.items()):
         nodes = {v.node_name for v in victims}
         if kind == "pod":
             node = node_of.get(who)
-            if node is None:
-                continue  # said by _check_evictions
-            if node not in nodes:
+            last, before = nominated.get(who, (None, ()))
+            if node is not None and last is not None and node not in nodes:
                 errors.append(
                     f"pod {who}: preempted {len(victims)} pod(s) on {', '.join(sorted(nodes))} but is placed on {node}"
                 )
                 continue
-            here = {v.group for v in victims if v.node_name == node and v.group in whole}
+            here = {v.group for v in victims if v.node_name in (node, last) and v.group in whole}
             for v in victims:
-                if v.node_name != node and v.group not in here:
+                if v.node_name not in (node, last, *before) and v.group not in here:
                     errors.append(
                         f"pod {v.key}: evicted from {v.node_name} for pod {who} placed on {node}, "
                         "not as part of a PodGroup evicted whole from that node"

@@ -14,6 +14,8 @@ what it took (the Permit stage times out), and a second pass offers that room to
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -104,6 +106,15 @@ KIND_FRONTIERS = True
 
 EXPLAIN_NODES = 5  # nodes a failed pod's device-side explanation covers
 
+# InterPodAffinity's Filter reasons (interpodaffinity/filtering.go): a node it rejected the pod on
+_INTER_POD_AFFINITY_REASONS = frozenset(
+    (
+        "node(s) didn't match pod affinity rules",
+        "node(s) didn't match pod anti-affinity rules",
+        "node(s) didn't satisfy existing pods anti-affinity rules",
+    )
+)
+
 # (cluster, book, pod, the reasons the pod failed with) -> the explanation's text
 FailureExplainer = Callable[[Cluster, "ClaimBook", Any, list], str]
 
@@ -153,6 +164,7 @@ def simulate(
     run.start_preemption(preemption)
     run.start_group_cycles()
     run.queue_pass()
+    run.retry_woken()
     failed_gangs = run.release_short_gangs()
     failed_gangs |= run.retry_errors(run.second_chance(failed_gangs))
     run.retry_failed_groups(failed_gangs)
@@ -202,6 +214,10 @@ class Simulation:
     errored_groups: set[str] = field(default_factory=set)  # groups whose cycle a filter error ended
     members_of: dict[str, list] = field(default_factory=dict)
     watch_scores: ScoreWatch | None = None
+    bound: list[str] = field(default_factory=list)  # pending pods bound, in the order of their cycles
+    failed_at: dict[str, int] = field(default_factory=dict)  # unplaced pod -> len(bound) at its last attempt
+    # required pod-affinity terms (their keys) -> (binds looked at, indexes in `bound` matching them)
+    affinity_hits: dict[tuple, tuple[int, list[int]]] = field(default_factory=dict)
 
     @classmethod
     def begin(
@@ -613,6 +629,86 @@ class Simulation:
             by_pod[pod.key] = self.place(pod)
             if preempting is not None:
                 preempting.after(pod)  # PostFilter: the pod, or its PodGroup once its last pod was tried
+            self._attempted(pod.key)
+
+    def _attempted(self, key: str) -> None:
+        """A single pod's cycle (and PostFilter) ended: bound, or failed at this point of the run."""
+        if self.by_pod[key].placed:
+            self.bound.append(key)
+            self.failed_at.pop(key, None)
+        else:
+            self.failed_at[key] = len(self.bound)
+
+    def retry_woken(self) -> None:
+        """Pods kube-scheduler tries again once the active queue is empty, popped from its back-off
+        queue in the order they failed (SchedulerPopFromBackoffQ): a preemptor waiting on its
+        nominated node (its victims' deletion moved it back), and an unschedulable pod that goes
+        back to the queue when a pod bound after its attempt matches every one of its required
+        pod-affinity terms, where InterPodAffinity rejected it on some node (the plugin's queueing
+        hint for an added pod, isSchedulableAfterAssignedPodChange). A pod tried again that binds
+        may wake others. Other plugins' hints are not modelled (docs/differences.md,
+        retried-after-cluster-events)."""
+        held = self.preempting.held if self.preempting is not None else {}
+        if self.scheduler is None and not held:
+            return
+        order = {k: i for i, k in enumerate(self.failed_at)}  # (ties: queue order)
+        waiting = {k for k in self.failed_at if k in held or self._wants_affinity(k)}
+        seen: dict[str, int] = {}  # pod -> the binds already looked at for it (each bind once)
+        due: list[tuple[int, int, str]] = [(self.failed_at[k], order[k], k) for k in waiting if k in held]
+        heapq.heapify(due)
+        queued = {k for _, _, k in due}
+        while waiting:
+            for k in waiting:
+                if k not in queued and self._woken(k, seen):
+                    heapq.heappush(due, (self.failed_at[k], order[k], k))
+                    queued.add(k)
+            if not due:
+                return
+            _, _, key = heapq.heappop(due)
+            queued.discard(key)
+            pod = self.demand_of[key]
+            if key in held:
+                self.preempting.retry(pod)
+            else:
+                self.by_pod[key] = self.place(pod)
+                if self.preempting is not None:
+                    self.preempting.after(pod)
+            self._attempted(key)
+            if key in self.failed_at and (key in held or self._wants_affinity(key)):
+                if key in held:  # (nominated again: waits again)
+                    heapq.heappush(due, (self.failed_at[key], order[key], key))
+                    queued.add(key)
+            else:
+                waiting.discard(key)
+
+    def _wants_affinity(self, key: str) -> bool:
+        """A single pod left pending with required pod affinity that some node rejected it for."""
+        pod, pl = self.demand_of[key], self.by_pod[key]
+        return (
+            self.scheduler is not None
+            and pod.group is None
+            and not pl.placed
+            and not pl.nominated_node
+            and bool(self.scheduler.info(pod).required_affinity)
+            and any(r in _INTER_POD_AFFINITY_REASONS for r in pl.reasons)
+        )
+
+    def _woken(self, key: str, seen: dict[str, int]) -> bool:
+        """A pod bound since `key`'s last attempt matches all its required pod-affinity terms."""
+        scheduler = self.scheduler
+        terms = scheduler.info(self.demand_of[key]).required_affinity
+        start = max(self.failed_at[key], seen.get(key, 0))
+        seen[key] = len(self.bound)
+        # The binds matching these terms, found once per set of terms (pods alike share them).
+        tkey = tuple(t.key for t in terms)
+        upto, hits = self.affinity_hits.get(tkey, (0, []))
+        ns = scheduler.ns_labels
+        for i in range(upto, len(self.bound)):
+            info = scheduler.info(self.demand_of[self.bound[i]])
+            if all(t.matches(info, ns) for t in terms):
+                hits.append(i)
+        self.affinity_hits[tkey] = (len(self.bound), hits)
+        return any(self.by_pod[self.bound[i]].placed for i in hits[bisect_left(hits, start) :])
 
     def place_group(self, group: str, members: list) -> bool:
         """The plain pod-group cycle: the group's pending pods one after the other. A filter error

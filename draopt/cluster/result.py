@@ -22,6 +22,9 @@ class PodPlacement:
     prioritized_score: int = 0
     explanation: str = ""  # device-level, when it failed
     nominated_node: str | None = None  # set by preemption: the node its victims were evicted from
+    # nodes earlier preemptions nominated it to (it waited its back-off there, then was tried again
+    # and placed elsewhere or preempted again): their victims are its too
+    nominated_before: tuple[str, ...] = ()
     preemption: str = ""  # why preemption did or did not help (PostFilter's message)
     # kube-scheduler's PodScheduled message where it is not the FitError's and PostFilter's (the
     # members of a PodGroup whose pod-group cycle failed: draopt.cluster.podgroup_status); ""

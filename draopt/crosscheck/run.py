@@ -31,6 +31,10 @@ class CrosscheckReport:
     differences: list[Any] = field(default_factory=list)  # scheduler_diff.Difference
     refused: str = ""
     notes: list[str] = field(default_factory=list)
+    # place: kube-scheduler's scheduling attempts in order (pod, node or "", nominatedNode, message),
+    # which `pods` (input order) does not show: a pod tried again, a preemptor's later attempt
+    kubernetes_attempts: list[dict[str, Any]] = field(default_factory=list)
+    claim_users: dict[str, list[str]] = field(default_factory=dict)  # place: claim -> the pending pods using it
 
     @property
     def identical(self) -> bool:
@@ -48,6 +52,7 @@ class CrosscheckReport:
                 "pods": [dict(asdict(p), same=p.same) for p in self.pods],
                 "claims": self.claims,
                 "notes": self.notes,
+                "kubernetesAttempts": self.kubernetes_attempts,
             },
             indent=2,
             sort_keys=False,
@@ -131,6 +136,12 @@ def _crosscheck_place(objects, minor: str, features: Features, config_path: str 
     outcome = place(objects, policy="first-fit", features=features, scheduler_config=config, prefer_nodes=chosen)
     cmp = compare_placement(outcome, oracle)
     report.pods, report.differences = cmp.pods, cmp.differences
+    report.kubernetes_attempts = [
+        {k: a[k] for k in ("pod", "node", "nominatedNode", "message") if a.get(k)} for a in oracle.get("attempts") or []
+    ]
+    for demand in outcome.workload.pending:
+        for use in demand.claims:
+            report.claim_users.setdefault(use.key, []).append(demand.key)
     report.notes = notes + _livelock_notes(oracle) + list(outcome.notes)
     return report
 

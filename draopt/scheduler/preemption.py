@@ -10,9 +10,11 @@ evaluator (selectVictimsOnDomain); keps/sig-scheduling/5710-workload-aware-preem
 What draopt does differently, on purpose or for lack of input (docs/scheduler.md, "Preemption"):
 victims are pods running in the input (pods placed in the same run come later in the priority queue
 and never have a lower priority than the pod that preempts); candidate nodes are tried in name order
-from the first (the scheduler starts at a random offset); no PodDisruptionBudgets; the preemptor is
-placed on the nominated node right away (its next cycle), with the victims' claims deallocated (the
-ResourceClaim controller's work once they are gone).
+from the first (the scheduler starts at a random offset); no PodDisruptionBudgets. The victims'
+claims are deallocated (the ResourceClaim controller's work once they are gone). A pod preemptor
+waits out its back-off as kube-scheduler's does: nominated, its requests held on that node for the
+pods tried meanwhile, tried again once the queue pass ended (retry, called by first-fit's
+Simulation.retry_woken).
 
 Devices in the dry run: kube-scheduler 1.36/1.37's DynamicResources has no PreFilterExtensions, so
 removing a victim never frees its claims' devices there, and a pod blocked only by devices cannot
@@ -194,6 +196,9 @@ class PreemptionRun:
             return any(by_pod.get(k) is not None and by_pod[k].placed for k in pending_users.get(key, ()))
 
         self.running = RunningPods(cluster, workload, book, scheduler, placed_user, changed)
+        self.changed = changed
+        # Preemptors waiting out their back-off: pod -> (nominated node, the requests held there)
+        self.held: dict[str, tuple[Any, dict]] = {}
         self.last_of_group: dict[str, str] = {}
         for p in workload.pending:
             if p.group is not None:
@@ -399,14 +404,45 @@ class PreemptionRun:
             self._remember_failure(kind, pod.priority, 1, pl.preemption)
             return
         self._evict(chosen.victims, pod.key, "pod", pod.priority, pod, chosen.node.name)
-        new = self.place(pod, chosen.node)
-        if not new.placed:  # cannot happen after a successful dry run; the full cycle then
-            new = self.place(pod)
-        new.nominated_node = chosen.node.name
-        new.preemption = f"preempted {len(chosen.pods)} lower-priority pod(s) on node {chosen.node.name}: " + ", ".join(
+        pl.nominated_node = chosen.node.name
+        pl.preemption = f"preempted {len(chosen.pods)} lower-priority pod(s) on node {chosen.node.name}: " + ", ".join(
             f"{p.key} (priority {prio})" for p, prio in zip(chosen.pods, chosen.priorities)
         )
+        self._hold(pod, chosen.node)
+
+    def _hold(self, pod, node) -> None:
+        """The preemptor waits out its back-off, nominated to `node`, while the queue goes on (it is
+        tried again once the active queue is empty: retry). The pods tried meanwhile, of equal or
+        lower priority, find its requests held on that node in their filters (the nominated pods a
+        cycle adds to their node: RunFilterPluginsWithNominatedPods), not in their scores, and
+        not its devices (DynamicResources has no PreFilterExtensions)."""
+        held = pod_on(node, pod).resources
+        node.take(held)
+        self.held[pod.key] = (node, held)
+
+    def retry(self, pod) -> None:
+        """A waiting preemptor's next cycle: its nominated node first, taken if it passes the
+        filters (evaluateNominatedNode), else every node, else its PostFilter again (another
+        preemption, or none: its nomination cleared)."""
+        node, held = self.held.pop(pod.key)
+        node.take(held, -1)
+        self._failed.clear()  # (room came back: earlier failures may not hold)
+        if self.scheduler is not None:
+            self.scheduler.epoch += 1
+        self.changed(False)
+        before = self.by_pod[pod.key]
+        new = self.place(pod, node) if self.filter_reason(pod, node) is None else None
+        if new is None or not new.placed:
+            new = self.place(pod)
         self.by_pod[pod.key] = new
+        new.preemption = before.preemption
+        if new.node == node.name:
+            new.nominated_node, new.nominated_before = node.name, before.nominated_before
+            return
+        new.nominated_before = before.nominated_before + (node.name,)
+        if not new.placed:
+            new.preemption = ""
+            self.after(pod)
 
     def _preemption_might_help(self, pod, node, reason: str | None) -> bool:
         """nodesWherePreemptionMightHelp: the cycle rejected the node with Unschedulable, not

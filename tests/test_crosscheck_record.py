@@ -1,0 +1,78 @@
+"""The rules of tests/crosscheck_record.py that name the cause of a difference with kube-scheduler,
+on reports written by hand (no Go needed): each rule takes its own case and leaves the others."""
+
+from __future__ import annotations
+
+from crosscheck_record import explained_by
+
+from draopt.crosscheck.run import CrosscheckReport
+from draopt.crosscheck.scheduler_diff import Difference
+
+
+def _report(attempts, differences, claim_users=None) -> CrosscheckReport:
+    return CrosscheckReport(
+        "place",
+        "1.37",
+        "v1.37.2",
+        differences=differences,
+        kubernetes_attempts=attempts,
+        claim_users=claim_users or {},
+    )
+
+
+NOMINATED = {"pod": "ns/pre", "nominatedNode": "n1", "message": "0/2 nodes are available: ..."}
+
+
+def test_a_preemptor_tried_again_after_other_pods():
+    attempts = [NOMINATED, {"pod": "ns/low", "node": "n1"}, {"pod": "ns/pre", "node": "n2"}]
+    for d in (Difference("node", "ns/pre", "n1", "n2"), Difference("node", "ns/low", "n2", "n1")):
+        report = _report(attempts, [d])
+        assert explained_by(d, report) == "preemptor-retried-after-the-queue"
+
+
+def test_a_preemptor_tried_again_at_once_is_no_such_case():
+    attempts = [NOMINATED, {"pod": "ns/pre", "node": "n1"}, {"pod": "ns/low", "node": "n1"}]
+    d = Difference("node", "ns/low", "n2", "n1")
+    assert explained_by(d, _report(attempts, [d])) != "preemptor-retried-after-the-queue"
+
+
+def test_a_pod_placed_at_its_second_attempt():
+    fail = {"pod": "ns/a", "message": "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."}
+    attempts = [fail, {"pod": "ns/db", "node": "n1"}, {"pod": "ns/a", "node": "n1"}]
+    d = Difference("pending", "ns/a", "pending", "n1")
+    assert explained_by(d, _report(attempts, [d])) == "retried-after-cluster-events"
+    once = _report([{"pod": "ns/a", "node": "n1"}], [d])
+    assert explained_by(d, once) != "retried-after-cluster-events"
+
+
+def test_a_message_of_the_first_attempt():
+    first = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    last = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Insufficient cpu."
+    attempts = [{"pod": "ns/a", "message": first}, {"pod": "ns/b", "node": "n1"}, {"pod": "ns/a", "message": last}]
+    d = Difference("reason", "ns/a", first, last)
+    assert explained_by(d, _report(attempts, [d])) == "retried-after-cluster-events"
+    other = Difference("reason", "ns/a", "0/1 nodes are available: 1 Too many pods.", last)
+    assert explained_by(other, _report(attempts, [other])) != "retried-after-cluster-events"
+
+
+def test_devices_of_a_preemptor_whose_victims_claims_the_oracle_keeps():
+    attempts = [NOMINATED, {"pod": "ns/pre", "node": "n1"}]
+    d = Difference("device", "ns/two", "gpu=d/n1/gpu-0", "gpu=d/n1/gpu-1")
+    assert explained_by(d, _report(attempts, [d], {"ns/two": ["ns/pre"]})) == "victim-claims-kept-by-the-oracle"
+    other = _report(attempts, [d], {"ns/two": ["ns/someone"]})
+    assert explained_by(d, other) != "victim-claims-kept-by-the-oracle"
+
+
+def test_a_preemptor_kube_scheduler_placed_on_the_victims_devices():
+    from draopt.crosscheck.scheduler_diff import PodComparison
+
+    attempts = [NOMINATED, {"pod": "ns/pre", "node": "n1"}]
+    d = Difference("pending", "ns/pre", "pending", "n1")
+    message = "0/1 nodes are available: 1 Insufficient cpu (node-allocatable resources of devices)."
+    report = _report(attempts, [d])
+    report.pods = [PodComparison("ns/pre", "", "n1", "", "", message, "", False, False)]
+    assert explained_by(d, report) == "victim-claims-kept-by-the-oracle"
+    report.pods = [
+        PodComparison("ns/pre", "", "n1", "", "", "0/1 nodes are available: 1 Too many pods.", "", False, False)
+    ]
+    assert explained_by(d, report) != "victim-claims-kept-by-the-oracle"
