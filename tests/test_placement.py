@@ -172,7 +172,9 @@ def test_node_allocatable_resources_of_devices_count_against_the_node():
     on = Features.from_gates({"DRANodeAllocatableResources": True})
     ff = place(objects(docs), policy="first-fit", features=on)
     assert [p.placed for p in ff.result.pods] == [True, False]  # 1 + 2 cpu each: the second would need 6 of 4
-    assert "node-allocatable" in ff.result.pods[1].reason_text(1)
+    # (Kubernetes' words, NodeResourcesFit's: draopt's "node-allocatable resources of devices" note
+    # is explain's, docs/differences.md)
+    assert ff.result.pods[1].reason_text(1) == "0/1 nodes are available: 1 Insufficient cpu"
     off = place(objects(docs), policy="first-fit")
     assert [p.placed for p in off.result.pods] == [True, True]
     opt = place(objects(docs), policy="optimal", features=on, time_limit=5)

@@ -392,7 +392,7 @@ class Simulation:
                 continue
             reason, fit = try_node(cluster, book, pod, node, cache, share_id)
             if is_filter_error(reason):
-                pl.error = reason  # the attempt ends here (draopt.cluster.filter_error)
+                pl.error, pl.reasons = reason, Counter()  # the attempt ends here (filter_error)
                 return None
             if reason is not None:
                 count_reason(pl.reasons, reason)

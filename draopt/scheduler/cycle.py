@@ -491,7 +491,7 @@ class Scheduler:
             if reason is None:
                 reason, fit = try_fn(self.nodes[idx])
             if is_filter_error(reason):
-                pl.error = reason  # the attempt ends here (draopt.cluster.filter_error)
+                pl.error, pl.reasons = reason, Counter()  # the attempt ends here (filter_error)
                 return None
             if reason is not None:
                 count_reason(pl.reasons, reason)
