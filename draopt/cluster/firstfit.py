@@ -416,12 +416,7 @@ class Simulation:
         """A pod that fits nowhere: the reasons of the nodes its kind's frontier passed, and the
         device-side explanation."""
         cluster, book, cache = self.cluster, self.book, self.cache
-        if pl.error:
-            # (the attempt ended at a filter error: no node reasons to complete; the device side
-            # still says which devices err, and why)
-            self._explain(pod, pl, [pl.error], keys)
-            return
-        if skipped_below:
+        if skipped_below and not pl.error:
             fresh = frontier_reasons(
                 self.skipped_reasons.get(sig),
                 cluster.nodes,
@@ -434,7 +429,11 @@ class Simulation:
             error = first_filter_error(pl.reasons)
             if error is not None:
                 pl.error, pl.reasons = error, Counter()
-                return
+        if pl.error:
+            # (the attempt ended at a filter error, in the loop or behind the kind's frontier: no
+            # node reasons; the device side still says which devices err, and why)
+            self._explain(pod, pl, [pl.error], keys)
+            return
         if not cluster.nodes:
             pl.reasons["no Node objects in the input"] += 1
         if any(r.startswith(("cannot allocate", "resource claim error")) for r in pl.reasons):
