@@ -302,3 +302,17 @@ def test_fixed_gang_retried_after_later_pods_on_merged_examples(pair):
         timeout=300,
     )
     assert report.differences == [], [(d.subject, d.draopt, d.kubernetes) for d in report.differences]
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_binding_conditions_answered_not_timed_out(minor):
+    """Devices with binding conditions and no driver to set them: kube-scheduler picks the node and
+    waits in PreBind. The oracle reports that pod on its node at once (it used to wait for the
+    scheduler to settle until its timeout, and crosscheck could not answer)."""
+    report = _report("binding-conditions.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    rows = {p.pod: p for p in report.pods}
+    assert rows["default/a"].kubernetes_node == rows["default/b"].kubernetes_node == "worker-1"
+    assert (
+        rows["default/c"].kubernetes_node == "" and "cannot allocate all claims" in rows["default/c"].kubernetes_message
+    )

@@ -33,8 +33,10 @@ class OraclePod:
     node: str  # "" while pending
     nominated_node: str
     message: str  # the PodScheduled condition's message, "SchedulingGated", or a PreEnqueue note
-    reason: str  # Unschedulable, SchedulerError, SchedulingGated, PreEnqueue, Permit, Deleted, NotCreated,
+    # Unschedulable, SchedulerError, SchedulingGated, PreEnqueue, Permit, BindingConditions (on the
+    # node chosen, PreBind waiting for the devices' binding conditions), Deleted, NotCreated,
     # Succeeded or Failed (terminal pods, never shown to the scheduler), or ""
+    reason: str
     deleted: bool = False  # a preemption victim
 
     @property

@@ -271,14 +271,28 @@ func (o *oracle) settle(deadline time.Time) error {
 	start := time.Now()
 	for {
 		waiting := o.waitingPods()
-		quiet := len(o.sched.SchedulingQueue.InFlightPods()) == len(waiting) && o.informersCaughtUp() &&
-			!o.preemptionRunning()
+		inFlight := o.sched.SchedulingQueue.InFlightPods()
+		var awaiting map[string]string
+		if len(inFlight) > len(waiting) {
+			awaiting = o.awaitingBindingConditions()
+		}
+		quiet := parkedOnly(inFlight, waiting, awaiting) && o.informersCaughtUp() && !o.preemptionRunning()
 		// Every pod popped in this cycle has its outcome (bound, failed,
 		// deleted, or parked at Permit): API calls may still be queued in
 		// the scheduler's dispatcher after it let go of the pod. A pod the
 		// scheduler skipped has none, hence the time limit.
 		if quiet {
 			known, binding := o.outcomesKnown(waiting)
+			if binding > 0 {
+				// A pod waiting for device binding conditions has its outcome.
+				if awaiting == nil {
+					awaiting = o.awaitingBindingConditions()
+				}
+				for key := range awaiting {
+					waiting[key] = []string{bindingConditionsPlugin}
+				}
+				known, binding = o.outcomesKnown(waiting)
+			}
 			quiet = binding == 0 && (known || time.Since(start) > 200*time.Millisecond)
 		}
 		sig := o.signature()
@@ -796,16 +810,17 @@ loop:
 	// The answer is read before the scheduler stops: stopping rejects the
 	// pods still waiting at Permit.
 	waiting := o.waitingPods()
+	awaiting := o.awaitingBindingConditions()
 	o.mu.Lock()
 	out.Cycles = o.cycle
-	o.fillOutput(out, objs, waiting)
+	o.fillOutput(out, objs, waiting, awaiting)
 	o.mu.Unlock()
 	cancel()
 	sched.SchedulingQueue.Close()
 	return out, runErr
 }
 
-func (o *oracle) fillOutput(out *outputDoc, objs []*object, waiting map[string][]string) {
+func (o *oracle) fillOutput(out *outputDoc, objs []*object, waiting map[string][]string, awaiting map[string]string) {
 	// Events of one cycle from binding goroutines (pod groups, pods
 	// waiting at Permit) may race: keep the cycles in order; inside a cycle
 	// the popped pod's failures in order, then the rest by pod.
@@ -862,6 +877,12 @@ func (o *oracle) fillOutput(out *outputDoc, objs []*object, waiting map[string][
 		if p.Node == "" {
 			if len(pod.Spec.SchedulingGates) > 0 {
 				p.Message, p.Reason = "SchedulingGated", corev1.PodReasonSchedulingGated
+			} else if node, ok := awaiting[key]; ok {
+				// The node is chosen and the claims written; the bind
+				// follows once the driver reports the conditions, and
+				// clears the nomination written before PreBind.
+				p.Node, p.NominatedNode, p.Reason = node, "", "BindingConditions"
+				p.Message = "assumed on " + node + ", waiting in PreBind for the devices' binding conditions"
 			} else if plugins, ok := waiting[key]; ok {
 				// Assumed on a node, its binding cycle waiting at Permit
 				// (e.g. a gang short of its minCount in 1.36).
@@ -877,7 +898,7 @@ func (o *oracle) fillOutput(out *outputDoc, objs []*object, waiting map[string][
 				}
 			}
 			for _, c := range pod.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+				if p.Node == "" && c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
 					p.Message, p.Reason = c.Message, c.Reason
 				}
 			}
