@@ -5,6 +5,7 @@ tests use every 8th GPU node and skip when ../shared/data/openb/ is absent."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -330,11 +331,19 @@ def test_bad_protocol_and_policy(tmp_path, capsys):
                 "--offline-optimum",
                 "--time-limit",
                 "2",
+                "--stats",
             ]
         )
         == 0
     )
     got = capsys.readouterr()
+    # --stats: each offline solve's figures, its column generation's among them
+    stats = json.loads(got.err.strip().splitlines()[-1])
+    (offline,) = stats["offline"]
+    assert offline["bin"] == 100 and offline["status"] and offline["seconds"] > 0
+    # (this small solve needs no column generation; one that ran it gives its figures)
+    solve = P.OfflineSolve(1, 100, 5, 0, "fgd", 0, 0, 0, None, None, "FEASIBLE", colgen={"colgen_rounds": 7})
+    assert P.offline_stats(solve)["colgen_rounds"] == 7
     rows = [dict(zip(sim.COLUMNS, line.split(","))) for line in got.out.splitlines()[1:]]
     assert (
         [r["policy"] for r in rows] == ["random", "offline-optimum"]

@@ -718,6 +718,7 @@ class OfflineSolve:
     status: str  # the solver's word (OPTIMAL only when it proved it)
     log: list = field(default_factory=list)  # (shape, node, devices) of each placed pod
     seconds: float = 0.0
+    colgen: dict = field(default_factory=dict)  # the column generation's figures (colgen_*)
 
 
 def _recording_state():
@@ -792,9 +793,26 @@ def offline_paper(
                 str(got.status or "UNKNOWN"),
                 list(st.taken),
                 time.perf_counter() - t0,
+                dict(got.colgen),
             )
         )
     return out
+
+
+def offline_stats(o: OfflineSolve) -> dict[str, Any]:
+    """One offline solve's figures for `--stats`: where it stopped and why, and its column
+    generation's own figures."""
+    return {
+        "seed": o.seed,
+        "bin": o.bin,
+        "arrivals": o.arrivals,
+        "seconds": round(o.seconds, 3),
+        "status": o.status,
+        "allocated_milli": o.allocated,
+        "bound_milli": o.bound,
+        "gap": o.gap,
+        **o.colgen,
+    }
 
 
 def offline_rows(solves: list[OfflineSolve], gpus: int, capacity_milli: int) -> list[SimRow]:
@@ -912,9 +930,12 @@ def cmd_simulate_paper(args, c, levels: list[float], load_s: float) -> int:
         for pol in policies:
             if getattr(pol, "totals", None):  # lp-guided: solves, re-solves not converged in their rounds, LP seconds
                 per[pol.name]["lp"] = dict(pol.totals)
+        figures: dict[str, Any] = {"load_s": round(load_s, 3), "simulate_s": round(time.perf_counter() - t0, 3)}
+        if args.offline_optimum:
+            figures["offline"] = [offline_stats(o) for o in offline_solves]
         print(
             json.dumps(
-                {"load_s": round(load_s, 3), "simulate_s": round(time.perf_counter() - t0, 3), "policies": per},
+                {**figures, "policies": per},
                 sort_keys=True,
             ),
             file=sys.stderr,
