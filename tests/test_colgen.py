@@ -214,6 +214,11 @@ class _AbnormalOnce:
     def __init__(self, then: int, first: int = pywraplp.Solver.ABNORMAL) -> None:
         self.then, self.first = then, first
         self.calls: list[object] = []
+        self.params: list[str] = []  # GLOP parameters set, in order
+
+    def SetSolverSpecificParametersAsString(self, text: str) -> bool:  # noqa: N802 (pywraplp's name)
+        self.params.append(text)
+        return True
 
     def Solve(self, params=None):  # noqa: N802 (pywraplp's name)
         self.calls.append(params)
@@ -228,8 +233,12 @@ def test_an_abnormal_master_solve_is_retried_from_scratch():
     retry = lp.calls[1]
     assert len(lp.calls) == 2 and retry is not None
     assert retry.GetIntegerParam(retry.INCREMENTALITY) == retry.INCREMENTALITY_OFF
+    # failing from scratch too: a third solve under the dual simplex, the LP's parameters back
+    # after it; failing again, an error naming the LP
+    twice = _AbnormalOnce(then=pywraplp.Solver.ABNORMAL)
     with pytest.raises(RuntimeError, match="restricted master LP ended with status"):
-        solve_master(_AbnormalOnce(then=pywraplp.Solver.ABNORMAL), "restricted master")  # type: ignore[arg-type]
+        solve_master(twice, "restricted master", params="max_deterministic_time: 20")  # type: ignore[arg-type]
+    assert len(twice.calls) == 3 and twice.params == [colgen.STALLED_PARAMS, "max_deterministic_time: 20"]
 
 
 def test_a_master_solve_stopped_by_its_work_limit_is_retried_from_scratch():
@@ -258,10 +267,13 @@ def _tiny_master(work, stalled):
 def test_a_stalled_master_solve_is_made_again_by_the_dual_simplex():
     """apply's master: a solve stopped by its work limit (here at once: a stall) is made again
     from scratch under STALLED_PARAMS, to the LP's optimum; the work limit is back after it.
-    relax's retry keeps its parameters (its work limit again: it fails as before)."""
+    relax's retry keeps its parameters first (its work limit again: a stall again), then solves
+    under STALLED_PARAMS (it raised "ended with status" before)."""
     value = _tiny_master(None, None).solve()[0]
-    with pytest.raises(RuntimeError, match="ended with status"):
-        _tiny_master(1e-12, None).solve()
+    relaxed = _tiny_master(1e-12, None)
+    assert relaxed.solve()[0] == pytest.approx(value)
+    relaxed.add_columns([colgen.Column(1, (2, 2), 4, None)])
+    assert relaxed.lp.Solve() != pywraplp.Solver.OPTIMAL  # its work limit restored
     lp = _tiny_master(1e-12, colgen.STALLED_PARAMS)
     assert lp.solve()[0] == pytest.approx(value) == 12.0
     lp.add_columns([colgen.Column(1, (2, 2), 4, None)])
@@ -322,7 +334,7 @@ def test_a_master_solve_is_stopped_at_its_time_limit():
     free = _SlowMaster(0.0)
     with pytest.raises(RuntimeError, match="ended with status"):
         solve_master(free, "restricted master")  # type: ignore[arg-type]
-    assert free.limits == [] and len(free.calls) == 2
+    assert free.limits == [] and len(free.calls) == 3  # warm, from scratch, the dual simplex
 
 
 def test_a_master_solve_cut_by_the_time_limit_ends_the_generation(small, monkeypatch):
@@ -391,4 +403,4 @@ def test_an_infinite_stop_sets_no_time_limit():
     lp = _SlowMaster(0.0)
     with pytest.raises(RuntimeError, match="ended with status"):
         solve_master(lp, "covering master", until=math.inf)  # type: ignore[arg-type]
-    assert lp.limits == [] and len(lp.calls) == 2
+    assert lp.limits == [] and len(lp.calls) == 3

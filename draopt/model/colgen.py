@@ -40,7 +40,7 @@ from ortools.sat.python import cp_model
 
 from draopt import interrupt
 from draopt import progress
-from draopt.model.colgen_master import MasterTimeUp, _Master
+from draopt.model.colgen_master import STALLED_PARAMS, MasterTimeUp, _Master
 from draopt.model.colgen_pricing import DevicePricing
 from draopt.model.colgen_stats import ColgenStats, PricingCounts
 from draopt.model.colgen_substitution import realize, substitutions
@@ -62,11 +62,9 @@ LP_TOLERANCE = 1e-4  # the generation stops when its bound is this close to the 
 MASTER_WORK = 20.0  # relax bounded by rounds: GLOP's deterministic time per master solve
 # apply: GLOP's deterministic time for a master solve warm-started from the last basis (its
 # solves take 0.05-0.2 at 2,000 columns); past it the solve has stalled and is made again from
-# scratch by the dual simplex with perturbed costs (STALLED_PARAMS). The master is degenerate
-# (hundreds of substitutions of zero value): on gpuspec33's seed 43 the primal simplex from one
-# basis ran 59,000 iterations in a minute without an end, where a solve takes 250-1,100.
+# scratch by the dual simplex with perturbed costs (colgen_master.STALLED_PARAMS). The master is
+# degenerate (hundreds of substitutions of zero value).
 APPLY_MASTER_WORK = 5.0
-STALLED_PARAMS = "use_dual_simplex: true perturb_costs_in_dual_simplex: true"
 LP_SHARE = 0.6  # of the time limit, for the generation (the rest: integer placement)
 # Classes priced at once: CP-SAT releases the GIL and every class has its own models, so the
 # columns are the ones pricing the classes one by one gives.
@@ -268,7 +266,8 @@ def _generated(
     gen.max_rounds = rounds
     gen.master_until_stop = master_until_stop
     # apply (bounded by the clock): a stalled solve is made again by the dual simplex; relax
-    # keeps its retry as it was (the online plans' figures depend on it).
+    # first from scratch with its own parameters (the online plans' figures were measured so),
+    # then by the dual simplex.
     lp = _Master(part.classes, part.kinds, part.pods_of, master_work, STALLED_PARAMS if master_until_stop else None)
     lp.add_substitutions(part.subs, part.value)
     _generate(part, lp, gen)

@@ -10,35 +10,59 @@ from typing import Any
 from ortools.linear_solver import pywraplp
 
 
+# GLOP's parameters for a master solve made again after a stall: the dual simplex with perturbed
+# costs (the master is degenerate: on gpuspec33's seed 43 the primal simplex from one basis ran
+# 59,000 iterations in a minute without an end, the dual simplex solves it in 736).
+STALLED_PARAMS = "use_dual_simplex: true perturb_costs_in_dual_simplex: true"
+
+
 class MasterTimeUp(Exception):
     """A master LP solve that did not finish by its wall-clock stop (apply's time limit, a plan's)."""
 
 
 def solve_master(
-    lp: pywraplp.Solver, what: str, until: float | None = None, retry: tuple[str, str] | None = None
+    lp: pywraplp.Solver,
+    what: str,
+    until: float | None = None,
+    retry: tuple[str, str] | None = None,
+    params: str = "",
 ) -> None:
     """Solve a column generation's master LP to optimality (`what` names it in the error), by
     `until` (perf_counter) if given: MasterTimeUp when it cannot. `retry`: (GLOP parameters of
     the solve from scratch after a failed one, the parameters restored after it); None: the same
-    parameters."""
+    parameters (`params`, the LP's own), then, if that fails too, STALLED_PARAMS."""
     status = _solve_by(lp, None, until)
     if status != pywraplp.Solver.OPTIMAL:
         # GLOP's warm start from the last basis can fail numerically (seen on learned re-solves
         # of gpuspec33 and lp-guided on default), or stall until its work limit (MASTER_WORK,
         # APPLY_MASTER_WORK): the same LP solved again from scratch.
-        from_scratch = pywraplp.MPSolverParameters()
-        from_scratch.SetIntegerParam(from_scratch.INCREMENTALITY, from_scratch.INCREMENTALITY_OFF)
-        if retry is not None:
-            lp.SetSolverSpecificParametersAsString(retry[0])
-        try:
-            status = _solve_by(lp, from_scratch, until)
-        finally:
-            if retry is not None:
-                lp.SetSolverSpecificParametersAsString(retry[1])
+        status = _from_scratch(lp, until, retry)
+    if status != pywraplp.Solver.OPTIMAL and retry is None and not _time_up(until):
+        # Stalled again with the same parameters (relax keeps them first: the online plans'
+        # figures were measured with them): the dual simplex, as apply's retry, before giving up.
+        status = _from_scratch(lp, until, (STALLED_PARAMS, params))
     if status != pywraplp.Solver.OPTIMAL:
         if until is not None and time.perf_counter() >= until:
             raise MasterTimeUp(what)
         raise RuntimeError(f"internal: the {what} LP ended with status {status}")
+
+
+def _from_scratch(lp: pywraplp.Solver, until: float | None, retry: tuple[str, str] | None) -> int:
+    """One solve from scratch (no warm start), under retry[0]'s GLOP parameters if given
+    (retry[1] restored after it)."""
+    from_scratch = pywraplp.MPSolverParameters()
+    from_scratch.SetIntegerParam(from_scratch.INCREMENTALITY, from_scratch.INCREMENTALITY_OFF)
+    if retry is not None:
+        lp.SetSolverSpecificParametersAsString(retry[0])
+    try:
+        return _solve_by(lp, from_scratch, until)
+    finally:
+        if retry is not None:
+            lp.SetSolverSpecificParametersAsString(retry[1])
+
+
+def _time_up(until: float | None) -> bool:
+    return until is not None and time.perf_counter() >= until
 
 
 def _solve_by(lp: pywraplp.Solver, params: pywraplp.MPSolverParameters | None, until: float | None) -> int:
@@ -62,6 +86,7 @@ class _Master:
             self.lp.SetSolverSpecificParametersAsString(params)
         # `stalled`: the parameters of the solve from scratch after a failed one (solve_master)
         self.retry = (stalled, params) if stalled is not None else None
+        self.params = params
         inf = self.lp.infinity()
         self.class_rows = [self.lp.Constraint(-inf, len(nc.nodes)) for nc in classes]
         self.kind_rows = {k.index: self.lp.Constraint(-inf, pods_of[k.index]) for k in kinds}
@@ -91,7 +116,7 @@ class _Master:
             self.objective.SetCoefficient(x, col.value)
 
     def solve(self, until: float | None = None):
-        solve_master(self.lp, "restricted master", until, self.retry)
+        solve_master(self.lp, "restricted master", until, self.retry, self.params)
         # Dual prices of a maximisation with <= rows are >= 0; rounding noise is clipped (any
         # prices >= 0 give a valid Lagrangian bound).
         pi = {ki: max(0.0, r.dual_value()) for ki, r in self.kind_rows.items()}
