@@ -123,6 +123,24 @@ def _retried_after_events(d, report) -> bool:
     return False
 
 
+def _victim_placed_in_this_run(d, report) -> bool:
+    """A pod kube-scheduler bound in this run and then evicted for a preemptor; draopt's preemption
+    takes its victims from the input's running pods only, so it keeps it."""
+    return (
+        d.kind == "eviction"
+        and d.kubernetes == "evicted"
+        and any(a["pod"] == d.subject and a.get("node") for a in _attempts(report))
+    )
+
+
+def _batching_hint(d, report) -> bool:
+    """kube-scheduler bound the pod on the node OpportunisticBatching offered it (the next best node
+    of the previous pod's scores, within 500 ms of the wall clock); draopt scores every pod."""
+    return d.kind == "node" and any(
+        a["pod"] == d.subject and a.get("node") == d.kubernetes and a.get("hinted") for a in _attempts(report)
+    )
+
+
 def _victim_claims_kept(d, report) -> bool:
     """Another device for a claim of a pod that preempted in kube-scheduler, or such a pod placed by
     kube-scheduler that draopt's devices left pending: the oracle runs no ResourceClaim controller,
@@ -145,6 +163,8 @@ EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "pod-group-cycle": _pod_group,
     "extended-resources-prebind": _extended_prebind,
     "victim-claims-kept-by-the-oracle": _victim_claims_kept,
+    "opportunistic-batching-hint": _batching_hint,
+    "preemption-victims-placed-in-this-run": _victim_placed_in_this_run,
     "preemptor-retried-after-the-queue": _preemptor_retried_later,
     "retried-after-cluster-events": _retried_after_events,
     "reason": _reason_cause,  # (returns the cause's name itself)
