@@ -37,6 +37,19 @@ def test_fixed_preemption_does_not_free_a_victims_devices(minor):
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_preemption_asks_the_filters_in_their_order(minor):
+    """A node InterPodAffinity rejects (an existing pod's anti-affinity) before DynamicResources
+    would: preemption may help there, and its dry run, the holder removed, fails on the devices
+    (random scheduler seed 192 of 1.37). The oracle's answer, recorded."""
+    report = _report("preemption-filter-order.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    (row,) = report.pods
+    assert row.kubernetes_message.endswith(
+        "preemption: 0/2 nodes are available: 1 Preemption is not helpful for scheduling, 1 cannot allocate all claims."
+    )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_fixed_scheduling_gates(minor):
     """A gated pod stays out of the queue on both sides (issue 31 item 2; tests/test_waiting_pods.py)."""
     report = _report("gated.yaml", minor)
