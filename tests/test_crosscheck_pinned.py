@@ -49,6 +49,34 @@ def test_fixed_preemption_asks_the_filters_in_their_order(minor):
     )
 
 
+def test_fixed_spread_rejects_before_devices_behind_a_kinds_frontier():
+    """The nodes a kind of pod already found without devices keep that reason in draopt's filter
+    loop (the kind's frontier); a pod of that kind whose own PodTopologySpread rejects them is
+    rejected there by spread first, as kube-scheduler's filter order has it (random scheduler seed
+    280 of 1.37, `ml/pod-108`: 3 of those nodes said `cannot allocate all claims`). Not reduced
+    below the generated cluster (49 nodes); kube-scheduler's answer, recorded: its first attempt."""
+    import random
+
+    from draopt.testing.scheduler_scenarios import random_scheduler_scenario
+
+    from helpers import scenario_objects
+
+    s = random_scheduler_scenario(random.Random(280))
+    report = crosscheck(
+        scenario_objects(s.documents), kubernetes_version="1.37", features=Features.from_gates(s.gates), timeout=120
+    )
+    (row,) = [p for p in report.pods if p.pod == "ml/pod-108"]
+    first = next(a for a in report.kubernetes_attempts if a["pod"] == "ml/pod-108")
+    assert (
+        first["message"]
+        == row.draopt_message
+        == (
+            "0/49 nodes are available: 1 Insufficient cpu, 1 Too many pods, 47 node(s) didn't match pod topology "
+            "spread constraints. preemption: 0/49 nodes are available: 49 No preemption victims found for incoming pod."
+        )
+    )
+
+
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_fixed_scheduling_gates(minor):
     """A gated pod stays out of the queue on both sides (issue 31 item 2; tests/test_waiting_pods.py)."""
