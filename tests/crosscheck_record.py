@@ -133,6 +133,22 @@ def _victim_placed_in_this_run(d, report) -> bool:
     )
 
 
+_LIVELOCK_PODS = "pods still retried: "
+
+
+def _starved_in_oracle_livelock(d, report) -> bool:
+    """A pod draopt placed that kube-scheduler never tried: the oracle stopped the run as a
+    livelock (pods of higher priority failing and retried at once, the oracle's clock stepped past
+    every back-off) with the pod still in its queue (its note names it)."""
+    if d.kind != "pending" or d.draopt == "pending" or any(a["pod"] == d.subject for a in _attempts(report)):
+        return False
+    for note in getattr(report, "notes", None) or []:
+        _, found, pods = note.partition(_LIVELOCK_PODS)
+        if found and d.subject in pods.split(")", 1)[0].split(", "):
+            return True
+    return False
+
+
 def _batching_hint(d, report) -> bool:
     """kube-scheduler bound the pod on the node OpportunisticBatching offered it (the next best node
     of the previous pod's scores, within 500 ms of the wall clock); draopt scores every pod."""
@@ -164,6 +180,7 @@ EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "extended-resources-prebind": _extended_prebind,
     "victim-claims-kept-by-the-oracle": _victim_claims_kept,
     "opportunistic-batching-hint": _batching_hint,
+    "starved-in-an-oracle-livelock": _starved_in_oracle_livelock,
     "preemption-victims-placed-in-this-run": _victim_placed_in_this_run,
     "preemptor-retried-after-the-queue": _preemptor_retried_later,
     "retried-after-cluster-events": _retried_after_events,

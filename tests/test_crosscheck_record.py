@@ -161,3 +161,20 @@ def test_untraced_first_divergences_are_counted_not_failed(monkeypatch):
     assert record.add("scheduler", "1.37", "seed 7", report) == []
     assert record.add("scheduler", "1.36", "seed 7", report) != []
     assert "first divergences: 2; untraced: 1" in "\n".join(record.lines())
+
+
+def test_a_pod_the_oracle_never_tried_in_a_livelock():
+    note = (
+        "kube-scheduler kept retrying pods without progress and the oracle stopped it (stopped after 140 "
+        "scheduling cycles without a bind or eviction; pods still retried: ns/hot, ns/low); placements made "
+        "while those pods cycled can vary between runs of kube-scheduler itself"
+    )
+    d = Difference("pending", "ns/low", "n1", "pending")
+    report = _report([{"pod": "ns/hot", "message": "running PreBind plugin ..."}], [d])
+    report.pods = [_row("ns/hot", "", ""), _row("ns/low", "n1", "")]
+    assert explained_by(d, report) is None
+    report.notes = [note]
+    assert explained_by(d, report) == "starved-in-an-oracle-livelock"
+    tried = _report([{"pod": "ns/low", "message": "0/1 nodes are available: 1 Too many pods."}], [d])
+    tried.pods, tried.notes = report.pods, [note]
+    assert explained_by(d, tried) != "starved-in-an-oracle-livelock"
