@@ -398,18 +398,10 @@ class Scheduler:
         return None
 
     def _fits_nowhere(self, rejected: Counter, frontier: int, skipped, try_fn, generic, keys, keep, hard=None) -> None:
-        """`rejected` completed with the reasons of the nodes before the kind's frontier. Those nodes
-        rejected the kind in try_node (devices, resources); where this pod's own PodTopologySpread or
-        InterPodAffinity filter (`hard`) rejects one too, that reason is the node's: those plugins
-        run before DynamicResources (random scheduler seed 280: 3 nodes said `cannot allocate all
-        claims` where kube-scheduler says `didn't match pod topology spread constraints`)."""
-        if not frontier or first_filter_error(rejected) is not None:
-            return
-        if hard is not None and skipped:
-            theirs = {idx: hard(idx) for idx in skipped if idx < frontier}
-            rejected.update(r for r in theirs.values() if r is not None)
-            skipped = {idx: kept for idx, kept in skipped.items() if theirs.get(idx) is None}
-        rejected.update(frontier_reasons(skipped, self.nodes, frontier, try_fn, generic, keys, keep))
+        """`rejected` completed with the reasons of the nodes before the kind's frontier (`hard`: the
+        pod's own spread and affinity filters, which run before the devices' and say theirs first)."""
+        if frontier and first_filter_error(rejected) is None:
+            rejected.update(frontier_reasons(skipped, self.nodes, frontier, try_fn, generic, keys, keep, hard))
 
     def _failed(self, pl, rejected: Counter, memo_key, specific, keys) -> None:
         """No feasible node: the pod's reasons, remembered for its kind; or the filter error that
