@@ -133,6 +133,17 @@ def _victim_placed_in_this_run(d, report) -> bool:
     )
 
 
+def _pod_group_claim(d, report) -> str | None:
+    """Another device for a claim whose pods are all PodGroup members (placed alike): the pod-group
+    cycle's answer, as for its pods' placements (which devices kube-scheduler's 1.36 gang cycle gives
+    varies between runs of the oracle, so no list of them holds: 1.36 seed 202)."""
+    users = (getattr(report, "claim_users", None) or {}).get(d.subject, [])
+    rows = [_row(report, u) for u in users]
+    if d.kind == "device" and rows and all(r is not None and r.group for r in rows):
+        return "pod-group-cycle"
+    return None
+
+
 _LIVELOCK_PODS = "pods still retried: "
 
 
@@ -177,6 +188,7 @@ def _victim_claims_kept(d, report) -> bool:
 # Rules are tried in order; the first that matches names the cause.
 EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "pod-group-cycle": _pod_group,
+    "pod-group-claim": _pod_group_claim,  # (returns pod-group-cycle, the section it belongs to)
     "extended-resources-prebind": _extended_prebind,
     "victim-claims-kept-by-the-oracle": _victim_claims_kept,
     "opportunistic-batching-hint": _batching_hint,

@@ -11,8 +11,6 @@ from __future__ import annotations
 UNTRACED: frozenset[tuple[str, str, str]] = frozenset(
     {
         ("1.36", "seed 1", "ml/pod-18"),  # pending
-        ("1.36", "seed 105", "ml/pod-19-slice"),  # device (PodGroup)
-        ("1.36", "seed 124", "ml/pod-1-slice"),  # device (PodGroup)
         ("1.36", "seed 126", "ml/pod-8"),  # reason
         ("1.36", "seed 129", "ml/pod-5"),  # reason
         ("1.36", "seed 129", "ops/pod-20"),  # node
@@ -26,39 +24,19 @@ UNTRACED: frozenset[tuple[str, str, str]] = frozenset(
         ("1.36", "seed 270", "ml/pod-6"),  # reason
         ("1.36", "seed 271", "ml/pod-10"),  # node
         ("1.36", "seed 295", "ml/pod-11"),  # reason
-        ("1.36", "seed 299", "ml/pod-17-slice"),  # device (PodGroup)
-        ("1.36", "seed 299", "ml/pod-19-gpu"),  # device (PodGroup)
         ("1.36", "seed 34", "ml/pod-3"),  # reason
         ("1.36", "seed 57", "team-a/pod-2-n2llk"),  # node
-        ("1.36", "seed 72", "ml/shared-0"),  # device (PodGroup)
         ("1.36", "seed 82", "ops/pod-15"),  # pending
         ("1.36", "seed 93", "ml/pod-8"),  # pending
         ("1.36", "seed 95", "team-a/ingest-3-ssxcj8w98-wzh9f"),  # node
-        ("1.37", "seed 100", "ml/shared-5"),  # device (PodGroup)
         ("1.37", "seed 101", "team-a/batch-2-8q7bm"),  # eviction (PodGroup)
         ("1.37", "seed 101", "team-a/batch-4-bts72"),  # eviction (PodGroup)
         ("1.37", "seed 130", "ml/pod-59"),  # reason
         ("1.37", "seed 130", "ml/pod-64"),  # reason
         ("1.37", "seed 141", "team-a/batch-4-bhfmj"),  # eviction (PodGroup)
-        ("1.37", "seed 150", "ml/pod-4-gpu"),  # device (PodGroup)
-        ("1.37", "seed 153", "ml/pod-22-own"),  # device (PodGroup)
-        ("1.37", "seed 153", "ml/shared-7"),  # device (PodGroup)
-        ("1.37", "seed 18", "ml/shared-3"),  # device (PodGroup)
         ("1.37", "seed 181", "ml/pod-2"),  # reason
         ("1.37", "seed 181", "ml/pod-6"),  # reason
         ("1.37", "seed 182", "team-a/batch-3-dhflv"),  # eviction (PodGroup)
-        ("1.37", "seed 198", "ml/pod-0-own"),  # device (PodGroup)
-        ("1.37", "seed 198", "ml/shared-0"),  # device (PodGroup)
-        ("1.37", "seed 199", "ml/pod-10-own"),  # device (PodGroup)
-        ("1.37", "seed 199", "ml/shared-3"),  # device (PodGroup)
-        ("1.37", "seed 21", "ml/pod-17-own"),  # device (PodGroup)
-        ("1.37", "seed 21", "ml/shared-5"),  # device (PodGroup)
-        ("1.37", "seed 240", "ml/pod-62-own"),  # device (PodGroup)
-        ("1.37", "seed 240", "ml/shared-22"),  # device (PodGroup)
-        ("1.37", "seed 245", "ml/pod-7-own"),  # device (PodGroup)
-        ("1.37", "seed 245", "ml/shared-2"),  # device (PodGroup)
         ("1.37", "seed 63", "team-a/batch-0-jtfkn"),  # eviction (PodGroup)
-        ("1.37", "seed 72", "ml/pod-1-own"),  # device (PodGroup)
-        ("1.37", "seed 72", "ml/shared-0"),  # device (PodGroup)
     }
 )

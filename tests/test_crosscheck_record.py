@@ -178,3 +178,12 @@ def test_a_pod_the_oracle_never_tried_in_a_livelock():
     tried = _report([{"pod": "ns/low", "message": "0/1 nodes are available: 1 Too many pods."}], [d])
     tried.pods, tried.notes = report.pods, [note]
     assert explained_by(d, tried) != "starved-in-an-oracle-livelock"
+
+
+def test_devices_of_a_pod_group_claim():
+    d = Difference("device", "ml/shared-0", "gpu=d/n1/gpu-0", "gpu=d/n1/gpu-1")
+    report = _report([{"pod": "ml/a", "node": "n1"}], [d], {"ml/shared-0": ["ml/a", "ml/b"]})
+    report.pods = [_row("ml/a", "n1", "n1", "ml/gang"), _row("ml/b", "n1", "n1", "ml/gang")]
+    assert explained_by(d, report) == "pod-group-cycle"
+    report.pods[1] = _row("ml/b", "n1", "n1")
+    assert explained_by(d, report) is None
