@@ -37,6 +37,74 @@ def test_fixed_preemption_does_not_free_a_victims_devices(minor):
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_preemption_asks_the_filters_in_their_order(minor):
+    """A node InterPodAffinity rejects (an existing pod's anti-affinity) before DynamicResources
+    would: preemption may help there, and its dry run, the holder removed, fails on the devices
+    (random scheduler seed 192 of 1.37). The oracle's answer, recorded."""
+    report = _report("preemption-filter-order.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    (row,) = report.pods
+    assert row.kubernetes_message.endswith(
+        "preemption: 0/2 nodes are available: 1 Preemption is not helpful for scheduling, 1 cannot allocate all claims."
+    )
+
+
+def test_explained_starved_in_an_oracle_livelock():
+    """Random scheduler seed 224 of 1.37: pods of higher priority fail again and again (one at
+    PreBind: extended-resources-prebind) and, the oracle's clock stepped past every back-off, go
+    back to the active queue at once, ahead of pods of lower priority (in one run the ReplicaSet
+    api-1's five pods, in another three team-b pods), which kube-scheduler never tries before the
+    oracle stops the run as a livelock; draopt places them (as a cluster, whose back-offs last
+    seconds, would)."""
+    import random
+
+    from draopt.testing.scheduler_scenarios import random_scheduler_scenario
+
+    from crosscheck_record import explained_by
+    from helpers import scenario_objects
+
+    s = random_scheduler_scenario(random.Random(224), nodes=(1, 12), pods=(1, 40))
+    report = crosscheck(
+        scenario_objects(s.documents), kubernetes_version="1.37", features=Features.from_gates(s.gates), timeout=120
+    )
+    # (which pods starve varies between runs of the oracle: the run was stopped, not settled)
+    assert any("pods still retried: " in n for n in report.notes)
+    tried = {a["pod"] for a in report.kubernetes_attempts}
+    starved = [
+        d for d in report.differences if d.kind == "pending" and d.draopt != "pending" and d.subject not in tried
+    ]
+    assert all(explained_by(d, report) == "starved-in-an-oracle-livelock" for d in starved)
+
+
+def test_fixed_spread_rejects_before_devices_behind_a_kinds_frontier():
+    """The nodes a kind of pod already found without devices keep that reason in draopt's filter
+    loop (the kind's frontier); a pod of that kind whose own PodTopologySpread rejects them is
+    rejected there by spread first, as kube-scheduler's filter order has it (random scheduler seed
+    280 of 1.37, `ml/pod-108`: 3 of those nodes said `cannot allocate all claims`). Not reduced
+    below the generated cluster (49 nodes); kube-scheduler's answer, recorded: its first attempt."""
+    import random
+
+    from draopt.testing.scheduler_scenarios import random_scheduler_scenario
+
+    from helpers import scenario_objects
+
+    s = random_scheduler_scenario(random.Random(280))
+    report = crosscheck(
+        scenario_objects(s.documents), kubernetes_version="1.37", features=Features.from_gates(s.gates), timeout=120
+    )
+    (row,) = [p for p in report.pods if p.pod == "ml/pod-108"]
+    first = next(a for a in report.kubernetes_attempts if a["pod"] == "ml/pod-108")
+    assert (
+        first["message"]
+        == row.draopt_message
+        == (
+            "0/49 nodes are available: 1 Insufficient cpu, 1 Too many pods, 47 node(s) didn't match pod topology "
+            "spread constraints. preemption: 0/49 nodes are available: 49 No preemption victims found for incoming pod."
+        )
+    )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_fixed_scheduling_gates(minor):
     """A gated pod stays out of the queue on both sides (issue 31 item 2; tests/test_waiting_pods.py)."""
     report = _report("gated.yaml", minor)

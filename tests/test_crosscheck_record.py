@@ -76,3 +76,114 @@ def test_a_preemptor_kube_scheduler_placed_on_the_victims_devices():
         PodComparison("ns/pre", "", "n1", "", "", "0/1 nodes are available: 1 Too many pods.", "", False, False)
     ]
     assert explained_by(d, report) != "victim-claims-kept-by-the-oracle"
+
+
+def _row(pod, ours, theirs, group=""):
+    from draopt.crosscheck.scheduler_diff import PodComparison
+
+    return PodComparison(pod, ours, theirs, "", "", "", "", False, False, group)
+
+
+def _placements(attempts, rows):
+    differences = [
+        Difference(
+            "node" if r.draopt_node and r.kubernetes_node else "pending", r.pod, r.draopt_node, r.kubernetes_node
+        )
+        for r in rows
+        if r.draopt_node != r.kubernetes_node
+    ]
+    report = _report(attempts, differences)
+    report.pods = rows
+    return report
+
+
+def test_a_first_placement_difference_without_a_cause_is_unexplained():
+    """The first pod kube-scheduler placed otherwise has no cause; the pod tried after it may
+    differ because of it; a pod tried before it may not."""
+    attempts = [{"pod": "ns/a", "node": "n1"}, {"pod": "ns/b", "node": "n2"}, {"pod": "ns/c", "node": "n1"}]
+    rows = [_row("ns/a", "n2", "n1"), _row("ns/b", "n2", "n2"), _row("ns/c", "n2", "n1")]
+    report = _placements(attempts, rows)
+    first, later = report.differences
+    assert explained_by(first, report) is None
+    assert explained_by(later, report) == "after-a-placement-difference"
+    # the same difference of ns/c, but now before the other one in kube-scheduler's order
+    report = _placements([attempts[2], attempts[1], attempts[0]], rows)
+    first, later = report.differences
+    assert explained_by(later, report) is None
+    assert explained_by(first, report) == "after-a-placement-difference"
+
+
+def test_a_difference_before_the_first_divergence_is_unexplained():
+    """A pod both leave pending with other reasons, tried before any placement differs (and not
+    again): no earlier difference explains it."""
+    attempts = [{"pod": "ns/a", "message": "0/1 nodes are available: 1 Too many pods."}, {"pod": "ns/b", "node": "n1"}]
+    reason = Difference("reason", "ns/a", "0/1 nodes are available: 1 Insufficient cpu.", attempts[0]["message"])
+    placed = Difference("pending", "ns/b", "pending", "n1")
+    report = _report(attempts, [reason, placed])
+    report.pods = [_row("ns/a", "", ""), _row("ns/b", "", "n1")]
+    assert explained_by(reason, report) is None
+    # tried again after the divergence: its last message may follow from it
+    report.kubernetes_attempts = [*attempts, attempts[0]]
+    assert explained_by(reason, report) == "after-a-placement-difference"
+
+
+def test_an_eviction_is_timed_by_its_preemptor():
+    """A victim (a running pod, never tried) evicted by one side only: at its preemptor's attempt."""
+    attempts = [{"pod": "ns/a", "node": "n1"}, {"pod": "ns/pre", "node": "n1"}]
+    placed = Difference("node", "ns/a", "n2", "n1")
+    evicted = Difference("eviction", "ns/victim", "kept", "evicted")
+    report = _report(attempts, [placed, evicted])
+    report.pods = [_row("ns/a", "n2", "n1"), _row("ns/pre", "", "")]
+    report.evicted_by = {"ns/victim": ["ns/pre"]}
+    assert explained_by(evicted, report) == "after-a-placement-difference"
+    assert explained_by(placed, report) is None
+    report.kubernetes_attempts = [attempts[1], attempts[0]]
+    assert explained_by(evicted, report) is None
+    assert explained_by(placed, report) == "after-a-placement-difference"
+
+
+def test_draopt_order_where_the_oracle_gives_no_attempts():
+    rows = [_row("ns/a", "n2", "n1"), _row("ns/b", "n2", "n1")]
+    report = _placements([], rows)
+    first, later = report.differences
+    assert explained_by(first, report) is None
+    assert explained_by(later, report) == "after-a-placement-difference"
+
+
+def test_untraced_first_divergences_are_counted_not_failed(monkeypatch):
+    import crosscheck_record
+
+    attempts = [{"pod": "ns/a", "node": "n1"}]
+    report = _placements(attempts, [_row("ns/a", "n2", "n1")])
+    record = crosscheck_record.Record()
+    assert len(record.add("scheduler", "1.37", "seed 7", report)) == 1
+    monkeypatch.setattr(crosscheck_record, "UNTRACED", frozenset({("1.37", "seed 7", "ns/a")}))
+    assert record.add("scheduler", "1.37", "seed 7", report) == []
+    assert record.add("scheduler", "1.36", "seed 7", report) != []
+    assert "first divergences: 2; untraced: 1" in "\n".join(record.lines())
+
+
+def test_a_pod_the_oracle_never_tried_in_a_livelock():
+    note = (
+        "kube-scheduler kept retrying pods without progress and the oracle stopped it (stopped after 140 "
+        "scheduling cycles without a bind or eviction; pods still retried: ns/hot, ns/low); placements made "
+        "while those pods cycled can vary between runs of kube-scheduler itself"
+    )
+    d = Difference("pending", "ns/low", "n1", "pending")
+    report = _report([{"pod": "ns/hot", "message": "running PreBind plugin ..."}], [d])
+    report.pods = [_row("ns/hot", "", ""), _row("ns/low", "n1", "")]
+    assert explained_by(d, report) is None
+    report.notes = [note]
+    assert explained_by(d, report) == "starved-in-an-oracle-livelock"
+    tried = _report([{"pod": "ns/low", "message": "0/1 nodes are available: 1 Too many pods."}], [d])
+    tried.pods, tried.notes = report.pods, [note]
+    assert explained_by(d, tried) != "starved-in-an-oracle-livelock"
+
+
+def test_devices_of_a_pod_group_claim():
+    d = Difference("device", "ml/shared-0", "gpu=d/n1/gpu-0", "gpu=d/n1/gpu-1")
+    report = _report([{"pod": "ml/a", "node": "n1"}], [d], {"ml/shared-0": ["ml/a", "ml/b"]})
+    report.pods = [_row("ml/a", "n1", "n1", "ml/gang"), _row("ml/b", "n1", "n1", "ml/gang")]
+    assert explained_by(d, report) == "pod-group-cycle"
+    report.pods[1] = _row("ml/b", "n1", "n1")
+    assert explained_by(d, report) is None

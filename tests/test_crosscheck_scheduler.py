@@ -105,10 +105,44 @@ _SERVED_IN_136 = {"PodGroup": "scheduling.k8s.io/v1alpha2", "DeviceTaintRule": "
 
 
 def _served(documents: list[dict], minor: str) -> list[dict]:
-    """The documents in versions the release serves (same fields, another apiVersion)."""
+    """The documents in versions the release serves (same fields, another apiVersion), and a
+    device's node-allocatable resources in the release's field."""
     if minor != "1.36":
         return documents
-    return [{**d, "apiVersion": _SERVED_IN_136[d["kind"]]} if d.get("kind") in _SERVED_IN_136 else d for d in documents]
+    out = [{**d, "apiVersion": _SERVED_IN_136[d["kind"]]} if d.get("kind") in _SERVED_IN_136 else d for d in documents]
+    return [_mappings_136(d) if d.get("kind") == "ResourceSlice" else d for d in out]
+
+
+def _mappings_136(doc: dict) -> dict:
+    """A ResourceSlice with 1.37's device field `nodeAllocatableResources` written in 1.36's
+    `nodeAllocatableResourceMappings` (k8s.io/api v0.36: {capacityKey, allocationMultiplier} per
+    resource, no overhead). 1.36's API server drops the 1.37 field as unknown, so the 1.36 scan
+    compared draopt, which reads it, with a kube-scheduler that never saw it (1.36 seeds 1, 57,
+    82, 87, 93, ...: a pod placed by kube-scheduler where its devices' cpu overran the node)."""
+    devices = doc.get("spec", {}).get("devices") or []
+    if not any("nodeAllocatableResources" in d for d in devices):
+        return doc
+    out = []
+    for d in devices:
+        resources = d.get("nodeAllocatableResources")
+        if resources is None:
+            out.append(d)
+            continue
+        mappings = {}
+        for name, r in resources.items():
+            m = r.get("mapping")
+            if m is None:
+                continue  # (an overhead only: 1.36 has none)
+            if m.get("capacityKey") is not None:
+                mappings[name] = {"capacityKey": m["capacityKey"], "allocationMultiplier": m.get("capacityMultiplier")}
+            else:
+                mappings[name] = {"allocationMultiplier": m.get("deviceMultiplier")}
+            mappings[name] = {k: v for k, v in mappings[name].items() if v is not None}
+        d = {k: v for k, v in d.items() if k != "nodeAllocatableResources"}
+        if mappings:
+            d["nodeAllocatableResourceMappings"] = mappings
+        out.append(d)
+    return {**doc, "spec": {**doc["spec"], "devices": out}}
 
 
 def _known_refusal(message: str, minor: str) -> bool:

@@ -326,7 +326,7 @@ def pending_claims(book: ClaimBook, pod) -> list[str]:
     return todo
 
 
-def frontier_reasons(skipped: dict | None, nodes, below: int, try_fn, generic, keys, keep=None) -> Counter:
+def frontier_reasons(skipped: dict | None, nodes, below: int, try_fn, generic, keys, keep=None, first=None) -> Counter:
     """Why the nodes before a kind's frontier (index < `below`) reject a pod of the kind now, for
     a pod that fits nowhere. They rejected the kind when the frontier passed them and still do
     (nodes only fill up until something is released, which resets the frontiers), but the filter
@@ -334,13 +334,18 @@ def frontier_reasons(skipped: dict | None, nodes, below: int, try_fn, generic, k
     and Kubernetes filters every node again for each pod. A node that changed since its reason
     was kept is filtered again (`try_fn`, reasons made generic by `generic(reason, keys)`); its
     new reason is kept when `keep(reason)` allows (default: always). `skipped`: node index ->
-    (node version, generic reason), as the filter loops keep them."""
+    (node version, generic reason), as the filter loops keep them. `first(idx)`: the pod's filters
+    that run before try_node's devices (PodTopologySpread, InterPodAffinity: the scheduler's), whose
+    reason is the node's where they reject it (random scheduler seed 280 of 1.37)."""
     out: Counter = Counter()
     if not skipped:
         return out
     for idx, (version, reason) in skipped.items():
         if idx >= below:
             continue  # passed during this cycle: the loop counted it
+        if first is not None and (theirs := first(idx)) is not None:
+            out[theirs] += 1
+            continue
         node = nodes[idx]
         if node.version != version:
             now, _ = try_fn(node)

@@ -31,10 +31,13 @@ class CrosscheckReport:
     differences: list[Any] = field(default_factory=list)  # scheduler_diff.Difference
     refused: str = ""
     notes: list[str] = field(default_factory=list)
-    # place: kube-scheduler's scheduling attempts in order (pod, node or "", nominatedNode, message),
-    # which `pods` (input order) does not show: a pod tried again, a preemptor's later attempt
+    # place: kube-scheduler's scheduling attempts in order (pod, node or "", nominatedNode, message,
+    # hinted: bound on OpportunisticBatching's hint), which `pods` (input order) does not show: a pod
+    # tried again, a preemptor's later attempt
     kubernetes_attempts: list[dict[str, Any]] = field(default_factory=list)
     claim_users: dict[str, list[str]] = field(default_factory=dict)  # place: claim -> the pending pods using it
+    # place: victim -> the pods (or PodGroups) whose preemption evicted it, draopt's then kube-scheduler's
+    evicted_by: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def identical(self) -> bool:
@@ -137,11 +140,17 @@ def _crosscheck_place(objects, minor: str, features: Features, config_path: str 
     cmp = compare_placement(outcome, oracle)
     report.pods, report.differences = cmp.pods, cmp.differences
     report.kubernetes_attempts = [
-        {k: a[k] for k in ("pod", "node", "nominatedNode", "message") if a.get(k)} for a in oracle.get("attempts") or []
+        {k: a[k] for k in ("pod", "node", "nominatedNode", "message", "hinted") if a.get(k)}
+        for a in oracle.get("attempts") or []
     ]
     for demand in outcome.workload.pending:
         for use in demand.claims:
             report.claim_users.setdefault(use.key, []).append(demand.key)
+    evictions = [(e.pod, e.preemptor) for e in outcome.result.evictions]
+    evictions += [(e["pod"], e.get("preemptor", "")) for e in oracle.get("evictions") or []]
+    for victim, preemptor in evictions:
+        if preemptor and preemptor not in report.evicted_by.get(victim, []):
+            report.evicted_by.setdefault(victim, []).append(preemptor)
     report.notes = notes + _livelock_notes(oracle) + list(outcome.notes)
     return report
 

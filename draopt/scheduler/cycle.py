@@ -383,7 +383,7 @@ class Scheduler:
         self.next_start = (start + processed) % n
         if not len(feasible):
             keep = shareable_reason if merged else None  # (a merged table serves alike kinds: their reasons)
-            self._fits_nowhere(rejected, frontier, skipped_reasons.get(table_key), try_fn, generic, keys, keep)
+            self._fits_nowhere(rejected, frontier, skipped_reasons.get(table_key), try_fn, generic, keys, keep, hard)
             return self._failed(pl, rejected, memo_key, specific, keys)
         chosen = self._chosen(demand, info, prof, feasible, dra, observe)
         # (a fit is a non-empty tuple: `or` asks _fit_at only where none was kept)
@@ -397,10 +397,11 @@ class Scheduler:
         pl.message = ""  # (another scheduler's pod: kube-scheduler never sees it)
         return None
 
-    def _fits_nowhere(self, rejected: Counter, frontier: int, skipped, try_fn, generic, keys, keep) -> None:
-        """`rejected` completed with the reasons of the nodes before the kind's frontier."""
+    def _fits_nowhere(self, rejected: Counter, frontier: int, skipped, try_fn, generic, keys, keep, hard=None) -> None:
+        """`rejected` completed with the reasons of the nodes before the kind's frontier (`hard`: the
+        pod's own spread and affinity filters, which run before the devices' and say theirs first)."""
         if frontier and first_filter_error(rejected) is None:
-            rejected.update(frontier_reasons(skipped, self.nodes, frontier, try_fn, generic, keys, keep))
+            rejected.update(frontier_reasons(skipped, self.nodes, frontier, try_fn, generic, keys, keep, hard))
 
     def _failed(self, pl, rejected: Counter, memo_key, specific, keys) -> None:
         """No feasible node: the pod's reasons, remembered for its kind; or the filter error that

@@ -261,18 +261,21 @@ class PreemptionRun:
     # ------------------------------------------------------------------ the filters
     def filter_reason(self, pod, node) -> str | None:
         """Why the scheduler's filters reject `pod` on `node` in the current state (devices,
-        resources, node rules; with a profile also inter-pod affinity and topology spread), or None."""
-        reason, _ = try_node(self.cluster, self.book, pod, node, self.cache, None)
-        if reason is not None:
-            return reason
+        resources, node rules; with a profile also inter-pod affinity and topology spread), or None.
+        In the default filter order, as the cycle checks them: PodTopologySpread and InterPodAffinity
+        run after the node filters and NodeResourcesFit (`hard` says theirs first) and before
+        DynamicResources, so a node with an existing pod's anti-affinity against the pod and no
+        devices for it is rejected by InterPodAffinity (Unschedulable: preemption may help there)."""
         if self.scheduler is not None:
             prof = self.scheduler.profile(pod)
             if prof is None:
                 return f"no scheduler profile {self.scheduler.info(pod).scheduler_name!r}"
             hard = self.scheduler._hard_filters(pod, self.scheduler.info(pod), prof)  # the cycle's own checks
-            if hard is not None:
-                return hard(node.index)
-        return None
+            reason = hard(node.index) if hard is not None else None
+            if reason is not None:
+                return reason
+        reason, _ = try_node(self.cluster, self.book, pod, node, self.cache, None)
+        return reason
 
     def fits(self, pod, node) -> bool:
         return self.filter_reason(pod, node) is None

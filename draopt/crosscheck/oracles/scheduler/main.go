@@ -45,6 +45,10 @@ type outAttempt struct {
 	// node only was not scored.
 	BestNodes []string `json:"bestNodes,omitempty"`
 	Score     *int64   `json:"score,omitempty"`
+	// For a bind: the node came from OpportunisticBatching's hint (the previous
+	// pod's scores, not this pod's own; offered only within 500 ms of the wall
+	// clock, so this varies between runs).
+	Hinted bool `json:"hinted,omitempty"`
 }
 
 type outEviction struct {

@@ -147,9 +147,10 @@ type oracle struct {
 	events      []event
 	evictions   []outEviction
 	lastFailure map[string]failure
-	best        map[string]best // pod -> its last scoring's best nodes
-	created     map[string]bool // object keys created in the fake API
-	generated   int             // names made from generateName
+	best        map[string]best   // pod -> its last scoring's best nodes
+	hints       map[string]string // pod -> the OpportunisticBatching hint of its current cycle
+	created     map[string]bool   // object keys created in the fake API
+	generated   int               // names made from generateName
 	executors   []*preemption.Executor
 }
 
@@ -364,6 +365,12 @@ type scoringFramework struct {
 
 func (f *scoringFramework) RunScorePlugins(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
 	scores, status := f.Framework.RunScorePlugins(ctx, state, pod, nodes)
+	if want := os.Getenv("DRAOPT_ORACLE_SCORES"); want != "" && (want == "*" || strings.Contains(pod.Name, want)) {
+		// tracing aid: every node's score per plugin, to stderr
+		for _, s := range scores {
+			fmt.Fprintf(os.Stderr, "scores %s/%s %s total=%d %v\n", pod.Namespace, pod.Name, s.Name, s.TotalScore, s.Scores)
+		}
+	}
 	if status.IsSuccess() && len(scores) > 0 {
 		b := best{score: scores[0].TotalScore}
 		for _, s := range scores {
@@ -381,6 +388,17 @@ func (f *scoringFramework) RunScorePlugins(ctx context.Context, state fwk.CycleS
 	return scores, status
 }
 
+// GetNodeHint records the node OpportunisticBatching offers the pod from the previous pod's
+// scores: a pod bound there was not scored afresh. Whether a hint is offered depends on the wall
+// clock (a batch expires 500 ms after it was stored), so it can vary between runs.
+func (f *scoringFramework) GetNodeHint(ctx context.Context, pod *corev1.Pod, signature fwk.PodSignature, state fwk.CycleState, cycleCount int64) string {
+	hint := f.Framework.GetNodeHint(ctx, pod, signature, state, cycleCount)
+	f.o.mu.Lock()
+	f.o.hints[pod.Namespace+"/"+pod.Name] = hint
+	f.o.mu.Unlock()
+	return hint
+}
+
 type best struct {
 	score int64
 	nodes []string
@@ -395,6 +413,7 @@ func (o *oracle) record(pod, node, message, nominated string) {
 		score := b.score
 		attempt.BestNodes, attempt.Score = b.nodes, &score
 	}
+	attempt.Hinted = node != "" && o.hints[pod] == node
 	own := false
 	for _, k := range o.current {
 		own = own || k == pod
@@ -587,6 +606,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 		watched:     map[schema.GroupVersionResource]bool{},
 		lastFailure: map[string]failure{},
 		best:        map[string]best{},
+		hints:       map[string]string{},
 		created:     map[string]bool{},
 	}
 	o.installReactors()
@@ -635,6 +655,7 @@ func run(in *inputDoc) (*outputDoc, error) {
 		o.mu.Lock()
 		for _, k := range keys {
 			delete(o.best, k)
+			delete(o.hints, k)
 		}
 		o.current = keys
 		o.mu.Unlock()

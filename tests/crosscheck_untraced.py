@@ -1,0 +1,42 @@
+"""The ratchet of tests/crosscheck_record.py: differences with kube-scheduler found by
+tests/test_crosscheck_scheduler.py that no documented cause explains yet and that are not after an
+earlier divergence, each (release, source, pod or claim) -- counted as "untraced" in the summary
+and listed in docs/differences.md ("untraced-first-divergences"). Any difference not on this list
+and not explained fails its test; an entry comes off when its difference is traced."""
+
+from __future__ import annotations
+
+# (release, source, subject)  # the difference's kind; "(PodGroup)": a PodGroup's pod, claim or
+# preemptor (the pod-group-cycle's open cause)
+UNTRACED: frozenset[tuple[str, str, str]] = frozenset(
+    {
+        ("1.36", "seed 1", "ml/pod-18"),  # pending
+        ("1.36", "seed 126", "ml/pod-8"),  # reason
+        ("1.36", "seed 129", "ml/pod-5"),  # reason
+        ("1.36", "seed 129", "ops/pod-20"),  # node
+        ("1.36", "seed 144", "batch-jobs/cache-2-lhpjxgtbn7-xmjnm"),  # node
+        ("1.36", "seed 144", "ml/pod-1"),  # reason
+        ("1.36", "seed 174", "ml/pod-7"),  # reason
+        ("1.36", "seed 182", "team-a/batch-3-dhflv"),  # eviction (PodGroup)
+        ("1.36", "seed 186", "ml/pod-7"),  # node
+        ("1.36", "seed 200", "ml/pod-38"),  # pending
+        ("1.36", "seed 237", "ml/pod-19"),  # pending
+        ("1.36", "seed 270", "ml/pod-6"),  # reason
+        ("1.36", "seed 271", "ml/pod-10"),  # node
+        ("1.36", "seed 295", "ml/pod-11"),  # reason
+        ("1.36", "seed 34", "ml/pod-3"),  # reason
+        ("1.36", "seed 57", "team-a/pod-2-n2llk"),  # node
+        ("1.36", "seed 82", "ops/pod-15"),  # pending
+        ("1.36", "seed 93", "ml/pod-8"),  # pending
+        ("1.36", "seed 95", "team-a/ingest-3-ssxcj8w98-wzh9f"),  # node
+        ("1.37", "seed 101", "team-a/batch-2-8q7bm"),  # eviction (PodGroup)
+        ("1.37", "seed 101", "team-a/batch-4-bts72"),  # eviction (PodGroup)
+        ("1.37", "seed 130", "ml/pod-59"),  # reason
+        ("1.37", "seed 130", "ml/pod-64"),  # reason
+        ("1.37", "seed 141", "team-a/batch-4-bhfmj"),  # eviction (PodGroup)
+        ("1.37", "seed 181", "ml/pod-2"),  # reason
+        ("1.37", "seed 181", "ml/pod-6"),  # reason
+        ("1.37", "seed 182", "team-a/batch-3-dhflv"),  # eviction (PodGroup)
+        ("1.37", "seed 63", "team-a/batch-0-jtfkn"),  # eviction (PodGroup)
+    }
+)
