@@ -384,3 +384,14 @@ def test_fixed_binding_conditions_answered_not_timed_out(minor):
     assert (
         rows["default/c"].kubernetes_node == "" and "cannot allocate all claims" in rows["default/c"].kubernetes_message
     )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_cel_compile_error_wording(minor):
+    """A selector naming a field the device type lacks (`device.atributes`, the realworld typo
+    r04b), a field selected on a string, a Quantity or a Semver: cel-cpp's words are put in
+    cel-go's ("undefined field", "does not support field selection", "unexpected failed
+    resolution", no follow-on error on an error), as kube-scheduler's message gives them."""
+    report = _report("cel-compile-errors.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    assert len(report.pods) == 15 and all(not p.kubernetes_node for p in report.pods)
