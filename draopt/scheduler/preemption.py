@@ -40,7 +40,13 @@ from draopt.cluster.evictions import (
 )
 from draopt.cluster.filter_error import is_filter_error
 from draopt.cluster.firstfit import DEVICES_BEYOND_NODE, count_reason, is_resource_reason, try_node
-from draopt.cluster.podgroup_status import dynamic_resources_post_filter_136, gang_trial
+from draopt.cluster.podgroup_status import (
+    POD_GROUP_UNSCHEDULABLE,
+    dynamic_resources_post_filter_136,
+    gang_trial,
+    placements_status,
+    with_dra_pod_group_post_filter,
+)
 from draopt.cluster.state import pod_on
 from draopt.cluster.result import FirstFitStats, reason_histogram
 from draopt.kube.releases import at_least
@@ -534,7 +540,7 @@ class PreemptionRun:
                     pl.preemption = text
 
         if never:
-            say("pod group preemption: not eligible due to preemptionPolicy=Never.")
+            say(self._unschedulable_words("pod group preemption: not eligible due to preemptionPolicy=Never."))
             return
         # the constraint as the workload read it (dropped with its gate, as the API server drops it)
         if getattr(gang, "topology_key", None):
@@ -572,7 +578,11 @@ class PreemptionRun:
         gang = self.workload.groups[gkey]
         # kube-scheduler gives the status of the group's run without victims
         rerun = gang_trial([self.by_pod[m.key].placed for m in members], len(gang.pods) - len(members), need)
-        words = f"pod group preemption: {rerun.status}"
+        status = rerun.status
+        if self.cluster.features.topology_aware_workload_scheduling:
+            # (the rerun is the placement algorithm's, its one placement the parent's: podgroup_status)
+            status = placements_status(status if rerun.tried else POD_GROUP_UNSCHEDULABLE)
+        words = self._unschedulable_words(f"pod group preemption: {status}")
         for m in placed:
             self.unplace(self.by_pod[m.key])
         self._give(units)
@@ -586,6 +596,13 @@ class PreemptionRun:
                 self.by_pod[m.key].preemption = text
         self.group_post_filter[gkey] = self._failed_words[kind] = words
         self._remember_failure(kind, gang.priority, need, text)
+
+    def _unschedulable_words(self, words: str) -> str:
+        """DefaultPreemption's Unschedulable answer for a PodGroup, as the PodGroupPostFilter
+        extension point returns it: after DynamicResources' words in 1.37 (podgroup_status)."""
+        if at_least(self.cluster.features.version, "1.37"):
+            return with_dra_pod_group_post_filter(words)
+        return words
 
     def _reprieve(self, gkey: str, units: list, assigned: list) -> list:
         """With the group placed (`assigned`: its pods and their nodes), the units given back from
