@@ -282,6 +282,7 @@ class Simulation:
             )
             if scheduler is not None and cluster.incremental and scheduler.prefer_nodes is None:
                 self.cycles.memo = scheduler.trial_memo(self.book, self.cycles._shared_claims())
+            self.cycles.rng = scheduler.rng if scheduler is not None else None
         for pod in workload.pending:
             if pod.group is not None:
                 self.members_of.setdefault(pod.group, []).append(pod)
@@ -331,6 +332,7 @@ class Simulation:
             watch = self.watch_scores
             observe = watch.seen if watch is not None and pod.key in watch.pods else None
             if allowed is not None:  # a pod group's placement: its nodes only
+                pl.placement_nodes = len(allowed)
                 found = scheduler.select_within(
                     pod,
                     self.placement_indexes(allowed),

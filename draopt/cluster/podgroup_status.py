@@ -85,6 +85,41 @@ def placements_status(first_status: str, placements: int = 1) -> str:
     return f"{POD_GROUP_UNSCHEDULABLE}, 0/{placements} placements are available, first placement status: {first_status}"
 
 
+# 1.36's DefaultPreemption PostFilter for a pod of a PodGroup with scheduling constraints
+# (TopologyAwareWorkloadScheduling on), before its workload-aware preemption check
+PLACEMENT_GROUP_NOT_PREEMPTING_136 = "preemption: not eligible due to placement-based pod group scheduling limitation"
+
+
+def placement_failure(first, pods: list, release_137: bool) -> dict[str, tuple[str, bool]]:
+    """The PodScheduled message of each pending pod of a root PodGroup none of whose placements
+    was feasible, and whether it fitted (1.37 adds the PodGroupPostFilter's words to those): kube-
+    scheduler reports the first placement's trial (`first`: podgroup_placement.FirstPlacement).
+
+    1.37 (podGroupSchedulingPlacementAlgorithm, submitPodGroupAlgorithmResult): the group's status
+    is `placements_status` over its first placement's; a pod that fitted gets "pod group is
+    unschedulable, " and that status; one tried that did not, its FitError over the placement's
+    nodes; one never tried (after PlacementFeasible stopped), the status itself.
+    1.36 (no PlacementFeasible: every pod tried): a pod that fitted gets Permit's words; one that did
+    not, its FitError and the PostFilters' (DefaultPreemption declines a placement-based group)."""
+    from draopt.cluster.result import fit_error_message
+
+    status = placements_status(first.status or POD_GROUP_UNSCHEDULABLE, first.placements)
+    out = {}
+    for pod in pods:
+        failed = first.failed.get(pod.key)
+        if pod.key in first.fitted:
+            text = f"{POD_GROUP_UNSCHEDULABLE}, {status if release_137 else PERMIT_WAITING_136}"
+            out[pod.key] = (text, True)
+        elif failed is not None:
+            text = fit_error_message(failed.reason_text(first.nodes))
+            if not release_137:
+                text += f" {dynamic_resources_post_filter_136(bool(pod.claims))}{PLACEMENT_GROUP_NOT_PREEMPTING_136}"
+            out[pod.key] = (text, False)
+        elif release_137:
+            out[pod.key] = (status, False)
+    return out
+
+
 def never_popped(gang, outside: list[str]) -> str:
     """Why a gang is never popped: its pods of this scheduler (all but `outside`, another
     scheduler's) are fewer than minCount, so they stay pending with no message; "" otherwise."""
@@ -189,5 +224,6 @@ __all__ = [
     "member_messages",
     "min_count_status",
     "placements_status",
+    "placement_failure",
     "with_dra_pod_group_post_filter",
 ]

@@ -51,6 +51,12 @@ from draopt.cluster.state import pod_on
 from draopt.cluster.result import FirstFitStats, reason_histogram
 from draopt.kube.releases import at_least
 
+# PodGroupEvaluator.Preempt (v1.37.2): no lower-priority pod in the cluster (UnschedulableAndUnresolvable)
+NO_GROUP_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
+# draopt's words where a PodGroup with a topology constraint could preempt: not modelled (kube-scheduler
+# 1.37.2 runs its placement algorithm again without the victims)
+TOPOLOGY_GROUP_PREEMPTION = "pod group preemption: not modelled for a group with topology constraints"
+
 # pkg/scheduler/apis/config/v1/defaults.go SetDefaults_DefaultPreemptionArgs
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
@@ -530,7 +536,7 @@ class PreemptionRun:
         never = group_preemption_policy(obj, [m.pod for m in members], self.classes) == NEVER
         if not never and (self.lowest is None or self.lowest >= gang.priority):
             # (eligibility first, then the victims: PodGroupEvaluator.Preempt)
-            self.group_post_filter[gkey] = "pod group preemption: No preemption victims found for incoming preemptor"
+            self.group_post_filter[gkey] = NO_GROUP_VICTIMS
             return
 
         def say(text: str, words: str | None = None) -> None:
@@ -544,7 +550,7 @@ class PreemptionRun:
             return
         # the constraint as the workload read it (dropped with its gate, as the API server drops it)
         if getattr(gang, "topology_key", None):
-            say("pod group preemption: not supported with topology constraints")
+            say(TOPOLOGY_GROUP_PREEMPTION)
             return
         kind = self._kind(members)
         known = self._failed_before(kind, gang.priority, need)
@@ -553,7 +559,7 @@ class PreemptionRun:
             return
         units = self.units(list(self.running.live.values()), gang.priority)
         if not units:
-            say("pod group preemption: No preemption victims found for incoming preemptor")
+            say(NO_GROUP_VICTIMS)
             return
         for pl in pls:
             if pl.placed:
@@ -663,18 +669,18 @@ class PreemptionRun:
     # ------------------------------------------------------------------ the result
     def finish(self, result) -> None:
         # Groups a pod-group cycle with placements handled (a topology constraint) never got here:
-        # PodGroupPostFilter refuses them (default_preemption.go, "not supported with topology constraints").
+        # draopt does not model their workload-aware preemption (kube-scheduler 1.37.2 runs it, the
+        # placement algorithm again without the victims; docs/differences.md, pod-group-cycle).
+        release_137 = at_least(self.cluster.features.version, "1.37")
         for pl in result.pods:
             gang = self.workload.groups.get(pl.group) if pl.group else None
-            if (
-                not pl.placed
-                and not pl.preemption
-                and gang is not None
-                and getattr(gang, "topology_key", None)
-                and self.lowest is not None
-                and self.lowest < gang.priority
-            ):
-                pl.preemption = "pod group preemption: not supported with topology constraints"
+            if pl.placed or gang is None or not getattr(gang, "topology_key", None):
+                continue
+            victims = self.lowest is not None and self.lowest < gang.priority
+            if victims and not pl.preemption and not release_137:
+                pl.preemption = TOPOLOGY_GROUP_PREEMPTION  # (1.37 runs no PostFilter per pod of a group)
+            if pl.group_fitted and pl.message:
+                pl.message += ", " + (TOPOLOGY_GROUP_PREEMPTION if victims else NO_GROUP_VICTIMS)
         result.evictions = sorted(self.running.evicted.values(), key=lambda e: e.pod)
         result.deallocated = sorted(k for k in self.book.freed if k not in self.book.allocations)
         if result.evictions:
