@@ -282,6 +282,7 @@ class Simulation:
             )
             if scheduler is not None and cluster.incremental and scheduler.prefer_nodes is None:
                 self.cycles.memo = scheduler.trial_memo(self.book, self.cycles._shared_claims())
+            self.cycles.scheduler = scheduler
             self.cycles.rng = scheduler.rng if scheduler is not None else None
         for pod in workload.pending:
             if pod.group is not None:

@@ -230,7 +230,9 @@ class GroupCycle:
         # cycles. `skipped(pods, device results)`: what first-fit does when a trial of that many
         # pods is placed and taken back, minus the placing (its caches' bookkeeping).
         self.memo = memo
-        self.rng = memo.rng if memo is not None else None  # (first-fit sets the scheduler's: _first_trial)
+        # first-fit's scheduler (draopt.scheduler.cycle) and its random state, or None: set by first-fit
+        self.scheduler: Any = None
+        self.rng: Any = None
         self.skipped = skipped
         # (group, placement size) -> its pending pods' kinds, whether all nodes are filtered (this cycle)
         self._kinds_of: dict[tuple[str, int], tuple] = {}
@@ -341,7 +343,9 @@ class GroupCycle:
         placement, trial = best[0], best[1]
         return self._assume(trial, placement, entity)
 
-    def _first_trial(self, entity: tuple[str, str], placement: Placement, trial: Outcome, n: int) -> FirstPlacement | None:
+    def _first_trial(
+        self, entity: tuple[str, str], placement: Placement, trial: Outcome, n: int
+    ) -> FirstPlacement | None:
         """What a root PodGroup's pods are told when none of its `n` placements is feasible: the
         trial of the first placement (kube-scheduler reports that one's per-pod results), pod by
         pod as kube-scheduler runs it (`trial` itself when it was, else again, then taken back;
@@ -442,6 +446,8 @@ class GroupCycle:
             else:
                 room = None
         pods_to_try = [] if stopped or room is not None else pods
+        if room is not None and self.scheduler is not None:
+            self.scheduler.next_start %= len(placement.nodes)  # (the pods kube-scheduler would try: select_within)
         # The TrialMemo: a trial known step by step is not run (its draws are); one that runs is
         # remembered step by step (every node of the placement filtered for each pod).
         known = at = kinds = None
@@ -449,6 +455,8 @@ class GroupCycle:
             at, kinds = view[0], view[1]
             known = memo.replay(at, kinds) if replay else None
             if known is not None:
+                if self.scheduler is not None:
+                    self.scheduler.next_start %= len(placement.nodes)  # (as the trial's pods would: select_within)
                 start, end, results = known
                 self.skipped(len(pods_to_try), results)
                 out.replayed = (start, end, at, kinds)

@@ -679,7 +679,7 @@ class PreemptionRun:
             victims = self.lowest is not None and self.lowest < gang.priority
             if victims and not pl.preemption and not release_137:
                 pl.preemption = TOPOLOGY_GROUP_PREEMPTION  # (1.37 runs no PostFilter per pod of a group)
-            if pl.group_fitted and pl.message:
+            if pl.group_fitted and pl.message and release_137:  # (1.36: Permit's words alone)
                 pl.message += ", " + (TOPOLOGY_GROUP_PREEMPTION if victims else NO_GROUP_VICTIMS)
         result.evictions = sorted(self.running.evicted.values(), key=lambda e: e.pod)
         result.deallocated = sorted(k for k in self.book.freed if k not in self.book.allocations)
