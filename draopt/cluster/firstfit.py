@@ -840,11 +840,8 @@ class Simulation:
         """kube-scheduler puts a plain PodGroup whose cycle failed back in its queue, and tries it
         again once the other pods were tried (the oracle, 1.37.2: a failed gang's members read the
         final state's reasons, "Too many pods" where later pods filled a node): its cycle again,
-        in the state the run left. (1.36's gangs wait at Permit: not traced, left as they were.)"""
-        from draopt.kube.releases import at_least
-
-        if not at_least(self.cluster.features.version, "1.37"):
-            return
+        in the state the run left. 1.36 too (the oracle, 1.36.3: a gang short of minCount at Permit
+        is tried again and again, its members' messages its last cycle's)."""
         cycles = self.cycles
         for key in sorted(failed_gangs - self.cycle_failed - self.refused_groups - self.errored_groups):
             if key not in self.workload.groups or key in self.group_domain:
@@ -856,7 +853,9 @@ class Simulation:
                 continue  # (none, or placed since it failed: an errored pod's retry placed it)
             for m in members:
                 self.released.discard(m.key)
-                self.by_pod[m.key] = self.place(m)
+            # (its cycle again: stopped by PlacementFeasible, ended by a filter error, as the first)
+            if not self.place_group(key, members):
+                continue
             if self.preempting is not None:
                 self.preempting.after(members[-1])
             self.release_short_gang(key)

@@ -165,6 +165,8 @@ def word_failed_gang(
 
     gang = workload.groups[key]
     members = [p for p in workload.pending if p.group == key]
+    if len(gang.pods) - len(members) + sum(1 for p in members if by_pod[p.key].placed) >= gang.min_count:
+        return  # (scheduled since it failed, by a later cycle: its pods left keep their own FitErrors)
     fitted = [p.key in released for p in members]
     trial = gang_trial(fitted, len(gang.pods) - len(members), gang.min_count)
     if trial.feasible:
