@@ -330,8 +330,8 @@ class GroupCycle:
             for _, out in failures:
                 for pod, pl in out.failed.items():
                     failed.setdefault(pod, pl)
-            first = self._first_trial(entity, failures[0][0], failures[0][1], len(placements))
-            return Outcome(False, failed=failed, reason=reason, lines=lines, first=first)
+            first_trial = self._first_trial(entity, failures[0][0], failures[0][1], len(placements))
+            return Outcome(False, failed=failed, reason=reason, lines=lines, first=first_trial)
         best = feasible[0]
         if len(feasible) > 1:
             counts = pods_count_scores([f[2] for f in feasible]) or [0] * len(feasible)
@@ -424,8 +424,8 @@ class GroupCycle:
         remaining = len(pods)
         stopped = None
         room = None
-        memo = self.memo if not exact else None
-        view = self._memo_view(group, pods, placement.nodes) if memo is not None and pods else None
+        memo = self.memo
+        view = self._memo_view(group, pods, placement.nodes) if memo is not None and pods and not exact else None
         stops = gang.policy == "gang" and not (exact and not self.placement_feasible)
         if gang.policy == "gang" and scheduled + remaining < need:
             stopped = f"{scheduled + remaining} pods, minCount {need}"
