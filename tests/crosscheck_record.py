@@ -25,7 +25,8 @@ def _row(report, subject: str):
 
 
 # A PodGroup member's difference: the causes traced and not fixed (docs/differences.md, each its
-# own section), then the ones not traced yet, listed one by one (pod-group-untraced).
+# own section), then the groups whose differences are not traced yet, listed one by one
+# (pod-group-untraced).
 _MANY_PLACEMENTS = re.compile(r"\b0/([2-9]|\d\d+) placements are available")
 UNTRACED_GROUP_DIFFERENCES = Path(__file__).resolve().parent / "data" / "crosscheck" / "pod-group-untraced.txt"
 
@@ -68,9 +69,11 @@ def _fingerprint(report) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def untraced_key(d, report) -> str:
-    """The key of a PodGroup member's difference in UNTRACED_GROUP_DIFFERENCES."""
-    return f"{report.kubernetes_version} {_fingerprint(report)} {d.kind} {d.subject}"
+def untraced_key(group: str, report) -> str:
+    """The key of a PodGroup with untraced differences in UNTRACED_GROUP_DIFFERENCES: the group in
+    its scenario (not the pod: which of its members differ changes from one run of the oracle to
+    the next, docs/differences.md pod-group-untraced)."""
+    return f"{report.kubernetes_version} {_fingerprint(report)} {group}"
 
 
 _UNTRACED: set[str] | None = None
@@ -80,7 +83,7 @@ def _untraced() -> set[str]:
     global _UNTRACED
     if _UNTRACED is None:
         lines = UNTRACED_GROUP_DIFFERENCES.read_text().splitlines() if UNTRACED_GROUP_DIFFERENCES.exists() else []
-        # (a line: release fingerprint kind pod [# seed]; '#' starts a comment)
+        # (a line: release fingerprint group [# seed]; '#' starts a comment)
         _UNTRACED = {line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()}
     return _UNTRACED
 
@@ -98,7 +101,7 @@ def _pod_group(d, report) -> str | None:
         return "topology-group-preemption"
     if report.kubernetes_version == "1.36" and _outcomes_permuted(members):
         return "release-1.36-pod-group-order"
-    if untraced_key(d, report) in _untraced():
+    if untraced_key(row.group, report) in _untraced():
         return "pod-group-untraced"
     return None
 

@@ -135,10 +135,10 @@ def test_untraced_group_differences_are_listed_one_by_one(monkeypatch):
     d = Difference("reason", "ns/a", FIT, "0/2 nodes are available: 2 Too many pods.")
     monkeypatch.setattr(crosscheck_record, "_UNTRACED", set())
     assert crosscheck_record._pod_group(d, report) is None
-    monkeypatch.setattr(crosscheck_record, "_UNTRACED", {crosscheck_record.untraced_key(d, report)})
+    monkeypatch.setattr(crosscheck_record, "_UNTRACED", {crosscheck_record.untraced_key("ns/g", report)})
     assert crosscheck_record._pod_group(d, report) == "pod-group-untraced"
-    other = Difference("reason", "ns/a", FIT, "0/2 nodes are available: 1 Too many pods.")
-    assert crosscheck_record._pod_group(other, report) == "pod-group-untraced"  # (the key: pod and kind, not text)
+    other = Difference("pending", "ns/a", "pending", "n1")
+    assert crosscheck_record._pod_group(other, report) == "pod-group-untraced"  # (the key: the group in its scenario)
     apart = _report([], [])
     apart.pods = _members(("ns/a", "", "", FIT, ""), ("ns/z", "", "", "", ""))  # (another scenario)
     assert crosscheck_record._pod_group(d, apart) is None
