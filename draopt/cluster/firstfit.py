@@ -859,6 +859,25 @@ class Simulation:
             if self.preempting is not None:
                 self.preempting.after(members[-1])
             self.release_short_gang(key)
+        self._retry_failed_cycles()
+
+    def _retry_failed_cycles(self) -> None:
+        """The roots a cycle with placements left unscheduled, their cycle again in the state the
+        run left, as a plain gang's (the oracle, 1.37.2: a topology gang's members read the second
+        cycle's trial, seed 44)."""
+        cycles = self.cycles
+        if cycles is None or not self.cycle_failed:
+            return
+        roots = sorted({root for key in self.cycle_failed if (root := cycles.root_of(key)) is not None})
+        for root in roots:
+            leaves = cycles.leaves(root)
+            if any(leaf not in self.cycle_failed or leaf in self.errored_groups for leaf in leaves):
+                continue
+            for leaf in leaves:
+                self.cycle_failed.discard(leaf)
+            self.by_pod.update(
+                run_group_cycle(cycles, root, self.group_domain, self.cycle_failed, len(self.cluster.nodes))
+            )
 
     def word_members(self, failed_gangs: set[str]) -> None:
         """The PodGroups' pending members' messages, in the release's words (podgroup_status)."""
