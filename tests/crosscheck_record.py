@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from crosscheck_order import timeline
@@ -29,10 +31,86 @@ def _row(report, subject: str):
     return next((p for p in report.pods if p.pod == subject), None)
 
 
-def _pod_group(d, report) -> bool:
-    """A PodGroup member: the pod-group cycle's wording and placements."""
+# A PodGroup member's difference: the causes traced and not fixed (docs/differences.md, each its
+# own section), then the groups whose differences are not traced yet, listed one by one
+# (pod-group-untraced).
+_MANY_PLACEMENTS = re.compile(r"\b0/([2-9]|\d\d+) placements are available")
+UNTRACED_GROUP_DIFFERENCES = Path(__file__).resolve().parent / "data" / "crosscheck" / "pod-group-untraced.txt"
+
+
+def _members(report, group: str) -> list:
+    return [p for p in report.pods if p.group == group]
+
+
+def _first_placement_drawn(members: list) -> bool:
+    """A root PodGroup in none of its several placements: kube-scheduler reports the first it tried,
+    and it takes them in Go map order (GeneratePlacements), a draw of each run."""
+    return any(
+        _MANY_PLACEMENTS.search(p.draopt_message) or _MANY_PLACEMENTS.search(p.kubernetes_message) for p in members
+    )
+
+
+def _outcomes_permuted(members: list) -> bool:
+    """The group's pods got the same nodes and messages on both sides, given to other pods."""
+
+    def outcomes(side: str) -> list[tuple[str, str]]:
+        got = []
+        for p in members:
+            node = getattr(p, f"{side}_node")
+            got.append((node, "" if node else getattr(p, f"{side}_message")))
+        return sorted(got)
+
+    return outcomes("draopt") == outcomes("kubernetes")
+
+
+def _topology_group_preemption(members: list) -> bool:
+    """draopt does not model the preemption of a PodGroup with a topology constraint (it says so)."""
+    return any("not modelled for a group with topology constraints" in p.draopt_message for p in members)
+
+
+def _fingerprint(report) -> str:
+    """The scenario, by its pending pods and their groups (in input order)."""
+    import hashlib
+
+    text = "\n".join(f"{p.pod} {p.group}" for p in report.pods)
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def untraced_key(group: str, report) -> str:
+    """The key of a PodGroup with untraced differences in UNTRACED_GROUP_DIFFERENCES: the group in
+    its scenario (not the pod: which of its members differ changes from one run of the oracle to
+    the next, docs/differences.md pod-group-untraced)."""
+    return f"{report.kubernetes_version} {_fingerprint(report)} {group}"
+
+
+_UNTRACED: set[str] | None = None
+
+
+def _untraced() -> set[str]:
+    global _UNTRACED
+    if _UNTRACED is None:
+        lines = UNTRACED_GROUP_DIFFERENCES.read_text().splitlines() if UNTRACED_GROUP_DIFFERENCES.exists() else []
+        # (a line: release fingerprint group [# seed]; '#' starts a comment)
+        _UNTRACED = {line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()}
+    return _UNTRACED
+
+
+def _pod_group(d, report) -> str | None:
+    """A PodGroup member's difference: its traced cause (docs/differences.md), or
+    pod-group-untraced where it is one of the differences listed one by one; None otherwise."""
     row = _row(report, d.subject)
-    return row is not None and bool(row.group)
+    if row is None or not row.group:
+        return None
+    members = _members(report, row.group)
+    if d.kind == "reason" and _first_placement_drawn(members):
+        return "pod-group-first-placement-drawn"
+    if _topology_group_preemption(members):
+        return "topology-group-preemption"
+    if report.kubernetes_version == "1.36" and _outcomes_permuted(members):
+        return "release-1.36-pod-group-order"
+    if untraced_key(row.group, report) in _untraced():
+        return "pod-group-untraced"
+    return None
 
 
 # 1.36's DynamicResources PostFilter adds its own words before DefaultPreemption's (1.37 does not)

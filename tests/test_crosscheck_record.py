@@ -187,3 +187,78 @@ def test_devices_of_a_pod_group_claim():
     assert explained_by(d, report) == "pod-group-cycle"
     report.pods[1] = _row("ml/b", "n1", "n1")
     assert explained_by(d, report) is None
+
+
+def _members(*rows) -> list:
+    from draopt.crosscheck.scheduler_diff import PodComparison
+
+    return [PodComparison(pod, d, k, "", "", dm, km, False, False, group="ns/g") for pod, d, k, dm, km in rows]
+
+
+FIT = "0/2 nodes are available: 2 Insufficient cpu."
+WAIT = "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, ..."
+
+
+def test_a_group_in_none_of_several_placements_reports_a_drawn_one():
+    import crosscheck_record
+
+    many = "pod group is unschedulable, 0/3 placements are available, first placement status: ..."
+    report = _report([], [])
+    report.pods = _members(("ns/a", "", "", FIT, many), ("ns/b", "", "", many, FIT))
+    d = Difference("reason", "ns/a", FIT, many)
+    assert crosscheck_record._pod_group(d, report) == "pod-group-first-placement-drawn"
+    one = many.replace("0/3", "0/1")
+    report.pods = _members(("ns/a", "", "", FIT, one), ("ns/b", "", "", one, FIT))
+    assert crosscheck_record._pod_group(Difference("reason", "ns/a", FIT, one), report) is None
+
+
+def test_release_136_gives_a_groups_outcomes_to_other_pods():
+    import crosscheck_record
+
+    report = _report([], [])
+    report.kubernetes_version = "1.36"
+    report.pods = _members(("ns/a", "", "", WAIT, FIT), ("ns/b", "", "", FIT, WAIT), ("ns/c", "n1", "n1", "", ""))
+    d = Difference("reason", "ns/a", WAIT, FIT)
+    assert crosscheck_record._pod_group(d, report) == "release-1.36-pod-group-order"
+    report.kubernetes_version = "1.37"
+    assert crosscheck_record._pod_group(d, report) is None
+    report.kubernetes_version = "1.36"
+    report.pods = _members(("ns/a", "", "", WAIT, FIT), ("ns/b", "", "", FIT, FIT))
+    assert crosscheck_record._pod_group(d, report) is None
+
+
+def test_a_topology_group_that_could_preempt():
+    import crosscheck_record
+
+    said = "pod group is unschedulable, ..., pod group preemption: not modelled for a group with topology constraints"
+    report = _report([], [])
+    report.pods = _members(("ns/a", "", "n1", said, ""))
+    assert crosscheck_record._pod_group(Difference("pending", "ns/a", "pending", "n1"), report) == (
+        "topology-group-preemption"
+    )
+
+
+def test_untraced_group_differences_are_listed_one_by_one(monkeypatch):
+    import crosscheck_record
+
+    report = _report([], [])
+    report.pods = _members(("ns/a", "", "", FIT, "0/2 nodes are available: 2 Too many pods."))
+    d = Difference("reason", "ns/a", FIT, "0/2 nodes are available: 2 Too many pods.")
+    monkeypatch.setattr(crosscheck_record, "_UNTRACED", set())
+    assert crosscheck_record._pod_group(d, report) is None
+    monkeypatch.setattr(crosscheck_record, "_UNTRACED", {crosscheck_record.untraced_key("ns/g", report)})
+    assert crosscheck_record._pod_group(d, report) == "pod-group-untraced"
+    other = Difference("pending", "ns/a", "pending", "n1")
+    assert crosscheck_record._pod_group(other, report) == "pod-group-untraced"  # (the key: the group in its scenario)
+    apart = _report([], [])
+    apart.pods = _members(("ns/a", "", "", FIT, ""), ("ns/z", "", "", "", ""))  # (another scenario)
+    assert crosscheck_record._pod_group(d, apart) is None
+
+
+def test_a_pod_of_no_group_is_no_pod_group_cause():
+    import crosscheck_record
+    from draopt.crosscheck.scheduler_diff import PodComparison
+
+    report = _report([], [])
+    report.pods = [PodComparison("ns/a", "", "", "", "", FIT, WAIT, False, False)]
+    assert crosscheck_record._pod_group(Difference("reason", "ns/a", FIT, WAIT), report) is None

@@ -282,6 +282,8 @@ class Simulation:
             )
             if scheduler is not None and cluster.incremental and scheduler.prefer_nodes is None:
                 self.cycles.memo = scheduler.trial_memo(self.book, self.cycles._shared_claims())
+            self.cycles.scheduler = scheduler
+            self.cycles.rng = scheduler.rng if scheduler is not None else None
         for pod in workload.pending:
             if pod.group is not None:
                 self.members_of.setdefault(pod.group, []).append(pod)
@@ -331,6 +333,7 @@ class Simulation:
             watch = self.watch_scores
             observe = watch.seen if watch is not None and pod.key in watch.pods else None
             if allowed is not None:  # a pod group's placement: its nodes only
+                pl.placement_nodes = len(allowed)
                 found = scheduler.select_within(
                     pod,
                     self.placement_indexes(allowed),
@@ -837,11 +840,8 @@ class Simulation:
         """kube-scheduler puts a plain PodGroup whose cycle failed back in its queue, and tries it
         again once the other pods were tried (the oracle, 1.37.2: a failed gang's members read the
         final state's reasons, "Too many pods" where later pods filled a node): its cycle again,
-        in the state the run left. (1.36's gangs wait at Permit: not traced, left as they were.)"""
-        from draopt.kube.releases import at_least
-
-        if not at_least(self.cluster.features.version, "1.37"):
-            return
+        in the state the run left. 1.36 too (the oracle, 1.36.3: a gang short of minCount at Permit
+        is tried again and again, its members' messages its last cycle's)."""
         cycles = self.cycles
         for key in sorted(failed_gangs - self.cycle_failed - self.refused_groups - self.errored_groups):
             if key not in self.workload.groups or key in self.group_domain:
@@ -853,10 +853,31 @@ class Simulation:
                 continue  # (none, or placed since it failed: an errored pod's retry placed it)
             for m in members:
                 self.released.discard(m.key)
-                self.by_pod[m.key] = self.place(m)
+            # (its cycle again: stopped by PlacementFeasible, ended by a filter error, as the first)
+            if not self.place_group(key, members):
+                continue
             if self.preempting is not None:
                 self.preempting.after(members[-1])
             self.release_short_gang(key)
+        self._retry_failed_cycles()
+
+    def _retry_failed_cycles(self) -> None:
+        """The roots a cycle with placements left unscheduled, their cycle again in the state the
+        run left, as a plain gang's (the oracle, 1.37.2: a topology gang's members read the second
+        cycle's trial, seed 44)."""
+        cycles = self.cycles
+        if cycles is None or not self.cycle_failed:
+            return
+        roots = sorted({root for key in self.cycle_failed if (root := cycles.root_of(key)) is not None})
+        for root in roots:
+            leaves = cycles.leaves(root)
+            if any(leaf not in self.cycle_failed or leaf in self.errored_groups for leaf in leaves):
+                continue
+            for leaf in leaves:
+                self.cycle_failed.discard(leaf)
+            self.by_pod.update(
+                run_group_cycle(cycles, root, self.group_domain, self.cycle_failed, len(self.cluster.nodes))
+            )
 
     def word_members(self, failed_gangs: set[str]) -> None:
         """The PodGroups' pending members' messages, in the release's words (podgroup_status)."""

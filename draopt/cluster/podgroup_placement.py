@@ -44,7 +44,9 @@ from fractions import Fraction
 from typing import Any, cast
 
 from draopt.cluster.filter_error import group_member_error
+from draopt.cluster.podgroup_status import POD_GROUP_UNSCHEDULABLE, min_count_status, placement_failure
 from draopt.cluster.result import PodPlacement
+from draopt.kube.releases import at_least
 
 OUTSIDE = "node(s) outside the pod group's placement"
 PLACEMENT_SCORE_WEIGHTS = {"PodGroupPodsCount": 1, "PlacementBinPacking": 1}
@@ -162,6 +164,18 @@ def bin_packing_score(
 
 
 @dataclass
+class FirstPlacement:
+    """The trial of a root PodGroup's first placement, run pod by pod, when no placement was
+    feasible: kube-scheduler words its pods' messages from it (podgroup_status.placement_failure)."""
+
+    placements: int  # how many there were
+    nodes: int  # the first one's nodes
+    fitted: list[str]  # pods that fitted (taken back)
+    failed: dict[str, PodPlacement]  # pods tried that did not fit, each with its reasons there
+    status: str  # PlacementFeasible's status where the trial stopped ("" if it did not)
+
+
+@dataclass
 class Outcome:
     """One evaluation of a group (or composite) in a set of nodes."""
 
@@ -180,6 +194,10 @@ class Outcome:
     # A filter error ended the cycle (draopt.cluster.filter_error): the pod and its message.
     error_pod: str = ""
     error: str = ""
+    tried: list[str] = field(default_factory=list)  # the pods tried, in order (a trial run pod by pod)
+    first: FirstPlacement | None = None  # a root PodGroup in no placement: its first one's trial
+    # A gang's PlacementFeasible status where its trial stopped, in kube-scheduler's words ("" if none)
+    status: str = ""
 
 
 class GroupCycle:
@@ -200,6 +218,9 @@ class GroupCycle:
     ):
         self.w = workload
         self.cluster = cluster
+        # 1.37's gangscheduling PlacementFeasible stops a gang's trial once minCount is out of reach
+        # (1.36 tries every pod; draopt stops there too, the outcome is the same, but not the words)
+        self.placement_feasible = at_least(cluster.features.version, "1.37")
         self.place = place
         self.retract = retract
         self.pending = pending
@@ -209,6 +230,9 @@ class GroupCycle:
         # cycles. `skipped(pods, device results)`: what first-fit does when a trial of that many
         # pods is placed and taken back, minus the placing (its caches' bookkeeping).
         self.memo = memo
+        # first-fit's scheduler (draopt.scheduler.cycle) and its random state, or None: set by first-fit
+        self.scheduler: Any = None
+        self.rng: Any = None
         self.skipped = skipped
         # (group, placement size) -> its pending pods' kinds, whether all nodes are filtered (this cycle)
         self._kinds_of: dict[tuple[str, int], tuple] = {}
@@ -268,6 +292,7 @@ class GroupCycle:
             out = self._default(entity, placements[0])
             if not out.ok and not out.error and not placements[0].parent:
                 out.reason = f"0/1 placements are available, first placement status: {out.reason}"
+                out.first = self._first_trial(entity, placements[0], out, 1)
             return out
         limit = placements_to_find(len(placements), sum(len(p.nodes) for p in placements))
         feasible: list[tuple[Placement, Outcome, int, int]] = []
@@ -305,7 +330,8 @@ class GroupCycle:
             for _, out in failures:
                 for pod, pl in out.failed.items():
                     failed.setdefault(pod, pl)
-            return Outcome(False, failed=failed, reason=reason, lines=lines)
+            first_trial = self._first_trial(entity, failures[0][0], failures[0][1], len(placements))
+            return Outcome(False, failed=failed, reason=reason, lines=lines, first=first_trial)
         best = feasible[0]
         if len(feasible) > 1:
             counts = pods_count_scores([f[2] for f in feasible]) or [0] * len(feasible)
@@ -316,6 +342,31 @@ class GroupCycle:
             best = feasible[max(range(len(feasible)), key=lambda i: (totals[i], -i))]
         placement, trial = best[0], best[1]
         return self._assume(trial, placement, entity)
+
+    def _first_trial(
+        self, entity: tuple[str, str], placement: Placement, trial: Outcome, n: int
+    ) -> FirstPlacement | None:
+        """What a root PodGroup's pods are told when none of its `n` placements is feasible: the
+        trial of the first placement (kube-scheduler reports that one's per-pod results), pod by
+        pod as kube-scheduler runs it (`trial` itself when it was, else again, then taken back;
+        the random state kept as it was). None for a CompositePodGroup, a Basic group, or a trial
+        the filter error or the capacity bound got wrong."""
+        kind, key = entity
+        gang = self.w.groups.get(key) if kind == "pg" else None
+        if gang is None or gang.parent is not None or gang.policy != "gang":
+            return None
+        exact = trial.replayed is None and bool(trial.status) and self.placement_feasible
+        if not exact:
+            saved = self.rng.getstate() if self.rng is not None else None
+            trial = self._leaf_default(key, placement, exact=True)
+            if saved is not None:
+                self.rng.setstate(saved)
+            if trial.ok or trial.error:  # (cannot happen: the same state as the first trial)
+                if trial.ok:
+                    self._revert(trial)
+                return None
+        fitted = [pod for pod, _ in trial.assignment]
+        return FirstPlacement(n, len(placement.nodes), fitted, dict(trial.failed), trial.status)
 
     def _assume(self, trial: Outcome, placement: Placement, entity) -> Outcome:
         """assumeSubtreeWithRevert: the chosen placement's pods on the nodes found for them. For a
@@ -349,7 +400,8 @@ class GroupCycle:
             raise RuntimeError(f"internal: {pod} fitted {node} in its placement's trial, not now")
 
     def _revert(self, out: Outcome) -> None:
-        out.assignment = [(pl.pod, cast(str, pl.node)) for pl in out.placed]  # (placed: a node each)
+        if out.placed:  # (a trial taken back already keeps its assignment)
+            out.assignment = [(pl.pod, cast(str, pl.node)) for pl in out.placed]  # (placed: a node each)
         for pl in reversed(out.placed):
             self.retract(pl)
         out.placed = []
@@ -360,7 +412,9 @@ class GroupCycle:
             return self._leaf_default(entity[1], placement, replay)
         return self._composite_default(entity[1], placement)
 
-    def _leaf_default(self, group: str, placement: Placement, replay: bool = False) -> Outcome:
+    def _leaf_default(self, group: str, placement: Placement, replay: bool = False, exact: bool = False) -> Outcome:
+        """One trial of a leaf group in a placement. `exact`: pod by pod whatever the capacity
+        bound and the TrialMemo say, and on 1.36 every pod (its cycle has no PlacementFeasible)."""
         gang = self.w.groups[group]
         pods = self._pending_pods(group)
         scheduled = len(self._running(group))
@@ -371,9 +425,13 @@ class GroupCycle:
         stopped = None
         room = None
         memo = self.memo
-        view = self._memo_view(group, pods, placement.nodes) if memo is not None and pods else None
+        view = self._memo_view(group, pods, placement.nodes) if memo is not None and pods and not exact else None
+        stops = gang.policy == "gang" and not (exact and not self.placement_feasible)
         if gang.policy == "gang" and scheduled + remaining < need:
             stopped = f"{scheduled + remaining} pods, minCount {need}"
+            out.status = POD_GROUP_UNSCHEDULABLE
+        elif exact:
+            pass
         else:
             room = self._bound(pods, placement.nodes, view)
             # (not where a selector errs on a device there: the trial would run the filters and
@@ -388,6 +446,8 @@ class GroupCycle:
             else:
                 room = None
         pods_to_try = [] if stopped or room is not None else pods
+        if room is not None and self.scheduler is not None:
+            self.scheduler.next_start %= len(placement.nodes)  # (the pods kube-scheduler would try: select_within)
         # The TrialMemo: a trial known step by step is not run (its draws are); one that runs is
         # remembered step by step (every node of the placement filtered for each pod).
         known = at = kinds = None
@@ -395,6 +455,8 @@ class GroupCycle:
             at, kinds = view[0], view[1]
             known = memo.replay(at, kinds) if replay else None
             if known is not None:
+                if self.scheduler is not None:
+                    self.scheduler.next_start %= len(placement.nodes)  # (as the trial's pods would: select_within)
                 start, end, results = known
                 self.skipped(len(pods_to_try), results)
                 out.replayed = (start, end, at, kinds)
@@ -412,6 +474,7 @@ class GroupCycle:
                 out.error_pod, out.error = pod.key, pl.error
                 self._revert(out)
                 return out
+            out.tried.append(pod.key)
             if pl.placed:
                 out.placed.append(pl)
                 scheduled += 1
@@ -420,7 +483,8 @@ class GroupCycle:
                 short = self._shortfall(pod, placement.nodes)
                 if short:
                     out.shortfall[pod.key] = short
-            if gang.policy == "gang" and scheduled + remaining < need:
+            if stops and scheduled + remaining < need:
+                out.status = min_count_status(need, scheduled, remaining)
                 if remaining:
                     stopped = f"minCount {need} out of reach after {i + 1} of {len(pods)} pods"
                 break
@@ -745,12 +809,15 @@ def run_group_cycle(
             continue
         failed_groups.add(leaf)
         reason = out.reason if not out.ok else "not scheduled within its CompositePodGroup's placement"
+        words = placement_failure(out.first, pods, cycles.placement_feasible) if out.first is not None else {}
         for d in pods:
             pl = PodPlacement(d.key, None, d.priority, d.group)
             pl.reasons[f"pod group {leaf} not scheduled: {reason}"] = n_nodes
             # The explanation once per root, on its first pod; the others point to it.
             pl.explanation = explanation if first is None else f"(as for {first})"
             first = first or d.key
+            if d.key in words:
+                pl.message, pl.group_fitted = words[d.key]
             results[d.key] = pl
     return results
 

@@ -35,6 +35,12 @@ class PodPlacement:
     # kube-scheduler's message (condition reason SchedulerError); no node reasons, no PostFilter.
     error: str = ""
     hold: Hold | None = None  # kube-scheduler keeps the pod out of its queue: never placed
+    # The nodes of the pod group's placement it was tried in (0: every node): kube-scheduler's
+    # FitError counts the snapshot's nodes, the placement's only (NumNodesInPlacement).
+    placement_nodes: int = 0
+    # It fitted in its pod group's trial, taken back with the group (a root PodGroup in no
+    # placement): kube-scheduler 1.37 adds the PodGroupPostFilter's words to its message.
+    group_fitted: bool = False
 
     @property
     def placed(self) -> bool:
@@ -47,7 +53,7 @@ class PodPlacement:
             return self.error
         if not self.reasons:
             return ""
-        return f"0/{n_nodes} nodes are available: {reason_histogram(self.reasons)}"
+        return f"0/{self.placement_nodes or n_nodes} nodes are available: {reason_histogram(self.reasons)}"
 
     def condition_message(self, n_nodes: int) -> str:
         """The PodScheduled message kube-scheduler would write for this unplaced pod: the FitError's

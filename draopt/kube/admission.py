@@ -205,8 +205,11 @@ def hold_groups_never_tried(groups: dict, pending: list, waiting: list, running:
     for key, gang in groups.items():
         members = [by_key[k] for k in gang.pods if k in by_key]
         hold = None
-        if gang.policy == "gang" and len(gang.pods) < gang.min_count:
-            hold = gang_count_hold(key, len(gang.pods), gang.min_count)
+        # GangScheduling's PreEnqueue counts every pod of the group (AllPodsCount): 1.36's queue
+        # holds a gated member alone, so it counts; 1.37 holds the whole group then (group_hold)
+        count = len(gang.pods) + (0 if validate else sum(1 for d in waiting if d.group == key))
+        if gang.policy == "gang" and count < gang.min_count:
+            hold = gang_count_hold(key, count, gang.min_count)
         elif validate:
             queued = [d for d in members if d.node_name is None]
             error = invalid_pod_group(

@@ -527,7 +527,8 @@ class _Expander:
         self.check_unique_pods()
         # Finished pods hold nothing (the scheduler does not count Succeeded/Failed pods).
         demands = [self.demand(p) for p in self.o.pods if p.status.phase not in ("Succeeded", "Failed")]
-        _hold_groups_of_waiting_pods(demands)
+        if at_least(self.features.version, "1.37"):  # (1.36's queue pops pods one by one: NextPod)
+            _hold_groups_of_waiting_pods(demands)
         pending = sorted((d for d in demands if d.node_name is None and d.hold is None), key=lambda d: d.queue_key)
         waiting = sorted((d for d in demands if d.hold is not None), key=lambda d: d.queue_key)
         running = [d for d in demands if d.node_name is not None]

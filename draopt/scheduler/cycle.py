@@ -471,34 +471,35 @@ class Scheduler:
     def select_within(self, demand, indexes: list[int], try_fn, pl, observe=None):
         """select() over the nodes `indexes` only (in that order): a pod of a pod group tried in
         one of its placements (draopt/cluster/podgroup_placement.py), whose snapshot holds only
-        the placement's nodes. The same filters, numFeasibleNodesToFind over those nodes and the
-        same scores; no rotating start and no per-kind memory (a placement is tried once)."""
+        the placement's nodes: the same filters, numFeasibleNodesToFind and scores over them, the
+        rotating start modulo their number (findNodesThatFitPod); no per-kind memory."""
         prof = self.profile(demand)
         if prof is None:
             pl.reasons[self.no_profile_reason(demand)] += max(len(indexes), 1)
             pl.message = ""  # (another scheduler's pod: kube-scheduler never sees it)
             return None
         info = self.info(demand)
-        pct = prof.percentage_of_nodes_to_score
-        if pct is None:
-            pct = self.config.percentage_of_nodes_to_score
-        to_find = num_feasible_nodes_to_find(pct, len(indexes)) if prof.score_weights else 1
+        to_find = self._to_find(prof, len(indexes))
         hard = self._hard_filters(demand, info, prof)
         feasible: list[int] = []
         dra: list[int] = []
         fits: dict[int, Any] = {}
-        for idx in indexes:
+        n = max(len(indexes), 1)
+        start = self.next_start = self.next_start % n
+        for i in range(len(indexes)):
+            idx = indexes[(start + i) % n]
             reason = hard(idx) if hard is not None else None
             if reason is None:
                 reason, fit = try_fn(self.nodes[idx])
             if is_filter_error(reason):
                 pl.error, pl.reasons = reason, Counter()  # the attempt ends here (filter_error)
                 return None
+            if reason is None and len(feasible) >= to_find:  # one feasible node too many: not counted
+                break
+            self.next_start = (start + i + 1) % n  # (moved by the nodes processed)
             if reason is not None:
                 count_reason(pl.reasons, reason)
                 continue
-            if len(feasible) >= to_find:  # the loop stops at one feasible node too many
-                break
             feasible.append(idx)
             dra.append(fit[3])
             fits[idx] = fit

@@ -40,10 +40,22 @@ from draopt.cluster.evictions import (
 )
 from draopt.cluster.filter_error import is_filter_error
 from draopt.cluster.firstfit import DEVICES_BEYOND_NODE, count_reason, is_resource_reason, try_node
-from draopt.cluster.podgroup_status import dynamic_resources_post_filter_136, gang_trial
+from draopt.cluster.podgroup_status import (
+    POD_GROUP_UNSCHEDULABLE,
+    dynamic_resources_post_filter_136,
+    gang_trial,
+    placements_status,
+    with_dra_pod_group_post_filter,
+)
 from draopt.cluster.state import pod_on
 from draopt.cluster.result import FirstFitStats, reason_histogram
 from draopt.kube.releases import at_least
+
+# PodGroupEvaluator.Preempt (v1.37.2): no lower-priority pod in the cluster (UnschedulableAndUnresolvable)
+NO_GROUP_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
+# draopt's words where a PodGroup with a topology constraint could preempt: not modelled (kube-scheduler
+# 1.37.2 runs its placement algorithm again without the victims)
+TOPOLOGY_GROUP_PREEMPTION = "pod group preemption: not modelled for a group with topology constraints"
 
 # pkg/scheduler/apis/config/v1/defaults.go SetDefaults_DefaultPreemptionArgs
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -527,7 +539,7 @@ class PreemptionRun:
         never = group_preemption_policy(obj, [m.pod for m in members], self.classes) == NEVER
         if not never and (self.lowest is None or self.lowest >= gang.priority):
             # (eligibility first, then the victims: PodGroupEvaluator.Preempt)
-            self.group_post_filter[gkey] = "pod group preemption: No preemption victims found for incoming preemptor"
+            self.group_post_filter[gkey] = NO_GROUP_VICTIMS
             return
 
         def say(text: str, words: str | None = None) -> None:
@@ -537,11 +549,11 @@ class PreemptionRun:
                     pl.preemption = text
 
         if never:
-            say("pod group preemption: not eligible due to preemptionPolicy=Never.")
+            say(self._unschedulable_words("pod group preemption: not eligible due to preemptionPolicy=Never."))
             return
         # the constraint as the workload read it (dropped with its gate, as the API server drops it)
         if getattr(gang, "topology_key", None):
-            say("pod group preemption: not supported with topology constraints")
+            say(TOPOLOGY_GROUP_PREEMPTION)
             return
         kind = self._kind(members)
         known = self._failed_before(kind, gang.priority, need)
@@ -550,7 +562,7 @@ class PreemptionRun:
             return
         units = self.units(list(self.running.live.values()), gang.priority)
         if not units:
-            say("pod group preemption: No preemption victims found for incoming preemptor")
+            say(NO_GROUP_VICTIMS)
             return
         for pl in pls:
             if pl.placed:
@@ -575,7 +587,11 @@ class PreemptionRun:
         gang = self.workload.groups[gkey]
         # kube-scheduler gives the status of the group's run without victims
         rerun = gang_trial([self.by_pod[m.key].placed for m in members], len(gang.pods) - len(members), need)
-        words = f"pod group preemption: {rerun.status}"
+        status = rerun.status
+        if self.cluster.features.topology_aware_workload_scheduling:
+            # (the rerun is the placement algorithm's, its one placement the parent's: podgroup_status)
+            status = placements_status(status if rerun.tried else POD_GROUP_UNSCHEDULABLE)
+        words = self._unschedulable_words(f"pod group preemption: {status}")
         for m in placed:
             self.unplace(self.by_pod[m.key])
         self._give(units)
@@ -589,6 +605,13 @@ class PreemptionRun:
                 self.by_pod[m.key].preemption = text
         self.group_post_filter[gkey] = self._failed_words[kind] = words
         self._remember_failure(kind, gang.priority, need, text)
+
+    def _unschedulable_words(self, words: str) -> str:
+        """DefaultPreemption's Unschedulable answer for a PodGroup, as the PodGroupPostFilter
+        extension point returns it: after DynamicResources' words in 1.37 (podgroup_status)."""
+        if at_least(self.cluster.features.version, "1.37"):
+            return with_dra_pod_group_post_filter(words)
+        return words
 
     def _reprieve(self, gkey: str, units: list, assigned: list) -> list:
         """With the group placed (`assigned`: its pods and their nodes), the units given back from
@@ -649,18 +672,18 @@ class PreemptionRun:
     # ------------------------------------------------------------------ the result
     def finish(self, result) -> None:
         # Groups a pod-group cycle with placements handled (a topology constraint) never got here:
-        # PodGroupPostFilter refuses them (default_preemption.go, "not supported with topology constraints").
+        # draopt does not model their workload-aware preemption (kube-scheduler 1.37.2 runs it, the
+        # placement algorithm again without the victims; docs/differences.md, pod-group-cycle).
+        release_137 = at_least(self.cluster.features.version, "1.37")
         for pl in result.pods:
             gang = self.workload.groups.get(pl.group) if pl.group else None
-            if (
-                not pl.placed
-                and not pl.preemption
-                and gang is not None
-                and getattr(gang, "topology_key", None)
-                and self.lowest is not None
-                and self.lowest < gang.priority
-            ):
-                pl.preemption = "pod group preemption: not supported with topology constraints"
+            if pl.placed or gang is None or not getattr(gang, "topology_key", None):
+                continue
+            victims = self.lowest is not None and self.lowest < gang.priority
+            if victims and not pl.preemption and not release_137:
+                pl.preemption = TOPOLOGY_GROUP_PREEMPTION  # (1.37 runs no PostFilter per pod of a group)
+            if pl.group_fitted and pl.message and release_137:  # (1.36: Permit's words alone)
+                pl.message += ", " + (TOPOLOGY_GROUP_PREEMPTION if victims else NO_GROUP_VICTIMS)
         result.evictions = sorted(self.running.evicted.values(), key=lambda e: e.pod)
         result.deallocated = sorted(k for k in self.book.freed if k not in self.book.allocations)
         if result.evictions:
