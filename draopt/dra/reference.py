@@ -209,6 +209,9 @@ class ReferenceAllocator:
             done = False
         finally:
             sys.setrecursionlimit(old)
+            # (the last undo function holds this allocator: without it, the allocator is freed
+            # as soon as it is dropped, not by a later cycle collection)
+            self._undo_pending = None
         if not done:
             return None
         return self.results
