@@ -128,3 +128,38 @@ def test_entries_are_bounded():
     assert len({id(d) for d in shared}) == 3
     assert reuse.shared_for(sets[2], features, "first-fit", "cp-sat") is shared[2]
     assert reuse.shared_for(sets[0], features, "first-fit", "cp-sat") is not shared[0]  # dropped
+
+
+def test_results_made_when_read_are_those_of_their_call():
+    """The AllocationResults are made when `results` is first read (nothing is made by a call
+    whose caller reads `allocated` alone): read after later calls on the same objects, which
+    search the same kept problem again, they are what reading them at once gives."""
+    checked = 0
+    with contextlib.redirect_stderr(io.StringIO()):
+        for scenario in synth_scenarios(40, "1.37", 5):
+            try:
+                objects = _objects_of(scenario)
+            except InputError:
+                continue
+            features = Features.from_gates(dict(scenario.get("gates") or {}))
+            refs = scenario_claim_refs(scenario)
+            node = scenario["node"]["metadata"]["name"]
+            try:
+                outs = [
+                    allocate(objects, node=node, claims=refs, features=features, deterministic_share_ids=True)
+                    for _ in range(3)
+                ]
+            except DraoptError:
+                continue
+            if not outs[0].allocated:
+                assert all(o.results is None for o in outs)
+                continue
+            assert callable(outs[0].found)  # (not made yet)
+            late = [[r.model_dump(mode="json") for r in o.results] for o in reversed(outs)]
+            CALL_REUSE.clear()
+            fresh = _answer(_objects_of(scenario), scenario, features)
+            assert late == [fresh[2]] * 3, scenario["name"]
+            assert outs[0].results is outs[0].results  # (made once)
+            assert [c.status.allocation for c in outs[0].claims] == outs[0].results
+            checked += 1
+    assert checked > 5

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from draopt.allocation.reuse import CALL_REUSE
 from draopt.crosscheck.allocator_oracle import draopt_allocation
 from draopt.dra import reference
-from draopt.errors import InputError
+from draopt.errors import AllocationError, InputError
 from draopt.testing.crosscheck_scenarios import FAMILY_GATES, GATE_MODES, synth_scenarios
 
 # synth_scenarios takes one family per len(GATE_MODES) scenarios in its single-family modes:
@@ -137,3 +137,29 @@ def _search_state(search: reference.ReferenceAllocator) -> tuple:
         dict(search.counted_multi),
         [list(r) for r in search.results],
     )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_searches_leave_no_reference_cycle(minor, monkeypatch):
+    """A search's allocator is freed as soon as it is dropped (its undo functions hold it, and
+    none is left on it once the search ends): the cycle collector has nothing to do per search."""
+    import gc
+    import weakref
+
+    monkeypatch.setattr(CALL_REUSE, "limit", 10**6)
+    problems = _problems(synth_scenarios(EVERY_FAMILY, minor, 11), minor)
+    found = 0
+    gc.disable()
+    try:
+        for problem in problems:
+            search = reference.ReferenceAllocator(problem, node_limit=reference.QUICK_NODE_LIMIT)
+            try:
+                found += search.allocate() is not None
+            except (reference.SearchLimit, AllocationError):
+                pass
+            kept = weakref.ref(search)
+            del search
+            assert kept() is None
+    finally:
+        gc.enable()
+    assert found > 0  # (searches that took devices, each with its undo function)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 from draopt.cel import CelEnvironment  # (at import, not in the first call: every allocation evaluates CEL)
@@ -37,7 +38,11 @@ class AllocateOutcome:
     # and their results, the copies are made when `claims` is first read (the scheduler's
     # allocator returns the results alone; a caller reading only `results` makes no copies).
     pending: list[ResourceClaim]
-    results: list[AllocationResult] | None  # None: unschedulable
+    # The AllocationResults (see `results`), or the function that makes them from the devices
+    # the search chose (draopt.dra.decode): they are made when `results` is first read, as the
+    # claims' copies are when `claims` is (a caller that reads `allocated` alone, as a filter
+    # does, makes none). None: unschedulable.
+    found: list[AllocationResult] | Callable[[], list[AllocationResult]] | None
     reason_text: str = ""  # `reason` as far as it is worked out (see explain_together)
     stats: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # for the user (the CLI prints them on stderr)
@@ -49,11 +54,20 @@ class AllocateOutcome:
     _claims: list[ResourceClaim] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
+    def results(self) -> list[AllocationResult] | None:
+        """The claims' AllocationResults, in the order of `pending` (None: unschedulable)."""
+        found = self.found
+        if callable(found):
+            found = self.found = found()
+        return found
+
+    @property
     def claims(self) -> list[ResourceClaim]:
         """The claims allocated, each a copy of the pending claim with its allocation in its
         status ([] when nothing was allocated)."""
         if self._claims is None:
-            self._claims = _with_allocations(self.pending, self.results) if self.results else []
+            results = self.results
+            self._claims = _with_allocations(self.pending, results) if results else []
         return self._claims
 
     @property
@@ -66,7 +80,7 @@ class AllocateOutcome:
 
     @property
     def allocated(self) -> bool:
-        return self.results is not None
+        return self.found is not None
 
 
 _CEL_ENVIRONMENTS: dict[bool, Any] = {}
@@ -266,9 +280,8 @@ def _allocate(
             reasons.append(_why_not_on(inventory, name))
             continue
         share = deterministic_share_id if deterministic_share_ids else random_share_id
-        results = decode(problem, chosen, selected, share)
         stats["allocate_ms"] = (time.perf_counter() - start) * 1000
-        return AllocateOutcome(name, todo, results, stats=stats, notes=notes)
+        return AllocateOutcome(name, todo, partial(decode, problem, chosen, selected, share), stats=stats, notes=notes)
     reason = "; ".join(reasons)
     if invalid_pools:
         # Kubernetes reports this as an error when no node could take the claims.

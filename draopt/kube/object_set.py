@@ -80,6 +80,14 @@ class ObjectSet:
         "PriorityClass": "priority_classes",
     }
 
+    def __copy__(self) -> "ObjectSet":
+        """A shallow copy (the same lists, objects and values), as copy.copy makes one, made
+        directly: allocate copies its input to explain a failure, and copy.copy's generic
+        protocol cost more than the search of a one-device problem."""
+        new = ObjectSet.__new__(ObjectSet)
+        new.__dict__.update(self.__dict__)
+        return new
+
     def add(self, obj: TypedObject) -> None:
         getattr(self, self._BY_KIND[obj.kind]).append(obj)
 
