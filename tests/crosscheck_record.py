@@ -303,6 +303,24 @@ class Record:
     untraced: Counter = field(default_factory=Counter)  # (oracle, minor) -> differences on UNTRACED
     diverged: Counter = field(default_factory=Counter)  # (oracle, minor) -> scenarios with a first divergence
     oracle_failures: list[str] = field(default_factory=list)  # the oracle did not answer (settling)
+    # (oracle, minor) -> scenarios the oracle ran again (an unexplained difference on its first run),
+    # and those of them fully explained on a later run (kube-scheduler's answer varies by run)
+    reruns: Counter = field(default_factory=Counter)
+    explained_on_rerun: Counter = field(default_factory=Counter)
+
+    def unexplained_in(self, minor: str, source: str, report) -> list[str]:
+        """The differences of `report` no rule explains and UNTRACED does not list, as text
+        (nothing counted)."""
+        return [
+            f"{minor} {source}: {d.text()}"
+            for d in report.differences
+            if explained_by(d, report) is None and (minor, source, d.subject) not in UNTRACED
+        ]
+
+    def rerun(self, oracle: str, minor: str, explained: bool) -> None:
+        self.reruns[(oracle, minor)] += 1
+        if explained:
+            self.explained_on_rerun[(oracle, minor)] += 1
 
     def add(self, oracle: str, minor: str, source: str, report) -> list[str]:
         """Count one compared scenario; return its unexplained differences as text."""
@@ -351,6 +369,8 @@ class Record:
                 + (f" ({kinds})" if kinds else "")
                 + (f"; explained: {causes}" if causes else "")
                 + f"; first divergences: {self.diverged[(oracle, minor)]}; untraced: {self.untraced[(oracle, minor)]}"
+                + f"; oracle run again on {self.reruns[(oracle, minor)]} scenarios, "
+                f"{self.explained_on_rerun[(oracle, minor)]} of them explained then"
             )
         if self.oracle_failures:
             out.append(f"oracle did not answer: {len(self.oracle_failures)} ({'; '.join(self.oracle_failures)[:300]})")

@@ -163,6 +163,22 @@ def test_untraced_first_divergences_are_counted_not_failed(monkeypatch):
     assert "first divergences: 2; untraced: 1" in "\n".join(record.lines())
 
 
+def test_unexplained_in_counts_nothing_and_reruns_are_reported(monkeypatch):
+    """The oracle's re-runs (tests/test_crosscheck_scheduler._run) ask unexplained_in, which counts
+    nothing; the summary says how many scenarios ran again and how many were explained then."""
+    import crosscheck_record
+
+    report = _placements([{"pod": "ns/a", "node": "n1"}], [_row("ns/a", "n2", "n1")])
+    record = crosscheck_record.Record()
+    assert len(record.unexplained_in("1.37", "seed 7", report)) == 1 and not record.differences
+    monkeypatch.setattr(crosscheck_record, "UNTRACED", frozenset({("1.37", "seed 7", "ns/a")}))
+    assert record.unexplained_in("1.37", "seed 7", report) == []
+    record.rerun("scheduler", "1.37", explained=False)  # (once per scenario run again)
+    record.rerun("scheduler", "1.37", explained=True)
+    record.add("scheduler", "1.37", "seed 7", report)
+    assert "oracle run again on 2 scenarios, 1 of them explained then" in "\n".join(record.lines())
+
+
 def test_a_pod_the_oracle_never_tried_in_a_livelock():
     note = (
         "kube-scheduler kept retrying pods without progress and the oracle stopped it (stopped after 140 "

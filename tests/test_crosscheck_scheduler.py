@@ -31,6 +31,7 @@ from helpers import scenario_objects
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = int(os.environ.get("DRAOPT_CROSSCHECK_SCHEDULER", "300"))  # per version
 VERSIONS = ("1.36", "1.37")
+ORACLE_RUNS = 3  # at most, per scenario with an unexplained difference (_run)
 
 pytestmark = pytest.mark.skipif(gobuild.go_path() is None, reason="Go is not installed: no scheduler oracle")
 
@@ -53,13 +54,28 @@ def _run(objects, minor: str, features: Features, config_text: str | None, tmp_p
     if config_text:
         config_path = tmp_path / "sched.yaml"
         config_path.write_text(config_text)
-    report = crosscheck(
-        objects,
-        kubernetes_version=minor,
-        features=features,
-        scheduler_config_path=str(config_path) if config_path else None,
-        timeout=timeout,
-    )
+
+    def compared():
+        return crosscheck(
+            objects,
+            kubernetes_version=minor,
+            features=features,
+            scheduler_config_path=str(config_path) if config_path else None,
+            timeout=timeout,
+        )
+
+    report = compared()
+    # kube-scheduler's answer is one draw: PodGroup placements and 1.36's gang retries follow Go's
+    # map order, so two runs of the oracle on one input can differ. A scenario with an unexplained
+    # difference is run again (ORACLE_RUNS in all); it passes if one run's differences are all
+    # explained. A difference of a new cause is in every run, and fails.
+    runs = 1
+    while runs < ORACLE_RUNS and RECORD.unexplained_in(minor, source, report):
+        again, runs = compared(), runs + 1
+        if not RECORD.unexplained_in(minor, source, again):
+            report = again
+    if runs > 1:
+        RECORD.rerun("scheduler", minor, explained=not RECORD.unexplained_in(minor, source, report))
     unexplained = RECORD.add("scheduler", minor, source, report)
     return report, unexplained
 
