@@ -279,6 +279,14 @@ EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
 
 
 AFTER_A_DIVERGENCE = "after-a-placement-difference"
+# A scenario still unexplained after ORACLE_RUNS runs of the oracle, which placed its pods
+# differently in two of them: kube-scheduler's own answer is not one answer there.
+ORACLE_UNSTEADY = "oracle-unsteady"
+
+
+def kubernetes_placements(report) -> dict[str, str]:
+    """Where kube-scheduler put each pod in one run ("" pending), to compare two runs."""
+    return {p.pod: p.kubernetes_node for p in report.pods}
 
 
 def explained_by(difference, report) -> str | None:
@@ -307,6 +315,7 @@ class Record:
     # and those of them fully explained on a later run (kube-scheduler's answer varies by run)
     reruns: Counter = field(default_factory=Counter)
     explained_on_rerun: Counter = field(default_factory=Counter)
+    unsteady_scenarios: list[str] = field(default_factory=list)  # (ORACLE_UNSTEADY)
 
     def unexplained_in(self, minor: str, source: str, report) -> list[str]:
         """The differences of `report` no rule explains and UNTRACED does not list, as text
@@ -322,8 +331,10 @@ class Record:
         if explained:
             self.explained_on_rerun[(oracle, minor)] += 1
 
-    def add(self, oracle: str, minor: str, source: str, report) -> list[str]:
-        """Count one compared scenario; return its unexplained differences as text."""
+    def add(self, oracle: str, minor: str, source: str, report, unsteady: bool = False) -> list[str]:
+        """Count one compared scenario; return its unexplained differences as text. `unsteady`: the
+        oracle placed the scenario's pods differently in two of its runs (ORACLE_UNSTEADY): its
+        differences no rule explains are counted under that cause, listed by scenario."""
         self.scenarios[(oracle, minor)] += 1
         if report.refused:
             self.refusals[(oracle, minor)] += 1
@@ -335,6 +346,10 @@ class Record:
             cause = explained_by(d, report)
             if cause is None and (minor, source, d.subject) in UNTRACED:
                 self.untraced[(oracle, minor)] += 1
+            elif cause is None and unsteady:
+                self.explained[(oracle, minor, ORACLE_UNSTEADY)] += 1
+                if f"{minor} {source}" not in self.unsteady_scenarios:
+                    self.unsteady_scenarios.append(f"{minor} {source}")
             elif cause is None:
                 text = f"{minor} {source}: {d.text()}"
                 out.append(text)
@@ -372,6 +387,8 @@ class Record:
                 + f"; oracle run again on {self.reruns[(oracle, minor)]} scenarios, "
                 f"{self.explained_on_rerun[(oracle, minor)]} of them explained then"
             )
+        if self.unsteady_scenarios:
+            out.append(f"{ORACLE_UNSTEADY}: {', '.join(self.unsteady_scenarios)}")
         if self.oracle_failures:
             out.append(f"oracle did not answer: {len(self.oracle_failures)} ({'; '.join(self.oracle_failures)[:300]})")
         if self.unexplained:

@@ -179,6 +179,20 @@ def test_unexplained_in_counts_nothing_and_reruns_are_reported(monkeypatch):
     assert "oracle run again on 2 scenarios, 1 of them explained then" in "\n".join(record.lines())
 
 
+def test_an_unsteady_oracle_counts_its_scenario_apart():
+    """A scenario the oracle placed differently in two runs (tests/test_crosscheck_scheduler._run):
+    its unexplained differences are counted under oracle-unsteady and the scenario is named."""
+    import crosscheck_record
+
+    report = _placements([{"pod": "ns/a", "node": "n1"}], [_row("ns/a", "n2", "n1")])
+    record = crosscheck_record.Record()
+    assert record.add("scheduler", "1.36", "seed 9", report, unsteady=True) == []
+    assert record.explained[("scheduler", "1.36", "oracle-unsteady")] == 1
+    assert "oracle-unsteady: 1.36 seed 9" in record.lines()
+    assert crosscheck_record.kubernetes_placements(report) == {"ns/a": "n1"}
+    assert record.add("scheduler", "1.36", "seed 9", report) != []  # a steady oracle: unexplained
+
+
 def test_a_pod_the_oracle_never_tried_in_a_livelock():
     note = (
         "kube-scheduler kept retrying pods without progress and the oracle stopped it (stopped after 140 "
