@@ -250,7 +250,7 @@ def device_demand(
                 continue  # (1.36 counts the claims allocated in the pod's cycle only)
         n_containers = containers_referencing(pod.pod, use.name)
         if filtering and up_to_136 and not n_containers and any(has_mapping(d) for d, _, _ in by_claim[use.key]):
-            unlisted.append(book.claims[use.key].name if use.key in book.claims else use.key.split("/", 1)[1])
+            unlisted.append(_claim_name_136(book, use))
         for device, consumed, mapped in by_claim[use.key]:
             if device.node_allocatable_resources:
                 demand = node_allocatable_demand(
@@ -267,6 +267,16 @@ def device_demand(
     if why is not None and not filtering:
         return out, None
     return covered, why
+
+
+def _claim_name_136(book: ClaimBook, use) -> str:
+    """The claim's name in 1.36's DynamicResources messages: the extended-resource claim, made in
+    the pod's cycle, has the in-memory name "<extended-resources>"."""
+    from draopt.kube.workload import EXTENDED_CLAIM_USE
+
+    if use.name == EXTENDED_CLAIM_USE:
+        return "<extended-resources>"
+    return book.claims[use.key].name if use.key in book.claims else use.key.split("/", 1)[1]
 
 
 def _device_plugin_serves_any(cluster: Cluster, workload) -> bool:
