@@ -237,8 +237,8 @@ def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list
     for group in (objects.namespaces, objects.priority_classes, objects.device_classes):
         out.extend(o.to_k8s() for o in group)
     out.extend(o.to_k8s() if since_137 else node_allocatable_as_136(o.to_k8s()) for o in objects.resource_slices)
-    for group in (objects.nodes, objects.workloads, objects.composite_pod_groups):
-        out.extend(o.to_k8s() for o in group)
+    for later in (objects.nodes, objects.workloads, objects.composite_pod_groups):
+        out.extend(o.to_k8s() for o in later)
     # DeviceTaintRule: resource.k8s.io/v1 from 1.37 on; 1.36 serves the same fields as v1beta2
     rule_version = "resource.k8s.io/v1" if since_137 else "resource.k8s.io/v1beta2"
     out.extend({**o.to_k8s(), "apiVersion": rule_version} for o in objects.taint_rules)
