@@ -259,7 +259,20 @@ def _victim_claims_kept(d, report) -> bool:
     if d.kind != "device":
         return False
     users = (getattr(report, "claim_users", None) or {}).get(d.subject, [])
-    return any(u in preemptors for u in users)
+    return any(u in preemptors for u in users) or any(_after_preemption_on_its_node(u, report) for u in users)
+
+
+def _after_preemption_on_its_node(pod: str, report) -> bool:
+    """kube-scheduler placed `pod` on a node where an earlier attempt's preemption evicted pods: their
+    claims, kept by the oracle, hold devices draopt frees (1.36 seed 37: `ml/pod-6` after
+    `ml/pod-23` evicted `team-a/batch-8-w9khb` from node-4, whose gpu-4 draopt gives it)."""
+    nominated: set[str] = set()
+    for a in _attempts(report):
+        if a["pod"] == pod and a.get("node"):
+            return a["node"] in nominated
+        if a.get("nominatedNode"):
+            nominated.add(a["nominatedNode"])
+    return False
 
 
 # cause (the heading of its section in docs/differences.md) -> does it explain this difference?

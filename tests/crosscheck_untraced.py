@@ -10,25 +10,18 @@ from __future__ import annotations
 # preemptor (the pod-group-cycle's open cause)
 UNTRACED: frozenset[tuple[str, str, str]] = frozenset(
     {
-        ("1.36", "seed 1", "ml/pod-18"),  # pending
         ("1.36", "seed 126", "ml/pod-8"),  # reason
         ("1.36", "seed 129", "ml/pod-5"),  # reason
-        ("1.36", "seed 129", "ops/pod-20"),  # node
+        ("1.36", "seed 129", "ml/pod-11"),  # reason (a CEL runtime error, as ml/pod-5)
+        ("1.36", "seed 129", "ml/pod-23"),  # reason (a CEL runtime error, as ml/pod-5)
+        ("1.36", "seed 129", "ml/pod-4"),  # reason (a CEL runtime error, as ml/pod-5)
         ("1.36", "seed 144", "batch-jobs/cache-2-lhpjxgtbn7-xmjnm"),  # node
         ("1.36", "seed 144", "ml/pod-1"),  # reason
         ("1.36", "seed 174", "ml/pod-7"),  # reason
         ("1.36", "seed 182", "team-a/batch-3-dhflv"),  # eviction (PodGroup)
-        ("1.36", "seed 186", "ml/pod-7"),  # node
-        ("1.36", "seed 200", "ml/pod-38"),  # pending
-        ("1.36", "seed 237", "ml/pod-19"),  # pending
         ("1.36", "seed 270", "ml/pod-6"),  # reason
-        ("1.36", "seed 271", "ml/pod-10"),  # node
         ("1.36", "seed 295", "ml/pod-11"),  # reason
-        ("1.36", "seed 34", "ml/pod-3"),  # reason
-        ("1.36", "seed 57", "team-a/pod-2-n2llk"),  # node
         ("1.36", "seed 82", "ops/pod-15"),  # pending
-        ("1.36", "seed 93", "ml/pod-8"),  # pending
-        ("1.36", "seed 95", "team-a/ingest-3-ssxcj8w98-wzh9f"),  # node
         ("1.37", "seed 101", "team-a/batch-2-8q7bm"),  # eviction (PodGroup)
         ("1.37", "seed 101", "team-a/batch-4-bts72"),  # eviction (PodGroup)
         ("1.37", "seed 130", "ml/pod-59"),  # reason

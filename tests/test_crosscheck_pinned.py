@@ -239,6 +239,39 @@ def test_fixed_node_allocatable_resources_wording():
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "minor", "message"),
+    [
+        ("node-allocatable-136.yaml", "1.36", "0/1 nodes are available: 1 Insufficient cpu. still not schedulable, "),
+        ("node-allocatable-136.yaml", "1.37", "0/1 nodes are available: 1 Insufficient cpu. preemption: "),
+        (
+            "node-allocatable-136-unlisted.yaml",
+            "1.36",
+            "0/1 nodes are available: 1 claim unlisted-gpu: node-allocatable resource claim not referenced by any "
+            "container within the pod. still not schedulable, ",
+        ),
+        ("node-allocatable-136-unlisted.yaml", "1.37", None),
+    ],
+)
+def test_fixed_node_allocatable_resources_in_136s_field(name, minor, message):
+    """A device's node-allocatable resources written in 1.36's nodeAllocatableResourceMappings reach
+    the 1.36 oracle in that field (1.36 drops 1.37's nodeAllocatableResources; random scheduler
+    seed 93 of 1.36), and 1.36's DynamicResources rejects a claim with a mapped device that no
+    container lists, which 1.37 places (seed 1 of 1.36). The oracle's answers, recorded."""
+    report = crosscheck(
+        load_files([str(DATA / name)]),
+        kubernetes_version=minor,
+        features=Features.from_gates({"DRANodeAllocatableResources": True}, minor),
+        timeout=120,
+    )
+    assert report.identical, [d.text() for d in report.differences]
+    (row,) = report.pods
+    if message is None:
+        assert row.kubernetes_node == "n1"
+    else:
+        assert row.kubernetes_node == "" and row.kubernetes_message.startswith(message)
+
+
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_fixed_claim_not_available_on_the_node(minor):
     """An allocated claim the node cannot reach: DynamicResources' Filter allocates the pod's other

@@ -219,6 +219,7 @@ def device_demand(
 
     out: dict = {}
     by_claim = {}
+    up_to_136 = cluster.features.node_allocatable_136
     if new is not None:
         problem, chosen = new
         for claim, picks in zip(problem.claims, chosen):
@@ -226,6 +227,7 @@ def device_demand(
                 (c.device.device, {n: q.value for n, q in (c.consumed or {}).items()} or None, True) for c in picks
             ]
     inv = cluster.inventory(node)
+    unlisted: list[str] = []  # claims with a mapped device that no container lists
     for use in pod.claims:
         if use.key not in by_claim:
             alloc = book.allocation(use.key)
@@ -244,15 +246,37 @@ def device_demand(
                     f"node allocatable resource claim {book.claims[use.key].name} has a mapped device "
                     f"and cannot be shared across pods"
                 )
+            if up_to_136:
+                continue  # (1.36 counts the claims allocated in the pod's cycle only)
         n_containers = containers_referencing(pod.pod, use.name)
+        if filtering and up_to_136 and not n_containers and any(has_mapping(d) for d, _, _ in by_claim[use.key]):
+            unlisted.append(_claim_name_136(book, use))
         for device, consumed, mapped in by_claim[use.key]:
             if device.node_allocatable_resources:
-                for k, v in node_allocatable_demand(device, pod, n_containers, consumed, mapping=mapped).items():
+                demand = node_allocatable_demand(
+                    device, pod, n_containers, consumed, mapping=mapped, overhead=not up_to_136
+                )
+                for k, v in demand.items():
                     out[k] = out.get(k, 0) + v
+    if unlisted:  # DynamicResources 1.36 (getPodNodeAllocatableResourceFootprint), the first claim by name
+        return (
+            {},
+            f"claim {min(unlisted)}: node-allocatable resource claim not referenced by any container within the pod",
+        )
     covered, why = pod_level_footprint(pod, out)
     if why is not None and not filtering:
         return out, None
     return covered, why
+
+
+def _claim_name_136(book: ClaimBook, use) -> str:
+    """The claim's name in 1.36's DynamicResources messages: the extended-resource claim, made in
+    the pod's cycle, has the in-memory name "<extended-resources>"."""
+    from draopt.kube.workload import EXTENDED_CLAIM_USE
+
+    if use.name == EXTENDED_CLAIM_USE:
+        return "<extended-resources>"
+    return book.claims[use.key].name if use.key in book.claims else use.key.split("/", 1)[1]
 
 
 def _device_plugin_serves_any(cluster: Cluster, workload) -> bool:

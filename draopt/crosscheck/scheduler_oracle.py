@@ -200,6 +200,7 @@ def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list
     """
     from draopt.kube import features as gates
     from draopt.kube.admission import refused_objects
+    from draopt.kube.loader import node_allocatable_as_136
     from draopt.kube.workload import EXTENDED_CLAIM_USE, expand
 
     features = features or gates.Features.from_gates()
@@ -229,19 +230,17 @@ def oracle_objects(objects: ObjectSet, features: Features | None = None) -> list
             )
         return doc
 
+    # 1.36 reads a device's node-allocatable resources in its own field (nodeAllocatableResourceMappings,
+    # which draopt reads in 1.37's shape) and drops 1.37's as unknown
+    since_137 = at_least(features.version, "1.37")
     out: list[dict[str, Any]] = []
-    for group in (
-        objects.namespaces,
-        objects.priority_classes,
-        objects.device_classes,
-        objects.resource_slices,
-        objects.nodes,
-        objects.workloads,
-        objects.composite_pod_groups,
-    ):
+    for group in (objects.namespaces, objects.priority_classes, objects.device_classes):
         out.extend(o.to_k8s() for o in group)
+    out.extend(o.to_k8s() if since_137 else node_allocatable_as_136(o.to_k8s()) for o in objects.resource_slices)
+    for later in (objects.nodes, objects.workloads, objects.composite_pod_groups):
+        out.extend(o.to_k8s() for o in later)
     # DeviceTaintRule: resource.k8s.io/v1 from 1.37 on; 1.36 serves the same fields as v1beta2
-    rule_version = "resource.k8s.io/v1" if at_least(features.version, "1.37") else "resource.k8s.io/v1beta2"
+    rule_version = "resource.k8s.io/v1" if since_137 else "resource.k8s.io/v1beta2"
     out.extend({**o.to_k8s(), "apiVersion": rule_version} for o in objects.taint_rules)
     out.extend(with_statuses(g) for g in objects.pod_groups)
     out.extend(o.to_k8s() for o in objects.resource_claims if id(o) not in refused)

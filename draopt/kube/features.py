@@ -9,6 +9,7 @@ from draopt.errors import InputError
 from draopt.kube.releases import (
     ALL_MODE_STATIC_CAPACITY,
     COUNTER_LEAK_FIXED,
+    NODE_ALLOCATABLE_137,
     DEFAULT_VERSION,
     DISTINCT_ALL_DEVICES,
     KNOWN_GATES,
@@ -70,6 +71,12 @@ class Features:
     def all_mode_static_capacity(self) -> bool:
         """From 1.37 allocationMode All picks devices by static capacity (in-use shares stay in)."""
         return at_least(self.kubernetes_version, ALL_MODE_STATIC_CAPACITY)
+
+    @cached_property
+    def node_allocatable_136(self) -> bool:
+        """Up to 1.36 node-allocatable resources count for the claims allocated in the pod's cycle
+        only, mappings only, and a claim no container lists rejects the node (releases.py)."""
+        return not at_least(self.kubernetes_version, NODE_ALLOCATABLE_137)
 
     @classmethod
     def from_gates(cls, gates: dict[str, bool] | None = None, version: str | None = None) -> "Features":

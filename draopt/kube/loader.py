@@ -177,6 +177,41 @@ def node_allocatable_136(doc: dict[str, Any], what: str) -> dict[str, Any]:
     return dict(doc, spec=dict(cast(dict[str, Any], spec), devices=out))
 
 
+def node_allocatable_as_136(doc: dict[str, Any]) -> dict[str, Any]:
+    """A ResourceSlice (Kubernetes JSON, 1.37 shape) with each device's ``nodeAllocatableResources``
+    written in 1.36's ``nodeAllocatableResourceMappings``, the inverse of
+    :func:`node_allocatable_136`: a 1.36 API server knows only that field and drops the 1.37 one.
+    1.36 has no overhead: a resource with an overhead only has no mapping there."""
+    devices = (doc.get("spec") or {}).get("devices")
+    if not isinstance(devices, list) or not any(
+        isinstance(d, dict) and "nodeAllocatableResources" in d for d in devices
+    ):
+        return doc
+    out = []
+    for d in devices:
+        resources = d.get("nodeAllocatableResources") if isinstance(d, dict) else None
+        if resources is None:
+            out.append(d)
+            continue
+        mappings: dict[str, Any] = {}
+        for name, r in resources.items():
+            m = r.get("mapping") if isinstance(r, dict) else None
+            if m is None:
+                continue
+            key, multiplier = (
+                m.get("capacityKey"),
+                m.get("capacityMultiplier" if m.get("capacityKey") else "deviceMultiplier"),
+            )
+            mappings[name] = {
+                k: v for k, v in (("capacityKey", key), ("allocationMultiplier", multiplier)) if v is not None
+            }
+        d = {k: v for k, v in d.items() if k != "nodeAllocatableResources"}
+        if mappings:
+            d[MAPPINGS_136] = mappings
+        out.append(d)
+    return dict(doc, spec=dict(doc["spec"], devices=out))
+
+
 class _KubernetesYaml:
     """YAML read as Kubernetes reads it (YAML converted to JSON): timestamps and binary scalars stay
     the strings written, sets become mappings to null, and mapping keys that are numbers, booleans

@@ -225,7 +225,13 @@ def at_least(version: str, other: str) -> bool:
 #   all-mode-static-capacity: from 1.37 allocationMode All selects matching devices by their
 #     static capacity, so a shared device whose capacity is in use stays among "all" and the
 #     request fails; up to 1.36 such a device is left out.
+#   node-allocatable-1.37: DynamicResources' node-allocatable resources (DRANodeAllocatableResources;
+#     k8s.io/kubernetes pkg/scheduler/framework/plugins/dynamicresources) up to 1.36 count only the
+#     claims allocated in the pod's own cycle, device mappings only (no overhead), and reject a
+#     node (unresolvable) when no container lists such a claim; from 1.37 every allocated claim of
+#     the pod counts, with overhead, and a claim no container lists is allowed.
 COUNTER_LEAK_FIXED = "1.36"
+NODE_ALLOCATABLE_137 = "1.37"
 DISTINCT_ALL_DEVICES = "1.37"
 ALL_MODE_STATIC_CAPACITY = "1.37"
 
