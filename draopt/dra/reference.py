@@ -342,22 +342,13 @@ class ReferenceAllocator:
         for j in range(bisect_left(cands, start), len(cands)):
             i = cands[j]
             if i > counted:
-                self.devices_tried += i - counted
-                if self.devices_tried > self.try_limit:
-                    raise SearchLimit(f"search stopped after trying {self.try_limit} devices")
+                self._count_left_out(i - counted)
             counted = i + 1
             if self._try_one(req, devices[i], ci) is None:
                 undo = self._undo_pending
                 assert undo is not None  # _try_one allocated the device (returned None)
                 try:
-                    if k + 1 < req.count:
-                        done = self._device(req, k + 1, i + 1)
-                    else:
-                        # (the request has its devices: _device's step, then the next request)
-                        self.nodes_visited += 1
-                        if self.node_limit is not None and self.nodes_visited > self.node_limit:
-                            raise SearchLimit(f"search stopped after {self.node_limit} steps")
-                        done = self._next_request(ci, req.request_index + 1)
+                    done = self._device(req, k + 1, i + 1)
                 except BaseException:
                     undo()
                     raise
@@ -365,10 +356,15 @@ class ReferenceAllocator:
                     return True
                 undo()
         if len(devices) > counted:
-            self.devices_tried += len(devices) - counted
-            if self.devices_tried > self.try_limit:
-                raise SearchLimit(f"search stopped after trying {self.try_limit} devices")
+            self._count_left_out(len(devices) - counted)
         return False
+
+    def _count_left_out(self, n: int) -> None:
+        """`n` devices SearchPlan left out, counted as tried (as _try_one counts one, which it
+        does inline: it runs once per device tried)."""
+        self.devices_tried += n
+        if self.devices_tried > self.try_limit:
+            raise SearchLimit(f"search stopped after trying {self.try_limit} devices")
 
     def _try_one(self, req: RequestSpec, dev: DeviceEntry, ci: int) -> bool | None:
         """One device of the search loop: None when it was allocated (its undo function in

@@ -29,9 +29,24 @@ class SearchConstraint:
         return got
 
     def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
-        raise NotImplementedError  # MatchConstraint, DistinctConstraint
+        """Whether `dev`, taken for `req`, keeps the constraint (then it is held until remove)."""
+        if self.names and not self.applies(req):
+            return True
+        v = self.values(req, dev)
+        if v is NO_ATTRIBUTE:
+            return False
+        return self._take(req, v)
 
     def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
+        """Undo the add of `dev` (backtracking, in reverse order)."""
+        if self.names and not self.applies(req):
+            return
+        self._release(req)
+
+    def _take(self, req: RequestSpec, v: AttrValue | None) -> bool:
+        raise NotImplementedError  # MatchConstraint, DistinctConstraint
+
+    def _release(self, req: RequestSpec) -> None:
         raise NotImplementedError
 
 
@@ -47,12 +62,7 @@ class MatchConstraint(SearchConstraint):
         self.intersection: AttrValue | None = None
         self.stack: list[AttrValue | None] = []
 
-    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
-        if self.names and not self.applies(req):
-            return True
-        v = self.values(req, dev)
-        if v is NO_ATTRIBUTE:
-            return False
+    def _take(self, req: RequestSpec, v: AttrValue | None) -> bool:
         if self.num == 0:
             if self.list_types:
                 if v is None:
@@ -79,9 +89,7 @@ class MatchConstraint(SearchConstraint):
         self.num += 1
         return True
 
-    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
-        if self.names and not self.applies(req):
-            return
+    def _release(self, req: RequestSpec) -> None:
         self.num -= 1
         if self.list_types and not self.defects and self.stack:
             self.intersection = self.stack.pop()
@@ -96,26 +104,15 @@ class DistinctConstraint(SearchConstraint):
 
     def _clashes(self, new: AttrValue | None, existing: list[AttrValue | None]) -> bool:
         for old in existing:
-            if self.list_types:
-                if new is None:
-                    return True
-                if old is None:
-                    continue
-            else:
-                if new is None:
-                    return True  # unknown type
-                if old is None:
-                    continue
+            if new is None:
+                return True  # (a value of unknown type clashes, list types or not)
+            if old is None:
+                continue
             if new[0] == old[0] and (new[1] & old[1]):
                 return True
         return False
 
-    def add(self, req: RequestSpec, dev: DeviceEntry) -> bool:
-        if self.names and not self.applies(req):
-            return True
-        v = self.values(req, dev)
-        if v is NO_ATTRIBUTE:
-            return False
+    def _take(self, req: RequestSpec, v: AttrValue | None) -> bool:
         if self.num > 0:
             existing = list(self.by_request.values()) if self.defects else self.all
             if self._clashes(v, existing):
@@ -125,9 +122,7 @@ class DistinctConstraint(SearchConstraint):
         self.num += 1
         return True
 
-    def remove(self, req: RequestSpec, dev: DeviceEntry) -> None:
-        if self.names and not self.applies(req):
-            return
+    def _release(self, req: RequestSpec) -> None:
         self.by_request.pop(req.request_name, None)
         self.all.pop()
         self.num -= 1
