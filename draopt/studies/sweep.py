@@ -18,6 +18,7 @@ when the sweep ends or fails), so an interrupted sweep loses at most the last se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -87,6 +88,13 @@ def ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def quiet_distributed_logs() -> None:
+    """Run on each Dask worker before the shutdown that Ctrl-C asked for: its errors are ours."""
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
 def _indexed(run: Callable[[Any], Any], pair: tuple[int, Any]) -> tuple[int, Any]:
     return pair[0], run(pair[1])
 
@@ -137,6 +145,10 @@ def _completed(
                 import logging
 
                 logging.getLogger("distributed").setLevel(logging.CRITICAL)
+                # A worker whose heartbeat meets the scheduler already gone logs it with a traceback,
+                # in its own process: quieted there too, as the shutdown is ours.
+                with contextlib.suppress(Exception):
+                    client.run(quiet_distributed_logs)
                 client.shutdown()
                 own = False
             raise
