@@ -48,9 +48,7 @@ def build_problem(objects, claims, features):
     todo, in_use = api.select_claims(objects, claims)
     classes = {c.name: c for c in objects.device_classes}
     env = api._cel_env(features)
-    inv = build_inventory(
-        objects.resource_slices, objects.nodes[0], in_use, features, objects.taint_rules, classes, env
-    )
+    inv = build_inventory(objects.resource_slices, objects.nodes[0], in_use, features, objects.taint_rules)
     return prepare(todo, inv, classes, features, env)
 
 

@@ -25,7 +25,7 @@ def problem_from(instance: dict, features: Features):
     todo, in_use = select_claims(objs, None)
     classes = {c.name: c for c in objs.device_classes}
     env = _cel_env(features)
-    inv = build_inventory(objs.resource_slices, objs.nodes[0], in_use, features, objs.taint_rules, classes, env)
+    inv = build_inventory(objs.resource_slices, objs.nodes[0], in_use, features, objs.taint_rules)
     return prepare(todo, inv, classes, features, env)
 
 

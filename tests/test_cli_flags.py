@@ -142,7 +142,7 @@ def test_name_lists_kind_namespace_name(capsys):
         ["resourceclaim/ml/trainer"],
     )
     taints = str(ROOT / "tests" / "data" / "taint_impact.yaml")
-    code, names = _run(capsys, "taint-impact", "-f", taints, "--rule", "broken-h100", "-o", "name")
+    code, names = _run(capsys, "taint-impact", "-f", taints, "--rule", "broken-gpu-0", "-o", "name")
     assert (code, names) == (0, ["pod/admin/debugger", "pod/ml/trainer"])
     code, names = _run(capsys, "validate", "-f", gangs, "-f", gangs, "-o", "name")  # every object twice
     assert code == 1 and names[0] == "node/node-1" and "pod/ml/trainer-1" in names and len(set(names)) == len(names)

@@ -122,17 +122,6 @@ def _rejected_by_prefilter(case: Case) -> bool:
     )
 
 
-def _taint_rule_with_removed_fields(case: Case) -> bool:
-    """A DeviceTaintRule selecting by deviceClassName or CEL selectors: fields no served
-    version has (1.36, 1.37), so Kubernetes decodes the selector without them."""
-    for obj in case.scenario["objects"]:
-        if obj.get("kind") == "DeviceTaintRule":
-            selector = (obj.get("spec") or {}).get("deviceSelector") or {}
-            if "deviceClassName" in selector or "selectors" in selector:
-                return True
-    return False
-
-
 # name -> predicate, in order; the names are docs/differences.md's section anchors.
 KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
     # explained: Kubernetes' own behaviour, draopt reproduces the documented one
@@ -166,17 +155,6 @@ KNOWN: list[tuple[str, Callable[[Case], bool]]] = [
         ),
     ),
     ("release-1.36-list-attributes", lambda c: c.minor == "1.36" and _list_attributes_matter_on_136(c)),
-    ("release-1.36-compatibility-groups", lambda c: c.minor == "1.36" and "compatibilityGroups" in c.text),
-    # open: draopt differs from the allocator it reproduces
-    ("taint-rule-removed-selector-fields", _taint_rule_with_removed_fields),
-    (
-        "derived-attributes-gate-off",
-        lambda c: "cannot handle request with derived attributes, the feature is disabled" in c.kubernetes.error,
-    ),
-    (
-        "all-mode-incomplete-pool",
-        lambda c: "asks for all devices, but resource pool" in c.draopt.error and c.kubernetes.outcome != "error",
-    ),
 ]
 
 
@@ -486,11 +464,16 @@ def _grouped_counters_scenario(gates_on: list[str]) -> dict[str, Any]:
     return _scenario("grouped", gates_on, [GPU_CLASS, counters, devices], [_claim([request])])
 
 
-def test_release_136_compatibility_groups():
-    """release-1.36-compatibility-groups: 1.36 has no compatibilityGroups field; draopt (like
-    1.37 with the gate off) takes a pool using them as incomplete."""
-    kubernetes, mine = _both(_grouped_counters_scenario(["DRAPartitionableDevices"]), "1.36")
-    assert (kubernetes.outcome, mine.outcome) == ("allocated", "unschedulable")
+def test_fixed_release_136_compatibility_groups():
+    """Fixed release-1.36-compatibility-groups: 1.36 has no compatibilityGroups field (its API
+    server drops it), so the grouped device is a plain one there: allocated. 1.37 with the gate
+    off ignores the slice naming groups, which leaves the pool incomplete: unschedulable. draopt
+    took the pool as incomplete on 1.36 too."""
+    scenario = _grouped_counters_scenario(["DRAPartitionableDevices"])
+    for minor, outcome in (("1.36", "allocated"), ("1.37", "unschedulable")):
+        kubernetes, mine = _both(scenario, minor)
+        assert kubernetes.outcome == outcome
+        assert compare_allocation(mine, kubernetes) == []
 
 
 def test_release_136_config_requests():
@@ -506,13 +489,11 @@ def test_release_136_config_requests():
         assert mine.results[0]["devices"]["config"][0].get("requests", []) == []
 
 
-OPEN = pytest.mark.xfail(strict=True, reason="open difference: see docs/differences.md")
-
-
-@OPEN
 @pytest.mark.parametrize("minor", SUPPORTED)
-def test_open_taint_rule_removed_selector_fields(minor):
-    """taint-rule-removed-selector-fields: a rule selecting by deviceClassName only."""
+def test_fixed_taint_rule_removed_selector_fields(minor):
+    """Fixed taint-rule-removed-selector-fields: a rule selecting by deviceClassName only, a field
+    of no served version: Kubernetes decodes the empty selector and taints the device; draopt
+    applied the class match and allocated."""
     rule = {
         "apiVersion": "resource.k8s.io/v1beta2",
         "kind": "DeviceTaintRule",
@@ -526,6 +507,7 @@ def test_open_taint_rule_removed_selector_fields(minor):
         [_claim([{"name": "r", "exactly": {"deviceClassName": "gpu"}}])],
     )
     kubernetes, mine = _both(scenario, minor)
+    assert kubernetes.outcome == "unschedulable"
     assert compare_allocation(mine, kubernetes) == []
 
 
@@ -547,10 +529,11 @@ def test_fixed_release_137_distinct_attribute():
     assert k137.outcome == "unschedulable" and compare_allocation(mine137, k137) == []
 
 
-@OPEN
 @pytest.mark.parametrize("minor", ["1.37"])
-def test_open_derived_attributes_gate_off(minor):
-    """derived-attributes-gate-off: derivedAttributes while DRADerivedAttributes is off."""
+def test_fixed_derived_attributes_gate_off(minor):
+    """Fixed derived-attributes-gate-off: derivedAttributes while DRADerivedAttributes is off (a
+    claim stored while it was on): every variant refuses the request with an error; draopt did
+    ignore the derived attributes and found the matchAttribute constraint unmet."""
     request = {
         "name": "r",
         "exactly": {
@@ -561,21 +544,22 @@ def test_open_derived_attributes_gate_off(minor):
     devices = [_device("d", attributes={"numa": {"int": 0}})]
     claim = _claim([request], constraints=[{"matchAttribute": "derived/numa"}])
     kubernetes, mine = _both(_scenario("derived-off", [], [GPU_CLASS, _slice("s", "p", devices)], [claim]), minor)
+    assert kubernetes.outcome == "error" and "cannot handle request with derived attributes" in kubernetes.error
     assert compare_allocation(mine, kubernetes) == []
 
 
-@OPEN
-def test_open_all_mode_incomplete_pool():
-    """all-mode-incomplete-pool (reduced from generated scenario 187): gates off; the only slice
-    of a pool of 3 slices has a device whose counters name compatibilityGroups; allocationMode
-    All. Kubernetes ignores that slice, so the pool is not there at all: unschedulable; draopt
-    keeps the pool as incomplete: error "asks for all devices, but resource pool ... is
-    currently being updated"."""
+def test_fixed_all_mode_incomplete_pool():
+    """Fixed all-mode-incomplete-pool (reduced from generated scenario 187): gates off; the only
+    slice of a pool of 3 slices has a device whose counters name compatibilityGroups;
+    allocationMode All. Kubernetes ignores that slice, so the pool is not there at all:
+    unschedulable; draopt kept the pool as incomplete: error "asks for all devices, but resource
+    pool ... is currently being updated"."""
     consumes = [{"counterSet": "cs-0", "counters": {"mem": {"value": "6Gi"}}, "compatibilityGroups": ["vgpu"]}]
     pool = _slice("s1", "p", [_device("d", consumesCounters=consumes)])
     pool["spec"]["pool"]["resourceSliceCount"] = 3
     claim = _claim([{"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}])
     kubernetes, mine = _both(_scenario("all-incomplete", [], [GPU_CLASS, pool], [claim]), "1.37")
+    assert kubernetes.outcome == "unschedulable"
     assert compare_allocation(mine, kubernetes) == []
 
 

@@ -361,9 +361,12 @@ def test_derived_attributes_validation_and_runtime_errors():
     missing = DERIVED.replace('["nic.example.com"].numaNode', '["nic.example.com"].numa')
     with pytest.raises(AllocationError, match="CEL runtime error"):
         allocate(NUMA + NODE + claim("a", missing, DERIVED_CONSTRAINT))
-    # Gate off: the API server drops the field, the constraint then finds no attribute.
+    # Gate off in the scheduler, the field stored (the API server had it on): every allocator
+    # variant of 1.37 refuses the request (the allocator oracle's answer:
+    # test_crosscheck_allocator.py::test_fixed_derived_attributes_gate_off).
     off = Features.from_gates({**ALL.gates, "DRADerivedAttributes": False})
-    assert not allocate(NUMA + NODE + claim("a", DERIVED, DERIVED_CONSTRAINT), features=off).allocated
+    with pytest.raises(AllocationError, match="cannot handle request with derived attributes, the feature is disabled"):
+        allocate(NUMA + NODE + claim("a", DERIVED, DERIVED_CONSTRAINT), features=off)
 
 
 TAINTED = f"""---

@@ -25,8 +25,8 @@ def impacts(rule=None):
 
 
 def test_no_execute_over_allocated_devices_lists_claims_and_pods():
-    imp = impacts()["broken-h100"]
-    assert imp.devices == ["gpu.example.com/node-1/gpu-0", "gpu.example.com/node-1/gpu-1"]
+    imp = impacts()["broken-gpu-0"]
+    assert imp.devices == ["gpu.example.com/node-1/gpu-0"]
     assert imp.allocated["gpu.example.com/node-1/gpu-0"] == ["ml/train", "admin/debug"]
     evicted = {c.claim: c for c in imp.evicted_claims}
     assert set(evicted) == {"ml/train", "admin/debug"}
@@ -34,7 +34,7 @@ def test_no_execute_over_allocated_devices_lists_claims_and_pods():
     assert [p.key for p in evicted["ml/train"].pods] == ["ml/trainer"]  # status.reservedFor
     assert [p.key for p in evicted["admin/debug"].pods] == ["admin/debugger"]  # Pod resourceClaimName
     assert imp.message() == (
-        "2 published devices selected. 2 allocated devices selected. 2 pods to be evicted in 2 namespaces."
+        "1 published device selected. 1 allocated device selected. 2 pods to be evicted in 2 namespaces."
     )
 
 
@@ -96,7 +96,7 @@ def test_result_tolerations_take_precedence(tmp_path):
                 r["tolerations"] = [{"operator": "Exists"}]
     f = tmp_path / "in.yaml"
     f.write_text(yaml.safe_dump_all(docs))
-    imp = taint_impact.analyze(taint_impact.load_inputs([str(f)]), rule_name="broken-h100")[0]
+    imp = taint_impact.analyze(taint_impact.load_inputs([str(f)]), rule_name="broken-gpu-0")[0]
     assert {c.claim for c in imp.evicted_claims} == {"admin/debug"}
 
 
@@ -114,6 +114,32 @@ def test_empty_selector_selects_every_device():
     assert "ml/train" in {c.claim for c in imp.evicted_claims}
 
 
+def test_selector_fields_of_no_served_version_narrow_nothing(tmp_path):
+    """deviceClassName and CEL selectors were DeviceTaintSelector fields of 1.33-1.34's v1alpha3
+    only: the API server of every served version drops them, so the rule below is the empty
+    selector and taints every device (the allocator oracle's answer:
+    tests/test_crosscheck_allocator.py::test_fixed_taint_rule_removed_selector_fields)."""
+    rule = """
+---
+apiVersion: resource.k8s.io/v1beta2
+kind: DeviceTaintRule
+metadata: {name: old-style}
+spec:
+  deviceSelector:
+    deviceClassName: gpu.example.com
+    selectors:
+    - cel: {expression: 'device.attributes["gpu.example.com"].model == "h100"'}
+  taint: {key: k, effect: NoSchedule}
+"""
+    f = tmp_path / "in.yaml"
+    f.write_text(DATA.read_text() + rule)
+    (imp,) = taint_impact.analyze(taint_impact.load_inputs([str(f)]), rule_name="old-style")
+    assert imp.selector_empty and len(imp.devices) == 5
+    assert any(
+        n.startswith("spec.deviceSelector.deviceClassName and selectors: not in any served version") for n in imp.notes
+    )
+
+
 def test_no_schedule_reports_devices_without_eviction():
     imp = impacts()["no-schedule-gpu-2"]
     assert imp.devices == ["gpu.example.com/node-1/gpu-2"]
@@ -121,9 +147,9 @@ def test_no_schedule_reports_devices_without_eviction():
 
 
 def test_cli_rule_filter_and_formats(capsys):
-    assert run(["-f", str(DATA), "--rule", "broken-h100", "-o", "json"]) == 0
+    assert run(["-f", str(DATA), "--rule", "broken-gpu-0", "-o", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [r["rule"] for r in out["rules"]] == ["broken-h100"]
+    assert [r["rule"] for r in out["rules"]] == ["broken-gpu-0"]
     assert out["rules"][0]["evictedPods"] == [
         {"namespace": "admin", "name": "debugger"},
         {"namespace": "ml", "name": "trainer"},

@@ -265,8 +265,6 @@ def _allocate(
                 in_use,
                 features,
                 objects.taint_rules,
-                _device_classes(objects, shared),
-                _cel_env(features),
                 index=plan.index,  # (the same for every node tried, as plan.allocated)
                 allocated=plan.allocated,
             )

@@ -255,9 +255,7 @@ def explain_claims(objects, claims, features, node: str | None = None) -> list[N
     cel_env = api._cel_env(features)
     out = []
     for candidate in api._candidate_nodes(objects, node):
-        inv = build_inventory(
-            objects.resource_slices, candidate, in_use, features, objects.taint_rules, classes, cel_env
-        )
+        inv = build_inventory(objects.resource_slices, candidate, in_use, features, objects.taint_rules)
         name = candidate.name if candidate is not None else None
         notes = pool_notes(inv, objects.resource_slices, features)
         try:

@@ -50,8 +50,6 @@ def _check_claims_per_node(result, workload, cluster, initial: list, nodes: dict
             initial,
             features,
             cluster.objects.taint_rules,
-            cluster.classes,
-            cluster.cel_env,
             index=cluster.index,
         )
         problem = prepare([workload.claims[k] for k in keys], inv, cluster.classes, features, cluster.cel_env)

@@ -224,8 +224,6 @@ class Cluster:
                     [],
                     self.features,
                     self.objects.taint_rules,
-                    self.classes,
-                    self.cel_env,
                     index=self.index,
                     allocated=self.allocated,
                     # (the share key lists the slices that reach the node: not matched twice)

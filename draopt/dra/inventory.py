@@ -267,15 +267,8 @@ def _build_pool(
     return pool
 
 
-def _has_compatibility_groups(pool: Pool) -> bool:
-    if pool.compatibility_grouped is not None:
-        return pool.compatibility_grouped
-    return any(
-        c.compatibility_groups
-        for s in pool.slices + pool.other_slices
-        for d in s.spec.devices
-        for c in d.consumes_counters
-    )
+def _slice_uses_compatibility_groups(s: ResourceSlice) -> bool:
+    return any(c.compatibility_groups for d in s.spec.devices for c in d.consumes_counters)
 
 
 def compatibility_groups(device: Device, counter_set: str) -> frozenset[str] | None:
@@ -355,10 +348,15 @@ def gather_pools(
     for_node = (index.get(node_name, []) if node_name else []) + index.get("", [])
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
     partitionable = features.partitionable_devices
+    # With the gate off the allocator cannot check groups: it ignores a slice whose devices name
+    # any, which leaves its pool incomplete, or absent when no other slice of it is there.
+    ignores_grouped = features.has_compatibility_groups and not features.compatibility_groups
     by_selector: dict[int, bool] = {}  # (_slice_reaches' memo)
     for s in for_node:
         sp = s.spec
         if not partitionable and (sp.per_device_node_selection is not None or sp.shared_counters):
+            continue
+        if ignores_grouped and _slice_uses_compatibility_groups(s):
             continue
         if (id(s) not in relevant) if relevant is not None else not _slice_reaches(s, node, by_selector):
             continue
@@ -384,14 +382,12 @@ def gather_pools(
             if any(s.spec.pool.generation > gen for s in everywhere):
                 continue  # obsolete: a newer generation exists elsewhere
             same_gen = [s for s in everywhere if s.spec.pool.generation == gen]
+            if ignores_grouped:  # (ignored slices count for no pool: the obsolete check above sees them)
+                same_gen = [s for s in same_gen if not _slice_uses_compatibility_groups(s)]
             if len(same_gen) != want:
                 plain.append(Pool(driver=driver, name=name, generation=gen, incomplete=True))
                 continue
             pool = _build_pool(driver, name, slices, features, same_gen)
-        if not features.compatibility_groups and _has_compatibility_groups(pool):
-            # Gate off: the scheduler treats pools with grouped devices as incomplete.
-            plain.append(Pool(driver=driver, name=name, generation=gen, incomplete=True))
-            continue
         (with_binding if pool.has_binding_conditions else plain).append(pool)
     plain.sort(key=lambda p: (p.driver, p.name))
     with_binding.sort(key=lambda p: (p.driver, p.name))
@@ -399,9 +395,11 @@ def gather_pools(
 
 
 # ------------------------------------------------------------------------- taints
-def taint_rule_selects(
-    rule: DeviceTaintRule, driver: str, pool: str, device: Device, class_matches, cel_env, cel_device
-) -> bool:
+def taint_rule_selects(rule: DeviceTaintRule, driver: str, pool: str, device: Device) -> bool:
+    """Whether the rule's selector (driver, pool, device; unset ones match) picks the device. The
+    selector's deviceClassName and CEL selectors of 1.33-1.34's v1alpha3 are in no served version
+    (1.35 dropped them): the API server drops them, so they select nothing here either (the
+    loader warns about them)."""
     sel = rule.spec.device_selector
     if sel is None:
         # Kubernetes' ResourceSlice tracker applies a rule without a selector to every device
@@ -413,16 +411,6 @@ def taint_rule_selects(
         return False
     if sel.device and sel.device != device.name:
         return False
-    if sel.device_class_name and not class_matches(sel.device_class_name):
-        return False
-    for i, s in enumerate(sel.selectors):
-        if s.cel is None:
-            return False
-        try:
-            if not cel_env.compile(s.cel.expression).matches(cel_device()):
-                return False
-        except Exception:  # noqa: BLE001 - a rule whose CEL fails on a device does not select it
-            return False
     return True
 
 
@@ -448,8 +436,6 @@ def build_inventory(
     allocated_claims: list[ResourceClaim],
     features: Features,
     taint_rules: Sequence[DeviceTaintRule] = (),
-    classes=None,
-    cel_env=None,
     *,
     index: dict[str, list[ResourceSlice]] | None = None,
     allocated: AllocatedState | None = None,
@@ -478,25 +464,10 @@ def build_inventory(
                 except Exception:  # noqa: BLE001
                     pass
                 devices.append(entry)
-    if features.device_taint_rules and taint_rules and cel_env is not None:  # DRADeviceTaintRules too
+    if features.device_taint_rules and taint_rules:  # DRADeviceTaintRules too
         for entry in devices:
             for rule in taint_rules:
-
-                def class_matches(name, e=entry):
-                    cls = (classes or {}).get(name)
-                    if cls is None:
-                        return False
-                    try:
-                        return all(
-                            sel.cel is not None and cel_env.compile(sel.cel.expression).matches(e.cel)
-                            for sel in cls.spec.selectors
-                        )
-                    except Exception:  # noqa: BLE001
-                        return False
-
-                if taint_rule_selects(
-                    rule, entry.driver, entry.pool.name, entry.device, class_matches, cel_env, lambda e=entry: e.cel
-                ):
+                if taint_rule_selects(rule, entry.driver, entry.pool.name, entry.device):
                     entry.taints.append(rule.spec.taint)
     return Inventory(
         node=node,

@@ -666,6 +666,18 @@ def _make_request(
     where: str,
 ) -> RequestSpec:
     full = f"{name}/{sub}" if sub else name
+    if (
+        fields.derived_attributes
+        and not problem.features.derived_attributes
+        and problem.features.has_derived_attributes
+    ):
+        # The release's allocator refuses the request rather than ignore constraints on attributes it
+        # cannot derive (a claim stored while the gate was on); a release without the field drops it.
+        raise _request_error(
+            claim,
+            f"{where}.derivedAttributes",
+            f"request {full}: cannot handle request with derived attributes, the feature is disabled",
+        )
     for i, sel in enumerate(fields.selectors):
         if sel.cel is None:
             raise _request_error(

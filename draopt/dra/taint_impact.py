@@ -22,7 +22,6 @@ from typing import Any
 
 import yaml
 
-from draopt.cel import CelEnvironment, make_cel_device
 from draopt.errors import DraoptError, InputError
 from draopt.provenance import record
 from draopt.kube.features import Features, add_version_flag, features_from_flags
@@ -234,29 +233,17 @@ def analyze(inputs: Inputs, features: Features | None = None, rule_name: str | N
     features = features or Features.from_gates()
     objs = inputs.objects
     rules = _selected_rules(objs.taint_rules, rule_name)
-    env = CelEnvironment(list_type_attributes=features.list_type_attributes)
-    classes = {c.name: c for c in objs.device_classes}
     devices = list(published_devices(objs.resource_slices))
-    cel_devices: dict[DeviceID, Any] = {}
-
-    def cel_of(s: ResourceSlice, d) -> Any:
-        did = (s.spec.driver, s.spec.pool.name, d.name)
-        if did not in cel_devices:
-            cel_devices[did] = make_cel_device(
-                s.spec.driver, d.to_k8s(), list_type_attributes=features.list_type_attributes
-            )
-        return cel_devices[did]
-
     holders = _holders(objs.resource_claims)
     out: list[RuleImpact] = []
     for rule in rules:
-        impact = _rule_header(rule, classes, features)
+        impact = _rule_header(rule, features)
         taint = rule.spec.taint
         # The taint as the eviction controller weighs it: None is evaluated as NoExecute (dry run).
         weighed = taint.model_copy(update={"effect": "NoExecute"}) if taint.effect == "None" else taint
         claims = _ClaimsHit()
         for s, d in devices:
-            if not _rule_selects(rule, s, d, classes, env, cel_of):
+            if not _rule_selects(rule, s, d):
                 continue
             _note_device(impact, claims, (s.spec.driver, s.spec.pool.name, d.name), holders, weighed)
         _weigh_claims(impact, claims, inputs.pods)
@@ -286,11 +273,11 @@ def _holders(claims: list[ResourceClaim]) -> dict[DeviceID, list[tuple[ResourceC
     return holders
 
 
-def _rule_header(rule: DeviceTaintRule, classes: dict, features: Features) -> RuleImpact:
+def _rule_header(rule: DeviceTaintRule, features: Features) -> RuleImpact:
     """The rule's impact before any device is looked at: its taint, and notes on its selector."""
     taint = rule.spec.taint
     sel = rule.spec.device_selector
-    empty = sel is None or not (sel.device_class_name or sel.driver or sel.pool or sel.device or sel.selectors)
+    empty = sel is None or not (sel.driver or sel.pool or sel.device)
     impact = RuleImpact(
         rule=rule.name,
         taint=taint.to_k8s(),
@@ -302,8 +289,12 @@ def _rule_header(rule: DeviceTaintRule, classes: dict, features: Features) -> Ru
         impact.notes.append(
             "the rule has no selector fields: it selects every device (the empty selector matches all devices)"
         )
-    if sel is not None and sel.device_class_name and sel.device_class_name not in classes:
-        impact.notes.append(f"DeviceClass {sel.device_class_name!r} is not in the input: no device matches it")
+    removed = [k for k in ("deviceClassName", "selectors") if sel is not None and (sel.model_extra or {}).get(k)]
+    if removed:
+        impact.notes.append(
+            f"spec.deviceSelector.{' and '.join(removed)}: not in any served version of DeviceTaintRule (only "
+            "1.33-1.34's v1alpha3 had deviceClassName and selectors); the API server drops it, so it narrows nothing"
+        )
     if not features.device_taint_rules:
         impact.notes.append(
             "DeviceTaintRules are disabled (DRADeviceTaints/DRADeviceTaintRules): the rule has no effect"
@@ -311,21 +302,8 @@ def _rule_header(rule: DeviceTaintRule, classes: dict, features: Features) -> Ru
     return impact
 
 
-def _rule_selects(rule: DeviceTaintRule, s: ResourceSlice, d, classes: dict, env: CelEnvironment, cel_of) -> bool:
-    def class_matches(name, s=s, d=d):
-        cls = classes.get(name)
-        if cls is None:
-            return False
-        try:
-            return all(
-                x.cel is not None and env.compile(x.cel.expression).matches(cel_of(s, d)) for x in cls.spec.selectors
-            )
-        except Exception:  # noqa: BLE001 - a class whose CEL fails on a device does not select it
-            return False
-
-    return taint_rule_selects(
-        rule, s.spec.driver, s.spec.pool.name, d, class_matches, env, lambda s=s, d=d: cel_of(s, d)
-    )
+def _rule_selects(rule: DeviceTaintRule, s: ResourceSlice, d) -> bool:
+    return taint_rule_selects(rule, s.spec.driver, s.spec.pool.name, d)
 
 
 @dataclass

@@ -153,7 +153,7 @@ def to_v1(doc: dict) -> dict:
 
 
 # ------------------------------------------------------------------ schemas per version
-_SCHEMAS: dict[str, Obj] = {}  # kind -> schema (v1beta1; DeviceTaintRule: v1/v1beta2)
+_SCHEMAS: dict[str, Obj] = {}  # kind -> its v1beta1 schema
 
 
 def _v1beta1_request_schema() -> Obj:
@@ -167,21 +167,8 @@ def _v1beta1_request_schema() -> Obj:
     return req
 
 
-# DeviceTaintSelector lost `deviceClassName` and `selectors` in 1.35 (v1alpha3 of 1.33/1.34 had
-# them; v1beta2 and v1 never did). draopt still applies them, but they are unknown fields there.
-_TAINT_SELECTOR_1_34_FIELDS = ("deviceClassName", "selectors")
-
-
 def schema_for(model: type, api_version: Any) -> Obj:
     """The strict-decoding schema of a kind in the version it is written in."""
-    if model.__name__ == "DeviceTaintRule" and api_version != V1ALPHA3:
-        cached = _SCHEMAS.get("DeviceTaintRule")
-        if cached is None:
-            cached = copy_schema(model_schema(model))
-            for key in _TAINT_SELECTOR_1_34_FIELDS:
-                cached["spec"]["deviceSelector"].pop(key, None)
-            _SCHEMAS["DeviceTaintRule"] = cached
-        return cached
     if api_version != V1BETA1 or model.__name__ not in ("ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"):
         return model_schema(model)
     cached = _SCHEMAS.get(model.__name__)

@@ -78,6 +78,18 @@ class Features:
         only, mappings only, and a claim no container lists rejects the node (releases.py)."""
         return not at_least(self.kubernetes_version, NODE_ALLOCATABLE_137)
 
+    @cached_property
+    def has_derived_attributes(self) -> bool:
+        """The release has derivedAttributes (KEP-6080, DRADerivedAttributes from 1.37); older API
+        servers drop the field."""
+        return "DRADerivedAttributes" in RELEASES[parse_kubernetes_version(self.kubernetes_version)].gates
+
+    @cached_property
+    def has_compatibility_groups(self) -> bool:
+        """The release has compatibilityGroups (KEP-5963, DRADeviceCompatibilityGroups from 1.37);
+        older API servers drop the field, so a device's groups there are none."""
+        return "DRADeviceCompatibilityGroups" in RELEASES[parse_kubernetes_version(self.kubernetes_version)].gates
+
     @classmethod
     def from_gates(cls, gates: dict[str, bool] | None = None, version: str | None = None) -> "Features":
         """The release's defaults with `gates` on top. With `version` given ("1.36", "v1.37.2"),

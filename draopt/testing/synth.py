@@ -221,13 +221,14 @@ def _slice_nodes(rng: random.Random, feats: set[str], use_counters: bool, pi: in
 
 
 def _taint_rule(rng: random.Random, device_ids: list[_DeviceId]) -> dict[str, Any]:
-    """A DeviceTaintRule on one device, its pool, or its class."""
+    """A DeviceTaintRule on one device, its pool, or its driver (the selector fields every
+    served version has)."""
     drv, pool, name, _ = rng.choice(device_ids)
     selector = rng.choice(
         [
             {"driver": drv, "pool": pool, "device": name},
             {"driver": drv, "pool": pool},
-            {"deviceClassName": drv.split(".")[0]},
+            {"driver": drv},
         ]
     )
     return {

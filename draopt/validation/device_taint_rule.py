@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from draopt.validation.context import _Ctx
-from draopt.kube.names import is_dns1123_label, is_dns1123_subdomain
+from draopt.kube.names import is_dns1123_label
 from draopt.validation.resource_slice import _validate_taint
 
 
@@ -18,16 +18,15 @@ def _validate_taint_rule(ctx: _Ctx, doc: dict) -> None:
             ctx.invalid("spec.deviceSelector", sel, "must be of type object")
         else:
             sp = "spec.deviceSelector"
-            if sel.get("deviceClassName") is not None:
-                ctx.names(sel["deviceClassName"], f"{sp}.deviceClassName", is_dns1123_subdomain)
+            # deviceClassName and selectors (1.33-1.34's v1alpha3) are unknown fields now, which the
+            # API server drops unvalidated; the loader warns about them.
             if sel.get("driver") is not None:
                 ctx.driver_name(sel["driver"], f"{sp}.driver")
             if sel.get("pool") is not None:
                 ctx.pool_name(sel["pool"], f"{sp}.pool")
             if sel.get("device") is not None:
                 ctx.names(sel["device"], f"{sp}.device", is_dns1123_label)
-            ctx.selectors(sel.get("selectors"), f"{sp}.selectors")
-            if not any(sel.get(k) for k in ("deviceClassName", "driver", "pool", "device", "selectors")):
+            if not any(sel.get(k) for k in ("driver", "pool", "device")):
                 ctx.note(sp, "empty selector: the rule selects every device (the empty selector matches all devices)")
     else:
         ctx.note(
