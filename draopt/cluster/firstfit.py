@@ -373,8 +373,7 @@ class Simulation:
             skipped_below = start if start and scheduler is None and only is None else 0
             self._failed(pod, pl, sig, keys, skipped_below)
             return pl
-        # (a PodGroup's member is not: its group binds after Permit, which draopt does not model)
-        if pod.extended_resources and pod.group is None and (failure := prebind_failure(pod, best[0].allocatable)):
+        if pod.extended_resources and (failure := prebind_failure(pod, best[0].allocatable)) is not None:
             self._fail_prebind(pl, best, failure)
             return pl
         self._bind(pod, pl, best)
