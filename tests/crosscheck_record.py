@@ -152,6 +152,13 @@ def _gang_in_scenario(report) -> bool:
     return any(p.group for p in report.pods)
 
 
+def _extended_prebind(d, report) -> bool:
+    """kube-scheduler's PreBind fails for the pod (extended resources a device plugin serves next
+    to claims of its own): draopt places it."""
+    pod = next((p for p in report.pods if p.pod == d.subject), None)
+    return pod is not None and "nil or empty request mappings" in pod.kubernetes_message
+
+
 def _attempts(report) -> list[dict]:
     return getattr(report, "kubernetes_attempts", None) or []
 
@@ -273,6 +280,7 @@ def _after_preemption_on_its_node(pod: str, report) -> bool:
 EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "pod-group-cycle": _pod_group,
     "pod-group-claim": _pod_group_claim,  # (returns pod-group-cycle, the section it belongs to)
+    "extended-resources-prebind": _extended_prebind,
     "victim-claims-kept-by-the-oracle": _victim_claims_kept,
     "opportunistic-batching-hint": _batching_hint,
     "starved-in-an-oracle-livelock": _starved_in_oracle_livelock,

@@ -181,16 +181,18 @@ def test_fixed_preemption_with_priority_classes_and_devices(minor):
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
-def test_fixed_extended_resources_prebind(minor):
+def test_open_extended_resources_prebind(minor):
     """A pod with a claim of its own whose extended resources a node's device plugin serves:
     kube-scheduler fails PreBind on that node (extendeddynamicresources.go,
-    patchPodExtendedResourceClaimStatus: no request mappings) after writing the pod's own claim,
-    which Unreserve leaves allocated; draopt placed it. Now both leave it pending with that error
-    and the claim allocated. The oracle's other answers: allocatable "0" is served by DRA
-    (filterExtendedResources: allocatable == 0), an extended resource no class names is
-    Insufficient on both nodes."""
+    patchPodExtendedResourceClaimStatus: no request mappings), draopt places it (with a note). The
+    oracle's other answers, recorded: allocatable "0" is served by DRA (filterExtendedResources:
+    allocatable == 0), an extended resource no class names is Insufficient on both nodes."""
     report = _report("extended-prebind.yaml", minor)
-    assert report.identical, [d.text() for d in report.differences]
+    d, then = report.differences
+    assert (d.kind, d.subject, d.draopt, d.kubernetes) == ("pending", "default/a-user-and-ext", "both-1", "pending")
+    # and after it: a-user-and-ext holds both-1's device-plugin GPU in draopt's run only
+    assert (then.kind, then.subject) == ("reason", "default/c-other")
+    assert "1 Insufficient nvidia.com/gpu, 2 Insufficient example.com/fpga." in then.draopt
     by_pod = {p.pod: p for p in report.pods}
     assert by_pod["default/a-user-and-ext"].kubernetes_message == (
         'running PreBind plugin "DynamicResources": nil or empty request mappings, no update of pod '

@@ -27,7 +27,6 @@ from draopt.cluster.result import FirstFitStats, PlacementResult, PodPlacement
 from draopt.cluster.filter_error import first_filter_error, group_member_error, is_filter_error
 from draopt.cluster.podgroup_status import never_popped, word_group_members
 from draopt.cluster.podgroup_placement import GroupCycle, needs_group_cycles, run_group_cycle
-from draopt.kube.extended_resources import prebind_failure
 
 # The filter of one node and the claim book live in firstfit_node; their names stay importable
 # from here, where the layers above have always found them.
@@ -373,21 +372,8 @@ class Simulation:
             skipped_below = start if start and scheduler is None and only is None else 0
             self._failed(pod, pl, sig, keys, skipped_below)
             return pl
-        if pod.extended_resources and (failure := prebind_failure(pod, best[0].allocatable)) is not None:
-            self._fail_prebind(pl, best, failure)
-            return pl
         self._bind(pod, pl, best)
         return pl
-
-    def _fail_prebind(self, pl: PodPlacement, best, failure: str) -> None:
-        """The node chosen, then PreBind fails (prebind_failure): the pod's own claims were written
-        before the failing extended-resource claim, and Unreserve leaves their allocations (it
-        drops the pod from reservedFor only, and the ResourceClaim controller deallocates on a
-        consumer it removes itself); the pod is not bound, takes nothing, and no PostFilter runs."""
-        node, _, problem, chosen, selected = best
-        pl.error = failure
-        if problem is not None and self._commit_claims(pl, node, problem, chosen, selected):
-            self.cluster.bump_all()
 
     def _filter_nodes(self, pod, pl: PodPlacement, sig, keys, only, allowed, start: int, best):
         """draopt's own node choice (no scheduler, `only`, or a pod group's placement): the nodes
@@ -478,7 +464,14 @@ class Simulation:
         node, score, problem, chosen, selected = best
         pl.node, pl.prioritized_score = node.name, score
         pl.reasons.clear()
-        touched_shared = problem is not None and self._commit_claims(pl, node, problem, chosen, selected)
+        touched_shared = False
+        if problem is not None:
+            results = self.decode(problem, chosen, selected, self.share_id)
+            for claim, result in zip(problem.claims, results):
+                pl.new_claims[claim.key] = result
+                book.commit(claim.key, result, node.name)
+            # Devices other nodes can reach too (allNodes, node selectors) change their answers.
+            touched_shared = any(c.device.slice.spec.node_name != node.name for cl in chosen for c in cl)
         on_node = pod_on(node, pod)
         taken = self.taken[pod.key] = _plus(
             on_node.resources,
@@ -492,15 +485,6 @@ class Simulation:
         if touched_shared:
             cluster.bump_all()
             self.shared_of.add(pod.key)
-
-    def _commit_claims(self, pl: PodPlacement, node, problem, chosen, selected) -> bool:
-        """The claims the pod allocated on `node`, written; whether a device other nodes can
-        reach too (allNodes, node selectors) was taken, which changes their answers."""
-        results = self.decode(problem, chosen, selected, self.share_id)
-        for claim, result in zip(problem.claims, results):
-            pl.new_claims[claim.key] = result
-            self.book.commit(claim.key, result, node.name)
-        return any(c.device.slice.spec.node_name != node.name for cl in chosen for c in cl)
 
     # -- taking pods back ------------------------------------------------------------------------
 

@@ -191,35 +191,22 @@ def _allocatable(node: Node) -> dict[str, Fraction]:
     }
 
 
-def prebind_failure(demand: PodDemand, allocatable: Mapping[str, Fraction]) -> str | None:
-    """kube-scheduler 1.36/1.37's error on a node with this allocatable for a pending pod with
-    ResourceClaims of its own whose extended resources the node's device plugin serves entirely:
-    Filter passes it, the extended-resource claim is made without requests, and PreBind fails
-    (patchPodExtendedResourceClaimStatus: no request mappings), so the pod is never bound there.
-    None where PreBind passes."""
+def prebind_failure_note(demand: PodDemand, nodes: Sequence[tuple[str, Mapping[str, Fraction]]]) -> str | None:
+    """What draopt does not model of a pending pod with claims of its own whose extended resources
+    a node's device plugin serves entirely (`nodes`: name, allocatable): kube-scheduler 1.36/1.37
+    passes the node in Filter, allocates an extended-resource claim without requests there and
+    fails PreBind (patchPodExtendedResourceClaimStatus: no request mappings), so the pod is never
+    bound there; draopt places it as the filters allow. None when that cannot happen."""
     if not demand.extended_resources or demand.node_name:
         return None
     use = next((u for u in demand.claims if u.name == EXTENDED_CLAIM_USE), None)
     if use is None or not use.generated or all(u is use for u in demand.claims):
         return None
-    if len(device_plugin_served(demand, allocatable)) != len(demand.extended_resources):
-        return None
-    return (
-        'running PreBind plugin "DynamicResources": nil or empty request mappings, no update of pod '
-        f"{demand.key} ExtendedResourceClaimStatus"
-    )
-
-
-def prebind_failure_note(demand: PodDemand, nodes: Sequence[tuple[str, Mapping[str, Fraction]]]) -> str | None:
-    """The note for a pod kube-scheduler would fail in PreBind on one of `nodes` (name,
-    allocatable): first-fit reproduces it, the optimal policies do not. None when that cannot
-    happen."""
     for name, allocatable in nodes:
-        if prebind_failure(demand, allocatable) is not None:
+        if len(device_plugin_served(demand, allocatable)) == len(demand.extended_resources):
             return (
                 f"Pod {demand.key}: with ResourceClaims of its own, its extended resources served by node "
                 f"{name}'s device plugin: kube-scheduler fails PreBind there (no request mappings for the "
-                f"extended-resource claim) and never binds it; first-fit leaves it pending with that error, "
-                f"the optimal policies do not model it and may place it there"
+                f"extended-resource claim) and never binds it; draopt places it as the filters allow"
             )
     return None
