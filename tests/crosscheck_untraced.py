@@ -10,20 +10,10 @@ from __future__ import annotations
 # preemptor (the pod-group-cycle's open cause)
 UNTRACED: frozenset[tuple[str, str, str]] = frozenset(
     {
-        ("1.36", "seed 126", "ml/pod-8"),  # reason
-        ("1.36", "seed 129", "ml/pod-5"),  # reason
-        ("1.36", "seed 129", "ml/pod-11"),  # reason (a CEL runtime error, as ml/pod-5)
-        ("1.36", "seed 129", "ml/pod-23"),  # reason (a CEL runtime error, as ml/pod-5)
-        ("1.36", "seed 129", "ml/pod-4"),  # reason (a CEL runtime error, as ml/pod-5)
         ("1.36", "seed 144", "batch-jobs/cache-2-lhpjxgtbn7-xmjnm"),  # node
-        ("1.36", "seed 144", "ml/pod-1"),  # reason
-        ("1.36", "seed 174", "ml/pod-7"),  # reason
         ("1.36", "seed 182", "team-a/batch-3-dhflv"),  # eviction (PodGroup)
         ("1.36", "seed 219", "ml/pod-3"),  # node (PodGroup? seen in one CI rehearsal, all three oracle runs
         # steady; not in four other 300-seed passes of the same code)
-        ("1.36", "seed 270", "ml/pod-6"),  # reason
-        ("1.36", "seed 295", "ml/pod-11"),  # reason
-        ("1.36", "seed 82", "ops/pod-15"),  # pending
         ("1.37", "seed 101", "team-a/batch-2-8q7bm"),  # eviction (PodGroup)
         ("1.37", "seed 101", "team-a/batch-4-bts72"),  # eviction (PodGroup)
         ("1.37", "seed 130", "ml/pod-59"),  # reason

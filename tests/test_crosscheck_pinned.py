@@ -76,6 +76,38 @@ def test_explained_starved_in_an_oracle_livelock():
     assert all(explained_by(d, report) == "starved-in-an-oracle-livelock" for d in starved)
 
 
+def test_explained_errored_then_starved_in_an_oracle_livelock():
+    """Random scheduler seed 144 of 1.36: `ml/pod-1`'s first attempt ends with a selector's CEL
+    runtime error (the DynamicResources Filter's Error status: the pod goes to back-off), while two
+    PodGroups that cannot fit keep their members cycling through the active queue (1.36's gang
+    Permit). The oracle pops its back-off queue only when the active one is empty, so it never
+    tries the pod again before it stops the run as a livelock; draopt retries it after the other
+    pods (as a cluster does once the back-off's second is over) and words the nodes' reasons."""
+    import random
+
+    from draopt.cluster.filter_error import is_filter_error
+    from draopt.testing.scheduler_scenarios import random_scheduler_scenario
+
+    from crosscheck_record import explained_by
+    from helpers import scenario_objects
+    from test_crosscheck_scheduler import _served
+
+    s = random_scheduler_scenario(random.Random(144), nodes=(1, 12), pods=(1, 40))
+    report = crosscheck(
+        scenario_objects(_served(s.documents, "1.36")),
+        kubernetes_version="1.36",
+        features=Features.from_gates(s.gates),
+        timeout=120,
+    )
+    (row,) = [p for p in report.pods if p.pod == "ml/pod-1"]
+    tries = [a.get("message") for a in report.kubernetes_attempts if a["pod"] == "ml/pod-1"]
+    assert tries == [row.kubernetes_message] and is_filter_error(row.kubernetes_message)
+    assert any("pods still retried: " in n and "ml/pod-1" in n for n in report.notes)
+    assert row.draopt_node == "" and not is_filter_error(row.draopt_message)
+    (d,) = [d for d in report.differences if d.subject == "ml/pod-1"]
+    assert explained_by(d, report) == "errored-then-starved-in-an-oracle-livelock"
+
+
 def test_fixed_spread_rejects_before_devices_behind_a_kinds_frontier():
     """The nodes a kind of pod already found without devices keep that reason in draopt's filter
     loop (the kind's frontier); a pod of that kind whose own PodTopologySpread rejects them is
