@@ -120,6 +120,16 @@ def test_fixed_node_tree_order(minor):
     assert ("gpu.example.com/n3/gpu-0" in row.kubernetes_message) == (minor == "1.37")
 
 
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_select_on_an_attributes_value(minor):
+    """`device.attributes["gpu.example.com"].model.x` on a string attribute: cel-go's runtime error
+    is "no such key: x"; draopt's CEL (cel-cpp) said "Applying SELECT to non-message type"."""
+    report = _report("cel-select-on-a-value.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    (row,) = report.pods
+    assert "CEL runtime error: no such key: x" in row.kubernetes_message
+
+
 def test_fixed_start_index_after_a_pod_groups_placement():
     """Random scheduler seed 130 of 1.37: a PodGroup placed in one of its zones (its pods assumed
     on the nodes its placement's trial found, assumeSubtreeWithRevert: no filter runs) leaves the
