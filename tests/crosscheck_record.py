@@ -231,11 +231,38 @@ def _starved_in_oracle_livelock(d, report) -> bool:
     every back-off) with the pod still in its queue (its note names it)."""
     if d.kind != "pending" or d.draopt == "pending" or any(a["pod"] == d.subject for a in _attempts(report)):
         return False
+    return _still_retried_in_livelock(d.subject, report)
+
+
+def _still_retried_in_livelock(pod: str, report) -> bool:
+    """The oracle stopped the run as a livelock with `pod` still in its queue (its note names it)."""
     for note in getattr(report, "notes", None) or []:
         _, found, pods = note.partition(_LIVELOCK_PODS)
-        if found and d.subject in pods.split(")", 1)[0].split(", "):
+        if found and pod in pods.split(")", 1)[0].split(", "):
             return True
     return False
+
+
+def _errored_then_starved_in_oracle_livelock(d, report) -> bool:
+    """A pod whose one attempt in kube-scheduler ended with a filter error (a Filter plugin's Error
+    status: the pod goes to back-off), never tried again before the oracle stopped the run as a
+    livelock with the pod still queued (pods cycling in the active queue, which the oracle only
+    leaves for its back-off queue once empty); draopt retried it, as a cluster does once its
+    back-off of a second is over, and placed it or left it pending with another message."""
+    tries = [a for a in _attempts(report) if a["pod"] == d.subject]
+    if len(tries) != 1 or tries[0].get("node") or not _is_filter_error(tries[0].get("message", "")):
+        return False
+    if d.kind == "pending":
+        placed_by_draopt_only = d.draopt != "pending" and d.kubernetes == "pending"
+        return placed_by_draopt_only and _still_retried_in_livelock(d.subject, report)
+    if d.kind == "reason":
+        return d.kubernetes == tries[0]["message"] and _still_retried_in_livelock(d.subject, report)
+    return False
+
+
+def _is_filter_error(message: str) -> bool:
+    """kube-scheduler's message for a Filter plugin's Error status (`running "X" filter plugin: ...`)."""
+    return message.startswith('running "') and '" filter plugin: ' in _message_tail(message)
 
 
 def _batching_hint(d, report) -> bool:
@@ -284,6 +311,7 @@ EXPLAINED: dict[str, Callable[[Any, Any], Any]] = {
     "victim-claims-kept-by-the-oracle": _victim_claims_kept,
     "opportunistic-batching-hint": _batching_hint,
     "starved-in-an-oracle-livelock": _starved_in_oracle_livelock,
+    "errored-then-starved-in-an-oracle-livelock": _errored_then_starved_in_oracle_livelock,
     "preemption-victims-placed-in-this-run": _victim_placed_in_this_run,
     "preemptor-retried-after-the-queue": _preemptor_retried_later,
     "retried-after-cluster-events": _retried_after_events,

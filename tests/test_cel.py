@@ -192,6 +192,8 @@ RUNTIME_ERRORS = [
     ('device.attributes["no-such-domain"].noSuchAttr.isGreaterThan(quantity("0"))', "no such key: noSuchAttr"),
     ('device.attributes["no-such-domain"]["noSuchAttr"].isGreaterThan(quantity("0"))', "no such key: noSuchAttr"),
     ('device.attributes["dra.example.com"].missing == 1', "no such key: missing"),
+    # a field of an attribute's value (a string): cel-go's missingKey (cel-cpp words it otherwise)
+    ('device.attributes["dra.example.com"].model.x == "a"', "no such key: x"),
     ('device.capacity["dra.example.com"].nope.isGreaterThan(quantity("1"))', "no such key: nope"),
     ('device.capacity["nope.com"].memory.compareTo(quantity("1Gi")) >= 0', "no such key: memory"),
     ('quantity("1Gi.5").isInteger()', "invalid quantity '1Gi.5'"),

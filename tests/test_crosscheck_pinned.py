@@ -76,6 +76,81 @@ def test_explained_starved_in_an_oracle_livelock():
     assert all(explained_by(d, report) == "starved-in-an-oracle-livelock" for d in starved)
 
 
+def test_explained_errored_then_starved_in_an_oracle_livelock():
+    """Random scheduler seed 144 of 1.36: `ml/pod-1`'s first attempt ends with a selector's CEL
+    runtime error (the DynamicResources Filter's Error status: the pod goes to back-off), while two
+    PodGroups that cannot fit keep their members cycling through the active queue (1.36's gang
+    Permit). The oracle pops its back-off queue only when the active one is empty, so it never
+    tries the pod again before it stops the run as a livelock; draopt retries it after the other
+    pods (as a cluster does once the back-off's second is over) and words the nodes' reasons."""
+    import random
+
+    from draopt.cluster.filter_error import is_filter_error
+    from draopt.testing.scheduler_scenarios import random_scheduler_scenario
+
+    from crosscheck_record import explained_by
+    from helpers import scenario_objects
+    from test_crosscheck_scheduler import _served
+
+    s = random_scheduler_scenario(random.Random(144), nodes=(1, 12), pods=(1, 40))
+    report = crosscheck(
+        scenario_objects(_served(s.documents, "1.36")),
+        kubernetes_version="1.36",
+        features=Features.from_gates(s.gates),
+        timeout=120,
+    )
+    (row,) = [p for p in report.pods if p.pod == "ml/pod-1"]
+    tries = [a.get("message") for a in report.kubernetes_attempts if a["pod"] == "ml/pod-1"]
+    assert tries == [row.kubernetes_message] and is_filter_error(row.kubernetes_message)
+    assert any("pods still retried: " in n and "ml/pod-1" in n for n in report.notes)
+    assert row.draopt_node == "" and not is_filter_error(row.draopt_message)
+    (d,) = [d for d in report.differences if d.subject == "ml/pod-1"]
+    assert explained_by(d, report) == "errored-then-starved-in-an-oracle-livelock"
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_node_tree_order(minor):
+    """kube-scheduler lists nodes one of each zone in turn (its node tree): n1, n3, n2 for zones x,
+    x, y. The filter loop goes in that order, so the selector's CEL runtime error ends the attempt
+    on n3's GPU, which 1.37's message names; draopt went in name order and named n2's."""
+    report = _report("node-tree-order.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    (row,) = report.pods
+    assert "CEL runtime error: no such key: tier" in row.kubernetes_message
+    assert ("gpu.example.com/n3/gpu-0" in row.kubernetes_message) == (minor == "1.37")
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_select_on_an_attributes_value(minor):
+    """`device.attributes["gpu.example.com"].model.x` on a string attribute: cel-go's runtime error
+    is "no such key: x"; draopt's CEL (cel-cpp) said "Applying SELECT to non-message type"."""
+    report = _report("cel-select-on-a-value.yaml", minor)
+    assert report.identical, [d.text() for d in report.differences]
+    (row,) = report.pods
+    assert "CEL runtime error: no such key: x" in row.kubernetes_message
+
+
+def test_fixed_start_index_after_a_pod_groups_placement():
+    """Random scheduler seed 130 of 1.37: a PodGroup placed in one of its zones (its pods assumed
+    on the nodes its placement's trial found, assumeSubtreeWithRevert: no filter runs) leaves the
+    filter loop's start index where the trials left it; draopt placed each pod again on its one
+    node, which moved the start to 0, and the CEL runtime errors of `ml/pod-64` and `ml/pod-59`
+    later named node-25's GPU where kube-scheduler's name node-4's (in its node order)."""
+    import random
+
+    from draopt.testing.scheduler_scenarios import random_scheduler_scenario
+
+    from helpers import scenario_objects
+
+    s = random_scheduler_scenario(random.Random(130))
+    report = crosscheck(
+        scenario_objects(s.documents), kubernetes_version="1.37", features=Features.from_gates(s.gates), timeout=120
+    )
+    for pod in ("ml/pod-64", "ml/pod-59"):
+        (row,) = [p for p in report.pods if p.pod == pod]
+        assert row.same and "on device gpu.example.com/node-4-gpu/gpu-1: CEL runtime error" in row.kubernetes_message
+
+
 def test_fixed_spread_rejects_before_devices_behind_a_kinds_frontier():
     """The nodes a kind of pod already found without devices keep that reason in draopt's filter
     loop (the kind's frontier); a pod of that kind whose own PodTopologySpread rejects them is

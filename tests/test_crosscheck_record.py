@@ -210,6 +210,35 @@ def test_a_pod_the_oracle_never_tried_in_a_livelock():
     assert explained_by(d, tried) != "starved-in-an-oracle-livelock"
 
 
+def test_a_pod_that_erred_once_then_starved_in_a_livelock():
+    note = (
+        "kube-scheduler kept retrying pods without progress and the oracle stopped it (stopped after 120 "
+        "scheduling cycles without a bind or eviction; pods still retried: ns/gang-a, ns/err); placements made "
+        "while those pods cycled can vary between runs of kube-scheduler itself"
+    )
+    error = (
+        'running "DynamicResources" filter plugin: claim ns/err-gpu: selector #0: CEL runtime error: no such key: model'
+    )
+    unschedulable = "0/2 nodes are available: 2 cannot allocate all claims."
+    reason = Difference("reason", "ns/err", unschedulable, error)
+    placed = Difference("pending", "ns/err", "n1", "pending")
+    cause = "errored-then-starved-in-an-oracle-livelock"
+    for d in (reason, placed):
+        report = _report([{"pod": "ns/err", "message": error}, {"pod": "ns/gang-a", "message": "..."}], [d])
+        assert explained_by(d, report) != cause  # no livelock: kube-scheduler's answer stands
+        report.notes = [note]
+        assert explained_by(d, report) == cause
+        twice = _report([{"pod": "ns/err", "message": error}, {"pod": "ns/err", "message": error}], [d])
+        twice.notes = [note]
+        assert explained_by(d, twice) != cause  # tried again: not starved
+        plain = _report([{"pod": "ns/err", "message": unschedulable.replace("2 cannot", "2 Insufficient")}], [d])
+        plain.notes = [note]
+        assert explained_by(d, plain) != cause  # not an error: the pod waits for an event, no back-off
+    other = _report([{"pod": "ns/err", "message": error}], [reason])
+    other.notes = [note.replace("ns/err", "ns/y")]
+    assert explained_by(reason, other) != cause  # not named in the note
+
+
 def test_devices_of_a_pod_group_claim():
     d = Difference("device", "ml/shared-0", "gpu=d/n1/gpu-0", "gpu=d/n1/gpu-1")
     report = _report([{"pod": "ml/a", "node": "n1"}], [d], {"ml/shared-0": ["ml/a", "ml/b"]})

@@ -434,7 +434,8 @@ def test_pod_topology_spread_score():
     docs = nodes + running + [pod("p", {"cpu": "1"}, labels=app, topologySpreadConstraints=tsc)]
     # zone a: 2 pods, zone b: 0; weight log(2 + 2); raw a = round(2 * 1.386) = 3, b = 0
     # normalised: 100 * (3 + 0 - s) / 3 -> a: 0, b: 100
-    assert plugin_scores(docs, "PodTopologySpread") == [0, 0, 100]
+    # (in the node tree's order, one node of each zone in turn: n0 (a), n2 (b), n1 (a))
+    assert plugin_scores(docs, "PodTopologySpread") == [0, 100, 0]
 
 
 def test_inter_pod_affinity_preferred_score():

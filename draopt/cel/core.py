@@ -89,7 +89,7 @@ class CompiledExpression:
             except RuntimeError as e:
                 if "Iteration budget exceeded" in str(e):
                     return self._past_iteration_budget(device, act)
-                raise CelRuntimeError(_runtime_message(str(e))) from None
+                raise CelRuntimeError(_runtime_message(str(e), self.expression)) from None
         st = _COST_STATE
         st.cost = self._base_cost
         st.limit = self._cenv.cost_limit
@@ -103,7 +103,7 @@ class CompiledExpression:
                 raise CelRuntimeError(_COST_EXCEEDED) from None
             if "Iteration budget exceeded" in str(e):
                 return self._past_iteration_budget(device, act)
-            raise CelRuntimeError(_runtime_message(str(e))) from None
+            raise CelRuntimeError(_runtime_message(str(e), self.expression)) from None
         if st.cost > st.limit:
             raise CelRuntimeError(_COST_EXCEEDED)
         return r
@@ -128,7 +128,7 @@ class CompiledExpression:
         except RuntimeError as e:
             if st.cost > st.limit:
                 raise CelRuntimeError(_COST_EXCEEDED) from None
-            raise CelRuntimeError(_runtime_message(str(e))) from None
+            raise CelRuntimeError(_runtime_message(str(e), self.expression)) from None
         if st.cost > st.limit:
             raise CelRuntimeError(_COST_EXCEEDED)
         return r
@@ -191,7 +191,7 @@ class CompiledExpression:
             return v
         t = r.type()
         if t == _ERROR_TYPE:
-            raise CelRuntimeError(_runtime_message(str(v)))
+            raise CelRuntimeError(_runtime_message(str(v), self.expression))
         raise CelRuntimeError(
             f"CEL result of type {t.name().lower()} could not be converted to bool: must evaluate to bool"
         )
@@ -202,7 +202,7 @@ class CompiledExpression:
         r = self._eval(device)
         try:
             if r.type() == _ERROR_TYPE:
-                raise CelRuntimeError(_runtime_message(str(r.value())))
+                raise CelRuntimeError(_runtime_message(str(r.value()), self.expression))
             return _to_python(r.plain_value())
         except TypeError:  # the binding cannot convert some values (optionals) to Python
             raise CelRuntimeError(f"a result of type {r.type().name()} cannot be returned to Python") from None

@@ -24,7 +24,7 @@ _NO_OVERLOAD = re.compile(r"^(?:[A-Z_]+: )?No matching overloads found : (.*)$",
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 
 
-def _runtime_message(msg: str) -> str:
+def _runtime_message(msg: str, expression: str = "") -> str:
     for new, old in _RENAMED_BACK.items():
         msg = msg.replace(new, old)
     m = _KEY_NOT_FOUND.match(msg)
@@ -33,7 +33,19 @@ def _runtime_message(msg: str) -> str:
     m = _NO_OVERLOAD.match(msg)
     if m:
         return f"no such overload: {m.group(1)}"
-    return _STATUS_PREFIX.sub("", msg, count=1)
+    msg = _STATUS_PREFIX.sub("", msg, count=1)
+    if msg == _SELECT_ON_A_VALUE:
+        fields = set(_FIELD_OF_AN_ATTRIBUTE.findall(expression))
+        if len(fields) == 1:  # (cel-cpp does not say which field: the one the source selects)
+            return f"no such key: {fields.pop()}"
+    return msg
+
+
+# cel-cpp's words for a field selected on a value without fields (an attribute's string, int,
+# bool or version: `device.attributes["d"].model.x`), where cel-go says "no such key: x"
+# (interpreter/attributes.go refQualify: missingKey for a value neither map nor message)
+_SELECT_ON_A_VALUE = "Applying SELECT to non-message type"
+_FIELD_OF_AN_ATTRIBUTE = re.compile(r"device\.attributes(?:\[[^\]]*\]|\.\w+)\.\w+\.(\w+)\b(?!\s*\()")
 
 
 def _compile_message(msg: str) -> str:

@@ -149,7 +149,8 @@ def simulate(
 
     `scheduler` (a draopt.scheduler.Scheduler): kube-scheduler's node choice with a profile
     (score plugins, percentageOfNodesToScore, random ties); None: every node is filtered and
-    the node with the best DRA score is taken, the first by name on ties.
+    the node with the best DRA score is taken, the first in node order on ties (by name, one
+    node of each zone in turn: draopt.cluster.state.node_tree_order).
 
     `preemption` (draopt.scheduler.preemption.Preemption, passed in by the layers above): the
     PostFilter that evicts lower-priority running pods for a pod, or for a PodGroup once its

@@ -393,7 +393,12 @@ class GroupCycle:
         return out
 
     def _assume_one(self, out: Outcome, pod: str, node: str) -> None:
+        # assumeAndReserve runs no filter: the start index stays where the trials left it (not
+        # moved by this one-node placement; 1.37 seed 130: the next CEL error on another node)
+        start = self.scheduler.next_start if self.scheduler is not None else 0
         again = self.place(self.w.pod(pod), frozenset((node,)))
+        if self.scheduler is not None:
+            self.scheduler.next_start = start
         if again.placed:
             out.placed.append(again)
         else:  # cannot happen: the same state as in the trial

@@ -43,6 +43,31 @@ def _allocatable(node: Node) -> dict[str, Fraction]:
 _BASIC = frozenset(("cpu", "memory", "pods", "ephemeral-storage"))
 
 
+# The zone labels kube-scheduler's node tree reads, the deprecated beta ones first
+# (k8s.io/component-helpers node/topology GetZoneKey, v0.36 and v0.37).
+_ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
+_REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
+
+
+def _zone_key(node: Node) -> tuple[str, str]:
+    labels = node.metadata.labels or {}
+    zone = next((labels[k] for k in _ZONE_LABELS if k in labels), "")
+    region = next((labels[k] for k in _REGION_LABELS if k in labels), "")
+    return region, zone
+
+
+def node_tree_order(nodes: list[Node]) -> list[Node]:
+    """The nodes in kube-scheduler's order (its node tree: one node of each zone in turn, the
+    zones in the order their first node came, each zone's nodes in the order they came), the
+    nodes coming in name order (as the scheduler oracle adds them). The filter loop's rotating
+    start and the first of equal scores follow this order."""
+    zones: dict[tuple[str, str], list[Node]] = {}
+    for node in sorted(nodes, key=lambda n: n.name):
+        zones.setdefault(_zone_key(node), []).append(node)
+    columns = list(zones.values())
+    return [column[i] for i in range(max(map(len, columns), default=0)) for column in columns if i < len(column)]
+
+
 @dataclass
 class NodeState:
     node: Node
@@ -193,9 +218,7 @@ class Cluster:
             from draopt.errors import InputError
 
             raise InputError(f"Node {twice[0]}: given twice (field metadata.name): one object per name")
-        self.nodes = [
-            NodeState(n, i, _allocatable(n)) for i, n in enumerate(sorted(objects.nodes, key=lambda n: n.name))
-        ]
+        self.nodes = [NodeState(n, i, _allocatable(n)) for i, n in enumerate(node_tree_order(objects.nodes))]
         self.by_name = {n.name: n for n in self.nodes}
         self.attach_versions()
         self.allocated: AllocatedState = allocated_state(allocated_claims, features)

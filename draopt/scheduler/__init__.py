@@ -50,5 +50,6 @@ def add_scheduler_flags(parser, *, seed: bool = True) -> None:
         "--tie-break",
         default="random",
         choices=TIE_BREAKS,
-        help="among equally scored nodes: random (as kube-scheduler, seeded) or name (the first by name)",
+        help="among equally scored nodes: random (as kube-scheduler, seeded) or name (the first in node "
+        "order: by name, one node of each zone in turn)",
     )

@@ -14,8 +14,8 @@ Sources (kubernetes/kubernetes, pkg/scheduler/schedule_one.go, commit
   processed node ends the attempt (draopt.cluster.filter_error);
 * selectHost (before the heap-based version; the same distribution): the highest total score,
   ties broken uniformly at random (reservoir sampling).
-Nodes are in name order (the real scheduler's node tree interleaves zones); filters are run one
-node after the other (the real scheduler runs 16 in parallel and may check a few more nodes).
+Nodes come in node-tree order (draopt.cluster.state.node_tree_order), filtered one after the
+other (the real scheduler runs 16 in parallel and may check a few more nodes).
 """
 
 from __future__ import annotations
