@@ -70,3 +70,31 @@ def test_fixed_topology_group_in_no_placement(minor):
         "default/p0": "n0",
         "default/p1": "n2",
     }
+
+
+def test_fixed_group_preempts_for_the_pods_its_cycle_left():
+    """A basic PodGroup whose cycle scheduled g-0 but not g-1 (3 cpu; the low-priority pod low
+    holds 2 of n1's 4): kube-scheduler 1.37.2 tries g-1 again at once, a cycle that schedules
+    none of the group's pods and so is Unschedulable, and its PodGroupPostFilter evicts low for
+    g-1, which binds (random scheduler seed 63 of 1.37, where draopt evicted nothing)."""
+    report = _report("gang-rest-preempts.yaml", "1.37", {})
+    assert report.identical, [d.text() for d in report.differences]
+    assert {p.pod: p.kubernetes_node for p in report.pods} == {"default/g-0": "n1", "default/g-1": "n1"}
+    assert set(report.evicted_by) == {"default/low"}
+    nominated = [a for a in report.kubernetes_attempts if a.get("nominatedNode")]
+    assert [(a["pod"], a["nominatedNode"]) for a in nominated] == [("default/g-1", "n1")]
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_group_preemption_ends_in_a_filter_error(minor):
+    """The gang fits no pod while low fills n1; its PodGroupPostFilter runs it again without low,
+    where g-1's claim selector fails at runtime (gpu-0 has no attribute tier): the preemption's
+    answer is that Error, both members' message, and low stays (random scheduler seed 182 of both
+    releases, where draopt evicted the victim: its run without victims went on past the error)."""
+    report = _report("gang-preemption-errs.yaml", minor, {})
+    assert report.identical, [d.text() for d in report.differences]
+    assert report.evicted_by == {}
+    head = 'error in "DefaultPreemption" PodGroupPostFilter plugins: pod group preemption: ' if minor == "1.37" else ""
+    for message in _messages(report).values():
+        assert message.startswith(head + "failed to schedule other pod from a pod group: ")
+        assert "CEL runtime error: no such key: tier" in message
