@@ -688,7 +688,7 @@ class PreemptionRun:
     def _tried_in_order(self, members) -> tuple[list[Any], str]:
         """The group's pending pods tried pod by pod until one's filter errs, as the pod-group
         cycle stops there (podGroupSchedulingDefaultAlgorithm); (the placed ones, the error)."""
-        placed = []
+        placed: list[Any] = []
         for m in members:
             pl = self.place(m)
             self.by_pod[m.key] = pl
