@@ -68,6 +68,34 @@ def _topology_group_preemption(members: list) -> bool:
     return any("not modelled for a group with topology constraints" in p.draopt_message for p in members)
 
 
+_TOPOLOGY_GROUP_LEFT = (
+    "pod group preemption for the pods a cycle left: not modelled for a group with topology constraints: "
+)
+
+
+def _topology_groups_left(report) -> set[str]:
+    """The PodGroups draopt's notes name: a topology constraint, pods its cycle left, no preemption."""
+    return {
+        note.removeprefix(_TOPOLOGY_GROUP_LEFT).split(" (", 1)[0]
+        for note in getattr(report, "notes", None) or []
+        if note.startswith(_TOPOLOGY_GROUP_LEFT)
+    }
+
+
+def _evicted_for_a_topology_group_left(d, report) -> bool:
+    """A pod kube-scheduler evicted, draopt kept, for a PodGroup (or one of its pods) that draopt's
+    note names: a group with a topology constraint whose cycle left pods, for which kube-scheduler
+    1.37's PodGroupPostFilter preempts and draopt does not model it."""
+    if d.kind != "eviction" or d.draopt != "kept":
+        return False
+    groups = _topology_groups_left(report)
+    for preemptor in (getattr(report, "evicted_by", None) or {}).get(d.subject, []):
+        row = _row(report, preemptor)
+        if preemptor in groups or (row is not None and row.group in groups):
+            return True
+    return False
+
+
 def _fingerprint(report) -> str:
     """The scenario, by its pending pods and their groups (in input order)."""
     import hashlib
@@ -98,13 +126,15 @@ def _untraced() -> set[str]:
 def _pod_group(d, report) -> str | None:
     """A PodGroup member's difference: its traced cause (docs/differences.md), or
     pod-group-untraced where it is one of the differences listed one by one; None otherwise."""
+    if _evicted_for_a_topology_group_left(d, report):
+        return "topology-group-preemption"
     row = _row(report, d.subject)
     if row is None or not row.group:
         return None
     members = _members(report, row.group)
     if d.kind == "reason" and _first_placement_drawn(members):
         return "pod-group-first-placement-drawn"
-    if _topology_group_preemption(members):
+    if _topology_group_preemption(members) or row.group in _topology_groups_left(report):
         return "topology-group-preemption"
     if report.kubernetes_version == "1.36" and _outcomes_permuted(members):
         return "release-1.36-pod-group-order"

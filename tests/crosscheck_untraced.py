@@ -23,11 +23,8 @@ UNTRACED: frozenset[tuple[str, str, str]] = frozenset(
         ("1.36", "seed 270", "ml/pod-6"),  # reason
         ("1.36", "seed 295", "ml/pod-11"),  # reason
         ("1.36", "seed 82", "ops/pod-15"),  # pending
-        ("1.37", "seed 101", "team-a/batch-2-8q7bm"),  # eviction (PodGroup)
-        ("1.37", "seed 101", "team-a/batch-4-bts72"),  # eviction (PodGroup)
         ("1.37", "seed 130", "ml/pod-59"),  # reason
         ("1.37", "seed 130", "ml/pod-64"),  # reason
-        ("1.37", "seed 141", "team-a/batch-4-bhfmj"),  # eviction (PodGroup)
         ("1.37", "seed 181", "ml/pod-2"),  # reason
         ("1.37", "seed 181", "ml/pod-6"),  # reason
     }
