@@ -68,6 +68,9 @@ def _topology_group_preemption(members: list) -> bool:
     return any("not modelled for a group with topology constraints" in p.draopt_message for p in members)
 
 
+# the oracle's words for a pod a PreEnqueue plugin holds (no PodScheduled condition in a cluster)
+_GANG_PREENQUEUE = "waiting at PreEnqueue plugin GangScheduling"
+
 _TOPOLOGY_GROUP_LEFT = (
     "pod group preemption for the pods a cycle left: not modelled for a group with topology constraints: "
 )
@@ -132,6 +135,8 @@ def _pod_group(d, report) -> str | None:
     if row is None or not row.group:
         return None
     members = _members(report, row.group)
+    if d.kind == "reason" and {d.draopt, d.kubernetes} == {"", _GANG_PREENQUEUE}:
+        return "pod-group-preenqueue-drawn"
     if d.kind == "reason" and _first_placement_drawn(members):
         return "pod-group-first-placement-drawn"
     if _topology_group_preemption(members) or row.group in _topology_groups_left(report):

@@ -268,6 +268,41 @@ def test_a_topology_group_that_could_preempt():
     )
 
 
+def test_a_topology_group_that_left_pods_where_kube_scheduler_preempts():
+    import crosscheck_record
+
+    noted = (
+        "pod group preemption for the pods a cycle left: not modelled for a group with topology "
+        "constraints: ns/g (1 pod(s) left)"
+    )
+    report = _report([], [])
+    report.pods = _members(("ns/a", "n1", "n1", "", ""), ("ns/b", "", "n1", FIT, ""))
+    report.evicted_by = {"ns/low": ["ns/b"]}
+    evicted = Difference("eviction", "ns/low", "kept", "evicted")
+    pending = Difference("pending", "ns/b", "pending", "n1")
+    assert crosscheck_record._pod_group(evicted, report) is None  # (no note: draopt did not say so)
+    assert crosscheck_record._pod_group(pending, report) is None
+    report.notes = [noted]
+    assert crosscheck_record._pod_group(evicted, report) == "topology-group-preemption"
+    assert crosscheck_record._pod_group(pending, report) == "topology-group-preemption"
+    assert crosscheck_record._pod_group(Difference("eviction", "ns/low", "evicted", "kept"), report) is None
+    report.evicted_by = {"ns/low": ["ns/other"]}  # (another preemptor's)
+    assert crosscheck_record._pod_group(evicted, report) is None
+
+
+def test_which_members_the_oracle_says_gang_scheduling_holds_is_drawn():
+    import crosscheck_record
+
+    held = "waiting at PreEnqueue plugin GangScheduling"
+    report = _report([], [])
+    report.pods = _members(("ns/a", "", "", "", held), ("ns/b", "", "", "SchedulingGated", "SchedulingGated"))
+    got = crosscheck_record._pod_group(Difference("reason", "ns/a", "", held), report)
+    assert got == "pod-group-preenqueue-drawn"
+    assert crosscheck_record._pod_group(Difference("reason", "ns/a", held, ""), report) == got
+    assert crosscheck_record._pod_group(Difference("reason", "ns/a", FIT, held), report) is None
+    assert crosscheck_record._pod_group(Difference("pending", "ns/a", "pending", "n1"), report) is None
+
+
 def test_untraced_group_differences_are_listed_one_by_one(monkeypatch):
     import crosscheck_record
 
