@@ -115,3 +115,18 @@ def test_open_topology_group_preempts_for_the_pods_its_cycle_left():
     assert any(
         "not modelled for a group with topology constraints: default/g (1 pod(s) left)" in n for n in report.notes
     )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_a_pod_that_did_not_fit_keeps_its_fit_error(minor):
+    """A basic group's only pod does not fit and its class never preempts: 1.37's PodGroupPostFilter
+    words go to the group's status, the pod keeps its FitError alone (draopt added the words:
+    random scheduler seed 290 of 1.37, "No preemption victims found"); 1.36 gives the pod its
+    PostFilters' words."""
+    report = _report("gang-no-preemption-words.yaml", minor, {})
+    assert report.identical, [d.text() for d in report.differences]
+    fit_error = "0/1 nodes are available: 1 Insufficient cpu."
+    if minor == "1.37":
+        assert _messages(report) == {"default/g-0": fit_error}
+    else:
+        assert _messages(report)["default/g-0"].startswith(fit_error + " no new claims to deallocate, preemption: ")

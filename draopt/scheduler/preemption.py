@@ -578,12 +578,16 @@ class PreemptionRun:
                 self.group_post_filter[gkey] = NO_GROUP_VICTIMS
             return
 
+        # (1.37: a pod that did not fit keeps its own FitError, the PodGroupPostFilter's words go to
+        # the group's status alone: submitPodGroupAlgorithmResult; 1.37 seed 290)
+        per_pod = say_it and not at_least(self.cluster.features.version, "1.37")
+
         def say(text: str, words: str | None = None) -> None:
             if not say_it:
                 return
             self.group_post_filter[gkey] = words or text
             for pl in pls:
-                if not pl.placed:
+                if not pl.placed and per_pod:
                     pl.preemption = text
 
         if never:
@@ -611,7 +615,7 @@ class PreemptionRun:
             self._group_erred(members, placed, units, error)
             return
         if len(placed) < need:
-            self._group_short(gkey, members, placed, units, need, kind, say_it)
+            self._group_short(gkey, members, placed, units, need, kind, say_it, per_pod)
             return
         assigned = [(m, self.cluster.by_name[self.by_pod[m.key].node]) for m in placed]
         victims = self._reprieve(gkey, units, assigned)
@@ -622,9 +626,12 @@ class PreemptionRun:
             pl.nominated_node = node.name
             pl.preemption = f"pod group preemption: {gkey} placed after evicting {n_pods} lower-priority pod(s)"
 
-    def _group_short(self, gkey: str, members: list, placed: list, units: list, need: int, kind, say_it: bool) -> None:
+    def _group_short(
+        self, gkey: str, members: list, placed: list, units: list, need: int, kind, say_it: bool, per_pod: bool
+    ) -> None:
         """The group does not fit even with every lower-priority unit gone: everything put back as
-        it was, and the failure said (`say_it`) and remembered for groups of its kind."""
+        it was, and the failure said (`say_it`; to each pod left out: `per_pod`) and remembered for
+        groups of its kind."""
         gang = self.workload.groups[gkey]
         # kube-scheduler gives the status of the group's run without victims
         rerun = gang_trial([self.by_pod[m.key].placed for m in members], len(gang.pods) - len(members), need)
@@ -643,7 +650,7 @@ class PreemptionRun:
         )
         if say_it:
             for m in members:
-                if not self.by_pod[m.key].placed:
+                if not self.by_pod[m.key].placed and per_pod:
                     self.by_pod[m.key].preemption = text
             self.group_post_filter[gkey] = words
         self._failed_words[kind] = words
