@@ -130,3 +130,14 @@ def test_fixed_a_pod_that_did_not_fit_keeps_its_fit_error(minor):
         assert _messages(report) == {"default/g-0": fit_error}
     else:
         assert _messages(report)["default/g-0"].startswith(fit_error + " no new claims to deallocate, preemption: ")
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_basic_topology_group_that_fits_nowhere(minor):
+    """A basic zonal group neither of whose pods fits in its one placement: kube-scheduler tries
+    both, and each keeps its FitError over the placement's two nodes (1.36 adds its PostFilters'
+    words); draopt wrote its own explanation as their reasons (random scheduler seed 236 of 1.37)."""
+    report = _report("gang-basic-zonal-fits-nowhere.yaml", minor, TAS)
+    assert report.identical, [d.text() for d in report.differences]
+    for message in _messages(report).values():
+        assert message.startswith("0/2 nodes are available: 2 Insufficient cpu.")
