@@ -71,32 +71,18 @@ def _topology_group_preemption(members: list) -> bool:
 # the oracle's words for a pod a PreEnqueue plugin holds (no PodScheduled condition in a cluster)
 _GANG_PREENQUEUE = "waiting at PreEnqueue plugin GangScheduling"
 
-_TOPOLOGY_GROUP_LEFT = (
-    "pod group preemption for the pods a cycle left: not modelled for a group with topology constraints: "
-)
 
-
-def _topology_groups_left(report) -> set[str]:
-    """The PodGroups draopt's notes name: a topology constraint, pods its cycle left, no preemption."""
-    return {
-        note.removeprefix(_TOPOLOGY_GROUP_LEFT).split(" (", 1)[0]
-        for note in getattr(report, "notes", None) or []
-        if note.startswith(_TOPOLOGY_GROUP_LEFT)
-    }
-
-
-def _evicted_for_a_topology_group_left(d, report) -> bool:
-    """A pod kube-scheduler evicted, draopt kept, for a PodGroup (or one of its pods) that draopt's
-    note names: a group with a topology constraint whose cycle left pods, for which kube-scheduler
-    1.37's PodGroupPostFilter preempts and draopt does not model it."""
-    if d.kind != "eviction" or d.draopt != "kept":
-        return False
-    groups = _topology_groups_left(report)
-    for preemptor in (getattr(report, "evicted_by", None) or {}).get(d.subject, []):
-        row = _row(report, preemptor)
-        if preemptor in groups or (row is not None and row.group in groups):
-            return True
-    return False
+def _preemptor_short_of_kept_claims(row, report) -> bool:
+    """A PodGroup's pod kube-scheduler nominated (its group evicted for it) and then left pending for
+    want of devices, which draopt placed: the oracle keeps the victims' claims allocated (1.37
+    seeds 63 and 101: the victim's claim `dev`, the preemptor's devices on that node)."""
+    nominated = any(a["pod"] == row.pod and a.get("nominatedNode") for a in _attempts(report))
+    evicted_for = {p for preemptors in (getattr(report, "evicted_by", None) or {}).values() for p in preemptors}
+    return (
+        nominated
+        and bool(evicted_for & {row.pod, row.group})
+        and "cannot allocate all claims" in row.kubernetes_message
+    )
 
 
 def _fingerprint(report) -> str:
@@ -129,17 +115,17 @@ def _untraced() -> set[str]:
 def _pod_group(d, report) -> str | None:
     """A PodGroup member's difference: its traced cause (docs/differences.md), or
     pod-group-untraced where it is one of the differences listed one by one; None otherwise."""
-    if _evicted_for_a_topology_group_left(d, report):
-        return "topology-group-preemption"
     row = _row(report, d.subject)
     if row is None or not row.group:
         return None
     members = _members(report, row.group)
+    if d.kind == "pending" and d.draopt != "pending" and _preemptor_short_of_kept_claims(row, report):
+        return "victim-claims-kept-by-the-oracle"
     if d.kind == "reason" and {d.draopt, d.kubernetes} == {"", _GANG_PREENQUEUE}:
         return "pod-group-preenqueue-drawn"
     if d.kind == "reason" and _first_placement_drawn(members):
         return "pod-group-first-placement-drawn"
-    if _topology_group_preemption(members) or row.group in _topology_groups_left(report):
+    if _topology_group_preemption(members):
         return "topology-group-preemption"
     if report.kubernetes_version == "1.36" and _outcomes_permuted(members):
         return "release-1.36-pod-group-order"

@@ -100,21 +100,16 @@ def test_fixed_group_preemption_ends_in_a_filter_error(minor):
         assert "CEL runtime error: no such key: tier" in message
 
 
-def test_open_topology_group_preempts_for_the_pods_its_cycle_left():
+def test_fixed_topology_group_preempts_for_the_pods_its_cycle_left():
     """The input of test_fixed_group_preempts_for_the_pods_its_cycle_left with the group zonal
-    (TopologyAwareWorkloadScheduling on): kube-scheduler 1.37.2 evicts low for g-1 all the same;
-    draopt does not model the preemption of a group with a topology constraint, keeps low, leaves
-    g-1 pending and says so in a note (docs/differences.md, topology-group-preemption; random
-    scheduler seeds 101 and 141 of 1.37)."""
-    from crosscheck_record import explained_by
-
+    (TopologyAwareWorkloadScheduling on): kube-scheduler 1.37.2 evicts low for g-1 all the same, g-1
+    staying in the placement its group was scheduled in (random scheduler seeds 101 and 141 of
+    1.37, where draopt, which modelled no preemption for a group with a topology constraint,
+    evicted nothing)."""
     report = _report("gang-topology-rest-preempts.yaml", "1.37", TAS)
-    got = sorted((d.kind, d.subject, d.draopt, d.kubernetes) for d in report.differences)
-    assert got == [("eviction", "default/low", "kept", "evicted"), ("pending", "default/g-1", "pending", "n1")]
-    assert {explained_by(d, report) for d in report.differences} == {"topology-group-preemption"}
-    assert any(
-        "not modelled for a group with topology constraints: default/g (1 pod(s) left)" in n for n in report.notes
-    )
+    assert report.identical, [d.text() for d in report.differences]
+    assert {p.pod: p.kubernetes_node for p in report.pods} == {"default/g-0": "n1", "default/g-1": "n1"}
+    assert set(report.evicted_by) == {"default/low"}
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])

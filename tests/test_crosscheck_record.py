@@ -268,26 +268,20 @@ def test_a_topology_group_that_could_preempt():
     )
 
 
-def test_a_topology_group_that_left_pods_where_kube_scheduler_preempts():
+def test_a_group_preemptor_left_pending_for_its_victims_kept_claims():
     import crosscheck_record
 
-    noted = (
-        "pod group preemption for the pods a cycle left: not modelled for a group with topology "
-        "constraints: ns/g (1 pod(s) left)"
-    )
-    report = _report([], [])
-    report.pods = _members(("ns/a", "n1", "n1", "", ""), ("ns/b", "", "n1", FIT, ""))
+    short = "0/3 nodes are available: 1 cannot allocate all claims, 2 Insufficient cpu."
+    report = _report([{"pod": "ns/b", "nominatedNode": "n1", "message": FIT}, {"pod": "ns/b", "message": short}], [])
+    report.pods = _members(("ns/a", "n2", "n2", "", ""), ("ns/b", "n1", "", "", short))
+    report.evicted_by = {"ns/low": ["ns/g"]}
+    d = Difference("pending", "ns/b", "n1", "pending")
+    assert crosscheck_record._pod_group(d, report) == "victim-claims-kept-by-the-oracle"
+    report.evicted_by = {}  # (nothing evicted for it: no kept claim)
+    assert crosscheck_record._pod_group(d, report) is None
     report.evicted_by = {"ns/low": ["ns/b"]}
-    evicted = Difference("eviction", "ns/low", "kept", "evicted")
-    pending = Difference("pending", "ns/b", "pending", "n1")
-    assert crosscheck_record._pod_group(evicted, report) is None  # (no note: draopt did not say so)
-    assert crosscheck_record._pod_group(pending, report) is None
-    report.notes = [noted]
-    assert crosscheck_record._pod_group(evicted, report) == "topology-group-preemption"
-    assert crosscheck_record._pod_group(pending, report) == "topology-group-preemption"
-    assert crosscheck_record._pod_group(Difference("eviction", "ns/low", "evicted", "kept"), report) is None
-    report.evicted_by = {"ns/low": ["ns/other"]}  # (another preemptor's)
-    assert crosscheck_record._pod_group(evicted, report) is None
+    report.pods[1] = _members(("ns/b", "n1", "", "", FIT))[0]  # (short of cpu: not the claims)
+    assert crosscheck_record._pod_group(d, report) is None
 
 
 def test_which_members_the_oracle_says_gang_scheduling_holds_is_drawn():

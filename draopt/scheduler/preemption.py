@@ -50,18 +50,12 @@ from draopt.cluster.podgroup_status import (
 from draopt.cluster.state import pod_on
 from draopt.cluster.result import FirstFitStats, reason_histogram
 from draopt.kube.releases import at_least
-from draopt.notes import note
 
 # PodGroupEvaluator.Preempt (v1.37.2): no lower-priority pod in the cluster (UnschedulableAndUnresolvable)
 NO_GROUP_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
 # draopt's words where a PodGroup with a topology constraint could preempt: not modelled (kube-scheduler
 # 1.37.2 runs its placement algorithm again without the victims)
 TOPOLOGY_GROUP_PREEMPTION = "pod group preemption: not modelled for a group with topology constraints"
-
-# draopt's note for such a group whose cycle left pods that kube-scheduler 1.37.2 may preempt for
-TOPOLOGY_GROUP_LEFT = (
-    "pod group preemption for the pods a cycle left: not modelled for a group with topology constraints:"
-)
 
 # pkg/scheduler/apis/config/v1/defaults.go SetDefaults_DefaultPreemptionArgs
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -551,9 +545,7 @@ class PreemptionRun:
         PodGroupPostFilter preempts for them, the scheduled pods counting toward minCount. Those
         pods keep their own FitErrors (a pod-group cycle runs no PostFilter per pod). 1.37 seed 63:
         a basic group's pod evicts a lower-priority pod."""
-        if not at_least(self.cluster.features.version, "1.37") or getattr(
-            self.workload.groups[gkey], "topology_key", None
-        ):
+        if not at_least(self.cluster.features.version, "1.37"):
             return
         for _ in members:  # (bounded: each cycle but the last schedules a pod)
             rest = [m for m in members if not self.by_pod[m.key].placed]
@@ -564,6 +556,16 @@ class PreemptionRun:
         else:
             return
         self._preempt_for(gkey, rest, 1, say_it=False)
+
+    def after_cycle(self, gkey: str) -> None:
+        """A root PodGroup with a topology constraint whose cycle scheduled it in a placement: the
+        pods it left, as for a group without one (_preempt_for_the_rest). They stay in the group's
+        placement (first-fit's place keeps a bound group's pods there, as kube-scheduler's
+        placements are generated around its scheduled pods): 1.37 seeds 101, 141."""
+        members = [self.workload.pod(k) for k in self.workload.groups[gkey].pods if k in self.by_pod]
+        if self.scheduler is not None and any(self.scheduler.profile(m) is None for m in members):
+            return
+        self._preempt_for_the_rest(gkey, members)
 
     def _preempt_for(self, gkey: str, members: list, need: int, *, say_it: bool) -> None:
         """The PodGroupPostFilter for `members`, the group's pods its cycle tried, `need` of them
@@ -593,8 +595,9 @@ class PreemptionRun:
         if never:
             say(self._unschedulable_words("pod group preemption: not eligible due to preemptionPolicy=Never."))
             return
-        # the constraint as the workload read it (dropped with its gate, as the API server drops it)
-        if getattr(gang, "topology_key", None):
+        # the constraint as the workload read it (dropped with its gate, as the API server drops it);
+        # the pods a cycle left run in the placement it bound the group to (after_cycle)
+        if getattr(gang, "topology_key", None) and say_it:
             say(TOPOLOGY_GROUP_PREEMPTION)
             return
         kind = self._kind(members)
@@ -744,41 +747,11 @@ class PreemptionRun:
         return True
 
     # ------------------------------------------------------------------ the result
-    def _note_topology_groups_left(self, result) -> None:
-        """A PodGroup with a topology constraint whose cycle scheduled it but left pods
-        unschedulable, where lower-priority pods run: kube-scheduler 1.37 tries those pods again at
-        once and its PodGroupPostFilter may evict for them (_preempt_for_the_rest), which draopt
-        does not model for such a group; a note says so (docs/differences.md,
-        topology-group-preemption: 1.37 seeds 101 and 141)."""
-        left: dict[str, int] = {}
-        placed: set[str] = set()
-        for pl in result.pods:
-            if pl.group is not None:
-                if pl.placed:
-                    placed.add(pl.group)
-                else:
-                    left[pl.group] = left.get(pl.group, 0) + 1
-        for key in sorted(placed & set(left)):
-            gang = self.workload.groups.get(key)
-            if gang is None or not getattr(gang, "topology_key", None):
-                continue
-            pods = [self.workload.pod(k).pod for k in gang.pods if k in self.by_pod]
-            if self.lowest is None or self.lowest >= gang.priority:
-                continue
-            if group_preemption_policy(self.group_objs.get(key), pods, self.classes) == NEVER:
-                continue
-            text = f"{TOPOLOGY_GROUP_LEFT} {key} ({left[key]} pod(s) left)"
-            if text not in self.workload.notes:
-                self.workload.notes.append(text)
-                note(text)
-
     def finish(self, result) -> None:
         # Groups a pod-group cycle with placements handled (a topology constraint) never got here:
         # draopt does not model their workload-aware preemption (kube-scheduler 1.37.2 runs it, the
         # placement algorithm again without the victims; docs/differences.md, pod-group-cycle).
         release_137 = at_least(self.cluster.features.version, "1.37")
-        if release_137:
-            self._note_topology_groups_left(result)
         for pl in result.pods:
             gang = self.workload.groups.get(pl.group) if pl.group else None
             if pl.placed or gang is None or not getattr(gang, "topology_key", None):
