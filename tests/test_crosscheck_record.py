@@ -242,6 +242,19 @@ def test_a_group_in_none_of_several_placements_reports_a_drawn_one():
     assert crosscheck_record._pod_group(Difference("reason", "ns/a", FIT, one), report) is None
 
 
+def test_a_basic_group_in_none_of_several_placements_keeps_fit_errors_of_a_drawn_one():
+    import crosscheck_record
+
+    ours, theirs = "0/3 nodes are available: 3 Insufficient cpu.", "0/2 nodes are available: 2 Insufficient cpu."
+    report = _report([], [])
+    report.pods = _members(("ns/a", "", "", ours, theirs))
+    d = Difference("reason", "ns/a", ours, theirs)
+    assert crosscheck_record._pod_group(d, report) == "pod-group-first-placement-drawn"
+    same = "0/3 nodes are available: 1 Too many pods, 2 Insufficient cpu."  # (the same nodes: no draw)
+    report.pods = _members(("ns/a", "", "", ours, same))
+    assert crosscheck_record._pod_group(Difference("reason", "ns/a", ours, same), report) is None
+
+
 def test_release_136_gives_a_groups_outcomes_to_other_pods():
     import crosscheck_record
 
