@@ -35,6 +35,7 @@ def _row(report, subject: str):
 # own section), then the groups whose differences are not traced yet, listed one by one
 # (pod-group-untraced).
 _MANY_PLACEMENTS = re.compile(r"\b0/([2-9]|\d\d+) placements are available")
+_FIT_ERROR_NODES = re.compile(r"0/(\d+) nodes are available: ")
 UNTRACED_GROUP_DIFFERENCES = Path(__file__).resolve().parent / "data" / "crosscheck" / "pod-group-untraced.txt"
 
 
@@ -42,12 +43,15 @@ def _members(report, group: str) -> list:
     return [p for p in report.pods if p.group == group]
 
 
-def _first_placement_drawn(members: list) -> bool:
+def _first_placement_drawn(members: list, d=None) -> bool:
     """A root PodGroup in none of its several placements: kube-scheduler reports the first it tried,
-    and it takes them in Go map order (GeneratePlacements), a draw of each run."""
-    return any(
-        _MANY_PLACEMENTS.search(p.draopt_message) or _MANY_PLACEMENTS.search(p.kubernetes_message) for p in members
-    )
+    and it takes them in Go map order (GeneratePlacements), a draw of each run. A basic group's
+    pods keep their FitErrors over that placement's nodes: counted over other nodes on each side
+    (`d`, a reason difference), the other placement."""
+    if any(_MANY_PLACEMENTS.search(p.draopt_message) or _MANY_PLACEMENTS.search(p.kubernetes_message) for p in members):
+        return True
+    counts = [_FIT_ERROR_NODES.match(text) for text in (d.draopt, d.kubernetes)] if d is not None else []
+    return len(counts) == 2 and all(counts) and counts[0].group(1) != counts[1].group(1)
 
 
 def _outcomes_permuted(members: list) -> bool:
@@ -66,6 +70,23 @@ def _outcomes_permuted(members: list) -> bool:
 def _topology_group_preemption(members: list) -> bool:
     """draopt does not model the preemption of a PodGroup with a topology constraint (it says so)."""
     return any("not modelled for a group with topology constraints" in p.draopt_message for p in members)
+
+
+# the oracle's words for a pod a PreEnqueue plugin holds (no PodScheduled condition in a cluster)
+_GANG_PREENQUEUE = "waiting at PreEnqueue plugin GangScheduling"
+
+
+def _preemptor_short_of_kept_claims(row, report) -> bool:
+    """A PodGroup's pod kube-scheduler nominated (its group evicted for it) and then left pending for
+    want of devices, which draopt placed: the oracle keeps the victims' claims allocated (1.37
+    seeds 63 and 101: the victim's claim `dev`, the preemptor's devices on that node)."""
+    nominated = any(a["pod"] == row.pod and a.get("nominatedNode") for a in _attempts(report))
+    evicted_for = {p for preemptors in (getattr(report, "evicted_by", None) or {}).values() for p in preemptors}
+    return (
+        nominated
+        and bool(evicted_for & {row.pod, row.group})
+        and "cannot allocate all claims" in row.kubernetes_message
+    )
 
 
 def _fingerprint(report) -> str:
@@ -102,7 +123,11 @@ def _pod_group(d, report) -> str | None:
     if row is None or not row.group:
         return None
     members = _members(report, row.group)
-    if d.kind == "reason" and _first_placement_drawn(members):
+    if d.kind == "pending" and d.draopt != "pending" and _preemptor_short_of_kept_claims(row, report):
+        return "victim-claims-kept-by-the-oracle"
+    if d.kind == "reason" and {d.draopt, d.kubernetes} == {"", _GANG_PREENQUEUE}:
+        return "pod-group-preenqueue-drawn"
+    if d.kind == "reason" and _first_placement_drawn(members, d):
         return "pod-group-first-placement-drawn"
     if _topology_group_preemption(members):
         return "topology-group-preemption"

@@ -70,3 +70,69 @@ def test_fixed_topology_group_in_no_placement(minor):
         "default/p0": "n0",
         "default/p1": "n2",
     }
+
+
+def test_fixed_group_preempts_for_the_pods_its_cycle_left():
+    """A basic PodGroup whose cycle scheduled g-0 but not g-1 (3 cpu; the low-priority pod low
+    holds 2 of n1's 4): kube-scheduler 1.37.2 tries g-1 again at once, a cycle that schedules
+    none of the group's pods and so is Unschedulable, and its PodGroupPostFilter evicts low for
+    g-1, which binds (random scheduler seed 63 of 1.37, where draopt evicted nothing)."""
+    report = _report("gang-rest-preempts.yaml", "1.37", {})
+    assert report.identical, [d.text() for d in report.differences]
+    assert {p.pod: p.kubernetes_node for p in report.pods} == {"default/g-0": "n1", "default/g-1": "n1"}
+    assert set(report.evicted_by) == {"default/low"}
+    nominated = [a for a in report.kubernetes_attempts if a.get("nominatedNode")]
+    assert [(a["pod"], a["nominatedNode"]) for a in nominated] == [("default/g-1", "n1")]
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_group_preemption_ends_in_a_filter_error(minor):
+    """The gang fits no pod while low fills n1; its PodGroupPostFilter runs it again without low,
+    where g-1's claim selector fails at runtime (gpu-0 has no attribute tier): the preemption's
+    answer is that Error, both members' message, and low stays (random scheduler seed 182 of both
+    releases, where draopt evicted the victim: its run without victims went on past the error)."""
+    report = _report("gang-preemption-errs.yaml", minor, {})
+    assert report.identical, [d.text() for d in report.differences]
+    assert report.evicted_by == {}
+    head = 'error in "DefaultPreemption" PodGroupPostFilter plugins: pod group preemption: ' if minor == "1.37" else ""
+    for message in _messages(report).values():
+        assert message.startswith(head + "failed to schedule other pod from a pod group: ")
+        assert "CEL runtime error: no such key: tier" in message
+
+
+def test_fixed_topology_group_preempts_for_the_pods_its_cycle_left():
+    """The input of test_fixed_group_preempts_for_the_pods_its_cycle_left with the group zonal
+    (TopologyAwareWorkloadScheduling on): kube-scheduler 1.37.2 evicts low for g-1 all the same, g-1
+    staying in the placement its group was scheduled in (random scheduler seeds 101 and 141 of
+    1.37, where draopt, which modelled no preemption for a group with a topology constraint,
+    evicted nothing)."""
+    report = _report("gang-topology-rest-preempts.yaml", "1.37", TAS)
+    assert report.identical, [d.text() for d in report.differences]
+    assert {p.pod: p.kubernetes_node for p in report.pods} == {"default/g-0": "n1", "default/g-1": "n1"}
+    assert set(report.evicted_by) == {"default/low"}
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_a_pod_that_did_not_fit_keeps_its_fit_error(minor):
+    """A basic group's only pod does not fit and its class never preempts: 1.37's PodGroupPostFilter
+    words go to the group's status, the pod keeps its FitError alone (draopt added the words:
+    random scheduler seed 290 of 1.37, "No preemption victims found"); 1.36 gives the pod its
+    PostFilters' words."""
+    report = _report("gang-no-preemption-words.yaml", minor, {})
+    assert report.identical, [d.text() for d in report.differences]
+    fit_error = "0/1 nodes are available: 1 Insufficient cpu."
+    if minor == "1.37":
+        assert _messages(report) == {"default/g-0": fit_error}
+    else:
+        assert _messages(report)["default/g-0"].startswith(fit_error + " no new claims to deallocate, preemption: ")
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_fixed_basic_topology_group_that_fits_nowhere(minor):
+    """A basic zonal group neither of whose pods fits in its one placement: kube-scheduler tries
+    both, and each keeps its FitError over the placement's two nodes (1.36 adds its PostFilters'
+    words); draopt wrote its own explanation as their reasons (random scheduler seed 236 of 1.37)."""
+    report = _report("gang-basic-zonal-fits-nowhere.yaml", minor, TAS)
+    assert report.identical, [d.text() for d in report.differences]
+    for message in _messages(report).values():
+        assert message.startswith("0/2 nodes are available: 2 Insufficient cpu.")

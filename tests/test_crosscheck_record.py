@@ -271,6 +271,19 @@ def test_a_group_in_none_of_several_placements_reports_a_drawn_one():
     assert crosscheck_record._pod_group(Difference("reason", "ns/a", FIT, one), report) is None
 
 
+def test_a_basic_group_in_none_of_several_placements_keeps_fit_errors_of_a_drawn_one():
+    import crosscheck_record
+
+    ours, theirs = "0/3 nodes are available: 3 Insufficient cpu.", "0/2 nodes are available: 2 Insufficient cpu."
+    report = _report([], [])
+    report.pods = _members(("ns/a", "", "", ours, theirs))
+    d = Difference("reason", "ns/a", ours, theirs)
+    assert crosscheck_record._pod_group(d, report) == "pod-group-first-placement-drawn"
+    same = "0/3 nodes are available: 1 Too many pods, 2 Insufficient cpu."  # (the same nodes: no draw)
+    report.pods = _members(("ns/a", "", "", ours, same))
+    assert crosscheck_record._pod_group(Difference("reason", "ns/a", ours, same), report) is None
+
+
 def test_release_136_gives_a_groups_outcomes_to_other_pods():
     import crosscheck_record
 
@@ -295,6 +308,35 @@ def test_a_topology_group_that_could_preempt():
     assert crosscheck_record._pod_group(Difference("pending", "ns/a", "pending", "n1"), report) == (
         "topology-group-preemption"
     )
+
+
+def test_a_group_preemptor_left_pending_for_its_victims_kept_claims():
+    import crosscheck_record
+
+    short = "0/3 nodes are available: 1 cannot allocate all claims, 2 Insufficient cpu."
+    report = _report([{"pod": "ns/b", "nominatedNode": "n1", "message": FIT}, {"pod": "ns/b", "message": short}], [])
+    report.pods = _members(("ns/a", "n2", "n2", "", ""), ("ns/b", "n1", "", "", short))
+    report.evicted_by = {"ns/low": ["ns/g"]}
+    d = Difference("pending", "ns/b", "n1", "pending")
+    assert crosscheck_record._pod_group(d, report) == "victim-claims-kept-by-the-oracle"
+    report.evicted_by = {}  # (nothing evicted for it: no kept claim)
+    assert crosscheck_record._pod_group(d, report) is None
+    report.evicted_by = {"ns/low": ["ns/b"]}
+    report.pods[1] = _members(("ns/b", "n1", "", "", FIT))[0]  # (short of cpu: not the claims)
+    assert crosscheck_record._pod_group(d, report) is None
+
+
+def test_which_members_the_oracle_says_gang_scheduling_holds_is_drawn():
+    import crosscheck_record
+
+    held = "waiting at PreEnqueue plugin GangScheduling"
+    report = _report([], [])
+    report.pods = _members(("ns/a", "", "", "", held), ("ns/b", "", "", "SchedulingGated", "SchedulingGated"))
+    got = crosscheck_record._pod_group(Difference("reason", "ns/a", "", held), report)
+    assert got == "pod-group-preenqueue-drawn"
+    assert crosscheck_record._pod_group(Difference("reason", "ns/a", held, ""), report) == got
+    assert crosscheck_record._pod_group(Difference("reason", "ns/a", FIT, held), report) is None
+    assert crosscheck_record._pod_group(Difference("pending", "ns/a", "pending", "n1"), report) is None
 
 
 def test_untraced_group_differences_are_listed_one_by_one(monkeypatch):

@@ -615,6 +615,7 @@ class Simulation:
                             _cycles(cycles), root, self.group_domain, self.cycle_failed, len(self.cluster.nodes)
                         )
                     )
+                    self._after_cycle(root)
                 continue
             if pod.group is not None and pod.group in workload.groups:
                 # The pod-group cycle (schedule_one_podgroup.go): the group's first pod in queue order
@@ -797,6 +798,7 @@ class Simulation:
             got = run_group_cycle(cycles, root, self.group_domain, self.cycle_failed, len(self.cluster.nodes))
             by_pod.update(got)
             seen.update(got)
+            self._after_cycle(root)
             return set()
         if pod.group is not None and pod.group in self.workload.groups:
             members = self.members_of[pod.group]
@@ -879,6 +881,13 @@ class Simulation:
             self.by_pod.update(
                 run_group_cycle(cycles, root, self.group_domain, self.cycle_failed, len(self.cluster.nodes))
             )
+            self._after_cycle(root)
+
+    def _after_cycle(self, root: tuple[str, str]) -> None:
+        """A root PodGroup's cycle with placements that scheduled it: the pods it left, tried again
+        and preempted for (PreemptionRun.after_cycle); a CompositePodGroup's: not modelled."""
+        if self.preempting is not None and root[0] == "pg" and root[1] in self.group_domain:
+            self.preempting.after_cycle(root[1])
 
     def word_members(self, failed_gangs: set[str]) -> None:
         """The PodGroups' pending members' messages, in the release's words (podgroup_status)."""

@@ -349,11 +349,12 @@ class GroupCycle:
         """What a root PodGroup's pods are told when none of its `n` placements is feasible: the
         trial of the first placement (kube-scheduler reports that one's per-pod results), pod by
         pod as kube-scheduler runs it (`trial` itself when it was, else again, then taken back;
-        the random state kept as it was). None for a CompositePodGroup, a Basic group, or a trial
-        the filter error or the capacity bound got wrong."""
+        the random state kept as it was). None for a CompositePodGroup, or a trial the filter
+        error or the capacity bound got wrong. A Basic group failed with every pod tried, none
+        fitting: each pod's FitError (1.37 seed 236)."""
         kind, key = entity
         gang = self.w.groups.get(key) if kind == "pg" else None
-        if gang is None or gang.parent is not None or gang.policy != "gang":
+        if gang is None or gang.parent is not None:
             return None
         exact = trial.replayed is None and bool(trial.status) and self.placement_feasible
         if not exact:

@@ -150,7 +150,8 @@ def word_group_members(workload, by_pod: dict, released: set[str], failed: set[s
         return
     for pod in workload.pending:
         pl = by_pod[pod.key]
-        if pod.group is not None and not pl.placed and tried(pod):
+        # (a message already set: the PodGroupPostFilter's Error, draopt.scheduler.preemption)
+        if pod.group is not None and not pl.placed and tried(pod) and pl.message is None:
             fit_error = fit_error_message(pl.reason_text(n_nodes))
             pl.message = member_message_136(pod.key in released, fit_error, bool(pod.claims))
 

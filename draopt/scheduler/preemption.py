@@ -38,7 +38,7 @@ from draopt.cluster.evictions import (
     preemption_policy,
     start_time,
 )
-from draopt.cluster.filter_error import is_filter_error
+from draopt.cluster.filter_error import group_member_error, is_filter_error
 from draopt.cluster.firstfit import DEVICES_BEYOND_NODE, count_reason, is_resource_reason, try_node
 from draopt.cluster.podgroup_status import (
     POD_GROUP_UNSCHEDULABLE,
@@ -529,30 +529,75 @@ class PreemptionRun:
         evict the rest."""
         gang = self.workload.groups[gkey]
         members = [self.workload.pod(k) for k in gang.pods if k in self.by_pod]
-        pls = [self.by_pod[m.key] for m in members]
         need = gang.min_count if gang.policy == "gang" else 1
-        if sum(1 for pl in pls if pl.placed) >= need:
-            return
         if self.scheduler is not None and any(self.scheduler.profile(m) is None for m in members):
             return  # (a pod no profile schedules never gets a cycle)
+        if sum(1 for m in members if self.by_pod[m.key].placed) >= need:
+            self._preempt_for_the_rest(gkey, members)
+            return
+        self._preempt_for(gkey, members, need, say_it=True)
+
+    def _preempt_for_the_rest(self, gkey: str, members: list) -> None:
+        """kube-scheduler 1.37 puts a PodGroup whose cycle scheduled it but left pods unschedulable
+        straight back in its queue, its timestamp kept (AddAttemptedPodGroupIfNeeded), so its next
+        cycle, of those pods alone, comes at once; a cycle that schedules none of them is
+        Unschedulable (runRootSchedulingAlgorithm: a success needs a pod scheduled), and its
+        PodGroupPostFilter preempts for them, the scheduled pods counting toward minCount. Those
+        pods keep their own FitErrors (a pod-group cycle runs no PostFilter per pod). 1.37 seed 63:
+        a basic group's pod evicts a lower-priority pod."""
+        if not at_least(self.cluster.features.version, "1.37"):
+            return
+        for _ in members:  # (bounded: each cycle but the last schedules a pod)
+            rest = [m for m in members if not self.by_pod[m.key].placed]
+            if not rest or any(self.by_pod[m.key].error for m in rest):
+                return
+            if not self._run_group(rest):
+                break
+        else:
+            return
+        self._preempt_for(gkey, rest, 1, say_it=False)
+
+    def after_cycle(self, gkey: str) -> None:
+        """A root PodGroup with a topology constraint whose cycle scheduled it in a placement: the
+        pods it left, as for a group without one (_preempt_for_the_rest). They stay in the group's
+        placement (first-fit's place keeps a bound group's pods there, as kube-scheduler's
+        placements are generated around its scheduled pods): 1.37 seeds 101, 141."""
+        members = [self.workload.pod(k) for k in self.workload.groups[gkey].pods if k in self.by_pod]
+        if self.scheduler is not None and any(self.scheduler.profile(m) is None for m in members):
+            return
+        self._preempt_for_the_rest(gkey, members)
+
+    def _preempt_for(self, gkey: str, members: list, need: int, *, say_it: bool) -> None:
+        """The PodGroupPostFilter for `members`, the group's pods its cycle tried, `need` of them
+        to schedule; `say_it`: the pods left unschedulable carry its words."""
+        gang = self.workload.groups[gkey]
+        pls = [self.by_pod[m.key] for m in members]
         obj = self.group_objs.get(gkey)
         never = group_preemption_policy(obj, [m.pod for m in members], self.classes) == NEVER
         if not never and (self.lowest is None or self.lowest >= gang.priority):
             # (eligibility first, then the victims: PodGroupEvaluator.Preempt)
-            self.group_post_filter[gkey] = NO_GROUP_VICTIMS
+            if say_it:
+                self.group_post_filter[gkey] = NO_GROUP_VICTIMS
             return
 
+        # (1.37: a pod that did not fit keeps its own FitError, the PodGroupPostFilter's words go to
+        # the group's status alone: submitPodGroupAlgorithmResult; 1.37 seed 290)
+        per_pod = say_it and not at_least(self.cluster.features.version, "1.37")
+
         def say(text: str, words: str | None = None) -> None:
+            if not say_it:
+                return
             self.group_post_filter[gkey] = words or text
             for pl in pls:
-                if not pl.placed:
+                if not pl.placed and per_pod:
                     pl.preemption = text
 
         if never:
             say(self._unschedulable_words("pod group preemption: not eligible due to preemptionPolicy=Never."))
             return
-        # the constraint as the workload read it (dropped with its gate, as the API server drops it)
-        if getattr(gang, "topology_key", None):
+        # the constraint as the workload read it (dropped with its gate, as the API server drops it);
+        # the pods a cycle left run in the placement it bound the group to (after_cycle)
+        if getattr(gang, "topology_key", None) and say_it:
             say(TOPOLOGY_GROUP_PREEMPTION)
             return
         kind = self._kind(members)
@@ -568,9 +613,12 @@ class PreemptionRun:
             if pl.placed:
                 self.unplace(pl)
         self._take(units)  # (DynamicResources frees no PodGroup victim's devices, KEP-5690 neither)
-        placed = self._run_group(members)
+        placed, error = self._tried_in_order(members)
+        if error:
+            self._group_erred(members, placed, units, error)
+            return
         if len(placed) < need:
-            self._group_short(gkey, members, placed, units, need, kind)
+            self._group_short(gkey, members, placed, units, need, kind, say_it, per_pod)
             return
         assigned = [(m, self.cluster.by_name[self.by_pod[m.key].node]) for m in placed]
         victims = self._reprieve(gkey, units, assigned)
@@ -581,9 +629,12 @@ class PreemptionRun:
             pl.nominated_node = node.name
             pl.preemption = f"pod group preemption: {gkey} placed after evicting {n_pods} lower-priority pod(s)"
 
-    def _group_short(self, gkey: str, members: list, placed: list, units: list, need: int, kind) -> None:
+    def _group_short(
+        self, gkey: str, members: list, placed: list, units: list, need: int, kind, say_it: bool, per_pod: bool
+    ) -> None:
         """The group does not fit even with every lower-priority unit gone: everything put back as
-        it was, and the failure said (and remembered for groups of its kind)."""
+        it was, and the failure said (`say_it`; to each pod left out: `per_pod`) and remembered for
+        groups of its kind."""
         gang = self.workload.groups[gkey]
         # kube-scheduler gives the status of the group's run without victims
         rerun = gang_trial([self.by_pod[m.key].placed for m in members], len(gang.pods) - len(members), need)
@@ -600,10 +651,12 @@ class PreemptionRun:
             "pod group preemption: the pod group does not fit even with every lower-priority pod "
             f"evicted ({len(units)} units)"
         )
-        for m in members:
-            if not self.by_pod[m.key].placed:
-                self.by_pod[m.key].preemption = text
-        self.group_post_filter[gkey] = self._failed_words[kind] = words
+        if say_it:
+            for m in members:
+                if not self.by_pod[m.key].placed and per_pod:
+                    self.by_pod[m.key].preemption = text
+            self.group_post_filter[gkey] = words
+        self._failed_words[kind] = words
         self._remember_failure(kind, gang.priority, need, text)
 
     def _unschedulable_words(self, words: str) -> str:
@@ -646,13 +699,37 @@ class PreemptionRun:
 
     def _run_group(self, members) -> list[Any]:
         """The group's pending pods tried pod by pod (first-fit's cycle); returns the placed ones."""
-        placed = []
+        return self._tried_in_order(members)[0]
+
+    def _tried_in_order(self, members) -> tuple[list[Any], str]:
+        """The group's pending pods tried pod by pod until one's filter errs, as the pod-group
+        cycle stops there (podGroupSchedulingDefaultAlgorithm); (the placed ones, the error)."""
+        placed: list[Any] = []
         for m in members:
             pl = self.place(m)
             self.by_pod[m.key] = pl
+            if pl.error:
+                return placed, pl.error
             if pl.placed:
                 placed.append(m)
-        return placed
+        return placed, ""
+
+    def _group_erred(self, members: list, placed: list, units: list, error: str) -> None:
+        """A pod's filter erred in the group's run without victims: the PodGroupPostFilter's answer
+        is that Error, which becomes the status of every pod of the group's cycle (applyPodGroup-
+        PostFilterResult; 1.36's cycle takes it as its status); nothing is evicted (seed 182 of both
+        releases: a CEL runtime error on a device, met once the victims' room is free)."""
+        for m in placed:
+            self.unplace(self.by_pod[m.key])
+        self._give(units)
+        self._run_group(members)  # as before the attempt
+        text = group_member_error(error)  # (1.36: runWorkloadAwarePreemption's Error, as it is)
+        if at_least(self.cluster.features.version, "1.37"):
+            text = f'error in "DefaultPreemption" PodGroupPostFilter plugins: pod group preemption: {text}'
+        for m in members:
+            pl = self.by_pod[m.key]
+            if not pl.placed:
+                pl.message, pl.preemption = text, ""
 
     def _on_nodes(self, assigned) -> bool:
         """Each of the group's pods again on the node it was assigned, in order; False (and nothing
