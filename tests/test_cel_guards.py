@@ -57,7 +57,7 @@ def _outcome(compiled, device):
 def test_the_unguarded_program_answers_as_the_guarded_one_on_every_device(expression, monkeypatch):
     fast = CelEnvironment().compile(expression, selector=False)
     assert fast._domains is not None  # (the unguarded program runs where it can)
-    monkeypatch.setattr(core, "guarded_domains", lambda src, guards: None)
+    monkeypatch.setattr(core, "guarded_domains", lambda guards: None)
     guarded = CelEnvironment().compile(expression, selector=False)
     assert guarded._domains is None
     assert fast.output_type == guarded.output_type
@@ -92,7 +92,7 @@ def test_the_guarded_program_is_compiled_only_for_a_device_lacking_a_domain():
 def test_the_guards_stay_where_the_unguarded_program_could_differ(expression):
     guards: list = []
     _rewrite(expression, guards)
-    assert guarded_domains(expression, guards) is None
+    assert guarded_domains(guards) is None
 
 
 def test_the_domains_named_are_read_from_each_form_of_lookup():
@@ -102,4 +102,4 @@ def test_the_domains_named_are_read_from_each_form_of_lookup():
     )
     guards: list = []
     _rewrite(expression, guards)
-    assert guarded_domains(expression, guards) == ((GPU, "vendor", "x.io"), ("nic.example.com",))
+    assert guarded_domains(guards) == ((GPU, "vendor", "x.io"), ("nic.example.com",))

@@ -371,7 +371,7 @@ class CelEnvironment:
             # No comprehension: the source runs as it is, uncounted (its cost, read by cost() and
             # estimated_cost() alone, is worked out when they ask: _cost_outside_loops)
             rewritten, base_cost, loops, static_cost = prepared, None, False, None
-            domains = guarded_domains(unguarded, guards)
+            domains = guarded_domains(guards)
         else:
             rewritten, base_cost, loops, static_cost = _instrument(prepared)
         if loops:

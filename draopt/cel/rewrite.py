@@ -51,10 +51,14 @@ def _rewrite(src: str, guards: Optional[list] = None) -> str:
     """Rewrite ``device.attributes[K]``/``device.capacity[K]`` lookups so that an
     unknown domain yields an empty map (Kubernetes' mapper with default). ``guards``: each
     lookup rewritten is added to it, as (field, K's source text when a literal, else None)."""
-    if "device" not in src:
-        return src
+    if "attributes" not in src and "capacity" not in src:
+        return src  # (nothing to rewrite: most class selectors, which compare the driver)
     toks = _tokenize(src)
     sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]  # indices of significant tokens
+    if guards is not None and any(
+        toks[i] == ("id", "device") and (j + 1 == len(sig) or toks[sig[j + 1]][1] != ".") for j, i in enumerate(sig)
+    ):
+        guards.append(("device", None))  # `device` as a macro's variable (see guarded_domains)
     out = []
     pos = 0  # next token index to copy
     j = 0
@@ -120,17 +124,17 @@ def _rewrite(src: str, guards: Optional[list] = None) -> str:
     return "".join(out)
 
 
-def guarded_domains(src: str, guards: list) -> Optional[tuple[tuple[str, ...], tuple[str, ...]]]:
+def guarded_domains(guards: list) -> Optional[tuple[tuple[str, ...], tuple[str, ...]]]:
     """The domains (of device.attributes, of device.capacity) that the lookups ``_rewrite``
-    guarded in ``src`` name, when the source without the guards is the same program on every
-    device that has them all; None when the guards must run.
+    guarded name (``guards``, as it reported them), when the source without the guards is the
+    same program on every device that has them all; None when the guards must run.
 
     On such a device each guard's condition holds, so each guarded lookup is the lookup itself;
     and the guard's two branches have the lookup's type (the empty maps are declared so), so
     the checker types everything else alike: the same overloads, errors and result type. That
     holds when every key is a plain string literal (its value read here) and ``device`` is
     never a macro's variable (every ``device`` token is followed by a dot: a variable is
-    followed by a comma)."""
+    followed by a comma; _rewrite reports one that is not)."""
     if not guards:
         return None
     named: dict[str, set[str]] = {"attributes": set(), "capacity": set()}
@@ -145,10 +149,6 @@ def guarded_domains(src: str, guards: list) -> Optional[tuple[tuple[str, ...], t
         ):
             return None
         named[field].add(literal[1:-1])
-    toks = [t for t in _tokenize(src) if t[0] != "ws"]
-    for i, tok in enumerate(toks):
-        if tok == ("id", "device") and (i + 1 >= len(toks) or toks[i + 1][1] != "."):
-            return None
     return tuple(sorted(named["attributes"])), tuple(sorted(named["capacity"]))
 
 
