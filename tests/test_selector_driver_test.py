@@ -10,6 +10,7 @@ from draopt.cel import CelEnvironment, CelRuntimeError, make_cel_device
 from draopt.cel.device import converts_cleanly, driver_test
 from draopt.dra.device_views import cel_input
 from draopt.kube.models import Device
+from draopt.kube.models.resource import DeviceAttribute
 
 ENV = CelEnvironment()
 
@@ -38,6 +39,9 @@ DEVICES = [
     {"name": "d3", "attributes": {"list": {"ints": [1, 2]}}},
     {"name": "d4", "attributes": {"empty": {}}},
     {"name": "d5", "attributes": {"two": {"string": "a", "int": 1}}},
+    {"name": "d6", "attributes": {"vs": {"versions": ["1.0.0", "2.1.0"]}, "bs": {"bools": [True]}}},
+    {"name": "d7", "attributes": {"vs": {"versions": ["1.0.0", "nope"]}}},
+    {"name": "d8", "attributes": {"ss": {"strings": ["a", "b"]}, "is": {"ints": []}}},
 ]
 
 
@@ -60,3 +64,18 @@ def test_shortcut_agrees_with_cel(raw, list_types, driver):
             continue
         if clean:
             assert ((driver == test[0]) == test[1]) == want
+
+
+@pytest.mark.parametrize("name", ["d3", "d6", "d8"])
+def test_list_attributes_that_convert_are_clean_with_list_types_on(name):
+    """With DRAListTypeAttributes on, list values are in the CEL input: well-formed ones convert
+    (the driver shortcut applies), a version that does not parse does not (d7)."""
+    device = Device.model_validate(next(d for d in DEVICES if d["name"] == name))
+    assert converts_cleanly(device, True)
+    assert make_cel_device("gpu.example.com", cel_input(device), list_type_attributes=True).error is None
+    bad = Device.model_validate(next(d for d in DEVICES if d["name"] == "d7"))
+    assert not converts_cleanly(bad, True) and converts_cleanly(bad, False)
+    # a value the model did not validate (built without validation): unsure, not clean
+    odd = Device.model_validate({"name": "d9", "attributes": {"is": {"ints": [1]}}})
+    odd.attributes["is"] = DeviceAttribute.model_construct(_fields_set={"ints"}, ints=["x"])
+    assert not converts_cleanly(odd, True)

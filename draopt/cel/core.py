@@ -23,6 +23,7 @@ from draopt.cel.loops import _LOOP_STATE, _fn_loop, _offload
 from draopt.cel.rewrite import (
     _rename_members,
     _rewrite,
+    guarded_domains,
     _rewrite_format,
     _rewrite_has,
     _rewrite_map_literals,
@@ -53,6 +54,8 @@ class CompiledExpression:
         "_prepared",
         "_ticked",
         "_offloaded",
+        "_domains",
+        "_guarded",
     )
 
     def __init__(
@@ -70,6 +73,11 @@ class CompiledExpression:
         self._prepared = expression
         self._ticked: Optional[str] = None  # counting source of a bounded loop expression
         self._offloaded: Any = None  # compiled with comprehensions run from Python (past the iteration budget)
+        # Compiled without the unknown-domain guards (draopt.cel.rewrite.guarded_domains): the
+        # domains of device.attributes and of device.capacity the lookups name (None: the
+        # program is the guarded one), and the guarded source, compiled when a device lacks one
+        self._domains: Optional[Tuple[Tuple[str, ...], Tuple[str, ...]]] = None
+        self._guarded: Any = None
         self.expression = expression
         self.output_type = output_type
         self._expr = expr
@@ -84,8 +92,11 @@ class CompiledExpression:
         if act is None:
             act = device._activation(self._cenv)
         if not self._loops:
+            expr = self._expr
+            if self._domains is not None and not _has_domains(device.data, self._domains):
+                expr = self._guarded_program()
             try:
-                return self._expr.eval(act)
+                return expr.eval(act)
             except RuntimeError as e:
                 if "Iteration budget exceeded" in str(e):
                     return self._past_iteration_budget(device, act)
@@ -107,6 +118,14 @@ class CompiledExpression:
         if st.cost > st.limit:
             raise CelRuntimeError(_COST_EXCEEDED)
         return r
+
+    def _guarded_program(self):
+        """The program with the unknown-domain guards, for a device without a domain the
+        lookups name (compiled on first use; the same source compiled on every path)."""
+        guarded = self._guarded
+        if isinstance(guarded, str):
+            guarded = self._guarded = self._cenv._compile_source(guarded)
+        return guarded
 
     def _past_iteration_budget(self, device: CelDevice, act):
         """Evaluate again with the comprehensions run from Python (see _fn_loop)."""
@@ -209,6 +228,18 @@ class CompiledExpression:
 
     def __repr__(self):
         return f"CompiledExpression({self.expression!r})"
+
+
+def _has_domains(data: Dict[str, Any], domains: Tuple[Tuple[str, ...], Tuple[str, ...]]) -> bool:
+    """The device's CEL input (CelDevice.data) has every domain named: (attributes, capacity)."""
+    attributes, capacity = data["device.attributes"], data["device.capacity"]
+    for d in domains[0]:
+        if d not in attributes:
+            return False
+    for d in domains[1]:
+        if d not in capacity:
+            return False
+    return True
 
 
 class _DriverComparison(CompiledExpression):
@@ -331,12 +362,16 @@ class CelEnvironment:
         problem = _literal_problem(self, expression)
         if problem:
             raise CelCompileError(f"compilation failed: {problem}")
-        prepared = _rename_members(_rewrite(_rewrite_format(_rewrite_has(expression))))
+        unguarded = _rewrite_format(_rewrite_has(expression))
+        guards: list = []
+        prepared = _rename_members(_rewrite(unguarded, guards))
         ticked = None
+        domains = None
         if _LOOP_NAMES.search(prepared) is None:
             # No comprehension: the source runs as it is, uncounted (its cost, read by cost() and
             # estimated_cost() alone, is worked out when they ask: _cost_outside_loops)
             rewritten, base_cost, loops, static_cost = prepared, None, False, None
+            domains = guarded_domains(guards)
         else:
             rewritten, base_cost, loops, static_cost = _instrument(prepared)
         if loops:
@@ -348,8 +383,19 @@ class CelEnvironment:
                 ticked = rewritten
                 rewritten = _instrument(prepared, ticks=False)[0]
                 loops = False
+        expr = None
+        if domains is not None:
+            # Without the unknown-domain guards (half the source: a compile costs about its
+            # length), run on the devices that have every domain named; the guarded program
+            # is compiled if a device lacks one (CompiledExpression._eval), or here if this
+            # fails, for its errors
+            try:
+                expr = self._compile_source(_rename_members(unguarded))
+            except RuntimeError:
+                domains = None
         try:
-            expr = self._compile_source(rewritten)
+            if expr is None:
+                expr = self._compile_source(rewritten)
         except RuntimeError as error:
             if rewritten == expression:
                 raise CelCompileError(_compile_message(str(error))) from None
@@ -375,6 +421,9 @@ class CelEnvironment:
         compiled = CompiledExpression(expression, expr, self, type_name, loops, base_cost, static_cost)
         compiled._prepared = prepared
         compiled._ticked = ticked
+        if domains is not None:
+            compiled._domains = domains
+            compiled._guarded = rewritten
         return compiled
 
     def _compile_source(self, src: str, maps_as_written: bool = False):

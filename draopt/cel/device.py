@@ -248,17 +248,34 @@ def _attribute_converts(a, list_type_attributes: bool) -> bool:
     if f == "int_":
         return type(v) is int
     if f == "version":
-        if v not in _GOOD_VERSIONS:
-            try:
-                _semver.Version.parse(v)
-            except (ValueError, TypeError):
-                return False
-            if len(_GOOD_VERSIONS) < 4096:
-                _GOOD_VERSIONS.add(v)
-        return True
-    if f in ("bools", "ints", "strings", "versions") and not list_type_attributes:
-        return True  # left out of the input, as make_cel_device leaves it
+        return _version_parses(v)
+    if f in _LIST_KEYS:
+        # left out of the input while list types are off, as make_cel_device leaves it
+        return not list_type_attributes or _list_converts(f, v)
     return False
+
+
+def _list_converts(f: str, values: Any) -> bool:
+    """A list attribute converts (list types on): bool() and str() of any value do, int() of an
+    int, and each version must parse."""
+    if type(values) is not list:
+        return False
+    if f == "ints":
+        return all(type(x) is int for x in values)
+    if f == "versions":
+        return all(type(x) is str and _version_parses(x) for x in values)
+    return True
+
+
+def _version_parses(text: str) -> bool:
+    if text not in _GOOD_VERSIONS:
+        try:
+            _semver.Version.parse(text)
+        except (ValueError, TypeError):
+            return False
+        if len(_GOOD_VERSIONS) < 4096:
+            _GOOD_VERSIONS.add(text)
+    return True
 
 
 def converts_cleanly(device, list_type_attributes: bool) -> bool:

@@ -47,13 +47,18 @@ def _tokenize(src: str):
     return [(m.lastgroup, m.group()) for m in _TOKEN_RE.finditer(src)]
 
 
-def _rewrite(src: str) -> str:
+def _rewrite(src: str, guards: Optional[list] = None) -> str:
     """Rewrite ``device.attributes[K]``/``device.capacity[K]`` lookups so that an
-    unknown domain yields an empty map (Kubernetes' mapper with default)."""
-    if "device" not in src:
-        return src
+    unknown domain yields an empty map (Kubernetes' mapper with default). ``guards``: each
+    lookup rewritten is added to it, as (field, K's source text when a literal, else None)."""
+    if "attributes" not in src and "capacity" not in src:
+        return src  # (nothing to rewrite: most class selectors, which compare the driver)
     toks = _tokenize(src)
     sig = [i for i, (k, _) in enumerate(toks) if k != "ws"]  # indices of significant tokens
+    if guards is not None and any(
+        toks[i] == ("id", "device") and (j + 1 == len(sig) or toks[sig[j + 1]][1] != ".") for j, i in enumerate(sig)
+    ):
+        guards.append(("device", None))  # `device` as a macro's variable (see guarded_domains)
     out = []
     pos = 0  # next token index to copy
     j = 0
@@ -98,10 +103,12 @@ def _rewrite(src: str) -> str:
                 end = k
                 literal = '"' + toks[sig[k]][1] + '"'
             out.append("".join(t for _, t in toks[pos:i0]))
+            if guards is not None:
+                guards.append((field, literal))
             if literal is not None:
                 lookup = f"({literal} in {var} ? {var}[{literal}] : {empty})"
             else:
-                inner = _rewrite(key_src)
+                inner = _rewrite(key_src, guards)
                 lookup = f"cel.bind({_BIND_VAR}, ({inner}), {_BIND_VAR} in {var} ? {var}[{_BIND_VAR}] : {empty})"
             # Kubernetes' mapper finds every domain (Find returns the empty map), so an
             # optional lookup always has a value; "in" and iteration see the real domains only
@@ -115,6 +122,34 @@ def _rewrite(src: str) -> str:
         return src
     out.append("".join(t for _, t in toks[pos:]))
     return "".join(out)
+
+
+def guarded_domains(guards: list) -> Optional[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The domains (of device.attributes, of device.capacity) that the lookups ``_rewrite``
+    guarded name (``guards``, as it reported them), when the source without the guards is the
+    same program on every device that has them all; None when the guards must run.
+
+    On such a device each guard's condition holds, so each guarded lookup is the lookup itself;
+    and the guard's two branches have the lookup's type (the empty maps are declared so), so
+    the checker types everything else alike: the same overloads, errors and result type. That
+    holds when every key is a plain string literal (its value read here) and ``device`` is
+    never a macro's variable (every ``device`` token is followed by a dot: a variable is
+    followed by a comma; _rewrite reports one that is not)."""
+    if not guards:
+        return None
+    named: dict[str, set[str]] = {"attributes": set(), "capacity": set()}
+    for field, literal in guards:
+        if (
+            literal is None
+            or len(literal) < 2
+            or literal[0] not in "\"'"
+            or literal[-1] != literal[0]
+            or literal[:3] in ('"""', "'''")
+            or "\\" in literal
+        ):
+            return None
+        named[field].add(literal[1:-1])
+    return tuple(sorted(named["attributes"])), tuple(sorted(named["capacity"]))
 
 
 def _split_args(sig, toks, open_idx):
