@@ -610,12 +610,7 @@ class Simulation:
                 if pod.key not in by_pod:  # the root's first pod in queue order starts its cycle
                     if root[0] == "pg" and self.held_or_refused(root[1]):
                         continue
-                    by_pod.update(
-                        run_group_cycle(
-                            _cycles(cycles), root, self.group_domain, self.cycle_failed, len(self.cluster.nodes)
-                        )
-                    )
-                    self._after_cycle(root)
+                    self._root_cycle(_cycles(cycles), root)
                 continue
             if pod.group is not None and pod.group in workload.groups:
                 # The pod-group cycle (schedule_one_podgroup.go): the group's first pod in queue order
@@ -795,10 +790,7 @@ class Simulation:
             cycles = _cycles(self.cycles)
             for leaf in cycles.leaves(root):
                 self.cycle_failed.discard(leaf)
-            got = run_group_cycle(cycles, root, self.group_domain, self.cycle_failed, len(self.cluster.nodes))
-            by_pod.update(got)
-            seen.update(got)
-            self._after_cycle(root)
+            seen.update(self._root_cycle(cycles, root))
             return set()
         if pod.group is not None and pod.group in self.workload.groups:
             members = self.members_of[pod.group]
@@ -878,16 +870,17 @@ class Simulation:
                 continue
             for leaf in leaves:
                 self.cycle_failed.discard(leaf)
-            self.by_pod.update(
-                run_group_cycle(cycles, root, self.group_domain, self.cycle_failed, len(self.cluster.nodes))
-            )
-            self._after_cycle(root)
+            self._root_cycle(cycles, root)
 
-    def _after_cycle(self, root: tuple[str, str]) -> None:
-        """A root PodGroup's cycle with placements that scheduled it: the pods it left, tried again
-        and preempted for (PreemptionRun.after_cycle); a CompositePodGroup's: not modelled."""
+    def _root_cycle(self, cycles, root: tuple[str, str]) -> dict:
+        """A root's pod-group cycle, its pods' placements recorded (and returned); then, for a root
+        PodGroup with placements that it scheduled, the pods it left, tried again and preempted for
+        (PreemptionRun.after_cycle); a CompositePodGroup's: not modelled."""
+        got = run_group_cycle(cycles, root, self.group_domain, self.cycle_failed, len(self.cluster.nodes))
+        self.by_pod.update(got)
         if self.preempting is not None and root[0] == "pg" and root[1] in self.group_domain:
             self.preempting.after_cycle(root[1])
+        return got
 
     def word_members(self, failed_gangs: set[str]) -> None:
         """The PodGroups' pending members' messages, in the release's words (podgroup_status)."""

@@ -82,13 +82,18 @@ class Features:
     def has_derived_attributes(self) -> bool:
         """The release has derivedAttributes (KEP-6080, DRADerivedAttributes from 1.37); older API
         servers drop the field."""
-        return "DRADerivedAttributes" in RELEASES[parse_kubernetes_version(self.kubernetes_version)].gates
+        return "DRADerivedAttributes" in self._release_gates
 
     @cached_property
     def has_compatibility_groups(self) -> bool:
         """The release has compatibilityGroups (KEP-5963, DRADeviceCompatibilityGroups from 1.37);
         older API servers drop the field, so a device's groups there are none."""
-        return "DRADeviceCompatibilityGroups" in RELEASES[parse_kubernetes_version(self.kubernetes_version)].gates
+        return "DRADeviceCompatibilityGroups" in self._release_gates
+
+    @property
+    def _release_gates(self):
+        """The gates the release knows (a field it has is a gate there)."""
+        return RELEASES[parse_kubernetes_version(self.kubernetes_version)].gates
 
     @classmethod
     def from_gates(cls, gates: dict[str, bool] | None = None, version: str | None = None) -> "Features":

@@ -528,10 +528,10 @@ class PreemptionRun:
         whose pods share no node with the group and free no shared device is reprieved at once), and
         evict the rest."""
         gang = self.workload.groups[gkey]
-        members = [self.workload.pod(k) for k in gang.pods if k in self.by_pod]
+        members = self._cycled_members(gkey)
+        if members is None:
+            return
         need = gang.min_count if gang.policy == "gang" else 1
-        if self.scheduler is not None and any(self.scheduler.profile(m) is None for m in members):
-            return  # (a pod no profile schedules never gets a cycle)
         if sum(1 for m in members if self.by_pod[m.key].placed) >= need:
             self._preempt_for_the_rest(gkey, members)
             return
@@ -562,10 +562,17 @@ class PreemptionRun:
         pods it left, as for a group without one (_preempt_for_the_rest). They stay in the group's
         placement (first-fit's place keeps a bound group's pods there, as kube-scheduler's
         placements are generated around its scheduled pods): 1.37 seeds 101, 141."""
+        members = self._cycled_members(gkey)
+        if members is not None:
+            self._preempt_for_the_rest(gkey, members)
+
+    def _cycled_members(self, gkey: str) -> list | None:
+        """The group's pods this run holds; None when one has no profile to schedule it, as such a
+        pod never gets a cycle."""
         members = [self.workload.pod(k) for k in self.workload.groups[gkey].pods if k in self.by_pod]
         if self.scheduler is not None and any(self.scheduler.profile(m) is None for m in members):
-            return
-        self._preempt_for_the_rest(gkey, members)
+            return None
+        return members
 
     def _preempt_for(self, gkey: str, members: list, need: int, *, say_it: bool) -> None:
         """The PodGroupPostFilter for `members`, the group's pods its cycle tried, `need` of them

@@ -89,7 +89,8 @@ def ignore_sigint() -> None:
 
 
 def quiet_distributed_logs() -> None:
-    """Run on each Dask worker before the shutdown that Ctrl-C asked for: its errors are ours."""
+    """Quiets Dask's own logging, in the parent and (client.run) in each worker, before the shutdown
+    that Ctrl-C asked for: the errors it would log are ours."""
     import logging
 
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
@@ -142,9 +143,7 @@ def _completed(
             yield from _dask_completed(client, guarded, items)
         except KeyboardInterrupt:
             if own:  # the workers closed by the scheduler, before it goes: no heartbeat left hanging
-                import logging
-
-                logging.getLogger("distributed").setLevel(logging.CRITICAL)
+                quiet_distributed_logs()
                 # A worker whose heartbeat meets the scheduler already gone logs it with a traceback,
                 # in its own process: quieted there too, as the shutdown is ours.
                 with contextlib.suppress(Exception):
