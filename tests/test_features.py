@@ -483,3 +483,28 @@ def test_all_mode_with_incomplete_pool_is_an_error():
         allocate(CLASS + incomplete + NODE + claim("a", all_))
     out = allocate(CLASS + TAINTED.replace("effect: NoSchedule", "effect: None") + NODE + claim("a", all_))
     assert [d for _, d in devices(out)] == ["dev-0", "dev-1", "dev-2"]
+
+
+def test_fields_the_release_lacks_are_noted():
+    """1.36's API has neither derivedAttributes nor compatibilityGroups: its API server drops them,
+    draopt reads the objects without them (Features.has_*), and says so; 1.37 has both fields (its
+    gates decide, and the gate-off answers are the allocator's: test_crosscheck_allocator.py)."""
+    from pathlib import Path
+
+    from draopt.kube.field_notes import gated_field_notes
+    from draopt.kube.loader import load_files
+
+    realworld = Path(__file__).resolve().parents[2] / "shared" / "realworld" / "17-website-compatibility-groups.yaml"
+    objs = load_text(NUMA + NODE + claim("a", DERIVED, DERIVED_CONSTRAINT))
+    on_136 = Features.from_gates({}, "1.36")
+    assert gated_field_notes(objs, on_136) == [
+        "field ResourceClaim spec.devices.requests[].derivedAttributes dropped: Kubernetes 1.36 has no such "
+        "field (ResourceClaim default/a)"
+    ]
+    assert not any("derivedAttributes" in n for n in gated_field_notes(objs, Features.from_gates({}, "1.37")))
+    if realworld.exists():  # (../shared/realworld, the Kubernetes website's example)
+        grouped = load_files([str(realworld)])
+        assert any(
+            n.startswith("field ResourceSlice spec.devices[].consumesCounters[].compatibilityGroups dropped: ")
+            for n in gated_field_notes(grouped, on_136)
+        )

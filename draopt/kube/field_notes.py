@@ -137,7 +137,7 @@ def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
             seen("ResourceSlice spec.devices[].nodeAllocatableResources", "DRANodeAllocatableResources", s.ref)
         if lists:
             seen("ResourceSlice spec.devices[].attributes[] list values", "DRAListTypeAttributes", s.ref)
-    lines = []
+    lines = _fields_the_release_lacks(objects, features)
     for (field_name, gate), refs in found.items():
         more = f" and {len(refs) - 1} more" if len(refs) > 1 else ""
         if features.gates.get(gate, False):
@@ -160,6 +160,33 @@ def gated_field_notes(objects: ObjectSet, features: Features) -> list[str]:
         )
     lines.extend(_template_copy_notes(objects))
     return lines
+
+
+def _fields_the_release_lacks(objects: ObjectSet, features: Features) -> list[str]:
+    """A line per field the input sets that the release's API does not have (1.35 and 1.36:
+    derivedAttributes, compatibilityGroups): its API server drops it as unknown, and draopt reads
+    the object without it (Features.has_derived_attributes, has_compatibility_groups)."""
+    found: dict[str, list[str]] = {}
+    if not features.has_derived_attributes:
+        for c in list(objects.resource_claims) + list(objects.claim_templates):
+            spec = c.spec if hasattr(c.spec, "devices") else c.spec.spec
+            if any(
+                f.derived_attributes
+                for r in spec.devices.requests
+                for f in ([r.exactly] if r.exactly is not None else []) + list(r.first_available)
+            ):
+                found.setdefault(f"{c.kind} spec.devices.requests[].derivedAttributes", []).append(c.ref)
+    if not features.has_compatibility_groups:
+        for sl in objects.resource_slices:
+            if any(u.compatibility_groups for d in sl.spec.devices for u in d.consumes_counters):
+                found.setdefault("ResourceSlice spec.devices[].consumesCounters[].compatibilityGroups", []).append(
+                    sl.ref
+                )
+    return [
+        f"field {name} dropped: Kubernetes {features.kubernetes_version} has no such field ({refs[0]}"
+        f"{f' and {len(refs) - 1} more' if len(refs) > 1 else ''})"
+        for name, refs in found.items()
+    ]
 
 
 def _template_copy_notes(objects: ObjectSet) -> list[str]:
