@@ -15,11 +15,12 @@ import threading
 from typing import Any, Dict, Optional, Tuple
 
 from draopt.cel.cost import _COST_EXCEEDED, _COST_STATE, _LOOP_OVERHEAD, _instrument
-from draopt.cel.device import CelDevice, _base_variables, driver_test
+from draopt.cel.device import CelDevice, _base_variables
 from draopt.cel.errors import CelCompileError, CelRuntimeError, _compile_message, _runtime_message
 from draopt.cel.functions import new_env
 from draopt.cel.literals import _aggregate_literal_problem, _literal_problem
 from draopt.cel.loops import _LOOP_STATE, _fn_loop, _offload
+from draopt.cel.simple import simple_selector
 from draopt.cel.rewrite import (
     _rename_members,
     _rewrite,
@@ -242,11 +243,11 @@ def _has_domains(data: Dict[str, Any], domains: Tuple[Tuple[str, ...], Tuple[str
     return True
 
 
-class _DriverComparison(CompiledExpression):
-    """``device.driver == "<name>"`` (or ``!=``, draopt.cel.device.driver_test: a string literal
-    without escapes), as device classes are usually written: it always compiles, to a bool, so
-    cel-cpp compiles it when it is first evaluated (the allocator answers it on most devices
-    without CEL: draopt.dra.problem), not when it is compiled (a compile was a quarter of a first
+class _SimpleComparison(CompiledExpression):
+    """A selector of draopt.cel.simple's shape (``device.driver == "<name>"``, an attribute
+    compared with a literal, joined by ``&&``): it always compiles, to a bool, so cel-cpp
+    compiles it when CEL is first needed (the allocator answers it on most devices without CEL:
+    draopt.dra.problem), not when it is compiled (a compile was a quarter of a first
     allocation's instructions)."""
 
     __slots__ = ()
@@ -254,10 +255,39 @@ class _DriverComparison(CompiledExpression):
     def __init__(self, expression: str, cenv: "CelEnvironment"):
         super().__init__(expression, None, cenv, "BOOL", base_cost=None)
 
-    def _eval(self, device: CelDevice):
+    def _compiled(self) -> None:
+        """Compile now (once): the program and what the compile works out, as compile() gives it."""
         if self._expr is None:
-            self._expr = self._cenv._compile_now(self.expression, True)._expr
+            full = self._cenv._compile_now(self.expression, True)
+            for name in _COMPILED_SLOTS:
+                setattr(self, name, getattr(full, name))
+
+    def _eval(self, device: CelDevice):
+        self._compiled()
         return CompiledExpression._eval(self, device)
+
+    def _cost_outside_loops(self) -> int:
+        self._costed()
+        return CompiledExpression._cost_outside_loops(self)
+
+    def estimated_cost(self) -> Optional[int]:
+        self._costed()
+        return CompiledExpression.estimated_cost(self)
+
+    def _costed(self) -> None:
+        """Ready to cost: a driver comparison is costed as written (it is its own prepared
+        source), other shapes on the source the compile prepares."""
+        selector = simple_selector(self.expression)
+        if selector is None or not selector.driver_only:
+            self._compiled()
+
+    def cost(self, device: CelDevice) -> int:
+        self._compiled()
+        return CompiledExpression.cost(self, device)
+
+
+# What a compile works out besides the expression and its type (_SimpleComparison copies them)
+_COMPILED_SLOTS = tuple(s for s in CompiledExpression.__slots__ if s not in ("expression", "output_type", "_cenv"))
 
 
 # What prime() compiles and evaluates: the parts of the library selectors use most (the
@@ -352,8 +382,8 @@ class CelEnvironment:
     def _compile(self, expression: str, selector: bool) -> CompiledExpression:
         if not isinstance(expression, str):
             raise CelCompileError(f"compilation failed: expression must be a string, got {type(expression).__name__}")
-        if "\r" not in expression and driver_test(expression) is not None:  # (CEL refuses a CR in a literal)
-            return _DriverComparison(expression, self)
+        if simple_selector(expression) is not None:
+            return _SimpleComparison(expression, self)
         return self._compile_now(expression, selector)
 
     def _compile_now(self, expression: str, selector: bool) -> CompiledExpression:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, Optional, Tuple
 
 import semver as _semver
@@ -194,33 +193,6 @@ def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = F
         _EMPTY_CAP: {},
     }
     return CelDevice(driver, device.get("name", ""), data, error)
-
-
-# A selector that reads nothing but the driver, as classes usually are written: `device.driver ==
-# "<name>"` (or !=, either side). Its value is the string comparison; evaluated without building
-# the device's CEL input when that input converts without error (see converts_cleanly).
-_DRIVER_TEST = re.compile(
-    r"""\s*(?:device\.driver\s*(==|!=)\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')"""
-    r"""|(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*(==|!=)\s*device\.driver)\s*"""
-)
-_DRIVER_TESTS: Dict[str, Optional[Tuple[str, bool]]] = {}
-
-
-def driver_test(expression: str) -> Optional[Tuple[str, bool]]:
-    """(driver name, equal) when `expression` is exactly a comparison of device.driver with a
-    string literal (no escapes), else None."""
-    got = _DRIVER_TESTS.get(expression, _DRIVER_TESTS)
-    if got is _DRIVER_TESTS:
-        m = _DRIVER_TEST.fullmatch(expression)
-        if m is None:
-            got = None
-        elif m.group(1) is not None:
-            got = (m.group(2) if m.group(2) is not None else m.group(3), m.group(1) == "==")
-        else:
-            got = (m.group(4) if m.group(4) is not None else m.group(5), m.group(6) == "==")
-        if len(_DRIVER_TESTS) < 4096:
-            _DRIVER_TESTS[expression] = got
-    return got  # type: ignore[return-value]
 
 
 _GOOD_VERSIONS: set = set()

@@ -30,17 +30,29 @@ MAX_SUBREQUESTS = 8
 _PARSED: set[str] = set()  # capacity values that parse as quantities
 
 
-_DRIVER_TEST: Any = None
+_SIMPLE_SELECTOR: Any = None
 
 
-def _driver_test(text: str):
-    """draopt.cel.device.driver_test (imported on first use: preparing needs no CEL)."""
-    global _DRIVER_TEST
-    if _DRIVER_TEST is None:
-        from draopt.cel.device import driver_test
+def _simple_selector(text: str):
+    """draopt.cel.simple.simple_selector (imported on first use: preparing needs no CEL)."""
+    global _SIMPLE_SELECTOR
+    if _SIMPLE_SELECTOR is None:
+        from draopt.cel.simple import simple_selector
 
-        _DRIVER_TEST = driver_test
-    return _DRIVER_TEST(text)
+        _SIMPLE_SELECTOR = simple_selector
+    return _SIMPLE_SELECTOR(text)
+
+
+def _all_of(tests: tuple[Any, ...], dev: DeviceEntry) -> bool | None:
+    """The selectors (draopt.cel.simple) in order on a device whose CEL input converts cleanly:
+    False at the first false one, None where one needs CEL (its error would come first)."""
+    for test in tests:
+        ok = test.answer(dev.driver, dev.device, dev.list_type_attributes)
+        if ok is None:
+            return None
+        if not ok:
+            return False
+    return True
 
 
 def claim_key(claim: ResourceClaim) -> str:
@@ -143,7 +155,7 @@ class Problem:
         self._derived_cache: dict[tuple[tuple[int, int, int], int], dict[str, Any]] = {}
         self._quantity_cache: dict[str, Fraction] = {}
         self._selectors: dict[tuple[int, int, int], list[tuple[bool, int, str | None]]] = {}
-        self._compiled: dict[str, tuple[Any, tuple[str, bool] | None]] = {}  # expression -> (compiled, driver test)
+        self._compiled: dict[str, tuple[Any, Any]] = {}  # expression -> (compiled, its draopt.cel.simple parse or None)
         # One text per claim (its spec), set by draopt.dra.reference's fast paths: answers that depend
         # only on the request and the device are then shared through inventory.memo.
         self.shape_keys: tuple | None = None
@@ -219,7 +231,7 @@ class Problem:
         would compute it, and kept."""
         out = [0]
         append = out.append
-        fast = self._driver_tests(req)
+        fast = self._simple_selectors(req)
         if fast is None:
             failed = 0
             for dev in self.devices:
@@ -229,9 +241,10 @@ class Problem:
                     failed += 1
                 append(failed)
             return out
-        # Every selector compares the driver with a literal: on a device whose CEL input converts
-        # cleanly that is the answer (no CEL, no error), the same for every device of a driver.
-        by_driver: dict[str, bool] = {}
+        # Every selector has draopt.cel.simple's shape: on a device whose CEL input converts
+        # cleanly that mostly answers (no CEL, no error); driver comparisons alone give one
+        # answer per driver.
+        by_driver: dict[str, bool | None] | None = {} if all(test.driver_only for test in fast) else None
         binding_gate = not self.features.device_binding_and_status
         derived = bool(self.features.derived_attributes and req.fields.derived_attributes)
         match_cache = self._match_cache
@@ -243,15 +256,18 @@ class Problem:
         for dev in self.devices:
             key = (rk, dev.index)
             if key not in match_cache:
+                ok: bool | None
                 if binding_gate and dev.device.binding_conditions:
                     ok = False
                 elif not dev.cel_clean:
                     ok = None
                 else:
-                    driver = dev.pool.driver
-                    ok = by_driver.get(driver)
-                    if ok is None:
-                        ok = by_driver[driver] = all((driver == name) == equal for name, equal in fast)
+                    if by_driver is None:
+                        ok = _all_of(fast, dev)
+                    elif dev.driver in by_driver:
+                        ok = by_driver[dev.driver]
+                    else:
+                        ok = by_driver[dev.driver] = _all_of(fast, dev)
                     if ok and (derived or dev.slice.spec.per_device_node_selection):
                         ok = None  # (evaluated after the selectors, and may raise)
                 if ok is None:
@@ -266,19 +282,15 @@ class Problem:
             append(failed)
         return out
 
-    def _driver_tests(self, req: RequestSpec) -> tuple[tuple[str, bool], ...] | None:
-        """(driver, equal) of each of the request's selectors (its class's, then its own) when
-        each is a comparison of the driver with a literal that compiles, else None."""
+    def _simple_selectors(self, req: RequestSpec) -> tuple[Any, ...] | None:
+        """The request's selectors (its class's, then its own) parsed by draopt.cel.simple when
+        each has that shape (and so compiles), else None."""
         tests = []
         for listed in (req.device_class.spec.selectors, req.fields.selectors):
             for sel in listed:
                 text = sel.cel.expression if sel.cel else None
-                test = _driver_test(text) if text is not None else None
+                test = _simple_selector(text) if text is not None else None
                 if test is None:
-                    return None
-                try:
-                    self.cel_env.compile(text)
-                except Exception:  # noqa: BLE001 - selectable() raises it, with its message
                     return None
                 tests.append(test)
         return tuple(tests)
@@ -296,16 +308,17 @@ class Problem:
                     expr = None
             if expr is None:
                 expr = self._compile(text, self._owner(of_class, req), i, req)
-            compiled = (expr, _driver_test(text) if text is not None else None)
+            compiled = (expr, _simple_selector(text) if text is not None else None)
             if text is not None:
                 self._compiled[text] = compiled  # (compiling again gives the same expression)
         expr, test = compiled
         if test is not None and dev.cel_clean:
-            # The driver compared with a literal: the same answer as the CEL evaluation,
-            # without building the device's CEL input.
-            ok = (dev.driver == test[0]) == test[1]
-            self._expr_cache[(text, id(dev.device))] = ok
-            return ok
+            # draopt.cel.simple's shape: the CEL evaluation's answer where it gives one, without
+            # building the device's CEL input.
+            ok = test.answer(dev.driver, dev.device, dev.list_type_attributes)
+            if ok is not None:
+                self._expr_cache[(text, id(dev.device))] = ok
+                return ok
         try:
             ok = expr.matches(dev.cel)
         except Exception as e:  # CelRuntimeError (or a library error on odd input)
