@@ -195,7 +195,6 @@ def make_cel_device(driver: str, device: dict, *, list_type_attributes: bool = F
     return CelDevice(driver, device.get("name", ""), data, error)
 
 
-_GOOD_VERSIONS: set = set()
 _GOOD_QUANTITIES: set = set()
 # per list-types setting: id(attribute) -> (the attribute, whether it converts)
 _CLEAN_ATTRIBUTES: tuple[dict, dict] = ({}, {})
@@ -240,13 +239,12 @@ def _list_converts(f: str, values: Any) -> bool:
 
 
 def _version_parses(text: str) -> bool:
-    if text not in _GOOD_VERSIONS:
+    # (parsed into _PARSED_VERSIONS: the CEL input and draopt.cel.simple read the same version next)
+    if type(text) is not str or text not in _PARSED_VERSIONS:
         try:
-            _semver.Version.parse(text)
-        except (ValueError, TypeError):
+            _parsed_version(text)
+        except ValueError:
             return False
-        if len(_GOOD_VERSIONS) < 4096:
-            _GOOD_VERSIONS.add(text)
     return True
 
 

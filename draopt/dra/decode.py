@@ -80,16 +80,18 @@ def decode_claim(
             lists = tuple(k for k, v in fields.items() if type(v) is list)
             known = request.decoded[key] = (entry.device, fields, lists)
         fields = known[1]
-        if known[2]:
+        shared = consumable and entry.multi_allocatable
+        if known[2] or shared:
             fields = dict(fields)
             for k in known[2]:
                 fields[k] = list(fields[k])  # (each result its own lists, as when they were built here)
-        r = _trusted(DeviceRequestAllocationResult, fields)
-        if consumable and entry.multi_allocatable:
-            r.share_id = share_id(claim, c, i)
-            if c.consumed:
-                r.consumed_capacity = {n: str(v) for n, v in sorted(c.consumed.items())}
-        results.append(r)
+            if shared:
+                # (given to the model as fields: pydantic's first assignment to a field costs
+                # more than the rest of a first decode)
+                fields["share_id"] = share_id(claim, c, i)
+                if c.consumed:
+                    fields["consumed_capacity"] = {n: str(v) for n, v in sorted(c.consumed.items())}
+        results.append(_trusted(DeviceRequestAllocationResult, fields))
 
     # Most claims have no configuration (neither in their classes nor in themselves): then none
     # is allocated, whatever was selected.
