@@ -53,9 +53,9 @@ def test_the_deadline_caps_every_cp_sat_solve(monkeypatch):
 
 
 def test_columns_bound_the_whole_plan_and_skip_the_confirming_check(monkeypatch):
-    """Column generation (forced on 40 inference pods: no gangs): the whole plan stays near its limit, the mix comes
-    with its bound (never above its cost), and the first-fit check, which would only confirm what
-    the model encodes, is skipped and said so."""
+    """Column generation (forced on 40 inference pods: no gangs): the mix comes with its bound
+    (never above its cost), and the first-fit check, which would only confirm what the model
+    encodes, is skipped and said so."""
     from draopt.studies import planning
     from draopt.studies.planning import plan
     from draopt.testing.plan_scenarios import scenario
@@ -64,7 +64,6 @@ def test_columns_bound_the_whole_plan_and_skip_the_confirming_check(monkeypatch)
     monkeypatch.setattr(planning, "COLUMNS_MIN_PODS", 0)
     p = plan(objs, types, time_limit=8)
     assert p.stats.columns_not_used is None and p.stats.columns.get("colgen_rounds", 0) >= 1
-    assert p.stats.solve_s <= 8 + 10  # the limit bounds the whole plan (slack for a loaded machine)
     assert 0 <= p.bound <= p.cost and p.placed == p.pods
     assert p.first_fit is None and "not checked with first-fit" in p.table()
     assert p.stats.to_dict()["first_fit_skipped"].startswith("the model encodes every rule")

@@ -462,7 +462,8 @@ def test_plan_by_columns_on_an_openb_cut(tmp_path, monkeypatch):
     # Smaller tasks may take larger ones' places (colgen_substitution.py): the mix below is
     # still placed by the one model, independent of the columns and of those moves.
     assert p.stats.columns["colgen_substitutions"] > 0
-    assert p.stats.solve_s <= 25 + 5  # the time limit bounds the whole plan
+    # (that the limit bounds the plan is tested without a wall clock: test_plan_time_limit.py's
+    # test_the_deadline_caps_every_cp_sat_solve; a timed assertion failed on a loaded machine)
     best = p.ffd_best()
     assert p.placed == p.pods == len((OPENB / "openb_pod_list_default.csv").read_text().splitlines()[1::100])
     assert 0 <= p.bound <= p.cost <= best.cost
