@@ -84,14 +84,13 @@ def test_the_first_device_in_order_names_the_error():
 def test_an_amount_that_does_not_parse_is_raised_when_the_layout_is_built():
     pool = _pool([_dev("a"), _dev("b", groups=["x"])], unparsable="b")
     assert not pool.invalid and pool.counter_layout is None  # the search builds it and raises
-    assert pool.compatibility_grouped  # noted past the amount that does not parse
     with pytest.raises(InputError, match="device b: consumesCounters"):
         PoolLayout(pool)
 
 
 def test_a_valid_pool_is_laid_out_as_without_validation():
     pool = _pool([_dev("a"), _dev("b", counters={"mem": {"value": "2Gi"}}), {"name": "c"}])
-    assert not pool.invalid and not pool.compatibility_grouped
+    assert not pool.invalid
     layout, plain = pool.counter_layout, PoolLayout(pool)
     assert layout is not None and not layout.unparsable
     assert (layout.position, layout.totals, layout.uses) == (plain.position, plain.totals, plain.uses)

@@ -260,7 +260,6 @@ def _build_pool(
         pool.invalid, pool.invalid_reason = True, str(e)
         pool.slices, pool.counter_sets, pool.other_slices = [], {}, []
         return pool
-    pool.compatibility_grouped = layout.grouped if layout is not None else False
     pool.has_binding_conditions = binding
     # (an amount that does not parse: raised when a search reaches the pool)
     pool.counter_layout = layout if layout is not None and not layout.unparsable else None

@@ -28,7 +28,6 @@ class Pool:
     other_slices: list[ResourceSlice] = field(default_factory=list)  # device slices for other nodes
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     has_binding_conditions: bool = False
-    compatibility_grouped: bool | None = None  # a device names compatibility groups (None: not looked)
     # PoolLayout of the pool, built while gathering (its slices' objects
     # are in the CPU's caches then, not when a search first reaches the pool); None: not built
     counter_layout: PoolLayout | None = field(default=None, compare=False, repr=False)
@@ -39,8 +38,8 @@ class Pool:
 
 
 _USES: dict[str, Amount] = {}  # counter amounts parsed by PoolLayout, by text (parsed once)
-# (counter positions of a layout, id(DeviceCounterConsumption)) -> (the entry, its draws, whether
-# it names compatibility groups): validated entries, read once (the entry kept: its id stays its own)
+# (counter positions of a layout, id(DeviceCounterConsumption)) -> (the entry, its draws): validated
+# entries, read once (the entry kept: its id stays its own)
 _ENTRY_DRAWS: dict[tuple, tuple] = {}
 
 
@@ -51,12 +50,11 @@ class PoolLayout:
 
     `validate` (gathering the pool, in the same pass): raise the ValueError of the first counter
     set or counter a device names that the pool's sets lack (in device order, as Kubernetes
-    validates a pool's consumption), note in `grouped` whether a device names compatibility
-    groups, and leave `unparsable` set, instead of raising, when an amount does not parse (the
-    layout is then not to be used: the search that reaches the pool raises the error), so that a
-    later device's ValueError is still the one raised."""
+    validates a pool's consumption), and leave `unparsable` set, instead of raising, when an
+    amount does not parse (the layout is then not to be used: the search that reaches the pool
+    raises the error), so that a later device's ValueError is still the one raised."""
 
-    __slots__ = ("pool", "position", "totals", "uses", "by_device", "grouped", "unparsable")
+    __slots__ = ("pool", "position", "totals", "uses", "by_device", "unparsable")
 
     def __init__(self, pool: Pool, validate: bool = False):
         self.pool = pool
@@ -68,7 +66,7 @@ class PoolLayout:
         # id(Device) -> what it draws (counters outside the pool's sets take part in no comparison)
         by_device: dict[int, Draws] = {}
         self.by_device = by_device
-        grouped = unparsable = False
+        unparsable = False
         no_set: dict[str, int] = {}
         driver, pool_name = pool.driver, pool.name
         # An entry's draws depend on the counters' positions and its own fields: kept per entry
@@ -85,15 +83,11 @@ class PoolLayout:
                         known = _ENTRY_DRAWS.get((layout_key, id(c)))
                         if known is not None and known[0] is c:
                             consumed += known[1]
-                            grouped = grouped or known[2]
                             continue
                         start = len(consumed)
                     at = position.get(c.counter_set, no_set)
-                    if validate:
-                        if c.compatibility_groups:
-                            grouped = True
-                        if at is no_set:
-                            raise ValueError(f"counter set {c.counter_set} not found")
+                    if validate and at is no_set:
+                        raise ValueError(f"counter set {c.counter_set} not found")
                     for n, v in c.counters.items():
                         i = at.get(n)
                         if i is None:
@@ -118,14 +112,13 @@ class PoolLayout:
                                 _USES[value] = amount
                         consumed.append((i, amount))
                     if layout_key is not None and not unparsable and len(_ENTRY_DRAWS) < 65536:
-                        _ENTRY_DRAWS[(layout_key, id(c))] = (c, consumed[start:], bool(c.compatibility_groups))
+                        _ENTRY_DRAWS[(layout_key, id(c))] = (c, consumed[start:])
                 if consumed and not unparsable:
                     if len(consumes) > 1 and len({i for i, _ in consumed}) < len(consumed):
                         consumed = _merge_repeated(consumed)
                     draws = tuple(consumed)
                     uses.append(((driver, pool_name, d.name), draws))
                     by_device[id(d)] = draws
-        self.grouped = grouped
         self.unparsable = unparsable
 
     def room(self, allocated: AllocatedState) -> CounterRoom:
