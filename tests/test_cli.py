@@ -154,6 +154,11 @@ def test_bad_flags_exit_2(tmp_path):
     assert run("allocate", "-f", f, "--feature-gates", "DRAPrioritizedList=maybe").returncode == 2
     p = run("allocate", "-f", f, "--claim", "default/none")
     assert p.returncode == 2 and "no ResourceClaim default/none" in p.stderr
+    # one claim named twice, with and without its namespace
+    p = run("allocate", "-f", f, "--claim", "c1", "--claim", "default/c1")
+    assert p.returncode == 2 and "--claim default/c1: named twice" in p.stderr
+    two = write(tmp_path, CLASS, SLICE, NODE, claim(), claim("c2"))
+    assert run("allocate", "-f", two, "--claim", "c1", "--claim", "c2").returncode == 0
     p = run("allocate", "-f", f, "--node", "node-9")
     assert p.returncode == 2 and "no Node node-9" in p.stderr
     assert run("allocate", "-f", str(tmp_path / "missing.yaml")).returncode == 2

@@ -160,6 +160,7 @@ def select_claims(objects: ObjectSet, refs: list[str] | None) -> tuple[list[Reso
         todo = [c for c in claims if c.status.allocation is None]
     else:
         todo = []
+        named: set[str] = set()  # (by key: a claim compared by value is a deep comparison of its models)
         for ref in refs:
             key = ref if "/" in ref else f"default/{ref}"
             claim = by_key.get(key)
@@ -167,8 +168,9 @@ def select_claims(objects: ObjectSet, refs: list[str] | None) -> tuple[list[Reso
                 raise InputError(f"--claim {ref}: no ResourceClaim {key} in the input")
             if claim.status.allocation is not None:
                 raise InputError(f"--claim {ref}: ResourceClaim {key} already has status.allocation")
-            if claim in todo:
+            if key in named:
                 raise InputError(f"--claim {ref}: named twice")
+            named.add(key)
             todo.append(claim)
     in_use = [c for c in claims if c.status.allocation is not None]
     return todo, in_use
