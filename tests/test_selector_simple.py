@@ -297,3 +297,42 @@ def test_a_missing_or_other_typed_attribute_is_left_to_cel():
     both = 'device.attributes["gpu.example.com"].model == "a" && device.attributes["gpu.example.com"].numa == 2'
     assert simple_selector(both).answer(on, device, False) is False
     assert simple_selector('device.attributes["gpu.example.com"].numa == 1').answer(on, device, False) is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1.2.3",
+        "0.0.0",
+        "1.0.0-rc.1",
+        "1.0.0-0.3.7",
+        "1.0.0+build.1",
+        "1.0.0-alpha+001",
+        "99999999999999999999.0.0",
+        "1.2",
+        "v1.2.3",
+        "01.2.3",
+        "1.2.3-",
+        "1.2.3+",
+        "1.2.3\n",
+        " 1.2.3",
+        "1.2.3-01",
+        "",
+        "1.2.3.4",
+        "1.0.0-a..b",
+    ],
+)
+def test_version_syntax_is_the_libraries_parse(text):
+    """converts_cleanly checks a version by the semver library's own syntax (without building a
+    Version): the same verdict as Version.parse, on awkward strings."""
+    import semver
+
+    from draopt.cel import device
+
+    try:
+        semver.Version.parse(text)
+        parses = True
+    except ValueError:
+        parses = False
+    device._VERSION_SYNTAX_OK.clear()
+    assert device._version_parses(text) is parses

@@ -238,14 +238,29 @@ def _list_converts(f: str, values: Any) -> bool:
     return True
 
 
+# The semver library's own syntax (what Version.parse matches before it builds a Version, and
+# all it checks of a string); None if a release of the library has it elsewhere: then it parses
+_SEMVER_SYNTAX = getattr(_semver.Version, "_REGEX", None)
+
+
 def _version_parses(text: str) -> bool:
-    # (parsed into _PARSED_VERSIONS: the CEL input and draopt.cel.simple read the same version next)
-    if type(text) is not str or text not in _PARSED_VERSIONS:
-        try:
-            _parsed_version(text)
-        except ValueError:
-            return False
+    """semver.Version.parse(text) succeeds (a device's versions are checked for every device
+    gathered, and building a Version took most of that)."""
+    if type(text) is str and (text in _PARSED_VERSIONS or text in _VERSION_SYNTAX_OK):
+        return True
+    if _SEMVER_SYNTAX is not None and type(text) is str:
+        ok = _SEMVER_SYNTAX.match(text) is not None
+        if ok and len(_VERSION_SYNTAX_OK) < 4096:
+            _VERSION_SYNTAX_OK.add(text)
+        return ok
+    try:
+        _parsed_version(text)
+    except ValueError:
+        return False
     return True
+
+
+_VERSION_SYNTAX_OK: set = set()  # versions _SEMVER_SYNTAX matched
 
 
 def converts_cleanly(device, list_type_attributes: bool) -> bool:
