@@ -51,6 +51,16 @@ class Features:
     kubernetes_version: str = DEFAULT_VERSION
     gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES), compare=False, hash=False)
 
+    def __post_init__(self) -> None:
+        # The release's flags below worked out with the switches (they depend on the release
+        # alone): not in the first search that reads them (cached_property's first computation
+        # takes a lock on Python 3.11). A release draopt does not know raises when one is read.
+        try:
+            for name in _RELEASE_FLAGS:
+                getattr(self, name)
+        except InputError:
+            pass
+
     @property
     def version(self) -> str:
         return self.kubernetes_version
@@ -183,3 +193,14 @@ __all__ = [
     "parse_kubernetes_version",
     "fields",
 ]
+
+
+# Features' flags that depend on the release alone (worked out when a Features is made)
+_RELEASE_FLAGS = (
+    "counter_leak",
+    "distinct_last_only",
+    "all_mode_static_capacity",
+    "node_allocatable_136",
+    "has_derived_attributes",
+    "has_compatibility_groups",
+)
