@@ -19,8 +19,9 @@ With --oracle: draopt against Kubernetes' own allocator (the Go oracle of draopt
 both timed the same way: the allocate call alone (Kubernetes: allocator construction + Allocate;
 draopt: draopt.allocation.allocate.allocate; the objects are read before, and each side's CEL
 environment is built before its timer), (a) cold: the first call in a fresh process per case
-(each side's median over --cold-repeats such processes, 3 by default), (b) warm: the median of --runs calls in one process per case (each side keeps what it keeps
-between calls: Kubernetes its CEL cache, draopt what draopt.allocation.reuse holds).
+(each side's median over --cold-repeats such processes, 3 by default), (b) warm: the median of
+--runs calls in one process per case (each side keeps what it keeps between calls: Kubernetes
+its CEL cache, draopt what draopt.allocation.reuse holds).
 Prints the median and p90 of the per-case ratio draopt/Kubernetes and the targets (median <= 0.5,
 p90 <= 1.0) met or not; the process wall times of the cold runs are printed beside.
 
