@@ -163,8 +163,10 @@ One module per library, as in Kubernetes' staging/src/k8s.io/apiserver/pkg/cel/l
 ``includes`` (DRA's).  Around them: ``values`` (the custom types as protobuf messages, values to
 and from Python), ``internal`` (the names the rewritten source calls), ``errors``, ``functions``
 (the function table and the cel-cpp environment), ``rewrite`` (source rewriting), ``literals``
-(compile-time checks), ``cost`` (the cost model), ``device`` (make_cel_device), ``loops``
-(comprehensions past cel-cpp's iteration budget) and ``core`` (CelEnvironment, CompiledExpression).
+(compile-time checks), ``cost`` (the cost model), ``device`` (make_cel_device), ``simple`` (the
+selector shapes drivers write most, answered from a device's fields without CEL and compiled only
+when CEL is needed), ``loops`` (comprehensions past cel-cpp's iteration budget) and ``core``
+(CelEnvironment, CompiledExpression).
 
 Layers
 ------
@@ -174,8 +176,8 @@ the name formats of draopt.kube.names (the format library checks them), nothing 
 draopt.validation.documents / .command, above it, reach CEL through it); the rules per object
 kind in draopt.validation import no CEL, and draopt.validation's ``__init__`` imports nothing, so
 importing draopt.kube.names loads no CEL.  Inside this package, imports run: internal ->
-values, errors -> the libraries, rewrite -> cost, literals -> functions, device -> loops -> core
--> this module.  tests/test_import_layers.py checks all of it (lazy imports included).
+values, errors -> the libraries, rewrite -> cost, literals -> functions, device -> simple, loops ->
+core -> this module.  tests/test_import_layers.py checks all of it (lazy imports included).
 """
 
 from __future__ import annotations
