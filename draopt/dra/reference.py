@@ -92,6 +92,44 @@ class ReferenceAllocator:
     that cannot match, skipped in one step. The search visits and returns exactly what it
     would without them (FAST_PATHS=False, or no shape)."""
 
+    # (one allocator per search, hundreds of thousands in a simulation: slots make it and every
+    # attribute read in the search loop cheaper)
+    __slots__ = (
+        "p",
+        "f",
+        "defects",
+        "leak",
+        "last_only",
+        "node_limit",
+        "nodes_visited",
+        "try_limit",
+        "devices_tried",
+        "allocating",
+        "allocating_admin",
+        "allocating_capacity",
+        "rooms",
+        "results",
+        "selected_sub",
+        "compat",
+        "compat_in_use",
+        "counted_multi",
+        "shape",
+        "memo",
+        "held",
+        "consumable",
+        "counters_first",
+        "plan",
+        "skip_static",
+        "constraints",
+        "_cands",
+        "dirty",
+        "_fail_clean",
+        "_undo_pending",
+        "lazy",
+        "lazy_seen",
+        "__weakref__",
+    )
+
     def __init__(
         self,
         problem: Problem,
