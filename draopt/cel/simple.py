@@ -24,10 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-import semver as _semver
-
 from draopt.cel.device import _parsed_version
-from draopt.kube.quantity import Quantity, QuantityError
+from draopt.cel.quantity import _q_compare_keys, _quantity_literal
+from draopt.cel.semverlib import _s_compare_keys, _semver_literal
+from draopt.cel.values import _qkey, _skey
+from draopt.kube.quantity import Quantity
 
 _WS = r"[ \t\n\f]*"
 _QUOTED = r"""(?:"[^"\\\n\r]*"|'[^'\\\n\r]*')"""
@@ -70,7 +71,8 @@ _ORDER_TESTS = {
 @dataclass(frozen=True)
 class _Term:
     """One comparison or key test: `what` is _DRIVER, _MULTIPLE, _VALUE (an attribute's value),
-    _HAS (a key in a domain), _QUANTITY or _VERSION (ordered: `order` tells the result from the
+    _HAS (a key in a domain), _QUANTITY or _VERSION (ordered: `literal` is the quantity's or
+    semver's value key, as CEL's compareTo reads it, and `order` tells the result from the
     comparison's -1, 0 or 1); `equal` False for != (unused by the others)."""
 
     what: str
@@ -134,7 +136,8 @@ def _capacity_term(t: _Term, driver: str, capacity: Dict[str, Any]) -> Optional[
     entry = _named(t, driver, capacity)
     if entry is None or entry is _OTHER:
         return None
-    return t.order(Quantity.parse(entry.value).cmp(t.literal))
+    # (compared as the library's compareTo compares: draopt.cel.quantity)
+    return t.order(_q_compare_keys(_qkey(Quantity.parse(entry.value)), t.literal))
 
 
 def _attribute_term(t: _Term, driver: str, attributes: Dict[str, Any], list_types: bool) -> Optional[bool]:
@@ -151,7 +154,7 @@ def _attribute_term(t: _Term, driver: str, attributes: Dict[str, Any], list_type
     if t.what == _VERSION:
         if attribute is None or attribute.version is None:
             return None  # (no such key, or another type: CEL's error)
-        return t.order(_parsed_version(attribute.version).compare(t.literal))
+        return t.order(_s_compare_keys(_skey(_parsed_version(attribute.version)), t.literal))
     if attribute is None or scalar is _OTHER or scalar is _LIST_ONLY:
         return None  # (CEL: no such key; or a version or list compared: CEL's rules)
     literal = t.literal
@@ -219,16 +222,17 @@ def _plain_domain(domain: str) -> bool:
 
 def _ordered(m: "re.Match[str]") -> Optional[_Term]:
     """A capacity against a quantity literal or an attribute against a semver literal (the
-    pairs that compile whatever the device); the literal must parse (else CEL reports it)."""
+    pairs that compile whatever the device); the literal must parse, as quantity() and semver()
+    parse it (else CEL reports it)."""
     domain, name, method = m.group("domain")[1:-1], m.group("name"), m.group("method")
     what = _QUANTITY if m.group("map") == "capacity" else _VERSION
     if (what == _QUANTITY) != (m.group("kind") == "quantity") or not _plain_domain(domain) or name in _RESERVED:
         return None
     text = m.group("lit")[1:-1]
-    try:
-        literal: Any = Quantity.parse(text) if what == _QUANTITY else _semver.Version.parse(text)
-    except (QuantityError, ValueError, TypeError):
+    parsed = _quantity_literal(text) if what == _QUANTITY else _semver_literal(text, False)
+    if isinstance(parsed, Exception):
         return None
+    literal = parsed.v
     op, bound = m.group("op"), m.group("bound")
     if method == "compareTo":
         if op is None:
