@@ -334,5 +334,5 @@ def test_version_syntax_is_the_libraries_parse(text):
         parses = True
     except ValueError:
         parses = False
-    device._VERSION_SYNTAX_OK.clear()
+    device._GOOD_VERSIONS.clear()
     assert device._version_parses(text) is parses

@@ -246,21 +246,22 @@ _SEMVER_SYNTAX = getattr(_semver.Version, "_REGEX", None)
 def _version_parses(text: str) -> bool:
     """semver.Version.parse(text) succeeds (a device's versions are checked for every device
     gathered, and building a Version took most of that)."""
-    if type(text) is str and (text in _PARSED_VERSIONS or text in _VERSION_SYNTAX_OK):
+    if type(text) is str and text in _GOOD_VERSIONS:
         return True
     if _SEMVER_SYNTAX is not None and type(text) is str:
         ok = _SEMVER_SYNTAX.match(text) is not None
-        if ok and len(_VERSION_SYNTAX_OK) < 4096:
-            _VERSION_SYNTAX_OK.add(text)
-        return ok
-    try:
-        _parsed_version(text)
-    except ValueError:
-        return False
-    return True
+    else:
+        try:
+            _parsed_version(text)
+            ok = True
+        except ValueError:
+            ok = False
+    if ok and type(text) is str and len(_GOOD_VERSIONS) < 4096:
+        _GOOD_VERSIONS.add(text)
+    return ok
 
 
-_VERSION_SYNTAX_OK: set = set()  # versions _SEMVER_SYNTAX matched
+_GOOD_VERSIONS: set = set()  # versions that parse
 
 
 def converts_cleanly(device, list_type_attributes: bool) -> bool:
